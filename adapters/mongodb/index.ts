@@ -1,0 +1,361 @@
+import { MongoClient, MongoServerError, type Collection, type Db, type Filter as MongoFilter, type UpdateFilter } from 'mongodb';
+import {
+  ConflictError,
+  DEFAULT_TENANT,
+  type CollectionSpec,
+  type Filter,
+  type FindOptions,
+  type Store,
+  type StoredDoc,
+  type TenantCollection,
+} from '../../src/store/types.js';
+import {
+  DeclaredSpecs,
+  PHYSICAL_PREFIX,
+  assertFieldName,
+  expiryOf,
+  idKey,
+  isUnset,
+  normalizeSpec,
+  pageOf,
+  physicalName,
+  uniqueKeyFields,
+} from '../shared/spec.js';
+
+/**
+ * How a store document is kept: one MongoDB document ("row") per tenant and id,
+ * with the store document untouched under `doc` so its fields can never collide
+ * with ours.
+ */
+interface Row {
+  /** `<tenant>\0<id>`: the id is unique per tenant. */
+  _id: string;
+  tenant: string;
+  doc: StoredDoc;
+  /** Date copy of `doc.expiresAt` for the TTL index; absent when the document never expires. */
+  _expiresAtDate?: Date;
+  /** Per unique-key field, the value the unique indexes see (see uniqueShadow). */
+  _unique?: Record<string, unknown>;
+}
+
+type Rows = Collection<Row>;
+
+const INTERNAL_ERROR = 1;
+const DUPLICATE_KEY = 11000;
+const NAMESPACE_NOT_FOUND = 26;
+const NOT_IMPLEMENTED = 238;
+
+/**
+ * Scale-out store on MongoDB (any server speaking its wire protocol; the tests
+ * use FerretDB). Collection `c_<name>` per store collection, `sequences` for
+ * counters. Indexes are created on first use of a collection.
+ */
+export class MongoStore implements Store {
+  private readonly declared = new DeclaredSpecs();
+  private readonly indexesReady = new Map<string, Promise<void>>();
+
+  private constructor(
+    private readonly client: MongoClient,
+    private readonly db: Db,
+  ) {}
+
+  /** `url` names the database in its path (the driver's default, `test`, otherwise). */
+  static async open(url: string): Promise<MongoStore> {
+    // ignoreUndefined: an undefined field is left out, as JSON.stringify does in the SQLite store.
+    const client = new MongoClient(url, { ignoreUndefined: true });
+    await client.connect();
+    return new MongoStore(client, client.db());
+  }
+
+  collection<T extends StoredDoc = StoredDoc>(specOrName: CollectionSpec | string, tenant = DEFAULT_TENANT): TenantCollection<T> {
+    const { spec, grew } = this.declared.declare(normalizeSpec(specOrName));
+    const rows = this.db.collection<Row>(physicalName(spec.name));
+    if (grew) this.startIndexing(spec, rows);
+    return new MongoCollection<T>(rows, spec, tenant, () => this.indexed(spec, rows));
+  }
+
+  private startIndexing(spec: CollectionSpec, rows: Rows): Promise<void> {
+    const attempt = createIndexes(rows, spec);
+    this.indexesReady.set(spec.name, attempt);
+    // A failed attempt is forgotten, so the next operation tries again instead of failing forever.
+    attempt.catch(() => {
+      if (this.indexesReady.get(spec.name) === attempt) this.indexesReady.delete(spec.name);
+    });
+    return attempt;
+  }
+
+  private indexed(spec: CollectionSpec, rows: Rows): Promise<void> {
+    return this.indexesReady.get(spec.name) ?? this.startIndexing(spec, rows);
+  }
+
+  async nextSequence(name: string): Promise<number> {
+    const sequences = this.db.collection<{ _id: string; value: number }>('sequences');
+    const bump = () => sequences.findOneAndUpdate({ _id: name }, { $inc: { value: 1 } }, { upsert: true, returnDocument: 'after' });
+    // Two first calls may both try to create the counter; the loser's duplicate-key error only means it exists now.
+    const counter = await bump().catch((error: unknown) => (isDuplicateKey(error) ? bump() : Promise.reject(error)));
+    if (!counter) throw new Error(`sequence ${name} was not returned by the server`);
+    return counter.value;
+  }
+
+  async ping(): Promise<void> {
+    await this.db.command({ ping: 1 });
+  }
+
+  /** Covers every store collection in the database, also those this process has not declared. */
+  async purgeExpired(): Promise<number> {
+    const collections = await this.db.listCollections({}, { nameOnly: true }).toArray();
+    let removed = 0;
+    for (const { name } of collections.filter((info) => info.name.startsWith(PHYSICAL_PREFIX))) {
+      removed += await deleteExpired(this.db.collection<Row>(name));
+    }
+    return removed;
+  }
+
+  async close(): Promise<void> {
+    await this.client.close();
+  }
+}
+
+class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
+  constructor(
+    private readonly rows: Rows,
+    private readonly spec: CollectionSpec,
+    readonly tenant: string,
+    private readonly indexed: () => Promise<void>,
+  ) {}
+
+  async insert(doc: T): Promise<T> {
+    await this.indexed();
+    const insert = () => this.rows.insertOne(this.rowOf(doc));
+    await this.retryingExpiredClash(insert, () => this.clashingFields(doc, true));
+    return doc;
+  }
+
+  async upsert(doc: T): Promise<T> {
+    await this.indexed();
+    const row = this.rowOf(doc);
+    const replace = () => this.rows.replaceOne({ _id: row._id }, row, { upsert: true });
+    await this.retryingExpiredClash(replace, () => this.clashingFields(doc, false));
+    return doc;
+  }
+
+  async get(id: string | number): Promise<T | null> {
+    await this.indexed();
+    const row = await this.rows.findOne(this.live({ _id: this.rowId(id) }));
+    return (row?.doc as T | undefined) ?? null;
+  }
+
+  async findOne(filter: Filter): Promise<T | null> {
+    const [first] = await this.find(filter, { limit: 1 });
+    return first ?? null;
+  }
+
+  async find(filter: Filter = {}, options: FindOptions = {}): Promise<T[]> {
+    const { skip, limit } = pageOf(options);
+    // MongoDB reads limit 0 as "no limit"; the store interface means "nothing".
+    if (limit === 0) return [];
+    await this.indexed();
+    const cursor = this.rows.find(this.live(docFilter(filter)), { projection: { doc: 1 }, skip, ...(limit && { limit }) });
+    if (options.sort) cursor.sort(sortOf(options.sort));
+    return (await cursor.toArray()).map((row) => row.doc as T);
+  }
+
+  async count(filter: Filter = {}): Promise<number> {
+    await this.indexed();
+    return this.rows.countDocuments(this.live(docFilter(filter)));
+  }
+
+  /** One findOneAndUpdate whose filter carries `onlyIf`: the server checks and writes atomically. */
+  async update(id: string | number, fields: Partial<T>, onlyIf: Filter = {}): Promise<T | null> {
+    await this.indexed();
+    const rowId = this.rowId(id);
+    const filter = this.live({ _id: rowId, ...docFilter(onlyIf) });
+    const change = changeOf(fields, rowId, uniqueKeyFields(this.spec));
+    if (!change) return ((await this.rows.findOne(filter))?.doc as T | undefined) ?? null;
+    const apply = () => this.rows.findOneAndUpdate(filter, change, { returnDocument: 'after' });
+    const candidate = async () => ({ ...(await this.get(id)), ...fields, id }) as StoredDoc;
+    const row = await this.retryingExpiredClash(apply, async () => this.clashingFields(await candidate(), false));
+    return (row?.doc as T | undefined) ?? null;
+  }
+
+  /** Also removes an expired (already invisible) document, and then reports true, like the SQLite store. */
+  async delete(id: string | number): Promise<boolean> {
+    await this.indexed();
+    return (await this.rows.deleteOne({ _id: this.rowId(id) })).deletedCount > 0;
+  }
+
+  /** Also removes matching expired documents, and counts them, like the SQLite store. */
+  async deleteMany(filter: Filter): Promise<number> {
+    await this.indexed();
+    return (await this.rows.deleteMany({ tenant: this.tenant, ...docFilter(filter) })).deletedCount;
+  }
+
+  private rowId(id: string | number): string {
+    return `${this.tenant}\u0000${idKey(id)}`;
+  }
+
+  private rowOf(doc: StoredDoc): Row {
+    const rowId = this.rowId(doc.id);
+    const expiry = expiryOf(doc);
+    const unique = Object.fromEntries(uniqueKeyFields(this.spec).map((field) => [field, uniqueShadow(doc[field], rowId)]));
+    return { _id: rowId, tenant: this.tenant, doc, ...(expiry !== null && { _expiresAtDate: new Date(expiry) }), _unique: unique };
+  }
+
+  /**
+   * Only documents that have not expired. TTL deletion runs about once a minute
+   * on MongoDB, and not at all on FerretDB, so every read filters for itself.
+   */
+  private live(filter: MongoFilter<Row>): MongoFilter<Row> {
+    const neverExpires = { _expiresAtDate: { $exists: false } };
+    return { ...filter, tenant: this.tenant, $or: [neverExpires, { _expiresAtDate: { $gt: new Date() } }] };
+  }
+
+  /**
+   * Runs a write; a duplicate-key error may come from an expired row that still
+   * holds the id or a unique value (expired rows are invisible but not yet
+   * deleted), so expired rows are purged and the write is tried once more before
+   * it counts as a conflict.
+   */
+  private async retryingExpiredClash<R>(write: () => Promise<R>, clashingFields: () => Promise<string[]>): Promise<R> {
+    try {
+      return await write();
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+    }
+    await deleteExpired(this.rows);
+    try {
+      return await write();
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      throw new ConflictError(this.spec.name, await clashingFields());
+    }
+  }
+
+  /**
+   * Which constraint a rejected write broke, for ConflictError. Found by looking
+   * because FerretDB's duplicate-key errors do not name the index.
+   */
+  private async clashingFields(candidate: StoredDoc, idTaken: boolean): Promise<string[]> {
+    if (idTaken && (await this.get(candidate.id))) return ['id'];
+    for (const key of this.spec.uniqueKeys ?? []) {
+      if (key.some((field) => isUnset(candidate[field]))) continue;
+      const sameValues = docFilter(Object.fromEntries(key.map((field) => [field, candidate[field] as Filter[string]])));
+      if (await this.rows.findOne(this.live({ ...sameValues, _id: { $ne: this.rowId(candidate.id) } }))) return key;
+    }
+    // The clashing document vanished between the write and this look-up.
+    return idTaken ? ['id'] : (this.spec.uniqueKeys?.[0] ?? ['id']);
+  }
+}
+
+async function createIndexes(rows: Rows, spec: CollectionSpec): Promise<void> {
+  await createExpiryIndex(rows);
+  for (const field of spec.indexes ?? []) {
+    await rows.createIndex({ tenant: 1, [docPath(field)]: 1 }, { name: `ix_${field}` });
+  }
+  for (const key of spec.uniqueKeys ?? []) await createUniqueIndex(rows, key);
+}
+
+/**
+ * A TTL index lets MongoDB delete expired rows itself. FerretDB 1.x rejects TTL
+ * indexes (NotImplemented); there a plain index serves purgeExpired, which must
+ * then do all the deleting.
+ */
+async function createExpiryIndex(rows: Rows): Promise<void> {
+  try {
+    await rows.createIndex({ _expiresAtDate: 1 }, { name: 'expiry_ttl', expireAfterSeconds: 0 });
+  } catch (error) {
+    if (!(error instanceof MongoServerError && error.code === NOT_IMPLEMENTED)) throw error;
+    await rows.createIndex({ _expiresAtDate: 1 }, { name: 'expiry' });
+  }
+}
+
+/**
+ * Unique per tenant, over the shadow values of the key's fields. Rows written
+ * before this key was declared lack them and would all clash as null, so they
+ * are filled in first (only while the index does not exist yet).
+ */
+async function createUniqueIndex(rows: Rows, key: string[]): Promise<void> {
+  const name = `uq_${key.join('_')}`;
+  if (await hasIndex(rows, name)) return;
+  await backfillUniqueShadows(rows, key);
+  const fields = Object.fromEntries(key.map((field) => [`_unique.${field}`, 1 as const]));
+  await rows.createIndex({ tenant: 1, ...fields }, { name, unique: true });
+}
+
+async function hasIndex(rows: Rows, name: string): Promise<boolean> {
+  try {
+    return (await rows.listIndexes().toArray()).some((index) => index.name === name);
+  } catch (error) {
+    if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return false;
+    throw error;
+  }
+}
+
+async function backfillUniqueShadows(rows: Rows, key: string[]): Promise<void> {
+  const lacking = rows.find({ $or: key.map((field) => ({ [`_unique.${field}`]: { $exists: false } })) }, { projection: { doc: 1 } });
+  for await (const row of lacking) {
+    const shadows = Object.fromEntries(key.map((field) => [`_unique.${field}`, uniqueShadow(row.doc[field], row._id)]));
+    await rows.updateOne({ _id: row._id }, { $set: shadows });
+  }
+}
+
+/**
+ * What the unique indexes see for one field of a unique key. A null or absent
+ * value must exempt the row from the key, which a partial index would express,
+ * but FerretDB 1.x rejects partialFilterExpression and ignores `sparse`. So an
+ * unset value is replaced by a stand-in unique to the row, which cannot clash:
+ * uniqueness stays enforced by the server, atomically, on both.
+ */
+function uniqueShadow(value: unknown, rowId: string): unknown {
+  return isUnset(value) ? `\u0000unset:${rowId}` : value;
+}
+
+/** The $set/$unset for update(), or null when there is nothing to change. */
+function changeOf(fields: Partial<StoredDoc>, rowId: string, uniqueFields: string[]): UpdateFilter<Row> | null {
+  const set: Record<string, unknown> = {};
+  const unset: Record<string, ''> = {};
+  for (const [field, value] of Object.entries(fields)) {
+    if (field === 'id') continue; // the row key is derived from the id: ids never change
+    if (value === undefined) unset[docPath(field)] = '';
+    else set[docPath(field)] = value;
+    if (uniqueFields.includes(field)) set[`_unique.${field}`] = uniqueShadow(value, rowId);
+  }
+  if ('expiresAt' in fields) {
+    const expiry = expiryOf(fields);
+    if (expiry === null) unset._expiresAtDate = '';
+    else set._expiresAtDate = new Date(expiry);
+  }
+  const change = { ...(Object.keys(set).length > 0 && { $set: set }), ...(Object.keys(unset).length > 0 && { $unset: unset }) };
+  return Object.keys(change).length > 0 ? (change as UpdateFilter<Row>) : null;
+}
+
+/** Equality on document fields; MongoDB's `{ field: null }` already matches absent or null. */
+function docFilter(filter: Filter): MongoFilter<Row> {
+  return Object.fromEntries(Object.entries(filter).map(([field, value]) => [docPath(field), isUnset(value) ? null : value]));
+}
+
+/** `_id` breaks ties, so skip/limit pages are stable. */
+function sortOf(sort: NonNullable<FindOptions['sort']>): Record<string, 1 | -1> {
+  const direction = sort.direction === 'desc' ? -1 : 1;
+  return { [docPath(sort.field)]: direction, _id: direction };
+}
+
+/** Field names are validated identifiers, so they cannot smuggle in a `$` operator or a deeper path. */
+function docPath(field: string): string {
+  assertFieldName(field);
+  return `doc.${field}`;
+}
+
+async function deleteExpired(rows: Rows): Promise<number> {
+  return (await rows.deleteMany({ _expiresAtDate: { $lte: new Date() } })).deletedCount;
+}
+
+/**
+ * MongoDB reports every unique-index violation as 11000. FerretDB 1.x does so
+ * for inserts only; on updates it passes SQLite's error through as an
+ * InternalError, recognisable by SQLite's message.
+ */
+function isDuplicateKey(error: unknown): boolean {
+  if (!(error instanceof MongoServerError)) return false;
+  return error.code === DUPLICATE_KEY || (error.code === INTERNAL_ERROR && error.message.includes('UNIQUE constraint failed'));
+}

@@ -1,0 +1,38 @@
+# POST /token with grant_type urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693).
+package arbiter.token_exchange
+
+import data.arbiter.lib
+
+access_token_type := "urn:ietf:params:oauth:token-type:access_token"
+
+id_token_type := "urn:ietf:params:oauth:token-type:id_token"
+
+default decision := {"allow": false, "error": "invalid_grant", "error_description": "token exchange is not allowed"}
+
+decision := lib.deny("unauthorized_client", "token exchange requires a confidential client") if {
+	not lib.confidential_client
+} else := lib.deny("invalid_grant", "the subject token is not active") if {
+	not input.subject_token.active
+} else := lib.deny("invalid_grant", sprintf("untrusted_token_issuer: %v is not a trusted issuer", [object.get(input.subject_token, "iss", null)])) if {
+	input.subject_token.token_type == id_token_type
+	not issuer_trusted
+} else := lib.deny("invalid_grant", "requested scope exceeds the subject token's scopes") if {
+	input.subject_token.token_type == access_token_type
+	count(lib.requested_scopes - subject_scopes) > 0
+} else := lib.details_denial if {
+	lib.has_unknown_details
+} else := lib.no_scope_denial if {
+	lib.nothing_grantable(granted)
+} else := lib.allow_with(granted) if {
+	input.subject_token.token_type in {access_token_type, id_token_type}
+}
+
+issuer_trusted if lib.trusted_issuer(input.subject_token.iss, "token_exchange")
+
+subject_scopes := {scope | some scope in input.subject_token.scopes}
+
+# An access token passes on (a subset of) its own scopes; an external ID token carries none,
+# so the client's own allowance applies.
+granted := lib.within_ceiling(lib.scopes_granted(subject_scopes, subject_scopes)) if {
+	input.subject_token.token_type == access_token_type
+} else := lib.scopes_granted(lib.client_allowed_scopes, lib.client_allowed_scopes)

@@ -1,0 +1,74 @@
+package arbiter.register_test
+
+import data.arbiter.fixtures_test as f
+import data.arbiter.register
+
+registration(statement, grant_types) := object.union(
+	f.input_with(null, null, {"endpoint": "/register"}),
+	{"registration": {
+		"metadata": {"redirect_uris": ["https://app.example/cb"], "scope": "openid email invoices.read"},
+		"grant_types": grant_types,
+		"token_endpoint_auth_method": "client_secret_basic",
+		"client_type": "confidential",
+		"software_statement": statement,
+	}},
+)
+
+open_policy := {"enabled": true, "dcr": {"allowed_grant_types": ["authorization_code", "refresh_token"]}}
+
+statement(claims) := {"verified": true, "claims": claims}
+
+trusted := {"https://issuer.example": {"jwks_uri": "https://issuer.example/jwks"}}
+
+test_open_registration_is_disabled_by_default if {
+	d := register.decision with input as registration(null, ["authorization_code"])
+	not d.allow
+	d.error == "invalid_client_metadata"
+}
+
+test_open_registration_when_enabled_grants_oidc_scopes if {
+	d := register.decision with input as registration(null, ["authorization_code"]) with data.oauth.public_client_policy as open_policy
+	d.allow
+	d.scopes == ["email", "openid"]
+}
+
+test_open_registration_refuses_other_grant_types if {
+	d := register.decision with input as registration(null, ["client_credentials"]) with data.oauth.public_client_policy as open_policy
+	not d.allow
+	contains(d.error_description, "client_credentials")
+}
+
+test_statement_from_untrusted_issuer_is_invalid if {
+	d := register.decision with input as registration(statement({"iss": "https://evil.example"}), ["authorization_code"])
+	d.error == "invalid_software_statement"
+}
+
+test_denylisted_software_is_unapproved if {
+	claims := {"iss": "https://issuer.example", "software_id": "bad-app"}
+	d := register.decision with input as registration(statement(claims), ["authorization_code"])
+		with data.oauth.trusted_issuers as trusted
+		with data.oauth.software_statements.denylist as ["bad-app"]
+	d.error == "unapproved_software_statement"
+}
+
+test_statement_entitlements_are_kept_within_known_types if {
+	claims := {
+		"iss": "https://issuer.example",
+		"software_id": "good-app",
+		"grant_types": ["client_credentials"],
+		"granted_resources": [
+			{"type": "urn:as:introspect", "scopes": ["uma_protection", "root"]},
+			{"type": "urn:unknown", "scopes": ["x"]},
+		],
+	}
+	d := register.decision with input as registration(statement(claims), ["client_credentials", "authorization_code"]) with data.oauth.trusted_issuers as trusted
+	d.allow
+	d.scopes == ["uma_protection"]
+	d.extensions.granted_resources == [{"type": "urn:as:introspect", "scopes": ["uma_protection"]}]
+	d.extensions.grant_types == ["client_credentials"]
+}
+
+test_statement_without_issuer_is_invalid if {
+	d := register.decision with input as registration(statement({"software_id": "x"}), ["authorization_code"]) with data.oauth.trusted_issuers as trusted
+	d.error == "invalid_software_statement"
+}

@@ -1,0 +1,71 @@
+package arbiter.token_exchange_test
+
+import data.arbiter.fixtures_test as f
+import data.arbiter.token_exchange
+
+exchange_type := "urn:ietf:params:oauth:grant-type:token-exchange"
+
+access_token := {
+	"token_type": "urn:ietf:params:oauth:token-type:access_token",
+	"active": true,
+	"iss": "http://localhost:9000",
+	"sub": "alice",
+	"client_id": "spa",
+	"scopes": ["invoices.read", "openid"],
+	"resource": null,
+	"exp": 1893456000,
+}
+
+id_token := object.union(access_token, {"token_type": "urn:ietf:params:oauth:token-type:id_token", "iss": "https://idp.example", "client_id": null, "scopes": []})
+
+exchange(client, subject_token, overrides) := object.union(
+	f.input_with(client, f.alice, object.union({"grant_type": exchange_type}, overrides)),
+	{"subject_token": subject_token},
+)
+
+test_subset_of_subject_token_scopes_is_granted if {
+	d := token_exchange.decision with input as exchange(f.confidential_client, access_token, {"scopes": ["invoices.read"]})
+	d.allow
+	d.scopes == ["invoices.read"]
+}
+
+test_scope_beyond_subject_token_is_invalid_grant if {
+	d := token_exchange.decision with input as exchange(f.confidential_client, access_token, {"scopes": ["invoices.write"]})
+	not d.allow
+	d.error == "invalid_grant"
+}
+
+test_public_client_is_refused if {
+	d := token_exchange.decision with input as exchange(f.public_client, access_token, {})
+	d.error == "unauthorized_client"
+}
+
+test_inactive_subject_token_is_refused if {
+	d := token_exchange.decision with input as exchange(f.confidential_client, object.union(access_token, {"active": false}), {})
+	d.error == "invalid_grant"
+}
+
+test_id_token_from_untrusted_issuer_is_refused if {
+	d := token_exchange.decision with input as exchange(f.confidential_client, id_token, {})
+	not d.allow
+	startswith(d.error_description, "untrusted_token_issuer")
+}
+
+test_id_token_from_trusted_issuer_gets_client_scopes if {
+	issuers := {"https://idp.example": {"jwks_uri": "https://idp.example/jwks"}}
+	d := token_exchange.decision with input as exchange(f.confidential_client, id_token, {}) with data.oauth.trusted_issuers as issuers
+	d.allow
+	d.scopes == ["invoices.read", "invoices.write"]
+}
+
+test_issuer_trusted_only_for_statements_is_refused if {
+	issuers := {"https://idp.example": {"uses": ["software_statement"]}}
+	d := token_exchange.decision with input as exchange(f.confidential_client, id_token, {}) with data.oauth.trusted_issuers as issuers
+	not d.allow
+}
+
+test_id_token_without_issuer_is_refused if {
+	no_issuer := object.remove(id_token, ["iss"])
+	d := token_exchange.decision with input as exchange(f.confidential_client, no_issuer, {}) with data.oauth.trusted_issuers as {"https://idp.example": {}}
+	not d.allow
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the pinned OPA into <repo>/.bin/opa unless it is already there.
+# Needs Go (the Go module proxy is how OPA reaches a fresh machine; see /work/shared/NOTES.md).
+set -euo pipefail
+
+OPA_VERSION="v1.21.1"
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bin="$repo/.bin"
+
+if [ -x "$bin/opa" ] && [ "$("$bin/opa" version 2>/dev/null | sed -n 's/^Version: //p')" = "${OPA_VERSION#v}" ]; then
+  exit 0
+fi
+
+if ! command -v go >/dev/null 2>&1; then
+  echo "install-opa: Go is required to install OPA $OPA_VERSION (or set OPA_URL to use an external OPA)" >&2
+  exit 1
+fi
+
+echo "install-opa: installing OPA $OPA_VERSION into $bin" >&2
+mkdir -p "$bin"
+GOBIN="$bin" go install "github.com/open-policy-agent/opa@$OPA_VERSION"
+"$bin/opa" version | head -n 1 >&2

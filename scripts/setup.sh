@@ -1,0 +1,7 @@
+#!/usr/bin/env bash
+# Everything `npm start` needs on a bare machine, idempotently: the OPA binary.
+# Signing keys and the default policy bundle are created by the server on first start.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-opa.sh
+mkdir -p data

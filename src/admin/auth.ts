@@ -1,0 +1,20 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
+import type { Context, Next } from 'koa';
+import { HttpError } from '../http/errors.js';
+
+/** Guards the Admin API with X-Admin-API-Key, compared in constant time (digests hide the key's length). */
+export function requireAdminKey(adminApiKey: string) {
+  const expected = digest(adminApiKey);
+  return async (ctx: Context, next: Next): Promise<void> => {
+    const presented = ctx.get('x-admin-api-key');
+    if (!presented || !timingSafeEqual(digest(presented), expected)) {
+      ctx.set('WWW-Authenticate', 'X-Admin-API-Key');
+      throw new HttpError(401, 'unauthorized', presented ? 'the X-Admin-API-Key is not valid' : 'the X-Admin-API-Key header is required');
+    }
+    await next();
+  };
+}
+
+function digest(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}

@@ -1,0 +1,179 @@
+/**
+ * The Admin API's eight collections as data: one generic router serves them all.
+ * Field lists follow the spec's "Admin API objects" table.
+ */
+
+export interface CollectionDefinition {
+  /** URL segment under /admin/api/. */
+  path: string;
+  /** Store collection name. */
+  store: string;
+  /** The field that addresses a record in the URL (`id` = internal numeric id). */
+  pathKey: 'id' | 'idpId' | 'clientId';
+  /** Fields unique within a tenant (each a separate key). */
+  uniqueFields: string[];
+  /** JSON schema of a create/replace body. */
+  schema: Record<string, unknown>;
+  /** Integer fields that must name an existing record of another collection in the same tenant. */
+  references?: Record<string, string>;
+  /** Fields never returned in a response. */
+  secretFields?: string[];
+  /** Fields filled in when absent. */
+  defaults?: Record<string, unknown>;
+}
+
+const string = { type: 'string', maxLength: 4096 };
+const nonEmpty = { type: 'string', minLength: 1, maxLength: 4096 };
+const strings = { type: 'array', items: nonEmpty, maxItems: 500 };
+const uri = { type: 'string', format: 'uri', maxLength: 4096 };
+const httpsUri = { type: 'string', format: 'uri', pattern: '^https://', maxLength: 4096 };
+const internalKey = { type: 'integer', minimum: 1 };
+const tenantId = { type: ['string', 'null'], pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' };
+const enabled = { type: 'boolean' };
+/** The Admin API stores client secrets only as BCrypt hashes it is given (see src/admin/validation.ts). */
+const bcryptHash = { type: 'string', format: 'bcrypt' };
+
+function object(required: string[], properties: Record<string, unknown>) {
+  return { type: 'object', additionalProperties: false, required, properties: { ...properties, tenantId } };
+}
+
+export const COLLECTIONS: CollectionDefinition[] = [
+  {
+    path: 'identity-providers',
+    store: 'identity_providers',
+    pathKey: 'idpId',
+    uniqueFields: ['idpId'],
+    secretFields: ['clientSecret'],
+    defaults: { enabled: true },
+    schema: object(['issuer'], {
+      issuer: uri,
+      idpId: { type: 'string', pattern: '^[A-Za-z0-9._~-]{1,128}$' },
+      name: string,
+      enabled,
+      clientId: nonEmpty,
+      clientSecret: nonEmpty,
+      scopes: strings,
+      authorizationEndpoint: uri,
+      tokenEndpoint: uri,
+      userinfoEndpoint: uri,
+      jwksUri: uri,
+    }),
+  },
+  {
+    path: 'resource-servers',
+    store: 'resource_servers',
+    pathKey: 'id',
+    uniqueFields: ['resourceIndicator'],
+    references: { clientId: 'clients' },
+    defaults: { enabled: true },
+    schema: object(['resourceIndicator'], {
+      resourceIndicator: { ...uri, pattern: '^[^#]*$' },
+      name: string,
+      description: string,
+      capability: { type: 'object' },
+      clientId: internalKey,
+      enabled,
+      typeUris: strings,
+    }),
+  },
+  {
+    path: 'resource-types',
+    store: 'resource_types',
+    pathKey: 'id',
+    uniqueFields: ['typeUri'],
+    references: { parentTypeId: 'resource_types' },
+    defaults: { enabled: true },
+    schema: object(['typeUri'], {
+      typeUri: nonEmpty,
+      name: string,
+      description: string,
+      parentTypeId: internalKey,
+      enabled,
+      scopes: strings,
+    }),
+  },
+  {
+    path: 'resources',
+    store: 'resources',
+    pathKey: 'id',
+    uniqueFields: [],
+    references: { resourceServerId: 'resource_servers', resourceTypeId: 'resource_types', ownerSubjectId: 'subjects' },
+    schema: object(['resourceServerId', 'resourceTypeId', 'resourceIdentifier'], {
+      resourceServerId: internalKey,
+      resourceTypeId: internalKey,
+      resourceIdentifier: nonEmpty,
+      ownerSubjectId: internalKey,
+      scopes: strings,
+    }),
+  },
+  {
+    path: 'clients',
+    store: 'clients',
+    pathKey: 'clientId',
+    uniqueFields: ['clientId'],
+    secretFields: ['clientSecret'],
+    defaults: { enabled: true },
+    schema: object(['clientId', 'clientType'], {
+      clientId: { type: 'string', minLength: 1, maxLength: 2048 },
+      clientType: { enum: ['confidential', 'public'] },
+      clientSecret: bcryptHash,
+      enabled,
+      redirectUris: { type: 'array', items: uri, maxItems: 100 },
+      postLogoutRedirectUris: { type: 'array', items: uri, maxItems: 100 },
+      clientName: string,
+      clientUri: uri,
+      logoUri: uri,
+      tokenEndpointAuthMethod: { enum: ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] },
+      jwksUri: httpsUri,
+      jwks: { type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: { type: 'object' } } } },
+      softwareStatement: { type: 'object' },
+      scopes: strings,
+      registrationType: { enum: ['admin', 'dcr', 'cimd'] },
+    }),
+  },
+  {
+    path: 'subjects',
+    store: 'subjects',
+    pathKey: 'id',
+    uniqueFields: ['subjectId'],
+    references: { identityProviderId: 'identity_providers' },
+    schema: object(['subjectId'], {
+      subjectId: nonEmpty,
+      identityProviderId: internalKey,
+      name: string,
+      email: string,
+      preferredUsername: string,
+    }),
+  },
+  {
+    path: 'policy-rules',
+    store: 'policy_rules',
+    pathKey: 'id',
+    uniqueFields: ['path'],
+    defaults: { enabled: true, digest: null },
+    schema: object(['version', 'kind', 'path', 'content'], {
+      version: { type: ['string', 'null'], maxLength: 128 },
+      kind: { enum: ['rego', 'cedar'] },
+      path: { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_./-]{0,255}$', not: { pattern: '(^|/)\\.\\.?(/|$)' } },
+      content: { type: 'string', minLength: 1, maxLength: 1048576 },
+      enabled,
+      digest: { type: ['string', 'null'], maxLength: 256 },
+    }),
+  },
+  {
+    path: 'policy-data',
+    store: 'policy_data',
+    pathKey: 'id',
+    uniqueFields: ['dataKey'],
+    defaults: { version: null },
+    schema: object(['dataKey', 'payload'], {
+      dataKey: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$', maxLength: 256 },
+      payload: { type: 'string', minLength: 1, maxLength: 1048576 },
+      version: { type: ['string', 'null'], maxLength: 128 },
+    }),
+  },
+];
+
+export function definitionFor(path: string): CollectionDefinition | undefined {
+  return COLLECTIONS.find((definition) => definition.path === path);
+}

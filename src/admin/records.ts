@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import { ConflictError, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
+import { HttpError, badRequest, notFound } from '../http/errors.js';
+import { assertValid } from '../http/validation.js';
+import { storeTenant } from '../tenancy/index.js';
+import type { CollectionDefinition } from './collections.js';
+
+export type AdminRecord = StoredDoc & { id: number; tenantId: string | null; createdAt: string; updatedAt: string };
+
+/** Checks a record beyond its schema (rule syntax, payload JSON); returns an error message or null. */
+export type RecordCheck = (record: Record<string, unknown>) => Promise<string | null>;
+
+/**
+ * Create/read/replace/delete of one Admin API collection, tenant by tenant. All the
+ * HTTP-free rules live here: defaults, references, unique keys, secrets kept out of responses.
+ */
+export class AdminRecords {
+  constructor(
+    private readonly store: Store,
+    readonly definition: CollectionDefinition,
+    private readonly check: RecordCheck = async () => null,
+  ) {}
+
+  collection(tenantId: string | null): TenantCollection<AdminRecord> {
+    return this.store.collection<AdminRecord>(
+      { name: this.definition.store, uniqueKeys: this.definition.uniqueFields.map((field) => [field]), indexes: this.definition.uniqueFields },
+      storeTenant(tenantId),
+    );
+  }
+
+  async list(tenantId: string | null): Promise<AdminRecord[]> {
+    return this.collection(tenantId).find({}, { sort: { field: 'id', direction: 'asc' } });
+  }
+
+  async find(tenantId: string | null, key: string): Promise<AdminRecord | null> {
+    const records = this.collection(tenantId);
+    if (this.definition.pathKey !== 'id') return records.findOne({ [this.definition.pathKey]: key });
+    return /^\d{1,15}$/.test(key) ? records.get(Number(key)) : null;
+  }
+
+  async get(tenantId: string | null, key: string): Promise<AdminRecord> {
+    const record = await this.find(tenantId, key);
+    if (!record) throw notFound(`no ${this.definition.path} record ${JSON.stringify(key)}${tenantId ? ` in tenant ${tenantId}` : ''}`);
+    return record;
+  }
+
+  async create(tenantId: string | null, body: unknown): Promise<AdminRecord> {
+    const fields = await this.validate(tenantId, body);
+    const now = new Date().toISOString();
+    const id = await this.store.nextSequence(this.definition.store);
+    return this.write(() => this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }));
+  }
+
+  async replace(tenantId: string | null, existing: AdminRecord, body: unknown): Promise<AdminRecord> {
+    const fields = await this.validate(tenantId, body, existing);
+    const next = { ...fields, id: existing.id, tenantId, createdAt: existing.createdAt, updatedAt: new Date().toISOString() };
+    return this.write(() => this.collection(tenantId).upsert(next));
+  }
+
+  async remove(tenantId: string | null, existing: AdminRecord): Promise<void> {
+    await this.collection(tenantId).delete(existing.id);
+  }
+
+  /** The record as the API shows it: secrets removed. */
+  present(record: AdminRecord): Record<string, unknown> {
+    const shown: Record<string, unknown> = { ...record };
+    for (const field of this.definition.secretFields ?? []) delete shown[field];
+    return shown;
+  }
+
+  private async validate(tenantId: string | null, body: unknown, existing?: AdminRecord): Promise<Record<string, unknown>> {
+    assertValid<Record<string, unknown>>(this.definition.schema, body);
+    const { tenantId: bodyTenant, ...fields } = body;
+    if (bodyTenant !== undefined && (bodyTenant ?? null) !== tenantId) throw badRequest('tenantId does not match the tenant of the request', { field: 'tenantId' });
+    const withDefaults: Record<string, unknown> = { ...this.definition.defaults, ...fields };
+    this.fillGeneratedKey(withDefaults, existing);
+    await this.assertReferences(tenantId, withDefaults);
+    const problem = await this.check(withDefaults);
+    if (problem) throw badRequest(problem);
+    return withDefaults;
+  }
+
+  private fillGeneratedKey(fields: Record<string, unknown>, existing?: AdminRecord): void {
+    const { pathKey } = this.definition;
+    if (pathKey === 'id') return;
+    if (existing && fields[pathKey] !== undefined && fields[pathKey] !== existing[pathKey]) {
+      throw badRequest(`${pathKey} in the body must match the one in the path`, { field: pathKey });
+    }
+    fields[pathKey] ??= existing?.[pathKey] ?? (pathKey === 'idpId' ? randomUUID() : undefined);
+  }
+
+  private async assertReferences(tenantId: string | null, fields: Record<string, unknown>): Promise<void> {
+    for (const [field, collection] of Object.entries(this.definition.references ?? {})) {
+      const value = fields[field];
+      if (value === undefined || value === null) continue;
+      const target = await this.store.collection(collection, storeTenant(tenantId)).get(value as number);
+      if (!target) throw badRequest(`${field} ${value} does not name an existing ${collection.replace(/_/g, ' ')} record in this tenant`, { field });
+    }
+  }
+
+  private async write(operation: () => Promise<AdminRecord>): Promise<AdminRecord> {
+    try {
+      return await operation();
+    } catch (error) {
+      if (error instanceof ConflictError) {
+        throw new HttpError(409, 'conflict', `a ${this.definition.path} record with this ${error.fields.join(' + ')} already exists in this tenant`, { field: error.fields.join(',') });
+      }
+      throw error;
+    }
+  }
+}

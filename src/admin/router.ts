@@ -1,0 +1,113 @@
+import Router from '@koa/router';
+import type { Context } from 'koa';
+import type { AuditLog } from '../audit/index.js';
+import { readJsonBody } from '../http/body.js';
+import { badRequest } from '../http/errors.js';
+import { isTenantId } from '../tenancy/index.js';
+import { auditLogRoutes } from './audit-routes.js';
+import { requireAdminKey } from './auth.js';
+import { COLLECTIONS, type CollectionDefinition } from './collections.js';
+import { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
+
+export interface AdminOptions {
+  adminApiKey: string;
+  maxBodyBytes: number;
+  audit: AuditLog;
+  /** Extra checks per collection path (e.g. policy-rules → the engine's parse check). */
+  checks?: Record<string, RecordCheck>;
+  /** Extra response fields per collection path (e.g. policy-data → inBundle). */
+  decorate?: Record<string, (record: AdminRecord) => Record<string, unknown>>;
+}
+
+/** Upsert-by-field operations of the spec: PUT /policy-rules/by-path?path=…, PUT /policy-data/by-key?dataKey=…. */
+const UPSERT_BY: Record<string, { route: string; field: string }> = {
+  'policy-rules': { route: 'by-path', field: 'path' },
+  'policy-data': { route: 'by-key', field: 'dataKey' },
+};
+
+export function adminRouter(store: import('../store/index.js').Store, options: AdminOptions): Router {
+  const router = new Router({ prefix: '/admin/api' });
+  router.use(requireAdminKey(options.adminApiKey));
+  auditLogRoutes(router, options.audit);
+  for (const definition of COLLECTIONS) {
+    const records = new AdminRecords(store, definition, options.checks?.[definition.path]);
+    collectionRoutes(router, records, options);
+  }
+  return router;
+}
+
+function collectionRoutes(router: Router, records: AdminRecords, options: AdminOptions): void {
+  const { path } = records.definition;
+  const show = (record: AdminRecord) => ({ ...records.present(record), ...options.decorate?.[path]?.(record) });
+  const body = (ctx: Context) => readJsonBody(ctx, options.maxBodyBytes).then((parsed) => (ctx.state.body = parsed));
+
+  router.get(`/${path}`, async (ctx) => {
+    const listed = (await records.list(tenantOf(ctx))).map(show);
+    ctx.body = path === 'policy-data' && flag(ctx, 'bundledOnly') ? listed.filter((record) => record.inBundle) : listed;
+  });
+
+  const upsert = UPSERT_BY[path];
+  if (upsert) {
+    router.put(`/${path}/${upsert.route}`, async (ctx) => {
+      const key = requiredQuery(ctx, upsert.field);
+      const parsed = await body(ctx);
+      const fields = isObject(parsed) ? { [upsert.field]: key, ...parsed } : parsed;
+      if (isObject(fields) && fields[upsert.field] !== key) throw badRequest(`${upsert.field} in the body must match the query parameter`, { field: upsert.field });
+      const tenantId = tenantOf(ctx, fields);
+      const existing = (await records.collection(tenantId).findOne({ [upsert.field]: key })) as AdminRecord | null;
+      ctx.status = existing ? 200 : 201;
+      ctx.body = show(existing ? await records.replace(tenantId, existing, fields) : await records.create(tenantId, fields));
+    });
+  }
+
+  router.get(`/${path}/:key`, async (ctx) => {
+    ctx.body = show(await records.get(tenantOf(ctx), ctx.params.key));
+  });
+  router.post(`/${path}`, async (ctx) => {
+    const parsed = await body(ctx);
+    ctx.status = 201;
+    ctx.body = show(await records.create(tenantOf(ctx, parsed), parsed));
+  });
+  router.put(`/${path}/:key`, async (ctx) => {
+    const parsed = await body(ctx);
+    const tenantId = tenantOf(ctx, parsed);
+    const existing = await records.get(tenantId, ctx.params.key);
+    ctx.body = show(await records.replace(tenantId, existing, parsed));
+  });
+  router.delete(`/${path}/:key`, async (ctx) => {
+    const tenantId = tenantOf(ctx);
+    await records.remove(tenantId, await records.get(tenantId, ctx.params.key));
+    ctx.status = 204;
+  });
+}
+
+/**
+ * The tenant an Admin API call is about: `tenantId` in the body, else the `tenantId` query
+ * parameter, else X-Tenant-Id; none of them means the default (shared) tenant.
+ */
+function tenantOf(ctx: Context, body?: unknown): string | null {
+  const fromBody = isObject(body) ? body.tenantId : undefined;
+  const fromQuery = typeof ctx.query.tenantId === 'string' && ctx.query.tenantId !== '' ? ctx.query.tenantId : undefined;
+  const tenantId = fromBody ?? fromQuery ?? (ctx.state.tenantId as string | null) ?? null;
+  if (tenantId !== null && !isTenantId(tenantId)) throw badRequest('tenantId must be 1 to 64 letters, digits, ".", "-" or "_"', { field: 'tenantId' });
+  return tenantId;
+}
+
+function flag(ctx: Context, name: string): boolean {
+  const value = ctx.query[name];
+  if (value === undefined || value === '' || value === 'false') return false;
+  if (value === 'true') return true;
+  throw badRequest(`${name} must be true or false`, { field: name });
+}
+
+function requiredQuery(ctx: Context, name: string): string {
+  const value = ctx.query[name];
+  if (typeof value !== 'string' || value === '') throw badRequest(`query parameter ${name} is required`, { field: name });
+  return value;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+export type { CollectionDefinition };

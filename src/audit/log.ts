@@ -1,0 +1,64 @@
+import { DEFAULT_TENANT, type Filter, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
+
+export type Outcome = 'allow' | 'deny' | 'error';
+
+/** An entry as written by the audit middleware; the log adds id and createdAt. */
+export interface AuditFields {
+  endpoint: string;
+  method: string;
+  requestSummary: Record<string, unknown>;
+  policyInput: unknown;
+  policyDecision: unknown;
+  outcome: Outcome;
+  tenantId: string | null;
+  clientId: string | null;
+  subjectId: string | null;
+  ip: string | null;
+  userAgent: string | null;
+}
+
+export type AuditEntry = AuditFields & StoredDoc & { id: number; createdAt: string };
+
+export interface AuditPageQuery {
+  filter: { endpoint?: string; tenantId?: string; clientId?: string };
+  page: number;
+  size: number;
+  sort: { field: string; direction: 'asc' | 'desc' };
+}
+
+export interface AuditPage {
+  content: AuditEntry[];
+  totalElements: number;
+  totalPages: number;
+  number: number;
+  size: number;
+}
+
+export const SORTABLE_FIELDS = ['id', 'createdAt', 'endpoint', 'method', 'outcome', 'tenantId', 'clientId', 'subjectId'];
+
+/** The append-only audit log. Entries of every tenant share one collection and carry their tenantId. */
+export class AuditLog {
+  private readonly entries: TenantCollection<AuditEntry>;
+
+  constructor(private readonly store: Store) {
+    this.entries = store.collection<AuditEntry>({ name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] }, DEFAULT_TENANT);
+  }
+
+  async append(entry: AuditFields): Promise<AuditEntry> {
+    const id = await this.store.nextSequence('audit_logs');
+    return this.entries.insert({ ...entry, id, createdAt: new Date().toISOString() });
+  }
+
+  async get(id: number): Promise<AuditEntry | null> {
+    return this.entries.get(id);
+  }
+
+  async page(query: AuditPageQuery): Promise<AuditPage> {
+    const filter: Filter = Object.fromEntries(Object.entries(query.filter).filter(([, value]) => value !== undefined)) as Filter;
+    const [content, totalElements] = await Promise.all([
+      this.entries.find(filter, { sort: query.sort, skip: query.page * query.size, limit: query.size }),
+      this.entries.count(filter),
+    ]);
+    return { content, totalElements, totalPages: Math.ceil(totalElements / query.size), number: query.page, size: query.size };
+  }
+}

@@ -1,0 +1,61 @@
+import type { Context, Next } from 'koa';
+import type { Logger } from '../log/index.js';
+import type { AuditLog, Outcome } from './log.js';
+import { summarizeRequest } from './summary.js';
+
+/** What protocol code tells the audit log about the decision it asked for. */
+export interface AuditFacts {
+  policyInput?: unknown;
+  policyDecision?: unknown;
+  outcome?: Outcome;
+  clientId?: string | null;
+  subjectId?: string | null;
+}
+
+const PROTOCOL_PREFIXES = ['/authorize', '/token', '/introspect', '/register', '/userinfo', '/resource_registration', '/permission', '/delegation', '/access/v1'];
+const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export function isAudited(method: string, path: string): boolean {
+  if (path.startsWith('/admin/api/')) return WRITE_METHODS.has(method);
+  return PROTOCOL_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
+}
+
+/** Records one entry per audited request, after it has been answered; a failed write is logged, never surfaced. */
+export function auditTrail(audit: AuditLog, log: Logger) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    if (!isAudited(ctx.method, ctx.path)) return next();
+    ctx.state.audit = {} as AuditFacts;
+    try {
+      await next();
+    } finally {
+      await audit.append(entryFor(ctx)).catch((error: unknown) => log.error({ err: error }, 'audit write failed'));
+    }
+  };
+}
+
+function entryFor(ctx: Context) {
+  const facts = ctx.state.audit as AuditFacts;
+  return {
+    endpoint: ctx.path,
+    method: ctx.method,
+    requestSummary: { ...summarizeRequest(ctx), status: ctx.status, ...(ctx.state.errorCode ? { error: ctx.state.errorCode } : {}) },
+    policyInput: facts.policyInput ?? null,
+    policyDecision: facts.policyDecision ?? null,
+    outcome: facts.outcome ?? outcomeOf(ctx.status),
+    tenantId: ctx.state.tenantId ?? null,
+    clientId: facts.clientId ?? clientIdOf(ctx),
+    subjectId: facts.subjectId ?? null,
+    ip: ctx.ip || null,
+    userAgent: ctx.get('user-agent') || null,
+  };
+}
+
+function outcomeOf(status: number): Outcome {
+  if (status >= 500) return 'error';
+  return status >= 400 ? 'deny' : 'allow';
+}
+
+function clientIdOf(ctx: Context): string | null {
+  const oidcClient = (ctx as unknown as { oidc?: { client?: { clientId?: string } } }).oidc?.client?.clientId;
+  return oidcClient ?? (typeof ctx.query.client_id === 'string' ? ctx.query.client_id : null);
+}

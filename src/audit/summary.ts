@@ -1,0 +1,33 @@
+import type { Context } from 'koa';
+
+/**
+ * Facts about a request that are safe to keep: which credentials were presented and how,
+ * which parameters were sent — never their values when they could be secrets.
+ */
+export function summarizeRequest(ctx: Context): Record<string, unknown> {
+  const authorization = ctx.get('authorization');
+  const scheme = authorization.split(' ')[0]?.toLowerCase() || null;
+  const params = { ...(ctx.query as Record<string, unknown>), ...bodyParams(ctx) };
+  const summary: Record<string, unknown> = {
+    authType: scheme,
+    hasToken: scheme === 'bearer' || scheme === 'dpop' || 'token' in params,
+    hasDpopProof: ctx.get('dpop') !== '',
+    hasClientAssertion: 'client_assertion' in params,
+    hasClientSecret: 'client_secret' in params || scheme === 'basic',
+    adminKeyPresented: ctx.get('x-admin-api-key') !== '',
+    parameterNames: Object.keys(params).sort(),
+  };
+  for (const name of SAFE_VALUES) {
+    if (typeof params[name] === 'string') summary[name] = params[name];
+  }
+  return summary;
+}
+
+/** Parameters whose values carry no secret and are worth seeing in an audit entry. */
+const SAFE_VALUES = ['grant_type', 'response_type', 'scope', 'client_id', 'resource', 'token_type_hint', 'prompt', 'redirect_uri'];
+
+function bodyParams(ctx: Context): Record<string, unknown> {
+  // oidc-provider keeps the parsed form in ctx.oidc.body; our routers keep theirs in ctx.state.body.
+  const body = (ctx as unknown as { oidc?: { body?: unknown } }).oidc?.body ?? ctx.state.body;
+  return body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};
+}

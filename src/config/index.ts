@@ -1,0 +1,154 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Ajv } from 'ajv';
+
+export interface TtlConfig {
+  accessTokenSeconds: number;
+  authorizationCodeSeconds: number;
+  refreshTokenSeconds: number;
+  idTokenSeconds: number;
+  sessionSeconds: number;
+  interactionSeconds: number;
+}
+
+export interface Config {
+  port: number;
+  issuer: string;
+  storeUrl: string;
+  /** External OPA; null means the server runs and manages a local OPA process. */
+  opaUrl: string | null;
+  /** Path of the opa binary for the managed process; null means `.bin/opa`, then PATH. */
+  opaBin: string | null;
+  policyPollMinSeconds: number;
+  policyPollMaxSeconds: number;
+  policyBundleToken: string;
+  policyDecisionTimeoutMs: number;
+  adminApiKey: string;
+  /** True when no admin key was configured and one was generated for this run. */
+  adminApiKeyGenerated: boolean;
+  softwareStatementVerify: boolean;
+  cimdAllowInsecureLocalhost: boolean;
+  logLevel: string;
+  maxBodyBytes: number;
+  production: boolean;
+  ttl: TtlConfig;
+}
+
+/** Environment variable → configuration key. Values are parsed as the schema's type says. */
+const ENVIRONMENT: Record<string, string> = {
+  PORT: 'port',
+  ISSUER: 'issuer',
+  STORE_URL: 'storeUrl',
+  OPA_URL: 'opaUrl',
+  OPA_BIN: 'opaBin',
+  POLICY_POLL_MIN_SECONDS: 'policyPollMinSeconds',
+  POLICY_POLL_MAX_SECONDS: 'policyPollMaxSeconds',
+  POLICY_BUNDLE_TOKEN: 'policyBundleToken',
+  POLICY_DECISION_TIMEOUT_MS: 'policyDecisionTimeoutMs',
+  SERVICE_ADMIN_API_KEY: 'adminApiKey',
+  SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
+  SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
+  LOG_LEVEL: 'logLevel',
+  MAX_BODY_BYTES: 'maxBodyBytes',
+  ACCESS_TOKEN_TTL_SECONDS: 'ttl.accessTokenSeconds',
+  AUTHORIZATION_CODE_TTL_SECONDS: 'ttl.authorizationCodeSeconds',
+  REFRESH_TOKEN_TTL_SECONDS: 'ttl.refreshTokenSeconds',
+  ID_TOKEN_TTL_SECONDS: 'ttl.idTokenSeconds',
+};
+
+const positive = { type: 'integer', minimum: 1 };
+const SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['port', 'storeUrl', 'policyPollMinSeconds', 'policyPollMaxSeconds', 'ttl'],
+  properties: {
+    port: { type: 'integer', minimum: 0, maximum: 65535 },
+    issuer: { type: ['string', 'null'], pattern: '^https?://[^#?]+[^/#?]$' },
+    storeUrl: { type: 'string', pattern: '^(sqlite:|mongodb(\\+srv)?://)' },
+    opaUrl: { type: ['string', 'null'], pattern: '^https?://' },
+    opaBin: { type: ['string', 'null'], minLength: 1 },
+    policyPollMinSeconds: positive,
+    policyPollMaxSeconds: positive,
+    policyBundleToken: { type: ['string', 'null'], minLength: 16 },
+    policyDecisionTimeoutMs: positive,
+    adminApiKey: { type: ['string', 'null'], minLength: 16 },
+    softwareStatementVerify: { type: 'boolean' },
+    cimdAllowInsecureLocalhost: { type: 'boolean' },
+    logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    maxBodyBytes: positive,
+    ttl: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        accessTokenSeconds: positive,
+        authorizationCodeSeconds: { type: 'integer', minimum: 1, maximum: 600 },
+        refreshTokenSeconds: positive,
+        idTokenSeconds: positive,
+        sessionSeconds: positive,
+        interactionSeconds: positive,
+      },
+    },
+  },
+} as const;
+
+const SCHEMA_TYPES: Record<string, string> = Object.fromEntries([
+  ...Object.entries(SCHEMA.properties).map(([key, value]) => [key, typeOf(value)]),
+  ...Object.entries(SCHEMA.properties.ttl.properties).map(([key, value]) => [`ttl.${key}`, typeOf(value)]),
+]);
+
+function typeOf(schema: object): string {
+  const type = 'type' in schema ? schema.type : 'string';
+  return Array.isArray(type) ? type[0] : String(type);
+}
+
+export class ConfigError extends Error {}
+
+/** Reads config/default.json, applies environment overrides, validates; throws ConfigError naming the key. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaultsFile = new URL('../../config/default.json', import.meta.url)): Config {
+  const raw = JSON.parse(readFileSync(defaultsFile, 'utf8')) as Record<string, unknown> & { ttl: Record<string, unknown> };
+  for (const [variable, key] of Object.entries(ENVIRONMENT)) {
+    const value = env[variable];
+    if (value === undefined || value === '') continue;
+    const parsed = parseValue(variable, value, SCHEMA_TYPES[key]);
+    if (key.startsWith('ttl.')) raw.ttl[key.slice(4)] = parsed;
+    else raw[key] = parsed;
+  }
+  const ajv = new Ajv({ allErrors: false });
+  if (!ajv.validate(SCHEMA, raw)) {
+    const [error] = ajv.errors ?? [];
+    const key = (error?.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') || String(error?.params && 'additionalProperty' in error.params ? error.params.additionalProperty : 'config');
+    throw new ConfigError(`invalid configuration: ${variableFor(key)} ${error?.message ?? 'is invalid'}`);
+  }
+  const production = env.NODE_ENV === 'production';
+  if (raw.policyPollMaxSeconds as number < (raw.policyPollMinSeconds as number)) {
+    throw new ConfigError('invalid configuration: POLICY_POLL_MAX_SECONDS must be >= POLICY_POLL_MIN_SECONDS');
+  }
+  if (!raw.adminApiKey && production) {
+    throw new ConfigError('invalid configuration: SERVICE_ADMIN_API_KEY is required when NODE_ENV=production');
+  }
+  const port = raw.port as number;
+  return {
+    ...(raw as unknown as Config),
+    issuer: (raw.issuer as string | null) ?? `http://localhost:${port}`,
+    policyBundleToken: (raw.policyBundleToken as string | null) ?? randomBytes(24).toString('base64url'),
+    adminApiKey: (raw.adminApiKey as string | null) ?? randomBytes(24).toString('base64url'),
+    adminApiKeyGenerated: !raw.adminApiKey,
+    production,
+  };
+}
+
+function parseValue(variable: string, value: string, type: string | undefined): unknown {
+  if (type === 'integer') {
+    if (!/^-?\d+$/.test(value)) throw new ConfigError(`invalid configuration: ${variable} must be an integer`);
+    return Number(value);
+  }
+  if (type === 'boolean') {
+    if (!/^(true|false)$/i.test(value)) throw new ConfigError(`invalid configuration: ${variable} must be true or false`);
+    return value.toLowerCase() === 'true';
+  }
+  return value;
+}
+
+function variableFor(key: string): string {
+  return Object.entries(ENVIRONMENT).find(([, k]) => k === key)?.[0] ?? key;
+}

@@ -1,0 +1,49 @@
+import type { Context, Next } from 'koa';
+import type { Logger } from '../log/index.js';
+
+/** An error whose status and OAuth-style code are meant for the caller. */
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    description: string,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(description);
+    this.name = 'HttpError';
+  }
+}
+
+export const badRequest = (description: string, details?: Record<string, unknown>) =>
+  new HttpError(400, 'invalid_request', description, details);
+export const notFound = (description = 'not found') => new HttpError(404, 'not_found', description);
+
+/**
+ * Turns any error thrown below into a JSON body `{error, error_description}`; unexpected
+ * errors become a 500 whose details go only to the log, never a stack trace to the caller.
+ */
+export function jsonErrors(log: Logger) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    try {
+      await next();
+    } catch (error) {
+      const { status, body } = describe(error);
+      if (status >= 500) log.error({ err: error, path: ctx.path }, 'unhandled error');
+      ctx.status = status;
+      ctx.body = body;
+      ctx.state.errorCode = body.error;
+    }
+  };
+}
+
+function describe(error: unknown): { status: number; body: Record<string, unknown> } {
+  if (error instanceof HttpError) {
+    return { status: error.status, body: { error: error.code, error_description: error.message, ...error.details } };
+  }
+  const status = (error as { status?: number; expose?: boolean })?.status;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    const code = status === 404 ? 'not_found' : status === 405 ? 'method_not_allowed' : 'invalid_request';
+    return { status, body: { error: code, error_description: (error as Error).message } };
+  }
+  return { status: 500, body: { error: 'server_error', error_description: 'an unexpected error occurred' } };
+}

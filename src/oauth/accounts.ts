@@ -1,0 +1,41 @@
+import type { Account, AccountClaims } from 'oidc-provider';
+import { definitionFor } from '../admin/collections.js';
+import type { Store, TenantCollection } from '../store/index.js';
+import type { ConfigurationSlice } from './context.js';
+import type { SubjectRecord } from './subject-input.js';
+
+const SUBJECTS = definitionFor('subjects')!;
+/** Store collection, and numeric id sequence, of subjects. */
+export const SUBJECTS_COLLECTION = SUBJECTS.store;
+
+/** The tenant's subjects, declared with the Admin API's unique key (subjectId) so that every writer enforces it. */
+export function subjectsCollection(store: Store, tenant: string): TenantCollection<SubjectRecord> {
+  return store.collection<SubjectRecord>({ name: SUBJECTS.store, uniqueKeys: SUBJECTS.uniqueFields.map((field) => [field]) }, tenant);
+}
+
+/**
+ * oidc-provider accounts are Arbiter's subjects: whoever signed in through an upstream
+ * provider (or was created through the Admin API). An unknown or deleted subject has no
+ * account, so its tokens stop working at UserInfo.
+ */
+export const accounts: ConfigurationSlice = ({ store, tenant }) => ({
+  async findAccount(_ctx, sub) {
+    const subject = await subjectsCollection(store, tenant).findOne({ subjectId: sub });
+    return subject ? accountOf(subject) : undefined;
+  },
+});
+
+/** Every claim Arbiter knows; oidc-provider releases only those of the granted scopes (src/oauth/claims.ts). */
+function accountOf(subject: SubjectRecord): Account {
+  const claims: AccountClaims = {
+    sub: subject.subjectId,
+    name: subject.name,
+    preferred_username: subject.preferredUsername,
+    email: subject.email,
+    email_verified: subject.emailVerified,
+  };
+  return {
+    accountId: subject.subjectId,
+    claims: () => Object.fromEntries(Object.entries(claims).filter(([, value]) => value !== undefined)) as AccountClaims,
+  };
+}

@@ -1,0 +1,28 @@
+import { errors } from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import type { ConfigurationSlice } from '../context.js';
+
+const TYPE_URI_LIST = /^[^,\s]+(,[^,\s]+)*$/;
+
+/**
+ * The spec's /authorize rules beyond what oidc-provider checks itself. oidc-provider runs
+ * extraParams validators after the client and redirect_uri are verified, so a violation
+ * here is redirected to the client with error, error_description and state.
+ */
+export const authorizationParameters: ConfigurationSlice = () => ({
+  extraParams: {
+    resource_types: checkAuthorizationRequest,
+    resource_type: null,
+  },
+});
+
+async function checkAuthorizationRequest(ctx: KoaContextWithOIDC, resourceTypes: string | undefined): Promise<void> {
+  if (ctx.oidc.route !== 'authorization') return;
+  const params = ctx.oidc.params as Record<string, string | undefined>;
+  if (params.authorization_details !== undefined && (params.resource !== undefined || params.scope !== undefined)) {
+    throw new errors.InvalidRequest('authorization_details cannot be combined with resource or scope');
+  }
+  if (resourceTypes !== undefined && !TYPE_URI_LIST.test(resourceTypes)) {
+    throw new errors.InvalidRequest('resource_types must be a comma-separated list of type URIs');
+  }
+}

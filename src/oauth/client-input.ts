@@ -1,0 +1,32 @@
+import type { ClientInput, GrantedResource } from '../policy/index.js';
+import type { Store } from '../store/index.js';
+import { CLIENTS_COLLECTION, type ClientRecord } from './clients.js';
+
+/** How the client authenticated, in the contract's words. */
+export function authenticationMethod(client: { clientAuthMethod?: string } | undefined): string | null {
+  return client?.clientAuthMethod ?? null;
+}
+
+/** `input.client` for a client known to this tenant; null when it is not (yet) registered. */
+export async function clientInput(store: Store, tenant: string, clientId: string, authenticatedWith: string | null = null): Promise<ClientInput | null> {
+  const record = await store.collection<ClientRecord>(CLIENTS_COLLECTION, tenant).findOne({ clientId });
+  if (!record) return null;
+  return {
+    client_id: record.clientId,
+    client_type: record.clientType,
+    registration_type: (record.registrationType as ClientInput['registration_type']) ?? 'admin',
+    scopes: record.scopes ?? [],
+    granted_resources: grantedResources(record.softwareStatement),
+    redirect_uris: record.redirectUris ?? [],
+    token_endpoint_auth_method: record.tokenEndpointAuthMethod ?? (record.clientType === 'public' ? 'none' : 'client_secret_basic'),
+    authenticated_with: authenticatedWith,
+  };
+}
+
+function grantedResources(statement: Record<string, unknown> | undefined): GrantedResource[] {
+  const granted = statement?.granted_resources;
+  if (!Array.isArray(granted)) return [];
+  return granted.filter(
+    (entry): entry is GrantedResource => typeof entry?.type === 'string' && Array.isArray(entry?.scopes) && entry.scopes.every((scope: unknown) => typeof scope === 'string'),
+  );
+}

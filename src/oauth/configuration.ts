@@ -1,0 +1,63 @@
+import type { Configuration } from 'oidc-provider';
+import { policyConsent } from './authorize/grant.js';
+import { authorizationParameters } from './authorize/parameters.js';
+import { accounts } from './accounts.js';
+import { claims, scopes } from './claims.js';
+import { introspectionPolicy } from './introspection/index.js';
+import { mergeSlices, type ConfigurationSlice, type ProviderContext } from './context.js';
+import { interactionsSlice } from './interactions/index.js';
+import { richAuthorizationRequests } from './rar.js';
+import { routes } from './routes.js';
+import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators } from './token-shaping.js';
+
+/** The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. */
+const protocol: ConfigurationSlice = () => ({
+  routes,
+  claims,
+  scopes,
+  responseTypes: ['code'],
+  enabledJWA: { idTokenSigningAlgValues: ['RS256'] },
+  conformIdTokenClaims: true,
+  features: {
+    devInteractions: { enabled: false },
+    registration: { enabled: true },
+    userinfo: { enabled: true },
+    clientCredentials: { enabled: true },
+    resourceIndicators: { enabled: true },
+    revocation: { enabled: false },
+    pushedAuthorizationRequests: { enabled: false },
+  },
+  discovery: {
+    claim_types_supported: undefined,
+    claims_parameter_supported: undefined,
+    request_parameter_supported: undefined,
+    request_uri_parameter_supported: undefined,
+  },
+});
+
+/** Keys shared by every node: signing keys and cookie keys come from the store. */
+const secrets: ConfigurationSlice = ({ secrets: { jwks, cookieKeys } }) => ({
+  jwks,
+  cookies: { keys: cookieKeys },
+});
+
+/** Lifetimes from configuration (README documents the defaults). */
+const lifetimes: ConfigurationSlice = ({ config: { ttl } }) => ({
+  ttl: {
+    AccessToken: ttl.accessTokenSeconds,
+    AuthorizationCode: ttl.authorizationCodeSeconds,
+    ClientCredentials: ttl.accessTokenSeconds,
+    IdToken: ttl.idTokenSeconds,
+    RefreshToken: ttl.refreshTokenSeconds,
+    Session: ttl.sessionSeconds,
+    Interaction: ttl.interactionSeconds,
+    Grant: ttl.refreshTokenSeconds,
+  },
+});
+
+/** Every slice, in order; later slices win on conflicting top-level keys. */
+export const SLICES: ConfigurationSlice[] = [protocol, secrets, lifetimes, clientAuthentication, refreshTokens, decisionClaims, resourceIndicators, authorizationParameters, policyConsent, interactionsSlice, accounts, introspectionPolicy, richAuthorizationRequests];
+
+export function providerConfiguration(context: ProviderContext): Configuration {
+  return mergeSlices(SLICES, context);
+}

@@ -1,0 +1,36 @@
+import type { Configuration } from 'oidc-provider';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../log/index.js';
+import type { PolicyEngine } from '../policy/index.js';
+import type { Store } from '../store/index.js';
+import type { ProviderSecrets } from './keys.js';
+
+/** What a configuration slice may need to build its part of one tenant's provider. */
+export interface ProviderContext {
+  config: Config;
+  secrets: ProviderSecrets;
+  store: Store;
+  policy: PolicyEngine;
+  log: Logger;
+  /** The store tenant this provider serves. */
+  tenant: string;
+}
+
+/** One concern's part of the oidc-provider Configuration. */
+export type ConfigurationSlice = (context: ProviderContext) => Configuration;
+
+/** Merges slices; `features` (and other plain objects) merge one level deep so that each slice owns its features. */
+export function mergeSlices(slices: ConfigurationSlice[], context: ProviderContext): Configuration {
+  const merged: Record<string, unknown> = {};
+  for (const slice of slices) {
+    for (const [key, value] of Object.entries(slice(context))) {
+      const existing = merged[key];
+      merged[key] = isPlainObject(existing) && isPlainObject(value) ? { ...existing, ...value } : value;
+    }
+  }
+  return merged as Configuration;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype;
+}

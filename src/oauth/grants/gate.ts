@@ -1,0 +1,83 @@
+import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { errors } from 'oidc-provider';
+import type { PolicyEngine } from '../../policy/index.js';
+import type { Store } from '../../store/index.js';
+import { decisionOf, denial, narrowedScopes, rememberDecision } from './decision.js';
+import { recognizeScopes } from '../scopes.js';
+import { tokenDecisionInput, type GrantSource } from './token-input.js';
+
+export type GrantHandler = (ctx: KoaContextWithOIDC) => Promise<void>;
+
+export interface GateDeps {
+  store: Store;
+  policy: PolicyEngine;
+  tenant: string;
+}
+
+/**
+ * Wraps one of oidc-provider's grant handlers so that the `token` decision point is asked
+ * first: a deny stops the request; an allow narrows the scopes the handler may issue and
+ * is remembered for the hooks that shape the issued tokens.
+ */
+export function policyGated(provider: Provider, grantType: string, handler: GrantHandler, deps: GateDeps): GrantHandler {
+  return async (ctx) => {
+    const source = await grantSource(provider, ctx, grantType);
+    const outcome = await deps.policy.decide('token', await tokenDecisionInput(ctx, deps.store, deps.tenant, source));
+    rememberDecision(ctx, outcome);
+    if (!outcome.decision.allow) throw denial(outcome);
+    requireDpopWhenObliged(ctx);
+    await narrow(provider, ctx, grantType, source, outcome.input.request.scopes);
+    await handler(ctx).catch(asDpopError);
+    relayAuthorizationDetails(ctx);
+  };
+}
+
+/** The code or refresh token being redeemed, looked up without consuming it (the handler validates it). */
+async function grantSource(provider: Provider, ctx: KoaContextWithOIDC, grantType: string): Promise<GrantSource | undefined> {
+  const params = ctx.oidc.params as Record<string, string | undefined>;
+  if (grantType === 'authorization_code' && params.code) return (await provider.AuthorizationCode.find(params.code)) as GrantSource | undefined;
+  if (grantType === 'refresh_token' && params.refresh_token) return (await provider.RefreshToken.find(params.refresh_token)) as GrantSource | undefined;
+  return undefined;
+}
+
+async function narrow(provider: Provider, ctx: KoaContextWithOIDC, grantType: string, source: GrantSource | undefined, requested: string[]): Promise<void> {
+  const granted = narrowedScopes(requested, decisionOf(ctx)!);
+  recognizeScopes(provider, granted);
+  if (grantType !== 'authorization_code') {
+    ctx.oidc.params!.scope = granted.join(' ') || undefined;
+    return;
+  }
+  // A code carries the grant's scopes, not a scope parameter: narrow the grant itself.
+  if (!source?.grantId) return;
+  const grant = await provider.Grant.find(source.grantId);
+  if (!grant) return;
+  const refused = (grant.getOIDCScope() ?? '').split(' ').filter((scope) => scope && !granted.includes(scope));
+  if (refused.length === 0) return;
+  grant.rejectOIDCScope(refused.join(' '));
+  await grant.save();
+}
+
+/** RFC 9449 §5: a replayed or otherwise unusable proof is invalid_dpop_proof (oidc-provider says invalid_grant). */
+function asDpopError(error: unknown): never {
+  const { error: code, error_detail: detail } = error as { error?: string; error_detail?: string };
+  if (code === 'invalid_grant' && typeof detail === 'string' && /DPoP proof/.test(detail)) {
+    throw new errors.InvalidDpopProof(detail);
+  }
+  throw error;
+}
+
+/** A policy obligation `dpop_required` refuses the request unless it carries a DPoP proof (RFC 9449). */
+function requireDpopWhenObliged(ctx: KoaContextWithOIDC): void {
+  if (decisionOf(ctx)?.obligations?.dpop_required === true && !ctx.get('dpop')) {
+    throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
+  }
+}
+
+/** Granted authorization details come from the policy, replacing what the handler echoed. */
+function relayAuthorizationDetails(ctx: KoaContextWithOIDC): void {
+  const details = decisionOf(ctx)?.authorization_details;
+  if (details?.length && typeof ctx.body === 'object' && ctx.body !== null) {
+    (ctx.body as Record<string, unknown>).authorization_details = details;
+  }
+}

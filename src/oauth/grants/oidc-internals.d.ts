@@ -1,0 +1,31 @@
+// oidc-provider's built-in grant handlers and their helpers. They are not part of its typed
+// public API; Arbiter wraps them (see gate.ts) instead of re-implementing PKCE, code
+// consumption and token issuance. Pinned to oidc-provider 9.13.x in package.json.
+declare module 'oidc-provider/lib/actions/grants/index.js' {
+  interface BuiltInGrant {
+    handler: (provider: unknown, helpers: Record<string, unknown>, ctx: unknown) => Promise<void>;
+    parameters: Set<string>;
+    grantType: string;
+  }
+  export const authorization_code: BuiltInGrant;
+  export const client_credentials: BuiltInGrant;
+  export const refresh_token: BuiltInGrant;
+}
+
+declare module 'oidc-provider/lib/helpers/grants.js' {
+  const helpers: Record<string, (...args: unknown[]) => unknown>;
+  export = helpers;
+}
+
+declare module 'oidc-provider/lib/helpers/weak_cache.js' {
+  /** oidc-provider's private per-instance state (configuration, grant handlers, …). */
+  export default function instance(provider: unknown): {
+    configuration: { scopes: Set<string> };
+    features: { richAuthorizationRequests: { types: Record<string, { validate(): void }> } };
+  };
+}
+
+declare module 'oidc-provider/lib/helpers/token_find.js' {
+  /** Finds an access token, client-credentials token or refresh token by value (honouring the hint). */
+  export function findToken(provider: unknown, value: string, hint?: string): Promise<import('oidc-provider').BaseToken & Record<string, any> | undefined>;
+}

@@ -1,0 +1,47 @@
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { requestInput, type DecisionInput } from '../../policy/index.js';
+import type { Store } from '../../store/index.js';
+import { clientInput } from '../client-input.js';
+import { resolveResource } from '../resources.js';
+import { subjectInput } from '../subject-input.js';
+
+/** The code or refresh token a grant is redeemed from: what was granted before. */
+export interface GrantSource {
+  accountId?: string;
+  scope?: string;
+  rar?: unknown[];
+  resource?: string | string[];
+  grantId?: string;
+}
+
+/** `input` of the `token` decision point for a request at /token. */
+export async function tokenDecisionInput(ctx: KoaContextWithOIDC, store: Store, tenant: string, source: GrantSource | undefined): Promise<DecisionInput> {
+  const params = ctx.oidc.params as Record<string, string | undefined>;
+  const resource = params.resource ?? firstResource(source?.resource) ?? null;
+  const resolved = await resolveResource(store, tenant, resource, params.resource_type ?? null);
+  const client = ctx.oidc.client!;
+  const requested = params.scope ? params.scope.split(' ').filter(Boolean) : source?.scope?.split(' ').filter(Boolean) ?? [];
+  return {
+    tenant,
+    client: await clientInput(store, tenant, client.clientId, client.clientAuthMethod),
+    subject: source?.accountId ? await subjectInput(store, tenant, source.accountId) : null,
+    request: requestInput({
+      endpoint: ctx.path,
+      method: ctx.method,
+      parameters: definedOnly(params),
+      scopes: requested,
+      resource,
+      resolved_resource_type: resolved.typeUri,
+      ...(source?.rar && !params.authorization_details ? { authorization_details: source.rar as never } : {}),
+    }),
+    time: new Date().toISOString(),
+  };
+}
+
+function firstResource(resource: string | string[] | undefined): string | undefined {
+  return Array.isArray(resource) ? resource[0] : resource;
+}
+
+function definedOnly(params: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined));
+}

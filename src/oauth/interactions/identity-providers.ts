@@ -1,0 +1,48 @@
+import type { Store, StoredDoc } from '../../store/index.js';
+import { SignInError, unavailable } from './errors.js';
+
+/** An upstream OpenID provider as kept by the Admin API (spec: "Admin API objects", identity provider). */
+export interface IdentityProviderRecord extends StoredDoc {
+  id: number;
+  idpId: string;
+  issuer: string;
+  name?: string;
+  enabled?: boolean;
+  clientId?: string;
+  clientSecret?: string;
+  scopes?: string[];
+  authorizationEndpoint?: string;
+  tokenEndpoint?: string;
+  userinfoEndpoint?: string;
+  jwksUri?: string;
+}
+
+export const IDENTITY_PROVIDERS_COLLECTION = 'identity_providers';
+
+/** Authorization request parameter naming the upstream provider (its idpId) when a tenant has several. */
+export const UPSTREAM_IDP_PARAM = 'upstream_idp';
+
+/**
+ * The provider this sign-in goes to: the enabled one the client named with `upstream_idp`,
+ * otherwise the enabled one created first (lowest id). A tenant without one cannot sign
+ * anybody in, which the client learns as `temporarily_unavailable`.
+ */
+export async function chooseIdentityProvider(store: Store, tenant: string, requested: unknown): Promise<IdentityProviderRecord> {
+  const providers = store.collection<IdentityProviderRecord>(IDENTITY_PROVIDERS_COLLECTION, tenant);
+  if (typeof requested === 'string' && requested !== '') {
+    const named = await providers.findOne({ idpId: requested });
+    if (!named || named.enabled === false) throw new SignInError('invalid_request', `${UPSTREAM_IDP_PARAM} names no enabled identity provider`);
+    return named;
+  }
+  const all = await providers.find({}, { sort: { field: 'id', direction: 'asc' } });
+  const first = all.find((record) => record.enabled !== false);
+  if (!first) throw unavailable('no upstream identity provider is configured');
+  return first;
+}
+
+/** The provider a pending sign-in started with; it may have been disabled or deleted meanwhile. */
+export async function identityProviderById(store: Store, tenant: string, id: number): Promise<IdentityProviderRecord> {
+  const record = await store.collection<IdentityProviderRecord>(IDENTITY_PROVIDERS_COLLECTION, tenant).get(id);
+  if (!record || record.enabled === false) throw unavailable('the identity provider of this sign-in is no longer available');
+  return record;
+}

@@ -1,0 +1,4 @@
+export { interactionRoutes, UPSTREAM_CALLBACK_PATH, type InteractionDeps } from './router.js';
+export { interactionsSlice } from './slice.js';
+export { grantConsent } from './consent.js';
+export { UPSTREAM_IDP_PARAM } from './identity-providers.js';

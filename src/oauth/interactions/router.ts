@@ -1,0 +1,147 @@
+import Router from '@koa/router';
+import type { Context, Middleware, Next } from 'koa';
+import type Provider from 'oidc-provider';
+import type { InteractionResults } from 'oidc-provider';
+import type { Config } from '../../config/index.js';
+import { badRequest } from '../../http/errors.js';
+import type { Logger } from '../../log/index.js';
+import type { Store } from '../../store/index.js';
+import type { TenantProviders } from '../providers.js';
+import { grantConsent } from './consent.js';
+import { SignInError } from './errors.js';
+import { finishInteraction, interactionOf, type Interaction } from './interaction.js';
+import { chooseIdentityProvider, identityProviderById, UPSTREAM_IDP_PARAM } from './identity-providers.js';
+import { interactionPath } from './slice.js';
+import { rememberSubject } from './subjects.js';
+import { newChecks, UpstreamProviders } from './upstream.js';
+import { UpstreamLogins, type ClaimedLogin } from './upstream-logins.js';
+import { userinfoChallenge } from './userinfo-challenge.js';
+
+export interface InteractionDeps {
+  config: Config;
+  store: Store;
+  providers: TenantProviders;
+  log: Logger;
+}
+
+/** The upstream providers redirect here; register `{issuer}/idp/callback` with each of them. */
+export const UPSTREAM_CALLBACK_PATH = '/idp/callback';
+const UPSTREAM_DONE = 'upstream-done';
+/** Prompts answered by signing in upstream (see slice.ts for select_account). */
+const SIGN_IN_PROMPTS = new Set(['login', 'select_account']);
+
+/**
+ * Arbiter's sign-in, in three steps of one browser journey:
+ *
+ * 1. GET /interaction/:uid — oidc-provider needs a login: redirect to the tenant's upstream
+ *    provider (state, nonce, PKCE). Consent needs no screen: it is granted here.
+ * 2. GET /idp/callback — the upstream answers: redeem its code, keep the subject, record the outcome.
+ * 3. GET /interaction/:uid/upstream-done — back under the interaction cookie's path: hand
+ *    the outcome to oidc-provider, which resumes the authorization request.
+ *
+ * Every failure after step 1 reaches the client as an authorization error at its
+ * redirect_uri; only a request that cannot be tied to an interaction is answered here (400).
+ * Also completes UserInfo's 401 challenge (see userinfo-challenge.ts). Mount before the providers.
+ */
+export function interactionRoutes(deps: InteractionDeps): Middleware {
+  const upstream = new UpstreamProviders({
+    redirectUri: `${deps.config.issuer}${UPSTREAM_CALLBACK_PATH}`,
+    allowInsecureLoopback: !deps.config.production,
+  });
+  const router = new Router();
+  router.use(uncached);
+  router.get('/interaction/:uid', (ctx) => answerPrompt(ctx, deps, upstream));
+  router.get(UPSTREAM_CALLBACK_PATH, (ctx) => receiveUpstreamResponse(ctx, deps, upstream));
+  router.get(`/interaction/:uid/${UPSTREAM_DONE}`, (ctx) => completeSignIn(ctx, deps));
+  const routes = router.routes() as Middleware;
+  return (ctx, next) => userinfoChallenge(ctx, () => routes(ctx, next));
+}
+
+async function answerPrompt(ctx: Context, deps: InteractionDeps, upstream: UpstreamProviders): Promise<void> {
+  const { provider, interaction } = await openInteraction(ctx, deps.providers);
+  try {
+    const prompt = interaction.prompt.name;
+    if (prompt === 'consent') return await finish(ctx, interaction, await grantConsent(ctx, provider, interaction));
+    if (!SIGN_IN_PROMPTS.has(prompt)) throw new SignInError('interaction_required', `Arbiter cannot satisfy the ${prompt} prompt`);
+    ctx.redirect((await sendUpstream(ctx, deps, upstream, interaction)).href);
+  } catch (error) {
+    await finish(ctx, interaction, signInFailure(error, deps.log));
+  }
+}
+
+/** Picks the tenant's provider, remembers the round trip, and returns where the browser goes. */
+async function sendUpstream(ctx: Context, deps: InteractionDeps, upstream: UpstreamProviders, interaction: Interaction): Promise<URL> {
+  const { params, uid } = interaction;
+  const idp = await chooseIdentityProvider(deps.store, ctx.state.tenant, params[UPSTREAM_IDP_PARAM]);
+  const checks = newChecks();
+  const destination = await upstream.authorizationUrl(idp, checks, { prompt: params.prompt, loginHint: params.login_hint });
+  await new UpstreamLogins(deps.store, ctx.state.tenant).begin(uid, idp.id, checks);
+  return destination;
+}
+
+async function receiveUpstreamResponse(ctx: Context, deps: InteractionDeps, upstream: UpstreamProviders): Promise<void> {
+  const { state } = ctx.query;
+  if (typeof state !== 'string' || state === '') throw badRequest('the identity provider\'s response carries no state');
+  const logins = new UpstreamLogins(deps.store, ctx.state.tenant);
+  const login = await logins.claim(state);
+  if (!login) throw badRequest('this sign-in is unknown, expired or already completed; start again from the application');
+  await logins.finish(state, await upstreamOutcome(ctx, deps, upstream, login));
+  ctx.redirect(`${interactionPath(login.uid)}/${UPSTREAM_DONE}`);
+}
+
+/** The interaction result this upstream response leads to: the signed-in subject, or an authorization error. */
+async function upstreamOutcome(ctx: Context, deps: InteractionDeps, upstream: UpstreamProviders, login: ClaimedLogin): Promise<InteractionResults> {
+  const { store, config } = deps;
+  try {
+    const idp = await identityProviderById(store, ctx.state.tenant, login.identityProviderId);
+    // openid-client takes the redirect_uri for the code exchange from this URL.
+    const callbackUrl = new URL(`${config.issuer}${UPSTREAM_CALLBACK_PATH}?${ctx.querystring}`);
+    const identity = await upstream.identity(idp, callbackUrl, login.checks);
+    const accountId = await rememberSubject({ store, tenant: ctx.state.tenant, tenantId: ctx.state.tenantId }, idp, identity);
+    deps.log.info({ tenant: ctx.state.tenant, idp: idp.idpId, sub: accountId }, 'upstream sign-in completed');
+    // The upstream sign-in also settles a requested select_account prompt.
+    return { login: { accountId }, select_account: {} };
+  } catch (error) {
+    return signInFailure(error, deps.log);
+  }
+}
+
+async function completeSignIn(ctx: Context, deps: InteractionDeps): Promise<void> {
+  const { interaction } = await openInteraction(ctx, deps.providers);
+  const outcome = await new UpstreamLogins(deps.store, ctx.state.tenant).take(interaction.uid);
+  if (!outcome) throw badRequest('this sign-in has no upstream result (already used or expired); start again from the application');
+  await finish(ctx, interaction, outcome);
+}
+
+/** The tenant's provider and the browser's interaction with it. */
+async function openInteraction(ctx: Context, providers: TenantProviders): Promise<{ provider: Provider; interaction: Interaction }> {
+  const provider = providers.provider(ctx.state.tenant);
+  return { provider, interaction: await interactionOf(ctx, provider) };
+}
+
+/** Hands the result to oidc-provider and sends the browser back to the authorization request. */
+async function finish(ctx: Context, interaction: Interaction, result: InteractionResults): Promise<void> {
+  // Consent builds on the login of the previous round, as oidc-provider's own forms do.
+  ctx.status = 303;
+  ctx.redirect(await finishInteraction(interaction, result, 'consent' in result));
+}
+
+/** A sign-in failure as the client will see it; anything else is a fault of Arbiter's. */
+function signInFailure(error: unknown, log: Logger): InteractionResults {
+  if (!(error instanceof SignInError)) throw error;
+  log.warn({ error: error.error, reason: error.description, cause: causeOf(error.cause) }, 'upstream sign-in failed');
+  return error.result;
+}
+
+/** Names and codes only: openid-client errors may carry upstream responses. */
+function causeOf(cause: unknown): Record<string, unknown> | undefined {
+  if (!(cause instanceof Error)) return undefined;
+  return { name: cause.name, message: cause.message, code: (cause as { code?: unknown }).code };
+}
+
+/** Sign-in responses carry state and redirect to codes: never cached. */
+async function uncached(ctx: Context, next: Next): Promise<void> {
+  ctx.set('Cache-Control', 'no-store');
+  ctx.set('Pragma', 'no-cache');
+  await next();
+}

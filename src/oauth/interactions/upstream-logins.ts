@@ -1,0 +1,79 @@
+import type { InteractionResults } from 'oidc-provider';
+import type { Store, StoredDoc, TenantCollection } from '../../store/index.js';
+import type { UpstreamChecks } from './upstream.js';
+
+/** An upstream round trip may include typing a password; after this the state is refused. */
+const UPSTREAM_LOGIN_TTL_MS = 10 * 60_000;
+
+/**
+ * One sign-in at an upstream provider, from the redirect to the callback and on to the
+ * interaction. It lives in the store, not in a cookie: oidc-provider's interaction cookie
+ * is scoped to /interaction/:uid, so the callback at /idp/callback never sees it, and a
+ * store record also works when the callback reaches another node.
+ *
+ * pending → (callback, once) exchanging → finished with an outcome → taken (deleted) by the interaction.
+ */
+interface UpstreamLogin extends StoredDoc {
+  /** The `state` sent upstream. */
+  id: string;
+  /** The interaction this sign-in completes. */
+  uid: string;
+  /** Internal id of the identity provider record. */
+  identityProviderId: number;
+  status: 'pending' | 'exchanging' | 'finished';
+  nonce: string | null;
+  codeVerifier: string | null;
+  outcome: InteractionResults | null;
+  expiresAt: number;
+  createdAt: string;
+}
+
+export interface ClaimedLogin {
+  uid: string;
+  identityProviderId: number;
+  checks: UpstreamChecks;
+}
+
+const COLLECTION = { name: 'upstream_logins', indexes: ['uid'] };
+
+export class UpstreamLogins {
+  private readonly logins: TenantCollection<UpstreamLogin>;
+
+  constructor(store: Store, tenant: string) {
+    this.logins = store.collection<UpstreamLogin>(COLLECTION, tenant);
+  }
+
+  /** Remembers a sign-in for interaction `uid` that was sent upstream with these checks. */
+  async begin(uid: string, identityProviderId: number, checks: UpstreamChecks): Promise<void> {
+    await this.logins.insert({
+      id: checks.state,
+      uid,
+      identityProviderId,
+      status: 'pending',
+      nonce: checks.nonce,
+      codeVerifier: checks.codeVerifier,
+      outcome: null,
+      expiresAt: Date.now() + UPSTREAM_LOGIN_TTL_MS,
+      createdAt: new Date().toISOString(),
+    });
+  }
+
+  /** The pending sign-in of this state, exactly once: a replayed or unknown state gives null. */
+  async claim(state: string): Promise<ClaimedLogin | null> {
+    const claimed = await this.logins.update(state, { status: 'exchanging' }, { status: 'pending' });
+    if (!claimed?.nonce || !claimed.codeVerifier) return null;
+    return { uid: claimed.uid, identityProviderId: claimed.identityProviderId, checks: { state, nonce: claimed.nonce, codeVerifier: claimed.codeVerifier } };
+  }
+
+  /** Records how the upstream part ended; the verifier and nonce are no longer needed. */
+  async finish(state: string, outcome: InteractionResults): Promise<void> {
+    await this.logins.update(state, { status: 'finished', outcome, nonce: null, codeVerifier: null });
+  }
+
+  /** The outcome for interaction `uid`, handed out once. */
+  async take(uid: string): Promise<InteractionResults | null> {
+    const finished = await this.logins.findOne({ uid, status: 'finished' });
+    if (!finished?.outcome || !(await this.logins.delete(finished.id))) return null;
+    return finished.outcome;
+  }
+}

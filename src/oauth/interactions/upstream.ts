@@ -1,0 +1,175 @@
+import * as client from 'openid-client';
+import { SignInError, unavailable } from './errors.js';
+import type { IdentityProviderRecord } from './identity-providers.js';
+
+/** Discovery documents change rarely; re-reading them every few minutes picks up key and endpoint changes. */
+const DISCOVERY_CACHE_MS = 5 * 60_000;
+/** A user is waiting on every upstream call. */
+const UPSTREAM_TIMEOUT_SECONDS = 10;
+const DEFAULT_SCOPES = ['openid', 'profile', 'email'];
+/** The prompt values of the authorization request that concern authentication, hence the upstream provider. */
+const FORWARDED_PROMPTS = ['login', 'consent', 'select_account'];
+const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
+/** Upstream authorization errors a client can act on; anything else says "the upstream refused" as access_denied. */
+const RELAYED_ERRORS = new Set(['access_denied', 'login_required', 'consent_required', 'interaction_required', 'account_selection_required', 'temporarily_unavailable']);
+
+/** The per-sign-in secrets that bind the upstream response to the request Arbiter sent. */
+export interface UpstreamChecks {
+  state: string;
+  nonce: string;
+  codeVerifier: string;
+}
+
+/** Fresh, unguessable checks for one upstream round trip. */
+export function newChecks(): UpstreamChecks {
+  return { state: client.randomState(), nonce: client.randomNonce(), codeVerifier: client.randomPKCECodeVerifier() };
+}
+
+/** What the original authorization request asks of the authentication itself. */
+export interface UpstreamHints {
+  prompt?: unknown;
+  loginHint?: unknown;
+}
+
+/** The only facts about a person Arbiter keeps (spec: UserInfo claims). */
+export interface UpstreamIdentity {
+  sub: string;
+  name?: string;
+  email?: string;
+  emailVerified?: boolean;
+  preferredUsername?: string;
+}
+
+export interface UpstreamOptions {
+  /** `{issuer}/idp/callback`, registered at every upstream provider. */
+  redirectUri: string;
+  /** Development and tests: accept http:// for loopback issuers (never in production). */
+  allowInsecureLoopback: boolean;
+}
+
+/** Arbiter as an OpenID Connect relying party of its tenants' upstream identity providers (openid-client). */
+export class UpstreamProviders {
+  private readonly discovered = new Map<string, { metadata: client.ServerMetadata; expiresAt: number }>();
+
+  constructor(private readonly options: UpstreamOptions) {}
+
+  /** The upstream authorization request: code flow with state, nonce and PKCE S256. */
+  async authorizationUrl(idp: IdentityProviderRecord, checks: UpstreamChecks, hints: UpstreamHints): Promise<URL> {
+    const configuration = await this.configuration(idp);
+    const prompt = forwardedPrompt(hints.prompt, configuration.serverMetadata().prompt_values_supported);
+    return client.buildAuthorizationUrl(configuration, {
+      redirect_uri: this.options.redirectUri,
+      scope: upstreamScopes(idp).join(' '),
+      state: checks.state,
+      nonce: checks.nonce,
+      code_challenge: await client.calculatePKCECodeChallenge(checks.codeVerifier),
+      code_challenge_method: 'S256',
+      ...(prompt ? { prompt } : {}),
+      ...(typeof hints.loginHint === 'string' && hints.loginHint ? { login_hint: hints.loginHint } : {}),
+    });
+  }
+
+  /** Verifies the upstream's authorization response, redeems its code and reads who signed in. */
+  async identity(idp: IdentityProviderRecord, callbackUrl: URL, checks: UpstreamChecks): Promise<UpstreamIdentity> {
+    const configuration = await this.configuration(idp);
+    try {
+      const tokens = await client.authorizationCodeGrant(configuration, callbackUrl, {
+        expectedState: checks.state,
+        expectedNonce: checks.nonce,
+        pkceCodeVerifier: checks.codeVerifier,
+        idTokenExpected: true,
+      });
+      const idToken = tokens.claims() as client.IDToken;
+      const userinfo = configuration.serverMetadata().userinfo_endpoint ? await client.fetchUserInfo(configuration, tokens.access_token, idToken.sub) : {};
+      return identityFrom({ ...idToken, ...userinfo, sub: idToken.sub });
+    } catch (error) {
+      throw signInErrorFor(error);
+    }
+  }
+
+  private async configuration(idp: IdentityProviderRecord): Promise<client.Configuration> {
+    if (!idp.clientId) throw unavailable(`identity provider ${idp.idpId} has no clientId`);
+    const metadata = { ...(await this.metadata(idp)), ...endpointOverrides(idp) };
+    const configuration = new client.Configuration(metadata, idp.clientId, idp.clientSecret, clientAuthentication(metadata, idp.clientSecret));
+    configuration.timeout = UPSTREAM_TIMEOUT_SECONDS;
+    if (this.insecureAllowed(idp.issuer)) client.allowInsecureRequests(configuration);
+    return configuration;
+  }
+
+  private async metadata(idp: IdentityProviderRecord): Promise<client.ServerMetadata> {
+    const cached = this.discovered.get(idp.issuer);
+    if (cached && cached.expiresAt > Date.now()) return cached.metadata;
+    try {
+      const discovered = await client.discovery(new URL(idp.issuer), idp.clientId ?? '', undefined, undefined, {
+        execute: this.insecureAllowed(idp.issuer) ? [client.allowInsecureRequests] : [],
+        timeout: UPSTREAM_TIMEOUT_SECONDS,
+      });
+      const metadata = discovered.serverMetadata();
+      this.discovered.set(idp.issuer, { metadata, expiresAt: Date.now() + DISCOVERY_CACHE_MS });
+      return metadata;
+    } catch (error) {
+      throw unavailable(`identity provider ${idp.idpId} could not be discovered at its issuer`, error);
+    }
+  }
+
+  private insecureAllowed(issuer: string): boolean {
+    const url = new URL(issuer);
+    return this.options.allowInsecureLoopback && url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
+  }
+}
+
+function endpointOverrides(idp: IdentityProviderRecord): Partial<client.ServerMetadata> {
+  const overrides = {
+    authorization_endpoint: idp.authorizationEndpoint,
+    token_endpoint: idp.tokenEndpoint,
+    userinfo_endpoint: idp.userinfoEndpoint,
+    jwks_uri: idp.jwksUri,
+  };
+  return Object.fromEntries(Object.entries(overrides).filter(([, value]) => value));
+}
+
+/** Without a secret Arbiter is a public client (PKCE only); with one it uses the OAuth default, client_secret_basic, unless the upstream accepts only client_secret_post. */
+function clientAuthentication(metadata: client.ServerMetadata, secret: string | undefined): client.ClientAuth {
+  if (!secret) return client.None();
+  const methods = metadata.token_endpoint_auth_methods_supported;
+  const postOnly = methods !== undefined && !methods.includes('client_secret_basic') && methods.includes('client_secret_post');
+  return postOnly ? client.ClientSecretPost(secret) : client.ClientSecretBasic(secret);
+}
+
+/** Arbiter needs the upstream `sub`, so `openid` is always asked for. */
+function upstreamScopes(idp: IdentityProviderRecord): string[] {
+  const scopes = idp.scopes?.length ? idp.scopes : DEFAULT_SCOPES;
+  return scopes.includes('openid') ? scopes : ['openid', ...scopes];
+}
+
+/** The request's login/consent/select_account values that the upstream says it supports (all of them when it does not say). */
+function forwardedPrompt(prompt: unknown, supported: unknown): string | undefined {
+  if (typeof prompt !== 'string') return undefined;
+  const accepted = (value: string) => !Array.isArray(supported) || supported.includes(value);
+  const values = prompt.split(' ').filter((value) => FORWARDED_PROMPTS.includes(value) && accepted(value));
+  return values.length ? values.join(' ') : undefined;
+}
+
+function identityFrom(claims: Record<string, unknown>): UpstreamIdentity {
+  const identity: UpstreamIdentity = { sub: String(claims.sub) };
+  if (typeof claims.name === 'string') identity.name = claims.name;
+  if (typeof claims.email === 'string') identity.email = claims.email;
+  if (typeof claims.email_verified === 'boolean') identity.emailVerified = claims.email_verified;
+  if (typeof claims.preferred_username === 'string') identity.preferredUsername = claims.preferred_username;
+  return identity;
+}
+
+/** Upstream refusals keep their meaning for the client; unreachable upstreams are retryable; anything else failed verification. */
+function signInErrorFor(error: unknown): SignInError {
+  if (error instanceof SignInError) return error;
+  if (error instanceof client.AuthorizationResponseError) {
+    const code = RELAYED_ERRORS.has(error.error) ? error.error : 'access_denied';
+    // The upstream's own code is only echoed when it is a plain OAuth error code.
+    const upstreamCode = /^[a-z_]{1,64}$/.test(error.error) ? error.error : 'an error';
+    return new SignInError(code, `sign-in at the upstream identity provider ended with ${upstreamCode}`, error);
+  }
+  if (error instanceof TypeError || (error instanceof client.ClientError && (error.code === 'OAUTH_TIMEOUT' || error.code === 'OAUTH_ABORT'))) {
+    return unavailable('the upstream identity provider could not be reached', error);
+  }
+  return new SignInError('access_denied', 'the upstream identity provider\'s response could not be verified', error);
+}

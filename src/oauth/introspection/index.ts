@@ -1,0 +1,96 @@
+import type { Context, Next } from 'koa';
+import type Provider from 'oidc-provider';
+import { findToken } from 'oidc-provider/lib/helpers/token_find.js';
+import { HttpError } from '../../http/errors.js';
+import type { ConfigurationSlice } from '../context.js';
+import { formParameter } from '../form-body.js';
+import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps, type TokenModel } from './decide.js';
+import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
+
+const CALLER_SCOPES = ['introspection', 'uma_protection'];
+
+interface Introspected {
+  token: TokenModel;
+  allowed: boolean;
+  resourceTypes: string[];
+  decision: import('../../policy/index.js').Decision;
+}
+
+/**
+ * POST /introspect. Client-authenticated callers (Basic, post, private_key_jwt) go through
+ * oidc-provider, whose allowedPolicy hook asks the policy (see `introspectionPolicy`);
+ * Bearer callers are authenticated here. Either way the response is built by Arbiter from
+ * the token and the decision, so both paths answer alike.
+ */
+export function introspectionEndpoint(deps: IntrospectionDeps & { providerFor(tenant: string): Provider; issuer: string }) {
+  return async (ctx: Context, next: Next): Promise<void> => {
+    if (ctx.path !== '/introspect' || ctx.method !== 'POST') return next();
+    assertContextParameter(ctx);
+    const tenant = ctx.state.tenant as string;
+    if (/^bearer /i.test(ctx.get('authorization'))) {
+      await introspectForBearer(ctx, deps, deps.providerFor(tenant), tenant);
+    } else {
+      await next();
+    }
+    const introspected = ctx.state.introspected as Introspected | undefined;
+    if (ctx.status !== 200 || !introspected) return;
+    if (!introspected.allowed) {
+      ctx.body = { ...INACTIVE };
+      return;
+    }
+    ctx.body = await introspectionBody(deps.store, tenant, deps.issuer, introspected.token, introspected.decision, introspected.resourceTypes);
+    if (isSingleUse(introspected.token, introspected.decision)) await introspected.token.destroy();
+  };
+}
+
+/** oidc-provider's hook for client-authenticated callers. */
+export const introspectionPolicy: ConfigurationSlice = ({ store, policy, tenant }) => ({
+  features: {
+    introspection: {
+      enabled: true,
+      async allowedPolicy(ctx, client, token) {
+        const caller: Caller = { clientId: client.clientId, method: client.clientAuthMethod ?? 'unknown', scopes: [] };
+        return remember(ctx as unknown as Context, token as unknown as TokenModel, await decideIntrospection(ctx as unknown as Context, { store, policy }, tenant, token as unknown as TokenModel, caller));
+      },
+    },
+  },
+});
+
+async function introspectForBearer(ctx: Context, deps: IntrospectionDeps, provider: Provider, tenant: string): Promise<void> {
+  const caller = await bearerCaller(ctx, provider);
+  const value = formParameter(ctx, 'token');
+  if (!value) throw new HttpError(400, 'invalid_request', "missing required parameter 'token'");
+  ctx.status = 200;
+  ctx.body = { ...INACTIVE };
+  const token = (await findToken(provider, value, formParameter(ctx, 'token_type_hint'))) as TokenModel | undefined;
+  if (!token?.isValid) return;
+  remember(ctx, token, await decideIntrospection(ctx, deps, tenant, token, caller));
+}
+
+/** A Bearer caller must present a valid token of this tenant carrying introspection or uma_protection. */
+async function bearerCaller(ctx: Context, provider: Provider): Promise<Caller> {
+  const value = ctx.get('authorization').slice('bearer '.length).trim();
+  const token = (await findToken(provider, value, 'access_token')) as TokenModel | undefined;
+  const scopes = typeof token?.scope === 'string' ? token.scope.split(' ') : [];
+  if (!token?.isValid || token.kind === 'RefreshToken' || !scopes.some((scope) => CALLER_SCOPES.includes(scope))) {
+    ctx.set('WWW-Authenticate', 'Bearer error="invalid_token", error_description="a valid token with scope introspection or uma_protection is required"');
+    throw new HttpError(401, 'invalid_token', 'a valid token with scope introspection or uma_protection is required');
+  }
+  return { clientId: token.clientId, method: 'bearer', scopes };
+}
+
+function remember(ctx: Context, token: TokenModel, outcome: import('../../policy/index.js').DecisionOutcome): boolean {
+  const allowed = outcome.decision.allow && !outcome.engineError;
+  const resourceTypes = outcome.input.request.resource_types;
+  ctx.state.introspected = { token, allowed, decision: outcome.decision, resourceTypes } satisfies Introspected;
+  return allowed;
+}
+
+function assertContextParameter(ctx: Context): void {
+  try {
+    const context = parseContext(ctx);
+    if (typeof context !== 'object' || context === null || Array.isArray(context)) throw new Error('not an object');
+  } catch {
+    throw new HttpError(400, 'invalid_request', 'context must be a JSON object');
+  }
+}

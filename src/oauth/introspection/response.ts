@@ -1,0 +1,46 @@
+import type { Decision } from '../../policy/index.js';
+import type { Store } from '../../store/index.js';
+import type { SubjectRecord } from '../subject-input.js';
+import { resourceOf, type TokenModel } from './decide.js';
+
+export const INACTIVE = { active: false } as const;
+
+/**
+ * The spec's introspection response for an active token the policy allows: the token's own
+ * facts plus what the policy outputs now (obligations, extensions, authorization details).
+ */
+export async function introspectionBody(store: Store, tenant: string, issuer: string, token: TokenModel, decision: Decision, resourceTypes: string[]): Promise<Record<string, unknown>> {
+  const extra = (token.extra ?? {}) as Record<string, unknown>;
+  const body: Record<string, unknown> = {
+    active: true,
+    scope: decision.scopes?.length ? decision.scopes.join(' ') : token.scope || undefined,
+    client_id: token.clientId,
+    sub: token.accountId,
+    username: token.accountId ? await usernameOf(store, tenant, token.accountId) : undefined,
+    token_type: 'Bearer',
+    exp: token.exp,
+    iat: token.iat,
+    iss: issuer,
+    resource: resourceOf(token) ?? undefined,
+    resource_types: resourceTypes.length ? resourceTypes : undefined,
+    authorization_details: decision.authorization_details?.length ? decision.authorization_details : nonEmpty(extra.authorization_details ?? token.rar),
+    obligations: decision.obligations ?? extra.obligations,
+    extensions: decision.extensions ?? extra.extensions,
+    cnf: token.jkt ? { jkt: token.jkt } : undefined,
+  };
+  return Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined && value !== null));
+}
+
+/** A token the policy marks single-use (now or at issuance) is deleted after its first successful introspection. */
+export function isSingleUse(token: TokenModel, decision: Decision): boolean {
+  return decision.jit_single_use === true || (token.extra as Record<string, unknown> | undefined)?.jit_single_use === true;
+}
+
+async function usernameOf(store: Store, tenant: string, sub: string): Promise<string | undefined> {
+  const subject = await store.collection<SubjectRecord>('subjects', tenant).findOne({ subjectId: sub });
+  return subject?.preferredUsername ?? undefined;
+}
+
+function nonEmpty(value: unknown): unknown {
+  return Array.isArray(value) && value.length ? value : undefined;
+}

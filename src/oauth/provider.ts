@@ -1,0 +1,20 @@
+import Provider from 'oidc-provider';
+import { createOidcAdapter } from '../../adapters/oidc/index.js';
+import { clientLookup } from './clients.js';
+import { compareHashedClientSecrets } from './client-secrets.js';
+import { providerConfiguration } from './configuration.js';
+import type { ProviderContext } from './context.js';
+import { installPolicyGrants } from './grants/index.js';
+
+/** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
+export function createTenantProvider(context: ProviderContext): Provider {
+  const { store, tenant, policy, config } = context;
+  const provider = new Provider(config.issuer, {
+    ...providerConfiguration(context),
+    adapter: createOidcAdapter(store, tenant, { Client: clientLookup(store, tenant, () => policy.authorizationDetailsTypes()) }),
+  });
+  provider.proxy = true;
+  compareHashedClientSecrets(provider);
+  installPolicyGrants(provider, { store, policy, tenant });
+  return provider;
+}

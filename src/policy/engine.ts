@@ -1,0 +1,182 @@
+import type { Middleware } from 'koa';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../log/index.js';
+import type { Store } from '../store/index.js';
+import type { PolicySnapshot } from './bundle.js';
+import { BUNDLE_PATH, bundleMiddleware } from './bundle-route.js';
+import { CedarDriver, type CedarVerdict } from './cedar-driver.js';
+import { combine, failClosed } from './combine.js';
+import type { DecisionInput, DecisionOutcome, DecisionPoint } from './contract.js';
+import { valueAt } from './data-tree.js';
+import { resolveOpaBinary } from './opa-binary.js';
+import { OpaDriver } from './opa-driver.js';
+import { ManagedOpa } from './opa-process.js';
+import { checkInput } from './schemas.js';
+import { PolicySnapshots } from './snapshots.js';
+import { validateRule, type RuleKind } from './validate-rule.js';
+import { loadBundledRecords } from './records.js';
+
+export interface PolicyEngine {
+  /** Never throws: an engine failure is a deny with `engineError` set. */
+  decide(point: DecisionPoint, input: DecisionInput): Promise<DecisionOutcome>;
+  /** OPA has activated the bundle (for /healthz). */
+  isReady(): Promise<boolean>;
+  /** Null when valid, else the engine's error message (for the Admin API's 400). */
+  validateRule(kind: RuleKind, path: string, content: string): Promise<string | null>;
+  /** Serves GET /policy/bundle.tar.gz; passes every other request on. */
+  bundleMiddleware(): Middleware;
+  /** The value policies see at data.<dataKey> (bundled entries only), or undefined. */
+  policyData(dataKey: string): Promise<unknown>;
+  /** Discovery's authorization_details_types_supported: keys of resource types and RAR-only types. */
+  authorizationDetailsTypes(): Promise<string[]>;
+  /** Stops the managed OPA and closes connections. */
+  close(): Promise<void>;
+}
+
+/** What createPolicyEngine returns: the contract plus two facts for operations and tests. */
+export interface RunningPolicyEngine extends PolicyEngine {
+  /** Base URL of the OPA decisions go to. */
+  readonly opaUrl: string;
+  /** The managed OPA's process id; undefined with an external OPA. */
+  readonly managedOpaPid: number | undefined;
+}
+
+export interface PolicyEngineOptions {
+  config: Config;
+  store: Store;
+  log: Logger;
+  /** Where the managed OPA fetches the bundle; default http://127.0.0.1:<config.port>/policy/bundle.tar.gz. */
+  bundleUrl?: string;
+}
+
+/** Polls `isReady` until the bundle is active or the time is up. */
+export async function waitUntilReady(engine: PolicyEngine, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await engine.isReady()) return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * Starts the policy layer: with OPA_URL unset, a managed local OPA that polls this server's
+ * bundle endpoint (so call this once the HTTP server listens). Returns without waiting for the
+ * bundle: until OPA has it, decisions fail closed and `isReady()` is false.
+ */
+export async function createPolicyEngine(options: PolicyEngineOptions): Promise<RunningPolicyEngine> {
+  const { config } = options;
+  const log = options.log.child({ component: 'policy' });
+  const opaBinary = resolveOpaBinary(config.opaBin);
+  const managed = config.opaUrl
+    ? null
+    : new ManagedOpa({
+        binary: opaBinary,
+        bundleUrl: options.bundleUrl ?? `http://127.0.0.1:${config.port}${BUNDLE_PATH}`,
+        bundleToken: config.policyBundleToken,
+        pollMinSeconds: config.policyPollMinSeconds,
+        pollMaxSeconds: config.policyPollMaxSeconds,
+        log: log.child({ component: 'opa' }),
+      });
+  await managed?.start();
+  const externalUrl = config.opaUrl?.replace(/\/+$/, '');
+  return new ArbiterPolicyEngine({ config, log, opaBinary, managed, store: options.store, snapshots: new PolicySnapshots(options.store, log), opaUrl: () => externalUrl ?? (managed as ManagedOpa).url });
+}
+
+interface EngineParts {
+  config: Config;
+  log: Logger;
+  opaBinary: string;
+  store: Store;
+  managed: ManagedOpa | null;
+  snapshots: PolicySnapshots;
+  opaUrl: () => string;
+}
+
+class ArbiterPolicyEngine implements RunningPolicyEngine {
+  private readonly opa: OpaDriver;
+  private readonly cedar = new CedarDriver();
+  /** Cedar and policyData follow store changes on the same schedule as OPA's polling. */
+  private readonly snapshotMaxAgeMs: number;
+
+  constructor(private readonly parts: EngineParts) {
+    this.opa = new OpaDriver(parts.opaUrl, parts.config.policyDecisionTimeoutMs);
+    this.snapshotMaxAgeMs = parts.config.policyPollMinSeconds * 1000;
+  }
+
+  get opaUrl(): string {
+    return this.parts.opaUrl();
+  }
+
+  get managedOpaPid(): number | undefined {
+    return this.parts.managed?.pid;
+  }
+
+  async decide(point: DecisionPoint, input: DecisionInput): Promise<DecisionOutcome> {
+    const problem = checkInput(point, input);
+    if (problem) return this.failed(point, input, `invalid decision input for ${point}: ${problem}`);
+    try {
+      const [rego, cedarVerdict] = await Promise.all([this.opa.evaluate(point, input), this.cedarVerdict(point, input)]);
+      const outcome = combine(point, input, rego, cedarVerdict);
+      if (outcome.engineError) this.parts.log.warn({ point, engineError: outcome.engineError }, 'policy decision failed closed');
+      return outcome;
+    } catch (error) {
+      return this.failed(point, input, `unexpected policy engine error: ${(error as Error).message}`);
+    }
+  }
+
+  async isReady(): Promise<boolean> {
+    return this.opa.bundlesActivated();
+  }
+
+  /** Checked together with the other bundled Rego rules, so that imports of shared helpers resolve. */
+  async validateRule(kind: RuleKind, path: string, content: string): Promise<string | null> {
+    const { rules } = await loadBundledRecords(this.parts.store);
+    const companions = rules.filter((rule) => rule.kind === 'rego' && rule.path !== path);
+    return validateRule(this.parts.opaBinary, kind, path, content, companions);
+  }
+
+  bundleMiddleware(): Middleware {
+    return bundleMiddleware(this.parts.snapshots, this.parts.config.policyBundleToken, this.parts.log);
+  }
+
+  async policyData(dataKey: string): Promise<unknown> {
+    return valueAt((await this.snapshot()).mergedData, dataKey);
+  }
+
+  async authorizationDetailsTypes(): Promise<string[]> {
+    const { mergedData } = await this.snapshot();
+    const keysOf = (dataKey: string) => Object.keys((valueAt(mergedData, dataKey) as object | undefined) ?? {});
+    return [...new Set([...keysOf('oauth.resource_types'), ...keysOf('oauth.rar_only_types')])].sort();
+  }
+
+  async close(): Promise<void> {
+    this.opa.close();
+    await this.parts.managed?.stop();
+  }
+
+  private async cedarVerdict(point: DecisionPoint, input: DecisionInput): Promise<CedarVerdict> {
+    try {
+      return this.cedar.evaluate(await this.snapshot(), point, input);
+    } catch (error) {
+      return { kind: 'failed', reason: `policy records unavailable: ${(error as Error).message}` };
+    }
+  }
+
+  /** The current snapshot; while the store is unreachable, the last one read (as OPA keeps its last bundle). */
+  private async snapshot(): Promise<PolicySnapshot> {
+    try {
+      return await this.parts.snapshots.current(this.snapshotMaxAgeMs);
+    } catch (error) {
+      const stale = this.parts.snapshots.lastKnown();
+      if (!stale) throw error;
+      this.parts.log.warn({ err: error }, 'policy records unavailable; using the last ones read');
+      return stale;
+    }
+  }
+
+  private failed(point: DecisionPoint, input: DecisionInput, reason: string): DecisionOutcome {
+    this.parts.log.error({ point, engineError: reason }, 'policy decision failed closed');
+    return failClosed(input, reason);
+  }
+}

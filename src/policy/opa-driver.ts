@@ -1,0 +1,71 @@
+import { Agent as HttpAgent } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { got, type Got } from 'got';
+import type { Decision, DecisionInput, DecisionPoint } from './contract.js';
+import { checkResult } from './schemas.js';
+
+/** What OPA said about one decision: a decision, nothing (undefined), or a failure to answer. */
+export type RegoVerdict = { kind: 'decided'; decision: Decision } | { kind: 'undefined' } | { kind: 'failed'; reason: string };
+
+/**
+ * Asks OPA's data API for data.arbiter.<point>.decision. Connections are pooled and kept
+ * alive, each decision has a hard timeout, and every failure becomes a `failed` verdict:
+ * callers fail closed, nothing here throws.
+ */
+export class OpaDriver {
+  private readonly agents = {
+    http: new HttpAgent({ keepAlive: true, maxSockets: 64 }),
+    https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }),
+  };
+  private readonly client: Got;
+
+  /** `baseUrl` is a function because a restarted managed OPA may listen on a new port. */
+  constructor(
+    private readonly baseUrl: () => string,
+    timeoutMs: number,
+  ) {
+    this.client = got.extend({
+      agent: this.agents,
+      timeout: { request: timeoutMs },
+      throwHttpErrors: false,
+      // One immediate retry, only for a pooled socket that the peer had already closed (e.g. after an OPA restart).
+      retry: { limit: 1, methods: ['GET', 'POST'], statusCodes: [], errorCodes: ['ECONNRESET', 'EPIPE'], backoffLimit: 1, noise: 0 },
+    });
+  }
+
+  async evaluate(point: DecisionPoint, input: DecisionInput): Promise<RegoVerdict> {
+    try {
+      const response = await this.client.post(`${this.baseUrl()}/v1/data/arbiter/${point}/decision`, { json: { input }, responseType: 'json' });
+      const body = response.body as { result?: unknown; message?: unknown } | undefined;
+      if (response.statusCode !== 200) return { kind: 'failed', reason: `OPA answered ${response.statusCode}: ${String(body?.message ?? '')}`.trim() };
+      if (body === undefined || body === null || body.result === undefined) return { kind: 'undefined' };
+      const problem = checkResult(body.result);
+      if (problem) return { kind: 'failed', reason: `malformed decision from data.arbiter.${point}.decision: ${problem}` };
+      return { kind: 'decided', decision: body.result as Decision };
+    } catch (error) {
+      return { kind: 'failed', reason: describeFailure(error) };
+    }
+  }
+
+  /** True once every configured bundle is activated (GET /health?bundles answers 200). */
+  async bundlesActivated(): Promise<boolean> {
+    try {
+      const response = await this.client.get(`${this.baseUrl()}/health?bundles`);
+      return response.statusCode === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  close(): void {
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
+}
+
+function describeFailure(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  if (code === 'ETIMEDOUT') return 'OPA did not answer in time';
+  if (code === 'ECONNREFUSED') return 'OPA is unreachable (connection refused)';
+  return `OPA request failed: ${code ?? ''} ${message ?? String(error)}`.trim();
+}

@@ -1,0 +1,222 @@
+/**
+ * The embedded default: a local `opa run --server` on loopback, polling this server's bundle
+ * endpoint, restarted when it dies and stopped with the server. With OPA_URL set, none of
+ * this runs (see docs/policy.md, "External OPA").
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer, type AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Logger } from '../log/index.js';
+
+export interface ManagedOpaOptions {
+  binary: string;
+  /** Full URL of GET /policy/bundle.tar.gz on this server. */
+  bundleUrl: string;
+  bundleToken: string;
+  pollMinSeconds: number;
+  pollMaxSeconds: number;
+  log: Logger;
+  /** Fixed loopback port; default: a free one. */
+  port?: number;
+}
+
+/** The bearer token reaches OPA through its config's ${VAR} substitution: never on a command line or on disk. */
+const TOKEN_VARIABLE = 'ARBITER_POLICY_BUNDLE_TOKEN';
+const STARTUP_TIMEOUT_MS = 15_000;
+const STOP_GRACE_MS = 3_000;
+const MAX_RESTART_DELAY_MS = 30_000;
+/** A process that ran this long is considered healthy again: the restart back-off starts over. */
+const STABLE_RUN_MS = 30_000;
+
+export class ManagedOpa {
+  private child: ChildProcess | null = null;
+  private port: number | null;
+  private configDir: string | null = null;
+  private stopping = false;
+  private restarts = 0;
+  private restartTimer: NodeJS.Timeout | null = null;
+  private readonly killOnExit = () => this.child?.kill('SIGKILL');
+
+  constructor(private readonly options: ManagedOpaOptions) {
+    this.port = options.port ?? null;
+  }
+
+  /** Base URL of OPA's REST API (valid once started). */
+  get url(): string {
+    return `http://127.0.0.1:${this.port ?? 0}`;
+  }
+
+  get pid(): number | undefined {
+    return this.child?.pid;
+  }
+
+  /** Spawns OPA and resolves once its HTTP API answers (the bundle may still be loading). */
+  async start(): Promise<void> {
+    this.stopping = false;
+    this.configDir ??= await this.writeConfig();
+    this.port ??= await freePort();
+    process.on('exit', this.killOnExit);
+    try {
+      await this.spawnAndWait();
+    } catch (error) {
+      await this.stop();
+      throw new Error(`${(error as Error).message} (install OPA with scripts/install-opa.sh, or set OPA_BIN or OPA_URL)`);
+    }
+  }
+
+  async stop(): Promise<void> {
+    this.stopping = true;
+    if (this.restartTimer) clearTimeout(this.restartTimer);
+    process.off('exit', this.killOnExit);
+    await this.terminate();
+    if (this.configDir) await rm(this.configDir, { recursive: true, force: true });
+    this.configDir = null;
+  }
+
+  private async spawnAndWait(): Promise<void> {
+    const child = spawn(this.options.binary, this.arguments(), {
+      env: { ...process.env, [TOKEN_VARIABLE]: this.options.bundleToken },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.child = child;
+    const startedAt = Date.now();
+    let alive = true;
+    const exited = new Promise<string>((resolve) => {
+      child.once('error', (error) => resolve(error.message));
+      child.once('exit', (code, signal) => resolve(`exited with ${signal ?? `code ${code}`}`));
+    }).finally(() => {
+      alive = false;
+    });
+    this.forwardLogs(child);
+    void exited.then((reason) => this.onExit(child, reason, Date.now() - startedAt));
+    const outcome = await Promise.race([exited.then((reason) => ({ reason })), waitForHealth(this.url, STARTUP_TIMEOUT_MS, () => alive)]);
+    if (outcome !== true) {
+      child.kill('SIGKILL');
+      const why = outcome === false ? `did not answer on ${this.url} within ${STARTUP_TIMEOUT_MS} ms` : `did not start: ${outcome.reason}`;
+      throw new Error(`OPA (${this.options.binary}) ${why}`);
+    }
+    this.options.log.info({ opa: this.url, pid: child.pid }, 'managed OPA started');
+  }
+
+  private arguments(): string[] {
+    return [
+      'run',
+      '--server',
+      '--addr',
+      `127.0.0.1:${this.port}`,
+      '--config-file',
+      join(this.configDir as string, 'config.json'),
+      '--log-level',
+      'error',
+      '--log-format',
+      'json',
+      '--skip-version-check',
+      '--shutdown-grace-period',
+      '1',
+    ];
+  }
+
+  /** OPA's config: one bundle service pointing at this server, polled between min and max delay. */
+  private async writeConfig(): Promise<string> {
+    const url = new URL(this.options.bundleUrl);
+    const slash = url.pathname.lastIndexOf('/');
+    const config = {
+      services: {
+        arbiter: {
+          url: `${url.origin}${url.pathname.slice(0, slash)}`,
+          credentials: { bearer: { token: `\${${TOKEN_VARIABLE}}` } },
+        },
+      },
+      bundles: {
+        arbiter: {
+          service: 'arbiter',
+          resource: url.pathname.slice(slash + 1),
+          polling: { min_delay_seconds: this.options.pollMinSeconds, max_delay_seconds: this.options.pollMaxSeconds },
+        },
+      },
+    };
+    const dir = await mkdtemp(join(tmpdir(), 'arbiter-opa-'));
+    await writeFile(join(dir, 'config.json'), JSON.stringify(config, null, 2), { mode: 0o600 });
+    return dir;
+  }
+
+  private forwardLogs(child: ChildProcess): void {
+    for (const stream of [child.stdout, child.stderr]) {
+      if (!stream) continue;
+      createInterface({ input: stream }).on('line', (line) => this.options.log.warn({ opa: parseLogLine(line) }, 'managed OPA says'));
+    }
+  }
+
+  private onExit(child: ChildProcess, reason: string, ranForMs: number): void {
+    if (this.child !== child) return;
+    this.child = null;
+    if (this.stopping) return;
+    if (ranForMs > STABLE_RUN_MS) this.restarts = 0;
+    const delay = Math.min(MAX_RESTART_DELAY_MS, 500 * 2 ** this.restarts);
+    this.restarts += 1;
+    this.options.log.error({ reason, restartInMs: delay }, 'managed OPA stopped unexpectedly; decisions fail closed until it is back');
+    this.restartTimer = setTimeout(() => void this.restart(), delay);
+    this.restartTimer.unref();
+  }
+
+  private async restart(): Promise<void> {
+    if (this.stopping) return;
+    try {
+      await this.spawnAndWait();
+    } catch (error) {
+      // Another process may have taken the port meanwhile; the next attempt uses a fresh one.
+      this.options.log.error({ err: error }, 'managed OPA restart failed');
+      this.port = await freePort();
+    }
+  }
+
+  private async terminate(): Promise<void> {
+    const child = this.child;
+    if (!child || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const stopped = await Promise.race([exited.then(() => true), sleep(STOP_GRACE_MS).then(() => false)]);
+    if (!stopped) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  }
+}
+
+/** Resolves true once GET /health answers 200, false after `timeoutMs` or when the process is gone. */
+async function waitForHealth(baseUrl: string, timeoutMs: number, alive: () => boolean): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && alive()) {
+    try {
+      const response = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(1000) });
+      if (response.ok) return true;
+    } catch {
+      // not listening yet
+    }
+    await sleep(50);
+  }
+  return false;
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function parseLogLine(line: string): unknown {
+  try {
+    return JSON.parse(line);
+  } catch {
+    return line;
+  }
+}

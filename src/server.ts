@@ -1,0 +1,65 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createApp } from './app.js';
+import { AuditLog } from './audit/index.js';
+import type { Config } from './config/index.js';
+import type { Logger } from './log/index.js';
+import { createTenantProvider, loadProviderSecrets, TenantProviders } from './oauth/index.js';
+import { createPolicyEngine, seedDefaultPolicies } from './policy/index.js';
+import { openStore, type Store } from './store/index.js';
+
+export interface RunningServer {
+  /** Where the server listens (loopback URL with the real port). */
+  url: string;
+  server: Server;
+  store: Store;
+  close(): Promise<void>;
+}
+
+type Handler = (request: IncomingMessage, response: ServerResponse) => void;
+
+const PURGE_INTERVAL_MS = 60_000;
+
+/**
+ * Opens the store, listens, then starts the policy engine: a managed OPA polls this very
+ * server for its bundle, so it can only be pointed at the port once the port is known.
+ */
+export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+  const store = await openStore(config.storeUrl);
+  const secrets = await loadProviderSecrets(store);
+  await seedDefaultPolicies(store, log);
+  let handle: Handler = starting;
+  const server = createServer((request, response) => handle(request, response));
+  const port = await listen(server, config.port);
+  const url = `http://127.0.0.1:${port}`;
+  const policy = await createPolicyEngine({ config, store, log, bundleUrl: `${url}/policy/bundle.tar.gz` });
+  const providers = new TenantProviders((tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }));
+  const app = createApp({ config, store, policy, audit: new AuditLog(store), providers, log });
+  handle = app.callback();
+  const purge = setInterval(() => store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed')), PURGE_INTERVAL_MS);
+  purge.unref();
+  return {
+    url,
+    server,
+    store,
+    async close() {
+      clearInterval(purge);
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await policy.close();
+      await store.close();
+    },
+  };
+}
+
+function starting(_request: IncomingMessage, response: ServerResponse): void {
+  response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
+  response.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: 'the server is starting' }));
+}
+
+function listen(server: Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, () => resolve((server.address() as AddressInfo).port));
+  });
+}

@@ -1,0 +1,92 @@
+/**
+ * The one small storage interface every Arbiter component uses.
+ *
+ * A store holds named collections of JSON documents. Every document belongs to a
+ * tenant (`DEFAULT_TENANT` when the request named none); every operation of a
+ * `TenantCollection` is confined to one tenant, so tenant isolation cannot be
+ * forgotten by a caller. Implementations: adapters/sqlite (embedded default) and
+ * adapters/mongodb (scale-out); both must pass test/store/conformance.ts.
+ */
+
+/** The tenant of every record created without an explicit tenant. */
+export const DEFAULT_TENANT = '_default';
+
+/**
+ * A stored document. `id` is the primary key within its collection and tenant;
+ * numeric ids (Admin API objects, audit entries) keep their type so that sorting by id is numeric.
+ */
+export interface StoredDoc {
+  id: string | number;
+  [field: string]: unknown;
+}
+
+export interface CollectionSpec {
+  name: string;
+  /**
+   * Each entry is a list of fields whose combined values must be unique within
+   * a tenant. A document whose value for any of those fields is null/absent is
+   * not checked against that key.
+   */
+  uniqueKeys?: string[][];
+  /** Fields that are often used in filters and deserve an index. */
+  indexes?: string[];
+}
+
+/** Equality filter on top-level fields; `null` matches absent or null. */
+export type Filter = Record<string, string | number | boolean | null>;
+
+export interface FindOptions {
+  /** Field to sort by; `id` and `createdAt` always work. */
+  sort?: { field: string; direction: 'asc' | 'desc' };
+  skip?: number;
+  limit?: number;
+}
+
+export interface TenantCollection<T extends StoredDoc = StoredDoc> {
+  readonly tenant: string;
+  /**
+   * Inserts a new document. `expiresAt` (epoch milliseconds), when present, makes
+   * the document invisible to every read after that instant and purgeable.
+   * Throws ConflictError on a duplicate id or unique key.
+   */
+  insert(doc: T): Promise<T>;
+  /** Inserts or fully replaces the document with this id. Throws ConflictError on a unique-key clash with another document. */
+  upsert(doc: T): Promise<T>;
+  get(id: string | number): Promise<T | null>;
+  findOne(filter: Filter): Promise<T | null>;
+  find(filter?: Filter, options?: FindOptions): Promise<T[]>;
+  count(filter?: Filter): Promise<number>;
+  /**
+   * Sets the given top-level fields on the document with this id, atomically and
+   * only if it currently matches `onlyIf` (when given). Returns the updated
+   * document, or null when no (matching) document exists. This is the primitive
+   * behind single-use codes and refresh-token rotation.
+   */
+  update(id: string | number, fields: Partial<T>, onlyIf?: Filter): Promise<T | null>;
+  /** Returns true when a document was deleted. */
+  delete(id: string | number): Promise<boolean>;
+  /** Deletes every document matching the filter; returns how many. */
+  deleteMany(filter: Filter): Promise<number>;
+}
+
+export interface Store {
+  /** Declares a collection (idempotent; creates tables/indexes on first use). */
+  collection<T extends StoredDoc = StoredDoc>(spec: CollectionSpec | string, tenant?: string): TenantCollection<T>;
+  /** Next value of a named numeric sequence (1, 2, 3, ...), shared across tenants. */
+  nextSequence(name: string): Promise<number>;
+  /** Resolves when the store answers; rejects otherwise. */
+  ping(): Promise<void>;
+  /** Removes expired documents everywhere. */
+  purgeExpired(): Promise<number>;
+  close(): Promise<void>;
+}
+
+export class ConflictError extends Error {
+  constructor(
+    readonly collection: string,
+    readonly fields: string[],
+  ) {
+    super(`a ${collection} record with the same ${fields.join(' + ')} already exists`);
+    this.name = 'ConflictError';
+  }
+}

@@ -1,0 +1,83 @@
+import { expect } from 'chai';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+describe('Audit log', function () {
+  let server: TestServer;
+
+  before(async function () {
+    // Its own server, so that counts are exact.
+    server = await startTestServer();
+    await server.waitUntilReady();
+    for (let n = 0; n < 25; n++) await server.admin('POST', '/subjects', { subjectId: `audited-${n}`, ...(n % 5 === 0 ? { tenantId: 'tenant-x' } : {}) });
+    await server.request('/token', { method: 'POST', headers: { Authorization: 'Basic ' + Buffer.from('nobody:secret-value').toString('base64'), 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials&client_secret=also-secret' });
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  it('pages with the spec fields and defaults (page 0, size 20, newest first)', async function () {
+    const { status, body } = await server.admin('GET', '/audit-logs');
+    expect(status).to.equal(200);
+    expect(body).to.have.keys('content', 'totalElements', 'totalPages', 'number', 'size');
+    expect(body.number).to.equal(0);
+    expect(body.size).to.equal(20);
+    expect(body.content).to.have.length(20);
+    expect(body.totalElements).to.be.at.least(26);
+    expect(body.totalPages).to.equal(Math.ceil(body.totalElements / 20));
+    const ids = body.content.map((entry: any) => entry.id);
+    expect(ids).to.deep.equal([...ids].sort((a, b) => b - a));
+  });
+
+  it('filters by endpoint, tenantId and clientId, and sorts by field,direction', async function () {
+    const admin = await server.admin('GET', '/audit-logs?endpoint=/admin/api/subjects&size=100&sort=id,asc');
+    expect(admin.body.totalElements).to.equal(25);
+    const ids = admin.body.content.map((entry: any) => entry.id);
+    expect(ids).to.deep.equal([...ids].sort((a, b) => a - b));
+    const tenant = await server.admin('GET', '/audit-logs?tenantId=tenant-x');
+    expect(tenant.body.totalElements).to.equal(0); // tenantId of an entry is the request's tenant (header), not the body's
+    const second = await server.admin('GET', '/audit-logs?endpoint=/admin/api/subjects&page=1&size=10');
+    expect(second.body.content).to.have.length(10);
+    expect(second.body.number).to.equal(1);
+    const byClient = await server.admin('GET', '/audit-logs?clientId=nobody');
+    for (const entry of byClient.body.content) expect(entry.clientId).to.equal('nobody');
+  });
+
+  it('records a token request with its facts but never its secrets', async function () {
+    const { body } = await server.admin('GET', '/audit-logs?endpoint=/token');
+    expect(body.totalElements).to.equal(1);
+    const [entry] = body.content;
+    expect(entry).to.include.keys('id', 'endpoint', 'method', 'requestSummary', 'policyInput', 'policyDecision', 'outcome', 'tenantId', 'clientId', 'subjectId', 'ip', 'userAgent', 'createdAt');
+    expect(entry.method).to.equal('POST');
+    expect(entry.outcome).to.equal('deny');
+    expect(entry.requestSummary.authType).to.equal('basic');
+    expect(entry.requestSummary.grant_type).to.equal('client_credentials');
+    expect(new Date(entry.createdAt).toISOString()).to.equal(entry.createdAt);
+    const text = JSON.stringify(entry);
+    expect(text).not.to.contain('secret-value');
+    expect(text).not.to.contain('also-secret');
+    expect(text).not.to.contain(Buffer.from('nobody:secret-value').toString('base64'));
+  });
+
+  it('gets one entry by id, 404 for an unknown one, and offers no way to change entries', async function () {
+    const { body } = await server.admin('GET', '/audit-logs?size=1');
+    const [entry] = body.content;
+    const one = await server.admin('GET', `/audit-logs/${entry.id}`);
+    expect(one.status).to.equal(200);
+    expect(one.body).to.deep.equal(entry);
+    expect((await server.admin('GET', '/audit-logs/99999999')).status).to.equal(404);
+    expect((await server.admin('GET', '/audit-logs/abc')).status).to.equal(404);
+    for (const method of ['POST', 'PUT', 'DELETE']) {
+      const path = method === 'POST' ? '/audit-logs' : `/audit-logs/${entry.id}`;
+      const response = await server.admin(method, path, method === 'DELETE' ? undefined : { outcome: 'allow' });
+      expect(response.status, method).to.be.oneOf([404, 405]);
+    }
+    expect((await server.admin('GET', `/audit-logs/${entry.id}`)).body).to.deep.equal(entry);
+  });
+
+  it('refuses a bad page, size or sort with 400', async function () {
+    expect((await server.admin('GET', '/audit-logs?page=-1')).status).to.equal(400);
+    expect((await server.admin('GET', '/audit-logs?size=0')).status).to.equal(400);
+    expect((await server.admin('GET', '/audit-logs?sort=password,asc')).status).to.equal(400);
+    expect((await server.admin('GET', '/audit-logs?sort=id,sideways')).status).to.equal(400);
+  });
+});

@@ -1,0 +1,136 @@
+import { expect } from 'chai';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+import { randomUUID } from 'node:crypto';
+import { basic, confidentialClient, postForm } from '../support/oauth.js';
+import { sharedServer, type TestServer } from '../support/server.js';
+
+describe('POST /token', function () {
+  let server: TestServer;
+  let secret: string;
+
+  before(async function () {
+    server = await sharedServer();
+    secret = await confidentialClient(server, 'token-svc', { scopes: ['read', 'write'] });
+  });
+
+  describe('client_credentials, decided by policy', function () {
+    it('issues an opaque bearer token with client_secret_basic, within the registered scopes, with no-store headers', async function () {
+      const { status, body, headers } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('token-svc', secret) });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      expect(body).to.include({ token_type: 'Bearer', scope: 'read' });
+      expect(body.access_token).to.be.a('string').and.not.match(/^ey/);
+      expect(body.expires_in).to.be.a('number');
+      expect(body).not.to.have.property('refresh_token');
+      expect(body).not.to.have.property('id_token');
+      expect(headers.get('cache-control')).to.equal('no-store');
+      expect(headers.get('pragma')).to.equal('no-cache');
+    });
+
+    it('accepts client_secret_post', async function () {
+      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'write', client_id: 'token-svc', client_secret: secret });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      expect(body.scope).to.equal('write');
+    });
+
+    it('grants all registered scopes when none are asked for', async function () {
+      const { body } = await postForm(server, '/token', { grant_type: 'client_credentials' }, { Authorization: basic('token-svc', secret) });
+      expect(body.scope.split(' ').sort()).to.deep.equal(['read', 'write']);
+    });
+
+    it('narrows the requested scopes to what the policy allows', async function () {
+      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read admin' }, { Authorization: basic('token-svc', secret) });
+      expect(status).to.equal(200);
+      expect(body.scope).to.equal('read');
+    });
+
+    it('relays a policy denial as a 400 with the policy error', async function () {
+      const { status, body, headers } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'admin' }, { Authorization: basic('token-svc', secret) });
+      expect(status).to.equal(400);
+      expect(body.error).to.equal('invalid_scope');
+      expect(body.error_description).to.be.a('string').and.not.empty;
+      expect(headers.get('pragma')).to.equal('no-cache');
+    });
+
+    it('accepts private_key_jwt (RFC 7523)', async function () {
+      const { publicKey, privateKey } = await generateKeyPair('ES256');
+      const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+      await server.admin('POST', '/clients', { clientId: 'jwt-svc', clientType: 'confidential', tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [jwk] }, scopes: ['read'] });
+      const assertion = await new SignJWT({})
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+        .setIssuer('jwt-svc')
+        .setSubject('jwt-svc')
+        .setAudience(server.config.issuer)
+        .setJti(randomUUID())
+        .setIssuedAt()
+        .setExpirationTime('1m')
+        .sign(privateKey);
+      const form = { grant_type: 'client_credentials', client_id: 'jwt-svc', client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion };
+      const first = await postForm(server, '/token', form);
+      expect(first.status, JSON.stringify(first.body)).to.equal(200);
+      expect(first.body.scope).to.equal('read');
+      const replayed = await postForm(server, '/token', form);
+      expect(replayed.status).to.equal(401);
+      expect(replayed.body.error).to.equal('invalid_client');
+    });
+
+    it('refuses public clients (client_credentials is for confidential clients)', async function () {
+      await server.admin('POST', '/clients', { clientId: 'spa', clientType: 'public', redirectUris: ['https://spa.example.test/cb'] });
+      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', client_id: 'spa' });
+      expect(status).to.equal(400);
+      expect(body.error).to.be.oneOf(['unauthorized_client', 'invalid_request']);
+    });
+  });
+
+  describe('errors of the spec table', function () {
+    it('answers 401 invalid_client for a wrong secret or an unknown client', async function () {
+      for (const auth of [basic('token-svc', 'wrong'), basic('nobody', 'x')]) {
+        const { status, body, headers } = await postForm(server, '/token', { grant_type: 'client_credentials' }, { Authorization: auth });
+        expect(status).to.equal(401);
+        expect(body.error).to.equal('invalid_client');
+        expect(headers.get('cache-control')).to.equal('no-store');
+      }
+    });
+
+    it('answers invalid_request when grant_type is absent, before any client authentication', async function () {
+      const { status, body } = await postForm(server, '/token', { scope: 'read' });
+      expect(status).to.equal(400);
+      expect(body.error).to.equal('invalid_request');
+      expect(body.error_description).to.contain('grant_type');
+    });
+
+    it('answers unsupported_grant_type for the password grant', async function () {
+      const { status, body } = await postForm(server, '/token', { grant_type: 'password', username: 'u', password: 'p' }, { Authorization: basic('token-svc', secret) });
+      expect(status).to.equal(400);
+      expect(body.error).to.equal('unsupported_grant_type');
+    });
+
+    it('answers unsupported_grant_type for an unknown grant', async function () {
+      const { status, body } = await postForm(server, '/token', { grant_type: 'urn:example:magic' }, { Authorization: basic('token-svc', secret) });
+      expect(status).to.equal(400);
+      expect(body.error).to.equal('unsupported_grant_type');
+    });
+
+    it('rejects a resource indicator with a fragment', async function () {
+      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', resource: 'https://api.example.test/#frag' }, { Authorization: basic('token-svc', secret) });
+      expect(status).to.equal(400);
+      expect(body.error).to.be.oneOf(['invalid_target', 'invalid_request']);
+    });
+
+    it('never answers a malformed body with a 500', async function () {
+      const response = await server.request('/token', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"grant_type":' });
+      expect(response.status).to.equal(400);
+    });
+  });
+
+  describe('audit', function () {
+    it('records the policy input and decision of a token request, without the secret', async function () {
+      await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('token-svc', secret) });
+      const { body } = await server.admin('GET', '/audit-logs?endpoint=/token&clientId=token-svc&size=1');
+      const [entry] = body.content;
+      expect(entry.outcome).to.equal('allow');
+      expect(entry.policyInput.request.grant_type).to.equal('client_credentials');
+      expect(entry.policyDecision.allow).to.equal(true);
+      expect(JSON.stringify(entry)).not.to.contain(secret);
+    });
+  });
+});

@@ -1,0 +1,58 @@
+/** The Cedar driver on its own (real cedar-wasm): mapping, entities from data, applicability, outputs. */
+import { expect } from 'chai';
+import { snapshotOf } from '../../src/policy/bundle.js';
+import { CedarDriver } from '../../src/policy/cedar-driver.js';
+import type { PolicyDataDoc, PolicyRuleDoc } from '../../src/policy/index.js';
+import { evaluationInput, clientCredentialsInput } from './inputs.js';
+import { confidentialClient, publicClient } from './support.js';
+
+const now = new Date().toISOString();
+const shared = { version: null, tenantId: null, createdAt: now, updatedAt: now };
+
+function snapshot(cedarRules: string[], data: Record<string, unknown> = {}) {
+  const rules: PolicyRuleDoc[] = cedarRules.map((content, index) => ({ ...shared, id: index + 1, kind: 'cedar', path: `arbiter/r${index}.cedar`, content, enabled: true, digest: null }));
+  const entries: PolicyDataDoc[] = Object.entries(data).map(([dataKey, payload], index) => ({ ...shared, id: index + 1, dataKey, payload: JSON.stringify(payload) }));
+  return snapshotOf({ rules, data: entries });
+}
+
+describe('Cedar driver', function () {
+  const driver = new CedarDriver();
+  const entities = [
+    { uid: { type: 'user', id: 'alice' }, attrs: { level: 3 }, parents: [{ type: 'Group', id: 'editors' }] },
+    { uid: { type: 'Action', id: 'edit' }, attrs: {}, parents: [{ type: 'Action', id: 'writes' }] },
+  ];
+  const groupPolicy = snapshot(['@id("editors-write") permit (principal in Group::"editors", action in Action::"writes", resource) when { principal.level >= 2 };'], {
+    'cedar.entities': entities,
+  });
+  const doc = { id: 'd1', properties: {} };
+
+  it('resolves groups and action groups through the entities in policy data', function () {
+    const verdict = driver.evaluate(groupPolicy, 'access_evaluation', evaluationInput('alice', 'edit', doc));
+    expect(verdict).to.deep.include({ kind: 'decided', allow: true, policies: ['editors-write'] });
+  });
+
+  it('applies only to actions its policies cover; then it denies what no policy permits', function () {
+    expect(driver.evaluate(groupPolicy, 'access_evaluation', evaluationInput('alice', 'read', doc))).to.deep.equal({ kind: 'none' });
+    const denied = driver.evaluate(groupPolicy, 'access_evaluation', evaluationInput('bob', 'edit', doc));
+    expect(denied).to.deep.include({ kind: 'decided', allow: false, policies: [] });
+    expect(denied).to.have.nested.property('outputs.error', 'access_denied');
+  });
+
+  it('maps other points to Arbiter:: entities with the whole input as context', function () {
+    const rules = snapshot([
+      '@extension_source("\\"cedar\\"") permit (principal is Arbiter::Client, action == Arbiter::Action::"token", resource is Arbiter::Endpoint) when { context.client.client_type == "confidential" && context.request.grant_type == "client_credentials" };',
+    ]);
+    const allowed = driver.evaluate(rules, 'token', clientCredentialsInput(confidentialClient));
+    expect(allowed).to.deep.include({ kind: 'decided', allow: true });
+    expect(allowed).to.have.nested.property('outputs.extensions.source', 'cedar');
+    expect(driver.evaluate(rules, 'token', clientCredentialsInput(publicClient))).to.deep.include({ kind: 'decided', allow: false });
+    expect(driver.evaluate(rules, 'authorize', clientCredentialsInput(confidentialClient))).to.deep.equal({ kind: 'none' });
+  });
+
+  it('fails every decision closed when a stored Cedar rule is invalid', function () {
+    const broken = snapshot(['permit (principal, action, resource);', 'forbid (principal, action, resource) when { oops };']);
+    const verdict = driver.evaluate(broken, 'access_evaluation', evaluationInput('alice', 'edit', doc));
+    expect(verdict.kind).to.equal('failed');
+    expect(verdict).to.have.property('reason').that.matches(/arbiter\/r1\.cedar is invalid/);
+  });
+});

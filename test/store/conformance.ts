@@ -1,0 +1,453 @@
+/**
+ * The behaviour every Store implementation must show (see src/store/types.ts).
+ * Each adapter's test file calls describeStoreConformance with a way to open a
+ * fresh, empty store of its kind; every test gets its own store.
+ */
+import { expect } from 'chai';
+import { ConflictError, DEFAULT_TENANT, type CollectionSpec, type Store, type StoredDoc } from '../../src/store/types.js';
+
+export interface ConformanceOptions {
+  /**
+   * Why the server behind this store cannot pass the concurrency tests (parallel
+   * conditional updates, parallel nextSequence), or undefined when it can. Asked
+   * when each such test runs, so after the caller's `before` hooks.
+   */
+  concurrencyUnsupported?: () => string | undefined;
+}
+
+const USERS: CollectionSpec = { name: 'users', uniqueKeys: [['email'], ['provider', 'subject']], indexes: ['status'] };
+const CODES: CollectionSpec = { name: 'codes', indexes: ['grantId'] };
+const PARALLEL = 20;
+
+const past = () => Date.now() - 60_000;
+const future = () => Date.now() + 3_600_000;
+
+async function expectConflict(write: Promise<unknown>, fields: string[]): Promise<void> {
+  const error = await write.then(
+    () => undefined,
+    (rejection: unknown) => rejection,
+  );
+  expect(error, 'expected a ConflictError').to.be.instanceOf(ConflictError);
+  expect((error as InstanceType<typeof ConflictError>).fields).to.deep.equal(fields);
+}
+
+export function describeStoreConformance(name: string, open: () => Promise<Store>, options: ConformanceOptions = {}): void {
+  describe(`Store conformance: ${name}`, () => {
+    let store: Store;
+
+    beforeEach(async () => {
+      store = await open();
+    });
+
+    afterEach(async () => {
+      await store?.close();
+    });
+
+    /** A test that needs a server whose conditional writes are atomic. */
+    function itConcurrently(title: string, body: () => Promise<void>): void {
+      it(title, async function () {
+        if (options.concurrencyUnsupported?.()) this.skip();
+        await body();
+      });
+    }
+
+    describe('insert and get', () => {
+      it('returns the document unchanged, nested values, booleans and nulls included', async () => {
+        const doc = { id: 'a', name: 'x', n: 3.5, flag: false, nothing: null, tags: ['t1', 't2'], nested: { deep: { v: 1 } } };
+        const codes = store.collection(CODES);
+        expect(await codes.insert(doc)).to.deep.equal(doc);
+        expect(await codes.get('a')).to.deep.equal(doc);
+      });
+
+      it('returns null for an unknown id', async () => {
+        expect(await store.collection(CODES).get('missing')).to.equal(null);
+      });
+
+      it('keeps numeric ids numeric', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 42, label: 'answer' });
+        const found = await codes.get(42);
+        expect(found?.id).to.equal(42);
+        expect((await codes.find({ label: 'answer' }))[0]?.id).to.equal(42);
+      });
+
+      it('rejects a duplicate id with a ConflictError on [id] and keeps the original', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'a', v: 1 });
+        await expectConflict(codes.insert({ id: 'a', v: 2 }), ['id']);
+        expect(await codes.get('a')).to.deep.equal({ id: 'a', v: 1 });
+      });
+
+      it('lets exactly one of several parallel inserts of the same id succeed', async () => {
+        const codes = store.collection(CODES);
+        const results = await Promise.allSettled(Array.from({ length: PARALLEL }, (_, v) => codes.insert({ id: 'a', v })));
+        expect(results.filter((result) => result.status === 'fulfilled')).to.have.length(1);
+              for (const result of results.filter((r): r is PromiseRejectedResult => r.status === 'rejected')) {
+          expect(result.reason).to.be.instanceOf(ConflictError);
+        }
+        expect(await codes.count()).to.equal(1);
+      });
+    });
+
+    describe('unique keys', () => {
+      it('rejects a duplicate single-field key within a tenant', async () => {
+        const users = store.collection(USERS);
+        await users.insert({ id: 'u1', email: 'a@example.com' });
+        await expectConflict(users.insert({ id: 'u2', email: 'a@example.com' }), ['email']);
+        expect(await users.get('u2')).to.equal(null);
+      });
+
+      it('rejects a duplicate compound key but allows a partial overlap', async () => {
+        const users = store.collection(USERS);
+        await users.insert({ id: 'u1', provider: 'google', subject: 's1' });
+        await users.insert({ id: 'u2', provider: 'google', subject: 's2' });
+        await users.insert({ id: 'u3', provider: 'github', subject: 's1' });
+        await expectConflict(users.insert({ id: 'u4', provider: 'google', subject: 's1' }), ['provider', 'subject']);
+      });
+
+      it('allows the same values in another tenant', async () => {
+        await store.collection(USERS, 'acme').insert({ id: 'u1', email: 'a@example.com', provider: 'google', subject: 's1' });
+        await store.collection(USERS, 'globex').insert({ id: 'u2', email: 'a@example.com', provider: 'google', subject: 's1' });
+        expect(await store.collection(USERS, 'globex').count({ email: 'a@example.com' })).to.equal(1);
+      });
+
+      it('never lets null or absent values clash', async () => {
+        const users = store.collection(USERS);
+        await users.insert({ id: 'u1', email: null, provider: 'google', subject: null });
+        await users.insert({ id: 'u2', email: null, provider: 'google', subject: null });
+        await users.insert({ id: 'u3' });
+        await users.insert({ id: 'u4', provider: 'google' });
+        expect(await users.count()).to.equal(4);
+      });
+
+      it('rejects an update that would clash and leaves the document unchanged', async () => {
+        const users = store.collection(USERS);
+        await users.insert({ id: 'u1', email: 'a@example.com' });
+        await users.insert({ id: 'u2', email: 'b@example.com' });
+        await expectConflict(users.update('u2', { email: 'a@example.com' }), ['email']);
+        expect(await users.get('u2')).to.deep.equal({ id: 'u2', email: 'b@example.com' });
+      });
+
+      it('rejects an update completing a compound key that another document holds', async () => {
+        const users = store.collection(USERS);
+        await users.insert({ id: 'u1', provider: 'google', subject: 's1' });
+        await users.insert({ id: 'u2', provider: 'google' });
+        await expectConflict(users.update('u2', { subject: 's1' }), ['provider', 'subject']);
+      });
+
+      it("does not count a document's own values as a clash", async () => {
+        const users = store.collection(USERS);
+        await users.insert({ id: 'u1', email: 'a@example.com', provider: 'google', subject: 's1' });
+        expect(await users.update('u1', { email: 'a@example.com', name: 'Ann' })).to.include({ name: 'Ann' });
+        await users.upsert({ id: 'u1', email: 'a@example.com', provider: 'google', subject: 's1', name: 'Anna' });
+        expect(await users.get('u1')).to.include({ name: 'Anna' });
+      });
+
+      it('rejects an upsert clashing with another document', async () => {
+        const users = store.collection(USERS);
+        await users.insert({ id: 'u1', email: 'a@example.com' });
+        await users.insert({ id: 'u2', email: 'b@example.com' });
+        await expectConflict(users.upsert({ id: 'u2', email: 'a@example.com' }), ['email']);
+        await expectConflict(users.upsert({ id: 'u3', email: 'a@example.com' }), ['email']);
+        expect(await users.get('u2')).to.deep.equal({ id: 'u2', email: 'b@example.com' });
+      });
+
+      it('frees the values of an expired document', async () => {
+        const users = store.collection(USERS);
+        await users.insert({ id: 'u1', email: 'a@example.com', expiresAt: past() });
+        await users.insert({ id: 'u2', email: 'a@example.com' });
+        expect(await users.find({ email: 'a@example.com' })).to.deep.equal([{ id: 'u2', email: 'a@example.com' }]);
+      });
+
+      it('enforces unique keys declared after the collection was first used by name', async () => {
+        await store.collection('users').insert({ id: 'u1', email: 'a@example.com' });
+        await store.collection('users').insert({ id: 'u2', email: null });
+        await store.collection('users').insert({ id: 'u3' });
+        const users = store.collection(USERS);
+        await expectConflict(users.insert({ id: 'u4', email: 'a@example.com' }), ['email']);
+        await users.insert({ id: 'u5' });
+        await expectConflict(store.collection('users').insert({ id: 'u6', email: 'a@example.com' }), ['email']);
+      });
+    });
+
+    describe('tenants', () => {
+      it('reports its tenant, the default one when none is named', () => {
+        expect(store.collection(CODES).tenant).to.equal(DEFAULT_TENANT);
+        expect(store.collection(CODES, 'acme').tenant).to.equal('acme');
+      });
+
+      it('keeps the documents of one tenant out of every read of another', async () => {
+        await store.collection(CODES, 'acme').insert({ id: 'a', kind: 'x' });
+        const globex = store.collection(CODES, 'globex');
+        expect(await globex.get('a')).to.equal(null);
+        expect(await globex.findOne({ kind: 'x' })).to.equal(null);
+        expect(await globex.find()).to.deep.equal([]);
+        expect(await globex.count()).to.equal(0);
+        expect(await store.collection(CODES).count()).to.equal(0);
+      });
+
+      it('allows the same id in two tenants, independently', async () => {
+        await store.collection(CODES, 'acme').insert({ id: 'a', owner: 'acme' });
+        await store.collection(CODES, 'globex').insert({ id: 'a', owner: 'globex' });
+        expect(await store.collection(CODES, 'acme').get('a')).to.deep.equal({ id: 'a', owner: 'acme' });
+        expect(await store.collection(CODES, 'globex').get('a')).to.deep.equal({ id: 'a', owner: 'globex' });
+      });
+
+      it('confines update, upsert, delete and deleteMany to their tenant', async () => {
+        const acme = store.collection(CODES, 'acme');
+        const globex = store.collection(CODES, 'globex');
+        await acme.insert({ id: 'a', kind: 'x' });
+        await acme.insert({ id: 'b', kind: 'x' });
+        expect(await globex.update('a', { kind: 'changed' })).to.equal(null);
+        expect(await globex.delete('a')).to.equal(false);
+        expect(await globex.deleteMany({ kind: 'x' })).to.equal(0);
+        await globex.upsert({ id: 'b', kind: 'globex' });
+        expect(await acme.find({}, { sort: { field: 'id', direction: 'asc' } })).to.deep.equal([
+          { id: 'a', kind: 'x' },
+          { id: 'b', kind: 'x' },
+        ]);
+        expect(await globex.find()).to.deep.equal([{ id: 'b', kind: 'globex' }]);
+      });
+    });
+
+    describe('upsert', () => {
+      it('inserts a document that does not exist', async () => {
+        const codes = store.collection(CODES);
+        expect(await codes.upsert({ id: 'a', v: 1 })).to.deep.equal({ id: 'a', v: 1 });
+        expect(await codes.get('a')).to.deep.equal({ id: 'a', v: 1 });
+      });
+
+      it('replaces the whole document, dropping fields the new one lacks', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'a', v: 1, extra: 'gone soon' });
+        await codes.upsert({ id: 'a', v: 2 });
+        expect(await codes.get('a')).to.deep.equal({ id: 'a', v: 2 });
+        expect(await codes.count()).to.equal(1);
+      });
+    });
+
+    describe('find, findOne and count', () => {
+      const ITEMS = [
+        { id: 1, kind: 'a', n: 10, active: true, note: null },
+        { id: 2, kind: 'b', n: 20, active: false },
+        { id: 3, kind: 'a', n: 30, active: false, note: 'x' },
+        { id: 4, kind: 'b', n: 10, active: true, note: 'y' },
+      ];
+
+      beforeEach(async () => {
+        const items = store.collection('items');
+        for (const item of ITEMS) await items.insert(item);
+      });
+
+      const ids = (docs: StoredDoc[]) => docs.map((doc) => doc.id).sort();
+
+      it('returns every document without a filter', async () => {
+        expect(ids(await store.collection('items').find())).to.deep.equal([1, 2, 3, 4]);
+      });
+
+      it('filters on strings, numbers and both booleans', async () => {
+        const items = store.collection('items');
+        expect(ids(await items.find({ kind: 'a' }))).to.deep.equal([1, 3]);
+        expect(ids(await items.find({ n: 10 }))).to.deep.equal([1, 4]);
+        expect(ids(await items.find({ active: true }))).to.deep.equal([1, 4]);
+        expect(ids(await items.find({ active: false }))).to.deep.equal([2, 3]);
+        expect(ids(await items.find({ id: 2 }))).to.deep.equal([2]);
+      });
+
+      it('matches null against absent and null values', async () => {
+        expect(ids(await store.collection('items').find({ note: null }))).to.deep.equal([1, 2]);
+      });
+
+      it('requires every field of the filter to match', async () => {
+        expect(ids(await store.collection('items').find({ kind: 'b', n: 10, active: true }))).to.deep.equal([4]);
+        expect(await store.collection('items').find({ kind: 'a', n: 20 })).to.deep.equal([]);
+      });
+
+      it('does not match booleans against numbers', async () => {
+        const flags = store.collection('flags');
+        await flags.insert({ id: 'f', flag: true, one: 1 });
+        expect(await flags.find({ flag: 1 })).to.deep.equal([]);
+        expect(await flags.find({ one: true })).to.deep.equal([]);
+        expect(await flags.count({ flag: true, one: 1 })).to.equal(1);
+      });
+
+      it('findOne returns a matching document or null', async () => {
+        const items = store.collection('items');
+        expect(await items.findOne({ kind: 'b', n: 20 })).to.deep.equal(ITEMS[1]);
+        expect(await items.findOne({ kind: 'c' })).to.equal(null);
+      });
+
+      it('count honours the filter', async () => {
+        const items = store.collection('items');
+        expect(await items.count()).to.equal(4);
+        expect(await items.count({ kind: 'a' })).to.equal(2);
+        expect(await items.count({ note: null })).to.equal(2);
+      });
+    });
+
+    describe('sort, skip and limit', () => {
+      beforeEach(async () => {
+        const fruit = store.collection('fruit');
+        await fruit.insert({ id: 10, name: 'pear', createdAt: 3000 });
+        await fruit.insert({ id: 9, name: 'apple', createdAt: 1000 });
+        await fruit.insert({ id: 100, name: 'fig', createdAt: 4000 });
+        await fruit.insert({ id: 2, name: 'banana', createdAt: 2000 });
+      });
+
+      const idsSortedBy = async (field: string, direction: 'asc' | 'desc', page: { skip?: number; limit?: number } = {}) =>
+        (await store.collection('fruit').find({}, { sort: { field, direction }, ...page })).map((doc) => doc.id);
+
+      it('sorts numeric ids numerically, both ways', async () => {
+        expect(await idsSortedBy('id', 'asc')).to.deep.equal([2, 9, 10, 100]);
+        expect(await idsSortedBy('id', 'desc')).to.deep.equal([100, 10, 9, 2]);
+      });
+
+      it('sorts strings, both ways', async () => {
+        expect(await idsSortedBy('name', 'asc')).to.deep.equal([9, 2, 100, 10]);
+        expect(await idsSortedBy('name', 'desc')).to.deep.equal([10, 100, 2, 9]);
+      });
+
+      it('sorts by createdAt', async () => {
+        expect(await idsSortedBy('createdAt', 'desc')).to.deep.equal([100, 10, 2, 9]);
+      });
+
+      it('pages with skip and limit', async () => {
+        expect(await idsSortedBy('id', 'asc', { skip: 1, limit: 2 })).to.deep.equal([9, 10]);
+        expect(await idsSortedBy('id', 'asc', { skip: 3 })).to.deep.equal([100]);
+        expect(await idsSortedBy('id', 'asc', { skip: 4 })).to.deep.equal([]);
+        expect(await idsSortedBy('id', 'desc', { limit: 1 })).to.deep.equal([100]);
+      });
+
+      it('returns nothing for limit 0', async () => {
+        expect(await idsSortedBy('id', 'asc', { limit: 0 })).to.deep.equal([]);
+      });
+    });
+
+    describe('update', () => {
+      it('sets the given fields, keeps the others and returns the result', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'a', v: 1, keep: 'me' });
+        const updated = await codes.update('a', { v: 2, added: true });
+        expect(updated).to.deep.equal({ id: 'a', v: 2, keep: 'me', added: true });
+        expect(await codes.get('a')).to.deep.equal(updated);
+      });
+
+      it('returns null for an unknown id', async () => {
+        expect(await store.collection(CODES).update('missing', { v: 1 })).to.equal(null);
+      });
+
+      it('applies only when the document matches onlyIf', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'a', state: 'issued', consumed: null });
+        expect(await codes.update('a', { state: 'revoked' }, { state: 'consumed' })).to.equal(null);
+        expect(await codes.get('a')).to.include({ state: 'issued' });
+        expect(await codes.update('a', { consumed: true }, { state: 'issued', consumed: null })).to.include({ consumed: true });
+        expect(await codes.update('a', { consumed: false }, { consumed: null })).to.equal(null);
+      });
+
+      it('matches onlyIf null against an absent field', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'a' });
+        expect(await codes.update('a', { consumed: true }, { consumed: null })).to.deep.equal({ id: 'a', consumed: true });
+      });
+
+      it('never changes the id', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'a', v: 1 });
+        expect(await codes.update('a', { id: 'b', v: 2 })).to.deep.equal({ id: 'a', v: 2 });
+        expect(await codes.get('b')).to.equal(null);
+      });
+
+      it('can set expiresAt to make the document expire', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'a' });
+        await codes.update('a', { expiresAt: past() });
+        expect(await codes.get('a')).to.equal(null);
+      });
+
+      itConcurrently('lets exactly one of many parallel conditional updates win', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'code', consumed: null });
+        const results = await Promise.all(Array.from({ length: PARALLEL }, () => codes.update('code', { consumed: true }, { consumed: null })));
+        expect(results.filter((result) => result !== null)).to.have.length(1);
+      });
+    });
+
+    describe('delete and deleteMany', () => {
+      it('delete removes the document and reports whether there was one', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'a' });
+        expect(await codes.delete('a')).to.equal(true);
+        expect(await codes.get('a')).to.equal(null);
+        expect(await codes.delete('a')).to.equal(false);
+      });
+
+      it('deleteMany removes exactly the matching documents and counts them', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'a', grantId: 'g1' });
+        await codes.insert({ id: 'b', grantId: 'g1' });
+        await codes.insert({ id: 'c', grantId: 'g2' });
+        expect(await codes.deleteMany({ grantId: 'g1' })).to.equal(2);
+        expect((await codes.find()).map((doc) => doc.id)).to.deep.equal(['c']);
+        expect(await codes.deleteMany({ grantId: 'g1' })).to.equal(0);
+      });
+    });
+
+    describe('expiry', () => {
+      it('hides an expired document from get, findOne, find, count and update', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'old', kind: 'k', expiresAt: past() });
+        expect(await codes.get('old')).to.equal(null);
+        expect(await codes.findOne({ kind: 'k' })).to.equal(null);
+        expect(await codes.find()).to.deep.equal([]);
+        expect(await codes.count({ kind: 'k' })).to.equal(0);
+        expect(await codes.update('old', { kind: 'revived' })).to.equal(null);
+      });
+
+      it('shows a document until its expiresAt', async () => {
+        const codes = store.collection(CODES);
+        const doc = { id: 'fresh', expiresAt: future() };
+        await codes.insert(doc);
+        expect(await codes.get('fresh')).to.deep.equal(doc);
+        expect(await codes.count()).to.equal(1);
+      });
+
+      it('lets insert reuse the id of an expired document', async () => {
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'a', v: 1, expiresAt: past() });
+        await codes.insert({ id: 'a', v: 2 });
+        expect(await codes.get('a')).to.deep.equal({ id: 'a', v: 2 });
+      });
+
+      it('purgeExpired removes expired documents of every collection and tenant, and only those', async () => {
+        await store.collection(CODES).insert({ id: 'a', expiresAt: past() });
+        await store.collection(CODES, 'acme').insert({ id: 'a', expiresAt: past() });
+        await store.collection(USERS).insert({ id: 'u', expiresAt: past() });
+        await store.collection(CODES).insert({ id: 'live', expiresAt: future() });
+        await store.collection(CODES).insert({ id: 'forever' });
+        expect(await store.purgeExpired()).to.equal(3);
+        expect(await store.purgeExpired()).to.equal(0);
+        expect(await store.collection(CODES).count()).to.equal(2);
+      });
+    });
+
+    describe('nextSequence', () => {
+      it('counts 1, 2, 3 for each name independently', async () => {
+        expect([await store.nextSequence('a'), await store.nextSequence('a'), await store.nextSequence('b'), await store.nextSequence('a')]).to.deep.equal([
+          1, 2, 1, 3,
+        ]);
+      });
+
+      itConcurrently('never hands out a value twice to parallel callers', async () => {
+        const values = await Promise.all(Array.from({ length: PARALLEL }, () => store.nextSequence('parallel')));
+        expect([...values].sort((a, b) => a - b)).to.deep.equal(Array.from({ length: PARALLEL }, (_, index) => index + 1));
+      });
+    });
+
+    describe('ping', () => {
+      it('resolves while the store answers', async () => {
+        await store.ping();
+      });
+    });
+  });
+}

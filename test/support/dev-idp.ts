@@ -1,0 +1,113 @@
+import * as client from 'openid-client';
+import { DEV_IDP_CLIENT, startDevIdp } from '../../src/dev-idp/index.js';
+import type { FetchUserAgent, Page } from './browser.js';
+import { freePort, type TestServer } from './server.js';
+
+export interface RegisteredDevIdp {
+  issuer: string;
+  /** host:port, to recognise the dev IdP's pages. */
+  host: string;
+  idpId: string;
+  /** Internal id of the identity provider record. */
+  id: number;
+  close(): Promise<void>;
+}
+
+export interface RegistrationOptions {
+  idpId?: string;
+  tenantId?: string;
+  /** Registers a wrong secret, to make the upstream code exchange fail. */
+  clientSecret?: string;
+  enabled?: boolean;
+}
+
+/** Starts a development IdP that redirects to `server`'s callback and registers it through the Admin API. */
+export async function startRegisteredDevIdp(server: TestServer, options: RegistrationOptions = {}): Promise<RegisteredDevIdp> {
+  const port = await freePort();
+  const idp = await startDevIdp({ port, redirectUris: [`${server.config.issuer}/idp/callback`] });
+  try {
+    const issuer = `http://localhost:${port}`;
+    const record = await registerIdentityProvider(server, issuer, options);
+    return { issuer, host: `localhost:${port}`, idpId: record.idpId, id: record.id, close: idp.close };
+  } catch (error) {
+    await idp.close();
+    throw error;
+  }
+}
+
+export async function registerIdentityProvider(server: TestServer, issuer: string, options: RegistrationOptions = {}): Promise<{ id: number; idpId: string }> {
+  const { status, body } = await server.admin('POST', '/identity-providers', {
+    issuer,
+    name: 'Development IdP',
+    clientId: DEV_IDP_CLIENT.clientId,
+    clientSecret: options.clientSecret ?? DEV_IDP_CLIENT.clientSecret,
+    ...(options.idpId ? { idpId: options.idpId } : {}),
+    ...(options.enabled === undefined ? {} : { enabled: options.enabled }),
+    ...(options.tenantId ? { tenantId: options.tenantId } : {}),
+  });
+  if (status !== 201) throw new Error(`identity provider registration failed: ${status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+export interface TestClient {
+  clientId: string;
+  redirectUri: string;
+}
+
+/** A public client (PKCE, no secret) allowed openid, profile and email. */
+export async function registerPublicClient(server: TestServer, redirectUri: string, options: { clientId?: string; tenantId?: string } = {}): Promise<TestClient> {
+  const clientId = options.clientId ?? `spa-${Math.random().toString(36).slice(2, 10)}`;
+  const { status, body } = await server.admin('POST', '/clients', {
+    clientId,
+    clientType: 'public',
+    tokenEndpointAuthMethod: 'none',
+    redirectUris: [redirectUri],
+    scopes: ['openid', 'profile', 'email'],
+    ...(options.tenantId ? { tenantId: options.tenantId } : {}),
+  });
+  if (status !== 201) throw new Error(`client registration failed: ${status} ${JSON.stringify(body)}`);
+  return { clientId, redirectUri };
+}
+
+export interface AuthorizationRequest {
+  url: string;
+  state: string;
+  codeVerifier: string;
+}
+
+/** An authorization request of `testClient` at `server` with state and PKCE S256 (and any extra parameters). */
+export async function authorizationRequest(server: TestServer, testClient: TestClient, extra: Record<string, string> = {}): Promise<AuthorizationRequest> {
+  const state = client.randomState();
+  const codeVerifier = client.randomPKCECodeVerifier();
+  const query = new URLSearchParams({
+    response_type: 'code',
+    client_id: testClient.clientId,
+    redirect_uri: testClient.redirectUri,
+    scope: 'openid profile email',
+    state,
+    code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+    code_challenge_method: 'S256',
+    ...extra,
+  });
+  return { url: `${server.config.issuer}/authorize?${query}`, state, codeVerifier };
+}
+
+/** POST /token for a public client's code. */
+export async function redeemCode(server: TestServer, testClient: TestClient, code: string, codeVerifier: string): Promise<{ status: number; body: any }> {
+  const response = await fetch(`${server.config.issuer}/token`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: testClient.redirectUri, client_id: testClient.clientId, code_verifier: codeVerifier }),
+  });
+  return { status: response.status, body: await response.json() };
+}
+
+/** Signs in at the dev IdP's login form (any password) and passes its consent form. */
+export async function passDevIdpForms(agent: FetchUserAgent, loginPage: Page, login: string, stopAt: (url: URL) => boolean): Promise<Page> {
+  const consentPage = await agent.submitForm(loginPage, { login, password: 'any password' }, stopAt);
+  if (!consentPage.body?.includes('name="prompt" value="consent"')) return consentPage;
+  return agent.submitForm(consentPage, {}, stopAt);
+}
+
+/** Stops a navigation when it is about to reach `prefix` (the client's redirect_uri, typically). */
+export const arrivingAt = (prefix: string) => (url: URL) => url.href.startsWith(prefix);

@@ -1,0 +1,55 @@
+import bcrypt from 'bcryptjs';
+import type { TestServer } from './server.js';
+
+export const FORM = { 'Content-Type': 'application/x-www-form-urlencoded' };
+
+export function basic(clientId: string, secret: string): string {
+  return `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+}
+
+/** Registers a confidential client through the Admin API; returns its plain secret. */
+export async function confidentialClient(server: TestServer, clientId: string, fields: Record<string, unknown> = {}, tenant?: string): Promise<string> {
+  const secret = `${clientId}-secret-value`;
+  const created = await server.admin('POST', '/clients', {
+    clientId,
+    clientType: 'confidential',
+    clientSecret: bcrypt.hashSync(secret, 4),
+    ...(tenant ? { tenantId: tenant } : {}),
+    ...fields,
+  });
+  if (created.status !== 201) throw new Error(`client ${clientId} not created: ${JSON.stringify(created.body)}`);
+  return secret;
+}
+
+export interface JsonResponse {
+  status: number;
+  body: any;
+  headers: Headers;
+}
+
+/** POSTs a form to the server and parses the JSON answer. */
+export async function postForm(server: TestServer, path: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<JsonResponse> {
+  const response = await server.request(path, { method: 'POST', headers: { ...FORM, ...headers }, body: new URLSearchParams(form).toString() });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+}
+
+/** Replaces a field of the default policy data entry `oauth` and waits until the engine has the new bundle. */
+export async function updateOauthData(server: TestServer, change: (data: any) => void): Promise<void> {
+  const entries = (await server.admin('GET', '/policy-data?bundledOnly=true')).body as any[];
+  const oauth = entries.find((entry) => entry.dataKey === 'oauth');
+  const data = JSON.parse(oauth.payload);
+  change(data);
+  const saved = await server.admin('PUT', `/policy-data/by-key?dataKey=oauth`, { dataKey: 'oauth', payload: JSON.stringify(data) });
+  if (saved.status !== 200) throw new Error(`policy data not saved: ${JSON.stringify(saved.body)}`);
+}
+
+/** Retries `probe` until it returns true or the time is up (policy changes land at the next bundle poll). */
+export async function eventually(probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await probe()) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error('condition not met in time');
+}
