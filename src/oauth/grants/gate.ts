@@ -25,6 +25,7 @@ export function policyGated(provider: Provider, grantType: string, handler: Gran
     const source = await grantSource(provider, ctx, grantType);
     const outcome = await deps.policy.decide('token', await tokenDecisionInput(ctx, deps.store, deps.tenant, source));
     rememberDecision(ctx, outcome);
+    if (grantType === 'refresh_token') refuseScopesBeyondOriginal(source, outcome.input.request.scopes);
     if (!outcome.decision.allow) throw denial(outcome);
     requireDpopWhenObliged(ctx);
     await narrow(provider, ctx, grantType, source, outcome.input.request.scopes);
@@ -39,6 +40,17 @@ async function grantSource(provider: Provider, ctx: KoaContextWithOIDC, grantTyp
   if (grantType === 'authorization_code' && params.code) return (await provider.AuthorizationCode.find(params.code)) as GrantSource | undefined;
   if (grantType === 'refresh_token' && params.refresh_token) return (await provider.RefreshToken.find(params.refresh_token)) as GrantSource | undefined;
   return undefined;
+}
+
+/**
+ * RFC 6749 §6: a refresh may ask for less than was granted, never more. Checked before the
+ * policy narrows, which would otherwise silently drop the extra scopes.
+ */
+function refuseScopesBeyondOriginal(source: GrantSource | undefined, requested: string[]): void {
+  if (!source) return;
+  const original = new Set((source.scope ?? '').split(' ').filter(Boolean));
+  const beyond = requested.filter((scope) => !original.has(scope));
+  if (beyond.length) throw new errors.InvalidScope('requested scope exceeds the scope originally granted', beyond.join(' '));
 }
 
 async function narrow(provider: Provider, ctx: KoaContextWithOIDC, grantType: string, source: GrantSource | undefined, requested: string[]): Promise<void> {
