@@ -192,7 +192,7 @@ describe('Grants with openid-client as the relying party', () => {
       expect(await errorOf(client.clientCredentialsGrant(wrong, { scope: 'read' }))).to.equal('invalid_client');
     });
 
-    it('gets client_credentials tokens with private_key_jwt', async () => {
+    it('gets client_credentials tokens and introspects with private_key_jwt', async () => {
       const { publicKey, privateKey } = await generateKeyPair('RS256');
       const jwk = { ...(await exportJWK(publicKey)), kid: 'rp-key', alg: 'RS256', use: 'sig' };
       const created = await server.admin('POST', '/clients', { clientId: 'jwt-rp', clientType: 'confidential', tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [jwk] }, scopes: ['read'] });
@@ -200,6 +200,11 @@ describe('Grants with openid-client as the relying party', () => {
       const viaJwt = await client.discovery(new URL(server.config.issuer), 'jwt-rp', undefined, client.PrivateKeyJwt({ key: privateKey, kid: 'rp-key' }), insecure);
 
       expect((await client.clientCredentialsGrant(viaJwt, { scope: 'read' })).scope).to.equal('read');
+
+      // The same client, entitled as a resource server, introspects with its assertion too.
+      await server.admin('POST', '/resource-servers', { resourceIndicator: 'https://jwt-rp.example.test/', clientId: created.body.id });
+      const issued = await client.clientCredentialsGrant(confidential, { scope: 'read' });
+      expect(await client.tokenIntrospection(viaJwt, issued.access_token)).to.include({ active: true, client_id: 'web', scope: 'read' });
 
       const { privateKey: otherKey } = await generateKeyPair('RS256');
       const impostor = await client.discovery(new URL(server.config.issuer), 'jwt-rp', undefined, client.PrivateKeyJwt({ key: otherKey, kid: 'rp-key' }), insecure);
