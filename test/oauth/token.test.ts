@@ -132,5 +132,18 @@ describe('POST /token', function () {
       expect(entry.policyDecision.allow).to.equal(true);
       expect(JSON.stringify(entry)).not.to.contain(secret);
     });
+
+    it('resolves the resource indicator to a resource type for the policy, else takes the resource_type hint', async function () {
+      await server.admin('POST', '/resource-servers', { resourceIndicator: 'https://ledger.example.test/', typeUris: ['urn:example:ledger'] });
+      const lastInput = async () => (await server.admin('GET', '/audit-logs?endpoint=/token&clientId=token-svc&size=1&sort=id,desc')).body.content[0].policyInput.request;
+
+      await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read', resource: 'https://ledger.example.test/', resource_types: 'urn:a,urn:b' }, { Authorization: basic('token-svc', secret) });
+      const registered = await lastInput();
+      expect(registered).to.include({ resource: 'https://ledger.example.test/', resolved_resource_type: 'urn:example:ledger' });
+      expect(registered.resource_types).to.deep.equal(['urn:a', 'urn:b']);
+
+      await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read', resource: 'https://unknown.example.test/', resource_type: 'urn:example:hinted' }, { Authorization: basic('token-svc', secret) });
+      expect(await lastInput()).to.include({ resource: 'https://unknown.example.test/', resolved_resource_type: 'urn:example:hinted' });
+    });
   });
 });
