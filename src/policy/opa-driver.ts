@@ -38,13 +38,23 @@ export class OpaDriver {
       const response = await this.client.post(`${this.baseUrl()}/v1/data/arbiter/${point}/decision`, { json: { input }, responseType: 'json' });
       const body = response.body as { result?: unknown; message?: unknown } | undefined;
       if (response.statusCode !== 200) return { kind: 'failed', reason: `OPA answered ${response.statusCode}: ${String(body?.message ?? '')}`.trim() };
-      if (body === undefined || body === null || body.result === undefined) return { kind: 'undefined' };
+      if (body === undefined || body === null || body.result === undefined) return this.undefinedVerdict();
       const problem = checkResult(body.result);
       if (problem) return { kind: 'failed', reason: `malformed decision from data.arbiter.${point}.decision: ${problem}` };
       return { kind: 'decided', decision: body.result as Decision };
     } catch (error) {
       return { kind: 'failed', reason: describeFailure(error) };
     }
+  }
+
+  /**
+   * An OPA without its bundle (just started or restarted) answers every query with no result,
+   * exactly as if no rule applied. That must not pass for "Rego has no opinion", or a Cedar
+   * permit would decide alone while the pack's default-deny rules are missing.
+   */
+  private async undefinedVerdict(): Promise<RegoVerdict> {
+    if (await this.bundlesActivated()) return { kind: 'undefined' };
+    return { kind: 'failed', reason: 'OPA has not activated the policy bundle' };
   }
 
   /** True once every configured bundle is activated (GET /health?bundles answers 200). */

@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { ENGINE_FAILURE_ERROR, waitUntilReady } from '../../src/policy/index.js';
 import { resolveOpaBinary } from '../../src/policy/opa-binary.js';
 import { ManagedOpa } from '../../src/policy/opa-process.js';
-import { authorizeInput, delegationInput } from './inputs.js';
+import { authorizeInput, delegationInput, evaluationInput } from './inputs.js';
 import { alice, BUNDLE_TOKEN, eventually, freePort, log, putRule, ruleAt, startPolicyHarness, type PolicyHarness } from './support.js';
 
 describe('policy engine with an external OPA (OPA_URL)', function () {
@@ -46,14 +46,18 @@ describe('policy engine with an external OPA (OPA_URL)', function () {
     expect(outcome.engineError).to.equal('OPA is unreachable (connection refused)');
   });
 
-  it('fails closed while OPA has no bundle (it returns no decision)', async function () {
+  it('fails closed while OPA has no bundle (it returns no decision), even where a Cedar rule would permit', async function () {
+    const permitAll = await putRule(harness.store, { path: 'arbiter/permit-all.cedar', kind: 'cedar', content: 'permit (principal, action, resource);' });
     await startOpa('not-the-bundle-token');
     try {
       expect(await waitUntilReady(harness.engine, 1500)).to.equal(false);
-      const outcome = await harness.engine.decide('authorize', authorizeInput('openid'));
-      expect(outcome.decision.allow).to.equal(false);
-      expect(outcome.engineError).to.match(/no policy decision for authorize/);
+      for (const [point, input] of [['authorize', authorizeInput('openid')], ['access_evaluation', evaluationInput('bob', 'read', { id: 'doc-1', properties: { owner: 'alice' } })]] as const) {
+        const outcome = await harness.engine.decide(point, input);
+        expect(outcome.decision.allow, point).to.equal(false);
+        expect(outcome.engineError, point).to.equal('OPA has not activated the policy bundle');
+      }
     } finally {
+      await putRule(harness.store, { ...permitAll, enabled: false });
       await stopOpa();
     }
   });
