@@ -11,12 +11,15 @@ if [ -x "$bin/opa" ] && [ "$("$bin/opa" version 2>/dev/null | sed -n 's/^Version
   exit 0
 fi
 
-if ! command -v go >/dev/null 2>&1; then
+# Go may be installed without being on PATH (a fresh shell on a machine of the go kind).
+go_tool="$(command -v go || true)"
+[ -n "$go_tool" ] || [ ! -x /usr/local/go/bin/go ] || go_tool=/usr/local/go/bin/go
+if [ -z "$go_tool" ]; then
   echo "install-opa: Go is required to install OPA $OPA_VERSION (or set OPA_URL to use an external OPA)" >&2
   exit 1
 fi
 
 echo "install-opa: installing OPA $OPA_VERSION into $bin" >&2
 mkdir -p "$bin"
-GOBIN="$bin" go install "github.com/open-policy-agent/opa@$OPA_VERSION"
+GOBIN="$bin" "$go_tool" install "github.com/open-policy-agent/opa@$OPA_VERSION"
 "$bin/opa" version | head -n 1 >&2

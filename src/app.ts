@@ -1,8 +1,8 @@
 import Koa, { type Context, type Next } from 'koa';
-import { adminRouter, type AdminRecord } from './admin/index.js';
+import { adminRouter, unknownAdminPaths, type AdminRecord } from './admin/index.js';
 import { auditTrail, type AuditLog } from './audit/index.js';
 import type { Config } from './config/index.js';
-import { jsonErrors } from './http/errors.js';
+import { jsonErrors, notFound } from './http/errors.js';
 import type { Logger } from './log/index.js';
 import { acceptPlainPkce, authorizeRedirectsAs302, discoveryExtras, formBody, introspectionEndpoint, noStore, syncAuthorizationDetailsTypes, tokenPrecheck, type TenantProviders } from './oauth/index.js';
 import { interactionRoutes } from './oauth/interactions/index.js';
@@ -24,10 +24,10 @@ export function createApp(parts: AppParts): Koa {
   const { config, store, policy, audit, providers, log } = parts;
   const app = new Koa({ proxy: true });
   app.silent = true;
+  app.use(auditTrail(audit, log));
   app.use(jsonErrors(log));
   app.use(health(store, policy));
   app.use(tenancy);
-  app.use(auditTrail(audit, log));
   app.use(noStore);
   app.use(policy.bundleMiddleware());
   const admin = adminRouter(store, {
@@ -42,6 +42,7 @@ export function createApp(parts: AppParts): Koa {
   });
   app.use(admin.routes());
   app.use(admin.allowedMethods({ throw: true }));
+  app.use(unknownAdminPaths(config.adminApiKey));
   app.use(discoveryExtras(config.issuer, () => policy.authorizationDetailsTypes()));
   app.use(formBody(config.maxBodyBytes));
   app.use(tokenPrecheck);
@@ -51,6 +52,9 @@ export function createApp(parts: AppParts): Koa {
   app.use(syncAuthorizationDetailsTypes((tenant) => providers.provider(tenant), () => policy.authorizationDetailsTypes()));
   app.use(interactionRoutes({ config, store, providers, log }));
   app.use(providers.middleware());
+  app.use(() => {
+    throw notFound('no such endpoint');
+  });
   return app;
 }
 

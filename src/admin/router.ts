@@ -1,8 +1,8 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
-import type { AuditLog } from '../audit/index.js';
+import type { Context, Middleware } from 'koa';
+import type { AuditFacts, AuditLog } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest, notFound } from '../http/errors.js';
 import { isTenantId } from '../tenancy/index.js';
 import { auditLogRoutes } from './audit-routes.js';
 import { requireAdminKey } from './auth.js';
@@ -17,6 +17,17 @@ export interface AdminOptions {
   checks?: Record<string, RecordCheck>;
   /** Extra response fields per collection path (e.g. policy-data → inBundle). */
   decorate?: Record<string, (record: AdminRecord) => Record<string, unknown>>;
+}
+
+/** Unknown paths under /admin/api: the key is checked first, so that nothing about the API shows without it. */
+export function unknownAdminPaths(adminApiKey: string): Middleware {
+  const guard = requireAdminKey(adminApiKey);
+  return async (ctx, next) => {
+    if (ctx.path !== '/admin/api' && !ctx.path.startsWith('/admin/api/')) return next();
+    await guard(ctx, async () => {
+      throw notFound(`no Admin API operation ${ctx.method} ${ctx.path}`);
+    });
+  };
 }
 
 /** Upsert-by-field operations of the spec: PUT /policy-rules/by-path?path=…, PUT /policy-data/by-key?dataKey=…. */
@@ -90,6 +101,8 @@ function tenantOf(ctx: Context, body?: unknown): string | null {
   const fromQuery = typeof ctx.query.tenantId === 'string' && ctx.query.tenantId !== '' ? ctx.query.tenantId : undefined;
   const tenantId = fromBody ?? fromQuery ?? (ctx.state.tenantId as string | null) ?? null;
   if (tenantId !== null && !isTenantId(tenantId)) throw badRequest('tenantId must be 1 to 64 letters, digits, ".", "-" or "_"', { field: 'tenantId' });
+  // The audit entry names the tenant the write was aimed at, which may come from body or query.
+  if (ctx.state.audit) (ctx.state.audit as AuditFacts).tenantId = tenantId;
   return tenantId;
 }
 

@@ -1,7 +1,7 @@
 import type { Context, Next } from 'koa';
 import type { Logger } from '../log/index.js';
 import type { AuditLog, Outcome } from './log.js';
-import { summarizeRequest } from './summary.js';
+import { bodyParams, summarizeRequest } from './summary.js';
 
 /** What protocol code tells the audit log about the decision it asked for. */
 export interface AuditFacts {
@@ -10,6 +10,8 @@ export interface AuditFacts {
   outcome?: Outcome;
   clientId?: string | null;
   subjectId?: string | null;
+  /** When the tenant is not the request's X-Tenant-Id (Admin API writes name theirs in body or query). */
+  tenantId?: string | null;
 }
 
 const PROTOCOL_PREFIXES = ['/authorize', '/token', '/introspect', '/register', '/userinfo', '/resource_registration', '/permission', '/delegation', '/access/v1'];
@@ -20,7 +22,11 @@ export function isAudited(method: string, path: string): boolean {
   return PROTOCOL_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
 }
 
-/** Records one entry per audited request, after it has been answered; a failed write is logged, never surfaced. */
+/**
+ * Records one entry per audited request, after it has been answered; a failed write is logged,
+ * never surfaced. Mounted outside the JSON error handler so that it sees the status the caller
+ * got, not the one a handler had set before it threw.
+ */
 export function auditTrail(audit: AuditLog, log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
     if (!isAudited(ctx.method, ctx.path)) return next();
@@ -42,7 +48,7 @@ function entryFor(ctx: Context) {
     policyInput: facts.policyInput ?? null,
     policyDecision: facts.policyDecision ?? null,
     outcome: facts.outcome ?? outcomeOf(ctx.status),
-    tenantId: ctx.state.tenantId ?? null,
+    tenantId: facts.tenantId !== undefined ? facts.tenantId : (ctx.state.tenantId ?? null),
     clientId: facts.clientId ?? clientIdOf(ctx),
     subjectId: facts.subjectId ?? null,
     ip: ctx.ip || null,
@@ -57,5 +63,24 @@ function outcomeOf(status: number): Outcome {
 
 function clientIdOf(ctx: Context): string | null {
   const oidcClient = (ctx as unknown as { oidc?: { client?: { clientId?: string } } }).oidc?.client?.clientId;
-  return oidcClient ?? (typeof ctx.query.client_id === 'string' ? ctx.query.client_id : null);
+  return oidcClient ?? stringParam(ctx, 'client_id') ?? basicUsername(ctx.get('authorization'));
+}
+
+/** client_id as the caller named it, also when authentication failed (from the query or the parsed form). */
+function stringParam(ctx: Context, name: string): string | null {
+  const value = ctx.query[name] ?? (bodyParams(ctx) as Record<string, unknown>)[name];
+  return typeof value === 'string' && value !== '' ? value : null;
+}
+
+function basicUsername(authorization: string): string | null {
+  const match = /^basic\s+(\S+)$/i.exec(authorization);
+  if (!match) return null;
+  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const separator = decoded.indexOf(':');
+  if (separator <= 0) return null;
+  try {
+    return decodeURIComponent(decoded.slice(0, separator));
+  } catch {
+    return null;
+  }
 }

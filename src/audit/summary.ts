@@ -26,7 +26,7 @@ export function summarizeRequest(ctx: Context): Record<string, unknown> {
 /** Parameters whose values carry no secret and are worth seeing in an audit entry. */
 const SAFE_VALUES = ['grant_type', 'response_type', 'scope', 'client_id', 'resource', 'token_type_hint', 'prompt', 'redirect_uri'];
 
-function bodyParams(ctx: Context): Record<string, unknown> {
+export function bodyParams(ctx: Context): Record<string, unknown> {
   // oidc-provider keeps the parsed form in ctx.oidc.body; our routers keep theirs in ctx.state.body.
   const body = (ctx as unknown as { oidc?: { body?: unknown } }).oidc?.body ?? ctx.state.body;
   return body && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : {};

@@ -6,3 +6,6 @@ export const claims = {
 };
 
 export const scopes = ['openid', 'profile', 'email'];
+
+/** Discovery's claims_supported: exactly the spec's list (oidc-provider would add sid, auth_time, iss). */
+export const claimsSupported = ['sub', 'name', 'email', 'preferred_username', 'email_verified'];

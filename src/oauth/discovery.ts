@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { scopes } from './claims.js';
+import { claimsSupported, scopes } from './claims.js';
 import { extraEndpoints } from './routes.js';
 
 const DISCOVERY_PATH = '/.well-known/openid-configuration';
@@ -19,6 +19,7 @@ export function discoveryExtras(issuer: string, authorizationDetailsTypes: () =>
     document.client_id_metadata_document_supported = true;
     document.subject_types_supported = ['public'];
     document.scopes_supported = scopes;
+    document.claims_supported = claimsSupported;
   };
 }
 

@@ -34,12 +34,14 @@ describe('Audit log', function () {
     const ids = admin.body.content.map((entry: any) => entry.id);
     expect(ids).to.deep.equal([...ids].sort((a, b) => a - b));
     const tenant = await server.admin('GET', '/audit-logs?tenantId=tenant-x');
-    expect(tenant.body.totalElements).to.equal(0); // tenantId of an entry is the request's tenant (header), not the body's
+    expect(tenant.body.totalElements, 'writes aimed at tenant-x by their body').to.equal(5);
+    for (const entry of tenant.body.content) expect(entry.tenantId).to.equal('tenant-x');
     const second = await server.admin('GET', '/audit-logs?endpoint=/admin/api/subjects&page=1&size=10');
     expect(second.body.content).to.have.length(10);
     expect(second.body.number).to.equal(1);
     const byClient = await server.admin('GET', '/audit-logs?clientId=nobody');
-    for (const entry of byClient.body.content) expect(entry.clientId).to.equal('nobody');
+    expect(byClient.body.totalElements, 'the client named by a failed Basic authentication').to.equal(1);
+    expect(byClient.body.content[0].clientId).to.equal('nobody');
   });
 
   it('records a token request with its facts but never its secrets', async function () {
@@ -72,6 +74,19 @@ describe('Audit log', function () {
       expect(response.status, method).to.be.oneOf([404, 405]);
     }
     expect((await server.admin('GET', `/audit-logs/${entry.id}`)).body).to.deep.equal(entry);
+  });
+
+  it('records refused Admin writes with the status and outcome the caller got', async function () {
+    expect((await server.admin('POST', '/subjects', { subjectId: 'audited-1' })).status).to.equal(409);
+    expect((await server.admin('POST', '/subjects', { subjectId: 42 })).status).to.equal(400);
+    const unauthorized = await server.request('/admin/api/subjects', { method: 'POST', json: { subjectId: 'x' } });
+    expect(unauthorized.status).to.equal(401);
+    const [noKey, badBody, conflict] = (await server.admin('GET', '/audit-logs?endpoint=/admin/api/subjects&size=3&sort=id,desc')).body.content;
+    expect(conflict).to.deep.include({ outcome: 'deny' });
+    expect(conflict.requestSummary).to.include({ status: 409, error: 'conflict' });
+    expect(badBody.requestSummary).to.include({ status: 400, error: 'invalid_request' });
+    expect(noKey.requestSummary).to.include({ status: 401 });
+    expect(noKey.outcome).to.equal('deny');
   });
 
   it('refuses a bad page, size or sort with 400', async function () {

@@ -31,8 +31,8 @@ describe('Discovery and JWKS', function () {
       id_token_signing_alg_values_supported: ['RS256'],
       client_id_metadata_document_supported: true,
     });
-    expect(document.scopes_supported).to.include.members(['openid', 'profile', 'email']);
-    expect(document.claims_supported).to.include.members(['sub', 'name', 'email', 'preferred_username', 'email_verified']);
+    expect(document.scopes_supported).to.deep.equal(['openid', 'profile', 'email']);
+    expect(document.claims_supported).to.deep.equal(['sub', 'name', 'email', 'preferred_username', 'email_verified']);
     expect(document.authorization_details_types_supported).to.be.an('array');
   });
 

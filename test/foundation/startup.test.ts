@@ -1,6 +1,8 @@
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import { expect } from 'chai';
-import { sharedServer, startTestServer } from '../support/server.js';
+import { basic, confidentialClient, postForm } from '../support/oauth.js';
+import { freePort, sharedServer, startTestServer } from '../support/server.js';
 
 /** Runs `tsx src/main.ts` with the given environment and returns how it ended. */
 function start(env: Record<string, string>) {
@@ -46,11 +48,64 @@ describe('Start-up and configuration', function () {
     }
   });
 
+  it('fails closed at the protocol endpoints while the policy engine cannot be reached: 503, audited as error', async function () {
+    const server = await startTestServer({ OPA_URL: 'http://127.0.0.1:9' });
+    try {
+      const secret = await confidentialClient(server, 'blind-svc', { scopes: ['read'] });
+      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('blind-svc', secret) });
+      expect(status).to.equal(503);
+      expect(body.error).to.equal('temporarily_unavailable');
+      const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
+      expect(entry).to.include({ outcome: 'error', clientId: 'blind-svc' });
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('starts in development on sqlite::memory: with a generated Admin API key printed once, and stops its OPA on SIGTERM', async function () {
+    this.timeout(60_000);
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: { PATH: process.env.PATH ?? '', STORE_URL: 'sqlite::memory:', PORT: String(port), LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    try {
+      const deadline = Date.now() + 45_000;
+      let healthy = false;
+      while (!healthy && Date.now() < deadline) {
+        healthy = (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status === 200;
+        if (!healthy) await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      expect(healthy, 'the server became ready').to.equal(true);
+      const keys = [...stdout.matchAll(/Admin API key for this run \(set SERVICE_ADMIN_API_KEY to choose one\): (\S+)/g)].map((match) => match[1]);
+      expect(keys, 'printed exactly once').to.have.length(1);
+      expect((await fetch(`http://127.0.0.1:${port}/admin/api/clients`, { headers: { 'X-Admin-API-Key': keys[0] } })).status).to.equal(200);
+      const discovery = (await (await fetch(`http://127.0.0.1:${port}/.well-known/openid-configuration`)).json()) as { issuer: string };
+      expect(discovery.issuer).to.equal(`http://localhost:${port}`);
+      const opaPids = execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).trim().split('\n').map(Number);
+      expect(opaPids, 'the managed OPA runs as a child').to.have.length.at.least(1);
+
+      child.kill('SIGTERM');
+      const [code] = await once(child, 'exit');
+      expect(code).to.equal(0);
+      for (const pid of opaPids) expect(() => process.kill(pid, 0), `OPA ${pid} is stopped`).to.throw();
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  });
+
   it('answers unknown paths with a JSON 404, never a stack trace', async function () {
     const server = await sharedServer();
     const response = await server.request('/no/such/path');
     expect(response.status).to.equal(404);
-    const text = await response.text();
-    expect(text).not.to.match(/at \w+ \(/);
+    expect(response.headers.get('content-type')).to.match(/^application\/json/);
+    expect(await response.json()).to.include({ error: 'not_found' });
+    const admin = await server.request('/admin/api/no-such-collection', { admin: true });
+    expect(admin.status).to.equal(404);
+    expect(await admin.json()).to.include({ error: 'not_found' });
+    const anonymous = await server.request('/admin/api/no-such-collection');
+    expect(anonymous.status, 'the key is checked before anything is said about the path').to.equal(401);
   });
 });
