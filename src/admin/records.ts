@@ -7,8 +7,15 @@ import type { CollectionDefinition } from './collections.js';
 
 export type AdminRecord = StoredDoc & { id: number; tenantId: string | null; createdAt: string; updatedAt: string };
 
-/** Checks a record beyond its schema (rule syntax, payload JSON); returns an error message or null. */
+/**
+ * Checks a record beyond its schema (rule syntax, payload JSON); returns an error message or null.
+ * A message that starts with a field name (`path must …`) is about that field; any other is
+ * about the collection's checked field (see CHECKED_FIELD).
+ */
 export type RecordCheck = (record: Record<string, unknown>) => Promise<string | null>;
+
+/** The field whose value a collection's check judges: a rule's source, a data entry's JSON. */
+const CHECKED_FIELD: Record<string, string> = { 'policy-rules': 'content', 'policy-data': 'payload' };
 
 /**
  * Create/read/replace/delete of one Admin API collection, tenant by tenant. All the
@@ -76,8 +83,15 @@ export class AdminRecords {
     this.fillGeneratedKey(withDefaults, existing);
     await this.assertReferences(tenantId, withDefaults);
     const problem = await this.check(withDefaults);
-    if (problem) throw badRequest(problem);
+    if (problem) throw badRequest(problem, this.checkedField(problem, withDefaults));
     return withDefaults;
+  }
+
+  /** The field a check's problem is about, for the 400 to name. */
+  private checkedField(problem: string, fields: Record<string, unknown>): { field?: string } {
+    const leading = /^\w+/.exec(problem)?.[0];
+    const field = leading && Object.hasOwn(fields, leading) ? leading : CHECKED_FIELD[this.definition.path];
+    return field ? { field } : {};
   }
 
   private fillGeneratedKey(fields: Record<string, unknown>, existing?: AdminRecord): void {

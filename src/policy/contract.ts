@@ -109,7 +109,8 @@ export interface RequestInput {
 /** Input common to every decision point. Point-specific fields are listed below. */
 export interface DecisionInput {
   tenant: string;
-  client?: ClientInput | null;
+  /** Null where no client is known yet (registration). */
+  client: ClientInput | null;
   subject?: SubjectInput | null;
   request: RequestInput;
   /** ISO 8601 instant of the decision. */

@@ -67,10 +67,10 @@ const umaResource = {
   },
 };
 
-/** The fields every point's input carries. */
-const common = { tenant: string, request, time: { type: 'string', pattern: ISO_INSTANT } };
-/** Absent and null mean the same to a policy: no client (registration) or no user (client_credentials). */
-const optionalParties = { client: { oneOf: [{ type: 'null' }, client] }, subject: { oneOf: [{ type: 'null' }, subject] } };
+/** The fields every point's input carries; `client` is null where there is none yet (registration). */
+const common = { tenant: string, client: { oneOf: [{ type: 'null' }, client] }, request, time: { type: 'string', pattern: ISO_INSTANT } };
+/** Absent and null mean the same to a policy: no user (client_credentials). */
+const optionalParties = { subject: { oneOf: [{ type: 'null' }, subject] } };
 
 const POINT_FIELDS: Record<DecisionPoint, Record<string, object>> = {
   authorize: {},

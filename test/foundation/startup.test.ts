@@ -57,6 +57,7 @@ describe('Start-up and configuration', function () {
       expect(body.error).to.equal('temporarily_unavailable');
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
       expect(entry).to.include({ outcome: 'error', clientId: 'blind-svc' });
+      expect(entry.policyDecision.engineError).to.match(/unreachable/);
     } finally {
       await server.close();
     }
@@ -84,8 +85,8 @@ describe('Start-up and configuration', function () {
       expect((await fetch(`http://127.0.0.1:${port}/admin/api/clients`, { headers: { 'X-Admin-API-Key': keys[0] } })).status).to.equal(200);
       const discovery = (await (await fetch(`http://127.0.0.1:${port}/.well-known/openid-configuration`)).json()) as { issuer: string };
       expect(discovery.issuer).to.equal(`http://localhost:${port}`);
-      const opaPids = execFileSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).trim().split('\n').map(Number);
-      expect(opaPids, 'the managed OPA runs as a child').to.have.length.at.least(1);
+      const opaPids = execFileSync('pgrep', ['-P', String(child.pid), '-f', 'run --server'], { encoding: 'utf8' }).trim().split('\n').map(Number);
+      expect(opaPids, 'the managed OPA runs as a child').to.have.length(1);
 
       child.kill('SIGTERM');
       const [code] = await once(child, 'exit');

@@ -130,6 +130,7 @@ describe('POST /token', function () {
       expect(entry.outcome).to.equal('allow');
       expect(entry.policyInput.request.grant_type).to.equal('client_credentials');
       expect(entry.policyDecision.allow).to.equal(true);
+      expect(entry.policyDecision.engines).to.deep.include({ rego: 'allow', cedar: 'none' });
       expect(JSON.stringify(entry)).not.to.contain(secret);
     });
 

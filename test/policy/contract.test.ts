@@ -27,6 +27,8 @@ describe('decision contract', function () {
   it('names the first problem of a malformed input', function () {
     expect(checkInput('token_exchange', authorizeInput('openid'))).to.equal('(root) must have required property \'subject_token\' (subject_token)');
     expect(checkInput('authorize', { ...authorizeInput('openid'), time: 'yesterday' })).to.match(/^\/time must match pattern/);
+    const { client: _client, ...withoutClient } = authorizeInput('openid');
+    expect(checkInput('authorize', withoutClient as never), 'client is always there, null when unknown').to.match(/required property 'client'/);
   });
 
   it('checks results', function () {

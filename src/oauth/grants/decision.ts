@@ -9,7 +9,8 @@ export function rememberDecision(ctx: KoaContextWithOIDC, outcome: DecisionOutco
   const audit = ctx.state.audit as AuditFacts | undefined;
   if (audit) {
     audit.policyInput = outcome.input;
-    audit.policyDecision = outcome.decision;
+    // Which engine decided, and why none could, is what an auditor asks first.
+    audit.policyDecision = { ...outcome.decision, ...(outcome.engines ? { engines: outcome.engines } : {}), ...(outcome.engineError ? { engineError: outcome.engineError } : {}) };
     audit.outcome = outcome.engineError ? 'error' : outcome.decision.allow ? 'allow' : 'deny';
     audit.clientId = outcome.input.client?.client_id ?? null;
     audit.subjectId = outcome.input.subject?.sub ?? null;
