@@ -4,7 +4,7 @@ import { auditTrail, type AuditLog } from './audit/index.js';
 import type { Config } from './config/index.js';
 import { jsonErrors, notFound } from './http/errors.js';
 import type { Logger } from './log/index.js';
-import { acceptPlainPkce, authorizeRedirectsAs302, discoveryExtras, formBody, introspectionEndpoint, noStore, syncAuthorizationDetailsTypes, tokenPrecheck, type TenantProviders } from './oauth/index.js';
+import { acceptPlainPkce, registrationGate, authorizeRedirectsAs302, discoveryExtras, formBody, introspectionEndpoint, noStore, syncAuthorizationDetailsTypes, tokenPrecheck, type TenantProviders } from './oauth/index.js';
 import { interactionRoutes } from './oauth/interactions/index.js';
 import type { PolicyEngine } from './policy/index.js';
 import type { Store } from './store/index.js';
@@ -46,6 +46,7 @@ export function createApp(parts: AppParts): Koa {
   app.use(discoveryExtras(config.issuer, () => policy.authorizationDetailsTypes()));
   app.use(formBody(config.maxBodyBytes));
   app.use(tokenPrecheck);
+  app.use(registrationGate(policy, config.maxBodyBytes));
   app.use(introspectionEndpoint({ store, policy, issuer: config.issuer, providerFor: (tenant) => providers.provider(tenant) }));
   app.use(acceptPlainPkce);
   app.use(authorizeRedirectsAs302);

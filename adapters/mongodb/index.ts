@@ -48,7 +48,9 @@ const NOT_IMPLEMENTED = 238;
 /**
  * Scale-out store on MongoDB (any server speaking its wire protocol; the tests
  * use FerretDB). Collection `c_<name>` per store collection, `sequences` for
- * counters. Indexes are created on first use of a collection.
+ * counters. The indexes of the collections named at open are created before
+ * open() resolves; those of any other collection, or of keys declared later, on
+ * its first use.
  */
 export class MongoStore implements Store {
   private readonly declared = new DeclaredSpecs();
@@ -59,19 +61,40 @@ export class MongoStore implements Store {
     private readonly db: Db,
   ) {}
 
-  /** `url` names the database in its path (the driver's default, `test`, otherwise). */
-  static async open(url: string): Promise<MongoStore> {
+  /**
+   * `url` names the database in its path (the driver's default, `test`, otherwise).
+   * The indexes of the `known` collections exist once this resolves; it rejects when they cannot be created.
+   */
+  static async open(url: string, known: readonly CollectionSpec[] = []): Promise<MongoStore> {
     // ignoreUndefined: an undefined field is left out, as JSON.stringify does in the SQLite store.
     const client = new MongoClient(url, { ignoreUndefined: true });
     await client.connect();
-    return new MongoStore(client, client.db());
+    const store = new MongoStore(client, client.db());
+    try {
+      await Promise.all(
+        known.map((specOrName) => {
+          const { spec, rows } = store.declare(specOrName);
+          return store.indexed(spec, rows);
+        }),
+      );
+    } catch (error) {
+      await client.close();
+      throw error;
+    }
+    return store;
   }
 
   collection<T extends StoredDoc = StoredDoc>(specOrName: CollectionSpec | string, tenant = DEFAULT_TENANT): TenantCollection<T> {
+    const { spec, rows } = this.declare(specOrName);
+    return new MongoCollection<T>(rows, spec, tenant, () => this.indexed(spec, rows));
+  }
+
+  /** Records a declaration; a new collection, unique key or index starts its index creation. */
+  private declare(specOrName: CollectionSpec | string): { spec: CollectionSpec; rows: Rows } {
     const { spec, grew } = this.declared.declare(normalizeSpec(specOrName));
     const rows = this.db.collection<Row>(physicalName(spec.name));
     if (grew) this.startIndexing(spec, rows);
-    return new MongoCollection<T>(rows, spec, tenant, () => this.indexed(spec, rows));
+    return { spec, rows };
   }
 
   private startIndexing(spec: CollectionSpec, rows: Rows): Promise<void> {

@@ -1,3 +1,4 @@
+import type { CollectionSpec } from '../store/types.js';
 /**
  * The Admin API's eight collections as data: one generic router serves them all.
  * Field lists follow the spec's "Admin API objects" table.
@@ -176,4 +177,9 @@ export const COLLECTIONS: CollectionDefinition[] = [
 
 export function definitionFor(path: string): CollectionDefinition | undefined {
   return COLLECTIONS.find((definition) => definition.path === path);
+}
+
+/** How an Admin collection is declared to the store: unique keys within a tenant, each indexed. */
+export function storeSpecOf(definition: CollectionDefinition): CollectionSpec {
+  return { name: definition.store, uniqueKeys: definition.uniqueFields.map((field) => [field]), indexes: definition.uniqueFields };
 }

@@ -3,7 +3,7 @@ import { ConflictError, type Store, type StoredDoc, type TenantCollection } from
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
 import { storeTenant } from '../tenancy/index.js';
-import type { CollectionDefinition } from './collections.js';
+import { storeSpecOf, type CollectionDefinition } from './collections.js';
 
 export type AdminRecord = StoredDoc & { id: number; tenantId: string | null; createdAt: string; updatedAt: string };
 
@@ -29,10 +29,7 @@ export class AdminRecords {
   ) {}
 
   collection(tenantId: string | null): TenantCollection<AdminRecord> {
-    return this.store.collection<AdminRecord>(
-      { name: this.definition.store, uniqueKeys: this.definition.uniqueFields.map((field) => [field]), indexes: this.definition.uniqueFields },
-      storeTenant(tenantId),
-    );
+    return this.store.collection<AdminRecord>(storeSpecOf(this.definition), storeTenant(tenantId));
   }
 
   async list(tenantId: string | null): Promise<AdminRecord[]> {

@@ -1,5 +1,7 @@
 import { DEFAULT_TENANT, type Filter, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
 
+export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] };
+
 export type Outcome = 'allow' | 'deny' | 'error';
 
 /** An entry as written by the audit middleware; the log adds id and createdAt. */
@@ -41,7 +43,7 @@ export class AuditLog {
   private readonly entries: TenantCollection<AuditEntry>;
 
   constructor(private readonly store: Store) {
-    this.entries = store.collection<AuditEntry>({ name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] }, DEFAULT_TENANT);
+    this.entries = store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT);
   }
 
   async append(entry: AuditFields): Promise<AuditEntry> {

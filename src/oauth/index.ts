@@ -12,3 +12,4 @@ export { noStore } from './cache-headers.js';
 export { introspectionEndpoint } from './introspection/index.js';
 export { syncAuthorizationDetailsTypes } from './rar.js';
 export { authorizeRedirectsAs302 } from './authorize/redirect-status.js';
+export { registrationGate } from './registration-gate.js';

@@ -2,6 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import { ConflictError, DEFAULT_TENANT, type Store, type StoredDoc } from '../store/index.js';
 
+export const PROVIDER_SECRETS_COLLECTION = { name: 'provider_secrets' };
+
 export interface ProviderSecrets {
   /** Private RS256 signing keys; oidc-provider publishes only their public members. */
   jwks: { keys: JWK[] };
@@ -21,7 +23,7 @@ const CURRENT = 'current';
  * so that every node of a scale-out deployment signs with, and publishes, the same keys.
  */
 export async function loadProviderSecrets(store: Store): Promise<ProviderSecrets> {
-  const secrets = store.collection<SecretsDoc>('provider_secrets', DEFAULT_TENANT);
+  const secrets = store.collection<SecretsDoc>(PROVIDER_SECRETS_COLLECTION, DEFAULT_TENANT);
   const existing = await secrets.get(CURRENT);
   if (existing) return { jwks: existing.jwks, cookieKeys: existing.cookieKeys };
   const generated = await generateSecrets();

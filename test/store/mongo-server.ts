@@ -20,6 +20,8 @@ const STARTUP_DEADLINE_MS = 30_000;
 export class MongoTestServer {
   /** Why this server's conditional writes are not atomic, when they are not (see ConformanceOptions). */
   concurrencyGap: string | undefined;
+  /** The FerretDB version when the server is FerretDB rather than MongoDB. */
+  ferretdbVersion: string | undefined;
   private baseUri = '';
   private ferretdb: FerretDbProcess | undefined;
   private readonly runId = `arbiter_test_${process.pid}_${Date.now().toString(36)}`;
@@ -32,12 +34,18 @@ export class MongoTestServer {
       this.ferretdb = await FerretDbProcess.start();
       this.baseUri = this.ferretdb.uri;
     }
-    this.concurrencyGap = await concurrencyGapOf(this.baseUri);
+    this.ferretdbVersion = await ferretdbVersionOf(this.baseUri);
+    this.concurrencyGap = concurrencyGapOf(this.ferretdbVersion);
   }
 
   /** A fresh database per call unless one is named, so every test starts empty. */
   async openStore(database = this.freshDatabase()): Promise<Store> {
-    return openStore(withDatabase(this.baseUri, database));
+    return openStore(this.uri(database));
+  }
+
+  /** The server's URI naming this database. */
+  uri(database: string): string {
+    return withDatabase(this.baseUri, database);
   }
 
   freshDatabase(): string {
@@ -118,20 +126,23 @@ async function answersPing(uri: string): Promise<boolean> {
   }
 }
 
+async function ferretdbVersionOf(uri: string): Promise<string | undefined> {
+  const client = await MongoClient.connect(uri);
+  try {
+    const info = await client.db('admin').command({ buildInfo: 1 });
+    return typeof info.ferretdbVersion === 'string' ? info.ferretdbVersion : undefined;
+  } finally {
+    await client.close();
+  }
+}
+
 /**
  * FerretDB 1.x runs findAndModify and update as a read followed by a separate
  * write by _id, so two concurrent conditional updates (or $inc on one counter)
  * can both succeed. Real MongoDB applies them atomically per document.
  */
-async function concurrencyGapOf(uri: string): Promise<string | undefined> {
-  const client = await MongoClient.connect(uri);
-  try {
-    const info = await client.db('admin').command({ buildInfo: 1 });
-    if (typeof info.ferretdbVersion !== 'string') return undefined;
-    return `FerretDB ${info.ferretdbVersion} does not apply findAndModify/update atomically`;
-  } finally {
-    await client.close();
-  }
+function concurrencyGapOf(ferretdbVersion: string | undefined): string | undefined {
+  return ferretdbVersion && `FerretDB ${ferretdbVersion} does not apply findAndModify/update atomically`;
 }
 
 async function dropDatabases(uri: string, databases: string[]): Promise<void> {

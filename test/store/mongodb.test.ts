@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { MongoClient } from 'mongodb';
+import { physicalName } from '../../adapters/shared/spec.js';
+import { knownCollections } from '../../src/store/collections.js';
 import { describeStoreConformance } from './conformance.js';
 import { MongoTestServer } from './mongo-server.js';
 
@@ -29,6 +32,40 @@ describe('MongoDB store', function () {
     } finally {
       await writer.close();
       await restarted.close();
+    }
+  });
+
+  it('creates the indexes of every known collection, expiry and unique keys included, when it is opened', async () => {
+    const database = server.freshDatabase();
+    const store = await server.openStore(database);
+    const client = await MongoClient.connect(server.uri(database));
+    try {
+      expect(knownCollections().some((spec) => spec.uniqueKeys?.length)).to.equal(true);
+      for (const spec of knownCollections()) {
+        const indexes = await client.db().collection(physicalName(spec.name)).listIndexes().toArray();
+        const byName = new Map(indexes.map((index) => [index.name as string, index]));
+        const where = `${spec.name}: ${JSON.stringify(indexes)}`;
+
+        const ttl = byName.get('expiry_ttl');
+        // The adapter's documented fallback: FerretDB 1.x rejects TTL indexes, so a plain index serves purgeExpired.
+        const expiry = ttl ?? (server.ferretdbVersion ? byName.get('expiry') : undefined);
+        expect(expiry, `expiry index of ${where}`).to.not.equal(undefined);
+        expect(expiry!.key, where).to.deep.equal({ _expiresAtDate: 1 });
+        if (ttl) expect(ttl.expireAfterSeconds, where).to.equal(0);
+        else expect(expiry!.expireAfterSeconds, where).to.equal(undefined);
+
+        for (const key of spec.uniqueKeys ?? []) {
+          const unique = byName.get(`uq_${key.join('_')}`);
+          expect(unique?.unique, `unique index on ${key.join(' + ')} of ${where}`).to.equal(true);
+          expect(unique!.key, where).to.deep.equal({ tenant: 1, ...Object.fromEntries(key.map((field) => [`_unique.${field}`, 1])) });
+        }
+        for (const field of spec.indexes ?? []) {
+          expect(byName.get(`ix_${field}`)?.key, `index on ${field} of ${where}`).to.deep.equal({ tenant: 1, [`doc.${field}`]: 1 });
+        }
+      }
+    } finally {
+      await client.close();
+      await store.close();
     }
   });
 });

@@ -34,13 +34,13 @@ export interface ClaimedLogin {
   checks: UpstreamChecks;
 }
 
-const COLLECTION = { name: 'upstream_logins', indexes: ['uid'] };
+export const UPSTREAM_LOGINS_COLLECTION = { name: 'upstream_logins', indexes: ['uid'] };
 
 export class UpstreamLogins {
   private readonly logins: TenantCollection<UpstreamLogin>;
 
   constructor(store: Store, tenant: string) {
-    this.logins = store.collection<UpstreamLogin>(COLLECTION, tenant);
+    this.logins = store.collection<UpstreamLogin>(UPSTREAM_LOGINS_COLLECTION, tenant);
   }
 
   /** Remembers a sign-in for interaction `uid` that was sent upstream with these checks. */

@@ -1,0 +1,17 @@
+/**
+ * Every collection Arbiter declares, with the unique keys and indexes its components declare
+ * it with, so that a store can prepare them when it is opened (the MongoDB store creates its
+ * indexes, TTL included, in openStore). Each spec is the component's own constant, so the two
+ * cannot drift apart; a collection not listed here is prepared on first use instead.
+ */
+import { OIDC_COLLECTION } from '../../adapters/oidc/index.js';
+import { COLLECTIONS, storeSpecOf } from '../admin/collections.js';
+import { AUDIT_LOG_COLLECTION } from '../audit/log.js';
+import { UPSTREAM_LOGINS_COLLECTION } from '../oauth/interactions/upstream-logins.js';
+import { PROVIDER_SECRETS_COLLECTION } from '../oauth/keys.js';
+import type { CollectionSpec } from './types.js';
+
+/** A function, not a constant: these modules import the store too, and are read only once all are loaded. */
+export function knownCollections(): CollectionSpec[] {
+  return [...COLLECTIONS.map(storeSpecOf), OIDC_COLLECTION, AUDIT_LOG_COLLECTION, UPSTREAM_LOGINS_COLLECTION, PROVIDER_SECRETS_COLLECTION];
+}
