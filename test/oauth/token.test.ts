@@ -122,6 +122,37 @@ describe('POST /token', function () {
     });
   });
 
+  describe('tenants', function () {
+    it('keeps a tenant\'s clients and tokens invisible to another tenant', async function () {
+      const appSecret = await confidentialClient(server, 'tenant-app', { scopes: ['read'] }, 'tenant-a');
+      const rsSecret = await confidentialClient(server, 'tenant-rs', { scopes: ['introspection'] }, 'tenant-b');
+      const inA = { 'X-Tenant-Id': 'tenant-a' };
+      const inB = { 'X-Tenant-Id': 'tenant-b' };
+
+      const issued = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('tenant-app', appSecret), ...inA });
+      expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
+      const elsewhere = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('tenant-app', appSecret), ...inB });
+      expect(elsewhere.status).to.equal(401);
+      expect(elsewhere.body.error).to.equal('invalid_client');
+      const inDefault = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('tenant-app', appSecret) });
+      expect(inDefault.status).to.equal(401);
+
+      const rsToken = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('tenant-rs', rsSecret), ...inB })).body.access_token;
+      const ownTenant = await postForm(server, '/introspect', { token: rsToken }, { Authorization: `Bearer ${rsToken}`, ...inB });
+      expect(ownTenant.body.active, 'the caller may introspect its own tenant\'s tokens').to.equal(true);
+      const introspected = await postForm(server, '/introspect', { token: issued.body.access_token }, { Authorization: `Bearer ${rsToken}`, ...inB });
+      expect(introspected.body).to.deep.equal({ active: false });
+      const wrongTenantCaller = await postForm(server, '/introspect', { token: issued.body.access_token }, { Authorization: `Bearer ${rsToken}`, ...inA });
+      expect(wrongTenantCaller.status, 'tenant-b\'s token is unknown in tenant-a').to.equal(401);
+    });
+
+    it('refuses a malformed X-Tenant-Id with a 400', async function () {
+      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials' }, { Authorization: basic('token-svc', secret), 'X-Tenant-Id': 'no spaces/allowed' });
+      expect(status).to.equal(400);
+      expect(body.error).to.equal('invalid_request');
+    });
+  });
+
   describe('audit', function () {
     it('records the policy input and decision of a token request, without the secret', async function () {
       await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('token-svc', secret) });
