@@ -32,6 +32,19 @@ export interface Config {
   maxBodyBytes: number;
   production: boolean;
   ttl: TtlConfig;
+  /** Peers (IP addresses or CIDR ranges) whose X-Forwarded-* headers are believed; none by default. */
+  trustedProxies: string[];
+  /** Authentication failures one address may make per window before it is answered 429. */
+  authFailureLimit: number;
+  authFailureWindowSeconds: number;
+  /** Tenant ids that exist without any Admin API object naming them. */
+  tenants: string[];
+  /** At most this many tenants' oidc-provider instances are kept in memory (least recently used go first). */
+  tenantCacheMax: number;
+  /** Outbound fetches of caller- or operator-supplied URLs may use http:// and loopback addresses (default: outside production only). */
+  outboundAllowInsecureLoopback: boolean;
+  outboundTimeoutMs: number;
+  outboundMaxResponseBytes: number;
 }
 
 /** Environment variable → configuration key. Values are parsed as the schema's type says. */
@@ -54,6 +67,14 @@ const ENVIRONMENT: Record<string, string> = {
   AUTHORIZATION_CODE_TTL_SECONDS: 'ttl.authorizationCodeSeconds',
   REFRESH_TOKEN_TTL_SECONDS: 'ttl.refreshTokenSeconds',
   ID_TOKEN_TTL_SECONDS: 'ttl.idTokenSeconds',
+  TRUSTED_PROXIES: 'trustedProxies',
+  AUTH_FAILURE_LIMIT: 'authFailureLimit',
+  AUTH_FAILURE_WINDOW_SECONDS: 'authFailureWindowSeconds',
+  TENANTS: 'tenants',
+  TENANT_CACHE_MAX: 'tenantCacheMax',
+  OUTBOUND_ALLOW_INSECURE_LOOPBACK: 'outboundAllowInsecureLoopback',
+  OUTBOUND_TIMEOUT_MS: 'outboundTimeoutMs',
+  OUTBOUND_MAX_RESPONSE_BYTES: 'outboundMaxResponseBytes',
 };
 
 const positive = { type: 'integer', minimum: 1 };
@@ -76,6 +97,14 @@ const SCHEMA = {
     cimdAllowInsecureLocalhost: { type: 'boolean' },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     maxBodyBytes: positive,
+    trustedProxies: { type: 'array', items: { type: 'string', pattern: '^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$' } },
+    authFailureLimit: positive,
+    authFailureWindowSeconds: positive,
+    tenants: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' } },
+    tenantCacheMax: positive,
+    outboundAllowInsecureLoopback: { type: ['boolean', 'null'] },
+    outboundTimeoutMs: positive,
+    outboundMaxResponseBytes: positive,
     ttl: {
       type: 'object',
       additionalProperties: false,
@@ -134,6 +163,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaultsFile = 
     adminApiKey: (raw.adminApiKey as string | null) ?? randomBytes(24).toString('base64url'),
     adminApiKeyGenerated: !raw.adminApiKey,
     production,
+    outboundAllowInsecureLoopback: (raw.outboundAllowInsecureLoopback as boolean | null) ?? !production,
   };
 }
 
@@ -142,6 +172,7 @@ function parseValue(variable: string, value: string, type: string | undefined): 
     if (!/^-?\d+$/.test(value)) throw new ConfigError(`invalid configuration: ${variable} must be an integer`);
     return Number(value);
   }
+  if (type === 'array') return value.split(',').map((item) => item.trim()).filter(Boolean);
   if (type === 'boolean') {
     if (!/^(true|false)$/i.test(value)) throw new ConfigError(`invalid configuration: ${variable} must be true or false`);
     return value.toLowerCase() === 'true';
