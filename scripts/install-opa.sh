@@ -22,4 +22,4 @@ fi
 echo "install-opa: installing OPA $OPA_VERSION into $bin" >&2
 mkdir -p "$bin"
 GOBIN="$bin" "$go_tool" install "github.com/open-policy-agent/opa@$OPA_VERSION"
-"$bin/opa" version | head -n 1 >&2
+"$bin/opa" version | sed -n 1p >&2  # sed reads all of it: head would close the pipe early (SIGPIPE under pipefail)
