@@ -1,14 +1,18 @@
 import Koa, { type Context, type Next } from 'koa';
-import { adminRouter, unknownAdminPaths, type AdminRecord } from './admin/index.js';
+import { adminGate, adminRouter, type AdminRecord } from './admin/index.js';
 import { auditTrail, type AuditLog } from './audit/index.js';
 import type { Config } from './config/index.js';
+import { authFailureLimit } from './http/auth-failures.js';
 import { jsonErrors, notFound } from './http/errors.js';
+import { forwardedHeaders } from './http/forwarded.js';
+import { singleValuedQuery } from './http/parameters.js';
+import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
 import { acceptPlainPkce, registrationGate, authorizeRedirectsAs302, discoveryExtras, formBody, introspectionEndpoint, noStore, syncAuthorizationDetailsTypes, tokenPrecheck, type TenantProviders } from './oauth/index.js';
 import { interactionRoutes } from './oauth/interactions/index.js';
 import type { PolicyEngine } from './policy/index.js';
 import type { Store } from './store/index.js';
-import { tenancy } from './tenancy/index.js';
+import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
 
 export interface AppParts {
   config: Config;
@@ -22,27 +26,23 @@ export interface AppParts {
 /** The whole HTTP surface as one Koa middleware stack; the order is the request's path through Arbiter. */
 export function createApp(parts: AppParts): Koa {
   const { config, store, policy, audit, providers, log } = parts;
-  const app = new Koa({ proxy: true });
+  // Forwarded headers reach Koa only from configured proxies (see forwardedHeaders).
+  const app = new Koa({ proxy: true, maxIpsCount: 1 });
   app.silent = true;
-  app.use(auditTrail(audit, log));
-  app.use(jsonErrors(log));
+  app.use(securityHeaders);
+  app.use(forwardedHeaders(config.trustedProxies));
+  // Infrastructure: answered before the caller's failures are counted, so that OPA and probes always get through.
   app.use(health(store, policy));
+  app.use(policy.bundleMiddleware());
+  app.use(auditTrail(audit, log));
+  app.use(authFailureLimit({ limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds }));
+  app.use(jsonErrors(log));
   app.use(tenancy);
   app.use(noStore);
-  app.use(policy.bundleMiddleware());
-  const admin = adminRouter(store, {
-    adminApiKey: config.adminApiKey,
-    maxBodyBytes: config.maxBodyBytes,
-    audit,
-    checks: {
-      'policy-rules': (rule) => policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string),
-      'policy-data': async (data) => (isJson(data.payload as string) ? null : 'payload must be a string holding valid JSON'),
-    },
-    decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
-  });
-  app.use(admin.routes());
-  app.use(admin.allowedMethods({ throw: true }));
-  app.use(unknownAdminPaths(config.adminApiKey));
+  app.use(adminGate(config.adminApiKey, adminApi(parts)));
+  // The protocol surface: only tenants that exist, single-valued parameters.
+  app.use(requireKnownTenant(new TenantRegistry(store, config.tenants)));
+  app.use(singleValuedQuery);
   app.use(discoveryExtras(config.issuer, () => policy.authorizationDetailsTypes()));
   app.use(formBody(config.maxBodyBytes));
   app.use(tokenPrecheck);
@@ -57,6 +57,19 @@ export function createApp(parts: AppParts): Koa {
     throw notFound('no such endpoint');
   });
   return app;
+}
+
+/** The Admin API's router, with the checks that only the policy engine can make. */
+function adminApi({ config, store, policy, audit }: AppParts) {
+  return adminRouter(store, {
+    maxBodyBytes: config.maxBodyBytes,
+    audit,
+    checks: {
+      'policy-rules': (rule) => policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string),
+      'policy-data': async (data) => (isJson(data.payload as string) ? null : 'payload must be a string holding valid JSON'),
+    },
+    decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
+  });
 }
 
 /** GET /healthz: 200 when the store answers and the policy engine has its bundle, 503 otherwise. */

@@ -33,7 +33,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const port = await listen(server, config.port);
   const url = `http://127.0.0.1:${port}`;
   const policy = await createPolicyEngine({ config, store, log, bundleUrl: `${url}/policy/bundle.tar.gz` });
-  const providers = new TenantProviders((tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }));
+  const providers = new TenantProviders((tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }), config.tenantCacheMax);
   const app = createApp({ config, store, policy, audit: new AuditLog(store), providers, log });
   handle = app.callback();
   const purge = setInterval(() => store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed')), PURGE_INTERVAL_MS);

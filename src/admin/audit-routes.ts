@@ -1,16 +1,21 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
+import type { Context } from 'koa';
 import { SORTABLE_FIELDS, type AuditLog } from '../audit/index.js';
 import { badRequest, notFound } from '../http/errors.js';
 
 const MAX_PAGE_SIZE = 1000;
 
-/** Read-only access to the audit log: GET list (paged, filtered, sorted) and GET one. */
-export function auditLogRoutes(router: Router, audit: AuditLog): void {
+/**
+ * Read-only access to the audit log: GET list (paged, filtered, sorted) and GET one. Like every
+ * Admin collection, a call sees one tenant's entries: `tenantId` in the query, else X-Tenant-Id,
+ * else the default tenant. `allTenants=true` is the operator's explicit way to see every tenant.
+ */
+export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: Context) => string | null): void {
   router.get('/audit-logs', async (ctx) => {
     ctx.body = await audit.page({
       filter: {
         endpoint: single(ctx.query.endpoint),
-        tenantId: single(ctx.query.tenantId),
+        ...(allTenants(ctx) ? {} : { tenantId: tenantOf(ctx) }),
         clientId: single(ctx.query.clientId),
       },
       page: integer(ctx.query.page, 'page', 0, 0, Number.MAX_SAFE_INTEGER),
@@ -19,10 +24,17 @@ export function auditLogRoutes(router: Router, audit: AuditLog): void {
     });
   });
   router.get('/audit-logs/:id', async (ctx) => {
-    const id = /^\d{1,15}$/.test(ctx.params.id) ? await audit.get(Number(ctx.params.id)) : null;
-    if (!id) throw notFound(`no audit log entry ${JSON.stringify(ctx.params.id)}`);
-    ctx.body = id;
+    const entry = /^\d{1,15}$/.test(ctx.params.id) ? await audit.get(Number(ctx.params.id)) : null;
+    if (!entry || !(allTenants(ctx) || entry.tenantId === tenantOf(ctx))) throw notFound(`no audit log entry ${JSON.stringify(ctx.params.id)} in this tenant`);
+    ctx.body = entry;
   });
+}
+
+function allTenants(ctx: Context): boolean {
+  const value = single(ctx.query.allTenants);
+  if (value === undefined || value === '' || value === 'false') return false;
+  if (value === 'true') return true;
+  throw badRequest('allTenants must be true or false', { field: 'allTenants' });
 }
 
 function single(value: string | string[] | undefined): string | undefined {

@@ -1,3 +1,4 @@
-export { adminRouter, unknownAdminPaths, type AdminOptions } from './router.js';
+export { adminRouter, type AdminOptions } from './router.js';
+export { adminGate, isAdminPath, ADMIN_PREFIX } from './gate.js';
 export { COLLECTIONS, definitionFor, type CollectionDefinition } from './collections.js';
 export type { AdminRecord, RecordCheck } from './records.js';

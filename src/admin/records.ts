@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ConflictError, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
-import { storeTenant } from '../tenancy/index.js';
+import { registerTenant, storeTenant } from '../tenancy/index.js';
 import { storeSpecOf, type CollectionDefinition } from './collections.js';
 
 export type AdminRecord = StoredDoc & { id: number; tenantId: string | null; createdAt: string; updatedAt: string };
@@ -52,6 +52,7 @@ export class AdminRecords {
     const fields = await this.validate(tenantId, body);
     const now = new Date().toISOString();
     const id = await this.store.nextSequence(this.definition.store);
+    await registerTenant(this.store, tenantId);
     return this.write(() => this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }));
   }
 

@@ -1,33 +1,21 @@
 import Router from '@koa/router';
-import type { Context, Middleware } from 'koa';
+import type { Context } from 'koa';
 import type { AuditFacts, AuditLog } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
-import { badRequest, notFound } from '../http/errors.js';
+import { badRequest } from '../http/errors.js';
 import { isTenantId } from '../tenancy/index.js';
 import { auditLogRoutes } from './audit-routes.js';
-import { requireAdminKey } from './auth.js';
+import { ADMIN_PREFIX } from './gate.js';
 import { COLLECTIONS, type CollectionDefinition } from './collections.js';
 import { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
 
 export interface AdminOptions {
-  adminApiKey: string;
   maxBodyBytes: number;
   audit: AuditLog;
   /** Extra checks per collection path (e.g. policy-rules → the engine's parse check). */
   checks?: Record<string, RecordCheck>;
   /** Extra response fields per collection path (e.g. policy-data → inBundle). */
   decorate?: Record<string, (record: AdminRecord) => Record<string, unknown>>;
-}
-
-/** Unknown paths under /admin/api: the key is checked first, so that nothing about the API shows without it. */
-export function unknownAdminPaths(adminApiKey: string): Middleware {
-  const guard = requireAdminKey(adminApiKey);
-  return async (ctx, next) => {
-    if (ctx.path !== '/admin/api' && !ctx.path.startsWith('/admin/api/')) return next();
-    await guard(ctx, async () => {
-      throw notFound(`no Admin API operation ${ctx.method} ${ctx.path}`);
-    });
-  };
 }
 
 /** Upsert-by-field operations of the spec: PUT /policy-rules/by-path?path=…, PUT /policy-data/by-key?dataKey=…. */
@@ -37,9 +25,9 @@ const UPSERT_BY: Record<string, { route: string; field: string }> = {
 };
 
 export function adminRouter(store: import('../store/index.js').Store, options: AdminOptions): Router {
-  const router = new Router({ prefix: '/admin/api' });
-  router.use(requireAdminKey(options.adminApiKey));
-  auditLogRoutes(router, options.audit);
+  // Exact spelling only: every other spelling is refused by the gate in front (see gate.ts).
+  const router = new Router({ prefix: ADMIN_PREFIX, sensitive: true, strict: true });
+  auditLogRoutes(router, options.audit, (ctx) => tenantOf(ctx));
   for (const definition of COLLECTIONS) {
     const records = new AdminRecords(store, definition, options.checks?.[definition.path]);
     collectionRoutes(router, records, options);

@@ -22,7 +22,7 @@ export interface AuditFields {
 export type AuditEntry = AuditFields & StoredDoc & { id: number; createdAt: string };
 
 export interface AuditPageQuery {
-  filter: { endpoint?: string; tenantId?: string; clientId?: string };
+  filter: { endpoint?: string; tenantId?: string | null; clientId?: string };
   page: number;
   size: number;
   sort: { field: string; direction: 'asc' | 'desc' };

@@ -1,4 +1,5 @@
 import type { Context, Next } from 'koa';
+import { isAdminPath } from '../admin/gate.js';
 import type { Logger } from '../log/index.js';
 import type { AuditLog, Outcome } from './log.js';
 import { bodyParams, summarizeRequest } from './summary.js';
@@ -15,10 +16,10 @@ export interface AuditFacts {
 }
 
 const PROTOCOL_PREFIXES = ['/authorize', '/token', '/introspect', '/register', '/userinfo', '/resource_registration', '/permission', '/delegation', '/access/v1'];
-const WRITE_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
-export function isAudited(method: string, path: string): boolean {
-  if (path.startsWith('/admin/api/')) return WRITE_METHODS.has(method);
+/** Every Admin API call (refused ones and every spelling of its paths included) and every protocol request. */
+export function isAudited(path: string): boolean {
+  if (isAdminPath(path)) return true;
   return PROTOCOL_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
 }
 
@@ -29,7 +30,7 @@ export function isAudited(method: string, path: string): boolean {
  */
 export function auditTrail(audit: AuditLog, log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (!isAudited(ctx.method, ctx.path)) return next();
+    if (!isAudited(ctx.path)) return next();
     ctx.state.audit = {} as AuditFacts;
     try {
       await next();

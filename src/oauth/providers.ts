@@ -1,16 +1,29 @@
 import type Koa from 'koa';
 import type { Middleware } from 'koa';
 import mount from 'koa-mount';
+import { LRUCache } from 'lru-cache';
 import type Provider from 'oidc-provider';
 
+interface MountedProvider {
+  provider: Provider;
+  middleware: Middleware;
+}
+
 /**
- * One oidc-provider instance per tenant, created on first use and cached: the issuer is
- * fixed per instance, and each instance sees only its tenant's view of the store.
+ * One oidc-provider instance per tenant, created on first use: the issuer is fixed per instance,
+ * and each instance sees only its tenant's view of the store. At most `maxTenants` instances are
+ * kept (least recently used go first); an evicted tenant's provider is simply built again, since
+ * everything it needs lives in the store.
  */
 export class TenantProviders {
-  private readonly mounted = new Map<string, { provider: Provider; middleware: Middleware }>();
+  private readonly mounted: LRUCache<string, MountedProvider>;
 
-  constructor(private readonly create: (tenant: string) => Provider) {}
+  constructor(
+    private readonly create: (tenant: string) => Provider,
+    maxTenants: number,
+  ) {
+    this.mounted = new LRUCache({ max: maxTenants });
+  }
 
   provider(tenant: string): Provider {
     return this.entry(tenant).provider;
@@ -21,7 +34,7 @@ export class TenantProviders {
     return (ctx, next) => this.entry(ctx.state.tenant as string).middleware(ctx, next);
   }
 
-  private entry(tenant: string) {
+  private entry(tenant: string): MountedProvider {
     let entry = this.mounted.get(tenant);
     if (!entry) {
       const provider = this.create(tenant);

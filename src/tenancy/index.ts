@@ -1,9 +1,12 @@
-import type { Context, Next } from 'koa';
-import { DEFAULT_TENANT } from '../store/index.js';
-import { badRequest } from '../http/errors.js';
+import type { Context, Middleware, Next } from 'koa';
+import { DEFAULT_TENANT, type Store, type StoredDoc } from '../store/index.js';
+import { HttpError, badRequest } from '../http/errors.js';
 
 export const TENANT_HEADER = 'x-tenant-id';
 const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** The registry of tenants that exist: one document per tenant id, in the default tenant. */
+export const TENANTS_COLLECTION = { name: 'tenants' };
 
 /** True for a syntactically valid tenant id (letters, digits, dot, dash, underscore; at most 64). */
 export function isTenantId(value: unknown): value is string {
@@ -13,6 +16,7 @@ export function isTenantId(value: unknown): value is string {
 /**
  * Scopes the request to the tenant named by X-Tenant-Id (no header: the default tenant).
  * `ctx.state.tenant` is the store tenant; `ctx.state.tenantId` is what records carry (null for default).
+ * Only the syntax is checked here: whether the tenant exists is `requireKnownTenant`'s concern.
  */
 export async function tenancy(ctx: Context, next: Next): Promise<void> {
   const header = ctx.get(TENANT_HEADER);
@@ -27,4 +31,46 @@ export async function tenancy(ctx: Context, next: Next): Promise<void> {
 /** The store tenant of a record's tenantId. */
 export function storeTenant(tenantId: string | null | undefined): string {
   return tenantId || DEFAULT_TENANT;
+}
+
+/**
+ * The tenancy model: the default tenant always exists; another tenant exists once it is listed
+ * in configuration (TENANTS) or the Admin API has created an object for it, and from then on.
+ * Known tenants are remembered in memory (there are as many as operators created); an unknown
+ * id is looked up in the store each time and never remembered, so that made-up ids cost no memory.
+ */
+export class TenantRegistry {
+  private readonly known: Set<string>;
+
+  constructor(
+    private readonly store: Store,
+    configured: string[],
+  ) {
+    this.known = new Set([DEFAULT_TENANT, ...configured]);
+  }
+
+  async exists(tenant: string): Promise<boolean> {
+    if (this.known.has(tenant)) return true;
+    const found = await this.store.collection(TENANTS_COLLECTION, DEFAULT_TENANT).get(tenant);
+    if (found) this.known.add(tenant);
+    return found !== null;
+  }
+}
+
+/** Records that a tenant exists (idempotent); called by the Admin API before it writes a tenant's first object. */
+export async function registerTenant(store: Store, tenantId: string | null): Promise<void> {
+  if (!tenantId) return;
+  const tenants = store.collection<StoredDoc>(TENANTS_COLLECTION, DEFAULT_TENANT);
+  if (await tenants.get(tenantId)) return;
+  await tenants.upsert({ id: tenantId, createdAt: new Date().toISOString() });
+}
+
+/** Refuses requests for a tenant that does not exist, before anything is built or cached for it. */
+export function requireKnownTenant(registry: TenantRegistry): Middleware {
+  return async (ctx, next) => {
+    if (!(await registry.exists(ctx.state.tenant as string))) {
+      throw new HttpError(400, 'invalid_request', 'X-Tenant-Id names no tenant of this server', { field: 'X-Tenant-Id' });
+    }
+    await next();
+  };
 }

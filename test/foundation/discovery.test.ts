@@ -37,6 +37,7 @@ describe('Discovery and JWKS', function () {
   });
 
   it('serves the same issuer to every tenant', async function () {
+    await server.admin('POST', '/subjects', { subjectId: 'makes-tenant-a-exist', tenantId: 'tenant-a' });
     const response = await server.request('/.well-known/openid-configuration', { tenant: 'tenant-a' });
     expect(((await response.json()) as any).issuer).to.equal(issuer);
   });

@@ -31,6 +31,8 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     POLICY_POLL_MIN_SECONDS: '1',
     POLICY_POLL_MAX_SECONDS: '1',
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // Every test client shares 127.0.0.1 with the others: the failure limit is tested on servers of its own.
+    AUTH_FAILURE_LIMIT: '1000000',
     ...env,
   });
   const running = await startServer(config, createLogger(config.logLevel));

@@ -1,0 +1,37 @@
+import type { Context, Next } from 'koa';
+import ipaddr from 'ipaddr.js';
+
+const FORWARDED_HEADERS = ['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'x-real-ip'];
+
+/**
+ * Forwarded headers are believed only from configured proxies: from any other peer they are
+ * removed before anything reads them, so that a caller cannot choose the address written to the
+ * audit log or counted by the authentication-failure limit, nor the scheme or host oidc-provider
+ * sees. With a trusted proxy, Koa (`proxy`, `maxIpsCount: 1`) takes the address that proxy appended.
+ * IPv4-mapped IPv6 addresses are written as plain IPv4.
+ */
+export function forwardedHeaders(trustedProxies: string[]) {
+  const trusted = trustedProxies.map(parseRange);
+  return async (ctx: Context, next: Next): Promise<void> => {
+    if (!isTrusted(ctx.req.socket.remoteAddress, trusted)) {
+      for (const header of FORWARDED_HEADERS) delete ctx.req.headers[header];
+    }
+    // One spelling per address for the audit log and the failure limit: ::ffff:127.0.0.1 is 127.0.0.1.
+    if (ipaddr.isValid(ctx.ip)) ctx.request.ip = ipaddr.process(ctx.ip).toString();
+    await next();
+  };
+}
+
+type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
+
+function parseRange(entry: string): Range {
+  if (entry.includes('/')) return ipaddr.parseCIDR(entry);
+  const address = ipaddr.parse(entry);
+  return [address, address.kind() === 'ipv4' ? 32 : 128];
+}
+
+function isTrusted(remote: string | undefined, trusted: Range[]): boolean {
+  if (!remote || trusted.length === 0 || !ipaddr.isValid(remote)) return false;
+  const address = ipaddr.process(remote);
+  return trusted.some(([range, bits]) => address.kind() === range.kind() && address.match(range, bits));
+}

@@ -1,0 +1,74 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { ADMIN_KEY, freePort } from '../support/server.js';
+
+const REQUESTS = 20_000;
+const CONCURRENCY = 32;
+const MAX_GROWTH_MB = 50;
+
+function rssMegabytes(pid: number): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith('VmRSS:'));
+  return Number(/(\d+)/.exec(line ?? '')?.[1] ?? NaN) / 1024;
+}
+
+/** Sends `count` discovery requests, each naming a tenant id never seen before. */
+async function freshTenants(url: string, prefix: string, count: number): Promise<Map<number, number>> {
+  const statuses = new Map<number, number>();
+  let next = 0;
+  const worker = async () => {
+    while (next < count) {
+      const n = next++;
+      const response = await fetch(`${url}/.well-known/openid-configuration`, { headers: { 'X-Tenant-Id': `${prefix}-${n}` } });
+      await response.arrayBuffer();
+      statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
+    }
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+  return statuses;
+}
+
+describe('Tenant ids cannot grow memory', function () {
+  this.timeout(180_000);
+  let child: ChildProcess;
+  let dataDir: string;
+  let url: string;
+
+  before(async function () {
+    dataDir = mkdtempSync(join(tmpdir(), 'arbiter-tenants-'));
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    // Its own process, so that its memory is measured alone.
+    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: { PATH: process.env.PATH ?? '', PORT: String(port), STORE_URL: `sqlite:${join(dataDir, 'arbiter.db')}`, SERVICE_ADMIN_API_KEY: ADMIN_KEY, LOG_LEVEL: 'silent' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr!.on('data', (chunk) => (stderr += chunk));
+    const deadline = Date.now() + 60_000;
+    while ((await fetch(`${url}/healthz`).catch(() => undefined))?.status !== 200) {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the server did not become ready: ${stderr.slice(-2000)}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  });
+  after(async function () {
+    if (child && child.exitCode === null) {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it(`answers ${REQUESTS} made-up tenant ids with 400 and grows RSS by less than ${MAX_GROWTH_MB} MB`, async function () {
+    // Warm-up: lazily built code paths and buffers are not what is measured.
+    await freshTenants(url, 'warm', 2_000);
+    const before = rssMegabytes(child.pid!);
+    const statuses = await freshTenants(url, 'fresh', REQUESTS);
+    const after = rssMegabytes(child.pid!);
+    expect([...statuses.keys()]).to.deep.equal([400]);
+    expect(after - before, `RSS ${before.toFixed(0)} MB → ${after.toFixed(0)} MB`).to.be.below(MAX_GROWTH_MB);
+  });
+});
