@@ -72,16 +72,26 @@ function adminApi({ config, store, policy, audit }: AppParts) {
   });
 }
 
-/** GET /healthz: 200 when the store answers and the policy engine has its bundle, 503 otherwise. */
+/**
+ * GET /healthz: 200 when the store answers and OPA has activated a bundle, 503 otherwise. It also
+ * says which bundle revision the store holds and which one OPA serves, so that operators (and
+ * tests) can wait for a policy change to be in force instead of guessing.
+ */
 function health(store: Store, policy: PolicyEngine) {
   return async (ctx: Context, next: Next): Promise<void> => {
     if (ctx.path !== '/healthz') return next();
-    const [storeUp, policyReady] = await Promise.all([
+    const [storeUp, policyReady, revisions] = await Promise.all([
       store.ping().then(() => true, () => false),
       policy.isReady().catch(() => false),
+      policy.revisions().catch(() => null),
     ]);
     ctx.status = storeUp && policyReady ? 200 : 503;
-    ctx.body = { status: ctx.status === 200 ? 'ok' : 'unavailable', store: storeUp ? 'up' : 'down', policy: policyReady ? 'ready' : 'not ready' };
+    ctx.body = {
+      status: ctx.status === 200 ? 'ok' : 'unavailable',
+      store: storeUp ? 'up' : 'down',
+      policy: policyReady ? 'ready' : 'not ready',
+      ...(revisions ? { policyRevision: revisions } : {}),
+    };
   };
 }
 

@@ -10,7 +10,7 @@ import type { DecisionInput, DecisionOutcome, DecisionPoint } from './contract.j
 import { valueAt } from './data-tree.js';
 import { resolveOpaBinary } from './opa-binary.js';
 import { OpaDriver } from './opa-driver.js';
-import { ManagedOpa } from './opa-process.js';
+import { ManagedOpa, OPA_BUNDLE_NAME } from './opa-process.js';
 import { checkInput } from './schemas.js';
 import { PolicySnapshots } from './snapshots.js';
 import { validateRule, type RuleKind } from './validate-rule.js';
@@ -21,6 +21,8 @@ export interface PolicyEngine {
   decide(point: DecisionPoint, input: DecisionInput): Promise<DecisionOutcome>;
   /** OPA has activated the bundle (for /healthz). */
   isReady(): Promise<boolean>;
+  /** The bundle revision the store holds now and the one OPA has activated (null: none yet), for /healthz. */
+  revisions(): Promise<{ store: string; opa: string | null }>;
   /** Null when valid, else the engine's error message (for the Admin API's 400). */
   validateRule(kind: RuleKind, path: string, content: string): Promise<string | null>;
   /** Serves GET /policy/bundle.tar.gz; passes every other request on. */
@@ -127,6 +129,11 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
 
   async isReady(): Promise<boolean> {
     return this.opa.bundlesActivated();
+  }
+
+  async revisions(): Promise<{ store: string; opa: string | null }> {
+    const [snapshot, opa] = await Promise.all([this.parts.snapshots.current(0), this.opa.activeRevision(OPA_BUNDLE_NAME)]);
+    return { store: snapshot.revision, opa };
   }
 
   /** Checked together with the other bundled Rego rules, so that imports of shared helpers resolve. */

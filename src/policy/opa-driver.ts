@@ -67,6 +67,17 @@ export class OpaDriver {
     }
   }
 
+  /** The revision of the bundle OPA has activated (from its bundle manifest), or null. */
+  async activeRevision(bundle: string): Promise<string | null> {
+    try {
+      const response = await this.client.get(`${this.baseUrl()}/v1/data/system/bundles/${bundle}/manifest/revision`, { responseType: 'json' });
+      const revision = (response.body as { result?: unknown } | undefined)?.result;
+      return response.statusCode === 200 && typeof revision === 'string' ? revision : null;
+    } catch {
+      return null;
+    }
+  }
+
   close(): void {
     this.agents.http.destroy();
     this.agents.https.destroy();

@@ -12,6 +12,9 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from '../log/index.js';
 
+/** The name OPA knows Arbiter's bundle by (an external OPA must use the same, see docs/policy.md). */
+export const OPA_BUNDLE_NAME = 'arbiter';
+
 export interface ManagedOpaOptions {
   binary: string;
   /** Full URL of GET /policy/bundle.tar.gz on this server. */
@@ -132,7 +135,7 @@ export class ManagedOpa {
         },
       },
       bundles: {
-        arbiter: {
+        [OPA_BUNDLE_NAME]: {
           service: 'arbiter',
           resource: url.pathname.slice(slash + 1),
           polling: { min_delay_seconds: this.options.pollMinSeconds, max_delay_seconds: this.options.pollMaxSeconds },

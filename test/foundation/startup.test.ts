@@ -34,7 +34,10 @@ describe('Start-up and configuration', function () {
     const server = await sharedServer();
     const response = await server.request('/healthz');
     expect(response.status).to.equal(200);
-    expect((await response.json()) as any).to.deep.equal({ status: 'ok', store: 'up', policy: 'ready' });
+    const body = (await response.json()) as any;
+    expect(body).to.include({ status: 'ok', store: 'up', policy: 'ready' });
+    expect(body.policyRevision.store).to.match(/^[0-9a-f]{64}$/);
+    expect(body.policyRevision.opa, 'OPA serves what the store holds').to.equal(body.policyRevision.store);
   });
 
   it('answers /healthz 503 while the policy engine cannot be reached', async function () {

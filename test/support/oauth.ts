@@ -34,7 +34,7 @@ export async function postForm(server: TestServer, path: string, form: Record<st
   return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
 }
 
-/** Replaces a field of the default policy data entry `oauth` and waits until the engine has the new bundle. */
+/** Replaces a field of the default policy data entry `oauth` and waits until OPA has activated the new bundle. */
 export async function updateOauthData(server: TestServer, change: (data: any) => void): Promise<void> {
   const entries = (await server.admin('GET', '/policy-data?bundledOnly=true')).body as any[];
   const oauth = entries.find((entry) => entry.dataKey === 'oauth');
@@ -42,6 +42,20 @@ export async function updateOauthData(server: TestServer, change: (data: any) =>
   change(data);
   const saved = await server.admin('PUT', `/policy-data/by-key?dataKey=oauth`, { dataKey: 'oauth', payload: JSON.stringify(data) });
   if (saved.status !== 200) throw new Error(`policy data not saved: ${JSON.stringify(saved.body)}`);
+  await policyInForce(server);
+}
+
+/**
+ * Waits until OPA has activated the bundle revision the store holds now (GET /healthz reports
+ * both), so that a test sees the policy it just wrote rather than the one before.
+ */
+export async function policyInForce(server: TestServer, timeoutMs = 20_000): Promise<void> {
+  const revisions = async () => ((await (await server.request('/healthz')).json()) as { policyRevision?: { store: string; opa: string | null } }).policyRevision;
+  // Revisions only move forward with writes: once OPA serves what the store holds, it has this write too.
+  await eventually(async () => {
+    const now = await revisions();
+    return now !== undefined && now.opa !== null && now.opa === now.store;
+  }, timeoutMs);
 }
 
 /** Retries `probe` until it returns true or the time is up (policy changes land at the next bundle poll). */
