@@ -27,6 +27,8 @@ const string = { type: 'string', maxLength: 4096 };
 const nonEmpty = { type: 'string', minLength: 1, maxLength: 4096 };
 const strings = { type: 'array', items: nonEmpty, maxItems: 500 };
 const uri = { type: 'string', format: 'uri', maxLength: 4096 };
+/** URLs Arbiter fetches or hands to browsers: nothing but http(s) (never file:, ftp:, javascript:). */
+const httpUri = { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 4096 };
 const httpsUri = { type: 'string', format: 'uri', pattern: '^https://', maxLength: 4096 };
 const internalKey = { type: 'integer', minimum: 1 };
 const tenantId = { type: ['string', 'null'], pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' };
@@ -47,17 +49,17 @@ export const COLLECTIONS: CollectionDefinition[] = [
     secretFields: ['clientSecret'],
     defaults: { enabled: true },
     schema: object(['issuer'], {
-      issuer: uri,
+      issuer: httpUri,
       idpId: { type: 'string', pattern: '^[A-Za-z0-9._~-]{1,128}$' },
       name: string,
       enabled,
       clientId: nonEmpty,
       clientSecret: nonEmpty,
       scopes: strings,
-      authorizationEndpoint: uri,
-      tokenEndpoint: uri,
-      userinfoEndpoint: uri,
-      jwksUri: uri,
+      authorizationEndpoint: httpUri,
+      tokenEndpoint: httpUri,
+      userinfoEndpoint: httpUri,
+      jwksUri: httpUri,
     }),
   },
   {
@@ -122,8 +124,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
       redirectUris: { type: 'array', items: uri, maxItems: 100 },
       postLogoutRedirectUris: { type: 'array', items: uri, maxItems: 100 },
       clientName: string,
-      clientUri: uri,
-      logoUri: uri,
+      clientUri: httpUri,
+      logoUri: httpUri,
       tokenEndpointAuthMethod: { enum: ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] },
       jwksUri: httpsUri,
       jwks: { type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: { type: 'object' } } } },

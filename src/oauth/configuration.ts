@@ -7,6 +7,7 @@ import { introspectionPolicy } from './introspection/index.js';
 import { mergeSlices, type ConfigurationSlice, type ProviderContext } from './context.js';
 import { interactionsSlice } from './interactions/index.js';
 import { richAuthorizationRequests } from './rar.js';
+import { outboundFetch } from './outbound-fetch.js';
 import { routes } from './routes.js';
 import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators } from './token-shaping.js';
 
@@ -56,7 +57,7 @@ const lifetimes: ConfigurationSlice = ({ config: { ttl } }) => ({
 });
 
 /** Every slice, in order; later slices win on conflicting top-level keys. */
-export const SLICES: ConfigurationSlice[] = [protocol, secrets, lifetimes, clientAuthentication, refreshTokens, decisionClaims, resourceIndicators, authorizationParameters, policyConsent, interactionsSlice, accounts, introspectionPolicy, richAuthorizationRequests];
+export const SLICES: ConfigurationSlice[] = [protocol, secrets, lifetimes, clientAuthentication, refreshTokens, decisionClaims, resourceIndicators, authorizationParameters, policyConsent, interactionsSlice, accounts, introspectionPolicy, richAuthorizationRequests, outboundFetch];
 
 export function providerConfiguration(context: ProviderContext): Configuration {
   return mergeSlices(SLICES, context);

@@ -4,6 +4,7 @@ import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import type { Config } from '../../config/index.js';
 import { badRequest } from '../../http/errors.js';
+import { outboundOptionsOf } from '../../http/outbound.js';
 import type { Logger } from '../../log/index.js';
 import type { Store } from '../../store/index.js';
 import type { TenantProviders } from '../providers.js';
@@ -46,7 +47,7 @@ const SIGN_IN_PROMPTS = new Set(['login', 'select_account']);
 export function interactionRoutes(deps: InteractionDeps): Middleware {
   const upstream = new UpstreamProviders({
     redirectUri: `${deps.config.issuer}${UPSTREAM_CALLBACK_PATH}`,
-    allowInsecureLoopback: !deps.config.production,
+    outbound: outboundOptionsOf(deps.config),
   });
   const router = new Router();
   router.use(uncached);

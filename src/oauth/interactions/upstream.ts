@@ -1,4 +1,5 @@
 import * as client from 'openid-client';
+import { assertFetchableUrl, createOutbound, type Outbound, type OutboundOptions } from '../../http/outbound.js';
 import { SignInError, unavailable } from './errors.js';
 import type { IdentityProviderRecord } from './identity-providers.js';
 
@@ -9,7 +10,6 @@ const UPSTREAM_TIMEOUT_SECONDS = 10;
 const DEFAULT_SCOPES = ['openid', 'profile', 'email'];
 /** The prompt values of the authorization request that concern authentication, hence the upstream provider. */
 const FORWARDED_PROMPTS = ['login', 'consent', 'select_account'];
-const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]']);
 /** Upstream authorization errors a client can act on; anything else says "the upstream refused" as access_denied. */
 const RELAYED_ERRORS = new Set(['access_denied', 'login_required', 'consent_required', 'interaction_required', 'account_selection_required', 'temporarily_unavailable']);
 
@@ -43,15 +43,24 @@ export interface UpstreamIdentity {
 export interface UpstreamOptions {
   /** `{issuer}/idp/callback`, registered at every upstream provider. */
   redirectUri: string;
-  /** Development and tests: accept http:// for loopback issuers (never in production). */
-  allowInsecureLoopback: boolean;
+  /** Every request to an upstream (discovery, token, userinfo, JWKS) goes through this outbound policy. */
+  outbound: OutboundOptions;
 }
 
 /** Arbiter as an OpenID Connect relying party of its tenants' upstream identity providers (openid-client). */
 export class UpstreamProviders {
   private readonly discovered = new Map<string, { metadata: client.ServerMetadata; expiresAt: number }>();
+  private readonly outbound: Outbound;
+  /**
+   * openid-client's own https-only check is lifted exactly when the outbound policy allows
+   * insecure loopback; the outbound guard still refuses http to anything but loopback.
+   */
+  private readonly execute: ((configuration: client.Configuration) => void)[];
 
-  constructor(private readonly options: UpstreamOptions) {}
+  constructor(private readonly options: UpstreamOptions) {
+    this.outbound = createOutbound(options.outbound);
+    this.execute = options.outbound.allowInsecureLoopback ? [client.allowInsecureRequests] : [];
+  }
 
   /** The upstream authorization request: code flow with state, nonce and PKCE S256. */
   async authorizationUrl(idp: IdentityProviderRecord, checks: UpstreamChecks, hints: UpstreamHints): Promise<URL> {
@@ -90,9 +99,11 @@ export class UpstreamProviders {
   private async configuration(idp: IdentityProviderRecord): Promise<client.Configuration> {
     if (!idp.clientId) throw unavailable(`identity provider ${idp.idpId} has no clientId`);
     const metadata = { ...(await this.metadata(idp)), ...endpointOverrides(idp) };
+    this.assertFetchableEndpoints(idp, metadata);
     const configuration = new client.Configuration(metadata, idp.clientId, idp.clientSecret, clientAuthentication(metadata, idp.clientSecret));
     configuration.timeout = UPSTREAM_TIMEOUT_SECONDS;
-    if (this.insecureAllowed(idp.issuer)) client.allowInsecureRequests(configuration);
+    configuration[client.customFetch] = this.outbound.fetch;
+    for (const option of this.execute) option(configuration);
     return configuration;
   }
 
@@ -101,7 +112,8 @@ export class UpstreamProviders {
     if (cached && cached.expiresAt > Date.now()) return cached.metadata;
     try {
       const discovered = await client.discovery(new URL(idp.issuer), idp.clientId ?? '', undefined, undefined, {
-        execute: this.insecureAllowed(idp.issuer) ? [client.allowInsecureRequests] : [],
+        [client.customFetch]: this.outbound.fetch,
+        execute: this.execute,
         timeout: UPSTREAM_TIMEOUT_SECONDS,
       });
       const metadata = discovered.serverMetadata();
@@ -112,9 +124,19 @@ export class UpstreamProviders {
     }
   }
 
-  private insecureAllowed(issuer: string): boolean {
-    const url = new URL(issuer);
-    return this.options.allowInsecureLoopback && url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname);
+  /**
+   * The endpoints Arbiter itself will call, checked before the user is sent upstream: a
+   * discovery document naming a refused endpoint fails now rather than after the sign-in.
+   * (Host names are checked again, after DNS, when they are fetched.)
+   */
+  private assertFetchableEndpoints(idp: IdentityProviderRecord, metadata: client.ServerMetadata): void {
+    try {
+      for (const url of [metadata.token_endpoint, metadata.userinfo_endpoint, metadata.jwks_uri]) {
+        if (url) assertFetchableUrl(url, this.options.outbound.allowInsecureLoopback);
+      }
+    } catch (error) {
+      throw unavailable(`identity provider ${idp.idpId} names an endpoint that Arbiter may not call`, error);
+    }
   }
 }
 
@@ -168,6 +190,7 @@ function signInErrorFor(error: unknown): SignInError {
     const upstreamCode = /^[a-z_]{1,64}$/.test(error.error) ? error.error : 'an error';
     return new SignInError(code, `sign-in at the upstream identity provider ended with ${upstreamCode}`, error);
   }
+  // OutboundRefusedError is a TypeError (a fetch network error), kept as the cause for the log.
   if (error instanceof TypeError || (error instanceof client.ClientError && (error.code === 'OAUTH_TIMEOUT' || error.code === 'OAUTH_ABORT'))) {
     return unavailable('the upstream identity provider could not be reached', error);
   }
