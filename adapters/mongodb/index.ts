@@ -1,7 +1,20 @@
-import { MongoClient, MongoServerError, type Collection, type Db, type Filter as MongoFilter, type UpdateFilter } from 'mongodb';
+import {
+  MongoClient,
+  MongoClientClosedError,
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoServerError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+  type Collection,
+  type Db,
+  type Filter as MongoFilter,
+  type UpdateFilter,
+} from 'mongodb';
 import {
   ConflictError,
   DEFAULT_TENANT,
+  StoreUnavailableError,
   type CollectionSpec,
   type Filter,
   type FindOptions,
@@ -269,6 +282,34 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     return idTaken ? ['id'] : (this.spec.uniqueKeys?.[0] ?? ['id']);
   }
 }
+
+/**
+ * Lost connections surface as StoreUnavailableError (503), like a lost SQLite file: the driver
+ * gave up reaching a server (selection timed out, network error, client or topology closed).
+ * Applied to every public method of the store and its collections.
+ */
+function translateConnectionLoss(prototype: object, methods: string[]): void {
+  const target = prototype as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  for (const name of methods) {
+    const operation = target[name];
+    target[name] = async function (this: unknown, ...args: unknown[]) {
+      try {
+        return await operation.apply(this, args);
+      } catch (error) {
+        throw isConnectionLoss(error)
+          ? new StoreUnavailableError(`the MongoDB store cannot be reached (${(error as Error).name}: ${(error as Error).message}); the operation failed or its outcome is unknown.`)
+          : error;
+      }
+    };
+  }
+}
+
+function isConnectionLoss(error: unknown): boolean {
+  return [MongoNetworkError, MongoServerSelectionError, MongoNotConnectedError, MongoTopologyClosedError, MongoClientClosedError].some((type) => error instanceof type);
+}
+
+translateConnectionLoss(MongoStore.prototype, ['nextSequence', 'ping', 'purgeExpired']);
+translateConnectionLoss(MongoCollection.prototype, ['insert', 'upsert', 'get', 'findOne', 'find', 'count', 'update', 'delete', 'deleteMany']);
 
 async function createIndexes(rows: Rows, spec: CollectionSpec): Promise<void> {
   await createExpiryIndex(rows);

@@ -1,9 +1,10 @@
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import {
   ConflictError,
   DEFAULT_TENANT,
+  StoreUnavailableError,
   type CollectionSpec,
   type Filter,
   type FindOptions,
@@ -28,26 +29,47 @@ type Db = Database.Database;
 type Params = Record<string, unknown>;
 const NOT_EXPIRED = '(expires_at IS NULL OR expires_at > @now)';
 
+/** Reads look at the files at most this often; writes and ping() always do. */
+const READ_RECHECK_MS = 250;
+
+/**
+ * SQLite result codes (better-sqlite3's `SqliteError.code`, extended codes included) that mean
+ * the file cannot be used any more: I/O errors, read-only or immutable files, corruption,
+ * a file that is not a database, a full disk. Anything else (constraint, misuse) is a bug.
+ */
+const UNUSABLE_FILE = /^SQLITE_(IOERR|READONLY|CORRUPT|NOTADB|CANTOPEN|FULL)(_|$)/;
+
 /** Embedded default store: one SQLite file (WAL), one table per collection, documents as JSON. */
 export class SqliteStore implements Store {
   private readonly declared = new DeclaredSpecs();
 
-  private constructor(private readonly db: Db) {}
+  private constructor(
+    private readonly db: Db,
+    private readonly io: GuardedIo,
+  ) {}
 
   static async open(location: string): Promise<SqliteStore> {
     const file = location === ':memory:' || location === '' ? ':memory:' : location;
     if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
     const db = new Database(file);
-    db.pragma('journal_mode = WAL');
-    db.pragma('busy_timeout = 5000');
-    db.pragma('synchronous = NORMAL');
-    db.exec('CREATE TABLE IF NOT EXISTS sequences (name TEXT PRIMARY KEY, value INTEGER NOT NULL)');
-    return new SqliteStore(db);
+    try {
+      db.pragma('journal_mode = WAL');
+      db.pragma('busy_timeout = 5000');
+      db.pragma('synchronous = NORMAL');
+      // Deleted and rewritten documents (a PKCE verifier set to null, …) are zeroed, not left in the page's free space.
+      db.pragma('secure_delete = FAST');
+      db.exec('CREATE TABLE IF NOT EXISTS sequences (name TEXT PRIMARY KEY, value INTEGER NOT NULL)');
+      // The -wal and -shm files exist from here on, as long as this connection is open.
+      return new SqliteStore(db, new GuardedIo(file === ':memory:' ? null : StoreFiles.record(resolve(file))));
+    } catch (error) {
+      db.close();
+      throw error;
+    }
   }
 
   collection<T extends StoredDoc = StoredDoc>(specOrName: CollectionSpec | string, tenant = DEFAULT_TENANT): TenantCollection<T> {
     const spec = this.declare(normalizeSpec(specOrName));
-    return new SqliteCollection<T>(this.db, spec, tenant);
+    return new SqliteCollection<T>(this.db, this.io, spec, tenant);
   }
 
   /** Creates the table and indexes on first use, and again when a later declaration adds keys or indexes. */
@@ -58,6 +80,10 @@ export class SqliteStore implements Store {
   }
 
   private createTable(spec: CollectionSpec): void {
+    sqliteCall(() => this.createTableNow(spec));
+  }
+
+  private createTableNow(spec: CollectionSpec): void {
     const table = physicalName(spec.name);
     this.db.exec(`CREATE TABLE IF NOT EXISTS ${quoted(table)} (
       tenant TEXT NOT NULL, id TEXT NOT NULL, doc TEXT NOT NULL, expires_at INTEGER,
@@ -74,24 +100,30 @@ export class SqliteStore implements Store {
   }
 
   async nextSequence(name: string): Promise<number> {
-    const row = this.db
-      .prepare('INSERT INTO sequences (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1 RETURNING value')
-      .get(name) as { value: number };
-    return row.value;
+    return this.io.write(() => {
+      const row = this.db
+        .prepare('INSERT INTO sequences (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1 RETURNING value')
+        .get(name) as { value: number };
+      return row.value;
+    });
   }
 
+  /** Rejects with StoreUnavailableError when the database file is gone, replaced or unwritable (see GuardedIo). */
   async ping(): Promise<void> {
-    this.db.prepare('SELECT 1').get();
+    this.io.check();
+    this.io.read(() => this.db.prepare('SELECT 1').get());
   }
 
   /** Covers every collection table in the file, also those this process has not declared (yet). */
   async purgeExpired(): Promise<number> {
     const now = Date.now();
-    let removed = 0;
-    for (const table of this.collectionTables()) {
-      removed += this.db.prepare(`DELETE FROM ${quoted(table)} WHERE expires_at <= ?`).run(now).changes;
-    }
-    return removed;
+    return this.io.write(() => {
+      let removed = 0;
+      for (const table of this.collectionTables()) {
+        removed += this.db.prepare(`DELETE FROM ${quoted(table)} WHERE expires_at <= ?`).run(now).changes;
+      }
+      return removed;
+    });
   }
 
   private collectionTables(): string[] {
@@ -111,6 +143,7 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
 
   constructor(
     private readonly db: Db,
+    private readonly io: GuardedIo,
     private readonly spec: CollectionSpec,
     readonly tenant: string,
   ) {
@@ -126,7 +159,7 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 
   async get(id: string | number): Promise<T | null> {
-    return this.getSync(id);
+    return this.io.read(() => this.getSync(id));
   }
 
   async findOne(filter: Filter): Promise<T | null> {
@@ -139,13 +172,13 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     if (limit === 0) return [];
     const { where, params } = this.where(filter);
     const sql = `SELECT doc FROM ${this.table} WHERE ${where} ${orderBy(options)} LIMIT ${limit ?? -1} OFFSET ${skip}`;
-    const rows = this.db.prepare(sql).all(params) as { doc: string }[];
+    const rows = this.io.read(() => this.db.prepare(sql).all(params) as { doc: string }[]);
     return rows.map((row) => JSON.parse(row.doc) as T);
   }
 
   async count(filter: Filter = {}): Promise<number> {
     const { where, params } = this.where(filter);
-    return (this.db.prepare(`SELECT COUNT(*) AS n FROM ${this.table} WHERE ${where}`).get(params) as { n: number }).n;
+    return this.io.read(() => (this.db.prepare(`SELECT COUNT(*) AS n FROM ${this.table} WHERE ${where}`).get(params) as { n: number }).n);
   }
 
   async update(id: string | number, fields: Partial<T>, onlyIf?: Filter): Promise<T | null> {
@@ -160,18 +193,18 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
         .run({ doc: JSON.stringify(next), expiresAt: expiryOf(next), tenant: this.tenant, id: idKey(id) });
       return next;
     });
-    return apply.immediate();
+    return this.io.write(() => apply.immediate());
   }
 
   /** Also removes an expired (already invisible) document, and then reports true. */
   async delete(id: string | number): Promise<boolean> {
-    return this.db.prepare(`DELETE FROM ${this.table} WHERE tenant = ? AND id = ?`).run(this.tenant, idKey(id)).changes > 0;
+    return this.io.write(() => this.db.prepare(`DELETE FROM ${this.table} WHERE tenant = ? AND id = ?`).run(this.tenant, idKey(id)).changes > 0);
   }
 
   /** Also removes matching expired documents, and counts them. */
   async deleteMany(filter: Filter): Promise<number> {
     const { where, params } = this.where(filter, false);
-    return this.db.prepare(`DELETE FROM ${this.table} WHERE ${where}`).run(params).changes;
+    return this.io.write(() => this.db.prepare(`DELETE FROM ${this.table} WHERE ${where}`).run(params).changes);
   }
 
   private write(doc: T, replace: boolean): T {
@@ -184,7 +217,7 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
         .run({ tenant: this.tenant, id: idKey(doc.id), doc: JSON.stringify(doc), expiresAt: expiryOf(doc) });
       return doc;
     });
-    return run.immediate();
+    return this.io.write(() => run.immediate());
   }
 
   /** Expired documents do not hold on to their unique values. */
@@ -218,6 +251,121 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
       clauses.push(fieldCondition(field, value, `f${index}`, params));
     });
     return { where: clauses.join(' AND '), params };
+  }
+}
+
+/** Identity of one file, as the kernel knows it: a deleted or replaced file gets another. */
+interface FileIdentity {
+  path: string;
+  dev: number;
+  ino: number;
+}
+
+/**
+ * The database file with its -wal and -shm companions, as they were when the store opened them.
+ *
+ * SQLite keeps using the files it has open. When the database file is deleted, renamed or
+ * replaced while Arbiter runs, every write still succeeds, into a file nobody will open again,
+ * and is lost at the next restart. So the store compares what the paths name now with what it
+ * opened (device and inode).
+ *
+ * The -shm file (the WAL index) is memory-mapped, and readers write to it too: touching it after
+ * it became immutable or read-only is a SIGBUS that kills the process without a word. So its
+ * writability is checked before every statement (access(2) reports EPERM for an immutable file,
+ * EROFS for a read-only file system), and that of the database and -wal files before every write.
+ */
+class StoreFiles {
+  private constructor(private readonly files: FileIdentity[]) {}
+
+  static record(database: string): StoreFiles {
+    const files: FileIdentity[] = [];
+    for (const path of [database, `${database}-wal`, `${database}-shm`]) {
+      const stats = statSync(path, { throwIfNoEntry: false });
+      // No -wal/-shm when SQLite could not use WAL mode (e.g. a read-only directory): nothing to check then.
+      if (stats) files.push({ path, dev: stats.dev, ino: stats.ino });
+    }
+    return new StoreFiles(files);
+  }
+
+  /** Throws StoreUnavailableError when a file is missing or is another file than the one opened. */
+  assertSameFiles(): void {
+    for (const { path, dev, ino } of this.files) {
+      const now = statSync(path, { throwIfNoEntry: false });
+      if (now?.dev === dev && now.ino === ino) continue;
+      const what = now ? 'was replaced by another file' : 'is missing (deleted or moved away)';
+      throw new StoreUnavailableError(
+        `the store's database file ${path} ${what} while Arbiter is running; nothing is written any more. ` +
+          'Put the original back, or restart Arbiter to open the file now at that path (after a deletion: a new, empty store).',
+      );
+    }
+  }
+
+  /** Throws StoreUnavailableError when the -shm file (`all`: any of the files) cannot be written. */
+  assertWritable(all: boolean): void {
+    for (const { path } of all ? this.files : this.files.filter((file) => file.path.endsWith('-shm'))) {
+      try {
+        accessSync(path, constants.R_OK | constants.W_OK);
+      } catch (error) {
+        const code = (error as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') this.assertSameFiles();
+        throw new StoreUnavailableError(
+          `the store's database file ${path} cannot be written (${code ?? 'error'}: an immutable file, a read-only file system or missing permissions); ` +
+            'writes are refused until it is writable again.',
+        );
+      }
+    }
+  }
+}
+
+/**
+ * Every statement the store runs goes through here. A write is acknowledged only when the
+ * files are still the ones opened: checked before (nothing written into a lost file, no
+ * SIGBUS) and again after the commit (the file may have gone meanwhile). A read checks the
+ * -shm file every time and the files' identity at most every READ_RECHECK_MS. SQLite's own
+ * errors about an unusable file become StoreUnavailableError as well. A store in memory has
+ * no files to check.
+ */
+class GuardedIo {
+  private identityCheckedAt = Number.NEGATIVE_INFINITY;
+
+  constructor(private readonly files: StoreFiles | null) {}
+
+  /** Everything, as before a write. */
+  check(): void {
+    this.assertSameFiles();
+    this.files?.assertWritable(true);
+  }
+
+  read<R>(statement: () => R): R {
+    if (this.files) {
+      if (Date.now() - this.identityCheckedAt >= READ_RECHECK_MS) this.assertSameFiles();
+      this.files.assertWritable(false);
+    }
+    return sqliteCall(statement);
+  }
+
+  write<R>(statement: () => R): R {
+    this.check();
+    const result = sqliteCall(statement);
+    this.assertSameFiles();
+    return result;
+  }
+
+  private assertSameFiles(): void {
+    this.files?.assertSameFiles();
+    this.identityCheckedAt = Date.now();
+  }
+}
+
+/** Runs better-sqlite3 code; an error saying the file is unusable becomes StoreUnavailableError. */
+function sqliteCall<R>(statement: () => R): R {
+  try {
+    return statement();
+  } catch (error) {
+    if (error instanceof Database.SqliteError && UNUSABLE_FILE.test(error.code)) {
+      throw new StoreUnavailableError(`the store's database cannot be used (${error.code}: ${error.message}); nothing was written. Check the file and the disk, then restart Arbiter.`);
+    }
+    throw error;
   }
 }
 

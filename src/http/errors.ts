@@ -1,5 +1,6 @@
 import type { Context, Next } from 'koa';
 import type { Logger } from '../log/index.js';
+import { isStoreUnavailable } from '../store/types.js';
 
 /** An error whose status and OAuth-style code are meant for the caller. */
 export class HttpError extends Error {
@@ -21,6 +22,8 @@ export const notFound = (description = 'not found') => new HttpError(404, 'not_f
 /**
  * Turns any error thrown below into a JSON body `{error, error_description}`; unexpected
  * errors become a 500 whose details go only to the log, never a stack trace to the caller.
+ * A store that lost its database (StoreUnavailableError) is a 503 and one plain log line:
+ * its reason says what happened and what to do, a stack would add nothing.
  */
 export function jsonErrors(log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
@@ -28,7 +31,8 @@ export function jsonErrors(log: Logger) {
       await next();
     } catch (error) {
       const { status, body } = describe(error);
-      if (status >= 500) log.error({ err: error, path: ctx.path }, 'unhandled error');
+      if (isStoreUnavailable(error)) log.error({ path: ctx.path, method: ctx.method }, `store unavailable: ${error.reason}`);
+      else if (status >= 500) log.error({ err: error, path: ctx.path }, 'unhandled error');
       ctx.status = status;
       ctx.body = body;
       ctx.state.errorCode = body.error;
@@ -39,6 +43,9 @@ export function jsonErrors(log: Logger) {
 function describe(error: unknown): { status: number; body: Record<string, unknown> } {
   if (error instanceof HttpError) {
     return { status: error.status, body: { error: error.code, error_description: error.message, ...error.details } };
+  }
+  if (isStoreUnavailable(error)) {
+    return { status: 503, body: { error: 'temporarily_unavailable', error_description: error.reason } };
   }
   const status = (error as { status?: number; expose?: boolean })?.status;
   if (typeof status === 'number' && status >= 400 && status < 500) {

@@ -74,7 +74,7 @@ export interface Store {
   collection<T extends StoredDoc = StoredDoc>(spec: CollectionSpec | string, tenant?: string): TenantCollection<T>;
   /** Next value of a named numeric sequence (1, 2, 3, ...), shared across tenants. */
   nextSequence(name: string): Promise<number>;
-  /** Resolves when the store answers; rejects otherwise. */
+  /** Resolves when the store answers and can be written; rejects otherwise (StoreUnavailableError when it knows why). */
   ping(): Promise<void>;
   /** Removes expired documents everywhere. */
   purgeExpired(): Promise<number>;
@@ -89,4 +89,40 @@ export class ConflictError extends Error {
     super(`a ${collection} record with the same ${fields.join(' + ')} already exists`);
     this.name = 'ConflictError';
   }
+}
+
+/**
+ * The store cannot be trusted with a write, or cannot answer at all: its database file is
+ * missing or was replaced, the disk refuses writes, the file is corrupt, or the database
+ * server cannot be reached. A write that threw it was not acknowledged: with SQLite it was not
+ * stored; with MongoDB a lost connection can leave its outcome unknown. Callers answer 503
+ * `temporarily_unavailable`.
+ *
+ * Shaped like oidc-provider's own errors (`message` is the OAuth error code, `error_description`
+ * the text, `statusCode` and `expose` set), so that the endpoints oidc-provider answers itself
+ * (/token, /userinfo, …) also say 503 temporarily_unavailable rather than 500 server_error.
+ * The stack is a single line: the reason is the whole story, and logs stay readable.
+ */
+export class StoreUnavailableError extends Error {
+  readonly status = 503;
+  readonly statusCode = 503;
+  readonly expose = true;
+  readonly error = 'temporarily_unavailable';
+
+  /** @param reason what happened and what to do, for the caller and the log */
+  constructor(readonly reason: string) {
+    super('temporarily_unavailable');
+    this.name = 'StoreUnavailableError';
+    this.stack = `${this.name}: ${reason}`;
+  }
+
+  /** What oidc-provider puts in its error response. */
+  get error_description(): string {
+    return this.reason;
+  }
+}
+
+/** Also recognises a StoreUnavailableError from a second copy of this module (see open.ts). */
+export function isStoreUnavailable(error: unknown): error is StoreUnavailableError {
+  return error instanceof StoreUnavailableError || (error instanceof Error && error.name === 'StoreUnavailableError' && typeof (error as { reason?: unknown }).reason === 'string');
 }
