@@ -1,5 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { storageDigest } from '../../src/store/digest.js';
 import type { Store, StoredDoc, TenantCollection } from '../../src/store/types.js';
 
 /**
@@ -46,7 +46,7 @@ const UNSUPPORTED_MODELS = new Set(['DeviceCode']);
 
 /** The key an artefact is stored under: the model and a digest of its value, never the value. */
 export function artefactKey(model: string, value: string): string {
-  return `${model}:${createHash('sha256').update(value, 'utf8').digest('base64url')}`;
+  return `${model}:${storageDigest(value)}`;
 }
 
 /**
@@ -126,6 +126,9 @@ function storedDoc(model: string, key: string, payload: AdapterPayload, expiresA
     const { cookie: _cookie, ...session } = kept.session as Record<string, unknown>;
     kept.session = session as AdapterPayload['session'];
   }
+  // Clients are read from Arbiter's client collection (an override), never from here: a client
+  // saved by registration keeps no secret in this copy.
+  if (model === 'Client') delete kept.client_secret;
   return {
     id: key,
     model,

@@ -1,2 +1,3 @@
 export * from './types.js';
 export { openStore } from './open.js';
+export { storageDigest } from './digest.js';

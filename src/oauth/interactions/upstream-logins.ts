@@ -1,5 +1,5 @@
 import type { InteractionResults } from 'oidc-provider';
-import type { Store, StoredDoc, TenantCollection } from '../../store/index.js';
+import { storageDigest, type Store, type StoredDoc, type TenantCollection } from '../../store/index.js';
 import type { UpstreamChecks } from './upstream.js';
 
 /** An upstream round trip may include typing a password; after this the state is refused. */
@@ -14,7 +14,7 @@ const UPSTREAM_LOGIN_TTL_MS = 10 * 60_000;
  * pending → (callback, once) exchanging → finished with an outcome → taken (deleted) by the interaction.
  */
 interface UpstreamLogin extends StoredDoc {
-  /** The `state` sent upstream. */
+  /** The digest of the `state` sent upstream (a copy of the store must not let anyone complete a sign-in). */
   id: string;
   /** The interaction this sign-in completes. */
   uid: string;
@@ -46,7 +46,7 @@ export class UpstreamLogins {
   /** Remembers a sign-in for interaction `uid` that was sent upstream with these checks. */
   async begin(uid: string, identityProviderId: number, checks: UpstreamChecks): Promise<void> {
     await this.logins.insert({
-      id: checks.state,
+      id: storageDigest(checks.state),
       uid,
       identityProviderId,
       status: 'pending',
@@ -60,14 +60,14 @@ export class UpstreamLogins {
 
   /** The pending sign-in of this state, exactly once: a replayed or unknown state gives null. */
   async claim(state: string): Promise<ClaimedLogin | null> {
-    const claimed = await this.logins.update(state, { status: 'exchanging' }, { status: 'pending' });
+    const claimed = await this.logins.update(storageDigest(state), { status: 'exchanging' }, { status: 'pending' });
     if (!claimed?.nonce || !claimed.codeVerifier) return null;
     return { uid: claimed.uid, identityProviderId: claimed.identityProviderId, checks: { state, nonce: claimed.nonce, codeVerifier: claimed.codeVerifier } };
   }
 
   /** Records how the upstream part ended; the verifier and nonce are no longer needed. */
   async finish(state: string, outcome: InteractionResults): Promise<void> {
-    await this.logins.update(state, { status: 'finished', outcome, nonce: null, codeVerifier: null });
+    await this.logins.update(storageDigest(state), { status: 'finished', outcome, nonce: null, codeVerifier: null });
   }
 
   /** The outcome for interaction `uid`, handed out once. */
