@@ -10,6 +10,7 @@ import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
 import { acceptPlainPkce, registrationGate, authorizeRedirectsAs302, discoveryExtras, formBody, introspectionEndpoint, noStore, syncAuthorizationDetailsTypes, tokenPrecheck, type TenantProviders } from './oauth/index.js';
 import { interactionRoutes } from './oauth/interactions/index.js';
+import { requireRedirectUri } from './oauth/authorize/required-redirect-uri.js';
 import type { PolicyEngine } from './policy/index.js';
 import type { Store } from './store/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
@@ -45,6 +46,7 @@ export function createApp(parts: AppParts): Koa {
   app.use(singleValuedQuery);
   app.use(discoveryExtras(config.issuer, () => policy.authorizationDetailsTypes()));
   app.use(formBody(config.maxBodyBytes));
+  app.use(requireRedirectUri);
   app.use(tokenPrecheck);
   app.use(registrationGate(policy, config.maxBodyBytes));
   app.use(introspectionEndpoint({ store, policy, issuer: config.issuer, providerFor: (tenant) => providers.provider(tenant) }));

@@ -3,10 +3,10 @@ import type { Context, Next } from 'koa';
 import { readText } from '../http/body.js';
 import { assertSingleValued } from '../http/parameters.js';
 
-const FORM_ENDPOINTS = new Set(['/token', '/introspect']);
+const FORM_ENDPOINTS = new Set(['/token', '/introspect', '/authorize']);
 
 /**
- * Reads the form body of /token and /introspect once, with the size limit, so that Arbiter's
+ * Reads the form body of /token, /introspect and POST /authorize once, with the size limit, so that Arbiter's
  * own checks and the audit log see the parameters. oidc-provider then takes the already-read
  * body from `ctx.request.body`. A parameter given twice is refused here, naming it.
  */

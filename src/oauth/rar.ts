@@ -1,9 +1,9 @@
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
-import instance from 'oidc-provider/lib/helpers/weak_cache.js';
 import type { ConfigurationSlice } from './context.js';
 import { decisionOf } from './grants/decision.js';
+import { authorizationDetailsTypes } from './internals.js';
 
 /** Type validation is the policy's (unknown types are denied with invalid_authorization_details). */
 const ANY_STRUCTURE = { validate: () => undefined };
@@ -40,7 +40,7 @@ export function defaultResourceForDetails(issuer: string) {
 export function syncAuthorizationDetailsTypes(providerFor: (tenant: string) => Provider, currentTypes: () => Promise<string[]>) {
   return async (ctx: Context, next: Next): Promise<void> => {
     if (ctx.path === '/authorize' || ctx.path === '/token') {
-      const types = instance(providerFor(ctx.state.tenant as string)).features.richAuthorizationRequests.types;
+      const types = authorizationDetailsTypes(providerFor(ctx.state.tenant as string));
       const wanted = new Set(await currentTypes());
       for (const type of Object.keys(types)) if (!wanted.has(type)) delete types[type];
       for (const type of wanted) types[type] ??= ANY_STRUCTURE;

@@ -13,6 +13,9 @@ export const clientAuthentication: ConfigurationSlice = () => ({
  * public clients rotate on every use.
  */
 export const refreshTokens: ConfigurationSlice = () => ({
+  // A token lives its own lifetime: a later sign-in in the same browser (which gets a grant of its
+  // own) or the end of the browser session does not take back what was issued before.
+  expiresWithSession: async () => false,
   async issueRefreshToken(ctx, client) {
     return client.grantTypeAllowed('refresh_token') && decisionOf(ctx)?.extensions?.issue_refresh_token !== false;
   },
@@ -40,8 +43,11 @@ export const decisionClaims: ConfigurationSlice = () => ({
 });
 
 /**
- * RFC 8707: any absolute resource URI may be asked for; the policy, not a static table,
- * decides which scopes a token for it carries (the gate has already narrowed them).
+ * RFC 8707: any absolute resource URI may be asked for. What a resource server offers a request
+ * is what the policy decided for it, never what the client asked for: once a decision is known
+ * (the `authorize` decision at /authorize, the `token` decision at /token), its scopes are the
+ * resource server's scopes; before that (oidc-provider's first look at the request) the requested
+ * ones, which the decision then narrows on the grant.
  */
 export const resourceIndicators: ConfigurationSlice = ({ config }) => ({
   features: {
@@ -50,9 +56,9 @@ export const resourceIndicators: ConfigurationSlice = ({ config }) => ({
       defaultResource: defaultResourceForDetails(config.issuer) as never,
       useGrantedResource: async () => true,
       async getResourceServerInfo(ctx, resourceIndicator) {
-        const decided = decisionOf(ctx)?.scopes ?? [];
-        const requested = (ctx.oidc.params?.scope as string | undefined)?.split(' ') ?? [];
-        return { scope: [...new Set([...decided, ...requested])].join(' '), audience: resourceIndicator, accessTokenFormat: 'opaque' };
+        const decision = decisionOf(ctx);
+        const offered = decision ? decision.scopes ?? [] : ((ctx.oidc.params?.scope as string | undefined)?.split(' ') ?? []);
+        return { scope: offered.join(' '), audience: resourceIndicator, accessTokenFormat: 'opaque' };
       },
     },
   },

@@ -1,15 +1,23 @@
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import type { Decision } from '../../policy/index.js';
 import type { ConfigurationSlice } from '../context.js';
 import { claims as claimsByScope } from '../claims.js';
 import { denial, narrowedScopes, rememberDecision } from '../grants/decision.js';
-import { recognizeScopes } from '../scopes.js';
+import { recognizeScopes } from '../internals.js';
 import { authorizeDecisionInput } from './decision-input.js';
 
 const OIDC_SCOPES = new Set(Object.keys(claimsByScope));
 
+type Grant = InstanceType<KoaContextWithOIDC['oidc']['provider']['Grant']>;
+type AuthorizationDetail = NonNullable<Grant['rar']>[number];
+
 /**
- * Arbiter has no consent screen: the `authorize` decision point is the consent. Once the
- * user is signed in, the policy decides which of the requested scopes the grant holds;
- * the others are recorded as rejected so that oidc-provider asks for no consent.
+ * Arbiter has no consent screen: the `authorize` decision point is the consent. Once the user
+ * is signed in, every authorization request gets a grant of its own holding exactly what the
+ * policy granted: the granted scopes (and, for a targeted resource, its scopes), the granted
+ * authorization details; everything else asked for is recorded as rejected, so that
+ * oidc-provider neither asks for consent nor issues it. A grant is never shared with an earlier
+ * authorization of the same browser session: tokens issued before keep what they were issued.
  */
 export const policyConsent: ConfigurationSlice = ({ store, policy, tenant }) => ({
   async loadExistingGrant(ctx) {
@@ -18,21 +26,26 @@ export const policyConsent: ConfigurationSlice = ({ store, policy, tenant }) => 
     const outcome = await policy.decide('authorize', await authorizeDecisionInput(ctx, store, tenant, accountId));
     rememberDecision(ctx, outcome);
     if (!outcome.decision.allow) throw denial(outcome);
-
-    const clientId = ctx.oidc.client!.clientId;
-    const existingId = ctx.oidc.result?.consent?.grantId ?? ctx.oidc.session?.grantIdFor(clientId);
-    const grant = (existingId && (await ctx.oidc.provider.Grant.find(existingId))) || new ctx.oidc.provider.Grant({ accountId, clientId });
-    const requested = outcome.input.request.scopes;
-    const granted = narrowedScopes(requested, outcome.decision);
-    const refused = requested.filter((scope) => !granted.includes(scope));
-    const resource = outcome.input.request.resource;
-    recognizeScopes(ctx.oidc.provider, granted);
-    // A targeted resource also gets the non-OIDC scopes.
-    if (granted.length) grant.addOIDCScope(granted.join(' '));
-    if (refused.length) grant.rejectOIDCScope(refused.join(' '));
-    const forResource = granted.filter((scope) => !OIDC_SCOPES.has(scope));
-    if (resource && forResource.length) grant.addResourceScope(resource, forResource.join(' '));
+    const grant = new ctx.oidc.provider.Grant({ accountId, clientId: ctx.oidc.client!.clientId });
+    grantExactly(ctx, grant, outcome.input.request.scopes, outcome.input.request.resource ?? null, outcome.decision);
     await grant.save();
     return grant;
   },
 });
+
+function grantExactly(ctx: KoaContextWithOIDC, grant: Grant, requested: string[], resource: string | null, decision: Decision): void {
+  const granted = narrowedScopes(requested, decision);
+  const refused = requested.filter((scope) => !granted.includes(scope));
+  recognizeScopes(ctx.oidc.provider, granted);
+  if (granted.length) grant.addOIDCScope(granted.join(' '));
+  if (refused.length) grant.rejectOIDCScope(refused.join(' '));
+  if (resource) {
+    // A targeted resource gets the granted scopes that are not OpenID Connect's; every other
+    // requested scope is settled as not the resource's, so that no consent is asked for it.
+    const forResource = granted.filter((scope) => !OIDC_SCOPES.has(scope));
+    const notForResource = requested.filter((scope) => !forResource.includes(scope));
+    if (forResource.length) grant.addResourceScope(resource, forResource.join(' '));
+    if (notForResource.length) grant.rejectResourceScope(resource, notForResource.join(' '));
+  }
+  for (const detail of decision.authorization_details ?? []) grant.addRar(detail as AuthorizationDetail);
+}

@@ -18,11 +18,17 @@ export const authorizationParameters: ConfigurationSlice = () => ({
 
 async function checkAuthorizationRequest(ctx: KoaContextWithOIDC, resourceTypes: string | undefined): Promise<void> {
   if (ctx.oidc.route !== 'authorization') return;
-  const params = ctx.oidc.params as Record<string, string | undefined>;
+  // As the client sent them: oidc-provider has meanwhile given a RAR request its default resource.
+  const params = authorizationRequestParameters(ctx);
   if (params.authorization_details !== undefined && (params.resource !== undefined || params.scope !== undefined)) {
     throw new errors.InvalidRequest('authorization_details cannot be combined with resource or scope');
   }
   if (resourceTypes !== undefined && !TYPE_URI_LIST.test(resourceTypes)) {
     throw new errors.InvalidRequest('resource_types must be a comma-separated list of type URIs');
   }
+}
+
+/** The authorization request's parameters exactly as sent (query, or the form of a POST; see form-body.ts). */
+export function authorizationRequestParameters(ctx: { method: string; query: Record<string, unknown>; state: Record<string, unknown> }): Record<string, unknown> {
+  return (ctx.method === 'POST' ? ctx.state.body : ctx.query) as Record<string, unknown> ?? {};
 }

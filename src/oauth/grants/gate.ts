@@ -4,7 +4,7 @@ import { errors } from 'oidc-provider';
 import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { decisionOf, denial, narrowedScopes, rememberDecision } from './decision.js';
-import { recognizeScopes } from '../scopes.js';
+import { recognizeScopes } from '../internals.js';
 import { tokenDecisionInput, type GrantSource } from './token-input.js';
 
 export type GrantHandler = (ctx: KoaContextWithOIDC) => Promise<void>;
@@ -22,7 +22,9 @@ export interface GateDeps {
  */
 export function policyGated(provider: Provider, grantType: string, handler: GrantHandler, deps: GateDeps): GrantHandler {
   return async (ctx) => {
+    assertRequiredParameters(ctx, grantType);
     const source = await grantSource(provider, ctx, grantType);
+    if (grantType !== 'client_credentials' && !source) throw new errors.CustomOIDCProviderError('invalid_grant', `the ${grantType === 'authorization_code' ? 'authorization code' : 'refresh token'} is unknown or expired`);
     const outcome = await deps.policy.decide('token', await tokenDecisionInput(ctx, deps.store, deps.tenant, source));
     rememberDecision(ctx, outcome);
     if (grantType === 'refresh_token') refuseScopesBeyondOriginal(source, outcome.input.request.scopes);
@@ -34,7 +36,19 @@ export function policyGated(provider: Provider, grantType: string, handler: Gran
   };
 }
 
-/** The code or refresh token being redeemed, looked up without consuming it (the handler validates it). */
+/** RFC 6749 §4.1.3, §6: what each grant cannot do without is invalid_request, before anything is looked up. */
+const REQUIRED_PARAMETERS: Record<string, string[]> = {
+  authorization_code: ['code', 'redirect_uri'],
+  refresh_token: ['refresh_token'],
+};
+
+function assertRequiredParameters(ctx: KoaContextWithOIDC, grantType: string): void {
+  const params = ctx.oidc.params as Record<string, string | undefined>;
+  const missing = (REQUIRED_PARAMETERS[grantType] ?? []).find((name) => !params[name]);
+  if (missing) throw new errors.InvalidRequest(`missing required parameter '${missing}'`);
+}
+
+/** The code or refresh token being redeemed, looked up without consuming it (the handler validates it, a used one included). */
 async function grantSource(provider: Provider, ctx: KoaContextWithOIDC, grantType: string): Promise<GrantSource | undefined> {
   const params = ctx.oidc.params as Record<string, string | undefined>;
   if (grantType === 'authorization_code' && params.code) return (await provider.AuthorizationCode.find(params.code)) as GrantSource | undefined;

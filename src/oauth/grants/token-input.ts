@@ -20,7 +20,7 @@ export async function tokenDecisionInput(ctx: KoaContextWithOIDC, store: Store, 
   const resource = params.resource ?? firstResource(source?.resource) ?? null;
   const resolved = await resolveResource(store, tenant, resource, params.resource_type ?? null);
   const client = ctx.oidc.client!;
-  const requested = params.scope ? params.scope.split(' ').filter(Boolean) : source?.scope?.split(' ').filter(Boolean) ?? [];
+  const requested = requestedScopes(params, source);
   return {
     tenant,
     client: await clientInput(store, tenant, client.clientId, client.clientAuthMethod),
@@ -36,6 +36,17 @@ export async function tokenDecisionInput(ctx: KoaContextWithOIDC, store: Store, 
     }),
     time: new Date().toISOString(),
   };
+}
+
+/**
+ * What the request asks for: a refresh or client_credentials request may name scopes (a refresh
+ * only fewer than it holds); a code exchange has no scope parameter of its own (RFC 6749 §4.1.3),
+ * so it asks for exactly what the code carries, whatever the request says.
+ */
+function requestedScopes(params: Record<string, string | undefined>, source: GrantSource | undefined): string[] {
+  const carried = source?.scope?.split(' ').filter(Boolean) ?? [];
+  if (params.grant_type === 'authorization_code') return carried;
+  return params.scope ? params.scope.split(' ').filter(Boolean) : carried;
 }
 
 function firstResource(resource: string | string[] | undefined): string | undefined {

@@ -59,10 +59,10 @@ export function interactionRoutes(deps: InteractionDeps): Middleware {
 }
 
 async function answerPrompt(ctx: Context, deps: InteractionDeps, upstream: UpstreamProviders): Promise<void> {
-  const { provider, interaction } = await openInteraction(ctx, deps.providers);
+  const { interaction } = await openInteraction(ctx, deps.providers);
   try {
     const prompt = interaction.prompt.name;
-    if (prompt === 'consent') return await finish(ctx, interaction, await grantConsent(ctx, provider, interaction));
+    if (prompt === 'consent') return await finish(ctx, interaction, grantConsent());
     if (!SIGN_IN_PROMPTS.has(prompt)) throw new SignInError('interaction_required', `Arbiter cannot satisfy the ${prompt} prompt`);
     ctx.redirect((await sendUpstream(ctx, deps, upstream, interaction)).href);
   } catch (error) {

@@ -1,9 +1,9 @@
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
-import { findToken } from 'oidc-provider/lib/helpers/token_find.js';
 import { HttpError } from '../../http/errors.js';
 import type { ConfigurationSlice } from '../context.js';
 import { formParameter } from '../form-body.js';
+import { findTokenByValue } from '../internals.js';
 import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps, type TokenModel } from './decide.js';
 import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
 
@@ -62,7 +62,7 @@ async function introspectForBearer(ctx: Context, deps: IntrospectionDeps, provid
   if (!value) throw new HttpError(400, 'invalid_request', "missing required parameter 'token'");
   ctx.status = 200;
   ctx.body = { ...INACTIVE };
-  const token = (await findToken(provider, value, formParameter(ctx, 'token_type_hint'))) as TokenModel | undefined;
+  const token = (await findTokenByValue(provider, value, formParameter(ctx, 'token_type_hint'))) as TokenModel | undefined;
   if (!token?.isValid) return;
   remember(ctx, token, await decideIntrospection(ctx, deps, tenant, token, caller));
 }
@@ -70,7 +70,7 @@ async function introspectForBearer(ctx: Context, deps: IntrospectionDeps, provid
 /** A Bearer caller must present a valid token of this tenant carrying introspection or uma_protection. */
 async function bearerCaller(ctx: Context, provider: Provider): Promise<Caller> {
   const value = ctx.get('authorization').slice('bearer '.length).trim();
-  const token = (await findToken(provider, value, 'access_token')) as TokenModel | undefined;
+  const token = (await findTokenByValue(provider, value, 'access_token')) as TokenModel | undefined;
   const scopes = typeof token?.scope === 'string' ? token.scope.split(' ') : [];
   if (!token?.isValid || token.kind === 'RefreshToken' || !scopes.some((scope) => CALLER_SCOPES.includes(scope))) {
     ctx.set('WWW-Authenticate', 'Bearer error="invalid_token", error_description="a valid token with scope introspection or uma_protection is required"');

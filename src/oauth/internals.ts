@@ -1,0 +1,51 @@
+/**
+ * Every use of oidc-provider's internals, and nothing else. Arbiter extends oidc-provider through
+ * its public configuration and `registerGrantType`; what follows has no public equivalent in
+ * oidc-provider 9. Each use is checked by test/oauth/internals.test.ts, which fails loudly when
+ * an upgrade moves or changes one of them (docs/oidc-provider-internals.md lists them and why).
+ */
+import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import * as builtInGrants from 'oidc-provider/lib/actions/grants/index.js';
+import * as grantHelpers from 'oidc-provider/lib/helpers/grants.js';
+import { findToken } from 'oidc-provider/lib/helpers/token_find.js';
+import instance from 'oidc-provider/lib/helpers/weak_cache.js';
+
+/**
+ * 1. Scopes the policy grants become known to oidc-provider. It silently drops any scope outside
+ * its configured list when it issues a code or a token without a resource indicator, and that
+ * list is fixed at construction; in Arbiter the policy decides which scopes exist. The list
+ * grows only with what policies grant; discovery advertises the spec's scopes (discovery.ts).
+ */
+export function recognizeScopes(provider: Provider, scopes: Iterable<string>): void {
+  const known = instance(provider).configuration.scopes;
+  for (const scope of scopes) known.add(scope);
+}
+
+/**
+ * 2. The RAR types oidc-provider accepts, kept equal to those policy data defines at run time
+ * (its `types` option is read once, at construction).
+ */
+export function authorizationDetailsTypes(provider: Provider): Record<string, { validate(): void }> {
+  return instance(provider).features.richAuthorizationRequests.types;
+}
+
+/** 3. An access token, client-credentials token or refresh token by its value (for Bearer introspection callers). */
+export const findTokenByValue = findToken as (provider: Provider, value: string, hint?: string) => ReturnType<typeof findToken>;
+
+/** The built-in grant a handler of Arbiter's wraps: oidc-provider's own checks (PKCE, single use, rotation, DPoP) and issuance. */
+export interface BuiltInGrant {
+  grantType: string;
+  parameters: Set<string>;
+  handle(ctx: KoaContextWithOIDC): Promise<void>;
+}
+
+/**
+ * 4. oidc-provider's client_credentials, authorization_code and refresh_token handlers, to run
+ * after Arbiter's policy steps instead of re-implementing what they verify and issue.
+ */
+export function builtInGrant(provider: Provider, grantType: 'client_credentials' | 'authorization_code' | 'refresh_token'): BuiltInGrant {
+  const grant = builtInGrants[grantType];
+  const helpers = Object.fromEntries(Object.entries(grantHelpers).map(([name, helper]) => [name, (helper as (...args: unknown[]) => unknown).bind(undefined, provider)]));
+  return { grantType: grant.grantType, parameters: grant.parameters, handle: (ctx) => grant.handler(provider, helpers, ctx) };
+}

@@ -1,0 +1,149 @@
+import { expect } from 'chai';
+import * as client from 'openid-client';
+import { FetchUserAgent } from '../support/browser.js';
+import { arrivingAt, passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
+import { basic, confidentialClient, postForm, updateOauthData } from '../support/oauth.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+const REDIRECT_URI = 'http://127.0.0.1:1/exact/callback';
+const API = 'https://api.exact.example.test/';
+const PAYMENT = 'urn:example:payment';
+
+/**
+ * The client gets exactly what the policy granted at every step of the code flow: regression
+ * tests for what a client could get beyond the decision (issue "only the policy decides").
+ */
+describe('Exact grants: the client gets what the policy granted, never more', function () {
+  let server: TestServer;
+  let idp: RegisteredDevIdp;
+
+  before(async function () {
+    server = await startTestServer();
+    await server.waitUntilReady();
+    idp = await startRegisteredDevIdp(server);
+    // A client allowed read but not write: the default authorize policy drops write.
+    const created = await server.admin('POST', '/clients', { clientId: 'exact-spa', clientType: 'public', tokenEndpointAuthMethod: 'none', redirectUris: [REDIRECT_URI], scopes: ['openid', 'profile', 'email', 'read'] });
+    expect(created.status).to.equal(201);
+    await updateOauthData(server, (data) => {
+      data.rar_only_types = { [PAYMENT]: {} };
+    });
+  });
+  after(async function () {
+    await idp?.close();
+    await server?.close();
+  });
+
+  /** Signs in (or reuses the agent's session) and returns the code and its PKCE verifier. */
+  async function authorize(agent: FetchUserAgent, parameters: Record<string, string>): Promise<{ code: string; verifier: string }> {
+    const verifier = client.randomPKCECodeVerifier();
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'exact-spa',
+      redirect_uri: REDIRECT_URI,
+      state: client.randomState(),
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+      ...parameters,
+    });
+    const first = await agent.navigate(`${server.config.issuer}/authorize?${query}`, arrivingAt(REDIRECT_URI));
+    const page = first.url.href.startsWith(REDIRECT_URI) ? first : await passDevIdpForms(agent, first, 'erin', arrivingAt(REDIRECT_URI));
+    const code = page.url.searchParams.get('code');
+    if (!code) throw new Error(`no code: ${page.url.href}`);
+    return { code, verifier };
+  }
+
+  const redeem = (code: string, verifier: string, extra: Record<string, string> = {}) =>
+    postForm(server, '/token', { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: 'exact-spa', code_verifier: verifier, ...extra });
+  const userinfo = async (token: string) => (await server.request('/userinfo', { headers: { Authorization: `Bearer ${token}` } })).json() as Promise<any>;
+
+  it('a scope the authorize decision dropped is in no code and no token, also with a resource', async function () {
+    const { code, verifier } = await authorize(new FetchUserAgent(), { scope: 'openid read write', resource: API });
+    // The decision is taken when the request resumes after sign-in, at /authorize/<uid>.
+    const decision = (await server.admin('GET', '/audit-logs?size=100&sort=id,desc')).body.content.find((entry: any) => entry.endpoint.startsWith('/authorize') && entry.policyDecision?.scopes);
+    expect(decision.policyDecision.scopes).to.deep.equal(['openid', 'read']);
+    const { status, body } = await redeem(code, verifier, { resource: API });
+    expect(status, JSON.stringify(body)).to.equal(200);
+    const scopes = body.scope.split(' ');
+    expect(scopes).to.include('read');
+    expect(scopes).not.to.include('write');
+  });
+
+  it('a second sign-in in the same browser session gets its own grant; the first token keeps what it was issued', async function () {
+    const agent = new FetchUserAgent();
+    const first = await authorize(agent, { scope: 'openid email' });
+    const firstTokens = (await redeem(first.code, first.verifier)).body;
+    expect(firstTokens.scope.split(' ').sort()).to.deep.equal(['email', 'openid']);
+    const before = await userinfo(firstTokens.access_token);
+    expect(before).to.have.property('email');
+
+    const second = await authorize(agent, { scope: 'openid profile' });
+    const secondTokens = (await redeem(second.code, second.verifier)).body;
+    expect(secondTokens.scope.split(' ').sort(), 'the second decision granted openid profile').to.deep.equal(['openid', 'profile']);
+    expect(await userinfo(secondTokens.access_token)).to.have.property('name');
+
+    const after = await userinfo(firstTokens.access_token);
+    expect(after, 'UserInfo of the first token is unchanged').to.deep.equal(before);
+    const refreshed = await postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: firstTokens.refresh_token, client_id: 'exact-spa' });
+    expect(refreshed.body.scope.split(' ').sort(), 'and so is its refresh token').to.deep.equal(['email', 'openid']);
+  });
+
+  it('RFC 9396 end to end: authorization_details alone → code → token with the granted details → introspection shows them', async function () {
+    const details = [{ type: PAYMENT, instructedAmount: { currency: 'EUR', amount: '12.00' } }];
+    const { code, verifier } = await authorize(new FetchUserAgent(), { authorization_details: JSON.stringify(details) });
+    const { status, body } = await redeem(code, verifier);
+    expect(status, JSON.stringify(body)).to.equal(200);
+    expect(body.authorization_details).to.deep.equal(details);
+    const [decided] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
+    expect(decided.policyDecision.authorization_details, 'what the token decision granted').to.deep.equal(details);
+    const rsSecret = await confidentialClient(server, 'exact-rs', { scopes: ['introspection'] });
+    const caller = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('exact-rs', rsSecret) })).body.access_token;
+    const introspected = await postForm(server, '/introspect', { token: body.access_token }, { Authorization: `Bearer ${caller}` });
+    expect(introspected.body.active).to.equal(true);
+    expect(introspected.body.authorization_details).to.deep.equal(details);
+  });
+
+  it('the code exchange asks the policy for what the code carries, whatever scope the request names', async function () {
+    const { code, verifier } = await authorize(new FetchUserAgent(), { scope: 'openid email' });
+    const { status, body } = await redeem(code, verifier, { scope: 'openid email profile read' });
+    expect(status, JSON.stringify(body)).to.equal(200);
+    const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
+    expect(entry.policyInput.request.scopes.sort()).to.deep.equal(['email', 'openid']);
+    expect(body.scope.split(' ').sort()).to.deep.equal(['email', 'openid']);
+  });
+
+  describe('missing and unknown parameters', function () {
+    const token = (form: Record<string, string>) => postForm(server, '/token', { client_id: 'exact-spa', ...form });
+
+    it('answers invalid_request for a code exchange without code or redirect_uri, and a refresh without refresh_token', async function () {
+      for (const [form, missing] of [
+        [{ grant_type: 'authorization_code', redirect_uri: REDIRECT_URI, code_verifier: 'x'.repeat(43) }, 'code'],
+        [{ grant_type: 'authorization_code', code: 'some-code', code_verifier: 'x'.repeat(43) }, 'redirect_uri'],
+        [{ grant_type: 'refresh_token' }, 'refresh_token'],
+      ] as const) {
+        const { status, body } = await token(form);
+        expect(status, missing).to.equal(400);
+        expect(body.error, missing).to.equal('invalid_request');
+        expect(body.error_description, missing).to.contain(missing);
+      }
+    });
+
+    it('answers invalid_grant saying so for an unknown code or refresh token', async function () {
+      const unknownCode = await token({ grant_type: 'authorization_code', code: 'no-such-code', redirect_uri: REDIRECT_URI, code_verifier: 'x'.repeat(43) });
+      expect(unknownCode.body).to.include({ error: 'invalid_grant' });
+      expect(unknownCode.body.error_description).to.match(/authorization code is unknown or expired/);
+      const unknownRefresh = await token({ grant_type: 'refresh_token', refresh_token: 'no-such-token' });
+      expect(unknownRefresh.body).to.include({ error: 'invalid_grant' });
+      expect(unknownRefresh.body.error_description).to.match(/refresh token is unknown or expired/);
+    });
+
+    it('refuses /authorize without redirect_uri, even for a client with one registered URI, without redirecting', async function () {
+      const query = new URLSearchParams({ response_type: 'code', client_id: 'exact-spa', scope: 'openid', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' });
+      const response = await server.request(`/authorize?${query}`);
+      expect(response.status).to.equal(400);
+      expect(response.headers.get('location')).to.equal(null);
+      const body = (await response.json()) as any;
+      expect(body.error).to.equal('invalid_request');
+      expect(body.error_description).to.contain('redirect_uri');
+    });
+  });
+});
