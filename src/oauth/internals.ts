@@ -18,8 +18,13 @@ import instance from 'oidc-provider/lib/helpers/weak_cache.js';
  * grows only with what policies grant; discovery advertises the spec's scopes (discovery.ts).
  */
 export function recognizeScopes(provider: Provider, scopes: Iterable<string>): void {
-  const known = instance(provider).configuration.scopes;
+  const known = knownScopes(provider);
   for (const scope of scopes) known.add(scope);
+}
+
+/** The scopes oidc-provider currently recognizes (configured, plus those recognized since). */
+export function knownScopes(provider: Provider): Set<string> {
+  return instance(provider).configuration.scopes;
 }
 
 /**

@@ -1,0 +1,48 @@
+import { createRequire } from 'node:module';
+import { expect } from 'chai';
+import Provider from 'oidc-provider';
+import { authorizationDetailsTypes, builtInGrant, findTokenByValue, knownScopes, recognizeScopes } from '../../src/oauth/internals.js';
+
+/**
+ * Every oidc-provider internal Arbiter relies on (src/oauth/internals.ts), checked on its own so
+ * that an upgrade which moves or changes one fails here, loudly and by name, rather than as a
+ * puzzling protocol failure elsewhere. See docs/oidc-provider-internals.md.
+ */
+describe('oidc-provider internals used by Arbiter (upgrade guard)', function () {
+  const provider = new Provider('http://127.0.0.1:1', { features: { richAuthorizationRequests: { enabled: true, types: {} }, clientCredentials: { enabled: true } } });
+
+  it('is the oidc-provider version these uses were written against (9.13.x)', function () {
+    const { version } = createRequire(import.meta.url)('oidc-provider/package.json') as { version: string };
+    expect(version, 'review src/oauth/internals.ts and docs/oidc-provider-internals.md, then update this pin').to.match(/^9\.13\./);
+  });
+
+  it('keeps the configured scopes in a Set that recognizeScopes extends', function () {
+    expect(knownScopes(provider)).to.be.instanceOf(Set);
+    expect(knownScopes(provider).has('openid')).to.equal(true);
+    recognizeScopes(provider, ['arbiter-upgrade-probe']);
+    expect(knownScopes(provider).has('arbiter-upgrade-probe')).to.equal(true);
+  });
+
+  it('keeps the accepted RAR types in a mutable object', function () {
+    const types = authorizationDetailsTypes(provider);
+    expect(types).to.be.an('object');
+    types['urn:arbiter:probe'] = { validate: () => undefined };
+    expect(authorizationDetailsTypes(provider)).to.have.property('urn:arbiter:probe');
+  });
+
+  it('finds tokens by value, and answers undefined for an unknown one', async function () {
+    expect(findTokenByValue).to.be.a('function');
+    expect(await findTokenByValue(provider, 'no-such-token')).to.equal(undefined);
+  });
+
+  for (const grantType of ['client_credentials', 'authorization_code', 'refresh_token'] as const) {
+    it(`exposes the built-in ${grantType} handler with its parameters`, function () {
+      const grant = builtInGrant(provider, grantType);
+      expect(grant.grantType).to.equal(grantType);
+      expect(grant.handle).to.be.a('function');
+      expect(grant.parameters).to.be.instanceOf(Set);
+      const own = { client_credentials: 'scope', authorization_code: 'code', refresh_token: 'refresh_token' }[grantType];
+      expect([...grant.parameters]).to.include(own);
+    });
+  }
+});
