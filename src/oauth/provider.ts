@@ -4,7 +4,7 @@ import { clientLookup } from './clients.js';
 import { compareHashedClientSecrets } from './client-secrets.js';
 import { providerConfiguration } from './configuration.js';
 import type { ProviderContext } from './context.js';
-import { installPolicyGrants } from './grants/index.js';
+import { installGrants } from './grants/index.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
 export function createTenantProvider(context: ProviderContext): Provider {
@@ -15,6 +15,6 @@ export function createTenantProvider(context: ProviderContext): Provider {
   });
   provider.proxy = true;
   compareHashedClientSecrets(provider);
-  installPolicyGrants(provider, { store, policy, tenant });
+  installGrants(provider, { store, policy, tenant });
   return provider;
 }

@@ -4,10 +4,9 @@ import { errors } from 'oidc-provider';
 import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { decisionOf, denial, narrowedScopes, rememberDecision } from './decision.js';
-import { recognizeScopes } from '../internals.js';
+import { recognizeScopes, type BuiltInGrant } from '../internals.js';
+import type { GrantHandler } from './handler.js';
 import { tokenDecisionInput, type GrantSource } from './token-input.js';
-
-export type GrantHandler = (ctx: KoaContextWithOIDC) => Promise<void>;
 
 export interface GateDeps {
   store: Store;
@@ -15,13 +14,26 @@ export interface GateDeps {
   tenant: string;
 }
 
+/** Parameters every policy-gated grant accepts besides its own: RFC 8707, RFC 9396, and the resource type hints. */
+const SHARED_PARAMETERS = ['resource', 'authorization_details', 'resource_types', 'resource_type', 'scope'];
+
 /**
- * Wraps one of oidc-provider's grant handlers so that the `token` decision point is asked
- * first: a deny stops the request; an allow narrows the scopes the handler may issue and
- * is remembered for the hooks that shape the issued tokens.
+ * A grant whose token request is decided by the `token` decision point, as a pipeline: the
+ * grant's required parameters; the code or refresh token it redeems; the decision (a deny stops
+ * the request; an allow is remembered for the hooks that shape the issued tokens); the scopes
+ * narrowed to what was granted; then oidc-provider's own handler for the grant (PKCE, single
+ * use, rotation, DPoP binding, issuance); and the granted authorization details relayed.
  */
-export function policyGated(provider: Provider, grantType: string, handler: GrantHandler, deps: GateDeps): GrantHandler {
-  return async (ctx) => {
+export function policyGatedGrant(provider: Provider, builtIn: BuiltInGrant, deps: GateDeps): GrantHandler {
+  return {
+    grantType: builtIn.grantType,
+    parameters: [...new Set([...builtIn.parameters, ...SHARED_PARAMETERS])],
+    handle: policyGated(provider, builtIn.grantType, (ctx) => builtIn.handle(ctx), deps),
+  };
+}
+
+function policyGated(provider: Provider, grantType: string, handler: (ctx: KoaContextWithOIDC) => Promise<void>, deps: GateDeps) {
+  return async (ctx: KoaContextWithOIDC): Promise<void> => {
     assertRequiredParameters(ctx, grantType);
     const source = await grantSource(provider, ctx, grantType);
     if (grantType !== 'client_credentials' && !source) throw new errors.CustomOIDCProviderError('invalid_grant', `the ${grantType === 'authorization_code' ? 'authorization code' : 'refresh token'} is unknown or expired`);

@@ -1,17 +1,15 @@
 import type Provider from 'oidc-provider';
 import { builtInGrant } from '../internals.js';
-import { policyGated, type GateDeps } from './gate.js';
+import { policyGatedGrant, type GateDeps } from './gate.js';
+import { registerGrantHandlers } from './handler.js';
 
-/** Parameters every gated grant accepts besides its own: RFC 8707, RFC 9396, and our resource hints. */
-const SHARED_PARAMETERS = ['resource', 'authorization_details', 'resource_types', 'resource_type', 'scope'];
+export type { GrantHandler } from './handler.js';
 
-/**
- * Registers client_credentials, authorization_code and refresh_token with oidc-provider's public
- * `registerGrantType`, each as Arbiter's policy steps followed by oidc-provider's own handler.
- */
-export function installPolicyGrants(provider: Provider, deps: GateDeps): void {
-  for (const grantType of ['client_credentials', 'authorization_code', 'refresh_token'] as const) {
-    const grant = builtInGrant(provider, grantType);
-    provider.registerGrantType(grant.grantType, policyGated(provider, grant.grantType, grant.handle, deps), [...grant.parameters, ...SHARED_PARAMETERS], ['resource']);
-  }
+/** The grants of /token, one handler each (see handler.ts); token exchange and the UMA grant join this list. */
+export function installGrants(provider: Provider, deps: GateDeps): void {
+  registerGrantHandlers(provider, [
+    policyGatedGrant(provider, builtInGrant(provider, 'client_credentials'), deps),
+    policyGatedGrant(provider, builtInGrant(provider, 'authorization_code'), deps),
+    policyGatedGrant(provider, builtInGrant(provider, 'refresh_token'), deps),
+  ]);
 }
