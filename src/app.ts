@@ -8,9 +8,7 @@ import { forwardedHeaders } from './http/forwarded.js';
 import { singleValuedQuery } from './http/parameters.js';
 import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
-import { acceptPlainPkce, registrationGate, authorizeRedirectsAs302, discoveryExtras, formBody, introspectionEndpoint, noStore, syncAuthorizationDetailsTypes, tokenPrecheck, type TenantProviders } from './oauth/index.js';
-import { interactionRoutes } from './oauth/interactions/index.js';
-import { requireRedirectUri } from './oauth/authorize/required-redirect-uri.js';
+import { oauthEdge, type TenantProviders } from './oauth/index.js';
 import type { PolicyEngine } from './policy/index.js';
 import type { Store } from './store/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
@@ -39,22 +37,11 @@ export function createApp(parts: AppParts): Koa {
   app.use(authFailureLimit({ limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds }));
   app.use(jsonErrors(log));
   app.use(tenancy);
-  app.use(noStore);
   app.use(adminGate(config.adminApiKey, adminApi(parts)));
-  // The protocol surface: only tenants that exist, single-valued parameters.
+  // The protocol surface: only tenants that exist, single-valued parameters, then the OAuth edge.
   app.use(requireKnownTenant(new TenantRegistry(store, config.tenants)));
   app.use(singleValuedQuery);
-  app.use(discoveryExtras(config.issuer, () => policy.authorizationDetailsTypes()));
-  app.use(formBody(config.maxBodyBytes));
-  app.use(requireRedirectUri);
-  app.use(tokenPrecheck);
-  app.use(registrationGate(policy, config.maxBodyBytes));
-  app.use(introspectionEndpoint({ store, policy, issuer: config.issuer, providerFor: (tenant) => providers.provider(tenant) }));
-  app.use(acceptPlainPkce);
-  app.use(authorizeRedirectsAs302);
-  app.use(syncAuthorizationDetailsTypes((tenant) => providers.provider(tenant), () => policy.authorizationDetailsTypes()));
-  app.use(interactionRoutes({ config, store, providers, log }));
-  app.use(providers.middleware());
+  app.use(oauthEdge({ config, store, policy, providers, log }));
   app.use(() => {
     throw notFound('no such endpoint');
   });

@@ -1,15 +1,7 @@
 export { providerConfiguration } from './configuration.js';
 export type { ProviderContext } from './context.js';
-export { discoveryExtras } from './discovery.js';
 export { loadProviderSecrets, type ProviderSecrets } from './keys.js';
 export { TenantProviders } from './providers.js';
 export { createTenantProvider } from './provider.js';
 export { CLIENTS_COLLECTION, clientMetadata, type ClientRecord } from './clients.js';
-export { acceptPlainPkce } from './authorize/pkce-plain.js';
-export { tokenPrecheck } from './token-precheck.js';
-export { formBody } from './form-body.js';
-export { noStore } from './cache-headers.js';
-export { introspectionEndpoint } from './introspection/index.js';
-export { syncAuthorizationDetailsTypes } from './rar.js';
-export { authorizeRedirectsAs302 } from './authorize/redirect-status.js';
-export { registrationGate } from './registration-gate.js';
+export { oauthEdge, type OAuthEdgeDeps } from './edge.js';

@@ -1,9 +1,9 @@
 import type { Context, Next } from 'koa';
 import { decodeJwt } from 'jose';
-import { HttpError } from '../http/errors.js';
-import { readJsonBody } from '../http/body.js';
-import { requestInput, type DecisionInput, type PolicyEngine } from '../policy/index.js';
-import { denial, rememberDecision } from './grants/decision.js';
+import { HttpError } from '../../http/errors.js';
+import { readJsonBody } from '../../http/body.js';
+import { requestInput, type DecisionInput, type PolicyEngine } from '../../policy/index.js';
+import { denial, rememberDecision } from '../grants/decision.js';
 
 const DEFAULT_GRANT_TYPES = ['authorization_code', 'refresh_token'];
 const DEFAULT_AUTH_METHOD = 'client_secret_basic';

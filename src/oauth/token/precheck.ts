@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
-import { HttpError } from '../http/errors.js';
-import { formParameter } from './form-body.js';
+import { HttpError } from '../../http/errors.js';
+import { formParameter } from '../form-body.js';
 
 const REFUSED_GRANTS = new Set(['password', 'implicit']);
 

@@ -1,0 +1,56 @@
+import compose from 'koa-compose';
+import type { Middleware } from 'koa';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../log/index.js';
+import type { PolicyEngine } from '../policy/index.js';
+import type { Store } from '../store/index.js';
+import { authorizeEndpoint } from './authorize/index.js';
+import { noStore } from './cache-headers.js';
+import { discoveryExtras } from './discovery.js';
+import { formBody } from './form-body.js';
+import { interactionRoutes } from './interactions/index.js';
+import { introspectionEndpoint } from './introspection/index.js';
+import type { TenantProviders } from './providers.js';
+import { syncAuthorizationDetailsTypes } from './rar.js';
+import { registrationGate } from './register/gate.js';
+import { tokenPrecheck } from './token/precheck.js';
+
+export interface OAuthEdgeDeps {
+  config: Config;
+  store: Store;
+  policy: PolicyEngine;
+  providers: TenantProviders;
+  log: Logger;
+}
+
+/**
+ * The OAuth/OpenID Connect edge: oidc-provider (one instance per tenant) and, in front of it,
+ * what Arbiter adds at each of its endpoints. Each step below concerns one endpoint (or a
+ * browser sign-in route) and passes every other request on; protocol code asks the policy
+ * engine and relays its decision, it never decides.
+ */
+export function oauthEdge({ config, store, policy, providers, log }: OAuthEdgeDeps): Middleware {
+  const providerFor = (tenant: string) => providers.provider(tenant);
+  return compose([
+    // /authorize, /token, /introspect, /userinfo, /register answers are never cached.
+    noStore,
+    // /.well-known/openid-configuration: what only Arbiter knows (its RAR types, its routers).
+    discoveryExtras(config.issuer, () => policy.authorizationDetailsTypes()),
+    // The forms of /token, /introspect and POST /authorize, read once with the size limit.
+    formBody(config.maxBodyBytes),
+    // /authorize
+    authorizeEndpoint(),
+    // /token: requests refused before client authentication.
+    tokenPrecheck,
+    // /authorize and /token: the RAR types policy data defines.
+    syncAuthorizationDetailsTypes(providerFor, () => policy.authorizationDetailsTypes()),
+    // /register: the `register` decision.
+    registrationGate(policy, config.maxBodyBytes),
+    // /introspect: Bearer callers and the `introspect` decision on every call.
+    introspectionEndpoint({ store, policy, issuer: config.issuer, providerFor }),
+    // /interaction/*, /idp/callback: sign-in at the upstream identity provider; /userinfo's challenge.
+    interactionRoutes({ config, store, providers, log }),
+    // oidc-provider itself: discovery, JWKS, /authorize, /token, /introspect, /register, /userinfo.
+    providers.middleware(),
+  ]) as Middleware;
+}
