@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { basic, confidentialClient, postForm, updateOauthData } from '../support/oauth.js';
+import { basic, confidentialClient, policyInForce, postForm, updateOauthData } from '../support/oauth.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:1/exact/callback';
@@ -111,6 +111,23 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     expect(body.scope.split(' ').sort()).to.deep.equal(['email', 'openid']);
   });
 
+  it('introspection shows the scopes issued, narrowed but never widened by the introspect decision', async function () {
+    const rsSecret = await confidentialClient(server, 'widening-rs', { scopes: ['introspection'] });
+    const caller = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('widening-rs', rsSecret) })).body.access_token;
+    const { code, verifier } = await authorize(new FetchUserAgent(), { scope: 'openid email' });
+    const issued = (await redeem(code, verifier)).body;
+    const rules = (await server.admin('GET', '/policy-rules')).body as any[];
+    const introspectRule = rules.find((rule) => /^package arbiter\.introspect\b/m.test(rule.content));
+    const widening = 'package arbiter.introspect\n\ndecision := {"allow": true, "scopes": ["openid", "admin", "write"]}\n';
+    expect((await server.admin('PUT', `/policy-rules/${introspectRule.id}`, { ...pick(introspectRule), content: widening })).status).to.equal(200);
+    await policyInForce(server);
+    const { body } = await postForm(server, '/introspect', { token: issued.access_token }, { Authorization: `Bearer ${caller}` });
+    expect(body.active).to.equal(true);
+    expect(body.scope, 'openid stays, email is narrowed away, admin and write are never added').to.equal('openid');
+    expect((await server.admin('PUT', `/policy-rules/${introspectRule.id}`, pick(introspectRule))).status).to.equal(200);
+    await policyInForce(server);
+  });
+
   describe('missing and unknown parameters', function () {
     const token = (form: Record<string, string>) => postForm(server, '/token', { client_id: 'exact-spa', ...form });
 
@@ -147,3 +164,8 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     });
   });
 });
+
+/** The writable fields of a policy rule record. */
+function pick(rule: any): Record<string, unknown> {
+  return { version: rule.version, kind: rule.kind, path: rule.path, content: rule.content, enabled: rule.enabled };
+}

@@ -7,13 +7,14 @@ export const INACTIVE = { active: false } as const;
 
 /**
  * The spec's introspection response for an active token the policy allows: the token's own
- * facts plus what the policy outputs now (obligations, extensions, authorization details).
+ * facts (its scopes narrowed by the decision, never widened; its authorization details as
+ * issued) plus what the policy outputs now (obligations, extensions).
  */
 export async function introspectionBody(store: Store, tenant: string, issuer: string, token: TokenModel, decision: Decision, resourceTypes: string[]): Promise<Record<string, unknown>> {
   const extra = (token.extra ?? {}) as Record<string, unknown>;
   const body: Record<string, unknown> = {
     active: true,
-    scope: decision.scopes?.length ? decision.scopes.join(' ') : token.scope || undefined,
+    scope: shownScopes(token.scope, decision.scopes) || undefined,
     client_id: token.clientId,
     sub: token.accountId,
     username: token.accountId ? await usernameOf(store, tenant, token.accountId) : undefined,
@@ -23,7 +24,7 @@ export async function introspectionBody(store: Store, tenant: string, issuer: st
     iss: issuer,
     resource: resourceOf(token) ?? undefined,
     resource_types: resourceTypes.length ? resourceTypes : undefined,
-    authorization_details: decision.authorization_details?.length ? decision.authorization_details : nonEmpty(extra.authorization_details ?? token.rar),
+    authorization_details: nonEmpty(extra.authorization_details ?? token.rar),
     obligations: decision.obligations ?? extra.obligations,
     extensions: decision.extensions ?? extra.extensions,
     cnf: token.jkt ? { jkt: token.jkt } : undefined,
@@ -39,6 +40,12 @@ export function isSingleUse(token: TokenModel, decision: Decision): boolean {
 async function usernameOf(store: Store, tenant: string, sub: string): Promise<string | undefined> {
   const subject = await store.collection<SubjectRecord>('subjects', tenant).findOne({ subjectId: sub });
   return subject?.preferredUsername ?? undefined;
+}
+
+/** The token's scopes, narrowed to those the introspect decision names when it names any. */
+function shownScopes(issued: string | undefined, decided: string[] | undefined): string {
+  const scopes = (issued ?? '').split(' ').filter(Boolean);
+  return (decided ? scopes.filter((scope) => decided.includes(scope)) : scopes).join(' ');
 }
 
 function nonEmpty(value: unknown): unknown {
