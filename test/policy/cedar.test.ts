@@ -55,4 +55,32 @@ describe('Cedar driver', function () {
     expect(verdict.kind).to.equal('failed');
     expect(verdict).to.have.property('reason').that.matches(/arbiter\/r1\.cedar is invalid/);
   });
+
+  it('fails every decision closed when a stored Cedar rule holds a template', function () {
+    const withTemplate = snapshot(['permit (principal, action, resource);', 'forbid (principal == ?principal, action, resource);']);
+    const verdict = driver.evaluate(withTemplate, 'access_evaluation', evaluationInput('alice', 'edit', doc));
+    expect(verdict).to.have.property('kind', 'failed');
+    expect(verdict).to.have.property('reason').that.matches(/arbiter\/r1\.cedar is invalid: .*template/);
+  });
+
+  it('fails every decision closed, instead of leaving them out, when the entities in policy data cannot be converted', function () {
+    const rules = ['@id("editors-write") permit (principal in Group::"editors", action in Action::"writes", resource);', 'forbid (principal in Group::"banned", action, resource);'];
+    const unreadable: unknown[] = [
+      { alice: { parents: [{ type: 'Group', id: 'banned' }] } },
+      null,
+      [{ uid: { type: 'user', id: 'alice' }, parents: [{ type: 'Group', id: 'banned' }] }],
+      [{ uid: { type: 'user', id: 'alice' }, attrs: { level: 2.5 }, parents: [] }],
+      [entities[0], { ...entities[0], parents: [{ type: 'Group', id: 'banned' }] }],
+    ];
+    for (const data of unreadable) {
+      const verdict = driver.evaluate(snapshot(rules, { 'cedar.entities': data }), 'access_evaluation', evaluationInput('alice', 'read', doc));
+      expect(verdict, JSON.stringify(data)).to.have.property('kind', 'failed');
+      expect(verdict).to.have.property('reason').that.matches(/^Cedar entities in policy data cedar\.entities cannot be converted/);
+    }
+  });
+
+  it('does not read entity data when there is no Cedar policy', function () {
+    const verdict = driver.evaluate(snapshot([], { 'cedar.entities': { not: 'an array' } }), 'access_evaluation', evaluationInput('alice', 'edit', doc));
+    expect(verdict).to.deep.equal({ kind: 'none' });
+  });
 });
