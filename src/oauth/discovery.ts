@@ -1,8 +1,6 @@
 import type { Context, Next } from 'koa';
 import { claimsSupported, scopes } from './claims.js';
-import { advertisedFeatures } from './routes.js';
-
-const DISCOVERY_PATH = '/.well-known/openid-configuration';
+import { advertisedFeatures, DISCOVERY_PATH } from './routes.js';
 
 /**
  * Completes oidc-provider's discovery document with what only Arbiter knows: the fields of

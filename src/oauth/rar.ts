@@ -4,6 +4,7 @@ import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { ConfigurationSlice } from './context.js';
 import { decisionOf } from './grants/decision.js';
 import { authorizationDetailsTypes } from './internals.js';
+import { routes } from './routes.js';
 
 /** Type validation is the policy's (unknown types are denied with invalid_authorization_details). */
 const ANY_STRUCTURE = { validate: () => undefined };
@@ -39,7 +40,7 @@ export function defaultResourceForDetails(issuer: string) {
 /** Keeps oidc-provider's accepted RAR types equal to the types in the bundled policy data. */
 export function syncAuthorizationDetailsTypes(providerFor: (tenant: string) => Provider, currentTypes: () => Promise<string[]>) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path === '/authorize' || ctx.path === '/token') {
+    if (ctx.path === routes.authorization || ctx.path === routes.token) {
       const types = authorizationDetailsTypes(providerFor(ctx.state.tenant as string));
       const wanted = new Set(await currentTypes());
       for (const type of Object.keys(types)) if (!wanted.has(type)) delete types[type];

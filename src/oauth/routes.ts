@@ -1,4 +1,7 @@
-/** The spec's endpoint paths (discovery table), as oidc-provider `routes`. */
+/**
+ * The one routes table: the spec's endpoint paths (discovery table), given to oidc-provider as
+ * its `routes` and used by every piece of Arbiter that adds to an endpoint.
+ */
 export const routes = {
   authorization: '/authorize',
   token: '/token',
@@ -8,7 +11,15 @@ export const routes = {
   introspection: '/introspect',
   end_session: '/session/end',
   revocation: '/revoke',
-};
+} as const;
+
+/** Where oidc-provider publishes its discovery document (fixed by OpenID Connect Discovery). */
+export const DISCOVERY_PATH = '/.well-known/openid-configuration';
+
+/** True for the authorization endpoint and the resumption of an authorization request after an interaction. */
+export function isAuthorizationPath(path: string): boolean {
+  return path === routes.authorization || path.startsWith(`${routes.authorization}/`);
+}
 
 /**
  * What Arbiter adds to oidc-provider's discovery document, feature by feature. A feature's

@@ -4,6 +4,7 @@ import type { Store } from '../../store/index.js';
 import { clientInput } from '../client-input.js';
 import { resolveResource } from '../resources.js';
 import { subjectInput } from '../subject-input.js';
+import { routes } from '../routes.js';
 
 /** `input` of the `authorize` decision point: the authorization request of a signed-in user. */
 export async function authorizeDecisionInput(ctx: KoaContextWithOIDC, store: Store, tenant: string, accountId: string): Promise<DecisionInput> {
@@ -15,7 +16,7 @@ export async function authorizeDecisionInput(ctx: KoaContextWithOIDC, store: Sto
     client: await clientInput(store, tenant, ctx.oidc.client!.clientId, null),
     subject: await subjectInput(store, tenant, accountId),
     request: requestInput({
-      endpoint: '/authorize',
+      endpoint: routes.authorization,
       method: ctx.method,
       parameters: Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined)),
       resource,

@@ -1,6 +1,7 @@
 import type { Context, Next } from 'koa';
+import { routes } from '../routes.js';
 
-const USERINFO_PATH = '/userinfo';
+const USERINFO_PATH = routes.userinfo;
 
 /** oidc-provider's refusals at UserInfo: 400 (e.g. a `Basic` header), 401 (no, unknown or expired token), 403 (no `openid`). */
 const REFUSALS = new Set([400, 401, 403]);

@@ -8,6 +8,7 @@ import { formParameter } from '../form-body.js';
 import { rememberDecision } from '../grants/decision.js';
 import { resolveResource } from '../resources.js';
 import { subjectInput } from '../subject-input.js';
+import { routes } from '../routes.js';
 
 /** A token as oidc-provider's models expose it. */
 export type TokenModel = Record<string, any> & { kind: string; isValid: boolean };
@@ -34,7 +35,7 @@ export async function decideIntrospection(ctx: Context, deps: IntrospectionDeps,
     client: await clientInput(deps.store, tenant, caller.clientId, caller.method),
     subject: token.accountId ? await subjectInput(deps.store, tenant, token.accountId) : null,
     request: requestInput({
-      endpoint: '/introspect',
+      endpoint: routes.introspection,
       parameters: { token_type_hint: formParameter(ctx, 'token_type_hint') ?? null, context },
       scopes: [],
       resource,

@@ -6,6 +6,7 @@ import { formParameter } from '../form-body.js';
 import { findTokenByValue } from '../internals.js';
 import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps, type TokenModel } from './decide.js';
 import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
+import { routes } from '../routes.js';
 
 const CALLER_SCOPES = ['introspection', 'uma_protection'];
 
@@ -24,7 +25,7 @@ interface Introspected {
  */
 export function introspectionEndpoint(deps: IntrospectionDeps & { providerFor(tenant: string): Provider; issuer: string }) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path !== '/introspect' || ctx.method !== 'POST') return next();
+    if (ctx.path !== routes.introspection || ctx.method !== 'POST') return next();
     assertContextParameter(ctx);
     const tenant = ctx.state.tenant as string;
     if (/^bearer /i.test(ctx.get('authorization'))) {

@@ -4,6 +4,7 @@ import { HttpError } from '../../http/errors.js';
 import { readJsonBody } from '../../http/body.js';
 import { requestInput, type DecisionInput, type PolicyEngine } from '../../policy/index.js';
 import { denial, rememberDecision } from '../grants/decision.js';
+import { routes } from '../routes.js';
 
 const DEFAULT_GRANT_TYPES = ['authorization_code', 'refresh_token'];
 const DEFAULT_AUTH_METHOD = 'client_secret_basic';
@@ -15,7 +16,7 @@ const DEFAULT_AUTH_METHOD = 'client_secret_basic';
  */
 export function registrationGate(policy: PolicyEngine, maxBodyBytes: number) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path !== '/register' || ctx.method !== 'POST') return next();
+    if (ctx.path !== routes.registration || ctx.method !== 'POST') return next();
     const metadata = await readJsonBody(ctx, maxBodyBytes);
     if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
       throw new HttpError(400, 'invalid_client_metadata', 'the registration request must be a JSON object');
