@@ -38,6 +38,19 @@ export function authorizationDetailsTypes(provider: Provider): Record<string, { 
 /** 3. An access token, client-credentials token or refresh token by its value (for Bearer introspection callers). */
 export const findTokenByValue = findToken as (provider: Provider, value: string, hint?: string) => ReturnType<typeof findToken>;
 
+/**
+ * 5. How a presented client secret is compared with the stored one. Arbiter stores client
+ * secrets only as BCrypt hashes; oidc-provider compares plain strings and has no hook for it,
+ * so its Client model's comparison is replaced (on this provider's own Client class).
+ */
+export function compareClientSecretsWith(provider: Provider, compare: (presented: string, stored: string) => Promise<boolean>): void {
+  const prototype = provider.Client.prototype as unknown as { clientSecret?: string; compareClientSecret(actual: string): Promise<boolean> };
+  if (typeof prototype.compareClientSecret !== 'function') throw new Error('oidc-provider Client#compareClientSecret is gone: see src/oauth/internals.ts');
+  prototype.compareClientSecret = async function compareClientSecret(this: { clientSecret?: string }, actual: string) {
+    return typeof this.clientSecret === 'string' && typeof actual === 'string' && compare(actual, this.clientSecret);
+  };
+}
+
 /** The built-in grant a handler of Arbiter's wraps: oidc-provider's own checks (PKCE, single use, rotation, DPoP) and issuance. */
 export interface BuiltInGrant {
   grantType: string;

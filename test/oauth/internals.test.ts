@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import Provider from 'oidc-provider';
-import { authorizationDetailsTypes, builtInGrant, findTokenByValue, knownScopes, recognizeScopes } from '../../src/oauth/internals.js';
+import { authorizationDetailsTypes, builtInGrant, compareClientSecretsWith, findTokenByValue, knownScopes, recognizeScopes } from '../../src/oauth/internals.js';
 
 /**
  * Every oidc-provider internal Arbiter relies on (src/oauth/internals.ts), checked on its own so
@@ -33,6 +33,16 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
   it('finds tokens by value, and answers undefined for an unknown one', async function () {
     expect(findTokenByValue).to.be.a('function');
     expect(await findTokenByValue(provider, 'no-such-token')).to.equal(undefined);
+  });
+
+  it('lets the client secret comparison be replaced on a provider of its own', async function () {
+    const other = new Provider('http://127.0.0.1:2', {});
+    compareClientSecretsWith(other, async (presented, stored) => presented === `hashed:${stored}`);
+    const client = new other.Client({ client_id: 'probe', client_secret: 'stored', redirect_uris: ['https://probe.example/cb'] } as never) as unknown as { compareClientSecret(value: string): Promise<boolean> };
+    expect(await client.compareClientSecret('hashed:stored')).to.equal(true);
+    expect(await client.compareClientSecret('stored')).to.equal(false);
+    const untouched = new provider.Client({ client_id: 'probe', client_secret: 'stored', redirect_uris: ['https://probe.example/cb'] } as never) as unknown as { compareClientSecret(value: string): Promise<boolean> };
+    expect(await untouched.compareClientSecret('stored'), 'another provider keeps its own comparison').to.equal(true);
   });
 
   for (const grantType of ['client_credentials', 'authorization_code', 'refresh_token'] as const) {
