@@ -10,12 +10,14 @@ import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
 import { oauthEdge, type TenantProviders } from './oauth/index.js';
 import type { PolicyEngine } from './policy/index.js';
-import type { Store } from './store/index.js';
+import type { Sealer, Store } from './store/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
 
 export interface AppParts {
   config: Config;
   store: Store;
+  /** Seals the secrets the Admin API is given and Arbiter must read back (src/store/sealed.ts). */
+  sealer: Sealer;
   policy: PolicyEngine;
   audit: AuditLog;
   providers: TenantProviders;
@@ -24,7 +26,7 @@ export interface AppParts {
 
 /** The whole HTTP surface as one Koa middleware stack; the order is the request's path through Arbiter. */
 export function createApp(parts: AppParts): Koa {
-  const { config, store, policy, audit, providers, log } = parts;
+  const { config, store, sealer, policy, audit, providers, log } = parts;
   // Forwarded headers reach Koa only from configured proxies (see forwardedHeaders).
   const app = new Koa({ proxy: true, maxIpsCount: 1 });
   app.silent = true;
@@ -41,7 +43,7 @@ export function createApp(parts: AppParts): Koa {
   // The protocol surface: only tenants that exist, single-valued parameters, then the OAuth edge.
   app.use(requireKnownTenant(new TenantRegistry(store, config.tenants)));
   app.use(singleValuedQuery);
-  app.use(oauthEdge({ config, store, policy, providers, log }));
+  app.use(oauthEdge({ config, store, sealer, policy, providers, log }));
   app.use(() => {
     throw notFound('no such endpoint');
   });
@@ -49,8 +51,9 @@ export function createApp(parts: AppParts): Koa {
 }
 
 /** The Admin API's router, with the checks that only the policy engine can make. */
-function adminApi({ config, store, policy, audit }: AppParts) {
+function adminApi({ config, store, sealer, policy, audit }: AppParts) {
   return adminRouter(store, {
+    sealer,
     maxBodyBytes: config.maxBodyBytes,
     audit,
     checks: {

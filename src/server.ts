@@ -6,7 +6,7 @@ import type { Config } from './config/index.js';
 import type { Logger } from './log/index.js';
 import { createTenantProvider, loadProviderSecrets, TenantProviders } from './oauth/index.js';
 import { createPolicyEngine, seedDefaultPolicies } from './policy/index.js';
-import { openStore, type Store } from './store/index.js';
+import { openStore, Sealer, type Store } from './store/index.js';
 
 export interface RunningServer {
   /** Where the server listens (loopback URL with the real port). */
@@ -26,7 +26,9 @@ const PURGE_INTERVAL_MS = 60_000;
  */
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const store = await openStore(config.storeUrl);
-  const secrets = await loadProviderSecrets(store);
+  const sealer = await Sealer.open(store, config.secretsKey);
+  if (!sealer.protective) log.warn('SERVICE_SECRETS_KEY is not set: secrets kept in the store are sealed with a key kept in the store itself (development only)');
+  const secrets = await loadProviderSecrets(store, sealer);
   await seedDefaultPolicies(store, log);
   let handle: Handler = starting;
   const server = createServer((request, response) => handle(request, response));
@@ -34,7 +36,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const url = `http://127.0.0.1:${port}`;
   const policy = await createPolicyEngine({ config, store, log, bundleUrl: `${url}/policy/bundle.tar.gz` });
   const providers = new TenantProviders((tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }), config.tenantCacheMax);
-  const app = createApp({ config, store, policy, audit: new AuditLog(store), providers, log });
+  const app = createApp({ config, store, sealer, policy, audit: new AuditLog(store), providers, log });
   handle = app.callback();
   const purge = setInterval(() => store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed')), PURGE_INTERVAL_MS);
   purge.unref();

@@ -19,6 +19,8 @@ export interface CollectionDefinition {
   references?: Record<string, string>;
   /** Fields never returned in a response. */
   secretFields?: string[];
+  /** Secret fields Arbiter must read back: stored sealed (src/store/sealed.ts), never in clear. */
+  sealedFields?: string[];
   /** Fields filled in when absent. */
   defaults?: Record<string, unknown>;
 }
@@ -47,6 +49,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     pathKey: 'idpId',
     uniqueFields: ['idpId'],
     secretFields: ['clientSecret'],
+    sealedFields: ['clientSecret'],
     defaults: { enabled: true },
     schema: object(['issuer'], {
       issuer: httpUri,

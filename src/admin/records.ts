@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { ConflictError, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
+import { ConflictError, type Sealer, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
 import { registerTenant, storeTenant } from '../tenancy/index.js';
@@ -25,6 +25,7 @@ export class AdminRecords {
   constructor(
     private readonly store: Store,
     readonly definition: CollectionDefinition,
+    private readonly sealer: Sealer,
     private readonly check: RecordCheck = async () => null,
   ) {}
 
@@ -82,6 +83,9 @@ export class AdminRecords {
     await this.assertReferences(tenantId, withDefaults);
     const problem = await this.check(withDefaults);
     if (problem) throw badRequest(problem, this.checkedField(problem, withDefaults));
+    for (const field of this.definition.sealedFields ?? []) {
+      if (typeof withDefaults[field] === 'string') withDefaults[field] = this.sealer.seal(withDefaults[field] as string);
+    }
     return withDefaults;
   }
 

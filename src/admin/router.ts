@@ -10,6 +10,8 @@ import { COLLECTIONS, type CollectionDefinition } from './collections.js';
 import { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
 
 export interface AdminOptions {
+  /** Seals the collections' `sealedFields` before they are stored. */
+  sealer: import('../store/index.js').Sealer;
   maxBodyBytes: number;
   audit: AuditLog;
   /** Extra checks per collection path (e.g. policy-rules → the engine's parse check). */
@@ -29,7 +31,7 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
   const router = new Router({ prefix: ADMIN_PREFIX, sensitive: true, strict: true });
   auditLogRoutes(router, options.audit, (ctx) => tenantOf(ctx));
   for (const definition of COLLECTIONS) {
-    const records = new AdminRecords(store, definition, options.checks?.[definition.path]);
+    const records = new AdminRecords(store, definition, options.sealer, options.checks?.[definition.path]);
     collectionRoutes(router, records, options);
   }
   return router;

@@ -45,6 +45,8 @@ export interface Config {
   outboundAllowInsecureLoopback: boolean;
   outboundTimeoutMs: number;
   outboundMaxResponseBytes: number;
+  /** Seals secrets Arbiter must read back (upstream client secrets, signing keys); required in production. */
+  secretsKey: string | null;
 }
 
 /** Environment variable → configuration key. Values are parsed as the schema's type says. */
@@ -75,6 +77,7 @@ const ENVIRONMENT: Record<string, string> = {
   OUTBOUND_ALLOW_INSECURE_LOOPBACK: 'outboundAllowInsecureLoopback',
   OUTBOUND_TIMEOUT_MS: 'outboundTimeoutMs',
   OUTBOUND_MAX_RESPONSE_BYTES: 'outboundMaxResponseBytes',
+  SERVICE_SECRETS_KEY: 'secretsKey',
 };
 
 const positive = { type: 'integer', minimum: 1 };
@@ -105,6 +108,7 @@ const SCHEMA = {
     outboundAllowInsecureLoopback: { type: ['boolean', 'null'] },
     outboundTimeoutMs: positive,
     outboundMaxResponseBytes: positive,
+    secretsKey: { type: ['string', 'null'], pattern: '^[A-Za-z0-9_-]{43}$' },
     ttl: {
       type: 'object',
       additionalProperties: false,
@@ -154,6 +158,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaultsFile = 
   }
   if (!raw.adminApiKey && production) {
     throw new ConfigError('invalid configuration: SERVICE_ADMIN_API_KEY is required when NODE_ENV=production');
+  }
+  if (!raw.secretsKey && production) {
+    throw new ConfigError('invalid configuration: SERVICE_SECRETS_KEY (32 random bytes, base64url) is required when NODE_ENV=production');
   }
   const port = raw.port as number;
   return {

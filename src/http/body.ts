@@ -1,12 +1,23 @@
 import type { Context } from 'koa';
 import { HttpError, badRequest } from './errors.js';
 
+/**
+ * The deepest nesting of arrays and objects accepted in a JSON body or a JSON-valued parameter.
+ * Deeper documents reach nothing useful and break what they pass through: SQLite's JSON
+ * functions stop at 1000 levels (the write of a token or an audit entry fails), and the
+ * policy engine cannot decode its input.
+ */
+export const MAX_JSON_DEPTH = 32;
+
 /** Reads a JSON request body with a size limit; malformed JSON or a wrong media type is a 4xx, never a 500. */
 export async function readJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
   if (!ctx.is('application/json', 'application/*+json')) {
+    // The body is never read: the connection is not kept for another request behind it.
+    if (hasBody(ctx)) ctx.set('Connection', 'close');
     throw new HttpError(415, 'invalid_request', 'the request body must be application/json');
   }
   const text = await readText(ctx, limitBytes);
+  if (nestingExceeds(text, MAX_JSON_DEPTH)) throw badRequest(`the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     return JSON.parse(text);
   } catch {
@@ -14,20 +25,52 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   }
 }
 
-/** Reads the raw body as UTF-8 text, refusing more than `limitBytes` with a 413. */
+/**
+ * Reads the raw body as UTF-8 text, refusing more than `limitBytes` with a 413. A refused body
+ * is left unread, so the answer closes the connection: a client must not send its next request
+ * on a connection whose previous body the server did not read to the end.
+ */
 export async function readText(ctx: Context, limitBytes: number): Promise<string> {
   const declared = Number(ctx.get('content-length') || 0);
-  if (declared > limitBytes) throw tooLarge(limitBytes);
+  if (declared > limitBytes) throw tooLarge(ctx, limitBytes);
   const chunks: Buffer[] = [];
   let received = 0;
-  for await (const chunk of ctx.req) {
+  for await (const chunk of ctx.req.iterator({ destroyOnReturn: false })) {
     received += (chunk as Buffer).length;
-    if (received > limitBytes) throw tooLarge(limitBytes);
+    if (received > limitBytes) throw tooLarge(ctx, limitBytes);
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
 }
 
-function tooLarge(limitBytes: number): HttpError {
+/**
+ * True when `text`, read as JSON, opens more than `max` arrays or objects at once (brackets
+ * inside strings do not count). A linear scan: deciding must not itself recurse.
+ */
+export function nestingExceeds(text: string, max: number): boolean {
+  let depth = 0;
+  let inString = false;
+  for (let at = 0; at < text.length; at++) {
+    const code = text.charCodeAt(at);
+    if (inString) {
+      if (code === 0x5c) at++;
+      else if (code === 0x22) inString = false;
+    } else if (code === 0x22) {
+      inString = true;
+    } else if (code === 0x5b || code === 0x7b) {
+      if (++depth > max) return true;
+    } else if (code === 0x5d || code === 0x7d) {
+      depth--;
+    }
+  }
+  return false;
+}
+
+function hasBody(ctx: Context): boolean {
+  return Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
+}
+
+function tooLarge(ctx: Context, limitBytes: number): HttpError {
+  ctx.set('Connection', 'close');
   return new HttpError(413, 'invalid_request', `the request body exceeds ${limitBytes} bytes`);
 }

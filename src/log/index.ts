@@ -1,10 +1,13 @@
-import { pino, type Logger } from 'pino';
+import { pino, type DestinationStream, type Logger } from 'pino';
 
-export type { Logger };
+export type { DestinationStream, Logger };
 
-/** Structured logs; every field that could carry a credential is redacted before it is written. */
-export function createLogger(level = 'info'): Logger {
-  return pino({
+/**
+ * Structured logs; every field that could carry a credential is redacted before it is written.
+ * JSON lines go to stdout, or to `destination` (tests read what the server logged).
+ */
+export function createLogger(level = 'info', destination?: DestinationStream): Logger {
+  const options = {
     level,
     redact: {
       paths: [
@@ -24,5 +27,6 @@ export function createLogger(level = 'info'): Logger {
       ],
       censor: '[redacted]',
     },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }

@@ -10,6 +10,7 @@ import { richAuthorizationRequests } from './rar.js';
 import { outboundFetch } from './outbound-fetch.js';
 import { routes } from './routes.js';
 import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators } from './token-shaping.js';
+import { errorPages } from './error-pages.js';
 
 /** The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. */
 const protocol: ConfigurationSlice = () => ({
@@ -57,7 +58,7 @@ const lifetimes: ConfigurationSlice = ({ config: { ttl } }) => ({
 });
 
 /** Every slice, in order; later slices win on conflicting top-level keys. */
-export const SLICES: ConfigurationSlice[] = [protocol, secrets, lifetimes, clientAuthentication, refreshTokens, decisionClaims, resourceIndicators, authorizationParameters, policyConsent, interactionsSlice, accounts, introspectionPolicy, richAuthorizationRequests, outboundFetch];
+export const SLICES: ConfigurationSlice[] = [protocol, secrets, lifetimes, clientAuthentication, refreshTokens, decisionClaims, resourceIndicators, authorizationParameters, policyConsent, interactionsSlice, accounts, introspectionPolicy, richAuthorizationRequests, outboundFetch, errorPages];
 
 export function providerConfiguration(context: ProviderContext): Configuration {
   return mergeSlices(SLICES, context);

@@ -3,7 +3,7 @@ import type { Middleware } from 'koa';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import type { PolicyEngine } from '../policy/index.js';
-import type { Store } from '../store/index.js';
+import type { Sealer, Store } from '../store/index.js';
 import { authorizeEndpoint } from './authorize/index.js';
 import { noStore } from './cache-headers.js';
 import { discoveryExtras } from './discovery.js';
@@ -18,6 +18,7 @@ import { tokenPrecheck } from './token/precheck.js';
 export interface OAuthEdgeDeps {
   config: Config;
   store: Store;
+  sealer: Sealer;
   policy: PolicyEngine;
   providers: TenantProviders;
   log: Logger;
@@ -29,14 +30,14 @@ export interface OAuthEdgeDeps {
  * browser sign-in route) and passes every other request on; protocol code asks the policy
  * engine and relays its decision, it never decides.
  */
-export function oauthEdge({ config, store, policy, providers, log }: OAuthEdgeDeps): Middleware {
+export function oauthEdge({ config, store, sealer, policy, providers, log }: OAuthEdgeDeps): Middleware {
   const providerFor = (tenant: string) => providers.provider(tenant);
   return compose([
     // /authorize, /token, /introspect, /userinfo, /register answers are never cached.
     noStore,
     // /.well-known/openid-configuration: what only Arbiter knows (its RAR types, its routers).
     discoveryExtras(config.issuer, () => policy.authorizationDetailsTypes()),
-    // The forms of /token, /introspect and POST /authorize, read once with the size limit.
+    // The forms of /token, /introspect, POST /authorize and /userinfo, read once with the size limit; JSON-valued parameters kept shallow.
     formBody(config.maxBodyBytes),
     // /authorize
     authorizeEndpoint(),
@@ -49,7 +50,7 @@ export function oauthEdge({ config, store, policy, providers, log }: OAuthEdgeDe
     // /introspect: Bearer callers and the `introspect` decision on every call.
     introspectionEndpoint({ store, policy, issuer: config.issuer, providerFor }),
     // /interaction/*, /idp/callback: sign-in at the upstream identity provider; /userinfo's challenge.
-    interactionRoutes({ config, store, providers, log }),
+    interactionRoutes({ config, store, sealer, providers, log }),
     // oidc-provider itself: discovery, JWKS, /authorize, /token, /introspect, /register, /userinfo.
     providers.middleware(),
   ]) as Middleware;

@@ -1,22 +1,39 @@
 import { parse } from 'node:querystring';
 import type { Context, Next } from 'koa';
-import { readText } from '../http/body.js';
+import { MAX_JSON_DEPTH, nestingExceeds, readText } from '../http/body.js';
+import { HttpError } from '../http/errors.js';
 import { assertSingleValued } from '../http/parameters.js';
-
-const FORM_ENDPOINTS = new Set(['/token', '/introspect', '/authorize']);
+import { routes } from './routes.js';
 
 /**
- * Reads the form body of /token, /introspect and POST /authorize once, with the size limit, so that Arbiter's
- * own checks and the audit log see the parameters. oidc-provider then takes the already-read
- * body from `ctx.request.body`. A parameter given twice is refused here, naming it.
+ * The oidc-provider endpoints that take a urlencoded body. oidc-provider's own reader stops at
+ * 56 KiB in the middle of the body and leaves the rest unread on a kept-alive connection (the
+ * client's next request on it fails); Arbiter reads them itself, with its own limit.
+ */
+const FORM_ENDPOINTS = new Set<string>([routes.token, routes.introspection, routes.authorization, routes.userinfo]);
+
+/** Parameters whose value is JSON (RFC 9396 details, OIDC claims requests, the introspection context). */
+const JSON_PARAMETERS: Record<string, string> = {
+  authorization_details: 'invalid_authorization_details',
+  claims: 'invalid_request',
+  context: 'invalid_request',
+};
+
+/**
+ * Reads the form body of /token, /introspect, POST /authorize and /userinfo once, with the size
+ * limit, so that Arbiter's own checks and the audit log see the parameters. oidc-provider then takes the
+ * already-read body from `ctx.request.body`. A parameter given twice is refused here, naming
+ * it, and so is a JSON-valued parameter (query or form) nested deeper than MAX_JSON_DEPTH.
  */
 export function formBody(maxBodyBytes: number) {
   return async (ctx: Context, next: Next): Promise<void> => {
+    assertShallowJson(ctx.query);
     if (ctx.method === 'POST' && FORM_ENDPOINTS.has(ctx.path) && ctx.is('application/x-www-form-urlencoded')) {
       const raw = await readText(ctx, maxBodyBytes);
       assertSingleValued(raw);
       (ctx.request as unknown as { body: string }).body = raw;
       ctx.state.body = parse(raw);
+      assertShallowJson(ctx.state.body as Record<string, unknown>);
     }
     await next();
   };
@@ -26,4 +43,13 @@ export function formBody(maxBodyBytes: number) {
 export function formParameter(ctx: Context, name: string): string | undefined {
   const value = (ctx.state.body as Record<string, unknown> | undefined)?.[name];
   return typeof value === 'string' ? value : undefined;
+}
+
+function assertShallowJson(parameters: Record<string, unknown>): void {
+  for (const [name, error] of Object.entries(JSON_PARAMETERS)) {
+    const value = parameters[name];
+    if (typeof value === 'string' && nestingExceeds(value, MAX_JSON_DEPTH)) {
+      throw new HttpError(400, error, `${name} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+  }
 }

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
-import { ConflictError, DEFAULT_TENANT, type Store, type StoredDoc } from '../store/index.js';
+import { ConflictError, DEFAULT_TENANT, type Sealer, type Store, type StoredDoc } from '../store/index.js';
 
 export const PROVIDER_SECRETS_COLLECTION = { name: 'provider_secrets' };
 
@@ -11,29 +11,32 @@ export interface ProviderSecrets {
   cookieKeys: string[];
 }
 
-interface SecretsDoc extends StoredDoc, ProviderSecrets {
+/** The secrets, sealed (src/store/sealed.ts); `jwks`/`cookieKeys` in clear only in documents written before sealing. */
+interface SecretsDoc extends StoredDoc, Partial<ProviderSecrets> {
   id: string;
+  sealed?: string;
   createdAt: string;
 }
 
 const CURRENT = 'current';
 
 /**
- * Loads the provider's secrets, generating them on first start. They live in the store
+ * Loads the provider's secrets, generating them on first start. They live in the store, sealed,
  * so that every node of a scale-out deployment signs with, and publishes, the same keys.
  */
-export async function loadProviderSecrets(store: Store): Promise<ProviderSecrets> {
+export async function loadProviderSecrets(store: Store, sealer: Sealer): Promise<ProviderSecrets> {
   const secrets = store.collection<SecretsDoc>(PROVIDER_SECRETS_COLLECTION, DEFAULT_TENANT);
   const existing = await secrets.get(CURRENT);
-  if (existing) return { jwks: existing.jwks, cookieKeys: existing.cookieKeys };
+  if (existing?.sealed) return JSON.parse(sealer.unseal(existing.sealed)) as ProviderSecrets;
+  if (existing?.jwks && existing.cookieKeys) return { jwks: existing.jwks, cookieKeys: existing.cookieKeys };
   const generated = await generateSecrets();
   try {
-    await secrets.insert({ id: CURRENT, ...generated, createdAt: new Date().toISOString() });
+    await secrets.insert({ id: CURRENT, sealed: sealer.seal(JSON.stringify(generated)), createdAt: new Date().toISOString() });
     return generated;
   } catch (error) {
     // Another node generated them first: use theirs.
     if (!(error instanceof ConflictError)) throw error;
-    return loadProviderSecrets(store);
+    return loadProviderSecrets(store, sealer);
   }
 }
 

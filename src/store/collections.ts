@@ -10,9 +10,10 @@ import { AUDIT_LOG_COLLECTION } from '../audit/log.js';
 import { UPSTREAM_LOGINS_COLLECTION } from '../oauth/interactions/upstream-logins.js';
 import { PROVIDER_SECRETS_COLLECTION } from '../oauth/keys.js';
 import { TENANTS_COLLECTION } from '../tenancy/index.js';
+import { SEALING_KEYS_COLLECTION } from './sealed.js';
 import type { CollectionSpec } from './types.js';
 
 /** A function, not a constant: these modules import the store too, and are read only once all are loaded. */
 export function knownCollections(): CollectionSpec[] {
-  return [...COLLECTIONS.map(storeSpecOf), OIDC_COLLECTION, AUDIT_LOG_COLLECTION, UPSTREAM_LOGINS_COLLECTION, PROVIDER_SECRETS_COLLECTION, TENANTS_COLLECTION];
+  return [...COLLECTIONS.map(storeSpecOf), OIDC_COLLECTION, AUDIT_LOG_COLLECTION, UPSTREAM_LOGINS_COLLECTION, PROVIDER_SECRETS_COLLECTION, TENANTS_COLLECTION, SEALING_KEYS_COLLECTION];
 }

@@ -24,10 +24,13 @@ describe('Start-up and configuration', function () {
     }
   });
 
-  it('refuses to start in production without SERVICE_ADMIN_API_KEY', function () {
+  it('refuses to start in production without SERVICE_ADMIN_API_KEY, or without SERVICE_SECRETS_KEY', function () {
     const { status, stderr } = start({ NODE_ENV: 'production' });
     expect(status).to.equal(1);
     expect(stderr).to.contain('SERVICE_ADMIN_API_KEY');
+    const withKey = start({ NODE_ENV: 'production', SERVICE_ADMIN_API_KEY: 'production-admin-key-0123456789' });
+    expect(withKey.status).to.equal(1);
+    expect(withKey.stderr).to.contain('SERVICE_SECRETS_KEY');
   });
 
   it('answers /healthz 200 when the store and the policy engine are ready', async function () {

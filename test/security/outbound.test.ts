@@ -238,7 +238,7 @@ describe('Outbound requests: the SSRF guard', function () {
     let spa: TestClient;
 
     before(async () => {
-      server = await startTestServer({ NODE_ENV: 'production' });
+      server = await startTestServer({ NODE_ENV: 'production', SERVICE_SECRETS_KEY: 'cHJvZHVjdGlvbi1saWtlLXNlYWxpbmcta2V5LWZvci0' });
       await server.waitUntilReady();
       expect(server.config.outboundAllowInsecureLoopback).to.equal(false);
       spa = await registerPublicClient(server, 'http://127.0.0.1:1/production/callback');

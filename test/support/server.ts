@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { loadConfig, type Config } from '../../src/config/index.js';
-import { createLogger } from '../../src/log/index.js';
+import { createLogger, type DestinationStream } from '../../src/log/index.js';
 import { startServer, type RunningServer } from '../../src/server.js';
 
 export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
@@ -16,11 +16,16 @@ export interface TestServer extends RunningServer {
   waitUntilReady(timeoutMs?: number): Promise<void>;
 }
 
+export interface TestServerOptions {
+  /** Where the server's JSON log lines go (default stdout); set LOG_LEVEL in `env` for there to be any. */
+  logStream?: DestinationStream;
+}
+
 /**
  * Starts a real Arbiter (real HTTP, real store, real managed OPA) on a free loopback port.
  * `env` overrides configuration exactly as environment variables do in production.
  */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, options: TestServerOptions = {}): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-test-'));
   const port = await freePort();
   const config = loadConfig({
@@ -35,7 +40,7 @@ export async function startTestServer(env: Record<string, string> = {}): Promise
     AUTH_FAILURE_LIMIT: '1000000',
     ...env,
   });
-  const running = await startServer(config, createLogger(config.logLevel));
+  const running = await startServer(config, createLogger(config.logLevel, options.logStream));
   const server: TestServer = {
     ...running,
     config,

@@ -29,8 +29,3 @@ declare module 'oidc-provider/lib/helpers/token_find.js' {
   /** Finds an access token, client-credentials token or refresh token by value (honouring the hint). */
   export function findToken(provider: unknown, value: string, hint?: string): Promise<import('oidc-provider').BaseToken & Record<string, any> | undefined>;
 }
-
-declare module 'oidc-provider/lib/helpers/defaults.js' {
-  /** oidc-provider's default configuration, whose renderError is its HTML error page. */
-  export const defaults: { renderError(ctx: unknown, out: import('oidc-provider').ErrorOut, error: Error): Promise<void> };
-}

@@ -1,4 +1,4 @@
-import type { Store, StoredDoc } from '../../store/index.js';
+import type { Sealer, Store, StoredDoc } from '../../store/index.js';
 import { SignInError, unavailable } from './errors.js';
 
 /** An upstream OpenID provider as kept by the Admin API (spec: "Admin API objects", identity provider). */
@@ -27,22 +27,27 @@ export const UPSTREAM_IDP_PARAM = 'upstream_idp';
  * otherwise the enabled one created first (lowest id). A tenant without one cannot sign
  * anybody in, which the client learns as `temporarily_unavailable`.
  */
-export async function chooseIdentityProvider(store: Store, tenant: string, requested: unknown): Promise<IdentityProviderRecord> {
+export async function chooseIdentityProvider(store: Store, sealer: Sealer, tenant: string, requested: unknown): Promise<IdentityProviderRecord> {
   const providers = store.collection<IdentityProviderRecord>(IDENTITY_PROVIDERS_COLLECTION, tenant);
   if (typeof requested === 'string' && requested !== '') {
     const named = await providers.findOne({ idpId: requested });
     if (!named || named.enabled === false) throw new SignInError('invalid_request', `${UPSTREAM_IDP_PARAM} names no enabled identity provider`);
-    return named;
+    return unsealed(named, sealer);
   }
   const all = await providers.find({}, { sort: { field: 'id', direction: 'asc' } });
   const first = all.find((record) => record.enabled !== false);
   if (!first) throw unavailable('no upstream identity provider is configured');
-  return first;
+  return unsealed(first, sealer);
 }
 
 /** The provider a pending sign-in started with; it may have been disabled or deleted meanwhile. */
-export async function identityProviderById(store: Store, tenant: string, id: number): Promise<IdentityProviderRecord> {
+export async function identityProviderById(store: Store, sealer: Sealer, tenant: string, id: number): Promise<IdentityProviderRecord> {
   const record = await store.collection<IdentityProviderRecord>(IDENTITY_PROVIDERS_COLLECTION, tenant).get(id);
   if (!record || record.enabled === false) throw unavailable('the identity provider of this sign-in is no longer available');
-  return record;
+  return unsealed(record, sealer);
+}
+
+/** The record with its client secret opened (the Admin API stores it sealed). */
+function unsealed(record: IdentityProviderRecord, sealer: Sealer): IdentityProviderRecord {
+  return record.clientSecret ? { ...record, clientSecret: sealer.unseal(record.clientSecret) } : record;
 }

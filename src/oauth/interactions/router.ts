@@ -6,7 +6,7 @@ import type { Config } from '../../config/index.js';
 import { badRequest } from '../../http/errors.js';
 import { outboundOptionsOf } from '../../http/outbound.js';
 import type { Logger } from '../../log/index.js';
-import type { Store } from '../../store/index.js';
+import type { Sealer, Store } from '../../store/index.js';
 import type { TenantProviders } from '../providers.js';
 import { grantConsent } from './consent.js';
 import { SignInError } from './errors.js';
@@ -21,6 +21,8 @@ import { userinfoChallenge } from './userinfo-challenge.js';
 export interface InteractionDeps {
   config: Config;
   store: Store;
+  /** Opens the identity providers' sealed client secrets. */
+  sealer: Sealer;
   providers: TenantProviders;
   log: Logger;
 }
@@ -73,7 +75,7 @@ async function answerPrompt(ctx: Context, deps: InteractionDeps, upstream: Upstr
 /** Picks the tenant's provider, remembers the round trip, and returns where the browser goes. */
 async function sendUpstream(ctx: Context, deps: InteractionDeps, upstream: UpstreamProviders, interaction: Interaction): Promise<URL> {
   const { params, uid } = interaction;
-  const idp = await chooseIdentityProvider(deps.store, ctx.state.tenant, params[UPSTREAM_IDP_PARAM]);
+  const idp = await chooseIdentityProvider(deps.store, deps.sealer, ctx.state.tenant, params[UPSTREAM_IDP_PARAM]);
   const checks = newChecks();
   const destination = await upstream.authorizationUrl(idp, checks, { prompt: params.prompt, loginHint: params.login_hint });
   await new UpstreamLogins(deps.store, ctx.state.tenant).begin(uid, idp.id, checks);
@@ -94,7 +96,7 @@ async function receiveUpstreamResponse(ctx: Context, deps: InteractionDeps, upst
 async function upstreamOutcome(ctx: Context, deps: InteractionDeps, upstream: UpstreamProviders, login: ClaimedLogin): Promise<InteractionResults> {
   const { store, config } = deps;
   try {
-    const idp = await identityProviderById(store, ctx.state.tenant, login.identityProviderId);
+    const idp = await identityProviderById(store, deps.sealer, ctx.state.tenant, login.identityProviderId);
     // openid-client takes the redirect_uri for the code exchange from this URL.
     const callbackUrl = new URL(`${config.issuer}${UPSTREAM_CALLBACK_PATH}?${ctx.querystring}`);
     const identity = await upstream.identity(idp, callbackUrl, login.checks);

@@ -1,7 +1,7 @@
 import type { Context, Next } from 'koa';
 import { decodeJwt } from 'jose';
 import { HttpError } from '../../http/errors.js';
-import { readJsonBody } from '../../http/body.js';
+import { MAX_JSON_DEPTH, nestingExceeds, readJsonBody } from '../../http/body.js';
 import { requestInput, type DecisionInput, type PolicyEngine } from '../../policy/index.js';
 import { denial, rememberDecision } from '../grants/decision.js';
 import { routes } from '../routes.js';
@@ -27,8 +27,21 @@ export function registrationGate(policy: PolicyEngine, maxBodyBytes: number) {
     const outcome = await policy.decide('register', registrationInput(ctx.state.tenant as string, ctx.path, metadata as Record<string, unknown>));
     rememberDecision(ctx as never, outcome);
     if (!outcome.decision.allow) throw asHttpError(denial(outcome));
+    assertPublicSubjects(metadata as Record<string, unknown>);
     await next();
   };
+}
+
+/**
+ * Arbiter's subjects are public (the spec: no pairwise identifiers). Refused here because
+ * oidc-provider derives a pairwise client's sector from its first redirect URI before it
+ * validates that URI, and a request with `subject_type: "pairwise"` and a redirect URI that
+ * is no URL made it fail with a 500.
+ */
+function assertPublicSubjects(metadata: Record<string, unknown>): void {
+  if (metadata.subject_type !== undefined && metadata.subject_type !== 'public') {
+    throw new HttpError(400, 'invalid_client_metadata', "subject_type must be 'public'");
+  }
 }
 
 function registrationInput(tenant: string, endpoint: string, metadata: Record<string, unknown>): DecisionInput {
@@ -53,12 +66,18 @@ function registrationInput(tenant: string, endpoint: string, metadata: Record<st
 
 /** The statement's claims, unverified: the policy decides whether its issuer is trusted. */
 function statementClaims(statement: unknown): Record<string, unknown> {
+  let claims: Record<string, unknown>;
   try {
     if (typeof statement !== 'string') throw new Error('not a string');
-    return decodeJwt(statement) as Record<string, unknown>;
+    claims = decodeJwt(statement) as Record<string, unknown>;
   } catch {
     throw new HttpError(400, 'invalid_software_statement', 'software_statement must be a signed JWT');
   }
+  // The claims become policy input and part of the audit entry: as shallow as a JSON body must be.
+  if (nestingExceeds(Buffer.from(statement.split('.')[1], 'base64url').toString('utf8'), MAX_JSON_DEPTH)) {
+    throw new HttpError(400, 'invalid_software_statement', `the software_statement's claims nest deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  return claims;
 }
 
 /** Registration errors are JSON like the Admin API's; the policy's code and status are kept. */
