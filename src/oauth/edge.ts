@@ -40,7 +40,7 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
     // The forms of /token, /introspect, POST /authorize and /userinfo, read once with the size limit; JSON-valued parameters kept shallow.
     formBody(config.maxBodyBytes),
     // /authorize
-    authorizeEndpoint(),
+    authorizeEndpoint(store, policy, providerFor),
     // /token: requests refused before client authentication.
     tokenPrecheck,
     // /authorize and /token: the RAR types policy data defines.

@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
@@ -37,9 +38,9 @@ function policyGated(provider: Provider, grantType: string, handler: (ctx: KoaCo
     assertRequiredParameters(ctx, grantType);
     const source = await grantSource(provider, ctx, grantType);
     if (grantType !== 'client_credentials' && !source) throw new errors.CustomOIDCProviderError('invalid_grant', `the ${grantType === 'authorization_code' ? 'authorization code' : 'refresh token'} is unknown or expired`);
+    if (source) assertWithinSource(ctx, source);
     const outcome = await deps.policy.decide('token', await tokenDecisionInput(ctx, deps.store, deps.tenant, source));
     rememberDecision(ctx, outcome);
-    if (grantType === 'refresh_token') refuseScopesBeyondOriginal(source, outcome.input.request.scopes);
     if (!outcome.decision.allow) throw denial(outcome);
     requireDpopWhenObliged(ctx);
     await narrow(provider, ctx, grantType, source, outcome.input.request.scopes);
@@ -69,18 +70,46 @@ async function grantSource(provider: Provider, ctx: KoaContextWithOIDC, grantTyp
 }
 
 /**
- * RFC 6749 §6: a refresh may ask for less than was granted, never more. Checked before the
- * policy narrows, which would otherwise silently drop the extra scopes.
+ * A code or refresh token is redeemed for at most what it carries (RFC 6749 §6, RFC 8707 §2.2,
+ * RFC 9396 §6.1): a refresh asking for scopes it does not hold, a resource it was not issued
+ * for, or authorization details that are not among its own are refused here, before the policy
+ * is asked (which would otherwise silently narrow them away) and before oidc-provider consumes
+ * it (a refused refresh must not cost the client its refresh token).
  */
-function refuseScopesBeyondOriginal(source: GrantSource | undefined, requested: string[]): void {
-  if (!source) return;
-  const original = new Set((source.scope ?? '').split(' ').filter(Boolean));
-  const beyond = requested.filter((scope) => !original.has(scope));
-  if (beyond.length) throw new errors.InvalidScope('requested scope exceeds the scope originally granted', beyond.join(' '));
+function assertWithinSource(ctx: KoaContextWithOIDC, source: GrantSource): void {
+  const params = ctx.oidc.params as Record<string, string | undefined>;
+  if (params.grant_type === 'refresh_token' && params.scope) {
+    const held = new Set((source.scope ?? '').split(' ').filter(Boolean));
+    const beyond = params.scope.split(' ').filter((scope) => scope && !held.has(scope));
+    if (beyond.length) throw new errors.InvalidScope('requested scope exceeds the scope originally granted', beyond.join(' '));
+  }
+  if (params.resource !== undefined) {
+    const carried = Array.isArray(source.resource) ? source.resource : [source.resource].filter(Boolean);
+    if (!carried.includes(params.resource)) throw new errors.InvalidTarget('the resource was not granted to this code or refresh token');
+  }
+  if (params.authorization_details !== undefined) {
+    const requested = parsedDetails(params.authorization_details);
+    const carried = (source.rar ?? []) as unknown[];
+    if (!requested.every((detail) => carried.some((granted) => isDeepStrictEqual(detail, granted)))) {
+      throw new errors.CustomOIDCProviderError('invalid_authorization_details', 'authorization_details must be among those granted to this code or refresh token');
+    }
+  }
+}
+
+function parsedDetails(value: string): unknown[] {
+  try {
+    const parsed = JSON.parse(value) as unknown;
+    if (Array.isArray(parsed)) return parsed;
+  } catch {
+    // answered below
+  }
+  throw new errors.CustomOIDCProviderError('invalid_authorization_details', 'authorization_details must be a JSON array');
 }
 
 async function narrow(provider: Provider, ctx: KoaContextWithOIDC, grantType: string, source: GrantSource | undefined, requested: string[]): Promise<void> {
   const granted = narrowedScopes(requested, decisionOf(ctx)!);
+  // oidc-provider reads "no scope" on a refresh as "all the refresh token holds": granting nothing is refusing.
+  if (grantType === 'refresh_token' && granted.length === 0 && requested.length > 0) throw new errors.InvalidScope('the policy grants none of the requested scopes', requested.join(' '));
   recognizeScopes(provider, granted);
   if (grantType !== 'authorization_code') {
     ctx.oidc.params!.scope = granted.join(' ') || undefined;
