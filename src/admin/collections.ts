@@ -135,6 +135,22 @@ export const COLLECTIONS: CollectionDefinition[] = [
       softwareStatement: { type: 'object' },
       scopes: strings,
       registrationType: { enum: ['admin', 'dcr', 'cimd'] },
+      // Set by dynamic registration (src/oauth/register), kept through an Admin PUT of such a record.
+      grantTypes: { type: 'array', items: { enum: ['authorization_code', 'refresh_token', 'client_credentials'] }, maxItems: 10 },
+      responseTypes: { type: 'array', items: { enum: ['code'] }, maxItems: 1 },
+      tosUri: httpUri,
+      policyUri: httpUri,
+      contacts: { type: 'array', items: { type: 'string', format: 'email', maxLength: 254 }, maxItems: 20 },
+      softwareId: { type: 'string', format: 'uuid' },
+      softwareVersion: string,
+      softwareStatementJwt: { type: 'string', maxLength: 1048576 },
+      grantedResources: {
+        type: 'array',
+        maxItems: 100,
+        items: { type: 'object', additionalProperties: false, required: ['type', 'scopes'], properties: { type: nonEmpty, scopes: { type: 'array', items: string, maxItems: 500 } } },
+      },
+      registrationAccessTokenDigest: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
+      clientIdIssuedAt: { type: 'integer', minimum: 0 },
     }),
   },
   {

@@ -16,15 +16,21 @@ export async function clientInput(store: Store, tenant: string, clientId: string
     client_type: record.clientType,
     registration_type: (record.registrationType as ClientInput['registration_type']) ?? 'admin',
     scopes: record.scopes ?? [],
-    granted_resources: grantedResources(record.softwareStatement),
+    granted_resources: grantedResources(record),
+    ...(Array.isArray(record.grantTypes) ? { grant_types: record.grantTypes } : {}),
+    ...(typeof record.softwareId === 'string' ? { software_id: record.softwareId } : {}),
     redirect_uris: record.redirectUris ?? [],
     token_endpoint_auth_method: record.tokenEndpointAuthMethod ?? (record.clientType === 'public' ? 'none' : 'client_secret_basic'),
     authenticated_with: authenticatedWith,
   };
 }
 
-function grantedResources(statement: Record<string, unknown> | undefined): GrantedResource[] {
-  const granted = statement?.granted_resources;
+/**
+ * What the `register` decision granted (stored on the record as `grantedResources`); for a
+ * record without it (Admin API), the `granted_resources` of its software statement object.
+ */
+function grantedResources(record: ClientRecord): GrantedResource[] {
+  const granted = Array.isArray(record.grantedResources) ? record.grantedResources : record.softwareStatement?.granted_resources;
   if (!Array.isArray(granted)) return [];
   return granted.filter(
     (entry): entry is GrantedResource => typeof entry?.type === 'string' && Array.isArray(entry?.scopes) && entry.scopes.every((scope: unknown) => typeof scope === 'string'),

@@ -1,5 +1,7 @@
 import type { AdapterPayload } from 'oidc-provider';
 import type { Store, StoredDoc } from '../store/index.js';
+import type { ClientDocuments } from './cimd/index.js';
+import { looksLikeDocumentUrl } from './cimd/url.js';
 
 /** A client as kept by the Admin API (see the spec's Client record). */
 export interface ClientRecord extends StoredDoc {
@@ -19,6 +21,22 @@ export interface ClientRecord extends StoredDoc {
   scopes?: string[];
   softwareStatement?: Record<string, unknown>;
   registrationType?: string;
+  /** Registered grant types (dynamic registration); absent: derived from the client type and redirect URIs. */
+  grantTypes?: string[];
+  responseTypes?: string[];
+  tosUri?: string;
+  policyUri?: string;
+  contacts?: string[];
+  softwareId?: string;
+  softwareVersion?: string;
+  /** The software statement as presented (a signed JWT, not secret), echoed by RFC 7592 reads. */
+  softwareStatementJwt?: string;
+  /** Entitlements the `register` decision granted; `client.granted_resources` in later decisions. */
+  grantedResources?: { type: string; scopes: string[] }[];
+  /** RFC 7592: storageDigest of the registration access token; the token itself is never stored. */
+  registrationAccessTokenDigest?: string;
+  /** RFC 7591 client_id_issued_at (Unix seconds). */
+  clientIdIssuedAt?: number;
   tenantId: string | null;
 }
 
@@ -28,6 +46,7 @@ export const CLIENTS_COLLECTION = 'clients';
 export function clientMetadata(record: ClientRecord): AdapterPayload | undefined {
   if (record.enabled === false) return undefined;
   const confidential = record.clientType === 'confidential';
+  const grants = grantTypes(record);
   const metadata: Record<string, unknown> = {
     client_id: record.clientId,
     client_name: record.clientName,
@@ -35,8 +54,8 @@ export function clientMetadata(record: ClientRecord): AdapterPayload | undefined
     logo_uri: record.logoUri,
     redirect_uris: record.redirectUris ?? [],
     post_logout_redirect_uris: record.postLogoutRedirectUris ?? [],
-    response_types: record.redirectUris?.length ? ['code'] : [],
-    grant_types: grantTypes(record),
+    response_types: grants.includes('authorization_code') ? ['code'] : [],
+    grant_types: grants,
     token_endpoint_auth_method: record.tokenEndpointAuthMethod ?? (confidential ? 'client_secret_basic' : 'none'),
     jwks_uri: record.jwksUri,
     jwks: record.jwks,
@@ -46,20 +65,31 @@ export function clientMetadata(record: ClientRecord): AdapterPayload | undefined
   return Object.fromEntries(Object.entries(metadata).filter(([, value]) => value !== undefined)) as AdapterPayload;
 }
 
-/** Redirect-based grants need a redirect URI; client_credentials needs a secret or a key. */
+/**
+ * Registered grant types when the record lists them (dynamic registration), else: redirect-based
+ * grants need a redirect URI; client_credentials needs a secret or a key.
+ */
 function grantTypes(record: ClientRecord): string[] {
+  if (Array.isArray(record.grantTypes)) {
+    const redirects = Boolean(record.redirectUris?.length);
+    const confidential = record.clientType === 'confidential';
+    return record.grantTypes.filter((grant) => (grant === 'client_credentials' ? confidential : grant !== 'authorization_code' || redirects));
+  }
   const userGrants = record.redirectUris?.length ? ['authorization_code', 'refresh_token'] : [];
   return record.clientType === 'confidential' ? [...userGrants, 'client_credentials'] : userGrants;
 }
 
 /**
  * The adapter's Client lookup. Every client may ask for every RAR type policy data defines
- * (the policy decides per client), so the current types are part of its metadata.
+ * (the policy decides per client), so the current types are part of its metadata. A client_id
+ * that is a URL and not an operator's or a registration's client is resolved by `documents`
+ * (client ID metadata documents, ./cimd).
  */
-export function clientLookup(store: Store, tenant: string, authorizationDetailsTypes: () => Promise<string[]>) {
+export function clientLookup(store: Store, tenant: string, authorizationDetailsTypes: () => Promise<string[]>, documents?: ClientDocuments) {
   const clients = store.collection<ClientRecord>(CLIENTS_COLLECTION, tenant);
   return async (clientId: string) => {
-    const record = await clients.findOne({ clientId });
+    const found = await clients.findOne({ clientId });
+    const record = documents && looksLikeDocumentUrl(clientId) && (!found || found.registrationType === 'cimd') ? await documents.resolve(clientId, found) : found;
     const metadata = record ? clientMetadata(record) : undefined;
     return metadata && { ...metadata, authorization_details_types: await authorizationDetailsTypes() };
   };

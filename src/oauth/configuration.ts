@@ -22,7 +22,7 @@ const protocol: ConfigurationSlice = () => ({
   conformIdTokenClaims: true,
   features: {
     devInteractions: { enabled: false },
-    registration: { enabled: true },
+    registration: { enabled: true }, // advertised in discovery only: /register and /register/* are answered by register/gate.ts, never by oidc-provider
     userinfo: { enabled: true },
     clientCredentials: { enabled: true },
     resourceIndicators: { enabled: true },

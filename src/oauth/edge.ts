@@ -46,7 +46,7 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
     // /authorize and /token: the RAR types policy data defines.
     syncAuthorizationDetailsTypes(providerFor, () => policy.authorizationDetailsTypes()),
     // /register: the `register` decision.
-    registrationGate(policy, config.maxBodyBytes),
+    registrationGate({ config, store, policy }),
     // /introspect: Bearer callers and the `introspect` decision on every call.
     introspectionEndpoint({ store, policy, issuer: config.issuer, providerFor }),
     // /interaction/*, /idp/callback: sign-in at the upstream identity provider; /userinfo's challenge.

@@ -1,5 +1,6 @@
 import Provider from 'oidc-provider';
 import { createOidcAdapter } from '../../adapters/oidc/index.js';
+import { createClientDocuments } from './cimd/index.js';
 import { clientLookup } from './clients.js';
 import { compareHashedClientSecrets } from './client-secrets.js';
 import { providerConfiguration } from './configuration.js';
@@ -8,10 +9,11 @@ import { installGrants } from './grants/index.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
 export function createTenantProvider(context: ProviderContext): Provider {
-  const { store, tenant, policy, config } = context;
+  const { store, tenant, policy, config, log } = context;
+  const documents = createClientDocuments({ config, store, tenant, policy, log });
   const provider = new Provider(config.issuer, {
     ...providerConfiguration(context),
-    adapter: createOidcAdapter(store, tenant, { Client: clientLookup(store, tenant, () => policy.authorizationDetailsTypes()) }),
+    adapter: createOidcAdapter(store, tenant, { Client: clientLookup(store, tenant, () => policy.authorizationDetailsTypes(), documents) }),
   });
   provider.proxy = true;
   compareHashedClientSecrets(provider);

@@ -42,8 +42,8 @@ export const advertisedFeatures: Readonly<Record<AdvertisedFeatureName, Advertis
   umaResourceRegistration: { enabled: false, endpoints: { resource_registration_endpoint: '/resource_registration/resource' } },
   /** UMA 2.0 permission tickets (spec: UMA). Not built yet: /permission answers 404. */
   umaPermission: { enabled: false, endpoints: { permission_endpoint: '/permission' } },
-  /** An https URL as client_id (spec: client ID metadata document rules). Not built yet. */
-  clientIdMetadataDocuments: { enabled: false, metadata: { client_id_metadata_document_supported: true } },
+  /** An https URL as client_id (spec: client ID metadata document rules; oauth/cimd). */
+  clientIdMetadataDocuments: { enabled: true, metadata: { client_id_metadata_document_supported: true } },
   /** PKCE `plain` besides S256 (authorize/pkce-plain.ts); oidc-provider alone would say S256 only. */
   pkcePlain: { enabled: true, metadata: { code_challenge_methods_supported: ['S256', 'plain'] } },
 };

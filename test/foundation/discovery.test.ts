@@ -33,16 +33,20 @@ describe('Discovery and JWKS', function () {
     expect(document.authorization_details_types_supported).to.be.an('array');
   });
 
+  it('advertises client ID metadata documents, which work (test/oauth/client-metadata-documents.test.ts)', async function () {
+    const document = (await (await server.request('/.well-known/openid-configuration')).json()) as any;
+    expect(document.client_id_metadata_document_supported).to.equal(true);
+  });
+
   /**
-   * The spec's table also lists the UMA endpoints and client_id_metadata_document_supported;
-   * they are advertised only once those features answer (routes.ts, advertisedFeatures).
+   * The spec's table also lists the UMA endpoints; they are advertised only once those
+   * features answer (routes.ts, advertisedFeatures).
    */
   it('advertises no endpoint or capability that does not answer', async function () {
     const document = (await (await server.request('/.well-known/openid-configuration')).json()) as any;
 
     expect(document).not.to.have.property('resource_registration_endpoint');
     expect(document).not.to.have.property('permission_endpoint');
-    expect(document).not.to.have.property('client_id_metadata_document_supported');
     // What they would have named is indeed not there.
     expect((await server.request('/resource_registration/resource')).status).to.equal(404);
     expect((await server.request('/permission', { method: 'POST', json: { resource_id: 'r', resource_scopes: ['read'] } })).status).to.equal(404);

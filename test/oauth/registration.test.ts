@@ -1,73 +1,429 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import { UnsecuredJWT } from 'jose';
-import { eventually, updateOauthData } from '../support/oauth.js';
+import bcrypt from 'bcryptjs';
+import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type JWK } from 'jose';
+import * as client from 'openid-client';
+import { storageDigest } from '../../src/store/index.js';
+import { FetchUserAgent } from '../support/browser.js';
+import { arrivingAt, authorizationRequest, passDevIdpForms, redeemCode, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
+import { basic, eventually, postForm, updateOauthData } from '../support/oauth.js';
 import { startTestServer, type TestServer } from '../support/server.js';
 
+const REDIRECT_URI = 'http://127.0.0.1:1/dcr/callback';
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const STATEMENT_ISSUER = 'https://statements.example.test';
+const DENIED_SOFTWARE = '0d6c3f5e-2b1a-4c8d-9e7f-112233445566';
+type PrivateKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
+const insecure = { execute: [client.allowInsecureRequests] };
+
+type Answer = { status: number; body: any; headers: Headers };
+
+async function registerAt(server: TestServer, body: unknown, raw?: string): Promise<Answer> {
+  const response = await server.request('/register', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: raw ?? JSON.stringify(body) });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+}
+
+async function manage(server: TestServer, method: string, clientId: string, token: string | undefined, json?: unknown): Promise<Answer> {
+  const headers: Record<string, string> = token === undefined ? {} : { Authorization: `Bearer ${token}` };
+  const response = await server.request(`/register/${encodeURIComponent(clientId)}`, { method, headers, json });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+}
+
 /**
- * POST /register is policy-gated: the `register` decision point is asked before any client
- * is created. (Registration itself — generated ids, hashed secrets, software statement
- * entitlements — belongs to the registration issue; this covers the gate.)
+ * POST /register (RFC 7591) and /register/{client_id} (RFC 7592), answered by Arbiter itself:
+ * validated, decided by the `register` policy, stored in the client collection the Admin API
+ * and /token use.
  */
-describe('POST /register, gated by the register policy', function () {
+describe('dynamic client registration', function () {
   let server: TestServer;
+  let idp: RegisteredDevIdp;
   const metadata = { redirect_uris: ['https://app.example.test/cb'], client_name: 'App', token_endpoint_auth_method: 'none' };
+  const register = (body: unknown, raw?: string) => registerAt(server, body, raw);
+  const stored = (clientId: string) => server.store.collection('clients', '_default').findOne({ clientId }) as Promise<any>;
 
   before(async function () {
-    // Its own server: the test opens registration in the shared policy data.
+    // Its own server: the tests open registration in the shared policy data.
     server = await startTestServer();
     await server.waitUntilReady();
+    idp = await startRegisteredDevIdp(server);
   });
   after(async function () {
+    await idp?.close();
     await server?.close();
   });
 
-  const register = async (body: unknown, raw?: string) => {
-    const response = await server.request('/register', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: raw ?? JSON.stringify(body) });
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined };
-  };
-
-  it('refuses open registration while public_client_policy.enabled is false, and audits the denial', async function () {
-    const { status, body } = await register(metadata);
-    expect(status).to.equal(400);
-    expect(body.error).to.equal('invalid_client_metadata');
-    expect(body.error_description).to.match(/open registration is disabled/);
-    const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/register&size=1&sort=id,desc')).body.content;
-    expect(entry.outcome).to.equal('deny');
-    expect(entry.policyInput.registration).to.deep.include({ client_type: 'public', token_endpoint_auth_method: 'none', software_statement: null });
-  });
-
-  it('answers malformed bodies and statements with a clear 400', async function () {
-    expect((await register(undefined, '{"redirect_uris":')).status).to.equal(400);
-    const notObject = await register(['https://app.example.test/cb']);
-    expect(notObject.status).to.equal(400);
-    expect(notObject.body.error).to.equal('invalid_client_metadata');
-    const notJwt = await register({ ...metadata, software_statement: 'not-a-jwt' });
-    expect(notJwt.status).to.equal(400);
-    expect(notJwt.body.error).to.equal('invalid_software_statement');
-  });
-
-  it('refuses a software statement from an issuer policy data does not trust', async function () {
-    const statement = new UnsecuredJWT({ software_id: '4b1c8f2e-8a34-4d8e-9b1f-0c2d3e4f5a6b' }).setIssuer('https://untrusted.example.test').setIssuedAt().encode();
-    const { status, body } = await register({ ...metadata, software_statement: statement });
-    expect(status).to.equal(400);
-    expect(body.error).to.equal('invalid_software_statement');
-    expect(JSON.stringify((await server.admin('GET', '/audit-logs?endpoint=/register&size=1&sort=id,desc')).body), 'the statement is never logged').not.to.contain(statement);
-  });
-
-  it('registers once policy data opens registration, within the allowed grant types', async function () {
-    await updateOauthData(server, (data) => {
-      data.public_client_policy.enabled = true;
+  describe('while public_client_policy.enabled is false (the default)', function () {
+    it('refuses plain registration, and audits the denial', async function () {
+      const { status, body } = await register(metadata);
+      expect(status).to.equal(400);
+      expect(body.error).to.equal('invalid_client_metadata');
+      expect(body.error_description).to.match(/open registration is disabled/);
+      const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/register&size=1&sort=id,desc')).body.content;
+      expect(entry.outcome).to.equal('deny');
+      expect(entry.policyInput.registration).to.deep.include({ client_type: 'public', token_endpoint_auth_method: 'none', software_statement: null });
     });
-    await eventually(async () => (await register(metadata)).status === 201);
-    const { status, body } = await register({ ...metadata, client_name: 'Second' });
-    expect(status).to.equal(201);
-    expect(body.client_id).to.be.a('string');
-    expect(body.redirect_uris).to.deep.equal(metadata.redirect_uris);
 
-    const disallowed = await register({ ...metadata, grant_types: ['client_credentials'] });
-    expect(disallowed.status).to.equal(400);
-    expect(disallowed.body.error).to.equal('invalid_client_metadata');
-    expect(disallowed.body.error_description).to.match(/grant types not allowed: client_credentials/);
+    it('answers malformed bodies and statements with a clear 400', async function () {
+      expect((await register(undefined, '{"redirect_uris":')).status).to.equal(400);
+      const notObject = await register(['https://app.example.test/cb']);
+      expect(notObject.status).to.equal(400);
+      expect(notObject.body.error).to.equal('invalid_client_metadata');
+      const notJwt = await register({ ...metadata, software_statement: 'not-a-jwt' });
+      expect(notJwt.status).to.equal(400);
+      expect(notJwt.body.error).to.equal('invalid_software_statement');
+    });
+
+    it('refuses a software statement from an issuer policy data does not trust, without logging it', async function () {
+      const statement = new UnsecuredJWT({ software_id: '4b1c8f2e-8a34-4d8e-9b1f-0c2d3e4f5a6b' }).setIssuer('https://untrusted.example.test').setIssuedAt().encode();
+      const { status, body } = await register({ ...metadata, software_statement: statement });
+      expect(status).to.equal(400);
+      expect(body.error).to.equal('invalid_software_statement');
+      expect(JSON.stringify((await server.admin('GET', '/audit-logs?endpoint=/register&size=1&sort=id,desc')).body), 'the statement is never logged').not.to.contain(statement);
+    });
+
+    it('never hands /register or /register/* to oidc-provider', async function () {
+      expect((await server.request('/register')).status).to.equal(405);
+      expect((await manage(server, 'GET', 'anything', 'token')).status).to.equal(401);
+    });
+  });
+
+  describe('with software statements', function () {
+    before(async function () {
+      await updateOauthData(server, (data) => {
+        data.trusted_issuers = { [STATEMENT_ISSUER]: { jwks_uri: `${STATEMENT_ISSUER}/jwks`, uses: ['software_statement'] } };
+        data.software_statements = { denylist: [DENIED_SOFTWARE] };
+      });
+    });
+
+    const statementOf = (claims: Record<string, unknown>) => new UnsecuredJWT(claims).setIssuer(STATEMENT_ISSUER).setIssuedAt().encode();
+
+    it('registers a client with the entitlements the policy grants; they are stored and used at /token', async function () {
+      const softwareId = '8f14e45f-ceea-467f-a0e6-5b2a1c3d4e5f';
+      const statement = statementOf({ software_id: softwareId, software_version: '2.1', grant_types: ['client_credentials'], granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection', 'root'] }] });
+      const { status, body } = await register({ redirect_uris: ['https://rs.example.test/cb'], grant_types: ['client_credentials'], software_statement: statement });
+      expect(status, JSON.stringify(body)).to.equal(201);
+      expect(body).to.include({ software_id: softwareId, software_version: '2.1', software_statement: statement, token_endpoint_auth_method: 'client_secret_basic', scope: 'uma_protection' });
+      expect(body.grant_types).to.deep.equal(['client_credentials']);
+      expect(body.response_types).to.deep.equal([]);
+      const record = await stored(body.client_id);
+      expect(record.grantedResources).to.deep.equal([{ type: 'urn:as:introspect', scopes: ['uma_protection'] }]);
+
+      // Later decisions see the stored entitlements: a protection token for the client.
+      const token = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'uma_protection', resource: 'urn:as:introspect' }, { Authorization: basic(body.client_id, body.client_secret) });
+      expect(token.status, JSON.stringify(token.body)).to.equal(200);
+      expect(token.body.scope).to.equal('uma_protection');
+      const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
+      expect(entry.policyInput.client).to.deep.include({ registration_type: 'dcr', granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection'] }] });
+    });
+
+    it('refuses a denylisted software_id as unapproved_software_statement', async function () {
+      const { status, body } = await register({ ...metadata, software_statement: statementOf({ software_id: DENIED_SOFTWARE }) });
+      expect(status).to.equal(400);
+      expect(body.error).to.equal('unapproved_software_statement');
+    });
+
+    it('refuses garbage as invalid_software_statement', async function () {
+      for (const garbage of ['a.b.c', 'eyJhbGciOiJub25lIn0.bm90IGpzb24.', 42, { iss: STATEMENT_ISSUER }]) {
+        const { status, body } = await register({ ...metadata, software_statement: garbage });
+        expect(status, String(garbage)).to.equal(400);
+        expect(body.error).to.equal('invalid_software_statement');
+      }
+    });
+  });
+
+  describe('plain registration, once policy data opens it', function () {
+    before(async function () {
+      await updateOauthData(server, (data) => {
+        data.public_client_policy.enabled = true;
+        data.public_client_policy.dcr.allowed_grant_types = ['authorization_code', 'refresh_token', 'client_credentials'];
+      });
+      await eventually(async () => (await register(metadata)).status === 201);
+    });
+
+    it('answers each validation error with its code and the field', async function () {
+      const cases: [Record<string, unknown>, string, RegExp][] = [
+        [{ client_name: 'x' }, 'invalid_redirect_uri', /redirect_uris is required/],
+        [{ redirect_uris: [] }, 'invalid_redirect_uri', /redirect_uris/],
+        [{ redirect_uris: ['/relative'] }, 'invalid_redirect_uri', /absolute/],
+        [{ redirect_uris: ['https://app.example.test/cb#frag'] }, 'invalid_redirect_uri', /fragment/],
+        [{ redirect_uris: 'https://app.example.test/cb' }, 'invalid_redirect_uri', /redirect_uris/],
+        [{ ...metadata, token_endpoint_auth_method: 'client_secret_jwt' }, 'invalid_client_metadata', /token_endpoint_auth_method/],
+        [{ ...metadata, token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata', /private_key_jwt needs jwks or jwks_uri/],
+        [{ ...metadata, grant_types: ['implicit'] }, 'invalid_client_metadata', /grant_types/],
+        [{ ...metadata, grant_types: ['client_credentials'] }, 'invalid_client_metadata', /grant_types/],
+        [{ ...metadata, response_types: ['token'] }, 'invalid_client_metadata', /response_types/],
+        [{ ...metadata, jwks_uri: 'http://keys.example.test/jwks' }, 'invalid_client_metadata', /jwks_uri must be an https URI/],
+        [{ ...metadata, contacts: ['not-an-email'] }, 'invalid_client_metadata', /contacts/],
+        [{ ...metadata, software_id: 'not-a-uuid' }, 'invalid_client_metadata', /software_id must be a UUID/],
+        [{ ...metadata, client_uri: 'javascript:alert(1)' }, 'invalid_client_metadata', /client_uri/],
+        [{ ...metadata, jwks: { keys: [{ kty: 'oct', k: 'c2VjcmV0' }] } }, 'invalid_client_metadata', /jwks/],
+        [{ ...metadata, scope: 7 }, 'invalid_client_metadata', /scope/],
+      ];
+      for (const [body, error, description] of cases) {
+        const answer = await register(body);
+        expect(answer.status, JSON.stringify(body)).to.equal(400);
+        expect(answer.body.error, JSON.stringify(body)).to.equal(error);
+        expect(answer.body.error_description, JSON.stringify(body)).to.match(description);
+      }
+      const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+      const privateJwk = await exportJWK(privateKey);
+      const withPrivate = await register({ ...metadata, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [privateJwk] } });
+      expect(withPrivate.body).to.deep.include({ error: 'invalid_client_metadata' });
+      expect(withPrivate.body.error_description).to.match(/public keys only/);
+    });
+
+    it('fills in the defaults, generates a UUID and a 32-character secret kept only as a BCrypt hash', async function () {
+      const softwareId = '3f2b9c1a-7d4e-4f5a-8b6c-9d0e1f2a3b4c';
+      const { status, body } = await register({
+        redirect_uris: ['https://app.example.test/cb'],
+        client_name: 'Confidential',
+        scope: 'openid profile',
+        contacts: ['ops@example.test'],
+        tos_uri: 'https://app.example.test/tos',
+        software_id: softwareId,
+        software_version: '1.0.3',
+        unknown_field: 'ignored',
+      });
+      expect(status, JSON.stringify(body)).to.equal(201);
+      expect(body.client_id).to.match(UUID);
+      expect(body.client_secret).to.be.a('string').with.lengthOf(32);
+      expect(body.client_secret_expires_at).to.equal(0);
+      expect(body.client_id_issued_at).to.be.a('number').within(Date.now() / 1000 - 60, Date.now() / 1000 + 1);
+      expect(body).to.deep.include({
+        token_endpoint_auth_method: 'client_secret_basic',
+        grant_types: ['authorization_code', 'refresh_token'],
+        response_types: ['code'],
+        redirect_uris: ['https://app.example.test/cb'],
+        client_name: 'Confidential',
+        contacts: ['ops@example.test'],
+        tos_uri: 'https://app.example.test/tos',
+        software_id: softwareId,
+        software_version: '1.0.3',
+        scope: 'openid profile',
+        registration_client_uri: `${server.config.issuer}/register/${body.client_id}`,
+      });
+      expect(body).not.to.have.property('unknown_field');
+      expect(body.registration_access_token).to.be.a('string');
+
+      const record = await stored(body.client_id);
+      expect(record).to.include({ registrationType: 'dcr', clientType: 'confidential', tenantId: null, registrationAccessTokenDigest: storageDigest(body.registration_access_token) });
+      expect(record.clientSecret).to.match(/^\$2[aby]\$10\$/);
+      expect(await bcrypt.compare(body.client_secret, record.clientSecret)).to.equal(true);
+      expect(JSON.stringify(record)).not.to.contain(body.client_secret).and.not.to.contain(body.registration_access_token);
+    });
+
+    it('a confidential client gets tokens with its secret at once, and the Admin API lists it', async function () {
+      const { body } = await register({ redirect_uris: ['https://app.example.test/cb'], grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_post', scope: 'profile' });
+      expect(body.client_secret).to.have.lengthOf(32);
+      const token = await postForm(server, '/token', { grant_type: 'client_credentials', client_id: body.client_id, client_secret: body.client_secret });
+      expect(token.status, JSON.stringify(token.body)).to.equal(200);
+      expect(token.body.access_token).to.be.a('string');
+      const wrong = await postForm(server, '/token', { grant_type: 'client_credentials', client_id: body.client_id, client_secret: 'x'.repeat(32) });
+      expect(wrong.status).to.equal(401);
+
+      const listed = await server.admin('GET', `/clients/${body.client_id}`);
+      expect(listed.status).to.equal(200);
+      expect(listed.body).to.include({ clientId: body.client_id, registrationType: 'dcr', tokenEndpointAuthMethod: 'client_secret_post' });
+      expect(listed.body).not.to.have.property('clientSecret');
+      // An Admin PUT of such a record (with its hash) still validates.
+      const { id, createdAt, updatedAt, ...fields } = listed.body;
+      const record = await stored(body.client_id);
+      const put = await server.admin('PUT', `/clients/${body.client_id}`, { ...fields, clientSecret: record.clientSecret, clientName: 'Renamed' });
+      expect(put.status, JSON.stringify(put.body)).to.equal(200);
+      expect((await postForm(server, '/token', { grant_type: 'client_credentials', client_id: body.client_id, client_secret: body.client_secret })).status).to.equal(200);
+    });
+
+    it('a private_key_jwt client authenticates with its key', async function () {
+      const { publicKey, privateKey } = await generateKeyPair('ES256');
+      const jwk: JWK = { ...(await exportJWK(publicKey)), kid: 'dcr-key', alg: 'ES256', use: 'sig' };
+      const { status, body } = await register({ redirect_uris: ['https://app.example.test/cb'], grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [jwk] } });
+      expect(status, JSON.stringify(body)).to.equal(201);
+      expect(body).not.to.have.property('client_secret');
+      expect(body.jwks).to.deep.equal({ keys: [jwk] });
+      const viaJwt = await client.discovery(new URL(server.config.issuer), body.client_id, undefined, client.PrivateKeyJwt({ key: privateKey, kid: 'dcr-key' }), insecure);
+      expect((await client.clientCredentialsGrant(viaJwt)).access_token).to.be.a('string');
+      const { privateKey: otherKey } = await generateKeyPair('ES256');
+      const impostor = await client.discovery(new URL(server.config.issuer), body.client_id, undefined, client.PrivateKeyJwt({ key: otherKey, kid: 'dcr-key' }), insecure);
+      await client.clientCredentialsGrant(impostor).then(
+        () => expect.fail('an assertion signed by another key was accepted'),
+        (error) => expect((error as client.ResponseBodyError).error).to.equal('invalid_client'),
+      );
+    });
+
+    it('a public client signs in through the development IdP with PKCE', async function () {
+      const { status, body } = await register({ redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none', scope: 'openid profile email' });
+      expect(status, JSON.stringify(body)).to.equal(201);
+      expect(body).not.to.have.property('client_secret');
+      const spa = { clientId: body.client_id as string, redirectUri: REDIRECT_URI };
+      const request = await authorizationRequest(server, spa);
+      const agent = new FetchUserAgent();
+      const loginPage = await agent.navigate(request.url, arrivingAt(REDIRECT_URI));
+      const arrived = await passDevIdpForms(agent, loginPage, 'alice', arrivingAt(REDIRECT_URI));
+      const code = arrived.url.searchParams.get('code');
+      expect(code, arrived.url.href).to.be.a('string');
+      const tokens = await redeemCode(server, spa, code!, request.codeVerifier);
+      expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
+      expect(tokens.body.id_token).to.be.a('string');
+      expect(tokens.body.scope.split(' ')).to.include('openid');
+    });
+
+    it('refuses grants outside public_client_policy.dcr.allowed_grant_types', async function () {
+      await updateOauthData(server, (data) => {
+        data.public_client_policy.dcr.allowed_grant_types = ['authorization_code', 'refresh_token'];
+      });
+      const disallowed = await register({ redirect_uris: ['https://app.example.test/cb'], grant_types: ['client_credentials'] });
+      expect(disallowed.status).to.equal(400);
+      expect(disallowed.body.error).to.equal('invalid_client_metadata');
+      expect(disallowed.body.error_description).to.match(/grant types not allowed: client_credentials/);
+      await updateOauthData(server, (data) => {
+        data.public_client_policy.dcr.allowed_grant_types = ['authorization_code', 'refresh_token', 'client_credentials'];
+      });
+    });
+
+    describe('RFC 7592 management at the registration client URI', function () {
+      let registered: any;
+      let other: any;
+      beforeEach(async function () {
+        registered = (await register({ redirect_uris: ['https://app.example.test/cb'], grant_types: ['client_credentials'], client_name: 'Managed' })).body;
+        other = (await register({ ...metadata, client_name: 'Other' })).body;
+      });
+
+      const tokenFor = (clientId: string, secret: string) => postForm(server, '/token', { grant_type: 'client_credentials' }, { Authorization: basic(clientId, secret) });
+
+      it('reads the registration with its token, and nothing secret', async function () {
+        const { status, body } = await manage(server, 'GET', registered.client_id, registered.registration_access_token);
+        expect(status).to.equal(200);
+        expect(body).to.include({ client_id: registered.client_id, client_name: 'Managed', registration_client_uri: registered.registration_client_uri, client_secret_expires_at: 0 });
+        expect(body).not.to.have.property('client_secret');
+        expect(body).not.to.have.property('registration_access_token');
+      });
+
+      it('refuses a missing or wrong token, and another client’s token, with 401 invalid_token', async function () {
+        for (const [clientId, token] of [
+          [registered.client_id, undefined],
+          [registered.client_id, 'wrong-token'],
+          [registered.client_id, other.registration_access_token],
+          [other.client_id, registered.registration_access_token],
+          ['6a0c1e7d-0000-4000-8000-000000000000', registered.registration_access_token],
+        ] as [string, string | undefined][]) {
+          for (const method of ['GET', 'DELETE']) {
+            const answer = await manage(server, method, clientId, token);
+            expect(answer.status, `${method} ${clientId}`).to.equal(401);
+            expect(answer.body.error).to.equal('invalid_token');
+            expect(answer.headers.get('www-authenticate')).to.match(/^Bearer/);
+          }
+        }
+        expect((await manage(server, 'GET', registered.client_id, registered.registration_access_token)).status).to.equal(200);
+      });
+
+      it('updates a registration, re-validated and re-decided, keeping the secret while the method stays', async function () {
+        const { registration_access_token: token, client_secret: secret, client_id: clientId } = registered;
+        const renamed = await manage(server, 'PUT', clientId, token, { client_id: clientId, redirect_uris: ['https://app.example.test/cb2'], grant_types: ['client_credentials'], client_name: 'Renamed' });
+        expect(renamed.status, JSON.stringify(renamed.body)).to.equal(200);
+        expect(renamed.body).to.include({ client_name: 'Renamed' });
+        expect(renamed.body.redirect_uris).to.deep.equal(['https://app.example.test/cb2']);
+        expect(renamed.body).not.to.have.property('client_secret');
+        expect((await tokenFor(clientId, secret)).status).to.equal(200);
+
+        const invalid = await manage(server, 'PUT', clientId, token, { client_id: clientId, redirect_uris: ['https://app.example.test/cb#x'] });
+        expect(invalid.status).to.equal(400);
+        expect(invalid.body.error).to.equal('invalid_redirect_uri');
+        const otherId = await manage(server, 'PUT', clientId, token, { client_id: other.client_id, redirect_uris: ['https://app.example.test/cb'] });
+        expect(otherId.status).to.equal(400);
+
+        // A new confidential method issues a new secret; the old one stops working.
+        const switched = await manage(server, 'PUT', clientId, token, { client_id: clientId, redirect_uris: ['https://app.example.test/cb'], grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_post' });
+        expect(switched.status).to.equal(200);
+        expect(switched.body.client_secret).to.have.lengthOf(32);
+        expect((await postForm(server, '/token', { grant_type: 'client_credentials', client_id: clientId, client_secret: switched.body.client_secret })).status).to.equal(200);
+        expect((await postForm(server, '/token', { grant_type: 'client_credentials', client_id: clientId, client_secret: secret })).status).to.equal(401);
+      });
+
+      it('re-asks the policy on update', async function () {
+        await updateOauthData(server, (data) => {
+          data.public_client_policy.enabled = false;
+        });
+        try {
+          const refused = await manage(server, 'PUT', other.client_id, other.registration_access_token, { client_id: other.client_id, ...metadata });
+          expect(refused.status).to.equal(400);
+          expect(refused.body.error).to.equal('invalid_client_metadata');
+        } finally {
+          await updateOauthData(server, (data) => {
+            data.public_client_policy.enabled = true;
+          });
+        }
+      });
+
+      it('deletes a registration: 204, then the client is gone for /token and for its token', async function () {
+        const { registration_access_token: token, client_secret: secret, client_id: clientId } = registered;
+        expect((await tokenFor(clientId, secret)).status).to.equal(200);
+        const deleted = await manage(server, 'DELETE', clientId, token);
+        expect(deleted.status).to.equal(204);
+        expect((await tokenFor(clientId, secret)).status).to.equal(401);
+        expect((await manage(server, 'GET', clientId, token)).status).to.equal(401);
+        expect((await server.admin('GET', `/clients/${clientId}`)).status).to.equal(404);
+        expect((await manage(server, 'GET', other.client_id, other.registration_access_token)).status).to.equal(200);
+      });
+    });
+  });
+});
+
+describe('dynamic client registration with SERVICE_SOFTWARE_STATEMENT_VERIFY=true', function () {
+  let server: TestServer;
+  let jwksServer: Server;
+  let jwksFetches = 0;
+  let signingKey: PrivateKey;
+  let issuer: string;
+  const metadata = { redirect_uris: ['https://app.example.test/cb'], grant_types: ['client_credentials'] };
+
+  before(async function () {
+    const { publicKey, privateKey } = await generateKeyPair('ES256');
+    signingKey = privateKey as PrivateKey;
+    const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: 'statement-key', alg: 'ES256', use: 'sig' }] };
+    jwksServer = createServer((request, response) => {
+      jwksFetches += 1;
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jwks));
+    });
+    await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
+    issuer = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}`;
+    server = await startTestServer({ SERVICE_SOFTWARE_STATEMENT_VERIFY: 'true' });
+    await server.waitUntilReady();
+    await updateOauthData(server, (data) => {
+      data.trusted_issuers = { [issuer]: { jwks_uri: `${issuer}/jwks`, uses: ['software_statement'] } };
+    });
+  });
+  after(async function () {
+    await server?.close();
+    await new Promise((resolve) => jwksServer?.close(resolve));
+  });
+
+  const sign = (key: PrivateKey, claims: Record<string, unknown>, iss = issuer) =>
+    new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'statement-key' }).setIssuer(iss).setIssuedAt().sign(key);
+
+  it('accepts a statement signed by a key of the issuer’s JWKS (fetched once, then cached), marked verified', async function () {
+    const statement = await sign(signingKey, { software_id: '5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b', granted_resources: [{ type: 'urn:as:introspect', scopes: ['introspection'] }] });
+    const first = await registerAt(server, { ...metadata, software_statement: statement });
+    expect(first.status, JSON.stringify(first.body)).to.equal(201);
+    expect(first.body.scope).to.equal('introspection');
+    const second = await registerAt(server, { ...metadata, software_statement: statement });
+    expect(second.status).to.equal(201);
+    expect(jwksFetches).to.equal(1);
+    const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/register&size=1&sort=id,desc')).body.content;
+    expect(entry.policyInput.registration.software_statement.verified).to.equal(true);
+  });
+
+  it('refuses a statement signed by another key, an unsigned one, and one from an untrusted issuer', async function () {
+    const { privateKey: otherKey } = await generateKeyPair('ES256');
+    const forged = await registerAt(server, { ...metadata, software_statement: await sign(otherKey as PrivateKey, { software_id: '5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b' }) });
+    expect(forged.status).to.equal(400);
+    expect(forged.body.error).to.equal('invalid_software_statement');
+    const unsigned = await registerAt(server, { ...metadata, software_statement: new UnsecuredJWT({}).setIssuer(issuer).encode() });
+    expect(unsigned.body.error).to.equal('invalid_software_statement');
+    const untrusted = await registerAt(server, { ...metadata, software_statement: await sign(signingKey, {}, 'https://elsewhere.example.test') });
+    expect(untrusted.status).to.equal(400);
+    expect(untrusted.body.error).to.equal('invalid_software_statement');
   });
 });

@@ -1,87 +1,144 @@
 import type { Context, Next } from 'koa';
-import { decodeJwt } from 'jose';
+import type { Config } from '../../config/index.js';
 import { HttpError } from '../../http/errors.js';
-import { MAX_JSON_DEPTH, nestingExceeds, readJsonBody } from '../../http/body.js';
-import { requestInput, type DecisionInput, type PolicyEngine } from '../../policy/index.js';
-import { denial, rememberDecision } from '../grants/decision.js';
+import { readJsonBody } from '../../http/body.js';
+import { createOutbound, outboundOptionsOf } from '../../http/outbound.js';
+import type { PolicyEngine } from '../../policy/index.js';
+import type { Store } from '../../store/index.js';
+import type { ClientRecord } from '../clients.js';
 import { routes } from '../routes.js';
+import { decideRegistration } from './decision.js';
+import { clientForToken, clientsOf, createClient, updateClient } from './record.js';
+import { clientInformation } from './response.js';
+import { SoftwareStatements, type SoftwareStatement } from './statement.js';
+import { validateMetadata, type ValidatedMetadata } from './validation.js';
 
-const DEFAULT_GRANT_TYPES = ['authorization_code', 'refresh_token'];
-const DEFAULT_AUTH_METHOD = 'client_secret_basic';
+export interface RegistrationDeps {
+  config: Pick<Config, 'issuer' | 'maxBodyBytes' | 'softwareStatementVerify' | 'outboundAllowInsecureLoopback' | 'outboundTimeoutMs' | 'outboundMaxResponseBytes'>;
+  store: Store;
+  policy: PolicyEngine;
+}
+
+const UUID_SOFTWARE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
- * POST /register (RFC 7591) asks the `register` decision point before oidc-provider sees the
- * request: registration is policy-gated, never open by itself. A deny is a 400 with the
- * policy's error (invalid_client_metadata, invalid_software_statement, unapproved_software_statement).
+ * Dynamic client registration, answered by Arbiter itself (oidc-provider's registration
+ * endpoint is never reached): POST /register (RFC 7591) and, at the registration client URI
+ * /register/{client_id}, GET, PUT and DELETE (RFC 7592). Every registration and update is
+ * validated (validation.ts), decided by the `register` policy point (decision.ts) and kept in
+ * Arbiter's client collection (record.ts), where the Admin API and /token find it.
  */
-export function registrationGate(policy: PolicyEngine, maxBodyBytes: number) {
+export function registrationGate({ config, store, policy }: RegistrationDeps) {
+  const statements = new SoftwareStatements(config.softwareStatementVerify, policy, createOutbound(outboundOptionsOf(config)));
+
+  const register = async (ctx: Context, body: Record<string, unknown>, existing?: ClientRecord) => {
+    assertTenant(ctx, body);
+    const statement = await readStatement(statements, body.software_statement ?? (existing ? existing.softwareStatementJwt : undefined));
+    const metadata = withStatementSoftware(validateMetadata(body), statement?.read ?? null);
+    assertPublicSubjects(body);
+    const grant = await decideRegistration(ctx, policy, body, metadata, statement?.read ?? null);
+    return { metadata, grant, statement };
+  };
+
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path !== routes.registration || ctx.method !== 'POST') return next();
-    const metadata = await readJsonBody(ctx, maxBodyBytes);
-    if (typeof metadata !== 'object' || metadata === null || Array.isArray(metadata)) {
-      throw new HttpError(400, 'invalid_client_metadata', 'the registration request must be a JSON object');
+    if (ctx.path !== routes.registration && !ctx.path.startsWith(`${routes.registration}/`)) return next();
+    const tenant = ctx.state.tenant as string;
+
+    if (ctx.path === routes.registration) {
+      if (ctx.method !== 'POST') throw methodNotAllowed(ctx, 'POST');
+      const body = await jsonObject(ctx, config.maxBodyBytes);
+      const { metadata, grant, statement } = await register(ctx, body);
+      const { record, issued } = await createClient(store, tenant, (ctx.state.tenantId as string | null) ?? null, metadata, grant, statement);
+      if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
+      ctx.status = 201;
+      ctx.body = clientInformation(config.issuer, record, issued);
+      return;
     }
-    // oidc-provider takes an already-read body from ctx.request.body; the audit log reads ctx.state.body.
-    (ctx.request as unknown as { body: unknown }).body = metadata;
-    ctx.state.body = metadata;
-    const outcome = await policy.decide('register', registrationInput(ctx.state.tenant as string, ctx.path, metadata as Record<string, unknown>));
-    rememberDecision(ctx as never, outcome);
-    if (!outcome.decision.allow) throw asHttpError(denial(outcome));
-    assertPublicSubjects(metadata as Record<string, unknown>);
-    await next();
+
+    // RFC 7592: /register/{client_id} with the registration access token.
+    const segment = ctx.path.slice(routes.registration.length + 1);
+    if (!['GET', 'PUT', 'DELETE'].includes(ctx.method)) throw methodNotAllowed(ctx, 'GET, PUT, DELETE');
+    const clientId = decodeSegment(segment);
+    const token = bearerToken(ctx);
+    const record = clientId !== undefined && token !== undefined ? await clientForToken(store, tenant, clientId, token) : null;
+    if (!record) {
+      ctx.set('WWW-Authenticate', 'Bearer error="invalid_token"');
+      throw new HttpError(401, 'invalid_token', 'the registration access token is missing or not valid for this client');
+    }
+    if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
+
+    if (ctx.method === 'GET') {
+      ctx.body = clientInformation(config.issuer, record);
+    } else if (ctx.method === 'DELETE') {
+      await clientsOf(store, tenant).delete(record.id);
+      ctx.status = 204;
+    } else {
+      const body = await jsonObject(ctx, config.maxBodyBytes);
+      if (body.client_id !== record.clientId) throw new HttpError(400, 'invalid_client_metadata', 'client_id must be the client_id of the registration client URI', { field: 'client_id' });
+      const { metadata, grant, statement } = await register(ctx, body, record);
+      const updated = await updateClient(store, tenant, record, metadata, grant, statement);
+      ctx.body = clientInformation(config.issuer, updated.record, updated.issued);
+    }
   };
 }
 
+async function jsonObject(ctx: Context, maxBodyBytes: number): Promise<Record<string, unknown>> {
+  const body = await readJsonBody(ctx, maxBodyBytes);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw new HttpError(400, 'invalid_client_metadata', 'the registration request must be a JSON object');
+  }
+  // The audit log reads the parameter names from ctx.state.body.
+  ctx.state.body = body;
+  return body as Record<string, unknown>;
+}
+
+async function readStatement(statements: SoftwareStatements, jwt: unknown): Promise<{ jwt: string; read: SoftwareStatement } | null> {
+  if (jwt === undefined || jwt === null) return null;
+  const read = await statements.read(jwt);
+  return { jwt: jwt as string, read };
+}
+
+/** Without software_id / software_version of its own, a request registers the statement's (when well-formed). */
+function withStatementSoftware(metadata: ValidatedMetadata, statement: SoftwareStatement | null): ValidatedMetadata {
+  const claims = statement?.claims ?? {};
+  if (metadata.software_id === undefined && typeof claims.software_id === 'string' && UUID_SOFTWARE_ID.test(claims.software_id)) metadata.software_id = claims.software_id.toLowerCase();
+  if (metadata.software_version === undefined && typeof claims.software_version === 'string' && claims.software_version.length <= 2048) metadata.software_version = claims.software_version;
+  return metadata;
+}
+
+/** A `tenant_id` member must name the request's tenant (X-Tenant-Id): registration never crosses tenants. */
+function assertTenant(ctx: Context, body: Record<string, unknown>): void {
+  const named = body.tenant_id;
+  if (named === undefined || named === null) return;
+  const tenantId = (ctx.state.tenantId as string | null) ?? null;
+  if (named !== (tenantId ?? ctx.state.tenant)) throw new HttpError(400, 'invalid_client_metadata', 'tenant_id must name the tenant of the request (X-Tenant-Id)', { field: 'tenant_id' });
+}
+
 /**
- * Arbiter's subjects are public (the spec: no pairwise identifiers). Refused here because
- * oidc-provider derives a pairwise client's sector from its first redirect URI before it
- * validates that URI, and a request with `subject_type: "pairwise"` and a redirect URI that
- * is no URL made it fail with a 500.
+ * Arbiter's subjects are public (the spec: no pairwise identifiers); a request for pairwise
+ * subjects is refused rather than silently registered with public ones.
  */
 function assertPublicSubjects(metadata: Record<string, unknown>): void {
-  if (metadata.subject_type !== undefined && metadata.subject_type !== 'public') {
-    throw new HttpError(400, 'invalid_client_metadata', "subject_type must be 'public'");
+  if (metadata.subject_type !== undefined && metadata.subject_type !== null && metadata.subject_type !== 'public') {
+    throw new HttpError(400, 'invalid_client_metadata', "subject_type must be 'public'", { field: 'subject_type' });
   }
 }
 
-function registrationInput(tenant: string, endpoint: string, metadata: Record<string, unknown>): DecisionInput {
-  const grantTypes = Array.isArray(metadata.grant_types) ? metadata.grant_types.filter((grant): grant is string => typeof grant === 'string') : DEFAULT_GRANT_TYPES;
-  const authMethod = typeof metadata.token_endpoint_auth_method === 'string' ? metadata.token_endpoint_auth_method : DEFAULT_AUTH_METHOD;
-  const { software_statement: statement, ...rest } = metadata;
-  return {
-    tenant,
-    client: null,
-    subject: null,
-    request: requestInput({ endpoint, method: 'POST', parameters: metadata }),
-    registration: {
-      metadata: rest,
-      grant_types: grantTypes,
-      token_endpoint_auth_method: authMethod,
-      client_type: authMethod === 'none' ? 'public' : 'confidential',
-      software_statement: statement === undefined ? null : { verified: false, claims: statementClaims(statement) },
-    },
-    time: new Date().toISOString(),
-  };
+function methodNotAllowed(ctx: Context, allowed: string): HttpError {
+  ctx.set('Allow', allowed);
+  return new HttpError(405, 'method_not_allowed', `use ${allowed}`);
 }
 
-/** The statement's claims, unverified: the policy decides whether its issuer is trusted. */
-function statementClaims(statement: unknown): Record<string, unknown> {
-  let claims: Record<string, unknown>;
+function decodeSegment(segment: string): string | undefined {
+  if (segment === '' || segment.includes('/')) return undefined;
   try {
-    if (typeof statement !== 'string') throw new Error('not a string');
-    claims = decodeJwt(statement) as Record<string, unknown>;
+    return decodeURIComponent(segment);
   } catch {
-    throw new HttpError(400, 'invalid_software_statement', 'software_statement must be a signed JWT');
+    return undefined;
   }
-  // The claims become policy input and part of the audit entry: as shallow as a JSON body must be.
-  if (nestingExceeds(Buffer.from(statement.split('.')[1], 'base64url').toString('utf8'), MAX_JSON_DEPTH)) {
-    throw new HttpError(400, 'invalid_software_statement', `the software_statement's claims nest deeper than ${MAX_JSON_DEPTH} levels`);
-  }
-  return claims;
 }
 
-/** Registration errors are JSON like the Admin API's; the policy's code and status are kept. */
-function asHttpError(error: Error): HttpError {
-  const { status, error: code, error_description: description } = error as unknown as { status?: number; error?: string; error_description?: string };
-  return new HttpError(status ?? 400, code ?? 'access_denied', description ?? 'denied by policy');
+function bearerToken(ctx: Context): string | undefined {
+  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(ctx.get('authorization'));
+  return match?.[1];
 }

@@ -1,0 +1,71 @@
+import type { Context } from 'koa';
+import { HttpError } from '../../http/errors.js';
+import { requestInput, type DecisionInput, type GrantedResource, type PolicyEngine } from '../../policy/index.js';
+import { denial, rememberDecision } from '../grants/decision.js';
+import type { SoftwareStatement } from './statement.js';
+import type { ValidatedMetadata } from './validation.js';
+
+/** What an allowing `register` decision gives the client. */
+export interface RegistrationGrant {
+  scopes: string[];
+  grantTypes: string[];
+  grantedResources: GrantedResource[];
+}
+
+/**
+ * Asks the `register` decision point (docs/policy.md) about validated metadata. A deny is a
+ * 400 with the policy's code (invalid_client_metadata, invalid_software_statement,
+ * unapproved_software_statement); an engine failure a 503.
+ */
+export async function decideRegistration(
+  ctx: Context,
+  policy: PolicyEngine,
+  body: Record<string, unknown>,
+  metadata: ValidatedMetadata,
+  statement: SoftwareStatement | null,
+): Promise<RegistrationGrant> {
+  const { software_statement: _statement, ...parameters } = body;
+  const input: DecisionInput = {
+    tenant: ctx.state.tenant as string,
+    client: null,
+    subject: null,
+    request: requestInput({ endpoint: ctx.path, method: ctx.method, parameters }),
+    registration: {
+      metadata: { ...metadata },
+      grant_types: metadata.grant_types,
+      token_endpoint_auth_method: metadata.token_endpoint_auth_method,
+      client_type: metadata.token_endpoint_auth_method === 'none' ? 'public' : 'confidential',
+      software_statement: statement,
+    },
+    time: new Date().toISOString(),
+  };
+  const outcome = await policy.decide('register', input);
+  rememberDecision(ctx as never, outcome);
+  if (!outcome.decision.allow) throw asHttpError(denial(outcome));
+  const { scopes, extensions } = outcome.decision;
+  return {
+    scopes: (scopes ?? []).filter((scope) => typeof scope === 'string'),
+    grantTypes: grantTypesOf(extensions?.grant_types, metadata.grant_types),
+    grantedResources: grantedResourcesOf(extensions?.granted_resources),
+  };
+}
+
+/** The grants the decision entitles, never beyond those asked for; none left is a denial. */
+function grantTypesOf(decided: unknown, requested: string[]): string[] {
+  const grants = Array.isArray(decided) ? requested.filter((grant) => decided.includes(grant)) : requested;
+  if (grants.length === 0) throw new HttpError(400, 'invalid_client_metadata', 'grant_types: the policy entitles none of the requested grant types', { field: 'grant_types' });
+  return grants;
+}
+
+function grantedResourcesOf(decided: unknown): GrantedResource[] {
+  if (!Array.isArray(decided)) return [];
+  return decided
+    .filter((entry): entry is GrantedResource => typeof entry?.type === 'string' && Array.isArray(entry?.scopes) && entry.scopes.every((scope: unknown) => typeof scope === 'string'))
+    .map(({ type, scopes }) => ({ type, scopes: [...scopes] }));
+}
+
+/** Registration errors are JSON like the Admin API's; the policy's code and status are kept. */
+function asHttpError(error: Error): HttpError {
+  const { status, error: code, error_description: description } = error as unknown as { status?: number; error?: string; error_description?: string };
+  return new HttpError(status ?? 400, code ?? 'access_denied', description ?? 'denied by policy');
+}

@@ -1,0 +1,111 @@
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JSONWebKeySet } from 'jose';
+import { HttpError } from '../../http/errors.js';
+import { MAX_JSON_DEPTH, nestingExceeds } from '../../http/body.js';
+import type { Outbound } from '../../http/outbound.js';
+import type { PolicyEngine } from '../../policy/index.js';
+
+/** What the `register` decision sees of a software statement. */
+export interface SoftwareStatement {
+  verified: boolean;
+  claims: Record<string, unknown>;
+}
+
+const invalid = (description: string) => new HttpError(400, 'invalid_software_statement', description, { field: 'software_statement' });
+
+/** An issuer's JWKS is kept this long, and fetched again sooner only for an unknown kid (at most this often). */
+const JWKS_TTL_MS = 5 * 60_000;
+const JWKS_REFRESH_MIN_MS = 30_000;
+const JWKS_CACHE_MAX = 100;
+
+/**
+ * Software statements (RFC 7591 §2.3): decoded always; verified against the issuer's JWKS
+ * (its `jwks_uri` in `data.oauth.trusted_issuers`, fetched through the outbound guard and
+ * cached) when SERVICE_SOFTWARE_STATEMENT_VERIFY is on. Whether the issuer and the software
+ * are acceptable stays the policy's decision.
+ */
+export class SoftwareStatements {
+  private readonly jwks = new Map<string, { fetchedAt: number; keys: ReturnType<typeof createLocalJWKSet> }>();
+
+  constructor(
+    private readonly verify: boolean,
+    private readonly policy: PolicyEngine,
+    private readonly outbound: Outbound,
+  ) {}
+
+  async read(statement: unknown): Promise<SoftwareStatement> {
+    const claims = decodeStatement(statement);
+    if (!this.verify) return { verified: false, claims };
+    const issuer = claims.iss;
+    if (typeof issuer !== 'string' || issuer === '') throw invalid('the software statement has no issuer (iss)');
+    const jwksUri = await this.trustedJwksUri(issuer);
+    await this.verifySignature(statement as string, issuer, jwksUri);
+    return { verified: true, claims };
+  }
+
+  /** The issuer's JWKS URL, when policy data trusts it for software statements. */
+  private async trustedJwksUri(issuer: string): Promise<string> {
+    const issuers = ((await this.policy.policyData('oauth')) as { trusted_issuers?: Record<string, unknown> } | undefined)?.trusted_issuers;
+    const entry = issuers && typeof issuers === 'object' && Object.hasOwn(issuers, issuer) ? (issuers[issuer] as { jwks_uri?: unknown; uses?: unknown }) : undefined;
+    const uses = Array.isArray(entry?.uses) ? entry.uses : ['token_exchange', 'software_statement'];
+    if (!entry || !uses.includes('software_statement')) throw invalid(`the software statement's issuer is not trusted: ${issuer.slice(0, 200)}`);
+    if (typeof entry.jwks_uri !== 'string') throw invalid('the software statement issuer has no jwks_uri in policy data');
+    return entry.jwks_uri;
+  }
+
+  private async verifySignature(statement: string, issuer: string, jwksUri: string): Promise<void> {
+    try {
+      await jwtVerify(statement, await this.keySet(jwksUri, false), { issuer });
+    } catch (error) {
+      if (!(error instanceof joseErrors.JWKSNoMatchingKey) || !this.mayRefresh(jwksUri)) throw this.verificationError(error);
+      try {
+        await jwtVerify(statement, await this.keySet(jwksUri, true), { issuer });
+      } catch (retryError) {
+        throw this.verificationError(retryError);
+      }
+    }
+  }
+
+  private verificationError(error: unknown): HttpError {
+    if (error instanceof HttpError) return error;
+    if (error instanceof joseErrors.JWTExpired) return invalid('the software statement has expired');
+    if (error instanceof joseErrors.JOSEError) return invalid('the software statement signature could not be verified');
+    return invalid("the software statement issuer's JWKS could not be fetched");
+  }
+
+  private mayRefresh(jwksUri: string): boolean {
+    const cached = this.jwks.get(jwksUri);
+    return !cached || Date.now() - cached.fetchedAt > JWKS_REFRESH_MIN_MS;
+  }
+
+  private async keySet(jwksUri: string, refresh: boolean): Promise<ReturnType<typeof createLocalJWKSet>> {
+    const cached = this.jwks.get(jwksUri);
+    if (cached && !refresh && Date.now() - cached.fetchedAt < JWKS_TTL_MS) return cached.keys;
+    let keys: ReturnType<typeof createLocalJWKSet>;
+    try {
+      keys = createLocalJWKSet((await this.outbound.getJson(jwksUri)) as JSONWebKeySet);
+    } catch {
+      throw invalid("the software statement issuer's JWKS could not be fetched");
+    }
+    if (this.jwks.size >= JWKS_CACHE_MAX) this.jwks.delete(this.jwks.keys().next().value as string);
+    this.jwks.delete(jwksUri);
+    this.jwks.set(jwksUri, { fetchedAt: Date.now(), keys });
+    return keys;
+  }
+}
+
+/** The statement's claims, unverified; a malformed JWT is `invalid_software_statement`. */
+function decodeStatement(statement: unknown): Record<string, unknown> {
+  let claims: Record<string, unknown>;
+  try {
+    if (typeof statement !== 'string') throw new Error('not a string');
+    decodeProtectedHeader(statement);
+    claims = decodeJwt(statement) as Record<string, unknown>;
+  } catch {
+    throw invalid('software_statement must be a signed JWT');
+  }
+  // The claims become policy input and part of the audit entry: as shallow as a JSON body must be.
+  if (nestingExceeds(Buffer.from(statement.split('.')[1], 'base64url').toString('utf8'), MAX_JSON_DEPTH)) {
+    throw invalid(`the software_statement's claims nest deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+  return claims;
+}
