@@ -1,20 +1,28 @@
-# POST /register (RFC 7591). Without a software statement: open registration, allowed only
-# when data.oauth.public_client_policy.enabled is true. With one: the statement's issuer must
-# be trusted and its software_id not on the denylist; the statement decides the entitlements.
+# POST /register (RFC 7591). When data.oauth.public_client_policy.dcr.require_initial_access_token
+# is true, a registration must present an initial access token (issued through the Admin API).
+# Without a software statement: open registration, allowed when public_client_policy.enabled is
+# true or an initial access token was presented. With one: the statement's issuer must be trusted
+# and its software_id not on the denylist; the statement decides the entitlements.
 package arbiter.register
 
 import data.arbiter.lib
 
 default decision := {"allow": false, "error": "invalid_client_metadata", "error_description": "registration is not allowed"}
 
-decision := open_registration if {
+decision := lib.deny("invalid_token", "an initial access token is required to register") if {
+	object.get(lib.public_client_policy, ["dcr", "require_initial_access_token"], false) == true
+	not has_initial_access_token
+} else := open_registration if {
 	is_null(input.registration.software_statement)
 } else := statement_registration
+
+has_initial_access_token if is_object(input.registration.initial_access_token)
 
 requested_scopes := {scope | some scope in split(object.get(input.registration.metadata, "scope", ""), " "); scope != ""}
 
 open_registration := lib.deny("invalid_client_metadata", "open registration is disabled (public_client_policy.enabled is false)") if {
 	not lib.public_client_policy.enabled == true
+	not has_initial_access_token
 } else := lib.deny("invalid_client_metadata", sprintf("grant types not allowed: %s", [concat(", ", sort(disallowed_grant_types))])) if {
 	count(disallowed_grant_types) > 0
 } else := {"allow": true, "scopes": sort(requested_scopes & lib.oidc_scopes), "extensions": {"grant_types": input.registration.grant_types}}

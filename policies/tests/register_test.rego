@@ -72,3 +72,23 @@ test_statement_without_issuer_is_invalid if {
 	d := register.decision with input as registration(statement({"software_id": "x"}), ["authorization_code"]) with data.oauth.trusted_issuers as trusted
 	d.error == "invalid_software_statement"
 }
+
+iat_registration(token) := object.union(registration(null, ["authorization_code"]), {"registration": {"initial_access_token": token}})
+
+required_iat := {"enabled": true, "dcr": {"allowed_grant_types": ["authorization_code", "refresh_token"], "require_initial_access_token": true}}
+
+test_initial_access_token_required_and_missing_is_invalid_token if {
+	d := register.decision with input as iat_registration(null) with data.oauth.public_client_policy as required_iat
+	not d.allow
+	d.error == "invalid_token"
+}
+
+test_initial_access_token_required_and_presented_allows if {
+	d := register.decision with input as iat_registration({"id": 1, "name": "partner"}) with data.oauth.public_client_policy as required_iat
+	d.allow
+}
+
+test_initial_access_token_permits_registration_while_open_registration_is_off if {
+	d := register.decision with input as iat_registration({"id": 1, "name": null})
+	d.allow
+}

@@ -21,6 +21,8 @@ export interface CollectionDefinition {
   secretFields?: string[];
   /** Secret fields Arbiter must read back: stored sealed (src/store/sealed.ts), never in clear. */
   sealedFields?: string[];
+  /** A bearer token generated at creation: shown once as `shownAs`, stored only as its digest in `digestField`. */
+  issuedToken?: { digestField: string; shownAs: string };
   /** Fields filled in when absent. */
   defaults?: Record<string, unknown>;
 }
@@ -151,6 +153,22 @@ export const COLLECTIONS: CollectionDefinition[] = [
       },
       registrationAccessTokenDigest: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
       clientIdIssuedAt: { type: 'integer', minimum: 0 },
+    }),
+  },
+  {
+    // Initial access tokens for dynamic registration (RFC 7591 §3): the token is shown once, in
+    // the 201 of its creation, and stored only as its digest.
+    path: 'initial-access-tokens',
+    store: 'initial_access_tokens',
+    pathKey: 'id',
+    uniqueFields: ['tokenDigest'],
+    secretFields: ['tokenDigest'],
+    issuedToken: { digestField: 'tokenDigest', shownAs: 'token' },
+    defaults: { used: 0 },
+    schema: object([], {
+      name: string,
+      uses: { type: 'integer', minimum: 1 },
+      expiresAt: { type: 'string', format: 'date-time' },
     }),
   },
   {

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
-import { ConflictError, type Sealer, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { ConflictError, storageDigest, type Sealer, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
 import { registerTenant, storeTenant } from '../tenancy/index.js';
@@ -54,12 +54,25 @@ export class AdminRecords {
     const now = new Date().toISOString();
     const id = await this.store.nextSequence(this.definition.store);
     await registerTenant(this.store, tenantId);
-    return this.write(() => this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }));
+    const issued = this.issueToken(fields);
+    const created = await this.write(() => this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }));
+    return issued ? { ...created, ...issued } : created;
+  }
+
+  /** A collection that issues bearer tokens stores the digest; the value is returned this once. */
+  private issueToken(fields: Record<string, unknown>): Record<string, string> | null {
+    const issued = this.definition.issuedToken;
+    if (!issued) return null;
+    const value = randomBytes(32).toString('base64url');
+    fields[issued.digestField] = storageDigest(value);
+    return { [issued.shownAs]: value };
   }
 
   async replace(tenantId: string | null, existing: AdminRecord, body: unknown): Promise<AdminRecord> {
     const fields = await this.validate(tenantId, body, existing);
-    const next = { ...fields, id: existing.id, tenantId, createdAt: existing.createdAt, updatedAt: new Date().toISOString() };
+    // An issued token and its use count survive a replace: only an operator's fields change.
+    const kept = this.definition.issuedToken ? { [this.definition.issuedToken.digestField]: existing[this.definition.issuedToken.digestField], used: existing.used } : {};
+    const next = { ...fields, ...kept, id: existing.id, tenantId, createdAt: existing.createdAt, updatedAt: new Date().toISOString() };
     return this.write(() => this.collection(tenantId).upsert(next));
   }
 

@@ -169,6 +169,8 @@ export interface RegistrationInput {
   token_endpoint_auth_method: string;
   client_type: 'confidential' | 'public';
   software_statement: SoftwareStatementInput | null;
+  /** The initial access token presented as Bearer (RFC 7591 §3), or null when none was. */
+  initial_access_token?: { id: number; name: string | null } | null;
 }
 
 export interface SoftwareStatementInput {

@@ -125,6 +125,8 @@ const POINT_FIELDS: Record<DecisionPoint, Record<string, object>> = {
         required: ['verified', 'claims'],
         properties: { verified: { type: 'boolean' }, claims: map },
       },
+    }, {
+      initial_access_token: { type: ['object', 'null'], required: ['id'], properties: { id: { type: 'integer' }, name: { type: ['string', 'null'] } } },
     }),
   },
   access_evaluation: {

@@ -427,3 +427,73 @@ describe('dynamic client registration with SERVICE_SOFTWARE_STATEMENT_VERIFY=tru
     expect(untrusted.body.error).to.equal('invalid_software_statement');
   });
 });
+
+describe('dynamic client registration with initial access tokens', function () {
+  let server: TestServer;
+  const metadata = { redirect_uris: ['https://iat.example.test/cb'], token_endpoint_auth_method: 'none' };
+  const registerWith = async (token: string | undefined, tenant?: string): Promise<Answer> => {
+    const headers: Record<string, string> = { 'Content-Type': 'application/json', ...(token === undefined ? {} : { Authorization: `Bearer ${token}` }), ...(tenant ? { 'X-Tenant-Id': tenant } : {}) };
+    const response = await server.request('/register', { method: 'POST', headers, body: JSON.stringify(metadata) });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+  };
+  const issue = async (fields: Record<string, unknown>, headers: Record<string, string> = {}) => {
+    const created = await server.admin('POST', '/initial-access-tokens', fields, headers);
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    return created.body as { id: number; token: string };
+  };
+
+  before(async function () {
+    server = await startTestServer({ TENANTS: 'iat-tenant' });
+    await server.waitUntilReady();
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  it('issues a token through the Admin API once, and keeps only its digest', async function () {
+    const { id, token } = await issue({ name: 'partner onboarding', uses: 2 });
+    expect(token).to.match(/^[A-Za-z0-9_-]{43}$/);
+    const shown = await server.admin('GET', `/initial-access-tokens/${id}`);
+    expect(shown.body).to.include({ name: 'partner onboarding', uses: 2, used: 0 });
+    expect(JSON.stringify(shown.body)).not.to.contain(token);
+    const record = (await server.store.collection('initial_access_tokens', '_default').get(id)) as any;
+    expect(record.tokenDigest).to.equal(storageDigest(token));
+    expect(JSON.stringify(record)).not.to.contain(token);
+  });
+
+  it('lets a registration through while open registration is off, as many times as allowed, and says which token in the policy input', async function () {
+    expect((await registerWith(undefined)).status, 'open registration is off by default').to.equal(400);
+    const { id, token } = await issue({ name: 'twice', uses: 2 });
+    expect((await registerWith(token)).status).to.equal(201);
+    const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/register&size=1&sort=id,desc')).body.content;
+    expect(entry.policyInput.registration.initial_access_token).to.deep.equal({ id, name: 'twice' });
+    expect((await registerWith(token)).status).to.equal(201);
+    const third = await registerWith(token);
+    expect(third.status, 'used up').to.equal(401);
+    expect(third.body.error).to.equal('invalid_token');
+    expect(third.headers.get('www-authenticate')).to.contain('invalid_token');
+  });
+
+  it('refuses unknown, expired and other tenants\' tokens with 401 invalid_token', async function () {
+    expect((await registerWith('made-up-token-value')).status).to.equal(401);
+    const expired = await issue({ expiresAt: new Date(Date.now() - 1000).toISOString() });
+    expect((await registerWith(expired.token)).status).to.equal(401);
+    const elsewhere = await issue({ name: 'tenant only', tenantId: 'iat-tenant' });
+    expect((await registerWith(elsewhere.token)).status, 'a token of another tenant').to.equal(401);
+    expect((await registerWith(elsewhere.token, 'iat-tenant')).status, 'in its own tenant').to.equal(201);
+  });
+
+  it('is required once policy data says so: no token is 401 invalid_token, a valid one registers', async function () {
+    await updateOauthData(server, (data) => {
+      data.public_client_policy.enabled = true;
+      data.public_client_policy.dcr.require_initial_access_token = true;
+    });
+    const without = await registerWith(undefined);
+    expect(without.status).to.equal(401);
+    expect(without.body.error).to.equal('invalid_token');
+    expect(without.headers.get('www-authenticate')).to.contain('Bearer');
+    const { token } = await issue({ uses: 1 });
+    expect((await registerWith(token)).status).to.equal(201);
+  });
+});

@@ -2,6 +2,8 @@ import type { Context } from 'koa';
 import { HttpError } from '../../http/errors.js';
 import { requestInput, type DecisionInput, type GrantedResource, type PolicyEngine } from '../../policy/index.js';
 import { denial, rememberDecision } from '../grants/decision.js';
+import type { PresentedToken } from './initial-access-tokens.js';
+import { invalidToken } from './initial-access-tokens.js';
 import type { SoftwareStatement } from './statement.js';
 import type { ValidatedMetadata } from './validation.js';
 
@@ -23,6 +25,7 @@ export async function decideRegistration(
   body: Record<string, unknown>,
   metadata: ValidatedMetadata,
   statement: SoftwareStatement | null,
+  initialAccessToken: PresentedToken | null = null,
 ): Promise<RegistrationGrant> {
   const { software_statement: _statement, ...parameters } = body;
   const input: DecisionInput = {
@@ -36,11 +39,14 @@ export async function decideRegistration(
       token_endpoint_auth_method: metadata.token_endpoint_auth_method,
       client_type: metadata.token_endpoint_auth_method === 'none' ? 'public' : 'confidential',
       software_statement: statement,
+      initial_access_token: initialAccessToken,
     },
     time: new Date().toISOString(),
   };
   const outcome = await policy.decide('register', input);
   rememberDecision(ctx as never, outcome);
+  // A policy that requires an initial access token answers invalid_token: a 401 with its challenge (RFC 6750).
+  if (!outcome.decision.allow && outcome.decision.error === 'invalid_token' && !outcome.engineError) throw invalidToken(ctx, outcome.decision.error_description ?? 'an initial access token is required');
   if (!outcome.decision.allow) throw asHttpError(denial(outcome));
   const { scopes, extensions } = outcome.decision;
   return {

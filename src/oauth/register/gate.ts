@@ -8,6 +8,7 @@ import type { Store } from '../../store/index.js';
 import type { ClientRecord } from '../clients.js';
 import { routes } from '../routes.js';
 import { decideRegistration } from './decision.js';
+import { InitialAccessTokens, type PresentedToken } from './initial-access-tokens.js';
 import { clientForToken, clientsOf, createClient, updateClient } from './record.js';
 import { clientInformation } from './response.js';
 import { SoftwareStatements, type SoftwareStatement } from './statement.js';
@@ -31,12 +32,14 @@ const UUID_SOFTWARE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 export function registrationGate({ config, store, policy }: RegistrationDeps) {
   const statements = new SoftwareStatements(config.softwareStatementVerify, policy, createOutbound(outboundOptionsOf(config)));
 
-  const register = async (ctx: Context, body: Record<string, unknown>, existing?: ClientRecord) => {
+  const initialAccessTokens = new InitialAccessTokens(store);
+
+  const register = async (ctx: Context, body: Record<string, unknown>, existing?: ClientRecord, initialAccessToken: PresentedToken | null = null) => {
     assertTenant(ctx, body);
     const statement = await readStatement(statements, body.software_statement ?? (existing ? existing.softwareStatementJwt : undefined));
     const metadata = withStatementSoftware(validateMetadata(body), statement?.read ?? null);
     assertPublicSubjects(body);
-    const grant = await decideRegistration(ctx, policy, body, metadata, statement?.read ?? null);
+    const grant = await decideRegistration(ctx, policy, body, metadata, statement?.read ?? null, initialAccessToken);
     return { metadata, grant, statement };
   };
 
@@ -46,8 +49,10 @@ export function registrationGate({ config, store, policy }: RegistrationDeps) {
 
     if (ctx.path === routes.registration) {
       if (ctx.method !== 'POST') throw methodNotAllowed(ctx, 'POST');
+      const initialAccessToken = await initialAccessTokens.presented(ctx);
       const body = await jsonObject(ctx, config.maxBodyBytes);
-      const { metadata, grant, statement } = await register(ctx, body);
+      const { metadata, grant, statement } = await register(ctx, body, undefined, initialAccessToken);
+      if (initialAccessToken) await initialAccessTokens.consume(ctx, initialAccessToken);
       const { record, issued } = await createClient(store, tenant, (ctx.state.tenantId as string | null) ?? null, metadata, grant, statement);
       if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
       ctx.status = 201;

@@ -1,0 +1,67 @@
+import type { Context } from 'koa';
+import { HttpError } from '../../http/errors.js';
+import { storageDigest, type Store, type StoredDoc, type TenantCollection } from '../../store/index.js';
+
+/** An operator-issued initial access token (Admin API collection `initial-access-tokens`). */
+interface InitialAccessTokenRecord extends StoredDoc {
+  id: number;
+  name?: string;
+  tokenDigest: string;
+  /** How many registrations it allows; absent: any number. */
+  uses?: number;
+  used: number;
+  expiresAt?: string;
+}
+
+export interface PresentedToken {
+  id: number;
+  name: string | null;
+}
+
+const COLLECTION = 'initial_access_tokens';
+const CONSUME_ATTEMPTS = 5;
+
+/**
+ * Initial access tokens (RFC 7591 §3): the Admin API issues them (single- or multi-use,
+ * expiring, per tenant); a registration presents one as a Bearer token. Whether one is required
+ * is the `register` policy's decision, which sees which one was presented.
+ */
+export class InitialAccessTokens {
+  constructor(private readonly store: Store) {}
+
+  /** The token the request presents, or null for none; one that is unknown, expired or used up is a 401. */
+  async presented(ctx: Context): Promise<PresentedToken | null> {
+    const authorization = ctx.get('authorization');
+    if (authorization === '') return null;
+    const value = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization)?.[1];
+    const record = value ? await this.tokens(ctx).findOne({ tokenDigest: storageDigest(value) }) : null;
+    if (!record || !usable(record)) throw invalidToken(ctx);
+    return { id: record.id, name: record.name ?? null };
+  }
+
+  /** Uses the token up by one registration, atomically; a token used up meanwhile is a 401. */
+  async consume(ctx: Context, token: PresentedToken): Promise<void> {
+    const tokens = this.tokens(ctx);
+    for (let attempt = 0; attempt < CONSUME_ATTEMPTS; attempt += 1) {
+      const current = await tokens.get(token.id);
+      if (!current || !usable(current)) break;
+      if (await tokens.update(token.id, { used: current.used + 1 }, { used: current.used })) return;
+    }
+    throw invalidToken(ctx);
+  }
+
+  private tokens(ctx: Context): TenantCollection<InitialAccessTokenRecord> {
+    return this.store.collection<InitialAccessTokenRecord>(COLLECTION, ctx.state.tenant as string);
+  }
+}
+
+function usable(record: InitialAccessTokenRecord): boolean {
+  const expired = record.expiresAt !== undefined && Date.parse(record.expiresAt) <= Date.now();
+  const usedUp = record.uses !== undefined && record.used >= record.uses;
+  return !expired && !usedUp;
+}
+
+export function invalidToken(ctx: Context, description = 'the initial access token is unknown, expired or used up'): HttpError {
+  ctx.set('WWW-Authenticate', 'Bearer error="invalid_token"');
+  return new HttpError(401, 'invalid_token', description);
+}
