@@ -344,6 +344,7 @@ describe('Hostile input (property-based, fast-check)', function () {
     const victimRule = await created('/policy-rules', { version: 'fuzz-v', kind: 'rego', path: 'fuzz/victim.rego', content: 'package arbiter.fuzz_victim\n\nimport rego.v1\n\nok := true\n' });
     const victimData = await created('/policy-data', { dataKey: 'fuzz_victim', payload: '{"a":1}', version: 'fuzz-v' });
     const victimIdp = await registerIdentityProvider(server, 'http://127.0.0.1:1', { idpId: 'fuzz-victim-idp' });
+    const victimInitialAccessToken = await created('/initial-access-tokens', { name: 'fuzz victim', uses: 5 });
 
     // Sign-ins through the dev IdP: live codes, and tokens from redeemed ones.
     const codes: string[] = [];
@@ -415,6 +416,7 @@ describe('Hostile input (property-based, fast-check)', function () {
         subjects: [String(victimSubject.id)],
         'policy-rules': [String(victimRule.id)],
         'policy-data': [String(victimData.id)],
+        'initial-access-tokens': [String(victimInitialAccessToken.id)],
       },
       auditSortFields: SORTABLE_FIELDS,
     };
