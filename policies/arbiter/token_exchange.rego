@@ -11,11 +11,12 @@ default decision := {"allow": false, "error": "invalid_grant", "error_descriptio
 
 decision := lib.deny("unauthorized_client", "token exchange requires a confidential client") if {
 	not lib.confidential_client
-} else := lib.deny("invalid_grant", "the subject token is not active") if {
-	not input.subject_token.active
 } else := lib.deny("invalid_grant", sprintf("untrusted_token_issuer: %v is not a trusted issuer", [object.get(input.subject_token, "iss", null)])) if {
+	# Before `active`: an untrusted issuer's token is never verified, so it is never active.
 	input.subject_token.token_type == id_token_type
 	not issuer_trusted
+} else := lib.deny("invalid_grant", "the subject token is not active") if {
+	not input.subject_token.active
 } else := lib.deny("invalid_grant", "requested scope exceeds the subject token's scopes") if {
 	input.subject_token.token_type == access_token_type
 	count(lib.requested_scopes - subject_scopes) > 0

@@ -69,3 +69,10 @@ test_id_token_without_issuer_is_refused if {
 	d := token_exchange.decision with input as exchange(f.confidential_client, no_issuer, {}) with data.oauth.trusted_issuers as {"https://idp.example": {}}
 	not d.allow
 }
+
+test_unverified_id_token_from_untrusted_issuer_names_the_issuer if {
+	unverified := object.union(id_token, {"active": false})
+	d := token_exchange.decision with input as exchange(f.confidential_client, unverified, {})
+	not d.allow
+	startswith(d.error_description, "untrusted_token_issuer")
+}

@@ -138,7 +138,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
       scopes: strings,
       registrationType: { enum: ['admin', 'dcr', 'cimd'] },
       // Set by dynamic registration (src/oauth/register), kept through an Admin PUT of such a record.
-      grantTypes: { type: 'array', items: { enum: ['authorization_code', 'refresh_token', 'client_credentials'] }, maxItems: 10 },
+      grantTypes: { type: 'array', items: { enum: ['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:token-exchange'] }, maxItems: 10 },
       responseTypes: { type: 'array', items: { enum: ['code'] }, maxItems: 1 },
       tosUri: httpUri,
       policyUri: httpUri,

@@ -1,6 +1,8 @@
 import type { AdapterPayload } from 'oidc-provider';
-import type { Store, StoredDoc } from '../store/index.js';
+import { definitionFor, storeSpecOf } from '../admin/collections.js';
+import type { Store, StoredDoc, TenantCollection } from '../store/index.js';
 import type { ClientDocuments } from './cimd/index.js';
+import { TOKEN_EXCHANGE } from './grants/token-exchange/parameters.js';
 import { looksLikeDocumentUrl } from './cimd/url.js';
 
 /** A client as kept by the Admin API (see the spec's Client record). */
@@ -42,6 +44,14 @@ export interface ClientRecord extends StoredDoc {
 
 export const CLIENTS_COLLECTION = 'clients';
 
+/**
+ * The tenant's clients, declared as the Admin API declares them (clientId unique per tenant), so
+ * that every writer (Admin API, registration, metadata documents) is held to the same keys.
+ */
+export function clientsCollection(store: Store, tenant: string): TenantCollection<ClientRecord> {
+  return store.collection<ClientRecord>(storeSpecOf(definitionFor('clients')!), tenant);
+}
+
 /** oidc-provider client metadata for an Admin API client record; disabled clients do not exist for the protocol. */
 export function clientMetadata(record: ClientRecord): AdapterPayload | undefined {
   if (record.enabled === false) return undefined;
@@ -73,10 +83,13 @@ function grantTypes(record: ClientRecord): string[] {
   if (Array.isArray(record.grantTypes)) {
     const redirects = Boolean(record.redirectUris?.length);
     const confidential = record.clientType === 'confidential';
-    return record.grantTypes.filter((grant) => (grant === 'client_credentials' ? confidential : grant !== 'authorization_code' || redirects));
+    const registered = record.grantTypes.filter((grant) => (grant === 'client_credentials' ? confidential : grant !== 'authorization_code' || redirects));
+    return [...new Set([...registered, TOKEN_EXCHANGE])];
   }
   const userGrants = record.redirectUris?.length ? ['authorization_code', 'refresh_token'] : [];
-  return record.clientType === 'confidential' ? [...userGrants, 'client_credentials'] : userGrants;
+  // Every client may ask to exchange tokens: the grant refuses public clients with unauthorized_client
+  // (RFC 8693 needs a confidential one), and the token_exchange policy decides for the others.
+  return record.clientType === 'confidential' ? [...userGrants, 'client_credentials', TOKEN_EXCHANGE] : [...userGrants, TOKEN_EXCHANGE];
 }
 
 /**
@@ -86,7 +99,7 @@ function grantTypes(record: ClientRecord): string[] {
  * (client ID metadata documents, ./cimd).
  */
 export function clientLookup(store: Store, tenant: string, authorizationDetailsTypes: () => Promise<string[]>, documents?: ClientDocuments) {
-  const clients = store.collection<ClientRecord>(CLIENTS_COLLECTION, tenant);
+  const clients = clientsCollection(store, tenant);
   return async (clientId: string) => {
     const found = await clients.findOne({ clientId });
     const record = documents && looksLikeDocumentUrl(clientId) && (!found || found.registrationType === 'cimd') ? await documents.resolve(clientId, found) : found;

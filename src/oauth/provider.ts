@@ -6,6 +6,7 @@ import { compareHashedClientSecrets } from './client-secrets.js';
 import { providerConfiguration } from './configuration.js';
 import type { ProviderContext } from './context.js';
 import { installGrants } from './grants/index.js';
+import { outboundOptionsOf } from '../http/outbound.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
 export function createTenantProvider(context: ProviderContext): Provider {
@@ -17,6 +18,6 @@ export function createTenantProvider(context: ProviderContext): Provider {
   });
   provider.proxy = true;
   compareHashedClientSecrets(provider);
-  installGrants(provider, { store, policy, tenant });
+  installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config) });
   return provider;
 }

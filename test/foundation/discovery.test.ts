@@ -60,7 +60,7 @@ describe('Discovery and JWKS', function () {
     const document = (await (await server.request('/.well-known/openid-configuration')).json()) as any;
 
     expect(document.code_challenge_methods_supported).to.have.members(['S256', 'plain']).and.have.length(2);
-    expect(document.grant_types_supported).to.have.members(['authorization_code', 'client_credentials', 'refresh_token']).and.have.length(3);
+    expect(document.grant_types_supported).to.have.members(['authorization_code', 'client_credentials', 'refresh_token', 'urn:ietf:params:oauth:grant-type:token-exchange']).and.have.length(4);
     expect(document.grant_types_supported).not.to.include('implicit');
     expect(document.grant_types_supported).not.to.include('urn:ietf:params:oauth:grant-type:device_code');
     expect(document).not.to.have.property('device_authorization_endpoint');

@@ -2,7 +2,7 @@ import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
-import { CLIENTS_COLLECTION, type ClientRecord } from '../clients.js';
+import { clientsCollection, type ClientRecord } from '../clients.js';
 import { recognizeScopes } from '../internals.js';
 import { routes } from '../routes.js';
 import { authorizationRequestParameters } from './parameters.js';
@@ -32,7 +32,7 @@ export function recognizeRequestedScopes(store: Store, policy: PolicyEngine, pro
 
 async function scopeVocabulary(store: Store, policy: PolicyEngine, tenant: string, clientId: string): Promise<Set<string>> {
   const [client, oauth] = await Promise.all([
-    store.collection<ClientRecord>(CLIENTS_COLLECTION, tenant).findOne({ clientId }),
+    clientsCollection(store, tenant).findOne({ clientId }),
     policy.policyData('oauth') as Promise<{ oidc_scopes?: unknown; resource_types?: Record<string, { scopes?: unknown }> } | undefined>,
   ]);
   const named = [client?.scopes, oauth?.oidc_scopes, ...Object.values(oauth?.resource_types ?? {}).map((type) => type?.scopes)];

@@ -4,7 +4,7 @@ import { createOutbound, outboundOptionsOf, type Outbound } from '../../http/out
 import type { Logger } from '../../log/index.js';
 import type { GrantedResource, PolicyEngine } from '../../policy/index.js';
 import { ConflictError, DEFAULT_TENANT, type Store } from '../../store/index.js';
-import { CLIENTS_COLLECTION, type ClientRecord } from '../clients.js';
+import { CLIENTS_COLLECTION, clientsCollection, type ClientRecord } from '../clients.js';
 import { freshnessMs, NEGATIVE_TTL_MS } from './caching.js';
 import { InvalidDocumentError, parseClientDocument, type ClientDocument } from './document.js';
 import { documentUrl, looksLikeDocumentUrl } from './url.js';
@@ -32,8 +32,6 @@ export interface ClientDocumentsOptions {
   log: Logger;
 }
 
-/** The Admin API's spec of the collection (clientId unique per tenant), so that a record written here is held to it too. */
-const CLIENTS_SPEC = { name: CLIENTS_COLLECTION, uniqueKeys: [['clientId']], indexes: ['clientId'] };
 /** Documents (or refusals) remembered per tenant; the least recently used go first. */
 const CACHE_MAX = 1000;
 
@@ -51,7 +49,7 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
   const insecureLocal = config.cimdAllowInsecureLocalhost ? createOutbound({ ...outboundOptions, allowInsecureLoopback: true }) : undefined;
   const cache = new LRUCache<string, CacheEntry>({ max: CACHE_MAX });
   const inFlight = new Map<string, Promise<ClientDocument | undefined>>();
-  const clients = store.collection<ClientRecord>(CLIENTS_SPEC, tenant);
+  const clients = clientsCollection(store, tenant);
 
   /** The document for `clientId`, from the cache while fresh, else fetched (one fetch at a time per URL). */
   async function currentDocument(clientId: string): Promise<ClientDocument | undefined> {

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import bcrypt from 'bcryptjs';
 import { storageDigest, type Store, type TenantCollection } from '../../store/index.js';
-import { CLIENTS_COLLECTION, type ClientRecord } from '../clients.js';
+import { CLIENTS_COLLECTION, clientsCollection, type ClientRecord } from '../clients.js';
 import type { RegistrationGrant } from './decision.js';
 import type { SoftwareStatement } from './statement.js';
 import type { ValidatedMetadata } from './validation.js';
@@ -39,7 +39,7 @@ export function generateRegistrationAccessToken(): string {
  * (clients.ts), tenant by tenant.
  */
 export function clientsOf(store: Store, tenant: string): TenantCollection<ClientRecord> {
-  return store.collection<ClientRecord>(CLIENTS_COLLECTION, tenant);
+  return clientsCollection(store, tenant);
 }
 
 /** The registration's own fields of a client record (what a PUT replaces). */

@@ -2,7 +2,7 @@ import { createPublicKey } from 'node:crypto';
 import { HttpError } from '../../http/errors.js';
 
 /** The grants Arbiter answers at /token (oidc-provider's built-ins, each gated by the `token` policy). */
-export const SUPPORTED_GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials'] as const;
+export const SUPPORTED_GRANT_TYPES = ['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:token-exchange'] as const;
 export const AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic', 'private_key_jwt'] as const;
 export const DEFAULT_GRANT_TYPES = ['authorization_code', 'refresh_token'];
 export const DEFAULT_AUTH_METHOD = 'client_secret_basic';

@@ -1,0 +1,36 @@
+import type Provider from 'oidc-provider';
+import { errors } from 'oidc-provider';
+import type { Store } from '../../../store/index.js';
+import { findTokenByValue } from '../../internals.js';
+import { subjectInput } from '../../subject-input.js';
+import { ACCESS_TOKEN_TYPE } from './parameters.js';
+import type { ResolvedSubject } from './subject.js';
+
+const notActive = () => new errors.CustomOIDCProviderError('invalid_grant', 'the subject token is not an active access token issued by this server');
+
+/**
+ * An access token this server issued (RFC 8693 §2.1, spec: "issued by the service, active and
+ * unexpired"), looked up in this tenant's provider (each tenant has its own store, so another
+ * tenant's token is unknown here). It is read, never consumed: the subject token stays valid.
+ */
+export async function resolveAccessToken(provider: Provider, store: Store, tenant: string, value: string): Promise<ResolvedSubject> {
+  // An opaque value is short; anything long is not one of ours (and not worth a lookup).
+  if (value.length > 512) throw notActive();
+  const token = await findTokenByValue(provider, value, 'access_token').catch(() => undefined);
+  if (!token || (token.kind !== 'AccessToken' && token.kind !== 'ClientCredentials') || !token.isValid || token.isExpired) throw notActive();
+  const accountId = typeof token.accountId === 'string' ? token.accountId : null;
+  const aud = Array.isArray(token.aud) ? token.aud[0] : token.aud;
+  return {
+    token: {
+      token_type: ACCESS_TOKEN_TYPE,
+      active: true,
+      iss: provider.issuer,
+      sub: accountId,
+      client_id: typeof token.clientId === 'string' ? token.clientId : null,
+      scopes: typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [],
+      resource: typeof aud === 'string' ? aud : null,
+      exp: typeof token.exp === 'number' ? token.exp : null,
+    },
+    subject: accountId ? await subjectInput(store, tenant, accountId) : null,
+  };
+}

@@ -1,0 +1,148 @@
+import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import { errors } from 'oidc-provider';
+import type { Outbound } from '../../../http/outbound.js';
+import type { PolicyEngine } from '../../../policy/index.js';
+import { ID_TOKEN_TYPE } from './parameters.js';
+import type { ResolvedSubject } from './subject.js';
+
+/** The spec's id-token exchange error descriptions (all invalid_grant). */
+export const ID_TOKEN_ERRORS = {
+  malformed: 'the subject token is not a signed JWT',
+  missingIss: 'the subject token is missing the iss claim',
+  missingSub: 'the subject token is missing the sub claim',
+  expired: 'the subject token has expired (exp is in the past)',
+  signature: 'the subject token signature verification failed',
+  unverifiable: "unable to verify the subject token's issuer: its JWKS is unreachable",
+} as const;
+
+const invalidGrant = (description: string) => new errors.CustomOIDCProviderError('invalid_grant', description);
+
+/** An issuer's JWKS is kept this long, and fetched again sooner only for an unknown kid (at most this often). */
+const JWKS_TTL_MS = 5 * 60_000;
+const JWKS_REFRESH_MIN_MS = 30_000;
+const JWKS_CACHE_MAX = 100;
+const MAX_TOKEN_LENGTH = 16_384;
+/** Asymmetric only: an external issuer's JWKS holds public keys, and `none` or HMAC is never accepted. */
+const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+/** The subject claims relayed to the policy (flat profile claims; nothing nested). */
+const PROFILE_CLAIMS = ['name', 'given_name', 'family_name', 'email', 'email_verified', 'preferred_username', 'locale', 'azp', 'auth_time', 'acr', 'amr'];
+
+interface TrustedIssuer {
+  jwks_uri?: unknown;
+  uses?: unknown;
+}
+
+/**
+ * ID tokens of external issuers as subject tokens (spec: "a JWT from an external issuer whose
+ * iss must be in the trusted issuers of the policy data"). The issuer's `jwks_uri` comes from
+ * `data.oauth.trusted_issuers`; the JWKS is fetched through the outbound guard and cached. An
+ * issuer that is not trusted is not verified at all: the policy refuses it (untrusted_token_issuer).
+ */
+export class IdTokenSubjects {
+  private readonly jwks = new Map<string, { fetchedAt: number; keys: ReturnType<typeof createLocalJWKSet> }>();
+
+  constructor(
+    private readonly policy: PolicyEngine,
+    private readonly outbound: () => Outbound,
+  ) {}
+
+  async resolve(value: string): Promise<ResolvedSubject> {
+    const claims = decoded(value);
+    const iss = nonEmptyString(claims.iss);
+    if (!iss) throw invalidGrant(ID_TOKEN_ERRORS.missingIss);
+    const sub = nonEmptyString(claims.sub);
+    if (!sub) throw invalidGrant(ID_TOKEN_ERRORS.missingSub);
+    const issuer = await this.trustedIssuer(iss);
+    // Not trusted: nothing is verified, and the policy is told so (it refuses the issuer).
+    if (!issuer) return subjectOf(claims, iss, sub, false);
+    if (typeof claims.exp === 'number' && claims.exp * 1000 <= Date.now()) throw invalidGrant(ID_TOKEN_ERRORS.expired);
+    if (typeof issuer.jwks_uri !== 'string') throw invalidGrant(ID_TOKEN_ERRORS.unverifiable);
+    const verified = await this.verify(value, iss, issuer.jwks_uri);
+    return subjectOf(verified, iss, sub, true);
+  }
+
+  private async trustedIssuer(iss: string): Promise<TrustedIssuer | undefined> {
+    const issuers = ((await this.policy.policyData('oauth')) as { trusted_issuers?: Record<string, unknown> } | undefined)?.trusted_issuers;
+    if (!issuers || typeof issuers !== 'object' || !Object.hasOwn(issuers, iss)) return undefined;
+    const entry = issuers[iss] as TrustedIssuer | null;
+    if (!entry || typeof entry !== 'object') return undefined;
+    const uses = Array.isArray(entry.uses) ? entry.uses : ['token_exchange', 'software_statement'];
+    return uses.includes('token_exchange') ? entry : undefined;
+  }
+
+  private async verify(value: string, iss: string, jwksUri: string): Promise<JWTPayload> {
+    const options = { issuer: iss, algorithms: ALGORITHMS, requiredClaims: ['exp'] };
+    try {
+      return (await jwtVerify(value, await this.keySet(jwksUri, false), options)).payload;
+    } catch (error) {
+      if (!(error instanceof joseErrors.JWKSNoMatchingKey) || !this.mayRefresh(jwksUri)) throw verificationError(error);
+    }
+    try {
+      return (await jwtVerify(value, await this.keySet(jwksUri, true), options)).payload;
+    } catch (error) {
+      throw verificationError(error);
+    }
+  }
+
+  private mayRefresh(jwksUri: string): boolean {
+    const cached = this.jwks.get(jwksUri);
+    return !cached || Date.now() - cached.fetchedAt > JWKS_REFRESH_MIN_MS;
+  }
+
+  private async keySet(jwksUri: string, refresh: boolean): Promise<ReturnType<typeof createLocalJWKSet>> {
+    const cached = this.jwks.get(jwksUri);
+    if (cached && !refresh && Date.now() - cached.fetchedAt < JWKS_TTL_MS) return cached.keys;
+    let keys: ReturnType<typeof createLocalJWKSet>;
+    try {
+      keys = createLocalJWKSet((await this.outbound().getJson(jwksUri)) as JSONWebKeySet);
+    } catch {
+      throw invalidGrant(ID_TOKEN_ERRORS.unverifiable);
+    }
+    if (this.jwks.size >= JWKS_CACHE_MAX) this.jwks.delete(this.jwks.keys().next().value as string);
+    this.jwks.delete(jwksUri);
+    this.jwks.set(jwksUri, { fetchedAt: Date.now(), keys });
+    return keys;
+  }
+}
+
+function decoded(value: string): JWTPayload {
+  try {
+    if (value.length > MAX_TOKEN_LENGTH) throw new Error('too long');
+    decodeProtectedHeader(value);
+    return decodeJwt(value);
+  } catch {
+    throw invalidGrant(ID_TOKEN_ERRORS.malformed);
+  }
+}
+
+function verificationError(error: unknown): Error {
+  if (error instanceof errors.OIDCProviderError) return error;
+  if (error instanceof joseErrors.JWTExpired) return invalidGrant(ID_TOKEN_ERRORS.expired);
+  if (error instanceof joseErrors.JWTClaimValidationFailed) return invalidGrant(`the subject token's ${error.claim} claim is invalid or missing`);
+  return invalidGrant(ID_TOKEN_ERRORS.signature);
+}
+
+function nonEmptyString(value: unknown): string | undefined {
+  return typeof value === 'string' && value !== '' && value.length <= 1024 ? value : undefined;
+}
+
+function subjectOf(claims: JWTPayload, iss: string, sub: string, active: boolean): ResolvedSubject {
+  const profile = Object.fromEntries(PROFILE_CLAIMS.filter((name) => isFlat(claims[name])).map((name) => [name, claims[name]]));
+  return {
+    token: {
+      token_type: ID_TOKEN_TYPE,
+      active,
+      iss,
+      sub,
+      client_id: null,
+      scopes: [],
+      resource: null,
+      exp: typeof claims.exp === 'number' && Number.isInteger(claims.exp) ? claims.exp : null,
+    },
+    subject: { sub, idp: iss, claims: active ? profile : {} },
+  };
+}
+
+function isFlat(value: unknown): boolean {
+  return ['string', 'number', 'boolean'].includes(typeof value) || (Array.isArray(value) && value.every((item) => typeof item === 'string'));
+}

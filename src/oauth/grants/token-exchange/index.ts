@@ -1,0 +1,59 @@
+import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { errors } from 'oidc-provider';
+import { createOutbound, type Outbound, type OutboundOptions } from '../../../http/outbound.js';
+import { narrowedScopes } from '../decision.js';
+import type { GateDeps } from '../gate.js';
+import type { GrantHandler } from '../handler.js';
+import { resolveAccessToken } from './access-token.js';
+import { decideExchange } from './decision.js';
+import { IdTokenSubjects } from './id-token.js';
+import { issueExchangedToken } from './issue.js';
+import { ACCESS_TOKEN_TYPE, exchangeParameters, TOKEN_EXCHANGE, TOKEN_EXCHANGE_PARAMETERS } from './parameters.js';
+import type { ResolvedSubject } from './subject.js';
+
+export { TOKEN_EXCHANGE } from './parameters.js';
+
+export interface TokenExchangeDeps extends GateDeps {
+  /** How the issuer JWKS of ID-token subjects is fetched (the OUTBOUND_* configuration). */
+  outbound: OutboundOptions;
+}
+
+/**
+ * RFC 8693 token exchange at /token: confidential clients trade an access token of this server,
+ * or an ID token of a trusted external issuer, for a narrower access token. Parameters, then
+ * the subject token (looked up, or verified against its issuer's JWKS), then the
+ * `token_exchange` decision, then issuance (no refresh token, ever).
+ */
+export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps): GrantHandler {
+  let outbound: Outbound | undefined;
+  const idTokens = new IdTokenSubjects(deps.policy, () => (outbound ??= createOutbound(deps.outbound)));
+  return {
+    grantType: TOKEN_EXCHANGE,
+    parameters: TOKEN_EXCHANGE_PARAMETERS,
+    async handle(ctx: KoaContextWithOIDC): Promise<void> {
+      const client = ctx.oidc.client!;
+      if (client.clientAuthMethod === 'none') {
+        throw new errors.UnauthorizedClient('token exchange requires a confidential client; public clients are refused');
+      }
+      const exchange = exchangeParameters(ctx);
+      const resolved: ResolvedSubject =
+        exchange.subjectTokenType === ACCESS_TOKEN_TYPE ? await resolveAccessToken(provider, deps.store, deps.tenant, exchange.subjectToken) : await idTokens.resolve(exchange.subjectToken);
+      const outcome = await decideExchange(ctx, deps, exchange, resolved);
+      const { decision } = outcome;
+      if (decision.obligations?.dpop_required === true) {
+        throw new errors.InvalidRequest('the policy requires a DPoP-bound token, which token exchange does not issue');
+      }
+      const scopes = narrowedScopes(outcome.input.request.scopes, decision);
+      const issued = await issueExchangedToken(provider, ctx, resolved, scopes, outcome.input.request.resource);
+      ctx.body = {
+        access_token: issued.value,
+        issued_token_type: exchange.requestedTokenType,
+        token_type: issued.tokenType,
+        expires_in: issued.expiresIn,
+        ...(issued.scope ? { scope: issued.scope } : {}),
+        ...(decision.authorization_details?.length ? { authorization_details: decision.authorization_details } : {}),
+      };
+    },
+  };
+}

@@ -1,0 +1,73 @@
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { errors } from 'oidc-provider';
+
+/** RFC 8693 §2.1: the grant type and the token type identifiers of §3. */
+export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+export const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+export const ID_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:id_token';
+/** Known to RFC 8693 but not accepted as subject tokens here (spec: "not supported"). */
+const REFUSED_TOKEN_TYPES = new Set([
+  'urn:ietf:params:oauth:token-type:refresh_token',
+  'urn:ietf:params:oauth:token-type:saml1',
+  'urn:ietf:params:oauth:token-type:saml2',
+  'urn:ietf:params:oauth:token-type:jwt',
+]);
+
+/** Every form parameter the grant reads (oidc-provider passes only these on). */
+export const TOKEN_EXCHANGE_PARAMETERS = [
+  'subject_token',
+  'subject_token_type',
+  'requested_token_type',
+  'audience',
+  'scope',
+  'resource',
+  'resource_type',
+  'resource_types',
+  'authorization_details',
+  'actor_token',
+  'actor_token_type',
+];
+
+export type SubjectTokenType = typeof ACCESS_TOKEN_TYPE | typeof ID_TOKEN_TYPE;
+
+export interface ExchangeParameters {
+  subjectToken: string;
+  subjectTokenType: SubjectTokenType;
+  /** Echoed as issued_token_type; accepted and not validated (spec). */
+  requestedTokenType: string;
+  /** Passed to the policy, not enforced (spec). */
+  audience: string | null;
+  scopes: string[];
+}
+
+/** RFC 8693 §2.1–§2.2.2: what the request must carry, checked before anything is looked up. */
+export function exchangeParameters(ctx: KoaContextWithOIDC): ExchangeParameters {
+  const params = ctx.oidc.params as Record<string, unknown>;
+  const subjectToken = single(params, 'subject_token');
+  const subjectTokenType = single(params, 'subject_token_type');
+  if (!subjectToken) throw new errors.InvalidRequest("missing required parameter 'subject_token'");
+  if (!subjectTokenType) throw new errors.InvalidRequest("missing required parameter 'subject_token_type'");
+  if (subjectTokenType !== ACCESS_TOKEN_TYPE && subjectTokenType !== ID_TOKEN_TYPE) {
+    const why = REFUSED_TOKEN_TYPES.has(subjectTokenType) ? 'is not supported as a subject token' : 'is not a known token type';
+    throw new errors.InvalidRequest(`subject_token_type ${subjectTokenType.slice(0, 100)} ${why} (supported: ${ACCESS_TOKEN_TYPE}, ${ID_TOKEN_TYPE})`);
+  }
+  // RFC 8693 §4.1 delegation is not built yet: an actor token is refused rather than ignored
+  // (ignored, the issued token would look like impersonation of the subject).
+  if (single(params, 'actor_token') !== undefined || single(params, 'actor_token_type') !== undefined) {
+    throw new errors.InvalidRequest('actor_token (delegation) is not supported yet');
+  }
+  return {
+    subjectToken,
+    subjectTokenType,
+    requestedTokenType: single(params, 'requested_token_type') || ACCESS_TOKEN_TYPE,
+    audience: single(params, 'audience') || null,
+    scopes: (single(params, 'scope') ?? '').split(' ').filter(Boolean),
+  };
+}
+
+function single(params: Record<string, unknown>, name: string): string | undefined {
+  const value = params[name];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new errors.InvalidRequest(`'${name}' must be given once`);
+  return value;
+}

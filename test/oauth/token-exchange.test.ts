@@ -1,0 +1,238 @@
+import { expect } from 'chai';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
+
+type KeyLike = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
+import { createServer, type Server } from 'node:http';
+import * as client from 'openid-client';
+import { FetchUserAgent } from '../support/browser.js';
+import { arrivingAt, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
+import { basic, confidentialClient, postForm, updateOauthData } from '../support/oauth.js';
+import { freePort, startTestServer, type TestServer } from '../support/server.js';
+
+const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
+const ID_TOKEN = 'urn:ietf:params:oauth:token-type:id_token';
+const API = 'https://invoices.example.test/';
+const INVOICES = 'urn:example:invoices';
+const PROFILE = 'urn:example:profile';
+const REDIRECT_URI = 'http://127.0.0.1:1/exchange-rp/callback';
+
+/** RFC 8693 token exchange at POST /token (spec: POST /token token-exchange rows; id-token exchange errors). */
+describe('POST /token: token exchange (RFC 8693)', function () {
+  let server: TestServer;
+  let idp: RegisteredDevIdp;
+  let jwks: Server;
+  let issuer: string;
+  let signingKey: KeyLike;
+  let exchangerSecret: string;
+  let frontendSecret: string;
+  let rsToken: string;
+  let unreachableIssuer: string;
+
+  before(async function () {
+    // Its own server: the test changes the policy data and registers an identity provider.
+    server = await startTestServer();
+    await server.waitUntilReady();
+    idp = await startRegisteredDevIdp(server);
+    exchangerSecret = await confidentialClient(server, 'billing', { scopes: ['invoices.read', 'profile'] });
+    frontendSecret = await confidentialClient(server, 'frontend', { scopes: ['invoices.read', 'invoices.write'] });
+    const rsSecret = await confidentialClient(server, 'invoices-rs', { scopes: ['introspection'] });
+    const rsClient = (await server.admin('GET', '/clients/invoices-rs')).body;
+    await server.admin('POST', '/resource-servers', { resourceIndicator: API, clientId: rsClient.id, typeUris: [INVOICES] });
+    rsToken = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('invoices-rs', rsSecret) })).body.access_token;
+
+    // An external issuer: a key pair whose public half a loopback JWKS endpoint serves.
+    const pair = await generateKeyPair('RS256');
+    signingKey = pair.privateKey;
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'idp-key', alg: 'RS256', use: 'sig' };
+    jwks = createServer((request, response) => {
+      response.writeHead(request.url === '/jwks' ? 200 : 404, { 'Content-Type': 'application/json' });
+      response.end(JSON.stringify(request.url === '/jwks' ? { keys: [jwk] } : {}));
+    });
+    await new Promise<void>((resolve) => jwks.listen(0, '127.0.0.1', resolve));
+    issuer = `http://127.0.0.1:${(jwks.address() as { port: number }).port}`;
+    unreachableIssuer = `http://127.0.0.1:${await freePort()}`;
+    await updateOauthData(server, (data) => {
+      data.resource_types[INVOICES] = { scopes: ['invoices.read', 'invoices.write'], obligations: { log_access: true } };
+      data.resource_types[PROFILE] = { scopes: ['openid', 'profile', 'email'], obligations: { audit: 'profile' } };
+      data.trusted_issuers = { [issuer]: { jwks_uri: `${issuer}/jwks` }, [unreachableIssuer]: { jwks_uri: `${unreachableIssuer}/jwks` } };
+    });
+  });
+
+  after(async function () {
+    await new Promise((resolve) => jwks?.close(resolve));
+    await idp?.close();
+    await server?.close();
+  });
+
+  const exchange = (form: Record<string, string>, clientId = 'billing', secret = exchangerSecret, headers: Record<string, string> = {}) =>
+    postForm(server, '/token', { grant_type: EXCHANGE, ...form }, { Authorization: basic(clientId, secret), ...headers });
+  const introspect = (token: string) => postForm(server, '/introspect', { token }, { Authorization: `Bearer ${rsToken}` });
+  const frontendToken = async (scope = 'invoices.read invoices.write') =>
+    (await postForm(server, '/token', { grant_type: 'client_credentials', scope }, { Authorization: basic('frontend', frontendSecret) })).body.access_token as string;
+
+  /** alice signs in through the dev IdP at a public client; her access token (openid profile email). */
+  async function userAccessToken(): Promise<string> {
+    const registered = await registerPublicClient(server, REDIRECT_URI);
+    const spa = await client.discovery(new URL(server.config.issuer), registered.clientId, undefined, client.None(), { execute: [client.allowInsecureRequests] });
+    const codeVerifier = client.randomPKCECodeVerifier();
+    const url = client.buildAuthorizationUrl(spa, { redirect_uri: REDIRECT_URI, scope: 'openid profile email', state: 's', code_challenge: await client.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' });
+    const agent = new FetchUserAgent();
+    const loginPage = await agent.navigate(url, arrivingAt(REDIRECT_URI));
+    const code = (await passDevIdpForms(agent, loginPage, 'alice', arrivingAt(REDIRECT_URI))).url.searchParams.get('code');
+    const { status, body } = await postForm(server, '/token', { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT_URI, client_id: registered.clientId, code_verifier: codeVerifier });
+    expect(status, JSON.stringify(body)).to.equal(200);
+    return body.access_token;
+  }
+
+  const idToken = (claims: Record<string, unknown>, key: KeyLike = signingKey, kid = 'idp-key') =>
+    new SignJWT({ aud: 'billing', email: 'carol@example.test', ...claims }).setProtectedHeader({ alg: 'RS256', kid }).sign(key);
+  const validIdClaims = () => ({ iss: issuer, sub: 'carol', iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 300 });
+
+  describe('an access token of this server as subject token', function () {
+    it("exchanges a user's token for a narrower one: the subject's sub, the policy's scopes and obligations at introspection; the subject token stays valid", async function () {
+      const subjectToken = await userAccessToken();
+      const { status, body, headers } = await exchange({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, scope: 'profile', resource_type: PROFILE });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      expect(body).to.include({ token_type: 'Bearer', scope: 'profile', issued_token_type: ACCESS_TOKEN });
+      expect(body.access_token).to.be.a('string').and.not.equal(subjectToken);
+      expect(body.expires_in).to.be.a('number');
+      expect(body).not.to.have.property('refresh_token');
+      expect(headers.get('cache-control')).to.equal('no-store');
+      const issued = await introspect(body.access_token);
+      expect(issued.body).to.include({ active: true, sub: 'alice', client_id: 'billing', scope: 'profile' });
+      expect(issued.body.obligations).to.deep.equal({ audit: 'profile' });
+      const subject = await introspect(subjectToken);
+      expect(subject.body.active, 'the subject token stays valid').to.equal(true);
+      const userinfo = await server.request('/userinfo', { headers: { Authorization: `Bearer ${subjectToken}` } });
+      expect(userinfo.status).to.equal(200);
+    });
+
+    it('resolves the resource to its type for the policy: the type\'s obligations are kept with the token, and the token is for that resource', async function () {
+      const subjectToken = await frontendToken();
+      const { status, body } = await exchange({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, scope: 'invoices.read', resource: API, audience: 'https://someone-else.example' });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      expect(body.scope).to.equal('invoices.read');
+      const issued = await introspect(body.access_token);
+      expect(issued.body).to.include({ active: true, scope: 'invoices.read', client_id: 'billing', resource: API });
+      expect(issued.body.resource_types).to.deep.equal([INVOICES]);
+      expect(issued.body.obligations).to.deep.equal({ log_access: true });
+    });
+
+    it('asks for what the subject token holds when no scope is given, and echoes requested_token_type', async function () {
+      const subjectToken = await frontendToken('invoices.read');
+      const { status, body } = await exchange({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, requested_token_type: 'urn:example:custom' });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      expect(body.scope).to.equal('invoices.read');
+      expect(body.issued_token_type).to.equal('urn:example:custom');
+      expect(body).not.to.have.property('refresh_token');
+    });
+
+    it('refuses a scope beyond the subject token\'s scopes with invalid_grant', async function () {
+      const subjectToken = await frontendToken('invoices.read');
+      const { status, body } = await exchange({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, scope: 'invoices.read invoices.write' });
+      expect(status).to.equal(400);
+      expect(body.error).to.equal('invalid_grant');
+      expect(body.error_description).to.match(/exceeds the subject token's scopes/);
+    });
+
+    it('refuses an unknown token, and a token of another tenant, with invalid_grant', async function () {
+      const unknown = await exchange({ subject_token: 'not-a-token-of-ours', subject_token_type: ACCESS_TOKEN });
+      expect(unknown.status).to.equal(400);
+      expect(unknown.body.error).to.equal('invalid_grant');
+      const otherSecret = await confidentialClient(server, 'other-app', { scopes: ['invoices.read'] }, 'tenant-x');
+      const elsewhere = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'invoices.read' }, { Authorization: basic('other-app', otherSecret), 'X-Tenant-Id': 'tenant-x' })).body.access_token;
+      expect(elsewhere).to.be.a('string');
+      const crossTenant = await exchange({ subject_token: elsewhere, subject_token_type: ACCESS_TOKEN });
+      expect(crossTenant.status).to.equal(400);
+      expect(crossTenant.body.error).to.equal('invalid_grant');
+    });
+  });
+
+  describe('refusals before any token is looked at', function () {
+    it('refuses a public client with a clear error', async function () {
+      const publicClient = await registerPublicClient(server, REDIRECT_URI);
+      const { status, body } = await postForm(server, '/token', { grant_type: EXCHANGE, client_id: publicClient.clientId, subject_token: await frontendToken(), subject_token_type: ACCESS_TOKEN });
+      expect(status).to.equal(400);
+      expect(body.error).to.equal('unauthorized_client');
+      expect(body.error_description).to.match(/confidential client/);
+    });
+
+    it('requires subject_token and subject_token_type (invalid_request)', async function () {
+      const noToken = await exchange({ subject_token_type: ACCESS_TOKEN });
+      expect(noToken.status).to.equal(400);
+      expect(noToken.body).to.include({ error: 'invalid_request' });
+      expect(noToken.body.error_description).to.match(/subject_token/);
+      const noType = await exchange({ subject_token: 'x' });
+      expect(noType.status).to.equal(400);
+      expect(noType.body).to.include({ error: 'invalid_request' });
+      expect(noType.body.error_description).to.match(/subject_token_type/);
+    });
+
+    it('refuses an actor token (delegation is not built yet) rather than ignoring it', async function () {
+      const { status, body } = await exchange({ subject_token: await frontendToken(), subject_token_type: ACCESS_TOKEN, actor_token: await frontendToken(), actor_token_type: ACCESS_TOKEN });
+      expect(status).to.equal(400);
+      expect(body.error).to.equal('invalid_request');
+      expect(body.error_description).to.match(/actor_token/);
+    });
+
+    for (const type of ['refresh_token', 'saml1', 'saml2', 'jwt']) {
+      it(`refuses subject_token_type ${type} (invalid_request)`, async function () {
+        const { status, body } = await exchange({ subject_token: await frontendToken(), subject_token_type: `urn:ietf:params:oauth:token-type:${type}` });
+        expect(status).to.equal(400);
+        expect(body.error).to.equal('invalid_request');
+        expect(body.error_description).to.match(/not supported/);
+      });
+    }
+  });
+
+  describe('an ID token of an external issuer as subject token', function () {
+    it('accepts an ID token of a trusted issuer verified against its JWKS: the subject is its sub, the scopes the client\'s', async function () {
+      const { status, body } = await exchange({ subject_token: await idToken(validIdClaims()), subject_token_type: ID_TOKEN, scope: 'invoices.read' });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      expect(body).to.include({ scope: 'invoices.read', issued_token_type: ACCESS_TOKEN });
+      expect(body).not.to.have.property('refresh_token');
+      const issued = await introspect(body.access_token);
+      expect(issued.body).to.include({ active: true, sub: 'carol', client_id: 'billing' });
+    });
+
+    const failures: Array<[string, () => Promise<string>, RegExp]> = [
+      ['missing iss', () => idToken({ ...validIdClaims(), iss: undefined }), /missing the iss claim/],
+      ['missing sub', () => idToken({ ...validIdClaims(), sub: undefined }), /missing the sub claim/],
+      ['expired', () => idToken({ ...validIdClaims(), exp: Math.floor(Date.now() / 1000) - 60 }), /expired/],
+      ['a bad signature', async () => idToken(validIdClaims(), (await generateKeyPair('RS256')).privateKey), /signature verification failed/],
+      ['an unknown kid', async () => idToken(validIdClaims(), (await generateKeyPair('RS256')).privateKey, 'other-key'), /signature verification failed/],
+      ['an unreachable JWKS', () => idToken({ ...validIdClaims(), iss: unreachableIssuer }), /unable to verify the subject token's issuer/],
+      ['an untrusted issuer', () => idToken({ ...validIdClaims(), iss: 'https://untrusted.example' }), /^untrusted_token_issuer/],
+      ['a malformed token', async () => 'not.a.jwt', /not a signed JWT/],
+    ];
+    for (const [what, token, description] of failures) {
+      it(`refuses an ID token with ${what} (invalid_grant)`, async function () {
+        const { status, body } = await exchange({ subject_token: await token(), subject_token_type: ID_TOKEN });
+        expect(status, JSON.stringify(body)).to.equal(400);
+        expect(body.error).to.equal('invalid_grant');
+        expect(body.error_description).to.match(description);
+      });
+    }
+  });
+});
+
+describe('POST /token: token exchange of an expired access token', function () {
+  let server: TestServer;
+  before(async function () {
+    server = await startTestServer({ ACCESS_TOKEN_TTL_SECONDS: '1' });
+    await server.waitUntilReady();
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  it('refuses an expired subject token with invalid_grant', async function () {
+    const secret = await confidentialClient(server, 'svc', { scopes: ['read'] });
+    const subjectToken = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('svc', secret) })).body.access_token;
+    await new Promise((resolve) => setTimeout(resolve, 2_100));
+    const { status, body } = await postForm(server, '/token', { grant_type: EXCHANGE, subject_token: subjectToken, subject_token_type: ACCESS_TOKEN }, { Authorization: basic('svc', secret) });
+    expect(status).to.equal(400);
+    expect(body.error).to.equal('invalid_grant');
+  });
+});
