@@ -17,6 +17,13 @@ decision := lib.deny("unauthorized_client", "token exchange requires a confident
 	not issuer_trusted
 } else := lib.deny("invalid_grant", "the subject token is not active") if {
 	not input.subject_token.active
+} else := lib.deny("invalid_grant", "the actor token is not active") if {
+	is_object(input.actor_token)
+	not input.actor_token.active
+} else := lib.deny("invalid_grant", "the actor may not act for the subject (the subject token's may_act names another party)") if {
+	is_object(input.actor_token)
+	is_object(object.get(input.subject_token, "may_act", null))
+	not may_act_allows
 } else := lib.deny("invalid_grant", "requested scope exceeds the subject token's scopes") if {
 	input.subject_token.token_type == access_token_type
 	count(lib.requested_scopes - subject_scopes) > 0
@@ -37,3 +44,10 @@ subject_scopes := {scope | some scope in input.subject_token.scopes}
 granted := lib.within_ceiling(lib.scopes_granted(subject_scopes, subject_scopes)) if {
 	input.subject_token.token_type == access_token_type
 } else := lib.scopes_granted(lib.client_allowed_scopes, lib.client_allowed_scopes)
+
+# RFC 8693 §4.4: a subject token's may_act names who may act for its subject (by sub or client_id).
+actor_identities := {identity | some identity in [object.get(input.actor_token, "sub", null), object.get(input.actor_token, "client_id", null)]; is_string(identity)}
+
+may_act_allows if input.subject_token.may_act.sub in actor_identities
+
+may_act_allows if input.subject_token.may_act.client_id in actor_identities

@@ -76,3 +76,30 @@ test_unverified_id_token_from_untrusted_issuer_names_the_issuer if {
 	not d.allow
 	startswith(d.error_description, "untrusted_token_issuer")
 }
+
+actor_token := object.union(access_token, {"sub": null, "client_id": "billing"})
+
+with_actor(subject_token, actor) := object.union(exchange(f.confidential_client, subject_token, {"scopes": ["invoices.read"]}), {"actor_token": actor})
+
+test_an_actor_is_allowed_without_may_act if {
+	d := token_exchange.decision with input as with_actor(access_token, actor_token)
+	d.allow
+}
+
+test_may_act_naming_the_actor_allows if {
+	d := token_exchange.decision with input as with_actor(object.union(access_token, {"may_act": {"sub": "billing"}}), actor_token)
+	d.allow
+}
+
+test_may_act_naming_another_party_denies if {
+	d := token_exchange.decision with input as with_actor(object.union(access_token, {"may_act": {"sub": "someone-else"}}), actor_token)
+	not d.allow
+	d.error == "invalid_grant"
+	contains(d.error_description, "may_act")
+}
+
+test_an_inactive_actor_token_denies if {
+	d := token_exchange.decision with input as with_actor(access_token, object.union(actor_token, {"active": false}))
+	not d.allow
+	contains(d.error_description, "actor token")
+}

@@ -38,6 +38,8 @@ export const decisionClaims: ConfigurationSlice = () => ({
     if (decision.extensions) claims.extensions = decision.extensions;
     if (decision.authorization_details) claims.authorization_details = decision.authorization_details;
     if (decision.jit_single_use) claims.jit_single_use = true;
+    // Token exchange with an actor (src/oauth/grants/token-exchange): who acts for the subject.
+    if (ctx.state.exchangeAct) claims.act = ctx.state.exchangeAct;
     return Object.keys(claims).length ? claims : undefined;
   },
 });

@@ -132,6 +132,10 @@ export interface SubjectTokenInput {
   scopes: string[];
   resource: string | null;
   exp: number | null;
+  /** The token's own `act` claim (RFC 8693 §4.1): it was itself issued to an actor. */
+  act?: Record<string, unknown> | null;
+  /** The token's `may_act` claim (RFC 8693 §4.4): who may act for its subject. */
+  may_act?: Record<string, unknown> | null;
 }
 
 /** `introspect`: the token being introspected. */
@@ -220,7 +224,7 @@ export interface DelegationInput {
 export interface PointInputs {
   authorize: DecisionInput;
   token: DecisionInput;
-  token_exchange: DecisionInput & { subject_token: SubjectTokenInput };
+  token_exchange: DecisionInput & { subject_token: SubjectTokenInput; actor_token: SubjectTokenInput | null };
   introspect: DecisionInput & { token: IntrospectedTokenInput; caller: IntrospectionCallerInput; context: Record<string, unknown> };
   register: DecisionInput & { registration: RegistrationInput };
   access_evaluation: DecisionInput & { evaluation: EvaluationInput };

@@ -24,6 +24,12 @@ const authorizationDetail = { type: 'object', required: ['type'], properties: { 
 
 const grantedResource = record({ type: string, scopes: strings });
 
+/** A subject or actor token of a token exchange, as protocol code validated it. */
+const exchangedToken = record(
+  { token_type: string, active: { type: 'boolean' }, iss: nullableString, sub: nullableString, client_id: nullableString, scopes: strings, resource: nullableString, exp: nullableInteger },
+  { act: { type: ['object', 'null'] }, may_act: { type: ['object', 'null'] } },
+);
+
 const client = record(
   {
     client_id: string,
@@ -76,16 +82,8 @@ const POINT_FIELDS: Record<DecisionPoint, Record<string, object>> = {
   authorize: {},
   token: {},
   token_exchange: {
-    subject_token: record({
-      token_type: string,
-      active: { type: 'boolean' },
-      iss: nullableString,
-      sub: nullableString,
-      client_id: nullableString,
-      scopes: strings,
-      resource: nullableString,
-      exp: nullableInteger,
-    }),
+    subject_token: exchangedToken,
+    actor_token: { anyOf: [{ type: 'null' }, exchangedToken] },
   },
   introspect: {
     token: record(

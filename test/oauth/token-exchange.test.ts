@@ -169,11 +169,15 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(noType.body.error_description).to.match(/subject_token_type/);
     });
 
-    it('refuses an actor token (delegation is not built yet) rather than ignoring it', async function () {
-      const { status, body } = await exchange({ subject_token: await frontendToken(), subject_token_type: ACCESS_TOKEN, actor_token: await frontendToken(), actor_token_type: ACCESS_TOKEN });
-      expect(status).to.equal(400);
-      expect(body.error).to.equal('invalid_request');
-      expect(body.error_description).to.match(/actor_token/);
+    it('requires actor_token and actor_token_type together, of a supported type (invalid_request)', async function () {
+      const subject = await frontendToken();
+      const forms: Record<string, string>[] = [{ actor_token: subject }, { actor_token_type: ACCESS_TOKEN }, { actor_token: subject, actor_token_type: 'urn:ietf:params:oauth:token-type:saml2' }];
+      for (const form of forms) {
+        const { status, body } = await exchange({ subject_token: subject, subject_token_type: ACCESS_TOKEN, ...form });
+        expect(status, JSON.stringify(form)).to.equal(400);
+        expect(body.error).to.equal('invalid_request');
+        expect(body.error_description).to.match(/actor_token/);
+      }
     });
 
     for (const type of ['refresh_token', 'saml1', 'saml2', 'jwt']) {
@@ -184,6 +188,46 @@ describe('POST /token: token exchange (RFC 8693)', function () {
         expect(body.error_description).to.match(/not supported/);
       });
     }
+  });
+
+  describe('actors: delegation (RFC 8693 §4.1, §4.4)', function () {
+    const billingToken = async () => (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'invoices.read' }, { Authorization: basic('billing', exchangerSecret) })).body.access_token as string;
+
+    it('issues a token that says who acts for the subject (act), shown at introspection', async function () {
+      const { status, body } = await exchange({ subject_token: await userAccessToken(), subject_token_type: ACCESS_TOKEN, scope: 'profile', actor_token: await billingToken(), actor_token_type: ACCESS_TOKEN });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      const issued = await introspect(body.access_token);
+      expect(issued.body).to.include({ active: true, sub: 'alice', scope: 'profile' });
+      expect(issued.body.act).to.deep.equal({ sub: 'billing', client_id: 'billing', iss: server.config.issuer });
+      const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
+      expect(entry.policyInput.actor_token).to.include({ client_id: 'billing', active: true });
+    });
+
+    it('nests the earlier actor when a delegated token is exchanged again', async function () {
+      const delegated = (await exchange({ subject_token: await userAccessToken(), subject_token_type: ACCESS_TOKEN, scope: 'profile', actor_token: await billingToken(), actor_token_type: ACCESS_TOKEN })).body.access_token;
+      const { status, body } = await exchange({ subject_token: delegated, subject_token_type: ACCESS_TOKEN, scope: 'profile', actor_token: await frontendToken('invoices.read'), actor_token_type: ACCESS_TOKEN });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      const issued = await introspect(body.access_token);
+      expect(issued.body.sub).to.equal('alice');
+      expect(issued.body.act).to.deep.equal({ sub: 'frontend', client_id: 'frontend', iss: server.config.issuer, act: { sub: 'billing', client_id: 'billing', iss: server.config.issuer } });
+    });
+
+    it("honours the subject token's may_act: the named party may act, another may not", async function () {
+      const allowed = await exchange({ subject_token: await idToken({ ...validIdClaims(), may_act: { sub: 'billing' } }), subject_token_type: ID_TOKEN, scope: 'invoices.read', actor_token: await billingToken(), actor_token_type: ACCESS_TOKEN });
+      expect(allowed.status, JSON.stringify(allowed.body)).to.equal(200);
+      expect((await introspect(allowed.body.access_token)).body.act).to.include({ sub: 'billing' });
+      const refused = await exchange({ subject_token: await idToken({ ...validIdClaims(), may_act: { sub: 'someone-else' } }), subject_token_type: ID_TOKEN, scope: 'invoices.read', actor_token: await billingToken(), actor_token_type: ACCESS_TOKEN });
+      expect(refused.status).to.equal(400);
+      expect(refused.body.error).to.equal('invalid_grant');
+      expect(refused.body.error_description).to.match(/may_act/);
+    });
+
+    it('refuses an actor token that is not active (invalid_grant)', async function () {
+      const { status, body } = await exchange({ subject_token: await frontendToken(), subject_token_type: ACCESS_TOKEN, actor_token: 'no-such-token', actor_token_type: ACCESS_TOKEN });
+      expect(status).to.equal(400);
+      expect(body.error).to.equal('invalid_grant');
+      expect(body.error_description).to.match(/actor token/);
+    });
   });
 
   describe('an ID token of an external issuer as subject token', function () {

@@ -43,6 +43,7 @@ export function tokenExchangeInput(scope: string): DecisionInput {
         resource: null,
         exp: Math.floor(Date.now() / 1000) + 600,
       },
+      actor_token: null,
     },
   );
 }

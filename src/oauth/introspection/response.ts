@@ -28,6 +28,7 @@ export async function introspectionBody(store: Store, tenant: string, issuer: st
     obligations: decision.obligations ?? extra.obligations,
     extensions: decision.extensions ?? extra.extensions,
     cnf: token.jkt ? { jkt: token.jkt } : undefined,
+    act: extra.act,
   };
   return Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined && value !== null));
 }

@@ -6,18 +6,18 @@ import { subjectInput } from '../../subject-input.js';
 import { ACCESS_TOKEN_TYPE } from './parameters.js';
 import type { ResolvedSubject } from './subject.js';
 
-const notActive = () => new errors.CustomOIDCProviderError('invalid_grant', 'the subject token is not an active access token issued by this server');
+const notActive = (role: string) => new errors.CustomOIDCProviderError('invalid_grant', `the ${role} token is not an active access token issued by this server`);
 
 /**
  * An access token this server issued (RFC 8693 §2.1, spec: "issued by the service, active and
  * unexpired"), looked up in this tenant's provider (each tenant has its own store, so another
  * tenant's token is unknown here). It is read, never consumed: the subject token stays valid.
  */
-export async function resolveAccessToken(provider: Provider, store: Store, tenant: string, value: string): Promise<ResolvedSubject> {
+export async function resolveAccessToken(provider: Provider, store: Store, tenant: string, value: string, role: 'subject' | 'actor' = 'subject'): Promise<ResolvedSubject> {
   // An opaque value is short; anything long is not one of ours (and not worth a lookup).
-  if (value.length > 512) throw notActive();
+  if (value.length > 512) throw notActive(role);
   const token = await findTokenByValue(provider, value, 'access_token').catch(() => undefined);
-  if (!token || (token.kind !== 'AccessToken' && token.kind !== 'ClientCredentials') || !token.isValid || token.isExpired) throw notActive();
+  if (!token || (token.kind !== 'AccessToken' && token.kind !== 'ClientCredentials') || !token.isValid || token.isExpired) throw notActive(role);
   const accountId = typeof token.accountId === 'string' ? token.accountId : null;
   const aud = Array.isArray(token.aud) ? token.aud[0] : token.aud;
   return {
@@ -30,7 +30,14 @@ export async function resolveAccessToken(provider: Provider, store: Store, tenan
       scopes: typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [],
       resource: typeof aud === 'string' ? aud : null,
       exp: typeof token.exp === 'number' ? token.exp : null,
+      act: actOf(token.extra),
     },
     subject: accountId ? await subjectInput(store, tenant, accountId) : null,
   };
+}
+
+/** The `act` claim an exchanged token keeps with it (see issue.ts), for chains of actors. */
+function actOf(extra: unknown): Record<string, unknown> | null {
+  const act = (extra as { act?: unknown } | undefined)?.act;
+  return typeof act === 'object' && act !== null && !Array.isArray(act) ? (act as Record<string, unknown>) : null;
 }

@@ -9,11 +9,11 @@ import { ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE, type ExchangeParameters } from './pa
 import type { ResolvedSubject } from './subject.js';
 
 /**
- * The `token_exchange` decision: the request, the client, the subject the token stands for and
- * the validated subject token. Remembered (audit, and the hooks that keep obligations with the
+ * The `token_exchange` decision: the request, the client, the subject the token stands for, the
+ * validated subject token and, for delegation, the validated actor token. Remembered (audit, and the hooks that keep obligations with the
  * issued token); a deny is the policy's error.
  */
-export async function decideExchange(ctx: KoaContextWithOIDC, deps: GateDeps, exchange: ExchangeParameters, resolved: ResolvedSubject): Promise<DecisionOutcome> {
+export async function decideExchange(ctx: KoaContextWithOIDC, deps: GateDeps, exchange: ExchangeParameters, resolved: ResolvedSubject, actor: ResolvedSubject | null): Promise<DecisionOutcome> {
   const params = ctx.oidc.params as Record<string, string | undefined>;
   const held = resolved.token.scopes;
   // RFC 8693 §2.1 with the spec: an access token is exchanged for at most what it carries.
@@ -39,6 +39,7 @@ export async function decideExchange(ctx: KoaContextWithOIDC, deps: GateDeps, ex
       resolved_resource_type: resolvedResource.typeUri,
     }),
     subject_token: resolved.token,
+    actor_token: actor?.token ?? null,
     time: new Date().toISOString(),
   };
   const outcome = await deps.policy.decide('token_exchange', input);

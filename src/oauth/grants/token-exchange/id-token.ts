@@ -138,6 +138,8 @@ function subjectOf(claims: JWTPayload, iss: string, sub: string, active: boolean
       scopes: [],
       resource: null,
       exp: typeof claims.exp === 'number' && Number.isInteger(claims.exp) ? claims.exp : null,
+      act: claimObject(claims.act),
+      may_act: claimObject(claims.may_act),
     },
     subject: { sub, idp: iss, claims: active ? profile : {} },
   };
@@ -145,4 +147,9 @@ function subjectOf(claims: JWTPayload, iss: string, sub: string, active: boolean
 
 function isFlat(value: unknown): boolean {
   return ['string', 'number', 'boolean'].includes(typeof value) || (Array.isArray(value) && value.every((item) => typeof item === 'string'));
+}
+
+/** An object-valued claim (RFC 8693 `act`, `may_act`), or null. */
+function claimObject(value: unknown): Record<string, unknown> | null {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
 }

@@ -37,9 +37,13 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
         throw new errors.UnauthorizedClient('token exchange requires a confidential client; public clients are refused');
       }
       const exchange = exchangeParameters(ctx);
-      const resolved: ResolvedSubject =
-        exchange.subjectTokenType === ACCESS_TOKEN_TYPE ? await resolveAccessToken(provider, deps.store, deps.tenant, exchange.subjectToken) : await idTokens.resolve(exchange.subjectToken);
-      const outcome = await decideExchange(ctx, deps, exchange, resolved);
+      const resolve = (token: string, type: string, role: 'subject' | 'actor'): Promise<ResolvedSubject> =>
+        type === ACCESS_TOKEN_TYPE ? resolveAccessToken(provider, deps.store, deps.tenant, token, role) : idTokens.resolve(token);
+      const resolved = await resolve(exchange.subjectToken, exchange.subjectTokenType, 'subject');
+      const actor = exchange.actor ? await resolve(exchange.actor.token, exchange.actor.tokenType, 'actor') : null;
+      const outcome = await decideExchange(ctx, deps, exchange, resolved, actor);
+      // RFC 8693 §4.1: a delegated token says who acts; a chain nests the earlier actors.
+      if (actor) ctx.state.exchangeAct = actClaim(actor, resolved);
       const { decision } = outcome;
       if (decision.obligations?.dpop_required === true) {
         throw new errors.InvalidRequest('the policy requires a DPoP-bound token, which token exchange does not issue');
@@ -55,5 +59,16 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
         ...(decision.authorization_details?.length ? { authorization_details: decision.authorization_details } : {}),
       };
     },
+  };
+}
+
+/** The `act` claim of the issued token: the actor (its user, else its client), with the subject token's own `act` nested. */
+function actClaim(actor: ResolvedSubject, subject: ResolvedSubject): Record<string, unknown> {
+  const { sub, client_id: clientId, iss } = actor.token;
+  return {
+    sub: sub ?? clientId,
+    ...(clientId ? { client_id: clientId } : {}),
+    ...(iss ? { iss } : {}),
+    ...(subject.token.act ? { act: subject.token.act } : {}),
   };
 }

@@ -38,6 +38,8 @@ export interface ExchangeParameters {
   /** Passed to the policy, not enforced (spec). */
   audience: string | null;
   scopes: string[];
+  /** RFC 8693 §2.1: the party that acts for the subject (delegation), or null (impersonation). */
+  actor: { token: string; tokenType: SubjectTokenType } | null;
 }
 
 /** RFC 8693 §2.1–§2.2.2: what the request must carry, checked before anything is looked up. */
@@ -51,18 +53,27 @@ export function exchangeParameters(ctx: KoaContextWithOIDC): ExchangeParameters 
     const why = REFUSED_TOKEN_TYPES.has(subjectTokenType) ? 'is not supported as a subject token' : 'is not a known token type';
     throw new errors.InvalidRequest(`subject_token_type ${subjectTokenType.slice(0, 100)} ${why} (supported: ${ACCESS_TOKEN_TYPE}, ${ID_TOKEN_TYPE})`);
   }
-  // RFC 8693 §4.1 delegation is not built yet: an actor token is refused rather than ignored
-  // (ignored, the issued token would look like impersonation of the subject).
-  if (single(params, 'actor_token') !== undefined || single(params, 'actor_token_type') !== undefined) {
-    throw new errors.InvalidRequest('actor_token (delegation) is not supported yet');
-  }
   return {
     subjectToken,
     subjectTokenType,
     requestedTokenType: single(params, 'requested_token_type') || ACCESS_TOKEN_TYPE,
     audience: single(params, 'audience') || null,
     scopes: (single(params, 'scope') ?? '').split(' ').filter(Boolean),
+    actor: actorParameters(params),
   };
+}
+
+/** RFC 8693 §2.1: actor_token and actor_token_type come together; the actor is a token of a kind a subject may be. */
+function actorParameters(params: Record<string, unknown>): ExchangeParameters['actor'] {
+  const token = single(params, 'actor_token');
+  const tokenType = single(params, 'actor_token_type');
+  if (token === undefined && tokenType === undefined) return null;
+  if (!token) throw new errors.InvalidRequest("actor_token_type was given without 'actor_token'");
+  if (!tokenType) throw new errors.InvalidRequest("actor_token was given without 'actor_token_type'");
+  if (tokenType !== ACCESS_TOKEN_TYPE && tokenType !== ID_TOKEN_TYPE) {
+    throw new errors.InvalidRequest(`actor_token_type ${tokenType.slice(0, 100)} is not supported (supported: ${ACCESS_TOKEN_TYPE}, ${ID_TOKEN_TYPE})`);
+  }
+  return { token, tokenType };
 }
 
 function single(params: Record<string, unknown>, name: string): string | undefined {
