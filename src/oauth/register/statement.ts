@@ -1,7 +1,8 @@
-import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JSONWebKeySet } from 'jose';
+import { decodeJwt, decodeProtectedHeader, errors as joseErrors } from 'jose';
 import { HttpError } from '../../http/errors.js';
 import { MAX_JSON_DEPTH, nestingExceeds } from '../../http/body.js';
 import type { Outbound } from '../../http/outbound.js';
+import { JwksUnavailableError, RemoteKeySets } from '../../http/remote-jwks.js';
 import type { PolicyEngine } from '../../policy/index.js';
 
 /** What the `register` decision sees of a software statement. */
@@ -12,11 +13,6 @@ export interface SoftwareStatement {
 
 const invalid = (description: string) => new HttpError(400, 'invalid_software_statement', description, { field: 'software_statement' });
 
-/** An issuer's JWKS is kept this long, and fetched again sooner only for an unknown kid (at most this often). */
-const JWKS_TTL_MS = 5 * 60_000;
-const JWKS_REFRESH_MIN_MS = 30_000;
-const JWKS_CACHE_MAX = 100;
-
 /**
  * Software statements (RFC 7591 §2.3): decoded always; verified against the issuer's JWKS
  * (its `jwks_uri` in `data.oauth.trusted_issuers`, fetched through the outbound guard and
@@ -24,13 +20,15 @@ const JWKS_CACHE_MAX = 100;
  * are acceptable stays the policy's decision.
  */
 export class SoftwareStatements {
-  private readonly jwks = new Map<string, { fetchedAt: number; keys: ReturnType<typeof createLocalJWKSet> }>();
+  private readonly keySets: RemoteKeySets;
 
   constructor(
     private readonly verify: boolean,
     private readonly policy: PolicyEngine,
-    private readonly outbound: Outbound,
-  ) {}
+    outbound: Outbound,
+  ) {
+    this.keySets = new RemoteKeySets(() => outbound);
+  }
 
   async read(statement: unknown): Promise<SoftwareStatement> {
     const claims = decodeStatement(statement);
@@ -54,43 +52,21 @@ export class SoftwareStatements {
 
   private async verifySignature(statement: string, issuer: string, jwksUri: string): Promise<void> {
     try {
-      await jwtVerify(statement, await this.keySet(jwksUri, false), { issuer });
+      await this.keySets.verify(statement, jwksUri, { issuer });
     } catch (error) {
-      if (!(error instanceof joseErrors.JWKSNoMatchingKey) || !this.mayRefresh(jwksUri)) throw this.verificationError(error);
-      try {
-        await jwtVerify(statement, await this.keySet(jwksUri, true), { issuer });
-      } catch (retryError) {
-        throw this.verificationError(retryError);
-      }
+      throw this.verificationError(error);
     }
   }
 
   private verificationError(error: unknown): HttpError {
     if (error instanceof HttpError) return error;
+    if (error instanceof JwksUnavailableError) return invalid("the software statement issuer's JWKS could not be fetched");
     if (error instanceof joseErrors.JWTExpired) return invalid('the software statement has expired');
     if (error instanceof joseErrors.JOSEError) return invalid('the software statement signature could not be verified');
     return invalid("the software statement issuer's JWKS could not be fetched");
   }
 
-  private mayRefresh(jwksUri: string): boolean {
-    const cached = this.jwks.get(jwksUri);
-    return !cached || Date.now() - cached.fetchedAt > JWKS_REFRESH_MIN_MS;
-  }
 
-  private async keySet(jwksUri: string, refresh: boolean): Promise<ReturnType<typeof createLocalJWKSet>> {
-    const cached = this.jwks.get(jwksUri);
-    if (cached && !refresh && Date.now() - cached.fetchedAt < JWKS_TTL_MS) return cached.keys;
-    let keys: ReturnType<typeof createLocalJWKSet>;
-    try {
-      keys = createLocalJWKSet((await this.outbound.getJson(jwksUri)) as JSONWebKeySet);
-    } catch {
-      throw invalid("the software statement issuer's JWKS could not be fetched");
-    }
-    if (this.jwks.size >= JWKS_CACHE_MAX) this.jwks.delete(this.jwks.keys().next().value as string);
-    this.jwks.delete(jwksUri);
-    this.jwks.set(jwksUri, { fetchedAt: Date.now(), keys });
-    return keys;
-  }
 }
 
 /** The statement's claims, unverified; a malformed JWT is `invalid_software_statement`. */

@@ -1,6 +1,7 @@
-import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload } from 'jose';
+import { decodeJwt, decodeProtectedHeader, errors as joseErrors, type JWTPayload } from 'jose';
 import { errors } from 'oidc-provider';
 import type { Outbound } from '../../../http/outbound.js';
+import { JwksUnavailableError, RemoteKeySets } from '../../../http/remote-jwks.js';
 import type { PolicyEngine } from '../../../policy/index.js';
 import { ID_TOKEN_TYPE } from './parameters.js';
 import type { ResolvedSubject } from './subject.js';
@@ -17,10 +18,6 @@ export const ID_TOKEN_ERRORS = {
 
 const invalidGrant = (description: string) => new errors.CustomOIDCProviderError('invalid_grant', description);
 
-/** An issuer's JWKS is kept this long, and fetched again sooner only for an unknown kid (at most this often). */
-const JWKS_TTL_MS = 5 * 60_000;
-const JWKS_REFRESH_MIN_MS = 30_000;
-const JWKS_CACHE_MAX = 100;
 const MAX_TOKEN_LENGTH = 16_384;
 /** Asymmetric only: an external issuer's JWKS holds public keys, and `none` or HMAC is never accepted. */
 const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
@@ -39,12 +36,14 @@ interface TrustedIssuer {
  * issuer that is not trusted is not verified at all: the policy refuses it (untrusted_token_issuer).
  */
 export class IdTokenSubjects {
-  private readonly jwks = new Map<string, { fetchedAt: number; keys: ReturnType<typeof createLocalJWKSet> }>();
+  private readonly keySets: RemoteKeySets;
 
   constructor(
     private readonly policy: PolicyEngine,
-    private readonly outbound: () => Outbound,
-  ) {}
+    outbound: () => Outbound,
+  ) {
+    this.keySets = new RemoteKeySets(outbound);
+  }
 
   async resolve(value: string): Promise<ResolvedSubject> {
     const claims = decoded(value);
@@ -71,38 +70,14 @@ export class IdTokenSubjects {
   }
 
   private async verify(value: string, iss: string, jwksUri: string): Promise<JWTPayload> {
-    const options = { issuer: iss, algorithms: ALGORITHMS, requiredClaims: ['exp'] };
     try {
-      return (await jwtVerify(value, await this.keySet(jwksUri, false), options)).payload;
-    } catch (error) {
-      if (!(error instanceof joseErrors.JWKSNoMatchingKey) || !this.mayRefresh(jwksUri)) throw verificationError(error);
-    }
-    try {
-      return (await jwtVerify(value, await this.keySet(jwksUri, true), options)).payload;
+      return await this.keySets.verify(value, jwksUri, { issuer: iss, algorithms: ALGORITHMS, requiredClaims: ['exp'] });
     } catch (error) {
       throw verificationError(error);
     }
   }
 
-  private mayRefresh(jwksUri: string): boolean {
-    const cached = this.jwks.get(jwksUri);
-    return !cached || Date.now() - cached.fetchedAt > JWKS_REFRESH_MIN_MS;
-  }
 
-  private async keySet(jwksUri: string, refresh: boolean): Promise<ReturnType<typeof createLocalJWKSet>> {
-    const cached = this.jwks.get(jwksUri);
-    if (cached && !refresh && Date.now() - cached.fetchedAt < JWKS_TTL_MS) return cached.keys;
-    let keys: ReturnType<typeof createLocalJWKSet>;
-    try {
-      keys = createLocalJWKSet((await this.outbound().getJson(jwksUri)) as JSONWebKeySet);
-    } catch {
-      throw invalidGrant(ID_TOKEN_ERRORS.unverifiable);
-    }
-    if (this.jwks.size >= JWKS_CACHE_MAX) this.jwks.delete(this.jwks.keys().next().value as string);
-    this.jwks.delete(jwksUri);
-    this.jwks.set(jwksUri, { fetchedAt: Date.now(), keys });
-    return keys;
-  }
 }
 
 function decoded(value: string): JWTPayload {
@@ -117,6 +92,7 @@ function decoded(value: string): JWTPayload {
 
 function verificationError(error: unknown): Error {
   if (error instanceof errors.OIDCProviderError) return error;
+  if (error instanceof JwksUnavailableError) return invalidGrant(ID_TOKEN_ERRORS.unverifiable);
   if (error instanceof joseErrors.JWTExpired) return invalidGrant(ID_TOKEN_ERRORS.expired);
   if (error instanceof joseErrors.JWTClaimValidationFailed) return invalidGrant(`the subject token's ${error.claim} claim is invalid or missing`);
   return invalidGrant(ID_TOKEN_ERRORS.signature);
