@@ -48,10 +48,6 @@ export class Sealer {
     }
     throw new Error('a sealed secret cannot be opened with SERVICE_SECRETS_KEY (was it sealed with another key?)');
   }
-
-  isSealed(value: unknown): boolean {
-    return typeof value === 'string' && value.startsWith(PREFIX);
-  }
 }
 
 /** The store's development key: created when needed (no configured key), read when it exists. */

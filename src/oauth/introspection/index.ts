@@ -1,5 +1,6 @@
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
+import { bearerToken } from '../../http/bearer.js';
 import { HttpError } from '../../http/errors.js';
 import type { ConfigurationSlice } from '../context.js';
 import { formParameter } from '../form-body.js';
@@ -70,8 +71,8 @@ async function introspectForBearer(ctx: Context, deps: IntrospectionDeps, provid
 
 /** A Bearer caller must present a valid token of this tenant carrying introspection or uma_protection. */
 async function bearerCaller(ctx: Context, provider: Provider): Promise<Caller> {
-  const value = ctx.get('authorization').slice('bearer '.length).trim();
-  const token = (await findTokenByValue(provider, value, 'access_token')) as TokenModel | undefined;
+  const value = bearerToken(ctx.get('authorization'));
+  const token = value ? ((await findTokenByValue(provider, value, 'access_token')) as TokenModel | undefined) : undefined;
   const scopes = typeof token?.scope === 'string' ? token.scope.split(' ') : [];
   if (!token?.isValid || token.kind === 'RefreshToken' || !scopes.some((scope) => CALLER_SCOPES.includes(scope))) {
     ctx.set('WWW-Authenticate', 'Bearer error="invalid_token", error_description="a valid token with scope introspection or uma_protection is required"');

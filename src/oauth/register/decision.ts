@@ -3,7 +3,7 @@ import { HttpError } from '../../http/errors.js';
 import { requestInput, type DecisionInput, type GrantedResource, type PolicyEngine } from '../../policy/index.js';
 import { denial, rememberDecision } from '../grants/decision.js';
 import type { PresentedToken } from './initial-access-tokens.js';
-import { invalidToken } from './initial-access-tokens.js';
+import { invalidToken } from '../../http/bearer.js';
 import type { SoftwareStatement } from './statement.js';
 import type { ValidatedMetadata } from './validation.js';
 

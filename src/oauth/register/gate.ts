@@ -1,5 +1,6 @@
 import type { Context, Next } from 'koa';
 import type { Config } from '../../config/index.js';
+import { bearerToken, invalidToken } from '../../http/bearer.js';
 import { HttpError } from '../../http/errors.js';
 import { readJsonBody } from '../../http/body.js';
 import { createOutbound, outboundOptionsOf } from '../../http/outbound.js';
@@ -64,12 +65,9 @@ export function registrationGate({ config, store, policy }: RegistrationDeps) {
     const segment = ctx.path.slice(routes.registration.length + 1);
     if (!['GET', 'PUT', 'DELETE'].includes(ctx.method)) throw methodNotAllowed(ctx, 'GET, PUT, DELETE');
     const clientId = decodeSegment(segment);
-    const token = bearerToken(ctx);
+    const token = bearerToken(ctx.get('authorization'));
     const record = clientId !== undefined && token !== undefined ? await clientForToken(store, tenant, clientId, token) : null;
-    if (!record) {
-      ctx.set('WWW-Authenticate', 'Bearer error="invalid_token"');
-      throw new HttpError(401, 'invalid_token', 'the registration access token is missing or not valid for this client');
-    }
+    if (!record) throw invalidToken(ctx, 'the registration access token is missing or not valid for this client');
     if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
 
     if (ctx.method === 'GET') {
@@ -141,9 +139,4 @@ function decodeSegment(segment: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function bearerToken(ctx: Context): string | undefined {
-  const match = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(ctx.get('authorization'));
-  return match?.[1];
 }

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { HttpError } from '../../http/errors.js';
+import { bearerToken, invalidToken } from '../../http/bearer.js';
 import { storageDigest, type Store, type StoredDoc, type TenantCollection } from '../../store/index.js';
 
 /** An operator-issued initial access token (Admin API collection `initial-access-tokens`). */
@@ -20,6 +20,7 @@ export interface PresentedToken {
 
 const COLLECTION = 'initial_access_tokens';
 const CONSUME_ATTEMPTS = 5;
+const UNUSABLE = 'the initial access token is unknown, expired or used up';
 
 /**
  * Initial access tokens (RFC 7591 §3): the Admin API issues them (single- or multi-use,
@@ -33,9 +34,9 @@ export class InitialAccessTokens {
   async presented(ctx: Context): Promise<PresentedToken | null> {
     const authorization = ctx.get('authorization');
     if (authorization === '') return null;
-    const value = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i.exec(authorization)?.[1];
+    const value = bearerToken(authorization);
     const record = value ? await this.tokens(ctx).findOne({ tokenDigest: storageDigest(value) }) : null;
-    if (!record || !usable(record)) throw invalidToken(ctx);
+    if (!record || !usable(record)) throw invalidToken(ctx, UNUSABLE);
     return { id: record.id, name: record.name ?? null };
   }
 
@@ -47,7 +48,7 @@ export class InitialAccessTokens {
       if (!current || !usable(current)) break;
       if (await tokens.update(token.id, { used: current.used + 1 }, { used: current.used })) return;
     }
-    throw invalidToken(ctx);
+    throw invalidToken(ctx, UNUSABLE);
   }
 
   private tokens(ctx: Context): TenantCollection<InitialAccessTokenRecord> {
@@ -59,9 +60,4 @@ function usable(record: InitialAccessTokenRecord): boolean {
   const expired = record.expiresAt !== undefined && Date.parse(record.expiresAt) <= Date.now();
   const usedUp = record.uses !== undefined && record.used >= record.uses;
   return !expired && !usedUp;
-}
-
-export function invalidToken(ctx: Context, description = 'the initial access token is unknown, expired or used up'): HttpError {
-  ctx.set('WWW-Authenticate', 'Bearer error="invalid_token"');
-  return new HttpError(401, 'invalid_token', description);
 }

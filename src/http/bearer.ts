@@ -1,0 +1,16 @@
+import type { Context } from 'koa';
+import { HttpError } from './errors.js';
+
+/** RFC 6750 §2.1: `Authorization: Bearer <b64token>`. */
+const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
+
+/** The token of a Bearer Authorization header, or undefined when the header is absent or not of that form. */
+export function bearerToken(authorization: string): string | undefined {
+  return BEARER.exec(authorization)?.[1];
+}
+
+/** A refused Bearer token: 401 invalid_token with the challenge RFC 6750 §3 asks for. */
+export function invalidToken(ctx: Context, description: string): HttpError {
+  ctx.set('WWW-Authenticate', 'Bearer error="invalid_token"');
+  return new HttpError(401, 'invalid_token', description);
+}
