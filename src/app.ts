@@ -8,10 +8,12 @@ import { forwardedHeaders } from './http/forwarded.js';
 import { singleValuedQuery } from './http/parameters.js';
 import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
-import { oauthEdge, type TenantProviders } from './oauth/index.js';
+import { delegationRouter } from './delegation/index.js';
+import { inputParties, oauthEdge, tokenCallers, type TenantProviders } from './oauth/index.js';
 import type { PolicyEngine } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
+import { umaRouter } from './uma/index.js';
 
 export interface AppParts {
   config: Config;
@@ -43,6 +45,10 @@ export function createApp(parts: AppParts): Koa {
   // The protocol surface: only tenants that exist, single-valued parameters, then the OAuth edge.
   app.use(requireKnownTenant(new TenantRegistry(store, config.tenants)));
   app.use(singleValuedQuery);
+  // Arbiter's own APIs behind its access tokens: UMA protection (PAT) and the delegation store.
+  const protectedApi = { store, policy, callers: tokenCallers((tenant) => providers.provider(tenant)), parties: inputParties(store), issuer: config.issuer, maxBodyBytes: config.maxBodyBytes };
+  app.use(umaRouter({ ...protectedApi, ticketSeconds: config.ttl.permissionTicketSeconds }));
+  app.use(delegationRouter(protectedApi));
   app.use(oauthEdge({ config, store, sealer, policy, providers, log }));
   app.use(() => {
     throw notFound('no such endpoint');

@@ -27,7 +27,7 @@ test_others_may_not if {
 
 permission(subject, resource, scopes) := object.union(
 	f.input_with(f.confidential_client, subject, {"endpoint": "/permission"}),
-	{"permission": {"resource_id": "r1", "resource_scopes": scopes, "resource": resource}},
+	{"permission": {"operation": "ticket", "resource_id": "r1", "resource_scopes": scopes, "resource": resource}},
 )
 
 test_permission_on_owned_resource_within_scopes if {
@@ -84,4 +84,52 @@ test_only_the_owner_delegates if {
 
 test_owner_may_revoke if {
 	delegation.decision.allow with input as delegating("revoke", [], null)
+}
+
+redeeming(subject, client, scopes, delegations) := object.union(
+	f.input_with(client, subject, {"endpoint": "/token", "grant_type": "urn:ietf:params:oauth:grant-type:uma-ticket"}),
+	{
+		"permission": {"operation": "rpt", "resource_id": "r1", "resource_scopes": scopes, "resource": photo},
+		"delegations": delegations,
+	},
+)
+
+to_bob(scopes) := {
+	"delegation_id": "d1", "grantee_type": "subject", "grantee_subject_id": "bob", "grantee_client_id": null,
+	"resource_id": "r1", "scopes": scopes, "expires_at": null, "owner": {"sub": "alice", "client_id": null},
+}
+
+test_rpt_for_the_owner_grants_what_was_asked if {
+	d := uma_permission.decision with input as redeeming(f.alice, f.confidential_client, ["view", "print"], [])
+	d.allow
+	d.scopes == ["print", "view"]
+}
+
+test_rpt_for_a_stranger_is_request_denied if {
+	d := uma_permission.decision with input as redeeming({"sub": "bob"}, f.confidential_client, ["view"], [])
+	d.error == "request_denied"
+}
+
+test_rpt_within_a_delegation if {
+	d := uma_permission.decision with input as redeeming({"sub": "bob"}, f.confidential_client, ["view", "print"], [to_bob(["view"])])
+	d.allow
+	d.scopes == ["view"]
+}
+
+test_rpt_ignores_a_delegation_to_someone_else if {
+	d := uma_permission.decision with input as redeeming({"sub": "carol"}, f.confidential_client, ["view"], [to_bob(["view"])])
+	not d.allow
+}
+
+test_rpt_without_a_requesting_party_needs_info if {
+	d := uma_permission.decision with input as redeeming(null, f.confidential_client, ["view"], [])
+	d.error == "need_info"
+	count(d.extensions.required_claims) == 1
+}
+
+test_rpt_for_a_client_grantee if {
+	to_client := object.union(to_bob(["print"]), {"grantee_type": "client", "grantee_subject_id": null, "grantee_client_id": "billing-service"})
+	d := uma_permission.decision with input as redeeming(null, f.confidential_client, ["print"], [to_client])
+	d.allow
+	d.scopes == ["print"]
 }

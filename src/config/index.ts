@@ -9,6 +9,8 @@ export interface TtlConfig {
   idTokenSeconds: number;
   sessionSeconds: number;
   interactionSeconds: number;
+  /** UMA permission tickets (spec: 5 minutes). */
+  permissionTicketSeconds: number;
 }
 
 export interface Config {
@@ -69,6 +71,7 @@ const ENVIRONMENT: Record<string, string> = {
   AUTHORIZATION_CODE_TTL_SECONDS: 'ttl.authorizationCodeSeconds',
   REFRESH_TOKEN_TTL_SECONDS: 'ttl.refreshTokenSeconds',
   ID_TOKEN_TTL_SECONDS: 'ttl.idTokenSeconds',
+  UMA_TICKET_TTL_SECONDS: 'ttl.permissionTicketSeconds',
   TRUSTED_PROXIES: 'trustedProxies',
   AUTH_FAILURE_LIMIT: 'authFailureLimit',
   AUTH_FAILURE_WINDOW_SECONDS: 'authFailureWindowSeconds',
@@ -119,6 +122,7 @@ const SCHEMA = {
         idTokenSeconds: positive,
         sessionSeconds: positive,
         interactionSeconds: positive,
+        permissionTicketSeconds: positive,
       },
     },
   },

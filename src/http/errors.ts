@@ -18,6 +18,8 @@ export class HttpError extends Error {
 export const badRequest = (description: string, details?: Record<string, unknown>) =>
   new HttpError(400, 'invalid_request', description, details);
 export const notFound = (description = 'not found') => new HttpError(404, 'not_found', description);
+/** A method an API path does not offer (UMA 2.0 Federated Authorization §3.3 names the code). */
+export const unsupportedMethod = () => new HttpError(405, 'unsupported_method_type', 'the endpoint does not support this HTTP method');
 
 /**
  * Turns any error thrown below into a JSON body `{error, error_description}`; unexpected

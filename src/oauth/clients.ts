@@ -3,6 +3,7 @@ import { definitionFor, storeSpecOf } from '../admin/collections.js';
 import type { Store, StoredDoc, TenantCollection } from '../store/index.js';
 import type { ClientDocuments } from './cimd/index.js';
 import { TOKEN_EXCHANGE } from './grants/token-exchange/parameters.js';
+import { UMA_TICKET } from './grants/uma-ticket/parameters.js';
 import { looksLikeDocumentUrl } from './cimd/url.js';
 
 /** A client as kept by the Admin API (see the spec's Client record). */
@@ -84,13 +85,18 @@ function grantTypes(record: ClientRecord): string[] {
     const redirects = Boolean(record.redirectUris?.length);
     const confidential = record.clientType === 'confidential';
     const registered = record.grantTypes.filter((grant) => (grant === 'client_credentials' ? confidential : grant !== 'authorization_code' || redirects));
-    return [...new Set([...registered, TOKEN_EXCHANGE])];
+    return [...new Set([...registered, ...POLICY_DECIDED_GRANTS])];
   }
   const userGrants = record.redirectUris?.length ? ['authorization_code', 'refresh_token'] : [];
-  // Every client may ask to exchange tokens: the grant refuses public clients with unauthorized_client
-  // (RFC 8693 needs a confidential one), and the token_exchange policy decides for the others.
-  return record.clientType === 'confidential' ? [...userGrants, 'client_credentials', TOKEN_EXCHANGE] : [...userGrants, TOKEN_EXCHANGE];
+  return record.clientType === 'confidential' ? [...userGrants, 'client_credentials', ...POLICY_DECIDED_GRANTS] : [...userGrants, ...POLICY_DECIDED_GRANTS];
 }
+
+/**
+ * Grants every client may ask for, because the policy decides each request: token exchange (the
+ * grant refuses public clients with unauthorized_client, as RFC 8693 needs a confidential one)
+ * and the UMA grant (uma_permission decides per permission).
+ */
+const POLICY_DECIDED_GRANTS = [TOKEN_EXCHANGE, UMA_TICKET];
 
 /**
  * The adapter's Client lookup. Every client may ask for every RAR type policy data defines

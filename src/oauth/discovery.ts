@@ -1,17 +1,27 @@
 import type { Context, Next } from 'koa';
 import { claimsSupported, scopes } from './claims.js';
-import { advertisedFeatures, DISCOVERY_PATH } from './routes.js';
+import { advertisedFeatures, DISCOVERY_PATH, UMA_CONFIGURATION_PATH } from './routes.js';
 
 /**
  * Completes oidc-provider's discovery document with what only Arbiter knows: the fields of
  * its enabled features (routes.ts, `advertisedFeatures`: nothing that does not answer is
  * advertised) and the RAR types that policy data defines at run time. grant_types_supported
  * is oidc-provider's own list of the grants registered with it.
+ *
+ * /.well-known/uma2-configuration is the same document: UMA 2.0's metadata is RFC 8414
+ * authorization server metadata plus the UMA endpoints and uma_profiles_supported, all of which
+ * it holds, so one document serves both and they cannot drift apart.
  */
 export function discoveryExtras(issuer: string, authorizationDetailsTypes: () => Promise<string[]>) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    await next();
-    if (ctx.path !== DISCOVERY_PATH || ctx.status !== 200 || typeof ctx.body !== 'object' || ctx.body === null) return;
+    const uma = ctx.path === UMA_CONFIGURATION_PATH && advertisedFeatures.umaPermission.enabled;
+    if (uma) ctx.path = DISCOVERY_PATH;
+    try {
+      await next();
+    } finally {
+      if (uma) ctx.path = UMA_CONFIGURATION_PATH;
+    }
+    if ((ctx.path !== DISCOVERY_PATH && !uma) || ctx.status !== 200 || typeof ctx.body !== 'object' || ctx.body === null) return;
     const document = ctx.body as Record<string, unknown>;
     anchorEndpointsAtIssuer(document, issuer);
     for (const feature of Object.values(advertisedFeatures)) {

@@ -5,3 +5,5 @@ export { TenantProviders } from './providers.js';
 export { createTenantProvider } from './provider.js';
 export { CLIENTS_COLLECTION, clientMetadata, type ClientRecord } from './clients.js';
 export { oauthEdge, type OAuthEdgeDeps } from './edge.js';
+export { tokenCallers, type TokenCaller, type TokenCallers } from './token-callers.js';
+export { inputParties } from './parties.js';

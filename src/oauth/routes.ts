@@ -16,6 +16,9 @@ export const routes = {
 /** Where oidc-provider publishes its discovery document (fixed by OpenID Connect Discovery). */
 export const DISCOVERY_PATH = '/.well-known/openid-configuration';
 
+/** UMA 2.0 Grant §2: the authorization server's UMA metadata (the same document, see discovery.ts). */
+export const UMA_CONFIGURATION_PATH = '/.well-known/uma2-configuration';
+
 /** True for the authorization endpoint and the resumption of an authorization request after an interaction. */
 export function isAuthorizationPath(path: string): boolean {
   return path === routes.authorization || path.startsWith(`${routes.authorization}/`);
@@ -38,10 +41,13 @@ export interface AdvertisedFeature {
 export type AdvertisedFeatureName = 'umaResourceRegistration' | 'umaPermission' | 'clientIdMetadataDocuments' | 'pkcePlain';
 
 export const advertisedFeatures: Readonly<Record<AdvertisedFeatureName, AdvertisedFeature>> = {
-  /** UMA 2.0 resource registration (spec: UMA). Not built yet: /resource_registration/* answers 404. */
-  umaResourceRegistration: { enabled: false, endpoints: { resource_registration_endpoint: '/resource_registration/resource' } },
-  /** UMA 2.0 permission tickets (spec: UMA). Not built yet: /permission answers 404. */
-  umaPermission: { enabled: false, endpoints: { permission_endpoint: '/permission' } },
+  /** UMA 2.0 resource registration (spec: UMA; src/uma). */
+  umaResourceRegistration: { enabled: true, endpoints: { resource_registration_endpoint: '/resource_registration/resource' } },
+  /**
+   * UMA 2.0 permission tickets and the UMA grant (src/uma, grants/uma-ticket); the grant type is in
+   * oidc-provider's own grant_types_supported. No UMA profile is implemented, so the list is empty.
+   */
+  umaPermission: { enabled: true, endpoints: { permission_endpoint: '/permission' }, metadata: { uma_profiles_supported: [] } },
   /** An https URL as client_id (spec: client ID metadata document rules; oauth/cimd). */
   clientIdMetadataDocuments: { enabled: true, metadata: { client_id_metadata_document_supported: true } },
   /** PKCE `plain` besides S256 (authorize/pkce-plain.ts); oidc-provider alone would say S256 only. */

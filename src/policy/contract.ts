@@ -112,6 +112,8 @@ export interface DecisionInput {
   /** Null where no client is known yet (registration). */
   client: ClientInput | null;
   subject?: SubjectInput | null;
+  /** Active delegations to the subject or client (at token, introspect, uma_permission at `rpt`, access_evaluation). */
+  delegations?: DelegationGrantInput[];
   request: RequestInput;
   /** ISO 8601 instant of the decision. */
   time: string;
@@ -201,8 +203,14 @@ export interface UmaResourceInput {
   owner: { sub: string | null; client_id: string | null };
 }
 
-/** `uma_permission`: the permission request; `resource` is null when the id is unknown. */
+/**
+ * `uma_permission`: one permission (scopes on one resource). `operation` says who asks: `ticket`,
+ * a resource server at POST /permission (`subject`/`client` are its PAT's); `rpt`, a client
+ * redeeming a ticket at /token (`subject` is the requesting party, `client` the client).
+ * `resource` is null when the id is unknown.
+ */
 export interface PermissionInput {
+  operation: 'ticket' | 'rpt';
   resource_id: string;
   resource_scopes: string[];
   resource: UmaResourceInput | null;
@@ -218,6 +226,28 @@ export interface DelegationInput {
   scopes: string[];
   expires_at: string | null;
   resource: UmaResourceInput | null;
+}
+
+/** An active delegation (neither revoked nor expired) as decisions see it in `input.delegations`. */
+export interface DelegationGrantInput {
+  delegation_id: string;
+  grantee_type: 'subject' | 'client';
+  grantee_subject_id: string | null;
+  grantee_client_id: string | null;
+  resource_id: string;
+  scopes: string[];
+  expires_at: string | null;
+  owner: { sub: string | null; client_id: string | null };
+}
+
+/**
+ * How protocol code outside src/oauth builds `input.client` and `input.subject` (src/oauth
+ * provides it: clients and subjects are its records), so that every point describes the
+ * parties alike.
+ */
+export interface InputParties {
+  client(tenant: string, clientId: string, authenticatedWith: string | null): Promise<ClientInput | null>;
+  subject(tenant: string, sub: string): Promise<SubjectInput>;
 }
 
 /** The input of each point, for protocol code that wants the compiler to check it. */

@@ -75,8 +75,26 @@ const umaResource = {
 
 /** The fields every point's input carries; `client` is null where there is none yet (registration). */
 const common = { tenant: string, client: { oneOf: [{ type: 'null' }, client] }, request, time: { type: 'string', pattern: ISO_INSTANT } };
-/** Absent and null mean the same to a policy: no user (client_credentials). */
-const optionalParties = { subject: { oneOf: [{ type: 'null' }, subject] } };
+/** An active delegation (src/delegation): what its grantee may do on one UMA resource. */
+const delegationGrant = record(
+  {
+    delegation_id: string,
+    grantee_type: { enum: ['subject', 'client'] },
+    grantee_subject_id: nullableString,
+    grantee_client_id: nullableString,
+    resource_id: string,
+    scopes: strings,
+    expires_at: { type: ['string', 'null'], pattern: ISO_INSTANT },
+    owner: record({ sub: nullableString, client_id: nullableString }),
+  },
+);
+
+/**
+ * Absent and null mean the same to a policy: no user (client_credentials). `delegations` are the
+ * active delegations whose grantee is the request's subject or client (docs/policy.md says at
+ * which points they are given).
+ */
+const optionalParties = { subject: { oneOf: [{ type: 'null' }, subject] }, delegations: { type: 'array', items: delegationGrant } };
 
 const POINT_FIELDS: Record<DecisionPoint, Record<string, object>> = {
   authorize: {},
@@ -138,7 +156,7 @@ const POINT_FIELDS: Record<DecisionPoint, Record<string, object>> = {
     ),
   },
   uma_permission: {
-    permission: record({ resource_id: string, resource_scopes: strings, resource: umaResource }),
+    permission: record({ operation: { enum: ['ticket', 'rpt'] }, resource_id: string, resource_scopes: strings, resource: umaResource }),
   },
   delegation: {
     delegation: record(

@@ -101,7 +101,7 @@ export const photo: UmaResourceInput = { _id: 'r1', name: 'Holiday', type: 'http
 
 export function permissionInput(subject: SubjectInput, scopes: string[]): DecisionInput {
   const body = { resource_id: photo._id, resource_scopes: scopes };
-  return decisionInput({ client: confidentialClient, subject, request: { endpoint: '/permission', parameters: body } }, { permission: { ...body, resource: photo } });
+  return decisionInput({ client: confidentialClient, subject, request: { endpoint: '/permission', parameters: body } }, { permission: { operation: 'ticket', ...body, resource: photo } });
 }
 
 export function delegationInput(subject: SubjectInput, scopes: string[]): DecisionInput {

@@ -1,20 +1,12 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import type { AuditFacts } from '../../audit/index.js';
+import { recordDecision } from '../../audit/index.js';
 import type { Decision, DecisionOutcome } from '../../policy/index.js';
 
 /** What the policy said about this request, kept on the context for the hooks that run later (extraTokenClaims, refresh token issuance). */
 export function rememberDecision(ctx: KoaContextWithOIDC, outcome: DecisionOutcome): void {
   ctx.state.policyDecision = outcome.decision;
-  const audit = ctx.state.audit as AuditFacts | undefined;
-  if (audit) {
-    audit.policyInput = outcome.input;
-    // Which engine decided, and why none could, is what an auditor asks first.
-    audit.policyDecision = { ...outcome.decision, ...(outcome.engines ? { engines: outcome.engines } : {}), ...(outcome.engineError ? { engineError: outcome.engineError } : {}) };
-    audit.outcome = outcome.engineError ? 'error' : outcome.decision.allow ? 'allow' : 'deny';
-    audit.clientId = outcome.input.client?.client_id ?? null;
-    audit.subjectId = outcome.input.subject?.sub ?? null;
-  }
+  recordDecision(ctx.state, outcome);
 }
 
 export function decisionOf(ctx: { state: Record<string, unknown> }): Decision | undefined {

@@ -1,4 +1,5 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
+import { activeDelegations } from '../../delegation/index.js';
 import { requestInput, type DecisionInput } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { clientInput } from '../client-input.js';
@@ -25,6 +26,7 @@ export async function tokenDecisionInput(ctx: KoaContextWithOIDC, store: Store, 
     tenant,
     client: await clientInput(store, tenant, client.clientId, client.clientAuthMethod),
     subject: source?.accountId ? await subjectInput(store, tenant, source.accountId) : null,
+    delegations: await activeDelegations(store, tenant, { sub: source?.accountId ?? null, clientId: client.clientId }),
     request: requestInput({
       endpoint: ctx.path,
       method: ctx.method,

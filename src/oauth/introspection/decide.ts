@@ -1,6 +1,7 @@
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { DecisionOutcome, IntrospectedTokenInput, IntrospectionCallerInput, PolicyEngine } from '../../policy/index.js';
+import { activeDelegations } from '../../delegation/index.js';
 import { requestInput } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { clientInput } from '../client-input.js';
@@ -34,6 +35,7 @@ export async function decideIntrospection(ctx: Context, deps: IntrospectionDeps,
     tenant,
     client: await clientInput(deps.store, tenant, caller.clientId, caller.method),
     subject: token.accountId ? await subjectInput(deps.store, tenant, token.accountId) : null,
+    delegations: await activeDelegations(deps.store, tenant, { sub: token.accountId ?? null, clientId: token.clientId ?? null }),
     request: requestInput({
       endpoint: routes.introspection,
       parameters: { token_type_hint: formParameter(ctx, 'token_type_hint') ?? null, context },

@@ -1,6 +1,7 @@
 import type { Decision } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import type { SubjectRecord } from '../subject-input.js';
+import { permissionsInForce } from '../grants/uma-ticket/permissions.js';
 import { resourceOf, type TokenModel } from './decide.js';
 
 export const INACTIVE = { active: false } as const;
@@ -29,6 +30,8 @@ export async function introspectionBody(store: Store, tenant: string, issuer: st
     extensions: decision.extensions ?? extra.extensions,
     cnf: token.jkt ? { jkt: token.jkt } : undefined,
     act: extra.act,
+    // A requesting party token (UMA 2.0 Grant §3.3.5): its permissions still in force.
+    permissions: nonEmpty(permissionsInForce(token as { extra?: unknown; exp?: unknown })),
   };
   return Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined && value !== null));
 }

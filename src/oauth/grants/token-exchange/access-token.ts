@@ -13,7 +13,7 @@ const notActive = (role: string) => new errors.CustomOIDCProviderError('invalid_
  * unexpired"), looked up in this tenant's provider (each tenant has its own store, so another
  * tenant's token is unknown here). It is read, never consumed: the subject token stays valid.
  */
-export async function resolveAccessToken(provider: Provider, store: Store, tenant: string, value: string, role: 'subject' | 'actor' = 'subject'): Promise<ResolvedSubject> {
+export async function resolveAccessToken(provider: Provider, store: Store, tenant: string, value: string, role: 'subject' | 'actor' | 'claim' = 'subject'): Promise<ResolvedSubject> {
   // An opaque value is short; anything long is not one of ours (and not worth a lookup).
   if (value.length > 512) throw notActive(role);
   const token = await findTokenByValue(provider, value, 'access_token').catch(() => undefined);

@@ -5,10 +5,10 @@ import { createOutbound, type Outbound, type OutboundOptions } from '../../../ht
 import { narrowedScopes } from '../decision.js';
 import type { GateDeps } from '../gate.js';
 import type { GrantHandler } from '../handler.js';
+import { issueAccessToken } from '../issue.js';
 import { resolveAccessToken } from './access-token.js';
 import { decideExchange } from './decision.js';
 import { IdTokenSubjects } from './id-token.js';
-import { issueExchangedToken } from './issue.js';
 import { ACCESS_TOKEN_TYPE, exchangeParameters, TOKEN_EXCHANGE, TOKEN_EXCHANGE_PARAMETERS } from './parameters.js';
 import type { ResolvedSubject } from './subject.js';
 
@@ -49,7 +49,7 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
         throw new errors.InvalidRequest('the policy requires a DPoP-bound token, which token exchange does not issue');
       }
       const scopes = narrowedScopes(outcome.input.request.scopes, decision);
-      const issued = await issueExchangedToken(provider, ctx, resolved, scopes, outcome.input.request.resource);
+      const issued = await issueAccessToken(provider, ctx, { gty: TOKEN_EXCHANGE, sub: resolved.subject?.sub ?? null, scopes, resource: outcome.input.request.resource });
       ctx.body = {
         access_token: issued.value,
         issued_token_type: exchange.requestedTokenType,

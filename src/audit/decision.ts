@@ -1,0 +1,19 @@
+import type { DecisionOutcome } from '../policy/index.js';
+import type { AuditFacts } from './middleware.js';
+
+/**
+ * Tells the request's audit entry which decision(s) it asked for: the input, what each engine
+ * said (and why none could), and the outcome. A request that asks several questions (one per
+ * UMA permission) records them all, in order.
+ */
+export function recordDecision(state: Record<string, unknown>, ...outcomes: DecisionOutcome[]): void {
+  const audit = state.audit as AuditFacts | undefined;
+  if (!audit || outcomes.length === 0) return;
+  const [first] = outcomes;
+  const decisions = outcomes.map((outcome) => ({ ...outcome.decision, ...(outcome.engines ? { engines: outcome.engines } : {}), ...(outcome.engineError ? { engineError: outcome.engineError } : {}) }));
+  audit.policyInput = outcomes.length === 1 ? first.input : outcomes.map((outcome) => outcome.input);
+  audit.policyDecision = outcomes.length === 1 ? decisions[0] : decisions;
+  audit.outcome = outcomes.some((outcome) => outcome.engineError) ? 'error' : outcomes.some((outcome) => outcome.decision.allow) ? 'allow' : 'deny';
+  audit.clientId = first.input.client?.client_id ?? null;
+  audit.subjectId = first.input.subject?.sub ?? null;
+}

@@ -1,0 +1,96 @@
+import type { DelegationGrantInput } from '../policy/index.js';
+import type { CollectionSpec, Filter, Store, StoredDoc, TenantCollection } from '../store/index.js';
+
+/** A delegation as stored (spec: delegation record). `validUntil` is the API's expires_at. */
+export interface DelegationRecord extends StoredDoc {
+  id: string;
+  ownerSub: string | null;
+  ownerClientId: string;
+  granteeType: 'subject' | 'client';
+  granteeSubjectId: string | null;
+  granteeClientId: string | null;
+  resourceId: string;
+  scopes: string[];
+  /** ISO 8601, or null: until revoked. (Not the store's `expiresAt`: an expired delegation is still listed.) */
+  validUntil: string | null;
+  createdAt: string;
+  revokedAt: string | null;
+}
+
+export const DELEGATIONS_COLLECTION: CollectionSpec = { name: 'delegations', indexes: ['granteeSubjectId', 'granteeClientId', 'ownerSub', 'ownerClientId'] };
+
+export function delegations(store: Store, tenant: string): TenantCollection<DelegationRecord> {
+  return store.collection<DelegationRecord>(DELEGATIONS_COLLECTION, tenant);
+}
+
+/** Who manages a delegation: the user of the caller's token, else its client. */
+export interface DelegationOwner {
+  sub: string | null;
+  clientId: string;
+}
+
+/** A user manages their delegations from any client; a client without a user manages its own. */
+export function ownedBy(owner: DelegationOwner): Filter {
+  return owner.sub ? { ownerSub: owner.sub } : { ownerSub: null, ownerClientId: owner.clientId };
+}
+
+export function isOwner(record: DelegationRecord, owner: DelegationOwner): boolean {
+  return owner.sub ? record.ownerSub === owner.sub : record.ownerSub === null && record.ownerClientId === owner.clientId;
+}
+
+export function statusOf(record: DelegationRecord, now = Date.now()): 'active' | 'revoked' | 'expired' {
+  if (record.revokedAt) return 'revoked';
+  return record.validUntil && Date.parse(record.validUntil) <= now ? 'expired' : 'active';
+}
+
+/** The parties a decision concerns: its subject and its client. */
+export interface Grantees {
+  sub?: string | null;
+  clientId?: string | null;
+  /** Only delegations on this UMA resource. */
+  resourceId?: string;
+}
+
+/**
+ * The active delegations (neither revoked nor expired) whose grantee is the subject or the
+ * client, as decisions see them. Revoked and expired ones never reach a policy.
+ */
+export async function activeDelegations(store: Store, tenant: string, grantees: Grantees): Promise<DelegationGrantInput[]> {
+  const collection = delegations(store, tenant);
+  const onResource: Filter = grantees.resourceId ? { resourceId: grantees.resourceId } : {};
+  const [toSubject, toClient] = await Promise.all([
+    grantees.sub ? collection.find({ granteeType: 'subject', granteeSubjectId: grantees.sub, revokedAt: null, ...onResource }) : [],
+    grantees.clientId ? collection.find({ granteeType: 'client', granteeClientId: grantees.clientId, revokedAt: null, ...onResource }) : [],
+  ]);
+  const now = Date.now();
+  return [...toSubject, ...toClient].filter((record) => statusOf(record, now) === 'active').map(delegationGrant);
+}
+
+/** A delegation as decisions see it (input.delegations). */
+export function delegationGrant(record: DelegationRecord): DelegationGrantInput {
+  return {
+    delegation_id: record.id,
+    grantee_type: record.granteeType,
+    grantee_subject_id: record.granteeSubjectId,
+    grantee_client_id: record.granteeClientId,
+    resource_id: record.resourceId,
+    scopes: record.scopes,
+    expires_at: record.validUntil,
+    owner: { sub: record.ownerSub, client_id: record.ownerSub ? null : record.ownerClientId },
+  };
+}
+
+/** The delegation object the API answers with. */
+export function presentDelegation(record: DelegationRecord): Record<string, unknown> {
+  return {
+    delegation_id: record.id,
+    grantee_type: record.granteeType,
+    ...(record.granteeType === 'subject' ? { grantee_subject_id: record.granteeSubjectId } : { grantee_client_id: record.granteeClientId }),
+    resource_id: record.resourceId,
+    scopes: record.scopes,
+    expires_at: record.validUntil,
+    created_at: record.createdAt,
+    revoked_at: record.revokedAt,
+    status: statusOf(record),
+  };
+}

@@ -1,0 +1,160 @@
+import { randomUUID } from 'node:crypto';
+import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { recordDecision } from '../audit/index.js';
+import { readJsonBody } from '../http/body.js';
+import { badRequest, HttpError, notFound } from '../http/errors.js';
+import { routesWithMethods } from '../http/router.js';
+import { assertValid } from '../http/validation.js';
+import { requestInput, type DecisionOutcome, type DelegationInput } from '../policy/index.js';
+import { findResource, resourceInput, type UmaDeps } from '../uma/index.js';
+import { delegationGrant, delegations, isOwner, ownedBy, presentDelegation, type DelegationOwner, type DelegationRecord } from './records.js';
+import { DELEGATION_REQUEST, DELEGATION_UPDATE, type DelegationRequest } from './schemas.js';
+
+export const DELEGATION_PATH = '/delegation';
+
+/** What the UMA protection API is given, less the ticket lifetime. */
+export type DelegationDeps = Omit<UmaDeps, 'ticketSeconds'>;
+
+/**
+ * The delegation store (spec: Delegation): a resource owner gives a user or a client some of a
+ * UMA resource's scopes until a date, changes that date, and revokes (softly). Every change is
+ * the `delegation` decision's to allow; reads show the caller's own delegations only.
+ */
+export function delegationRouter(deps: DelegationDeps): Middleware {
+  const router = new Router({ sensitive: true, strict: true });
+  const ownerOf = async (ctx: Context): Promise<DelegationOwner> => {
+    const caller = await deps.callers(ctx, { scope: 'delegation_management' });
+    return { sub: caller.sub, clientId: caller.clientId };
+  };
+  const owned = async (ctx: Context, owner: DelegationOwner): Promise<DelegationRecord> => {
+    const record = await delegations(deps.store, ctx.state.tenant as string).get(String(ctx.params.delegationId));
+    if (!record || !isOwner(record, owner)) throw notFound('no delegation with this id is owned by the caller');
+    return record;
+  };
+
+  router.post(DELEGATION_PATH, async (ctx) => {
+    const owner = await ownerOf(ctx);
+    const body = await readJsonBody(ctx, deps.maxBodyBytes);
+    assertValid<DelegationRequest>(DELEGATION_REQUEST, body);
+    const tenant = ctx.state.tenant as string;
+    const request = await normalized(deps, tenant, body);
+    const decision = await decide(ctx, deps, owner, 'create', request);
+    const granted = request.scopes.filter((scope) => decision.scopes?.includes(scope));
+    if (granted.length === 0) throw new HttpError(400, 'invalid_scope', 'the policy allows none of the requested scopes to be delegated', { field: 'scopes' });
+    const record = await delegations(deps.store, tenant).insert({
+      id: randomUUID(),
+      ownerSub: owner.sub,
+      ownerClientId: owner.clientId,
+      granteeType: request.grantee_type,
+      granteeSubjectId: request.grantee_subject_id,
+      granteeClientId: request.grantee_client_id,
+      resourceId: request.resource_id,
+      scopes: granted,
+      validUntil: request.expires_at,
+      createdAt: new Date().toISOString(),
+      revokedAt: null,
+    });
+    ctx.status = 201;
+    ctx.set('Location', `${deps.issuer}${DELEGATION_PATH}/${record.id}`);
+    ctx.body = { delegation_id: record.id };
+  });
+
+  router.get(DELEGATION_PATH, async (ctx) => {
+    const owner = await ownerOf(ctx);
+    const records = await delegations(deps.store, ctx.state.tenant as string).find(ownedBy(owner), { sort: { field: 'createdAt', direction: 'asc' } });
+    ctx.body = records.map(presentDelegation);
+  });
+
+  router.get(`${DELEGATION_PATH}/:delegationId`, async (ctx) => {
+    ctx.body = presentDelegation(await owned(ctx, await ownerOf(ctx)));
+  });
+
+  router.put(`${DELEGATION_PATH}/:delegationId`, async (ctx) => {
+    const owner = await ownerOf(ctx);
+    const record = await owned(ctx, owner);
+    const body = await readJsonBody(ctx, deps.maxBodyBytes);
+    assertValid<Partial<DelegationRequest> & { expires_at: string | null }>(DELEGATION_UPDATE, body);
+    if (record.revokedAt) throw badRequest('a revoked delegation cannot be changed');
+    assertOnlyExpiryChanges(record, body);
+    const expiresAt = instant(body.expires_at);
+    await decide(ctx, deps, owner, 'update', { ...requestOf(record), expires_at: expiresAt });
+    ctx.body = presentDelegation((await delegations(deps.store, ctx.state.tenant as string).update(record.id, { validUntil: expiresAt }))!);
+  });
+
+  router.delete(`${DELEGATION_PATH}/:delegationId`, async (ctx) => {
+    const owner = await ownerOf(ctx);
+    const record = await owned(ctx, owner);
+    if (!record.revokedAt) {
+      await decide(ctx, deps, owner, 'revoke', requestOf(record));
+      await delegations(deps.store, ctx.state.tenant as string).update(record.id, { revokedAt: new Date().toISOString() }, { revokedAt: null });
+    }
+    ctx.status = 204;
+  });
+
+  return routesWithMethods(router);
+}
+
+type NormalizedRequest = Omit<DelegationInput, 'operation' | 'resource'> & { grantee_subject_id: string | null; grantee_client_id: string | null; expires_at: string | null };
+
+/** The grantee field that goes with grantee_type, a known grantee client, and expires_at as an ISO instant. */
+async function normalized(deps: DelegationDeps, tenant: string, body: DelegationRequest): Promise<NormalizedRequest> {
+  const subjectId = body.grantee_type === 'subject' ? body.grantee_subject_id : undefined;
+  const clientId = body.grantee_type === 'client' && body.grantee_client_id !== undefined ? String(body.grantee_client_id) : undefined;
+  const expected = body.grantee_type === 'subject' ? 'grantee_subject_id' : 'grantee_client_id';
+  const other = body.grantee_type === 'subject' ? 'grantee_client_id' : 'grantee_subject_id';
+  if (subjectId === undefined && clientId === undefined) throw badRequest(`${expected} is required when grantee_type is ${body.grantee_type}`, { field: expected });
+  if (body[other] !== undefined) throw badRequest(`${other} does not go with grantee_type ${body.grantee_type}`, { field: other });
+  if (clientId !== undefined && !(await deps.parties.client(tenant, clientId, null))) throw badRequest('grantee_client_id names no client of this tenant', { field: 'grantee_client_id' });
+  return {
+    grantee_type: body.grantee_type,
+    grantee_subject_id: subjectId ?? null,
+    grantee_client_id: clientId ?? null,
+    resource_id: body.resource_id,
+    scopes: body.scopes,
+    expires_at: instant(body.expires_at ?? null),
+  };
+}
+
+function requestOf(record: DelegationRecord): NormalizedRequest {
+  const { delegation_id: _id, owner: _owner, ...request } = delegationGrant(record);
+  return request;
+}
+
+/** The spec: "currently only expires_at is updated". Repeating another field unchanged is fine; changing it is a 400. */
+function assertOnlyExpiryChanges(record: DelegationRecord, body: Partial<DelegationRequest>): void {
+  const stored = requestOf(record) as unknown as Record<string, unknown>;
+  for (const field of ['grantee_type', 'grantee_subject_id', 'grantee_client_id', 'resource_id', 'scopes'] as const) {
+    const given = body[field];
+    if (given === undefined) continue;
+    const same = field === 'scopes' ? JSON.stringify([...(given as string[])].sort()) === JSON.stringify([...(stored.scopes as string[])].sort()) : String(given) === String(stored[field]);
+    if (!same) throw badRequest(`${field} cannot be changed; only expires_at is updated`, { field });
+  }
+}
+
+async function decide(ctx: Context, deps: DelegationDeps, owner: DelegationOwner, operation: DelegationInput['operation'], request: NormalizedRequest) {
+  const tenant = ctx.state.tenant as string;
+  const resource = await findResource(deps.store, tenant, request.resource_id);
+  const outcome = await deps.policy.decide('delegation', {
+    tenant,
+    client: await deps.parties.client(tenant, owner.clientId, 'bearer'),
+    subject: owner.sub ? await deps.parties.subject(tenant, owner.sub) : null,
+    request: requestInput({ endpoint: ctx.path, method: ctx.method, parameters: { ...request } }),
+    delegation: { operation, ...request, resource: resourceInput(resource) },
+    time: new Date().toISOString(),
+  });
+  recordDecision(ctx.state, outcome);
+  if (outcome.engineError) throw new HttpError(503, 'temporarily_unavailable', 'the policy engine could not decide; try again later');
+  if (!outcome.decision.allow) throw delegationDenial(outcome);
+  return outcome.decision;
+}
+
+function delegationDenial({ decision }: DecisionOutcome): HttpError {
+  const code = decision.error ?? 'access_denied';
+  return new HttpError(code === 'access_denied' ? 403 : 400, code, decision.error_description ?? 'denied by policy');
+}
+
+/** An ISO 8601 date-time as the canonical UTC instant the policy contract uses. */
+function instant(value: string | null): string | null {
+  return value === null ? null : new Date(value).toISOString();
+}

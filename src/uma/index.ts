@@ -1,0 +1,10 @@
+/**
+ * UMA 2.0: the protection API (resource registration, permission tickets) and what the UMA grant
+ * at /token (src/oauth/grants/uma-ticket) and the delegation store need of its records.
+ */
+export { umaRouter, PROTECTION, type UmaDeps } from './router.js';
+export { RESOURCE_REGISTRATION_PATH } from './registration.js';
+export { PERMISSION_PATH } from './permission.js';
+export { UMA_RESOURCES_COLLECTION, findResource, resourceInput, type ResourceOwner, type UmaResourceRecord } from './resources.js';
+export { PERMISSION_TICKETS_COLLECTION, findTicket, redeemTicket, type RequestedPermission, type TicketRecord } from './tickets.js';
+export { decidePermissions, grantedScopes, type PermissionAnswer, type PermissionQuestion } from './decide.js';
