@@ -16,6 +16,11 @@ const CREDENTIAL_PARAMETERS = new Set([
   'assertion',
   'password',
   'software_statement',
+  // The UMA grant: a permission ticket, a claim token (an access token), an RPT, a PCT.
+  'ticket',
+  'claim_token',
+  'rpt',
+  'pct',
 ]);
 
 export interface RequestInputParts {

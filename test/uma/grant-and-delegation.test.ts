@@ -70,6 +70,11 @@ describe('UMA grant and the delegation store', function () {
       expect(shown.body.permissions).to.have.length(1);
       expect(shown.body.permissions[0]).to.deep.include({ resource_id: photo, resource_scopes: ['print', 'view'] });
       expect(shown.body.permissions[0].exp).to.equal(shown.body.exp);
+      // The ticket and the claim token are bearer material: never in the audit log (nor the policy input).
+      const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
+      expect(entry.policyInput.permission).to.deep.include({ operation: 'rpt', resource_id: photo });
+      expect(entry.policyInput.subject.sub).to.equal('alice');
+      expect(JSON.stringify(entry)).not.to.contain(ticket).and.not.to.contain(aliceClaims).and.not.to.contain(body.access_token);
     });
 
     it('redeems a ticket once (invalid_grant after), and refuses an unknown ticket', async function () {

@@ -14,12 +14,13 @@ describe('UMA protection API: resource registration and permission tickets', fun
   let rsPat: string;
   let otherPat: string;
   let alicePat: string;
+  let rsSecret: string;
 
   before(async function () {
     server = await startTestServer({ TENANTS: 'acme' });
     await server.waitUntilReady();
     idp = await startRegisteredDevIdp(server);
-    const rsSecret = await confidentialClient(server, 'photos-rs', { scopes: ['uma_protection', 'introspection'] });
+    rsSecret = await confidentialClient(server, 'photos-rs', { scopes: ['uma_protection', 'introspection'] });
     const otherSecret = await confidentialClient(server, 'other-rs', { scopes: ['uma_protection'] });
     rsPat = await clientToken(server, 'photos-rs', rsSecret, PAT);
     otherPat = await clientToken(server, 'other-rs', otherSecret, PAT);
@@ -195,6 +196,16 @@ describe('UMA protection API: resource registration and permission tickets', fun
         expect(answer.status, JSON.stringify(body).slice(0, 80)).to.equal(400);
         expect(answer.body.error).to.equal('invalid_request');
       }
+    });
+
+    it("follows the README's walk-through: PAT, resource, ticket, RPT for the owning client, introspection with the PAT", async function () {
+      const resource = (await register(rsPat, { name: 'Holiday', resource_scopes: ['view', 'print'] })).body._id;
+      const { ticket } = (await api(server, 'POST', '/permission', rsPat, { resource_id: resource, resource_scopes: ['view'] })).body;
+      const rpt = await postForm(server, '/token', { grant_type: UMA_GRANT, ticket }, { Authorization: basic('photos-rs', rsSecret) });
+      expect(rpt.status, JSON.stringify(rpt.body)).to.equal(200);
+      const shown = await postForm(server, '/introspect', { token: rpt.body.access_token }, { Authorization: `Bearer ${rsPat}` });
+      expect(shown.body).to.include({ active: true, client_id: 'photos-rs' });
+      expect(shown.body.permissions).to.deep.equal([{ resource_id: resource, resource_scopes: ['view'], exp: shown.body.exp }]);
     });
 
     it('requires a PAT', async function () {
