@@ -4,6 +4,7 @@
  *
  *   npm run bench:uma                          300 timed requests per scenario
  *   BENCH_RPT_REQUESTS=1000 npm run bench:uma
+ *   BENCH_RPT_RESOURCES=10 BENCH_RPT_DELEGATIONS=3 npm run bench:uma    a smaller fixture, to compare
  *
  * The fixture: alice registers 1,000 UMA resources (scopes view, print, edit) and delegates
  * `view` on 200 of them to bob (plus 50 delegations of other resources to other users, as
@@ -25,13 +26,14 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startRegisteredDevIdp, type RegisteredDevIdp } from '../test/support/dev-idp.js';
 import { basic, confidentialClient, postForm } from '../test/support/oauth.js';
-import { startTestServer, type TestServer } from '../test/support/server.js';
+import { startTestServer } from '../test/support/server.js';
 import { ACCESS_TOKEN_FORMAT, api, clientToken, UMA_GRANT, umaPublicClient, userToken } from '../test/uma/support.js';
 
 const REQUESTS = Number(process.env.BENCH_RPT_REQUESTS ?? 300);
-const RESOURCE_COUNT = 1000;
-const DELEGATED_COUNT = 200;
-const NOISE_COUNT = 50;
+/** The fixture's size: the issue's figures by default; smaller ones show whether latency grows with it. */
+const RESOURCE_COUNT = Number(process.env.BENCH_RPT_RESOURCES ?? 1000);
+const DELEGATED_COUNT = Number(process.env.BENCH_RPT_DELEGATIONS ?? 200);
+const NOISE_COUNT = Math.min(50, RESOURCE_COUNT - DELEGATED_COUNT);
 const SETUP_CONCURRENCY = 16;
 const WORKERS = 8;
 const WARMUP = 20;
@@ -81,6 +83,9 @@ function percentile(sorted: number[], p: number): number {
 const elapsedMs = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 
 async function main(): Promise<void> {
+  if (!(REQUESTS >= 1 && DELEGATED_COUNT >= 3 && RESOURCE_COUNT > DELEGATED_COUNT)) {
+    throw new Error('need BENCH_RPT_REQUESTS >= 1, BENCH_RPT_DELEGATIONS >= 3 and BENCH_RPT_RESOURCES > BENCH_RPT_DELEGATIONS');
+  }
   const startedAt = new Date();
   const runStart = process.hrtime.bigint();
   const server = await startTestServer();

@@ -1,6 +1,7 @@
 import Koa, { type Context, type Next } from 'koa';
 import { adminGate, adminRouter, type AdminRecord } from './admin/index.js';
 import { auditTrail, type AuditLog } from './audit/index.js';
+import { authzenRouter, authzenTenantPaths } from './authzen/index.js';
 import type { Config } from './config/index.js';
 import { authFailureLimit } from './http/auth-failures.js';
 import { jsonErrors, notFound } from './http/errors.js';
@@ -9,7 +10,7 @@ import { singleValuedQuery } from './http/parameters.js';
 import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
 import { delegationRouter } from './delegation/index.js';
-import { inputParties, oauthEdge, tokenCallers, type TenantProviders } from './oauth/index.js';
+import { clientCallers, inputParties, oauthEdge, tokenCallers, type TenantProviders } from './oauth/index.js';
 import type { PolicyEngine } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
@@ -34,6 +35,8 @@ export function createApp(parts: AppParts): Koa {
   app.silent = true;
   app.use(securityHeaders);
   app.use(forwardedHeaders(config.trustedProxies));
+  // AuthZEN's per-tenant path form (/<tenant>/access/v1/…) is X-Tenant-Id by another name.
+  app.use(authzenTenantPaths);
   // Infrastructure: answered before the caller's failures are counted, so that OPA and probes always get through.
   app.use(health(store, policy));
   app.use(policy.bundleMiddleware());
@@ -43,12 +46,14 @@ export function createApp(parts: AppParts): Koa {
   app.use(tenancy);
   app.use(adminGate(config.adminApiKey, adminApi(parts)));
   // The protocol surface: only tenants that exist, single-valued parameters, then the OAuth edge.
-  app.use(requireKnownTenant(new TenantRegistry(store, config.tenants)));
+  const tenants = new TenantRegistry(store, config.tenants);
+  app.use(requireKnownTenant(tenants));
   app.use(singleValuedQuery);
-  // Arbiter's own APIs behind its access tokens: UMA protection (PAT) and the delegation store.
+  // Arbiter's own APIs behind its access tokens: UMA protection (PAT), the delegation store, AuthZEN.
   const protectedApi = { store, policy, callers: tokenCallers((tenant) => providers.provider(tenant)), parties: inputParties(store), issuer: config.issuer, maxBodyBytes: config.maxBodyBytes };
   app.use(umaRouter({ ...protectedApi, ticketSeconds: config.ttl.permissionTicketSeconds }));
   app.use(delegationRouter(protectedApi));
+  app.use(authzenRouter({ ...protectedApi, clients: clientCallers(store), tenantExists: (tenant) => tenants.exists(tenant) }));
   app.use(oauthEdge({ config, store, sealer, policy, providers, log }));
   app.use(() => {
     throw notFound('no such endpoint');

@@ -17,7 +17,7 @@ export interface DelegationRecord extends StoredDoc {
   revokedAt: string | null;
 }
 
-export const DELEGATIONS_COLLECTION: CollectionSpec = { name: 'delegations', indexes: ['granteeSubjectId', 'granteeClientId', 'ownerSub', 'ownerClientId'] };
+export const DELEGATIONS_COLLECTION: CollectionSpec = { name: 'delegations', indexes: ['granteeSubjectId', 'granteeClientId', 'ownerSub', 'ownerClientId', 'resourceId'] };
 
 export function delegations(store: Store, tenant: string): TenantCollection<DelegationRecord> {
   return store.collection<DelegationRecord>(DELEGATIONS_COLLECTION, tenant);
@@ -64,6 +64,12 @@ export async function activeDelegations(store: Store, tenant: string, grantees: 
   ]);
   const now = Date.now();
   return [...toSubject, ...toClient].filter((record) => statusOf(record, now) === 'active').map(delegationGrant);
+}
+
+/** Every active delegation on one UMA resource, whoever its grantee (AuthZEN subject searches). */
+export async function activeDelegationsOn(store: Store, tenant: string, resourceId: string): Promise<DelegationGrantInput[]> {
+  const now = Date.now();
+  return (await delegations(store, tenant).find({ resourceId, revokedAt: null })).filter((record) => statusOf(record, now) === 'active').map(delegationGrant);
 }
 
 /** A delegation as decisions see it (input.delegations). */

@@ -7,3 +7,4 @@ export { CLIENTS_COLLECTION, clientMetadata, type ClientRecord } from './clients
 export { oauthEdge, type OAuthEdgeDeps } from './edge.js';
 export { tokenCallers, type TokenCaller, type TokenCallers } from './token-callers.js';
 export { inputParties } from './parties.js';
+export { clientCallers, type ClientCaller, type ClientCallers } from './client-callers.js';

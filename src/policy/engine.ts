@@ -19,6 +19,8 @@ import { loadBundledRecords } from './records.js';
 export interface PolicyEngine {
   /** Never throws: an engine failure is a deny with `engineError` set. */
   decide(point: DecisionPoint, input: DecisionInput): Promise<DecisionOutcome>;
+  /** The same point for many inputs, in order, with one OPA round trip for all of them (AuthZEN batches and searches). */
+  decideAll(point: DecisionPoint, inputs: DecisionInput[]): Promise<DecisionOutcome[]>;
   /** OPA has activated the bundle (for /healthz). */
   isReady(): Promise<boolean>;
   /** The bundle revision the store holds now and the one OPA has activated (null: none yet), for /healthz. */
@@ -124,6 +126,28 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
       return outcome;
     } catch (error) {
       return this.failed(point, input, `unexpected policy engine error: ${(error as Error).message}`);
+    }
+  }
+
+  async decideAll(point: DecisionPoint, inputs: DecisionInput[]): Promise<DecisionOutcome[]> {
+    if (inputs.length <= 1) return Promise.all(inputs.map((input) => this.decide(point, input)));
+    const problems = inputs.map((input) => checkInput(point, input));
+    const checked = inputs.filter((_, index) => !problems[index]);
+    try {
+      const [regoVerdicts, cedarVerdicts] = await Promise.all([
+        checked.length ? this.opa.evaluateAll(point, checked) : [],
+        Promise.all(checked.map((input) => this.cedarVerdict(point, input))),
+      ]);
+      let next = 0;
+      return inputs.map((input, index) => {
+        const problem = problems[index];
+        if (problem) return this.failed(point, input, `invalid decision input for ${point}: ${problem}`);
+        const outcome = combine(point, input, regoVerdicts[next], cedarVerdicts[next]);
+        next += 1;
+        return outcome;
+      });
+    } catch (error) {
+      return inputs.map((input) => this.failed(point, input, `unexpected policy engine error: ${(error as Error).message}`));
     }
   }
 

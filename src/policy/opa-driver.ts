@@ -48,6 +48,33 @@ export class OpaDriver {
   }
 
   /**
+   * The same decision for many inputs in one round trip: an ad-hoc query that evaluates
+   * data.arbiter.<point>.decision `with input as` each item. Each item's answer is wrapped in an
+   * array (empty when undefined) so that answers stay aligned with the inputs.
+   */
+  async evaluateAll(point: DecisionPoint, inputs: DecisionInput[]): Promise<RegoVerdict[]> {
+    const query = `results := [[d | d := data.arbiter.${point}.decision with input as item] | some item in input.items]`;
+    try {
+      const response = await this.client.post(`${this.baseUrl()}/v1/query`, { json: { query, input: { items: inputs } }, responseType: 'json' });
+      const body = response.body as { result?: { results?: unknown }[]; message?: unknown } | undefined;
+      const failure = (reason: string): RegoVerdict[] => inputs.map(() => ({ kind: 'failed', reason }));
+      if (response.statusCode !== 200) return failure(`OPA answered ${response.statusCode}: ${String(body?.message ?? '')}`.trim());
+      const results = body?.result?.[0]?.results;
+      if (!Array.isArray(results) || results.length !== inputs.length) return failure(`OPA answered a batch of ${inputs.length} with ${Array.isArray(results) ? results.length : 'no'} results`);
+      const anyUndefined = results.some((result) => !Array.isArray(result) || result.length === 0);
+      const activated = anyUndefined ? await this.bundlesActivated() : true;
+      return results.map((result): RegoVerdict => {
+        if (!Array.isArray(result) || result.length === 0) return activated ? { kind: 'undefined' } : { kind: 'failed', reason: 'OPA has not activated the policy bundle' };
+        const problem = checkResult(result[0]);
+        return problem ? { kind: 'failed', reason: `malformed decision from data.arbiter.${point}.decision: ${problem}` } : { kind: 'decided', decision: result[0] as Decision };
+      });
+    } catch (error) {
+      const reason = describeFailure(error);
+      return inputs.map(() => ({ kind: 'failed', reason }));
+    }
+  }
+
+  /**
    * An OPA without its bundle (just started or restarted) answers every query with no result,
    * exactly as if no rule applied. That must not pass for "Rego has no opinion", or a Cedar
    * permit would decide alone while the pack's default-deny rules are missing.

@@ -1,0 +1,46 @@
+import bcrypt from 'bcryptjs';
+import type { Context } from 'koa';
+import { HttpError } from '../http/errors.js';
+import type { Store } from '../store/index.js';
+import { clientsCollection } from './clients.js';
+
+/** A client that authenticated with its own credentials (not a token) at one of Arbiter's APIs. */
+export interface ClientCaller {
+  clientId: string;
+  method: 'client_secret_basic';
+}
+
+/** Authenticates `Authorization: Basic` client credentials of the request's tenant; undefined when the header is not Basic. */
+export type ClientCallers = (ctx: Context) => Promise<ClientCaller | undefined>;
+
+const BASIC = /^Basic +([A-Za-z0-9+/]+=*) *$/i;
+
+/**
+ * client_secret_basic outside /token (RFC 6749 §2.3.1: id and secret form-encoded, then base64),
+ * checked against the stored BCrypt hash. An unknown or disabled client, a public one, or a
+ * wrong secret are all the same 401 invalid_client.
+ */
+export function clientCallers(store: Store): ClientCallers {
+  return async (ctx) => {
+    const match = BASIC.exec(ctx.get('authorization'));
+    if (!match) return undefined;
+    const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+    const separator = decoded.indexOf(':');
+    const [clientId, secret] = separator < 0 ? [null, null] : [formDecoded(decoded.slice(0, separator)), formDecoded(decoded.slice(separator + 1))];
+    const record = clientId && secret ? await clientsCollection(store, ctx.state.tenant as string).findOne({ clientId }) : null;
+    const stored = record?.enabled !== false && record?.clientType === 'confidential' ? record.clientSecret : null;
+    if (!stored || secret!.length > 256 || !(await bcrypt.compare(secret!, stored))) {
+      ctx.set('WWW-Authenticate', 'Basic realm="arbiter", charset="UTF-8"');
+      throw new HttpError(401, 'invalid_client', 'client authentication failed');
+    }
+    return { clientId: clientId!, method: 'client_secret_basic' };
+  };
+}
+
+function formDecoded(value: string): string | null {
+  try {
+    return decodeURIComponent(value.replace(/\+/g, ' '));
+  } catch {
+    return null;
+  }
+}
