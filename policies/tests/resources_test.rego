@@ -133,3 +133,13 @@ test_rpt_for_a_client_grantee if {
 	d.allow
 	d.scopes == ["print"]
 }
+
+test_revoke_allowed_once_the_resource_is_gone if {
+	gone := object.union(delegating("revoke", ["view"], null), {"delegation": object.union(delegating("revoke", ["view"], null).delegation, {"resource": null})})
+	delegation.decision.allow with input as gone
+}
+
+test_expiry_before_1677_is_refused if {
+	d := delegation.decision with input as delegating("create", ["view"], "1600-01-01T00:00:00Z")
+	d.error == "invalid_request"
+}

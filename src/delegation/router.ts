@@ -123,13 +123,17 @@ function requestOf(record: DelegationRecord): NormalizedRequest {
 
 /** The spec: "currently only expires_at is updated". Repeating another field unchanged is fine; changing it is a 400. */
 function assertOnlyExpiryChanges(record: DelegationRecord, body: Partial<DelegationRequest>): void {
-  const stored = requestOf(record) as unknown as Record<string, unknown>;
+  const stored = requestOf(record);
   for (const field of ['grantee_type', 'grantee_subject_id', 'grantee_client_id', 'resource_id', 'scopes'] as const) {
     const given = body[field];
     if (given === undefined) continue;
-    const same = field === 'scopes' ? JSON.stringify([...(given as string[])].sort()) === JSON.stringify([...(stored.scopes as string[])].sort()) : String(given) === String(stored[field]);
+    const same = field === 'scopes' ? sameSet(given as string[], stored.scopes) : (field === 'grantee_client_id' ? String(given) : given) === stored[field];
     if (!same) throw badRequest(`${field} cannot be changed; only expires_at is updated`, { field });
   }
+}
+
+function sameSet(given: string[], stored: string[]): boolean {
+  return given.length === stored.length && given.every((scope) => stored.includes(scope));
 }
 
 async function decide(ctx: Context, deps: DelegationDeps, owner: DelegationOwner, operation: DelegationInput['operation'], request: NormalizedRequest) {
@@ -154,7 +158,17 @@ function delegationDenial({ decision }: DecisionOutcome): HttpError {
   return new HttpError(code === 'access_denied' ? 403 : 400, code, decision.error_description ?? 'denied by policy');
 }
 
-/** An ISO 8601 date-time as the canonical UTC instant the policy contract uses. */
+/** Instants the policy engine can compare (OPA's nanosecond time covers 1677 to 2262). */
+const LATEST_INSTANT = Date.parse('2262-01-01T00:00:00Z');
+
+/**
+ * An ISO 8601 date-time as the canonical UTC instant the policy contract uses. The schema's
+ * date-time format admits what JavaScript dates cannot hold (a leap second, 23:59:60): a 400.
+ */
 function instant(value: string | null): string | null {
-  return value === null ? null : new Date(value).toISOString();
+  if (value === null) return null;
+  const time = Date.parse(value);
+  if (Number.isNaN(time)) throw badRequest('expires_at is not an instant this server can represent (a leap second?)', { field: 'expires_at' });
+  if (time < 0 || time >= LATEST_INSTANT) throw badRequest('expires_at must be between 1970 and 2261', { field: 'expires_at' });
+  return new Date(time).toISOString();
 }

@@ -35,7 +35,7 @@ describe('AuthZEN Authorization API', function () {
 
   describe('authentication', function () {
     it('refuses a call without credentials or with an unknown token: 401 with the Bearer challenge', async function () {
-      for (const headers of [{}, { Authorization: 'Bearer nope' }]) {
+      for (const headers of [{}, { Authorization: 'Bearer nope' }] as Record<string, string>[]) {
         const answer = await ask(EVALUATION, evaluationOf('alice', 'read', 'plan'), headers);
         expect(answer.status).to.equal(401);
         expect(answer.headers.get('www-authenticate')).to.match(/^Bearer error="invalid_token"/);
