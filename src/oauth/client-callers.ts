@@ -1,7 +1,7 @@
-import bcrypt from 'bcryptjs';
 import type { Context } from 'koa';
 import { HttpError } from '../http/errors.js';
 import type { Store } from '../store/index.js';
+import { clientSecrets } from './client-secrets.js';
 import { clientsCollection } from './clients.js';
 
 /** A client that authenticated with its own credentials (not a token) at one of Arbiter's APIs. */
@@ -29,7 +29,7 @@ export function clientCallers(store: Store): ClientCallers {
     const [clientId, secret] = separator < 0 ? [null, null] : [formDecoded(decoded.slice(0, separator)), formDecoded(decoded.slice(separator + 1))];
     const record = clientId && secret ? await clientsCollection(store, ctx.state.tenant as string).findOne({ clientId }) : null;
     const stored = record?.enabled !== false && record?.clientType === 'confidential' ? record.clientSecret : null;
-    if (!stored || secret!.length > 256 || !(await bcrypt.compare(secret!, stored))) {
+    if (!stored || secret!.length > 256 || !(await clientSecrets.verify(clientId!, secret!, stored))) {
       ctx.set('WWW-Authenticate', 'Basic realm="arbiter", charset="UTF-8"');
       throw new HttpError(401, 'invalid_client', 'client authentication failed');
     }

@@ -43,11 +43,11 @@ export const findTokenByValue = findToken as (provider: Provider, value: string,
  * secrets only as BCrypt hashes; oidc-provider compares plain strings and has no hook for it,
  * so its Client model's comparison is replaced (on this provider's own Client class).
  */
-export function compareClientSecretsWith(provider: Provider, compare: (presented: string, stored: string) => Promise<boolean>): void {
+export function compareClientSecretsWith(provider: Provider, compare: (clientId: string, presented: string, stored: string) => Promise<boolean>): void {
   const prototype = provider.Client.prototype as unknown as { clientSecret?: string; compareClientSecret(actual: string): Promise<boolean> };
   if (typeof prototype.compareClientSecret !== 'function') throw new Error('oidc-provider Client#compareClientSecret is gone: see src/oauth/internals.ts');
-  prototype.compareClientSecret = async function compareClientSecret(this: { clientSecret?: string }, actual: string) {
-    return typeof this.clientSecret === 'string' && typeof actual === 'string' && compare(actual, this.clientSecret);
+  prototype.compareClientSecret = async function compareClientSecret(this: { clientId: string; clientSecret?: string }, actual: string) {
+    return typeof this.clientSecret === 'string' && typeof actual === 'string' && compare(this.clientId, actual, this.clientSecret);
   };
 }
 

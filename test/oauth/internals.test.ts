@@ -37,7 +37,7 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
 
   it('lets the client secret comparison be replaced on a provider of its own', async function () {
     const other = new Provider('http://127.0.0.1:2', {});
-    compareClientSecretsWith(other, async (presented, stored) => presented === `hashed:${stored}`);
+    compareClientSecretsWith(other, async (clientId, presented, stored) => clientId === 'probe' && presented === `hashed:${stored}`);
     const client = new (other.Client as unknown as new (metadata: object) => unknown)({ client_id: 'probe', client_secret: 'stored', redirect_uris: ['https://probe.example/cb'] }) as { compareClientSecret(value: string): Promise<boolean> };
     expect(await client.compareClientSecret('hashed:stored')).to.equal(true);
     expect(await client.compareClientSecret('stored')).to.equal(false);

@@ -1,13 +1,11 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import bcrypt from 'bcryptjs';
 import { storageDigest, type Store, type TenantCollection } from '../../store/index.js';
+import { hashClientSecret } from '../client-secrets.js';
 import { CLIENTS_COLLECTION, clientsCollection, type ClientRecord } from '../clients.js';
 import type { RegistrationGrant } from './decision.js';
 import type { SoftwareStatement } from './statement.js';
 import type { ValidatedMetadata } from './validation.js';
 
-/** BCrypt cost of generated client secrets. */
-const SECRET_HASH_COST = 10;
 const SECRET_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
 /** The one-time values a registration hands out; only their hash and digest are stored. */
@@ -87,7 +85,7 @@ export async function createClient(
     clientId: randomUUID(),
     enabled: true,
     registrationType: 'dcr',
-    ...(issued.clientSecret ? { clientSecret: await bcrypt.hash(issued.clientSecret, SECRET_HASH_COST) } : {}),
+    ...(issued.clientSecret ? { clientSecret: await hashClientSecret(issued.clientSecret) } : {}),
     registrationAccessTokenDigest: storageDigest(issued.registrationAccessToken!),
     clientIdIssuedAt: Math.floor(now.getTime() / 1000),
     tenantId,
@@ -121,7 +119,7 @@ export async function updateClient(
     ...kept,
     ...fields,
     ...(keepsSecret ? { clientSecret: oldSecret } : {}),
-    ...(issued.clientSecret ? { clientSecret: await bcrypt.hash(issued.clientSecret, SECRET_HASH_COST) } : {}),
+    ...(issued.clientSecret ? { clientSecret: await hashClientSecret(issued.clientSecret) } : {}),
     updatedAt: new Date().toISOString(),
   } as ClientRecord;
   return { record: await clientsOf(store, tenant).upsert(record), issued };
