@@ -9,11 +9,13 @@ export interface AuthzenDecision {
   context?: Record<string, unknown>;
 }
 
-/** Who asks, and for which tenant: the same for every evaluation of a request. */
+/** Who asks, for which tenant and when: the same for every evaluation of a request. */
 export interface Asker {
   tenant: string;
   client: ClientInput;
   endpoint: string;
+  /** One instant for the whole request: a batch's evaluations are decided as of the same time. */
+  time: string;
 }
 
 /** The active delegations that concern an evaluation: those to its subject on its resource. */
@@ -51,7 +53,7 @@ export async function evaluationInput(asker: Asker, evaluation: Evaluation, dele
     // The body is in `evaluation`; the parameters stay empty rather than repeat it.
     request: requestInput({ endpoint: asker.endpoint, method: 'POST', parameters: {} }),
     evaluation,
-    time: new Date().toISOString(),
+    time: asker.time,
   };
 }
 

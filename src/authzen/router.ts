@@ -110,7 +110,7 @@ async function askerOf(ctx: Context, deps: AuthzenDeps): Promise<Asker> {
   const client = await deps.parties.client(tenant, caller.clientId, basic ? basic.method : 'bearer');
   if (!client) throw new HttpError(401, 'invalid_client', 'the client of this token no longer exists');
   if (basic && !entitled(client)) throw new HttpError(403, 'access_denied', 'this client is not entitled to the AuthZEN API (scope authzen)');
-  return { tenant, client, endpoint: ctx.path };
+  return { tenant, client, endpoint: ctx.path, time: new Date().toISOString() };
 }
 
 function entitled(client: ClientInput): boolean {

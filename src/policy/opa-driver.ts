@@ -49,13 +49,16 @@ export class OpaDriver {
 
   /**
    * The same decision for many inputs in one round trip: an ad-hoc query that evaluates
-   * data.arbiter.<point>.decision `with input as` each item. Each item's answer is wrapped in an
-   * array (empty when undefined) so that answers stay aligned with the inputs.
+   * data.arbiter.<point>.decision `with input as` each item. What every input shares (tenant,
+   * client, request, time, …) is sent once and merged back into each item, so a batch costs OPA
+   * one decode of the shared part. Each item's answer is wrapped in an array (empty when
+   * undefined) so that answers stay aligned with the inputs.
    */
   async evaluateAll(point: DecisionPoint, inputs: DecisionInput[]): Promise<RegoVerdict[]> {
-    const query = `results := [[d | d := data.arbiter.${point}.decision with input as item] | some item in input.items]`;
+    const { common, items } = splitShared(inputs);
+    const query = `results := [[d | d := data.arbiter.${point}.decision with input as object.union(common, item)] | common := input.common; some item in input.items]`;
     try {
-      const response = await this.client.post(`${this.baseUrl()}/v1/query`, { json: { query, input: { items: inputs } }, responseType: 'json' });
+      const response = await this.client.post(`${this.baseUrl()}/v1/query`, { json: { query, input: { common, items } }, responseType: 'json' });
       const body = response.body as { result?: { results?: unknown }[]; message?: unknown } | undefined;
       const failure = (reason: string): RegoVerdict[] => inputs.map(() => ({ kind: 'failed', reason }));
       if (response.statusCode !== 200) return failure(`OPA answered ${response.statusCode}: ${String(body?.message ?? '')}`.trim());
@@ -109,6 +112,18 @@ export class OpaDriver {
     this.agents.http.destroy();
     this.agents.https.destroy();
   }
+}
+
+/** The top-level fields equal in every input, and what remains of each input without them. */
+function splitShared(inputs: DecisionInput[]): { common: Record<string, unknown>; items: Record<string, unknown>[] } {
+  const [first, ...rest] = inputs;
+  const shared = Object.keys(first).filter((key) => {
+    const text = JSON.stringify(first[key]);
+    return rest.every((input) => key in input && JSON.stringify(input[key]) === text);
+  });
+  const common = Object.fromEntries(shared.map((key) => [key, first[key]]));
+  const items = inputs.map((input) => Object.fromEntries(Object.entries(input).filter(([key]) => !shared.includes(key))));
+  return { common, items };
 }
 
 function describeFailure(error: unknown): string {
