@@ -100,12 +100,12 @@ interface EngineParts {
 class ArbiterPolicyEngine implements RunningPolicyEngine {
   private readonly opa: OpaDriver;
   private readonly cedar = new CedarDriver();
-  /** Cedar and policyData follow store changes on the same schedule as OPA's polling. */
+  /** Cedar and policyData re-read the store at most this often: a change is in force within a second, as OPA's long poll brings it to Rego. */
   private readonly snapshotMaxAgeMs: number;
 
   constructor(private readonly parts: EngineParts) {
     this.opa = new OpaDriver(parts.opaUrl, parts.config.policyDecisionTimeoutMs);
-    this.snapshotMaxAgeMs = parts.config.policyPollMinSeconds * 1000;
+    this.snapshotMaxAgeMs = Math.min(parts.config.policyPollMinSeconds, 1) * 1000;
   }
 
   get opaUrl(): string {

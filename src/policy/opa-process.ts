@@ -34,6 +34,8 @@ const STOP_GRACE_MS = 3_000;
 const MAX_RESTART_DELAY_MS = 30_000;
 /** A process that ran this long is considered healthy again: the restart back-off starts over. */
 const STABLE_RUN_MS = 30_000;
+/** OPA's long-poll timeout; the server answers a second before it (bundle-route.ts). */
+const LONG_POLL_SECONDS = 30;
 
 export class ManagedOpa {
   private child: ChildProcess | null = null;
@@ -123,7 +125,7 @@ export class ManagedOpa {
     ];
   }
 
-  /** OPA's config: one bundle service pointing at this server, polled between min and max delay. */
+  /** OPA's config: one bundle service pointing at this server, long polled (else polled between min and max delay). */
   private async writeConfig(): Promise<string> {
     const url = new URL(this.options.bundleUrl);
     const slash = url.pathname.lastIndexOf('/');
@@ -138,7 +140,9 @@ export class ManagedOpa {
         [OPA_BUNDLE_NAME]: {
           service: 'arbiter',
           resource: url.pathname.slice(slash + 1),
-          polling: { min_delay_seconds: this.options.pollMinSeconds, max_delay_seconds: this.options.pollMaxSeconds },
+          // Long polling: this server holds OPA's request until the bundle changes (bundle-route.ts);
+          // the delays apply only when it cannot (errors, an older server).
+          polling: { min_delay_seconds: this.options.pollMinSeconds, max_delay_seconds: this.options.pollMaxSeconds, long_polling_timeout_seconds: LONG_POLL_SECONDS },
         },
       },
     };

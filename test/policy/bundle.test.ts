@@ -71,6 +71,39 @@ describe('policy bundle endpoint', function () {
     expect(JSON.parse(files.get('oauth/data.json') as string)).to.have.nested.property('public_client_policy.enabled', false);
   });
 
+  describe('HTTP long polling (Prefer: wait=…)', function () {
+    const longPoll = (etag: string, wait: number) => get({ authorization: `Bearer ${BUNDLE_TOKEN}`, 'if-none-match': etag, prefer: `modes=snapshot;wait=${wait}` });
+
+    it('holds an unchanged bundle until it changes, then answers 200 in the long-poll media type', async function () {
+      const etag = await currentEtag();
+      const held = longPoll(etag, 20);
+      let answered = false;
+      void held.then(() => (answered = true));
+      // Nothing changed: still held while the store is read a few times over.
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      expect(answered).to.equal(false);
+      await putData(store, 'long.poll', { changed: Date.now() });
+      const response = await held;
+      expect(response.status).to.equal(200);
+      expect(response.headers.get('content-type')).to.equal('application/vnd.openpolicyagent.bundles');
+      expect(response.headers.get('etag')).to.not.equal(etag);
+    });
+
+    it('answers 304, still in the long-poll media type, when nothing changes in time', async function () {
+      const etag = await currentEtag();
+      const response = await longPoll(etag, 2);
+      expect(response.status).to.equal(304);
+      expect(response.headers.get('content-type')).to.equal('application/vnd.openpolicyagent.bundles');
+      expect(response.headers.get('etag')).to.equal(etag);
+    });
+
+    it('answers a stale ETag at once', async function () {
+      const response = await longPoll('"stale"', 20);
+      expect(response.status).to.equal(200);
+      expect(response.headers.get('content-type')).to.equal('application/vnd.openpolicyagent.bundles');
+    });
+  });
+
   it('answers 304 to a matching If-None-Match and 200 to a stale one', async function () {
     const etag = await currentEtag();
     expect((await get({ authorization: `Bearer ${BUNDLE_TOKEN}`, 'if-none-match': etag })).status).to.equal(304);
