@@ -38,7 +38,7 @@ export function createApp(parts: AppParts): Koa {
   // AuthZEN's per-tenant path form (/<tenant>/access/v1/…) is X-Tenant-Id by another name.
   app.use(authzenTenantPaths);
   // Infrastructure: answered before the caller's failures are counted, so that OPA and probes always get through.
-  app.use(health(store, policy));
+  app.use(health(store, policy, config.policyLagBoundSeconds));
   app.use(policy.bundleMiddleware());
   app.use(auditTrail(audit, log));
   app.use(authFailureLimit({ limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds }));
@@ -67,9 +67,15 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts) {
     sealer,
     maxBodyBytes: config.maxBodyBytes,
     audit,
+    // Each file on its own first (its syntax, its package), then the bundle it would make as a whole.
     checks: {
-      'policy-rules': (rule) => policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string),
-      'policy-data': async (data) => (isJson(data.payload as string) ? null : 'payload must be a string holding valid JSON'),
+      'policy-rules': async (rule, { tenantId, existing }) =>
+        (await policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string)) ??
+        policy.bundleProblemWith({ collection: 'rules', record: rule, tenantId, replacesId: existing?.id }),
+      'policy-data': async (data, { tenantId, existing }) =>
+        isJson(data.payload as string)
+          ? policy.bundleProblemWith({ collection: 'data', record: data, tenantId, replacesId: existing?.id })
+          : 'payload must be a string holding valid JSON',
     },
     decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
   });
@@ -78,9 +84,12 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts) {
 /**
  * GET /healthz: 200 when the store answers and OPA has activated a bundle, 503 otherwise. It also
  * says which bundle revision the store holds and which one OPA serves, so that operators (and
- * tests) can wait for a policy change to be in force instead of guessing.
+ * tests) can wait for a policy change to be in force instead of guessing. OPA serving an older
+ * revision than the store's for longer than POLICY_LAG_BOUND_SECONDS (it refused the new bundle,
+ * or cannot fetch it) is `degraded`, a 503: this node decides on stale policy.
  */
-function health(store: Store, policy: PolicyEngine) {
+function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
+  let behindSince: number | null = null;
   return async (ctx: Context, next: Next): Promise<void> => {
     if (ctx.path !== '/healthz') return next();
     const [storeUp, policyReady, revisions] = await Promise.all([
@@ -88,11 +97,14 @@ function health(store: Store, policy: PolicyEngine) {
       policy.isReady().catch(() => false),
       policy.revisions().catch(() => null),
     ]);
-    ctx.status = storeUp && policyReady ? 200 : 503;
+    behindSince = revisions && revisions.opa !== revisions.store ? (behindSince ?? Date.now()) : null;
+    const lagSeconds = behindSince === null ? 0 : Math.floor((Date.now() - behindSince) / 1000);
+    const lagging = lagSeconds > lagBoundSeconds;
+    ctx.status = storeUp && policyReady && !lagging ? 200 : 503;
     ctx.body = {
-      status: ctx.status === 200 ? 'ok' : 'unavailable',
+      status: ctx.status === 200 ? 'ok' : storeUp && policyReady ? 'degraded' : 'unavailable',
       store: storeUp ? 'up' : 'down',
-      policy: policyReady ? 'ready' : 'not ready',
+      policy: !policyReady ? 'not ready' : lagging ? `OPA has served an older revision than the store's for ${lagSeconds} s (a refused bundle?)` : 'ready',
       ...(revisions ? { policyRevision: revisions } : {}),
     };
   };

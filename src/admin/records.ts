@@ -12,7 +12,7 @@ export type AdminRecord = StoredDoc & { id: number; tenantId: string | null; cre
  * A message that starts with a field name (`path must …`) is about that field; any other is
  * about the collection's checked field (see CHECKED_FIELD).
  */
-export type RecordCheck = (record: Record<string, unknown>) => Promise<string | null>;
+export type RecordCheck = (record: Record<string, unknown>, context: { tenantId: string | null; existing?: AdminRecord }) => Promise<string | null>;
 
 /** The field whose value a collection's check judges: a rule's source, a data entry's JSON. */
 const CHECKED_FIELD: Record<string, string> = { 'policy-rules': 'content', 'policy-data': 'payload' };
@@ -94,7 +94,7 @@ export class AdminRecords {
     const withDefaults: Record<string, unknown> = { ...this.definition.defaults, ...fields };
     this.fillGeneratedKey(withDefaults, existing);
     await this.assertReferences(tenantId, withDefaults);
-    const problem = await this.check(withDefaults);
+    const problem = await this.check(withDefaults, { tenantId, existing });
     if (problem) throw badRequest(problem, this.checkedField(problem, withDefaults));
     for (const field of this.definition.sealedFields ?? []) {
       if (typeof withDefaults[field] === 'string') withDefaults[field] = this.sealer.seal(withDefaults[field] as string);

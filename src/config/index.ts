@@ -25,6 +25,8 @@ export interface Config {
   policyPollMaxSeconds: number;
   policyBundleToken: string;
   policyDecisionTimeoutMs: number;
+  /** /healthz is degraded once OPA has served an older revision than the store's for this long (it refused a bundle, or cannot reach it). */
+  policyLagBoundSeconds: number;
   adminApiKey: string;
   /** True when no admin key was configured and one was generated for this run. */
   adminApiKeyGenerated: boolean;
@@ -62,6 +64,7 @@ const ENVIRONMENT: Record<string, string> = {
   POLICY_POLL_MAX_SECONDS: 'policyPollMaxSeconds',
   POLICY_BUNDLE_TOKEN: 'policyBundleToken',
   POLICY_DECISION_TIMEOUT_MS: 'policyDecisionTimeoutMs',
+  POLICY_LAG_BOUND_SECONDS: 'policyLagBoundSeconds',
   SERVICE_ADMIN_API_KEY: 'adminApiKey',
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
@@ -98,6 +101,7 @@ const SCHEMA = {
     policyPollMaxSeconds: positive,
     policyBundleToken: { type: ['string', 'null'], minLength: 16 },
     policyDecisionTimeoutMs: positive,
+    policyLagBoundSeconds: positive,
     adminApiKey: { type: ['string', 'null'], minLength: 16 },
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },

@@ -14,6 +14,7 @@ import { ManagedOpa, OPA_BUNDLE_NAME } from './opa-process.js';
 import { checkInput } from './schemas.js';
 import { PolicySnapshots } from './snapshots.js';
 import { validateRule, type RuleKind } from './validate-rule.js';
+import { bundleProblemWith, type BundleChange } from './validate-bundle.js';
 import { loadBundledRecords } from './records.js';
 
 export interface PolicyEngine {
@@ -25,6 +26,8 @@ export interface PolicyEngine {
   isReady(): Promise<boolean>;
   /** The bundle revision the store holds now and the one OPA has activated (null: none yet), for /healthz. */
   revisions(): Promise<{ store: string; opa: string | null }>;
+  /** Null when the bundle would compile with this rule or data write (every bundled rule and data entry), else OPA's message. */
+  bundleProblemWith(change: BundleChange): Promise<string | null>;
   /** Null when valid, else the engine's error message (for the Admin API's 400). */
   validateRule(kind: RuleKind, path: string, content: string): Promise<string | null>;
   /** Serves GET /policy/bundle.tar.gz; passes every other request on. */
@@ -158,6 +161,10 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   async revisions(): Promise<{ store: string; opa: string | null }> {
     const [snapshot, opa] = await Promise.all([this.parts.snapshots.current(0), this.opa.activeRevision(OPA_BUNDLE_NAME)]);
     return { store: snapshot.revision, opa };
+  }
+
+  async bundleProblemWith(change: BundleChange): Promise<string | null> {
+    return bundleProblemWith(this.parts.opaBinary, this.parts.store, change);
   }
 
   /** Checked together with the other bundled Rego rules, so that imports of shared helpers resolve. */

@@ -12,3 +12,4 @@ export { dataEntryProblem, DATA_KEY_PATTERN } from './data-tree.js';
 export { isBundled, POLICY_DATA, POLICY_RULES, type PolicyDataDoc, type PolicyRuleDoc } from './records.js';
 export { CEDAR_ENTITIES_DATA_KEY } from './cedar-driver.js';
 export type { RuleKind } from './validate-rule.js';
+export type { BundleChange } from './validate-bundle.js';

@@ -67,6 +67,35 @@ describe('Admin API policy operations', function () {
     });
   });
 
+  describe('the check of the whole bundle a write would make', function () {
+    it('refuses a rule that clashes with another file of its package (400 naming the clash), and stores nothing', async function () {
+      const path = 'arbiter/token_second_default.rego';
+      const response = await server.admin('POST', '/policy-rules', { version: null, kind: 'rego', path, content: 'package arbiter.token\n\ndefault decision := {"allow": true}\n' });
+      expect(response.status, JSON.stringify(response.body)).to.equal(400);
+      expect(response.body.field).to.equal('content');
+      expect(response.body.error_description).to.contain('the policy bundle would not compile').and.match(/multiple default rules|conflict/);
+      expect(await rulesAt(path)).to.deep.equal([]);
+      // The same file as a versioned draft is not bundled, so it clashes with nothing.
+      const draft = await server.admin('POST', '/policy-rules', { version: 'draft', kind: 'rego', path, content: 'package arbiter.token\n\ndefault decision := {"allow": true}\n' });
+      expect(draft.status, JSON.stringify(draft.body)).to.equal(201);
+    });
+
+    it('refuses data whose key lands on a rule of the bundle, and stores nothing', async function () {
+      const response = await server.admin('PUT', '/policy-data/by-key?dataKey=arbiter.token', { dataKey: 'arbiter.token', payload: JSON.stringify({ decision: { allow: true } }) });
+      expect(response.status, JSON.stringify(response.body)).to.equal(400);
+      expect(response.body.field).to.equal('payload');
+      expect(response.body.error_description).to.contain('conflicting rule for data path arbiter/token/decision');
+      expect(await dataAt('arbiter.token')).to.deep.equal([]);
+    });
+
+    it('accepts writes that keep the bundle whole (a helper package, Cedar rules ride along)', async function () {
+      const helper = await server.admin('POST', '/policy-rules', { version: null, kind: 'rego', path: 'arbiter/helpers/extra.rego', content: 'package arbiter.helpers.extra\n\nanswer := 42\n' });
+      expect(helper.status, JSON.stringify(helper.body)).to.equal(201);
+      const cedar = await server.admin('POST', '/policy-rules', { version: null, kind: 'cedar', path: 'bundle-check.cedar', content: 'forbid (principal, action == Action::"never", resource);' });
+      expect(cedar.status, JSON.stringify(cedar.body)).to.equal(201);
+    });
+  });
+
   describe('PUT /policy-rules/by-path', function () {
     const path = 'arbiter/upserted.rego';
     const url = `/policy-rules/by-path?path=${encodeURIComponent(path)}`;

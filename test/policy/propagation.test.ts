@@ -1,6 +1,8 @@
 import { expect } from 'chai';
-import { policyInForce, updateOauthData } from '../support/oauth.js';
+import { POLICY_DATA } from '../../src/policy/index.js';
+import { eventually, policyInForce, updateOauthData } from '../support/oauth.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { putData } from './support.js';
 
 /**
  * A policy change reaches the managed OPA by HTTP long polling (src/policy/bundle-route.ts): the
@@ -29,5 +31,39 @@ describe('policy propagation by long polling', function () {
       // Typically a few hundred milliseconds; the bound only has to be far below the 30 s poll.
       expect(Date.now() - started, `round ${round}`).to.be.below(10_000);
     }
+  });
+});
+
+describe('/healthz when OPA refuses the bundle', function () {
+  let server: TestServer;
+
+  before(async function () {
+    server = await startTestServer({ POLICY_LAG_BOUND_SECONDS: '1' });
+    await server.waitUntilReady();
+    await policyInForce(server);
+  });
+
+  after(async function () {
+    await server?.close();
+  });
+
+  const health = async () => {
+    const response = await server.request('/healthz');
+    return { status: response.status, body: (await response.json()) as any };
+  };
+
+  it('is degraded (503) while OPA keeps an older revision than the store, and recovers', async function () {
+    // Written around the Admin API (which would refuse it): data over a rule's path, which OPA refuses to activate.
+    const bad = await putData(server.store, 'arbiter.token', { decision: { allow: true } });
+    let seen: { status: number; body: any } | undefined;
+    await eventually(async () => {
+      seen = await health();
+      return seen.status === 503;
+    }, 20_000);
+    expect(seen!.body.status).to.equal('degraded');
+    expect(seen!.body.policy).to.match(/older revision/);
+    expect(seen!.body.policyRevision.opa).to.not.equal(seen!.body.policyRevision.store);
+    await server.store.collection(POLICY_DATA).delete(bad.id);
+    await eventually(async () => (await health()).status === 200, 20_000);
   });
 });
