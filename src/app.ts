@@ -11,7 +11,7 @@ import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
 import { delegationRouter } from './delegation/index.js';
 import { clientCallers, inputParties, oauthEdge, tokenCallers, type TenantProviders } from './oauth/index.js';
-import type { PolicyEngine } from './policy/index.js';
+import { dataEntryProblem, type PolicyEngine } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
 import { umaRouter } from './uma/index.js';
@@ -73,9 +73,7 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts) {
         (await policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string)) ??
         policy.bundleProblemWith({ collection: 'rules', record: rule, tenantId, replacesId: existing?.id }),
       'policy-data': async (data, { tenantId, existing }) =>
-        isJson(data.payload as string)
-          ? policy.bundleProblemWith({ collection: 'data', record: data, tenantId, replacesId: existing?.id })
-          : 'payload must be a string holding valid JSON',
+        dataEntryProblem(data.dataKey as string, data.payload as string) ?? policy.bundleProblemWith({ collection: 'data', record: data, tenantId, replacesId: existing?.id }),
     },
     decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
   });
@@ -112,13 +110,4 @@ function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
 
 function isBundled(record: { tenantId?: unknown; version?: unknown }): boolean {
   return !record.tenantId && !record.version;
-}
-
-function isJson(text: string): boolean {
-  try {
-    JSON.parse(text);
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -1,4 +1,4 @@
-import type { Adapter, AdapterPayload } from 'oidc-provider';
+import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { storageDigest } from '../../src/store/digest.js';
 import type { Store, StoredDoc, TenantCollection } from '../../src/store/types.js';
 
@@ -95,14 +95,19 @@ export function createOidcAdapter(store: Store, tenant: string, overrides: Recor
       return (await artefacts.findOne({ model: this.model, uid }))?.payload;
     }
 
-    /** Atomic, so that a code or refresh token is consumed by exactly one of two racing requests. */
+    /**
+     * Atomic, so that a code or refresh token is consumed by exactly one of racing requests: the
+     * store's conditional update lets one through, and every other request is refused here
+     * (oidc-provider checks `consumed` before it calls consume, so without this a request that
+     * read the artefact before the winner wrote would go on to issue tokens too).
+     */
     async consume(id: string): Promise<void> {
       await migrated();
       const key = this.key(id);
       const current = await artefacts.get(key);
-      if (!current || current.consumedAt) return;
       const consumedAt = Math.floor(Date.now() / 1000);
-      await artefacts.update(key, { consumedAt, payload: { ...current.payload, consumed: consumedAt } }, { consumedAt: null });
+      const won = current && !current.consumedAt ? await artefacts.update(key, { consumedAt, payload: { ...current.payload, consumed: consumedAt } }, { consumedAt: null }) : null;
+      if (!won) throw new errors.InvalidGrant('the code or refresh token was already used');
     }
 
     async destroy(id: string): Promise<void> {

@@ -1,3 +1,4 @@
+import { nestingExceeds } from '../http/body.js';
 /**
  * Policy data entries → the `data` document policies see, and → the bundle's data.json files.
  *
@@ -20,6 +21,7 @@ type JsonObject = Record<string, unknown>;
 export function dataEntryProblem(dataKey: string, payload: string): string | null {
   if (!DATA_KEY_PATTERN.test(dataKey)) return 'dataKey must be identifiers separated by dots (e.g. oauth.resource_types)';
   if (dataKey === 'system' || dataKey.startsWith('system.')) return 'dataKey must not be under "system" (reserved by OPA)';
+  if (nestingExceeds(payload, MAX_DATA_DEPTH)) return `payload nests arrays and objects deeper than ${MAX_DATA_DEPTH} levels`;
   try {
     JSON.parse(payload);
     return null;
@@ -27,6 +29,9 @@ export function dataEntryProblem(dataKey: string, payload: string): string | nul
     return `payload is not valid JSON: ${(error as Error).message}`;
   }
 }
+
+/** Deeper data serves no policy, and breaks what handles it (serialising the bundle recurses). */
+const MAX_DATA_DEPTH = 64;
 
 /** The merged document; `data.<dataKey>` of a policy equals `valueAt(mergeData(entries), dataKey)`. */
 export function mergeData(entries: DataEntry[]): JsonObject {

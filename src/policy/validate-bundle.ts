@@ -38,6 +38,8 @@ export async function bundleProblemWith(opaBinary: string, store: Store, change:
     const checked = await runOpa(opaBinary, ['check', '--bundle', file]);
     if (checked.exitCode === 0) return null;
     return `the policy bundle would not compile with this change: ${(checked.stderr || checked.stdout).replaceAll(`${file}/`, '').replaceAll(`${dir}/`, '').trim()}`;
+  } catch (error) {
+    return `the policy bundle could not be built with this change: ${(error as Error).message}`;
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -88,6 +88,14 @@ describe('Admin API policy operations', function () {
       expect(await dataAt('arbiter.token')).to.deep.equal([]);
     });
 
+    it('refuses data nested too deep to serve (it would break the bundle for everyone)', async function () {
+      const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
+      const response = await server.admin('PUT', '/policy-data/by-key?dataKey=too.deep', { dataKey: 'too.deep', payload: deep });
+      expect(response.status, JSON.stringify(response.body).slice(0, 200)).to.equal(400);
+      expect(response.body.field).to.equal('payload');
+      expect(await dataAt('too.deep')).to.deep.equal([]);
+    });
+
     it('accepts writes that keep the bundle whole (a helper package, Cedar rules ride along)', async function () {
       const helper = await server.admin('POST', '/policy-rules', { version: null, kind: 'rego', path: 'arbiter/helpers/extra.rego', content: 'package arbiter.helpers.extra\n\nanswer := 42\n' });
       expect(helper.status, JSON.stringify(helper.body)).to.equal(201);

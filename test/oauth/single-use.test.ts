@@ -1,0 +1,57 @@
+import { expect } from 'chai';
+import { FetchUserAgent } from '../support/browser.js';
+import { arrivingAt, authorizationRequest, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
+import { postForm } from '../support/oauth.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+/**
+ * Single use under concurrency (spec: states table): of several simultaneous redemptions of one
+ * code, or refreshes with one (rotating) refresh token, exactly one succeeds. The store's
+ * conditional update decides, and the oidc-provider adapter acts on its result.
+ */
+describe('single-use codes and refresh tokens under concurrent use', function () {
+  let server: TestServer;
+  let idp: RegisteredDevIdp;
+  let spa: TestClient;
+
+  before(async function () {
+    server = await startTestServer();
+    await server.waitUntilReady();
+    idp = await startRegisteredDevIdp(server);
+    spa = await registerPublicClient(server, 'http://127.0.0.1:1/single-use/cb');
+  });
+
+  after(async function () {
+    await idp?.close();
+    await server?.close();
+  });
+
+  async function freshCode(): Promise<{ code: string; codeVerifier: string }> {
+    const request = await authorizationRequest(server, spa);
+    const agent = new FetchUserAgent();
+    const login = await agent.navigate(request.url, arrivingAt(spa.redirectUri));
+    const code = (await passDevIdpForms(agent, login, 'alice', arrivingAt(spa.redirectUri))).url.searchParams.get('code')!;
+    return { code, codeVerifier: request.codeVerifier };
+  }
+
+  const redeem = (code: string, codeVerifier: string) =>
+    postForm(server, '/token', { grant_type: 'authorization_code', code, code_verifier: codeVerifier, redirect_uri: spa.redirectUri, client_id: spa.clientId });
+
+  it('redeems a code once when five requests race for it', async function () {
+    for (let round = 0; round < 3; round += 1) {
+      const { code, codeVerifier } = await freshCode();
+      const answers = await Promise.all(Array.from({ length: 5 }, () => redeem(code, codeVerifier)));
+      expect(answers.filter((answer) => answer.status === 200), `round ${round}: ${JSON.stringify(answers.map((answer) => answer.status))}`).to.have.length(1);
+      for (const refused of answers.filter((answer) => answer.status !== 200)) expect(refused.body.error).to.equal('invalid_grant');
+    }
+  });
+
+  it('rotates a public client\'s refresh token once when five refreshes race with it', async function () {
+    const { code, codeVerifier } = await freshCode();
+    const { body } = await redeem(code, codeVerifier);
+    expect(body.refresh_token).to.be.a('string');
+    const answers = await Promise.all(Array.from({ length: 5 }, () => postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: body.refresh_token, client_id: spa.clientId })));
+    expect(answers.filter((answer) => answer.status === 200), JSON.stringify(answers.map((answer) => answer.status))).to.have.length(1);
+    for (const refused of answers.filter((answer) => answer.status !== 200)) expect(refused.body.error).to.equal('invalid_grant');
+  });
+});
