@@ -6,9 +6,11 @@ import type { Config } from './config/index.js';
 import { authFailureLimit } from './http/auth-failures.js';
 import { jsonErrors, notFound } from './http/errors.js';
 import { forwardedHeaders } from './http/forwarded.js';
+import { requestId } from './http/request-id.js';
 import { singleValuedQuery } from './http/parameters.js';
 import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
+import type { Metrics } from './metrics/index.js';
 import { delegationRouter } from './delegation/index.js';
 import { clientCallers, inputParties, oauthEdge, tokenCallers, type TenantProviders } from './oauth/index.js';
 import { dataEntryProblem, type PolicyEngine } from './policy/index.js';
@@ -25,15 +27,19 @@ export interface AppParts {
   audit: AuditLog;
   providers: TenantProviders;
   log: Logger;
+  /** GET /metrics, and the timing of every request. */
+  metrics: Metrics;
 }
 
 /** The whole HTTP surface as one Koa middleware stack; the order is the request's path through Arbiter. */
 export function createApp(parts: AppParts): Koa {
-  const { config, store, sealer, policy, audit, providers, log } = parts;
+  const { config, store, sealer, policy, audit, providers, log, metrics } = parts;
   // Forwarded headers reach Koa only from configured proxies (see forwardedHeaders).
   const app = new Koa({ proxy: true, maxIpsCount: 1 });
   app.silent = true;
   app.use(securityHeaders);
+  app.use(requestId);
+  app.use(metrics.middleware());
   app.use(forwardedHeaders(config.trustedProxies));
   // AuthZEN's per-tenant path form (/<tenant>/access/v1/…) is X-Tenant-Id by another name.
   app.use(authzenTenantPaths);

@@ -5,7 +5,8 @@ import { AuditLog } from './audit/index.js';
 import type { Config } from './config/index.js';
 import type { Logger } from './log/index.js';
 import { createTenantProvider, loadProviderSecrets, TenantProviders } from './oauth/index.js';
-import { createPolicyEngine, seedDefaultPolicies } from './policy/index.js';
+import { Metrics } from './metrics/index.js';
+import { createPolicyEngine, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
 import { openStore, Sealer, type Store } from './store/index.js';
 
 export interface RunningServer {
@@ -34,9 +35,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const server = createServer((request, response) => handle(request, response));
   const port = await listen(server, config.port);
   const url = `http://127.0.0.1:${port}`;
-  const policy = await createPolicyEngine({ config, store, log, bundleUrl: `${url}/policy/bundle.tar.gz` });
+  let engine: PolicyEngine | undefined;
+  const metrics = new Metrics(store, () => engine);
+  const policy = (engine = metrics.observed(await createPolicyEngine({ config, store, log, bundleUrl: `${url}/policy/bundle.tar.gz` })));
   const providers = new TenantProviders((tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }), config.tenantCacheMax);
-  const app = createApp({ config, store, sealer, policy, audit: new AuditLog(store), providers, log });
+  const app = createApp({ config, store, sealer, policy, audit: new AuditLog(store), providers, log, metrics });
   handle = app.callback();
   const purge = setInterval(() => store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed')), PURGE_INTERVAL_MS);
   purge.unref();

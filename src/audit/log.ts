@@ -17,6 +17,8 @@ export interface AuditFields {
   subjectId: string | null;
   ip: string | null;
   userAgent: string | null;
+  /** The request's X-Request-ID (the caller's, or generated), as in its log lines. */
+  requestId: string | null;
 }
 
 export type AuditEntry = AuditFields & StoredDoc & { id: number; createdAt: string };

@@ -35,7 +35,7 @@ export function auditTrail(audit: AuditLog, log: Logger) {
     try {
       await next();
     } finally {
-      await audit.append(entryFor(ctx)).catch((error: unknown) => log.error({ err: error }, 'audit write failed'));
+      await audit.append(entryFor(ctx)).catch((error: unknown) => log.error({ err: error, requestId: ctx.state.requestId }, 'audit write failed'));
     }
   };
 }
@@ -54,6 +54,7 @@ function entryFor(ctx: Context) {
     subjectId: facts.subjectId ?? null,
     ip: ctx.ip || null,
     userAgent: ctx.get('user-agent') || null,
+    requestId: (ctx.state.requestId as string | undefined) ?? null,
   };
 }
 

@@ -1,6 +1,5 @@
 import Router from '@koa/router';
-import type { Context, Middleware, Next } from 'koa';
-import compose from 'koa-compose';
+import type { Context, Middleware } from 'koa';
 import { recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError, notFound } from '../http/errors.js';
@@ -85,18 +84,12 @@ export function authzenRouter(deps: AuthzenDeps): Middleware {
       ctx.body = await search(ctx, deps, asker, kind, body);
     });
   }
-  return compose([echoRequestId, routesWithMethods(router)]) as Middleware;
+  // X-Request-ID comes back on every answer (src/http/request-id.ts).
+  return routesWithMethods(router);
 }
 
 function metadata(pdp: string): Record<string, string> {
   return { policy_decision_point: pdp, ...Object.fromEntries(Object.entries(AUTHZEN_PATHS).map(([field, path]) => [field, `${pdp}${path}`])) };
-}
-
-/** §12.1.4: the PEP's X-Request-ID comes back on the answer, errors included. */
-async function echoRequestId(ctx: Context, next: Next): Promise<void> {
-  const requestId = ctx.get('x-request-id');
-  if (requestId && ctx.path.startsWith('/access/v1/')) ctx.set('X-Request-ID', requestId);
-  await next();
 }
 
 /**

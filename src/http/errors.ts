@@ -33,8 +33,8 @@ export function jsonErrors(log: Logger) {
       await next();
     } catch (error) {
       const { status, body } = describe(error);
-      if (isStoreUnavailable(error)) log.error({ path: ctx.path, method: ctx.method }, `store unavailable: ${error.reason}`);
-      else if (status >= 500) log.error({ err: error, path: ctx.path }, 'unhandled error');
+      if (isStoreUnavailable(error)) log.error({ path: ctx.path, method: ctx.method, requestId: ctx.state.requestId }, `store unavailable: ${error.reason}`);
+      else if (status >= 500) log.error({ err: error, path: ctx.path, requestId: ctx.state.requestId }, 'unhandled error');
       ctx.status = status;
       ctx.body = body;
       ctx.state.errorCode = body.error;

@@ -1,0 +1,121 @@
+/**
+ * GET /metrics in Prometheus' text format (prom-client): requests by endpoint and status with
+ * latency, policy decisions by point and outcome with their engine latency, the policy revision
+ * OPA serves against the store's, and the store's latency. One registry per server, so that
+ * several servers in one process (the tests) keep apart.
+ */
+import type { Context, Next } from 'koa';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { DecisionInput, DecisionOutcome, DecisionPoint, PolicyEngine } from '../policy/index.js';
+import type { Store } from '../store/index.js';
+
+export const METRICS_PATH = '/metrics';
+
+/**
+ * Endpoint labels come from this list, never from the raw path: a label per path an attacker
+ * makes up would grow memory without bound. Longest prefix first.
+ */
+const ENDPOINTS = [
+  '/access/v1/evaluations',
+  '/access/v1/evaluation',
+  '/access/v1/search',
+  '/resource_registration',
+  '/policy/bundle.tar.gz',
+  '/.well-known',
+  '/admin/api',
+  '/interaction',
+  '/introspect',
+  '/delegation',
+  '/permission',
+  '/authorize',
+  '/userinfo',
+  '/register',
+  '/healthz',
+  '/metrics',
+  '/token',
+];
+
+export function endpointLabel(path: string): string {
+  return ENDPOINTS.find((prefix) => path === prefix || path.startsWith(`${prefix}/`)) ?? 'other';
+}
+
+const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests = new Histogram({ name: 'arbiter_http_request_duration_seconds', help: 'HTTP requests by endpoint, method and status', labelNames: ['endpoint', 'method', 'status'], buckets: SECONDS, registers: [this.registry] });
+  private readonly decisions = new Histogram({ name: 'arbiter_policy_decision_duration_seconds', help: 'Policy decisions by point and outcome (allow, deny, error), engine time included', labelNames: ['point', 'outcome'], buckets: SECONDS, registers: [this.registry] });
+  private readonly decided = new Counter({ name: 'arbiter_policy_decisions_total', help: 'Policy decisions by point and outcome (a batch counts each of its decisions)', labelNames: ['point', 'outcome'], registers: [this.registry] });
+
+  constructor(store: Store, policy: () => PolicyEngine | undefined) {
+    collectDefaultMetrics({ register: this.registry, prefix: 'arbiter_' });
+    const registry = this.registry;
+    new Gauge({
+      name: 'arbiter_policy_revision_in_force',
+      help: '1 when OPA serves the bundle revision the store holds, else 0; the revisions are labels',
+      labelNames: ['store', 'opa'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        const revisions = await policy()?.revisions().catch(() => null);
+        if (revisions) this.set({ store: revisions.store, opa: revisions.opa ?? 'none' }, revisions.store === revisions.opa ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'arbiter_store_ping_seconds',
+      help: 'How long the store took to answer a ping at scrape time (-1: it did not)',
+      registers: [registry],
+      async collect() {
+        const started = process.hrtime.bigint();
+        const up = await store.ping().then(() => true, () => false);
+        this.set(up ? Number(process.hrtime.bigint() - started) / 1e9 : -1);
+      },
+    });
+  }
+
+  /** Answers GET /metrics; times every other request. */
+  middleware() {
+    return async (ctx: Context, next: Next): Promise<void> => {
+      if (ctx.path === METRICS_PATH && ctx.method === 'GET') {
+        ctx.type = this.registry.contentType;
+        ctx.body = await this.registry.metrics();
+        return;
+      }
+      const stop = this.requests.startTimer({ endpoint: endpointLabel(ctx.path), method: methodLabel(ctx.method) });
+      try {
+        await next();
+      } finally {
+        // Measured once the answer is decided (errors included: the JSON error handler sits below).
+        stop({ status: String(ctx.status) });
+      }
+    };
+  }
+
+  /** The engine, with every decision counted and timed by point and outcome. */
+  observed(engine: PolicyEngine): PolicyEngine {
+    const record = (point: DecisionPoint, outcome: DecisionOutcome, seconds: number) => {
+      const label = { point, outcome: outcome.engineError ? 'error' : outcome.decision.allow ? 'allow' : 'deny' };
+      this.decided.inc(label);
+      this.decisions.observe(label, seconds);
+    };
+    return Object.assign(Object.create(engine) as PolicyEngine, {
+      async decide(point: DecisionPoint, input: DecisionInput) {
+        const started = process.hrtime.bigint();
+        const outcome = await engine.decide(point, input);
+        record(point, outcome, Number(process.hrtime.bigint() - started) / 1e9);
+        return outcome;
+      },
+      async decideAll(point: DecisionPoint, inputs: DecisionInput[]) {
+        const started = process.hrtime.bigint();
+        const outcomes = await engine.decideAll(point, inputs);
+        const each = Number(process.hrtime.bigint() - started) / 1e9 / Math.max(outcomes.length, 1);
+        for (const outcome of outcomes) record(point, outcome, each);
+        return outcomes;
+      },
+    });
+  }
+}
+
+function methodLabel(method: string): string {
+  return ['GET', 'POST', 'PUT', 'DELETE', 'HEAD', 'OPTIONS', 'PATCH'].includes(method) ? method : 'other';
+}

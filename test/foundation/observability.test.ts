@@ -1,0 +1,65 @@
+import { expect } from 'chai';
+import { basic, confidentialClient, policyInForce, postForm } from '../support/oauth.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+/** GET /metrics (Prometheus) and request ids across answer, logs and audit entries. */
+describe('observability', function () {
+  let server: TestServer;
+  let secret: string;
+
+  before(async function () {
+    server = await startTestServer();
+    await server.waitUntilReady();
+    await policyInForce(server);
+    secret = await confidentialClient(server, 'metered', { scopes: ['read'] });
+  });
+
+  after(async function () {
+    await server?.close();
+  });
+
+  const metrics = async () => {
+    const response = await server.request('/metrics');
+    expect(response.status).to.equal(200);
+    expect(response.headers.get('content-type')).to.match(/^text\/plain/);
+    return response.text();
+  };
+  const value = (text: string, series: string) => {
+    const line = text.split('\n').find((candidate) => candidate.startsWith(series));
+    return line === undefined ? undefined : Number(line.slice(series.length).trim());
+  };
+
+  it('counts requests by endpoint and status, and decisions by point and outcome', async function () {
+    const before = await metrics();
+    const count = (text: string) => value(text, 'arbiter_http_request_duration_seconds_count{endpoint="/token",method="POST",status="200"}') ?? 0;
+    const allowed = (text: string) => value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow"}') ?? 0;
+    for (let round = 0; round < 3; round += 1) {
+      expect((await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('metered', secret) })).status).to.equal(200);
+    }
+    const after = await metrics();
+    expect(count(after) - count(before)).to.equal(3);
+    expect(allowed(after) - allowed(before)).to.equal(3);
+    expect(after).to.contain('arbiter_policy_decision_duration_seconds_bucket{le="0.005",point="token",outcome="allow"}');
+    expect(value(after, 'arbiter_store_ping_seconds')).to.be.at.least(0);
+    expect(after).to.match(/arbiter_policy_revision_in_force\{store="[^"]+",opa="[^"]+"\} 1/);
+    expect(after).to.contain('arbiter_process_cpu_seconds_total');
+  });
+
+  it('labels made-up paths "other": no label per path a caller invents', async function () {
+    for (let index = 0; index < 5; index += 1) await server.request(`/made-up-${index}-${Math.random()}`);
+    const text = await metrics();
+    expect(text).not.to.contain('made-up-');
+    expect(value(text, 'arbiter_http_request_duration_seconds_count{endpoint="other",method="GET",status="404"}')).to.be.at.least(5);
+  });
+
+  it('answers every request with an X-Request-ID, the caller\'s when sensible, and keeps it in the audit entry', async function () {
+    const given = await server.request('/token', { method: 'POST', headers: { 'X-Request-ID': 'trace-7f3a', 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
+    expect(given.headers.get('x-request-id')).to.equal('trace-7f3a');
+    const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
+    expect(entry.requestId).to.equal('trace-7f3a');
+    const generated = await server.request('/healthz');
+    expect(generated.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
+    const unreasonable = await server.request('/healthz', { headers: { 'X-Request-ID': 'x'.repeat(500) } });
+    expect(unreasonable.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
+  });
+});
