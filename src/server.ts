@@ -6,7 +6,7 @@ import type { Config } from './config/index.js';
 import type { Logger } from './log/index.js';
 import { createTenantProvider, loadProviderSecrets, TenantProviders } from './oauth/index.js';
 import { Metrics } from './metrics/index.js';
-import { createPolicyEngine, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
+import { BUNDLE_PATH, createPolicyEngine, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
 import { openStore, Sealer, type Store } from './store/index.js';
 
 export interface RunningServer {
@@ -32,7 +32,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const secrets = await loadProviderSecrets(store, sealer);
   await seedDefaultPolicies(store, log);
   let handle: Handler = starting;
-  const server = createServer((request, response) => handle(request, response));
+  const inFlight = new InFlight();
+  const server = createServer((request, response) => inFlight.track(request, response, handle));
   const port = await listen(server, config.port);
   const url = `http://127.0.0.1:${port}`;
   let engine: PolicyEngine | undefined;
@@ -47,14 +48,49 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     url,
     server,
     store,
+    /**
+     * Stops accepting connections, lets the requests in flight finish (their audit entries are
+     * written before their answers go out) for up to SHUTDOWN_GRACE_MS, then closes whatever is
+     * left (OPA's held long polls among it), the policy engine and the store.
+     */
     async close() {
       clearInterval(purge);
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await inFlight.drained(SHUTDOWN_GRACE_MS);
       server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await closed;
       await policy.close();
       await store.close();
     },
   };
+}
+
+/** How long a stopping server waits for the requests in flight. */
+const SHUTDOWN_GRACE_MS = 10_000;
+
+/** The requests being answered, except OPA's bundle polls, which a long poll holds for up to 30 s on purpose. */
+class InFlight {
+  private count = 0;
+  private waiters: (() => void)[] = [];
+
+  track(request: IncomingMessage, response: ServerResponse, handle: Handler): void {
+    if (!request.url?.startsWith(BUNDLE_PATH)) {
+      this.count += 1;
+      response.once('close', () => {
+        this.count -= 1;
+        if (this.count === 0) this.waiters.splice(0).forEach((wake) => wake());
+      });
+    }
+    handle(request, response);
+  }
+
+  async drained(timeoutMs: number): Promise<void> {
+    if (this.count === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([new Promise<void>((resolve) => this.waiters.push(resolve)), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    clearTimeout(timer);
+  }
 }
 
 function starting(_request: IncomingMessage, response: ServerResponse): void {

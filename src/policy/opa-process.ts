@@ -4,7 +4,7 @@
  * this runs (see docs/policy.md, "External OPA").
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -34,6 +34,9 @@ const STOP_GRACE_MS = 3_000;
 const MAX_RESTART_DELAY_MS = 30_000;
 /** A process that ran this long is considered healthy again: the restart back-off starts over. */
 const STABLE_RUN_MS = 30_000;
+const CONFIG_DIR_PREFIX = 'arbiter-opa-';
+const OWNER_PID_FILE = 'owner.pid';
+const OPA_PID_FILE = 'opa.pid';
 /** OPA's long-poll timeout; the server answers a second before it (bundle-route.ts). */
 const LONG_POLL_SECONDS = 30;
 
@@ -62,6 +65,7 @@ export class ManagedOpa {
   /** Spawns OPA and resolves once its HTTP API answers (the bundle may still be loading). */
   async start(): Promise<void> {
     this.stopping = false;
+    await cleanUpAfterCrashedOwners(this.options.log);
     this.configDir ??= await this.writeConfig();
     this.port ??= await freePort();
     process.on('exit', this.killOnExit);
@@ -88,6 +92,8 @@ export class ManagedOpa {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
+    // Who to clean up after, should this server die without stopping OPA (SIGKILL, OOM kill).
+    if (child.pid && this.configDir) await writeFile(join(this.configDir, OPA_PID_FILE), String(child.pid)).catch(() => undefined);
     const startedAt = Date.now();
     let alive = true;
     const exited = new Promise<string>((resolve) => {
@@ -146,8 +152,9 @@ export class ManagedOpa {
         },
       },
     };
-    const dir = await mkdtemp(join(tmpdir(), 'arbiter-opa-'));
+    const dir = await mkdtemp(join(tmpdir(), CONFIG_DIR_PREFIX));
     await writeFile(join(dir, 'config.json'), JSON.stringify(config, null, 2), { mode: 0o600 });
+    await writeFile(join(dir, OWNER_PID_FILE), String(process.pid));
     return dir;
   }
 
@@ -226,4 +233,39 @@ function parseLogLine(line: string): unknown {
   } catch {
     return line;
   }
+}
+
+/**
+ * A server killed outright (SIGKILL, the OOM killer) cannot stop its OPA: the OPA keeps running
+ * and its config folder stays. The next start of a server on this machine finds them by the
+ * folders' owner pid: a folder whose owner is dead has its OPA killed (only if that pid is still
+ * an OPA run with this very folder's config) and is removed. Folders of live servers (other
+ * servers on the machine, or this process's own) are left alone.
+ */
+export async function cleanUpAfterCrashedOwners(log: Logger): Promise<void> {
+  const entries = await readdir(tmpdir()).catch(() => [] as string[]);
+  for (const entry of entries.filter((name) => name.startsWith(CONFIG_DIR_PREFIX))) {
+    const dir = join(tmpdir(), entry);
+    const owner = Number(await readFile(join(dir, OWNER_PID_FILE), 'utf8').catch(() => 'NaN'));
+    if (!Number.isInteger(owner) || isAlive(owner)) continue;
+    const opa = Number(await readFile(join(dir, OPA_PID_FILE), 'utf8').catch(() => 'NaN'));
+    if (Number.isInteger(opa) && isAlive(opa) && (await commandLineOf(opa)).includes(dir)) {
+      process.kill(opa, 'SIGKILL');
+      log.warn({ pid: opa, ownerPid: owner }, 'killed the OPA of a server that died without stopping it');
+    }
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function commandLineOf(pid: number): Promise<string> {
+  return (await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')).replaceAll('\0', ' ');
 }
