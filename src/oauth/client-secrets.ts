@@ -22,6 +22,8 @@ export const SECRET_HASH_COST = 10;
 export class SecretVerifier {
   private readonly key = randomBytes(32);
   private readonly verified: LRUCache<string, true>;
+  /** Checks under way: simultaneous requests with the same secret share one BCrypt run. */
+  private readonly pending = new Map<string, Promise<boolean>>();
 
   constructor(options: { max?: number; ttlMs?: number } = {}) {
     this.verified = new LRUCache({ max: options.max ?? 10_000, ttl: options.ttlMs ?? 5 * 60_000 });
@@ -30,9 +32,18 @@ export class SecretVerifier {
   async verify(clientId: string, presented: string, storedHash: string): Promise<boolean> {
     const id = createHmac('sha256', this.key).update(clientId).update('\0').update(storedHash).update('\0').update(presented).digest('base64url');
     if (this.verified.has(id)) return true;
-    const valid = await verify(presented, storedHash).catch(() => false);
-    if (valid) this.verified.set(id, true);
-    return valid;
+    let check = this.pending.get(id);
+    if (!check) {
+      check = verify(presented, storedHash)
+        .catch(() => false)
+        .then((valid) => {
+          if (valid) this.verified.set(id, true);
+          return valid;
+        })
+        .finally(() => this.pending.delete(id));
+      this.pending.set(id, check);
+    }
+    return check;
   }
 }
 
