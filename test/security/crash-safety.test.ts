@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { request as httpRequest } from 'node:http';
 import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
 import { ADMIN_KEY, freePort } from '../support/server.js';
+import { startServerProcess } from '../support/server-process.js';
 
 /**
  * SIGKILL in the middle of a burst of writes: after a restart on the same store, every write
@@ -38,20 +39,7 @@ describe('crash safety (SIGKILL during a burst of writes)', function () {
     rmSync(tempDir, { recursive: true, force: true });
   });
 
-  async function start(): Promise<ChildProcess> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: { PATH: process.env.PATH ?? '', TMPDIR: tempDir, PORT: String(port), STORE_URL: `sqlite:${join(dataDir, 'arbiter.db')}`, SERVICE_ADMIN_API_KEY: ADMIN_KEY, LOG_LEVEL: 'silent', AUTH_FAILURE_LIMIT: '1000000' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (chunk) => (stderr += chunk));
-    const deadline = Date.now() + 60_000;
-    while ((await fetch(`${url}/healthz`).catch(() => undefined))?.status !== 200) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the server did not become ready: ${stderr.slice(-2000)}`);
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-    return child;
-  }
+  const start = () => startServerProcess({ port, dataDir, env: { TMPDIR: tempDir, AUTH_FAILURE_LIMIT: '1000000' } });
 
   const admin = (method: string, path: string, body?: unknown, requestId?: string) =>
     fetch(`${url}/admin/api${path}`, { method, headers: { 'X-Admin-API-Key': ADMIN_KEY, 'Content-Type': 'application/json', ...(requestId ? { 'X-Request-ID': requestId } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) });

@@ -1,10 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { ADMIN_KEY, freePort } from '../support/server.js';
+import { freePort } from '../support/server.js';
+import { startServerProcess } from '../support/server-process.js';
 
 const REQUESTS = 20_000;
 const CONCURRENCY = 32;
@@ -42,17 +43,7 @@ describe('Tenant ids cannot grow memory', function () {
     const port = await freePort();
     url = `http://127.0.0.1:${port}`;
     // Its own process, so that its memory is measured alone.
-    child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: { PATH: process.env.PATH ?? '', PORT: String(port), STORE_URL: `sqlite:${join(dataDir, 'arbiter.db')}`, SERVICE_ADMIN_API_KEY: ADMIN_KEY, LOG_LEVEL: 'silent' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr!.on('data', (chunk) => (stderr += chunk));
-    const deadline = Date.now() + 60_000;
-    while ((await fetch(`${url}/healthz`).catch(() => undefined))?.status !== 200) {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error(`the server did not become ready: ${stderr.slice(-2000)}`);
-      await new Promise((resolve) => setTimeout(resolve, 250));
-    }
+    child = await startServerProcess({ port, dataDir });
   });
   after(async function () {
     if (child && child.exitCode === null) {
