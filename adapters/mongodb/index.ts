@@ -124,9 +124,9 @@ export class MongoStore implements Store {
     return this.indexesReady.get(spec.name) ?? this.startIndexing(spec, rows);
   }
 
-  async nextSequence(name: string): Promise<number> {
+  async nextSequence(name: string, count = 1): Promise<number> {
     const sequences = this.db.collection<{ _id: string; value: number }>('sequences');
-    const bump = () => sequences.findOneAndUpdate({ _id: name }, { $inc: { value: 1 } }, { upsert: true, returnDocument: 'after' });
+    const bump = () => sequences.findOneAndUpdate({ _id: name }, { $inc: { value: count } }, { upsert: true, returnDocument: 'after' });
     // Two first calls may both try to create the counter; the loser's duplicate-key error only means it exists now.
     const counter = await bump().catch((error: unknown) => (isDuplicateKey(error) ? bump() : Promise.reject(error)));
     if (!counter) throw new Error(`sequence ${name} was not returned by the server`);

@@ -123,11 +123,11 @@ export class SqliteStore implements Store {
     this.db.exec(`CREATE INDEX IF NOT EXISTS ${name} ON ${quoted(table)} (tenant, ${fields.map(jsonField).join(', ')})`);
   }
 
-  async nextSequence(name: string): Promise<number> {
+  async nextSequence(name: string, count = 1): Promise<number> {
     return this.io.write(() => {
       const row = this.statements
-        .get('INSERT INTO sequences (name, value) VALUES (?, 1) ON CONFLICT(name) DO UPDATE SET value = value + 1 RETURNING value')
-        .get(name) as { value: number };
+        .get('INSERT INTO sequences (name, value) VALUES (@name, @count) ON CONFLICT(name) DO UPDATE SET value = value + @count RETURNING value')
+        .get({ name, count }) as { value: number };
       return row.value;
     });
   }

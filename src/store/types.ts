@@ -73,7 +73,8 @@ export interface Store {
   /** Declares a collection (idempotent; creates tables/indexes on first use). */
   collection<T extends StoredDoc = StoredDoc>(spec: CollectionSpec | string, tenant?: string): TenantCollection<T>;
   /** Next value of a named numeric sequence (1, 2, 3, ...), shared across tenants. */
-  nextSequence(name: string): Promise<number>;
+  /** With `count`, reserves that many consecutive values at once and returns the last of them. */
+  nextSequence(name: string, count?: number): Promise<number>;
   /** Resolves when the store answers and can be written; rejects otherwise (StoreUnavailableError when it knows why). */
   ping(): Promise<void>;
   /** Removes expired documents everywhere. */

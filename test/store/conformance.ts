@@ -438,6 +438,12 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         ]);
       });
 
+      it('reserves a block of values with a count, returning its last', async () => {
+        expect(await store.nextSequence('block', 10)).to.equal(10);
+        expect(await store.nextSequence('block')).to.equal(11);
+        expect(await store.nextSequence('block', 5)).to.equal(16);
+      });
+
       itConcurrently('never hands out a value twice to parallel callers', async () => {
         const values = await Promise.all(Array.from({ length: PARALLEL }, () => store.nextSequence('parallel')));
         expect([...values].sort((a, b) => a - b)).to.deep.equal(Array.from({ length: PARALLEL }, (_, index) => index + 1));
