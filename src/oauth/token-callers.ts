@@ -2,7 +2,7 @@ import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import { bearerToken, invalidToken } from '../http/bearer.js';
 import { HttpError } from '../http/errors.js';
-import { findTokenByValue } from './internals.js';
+import { activeAccessToken } from './active-token.js';
 
 /** Who calls a protected API of this server with one of its access tokens (RFC 6750). */
 export interface TokenCaller {
@@ -23,9 +23,6 @@ export interface TokenRequirement {
 /** Authenticates the Bearer caller of a protected API of this tenant (UMA protection, delegation, AuthZEN). */
 export type TokenCallers = (ctx: Context, requirement: TokenRequirement) => Promise<TokenCaller>;
 
-/** An opaque token of ours is short; anything longer is not worth a lookup. */
-const MAX_TOKEN_LENGTH = 512;
-
 /**
  * The one way Arbiter's own APIs accept its access tokens: a valid access token of the
  * request's tenant (each tenant's provider knows only its own tokens), presented as Bearer,
@@ -38,8 +35,8 @@ export function tokenCallers(providerFor: (tenant: string) => Provider): TokenCa
     const value = bearerToken(ctx.get('authorization'));
     if (!value) throw invalidToken(ctx, 'a Bearer access token is required');
     const provider = providerFor(ctx.state.tenant as string);
-    const token = value.length <= MAX_TOKEN_LENGTH ? await findTokenByValue(provider, value, 'access_token').catch(() => undefined) : undefined;
-    if (!token || (token.kind !== 'AccessToken' && token.kind !== 'ClientCredentials') || !token.isValid) throw invalidToken(ctx, 'the access token is not active');
+    const token = await activeAccessToken(provider, value);
+    if (!token) throw invalidToken(ctx, 'the access token is not active');
     if (token.jkt) throw invalidToken(ctx, 'a DPoP-bound access token must be presented with its DPoP proof, not as a Bearer token');
     const scopes = typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [];
     const audiences = [token.aud].flat().filter((aud): aud is string => typeof aud === 'string');

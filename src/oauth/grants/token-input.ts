@@ -55,6 +55,7 @@ function firstResource(resource: string | string[] | undefined): string | undefi
   return Array.isArray(resource) ? resource[0] : resource;
 }
 
-function definedOnly(params: Record<string, unknown>): Record<string, unknown> {
+/** The grant's form parameters that were given (oidc-provider lists the absent ones as undefined). */
+export function definedOnly(params: Record<string, unknown>): Record<string, unknown> {
   return Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined));
 }

@@ -1,7 +1,7 @@
 import type Provider from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import type { Store } from '../../../store/index.js';
-import { findTokenByValue } from '../../internals.js';
+import { activeAccessToken } from '../../active-token.js';
 import { subjectInput } from '../../subject-input.js';
 import { ACCESS_TOKEN_TYPE } from './parameters.js';
 import type { ResolvedSubject } from './subject.js';
@@ -14,10 +14,8 @@ const notActive = (role: string) => new errors.CustomOIDCProviderError('invalid_
  * tenant's token is unknown here). It is read, never consumed: the subject token stays valid.
  */
 export async function resolveAccessToken(provider: Provider, store: Store, tenant: string, value: string, role: 'subject' | 'actor' | 'claim' = 'subject'): Promise<ResolvedSubject> {
-  // An opaque value is short; anything long is not one of ours (and not worth a lookup).
-  if (value.length > 512) throw notActive(role);
-  const token = await findTokenByValue(provider, value, 'access_token').catch(() => undefined);
-  if (!token || (token.kind !== 'AccessToken' && token.kind !== 'ClientCredentials') || !token.isValid || token.isExpired) throw notActive(role);
+  const token = await activeAccessToken(provider, value);
+  if (!token) throw notActive(role);
   const accountId = typeof token.accountId === 'string' ? token.accountId : null;
   const aud = Array.isArray(token.aud) ? token.aud[0] : token.aud;
   return {

@@ -7,6 +7,7 @@ import type { GateDeps } from '../gate.js';
 import { denial, rememberDecision } from '../decision.js';
 import { ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE, type ExchangeParameters } from './parameters.js';
 import type { ResolvedSubject } from './subject.js';
+import { definedOnly } from '../token-input.js';
 
 /**
  * The `token_exchange` decision: the request, the client, the subject the token stands for, the
@@ -46,8 +47,4 @@ export async function decideExchange(ctx: KoaContextWithOIDC, deps: GateDeps, ex
   rememberDecision(ctx, outcome);
   if (!outcome.decision.allow) throw denial(outcome);
   return outcome;
-}
-
-function definedOnly(params: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined));
 }

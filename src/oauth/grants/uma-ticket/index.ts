@@ -12,6 +12,7 @@ import { issueAccessToken } from '../issue.js';
 import { resolveAccessToken } from '../token-exchange/access-token.js';
 import { ACCESS_TOKEN_CLAIMS, UMA_TICKET, UMA_TICKET_PARAMETERS } from './parameters.js';
 import { mergedPermissions, upgradedPermissions, type RptPermission } from './permissions.js';
+import { definedOnly } from '../token-input.js';
 
 export { UMA_TICKET } from './parameters.js';
 
@@ -88,8 +89,3 @@ function refuse(ctx: KoaContextWithOIDC, answers: PermissionAnswer[], ticket: st
     ...(error === 'need_info' ? { ticket, required_claims: decision.extensions?.required_claims ?? [] } : {}),
   };
 }
-
-function definedOnly(params: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined));
-}
-

@@ -1,6 +1,6 @@
 import type Provider from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import { findTokenByValue } from '../../internals.js';
+import { activeAccessToken } from '../../active-token.js';
 
 /** One permission of a requesting party token (UMA 2.0 Grant §3.3.5, shown at introspection). */
 export interface RptPermission {
@@ -29,9 +29,8 @@ export function permissionsInForce(token: { extra?: unknown; exp?: unknown }, no
  * keeps (each until its own end). Another client's token, or a token that is not an active RPT, is invalid_grant.
  */
 export async function upgradedPermissions(provider: Provider, value: string, clientId: string): Promise<RptPermission[]> {
-  const token = value.length <= 512 ? await findTokenByValue(provider, value, 'access_token').catch(() => undefined) : undefined;
-  const active = token && (token.kind === 'AccessToken' || token.kind === 'ClientCredentials') && token.isValid && !token.isExpired;
-  if (!active || token.clientId !== clientId || permissionsOf(token).length === 0) {
+  const token = await activeAccessToken(provider, value);
+  if (!token || token.clientId !== clientId || permissionsOf(token).length === 0) {
     throw new errors.CustomOIDCProviderError('invalid_grant', 'rpt is not an active requesting party token of this client');
   }
   return permissionsInForce(token);
