@@ -74,6 +74,7 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts) {
     maxBodyBytes: config.maxBodyBytes,
     audit,
     policy,
+    issuer: config.issuer,
     // Each file on its own first (its syntax, its package), then the bundle it would make as a whole.
     checks: {
       'policy-rules': async (rule, { tenantId, existing }) =>

@@ -8,6 +8,7 @@ import { auditLogRoutes } from './audit-routes.js';
 import { decisionRoutes, type DecisionRouteOptions } from './decisions.js';
 import { ADMIN_PREFIX } from './gate.js';
 import { COLLECTIONS, type CollectionDefinition } from './collections.js';
+import { openApiRoute } from './openapi.js';
 import { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
 
 export interface AdminOptions {
@@ -17,6 +18,8 @@ export interface AdminOptions {
   audit: AuditLog;
   /** The decision playground's engine (POST /decisions, POST /audit-logs/{id}/replay). */
   policy: DecisionRouteOptions['policy'];
+  /** The issuer URL: the server the OpenAPI document names. */
+  issuer: string;
   /** Extra checks per collection path (e.g. policy-rules → the engine's parse check). */
   checks?: Record<string, RecordCheck>;
   /** Extra response fields per collection path (e.g. policy-data → inBundle). */
@@ -32,6 +35,7 @@ const UPSERT_BY: Record<string, { route: string; field: string }> = {
 export function adminRouter(store: import('../store/index.js').Store, options: AdminOptions): Router {
   // Exact spelling only: every other spelling is refused by the gate in front (see gate.ts).
   const router = new Router({ prefix: ADMIN_PREFIX, sensitive: true, strict: true });
+  router.get('/openapi.json', openApiRoute({ issuer: options.issuer, upserts: UPSERT_BY }));
   auditLogRoutes(router, options.audit, (ctx) => tenantOf(ctx));
   decisionRoutes(router, { policy: options.policy, audit: options.audit, maxBodyBytes: options.maxBodyBytes, tenantOf });
   for (const definition of COLLECTIONS) {

@@ -1,0 +1,450 @@
+import type { Middleware } from 'koa';
+import { SORTABLE_FIELDS, type AuditPage } from '../audit/index.js';
+import type { AuditFields } from '../audit/log.js';
+import { DECISION_POINTS, RESULT_SCHEMA } from '../policy/index.js';
+import { COLLECTIONS, type CollectionDefinition } from './collections.js';
+import { ADMIN_PREFIX } from './gate.js';
+
+/**
+ * The Admin API's OpenAPI 3.1 document, built from the data the router serves and validates
+ * with: each collection's operations and schemas come from COLLECTIONS, the upserts from the
+ * router's own table; the operations that are not a collection's are one entry each in
+ * OPERATIONS. It is static, so it is built once, when the router is.
+ */
+
+type Schema = Record<string, unknown> | boolean;
+type Method = 'get' | 'post' | 'put' | 'delete';
+/** Documented errors besides 401 (every operation) and 413/415 (every operation with a body). */
+type ErrorName = 'BadRequest' | 'NotFound' | 'Conflict';
+
+/** One documented operation: the document is a list of these, grouped by path. */
+export interface AdminOperation {
+  method: Method;
+  /** Under /admin/api, in OpenAPI's template syntax (`/clients/{clientId}`). */
+  path: string;
+  operationId: string;
+  summary: string;
+  tag: string;
+  parameters?: object[];
+  /** The JSON request body and an example of it (the contract test sends the example). */
+  body?: { schema: Schema; example: Record<string, unknown> };
+  /** The answers that are not errors: status → description and body (none for a 204). */
+  success: Record<number, { description: string; schema?: Schema }>;
+  errors?: ErrorName[];
+}
+
+export interface OpenApiOptions {
+  /** The issuer URL: the Admin API is under it (`servers`). */
+  issuer: string;
+  /** The router's upserts by field: collection path → route segment and query field. */
+  upserts: Record<string, { route: string; field: string }>;
+}
+
+const ref = (kind: string, name: string) => ({ $ref: `#/components/${kind}/${name}` });
+const schemaRef = (name: string) => ref('schemas', name);
+const dateTime = { type: 'string', format: 'date-time' };
+const nullableString = { type: ['string', 'null'] };
+const TENANT_PARAMETERS = [ref('parameters', 'TenantQuery'), ref('parameters', 'TenantHeader')];
+
+/**
+ * An example create body per collection, valid on a fresh server when created in reference
+ * order (numeric references name the first record of the referenced collection).
+ */
+const EXAMPLES: Record<string, Record<string, unknown>> = {
+  'identity-providers': { issuer: 'https://idp.example.com', idpId: 'corporate', name: 'Corporate sign-in', clientId: 'arbiter', clientSecret: 'upstream-client-secret', scopes: ['openid', 'email'] },
+  'resource-servers': { resourceIndicator: 'https://api.example.com/', name: 'Documents API', clientId: 1, typeUris: ['urn:example:document'] },
+  'resource-types': { typeUri: 'urn:example:document', name: 'Document', scopes: ['read', 'write'] },
+  resources: { resourceServerId: 1, resourceTypeId: 1, resourceIdentifier: 'doc-42', ownerSubjectId: 1, scopes: ['read'] },
+  clients: {
+    clientId: 'documents-app',
+    clientType: 'confidential',
+    // The BCrypt hash of "example-secret": the Admin API stores hashes it is given, it never hashes.
+    clientSecret: '$2b$10$nDjQK53e.LgbjSR29kN9Qu91dzj6g1I/adM/0HDnBVAMq2BVqyYI2',
+    redirectUris: ['https://app.example.com/callback'],
+    scopes: ['read'],
+  },
+  'initial-access-tokens': { name: 'partner onboarding', uses: 5 },
+  subjects: { subjectId: 'alice', identityProviderId: 1, name: 'Alice', email: 'alice@example.com' },
+  'policy-rules': { version: null, kind: 'rego', path: 'arbiter/example.rego', content: 'package arbiter.example\n\nimport rego.v1\n\ndecision := {"allow": true}\n' },
+  'policy-data': { dataKey: 'example', payload: '{"greeting":"hello"}', version: 'draft' },
+};
+
+/** Response fields a collection's router adds beyond the stored record (AdminOptions.decorate). */
+const DECORATIONS: Record<string, Record<string, Schema>> = {
+  'policy-data': { inBundle: { type: 'boolean', description: 'true when the entry is part of the shared policy bundle (no tenantId, no version)' } },
+};
+
+/** List filters a collection takes beyond the tenant. */
+const LIST_FILTERS: Record<string, object[]> = {
+  'policy-data': [{ name: 'bundledOnly', in: 'query', description: 'only the entries in the shared bundle', schema: { type: 'boolean', default: false } }],
+};
+
+/** The operations that are not a collection's. */
+const OPERATIONS: AdminOperation[] = [
+  {
+    method: 'get',
+    path: '/audit-logs',
+    operationId: 'listAuditLogs',
+    summary: "One page of the audit log, of the call's tenant (or every tenant's with allTenants=true)",
+    tag: 'audit-logs',
+    parameters: [
+      ...TENANT_PARAMETERS,
+      ref('parameters', 'AllTenants'),
+      { name: 'endpoint', in: 'query', description: 'only entries of this request path', schema: { type: 'string' } },
+      { name: 'clientId', in: 'query', description: 'only entries of this client', schema: { type: 'string' } },
+      { name: 'page', in: 'query', description: 'page number, from 0', schema: { type: 'integer', minimum: 0, default: 0 } },
+      { name: 'size', in: 'query', description: 'entries per page', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 20 } },
+      { name: 'sort', in: 'query', description: `"<field>,asc|desc"; field one of ${SORTABLE_FIELDS.join(', ')}`, schema: { type: 'string', default: 'id,desc' }, example: 'createdAt,desc' },
+    ],
+    success: { 200: { description: 'the page', schema: schemaRef('AuditPage') } },
+    errors: ['BadRequest'],
+  },
+  {
+    method: 'get',
+    path: '/audit-logs/{id}',
+    operationId: 'getAuditLog',
+    summary: "One audit log entry of the call's tenant (of any tenant with allTenants=true)",
+    tag: 'audit-logs',
+    parameters: [idParameter(), ...TENANT_PARAMETERS, ref('parameters', 'AllTenants')],
+    success: { 200: { description: 'the entry', schema: schemaRef('AuditEntry') } },
+    errors: ['BadRequest', 'NotFound'],
+  },
+  {
+    method: 'post',
+    path: '/audit-logs/{id}/replay',
+    operationId: 'replayAuditLog',
+    summary: "Run an audited request's decision(s) again against today's policy and show what changed",
+    tag: 'audit-logs',
+    parameters: [idParameter(), ...TENANT_PARAMETERS, ref('parameters', 'AllTenants')],
+    success: { 200: { description: 'then, now and the differences (a list each when the request asked several decisions)', schema: schemaRef('Replay') } },
+    errors: ['BadRequest', 'NotFound'],
+  },
+  {
+    method: 'post',
+    path: '/decisions',
+    operationId: 'explainDecision',
+    summary: 'Run a decision as the endpoints do, against the live engines, and say why (nothing is issued or stored)',
+    tag: 'decisions',
+    parameters: [ref('parameters', 'TenantHeader')],
+    body: {
+      schema: schemaRef('DecisionRequest'),
+      example: {
+        point: 'token',
+        input: {
+          client: { client_id: 'documents-app', client_type: 'confidential', registration_type: 'admin', scopes: ['read'], granted_resources: [] },
+          request: { endpoint: '/token', method: 'POST', parameters: { grant_type: 'client_credentials', scope: 'read' }, grant_type: 'client_credentials', scopes: ['read'], resource: null, resolved_resource_type: null, resource_types: [], authorization_details: [] },
+          subject: null,
+        },
+      },
+    },
+    success: { 200: { description: "the decision, each engine's verdict and why", schema: { allOf: [schemaRef('DecisionExplanation'), { type: 'object', required: ['policyRevision'], properties: { policyRevision: schemaRef('PolicyRevision') } }] } } },
+    errors: ['BadRequest'],
+  },
+  {
+    method: 'get',
+    path: '/openapi.json',
+    operationId: 'getOpenApiDocument',
+    summary: 'This document',
+    tag: 'meta',
+    success: { 200: { description: 'the OpenAPI 3.1 document of the Admin API', schema: { type: 'object', required: ['openapi', 'info', 'paths'] } } },
+  },
+];
+
+/** A koa handler that answers with the document, built once. */
+export function openApiRoute(options: OpenApiOptions): Middleware {
+  const document = adminOpenApi(options);
+  return (ctx) => {
+    ctx.body = document;
+  };
+}
+
+export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
+  const operations = [...COLLECTIONS.flatMap((definition) => collectionOperations(definition, options.upserts[definition.path])), ...OPERATIONS];
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Arbiter Admin API',
+      version: '1',
+      description: 'Configuration of an Arbiter authorization server. Every call needs the X-Admin-API-Key header. A call is about one tenant: `tenantId` in the body, else the `tenantId` query parameter, else X-Tenant-Id; none of them means the default (shared) tenant.',
+    },
+    servers: [{ url: `${options.issuer}${ADMIN_PREFIX}` }],
+    security: [{ adminApiKey: [] }],
+    tags: [...new Set(operations.map((operation) => operation.tag))].map((name) => ({ name })),
+    paths: pathsOf(operations),
+    components: {
+      securitySchemes: { adminApiKey: { type: 'apiKey', in: 'header', name: 'X-Admin-API-Key', description: 'SERVICE_ADMIN_API_KEY' } },
+      parameters: {
+        TenantQuery: { name: 'tenantId', in: 'query', description: 'the tenant of the call, when the body names none', schema: tenantIdSchema() },
+        TenantHeader: { name: 'X-Tenant-Id', in: 'header', description: 'the tenant of the call, when neither body nor query names one', schema: tenantIdSchema() },
+        AllTenants: { name: 'allTenants', in: 'query', description: "every tenant's entries, not only the call's tenant's", schema: { type: 'boolean', default: false } },
+      },
+      schemas: { ...collectionSchemas(options.upserts), Error: ERROR_SCHEMA, AuditEntry: AUDIT_ENTRY_SCHEMA, AuditPage: AUDIT_PAGE_SCHEMA, ...DECISION_SCHEMAS },
+      responses: {
+        BadRequest: errorResponse('a body, parameter or header that breaks its schema or a rule; `field` names it when it is one field', 'invalid_request'),
+        Unauthorized: { ...errorResponse('the X-Admin-API-Key header is missing or wrong', 'unauthorized'), headers: { 'WWW-Authenticate': { schema: { const: 'X-Admin-API-Key' } } } },
+        NotFound: errorResponse('no such record in this tenant', 'not_found'),
+        Conflict: errorResponse('a record of this tenant already holds a unique value; `field` names the field', 'conflict'),
+        PayloadTooLarge: errorResponse('the body exceeds MAX_BODY_BYTES', 'invalid_request'),
+        UnsupportedMediaType: errorResponse('the body is not application/json', 'invalid_request'),
+      },
+    },
+  };
+}
+
+/** List, get, create, replace and delete, and the collection's upsert by a field when it has one. */
+function collectionOperations(definition: CollectionDefinition, upsert?: { route: string; field: string }): AdminOperation[] {
+  const { path } = definition;
+  const name = schemaName(definition);
+  const noun = nounOf(definition);
+  const record = schemaRef(name);
+  const body = { schema: schemaRef(`${name}Input`), example: EXAMPLES[path] };
+  const item = `/${path}/{${definition.pathKey}}`;
+  const key = { name: definition.pathKey, in: 'path', required: true, description: `the record's ${definition.pathKey}`, schema: keySchema(definition) };
+  const conflicts: ErrorName[] = conflictFields(definition).length > 0 ? ['Conflict'] : [];
+  const operations: AdminOperation[] = [
+    { method: 'get', path: `/${path}`, operationId: `list${pascal(path)}`, summary: `List the tenant's ${noun} records`, tag: path, parameters: [...TENANT_PARAMETERS, ...(LIST_FILTERS[path] ?? [])], success: { 200: { description: 'the records, by id', schema: { type: 'array', items: record } } }, errors: ['BadRequest'] },
+    { method: 'post', path: `/${path}`, operationId: `create${name}`, summary: `Create a ${noun} record`, tag: path, parameters: TENANT_PARAMETERS, body, success: { 201: { description: 'the record as stored', schema: definition.issuedToken ? schemaRef(`${name}Created`) : record } }, errors: ['BadRequest', ...conflicts] },
+    { method: 'get', path: item, operationId: `get${name}`, summary: `Get one ${noun} record`, tag: path, parameters: [key, ...TENANT_PARAMETERS], success: { 200: { description: 'the record', schema: record } }, errors: ['BadRequest', 'NotFound'] },
+    { method: 'put', path: item, operationId: `replace${name}`, summary: `Replace a ${noun} record (the body of a create)`, tag: path, parameters: [key, ...TENANT_PARAMETERS], body, success: { 200: { description: 'the record as stored', schema: record } }, errors: ['BadRequest', 'NotFound', ...conflicts] },
+    { method: 'delete', path: item, operationId: `delete${name}`, summary: `Delete a ${noun} record`, tag: path, parameters: [key, ...TENANT_PARAMETERS], success: { 204: { description: 'deleted' } }, errors: ['BadRequest', 'NotFound'] },
+  ];
+  if (upsert) operations.push(upsertOperation(definition, upsert, body.example));
+  operations.push({ method: 'post', path: `/${path}/validate`, operationId: `validate${name}`, summary: `Check a ${noun} body as a create would (an edit of an existing unique key as its replace), storing nothing`, tag: path, parameters: TENANT_PARAMETERS, body, success: { 200: { description: 'the body would be accepted', schema: { type: 'object', required: ['valid'], properties: { valid: { const: true } } } } }, errors: ['BadRequest'] });
+  return operations;
+}
+
+/** PUT /{collection}/{route}?{field}=…: creates (201) or replaces (200) the record holding that value. */
+function upsertOperation(definition: CollectionDefinition, upsert: { route: string; field: string }, example: Record<string, unknown>): AdminOperation {
+  const { path } = definition;
+  const name = schemaName(definition);
+  const query = { name: upsert.field, in: 'query', required: true, description: `the ${upsert.field} of the record to create or replace`, schema: propertiesOf(definition)[upsert.field], example: example[upsert.field] };
+  const { [upsert.field]: _inQuery, ...bodyExample } = example;
+  const conflicts: ErrorName[] = conflictFields(definition).some((field) => field !== upsert.field) ? ['Conflict'] : [];
+  return {
+    method: 'put',
+    path: `/${path}/${upsert.route}`,
+    operationId: `upsert${name}`,
+    summary: `Create or replace the ${nounOf(definition)} record with this ${upsert.field}`,
+    tag: path,
+    parameters: [query, ...TENANT_PARAMETERS],
+    body: { schema: schemaRef(`${name}Upsert`), example: bodyExample },
+    success: { 200: { description: 'replaced', schema: schemaRef(name) }, 201: { description: 'created', schema: schemaRef(name) } },
+    errors: ['BadRequest', ...conflicts],
+  };
+}
+
+/**
+ * Per collection: the request body (the router's own schema object), the record as answered,
+ * the 201 that shows an issued token, the upsert body (whose field may come from the query).
+ */
+function collectionSchemas(upserts: OpenApiOptions['upserts']): Record<string, Schema> {
+  const schemas: Record<string, Schema> = {};
+  for (const definition of COLLECTIONS) {
+    const name = schemaName(definition);
+    schemas[`${name}Input`] = definition.schema;
+    schemas[name] = recordSchema(definition);
+    if (definition.issuedToken) {
+      const token = { type: 'string', description: 'the token, shown this once: only its digest is stored' };
+      schemas[`${name}Created`] = { allOf: [schemaRef(name), { type: 'object', required: [definition.issuedToken.shownAs], properties: { [definition.issuedToken.shownAs]: token } }] };
+    }
+    const upsert = upserts[definition.path];
+    if (upsert) schemas[`${name}Upsert`] = { ...definition.schema, required: requiredOf(definition).filter((field) => field !== upsert.field) };
+  }
+  return schemas;
+}
+
+/**
+ * A record as the API answers it: the body's fields less the secrets (which are `false`: never
+ * present), plus what the server adds (id, timestamps, defaults, decorations).
+ */
+function recordSchema(definition: CollectionDefinition): Schema {
+  const secrets = definition.secretFields ?? [];
+  const given = Object.entries(propertiesOf(definition)).filter(([field]) => !secrets.includes(field));
+  const filled = Object.entries(definition.defaults ?? {}).filter(([field]) => !(field in propertiesOf(definition)));
+  const decorations = DECORATIONS[definition.path] ?? {};
+  const properties = {
+    id: { type: 'integer', minimum: 1, description: 'internal numeric id' },
+    ...Object.fromEntries(given),
+    ...Object.fromEntries(filled.map(([field, value]) => [field, schemaOfValue(value)])),
+    ...decorations,
+    createdAt: dateTime,
+    updatedAt: dateTime,
+    ...Object.fromEntries(secrets.map((field) => [field, false])),
+  };
+  const required = [
+    'id',
+    'tenantId',
+    'createdAt',
+    'updatedAt',
+    ...requiredOf(definition).filter((field) => !secrets.includes(field)),
+    ...Object.keys(definition.defaults ?? {}),
+    ...(definition.pathKey === 'id' ? [] : [definition.pathKey]),
+    ...Object.keys(decorations),
+  ];
+  return { type: 'object', required: [...new Set(required)], properties };
+}
+
+function pathsOf(operations: AdminOperation[]): Record<string, Record<string, unknown>> {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const operation of operations) (paths[operation.path] ??= {})[operation.method] = operationObject(operation);
+  return paths;
+}
+
+function operationObject(operation: AdminOperation): Record<string, unknown> {
+  const responses: Record<string, unknown> = {};
+  for (const [status, { description, schema }] of Object.entries(operation.success)) {
+    responses[status] = schema === undefined ? { description } : { description, content: { 'application/json': { schema } } };
+  }
+  const errors = [...(operation.errors ?? []), 'Unauthorized', ...(operation.body ? ['PayloadTooLarge', 'UnsupportedMediaType'] : [])];
+  for (const name of errors) responses[String(ERROR_STATUS[name])] = ref('responses', name);
+  return {
+    operationId: operation.operationId,
+    summary: operation.summary,
+    tags: [operation.tag],
+    ...(operation.parameters ? { parameters: operation.parameters } : {}),
+    ...(operation.body ? { requestBody: { required: true, content: { 'application/json': { schema: operation.body.schema, examples: { example: { value: operation.body.example } } } } } } : {}),
+    responses,
+  };
+}
+
+const ERROR_STATUS: Record<string, number> = { BadRequest: 400, Unauthorized: 401, NotFound: 404, Conflict: 409, PayloadTooLarge: 413, UnsupportedMediaType: 415 };
+
+function errorResponse(description: string, code: string): Record<string, unknown> {
+  return { description, content: { 'application/json': { schema: { allOf: [schemaRef('Error'), { properties: { error: { const: code } } }] } } } };
+}
+
+/** The body of every error answer (src/http/errors.ts). */
+const ERROR_SCHEMA = {
+  type: 'object',
+  required: ['error', 'error_description'],
+  properties: {
+    error: { type: 'string', description: 'an OAuth-style error code' },
+    error_description: { type: 'string' },
+    field: { type: 'string', description: 'the body field, query parameter or header the error is about' },
+  },
+};
+
+/** An audit log entry (src/audit/log.ts): the keys are checked against AuditEntry by the compiler. */
+const AUDIT_ENTRY_FIELDS: Record<keyof AuditFields | 'id' | 'createdAt', Schema> = {
+  id: { type: 'integer', minimum: 1 },
+  createdAt: dateTime,
+  endpoint: { type: 'string', description: 'the request path as sent' },
+  method: { type: 'string' },
+  requestSummary: { type: 'object', description: 'how credentials were presented, parameter names, non-secret values, status and error code; never a secret' },
+  policyInput: { description: 'the input of the policy decision, or null' },
+  policyDecision: { description: "the policy engine's decision, or null" },
+  outcome: { enum: ['allow', 'deny', 'error'] },
+  tenantId: nullableString,
+  clientId: nullableString,
+  subjectId: nullableString,
+  ip: nullableString,
+  userAgent: nullableString,
+  requestId: { ...nullableString, description: 'the X-Request-ID of the request' },
+};
+const AUDIT_ENTRY_SCHEMA = { type: 'object', required: Object.keys(AUDIT_ENTRY_FIELDS), properties: AUDIT_ENTRY_FIELDS };
+
+const AUDIT_PAGE_FIELDS: Record<keyof AuditPage, Schema> = {
+  content: { type: 'array', items: schemaRef('AuditEntry') },
+  totalElements: { type: 'integer', minimum: 0 },
+  totalPages: { type: 'integer', minimum: 0 },
+  number: { type: 'integer', minimum: 0, description: 'this page, from 0' },
+  size: { type: 'integer', minimum: 1 },
+};
+const AUDIT_PAGE_SCHEMA = { type: 'object', required: Object.keys(AUDIT_PAGE_FIELDS), properties: AUDIT_PAGE_FIELDS };
+
+const point = { enum: [...DECISION_POINTS] };
+const verdict = { enum: ['allow', 'deny', 'none', 'error'], description: 'none: the engine has no policy for the request' };
+const strings = { type: 'array', items: { type: 'string' } };
+const { $id: _resultId, ...decisionResult } = RESULT_SCHEMA;
+
+/** The decision playground and the replay (src/admin/decisions.ts, src/policy/explain.ts). */
+const DECISION_SCHEMAS: Record<string, Schema> = {
+  DecisionRequest: {
+    type: 'object',
+    additionalProperties: false,
+    required: ['point', 'input'],
+    properties: {
+      point,
+      input: { type: 'object', description: "the point's policy input (docs/policy.md); `tenant` and `time` are filled in when absent" },
+      tenantId: { type: ['string', 'null'] },
+    },
+  },
+  DecisionResult: decisionResult,
+  DecisionExplanation: {
+    type: 'object',
+    required: ['point', 'decision', 'engines'],
+    properties: {
+      point,
+      decision: schemaRef('DecisionResult'),
+      engineError: { type: 'string', description: 'why the decision failed closed' },
+      engines: {
+        type: 'object',
+        required: ['rego', 'cedar'],
+        properties: {
+          rego: { type: 'object', required: ['verdict', 'rules', 'trace'], properties: { verdict, reason: { type: 'string' }, rules: { type: 'array', items: { type: 'object', required: ['rule', 'location'], properties: { rule: { type: 'string' }, location: { type: 'string' } } } }, trace: { ...strings, description: "the start of OPA's trace" } } },
+          cedar: { type: 'object', required: ['verdict', 'policies', 'errors'], properties: { verdict, reason: { type: 'string' }, policies: { type: 'array', items: { type: 'object', required: ['id', 'text'], properties: { id: { type: 'string' }, text: { type: 'string' } } } }, errors: strings } },
+        },
+      },
+    },
+  },
+  PolicyRevision: { type: 'object', required: ['store', 'opa'], properties: { store: { type: 'string' }, opa: { type: ['string', 'null'] } }, description: 'the bundle revision the store holds and the one OPA serves' },
+  Replay: {
+    type: 'object',
+    required: ['entryId', 'point', 'then', 'now', 'changed', 'differences', 'policyRevision'],
+    properties: {
+      entryId: { type: 'integer' },
+      point: { oneOf: [point, { type: 'array', items: point }] },
+      then: { oneOf: [{ type: 'object' }, { type: 'array', items: { type: 'object' } }], description: 'the audited decision(s)' },
+      now: { oneOf: [schemaRef('DecisionExplanation'), { type: 'array', items: schemaRef('DecisionExplanation') }] },
+      changed: { type: 'boolean' },
+      differences: { type: 'array', items: { type: 'object', required: ['field', 'then', 'now'], properties: { field: { type: 'string' }, then: {}, now: {} } } },
+      policyRevision: schemaRef('PolicyRevision'),
+    },
+  },
+};
+
+function idParameter() {
+  return { name: 'id', in: 'path', required: true, schema: { type: 'integer', minimum: 1 } };
+}
+
+function keySchema(definition: CollectionDefinition): Schema {
+  return definition.pathKey === 'id' ? { type: 'integer', minimum: 1 } : propertiesOf(definition)[definition.pathKey];
+}
+
+/** Unique fields an operator's body can collide on (an issued token's digest is random). */
+function conflictFields(definition: CollectionDefinition): string[] {
+  return definition.uniqueFields.filter((field) => field !== definition.issuedToken?.digestField);
+}
+
+function propertiesOf(definition: CollectionDefinition): Record<string, Schema> {
+  return (definition.schema as { properties: Record<string, Schema> }).properties;
+}
+
+function requiredOf(definition: CollectionDefinition): string[] {
+  return (definition.schema as { required?: string[] }).required ?? [];
+}
+
+function tenantIdSchema(): Schema {
+  const { pattern } = propertiesOf(COLLECTIONS[0]).tenantId as { pattern: string };
+  return { type: 'string', pattern };
+}
+
+/** `identity-providers` → `IdentityProvider`. */
+function schemaName(definition: CollectionDefinition): string {
+  return pascal(definition.path).replace(/s$/, '');
+}
+
+/** `identity-providers` → `identity provider`. */
+function nounOf(definition: CollectionDefinition): string {
+  return definition.path.replace(/-/g, ' ').replace(/s$/, '');
+}
+
+function pascal(path: string): string {
+  return path.replace(/(^|-)(\w)/g, (_, _dash: string, letter: string) => letter.toUpperCase());
+}
+
+function schemaOfValue(value: unknown): Schema {
+  if (value === null) return { type: 'null' };
+  if (Number.isInteger(value)) return { type: 'integer' };
+  return { type: typeof value };
+}
