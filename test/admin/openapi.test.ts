@@ -23,6 +23,8 @@ interface Answer {
 }
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'patch', 'options', 'head', 'trace'];
+/** Small enough that the 413 of every operation with a body is cheap to provoke; the examples fit well inside. */
+const MAX_BODY_BYTES = 16384;
 
 /**
  * GET /admin/api/openapi.json: a valid OpenAPI 3.1 document of exactly the routes the Admin
@@ -39,7 +41,7 @@ describe('Admin API OpenAPI document', function () {
 
   before(async function () {
     // Its own server, so that the examples' numeric references name the first record of each collection.
-    server = await startTestServer();
+    server = await startTestServer({ MAX_BODY_BYTES: String(MAX_BODY_BYTES) });
     await server.waitUntilReady();
     const response = await server.admin('GET', '/openapi.json');
     expect(response.status).to.equal(200);
@@ -147,6 +149,7 @@ describe('Admin API OpenAPI document', function () {
       }
       if (operation.responses['404'] && documented.path.includes('{')) problems.push(check(documented, await call(documented, { body: example, unknownRecord: true }), 404));
       if (operation.responses['409'] && isCreate(documented)) problems.push(check(documented, await call(documented, { body: example }), 409));
+      if (operation.responses['413']) problems.push(check(documented, await call(documented, { body: { ...example, padding: 'x'.repeat(MAX_BODY_BYTES) } }), 413));
       if (operation.responses['415']) problems.push(check(documented, await call(documented, { body: example, contentType: 'text/plain' }), 415));
       return problems.filter((problem): problem is string => problem !== null);
     }
