@@ -20,7 +20,22 @@ export function whenUnauthorized(handler: () => void): void {
 }
 
 /** One Admin API call: the key and the chosen tenant as headers, JSON both ways. */
-export async function api<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+export function api<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  return call<T>(method, path, body, onUnauthorized);
+}
+
+/** Whether the API accepts `key` (one harmless read); a refusal here signs no one out. */
+export async function keyIsAccepted(): Promise<boolean> {
+  try {
+    await call('GET', '/audit-logs?size=1', undefined, () => {});
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return false;
+    throw error;
+  }
+}
+
+async function call<T>(method: string, path: string, body: unknown, unauthorized: () => void): Promise<T> {
   const headers: Record<string, string> = { 'X-Admin-API-Key': session.key() ?? '' };
   if (session.tenant()) headers['X-Tenant-Id'] = session.tenant();
   if (body !== undefined) headers['Content-Type'] = 'application/json';
@@ -28,7 +43,7 @@ export async function api<T = unknown>(method: string, path: string, body?: unkn
   const text = await response.text();
   const parsed = text ? parseJson(text) : undefined;
   if (response.ok) return parsed as T;
-  if (response.status === 401) onUnauthorized();
+  if (response.status === 401) unauthorized();
   const problem = (parsed ?? {}) as { error?: string; error_description?: string; field?: string };
   throw new ApiError(response.status, problem.error ?? 'error', problem.error_description ?? `the server answered ${response.status}`, problem.field);
 }

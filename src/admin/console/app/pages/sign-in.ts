@@ -1,4 +1,4 @@
-import { api } from '../api.js';
+import { keyIsAccepted } from '../api.js';
 import { h, replace, say, statusLine } from '../dom.js';
 import { session } from '../session.js';
 
@@ -19,13 +19,13 @@ export function signInPage(root: HTMLElement, signedIn: () => void, notice?: str
     if (!key.value) return say(status, 'Enter the Admin API key.', 'error');
     session.signIn(key.value);
     try {
-      await api('GET', '/audit-logs?size=1');
-      signedIn();
+      if (await keyIsAccepted()) return signedIn();
+      say(status, 'That key is not valid.', 'error');
     } catch (error) {
-      session.signOut();
-      say(status, (error as { status?: number }).status === 401 ? 'That key is not valid.' : (error as Error).message, 'error');
-      key.focus();
+      say(status, (error as Error).message, 'error');
     }
+    session.signOut();
+    key.focus();
   });
   replace(root, h('header', { class: 'banner' }, h('h1', {}, 'Arbiter console')), h('main', { id: 'main', class: 'sign-in' }, form));
   if (notice) say(status, notice, 'error');

@@ -1,0 +1,317 @@
+import { expect } from 'chai';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { axeViolations, launchChromium, loopbackContext, recordCspViolations, recordRequests } from '../support/browser.js';
+import { basic, postForm } from '../support/oauth.js';
+import { rawRequest } from '../support/raw-http.js';
+import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
+
+const ARTIFACTS = join('test-artifacts', 'console');
+
+/** What the page shows as focused: enough to follow keyboard navigation. */
+const FOCUSED = `(() => {
+  const element = document.activeElement;
+  return { id: element.id, tag: element.tagName, text: (element.textContent || '').trim(), inNavigation: !!element.closest('nav[aria-label="Main"]') };
+})()`;
+
+interface Focused {
+  id: string;
+  tag: string;
+  text: string;
+  inNavigation: boolean;
+}
+
+/**
+ * The operators' console as a person uses it, in Debian's Chromium: sign in with the Admin API
+ * key, add an identity provider and a client, break a Rego rule and see the engine's error, fix
+ * it and see the revision OPA serves, then find a refused request in the audit log and ask why.
+ * Along the way: the strict CSP holds (no violation), the key is never in a URL or the log, and
+ * every page passes axe and can be used from the keyboard. Screenshots go to test-artifacts/console/.
+ */
+describe('Operators\' console at /admin, in Chromium', function () {
+  let server: TestServer;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let requested: string[];
+  let violations: string[];
+  const logLines: string[] = [];
+  let shot = 0;
+
+  before(async function () {
+    mkdirSync(ARTIFACTS, { recursive: true });
+    // Its own server: the journey changes the policy bundle. Info-level logs, to look for the key in them.
+    server = await startTestServer({ LOG_LEVEL: 'info' }, { logStream: { write: (line: string) => void logLines.push(line) } });
+    await server.waitUntilReady();
+    browser = await launchChromium();
+    context = await loopbackContext(browser);
+    requested = recordRequests(context);
+    violations = await recordCspViolations(context);
+    page = await context.newPage();
+  });
+
+  after(async function () {
+    await context?.close();
+    await browser?.close();
+    await server?.close();
+  });
+
+  async function screenshot(name: string): Promise<void> {
+    shot += 1;
+    await page.screenshot({ path: join(ARTIFACTS, `${String(shot).padStart(2, '0')}-${name}.png`), fullPage: true });
+  }
+
+  const focused = () => page.evaluate(FOCUSED) as Promise<Focused>;
+
+  /** Presses Tab until `reached` holds for the focused element; fails after `limit` presses. */
+  async function tabUntil(reached: (focus: Focused) => boolean, limit = 20): Promise<Focused> {
+    for (let presses = 0; presses < limit; presses += 1) {
+      await page.keyboard.press('Tab');
+      const focus = await focused();
+      if (reached(focus)) return focus;
+    }
+    throw new Error(`Tab did not reach the element within ${limit} presses (last: ${JSON.stringify(await focused())})`);
+  }
+
+  async function expectAccessible(what: string): Promise<void> {
+    const found = await axeViolations(page);
+    expect(found, `${what}: ${JSON.stringify(found, null, 2)}`).to.deep.equal([]);
+  }
+
+  async function openPage(title: string): Promise<void> {
+    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: title, exact: true }).click();
+    await page.getByRole('heading', { level: 2, name: title }).waitFor();
+  }
+
+  const form = () => page.locator('form.record-form');
+  const field = (name: string) => form().locator(`[name="${name}"]`);
+  const errorOf = (name: string) => form().locator(`.field:has([name="${name}"]) .field-error`);
+
+  describe('serving', function () {
+    it('serves the page and its assets with the strict CSP, their content types and revalidation', async function () {
+      for (const [path, type] of [
+        ['/admin', 'text/html; charset=utf-8'],
+        ['/admin/assets/console.js', 'text/javascript; charset=utf-8'],
+        ['/admin/assets/console.css', 'text/css; charset=utf-8'],
+        ['/admin/assets/icon.svg', 'image/svg+xml'],
+      ]) {
+        const response = await server.request(path);
+        expect(response.status, path).to.equal(200);
+        expect(response.headers.get('content-type'), path).to.equal(type);
+        const csp = response.headers.get('content-security-policy') ?? '';
+        expect(csp, path).to.contain("default-src 'none'").and.contain("script-src 'self'").and.contain("frame-ancestors 'none'");
+        expect(csp, path).not.to.contain('unsafe-inline').and.not.to.contain('unsafe-eval');
+        expect(response.headers.get('cache-control'), path).to.equal('no-cache');
+        const etag = response.headers.get('etag');
+        expect(etag, path).to.be.a('string');
+        // Raw HTTP: fetch would add Cache-Control: no-cache to a conditional request, which forbids a 304.
+        const again = await rawRequest(server.url, { path, headers: { 'If-None-Match': etag! } });
+        expect(again.status, `${path} revalidated`).to.equal(304);
+      }
+      const html = await (await server.request('/admin')).text();
+      expect(html).not.to.match(/<script(?![^>]*\bsrc=)[^>]*>/, 'no inline script');
+      expect(html).not.to.contain('style=');
+    });
+
+    it('answers every other asset path with a JSON 404, the file system out of reach', async function () {
+      for (const path of ['/admin/assets/nope.js', '/admin/assets/../../package.json', '/admin/assets/%2e%2e/%2e%2e/package.json', '/admin/assets/..%2f..%2fpackage.json', '/admin/assets/', '/admin/assets/build.ts', '/admin/assets/app/main.ts']) {
+        // Raw HTTP: the path goes out byte for byte (fetch would resolve the dot segments itself).
+        const response = await rawRequest(server.url, { path });
+        const text = response.text;
+        expect(response.status, path).to.equal(404);
+        expect(JSON.parse(text).error, path).to.equal('not_found');
+        expect(text, path).not.to.contain('"dependencies"');
+      }
+      const posted = await server.request('/admin', { method: 'POST' });
+      expect(posted.status).to.equal(405);
+    });
+  });
+
+  describe('the journey', function () {
+    it('refuses a wrong key, then signs in with the keyboard alone (Tab to the field, Enter submits)', async function () {
+      await page.goto(`${server.url}/admin`);
+      await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+      await screenshot('sign-in');
+      await expectAccessible('sign-in page');
+
+      await page.evaluate('document.activeElement && document.activeElement.blur()');
+      await tabUntil((focus) => focus.id === 'admin-key');
+      await page.keyboard.type('not-the-key');
+      await page.keyboard.press('Enter');
+      await page.getByText('That key is not valid.').waitFor();
+
+      await page.keyboard.press('Control+A');
+      await page.keyboard.type(ADMIN_KEY);
+      await page.keyboard.press('Enter');
+      await page.getByRole('navigation', { name: 'Main' }).waitFor();
+      expect(await page.evaluate('sessionStorage.getItem("arbiter.console.adminKey")')).to.equal(ADMIN_KEY);
+      expect(await page.evaluate('JSON.stringify(localStorage)')).not.to.contain(ADMIN_KEY);
+    });
+
+    it('reaches the main navigation with Tab and follows a link with Enter', async function () {
+      await page.evaluate('document.activeElement && document.activeElement.blur()');
+      const link = await tabUntil((focus) => focus.inNavigation && focus.text === 'Clients');
+      expect(link.tag).to.equal('A');
+      await page.keyboard.press('Enter');
+      await page.getByRole('heading', { level: 2, name: 'Clients' }).waitFor();
+    });
+
+    it('adds an identity provider, showing the API\'s validation error next to the field first', async function () {
+      await openPage('Identity providers');
+      await page.getByRole('button', { name: 'New identity provider' }).click();
+      await field('issuer').fill('ftp://idp.example.test');
+      await field('name').fill('Example IdP');
+      await field('clientId').fill('arbiter-at-example');
+      await field('clientSecret').fill('upstream-secret-value');
+      await form().getByRole('button', { name: 'Save' }).click();
+      await errorOf('issuer').waitFor();
+      expect(await errorOf('issuer').textContent()).to.contain('issuer must match');
+      expect(await field('issuer').getAttribute('aria-invalid')).to.equal('true');
+      await screenshot('identity-provider-error');
+
+      await field('issuer').fill('https://idp.example.test');
+      await field('clientSecret').fill('upstream-secret-value');
+      await form().getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('row', { name: /https:\/\/idp\.example\.test/ }).waitFor();
+      await screenshot('identity-provider-added');
+
+      const stored = (await server.admin('GET', '/identity-providers')).body as any[];
+      const idp = stored.find((record) => record.issuer === 'https://idp.example.test');
+      expect(idp).to.include({ name: 'Example IdP', clientId: 'arbiter-at-example', enabled: true });
+      expect(JSON.stringify(idp)).not.to.contain('upstream-secret-value');
+    });
+
+    it('adds a confidential client whose secret the browser hashes: the secret then works at /token', async function () {
+      await openPage('Clients');
+      await page.getByRole('button', { name: 'New client' }).click();
+      await field('clientId').fill('console-app');
+      await field('clientType').selectOption('confidential');
+      await field('clientSecret').fill('console-secret-value');
+      await field('scopes').fill('read\nprofile');
+      await form().getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('row', { name: /console-app/ }).waitFor();
+      await screenshot('client-added');
+
+      const granted = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('console-app', 'console-secret-value') });
+      expect(granted.status, JSON.stringify(granted.body)).to.equal(200);
+      expect(granted.body.scope).to.equal('read');
+      expect(requested.join('\n')).not.to.contain('console-secret-value');
+    });
+
+    it('shows the engine\'s parse error of a broken Rego rule before and on saving, and stores nothing', async function () {
+      await openPage('Policy rules');
+      await page.getByRole('button', { name: 'New policy rule' }).click();
+      await field('kind').selectOption('rego');
+      await field('path').fill('arbiter/console_demo.rego');
+      await field('content').fill('package arbiter.console_demo\n\nimport rego.v1\n\nallow if {\n');
+
+      await form().getByRole('button', { name: 'Check with the engine' }).click();
+      await errorOf('content').waitFor();
+      expect(await errorOf('content').textContent()).to.contain('rego_parse_error');
+      await screenshot('rego-check-error');
+
+      await form().getByRole('button', { name: 'Save' }).click();
+      await page.getByText('Not saved: see Content.').waitFor();
+      expect(await errorOf('content').textContent()).to.contain('rego_parse_error');
+      const rules = (await server.admin('GET', '/policy-rules')).body as any[];
+      expect(rules.map((rule) => rule.path)).not.to.include('arbiter/console_demo.rego');
+    });
+
+    it('saves the fixed rule and shows the bundle revision OPA then serves', async function () {
+      const before = await (await server.request('/healthz')).json();
+      await field('content').fill('package arbiter.console_demo\n\nimport rego.v1\n\nallow := true\n');
+      await form().getByRole('button', { name: 'Check with the engine' }).click();
+      await form().getByText('Valid: the server would accept this.').waitFor();
+      await form().getByRole('button', { name: 'Save' }).click();
+
+      const served = page.getByText(/OPA now serves bundle revision (\S+)\./);
+      await served.waitFor({ timeout: 30_000 });
+      const revision = /revision (\S+)\./.exec((await served.textContent())!)![1];
+      const health = await (await server.request('/healthz')).json();
+      expect(health.policyRevision).to.deep.equal({ store: revision, opa: revision });
+      expect(revision).not.to.equal(before.policyRevision.store);
+      await page.getByRole('row', { name: /arbiter\/console_demo\.rego/ }).waitFor();
+      await screenshot('rego-saved-revision');
+    });
+
+    it('finds the audit entry of a refused /token request and explains why it was refused', async function () {
+      const refused = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'admin' }, { Authorization: basic('console-app', 'console-secret-value') });
+      expect(refused.status, JSON.stringify(refused.body)).to.equal(400);
+      expect(refused.body.error).to.equal('invalid_scope');
+
+      await openPage('Audit log');
+      await page.getByLabel('Endpoint').fill('/token');
+      await page.getByLabel('Client ID').fill('console-app');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.getByText('2 entries.').waitFor();
+      const deniedRow = page.locator('tbody tr', { has: page.locator('td.outcome.deny') });
+      expect(await deniedRow.count()).to.equal(1);
+      await screenshot('audit-filtered');
+
+      await deniedRow.getByRole('button', { name: /Why\?/ }).click();
+      const why = page.locator('section.why');
+      await why.getByRole('heading', { name: /Why\? Entry/ }).waitFor();
+      await why.locator('.replay').waitFor();
+      const explanation = (await why.textContent()) ?? '';
+      expect(explanation).to.contain('Then: refused: invalid_scope');
+      expect(explanation).to.contain('Rego (OPA)');
+      await screenshot('audit-why');
+      await expectAccessible('audit log with an explanation');
+    });
+
+    it('decides an input in the playground and shows each engine\'s verdict', async function () {
+      await openPage('Decision playground');
+      await page.getByLabel('Input (JSON)').fill('{ not json');
+      await page.getByRole('button', { name: 'Decide' }).click();
+      await page.getByText(/Input is not valid JSON/).waitFor();
+
+      await page.getByLabel('Decision point').selectOption('token');
+      await page.getByLabel('Input (JSON)').fill(JSON.stringify({
+        request: { grant_type: 'client_credentials', scopes: ['admin'], authorization_details: [] },
+        client: { client_id: 'console-app', client_type: 'confidential', registration_type: 'admin', scopes: ['read', 'profile'], granted_resources: [] },
+      }));
+      await page.getByRole('button', { name: 'Decide' }).click();
+      const answer = page.locator('section.answer .explanation');
+      await answer.waitFor();
+      const text = (await answer.textContent()) ?? '';
+      expect(text).to.contain('Decision at token: refused');
+      expect(text).to.contain('Rego (OPA)').and.contain('Cedar');
+      await screenshot('playground');
+    });
+  });
+
+  describe('every page', function () {
+    it('has no serious or critical axe violation, with its form open where it has one', async function () {
+      const titles = await page.getByRole('navigation', { name: 'Main' }).getByRole('link').allTextContents();
+      expect(titles).to.have.length(11);
+      for (const title of titles) {
+        await openPage(title);
+        await page.locator('main table, main p:not(.status):not(.hint), main form').first().waitFor();
+        await expectAccessible(title);
+        const create = page.getByRole('button', { name: /^New / });
+        if (await create.count()) {
+          await create.click();
+          await form().waitFor();
+          await expectAccessible(`${title}, form open`);
+        }
+      }
+    });
+
+    it('never put the key in a URL or a log line, and the CSP was never violated', async function () {
+      expect(requested.length).to.be.greaterThan(20);
+      for (const url of requested) expect(url).not.to.contain(ADMIN_KEY).and.not.to.contain(encodeURIComponent(ADMIN_KEY));
+      expect(logLines.length, 'the server logged at info level').to.be.greaterThan(0);
+      for (const line of logLines) expect(line).not.to.contain(ADMIN_KEY);
+      expect(violations).to.deep.equal([]);
+    });
+
+    it('would have noticed a CSP violation (an inline script is refused and reported)', async function () {
+      await page.evaluate(`(() => { const script = document.createElement('script'); script.textContent = 'window.inlineRan = true'; document.body.append(script); })()`);
+      const deadline = Date.now() + 5_000;
+      while (violations.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(violations.join('\n')).to.contain('script-src');
+      expect(await page.evaluate('window.inlineRan === true')).to.equal(false);
+    });
+  });
+});
