@@ -76,6 +76,7 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts) {
     sealer,
     maxBodyBytes: config.maxBodyBytes,
     audit,
+    policy,
     // Each file on its own first (its syntax, its package), then the bundle it would make as a whole.
     checks: {
       'policy-rules': async (rule, { tenantId, existing }) =>

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { SORTABLE_FIELDS, type AuditLog } from '../audit/index.js';
+import { SORTABLE_FIELDS, type AuditEntry, type AuditLog } from '../audit/index.js';
 import { badRequest, notFound } from '../http/errors.js';
 
 const MAX_PAGE_SIZE = 1000;
@@ -24,10 +24,15 @@ export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: 
     });
   });
   router.get('/audit-logs/:id', async (ctx) => {
-    const entry = /^\d{1,15}$/.test(ctx.params.id) ? await audit.get(Number(ctx.params.id)) : null;
-    if (!entry || !(allTenants(ctx) || entry.tenantId === tenantOf(ctx))) throw notFound(`no audit log entry ${JSON.stringify(ctx.params.id)} in this tenant`);
-    ctx.body = entry;
+    ctx.body = await auditEntryOf(ctx, audit, tenantOf);
   });
+}
+
+/** The entry named by the path's `:id`, if the call may see it (its tenant, or allTenants=true); else a 404. */
+export async function auditEntryOf(ctx: Context & { params: Record<string, string> }, audit: AuditLog, tenantOf: (ctx: Context) => string | null): Promise<AuditEntry> {
+  const entry = /^\d{1,15}$/.test(ctx.params.id) ? await audit.get(Number(ctx.params.id)) : null;
+  if (!entry || !(allTenants(ctx) || entry.tenantId === tenantOf(ctx))) throw notFound(`no audit log entry ${JSON.stringify(ctx.params.id)} in this tenant`);
+  return entry;
 }
 
 function allTenants(ctx: Context): boolean {

@@ -59,6 +59,27 @@ export class AdminRecords {
     return issued ? { ...created, ...issued } : created;
   }
 
+  /**
+   * The checks `create` makes, without writing. A record with the same unique key (a rule's
+   * path, a data entry's key) is the one the body would replace, so an edit checks as the
+   * replace it becomes; a unique-key conflict of a create is found only on write (409).
+   */
+  async checkWithoutWriting(tenantId: string | null, body: unknown): Promise<void> {
+    const existing = await this.sameKeyed(tenantId, body);
+    await this.validate(tenantId, body, existing ?? undefined);
+  }
+
+  private async sameKeyed(tenantId: string | null, body: unknown): Promise<AdminRecord | null> {
+    if (typeof body !== 'object' || body === null) return null;
+    for (const field of this.definition.uniqueFields) {
+      const value = (body as Record<string, unknown>)[field];
+      if (typeof value !== 'string' && typeof value !== 'number') continue;
+      const found = await this.collection(tenantId).findOne({ [field]: value });
+      if (found) return found;
+    }
+    return null;
+  }
+
   /** A collection that issues bearer tokens stores the digest; the value is returned this once. */
   private issueToken(fields: Record<string, unknown>): Record<string, string> | null {
     const issued = this.definition.issuedToken;

@@ -5,6 +5,7 @@ import { readJsonBody } from '../http/body.js';
 import { badRequest } from '../http/errors.js';
 import { isTenantId } from '../tenancy/index.js';
 import { auditLogRoutes } from './audit-routes.js';
+import { decisionRoutes, type DecisionRouteOptions } from './decisions.js';
 import { ADMIN_PREFIX } from './gate.js';
 import { COLLECTIONS, type CollectionDefinition } from './collections.js';
 import { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
@@ -14,6 +15,8 @@ export interface AdminOptions {
   sealer: import('../store/index.js').Sealer;
   maxBodyBytes: number;
   audit: AuditLog;
+  /** The decision playground's engine (POST /decisions, POST /audit-logs/{id}/replay). */
+  policy: DecisionRouteOptions['policy'];
   /** Extra checks per collection path (e.g. policy-rules → the engine's parse check). */
   checks?: Record<string, RecordCheck>;
   /** Extra response fields per collection path (e.g. policy-data → inBundle). */
@@ -30,6 +33,7 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
   // Exact spelling only: every other spelling is refused by the gate in front (see gate.ts).
   const router = new Router({ prefix: ADMIN_PREFIX, sensitive: true, strict: true });
   auditLogRoutes(router, options.audit, (ctx) => tenantOf(ctx));
+  decisionRoutes(router, { policy: options.policy, audit: options.audit, maxBodyBytes: options.maxBodyBytes, tenantOf });
   for (const definition of COLLECTIONS) {
     const records = new AdminRecords(store, definition, options.sealer, options.checks?.[definition.path]);
     collectionRoutes(router, records, options);
@@ -60,6 +64,13 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
       ctx.body = show(existing ? await records.replace(tenantId, existing, fields) : await records.create(tenantId, fields));
     });
   }
+
+  // The checks of a create (schema, references, the engine's parse and bundle checks), nothing stored.
+  router.post(`/${path}/validate`, async (ctx) => {
+    const parsed = await body(ctx);
+    await records.checkWithoutWriting(tenantOf(ctx, parsed), parsed);
+    ctx.body = { valid: true };
+  });
 
   router.get(`/${path}/:key`, async (ctx) => {
     ctx.body = show(await records.get(tenantOf(ctx), ctx.params.key));

@@ -3,14 +3,14 @@ import type { AuditFacts } from './middleware.js';
 
 /**
  * Tells the request's audit entry which decision(s) it asked for: the input, what each engine
- * said (and why none could), and the outcome. A request that asks several questions (one per
- * UMA permission) records them all, in order.
+ * said (and why none could), the decision point (for a replay), and the outcome. A request that
+ * asks several questions (one per UMA permission) records them all, in order.
  */
 export function recordDecision(state: Record<string, unknown>, ...outcomes: DecisionOutcome[]): void {
   const audit = state.audit as AuditFacts | undefined;
   if (!audit || outcomes.length === 0) return;
   const [first] = outcomes;
-  const decisions = outcomes.map((outcome) => ({ ...outcome.decision, ...(outcome.engines ? { engines: outcome.engines } : {}), ...(outcome.engineError ? { engineError: outcome.engineError } : {}) }));
+  const decisions = outcomes.map((outcome) => ({ ...outcome.decision, point: outcome.point, ...(outcome.engines ? { engines: outcome.engines } : {}), ...(outcome.engineError ? { engineError: outcome.engineError } : {}) }));
   audit.policyInput = outcomes.length === 1 ? first.input : outcomes.map((outcome) => outcome.input);
   audit.policyDecision = outcomes.length === 1 ? decisions[0] : decisions;
   audit.outcome = outcomes.some((outcome) => outcome.engineError) ? 'error' : outcomes.some((outcome) => outcome.decision.allow) ? 'allow' : 'deny';

@@ -88,8 +88,13 @@ export function authzenRouter(deps: AuthzenDeps): Middleware {
   return routesWithMethods(router);
 }
 
-function metadata(pdp: string): Record<string, string> {
-  return { policy_decision_point: pdp, ...Object.fromEntries(Object.entries(AUTHZEN_PATHS).map(([field, path]) => [field, `${pdp}${path}`])) };
+/**
+ * PDP metadata (§9). `capabilities` lists registered URNs of the AuthZEN PDP Capabilities
+ * registry; Arbiter uses none of them (its paging keys and semantics are the base spec's), so the
+ * list is empty rather than absent: a PEP can tell "none" from "not said".
+ */
+function metadata(pdp: string): Record<string, unknown> {
+  return { policy_decision_point: pdp, ...Object.fromEntries(Object.entries(AUTHZEN_PATHS).map(([field, path]) => [field, `${pdp}${path}`])), capabilities: [] };
 }
 
 /**

@@ -31,6 +31,8 @@ export interface CedarOutputs {
 interface CompiledPolicy {
   annotations: Annotations;
   action: ActionConstraint;
+  /** The policy's source, shown by the Admin decision playground. */
+  text: string;
 }
 
 interface CompiledSet {
@@ -53,6 +55,13 @@ export class CedarDriver {
     } catch (error) {
       return { kind: 'failed', reason: `Cedar evaluation failed: ${(error as Error).message}` };
     }
+  }
+
+  /** The source of the named policies of the snapshot's set, for explaining a decision. */
+  policyTexts(snapshot: PolicySnapshot, ids: string[]): { id: string; text: string }[] {
+    const set = this.compiledFor(snapshot);
+    if (set instanceof Error) return [];
+    return ids.map((id) => ({ id, text: set.policies.get(id)?.text ?? '' }));
   }
 
   private compiledFor(snapshot: PolicySnapshot): CompiledSet | Error {
@@ -81,7 +90,7 @@ function compile(snapshot: PolicySnapshot): CompiledSet | Error {
       const parsed = cedar.policyToJson(text);
       if (parsed.type === 'failure') return new Error(`Cedar rule ${rule.path} is invalid: policy #${index} cannot be converted: ${formatCedarErrors(parsed.errors, text)}`);
       const id = uniqueId(parsed.json.annotations?.id ?? `${rule.path}#${index}`, policies);
-      policies.set(id, { annotations: parsed.json.annotations ?? {}, action: parsed.json.action });
+      policies.set(id, { annotations: parsed.json.annotations ?? {}, action: parsed.json.action, text });
       texts[id] = text;
     }
   }

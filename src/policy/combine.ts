@@ -18,14 +18,15 @@ export function combine(point: DecisionPoint, input: DecisionInput, rego: RegoVe
     ...(cedarVerdict.kind === 'decided' && cedarVerdict.policies.length ? { cedarPolicies: cedarVerdict.policies } : {}),
   };
   const failure = rego.kind === 'failed' ? rego.reason : cedarVerdict.kind === 'failed' ? cedarVerdict.reason : null;
-  if (failure) return { ...failClosed(input, failure), engines };
+  if (failure) return { ...failClosed(point, input, failure), engines };
   const decision = decisionOf(rego, cedarVerdict);
-  if (!decision) return { ...failClosed(input, `no policy decision for ${point} (data.arbiter.${point}.decision is undefined and no Cedar policy applies)`), engines };
-  return { decision, input, engines };
+  if (!decision) return { ...failClosed(point, input, `no policy decision for ${point} (data.arbiter.${point}.decision is undefined and no Cedar policy applies)`), engines };
+  return { point, decision, input, engines };
 }
 
-export function failClosed(input: DecisionInput, reason: string): DecisionOutcome {
+export function failClosed(point: DecisionPoint, input: DecisionInput, reason: string): DecisionOutcome {
   return {
+    point,
     decision: { allow: false, error: ENGINE_FAILURE_ERROR, error_description: 'the policy engine could not decide this request; try again later' },
     input,
     engineError: reason,

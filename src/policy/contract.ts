@@ -268,6 +268,8 @@ export interface PointInputs {
  * then a deny with error `temporarily_unavailable`, and audit should record outcome "error".
  */
 export interface DecisionOutcome {
+  /** The decision point asked (kept in the audit entry, so that the decision can be replayed). */
+  point: DecisionPoint;
   decision: Decision;
   input: DecisionInput;
   engineError?: string;

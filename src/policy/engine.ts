@@ -11,6 +11,7 @@ import { valueAt } from './data-tree.js';
 import { resolveOpaBinary } from './opa-binary.js';
 import { OpaDriver } from './opa-driver.js';
 import { ManagedOpa, OPA_BUNDLE_NAME } from './opa-process.js';
+import { explanationOf, type DecisionExplanation } from './explain.js';
 import { checkInput } from './schemas.js';
 import { PolicySnapshots } from './snapshots.js';
 import { validateRule, type RuleKind } from './validate-rule.js';
@@ -22,6 +23,8 @@ export interface PolicyEngine {
   decide(point: DecisionPoint, input: DecisionInput): Promise<DecisionOutcome>;
   /** The same point for many inputs, in order, with one OPA round trip for all of them (AuthZEN batches and searches). */
   decideAll(point: DecisionPoint, inputs: DecisionInput[]): Promise<DecisionOutcome[]>;
+  /** The decision as `decide` makes it, with each engine's verdict and why: Rego rules and trace, Cedar policies (Admin playground). */
+  explain(point: DecisionPoint, input: DecisionInput): Promise<DecisionExplanation>;
   /** OPA has activated the bundle (for /healthz). */
   isReady(): Promise<boolean>;
   /** The bundle revision the store holds now and the one OPA has activated (null: none yet), for /healthz. */
@@ -154,6 +157,15 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     }
   }
 
+  async explain(point: DecisionPoint, input: DecisionInput): Promise<DecisionExplanation> {
+    const problem = checkInput(point, input);
+    const invalid = { kind: 'failed', reason: `invalid decision input for ${point}: ${problem}` } as const;
+    if (problem) return explanationOf(point, input, { verdict: invalid, trace: [] }, invalid, () => []);
+    const [rego, cedarVerdict] = await Promise.all([this.opa.explain(point, input), this.cedarVerdict(point, input)]);
+    const snapshot = this.parts.snapshots.lastKnown();
+    return explanationOf(point, input, rego, cedarVerdict, (ids) => (snapshot ? this.cedar.policyTexts(snapshot, ids) : []));
+  }
+
   async isReady(): Promise<boolean> {
     return this.opa.bundlesActivated();
   }
@@ -215,6 +227,6 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
 
   private failed(point: DecisionPoint, input: DecisionInput, reason: string): DecisionOutcome {
     this.parts.log.error({ point, engineError: reason }, 'policy decision failed closed');
-    return failClosed(input, reason);
+    return failClosed(point, input, reason);
   }
 }

@@ -13,3 +13,4 @@ export { isBundled, POLICY_DATA, POLICY_RULES, type PolicyDataDoc, type PolicyRu
 export { CEDAR_ENTITIES_DATA_KEY } from './cedar-driver.js';
 export type { RuleKind } from './validate-rule.js';
 export type { BundleChange } from './validate-bundle.js';
+export type { DecisionExplanation, RuleHit } from './explain.js';

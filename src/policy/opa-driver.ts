@@ -39,15 +39,34 @@ export class OpaDriver {
       // The per-decision hot path: plain node:http on the pooled agent (got's per-request option
       // handling cost a fifth of a /token request's CPU); other calls keep got.
       const response = base.startsWith('http://') ? await this.postJson(`${base}/v1/data/arbiter/${point}/decision`, { input }) : await this.viaGot(`${base}/v1/data/arbiter/${point}/decision`, { input });
-      const body = response.body as { result?: unknown; message?: unknown } | undefined;
-      if (response.statusCode !== 200) return { kind: 'failed', reason: `OPA answered ${response.statusCode}: ${String(body?.message ?? '')}`.trim() };
-      if (body === undefined || body === null || body.result === undefined) return this.undefinedVerdict();
-      const problem = checkResult(body.result);
-      if (problem) return { kind: 'failed', reason: `malformed decision from data.arbiter.${point}.decision: ${problem}` };
-      return { kind: 'decided', decision: body.result as Decision };
+      return await this.verdictOf(point, response);
     } catch (error) {
       return { kind: 'failed', reason: describeFailure(error) };
     }
+  }
+
+  /**
+   * The same decision, with OPA's trace of it (`explain=full`, as text lines `file:row | Enter …`,
+   * `Exit …`), for the Admin decision playground. Never on a protocol path: tracing is slow.
+   */
+  async explain(point: DecisionPoint, input: DecisionInput): Promise<{ verdict: RegoVerdict; trace: string[] }> {
+    try {
+      const response = await this.viaGot(`${this.baseUrl()}/v1/data/arbiter/${point}/decision?explain=full&pretty=true`, { input });
+      const explanation = (response.body as { explanation?: unknown } | undefined)?.explanation;
+      const trace = Array.isArray(explanation) ? explanation.filter((line): line is string => typeof line === 'string') : [];
+      return { verdict: await this.verdictOf(point, response), trace };
+    } catch (error) {
+      return { verdict: { kind: 'failed', reason: describeFailure(error) }, trace: [] };
+    }
+  }
+
+  private async verdictOf(point: DecisionPoint, response: { statusCode: number; body: unknown }): Promise<RegoVerdict> {
+    const body = response.body as { result?: unknown; message?: unknown } | undefined;
+    if (response.statusCode !== 200) return { kind: 'failed', reason: `OPA answered ${response.statusCode}: ${String(body?.message ?? '')}`.trim() };
+    if (body === undefined || body === null || body.result === undefined) return this.undefinedVerdict();
+    const problem = checkResult(body.result);
+    if (problem) return { kind: 'failed', reason: `malformed decision from data.arbiter.${point}.decision: ${problem}` };
+    return { kind: 'decided', decision: body.result as Decision };
   }
 
   private async viaGot(url: string, json: unknown): Promise<{ statusCode: number; body: unknown }> {

@@ -232,6 +232,7 @@ describe('AuthZEN Authorization API', function () {
         search_subject_endpoint: `${issuer}/access/v1/search/subject`,
         search_resource_endpoint: `${issuer}/access/v1/search/resource`,
         search_action_endpoint: `${issuer}/access/v1/search/action`,
+        capabilities: [],
       });
     });
 

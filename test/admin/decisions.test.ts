@@ -1,0 +1,166 @@
+import { expect } from 'chai';
+import { basic, confidentialClient, eventually, policyInForce, postForm } from '../support/oauth.js';
+import { startTestServer, type TestServer } from '../support/server.js';
+
+const CLIENT = 'playground-client';
+const FORBID_PATH = 'arbiter/playground-forbid.cedar';
+const FORBID = `@id("no-tokens-for-playground-client")
+@error("access_denied")
+@error_description("this client may not have tokens")
+forbid (principal == Arbiter::Client::"${CLIENT}", action == Arbiter::Action::"token", resource);
+`;
+
+/**
+ * The decision playground (POST /admin/api/decisions), the replay of an audited decision
+ * (POST /admin/api/audit-logs/{id}/replay) and the write-free checks of a record
+ * (POST /admin/api/{collection}/validate), against a real OPA and Cedar.
+ */
+describe('Admin API decision playground and replay', function () {
+  let server: TestServer;
+  let secret: string;
+  let allowedEntry: any;
+
+  before(async function () {
+    // Its own server: a test adds a Cedar forbid.
+    server = await startTestServer();
+    await server.waitUntilReady();
+    secret = await confidentialClient(server, CLIENT, { scopes: ['read'] });
+    const token = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic(CLIENT, secret) });
+    expect(token.status, JSON.stringify(token.body)).to.equal(200);
+    allowedEntry = (await server.admin('GET', `/audit-logs?endpoint=/token&clientId=${CLIENT}&size=1&sort=id,desc`)).body.content[0];
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  describe('POST /decisions', function () {
+    it('decides an audited input again as /token did, naming the Rego rules that made the result', async function () {
+      expect(allowedEntry.policyDecision.point).to.equal('token');
+      const response = await server.admin('POST', '/decisions', { point: 'token', input: allowedEntry.policyInput });
+      expect(response.status, JSON.stringify(response.body)).to.equal(200);
+      expect(response.body.point).to.equal('token');
+      expect(response.body.decision).to.include({ allow: true });
+      expect(response.body.decision.scopes).to.deep.equal(allowedEntry.policyDecision.scopes);
+      expect(response.body.engines.rego.verdict).to.equal('allow');
+      const rules = response.body.engines.rego.rules as { rule: string; location: string }[];
+      expect(rules.map((hit) => hit.rule)).to.include('data.arbiter.token.decision');
+      for (const hit of rules) expect(hit.location).to.match(/\.rego:\d+$/);
+      expect(response.body.engines.rego.trace).to.be.an('array').that.is.not.empty;
+      expect(response.body.engines.cedar).to.include({ verdict: 'none' });
+      expect(response.body.policyRevision).to.have.keys('store', 'opa');
+    });
+
+    it('records its own audit entry with the decision and its point, and issues nothing', async function () {
+      const before = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1')).body.totalElements;
+      await server.admin('POST', '/decisions', { point: 'token', input: allowedEntry.policyInput });
+      const entry = (await server.admin('GET', '/audit-logs?endpoint=/admin/api/decisions&size=1&sort=id,desc')).body.content[0];
+      expect(entry.policyDecision).to.include({ point: 'token', allow: true });
+      expect(entry.policyInput.client.client_id).to.equal(CLIENT);
+      expect((await server.admin('GET', '/audit-logs?endpoint=/token&size=1')).body.totalElements).to.equal(before);
+    });
+
+    it('fills in the tenant and time, and refuses an input of another tenant', async function () {
+      const { tenant, time, ...rest } = allowedEntry.policyInput;
+      expect(tenant).to.be.a('string');
+      expect(time).to.be.a('string');
+      const filled = await server.admin('POST', '/decisions', { point: 'token', input: rest });
+      expect(filled.status, JSON.stringify(filled.body)).to.equal(200);
+      const crossing = await server.admin('POST', '/decisions', { point: 'token', input: { ...rest, tenant: 'other' } });
+      expect(crossing.status).to.equal(400);
+      expect(crossing.body).to.include({ error: 'invalid_request', field: 'input.tenant' });
+    });
+
+    for (const [name, body, field] of [
+      ['an unknown point', { point: 'launch', input: {} }, 'point'],
+      ['no input', { point: 'token' }, 'input'],
+      ['an input that is not an object', { point: 'token', input: [1] }, 'input'],
+      ['an unknown field', { point: 'token', input: {}, explain: true }, 'explain'],
+      ['an input that does not fit the point', { point: 'token', input: { client: 42 } }, 'input'],
+    ] as const) {
+      it(`answers 400 naming the field for ${name}`, async function () {
+        const response = await server.admin('POST', '/decisions', body);
+        expect(response.status, JSON.stringify(response.body)).to.equal(400);
+        expect(response.body.error).to.equal('invalid_request');
+        expect(response.body.field).to.equal(field);
+      });
+    }
+
+    it('answers 400 for a body that is not JSON, and 401 without the key', async function () {
+      const garbage = await server.request('/admin/api/decisions', { method: 'POST', admin: true, headers: { 'Content-Type': 'application/json' }, body: '{"point":' });
+      expect(garbage.status).to.equal(400);
+      const anonymous = await server.request('/admin/api/decisions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+      expect(anonymous.status).to.equal(401);
+    });
+  });
+
+  describe('POST /audit-logs/{id}/replay', function () {
+    it('shows nothing changed while the policy is the same', async function () {
+      const response = await server.admin('POST', `/audit-logs/${allowedEntry.id}/replay`);
+      expect(response.status, JSON.stringify(response.body)).to.equal(200);
+      expect(response.body).to.include({ entryId: allowedEntry.id, point: 'token', changed: false });
+      expect(response.body.differences).to.deep.equal([]);
+      expect(response.body.then.allow).to.equal(true);
+      expect(response.body.now.decision.allow).to.equal(true);
+    });
+
+    it('after a Cedar forbid: the refusal, the policy that made it, and what changed since the audited decision', async function () {
+      const created = await server.admin('POST', '/policy-rules', { version: null, kind: 'cedar', path: FORBID_PATH, content: FORBID });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      await policyInForce(server);
+      await eventually(async () => (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic(CLIENT, secret) })).status === 400, 8_000);
+
+      const replay = await server.admin('POST', `/audit-logs/${allowedEntry.id}/replay`);
+      expect(replay.status, JSON.stringify(replay.body)).to.equal(200);
+      expect(replay.body.changed).to.equal(true);
+      expect(replay.body.differences).to.deep.include({ field: 'allow', then: true, now: false });
+      expect(replay.body.differences).to.deep.include({ field: 'engines.cedar', then: 'none', now: 'deny' });
+      expect(replay.body.now.decision).to.include({ allow: false, error: 'access_denied', error_description: 'this client may not have tokens' });
+      expect(replay.body.now.engines.cedar.policies).to.deep.equal([{ id: 'no-tokens-for-playground-client', text: FORBID.trim() }]);
+
+      // The refused request's own entry explains itself the same way.
+      const refused = (await server.admin('GET', `/audit-logs?endpoint=/token&clientId=${CLIENT}&size=1&sort=id,desc`)).body.content[0];
+      expect(refused.outcome).to.equal('deny');
+      const why = await server.admin('POST', `/audit-logs/${refused.id}/replay`);
+      expect(why.body).to.include({ changed: false });
+      expect(why.body.now.engines.cedar.verdict).to.equal('deny');
+    });
+
+    it('answers 400 for an entry without a decision, 404 for an unknown entry or another tenant’s', async function () {
+      const adminEntry = (await server.admin('GET', '/audit-logs?endpoint=/admin/api/policy-rules&size=1&sort=id,desc')).body.content[0];
+      const undecided = await server.admin('POST', `/audit-logs/${adminEntry.id}/replay`);
+      expect(undecided.status, JSON.stringify(undecided.body)).to.equal(400);
+      expect(undecided.body.error_description).to.match(/holds no policy decision/);
+      expect((await server.admin('POST', '/audit-logs/999999999/replay')).status).to.equal(404);
+      expect((await server.admin('POST', '/audit-logs/abc/replay')).status).to.equal(404);
+      expect((await server.admin('POST', `/audit-logs/${allowedEntry.id}/replay`, undefined, { 'X-Tenant-Id': 'elsewhere' })).status).to.equal(404);
+    });
+  });
+
+  describe('POST /{collection}/validate', function () {
+    it('checks a rule as a create would, without storing it', async function () {
+      const broken = await server.admin('POST', '/policy-rules/validate', { version: null, kind: 'rego', path: 'arbiter/draft.rego', content: 'package arbiter.draft\n\nallow if {' });
+      expect(broken.status).to.equal(400);
+      expect(broken.body).to.include({ error: 'invalid_request', field: 'content' });
+      expect(broken.body.error_description).to.contain('rego_parse_error');
+      const fine = await server.admin('POST', '/policy-rules/validate', { version: null, kind: 'rego', path: 'arbiter/draft.rego', content: 'package arbiter.draft\n\nimport rego.v1\n\nallow := true\n' });
+      expect(fine.status, JSON.stringify(fine.body)).to.equal(200);
+      expect(fine.body).to.deep.equal({ valid: true });
+      const stored = (await server.admin('GET', '/policy-rules')).body as { path: string }[];
+      expect(stored.map((rule) => rule.path)).not.to.include('arbiter/draft.rego');
+    });
+
+    it('checks an edit of an existing rule as the replace it becomes (no clash with itself)', async function () {
+      const edit = await server.admin('POST', '/policy-rules/validate', { version: null, kind: 'cedar', path: FORBID_PATH, content: FORBID.replace('forbid', 'permit') });
+      expect(edit.status, JSON.stringify(edit.body)).to.equal(200);
+    });
+
+    it('names the field of any collection’s invalid body', async function () {
+      const client = await server.admin('POST', '/clients/validate', { clientId: 'x', clientType: 'secret-keeper' });
+      expect(client.status).to.equal(400);
+      expect(client.body.field).to.equal('clientType');
+      const idp = await server.admin('POST', '/identity-providers/validate', { issuer: 'file:///etc/passwd' });
+      expect(idp.status).to.equal(400);
+      expect(idp.body.field).to.equal('issuer');
+    });
+  });
+});
