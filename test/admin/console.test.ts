@@ -260,24 +260,25 @@ describe('Operators\' console at /admin, in Chromium', function () {
       await expectAccessible('audit log with an explanation');
     });
 
-    it('decides an input in the playground and shows each engine\'s verdict', async function () {
-      await openPage('Decision playground');
-      await page.getByLabel('Input (JSON)').fill('{ not json');
-      await page.getByRole('button', { name: 'Decide' }).click();
-      await page.getByText(/Input is not valid JSON/).waitFor();
+    it('opens the refused input in the playground, decides it there, and refuses input that is not JSON', async function () {
+      await page.getByRole('button', { name: 'Open this input in the playground' }).click();
+      await page.getByRole('heading', { level: 2, name: 'Decision playground' }).waitFor();
+      expect(await page.getByLabel('Decision point').inputValue()).to.equal('token');
+      const input = JSON.parse(await page.getByLabel('Input (JSON)').inputValue());
+      expect(input.client.client_id).to.equal('console-app');
 
-      await page.getByLabel('Decision point').selectOption('token');
-      await page.getByLabel('Input (JSON)').fill(JSON.stringify({
-        request: { grant_type: 'client_credentials', scopes: ['admin'], authorization_details: [] },
-        client: { client_id: 'console-app', client_type: 'confidential', registration_type: 'admin', scopes: ['read', 'profile'], granted_resources: [] },
-      }));
       await page.getByRole('button', { name: 'Decide' }).click();
       const answer = page.locator('section.answer .explanation');
       await answer.waitFor();
       const text = (await answer.textContent()) ?? '';
-      expect(text).to.contain('Decision at token: refused');
-      expect(text).to.contain('Rego (OPA)').and.contain('Cedar');
+      expect(text).to.contain('Decision at token: refused: invalid_scope');
+      expect(text).to.contain('Rego (OPA)').and.contain('data.arbiter.token.decision').and.contain('Cedar');
       await screenshot('playground');
+
+      await page.getByLabel('Input (JSON)').fill('{ not json');
+      await page.getByRole('button', { name: 'Decide' }).click();
+      await page.getByText(/Input is not valid JSON/).waitFor();
+      expect(await page.getByLabel('Input (JSON)').getAttribute('aria-invalid')).to.equal('true');
     });
   });
 

@@ -6,18 +6,21 @@ export interface DecisionAnswer {
   decision: Record<string, unknown> & { allow?: boolean; error?: string; error_description?: string };
   engineError?: string;
   engines?: {
-    rego?: { verdict: string; rules?: { rule: string; location?: unknown }[]; reason?: string };
-    cedar?: { verdict: string; policies?: { id: string; text?: string }[]; reason?: string };
+    rego?: { verdict: string; rules?: { rule: string; location?: unknown }[]; reason?: string; trace?: string[] };
+    cedar?: { verdict: string; policies?: { id: string; text?: string }[]; reason?: string; errors?: string[] };
   };
   policyRevision?: { store: string; opa: string | null };
 }
 
-/** What POST /admin/api/audit-logs/{id}/replay answers. */
+/**
+ * What POST /admin/api/audit-logs/{id}/replay answers: one decision, or a list of them (in the
+ * same order) for an entry that asked several (UMA permissions, AuthZEN batches).
+ */
 export interface Replay {
   entryId: number;
-  point: string;
-  then: DecisionAnswer['decision'] | null;
-  now: DecisionAnswer;
+  point: string | string[];
+  then: DecisionAnswer['decision'] | DecisionAnswer['decision'][];
+  now: DecisionAnswer | DecisionAnswer[];
   changed: boolean;
   differences: { field: string; then: unknown; now: unknown }[];
 }
@@ -42,8 +45,12 @@ export function explainDecision(answer: DecisionAnswer): HTMLElement {
       'dl',
       {},
       engine('Rego (OPA)', rego?.verdict, rego?.reason, (rego?.rules ?? []).map((rule) => h('li', {}, h('code', {}, rule.rule), rule.location ? ` at ${location(rule.location)}` : ''))),
-      engine('Cedar', cedar?.verdict, cedar?.reason, (cedar?.policies ?? []).map((policy) => h('li', {}, h('code', {}, policy.id), policy.text ? h('pre', {}, policy.text) : null))),
+      engine('Cedar', cedar?.verdict, cedar?.reason, [
+        ...(cedar?.policies ?? []).map((policy) => h('li', {}, h('code', {}, policy.id), policy.text ? h('pre', {}, policy.text) : null)),
+        ...(cedar?.errors ?? []).map((error) => h('li', { class: 'engine-error' }, error)),
+      ]),
     ),
+    rego?.trace?.length ? h('details', {}, h('summary', {}, `OPA trace (${rego.trace.length} lines)`), h('pre', {}, rego.trace.join('\n'))) : null,
     answer.policyRevision ? h('p', { class: 'hint' }, `Policy bundle revision: store ${answer.policyRevision.store}, OPA ${answer.policyRevision.opa ?? '(none)'}.`) : null,
     h('details', {}, h('summary', {}, 'Full decision (JSON)'), h('pre', {}, JSON.stringify(answer.decision, null, 2))),
   );
@@ -64,10 +71,12 @@ function location(value: unknown): string {
 
 /** "Why was this refused?": the audited decision, the same input decided again now, and what differs. */
 export function explainReplay(replay: Replay): HTMLElement {
+  const nows = Array.isArray(replay.now) ? replay.now : [replay.now];
+  const thens = Array.isArray(replay.then) ? replay.then : [replay.then];
   return h(
     'div',
     { class: 'replay' },
-    h('p', {}, `Audit entry ${replay.entryId} at ${replay.point}. Then: ${verdictLine(replay.then)}.`),
+    h('p', {}, `Audit entry ${replay.entryId} at ${[replay.point].flat().join(', ')}. Then: ${thens.map(verdictLine).join('; ')}.`),
     h('p', {}, replay.changed ? 'The policy in force now decides differently:' : 'The policy in force now decides the same.'),
     replay.differences.length
       ? h(
@@ -79,6 +88,6 @@ export function explainReplay(replay: Replay): HTMLElement {
         )
       : null,
     h('h4', {}, 'Why, according to the engines now'),
-    explainDecision(replay.now),
+    nows.map((now) => explainDecision(now)),
   );
 }

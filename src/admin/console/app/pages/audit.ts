@@ -1,6 +1,7 @@
 import { api } from '../api.js';
 import { h, replace, say, statusLine, uniqueId } from '../dom.js';
 import { explainReplay, type Replay } from '../explain.js';
+import { openInPlayground } from './playground.js';
 
 interface AuditEntry {
   id: number;
@@ -11,6 +12,7 @@ interface AuditEntry {
   clientId: string | null;
   subjectId: string | null;
   policyDecision: unknown;
+  policyInput: unknown;
   requestSummary: { status?: number; error?: string };
 }
 
@@ -69,15 +71,20 @@ export function auditPage(main: HTMLElement): void {
       h('td', {}, [summary.status, summary.error].filter(Boolean).join(' ')),
       h('td', {}, entry.clientId ?? ''),
       h('td', {}, entry.subjectId ?? ''),
-      h('td', {}, entry.policyDecision ? h('button', { type: 'button', 'aria-label': `Why? (entry ${entry.id})`, onclick: () => explain(entry.id) }, 'Why?') : ''),
+      h('td', {}, entry.policyDecision ? h('button', { type: 'button', 'aria-label': `Why? (entry ${entry.id})`, onclick: () => explain(entry) }, 'Why?') : ''),
     );
   }
 
-  async function explain(id: number): Promise<void> {
+  async function explain(entry: AuditEntry): Promise<void> {
+    const id = entry.id;
     replace(why, h('p', { role: 'status' }, `Replaying entry ${id}…`));
     try {
       const replay = await api<Replay>('POST', `/audit-logs/${id}/replay`);
-      replace(why, h('h3', { tabindex: -1 }, `Why? Entry ${id}`), explainReplay(replay));
+      // The playground takes one decision: the first of an entry that asked several.
+      const [point] = [replay.point].flat();
+      const [input] = [entry.policyInput].flat();
+      const tryIt = h('button', { type: 'button', class: 'secondary', onclick: () => openInPlayground(point, input) }, 'Open this input in the playground');
+      replace(why, h('h3', { tabindex: -1 }, `Why? Entry ${id}`), explainReplay(replay), tryIt);
     } catch (error) {
       replace(why, h('h3', { tabindex: -1 }, `Why? Entry ${id}`), h('p', { class: 'status error' }, (error as Error).message));
     }

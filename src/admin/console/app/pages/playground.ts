@@ -10,12 +10,22 @@ const SAMPLE_INPUT = {
   client: { client_id: 'example', client_type: 'confidential', registration_type: 'admin', scopes: ['read'], granted_resources: [] },
 };
 
+/** An input handed over by another page ("try this audited input"), shown once by the next playground. */
+let draft: { point: string; input: unknown } | undefined;
+
+export function openInPlayground(point: string, input: unknown): void {
+  draft = { point, input };
+  location.hash = '#/playground';
+}
+
 /** Asks the policy engines for a decision on any input (POST /admin/api/decisions) and shows why. */
 export function playgroundPage(main: HTMLElement): void {
+  const given = draft;
+  draft = undefined;
   const status = statusLine();
   const answer = h('section', { class: 'answer', 'aria-label': 'Decision' });
-  const point = h('select', { id: 'playground-point', name: 'point' }, DECISION_POINTS.map((name) => h('option', { value: name, selected: name === 'token' }, name)));
-  const input = h('textarea', { id: 'playground-input', name: 'input', rows: 16, class: 'code', spellcheck: 'false', 'aria-describedby': 'playground-input-error', value: JSON.stringify(SAMPLE_INPUT, null, 2) });
+  const point = h('select', { id: 'playground-point', name: 'point' }, DECISION_POINTS.map((name) => h('option', { value: name, selected: name === (given?.point ?? 'token') }, name)));
+  const input = h('textarea', { id: 'playground-input', name: 'input', rows: 16, class: 'code', spellcheck: 'false', 'aria-describedby': 'playground-input-error', value: JSON.stringify(given?.input ?? SAMPLE_INPUT, null, 2) });
   const inputError = h('p', { class: 'field-error', id: 'playground-input-error', hidden: true });
 
   async function decide(): Promise<void> {
