@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { axeViolations, launchChromium, loopbackContext, recordCspViolations, recordRequests } from '../support/browser.js';
@@ -40,6 +40,7 @@ describe('Operators\' console at /admin, in Chromium', function () {
   let shot = 0;
 
   before(async function () {
+    rmSync(ARTIFACTS, { recursive: true, force: true });
     mkdirSync(ARTIFACTS, { recursive: true });
     // Its own server: the journey changes the policy bundle. Info-level logs, to look for the key in them.
     server = await startTestServer({ LOG_LEVEL: 'info' }, { logStream: { write: (line: string) => void logLines.push(line) } });
@@ -199,6 +200,55 @@ describe('Operators\' console at /admin, in Chromium', function () {
       expect(requested.join('\n')).not.to.contain('console-secret-value');
     });
 
+    it('edits a record in a form filled with what is stored, and deletes it after a confirmation', async function () {
+      await openPage('Subjects');
+      await page.getByRole('button', { name: 'New subject' }).click();
+      await field('subjectId').fill('sam');
+      await field('name').fill('Sam');
+      await form().getByRole('button', { name: 'Save' }).click();
+      const row = page.getByRole('row', { name: /\bsam\b/ });
+      await row.waitFor();
+
+      await row.getByRole('button', { name: /^Edit/ }).click();
+      expect(await field('subjectId').inputValue()).to.equal('sam');
+      expect(await field('name').inputValue()).to.equal('Sam');
+      await field('name').fill('Samantha');
+      await form().getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('row', { name: /Samantha/ }).waitFor();
+      const stored = ((await server.admin('GET', '/subjects')).body as any[]).find((subject) => subject.subjectId === 'sam');
+      expect(stored).to.include({ name: 'Samantha' });
+
+      const remove = page.getByRole('row', { name: /Samantha/ }).getByRole('button', { name: /^Delete/ });
+      await remove.click();
+      expect(await remove.textContent()).to.equal('Confirm delete');
+      expect((await server.admin('GET', `/subjects/${stored.id}`)).status, 'nothing deleted before the confirmation').to.equal(200);
+      await remove.click();
+      await page.getByText(`Deleted ${stored.id}.`).waitFor();
+      expect((await server.admin('GET', `/subjects/${stored.id}`)).status).to.equal(404);
+    });
+
+    it('switches tenant: lists and writes are the chosen tenant\'s, and a reload keeps the session', async function () {
+      await page.getByLabel('Tenant', { exact: true }).fill('tenant-console');
+      await page.getByRole('button', { name: 'Switch' }).click();
+      await page.getByText('Showing tenant tenant-console').waitFor();
+      await openPage('Clients');
+      await page.getByText('No clients in this tenant yet.').waitFor();
+      await page.getByRole('button', { name: 'New client' }).click();
+      await field('clientId').fill('tenant-app');
+      await field('clientType').selectOption('public');
+      await form().getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('row', { name: /tenant-app/ }).waitFor();
+      expect(((await server.admin('GET', '/clients?tenantId=tenant-console')).body as any[]).map((client) => client.clientId)).to.deep.equal(['tenant-app']);
+      expect(((await server.admin('GET', '/clients')).body as any[]).map((client) => client.clientId)).to.deep.equal(['console-app']);
+
+      await page.reload();
+      await page.getByRole('row', { name: /tenant-app/ }).waitFor();
+      await page.getByLabel('Tenant', { exact: true }).fill('');
+      await page.getByRole('button', { name: 'Switch' }).click();
+      await page.getByText('Showing the default tenant').waitFor();
+      await page.getByRole('row', { name: /console-app/ }).waitFor();
+    });
+
     it('shows the engine\'s parse error of a broken Rego rule before and on saving, and stores nothing', async function () {
       await openPage('Policy rules');
       await page.getByRole('button', { name: 'New policy rule' }).click();
@@ -279,6 +329,19 @@ describe('Operators\' console at /admin, in Chromium', function () {
       await page.getByRole('button', { name: 'Decide' }).click();
       await page.getByText(/Input is not valid JSON/).waitFor();
       expect(await page.getByLabel('Input (JSON)').getAttribute('aria-invalid')).to.equal('true');
+    });
+
+    it('pages through the audit log', async function () {
+      const total = (await server.admin('GET', '/audit-logs?size=1')).body.totalElements as number;
+      expect(total, 'the journey made more than one page of entries').to.be.greaterThan(21);
+      await openPage('Audit log');
+      await page.getByText(/Audit entries, page 1 of \d+/).waitFor();
+      await page.getByRole('button', { name: 'Next page' }).click();
+      await page.getByText(/Audit entries, page 2 of \d+/).waitFor();
+      expect(await page.locator('main tbody tr').count()).to.be.within(1, 20);
+      await page.getByRole('button', { name: 'Previous page' }).click();
+      await page.getByText(/Audit entries, page 1 of \d+/).waitFor();
+      expect(await page.locator('main tbody tr').count()).to.equal(20);
     });
   });
 

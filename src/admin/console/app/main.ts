@@ -55,7 +55,7 @@ function banner(): HTMLElement {
   const tenant = h('input', { id: 'tenant', name: 'tenant', type: 'text', list: 'known-tenants', value: session.tenant(), placeholder: 'default tenant', 'aria-describedby': 'tenant-hint' });
   const switcher = h(
     'form',
-    { class: 'tenant-switcher', 'aria-label': 'Tenant' },
+    { class: 'tenant-switcher', 'aria-label': 'Tenant switcher' },
     h('label', { for: tenant.id }, 'Tenant'),
     tenant,
     h('datalist', { id: 'known-tenants' }, session.knownTenants().map((known) => h('option', { value: known }))),
