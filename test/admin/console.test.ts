@@ -259,6 +259,7 @@ describe('Operators\' console at /admin, in Chromium', function () {
       await form().getByRole('button', { name: 'Check with the engine' }).click();
       await errorOf('content').waitFor();
       expect(await errorOf('content').textContent()).to.contain('rego_parse_error');
+      await form().getByText('Not valid: see Content.').waitFor();
       await screenshot('rego-check-error');
 
       await form().getByRole('button', { name: 'Save' }).click();
@@ -283,6 +284,27 @@ describe('Operators\' console at /admin, in Chromium', function () {
       expect(revision).not.to.equal(before.policyRevision.store);
       await page.getByRole('row', { name: /arbiter\/console_demo\.rego/ }).waitFor();
       await screenshot('rego-saved-revision');
+    });
+
+    it('checks policy data as JSON in the browser before sending, then saves it and shows the served revision', async function () {
+      await openPage('Policy data');
+      await page.getByRole('button', { name: 'New policy data' }).click();
+      await field('dataKey').fill('console_note');
+      await field('payload').fill('{"note": "from the console",}');
+      const posts: string[] = [];
+      const onRequest = (request: import('playwright-core').Request) => request.method() === 'POST' && posts.push(request.url());
+      page.on('request', onRequest);
+      await form().getByRole('button', { name: 'Save' }).click();
+      await errorOf('payload').waitFor();
+      page.off('request', onRequest);
+      expect(await errorOf('payload').textContent()).to.match(/^Payload is not valid JSON: /);
+      expect(posts, 'nothing was sent').to.deep.equal([]);
+
+      await field('payload').fill('{"note": "from the console"}');
+      await form().getByRole('button', { name: 'Save' }).click();
+      await page.getByText(/OPA now serves bundle revision/).waitFor({ timeout: 30_000 });
+      const stored = ((await server.admin('GET', '/policy-data')).body as any[]).find((entry) => entry.dataKey === 'console_note');
+      expect(stored).to.include({ payload: '{"note": "from the console"}', inBundle: true });
     });
 
     it('finds the audit entry of a refused /token request and explains why it was refused', async function () {

@@ -114,7 +114,7 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
       await api('POST', `/${definition.path}/validate`, body);
       say(formStatus, 'Valid: the server would accept this.', 'ok');
     } catch (error) {
-      showApiError(fields, formStatus, error);
+      showApiError(fields, formStatus, error, 'Not valid');
     }
   }
 
@@ -128,7 +128,7 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
       await load();
       if (POLICY_COLLECTIONS.has(definition.path)) await showServedRevision(status);
     } catch (error) {
-      showApiError(fields, formStatus, error);
+      showApiError(fields, formStatus, error, 'Not saved');
     }
   }
 
@@ -144,14 +144,14 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
 }
 
 /** The API's error next to the field it names (the `field` of its 400 or 409), else under the form. */
-function showApiError(fields: Field[], formStatus: HTMLElement, error: unknown): void {
+function showApiError(fields: Field[], formStatus: HTMLElement, error: unknown, outcome: 'Not valid' | 'Not saved'): void {
   const message = error instanceof ApiError ? error.message : `The request failed: ${(error as Error).message}`;
   const item = fieldNamed(fields, error instanceof ApiError ? error.field : undefined);
   if (item) {
     showFieldError(item, message);
     item.input.focus();
-    say(formStatus, `Not saved: see ${humanize(item.name)}.`, 'error');
-  } else say(formStatus, `Not saved: ${message}`, 'error');
+    say(formStatus, `${outcome}: see ${humanize(item.name)}.`, 'error');
+  } else say(formStatus, `${outcome}: ${message}`, 'error');
 }
 
 /** A token the API shows only in the answer to its creation (initial access tokens). */
