@@ -270,7 +270,7 @@ describe('Operators\' console at /admin, in Chromium', function () {
     });
 
     it('saves the fixed rule and shows the bundle revision OPA then serves', async function () {
-      const before = await (await server.request('/healthz')).json();
+      const before = (await (await server.request('/healthz')).json()) as { policyRevision: { store: string } };
       await field('content').fill('package arbiter.console_demo\n\nimport rego.v1\n\nallow := true\n');
       await form().getByRole('button', { name: 'Check with the engine' }).click();
       await form().getByText('Valid: the server would accept this.').waitFor();
@@ -279,7 +279,7 @@ describe('Operators\' console at /admin, in Chromium', function () {
       const served = page.getByText(/OPA now serves bundle revision (\S+)\./);
       await served.waitFor({ timeout: 30_000 });
       const revision = /revision (\S+)\./.exec((await served.textContent())!)![1];
-      const health = await (await server.request('/healthz')).json();
+      const health = (await (await server.request('/healthz')).json()) as { policyRevision: unknown };
       expect(health.policyRevision).to.deep.equal({ store: revision, opa: revision });
       expect(revision).not.to.equal(before.policyRevision.store);
       await page.getByRole('row', { name: /arbiter\/console_demo\.rego/ }).waitFor();
@@ -346,6 +346,12 @@ describe('Operators\' console at /admin, in Chromium', function () {
       expect(text).to.contain('Decision at token: refused: invalid_scope');
       expect(text).to.contain('Rego (OPA)').and.contain('data.arbiter.token.decision').and.contain('Cedar');
       await screenshot('playground');
+
+      // Opened from the navigation, the playground offers a sample input the engines accept.
+      await openPage('Identity providers');
+      await openPage('Decision playground');
+      await page.getByRole('button', { name: 'Decide' }).click();
+      await page.locator('section.answer .explanation').getByText(/^Decision at token: allowed \(scopes: read\)/).waitFor();
 
       await page.getByLabel('Input (JSON)').fill('{ not json');
       await page.getByRole('button', { name: 'Decide' }).click();

@@ -4,10 +4,23 @@ import { h, replace, say, statusLine } from '../dom.js';
 import { explainDecision, type DecisionAnswer } from '../explain.js';
 import { session } from '../session.js';
 
-/** A starting input: the shape every decision point shares (docs/policy.md has one example per point). */
+/**
+ * A starting input the token point accepts (a client_credentials request); docs/policy.md
+ * describes every point's input, and "Why?" in the audit log opens real ones here.
+ */
 const SAMPLE_INPUT = {
-  request: { grant_type: 'client_credentials', scopes: ['read'] },
-  client: { client_id: 'example', client_type: 'confidential', registration_type: 'admin', scopes: ['read'], granted_resources: [] },
+  client: { client_id: 'example', client_type: 'confidential', registration_type: 'admin', scopes: ['read'], granted_resources: [], authenticated_with: 'client_secret_basic' },
+  request: {
+    endpoint: '/token',
+    method: 'POST',
+    parameters: { grant_type: 'client_credentials', scope: 'read' },
+    grant_type: 'client_credentials',
+    scopes: ['read'],
+    resource: null,
+    resolved_resource_type: null,
+    resource_types: [],
+    authorization_details: [],
+  },
 };
 
 /** An input handed over by another page ("try this audited input"), shown once by the next playground. */
