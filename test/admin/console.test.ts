@@ -1,6 +1,9 @@
 import { expect } from 'chai';
+import { execFile } from 'node:child_process';
 import { mkdirSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { axeViolations, launchChromium, loopbackContext, recordCspViolations, recordRequests } from '../support/browser.js';
 import { basic, postForm } from '../support/oauth.js';
@@ -126,6 +129,15 @@ describe('Operators\' console at /admin, in Chromium', function () {
       }
       const posted = await server.request('/admin', { method: 'POST' });
       expect(posted.status).to.equal(405);
+    });
+  });
+
+  describe('its browser code', function () {
+    // The server's tsc project leaves it out (DOM types clash with Node's), so the suite checks it here.
+    it('typechecks against the DOM types (tsc -p src/admin/console/app)', async function () {
+      const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, [tsc, '--noEmit', '-p', 'src/admin/console/app']).catch((error: { stdout: string; stderr: string }) => error);
+      expect(`${stdout}${stderr}`).to.equal('');
     });
   });
 
