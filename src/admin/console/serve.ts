@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import { notFound, unsupportedMethod } from '../../http/errors.js';
+import { isAdminPath } from '../gate.js';
 import { buildConsole, type ConsoleAsset } from './build.js';
 
 type TaggedAsset = ConsoleAsset & { etag: string };
@@ -57,6 +58,8 @@ export function adminConsole() {
 }
 
 function assetName(path: string): string | undefined {
+  // A spelling of the Admin API (say /admin/assets/../api/clients) is the gate's to answer: key first.
+  if (isAdminPath(path)) return undefined;
   if (path === CONSOLE_PATH || path === `${CONSOLE_PATH}/`) return 'index.html';
   return path.startsWith(ASSETS_PREFIX) ? path.slice(ASSETS_PREFIX.length) : undefined;
 }
