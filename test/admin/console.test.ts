@@ -421,4 +421,14 @@ describe('Operators\' console at /admin, in Chromium', function () {
       expect(await page.evaluate('window.inlineRan === true')).to.equal(false);
     });
   });
+
+  describe('a key the API stops accepting', function () {
+    it('sends the operator back to the sign-in page and forgets the key', async function () {
+      await page.evaluate('sessionStorage.setItem("arbiter.console.adminKey", "a-key-that-was-rotated")');
+      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Resources', exact: true }).click();
+      await page.getByText('The Admin API key was refused: sign in again.').waitFor();
+      await page.getByRole('heading', { name: 'Sign in' }).waitFor();
+      expect(await page.evaluate('sessionStorage.getItem("arbiter.console.adminKey")')).to.equal(null);
+    });
+  });
 });
