@@ -40,19 +40,19 @@ describe('upstream identity provider faults', function () {
     await server?.close();
   });
 
-  /** Registers the fault's issuer as an identity provider and runs a sign-in through it to the client. */
-  async function signInThrough(fault: Fault, overrides: Record<string, string> = {}) {
-    const idpId = `${fault}-${randomBytes(3).toString('hex')}`;
-    await registerIdentityProvider(server, overrides.issuer ?? upstream.issuer(fault), { idpId });
+  /** Registers `issuer` as an identity provider of its own and runs a sign-in through it, up to the client. */
+  async function signInThrough(issuer: string) {
+    const idpId = `faulty-${randomBytes(4).toString('hex')}`;
+    await registerIdentityProvider(server, issuer, { idpId });
     const request = await authorizationRequest(server, spa, { upstream_idp: idpId });
-    const agent = new FetchUserAgent();
     const started = Date.now();
-    const page = await agent.navigate(request.url, atClient);
-    return { page, request, elapsedMs: Date.now() - started, agent };
+    const page = await new FetchUserAgent().navigate(request.url, atClient);
+    return { page, request, elapsedMs: Date.now() - started };
   }
 
-  async function expectClientError(fault: Fault, error: string, options: { slow?: boolean; issuer?: string } = {}) {
-    const { page, request, elapsedMs } = await signInThrough(fault, options.issuer ? { issuer: options.issuer } : {});
+  /** The sign-in ends at the client with `error` and the state, in time, and its audit entry says so. */
+  async function expectClientError(issuer: string, error: string, options: { slow?: boolean } = {}) {
+    const { page, request, elapsedMs } = await signInThrough(issuer);
     expect(atClient(page.url), `stopped at ${page.url.href} (${page.status}): ${page.body}`).to.equal(true);
     expect(Object.fromEntries(page.url.searchParams), 'the client\'s error').to.include({ error, state: request.state });
     expect(page.url.searchParams.get('code')).to.equal(null);
@@ -63,78 +63,81 @@ describe('upstream identity provider faults', function () {
     const resumed = entries.find((entry) => entry.endpoint.startsWith('/authorize/'));
     expect(resumed, 'an audit entry of the resumed authorization request').to.include({ clientId: spa.clientId, outcome: error === 'access_denied' ? 'deny' : 'error' });
     expect(resumed.requestSummary.error).to.equal(error);
-    return page;
   }
 
   describe('control', function () {
-  it('the fake upstream, answering correctly, signs the user in (so the faults below are what fails)', async function () {
-    const { page, request } = await signInThrough('healthy');
-    const code = page.url.searchParams.get('code');
-    expect(code, page.url.href).to.be.a('string');
-    expect((await redeemCode(server, spa, code!, request.codeVerifier)).status).to.equal(200);
-  });
+    it('the fake upstream, answering correctly, signs the user in (so the faults below are what fails)', async function () {
+      const { page, request } = await signInThrough(upstream.issuer('healthy'));
+      const code = page.url.searchParams.get('code');
+      expect(code, page.url.href).to.be.a('string');
+      expect((await redeemCode(server, spa, code!, request.codeVerifier)).status).to.equal(200);
+    });
   });
 
   describe('down', function () {
     it('discovery refusing connections: temporarily_unavailable', async function () {
-      await expectClientError('healthy', 'temporarily_unavailable', { issuer: `http://127.0.0.1:${await freePort()}` });
+      await expectClientError(`http://127.0.0.1:${await freePort()}`, 'temporarily_unavailable');
     });
 
     it('a token endpoint refusing connections: temporarily_unavailable', async function () {
-      await expectClientError('token-down', 'temporarily_unavailable');
+      await expectClientError(upstream.issuer('token-down'), 'temporarily_unavailable');
     });
   });
 
   describe('slow', function () {
     it('discovery slower than OUTBOUND_TIMEOUT_MS: temporarily_unavailable once it runs out', async function () {
-      await expectClientError('discovery-slow', 'temporarily_unavailable', { slow: true });
+      await expectClientError(upstream.issuer('discovery-slow'), 'temporarily_unavailable', { slow: true });
     });
 
     it('a token endpoint slower than OUTBOUND_TIMEOUT_MS: temporarily_unavailable once it runs out', async function () {
-      await expectClientError('token-slow', 'temporarily_unavailable', { slow: true });
+      await expectClientError(upstream.issuer('token-slow'), 'temporarily_unavailable', { slow: true });
     });
 
     it('a token endpoint that sends its headers, then stalls the body: temporarily_unavailable', async function () {
-      await expectClientError('token-stall', 'temporarily_unavailable', { slow: true });
+      await expectClientError(upstream.issuer('token-stall'), 'temporarily_unavailable', { slow: true });
     });
   });
 
   describe('garbage', function () {
     it('an HTML page for a discovery document: temporarily_unavailable', async function () {
-      await expectClientError('discovery-html', 'temporarily_unavailable');
+      await expectClientError(upstream.issuer('discovery-html'), 'temporarily_unavailable');
     });
 
     it('a 500 from the token endpoint: temporarily_unavailable', async function () {
-      await expectClientError('token-500', 'temporarily_unavailable');
+      await expectClientError(upstream.issuer('token-500'), 'temporarily_unavailable');
     });
 
     it('an HTML page from the token endpoint: server_error', async function () {
-      await expectClientError('token-html', 'server_error');
+      await expectClientError(upstream.issuer('token-html'), 'server_error');
     });
 
     it('a token response that is not JSON: server_error', async function () {
-      await expectClientError('token-not-json', 'server_error');
+      await expectClientError(upstream.issuer('token-not-json'), 'server_error');
     });
 
     it('a token response without id_token: access_denied', async function () {
-      await expectClientError('token-no-id-token', 'access_denied');
+      await expectClientError(upstream.issuer('token-no-id-token'), 'access_denied');
     });
 
     it('an id_token signed with a key the upstream does not publish: access_denied, and nobody signed in', async function () {
-      await expectClientError('token-forged', 'access_denied');
+      await expectClientError(upstream.issuer('token-forged'), 'access_denied');
       const subjects = (await server.admin('GET', '/subjects')).body as { subjectId: string }[];
       expect(subjects.map((subject) => subject.subjectId)).not.to.include(FORGED_SUB);
     });
   });
 
   describe('afterwards', function () {
-  it('logs each failure with its reason, and no secret of the upstream exchange', async function () {
-    const failures = logLines.map((line) => JSON.parse(line)).filter((line) => line.msg === 'upstream sign-in failed');
-    expect(failures.length).to.be.at.least(10);
-    for (const failure of failures) expect(failure).to.include.keys('error', 'reason', 'cause', 'requestId');
-    const log = logLines.join('\n');
-    for (const secret of [DEV_IDP_CLIENT.clientSecret, ...upstream.issuedSecrets]) expect(log).not.to.include(secret);
-  });
+    it('logs each failure with its reason, and keeps no secret of the upstream exchange in the log or the audit log', async function () {
+      const failures = logLines.map((line) => JSON.parse(line)).filter((line) => line.msg === 'upstream sign-in failed');
+      expect(failures.length).to.be.at.least(10);
+      for (const failure of failures) expect(failure).to.include.keys('error', 'reason', 'cause', 'requestId');
+      const log = logLines.join('\n');
+      const audit = JSON.stringify((await server.admin('GET', '/audit-logs?size=200')).body);
+      for (const secret of [DEV_IDP_CLIENT.clientSecret, ...upstream.issuedSecrets]) {
+        expect(log).not.to.include(secret);
+        expect(audit).not.to.include(secret);
+      }
+    });
   });
 });
 
