@@ -2,7 +2,10 @@
 export interface BatchOptions<T, R> {
   /** Writes the items in one go; resolves with one result per item, in their order. */
   write(items: T[]): Promise<R[]>;
-  /** How long the first item of a batch waits for others to join it. */
+  /**
+   * How long the first item of a batch waits for others to join it; 0: until the next turn of the
+   * event loop, so that the items of every request finished in this turn share one write.
+   */
   delayMs: number;
   /** A batch this full is written at once. */
   maxItems: number;
@@ -25,7 +28,8 @@ interface Waiter<T, R> {
  */
 export class BatchWriter<T, R> {
   private queue: Waiter<T, R>[] = [];
-  private timer: NodeJS.Timeout | null = null;
+  /** Cancels the scheduled start of the next batch; null when none is scheduled. */
+  private cancelScheduled: (() => void) | null = null;
   private writing: Promise<void> | null = null;
   private closed = false;
 
@@ -37,7 +41,7 @@ export class BatchWriter<T, R> {
     return new Promise<R>((resolve, reject) => {
       this.queue.push({ item, resolve, reject });
       if (this.queue.length >= this.options.maxItems) this.startBatch();
-      else this.timer ??= setTimeout(() => this.startBatch(), this.options.delayMs);
+      else this.schedule();
     });
   }
 
@@ -55,9 +59,20 @@ export class BatchWriter<T, R> {
     await this.flush();
   }
 
+  private schedule(): void {
+    if (this.cancelScheduled) return;
+    if (this.options.delayMs > 0) {
+      const timer = setTimeout(() => this.startBatch(), this.options.delayMs);
+      this.cancelScheduled = () => clearTimeout(timer);
+    } else {
+      const immediate = setImmediate(() => this.startBatch());
+      this.cancelScheduled = () => clearImmediate(immediate);
+    }
+  }
+
   private startBatch(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
+    this.cancelScheduled?.();
+    this.cancelScheduled = null;
     if (this.writing || this.queue.length === 0) return;
     const batch = this.queue.splice(0, this.options.maxItems);
     this.writing = this.writeBatch(batch).finally(() => {
