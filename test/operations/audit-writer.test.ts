@@ -10,6 +10,7 @@ import { expect } from 'chai';
 import { basic, confidentialClient, FORM, postForm } from '../support/oauth.js';
 import { ADMIN_KEY, freePort, startTestServer, type TestServer } from '../support/server.js';
 import { startServerProcess } from '../support/server-process.js';
+import { MongoTestServer } from '../store/mongo-server.js';
 
 interface Entry {
   id: number;
@@ -39,67 +40,15 @@ function byRequestId(entries: Entry[], requestIds: string[]): Map<string, Entry[
 
 /**
  * The audit log writes the entries of concurrent requests in batches (one store write each), and
- * still answers a request only once its entry is stored: a burst gets one entry per request, a
- * SIGTERM during a burst loses none of an answered request, and a failed audit write is logged
- * without changing what the caller is told.
+ * still answers a request only once its entry is stored: a burst gets one entry per request (on
+ * SQLite and on a MongoDB-wire store), neither SIGTERM during a burst nor SIGKILL at the first
+ * answer loses the entry of an answered request, and a failed audit write is logged without
+ * changing what the caller is told.
  */
 describe('batched audit writer', function () {
   this.timeout(180_000);
 
-  describe('a burst of concurrent requests', function () {
-    let server: TestServer;
-    let secret: string;
-
-    before(async function () {
-      server = await startTestServer();
-      await server.waitUntilReady();
-      secret = await confidentialClient(server, 'burst-client', { scopes: ['read'] });
-    });
-
-    after(async function () {
-      await server?.close();
-    });
-
-    it('gets one entry per request, with its request id and status, unique ids rising in the order the requests were answered', async function () {
-      const requests = Array.from({ length: 150 }, (_, n) => {
-        const requestId = `burst-${n}`;
-        if (n % 3 === 0) {
-          return postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('burst-client', secret), 'X-Request-ID': requestId }).then((answer) => ({ requestId, endpoint: '/token', status: answer.status }));
-        }
-        const endpoint = `/admin/api/subjects/burst-subject-${n}`;
-        return server.request(endpoint, { admin: true, headers: { 'X-Request-ID': requestId } }).then(async (answer) => {
-          await answer.arrayBuffer();
-          return { requestId, endpoint, status: answer.status };
-        });
-      });
-      const answered = await Promise.all(requests);
-      expect(answered.filter((answer) => answer.endpoint === '/token').every((answer) => answer.status === 200)).to.equal(true);
-      expect(answered.filter((answer) => answer.endpoint !== '/token').every((answer) => answer.status === 404)).to.equal(true);
-
-      const entries = await allEntries(server.url);
-      const found = byRequestId(entries, answered.map((answer) => answer.requestId));
-      for (const { requestId, endpoint, status } of answered) {
-        const mine = found.get(requestId)!;
-        expect(mine, requestId).to.have.length(1);
-        expect(mine[0].endpoint, requestId).to.equal(endpoint);
-        expect(mine[0].requestSummary.status, requestId).to.equal(status);
-      }
-      const ids = entries.map((entry) => entry.id);
-      expect(new Set(ids).size, 'unique ids').to.equal(ids.length);
-      // Sorted by id, the entries are in the order they were appended, so createdAt never goes back.
-      const times = entries.map((entry) => entry.createdAt);
-      expect(times).to.deep.equal([...times].sort());
-    });
-
-    it('has the entry of a request stored by the time its answer arrives', async function () {
-      for (let n = 0; n < 5; n += 1) {
-        const endpoint = `/admin/api/subjects/answered-${n}`;
-        expect((await server.request(endpoint, { admin: true, headers: { 'X-Request-ID': `answered-${n}` } })).status).to.equal(404);
-        const { body } = await server.admin('GET', `/audit-logs?endpoint=${encodeURIComponent(endpoint)}`);
-        expect(body.content.map((entry: Entry) => entry.requestId)).to.deep.equal([`answered-${n}`]);
-      }
-    });
-  });
+  for (const storeKind of ['sqlite', 'mongodb'] as const) describeBurst(storeKind);
 
   describe('a failing audit write', function () {
     let server: TestServer;
@@ -261,3 +210,69 @@ describe('batched audit writer', function () {
     });
   });
 });
+
+/** A burst through a server on the given store: SQLite writes a batch at once, MongoDB gathers the next batch during a round trip. */
+function describeBurst(storeKind: 'sqlite' | 'mongodb'): void {
+  describe(`a burst of concurrent requests (${storeKind})`, function () {
+    const mongo = new MongoTestServer();
+    let server: TestServer;
+    let secret: string;
+
+    before(async function () {
+      this.timeout(900_000); // the first FerretDB build downloads and compiles Go modules
+      const env: Record<string, string> = {};
+      if (storeKind === 'mongodb') {
+        await mongo.start();
+        env.STORE_URL = mongo.uri(mongo.freshDatabase());
+      }
+      server = await startTestServer(env);
+      await server.waitUntilReady();
+      secret = await confidentialClient(server, 'burst-client', { scopes: ['read'] });
+    });
+
+    after(async function () {
+      await server?.close();
+      if (storeKind === 'mongodb') await mongo.stop();
+    });
+
+    it('gets one entry per request, with its request id and status, unique ids rising in the order the requests were answered', async function () {
+      const requests = Array.from({ length: 150 }, (_, n) => {
+        const requestId = `burst-${n}`;
+        if (n % 3 === 0) {
+          return postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('burst-client', secret), 'X-Request-ID': requestId }).then((answer) => ({ requestId, endpoint: '/token', status: answer.status }));
+        }
+        const endpoint = `/admin/api/subjects/burst-subject-${n}`;
+        return server.request(endpoint, { admin: true, headers: { 'X-Request-ID': requestId } }).then(async (answer) => {
+          await answer.arrayBuffer();
+          return { requestId, endpoint, status: answer.status };
+        });
+      });
+      const answered = await Promise.all(requests);
+      expect(answered.filter((answer) => answer.endpoint === '/token').every((answer) => answer.status === 200)).to.equal(true);
+      expect(answered.filter((answer) => answer.endpoint !== '/token').every((answer) => answer.status === 404)).to.equal(true);
+
+      const entries = await allEntries(server.url);
+      const found = byRequestId(entries, answered.map((answer) => answer.requestId));
+      for (const { requestId, endpoint, status } of answered) {
+        const mine = found.get(requestId)!;
+        expect(mine, requestId).to.have.length(1);
+        expect(mine[0].endpoint, requestId).to.equal(endpoint);
+        expect(mine[0].requestSummary.status, requestId).to.equal(status);
+      }
+      const ids = entries.map((entry) => entry.id);
+      expect(new Set(ids).size, 'unique ids').to.equal(ids.length);
+      // Sorted by id, the entries are in the order they were appended, so createdAt never goes back.
+      const times = entries.map((entry) => entry.createdAt);
+      expect(times).to.deep.equal([...times].sort());
+    });
+
+    it('has the entry of a request stored by the time its answer arrives', async function () {
+      for (let n = 0; n < 5; n += 1) {
+        const endpoint = `/admin/api/subjects/answered-${n}`;
+        expect((await server.request(endpoint, { admin: true, headers: { 'X-Request-ID': `answered-${n}` } })).status).to.equal(404);
+        const { body } = await server.admin('GET', `/audit-logs?endpoint=${encodeURIComponent(endpoint)}`);
+        expect(body.content.map((entry: Entry) => entry.requestId)).to.deep.equal([`answered-${n}`]);
+      }
+    });
+  });
+}
