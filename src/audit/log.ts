@@ -45,7 +45,7 @@ export const SORTABLE_FIELDS = ['id', 'createdAt', 'endpoint', 'method', 'outcom
 /** How many audit ids one node reserves at a time. */
 const AUDIT_ID_BLOCK = 100;
 
-/** How the log batches its writes; the defaults suit a server, tests may choose others. */
+/** How the log batches its writes (DEFAULT_BATCHING unless a measurement chooses otherwise). */
 export interface AuditBatching {
   /** How long an entry waits for others to share its write; 0: until the next turn of the event loop. */
   delayMs: number;
@@ -109,7 +109,7 @@ export class AuditLog {
     });
   }
 
-  /** Resolves with the entry once the batch holding it is stored; rejects with an AuditWriteError otherwise. */
+  /** Resolves with the entry once the batch holding it is stored; rejects with an AuditWriteError when that batch failed, or once the log is closed. */
   async append(entry: AuditFields): Promise<AuditEntry> {
     return this.writer.add({ fields: entry, createdAt: new Date().toISOString() });
   }
