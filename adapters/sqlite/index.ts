@@ -164,8 +164,8 @@ export class SqliteStore implements Store {
 
 class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
   private readonly table: string;
-  /** One transaction over one or several rows, made once and reused by every insert and upsert. */
-  private readonly writeRows: Database.Transaction<(docs: readonly T[], replace: boolean) => void>;
+  /** One transaction over one or several rows, made at the first write (many collections only read) and reused. */
+  private writeRows: Database.Transaction<(docs: readonly T[], replace: boolean) => void> | null = null;
 
   constructor(
     private readonly db: Db,
@@ -175,9 +175,6 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     readonly tenant: string,
   ) {
     this.table = quoted(physicalName(spec.name));
-    this.writeRows = db.transaction((docs: readonly T[], replace: boolean) => {
-      for (const doc of docs) this.writeRow(doc, replace);
-    });
   }
 
   async insert(doc: T): Promise<T> {
@@ -246,7 +243,11 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 
   private write(docs: readonly T[], replace: boolean): void {
-    this.io.write(() => this.writeRows.immediate(docs, replace));
+    this.writeRows ??= this.db.transaction((rows: readonly T[], replaceRows: boolean) => {
+      for (const doc of rows) this.writeRow(doc, replaceRows);
+    });
+    const writeRows = this.writeRows;
+    this.io.write(() => writeRows.immediate(docs, replace));
   }
 
   private writeRow(doc: T, replace: boolean): void {
