@@ -1,5 +1,6 @@
 import Koa, { type Context, type Next } from 'koa';
 import { adminGate, adminRouter, type AdminRecord } from './admin/index.js';
+import { adminConsole } from './admin/console/serve.js';
 import { auditTrail, type AuditLog } from './audit/index.js';
 import { authzenRouter, authzenTenantPaths } from './authzen/index.js';
 import type { Config } from './config/index.js';
@@ -50,6 +51,8 @@ export function createApp(parts: AppParts): Koa {
   app.use(authFailureLimit({ limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds }));
   app.use(jsonErrors(log));
   app.use(tenancy);
+  // The operators' console (/admin, /admin/assets/*): a static page that asks for the key itself.
+  app.use(adminConsole());
   app.use(adminGate(config.adminApiKey, adminApi(parts)));
   // The protocol surface: only tenants that exist, single-valued parameters, then the OAuth edge.
   const tenants = new TenantRegistry(store, config.tenants);

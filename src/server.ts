@@ -40,7 +40,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const metrics = new Metrics(store, () => engine);
   const policy = (engine = metrics.observed(await createPolicyEngine({ config, store, log, bundleUrl: `${url}/policy/bundle.tar.gz` })));
   const providers = new TenantProviders((tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }), config.tenantCacheMax);
-  const app = createApp({ config, store, sealer, policy, audit: new AuditLog(store), providers, log, metrics });
+  const audit = new AuditLog(store, log);
+  const app = createApp({ config, store, sealer, policy, audit, providers, log, metrics });
   handle = app.callback();
   const purge = setInterval(() => store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed')), PURGE_INTERVAL_MS);
   purge.unref();
@@ -51,7 +52,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     /**
      * Stops accepting connections, lets the requests in flight finish (their audit entries are
      * written before their answers go out) for up to SHUTDOWN_GRACE_MS, then closes whatever is
-     * left (OPA's held long polls among it), the policy engine and the store.
+     * left (OPA's held long polls among it), writes the audit entries still queued (of requests
+     * cut off by the grace period), and closes the policy engine and the store.
      */
     async close() {
       clearInterval(purge);
@@ -60,6 +62,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       await inFlight.drained(SHUTDOWN_GRACE_MS);
       server.closeAllConnections();
       await closed;
+      await audit.close();
       await policy.close();
       await store.close();
     },

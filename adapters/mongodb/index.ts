@@ -1,4 +1,5 @@
 import {
+  MongoBulkWriteError,
   MongoClient,
   MongoClientClosedError,
   MongoNetworkError,
@@ -167,6 +168,27 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     return doc;
   }
 
+  /**
+   * One ordered bulk insert: the server stops at the first clash. What it stored before the clash
+   * stays, and is not sent again when the rest is retried after purging expired rows.
+   */
+  async insertMany(docs: readonly T[]): Promise<T[]> {
+    if (docs.length === 0) return [];
+    await this.indexed();
+    const rows = docs.map((doc) => this.rowOf(doc));
+    let stored = 0;
+    const insertRest = async () => {
+      try {
+        await this.rows.insertMany(rows.slice(stored), { ordered: true });
+      } catch (error) {
+        if (error instanceof MongoBulkWriteError) stored += error.insertedCount;
+        throw error;
+      }
+    };
+    await this.retryingExpiredClash(insertRest, () => this.clashingFields(docs[stored], true));
+    return [...docs];
+  }
+
   async upsert(doc: T): Promise<T> {
     await this.indexed();
     const row = this.rowOf(doc);
@@ -309,7 +331,7 @@ function isConnectionLoss(error: unknown): boolean {
 }
 
 translateConnectionLoss(MongoStore.prototype, ['nextSequence', 'ping', 'purgeExpired']);
-translateConnectionLoss(MongoCollection.prototype, ['insert', 'upsert', 'get', 'findOne', 'find', 'count', 'update', 'delete', 'deleteMany']);
+translateConnectionLoss(MongoCollection.prototype, ['insert', 'insertMany', 'upsert', 'get', 'findOne', 'find', 'count', 'update', 'delete', 'deleteMany']);
 
 async function createIndexes(rows: Rows, spec: CollectionSpec): Promise<void> {
   await createExpiryIndex(rows);

@@ -164,6 +164,8 @@ export class SqliteStore implements Store {
 
 class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
   private readonly table: string;
+  /** One transaction over one or several rows, made at the first write (many collections only read) and reused. */
+  private writeRows: Database.Transaction<(docs: readonly T[], replace: boolean) => void> | null = null;
 
   constructor(
     private readonly db: Db,
@@ -176,11 +178,19 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 
   async insert(doc: T): Promise<T> {
-    return this.write(doc, false);
+    this.write([doc], false);
+    return doc;
+  }
+
+  /** One transaction and one round of file checks for all of them. */
+  async insertMany(docs: readonly T[]): Promise<T[]> {
+    if (docs.length > 0) this.write(docs, false);
+    return [...docs];
   }
 
   async upsert(doc: T): Promise<T> {
-    return this.write(doc, true);
+    this.write([doc], true);
+    return doc;
   }
 
   async get(id: string | number): Promise<T | null> {
@@ -232,17 +242,21 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     return this.io.write(() => this.statements.get(`DELETE FROM ${this.table} WHERE ${where}`).run(params).changes);
   }
 
-  private write(doc: T, replace: boolean): T {
-    const run = this.db.transaction((): T => {
-      if (!replace && this.getSync(doc.id)) throw new ConflictError(this.spec.name, ['id']);
-      this.assertUnique(doc);
-      // REPLACE also overwrites an expired row with this id, which must not block the insert.
-      this.statements
-        .get(`INSERT OR REPLACE INTO ${this.table} (tenant, id, doc, expires_at) VALUES (@tenant, @id, @doc, @expiresAt)`)
-        .run({ tenant: this.tenant, id: idKey(doc.id), doc: JSON.stringify(doc), expiresAt: expiryOf(doc) });
-      return doc;
+  private write(docs: readonly T[], replace: boolean): void {
+    this.writeRows ??= this.db.transaction((rows: readonly T[], replaceRows: boolean) => {
+      for (const doc of rows) this.writeRow(doc, replaceRows);
     });
-    return this.io.write(() => run.immediate());
+    const writeRows = this.writeRows;
+    this.io.write(() => writeRows.immediate(docs, replace));
+  }
+
+  private writeRow(doc: T, replace: boolean): void {
+    if (!replace && this.getSync(doc.id)) throw new ConflictError(this.spec.name, ['id']);
+    this.assertUnique(doc);
+    // REPLACE also overwrites an expired row with this id, which must not block the insert.
+    this.statements
+      .get(`INSERT OR REPLACE INTO ${this.table} (tenant, id, doc, expires_at) VALUES (@tenant, @id, @doc, @expiresAt)`)
+      .run({ tenant: this.tenant, id: idKey(doc.id), doc: JSON.stringify(doc), expiresAt: expiryOf(doc) });
   }
 
   /** Expired documents do not hold on to their unique values. */

@@ -24,9 +24,11 @@ export function isAudited(path: string): boolean {
 }
 
 /**
- * Records one entry per audited request, after it has been answered; a failed write is logged,
- * never surfaced. Mounted outside the JSON error handler so that it sees the status the caller
- * got, not the one a handler had set before it threw.
+ * Records one entry per audited request, after it has been answered and before the answer goes
+ * out: the caller is answered once its entry is stored (in a batch shared with concurrent
+ * requests, see AuditLog), so a crash cannot lose the entry of an answered request. A failed
+ * write is logged, never surfaced. Mounted outside the JSON error handler so that it sees the
+ * status the caller got, not the one a handler had set before it threw.
  */
 export function auditTrail(audit: AuditLog, log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {

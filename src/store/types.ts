@@ -50,6 +50,13 @@ export interface TenantCollection<T extends StoredDoc = StoredDoc> {
    * Throws ConflictError on a duplicate id or unique key.
    */
   insert(doc: T): Promise<T>;
+  /**
+   * Inserts the documents in their order, as one write: each as `insert` would, in one
+   * transaction on SQLite (all or none), one ordered bulk insert on MongoDB. On a ConflictError
+   * (duplicate id or unique key, also between two of the documents) the clashing document and
+   * those after it are not stored; those before it are on MongoDB, not on SQLite.
+   */
+  insertMany(docs: readonly T[]): Promise<T[]>;
   /** Inserts or fully replaces the document with this id. Throws ConflictError on a unique-key clash with another document. */
   upsert(doc: T): Promise<T>;
   get(id: string | number): Promise<T | null>;

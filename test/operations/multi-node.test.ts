@@ -67,6 +67,33 @@ describe('two nodes on one MongoDB-wire store', function () {
     expect((await postForm(b, '/token', { grant_type: 'refresh_token', refresh_token: rotated.body.refresh_token, client_id: spa.clientId })).body.error).to.equal('invalid_grant');
   });
 
+  it('completes on B a sign-in started on A: the upstream callback and the rest of the interaction on B', async function () {
+    const spa = await registerPublicClient(a, 'http://127.0.0.1:1/multi-node-sign-in/cb');
+    const atClient = arrivingAt(spa.redirectUri);
+    const onA = (url: URL) => url.host === new URL(a.url).host;
+    const request = await authorizationRequest(a, spa);
+    const agent = new FetchUserAgent();
+    // A takes the authorization request and its login interaction, and sends the user upstream.
+    const login = await agent.navigate(request.url, (url) => url.host === idp.host);
+    const loginPage = await agent.navigate(login.url, atClient);
+    // The balancer sends everything after the upstream login to B (cookies go with the host name).
+    let page = await passDevIdpForms(agent, loginPage, 'bob', (url) => onA(url) || atClient(url));
+    for (let hops = 0; hops < 10 && !atClient(page.url); hops += 1) {
+      expect(page.status, `${page.url.href} answered ${page.status}: ${page.body}`).to.equal(undefined);
+      page = await agent.navigate(onNode(b, page.url), (url) => onA(url) || atClient(url));
+    }
+
+    expect(pathsVisitedOn(a, agent)).to.deep.equal(['/authorize', '/interaction/:uid']);
+    expect(pathsVisitedOn(b, agent)).to.deep.equal(['/idp/callback', '/interaction/:uid/upstream-done', '/authorize/:uid']);
+    expect(page.url.searchParams.get('state')).to.equal(request.state);
+    const code = page.url.searchParams.get('code');
+    expect(code, page.url.href).to.be.a('string');
+    const tokens = await redeemCode(b, spa, code!, request.codeVerifier);
+    expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
+    const userinfo = await a.request('/userinfo', { headers: { Authorization: `Bearer ${tokens.body.access_token}` } });
+    expect(await userinfo.json()).to.include({ sub: 'bob' });
+  });
+
   it('puts a policy change made through A in force on both nodes', async function () {
     const started = Date.now();
     await updateOauthData(a, (data) => {
@@ -78,6 +105,17 @@ describe('two nodes on one MongoDB-wire store', function () {
     // Both OPAs long poll; the bound is generous, the typical figure is well under a second.
     expect(Date.now() - started).to.be.below(10_000);
   });
+
+  /** The paths `agent` requested from `node`, in order, with interaction ids as `:uid`. */
+  function pathsVisitedOn(node: TestServer, agent: FetchUserAgent): string[] {
+    const host = new URL(node.url).host;
+    return agent.visited.filter((url) => url.host === host).map((url) => url.pathname.replace(/^\/(interaction|authorize)\/[^/]+/, '/$1/:uid'));
+  }
+
+  /** The same URL on `node` (both nodes have one issuer; a balancer picks the node). */
+  function onNode(node: TestServer, url: URL): URL {
+    return new URL(`${url.pathname}${url.search}`, node.url);
+  }
 
   it('redeems a code once when A and B race for it', async function () {
     if (mongo.concurrencyGap) this.skip(); // FerretDB's conditional updates are not atomic (see test/store/mongodb.test.ts)

@@ -149,3 +149,47 @@ function defaultPath(url: URL): string {
 function decodeEntities(text: string): string {
   return text.replace(/&amp;/g, '&').replace(/&#x2F;|&#47;/g, '/').replace(/&quot;/g, '"').replace(/&#39;/g, "'");
 }
+
+/** Every URL the context's pages request (documents, scripts, fetches), in order. */
+export function recordRequests(context: BrowserContext): string[] {
+  const urls: string[] = [];
+  context.on('request', (request) => urls.push(request.url()));
+  return urls;
+}
+
+/**
+ * Content-Security-Policy violations in any page of the context, as the page itself sees them
+ * (its `securitypolicyviolation` events, reported through a binding, which the CSP cannot block)
+ * and as Chromium logs them to the console.
+ */
+export async function recordCspViolations(context: BrowserContext): Promise<string[]> {
+  const violations: string[] = [];
+  await context.exposeBinding('__reportCspViolation', (_source, text: string) => void violations.push(text));
+  await context.addInitScript({
+    content: "document.addEventListener('securitypolicyviolation', (event) => window.__reportCspViolation(`${event.effectiveDirective} blocked ${event.blockedURI || 'inline'}`));",
+  });
+  context.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) violations.push(`console: ${message.text()}`);
+  });
+  return violations;
+}
+
+export interface AxeViolation {
+  id: string;
+  impact: string | null;
+  help: string;
+  targets: string[];
+}
+
+/**
+ * The axe-core violations of the page as it is now, at the given impacts. axe is injected by
+ * evaluating its source (DevTools evaluation is not subject to the page's CSP, a script tag would be).
+ */
+export async function axeViolations(page: import('playwright-core').Page, impacts: string[] = ['serious', 'critical']): Promise<AxeViolation[]> {
+  const { readFile } = await import('node:fs/promises');
+  const { createRequire } = await import('node:module');
+  const source = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  if (!(await page.evaluate('typeof window.axe === "object"'))) await page.evaluate(source);
+  const violations = (await page.evaluate('axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] } }).then((result) => result.violations.map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, targets: violation.nodes.map((node) => String(node.target)) })))')) as AxeViolation[];
+  return violations.filter((violation) => impacts.includes(violation.impact ?? ''));
+}

@@ -92,9 +92,9 @@ export async function authorizationRequest(server: TestServer, testClient: TestC
   return { url: `${server.config.issuer}/authorize?${query}`, state, codeVerifier };
 }
 
-/** POST /token for a public client's code. */
+/** POST /token for a public client's code, at this server (not at its issuer, which several nodes may share). */
 export async function redeemCode(server: TestServer, testClient: TestClient, code: string, codeVerifier: string): Promise<{ status: number; body: any }> {
-  const response = await fetch(`${server.config.issuer}/token`, {
+  const response = await fetch(`${server.url}/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: testClient.redirectUri, client_id: testClient.clientId, code_verifier: codeVerifier }),

@@ -3,7 +3,8 @@ import { ADMIN_KEY } from './server.js';
 
 /**
  * Starts `npm start`'s entry point as a process of its own (for measuring its memory, or
- * killing it) on a SQLite file in `dataDir`, and resolves once /healthz answers 200.
+ * killing it) on a SQLite file in `dataDir` (or the store `env.STORE_URL` names), and resolves
+ * once /healthz answers 200.
  */
 export async function startServerProcess(options: { port: number; dataDir: string; env?: Record<string, string> }): Promise<ChildProcess> {
   const url = `http://127.0.0.1:${options.port}`;

@@ -8,6 +8,8 @@ import { outboundOptionsOf } from '../../http/outbound.js';
 import type { Logger } from '../../log/index.js';
 import type { Sealer, Store } from '../../store/index.js';
 import type { TenantProviders } from '../providers.js';
+import { routes as endpoints } from '../routes.js';
+import { auditSignInFailure } from './audit.js';
 import { grantConsent } from './consent.js';
 import { SignInError } from './errors.js';
 import { finishInteraction, interactionOf, type Interaction } from './interaction.js';
@@ -43,7 +45,8 @@ const SIGN_IN_PROMPTS = new Set(['login', 'select_account']);
  *    the outcome to oidc-provider, which resumes the authorization request.
  *
  * Every failure after step 1 reaches the client as an authorization error at its
- * redirect_uri; only a request that cannot be tied to an interaction is answered here (400).
+ * redirect_uri (and in the audit entry of the request that sends it there, see audit.ts); only
+ * a request that cannot be tied to an interaction is answered here (400).
  * Also completes UserInfo's 401 challenge (see userinfo-challenge.ts). Mount before the providers.
  */
 export function interactionRoutes(deps: InteractionDeps): Middleware {
@@ -56,6 +59,8 @@ export function interactionRoutes(deps: InteractionDeps): Middleware {
   router.get('/interaction/:uid', (ctx) => answerPrompt(ctx, deps, upstream));
   router.get(UPSTREAM_CALLBACK_PATH, (ctx) => receiveUpstreamResponse(ctx, deps, upstream));
   router.get(`/interaction/:uid/${UPSTREAM_DONE}`, (ctx) => completeSignIn(ctx, deps));
+  // oidc-provider resumes the authorization request here; a failed sign-in's error is audited.
+  router.get(`${endpoints.authorization}/:uid`, auditSignInFailure);
   const routes = router.routes() as Middleware;
   return (ctx, next) => userinfoChallenge(ctx, () => routes(ctx, next));
 }
@@ -68,7 +73,7 @@ async function answerPrompt(ctx: Context, deps: InteractionDeps, upstream: Upstr
     if (!SIGN_IN_PROMPTS.has(prompt)) throw new SignInError('interaction_required', `Arbiter cannot satisfy the ${prompt} prompt`);
     ctx.redirect((await sendUpstream(ctx, deps, upstream, interaction)).href);
   } catch (error) {
-    await finish(ctx, interaction, signInFailure(error, deps.log));
+    await finish(ctx, interaction, signInFailure(ctx, error, deps.log));
   }
 }
 
@@ -105,7 +110,7 @@ async function upstreamOutcome(ctx: Context, deps: InteractionDeps, upstream: Up
     // The upstream sign-in also settles a requested select_account prompt.
     return { login: { accountId }, select_account: {} };
   } catch (error) {
-    return signInFailure(error, deps.log);
+    return signInFailure(ctx, error, deps.log);
   }
 }
 
@@ -130,16 +135,17 @@ async function finish(ctx: Context, interaction: Interaction, result: Interactio
 }
 
 /** A sign-in failure as the client will see it; anything else is a fault of Arbiter's. */
-function signInFailure(error: unknown, log: Logger): InteractionResults {
+function signInFailure(ctx: Context, error: unknown, log: Logger): InteractionResults {
   if (!(error instanceof SignInError)) throw error;
-  log.warn({ error: error.error, reason: error.description, cause: causeOf(error.cause) }, 'upstream sign-in failed');
+  const { tenant, requestId } = ctx.state;
+  log.warn({ tenant, requestId, error: error.error, reason: error.description, cause: causeOf(error.cause) }, 'upstream sign-in failed');
   return error.result;
 }
 
-/** Names and codes only: openid-client errors may carry upstream responses. */
+/** Names and codes only: openid-client errors may carry upstream responses. (Not `code`: the log redacts that name.) */
 function causeOf(cause: unknown): Record<string, unknown> | undefined {
   if (!(cause instanceof Error)) return undefined;
-  return { name: cause.name, message: cause.message, code: (cause as { code?: unknown }).code };
+  return { name: cause.name, message: cause.message, errorCode: (cause as { code?: unknown }).code };
 }
 
 /** Sign-in responses carry state and redirect to codes: never cached. */

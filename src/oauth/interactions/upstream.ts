@@ -5,8 +5,6 @@ import type { IdentityProviderRecord } from './identity-providers.js';
 
 /** Discovery documents change rarely; re-reading them every few minutes picks up key and endpoint changes. */
 const DISCOVERY_CACHE_MS = 5 * 60_000;
-/** A user is waiting on every upstream call. */
-const UPSTREAM_TIMEOUT_SECONDS = 10;
 const DEFAULT_SCOPES = ['openid', 'profile', 'email'];
 /** The prompt values of the authorization request that concern authentication, hence the upstream provider. */
 const FORWARDED_PROMPTS = ['login', 'consent', 'select_account'];
@@ -59,7 +57,17 @@ export class UpstreamProviders {
 
   constructor(private readonly options: UpstreamOptions) {
     this.outbound = createOutbound(options.outbound);
-    this.execute = options.outbound.allowInsecureLoopback ? [client.allowInsecureRequests] : [];
+    // ID tokens are verified against the upstream's JWKS, although they come straight from its
+    // token endpoint: openid-client would otherwise take any signature from it at face value.
+    this.execute = [client.enableNonRepudiationChecks, ...(options.outbound.allowInsecureLoopback ? [client.allowInsecureRequests] : [])];
+  }
+
+  /**
+   * openid-client's own per-request timeout, in whole seconds; the outbound guard's
+   * (OUTBOUND_TIMEOUT_MS, per request) ends a slow upstream first, so a user waits no longer than that.
+   */
+  private get timeoutSeconds(): number {
+    return Math.ceil(this.options.outbound.timeoutMs / 1000);
   }
 
   /** The upstream authorization request: code flow with state, nonce and PKCE S256. */
@@ -101,7 +109,7 @@ export class UpstreamProviders {
     const metadata = { ...(await this.metadata(idp)), ...endpointOverrides(idp) };
     this.assertFetchableEndpoints(idp, metadata);
     const configuration = new client.Configuration(metadata, idp.clientId, idp.clientSecret, clientAuthentication(metadata, idp.clientSecret));
-    configuration.timeout = UPSTREAM_TIMEOUT_SECONDS;
+    configuration.timeout = this.timeoutSeconds;
     configuration[client.customFetch] = this.outbound.fetch;
     for (const option of this.execute) option(configuration);
     return configuration;
@@ -114,7 +122,7 @@ export class UpstreamProviders {
       const discovered = await client.discovery(new URL(idp.issuer), idp.clientId ?? '', undefined, undefined, {
         [client.customFetch]: this.outbound.fetch,
         execute: this.execute,
-        timeout: UPSTREAM_TIMEOUT_SECONDS,
+        timeout: this.timeoutSeconds,
       });
       const metadata = discovered.serverMetadata();
       this.discovered.set(idp.issuer, { metadata, expiresAt: Date.now() + DISCOVERY_CACHE_MS });
@@ -181,7 +189,12 @@ function identityFrom(claims: Record<string, unknown>): UpstreamIdentity {
   return identity;
 }
 
-/** Upstream refusals keep their meaning for the client; unreachable upstreams are retryable; anything else failed verification. */
+/**
+ * What the client is told, by what went wrong upstream: its refusals keep their meaning
+ * (access_denied otherwise), an upstream that cannot be reached in time or fails with a 5xx is
+ * temporarily_unavailable, an answer that is not a protocol answer at all (not JSON, an
+ * unexpected status) is server_error, and anything that fails verification is access_denied.
+ */
 function signInErrorFor(error: unknown): SignInError {
   if (error instanceof SignInError) return error;
   if (error instanceof client.AuthorizationResponseError) {
@@ -191,8 +204,22 @@ function signInErrorFor(error: unknown): SignInError {
     return new SignInError(code, `sign-in at the upstream identity provider ended with ${upstreamCode}`, error);
   }
   // OutboundRefusedError is a TypeError (a fetch network error), kept as the cause for the log.
-  if (error instanceof TypeError || (error instanceof client.ClientError && (error.code === 'OAUTH_TIMEOUT' || error.code === 'OAUTH_ABORT'))) {
-    return unavailable('the upstream identity provider could not be reached', error);
+  const timedOut = error instanceof client.ClientError && (error.code === 'OAUTH_TIMEOUT' || error.code === 'OAUTH_ABORT');
+  if (error instanceof TypeError || timedOut || (upstreamStatus(error) ?? 0) >= 500) {
+    return unavailable('the upstream identity provider could not be reached or failed', error);
+  }
+  if (error instanceof client.ClientError && UNREADABLE_RESPONSES.has(error.code ?? '')) {
+    return new SignInError('server_error', 'the upstream identity provider gave an answer that is not a valid protocol response', error);
   }
   return new SignInError('access_denied', 'the upstream identity provider\'s response could not be verified', error);
+}
+
+/** openid-client's codes for an answer it could not even read as a protocol response. */
+const UNREADABLE_RESPONSES = new Set(['OAUTH_RESPONSE_IS_NOT_JSON', 'OAUTH_PARSE_ERROR', 'OAUTH_RESPONSE_IS_NOT_CONFORM']);
+
+/** The upstream's HTTP status when the error is about an HTTP answer. */
+function upstreamStatus(error: unknown): number | undefined {
+  if (error instanceof client.ResponseBodyError) return error.status;
+  if (error instanceof client.ClientError && error.cause instanceof Response) return error.cause.status;
+  return undefined;
 }

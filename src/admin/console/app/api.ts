@@ -1,0 +1,68 @@
+import { session } from './session.js';
+
+/** An Admin API refusal: `field` names the offending field when the API says which. */
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    description: string,
+    readonly field?: string,
+  ) {
+    super(description);
+  }
+}
+
+let onUnauthorized: () => void = () => {};
+
+/** What to do when the key is refused (sign the operator out). */
+export function whenUnauthorized(handler: () => void): void {
+  onUnauthorized = handler;
+}
+
+/** One Admin API call: the key and the chosen tenant as headers, JSON both ways. */
+export function api<T = unknown>(method: string, path: string, body?: unknown): Promise<T> {
+  return call<T>(method, path, body, onUnauthorized);
+}
+
+/** Whether the API accepts `key` (one harmless read); a refusal here signs no one out. */
+export async function keyIsAccepted(): Promise<boolean> {
+  try {
+    await call('GET', '/audit-logs?size=1', undefined, () => {});
+    return true;
+  } catch (error) {
+    if (error instanceof ApiError && error.status === 401) return false;
+    throw error;
+  }
+}
+
+async function call<T>(method: string, path: string, body: unknown, unauthorized: () => void): Promise<T> {
+  const headers: Record<string, string> = { 'X-Admin-API-Key': session.key() ?? '' };
+  if (session.tenant()) headers['X-Tenant-Id'] = session.tenant();
+  if (body !== undefined) headers['Content-Type'] = 'application/json';
+  const response = await fetch(`/admin/api${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  const text = await response.text();
+  const parsed = text ? parseJson(text) : undefined;
+  if (response.ok) return parsed as T;
+  if (response.status === 401) unauthorized();
+  const problem = (parsed ?? {}) as { error?: string; error_description?: string; field?: string };
+  throw new ApiError(response.status, problem.error ?? 'error', problem.error_description ?? `the server answered ${response.status}`, problem.field);
+}
+
+export interface Revisions {
+  store: string;
+  opa: string | null;
+}
+
+/** The bundle revision the store holds and the one OPA serves (GET /healthz, no key needed). */
+export async function policyRevisions(): Promise<Revisions | undefined> {
+  const response = await fetch('/healthz', { cache: 'no-store' });
+  return ((await response.json()) as { policyRevision?: Revisions }).policyRevision;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return { error: 'error', error_description: text.slice(0, 200) };
+  }
+}

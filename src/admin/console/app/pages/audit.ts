@@ -1,0 +1,118 @@
+import { api } from '../api.js';
+import { h, replace, say, statusLine, uniqueId } from '../dom.js';
+import { explainReplay, type Replay } from '../explain.js';
+import { openInPlayground } from './playground.js';
+
+interface AuditEntry {
+  id: number;
+  createdAt: string;
+  method: string;
+  endpoint: string;
+  outcome: string;
+  clientId: string | null;
+  subjectId: string | null;
+  policyDecision: unknown;
+  policyInput: unknown;
+  requestSummary: { status?: number; error?: string };
+}
+
+interface AuditPage {
+  content: AuditEntry[];
+  totalElements: number;
+  totalPages: number;
+  number: number;
+  size: number;
+}
+
+const PAGE_SIZE = 20;
+
+/** The audit log of the chosen tenant, newest first, filtered by endpoint and client, with "Why?" on decisions. */
+export function auditPage(main: HTMLElement): void {
+  const status = statusLine();
+  const results = h('div', { class: 'list-area' });
+  const why = h('section', { class: 'why', 'aria-label': 'Why' });
+  const endpoint = labelled('Endpoint', h('input', { type: 'text', name: 'endpoint', placeholder: '/token' }));
+  const clientId = labelled('Client ID', h('input', { type: 'text', name: 'clientId' }));
+  let page = 0;
+
+  async function load(): Promise<void> {
+    const query = new URLSearchParams({ page: String(page), size: String(PAGE_SIZE), sort: 'id,desc' });
+    if (endpoint.input.value.trim()) query.set('endpoint', endpoint.input.value.trim());
+    if (clientId.input.value.trim()) query.set('clientId', clientId.input.value.trim());
+    try {
+      const found = await api<AuditPage>('GET', `/audit-logs?${query}`);
+      replace(results, table(found), pager(found));
+      say(status, `${found.totalElements} entries.`);
+    } catch (error) {
+      say(status, (error as Error).message, 'error');
+    }
+  }
+
+  function table(found: AuditPage): HTMLElement {
+    if (found.content.length === 0) return h('p', {}, 'No entries match.');
+    return h(
+      'table',
+      {},
+      h('caption', {}, `Audit entries, page ${found.number + 1} of ${Math.max(found.totalPages, 1)}`),
+      h('thead', {}, h('tr', {}, ['Id', 'Time', 'Request', 'Outcome', 'Status', 'Client', 'Subject', 'Decision'].map((name) => h('th', { scope: 'col' }, name)))),
+      h('tbody', {}, found.content.map((entry) => row(entry))),
+    );
+  }
+
+  function row(entry: AuditEntry): HTMLElement {
+    const summary = entry.requestSummary ?? {};
+    return h(
+      'tr',
+      { 'data-entry': entry.id },
+      h('th', { scope: 'row' }, String(entry.id)),
+      h('td', {}, new Date(entry.createdAt).toLocaleString()),
+      h('td', {}, `${entry.method} ${entry.endpoint}`),
+      h('td', { class: `outcome ${entry.outcome}` }, entry.outcome),
+      h('td', {}, [summary.status, summary.error].filter(Boolean).join(' ')),
+      h('td', {}, entry.clientId ?? ''),
+      h('td', {}, entry.subjectId ?? ''),
+      h('td', {}, entry.policyDecision ? h('button', { type: 'button', 'aria-label': `Why? (entry ${entry.id})`, onclick: () => explain(entry) }, 'Why?') : ''),
+    );
+  }
+
+  async function explain(entry: AuditEntry): Promise<void> {
+    const id = entry.id;
+    replace(why, h('p', { role: 'status' }, `Replaying entry ${id}…`));
+    try {
+      const replay = await api<Replay>('POST', `/audit-logs/${id}/replay`);
+      // The playground takes one decision: the first of an entry that asked several.
+      const [point] = [replay.point].flat();
+      const [input] = [entry.policyInput].flat();
+      const tryIt = h('button', { type: 'button', class: 'secondary', onclick: () => openInPlayground(point, input) }, 'Open this input in the playground');
+      replace(why, h('h3', { tabindex: -1 }, `Why? Entry ${id}`), explainReplay(replay), tryIt);
+    } catch (error) {
+      replace(why, h('h3', { tabindex: -1 }, `Why? Entry ${id}`), h('p', { class: 'status error' }, (error as Error).message));
+    }
+    why.querySelector('h3')?.focus();
+  }
+
+  function pager(found: AuditPage): HTMLElement {
+    const previous = h('button', { type: 'button', disabled: found.number === 0, onclick: () => turn(-1) }, 'Previous page');
+    const next = h('button', { type: 'button', disabled: found.number + 1 >= found.totalPages, onclick: () => turn(1) }, 'Next page');
+    return h('nav', { class: 'pager', 'aria-label': 'Audit pages' }, previous, h('span', {}, `Page ${found.number + 1} of ${Math.max(found.totalPages, 1)}`), next);
+  }
+
+  function turn(by: number): void {
+    page = Math.max(0, page + by);
+    void load();
+  }
+
+  const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter the audit log' }, endpoint.wrapper, clientId.wrapper, h('button', { type: 'submit' }, 'Filter'));
+  filters.addEventListener('submit', (event) => {
+    event.preventDefault();
+    page = 0;
+    void load();
+  });
+  replace(main, h('h2', { tabindex: -1 }, 'Audit log'), filters, status, results, why);
+  void load();
+}
+
+function labelled(label: string, input: HTMLInputElement) {
+  input.id = uniqueId('filter');
+  return { input, wrapper: h('div', { class: 'field' }, h('label', { for: input.id }, label), input) };
+}
