@@ -128,7 +128,7 @@ const OPERATIONS: AdminOperation[] = [
     operationId: 'explainDecision',
     summary: 'Run a decision as the endpoints do, against the live engines, and say why (nothing is issued or stored)',
     tag: 'decisions',
-    parameters: [ref('parameters', 'TenantHeader')],
+    parameters: TENANT_PARAMETERS,
     body: {
       schema: schemaRef('DecisionRequest'),
       example: {
