@@ -81,7 +81,9 @@ func run(listen, dir string) error {
 		stop() // a proxy that stopped accepting takes FerretDB down with it
 	}()
 
-	return errors.Join(server.Run(ctx), <-proxyDone)
+	runErr := server.Run(ctx)
+	stop() // and a FerretDB that stopped takes the proxy down (its listener closes)
+	return errors.Join(runErr, <-proxyDone)
 }
 
 // sqliteDirURL turns a directory into the `file:<abs dir>/` URL FerretDB requires
