@@ -1,7 +1,8 @@
 /**
  * The MongoDB server behind test/store/mongodb.test.ts: the one named by
  * MONGODB_URI when set, otherwise a FerretDB started for this run on a free
- * loopback port (scripts/ferretdb.sh) and stopped afterwards.
+ * loopback port (scripts/ferretdb.sh) and stopped afterwards. That FerretDB
+ * applies conditional writes atomically (see concurrencyGapOf).
  */
 import { spawn, execFile, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -35,7 +36,8 @@ export class MongoTestServer {
       this.baseUri = this.ferretdb.uri;
     }
     this.ferretdbVersion = await ferretdbVersionOf(this.baseUri);
-    this.concurrencyGap = concurrencyGapOf(this.ferretdbVersion);
+    // Ours runs behind the proxy of test/support/ferretdb/main.go, which serialises writes.
+    this.concurrencyGap = this.ferretdb ? undefined : concurrencyGapOf(this.ferretdbVersion);
   }
 
   /** A fresh database per call unless one is named, so every test starts empty. */
@@ -79,7 +81,7 @@ class FerretDbProcess {
     await promisify(execFile)('bash', [FERRETDB_SCRIPT, 'build']);
     const port = await freePort();
     const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-ferretdb-'));
-    // The script execs the server, so this child is FerretDB itself and kill() reaches it.
+    // The script execs the server, so this child is FerretDB (and its proxy) itself and kill() reaches it.
     const child = spawn('bash', [FERRETDB_SCRIPT, 'start', String(port), dataDir], { stdio: ['ignore', 'ignore', 'pipe'] });
     const server = new FerretDbProcess(`mongodb://127.0.0.1:${port}/`, child, dataDir);
     try {
@@ -139,7 +141,9 @@ async function ferretdbVersionOf(uri: string): Promise<string | undefined> {
 /**
  * FerretDB 1.x runs findAndModify and update as a read followed by a separate
  * write by _id, so two concurrent conditional updates (or $inc on one counter)
- * can both succeed. Real MongoDB applies them atomically per document.
+ * can both succeed. Real MongoDB applies them atomically per document, and so
+ * does the FerretDB this file starts (its proxy applies writes one at a time);
+ * a FerretDB named by MONGODB_URI is taken to be a plain one.
  */
 function concurrencyGapOf(ferretdbVersion: string | undefined): string | undefined {
   return ferretdbVersion && `FerretDB ${ferretdbVersion} does not apply findAndModify/update atomically`;
