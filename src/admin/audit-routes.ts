@@ -3,7 +3,7 @@ import type { Context } from 'koa';
 import { SORTABLE_FIELDS, type AuditEntry, type AuditLog } from '../audit/index.js';
 import { badRequest, notFound } from '../http/errors.js';
 
-const MAX_PAGE_SIZE = 1000;
+export const MAX_PAGE_SIZE = 1000;
 
 /**
  * Read-only access to the audit log: GET list (paged, filtered, sorted) and GET one. Like every

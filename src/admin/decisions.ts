@@ -16,13 +16,14 @@ export interface DecisionRouteOptions {
   tenantOf: (ctx: Context, body?: unknown) => string | null;
 }
 
-const PLAYGROUND_BODY = {
+/** The body of POST /decisions (also the OpenAPI document's DecisionRequest). */
+export const PLAYGROUND_BODY = {
   type: 'object',
   additionalProperties: false,
   required: ['point', 'input'],
   properties: {
     point: { enum: [...DECISION_POINTS] },
-    input: { type: 'object' },
+    input: { type: 'object', description: "the point's policy input (docs/policy.md); `tenant` and `time` are filled in when absent" },
     tenantId: { type: ['string', 'null'] },
   },
 };

@@ -2,7 +2,9 @@ import type { Middleware } from 'koa';
 import { SORTABLE_FIELDS, type AuditPage } from '../audit/index.js';
 import type { AuditFields } from '../audit/log.js';
 import { DECISION_POINTS, RESULT_SCHEMA } from '../policy/index.js';
+import { MAX_PAGE_SIZE } from './audit-routes.js';
 import { COLLECTIONS, type CollectionDefinition } from './collections.js';
+import { PLAYGROUND_BODY } from './decisions.js';
 import { ADMIN_PREFIX } from './gate.js';
 
 /**
@@ -96,7 +98,7 @@ const OPERATIONS: AdminOperation[] = [
       { name: 'endpoint', in: 'query', description: 'only entries of this request path', schema: { type: 'string' } },
       { name: 'clientId', in: 'query', description: 'only entries of this client', schema: { type: 'string' } },
       { name: 'page', in: 'query', description: 'page number, from 0', schema: { type: 'integer', minimum: 0, default: 0 } },
-      { name: 'size', in: 'query', description: 'entries per page', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 20 } },
+      { name: 'size', in: 'query', description: 'entries per page', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 } },
       { name: 'sort', in: 'query', description: `"<field>,asc|desc"; field one of ${SORTABLE_FIELDS.join(', ')}`, schema: { type: 'string', default: 'id,desc' }, example: 'createdAt,desc' },
     ],
     success: { 200: { description: 'the page', schema: schemaRef('AuditPage') } },
@@ -408,18 +410,7 @@ const { $id: _resultId, ...decisionResult } = RESULT_SCHEMA;
 
 /** The decision playground and the replay (src/admin/decisions.ts, src/policy/explain.ts). */
 const DECISION_SCHEMAS: Record<string, Schema> = {
-  // The playground's own body schema (PLAYGROUND_BODY in decisions.ts) is not exported: this is
-  // its copy, kept honest by the contract test (the example is accepted, an unknown field refused).
-  DecisionRequest: {
-    type: 'object',
-    additionalProperties: false,
-    required: ['point', 'input'],
-    properties: {
-      point,
-      input: { type: 'object', description: "the point's policy input (docs/policy.md); `tenant` and `time` are filled in when absent" },
-      tenantId: { type: ['string', 'null'] },
-    },
-  },
+  DecisionRequest: PLAYGROUND_BODY,
   DecisionResult: decisionResult,
   DecisionExplanation: {
     type: 'object',
