@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import { SORTABLE_FIELDS, type AuditPage } from '../audit/index.js';
 import type { AuditFields } from '../audit/log.js';
 import { DECISION_POINTS, RESULT_SCHEMA } from '../policy/index.js';
+import { CLIENT_CREDENTIALS_TOKEN_INPUT } from '../policy/examples.js';
 import { MAX_PAGE_SIZE } from './audit-routes.js';
 import { COLLECTIONS, type CollectionDefinition } from './collections.js';
 import { PLAYGROUND_BODY } from './decisions.js';
@@ -133,24 +134,7 @@ const OPERATIONS: AdminOperation[] = [
     parameters: TENANT_PARAMETERS,
     body: {
       schema: schemaRef('DecisionRequest'),
-      example: {
-        point: 'token',
-        input: {
-          client: { client_id: 'documents-app', client_type: 'confidential', registration_type: 'admin', scopes: ['read'], granted_resources: [] },
-          request: {
-            endpoint: '/token',
-            method: 'POST',
-            parameters: { grant_type: 'client_credentials', scope: 'read' },
-            grant_type: 'client_credentials',
-            scopes: ['read'],
-            resource: null,
-            resolved_resource_type: null,
-            resource_types: [],
-            authorization_details: [],
-          },
-          subject: null,
-        },
-      },
+      example: { point: 'token', input: CLIENT_CREDENTIALS_TOKEN_INPUT },
     },
     success: { 200: { description: "the decision, each engine's verdict and why", schema: { allOf: [schemaRef('DecisionExplanation'), object({ policyRevision: schemaRef('PolicyRevision') })] } } },
     errors: ['BadRequest'],

@@ -3,25 +3,8 @@ import { ApiError, api } from '../api.js';
 import { h, replace, say, statusLine } from '../dom.js';
 import { explainDecision, type DecisionAnswer } from '../explain.js';
 import { session } from '../session.js';
-
-/**
- * A starting input the token point accepts (a client_credentials request); docs/policy.md
- * describes every point's input, and "Why?" in the audit log opens real ones here.
- */
-const SAMPLE_INPUT = {
-  client: { client_id: 'example', client_type: 'confidential', registration_type: 'admin', scopes: ['read'], granted_resources: [], authenticated_with: 'client_secret_basic' },
-  request: {
-    endpoint: '/token',
-    method: 'POST',
-    parameters: { grant_type: 'client_credentials', scope: 'read' },
-    grant_type: 'client_credentials',
-    scopes: ['read'],
-    resource: null,
-    resolved_resource_type: null,
-    resource_types: [],
-    authorization_details: [],
-  },
-};
+// A starting input the token point accepts; "Why?" in the audit log opens real ones here.
+import { CLIENT_CREDENTIALS_TOKEN_INPUT } from '../../../../policy/examples.js';
 
 /** An input handed over by another page ("try this audited input"), shown once by the next playground. */
 let draft: { point: string; input: unknown } | undefined;
@@ -38,7 +21,7 @@ export function playgroundPage(main: HTMLElement): void {
   const status = statusLine();
   const answer = h('section', { class: 'answer', 'aria-label': 'Decision' });
   const point = h('select', { id: 'playground-point', name: 'point' }, DECISION_POINTS.map((name) => h('option', { value: name, selected: name === (given?.point ?? 'token') }, name)));
-  const input = h('textarea', { id: 'playground-input', name: 'input', rows: 16, class: 'code', spellcheck: 'false', 'aria-describedby': 'playground-input-error', value: JSON.stringify(given?.input ?? SAMPLE_INPUT, null, 2) });
+  const input = h('textarea', { id: 'playground-input', name: 'input', rows: 16, class: 'code', spellcheck: 'false', 'aria-describedby': 'playground-input-error', value: JSON.stringify(given?.input ?? CLIENT_CREDENTIALS_TOKEN_INPUT, null, 2) });
   const inputError = h('p', { class: 'field-error', id: 'playground-input-error', hidden: true });
 
   async function decide(): Promise<void> {
