@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { basic, confidentialClient, eventually, policyInForce, postForm } from '../support/oauth.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { clientToken } from '../uma/support.js';
 
 const CLIENT = 'playground-client';
 const FORBID_PATH = 'arbiter/playground-forbid.cedar';
@@ -19,6 +20,7 @@ describe('Admin API decision playground and replay', function () {
   let server: TestServer;
   let secret: string;
   let allowedEntry: any;
+  let pepToken: string;
 
   before(async function () {
     // Its own server: a test adds a Cedar forbid.
@@ -28,6 +30,9 @@ describe('Admin API decision playground and replay', function () {
     const token = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic(CLIENT, secret) });
     expect(token.status, JSON.stringify(token.body)).to.equal(200);
     allowedEntry = (await server.admin('GET', `/audit-logs?endpoint=/token&clientId=${CLIENT}&size=1&sort=id,desc`)).body.content[0];
+    // An AuthZEN caller's token, before a test adds a Cedar forbid that makes Cedar decide every /token request.
+    const pepSecret = await confidentialClient(server, 'playground-pep', { scopes: ['authzen'] });
+    pepToken = await clientToken(server, 'playground-pep', pepSecret, { resource: 'urn:as:authzen', scope: 'authzen' });
   });
   after(async function () {
     await server?.close();
@@ -123,6 +128,19 @@ describe('Admin API decision playground and replay', function () {
       const why = await server.admin('POST', `/audit-logs/${refused.id}/replay`);
       expect(why.body).to.include({ changed: false });
       expect(why.body.now.engines.cedar.verdict).to.equal('deny');
+    });
+
+    it('replays every decision of an AuthZEN batch entry, in order', async function () {
+      const item = (id: string) => ({ subject: { type: 'user', id }, action: { name: 'read' }, resource: { type: 'document', id: 'plan' } });
+      const batch = await server.request('/access/v1/evaluations', { method: 'POST', json: { evaluations: [item('alice'), item('bob')] }, headers: { Authorization: `Bearer ${pepToken}` } });
+      expect(batch.status).to.equal(200);
+      const entry = (await server.admin('GET', '/audit-logs?endpoint=/access/v1/evaluations&size=1&sort=id,desc')).body.content[0];
+      const replay = await server.admin('POST', `/audit-logs/${entry.id}/replay`);
+      expect(replay.status, JSON.stringify(replay.body)).to.equal(200);
+      expect(replay.body.point).to.deep.equal(['access_evaluation', 'access_evaluation']);
+      expect(replay.body.then).to.have.length(2);
+      expect(replay.body.now.map((now: any) => now.decision.allow)).to.deep.equal(replay.body.then.map((then: any) => then.allow));
+      expect(replay.body.changed).to.equal(false);
     });
 
     it('answers 400 for an entry without a decision, 404 for an unknown entry or another tenant’s', async function () {
