@@ -17,7 +17,7 @@ export interface CollectionDefinition {
   schema: Record<string, unknown>;
   /** Integer fields that must name an existing record of another collection in the same tenant. */
   references?: Record<string, string>;
-  /** Fields never returned in a response. */
+  /** Fields never returned in a response; a replace that leaves one out keeps its stored value. */
   secretFields?: string[];
   /** Secret fields Arbiter must read back: stored sealed (src/store/sealed.ts), never in clear. */
   sealedFields?: string[];
@@ -119,7 +119,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
     store: 'clients',
     pathKey: 'clientId',
     uniqueFields: ['clientId'],
-    secretFields: ['clientSecret'],
+    // The registration access token's digest is as much a credential's trace as the secret's hash.
+    secretFields: ['clientSecret', 'registrationAccessTokenDigest'],
     defaults: { enabled: true },
     schema: object(['clientId', 'clientType'], {
       clientId: { type: 'string', minLength: 1, maxLength: 2048 },

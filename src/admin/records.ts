@@ -93,8 +93,17 @@ export class AdminRecords {
     const fields = await this.validate(tenantId, body, existing);
     // An issued token and its use count survive a replace: only an operator's fields change.
     const kept = this.definition.issuedToken ? { [this.definition.issuedToken.digestField]: existing[this.definition.issuedToken.digestField], used: existing.used } : {};
-    const next = { ...fields, ...kept, id: existing.id, tenantId, createdAt: existing.createdAt, updatedAt: new Date().toISOString() };
+    const next = { ...this.keptSecrets(existing, fields), ...fields, ...kept, id: existing.id, tenantId, createdAt: existing.createdAt, updatedAt: new Date().toISOString() };
     return this.write(() => this.collection(tenantId).upsert(next));
+  }
+
+  /**
+   * Secrets are never shown, so no caller can send them back: a secret field a replace leaves out
+   * keeps its stored value (sealed as it was) rather than being dropped with the rest of the record.
+   */
+  private keptSecrets(existing: AdminRecord, fields: Record<string, unknown>): Record<string, unknown> {
+    const omitted = (this.definition.secretFields ?? []).filter((field) => fields[field] === undefined && existing[field] !== undefined);
+    return Object.fromEntries(omitted.map((field) => [field, existing[field]]));
   }
 
   async remove(tenantId: string | null, existing: AdminRecord): Promise<void> {

@@ -1,5 +1,6 @@
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
+import { basic, postForm } from '../support/oauth.js';
 import { sharedServer, type TestServer } from '../support/server.js';
 
 const BCRYPT_HASH = bcrypt.hashSync('client-secret', 4);
@@ -233,6 +234,20 @@ describe('Admin API collections', function () {
       expect(created.status).to.equal(201);
       expect(created.body.idpId).to.be.a('string').and.not.empty;
       expect(JSON.stringify(created.body)).not.to.contain('top-secret-value');
+    });
+
+    it('keeps a stored secret when a replace leaves it out (it was never shown, so it cannot be sent back)', async function () {
+      const secret = 'kept-secret';
+      await server.admin('POST', '/clients', { clientId: 'kept', clientType: 'confidential', clientSecret: bcrypt.hashSync(secret, 4), scopes: ['read'] });
+      const replaced = await server.admin('PUT', '/clients/kept', { clientId: 'kept', clientType: 'confidential', scopes: ['read'], clientName: 'Renamed' });
+      expect(replaced.status, JSON.stringify(replaced.body)).to.equal(200);
+      expect(replaced.body).to.include({ clientName: 'Renamed' }).and.not.to.have.property('clientSecret');
+      const token = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('kept', secret) });
+      expect(token.status, JSON.stringify(token.body)).to.equal(200);
+      // A secret that is sent replaces the stored one.
+      await server.admin('PUT', '/clients/kept', { clientId: 'kept', clientType: 'confidential', scopes: ['read'], clientSecret: bcrypt.hashSync('new-secret', 4) });
+      expect((await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('kept', secret) })).status).to.equal(401);
+      expect((await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('kept', 'new-secret') })).status).to.equal(200);
     });
   });
 

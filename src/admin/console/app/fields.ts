@@ -48,8 +48,8 @@ const HINTS: Partial<Record<Kind, string>> = {
   lines: 'One per line.',
   json: 'JSON.',
   jsonText: 'A JSON document, checked before it is sent.',
-  secret: 'Never shown again. The API replaces the whole record on save: type it again when editing, or the record is saved without one.',
-  bcrypt: 'Typed in clear, sent only as a BCrypt hash made in this browser. Never shown again: type it again when editing, or the record is saved without one.',
+  secret: 'Never shown again. When editing, leave it empty to keep the stored one.',
+  bcrypt: 'Typed in clear, sent only as a BCrypt hash made in this browser. Never shown again: when editing, leave it empty to keep the stored one.',
 };
 
 function field(name: string, kind: Kind, property: Schema, required: boolean, record?: Record<string, unknown>): Field {
