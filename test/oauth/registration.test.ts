@@ -228,12 +228,19 @@ describe('dynamic client registration', function () {
       expect(listed.status).to.equal(200);
       expect(listed.body).to.include({ clientId: body.client_id, registrationType: 'dcr', tokenEndpointAuthMethod: 'client_secret_post' });
       expect(listed.body).not.to.have.property('clientSecret');
+      expect(listed.body).not.to.have.property('registrationAccessTokenDigest');
       // An Admin PUT of such a record (with its hash) still validates.
       const { id, createdAt, updatedAt, ...fields } = listed.body;
       const record = await stored(body.client_id);
       const put = await server.admin('PUT', `/clients/${body.client_id}`, { ...fields, clientSecret: record.clientSecret, clientName: 'Renamed' });
       expect(put.status, JSON.stringify(put.body)).to.equal(200);
       expect((await postForm(server, '/token', { grant_type: 'client_credentials', client_id: body.client_id, client_secret: body.client_secret })).status).to.equal(200);
+      // One that leaves the secret and the registration access token's digest out keeps both.
+      expect((await server.admin('PUT', `/clients/${body.client_id}`, { ...fields, clientName: 'Renamed again' })).status).to.equal(200);
+      expect((await postForm(server, '/token', { grant_type: 'client_credentials', client_id: body.client_id, client_secret: body.client_secret })).status).to.equal(200);
+      const read = await manage(server, 'GET', body.client_id, body.registration_access_token);
+      expect(read.status, JSON.stringify(read.body)).to.equal(200);
+      expect(read.body.client_name).to.equal('Renamed again');
     });
 
     it('a private_key_jwt client authenticates with its key', async function () {
