@@ -61,12 +61,10 @@ export class OpaDriver {
   }
 
   private async verdictOf(point: DecisionPoint, response: { statusCode: number; body: unknown }): Promise<RegoVerdict> {
-    const body = response.body as { result?: unknown; message?: unknown } | undefined;
-    if (response.statusCode !== 200) return { kind: 'failed', reason: `OPA answered ${response.statusCode}: ${String(body?.message ?? '')}`.trim() };
+    const body = response.body as { result?: unknown } | undefined;
+    if (response.statusCode !== 200) return { kind: 'failed', reason: refusalOf(response) };
     if (body === undefined || body === null || body.result === undefined) return this.undefinedVerdict();
-    const problem = checkResult(body.result);
-    if (problem) return { kind: 'failed', reason: `malformed decision from data.arbiter.${point}.decision: ${problem}` };
-    return { kind: 'decided', decision: body.result as Decision };
+    return resultVerdict(point, body.result);
   }
 
   private async viaGot(url: string, json: unknown): Promise<{ statusCode: number; body: unknown }> {
@@ -115,18 +113,15 @@ export class OpaDriver {
     const query = `results := [[d | d := data.arbiter.${point}.decision with input as object.union(common, item)] | common := input.common; some item in input.items]`;
     try {
       const response = await this.client.post(`${this.baseUrl()}/v1/query`, { json: { query, input: { common, items } }, responseType: 'json' });
-      const body = response.body as { result?: { results?: unknown }[]; message?: unknown } | undefined;
+      const body = response.body as { result?: { results?: unknown }[] } | undefined;
       const failure = (reason: string): RegoVerdict[] => inputs.map(() => ({ kind: 'failed', reason }));
-      if (response.statusCode !== 200) return failure(`OPA answered ${response.statusCode}: ${String(body?.message ?? '')}`.trim());
+      if (response.statusCode !== 200) return failure(refusalOf(response));
       const results = body?.result?.[0]?.results;
       if (!Array.isArray(results) || results.length !== inputs.length) return failure(`OPA answered a batch of ${inputs.length} with ${Array.isArray(results) ? results.length : 'no'} results`);
-      const anyUndefined = results.some((result) => !Array.isArray(result) || result.length === 0);
-      const activated = anyUndefined ? await this.bundlesActivated() : true;
-      return results.map((result): RegoVerdict => {
-        if (!Array.isArray(result) || result.length === 0) return activated ? { kind: 'undefined' } : { kind: 'failed', reason: 'OPA has not activated the policy bundle' };
-        const problem = checkResult(result[0]);
-        return problem ? { kind: 'failed', reason: `malformed decision from data.arbiter.${point}.decision: ${problem}` } : { kind: 'decided', decision: result[0] as Decision };
-      });
+      const isUndefined = (result: unknown) => !Array.isArray(result) || result.length === 0;
+      // One health check for the whole batch, and only when some decision is undefined.
+      const undefinedVerdict = results.some(isUndefined) ? await this.undefinedVerdict() : null;
+      return results.map((result): RegoVerdict => (isUndefined(result) ? undefinedVerdict! : resultVerdict(point, result[0])));
     } catch (error) {
       const reason = describeFailure(error);
       return inputs.map(() => ({ kind: 'failed', reason }));
@@ -168,6 +163,19 @@ export class OpaDriver {
     this.agents.http.destroy();
     this.agents.https.destroy();
   }
+}
+
+/** OPA's non-200 answer, as the reason of a failed verdict. */
+function refusalOf(response: { statusCode: number; body: unknown }): string {
+  const message = (response.body as { message?: unknown } | undefined)?.message;
+  return `OPA answered ${response.statusCode}: ${String(message ?? '')}`.trim();
+}
+
+/** A decision document OPA returned: decided, or failed when it does not fit the result schema. */
+function resultVerdict(point: DecisionPoint, result: unknown): RegoVerdict {
+  const problem = checkResult(result);
+  if (problem) return { kind: 'failed', reason: `malformed decision from data.arbiter.${point}.decision: ${problem}` };
+  return { kind: 'decided', decision: result as Decision };
 }
 
 /** The top-level fields equal in every input, and what remains of each input without them. */
