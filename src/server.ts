@@ -38,7 +38,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const url = `http://127.0.0.1:${port}`;
   let engine: PolicyEngine | undefined;
   const metrics = new Metrics(store, () => engine);
-  const policy = (engine = metrics.observed(await createPolicyEngine({ config, store, log, bundleUrl: `${url}/policy/bundle.tar.gz` })));
+  const policy = (engine = metrics.observed(await createPolicyEngine({ config, store, log, bundleUrl: `${url}${BUNDLE_PATH}` })));
   const providers = new TenantProviders((tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }), config.tenantCacheMax);
   const audit = new AuditLog(store, log);
   const app = createApp({ config, store, sealer, policy, audit, providers, log, metrics });

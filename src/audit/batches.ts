@@ -1,12 +1,7 @@
-/** What a batch writer is told: how to write a batch, and how long and how many to gather. */
+/** What a batch writer is told: how to write a batch, and how many items one may hold. */
 export interface BatchOptions<T, R> {
   /** Writes the items in one go; resolves with one result per item, in their order. */
   write(items: T[]): Promise<R[]>;
-  /**
-   * How long the first item of a batch waits for others to join it; 0: until the next turn of the
-   * event loop, so that the items of every request finished in this turn share one write.
-   */
-  delayMs: number;
   /** A batch this full is written at once. */
   maxItems: number;
   /** Told once per failed batch, before each of its items is rejected with the error. */
@@ -59,15 +54,11 @@ export class BatchWriter<T, R> {
     await this.flush();
   }
 
+  /** The next turn of the event loop: the items of every request finished in this turn share one write. */
   private schedule(): void {
     if (this.cancelScheduled) return;
-    if (this.options.delayMs > 0) {
-      const timer = setTimeout(() => this.startBatch(), this.options.delayMs);
-      this.cancelScheduled = () => clearTimeout(timer);
-    } else {
-      const immediate = setImmediate(() => this.startBatch());
-      this.cancelScheduled = () => clearImmediate(immediate);
-    }
+    const immediate = setImmediate(() => this.startBatch());
+    this.cancelScheduled = () => clearImmediate(immediate);
   }
 
   private startBatch(): void {

@@ -45,14 +45,6 @@ export const SORTABLE_FIELDS = ['id', 'createdAt', 'endpoint', 'method', 'outcom
 /** How many audit ids one node reserves at a time. */
 const AUDIT_ID_BLOCK = 100;
 
-/** How the log batches its writes (DEFAULT_BATCHING unless a measurement chooses otherwise). */
-export interface AuditBatching {
-  /** How long an entry waits for others to share its write; 0: until the next turn of the event loop. */
-  delayMs: number;
-  /** Entries of one write at most. */
-  maxEntries: number;
-}
-
 /**
  * The entries of the requests answered in one turn of the event loop share one write (under load
  * a turn lasts a few milliseconds; while a MongoDB write is under way, the next batch gathers until
@@ -60,7 +52,7 @@ export interface AuditBatching {
  * one caller appending in a loop fell from ~2,000 to ~300 entries/s, while 64 concurrent callers
  * gained nothing over the next turn. A batch never exceeds an id block, so it reserves ids at most once.
  */
-const DEFAULT_BATCHING: AuditBatching = { delayMs: 0, maxEntries: AUDIT_ID_BLOCK };
+const MAX_BATCH_ENTRIES = AUDIT_ID_BLOCK;
 
 /** An entry waiting for its batch: createdAt is when it was appended (the request was answered), not when written. */
 interface Appended {
@@ -98,13 +90,11 @@ export class AuditLog {
   constructor(
     private readonly store: Store,
     log?: Logger,
-    batching: AuditBatching = DEFAULT_BATCHING,
   ) {
     this.entries = store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT);
     this.writer = new BatchWriter({
       write: (fields) => this.write(fields),
-      delayMs: batching.delayMs,
-      maxItems: batching.maxEntries,
+      maxItems: MAX_BATCH_ENTRIES,
       onFailure: (error, entries) => log?.error({ err: error }, `audit batch of ${entries} entries not written`),
     });
   }
