@@ -1,5 +1,6 @@
 import type { Context, Next } from 'koa';
 import { isAdminPath } from '../admin/gate.js';
+import { basicCredentials } from '../http/basic.js';
 import type { Logger } from '../log/index.js';
 import type { AuditLog, Outcome } from './log.js';
 import { bodyParams, summarizeRequest } from './summary.js';
@@ -76,15 +77,7 @@ function stringParam(ctx: Context, name: string): string | null {
   return typeof value === 'string' && value !== '' ? value : null;
 }
 
+/** The client id of a Basic Authorization header, also when its secret is wrong. */
 function basicUsername(authorization: string): string | null {
-  const match = /^basic\s+(\S+)$/i.exec(authorization);
-  if (!match) return null;
-  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
-  const separator = decoded.indexOf(':');
-  if (separator <= 0) return null;
-  try {
-    return decodeURIComponent(decoded.slice(0, separator));
-  } catch {
-    return null;
-  }
+  return basicCredentials(authorization)?.id || null;
 }

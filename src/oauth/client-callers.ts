@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { basicCredentials } from '../http/basic.js';
 import { HttpError } from '../http/errors.js';
 import type { Store } from '../store/index.js';
 import { clientSecrets } from './client-secrets.js';
@@ -13,20 +14,15 @@ export interface ClientCaller {
 /** Authenticates `Authorization: Basic` client credentials of the request's tenant; undefined when the header is not Basic. */
 export type ClientCallers = (ctx: Context) => Promise<ClientCaller | undefined>;
 
-const BASIC = /^Basic +([A-Za-z0-9+/]+=*) *$/i;
-
 /**
- * client_secret_basic outside /token (RFC 6749 §2.3.1: id and secret form-encoded, then base64),
- * checked against the stored BCrypt hash. An unknown or disabled client, a public one, or a
- * wrong secret are all the same 401 invalid_client.
+ * client_secret_basic outside /token, checked against the stored BCrypt hash. An unknown or
+ * disabled client, a public one, or a wrong secret are all the same 401 invalid_client.
  */
 export function clientCallers(store: Store): ClientCallers {
   return async (ctx) => {
-    const match = BASIC.exec(ctx.get('authorization'));
-    if (!match) return undefined;
-    const decoded = Buffer.from(match[1], 'base64').toString('utf8');
-    const separator = decoded.indexOf(':');
-    const [clientId, secret] = separator < 0 ? [null, null] : [formDecoded(decoded.slice(0, separator)), formDecoded(decoded.slice(separator + 1))];
+    const credentials = basicCredentials(ctx.get('authorization'));
+    if (!credentials) return undefined;
+    const { id: clientId, secret } = credentials;
     const record = clientId && secret ? await clientsCollection(store, ctx.state.tenant as string).findOne({ clientId }) : null;
     const stored = record?.enabled !== false && record?.clientType === 'confidential' ? record.clientSecret : null;
     if (!stored || secret!.length > 256 || !(await clientSecrets.verify(clientId!, secret!, stored))) {
@@ -35,12 +31,4 @@ export function clientCallers(store: Store): ClientCallers {
     }
     return { clientId: clientId!, method: 'client_secret_basic' };
   };
-}
-
-function formDecoded(value: string): string | null {
-  try {
-    return decodeURIComponent(value.replace(/\+/g, ' '));
-  } catch {
-    return null;
-  }
 }
