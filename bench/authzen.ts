@@ -32,6 +32,7 @@ import { AUTHZEN_DATA, DECISION_TABLE, evaluationOf, SHARING_REGO } from '../tes
 import { confidentialClient, policyInForce } from '../test/support/oauth.js';
 import { startTestServer, type TestServer } from '../test/support/server.js';
 import { clientToken } from '../test/uma/support.js';
+import { elapsedMs, percentile } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -72,14 +73,6 @@ interface SequentialResult {
   errors: number;
   rps: number;
 }
-
-/** The nearest-rank percentile of ascending `sorted`. */
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
-
-const elapsedMs = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 
 /** One keep-alive connection, as little client work as possible: the body is read, the time is taken, parsing comes after. */
 const agent = new Agent({ keepAlive: true, maxSockets: 1 });

@@ -28,6 +28,7 @@ import Provider, { type ClientMetadata, type Configuration, type KoaContextWithO
 import MemoryAdapter from 'oidc-provider/lib/adapters/memory_adapter.js';
 import LRU from 'oidc-provider/lib/helpers/lru.js';
 import type { TtlConfig } from '../src/config/index.js';
+import { providerTtl } from '../src/oauth/configuration.js';
 import { claims, scopes } from '../src/oauth/claims.js';
 import { routes } from '../src/oauth/routes.js';
 import { freePort } from '../test/support/server.js';
@@ -71,16 +72,7 @@ export async function startBaseline(options: BaselineOptions): Promise<Baseline>
     enabledJWA: { idTokenSigningAlgValues: ['RS256'] },
     conformIdTokenClaims: true,
     clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
-    ttl: {
-      AccessToken: ttl.accessTokenSeconds,
-      AuthorizationCode: ttl.authorizationCodeSeconds,
-      ClientCredentials: ttl.accessTokenSeconds,
-      IdToken: ttl.idTokenSeconds,
-      RefreshToken: ttl.refreshTokenSeconds,
-      Session: ttl.sessionSeconds,
-      Interaction: ttl.interactionSeconds,
-      Grant: ttl.refreshTokenSeconds,
-    },
+    ttl: providerTtl(ttl),
     features: {
       // The one sign-in of the bench (Arbiter signs in at an upstream IdP instead).
       devInteractions: { enabled: true },

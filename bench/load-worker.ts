@@ -2,6 +2,7 @@
 import autocannon from 'autocannon';
 import { assertionBodies } from './assertion.js';
 import type { LoadJob, LoadResult, LoadRun } from './load.js';
+import { percentile } from './stats.js';
 
 process.on('message', (message: { id: number; job: LoadJob }) => {
   run(message.job).then(
@@ -25,7 +26,7 @@ class Phase {
   result(seconds: number, exhausted: boolean): LoadResult {
     const sorted = [...this.latencies].sort((a, b) => a - b);
     const requests = [...this.statuses.values()].reduce((sum, count) => sum + count, 0);
-    const at = (p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] : NaN);
+    const at = (p: number) => percentile(sorted, p);
     const round = (ms: number) => Math.round(ms * 100) / 100;
     return {
       requests,

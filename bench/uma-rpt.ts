@@ -28,6 +28,7 @@ import { startRegisteredDevIdp, type RegisteredDevIdp } from '../test/support/de
 import { basic, confidentialClient, postForm } from '../test/support/oauth.js';
 import { startTestServer } from '../test/support/server.js';
 import { ACCESS_TOKEN_FORMAT, api, clientToken, UMA_GRANT, umaPublicClient, userToken } from '../test/uma/support.js';
+import { elapsedMs, percentile } from './stats.js';
 
 const REQUESTS = Number(process.env.BENCH_RPT_REQUESTS ?? 300);
 /** The fixture's size: the issue's figures by default; smaller ones show whether latency grows with it. */
@@ -73,14 +74,6 @@ async function pool<T, R>(items: T[], limit: number, task: (item: T, index: numb
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return results;
 }
-
-/** The nearest-rank percentile of ascending `sorted`. */
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))];
-}
-
-const elapsedMs = (start: bigint) => Number(process.hrtime.bigint() - start) / 1e6;
 
 async function main(): Promise<void> {
   if (!(REQUESTS >= 1 && DELEGATED_COUNT >= 3 && RESOURCE_COUNT > DELEGATED_COUNT)) {

@@ -1,4 +1,5 @@
 import type { Configuration } from 'oidc-provider';
+import type { TtlConfig } from '../config/index.js';
 import { policyConsent } from './authorize/grant.js';
 import { authorizationParameters } from './authorize/parameters.js';
 import { accounts } from './accounts.js';
@@ -43,9 +44,9 @@ const secrets: ConfigurationSlice = ({ secrets: { jwks, cookieKeys } }) => ({
   cookies: { keys: cookieKeys },
 });
 
-/** Lifetimes from configuration (README documents the defaults). */
-const lifetimes: ConfigurationSlice = ({ config: { ttl } }) => ({
-  ttl: {
+/** oidc-provider's lifetimes from configuration (README documents the defaults); the bench's baseline takes the same. */
+export function providerTtl(ttl: TtlConfig): Configuration['ttl'] {
+  return {
     AccessToken: ttl.accessTokenSeconds,
     AuthorizationCode: ttl.authorizationCodeSeconds,
     ClientCredentials: ttl.accessTokenSeconds,
@@ -54,8 +55,10 @@ const lifetimes: ConfigurationSlice = ({ config: { ttl } }) => ({
     Session: ttl.sessionSeconds,
     Interaction: ttl.interactionSeconds,
     Grant: ttl.refreshTokenSeconds,
-  },
-});
+  };
+}
+
+const lifetimes: ConfigurationSlice = ({ config: { ttl } }) => ({ ttl: providerTtl(ttl) });
 
 /** Every slice, in order; later slices win on conflicting top-level keys. */
 export const SLICES: ConfigurationSlice[] = [protocol, secrets, lifetimes, clientAuthentication, refreshTokens, decisionClaims, resourceIndicators, authorizationParameters, policyConsent, interactionsSlice, accounts, introspectionPolicy, richAuthorizationRequests, outboundFetch, errorPages];
