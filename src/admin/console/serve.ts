@@ -58,10 +58,11 @@ export function adminConsole() {
 }
 
 function assetName(path: string): string | undefined {
-  // A spelling of the Admin API (say /admin/assets/../api/clients) is the gate's to answer: key first.
-  if (isAdminPath(path)) return undefined;
   if (path === CONSOLE_PATH || path === `${CONSOLE_PATH}/`) return 'index.html';
-  return path.startsWith(ASSETS_PREFIX) ? path.slice(ASSETS_PREFIX.length) : undefined;
+  // Every other request (/token, /introspect, …) is passed on after one prefix test. A spelling of
+  // the Admin API under the assets (say /admin/assets/../api/clients) is the gate's to answer: key first.
+  if (!path.startsWith(ASSETS_PREFIX) || isAdminPath(path)) return undefined;
+  return path.slice(ASSETS_PREFIX.length);
 }
 
 async function withEtags(assets: Promise<Map<string, ConsoleAsset>>): Promise<Map<string, TaggedAsset>> {
