@@ -22,6 +22,12 @@ oidc_scopes := {scope | some scope in object.get(oauth, "oidc_scopes", ["openid"
 
 deny(error, description) := {"allow": false, "error": error, "error_description": description}
 
+# A value as text in a message: a string as it is, anything else as JSON. (Messages are built
+# with concat, not sprintf: Arbiter evaluates Rego in process, where sprintf is not OPA's own.)
+shown(value) := value if is_string(value)
+
+shown(value) := json.marshal(value) if not is_string(value)
+
 # An allow granting `scopes`, relaying the requested authorization details and the outputs
 # (obligations, extensions, jit_single_use) that data gives the targeted resource type.
 allow_with(scopes) := object.union(
@@ -123,5 +129,5 @@ has_unknown_details if count(unknown_detail_types) > 0
 
 details_denial := deny(
 	"invalid_authorization_details",
-	sprintf("authorization_details type not known to policy: %s", [concat(", ", sort(unknown_detail_types))]),
+	concat("", ["authorization_details type not known to policy: ", concat(", ", sort(unknown_detail_types))]),
 )

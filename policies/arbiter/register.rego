@@ -23,7 +23,7 @@ requested_scopes := {scope | some scope in split(object.get(input.registration.m
 open_registration := lib.deny("invalid_client_metadata", "open registration is disabled (public_client_policy.enabled is false)") if {
 	not lib.public_client_policy.enabled == true
 	not has_initial_access_token
-} else := lib.deny("invalid_client_metadata", sprintf("grant types not allowed: %s", [concat(", ", sort(disallowed_grant_types))])) if {
+} else := lib.deny("invalid_client_metadata", concat("", ["grant types not allowed: ", concat(", ", sort(disallowed_grant_types))])) if {
 	count(disallowed_grant_types) > 0
 } else := {"allow": true, "scopes": sort(requested_scopes & lib.oidc_scopes), "extensions": {"grant_types": input.registration.grant_types}}
 
@@ -35,7 +35,7 @@ statement_issuer_trusted if lib.trusted_issuer(claims.iss, "software_statement")
 
 denylist := object.get(lib.oauth, ["software_statements", "denylist"], [])
 
-statement_registration := lib.deny("invalid_software_statement", sprintf("the software statement's issuer is not trusted: %v", [object.get(claims, "iss", null)])) if {
+statement_registration := lib.deny("invalid_software_statement", concat("", ["the software statement's issuer is not trusted: ", lib.shown(object.get(claims, "iss", null))])) if {
 	not statement_issuer_trusted
 } else := lib.deny("unapproved_software_statement", "this software is not approved") if {
 	claims.software_id in denylist

@@ -11,7 +11,7 @@ default decision := {"allow": false, "error": "invalid_grant", "error_descriptio
 
 decision := lib.deny("unauthorized_client", "token exchange requires a confidential client") if {
 	not lib.confidential_client
-} else := lib.deny("invalid_grant", sprintf("untrusted_token_issuer: %v is not a trusted issuer", [object.get(input.subject_token, "iss", null)])) if {
+} else := lib.deny("invalid_grant", concat("", ["untrusted_token_issuer: ", lib.shown(object.get(input.subject_token, "iss", null)), " is not a trusted issuer"])) if {
 	# Before `active`: an untrusted issuer's token is never verified, so it is never active.
 	input.subject_token.token_type == id_token_type
 	not issuer_trusted

@@ -416,7 +416,7 @@ const DECISION_SCHEMAS: Record<string, Schema> = {
       },
     },
   },
-  PolicyRevision: { ...object({ store: string, opa: nullableString }), description: 'the bundle revision the store holds and the one OPA serves' },
+  PolicyRevision: { ...object({ store: string, opa: nullableString, inProcess: nullableString }), description: 'the bundle revision the store holds, the one OPA serves and the one compiled for in-process Rego evaluation (null: none; decisions then go to OPA)' },
   Replay: {
     type: 'object',
     required: ['entryId', 'point', 'then', 'now', 'changed', 'differences', 'policyRevision'],

@@ -25,6 +25,8 @@ export interface Config {
   policyPollMaxSeconds: number;
   policyBundleToken: string;
   policyDecisionTimeoutMs: number;
+  /** Rego decisions evaluated in this process from the bundle compiled to Wasm (OPA answers what it cannot); default: with the managed OPA only. */
+  policyRegoInProcess: boolean;
   /** /healthz is degraded once OPA has served an older revision than the store's for this long (it refused a bundle, or cannot reach it). */
   policyLagBoundSeconds: number;
   adminApiKey: string;
@@ -64,6 +66,7 @@ const ENVIRONMENT: Record<string, string> = {
   POLICY_POLL_MAX_SECONDS: 'policyPollMaxSeconds',
   POLICY_BUNDLE_TOKEN: 'policyBundleToken',
   POLICY_DECISION_TIMEOUT_MS: 'policyDecisionTimeoutMs',
+  POLICY_REGO_IN_PROCESS: 'policyRegoInProcess',
   POLICY_LAG_BOUND_SECONDS: 'policyLagBoundSeconds',
   SERVICE_ADMIN_API_KEY: 'adminApiKey',
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
@@ -101,6 +104,7 @@ const SCHEMA = {
     policyPollMaxSeconds: positive,
     policyBundleToken: { type: ['string', 'null'], minLength: 16 },
     policyDecisionTimeoutMs: positive,
+    policyRegoInProcess: { type: ['boolean', 'null'] },
     policyLagBoundSeconds: positive,
     adminApiKey: { type: ['string', 'null'], minLength: 16 },
     softwareStatementVerify: { type: 'boolean' },
@@ -179,6 +183,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaultsFile = 
     adminApiKeyGenerated: !raw.adminApiKey,
     production,
     outboundAllowInsecureLoopback: (raw.outboundAllowInsecureLoopback as boolean | null) ?? !production,
+    // An external OPA may hold more than Arbiter's bundle; only the managed one is known to hold exactly it.
+    policyRegoInProcess: (raw.policyRegoInProcess as boolean | null) ?? !raw.opaUrl,
   };
 }
 

@@ -45,7 +45,7 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly requests = new Histogram({ name: 'arbiter_http_request_duration_seconds', help: 'HTTP requests by endpoint, method and status', labelNames: ['endpoint', 'method', 'status'], buckets: SECONDS, registers: [this.registry] });
   private readonly decisions = new Histogram({ name: 'arbiter_policy_decision_duration_seconds', help: 'Policy decisions by point and outcome (allow, deny, error), engine time included', labelNames: ['point', 'outcome'], buckets: SECONDS, registers: [this.registry] });
-  private readonly decided = new Counter({ name: 'arbiter_policy_decisions_total', help: 'Policy decisions by point and outcome (a batch counts each of its decisions)', labelNames: ['point', 'outcome'], registers: [this.registry] });
+  private readonly decided = new Counter({ name: 'arbiter_policy_decisions_total', help: 'Policy decisions by point, outcome and where Rego was evaluated (in-process, opa; a batch counts each of its decisions)', labelNames: ['point', 'outcome', 'rego'], registers: [this.registry] });
 
   constructor(store: Store, policy: () => PolicyEngine | undefined) {
     collectDefaultMetrics({ register: this.registry, prefix: 'arbiter_' });
@@ -95,7 +95,7 @@ export class Metrics {
   observed(engine: PolicyEngine): PolicyEngine {
     const record = (point: DecisionPoint, outcome: DecisionOutcome, seconds: number) => {
       const label = { point, outcome: outcome.engineError ? 'error' : outcome.decision.allow ? 'allow' : 'deny' };
-      this.decided.inc(label);
+      this.decided.inc({ ...label, rego: outcome.engines?.regoEvaluator ?? 'none' });
       this.decisions.observe(label, seconds);
     };
     return Object.assign(Object.create(engine) as PolicyEngine, {

@@ -14,6 +14,7 @@ import type { RegoVerdict } from './opa-driver.js';
 export function combine(point: DecisionPoint, input: DecisionInput, rego: RegoVerdict, cedarVerdict: CedarVerdict): DecisionOutcome {
   const engines = {
     rego: regoSummary(rego),
+    regoEvaluator: rego.inProcess ? ('in-process' as const) : ('opa' as const),
     cedar: cedarSummary(cedarVerdict),
     ...(cedarVerdict.kind === 'decided' && cedarVerdict.policies.length ? { cedarPolicies: cedarVerdict.policies } : {}),
   };

@@ -274,8 +274,11 @@ export interface DecisionOutcome {
   input: DecisionInput;
   engineError?: string;
   /** Which engine said what, for the audit log. */
-  engines?: { rego: EngineVerdict; cedar: EngineVerdict; cedarPolicies?: string[] };
+  engines?: { rego: EngineVerdict; cedar: EngineVerdict; cedarPolicies?: string[]; regoEvaluator?: RegoEvaluator };
 }
+
+/** Where a Rego decision was made: the bundle compiled to Wasm in this process, or the OPA sidecar. */
+export type RegoEvaluator = 'in-process' | 'opa';
 
 /** allow/deny: the engine decided; none: it had no policy for the request; error: it failed. */
 export type EngineVerdict = 'allow' | 'deny' | 'none' | 'error';

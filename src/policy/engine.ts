@@ -9,7 +9,8 @@ import { combine, failClosed } from './combine.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint } from './contract.js';
 import { valueAt } from './data-tree.js';
 import { resolveOpaBinary } from './opa-binary.js';
-import { OpaDriver } from './opa-driver.js';
+import { OpaDriver, type RegoVerdict } from './opa-driver.js';
+import { InProcessRego } from './opa-wasm.js';
 import { ManagedOpa, OPA_BUNDLE_NAME } from './opa-process.js';
 import { explanationOf, type DecisionExplanation } from './explain.js';
 import { checkInput } from './schemas.js';
@@ -27,8 +28,8 @@ export interface PolicyEngine {
   explain(point: DecisionPoint, input: DecisionInput): Promise<DecisionExplanation>;
   /** OPA has activated the bundle (for /healthz). */
   isReady(): Promise<boolean>;
-  /** The bundle revision the store holds now and the one OPA has activated (null: none yet), for /healthz. */
-  revisions(): Promise<{ store: string; opa: string | null }>;
+  /** The bundle revision the store holds now, the one OPA has activated and the one compiled in process (null: none yet), for /healthz. */
+  revisions(): Promise<{ store: string; opa: string | null; inProcess: string | null }>;
   /** Null when the bundle would compile with this rule or data write (every bundled rule and data entry), else OPA's message. */
   bundleProblemWith(change: BundleChange): Promise<string | null>;
   /** Null when valid, else the engine's error message (for the Admin API's 400). */
@@ -106,11 +107,13 @@ interface EngineParts {
 class ArbiterPolicyEngine implements RunningPolicyEngine {
   private readonly opa: OpaDriver;
   private readonly cedar = new CedarDriver();
+  private readonly inProcess: InProcessRego | null;
   /** Cedar and policyData re-read the store at most this often: a change is in force within a second, as OPA's long poll brings it to Rego. */
   private readonly snapshotMaxAgeMs: number;
 
   constructor(private readonly parts: EngineParts) {
     this.opa = new OpaDriver(parts.opaUrl, parts.config.policyDecisionTimeoutMs);
+    this.inProcess = parts.config.policyRegoInProcess ? new InProcessRego(parts.opaBinary, (snapshot) => parts.snapshots.bundle(snapshot), parts.log.child({ component: 'rego-in-process' })) : null;
     this.snapshotMaxAgeMs = Math.min(parts.config.policyPollMinSeconds, 1) * 1000;
   }
 
@@ -126,7 +129,8 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     const problem = checkInput(point, input);
     if (problem) return this.failed(point, input, `invalid decision input for ${point}: ${problem}`);
     try {
-      const [rego, cedarVerdict] = await Promise.all([this.opa.evaluate(point, input), this.cedarVerdict(point, input)]);
+      const snapshot = await this.snapshotOrFailure();
+      const [rego, cedarVerdict] = await Promise.all([this.regoVerdict(snapshot, point, input), this.cedarVerdict(snapshot, point, input)]);
       const outcome = combine(point, input, rego, cedarVerdict);
       if (outcome.engineError) this.parts.log.warn({ point, engineError: outcome.engineError }, 'policy decision failed closed');
       return outcome;
@@ -140,9 +144,10 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     const problems = inputs.map((input) => checkInput(point, input));
     const checked = inputs.filter((_, index) => !problems[index]);
     try {
+      const snapshot = await this.snapshotOrFailure();
       const [regoVerdicts, cedarVerdicts] = await Promise.all([
-        checked.length ? this.opa.evaluateAll(point, checked) : [],
-        Promise.all(checked.map((input) => this.cedarVerdict(point, input))),
+        this.regoVerdicts(snapshot, point, checked),
+        Promise.all(checked.map((input) => this.cedarVerdict(snapshot, point, input))),
       ]);
       let next = 0;
       return inputs.map((input, index) => {
@@ -161,7 +166,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     const problem = checkInput(point, input);
     const invalid = { kind: 'failed', reason: `invalid decision input for ${point}: ${problem}` } as const;
     if (problem) return explanationOf(point, input, { verdict: invalid, trace: [] }, invalid, () => []);
-    const [rego, cedarVerdict] = await Promise.all([this.opa.explain(point, input), this.cedarVerdict(point, input)]);
+    const [rego, cedarVerdict] = await Promise.all([this.opa.explain(point, input), this.snapshotOrFailure().then((snapshot) => this.cedarVerdict(snapshot, point, input))]);
     const snapshot = this.parts.snapshots.lastKnown();
     return explanationOf(point, input, rego, cedarVerdict, (ids) => (snapshot ? this.cedar.policyTexts(snapshot, ids) : []));
   }
@@ -170,9 +175,11 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     return this.opa.bundlesActivated();
   }
 
-  async revisions(): Promise<{ store: string; opa: string | null }> {
+  async revisions(): Promise<{ store: string; opa: string | null; inProcess: string | null }> {
     const [snapshot, opa] = await Promise.all([this.parts.snapshots.current(0), this.opa.activeRevision(OPA_BUNDLE_NAME)]);
-    return { store: snapshot.revision, opa };
+    // Reading the revision is also the moment to start compiling it, so that it is ready early.
+    this.inProcess?.compiledFor(snapshot);
+    return { store: snapshot.revision, opa, inProcess: this.inProcess?.revision ?? null };
   }
 
   async bundleProblemWith(change: BundleChange): Promise<string | null> {
@@ -205,12 +212,36 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     await this.parts.managed?.stop();
   }
 
-  private async cedarVerdict(point: DecisionPoint, input: DecisionInput): Promise<CedarVerdict> {
+  /** In process when this revision is compiled and the evaluation completes there; else OPA's answer. */
+  private async regoVerdict(snapshot: PolicySnapshot | Error, point: DecisionPoint, input: DecisionInput): Promise<RegoVerdict> {
+    const compiled = snapshot instanceof Error ? null : this.inProcess?.compiledFor(snapshot);
+    return compiled?.evaluate(point, input) ?? this.opa.evaluate(point, input);
+  }
+
+  /** A batch: what the compiled module decides, and the rest in one OPA query. */
+  private async regoVerdicts(snapshot: PolicySnapshot | Error, point: DecisionPoint, inputs: DecisionInput[]): Promise<RegoVerdict[]> {
+    if (!inputs.length) return [];
+    const compiled = snapshot instanceof Error ? null : this.inProcess?.compiledFor(snapshot);
+    const verdicts = inputs.map((input) => compiled?.evaluate(point, input) ?? null);
+    const leftIndexes = verdicts.flatMap((verdict, index) => (verdict ? [] : [index]));
+    if (!leftIndexes.length) return verdicts as RegoVerdict[];
+    const fromOpa = await this.opa.evaluateAll(point, leftIndexes.map((index) => inputs[index]));
+    leftIndexes.forEach((index, position) => (verdicts[index] = fromOpa[position]));
+    return verdicts as RegoVerdict[];
+  }
+
+  private cedarVerdict(snapshot: PolicySnapshot | Error, point: DecisionPoint, input: DecisionInput): CedarVerdict {
+    if (snapshot instanceof Error) return { kind: 'failed', reason: `policy records unavailable: ${snapshot.message}` };
     try {
-      return this.cedar.evaluate(await this.snapshot(), point, input);
+      return this.cedar.evaluate(snapshot, point, input);
     } catch (error) {
-      return { kind: 'failed', reason: `policy records unavailable: ${(error as Error).message}` };
+      return { kind: 'failed', reason: `Cedar evaluation failed: ${(error as Error).message}` };
     }
+  }
+
+  /** The snapshot, or the error that kept it from being read (each engine then decides what that means). */
+  private snapshotOrFailure(): Promise<PolicySnapshot | Error> {
+    return this.snapshot().catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
   }
 
   /** The current snapshot; while the store is unreachable, the last one read (as OPA keeps its last bundle). */

@@ -5,7 +5,10 @@ import type { Decision, DecisionInput, DecisionPoint } from './contract.js';
 import { checkResult } from './schemas.js';
 
 /** What OPA said about one decision: a decision, nothing (undefined), or a failure to answer. */
-export type RegoVerdict = { kind: 'decided'; decision: Decision } | { kind: 'undefined' } | { kind: 'failed'; reason: string };
+export type RegoVerdict = ({ kind: 'decided'; decision: Decision } | { kind: 'undefined' } | { kind: 'failed'; reason: string }) & {
+  /** Made by the bundle compiled to Wasm in this process rather than by the OPA sidecar. */
+  inProcess?: true;
+};
 
 /**
  * Asks OPA's data API for data.arbiter.<point>.decision. Connections are pooled and kept
@@ -172,7 +175,7 @@ function refusalOf(response: { statusCode: number; body: unknown }): string {
 }
 
 /** A decision document OPA returned: decided, or failed when it does not fit the result schema. */
-function resultVerdict(point: DecisionPoint, result: unknown): RegoVerdict {
+export function resultVerdict(point: DecisionPoint, result: unknown): RegoVerdict {
   const problem = checkResult(result);
   if (problem) return { kind: 'failed', reason: `malformed decision from data.arbiter.${point}.decision: ${problem}` };
   return { kind: 'decided', decision: result as Decision };

@@ -52,7 +52,7 @@ describe('Admin API decision playground and replay', function () {
       for (const hit of rules) expect(hit.location).to.match(/\.rego:\d+$/);
       expect(response.body.engines.rego.trace).to.be.an('array').that.is.not.empty;
       expect(response.body.engines.cedar).to.include({ verdict: 'none' });
-      expect(response.body.policyRevision).to.have.keys('store', 'opa');
+      expect(response.body.policyRevision).to.have.keys('store', 'opa', 'inProcess');
     });
 
     it('records its own audit entry with the decision and its point, and issues nothing', async function () {

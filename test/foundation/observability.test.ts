@@ -32,7 +32,7 @@ describe('observability', function () {
   it('counts requests by endpoint and status, and decisions by point and outcome', async function () {
     const before = await metrics();
     const count = (text: string) => value(text, 'arbiter_http_request_duration_seconds_count{endpoint="/token",method="POST",status="200"}') ?? 0;
-    const allowed = (text: string) => value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow"}') ?? 0;
+    const allowed = (text: string) => (value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow",rego="in-process"}') ?? 0) + (value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow",rego="opa"}') ?? 0);
     for (let round = 0; round < 3; round += 1) {
       expect((await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('metered', secret) })).status).to.equal(200);
     }

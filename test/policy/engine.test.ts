@@ -211,7 +211,7 @@ when { resource has classification && resource.classification == "public" };
       const input = evaluationInput('alice', 'delete', { id: 'doc-1', properties: { owner: 'alice' } }, { department: 'contractors' });
       const outcome = await decidesEventually('access_evaluation', input, ({ decision }) => expect(decision.allow).to.equal(false));
       expect(outcome.decision).to.deep.equal({ allow: false, error: 'access_denied', error_description: 'contractors may not delete documents' });
-      expect(outcome.engines).to.deep.equal({ rego: 'allow', cedar: 'deny', cedarPolicies: ['contractors-never-delete'] });
+      expect(outcome.engines).to.deep.include({ rego: 'allow', cedar: 'deny', cedarPolicies: ['contractors-never-delete'] });
     });
 
     it('adds the obligations of permitting Cedar policies to the Rego allow', async function () {
