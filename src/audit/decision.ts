@@ -1,4 +1,4 @@
-import type { DecisionOutcome } from '../policy/index.js';
+import { isSharedPart, joinShared, splitShared, type DecisionOutcome } from '../policy/index.js';
 import type { AuditFacts } from './middleware.js';
 
 /**
@@ -11,9 +11,20 @@ export function recordDecision(state: Record<string, unknown>, ...outcomes: Deci
   if (!audit || outcomes.length === 0) return;
   const [first] = outcomes;
   const decisions = outcomes.map((outcome) => ({ ...outcome.decision, point: outcome.point, ...(outcome.engines ? { engines: outcome.engines } : {}), ...(outcome.engineError ? { engineError: outcome.engineError } : {}) }));
-  audit.policyInput = outcomes.length === 1 ? first.input : outcomes.map((outcome) => outcome.input);
+  audit.policyInput = outcomes.length === 1 ? first.input : splitShared(outcomes.map((outcome) => outcome.input as unknown as Record<string, unknown>));
   audit.policyDecision = outcomes.length === 1 ? decisions[0] : decisions;
   audit.outcome = outcomes.some((outcome) => outcome.engineError) ? 'error' : outcomes.some((outcome) => outcome.decision.allow) ? 'allow' : 'deny';
   audit.clientId = first.input.client?.client_id ?? null;
   audit.subjectId = first.input.subject?.sub ?? null;
+}
+
+/**
+ * The decision inputs an entry's policyInput holds, in order: one input, the shared part with
+ * each one's own (several decisions), or a list (entries written before the shared part was
+ * kept once). Null when it holds none.
+ */
+export function decisionInputsOf(policyInput: unknown): unknown[] | null {
+  if (policyInput === null || policyInput === undefined) return null;
+  if (isSharedPart(policyInput)) return joinShared(policyInput);
+  return Array.isArray(policyInput) ? policyInput : [policyInput];
 }

@@ -13,15 +13,25 @@ export interface AuthzenDecision {
 export interface Asker {
   tenant: string;
   client: ClientInput;
-  endpoint: string;
   /** One instant for the whole request: a batch's evaluations are decided as of the same time. */
   time: string;
+  /** `input.request`, made once: every evaluation of a batch shares this very object. */
+  request: DecisionInput['request'];
 }
 
 /** The active delegations that concern an evaluation: those to its subject on its resource. */
 export type DelegationsOf = (subjectId: string, resourceId: string) => Promise<DelegationGrantInput[]>;
 
-/** One query per distinct subject and resource (evaluations, batches). */
+/** One query per distinct subject: a batch asks about few subjects and many resources. */
+export function delegationsPerSubject(store: Store, tenant: string): DelegationsOf {
+  const cache = new Map<string, Promise<DelegationGrantInput[]>>();
+  return async (subjectId, resourceId) => {
+    if (!cache.has(subjectId)) cache.set(subjectId, activeDelegations(store, tenant, { sub: subjectId }));
+    return (await cache.get(subjectId)!).filter((grant) => grant.resource_id === resourceId);
+  };
+}
+
+/** One query per distinct subject and resource (a single evaluation, an action search). */
 export function delegationsPerPair(store: Store, tenant: string): DelegationsOf {
   const cache = new Map<string, Promise<DelegationGrantInput[]>>();
   return (subjectId, resourceId) => {
@@ -50,8 +60,7 @@ export async function evaluationInput(asker: Asker, evaluation: Evaluation, dele
     client: asker.client,
     subject: null,
     delegations: await delegationsOf(evaluation.subject.id, evaluation.resource.id),
-    // The body is in `evaluation`; the parameters stay empty rather than repeat it.
-    request: requestInput({ endpoint: asker.endpoint, method: 'POST', parameters: {} }),
+    request: asker.request,
     evaluation,
     time: asker.time,
   };
@@ -71,4 +80,10 @@ export function authzenDecision(outcome: DecisionOutcome): AuthzenDecision {
     ...(decision.allow ? {} : { reason: decision.error_description ?? 'denied by policy', error: decision.error ?? 'access_denied' }),
   };
   return { decision: decision.allow, ...(Object.keys(context).length ? { context } : {}) };
+}
+
+/** The request part of every evaluation input of one call. */
+export function requestOfEvaluation(endpoint: string): DecisionInput['request'] {
+  // The body is in `evaluation`; the parameters stay empty rather than repeat it.
+  return requestInput({ endpoint, method: 'POST', parameters: {} });
 }

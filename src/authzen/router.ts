@@ -9,7 +9,7 @@ import type { ClientCallers, TokenCallers } from '../oauth/index.js';
 import type { ClientInput, DecisionOutcome, InputParties, PolicyEngine } from '../policy/index.js';
 import type { Store } from '../store/index.js';
 import { candidatesFor, type Candidate } from './candidates.js';
-import { authzenDecision, delegationsOnResource, delegationsPerPair, delegationsToSubject, evaluationInput, type Asker, type AuthzenDecision, type DelegationsOf } from './evaluate.js';
+import { authzenDecision, delegationsOnResource, delegationsPerPair, delegationsPerSubject, delegationsToSubject, evaluationInput, requestOfEvaluation, type Asker, type AuthzenDecision, type DelegationsOf } from './evaluate.js';
 import { pageOf, type PageRequest } from './paging.js';
 import { EVALUATION, EVALUATIONS, SEARCHES, type Entity, type Evaluation, type SearchKind, type Semantic } from './schemas.js';
 
@@ -108,7 +108,7 @@ async function askerOf(ctx: Context, deps: AuthzenDeps): Promise<Asker> {
   const client = await deps.parties.client(tenant, caller.clientId, basic ? basic.method : 'bearer');
   if (!client) throw new HttpError(401, 'invalid_client', 'the client of this token no longer exists');
   if (basic && !entitled(client)) throw new HttpError(403, 'access_denied', 'this client is not entitled to the AuthZEN API (scope authzen)');
-  return { tenant, client, endpoint: ctx.path, time: new Date().toISOString() };
+  return { tenant, client, time: new Date().toISOString(), request: requestOfEvaluation(ctx.path) };
 }
 
 function entitled(client: ClientInput): boolean {
@@ -151,7 +151,7 @@ async function batch(ctx: Context, deps: AuthzenDeps, asker: Asker, body: BatchR
     context: item.context ?? body.context,
   }));
   const problems = merged.map((evaluation) => problemOf(Object.fromEntries(Object.entries(evaluation).filter(([, value]) => value !== undefined))));
-  const delegationsOf = delegationsPerPair(deps.store, asker.tenant);
+  const delegationsOf = delegationsPerSubject(deps.store, asker.tenant);
   const valid = merged.filter((_, index) => !problems[index]).map((evaluation) => evaluationOf(evaluation as Evaluation));
   const outcomes = await deps.policy.decideAll('access_evaluation', await Promise.all(valid.map((evaluation) => evaluationInput(asker, evaluation, delegationsOf))));
   recordDecision(ctx.state, ...outcomes);

@@ -93,23 +93,34 @@ export class Metrics {
 
   /** The engine, with every decision counted and timed by point and outcome. */
   observed(engine: PolicyEngine): PolicyEngine {
-    const record = (point: DecisionPoint, outcome: DecisionOutcome, seconds: number) => {
-      const label = { point, outcome: outcome.engineError ? 'error' : outcome.decision.allow ? 'allow' : 'deny' };
-      this.decided.inc({ ...label, rego: outcome.engines?.regoEvaluator ?? 'none' });
-      this.decisions.observe(label, seconds);
+    const outcomeOf = (outcome: DecisionOutcome) => (outcome.engineError ? 'error' : outcome.decision.allow ? 'allow' : 'deny');
+    /** Each distinct label set once, with its count: a batch of 100 is a few increments, not 100. */
+    const record = (point: DecisionPoint, outcomes: DecisionOutcome[], secondsEach: number) => {
+      const counted = new Map<string, { outcome: string; rego: string; count: number }>();
+      for (const outcome of outcomes) {
+        const labels = { outcome: outcomeOf(outcome), rego: outcome.engines?.regoEvaluator ?? 'none' };
+        const key = `${labels.outcome} ${labels.rego}`;
+        const seen = counted.get(key);
+        if (seen) seen.count += 1;
+        else counted.set(key, { ...labels, count: 1 });
+      }
+      for (const { outcome, rego, count } of counted.values()) {
+        this.decided.inc({ point, outcome, rego }, count);
+        for (let index = 0; index < count; index += 1) this.decisions.observe({ point, outcome }, secondsEach);
+      }
     };
     return Object.assign(Object.create(engine) as PolicyEngine, {
       async decide(point: DecisionPoint, input: DecisionInput) {
         const started = process.hrtime.bigint();
         const outcome = await engine.decide(point, input);
-        record(point, outcome, Number(process.hrtime.bigint() - started) / 1e9);
+        record(point, [outcome], Number(process.hrtime.bigint() - started) / 1e9);
         return outcome;
       },
       async decideAll(point: DecisionPoint, inputs: DecisionInput[]) {
         const started = process.hrtime.bigint();
         const outcomes = await engine.decideAll(point, inputs);
         const each = Number(process.hrtime.bigint() - started) / 1e9 / Math.max(outcomes.length, 1);
-        for (const outcome of outcomes) record(point, outcome, each);
+        record(point, outcomes, each);
         return outcomes;
       },
     });

@@ -14,3 +14,4 @@ export { CEDAR_ENTITIES_DATA_KEY } from './cedar-driver.js';
 export type { RuleKind } from './validate-rule.js';
 export type { BundleChange } from './validate-bundle.js';
 export type { DecisionExplanation, RuleHit } from './explain.js';
+export { splitShared, joinShared, isSharedPart, type SharedPart } from './shared-part.js';

@@ -3,6 +3,7 @@ import { Agent as HttpsAgent } from 'node:https';
 import { got, type Got } from 'got';
 import type { Decision, DecisionInput, DecisionPoint } from './contract.js';
 import { checkResult } from './schemas.js';
+import { splitShared } from './shared-part.js';
 
 /** What OPA said about one decision: a decision, nothing (undefined), or a failure to answer. */
 export type RegoVerdict = ({ kind: 'decided'; decision: Decision } | { kind: 'undefined' } | { kind: 'failed'; reason: string }) & {
@@ -179,18 +180,6 @@ export function resultVerdict(point: DecisionPoint, result: unknown): RegoVerdic
   const problem = checkResult(result);
   if (problem) return { kind: 'failed', reason: `malformed decision from data.arbiter.${point}.decision: ${problem}` };
   return { kind: 'decided', decision: result as Decision };
-}
-
-/** The top-level fields equal in every input, and what remains of each input without them. */
-function splitShared(inputs: DecisionInput[]): { common: Record<string, unknown>; items: Record<string, unknown>[] } {
-  const [first, ...rest] = inputs;
-  const shared = Object.keys(first).filter((key) => {
-    const text = JSON.stringify(first[key]);
-    return rest.every((input) => key in input && JSON.stringify(input[key]) === text);
-  });
-  const common = Object.fromEntries(shared.map((key) => [key, first[key]]));
-  const items = inputs.map((input) => Object.fromEntries(Object.entries(input).filter(([key]) => !shared.includes(key))));
-  return { common, items };
 }
 
 function describeFailure(error: unknown): string {

@@ -122,7 +122,11 @@ describe('AuthZEN Authorization API', function () {
       expect(body.evaluations[2].context).to.deep.equal({ obligations: { role: 'editor' } });
       const [entry] = (await server.admin('GET', `/audit-logs?endpoint=${EVALUATIONS}&size=1&sort=id,desc`)).body.content;
       expect(entry.policyDecision).to.have.length(DECISION_TABLE.length);
-      expect(entry.policyInput).to.have.length(DECISION_TABLE.length);
+      // The inputs as the part they share, once, and each one's own part, in order.
+      expect(entry.policyInput.common).to.include.keys('tenant', 'client', 'request', 'time');
+      expect(entry.policyInput.items).to.have.length(DECISION_TABLE.length);
+      expect(entry.policyInput.items[2]).to.not.have.property('client');
+      expect({ ...entry.policyInput.common, ...entry.policyInput.items[2] }.evaluation).to.deep.equal(table[2]);
     });
 
     it('takes top-level defaults for missing keys; an item key replaces the whole default object', async function () {
@@ -134,9 +138,10 @@ describe('AuthZEN Authorization API', function () {
       });
       expect(body.evaluations.map((answer: any) => answer.decision)).to.deep.equal([true, false, true, false]);
       const [entry] = (await server.admin('GET', `/audit-logs?endpoint=${EVALUATIONS}&size=1&sort=id,desc`)).body.content;
-      expect(entry.policyInput[0].evaluation.subject).to.deep.equal({ type: 'user', id: 'dave', properties: { department: 'finance' } });
-      expect(entry.policyInput[2].evaluation.subject).to.deep.equal({ type: 'user', id: 'alice' });
-      expect(entry.policyInput[2].evaluation.context).to.deep.equal({ channel: 'web' });
+      const inputs = entry.policyInput.items.map((item: object) => ({ ...entry.policyInput.common, ...item }));
+      expect(inputs[0].evaluation.subject).to.deep.equal({ type: 'user', id: 'dave', properties: { department: 'finance' } });
+      expect(inputs[2].evaluation.subject).to.deep.equal({ type: 'user', id: 'alice' });
+      expect(inputs[2].evaluation.context).to.deep.equal({ channel: 'web' });
     });
 
     it('stops at the first deny (deny_on_first_deny) or the first permit (permit_on_first_permit)', async function () {

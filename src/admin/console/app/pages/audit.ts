@@ -1,6 +1,7 @@
 import { api } from '../api.js';
 import { h, replace, say, statusLine, uniqueId } from '../dom.js';
 import { explainReplay, type Replay } from '../explain.js';
+import { isSharedPart, joinShared } from '../../../../policy/shared-part.js';
 import { openInPlayground } from './playground.js';
 
 interface AuditEntry {
@@ -82,7 +83,7 @@ export function auditPage(main: HTMLElement): void {
       const replay = await api<Replay>('POST', `/audit-logs/${id}/replay`);
       // The playground takes one decision: the first of an entry that asked several.
       const [point] = [replay.point].flat();
-      const [input] = [entry.policyInput].flat();
+      const [input] = isSharedPart(entry.policyInput) ? joinShared(entry.policyInput) : [entry.policyInput].flat();
       const tryIt = h('button', { type: 'button', class: 'secondary', onclick: () => openInPlayground(point, input) }, 'Open this input in the playground');
       replace(why, h('h3', { tabindex: -1 }, `Why? Entry ${id}`), explainReplay(replay), tryIt);
     } catch (error) {

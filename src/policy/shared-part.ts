@@ -1,0 +1,36 @@
+/**
+ * Many inputs of one request (an AuthZEN batch, UMA permissions) repeat most of their fields:
+ * tenant, client, request, time. Sent to OPA or kept in the audit log, the part they share is
+ * written once and each input keeps only what is its own.
+ */
+
+/** Inputs as the part every one of them shares and what remains of each. */
+export interface SharedPart {
+  common: Record<string, unknown>;
+  items: Record<string, unknown>[];
+}
+
+/** The top-level fields equal (as JSON) in every input, and what remains of each input without them. */
+export function splitShared(inputs: readonly Record<string, unknown>[]): SharedPart {
+  const [first, ...rest] = inputs;
+  if (!first) return { common: {}, items: [] };
+  const shared = Object.keys(first).filter((key) => {
+    let text: string | undefined;
+    // The inputs of one request mostly hold the very same objects (one client, one request): compared by identity first.
+    return rest.every((input) => key in input && (input[key] === first[key] || JSON.stringify(input[key]) === (text ??= JSON.stringify(first[key]))));
+  });
+  const common = Object.fromEntries(shared.map((key) => [key, first[key]]));
+  const items = inputs.map((input) => Object.fromEntries(Object.entries(input).filter(([key]) => !shared.includes(key))));
+  return { common, items };
+}
+
+/** The inputs again, each as it was given. */
+export function joinShared({ common, items }: SharedPart): Record<string, unknown>[] {
+  return items.map((item) => ({ ...common, ...item }));
+}
+
+/** True for what splitShared returns (and what the audit log stored of it). */
+export function isSharedPart(value: unknown): value is SharedPart {
+  const candidate = value as Partial<SharedPart> | null;
+  return typeof candidate === 'object' && candidate !== null && !Array.isArray(candidate) && typeof candidate.common === 'object' && candidate.common !== null && Array.isArray(candidate.items);
+}
