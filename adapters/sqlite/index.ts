@@ -24,6 +24,7 @@ import {
   pageOf,
   physicalName,
 } from '../shared/spec.js';
+import { BatchWriter } from '../../src/store/batches.js';
 
 type Db = Database.Database;
 type Params = Record<string, unknown>;
@@ -65,11 +66,26 @@ export class SqliteStore implements Store {
   private readonly declared = new DeclaredSpecs();
   private readonly statements: Statements;
 
+  /**
+   * Group commit: the inserts and upserts of one event-loop turn (every request that wrote in it)
+   * share one transaction and one round of file checks, which cost far more than the rows (about
+   * 100 µs for a lone upsert, 16 µs a row in a group of 16). Each write keeps its own savepoint,
+   * so a conflict fails that write alone; each caller's promise settles once the transaction is
+   * committed, so nothing is acknowledged before it is in the file.
+   */
+  private readonly group: BatchWriter<() => void, unknown>;
+
   private constructor(
     private readonly db: Db,
     private readonly io: GuardedIo,
   ) {
     this.statements = new Statements(db);
+    const commitTogether = db.transaction((writes: (() => void)[]) => writes.map(ownFailureOf));
+    this.group = new BatchWriter({
+      write: async (writes) => this.io.write(() => commitTogether.immediate(writes)),
+      maxItems: GROUP_COMMIT_MAX_WRITES,
+      onFailure: () => {},
+    });
   }
 
   static async open(location: string): Promise<SqliteStore> {
@@ -93,7 +109,13 @@ export class SqliteStore implements Store {
 
   collection<T extends StoredDoc = StoredDoc>(specOrName: CollectionSpec | string, tenant = DEFAULT_TENANT): TenantCollection<T> {
     const spec = this.declare(normalizeSpec(specOrName));
-    return new SqliteCollection<T>(this.db, this.statements, this.io, spec, tenant);
+    return new SqliteCollection<T>(this.db, this.statements, this.io, spec, tenant, (write) => this.commitInGroup(write));
+  }
+
+  /** Runs `write` (a savepoint of its own) in the next group transaction; rejects with its own failure. */
+  private async commitInGroup(write: () => void): Promise<void> {
+    const failure = await this.group.add(write);
+    if (failure !== undefined) throw failure;
   }
 
   /** Creates the table and indexes on first use, and again when a later declaration adds keys or indexes. */
@@ -158,13 +180,31 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.group.close();
     if (this.db.open) this.db.close();
+  }
+}
+
+const GROUP_COMMIT_MAX_WRITES = 256;
+
+/**
+ * A write's own failure (a conflict: its savepoint is rolled back, the others go on), or
+ * undefined once written. Any other error (the disk is full, the file is unusable) fails the
+ * whole transaction and every write in it.
+ */
+function ownFailureOf(write: () => void): unknown {
+  try {
+    write();
+    return undefined;
+  } catch (error) {
+    if (error instanceof ConflictError) return error;
+    throw error;
   }
 }
 
 class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
   private readonly table: string;
-  /** One transaction over one or several rows, made at the first write (many collections only read) and reused. */
+  /** The rows of one write, as one (nested) transaction: a savepoint inside the store's group transaction. Made at the first write (many collections only read) and reused. */
   private writeRows: Database.Transaction<(docs: readonly T[], replace: boolean) => void> | null = null;
 
   constructor(
@@ -173,23 +213,24 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     private readonly io: GuardedIo,
     private readonly spec: CollectionSpec,
     readonly tenant: string,
+    private readonly commitInGroup: (write: () => void) => Promise<void>,
   ) {
     this.table = quoted(physicalName(spec.name));
   }
 
   async insert(doc: T): Promise<T> {
-    this.write([doc], false);
+    await this.write([doc], false);
     return doc;
   }
 
-  /** One transaction and one round of file checks for all of them. */
+  /** All of them or none, in the transaction of this turn's writes. */
   async insertMany(docs: readonly T[]): Promise<T[]> {
-    if (docs.length > 0) this.write(docs, false);
+    if (docs.length > 0) await this.write(docs, false);
     return [...docs];
   }
 
   async upsert(doc: T): Promise<T> {
-    this.write([doc], true);
+    await this.write([doc], true);
     return doc;
   }
 
@@ -242,12 +283,13 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     return this.io.write(() => this.statements.get(`DELETE FROM ${this.table} WHERE ${where}`).run(params).changes);
   }
 
-  private write(docs: readonly T[], replace: boolean): void {
+  /** In the store's group transaction, as a savepoint (a nested better-sqlite3 transaction) of its own. */
+  private write(docs: readonly T[], replace: boolean): Promise<void> {
     this.writeRows ??= this.db.transaction((rows: readonly T[], replaceRows: boolean) => {
       for (const doc of rows) this.writeRow(doc, replaceRows);
     });
     const writeRows = this.writeRows;
-    this.io.write(() => writeRows.immediate(docs, replace));
+    return this.commitInGroup(() => writeRows(docs, replace));
   }
 
   private writeRow(doc: T, replace: boolean): void {

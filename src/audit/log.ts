@@ -1,6 +1,6 @@
 import type { Logger } from '../log/index.js';
 import { DEFAULT_TENANT, isStoreUnavailable, type Filter, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
-import { BatchWriter } from './batches.js';
+import { BatchWriter } from '../store/batches.js';
 
 export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] };
 

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { openStore } from '../../src/store/open.js';
+import { ConflictError } from '../../src/store/index.js';
 import { describeStoreConformance } from './conformance.js';
 
 describeStoreConformance('sqlite in memory', () => openStore('sqlite::memory:'));
@@ -26,6 +27,39 @@ describe('SQLite store in a file', () => {
       expect(await restarted.purgeExpired()).to.equal(1);
     } finally {
       await restarted.close();
+    }
+  });
+});
+
+describe('SQLite store: writes of one turn share one transaction (group commit)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'arbiter-sqlite-group-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('fails only the conflicting write, all of its rows and none of the others, and acknowledges each once committed', async () => {
+    const file = join(dir, 'group.db');
+    const store = await openStore(`sqlite:${file}`);
+    const things = store.collection({ name: 'things', uniqueKeys: [['name']] });
+    await things.insert({ id: 'taken', name: 'taken' });
+    // Issued in one turn: one group transaction.
+    const outcomes = await Promise.allSettled([
+      things.insert({ id: 'a', name: 'a' }),
+      things.insertMany([{ id: 'b1', name: 'b1' }, { id: 'b2', name: 'taken' }]),
+      things.upsert({ id: 'c', name: 'c' }),
+      things.insert({ id: 'taken', name: 'again' }),
+      store.collection('others').insert({ id: 'd' }),
+    ]);
+    expect(outcomes.map((outcome) => outcome.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled']);
+    expect((outcomes[1] as PromiseRejectedResult).reason).to.be.instanceOf(ConflictError);
+    expect(await things.get('b1'), 'the rest of a failed insertMany is rolled back with it').to.equal(null);
+    await store.close();
+    // What was acknowledged is in the file: a new process sees it.
+    const reopened = await openStore(`sqlite:${file}`);
+    try {
+      const stored = await reopened.collection({ name: 'things', uniqueKeys: [['name']] }).find({});
+      expect(stored.map((doc) => doc.id).sort()).to.deep.equal(['a', 'c', 'taken']);
+      expect(await reopened.collection('others').get('d')).to.deep.equal({ id: 'd' });
+    } finally {
+      await reopened.close();
     }
   });
 });

@@ -16,7 +16,8 @@ interface Waiter<T, R> {
 
 /**
  * Gathers items written by concurrent callers into batches, one write per batch, and tells each
- * caller when its item is written (or why not). Batches are written one after the other, in the
+ * caller when its item is written (or why not). Used by the audit log (one insert of the
+ * entries of one turn) and by the SQLite store (one transaction for the writes of one turn). Batches are written one after the other, in the
  * order their items came, so a batch may rely on the previous one having finished. Items that
  * come while a batch is being written (MongoDB: a round trip) form the next one, which starts as
  * soon as that write ends.
