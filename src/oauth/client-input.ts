@@ -1,6 +1,6 @@
 import type { ClientInput, GrantedResource } from '../policy/index.js';
 import type { Store } from '../store/index.js';
-import { clientsCollection, type ClientRecord } from './clients.js';
+import { findClientRecord, type ClientRecord } from './clients.js';
 
 /** How the client authenticated, in the contract's words. */
 export function authenticationMethod(client: { clientAuthMethod?: string } | undefined): string | null {
@@ -9,7 +9,7 @@ export function authenticationMethod(client: { clientAuthMethod?: string } | und
 
 /** `input.client` for a client known to this tenant; null when it is not (yet) registered. */
 export async function clientInput(store: Store, tenant: string, clientId: string, authenticatedWith: string | null = null): Promise<ClientInput | null> {
-  const record = await clientsCollection(store, tenant).findOne({ clientId });
+  const record = await findClientRecord(store, tenant, clientId);
   if (!record) return null;
   return {
     client_id: record.clientId,

@@ -53,6 +53,35 @@ export function clientsCollection(store: Store, tenant: string): TenantCollectio
   return store.collection<ClientRecord>(storeSpecOf(definitionFor('clients')!), tenant);
 }
 
+/** Records read in the current event-loop turn, per store (several servers may share a process), until the turn ends. */
+const readThisTurn = new WeakMap<Store, Map<string, ClientRecord>>();
+
+/**
+ * A client's record, read from the store at most once per event-loop turn: client authentication
+ * (oidc-provider's lookup) and the same request's policy input both need it, microseconds apart.
+ * Only a record found is kept, and only until the turn ends, so a client created meanwhile is
+ * found and a change is seen by the next turn, as a second read would have seen it.
+ */
+export async function findClientRecord(store: Store, tenant: string, clientId: string): Promise<ClientRecord | null> {
+  const key = `${tenant}\u0000${clientId}`;
+  const kept = readThisTurn.get(store)?.get(key);
+  if (kept) return kept;
+  const record = await clientsCollection(store, tenant).findOne({ clientId });
+  if (record) keepForThisTurn(store, key, record);
+  return record;
+}
+
+function keepForThisTurn(store: Store, key: string, record: ClientRecord): void {
+  let records = readThisTurn.get(store);
+  if (!records) {
+    const fresh = new Map<string, ClientRecord>();
+    readThisTurn.set(store, fresh);
+    setImmediate(() => readThisTurn.delete(store));
+    records = fresh;
+  }
+  records.set(key, record);
+}
+
 /** oidc-provider client metadata for an Admin API client record; disabled clients do not exist for the protocol. */
 export function clientMetadata(record: ClientRecord): AdapterPayload | undefined {
   if (record.enabled === false) return undefined;
@@ -105,9 +134,8 @@ const POLICY_DECIDED_GRANTS = [TOKEN_EXCHANGE, UMA_TICKET];
  * (client ID metadata documents, ./cimd).
  */
 export function clientLookup(store: Store, tenant: string, authorizationDetailsTypes: () => Promise<string[]>, documents?: ClientDocuments) {
-  const clients = clientsCollection(store, tenant);
   return async (clientId: string) => {
-    const found = await clients.findOne({ clientId });
+    const found = await findClientRecord(store, tenant, clientId);
     const record = documents && looksLikeDocumentUrl(clientId) && (!found || found.registrationType === 'cimd') ? await documents.resolve(clientId, found) : found;
     const metadata = record ? clientMetadata(record) : undefined;
     return metadata && { ...metadata, authorization_details_types: await authorizationDetailsTypes() };
