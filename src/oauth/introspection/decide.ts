@@ -5,6 +5,7 @@ import { activeDelegations } from '../../delegation/index.js';
 import { requestInput } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { clientInput } from '../client-input.js';
+import { findClientRecord } from '../clients.js';
 import { formParameter } from '../form-body.js';
 import { rememberDecision } from '../grants/decision.js';
 import { resolveResource } from '../resources.js';
@@ -83,7 +84,7 @@ function tokenInput(token: TokenModel, typeUri: string | null): IntrospectedToke
 }
 
 async function callerInput(store: Store, tenant: string, caller: Caller): Promise<IntrospectionCallerInput> {
-  const client = await store.collection<{ id: number; clientId: string }>('clients', tenant).findOne({ clientId: caller.clientId });
+  const client = await findClientRecord(store, tenant, caller.clientId);
   const server = client
     ? await store.collection<{ id: number; resourceIndicator: string; typeUris?: string[]; capability?: Record<string, unknown> }>('resource_servers', tenant).findOne({ clientId: client.id })
     : null;
