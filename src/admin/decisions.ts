@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AuditEntry, AuditLog } from '../audit/index.js';
-import { decisionInputsOf, recordDecision } from '../audit/index.js';
+import { eachRecorded, recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { badRequest } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
@@ -88,9 +88,9 @@ interface AskedDecision {
 
 /** The decisions an audit entry holds (one, or one per UMA permission / AuthZEN item), with their points. */
 function decisionsOf(entry: AuditEntry): AskedDecision[] {
-  const inputs = decisionInputsOf(entry.policyInput);
-  const decisions = Array.isArray(entry.policyDecision) ? entry.policyDecision : [entry.policyDecision];
-  if (inputs === null || entry.policyDecision === null || inputs.length !== decisions.length) {
+  const inputs = eachRecorded(entry.policyInput);
+  const decisions = eachRecorded(entry.policyDecision);
+  if (inputs === null || decisions === null || inputs.length !== decisions.length) {
     throw badRequest(`audit log entry ${entry.id} holds no policy decision to replay`);
   }
   return inputs.map((input, index) => {

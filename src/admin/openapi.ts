@@ -367,7 +367,7 @@ const AUDIT_ENTRY_FIELDS: Record<keyof AuditFields | 'id' | 'createdAt', Schema>
   method: { type: 'string' },
   requestSummary: { type: 'object', description: 'how credentials were presented, parameter names, non-secret values, status and error code; never a secret' },
   policyInput: { description: 'the input of the policy decision; for a request that asked several decisions (AuthZEN batch, UMA permissions), {common, items}: the fields every input shares, once, and the rest of each input in order (each input is common merged with its item); null when no decision was asked' },
-  policyDecision: { description: "the policy engine's decision, or null" },
+  policyDecision: { description: "the policy engine's decision; for several decisions, {common, items} as in policyInput (each decision is common merged with its item, in the order of the inputs); null when none was asked" },
   outcome: { enum: ['allow', 'deny', 'error'] },
   tenantId: nullableString,
   clientId: nullableString,

@@ -12,19 +12,19 @@ export function recordDecision(state: Record<string, unknown>, ...outcomes: Deci
   const [first] = outcomes;
   const decisions = outcomes.map((outcome) => ({ ...outcome.decision, point: outcome.point, ...(outcome.engines ? { engines: outcome.engines } : {}), ...(outcome.engineError ? { engineError: outcome.engineError } : {}) }));
   audit.policyInput = outcomes.length === 1 ? first.input : splitShared(outcomes.map((outcome) => outcome.input as unknown as Record<string, unknown>));
-  audit.policyDecision = outcomes.length === 1 ? decisions[0] : decisions;
+  audit.policyDecision = outcomes.length === 1 ? decisions[0] : splitShared(decisions);
   audit.outcome = outcomes.some((outcome) => outcome.engineError) ? 'error' : outcomes.some((outcome) => outcome.decision.allow) ? 'allow' : 'deny';
   audit.clientId = first.input.client?.client_id ?? null;
   audit.subjectId = first.input.subject?.sub ?? null;
 }
 
 /**
- * The decision inputs an entry's policyInput holds, in order: one input, the shared part with
- * each one's own (several decisions), or a list (entries written before the shared part was
- * kept once). Null when it holds none.
+ * The inputs (or decisions) an entry's policyInput (policyDecision) holds, in order: one, the
+ * shared part with each one's own (several decisions), or a list (entries written before the
+ * shared part was kept once). Null when it holds none.
  */
-export function decisionInputsOf(policyInput: unknown): unknown[] | null {
-  if (policyInput === null || policyInput === undefined) return null;
-  if (isSharedPart(policyInput)) return joinShared(policyInput);
-  return Array.isArray(policyInput) ? policyInput : [policyInput];
+export function eachRecorded(recorded: unknown): unknown[] | null {
+  if (recorded === null || recorded === undefined) return null;
+  if (isSharedPart(recorded)) return joinShared(recorded);
+  return Array.isArray(recorded) ? recorded : [recorded];
 }

@@ -121,7 +121,10 @@ describe('AuthZEN Authorization API', function () {
       expect(body.evaluations.map((answer: any) => answer.decision)).to.deep.equal(DECISION_TABLE.map((row) => row[3]));
       expect(body.evaluations[2].context).to.deep.equal({ obligations: { role: 'editor' } });
       const [entry] = (await server.admin('GET', `/audit-logs?endpoint=${EVALUATIONS}&size=1&sort=id,desc`)).body.content;
-      expect(entry.policyDecision).to.have.length(DECISION_TABLE.length);
+      expect(entry.policyDecision.items).to.have.length(DECISION_TABLE.length);
+      expect(entry.policyDecision.common).to.include({ point: 'access_evaluation' });
+      const decisions = entry.policyDecision.items.map((item: object) => ({ ...entry.policyDecision.common, ...item }));
+      expect(decisions.map((decision: any) => decision.allow)).to.deep.equal(DECISION_TABLE.map((row) => row[3]));
       // The inputs as the part they share, once, and each one's own part, in order.
       expect(entry.policyInput.common).to.include.keys('tenant', 'client', 'request', 'time');
       expect(entry.policyInput.items).to.have.length(DECISION_TABLE.length);
@@ -302,7 +305,8 @@ describe('AuthZEN Authorization API', function () {
       const batch = await ask(EVALUATIONS, { evaluations: DECISION_TABLE.map(([subject, action, document]) => evaluationOf(subject, action, document)) });
       expect(batch.body.evaluations.map((answer: any) => answer.decision)).to.deep.equal(DECISION_TABLE.map((row) => row[3]));
       const [entry] = (await server.admin('GET', `/audit-logs?endpoint=${EVALUATIONS}&size=1&sort=id,desc`)).body.content;
-      expect(entry.policyDecision[0].engines).to.include({ rego: 'none', cedar: 'allow' });
+      const first = { ...entry.policyDecision.common, ...entry.policyDecision.items[0] };
+      expect(first.engines).to.include({ rego: 'none', cedar: 'allow' });
     });
 
     it('searches alike', async function () {
