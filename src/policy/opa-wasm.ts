@@ -65,8 +65,10 @@ export class CompiledRego {
  */
 export class InProcessRego {
   private compiled: CompiledRego | null = null;
-  /** The revision being compiled or last refused, so that a revision is tried once. */
+  /** The newest revision being compiled or tried, so that a revision is tried once. */
   private attempted: string | null = null;
+  /** After an unexpected failure (OPA could not be started, …), the revision is tried again from then on. */
+  private retryAt = 0;
   private readonly reported = new Set<string>();
 
   constructor(
@@ -77,7 +79,7 @@ export class InProcessRego {
 
   compiledFor(snapshot: PolicySnapshot): CompiledRego | null {
     if (this.compiled?.revision === snapshot.revision) return this.compiled;
-    if (this.attempted !== snapshot.revision) void this.compile(snapshot);
+    if (this.attempted !== snapshot.revision || (this.retryAt !== 0 && Date.now() >= this.retryAt)) void this.compile(snapshot);
     return null;
   }
 
@@ -87,31 +89,39 @@ export class InProcessRego {
   }
 
   private async compile(snapshot: PolicySnapshot): Promise<void> {
-    this.attempted = snapshot.revision;
+    const { revision } = snapshot;
+    this.attempted = revision;
+    this.retryAt = 0;
     const started = Date.now();
     try {
       const module = await compileBundle(this.opaBinary, await this.bundleOf(snapshot));
       if ('problem' in module) {
-        this.log.warn({ revision: snapshot.revision, reason: module.problem }, 'Rego decisions of this revision go to OPA');
-        this.compiled = null;
+        this.log.warn({ revision, reason: module.problem }, 'Rego decisions of this revision go to OPA');
+        this.settle(revision, null);
         return;
       }
       const policy = await loadPolicy(module.wasm);
       const needsJavaScript = requiredBuiltins(policy).filter((name) => JAVASCRIPT_BUILTINS.has(name));
       if (needsJavaScript.length) {
-        this.log.info({ revision: snapshot.revision, builtins: needsJavaScript }, 'Rego decisions of this revision go to OPA: the policy uses builtins the in-process evaluator does not implement as OPA does');
-        this.compiled = null;
+        this.log.info({ revision, builtins: needsJavaScript }, 'Rego decisions of this revision go to OPA: the policy uses builtins the in-process evaluator does not implement as OPA does');
+        this.settle(revision, null);
         return;
       }
       policy.setData(snapshot.mergedData);
-      // A newer revision may have been compiled while this one was; keep the newest attempt only.
-      if (this.attempted !== snapshot.revision) return;
-      this.compiled = new CompiledRego(snapshot.revision, policy, module.points, (point, reason) => this.reportStop(snapshot.revision, point, reason));
-      this.log.info({ revision: snapshot.revision, points: [...module.points], ms: Date.now() - started }, 'Rego decisions of this revision are evaluated in process');
+      if (this.settle(revision, new CompiledRego(revision, policy, module.points, (point, reason) => this.reportStop(revision, point, reason)))) {
+        this.log.info({ revision, points: [...module.points], ms: Date.now() - started }, 'Rego decisions of this revision are evaluated in process');
+      }
     } catch (error) {
-      this.log.warn({ revision: snapshot.revision, err: error }, 'Rego decisions of this revision go to OPA: the in-process module could not be built');
-      if (this.attempted === snapshot.revision) this.compiled = null;
+      this.log.warn({ revision, err: error }, 'Rego decisions of this revision go to OPA: the in-process module could not be built (tried again in a minute)');
+      if (this.settle(revision, null)) this.retryAt = Date.now() + RETRY_AFTER_MS;
     }
+  }
+
+  /** Keeps the outcome of a compilation only if no newer revision was tried meanwhile; true when kept. */
+  private settle(revision: string, compiled: CompiledRego | null): boolean {
+    if (this.attempted !== revision) return false;
+    this.compiled = compiled;
+    return true;
   }
 
   /** Logged once per revision and point: the same policy stops the same way on every call. */
@@ -123,6 +133,8 @@ export class InProcessRego {
     this.log.info({ revision, point, reason }, 'a Rego decision went to OPA: the in-process evaluation stopped');
   }
 }
+
+const RETRY_AFTER_MS = 60_000;
 
 /** `opa build -t wasm` of the bundle with one entrypoint per decision point it defines. */
 async function compileBundle(opaBinary: string, bundle: Buffer): Promise<{ wasm: Buffer; points: Set<DecisionPoint> } | { problem: string }> {

@@ -131,6 +131,23 @@ describe('Rego evaluated in process', function () {
     expect(inProcess.map((outcome) => outcome.engines?.regoEvaluator)).to.deep.equal(inputs.map(() => 'in-process'));
   });
 
+  it('compiles a bundle that lacks a decision point, and leaves that point to OPA', async function () {
+    const path = 'arbiter/delegation.rego';
+    const rule = await ruleAt(harness.store, path);
+    await putRule(harness.store, { ...rule, enabled: false });
+    try {
+      await inForce();
+      const { inProcess, opa } = await both('delegation', delegationInput(alice, ['view']));
+      expect(inProcess.engineError).to.match(/no policy decision for delegation/);
+      expect(inProcess.decision).to.deep.equal(opa.decision);
+      expect(inProcess.engines?.regoEvaluator).to.equal('opa');
+      expect((await both('token', clientCredentialsInput(confidentialClient))).inProcess.engines?.regoEvaluator, 'the other points stay in process').to.equal('in-process');
+    } finally {
+      await putRule(harness.store, { ...rule, enabled: true });
+      await inForce();
+    }
+  });
+
   describe('a revision that uses a builtin the in-process evaluator implements differently (sprintf)', function () {
     const path = 'arbiter/introspect.rego';
     let original: string;
