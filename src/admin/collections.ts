@@ -1,4 +1,4 @@
-import type { CollectionSpec } from '../store/types.js';
+import type { CollectionSpec, Store, StoredDoc, TenantCollection } from '../store/types.js';
 /**
  * The Admin API's eight collections as data: one generic router serves them all.
  * Field lists follow the spec's "Admin API objects" table.
@@ -222,4 +222,14 @@ export function definitionFor(path: string): CollectionDefinition | undefined {
 /** How an Admin collection is declared to the store: unique keys within a tenant, each indexed. */
 export function storeSpecOf(definition: CollectionDefinition): CollectionSpec {
   return { name: definition.store, uniqueKeys: definition.uniqueFields.map((field) => [field]), indexes: definition.uniqueFields };
+}
+
+/**
+ * An Admin collection as any module reads or writes it: declared with the Admin API's unique keys
+ * and indexes, whichever module touches it first, so that lookups by those fields use an index.
+ */
+export function adminCollection<T extends StoredDoc = StoredDoc>(store: Store, path: string, tenant: string): TenantCollection<T> {
+  const definition = definitionFor(path);
+  if (!definition) throw new Error(`no Admin collection at ${path}`);
+  return store.collection<T>(storeSpecOf(definition), tenant);
 }

@@ -1,5 +1,5 @@
 import type { Account, AccountClaims } from 'oidc-provider';
-import { definitionFor } from '../admin/collections.js';
+import { adminCollection, definitionFor } from '../admin/collections.js';
 import type { Store, TenantCollection } from '../store/index.js';
 import type { ConfigurationSlice } from './context.js';
 import type { SubjectRecord } from './subject-input.js';
@@ -10,7 +10,7 @@ export const SUBJECTS_COLLECTION = SUBJECTS.store;
 
 /** The tenant's subjects, declared with the Admin API's unique key (subjectId) so that every writer enforces it. */
 export function subjectsCollection(store: Store, tenant: string): TenantCollection<SubjectRecord> {
-  return store.collection<SubjectRecord>({ name: SUBJECTS.store, uniqueKeys: SUBJECTS.uniqueFields.map((field) => [field]) }, tenant);
+  return adminCollection<SubjectRecord>(store, 'subjects', tenant);
 }
 
 /**

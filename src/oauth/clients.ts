@@ -1,5 +1,5 @@
 import type { AdapterPayload } from 'oidc-provider';
-import { definitionFor, storeSpecOf } from '../admin/collections.js';
+import { adminCollection } from '../admin/collections.js';
 import type { Store, StoredDoc, TenantCollection } from '../store/index.js';
 import type { ClientDocuments } from './cimd/index.js';
 import { TOKEN_EXCHANGE } from './grants/token-exchange/parameters.js';
@@ -50,7 +50,7 @@ export const CLIENTS_COLLECTION = 'clients';
  * that every writer (Admin API, registration, metadata documents) is held to the same keys.
  */
 export function clientsCollection(store: Store, tenant: string): TenantCollection<ClientRecord> {
-  return store.collection<ClientRecord>(storeSpecOf(definitionFor('clients')!), tenant);
+  return adminCollection<ClientRecord>(store, 'clients', tenant);
 }
 
 /** Records read in the current event-loop turn, per store (several servers may share a process), until the turn ends. */

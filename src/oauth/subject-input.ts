@@ -1,3 +1,4 @@
+import { adminCollection } from '../admin/collections.js';
 import type { SubjectInput } from '../policy/index.js';
 import type { Store, StoredDoc } from '../store/index.js';
 
@@ -13,7 +14,7 @@ export interface SubjectRecord extends StoredDoc {
 
 /** `input.subject` for a signed-in user: the stored profile claims and the provider reference. */
 export async function subjectInput(store: Store, tenant: string, sub: string): Promise<SubjectInput> {
-  const record = await store.collection<SubjectRecord>('subjects', tenant).findOne({ subjectId: sub });
+  const record = await adminCollection<SubjectRecord>(store, 'subjects', tenant).findOne({ subjectId: sub });
   if (!record) return { sub, idp: null, claims: {} };
   const claims = { name: record.name, email: record.email, email_verified: record.emailVerified, preferred_username: record.preferredUsername };
   return {

@@ -1,3 +1,4 @@
+import { adminCollection } from '../admin/collections.js';
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
@@ -71,7 +72,7 @@ function fieldsOf(body: ResourceDescription): Pick<UmaResourceRecord, 'name' | '
 /** The spec's scope ceiling: a resource of a type the Admin API defines with scopes may name only those. */
 async function assertWithinTypeCeiling(store: Store, tenant: string, body: ResourceDescription): Promise<void> {
   if (!body.type) return;
-  const definition = await store.collection<StoredDoc & { typeUri: string; scopes?: string[] }>('resource_types', tenant).findOne({ typeUri: body.type });
+  const definition = await adminCollection<StoredDoc & { typeUri: string; scopes?: string[] }>(store, 'resource-types', tenant).findOne({ typeUri: body.type });
   if (!Array.isArray(definition?.scopes)) return;
   const beyond = (body.resource_scopes ?? []).filter((scope) => !definition.scopes!.includes(scope));
   if (beyond.length) throw new HttpError(400, 'invalid_scope', `resource_scopes beyond the scopes of type ${body.type}: ${beyond.join(' ')}`, { field: 'resource_scopes' });

@@ -131,6 +131,23 @@ describe('Rego evaluated in process', function () {
     expect(inProcess.map((outcome) => outcome.engines?.regoEvaluator)).to.deep.equal(inputs.map(() => 'in-process'));
   });
 
+  it('hands an evaluation error (two values for one complete rule) to OPA, whose error fails it closed', async function () {
+    const path = 'arbiter/token_conflict.rego';
+    const rule = await putRule(harness.store, { path, kind: 'rego', content: 'package arbiter.token\n\ndecision := {"allow": true, "scopes": []} if input.request.parameters.conflict == "yes"\n' });
+    try {
+      await inForce();
+      const { inProcess, opa } = await both('token', clientCredentialsInput(confidentialClient, { conflict: 'yes' }));
+      expect(opa.engineError).to.match(/^OPA answered 500/);
+      expect(inProcess.engineError).to.equal(opa.engineError);
+      expect(inProcess.decision).to.deep.equal(opa.decision);
+      expect(inProcess.engines?.regoEvaluator).to.equal('opa');
+      expect((await both('token', clientCredentialsInput(confidentialClient))).inProcess.engines?.regoEvaluator, 'without the conflict, in process').to.equal('in-process');
+    } finally {
+      await putRule(harness.store, { ...rule, enabled: false });
+      await inForce();
+    }
+  });
+
   it('compiles a bundle that lacks a decision point, and leaves that point to OPA', async function () {
     const path = 'arbiter/delegation.rego';
     const rule = await ruleAt(harness.store, path);

@@ -1,3 +1,4 @@
+import { adminCollection } from '../../admin/collections.js';
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { DecisionOutcome, IntrospectedTokenInput, IntrospectionCallerInput, PolicyEngine } from '../../policy/index.js';
@@ -86,7 +87,7 @@ function tokenInput(token: TokenModel, typeUri: string | null): IntrospectedToke
 async function callerInput(store: Store, tenant: string, caller: Caller): Promise<IntrospectionCallerInput> {
   const client = await findClientRecord(store, tenant, caller.clientId);
   const server = client
-    ? await store.collection<{ id: number; resourceIndicator: string; typeUris?: string[]; capability?: Record<string, unknown> }>('resource_servers', tenant).findOne({ clientId: client.id })
+    ? await adminCollection<{ id: number; resourceIndicator: string; typeUris?: string[]; capability?: Record<string, unknown> }>(store, 'resource-servers', tenant).findOne({ clientId: client.id })
     : null;
   return {
     method: caller.method,

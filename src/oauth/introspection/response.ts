@@ -1,3 +1,4 @@
+import { adminCollection } from '../../admin/collections.js';
 import type { Decision } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import type { SubjectRecord } from '../subject-input.js';
@@ -42,7 +43,7 @@ export function isSingleUse(token: TokenModel, decision: Decision): boolean {
 }
 
 async function usernameOf(store: Store, tenant: string, sub: string): Promise<string | undefined> {
-  const subject = await store.collection<SubjectRecord>('subjects', tenant).findOne({ subjectId: sub });
+  const subject = await adminCollection<SubjectRecord>(store, 'subjects', tenant).findOne({ subjectId: sub });
   return subject?.preferredUsername ?? undefined;
 }
 
