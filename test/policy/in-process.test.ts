@@ -131,38 +131,42 @@ describe('Rego evaluated in process', function () {
     expect(inProcess.map((outcome) => outcome.engines?.regoEvaluator)).to.deep.equal(inputs.map(() => 'in-process'));
   });
 
-  it('hands an evaluation error (two values for one complete rule) to OPA, whose error fails it closed', async function () {
-    const path = 'arbiter/token_conflict.rego';
-    const rule = await putRule(harness.store, { path, kind: 'rego', content: 'package arbiter.token\n\ndecision := {"allow": true, "scopes": []} if input.request.parameters.conflict == "yes"\n' });
+  /** Runs `check` with a rule written (and the revision in force), then restores the rule as it was. */
+  const withRule = async (change: Parameters<typeof putRule>[1], restore: Parameters<typeof putRule>[1], check: () => Promise<void>) => {
+    await putRule(harness.store, change);
     try {
       await inForce();
-      const { inProcess, opa } = await both('token', clientCredentialsInput(confidentialClient, { conflict: 'yes' }));
-      expect(opa.engineError).to.match(/^OPA answered 500/);
-      expect(inProcess.engineError).to.equal(opa.engineError);
-      expect(inProcess.decision).to.deep.equal(opa.decision);
-      expect(inProcess.engines?.regoEvaluator).to.equal('opa');
-      expect((await both('token', clientCredentialsInput(confidentialClient))).inProcess.engines?.regoEvaluator, 'without the conflict, in process').to.equal('in-process');
+      await check();
     } finally {
-      await putRule(harness.store, { ...rule, enabled: false });
+      await putRule(harness.store, restore);
       await inForce();
     }
+  };
+
+  /** A decision OPA made although the point is compiled: fail closed or not, the same outcome as the OPA-only engine's. */
+  const handedToOpa = async (point: DecisionPoint, input: DecisionInput) => {
+    const { inProcess, opa } = await both(point, input);
+    expect(inProcess.engineError).to.equal(opa.engineError);
+    expect(inProcess.decision).to.deep.equal(opa.decision);
+    expect(inProcess.engines?.regoEvaluator).to.equal('opa');
+    expect((await both('token', clientCredentialsInput(confidentialClient))).inProcess.engines?.regoEvaluator, 'the other decisions stay in process').to.equal('in-process');
+    return opa;
+  };
+
+  it('hands an evaluation error (two values for one complete rule) to OPA, whose error fails it closed', async function () {
+    const rule = { path: 'arbiter/token_conflict.rego', kind: 'rego' as const, content: 'package arbiter.token\n\ndecision := {"allow": true, "scopes": []} if input.request.parameters.conflict == "yes"\n' };
+    await withRule(rule, { ...rule, enabled: false }, async () => {
+      const opa = await handedToOpa('token', clientCredentialsInput(confidentialClient, { conflict: 'yes' }));
+      expect(opa.engineError).to.match(/^OPA answered 500/);
+    });
   });
 
   it('compiles a bundle that lacks a decision point, and leaves that point to OPA', async function () {
-    const path = 'arbiter/delegation.rego';
-    const rule = await ruleAt(harness.store, path);
-    await putRule(harness.store, { ...rule, enabled: false });
-    try {
-      await inForce();
-      const { inProcess, opa } = await both('delegation', delegationInput(alice, ['view']));
-      expect(inProcess.engineError).to.match(/no policy decision for delegation/);
-      expect(inProcess.decision).to.deep.equal(opa.decision);
-      expect(inProcess.engines?.regoEvaluator).to.equal('opa');
-      expect((await both('token', clientCredentialsInput(confidentialClient))).inProcess.engines?.regoEvaluator, 'the other points stay in process').to.equal('in-process');
-    } finally {
-      await putRule(harness.store, { ...rule, enabled: true });
-      await inForce();
-    }
+    const rule = await ruleAt(harness.store, 'arbiter/delegation.rego');
+    await withRule({ ...rule, enabled: false }, rule, async () => {
+      const opa = await handedToOpa('delegation', delegationInput(alice, ['view']));
+      expect(opa.engineError).to.match(/no policy decision for delegation/);
+    });
   });
 
   describe('a revision that uses a builtin the in-process evaluator implements differently (sprintf)', function () {
