@@ -108,7 +108,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   private readonly opa: OpaDriver;
   private readonly cedar = new CedarDriver();
   private readonly inProcess: InProcessRego | null;
-  /** Cedar and policyData re-read the store at most this often: a change is in force within a second, as OPA's long poll brings it to Rego. */
+  /** Cedar, Rego in process and policyData re-read the store at most this often: a change is in force within a second, as OPA's long poll brings it to OPA. */
   private readonly snapshotMaxAgeMs: number;
 
   constructor(private readonly parts: EngineParts) {
