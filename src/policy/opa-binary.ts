@@ -1,5 +1,8 @@
 import { execFile } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Where scripts/install-opa.sh puts the pinned OPA (GOBIN=<repo>/.bin). */
@@ -35,4 +38,19 @@ export function runOpa(binary: string, args: string[], timeoutMs = 15_000): Prom
       resolve({ exitCode, stdout: String(stdout), stderr: String(stderr) });
     });
   });
+}
+
+/** Runs `work` in a fresh scratch directory for the files an opa command reads and writes; the directory is removed afterwards, whatever happens. */
+export async function inScratchDirectory<T>(prefix: string, work: (dir: string) => Promise<T>): Promise<T> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  try {
+    return await work(dir);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** What a failed opa command said, without the scratch paths (`<path>/`, in the order given) in front of file names. */
+export function opaMessage(run: OpaRun, ...paths: string[]): string {
+  return paths.reduce((message, path) => message.replaceAll(`${path}/`, ''), run.stderr || run.stdout).trim();
 }

@@ -6,8 +6,7 @@
  * compiled module cannot make exactly as OPA would goes to it (see `CompiledRego.evaluate`),
  * and so does every decision while a new revision compiles.
  */
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
@@ -16,7 +15,7 @@ import { extract } from 'tar-stream';
 import type { Logger } from '../log/index.js';
 import type { PolicySnapshot } from './bundle.js';
 import { DECISION_POINTS, type DecisionInput, type DecisionPoint } from './contract.js';
-import { runOpa } from './opa-binary.js';
+import { inScratchDirectory, opaMessage, runOpa } from './opa-binary.js';
 import { resultVerdict, type RegoVerdict } from './opa-driver.js';
 
 /**
@@ -60,7 +59,7 @@ export class CompiledRego {
 
 /**
  * Keeps the compiled module of the newest revision. `compiledFor` never waits: when the
- * snapshot's revision is not compiled yet it starts compiling it (one at a time) and answers
+ * snapshot's revision is not compiled yet it starts compiling it (once per revision) and answers
  * null, and the caller asks OPA meanwhile.
  */
 export class InProcessRego {
@@ -138,8 +137,7 @@ const RETRY_AFTER_MS = 60_000;
 
 /** `opa build -t wasm` of the bundle with one entrypoint per decision point it defines. */
 async function compileBundle(opaBinary: string, bundle: Buffer): Promise<{ wasm: Buffer; points: Set<DecisionPoint> } | { problem: string }> {
-  const dir = await mkdtemp(join(tmpdir(), 'arbiter-wasm-'));
-  try {
+  return inScratchDirectory('arbiter-wasm-', async (dir) => {
     const input = join(dir, 'bundle.tar.gz');
     const output = join(dir, 'wasm.tar.gz');
     await writeFile(input, bundle);
@@ -148,14 +146,12 @@ async function compileBundle(opaBinary: string, bundle: Buffer): Promise<{ wasm:
       const entrypoints = [...points].flatMap((point) => ['-e', entrypointOf(point)]);
       const built = await runOpa(opaBinary, ['build', '-t', 'wasm', '-b', input, '-o', output, ...entrypoints]);
       if (built.exitCode === 0) return { wasm: await wasmModuleOf(await readFile(output)), points };
-      const message = (built.stderr || built.stdout).replaceAll(`${dir}/`, '').trim();
+      const message = opaMessage(built, dir);
       const missing = MISSING_ENTRYPOINT.exec(message)?.[1] as DecisionPoint | undefined;
       if (!missing || !points.delete(missing)) return { problem: `opa build -t wasm failed: ${message}` };
     }
     return { problem: 'the bundle defines no decision' };
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 /** policy.wasm out of the gzipped tar that `opa build` writes. */

@@ -5,12 +5,11 @@
  * defining a default, a data key over a rule's path) is refused at the Admin API instead of
  * being stored and then refused by OPA, which would keep serving the old bundle.
  */
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Store } from '../store/index.js';
 import { buildBundle, snapshotOf } from './bundle.js';
-import { runOpa } from './opa-binary.js';
+import { inScratchDirectory, opaMessage, runOpa } from './opa-binary.js';
 import { isBundled, loadBundledRecords, type PolicyDataDoc, type PolicyRuleDoc } from './records.js';
 
 /** A write to check: the record as it would be stored, and the id of the record it replaces. */
@@ -31,16 +30,15 @@ export async function bundleProblemWith(opaBinary: string, store: Store, change:
     change.collection === 'rules'
       ? { rules: [...records.rules.filter((rule) => !leaves(rule)), ...(joins ? [candidate] : [])], data: records.data }
       : { rules: records.rules, data: [...records.data.filter((entry) => !leaves(entry)), ...(joins ? [candidate] : [])] };
-  const dir = await mkdtemp(join(tmpdir(), 'arbiter-bundle-check-'));
   try {
-    const file = join(dir, 'bundle.tar.gz');
-    await writeFile(file, await buildBundle(snapshotOf(next)));
-    const checked = await runOpa(opaBinary, ['check', '--bundle', file]);
-    if (checked.exitCode === 0) return null;
-    return `the policy bundle would not compile with this change: ${(checked.stderr || checked.stdout).replaceAll(`${file}/`, '').replaceAll(`${dir}/`, '').trim()}`;
+    return await inScratchDirectory('arbiter-bundle-check-', async (dir) => {
+      const file = join(dir, 'bundle.tar.gz');
+      await writeFile(file, await buildBundle(snapshotOf(next)));
+      const checked = await runOpa(opaBinary, ['check', '--bundle', file]);
+      if (checked.exitCode === 0) return null;
+      return `the policy bundle would not compile with this change: ${opaMessage(checked, file, dir)}`;
+    });
   } catch (error) {
     return `the policy bundle could not be built with this change: ${(error as Error).message}`;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
   }
 }

@@ -2,12 +2,11 @@
  * The Admin API's check of a policy rule before it is stored: a rule that would break the
  * bundle (or the Cedar policy set) is refused with the engine's own parse error.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DECISION_ROOT, bundlePathProblem } from './bundle.js';
 import { cedar, formatCedarErrors } from './cedar-wasm.js';
-import { runOpa } from './opa-binary.js';
+import { inScratchDirectory, opaMessage, runOpa } from './opa-binary.js';
 
 export type RuleKind = 'rego' | 'cedar';
 
@@ -41,23 +40,22 @@ function validateCedar(content: string): string | null {
  * `opa parse` then tells the candidate's package.
  */
 async function validateRego(opaBinary: string, path: string, content: string, companions: CompanionRule[]): Promise<string | null> {
-  const dir = await mkdtemp(join(tmpdir(), 'arbiter-rule-'));
   try {
-    const candidatePackage = packageLine(content);
-    const others = companions.filter((rule) => packageLine(rule.content) !== candidatePackage);
-    for (const rule of [...others, { path, content }]) {
-      const file = join(dir, rule.path);
-      await mkdir(dirname(file), { recursive: true });
-      await writeFile(file, rule.content);
-    }
-    const checked = await runOpa(opaBinary, ['check', dir]);
-    if (checked.exitCode !== 0) return `Rego error: ${(checked.stderr || checked.stdout).replaceAll(`${dir}/`, '').trim()}`;
-    const parsed = await runOpa(opaBinary, ['parse', '--format', 'json', join(dir, path)]);
-    return packageProblem(parsed.stdout);
+    return await inScratchDirectory('arbiter-rule-', async (dir) => {
+      const candidatePackage = packageLine(content);
+      const others = companions.filter((rule) => packageLine(rule.content) !== candidatePackage);
+      for (const rule of [...others, { path, content }]) {
+        const file = join(dir, rule.path);
+        await mkdir(dirname(file), { recursive: true });
+        await writeFile(file, rule.content);
+      }
+      const checked = await runOpa(opaBinary, ['check', dir]);
+      if (checked.exitCode !== 0) return `Rego error: ${opaMessage(checked, dir)}`;
+      const parsed = await runOpa(opaBinary, ['parse', '--format', 'json', join(dir, path)]);
+      return packageProblem(parsed.stdout);
+    });
   } catch (error) {
     return `the rule could not be checked: ${(error as Error).message}`;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
   }
 }
 
