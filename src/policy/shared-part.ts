@@ -10,8 +10,11 @@ export interface SharedPart {
   items: Record<string, unknown>[];
 }
 
+type Fields = Record<string, unknown>;
+
 /** The top-level fields equal (as JSON) in every input, and what remains of each input without them. */
-export function splitShared(inputs: readonly Record<string, unknown>[]): SharedPart {
+export function splitShared(objects: readonly object[]): SharedPart {
+  const inputs = objects as readonly Fields[];
   const [first, ...rest] = inputs;
   if (!first) return { common: {}, items: [] };
   const shared = Object.keys(first).filter((key) => {
