@@ -69,6 +69,7 @@ const NOT_IMPLEMENTED = 238;
 export class MongoStore implements Store {
   private readonly declared = new DeclaredSpecs();
   private readonly indexesReady = new Map<string, Promise<void>>();
+  private readonly writeListeners: (() => void)[] = [];
 
   private constructor(
     private readonly client: MongoClient,
@@ -100,7 +101,15 @@ export class MongoStore implements Store {
 
   collection<T extends StoredDoc = StoredDoc>(specOrName: CollectionSpec | string, tenant = DEFAULT_TENANT): TenantCollection<T> {
     const { spec, rows } = this.declare(specOrName);
-    return new MongoCollection<T>(rows, spec, tenant, () => this.indexed(spec, rows));
+    return new MongoCollection<T>(rows, spec, tenant, () => this.indexed(spec, rows), () => this.wrote());
+  }
+
+  onWrite(listener: () => void): void {
+    this.writeListeners.push(listener);
+  }
+
+  private wrote(): void {
+    for (const listener of this.writeListeners) listener();
   }
 
   /** Records a declaration; a new collection, unique key or index starts its index creation. */
@@ -159,6 +168,8 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     private readonly spec: CollectionSpec,
     readonly tenant: string,
     private readonly indexed: () => Promise<void>,
+    /** Told when a write has ended, stored or not (Store.onWrite); see tellWritesEnded. */
+    readonly wrote: () => void,
   ) {}
 
   async insert(doc: T): Promise<T> {
@@ -330,8 +341,24 @@ function isConnectionLoss(error: unknown): boolean {
   return [MongoNetworkError, MongoServerSelectionError, MongoNotConnectedError, MongoTopologyClosedError, MongoClientClosedError].some((type) => error instanceof type);
 }
 
+/** Each collection write, however it ends, is told to the store's write listeners before its caller is answered. */
+function tellWritesEnded(prototype: { wrote: () => void }, methods: string[]): void {
+  const target = prototype as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  for (const name of methods) {
+    const operation = target[name];
+    target[name] = async function (this: { wrote: () => void }, ...args: unknown[]) {
+      try {
+        return await operation.apply(this, args);
+      } finally {
+        this.wrote();
+      }
+    };
+  }
+}
+
 translateConnectionLoss(MongoStore.prototype, ['nextSequence', 'ping', 'purgeExpired']);
 translateConnectionLoss(MongoCollection.prototype, ['insert', 'insertMany', 'upsert', 'get', 'findOne', 'find', 'count', 'update', 'delete', 'deleteMany']);
+tellWritesEnded(MongoCollection.prototype, ['insert', 'insertMany', 'upsert', 'update', 'delete', 'deleteMany']);
 
 async function createIndexes(rows: Rows, spec: CollectionSpec): Promise<void> {
   await createExpiryIndex(rows);

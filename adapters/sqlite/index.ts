@@ -74,11 +74,14 @@ export class SqliteStore implements Store {
    * committed, so nothing is acknowledged before it is in the file.
    */
   private readonly group: BatchWriter<() => void, unknown>;
+  private readonly io: GuardedIo;
+  private readonly writeListeners: (() => void)[] = [];
 
   private constructor(
     private readonly db: Db,
-    private readonly io: GuardedIo,
+    files: StoreFiles | null,
   ) {
+    this.io = new GuardedIo(files, () => this.wrote());
     this.statements = new Statements(db);
     const commitTogether = db.transaction((writes: (() => void)[]) => writes.map(ownFailureOf));
     this.group = new BatchWriter({
@@ -100,7 +103,7 @@ export class SqliteStore implements Store {
       db.pragma('secure_delete = FAST');
       db.exec('CREATE TABLE IF NOT EXISTS sequences (name TEXT PRIMARY KEY, value INTEGER NOT NULL)');
       // The -wal and -shm files exist from here on, as long as this connection is open.
-      return new SqliteStore(db, new GuardedIo(file === ':memory:' ? null : StoreFiles.record(resolve(file))));
+      return new SqliteStore(db, file === ':memory:' ? null : StoreFiles.record(resolve(file)));
     } catch (error) {
       db.close();
       throw error;
@@ -110,6 +113,14 @@ export class SqliteStore implements Store {
   collection<T extends StoredDoc = StoredDoc>(specOrName: CollectionSpec | string, tenant = DEFAULT_TENANT): TenantCollection<T> {
     const spec = this.declare(normalizeSpec(specOrName));
     return new SqliteCollection<T>(this.db, this.statements, this.io, spec, tenant, (write) => this.commitInGroup(write));
+  }
+
+  onWrite(listener: () => void): void {
+    this.writeListeners.push(listener);
+  }
+
+  private wrote(): void {
+    for (const listener of this.writeListeners) listener();
   }
 
   /** Runs `write` (a savepoint of its own) in the next group transaction; rejects with its own failure. */
@@ -409,7 +420,11 @@ class StoreFiles {
 class GuardedIo {
   private identityCheckedAt = Number.NEGATIVE_INFINITY;
 
-  constructor(private readonly files: StoreFiles | null) {}
+  constructor(
+    private readonly files: StoreFiles | null,
+    /** Told when a write has ended, committed or not (Store.onWrite). */
+    private readonly afterWrite: () => void,
+  ) {}
 
   /** Everything, as before a write. */
   check(): void {
@@ -426,10 +441,14 @@ class GuardedIo {
   }
 
   write<R>(statement: () => R): R {
-    this.check();
-    const result = sqliteCall(statement);
-    this.assertSameFiles();
-    return result;
+    try {
+      this.check();
+      const result = sqliteCall(statement);
+      this.assertSameFiles();
+      return result;
+    } finally {
+      this.afterWrite();
+    }
   }
 
   private assertSameFiles(): void {

@@ -1,5 +1,7 @@
 import type { DelegationGrantInput } from '../policy/index.js';
 import type { CollectionSpec, Filter, Store, StoredDoc, TenantCollection } from '../store/index.js';
+// Not through ../store/index.js: the store's collection table imports this module.
+import { TurnReads } from '../store/turn-reads.js';
 
 /** A delegation as stored (spec: delegation record). `validUntil` is the API's expires_at. */
 export interface DelegationRecord extends StoredDoc {
@@ -51,6 +53,9 @@ export interface Grantees {
   resourceId?: string;
 }
 
+/** Unrevoked delegations read this turn (TurnReads): every token request and introspection asks for its parties' ones. */
+const delegationsReadThisTurn = new TurnReads<DelegationRecord[]>();
+
 /**
  * The active delegations (neither revoked nor expired) whose grantee is the subject or the
  * client, as decisions see them. Revoked and expired ones never reach a policy.
@@ -58,10 +63,12 @@ export interface Grantees {
 export async function activeDelegations(store: Store, tenant: string, grantees: Grantees): Promise<DelegationGrantInput[]> {
   const collection = delegations(store, tenant);
   const onResource: Filter = grantees.resourceId ? { resourceId: grantees.resourceId } : {};
+  const unrevokedTo = (grantee: Filter) => delegationsReadThisTurn.read(store, JSON.stringify([tenant, grantee, onResource]), () => collection.find({ ...grantee, revokedAt: null, ...onResource }));
   const [toSubject, toClient] = await Promise.all([
-    grantees.sub ? collection.find({ granteeType: 'subject', granteeSubjectId: grantees.sub, revokedAt: null, ...onResource }) : [],
-    grantees.clientId ? collection.find({ granteeType: 'client', granteeClientId: grantees.clientId, revokedAt: null, ...onResource }) : [],
+    grantees.sub ? unrevokedTo({ granteeType: 'subject', granteeSubjectId: grantees.sub }) : [],
+    grantees.clientId ? unrevokedTo({ granteeType: 'client', granteeClientId: grantees.clientId }) : [],
   ]);
+  // Expiry is judged now, not when the records were read.
   const now = Date.now();
   return [...toSubject, ...toClient].filter((record) => statusOf(record, now) === 'active').map(delegationGrant);
 }
@@ -80,7 +87,8 @@ export function delegationGrant(record: DelegationRecord): DelegationGrantInput 
     grantee_subject_id: record.granteeSubjectId,
     grantee_client_id: record.granteeClientId,
     resource_id: record.resourceId,
-    scopes: record.scopes,
+    // A copy: the record may be shared by the requests of one turn (TurnReads).
+    scopes: [...record.scopes],
     expires_at: record.validUntil,
     owner: { sub: record.ownerSub, client_id: record.ownerSub ? null : record.ownerClientId },
   };

@@ -1,6 +1,6 @@
 import type { AdapterPayload } from 'oidc-provider';
 import { adminCollection } from '../admin/collections.js';
-import type { Store, StoredDoc, TenantCollection } from '../store/index.js';
+import { TurnReads, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
 import type { ClientDocuments } from './cimd/index.js';
 import { TOKEN_EXCHANGE } from './grants/token-exchange/parameters.js';
 import { UMA_TICKET } from './grants/uma-ticket/parameters.js';
@@ -53,33 +53,15 @@ export function clientsCollection(store: Store, tenant: string): TenantCollectio
   return adminCollection<ClientRecord>(store, 'clients', tenant);
 }
 
-/** Records read in the current event-loop turn, per store (several servers may share a process), until the turn ends. */
-const readThisTurn = new WeakMap<Store, Map<string, ClientRecord>>();
+/** Client records read this turn (TurnReads): client authentication and the same request's policy input both need one. */
+const clientsReadThisTurn = new TurnReads<ClientRecord | null>();
 
 /**
- * A client's record, read from the store at most once per event-loop turn: client authentication
- * (oidc-provider's lookup) and the same request's policy input both need it, microseconds apart.
- * Only a record found is kept, and only until the turn ends, so a client created meanwhile is
- * found and a change is seen by the next turn, as a second read would have seen it.
+ * A client's record, read from the store at most once per event-loop turn (TurnReads). Only a
+ * record found is kept, so a client created meanwhile is found.
  */
 export async function findClientRecord(store: Store, tenant: string, clientId: string): Promise<ClientRecord | null> {
-  const key = `${tenant}\u0000${clientId}`;
-  const kept = readThisTurn.get(store)?.get(key);
-  if (kept) return kept;
-  const record = await clientsCollection(store, tenant).findOne({ clientId });
-  if (record) keepForThisTurn(store, key, record);
-  return record;
-}
-
-function keepForThisTurn(store: Store, key: string, record: ClientRecord): void {
-  let records = readThisTurn.get(store);
-  if (!records) {
-    const fresh = new Map<string, ClientRecord>();
-    readThisTurn.set(store, fresh);
-    setImmediate(() => readThisTurn.delete(store));
-    records = fresh;
-  }
-  records.set(key, record);
+  return clientsReadThisTurn.read(store, `${tenant}\u0000${clientId}`, () => clientsCollection(store, tenant).findOne({ clientId }), (record) => record !== null);
 }
 
 /** oidc-provider client metadata for an Admin API client record; disabled clients do not exist for the protocol. */

@@ -86,6 +86,11 @@ export interface Store {
   ping(): Promise<void>;
   /** Removes expired documents everywhere. */
   purgeExpired(): Promise<number>;
+  /**
+   * Calls `listener` each time a write through this store object has ended (committed or failed),
+   * before the writer is answered: what was read before may be stale from then on (TurnReads).
+   */
+  onWrite(listener: () => void): void;
   close(): Promise<void>;
 }
 

@@ -4,6 +4,7 @@
  * fresh, empty store of its kind; every test gets its own store.
  */
 import { expect } from 'chai';
+import { TurnReads } from '../../src/store/turn-reads.js';
 import { ConflictError, DEFAULT_TENANT, type CollectionSpec, type Store, type StoredDoc } from '../../src/store/types.js';
 
 export interface ConformanceOptions {
@@ -511,6 +512,51 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       itConcurrently('never hands out a value twice to parallel callers', async () => {
         const values = await Promise.all(Array.from({ length: PARALLEL }, () => store.nextSequence('parallel')));
         expect([...values].sort((a, b) => a - b)).to.deep.equal(Array.from({ length: PARALLEL }, (_, index) => index + 1));
+      });
+    });
+
+    describe('write listeners (onWrite) and reads kept for a turn (TurnReads)', () => {
+      it('tells its listeners that each kind of write has ended, a refused one too, before the writer is answered', async () => {
+        let told = 0;
+        store.onWrite(() => told++);
+        const codes = store.collection(CODES);
+        const users = store.collection(USERS);
+        const writes: [string, () => Promise<unknown>][] = [
+          ['insert', () => codes.insert({ id: 'w1', grantId: 'g' })],
+          ['insertMany', () => codes.insertMany([{ id: 'w2', grantId: 'g' }, { id: 'w3', grantId: 'g' }])],
+          ['upsert', () => codes.upsert({ id: 'w1', grantId: 'h' })],
+          ['update', () => codes.update('w2', { grantId: 'h' })],
+          ['delete', () => codes.delete('w3')],
+          ['deleteMany', () => codes.deleteMany({ grantId: 'h' })],
+          ['insert refused (unique key)', async () => {
+            await users.insert({ id: 'u1', email: 'same@example.test' });
+            const before = told;
+            await expectConflict(users.insert({ id: 'u2', email: 'same@example.test' }), ['email']);
+            expect(told, 'told of the refused insert').to.be.above(before);
+          }],
+        ];
+        for (const [kind, write] of writes) {
+          const before = told;
+          await write();
+          expect(told, kind).to.be.above(before);
+        }
+      });
+
+      it('drops a kept read once a write ends: a reader that runs after the writer was answered sees the write', async () => {
+        const reads = new TurnReads<StoredDoc[]>();
+        const codes = store.collection(CODES);
+        let loads = 0;
+        const grantG = () => reads.read(store, 'grant g', async () => (loads++, codes.find({ grantId: 'g' })));
+        expect(await grantG()).to.deep.equal([]);
+        expect(await grantG(), 'kept for the turn').to.deep.equal([]);
+        expect(loads).to.equal(1);
+
+        // In a later turn, read while the insert is under way (a SQLite group commit waits for the turn's end): that value is from before the insert.
+        await new Promise((resolve) => setImmediate(resolve));
+        const inserted = codes.insert({ id: 'seen', grantId: 'g' });
+        await grantG();
+        await inserted;
+        expect(await grantG(), 'read after the insert was answered').to.deep.equal([{ id: 'seen', grantId: 'g' }]);
       });
     });
 
