@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import type { Context, Next } from 'koa';
 import ipaddr from 'ipaddr.js';
 
@@ -12,14 +13,34 @@ const FORWARDED_HEADERS = ['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 
  */
 export function forwardedHeaders(trustedProxies: string[]) {
   const trusted = trustedProxies.map(parseRange);
+  // A connection's peer does not change: whether it is a trusted proxy, and its address's one spelling, are worked out once per socket.
+  const peers = new WeakMap<Socket, Peer>();
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (!isTrusted(ctx.req.socket.remoteAddress, trusted)) {
-      for (const header of FORWARDED_HEADERS) delete ctx.req.headers[header];
+    const socket = ctx.req.socket;
+    let peer = peers.get(socket);
+    if (!peer) {
+      peer = { trusted: isTrusted(socket.remoteAddress, trusted), address: canonicalAddress(socket.remoteAddress ?? '') };
+      if (socket.remoteAddress) peers.set(socket, peer);
     }
-    // One spelling per address for the audit log and the failure limit: ::ffff:127.0.0.1 is 127.0.0.1.
-    if (ipaddr.isValid(ctx.ip)) ctx.request.ip = ipaddr.process(ctx.ip).toString();
+    if (peer.trusted) {
+      ctx.request.ip = canonicalAddress(ctx.ip);
+    } else {
+      for (const header of FORWARDED_HEADERS) delete ctx.req.headers[header];
+      // Without forwarded headers, Koa's ctx.ip is the peer's address.
+      ctx.request.ip = peer.address;
+    }
     await next();
   };
+}
+
+interface Peer {
+  trusted: boolean;
+  address: string;
+}
+
+/** One spelling per address for the audit log and the failure limit: ::ffff:127.0.0.1 is 127.0.0.1. */
+function canonicalAddress(address: string): string {
+  return ipaddr.isValid(address) ? ipaddr.process(address).toString() : address;
 }
 
 type Range = [ipaddr.IPv4 | ipaddr.IPv6, number];
