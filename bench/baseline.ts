@@ -17,7 +17,9 @@
  * Storage is oidc-provider's own in-memory adapter class, over a store with room for what a
  * bench run writes: the default instance is an LRU of 1,000 entries, which would evict the
  * session, the codes made ahead of a run and the token being introspected (that is the quick-start
- * adapter's size, not its cost).
+ * adapter's size, not its cost). With `store` (BENCH_BASELINE_STORE), the artefacts go to
+ * Arbiter's own adapter over that store instead: the library with Arbiter's durable storage and
+ * nothing else of Arbiter's, which tells how much of the difference is the store.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
@@ -27,7 +29,9 @@ import Provider, { type ClientMetadata, type Configuration, type KoaContextWithO
 // oidc-provider's own in-memory adapter and the LRU it stores in (no type declarations: see oidc-provider-internals.d.ts).
 import MemoryAdapter from 'oidc-provider/lib/adapters/memory_adapter.js';
 import LRU from 'oidc-provider/lib/helpers/lru.js';
+import { createOidcAdapter } from '../adapters/oidc/index.js';
 import type { TtlConfig } from '../src/config/index.js';
+import { DEFAULT_TENANT, type Store } from '../src/store/index.js';
 import { providerTtl } from '../src/oauth/configuration.js';
 import { claims, scopes } from '../src/oauth/claims.js';
 import { routes } from '../src/oauth/routes.js';
@@ -50,6 +54,8 @@ export interface BaselineOptions {
   /** Arbiter's lifetimes (its loaded configuration), so that both servers issue the same tokens. */
   ttl: TtlConfig;
   clients: ClientMetadata[];
+  /** Arbiter's store for the artefacts, instead of the in-memory adapter; closed with the baseline. */
+  store?: Store;
 }
 
 export async function startBaseline(options: BaselineOptions): Promise<Baseline> {
@@ -61,7 +67,7 @@ export async function startBaseline(options: BaselineOptions): Promise<Baseline>
   const { ttl } = options;
 
   const configuration: Configuration = {
-    adapter: (model: string) => new MemoryAdapter(model, storage),
+    adapter: options.store ? createOidcAdapter(options.store, DEFAULT_TENANT) : (model: string) => new MemoryAdapter(model, storage),
     clients: options.clients,
     routes: { authorization: routes.authorization, token: routes.token, introspection: routes.introspection, jwks: routes.jwks, userinfo: routes.userinfo, end_session: routes.end_session, revocation: routes.revocation },
     jwks: { keys: [signingKey] },
@@ -133,11 +139,13 @@ export async function startBaseline(options: BaselineOptions): Promise<Baseline>
     issuer,
     url,
     provider,
-    close: () =>
-      new Promise<void>((resolve) => {
+    close: async () => {
+      await new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+      await options.store?.close();
+    },
   };
 }
 

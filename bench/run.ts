@@ -8,6 +8,7 @@
  *   BENCH_SECONDS=3 npm run bench          a quick run
  *   BENCH_CONNECTIONS=16 BENCH_WARMUP_SECONDS=3 npm run bench
  *   BENCH_SCENARIOS=introspect,refresh npm run bench     only the scenarios whose names contain one of these
+ *   BENCH_BASELINE_STORE=sqlite:/tmp/baseline.db npm run bench   the baseline keeps its tokens in Arbiter's store (STORE_URL form)
  *
  * Every scenario's answer is checked once on both servers before it is measured. The load comes
  * from autocannon in a child process (load.ts), so that the client does not share the servers'
@@ -38,6 +39,8 @@ import { LoadGenerator, type LoadResult, type LoadRun } from './load.js';
 import { BCRYPT_COST, benchClients, startArbiter, startBaselineTarget, type Target } from './servers.js';
 import { scenarios, type RequestSpec, type Scenario } from './scenarios.js';
 
+/** A STORE_URL: the baseline then keeps its artefacts in Arbiter's store (its adapter), not in memory. */
+const BASELINE_STORE = process.env.BENCH_BASELINE_STORE || undefined;
 const SECONDS = positive('BENCH_SECONDS', 10);
 const CONNECTIONS = positive('BENCH_CONNECTIONS', 64);
 const WARMUP_SECONDS = positive('BENCH_WARMUP_SECONDS', Math.min(2, SECONDS));
@@ -77,7 +80,7 @@ async function main(): Promise<void> {
   const arbiter = await startArbiter(clients);
   let baseline: Target | undefined;
   try {
-    baseline = await startBaselineTarget(clients, arbiter.ttl);
+    baseline = await startBaselineTarget(clients, arbiter.ttl, BASELINE_STORE);
     const reports: ScenarioReport[] = [];
     const only = process.env.BENCH_SCENARIOS;
     for (const [index, scenario] of scenarios(clients).entries()) {
@@ -167,7 +170,7 @@ function table(reports: ScenarioReport[]): string {
   const mark = (ok: boolean) => (ok ? 'met' : 'MISSED');
   const lines = [
     `\n${SECONDS} s per scenario and server after ${WARMUP_SECONDS} s of warm-up on the same connections, ${CONNECTIONS} connections, loopback, ${os.cpus().length} CPUs, Node ${process.version}`,
-    `Arbiter: SQLite, managed OPA, audit, secrets BCrypt cost ${BCRYPT_COST} · baseline: bare oidc-provider, in-memory, plain secrets`,
+    `Arbiter: SQLite, managed OPA, audit, secrets BCrypt cost ${BCRYPT_COST} · baseline: bare oidc-provider, ${BASELINE_STORE ? `artefacts in Arbiter's store ${BASELINE_STORE}` : 'in-memory'}, plain secrets`,
     `targets: Arbiter ≥ ${TARGETS.throughputRatioMin}x the baseline's req/s, p99 ≤ ${TARGETS.p99RatioMax}x the baseline's, no errors (errors = connection errors, timeouts and non-2xx)\n`,
     line(columns.map(([name]) => name)),
   ];
@@ -207,7 +210,7 @@ function writeResults(startedAt: Date, totalSeconds: number, reports: ScenarioRe
       connections: CONNECTIONS,
       loadGenerator: 'autocannon in a child process',
       arbiter: { store: 'sqlite', policy: 'managed OPA', bcryptCost: BCRYPT_COST },
-      baseline: { server: 'bare oidc-provider, same process, own loopback port', adapter: "oidc-provider's MemoryAdapter over an LRU of 50M entries", secrets: 'plain' },
+      baseline: { server: 'bare oidc-provider, same process, own loopback port', adapter: BASELINE_STORE ? `Arbiter's oidc adapter over ${BASELINE_STORE}` : "oidc-provider's MemoryAdapter over an LRU of 50M entries", secrets: 'plain' },
     },
     targets: TARGETS,
     results: reports,

@@ -10,6 +10,7 @@ import bcrypt from 'bcryptjs';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { ClientMetadata } from 'oidc-provider';
 import type { TtlConfig } from '../src/config/index.js';
+import { openStore } from '../src/store/index.js';
 import { FetchUserAgent } from '../test/support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp } from '../test/support/dev-idp.js';
 import { basic, FORM } from '../test/support/oauth.js';
@@ -90,7 +91,8 @@ export async function startArbiter(clients: BenchClients): Promise<Target & { tt
   }
 }
 
-export async function startBaselineTarget(clients: BenchClients, ttl: TtlConfig): Promise<Target> {
+/** `storeUrl`: the baseline keeps its artefacts in that Arbiter store (a STORE_URL) instead of in memory. */
+export async function startBaselineTarget(clients: BenchClients, ttl: TtlConfig, storeUrl?: string): Promise<Target> {
   const machine: ClientMetadata = { client_id: clients.machine.id, client_secret: clients.machine.secret, grant_types: ['client_credentials'], response_types: [], redirect_uris: [] };
   const metadata: ClientMetadata[] = [
     machine,
@@ -98,7 +100,7 @@ export async function startBaselineTarget(clients: BenchClients, ttl: TtlConfig)
     { client_id: clients.resourceServer.id, client_secret: clients.resourceServer.secret, grant_types: ['client_credentials'], response_types: [], redirect_uris: [] },
     { client_id: clients.web.id, client_secret: clients.web.secret, grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], redirect_uris: [REDIRECT_URI] },
   ];
-  const baseline = await startBaseline({ ttl, clients: metadata });
+  const baseline = await startBaseline({ ttl, clients: metadata, store: storeUrl ? await openStore(storeUrl) : undefined });
   try {
     return await prepareTarget('baseline', baseline.url, baseline.issuer, clients, baseline.close);
   } catch (error) {
