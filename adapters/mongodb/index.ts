@@ -35,6 +35,7 @@ import {
   physicalName,
   uniqueKeyFields,
 } from '../shared/spec.js';
+import { WriteListeners } from '../shared/write-listeners.js';
 
 /**
  * How a store document is kept: one MongoDB document ("row") per tenant and id,
@@ -69,7 +70,7 @@ const NOT_IMPLEMENTED = 238;
 export class MongoStore implements Store {
   private readonly declared = new DeclaredSpecs();
   private readonly indexesReady = new Map<string, Promise<void>>();
-  private readonly writeListeners: (() => void)[] = [];
+  private readonly writeListeners = new WriteListeners();
 
   private constructor(
     private readonly client: MongoClient,
@@ -101,15 +102,11 @@ export class MongoStore implements Store {
 
   collection<T extends StoredDoc = StoredDoc>(specOrName: CollectionSpec | string, tenant = DEFAULT_TENANT): TenantCollection<T> {
     const { spec, rows } = this.declare(specOrName);
-    return new MongoCollection<T>(rows, spec, tenant, () => this.indexed(spec, rows), () => this.wrote());
+    return new MongoCollection<T>(rows, spec, tenant, () => this.indexed(spec, rows), () => this.writeListeners.tell());
   }
 
   onWrite(listener: () => void): void {
-    this.writeListeners.push(listener);
-  }
-
-  private wrote(): void {
-    for (const listener of this.writeListeners) listener();
+    this.writeListeners.add(listener);
   }
 
   /** Records a declaration; a new collection, unique key or index starts its index creation. */
@@ -322,19 +319,15 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
  * Applied to every public method of the store and its collections.
  */
 function translateConnectionLoss(prototype: object, methods: string[]): void {
-  const target = prototype as Record<string, (...args: unknown[]) => Promise<unknown>>;
-  for (const name of methods) {
-    const operation = target[name];
-    target[name] = async function (this: unknown, ...args: unknown[]) {
-      try {
-        return await operation.apply(this, args);
-      } catch (error) {
-        throw isConnectionLoss(error)
-          ? new StoreUnavailableError(`the MongoDB store cannot be reached (${(error as Error).name}: ${(error as Error).message}); the operation failed or its outcome is unknown.`)
-          : error;
-      }
-    };
-  }
+  wrapEach(prototype, methods, async (operation) => {
+    try {
+      return await operation();
+    } catch (error) {
+      throw isConnectionLoss(error)
+        ? new StoreUnavailableError(`the MongoDB store cannot be reached (${(error as Error).name}: ${(error as Error).message}); the operation failed or its outcome is unknown.`)
+        : error;
+    }
+  });
 }
 
 function isConnectionLoss(error: unknown): boolean {
@@ -343,15 +336,22 @@ function isConnectionLoss(error: unknown): boolean {
 
 /** Each collection write, however it ends, is told to the store's write listeners before its caller is answered. */
 function tellWritesEnded(prototype: { wrote: () => void }, methods: string[]): void {
-  const target = prototype as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>;
+  wrapEach(prototype, methods, async (operation, self) => {
+    try {
+      return await operation();
+    } finally {
+      (self as { wrote: () => void }).wrote();
+    }
+  });
+}
+
+/** Replaces each named async method of `prototype` by `around`, given the original call (bound to its object and arguments) and the object. */
+function wrapEach(prototype: object, methods: string[], around: (operation: () => Promise<unknown>, self: unknown) => Promise<unknown>): void {
+  const target = prototype as Record<string, (...args: unknown[]) => Promise<unknown>>;
   for (const name of methods) {
     const operation = target[name];
-    target[name] = async function (this: { wrote: () => void }, ...args: unknown[]) {
-      try {
-        return await operation.apply(this, args);
-      } finally {
-        this.wrote();
-      }
+    target[name] = function (this: unknown, ...args: unknown[]) {
+      return around(() => operation.apply(this, args), this);
     };
   }
 }

@@ -24,6 +24,7 @@ import {
   pageOf,
   physicalName,
 } from '../shared/spec.js';
+import { WriteListeners } from '../shared/write-listeners.js';
 import { BatchWriter } from '../../src/store/batches.js';
 
 type Db = Database.Database;
@@ -75,13 +76,13 @@ export class SqliteStore implements Store {
    */
   private readonly group: BatchWriter<() => void, unknown>;
   private readonly io: GuardedIo;
-  private readonly writeListeners: (() => void)[] = [];
+  private readonly writeListeners = new WriteListeners();
 
   private constructor(
     private readonly db: Db,
     files: StoreFiles | null,
   ) {
-    this.io = new GuardedIo(files, () => this.wrote());
+    this.io = new GuardedIo(files, () => this.writeListeners.tell());
     this.statements = new Statements(db);
     const commitTogether = db.transaction((writes: (() => void)[]) => writes.map(ownFailureOf));
     this.group = new BatchWriter({
@@ -116,11 +117,7 @@ export class SqliteStore implements Store {
   }
 
   onWrite(listener: () => void): void {
-    this.writeListeners.push(listener);
-  }
-
-  private wrote(): void {
-    for (const listener of this.writeListeners) listener();
+    this.writeListeners.add(listener);
   }
 
   /** Runs `write` (a savepoint of its own) in the next group transaction; rejects with its own failure. */
