@@ -20,6 +20,16 @@ decision := lib.deny("unauthorized_client", "token exchange requires a confident
 } else := lib.deny("invalid_grant", "the actor token is not active") if {
 	is_object(input.actor_token)
 	not input.actor_token.active
+} else := lib.deny("invalid_grant", concat("", [
+	"the subject token was issued to another client: a client exchanges its own tokens, ",
+	"or another client's when the token's may_act names it or its subject delegated to it",
+])) if {
+	input.subject_token.token_type == access_token_type
+	not subject_token_exchangeable
+} else := lib.deny("invalid_grant", "the actor token was issued to another client: a client acts with its own token") if {
+	is_object(input.actor_token)
+	input.actor_token.token_type == access_token_type
+	input.actor_token.client_id != input.client.client_id
 } else := lib.deny("invalid_grant", "the actor may not act for the subject (the subject token's may_act names another party)") if {
 	is_object(input.actor_token)
 	is_object(object.get(input.subject_token, "may_act", null))
@@ -51,3 +61,17 @@ actor_identities := {identity | some identity in [object.get(input.actor_token, 
 may_act_allows if input.subject_token.may_act.sub in actor_identities
 
 may_act_allows if input.subject_token.may_act.client_id in actor_identities
+
+# RFC 8693 §1, RFC 9449: an access token is exchanged by the client it was issued to. Another
+# client (a resource server that received it, say) may exchange it only when the token's may_act
+# names that client, or the token's user delegated to that client (an active delegation).
+subject_token_exchangeable if input.subject_token.client_id == input.client.client_id
+
+subject_token_exchangeable if input.subject_token.may_act.client_id == input.client.client_id
+
+subject_token_exchangeable if {
+	is_string(input.subject_token.sub)
+	some grant in object.get(input, "delegations", [])
+	grant.grantee_client_id == input.client.client_id
+	grant.owner.sub == input.subject_token.sub
+}

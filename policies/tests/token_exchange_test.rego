@@ -10,7 +10,7 @@ access_token := {
 	"active": true,
 	"iss": "http://localhost:9000",
 	"sub": "alice",
-	"client_id": "spa",
+	"client_id": "billing-service",
 	"scopes": ["invoices.read", "openid"],
 	"resource": null,
 	"exp": 1893456000,
@@ -77,7 +77,7 @@ test_unverified_id_token_from_untrusted_issuer_names_the_issuer if {
 	startswith(d.error_description, "untrusted_token_issuer")
 }
 
-actor_token := object.union(access_token, {"sub": null, "client_id": "billing"})
+actor_token := object.union(access_token, {"sub": null, "client_id": "billing-service"})
 
 with_actor(subject_token, actor) := object.union(exchange(f.confidential_client, subject_token, {"scopes": ["invoices.read"]}), {"actor_token": actor})
 
@@ -87,7 +87,7 @@ test_an_actor_is_allowed_without_may_act if {
 }
 
 test_may_act_naming_the_actor_allows if {
-	d := token_exchange.decision with input as with_actor(object.union(access_token, {"may_act": {"sub": "billing"}}), actor_token)
+	d := token_exchange.decision with input as with_actor(object.union(access_token, {"may_act": {"sub": "billing-service"}}), actor_token)
 	d.allow
 }
 
@@ -102,4 +102,50 @@ test_an_inactive_actor_token_denies if {
 	d := token_exchange.decision with input as with_actor(access_token, object.union(actor_token, {"active": false}))
 	not d.allow
 	contains(d.error_description, "actor token")
+}
+
+# --- whose token may be exchanged (RFC 8693 §1, RFC 9449) ------------------------------------
+
+another_clients_token := object.union(access_token, {"client_id": "spa"})
+
+delegation_from(owner, grantee) := {
+	"delegation_id": "d1", "grantee_type": "client", "grantee_subject_id": null, "grantee_client_id": grantee,
+	"resource_id": "r1", "scopes": ["read"], "expires_at": null, "owner": {"sub": owner, "client_id": null},
+}
+
+test_another_clients_token_is_refused if {
+	d := token_exchange.decision with input as exchange(f.confidential_client, another_clients_token, {"scopes": ["invoices.read"]})
+	not d.allow
+	d.error == "invalid_grant"
+	contains(d.error_description, "issued to another client")
+}
+
+test_another_clients_token_whose_may_act_names_the_client_is_exchanged if {
+	named := object.union(another_clients_token, {"may_act": {"client_id": "billing-service"}})
+	d := token_exchange.decision with input as exchange(f.confidential_client, named, {"scopes": ["invoices.read"]})
+	d.allow
+}
+
+test_another_clients_token_of_a_user_who_delegated_to_the_client_is_exchanged if {
+	delegated := object.union(exchange(f.confidential_client, another_clients_token, {"scopes": ["invoices.read"]}), {"delegations": [delegation_from("alice", "billing-service")]})
+	d := token_exchange.decision with input as delegated
+	d.allow
+}
+
+test_a_delegation_from_another_user_does_not_count if {
+	delegated := object.union(exchange(f.confidential_client, another_clients_token, {"scopes": ["invoices.read"]}), {"delegations": [delegation_from("bob", "billing-service")]})
+	d := token_exchange.decision with input as delegated
+	not d.allow
+}
+
+test_a_delegation_to_another_client_does_not_count if {
+	delegated := object.union(exchange(f.confidential_client, another_clients_token, {"scopes": ["invoices.read"]}), {"delegations": [delegation_from("alice", "spa")]})
+	d := token_exchange.decision with input as delegated
+	not d.allow
+}
+
+test_an_actor_token_of_another_client_is_refused if {
+	d := token_exchange.decision with input as with_actor(access_token, object.union(actor_token, {"client_id": "spa"}))
+	not d.allow
+	contains(d.error_description, "actor token was issued to another client")
 }

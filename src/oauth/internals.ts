@@ -9,6 +9,7 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import * as builtInGrants from 'oidc-provider/lib/actions/grants/index.js';
 import * as grantHelpers from 'oidc-provider/lib/helpers/grants.js';
 import { findToken } from 'oidc-provider/lib/helpers/token_find.js';
+import validateDpop, { checkDpopReplay } from 'oidc-provider/lib/helpers/validate_dpop.js';
 import instance from 'oidc-provider/lib/helpers/weak_cache.js';
 
 /**
@@ -66,4 +67,24 @@ export function builtInGrant(provider: Provider, grantType: 'client_credentials'
   const grant = builtInGrants[grantType];
   const helpers = Object.fromEntries(Object.entries(grantHelpers).map(([name, helper]) => [name, (helper as (...args: unknown[]) => unknown).bind(undefined, provider)]));
   return { grantType: grant.grantType, parameters: grant.parameters, handle: (ctx) => grant.handler(provider, helpers, ctx) };
+}
+
+/** A verified DPoP proof of the current request (RFC 9449 §4.3): its key's thumbprint. */
+export interface DpopProof {
+  thumbprint: string;
+  jti: string;
+  iat: number;
+}
+
+/**
+ * 6. The DPoP proof of a token request answered by a grant of Arbiter's own (token exchange,
+ * the UMA grant), verified as oidc-provider verifies it for its own grants (signature, typ,
+ * htm, htu, iat window, nonce) and checked against replay for this client; undefined when the
+ * request carries none. The built-in grants call the same helpers through `builtInGrant`; a
+ * handler registered with `registerGrantType` has no public way to reach them.
+ */
+export async function verifiedDpopProof(provider: Provider, ctx: KoaContextWithOIDC): Promise<DpopProof | undefined> {
+  const proof = await validateDpop(provider, ctx);
+  if (proof) await checkDpopReplay(provider, ctx, proof, ctx.oidc.client!.clientId);
+  return proof;
 }

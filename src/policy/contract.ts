@@ -138,6 +138,8 @@ export interface SubjectTokenInput {
   act?: Record<string, unknown> | null;
   /** The token's `may_act` claim (RFC 8693 §4.4): who may act for its subject. */
   may_act?: Record<string, unknown> | null;
+  /** The thumbprint of the DPoP key an access token is bound to (RFC 9449 `cnf.jkt`); the request proved it holds that key. */
+  cnf_jkt?: string | null;
 }
 
 /** `introspect`: the token being introspected. */

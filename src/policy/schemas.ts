@@ -27,7 +27,7 @@ const grantedResource = record({ type: string, scopes: strings });
 /** A subject or actor token of a token exchange, as protocol code validated it. */
 const exchangedToken = record(
   { token_type: string, active: { type: 'boolean' }, iss: nullableString, sub: nullableString, client_id: nullableString, scopes: strings, resource: nullableString, exp: nullableInteger },
-  { act: { type: ['object', 'null'] }, may_act: { type: ['object', 'null'] } },
+  { act: { type: ['object', 'null'] }, may_act: { type: ['object', 'null'] }, cnf_jkt: nullableString },
 );
 
 const client = record(

@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import Provider from 'oidc-provider';
-import { authorizationDetailsTypes, builtInGrant, compareClientSecretsWith, findTokenByValue, knownScopes, recognizeScopes } from '../../src/oauth/internals.js';
+import { authorizationDetailsTypes, builtInGrant, compareClientSecretsWith, findTokenByValue, knownScopes, recognizeScopes, verifiedDpopProof } from '../../src/oauth/internals.js';
 
 /**
  * Every oidc-provider internal Arbiter relies on (src/oauth/internals.ts), checked on its own so
@@ -43,6 +43,18 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
     expect(await client.compareClientSecret('stored')).to.equal(false);
     const untouched = new (provider.Client as unknown as new (metadata: object) => unknown)({ client_id: 'probe', client_secret: 'stored', redirect_uris: ['https://probe.example/cb'] }) as { compareClientSecret(value: string): Promise<boolean> };
     expect(await untouched.compareClientSecret('stored'), 'another provider keeps its own comparison').to.equal(true);
+  });
+
+  it("verifies a request's DPoP proof with oidc-provider's own helper (undefined without one, invalid_dpop_proof for a bad one)", async function () {
+    const dpopProvider = new Provider('http://127.0.0.1:3', { features: { dPoP: { enabled: true } } });
+    const context = (dpop?: string) => {
+      const ctx = dpopProvider.createContext({ headers: dpop ? { dpop } : {}, method: 'POST', url: '/token', socket: {} } as never, {} as never) as any;
+      ctx.oidc = { provider: dpopProvider, client: { clientId: 'probe' }, route: 'token', urlFor: () => 'http://127.0.0.1:3/token' };
+      return ctx;
+    };
+    expect(await verifiedDpopProof(dpopProvider, context())).to.equal(undefined);
+    const error = await verifiedDpopProof(dpopProvider, context('not-a-jwt')).catch((caught: unknown) => caught);
+    expect(error).to.have.property('error', 'invalid_dpop_proof');
   });
 
   for (const grantType of ['client_credentials', 'authorization_code', 'refresh_token'] as const) {

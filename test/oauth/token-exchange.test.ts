@@ -3,11 +3,10 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 
 type KeyLike = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 import { createServer, type Server } from 'node:http';
-import * as client from 'openid-client';
-import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
+import { registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { basic, confidentialClient, postForm, updateOauthData } from '../support/oauth.js';
 import { freePort, startTestServer, type TestServer } from '../support/server.js';
+import { userToken } from '../uma/support.js';
 
 const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
@@ -34,7 +33,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
     server = await startTestServer();
     await server.waitUntilReady();
     idp = await startRegisteredDevIdp(server);
-    exchangerSecret = await confidentialClient(server, 'billing', { scopes: ['invoices.read', 'profile'] });
+    exchangerSecret = await confidentialClient(server, 'billing', { scopes: ['openid', 'profile', 'email', 'invoices.read'], redirectUris: [REDIRECT_URI] });
     frontendSecret = await confidentialClient(server, 'frontend', { scopes: ['invoices.read', 'invoices.write'] });
     const rsSecret = await confidentialClient(server, 'invoices-rs', { scopes: ['introspection'] });
     const rsClient = (await server.admin('GET', '/clients/invoices-rs')).body;
@@ -71,19 +70,13 @@ describe('POST /token: token exchange (RFC 8693)', function () {
   const frontendToken = async (scope = 'invoices.read invoices.write') =>
     (await postForm(server, '/token', { grant_type: 'client_credentials', scope }, { Authorization: basic('frontend', frontendSecret) })).body.access_token as string;
 
-  /** alice signs in through the dev IdP at a public client; her access token (openid profile email). */
-  async function userAccessToken(): Promise<string> {
-    const registered = await registerPublicClient(server, REDIRECT_URI);
-    const spa = await client.discovery(new URL(server.config.issuer), registered.clientId, undefined, client.None(), { execute: [client.allowInsecureRequests] });
-    const codeVerifier = client.randomPKCECodeVerifier();
-    const url = client.buildAuthorizationUrl(spa, { redirect_uri: REDIRECT_URI, scope: 'openid profile email', state: 's', code_challenge: await client.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' });
-    const agent = new FetchUserAgent();
-    const loginPage = await agent.navigate(url, arrivingAt(REDIRECT_URI));
-    const code = (await passDevIdpForms(agent, loginPage, 'alice', arrivingAt(REDIRECT_URI))).url.searchParams.get('code');
-    const { status, body } = await postForm(server, '/token', { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT_URI, client_id: registered.clientId, code_verifier: codeVerifier });
-    expect(status, JSON.stringify(body)).to.equal(200);
-    return body.access_token;
-  }
+  /**
+   * alice signs in through the dev IdP at billing itself; her access token (openid profile email).
+   * A client exchanges its own tokens (another client's only with may_act or a delegation:
+   * test/security/bound-token-laundering.test.ts).
+   */
+  const userAccessToken = () => userToken(server, { clientId: 'billing', redirectUri: REDIRECT_URI, secret: exchangerSecret }, 'alice', { scope: 'openid profile email' });
+  const asFrontend = (form: Record<string, string>) => exchange(form, 'frontend', frontendSecret);
 
   const idToken = (claims: Record<string, unknown>, key: KeyLike = signingKey, kid = 'idp-key') =>
     new SignJWT({ aud: 'billing', email: 'carol@example.test', ...claims }).setProtectedHeader({ alg: 'RS256', kid }).sign(key);
@@ -110,18 +103,18 @@ describe('POST /token: token exchange (RFC 8693)', function () {
 
     it('resolves the resource to its type for the policy: the type\'s obligations are kept with the token, and the token is for that resource', async function () {
       const subjectToken = await frontendToken();
-      const { status, body } = await exchange({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, scope: 'invoices.read', resource: API, audience: 'https://someone-else.example' });
+      const { status, body } = await asFrontend({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, scope: 'invoices.read', resource: API, audience: 'https://someone-else.example' });
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body.scope).to.equal('invoices.read');
       const issued = await introspect(body.access_token);
-      expect(issued.body).to.include({ active: true, scope: 'invoices.read', client_id: 'billing', resource: API });
+      expect(issued.body).to.include({ active: true, scope: 'invoices.read', client_id: 'frontend', resource: API });
       expect(issued.body.resource_types).to.deep.equal([INVOICES]);
       expect(issued.body.obligations).to.deep.equal({ log_access: true });
     });
 
     it('asks for what the subject token holds when no scope is given, and echoes requested_token_type', async function () {
       const subjectToken = await frontendToken('invoices.read');
-      const { status, body } = await exchange({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, requested_token_type: 'urn:example:custom' });
+      const { status, body } = await asFrontend({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, requested_token_type: 'urn:example:custom' });
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body.scope).to.equal('invoices.read');
       expect(body.issued_token_type).to.equal('urn:example:custom');
@@ -130,7 +123,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
 
     it('refuses a scope beyond the subject token\'s scopes with invalid_grant', async function () {
       const subjectToken = await frontendToken('invoices.read');
-      const { status, body } = await exchange({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, scope: 'invoices.read invoices.write' });
+      const { status, body } = await asFrontend({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, scope: 'invoices.read invoices.write' });
       expect(status).to.equal(400);
       expect(body.error).to.equal('invalid_grant');
       expect(body.error_description).to.match(/exceeds the subject token's scopes/);
@@ -205,11 +198,12 @@ describe('POST /token: token exchange (RFC 8693)', function () {
 
     it('nests the earlier actor when a delegated token is exchanged again', async function () {
       const delegated = (await exchange({ subject_token: await userAccessToken(), subject_token_type: ACCESS_TOKEN, scope: 'profile', actor_token: await billingToken(), actor_token_type: ACCESS_TOKEN })).body.access_token;
-      const { status, body } = await exchange({ subject_token: delegated, subject_token_type: ACCESS_TOKEN, scope: 'profile', actor_token: await frontendToken('invoices.read'), actor_token_type: ACCESS_TOKEN });
+      const { status, body } = await exchange({ subject_token: delegated, subject_token_type: ACCESS_TOKEN, scope: 'profile', actor_token: await billingToken(), actor_token_type: ACCESS_TOKEN });
       expect(status, JSON.stringify(body)).to.equal(200);
       const issued = await introspect(body.access_token);
       expect(issued.body.sub).to.equal('alice');
-      expect(issued.body.act).to.deep.equal({ sub: 'frontend', client_id: 'frontend', iss: server.config.issuer, act: { sub: 'billing', client_id: 'billing', iss: server.config.issuer } });
+      const billingActs = { sub: 'billing', client_id: 'billing', iss: server.config.issuer };
+      expect(issued.body.act).to.deep.equal({ ...billingActs, act: billingActs });
     });
 
     it("honours the subject token's may_act: the named party may act, another may not", async function () {
@@ -223,7 +217,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
     });
 
     it('refuses an actor token that is not active (invalid_grant)', async function () {
-      const { status, body } = await exchange({ subject_token: await frontendToken(), subject_token_type: ACCESS_TOKEN, actor_token: 'no-such-token', actor_token_type: ACCESS_TOKEN });
+      const { status, body } = await asFrontend({ subject_token: await frontendToken(), subject_token_type: ACCESS_TOKEN, actor_token: 'no-such-token', actor_token_type: ACCESS_TOKEN });
       expect(status).to.equal(400);
       expect(body.error).to.equal('invalid_grant');
       expect(body.error_description).to.match(/actor token/);

@@ -52,6 +52,8 @@ export async function registerIdentityProvider(server: TestServer, issuer: strin
 export interface TestClient {
   clientId: string;
   redirectUri: string;
+  /** A confidential client's secret: the code is redeemed with client_secret_basic. */
+  secret?: string;
 }
 
 /** A public client (PKCE, no secret) allowed openid, profile and email. */
@@ -93,10 +95,12 @@ export async function authorizationRequest(server: TestServer, testClient: TestC
 }
 
 /** POST /token for a public client's code, at this server (not at its issuer, which several nodes may share). */
-export async function redeemCode(server: TestServer, testClient: TestClient, code: string, codeVerifier: string): Promise<{ status: number; body: any }> {
+export async function redeemCode(server: TestServer, testClient: TestClient, code: string, codeVerifier: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  const { clientId, secret } = testClient;
+  const authorization: Record<string, string> = secret ? { authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}` } : {};
   const response = await fetch(`${server.url}/token`, {
     method: 'POST',
-    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+    headers: { 'content-type': 'application/x-www-form-urlencoded', ...authorization, ...headers },
     body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: testClient.redirectUri, client_id: testClient.clientId, code_verifier: codeVerifier }),
   });
   return { status: response.status, body: await response.json() };

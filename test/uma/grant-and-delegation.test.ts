@@ -5,6 +5,7 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { ACCESS_TOKEN_FORMAT, api, clientToken, PHOTO_TYPE, UMA_GRANT, umaPublicClient, userToken } from './support.js';
 
 const RESOURCES = '/resource_registration/resource';
+const VIEWER_CALLBACK = 'http://127.0.0.1:1/viewer/cb';
 
 /**
  * The UMA grant (UMA 2.0 Grant §3.3) decided by `uma_permission` with the requesting party, the
@@ -28,16 +29,18 @@ describe('UMA grant and the delegation store', function () {
     server = await startTestServer();
     await server.waitUntilReady();
     idp = await startRegisteredDevIdp(server);
-    viewerSecret = await confidentialClient(server, 'viewer-app', { scopes: ['openid'] });
+    viewerSecret = await confidentialClient(server, 'viewer-app', { scopes: ['openid', 'profile'], redirectUris: [VIEWER_CALLBACK] });
+    // Requesting parties sign in at the client that asks for their RPTs: a claim token is the client's own.
+    const viewer = { clientId: 'viewer-app', redirectUri: VIEWER_CALLBACK, secret: viewerSecret };
     const rsSecret = await confidentialClient(server, 'photos-rs', { scopes: ['introspection'] });
     rsToken = await clientToken(server, 'photos-rs', rsSecret, { scope: 'introspection' });
     const app = await umaPublicClient(server, 'photos-app', 'http://127.0.0.1:1/photos/cb');
     alicePat = await userToken(server, app, 'alice', { resource: 'urn:as:introspect', scope: 'openid uma_protection' });
     aliceDelegations = await userToken(server, app, 'alice', { resource: 'urn:as:delegation', scope: 'openid delegation_management' });
     bobDelegations = await userToken(server, app, 'bob', { resource: 'urn:as:delegation', scope: 'openid delegation_management' });
-    aliceClaims = await userToken(server, app, 'alice', { scope: 'openid profile' });
-    bobClaims = await userToken(server, app, 'bob', { scope: 'openid profile' });
-    carolClaims = await userToken(server, app, 'carol', { scope: 'openid profile' });
+    aliceClaims = await userToken(server, viewer, 'alice', { scope: 'openid profile' });
+    bobClaims = await userToken(server, viewer, 'bob', { scope: 'openid profile' });
+    carolClaims = await userToken(server, viewer, 'carol', { scope: 'openid profile' });
     photo = (await api(server, 'POST', RESOURCES, alicePat, { name: 'Beach', type: PHOTO_TYPE, resource_scopes: ['view', 'print'] })).body._id;
     album = (await api(server, 'POST', RESOURCES, alicePat, { name: 'Album', resource_scopes: ['view', 'edit'] })).body._id;
   });
@@ -233,7 +236,7 @@ describe('UMA grant and the delegation store', function () {
       const soon = new Date(Date.now() + 1500).toISOString();
       const created = await delegate(aliceDelegations, { grantee_type: 'subject', grantee_subject_id: 'dave', resource_id: album, scopes: ['edit'], expires_at: soon });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
-      const daveClaims = await userToken(server, await umaPublicClient(server, 'dave-app', 'http://127.0.0.1:1/dave/cb'), 'dave', { scope: 'openid' });
+      const daveClaims = await userToken(server, { clientId: 'viewer-app', redirectUri: VIEWER_CALLBACK, secret: viewerSecret }, 'dave', { scope: 'openid' });
       // Each probe asks with a fresh ticket; allowed until expires_at, request_denied after.
       await eventually(async () => (await asParty(await ticketFor({ resource_id: album, resource_scopes: ['edit'] }), daveClaims)).status === 403, 20_000);
       expect((await api(server, 'GET', `/delegation/${created.body.delegation_id}`, aliceDelegations)).body.status).to.equal('expired');

@@ -38,14 +38,17 @@ export async function umaPublicClient(server: TestServer, clientId: string, redi
   return { clientId, redirectUri };
 }
 
-/** `login` signs in at the dev IdP through `testClient`; returns the access token issued for `extra` (scope, resource). */
-export async function userToken(server: TestServer, testClient: TestClient, login: string, extra: Record<string, string>): Promise<string> {
+/**
+ * `login` signs in at the dev IdP through `testClient`; returns the access token issued for `extra` (scope, resource).
+ * `tokenHeaders` adds headers to the code redemption (a DPoP proof, made when it is sent).
+ */
+export async function userToken(server: TestServer, testClient: TestClient, login: string, extra: Record<string, string>, tokenHeaders: () => Promise<Record<string, string>> = async () => ({})): Promise<string> {
   const request = await authorizationRequest(server, testClient, extra);
   const agent = new FetchUserAgent();
   const loginPage = await agent.navigate(request.url, arrivingAt(testClient.redirectUri));
   const code = (await passDevIdpForms(agent, loginPage, login, arrivingAt(testClient.redirectUri))).url.searchParams.get('code');
   expect(code, `no code for ${login}`).to.be.a('string');
-  const { status, body } = await redeemCode(server, testClient, code!, request.codeVerifier);
+  const { status, body } = await redeemCode(server, testClient, code!, request.codeVerifier, await tokenHeaders());
   expect(status, JSON.stringify(body)).to.equal(200);
   return body.access_token;
 }

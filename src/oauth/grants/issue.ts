@@ -17,8 +17,17 @@ export interface IssuedToken {
  * (obligations, extensions, authorization details, an RPT's permissions) is added by the
  * `extraTokenClaims` hook as for every other grant (token-shaping.ts).
  */
-export async function issueAccessToken(provider: Provider, ctx: KoaContextWithOIDC, grant: { gty: string; sub: string | null; scopes: string[]; resource: string | null }): Promise<IssuedToken> {
-  const { gty, sub, scopes, resource } = grant;
+export interface TokenGrant {
+  gty: string;
+  sub: string | null;
+  scopes: string[];
+  resource: string | null;
+  /** The thumbprint of the DPoP key to bind the token to (RFC 9449 §6), already proven by the request. */
+  jkt?: string | null;
+}
+
+export async function issueAccessToken(provider: Provider, ctx: KoaContextWithOIDC, grant: TokenGrant): Promise<IssuedToken> {
+  const { gty, sub, scopes, resource, jkt } = grant;
   const client = ctx.oidc.client!;
   const scope = scopes.join(' ') || undefined;
   recognizeScopes(provider, scopes);
@@ -29,11 +38,13 @@ export async function issueAccessToken(provider: Provider, ctx: KoaContextWithOI
     if (resource && scope) userGrant.addResourceScope(resource, scope);
     const grantId = await userGrant.save();
     const token = new provider.AccessToken({ accountId: sub, client, grantId, gty, scope, ...(resourceServer ? { resourceServer } : {}) });
+    if (jkt) token.setThumbprint('jkt', jkt);
     ctx.oidc.entity('AccessToken', token);
     const value = await token.save();
     return { value, tokenType: token.tokenType, expiresIn: token.expiration, scope: token.scope };
   }
   const token = new provider.ClientCredentials({ client, scope, ...(resourceServer ? { resourceServer } : {}) });
+  if (jkt) token.setThumbprint('jkt', jkt);
   ctx.oidc.entity('ClientCredentials', token);
   const value = await token.save();
   return { value, tokenType: token.tokenType, expiresIn: token.expiration, scope: token.scope };

@@ -3,6 +3,7 @@ import { errors } from 'oidc-provider';
 import type { Store } from '../../../store/index.js';
 import { activeAccessToken } from '../../active-token.js';
 import { subjectInput } from '../../subject-input.js';
+import { bindingOf } from '../sender-binding.js';
 import { ACCESS_TOKEN_TYPE } from './parameters.js';
 import type { ResolvedSubject } from './subject.js';
 
@@ -18,6 +19,7 @@ export async function resolveAccessToken(provider: Provider, store: Store, tenan
   if (!token) throw notActive(role);
   const accountId = typeof token.accountId === 'string' ? token.accountId : null;
   const aud = Array.isArray(token.aud) ? token.aud[0] : token.aud;
+  const binding = bindingOf(token);
   return {
     token: {
       token_type: ACCESS_TOKEN_TYPE,
@@ -29,8 +31,10 @@ export async function resolveAccessToken(provider: Provider, store: Store, tenan
       resource: typeof aud === 'string' ? aud : null,
       exp: typeof token.exp === 'number' ? token.exp : null,
       act: actOf(token.extra),
+      cnf_jkt: binding.jkt,
     },
     subject: accountId ? await subjectInput(store, tenant, accountId) : null,
+    binding,
   };
 }
 

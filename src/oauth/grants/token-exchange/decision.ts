@@ -1,8 +1,9 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
+import { activeDelegations } from '../../../delegation/index.js';
 import { requestInput, type DecisionOutcome, type PointInputs } from '../../../policy/index.js';
 import { clientInput } from '../../client-input.js';
-import { resolveResource } from '../../resources.js';
+import { resolveResource, type ResolvedResource } from '../../resources.js';
 import type { GateDeps } from '../gate.js';
 import { denial, rememberDecision } from '../decision.js';
 import { ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE, type ExchangeParameters } from './parameters.js';
@@ -23,12 +24,17 @@ export async function decideExchange(ctx: KoaContextWithOIDC, deps: GateDeps, ex
     if (beyond.length) throw new errors.CustomOIDCProviderError('invalid_grant', `requested scope exceeds the subject token's scopes: ${beyond.join(' ').slice(0, 200)}`);
   }
   const resource = params.resource ?? null;
-  const resolvedResource = await resolveResource(deps.store, deps.tenant, resource, params.resource_type ?? null);
+  const registered = await resolveResource(deps.store, deps.tenant, resource, null);
+  await assertKnownTarget(deps, resource, registered, resolved);
+  const resolvedResource = { ...registered, typeUri: registered.typeUri ?? params.resource_type ?? null };
   const client = ctx.oidc.client!;
   const input: PointInputs['token_exchange'] = {
     tenant: deps.tenant,
     client: await clientInput(deps.store, deps.tenant, client.clientId, client.clientAuthMethod),
     subject: resolved.subject,
+    // Delegations to this client: its subject may have delegated to it (the default pack lets a
+    // client exchange another client's token of a user only then, or when may_act names it).
+    delegations: await activeDelegations(deps.store, deps.tenant, { clientId: client.clientId }),
     request: requestInput({
       endpoint: ctx.path,
       method: ctx.method,
@@ -47,4 +53,17 @@ export async function decideExchange(ctx: KoaContextWithOIDC, deps: GateDeps, ex
   rememberDecision(ctx, outcome);
   if (!outcome.decision.allow) throw denial(outcome);
   return outcome;
+}
+
+/**
+ * RFC 8707 §2, RFC 8693 §2.2.2: the token asked for is for the subject token's own resource, a
+ * resource registered at this server (a resource server or a UMA resource), or a resource type
+ * policy data defines; any other resource is invalid_target. An exchange must not mint tokens
+ * for audiences nobody registered (the policy would only see an unresolved resource).
+ */
+async function assertKnownTarget(deps: GateDeps, resource: string | null, registered: ResolvedResource, subject: ResolvedSubject): Promise<void> {
+  if (resource === null || resource === subject.token.resource || registered.server || registered.typeUri) return;
+  const types = ((await deps.policy.policyData('oauth')) as { resource_types?: unknown } | undefined)?.resource_types;
+  if (types && typeof types === 'object' && Object.hasOwn(types, resource)) return;
+  throw new errors.InvalidTarget(`the resource is not registered at this server: ${resource.slice(0, 200)}`);
 }

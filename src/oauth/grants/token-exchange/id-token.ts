@@ -4,7 +4,7 @@ import type { Outbound } from '../../../http/outbound.js';
 import { JwksUnavailableError, RemoteKeySets } from '../../../http/remote-jwks.js';
 import type { PolicyEngine } from '../../../policy/index.js';
 import { ID_TOKEN_TYPE } from './parameters.js';
-import type { ResolvedSubject } from './subject.js';
+import { UNBOUND, type ResolvedSubject } from './subject.js';
 
 /** The spec's id-token exchange error descriptions (all invalid_grant). */
 export const ID_TOKEN_ERRORS = {
@@ -118,6 +118,7 @@ function subjectOf(claims: JWTPayload, iss: string, sub: string, active: boolean
       may_act: claimObject(claims.may_act),
     },
     subject: { sub, idp: iss, claims: active ? profile : {} },
+    binding: UNBOUND,
   };
 }
 

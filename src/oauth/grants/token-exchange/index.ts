@@ -5,7 +5,9 @@ import { createOutbound, type Outbound, type OutboundOptions } from '../../../ht
 import { narrowedScopes } from '../decision.js';
 import type { GateDeps } from '../gate.js';
 import type { GrantHandler } from '../handler.js';
+import { verifiedDpopProof } from '../../internals.js';
 import { issueAccessToken } from '../issue.js';
+import { assertKeyHeld } from '../sender-binding.js';
 import { resolveAccessToken } from './access-token.js';
 import { decideExchange } from './decision.js';
 import { IdTokenSubjects } from './id-token.js';
@@ -22,8 +24,9 @@ export interface TokenExchangeDeps extends GateDeps {
 /**
  * RFC 8693 token exchange at /token: confidential clients trade an access token of this server,
  * or an ID token of a trusted external issuer, for a narrower access token. Parameters, then
- * the subject token (looked up, or verified against its issuer's JWKS), then the
- * `token_exchange` decision, then issuance (no refresh token, ever).
+ * the subject token (looked up, or verified against its issuer's JWKS) and its key binding,
+ * then the `token_exchange` decision, then issuance (no refresh token, ever; bound to the DPoP
+ * proof's key when the request carries one).
  */
 export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps): GrantHandler {
   let outbound: Outbound | undefined;
@@ -37,19 +40,29 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
         throw new errors.UnauthorizedClient('token exchange requires a confidential client; public clients are refused');
       }
       const exchange = exchangeParameters(ctx);
+      const proof = await verifiedDpopProof(provider, ctx);
       const resolve = (token: string, type: string, role: 'subject' | 'actor'): Promise<ResolvedSubject> =>
         type === ACCESS_TOKEN_TYPE ? resolveAccessToken(provider, deps.store, deps.tenant, token, role) : idTokens.resolve(token);
       const resolved = await resolve(exchange.subjectToken, exchange.subjectTokenType, 'subject');
+      assertKeyHeld(resolved.binding, proof, 'subject');
       const actor = exchange.actor ? await resolve(exchange.actor.token, exchange.actor.tokenType, 'actor') : null;
+      if (actor) assertKeyHeld(actor.binding, proof, 'actor');
       const outcome = await decideExchange(ctx, deps, exchange, resolved, actor);
       // RFC 8693 §4.1: a delegated token says who acts; a chain nests the earlier actors.
       if (actor) ctx.state.exchangeAct = actClaim(actor, resolved);
       const { decision } = outcome;
-      if (decision.obligations?.dpop_required === true) {
-        throw new errors.InvalidRequest('the policy requires a DPoP-bound token, which token exchange does not issue');
+      if (decision.obligations?.dpop_required === true && !proof) {
+        throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
       }
       const scopes = narrowedScopes(outcome.input.request.scopes, decision);
-      const issued = await issueAccessToken(provider, ctx, { gty: TOKEN_EXCHANGE, sub: resolved.subject?.sub ?? null, scopes, resource: outcome.input.request.resource });
+      // A proof binds the new token to its key (RFC 9449 §5): a bound subject token stays bound.
+      const issued = await issueAccessToken(provider, ctx, {
+        gty: TOKEN_EXCHANGE,
+        sub: resolved.subject?.sub ?? null,
+        scopes,
+        resource: outcome.input.request.resource,
+        jkt: proof?.thumbprint ?? null,
+      });
       ctx.body = {
         access_token: issued.value,
         issued_token_type: exchange.requestedTokenType,

@@ -8,7 +8,9 @@ import { decidePermissions, findTicket, grantedScopes, redeemTicket, type Permis
 import { clientInput } from '../../client-input.js';
 import type { GateDeps } from '../gate.js';
 import type { GrantHandler } from '../handler.js';
+import { verifiedDpopProof, type DpopProof } from '../../internals.js';
 import { issueAccessToken } from '../issue.js';
+import { assertKeyHeld } from '../sender-binding.js';
 import { resolveAccessToken } from '../token-exchange/access-token.js';
 import { ACCESS_TOKEN_CLAIMS, UMA_TICKET, UMA_TICKET_PARAMETERS } from './parameters.js';
 import { mergedPermissions, upgradedPermissions, type RptPermission } from './permissions.js';
@@ -34,8 +36,9 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps): GrantHandler
       const ticket = await findTicket(deps.store, deps.tenant, params.ticket);
       if (!ticket) throw new errors.CustomOIDCProviderError('invalid_grant', 'the permission ticket is unknown, expired or already redeemed');
       const client = ctx.oidc.client!;
-      const party = await requestingParty(provider, deps, params);
-      const kept = params.rpt ? await upgradedPermissions(provider, params.rpt, client.clientId) : [];
+      const proof = await verifiedDpopProof(provider, ctx);
+      const party = await requestingParty(provider, deps, params, client.clientId, proof);
+      const kept = params.rpt ? await upgradedPermissions(provider, params.rpt, client.clientId, proof) : [];
       const answers = await decidePermissions(deps.store, deps.policy, {
         operation: 'rpt',
         tenant: deps.tenant,
@@ -49,14 +52,19 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps): GrantHandler
       if (granted.length === 0) return refuse(ctx, answers, params.ticket);
       if (!(await redeemTicket(deps.store, deps.tenant, ticket))) throw new errors.CustomOIDCProviderError('invalid_grant', 'the permission ticket is unknown, expired or already redeemed');
       ctx.state.umaPermissions = mergedPermissions(granted, kept);
-      const issued = await issueAccessToken(provider, ctx, { gty: UMA_TICKET, sub: party?.sub ?? null, scopes: [], resource: null });
+      const issued = await issueAccessToken(provider, ctx, { gty: UMA_TICKET, sub: party?.sub ?? null, scopes: [], resource: null, jkt: proof?.thumbprint ?? null });
       ctx.body = { access_token: issued.value, token_type: issued.tokenType, expires_in: issued.expiresIn, ...(params.rpt ? { upgraded: true } : {}) };
     },
   };
 }
 
-/** The requesting party: the user of the claim token, or null when the client asks on its own. */
-async function requestingParty(provider: Provider, deps: GateDeps, params: Record<string, string | undefined>): Promise<SubjectInput | null> {
+/**
+ * The requesting party: the user of the claim token, or null when the client asks on its own.
+ * A claim token is checked as a token-exchange subject token is: it must be a token this very
+ * client holds (issued to it, and, when bound, presented with a proof of its key). A resource
+ * server that merely received a user's token must not become that user (UMA 2.0 Grant §3.3.1).
+ */
+async function requestingParty(provider: Provider, deps: GateDeps, params: Record<string, string | undefined>, clientId: string, proof: DpopProof | undefined): Promise<SubjectInput | null> {
   if (!params.claim_token) {
     if (params.claim_token_format) throw new errors.InvalidRequest('claim_token_format was given without claim_token');
     return null;
@@ -65,6 +73,8 @@ async function requestingParty(provider: Provider, deps: GateDeps, params: Recor
     throw new errors.InvalidRequest(`claim_token_format must be ${ACCESS_TOKEN_CLAIMS} (an access token of this server that stands for the requesting party)`);
   }
   const resolved = await resolveAccessToken(provider, deps.store, deps.tenant, params.claim_token, 'claim');
+  if (resolved.token.client_id !== clientId) throw new errors.CustomOIDCProviderError('invalid_grant', 'the claim token was not issued to this client');
+  assertKeyHeld(resolved.binding, proof, 'claim');
   if (!resolved.subject) throw new errors.CustomOIDCProviderError('invalid_grant', 'the claim token does not stand for a user');
   return resolved.subject;
 }

@@ -1,6 +1,8 @@
 import type Provider from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import { activeAccessToken } from '../../active-token.js';
+import type { DpopProof } from '../../internals.js';
+import { assertKeyHeld, bindingOf } from '../sender-binding.js';
 
 /** One permission of a requesting party token (UMA 2.0 Grant §3.3.5, shown at introspection). */
 export interface RptPermission {
@@ -26,13 +28,15 @@ export function permissionsInForce(token: { extra?: unknown; exp?: unknown }, no
 
 /**
  * UMA 2.0 Grant §3.3.1 `rpt`: the client's current RPT, whose permissions in force the new one
- * keeps (each until its own end). Another client's token, or a token that is not an active RPT, is invalid_grant.
+ * keeps (each until its own end). Another client's token, or a token that is not an active RPT, is invalid_grant;
+ * a DPoP-bound RPT needs a proof of its key.
  */
-export async function upgradedPermissions(provider: Provider, value: string, clientId: string): Promise<RptPermission[]> {
+export async function upgradedPermissions(provider: Provider, value: string, clientId: string, proof: DpopProof | undefined): Promise<RptPermission[]> {
   const token = await activeAccessToken(provider, value);
   if (!token || token.clientId !== clientId || permissionsOf(token).length === 0) {
     throw new errors.CustomOIDCProviderError('invalid_grant', 'rpt is not an active requesting party token of this client');
   }
+  assertKeyHeld(bindingOf(token), proof, 'rpt');
   return permissionsInForce(token);
 }
 
