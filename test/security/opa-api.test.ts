@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createOutbound } from '../../src/http/outbound.js';
 import { authorizeInput } from '../policy/inputs.js';
 import { startPolicyHarness, type PolicyHarness } from '../policy/support.js';
 
@@ -34,6 +35,14 @@ describe("The managed OPA's REST API", function () {
       }
     });
   }
+
+  it('refuses what an upstream issuer URL such as http://0x7f.1:<OPA port> fetches through the outbound guard in development', async function () {
+    // Development allows loopback destinations (OUTBOUND_ALLOW_INSECURE_LOOPBACK), so the guard lets this through: OPA must refuse it.
+    const outbound = createOutbound({ allowInsecureLoopback: true, timeoutMs: 5_000, maxResponseBytes: 1_000_000 });
+    const oddSpelling = harness.engine.opaUrl.replace('127.0.0.1', '0x7f.1');
+    expect((await outbound.fetch(`${oddSpelling}/v1/data/oauth`)).status).to.equal(401);
+    expect((await outbound.fetch(`${oddSpelling}/v1/policies`)).status).to.equal(401);
+  });
 
   it("still answers Arbiter's decisions, health and revision checks, which bear the token", async function () {
     const outcome = await harness.engine.decide('authorize', authorizeInput('openid'));
