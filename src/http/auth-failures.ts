@@ -32,11 +32,11 @@ const ATTEMPT = 'credentialAttempt';
  *   a CORS preflight never carries one) is not a guess and costs nothing.
  * - Per address: once an address has used up its failures for the window, what it presents is
  *   still verified: a valid credential succeeds; an invalid one is answered 429 (and counted).
- * - Per credential identity (a client of a tenant, the Admin key, the bundle token), named by
- *   the code that verifies it through `guardCredential` before it verifies: `limit` failures
- *   from one address, or IDENTITY_WIDE_FACTOR × `limit` from all addresses together, refuse
- *   that identity with 429 without verifying, so that its secret cannot be guessed (a 200 for
- *   the right guess would otherwise tell the attacker they have it).
+ * - Per credential identity (a client of a tenant, the Admin key), named by the code that
+ *   verifies it through `guardCredential` before it verifies: `limit` failures from one address,
+ *   or IDENTITY_WIDE_FACTOR × `limit` from all addresses together, refuse that identity with 429
+ *   without verifying, so that its secret cannot be guessed (a 200 for the right guess would
+ *   otherwise tell the attacker they have it). The bundle token is only named (`nameCredential`).
  *
  * Mount outside the JSON error handler, so that it sees the status the caller got.
  */
@@ -62,8 +62,21 @@ export function authFailureLimit(limits: AuthFailureLimits) {
 export async function guardCredential(ctx: Context, identity: string): Promise<void> {
   const attempt = ctx.state[ATTEMPT] as CredentialAttempt | undefined;
   if (!attempt) return;
-  const lockedFor = await attempt.claim(identity);
+  attempt.identity = identity;
+  const lockedFor = await attempt.identityLockedFor();
   if (lockedFor !== null) throw tooManyFailures(ctx, lockedFor, 'too many failed authentications with this credential');
+}
+
+/**
+ * Like guardCredential, for a credential whose holder must never be refused: it is always
+ * verified, and only a wrong one is answered 429 once its identity (or its address) failed too
+ * often. For high-entropy secrets that infrastructure presents (the policy bundle token: a lockout
+ * would cut OPA off from policy changes, and behind a proxy on the same host every caller shares
+ * OPA's address).
+ */
+export function nameCredential(ctx: Context, identity: string): void {
+  const attempt = ctx.state[ATTEMPT] as CredentialAttempt | undefined;
+  if (attempt) attempt.identity = identity;
 }
 
 /** The identity of a client's credentials: client ids are per tenant. */
@@ -115,15 +128,14 @@ class CredentialAttempt {
     private readonly address: string,
   ) {}
 
-  /** Seconds the identity stays refused, or null when it may be verified. */
-  async claim(identity: string): Promise<number | null> {
-    this.identity = identity;
-    return this.ledger.identityLockedFor(identity, this.address);
+  /** Seconds the identity stays refused, or null when it may be verified (or is not named). */
+  async identityLockedFor(): Promise<number | null> {
+    return this.identity === null ? null : this.ledger.identityLockedFor(this.identity, this.address);
   }
 
-  /** A presented credential was refused (401): counted; answered 429 when the address had already used up its failures. */
+  /** A presented credential was refused (401): counted; answered 429 when its address or identity had already failed too often. */
   async failed(ctx: Context): Promise<void> {
-    const lockedFor = await this.ledger.addressLockedFor(this.address);
+    const lockedFor = (await this.ledger.addressLockedFor(this.address)) ?? (await this.identityLockedFor());
     await this.ledger.count(this.address, this.identity);
     if (lockedFor === null) return;
     const refusal = tooManyFailures(ctx, lockedFor, 'too many failed authentications from this address');

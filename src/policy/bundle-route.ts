@@ -1,6 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
-import { guardCredential } from '../http/auth-failures.js';
+import { nameCredential } from '../http/auth-failures.js';
 import type { Logger } from '../log/index.js';
 import { etagOf } from './bundle.js';
 import type { PolicySnapshots } from './snapshots.js';
@@ -27,7 +27,7 @@ export function bundleMiddleware(snapshots: PolicySnapshots, bundleToken: string
   return async (ctx, next) => {
     if (ctx.path !== BUNDLE_PATH) return next();
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return reply(ctx, 405, 'invalid_request', 'use GET', { Allow: 'GET, HEAD' });
-    if (ctx.get('authorization')) await guardCredential(ctx, BUNDLE_TOKEN_IDENTITY);
+    nameCredential(ctx, BUNDLE_TOKEN_IDENTITY);
     if (!bearerMatches(ctx.get('authorization'), bundleToken)) {
       return reply(ctx, 401, 'invalid_token', 'the policy bundle requires Authorization: Bearer <POLICY_BUNDLE_TOKEN>', { 'WWW-Authenticate': 'Bearer' });
     }

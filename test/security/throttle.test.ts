@@ -96,13 +96,14 @@ describe('Throttling of authentication failures, and the caller address', functi
     expect((await tokenRequest('spread-svc', secret, '127.0.1.100')).status, 'even the right secret, from a fresh address').to.equal(429);
   });
 
-  it('throttles wrong policy bundle tokens; the right one from another address still gets the bundle', async function () {
+  it('throttles wrong policy bundle tokens; the right one (OPA\'s) still gets the bundle, from any address', async function () {
     const bundle = (token: string, from: string) =>
       rawRequest(server.url, { path: '/policy/bundle.tar.gz', localAddress: from, headers: { Authorization: `Bearer ${token}` } });
     for (let attempt = 0; attempt < LIMIT; attempt++) expect((await bundle('wrong-bundle-token-0123', '127.0.0.24')).status).to.equal(401);
     const blocked = await bundle('wrong-bundle-token-0123', '127.0.0.24');
     expect(blocked.status).to.equal(429);
     expect(Number(blocked.headers['retry-after'])).to.be.within(1, 600);
+    expect((await bundle(server.config.policyBundleToken, '127.0.0.24')).status, 'from the same address').to.equal(200);
     expect((await bundle(server.config.policyBundleToken, '127.0.0.25')).status).to.equal(200);
   });
 
