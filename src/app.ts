@@ -44,12 +44,13 @@ export function createApp(parts: AppParts): Koa {
   app.use(forwardedHeaders(config.trustedProxies));
   // AuthZEN's per-tenant path form (/<tenant>/access/v1/…) is X-Tenant-Id by another name.
   app.use(authzenTenantPaths);
-  // Infrastructure: answered before the caller's failures are counted, so that OPA and probes always get through.
+  // Probes: answered before anything else, they present no credential.
   app.use(health(store, policy, config.policyLagBoundSeconds));
-  app.use(policy.bundleMiddleware());
   app.use(auditTrail(audit, log));
   app.use(authFailureLimit({ limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds }));
   app.use(jsonErrors(log));
+  // OPA's bundle download: wrong bundle tokens are throttled like any credential; OPA's right one always gets through.
+  app.use(policy.bundleMiddleware());
   app.use(tenancy);
   // The operators' console (/admin, /admin/assets/*): a static page that asks for the key itself.
   app.use(adminConsole());

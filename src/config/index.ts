@@ -21,6 +21,8 @@ export interface Config {
   opaUrl: string | null;
   /** Path of the opa binary for the managed process; null means `.bin/opa`, then PATH. */
   opaBin: string | null;
+  /** Bearer token for an external OPA run with `--authentication=token`; the managed OPA gets a random one of its own. */
+  opaToken: string | null;
   policyPollMinSeconds: number;
   policyPollMaxSeconds: number;
   policyBundleToken: string;
@@ -62,6 +64,7 @@ const ENVIRONMENT: Record<string, string> = {
   STORE_URL: 'storeUrl',
   OPA_URL: 'opaUrl',
   OPA_BIN: 'opaBin',
+  OPA_TOKEN: 'opaToken',
   POLICY_POLL_MIN_SECONDS: 'policyPollMinSeconds',
   POLICY_POLL_MAX_SECONDS: 'policyPollMaxSeconds',
   POLICY_BUNDLE_TOKEN: 'policyBundleToken',
@@ -100,6 +103,7 @@ const SCHEMA = {
     storeUrl: { type: 'string', pattern: '^(sqlite:|mongodb(\\+srv)?://)' },
     opaUrl: { type: ['string', 'null'], pattern: '^https?://' },
     opaBin: { type: ['string', 'null'], minLength: 1 },
+    opaToken: { type: ['string', 'null'], minLength: 16 },
     policyPollMinSeconds: positive,
     policyPollMaxSeconds: positive,
     policyBundleToken: { type: ['string', 'null'], minLength: 16 },

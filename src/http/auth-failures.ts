@@ -1,35 +1,171 @@
+import { createHash } from 'node:crypto';
 import type { Context, Next } from 'koa';
-import { RateLimiterMemory } from 'rate-limiter-flexible';
+import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
+import { HttpError } from './errors.js';
 
 export interface AuthFailureLimits {
-  /** Failures one address may make per window; the next request is answered 429. */
+  /** Failed credentials one address may present per window (and one credential identity from one address). */
   limit: number;
   windowSeconds: number;
 }
 
 /**
- * Slows down credential guessing: every 401 answered to an address (a wrong Admin API key,
- * client secret or client assertion, a bad Bearer token) counts against it, and once it has
- * used up its failures for the window, every request from it is answered 429 with Retry-After
- * until the window ends. Other addresses are unaffected. Mount outside the JSON error handler,
- * so that it sees the status the caller got.
+ * How many times the per-address limit one credential identity may fail from all addresses
+ * together before it is refused everywhere: enough that no single address (or a handful, such
+ * as a victim's browser made to post forms) can lock a client or the Admin key out for
+ * everyone, low enough that spreading guesses over many addresses gains little.
  */
-export function authFailureLimit({ limit, windowSeconds }: AuthFailureLimits) {
-  const failures = new RateLimiterMemory({ points: limit, duration: windowSeconds });
+export const IDENTITY_WIDE_FACTOR = 10;
+
+/** Form and query parameters that carry a credential (RFC 6749 §2.3.1, RFC 7523 §2.2, RFC 6750 §2.2–2.3). */
+const CREDENTIAL_PARAMETERS = ['client_secret', 'client_assertion', 'access_token'];
+
+/** Where the request's CredentialAttempt waits for the code that verifies the credential. */
+const ATTEMPT = 'credentialAttempt';
+
+/**
+ * Slows down credential guessing without letting anyone lock out a valid credential by failing
+ * from its address (a shared NAT, a victim's browser made to load images or post forms).
+ *
+ * - Only a presented credential that fails counts: a 401 for a request with no credential at
+ *   all (no Authorization, no X-Admin-API-Key, no client_secret/client_assertion/access_token;
+ *   a CORS preflight never carries one) is not a guess and costs nothing.
+ * - Per address: once an address has used up its failures for the window, what it presents is
+ *   still verified: a valid credential succeeds; an invalid one is answered 429 (and counted).
+ * - Per credential identity (a client of a tenant, the Admin key), named by the code that
+ *   verifies it through `guardCredential` before it verifies: `limit` failures from one address,
+ *   or IDENTITY_WIDE_FACTOR × `limit` from all addresses together, refuse that identity with 429
+ *   without verifying, so that its secret cannot be guessed (a 200 for the right guess would
+ *   otherwise tell the attacker they have it). The bundle token is only named (`nameCredential`).
+ *
+ * Mount outside the JSON error handler, so that it sees the status the caller got.
+ */
+export function authFailureLimit(limits: AuthFailureLimits) {
+  const ledger = new FailureLedger(limits);
   return async (ctx: Context, next: Next): Promise<void> => {
-    const address = ctx.ip;
-    const used = await failures.get(address);
-    if (used && used.consumedPoints >= limit) {
-      const retryAfter = Math.max(1, Math.ceil(used.msBeforeNext / 1000));
-      ctx.status = 429;
-      ctx.set('Retry-After', String(retryAfter));
-      ctx.body = { error: 'too_many_requests', error_description: `too many failed authentications from this address; retry after ${retryAfter} seconds` };
-      return;
-    }
+    const attempt = new CredentialAttempt(ledger, ctx.ip);
+    ctx.state[ATTEMPT] = attempt;
     try {
       await next();
     } finally {
-      if (ctx.status === 401) await failures.penalty(address, 1).catch(() => undefined);
+      if (ctx.status === 401 && (attempt.identity !== null || presentsCredential(ctx))) await attempt.failed(ctx);
     }
   };
+}
+
+/**
+ * Called by the code that verifies a credential, once it knows whose credential it is and before
+ * it verifies it: refuses with 429 when that identity has failed too often (see authFailureLimit),
+ * and remembers the identity, so that a failure counts against it. `identity` names the credential,
+ * never holds it (a client id with its tenant, `admin-key`, `policy-bundle`).
+ */
+export async function guardCredential(ctx: Context, identity: string): Promise<void> {
+  const attempt = ctx.state[ATTEMPT] as CredentialAttempt | undefined;
+  if (!attempt) return;
+  attempt.identity = identity;
+  const lockedFor = await attempt.identityLockedFor();
+  if (lockedFor !== null) throw tooManyFailures(ctx, lockedFor, 'too many failed authentications with this credential');
+}
+
+/**
+ * Like guardCredential, for a credential whose holder must never be refused: it is always
+ * verified, and only a wrong one is answered 429 once its identity (or its address) failed too
+ * often. For high-entropy secrets that infrastructure presents (the policy bundle token: a lockout
+ * would cut OPA off from policy changes, and behind a proxy on the same host every caller shares
+ * OPA's address).
+ */
+export function nameCredential(ctx: Context, identity: string): void {
+  const attempt = ctx.state[ATTEMPT] as CredentialAttempt | undefined;
+  if (attempt) attempt.identity = identity;
+}
+
+/** The identity of a client's credentials: client ids are per tenant. */
+export function clientIdentity(tenant: string, clientId: string): string {
+  return `client ${tenant} ${clientId}`;
+}
+
+/** Three counters over one window: per address, per identity at an address, per identity everywhere. */
+class FailureLedger {
+  readonly limit: number;
+  private readonly addresses: RateLimiterMemory;
+  private readonly identityAtAddress: RateLimiterMemory;
+  private readonly identities: RateLimiterMemory;
+
+  constructor({ limit, windowSeconds }: AuthFailureLimits) {
+    this.limit = limit;
+    this.addresses = new RateLimiterMemory({ points: limit, duration: windowSeconds });
+    this.identityAtAddress = new RateLimiterMemory({ points: limit, duration: windowSeconds });
+    this.identities = new RateLimiterMemory({ points: limit * IDENTITY_WIDE_FACTOR, duration: windowSeconds });
+  }
+
+  /** Seconds until the address may fail again, or null while it is under its limit. */
+  async addressLockedFor(address: string): Promise<number | null> {
+    return lockedFor(await this.addresses.get(address), this.limit);
+  }
+
+  async identityLockedFor(identity: string, address: string): Promise<number | null> {
+    const key = keyOf(identity);
+    const [here, everywhere] = await Promise.all([this.identityAtAddress.get(`${key} ${address}`), this.identities.get(key)]);
+    return lockedFor(here, this.limit) ?? lockedFor(everywhere, this.limit * IDENTITY_WIDE_FACTOR);
+  }
+
+  async count(address: string, identity: string | null): Promise<void> {
+    const counted = [this.addresses.penalty(address, 1)];
+    if (identity !== null) {
+      const key = keyOf(identity);
+      counted.push(this.identityAtAddress.penalty(`${key} ${address}`, 1), this.identities.penalty(key, 1));
+    }
+    await Promise.all(counted).catch(() => undefined);
+  }
+}
+
+/** One request's credential: whose it is (once the verifying code said so) and what a failure of it costs. */
+class CredentialAttempt {
+  identity: string | null = null;
+
+  constructor(
+    private readonly ledger: FailureLedger,
+    private readonly address: string,
+  ) {}
+
+  /** Seconds the identity stays refused, or null when it may be verified (or is not named). */
+  async identityLockedFor(): Promise<number | null> {
+    return this.identity === null ? null : this.ledger.identityLockedFor(this.identity, this.address);
+  }
+
+  /** A presented credential was refused (401): counted; answered 429 when its address or identity had already failed too often. */
+  async failed(ctx: Context): Promise<void> {
+    const lockedFor = (await this.ledger.addressLockedFor(this.address)) ?? (await this.identityLockedFor());
+    await this.ledger.count(this.address, this.identity);
+    if (lockedFor === null) return;
+    const refusal = tooManyFailures(ctx, lockedFor, 'too many failed authentications from this address');
+    ctx.status = refusal.status;
+    ctx.body = { error: refusal.code, error_description: refusal.message };
+  }
+}
+
+/** True when the request carries something that is verified as a credential (an empty header or parameter is none). */
+function presentsCredential(ctx: Context): boolean {
+  if (ctx.get('authorization') !== '' || ctx.get('x-admin-api-key') !== '') return true;
+  const body = ctx.state.body as Record<string, unknown> | undefined;
+  return CREDENTIAL_PARAMETERS.some((name) => hasValue(ctx.query[name]) || hasValue(body?.[name]));
+}
+
+function hasValue(value: unknown): boolean {
+  return typeof value === 'string' ? value !== '' : Array.isArray(value) && value.length > 0;
+}
+
+function lockedFor(used: RateLimiterRes | null, limit: number): number | null {
+  if (!used || used.consumedPoints < limit) return null;
+  return Math.max(1, Math.ceil(used.msBeforeNext / 1000));
+}
+
+/** Identities are chosen by callers (any client id): a digest keeps each key short. */
+function keyOf(identity: string): string {
+  return createHash('sha256').update(identity).digest('base64url');
+}
+
+function tooManyFailures(ctx: Context, retryAfter: number, reason: string): HttpError {
+  ctx.set('Retry-After', String(retryAfter));
+  return new HttpError(429, 'too_many_requests', `${reason}; retry after ${retryAfter} seconds`);
 }

@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { clientIdentity, guardCredential } from '../http/auth-failures.js';
 import { basicCredentials } from '../http/basic.js';
 import { HttpError } from '../http/errors.js';
 import type { Store } from '../store/index.js';
@@ -23,6 +24,7 @@ export function clientCallers(store: Store): ClientCallers {
     const credentials = basicCredentials(ctx.get('authorization'));
     if (!credentials) return undefined;
     const { id: clientId, secret } = credentials;
+    if (clientId) await guardCredential(ctx, clientIdentity(ctx.state.tenant as string, clientId));
     const record = clientId && secret ? await clientsCollection(store, ctx.state.tenant as string).findOne({ clientId }) : null;
     const stored = record?.enabled !== false && record?.clientType === 'confidential' ? record.clientSecret : null;
     if (!stored || secret!.length > 256 || !(await clientSecrets.verify(clientId!, secret!, stored))) {

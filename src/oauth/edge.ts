@@ -7,6 +7,7 @@ import type { Sealer, Store } from '../store/index.js';
 import { authorizeEndpoint } from './authorize/index.js';
 import { noStore } from './cache-headers.js';
 import { discoveryExtras } from './discovery.js';
+import { guardClientCredentials } from './credential-guard.js';
 import { formBody } from './form-body.js';
 import { interactionRoutes } from './interactions/index.js';
 import { introspectionEndpoint } from './introspection/index.js';
@@ -39,6 +40,8 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
     discoveryExtras(config.issuer, () => policy.authorizationDetailsTypes()),
     // The forms of /token, /introspect, POST /authorize and /userinfo, read once with the size limit; JSON-valued parameters kept shallow.
     formBody(config.maxBodyBytes),
+    // /token and /introspect: a client that failed too often is refused before its credentials are verified.
+    guardClientCredentials,
     // /authorize
     authorizeEndpoint(store, policy, providerFor),
     // /token: requests refused before client authentication.

@@ -1,11 +1,14 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
+import { nameCredential } from '../http/auth-failures.js';
 import type { Logger } from '../log/index.js';
 import { etagOf } from './bundle.js';
 import type { PolicySnapshots } from './snapshots.js';
 
 export const BUNDLE_PATH = '/policy/bundle.tar.gz';
 
+/** Whom wrong bundle tokens count against in the failure limiter (src/http/auth-failures.ts). */
+const BUNDLE_TOKEN_IDENTITY = 'policy-bundle';
 /** OPA keeps long polling only while answers carry this media type (OPA's "HTTP Long Polling"). */
 const LONG_POLL_TYPE = 'application/vnd.openpolicyagent.bundles';
 /** A held request is answered after at most this long (and a second before OPA's own timeout). */
@@ -14,7 +17,7 @@ const MAX_HOLD_SECONDS = 30;
 const RECHECK_MS = 100;
 
 /**
- * GET /policy/bundle.tar.gz for OPA's bundle plugin: bearer-protected, with an ETag so that
+ * GET /policy/bundle.tar.gz for OPA's bundle plugin: bearer-protected (mounted behind the failure limiter), with an ETag so that
  * OPA's polls of an unchanged policy set cost a 304 and no download. With HTTP long polling
  * (OPA sends `Prefer: wait=<seconds>` and the ETag it has), an unchanged bundle is not answered
  * at once: the request is held until the store's revision changes (written on this node or
@@ -24,6 +27,7 @@ export function bundleMiddleware(snapshots: PolicySnapshots, bundleToken: string
   return async (ctx, next) => {
     if (ctx.path !== BUNDLE_PATH) return next();
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return reply(ctx, 405, 'invalid_request', 'use GET', { Allow: 'GET, HEAD' });
+    nameCredential(ctx, BUNDLE_TOKEN_IDENTITY);
     if (!bearerMatches(ctx.get('authorization'), bundleToken)) {
       return reply(ctx, 401, 'invalid_token', 'the policy bundle requires Authorization: Bearer <POLICY_BUNDLE_TOKEN>', { 'WWW-Authenticate': 'Bearer' });
     }

@@ -91,7 +91,16 @@ export async function createPolicyEngine(options: PolicyEngineOptions): Promise<
       });
   await managed?.start();
   const externalUrl = config.opaUrl?.replace(/\/+$/, '');
-  return new ArbiterPolicyEngine({ config, log, opaBinary, managed, store: options.store, snapshots: new PolicySnapshots(options.store, log), opaUrl: () => externalUrl ?? (managed as ManagedOpa).url });
+  return new ArbiterPolicyEngine({
+    config,
+    log,
+    opaBinary,
+    managed,
+    store: options.store,
+    snapshots: new PolicySnapshots(options.store, log),
+    opaUrl: () => externalUrl ?? (managed as ManagedOpa).url,
+    opaToken: managed ? managed.apiToken : config.opaToken,
+  });
 }
 
 interface EngineParts {
@@ -102,6 +111,8 @@ interface EngineParts {
   managed: ManagedOpa | null;
   snapshots: PolicySnapshots;
   opaUrl: () => string;
+  /** What every request to OPA bears (null: an external OPA without token authentication). */
+  opaToken: string | null;
 }
 
 class ArbiterPolicyEngine implements RunningPolicyEngine {
@@ -112,7 +123,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   private readonly snapshotMaxAgeMs: number;
 
   constructor(private readonly parts: EngineParts) {
-    this.opa = new OpaDriver(parts.opaUrl, parts.config.policyDecisionTimeoutMs);
+    this.opa = new OpaDriver(parts.opaUrl, parts.config.policyDecisionTimeoutMs, parts.opaToken);
     this.inProcess = parts.config.policyRegoInProcess ? new InProcessRego(parts.opaBinary, (snapshot) => parts.snapshots.bundle(snapshot), parts.log.child({ component: 'rego-in-process' })) : null;
     this.snapshotMaxAgeMs = Math.min(parts.config.policyPollMinSeconds, 1) * 1000;
   }

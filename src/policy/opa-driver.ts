@@ -22,13 +22,18 @@ export class OpaDriver {
     https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }),
   };
   private readonly client: Got;
+  /** `Authorization: Bearer <token>` on every request to OPA (its `--authentication=token`), when there is a token. */
+  private readonly authorization: Record<string, string>;
 
   /** `baseUrl` is a function because a restarted managed OPA may listen on a new port. */
   constructor(
     private readonly baseUrl: () => string,
     private readonly timeoutMs: number,
+    token: string | null = null,
   ) {
+    this.authorization = token ? { authorization: `Bearer ${token}` } : {};
     this.client = got.extend({
+      headers: this.authorization,
       agent: this.agents,
       timeout: { request: timeoutMs },
       throwHttpErrors: false,
@@ -81,7 +86,7 @@ export class OpaDriver {
     const payload = JSON.stringify(json);
     try {
       return await new Promise((resolve, reject) => {
-        const request = httpRequest(url, { method: 'POST', agent: this.agents.http, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }, timeout: this.timeoutMs }, (response) => {
+        const request = httpRequest(url, { method: 'POST', agent: this.agents.http, headers: { ...this.authorization, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }, timeout: this.timeoutMs }, (response) => {
           const chunks: Buffer[] = [];
           response.on('data', (chunk: Buffer) => chunks.push(chunk));
           response.on('error', reject);

@@ -1,9 +1,10 @@
 /**
- * The embedded default: a local `opa run --server` on loopback, polling this server's bundle
- * endpoint, restarted when it dies and stopped with the server. With OPA_URL set, none of
- * this runs (see docs/policy.md, "External OPA").
+ * The embedded default: a local `opa run --server` on loopback, answering only requests that bear
+ * a random token of this process, polling this server's bundle endpoint, restarted when it dies
+ * and stopped with the server. With OPA_URL set, none of this runs (see docs/policy.md, "External OPA").
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -25,6 +26,8 @@ export interface ManagedOpaOptions {
   log: Logger;
   /** Fixed loopback port; default: a free one. */
   port?: number;
+  /** The token every request to OPA's REST API must bear; default: a random one for this process. */
+  apiToken?: string;
 }
 
 /** The bearer token reaches OPA through its config's ${VAR} substitution: never on a command line or on disk. */
@@ -37,6 +40,7 @@ const STABLE_RUN_MS = 30_000;
 const CONFIG_DIR_PREFIX = 'arbiter-opa-';
 const OWNER_PID_FILE = 'owner.pid';
 const OPA_PID_FILE = 'opa.pid';
+const AUTHZ_POLICY_FILE = 'authz.rego';
 /** OPA's long-poll timeout; the server answers a second before it (bundle-route.ts). */
 const LONG_POLL_SECONDS = 30;
 
@@ -48,9 +52,12 @@ export class ManagedOpa {
   private restarts = 0;
   private restartTimer: NodeJS.Timeout | null = null;
   private readonly killOnExit = () => this.child?.kill('SIGKILL');
+  /** OPA's REST API answers only requests bearing it (any local process could otherwise read and write OPA's data). */
+  readonly apiToken: string;
 
   constructor(private readonly options: ManagedOpaOptions) {
     this.port = options.port ?? null;
+    this.apiToken = options.apiToken ?? randomBytes(32).toString('base64url');
   }
 
   /** Base URL of OPA's REST API (valid once started). */
@@ -104,7 +111,8 @@ export class ManagedOpa {
     });
     this.forwardLogs(child);
     void exited.then((reason) => this.onExit(child, reason, Date.now() - startedAt));
-    const outcome = await Promise.race([exited.then((reason) => ({ reason })), waitForHealth(this.url, STARTUP_TIMEOUT_MS, () => alive)]);
+    const healthy = waitForHealth(this.url, this.apiToken, STARTUP_TIMEOUT_MS, () => alive);
+    const outcome = await Promise.race([exited.then((reason) => ({ reason })), healthy]);
     if (outcome !== true) {
       child.kill('SIGKILL');
       const why = outcome === false ? `did not answer on ${this.url} within ${STARTUP_TIMEOUT_MS} ms` : `did not start: ${outcome.reason}`;
@@ -128,6 +136,10 @@ export class ManagedOpa {
       '--skip-version-check',
       '--shutdown-grace-period',
       '1',
+      // OPA's "Security": the token of `Authorization: Bearer` becomes input.identity of data.system.authz.allow.
+      '--authentication=token',
+      '--authorization=basic',
+      join(this.configDir as string, AUTHZ_POLICY_FILE),
     ];
   }
 
@@ -154,6 +166,7 @@ export class ManagedOpa {
     };
     const dir = await mkdtemp(join(tmpdir(), CONFIG_DIR_PREFIX));
     await writeFile(join(dir, 'config.json'), JSON.stringify(config, null, 2), { mode: 0o600 });
+    await writeFile(join(dir, AUTHZ_POLICY_FILE), authzPolicy(this.apiToken), { mode: 0o600 });
     await writeFile(join(dir, OWNER_PID_FILE), String(process.pid));
     return dir;
   }
@@ -201,12 +214,22 @@ export class ManagedOpa {
   }
 }
 
+/**
+ * OPA's system authorization policy: every API call (health included) must bear the token. The
+ * file holds only the token's digest, so the token itself is never on disk or on a command line.
+ */
+function authzPolicy(token: string): string {
+  const digest = createHash('sha256').update(token).digest('hex');
+  return ['package system.authz', '', 'default allow := false', '', `allow if crypto.sha256(input.identity) == "${digest}"`, ''].join('\n');
+}
+
 /** Resolves true once GET /health answers 200, false after `timeoutMs` or when the process is gone. */
-async function waitForHealth(baseUrl: string, timeoutMs: number, alive: () => boolean): Promise<boolean> {
+async function waitForHealth(baseUrl: string, token: string, timeoutMs: number, alive: () => boolean): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && alive()) {
     try {
-      const response = await fetch(`${baseUrl}/health`, { signal: AbortSignal.timeout(1000) });
+      const headers = { authorization: `Bearer ${token}` };
+      const response = await fetch(`${baseUrl}/health`, { headers, signal: AbortSignal.timeout(1000) });
       if (response.ok) return true;
     } catch {
       // not listening yet

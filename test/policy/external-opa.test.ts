@@ -10,13 +10,16 @@ import { ManagedOpa } from '../../src/policy/opa-process.js';
 import { authorizeInput, delegationInput, evaluationInput } from './inputs.js';
 import { alice, BUNDLE_TOKEN, eventually, freePort, log, putRule, ruleAt, startPolicyHarness, type PolicyHarness } from './support.js';
 
+/** The external OPA (run here as a ManagedOpa) requires a token; OPA_TOKEN is what the engine sends it. */
+const OPA_TOKEN = 'external-opa-token-0123456789';
+
 describe('policy engine with an external OPA (OPA_URL)', function () {
   let harness: PolicyHarness;
   let port: number;
   let opa: ManagedOpa | null = null;
 
   const startOpa = async (bundleToken = BUNDLE_TOKEN) => {
-    opa = new ManagedOpa({ binary: resolveOpaBinary(null), bundleUrl: harness.bundleServer.bundleUrl, bundleToken, pollMinSeconds: 1, pollMaxSeconds: 2, log, port });
+    opa = new ManagedOpa({ binary: resolveOpaBinary(null), bundleUrl: harness.bundleServer.bundleUrl, bundleToken, pollMinSeconds: 1, pollMaxSeconds: 2, log, port, apiToken: OPA_TOKEN });
     await opa.start();
   };
   const stopOpa = async () => {
@@ -26,7 +29,7 @@ describe('policy engine with an external OPA (OPA_URL)', function () {
 
   before(async function () {
     port = await freePort();
-    harness = await startPolicyHarness({ OPA_URL: `http://127.0.0.1:${port}/`, POLICY_DECISION_TIMEOUT_MS: '500' }, { waitForBundle: false });
+    harness = await startPolicyHarness({ OPA_URL: `http://127.0.0.1:${port}/`, OPA_TOKEN, POLICY_DECISION_TIMEOUT_MS: '500' }, { waitForBundle: false });
   });
 
   after(async function () {

@@ -120,6 +120,19 @@ describe('Outbound requests: the SSRF guard', function () {
       expect(recorder.connections, 'connections to the loopback recorder').to.equal(0);
     });
 
+    itStaysLocal('refuses odd spellings of loopback (hex, decimal, octal, short) without insecure loopback: they name 127.0.0.1', async () => {
+      const port = recorder.port;
+      const spellings = ['0x7f.1', '2130706433', '0177.0.0.1', '0x7f000001', '0x7f.0.0.1', '127.0.0.1.', '017700000001'];
+      for (const host of spellings) {
+        expect(assertFetchableUrl(`http://${host}:${port}/`, true).hostname, host).to.equal('127.0.0.1');
+        for (const url of [`https://${host}:${port}/`, `http://${host}:${port}/`]) {
+          await expectRefused(production().fetch(url), url);
+          expect(() => assertFetchableUrl(url, false), url).to.throw(OutboundRefusedError);
+        }
+      }
+      expect(recorder.connections, 'connections to the loopback recorder').to.equal(0);
+    });
+
     itStaysLocal('refuses file:, ftp:, javascript:, data: and non-URLs', async () => {
       for (const url of ['file:///etc/passwd', `ftp://127.0.0.1:${recorder.port}/`, 'javascript:alert(1)', 'data:application/json,{}', 'not a url']) {
         await expectRefused(dev().getJson(url), url);

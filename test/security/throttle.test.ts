@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
 import { basic, confidentialClient } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
+import { IDENTITY_WIDE_FACTOR } from '../../src/http/auth-failures.js';
 
 const LIMIT = 5;
 
@@ -19,6 +20,18 @@ describe('Throttling of authentication failures, and the caller address', functi
   after(async function () {
     await server?.close();
   });
+
+  /** A client_credentials request with the client's secret in a Basic header, or in the form (client_secret_post). */
+  function tokenRequest(clientId: string, secret: string, from: string, inBody = false) {
+    const credentials = inBody ? `&client_id=${encodeURIComponent(clientId)}&client_secret=${encodeURIComponent(secret)}` : '';
+    return rawRequest(server.url, {
+      method: 'POST',
+      path: '/token',
+      localAddress: from,
+      headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...(inBody ? {} : { Authorization: basic(clientId, secret) }) },
+      body: `grant_type=client_credentials&scope=read${credentials}`,
+    });
+  }
 
   it('answers 429 with Retry-After after the configured number of wrong Admin keys, for that address only', async function () {
     for (let attempt = 0; attempt < LIMIT; attempt++) expect((await adminCall(server, '127.0.0.11', 'wrong-key-0123456789')).status).to.equal(401);
@@ -46,6 +59,52 @@ describe('Throttling of authentication failures, and the caller address', functi
     const introspect = () => rawRequest(server.url, { method: 'POST', path: '/introspect', localAddress: '127.0.0.15', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: 'Bearer made-up' }, body: 'token=x' });
     for (let attempt = 0; attempt < LIMIT; attempt++) expect((await introspect()).status).to.equal(401);
     expect((await introspect()).status).to.equal(429);
+  });
+
+  it('counts no request without a credential, nor a CORS preflight: the valid Admin key from that address still works', async function () {
+    const from = '127.0.0.21';
+    const userinfo = () => rawRequest(server.url, { path: '/userinfo', localAddress: from });
+    for (let attempt = 0; attempt < 20; attempt++) expect((await userinfo()).status).to.equal(401);
+    const preflight = { Origin: 'https://evil.example', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'x-admin-api-key' };
+    const preflightCall = () => rawRequest(server.url, { method: 'OPTIONS', path: '/admin/api/clients', localAddress: from, headers: preflight });
+    for (let attempt = 0; attempt < 20; attempt++) expect((await preflightCall()).status).to.not.equal(429);
+    expect((await adminCall(server, from, ADMIN_KEY)).status).to.equal(200);
+  });
+
+  it('never refuses a valid credential for its address\'s failures, but locks out guesses at one client after the limit', async function () {
+    const guessedSecret = await confidentialClient(server, 'guessed-svc', { scopes: ['read'] });
+    const neighbourSecret = await confidentialClient(server, 'neighbour-svc', { scopes: ['read'] });
+    const from = '127.0.0.22';
+    // Wrong secrets for guessed-svc, half Basic (RFC 6749 §2.3.1) and half client_secret_post: each is a failed guess.
+    for (let attempt = 0; attempt < LIMIT; attempt++) {
+      expect((await tokenRequest('guessed-svc', 'not-the-secret', from, attempt % 2 === 0)).status).to.equal(401);
+    }
+    expect((await tokenRequest('guessed-svc', 'not-the-secret', from)).status, `guess ${LIMIT + 1}`).to.equal(429);
+    expect((await tokenRequest('guessed-svc', guessedSecret, from, true)).status, 'the right secret is not verified: no oracle').to.equal(429);
+    expect((await tokenRequest('neighbour-svc', neighbourSecret, from)).status, 'another client behind the same address').to.equal(200);
+    expect((await adminCall(server, from, ADMIN_KEY)).status, 'the Admin key from the same address').to.equal(200);
+    expect((await tokenRequest('neighbour-svc', 'not-the-secret', from)).status, 'a wrong secret from the over-limit address').to.equal(429);
+    expect((await tokenRequest('guessed-svc', guessedSecret, '127.0.0.23')).status, 'guessed-svc from elsewhere').to.equal(200);
+  });
+
+  it(`locks out a client everywhere after ${IDENTITY_WIDE_FACTOR} × the limit of guesses spread over many addresses`, async function () {
+    const secret = await confidentialClient(server, 'spread-svc', { scopes: ['read'] });
+    for (let address = 0; address < IDENTITY_WIDE_FACTOR; address++) {
+      const from = `127.0.1.${address + 1}`;
+      for (let attempt = 0; attempt < LIMIT; attempt++) expect((await tokenRequest('spread-svc', 'not-the-secret', from)).status).to.equal(401);
+    }
+    expect((await tokenRequest('spread-svc', secret, '127.0.1.100')).status, 'even the right secret, from a fresh address').to.equal(429);
+  });
+
+  it('throttles wrong policy bundle tokens; the right one (OPA\'s) still gets the bundle, from any address', async function () {
+    const bundle = (token: string, from: string) =>
+      rawRequest(server.url, { path: '/policy/bundle.tar.gz', localAddress: from, headers: { Authorization: `Bearer ${token}` } });
+    for (let attempt = 0; attempt < LIMIT; attempt++) expect((await bundle('wrong-bundle-token-0123', '127.0.0.24')).status).to.equal(401);
+    const blocked = await bundle('wrong-bundle-token-0123', '127.0.0.24');
+    expect(blocked.status).to.equal(429);
+    expect(Number(blocked.headers['retry-after'])).to.be.within(1, 600);
+    expect((await bundle(server.config.policyBundleToken, '127.0.0.24')).status, 'from the same address').to.equal(200);
+    expect((await bundle(server.config.policyBundleToken, '127.0.0.25')).status).to.equal(200);
   });
 
   it('ignores X-Forwarded-For from a caller that is not a configured proxy: neither the limit nor the audited address moves', async function () {
