@@ -28,6 +28,9 @@ const PURGE_INTERVAL_MS = 60_000;
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const store = await openStore(config.storeUrl);
   const sealer = await Sealer.open(store, config.secretsKey);
+  if (!config.softwareStatementVerify) {
+    log.warn('SERVICE_SOFTWARE_STATEMENT_VERIFY is false: software statements are still verified whenever policy data trusts an issuer for them; otherwise they reach the policy unverified (the default pack refuses them)');
+  }
   if (!sealer.protective) log.warn('SERVICE_SECRETS_KEY is not set: secrets kept in the store are sealed with a key kept in the store itself (development only)');
   const secrets = await loadProviderSecrets(store, sealer);
   await seedDefaultPolicies(store, log);

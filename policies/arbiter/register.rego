@@ -37,6 +37,9 @@ denylist := object.get(lib.oauth, ["software_statements", "denylist"], [])
 
 statement_registration := lib.deny("invalid_software_statement", concat("", ["the software statement's issuer is not trusted: ", lib.shown(object.get(claims, "iss", null))])) if {
 	not statement_issuer_trusted
+} else := lib.deny("invalid_software_statement", "the software statement's signature was not verified") if {
+	# RFC 7591 §2.3: a statement is a signed JWS; unverified claims never confer entitlements.
+	not input.registration.software_statement.verified == true
 } else := lib.deny("unapproved_software_statement", "this software is not approved") if {
 	claims.software_id in denylist
 } else := {

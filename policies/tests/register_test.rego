@@ -92,3 +92,11 @@ test_initial_access_token_permits_registration_while_open_registration_is_off if
 	d := register.decision with input as iat_registration({"id": 1, "name": null})
 	d.allow
 }
+
+test_an_unverified_statement_of_a_trusted_issuer_is_refused if {
+	issuers := {"https://issuer.example": {"jwks_uri": "https://issuer.example/jwks"}}
+	unverified := {"verified": false, "claims": {"iss": "https://issuer.example", "software_id": "app"}}
+	d := register.decision with input as registration(unverified, ["client_credentials"]) with data.oauth.trusted_issuers as issuers
+	not d.allow
+	d.error == "invalid_software_statement"
+}

@@ -9,6 +9,7 @@ import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, authorizationRequest, passDevIdpForms, redeemCode, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { basic, eventually, postForm, updateOauthData } from '../support/oauth.js';
 import { startTestServer, type TestServer } from '../support/server.js';
+import { StatementIssuer } from '../support/statement-issuer.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:1/dcr/callback';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -91,18 +92,24 @@ describe('dynamic client registration', function () {
   });
 
   describe('with software statements', function () {
+    let issuer: StatementIssuer;
     before(async function () {
+      issuer = await StatementIssuer.start();
       await updateOauthData(server, (data) => {
-        data.trusted_issuers = { [STATEMENT_ISSUER]: { jwks_uri: `${STATEMENT_ISSUER}/jwks`, uses: ['software_statement'] } };
+        data.trusted_issuers = { [issuer.url]: { jwks_uri: `${issuer.url}/jwks`, uses: ['software_statement'] } };
         data.software_statements = { denylist: [DENIED_SOFTWARE] };
       });
     });
+    after(async function () {
+      await issuer?.close();
+    });
 
-    const statementOf = (claims: Record<string, unknown>) => new UnsecuredJWT(claims).setIssuer(STATEMENT_ISSUER).setIssuedAt().encode();
+    // Signed: a trusted issuer's statements are always verified (test/security/forged-statements.test.ts).
+    const statementOf = (claims: Record<string, unknown>) => issuer.sign(claims);
 
     it('registers a client with the entitlements the policy grants; they are stored and used at /token', async function () {
       const softwareId = '8f14e45f-ceea-467f-a0e6-5b2a1c3d4e5f';
-      const statement = statementOf({ software_id: softwareId, software_version: '2.1', grant_types: ['client_credentials'], granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection', 'root'] }] });
+      const statement = await statementOf({ software_id: softwareId, software_version: '2.1', grant_types: ['client_credentials'], granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection', 'root'] }] });
       const { status, body } = await register({ redirect_uris: ['https://rs.example.test/cb'], grant_types: ['client_credentials'], software_statement: statement });
       expect(status, JSON.stringify(body)).to.equal(201);
       expect(body).to.include({ software_id: softwareId, software_version: '2.1', software_statement: statement, token_endpoint_auth_method: 'client_secret_basic', scope: 'uma_protection' });
@@ -120,7 +127,7 @@ describe('dynamic client registration', function () {
     });
 
     it('refuses a denylisted software_id as unapproved_software_statement', async function () {
-      const { status, body } = await register({ ...metadata, software_statement: statementOf({ software_id: DENIED_SOFTWARE }) });
+      const { status, body } = await register({ ...metadata, software_statement: await statementOf({ software_id: DENIED_SOFTWARE }) });
       expect(status).to.equal(400);
       expect(body.error).to.equal('unapproved_software_statement');
     });

@@ -11,12 +11,15 @@ export interface SoftwareStatement {
   claims: Record<string, unknown>;
 }
 
+const STATEMENT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
+
 const invalid = (description: string) => new HttpError(400, 'invalid_software_statement', description, { field: 'software_statement' });
 
 /**
  * Software statements (RFC 7591 §2.3): decoded always; verified against the issuer's JWKS
  * (its `jwks_uri` in `data.oauth.trusted_issuers`, fetched through the outbound guard and
- * cached) when SERVICE_SOFTWARE_STATEMENT_VERIFY is on. Whether the issuer and the software
+ * cached) whenever policy data trusts any issuer for statements, or SERVICE_SOFTWARE_STATEMENT_VERIFY
+ * is on. Whether the issuer and the software
  * are acceptable stays the policy's decision.
  */
 export class SoftwareStatements {
@@ -32,7 +35,10 @@ export class SoftwareStatements {
 
   async read(statement: unknown): Promise<SoftwareStatement> {
     const claims = decodeStatement(statement);
-    if (!this.verify) return { verified: false, claims };
+    // RFC 7591 §2.3: wherever an issuer is trusted for statements, every statement is verified,
+    // whatever SERVICE_SOFTWARE_STATEMENT_VERIFY says: unverified claims must never reach a policy
+    // that would honour their entitlements.
+    if (!this.verify && !(await this.anyIssuerTrusted())) return { verified: false, claims };
     const issuer = claims.iss;
     if (typeof issuer !== 'string' || issuer === '') throw invalid('the software statement has no issuer (iss)');
     const jwksUri = await this.trustedJwksUri(issuer);
@@ -40,19 +46,35 @@ export class SoftwareStatements {
     return { verified: true, claims };
   }
 
+  /** The issuers policy data trusts for software statements, by issuer identifier. */
+  private async statementIssuers(): Promise<Map<string, { jwks_uri?: unknown }>> {
+    const issuers = ((await this.policy.policyData('oauth')) as { trusted_issuers?: unknown } | undefined)?.trusted_issuers;
+    const trusted = new Map<string, { jwks_uri?: unknown }>();
+    if (!issuers || typeof issuers !== 'object') return trusted;
+    for (const [issuer, entry] of Object.entries(issuers as Record<string, unknown>)) {
+      if (!entry || typeof entry !== 'object') continue;
+      const uses = (entry as { uses?: unknown }).uses;
+      if ((Array.isArray(uses) ? uses : ['token_exchange', 'software_statement']).includes('software_statement')) trusted.set(issuer, entry);
+    }
+    return trusted;
+  }
+
+  private async anyIssuerTrusted(): Promise<boolean> {
+    return (await this.statementIssuers()).size > 0;
+  }
+
   /** The issuer's JWKS URL, when policy data trusts it for software statements. */
   private async trustedJwksUri(issuer: string): Promise<string> {
-    const issuers = ((await this.policy.policyData('oauth')) as { trusted_issuers?: Record<string, unknown> } | undefined)?.trusted_issuers;
-    const entry = issuers && typeof issuers === 'object' && Object.hasOwn(issuers, issuer) ? (issuers[issuer] as { jwks_uri?: unknown; uses?: unknown }) : undefined;
-    const uses = Array.isArray(entry?.uses) ? entry.uses : ['token_exchange', 'software_statement'];
-    if (!entry || !uses.includes('software_statement')) throw invalid(`the software statement's issuer is not trusted: ${issuer.slice(0, 200)}`);
+    const entry = (await this.statementIssuers()).get(issuer);
+    if (!entry) throw invalid(`the software statement's issuer is not trusted: ${issuer.slice(0, 200)}`);
     if (typeof entry.jwks_uri !== 'string') throw invalid('the software statement issuer has no jwks_uri in policy data');
     return entry.jwks_uri;
   }
 
   private async verifySignature(statement: string, issuer: string, jwksUri: string): Promise<void> {
     try {
-      await this.keySets.verify(statement, jwksUri, { issuer });
+      // Asymmetric only: `none` and HMAC (a secret nobody shares with the issuer) are never accepted.
+      await this.keySets.verify(statement, jwksUri, { issuer, algorithms: STATEMENT_ALGORITHMS });
     } catch (error) {
       throw this.verificationError(error);
     }
