@@ -48,7 +48,7 @@ export function authFailureLimit(limits: AuthFailureLimits) {
     try {
       await next();
     } finally {
-      if (ctx.status === 401 && (attempt.identity !== null || presentsCredential(ctx))) await attempt.failed(ctx);
+      if (ctx.status === 401 && presentsCredential(ctx)) await attempt.failed(ctx);
     }
   };
 }

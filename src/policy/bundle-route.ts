@@ -9,6 +9,7 @@ export const BUNDLE_PATH = '/policy/bundle.tar.gz';
 
 /** Whom wrong bundle tokens count against in the failure limiter (src/http/auth-failures.ts). */
 const BUNDLE_TOKEN_IDENTITY = 'policy-bundle';
+
 /** OPA keeps long polling only while answers carry this media type (OPA's "HTTP Long Polling"). */
 const LONG_POLL_TYPE = 'application/vnd.openpolicyagent.bundles';
 /** A held request is answered after at most this long (and a second before OPA's own timeout). */
@@ -17,11 +18,12 @@ const MAX_HOLD_SECONDS = 30;
 const RECHECK_MS = 100;
 
 /**
- * GET /policy/bundle.tar.gz for OPA's bundle plugin: bearer-protected (mounted behind the failure limiter), with an ETag so that
- * OPA's polls of an unchanged policy set cost a 304 and no download. With HTTP long polling
- * (OPA sends `Prefer: wait=<seconds>` and the ETag it has), an unchanged bundle is not answered
- * at once: the request is held until the store's revision changes (written on this node or
- * another), so that a policy change is in force everywhere within a fraction of a second.
+ * GET /policy/bundle.tar.gz for OPA's bundle plugin: bearer-protected (behind the failure limiter,
+ * which answers wrong tokens 429 once they fail too often), with an ETag so that OPA's polls of
+ * an unchanged policy set cost a 304 and no download. With HTTP long polling (OPA sends
+ * `Prefer: wait=<seconds>` and the ETag it has), an unchanged bundle is not answered at once:
+ * the request is held until the store's revision changes (written on this node or another), so
+ * that a policy change is in force everywhere within a fraction of a second.
  */
 export function bundleMiddleware(snapshots: PolicySnapshots, bundleToken: string, log: Logger): Middleware {
   return async (ctx, next) => {

@@ -65,6 +65,8 @@ describe('Throttling of authentication failures, and the caller address', functi
     const from = '127.0.0.21';
     const userinfo = () => rawRequest(server.url, { path: '/userinfo', localAddress: from });
     for (let attempt = 0; attempt < 20; attempt++) expect((await userinfo()).status).to.equal(401);
+    const bundle = () => rawRequest(server.url, { path: '/policy/bundle.tar.gz', localAddress: from });
+    for (let attempt = 0; attempt < 20; attempt++) expect((await bundle()).status).to.equal(401);
     const preflight = { Origin: 'https://evil.example', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'x-admin-api-key' };
     const preflightCall = () => rawRequest(server.url, { method: 'OPTIONS', path: '/admin/api/clients', localAddress: from, headers: preflight });
     for (let attempt = 0; attempt < 20; attempt++) expect((await preflightCall()).status).to.not.equal(429);
