@@ -1,4 +1,5 @@
 import { createPublicKey } from 'node:crypto';
+import { redirectUriProblem } from '../redirect-uri.js';
 import { HttpError } from '../../http/errors.js';
 
 /** The grants Arbiter answers at /token (oidc-provider's built-ins, each gated by the `token` policy). */
@@ -124,6 +125,8 @@ function redirectUris(value: unknown): string[] {
     // oidc-provider registers web clients: their redirect URIs are http(s) ones.
     if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw redirectError('must be http or https URIs');
     if (!parsed.hostname) throw redirectError('must name a host');
+    const problem = redirectUriProblem(parsed);
+    if (problem) throw redirectError(problem);
     return uri;
   });
   return [...new Set(uris)];
