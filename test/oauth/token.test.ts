@@ -26,8 +26,9 @@ describe('POST /token', function () {
       expect(headers.get('pragma')).to.equal('no-cache');
     });
 
-    it('accepts client_secret_post', async function () {
-      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'write', client_id: 'token-svc', client_secret: secret });
+    it('accepts client_secret_post from a client registered for it', async function () {
+      const postSecret = await confidentialClient(server, 'token-svc-post', { scopes: ['read', 'write'], tokenEndpointAuthMethod: 'client_secret_post' });
+      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'write', client_id: 'token-svc-post', client_secret: postSecret });
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body.scope).to.equal('write');
     });

@@ -1,5 +1,6 @@
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
+import { assertRegisteredAuthMethod } from '../client-auth-method.js';
 
 /**
  * One grant type at /token, as ORY Fosite has one handler per grant: the parameters it takes
@@ -20,5 +21,11 @@ export interface GrantHandler {
 const ALLOW_DUPLICATES: string[] = [];
 
 export function registerGrantHandlers(provider: Provider, handlers: GrantHandler[]): void {
-  for (const handler of handlers) provider.registerGrantType(handler.grantType, (ctx) => handler.handle(ctx), handler.parameters, ALLOW_DUPLICATES);
+  for (const handler of handlers) {
+    const answer = async (ctx: KoaContextWithOIDC) => {
+      assertRegisteredAuthMethod(ctx);
+      await handler.handle(ctx);
+    };
+    provider.registerGrantType(handler.grantType, answer, handler.parameters, ALLOW_DUPLICATES);
+  }
 }

@@ -8,6 +8,7 @@ import { findTokenByValue } from '../internals.js';
 import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps, type TokenModel } from './decide.js';
 import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
 import { routes } from '../routes.js';
+import { assertRegisteredAuthMethod } from '../client-auth-method.js';
 
 const CALLER_SCOPES = ['introspection', 'uma_protection'];
 
@@ -51,6 +52,7 @@ export const introspectionPolicy: ConfigurationSlice = ({ store, policy, tenant 
     introspection: {
       enabled: true,
       async allowedPolicy(ctx, client, token) {
+        assertRegisteredAuthMethod(ctx);
         const caller: Caller = { clientId: client.clientId, method: client.clientAuthMethod ?? 'unknown', scopes: [] };
         return remember(ctx as unknown as Context, token as unknown as TokenModel, await decideIntrospection(ctx as unknown as Context, { store, policy }, tenant, token as unknown as TokenModel, caller));
       },

@@ -1,0 +1,20 @@
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { errors } from 'oidc-provider';
+
+/** The two secret-presenting methods, which oidc-provider accepts for each other (RFC 7591 §2 registers one). */
+const SECRET_METHODS = new Set(['client_secret_basic', 'client_secret_post']);
+
+/**
+ * RFC 7591 §2 `token_endpoint_auth_method` is the one way a client authenticates. oidc-provider
+ * takes a secret in the Authorization header and in the form as equivalent, whichever the client
+ * registered, so a client_secret_basic client could use client_secret_post while the policy input
+ * and the audit entry said basic. Called once oidc-provider has authenticated the client.
+ */
+export function assertRegisteredAuthMethod(ctx: KoaContextWithOIDC): void {
+  const registered = ctx.oidc.client?.clientAuthMethod;
+  if (!registered || !SECRET_METHODS.has(registered)) return;
+  const presented = /^basic /i.test(ctx.get('authorization')) ? 'client_secret_basic' : (ctx.oidc.params as Record<string, unknown> | undefined)?.client_secret !== undefined ? 'client_secret_post' : null;
+  if (presented && presented !== registered) {
+    throw new errors.InvalidClientAuth(`the client authenticated with ${presented}; it is registered for ${registered}`);
+  }
+}
