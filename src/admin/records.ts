@@ -110,9 +110,9 @@ export class AdminRecords {
     await this.collection(tenantId).delete(existing.id);
   }
 
-  /** The record as the API shows it: secrets removed. */
+  /** The record as the API shows it: secrets removed, and the store's own expiry (a CIMD client's) too. */
   present(record: AdminRecord): Record<string, unknown> {
-    const shown: Record<string, unknown> = { ...record };
+    const { expiresAt: _expiry, ...shown }: Record<string, unknown> = { ...record };
     for (const field of this.definition.secretFields ?? []) delete shown[field];
     return shown;
   }

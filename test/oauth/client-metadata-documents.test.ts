@@ -112,6 +112,23 @@ describe('Client ID metadata documents: a URL as client_id', function () {
     expect(body.scope.split(' ')).to.include('openid');
   });
 
+  // Issue 27, item 5: unauthenticated document URLs left permanent records, refused documents included.
+  it('stores no client for a document whose redirect URIs /authorize would refuse', async function () {
+    for (const [path, uri] of [['/clients/js.json', 'javascript:alert(1)'], ['/clients/native.json', 'com.evil:/cb'], ['/clients/plain.json', 'http://evil.example/cb']]) {
+      const clientId = documents.serve(path, { redirect_uris: [uri] });
+      await refused(server, clientId, uri);
+      expect(await server.store.collection('clients', '_default').findOne({ clientId }), uri).to.equal(null);
+    }
+  });
+
+  it('keeps a client record as an expiring cache entry (CIMD_RECORD_TTL), never a permanent client', async function () {
+    const clientId = documents.serve('/clients/expiring.json');
+    await signIn(clientId);
+    const record = (await server.store.collection('clients', '_default').findOne({ clientId })) as { expiresAt?: number } | null;
+    expect(record?.expiresAt, 'an expiry').to.be.a('number');
+    expect(record!.expiresAt! - Date.now()).to.be.within(23 * 3_600_000, 24 * 3_600_000);
+  });
+
   it('creates a public client with registrationType cimd that the Admin API lists', async function () {
     const clientId = documents.serve('/clients/app.json');
     const listed = (await server.admin('GET', '/clients')).body as any[];

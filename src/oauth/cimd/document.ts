@@ -1,3 +1,5 @@
+import { redirectUriProblem } from '../redirect-uri.js';
+
 /**
  * Rules 2 and 3 (the document side): what a fetched client ID metadata document must say to
  * describe a public client. Only the fields Arbiter keeps are read; anything else is ignored.
@@ -32,6 +34,11 @@ export function parseClientDocument(body: unknown, clientId: string): ClientDocu
   if (!Array.isArray(redirectUris) || redirectUris.length === 0 || redirectUris.length > MAX_REDIRECT_URIS) throw new InvalidDocumentError(`redirect_uris must list 1 to ${MAX_REDIRECT_URIS} URIs`);
   for (const uri of redirectUris) {
     if (typeof uri !== 'string' || uri.length > MAX_STRING || !isAbsoluteUri(uri) || uri.includes('#')) throw new InvalidDocumentError('redirect_uris must be absolute URIs without a fragment');
+    // As at registration: a refused document is never stored, so it must not hold what /authorize refuses.
+    const parsed = new URL(uri);
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw new InvalidDocumentError('redirect_uris must be http or https URIs');
+    const problem = redirectUriProblem(parsed);
+    if (problem) throw new InvalidDocumentError(`redirect_uris ${problem}`);
   }
   return {
     clientId,

@@ -35,6 +35,13 @@ export interface ClientDocumentsOptions {
 /** Documents (or refusals) remembered per tenant; the least recently used go first. */
 const CACHE_MAX = 1000;
 
+/**
+ * How long a CIMD client record outlives its last use. Anyone can name a document URL without
+ * authenticating, so its record is a cache entry with an expiry (the store hides and purges it
+ * after `expiresAt`), renewed while the client is in use, never a permanent client.
+ */
+export const CIMD_RECORD_TTL_MS = 24 * 3_600_000;
+
 interface CacheEntry {
   /** Undefined: the client_id names no usable document (negative entry). */
   document?: ClientDocument;
@@ -107,9 +114,10 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
       grantedResources: await grantedResources(policy),
     };
     const now = new Date().toISOString();
+    const expiresAt = Date.now() + CIMD_RECORD_TTL_MS;
     if (!existing) {
       const id = await store.nextSequence(CLIENTS_COLLECTION);
-      const record = { ...fields, id, clientId: document.clientId, enabled: true, tenantId: tenant === DEFAULT_TENANT ? null : tenant, createdAt: now, updatedAt: now };
+      const record = { ...fields, id, clientId: document.clientId, enabled: true, tenantId: tenant === DEFAULT_TENANT ? null : tenant, createdAt: now, updatedAt: now, expiresAt };
       try {
         return await clients.insert(withoutUndefined(record) as ClientRecord);
       } catch (error) {
@@ -120,12 +128,14 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
         return stored(document, winner);
       }
     }
-    if (unchanged(existing, fields)) return existing;
+    if (unchanged(existing, fields) && !expiresSoon(existing)) return existing;
     // A full replacement, so that a field the document dropped is dropped here too; what an
     // operator set (enabled, scopes) and the record's identity are kept.
     const kept: Record<string, unknown> = { ...existing };
     for (const key of ['clientName', 'clientUri', 'logoUri']) delete kept[key];
-    return clients.upsert(withoutUndefined({ ...kept, ...fields, updatedAt: now }) as unknown as ClientRecord);
+    // A record an operator replaced through the Admin API lost its expiry: it is theirs, kept for good.
+    const renewed = typeof existing.expiresAt === 'number' ? { expiresAt } : {};
+    return clients.upsert(withoutUndefined({ ...kept, ...fields, updatedAt: now, ...renewed }) as unknown as ClientRecord);
   }
 
   return {
@@ -151,6 +161,11 @@ async function grantedResources(policy: PolicyEngine): Promise<GrantedResource[]
   return granted
     .filter((entry): entry is GrantedResource => typeof entry?.type === 'string' && Array.isArray(entry?.scopes) && entry.scopes.every((scope: unknown) => typeof scope === 'string'))
     .map((entry) => ({ type: entry.type, scopes: [...entry.scopes] }));
+}
+
+/** A record in use is renewed once half its lifetime has passed (one write a half-day, not one a request). */
+function expiresSoon(record: ClientRecord): boolean {
+  return typeof record.expiresAt === 'number' && record.expiresAt - Date.now() < CIMD_RECORD_TTL_MS / 2;
 }
 
 function unchanged(existing: ClientRecord, fields: Record<string, unknown>): boolean {
