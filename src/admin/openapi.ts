@@ -85,6 +85,12 @@ const LIST_FILTERS: Record<string, object[]> = {
   'policy-data': [{ name: 'bundledOnly', in: 'query', description: 'only the entries in the shared bundle', schema: { type: 'boolean', default: false } }],
 };
 
+/** Every collection list is paged (offset and limit; a `Link: rel="next"` header when more follow). */
+const LIST_PAGING: object[] = [
+  { name: 'offset', in: 'query', description: 'records to skip (by ascending id)', schema: { type: 'integer', minimum: 0, default: 0 } },
+  { name: 'limit', in: 'query', description: 'records in this page', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 1000 } },
+];
+
 /** The operations that are not a collection's. */
 const OPERATIONS: AdminOperation[] = [
   {
@@ -214,7 +220,7 @@ function collectionOperations(definition: CollectionDefinition, upsert?: { route
   });
   return [
     operation('get', `/${path}`, `list${pascal(path)}`, `List the tenant's ${noun} records`, {
-      parameters: [...TENANT_PARAMETERS, ...(LIST_FILTERS[path] ?? [])],
+      parameters: [...TENANT_PARAMETERS, ...LIST_PAGING, ...(LIST_FILTERS[path] ?? [])],
       success: { 200: { description: 'the records, by id', schema: { type: 'array', items: record } } },
     }),
     operation('post', `/${path}`, `create${name}`, `Create a ${noun} record`, {

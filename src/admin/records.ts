@@ -33,8 +33,9 @@ export class AdminRecords {
     return this.store.collection<AdminRecord>(storeSpecOf(this.definition), storeTenant(tenantId));
   }
 
-  async list(tenantId: string | null): Promise<AdminRecord[]> {
-    return this.collection(tenantId).find({}, { sort: { field: 'id', direction: 'asc' } });
+  /** One page of the tenant's records by ascending id. */
+  async list(tenantId: string | null, page: { offset: number; limit: number }): Promise<AdminRecord[]> {
+    return this.collection(tenantId).find({}, { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit: page.limit });
   }
 
   async find(tenantId: string | null, key: string): Promise<AdminRecord | null> {

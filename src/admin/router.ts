@@ -51,7 +51,11 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
   const body = (ctx: Context) => readJsonBody(ctx, options.maxBodyBytes).then((parsed) => (ctx.state.body = parsed));
 
   router.get(`/${path}`, async (ctx) => {
-    const listed = (await records.list(tenantOf(ctx))).map(show);
+    const { offset, limit } = listPage(ctx);
+    // One more than the page, to know whether a next page exists.
+    const found = await records.list(tenantOf(ctx), { offset, limit: limit + 1 });
+    if (found.length > limit) ctx.set('Link', `<${ctx.originalUrl.split('?')[0]}?${nextPageQuery(ctx, offset + limit, limit)}>; rel="next"`);
+    const listed = found.slice(0, limit).map(show);
     ctx.body = path === 'policy-data' && flag(ctx, 'bundledOnly') ? listed.filter((record) => record.inBundle) : listed;
   });
 
@@ -129,3 +133,26 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 export type { CollectionDefinition };
+
+/** At most this many records a list answers (a page; the `Link` header names the next). */
+export const MAX_LIST_LIMIT = 1000;
+
+/** `offset` and `limit` of a list request: whole numbers, limit 1 to MAX_LIST_LIMIT (400 otherwise). */
+function listPage(ctx: Context): { offset: number; limit: number } {
+  const number = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = ctx.query[name];
+    if (raw === undefined) return fallback;
+    if (typeof raw !== 'string' || !/^\d{1,7}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+      throw badRequest(`${name} must be a whole number from ${min} to ${max}`, { field: name });
+    }
+    return Number(raw);
+  };
+  return { offset: number('offset', 0, 0, 9_999_999), limit: number('limit', MAX_LIST_LIMIT, 1, MAX_LIST_LIMIT) };
+}
+
+function nextPageQuery(ctx: Context, offset: number, limit: number): string {
+  const query = new URLSearchParams(ctx.querystring);
+  query.set('offset', String(offset));
+  query.set('limit', String(limit));
+  return query.toString();
+}

@@ -280,3 +280,41 @@ describe('Admin API collections', function () {
     });
   });
 });
+
+describe('Admin API lists are paged', function () {
+  let server: TestServer;
+  const tenant = `paging-${Math.random().toString(36).slice(2, 8)}`;
+
+  before(async function () {
+    server = await sharedServer();
+    for (let index = 0; index < 5; index += 1) {
+      const created = await server.admin('POST', '/resource-types', { typeUri: `urn:paging:${tenant}:${index}`, name: `t${index}`, scopes: ['read'] }, { 'X-Tenant-Id': tenant });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    }
+  });
+
+  it('answers at most `limit` records, and the Link header walks every record exactly once', async function () {
+    const seen: string[] = [];
+    let next: string | null = '/admin/api/resource-types?limit=2';
+    let pages = 0;
+    while (next) {
+      const response: Response = await server.request(next, { admin: true, tenant });
+      expect(response.status).to.equal(200);
+      const page = (await response.json()) as { typeUri: string }[];
+      expect(page.length).to.be.at.most(2);
+      seen.push(...page.map((record) => record.typeUri));
+      next = /<([^>]+)>; rel="next"/.exec(response.headers.get('link') ?? '')?.[1] ?? null;
+      pages += 1;
+    }
+    expect(pages).to.equal(3);
+    expect(seen.filter((uri) => uri.startsWith(`urn:paging:${tenant}:`)).sort()).to.deep.equal([0, 1, 2, 3, 4].map((index) => `urn:paging:${tenant}:${index}`));
+    expect(new Set(seen).size).to.equal(seen.length);
+  });
+
+  it('refuses a limit or offset that is not a whole number in range with 400', async function () {
+    for (const query of ['limit=0', 'limit=1001', 'limit=x', 'offset=-1', 'offset=1e3']) {
+      const response = await server.request(`/admin/api/resource-types?${query}`, { admin: true, tenant });
+      expect(response.status, query).to.equal(400);
+    }
+  });
+});
