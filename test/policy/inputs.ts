@@ -38,7 +38,8 @@ export function tokenExchangeInput(scope: string): DecisionInput {
         active: true,
         iss: 'http://127.0.0.1:9000',
         sub: 'alice',
-        client_id: 'spa',
+        // The exchanging client's own token (another client's needs may_act or a delegation).
+        client_id: confidentialClient.client_id,
         scopes: ['openid', 'invoices.read'],
         resource: null,
         exp: Math.floor(Date.now() / 1000) + 600,
@@ -81,7 +82,8 @@ export function registerInput(softwareStatementClaims: Record<string, unknown> |
         grant_types: ['client_credentials'],
         token_endpoint_auth_method: 'client_secret_basic',
         client_type: 'confidential',
-        software_statement: softwareStatementClaims ? { verified: false, claims: softwareStatementClaims } : null,
+        // Verified, as protocol code verifies every statement of a trusted issuer.
+        software_statement: softwareStatementClaims ? { verified: true, claims: softwareStatementClaims } : null,
       },
     },
   );
