@@ -40,10 +40,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const metrics = new Metrics(store, () => engine);
   const policy = (engine = metrics.observed(await createPolicyEngine({ config, store, log, bundleUrl: `${url}${BUNDLE_PATH}` })));
   const providers = new TenantProviders((tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }), config.tenantCacheMax);
-  const audit = new AuditLog(store, log);
+  const audit = new AuditLog(store, log, { refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds } });
   const app = createApp({ config, store, sealer, policy, audit, providers, log, metrics });
   handle = app.callback();
-  const purge = setInterval(() => store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed')), PURGE_INTERVAL_MS);
+  const purgeOldEntries = auditRetention(audit, config.auditRetentionDays, log);
+  const purge = setInterval(() => {
+    store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed'));
+    purgeOldEntries();
+  }, PURGE_INTERVAL_MS);
   purge.unref();
   return {
     url,
@@ -66,6 +70,24 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       await policy.close();
       await store.close();
     },
+  };
+}
+
+const DAY_MS = 86_400_000;
+
+/** AUDIT_RETENTION_DAYS: each call deletes the entries older than that (0 keeps them all); one purge at a time. */
+function auditRetention(audit: AuditLog, retentionDays: number, log: Logger): () => void {
+  let running = false;
+  return () => {
+    if (retentionDays === 0 || running) return;
+    running = true;
+    audit
+      .purgeOlderThan(new Date(Date.now() - retentionDays * DAY_MS))
+      .then(
+        (removed) => removed > 0 && log.info({ removed, retentionDays }, 'audit entries past their retention deleted'),
+        (error: unknown) => log.warn({ err: error }, 'audit retention purge failed'),
+      )
+      .finally(() => (running = false));
   };
 }
 

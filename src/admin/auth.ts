@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
+import { markAuthenticated } from '../audit/facts.js';
 import { HttpError } from '../http/errors.js';
 
 /** Guards the Admin API with X-Admin-API-Key, compared in constant time (digests hide the key's length). */
@@ -11,6 +12,7 @@ export function requireAdminKey(adminApiKey: string) {
       ctx.set('WWW-Authenticate', 'X-Admin-API-Key');
       throw new HttpError(401, 'unauthorized', presented ? 'the X-Admin-API-Key is not valid' : 'the X-Admin-API-Key header is required');
     }
+    markAuthenticated(ctx.state);
     await next();
   };
 }

@@ -53,6 +53,11 @@ export interface Config {
   outboundMaxResponseBytes: number;
   /** Seals secrets Arbiter must read back (upstream client secrets, signing keys); required in production. */
   secretsKey: string | null;
+  /** Audit entries older than this many days are deleted in the background; 0 keeps them forever. */
+  auditRetentionDays: number;
+  /** Refused unauthenticated requests one address gets an audit entry each for, per window; the rest are counted in one entry. */
+  auditUnauthenticatedLimit: number;
+  auditAggregateWindowSeconds: number;
 }
 
 /** Environment variable → configuration key. Values are parsed as the schema's type says. */
@@ -87,6 +92,9 @@ const ENVIRONMENT: Record<string, string> = {
   OUTBOUND_TIMEOUT_MS: 'outboundTimeoutMs',
   OUTBOUND_MAX_RESPONSE_BYTES: 'outboundMaxResponseBytes',
   SERVICE_SECRETS_KEY: 'secretsKey',
+  AUDIT_RETENTION_DAYS: 'auditRetentionDays',
+  AUDIT_UNAUTHENTICATED_LIMIT: 'auditUnauthenticatedLimit',
+  AUDIT_AGGREGATE_WINDOW_SECONDS: 'auditAggregateWindowSeconds',
 };
 
 const positive = { type: 'integer', minimum: 1 };
@@ -120,6 +128,9 @@ const SCHEMA = {
     outboundTimeoutMs: positive,
     outboundMaxResponseBytes: positive,
     secretsKey: { type: ['string', 'null'], pattern: '^[A-Za-z0-9_-]{43}$' },
+    auditRetentionDays: { type: 'integer', minimum: 0 },
+    auditUnauthenticatedLimit: positive,
+    auditAggregateWindowSeconds: positive,
     ttl: {
       type: 'object',
       additionalProperties: false,
