@@ -33,7 +33,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   await seedDefaultPolicies(store, log);
   let handle: Handler = starting;
   const inFlight = new InFlight();
-  const server = createServer((request, response) => inFlight.track(request, response, handle));
+  const server = createServer(httpLimits(config), (request, response) => inFlight.track(request, response, handle));
+  server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
   const port = await listen(server, config.port);
   const url = `http://127.0.0.1:${port}`;
   let engine: PolicyEngine | undefined;
@@ -71,6 +72,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       await store.close();
     },
   };
+}
+
+/**
+ * Node's own limits on a request's arrival: its headers within HTTP_HEADERS_TIMEOUT_MS, the whole
+ * request (body included, however slowly it trickles) within HTTP_REQUEST_TIMEOUT_MS, else Node
+ * answers 408 and closes the connection, so a slow sender holds a connection (and a body reader)
+ * for seconds, not Node's default 300 s. Node checks them on a timer, which must tick well within them.
+ */
+function httpLimits(config: Config) {
+  const { httpRequestTimeoutMs: requestTimeout, httpHeadersTimeoutMs: headersTimeout } = config;
+  return { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.min(1_000, Math.ceil(headersTimeout / 2)) };
 }
 
 const DAY_MS = 86_400_000;
