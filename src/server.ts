@@ -36,17 +36,22 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   await seedDefaultPolicies(store, log);
   let handle: Handler = starting;
   const inFlight = new InFlight();
-  const server = createServer((request, response) => inFlight.track(request, response, handle));
+  const server = createServer(httpLimits(config), (request, response) => inFlight.track(request, response, handle));
+  server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
   const port = await listen(server, config.port);
   const url = `http://127.0.0.1:${port}`;
   let engine: PolicyEngine | undefined;
   const metrics = new Metrics(store, () => engine);
   const policy = (engine = metrics.observed(await createPolicyEngine({ config, store, log, bundleUrl: `${url}${BUNDLE_PATH}` })));
   const providers = new TenantProviders((tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }), config.tenantCacheMax);
-  const audit = new AuditLog(store, log);
+  const audit = new AuditLog(store, log, { refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds } });
   const app = createApp({ config, store, sealer, policy, audit, providers, log, metrics });
   handle = app.callback();
-  const purge = setInterval(() => store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed')), PURGE_INTERVAL_MS);
+  const purgeOldEntries = auditRetention(audit, config.auditRetentionDays, log);
+  const purge = setInterval(() => {
+    store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed'));
+    purgeOldEntries();
+  }, PURGE_INTERVAL_MS);
   purge.unref();
   return {
     url,
@@ -69,6 +74,35 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       await policy.close();
       await store.close();
     },
+  };
+}
+
+/**
+ * Node's own limits on a request's arrival: its headers within HTTP_HEADERS_TIMEOUT_MS, the whole
+ * request (body included, however slowly it trickles) within HTTP_REQUEST_TIMEOUT_MS, else Node
+ * answers 408 and closes the connection, so a slow sender holds a connection (and a body reader)
+ * for seconds, not Node's default 300 s. Node checks them on a timer, which must tick well within them.
+ */
+function httpLimits(config: Config) {
+  const { httpRequestTimeoutMs: requestTimeout, httpHeadersTimeoutMs: headersTimeout } = config;
+  return { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.min(1_000, Math.ceil(headersTimeout / 2)) };
+}
+
+const DAY_MS = 86_400_000;
+
+/** AUDIT_RETENTION_DAYS: each call deletes the entries older than that (0 keeps them all); one purge at a time. */
+function auditRetention(audit: AuditLog, retentionDays: number, log: Logger): () => void {
+  let running = false;
+  return () => {
+    if (retentionDays === 0 || running) return;
+    running = true;
+    audit
+      .purgeOlderThan(new Date(Date.now() - retentionDays * DAY_MS))
+      .then(
+        (removed) => removed > 0 && log.info({ removed, retentionDays }, 'audit entries past their retention deleted'),
+        (error: unknown) => log.warn({ err: error }, 'audit retention purge failed'),
+      )
+      .finally(() => (running = false));
   };
 }
 

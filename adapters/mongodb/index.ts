@@ -256,6 +256,17 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     return (await this.rows.deleteMany({ tenant: this.tenant, ...docFilter(filter) })).deletedCount;
   }
 
+  /** MongoDB compares within one type only (a string bound never matches a number), as the SQLite store does. */
+  async deleteBefore(field: string, bound: string | number, limit?: number): Promise<number> {
+    await this.indexed();
+    const matching: MongoFilter<Row> = { tenant: this.tenant, [docPath(field)]: { $lt: bound } };
+    if (limit === undefined) return (await this.rows.deleteMany(matching)).deletedCount;
+    // deleteMany takes no limit: the ids of one step first, then those rows.
+    const step = await this.rows.find(matching, { projection: { _id: 1 }, limit: Math.max(0, Math.floor(limit)) }).toArray();
+    if (step.length === 0) return 0;
+    return (await this.rows.deleteMany({ _id: { $in: step.map((row) => row._id) } })).deletedCount;
+  }
+
   private rowId(id: string | number): string {
     return `${this.tenant}\u0000${idKey(id)}`;
   }
@@ -357,8 +368,8 @@ function wrapEach(prototype: object, methods: string[], around: (operation: () =
 }
 
 translateConnectionLoss(MongoStore.prototype, ['nextSequence', 'ping', 'purgeExpired']);
-translateConnectionLoss(MongoCollection.prototype, ['insert', 'insertMany', 'upsert', 'get', 'findOne', 'find', 'count', 'update', 'delete', 'deleteMany']);
-tellWritesEnded(MongoCollection.prototype, ['insert', 'insertMany', 'upsert', 'update', 'delete', 'deleteMany']);
+translateConnectionLoss(MongoCollection.prototype, ['insert', 'insertMany', 'upsert', 'get', 'findOne', 'find', 'count', 'update', 'delete', 'deleteMany', 'deleteBefore']);
+tellWritesEnded(MongoCollection.prototype, ['insert', 'insertMany', 'upsert', 'update', 'delete', 'deleteMany', 'deleteBefore']);
 
 async function createIndexes(rows: Rows, spec: CollectionSpec): Promise<void> {
   await createExpiryIndex(rows);

@@ -291,6 +291,15 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     return this.io.write(() => this.statements.get(`DELETE FROM ${this.table} WHERE ${where}`).run(params).changes);
   }
 
+  /** Uses the collection's index on (tenant, field) when it declares one; json_type keeps other types out, as in MongoDB. */
+  async deleteBefore(field: string, bound: string | number, limit?: number): Promise<number> {
+    const type = typeof bound === 'number' ? "IN ('integer', 'real')" : "= 'text'";
+    const matching = `tenant = @tenant AND ${jsonField(field)} < @bound AND json_type(doc, '${jsonPath(field)}') ${type}`;
+    const capped = limit === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(limit))}`;
+    const sql = `DELETE FROM ${this.table} WHERE rowid IN (SELECT rowid FROM ${this.table} WHERE ${matching}${capped})`;
+    return this.io.write(() => this.statements.get(sql).run({ tenant: this.tenant, bound }).changes);
+  }
+
   /** In the store's group transaction, as a savepoint (a nested better-sqlite3 transaction) of its own. */
   private write(docs: readonly T[], replace: boolean): Promise<void> {
     this.writeRows ??= this.db.transaction((rows: readonly T[], replaceRows: boolean) => {

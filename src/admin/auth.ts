@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Next } from 'koa';
+import { markAuthenticated } from '../audit/facts.js';
 import { guardCredential } from '../http/auth-failures.js';
 import { HttpError } from '../http/errors.js';
 
@@ -16,6 +17,7 @@ export function requireAdminKey(adminApiKey: string) {
       ctx.set('WWW-Authenticate', 'X-Admin-API-Key');
       throw new HttpError(401, 'unauthorized', presented ? 'the X-Admin-API-Key is not valid' : 'the X-Admin-API-Key header is required');
     }
+    markAuthenticated(ctx.state);
     await next();
   };
 }

@@ -1,5 +1,5 @@
 import { isSharedPart, joinShared, splitShared, type DecisionOutcome } from '../policy/index.js';
-import type { AuditFacts } from './middleware.js';
+import type { AuditFacts } from './facts.js';
 
 /**
  * Tells the request's audit entry which decision(s) it asked for: the input, what each engine

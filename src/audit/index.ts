@@ -1,3 +1,4 @@
-export { AuditLog, AuditWriteError, SORTABLE_FIELDS, type AuditEntry, type AuditPage, type AuditPageQuery, type Outcome } from './log.js';
-export { auditTrail, isAudited, type AuditFacts } from './middleware.js';
+export { AuditLog, AuditWriteError, type AuditLogOptions, SORTABLE_FIELDS, type AuditEntry, type AuditPage, type AuditPageQuery, type Outcome } from './log.js';
+export { auditTrail, isAudited } from './middleware.js';
+export { markAuthenticated, type AuditFacts } from './facts.js';
 export { recordDecision, eachRecorded } from './decision.js';

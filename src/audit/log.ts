@@ -1,6 +1,7 @@
 import type { Logger } from '../log/index.js';
 import { DEFAULT_TENANT, isStoreUnavailable, type Filter, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
 import { BatchWriter } from '../store/batches.js';
+import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
 
 export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] };
 
@@ -54,6 +55,14 @@ const AUDIT_ID_BLOCK = 100;
  */
 const MAX_BATCH_ENTRIES = AUDIT_ID_BLOCK;
 
+/** Entries deleted per store write by a retention purge, so that a first purge of a large log does not hold the store for long. */
+const PURGE_STEP = 1000;
+
+export interface AuditLogOptions {
+  /** Refused unauthenticated requests are counted rather than written one entry each beyond this (see RefusalBudget); none: all written. */
+  refusals?: RefusalBudgetLimits;
+}
+
 /** An entry waiting for its batch: createdAt is when it was appended (the request was answered), not when written. */
 interface Appended {
   fields: AuditFields;
@@ -85,11 +94,13 @@ function reasonOf(error: unknown): string {
 export class AuditLog {
   private readonly entries: TenantCollection<AuditEntry>;
   private readonly writer: BatchWriter<Appended, AuditEntry>;
+  private readonly refusals: RefusalBudget | null;
   private ids = { next: 1, last: 0 };
 
   constructor(
     private readonly store: Store,
-    log?: Logger,
+    private readonly log?: Logger,
+    options: AuditLogOptions = {},
   ) {
     this.entries = store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT);
     this.writer = new BatchWriter({
@@ -97,6 +108,7 @@ export class AuditLog {
       maxItems: MAX_BATCH_ENTRIES,
       onFailure: (error, entries) => log?.error({ err: error }, `audit batch of ${entries} entries not written`),
     });
+    this.refusals = options.refusals ? new RefusalBudget(options.refusals, (entry) => this.appendAggregate(entry)) : null;
   }
 
   /** Resolves with the entry once the batch holding it is stored; rejects with an AuditWriteError when that batch failed, or once the log is closed. */
@@ -104,13 +116,45 @@ export class AuditLog {
     return this.writer.add({ fields: entry, createdAt: new Date().toISOString() });
   }
 
+  /**
+   * The entry of a request refused (4xx) to a caller nobody authenticated: appended while its
+   * address is within its budget, else only counted (resolves at once), to be written in the
+   * address's aggregated entry at the end of the window. A request naming a tenant that does not
+   * exist is always counted.
+   */
+  async appendRefusal(entry: AuditFields, unknownTenant: boolean): Promise<void> {
+    if (this.refusals && !this.refusals.admit(entry, unknownTenant)) return;
+    await this.append(entry);
+  }
+
+  private appendAggregate(entry: AuditFields): void {
+    this.append(entry).catch((error: unknown) => this.log?.error({ err: error }, 'aggregated audit entry not written'));
+  }
+
+  /**
+   * Deletes the entries created before `cutoff` (the retention, AUDIT_RETENTION_DAYS), in steps of
+   * PURGE_STEP entries; returns how many. Uses the index on createdAt.
+   */
+  async purgeOlderThan(cutoff: Date): Promise<number> {
+    const bound = cutoff.toISOString();
+    let removed = 0;
+    for (;;) {
+      const step = await this.entries.deleteBefore('createdAt', bound, PURGE_STEP);
+      removed += step;
+      if (step < PURGE_STEP) return removed;
+      // Requests go on between steps (a SQLite step runs on the event loop).
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+
   /** Writes the entries appended so far; resolves once they are stored (or their batch failed). */
   async flush(): Promise<void> {
     await this.writer.flush();
   }
 
-  /** Flushes, and refuses later entries: for a stopping server, before its store closes. */
+  /** Writes the counts kept, flushes, and refuses later entries: for a stopping server, before its store closes. */
   async close(): Promise<void> {
+    this.refusals?.close();
     await this.writer.close();
   }
 

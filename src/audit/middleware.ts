@@ -2,19 +2,10 @@ import type { Context, Next } from 'koa';
 import { isAdminPath } from '../admin/gate.js';
 import { basicCredentials } from '../http/basic.js';
 import type { Logger } from '../log/index.js';
-import type { AuditLog, Outcome } from './log.js';
+import { boundedEntry } from './bounds.js';
+import type { AuditFacts } from './facts.js';
+import type { AuditFields, AuditLog, Outcome } from './log.js';
 import { bodyParams, summarizeRequest } from './summary.js';
-
-/** What protocol code tells the audit log about the decision it asked for. */
-export interface AuditFacts {
-  policyInput?: unknown;
-  policyDecision?: unknown;
-  outcome?: Outcome;
-  clientId?: string | null;
-  subjectId?: string | null;
-  /** When the tenant is not the request's X-Tenant-Id (Admin API writes name theirs in body or query). */
-  tenantId?: string | null;
-}
 
 const PROTOCOL_PREFIXES = ['/authorize', '/token', '/introspect', '/register', '/userinfo', '/resource_registration', '/permission', '/delegation', '/access/v1'];
 
@@ -30,6 +21,11 @@ export function isAudited(path: string): boolean {
  * requests, see AuditLog), so a crash cannot lose the entry of an answered request. A failed
  * write is logged, never surfaced. Mounted outside the JSON error handler so that it sees the
  * status the caller got, not the one a handler had set before it threw.
+ *
+ * Every decision and every authenticated caller's request is recorded in full. A caller nobody
+ * authenticated cannot make the log grow at will: its strings are cut (boundedEntry), and its
+ * refused requests (4xx) beyond a per-address budget, or naming a tenant that does not exist,
+ * are counted into one aggregated entry per address and window (AuditLog.appendRefusal).
  */
 export function auditTrail(audit: AuditLog, log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
@@ -38,12 +34,48 @@ export function auditTrail(audit: AuditLog, log: Logger) {
     try {
       await next();
     } finally {
-      await audit.append(entryFor(ctx)).catch((error: unknown) => log.error({ err: error, requestId: ctx.state.requestId }, 'audit write failed'));
+      await record(audit, ctx).catch((error: unknown) => log.error({ err: error, requestId: ctx.state.requestId }, 'audit write failed'));
     }
   };
 }
 
-function entryFor(ctx: Context) {
+async function record(audit: AuditLog, ctx: Context): Promise<unknown> {
+  const entry = entryFor(ctx);
+  if (isAuthenticated(ctx)) return audit.append(entry);
+  const bounded = boundedEntry(entry);
+  if (ctx.status >= 400 && ctx.status < 500) return audit.appendRefusal(bounded, ctx.state.tenantUnknown === true);
+  return audit.append(bounded);
+}
+
+/** oidc-provider's endpoints that authenticate the client (a public client's bare client_id is no credential). */
+const CLIENT_AUTHENTICATING_ROUTES = new Set(['token', 'introspection', 'revocation', 'pushed_authorization_request', 'backchannel_authentication', 'device_authorization']);
+
+interface OidcFacts {
+  route?: string;
+  entities?: { Client?: { clientAuthMethod?: string }; AccessToken?: unknown; RegistrationAccessToken?: unknown };
+}
+
+/** A decision was asked for, or a credential was accepted: by Arbiter (markAuthenticated) or by oidc-provider. */
+function isAuthenticated(ctx: Context): boolean {
+  const facts = ctx.state.audit as AuditFacts;
+  if (facts.authenticated || facts.policyInput !== undefined || facts.policyDecision !== undefined) return true;
+  if (ctx.status === 401) return false;
+  const oidc = (ctx as unknown as { oidc?: OidcFacts }).oidc;
+  const entities = oidc?.entities ?? {};
+  return clientAuthenticated(ctx, oidc?.route, entities.Client) || Boolean(entities.AccessToken || entities.RegistrationAccessToken);
+}
+
+/**
+ * oidc-provider names the client before it checks the credential: a wrong one is a 401; only a
+ * request carrying client attestation headers can still fail (400) after that, and Arbiter
+ * enables no attestation method, so such a request never authenticated.
+ */
+function clientAuthenticated(ctx: Context, route: string | undefined, client: { clientAuthMethod?: string } | undefined): boolean {
+  if (!client || client.clientAuthMethod === 'none' || !route || !CLIENT_AUTHENTICATING_ROUTES.has(route)) return false;
+  return ctx.get('oauth-client-attestation') === '' && ctx.get('oauth-client-attestation-pop') === '';
+}
+
+function entryFor(ctx: Context): AuditFields {
   const facts = ctx.state.audit as AuditFacts;
   return {
     endpoint: ctx.path,

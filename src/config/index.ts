@@ -55,6 +55,16 @@ export interface Config {
   outboundMaxResponseBytes: number;
   /** Seals secrets Arbiter must read back (upstream client secrets, signing keys); required in production. */
   secretsKey: string | null;
+  /** Audit entries older than this many days are deleted in the background; 0 keeps them forever. */
+  auditRetentionDays: number;
+  /** Refused unauthenticated requests one address gets an audit entry each for, per window; the rest are counted in one entry. */
+  auditUnauthenticatedLimit: number;
+  auditAggregateWindowSeconds: number;
+  /** A request (headers and body) must arrive within this time, its headers within the second; else 408 and the connection closes. */
+  httpRequestTimeoutMs: number;
+  httpHeadersTimeoutMs: number;
+  /** An idle kept-alive connection is closed after this time. */
+  httpKeepAliveTimeoutMs: number;
 }
 
 /** Environment variable → configuration key. Values are parsed as the schema's type says. */
@@ -90,6 +100,12 @@ const ENVIRONMENT: Record<string, string> = {
   OUTBOUND_TIMEOUT_MS: 'outboundTimeoutMs',
   OUTBOUND_MAX_RESPONSE_BYTES: 'outboundMaxResponseBytes',
   SERVICE_SECRETS_KEY: 'secretsKey',
+  AUDIT_RETENTION_DAYS: 'auditRetentionDays',
+  AUDIT_UNAUTHENTICATED_LIMIT: 'auditUnauthenticatedLimit',
+  AUDIT_AGGREGATE_WINDOW_SECONDS: 'auditAggregateWindowSeconds',
+  HTTP_REQUEST_TIMEOUT_MS: 'httpRequestTimeoutMs',
+  HTTP_HEADERS_TIMEOUT_MS: 'httpHeadersTimeoutMs',
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: 'httpKeepAliveTimeoutMs',
 };
 
 const positive = { type: 'integer', minimum: 1 };
@@ -124,6 +140,12 @@ const SCHEMA = {
     outboundTimeoutMs: positive,
     outboundMaxResponseBytes: positive,
     secretsKey: { type: ['string', 'null'], pattern: '^[A-Za-z0-9_-]{43}$' },
+    auditRetentionDays: { type: 'integer', minimum: 0 },
+    auditUnauthenticatedLimit: positive,
+    auditAggregateWindowSeconds: positive,
+    httpRequestTimeoutMs: positive,
+    httpHeadersTimeoutMs: positive,
+    httpKeepAliveTimeoutMs: positive,
     ttl: {
       type: 'object',
       additionalProperties: false,
@@ -171,6 +193,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaultsFile = 
   const production = env.NODE_ENV === 'production';
   if (raw.policyPollMaxSeconds as number < (raw.policyPollMinSeconds as number)) {
     throw new ConfigError('invalid configuration: POLICY_POLL_MAX_SECONDS must be >= POLICY_POLL_MIN_SECONDS');
+  }
+  // Node refuses a headers timeout longer than the request timeout it is part of.
+  if ((raw.httpHeadersTimeoutMs as number) > (raw.httpRequestTimeoutMs as number)) {
+    throw new ConfigError('invalid configuration: HTTP_HEADERS_TIMEOUT_MS must be <= HTTP_REQUEST_TIMEOUT_MS');
   }
   if (!raw.adminApiKey && production) {
     throw new ConfigError('invalid configuration: SERVICE_ADMIN_API_KEY is required when NODE_ENV=production');

@@ -35,12 +35,28 @@ export async function readText(ctx: Context, limitBytes: number): Promise<string
   if (declared > limitBytes) throw tooLarge(ctx, limitBytes);
   const chunks: Buffer[] = [];
   let received = 0;
-  for await (const chunk of ctx.req.iterator({ destroyOnReturn: false })) {
-    received += (chunk as Buffer).length;
-    if (received > limitBytes) throw tooLarge(ctx, limitBytes);
-    chunks.push(chunk as Buffer);
+  try {
+    for await (const chunk of ctx.req.iterator({ destroyOnReturn: false })) {
+      received += (chunk as Buffer).length;
+      if (received > limitBytes) throw tooLarge(ctx, limitBytes);
+      chunks.push(chunk as Buffer);
+    }
+  } catch (error) {
+    throw error instanceof HttpError ? error : notReceived(ctx);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * The body stopped arriving: Node's request timeout (HTTP_REQUEST_TIMEOUT_MS) cut a body that
+ * trickled in, and answered 408 itself; or the client went away. Either way a 4xx for the audit
+ * log and the metrics, not a 500: nobody is left to read it.
+ */
+function notReceived(ctx: Context): HttpError {
+  const timedOut = (ctx.req.socket.errored as NodeJS.ErrnoException | null)?.code === 'ERR_HTTP_REQUEST_TIMEOUT';
+  return timedOut
+    ? new HttpError(408, 'invalid_request', 'the request body did not arrive within HTTP_REQUEST_TIMEOUT_MS')
+    : badRequest('the request body ended before its announced length (the client went away)');
 }
 
 /**

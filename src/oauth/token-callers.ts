@@ -1,5 +1,6 @@
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
+import { markAuthenticated } from '../audit/facts.js';
 import { bearerToken, invalidToken } from '../http/bearer.js';
 import { HttpError } from '../http/errors.js';
 import { activeAccessToken } from './active-token.js';
@@ -38,6 +39,7 @@ export function tokenCallers(providerFor: (tenant: string) => Provider): TokenCa
     const token = await activeAccessToken(provider, value);
     if (!token) throw invalidToken(ctx, 'the access token is not active');
     if (token.jkt) throw invalidToken(ctx, 'a DPoP-bound access token must be presented with its DPoP proof, not as a Bearer token');
+    markAuthenticated(ctx.state);
     const scopes = typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [];
     const audiences = [token.aud].flat().filter((aud): aud is string => typeof aud === 'string');
     if (!scopes.includes(requirement.scope) || (requirement.audience && !audiences.includes(requirement.audience))) {

@@ -74,6 +74,14 @@ export interface TenantCollection<T extends StoredDoc = StoredDoc> {
   delete(id: string | number): Promise<boolean>;
   /** Deletes every document matching the filter; returns how many. */
   deleteMany(filter: Filter): Promise<number>;
+  /**
+   * Deletes documents whose `field` is less than `bound`, compared as the two stores order values of
+   * one type (a string field with a string bound: ISO 8601 times by instant; a number with a number);
+   * documents whose field has another type or is absent stay. With `limit`, at most that many (the
+   * oldest first is not promised), so that a large purge can be made in steps. Returns how many.
+   * Expired documents are removed like the others. An index on `field` keeps it cheap.
+   */
+  deleteBefore(field: string, bound: string | number, limit?: number): Promise<number>;
 }
 
 export interface Store {

@@ -69,6 +69,8 @@ export async function registerTenant(store: Store, tenantId: string | null): Pro
 export function requireKnownTenant(registry: TenantRegistry): Middleware {
   return async (ctx, next) => {
     if (!(await registry.exists(ctx.state.tenant as string))) {
+      // The audit log counts these rather than writing one entry per made-up tenant id.
+      ctx.state.tenantUnknown = true;
       throw new HttpError(400, 'invalid_request', 'X-Tenant-Id names no tenant of this server', { field: 'X-Tenant-Id' });
     }
     await next();

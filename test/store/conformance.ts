@@ -456,6 +456,31 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect((await codes.find()).map((doc) => doc.id)).to.deep.equal(['c']);
         expect(await codes.deleteMany({ grantId: 'g1' })).to.equal(0);
       });
+
+      it('deleteBefore removes the documents whose field is below the bound, in its tenant, of that type only', async () => {
+        const logs = store.collection({ name: 'logs', indexes: ['createdAt'] });
+        await logs.insert({ id: 1, createdAt: '2026-01-01T00:00:00.000Z' });
+        await logs.insert({ id: 2, createdAt: '2026-03-01T00:00:00.000Z' });
+        await logs.insert({ id: 3, createdAt: '2026-06-01T00:00:00.000Z' });
+        await logs.insert({ id: 4, createdAt: 5 });
+        await logs.insert({ id: 5 });
+        await store.collection({ name: 'logs', indexes: ['createdAt'] }, 'acme').insert({ id: 1, createdAt: '2025-01-01T00:00:00.000Z' });
+        expect(await logs.deleteBefore('createdAt', '2026-06-01T00:00:00.000Z')).to.equal(2);
+        expect((await logs.find()).map((doc) => doc.id)).to.deep.equal([3, 4, 5]);
+        expect(await logs.deleteBefore('createdAt', 10)).to.equal(1);
+        expect((await logs.find()).map((doc) => doc.id)).to.deep.equal([3, 5]);
+        expect(await store.collection('logs', 'acme').count(), 'another tenant').to.equal(1);
+      });
+
+      it('deleteBefore with a limit removes at most that many, so a large purge goes in steps', async () => {
+        const logs = store.collection({ name: 'logs', indexes: ['createdAt'] });
+        await logs.insertMany(Array.from({ length: 7 }, (_, n) => ({ id: n + 1, createdAt: `2026-01-0${n + 1}T00:00:00.000Z` })));
+        expect(await logs.deleteBefore('createdAt', '2027', 3)).to.equal(3);
+        expect(await logs.deleteBefore('createdAt', '2027', 3)).to.equal(3);
+        expect(await logs.deleteBefore('createdAt', '2027', 3)).to.equal(1);
+        expect(await logs.deleteBefore('createdAt', '2027', 3)).to.equal(0);
+        expect(await logs.count()).to.equal(0);
+      });
     });
 
     describe('expiry', () => {
@@ -528,6 +553,7 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
           ['update', () => codes.update('w2', { grantId: 'h' })],
           ['delete', () => codes.delete('w3')],
           ['deleteMany', () => codes.deleteMany({ grantId: 'h' })],
+          ['deleteBefore', () => codes.deleteBefore('grantId', 'a')],
           ['insert refused (unique key)', async () => {
             await users.insert({ id: 'u1', email: 'same@example.test' });
             const before = told;

@@ -38,6 +38,8 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     // Every test client shares 127.0.0.1 with the others: the failure limit is tested on servers of its own.
     AUTH_FAILURE_LIMIT: '1000000',
+    // Likewise their refused requests each get an audit entry (tests look for them); the budget is tested on servers of its own.
+    AUDIT_UNAUTHENTICATED_LIMIT: '1000000',
     ...env,
   });
   const running = await startServer(config, createLogger(config.logLevel, options.logStream));

@@ -14,7 +14,8 @@ interface AuditEntry {
   subjectId: string | null;
   policyDecision: unknown;
   policyInput: unknown;
-  requestSummary: { status?: number; error?: string };
+  /** An aggregated entry counts refused requests of one address (kind 'aggregated'): how many, and their statuses. */
+  requestSummary: { status?: number; error?: string; kind?: string; count?: number; statuses?: Record<string, number> };
 }
 
 interface AuditPage {
@@ -69,7 +70,7 @@ export function auditPage(main: HTMLElement): void {
       h('td', {}, new Date(entry.createdAt).toLocaleString()),
       h('td', {}, `${entry.method} ${entry.endpoint}`),
       h('td', { class: `outcome ${entry.outcome}` }, entry.outcome),
-      h('td', {}, [summary.status, summary.error].filter(Boolean).join(' ')),
+      h('td', {}, statusOf(summary)),
       h('td', {}, entry.clientId ?? ''),
       h('td', {}, entry.subjectId ?? ''),
       h('td', {}, entry.policyDecision ? h('button', { type: 'button', 'aria-label': `Why? (entry ${entry.id})`, onclick: () => explain(entry) }, 'Why?') : ''),
@@ -111,6 +112,12 @@ export function auditPage(main: HTMLElement): void {
   });
   replace(main, h('h2', { tabindex: -1 }, 'Audit log'), filters, status, results, why);
   void load();
+}
+
+/** "400 invalid_request", or for an aggregated entry "400 ×1980 (aggregated)". */
+function statusOf(summary: AuditEntry['requestSummary']): string {
+  if (summary.kind !== 'aggregated') return [summary.status, summary.error].filter(Boolean).join(' ');
+  return `${Object.keys(summary.statuses ?? {}).join(', ')} ×${summary.count ?? 0} (aggregated)`;
 }
 
 function labelled(label: string, input: HTMLInputElement) {

@@ -1,0 +1,49 @@
+import type { AuditFields } from './log.js';
+
+/** The longest string an unauthenticated caller gets kept in an audit entry (User-Agent, client_id, redirect_uri, scope, path, …). */
+export const MAX_AUDITED_STRING = 256;
+/** The most items of a list (parameter names) or fields of an object kept from an unauthenticated request. */
+export const MAX_AUDITED_ITEMS = 32;
+const MAX_DEPTH = 4;
+
+/**
+ * The entry of a request nobody authenticated, with every string the caller chose cut to
+ * MAX_AUDITED_STRING characters and every list to MAX_AUDITED_ITEMS items: a caller without
+ * credentials must not decide how much the audit log stores for it (a 7 KB User-Agent and
+ * 3,000-character parameters once made ~22 KB a request). A cut value ends with "…".
+ */
+export function boundedEntry(entry: AuditFields): AuditFields {
+  return {
+    ...entry,
+    endpoint: clip(entry.endpoint),
+    method: clip(entry.method),
+    requestSummary: bounded(entry.requestSummary, 0) as Record<string, unknown>,
+    tenantId: clipOrNull(entry.tenantId),
+    clientId: clipOrNull(entry.clientId),
+    subjectId: clipOrNull(entry.subjectId),
+    ip: clipOrNull(entry.ip),
+    userAgent: clipOrNull(entry.userAgent),
+    requestId: clipOrNull(entry.requestId),
+  };
+}
+
+export function clip(value: string): string {
+  return value.length > MAX_AUDITED_STRING ? `${value.slice(0, MAX_AUDITED_STRING)}…` : value;
+}
+
+function clipOrNull(value: string | null): string | null {
+  return value === null ? null : clip(value);
+}
+
+function bounded(value: unknown, depth: number): unknown {
+  if (typeof value === 'string') return clip(value);
+  if (value === null || typeof value !== 'object') return value;
+  if (depth >= MAX_DEPTH) return '…';
+  if (Array.isArray(value)) {
+    const kept = value.slice(0, MAX_AUDITED_ITEMS).map((item) => bounded(item, depth + 1));
+    return value.length > MAX_AUDITED_ITEMS ? [...kept, `… ${value.length - MAX_AUDITED_ITEMS} more`] : kept;
+  }
+  const fields = Object.entries(value);
+  const kept = fields.slice(0, MAX_AUDITED_ITEMS).map(([name, item]) => [clip(name), bounded(item, depth + 1)]);
+  return Object.fromEntries(fields.length > MAX_AUDITED_ITEMS ? [...kept, ['…', `${fields.length - MAX_AUDITED_ITEMS} more`]] : kept);
+}

@@ -1,0 +1,24 @@
+import type { Outcome } from './log.js';
+
+/** What protocol code tells the audit log about the decision it asked for. */
+export interface AuditFacts {
+  policyInput?: unknown;
+  policyDecision?: unknown;
+  outcome?: Outcome;
+  clientId?: string | null;
+  subjectId?: string | null;
+  /** When the tenant is not the request's X-Tenant-Id (Admin API writes name theirs in body or query). */
+  tenantId?: string | null;
+  /** The caller presented a credential that was accepted (see markAuthenticated). */
+  authenticated?: boolean;
+}
+
+/**
+ * Tells the audit log that the request's caller is authenticated (an Admin API key, an access
+ * token accepted): its entry is written in full, whatever the answer. Requests nobody
+ * authenticated that asked for no decision are bounded instead (see auditTrail).
+ */
+export function markAuthenticated(state: Record<string, unknown>): void {
+  const audit = state.audit as AuditFacts | undefined;
+  if (audit) audit.authenticated = true;
+}

@@ -1,0 +1,156 @@
+import { statSync } from 'node:fs';
+import { expect } from 'chai';
+import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
+import { rawRequest } from '../support/raw-http.js';
+import { MAX_AUDITED_STRING } from '../../src/audit/bounds.js';
+
+const LIMIT = 20;
+const USER_AGENT = `flood/${'u'.repeat(7 * 1024)}`;
+const LONG = (letter: string) => letter.repeat(3000);
+/** GET /authorize for a client that does not exist, with three 3,000-character parameters. */
+const AUTHORIZE = `/authorize?response_type=code&client_id=${LONG('c')}&redirect_uri=${encodeURIComponent(`https://evil.example/${LONG('r')}`)}&scope=${LONG('s')}`;
+
+interface Entry {
+  id: number;
+  endpoint: string;
+  ip: string | null;
+  tenantId: string | null;
+  userAgent: string | null;
+  clientId: string | null;
+  requestSummary: Record<string, any>;
+}
+
+/** Every audit entry of every tenant, read through the Admin API from an address of its own. */
+async function allEntries(server: TestServer): Promise<Entry[]> {
+  const entries: Entry[] = [];
+  for (let page = 0; ; page += 1) {
+    const answer = await rawRequest(server.url, { path: `/admin/api/audit-logs?allTenants=true&size=1000&sort=id,asc&page=${page}`, localAddress: '127.0.0.99', headers: { 'X-Admin-API-Key': ADMIN_KEY } });
+    const body = answer.json() as { content: Entry[]; totalPages: number };
+    entries.push(...body.content);
+    if (page + 1 >= body.totalPages) return entries;
+  }
+}
+
+/** The SQLite store's bytes on disk: the database file and its write-ahead log. */
+function storeBytes(server: TestServer): number {
+  const file = server.config.storeUrl.slice('sqlite:'.length);
+  return [file, `${file}-wal`].reduce((total, path) => total + (statSync(path, { throwIfNoEntry: false })?.size ?? 0), 0);
+}
+
+/** `total` requests, `parallel` at a time; resolves with how many got each status. */
+async function flood(total: number, parallel: number, send: (n: number) => Promise<{ status: number }>): Promise<Record<number, number>> {
+  const statuses: Record<number, number> = {};
+  for (let start = 0; start < total; start += parallel) {
+    const answers = await Promise.all(Array.from({ length: Math.min(parallel, total - start) }, (_, k) => send(start + k)));
+    for (const { status } of answers) statuses[status] = (statuses[status] ?? 0) + 1;
+  }
+  return statuses;
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await probe();
+    if (found !== undefined) return found;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+/**
+ * Issue 27 item 4: a caller without credentials must not decide how much the audit log stores.
+ * Before: 2,000 such requests grew the store by ~44 MB, and each made-up tenant id got its row.
+ */
+describe('Audit amplification by callers nobody authenticated', function () {
+  this.timeout(300_000);
+
+  describe('with the default budget and window', function () {
+    let server: TestServer;
+    before(async function () {
+      server = await startTestServer({ AUDIT_UNAUTHENTICATED_LIMIT: String(LIMIT) });
+      await server.waitUntilReady();
+    });
+    after(async function () {
+      await server?.close();
+    });
+
+    it('2,000 GET /authorize with 3,000-character parameters and a 7 KB User-Agent grow the store by less than 1 MB', async function () {
+      const before = storeBytes(server);
+      const statuses = await flood(2000, 20, () => rawRequest(server.url, { path: AUTHORIZE, localAddress: '127.0.0.21', headers: { 'User-Agent': USER_AGENT } }));
+      expect(statuses, 'every one refused, none too large to be read').to.deep.equal({ 400: 2000 });
+      const growth = storeBytes(server) - before;
+      console.log(`      store growth for 2,000 requests: ${growth} bytes (database + WAL)`);
+      expect(growth).to.be.below(1024 * 1024);
+
+      const rows = (await allEntries(server)).filter((entry) => entry.ip === '127.0.0.21');
+      expect(rows, 'one entry each for the budget, the rest counted').to.have.length(LIMIT);
+      for (const row of rows) {
+        expect(row.userAgent!.length).to.be.at.most(MAX_AUDITED_STRING + 1);
+        expect(row.clientId!.length).to.be.at.most(MAX_AUDITED_STRING + 1);
+        expect(row.endpoint).to.equal('/authorize');
+        expect(JSON.stringify(row).length, 'a bounded row').to.be.below(4096);
+      }
+    });
+
+    it('writes no row per request for a flood of tenant ids that do not exist', async function () {
+      const addresses = ['127.0.0.31', '127.0.0.32', '127.0.0.33', '127.0.0.34'];
+      const statuses = await flood(1000, 20, (n) =>
+        rawRequest(server.url, {
+          method: 'POST',
+          path: '/token',
+          localAddress: addresses[n % addresses.length],
+          headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'X-Tenant-Id': `ghost-${n}-${'t'.repeat(50)}` },
+          body: 'grant_type=client_credentials',
+        }),
+      );
+      expect(statuses).to.deep.equal({ 400: 1000 });
+      const entries = await allEntries(server);
+      expect(entries.filter((entry) => entry.tenantId?.startsWith('ghost-')), 'rows naming a made-up tenant').to.have.length(0);
+      expect(entries.filter((entry) => addresses.includes(entry.ip ?? '')), 'rows of the flooding addresses (counted until the window ends)').to.have.length(0);
+    });
+  });
+
+  describe('aggregated entries', function () {
+    let server: TestServer;
+    before(async function () {
+      server = await startTestServer({ AUDIT_UNAUTHENTICATED_LIMIT: '5', AUDIT_AGGREGATE_WINDOW_SECONDS: '1' });
+      await server.waitUntilReady();
+    });
+    after(async function () {
+      await server?.close();
+    });
+
+    it('counts the refusals beyond the budget into one entry per address and window, which the Admin API reads like any other', async function () {
+      await flood(30, 10, () => rawRequest(server.url, { path: '/userinfo', localAddress: '127.0.0.41', headers: { 'User-Agent': USER_AGENT } }));
+      const aggregated = await waitFor('the aggregated entries to count every refusal', async () => {
+        const mine = (await allEntries(server)).filter((entry) => entry.ip === '127.0.0.41' && entry.requestSummary.kind === 'aggregated');
+        const counted = mine.reduce((total, entry) => total + entry.requestSummary.count, 0);
+        return counted >= 25 ? mine : undefined;
+      });
+      const [first] = aggregated;
+      expect(first.endpoint).to.equal('/userinfo');
+      expect(first.requestSummary).to.include({ kind: 'aggregated', address: '127.0.0.41' });
+      expect(first.requestSummary.statuses).to.have.property('401');
+      expect(first.requestSummary.window).to.have.keys('start', 'end');
+      const single = (await allEntries(server)).filter((entry) => entry.ip === '127.0.0.41' && entry.requestSummary.kind !== 'aggregated');
+      expect(single.length + aggregated.reduce((total, entry) => total + entry.requestSummary.count, 0), 'nothing lost, nothing counted twice').to.equal(30);
+      expect(single.length, 'the budget of the first window, perhaps of a second').to.be.within(5, 10);
+
+      const page = await rawRequest(server.url, { path: `/admin/api/audit-logs?endpoint=%2Fuserinfo&size=100`, localAddress: '127.0.0.99', headers: { 'X-Admin-API-Key': ADMIN_KEY } });
+      expect(page.status).to.equal(200);
+      expect(page.json().content.some((entry: Entry) => entry.requestSummary.kind === 'aggregated')).to.equal(true);
+      const one = await rawRequest(server.url, { path: `/admin/api/audit-logs/${first.id}`, localAddress: '127.0.0.99', headers: { 'X-Admin-API-Key': ADMIN_KEY } });
+      expect(one.json().requestSummary.count).to.equal(first.requestSummary.count);
+    });
+
+    it('still writes every request of an authenticated caller in full, refused ones included', async function () {
+      const statuses = await flood(30, 10, (n) =>
+        rawRequest(server.url, { path: `/admin/api/subjects/missing-${n}`, localAddress: '127.0.0.42', headers: { 'X-Admin-API-Key': ADMIN_KEY, 'User-Agent': USER_AGENT } }),
+      );
+      expect(statuses).to.deep.equal({ 404: 30 });
+      const mine = (await allEntries(server)).filter((entry) => entry.ip === '127.0.0.42');
+      expect(mine).to.have.length(30);
+      for (const entry of mine) expect(entry.userAgent, 'as sent').to.equal(USER_AGENT);
+    });
+  });
+});
