@@ -369,9 +369,14 @@ const ERROR_SCHEMA = {
 const AUDIT_ENTRY_FIELDS: Record<keyof AuditFields | 'id' | 'createdAt', Schema> = {
   id: { type: 'integer', minimum: 1 },
   createdAt: dateTime,
-  endpoint: { type: 'string', description: 'the request path as sent' },
+  endpoint: { type: 'string', description: 'the request path as sent (of a caller nobody authenticated: cut to 256 characters); * for an aggregated entry of several paths' },
   method: { type: 'string' },
-  requestSummary: { type: 'object', description: 'how credentials were presented, parameter names, non-secret values, status and error code; never a secret' },
+  requestSummary: {
+    type: 'object',
+    description:
+      'how credentials were presented, parameter names, non-secret values, status and error code; never a secret. ' +
+      'An aggregated entry (refused requests of an unauthenticated address beyond its budget) is {kind: "aggregated", count, address, window: {start, end}, endpoints, statuses}',
+  },
   policyInput: { description: 'the input of the policy decision; for a request that asked several decisions (AuthZEN batch, UMA permissions), {common, items}: the fields every input shares, once, and the rest of each input in order (each input is common merged with its item); null when no decision was asked' },
   policyDecision: { description: "the policy engine's decision; for several decisions, {common, items} as in policyInput (each decision is common merged with its item, in the order of the inputs); null when none was asked" },
   outcome: { enum: ['allow', 'deny', 'error'] },

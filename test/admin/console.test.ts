@@ -9,6 +9,8 @@ import { axeViolations, launchChromium, loopbackContext, recordCspViolations, re
 import { basic, postForm } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
 import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
+import { AUDIT_LOG_COLLECTION } from '../../src/audit/log.js';
+import { DEFAULT_TENANT } from '../../src/store/index.js';
 
 const ARTIFACTS = join('test-artifacts', 'console');
 
@@ -384,6 +386,30 @@ describe('Operators\' console at /admin, in Chromium', function () {
       await page.getByRole('button', { name: 'Previous page' }).click();
       await page.getByText(/Audit entries, page 1 of \d+/).waitFor();
       expect(await page.locator('main tbody tr').count()).to.equal(20);
+    });
+
+    it('shows an aggregated entry (refusals of an unauthenticated address, counted) with its statuses and count', async function () {
+      const now = new Date().toISOString();
+      await server.store.collection(AUDIT_LOG_COLLECTION, DEFAULT_TENANT).insert({
+        id: 900_000_001,
+        createdAt: now,
+        endpoint: '/userinfo',
+        method: 'GET',
+        requestSummary: { kind: 'aggregated', count: 25, address: '127.0.0.41', window: { start: now, end: now }, endpoints: { '/userinfo': 25 }, statuses: { 401: 25 } },
+        policyInput: null,
+        policyDecision: null,
+        outcome: 'deny',
+        tenantId: null,
+        clientId: null,
+        subjectId: null,
+        ip: '127.0.0.41',
+        userAgent: null,
+        requestId: null,
+      });
+      await openPage('Audit log');
+      await page.getByLabel('Endpoint').fill('/userinfo');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.locator('tbody tr[data-entry="900000001"]').getByText('401 ×25 (aggregated)').waitFor();
     });
   });
 

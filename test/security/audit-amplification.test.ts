@@ -3,6 +3,8 @@ import { expect } from 'chai';
 import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
 import { rawRequest } from '../support/raw-http.js';
 import { MAX_AUDITED_STRING } from '../../src/audit/bounds.js';
+import { AUDIT_LOG_COLLECTION, AuditLog, type AuditEntry } from '../../src/audit/log.js';
+import { DEFAULT_TENANT } from '../../src/store/index.js';
 
 const LIMIT = 20;
 const USER_AGENT = `flood/${'u'.repeat(7 * 1024)}`;
@@ -151,6 +153,30 @@ describe('Audit amplification by callers nobody authenticated', function () {
       const mine = (await allEntries(server)).filter((entry) => entry.ip === '127.0.0.42');
       expect(mine).to.have.length(30);
       for (const entry of mine) expect(entry.userAgent, 'as sent').to.equal(USER_AGENT);
+    });
+  });
+
+  describe('retention (AUDIT_RETENTION_DAYS)', function () {
+    let server: TestServer;
+    before(async function () {
+      server = await startTestServer();
+      await server.waitUntilReady();
+    });
+    after(async function () {
+      await server?.close();
+    });
+
+    it('deletes the entries older than the retention, in steps, through the store, and keeps the newer ones', async function () {
+      const DAY = 86_400_000;
+      const entries = server.store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT);
+      const entry = (id: number, ageDays: number) => ({ id, createdAt: new Date(Date.now() - ageDays * DAY).toISOString(), endpoint: '/token', method: 'POST' }) as unknown as AuditEntry;
+      await entries.insertMany(Array.from({ length: 2500 }, (_, n) => entry(900_000_000 + n, 91 + (n % 30))));
+      await entries.insertMany([entry(900_100_000, 89), entry(900_100_001, 1)]);
+      const removed = await new AuditLog(server.store).purgeOlderThan(new Date(Date.now() - 90 * DAY));
+      expect(removed).to.equal(2500);
+      expect(await entries.get(900_000_000)).to.equal(null);
+      expect(await entries.get(900_100_000), 'within the retention').to.not.equal(null);
+      expect(await entries.get(900_100_001)).to.not.equal(null);
     });
   });
 });

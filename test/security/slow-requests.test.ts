@@ -1,5 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import { expect } from 'chai';
+import { ConfigError, loadConfig } from '../../src/config/index.js';
 import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
 
 /** What the server wrote on a connection before it closed it. */
@@ -77,5 +78,10 @@ describe('Slow request bodies and headers', function () {
     const entry = body.content.find((candidate: { requestId: string }) => candidate.requestId === 'trickled-body');
     expect(entry, 'its audit entry').to.not.equal(undefined);
     expect(entry.requestSummary.status).to.equal(408);
+  });
+
+  it('refuses a headers timeout longer than the request timeout at start-up, naming the variable', function () {
+    expect(() => loadConfig({ HTTP_REQUEST_TIMEOUT_MS: '5000', HTTP_HEADERS_TIMEOUT_MS: '6000' })).to.throw(ConfigError, 'HTTP_HEADERS_TIMEOUT_MS');
+    expect(loadConfig({}).httpRequestTimeoutMs, 'the default').to.equal(30_000);
   });
 });
