@@ -185,10 +185,15 @@ describe('Grants with openid-client as the relying party', () => {
       expect(viaBasic.scope).to.equal('read');
       expect(viaBasic).not.to.have.property('refresh_token');
 
-      const post = await client.discovery(new URL(server.config.issuer), 'web', undefined, client.ClientSecretPost(secret), insecure);
+      // Each client uses the method it registered: web (client_secret_basic) may not post its secret.
+      const webPost = await client.discovery(new URL(server.config.issuer), 'web', undefined, client.ClientSecretPost(secret), insecure);
+      expect(await errorOf(client.clientCredentialsGrant(webPost, { scope: 'read' }))).to.equal('invalid_client');
+      const created = await server.admin('POST', '/clients', { clientId: 'web-post', clientType: 'confidential', clientSecret: bcrypt.hashSync(secret, 4), tokenEndpointAuthMethod: 'client_secret_post', scopes: ['read'] });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      const post = await client.discovery(new URL(server.config.issuer), 'web-post', undefined, client.ClientSecretPost(secret), insecure);
       expect((await client.clientCredentialsGrant(post, { scope: 'read' })).scope).to.equal('read');
 
-      const wrong = await client.discovery(new URL(server.config.issuer), 'web', undefined, client.ClientSecretPost('wrong'), insecure);
+      const wrong = await client.discovery(new URL(server.config.issuer), 'web-post', undefined, client.ClientSecretPost('wrong'), insecure);
       expect(await errorOf(client.clientCredentialsGrant(wrong, { scope: 'read' }))).to.equal('invalid_client');
     });
 

@@ -10,6 +10,7 @@ import type { ClientRecord } from '../clients.js';
 import { routes } from '../routes.js';
 import { decideRegistration } from './decision.js';
 import { InitialAccessTokens, type PresentedToken } from './initial-access-tokens.js';
+import { markAuthenticated } from '../../audit/facts.js';
 import { clientForToken, clientsOf, createClient, updateClient } from './record.js';
 import { clientInformation } from './response.js';
 import { SoftwareStatements, type SoftwareStatement } from './statement.js';
@@ -56,6 +57,8 @@ export function registrationGate({ config, store, policy }: RegistrationDeps) {
       if (initialAccessToken) await initialAccessTokens.consume(ctx, initialAccessToken);
       const { record, issued } = await createClient(store, tenant, (ctx.state.tenantId as string | null) ?? null, metadata, grant, statement);
       if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
+    // A valid registration access token: this caller's refusals are audited in full.
+    markAuthenticated(ctx.state);
       ctx.status = 201;
       ctx.body = clientInformation(config.issuer, record, issued);
       return;
@@ -69,6 +72,8 @@ export function registrationGate({ config, store, policy }: RegistrationDeps) {
     const record = clientId !== undefined && token !== undefined ? await clientForToken(store, tenant, clientId, token) : null;
     if (!record) throw invalidToken(ctx, 'the registration access token is missing or not valid for this client');
     if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
+    // A valid registration access token: this caller's refusals are audited in full.
+    markAuthenticated(ctx.state);
 
     if (ctx.method === 'GET') {
       ctx.body = clientInformation(config.issuer, record);
