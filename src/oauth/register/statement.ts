@@ -4,14 +4,13 @@ import { MAX_JSON_DEPTH, nestingExceeds } from '../../http/body.js';
 import type { Outbound } from '../../http/outbound.js';
 import { JwksUnavailableError, RemoteKeySets } from '../../http/remote-jwks.js';
 import type { PolicyEngine } from '../../policy/index.js';
+import { ISSUER_SIGNING_ALGORITHMS, trustedIssuersFor, type TrustedIssuer } from '../trusted-issuers.js';
 
 /** What the `register` decision sees of a software statement. */
 export interface SoftwareStatement {
   verified: boolean;
   claims: Record<string, unknown>;
 }
-
-const STATEMENT_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 
 const invalid = (description: string) => new HttpError(400, 'invalid_software_statement', description, { field: 'software_statement' });
 
@@ -38,43 +37,18 @@ export class SoftwareStatements {
     // RFC 7591 §2.3: wherever an issuer is trusted for statements, every statement is verified,
     // whatever SERVICE_SOFTWARE_STATEMENT_VERIFY says: unverified claims must never reach a policy
     // that would honour their entitlements.
-    if (!this.verify && !(await this.anyIssuerTrusted())) return { verified: false, claims };
+    const trusted = await trustedIssuersFor(this.policy, 'software_statement');
+    if (!this.verify && trusted.size === 0) return { verified: false, claims };
     const issuer = claims.iss;
     if (typeof issuer !== 'string' || issuer === '') throw invalid('the software statement has no issuer (iss)');
-    const jwksUri = await this.trustedJwksUri(issuer);
-    await this.verifySignature(statement as string, issuer, jwksUri);
+    await this.verifySignature(statement as string, issuer, jwksUriOf(trusted.get(issuer), issuer));
     return { verified: true, claims };
-  }
-
-  /** The issuers policy data trusts for software statements, by issuer identifier. */
-  private async statementIssuers(): Promise<Map<string, { jwks_uri?: unknown }>> {
-    const issuers = ((await this.policy.policyData('oauth')) as { trusted_issuers?: unknown } | undefined)?.trusted_issuers;
-    const trusted = new Map<string, { jwks_uri?: unknown }>();
-    if (!issuers || typeof issuers !== 'object') return trusted;
-    for (const [issuer, entry] of Object.entries(issuers as Record<string, unknown>)) {
-      if (!entry || typeof entry !== 'object') continue;
-      const uses = (entry as { uses?: unknown }).uses;
-      if ((Array.isArray(uses) ? uses : ['token_exchange', 'software_statement']).includes('software_statement')) trusted.set(issuer, entry);
-    }
-    return trusted;
-  }
-
-  private async anyIssuerTrusted(): Promise<boolean> {
-    return (await this.statementIssuers()).size > 0;
-  }
-
-  /** The issuer's JWKS URL, when policy data trusts it for software statements. */
-  private async trustedJwksUri(issuer: string): Promise<string> {
-    const entry = (await this.statementIssuers()).get(issuer);
-    if (!entry) throw invalid(`the software statement's issuer is not trusted: ${issuer.slice(0, 200)}`);
-    if (typeof entry.jwks_uri !== 'string') throw invalid('the software statement issuer has no jwks_uri in policy data');
-    return entry.jwks_uri;
   }
 
   private async verifySignature(statement: string, issuer: string, jwksUri: string): Promise<void> {
     try {
       // Asymmetric only: `none` and HMAC (a secret nobody shares with the issuer) are never accepted.
-      await this.keySets.verify(statement, jwksUri, { issuer, algorithms: STATEMENT_ALGORITHMS });
+      await this.keySets.verify(statement, jwksUri, { issuer, algorithms: ISSUER_SIGNING_ALGORITHMS });
     } catch (error) {
       throw this.verificationError(error);
     }
@@ -89,6 +63,13 @@ export class SoftwareStatements {
   }
 
 
+}
+
+/** The issuer's JWKS URL, when policy data trusts it for software statements. */
+function jwksUriOf(entry: TrustedIssuer | undefined, issuer: string): string {
+  if (!entry) throw invalid(`the software statement's issuer is not trusted: ${issuer.slice(0, 200)}`);
+  if (typeof entry.jwks_uri !== 'string') throw invalid('the software statement issuer has no jwks_uri in policy data');
+  return entry.jwks_uri;
 }
 
 /** The statement's claims, unverified; a malformed JWT is `invalid_software_statement`. */

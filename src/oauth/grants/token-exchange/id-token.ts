@@ -4,6 +4,7 @@ import type { Outbound } from '../../../http/outbound.js';
 import { JwksUnavailableError, RemoteKeySets } from '../../../http/remote-jwks.js';
 import type { PolicyEngine } from '../../../policy/index.js';
 import { ID_TOKEN_TYPE } from './parameters.js';
+import { ISSUER_SIGNING_ALGORITHMS, trustedIssuersFor, type TrustedIssuer } from '../../trusted-issuers.js';
 import { UNBOUND, type ResolvedSubject } from './subject.js';
 
 /** The spec's id-token exchange error descriptions (all invalid_grant). */
@@ -19,15 +20,9 @@ export const ID_TOKEN_ERRORS = {
 const invalidGrant = (description: string) => new errors.CustomOIDCProviderError('invalid_grant', description);
 
 const MAX_TOKEN_LENGTH = 16_384;
-/** Asymmetric only: an external issuer's JWKS holds public keys, and `none` or HMAC is never accepted. */
-const ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'];
 /** The subject claims relayed to the policy (flat profile claims; nothing nested). */
 const PROFILE_CLAIMS = ['name', 'given_name', 'family_name', 'email', 'email_verified', 'preferred_username', 'locale', 'azp', 'auth_time', 'acr', 'amr'];
 
-interface TrustedIssuer {
-  jwks_uri?: unknown;
-  uses?: unknown;
-}
 
 /**
  * ID tokens of external issuers as subject tokens (spec: "a JWT from an external issuer whose
@@ -61,17 +56,12 @@ export class IdTokenSubjects {
   }
 
   private async trustedIssuer(iss: string): Promise<TrustedIssuer | undefined> {
-    const issuers = ((await this.policy.policyData('oauth')) as { trusted_issuers?: Record<string, unknown> } | undefined)?.trusted_issuers;
-    if (!issuers || typeof issuers !== 'object' || !Object.hasOwn(issuers, iss)) return undefined;
-    const entry = issuers[iss] as TrustedIssuer | null;
-    if (!entry || typeof entry !== 'object') return undefined;
-    const uses = Array.isArray(entry.uses) ? entry.uses : ['token_exchange', 'software_statement'];
-    return uses.includes('token_exchange') ? entry : undefined;
+    return (await trustedIssuersFor(this.policy, 'token_exchange')).get(iss);
   }
 
   private async verify(value: string, iss: string, jwksUri: string): Promise<JWTPayload> {
     try {
-      return await this.keySets.verify(value, jwksUri, { issuer: iss, algorithms: ALGORITHMS, requiredClaims: ['exp'] });
+      return await this.keySets.verify(value, jwksUri, { issuer: iss, algorithms: ISSUER_SIGNING_ALGORITHMS, requiredClaims: ['exp'] });
     } catch (error) {
       throw verificationError(error);
     }
