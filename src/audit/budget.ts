@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { LRUCache } from 'lru-cache';
 import type { AuditFields } from './log.js';
 
@@ -154,36 +155,12 @@ function aggregatedEntry(address: string, tenantId: string | null, window: Addre
 /**
  * The caller an address stands for: an IPv4 address (also written IPv4-mapped), or the /64 of an
  * IPv6 address, which one subscriber usually holds whole (RFC 6177) and could otherwise spend
- * one address per request of.
+ * one address per request of. Parsed by ipaddr.js, as the forwarded-header code does.
  */
 export function callerAddress(ip: string | null): string {
   if (!ip) return 'unknown';
-  const mapped = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i.exec(ip);
-  if (mapped) return mapped[1];
-  if (!ip.includes(':')) return ip;
-  const groups = ipv6Groups(ip.split('%')[0]);
-  return groups ? `${groups.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64` : ip;
-}
-
-/** The eight 16-bit groups of an IPv6 address (an embedded IPv4 tail included), or null when it is not one. */
-function ipv6Groups(ip: string): number[] | null {
-  const [head, tail, ...rest] = ip.split('::');
-  if (rest.length > 0) return null;
-  const parse = (part: string | undefined): number[] | null => {
-    if (!part) return [];
-    const groups: number[] = [];
-    for (const piece of part.split(':')) {
-      const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(piece);
-      if (v4) groups.push((Number(v4[1]) << 8) | Number(v4[2]), (Number(v4[3]) << 8) | Number(v4[4]));
-      else if (/^[0-9a-f]{1,4}$/i.test(piece)) groups.push(parseInt(piece, 16));
-      else return null;
-    }
-    return groups;
-  };
-  const front = parse(head);
-  const back = parse(tail);
-  if (!front || !back) return null;
-  if (tail === undefined) return front.length === 8 ? front : null;
-  const missing = 8 - front.length - back.length;
-  return missing >= 1 ? [...front, ...Array<number>(missing).fill(0), ...back] : null;
+  if (!ipaddr.isValid(ip)) return ip;
+  const address = ipaddr.process(ip);
+  if (address.kind() === 'ipv4') return address.toString();
+  return `${(address as ipaddr.IPv6).parts.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
 }

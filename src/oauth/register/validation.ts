@@ -122,11 +122,9 @@ function redirectUris(value: unknown): string[] {
     if (uri.includes('#')) throw redirectError('must not contain a fragment');
     const parsed = parse(uri);
     if (!parsed) throw redirectError('must be absolute URIs');
-    // oidc-provider registers web clients: their redirect URIs are http(s) ones.
-    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') throw redirectError('must be http or https URIs');
-    if (!parsed.hostname) throw redirectError('must name a host');
     const problem = redirectUriProblem(parsed);
     if (problem) throw redirectError(problem);
+    if (!parsed.hostname) throw redirectError('must name a host');
     return uri;
   });
   return [...new Set(uris)];
