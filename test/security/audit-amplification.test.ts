@@ -1,6 +1,7 @@
 import { statSync } from 'node:fs';
 import { expect } from 'chai';
 import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
+import { eventually } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
 import { MAX_AUDITED_STRING } from '../../src/audit/bounds.js';
 import { AUDIT_LOG_COLLECTION, AuditLog, type AuditEntry } from '../../src/audit/log.js';
@@ -47,16 +48,6 @@ async function flood(total: number, parallel: number, send: (n: number) => Promi
     for (const { status } of answers) statuses[status] = (statuses[status] ?? 0) + 1;
   }
   return statuses;
-}
-
-async function waitFor<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
 }
 
 /**
@@ -124,11 +115,12 @@ describe('Audit amplification by callers nobody authenticated', function () {
 
     it('counts the refusals beyond the budget into one entry per address and window, which the Admin API reads like any other', async function () {
       await flood(30, 10, () => rawRequest(server.url, { path: '/userinfo', localAddress: '127.0.0.41', headers: { 'User-Agent': USER_AGENT } }));
-      const aggregated = await waitFor('the aggregated entries to count every refusal', async () => {
-        const mine = (await allEntries(server)).filter((entry) => entry.ip === '127.0.0.41' && entry.requestSummary.kind === 'aggregated');
-        const counted = mine.reduce((total, entry) => total + entry.requestSummary.count, 0);
-        return counted >= 25 ? mine : undefined;
-      });
+      let aggregated: Entry[] = [];
+      // The aggregated entries are written when their window ends: wait until they count every refusal.
+      await eventually(async () => {
+        aggregated = (await allEntries(server)).filter((entry) => entry.ip === '127.0.0.41' && entry.requestSummary.kind === 'aggregated');
+        return aggregated.reduce((total, entry) => total + entry.requestSummary.count, 0) >= 25;
+      }, 30_000);
       const [first] = aggregated;
       expect(first.endpoint).to.equal('/userinfo');
       expect(first.requestSummary).to.include({ kind: 'aggregated', address: '127.0.0.41' });
