@@ -18,9 +18,10 @@ export class PolicySnapshots {
     private readonly log: Logger,
   ) {}
 
-  /** The snapshot, re-read from the store when the cached one is older than `maxAgeMs`. */
+  /** The snapshot, re-read from the store when the cached one is older than `maxAgeMs` (0: always re-read). */
   async current(maxAgeMs = 0): Promise<PolicySnapshot> {
-    if (this.latest && Date.now() - this.latest.loadedAt <= maxAgeMs) return this.latest.snapshot;
+    // `<`, not `<=`: with 0, a snapshot loaded in this very millisecond (before a write that just ended) is not served.
+    if (this.latest && Date.now() - this.latest.loadedAt < maxAgeMs) return this.latest.snapshot;
     this.loading ??= this.reload().finally(() => {
       this.loading = null;
     });
