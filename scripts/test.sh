@@ -1,11 +1,16 @@
 #!/usr/bin/env bash
-# The whole suite, from a bare machine: installs what the tests need, then typechecks,
-# runs the policy pack's own tests and the mocha suite against real servers.
+# The whole suite, from a bare machine: installs what the tests need (a supported Node.js, OPA,
+# FerretDB, Chromium), builds dist/ (which typechecks src/), typechecks the rest, runs the policy
+# pack's own tests and the mocha suite against real servers, all on the project's Node.js.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+source scripts/runtime.sh
 bash scripts/ferretdb.sh build
 bash scripts/install-chromium.sh
+echo "== runtime: Node $(node --version)"
+echo "== build (dist/)"
+bash scripts/build.sh
 echo "== typecheck"
 npx tsc --noEmit -p .
 echo "== policy pack (opa test)"

@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
+import { projectPath } from './paths.js';
+
+export { PROJECT_ROOT, projectPath } from './paths.js';
 
 export interface TtlConfig {
   accessTokenSeconds: number;
@@ -175,7 +178,7 @@ function typeOf(schema: object): string {
 export class ConfigError extends Error {}
 
 /** Reads config/default.json, applies environment overrides, validates; throws ConfigError naming the key. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaultsFile = new URL('../../config/default.json', import.meta.url)): Config {
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaultsFile = projectPath('config', 'default.json')): Config {
   const raw = JSON.parse(readFileSync(defaultsFile, 'utf8')) as Record<string, unknown> & { ttl: Record<string, unknown> };
   for (const [variable, key] of Object.entries(ENVIRONMENT)) {
     const value = env[variable];

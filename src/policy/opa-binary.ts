@@ -3,10 +3,10 @@ import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { projectPath } from '../config/index.js';
 
 /** Where scripts/install-opa.sh puts the pinned OPA (GOBIN=<repo>/.bin). */
-export const PROJECT_OPA = fileURLToPath(new URL('../../.bin/opa', import.meta.url));
+export const PROJECT_OPA = projectPath('.bin', 'opa');
 
 /** config.opaBin when set, else the project's .bin/opa when it exists, else `opa` from PATH. */
 export function resolveOpaBinary(configured: string | null): string {

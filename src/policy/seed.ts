@@ -6,12 +6,12 @@
 import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { projectPath } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import { ConflictError, DEFAULT_TENANT, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
 import { POLICY_DATA, POLICY_RULES, type PolicyDataDoc, type PolicyRuleDoc } from './records.js';
 
-export const POLICY_PACK_DIR = fileURLToPath(new URL('../../policies/', import.meta.url));
+export const POLICY_PACK_DIR = projectPath('policies');
 
 export interface PolicyPack {
   rules: { kind: 'rego' | 'cedar'; path: string; content: string }[];

@@ -1,14 +1,15 @@
 import { readFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { basename, join } from 'node:path';
 import { build } from 'esbuild';
+import { projectPath } from '../../config/index.js';
 
 export interface ConsoleAsset {
   body: Buffer;
   type: string;
 }
 
-const HERE = dirname(fileURLToPath(import.meta.url));
+/** The console's sources: read from the checkout, so the compiled server (dist/) serves the same files. */
+const HERE = projectPath('src', 'admin', 'console');
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# `npm start`: the compiled server on the project's Node.js, built first when any source is newer
+# than the last build (or there is none).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+source scripts/runtime.sh
+if [ ! -f dist/.built ] || [ -n "$(find src adapters package.json package-lock.json tsconfig.json tsconfig.build.json -newer dist/.built -print -quit)" ]; then
+  echo "start: building dist/" >&2
+  bash scripts/build.sh
+fi
+exec node --enable-source-maps dist/src/main.js

@@ -1,0 +1,45 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { eventually } from '../support/oauth.js';
+import { ADMIN_KEY, freePort } from '../support/server.js';
+
+describe('Runtime and build', function () {
+  it('runs on a supported Node.js LTS (22 or later), whatever Node the machine has', function () {
+    const major = Number(process.versions.node.split('.')[0]);
+    expect(major, `the suite runs on Node ${process.version}`).to.be.at.least(22);
+  });
+
+  it('`npm start` serves from the compiled dist/ on a supported Node, without the unsupported-runtime warning', async function () {
+    this.timeout(180_000);
+    const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-start-'));
+    const port = await freePort();
+    const child = spawn('bash', ['scripts/start.sh'], {
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), STORE_URL: `sqlite:${join(dataDir, 'arbiter.db')}`, SERVICE_ADMIN_API_KEY: ADMIN_KEY, LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout!.on('data', (chunk) => (output += chunk));
+    child.stderr!.on('data', (chunk) => (output += chunk));
+    try {
+      await eventually(async () => {
+        if (child.exitCode !== null) throw new Error(`npm start ended: ${output.slice(-2000)}`);
+        return (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status === 200;
+      }, 150_000);
+      // start.sh ends by exec'ing node on the build: the process it started is that node.
+      const commandLine = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0');
+      expect(commandLine).to.include('dist/src/main.js');
+      const nodeVersion = execFileSync(readlinkSync(`/proc/${child.pid}/exe`), ['--version'], { encoding: 'utf8' });
+      expect(Number(nodeVersion.replace(/^v/, '').split('.')[0]), nodeVersion).to.be.at.least(22);
+      expect(output).to.contain('Arbiter is listening');
+      expect(output).not.to.contain('Unsupported runtime');
+    } finally {
+      child.kill('SIGTERM');
+      if (child.exitCode === null) await once(child, 'exit');
+      rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
