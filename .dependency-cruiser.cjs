@@ -1,11 +1,12 @@
 /**
- * Arbiter's layers (docs: /ARCHITECTURE.md "Dependency direction"), lowest first:
+ * Arbiter's layers ("Dependency direction" of the intended architecture), lowest first:
  *
- *   http, config, log ◄ tenancy, store (+ adapters beside it) ◄ catalog ◄ policy ◄ audit
+ *   http, config, log ◄ tenancy, store (+ adapters beside it) ◄ catalog ◄ policy ◄ audit, metrics
  *     ◄ oauth, uma, delegation, authzen ◄ admin ◄ composition root (app, server, main, collections)
  *
  * A module may import its own layer and those to its left, never one to its right, and no
- * module takes part in an import circle. Run by scripts/check-deps.sh.
+ * module takes part in an import circle. src/dev-idp (a stand-alone development IdP) imports
+ * no other folder and is in no layer. Run by scripts/check-deps.sh.
  */
 
 /** Path patterns of each layer, lowest first. */
@@ -14,7 +15,7 @@ const LAYERS = [
   { name: 'store', path: '^(src/(tenancy|store)/|adapters/)' },
   { name: 'catalog', path: '^src/catalog/' },
   { name: 'policy', path: '^src/policy/' },
-  { name: 'audit', path: '^src/audit/' },
+  { name: 'audit', path: '^src/(audit|metrics)/' },
   { name: 'protocol', path: '^src/(oauth|uma|delegation|authzen)/' },
   { name: 'admin', path: '^src/admin/' },
   { name: 'root', path: '^src/(app|server|main|collections)\\.ts$' },
