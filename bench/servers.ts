@@ -10,7 +10,7 @@ import bcrypt from 'bcryptjs';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { ClientMetadata } from 'oidc-provider';
 import type { TtlConfig } from '../src/config/index.js';
-import { openStore } from '../src/store/index.js';
+import { openArbiterStore as openStore } from '../src/collections.js';
 import { FetchUserAgent } from '../test/support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp } from '../test/support/dev-idp.js';
 import { basic, FORM } from '../test/support/oauth.js';

@@ -7,7 +7,8 @@ import type { Logger } from './log/index.js';
 import { createTenantProvider, loadProviderSecrets, TenantProviders } from './oauth/index.js';
 import { Metrics } from './metrics/index.js';
 import { BUNDLE_PATH, createPolicyEngine, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
-import { openStore, Sealer, type Store } from './store/index.js';
+import { openArbiterStore } from './collections.js';
+import { Sealer, type Store } from './store/index.js';
 
 export interface RunningServer {
   /** Where the server listens (loopback URL with the real port). */
@@ -26,7 +27,7 @@ const PURGE_INTERVAL_MS = 60_000;
  * server for its bundle, so it can only be pointed at the port once the port is known.
  */
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
-  const store = await openStore(config.storeUrl);
+  const store = await openArbiterStore(config.storeUrl);
   const sealer = await Sealer.open(store, config.secretsKey);
   if (!config.softwareStatementVerify) {
     log.warn('SERVICE_SOFTWARE_STATEMENT_VERIFY is false: software statements are still verified whenever policy data trusts an issuer for them; otherwise they reach the policy unverified (the default pack refuses them)');

@@ -1,5 +1,5 @@
 export { adminRouter, type AdminOptions } from './router.js';
 export { adminOpenApi } from './openapi.js';
-export { adminGate, isAdminPath, ADMIN_PREFIX } from './gate.js';
-export { COLLECTIONS, adminCollection, definitionFor, type CollectionDefinition } from './collections.js';
+export { adminGate } from './gate.js';
+export { isAdminPath, ADMIN_PREFIX } from '../http/admin-path.js';
 export type { AdminRecord, RecordCheck } from './records.js';

@@ -4,9 +4,9 @@ import type { AuditFields } from '../audit/log.js';
 import { DECISION_POINTS, RESULT_SCHEMA } from '../policy/index.js';
 import { CLIENT_CREDENTIALS_TOKEN_INPUT } from '../policy/examples.js';
 import { MAX_PAGE_SIZE } from './audit-routes.js';
-import { COLLECTIONS, type CollectionDefinition } from './collections.js';
+import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
 import { PLAYGROUND_BODY } from './decisions.js';
-import { ADMIN_PREFIX } from './gate.js';
+import { ADMIN_PREFIX } from '../http/admin-path.js';
 
 /**
  * The Admin API's OpenAPI 3.1 document, built from the data the router serves and validates

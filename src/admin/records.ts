@@ -3,7 +3,7 @@ import { ConflictError, storageDigest, type Sealer, type Store, type StoredDoc, 
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
 import { registerTenant, storeTenant } from '../tenancy/index.js';
-import { storeSpecOf, type CollectionDefinition } from './collections.js';
+import { definitionOfStore, storeSpecOf, type CollectionDefinition } from '../catalog/index.js';
 
 export type AdminRecord = StoredDoc & { id: number; tenantId: string | null; createdAt: string; updatedAt: string };
 
@@ -153,7 +153,7 @@ export class AdminRecords {
     for (const [field, collection] of Object.entries(this.definition.references ?? {})) {
       const value = fields[field];
       if (value === undefined || value === null) continue;
-      const target = await this.store.collection(collection, storeTenant(tenantId)).get(value as number);
+      const target = await this.store.collection(storeSpecOf(definitionOfStore(collection)!), storeTenant(tenantId)).get(value as number);
       if (!target) throw badRequest(`${field} ${value} does not name an existing ${collection.replace(/_/g, ' ')} record in this tenant`, { field });
     }
   }

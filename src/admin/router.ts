@@ -6,8 +6,8 @@ import { badRequest } from '../http/errors.js';
 import { isTenantId } from '../tenancy/index.js';
 import { auditLogRoutes } from './audit-routes.js';
 import { decisionRoutes, type DecisionRouteOptions } from './decisions.js';
-import { ADMIN_PREFIX } from './gate.js';
-import { COLLECTIONS, type CollectionDefinition } from './collections.js';
+import { ADMIN_PREFIX } from '../http/admin-path.js';
+import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
 import { openApiRoute } from './openapi.js';
 import { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
 

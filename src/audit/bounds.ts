@@ -1,4 +1,4 @@
-import type { AuditFields } from './log.js';
+import type { AuditFields } from './entry.js';
 
 /** The longest string an unauthenticated caller gets kept in an audit entry (User-Agent, client_id, redirect_uri, scope, path, …). */
 export const MAX_AUDITED_STRING = 256;

@@ -1,6 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { LRUCache } from 'lru-cache';
-import type { AuditFields } from './log.js';
+import type { AuditFields } from './entry.js';
 
 export interface RefusalBudgetLimits {
   /** Refused unauthenticated requests of one address written one entry each per window; the rest are counted. */

@@ -2,27 +2,11 @@ import type { Logger } from '../log/index.js';
 import { DEFAULT_TENANT, isStoreUnavailable, type Filter, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
 import { BatchWriter } from '../store/batches.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
+import type { AuditFields } from './entry.js';
 
 export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] };
 
-export type Outcome = 'allow' | 'deny' | 'error';
-
-/** An entry as written by the audit middleware; the log adds id and createdAt. */
-export interface AuditFields {
-  endpoint: string;
-  method: string;
-  requestSummary: Record<string, unknown>;
-  policyInput: unknown;
-  policyDecision: unknown;
-  outcome: Outcome;
-  tenantId: string | null;
-  clientId: string | null;
-  subjectId: string | null;
-  ip: string | null;
-  userAgent: string | null;
-  /** The request's X-Request-ID (the caller's, or generated), as in its log lines. */
-  requestId: string | null;
-}
+export type { AuditFields, Outcome } from './entry.js';
 
 export type AuditEntry = AuditFields & StoredDoc & { id: number; createdAt: string };
 
@@ -177,7 +161,7 @@ export class AuditLog {
     while (ids.length < count) {
       if (this.ids.next > this.ids.last) {
         const size = Math.max(AUDIT_ID_BLOCK, count - ids.length);
-        const last = await this.store.nextSequence('audit_logs', size);
+        const last = await this.store.nextSequence(AUDIT_LOG_COLLECTION.name, size);
         this.ids = { next: last - size + 1, last };
       }
       ids.push(this.ids.next++);

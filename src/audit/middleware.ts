@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { isAdminPath } from '../admin/gate.js';
+import { isAdminPath } from '../http/admin-path.js';
 import { basicCredentials } from '../http/basic.js';
 import type { Logger } from '../log/index.js';
 import { boundedEntry } from './bounds.js';

@@ -1,4 +1,4 @@
-import { adminCollection } from '../admin/collections.js';
+import { resourceRecords, resourceTypeRecords, subjectRecords } from '../catalog/index.js';
 import type { PolicyEngine } from '../policy/index.js';
 import type { Store, StoredDoc } from '../store/index.js';
 import type { Entity, SearchKind } from './schemas.js';
@@ -43,14 +43,14 @@ function isEntity(value: unknown): value is Entity {
 
 async function subjectsOf(store: Store, tenant: string, type: string): Promise<Entity[]> {
   if (type !== 'user') return [];
-  const subjects = await adminCollection<StoredDoc & { subjectId: string }>(store, 'subjects', tenant).find({}, { limit: MAX_CANDIDATES + 1 });
+  const subjects = await subjectRecords<StoredDoc & { subjectId: string }>(store, tenant).find({}, { limit: MAX_CANDIDATES + 1 });
   return subjects.map((subject) => ({ type, id: subject.subjectId }));
 }
 
 async function resourcesOf(store: Store, tenant: string, type: string): Promise<Entity[]> {
-  const definition = await adminCollection<StoredDoc & { typeUri: string }>(store, 'resource-types', tenant).findOne({ typeUri: type });
+  const definition = await resourceTypeRecords<StoredDoc & { typeUri: string }>(store, tenant).findOne({ typeUri: type });
   if (!definition) return [];
-  const resources = await adminCollection<StoredDoc & { resourceIdentifier: string }>(store, 'resources', tenant).find({ resourceTypeId: definition.id as number }, { limit: MAX_CANDIDATES + 1 });
+  const resources = await resourceRecords<StoredDoc & { resourceIdentifier: string }>(store, tenant).find({ resourceTypeId: definition.id as number }, { limit: MAX_CANDIDATES + 1 });
   return resources.map((resource) => ({ type, id: resource.resourceIdentifier }));
 }
 

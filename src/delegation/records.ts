@@ -1,7 +1,5 @@
 import type { DelegationGrantInput } from '../policy/index.js';
-import type { CollectionSpec, Filter, Store, StoredDoc, TenantCollection } from '../store/index.js';
-// Not through ../store/index.js: the store's collection table imports this module.
-import { TurnReads } from '../store/turn-reads.js';
+import { TurnReads, type CollectionSpec, type Filter, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
 
 /** A delegation as stored (spec: delegation record). `validUntil` is the API's expires_at. */
 export interface DelegationRecord extends StoredDoc {

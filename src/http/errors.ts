@@ -1,6 +1,5 @@
 import type { Context, Next } from 'koa';
 import type { Logger } from '../log/index.js';
-import { isStoreUnavailable } from '../store/types.js';
 
 /** An error whose status and OAuth-style code are meant for the caller. */
 export class HttpError extends Error {
@@ -22,10 +21,28 @@ export const notFound = (description = 'not found') => new HttpError(404, 'not_f
 export const unsupportedMethod = () => new HttpError(405, 'unsupported_method_type', 'the endpoint does not support this HTTP method');
 
 /**
+ * A dependency that cannot answer now, such as a store that lost its database (StoreUnavailableError,
+ * src/store/types.ts, which sits above this module): `reason` says what happened and what to do.
+ * Recognised by shape, so that one from a second copy of its module is recognised too.
+ */
+export interface Unavailable {
+  readonly status: 503;
+  readonly error: 'temporarily_unavailable';
+  /** What cannot answer, for the log line: "store". */
+  readonly dependency: string;
+  readonly reason: string;
+}
+
+export function isUnavailable(error: unknown): error is Error & Unavailable {
+  const fields = error as Partial<Unavailable> | null;
+  return error instanceof Error && fields?.status === 503 && fields.error === 'temporarily_unavailable' && typeof fields.dependency === 'string' && typeof fields.reason === 'string';
+}
+
+/**
  * Turns any error thrown below into a JSON body `{error, error_description}`; unexpected
  * errors become a 500 whose details go only to the log, never a stack trace to the caller.
- * A store that lost its database (StoreUnavailableError) is a 503 and one plain log line:
- * its reason says what happened and what to do, a stack would add nothing.
+ * An Unavailable dependency is a 503 and one plain log line: its reason says what happened
+ * and what to do, a stack would add nothing.
  */
 export function jsonErrors(log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
@@ -33,7 +50,7 @@ export function jsonErrors(log: Logger) {
       await next();
     } catch (error) {
       const { status, body } = describe(error);
-      if (isStoreUnavailable(error)) log.error({ path: ctx.path, method: ctx.method, requestId: ctx.state.requestId }, `store unavailable: ${error.reason}`);
+      if (isUnavailable(error)) log.error({ path: ctx.path, method: ctx.method, requestId: ctx.state.requestId }, `${error.dependency} unavailable: ${error.reason}`);
       else if (status >= 500) log.error({ err: error, path: ctx.path, requestId: ctx.state.requestId }, 'unhandled error');
       ctx.status = status;
       ctx.body = body;
@@ -46,7 +63,7 @@ function describe(error: unknown): { status: number; body: Record<string, unknow
   if (error instanceof HttpError) {
     return { status: error.status, body: { error: error.code, error_description: error.message, ...error.details } };
   }
-  if (isStoreUnavailable(error)) {
+  if (isUnavailable(error)) {
     return { status: 503, body: { error: 'temporarily_unavailable', error_description: error.reason } };
   }
   const status = (error as { status?: number; expose?: boolean })?.status;

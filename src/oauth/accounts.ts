@@ -1,16 +1,15 @@
 import type { Account, AccountClaims } from 'oidc-provider';
-import { adminCollection, definitionFor } from '../admin/collections.js';
+import { subjectRecords } from '../catalog/index.js';
 import type { Store, TenantCollection } from '../store/index.js';
 import type { ConfigurationSlice } from './context.js';
 import type { SubjectRecord } from './subject-input.js';
 
-const SUBJECTS = definitionFor('subjects')!;
 /** Store collection, and numeric id sequence, of subjects. */
-export const SUBJECTS_COLLECTION = SUBJECTS.store;
+export const SUBJECTS_COLLECTION = subjectRecords.spec.name;
 
 /** The tenant's subjects, declared with the Admin API's unique key (subjectId) so that every writer enforces it. */
 export function subjectsCollection(store: Store, tenant: string): TenantCollection<SubjectRecord> {
-  return adminCollection<SubjectRecord>(store, 'subjects', tenant);
+  return subjectRecords<SubjectRecord>(store, tenant);
 }
 
 /**

@@ -1,7 +1,6 @@
 import type { AdapterPayload } from 'oidc-provider';
-import { adminCollection } from '../admin/collections.js';
+import { clientRecords } from '../catalog/index.js';
 import { TurnReads, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
-import type { ClientDocuments } from './cimd/index.js';
 import { TOKEN_EXCHANGE } from './grants/token-exchange/parameters.js';
 import { UMA_TICKET } from './grants/uma-ticket/parameters.js';
 import { looksLikeDocumentUrl } from './cimd/url.js';
@@ -43,14 +42,14 @@ export interface ClientRecord extends StoredDoc {
   tenantId: string | null;
 }
 
-export const CLIENTS_COLLECTION = 'clients';
+export const CLIENTS_COLLECTION = clientRecords.spec.name;
 
 /**
  * The tenant's clients, declared as the Admin API declares them (clientId unique per tenant), so
  * that every writer (Admin API, registration, metadata documents) is held to the same keys.
  */
 export function clientsCollection(store: Store, tenant: string): TenantCollection<ClientRecord> {
-  return adminCollection<ClientRecord>(store, 'clients', tenant);
+  return clientRecords<ClientRecord>(store, tenant);
 }
 
 /** Client records read this turn (TurnReads): client authentication and the same request's policy input both need one. */
@@ -107,6 +106,14 @@ function grantTypes(record: ClientRecord): string[] {
  * grant refuses public clients with unauthorized_client, as RFC 8693 needs a confidential one)
  * and the UMA grant (uma_permission decides per permission).
  */
+/**
+ * Client ID metadata documents (./cimd): `resolve(clientId, stored)` → the client record to serve,
+ * or undefined when the client_id names no usable document (the client does not exist).
+ */
+export interface ClientDocuments {
+  resolve(clientId: string, stored: ClientRecord | null): Promise<ClientRecord | undefined>;
+}
+
 const POLICY_DECIDED_GRANTS = [TOKEN_EXCHANGE, UMA_TICKET];
 
 /**

@@ -1,4 +1,4 @@
-import { adminCollection } from '../admin/collections.js';
+import { resourceRecords, resourceServerRecords, resourceTypeRecords } from '../catalog/index.js';
 import type { Store, StoredDoc } from '../store/index.js';
 
 interface ResourceServerRecord extends StoredDoc {
@@ -29,11 +29,11 @@ export interface ResolvedResource {
  */
 export async function resolveResource(store: Store, tenant: string, resource: string | null, hint: string | null): Promise<ResolvedResource> {
   if (!resource) return { server: null, typeUri: hint };
-  const server = await adminCollection<ResourceServerRecord>(store, 'resource-servers', tenant).findOne({ resourceIndicator: resource });
+  const server = await resourceServerRecords<ResourceServerRecord>(store, tenant).findOne({ resourceIndicator: resource });
   if (server && server.enabled !== false) return { server, typeUri: server.typeUris?.[0] ?? hint };
-  const registered = await adminCollection<ResourceRecord>(store, 'resources', tenant).findOne({ resourceIdentifier: resource });
+  const registered = await resourceRecords<ResourceRecord>(store, tenant).findOne({ resourceIdentifier: resource });
   if (registered) {
-    const type = await adminCollection<StoredDoc & { typeUri: string }>(store, 'resource-types', tenant).get(registered.resourceTypeId);
+    const type = await resourceTypeRecords<StoredDoc & { typeUri: string }>(store, tenant).get(registered.resourceTypeId);
     if (type) return { server: null, typeUri: type.typeUri };
   }
   return { server: null, typeUri: hint };

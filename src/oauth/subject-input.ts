@@ -1,4 +1,4 @@
-import { adminCollection } from '../admin/collections.js';
+import { subjectRecords } from '../catalog/index.js';
 import type { SubjectInput } from '../policy/index.js';
 import type { Store, StoredDoc } from '../store/index.js';
 
@@ -14,7 +14,7 @@ export interface SubjectRecord extends StoredDoc {
 
 /** `input.subject` for a signed-in user: the stored profile claims and the provider reference. */
 export async function subjectInput(store: Store, tenant: string, sub: string): Promise<SubjectInput> {
-  const record = await adminCollection<SubjectRecord>(store, 'subjects', tenant).findOne({ subjectId: sub });
+  const record = await subjectRecords<SubjectRecord>(store, tenant).findOne({ subjectId: sub });
   if (!record) return { sub, idp: null, claims: {} };
   const claims = { name: record.name, email: record.email, email_verified: record.emailVerified, preferred_username: record.preferredUsername };
   return {

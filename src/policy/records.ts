@@ -1,3 +1,4 @@
+import { policyDataRecords, policyRuleRecords } from '../catalog/index.js';
 import { DEFAULT_TENANT, type CollectionSpec, type Store, type StoredDoc } from '../store/index.js';
 
 /** A policy rule as the Admin API stores it (collection `policy_rules`). */
@@ -28,12 +29,9 @@ export interface PolicyDataDoc extends StoredDoc {
   updatedAt: string;
 }
 
-/*
- * Declared exactly as the Admin API declares them (src/admin/records.ts): a store remembers
- * the first declaration of a collection, and the seed may run before the Admin API does.
- */
-export const POLICY_RULES: CollectionSpec = { name: 'policy_rules', uniqueKeys: [['path']], indexes: ['path'] };
-export const POLICY_DATA: CollectionSpec = { name: 'policy_data', uniqueKeys: [['dataKey']], indexes: ['dataKey'] };
+/** The shared collections of rules and data as src/catalog declares them (for the seed's id sequences, and tests). */
+export const POLICY_RULES: CollectionSpec = policyRuleRecords.spec;
+export const POLICY_DATA: CollectionSpec = policyDataRecords.spec;
 
 /** The shared (bundled) rules and data: no tenant, no version label, rules enabled. Sorted for determinism. */
 export interface BundledRecords {
@@ -49,8 +47,8 @@ export function isBundled(record: { tenantId?: unknown; version?: unknown; enabl
 
 export async function loadBundledRecords(store: Store): Promise<BundledRecords> {
   const [rules, data] = await Promise.all([
-    store.collection<PolicyRuleDoc>(POLICY_RULES, DEFAULT_TENANT).find({ tenantId: null }),
-    store.collection<PolicyDataDoc>(POLICY_DATA, DEFAULT_TENANT).find({ tenantId: null }),
+    policyRuleRecords<PolicyRuleDoc>(store, DEFAULT_TENANT).find({ tenantId: null }),
+    policyDataRecords<PolicyDataDoc>(store, DEFAULT_TENANT).find({ tenantId: null }),
   ]);
   return {
     rules: rules.filter(isBundled).sort((a, b) => compare(a.path, b.path)),

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
 import { projectPath } from '../config/index.js';
+import { policyDataRecords, policyRuleRecords } from '../catalog/index.js';
 import type { Logger } from '../log/index.js';
 import { ConflictError, DEFAULT_TENANT, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
 import { POLICY_DATA, POLICY_RULES, type PolicyDataDoc, type PolicyRuleDoc } from './records.js';
@@ -37,10 +38,10 @@ export async function readPolicyPack(dir = POLICY_PACK_DIR): Promise<PolicyPack>
 }
 
 export async function seedDefaultPolicies(store: Store, log: Logger, dir = POLICY_PACK_DIR): Promise<void> {
-  const rules = store.collection<PolicyRuleDoc>(POLICY_RULES, DEFAULT_TENANT);
+  const rules = policyRuleRecords<PolicyRuleDoc>(store, DEFAULT_TENANT);
   if ((await rules.count({ tenantId: null })) > 0) return;
   const pack = await readPolicyPack(dir);
-  const data = store.collection<PolicyDataDoc>(POLICY_DATA, DEFAULT_TENANT);
+  const data = policyDataRecords<PolicyDataDoc>(store, DEFAULT_TENANT);
   const now = new Date().toISOString();
   const shared = { version: null, tenantId: null, createdAt: now, updatedAt: now };
   for (const rule of pack.rules) {

@@ -1,5 +1,4 @@
 export * from './types.js';
-export { openStore } from './open.js';
 export { storageDigest } from './digest.js';
 export { Sealer, SEALING_KEYS_COLLECTION } from './sealed.js';
 export { TurnReads } from './turn-reads.js';

@@ -1,3 +1,5 @@
+import type { Unavailable } from '../http/errors.js';
+
 /**
  * The one small storage interface every Arbiter component uses.
  *
@@ -124,11 +126,12 @@ export class ConflictError extends Error {
  * (/token, /userinfo, …) also say 503 temporarily_unavailable rather than 500 server_error.
  * The stack is a single line: the reason is the whole story, and logs stay readable.
  */
-export class StoreUnavailableError extends Error {
+export class StoreUnavailableError extends Error implements Unavailable {
   readonly status = 503;
   readonly statusCode = 503;
   readonly expose = true;
   readonly error = 'temporarily_unavailable';
+  readonly dependency = 'store';
 
   /** @param reason what happened and what to do, for the caller and the log */
   constructor(readonly reason: string) {

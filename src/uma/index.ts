@@ -2,7 +2,8 @@
  * UMA 2.0: the protection API (resource registration, permission tickets) and what the UMA grant
  * at /token (src/oauth/grants/uma-ticket) and the delegation store need of its records.
  */
-export { umaRouter, PROTECTION, type UmaDeps } from './router.js';
+export { umaRouter, PROTECTION } from './router.js';
+export type { UmaDeps } from './deps.js';
 export { RESOURCE_REGISTRATION_PATH } from './registration.js';
 export { PERMISSION_PATH } from './permission.js';
 export { UMA_RESOURCES_COLLECTION, findResource, resourceInput, type ResourceOwner, type UmaResourceRecord } from './resources.js';

@@ -7,7 +7,7 @@ import { assertValid } from '../http/validation.js';
 import { requestInput } from '../policy/index.js';
 import { decidePermissions, grantedScopes, type PermissionAnswer } from './decide.js';
 import type { ResourceOwner } from './resources.js';
-import type { UmaDeps } from './router.js';
+import type { UmaDeps } from './deps.js';
 import { PERMISSION_REQUEST } from './schemas.js';
 import { issueTicket, type RequestedPermission } from './tickets.js';
 

@@ -1,4 +1,4 @@
-import { adminCollection } from '../admin/collections.js';
+import { resourceTypeRecords } from '../catalog/index.js';
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
 import type { Context } from 'koa';
@@ -8,7 +8,7 @@ import { assertValid } from '../http/validation.js';
 import type { Store, StoredDoc } from '../store/index.js';
 import { ownedResource, ownerFilter, resourceDescription, umaResources, type ResourceOwner, type UmaResourceRecord } from './resources.js';
 import { RESOURCE_DESCRIPTION, type ResourceDescription } from './schemas.js';
-import type { UmaDeps } from './router.js';
+import type { UmaDeps } from './deps.js';
 
 export const RESOURCE_REGISTRATION_PATH = '/resource_registration/resource';
 
@@ -72,7 +72,7 @@ function fieldsOf(body: ResourceDescription): Pick<UmaResourceRecord, 'name' | '
 /** The spec's scope ceiling: a resource of a type the Admin API defines with scopes may name only those. */
 async function assertWithinTypeCeiling(store: Store, tenant: string, body: ResourceDescription): Promise<void> {
   if (!body.type) return;
-  const definition = await adminCollection<StoredDoc & { typeUri: string; scopes?: string[] }>(store, 'resource-types', tenant).findOne({ typeUri: body.type });
+  const definition = await resourceTypeRecords<StoredDoc & { typeUri: string; scopes?: string[] }>(store, tenant).findOne({ typeUri: body.type });
   if (!Array.isArray(definition?.scopes)) return;
   const beyond = (body.resource_scopes ?? []).filter((scope) => !definition.scopes!.includes(scope));
   if (beyond.length) throw new HttpError(400, 'invalid_scope', `resource_scopes beyond the scopes of type ${body.type}: ${beyond.join(' ')}`, { field: 'resource_scopes' });

@@ -1,24 +1,10 @@
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { routesWithMethods } from '../http/router.js';
-import type { InputParties, PolicyEngine } from '../policy/index.js';
-import type { Store } from '../store/index.js';
-import type { TokenCallers } from '../oauth/token-callers.js';
+import type { UmaDeps } from './deps.js';
 import { permissionRoutes } from './permission.js';
 import { resourceRegistrationRoutes } from './registration.js';
 import type { ResourceOwner } from './resources.js';
-
-export interface UmaDeps {
-  store: Store;
-  policy: PolicyEngine;
-  /** Authenticates the PAT (src/oauth). */
-  callers: TokenCallers;
-  parties: InputParties;
-  issuer: string;
-  maxBodyBytes: number;
-  /** Lifetime of a permission ticket (spec: 5 minutes). */
-  ticketSeconds: number;
-}
 
 /** Spec, Authentication rule 3: a protection API token carries uma_protection and was issued for urn:as:introspect. */
 export const PROTECTION = { scope: 'uma_protection', audience: 'urn:as:introspect' } as const;

@@ -4,7 +4,8 @@ import { extract } from 'tar-stream';
 import { bundleMiddleware } from '../../src/policy/bundle-route.js';
 import { POLICY_DATA, readPolicyPack, seedDefaultPolicies } from '../../src/policy/index.js';
 import { PolicySnapshots } from '../../src/policy/snapshots.js';
-import { openStore, type Store } from '../../src/store/index.js';
+import { openArbiterStore as openStore } from '../../src/collections.js';
+import type { Store } from '../../src/store/index.js';
 import { BUNDLE_TOKEN, log, putData, putRule, ruleAt, startBundleServer, type BundleServer } from './support.js';
 
 async function untar(gzipped: Buffer): Promise<Map<string, string>> {

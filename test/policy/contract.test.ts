@@ -1,7 +1,8 @@
 /** The decision contract's schemas, the request-input helper and the first-start seed. */
 import { expect } from 'chai';
 import { checkInput, checkResult, DECISION_POINTS, inputSchema, POLICY_DATA, POLICY_RULES, readPolicyPack, requestInput, seedDefaultPolicies, type PolicyRuleDoc } from '../../src/policy/index.js';
-import { DEFAULT_TENANT, openStore } from '../../src/store/index.js';
+import { openArbiterStore as openStore } from '../../src/collections.js';
+import { DEFAULT_TENANT } from '../../src/store/index.js';
 import { authorizeInput, delegationInput, evaluationInput, introspectInput, permissionInput, registerInput, tokenExchangeInput } from './inputs.js';
 import { alice, log, putRule } from './support.js';
 

@@ -24,7 +24,8 @@ import {
   type RunningPolicyEngine,
   type SubjectInput,
 } from '../../src/policy/index.js';
-import { DEFAULT_TENANT, openStore, type Store } from '../../src/store/index.js';
+import { openArbiterStore as openStore } from '../../src/collections.js';
+import { DEFAULT_TENANT, type Store } from '../../src/store/index.js';
 
 export const BUNDLE_TOKEN = 'test-bundle-token-0123456789abcdef';
 export const log = createLogger(process.env.TEST_LOG_LEVEL ?? 'silent');

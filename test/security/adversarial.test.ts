@@ -3,7 +3,7 @@ import bcrypt from 'bcryptjs';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Agent, request as httpRequest } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { COLLECTIONS } from '../../src/admin/collections.js';
+import { COLLECTIONS } from '../../src/catalog/index.js';
 import { SORTABLE_FIELDS } from '../../src/audit/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, authorizationRequest, passDevIdpForms, redeemCode, registerIdentityProvider, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Context } from 'koa';
 import { pino } from 'pino';
 import { jsonErrors } from '../../src/http/errors.js';
-import { openStore } from '../../src/store/open.js';
+import { openArbiterStore as openStore } from '../../src/collections.js';
 import { StoreUnavailableError, type Store } from '../../src/store/index.js';
 import { MongoTestServer } from '../store/mongo-server.js';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';

@@ -4,7 +4,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import * as client from 'openid-client';
 import { createOidcAdapter, OIDC_COLLECTION } from '../../adapters/oidc/index.js';
-import { openStore } from '../../src/store/open.js';
+import { openArbiterStore as openStore } from '../../src/collections.js';
 import type { Store } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';

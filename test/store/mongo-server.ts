@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { MongoClient } from 'mongodb';
-import { openStore } from '../../src/store/open.js';
+import { openArbiterStore as openStore } from '../../src/collections.js';
 import type { Store } from '../../src/store/types.js';
 
 const FERRETDB_SCRIPT = join(dirname(fileURLToPath(import.meta.url)), '../../scripts/ferretdb.sh');

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { MongoClient } from 'mongodb';
 import { physicalName } from '../../adapters/shared/spec.js';
-import { knownCollections } from '../../src/store/collections.js';
+import { knownCollections } from '../../src/collections.js';
 import { describeStoreConformance } from './conformance.js';
 import { MongoTestServer } from './mongo-server.js';
 

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import { notFound, unsupportedMethod } from '../../http/errors.js';
-import { isAdminPath } from '../gate.js';
+import { isAdminPath } from '../../http/admin-path.js';
 import { buildConsole, type ConsoleAsset } from './build.js';
 
 type TaggedAsset = ConsoleAsset & { etag: string };

@@ -4,25 +4,20 @@ import { createOutbound, outboundOptionsOf, type Outbound } from '../../http/out
 import type { Logger } from '../../log/index.js';
 import type { GrantedResource, PolicyEngine } from '../../policy/index.js';
 import { ConflictError, DEFAULT_TENANT, type Store } from '../../store/index.js';
-import { CLIENTS_COLLECTION, clientsCollection, type ClientRecord } from '../clients.js';
+import { CLIENTS_COLLECTION, clientsCollection, type ClientDocuments, type ClientRecord } from '../clients.js';
 import { freshnessMs, NEGATIVE_TTL_MS } from './caching.js';
 import { InvalidDocumentError, parseClientDocument, type ClientDocument } from './document.js';
 import { documentUrl, looksLikeDocumentUrl } from './url.js';
 
 export { looksLikeDocumentUrl } from './url.js';
 
-/**
+/*
  * Client ID metadata documents (spec: "Client ID metadata document rules" under GET /authorize).
  * An `https://` client_id names a JSON document describing a public client; it is fetched
  * through the outbound module, checked, and kept as a client record with registrationType
  * `cimd` in the tenant's client collection (so the Admin API lists it and policy inputs see it).
- *
- * The one entry point: `resolve(clientId, stored)` → the client record to serve, or undefined
- * when the client_id names no usable document (the client does not exist).
+ * The one entry point is `resolve` of the ClientDocuments interface (../clients.ts, which calls it).
  */
-export interface ClientDocuments {
-  resolve(clientId: string, stored: ClientRecord | null): Promise<ClientRecord | undefined>;
-}
 
 export interface ClientDocumentsOptions {
   config: Config;

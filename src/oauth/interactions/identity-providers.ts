@@ -1,3 +1,4 @@
+import { identityProviderRecords } from '../../catalog/index.js';
 import type { Sealer, Store, StoredDoc } from '../../store/index.js';
 import { SignInError, unavailable } from './errors.js';
 
@@ -17,8 +18,6 @@ export interface IdentityProviderRecord extends StoredDoc {
   jwksUri?: string;
 }
 
-export const IDENTITY_PROVIDERS_COLLECTION = 'identity_providers';
-
 /** Authorization request parameter naming the upstream provider (its idpId) when a tenant has several. */
 export const UPSTREAM_IDP_PARAM = 'upstream_idp';
 
@@ -28,7 +27,7 @@ export const UPSTREAM_IDP_PARAM = 'upstream_idp';
  * anybody in, which the client learns as `temporarily_unavailable`.
  */
 export async function chooseIdentityProvider(store: Store, sealer: Sealer, tenant: string, requested: unknown): Promise<IdentityProviderRecord> {
-  const providers = store.collection<IdentityProviderRecord>(IDENTITY_PROVIDERS_COLLECTION, tenant);
+  const providers = identityProviderRecords<IdentityProviderRecord>(store, tenant);
   if (typeof requested === 'string' && requested !== '') {
     const named = await providers.findOne({ idpId: requested });
     if (!named || named.enabled === false) throw new SignInError('invalid_request', `${UPSTREAM_IDP_PARAM} names no enabled identity provider`);
@@ -42,7 +41,7 @@ export async function chooseIdentityProvider(store: Store, sealer: Sealer, tenan
 
 /** The provider a pending sign-in started with; it may have been disabled or deleted meanwhile. */
 export async function identityProviderById(store: Store, sealer: Sealer, tenant: string, id: number): Promise<IdentityProviderRecord> {
-  const record = await store.collection<IdentityProviderRecord>(IDENTITY_PROVIDERS_COLLECTION, tenant).get(id);
+  const record = await identityProviderRecords<IdentityProviderRecord>(store, tenant).get(id);
   if (!record || record.enabled === false) throw unavailable('the identity provider of this sign-in is no longer available');
   return unsealed(record, sealer);
 }

@@ -1,4 +1,4 @@
-import { adminCollection } from '../../admin/collections.js';
+import { resourceServerRecords } from '../../catalog/index.js';
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
 import type { DecisionOutcome, IntrospectedTokenInput, IntrospectionCallerInput, PolicyEngine } from '../../policy/index.js';
@@ -87,7 +87,7 @@ function tokenInput(token: TokenModel, typeUri: string | null): IntrospectedToke
 async function callerInput(store: Store, tenant: string, caller: Caller): Promise<IntrospectionCallerInput> {
   const client = await findClientRecord(store, tenant, caller.clientId);
   const server = client
-    ? await adminCollection<{ id: number; resourceIndicator: string; typeUris?: string[]; capability?: Record<string, unknown> }>(store, 'resource-servers', tenant).findOne({ clientId: client.id })
+    ? await resourceServerRecords<{ id: number; resourceIndicator: string; typeUris?: string[]; capability?: Record<string, unknown> }>(store, tenant).findOne({ clientId: client.id })
     : null;
   return {
     method: caller.method,

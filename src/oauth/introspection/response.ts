@@ -1,4 +1,4 @@
-import { adminCollection } from '../../admin/collections.js';
+import { subjectRecords } from '../../catalog/index.js';
 import type { Decision } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import type { SubjectRecord } from '../subject-input.js';
@@ -43,7 +43,7 @@ export function isSingleUse(token: TokenModel, decision: Decision): boolean {
 }
 
 async function usernameOf(store: Store, tenant: string, sub: string): Promise<string | undefined> {
-  const subject = await adminCollection<SubjectRecord>(store, 'subjects', tenant).findOne({ subjectId: sub });
+  const subject = await subjectRecords<SubjectRecord>(store, tenant).findOne({ subjectId: sub });
   return subject?.preferredUsername ?? undefined;
 }
 

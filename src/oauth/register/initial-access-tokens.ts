@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { initialAccessTokenRecords } from '../../catalog/index.js';
 import { bearerToken, invalidToken } from '../../http/bearer.js';
 import { storageDigest, type Store, type StoredDoc, type TenantCollection } from '../../store/index.js';
 
@@ -18,7 +19,6 @@ export interface PresentedToken {
   name: string | null;
 }
 
-const COLLECTION = 'initial_access_tokens';
 const CONSUME_ATTEMPTS = 5;
 const UNUSABLE = 'the initial access token is unknown, expired or used up';
 
@@ -52,7 +52,7 @@ export class InitialAccessTokens {
   }
 
   private tokens(ctx: Context): TenantCollection<InitialAccessTokenRecord> {
-    return this.store.collection<InitialAccessTokenRecord>(COLLECTION, ctx.state.tenant as string);
+    return initialAccessTokenRecords<InitialAccessTokenRecord>(this.store, ctx.state.tenant as string);
   }
 }
 

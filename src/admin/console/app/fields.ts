@@ -1,5 +1,5 @@
 import bcrypt from 'bcryptjs';
-import type { CollectionDefinition } from '../../collections.js';
+import type { CollectionDefinition } from '../../../catalog/collections.js';
 import { h, humanize, uniqueId } from './dom.js';
 
 type Schema = { type?: string | string[]; enum?: unknown[]; format?: string; maxLength?: number; items?: Schema; properties?: Record<string, Schema>; required?: string[] };

@@ -1,5 +1,5 @@
 import './console.css';
-import { COLLECTIONS } from '../../collections.js';
+import { COLLECTIONS } from '../../../catalog/collections.js';
 import { whenUnauthorized } from './api.js';
 import { h, humanize, replace } from './dom.js';
 import { auditPage } from './pages/audit.js';

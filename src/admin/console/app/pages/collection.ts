@@ -1,4 +1,4 @@
-import type { CollectionDefinition } from '../../../collections.js';
+import type { CollectionDefinition } from '../../../../catalog/collections.js';
 import { ApiError, api } from '../api.js';
 import { h, humanize, replace, say, statusLine, uniqueId } from '../dom.js';
 import { bodyOf, clearFieldErrors, fieldNamed, fieldsOf, showFieldError, type Field } from '../fields.js';

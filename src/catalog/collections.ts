@@ -1,7 +1,10 @@
 import type { CollectionSpec, Store, StoredDoc, TenantCollection } from '../store/types.js';
 /**
- * The Admin API's eight collections as data: one generic router serves them all.
- * Field lists follow the spec's "Admin API objects" table.
+ * The shared records: the eight collections the Admin API serves (one generic router, src/admin)
+ * and the protocol modules read and write (clients, subjects, resources, policy rules, ...).
+ * Field lists follow the spec's "Admin API objects" table. Every module reaches one of them
+ * through its accessor below, so that each is declared to the store with the same unique keys
+ * and indexes whoever touches it first.
  */
 
 export interface CollectionDefinition {
@@ -37,7 +40,7 @@ const httpsUri = { type: 'string', format: 'uri', pattern: '^https://', maxLengt
 const internalKey = { type: 'integer', minimum: 1 };
 const tenantId = { type: ['string', 'null'], pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' };
 const enabled = { type: 'boolean' };
-/** The Admin API stores client secrets only as BCrypt hashes it is given (see src/admin/validation.ts). */
+/** The Admin API stores client secrets only as BCrypt hashes it is given (the `bcrypt` format: src/http/validation.ts). */
 const bcryptHash = { type: 'string', format: 'bcrypt' };
 
 function object(required: string[], properties: Record<string, unknown>) {
@@ -219,17 +222,36 @@ export function definitionFor(path: string): CollectionDefinition | undefined {
   return COLLECTIONS.find((definition) => definition.path === path);
 }
 
-/** How an Admin collection is declared to the store: unique keys within a tenant, each indexed. */
+/** How a shared collection is declared to the store: unique keys within a tenant, each indexed. */
 export function storeSpecOf(definition: CollectionDefinition): CollectionSpec {
   return { name: definition.store, uniqueKeys: definition.uniqueFields.map((field) => [field]), indexes: definition.uniqueFields };
 }
 
-/**
- * An Admin collection as any module reads or writes it: declared with the Admin API's unique keys
- * and indexes, whichever module touches it first, so that lookups by those fields use an index.
- */
-export function adminCollection<T extends StoredDoc = StoredDoc>(store: Store, path: string, tenant: string): TenantCollection<T> {
-  const definition = definitionFor(path);
-  if (!definition) throw new Error(`no Admin collection at ${path}`);
-  return store.collection<T>(storeSpecOf(definition), tenant);
+/** The definition of the shared collection stored under `name` (what `references` name). */
+export function definitionOfStore(name: string): CollectionDefinition | undefined {
+  return COLLECTIONS.find((definition) => definition.store === name);
 }
+
+/** A shared collection of one tenant, as every reader and writer opens it. */
+export interface RecordAccessor {
+  <T extends StoredDoc = StoredDoc>(store: Store, tenant: string): TenantCollection<T>;
+  /** As declared to the store; `spec.name` also names the collection's id sequence. */
+  readonly spec: CollectionSpec;
+}
+
+function accessorAt(path: string): RecordAccessor {
+  const definition = definitionFor(path);
+  if (!definition) throw new Error(`no shared collection at ${path}`);
+  const spec = storeSpecOf(definition);
+  return Object.assign(<T extends StoredDoc = StoredDoc>(store: Store, tenant: string) => store.collection<T>(spec, tenant), { spec });
+}
+
+export const identityProviderRecords = accessorAt('identity-providers');
+export const resourceServerRecords = accessorAt('resource-servers');
+export const resourceTypeRecords = accessorAt('resource-types');
+export const resourceRecords = accessorAt('resources');
+export const clientRecords = accessorAt('clients');
+export const initialAccessTokenRecords = accessorAt('initial-access-tokens');
+export const subjectRecords = accessorAt('subjects');
+export const policyRuleRecords = accessorAt('policy-rules');
+export const policyDataRecords = accessorAt('policy-data');

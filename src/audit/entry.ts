@@ -1,0 +1,18 @@
+export type Outcome = 'allow' | 'deny' | 'error';
+
+/** An entry as written by the audit middleware; the log adds id and createdAt. */
+export interface AuditFields {
+  endpoint: string;
+  method: string;
+  requestSummary: Record<string, unknown>;
+  policyInput: unknown;
+  policyDecision: unknown;
+  outcome: Outcome;
+  tenantId: string | null;
+  clientId: string | null;
+  subjectId: string | null;
+  ip: string | null;
+  userAgent: string | null;
+  /** The request's X-Request-ID (the caller's, or generated), as in its log lines. */
+  requestId: string | null;
+}

@@ -1,0 +1,17 @@
+export {
+  COLLECTIONS,
+  definitionFor,
+  definitionOfStore,
+  storeSpecOf,
+  clientRecords,
+  identityProviderRecords,
+  initialAccessTokenRecords,
+  policyDataRecords,
+  policyRuleRecords,
+  resourceRecords,
+  resourceServerRecords,
+  resourceTypeRecords,
+  subjectRecords,
+  type CollectionDefinition,
+  type RecordAccessor,
+} from './collections.js';

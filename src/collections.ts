@@ -1,0 +1,37 @@
+/**
+ * Part of the composition root: every collection Arbiter declares, handed to openStore so that
+ * a store can prepare them when it is opened (the MongoDB store creates their indexes, TTL
+ * included). The shared records come from src/catalog; each other collection is declared by the
+ * one component that reads and writes it, beside its code. A collection not listed here is
+ * prepared on first use instead.
+ */
+import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
+import { AUDIT_LOG_COLLECTION } from './audit/index.js';
+import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
+import { DELEGATIONS_COLLECTION } from './delegation/index.js';
+import { UPSTREAM_LOGINS_COLLECTION } from './oauth/interactions/upstream-logins.js';
+import { PROVIDER_SECRETS_COLLECTION } from './oauth/keys.js';
+import { openStore } from './store/open.js';
+import { SEALING_KEYS_COLLECTION, type CollectionSpec, type Store } from './store/index.js';
+import { TENANTS_COLLECTION } from './tenancy/index.js';
+import { PERMISSION_TICKETS_COLLECTION, UMA_RESOURCES_COLLECTION } from './uma/index.js';
+
+export function knownCollections(): CollectionSpec[] {
+  return [
+    ...COLLECTIONS.map(storeSpecOf),
+    OIDC_COLLECTION,
+    AUDIT_LOG_COLLECTION,
+    UPSTREAM_LOGINS_COLLECTION,
+    PROVIDER_SECRETS_COLLECTION,
+    TENANTS_COLLECTION,
+    SEALING_KEYS_COLLECTION,
+    UMA_RESOURCES_COLLECTION,
+    PERMISSION_TICKETS_COLLECTION,
+    DELEGATIONS_COLLECTION,
+  ];
+}
+
+/** The store named by a STORE_URL (see openStore), with every collection above prepared. */
+export function openArbiterStore(url: string): Promise<Store> {
+  return openStore(url, knownCollections());
+}
