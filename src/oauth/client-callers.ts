@@ -3,8 +3,8 @@ import { clientIdentity, guardCredential } from '../http/auth-failures.js';
 import { basicCredentials } from '../http/basic.js';
 import { HttpError } from '../http/errors.js';
 import type { Store } from '../store/index.js';
-import { clientSecrets } from './client-secrets.js';
-import { clientsCollection } from './clients.js';
+import { clientSecrets } from './clients/secrets.js';
+import { clientsCollection } from './clients/records.js';
 
 /** A client that authenticated with its own credentials (not a token) at one of Arbiter's APIs. */
 export interface ClientCaller {

@@ -3,7 +3,7 @@ import type { Context, Middleware } from 'koa';
 import { routesWithMethods } from '../http/router.js';
 import type { InputParties, PolicyEngine } from '../policy/index.js';
 import type { Store } from '../store/index.js';
-import type { TokenCallers } from '../oauth/token-callers.js';
+import type { TokenCallers } from '../oauth/shared/callers.js';
 import { permissionRoutes } from './permission.js';
 import { resourceRegistrationRoutes } from './registration.js';
 import type { ResourceOwner } from './resources.js';

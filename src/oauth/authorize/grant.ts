@@ -2,7 +2,7 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { Decision } from '../../policy/index.js';
 import type { ConfigurationSlice } from '../context.js';
 import { claims as claimsByScope } from '../claims.js';
-import { denial, narrowedScopes, rememberDecision } from '../grants/decision.js';
+import { denial, narrowedScopes, rememberDecision } from '../token/grants/decision.js';
 import { recognizeScopes } from '../internals.js';
 import { authorizeDecisionInput } from './decision-input.js';
 

@@ -2,7 +2,7 @@ import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
-import { clientsCollection, type ClientRecord } from '../clients.js';
+import { clientsCollection, type ClientRecord } from '../clients/records.js';
 import { recognizeScopes } from '../internals.js';
 import { routes } from '../routes.js';
 import { authorizationRequestParameters } from './parameters.js';

@@ -1,6 +1,6 @@
-import type { ClientInput, GrantedResource } from '../policy/index.js';
-import type { Store } from '../store/index.js';
-import { findClientRecord, type ClientRecord } from './clients.js';
+import type { ClientInput, GrantedResource } from '../../policy/index.js';
+import type { Store } from '../../store/index.js';
+import { findClientRecord, type ClientRecord } from './records.js';
 
 /** How the client authenticated, in the contract's words. */
 export function authenticationMethod(client: { clientAuthMethod?: string } | undefined): string | null {

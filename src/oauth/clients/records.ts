@@ -1,10 +1,10 @@
 import type { AdapterPayload } from 'oidc-provider';
-import { adminCollection } from '../admin/collections.js';
-import { TurnReads, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
-import type { ClientDocuments } from './cimd/index.js';
-import { TOKEN_EXCHANGE } from './grants/token-exchange/parameters.js';
-import { UMA_TICKET } from './grants/uma-ticket/parameters.js';
-import { looksLikeDocumentUrl } from './cimd/url.js';
+import { adminCollection } from '../../admin/collections.js';
+import { TurnReads, type Store, type StoredDoc, type TenantCollection } from '../../store/index.js';
+import type { ClientDocuments } from '../register/cimd/index.js';
+import { TOKEN_EXCHANGE } from '../token/grants/token-exchange/parameters.js';
+import { UMA_TICKET } from '../token/grants/uma-ticket/parameters.js';
+import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 
 /** A client as kept by the Admin API (see the spec's Client record). */
 export interface ClientRecord extends StoredDoc {

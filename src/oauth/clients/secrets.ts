@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/bcrypt';
 import { LRUCache } from 'lru-cache';
 import type Provider from 'oidc-provider';
-import { compareClientSecretsWith } from './internals.js';
+import { compareClientSecretsWith } from '../internals.js';
 
 /** The BCrypt cost of the secrets Arbiter hashes itself (dynamic registration). */
 export const SECRET_HASH_COST = 10;

@@ -18,7 +18,7 @@ import { interactionPath } from './slice.js';
 import { rememberSubject } from './subjects.js';
 import { newChecks, UpstreamProviders } from './upstream.js';
 import { UpstreamLogins, type ClaimedLogin } from './upstream-logins.js';
-import { userinfoChallenge } from './userinfo-challenge.js';
+import { userinfoChallenge } from '../userinfo/challenge.js';
 
 export interface InteractionDeps {
   config: Config;

@@ -5,12 +5,12 @@ import type { DecisionOutcome, IntrospectedTokenInput, IntrospectionCallerInput,
 import { activeDelegations } from '../../delegation/index.js';
 import { requestInput } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
-import { clientInput } from '../client-input.js';
-import { findClientRecord } from '../clients.js';
-import { formParameter } from '../form-body.js';
-import { rememberDecision } from '../grants/decision.js';
-import { resolveResource } from '../resources.js';
-import { subjectInput } from '../subject-input.js';
+import { clientInput } from '../clients/input.js';
+import { findClientRecord } from '../clients/records.js';
+import { formParameter } from '../shared/form-body.js';
+import { rememberDecision } from '../token/grants/decision.js';
+import { resolveResource } from '../shared/resources.js';
+import { subjectInput } from '../shared/subject-input.js';
 import { routes } from '../routes.js';
 
 /** A token as oidc-provider's models expose it. */

@@ -3,12 +3,12 @@ import type Provider from 'oidc-provider';
 import { bearerToken } from '../../http/bearer.js';
 import { HttpError } from '../../http/errors.js';
 import type { ConfigurationSlice } from '../context.js';
-import { formParameter } from '../form-body.js';
+import { formParameter } from '../shared/form-body.js';
 import { findTokenByValue } from '../internals.js';
 import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps, type TokenModel } from './decide.js';
 import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
 import { routes } from '../routes.js';
-import { assertRegisteredAuthMethod } from '../client-auth-method.js';
+import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
 
 const CALLER_SCOPES = ['introspection', 'uma_protection'];
 

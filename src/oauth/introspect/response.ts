@@ -1,8 +1,8 @@
 import { adminCollection } from '../../admin/collections.js';
 import type { Decision } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
-import type { SubjectRecord } from '../subject-input.js';
-import { permissionsInForce } from '../grants/uma-ticket/permissions.js';
+import type { SubjectRecord } from '../shared/subject-input.js';
+import { permissionsInForce } from '../token/grants/uma-ticket/permissions.js';
 import { resourceOf, type TokenModel } from './decide.js';
 
 export const INACTIVE = { active: false } as const;

@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { HttpError } from '../../http/errors.js';
 import { requestInput, type DecisionInput, type GrantedResource, type PolicyEngine } from '../../policy/index.js';
-import { denial, rememberDecision } from '../grants/decision.js';
+import { denial, rememberDecision } from '../token/grants/decision.js';
 import type { PresentedToken } from './initial-access-tokens.js';
 import { invalidToken } from '../../http/bearer.js';
 import type { SoftwareStatement } from './statement.js';

@@ -6,7 +6,7 @@ import { readJsonBody } from '../../http/body.js';
 import { createOutbound, outboundOptionsOf } from '../../http/outbound.js';
 import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
-import type { ClientRecord } from '../clients.js';
+import type { ClientRecord } from '../clients/records.js';
 import { routes } from '../routes.js';
 import { decideRegistration } from './decision.js';
 import { InitialAccessTokens, type PresentedToken } from './initial-access-tokens.js';

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { storageDigest, type Store, type TenantCollection } from '../../store/index.js';
-import { hashClientSecret } from '../client-secrets.js';
-import { CLIENTS_COLLECTION, clientsCollection, type ClientRecord } from '../clients.js';
+import { hashClientSecret } from '../clients/secrets.js';
+import { CLIENTS_COLLECTION, clientsCollection, type ClientRecord } from '../clients/records.js';
 import type { RegistrationGrant } from './decision.js';
 import type { SoftwareStatement } from './statement.js';
 import type { ValidatedMetadata } from './validation.js';

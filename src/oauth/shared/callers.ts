@@ -1,9 +1,9 @@
 import type { Context } from 'koa';
 import type Provider from 'oidc-provider';
-import { markAuthenticated } from '../audit/facts.js';
-import { bearerToken, invalidToken } from '../http/bearer.js';
-import { HttpError } from '../http/errors.js';
-import { activeAccessToken } from './active-token.js';
+import { markAuthenticated } from '../../audit/facts.js';
+import { bearerToken, invalidToken } from '../../http/bearer.js';
+import { HttpError } from '../../http/errors.js';
+import { activeAccessToken } from '../active-token.js';
 
 /** Who calls a protected API of this server with one of its access tokens (RFC 6750). */
 export interface TokenCaller {

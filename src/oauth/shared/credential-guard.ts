@@ -1,9 +1,9 @@
 import { decodeJwt } from 'jose';
 import type { Context, Next } from 'koa';
-import { basicCredentials } from '../http/basic.js';
-import { clientIdentity, guardCredential } from '../http/auth-failures.js';
+import { basicCredentials } from '../../http/basic.js';
+import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
 import { formParameter } from './form-body.js';
-import { routes } from './routes.js';
+import { routes } from '../routes.js';
 
 /** The endpoints where oidc-provider authenticates clients (revocation and PAR are off, see configuration.ts). */
 const CLIENT_AUTHENTICATING = new Set<string>([routes.token, routes.introspection]);

@@ -1,9 +1,9 @@
 import { parse } from 'node:querystring';
 import type { Context, Next } from 'koa';
-import { MAX_JSON_DEPTH, nestingExceeds, readText } from '../http/body.js';
-import { HttpError } from '../http/errors.js';
-import { assertSingleValued } from '../http/parameters.js';
-import { routes } from './routes.js';
+import { MAX_JSON_DEPTH, nestingExceeds, readText } from '../../http/body.js';
+import { HttpError } from '../../http/errors.js';
+import { assertSingleValued } from '../../http/parameters.js';
+import { routes } from '../routes.js';
 
 /**
  * The oidc-provider endpoints that take a urlencoded body. oidc-provider's own reader stops at

@@ -1,5 +1,5 @@
 import type { Context, Next } from 'koa';
-import { isAuthorizationPath, routes } from './routes.js';
+import { isAuthorizationPath, routes } from '../routes.js';
 
 const NO_STORE_PATHS = new Set<string>([routes.token, routes.introspection, routes.userinfo, routes.registration]);
 

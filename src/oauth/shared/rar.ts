@@ -1,10 +1,10 @@
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
-import type { ConfigurationSlice } from './context.js';
-import { decisionOf } from './grants/decision.js';
-import { authorizationDetailsTypes } from './internals.js';
-import { routes } from './routes.js';
+import type { ConfigurationSlice } from '../context.js';
+import { decisionOf } from '../token/grants/decision.js';
+import { authorizationDetailsTypes } from '../internals.js';
+import { routes } from '../routes.js';
 
 /** Type validation is the policy's (unknown types are denied with invalid_authorization_details). */
 const ANY_STRUCTURE = { validate: () => undefined };

@@ -1,5 +1,5 @@
-import { adminCollection } from '../admin/collections.js';
-import type { Store, StoredDoc } from '../store/index.js';
+import { adminCollection } from '../../admin/collections.js';
+import type { Store, StoredDoc } from '../../store/index.js';
 
 interface ResourceServerRecord extends StoredDoc {
   id: number;

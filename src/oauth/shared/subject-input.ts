@@ -1,6 +1,6 @@
-import { adminCollection } from '../admin/collections.js';
-import type { SubjectInput } from '../policy/index.js';
-import type { Store, StoredDoc } from '../store/index.js';
+import { adminCollection } from '../../admin/collections.js';
+import type { SubjectInput } from '../../policy/index.js';
+import type { Store, StoredDoc } from '../../store/index.js';
 
 export interface SubjectRecord extends StoredDoc {
   id: number;

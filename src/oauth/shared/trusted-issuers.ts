@@ -1,4 +1,4 @@
-import type { PolicyEngine } from '../policy/index.js';
+import type { PolicyEngine } from '../../policy/index.js';
 
 /** An external issuer policy data trusts (`data.oauth.trusted_issuers[<iss>]`). */
 export interface TrustedIssuer {

@@ -1,6 +1,6 @@
 import type { Context, Next } from 'koa';
 import { HttpError } from '../../http/errors.js';
-import { formParameter } from '../form-body.js';
+import { formParameter } from '../shared/form-body.js';
 import { routes } from '../routes.js';
 
 const REFUSED_GRANTS = new Set(['password', 'implicit']);

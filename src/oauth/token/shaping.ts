@@ -1,6 +1,6 @@
-import type { ConfigurationSlice } from './context.js';
+import type { ConfigurationSlice } from '../context.js';
 import { decisionOf } from './grants/decision.js';
-import { defaultResourceForDetails } from './rar.js';
+import { defaultResourceForDetails } from '../shared/rar.js';
 
 /** Client authentication methods of the spec (client_secret_jwt is not offered: secrets are stored hashed). */
 export const clientAuthentication: ConfigurationSlice = () => ({

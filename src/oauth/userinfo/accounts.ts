@@ -1,8 +1,8 @@
 import type { Account, AccountClaims } from 'oidc-provider';
-import { adminCollection, definitionFor } from '../admin/collections.js';
-import type { Store, TenantCollection } from '../store/index.js';
-import type { ConfigurationSlice } from './context.js';
-import type { SubjectRecord } from './subject-input.js';
+import { adminCollection, definitionFor } from '../../admin/collections.js';
+import type { Store, TenantCollection } from '../../store/index.js';
+import type { ConfigurationSlice } from '../context.js';
+import type { SubjectRecord } from '../shared/subject-input.js';
 
 const SUBJECTS = definitionFor('subjects')!;
 /** Store collection, and numeric id sequence, of subjects. */

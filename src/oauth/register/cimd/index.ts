@@ -1,10 +1,10 @@
 import { LRUCache } from 'lru-cache';
-import type { Config } from '../../config/index.js';
-import { createOutbound, outboundOptionsOf, type Outbound } from '../../http/outbound.js';
-import type { Logger } from '../../log/index.js';
-import type { GrantedResource, PolicyEngine } from '../../policy/index.js';
-import { ConflictError, DEFAULT_TENANT, type Store } from '../../store/index.js';
-import { CLIENTS_COLLECTION, clientsCollection, type ClientRecord } from '../clients.js';
+import type { Config } from '../../../config/index.js';
+import { createOutbound, outboundOptionsOf, type Outbound } from '../../../http/outbound.js';
+import type { Logger } from '../../../log/index.js';
+import type { GrantedResource, PolicyEngine } from '../../../policy/index.js';
+import { ConflictError, DEFAULT_TENANT, type Store } from '../../../store/index.js';
+import { CLIENTS_COLLECTION, clientsCollection, type ClientRecord } from '../../clients/records.js';
 import { freshnessMs, NEGATIVE_TTL_MS } from './caching.js';
 import { InvalidDocumentError, parseClientDocument, type ClientDocument } from './document.js';
 import { documentUrl, looksLikeDocumentUrl } from './url.js';

@@ -1,7 +1,7 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import { recordDecision } from '../../audit/index.js';
-import type { Decision, DecisionOutcome } from '../../policy/index.js';
+import { recordDecision } from '../../../audit/index.js';
+import type { Decision, DecisionOutcome } from '../../../policy/index.js';
 
 /** What the policy said about this request, kept on the context for the hooks that run later (extraTokenClaims, refresh token issuance). */
 export function rememberDecision(ctx: KoaContextWithOIDC, outcome: DecisionOutcome): void {

@@ -2,10 +2,10 @@ import { isDeepStrictEqual } from 'node:util';
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import type { PolicyEngine } from '../../policy/index.js';
-import type { Store } from '../../store/index.js';
+import type { PolicyEngine } from '../../../policy/index.js';
+import type { Store } from '../../../store/index.js';
 import { decisionOf, denial, narrowedScopes, rememberDecision } from './decision.js';
-import { recognizeScopes, type BuiltInGrant } from '../internals.js';
+import { recognizeScopes, type BuiltInGrant } from '../../internals.js';
 import type { GrantHandler } from './handler.js';
 import { tokenDecisionInput, type GrantSource } from './token-input.js';
 

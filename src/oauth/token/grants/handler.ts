@@ -1,6 +1,6 @@
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { assertRegisteredAuthMethod } from '../client-auth-method.js';
+import { assertRegisteredAuthMethod } from '../../clients/auth-method.js';
 
 /**
  * One grant type at /token, as ORY Fosite has one handler per grant: the parameters it takes

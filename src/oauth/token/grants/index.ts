@@ -1,5 +1,5 @@
 import type Provider from 'oidc-provider';
-import { builtInGrant } from '../internals.js';
+import { builtInGrant } from '../../internals.js';
 import { policyGatedGrant } from './gate.js';
 import { registerGrantHandlers } from './handler.js';
 import { tokenExchangeGrant, type TokenExchangeDeps } from './token-exchange/index.js';

@@ -1,6 +1,6 @@
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { recognizeScopes } from '../internals.js';
+import { recognizeScopes } from '../../internals.js';
 
 export interface IssuedToken {
   value: string;

@@ -1,5 +1,5 @@
 import { errors } from 'oidc-provider';
-import type { DpopProof } from '../internals.js';
+import type { DpopProof } from '../../internals.js';
 
 /** What a presented token is bound to (RFC 9449 §6 `cnf.jkt`; RFC 8705 `cnf.x5t#S256`). */
 export interface TokenBinding {

@@ -1,10 +1,10 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { activeDelegations } from '../../delegation/index.js';
-import { requestInput, type DecisionInput } from '../../policy/index.js';
-import type { Store } from '../../store/index.js';
-import { clientInput } from '../client-input.js';
-import { resolveResource } from '../resources.js';
-import { subjectInput } from '../subject-input.js';
+import { activeDelegations } from '../../../delegation/index.js';
+import { requestInput, type DecisionInput } from '../../../policy/index.js';
+import type { Store } from '../../../store/index.js';
+import { clientInput } from '../../clients/input.js';
+import { resolveResource } from '../../shared/resources.js';
+import { subjectInput } from '../../shared/subject-input.js';
 
 /** The code or refresh token a grant is redeemed from: what was granted before. */
 export interface GrantSource {

@@ -1,9 +1,9 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import { activeDelegations } from '../../../delegation/index.js';
-import { requestInput, type DecisionOutcome, type PointInputs } from '../../../policy/index.js';
-import { clientInput } from '../../client-input.js';
-import { resolveResource, type ResolvedResource } from '../../resources.js';
+import { activeDelegations } from '../../../../delegation/index.js';
+import { requestInput, type DecisionOutcome, type PointInputs } from '../../../../policy/index.js';
+import { clientInput } from '../../../clients/input.js';
+import { resolveResource, type ResolvedResource } from '../../../shared/resources.js';
 import type { GateDeps } from '../gate.js';
 import { denial, rememberDecision } from '../decision.js';
 import { ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE, type ExchangeParameters } from './parameters.js';

@@ -1,10 +1,10 @@
 import { decodeJwt, decodeProtectedHeader, errors as joseErrors, type JWTPayload } from 'jose';
 import { errors } from 'oidc-provider';
-import type { Outbound } from '../../../http/outbound.js';
-import { JwksUnavailableError, RemoteKeySets } from '../../../http/remote-jwks.js';
-import type { PolicyEngine } from '../../../policy/index.js';
+import type { Outbound } from '../../../../http/outbound.js';
+import { JwksUnavailableError, RemoteKeySets } from '../../../../http/remote-jwks.js';
+import type { PolicyEngine } from '../../../../policy/index.js';
 import { ID_TOKEN_TYPE } from './parameters.js';
-import { ISSUER_SIGNING_ALGORITHMS, trustedIssuersFor, type TrustedIssuer } from '../../trusted-issuers.js';
+import { ISSUER_SIGNING_ALGORITHMS, trustedIssuersFor, type TrustedIssuer } from '../../../shared/trusted-issuers.js';
 import { UNBOUND, type ResolvedSubject } from './subject.js';
 
 /** The spec's id-token exchange error descriptions (all invalid_grant). */

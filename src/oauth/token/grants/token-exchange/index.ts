@@ -1,11 +1,11 @@
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import { createOutbound, type Outbound, type OutboundOptions } from '../../../http/outbound.js';
+import { createOutbound, type Outbound, type OutboundOptions } from '../../../../http/outbound.js';
 import { narrowedScopes } from '../decision.js';
 import type { GateDeps } from '../gate.js';
 import type { GrantHandler } from '../handler.js';
-import { verifiedDpopProof } from '../../internals.js';
+import { verifiedDpopProof } from '../../../internals.js';
 import { issueAccessToken } from '../issue.js';
 import { assertKeyHeld } from '../sender-binding.js';
 import { resolveAccessToken } from './access-token.js';

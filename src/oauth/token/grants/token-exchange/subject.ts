@@ -1,4 +1,4 @@
-import type { SubjectInput, SubjectTokenInput } from '../../../policy/index.js';
+import type { SubjectInput, SubjectTokenInput } from '../../../../policy/index.js';
 import type { TokenBinding } from '../sender-binding.js';
 
 /** The subject token, validated by protocol code, as the decision and the issuance need it. */

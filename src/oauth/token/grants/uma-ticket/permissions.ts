@@ -1,7 +1,7 @@
 import type Provider from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import { activeAccessToken } from '../../active-token.js';
-import type { DpopProof } from '../../internals.js';
+import { activeAccessToken } from '../../../active-token.js';
+import type { DpopProof } from '../../../internals.js';
 import { assertKeyHeld, bindingOf } from '../sender-binding.js';
 
 /** One permission of a requesting party token (UMA 2.0 Grant §3.3.5, shown at introspection). */
