@@ -14,14 +14,8 @@ import { advertisedFeatures, DISCOVERY_PATH, UMA_CONFIGURATION_PATH } from './ro
  */
 export function discoveryExtras(issuer: string, authorizationDetailsTypes: () => Promise<string[]>) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    const uma = ctx.path === UMA_CONFIGURATION_PATH && advertisedFeatures.umaPermission.enabled;
-    if (uma) ctx.path = DISCOVERY_PATH;
-    try {
-      await next();
-    } finally {
-      if (uma) ctx.path = UMA_CONFIGURATION_PATH;
-    }
-    if ((ctx.path !== DISCOVERY_PATH && !uma) || ctx.status !== 200 || typeof ctx.body !== 'object' || ctx.body === null) return;
+    await next();
+    if (ctx.status !== 200 || typeof ctx.body !== 'object' || ctx.body === null) return;
     const document = ctx.body as Record<string, unknown>;
     anchorEndpointsAtIssuer(document, issuer);
     for (const feature of Object.values(advertisedFeatures)) {
@@ -34,6 +28,16 @@ export function discoveryExtras(issuer: string, authorizationDetailsTypes: () =>
     document.scopes_supported = scopes;
     document.claims_supported = claimsSupported;
   };
+}
+
+/** /.well-known/uma2-configuration is answered as the discovery document (see above). */
+export async function umaConfigurationAsDiscovery(ctx: Context, next: Next): Promise<void> {
+  ctx.path = DISCOVERY_PATH;
+  try {
+    await next();
+  } finally {
+    ctx.path = UMA_CONFIGURATION_PATH;
+  }
 }
 
 /**

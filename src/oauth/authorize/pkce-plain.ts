@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { Context, Next } from 'koa';
-import { routes } from '../routes.js';
 
 const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 
@@ -10,7 +9,7 @@ const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
  * the later code_verifier check succeed exactly when plain PKCE would.
  */
 export async function acceptPlainPkce(ctx: Context, next: Next): Promise<void> {
-  if (ctx.path === routes.authorization && ctx.method === 'GET') {
+  if (ctx.method === 'GET') {
     const { code_challenge: challenge, code_challenge_method: method } = ctx.query;
     if (method === 'plain' && typeof challenge === 'string' && VERIFIER.test(challenge)) {
       ctx.query = { ...ctx.query, code_challenge: createHash('sha256').update(challenge).digest('base64url'), code_challenge_method: 'S256' };

@@ -4,7 +4,6 @@ import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { clientsCollection, type ClientRecord } from '../clients/records.js';
 import { recognizeScopes } from '../internals.js';
-import { routes } from '../routes.js';
 import { authorizationRequestParameters } from './parameters.js';
 
 /**
@@ -18,13 +17,11 @@ import { authorizationRequestParameters } from './parameters.js';
  */
 export function recognizeRequestedScopes(store: Store, policy: PolicyEngine, providerFor: (tenant: string) => Provider) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path === routes.authorization) {
-      const params = authorizationRequestParameters(ctx);
-      const requested = typeof params.scope === 'string' ? params.scope.split(' ').filter(Boolean) : [];
-      if (requested.length && typeof params.client_id === 'string') {
-        const vocabulary = await scopeVocabulary(store, policy, ctx.state.tenant as string, params.client_id);
-        recognizeScopes(providerFor(ctx.state.tenant as string), requested.filter((scope) => vocabulary.has(scope)));
-      }
+    const params = authorizationRequestParameters(ctx);
+    const requested = typeof params.scope === 'string' ? params.scope.split(' ').filter(Boolean) : [];
+    if (requested.length && typeof params.client_id === 'string') {
+      const vocabulary = await scopeVocabulary(store, policy, ctx.state.tenant as string, params.client_id);
+      recognizeScopes(providerFor(ctx.state.tenant as string), requested.filter((scope) => vocabulary.has(scope)));
     }
     await next();
   };

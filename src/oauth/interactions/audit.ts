@@ -17,6 +17,8 @@ interface ResumedContext {
  */
 export async function auditSignInFailure(ctx: Context, next: Next): Promise<void> {
   await next();
+  // oidc-provider resumes the authorization request with a GET (HEAD alike).
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return;
   const error = (ctx as ResumedContext).oidc?.entities?.Interaction?.result?.error;
   if (typeof error !== 'string') return;
   ctx.state.errorCode = error;

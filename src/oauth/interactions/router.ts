@@ -8,17 +8,14 @@ import { outboundOptionsOf } from '../../http/outbound.js';
 import type { Logger } from '../../log/index.js';
 import type { Sealer, Store } from '../../store/index.js';
 import type { TenantProviders } from '../providers.js';
-import { routes as endpoints } from '../routes.js';
-import { auditSignInFailure } from './audit.js';
 import { grantConsent } from './consent.js';
 import { SignInError } from './errors.js';
 import { finishInteraction, interactionOf, type Interaction } from './interaction.js';
 import { chooseIdentityProvider, identityProviderById, UPSTREAM_IDP_PARAM } from './identity-providers.js';
-import { interactionPath } from './slice.js';
+import { INTERACTION_PATH, interactionPath } from './slice.js';
 import { rememberSubject } from './subjects.js';
 import { newChecks, UpstreamProviders } from './upstream.js';
 import { UpstreamLogins, type ClaimedLogin } from './upstream-logins.js';
-import { userinfoChallenge } from '../userinfo/challenge.js';
 
 export interface InteractionDeps {
   config: Config;
@@ -46,8 +43,7 @@ const SIGN_IN_PROMPTS = new Set(['login', 'select_account']);
  *
  * Every failure after step 1 reaches the client as an authorization error at its
  * redirect_uri (and in the audit entry of the request that sends it there, see audit.ts); only
- * a request that cannot be tied to an interaction is answered here (400).
- * Also completes UserInfo's 401 challenge (see userinfo-challenge.ts). Mount before the providers.
+ * a request that cannot be tied to an interaction is answered here (400). Mount before the providers.
  */
 export function interactionRoutes(deps: InteractionDeps): Middleware {
   const upstream = new UpstreamProviders({
@@ -56,13 +52,10 @@ export function interactionRoutes(deps: InteractionDeps): Middleware {
   });
   const router = new Router();
   router.use(uncached);
-  router.get('/interaction/:uid', (ctx) => answerPrompt(ctx, deps, upstream));
+  router.get(`${INTERACTION_PATH}/:uid`, (ctx) => answerPrompt(ctx, deps, upstream));
   router.get(UPSTREAM_CALLBACK_PATH, (ctx) => receiveUpstreamResponse(ctx, deps, upstream));
-  router.get(`/interaction/:uid/${UPSTREAM_DONE}`, (ctx) => completeSignIn(ctx, deps));
-  // oidc-provider resumes the authorization request here; a failed sign-in's error is audited.
-  router.get(`${endpoints.authorization}/:uid`, auditSignInFailure);
-  const routes = router.routes() as Middleware;
-  return (ctx, next) => userinfoChallenge(ctx, () => routes(ctx, next));
+  router.get(`${INTERACTION_PATH}/:uid/${UPSTREAM_DONE}`, (ctx) => completeSignIn(ctx, deps));
+  return router.routes() as Middleware;
 }
 
 async function answerPrompt(ctx: Context, deps: InteractionDeps, upstream: UpstreamProviders): Promise<void> {

@@ -1,16 +1,30 @@
-import type { Context, Next } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { bearerToken } from '../../http/bearer.js';
 import { HttpError } from '../../http/errors.js';
 import type { ConfigurationSlice } from '../context.js';
-import { formParameter } from '../shared/form-body.js';
+import { formBody, formParameter } from '../shared/form-body.js';
 import { findTokenByValue } from '../internals.js';
 import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps, type TokenModel } from './decide.js';
 import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
-import { routes } from '../routes.js';
 import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
+import { routes } from '../routes.js';
+import { guardClientCredentials } from '../shared/credential-guard.js';
 
 const CALLER_SCOPES = ['introspection', 'uma_protection'];
+
+export const INTROSPECT_PATH = routes.introspection;
+
+export type IntrospectEndpointDeps = IntrospectionDeps & { providerFor(tenant: string): Provider; issuer: string; maxBodyBytes: number };
+
+/**
+ * What Arbiter adds at /introspect, in order: the form read with the size limit, a client that
+ * failed too often refused before its credentials are verified, then Bearer callers and the
+ * `introspect` decision on every call (introspectionEndpoint).
+ */
+export function introspectMiddleware(deps: IntrospectEndpointDeps): Middleware[] {
+  return [formBody(deps.maxBodyBytes), guardClientCredentials, introspectionEndpoint(deps)];
+}
 
 interface Introspected {
   token: TokenModel;
@@ -25,9 +39,9 @@ interface Introspected {
  * Bearer callers are authenticated here. Either way the response is built by Arbiter from
  * the token and the decision, so both paths answer alike.
  */
-export function introspectionEndpoint(deps: IntrospectionDeps & { providerFor(tenant: string): Provider; issuer: string }) {
+function introspectionEndpoint(deps: IntrospectEndpointDeps) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path !== routes.introspection || ctx.method !== 'POST') return next();
+    if (ctx.method !== 'POST') return next();
     assertContextParameter(ctx);
     const tenant = ctx.state.tenant as string;
     if (/^bearer /i.test(ctx.get('authorization'))) {

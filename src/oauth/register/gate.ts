@@ -1,4 +1,4 @@
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import type { Config } from '../../config/index.js';
 import { bearerToken, invalidToken } from '../../http/bearer.js';
 import { HttpError } from '../../http/errors.js';
@@ -31,7 +31,7 @@ const UUID_SOFTWARE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
  * validated (validation.ts), decided by the `register` policy point (decision.ts) and kept in
  * Arbiter's client collection (record.ts), where the Admin API and /token find it.
  */
-export function registrationGate({ config, store, policy }: RegistrationDeps) {
+export function registrationHandlers({ config, store, policy }: RegistrationDeps) {
   const statements = new SoftwareStatements(config.softwareStatementVerify, policy, createOutbound(outboundOptionsOf(config)));
 
   const initialAccessTokens = new InitialAccessTokens(store);
@@ -45,26 +45,25 @@ export function registrationGate({ config, store, policy }: RegistrationDeps) {
     return { metadata, grant, statement };
   };
 
-  return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path !== routes.registration && !ctx.path.startsWith(`${routes.registration}/`)) return next();
+  /** POST /register (RFC 7591). */
+  const registerClient = async (ctx: Context): Promise<void> => {
+    if (ctx.method !== 'POST') throw methodNotAllowed(ctx, 'POST');
     const tenant = ctx.state.tenant as string;
-
-    if (ctx.path === routes.registration) {
-      if (ctx.method !== 'POST') throw methodNotAllowed(ctx, 'POST');
-      const initialAccessToken = await initialAccessTokens.presented(ctx);
-      const body = await jsonObject(ctx, config.maxBodyBytes);
-      const { metadata, grant, statement } = await register(ctx, body, undefined, initialAccessToken);
-      if (initialAccessToken) await initialAccessTokens.consume(ctx, initialAccessToken);
-      const { record, issued } = await createClient(store, tenant, (ctx.state.tenantId as string | null) ?? null, metadata, grant, statement);
-      if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
+    const initialAccessToken = await initialAccessTokens.presented(ctx);
+    const body = await jsonObject(ctx, config.maxBodyBytes);
+    const { metadata, grant, statement } = await register(ctx, body, undefined, initialAccessToken);
+    if (initialAccessToken) await initialAccessTokens.consume(ctx, initialAccessToken);
+    const { record, issued } = await createClient(store, tenant, (ctx.state.tenantId as string | null) ?? null, metadata, grant, statement);
+    if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
     // A valid registration access token: this caller's refusals are audited in full.
     markAuthenticated(ctx.state);
-      ctx.status = 201;
-      ctx.body = clientInformation(config.issuer, record, issued);
-      return;
-    }
+    ctx.status = 201;
+    ctx.body = clientInformation(config.issuer, record, issued);
+  };
 
-    // RFC 7592: /register/{client_id} with the registration access token.
+  /** RFC 7592: /register/{client_id} with the registration access token. */
+  const manageClient = async (ctx: Context): Promise<void> => {
+    const tenant = ctx.state.tenant as string;
     const segment = ctx.path.slice(routes.registration.length + 1);
     if (!['GET', 'PUT', 'DELETE'].includes(ctx.method)) throw methodNotAllowed(ctx, 'GET, PUT, DELETE');
     const clientId = decodeSegment(segment);
@@ -88,6 +87,8 @@ export function registrationGate({ config, store, policy }: RegistrationDeps) {
       ctx.body = clientInformation(config.issuer, updated.record, updated.issued);
     }
   };
+
+  return { registerClient, manageClient };
 }
 
 async function jsonObject(ctx: Context, maxBodyBytes: number): Promise<Record<string, unknown>> {

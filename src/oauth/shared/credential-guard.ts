@@ -3,19 +3,16 @@ import type { Context, Next } from 'koa';
 import { basicCredentials } from '../../http/basic.js';
 import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
 import { formParameter } from './form-body.js';
-import { routes } from '../routes.js';
-
-/** The endpoints where oidc-provider authenticates clients (revocation and PAR are off, see configuration.ts). */
-const CLIENT_AUTHENTICATING = new Set<string>([routes.token, routes.introspection]);
 
 /**
- * Names the client whose credentials a /token or /introspect request presents (Basic, or
+ * At the endpoints where oidc-provider authenticates clients (/token, /introspect; revocation and
+ * PAR are off, see configuration.ts): names the client whose credentials a request presents (Basic, or
  * client_secret / client_assertion in the form) to the failure limiter before oidc-provider
  * verifies them, so that a client that failed too often is refused without a verification that
  * would tell a guesser when they are right (src/http/auth-failures.ts). Mount after formBody.
  */
 export async function guardClientCredentials(ctx: Context, next: Next): Promise<void> {
-  if (ctx.method === 'POST' && CLIENT_AUTHENTICATING.has(ctx.path)) {
+  if (ctx.method === 'POST') {
     const clientId = presentedClientId(ctx);
     if (clientId) await guardCredential(ctx, clientIdentity(ctx.state.tenant as string, clientId));
   }

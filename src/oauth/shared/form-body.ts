@@ -3,14 +3,6 @@ import type { Context, Next } from 'koa';
 import { MAX_JSON_DEPTH, nestingExceeds, readText } from '../../http/body.js';
 import { HttpError } from '../../http/errors.js';
 import { assertSingleValued } from '../../http/parameters.js';
-import { routes } from '../routes.js';
-
-/**
- * The oidc-provider endpoints that take a urlencoded body. oidc-provider's own reader stops at
- * 56 KiB in the middle of the body and leaves the rest unread on a kept-alive connection (the
- * client's next request on it fails); Arbiter reads them itself, with its own limit.
- */
-const FORM_ENDPOINTS = new Set<string>([routes.token, routes.introspection, routes.authorization, routes.userinfo]);
 
 /** Parameters whose value is JSON (RFC 9396 details, OIDC claims requests, the introspection context). */
 const JSON_PARAMETERS: Record<string, string> = {
@@ -19,16 +11,24 @@ const JSON_PARAMETERS: Record<string, string> = {
   context: 'invalid_request',
 };
 
+/** Every request at the OAuth edge: a JSON-valued query parameter nested deeper than MAX_JSON_DEPTH is refused. */
+export async function shallowJsonQuery(ctx: Context, next: Next): Promise<void> {
+  assertShallowJson(ctx.query);
+  await next();
+}
+
 /**
- * Reads the form body of /token, /introspect, POST /authorize and /userinfo once, with the size
- * limit, so that Arbiter's own checks and the audit log see the parameters. oidc-provider then takes the
- * already-read body from `ctx.request.body`. A parameter given twice is refused here, naming
- * it, and so is a JSON-valued parameter (query or form) nested deeper than MAX_JSON_DEPTH.
+ * Reads the urlencoded form of the oidc-provider endpoints that take one (/token, /introspect,
+ * POST /authorize, /userinfo: the route table in edge.ts) once, with the size limit, so that
+ * Arbiter's own checks and the audit log see the parameters. oidc-provider's own reader stops at
+ * 56 KiB in the middle of the body and leaves the rest unread on a kept-alive connection (the
+ * client's next request on it fails); it takes the already-read body from `ctx.request.body`
+ * instead. A parameter given twice is refused here, naming it, and so is a JSON-valued
+ * parameter nested deeper than MAX_JSON_DEPTH.
  */
 export function formBody(maxBodyBytes: number) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    assertShallowJson(ctx.query);
-    if (ctx.method === 'POST' && FORM_ENDPOINTS.has(ctx.path) && ctx.is('application/x-www-form-urlencoded')) {
+    if (ctx.method === 'POST' && ctx.is('application/x-www-form-urlencoded')) {
       const raw = await readText(ctx, maxBodyBytes);
       assertSingleValued(raw);
       (ctx.request as unknown as { body: string }).body = raw;

@@ -4,7 +4,6 @@ import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { ConfigurationSlice } from '../context.js';
 import { decisionOf } from '../token/grants/decision.js';
 import { authorizationDetailsTypes } from '../internals.js';
-import { routes } from '../routes.js';
 
 /** Type validation is the policy's (unknown types are denied with invalid_authorization_details). */
 const ANY_STRUCTURE = { validate: () => undefined };
@@ -37,15 +36,13 @@ export function defaultResourceForDetails(issuer: string) {
   return async (ctx: { oidc: { params?: Record<string, unknown> } }) => (ctx.oidc.params?.authorization_details ? issuer : undefined);
 }
 
-/** Keeps oidc-provider's accepted RAR types equal to the types in the bundled policy data. */
+/** Keeps oidc-provider's accepted RAR types equal to the types in the bundled policy data (at /authorize and /token). */
 export function syncAuthorizationDetailsTypes(providerFor: (tenant: string) => Provider, currentTypes: () => Promise<string[]>) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path === routes.authorization || ctx.path === routes.token) {
-      const types = authorizationDetailsTypes(providerFor(ctx.state.tenant as string));
-      const wanted = new Set(await currentTypes());
-      for (const type of Object.keys(types)) if (!wanted.has(type)) delete types[type];
-      for (const type of wanted) types[type] ??= ANY_STRUCTURE;
-    }
+    const types = authorizationDetailsTypes(providerFor(ctx.state.tenant as string));
+    const wanted = new Set(await currentTypes());
+    for (const type of Object.keys(types)) if (!wanted.has(type)) delete types[type];
+    for (const type of wanted) types[type] ??= ANY_STRUCTURE;
     await next();
   };
 }

@@ -1,7 +1,4 @@
 import type { Context, Next } from 'koa';
-import { routes } from '../routes.js';
-
-const USERINFO_PATH = routes.userinfo;
 
 /** oidc-provider's refusals at UserInfo: 400 (e.g. a `Basic` header), 401 (no, unknown or expired token), 403 (no `openid`). */
 const REFUSALS = new Set([400, 401, 403]);
@@ -19,7 +16,7 @@ const DPOP_ERRORS = new Set(['invalid_dpop_proof', 'use_dpop_nonce']);
  */
 export async function userinfoChallenge(ctx: Context, next: Next): Promise<void> {
   await next();
-  if (ctx.path !== USERINFO_PATH || !REFUSALS.has(ctx.status)) return;
+  if (!REFUSALS.has(ctx.status)) return;
   const description = descriptionOf(ctx.body);
   const challenges = challengesOf(ctx.response.get('WWW-Authenticate'));
   ctx.status = 401;
