@@ -6,6 +6,7 @@ import { HttpError, notFound } from '../http/errors.js';
 import { routesWithMethods } from '../http/router.js';
 import { assertValid } from '../http/validation.js';
 import type { ClientCallers, TokenCallers } from '../oauth/index.js';
+import { enforce } from '../oauth/shared/enforce.js';
 import type { ClientInput, DecisionOutcome, InputParties, PolicyEngine } from '../policy/index.js';
 import type { Store } from '../store/index.js';
 import { candidatesFor, type Candidate } from './candidates.js';
@@ -128,7 +129,7 @@ function evaluationOf(body: Evaluation): Evaluation {
 
 function single(ctx: Context, outcome: DecisionOutcome): AuthzenDecision {
   recordDecision(ctx.state, outcome);
-  if (outcome.engineError) throw new HttpError(503, 'temporarily_unavailable', 'the policy engine could not decide; try again later');
+  enforce.decided(outcome);
   return authzenDecision(outcome);
 }
 
@@ -194,7 +195,7 @@ async function search(ctx: Context, deps: AuthzenDeps, asker: Asker, kind: Searc
   const delegationsOf = searchDelegations(deps.store, asker.tenant, kind, body);
   const outcomes = await deps.policy.decideAll('access_evaluation', await Promise.all(evaluations.map((evaluation) => evaluationInput(asker, evaluation, delegationsOf))));
   recordDecision(ctx.state, ...outcomes);
-  if (outcomes.some((outcome) => outcome.engineError)) throw new HttpError(503, 'temporarily_unavailable', 'the policy engine could not decide; try again later');
+  enforce.decided(...outcomes);
   const permitted = candidates.filter((_, index) => outcomes[index].decision.allow).map((candidate) => resultOf(kind, candidate));
   const { page, ...criteria } = body;
   const paged = pageOf(permitted, page, criteria);

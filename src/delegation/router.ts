@@ -6,7 +6,8 @@ import { readJsonBody } from '../http/body.js';
 import { badRequest, HttpError, notFound } from '../http/errors.js';
 import { routesWithMethods } from '../http/router.js';
 import { assertValid } from '../http/validation.js';
-import { requestInput, type DecisionOutcome, type DelegationInput } from '../policy/index.js';
+import { requestInput, type DelegationInput } from '../policy/index.js';
+import { enforce, type DenyRules } from '../oauth/shared/enforce.js';
 import { findResource, resourceInput, type UmaDeps } from '../uma/index.js';
 import { delegationGrant, delegations, isOwner, ownedBy, presentDelegation, type DelegationOwner, type DelegationRecord } from './records.js';
 import { DELEGATION_REQUEST, DELEGATION_UPDATE, type DelegationRequest } from './schemas.js';
@@ -148,15 +149,12 @@ async function decide(ctx: Context, deps: DelegationDeps, owner: DelegationOwner
     time: new Date().toISOString(),
   });
   recordDecision(ctx.state, outcome);
-  if (outcome.engineError) throw new HttpError(503, 'temporarily_unavailable', 'the policy engine could not decide; try again later');
-  if (!outcome.decision.allow) throw delegationDenial(outcome);
+  enforce.http(outcome, DELEGATION_DENIALS);
   return outcome.decision;
 }
 
-function delegationDenial({ decision }: DecisionOutcome): HttpError {
-  const code = decision.error ?? 'access_denied';
-  return new HttpError(code === 'access_denied' ? 403 : 400, code, decision.error_description ?? 'denied by policy');
-}
+/** The policy's code (default access_denied, a 403; any other a 400). */
+const DELEGATION_DENIALS: DenyRules = { statusOf: (code) => (code === 'access_denied' ? 403 : 400) };
 
 /** Instants the policy engine can compare (OPA's nanosecond time covers 1677 to 2262). */
 const LATEST_INSTANT = Date.parse('2262-01-01T00:00:00Z');

@@ -4,7 +4,8 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import type { PolicyEngine } from '../../../policy/index.js';
 import type { Store } from '../../../store/index.js';
-import { decisionOf, denial, narrowedScopes, rememberDecision } from './decision.js';
+import { enforce } from '../../shared/enforce.js';
+import { decisionOf, narrowedScopes, rememberDecision } from './decision.js';
 import { recognizeScopes, type BuiltInGrant } from '../../internals.js';
 import type { GrantHandler } from './handler.js';
 import { tokenDecisionInput, type GrantSource } from './token-input.js';
@@ -41,7 +42,7 @@ function policyGated(provider: Provider, grantType: string, handler: (ctx: KoaCo
     if (source) assertWithinSource(ctx, source);
     const outcome = await deps.policy.decide('token', await tokenDecisionInput(ctx, deps.store, deps.tenant, source));
     rememberDecision(ctx, outcome);
-    if (!outcome.decision.allow) throw denial(outcome);
+    enforce.oauth(outcome);
     requireDpopWhenObliged(ctx);
     await narrow(provider, ctx, grantType, source, outcome.input.request.scopes);
     await handler(ctx).catch(asDpopError);

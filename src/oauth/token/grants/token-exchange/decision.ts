@@ -5,7 +5,8 @@ import { requestInput, type DecisionOutcome, type PointInputs } from '../../../.
 import { clientInput } from '../../../clients/input.js';
 import { resolveResource, type ResolvedResource } from '../../../shared/resources.js';
 import type { GateDeps } from '../gate.js';
-import { denial, rememberDecision } from '../decision.js';
+import { enforce } from '../../../shared/enforce.js';
+import { rememberDecision } from '../decision.js';
 import { ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE, type ExchangeParameters } from './parameters.js';
 import type { ResolvedSubject } from './subject.js';
 import { definedOnly } from '../token-input.js';
@@ -51,7 +52,7 @@ export async function decideExchange(ctx: KoaContextWithOIDC, deps: GateDeps, ex
   };
   const outcome = await deps.policy.decide('token_exchange', input);
   rememberDecision(ctx, outcome);
-  if (!outcome.decision.allow) throw denial(outcome);
+  enforce.oauth(outcome);
   return outcome;
 }
 

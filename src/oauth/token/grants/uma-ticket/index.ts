@@ -6,6 +6,7 @@ import { activeDelegations } from '../../../../delegation/index.js';
 import { requestInput, type SubjectInput } from '../../../../policy/index.js';
 import { decidePermissions, findTicket, grantedScopes, redeemTicket, type PermissionAnswer } from '../../../../uma/index.js';
 import { clientInput } from '../../../clients/input.js';
+import { refusalOf } from '../../../shared/enforce.js';
 import type { GateDeps } from '../gate.js';
 import type { GrantHandler } from '../handler.js';
 import { verifiedDpopProof, type DpopProof } from '../../../internals.js';
@@ -84,9 +85,11 @@ async function requestingParty(provider: Provider, deps: GateDeps, params: Recor
  * policy asks for), request_denied (403), an engine failure (503), or the policy's own error (400).
  */
 function refuse(ctx: KoaContextWithOIDC, answers: PermissionAnswer[], ticket: string): void {
-  if (answers.some((answer) => answer.outcome.engineError)) {
-    ctx.status = 503;
-    ctx.body = { error: 'temporarily_unavailable', error_description: 'the policy engine could not decide; try again later' };
+  const failed = answers.find((answer) => answer.outcome.engineError);
+  if (failed) {
+    const { status, ...body } = refusalOf(failed.outcome)!;
+    ctx.status = status;
+    ctx.body = body;
     return;
   }
   const needInfo = answers.find((answer) => answer.outcome.decision.error === 'need_info');
