@@ -5,6 +5,5 @@ export { TenantProviders } from './providers.js';
 export { createTenantProvider } from './provider.js';
 export { CLIENTS_COLLECTION, clientMetadata, type ClientRecord } from './clients/records.js';
 export { oauthEdge, type OAuthEdgeDeps } from './edge.js';
-export { tokenCallers, type TokenCaller, type TokenCallers } from './shared/callers.js';
+export { clientCallers, tokenCallers, type ClientCaller, type ClientCallers, type TokenCaller, type TokenCallers } from './shared/callers.js';
 export { inputParties } from './shared/parties.js';
-export { clientCallers, type ClientCaller, type ClientCallers } from './client-callers.js';

@@ -1,17 +1,18 @@
 import type { Context, Middleware, Next } from 'koa';
 import type Provider from 'oidc-provider';
-import { bearerToken } from '../../http/bearer.js';
 import { HttpError } from '../../http/errors.js';
 import type { ConfigurationSlice } from '../context.js';
 import { formBody, formParameter } from '../shared/form-body.js';
 import { findTokenByValue } from '../internals.js';
+import { tokenCallers, type TokenCallers, type TokenRequirement } from '../shared/callers.js';
 import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps, type TokenModel } from './decide.js';
 import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
 import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
 import { routes } from '../routes.js';
 import { guardClientCredentials } from '../shared/credential-guard.js';
 
-const CALLER_SCOPES = ['introspection', 'uma_protection'];
+/** A Bearer caller: a valid access token of this tenant with one of these scopes; any other is 401 invalid_token. */
+const BEARER_CALLER: TokenRequirement = { scope: ['introspection', 'uma_protection'], lackingScope: 'invalid_token' };
 
 export const INTROSPECT_PATH = routes.introspection;
 
@@ -40,12 +41,13 @@ interface Introspected {
  * the token and the decision, so both paths answer alike.
  */
 function introspectionEndpoint(deps: IntrospectEndpointDeps) {
+  const callers = tokenCallers(deps.providerFor);
   return async (ctx: Context, next: Next): Promise<void> => {
     if (ctx.method !== 'POST') return next();
     assertContextParameter(ctx);
     const tenant = ctx.state.tenant as string;
     if (/^bearer /i.test(ctx.get('authorization'))) {
-      await introspectForBearer(ctx, deps, deps.providerFor(tenant), tenant);
+      await introspectForBearer(ctx, deps, callers, tenant);
     } else {
       await next();
     }
@@ -74,8 +76,10 @@ export const introspectionPolicy: ConfigurationSlice = ({ store, policy, tenant 
   },
 });
 
-async function introspectForBearer(ctx: Context, deps: IntrospectionDeps, provider: Provider, tenant: string): Promise<void> {
-  const caller = await bearerCaller(ctx, provider);
+async function introspectForBearer(ctx: Context, deps: IntrospectEndpointDeps, callers: TokenCallers, tenant: string): Promise<void> {
+  const { clientId, scopes } = await callers(ctx, BEARER_CALLER);
+  const caller: Caller = { clientId, method: 'bearer', scopes };
+  const provider = deps.providerFor(tenant);
   const value = formParameter(ctx, 'token');
   if (!value) throw new HttpError(400, 'invalid_request', "missing required parameter 'token'");
   ctx.status = 200;
@@ -83,18 +87,6 @@ async function introspectForBearer(ctx: Context, deps: IntrospectionDeps, provid
   const token = (await findTokenByValue(provider, value, formParameter(ctx, 'token_type_hint'))) as TokenModel | undefined;
   if (!token?.isValid) return;
   remember(ctx, token, await decideIntrospection(ctx, deps, tenant, token, caller));
-}
-
-/** A Bearer caller must present a valid token of this tenant carrying introspection or uma_protection. */
-async function bearerCaller(ctx: Context, provider: Provider): Promise<Caller> {
-  const value = bearerToken(ctx.get('authorization'));
-  const token = value ? ((await findTokenByValue(provider, value, 'access_token')) as TokenModel | undefined) : undefined;
-  const scopes = typeof token?.scope === 'string' ? token.scope.split(' ') : [];
-  if (!token?.isValid || token.kind === 'RefreshToken' || !scopes.some((scope) => CALLER_SCOPES.includes(scope))) {
-    ctx.set('WWW-Authenticate', 'Bearer error="invalid_token", error_description="a valid token with scope introspection or uma_protection is required"');
-    throw new HttpError(401, 'invalid_token', 'a valid token with scope introspection or uma_protection is required');
-  }
-  return { clientId: token.clientId, method: 'bearer', scopes };
 }
 
 function remember(ctx: Context, token: TokenModel, outcome: import('../../policy/index.js').DecisionOutcome): boolean {

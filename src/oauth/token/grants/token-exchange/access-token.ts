@@ -1,7 +1,7 @@
 import type Provider from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import type { Store } from '../../../../store/index.js';
-import { activeAccessToken } from '../../../active-token.js';
+import { activeAccessToken } from '../../../shared/callers.js';
 import { subjectInput } from '../../../shared/subject-input.js';
 import { bindingOf } from '../sender-binding.js';
 import { ACCESS_TOKEN_TYPE } from './parameters.js';

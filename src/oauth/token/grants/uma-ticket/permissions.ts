@@ -1,6 +1,6 @@
 import type Provider from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import { activeAccessToken } from '../../../active-token.js';
+import { activeAccessToken } from '../../../shared/callers.js';
 import type { DpopProof } from '../../../internals.js';
 import { assertKeyHeld, bindingOf } from '../sender-binding.js';
 
