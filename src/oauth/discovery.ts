@@ -1,4 +1,5 @@
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { ArbiterContext } from './state.js';
 import { claimsSupported, scopes } from './claims.js';
 import { advertisedFeatures, DISCOVERY_PATH, UMA_CONFIGURATION_PATH } from './routes.js';
 
@@ -13,7 +14,7 @@ import { advertisedFeatures, DISCOVERY_PATH, UMA_CONFIGURATION_PATH } from './ro
  * it holds, so one document serves both and they cannot drift apart.
  */
 export function discoveryExtras(issuer: string, authorizationDetailsTypes: () => Promise<string[]>) {
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return async (ctx: ArbiterContext, next: Next): Promise<void> => {
     await next();
     if (ctx.status !== 200 || typeof ctx.body !== 'object' || ctx.body === null) return;
     const document = ctx.body as Record<string, unknown>;
@@ -31,7 +32,7 @@ export function discoveryExtras(issuer: string, authorizationDetailsTypes: () =>
 }
 
 /** /.well-known/uma2-configuration is answered as the discovery document (see above). */
-export async function umaConfigurationAsDiscovery(ctx: Context, next: Next): Promise<void> {
+export async function umaConfigurationAsDiscovery(ctx: ArbiterContext, next: Next): Promise<void> {
   ctx.path = DISCOVERY_PATH;
   try {
     await next();

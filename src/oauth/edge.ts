@@ -1,5 +1,4 @@
 import compose from 'koa-compose';
-import type { Middleware } from 'koa';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import type { PolicyEngine } from '../policy/index.js';
@@ -13,6 +12,7 @@ import { REGISTER_PATH, registrationMiddleware } from './register/index.js';
 import { advertisedFeatures, DISCOVERY_PATH, UMA_CONFIGURATION_PATH } from './routes.js';
 import { shallowJsonQuery } from './shared/form-body.js';
 import { noStore } from './shared/no-store.js';
+import type { ArbiterMiddleware } from './state.js';
 import { TOKEN_PATH, tokenMiddleware } from './token/index.js';
 import { USERINFO_PATH, userinfoMiddleware } from './userinfo/index.js';
 
@@ -33,7 +33,7 @@ interface EdgeRoute {
   /** Token, authorization and registration answers are never cached (RFC 6749 §5.1). */
   uncached?: true;
   /** What Arbiter adds at this endpoint, in order, before oidc-provider. */
-  middleware: Middleware[];
+  middleware: ArbiterMiddleware[];
 }
 
 /**
@@ -45,7 +45,7 @@ interface EdgeRoute {
  * has its JSON-valued query parameters kept shallow. Protocol code asks the policy engine and
  * relays its decision, it never decides.
  */
-export function oauthEdge({ config, store, sealer, policy, providers, log }: OAuthEdgeDeps): Middleware {
+export function oauthEdge({ config, store, sealer, policy, providers, log }: OAuthEdgeDeps): ArbiterMiddleware {
   const providerFor = (tenant: string) => providers.provider(tenant);
   const authorizationDetailsTypes = () => policy.authorizationDetailsTypes();
   const { maxBodyBytes } = config;
@@ -71,9 +71,9 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
 }
 
 /** Looks the request's path up in the table (exact paths first, then the rows for paths below one) and runs that row. */
-function routeTable(table: EdgeRoute[], provider: Middleware): Middleware {
+function routeTable(table: EdgeRoute[], provider: ArbiterMiddleware): ArbiterMiddleware {
   const run = (route: Pick<EdgeRoute, 'uncached' | 'middleware'>) =>
-    compose([...(route.uncached ? [noStore] : []), shallowJsonQuery, ...route.middleware, provider]) as Middleware;
+    compose([...(route.uncached ? [noStore] : []), shallowJsonQuery, ...route.middleware, provider]) as ArbiterMiddleware;
   const exact = new Map(table.filter((route) => !route.below).map((route) => [route.path, run(route)]));
   const below = table.filter((route) => route.below).map((route) => ({ prefix: `${route.path}/`, run: run(route) }));
   const elsewhere = run({ middleware: [] });

@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { ArbiterMiddleware } from '../state.js';
 import type Provider from 'oidc-provider';
 import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
@@ -30,7 +30,7 @@ export interface AuthorizeDeps {
  * itself is the `loadExistingGrant` hook (grant.ts), and the extra parameter checks are
  * oidc-provider `extraParams` (parameters.ts).
  */
-export function authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }: AuthorizeDeps): Middleware[] {
+export function authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }: AuthorizeDeps): ArbiterMiddleware[] {
   return [
     formBody(maxBodyBytes),
     requireRedirectUri,
@@ -42,6 +42,6 @@ export function authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }
 }
 
 /** /authorize/:uid, where oidc-provider resumes the authorization request after sign-in: 302 redirects, a failed sign-in audited. */
-export function authorizationResumptionMiddleware(): Middleware[] {
+export function authorizationResumptionMiddleware(): ArbiterMiddleware[] {
   return [authorizeRedirectsAs302, auditSignInFailure];
 }

@@ -1,4 +1,5 @@
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import { HttpError } from '../../http/errors.js';
 import { authorizationRequestParameters } from './parameters.js';
 
@@ -7,7 +8,7 @@ import { authorizationRequestParameters } from './parameters.js';
  * registered URI (where oidc-provider would take that one). Without it there is nowhere
  * verified to send an error to (RFC 6749 §4.1.2.1), so the refusal is answered here.
  */
-export async function requireRedirectUri(ctx: Context, next: Next): Promise<void> {
+export async function requireRedirectUri(ctx: ArbiterContext, next: Next): Promise<void> {
   if (['GET', 'POST'].includes(ctx.method)) {
     const redirectUri = authorizationRequestParameters(ctx).redirect_uri;
     if (typeof redirectUri !== 'string' || redirectUri === '') throw new HttpError(400, 'invalid_request', "missing required parameter 'redirect_uri'");

@@ -1,5 +1,5 @@
 import { adminCollection } from '../../admin/collections.js';
-import type { Context } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import type Provider from 'oidc-provider';
 import type { DecisionOutcome, IntrospectedTokenInput, IntrospectionCallerInput, PolicyEngine } from '../../policy/index.js';
 import { activeDelegations } from '../../delegation/index.js';
@@ -29,7 +29,7 @@ export interface IntrospectionDeps {
 }
 
 /** Asks the `introspect` decision point about one token for one caller; asked on every call, never cached. */
-export async function decideIntrospection(ctx: Context, deps: IntrospectionDeps, tenant: string, token: TokenModel, caller: Caller): Promise<DecisionOutcome> {
+export async function decideIntrospection(ctx: ArbiterContext, deps: IntrospectionDeps, tenant: string, token: TokenModel, caller: Caller): Promise<DecisionOutcome> {
   const resource = resourceOf(token);
   const resolved = await resolveResource(deps.store, tenant, resource, null);
   const context = parseContext(ctx);
@@ -57,7 +57,7 @@ export async function decideIntrospection(ctx: Context, deps: IntrospectionDeps,
 }
 
 /** The `context` parameter: a JSON object supplied by the resource server (checked by introspectionGuard). */
-export function parseContext(ctx: Context): Record<string, unknown> {
+export function parseContext(ctx: ArbiterContext): Record<string, unknown> {
   const raw = formParameter(ctx, 'context');
   return raw ? (JSON.parse(raw) as Record<string, unknown>) : {};
 }

@@ -1,4 +1,5 @@
-import type { Context, Middleware, Next } from 'koa';
+import type { Context, Next } from 'koa';
+import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
 import type Provider from 'oidc-provider';
 import { HttpError } from '../../http/errors.js';
 import type { ConfigurationSlice } from '../context.js';
@@ -23,11 +24,11 @@ export type IntrospectEndpointDeps = IntrospectionDeps & { providerFor(tenant: s
  * failed too often refused before its credentials are verified, then Bearer callers and the
  * `introspect` decision on every call (introspectionEndpoint).
  */
-export function introspectMiddleware(deps: IntrospectEndpointDeps): Middleware[] {
+export function introspectMiddleware(deps: IntrospectEndpointDeps): ArbiterMiddleware[] {
   return [formBody(deps.maxBodyBytes), guardClientCredentials, introspectionEndpoint(deps)];
 }
 
-interface Introspected {
+export interface Introspected {
   token: TokenModel;
   allowed: boolean;
   resourceTypes: string[];
@@ -42,16 +43,16 @@ interface Introspected {
  */
 function introspectionEndpoint(deps: IntrospectEndpointDeps) {
   const callers = tokenCallers(deps.providerFor);
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return async (ctx: ArbiterContext, next: Next): Promise<void> => {
     if (ctx.method !== 'POST') return next();
     assertContextParameter(ctx);
-    const tenant = ctx.state.tenant as string;
+    const tenant = ctx.state.tenant.name;
     if (/^bearer /i.test(ctx.get('authorization'))) {
       await introspectForBearer(ctx, deps, callers, tenant);
     } else {
       await next();
     }
-    const introspected = ctx.state.introspected as Introspected | undefined;
+    const { introspected } = ctx.state;
     if (ctx.status !== 200 || !introspected) return;
     if (!introspected.allowed) {
       ctx.body = { ...INACTIVE };
@@ -76,7 +77,7 @@ export const introspectionPolicy: ConfigurationSlice = ({ store, policy, tenant 
   },
 });
 
-async function introspectForBearer(ctx: Context, deps: IntrospectEndpointDeps, callers: TokenCallers, tenant: string): Promise<void> {
+async function introspectForBearer(ctx: ArbiterContext, deps: IntrospectEndpointDeps, callers: TokenCallers, tenant: string): Promise<void> {
   const { clientId, scopes } = await callers(ctx, BEARER_CALLER);
   const caller: Caller = { clientId, method: 'bearer', scopes };
   const provider = deps.providerFor(tenant);
@@ -89,14 +90,14 @@ async function introspectForBearer(ctx: Context, deps: IntrospectEndpointDeps, c
   remember(ctx, token, await decideIntrospection(ctx, deps, tenant, token, caller));
 }
 
-function remember(ctx: Context, token: TokenModel, outcome: import('../../policy/index.js').DecisionOutcome): boolean {
+function remember(ctx: ArbiterContext, token: TokenModel, outcome: import('../../policy/index.js').DecisionOutcome): boolean {
   const allowed = outcome.decision.allow && !outcome.engineError;
   const resourceTypes = outcome.input.request.resource_types;
   ctx.state.introspected = { token, allowed, decision: outcome.decision, resourceTypes } satisfies Introspected;
   return allowed;
 }
 
-function assertContextParameter(ctx: Context): void {
+function assertContextParameter(ctx: ArbiterContext): void {
   try {
     const context = parseContext(ctx);
     if (typeof context !== 'object' || context === null || Array.isArray(context)) throw new Error('not an object');

@@ -1,4 +1,4 @@
-import type { Context } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import { HttpError } from '../../http/errors.js';
 import { requestInput, type DecisionInput, type GrantedResource, type PolicyEngine } from '../../policy/index.js';
 import { enforce } from '../shared/enforce.js';
@@ -21,7 +21,7 @@ export interface RegistrationGrant {
  * unapproved_software_statement); an engine failure a 503.
  */
 export async function decideRegistration(
-  ctx: Context,
+  ctx: ArbiterContext,
   policy: PolicyEngine,
   body: Record<string, unknown>,
   metadata: ValidatedMetadata,
@@ -30,7 +30,7 @@ export async function decideRegistration(
 ): Promise<RegistrationGrant> {
   const { software_statement: _statement, ...parameters } = body;
   const input: DecisionInput = {
-    tenant: ctx.state.tenant as string,
+    tenant: ctx.state.tenant.name,
     client: null,
     subject: null,
     request: requestInput({ endpoint: ctx.path, method: ctx.method, parameters }),

@@ -1,4 +1,4 @@
-import type { Context } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import type { Config } from '../../config/index.js';
 import { bearerToken, invalidToken } from '../../http/bearer.js';
 import { HttpError } from '../../http/errors.js';
@@ -36,7 +36,7 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
 
   const initialAccessTokens = new InitialAccessTokens(store);
 
-  const register = async (ctx: Context, body: Record<string, unknown>, existing?: ClientRecord, initialAccessToken: PresentedToken | null = null) => {
+  const register = async (ctx: ArbiterContext, body: Record<string, unknown>, existing?: ClientRecord, initialAccessToken: PresentedToken | null = null) => {
     assertTenant(ctx, body);
     const statement = await readStatement(statements, body.software_statement ?? (existing ? existing.softwareStatementJwt : undefined));
     const metadata = withStatementSoftware(validateMetadata(body), statement?.read ?? null);
@@ -46,14 +46,14 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
   };
 
   /** POST /register (RFC 7591). */
-  const registerClient = async (ctx: Context): Promise<void> => {
+  const registerClient = async (ctx: ArbiterContext): Promise<void> => {
     if (ctx.method !== 'POST') throw methodNotAllowed(ctx, 'POST');
-    const tenant = ctx.state.tenant as string;
+    const tenant = ctx.state.tenant.name;
     const initialAccessToken = await initialAccessTokens.presented(ctx);
     const body = await jsonObject(ctx, config.maxBodyBytes);
     const { metadata, grant, statement } = await register(ctx, body, undefined, initialAccessToken);
     if (initialAccessToken) await initialAccessTokens.consume(ctx, initialAccessToken);
-    const { record, issued } = await createClient(store, tenant, (ctx.state.tenantId as string | null) ?? null, metadata, grant, statement);
+    const { record, issued } = await createClient(store, tenant, ctx.state.tenant.id, metadata, grant, statement);
     if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
     // A valid registration access token: this caller's refusals are audited in full.
     markAuthenticated(ctx.state);
@@ -62,8 +62,8 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
   };
 
   /** RFC 7592: /register/{client_id} with the registration access token. */
-  const manageClient = async (ctx: Context): Promise<void> => {
-    const tenant = ctx.state.tenant as string;
+  const manageClient = async (ctx: ArbiterContext): Promise<void> => {
+    const tenant = ctx.state.tenant.name;
     const segment = ctx.path.slice(routes.registration.length + 1);
     if (!['GET', 'PUT', 'DELETE'].includes(ctx.method)) throw methodNotAllowed(ctx, 'GET, PUT, DELETE');
     const clientId = decodeSegment(segment);
@@ -91,14 +91,15 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
   return { registerClient, manageClient };
 }
 
-async function jsonObject(ctx: Context, maxBodyBytes: number): Promise<Record<string, unknown>> {
+async function jsonObject(ctx: ArbiterContext, maxBodyBytes: number): Promise<Record<string, unknown>> {
   const body = await readJsonBody(ctx, maxBodyBytes);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new HttpError(400, 'invalid_client_metadata', 'the registration request must be a JSON object');
   }
+  const object = body as Record<string, unknown>;
   // The audit log reads the parameter names from ctx.state.body.
-  ctx.state.body = body;
-  return body as Record<string, unknown>;
+  ctx.state.body = object;
+  return object;
 }
 
 async function readStatement(statements: SoftwareStatements, jwt: unknown): Promise<{ jwt: string; read: SoftwareStatement } | null> {
@@ -116,11 +117,11 @@ function withStatementSoftware(metadata: ValidatedMetadata, statement: SoftwareS
 }
 
 /** A `tenant_id` member must name the request's tenant (X-Tenant-Id): registration never crosses tenants. */
-function assertTenant(ctx: Context, body: Record<string, unknown>): void {
+function assertTenant(ctx: ArbiterContext, body: Record<string, unknown>): void {
   const named = body.tenant_id;
   if (named === undefined || named === null) return;
-  const tenantId = (ctx.state.tenantId as string | null) ?? null;
-  if (named !== (tenantId ?? ctx.state.tenant)) throw new HttpError(400, 'invalid_client_metadata', 'tenant_id must name the tenant of the request (X-Tenant-Id)', { field: 'tenant_id' });
+  const { id, name } = ctx.state.tenant;
+  if (named !== (id ?? name)) throw new HttpError(400, 'invalid_client_metadata', 'tenant_id must name the tenant of the request (X-Tenant-Id)', { field: 'tenant_id' });
 }
 
 /**
@@ -133,7 +134,7 @@ function assertPublicSubjects(metadata: Record<string, unknown>): void {
   }
 }
 
-function methodNotAllowed(ctx: Context, allowed: string): HttpError {
+function methodNotAllowed(ctx: ArbiterContext, allowed: string): HttpError {
   ctx.set('Allow', allowed);
   return new HttpError(405, 'method_not_allowed', `use ${allowed}`);
 }

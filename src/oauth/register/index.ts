@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { ArbiterMiddleware } from '../state.js';
 import { routes } from '../routes.js';
 import { registrationHandlers, type RegistrationDeps } from './gate.js';
 
@@ -9,7 +9,7 @@ export const REGISTER_PATH = routes.registration;
  * (RFC 7592): answered by Arbiter itself (gate.ts), never by oidc-provider. Client ID metadata
  * documents, the other way a client comes to exist, are in cimd/.
  */
-export function registrationMiddleware(deps: RegistrationDeps): { register: Middleware[]; clientConfiguration: Middleware[] } {
+export function registrationMiddleware(deps: RegistrationDeps): { register: ArbiterMiddleware[]; clientConfiguration: ArbiterMiddleware[] } {
   const { registerClient, manageClient } = registrationHandlers(deps);
   return { register: [registerClient], clientConfiguration: [manageClient] };
 }

@@ -1,4 +1,4 @@
-import type { Context } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import type Provider from 'oidc-provider';
 import { markAuthenticated } from '../../audit/facts.js';
 import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
@@ -53,7 +53,7 @@ export interface TokenRequirement {
 }
 
 /** Authenticates the Bearer caller of a protected API of this tenant. */
-export type TokenCallers = (ctx: Context, requirement: TokenRequirement) => Promise<TokenCaller>;
+export type TokenCallers = (ctx: ArbiterContext, requirement: TokenRequirement) => Promise<TokenCaller>;
 
 /**
  * The one way Arbiter's own APIs accept its access tokens: a valid access token of the
@@ -66,7 +66,7 @@ export function tokenCallers(providerFor: (tenant: string) => Provider): TokenCa
   return async (ctx, requirement) => {
     const value = bearerToken(ctx.get('authorization'));
     if (!value) throw invalidToken(ctx, 'a Bearer access token is required');
-    const provider = providerFor(ctx.state.tenant as string);
+    const provider = providerFor(ctx.state.tenant.name);
     const token = await activeAccessToken(provider, value);
     if (!token) throw invalidToken(ctx, 'the access token is not active');
     if (token.jkt) throw invalidToken(ctx, 'a DPoP-bound access token must be presented with its DPoP proof, not as a Bearer token');
@@ -81,7 +81,7 @@ export function tokenCallers(providerFor: (tenant: string) => Provider): TokenCa
   };
 }
 
-function lackingScope(ctx: Context, accepted: string[], { audience, lackingScope: answer }: TokenRequirement): Error {
+function lackingScope(ctx: ArbiterContext, accepted: string[], { audience, lackingScope: answer }: TokenRequirement): Error {
   const target = audience ? ` issued for resource ${audience}` : '';
   const description = `this API requires an access token with scope ${accepted.join(' or ')}${target}`;
   return answer === 'invalid_token' ? invalidToken(ctx, description) : insufficientScope(ctx, accepted.join(' '), description);
@@ -94,7 +94,7 @@ export interface ClientCaller {
 }
 
 /** Authenticates `Authorization: Basic` client credentials of the request's tenant; undefined when the header is not Basic. */
-export type ClientCallers = (ctx: Context) => Promise<ClientCaller | undefined>;
+export type ClientCallers = (ctx: ArbiterContext) => Promise<ClientCaller | undefined>;
 
 /**
  * client_secret_basic outside /token, checked against the stored BCrypt hash, behind the same
@@ -106,8 +106,8 @@ export function clientCallers(store: Store): ClientCallers {
     const credentials = basicCredentials(ctx.get('authorization'));
     if (!credentials) return undefined;
     const { id: clientId, secret } = credentials;
-    if (clientId) await guardCredential(ctx, clientIdentity(ctx.state.tenant as string, clientId));
-    const record = clientId && secret ? await clientsCollection(store, ctx.state.tenant as string).findOne({ clientId }) : null;
+    if (clientId) await guardCredential(ctx, clientIdentity(ctx.state.tenant.name, clientId));
+    const record = clientId && secret ? await clientsCollection(store, ctx.state.tenant.name).findOne({ clientId }) : null;
     const stored = record?.enabled !== false && record?.clientType === 'confidential' ? record.clientSecret : null;
     if (!stored || secret!.length > 256 || !(await clientSecrets.verify(clientId!, secret!, stored))) throw invalidClient(ctx);
     return { clientId: clientId!, method: 'client_secret_basic' };

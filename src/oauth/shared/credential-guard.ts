@@ -1,5 +1,6 @@
 import { decodeJwt } from 'jose';
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import { basicCredentials } from '../../http/basic.js';
 import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
 import { formParameter } from './form-body.js';
@@ -11,15 +12,15 @@ import { formParameter } from './form-body.js';
  * verifies them, so that a client that failed too often is refused without a verification that
  * would tell a guesser when they are right (src/http/auth-failures.ts). Mount after formBody.
  */
-export async function guardClientCredentials(ctx: Context, next: Next): Promise<void> {
+export async function guardClientCredentials(ctx: ArbiterContext, next: Next): Promise<void> {
   if (ctx.method === 'POST') {
     const clientId = presentedClientId(ctx);
-    if (clientId) await guardCredential(ctx, clientIdentity(ctx.state.tenant as string, clientId));
+    if (clientId) await guardCredential(ctx, clientIdentity(ctx.state.tenant.name, clientId));
   }
   await next();
 }
 
-function presentedClientId(ctx: Context): string | undefined {
+function presentedClientId(ctx: ArbiterContext): string | undefined {
   const basic = basicCredentials(ctx.get('authorization'));
   if (basic) return basic.id ?? undefined;
   if (formParameter(ctx, 'client_secret')) return formParameter(ctx, 'client_id');

@@ -1,5 +1,6 @@
 import { parse } from 'node:querystring';
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import { MAX_JSON_DEPTH, nestingExceeds, readText } from '../../http/body.js';
 import { HttpError } from '../../http/errors.js';
 import { assertSingleValued } from '../../http/parameters.js';
@@ -12,7 +13,7 @@ const JSON_PARAMETERS: Record<string, string> = {
 };
 
 /** Every request at the OAuth edge: a JSON-valued query parameter nested deeper than MAX_JSON_DEPTH is refused. */
-export async function shallowJsonQuery(ctx: Context, next: Next): Promise<void> {
+export async function shallowJsonQuery(ctx: ArbiterContext, next: Next): Promise<void> {
   assertShallowJson(ctx.query);
   await next();
 }
@@ -27,21 +28,21 @@ export async function shallowJsonQuery(ctx: Context, next: Next): Promise<void> 
  * parameter nested deeper than MAX_JSON_DEPTH.
  */
 export function formBody(maxBodyBytes: number) {
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return async (ctx: ArbiterContext, next: Next): Promise<void> => {
     if (ctx.method === 'POST' && ctx.is('application/x-www-form-urlencoded')) {
       const raw = await readText(ctx, maxBodyBytes);
       assertSingleValued(raw);
       (ctx.request as unknown as { body: string }).body = raw;
       ctx.state.body = parse(raw);
-      assertShallowJson(ctx.state.body as Record<string, unknown>);
+      assertShallowJson(ctx.state.body);
     }
     await next();
   };
 }
 
 /** A parsed form parameter, or undefined when absent. */
-export function formParameter(ctx: Context, name: string): string | undefined {
-  const value = (ctx.state.body as Record<string, unknown> | undefined)?.[name];
+export function formParameter(ctx: ArbiterContext, name: string): string | undefined {
+  const value = ctx.state.body?.[name];
   return typeof value === 'string' ? value : undefined;
 }
 

@@ -1,4 +1,5 @@
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import type Provider from 'oidc-provider';
 import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { ConfigurationSlice } from '../context.js';
@@ -38,8 +39,8 @@ export function defaultResourceForDetails(issuer: string) {
 
 /** Keeps oidc-provider's accepted RAR types equal to the types in the bundled policy data (at /authorize and /token). */
 export function syncAuthorizationDetailsTypes(providerFor: (tenant: string) => Provider, currentTypes: () => Promise<string[]>) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    const types = authorizationDetailsTypes(providerFor(ctx.state.tenant as string));
+  return async (ctx: ArbiterContext, next: Next): Promise<void> => {
+    const types = authorizationDetailsTypes(providerFor(ctx.state.tenant.name));
     const wanted = new Set(await currentTypes());
     for (const type of Object.keys(types)) if (!wanted.has(type)) delete types[type];
     for (const type of wanted) types[type] ??= ANY_STRUCTURE;

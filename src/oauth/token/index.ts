@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { ArbiterMiddleware } from '../state.js';
 import type Provider from 'oidc-provider';
 import { routes } from '../routes.js';
 import { guardClientCredentials } from '../shared/credential-guard.js';
@@ -23,6 +23,6 @@ export interface TokenDeps {
  * requests the spec refuses before client authentication, the RAR types of policy data. The
  * grants themselves, each gated by policy, are registered with oidc-provider (grants/).
  */
-export function tokenMiddleware({ providerFor, authorizationDetailsTypes, maxBodyBytes }: TokenDeps): Middleware[] {
+export function tokenMiddleware({ providerFor, authorizationDetailsTypes, maxBodyBytes }: TokenDeps): ArbiterMiddleware[] {
   return [formBody(maxBodyBytes), guardClientCredentials, tokenPrecheck, syncAuthorizationDetailsTypes(providerFor, authorizationDetailsTypes)];
 }

@@ -1,4 +1,5 @@
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { ArbiterContext } from '../state.js';
 
 /** oidc-provider's refusals at UserInfo: 400 (e.g. a `Basic` header), 401 (no, unknown or expired token), 403 (no `openid`). */
 const REFUSALS = new Set([400, 401, 403]);
@@ -14,7 +15,7 @@ const DPOP_ERRORS = new Set(['invalid_dpop_proof', 'use_dpop_nonce']);
  * (oidc-provider: 400 invalid_request). The body is `{error: "invalid_token", error_description}`,
  * the description oidc-provider gave.
  */
-export async function userinfoChallenge(ctx: Context, next: Next): Promise<void> {
+export async function userinfoChallenge(ctx: ArbiterContext, next: Next): Promise<void> {
   await next();
   if (!REFUSALS.has(ctx.status)) return;
   const description = descriptionOf(ctx.body);

@@ -1,4 +1,4 @@
-import type { Middleware } from 'koa';
+import type { ArbiterMiddleware } from '../state.js';
 import { routes } from '../routes.js';
 import { formBody } from '../shared/form-body.js';
 import { userinfoChallenge } from './challenge.js';
@@ -12,6 +12,6 @@ export const USERINFO_PATH = routes.userinfo;
  * the size limit, and every refusal made the spec's 401 challenge. The claims are the subject's
  * (accounts.ts).
  */
-export function userinfoMiddleware(maxBodyBytes: number): Middleware[] {
+export function userinfoMiddleware(maxBodyBytes: number): ArbiterMiddleware[] {
   return [formBody(maxBodyBytes), userinfoChallenge];
 }
