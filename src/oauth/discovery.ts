@@ -1,7 +1,7 @@
 import type { Next } from 'koa';
 import type { ArbiterContext } from './state.js';
 import { claimsSupported, scopes } from './claims.js';
-import { advertisedFeatures, DISCOVERY_PATH, UMA_CONFIGURATION_PATH } from './routes.js';
+import { advertisedFeatures, DISCOVERY_PATH } from './routes.js';
 
 /**
  * Completes oidc-provider's discovery document with what only Arbiter knows: the fields of
@@ -33,11 +33,12 @@ export function discoveryExtras(issuer: string, authorizationDetailsTypes: () =>
 
 /** /.well-known/uma2-configuration is answered as the discovery document (see above). */
 export async function umaConfigurationAsDiscovery(ctx: ArbiterContext, next: Next): Promise<void> {
+  const asked = ctx.path;
   ctx.path = DISCOVERY_PATH;
   try {
     await next();
   } finally {
-    ctx.path = UMA_CONFIGURATION_PATH;
+    ctx.path = asked;
   }
 }
 

@@ -44,6 +44,11 @@ interface EdgeRoute {
  * not in the table goes straight to oidc-provider (JWKS, end session, …). Every request first
  * has its JSON-valued query parameters kept shallow. Protocol code asks the policy engine and
  * relays its decision, it never decides.
+ *
+ * Paths are looked up as oidc-provider's router matches them (ASCII case-insensitive, one
+ * trailing slash ignored), so that no spelling of an endpoint reaches oidc-provider without
+ * Arbiter's steps: `POST /REGISTER` would otherwise register a client no policy decided on, and
+ * `/token/` skip the failure limit and the body limit.
  */
 export function oauthEdge({ config, store, sealer, policy, providers, log }: OAuthEdgeDeps): ArbiterMiddleware {
   const providerFor = (tenant: string) => providers.provider(tenant);
@@ -74,8 +79,17 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
 function routeTable(table: EdgeRoute[], provider: ArbiterMiddleware): ArbiterMiddleware {
   const run = (route: Pick<EdgeRoute, 'uncached' | 'middleware'>) =>
     compose([...(route.uncached ? [noStore] : []), shallowJsonQuery, ...route.middleware, provider]) as ArbiterMiddleware;
-  const exact = new Map(table.filter((route) => !route.below).map((route) => [route.path, run(route)]));
-  const below = table.filter((route) => route.below).map((route) => ({ prefix: `${route.path}/`, run: run(route) }));
+  const exact = new Map(table.filter((route) => !route.below).map((route) => [asMatched(route.path), run(route)]));
+  const below = table.filter((route) => route.below).map((route) => ({ prefix: `${asMatched(route.path)}/`, run: run(route) }));
   const elsewhere = run({ middleware: [] });
-  return (ctx, next) => (exact.get(ctx.path) ?? below.find(({ prefix }) => ctx.path.startsWith(prefix))?.run ?? elsewhere)(ctx, next);
+  return (ctx, next) => {
+    const path = asMatched(ctx.path);
+    return (exact.get(path) ?? below.find(({ prefix }) => path.startsWith(prefix))?.run ?? elsewhere)(ctx, next);
+  };
+}
+
+/** A path as oidc-provider's router compares it (lib/helpers/router.js): ASCII letters folded, one trailing slash dropped. */
+function asMatched(path: string): string {
+  const folded = path.replace(/[a-z]+/g, (letters) => letters.toUpperCase());
+  return folded.length > 1 && folded.endsWith('/') ? folded.slice(0, -1) : folded;
 }

@@ -40,7 +40,7 @@ export const advertisedFeatures: Readonly<Record<AdvertisedFeatureName, Advertis
   /** UMA 2.0 resource registration (spec: UMA; src/uma). */
   umaResourceRegistration: { enabled: true, endpoints: { resource_registration_endpoint: '/resource_registration/resource' } },
   /**
-   * UMA 2.0 permission tickets and the UMA grant (src/uma, grants/uma-ticket); the grant type is in
+   * UMA 2.0 permission tickets and the UMA grant (src/uma, token/grants/uma-ticket); the grant type is in
    * oidc-provider's own grant_types_supported. No UMA profile is implemented, so the list is empty.
    */
   umaPermission: { enabled: true, endpoints: { permission_endpoint: '/permission' }, metadata: { uma_profiles_supported: [] } },

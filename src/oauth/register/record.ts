@@ -34,7 +34,7 @@ export function generateRegistrationAccessToken(): string {
 
 /**
  * The Arbiter client collection: the Admin API's, the one oidc-provider reads clients from
- * (clients.ts), tenant by tenant.
+ * (clients/records.ts), tenant by tenant.
  */
 export function clientsOf(store: Store, tenant: string): TenantCollection<ClientRecord> {
   return clientsCollection(store, tenant);

@@ -37,9 +37,9 @@ export const decisionClaims: ConfigurationSlice = () => ({
     if (decision?.extensions) claims.extensions = decision.extensions;
     if (decision?.authorization_details) claims.authorization_details = decision.authorization_details;
     if (decision?.jit_single_use) claims.jit_single_use = true;
-    // Token exchange with an actor (src/oauth/grants/token-exchange): who acts for the subject.
+    // Token exchange with an actor (src/oauth/token/grants/token-exchange): who acts for the subject.
     if (ctx.state.exchangeAct) claims.act = ctx.state.exchangeAct;
-    // The UMA grant (src/oauth/grants/uma-ticket): what a requesting party token permits.
+    // The UMA grant (src/oauth/token/grants/uma-ticket): what a requesting party token permits.
     if (ctx.state.umaPermissions) claims.permissions = ctx.state.umaPermissions;
     return Object.keys(claims).length ? claims : undefined;
   },

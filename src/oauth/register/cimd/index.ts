@@ -110,7 +110,7 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
       logoUri: document.logoUri,
       tokenEndpointAuthMethod: 'none',
       registrationType: 'cimd',
-      // `input.client.granted_resources` of every later decision (client-input.ts).
+      // `input.client.granted_resources` of every later decision (clients/input.ts).
       grantedResources: await grantedResources(policy),
     };
     const now = new Date().toISOString();

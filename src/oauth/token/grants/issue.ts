@@ -15,7 +15,7 @@ export interface IssuedToken {
  * AccessToken with a grant of its own (UserInfo and revocation find the user through it); a
  * client's own token stays a client-credentials token. What the decision keeps with the token
  * (obligations, extensions, authorization details, an RPT's permissions) is added by the
- * `extraTokenClaims` hook as for every other grant (token-shaping.ts).
+ * `extraTokenClaims` hook as for every other grant (token/shaping.ts).
  */
 export interface TokenGrant {
   gty: string;
