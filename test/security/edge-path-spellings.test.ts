@@ -20,7 +20,7 @@ describe('Endpoint paths in any spelling oidc-provider accepts', function () {
     const metadata = { redirect_uris: ['https://rp.example/cb'], token_endpoint_auth_method: 'client_secret_basic', grant_types: ['client_credentials'], response_types: [] };
     for (const path of ['/REGISTER', '/Register', '/register/']) {
       const response = await server.request(path, { method: 'POST', json: metadata });
-      const body = await response.json();
+      const body = (await response.json()) as Record<string, unknown>;
       expect(response.status, `${path}: ${JSON.stringify(body)}`).to.equal(400);
       expect(body.error).to.equal('invalid_client_metadata');
       expect(body).not.to.have.property('client_id');

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { Middleware, Next } from 'koa';
+import type { Next } from 'koa';
 import type { ArbiterContext, ArbiterMiddleware, ArbiterState } from '../state.js';
 import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';

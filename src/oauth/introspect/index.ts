@@ -1,16 +1,17 @@
 import type { Context, Next } from 'koa';
-import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
 import type Provider from 'oidc-provider';
 import { HttpError } from '../../http/errors.js';
+import type { Decision, DecisionOutcome } from '../../policy/index.js';
+import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
 import type { ConfigurationSlice } from '../context.js';
-import { formBody, formParameter } from '../shared/form-body.js';
 import { findTokenByValue } from '../internals.js';
+import { routes } from '../routes.js';
 import { tokenCallers, type TokenCallers, type TokenRequirement } from '../shared/callers.js';
+import { guardClientCredentials } from '../shared/credential-guard.js';
+import { formBody, formParameter } from '../shared/form-body.js';
+import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
 import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps, type TokenModel } from './decide.js';
 import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
-import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
-import { routes } from '../routes.js';
-import { guardClientCredentials } from '../shared/credential-guard.js';
 
 /** A Bearer caller: a valid access token of this tenant with one of these scopes; any other is 401 invalid_token. */
 const BEARER_CALLER: TokenRequirement = { scope: ['introspection', 'uma_protection'], lackingScope: 'invalid_token' };
@@ -32,7 +33,7 @@ export interface Introspected {
   token: TokenModel;
   allowed: boolean;
   resourceTypes: string[];
-  decision: import('../../policy/index.js').Decision;
+  decision: Decision;
 }
 
 /**
@@ -90,7 +91,7 @@ async function introspectForBearer(ctx: ArbiterContext, deps: IntrospectEndpoint
   remember(ctx, token, await decideIntrospection(ctx, deps, tenant, token, caller));
 }
 
-function remember(ctx: ArbiterContext, token: TokenModel, outcome: import('../../policy/index.js').DecisionOutcome): boolean {
+function remember(ctx: ArbiterContext, token: TokenModel, outcome: DecisionOutcome): boolean {
   const allowed = outcome.decision.allow && !outcome.engineError;
   const resourceTypes = outcome.input.request.resource_types;
   ctx.state.introspected = { token, allowed, decision: outcome.decision, resourceTypes } satisfies Introspected;
