@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import type { ArbiterContext } from '../oauth/state.js';
+import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
 import { recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError } from '../http/errors.js';
@@ -19,7 +19,7 @@ export const PERMISSION_PATH = '/permission';
  * owner's resources (one permission, or an array of them). Each permission is put to the
  * `uma_permission` decision (operation `ticket`); any refusal refuses the ticket.
  */
-export function permissionRoutes(router: Router, deps: UmaDeps, ownerOf: (ctx: ArbiterContext) => Promise<ResourceOwner>): void {
+export function permissionRoutes(router: Router<ArbiterState>, deps: UmaDeps, ownerOf: (ctx: ArbiterContext) => Promise<ResourceOwner>): void {
   router.post(PERMISSION_PATH, async (ctx) => {
     const owner = await ownerOf(ctx);
     const body = await readJsonBody(ctx, deps.maxBodyBytes);

@@ -1,7 +1,7 @@
 import { adminCollection } from '../admin/collections.js';
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
-import type { ArbiterContext } from '../oauth/state.js';
+import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
@@ -17,7 +17,7 @@ export const RESOURCE_REGISTRATION_PATH = '/resource_registration/resource';
  * deletes the resources it protects for their owner (the caller of its PAT). Another owner's
  * resource answers 404, exactly as an unknown one.
  */
-export function resourceRegistrationRoutes(router: Router, deps: UmaDeps, ownerOf: (ctx: ArbiterContext) => Promise<ResourceOwner>): void {
+export function resourceRegistrationRoutes(router: Router<ArbiterState>, deps: UmaDeps, ownerOf: (ctx: ArbiterContext) => Promise<ResourceOwner>): void {
   const { store } = deps;
   const description = async (ctx: ArbiterContext) => {
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
