@@ -13,7 +13,7 @@ import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
 import type { Metrics } from './metrics/index.js';
 import { delegationRouter } from './delegation/index.js';
-import { clientCallers, inputParties, oauthEdge, tokenCallers, type TenantProviders } from './oauth/index.js';
+import { clientCallers, inputParties, oauthEdge, tokenCallers, type ArbiterState, type TenantProviders } from './oauth/index.js';
 import { dataEntryProblem, type PolicyEngine } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
@@ -33,10 +33,10 @@ export interface AppParts {
 }
 
 /** The whole HTTP surface as one Koa middleware stack; the order is the request's path through Arbiter. */
-export function createApp(parts: AppParts): Koa {
+export function createApp(parts: AppParts): Koa<ArbiterState> {
   const { config, store, sealer, policy, audit, providers, log, metrics } = parts;
   // Forwarded headers reach Koa only from configured proxies (see forwardedHeaders).
-  const app = new Koa({ proxy: true, maxIpsCount: 1 });
+  const app = new Koa<ArbiterState>({ proxy: true, maxIpsCount: 1 });
   app.silent = true;
   app.use(securityHeaders);
   app.use(requestId);

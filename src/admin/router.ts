@@ -108,7 +108,7 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
 function tenantOf(ctx: Context, body?: unknown): string | null {
   const fromBody = isObject(body) ? body.tenantId : undefined;
   const fromQuery = typeof ctx.query.tenantId === 'string' && ctx.query.tenantId !== '' ? ctx.query.tenantId : undefined;
-  const tenantId = fromBody ?? fromQuery ?? (ctx.state.tenantId as string | null) ?? null;
+  const tenantId = fromBody ?? fromQuery ?? ctx.state.tenant?.id ?? null;
   if (tenantId !== null && !isTenantId(tenantId)) throw badRequest('tenantId must be 1 to 64 letters, digits, ".", "-" or "_"', { field: 'tenantId' });
   // The audit entry names the tenant the write was aimed at, which may come from body or query.
   if (ctx.state.audit) (ctx.state.audit as AuditFacts).tenantId = tenantId;

@@ -84,7 +84,7 @@ function entryFor(ctx: Context): AuditFields {
     policyInput: facts.policyInput ?? null,
     policyDecision: facts.policyDecision ?? null,
     outcome: facts.outcome ?? outcomeOf(ctx.status),
-    tenantId: facts.tenantId !== undefined ? facts.tenantId : (ctx.state.tenantId ?? null),
+    tenantId: facts.tenantId !== undefined ? facts.tenantId : (ctx.state.tenant?.id ?? null),
     clientId: facts.clientId ?? clientIdOf(ctx),
     subjectId: facts.subjectId ?? null,
     ip: ctx.ip || null,

@@ -1,5 +1,6 @@
 import { activeDelegations, activeDelegationsOn } from '../delegation/index.js';
 import { requestInput, type ClientInput, type DecisionInput, type DecisionOutcome, type DelegationGrantInput } from '../policy/index.js';
+import { refusalOf } from '../oauth/shared/enforce.js';
 import type { Store } from '../store/index.js';
 import type { Evaluation } from './schemas.js';
 
@@ -72,7 +73,10 @@ export async function evaluationInput(asker: Asker, evaluation: Evaluation, dele
  * carries the error (for a single evaluation, the router answers 503 instead).
  */
 export function authzenDecision(outcome: DecisionOutcome): AuthzenDecision {
-  if (outcome.engineError) return { decision: false, context: { error: { status: 503, message: 'the policy engine could not decide; try again later' } } };
+  if (outcome.engineError) {
+    const { status, error_description: message } = refusalOf(outcome)!;
+    return { decision: false, context: { error: { status, message } } };
+  }
   const { decision } = outcome;
   const context: Record<string, unknown> = {
     ...(decision.obligations ? { obligations: decision.obligations } : {}),

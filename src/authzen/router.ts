@@ -1,11 +1,13 @@
 import Router from '@koa/router';
-import type { Context, Middleware } from 'koa';
+import type { Middleware } from 'koa';
+import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
 import { recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { routesWithMethods } from '../http/router.js';
 import { assertValid } from '../http/validation.js';
 import type { ClientCallers, TokenCallers } from '../oauth/index.js';
+import { enforce } from '../oauth/shared/enforce.js';
 import type { ClientInput, DecisionOutcome, InputParties, PolicyEngine } from '../policy/index.js';
 import type { Store } from '../store/index.js';
 import { candidatesFor, type Candidate } from './candidates.js';
@@ -43,8 +45,8 @@ const AUTHZEN_TYPE = 'urn:as:authzen';
  * metadata. Every decision is the `access_evaluation` point's; a batch or a search is one
  * engine round trip for all its evaluations (PolicyEngine.decideAll).
  */
-export function authzenRouter(deps: AuthzenDeps): Middleware {
-  const router = new Router({ sensitive: true, strict: true });
+export function authzenRouter(deps: AuthzenDeps): Middleware<ArbiterState> {
+  const router = new Router<ArbiterState>({ sensitive: true, strict: true });
   router.get(AUTHZEN_METADATA_PATH, (ctx) => {
     ctx.body = metadata(deps.issuer);
   });
@@ -101,8 +103,8 @@ function metadata(pdp: string): Record<string, unknown> {
  * Who asks: a Bearer token with scope `authzen`, or a client's Basic credentials when the client
  * is entitled (registered scope `authzen`, or a `granted_resources` entry of type urn:as:authzen).
  */
-async function askerOf(ctx: Context, deps: AuthzenDeps): Promise<Asker> {
-  const tenant = ctx.state.tenant as string;
+async function askerOf(ctx: ArbiterContext, deps: AuthzenDeps): Promise<Asker> {
+  const tenant = ctx.state.tenant.name;
   const basic = await deps.clients(ctx);
   const caller = basic ?? (await deps.callers(ctx, { scope: 'authzen' }));
   const client = await deps.parties.client(tenant, caller.clientId, basic ? basic.method : 'bearer');
@@ -126,9 +128,9 @@ function evaluationOf(body: Evaluation): Evaluation {
   };
 }
 
-function single(ctx: Context, outcome: DecisionOutcome): AuthzenDecision {
+function single(ctx: ArbiterContext, outcome: DecisionOutcome): AuthzenDecision {
   recordDecision(ctx.state, outcome);
-  if (outcome.engineError) throw new HttpError(503, 'temporarily_unavailable', 'the policy engine could not decide; try again later');
+  enforce.decided(outcome);
   return authzenDecision(outcome);
 }
 
@@ -143,7 +145,7 @@ interface BatchRequest extends Partial<Evaluation> {
  * evaluation then is a false decision with its error; the others are decided in one round trip.
  * The answers are in request order, cut after the first deny or permit as the semantic asks.
  */
-async function batch(ctx: Context, deps: AuthzenDeps, asker: Asker, body: BatchRequest): Promise<AuthzenDecision[]> {
+async function batch(ctx: ArbiterContext, deps: AuthzenDeps, asker: Asker, body: BatchRequest): Promise<AuthzenDecision[]> {
   const merged = body.evaluations!.map((item) => ({
     subject: item.subject ?? body.subject,
     action: item.action ?? body.action,
@@ -187,14 +189,14 @@ interface SearchRequest {
  * §8: the candidates of the searched kind (candidates.ts), each evaluated as the search's
  * evaluation with the candidate in place, in one round trip; the permitted ones, paged.
  */
-async function search(ctx: Context, deps: AuthzenDeps, asker: Asker, kind: SearchKind, body: SearchRequest): Promise<Record<string, unknown>> {
+async function search(ctx: ArbiterContext, deps: AuthzenDeps, asker: Asker, kind: SearchKind, body: SearchRequest): Promise<Record<string, unknown>> {
   const searchedType = kind === 'subject' ? body.subject.type : kind === 'resource' ? body.resource.type : null;
   const { candidates, truncated } = await candidatesFor(kind, searchedType, deps.store, deps.policy, asker.tenant);
   const evaluations = candidates.map((candidate) => evaluationOf(withCandidate(kind, body, candidate)));
   const delegationsOf = searchDelegations(deps.store, asker.tenant, kind, body);
   const outcomes = await deps.policy.decideAll('access_evaluation', await Promise.all(evaluations.map((evaluation) => evaluationInput(asker, evaluation, delegationsOf))));
   recordDecision(ctx.state, ...outcomes);
-  if (outcomes.some((outcome) => outcome.engineError)) throw new HttpError(503, 'temporarily_unavailable', 'the policy engine could not decide; try again later');
+  enforce.decided(...outcomes);
   const permitted = candidates.filter((_, index) => outcomes[index].decision.allow).map((candidate) => resultOf(kind, candidate));
   const { page, ...criteria } = body;
   const paged = pageOf(permitted, page, criteria);

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
-import type { Context, Middleware } from 'koa';
+import type { Middleware } from 'koa';
+import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
 import { recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { badRequest, HttpError, notFound } from '../http/errors.js';
 import { routesWithMethods } from '../http/router.js';
 import { assertValid } from '../http/validation.js';
-import { requestInput, type DecisionOutcome, type DelegationInput } from '../policy/index.js';
+import { requestInput, type DelegationInput } from '../policy/index.js';
+import { enforce, type DenyRules } from '../oauth/shared/enforce.js';
 import { findResource, resourceInput, type UmaDeps } from '../uma/index.js';
 import { delegationGrant, delegations, isOwner, ownedBy, presentDelegation, type DelegationOwner, type DelegationRecord } from './records.js';
 import { DELEGATION_REQUEST, DELEGATION_UPDATE, type DelegationRequest } from './schemas.js';
@@ -21,14 +23,14 @@ export type DelegationDeps = Omit<UmaDeps, 'ticketSeconds'>;
  * UMA resource's scopes until a date, changes that date, and revokes (softly). Every change is
  * the `delegation` decision's to allow; reads show the caller's own delegations only.
  */
-export function delegationRouter(deps: DelegationDeps): Middleware {
-  const router = new Router({ sensitive: true, strict: true });
-  const ownerOf = async (ctx: Context): Promise<DelegationOwner> => {
+export function delegationRouter(deps: DelegationDeps): Middleware<ArbiterState> {
+  const router = new Router<ArbiterState>({ sensitive: true, strict: true });
+  const ownerOf = async (ctx: ArbiterContext): Promise<DelegationOwner> => {
     const caller = await deps.callers(ctx, { scope: 'delegation_management' });
     return { sub: caller.sub, clientId: caller.clientId };
   };
-  const owned = async (ctx: Context, owner: DelegationOwner): Promise<DelegationRecord> => {
-    const record = await delegations(deps.store, ctx.state.tenant as string).get(String(ctx.params.delegationId));
+  const owned = async (ctx: ArbiterContext, owner: DelegationOwner): Promise<DelegationRecord> => {
+    const record = await delegations(deps.store, ctx.state.tenant.name).get(String(ctx.params.delegationId));
     if (!record || !isOwner(record, owner)) throw notFound('no delegation with this id is owned by the caller');
     return record;
   };
@@ -37,7 +39,7 @@ export function delegationRouter(deps: DelegationDeps): Middleware {
     const owner = await ownerOf(ctx);
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
     assertValid<DelegationRequest>(DELEGATION_REQUEST, body);
-    const tenant = ctx.state.tenant as string;
+    const tenant = ctx.state.tenant.name;
     const request = await normalized(deps, tenant, body);
     const decision = await decide(ctx, deps, owner, 'create', request);
     const granted = request.scopes.filter((scope) => decision.scopes?.includes(scope));
@@ -62,7 +64,7 @@ export function delegationRouter(deps: DelegationDeps): Middleware {
 
   router.get(DELEGATION_PATH, async (ctx) => {
     const owner = await ownerOf(ctx);
-    const records = await delegations(deps.store, ctx.state.tenant as string).find(ownedBy(owner), { sort: { field: 'createdAt', direction: 'asc' } });
+    const records = await delegations(deps.store, ctx.state.tenant.name).find(ownedBy(owner), { sort: { field: 'createdAt', direction: 'asc' } });
     ctx.body = records.map(presentDelegation);
   });
 
@@ -79,7 +81,7 @@ export function delegationRouter(deps: DelegationDeps): Middleware {
     assertOnlyExpiryChanges(record, body);
     const expiresAt = instant(body.expires_at);
     await decide(ctx, deps, owner, 'update', { ...requestOf(record), expires_at: expiresAt });
-    ctx.body = presentDelegation((await delegations(deps.store, ctx.state.tenant as string).update(record.id, { validUntil: expiresAt }))!);
+    ctx.body = presentDelegation((await delegations(deps.store, ctx.state.tenant.name).update(record.id, { validUntil: expiresAt }))!);
   });
 
   router.delete(`${DELEGATION_PATH}/:delegationId`, async (ctx) => {
@@ -87,7 +89,7 @@ export function delegationRouter(deps: DelegationDeps): Middleware {
     const record = await owned(ctx, owner);
     if (!record.revokedAt) {
       await decide(ctx, deps, owner, 'revoke', requestOf(record));
-      await delegations(deps.store, ctx.state.tenant as string).update(record.id, { revokedAt: new Date().toISOString() }, { revokedAt: null });
+      await delegations(deps.store, ctx.state.tenant.name).update(record.id, { revokedAt: new Date().toISOString() }, { revokedAt: null });
     }
     ctx.status = 204;
   });
@@ -136,8 +138,8 @@ function sameSet(given: string[], stored: string[]): boolean {
   return given.length === stored.length && given.every((scope) => stored.includes(scope));
 }
 
-async function decide(ctx: Context, deps: DelegationDeps, owner: DelegationOwner, operation: DelegationInput['operation'], request: NormalizedRequest) {
-  const tenant = ctx.state.tenant as string;
+async function decide(ctx: ArbiterContext, deps: DelegationDeps, owner: DelegationOwner, operation: DelegationInput['operation'], request: NormalizedRequest) {
+  const tenant = ctx.state.tenant.name;
   const resource = await findResource(deps.store, tenant, request.resource_id);
   const outcome = await deps.policy.decide('delegation', {
     tenant,
@@ -148,15 +150,12 @@ async function decide(ctx: Context, deps: DelegationDeps, owner: DelegationOwner
     time: new Date().toISOString(),
   });
   recordDecision(ctx.state, outcome);
-  if (outcome.engineError) throw new HttpError(503, 'temporarily_unavailable', 'the policy engine could not decide; try again later');
-  if (!outcome.decision.allow) throw delegationDenial(outcome);
+  enforce.http(outcome, DELEGATION_DENIALS);
   return outcome.decision;
 }
 
-function delegationDenial({ decision }: DecisionOutcome): HttpError {
-  const code = decision.error ?? 'access_denied';
-  return new HttpError(code === 'access_denied' ? 403 : 400, code, decision.error_description ?? 'denied by policy');
-}
+/** The policy's code (default access_denied, a 403; any other a 400). */
+const DELEGATION_DENIALS: DenyRules = { statusOf: (code) => (code === 'access_denied' ? 403 : 400) };
 
 /** Instants the policy engine can compare (OPA's nanosecond time covers 1677 to 2262). */
 const LATEST_INSTANT = Date.parse('2262-01-01T00:00:00Z');

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
-import type { Context, Next } from 'koa';
+import type { Context, Next, ParameterizedContext } from 'koa';
 import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
 import { HttpError } from './errors.js';
+import type { RequestState } from './state.js';
 
 export interface AuthFailureLimits {
   /** Failed credentials one address may present per window (and one credential identity from one address). */
@@ -145,9 +146,9 @@ class CredentialAttempt {
 }
 
 /** True when the request carries something that is verified as a credential (an empty header or parameter is none). */
-function presentsCredential(ctx: Context): boolean {
+function presentsCredential(ctx: ParameterizedContext<RequestState>): boolean {
   if (ctx.get('authorization') !== '' || ctx.get('x-admin-api-key') !== '') return true;
-  const body = ctx.state.body as Record<string, unknown> | undefined;
+  const { body } = ctx.state;
   return CREDENTIAL_PARAMETERS.some((name) => hasValue(ctx.query[name]) || hasValue(body?.[name]));
 }
 

@@ -1,3 +1,6 @@
+import type { Context } from 'koa';
+import { HttpError } from './errors.js';
+
 /** RFC 7617: `Authorization: Basic <base64>`. */
 const BASIC = /^Basic +([A-Za-z0-9+/]+=*) *$/i;
 
@@ -21,4 +24,10 @@ function formDecoded(value: string): string | null {
   } catch {
     return null;
   }
+}
+
+/** Refused client credentials: 401 invalid_client with a Basic challenge (RFC 6749 §5.2). */
+export function invalidClient(ctx: Context): HttpError {
+  ctx.set('WWW-Authenticate', 'Basic realm="arbiter", charset="UTF-8"');
+  return new HttpError(401, 'invalid_client', 'client authentication failed');
 }

@@ -14,3 +14,9 @@ export function invalidToken(ctx: Context, description: string): HttpError {
   ctx.set('WWW-Authenticate', 'Bearer error="invalid_token"');
   return new HttpError(401, 'invalid_token', description);
 }
+
+/** An active token without the scope an API needs: 403 insufficient_scope with the challenge RFC 6750 §3.1 asks for. */
+export function insufficientScope(ctx: Context, scope: string, description: string): HttpError {
+  ctx.set('WWW-Authenticate', `Bearer error="insufficient_scope", scope="${scope}"`);
+  return new HttpError(403, 'insufficient_scope', description);
+}

@@ -7,8 +7,8 @@ import { unsupportedMethod } from './errors.js';
  * naming the methods it does (rather than falling through to the 404 of an unknown path);
  * other paths pass on.
  */
-export function routesWithMethods(router: Router): Middleware {
-  const routes = router.routes() as unknown as Middleware;
+export function routesWithMethods<State>(router: Router<State>): Middleware<State> {
+  const routes = router.routes() as unknown as Middleware<State>;
   return async (ctx, next) => {
     const matched = router.match(ctx.path, ctx.method);
     if (matched.path.length > 0 && !matched.route) {

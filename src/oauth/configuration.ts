@@ -2,15 +2,15 @@ import type { Configuration } from 'oidc-provider';
 import type { TtlConfig } from '../config/index.js';
 import { policyConsent } from './authorize/grant.js';
 import { authorizationParameters } from './authorize/parameters.js';
-import { accounts } from './accounts.js';
+import { accounts } from './userinfo/accounts.js';
 import { claims, scopes } from './claims.js';
-import { introspectionPolicy } from './introspection/index.js';
+import { introspectionPolicy } from './introspect/index.js';
 import { mergeSlices, type ConfigurationSlice, type ProviderContext } from './context.js';
 import { interactionsSlice } from './interactions/index.js';
-import { richAuthorizationRequests } from './rar.js';
+import { richAuthorizationRequests } from './shared/rar.js';
 import { outboundFetch } from './outbound-fetch.js';
 import { routes } from './routes.js';
-import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators } from './token-shaping.js';
+import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators } from './token/shaping.js';
 import { errorPages } from './error-pages.js';
 
 /** The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. */

@@ -1,6 +1,7 @@
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { ArbiterContext } from './state.js';
 import { claimsSupported, scopes } from './claims.js';
-import { advertisedFeatures, DISCOVERY_PATH, UMA_CONFIGURATION_PATH } from './routes.js';
+import { advertisedFeatures, DISCOVERY_PATH } from './routes.js';
 
 /**
  * Completes oidc-provider's discovery document with what only Arbiter knows: the fields of
@@ -13,15 +14,9 @@ import { advertisedFeatures, DISCOVERY_PATH, UMA_CONFIGURATION_PATH } from './ro
  * it holds, so one document serves both and they cannot drift apart.
  */
 export function discoveryExtras(issuer: string, authorizationDetailsTypes: () => Promise<string[]>) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    const uma = ctx.path === UMA_CONFIGURATION_PATH && advertisedFeatures.umaPermission.enabled;
-    if (uma) ctx.path = DISCOVERY_PATH;
-    try {
-      await next();
-    } finally {
-      if (uma) ctx.path = UMA_CONFIGURATION_PATH;
-    }
-    if ((ctx.path !== DISCOVERY_PATH && !uma) || ctx.status !== 200 || typeof ctx.body !== 'object' || ctx.body === null) return;
+  return async (ctx: ArbiterContext, next: Next): Promise<void> => {
+    await next();
+    if (ctx.status !== 200 || typeof ctx.body !== 'object' || ctx.body === null) return;
     const document = ctx.body as Record<string, unknown>;
     anchorEndpointsAtIssuer(document, issuer);
     for (const feature of Object.values(advertisedFeatures)) {
@@ -34,6 +29,17 @@ export function discoveryExtras(issuer: string, authorizationDetailsTypes: () =>
     document.scopes_supported = scopes;
     document.claims_supported = claimsSupported;
   };
+}
+
+/** /.well-known/uma2-configuration is answered as the discovery document (see above). */
+export async function umaConfigurationAsDiscovery(ctx: ArbiterContext, next: Next): Promise<void> {
+  const asked = ctx.path;
+  ctx.path = DISCOVERY_PATH;
+  try {
+    await next();
+  } finally {
+    ctx.path = asked;
+  }
 }
 
 /**

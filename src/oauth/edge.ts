@@ -1,20 +1,20 @@
 import compose from 'koa-compose';
-import type { Middleware } from 'koa';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import type { PolicyEngine } from '../policy/index.js';
 import type { Sealer, Store } from '../store/index.js';
-import { authorizeEndpoint } from './authorize/index.js';
-import { noStore } from './cache-headers.js';
-import { discoveryExtras } from './discovery.js';
-import { guardClientCredentials } from './credential-guard.js';
-import { formBody } from './form-body.js';
-import { interactionRoutes } from './interactions/index.js';
-import { introspectionEndpoint } from './introspection/index.js';
+import { AUTHORIZE_PATH, authorizationResumptionMiddleware, authorizeMiddleware } from './authorize/index.js';
+import { discoveryExtras, umaConfigurationAsDiscovery } from './discovery.js';
+import { INTERACTION_PATH, interactionRoutes, UPSTREAM_CALLBACK_PATH } from './interactions/index.js';
+import { INTROSPECT_PATH, introspectMiddleware } from './introspect/index.js';
 import type { TenantProviders } from './providers.js';
-import { syncAuthorizationDetailsTypes } from './rar.js';
-import { registrationGate } from './register/gate.js';
-import { tokenPrecheck } from './token/precheck.js';
+import { REGISTER_PATH, registrationMiddleware } from './register/index.js';
+import { advertisedFeatures, DISCOVERY_PATH, UMA_CONFIGURATION_PATH } from './routes.js';
+import { shallowJsonQuery } from './shared/form-body.js';
+import { noStore } from './shared/no-store.js';
+import type { ArbiterMiddleware } from './state.js';
+import { TOKEN_PATH, tokenMiddleware } from './token/index.js';
+import { USERINFO_PATH, userinfoMiddleware } from './userinfo/index.js';
 
 export interface OAuthEdgeDeps {
   config: Config;
@@ -25,36 +25,71 @@ export interface OAuthEdgeDeps {
   log: Logger;
 }
 
+/** One row of the route table. */
+interface EdgeRoute {
+  path: string;
+  /** The row is for the paths below `path` (`{path}/…`) rather than `path` itself. */
+  below?: true;
+  /** Token, authorization and registration answers are never cached (RFC 6749 §5.1). */
+  uncached?: true;
+  /** What Arbiter adds at this endpoint, in order, before oidc-provider. */
+  middleware: ArbiterMiddleware[];
+}
+
 /**
- * The OAuth/OpenID Connect edge: oidc-provider (one instance per tenant) and, in front of it,
- * what Arbiter adds at each of its endpoints. Each step below concerns one endpoint (or a
- * browser sign-in route) and passes every other request on; protocol code asks the policy
- * engine and relays its decision, it never decides.
+ * The OAuth/OpenID Connect edge as one route table, the way oidc-provider lists each of its
+ * endpoints as one array of steps (lib/actions/token.js): each path of the spec's routes table
+ * (routes.ts) maps to what Arbiter adds there, in order, and then to oidc-provider itself (one
+ * instance per tenant). A request runs its own endpoint's steps and no other's; a path that is
+ * not in the table goes straight to oidc-provider (JWKS, end session, …). Every request first
+ * has its JSON-valued query parameters kept shallow. Protocol code asks the policy engine and
+ * relays its decision, it never decides.
+ *
+ * Paths are looked up as oidc-provider's router matches them (ASCII case-insensitive, one
+ * trailing slash ignored), so that no spelling of an endpoint reaches oidc-provider without
+ * Arbiter's steps: `POST /REGISTER` would otherwise register a client no policy decided on, and
+ * `/token/` skip the failure limit and the body limit.
  */
-export function oauthEdge({ config, store, sealer, policy, providers, log }: OAuthEdgeDeps): Middleware {
+export function oauthEdge({ config, store, sealer, policy, providers, log }: OAuthEdgeDeps): ArbiterMiddleware {
   const providerFor = (tenant: string) => providers.provider(tenant);
-  return compose([
-    // /authorize, /token, /introspect, /userinfo, /register answers are never cached.
-    noStore,
-    // /.well-known/openid-configuration: what only Arbiter knows (its RAR types, its routers).
-    discoveryExtras(config.issuer, () => policy.authorizationDetailsTypes()),
-    // The forms of /token, /introspect, POST /authorize and /userinfo, read once with the size limit; JSON-valued parameters kept shallow.
-    formBody(config.maxBodyBytes),
-    // /token and /introspect: a client that failed too often is refused before its credentials are verified.
-    guardClientCredentials,
-    // /authorize
-    authorizeEndpoint(store, policy, providerFor),
-    // /token: requests refused before client authentication.
-    tokenPrecheck,
-    // /authorize and /token: the RAR types policy data defines.
-    syncAuthorizationDetailsTypes(providerFor, () => policy.authorizationDetailsTypes()),
-    // /register: the `register` decision.
-    registrationGate({ config, store, policy }),
-    // /introspect: Bearer callers and the `introspect` decision on every call.
-    introspectionEndpoint({ store, policy, issuer: config.issuer, providerFor }),
-    // /interaction/*, /idp/callback: sign-in at the upstream identity provider; /userinfo's challenge.
-    interactionRoutes({ config, store, sealer, providers, log }),
-    // oidc-provider itself: discovery, JWKS, /authorize, /token, /introspect, /register, /userinfo.
-    providers.middleware(),
-  ]) as Middleware;
+  const authorizationDetailsTypes = () => policy.authorizationDetailsTypes();
+  const { maxBodyBytes } = config;
+  const registration = registrationMiddleware({ config, store, policy });
+  const signIn = [interactionRoutes({ config, store, sealer, providers, log })];
+  const discovery = discoveryExtras(config.issuer, authorizationDetailsTypes);
+  const table: EdgeRoute[] = [
+    { path: AUTHORIZE_PATH, uncached: true, middleware: authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }) },
+    { path: AUTHORIZE_PATH, below: true, uncached: true, middleware: authorizationResumptionMiddleware() },
+    { path: TOKEN_PATH, uncached: true, middleware: tokenMiddleware({ providerFor, authorizationDetailsTypes, maxBodyBytes }) },
+    { path: INTROSPECT_PATH, uncached: true, middleware: introspectMiddleware({ store, policy, issuer: config.issuer, providerFor, maxBodyBytes }) },
+    { path: USERINFO_PATH, uncached: true, middleware: userinfoMiddleware(maxBodyBytes) },
+    { path: REGISTER_PATH, uncached: true, middleware: registration.register },
+    { path: REGISTER_PATH, below: true, middleware: registration.clientConfiguration },
+    // What only Arbiter knows (its RAR types, its routers) added to oidc-provider's discovery document.
+    { path: DISCOVERY_PATH, middleware: [discovery] },
+    ...(advertisedFeatures.umaPermission.enabled ? [{ path: UMA_CONFIGURATION_PATH, middleware: [umaConfigurationAsDiscovery, discovery] }] : []),
+    // Sign-in at the upstream identity provider.
+    { path: INTERACTION_PATH, below: true, middleware: signIn },
+    { path: UPSTREAM_CALLBACK_PATH, middleware: signIn },
+  ];
+  return routeTable(table, providers.middleware());
+}
+
+/** Looks the request's path up in the table (exact paths first, then the rows for paths below one) and runs that row. */
+function routeTable(table: EdgeRoute[], provider: ArbiterMiddleware): ArbiterMiddleware {
+  const run = (route: Pick<EdgeRoute, 'uncached' | 'middleware'>) =>
+    compose([...(route.uncached ? [noStore] : []), shallowJsonQuery, ...route.middleware, provider]) as ArbiterMiddleware;
+  const exact = new Map(table.filter((route) => !route.below).map((route) => [asMatched(route.path), run(route)]));
+  const below = table.filter((route) => route.below).map((route) => ({ prefix: `${asMatched(route.path)}/`, run: run(route) }));
+  const elsewhere = run({ middleware: [] });
+  return (ctx, next) => {
+    const path = asMatched(ctx.path);
+    return (exact.get(path) ?? below.find(({ prefix }) => path.startsWith(prefix))?.run ?? elsewhere)(ctx, next);
+  };
+}
+
+/** A path as oidc-provider's router compares it (lib/helpers/router.js): ASCII letters folded, one trailing slash dropped. */
+function asMatched(path: string): string {
+  const folded = path.replace(/[a-z]+/g, (letters) => letters.toUpperCase());
+  return folded.length > 1 && folded.endsWith('/') ? folded.slice(0, -1) : folded;
 }

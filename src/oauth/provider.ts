@@ -1,11 +1,11 @@
 import Provider from 'oidc-provider';
 import { createOidcAdapter } from '../../adapters/oidc/index.js';
-import { createClientDocuments } from './cimd/index.js';
-import { clientLookup } from './clients.js';
-import { compareHashedClientSecrets } from './client-secrets.js';
+import { createClientDocuments } from './register/cimd/index.js';
+import { clientLookup } from './clients/records.js';
+import { compareHashedClientSecrets } from './clients/secrets.js';
 import { providerConfiguration } from './configuration.js';
 import type { ProviderContext } from './context.js';
-import { installGrants } from './grants/index.js';
+import { installGrants } from './token/grants/index.js';
 import { outboundOptionsOf } from '../http/outbound.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */

@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import type { Middleware } from 'koa';
+import type { ArbiterMiddleware } from './state.js';
 import mount from 'koa-mount';
 import { LRUCache } from 'lru-cache';
 import type Provider from 'oidc-provider';
@@ -30,8 +31,8 @@ export class TenantProviders {
   }
 
   /** Hands the request to the provider of `ctx.state.tenant`. */
-  middleware(): Middleware {
-    return (ctx, next) => this.entry(ctx.state.tenant as string).middleware(ctx, next);
+  middleware(): ArbiterMiddleware {
+    return (ctx, next) => this.entry(ctx.state.tenant.name).middleware(ctx, next);
   }
 
   private entry(tenant: string): MountedProvider {

@@ -1,6 +1,7 @@
 /**
  * The one routes table: the spec's endpoint paths (discovery table), given to oidc-provider as
- * its `routes` and used by every piece of Arbiter that adds to an endpoint.
+ * its `routes`; each endpoint folder exports its own (authorize/, token/, …), and edge.ts maps
+ * each path to what Arbiter adds there.
  */
 export const routes = {
   authorization: '/authorize',
@@ -18,11 +19,6 @@ export const DISCOVERY_PATH = '/.well-known/openid-configuration';
 
 /** UMA 2.0 Grant §2: the authorization server's UMA metadata (the same document, see discovery.ts). */
 export const UMA_CONFIGURATION_PATH = '/.well-known/uma2-configuration';
-
-/** True for the authorization endpoint and the resumption of an authorization request after an interaction. */
-export function isAuthorizationPath(path: string): boolean {
-  return path === routes.authorization || path.startsWith(`${routes.authorization}/`);
-}
 
 /**
  * What Arbiter adds to oidc-provider's discovery document, feature by feature. A feature's
@@ -44,7 +40,7 @@ export const advertisedFeatures: Readonly<Record<AdvertisedFeatureName, Advertis
   /** UMA 2.0 resource registration (spec: UMA; src/uma). */
   umaResourceRegistration: { enabled: true, endpoints: { resource_registration_endpoint: '/resource_registration/resource' } },
   /**
-   * UMA 2.0 permission tickets and the UMA grant (src/uma, grants/uma-ticket); the grant type is in
+   * UMA 2.0 permission tickets and the UMA grant (src/uma, token/grants/uma-ticket); the grant type is in
    * oidc-provider's own grant_types_supported. No UMA profile is implemented, so the list is empty.
    */
   umaPermission: { enabled: true, endpoints: { permission_endpoint: '/permission' }, metadata: { uma_profiles_supported: [] } },

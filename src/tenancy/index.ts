@@ -1,6 +1,7 @@
-import type { Context, Middleware, Next } from 'koa';
+import type { Middleware, Next, ParameterizedContext } from 'koa';
 import { DEFAULT_TENANT, type Store, type StoredDoc } from '../store/index.js';
 import { HttpError, badRequest } from '../http/errors.js';
+import type { RequestState } from '../http/state.js';
 
 export const TENANT_HEADER = 'x-tenant-id';
 const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
@@ -8,23 +9,44 @@ const TENANT_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 /** The registry of tenants that exist: one document per tenant id, in the default tenant. */
 export const TENANTS_COLLECTION = { name: 'tenants' };
 
+/**
+ * The tenant a request (or a record) belongs to, as one value. `name` is how the store and the
+ * policy input name it (`_default` for the default tenant); `id` is what records carry in
+ * their `tenantId` and what X-Tenant-Id says (null for the default tenant).
+ */
+export interface Tenant {
+  readonly name: string;
+  readonly id: string | null;
+}
+
+/** The tenant of a record's tenantId or of an X-Tenant-Id (none: the default tenant). */
+export function tenantOf(id: string | null | undefined): Tenant {
+  return { name: storeTenant(id), id: id || null };
+}
+
+/** `ctx.state` once `tenancy` has run. */
+export type TenantState = RequestState & {
+  tenant: Tenant;
+  /** Set when X-Tenant-Id names no tenant: the audit log counts these instead of writing each. */
+  tenantUnknown?: boolean;
+};
+
 /** True for a syntactically valid tenant id (letters, digits, dot, dash, underscore; at most 64). */
 export function isTenantId(value: unknown): value is string {
   return typeof value === 'string' && TENANT_ID.test(value) && value !== DEFAULT_TENANT;
 }
 
 /**
- * Scopes the request to the tenant named by X-Tenant-Id (no header: the default tenant).
- * `ctx.state.tenant` is the store tenant; `ctx.state.tenantId` is what records carry (null for default).
- * Only the syntax is checked here: whether the tenant exists is `requireKnownTenant`'s concern.
+ * Scopes the request to the tenant named by X-Tenant-Id (no header: the default tenant) in
+ * `ctx.state.tenant`. Only the syntax is checked here: whether the tenant exists is
+ * `requireKnownTenant`'s concern.
  */
-export async function tenancy(ctx: Context, next: Next): Promise<void> {
+export async function tenancy(ctx: ParameterizedContext<TenantState>, next: Next): Promise<void> {
   const header = ctx.get(TENANT_HEADER);
   if (header !== '' && !isTenantId(header)) {
     throw badRequest('X-Tenant-Id must be 1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit');
   }
-  ctx.state.tenantId = header || null;
-  ctx.state.tenant = header || DEFAULT_TENANT;
+  ctx.state.tenant = tenantOf(header);
   await next();
 }
 
@@ -66,10 +88,9 @@ export async function registerTenant(store: Store, tenantId: string | null): Pro
 }
 
 /** Refuses requests for a tenant that does not exist, before anything is built or cached for it. */
-export function requireKnownTenant(registry: TenantRegistry): Middleware {
+export function requireKnownTenant(registry: TenantRegistry): Middleware<TenantState> {
   return async (ctx, next) => {
-    if (!(await registry.exists(ctx.state.tenant as string))) {
-      // The audit log counts these rather than writing one entry per made-up tenant id.
+    if (!(await registry.exists(ctx.state.tenant.name))) {
       ctx.state.tenantUnknown = true;
       throw new HttpError(400, 'invalid_request', 'X-Tenant-Id names no tenant of this server', { field: 'X-Tenant-Id' });
     }

@@ -1,6 +1,6 @@
 import type { InputParties, PolicyEngine } from '../policy/index.js';
 import type { Store } from '../store/index.js';
-import type { TokenCallers } from '../oauth/token-callers.js';
+import type { TokenCallers } from '../oauth/shared/callers.js';
 
 /** What the UMA routes (./registration.ts, ./permission.ts) are built with; ./router.ts hands it to each. */
 export interface UmaDeps {

@@ -1,6 +1,6 @@
 /**
  * UMA 2.0: the protection API (resource registration, permission tickets) and what the UMA grant
- * at /token (src/oauth/grants/uma-ticket) and the delegation store need of its records.
+ * at /token (src/oauth/token/grants/uma-ticket) and the delegation store need of its records.
  */
 export { umaRouter, PROTECTION } from './router.js';
 export type { UmaDeps } from './deps.js';

@@ -1,8 +1,9 @@
 import type Router from '@koa/router';
-import type { Context } from 'koa';
+import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
 import { recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError } from '../http/errors.js';
+import { httpRefusal, refusalOf, type DenyRules } from '../oauth/shared/enforce.js';
 import { assertValid } from '../http/validation.js';
 import { requestInput } from '../policy/index.js';
 import { decidePermissions, grantedScopes, type PermissionAnswer } from './decide.js';
@@ -18,13 +19,13 @@ export const PERMISSION_PATH = '/permission';
  * owner's resources (one permission, or an array of them). Each permission is put to the
  * `uma_permission` decision (operation `ticket`); any refusal refuses the ticket.
  */
-export function permissionRoutes(router: Router, deps: UmaDeps, ownerOf: (ctx: Context) => Promise<ResourceOwner>): void {
+export function permissionRoutes(router: Router<ArbiterState>, deps: UmaDeps, ownerOf: (ctx: ArbiterContext) => Promise<ResourceOwner>): void {
   router.post(PERMISSION_PATH, async (ctx) => {
     const owner = await ownerOf(ctx);
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
     assertValid<RequestedPermission | RequestedPermission[]>(PERMISSION_REQUEST, body);
     const permissions = Array.isArray(body) ? body : [body];
-    const tenant = ctx.state.tenant as string;
+    const tenant = ctx.state.tenant.name;
     const answers = await decidePermissions(deps.store, deps.policy, {
       operation: 'ticket',
       tenant,
@@ -41,11 +42,14 @@ export function permissionRoutes(router: Router, deps: UmaDeps, ownerOf: (ctx: C
   });
 }
 
-/** UMA's error codes as the policy gives them (invalid_resource_id, invalid_scope: 400); an engine failure is a 503. */
+/** UMA's error codes as the policy gives them (invalid_resource_id, invalid_scope: 400; access_denied, request_denied: 403). */
+const UMA_DENIALS: DenyRules = {
+  defaultError: 'request_denied',
+  statusOf: (code) => (code === 'access_denied' || code === 'request_denied' ? 403 : 400),
+};
+
+/** The refusal of a permission the policy denied (an engine failure: 503), or allowed with none of the requested scopes. */
 function permissionDenial({ outcome }: PermissionAnswer): HttpError {
-  if (outcome.engineError) return new HttpError(503, 'temporarily_unavailable', 'the policy engine could not decide; try again later');
-  const { decision } = outcome;
-  const code = decision.allow ? 'invalid_scope' : decision.error ?? 'request_denied';
-  const status = code === 'access_denied' || code === 'request_denied' ? 403 : 400;
-  return new HttpError(status, code, decision.allow ? 'the policy grants none of the requested scopes' : decision.error_description ?? 'denied by policy');
+  const refusal = refusalOf(outcome, UMA_DENIALS);
+  return refusal ? httpRefusal(refusal) : new HttpError(400, 'invalid_scope', 'the policy grants none of the requested scopes');
 }

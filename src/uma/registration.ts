@@ -1,7 +1,7 @@
 import { resourceTypeRecords } from '../catalog/index.js';
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
-import type { Context } from 'koa';
+import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
@@ -17,16 +17,16 @@ export const RESOURCE_REGISTRATION_PATH = '/resource_registration/resource';
  * deletes the resources it protects for their owner (the caller of its PAT). Another owner's
  * resource answers 404, exactly as an unknown one.
  */
-export function resourceRegistrationRoutes(router: Router, deps: UmaDeps, ownerOf: (ctx: Context) => Promise<ResourceOwner>): void {
+export function resourceRegistrationRoutes(router: Router<ArbiterState>, deps: UmaDeps, ownerOf: (ctx: ArbiterContext) => Promise<ResourceOwner>): void {
   const { store } = deps;
-  const description = async (ctx: Context) => {
+  const description = async (ctx: ArbiterContext) => {
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
     assertValid<ResourceDescription>(RESOURCE_DESCRIPTION, body);
-    await assertWithinTypeCeiling(store, ctx.state.tenant as string, body);
+    await assertWithinTypeCeiling(store, ctx.state.tenant.name, body);
     return body;
   };
-  const owned = async (ctx: Context, owner: ResourceOwner) => {
-    const record = await ownedResource(store, ctx.state.tenant as string, owner, String(ctx.params.resourceId));
+  const owned = async (ctx: ArbiterContext, owner: ResourceOwner) => {
+    const record = await ownedResource(store, ctx.state.tenant.name, owner, String(ctx.params.resourceId));
     if (!record) throw notFound('no resource with this id is registered for the caller');
     return record;
   };
@@ -34,7 +34,7 @@ export function resourceRegistrationRoutes(router: Router, deps: UmaDeps, ownerO
   router.post(RESOURCE_REGISTRATION_PATH, async (ctx) => {
     const owner = await ownerOf(ctx);
     const body = await description(ctx);
-    const record = await umaResources(store, ctx.state.tenant as string).insert({ id: randomUUID(), ...fieldsOf(body), ownerSub: owner.sub, ownerClientId: owner.clientId, createdAt: new Date().toISOString() });
+    const record = await umaResources(store, ctx.state.tenant.name).insert({ id: randomUUID(), ...fieldsOf(body), ownerSub: owner.sub, ownerClientId: owner.clientId, createdAt: new Date().toISOString() });
     ctx.status = 201;
     ctx.set('Location', `${deps.issuer}${RESOURCE_REGISTRATION_PATH}/${record.id}`);
     ctx.body = { _id: record.id };
@@ -42,7 +42,7 @@ export function resourceRegistrationRoutes(router: Router, deps: UmaDeps, ownerO
 
   router.get(RESOURCE_REGISTRATION_PATH, async (ctx) => {
     const owner = await ownerOf(ctx);
-    const records = await umaResources(store, ctx.state.tenant as string).find(ownerFilter(owner), { sort: { field: 'createdAt', direction: 'asc' } });
+    const records = await umaResources(store, ctx.state.tenant.name).find(ownerFilter(owner), { sort: { field: 'createdAt', direction: 'asc' } });
     ctx.body = records.map((record) => record.id);
   });
 
@@ -54,13 +54,13 @@ export function resourceRegistrationRoutes(router: Router, deps: UmaDeps, ownerO
     const owner = await ownerOf(ctx);
     const record = await owned(ctx, owner);
     const body = await description(ctx);
-    await umaResources(store, ctx.state.tenant as string).upsert({ ...record, ...fieldsOf(body) });
+    await umaResources(store, ctx.state.tenant.name).upsert({ ...record, ...fieldsOf(body) });
     ctx.body = { _id: record.id };
   });
 
   router.delete(`${RESOURCE_REGISTRATION_PATH}/:resourceId`, async (ctx) => {
     const record = await owned(ctx, await ownerOf(ctx));
-    await umaResources(store, ctx.state.tenant as string).delete(record.id);
+    await umaResources(store, ctx.state.tenant.name).delete(record.id);
     ctx.status = 204;
   });
 }

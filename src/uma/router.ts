@@ -1,5 +1,6 @@
 import Router from '@koa/router';
-import type { Context, Middleware } from 'koa';
+import type { Middleware } from 'koa';
+import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
 import { routesWithMethods } from '../http/router.js';
 import type { UmaDeps } from './deps.js';
 import { permissionRoutes } from './permission.js';
@@ -10,9 +11,9 @@ import type { ResourceOwner } from './resources.js';
 export const PROTECTION = { scope: 'uma_protection', audience: 'urn:as:introspect' } as const;
 
 /** The UMA protection API: resource registration and permission tickets, both behind a PAT. */
-export function umaRouter(deps: UmaDeps): Middleware {
-  const router = new Router({ sensitive: true, strict: true });
-  const ownerOf = async (ctx: Context): Promise<ResourceOwner> => {
+export function umaRouter(deps: UmaDeps): Middleware<ArbiterState> {
+  const router = new Router<ArbiterState>({ sensitive: true, strict: true });
+  const ownerOf = async (ctx: ArbiterContext): Promise<ResourceOwner> => {
     const caller = await deps.callers(ctx, PROTECTION);
     return { sub: caller.sub, clientId: caller.clientId };
   };

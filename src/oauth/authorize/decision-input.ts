@@ -1,9 +1,9 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { requestInput, type DecisionInput } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
-import { clientInput } from '../client-input.js';
-import { resolveResource } from '../resources.js';
-import { subjectInput } from '../subject-input.js';
+import { clientInput } from '../clients/input.js';
+import { resolveResource } from '../shared/resources.js';
+import { subjectInput } from '../shared/subject-input.js';
 import { routes } from '../routes.js';
 
 /** `input` of the `authorize` decision point: the authorization request of a signed-in user. */

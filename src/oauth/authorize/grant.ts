@@ -2,7 +2,8 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { Decision } from '../../policy/index.js';
 import type { ConfigurationSlice } from '../context.js';
 import { claims as claimsByScope } from '../claims.js';
-import { denial, narrowedScopes, rememberDecision } from '../grants/decision.js';
+import { enforce } from '../shared/enforce.js';
+import { narrowedScopes, rememberDecision } from '../token/grants/decision.js';
 import { recognizeScopes } from '../internals.js';
 import { authorizeDecisionInput } from './decision-input.js';
 
@@ -25,7 +26,7 @@ export const policyConsent: ConfigurationSlice = ({ store, policy, tenant }) => 
     if (!accountId) return undefined;
     const outcome = await policy.decide('authorize', await authorizeDecisionInput(ctx, store, tenant, accountId));
     rememberDecision(ctx, outcome);
-    if (!outcome.decision.allow) throw denial(outcome);
+    enforce.oauth(outcome);
     const grant = new ctx.oidc.provider.Grant({ accountId, clientId: ctx.oidc.client!.clientId });
     grantExactly(ctx, grant, outcome.input.request.scopes, outcome.input.request.resource ?? null, outcome.decision);
     await grant.save();

@@ -1,8 +1,11 @@
-import compose from 'koa-compose';
-import type { Middleware } from 'koa';
+import type { ArbiterMiddleware } from '../state.js';
 import type Provider from 'oidc-provider';
 import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
+import { auditSignInFailure } from '../interactions/index.js';
+import { routes } from '../routes.js';
+import { formBody } from '../shared/form-body.js';
+import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
 import { acceptPlainPkce } from './pkce-plain.js';
 import { authorizeRedirectsAs302 } from './redirect-status.js';
 import { requireRedirectUri } from './required-redirect-uri.js';
@@ -11,11 +14,34 @@ import { recognizeRequestedScopes } from './scope-vocabulary.js';
 export { policyConsent } from './grant.js';
 export { authorizationParameters } from './parameters.js';
 
+export const AUTHORIZE_PATH = routes.authorization;
+
+export interface AuthorizeDeps {
+  store: Store;
+  policy: PolicyEngine;
+  providerFor: (tenant: string) => Provider;
+  maxBodyBytes: number;
+}
+
 /**
- * What Arbiter adds at /authorize in front of oidc-provider: redirect_uri required, PKCE `plain`
- * accepted, the requested scopes of the tenant's vocabulary made known, 302 redirects. The decision itself is the `loadExistingGrant` hook (grant.ts), and
- * the extra parameter checks are oidc-provider `extraParams` (parameters.ts).
+ * What Arbiter adds at /authorize in front of oidc-provider, in order: the form of a POST read
+ * with the size limit, redirect_uri required, PKCE `plain` accepted, the requested scopes of the
+ * tenant's vocabulary made known, 302 redirects, the RAR types of policy data. The decision
+ * itself is the `loadExistingGrant` hook (grant.ts), and the extra parameter checks are
+ * oidc-provider `extraParams` (parameters.ts).
  */
-export function authorizeEndpoint(store: Store, policy: PolicyEngine, providerFor: (tenant: string) => Provider): Middleware {
-  return compose([requireRedirectUri, acceptPlainPkce, recognizeRequestedScopes(store, policy, providerFor), authorizeRedirectsAs302]) as Middleware;
+export function authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }: AuthorizeDeps): ArbiterMiddleware[] {
+  return [
+    formBody(maxBodyBytes),
+    requireRedirectUri,
+    acceptPlainPkce,
+    recognizeRequestedScopes(store, policy, providerFor),
+    authorizeRedirectsAs302,
+    syncAuthorizationDetailsTypes(providerFor, () => policy.authorizationDetailsTypes()),
+  ];
+}
+
+/** /authorize/:uid, where oidc-provider resumes the authorization request after sign-in: 302 redirects, a failed sign-in audited. */
+export function authorizationResumptionMiddleware(): ArbiterMiddleware[] {
+  return [authorizeRedirectsAs302, auditSignInFailure];
 }

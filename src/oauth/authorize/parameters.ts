@@ -1,5 +1,6 @@
 import { errors } from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
+import type { RequestState } from '../../http/state.js';
 import type { ConfigurationSlice } from '../context.js';
 
 const TYPE_URI_LIST = /^[^,\s]+(,[^,\s]+)*$/;
@@ -28,7 +29,7 @@ async function checkAuthorizationRequest(ctx: KoaContextWithOIDC, resourceTypes:
   }
 }
 
-/** The authorization request's parameters exactly as sent (query, or the form of a POST; see form-body.ts). */
-export function authorizationRequestParameters(ctx: { method: string; query: Record<string, unknown>; state: Record<string, unknown> }): Record<string, unknown> {
-  return (ctx.method === 'POST' ? ctx.state.body : ctx.query) as Record<string, unknown> ?? {};
+/** The authorization request's parameters exactly as sent (query, or the form of a POST; see shared/form-body.ts). */
+export function authorizationRequestParameters(ctx: { method: string; query: Record<string, unknown>; state: RequestState }): Record<string, unknown> {
+  return (ctx.method === 'POST' ? ctx.state.body : ctx.query) ?? {};
 }

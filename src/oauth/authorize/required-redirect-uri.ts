@@ -1,15 +1,15 @@
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import { HttpError } from '../../http/errors.js';
 import { authorizationRequestParameters } from './parameters.js';
-import { routes } from '../routes.js';
 
 /**
  * The spec makes redirect_uri required at /authorize, also for a client with a single
  * registered URI (where oidc-provider would take that one). Without it there is nowhere
  * verified to send an error to (RFC 6749 §4.1.2.1), so the refusal is answered here.
  */
-export async function requireRedirectUri(ctx: Context, next: Next): Promise<void> {
-  if (ctx.path === routes.authorization && ['GET', 'POST'].includes(ctx.method)) {
+export async function requireRedirectUri(ctx: ArbiterContext, next: Next): Promise<void> {
+  if (['GET', 'POST'].includes(ctx.method)) {
     const redirectUri = authorizationRequestParameters(ctx).redirect_uri;
     if (typeof redirectUri !== 'string' || redirectUri === '') throw new HttpError(400, 'invalid_request', "missing required parameter 'redirect_uri'");
   }

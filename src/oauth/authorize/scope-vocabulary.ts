@@ -1,10 +1,10 @@
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import type Provider from 'oidc-provider';
 import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
-import { clientsCollection, type ClientRecord } from '../clients.js';
+import { clientsCollection, type ClientRecord } from '../clients/records.js';
 import { recognizeScopes } from '../internals.js';
-import { routes } from '../routes.js';
 import { authorizationRequestParameters } from './parameters.js';
 
 /**
@@ -17,14 +17,12 @@ import { authorizationRequestParameters } from './parameters.js';
  * outside the vocabulary is ignored, as RFC 6749 §3.3 allows.
  */
 export function recognizeRequestedScopes(store: Store, policy: PolicyEngine, providerFor: (tenant: string) => Provider) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path === routes.authorization) {
-      const params = authorizationRequestParameters(ctx);
-      const requested = typeof params.scope === 'string' ? params.scope.split(' ').filter(Boolean) : [];
-      if (requested.length && typeof params.client_id === 'string') {
-        const vocabulary = await scopeVocabulary(store, policy, ctx.state.tenant as string, params.client_id);
-        recognizeScopes(providerFor(ctx.state.tenant as string), requested.filter((scope) => vocabulary.has(scope)));
-      }
+  return async (ctx: ArbiterContext, next: Next): Promise<void> => {
+    const params = authorizationRequestParameters(ctx);
+    const requested = typeof params.scope === 'string' ? params.scope.split(' ').filter(Boolean) : [];
+    if (requested.length && typeof params.client_id === 'string') {
+      const vocabulary = await scopeVocabulary(store, policy, ctx.state.tenant.name, params.client_id);
+      recognizeScopes(providerFor(ctx.state.tenant.name), requested.filter((scope) => vocabulary.has(scope)));
     }
     await next();
   };

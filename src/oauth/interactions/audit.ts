@@ -1,5 +1,5 @@
-import type { Context, Next } from 'koa';
-import type { AuditFacts } from '../../audit/index.js';
+import type { Next } from 'koa';
+import type { ArbiterContext } from '../state.js';
 
 /** Sign-in errors that say something upstream failed, rather than that someone refused. */
 const FAULTS = new Set(['temporarily_unavailable', 'server_error']);
@@ -15,11 +15,13 @@ interface ResumedContext {
  * redirect that was allowed; with it, it names the error and its outcome is `error` for a fault
  * upstream, `deny` for a refusal. (The reason, which may name the upstream, is in the log.)
  */
-export async function auditSignInFailure(ctx: Context, next: Next): Promise<void> {
+export async function auditSignInFailure(ctx: ArbiterContext, next: Next): Promise<void> {
   await next();
+  // oidc-provider resumes the authorization request with a GET (HEAD alike).
+  if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return;
   const error = (ctx as ResumedContext).oidc?.entities?.Interaction?.result?.error;
   if (typeof error !== 'string') return;
   ctx.state.errorCode = error;
-  const audit = ctx.state.audit as AuditFacts | undefined;
+  const { audit } = ctx.state;
   if (audit) audit.outcome = FAULTS.has(error) ? 'error' : 'deny';
 }

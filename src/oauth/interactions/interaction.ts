@@ -1,4 +1,4 @@
-import type { Context } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import { HttpError } from '../../http/errors.js';
@@ -13,7 +13,7 @@ export type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
  * Arbiter's app writes its cookies through Arbiter's context. Reading through the request's
  * context reads them exactly as they were written.
  */
-export async function interactionOf(ctx: Context, provider: Provider): Promise<Interaction> {
+export async function interactionOf(ctx: ArbiterContext, provider: Provider): Promise<Interaction> {
   const uid = ctx.cookies.get(provider.cookieName('interaction'));
   const interaction = uid && uid === ctx.params.uid ? await provider.Interaction.find(uid) : undefined;
   if (!interaction) throw new HttpError(400, 'invalid_request', 'this sign-in session was not found or has expired; start again from the application');

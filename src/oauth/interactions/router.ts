@@ -1,5 +1,6 @@
 import Router from '@koa/router';
-import type { Context, Middleware, Next } from 'koa';
+import type { Next } from 'koa';
+import type { ArbiterContext, ArbiterMiddleware, ArbiterState } from '../state.js';
 import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import type { Config } from '../../config/index.js';
@@ -8,17 +9,14 @@ import { outboundOptionsOf } from '../../http/outbound.js';
 import type { Logger } from '../../log/index.js';
 import type { Sealer, Store } from '../../store/index.js';
 import type { TenantProviders } from '../providers.js';
-import { routes as endpoints } from '../routes.js';
-import { auditSignInFailure } from './audit.js';
 import { grantConsent } from './consent.js';
 import { SignInError } from './errors.js';
 import { finishInteraction, interactionOf, type Interaction } from './interaction.js';
 import { chooseIdentityProvider, identityProviderById, UPSTREAM_IDP_PARAM } from './identity-providers.js';
-import { interactionPath } from './slice.js';
+import { INTERACTION_PATH, interactionPath } from './slice.js';
 import { rememberSubject } from './subjects.js';
 import { newChecks, UpstreamProviders } from './upstream.js';
 import { UpstreamLogins, type ClaimedLogin } from './upstream-logins.js';
-import { userinfoChallenge } from './userinfo-challenge.js';
 
 export interface InteractionDeps {
   config: Config;
@@ -46,26 +44,22 @@ const SIGN_IN_PROMPTS = new Set(['login', 'select_account']);
  *
  * Every failure after step 1 reaches the client as an authorization error at its
  * redirect_uri (and in the audit entry of the request that sends it there, see audit.ts); only
- * a request that cannot be tied to an interaction is answered here (400).
- * Also completes UserInfo's 401 challenge (see userinfo-challenge.ts). Mount before the providers.
+ * a request that cannot be tied to an interaction is answered here (400). Mount before the providers.
  */
-export function interactionRoutes(deps: InteractionDeps): Middleware {
+export function interactionRoutes(deps: InteractionDeps): ArbiterMiddleware {
   const upstream = new UpstreamProviders({
     redirectUri: `${deps.config.issuer}${UPSTREAM_CALLBACK_PATH}`,
     outbound: outboundOptionsOf(deps.config),
   });
-  const router = new Router();
+  const router = new Router<ArbiterState>();
   router.use(uncached);
-  router.get('/interaction/:uid', (ctx) => answerPrompt(ctx, deps, upstream));
+  router.get(`${INTERACTION_PATH}/:uid`, (ctx) => answerPrompt(ctx, deps, upstream));
   router.get(UPSTREAM_CALLBACK_PATH, (ctx) => receiveUpstreamResponse(ctx, deps, upstream));
-  router.get(`/interaction/:uid/${UPSTREAM_DONE}`, (ctx) => completeSignIn(ctx, deps));
-  // oidc-provider resumes the authorization request here; a failed sign-in's error is audited.
-  router.get(`${endpoints.authorization}/:uid`, auditSignInFailure);
-  const routes = router.routes() as Middleware;
-  return (ctx, next) => userinfoChallenge(ctx, () => routes(ctx, next));
+  router.get(`${INTERACTION_PATH}/:uid/${UPSTREAM_DONE}`, (ctx) => completeSignIn(ctx, deps));
+  return router.routes() as ArbiterMiddleware;
 }
 
-async function answerPrompt(ctx: Context, deps: InteractionDeps, upstream: UpstreamProviders): Promise<void> {
+async function answerPrompt(ctx: ArbiterContext, deps: InteractionDeps, upstream: UpstreamProviders): Promise<void> {
   const { interaction } = await openInteraction(ctx, deps.providers);
   try {
     const prompt = interaction.prompt.name;
@@ -78,19 +72,19 @@ async function answerPrompt(ctx: Context, deps: InteractionDeps, upstream: Upstr
 }
 
 /** Picks the tenant's provider, remembers the round trip, and returns where the browser goes. */
-async function sendUpstream(ctx: Context, deps: InteractionDeps, upstream: UpstreamProviders, interaction: Interaction): Promise<URL> {
+async function sendUpstream(ctx: ArbiterContext, deps: InteractionDeps, upstream: UpstreamProviders, interaction: Interaction): Promise<URL> {
   const { params, uid } = interaction;
-  const idp = await chooseIdentityProvider(deps.store, deps.sealer, ctx.state.tenant, params[UPSTREAM_IDP_PARAM]);
+  const idp = await chooseIdentityProvider(deps.store, deps.sealer, ctx.state.tenant.name, params[UPSTREAM_IDP_PARAM]);
   const checks = newChecks();
   const destination = await upstream.authorizationUrl(idp, checks, { prompt: params.prompt, loginHint: params.login_hint });
-  await new UpstreamLogins(deps.store, ctx.state.tenant).begin(uid, idp.id, checks);
+  await new UpstreamLogins(deps.store, ctx.state.tenant.name).begin(uid, idp.id, checks);
   return destination;
 }
 
-async function receiveUpstreamResponse(ctx: Context, deps: InteractionDeps, upstream: UpstreamProviders): Promise<void> {
+async function receiveUpstreamResponse(ctx: ArbiterContext, deps: InteractionDeps, upstream: UpstreamProviders): Promise<void> {
   const { state } = ctx.query;
   if (typeof state !== 'string' || state === '') throw badRequest('the identity provider\'s response carries no state');
-  const logins = new UpstreamLogins(deps.store, ctx.state.tenant);
+  const logins = new UpstreamLogins(deps.store, ctx.state.tenant.name);
   const login = await logins.claim(state);
   if (!login) throw badRequest('this sign-in is unknown, expired or already completed; start again from the application');
   await logins.finish(state, await upstreamOutcome(ctx, deps, upstream, login));
@@ -98,15 +92,15 @@ async function receiveUpstreamResponse(ctx: Context, deps: InteractionDeps, upst
 }
 
 /** The interaction result this upstream response leads to: the signed-in subject, or an authorization error. */
-async function upstreamOutcome(ctx: Context, deps: InteractionDeps, upstream: UpstreamProviders, login: ClaimedLogin): Promise<InteractionResults> {
+async function upstreamOutcome(ctx: ArbiterContext, deps: InteractionDeps, upstream: UpstreamProviders, login: ClaimedLogin): Promise<InteractionResults> {
   const { store, config } = deps;
   try {
-    const idp = await identityProviderById(store, deps.sealer, ctx.state.tenant, login.identityProviderId);
+    const idp = await identityProviderById(store, deps.sealer, ctx.state.tenant.name, login.identityProviderId);
     // openid-client takes the redirect_uri for the code exchange from this URL.
     const callbackUrl = new URL(`${config.issuer}${UPSTREAM_CALLBACK_PATH}?${ctx.querystring}`);
     const identity = await upstream.identity(idp, callbackUrl, login.checks);
-    const accountId = await rememberSubject({ store, tenant: ctx.state.tenant, tenantId: ctx.state.tenantId }, idp, identity);
-    deps.log.info({ tenant: ctx.state.tenant, idp: idp.idpId, sub: accountId }, 'upstream sign-in completed');
+    const accountId = await rememberSubject({ store, tenant: ctx.state.tenant.name, tenantId: ctx.state.tenant.id }, idp, identity);
+    deps.log.info({ tenant: ctx.state.tenant.name, idp: idp.idpId, sub: accountId }, 'upstream sign-in completed');
     // The upstream sign-in also settles a requested select_account prompt.
     return { login: { accountId }, select_account: {} };
   } catch (error) {
@@ -114,31 +108,31 @@ async function upstreamOutcome(ctx: Context, deps: InteractionDeps, upstream: Up
   }
 }
 
-async function completeSignIn(ctx: Context, deps: InteractionDeps): Promise<void> {
+async function completeSignIn(ctx: ArbiterContext, deps: InteractionDeps): Promise<void> {
   const { interaction } = await openInteraction(ctx, deps.providers);
-  const outcome = await new UpstreamLogins(deps.store, ctx.state.tenant).take(interaction.uid);
+  const outcome = await new UpstreamLogins(deps.store, ctx.state.tenant.name).take(interaction.uid);
   if (!outcome) throw badRequest('this sign-in has no upstream result (already used or expired); start again from the application');
   await finish(ctx, interaction, outcome);
 }
 
 /** The tenant's provider and the browser's interaction with it. */
-async function openInteraction(ctx: Context, providers: TenantProviders): Promise<{ provider: Provider; interaction: Interaction }> {
-  const provider = providers.provider(ctx.state.tenant);
+async function openInteraction(ctx: ArbiterContext, providers: TenantProviders): Promise<{ provider: Provider; interaction: Interaction }> {
+  const provider = providers.provider(ctx.state.tenant.name);
   return { provider, interaction: await interactionOf(ctx, provider) };
 }
 
 /** Hands the result to oidc-provider and sends the browser back to the authorization request. */
-async function finish(ctx: Context, interaction: Interaction, result: InteractionResults): Promise<void> {
+async function finish(ctx: ArbiterContext, interaction: Interaction, result: InteractionResults): Promise<void> {
   // Consent builds on the login of the previous round, as oidc-provider's own forms do.
   ctx.status = 303;
   ctx.redirect(await finishInteraction(interaction, result, 'consent' in result));
 }
 
 /** A sign-in failure as the client will see it; anything else is a fault of Arbiter's. */
-function signInFailure(ctx: Context, error: unknown, log: Logger): InteractionResults {
+function signInFailure(ctx: ArbiterContext, error: unknown, log: Logger): InteractionResults {
   if (!(error instanceof SignInError)) throw error;
   const { tenant, requestId } = ctx.state;
-  log.warn({ tenant, requestId, error: error.error, reason: error.description, cause: causeOf(error.cause) }, 'upstream sign-in failed');
+  log.warn({ tenant: tenant.name, requestId, error: error.error, reason: error.description, cause: causeOf(error.cause) }, 'upstream sign-in failed');
   return error.result;
 }
 
@@ -149,7 +143,7 @@ function causeOf(cause: unknown): Record<string, unknown> | undefined {
 }
 
 /** Sign-in responses carry state and redirect to codes: never cached. */
-async function uncached(ctx: Context, next: Next): Promise<void> {
+async function uncached(ctx: ArbiterContext, next: Next): Promise<void> {
   ctx.set('Cache-Control', 'no-store');
   ctx.set('Pragma', 'no-cache');
   await next();

@@ -2,8 +2,11 @@ import { interactionPolicy } from 'oidc-provider';
 import type { ConfigurationSlice } from '../context.js';
 import { UPSTREAM_IDP_PARAM } from './identity-providers.js';
 
-/** Where oidc-provider sends the user agent when the user must sign in or consent (src/oauth/interactions/router.ts). */
-export const interactionPath = (uid: string) => `/interaction/${uid}`;
+/** The sign-in's own pages (src/oauth/interactions/router.ts): `/interaction/:uid` and below. */
+export const INTERACTION_PATH = '/interaction';
+
+/** Where oidc-provider sends the user agent when the user must sign in or consent. */
+export const interactionPath = (uid: string) => `${INTERACTION_PATH}/${uid}`;
 
 /**
  * Arbiter's own interactions instead of oidc-provider's development forms: sign-in at an

@@ -1,6 +1,6 @@
 import { ConflictError, type Store } from '../../store/index.js';
-import { SUBJECTS_COLLECTION, subjectsCollection } from '../accounts.js';
-import type { SubjectRecord } from '../subject-input.js';
+import { SUBJECTS_COLLECTION, subjectsCollection } from '../userinfo/accounts.js';
+import type { SubjectRecord } from '../shared/subject-input.js';
 import { SignInError } from './errors.js';
 import type { IdentityProviderRecord } from './identity-providers.js';
 import type { UpstreamIdentity } from './upstream.js';

@@ -1,7 +1,8 @@
-import type { Context } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import { HttpError } from '../../http/errors.js';
 import { requestInput, type DecisionInput, type GrantedResource, type PolicyEngine } from '../../policy/index.js';
-import { denial, rememberDecision } from '../grants/decision.js';
+import { enforce } from '../shared/enforce.js';
+import { rememberDecision } from '../token/grants/decision.js';
 import type { PresentedToken } from './initial-access-tokens.js';
 import { invalidToken } from '../../http/bearer.js';
 import type { SoftwareStatement } from './statement.js';
@@ -20,7 +21,7 @@ export interface RegistrationGrant {
  * unapproved_software_statement); an engine failure a 503.
  */
 export async function decideRegistration(
-  ctx: Context,
+  ctx: ArbiterContext,
   policy: PolicyEngine,
   body: Record<string, unknown>,
   metadata: ValidatedMetadata,
@@ -29,7 +30,7 @@ export async function decideRegistration(
 ): Promise<RegistrationGrant> {
   const { software_statement: _statement, ...parameters } = body;
   const input: DecisionInput = {
-    tenant: ctx.state.tenant as string,
+    tenant: ctx.state.tenant.name,
     client: null,
     subject: null,
     request: requestInput({ endpoint: ctx.path, method: ctx.method, parameters }),
@@ -47,7 +48,7 @@ export async function decideRegistration(
   rememberDecision(ctx as never, outcome);
   // A policy that requires an initial access token answers invalid_token: a 401 with its challenge (RFC 6750).
   if (!outcome.decision.allow && outcome.decision.error === 'invalid_token' && !outcome.engineError) throw invalidToken(ctx, outcome.decision.error_description ?? 'an initial access token is required');
-  if (!outcome.decision.allow) throw asHttpError(denial(outcome));
+  enforce.http(outcome);
   const { scopes, extensions } = outcome.decision;
   return {
     scopes: (scopes ?? []).filter((scope) => typeof scope === 'string'),
@@ -68,10 +69,4 @@ function grantedResourcesOf(decided: unknown): GrantedResource[] {
   return decided
     .filter((entry): entry is GrantedResource => typeof entry?.type === 'string' && Array.isArray(entry?.scopes) && entry.scopes.every((scope: unknown) => typeof scope === 'string'))
     .map(({ type, scopes }) => ({ type, scopes: [...scopes] }));
-}
-
-/** Registration errors are JSON like the Admin API's; the policy's code and status are kept. */
-function asHttpError(error: Error): HttpError {
-  const { status, error: code, error_description: description } = error as unknown as { status?: number; error?: string; error_description?: string };
-  return new HttpError(status ?? 400, code ?? 'access_denied', description ?? 'denied by policy');
 }

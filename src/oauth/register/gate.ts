@@ -1,4 +1,4 @@
-import type { Context, Next } from 'koa';
+import type { ArbiterContext } from '../state.js';
 import type { Config } from '../../config/index.js';
 import { bearerToken, invalidToken } from '../../http/bearer.js';
 import { HttpError } from '../../http/errors.js';
@@ -6,7 +6,7 @@ import { readJsonBody } from '../../http/body.js';
 import { createOutbound, outboundOptionsOf } from '../../http/outbound.js';
 import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
-import type { ClientRecord } from '../clients.js';
+import type { ClientRecord } from '../clients/records.js';
 import { routes } from '../routes.js';
 import { decideRegistration } from './decision.js';
 import { InitialAccessTokens, type PresentedToken } from './initial-access-tokens.js';
@@ -31,12 +31,12 @@ const UUID_SOFTWARE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
  * validated (validation.ts), decided by the `register` policy point (decision.ts) and kept in
  * Arbiter's client collection (record.ts), where the Admin API and /token find it.
  */
-export function registrationGate({ config, store, policy }: RegistrationDeps) {
+export function registrationHandlers({ config, store, policy }: RegistrationDeps) {
   const statements = new SoftwareStatements(config.softwareStatementVerify, policy, createOutbound(outboundOptionsOf(config)));
 
   const initialAccessTokens = new InitialAccessTokens(store);
 
-  const register = async (ctx: Context, body: Record<string, unknown>, existing?: ClientRecord, initialAccessToken: PresentedToken | null = null) => {
+  const register = async (ctx: ArbiterContext, body: Record<string, unknown>, existing?: ClientRecord, initialAccessToken: PresentedToken | null = null) => {
     assertTenant(ctx, body);
     const statement = await readStatement(statements, body.software_statement ?? (existing ? existing.softwareStatementJwt : undefined));
     const metadata = withStatementSoftware(validateMetadata(body), statement?.read ?? null);
@@ -45,26 +45,25 @@ export function registrationGate({ config, store, policy }: RegistrationDeps) {
     return { metadata, grant, statement };
   };
 
-  return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path !== routes.registration && !ctx.path.startsWith(`${routes.registration}/`)) return next();
-    const tenant = ctx.state.tenant as string;
-
-    if (ctx.path === routes.registration) {
-      if (ctx.method !== 'POST') throw methodNotAllowed(ctx, 'POST');
-      const initialAccessToken = await initialAccessTokens.presented(ctx);
-      const body = await jsonObject(ctx, config.maxBodyBytes);
-      const { metadata, grant, statement } = await register(ctx, body, undefined, initialAccessToken);
-      if (initialAccessToken) await initialAccessTokens.consume(ctx, initialAccessToken);
-      const { record, issued } = await createClient(store, tenant, (ctx.state.tenantId as string | null) ?? null, metadata, grant, statement);
-      if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
+  /** POST /register (RFC 7591). */
+  const registerClient = async (ctx: ArbiterContext): Promise<void> => {
+    if (ctx.method !== 'POST') throw methodNotAllowed(ctx, 'POST');
+    const tenant = ctx.state.tenant.name;
+    const initialAccessToken = await initialAccessTokens.presented(ctx);
+    const body = await jsonObject(ctx, config.maxBodyBytes);
+    const { metadata, grant, statement } = await register(ctx, body, undefined, initialAccessToken);
+    if (initialAccessToken) await initialAccessTokens.consume(ctx, initialAccessToken);
+    const { record, issued } = await createClient(store, tenant, ctx.state.tenant.id, metadata, grant, statement);
+    if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
     // A valid registration access token: this caller's refusals are audited in full.
     markAuthenticated(ctx.state);
-      ctx.status = 201;
-      ctx.body = clientInformation(config.issuer, record, issued);
-      return;
-    }
+    ctx.status = 201;
+    ctx.body = clientInformation(config.issuer, record, issued);
+  };
 
-    // RFC 7592: /register/{client_id} with the registration access token.
+  /** RFC 7592: /register/{client_id} with the registration access token. */
+  const manageClient = async (ctx: ArbiterContext): Promise<void> => {
+    const tenant = ctx.state.tenant.name;
     const segment = ctx.path.slice(routes.registration.length + 1);
     if (!['GET', 'PUT', 'DELETE'].includes(ctx.method)) throw methodNotAllowed(ctx, 'GET, PUT, DELETE');
     const clientId = decodeSegment(segment);
@@ -88,16 +87,19 @@ export function registrationGate({ config, store, policy }: RegistrationDeps) {
       ctx.body = clientInformation(config.issuer, updated.record, updated.issued);
     }
   };
+
+  return { registerClient, manageClient };
 }
 
-async function jsonObject(ctx: Context, maxBodyBytes: number): Promise<Record<string, unknown>> {
+async function jsonObject(ctx: ArbiterContext, maxBodyBytes: number): Promise<Record<string, unknown>> {
   const body = await readJsonBody(ctx, maxBodyBytes);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new HttpError(400, 'invalid_client_metadata', 'the registration request must be a JSON object');
   }
+  const object = body as Record<string, unknown>;
   // The audit log reads the parameter names from ctx.state.body.
-  ctx.state.body = body;
-  return body as Record<string, unknown>;
+  ctx.state.body = object;
+  return object;
 }
 
 async function readStatement(statements: SoftwareStatements, jwt: unknown): Promise<{ jwt: string; read: SoftwareStatement } | null> {
@@ -115,11 +117,11 @@ function withStatementSoftware(metadata: ValidatedMetadata, statement: SoftwareS
 }
 
 /** A `tenant_id` member must name the request's tenant (X-Tenant-Id): registration never crosses tenants. */
-function assertTenant(ctx: Context, body: Record<string, unknown>): void {
+function assertTenant(ctx: ArbiterContext, body: Record<string, unknown>): void {
   const named = body.tenant_id;
   if (named === undefined || named === null) return;
-  const tenantId = (ctx.state.tenantId as string | null) ?? null;
-  if (named !== (tenantId ?? ctx.state.tenant)) throw new HttpError(400, 'invalid_client_metadata', 'tenant_id must name the tenant of the request (X-Tenant-Id)', { field: 'tenant_id' });
+  const { id, name } = ctx.state.tenant;
+  if (named !== (id ?? name)) throw new HttpError(400, 'invalid_client_metadata', 'tenant_id must name the tenant of the request (X-Tenant-Id)', { field: 'tenant_id' });
 }
 
 /**
@@ -132,7 +134,7 @@ function assertPublicSubjects(metadata: Record<string, unknown>): void {
   }
 }
 
-function methodNotAllowed(ctx: Context, allowed: string): HttpError {
+function methodNotAllowed(ctx: ArbiterContext, allowed: string): HttpError {
   ctx.set('Allow', allowed);
   return new HttpError(405, 'method_not_allowed', `use ${allowed}`);
 }

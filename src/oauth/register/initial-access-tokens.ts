@@ -1,5 +1,5 @@
-import type { Context } from 'koa';
 import { initialAccessTokenRecords } from '../../catalog/index.js';
+import type { ArbiterContext } from '../state.js';
 import { bearerToken, invalidToken } from '../../http/bearer.js';
 import { storageDigest, type Store, type StoredDoc, type TenantCollection } from '../../store/index.js';
 
@@ -31,7 +31,7 @@ export class InitialAccessTokens {
   constructor(private readonly store: Store) {}
 
   /** The token the request presents, or null for none; one that is unknown, expired or used up is a 401. */
-  async presented(ctx: Context): Promise<PresentedToken | null> {
+  async presented(ctx: ArbiterContext): Promise<PresentedToken | null> {
     const authorization = ctx.get('authorization');
     if (authorization === '') return null;
     const value = bearerToken(authorization);
@@ -41,7 +41,7 @@ export class InitialAccessTokens {
   }
 
   /** Uses the token up by one registration, atomically; a token used up meanwhile is a 401. */
-  async consume(ctx: Context, token: PresentedToken): Promise<void> {
+  async consume(ctx: ArbiterContext, token: PresentedToken): Promise<void> {
     const tokens = this.tokens(ctx);
     for (let attempt = 0; attempt < CONSUME_ATTEMPTS; attempt += 1) {
       const current = await tokens.get(token.id);
@@ -51,8 +51,8 @@ export class InitialAccessTokens {
     throw invalidToken(ctx, UNUSABLE);
   }
 
-  private tokens(ctx: Context): TenantCollection<InitialAccessTokenRecord> {
-    return initialAccessTokenRecords<InitialAccessTokenRecord>(this.store, ctx.state.tenant as string);
+  private tokens(ctx: ArbiterContext): TenantCollection<InitialAccessTokenRecord> {
+    return initialAccessTokenRecords<InitialAccessTokenRecord>(this.store, ctx.state.tenant.name);
   }
 }
 

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { storageDigest, type Store, type TenantCollection } from '../../store/index.js';
-import { hashClientSecret } from '../client-secrets.js';
-import { CLIENTS_COLLECTION, clientsCollection, type ClientRecord } from '../clients.js';
+import { hashClientSecret } from '../clients/secrets.js';
+import { CLIENTS_COLLECTION, clientsCollection, type ClientRecord } from '../clients/records.js';
 import type { RegistrationGrant } from './decision.js';
 import type { SoftwareStatement } from './statement.js';
 import type { ValidatedMetadata } from './validation.js';
@@ -34,7 +34,7 @@ export function generateRegistrationAccessToken(): string {
 
 /**
  * The Arbiter client collection: the Admin API's, the one oidc-provider reads clients from
- * (clients.ts), tenant by tenant.
+ * (clients/records.ts), tenant by tenant.
  */
 export function clientsOf(store: Store, tenant: string): TenantCollection<ClientRecord> {
   return clientsCollection(store, tenant);

@@ -1,4 +1,4 @@
-import type { ClientRecord } from '../clients.js';
+import type { ClientRecord } from '../clients/records.js';
 import { routes } from '../routes.js';
 import type { IssuedCredentials } from './record.js';
 

@@ -4,7 +4,7 @@ import { MAX_JSON_DEPTH, nestingExceeds } from '../../http/body.js';
 import type { Outbound } from '../../http/outbound.js';
 import { JwksUnavailableError, RemoteKeySets } from '../../http/remote-jwks.js';
 import type { PolicyEngine } from '../../policy/index.js';
-import { ISSUER_SIGNING_ALGORITHMS, trustedIssuersFor, type TrustedIssuer } from '../trusted-issuers.js';
+import { ISSUER_SIGNING_ALGORITHMS, trustedIssuersFor, type TrustedIssuer } from '../shared/trusted-issuers.js';
 
 /** What the `register` decision sees of a software statement. */
 export interface SoftwareStatement {

@@ -1,5 +1,5 @@
 import { createPublicKey } from 'node:crypto';
-import { redirectUriProblem } from '../redirect-uri.js';
+import { redirectUriProblem } from './redirect-uri.js';
 import { HttpError } from '../../http/errors.js';
 
 /** The grants Arbiter answers at /token (oidc-provider's built-ins, each gated by the `token` policy). */

@@ -1,0 +1,13 @@
+/**
+ * What the HTTP layer keeps on Koa's `ctx.state` for one request (the rest of Arbiter's state
+ * extends it: src/oauth/state.ts). A type rather than an interface, like the others, so that it
+ * stays assignable to the `Record<string, unknown>` the audit helpers take.
+ */
+export type RequestState = {
+  /** Set first (request-id.ts), echoed in X-Request-Id and every log line of the request. */
+  requestId: string;
+  /** The parameters of a body Arbiter read itself (a form, or a JSON object): its checks and the audit log read them here. */
+  body?: Record<string, unknown>;
+  /** The `error` of a refusal, for the audit log. */
+  errorCode?: string;
+};

@@ -1,0 +1,102 @@
+import type { Context, Next } from 'koa';
+import type Provider from 'oidc-provider';
+import { HttpError } from '../../http/errors.js';
+import type { Decision, DecisionOutcome } from '../../policy/index.js';
+import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
+import type { ConfigurationSlice } from '../context.js';
+import { findTokenByValue } from '../internals.js';
+import { routes } from '../routes.js';
+import { tokenCallers, type TokenCallers, type TokenRequirement } from '../shared/callers.js';
+import { guardClientCredentials } from '../shared/credential-guard.js';
+import { formBody, formParameter } from '../shared/form-body.js';
+import type { ArbiterContext, ArbiterMiddleware, Introspected, TokenModel } from '../state.js';
+import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps } from './decide.js';
+import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
+
+/** A Bearer caller: a valid access token of this tenant with one of these scopes; any other is 401 invalid_token. */
+const BEARER_CALLER: TokenRequirement = { scope: ['introspection', 'uma_protection'], lackingScope: 'invalid_token' };
+
+export const INTROSPECT_PATH = routes.introspection;
+
+export type IntrospectEndpointDeps = IntrospectionDeps & { providerFor(tenant: string): Provider; issuer: string; maxBodyBytes: number };
+
+/**
+ * What Arbiter adds at /introspect, in order: the form read with the size limit, a client that
+ * failed too often refused before its credentials are verified, then Bearer callers and the
+ * `introspect` decision on every call (introspectionEndpoint).
+ */
+export function introspectMiddleware(deps: IntrospectEndpointDeps): ArbiterMiddleware[] {
+  return [formBody(deps.maxBodyBytes), guardClientCredentials, introspectionEndpoint(deps)];
+}
+
+
+/**
+ * POST /introspect. Client-authenticated callers (Basic, post, private_key_jwt) go through
+ * oidc-provider, whose allowedPolicy hook asks the policy (see `introspectionPolicy`);
+ * Bearer callers are authenticated here. Either way the response is built by Arbiter from
+ * the token and the decision, so both paths answer alike.
+ */
+function introspectionEndpoint(deps: IntrospectEndpointDeps) {
+  const callers = tokenCallers(deps.providerFor);
+  return async (ctx: ArbiterContext, next: Next): Promise<void> => {
+    if (ctx.method !== 'POST') return next();
+    assertContextParameter(ctx);
+    const tenant = ctx.state.tenant.name;
+    if (/^bearer /i.test(ctx.get('authorization'))) {
+      await introspectForBearer(ctx, deps, callers, tenant);
+    } else {
+      await next();
+    }
+    const { introspected } = ctx.state;
+    if (ctx.status !== 200 || !introspected) return;
+    if (!introspected.allowed) {
+      ctx.body = { ...INACTIVE };
+      return;
+    }
+    ctx.body = await introspectionBody(deps.store, tenant, deps.issuer, introspected.token, introspected.decision, introspected.resourceTypes);
+    if (isSingleUse(introspected.token, introspected.decision)) await introspected.token.destroy();
+  };
+}
+
+/** oidc-provider's hook for client-authenticated callers. */
+export const introspectionPolicy: ConfigurationSlice = ({ store, policy, tenant }) => ({
+  features: {
+    introspection: {
+      enabled: true,
+      async allowedPolicy(ctx, client, token) {
+        assertRegisteredAuthMethod(ctx);
+        const caller: Caller = { clientId: client.clientId, method: client.clientAuthMethod ?? 'unknown', scopes: [] };
+        return remember(ctx as unknown as Context, token as unknown as TokenModel, await decideIntrospection(ctx as unknown as Context, { store, policy }, tenant, token as unknown as TokenModel, caller));
+      },
+    },
+  },
+});
+
+async function introspectForBearer(ctx: ArbiterContext, deps: IntrospectEndpointDeps, callers: TokenCallers, tenant: string): Promise<void> {
+  const { clientId, scopes } = await callers(ctx, BEARER_CALLER);
+  const caller: Caller = { clientId, method: 'bearer', scopes };
+  const provider = deps.providerFor(tenant);
+  const value = formParameter(ctx, 'token');
+  if (!value) throw new HttpError(400, 'invalid_request', "missing required parameter 'token'");
+  ctx.status = 200;
+  ctx.body = { ...INACTIVE };
+  const token = (await findTokenByValue(provider, value, formParameter(ctx, 'token_type_hint'))) as TokenModel | undefined;
+  if (!token?.isValid) return;
+  remember(ctx, token, await decideIntrospection(ctx, deps, tenant, token, caller));
+}
+
+function remember(ctx: ArbiterContext, token: TokenModel, outcome: DecisionOutcome): boolean {
+  const allowed = outcome.decision.allow && !outcome.engineError;
+  const resourceTypes = outcome.input.request.resource_types;
+  ctx.state.introspected = { token, allowed, decision: outcome.decision, resourceTypes } satisfies Introspected;
+  return allowed;
+}
+
+function assertContextParameter(ctx: ArbiterContext): void {
+  try {
+    const context = parseContext(ctx);
+    if (typeof context !== 'object' || context === null || Array.isArray(context)) throw new Error('not an object');
+  } catch {
+    throw new HttpError(400, 'invalid_request', 'context must be a JSON object');
+  }
+}

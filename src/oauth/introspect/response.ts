@@ -1,0 +1,59 @@
+import { subjectRecords } from '../../catalog/index.js';
+import type { Decision } from '../../policy/index.js';
+import type { Store } from '../../store/index.js';
+import type { SubjectRecord } from '../shared/subject-input.js';
+import { permissionsInForce } from '../token/grants/uma-ticket/permissions.js';
+import type { TokenModel } from '../state.js';
+import { resourceOf } from './decide.js';
+
+export const INACTIVE = { active: false } as const;
+
+/**
+ * The spec's introspection response for an active token the policy allows: the token's own
+ * facts (its scopes narrowed by the decision, never widened; its authorization details as
+ * issued) plus what the policy outputs now (obligations, extensions).
+ */
+export async function introspectionBody(store: Store, tenant: string, issuer: string, token: TokenModel, decision: Decision, resourceTypes: string[]): Promise<Record<string, unknown>> {
+  const extra = (token.extra ?? {}) as Record<string, unknown>;
+  const body: Record<string, unknown> = {
+    active: true,
+    scope: shownScopes(token.scope, decision.scopes) || undefined,
+    client_id: token.clientId,
+    sub: token.accountId,
+    username: token.accountId ? await usernameOf(store, tenant, token.accountId) : undefined,
+    token_type: 'Bearer',
+    exp: token.exp,
+    iat: token.iat,
+    iss: issuer,
+    resource: resourceOf(token) ?? undefined,
+    resource_types: resourceTypes.length ? resourceTypes : undefined,
+    authorization_details: nonEmpty(extra.authorization_details ?? token.rar),
+    obligations: decision.obligations ?? extra.obligations,
+    extensions: decision.extensions ?? extra.extensions,
+    cnf: token.jkt ? { jkt: token.jkt } : undefined,
+    act: extra.act,
+    // A requesting party token (UMA 2.0 Grant §3.3.5): its permissions still in force.
+    permissions: nonEmpty(permissionsInForce(token as { extra?: unknown; exp?: unknown })),
+  };
+  return Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined && value !== null));
+}
+
+/** A token the policy marks single-use (now or at issuance) is deleted after its first successful introspection. */
+export function isSingleUse(token: TokenModel, decision: Decision): boolean {
+  return decision.jit_single_use === true || (token.extra as Record<string, unknown> | undefined)?.jit_single_use === true;
+}
+
+async function usernameOf(store: Store, tenant: string, sub: string): Promise<string | undefined> {
+  const subject = await subjectRecords<SubjectRecord>(store, tenant).findOne({ subjectId: sub });
+  return subject?.preferredUsername ?? undefined;
+}
+
+/** The token's scopes, narrowed to those the introspect decision names when it names any. */
+function shownScopes(issued: string | undefined, decided: string[] | undefined): string {
+  const scopes = (issued ?? '').split(' ').filter(Boolean);
+  return (decided ? scopes.filter((scope) => decided.includes(scope)) : scopes).join(' ');
+}
+
+function nonEmpty(value: unknown): unknown {
+  return Array.isArray(value) && value.length ? value : undefined;
+}

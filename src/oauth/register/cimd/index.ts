@@ -1,0 +1,172 @@
+import { LRUCache } from 'lru-cache';
+import type { Config } from '../../../config/index.js';
+import { createOutbound, outboundOptionsOf, type Outbound } from '../../../http/outbound.js';
+import type { Logger } from '../../../log/index.js';
+import type { GrantedResource, PolicyEngine } from '../../../policy/index.js';
+import { ConflictError, DEFAULT_TENANT, type Store } from '../../../store/index.js';
+import { CLIENTS_COLLECTION, clientsCollection, type ClientDocuments, type ClientRecord } from '../../clients/records.js';
+import { freshnessMs, NEGATIVE_TTL_MS } from './caching.js';
+import { InvalidDocumentError, parseClientDocument, type ClientDocument } from './document.js';
+import { documentUrl, looksLikeDocumentUrl } from './url.js';
+
+export { looksLikeDocumentUrl } from './url.js';
+
+/*
+ * Client ID metadata documents (spec: "Client ID metadata document rules" under GET /authorize).
+ * An `https://` client_id names a JSON document describing a public client; it is fetched
+ * through the outbound module, checked, and kept as a client record with registrationType
+ * `cimd` in the tenant's client collection (so the Admin API lists it and policy inputs see it).
+ * The one entry point is `resolve` of the ClientDocuments interface (../clients.ts, which calls it).
+ */
+
+export interface ClientDocumentsOptions {
+  config: Config;
+  store: Store;
+  tenant: string;
+  policy: PolicyEngine;
+  log: Logger;
+}
+
+/** Documents (or refusals) remembered per tenant; the least recently used go first. */
+const CACHE_MAX = 1000;
+
+/**
+ * How long a CIMD client record outlives its last use. Anyone can name a document URL without
+ * authenticating, so its record is a cache entry with an expiry (the store hides and purges it
+ * after `expiresAt`), renewed while the client is in use, never a permanent client.
+ */
+export const CIMD_RECORD_TTL_MS = 24 * 3_600_000;
+
+interface CacheEntry {
+  /** Undefined: the client_id names no usable document (negative entry). */
+  document?: ClientDocument;
+  expiresAt: number;
+}
+
+export function createClientDocuments({ config, store, tenant, policy, log }: ClientDocumentsOptions): ClientDocuments {
+  const outboundOptions = outboundOptionsOf(config);
+  const secure = createOutbound(outboundOptions);
+  // http://localhost and http://127.0.0.1 only, and only under the flag: the guard is relaxed for
+  // those two hosts alone (redirects are refused, so a fetch cannot wander elsewhere).
+  const insecureLocal = config.cimdAllowInsecureLocalhost ? createOutbound({ ...outboundOptions, allowInsecureLoopback: true }) : undefined;
+  const cache = new LRUCache<string, CacheEntry>({ max: CACHE_MAX });
+  const inFlight = new Map<string, Promise<ClientDocument | undefined>>();
+  const clients = clientsCollection(store, tenant);
+
+  /** The document for `clientId`, from the cache while fresh, else fetched (one fetch at a time per URL). */
+  async function currentDocument(clientId: string): Promise<ClientDocument | undefined> {
+    const cached = cache.get(clientId);
+    if (cached && cached.expiresAt > Date.now()) return cached.document;
+    let pending = inFlight.get(clientId);
+    if (!pending) {
+      pending = fetchDocument(clientId).finally(() => inFlight.delete(clientId));
+      inFlight.set(clientId, pending);
+    }
+    return pending;
+  }
+
+  async function fetchDocument(clientId: string): Promise<ClientDocument | undefined> {
+    const checked = documentUrl(clientId, config.cimdAllowInsecureLocalhost);
+    if ('refused' in checked) {
+      log.info({ tenant, clientId, reason: checked.refused }, 'client metadata document URL refused');
+      return remember(clientId, undefined, NEGATIVE_TTL_MS);
+    }
+    const outbound: Outbound = checked.insecureLocal && insecureLocal ? insecureLocal : secure;
+    try {
+      const response = await outbound.fetch(checked.url, { headers: { accept: 'application/json' }, redirect: 'error' });
+      if (!response.ok) throw new InvalidDocumentError(`${checked.url.origin} answered ${response.status}`);
+      let body: unknown;
+      try {
+        body = JSON.parse(await response.text());
+      } catch {
+        throw new InvalidDocumentError('not JSON');
+      }
+      return remember(clientId, parseClientDocument(body, clientId), freshnessMs(response.headers));
+    } catch (error) {
+      log.info({ tenant, clientId, reason: (error as Error).message }, 'client metadata document unusable');
+      return remember(clientId, undefined, NEGATIVE_TTL_MS);
+    }
+  }
+
+  function remember(clientId: string, document: ClientDocument | undefined, ttlMs: number): ClientDocument | undefined {
+    const ttl = document ? ttlMs : Math.min(ttlMs, NEGATIVE_TTL_MS);
+    if (ttl > 0) cache.set(clientId, { document, expiresAt: Date.now() + ttl });
+    else cache.delete(clientId);
+    return document;
+  }
+
+  /** Rules 4 and 5: the stored public client, created or brought up to date with the document. */
+  async function stored(document: ClientDocument, existing: ClientRecord | null): Promise<ClientRecord> {
+    const fields = {
+      clientType: 'public' as const,
+      redirectUris: document.redirectUris,
+      clientName: document.clientName,
+      clientUri: document.clientUri,
+      logoUri: document.logoUri,
+      tokenEndpointAuthMethod: 'none',
+      registrationType: 'cimd',
+      // `input.client.granted_resources` of every later decision (clients/input.ts).
+      grantedResources: await grantedResources(policy),
+    };
+    const now = new Date().toISOString();
+    const expiresAt = Date.now() + CIMD_RECORD_TTL_MS;
+    if (!existing) {
+      const id = await store.nextSequence(CLIENTS_COLLECTION);
+      const record = { ...fields, id, clientId: document.clientId, enabled: true, tenantId: tenant === DEFAULT_TENANT ? null : tenant, createdAt: now, updatedAt: now, expiresAt };
+      try {
+        return await clients.insert(withoutUndefined(record) as ClientRecord);
+      } catch (error) {
+        if (!(error instanceof ConflictError)) throw error;
+        // Another request created it first.
+        const winner = await clients.findOne({ clientId: document.clientId });
+        if (!winner) throw error;
+        return stored(document, winner);
+      }
+    }
+    if (unchanged(existing, fields) && !expiresSoon(existing)) return existing;
+    // A full replacement, so that a field the document dropped is dropped here too; what an
+    // operator set (enabled, scopes) and the record's identity are kept.
+    const kept: Record<string, unknown> = { ...existing };
+    for (const key of ['clientName', 'clientUri', 'logoUri']) delete kept[key];
+    // A record an operator replaced through the Admin API lost its expiry: it is theirs, kept for good.
+    const renewed = typeof existing.expiresAt === 'number' ? { expiresAt } : {};
+    return clients.upsert(withoutUndefined({ ...kept, ...fields, updatedAt: now, ...renewed }) as unknown as ClientRecord);
+  }
+
+  return {
+    async resolve(clientId, existing) {
+      if (!looksLikeDocumentUrl(clientId)) return undefined;
+      if (existing && existing.registrationType !== 'cimd') return undefined;
+      const fresh = cache.get(clientId);
+      const wasCached = fresh !== undefined && fresh.expiresAt > Date.now();
+      const document = await currentDocument(clientId);
+      if (!document) return undefined;
+      // Served from the cache, the stored record already matches it (unless it was deleted since).
+      const record = wasCached && existing ? existing : await stored(document, existing);
+      return record.enabled === false ? undefined : record;
+    },
+  };
+}
+
+/** Rule 5: `oauth.public_client_policy.cimd.granted_resources` of the policy data in force. */
+async function grantedResources(policy: PolicyEngine): Promise<GrantedResource[]> {
+  const oauth = (await policy.policyData('oauth')) as { public_client_policy?: { cimd?: { granted_resources?: unknown } } } | undefined;
+  const granted = oauth?.public_client_policy?.cimd?.granted_resources;
+  if (!Array.isArray(granted)) return [];
+  return granted
+    .filter((entry): entry is GrantedResource => typeof entry?.type === 'string' && Array.isArray(entry?.scopes) && entry.scopes.every((scope: unknown) => typeof scope === 'string'))
+    .map((entry) => ({ type: entry.type, scopes: [...entry.scopes] }));
+}
+
+/** A record in use is renewed once half its lifetime has passed (one write a half-day, not one a request). */
+function expiresSoon(record: ClientRecord): boolean {
+  return typeof record.expiresAt === 'number' && record.expiresAt - Date.now() < CIMD_RECORD_TTL_MS / 2;
+}
+
+function unchanged(existing: ClientRecord, fields: Record<string, unknown>): boolean {
+  return Object.entries(fields).every(([key, value]) => JSON.stringify(existing[key] ?? null) === JSON.stringify(value ?? null));
+}
+
+function withoutUndefined<T extends object>(record: T): T {
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as T;
+}

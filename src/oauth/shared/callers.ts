@@ -1,0 +1,115 @@
+import type { ArbiterContext } from '../state.js';
+import type Provider from 'oidc-provider';
+import { markAuthenticated } from '../../audit/facts.js';
+import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
+import { basicCredentials, invalidClient } from '../../http/basic.js';
+import { bearerToken, insufficientScope, invalidToken } from '../../http/bearer.js';
+import type { Store } from '../../store/index.js';
+import { clientsCollection } from '../clients/records.js';
+import { clientSecrets } from '../clients/secrets.js';
+import { findTokenByValue } from '../internals.js';
+
+/**
+ * Who calls Arbiter's own APIs, and how they are authenticated: a Bearer access token of this
+ * server (RFC 6750; UMA protection, delegation, AuthZEN, Bearer callers at /introspect), or a
+ * client's own credentials in `Authorization: Basic` (AuthZEN). /token and /introspect's client
+ * authentication is oidc-provider's (with the failure limit in front, credential-guard.ts).
+ */
+
+/** An opaque token of ours is short; anything longer is not one, and not worth a lookup. */
+const MAX_TOKEN_LENGTH = 512;
+
+/**
+ * The access token (or client-credentials token) of this tenant's provider with this value,
+ * when it is active (not expired, not revoked); undefined otherwise. Refresh tokens and codes
+ * never pass. The one lookup behind Bearer callers, token-exchange subjects and upgraded RPTs.
+ */
+export async function activeAccessToken(provider: Provider, value: string) {
+  if (value.length > MAX_TOKEN_LENGTH) return undefined;
+  const token = await findTokenByValue(provider, value, 'access_token').catch(() => undefined);
+  if (!token || (token.kind !== 'AccessToken' && token.kind !== 'ClientCredentials') || !token.isValid || token.isExpired) return undefined;
+  return token;
+}
+
+/** Who calls a protected API of this server with one of its access tokens (RFC 6750). */
+export interface TokenCaller {
+  /** The client the token was issued to. */
+  clientId: string;
+  /** The user the token stands for; null for a client's own token (client_credentials). */
+  sub: string | null;
+  scopes: string[];
+}
+
+export interface TokenRequirement {
+  /** The scope the API needs; where several are listed, any one of them will do. */
+  scope: string | readonly string[];
+  /** The resource indicator the token must have been issued for, when the API asks for one. */
+  audience?: string;
+  /**
+   * A token without the scope (or for another audience) is 403 insufficient_scope (RFC 6750
+   * §3.1); `invalid_token` makes it a 401 like an inactive one, as /introspect answers.
+   */
+  lackingScope?: 'insufficient_scope' | 'invalid_token';
+}
+
+/** Authenticates the Bearer caller of a protected API of this tenant. */
+export type TokenCallers = (ctx: ArbiterContext, requirement: TokenRequirement) => Promise<TokenCaller>;
+
+/**
+ * The one way Arbiter's own APIs accept its access tokens: a valid access token of the
+ * request's tenant (each tenant's provider knows only its own tokens), presented as Bearer,
+ * not DPoP-bound (RFC 9449 §7.1: such a token is presented with its proof, never as Bearer),
+ * carrying the API's scope. No token, or not an active one: 401 invalid_token with the RFC 6750
+ * challenge; an active token without the scope or for another audience: see `lackingScope`.
+ */
+export function tokenCallers(providerFor: (tenant: string) => Provider): TokenCallers {
+  return async (ctx, requirement) => {
+    const value = bearerToken(ctx.get('authorization'));
+    if (!value) throw invalidToken(ctx, 'a Bearer access token is required');
+    const provider = providerFor(ctx.state.tenant.name);
+    const token = await activeAccessToken(provider, value);
+    if (!token) throw invalidToken(ctx, 'the access token is not active');
+    if (token.jkt) throw invalidToken(ctx, 'a DPoP-bound access token must be presented with its DPoP proof, not as a Bearer token');
+    markAuthenticated(ctx.state);
+    const scopes: string[] = typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [];
+    const audiences = [token.aud].flat().filter((aud): aud is string => typeof aud === 'string');
+    const accepted = [requirement.scope].flat();
+    if (!scopes.some((scope) => accepted.includes(scope)) || (requirement.audience && !audiences.includes(requirement.audience))) {
+      throw lackingScope(ctx, accepted, requirement);
+    }
+    return { clientId: token.clientId as string, sub: typeof token.accountId === 'string' ? token.accountId : null, scopes };
+  };
+}
+
+function lackingScope(ctx: ArbiterContext, accepted: string[], { audience, lackingScope: answer }: TokenRequirement): Error {
+  const target = audience ? ` issued for resource ${audience}` : '';
+  const description = `this API requires an access token with scope ${accepted.join(' or ')}${target}`;
+  return answer === 'invalid_token' ? invalidToken(ctx, description) : insufficientScope(ctx, accepted.join(' '), description);
+}
+
+/** A client that authenticated with its own credentials (not a token) at one of Arbiter's APIs. */
+export interface ClientCaller {
+  clientId: string;
+  method: 'client_secret_basic';
+}
+
+/** Authenticates `Authorization: Basic` client credentials of the request's tenant; undefined when the header is not Basic. */
+export type ClientCallers = (ctx: ArbiterContext) => Promise<ClientCaller | undefined>;
+
+/**
+ * client_secret_basic outside /token, checked against the stored BCrypt hash, behind the same
+ * failure limit as /token. An unknown or disabled client, a public one, or a wrong secret are
+ * all the same 401 invalid_client.
+ */
+export function clientCallers(store: Store): ClientCallers {
+  return async (ctx) => {
+    const credentials = basicCredentials(ctx.get('authorization'));
+    if (!credentials) return undefined;
+    const { id: clientId, secret } = credentials;
+    if (clientId) await guardCredential(ctx, clientIdentity(ctx.state.tenant.name, clientId));
+    const record = clientId && secret ? await clientsCollection(store, ctx.state.tenant.name).findOne({ clientId }) : null;
+    const stored = record?.enabled !== false && record?.clientType === 'confidential' ? record.clientSecret : null;
+    if (!stored || secret!.length > 256 || !(await clientSecrets.verify(clientId!, secret!, stored))) throw invalidClient(ctx);
+    return { clientId: clientId!, method: 'client_secret_basic' };
+  };
+}

@@ -1,0 +1,56 @@
+import { parse } from 'node:querystring';
+import type { Next } from 'koa';
+import type { ArbiterContext } from '../state.js';
+import { MAX_JSON_DEPTH, nestingExceeds, readText } from '../../http/body.js';
+import { HttpError } from '../../http/errors.js';
+import { assertSingleValued } from '../../http/parameters.js';
+
+/** Parameters whose value is JSON (RFC 9396 details, OIDC claims requests, the introspection context). */
+const JSON_PARAMETERS: Record<string, string> = {
+  authorization_details: 'invalid_authorization_details',
+  claims: 'invalid_request',
+  context: 'invalid_request',
+};
+
+/** Every request at the OAuth edge: a JSON-valued query parameter nested deeper than MAX_JSON_DEPTH is refused. */
+export async function shallowJsonQuery(ctx: ArbiterContext, next: Next): Promise<void> {
+  assertShallowJson(ctx.query);
+  await next();
+}
+
+/**
+ * Reads the urlencoded form of the oidc-provider endpoints that take one (/token, /introspect,
+ * POST /authorize, /userinfo: the route table in edge.ts) once, with the size limit, so that
+ * Arbiter's own checks and the audit log see the parameters. oidc-provider's own reader stops at
+ * 56 KiB in the middle of the body and leaves the rest unread on a kept-alive connection (the
+ * client's next request on it fails); it takes the already-read body from `ctx.request.body`
+ * instead. A parameter given twice is refused here, naming it, and so is a JSON-valued
+ * parameter nested deeper than MAX_JSON_DEPTH.
+ */
+export function formBody(maxBodyBytes: number) {
+  return async (ctx: ArbiterContext, next: Next): Promise<void> => {
+    if (ctx.method === 'POST' && ctx.is('application/x-www-form-urlencoded')) {
+      const raw = await readText(ctx, maxBodyBytes);
+      assertSingleValued(raw);
+      (ctx.request as unknown as { body: string }).body = raw;
+      ctx.state.body = parse(raw);
+      assertShallowJson(ctx.state.body);
+    }
+    await next();
+  };
+}
+
+/** A parsed form parameter, or undefined when absent. */
+export function formParameter(ctx: ArbiterContext, name: string): string | undefined {
+  const value = ctx.state.body?.[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+function assertShallowJson(parameters: Record<string, unknown>): void {
+  for (const [name, error] of Object.entries(JSON_PARAMETERS)) {
+    const value = parameters[name];
+    if (typeof value === 'string' && nestingExceeds(value, MAX_JSON_DEPTH)) {
+      throw new HttpError(400, error, `${name} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
+    }
+  }
+}

@@ -1,0 +1,49 @@
+import type { Middleware, ParameterizedContext } from 'koa';
+import type { AuditFacts } from '../audit/index.js';
+import type { Decision } from '../policy/index.js';
+import type { TenantState } from '../tenancy/index.js';
+
+/*
+ * The types ArbiterState names are declared here, not beside the code that fills them, so that
+ * every router can import this module without importing those endpoints (no import circles).
+ */
+
+/**
+ * Koa's `ctx.state` behind the tenancy step, one type for every part of Arbiter that
+ * reads or writes it (Koa<ArbiterState>, Router<ArbiterState>, Middleware<ArbiterState>).
+ * oidc-provider's contexts carry the same object, untyped.
+ */
+export type ArbiterState = TenantState & {
+  /** The request's audit entry in the making (src/audit); absent for requests that are not audited. */
+  audit?: AuditFacts;
+  /** What the policy said about this request, for oidc-provider's later hooks (token/grants/decision.ts). */
+  policyDecision?: Decision;
+  /** /introspect: the token and the decision, for the response Arbiter builds after oidc-provider's. */
+  introspected?: Introspected;
+  /** Token exchange with an actor: the issued token's `act` claim (token/shaping.ts). */
+  exchangeAct?: Record<string, unknown>;
+  /** The UMA grant: what the requesting party token permits (token/shaping.ts). */
+  umaPermissions?: RptPermission[];
+};
+
+/** A token as oidc-provider's models expose it. */
+export type TokenModel = Record<string, any> & { kind: string; isValid: boolean };
+
+/** /introspect's token and decision, carried across oidc-provider to the response Arbiter builds (introspect/index.ts). */
+export interface Introspected {
+  token: TokenModel;
+  allowed: boolean;
+  resourceTypes: string[];
+  decision: Decision;
+}
+
+/** One permission of a requesting party token (UMA 2.0 Grant §3.3.5, shown at introspection). */
+export interface RptPermission {
+  resource_id: string;
+  resource_scopes: string[];
+  /** When this permission ends; absent: with the token. */
+  exp?: number;
+}
+
+export type ArbiterContext = ParameterizedContext<ArbiterState>;
+export type ArbiterMiddleware = Middleware<ArbiterState>;

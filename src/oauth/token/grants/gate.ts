@@ -1,0 +1,151 @@
+import { isDeepStrictEqual } from 'node:util';
+import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { errors } from 'oidc-provider';
+import type { PolicyEngine } from '../../../policy/index.js';
+import type { Store } from '../../../store/index.js';
+import { enforce } from '../../shared/enforce.js';
+import { decisionOf, narrowedScopes, rememberDecision } from './decision.js';
+import { recognizeScopes, type BuiltInGrant } from '../../internals.js';
+import type { GrantHandler } from './handler.js';
+import { tokenDecisionInput, type GrantSource } from './token-input.js';
+
+export interface GateDeps {
+  store: Store;
+  policy: PolicyEngine;
+  tenant: string;
+}
+
+/** Parameters every policy-gated grant accepts besides its own: RFC 8707, RFC 9396, and the resource type hints. */
+const SHARED_PARAMETERS = ['resource', 'authorization_details', 'resource_types', 'resource_type', 'scope'];
+
+/**
+ * A grant whose token request is decided by the `token` decision point, as a pipeline: the
+ * grant's required parameters; the code or refresh token it redeems; the decision (a deny stops
+ * the request; an allow is remembered for the hooks that shape the issued tokens); the scopes
+ * narrowed to what was granted; then oidc-provider's own handler for the grant (PKCE, single
+ * use, rotation, DPoP binding, issuance); and the granted authorization details relayed.
+ */
+export function policyGatedGrant(provider: Provider, builtIn: BuiltInGrant, deps: GateDeps): GrantHandler {
+  return {
+    grantType: builtIn.grantType,
+    parameters: [...new Set([...builtIn.parameters, ...SHARED_PARAMETERS])],
+    handle: policyGated(provider, builtIn.grantType, (ctx) => builtIn.handle(ctx), deps),
+  };
+}
+
+function policyGated(provider: Provider, grantType: string, handler: (ctx: KoaContextWithOIDC) => Promise<void>, deps: GateDeps) {
+  return async (ctx: KoaContextWithOIDC): Promise<void> => {
+    assertRequiredParameters(ctx, grantType);
+    const source = await grantSource(provider, ctx, grantType);
+    if (grantType !== 'client_credentials' && !source) throw new errors.CustomOIDCProviderError('invalid_grant', `the ${grantType === 'authorization_code' ? 'authorization code' : 'refresh token'} is unknown or expired`);
+    if (source) assertWithinSource(ctx, source);
+    const outcome = await deps.policy.decide('token', await tokenDecisionInput(ctx, deps.store, deps.tenant, source));
+    rememberDecision(ctx, outcome);
+    enforce.oauth(outcome);
+    requireDpopWhenObliged(ctx);
+    await narrow(provider, ctx, grantType, source, outcome.input.request.scopes);
+    await handler(ctx).catch(asDpopError);
+    relayAuthorizationDetails(ctx);
+  };
+}
+
+/** RFC 6749 §4.1.3, §6: what each grant cannot do without is invalid_request, before anything is looked up. */
+const REQUIRED_PARAMETERS: Record<string, string[]> = {
+  authorization_code: ['code', 'redirect_uri'],
+  refresh_token: ['refresh_token'],
+};
+
+function assertRequiredParameters(ctx: KoaContextWithOIDC, grantType: string): void {
+  const params = ctx.oidc.params as Record<string, string | undefined>;
+  const missing = (REQUIRED_PARAMETERS[grantType] ?? []).find((name) => !params[name]);
+  if (missing) throw new errors.InvalidRequest(`missing required parameter '${missing}'`);
+}
+
+/** The code or refresh token being redeemed, looked up without consuming it (the handler validates it, a used one included). */
+async function grantSource(provider: Provider, ctx: KoaContextWithOIDC, grantType: string): Promise<GrantSource | undefined> {
+  const params = ctx.oidc.params as Record<string, string | undefined>;
+  if (grantType === 'authorization_code' && params.code) return (await provider.AuthorizationCode.find(params.code)) as GrantSource | undefined;
+  if (grantType === 'refresh_token' && params.refresh_token) return (await provider.RefreshToken.find(params.refresh_token)) as GrantSource | undefined;
+  return undefined;
+}
+
+/**
+ * A code or refresh token is redeemed for at most what it carries (RFC 6749 §6, RFC 8707 §2.2,
+ * RFC 9396 §6.1): a refresh asking for scopes it does not hold, a resource it was not issued
+ * for, or authorization details that are not among its own are refused here, before the policy
+ * is asked (which would otherwise silently narrow them away) and before oidc-provider consumes
+ * it (a refused refresh must not cost the client its refresh token).
+ */
+function assertWithinSource(ctx: KoaContextWithOIDC, source: GrantSource): void {
+  const params = ctx.oidc.params as Record<string, string | undefined>;
+  if (params.grant_type === 'refresh_token' && params.scope) {
+    const held = new Set((source.scope ?? '').split(' ').filter(Boolean));
+    const beyond = params.scope.split(' ').filter((scope) => scope && !held.has(scope));
+    if (beyond.length) throw new errors.InvalidScope('requested scope exceeds the scope originally granted', beyond.join(' '));
+  }
+  if (params.resource !== undefined) {
+    const carried = Array.isArray(source.resource) ? source.resource : [source.resource].filter(Boolean);
+    if (!carried.includes(params.resource)) throw new errors.InvalidTarget('the resource was not granted to this code or refresh token');
+  }
+  if (params.authorization_details !== undefined) {
+    const requested = parsedDetails(params.authorization_details);
+    const carried = (source.rar ?? []) as unknown[];
+    if (!requested.every((detail) => carried.some((granted) => isDeepStrictEqual(detail, granted)))) {
+      throw new errors.CustomOIDCProviderError('invalid_authorization_details', 'authorization_details must be among those granted to this code or refresh token');
+    }
+  }
+}
+
+function parsedDetails(value: string): unknown[] {
+  try {
+    const parsed = JSON.parse(value) as unknown;
+    if (Array.isArray(parsed)) return parsed;
+  } catch {
+    // answered below
+  }
+  throw new errors.CustomOIDCProviderError('invalid_authorization_details', 'authorization_details must be a JSON array');
+}
+
+async function narrow(provider: Provider, ctx: KoaContextWithOIDC, grantType: string, source: GrantSource | undefined, requested: string[]): Promise<void> {
+  const granted = narrowedScopes(requested, decisionOf(ctx)!);
+  // oidc-provider reads "no scope" on a refresh as "all the refresh token holds": granting nothing is refusing.
+  if (grantType === 'refresh_token' && granted.length === 0 && requested.length > 0) throw new errors.InvalidScope('the policy grants none of the requested scopes', requested.join(' '));
+  recognizeScopes(provider, granted);
+  if (grantType !== 'authorization_code') {
+    ctx.oidc.params!.scope = granted.join(' ') || undefined;
+    return;
+  }
+  // A code carries the grant's scopes, not a scope parameter: narrow the grant itself.
+  if (!source?.grantId) return;
+  const grant = await provider.Grant.find(source.grantId);
+  if (!grant) return;
+  const refused = (grant.getOIDCScope() ?? '').split(' ').filter((scope) => scope && !granted.includes(scope));
+  if (refused.length === 0) return;
+  grant.rejectOIDCScope(refused.join(' '));
+  await grant.save();
+}
+
+/** RFC 9449 §5: a replayed or otherwise unusable proof is invalid_dpop_proof (oidc-provider says invalid_grant). */
+function asDpopError(error: unknown): never {
+  const { error: code, error_detail: detail } = error as { error?: string; error_detail?: string };
+  if (code === 'invalid_grant' && typeof detail === 'string' && /DPoP proof/.test(detail)) {
+    throw new errors.InvalidDpopProof(detail);
+  }
+  throw error;
+}
+
+/** A policy obligation `dpop_required` refuses the request unless it carries a DPoP proof (RFC 9449). */
+function requireDpopWhenObliged(ctx: KoaContextWithOIDC): void {
+  if (decisionOf(ctx)?.obligations?.dpop_required === true && !ctx.get('dpop')) {
+    throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
+  }
+}
+
+/** Granted authorization details come from the policy, replacing what the handler echoed. */
+function relayAuthorizationDetails(ctx: KoaContextWithOIDC): void {
+  const details = decisionOf(ctx)?.authorization_details;
+  if (details?.length && typeof ctx.body === 'object' && ctx.body !== null) {
+    (ctx.body as Record<string, unknown>).authorization_details = details;
+  }
+}

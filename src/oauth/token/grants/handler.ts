@@ -1,0 +1,31 @@
+import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { assertRegisteredAuthMethod } from '../../clients/auth-method.js';
+
+/**
+ * One grant type at /token, as ORY Fosite has one handler per grant: the parameters it takes
+ * and how it answers. Arbiter's grants (client_credentials, authorization_code, refresh_token,
+ * and later token exchange and the UMA ticket grant) are each one of these, registered with
+ * oidc-provider's public `registerGrantType`; oidc-provider authenticates the client and
+ * dispatches by grant_type.
+ */
+export interface GrantHandler {
+  grantType: string;
+  /** Every form parameter the grant reads (oidc-provider passes only these on). */
+  parameters: string[];
+  /** Answers the token request (ctx.body), or throws an OAuth error. */
+  handle(ctx: KoaContextWithOIDC): Promise<void>;
+}
+
+/** Parameters whose values may legitimately repeat: none in Arbiter (one resource per request). */
+const ALLOW_DUPLICATES: string[] = [];
+
+export function registerGrantHandlers(provider: Provider, handlers: GrantHandler[]): void {
+  for (const handler of handlers) {
+    const answer = async (ctx: KoaContextWithOIDC) => {
+      assertRegisteredAuthMethod(ctx);
+      await handler.handle(ctx);
+    };
+    provider.registerGrantType(handler.grantType, answer, handler.parameters, ALLOW_DUPLICATES);
+  }
+}

@@ -1,0 +1,51 @@
+import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { recognizeScopes } from '../../internals.js';
+
+export interface IssuedToken {
+  value: string;
+  tokenType: string;
+  expiresIn: number;
+  scope: string | undefined;
+}
+
+/**
+ * An access token issued by a grant of Arbiter's own (token exchange, the UMA grant), through
+ * oidc-provider's public models, never with a refresh token. A token standing for a user is an
+ * AccessToken with a grant of its own (UserInfo and revocation find the user through it); a
+ * client's own token stays a client-credentials token. What the decision keeps with the token
+ * (obligations, extensions, authorization details, an RPT's permissions) is added by the
+ * `extraTokenClaims` hook as for every other grant (token/shaping.ts).
+ */
+export interface TokenGrant {
+  gty: string;
+  sub: string | null;
+  scopes: string[];
+  resource: string | null;
+  /** The thumbprint of the DPoP key to bind the token to (RFC 9449 §6), already proven by the request. */
+  jkt?: string | null;
+}
+
+export async function issueAccessToken(provider: Provider, ctx: KoaContextWithOIDC, grant: TokenGrant): Promise<IssuedToken> {
+  const { gty, sub, scopes, resource, jkt } = grant;
+  const client = ctx.oidc.client!;
+  const scope = scopes.join(' ') || undefined;
+  recognizeScopes(provider, scopes);
+  const resourceServer = resource ? new provider.ResourceServer(resource, { scope: scope ?? '', audience: resource, accessTokenFormat: 'opaque' }) : undefined;
+  if (sub) {
+    const userGrant = new provider.Grant({ accountId: sub, clientId: client.clientId });
+    if (scope) userGrant.addOIDCScope(scope);
+    if (resource && scope) userGrant.addResourceScope(resource, scope);
+    const grantId = await userGrant.save();
+    const token = new provider.AccessToken({ accountId: sub, client, grantId, gty, scope, ...(resourceServer ? { resourceServer } : {}) });
+    if (jkt) token.setThumbprint('jkt', jkt);
+    ctx.oidc.entity('AccessToken', token);
+    const value = await token.save();
+    return { value, tokenType: token.tokenType, expiresIn: token.expiration, scope: token.scope };
+  }
+  const token = new provider.ClientCredentials({ client, scope, ...(resourceServer ? { resourceServer } : {}) });
+  if (jkt) token.setThumbprint('jkt', jkt);
+  ctx.oidc.entity('ClientCredentials', token);
+  const value = await token.save();
+  return { value, tokenType: token.tokenType, expiresIn: token.expiration, scope: token.scope };
+}

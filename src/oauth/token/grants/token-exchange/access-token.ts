@@ -1,0 +1,45 @@
+import type Provider from 'oidc-provider';
+import { errors } from 'oidc-provider';
+import type { Store } from '../../../../store/index.js';
+import { activeAccessToken } from '../../../shared/callers.js';
+import { subjectInput } from '../../../shared/subject-input.js';
+import { bindingOf } from '../sender-binding.js';
+import { ACCESS_TOKEN_TYPE } from './parameters.js';
+import type { ResolvedSubject } from './subject.js';
+
+const notActive = (role: string) => new errors.CustomOIDCProviderError('invalid_grant', `the ${role} token is not an active access token issued by this server`);
+
+/**
+ * An access token this server issued (RFC 8693 §2.1, spec: "issued by the service, active and
+ * unexpired"), looked up in this tenant's provider (each tenant has its own store, so another
+ * tenant's token is unknown here). It is read, never consumed: the subject token stays valid.
+ */
+export async function resolveAccessToken(provider: Provider, store: Store, tenant: string, value: string, role: 'subject' | 'actor' | 'claim' = 'subject'): Promise<ResolvedSubject> {
+  const token = await activeAccessToken(provider, value);
+  if (!token) throw notActive(role);
+  const accountId = typeof token.accountId === 'string' ? token.accountId : null;
+  const aud = Array.isArray(token.aud) ? token.aud[0] : token.aud;
+  const binding = bindingOf(token);
+  return {
+    token: {
+      token_type: ACCESS_TOKEN_TYPE,
+      active: true,
+      iss: provider.issuer,
+      sub: accountId,
+      client_id: typeof token.clientId === 'string' ? token.clientId : null,
+      scopes: typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [],
+      resource: typeof aud === 'string' ? aud : null,
+      exp: typeof token.exp === 'number' ? token.exp : null,
+      act: actOf(token.extra),
+      cnf_jkt: binding.jkt,
+    },
+    subject: accountId ? await subjectInput(store, tenant, accountId) : null,
+    binding,
+  };
+}
+
+/** The `act` claim an exchanged token keeps with it (see issue.ts), for chains of actors. */
+function actOf(extra: unknown): Record<string, unknown> | null {
+  const act = (extra as { act?: unknown } | undefined)?.act;
+  return typeof act === 'object' && act !== null && !Array.isArray(act) ? (act as Record<string, unknown>) : null;
+}

@@ -1,0 +1,70 @@
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { errors } from 'oidc-provider';
+import { activeDelegations } from '../../../../delegation/index.js';
+import { requestInput, type DecisionOutcome, type PointInputs } from '../../../../policy/index.js';
+import { clientInput } from '../../../clients/input.js';
+import { resolveResource, type ResolvedResource } from '../../../shared/resources.js';
+import type { GateDeps } from '../gate.js';
+import { enforce } from '../../../shared/enforce.js';
+import { rememberDecision } from '../decision.js';
+import { ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE, type ExchangeParameters } from './parameters.js';
+import type { ResolvedSubject } from './subject.js';
+import { definedOnly } from '../token-input.js';
+
+/**
+ * The `token_exchange` decision: the request, the client, the subject the token stands for, the
+ * validated subject token and, for delegation, the validated actor token. Remembered (audit, and the hooks that keep obligations with the
+ * issued token); a deny is the policy's error.
+ */
+export async function decideExchange(ctx: KoaContextWithOIDC, deps: GateDeps, exchange: ExchangeParameters, resolved: ResolvedSubject, actor: ResolvedSubject | null): Promise<DecisionOutcome> {
+  const params = ctx.oidc.params as Record<string, string | undefined>;
+  const held = resolved.token.scopes;
+  // RFC 8693 §2.1 with the spec: an access token is exchanged for at most what it carries.
+  if (resolved.token.token_type === ACCESS_TOKEN_TYPE) {
+    const beyond = exchange.scopes.filter((scope) => !held.includes(scope));
+    if (beyond.length) throw new errors.CustomOIDCProviderError('invalid_grant', `requested scope exceeds the subject token's scopes: ${beyond.join(' ').slice(0, 200)}`);
+  }
+  const resource = params.resource ?? null;
+  const registered = await resolveResource(deps.store, deps.tenant, resource, null);
+  await assertKnownTarget(deps, resource, registered, resolved);
+  const resolvedResource = { ...registered, typeUri: registered.typeUri ?? params.resource_type ?? null };
+  const client = ctx.oidc.client!;
+  const input: PointInputs['token_exchange'] = {
+    tenant: deps.tenant,
+    client: await clientInput(deps.store, deps.tenant, client.clientId, client.clientAuthMethod),
+    subject: resolved.subject,
+    // Delegations to this client: its subject may have delegated to it (the default pack lets a
+    // client exchange another client's token of a user only then, or when may_act names it).
+    delegations: await activeDelegations(deps.store, deps.tenant, { clientId: client.clientId }),
+    request: requestInput({
+      endpoint: ctx.path,
+      method: ctx.method,
+      parameters: definedOnly(params),
+      grant_type: TOKEN_EXCHANGE,
+      // Nothing asked for: an access token asks for what it holds; an ID token holds no scopes.
+      scopes: exchange.scopes.length ? exchange.scopes : resolved.token.token_type === ACCESS_TOKEN_TYPE ? held : [],
+      resource,
+      resolved_resource_type: resolvedResource.typeUri,
+    }),
+    subject_token: resolved.token,
+    actor_token: actor?.token ?? null,
+    time: new Date().toISOString(),
+  };
+  const outcome = await deps.policy.decide('token_exchange', input);
+  rememberDecision(ctx, outcome);
+  enforce.oauth(outcome);
+  return outcome;
+}
+
+/**
+ * RFC 8707 §2, RFC 8693 §2.2.2: the token asked for is for the subject token's own resource, a
+ * resource registered at this server (a resource server or a UMA resource), or a resource type
+ * policy data defines; any other resource is invalid_target. An exchange must not mint tokens
+ * for audiences nobody registered (the policy would only see an unresolved resource).
+ */
+async function assertKnownTarget(deps: GateDeps, resource: string | null, registered: ResolvedResource, subject: ResolvedSubject): Promise<void> {
+  if (resource === null || resource === subject.token.resource || registered.server || registered.typeUri) return;
+  const types = ((await deps.policy.policyData('oauth')) as { resource_types?: unknown } | undefined)?.resource_types;
+  if (types && typeof types === 'object' && Object.hasOwn(types, resource)) return;
+  throw new errors.InvalidTarget(`the resource is not registered at this server: ${resource.slice(0, 200)}`);
+}

@@ -1,0 +1,87 @@
+import type Provider from 'oidc-provider';
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { errors } from 'oidc-provider';
+import { createOutbound, type Outbound, type OutboundOptions } from '../../../../http/outbound.js';
+import { narrowedScopes } from '../decision.js';
+import type { GateDeps } from '../gate.js';
+import type { GrantHandler } from '../handler.js';
+import { verifiedDpopProof } from '../../../internals.js';
+import { issueAccessToken } from '../issue.js';
+import { assertKeyHeld } from '../sender-binding.js';
+import { resolveAccessToken } from './access-token.js';
+import { decideExchange } from './decision.js';
+import { IdTokenSubjects } from './id-token.js';
+import { ACCESS_TOKEN_TYPE, exchangeParameters, TOKEN_EXCHANGE, TOKEN_EXCHANGE_PARAMETERS } from './parameters.js';
+import type { ResolvedSubject } from './subject.js';
+
+export { TOKEN_EXCHANGE } from './parameters.js';
+
+export interface TokenExchangeDeps extends GateDeps {
+  /** How the issuer JWKS of ID-token subjects is fetched (the OUTBOUND_* configuration). */
+  outbound: OutboundOptions;
+}
+
+/**
+ * RFC 8693 token exchange at /token: confidential clients trade an access token of this server,
+ * or an ID token of a trusted external issuer, for a narrower access token. Parameters, then
+ * the subject token (looked up, or verified against its issuer's JWKS) and its key binding,
+ * then the `token_exchange` decision, then issuance (no refresh token, ever; bound to the DPoP
+ * proof's key when the request carries one).
+ */
+export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps): GrantHandler {
+  let outbound: Outbound | undefined;
+  const idTokens = new IdTokenSubjects(deps.policy, () => (outbound ??= createOutbound(deps.outbound)));
+  return {
+    grantType: TOKEN_EXCHANGE,
+    parameters: TOKEN_EXCHANGE_PARAMETERS,
+    async handle(ctx: KoaContextWithOIDC): Promise<void> {
+      const client = ctx.oidc.client!;
+      if (client.clientAuthMethod === 'none') {
+        throw new errors.UnauthorizedClient('token exchange requires a confidential client; public clients are refused');
+      }
+      const exchange = exchangeParameters(ctx);
+      const proof = await verifiedDpopProof(provider, ctx);
+      const resolve = (token: string, type: string, role: 'subject' | 'actor'): Promise<ResolvedSubject> =>
+        type === ACCESS_TOKEN_TYPE ? resolveAccessToken(provider, deps.store, deps.tenant, token, role) : idTokens.resolve(token);
+      const resolved = await resolve(exchange.subjectToken, exchange.subjectTokenType, 'subject');
+      assertKeyHeld(resolved.binding, proof, 'subject');
+      const actor = exchange.actor ? await resolve(exchange.actor.token, exchange.actor.tokenType, 'actor') : null;
+      if (actor) assertKeyHeld(actor.binding, proof, 'actor');
+      const outcome = await decideExchange(ctx, deps, exchange, resolved, actor);
+      // RFC 8693 §4.1: a delegated token says who acts; a chain nests the earlier actors.
+      if (actor) ctx.state.exchangeAct = actClaim(actor, resolved);
+      const { decision } = outcome;
+      if (decision.obligations?.dpop_required === true && !proof) {
+        throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
+      }
+      const scopes = narrowedScopes(outcome.input.request.scopes, decision);
+      // A proof binds the new token to its key (RFC 9449 §5): a bound subject token stays bound.
+      const issued = await issueAccessToken(provider, ctx, {
+        gty: TOKEN_EXCHANGE,
+        sub: resolved.subject?.sub ?? null,
+        scopes,
+        resource: outcome.input.request.resource,
+        jkt: proof?.thumbprint ?? null,
+      });
+      ctx.body = {
+        access_token: issued.value,
+        issued_token_type: exchange.requestedTokenType,
+        token_type: issued.tokenType,
+        expires_in: issued.expiresIn,
+        ...(issued.scope ? { scope: issued.scope } : {}),
+        ...(decision.authorization_details?.length ? { authorization_details: decision.authorization_details } : {}),
+      };
+    },
+  };
+}
+
+/** The `act` claim of the issued token: the actor (its user, else its client), with the subject token's own `act` nested. */
+function actClaim(actor: ResolvedSubject, subject: ResolvedSubject): Record<string, unknown> {
+  const { sub, client_id: clientId, iss } = actor.token;
+  return {
+    sub: sub ?? clientId,
+    ...(clientId ? { client_id: clientId } : {}),
+    ...(iss ? { iss } : {}),
+    ...(subject.token.act ? { act: subject.token.act } : {}),
+  };
+}

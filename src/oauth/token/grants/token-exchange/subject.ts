@@ -1,0 +1,15 @@
+import type { SubjectInput, SubjectTokenInput } from '../../../../policy/index.js';
+import type { TokenBinding } from '../sender-binding.js';
+
+/** The subject token, validated by protocol code, as the decision and the issuance need it. */
+export interface ResolvedSubject {
+  /** `input.subject_token` of the token_exchange decision. */
+  token: SubjectTokenInput;
+  /** `input.subject`: the user the token stands for, or null (a client's own token). */
+  subject: SubjectInput | null;
+  /** The key the token is bound to, which the request must prove it holds (sender-binding.ts). */
+  binding: TokenBinding;
+}
+
+/** An external ID token is bound to nothing Arbiter can check; it is verified by its signature alone. */
+export const UNBOUND: TokenBinding = { jkt: null, certificateBound: false };

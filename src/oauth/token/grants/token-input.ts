@@ -1,0 +1,61 @@
+import type { KoaContextWithOIDC } from 'oidc-provider';
+import { activeDelegations } from '../../../delegation/index.js';
+import { requestInput, type DecisionInput } from '../../../policy/index.js';
+import type { Store } from '../../../store/index.js';
+import { clientInput } from '../../clients/input.js';
+import { resolveResource } from '../../shared/resources.js';
+import { subjectInput } from '../../shared/subject-input.js';
+
+/** The code or refresh token a grant is redeemed from: what was granted before. */
+export interface GrantSource {
+  accountId?: string;
+  scope?: string;
+  rar?: unknown[];
+  resource?: string | string[];
+  grantId?: string;
+}
+
+/** `input` of the `token` decision point for a request at /token. */
+export async function tokenDecisionInput(ctx: KoaContextWithOIDC, store: Store, tenant: string, source: GrantSource | undefined): Promise<DecisionInput> {
+  const params = ctx.oidc.params as Record<string, string | undefined>;
+  const resource = params.resource ?? firstResource(source?.resource) ?? null;
+  const resolved = await resolveResource(store, tenant, resource, params.resource_type ?? null);
+  const client = ctx.oidc.client!;
+  const requested = requestedScopes(params, source);
+  return {
+    tenant,
+    client: await clientInput(store, tenant, client.clientId, client.clientAuthMethod),
+    subject: source?.accountId ? await subjectInput(store, tenant, source.accountId) : null,
+    delegations: await activeDelegations(store, tenant, { sub: source?.accountId ?? null, clientId: client.clientId }),
+    request: requestInput({
+      endpoint: ctx.path,
+      method: ctx.method,
+      parameters: definedOnly(params),
+      scopes: requested,
+      resource,
+      resolved_resource_type: resolved.typeUri,
+      ...(source?.rar && !params.authorization_details ? { authorization_details: source.rar as never } : {}),
+    }),
+    time: new Date().toISOString(),
+  };
+}
+
+/**
+ * What the request asks for: a refresh or client_credentials request may name scopes (a refresh
+ * only fewer than it holds); a code exchange has no scope parameter of its own (RFC 6749 §4.1.3),
+ * so it asks for exactly what the code carries, whatever the request says.
+ */
+function requestedScopes(params: Record<string, string | undefined>, source: GrantSource | undefined): string[] {
+  const carried = source?.scope?.split(' ').filter(Boolean) ?? [];
+  if (params.grant_type === 'authorization_code') return carried;
+  return params.scope ? params.scope.split(' ').filter(Boolean) : carried;
+}
+
+function firstResource(resource: string | string[] | undefined): string | undefined {
+  return Array.isArray(resource) ? resource[0] : resource;
+}
+
+/** The grant's form parameters that were given (oidc-provider lists the absent ones as undefined). */
+export function definedOnly(params: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined));
+}

@@ -1,0 +1,68 @@
+import type { ConfigurationSlice } from '../context.js';
+import { decisionOf } from './grants/decision.js';
+import { defaultResourceForDetails } from '../shared/rar.js';
+
+/** Client authentication methods of the spec (client_secret_jwt is not offered: secrets are stored hashed). */
+export const clientAuthentication: ConfigurationSlice = () => ({
+  clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+});
+
+/**
+ * Refresh tokens: the authorization_code grant issues one by default (no offline_access
+ * needed) unless the policy withholds it with `extensions.issue_refresh_token: false`;
+ * public clients rotate on every use.
+ */
+export const refreshTokens: ConfigurationSlice = () => ({
+  // A token lives its own lifetime: a later sign-in in the same browser (which gets a grant of its
+  // own) or the end of the browser session does not take back what was issued before.
+  expiresWithSession: async () => false,
+  async issueRefreshToken(ctx, client) {
+    return client.grantTypeAllowed('refresh_token') && decisionOf(ctx)?.extensions?.issue_refresh_token !== false;
+  },
+  rotateRefreshToken(ctx) {
+    const { Client: client, RefreshToken: refreshToken } = ctx.oidc.entities;
+    return client?.clientAuthMethod === 'none' || (refreshToken?.ttlPercentagePassed() ?? 0) >= 70;
+  },
+});
+
+/**
+ * What the token decision said that introspection must relay later is kept with the token
+ * (opaque tokens store `extra` server-side; it is never visible to the client).
+ */
+export const decisionClaims: ConfigurationSlice = () => ({
+  async extraTokenClaims(ctx) {
+    const decision = decisionOf(ctx);
+    const claims: Record<string, unknown> = {};
+    if (decision?.obligations) claims.obligations = decision.obligations;
+    if (decision?.extensions) claims.extensions = decision.extensions;
+    if (decision?.authorization_details) claims.authorization_details = decision.authorization_details;
+    if (decision?.jit_single_use) claims.jit_single_use = true;
+    // Token exchange with an actor (src/oauth/token/grants/token-exchange): who acts for the subject.
+    if (ctx.state.exchangeAct) claims.act = ctx.state.exchangeAct;
+    // The UMA grant (src/oauth/token/grants/uma-ticket): what a requesting party token permits.
+    if (ctx.state.umaPermissions) claims.permissions = ctx.state.umaPermissions;
+    return Object.keys(claims).length ? claims : undefined;
+  },
+});
+
+/**
+ * RFC 8707: any absolute resource URI may be asked for. What a resource server offers a request
+ * is what the policy decided for it, never what the client asked for: once a decision is known
+ * (the `authorize` decision at /authorize, the `token` decision at /token), its scopes are the
+ * resource server's scopes; before that (oidc-provider's first look at the request) the requested
+ * ones, which the decision then narrows on the grant.
+ */
+export const resourceIndicators: ConfigurationSlice = ({ config }) => ({
+  features: {
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: defaultResourceForDetails(config.issuer) as never,
+      useGrantedResource: async () => true,
+      async getResourceServerInfo(ctx, resourceIndicator) {
+        const decision = decisionOf(ctx);
+        const offered = decision ? decision.scopes ?? [] : ((ctx.oidc.params?.scope as string | undefined)?.split(' ') ?? []);
+        return { scope: offered.join(' '), audience: resourceIndicator, accessTokenFormat: 'opaque' };
+      },
+    },
+  },
+});
