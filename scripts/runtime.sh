@@ -4,8 +4,9 @@
 #
 # Where the machine's Node is older (these machines have Node 20, end-of-life since April 2026),
 # Node 24 LTS comes from the npm registry's node-linux-<arch> package (the binary and its headers
-# are inside the package) into .bin/node-<version>/: no other download. `npm ci` may have built
-# better-sqlite3 for the machine's Node; it is rebuilt against the chosen Node's headers once.
+# are inside the package) into .bin/node-<version>/: no other download. better-sqlite3 13 ships
+# Node-API binaries that load on any Node from 22 on; should a native addon not load on the
+# chosen Node (one built from source for another ABI), it is rebuilt against its headers once.
 # Idempotent, and safe when two scripts start at once (one lock).
 
 NODE_LTS_VERSION="24.21.0"
