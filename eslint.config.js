@@ -16,9 +16,13 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts'],
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable', require: 'readonly', __dirname: 'readonly' } },
+  },
+  {
+    files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {
-      // Tests read JSON answers of any shape, and chai asserts with property access (`.to.be.true`).
+      // Tests and benches read JSON answers of any shape, and chai asserts with property access (`.to.be.true`).
       '@typescript-eslint/no-explicit-any': 'off',
       '@typescript-eslint/no-unused-expressions': 'off',
     },

@@ -106,7 +106,7 @@ async function checked(server: TestServer, scenario: Scenario): Promise<void> {
   try {
     scenario.check(status, body);
   } catch (error) {
-    throw new Error(`${scenario.name}: ${(error as Error).message}; answer ${status} ${text.slice(0, 400)}`);
+    throw new Error(`${scenario.name}: ${(error as Error).message}; answer ${status} ${text.slice(0, 400)}`, { cause: error });
   }
 }
 

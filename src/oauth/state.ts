@@ -26,7 +26,8 @@ export type ArbiterState = TenantState & {
   umaPermissions?: RptPermission[];
 };
 
-/** A token as oidc-provider's models expose it. */
+/** A token as oidc-provider's models expose it (its claims are untyped there). */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type TokenModel = Record<string, any> & { kind: string; isValid: boolean };
 
 /** /introspect's token and decision, carried across oidc-provider to the response Arbiter builds (introspect/index.ts). */

@@ -3,7 +3,7 @@ import type { ArbiterContext } from '../state.js';
 import type Provider from 'oidc-provider';
 import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
-import { clientsCollection, type ClientRecord } from '../clients/records.js';
+import { clientsCollection } from '../clients/records.js';
 import { recognizeScopes } from '../internals.js';
 import { authorizationRequestParameters } from './parameters.js';
 

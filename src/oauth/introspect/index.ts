@@ -1,7 +1,7 @@
 import type { Context, Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { HttpError } from '../../http/errors.js';
-import type { Decision, DecisionOutcome } from '../../policy/index.js';
+import type { DecisionOutcome } from '../../policy/index.js';
 import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
 import type { ConfigurationSlice } from '../context.js';
 import { findTokenByValue } from '../internals.js';

@@ -119,7 +119,7 @@ function parseJson(text: string): unknown {
   try {
     return JSON.parse(text);
   } catch (error) {
-    throw new Error(`is not valid JSON: ${(error as Error).message}`);
+    throw new Error(`is not valid JSON: ${(error as Error).message}`, { cause: error });
   }
 }
 

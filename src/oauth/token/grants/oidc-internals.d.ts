@@ -27,6 +27,7 @@ declare module 'oidc-provider/lib/helpers/weak_cache.js' {
 
 declare module 'oidc-provider/lib/helpers/token_find.js' {
   /** Finds an access token, client-credentials token or refresh token by value (honouring the hint). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- oidc-provider's token claims are untyped
   export function findToken(provider: unknown, value: string, hint?: string): Promise<import('oidc-provider').BaseToken & Record<string, any> | undefined>;
 }
 
