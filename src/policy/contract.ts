@@ -3,9 +3,12 @@
  *
  * Protocol code builds a `DecisionInput` for one of the named decision points, asks
  * `PolicyEngine.decide`, and relays the `Decision`'s output claims; it never grants on its
- * own. docs/policy.md describes every field with one worked example per point, and
- * schemas.ts holds the matching JSON schemas (checked on every decision).
+ * own. The JSON schemas in schemas.ts are the contract's one source: every type of the
+ * contract below is derived from its schema (json-schema-to-ts), so the two cannot drift;
+ * docs/policy.md describes every field, with examples a test checks against the schemas.
  */
+import type { FromSchema } from 'json-schema-to-ts';
+import type * as schemas from './schemas.js';
 
 export const DECISION_POINTS = [
   'authorize',
@@ -20,227 +23,73 @@ export const DECISION_POINTS = [
 
 export type DecisionPoint = (typeof DECISION_POINTS)[number];
 
+/**
+ * A schema's type as the code reads it. json-schema-to-ts gives every object schema an index
+ * signature (the schemas allow further properties, for forward compatibility); kept, it would
+ * let any misspelt field through and make Omit<> drop every declared one. It is kept only on
+ * free-form maps (objects that declare no properties), and added back where the contract means
+ * it: on DecisionInput, and on AuthorizationDetail where code builds one (inside a request,
+ * the declared `type` is what code reads).
+ */
+type Declared<T> = T extends readonly (infer Item)[]
+  ? Declared<Item>[]
+  : T extends object
+    ? keyof DeclaredKeys<T> extends never
+      ? T
+      : { [Key in keyof T as string extends Key ? never : Key]: Declared<T[Key]> }
+    : T;
+
+type DeclaredKeys<T> = { [Key in keyof T as string extends Key ? never : Key]: true };
+
 /** An RFC 9396 authorization details object; `type` is a type URI known to policy data. */
-export interface AuthorizationDetail {
-  type: string;
-  [field: string]: unknown;
-}
+export type AuthorizationDetail = FromSchema<typeof schemas.AUTHORIZATION_DETAIL_SCHEMA>;
 
 /** One entitlement: scopes the client may obtain for tokens aimed at resources of `type`. */
-export interface GrantedResource {
-  type: string;
-  scopes: string[];
-}
+export type GrantedResource = Declared<FromSchema<typeof schemas.GRANTED_RESOURCE_SCHEMA>>;
 
-/** The result of a decision. Output claims are only meaningful when `allow` is true. */
-export interface Decision {
-  allow: boolean;
-  /** Scopes to grant; may be narrower than requested. Absent: the protocol grants none beyond what it must. */
-  scopes?: string[];
-  /** RFC 9396 objects to grant (relayed in token and introspection responses). */
-  authorization_details?: unknown[];
-  /** Policy-defined map relayed in introspection (and AuthZEN `context`). */
-  obligations?: Record<string, unknown>;
-  /** Extra output claims relayed in introspection (and registration entitlements, see docs). */
-  extensions?: Record<string, unknown>;
-  /** Marks the issued token single-use: deleted after its first successful introspection. */
-  jit_single_use?: boolean;
-  /** OAuth error code for a deny (e.g. invalid_scope, invalid_grant). */
-  error?: string;
-  error_description?: string;
-}
+/** The result of a decision. Output claims are only meaningful when `allow` is true (docs/policy.md, "Result"). */
+export type Decision = Declared<FromSchema<typeof schemas.RESULT_SCHEMA>>;
 
 /** The client making the request (for `register`: null, the client does not exist yet). */
-export interface ClientInput {
-  client_id: string;
-  client_type: 'confidential' | 'public';
-  /** How the client came to exist: Admin API, dynamic registration, or a client ID metadata document. */
-  registration_type: 'admin' | 'dcr' | 'cimd';
-  /** Scopes registered for the client (its `scope` metadata / Admin API `scopes`); may be empty. */
-  scopes: string[];
-  /**
-   * Entitlements per resource type: the software statement's `granted_resources`, or for a CIMD
-   * client `data.oauth.public_client_policy.cimd.granted_resources`; may be empty.
-   */
-  granted_resources: GrantedResource[];
-  grant_types?: string[];
-  redirect_uris?: string[];
-  token_endpoint_auth_method?: string;
-  software_id?: string | null;
-  /** How the client authenticated on this request: client_secret_basic, client_secret_post, private_key_jwt, none, or bearer. */
-  authenticated_with?: string | null;
-}
+export type ClientInput = Declared<FromSchema<typeof schemas.CLIENT_SCHEMA>>;
 
 /** The end user on whose behalf the request is made, when there is one. */
-export interface SubjectInput {
-  /** The OIDC `sub` the service issues. */
-  sub: string;
-  /** Key of the upstream identity provider the user signed in with. */
-  idp?: string | null;
-  /** Stored profile claims: name, email, email_verified, preferred_username. */
-  claims?: Record<string, unknown>;
-}
+export type SubjectInput = Declared<FromSchema<typeof schemas.SUBJECT_SCHEMA>>;
 
 /** The request being decided. Every field is always present (empty/null when not applicable). */
-export interface RequestInput {
-  /** Path as received, e.g. "/token". */
-  endpoint: string;
-  /** HTTP method. */
-  method: string;
-  /** Request parameters (query, form or JSON body) with credentials removed (see request-input.ts). */
-  parameters: Record<string, unknown>;
-  /** The grant type at `token` and `token_exchange`; null elsewhere. */
-  grant_type: string | null;
-  /**
-   * Scopes asked for: the `scope` parameter split on spaces; at `token` with grant_type
-   * authorization_code, the scopes granted at /authorize (carried by the code).
-   */
-  scopes: string[];
-  /** RFC 8707 resource indicator, or null. */
-  resource: string | null;
-  /** The resource type URI `resource` resolved to (resource-server lookup or the resource_type hint), or null. */
-  resolved_resource_type: string | null;
-  /** The `resource_types` parameter split on commas. */
-  resource_types: string[];
-  /** Parsed RFC 9396 `authorization_details` (at authorization_code token requests: those stored with the code). */
-  authorization_details: AuthorizationDetail[];
-}
+export type RequestInput = Declared<FromSchema<typeof schemas.REQUEST_SCHEMA>>;
 
-/** Input common to every decision point. Point-specific fields are listed below. */
-export interface DecisionInput {
-  tenant: string;
-  /** Null where no client is known yet (registration). */
-  client: ClientInput | null;
-  subject?: SubjectInput | null;
-  /** Active delegations to the subject or client (at token, introspect, uma_permission at `rpt`, access_evaluation). */
-  delegations?: DelegationGrantInput[];
-  request: RequestInput;
-  /** ISO 8601 instant of the decision. */
-  time: string;
-  [extra: string]: unknown;
-}
+/** Input common to every decision point; point-specific fields are in PointInputs. */
+export type DecisionInput = Declared<FromSchema<typeof schemas.COMMON_INPUT_SCHEMA>> & { [extra: string]: unknown };
 
-/** `token_exchange`: the subject token, already validated by protocol code (signature, expiry). */
-export interface SubjectTokenInput {
-  /** urn:ietf:params:oauth:token-type:access_token or ...:id_token */
-  token_type: string;
-  active: boolean;
-  /** Issuer: this server for access tokens, the external issuer for ID tokens. */
-  iss: string | null;
-  sub: string | null;
-  /** Client the access token was issued to; for ID tokens, null. */
-  client_id: string | null;
-  /** Scopes of the access token; empty for ID tokens. */
-  scopes: string[];
-  resource: string | null;
-  exp: number | null;
-  /** The token's own `act` claim (RFC 8693 §4.1): it was itself issued to an actor. */
-  act?: Record<string, unknown> | null;
-  /** The token's `may_act` claim (RFC 8693 §4.4): who may act for its subject. */
-  may_act?: Record<string, unknown> | null;
-  /** The thumbprint of the DPoP key an access token is bound to (RFC 9449 `cnf.jkt`); the request proved it holds that key. */
-  cnf_jkt?: string | null;
-}
+/** `token_exchange`: the subject (or actor) token, already validated by protocol code (signature, expiry). */
+export type SubjectTokenInput = Declared<FromSchema<typeof schemas.EXCHANGED_TOKEN_SCHEMA>>;
 
 /** `introspect`: the token being introspected. */
-export interface IntrospectedTokenInput {
-  active: boolean;
-  token_type: 'access_token' | 'refresh_token';
-  client_id: string | null;
-  sub: string | null;
-  scopes: string[];
-  resource: string | null;
-  resource_types: string[];
-  authorization_details: unknown[];
-  exp: number | null;
-  iat: number | null;
-  /** JWK thumbprint of a DPoP-bound token. */
-  cnf_jkt?: string | null;
-}
+export type IntrospectedTokenInput = Declared<FromSchema<typeof schemas.INTROSPECTED_TOKEN_SCHEMA>>;
 
 /** `introspect`: how the resource server calling /introspect authenticated. */
-export interface IntrospectionCallerInput {
-  /** bearer, client_secret_basic, client_secret_post or private_key_jwt */
-  method: string;
-  /** Scopes of the caller's bearer token; empty when it authenticated as a client. */
-  scopes: string[];
-  /** The registered resource server whose introspection client this is, if any. */
-  resource_server: { resource_indicator: string; type_uris: string[]; capability: Record<string, unknown> } | null;
-}
+export type IntrospectionCallerInput = Declared<FromSchema<typeof schemas.INTROSPECTION_CALLER_SCHEMA>>;
 
 /** `register`: the registration request. */
-export interface RegistrationInput {
-  /** The request body minus software_statement. */
-  metadata: Record<string, unknown>;
-  /** Effective values after defaults (grant_types default: authorization_code, refresh_token). */
-  grant_types: string[];
-  token_endpoint_auth_method: string;
-  client_type: 'confidential' | 'public';
-  software_statement: SoftwareStatementInput | null;
-  /** The initial access token presented as Bearer (RFC 7591 §3), or null when none was. */
-  initial_access_token?: { id: number; name: string | null } | null;
-}
+export type RegistrationInput = Declared<FromSchema<typeof schemas.REGISTRATION_SCHEMA>>;
 
-export interface SoftwareStatementInput {
-  /** True when the signature was verified against the issuer's JWKS (SERVICE_SOFTWARE_STATEMENT_VERIFY). */
-  verified: boolean;
-  /** Decoded JWT claims (iss, software_id, granted_resources, ...). */
-  claims: Record<string, unknown>;
-}
+export type SoftwareStatementInput = NonNullable<RegistrationInput['software_statement']>;
 
 /** `access_evaluation`: the AuthZEN request body. */
-export interface EvaluationInput {
-  subject: { type: string; id: string; properties?: Record<string, unknown> };
-  action: { name: string; properties?: Record<string, unknown> };
-  resource: { type: string; id: string; properties?: Record<string, unknown> };
-  context?: Record<string, unknown>;
-}
+export type EvaluationInput = Declared<FromSchema<typeof schemas.EVALUATION_SCHEMA>>;
 
 /** A UMA resource as stored, with its owner (a user `sub`, or a client for client-owned resources). */
-export interface UmaResourceInput {
-  _id: string;
-  name?: string | null;
-  type?: string | null;
-  resource_scopes: string[];
-  owner: { sub: string | null; client_id: string | null };
-}
+export type UmaResourceInput = NonNullable<Declared<FromSchema<typeof schemas.UMA_RESOURCE_SCHEMA>>>;
 
-/**
- * `uma_permission`: one permission (scopes on one resource). `operation` says who asks: `ticket`,
- * a resource server at POST /permission (`subject`/`client` are its PAT's); `rpt`, a client
- * redeeming a ticket at /token (`subject` is the requesting party, `client` the client).
- * `resource` is null when the id is unknown.
- */
-export interface PermissionInput {
-  operation: 'ticket' | 'rpt';
-  resource_id: string;
-  resource_scopes: string[];
-  resource: UmaResourceInput | null;
-}
+/** `uma_permission`: one permission (scopes on one resource); `resource` is null when the id is unknown. */
+export type PermissionInput = Declared<FromSchema<typeof schemas.PERMISSION_SCHEMA>>;
 
 /** `delegation`: the delegation operation. */
-export interface DelegationInput {
-  operation: 'create' | 'update' | 'revoke';
-  grantee_type: 'subject' | 'client';
-  grantee_subject_id?: string | null;
-  grantee_client_id?: number | string | null;
-  resource_id: string;
-  scopes: string[];
-  expires_at: string | null;
-  resource: UmaResourceInput | null;
-}
+export type DelegationInput = Declared<FromSchema<typeof schemas.DELEGATION_SCHEMA>>;
 
 /** An active delegation (neither revoked nor expired) as decisions see it in `input.delegations`. */
-export interface DelegationGrantInput {
-  delegation_id: string;
-  grantee_type: 'subject' | 'client';
-  grantee_subject_id: string | null;
-  grantee_client_id: string | null;
-  resource_id: string;
-  scopes: string[];
-  expires_at: string | null;
-  owner: { sub: string | null; client_id: string | null };
-}
+export type DelegationGrantInput = Declared<FromSchema<typeof schemas.DELEGATION_GRANT_SCHEMA>>;
 
 /**
  * How protocol code outside src/oauth builds `input.client` and `input.subject` (src/oauth
@@ -252,17 +101,8 @@ export interface InputParties {
   subject(tenant: string, sub: string): Promise<SubjectInput>;
 }
 
-/** The input of each point, for protocol code that wants the compiler to check it. */
-export interface PointInputs {
-  authorize: DecisionInput;
-  token: DecisionInput;
-  token_exchange: DecisionInput & { subject_token: SubjectTokenInput; actor_token: SubjectTokenInput | null };
-  introspect: DecisionInput & { token: IntrospectedTokenInput; caller: IntrospectionCallerInput; context: Record<string, unknown> };
-  register: DecisionInput & { registration: RegistrationInput };
-  access_evaluation: DecisionInput & { evaluation: EvaluationInput };
-  uma_permission: DecisionInput & { permission: PermissionInput };
-  delegation: DecisionInput & { delegation: DelegationInput };
-}
+/** The input of each point (its schema's type), for protocol code that wants the compiler to check it. */
+export type PointInputs = { [Point in DecisionPoint]: Declared<FromSchema<(typeof schemas.INPUT_SCHEMAS)[Point]>> & { [extra: string]: unknown } };
 
 /**
  * What `decide` returns. `engineError` is set when no trustworthy decision could be made
