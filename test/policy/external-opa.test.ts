@@ -74,7 +74,7 @@ describe('policy engine with an external OPA (OPA_URL)', function () {
   });
 
   it('fails closed when OPA does not answer within POLICY_DECISION_TIMEOUT_MS', async function () {
-    const original = await ruleAt(harness.store, 'arbiter/delegation.rego');
+    const original = await ruleAt(harness.store, 'arbiter/delegation/delegation.rego');
     const slow = 'package arbiter.delegation\n\n# Millions of iterations: far beyond the 500 ms decision timeout.\ndecision := {"allow": count([1 | some i in numbers.range(1, 2500); some j in numbers.range(1, 2500)]) > 0}\n';
     await putRule(harness.store, { ...original, content: slow });
     try {

@@ -1,9 +1,14 @@
-# /delegation: a resource owner delegates (a subset of) a resource's scopes to a user or a
-# client until an expiry in the future; revoking is always the owner's to do.
 package arbiter.delegation
 
 import data.arbiter.lib
 
+# METADATA
+# title: /delegation
+# description: |
+#   A resource owner delegates (a subset of) a resource's scopes to a user or a client until an
+#   expiry in the future; revoking is always the owner's to do.
+# scope: document
+# entrypoint: true
 default decision := {"allow": false, "error": "access_denied", "error_description": "no policy allows this delegation"}
 
 delegation := input.delegation
@@ -23,7 +28,7 @@ decision := {"allow": true} if {
 	not expires_in_future
 } else := {"allow": true, "scopes": sort(delegated)}
 
-caller_owns_resource if lib.owns(delegation.resource)
+caller_owns_resource if lib.owns(delegation.resource, object.get(input, "subject", null), input.client)
 
 # Undefined (so not in the future) when an instant cannot be parsed, e.g. before 1677.
 expires_in_future if time.parse_rfc3339_ns(delegation.expires_at) > time.parse_rfc3339_ns(input.time)

@@ -1,10 +1,15 @@
-# POST /introspect, re-evaluated on every call. The caller is a resource server: a bearer
-# token with scope introspection or uma_protection, or a client registered as a resource
-# server's introspection client, or a client entitled to urn:as:introspect.
 package arbiter.introspect
 
 import data.arbiter.lib
 
+# METADATA
+# title: POST /introspect
+# description: |
+#   Re-evaluated on every call. The caller is a resource server: a bearer token with scope
+#   introspection or uma_protection, or a client registered as a resource server's introspection
+#   client, or a client entitled to urn:as:introspect.
+# scope: document
+# entrypoint: true
 default decision := {"allow": false, "error": "access_denied", "error_description": "the caller may not introspect tokens"}
 
 decision := lib.deny("invalid_token", "the token is not active") if {

@@ -1,12 +1,17 @@
-# POST /register (RFC 7591). When data.oauth.public_client_policy.dcr.require_initial_access_token
-# is true, a registration must present an initial access token (issued through the Admin API).
-# Without a software statement: open registration, allowed when public_client_policy.enabled is
-# true or an initial access token was presented. With one: the statement's issuer must be trusted
-# and its software_id not on the denylist; the statement decides the entitlements.
 package arbiter.register
 
 import data.arbiter.lib
 
+# METADATA
+# title: POST /register (RFC 7591)
+# description: |
+#   When data.oauth.public_client_policy.dcr.require_initial_access_token is true, a
+#   registration must present an initial access token (issued through the Admin API). Without a
+#   software statement: open registration, allowed when public_client_policy.enabled is true or an
+#   initial access token was presented. With one: the statement's issuer must be trusted and its
+#   software_id not on the denylist; the statement decides the entitlements.
+# scope: document
+# entrypoint: true
 default decision := {"allow": false, "error": "invalid_client_metadata", "error_description": "registration is not allowed"}
 
 decision := lib.deny("invalid_token", "an initial access token is required to register") if {
@@ -31,7 +36,7 @@ disallowed_grant_types := {grant | some grant in input.registration.grant_types}
 
 claims := input.registration.software_statement.claims
 
-statement_issuer_trusted if lib.trusted_issuer(claims.iss, "software_statement")
+statement_issuer_trusted if lib.trusted_issuer(claims.iss, "software_statement", lib.trusted_issuers)
 
 denylist := object.get(lib.oauth, ["software_statements", "denylist"], [])
 

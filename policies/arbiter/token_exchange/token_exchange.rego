@@ -1,4 +1,3 @@
-# POST /token with grant_type urn:ietf:params:oauth:grant-type:token-exchange (RFC 8693).
 package arbiter.token_exchange
 
 import data.arbiter.lib
@@ -7,10 +6,16 @@ access_token_type := "urn:ietf:params:oauth:token-type:access_token"
 
 id_token_type := "urn:ietf:params:oauth:token-type:id_token"
 
+# METADATA
+# title: POST /token, token exchange (RFC 8693)
+# description: |
+#   grant_type urn:ietf:params:oauth:grant-type:token-exchange.
+# scope: document
+# entrypoint: true
 default decision := {"allow": false, "error": "invalid_grant", "error_description": "token exchange is not allowed"}
 
 decision := lib.deny("unauthorized_client", "token exchange requires a confidential client") if {
-	not lib.confidential_client
+	not lib.is_confidential(input.client)
 } else := lib.deny("invalid_grant", concat("", ["untrusted_token_issuer: ", lib.shown(object.get(input.subject_token, "iss", null)), " is not a trusted issuer"])) if {
 	# Before `active`: an untrusted issuer's token is never verified, so it is never active.
 	input.subject_token.token_type == id_token_type
@@ -36,24 +41,32 @@ decision := lib.deny("unauthorized_client", "token exchange requires a confident
 	not may_act_allows
 } else := lib.deny("invalid_grant", "requested scope exceeds the subject token's scopes") if {
 	input.subject_token.token_type == access_token_type
-	count(lib.requested_scopes - subject_scopes) > 0
-} else := lib.details_denial if {
-	lib.has_unknown_details
+	count(requested - subject_scopes) > 0
+} else := lib.details_denial(unknown_details) if {
+	count(unknown_details) > 0
 } else := lib.no_scope_denial if {
-	lib.nothing_grantable(granted)
-} else := lib.allow_with(granted) if {
+	lib.nothing_grantable(requested, granted, input.request.authorization_details)
+} else := lib.allow_with(granted, input.request, lib.resource_types) if {
 	input.subject_token.token_type in {access_token_type, id_token_type}
 }
 
-issuer_trusted if lib.trusted_issuer(input.subject_token.iss, "token_exchange")
+issuer_trusted if lib.trusted_issuer(input.subject_token.iss, "token_exchange", lib.trusted_issuers)
+
+requested := {scope | some scope in input.request.scopes}
+
+unknown_details := lib.unknown_detail_types(input.request.authorization_details, lib.resource_types, lib.rar_only_types)
+
+target := lib.target_type(input.request, lib.resource_types)
 
 subject_scopes := {scope | some scope in input.subject_token.scopes}
 
 # An access token passes on (a subset of) its own scopes; an external ID token carries none,
 # so the client's own allowance applies.
-granted := lib.within_ceiling(lib.scopes_granted(subject_scopes, subject_scopes)) if {
+granted := lib.within_ceiling(lib.scopes_granted(requested, subject_scopes, subject_scopes), target, lib.resource_types) if {
 	input.subject_token.token_type == access_token_type
-} else := lib.scopes_granted(lib.client_allowed_scopes, lib.client_allowed_scopes)
+} else := lib.scopes_granted(requested, allowed, allowed)
+
+allowed := lib.client_allowed_scopes(input.client, target, lib.resource_types)
 
 # RFC 8693 §4.4: a subject token's may_act names who may act for its subject (by sub or client_id).
 actor_identities := {identity | some identity in [object.get(input.actor_token, "sub", null), object.get(input.actor_token, "client_id", null)]; is_string(identity)}

@@ -1,12 +1,17 @@
-# UMA 2.0 permissions, one resource at a time (input.permission.operation says who asks):
-# - "ticket": POST /permission, a resource server asks for a permission ticket on one of its
-#   owner's resources, for scopes the resource was registered with;
-# - "rpt": the UMA grant at /token, a client redeems a ticket for a requesting party token. The
-#   resource owner gets what was asked; anyone else gets what the owner delegated to them.
 package arbiter.uma_permission
 
 import data.arbiter.lib
 
+# METADATA
+# title: UMA 2.0 permissions, one resource at a time
+# description: |
+#   input.permission.operation says who asks:
+#   - "ticket": POST /permission, a resource server asks for a permission ticket on one of its
+#     owner's resources, for scopes the resource was registered with;
+#   - "rpt": the UMA grant at /token, a client redeems a ticket for a requesting party token. The
+#     resource owner gets what was asked; anyone else gets what the owner delegated to them.
+# scope: document
+# entrypoint: true
 default decision := {"allow": false, "error": "request_denied", "error_description": "no policy allows this permission request"}
 
 permission := input.permission
@@ -35,7 +40,7 @@ rpt := lib.deny("invalid_grant", "the resource of the ticket is no longer regist
 } else := {"allow": true, "scopes": sort(requested & delegated)} if {
 	count(requested & delegated) > 0
 } else := need_info if {
-	not lib.has_subject
+	not lib.is_user(subject)
 } else := lib.deny("request_denied", "the requesting party holds no permission on this resource")
 
 # No requesting party was identified and the client alone holds nothing: say who should be.
@@ -60,8 +65,8 @@ delegated contains scope if {
 
 is_grantee(grant) if {
 	grant.grantee_type == "subject"
-	lib.has_subject
-	grant.grantee_subject_id == input.subject.sub
+	lib.is_user(subject)
+	grant.grantee_subject_id == subject.sub
 }
 
 is_grantee(grant) if {
@@ -69,7 +74,9 @@ is_grantee(grant) if {
 	grant.grantee_client_id == input.client.client_id
 }
 
-caller_owns_resource if lib.owns(permission.resource)
+caller_owns_resource if lib.owns(permission.resource, subject, input.client)
+
+subject := object.get(input, "subject", null)
 
 requested := {scope | some scope in permission.resource_scopes}
 

@@ -1,29 +1,7 @@
-# access_evaluation, uma_permission and delegation.
-package arbiter.resources_test
+package arbiter.uma_permission_test
 
-import data.arbiter.access_evaluation
-import data.arbiter.delegation
 import data.arbiter.fixtures_test as f
 import data.arbiter.uma_permission
-
-photo := {"_id": "r1", "name": "Holiday", "type": "https://photos.example/photo", "resource_scopes": ["view", "print"], "owner": {"sub": "alice", "client_id": null}}
-
-evaluation(subject_id, owner) := object.union(
-	f.input_with(f.confidential_client, null, {"endpoint": "/access/v1/evaluation"}),
-	{"evaluation": {
-		"subject": {"type": "user", "id": subject_id},
-		"action": {"name": "read"},
-		"resource": {"type": "document", "id": "d1", "properties": {"owner": owner}},
-	}},
-)
-
-test_owner_may_act_on_own_resource if {
-	access_evaluation.decision.allow with input as evaluation("alice", "alice")
-}
-
-test_others_may_not if {
-	not access_evaluation.decision.allow with input as evaluation("bob", "alice")
-}
 
 permission(subject, resource, scopes) := object.union(
 	f.input_with(f.confidential_client, subject, {"endpoint": "/permission"}),
@@ -31,13 +9,13 @@ permission(subject, resource, scopes) := object.union(
 )
 
 test_permission_on_owned_resource_within_scopes if {
-	d := uma_permission.decision with input as permission(f.alice, photo, ["view"])
+	d := uma_permission.decision with input as permission(f.alice, f.photo, ["view"])
 	d.allow
 	d.scopes == ["view"]
 }
 
 test_permission_with_foreign_scope_is_invalid_scope if {
-	d := uma_permission.decision with input as permission(f.alice, photo, ["delete"])
+	d := uma_permission.decision with input as permission(f.alice, f.photo, ["delete"])
 	d.error == "invalid_scope"
 }
 
@@ -47,49 +25,19 @@ test_permission_on_unknown_resource if {
 }
 
 test_permission_on_resource_of_another_owner if {
-	d := uma_permission.decision with input as permission({"sub": "mallory"}, photo, ["view"])
+	d := uma_permission.decision with input as permission({"sub": "mallory"}, f.photo, ["view"])
 	not d.allow
 }
 
 test_client_pat_owns_client_resources if {
-	owned := object.union(photo, {"owner": {"sub": null, "client_id": "billing-service"}})
+	owned := object.union(f.photo, {"owner": {"sub": null, "client_id": "billing-service"}})
 	uma_permission.decision.allow with input as permission(null, owned, ["view"])
-}
-
-delegating(operation, scopes, expires_at) := object.union(
-	f.input_with(f.confidential_client, f.alice, {"endpoint": "/delegation"}),
-	{"delegation": {"operation": operation, "grantee_type": "subject", "grantee_subject_id": "bob", "resource_id": "r1", "scopes": scopes, "expires_at": expires_at, "resource": photo}},
-)
-
-test_owner_delegates_subset_until_future_date if {
-	d := delegation.decision with input as delegating("create", ["view"], "2027-01-01T00:00:00Z")
-	d.allow
-	d.scopes == ["view"]
-}
-
-test_delegating_foreign_scope_is_refused if {
-	d := delegation.decision with input as delegating("create", ["delete"], null)
-	d.error == "invalid_scope"
-}
-
-test_expiry_in_the_past_is_refused if {
-	d := delegation.decision with input as delegating("update", ["view"], "2025-01-01T00:00:00Z")
-	d.error == "invalid_request"
-}
-
-test_only_the_owner_delegates if {
-	request_input := object.union(delegating("create", ["view"], null), {"subject": {"sub": "mallory"}})
-	not delegation.decision.allow with input as request_input
-}
-
-test_owner_may_revoke if {
-	delegation.decision.allow with input as delegating("revoke", [], null)
 }
 
 redeeming(subject, client, scopes, delegations) := object.union(
 	f.input_with(client, subject, {"endpoint": "/token", "grant_type": "urn:ietf:params:oauth:grant-type:uma-ticket"}),
 	{
-		"permission": {"operation": "rpt", "resource_id": "r1", "resource_scopes": scopes, "resource": photo},
+		"permission": {"operation": "rpt", "resource_id": "r1", "resource_scopes": scopes, "resource": f.photo},
 		"delegations": delegations,
 	},
 )
@@ -132,14 +80,4 @@ test_rpt_for_a_client_grantee if {
 	d := uma_permission.decision with input as redeeming(null, f.confidential_client, ["print"], [to_client])
 	d.allow
 	d.scopes == ["print"]
-}
-
-test_revoke_allowed_once_the_resource_is_gone if {
-	gone := object.union(delegating("revoke", ["view"], null), {"delegation": object.union(delegating("revoke", ["view"], null).delegation, {"resource": null})})
-	delegation.decision.allow with input as gone
-}
-
-test_expiry_before_1677_is_refused if {
-	d := delegation.decision with input as delegating("create", ["view"], "1600-01-01T00:00:00Z")
-	d.error == "invalid_request"
 }
