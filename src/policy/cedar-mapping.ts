@@ -10,6 +10,8 @@
  * |                    |                                                  |                              | else Arbiter::Endpoint::"<endpoint>"      |
  *
  * The context is the whole decision input (plus `point`), converted to Cedar values.
+ * policies/cedar/arbiter.cedarschema describes these entities, actions and each point's context
+ * for policy authors; test/policy/cedar-pack.test.ts checks that it describes what this gives.
  */
 import type { CedarValueJson, EntityJson, TypeAndId } from '@cedar-policy/cedar-wasm/nodejs';
 import type { DecisionInput, DecisionPoint, EvaluationInput, PermissionInput, DelegationInput } from './contract.js';

@@ -268,11 +268,11 @@ export const POLICY_EXAMPLES: PolicyExample[] = [
   variant('delegation-not-owner', delegationExample, { subject: party('bob') }, { allow: false, error: 'access_denied', error_description: 'only the resource owner may delegate access to it' }),
 ];
 
-/** An example's input as the policy sees it: parties in place of their names. */
+/** An example's input as the policy sees it: parties in place of their names (a copy: the caller may change it). */
 export function exampleInput(example: PolicyExample): Record<string, unknown> {
   return JSON.parse(JSON.stringify(example.input), (_key, value: unknown) => {
     const name = typeof value === 'string' && /^<(.+)>$/.exec(value)?.[1];
-    return name && name in EXAMPLE_PARTIES ? EXAMPLE_PARTIES[name as PartyName] : value;
+    return name && name in EXAMPLE_PARTIES ? structuredClone(EXAMPLE_PARTIES[name as PartyName]) : value;
   }) as Record<string, unknown>;
 }
 
