@@ -10,7 +10,11 @@ import data.arbiter.lib
 #   targeted resource type); unknown authorization_details types are refused.
 # scope: document
 # entrypoint: true
-default decision := {"allow": false, "error": "access_denied", "error_description": "no policy allows this authorization request"}
+default decision := {
+	"allow": false,
+	"error": "access_denied",
+	"error_description": "no policy allows this authorization request",
+}
 
 decision := lib.deny("unauthorized_client", "the client is unknown") if {
 	not has_client
@@ -26,7 +30,9 @@ requested := {scope | some scope in input.request.scopes}
 
 unknown_details := lib.unknown_detail_types(input.request.authorization_details, lib.resource_types, lib.rar_only_types)
 
-allowed := lib.client_allowed_scopes(input.client, lib.target_type(input.request, lib.resource_types), lib.resource_types)
+target := lib.target_type(input.request, lib.resource_types)
+
+allowed := lib.client_allowed_scopes(input.client, target, lib.resource_types)
 
 # Nothing requested, nothing granted: OpenID Connect needs openid to be asked for.
 granted := lib.scopes_granted(requested, lib.oidc_scopes | allowed, set())

@@ -10,7 +10,11 @@ import data.arbiter.lib
 #   client, or a client entitled to urn:as:introspect.
 # scope: document
 # entrypoint: true
-default decision := {"allow": false, "error": "access_denied", "error_description": "the caller may not introspect tokens"}
+default decision := {
+	"allow": false,
+	"error": "access_denied",
+	"error_description": "the caller may not introspect tokens",
+}
 
 decision := lib.deny("invalid_token", "the token is not active") if {
 	caller_entitled

@@ -12,7 +12,11 @@ import data.arbiter.lib
 #   software_id not on the denylist; the statement decides the entitlements.
 # scope: document
 # entrypoint: true
-default decision := {"allow": false, "error": "invalid_client_metadata", "error_description": "registration is not allowed"}
+default decision := {
+	"allow": false,
+	"error": "invalid_client_metadata",
+	"error_description": "registration is not allowed",
+}
 
 decision := lib.deny("invalid_token", "an initial access token is required to register") if {
 	object.get(lib.public_client_policy, ["dcr", "require_initial_access_token"], false) == true
@@ -23,16 +27,31 @@ decision := lib.deny("invalid_token", "an initial access token is required to re
 
 has_initial_access_token if is_object(input.registration.initial_access_token)
 
-requested_scopes := {scope | some scope in split(object.get(input.registration.metadata, "scope", ""), " "); scope != ""}
+requested_scopes := {scope |
+	some scope in split(object.get(input.registration.metadata, "scope", ""), " ")
+	scope != ""
+}
 
-open_registration := lib.deny("invalid_client_metadata", "open registration is disabled (public_client_policy.enabled is false)") if {
+open_registration := lib.deny(
+	"invalid_client_metadata",
+	"open registration is disabled (public_client_policy.enabled is false)",
+) if {
 	not lib.public_client_policy.enabled == true
 	not has_initial_access_token
-} else := lib.deny("invalid_client_metadata", concat("", ["grant types not allowed: ", concat(", ", sort(disallowed_grant_types))])) if {
+} else := lib.deny(
+	"invalid_client_metadata",
+	concat("", ["grant types not allowed: ", concat(", ", sort(disallowed_grant_types))]),
+) if {
 	count(disallowed_grant_types) > 0
-} else := {"allow": true, "scopes": sort(requested_scopes & lib.oidc_scopes), "extensions": {"grant_types": input.registration.grant_types}}
+} else := {
+	"allow": true,
+	"scopes": sort(requested_scopes & lib.oidc_scopes),
+	"extensions": {"grant_types": input.registration.grant_types},
+}
 
-disallowed_grant_types := {grant | some grant in input.registration.grant_types} - {grant | some grant in object.get(lib.public_client_policy, ["dcr", "allowed_grant_types"], [])}
+allowed_grant_types := {grant | some grant in object.get(lib.public_client_policy, ["dcr", "allowed_grant_types"], [])}
+
+disallowed_grant_types := {grant | some grant in input.registration.grant_types} - allowed_grant_types
 
 claims := input.registration.software_statement.claims
 
@@ -40,7 +59,10 @@ statement_issuer_trusted if lib.trusted_issuer(claims.iss, "software_statement",
 
 denylist := object.get(lib.oauth, ["software_statements", "denylist"], [])
 
-statement_registration := lib.deny("invalid_software_statement", concat("", ["the software statement's issuer is not trusted: ", lib.shown(object.get(claims, "iss", null))])) if {
+statement_registration := lib.deny("invalid_software_statement", concat("", [
+	"the software statement's issuer is not trusted: ",
+	lib.shown(object.get(claims, "iss", null)),
+])) if {
 	not statement_issuer_trusted
 } else := lib.deny("invalid_software_statement", "the software statement's signature was not verified") if {
 	# RFC 7591 §2.3: a statement is a signed JWS; unverified claims never confer entitlements.

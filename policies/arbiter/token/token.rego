@@ -9,7 +9,11 @@ import data.arbiter.lib
 #   point, arbiter.token_exchange).
 # scope: document
 # entrypoint: true
-default decision := {"allow": false, "error": "unsupported_grant_type", "error_description": "no policy grants this grant type"}
+default decision := {
+	"allow": false,
+	"error": "unsupported_grant_type",
+	"error_description": "no policy grants this grant type",
+}
 
 decision := lib.details_denial(unknown_details) if {
 	count(unknown_details) > 0
@@ -23,7 +27,9 @@ requested := {scope | some scope in input.request.scopes}
 
 unknown_details := lib.unknown_detail_types(input.request.authorization_details, lib.resource_types, lib.rar_only_types)
 
-allowed := lib.client_allowed_scopes(input.client, lib.target_type(input.request, lib.resource_types), lib.resource_types)
+target := lib.target_type(input.request, lib.resource_types)
+
+allowed := lib.client_allowed_scopes(input.client, target, lib.resource_types)
 
 # Confidential clients only; within their registered scopes (all of them when none is asked for).
 client_credentials := lib.deny("unauthorized_client", "client_credentials is for confidential clients") if {

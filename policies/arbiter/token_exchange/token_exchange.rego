@@ -16,7 +16,11 @@ default decision := {"allow": false, "error": "invalid_grant", "error_descriptio
 
 decision := lib.deny("unauthorized_client", "token exchange requires a confidential client") if {
 	not lib.is_confidential(input.client)
-} else := lib.deny("invalid_grant", concat("", ["untrusted_token_issuer: ", lib.shown(object.get(input.subject_token, "iss", null)), " is not a trusted issuer"])) if {
+} else := lib.deny("invalid_grant", concat("", [
+	"untrusted_token_issuer: ",
+	lib.shown(object.get(input.subject_token, "iss", null)),
+	" is not a trusted issuer",
+])) if {
 	# Before `active`: an untrusted issuer's token is never verified, so it is never active.
 	input.subject_token.token_type == id_token_type
 	not issuer_trusted
@@ -31,11 +35,17 @@ decision := lib.deny("unauthorized_client", "token exchange requires a confident
 ])) if {
 	input.subject_token.token_type == access_token_type
 	not subject_token_exchangeable
-} else := lib.deny("invalid_grant", "the actor token was issued to another client: a client acts with its own token") if {
+} else := lib.deny(
+	"invalid_grant",
+	"the actor token was issued to another client: a client acts with its own token",
+) if {
 	is_object(input.actor_token)
 	input.actor_token.token_type == access_token_type
 	input.actor_token.client_id != input.client.client_id
-} else := lib.deny("invalid_grant", "the actor may not act for the subject (the subject token's may_act names another party)") if {
+} else := lib.deny(
+	"invalid_grant",
+	"the actor may not act for the subject (the subject token's may_act names another party)",
+) if {
 	is_object(input.actor_token)
 	is_object(object.get(input.subject_token, "may_act", null))
 	not may_act_allows
@@ -60,16 +70,22 @@ target := lib.target_type(input.request, lib.resource_types)
 
 subject_scopes := {scope | some scope in input.subject_token.scopes}
 
+# The subject token's scopes that were asked for (all of them when none was).
+passed_on := lib.scopes_granted(requested, subject_scopes, subject_scopes)
+
 # An access token passes on (a subset of) its own scopes; an external ID token carries none,
 # so the client's own allowance applies.
-granted := lib.within_ceiling(lib.scopes_granted(requested, subject_scopes, subject_scopes), target, lib.resource_types) if {
+granted := lib.within_ceiling(passed_on, target, lib.resource_types) if {
 	input.subject_token.token_type == access_token_type
 } else := lib.scopes_granted(requested, allowed, allowed)
 
 allowed := lib.client_allowed_scopes(input.client, target, lib.resource_types)
 
 # RFC 8693 §4.4: a subject token's may_act names who may act for its subject (by sub or client_id).
-actor_identities := {identity | some identity in [object.get(input.actor_token, "sub", null), object.get(input.actor_token, "client_id", null)]; is_string(identity)}
+actor_identities := {identity |
+	some identity in [object.get(input.actor_token, "sub", null), object.get(input.actor_token, "client_id", null)]
+	is_string(identity)
+}
 
 may_act_allows if input.subject_token.may_act.sub in actor_identities
 

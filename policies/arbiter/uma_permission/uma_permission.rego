@@ -12,7 +12,11 @@ import data.arbiter.lib
 #     resource owner gets what was asked; anyone else gets what the owner delegated to them.
 # scope: document
 # entrypoint: true
-default decision := {"allow": false, "error": "request_denied", "error_description": "no policy allows this permission request"}
+default decision := {
+	"allow": false,
+	"error": "request_denied",
+	"error_description": "no policy allows this permission request",
+}
 
 permission := input.permission
 
