@@ -1,9 +1,9 @@
 import { gunzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { extract } from 'tar-stream';
-import { bundleMiddleware } from '../../src/policy/bundle-route.js';
+import { bundleMiddleware } from '../../src/policy/bundle/route.js';
 import { POLICY_DATA, readPolicyPack, seedDefaultPolicies } from '../../src/policy/index.js';
-import { PolicySnapshots } from '../../src/policy/snapshots.js';
+import { PolicySnapshots } from '../../src/policy/bundle/snapshots.js';
 import { openStore, type Store } from '../../src/store/index.js';
 import { BUNDLE_TOKEN, log, putData, putRule, ruleAt, startBundleServer, type BundleServer } from './support.js';
 

@@ -6,11 +6,11 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { snapshotOf } from '../../src/policy/bundle.js';
-import { CedarDriver } from '../../src/policy/cedar-driver.js';
-import { cedarRequestFor } from '../../src/policy/cedar-mapping.js';
-import { cedar, formatCedarErrors } from '../../src/policy/cedar-wasm.js';
-import { exampleInput, POLICY_EXAMPLES, type PolicyExample } from '../../src/policy/examples.js';
+import { snapshotOf } from '../../src/policy/bundle/build.js';
+import { CedarDriver } from '../../src/policy/cedar/driver.js';
+import { cedarRequestFor } from '../../src/policy/cedar/mapping.js';
+import { cedar, formatCedarErrors } from '../../src/policy/cedar/wasm.js';
+import { exampleInput, POLICY_EXAMPLES, type PolicyExample } from '../../src/policy/contract/examples.js';
 import { POLICY_PACK_DIR, readPolicyPack, type DecisionInput, type DecisionPoint, type PolicyRuleDoc } from '../../src/policy/index.js';
 import { CEDAR_EXAMPLES } from '../../src/policy/seed.js';
 import { putRule, ruleAt, eventually, startPolicyHarness, type PolicyHarness } from './support.js';

@@ -1,5 +1,5 @@
 /**
- * docs/policy.md's worked examples are src/policy/examples.ts: each `<!-- example: <name> -->`
+ * docs/policy.md's worked examples are src/policy/contract/examples.ts: each `<!-- example: <name> -->`
  * marker is followed by that example as the docs must show it (its input as a JSON block unless
  * it is a variant, then `→ <decision>`). This checks the docs' text against the data, every input
  * against its point's schema, every decision against the result schema, and the default pack's
@@ -11,7 +11,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { checkInput, checkResult, DECISION_POINTS, type DecisionInput, type DecisionPoint } from '../../src/policy/index.js';
-import { CLIENT_CREDENTIALS_TOKEN_INPUT, EXAMPLE_PARTIES, exampleInput, POLICY_EXAMPLES, type PolicyExample } from '../../src/policy/examples.js';
+import { CLIENT_CREDENTIALS_TOKEN_INPUT, EXAMPLE_PARTIES, exampleInput, POLICY_EXAMPLES, type PolicyExample } from '../../src/policy/contract/examples.js';
 import { eventually, putData, startPolicyHarness, type PolicyHarness } from './support.js';
 
 const DOCS = new URL('../../docs/policy.md', import.meta.url);
@@ -29,11 +29,11 @@ describe('the examples of docs/policy.md', function () {
     await harness?.close();
   });
 
-  it('are quoted from src/policy/examples.ts, each once', function () {
+  it('are quoted from src/policy/contract/examples.ts, each once', function () {
     const docs = readFileSync(DOCS, 'utf8');
     const expected = syncedDocs(docs);
     if (process.env.WRITE_DOCS) writeFileSync(DOCS, expected);
-    else expect(docs, 'docs/policy.md differs from src/policy/examples.ts (WRITE_DOCS=1 rewrites it)').to.equal(expected);
+    else expect(docs, 'docs/policy.md differs from src/policy/contract/examples.ts (WRITE_DOCS=1 rewrites it)').to.equal(expected);
     const marked = [...expected.matchAll(MARKER)].map((match) => match[1]);
     expect([...marked].sort()).to.deep.equal(['parties', ...POLICY_EXAMPLES.map((example) => example.name)].sort());
   });
@@ -73,7 +73,7 @@ function syncedDocs(docs: string): string {
   examples.set('parties', fenced(block(EXAMPLE_PARTIES, '')));
   return docs.replace(new RegExp(`${MARKER.source}(?:\`\`\`json\\n[\\s\\S]*?\\n\`\`\`\\n)?(?:→ \`[^\\n]*\`)?`, 'g'), (whole, name: string) => {
     const text = examples.get(name);
-    if (text === undefined) throw new Error(`docs/policy.md marks an example "${name}" that src/policy/examples.ts does not have`);
+    if (text === undefined) throw new Error(`docs/policy.md marks an example "${name}" that src/policy/contract/examples.ts does not have`);
     return `<!-- example: ${name} -->\n${text}`;
   });
 }

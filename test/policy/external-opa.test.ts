@@ -5,8 +5,8 @@
  */
 import { expect } from 'chai';
 import { ENGINE_FAILURE_ERROR, waitUntilReady } from '../../src/policy/index.js';
-import { resolveOpaBinary } from '../../src/policy/opa-binary.js';
-import { ManagedOpa } from '../../src/policy/opa-process.js';
+import { resolveOpaBinary } from '../../src/policy/opa/binary.js';
+import { ManagedOpa } from '../../src/policy/opa/process.js';
 import { authorizeInput, delegationInput, evaluationInput } from './inputs.js';
 import { alice, BUNDLE_TOKEN, eventually, freePort, log, putRule, ruleAt, startPolicyHarness, type PolicyHarness } from './support.js';
 

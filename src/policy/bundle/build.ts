@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { gzip } from 'node:zlib';
 import { pack } from 'tar-stream';
 import { dataEntryProblem, dataFiles, mergeData, type DataEntry } from './data-tree.js';
-import type { BundledRecords, PolicyRuleDoc } from './records.js';
+import type { BundledRecords, PolicyRuleDoc } from '../records.js';
 
 const gzipAsync = promisify(gzip);
 

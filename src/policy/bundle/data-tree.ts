@@ -1,4 +1,4 @@
-import { nestingExceeds } from '../http/body.js';
+import { nestingExceeds } from '../../http/body.js';
 /**
  * Policy data entries → the `data` document policies see, and → the bundle's data.json files.
  *

@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
-import { nameCredential } from '../http/auth-failures.js';
-import type { Logger } from '../log/index.js';
-import { etagOf } from './bundle.js';
+import { nameCredential } from '../../http/auth-failures.js';
+import type { Logger } from '../../log/index.js';
+import { etagOf } from './build.js';
 import type { PolicySnapshots } from './snapshots.js';
 
 export const BUNDLE_PATH = '/policy/bundle.tar.gz';

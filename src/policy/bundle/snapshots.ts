@@ -1,7 +1,7 @@
-import type { Logger } from '../log/index.js';
-import type { Store } from '../store/index.js';
-import { buildBundle, snapshotOf, type PolicySnapshot } from './bundle.js';
-import { loadBundledRecords } from './records.js';
+import type { Logger } from '../../log/index.js';
+import type { Store } from '../../store/index.js';
+import { buildBundle, snapshotOf, type PolicySnapshot } from './build.js';
+import { loadBundledRecords } from '../records.js';
 
 /**
  * The current shared policy set, read from the store. Reads are cheap (two queries) but

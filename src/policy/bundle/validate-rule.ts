@@ -4,9 +4,9 @@
  */
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { DECISION_ROOT, bundlePathProblem } from './bundle.js';
-import { cedar, formatCedarErrors } from './cedar-wasm.js';
-import { inScratchDirectory, opaMessage, runOpa } from './opa-binary.js';
+import { DECISION_ROOT, bundlePathProblem } from './build.js';
+import { cedar, formatCedarErrors } from '../cedar/wasm.js';
+import { inScratchDirectory, opaMessage, runOpa } from '../opa/binary.js';
 
 export type RuleKind = 'rego' | 'cedar';
 

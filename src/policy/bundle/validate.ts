@@ -7,10 +7,10 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Store } from '../store/index.js';
-import { buildBundle, snapshotOf } from './bundle.js';
-import { inScratchDirectory, opaMessage, runOpa } from './opa-binary.js';
-import { isBundled, loadBundledRecords, type PolicyDataDoc, type PolicyRuleDoc } from './records.js';
+import type { Store } from '../../store/index.js';
+import { buildBundle, snapshotOf } from './build.js';
+import { inScratchDirectory, opaMessage, runOpa } from '../opa/binary.js';
+import { isBundled, loadBundledRecords, type PolicyDataDoc, type PolicyRuleDoc } from '../records.js';
 
 /** A write to check: the record as it would be stored, and the id of the record it replaces. */
 export type BundleChange =

@@ -7,11 +7,11 @@
  * and on a forbid @error("<code>") / @error_description("<text>"). See docs/policy.md.
  */
 import type { ActionConstraint, Annotations, EntityJson, EntityUidJson, TypeAndId } from '@cedar-policy/cedar-wasm/nodejs';
-import type { PolicySnapshot } from './bundle.js';
-import { valueAt } from './data-tree.js';
-import type { DecisionInput, DecisionPoint } from './contract.js';
-import { cedarRequestFor, type CedarRequest } from './cedar-mapping.js';
-import { cedar, formatCedarErrors } from './cedar-wasm.js';
+import type { PolicySnapshot } from '../bundle/build.js';
+import { valueAt } from '../bundle/data-tree.js';
+import type { DecisionInput, DecisionPoint } from '../contract/types.js';
+import { cedarRequestFor, type CedarRequest } from './mapping.js';
+import { cedar, formatCedarErrors } from './wasm.js';
 
 /** Entities policies may reference (groups, roles, action groups) come from this data key. */
 export const CEDAR_ENTITIES_DATA_KEY = 'cedar.entities';

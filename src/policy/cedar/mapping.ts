@@ -14,7 +14,7 @@
  * for policy authors; test/policy/cedar-pack.test.ts checks that it describes what this gives.
  */
 import type { CedarValueJson, EntityJson, TypeAndId } from '@cedar-policy/cedar-wasm/nodejs';
-import type { DecisionInput, DecisionPoint, EvaluationInput, PermissionInput, DelegationInput } from './contract.js';
+import type { DecisionInput, DecisionPoint, EvaluationInput, PermissionInput, DelegationInput } from '../contract/types.js';
 
 export interface CedarRequest {
   principal: TypeAndId;

@@ -1,4 +1,4 @@
-import type { AuthorizationDetail, RequestInput } from './contract.js';
+import type { AuthorizationDetail, RequestInput } from './types.js';
 
 /**
  * Parameters that carry credentials or bearer material. Policies never need them, and the

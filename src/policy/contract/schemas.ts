@@ -1,6 +1,6 @@
 /**
  * The decision contract as JSON schemas: one input schema per decision point and the result
- * schema shared by all points. This file is the contract's one source: contract.ts derives its
+ * schema shared by all points. This file is the contract's one source: types.ts derives its
  * TypeScript types from these schemas (json-schema-to-ts), docs/policy.md quotes examples that
  * a test checks against them, and `decide` checks every input and result with them, so that a
  * protocol bug shows up as a clear fail-closed error instead of a silently different decision,
@@ -8,7 +8,7 @@
  */
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import type { JSONSchema } from 'json-schema-to-ts';
-import { DECISION_POINTS, type DecisionPoint } from './contract.js';
+import { DECISION_POINTS, type DecisionPoint } from './types.js';
 
 const ISO_INSTANT = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$';
 

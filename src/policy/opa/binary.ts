@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** Where scripts/install-opa.sh puts the pinned OPA (GOBIN=<repo>/.bin). */
-export const PROJECT_OPA = fileURLToPath(new URL('../../.bin/opa', import.meta.url));
+export const PROJECT_OPA = fileURLToPath(new URL('../../../.bin/opa', import.meta.url));
 
 /** config.opaBin when set, else the project's .bin/opa when it exists, else `opa` from PATH. */
 export function resolveOpaBinary(configured: string | null): string {

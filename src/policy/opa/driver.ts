@@ -1,9 +1,9 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { got, type Got } from 'got';
-import type { Decision, DecisionInput, DecisionPoint } from './contract.js';
-import { checkResult } from './schemas.js';
-import { splitShared } from './shared-part.js';
+import type { Decision, DecisionInput, DecisionPoint } from '../contract/types.js';
+import { checkResult } from '../contract/schemas.js';
+import { splitShared } from '../contract/shared-part.js';
 
 /** What OPA said about one decision: a decision, nothing (undefined), or a failure to answer. */
 export type RegoVerdict = ({ kind: 'decided'; decision: Decision } | { kind: 'undefined' } | { kind: 'failed'; reason: string }) & {

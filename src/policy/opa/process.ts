@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Logger } from '../log/index.js';
+import type { Logger } from '../../log/index.js';
 
 /** The name OPA knows Arbiter's bundle by (an external OPA must use the same, see docs/policy.md). */
 export const OPA_BUNDLE_NAME = 'arbiter';
@@ -41,7 +41,7 @@ const CONFIG_DIR_PREFIX = 'arbiter-opa-';
 const OWNER_PID_FILE = 'owner.pid';
 const OPA_PID_FILE = 'opa.pid';
 const AUTHZ_POLICY_FILE = 'authz.rego';
-/** OPA's long-poll timeout; the server answers a second before it (bundle-route.ts). */
+/** OPA's long-poll timeout; the server answers a second before it (bundle/route.ts). */
 const LONG_POLL_SECONDS = 30;
 
 export class ManagedOpa {
@@ -158,7 +158,7 @@ export class ManagedOpa {
         [OPA_BUNDLE_NAME]: {
           service: 'arbiter',
           resource: url.pathname.slice(slash + 1),
-          // Long polling: this server holds OPA's request until the bundle changes (bundle-route.ts);
+          // Long polling: this server holds OPA's request until the bundle changes (bundle/route.ts);
           // the delays apply only when it cannot (errors, an older server).
           polling: { min_delay_seconds: this.options.pollMinSeconds, max_delay_seconds: this.options.pollMaxSeconds, long_polling_timeout_seconds: LONG_POLL_SECONDS },
         },

@@ -12,11 +12,11 @@ import { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
 import { extract } from 'tar-stream';
-import type { Logger } from '../log/index.js';
-import type { PolicySnapshot } from './bundle.js';
-import { DECISION_POINTS, type DecisionInput, type DecisionPoint } from './contract.js';
-import { inScratchDirectory, opaMessage, runOpa } from './opa-binary.js';
-import { resultVerdict, type RegoVerdict } from './opa-driver.js';
+import type { Logger } from '../../log/index.js';
+import type { PolicySnapshot } from '../bundle/build.js';
+import { DECISION_POINTS, type DecisionInput, type DecisionPoint } from '../contract/types.js';
+import { inScratchDirectory, opaMessage, runOpa } from './binary.js';
+import { resultVerdict, type RegoVerdict } from './driver.js';
 
 /**
  * Builtins the SDK implements in JavaScript (sprintf-js, JavaScript regular expressions, a YAML
