@@ -49,7 +49,7 @@ describe('the Cedar example pack', function () {
 
   it("has a schema that describes what the mapping gives Cedar at each point of the docs' examples", function () {
     for (const documented of POLICY_EXAMPLES.filter((candidate) => candidate.point !== 'access_evaluation')) {
-      const request = cedarRequestFor(documented.point as DecisionPoint, exampleInput(documented) as DecisionInput);
+      const request = cedarRequestFor(documented.point, exampleInput(documented) as DecisionInput);
       const answer = cedar.isAuthorized({
         ...request,
         context: withoutFreeFormMaps(request.context),
@@ -76,7 +76,7 @@ describe('the Cedar example pack', function () {
 
     it('leaves the documented token, introspection and UMA decisions allowed', function () {
       for (const name of ['token', 'token_exchange', 'introspect', 'uma_permission', 'uma_permission-rpt', 'delegation']) {
-        expect(decide(example(name).point as DecisionPoint, inputOf(name)), name).to.deep.include({ kind: 'decided', allow: true });
+        expect(decide(example(name).point, inputOf(name)), name).to.deep.include({ kind: 'decided', allow: true });
       }
     });
 

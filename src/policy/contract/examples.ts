@@ -4,6 +4,7 @@
  * text is this data, that every input fits its point's schema, and that the default policy pack
  * decides exactly the documented result. Data only: the console's browser bundle imports it.
  */
+import type { DecisionPoint } from './types.js';
 
 /** Who the examples are about. Docs show them by name (`"<billing-service>"`) inside inputs. */
 export const EXAMPLE_PARTIES = {
@@ -35,7 +36,7 @@ type PartyName = keyof typeof EXAMPLE_PARTIES;
 export interface PolicyExample {
   /** Its name in the docs' marker. */
   name: string;
-  point: string;
+  point: DecisionPoint;
   /** The input; a party appears as `"<name>"` and stands for EXAMPLE_PARTIES[name]. */
   input: Record<string, unknown>;
   /** Policy data this example adds to the default pack's, by data key. */
@@ -197,7 +198,7 @@ const delegation = {
 };
 
 /** An example shown in full. */
-function shown(name: string, point: string, input: Record<string, unknown>, decision: Record<string, unknown>): PolicyExample {
+function shown(name: string, point: DecisionPoint, input: Record<string, unknown>, decision: Record<string, unknown>): PolicyExample {
   return { name, point, input, shown: true, decision };
 }
 
