@@ -3,10 +3,17 @@ package arbiter.authorize_test
 import data.arbiter.authorize
 import data.arbiter.fixtures_test as f
 
-authz(client, overrides) := f.input_with(client, f.alice, object.union({"endpoint": "/authorize", "method": "GET"}, overrides))
+authz(client, overrides) := f.input_with(client, f.alice, object.union(
+	{
+		"endpoint": "/authorize",
+		"method": "GET",
+	},
+	overrides,
+))
 
 test_oidc_and_registered_scopes_are_granted if {
-	d := authorize.decision with input as authz(f.public_client, {"scopes": ["openid", "profile", "invoices.write", "admin"]})
+	asked := authz(f.public_client, {"scopes": ["openid", "profile", "invoices.write", "admin"]})
+	d := authorize.decision with input as asked
 	d.allow
 	d.scopes == ["invoices.write", "openid", "profile"]
 }
@@ -19,7 +26,8 @@ test_only_unknown_scopes_is_invalid_scope if {
 test_authorization_details_alone_are_allowed if {
 	types := {"https://api.example/accounts": {"scopes": ["accounts.read"]}}
 	details := [{"type": "https://api.example/accounts", "actions": ["read"]}]
-	d := authorize.decision with input as authz(f.public_client, {"authorization_details": details}) with data.oauth.resource_types as types
+	asked := authz(f.public_client, {"authorization_details": details})
+	d := authorize.decision with input as asked with data.oauth.resource_types as types
 	d.allow
 	d.scopes == []
 	d.authorization_details == details

@@ -5,7 +5,15 @@ import data.arbiter.fixtures_test as f
 
 delegating(operation, scopes, expires_at) := object.union(
 	f.input_with(f.confidential_client, f.alice, {"endpoint": "/delegation"}),
-	{"delegation": {"operation": operation, "grantee_type": "subject", "grantee_subject_id": "bob", "resource_id": "r1", "scopes": scopes, "expires_at": expires_at, "resource": f.photo}},
+	{"delegation": {
+		"operation": operation,
+		"grantee_type": "subject",
+		"grantee_subject_id": "bob",
+		"resource_id": "r1",
+		"scopes": scopes,
+		"expires_at": expires_at,
+		"resource": f.photo,
+	}},
 )
 
 test_owner_delegates_subset_until_future_date if {
@@ -34,7 +42,8 @@ test_owner_may_revoke if {
 }
 
 test_revoke_allowed_once_the_resource_is_gone if {
-	gone := object.union(delegating("revoke", ["view"], null), {"delegation": object.union(delegating("revoke", ["view"], null).delegation, {"resource": null})})
+	revoking := delegating("revoke", ["view"], null)
+	gone := object.union(revoking, {"delegation": object.union(revoking.delegation, {"resource": null})})
 	delegation.decision.allow with input as gone
 }
 

@@ -41,7 +41,11 @@ test_bearer_without_those_scopes_may_not if {
 }
 
 test_registered_resource_server_client_may_introspect if {
-	caller := {"method": "client_secret_basic", "scopes": [], "resource_server": {"resource_indicator": "https://api.example", "type_uris": [], "capability": {}}}
+	caller := {
+		"method": "client_secret_basic",
+		"scopes": [],
+		"resource_server": {"resource_indicator": "https://api.example", "type_uris": [], "capability": {}},
+	}
 	d := introspect.decision with input as introspection(caller, token)
 	d.allow
 }

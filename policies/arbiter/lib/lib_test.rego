@@ -10,7 +10,8 @@ types := {
 }
 
 test_target_type_prefers_the_resolved_type if {
-	lib.target_type(f.request({"resolved_resource_type": "urn:payments", "resource": "urn:as:introspect"}), types) == "urn:payments"
+	both := f.request({"resolved_resource_type": "urn:payments", "resource": "urn:as:introspect"})
+	lib.target_type(both, types) == "urn:payments"
 }
 
 test_target_type_of_a_resource_that_names_a_type if {
@@ -38,7 +39,13 @@ test_scopes_granted_falls_back_when_nothing_is_requested if {
 
 test_allow_with_relays_the_target_type_outputs if {
 	decision := lib.allow_with({"b", "a"}, f.request({"resolved_resource_type": "urn:payments"}), types)
-	decision == {"allow": true, "scopes": ["a", "b"], "authorization_details": [], "obligations": {"step_up": true}, "jit_single_use": true}
+	decision == {
+		"allow": true,
+		"scopes": ["a", "b"],
+		"authorization_details": [],
+		"obligations": {"step_up": true},
+		"jit_single_use": true,
+	}
 }
 
 test_owns_by_user_or_by_client if {

@@ -27,13 +27,15 @@ test_open_registration_is_disabled_by_default if {
 }
 
 test_open_registration_when_enabled_grants_oidc_scopes if {
-	d := register.decision with input as registration(null, ["authorization_code"]) with data.oauth.public_client_policy as open_policy
+	asked := registration(null, ["authorization_code"])
+	d := register.decision with input as asked with data.oauth.public_client_policy as open_policy
 	d.allow
 	d.scopes == ["email", "openid"]
 }
 
 test_open_registration_refuses_other_grant_types if {
-	d := register.decision with input as registration(null, ["client_credentials"]) with data.oauth.public_client_policy as open_policy
+	asked := registration(null, ["client_credentials"])
+	d := register.decision with input as asked with data.oauth.public_client_policy as open_policy
 	not d.allow
 	contains(d.error_description, "client_credentials")
 }
@@ -61,7 +63,8 @@ test_statement_entitlements_are_kept_within_known_types if {
 			{"type": "urn:unknown", "scopes": ["x"]},
 		],
 	}
-	d := register.decision with input as registration(statement(claims), ["client_credentials", "authorization_code"]) with data.oauth.trusted_issuers as trusted
+	asked := registration(statement(claims), ["client_credentials", "authorization_code"])
+	d := register.decision with input as asked with data.oauth.trusted_issuers as trusted
 	d.allow
 	d.scopes == ["uma_protection"]
 	d.extensions.granted_resources == [{"type": "urn:as:introspect", "scopes": ["uma_protection"]}]
@@ -69,13 +72,20 @@ test_statement_entitlements_are_kept_within_known_types if {
 }
 
 test_statement_without_issuer_is_invalid if {
-	d := register.decision with input as registration(statement({"software_id": "x"}), ["authorization_code"]) with data.oauth.trusted_issuers as trusted
+	asked := registration(statement({"software_id": "x"}), ["authorization_code"])
+	d := register.decision with input as asked with data.oauth.trusted_issuers as trusted
 	d.error == "invalid_software_statement"
 }
 
-iat_registration(token) := object.union(registration(null, ["authorization_code"]), {"registration": {"initial_access_token": token}})
+iat_registration(token) := object.union(
+	registration(null, ["authorization_code"]),
+	{"registration": {"initial_access_token": token}},
+)
 
-required_iat := {"enabled": true, "dcr": {"allowed_grant_types": ["authorization_code", "refresh_token"], "require_initial_access_token": true}}
+required_iat := {
+	"enabled": true,
+	"dcr": {"allowed_grant_types": ["authorization_code", "refresh_token"], "require_initial_access_token": true},
+}
 
 test_initial_access_token_required_and_missing_is_invalid_token if {
 	d := register.decision with input as iat_registration(null) with data.oauth.public_client_policy as required_iat
@@ -84,7 +94,8 @@ test_initial_access_token_required_and_missing_is_invalid_token if {
 }
 
 test_initial_access_token_required_and_presented_allows if {
-	d := register.decision with input as iat_registration({"id": 1, "name": "partner"}) with data.oauth.public_client_policy as required_iat
+	asked := iat_registration({"id": 1, "name": "partner"})
+	d := register.decision with input as asked with data.oauth.public_client_policy as required_iat
 	d.allow
 }
 
@@ -96,7 +107,8 @@ test_initial_access_token_permits_registration_while_open_registration_is_off if
 test_an_unverified_statement_of_a_trusted_issuer_is_refused if {
 	issuers := {"https://issuer.example": {"jwks_uri": "https://issuer.example/jwks"}}
 	unverified := {"verified": false, "claims": {"iss": "https://issuer.example", "software_id": "app"}}
-	d := register.decision with input as registration(unverified, ["client_credentials"]) with data.oauth.trusted_issuers as issuers
+	asked := registration(unverified, ["client_credentials"])
+	d := register.decision with input as asked with data.oauth.trusted_issuers as issuers
 	not d.allow
 	d.error == "invalid_software_statement"
 }

@@ -29,13 +29,18 @@ test_client_credentials_denied_when_no_requested_scope_is_allowed if {
 }
 
 test_protection_token_uses_entitlement_within_type_ceiling if {
-	d := token.decision with input as cc(f.confidential_client, {"resource": "urn:as:introspect", "scopes": ["introspection", "uma_protection"]})
+	asked := cc(f.confidential_client, {"resource": "urn:as:introspect", "scopes": ["introspection", "uma_protection"]})
+	d := token.decision with input as asked
 	d.allow
 	d.scopes == ["introspection"]
 }
 
 test_resource_type_outputs_are_relayed if {
-	types := {"https://api.example/payments": {"scopes": ["invoices.read"], "obligations": {"log": true}, "jit_single_use": true}}
+	types := {"https://api.example/payments": {
+		"scopes": ["invoices.read"],
+		"obligations": {"log": true},
+		"jit_single_use": true,
+	}}
 	request_input := cc(f.confidential_client, {"resolved_resource_type": "https://api.example/payments"})
 	d := token.decision with input as request_input with data.oauth.resource_types as types
 	d.scopes == ["invoices.read"]
@@ -57,7 +62,10 @@ test_known_rar_only_type_is_granted if {
 }
 
 test_authorization_code_grants_oidc_and_registered_scopes if {
-	request_input := f.input_with(f.public_client, f.alice, {"grant_type": "authorization_code", "scopes": ["openid", "email", "invoices.read", "other"]})
+	request_input := f.input_with(f.public_client, f.alice, {
+		"grant_type": "authorization_code",
+		"scopes": ["openid", "email", "invoices.read", "other"],
+	})
 	d := token.decision with input as request_input
 	d.allow
 	d.scopes == ["email", "invoices.read", "openid"]

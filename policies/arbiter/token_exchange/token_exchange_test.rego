@@ -16,7 +16,12 @@ access_token := {
 	"exp": 1893456000,
 }
 
-id_token := object.union(access_token, {"token_type": "urn:ietf:params:oauth:token-type:id_token", "iss": "https://idp.example", "client_id": null, "scopes": []})
+id_token := object.union(access_token, {
+	"token_type": "urn:ietf:params:oauth:token-type:id_token",
+	"iss": "https://idp.example",
+	"client_id": null,
+	"scopes": [],
+})
 
 exchange(client, subject_token, overrides) := object.union(
 	f.input_with(client, f.alice, object.union({"grant_type": exchange_type}, overrides)),
@@ -30,7 +35,8 @@ test_subset_of_subject_token_scopes_is_granted if {
 }
 
 test_scope_beyond_subject_token_is_invalid_grant if {
-	d := token_exchange.decision with input as exchange(f.confidential_client, access_token, {"scopes": ["invoices.write"]})
+	asked := exchange(f.confidential_client, access_token, {"scopes": ["invoices.write"]})
+	d := token_exchange.decision with input as asked
 	not d.allow
 	d.error == "invalid_grant"
 }
@@ -41,7 +47,8 @@ test_public_client_is_refused if {
 }
 
 test_inactive_subject_token_is_refused if {
-	d := token_exchange.decision with input as exchange(f.confidential_client, object.union(access_token, {"active": false}), {})
+	asked := exchange(f.confidential_client, object.union(access_token, {"active": false}), {})
+	d := token_exchange.decision with input as asked
 	d.error == "invalid_grant"
 }
 
@@ -53,20 +60,23 @@ test_id_token_from_untrusted_issuer_is_refused if {
 
 test_id_token_from_trusted_issuer_gets_client_scopes if {
 	issuers := {"https://idp.example": {"jwks_uri": "https://idp.example/jwks"}}
-	d := token_exchange.decision with input as exchange(f.confidential_client, id_token, {}) with data.oauth.trusted_issuers as issuers
+	asked := exchange(f.confidential_client, id_token, {})
+	d := token_exchange.decision with input as asked with data.oauth.trusted_issuers as issuers
 	d.allow
 	d.scopes == ["invoices.read", "invoices.write"]
 }
 
 test_issuer_trusted_only_for_statements_is_refused if {
 	issuers := {"https://idp.example": {"uses": ["software_statement"]}}
-	d := token_exchange.decision with input as exchange(f.confidential_client, id_token, {}) with data.oauth.trusted_issuers as issuers
+	asked := exchange(f.confidential_client, id_token, {})
+	d := token_exchange.decision with input as asked with data.oauth.trusted_issuers as issuers
 	not d.allow
 }
 
 test_id_token_without_issuer_is_refused if {
 	no_issuer := object.remove(id_token, ["iss"])
-	d := token_exchange.decision with input as exchange(f.confidential_client, no_issuer, {}) with data.oauth.trusted_issuers as {"https://idp.example": {}}
+	asked := exchange(f.confidential_client, no_issuer, {})
+	d := token_exchange.decision with input as asked with data.oauth.trusted_issuers as {"https://idp.example": {}}
 	not d.allow
 }
 
@@ -79,7 +89,10 @@ test_unverified_id_token_from_untrusted_issuer_names_the_issuer if {
 
 actor_token := object.union(access_token, {"sub": null, "client_id": "billing-service"})
 
-with_actor(subject_token, actor) := object.union(exchange(f.confidential_client, subject_token, {"scopes": ["invoices.read"]}), {"actor_token": actor})
+with_actor(subject_token, actor) := object.union(
+	exchange(f.confidential_client, subject_token, {"scopes": ["invoices.read"]}),
+	{"actor_token": actor},
+)
 
 test_an_actor_is_allowed_without_may_act if {
 	d := token_exchange.decision with input as with_actor(access_token, actor_token)
@@ -87,12 +100,14 @@ test_an_actor_is_allowed_without_may_act if {
 }
 
 test_may_act_naming_the_actor_allows if {
-	d := token_exchange.decision with input as with_actor(object.union(access_token, {"may_act": {"sub": "billing-service"}}), actor_token)
+	asked := with_actor(object.union(access_token, {"may_act": {"sub": "billing-service"}}), actor_token)
+	d := token_exchange.decision with input as asked
 	d.allow
 }
 
 test_may_act_naming_another_party_denies if {
-	d := token_exchange.decision with input as with_actor(object.union(access_token, {"may_act": {"sub": "someone-else"}}), actor_token)
+	asked := with_actor(object.union(access_token, {"may_act": {"sub": "someone-else"}}), actor_token)
+	d := token_exchange.decision with input as asked
 	not d.allow
 	d.error == "invalid_grant"
 	contains(d.error_description, "may_act")
@@ -114,7 +129,8 @@ delegation_from(owner, grantee) := {
 }
 
 test_another_clients_token_is_refused if {
-	d := token_exchange.decision with input as exchange(f.confidential_client, another_clients_token, {"scopes": ["invoices.read"]})
+	asked := exchange(f.confidential_client, another_clients_token, {"scopes": ["invoices.read"]})
+	d := token_exchange.decision with input as asked
 	not d.allow
 	d.error == "invalid_grant"
 	contains(d.error_description, "issued to another client")
@@ -126,20 +142,26 @@ test_another_clients_token_whose_may_act_names_the_client_is_exchanged if {
 	d.allow
 }
 
+# billing-service exchanges spa's token of alice, with one delegation in the input.
+exchange_delegated_by(grant) := object.union(
+	exchange(f.confidential_client, another_clients_token, {"scopes": ["invoices.read"]}),
+	{"delegations": [grant]},
+)
+
 test_another_clients_token_of_a_user_who_delegated_to_the_client_is_exchanged if {
-	delegated := object.union(exchange(f.confidential_client, another_clients_token, {"scopes": ["invoices.read"]}), {"delegations": [delegation_from("alice", "billing-service")]})
+	delegated := exchange_delegated_by(delegation_from("alice", "billing-service"))
 	d := token_exchange.decision with input as delegated
 	d.allow
 }
 
 test_a_delegation_from_another_user_does_not_count if {
-	delegated := object.union(exchange(f.confidential_client, another_clients_token, {"scopes": ["invoices.read"]}), {"delegations": [delegation_from("bob", "billing-service")]})
+	delegated := exchange_delegated_by(delegation_from("bob", "billing-service"))
 	d := token_exchange.decision with input as delegated
 	not d.allow
 }
 
 test_a_delegation_to_another_client_does_not_count if {
-	delegated := object.union(exchange(f.confidential_client, another_clients_token, {"scopes": ["invoices.read"]}), {"delegations": [delegation_from("alice", "spa")]})
+	delegated := exchange_delegated_by(delegation_from("alice", "spa"))
 	d := token_exchange.decision with input as delegated
 	not d.allow
 }

@@ -59,13 +59,15 @@ test_rpt_for_a_stranger_is_request_denied if {
 }
 
 test_rpt_within_a_delegation if {
-	d := uma_permission.decision with input as redeeming({"sub": "bob"}, f.confidential_client, ["view", "print"], [to_bob(["view"])])
+	asked := redeeming({"sub": "bob"}, f.confidential_client, ["view", "print"], [to_bob(["view"])])
+	d := uma_permission.decision with input as asked
 	d.allow
 	d.scopes == ["view"]
 }
 
 test_rpt_ignores_a_delegation_to_someone_else if {
-	d := uma_permission.decision with input as redeeming({"sub": "carol"}, f.confidential_client, ["view"], [to_bob(["view"])])
+	asked := redeeming({"sub": "carol"}, f.confidential_client, ["view"], [to_bob(["view"])])
+	d := uma_permission.decision with input as asked
 	not d.allow
 }
 
@@ -76,7 +78,11 @@ test_rpt_without_a_requesting_party_needs_info if {
 }
 
 test_rpt_for_a_client_grantee if {
-	to_client := object.union(to_bob(["print"]), {"grantee_type": "client", "grantee_subject_id": null, "grantee_client_id": "billing-service"})
+	to_client := object.union(to_bob(["print"]), {
+		"grantee_type": "client",
+		"grantee_subject_id": null,
+		"grantee_client_id": "billing-service",
+	})
 	d := uma_permission.decision with input as redeeming(null, f.confidential_client, ["print"], [to_client])
 	d.allow
 	d.scopes == ["print"]
