@@ -11,7 +11,13 @@ import { CedarDriver } from '../../src/policy/cedar/driver.js';
 import { cedarRequestFor } from '../../src/policy/cedar/mapping.js';
 import { cedar, formatCedarErrors } from '../../src/policy/cedar/wasm.js';
 import { exampleInput, POLICY_EXAMPLES, type PolicyExample } from '../../src/policy/contract/examples.js';
-import { POLICY_PACK_DIR, readPolicyPack, type DecisionInput, type DecisionPoint, type PolicyRuleDoc } from '../../src/policy/index.js';
+import {
+  POLICY_PACK_DIR,
+  readPolicyPack,
+  type DecisionInput,
+  type DecisionPoint,
+  type PolicyRuleDoc,
+} from '../../src/policy/index.js';
 import { CEDAR_EXAMPLES } from '../../src/policy/seed.js';
 import { putRule, ruleAt, eventually, startPolicyHarness, type PolicyHarness } from './support.js';
 
@@ -36,15 +42,24 @@ function inputOf(name: string, change: (input: Record<string, any>) => void = ()
 }
 
 function validate(policies: string) {
-  return cedar.validate({ schema: SCHEMA, policies: { staticPolicies: policies }, validationSettings: { mode: 'strict' } });
+  return cedar.validate({
+    schema: SCHEMA,
+    policies: { staticPolicies: policies },
+    validationSettings: { mode: 'strict' },
+  });
 }
 
 describe('the Cedar example pack', function () {
   it('is valid for its schema (strict validation), which the validator does apply', function () {
     const answer = validate(PACK.map((file) => file.content).join('\n'));
     expect(answer).to.deep.include({ type: 'success', validationErrors: [] });
-    const misspelt = validate('permit (principal, action == Arbiter::Action::"token", resource) when { context.request.scope == "x" };');
-    expect(misspelt.type === 'success' && misspelt.validationErrors.length, 'an attribute the schema lacks is an error').to.equal(1);
+    const misspelt = validate(
+      'permit (principal, action == Arbiter::Action::"token", resource) when { context.request.scope == "x" };',
+    );
+    expect(
+      misspelt.type === 'success' && misspelt.validationErrors.length,
+      'an attribute the schema lacks is an error',
+    ).to.equal(1);
   });
 
   it("has a schema that describes what the mapping gives Cedar at each point of the docs' examples", function () {
@@ -70,12 +85,29 @@ describe('the Cedar example pack', function () {
   describe('deciding', function () {
     const driver = new CedarDriver();
     const now = new Date().toISOString();
-    const rules: PolicyRuleDoc[] = PACK.map((file, index) => ({ version: null, tenantId: null, createdAt: now, updatedAt: now, id: index + 1, kind: 'cedar', enabled: true, digest: null, ...file }));
+    const rules: PolicyRuleDoc[] = PACK.map((file, index) => ({
+      version: null,
+      tenantId: null,
+      createdAt: now,
+      updatedAt: now,
+      id: index + 1,
+      kind: 'cedar',
+      enabled: true,
+      digest: null,
+      ...file,
+    }));
     const snapshot = snapshotOf({ rules, data: [] });
     const decide = (point: DecisionPoint, input: DecisionInput) => driver.evaluate(snapshot, point, input);
 
     it('leaves the documented token, introspection and UMA decisions allowed', function () {
-      for (const name of ['token', 'token_exchange', 'introspect', 'uma_permission', 'uma_permission-rpt', 'delegation']) {
+      for (const name of [
+        'token',
+        'token_exchange',
+        'introspect',
+        'uma_permission',
+        'uma_permission-rpt',
+        'delegation',
+      ]) {
         expect(decide(example(name).point, inputOf(name)), name).to.deep.include({ kind: 'decided', allow: true });
       }
     });
@@ -85,17 +117,31 @@ describe('the Cedar example pack', function () {
         input.client.client_id = 'reports-app';
         input.request.scopes = ['invoices.write'];
       });
-      expect(decide('token', asked)).to.deep.include({ kind: 'decided', allow: false, policies: ['reports-app-never-writes-invoices'] });
+      expect(decide('token', asked)).to.deep.include({
+        kind: 'decided',
+        allow: false,
+        policies: ['reports-app-never-writes-invoices'],
+      });
       expect(decide('token', asked)).to.have.nested.property('outputs.error', 'invalid_scope');
-      expect(decide('token', inputOf('token', (input) => (input.request.scopes = ['invoices.write'])))).to.deep.include({ allow: true });
+      expect(
+        decide(
+          'token',
+          inputOf('token', (input) => (input.request.scopes = ['invoices.write'])),
+        ),
+      ).to.deep.include({ allow: true });
     });
 
     it('refuses a public client token exchange, bearer callers refresh tokens, and delegations to clients', function () {
       const byPublic = inputOf('token_exchange', (input) => (input.client.client_type = 'public'));
       expect(decide('token_exchange', byPublic)).to.have.nested.property('outputs.error', 'unauthorized_client');
       const refresh = inputOf('introspect', (input) => (input.token.token_type = 'refresh_token'));
-      expect(decide('introspect', refresh)).to.deep.include({ allow: false, policies: ['refresh-tokens-not-to-bearer-callers'] });
-      const toClient = inputOf('delegation', (input) => Object.assign(input.delegation, { grantee_type: 'client', grantee_subject_id: null, grantee_client_id: 'spa' }));
+      expect(decide('introspect', refresh)).to.deep.include({
+        allow: false,
+        policies: ['refresh-tokens-not-to-bearer-callers'],
+      });
+      const toClient = inputOf('delegation', (input) =>
+        Object.assign(input.delegation, { grantee_type: 'client', grantee_subject_id: null, grantee_client_id: 'spa' }),
+      );
       expect(decide('delegation', toClient)).to.deep.include({ allow: false, policies: ['delegate-to-users-only'] });
     });
 
@@ -107,7 +153,10 @@ describe('the Cedar example pack', function () {
           input.permission.resource.type = 'https://photos.example/private';
         });
       expect(decide('uma_permission', privatePhoto('alice'))).to.deep.include({ allow: true });
-      expect(decide('uma_permission', privatePhoto('bob'))).to.deep.include({ allow: false, policies: ['private-photos-print-only-for-owner'] });
+      expect(decide('uma_permission', privatePhoto('bob'))).to.deep.include({
+        allow: false,
+        policies: ['private-photos-print-only-for-owner'],
+      });
     });
   });
 
@@ -132,7 +181,10 @@ describe('the Cedar example pack', function () {
       const tokenRule = await ruleAt(harness.store, 'arbiter/token/token.rego');
       const anchor = 'decision := lib.details_denial(unknown_details) if {';
       expect(tokenRule.content, 'the docs say where the branch goes').to.contain(anchor);
-      expect(branch.endsWith(`} else := ${anchor.slice('decision := '.length)}`), 'the branch ends where the chain goes on').to.equal(true);
+      expect(
+        branch.endsWith(`} else := ${anchor.slice('decision := '.length)}`),
+        'the branch ends where the chain goes on',
+      ).to.equal(true);
       await putRule(harness.store, { ...tokenRule, content: tokenRule.content.replace(anchor, branch) });
       const asked = inputOf('token', (input) => {
         input.client.client_id = 'reports-app';
@@ -140,7 +192,11 @@ describe('the Cedar example pack', function () {
       });
       await eventually(async () => {
         const outcome = await harness.engine.decide('token', asked);
-        expect(outcome.decision).to.deep.equal({ allow: false, error: 'invalid_scope', error_description: 'reports-app may not obtain invoices.write' });
+        expect(outcome.decision).to.deep.equal({
+          allow: false,
+          error: 'invalid_scope',
+          error_description: 'reports-app may not obtain invoices.write',
+        });
       });
       expect((await harness.engine.decide('token', inputOf('token'))).decision).to.deep.include({ allow: true });
     });

@@ -11,7 +11,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { checkInput, checkResult, type DecisionInput } from '../../src/policy/index.js';
-import { CLIENT_CREDENTIALS_TOKEN_INPUT, EXAMPLE_PARTIES, exampleInput, POLICY_EXAMPLES, type PolicyExample } from '../../src/policy/contract/examples.js';
+import {
+  CLIENT_CREDENTIALS_TOKEN_INPUT,
+  EXAMPLE_PARTIES,
+  exampleInput,
+  POLICY_EXAMPLES,
+  type PolicyExample,
+} from '../../src/policy/contract/examples.js';
 import { eventually, putData, startPolicyHarness, type PolicyHarness } from './support.js';
 
 const DOCS = new URL('../../docs/policy.md', import.meta.url);
@@ -33,7 +39,10 @@ describe('the examples of docs/policy.md', function () {
     const docs = readFileSync(DOCS, 'utf8');
     const expected = syncedDocs(docs);
     if (process.env.WRITE_DOCS) writeFileSync(DOCS, expected);
-    else expect(docs, 'docs/policy.md differs from src/policy/contract/examples.ts (WRITE_DOCS=1 rewrites it)').to.equal(expected);
+    else
+      expect(docs, 'docs/policy.md differs from src/policy/contract/examples.ts (WRITE_DOCS=1 rewrites it)').to.equal(
+        expected,
+      );
     const marked = [...expected.matchAll(MARKER)].map((match) => match[1]);
     expect([...marked].sort()).to.deep.equal(['parties', ...POLICY_EXAMPLES.map((example) => example.name)].sort());
   });
@@ -51,7 +60,8 @@ describe('the examples of docs/policy.md', function () {
       expect(outcome.decision, example.name).to.deep.equal(example.decision);
     }
     for (const example of POLICY_EXAMPLES.filter((candidate) => candidate.data)) {
-      for (const [dataKey, payload] of Object.entries(example.data ?? {})) await putData(harness.store, dataKey, payload);
+      for (const [dataKey, payload] of Object.entries(example.data ?? {}))
+        await putData(harness.store, dataKey, payload);
       await eventually(async () => {
         const outcome = await harness.engine.decide(example.point, exampleInput(example) as DecisionInput);
         expect(outcome.decision, example.name).to.deep.equal(example.decision);
@@ -60,9 +70,17 @@ describe('the examples of docs/policy.md', function () {
   });
 
   it('include the input the console playground and the OpenAPI document start from', async function () {
-    const input = { tenant: '_default', time: new Date().toISOString(), ...CLIENT_CREDENTIALS_TOKEN_INPUT } as DecisionInput;
+    const input = {
+      tenant: '_default',
+      time: new Date().toISOString(),
+      ...CLIENT_CREDENTIALS_TOKEN_INPUT,
+    } as DecisionInput;
     expect(checkInput('token', input)).to.equal(null);
-    expect((await harness.engine.decide('token', input)).decision).to.deep.equal({ allow: true, scopes: ['read'], authorization_details: [] });
+    expect((await harness.engine.decide('token', input)).decision).to.deep.equal({
+      allow: true,
+      scopes: ['read'],
+      authorization_details: [],
+    });
   });
 });
 
@@ -70,11 +88,15 @@ describe('the examples of docs/policy.md', function () {
 function syncedDocs(docs: string): string {
   const examples = new Map<string, string>(POLICY_EXAMPLES.map((example) => [example.name, rendered(example)]));
   examples.set('parties', fenced(block(EXAMPLE_PARTIES, '')));
-  return docs.replace(new RegExp(`${MARKER.source}(?:\`\`\`json\\n[\\s\\S]*?\\n\`\`\`\\n)?(?:→ \`[^\\n]*\`)?`, 'g'), (whole, name: string) => {
-    const text = examples.get(name);
-    if (text === undefined) throw new Error(`docs/policy.md marks an example "${name}" that src/policy/contract/examples.ts does not have`);
-    return `<!-- example: ${name} -->\n${text}`;
-  });
+  return docs.replace(
+    new RegExp(`${MARKER.source}(?:\`\`\`json\\n[\\s\\S]*?\\n\`\`\`\\n)?(?:→ \`[^\\n]*\`)?`, 'g'),
+    (whole, name: string) => {
+      const text = examples.get(name);
+      if (text === undefined)
+        throw new Error(`docs/policy.md marks an example "${name}" that src/policy/contract/examples.ts does not have`);
+      return `<!-- example: ${name} -->\n${text}`;
+    },
+  );
 }
 
 function rendered(example: PolicyExample): string {
@@ -89,7 +111,10 @@ function fenced(json: string): string {
 /** JSON on one line, spaced for reading. */
 function inline(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(inline).join(', ')}]`;
-  if (value !== null && typeof value === 'object') return `{${Object.entries(value).map(([key, item]) => `${JSON.stringify(key)}: ${inline(item)}`).join(', ')}}`;
+  if (value !== null && typeof value === 'object')
+    return `{${Object.entries(value)
+      .map(([key, item]) => `${JSON.stringify(key)}: ${inline(item)}`)
+      .join(', ')}}`;
   return JSON.stringify(value);
 }
 
@@ -108,7 +133,8 @@ function block(value: unknown, indent: string): string {
   for (const member of members) {
     const last = lines.length - 1;
     const joined = last >= 0 ? `${lines[last]}, ${member}` : '';
-    if (last >= 0 && !member.includes('\n') && !lines[last].includes('\n') && inner.length + joined.length <= WIDTH) lines[last] = joined;
+    if (last >= 0 && !member.includes('\n') && !lines[last].includes('\n') && inner.length + joined.length <= WIDTH)
+      lines[last] = joined;
     else lines.push(member);
   }
   const [open, close] = Array.isArray(value) ? ['[', ']'] : ['{', '}'];

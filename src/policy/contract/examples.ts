@@ -49,7 +49,13 @@ export interface PolicyExample {
 const TIME = '2026-11-23T10:00:00.000Z';
 const EMPTY_TARGET = { resource: null, resolved_resource_type: null, resource_types: [], authorization_details: [] };
 
-function request(endpoint: string, method: string, parameters: Record<string, unknown>, grant_type: string | null, scopes: string[]) {
+function request(
+  endpoint: string,
+  method: string,
+  parameters: Record<string, unknown>,
+  grant_type: string | null,
+  scopes: string[],
+) {
   return { endpoint, method, parameters, grant_type, scopes, ...EMPTY_TARGET };
 }
 
@@ -65,7 +71,13 @@ const authorize = {
   request: request(
     '/authorize',
     'GET',
-    { response_type: 'code', client_id: 'spa', redirect_uri: 'https://spa.example/cb', scope: 'openid profile invoices.read admin', state: 'xyz' },
+    {
+      response_type: 'code',
+      client_id: 'spa',
+      redirect_uri: 'https://spa.example/cb',
+      scope: 'openid profile invoices.read admin',
+      state: 'xyz',
+    },
     null,
     ['openid', 'profile', 'invoices.read', 'admin'],
   ),
@@ -76,7 +88,13 @@ const clientCredentials = {
   client: party('billing-service'),
   subject: null,
   time: TIME,
-  request: request('/token', 'POST', { grant_type: 'client_credentials', scope: 'invoices.read admin' }, 'client_credentials', ['invoices.read', 'admin']),
+  request: request(
+    '/token',
+    'POST',
+    { grant_type: 'client_credentials', scope: 'invoices.read admin' },
+    'client_credentials',
+    ['invoices.read', 'admin'],
+  ),
 };
 
 const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -85,7 +103,9 @@ const tokenExchange = {
   client: party('billing-service'),
   subject: party('alice'),
   time: TIME,
-  request: request('/token', 'POST', { grant_type: TOKEN_EXCHANGE, scope: 'invoices.read' }, TOKEN_EXCHANGE, ['invoices.read']),
+  request: request('/token', 'POST', { grant_type: TOKEN_EXCHANGE, scope: 'invoices.read' }, TOKEN_EXCHANGE, [
+    'invoices.read',
+  ]),
   subject_token: {
     token_type: 'urn:ietf:params:oauth:token-type:access_token',
     active: true,
@@ -121,7 +141,11 @@ const introspect = {
   context: {},
 };
 
-const registrationMetadata = { redirect_uris: ['https://app.example/cb'], grant_types: ['client_credentials'], client_name: 'App' };
+const registrationMetadata = {
+  redirect_uris: ['https://app.example/cb'],
+  grant_types: ['client_credentials'],
+  client_name: 'App',
+};
 const register = {
   tenant: '_default',
   client: null,
@@ -157,7 +181,13 @@ const accessEvaluation = {
   },
 };
 
-const holiday = { _id: 'r1', name: 'Holiday', type: 'https://photos.example/photo', resource_scopes: ['view', 'print'], owner: { sub: 'alice', client_id: null } };
+const holiday = {
+  _id: 'r1',
+  name: 'Holiday',
+  type: 'https://photos.example/photo',
+  resource_scopes: ['view', 'print'],
+  owner: { sub: 'alice', client_id: null },
+};
 const permission = {
   tenant: '_default',
   client: party('billing-service'),
@@ -187,7 +217,13 @@ const rpt = {
   permission: { operation: 'rpt', resource_id: 'r1', resource_scopes: ['view', 'print'], resource: holiday },
 };
 
-const delegationBody = { grantee_type: 'subject', grantee_subject_id: 'bob', resource_id: 'r1', scopes: ['view'], expires_at: '2026-11-24T09:22:15.222Z' };
+const delegationBody = {
+  grantee_type: 'subject',
+  grantee_subject_id: 'bob',
+  resource_id: 'r1',
+  scopes: ['view'],
+  expires_at: '2026-11-24T09:22:15.222Z',
+};
 const delegation = {
   tenant: '_default',
   client: party('billing-service'),
@@ -198,18 +234,41 @@ const delegation = {
 };
 
 /** An example shown in full. */
-function shown(name: string, point: DecisionPoint, input: Record<string, unknown>, decision: Record<string, unknown>): PolicyExample {
+function shown(
+  name: string,
+  point: DecisionPoint,
+  input: Record<string, unknown>,
+  decision: Record<string, unknown>,
+): PolicyExample {
   return { name, point, input, shown: true, decision };
 }
 
 /** A variant of a shown example (its input changed as the docs' text says), shown by its result. */
-function variant(name: string, of: PolicyExample, input: Record<string, unknown>, decision: Record<string, unknown>, data?: Record<string, unknown>): PolicyExample {
+function variant(
+  name: string,
+  of: PolicyExample,
+  input: Record<string, unknown>,
+  decision: Record<string, unknown>,
+  data?: Record<string, unknown>,
+): PolicyExample {
   return { name, point: of.point, input: { ...of.input, ...input }, shown: false, decision, ...(data ? { data } : {}) };
 }
 
-const authorizeExample = shown('authorize', 'authorize', authorize, { allow: true, scopes: ['invoices.read', 'openid', 'profile'], authorization_details: [] });
-const tokenExample = shown('token', 'token', clientCredentials, { allow: true, scopes: ['invoices.read'], authorization_details: [] });
-const tokenExchangeExample = shown('token_exchange', 'token_exchange', tokenExchange, { allow: true, scopes: ['invoices.read'], authorization_details: [] });
+const authorizeExample = shown('authorize', 'authorize', authorize, {
+  allow: true,
+  scopes: ['invoices.read', 'openid', 'profile'],
+  authorization_details: [],
+});
+const tokenExample = shown('token', 'token', clientCredentials, {
+  allow: true,
+  scopes: ['invoices.read'],
+  authorization_details: [],
+});
+const tokenExchangeExample = shown('token_exchange', 'token_exchange', tokenExchange, {
+  allow: true,
+  scopes: ['invoices.read'],
+  authorization_details: [],
+});
 const registerExample = shown('register', 'register', register, {
   allow: false,
   error: 'invalid_software_statement',
@@ -222,18 +281,40 @@ const delegationExample = shown('delegation', 'delegation', delegation, { allow:
 
 export const POLICY_EXAMPLES: PolicyExample[] = [
   authorizeExample,
-  variant('authorize-only-admin', authorizeExample, { request: { ...authorize.request, parameters: { ...authorize.request.parameters, scope: 'admin' }, scopes: ['admin'] } }, {
-    allow: false,
-    error: 'invalid_scope',
-    error_description: 'none of the requested scopes may be granted to this client',
-  }),
+  variant(
+    'authorize-only-admin',
+    authorizeExample,
+    {
+      request: {
+        ...authorize.request,
+        parameters: { ...authorize.request.parameters, scope: 'admin' },
+        scopes: ['admin'],
+      },
+    },
+    {
+      allow: false,
+      error: 'invalid_scope',
+      error_description: 'none of the requested scopes may be granted to this client',
+    },
+  ),
   tokenExample,
-  variant('token-public-client', tokenExample, { client: party('spa') }, { allow: false, error: 'unauthorized_client', error_description: 'client_credentials is for confidential clients' }),
+  variant(
+    'token-public-client',
+    tokenExample,
+    { client: party('spa') },
+    { allow: false, error: 'unauthorized_client', error_description: 'client_credentials is for confidential clients' },
+  ),
   tokenExchangeExample,
   variant(
     'token_exchange-wider-scope',
     tokenExchangeExample,
-    { request: { ...tokenExchange.request, parameters: { ...tokenExchange.request.parameters, scope: 'invoices.write' }, scopes: ['invoices.write'] } },
+    {
+      request: {
+        ...tokenExchange.request,
+        parameters: { ...tokenExchange.request.parameters, scope: 'invoices.write' },
+        scopes: ['invoices.write'],
+      },
+    },
     { allow: false, error: 'invalid_grant', error_description: "requested scope exceeds the subject token's scopes" },
   ),
   shown('introspect', 'introspect', introspect, { allow: true, scopes: ['openid', 'invoices.read'] }),
@@ -241,13 +322,25 @@ export const POLICY_EXAMPLES: PolicyExample[] = [
   variant(
     'register-trusted-statement',
     registerExample,
-    { registration: { ...register.registration, software_statement: { verified: true, claims: trustedStatementClaims } } },
+    {
+      registration: {
+        ...register.registration,
+        software_statement: { verified: true, claims: trustedStatementClaims },
+      },
+    },
     {
       allow: true,
       scopes: ['uma_protection'],
-      extensions: { grant_types: ['client_credentials'], granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection'] }] },
+      extensions: {
+        grant_types: ['client_credentials'],
+        granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection'] }],
+      },
     },
-    { 'oauth.trusted_issuers': { 'https://statements.example': { jwks_uri: 'https://statements.example/jwks', uses: ['software_statement'] } } },
+    {
+      'oauth.trusted_issuers': {
+        'https://statements.example': { jwks_uri: 'https://statements.example/jwks', uses: ['software_statement'] },
+      },
+    },
   ),
   accessEvaluationExample,
   variant(
@@ -258,15 +351,42 @@ export const POLICY_EXAMPLES: PolicyExample[] = [
   ),
   permissionExample,
   rptExample,
-  variant('uma_permission-rpt-no-delegation', rptExample, { delegations: [] }, { allow: false, error: 'request_denied', error_description: 'the requesting party holds no permission on this resource' }),
-  variant('uma_permission-rpt-no-party', rptExample, { subject: null, delegations: [] }, {
-    allow: false,
-    error: 'need_info',
-    error_description: 'identify the requesting party with a claim token',
-    extensions: { required_claims: [{ name: 'sub', friendly_name: 'requesting party', claim_token_format: ['urn:ietf:params:oauth:token-type:access_token'] }] },
-  }),
+  variant(
+    'uma_permission-rpt-no-delegation',
+    rptExample,
+    { delegations: [] },
+    {
+      allow: false,
+      error: 'request_denied',
+      error_description: 'the requesting party holds no permission on this resource',
+    },
+  ),
+  variant(
+    'uma_permission-rpt-no-party',
+    rptExample,
+    { subject: null, delegations: [] },
+    {
+      allow: false,
+      error: 'need_info',
+      error_description: 'identify the requesting party with a claim token',
+      extensions: {
+        required_claims: [
+          {
+            name: 'sub',
+            friendly_name: 'requesting party',
+            claim_token_format: ['urn:ietf:params:oauth:token-type:access_token'],
+          },
+        ],
+      },
+    },
+  ),
   delegationExample,
-  variant('delegation-not-owner', delegationExample, { subject: party('bob') }, { allow: false, error: 'access_denied', error_description: 'only the resource owner may delegate access to it' }),
+  variant(
+    'delegation-not-owner',
+    delegationExample,
+    { subject: party('bob') },
+    { allow: false, error: 'access_denied', error_description: 'only the resource owner may delegate access to it' },
+  ),
 ];
 
 /** An example's input as the policy sees it: parties in place of their names (a copy: the caller may change it). */
@@ -283,7 +403,14 @@ export function exampleInput(example: PolicyExample): Record<string, unknown> {
  * playground both show it; the docs-examples test checks it as it checks the docs' examples.
  */
 export const CLIENT_CREDENTIALS_TOKEN_INPUT = {
-  client: { client_id: 'documents-app', client_type: 'confidential', registration_type: 'admin', scopes: ['read'], granted_resources: [], authenticated_with: 'client_secret_basic' },
+  client: {
+    client_id: 'documents-app',
+    client_type: 'confidential',
+    registration_type: 'admin',
+    scopes: ['read'],
+    granted_resources: [],
+    authenticated_with: 'client_secret_basic',
+  },
   subject: null,
   request: {
     endpoint: '/token',

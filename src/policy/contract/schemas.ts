@@ -24,7 +24,10 @@ type Properties = Readonly<Record<string, JSONSchema>>;
 type Merged<A, B> = { readonly [K in keyof A | keyof B]: K extends keyof B ? B[K] : K extends keyof A ? A[K] : never };
 
 /** An object schema whose `required` properties are all required; further properties are allowed (forward compatibility). */
-function record<const Required extends Properties, const Optional extends Properties = {}>(required: Required, optional?: Optional) {
+function record<const Required extends Properties, const Optional extends Properties = Record<never, never>>(
+  required: Required,
+  optional?: Optional,
+) {
   return {
     type: 'object',
     required: Object.keys(required) as readonly (keyof Required & string)[],
@@ -33,7 +36,11 @@ function record<const Required extends Properties, const Optional extends Proper
 }
 
 /** An RFC 9396 authorization details object; `type` is a type URI known to policy data. */
-export const AUTHORIZATION_DETAIL_SCHEMA = { type: 'object', required: ['type'], properties: { type: string } } as const;
+export const AUTHORIZATION_DETAIL_SCHEMA = {
+  type: 'object',
+  required: ['type'],
+  properties: { type: string },
+} as const;
 
 /** One entitlement: scopes the client may obtain for tokens aimed at resources of `type`. */
 export const GRANTED_RESOURCE_SCHEMA = record({ type: string, scopes: strings });
@@ -47,7 +54,16 @@ export const GRANTED_RESOURCE_SCHEMA = record({ type: string, scopes: strings })
  * key thumbprint an access token is bound to (RFC 9449), which the request proved it holds.
  */
 export const EXCHANGED_TOKEN_SCHEMA = record(
-  { token_type: string, active: { type: 'boolean' }, iss: nullableString, sub: nullableString, client_id: nullableString, scopes: strings, resource: nullableString, exp: nullableInteger },
+  {
+    token_type: string,
+    active: { type: 'boolean' },
+    iss: nullableString,
+    sub: nullableString,
+    client_id: nullableString,
+    scopes: strings,
+    resource: nullableString,
+    exp: nullableInteger,
+  },
   { act: { type: ['object', 'null'] }, may_act: { type: ['object', 'null'] }, cnf_jkt: nullableString },
 );
 
@@ -122,14 +138,22 @@ export const DELEGATION_GRANT_SCHEMA = record({
 });
 
 /** The fields every point's input carries; `client` is null where there is none yet (registration). */
-const common = { tenant: string, client: { oneOf: [{ type: 'null' }, CLIENT_SCHEMA] }, request: REQUEST_SCHEMA, time: instant } as const;
+const common = {
+  tenant: string,
+  client: { oneOf: [{ type: 'null' }, CLIENT_SCHEMA] },
+  request: REQUEST_SCHEMA,
+  time: instant,
+} as const;
 
 /**
  * Absent and null mean the same to a policy: no user (client_credentials). `delegations` are the
  * active delegations whose grantee is the request's subject or client (docs/policy.md says at
  * which points they are given).
  */
-const optionalParties = { subject: { oneOf: [{ type: 'null' }, SUBJECT_SCHEMA] }, delegations: { type: 'array', items: DELEGATION_GRANT_SCHEMA } } as const;
+const optionalParties = {
+  subject: { oneOf: [{ type: 'null' }, SUBJECT_SCHEMA] },
+  delegations: { type: 'array', items: DELEGATION_GRANT_SCHEMA },
+} as const;
 
 /** Input common to every decision point (point-specific fields are allowed beside it). */
 export const COMMON_INPUT_SCHEMA = record(common, optionalParties);
@@ -187,7 +211,11 @@ export const REGISTRATION_SCHEMA = record(
     software_statement: SOFTWARE_STATEMENT_SCHEMA,
   },
   {
-    initial_access_token: { type: ['object', 'null'], required: ['id'], properties: { id: { type: 'integer' }, name: { type: ['string', 'null'] } } },
+    initial_access_token: {
+      type: ['object', 'null'],
+      required: ['id'],
+      properties: { id: { type: 'integer' }, name: { type: ['string', 'null'] } },
+    },
   },
 );
 
@@ -206,7 +234,12 @@ export const EVALUATION_SCHEMA = record(
  * a resource server at POST /permission (`subject`/`client` are its PAT's); `rpt`, a client
  * redeeming a ticket at /token (`subject` is the requesting party, `client` the client).
  */
-export const PERMISSION_SCHEMA = record({ operation: { enum: ['ticket', 'rpt'] }, resource_id: string, resource_scopes: strings, resource: UMA_RESOURCE_SCHEMA });
+export const PERMISSION_SCHEMA = record({
+  operation: { enum: ['ticket', 'rpt'] },
+  resource_id: string,
+  resource_scopes: strings,
+  resource: UMA_RESOURCE_SCHEMA,
+});
 
 /** `delegation`: the delegation operation. */
 export const DELEGATION_SCHEMA = record(
@@ -223,15 +256,25 @@ export const DELEGATION_SCHEMA = record(
 
 /** A point's input schema: the common fields and the point's own. */
 function pointInput<const Point extends DecisionPoint, const Fields extends Properties>(point: Point, fields: Fields) {
-  return { $id: `arbiter:policy:input:${point}` as const, ...record({ ...common, ...fields } as Merged<typeof common, Fields>, optionalParties) };
+  return {
+    $id: `arbiter:policy:input:${point}` as const,
+    ...record({ ...common, ...fields } as Merged<typeof common, Fields>, optionalParties),
+  };
 }
 
 /** The input schema of each decision point. */
 export const INPUT_SCHEMAS = {
   authorize: pointInput('authorize', {}),
   token: pointInput('token', {}),
-  token_exchange: pointInput('token_exchange', { subject_token: EXCHANGED_TOKEN_SCHEMA, actor_token: { anyOf: [{ type: 'null' }, EXCHANGED_TOKEN_SCHEMA] } }),
-  introspect: pointInput('introspect', { token: INTROSPECTED_TOKEN_SCHEMA, caller: INTROSPECTION_CALLER_SCHEMA, context: map }),
+  token_exchange: pointInput('token_exchange', {
+    subject_token: EXCHANGED_TOKEN_SCHEMA,
+    actor_token: { anyOf: [{ type: 'null' }, EXCHANGED_TOKEN_SCHEMA] },
+  }),
+  introspect: pointInput('introspect', {
+    token: INTROSPECTED_TOKEN_SCHEMA,
+    caller: INTROSPECTION_CALLER_SCHEMA,
+    context: map,
+  }),
   register: pointInput('register', { registration: REGISTRATION_SCHEMA }),
   access_evaluation: pointInput('access_evaluation', { evaluation: EVALUATION_SCHEMA }),
   uma_permission: pointInput('uma_permission', { permission: PERMISSION_SCHEMA }),
@@ -261,7 +304,9 @@ export const RESULT_SCHEMA = {
 } as const;
 
 const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
-const inputValidators = new Map<DecisionPoint, ValidateFunction>(DECISION_POINTS.map((point) => [point, ajv.compile(inputSchema(point))]));
+const inputValidators = new Map<DecisionPoint, ValidateFunction>(
+  DECISION_POINTS.map((point) => [point, ajv.compile(inputSchema(point))]),
+);
 const resultValidator = ajv.compile(RESULT_SCHEMA);
 
 /** Null when the input fits its point's schema, else a short description of the first problem. */
@@ -279,6 +324,7 @@ export function checkResult(result: unknown): string | null {
 function describe(error: ErrorObject | undefined): string {
   if (!error) return 'invalid';
   const where = error.instancePath || '(root)';
-  const missing = error.keyword === 'required' ? ` (${(error.params as { missingProperty: string }).missingProperty})` : '';
+  const missing =
+    error.keyword === 'required' ? ` (${(error.params as { missingProperty: string }).missingProperty})` : '';
   return `${where} ${error.message ?? 'is invalid'}${missing}`;
 }

@@ -102,7 +102,9 @@ export interface InputParties {
 }
 
 /** The input of each point (its schema's type), for protocol code that wants the compiler to check it. */
-export type PointInputs = { [Point in DecisionPoint]: Declared<FromSchema<(typeof schemas.INPUT_SCHEMAS)[Point]>> & { [extra: string]: unknown } };
+export type PointInputs = {
+  [Point in DecisionPoint]: Declared<FromSchema<(typeof schemas.INPUT_SCHEMAS)[Point]>> & { [extra: string]: unknown };
+};
 
 /**
  * What `decide` returns. `engineError` is set when no trustworthy decision could be made
