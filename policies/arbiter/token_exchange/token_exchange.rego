@@ -16,7 +16,23 @@ default decision := {"allow": false, "error": "invalid_grant", "error_descriptio
 
 decision := lib.deny("unauthorized_client", "token exchange requires a confidential client") if {
 	not lib.is_confidential(input.client)
-} else := lib.deny("invalid_grant", concat("", [
+} else := token_refusal if {
+	token_refusal
+} else := actor_refusal if {
+	actor_refusal
+} else := lib.deny("invalid_grant", "requested scope exceeds the subject token's scopes") if {
+	input.subject_token.token_type == access_token_type
+	count(requested - subject_scopes) > 0
+} else := lib.details_denial(unknown_details) if {
+	count(unknown_details) > 0
+} else := lib.no_scope_denial if {
+	lib.nothing_grantable(requested, granted, input.request.authorization_details)
+} else := lib.allow_with(granted, input.request, lib.resource_types) if {
+	input.subject_token.token_type in {access_token_type, id_token_type}
+}
+
+# The first reason, in this order, why the tokens cannot be exchanged at all.
+token_refusal := lib.deny("invalid_grant", concat("", [
 	"untrusted_token_issuer: ",
 	lib.shown(object.get(input.subject_token, "iss", null)),
 	" is not a trusted issuer",
@@ -35,7 +51,10 @@ decision := lib.deny("unauthorized_client", "token exchange requires a confident
 ])) if {
 	input.subject_token.token_type == access_token_type
 	not subject_token_exchangeable
-} else := lib.deny(
+}
+
+# Why the actor may not act: not the requesting client's token, or not the one may_act names.
+actor_refusal := lib.deny(
 	"invalid_grant",
 	"the actor token was issued to another client: a client acts with its own token",
 ) if {
@@ -49,15 +68,6 @@ decision := lib.deny("unauthorized_client", "token exchange requires a confident
 	is_object(input.actor_token)
 	is_object(object.get(input.subject_token, "may_act", null))
 	not may_act_allows
-} else := lib.deny("invalid_grant", "requested scope exceeds the subject token's scopes") if {
-	input.subject_token.token_type == access_token_type
-	count(requested - subject_scopes) > 0
-} else := lib.details_denial(unknown_details) if {
-	count(unknown_details) > 0
-} else := lib.no_scope_denial if {
-	lib.nothing_grantable(requested, granted, input.request.authorization_details)
-} else := lib.allow_with(granted, input.request, lib.resource_types) if {
-	input.subject_token.token_type in {access_token_type, id_token_type}
 }
 
 issuer_trusted if lib.trusted_issuer(input.subject_token.iss, "token_exchange", lib.trusted_issuers)
