@@ -19,6 +19,7 @@ import {
   type PolicyRuleDoc,
 } from '../../src/policy/index.js';
 import { CEDAR_EXAMPLES } from '../../src/policy/seed.js';
+import { fencedAfter } from './docs.js';
 import { putRule, ruleAt, eventually, startPolicyHarness, type PolicyHarness } from './support.js';
 
 const CEDAR_DIR = join(POLICY_PACK_DIR, CEDAR_EXAMPLES);
@@ -26,7 +27,6 @@ const SCHEMA = readFileSync(join(CEDAR_DIR, 'arbiter.cedarschema'), 'utf8');
 const PACK = readdirSync(CEDAR_DIR)
   .filter((file) => file.endsWith('.cedar'))
   .map((file) => ({ path: `${CEDAR_EXAMPLES}${file}`, content: readFileSync(join(CEDAR_DIR, file), 'utf8') }));
-const DOCS = readFileSync(new URL('../../docs/policy.md', import.meta.url), 'utf8');
 
 function example(name: string): PolicyExample {
   const found = POLICY_EXAMPLES.find((candidate) => candidate.name === name);
@@ -202,14 +202,6 @@ describe('the Cedar example pack', function () {
     });
   });
 });
-
-/** The code block of `language` right after `marker` in docs/policy.md. */
-function fencedAfter(marker: string, language: string): string {
-  const start = DOCS.indexOf(`${marker}\n\`\`\`${language}\n`);
-  expect(start, `docs/policy.md has ${marker} before a ${language} block`).to.be.greaterThan(-1);
-  const body = start + marker.length + language.length + 5;
-  return DOCS.slice(body, DOCS.indexOf('\n```\n', body));
-}
 
 /**
  * The context without the maps whose keys are the client's or the issuer's to choose (request

@@ -8,7 +8,7 @@
  * After changing an example: WRITE_DOCS=1 npm run test:files -- test/policy/docs-examples.test.ts
  * rewrites the marked parts of the docs from the data (and still checks the decisions).
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { checkInput, checkResult, type DecisionInput } from '../../src/policy/index.js';
 import {
@@ -18,9 +18,10 @@ import {
   POLICY_EXAMPLES,
   type PolicyExample,
 } from '../../src/policy/contract/examples.js';
+import { AUTHZEN_DATA, SHARING_CEDAR, SHARING_REGO } from '../authzen/sharing.js';
+import { DOCS_URL, fencedAfter, readDocs } from './docs.js';
 import { eventually, putData, startPolicyHarness, type PolicyHarness } from './support.js';
 
-const DOCS = new URL('../../docs/policy.md', import.meta.url);
 const WIDTH = 110;
 const MARKER = /<!-- example: ([\w-]+) -->\n/g;
 
@@ -36,9 +37,9 @@ describe('the examples of docs/policy.md', function () {
   });
 
   it('are quoted from src/policy/contract/examples.ts, each once', function () {
-    const docs = readFileSync(DOCS, 'utf8');
+    const docs = readDocs();
     const expected = syncedDocs(docs);
-    if (process.env.WRITE_DOCS) writeFileSync(DOCS, expected);
+    if (process.env.WRITE_DOCS) writeFileSync(DOCS_URL, expected);
     else
       expect(docs, 'docs/policy.md differs from src/policy/contract/examples.ts (WRITE_DOCS=1 rewrites it)').to.equal(
         expected,
@@ -67,6 +68,12 @@ describe('the examples of docs/policy.md', function () {
         expect(outcome.decision, example.name).to.deep.equal(example.decision);
       });
     }
+  });
+
+  it('quote the document-sharing policies and data that test/authzen runs', function () {
+    expect(fencedAfter('<!-- sharing: rego -->', 'rego')).to.equal(SHARING_REGO.trimEnd());
+    expect(fencedAfter('<!-- sharing: cedar -->', 'cedar')).to.equal(SHARING_CEDAR.trimEnd());
+    expect(JSON.parse(fencedAfter('<!-- sharing: data -->', 'json'))).to.deep.equal(AUTHZEN_DATA);
   });
 
   it('include the input the console playground and the OpenAPI document start from', async function () {
