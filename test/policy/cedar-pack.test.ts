@@ -19,7 +19,7 @@ import {
   type PolicyRuleDoc,
 } from '../../src/policy/index.js';
 import { CEDAR_EXAMPLES } from '../../src/policy/seed.js';
-import { fencedAfter } from './docs.js';
+import { fencedAfter, readDocs } from './docs.js';
 import { putRule, ruleAt, eventually, startPolicyHarness, type PolicyHarness } from './support.js';
 
 const CEDAR_DIR = join(POLICY_PACK_DIR, CEDAR_EXAMPLES);
@@ -74,6 +74,15 @@ describe('the Cedar example pack', function () {
         policies: { staticPolicies: 'permit (principal, action, resource);' },
       });
       if (answer.type === 'failure') expect.fail(`${documented.name}: ${formatCedarErrors(answer.errors)}`);
+    }
+  });
+
+  it('leaves no Cedar policy of docs/policy.md that Cedar cannot parse', function () {
+    const blocks = [...readDocs().matchAll(/```cedar\n([\s\S]*?)\n```\n/g)].map((match) => match[1]);
+    expect(blocks.length).to.be.greaterThan(2);
+    for (const text of blocks) {
+      const parts = cedar.policySetTextToParts(text);
+      if (parts.type === 'failure') expect.fail(`${text}\n${formatCedarErrors(parts.errors, text)}`);
     }
   });
 
