@@ -74,7 +74,8 @@ export type IntrospectionCallerInput = Declared<FromSchema<typeof schemas.INTROS
 /** `register`: the registration request. */
 export type RegistrationInput = Declared<FromSchema<typeof schemas.REGISTRATION_SCHEMA>>;
 
-export type SoftwareStatementInput = NonNullable<RegistrationInput['software_statement']>;
+/** A software statement: `verified` when its signature checked out against the issuer's JWKS; its decoded claims. */
+export type SoftwareStatementInput = NonNullable<Declared<FromSchema<typeof schemas.SOFTWARE_STATEMENT_SCHEMA>>>;
 
 /** `access_evaluation`: the AuthZEN request body. */
 export type EvaluationInput = Declared<FromSchema<typeof schemas.EVALUATION_SCHEMA>>;
