@@ -172,7 +172,7 @@ async function main(): Promise<void> {
     // The sharing policy and its data, in force before anything is measured.
     const data = await server.admin('PUT', '/policy-data/by-key?dataKey=authzen', { dataKey: 'authzen', payload: JSON.stringify(AUTHZEN_DATA) });
     if (data.status !== 200 && data.status !== 201) throw new Error(`policy data not saved: ${data.status} ${JSON.stringify(data.body)}`);
-    const path = 'arbiter/access_evaluation.rego';
+    const path = 'arbiter/access_evaluation/access_evaluation.rego';
     const rule = await server.admin('PUT', `/policy-rules/by-path?path=${encodeURIComponent(path)}`, { version: null, kind: 'rego', path, content: SHARING_REGO });
     if (rule.status !== 200) throw new Error(`policy rule not saved: ${rule.status} ${JSON.stringify(rule.body)}`);
     await policyInForce(server);

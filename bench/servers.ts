@@ -76,7 +76,7 @@ export async function startArbiter(clients: BenchClients): Promise<Target & { tt
     const records = [
       { clientId: clients.machine.id, clientType: 'confidential', clientSecret: hash(clients.machine.secret), scopes: ['read', 'introspection'] },
       { clientId: clients.keyed.id, clientType: 'confidential', tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [clients.keyed.publicJwk] }, scopes: ['read'] },
-      // Entitled to introspect (policies/arbiter/introspect.rego: granted resource urn:as:introspect).
+      // Entitled to introspect (policies/arbiter/introspect/introspect.rego: granted resource urn:as:introspect).
       { clientId: clients.resourceServer.id, clientType: 'confidential', clientSecret: hash(clients.resourceServer.secret), grantedResources: [{ type: 'urn:as:introspect', scopes: ['introspection'] }] },
       { clientId: clients.web.id, clientType: 'confidential', clientSecret: hash(clients.web.secret), redirectUris: [REDIRECT_URI], scopes: ['openid', 'profile', 'email'] },
     ];

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import { SORTABLE_FIELDS, type AuditPage } from '../audit/index.js';
 import type { AuditFields } from '../audit/log.js';
 import { DECISION_POINTS, RESULT_SCHEMA } from '../policy/index.js';
-import { CLIENT_CREDENTIALS_TOKEN_INPUT } from '../policy/examples.js';
+import { CLIENT_CREDENTIALS_TOKEN_INPUT } from '../policy/contract/examples.js';
 import { MAX_PAGE_SIZE } from './audit-routes.js';
 import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
 import { PLAYGROUND_BODY } from './decisions.js';

@@ -7,9 +7,9 @@
  * - One applies → its decision.
  * - Neither → no decision: fail closed with engineError.
  */
-import { ENGINE_FAILURE_ERROR, type Decision, type DecisionInput, type DecisionOutcome, type DecisionPoint, type EngineVerdict } from './contract.js';
-import type { CedarOutputs, CedarVerdict } from './cedar-driver.js';
-import type { RegoVerdict } from './opa-driver.js';
+import { ENGINE_FAILURE_ERROR, type Decision, type DecisionInput, type DecisionOutcome, type DecisionPoint, type EngineVerdict } from './contract/types.js';
+import type { CedarOutputs, CedarVerdict } from './cedar/driver.js';
+import type { RegoVerdict } from './opa/driver.js';
 
 export function combine(point: DecisionPoint, input: DecisionInput, rego: RegoVerdict, cedarVerdict: CedarVerdict): DecisionOutcome {
   const engines = {

@@ -2,16 +2,16 @@
  * The policy layer: every decision of the service goes through `PolicyEngine.decide`.
  * The contract (inputs per decision point, result) is documented in docs/policy.md.
  */
-export * from './contract.js';
+export * from './contract/types.js';
 export { createPolicyEngine, waitUntilReady, type PolicyEngine, type PolicyEngineOptions, type RunningPolicyEngine } from './engine.js';
 export { seedDefaultPolicies, readPolicyPack, POLICY_PACK_DIR, type PolicyPack } from './seed.js';
-export { requestInput, withoutCredentials, type RequestInputParts } from './request-input.js';
-export { inputSchema, RESULT_SCHEMA, checkInput, checkResult } from './schemas.js';
-export { BUNDLE_PATH } from './bundle-route.js';
-export { dataEntryProblem, DATA_KEY_PATTERN } from './data-tree.js';
+export { requestInput, withoutCredentials, type RequestInputParts } from './contract/request-input.js';
+export { inputSchema, RESULT_SCHEMA, checkInput, checkResult } from './contract/schemas.js';
+export { BUNDLE_PATH } from './bundle/route.js';
+export { dataEntryProblem, DATA_KEY_PATTERN } from './bundle/data-tree.js';
 export { isBundled, POLICY_DATA, POLICY_RULES, type PolicyDataDoc, type PolicyRuleDoc } from './records.js';
-export { CEDAR_ENTITIES_DATA_KEY } from './cedar-driver.js';
-export type { RuleKind } from './validate-rule.js';
-export type { BundleChange } from './validate-bundle.js';
+export { CEDAR_ENTITIES_DATA_KEY } from './cedar/driver.js';
+export type { RuleKind } from './bundle/validate-rule.js';
+export type { BundleChange } from './bundle/validate.js';
 export type { DecisionExplanation, RuleHit } from './explain.js';
-export { splitShared, joinShared, isSharedPart, type SharedPart } from './shared-part.js';
+export { splitShared, joinShared, isSharedPart, type SharedPart } from './contract/shared-part.js';

@@ -6,7 +6,7 @@ export interface PolicyRuleDoc extends StoredDoc {
   id: number;
   version: string | null;
   kind: 'rego' | 'cedar';
-  /** File path inside the bundle, e.g. "arbiter/token.rego". */
+  /** File path inside the bundle, e.g. "arbiter/token/token.rego". */
   path: string;
   content: string;
   enabled: boolean;

@@ -14,6 +14,9 @@ import { POLICY_DATA, POLICY_RULES, type PolicyDataDoc, type PolicyRuleDoc } fro
 
 export const POLICY_PACK_DIR = projectPath('policies');
 
+/** The Cedar example pack and its schema, inside the pack folder (docs/policy.md, "Cedar"). */
+export const CEDAR_EXAMPLES = 'cedar/';
+
 export interface PolicyPack {
   rules: { kind: 'rego' | 'cedar'; path: string; content: string }[];
   data: { dataKey: string; payload: string }[];
@@ -21,13 +24,14 @@ export interface PolicyPack {
 
 /**
  * Reads a pack laid out like a bundle: rule files at their bundle path, data in
- * <key/as/folders>/data.json. Test files (*_test.rego) stay out: they are for `opa test`.
+ * <key/as/folders>/data.json. Test files (*_test.rego) stay out: they are for `opa test`; so
+ * does the Cedar example pack (cedar/): Cedar beside the Rego pack is an operator's choice.
  */
 export async function readPolicyPack(dir = POLICY_PACK_DIR): Promise<PolicyPack> {
   const pack: PolicyPack = { rules: [], data: [] };
   for (const file of await filesUnder(dir)) {
     const path = relative(dir, file).split(sep).join('/');
-    if (path.endsWith('_test.rego')) continue;
+    if (path.endsWith('_test.rego') || path.startsWith(CEDAR_EXAMPLES)) continue;
     if (path.endsWith('.rego') || path.endsWith('.cedar')) {
       pack.rules.push({ kind: path.endsWith('.rego') ? 'rego' : 'cedar', path, content: await readFile(file, 'utf8') });
     } else if (path.endsWith('/data.json')) {

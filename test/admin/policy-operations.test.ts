@@ -233,13 +233,13 @@ describe('Admin API policy operations', function () {
   });
 
   describe('a rule change through the Admin API', function () {
-    it('reaches live decisions at the next poll: disabling arbiter/token.rego fails /token closed, re-enabling restores it', async function () {
+    it('reaches live decisions at the next poll: disabling arbiter/token/token.rego fails /token closed, re-enabling restores it', async function () {
       const secret = await confidentialClient(server, 'poll-machine', { scopes: ['read'] });
       const token = () => postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('poll-machine', secret) });
       const before = await token();
       expect(before.status, JSON.stringify(before.body)).to.equal(200);
 
-      const [rule] = await rulesAt('arbiter/token.rego');
+      const [rule] = await rulesAt('arbiter/token/token.rego');
       expect(rule, 'the seeded token rule').to.be.an('object');
       const put = (enabled: boolean) => server.admin('PUT', `/policy-rules/${rule.id}`, { ...ruleBody(rule), enabled });
 

@@ -21,7 +21,7 @@ describe('AuthZEN Authorization API', function () {
     await confidentialClient(server, 'stranger', { scopes: ['openid'] });
     const data = await server.admin('PUT', '/policy-data/by-key?dataKey=authzen', { dataKey: 'authzen', payload: JSON.stringify(AUTHZEN_DATA) });
     expect(data.status, JSON.stringify(data.body)).to.be.oneOf([200, 201]);
-    const rule = await server.admin('PUT', `/policy-rules/by-path?path=${encodeURIComponent('arbiter/access_evaluation.rego')}`, { version: null, kind: 'rego', path: 'arbiter/access_evaluation.rego', content: SHARING_REGO });
+    const rule = await server.admin('PUT', `/policy-rules/by-path?path=${encodeURIComponent('arbiter/access_evaluation/access_evaluation.rego')}`, { version: null, kind: 'rego', path: 'arbiter/access_evaluation/access_evaluation.rego', content: SHARING_REGO });
     expect(rule.status, JSON.stringify(rule.body)).to.equal(200);
     await policyInForce(server);
   });
@@ -281,7 +281,7 @@ describe('AuthZEN Authorization API', function () {
   describe('under Cedar', function () {
     before(async function () {
       const rules = (await server.admin('GET', '/policy-rules')).body as any[];
-      const rego = rules.find((rule) => rule.path === 'arbiter/access_evaluation.rego');
+      const rego = rules.find((rule) => rule.path === 'arbiter/access_evaluation/access_evaluation.rego');
       const disabled = await server.admin('PUT', `/policy-rules/${rego.id}`, { version: rego.version ?? null, kind: 'rego', path: rego.path, content: rego.content, enabled: false });
       expect(disabled.status, JSON.stringify(disabled.body)).to.equal(200);
       const cedar = await server.admin('POST', '/policy-rules', { version: null, kind: 'cedar', path: 'sharing.cedar', content: SHARING_CEDAR });

@@ -225,7 +225,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
     rsSecret = await confidentialClient(server, RS, { scopes: ['introspection'] });
     const api = await server.admin('POST', '/resource-servers', { resourceIndicator: REGISTERED_API, name: 'Invariant API' });
     expect(api.status, show(api.body)).to.equal(201);
-    for (const [path, content] of [['arbiter/authorize.rego', AUTHORIZE_REGO], ['arbiter/token.rego', TOKEN_REGO]]) {
+    for (const [path, content] of [['arbiter/authorize/authorize.rego', AUTHORIZE_REGO], ['arbiter/token/token.rego', TOKEN_REGO]]) {
       const saved = await server.admin('PUT', `/policy-rules/by-path?path=${encodeURIComponent(path)}`, { version: null, kind: 'rego', path, content });
       expect(saved.status, show(saved.body)).to.be.oneOf([200, 201]);
     }

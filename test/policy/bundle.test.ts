@@ -1,9 +1,9 @@
 import { gunzipSync } from 'node:zlib';
 import { expect } from 'chai';
 import { extract } from 'tar-stream';
-import { bundleMiddleware } from '../../src/policy/bundle-route.js';
+import { bundleMiddleware } from '../../src/policy/bundle/route.js';
 import { POLICY_DATA, readPolicyPack, seedDefaultPolicies } from '../../src/policy/index.js';
-import { PolicySnapshots } from '../../src/policy/snapshots.js';
+import { PolicySnapshots } from '../../src/policy/bundle/snapshots.js';
 import { openArbiterStore as openStore } from '../../src/collections.js';
 import type { Store } from '../../src/store/index.js';
 import { BUNDLE_TOKEN, log, putData, putRule, ruleAt, startBundleServer, type BundleServer } from './support.js';
@@ -129,7 +129,7 @@ describe('policy bundle endpoint', function () {
 
   it('changes revision and ETag exactly when a bundled rule or data entry changes', async function () {
     const first = await currentEtag();
-    const rule = await ruleAt(store, 'arbiter/introspect.rego');
+    const rule = await ruleAt(store, 'arbiter/introspect/introspect.rego');
     const edited = await putRule(store, { ...rule, content: `${rule.content}\n# edited\n` });
     const second = await currentEtag();
     expect(second).to.not.equal(first);
@@ -138,7 +138,7 @@ describe('policy bundle endpoint', function () {
     expect(third).to.not.equal(second);
     await putRule(store, { ...edited, enabled: false });
     expect(await currentEtag()).to.not.equal(third);
-    expect((await currentFiles()).has('arbiter/introspect.rego')).to.equal(false);
+    expect((await currentFiles()).has('arbiter/introspect/introspect.rego')).to.equal(false);
     await putRule(store, { ...edited, enabled: true });
     expect(await currentEtag(), 'same content, same revision').to.equal(third);
     await putRule(store, rule);

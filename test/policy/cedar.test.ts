@@ -1,7 +1,7 @@
 /** The Cedar driver on its own (real cedar-wasm): mapping, entities from data, applicability, outputs. */
 import { expect } from 'chai';
-import { snapshotOf } from '../../src/policy/bundle.js';
-import { CedarDriver } from '../../src/policy/cedar-driver.js';
+import { snapshotOf } from '../../src/policy/bundle/build.js';
+import { CedarDriver } from '../../src/policy/cedar/driver.js';
 import type { PolicyDataDoc, PolicyRuleDoc } from '../../src/policy/index.js';
 import { evaluationInput, clientCredentialsInput } from './inputs.js';
 import { confidentialClient, publicClient } from './support.js';

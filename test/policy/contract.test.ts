@@ -83,11 +83,11 @@ describe('default policy pack seed', function () {
       const data = await store.collection(POLICY_DATA, DEFAULT_TENANT).find({});
       expect(data.map((entry) => entry.dataKey)).to.deep.equal(['oauth']);
 
-      const introspect = await store.collection<PolicyRuleDoc>(POLICY_RULES, DEFAULT_TENANT).findOne({ path: 'arbiter/introspect.rego' });
+      const introspect = await store.collection<PolicyRuleDoc>(POLICY_RULES, DEFAULT_TENANT).findOne({ path: 'arbiter/introspect/introspect.rego' });
       await putRule(store, { ...(introspect as PolicyRuleDoc), enabled: false });
       await seedDefaultPolicies(store, log);
       expect(await store.collection(POLICY_RULES, DEFAULT_TENANT).count({})).to.equal(rules.length);
-      expect((await store.collection(POLICY_RULES, DEFAULT_TENANT).findOne({ path: 'arbiter/introspect.rego' }))?.enabled).to.equal(false);
+      expect((await store.collection(POLICY_RULES, DEFAULT_TENANT).findOne({ path: 'arbiter/introspect/introspect.rego' }))?.enabled).to.equal(false);
     } finally {
       await store.close();
     }

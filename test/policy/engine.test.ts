@@ -162,7 +162,7 @@ describe('policy engine with a managed OPA', function () {
 
   describe('policy changes', function () {
     it('take effect at the next poll when a rule is replaced, without restart', async function () {
-      const original = await ruleAt(harness.store, 'arbiter/introspect.rego');
+      const original = await ruleAt(harness.store, 'arbiter/introspect/introspect.rego');
       const input = introspectInput(['introspection']);
       await putRule(harness.store, {
         ...original,
@@ -174,7 +174,7 @@ describe('policy engine with a managed OPA', function () {
     });
 
     it('take effect when a rule is disabled: with no decision left, requests fail closed', async function () {
-      const original = await ruleAt(harness.store, 'arbiter/delegation.rego');
+      const original = await ruleAt(harness.store, 'arbiter/delegation/delegation.rego');
       await putRule(harness.store, { ...original, enabled: false });
       const outcome = await decidesEventually('delegation', delegationInput(alice, ['view']), (result) => expect(result.engineError).to.be.a('string'));
       expect(outcome.engineError).to.match(/no policy decision for delegation/);
@@ -204,7 +204,7 @@ when { resource has classification && resource.classification == "public" };
 
     after(async function () {
       await putRule(harness.store, { ...(await ruleAt(harness.store, 'arbiter/documents.cedar')), enabled: false });
-      await putRule(harness.store, { ...(await ruleAt(harness.store, 'arbiter/access_evaluation.rego')), enabled: true });
+      await putRule(harness.store, { ...(await ruleAt(harness.store, 'arbiter/access_evaluation/access_evaluation.rego')), enabled: true });
     });
 
     it('forbids what Rego allows: a deny from either engine wins', async function () {
@@ -222,7 +222,7 @@ when { resource has classification && resource.classification == "public" };
     });
 
     it('decides alone once the Rego rule for the point is disabled', async function () {
-      await putRule(harness.store, { ...(await ruleAt(harness.store, 'arbiter/access_evaluation.rego')), enabled: false });
+      await putRule(harness.store, { ...(await ruleAt(harness.store, 'arbiter/access_evaluation/access_evaluation.rego')), enabled: false });
       const publicDoc = { id: 'doc-2', properties: { owner: 'alice', classification: 'public' } };
       const allowed = await decidesEventually('access_evaluation', evaluationInput('bob', 'read', publicDoc), ({ engines }) => expect(engines?.rego).to.equal('none'));
       expect(allowed.decision).to.deep.equal({ allow: true, obligations: { watermark: true } });

@@ -5,8 +5,8 @@
  */
 import { expect } from 'chai';
 import { ENGINE_FAILURE_ERROR, waitUntilReady } from '../../src/policy/index.js';
-import { resolveOpaBinary } from '../../src/policy/opa-binary.js';
-import { ManagedOpa } from '../../src/policy/opa-process.js';
+import { resolveOpaBinary } from '../../src/policy/opa/binary.js';
+import { ManagedOpa } from '../../src/policy/opa/process.js';
 import { authorizeInput, delegationInput, evaluationInput } from './inputs.js';
 import { alice, BUNDLE_TOKEN, eventually, freePort, log, putRule, ruleAt, startPolicyHarness, type PolicyHarness } from './support.js';
 
@@ -74,7 +74,7 @@ describe('policy engine with an external OPA (OPA_URL)', function () {
   });
 
   it('fails closed when OPA does not answer within POLICY_DECISION_TIMEOUT_MS', async function () {
-    const original = await ruleAt(harness.store, 'arbiter/delegation.rego');
+    const original = await ruleAt(harness.store, 'arbiter/delegation/delegation.rego');
     const slow = 'package arbiter.delegation\n\n# Millions of iterations: far beyond the 500 ms decision timeout.\ndecision := {"allow": count([1 | some i in numbers.range(1, 2500); some j in numbers.range(1, 2500)]) > 0}\n';
     await putRule(harness.store, { ...original, content: slow });
     try {

@@ -162,7 +162,7 @@ describe('Rego evaluated in process', function () {
   });
 
   it('compiles a bundle that lacks a decision point, and leaves that point to OPA', async function () {
-    const rule = await ruleAt(harness.store, 'arbiter/delegation.rego');
+    const rule = await ruleAt(harness.store, 'arbiter/delegation/delegation.rego');
     await withRule({ ...rule, enabled: false }, rule, async () => {
       const opa = await handedToOpa('delegation', delegationInput(alice, ['view']));
       expect(opa.engineError).to.match(/no policy decision for delegation/);
@@ -170,7 +170,7 @@ describe('Rego evaluated in process', function () {
   });
 
   describe('a revision that uses a builtin the in-process evaluator implements differently (sprintf)', function () {
-    const path = 'arbiter/introspect.rego';
+    const path = 'arbiter/introspect/introspect.rego';
     let original: string;
 
     before(async function () {

@@ -5,7 +5,7 @@ import { startTestServer, type TestServer } from '../support/server.js';
 import { putData } from './support.js';
 
 /**
- * A policy change reaches the managed OPA by HTTP long polling (src/policy/bundle-route.ts): the
+ * A policy change reaches the managed OPA by HTTP long polling (src/policy/bundle/route.ts): the
  * bundle endpoint answers OPA's held request as soon as the store's revision moves. The server
  * polls only every 30 s here, so a change in force within seconds can only be long polling's work.
  */

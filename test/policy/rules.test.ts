@@ -1,7 +1,7 @@
 /** The Admin API's rule check: the engines' own parsers decide, and their messages are quoted. */
 import { expect } from 'chai';
-import { resolveOpaBinary } from '../../src/policy/opa-binary.js';
-import { validateRule } from '../../src/policy/validate-rule.js';
+import { resolveOpaBinary } from '../../src/policy/opa/binary.js';
+import { validateRule } from '../../src/policy/bundle/validate-rule.js';
 
 describe('policy rule validation', function () {
   const opa = resolveOpaBinary(null);

@@ -849,7 +849,7 @@ describe('UMA protection API, delegation store and UMA grant under hostile input
       expect(updated.status, JSON.stringify(updated.body)).to.equal(400);
     });
 
-    // policies/arbiter/delegation.rego: time.parse_rfc3339_ns fails outside 1677-09-21..2262-04-11
+    // policies/arbiter/delegation/delegation.rego: time.parse_rfc3339_ns fails outside 1677-09-21..2262-04-11
     // (int64 nanoseconds), the "expires_at must be in the future" rule is then undefined, and the
     // decision falls through to allow: a delegation already expired is created (201), or set (200).
     it('refuses an expires_at in the distant past (year 0001, 1600) as it refuses 2020', async function () {
@@ -862,7 +862,7 @@ describe('UMA protection API, delegation store and UMA grant under hostile input
       }
     });
 
-    // policies/arbiter/delegation.rego checks "the resource is not registered" before "revoke is
+    // policies/arbiter/delegation/delegation.rego checks "the resource is not registered" before "revoke is
     // always allowed": once the owner deletes the resource, DELETE /delegation/{id} is 400
     // invalid_request and the delegation stays active (and keeps reaching the grantee's decisions).
     it("lets the owner revoke a delegation whose resource was deleted", async function () {

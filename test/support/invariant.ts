@@ -76,14 +76,14 @@ decision := {
 }
 `;
 
-/** Replaces the default pack's arbiter/authorize.rego (upsert by path). */
+/** Replaces the default pack's arbiter/authorize/authorize.rego (upsert by path). */
 export const AUTHORIZE_REGO = `# Test policy (exact-grants invariant): a deterministic pseudo-random subset of what is asked.
 package arbiter.authorize
 
 seed := sprintf("authorize|%s", [object.get(input.request.parameters, "state", "")])
 ${COMMON}`;
 
-/** Replaces the default pack's arbiter/token.rego (upsert by path). */
+/** Replaces the default pack's arbiter/token/token.rego (upsert by path). */
 export const TOKEN_REGO = `# Test policy (exact-grants invariant): a deterministic pseudo-random subset of what is asked.
 package arbiter.token
 

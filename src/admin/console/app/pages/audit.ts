@@ -1,7 +1,7 @@
 import { api } from '../api.js';
 import { h, replace, say, statusLine, uniqueId } from '../dom.js';
 import { explainReplay, type Replay } from '../explain.js';
-import { isSharedPart, joinShared } from '../../../../policy/shared-part.js';
+import { isSharedPart, joinShared } from '../../../../policy/contract/shared-part.js';
 import { openInPlayground } from './playground.js';
 
 interface AuditEntry {

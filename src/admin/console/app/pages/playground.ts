@@ -1,10 +1,10 @@
-import { DECISION_POINTS } from '../../../../policy/contract.js';
+import { DECISION_POINTS } from '../../../../policy/contract/types.js';
 import { ApiError, api } from '../api.js';
 import { h, replace, say, statusLine } from '../dom.js';
 import { explainDecision, type DecisionAnswer } from '../explain.js';
 import { session } from '../session.js';
 // A starting input the token point accepts; "Why?" in the audit log opens real ones here.
-import { CLIENT_CREDENTIALS_TOKEN_INPUT } from '../../../../policy/examples.js';
+import { CLIENT_CREDENTIALS_TOKEN_INPUT } from '../../../../policy/contract/examples.js';
 
 /** An input handed over by another page ("try this audited input"), shown once by the next playground. */
 let draft: { point: string; input: unknown } | undefined;

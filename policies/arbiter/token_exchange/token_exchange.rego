@@ -1,0 +1,116 @@
+package arbiter.token_exchange
+
+import data.arbiter.lib
+
+access_token_type := "urn:ietf:params:oauth:token-type:access_token"
+
+id_token_type := "urn:ietf:params:oauth:token-type:id_token"
+
+# METADATA
+# title: POST /token, token exchange (RFC 8693)
+# description: |
+#   grant_type urn:ietf:params:oauth:grant-type:token-exchange.
+# scope: document
+# entrypoint: true
+default decision := {"allow": false, "error": "invalid_grant", "error_description": "token exchange is not allowed"}
+
+decision := lib.deny("unauthorized_client", "token exchange requires a confidential client") if {
+	not lib.is_confidential(input.client)
+} else := token_refusal if {
+	token_refusal
+} else := actor_refusal if {
+	actor_refusal
+} else := lib.deny("invalid_grant", "requested scope exceeds the subject token's scopes") if {
+	input.subject_token.token_type == access_token_type
+	count(requested - subject_scopes) > 0
+} else := lib.details_denial(unknown_details) if {
+	count(unknown_details) > 0
+} else := lib.no_scope_denial if {
+	lib.nothing_grantable(requested, granted, input.request.authorization_details)
+} else := lib.allow_with(granted, input.request, lib.resource_types) if {
+	input.subject_token.token_type in {access_token_type, id_token_type}
+}
+
+# The first reason, in this order, why the tokens cannot be exchanged at all.
+token_refusal := lib.deny("invalid_grant", concat("", [
+	"untrusted_token_issuer: ",
+	lib.shown(object.get(input.subject_token, "iss", null)),
+	" is not a trusted issuer",
+])) if {
+	# Before `active`: an untrusted issuer's token is never verified, so it is never active.
+	input.subject_token.token_type == id_token_type
+	not issuer_trusted
+} else := lib.deny("invalid_grant", "the subject token is not active") if {
+	not input.subject_token.active
+} else := lib.deny("invalid_grant", "the actor token is not active") if {
+	is_object(input.actor_token)
+	not input.actor_token.active
+} else := lib.deny("invalid_grant", concat("", [
+	"the subject token was issued to another client: a client exchanges its own tokens, ",
+	"or another client's when the token's may_act names it or its subject delegated to it",
+])) if {
+	input.subject_token.token_type == access_token_type
+	not subject_token_exchangeable
+}
+
+# Why the actor may not act: not the requesting client's token, or not the one may_act names.
+actor_refusal := lib.deny(
+	"invalid_grant",
+	"the actor token was issued to another client: a client acts with its own token",
+) if {
+	is_object(input.actor_token)
+	input.actor_token.token_type == access_token_type
+	input.actor_token.client_id != input.client.client_id
+} else := lib.deny(
+	"invalid_grant",
+	"the actor may not act for the subject (the subject token's may_act names another party)",
+) if {
+	is_object(input.actor_token)
+	is_object(object.get(input.subject_token, "may_act", null))
+	not may_act_allows
+}
+
+issuer_trusted if lib.trusted_issuer(input.subject_token.iss, "token_exchange", lib.trusted_issuers)
+
+requested := {scope | some scope in input.request.scopes}
+
+unknown_details := lib.unknown_detail_types(input.request.authorization_details, lib.resource_types, lib.rar_only_types)
+
+target := lib.target_type(input.request, lib.resource_types)
+
+subject_scopes := {scope | some scope in input.subject_token.scopes}
+
+# The subject token's scopes that were asked for (all of them when none was).
+passed_on := lib.scopes_granted(requested, subject_scopes, subject_scopes)
+
+# An access token passes on (a subset of) its own scopes; an external ID token carries none,
+# so the client's own allowance applies.
+granted := lib.within_ceiling(passed_on, target, lib.resource_types) if {
+	input.subject_token.token_type == access_token_type
+} else := lib.scopes_granted(requested, allowed, allowed)
+
+allowed := lib.client_allowed_scopes(input.client, target, lib.resource_types)
+
+# RFC 8693 §4.4: a subject token's may_act names who may act for its subject (by sub or client_id).
+actor_identities := {identity |
+	some identity in [object.get(input.actor_token, "sub", null), object.get(input.actor_token, "client_id", null)]
+	is_string(identity)
+}
+
+may_act_allows if input.subject_token.may_act.sub in actor_identities
+
+may_act_allows if input.subject_token.may_act.client_id in actor_identities
+
+# RFC 8693 §1, RFC 9449: an access token is exchanged by the client it was issued to. Another
+# client (a resource server that received it, say) may exchange it only when the token's may_act
+# names that client, or the token's user delegated to that client (an active delegation).
+subject_token_exchangeable if input.subject_token.client_id == input.client.client_id
+
+subject_token_exchangeable if input.subject_token.may_act.client_id == input.client.client_id
+
+subject_token_exchangeable if {
+	is_string(input.subject_token.sub)
+	some grant in object.get(input, "delegations", [])
+	grant.grantee_client_id == input.client.client_id
+	grant.owner.sub == input.subject_token.sub
+}

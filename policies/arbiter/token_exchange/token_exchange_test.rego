@@ -1,0 +1,173 @@
+package arbiter.token_exchange_test
+
+import data.arbiter.fixtures_test as f
+import data.arbiter.token_exchange
+
+exchange_type := "urn:ietf:params:oauth:grant-type:token-exchange"
+
+access_token := {
+	"token_type": "urn:ietf:params:oauth:token-type:access_token",
+	"active": true,
+	"iss": "http://localhost:9000",
+	"sub": "alice",
+	"client_id": "billing-service",
+	"scopes": ["invoices.read", "openid"],
+	"resource": null,
+	"exp": 1893456000,
+}
+
+id_token := object.union(access_token, {
+	"token_type": "urn:ietf:params:oauth:token-type:id_token",
+	"iss": "https://idp.example",
+	"client_id": null,
+	"scopes": [],
+})
+
+exchange(client, subject_token, overrides) := object.union(
+	f.input_with(client, f.alice, object.union({"grant_type": exchange_type}, overrides)),
+	{"subject_token": subject_token},
+)
+
+test_subset_of_subject_token_scopes_is_granted if {
+	d := token_exchange.decision with input as exchange(f.confidential_client, access_token, {"scopes": ["invoices.read"]})
+	d.allow
+	d.scopes == ["invoices.read"]
+}
+
+test_scope_beyond_subject_token_is_invalid_grant if {
+	asked := exchange(f.confidential_client, access_token, {"scopes": ["invoices.write"]})
+	d := token_exchange.decision with input as asked
+	not d.allow
+	d.error == "invalid_grant"
+}
+
+test_public_client_is_refused if {
+	d := token_exchange.decision with input as exchange(f.public_client, access_token, {})
+	d.error == "unauthorized_client"
+}
+
+test_inactive_subject_token_is_refused if {
+	asked := exchange(f.confidential_client, object.union(access_token, {"active": false}), {})
+	d := token_exchange.decision with input as asked
+	d.error == "invalid_grant"
+}
+
+test_id_token_from_untrusted_issuer_is_refused if {
+	d := token_exchange.decision with input as exchange(f.confidential_client, id_token, {})
+	not d.allow
+	startswith(d.error_description, "untrusted_token_issuer")
+}
+
+test_id_token_from_trusted_issuer_gets_client_scopes if {
+	issuers := {"https://idp.example": {"jwks_uri": "https://idp.example/jwks"}}
+	asked := exchange(f.confidential_client, id_token, {})
+	d := token_exchange.decision with input as asked with data.oauth.trusted_issuers as issuers
+	d.allow
+	d.scopes == ["invoices.read", "invoices.write"]
+}
+
+test_issuer_trusted_only_for_statements_is_refused if {
+	issuers := {"https://idp.example": {"uses": ["software_statement"]}}
+	asked := exchange(f.confidential_client, id_token, {})
+	d := token_exchange.decision with input as asked with data.oauth.trusted_issuers as issuers
+	not d.allow
+}
+
+test_id_token_without_issuer_is_refused if {
+	no_issuer := object.remove(id_token, ["iss"])
+	asked := exchange(f.confidential_client, no_issuer, {})
+	d := token_exchange.decision with input as asked with data.oauth.trusted_issuers as {"https://idp.example": {}}
+	not d.allow
+}
+
+test_unverified_id_token_from_untrusted_issuer_names_the_issuer if {
+	unverified := object.union(id_token, {"active": false})
+	d := token_exchange.decision with input as exchange(f.confidential_client, unverified, {})
+	not d.allow
+	startswith(d.error_description, "untrusted_token_issuer")
+}
+
+actor_token := object.union(access_token, {"sub": null, "client_id": "billing-service"})
+
+with_actor(subject_token, actor) := object.union(
+	exchange(f.confidential_client, subject_token, {"scopes": ["invoices.read"]}),
+	{"actor_token": actor},
+)
+
+test_an_actor_is_allowed_without_may_act if {
+	d := token_exchange.decision with input as with_actor(access_token, actor_token)
+	d.allow
+}
+
+test_may_act_naming_the_actor_allows if {
+	asked := with_actor(object.union(access_token, {"may_act": {"sub": "billing-service"}}), actor_token)
+	d := token_exchange.decision with input as asked
+	d.allow
+}
+
+test_may_act_naming_another_party_denies if {
+	asked := with_actor(object.union(access_token, {"may_act": {"sub": "someone-else"}}), actor_token)
+	d := token_exchange.decision with input as asked
+	not d.allow
+	d.error == "invalid_grant"
+	contains(d.error_description, "may_act")
+}
+
+test_an_inactive_actor_token_denies if {
+	d := token_exchange.decision with input as with_actor(access_token, object.union(actor_token, {"active": false}))
+	not d.allow
+	contains(d.error_description, "actor token")
+}
+
+# --- whose token may be exchanged (RFC 8693 §1, RFC 9449) ------------------------------------
+
+another_clients_token := object.union(access_token, {"client_id": "spa"})
+
+delegation_from(owner, grantee) := {
+	"delegation_id": "d1", "grantee_type": "client", "grantee_subject_id": null, "grantee_client_id": grantee,
+	"resource_id": "r1", "scopes": ["read"], "expires_at": null, "owner": {"sub": owner, "client_id": null},
+}
+
+test_another_clients_token_is_refused if {
+	asked := exchange(f.confidential_client, another_clients_token, {"scopes": ["invoices.read"]})
+	d := token_exchange.decision with input as asked
+	not d.allow
+	d.error == "invalid_grant"
+	contains(d.error_description, "issued to another client")
+}
+
+test_another_clients_token_whose_may_act_names_the_client_is_exchanged if {
+	named := object.union(another_clients_token, {"may_act": {"client_id": "billing-service"}})
+	d := token_exchange.decision with input as exchange(f.confidential_client, named, {"scopes": ["invoices.read"]})
+	d.allow
+}
+
+# billing-service exchanges spa's token of alice, with one delegation in the input.
+exchange_delegated_by(grant) := object.union(
+	exchange(f.confidential_client, another_clients_token, {"scopes": ["invoices.read"]}),
+	{"delegations": [grant]},
+)
+
+test_another_clients_token_of_a_user_who_delegated_to_the_client_is_exchanged if {
+	delegated := exchange_delegated_by(delegation_from("alice", "billing-service"))
+	d := token_exchange.decision with input as delegated
+	d.allow
+}
+
+test_a_delegation_from_another_user_does_not_count if {
+	delegated := exchange_delegated_by(delegation_from("bob", "billing-service"))
+	d := token_exchange.decision with input as delegated
+	not d.allow
+}
+
+test_a_delegation_to_another_client_does_not_count if {
+	delegated := exchange_delegated_by(delegation_from("alice", "spa"))
+	d := token_exchange.decision with input as delegated
+	not d.allow
+}
+
+test_an_actor_token_of_another_client_is_refused if {
+	d := token_exchange.decision with input as with_actor(access_token, object.union(actor_token, {"client_id": "spa"}))
+	not d.allow
+	contains(d.error_description, "actor token was issued to another client")
+}

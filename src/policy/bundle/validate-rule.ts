@@ -1,0 +1,73 @@
+/**
+ * The Admin API's check of a policy rule before it is stored: a rule that would break the
+ * bundle (or the Cedar policy set) is refused with the engine's own parse error.
+ */
+import { mkdir, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { DECISION_ROOT, bundlePathProblem } from './build.js';
+import { cedar, formatCedarErrors } from '../cedar/wasm.js';
+import { inScratchDirectory, opaMessage, runOpa } from '../opa/binary.js';
+
+export type RuleKind = 'rego' | 'cedar';
+
+/** Null when the rule is valid, else a message for the 400 response. */
+/** Another Rego rule the candidate is compiled with (the bundle's other files). */
+export interface CompanionRule {
+  path: string;
+  content: string;
+}
+
+/** Null when the rule is valid, else a message for the 400 response. */
+export async function validateRule(opaBinary: string, kind: RuleKind, path: string, content: string, companions: CompanionRule[] = []): Promise<string | null> {
+  if (kind !== 'rego' && kind !== 'cedar') return 'kind must be rego or cedar';
+  const pathProblem = bundlePathProblem(kind, path);
+  if (pathProblem) return pathProblem;
+  return kind === 'cedar' ? validateCedar(content) : validateRego(opaBinary, path, content, companions);
+}
+
+function validateCedar(content: string): string | null {
+  const parts = cedar.policySetTextToParts(content);
+  if (parts.type === 'failure') return `Cedar parse error: ${formatCedarErrors(parts.errors, content)}`;
+  if (parts.policy_templates.length > 0) return 'Cedar templates are not supported: a rule holds static policies only';
+  const checked = cedar.checkParsePolicySet({ staticPolicies: content });
+  return checked.type === 'failure' ? `Cedar parse error: ${formatCedarErrors(checked.errors, content)}` : null;
+}
+
+/**
+ * `opa check` compiles the rule exactly as OPA will, next to the other bundled rules so that
+ * references to shared helpers resolve; a companion in the candidate's own package is left
+ * out (the candidate stands in for it, e.g. a versioned draft of a bundled decision).
+ * `opa parse` then tells the candidate's package.
+ */
+async function validateRego(opaBinary: string, path: string, content: string, companions: CompanionRule[]): Promise<string | null> {
+  try {
+    return await inScratchDirectory('arbiter-rule-', async (dir) => {
+      const candidatePackage = packageLine(content);
+      const others = companions.filter((rule) => packageLine(rule.content) !== candidatePackage);
+      for (const rule of [...others, { path, content }]) {
+        const file = join(dir, rule.path);
+        await mkdir(dirname(file), { recursive: true });
+        await writeFile(file, rule.content);
+      }
+      const checked = await runOpa(opaBinary, ['check', dir]);
+      if (checked.exitCode !== 0) return `Rego error: ${opaMessage(checked, dir)}`;
+      const parsed = await runOpa(opaBinary, ['parse', '--format', 'json', join(dir, path)]);
+      return packageProblem(parsed.stdout);
+    });
+  } catch (error) {
+    return `the rule could not be checked: ${(error as Error).message}`;
+  }
+}
+
+function packageLine(content: string): string | null {
+  return /^\s*package\s+([\w.]+)/m.exec(content)?.[1] ?? null;
+}
+
+function packageProblem(parseOutput: string): string | null {
+  const ast = JSON.parse(parseOutput) as { package?: { path?: { value: unknown }[] } };
+  const segments = (ast.package?.path ?? []).slice(1).map((term) => String(term.value));
+  if (segments[0] !== DECISION_ROOT) {
+    return `package ${segments.join('.') || '(none)'} is outside ${DECISION_ROOT}: rule files declare package ${DECISION_ROOT}.<decision point> (or ${DECISION_ROOT}.<anything> for helpers)`;
+  }
+  return null;
+}

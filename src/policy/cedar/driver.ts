@@ -1,0 +1,214 @@
+/**
+ * Cedar rules (kind "cedar"), evaluated in process with @cedar-policy/cedar-wasm.
+ *
+ * Cedar applies to a request when at least one bundled Cedar policy's action scope covers the
+ * request's action; it then decides (permit → allow, otherwise deny). Annotations of the
+ * determining policies carry outputs: @obligation_<name>("<value>"), @extension_<name>("<value>"),
+ * and on a forbid @error("<code>") / @error_description("<text>"). See docs/policy.md.
+ */
+import type { ActionConstraint, Annotations, EntityJson, EntityUidJson, TypeAndId } from '@cedar-policy/cedar-wasm/nodejs';
+import type { PolicySnapshot } from '../bundle/build.js';
+import { valueAt } from '../bundle/data-tree.js';
+import type { DecisionInput, DecisionPoint } from '../contract/types.js';
+import { cedarRequestFor, type CedarRequest } from './mapping.js';
+import { cedar, formatCedarErrors } from './wasm.js';
+
+/** Entities policies may reference (groups, roles, action groups) come from this data key. */
+export const CEDAR_ENTITIES_DATA_KEY = 'cedar.entities';
+
+export type CedarVerdict =
+  | { kind: 'none' }
+  | { kind: 'decided'; allow: boolean; policies: string[]; outputs: CedarOutputs; evaluationErrors: string[] }
+  | { kind: 'failed'; reason: string };
+
+export interface CedarOutputs {
+  obligations: Record<string, unknown>;
+  extensions: Record<string, unknown>;
+  error?: string;
+  error_description?: string;
+}
+
+interface CompiledPolicy {
+  annotations: Annotations;
+  action: ActionConstraint;
+  /** The policy's source, shown by the Admin decision playground. */
+  text: string;
+}
+
+interface CompiledSet {
+  id: string;
+  policies: Map<string, CompiledPolicy>;
+  entities: EntityJson[];
+}
+
+export class CedarDriver {
+  private compiled: { revision: string; set: CompiledSet | Error } | null = null;
+
+  evaluate(snapshot: PolicySnapshot, point: DecisionPoint, input: DecisionInput): CedarVerdict {
+    const set = this.compiledFor(snapshot);
+    if (set instanceof Error) return { kind: 'failed', reason: set.message };
+    if (set.policies.size === 0) return { kind: 'none' };
+    try {
+      const request = cedarRequestFor(point, input);
+      if (![...set.policies.values()].some((policy) => coversAction(policy.action, request.action, set.entities))) return { kind: 'none' };
+      return authorize(set, request);
+    } catch (error) {
+      return { kind: 'failed', reason: `Cedar evaluation failed: ${(error as Error).message}` };
+    }
+  }
+
+  /** The source of the named policies of the snapshot's set, for explaining a decision. */
+  policyTexts(snapshot: PolicySnapshot, ids: string[]): { id: string; text: string }[] {
+    const set = this.compiledFor(snapshot);
+    if (set instanceof Error) return [];
+    return ids.map((id) => ({ id, text: set.policies.get(id)?.text ?? '' }));
+  }
+
+  private compiledFor(snapshot: PolicySnapshot): CompiledSet | Error {
+    if (this.compiled?.revision !== snapshot.revision) {
+      this.compiled = { revision: snapshot.revision, set: compile(snapshot) };
+    }
+    return this.compiled.set;
+  }
+}
+
+/**
+ * Any part of the policy set that cannot be made into Cedar fails every decision closed rather
+ * than being skipped, since skipping a forbid (or the entity data that puts a principal in the
+ * group a forbid names) would silently widen access: a rule that does not parse or convert
+ * (one that bypassed the Admin API's check, or holds a template), a policy set Cedar refuses,
+ * and entity data under `cedar.entities` that is not a Cedar entities JSON array.
+ */
+function compile(snapshot: PolicySnapshot): CompiledSet | Error {
+  const policies = new Map<string, CompiledPolicy>();
+  const texts: Record<string, string> = {};
+  for (const rule of snapshot.rules.filter((candidate) => candidate.kind === 'cedar')) {
+    const parts = cedar.policySetTextToParts(rule.content);
+    if (parts.type === 'failure') return new Error(`Cedar rule ${rule.path} is invalid: ${formatCedarErrors(parts.errors, rule.content)}`);
+    if (parts.policy_templates.length > 0) return new Error(`Cedar rule ${rule.path} is invalid: it holds a template, which no rule can link`);
+    for (const [index, text] of parts.policies.entries()) {
+      const parsed = cedar.policyToJson(text);
+      if (parsed.type === 'failure') return new Error(`Cedar rule ${rule.path} is invalid: policy #${index} cannot be converted: ${formatCedarErrors(parsed.errors, text)}`);
+      const id = uniqueId(parsed.json.annotations?.id ?? `${rule.path}#${index}`, policies);
+      policies.set(id, { annotations: parsed.json.annotations ?? {}, action: parsed.json.action, text });
+      texts[id] = text;
+    }
+  }
+  const id = `arbiter-${snapshot.revision}`;
+  // Without Cedar policies nothing reads the entity data: a stray data key must not stop every decision.
+  if (policies.size === 0) return { id, policies, entities: [] };
+  const entities = dataEntities(snapshot);
+  if (entities instanceof Error) return entities;
+  const prepared = cedar.preparsePolicySet(id, { staticPolicies: texts });
+  if (prepared.type === 'failure') return new Error(`Cedar policy set is invalid: ${formatCedarErrors(prepared.errors)}`);
+  return { id, policies, entities };
+}
+
+function authorize(set: CompiledSet, request: CedarRequest): CedarVerdict {
+  const answer = cedar.statefulIsAuthorized({
+    principal: request.principal,
+    action: request.action,
+    resource: request.resource,
+    context: request.context,
+    preparsedPolicySetId: set.id,
+    entities: mergeEntities(set.entities, request.entities),
+  });
+  if (answer.type === 'failure') return { kind: 'failed', reason: `Cedar evaluation failed: ${formatCedarErrors(answer.errors)}` };
+  const { decision, diagnostics } = answer.response;
+  const determining = diagnostics.reason.map((id) => set.policies.get(id)).filter((policy): policy is CompiledPolicy => policy !== undefined);
+  return {
+    kind: 'decided',
+    allow: decision === 'allow',
+    policies: diagnostics.reason,
+    outputs: outputsOf(decision === 'allow', determining),
+    evaluationErrors: diagnostics.errors.map((error) => `${error.policyId}: ${error.error.message}`),
+  };
+}
+
+function outputsOf(allowed: boolean, determining: CompiledPolicy[]): CedarOutputs {
+  const outputs: CedarOutputs = { obligations: {}, extensions: {} };
+  for (const { annotations } of determining) {
+    for (const [name, value] of Object.entries(annotations)) {
+      if (name.startsWith('obligation_')) outputs.obligations[name.slice('obligation_'.length)] = annotationValue(value);
+      if (name.startsWith('extension_')) outputs.extensions[name.slice('extension_'.length)] = annotationValue(value);
+    }
+  }
+  if (!allowed) {
+    const explained = determining.find((policy) => policy.annotations.error);
+    outputs.error = explained?.annotations.error ?? 'access_denied';
+    outputs.error_description = explained?.annotations.error_description ?? (determining.length ? 'denied by a Cedar policy' : 'no Cedar policy permits this request');
+  }
+  return outputs;
+}
+
+/** Annotation values are strings; JSON in them ("true", "5", "{...}") is decoded. */
+function annotationValue(value: string): unknown {
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}
+
+function coversAction(scope: ActionConstraint, action: TypeAndId, entities: EntityJson[]): boolean {
+  if (scope.op === 'All') return true;
+  if (scope.op === '==') return 'entity' in scope && sameUid(scope.entity, action);
+  const groups = 'entities' in scope ? scope.entities : [scope.entity];
+  const lineage = [action, ...ancestorsOf(action, entities)];
+  return groups.some((group) => lineage.some((member) => sameUid(group, member)));
+}
+
+function ancestorsOf(uid: TypeAndId, entities: EntityJson[], seen = new Set<string>()): TypeAndId[] {
+  const entity = entities.find((candidate) => sameUid(candidate.uid, uid));
+  const parents = (entity?.parents ?? []).map(plainUid).filter((parent) => !seen.has(keyOf(parent)));
+  parents.forEach((parent) => seen.add(keyOf(parent)));
+  return parents.flatMap((parent) => [parent, ...ancestorsOf(parent, entities, seen)]);
+}
+
+/** Data entities give hierarchy (parents) and stored attributes; what the request knows about the same entity wins. */
+function mergeEntities(fromData: EntityJson[], fromRequest: EntityJson[]): EntityJson[] {
+  const merged = new Map(fromData.map((entity) => [keyOf(plainUid(entity.uid)), entity]));
+  for (const entity of fromRequest) {
+    const key = keyOf(plainUid(entity.uid));
+    const stored = merged.get(key);
+    merged.set(key, stored ? { ...stored, attrs: { ...stored.attrs, ...entity.attrs } } : entity);
+  }
+  return [...merged.values()];
+}
+
+/** The entities of policy data, as Cedar reads them; absent means none, anything Cedar cannot read is an Error. */
+function dataEntities(snapshot: PolicySnapshot): EntityJson[] | Error {
+  const entities = valueAt(snapshot.mergedData, CEDAR_ENTITIES_DATA_KEY);
+  if (entities === undefined) return [];
+  const problem = `Cedar entities in policy data ${CEDAR_ENTITIES_DATA_KEY} cannot be converted`;
+  if (!Array.isArray(entities)) return new Error(`${problem}: not a Cedar entities JSON array (got ${entities === null ? 'null' : typeof entities})`);
+  const checked = cedar.checkParseEntities({ entities: entities as EntityJson[] });
+  if (checked.type === 'failure') return new Error(`${problem}: ${formatCedarErrors(checked.errors)}`);
+  // Entities are looked up by uid (parents, merging with the request's); a second entry would silently drop the first.
+  const seen = new Set<string>();
+  for (const entity of entities as EntityJson[]) {
+    const uid = plainUid(entity.uid);
+    const key = keyOf(uid);
+    if (seen.has(key)) return new Error(`${problem}: the entity ${uid.type}::${JSON.stringify(uid.id)} appears twice`);
+    seen.add(key);
+  }
+  return entities as EntityJson[];
+}
+
+function plainUid(uid: EntityUidJson): TypeAndId {
+  return '__entity' in uid ? uid.__entity : uid;
+}
+
+function sameUid(a: EntityUidJson, b: EntityUidJson): boolean {
+  return keyOf(plainUid(a)) === keyOf(plainUid(b));
+}
+
+function keyOf(uid: TypeAndId): string {
+  return `${uid.type}::${JSON.stringify(uid.id)}`;
+}
+
+function uniqueId(wanted: string, taken: Map<string, unknown>): string {
+  let id = wanted;
+  for (let n = 2; taken.has(id); n += 1) id = `${wanted}~${n}`;
+  return id;
+}

@@ -1,0 +1,195 @@
+import { Agent as HttpAgent, request as httpRequest } from 'node:http';
+import { Agent as HttpsAgent } from 'node:https';
+import { got, type Got } from 'got';
+import type { Decision, DecisionInput, DecisionPoint } from '../contract/types.js';
+import { checkResult } from '../contract/schemas.js';
+import { splitShared } from '../contract/shared-part.js';
+
+/** What OPA said about one decision: a decision, nothing (undefined), or a failure to answer. */
+export type RegoVerdict = ({ kind: 'decided'; decision: Decision } | { kind: 'undefined' } | { kind: 'failed'; reason: string }) & {
+  /** Made by the bundle compiled to Wasm in this process rather than by the OPA sidecar. */
+  inProcess?: true;
+};
+
+/**
+ * Asks OPA's data API for data.arbiter.<point>.decision. Connections are pooled and kept
+ * alive, each decision has a hard timeout, and every failure becomes a `failed` verdict:
+ * callers fail closed, nothing here throws.
+ */
+export class OpaDriver {
+  private readonly agents = {
+    http: new HttpAgent({ keepAlive: true, maxSockets: 64 }),
+    https: new HttpsAgent({ keepAlive: true, maxSockets: 64 }),
+  };
+  private readonly client: Got;
+  /** `Authorization: Bearer <token>` on every request to OPA (its `--authentication=token`), when there is a token. */
+  private readonly authorization: Record<string, string>;
+
+  /** `baseUrl` is a function because a restarted managed OPA may listen on a new port. */
+  constructor(
+    private readonly baseUrl: () => string,
+    private readonly timeoutMs: number,
+    token: string | null = null,
+  ) {
+    this.authorization = token ? { authorization: `Bearer ${token}` } : {};
+    this.client = got.extend({
+      headers: this.authorization,
+      agent: this.agents,
+      timeout: { request: timeoutMs },
+      throwHttpErrors: false,
+      // One immediate retry, only for a pooled socket that the peer had already closed (e.g. after an OPA restart).
+      retry: { limit: 1, methods: ['GET', 'POST'], statusCodes: [], errorCodes: ['ECONNRESET', 'EPIPE'], backoffLimit: 1, noise: 0 },
+    });
+  }
+
+  async evaluate(point: DecisionPoint, input: DecisionInput): Promise<RegoVerdict> {
+    try {
+      const base = this.baseUrl();
+      // The per-decision hot path: plain node:http on the pooled agent (got's per-request option
+      // handling cost a fifth of a /token request's CPU); other calls keep got.
+      const response = base.startsWith('http://') ? await this.postJson(`${base}/v1/data/arbiter/${point}/decision`, { input }) : await this.viaGot(`${base}/v1/data/arbiter/${point}/decision`, { input });
+      return await this.verdictOf(point, response);
+    } catch (error) {
+      return { kind: 'failed', reason: describeFailure(error) };
+    }
+  }
+
+  /**
+   * The same decision, with OPA's trace of it (`explain=full`, as text lines `file:row | Enter …`,
+   * `Exit …`), for the Admin decision playground. Never on a protocol path: tracing is slow.
+   */
+  async explain(point: DecisionPoint, input: DecisionInput): Promise<{ verdict: RegoVerdict; trace: string[] }> {
+    try {
+      const response = await this.viaGot(`${this.baseUrl()}/v1/data/arbiter/${point}/decision?explain=full&pretty=true`, { input });
+      const explanation = (response.body as { explanation?: unknown } | undefined)?.explanation;
+      const trace = Array.isArray(explanation) ? explanation.filter((line): line is string => typeof line === 'string') : [];
+      return { verdict: await this.verdictOf(point, response), trace };
+    } catch (error) {
+      return { verdict: { kind: 'failed', reason: describeFailure(error) }, trace: [] };
+    }
+  }
+
+  private async verdictOf(point: DecisionPoint, response: { statusCode: number; body: unknown }): Promise<RegoVerdict> {
+    const body = response.body as { result?: unknown } | undefined;
+    if (response.statusCode !== 200) return { kind: 'failed', reason: refusalOf(response) };
+    if (body === undefined || body === null || body.result === undefined) return this.undefinedVerdict();
+    return resultVerdict(point, body.result);
+  }
+
+  private async viaGot(url: string, json: unknown): Promise<{ statusCode: number; body: unknown }> {
+    const response = await this.client.post(url, { json, responseType: 'json' });
+    return { statusCode: response.statusCode, body: response.body };
+  }
+
+  /** POST JSON over the keep-alive agent with the decision timeout; one retry for a pooled socket the peer had closed. */
+  private async postJson(url: string, json: unknown, retried = false): Promise<{ statusCode: number; body: unknown }> {
+    const payload = JSON.stringify(json);
+    try {
+      return await new Promise((resolve, reject) => {
+        const request = httpRequest(url, { method: 'POST', agent: this.agents.http, headers: { ...this.authorization, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }, timeout: this.timeoutMs }, (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('error', reject);
+          response.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            try {
+              resolve({ statusCode: response.statusCode ?? 0, body: text ? JSON.parse(text) : undefined });
+            } catch {
+              resolve({ statusCode: response.statusCode === 200 ? 502 : (response.statusCode ?? 0), body: { message: 'OPA answered something that is not JSON' } });
+            }
+          });
+        });
+        request.on('timeout', () => request.destroy(Object.assign(new Error('OPA did not answer in time'), { code: 'ETIMEDOUT' })));
+        request.on('error', reject);
+        request.end(payload);
+      });
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (!retried && (code === 'ECONNRESET' || code === 'EPIPE')) return this.postJson(url, json, true);
+      throw error;
+    }
+  }
+
+  /**
+   * The same decision for many inputs in one round trip: an ad-hoc query that evaluates
+   * data.arbiter.<point>.decision `with input as` each item. What every input shares (tenant,
+   * client, request, time, …) is sent once and merged back into each item, so a batch costs OPA
+   * one decode of the shared part. Each item's answer is wrapped in an array (empty when
+   * undefined) so that answers stay aligned with the inputs.
+   */
+  async evaluateAll(point: DecisionPoint, inputs: DecisionInput[]): Promise<RegoVerdict[]> {
+    const { common, items } = splitShared(inputs);
+    const query = `results := [[d | d := data.arbiter.${point}.decision with input as object.union(common, item)] | common := input.common; some item in input.items]`;
+    try {
+      const response = await this.client.post(`${this.baseUrl()}/v1/query`, { json: { query, input: { common, items } }, responseType: 'json' });
+      const body = response.body as { result?: { results?: unknown }[] } | undefined;
+      const failure = (reason: string): RegoVerdict[] => inputs.map(() => ({ kind: 'failed', reason }));
+      if (response.statusCode !== 200) return failure(refusalOf(response));
+      const results = body?.result?.[0]?.results;
+      if (!Array.isArray(results) || results.length !== inputs.length) return failure(`OPA answered a batch of ${inputs.length} with ${Array.isArray(results) ? results.length : 'no'} results`);
+      const isUndefined = (result: unknown) => !Array.isArray(result) || result.length === 0;
+      // One health check for the whole batch, and only when some decision is undefined.
+      const undefinedVerdict = results.some(isUndefined) ? await this.undefinedVerdict() : null;
+      return results.map((result): RegoVerdict => (isUndefined(result) ? undefinedVerdict! : resultVerdict(point, result[0])));
+    } catch (error) {
+      const reason = describeFailure(error);
+      return inputs.map(() => ({ kind: 'failed', reason }));
+    }
+  }
+
+  /**
+   * An OPA without its bundle (just started or restarted) answers every query with no result,
+   * exactly as if no rule applied. That must not pass for "Rego has no opinion", or a Cedar
+   * permit would decide alone while the pack's default-deny rules are missing.
+   */
+  private async undefinedVerdict(): Promise<RegoVerdict> {
+    if (await this.bundlesActivated()) return { kind: 'undefined' };
+    return { kind: 'failed', reason: 'OPA has not activated the policy bundle' };
+  }
+
+  /** True once every configured bundle is activated (GET /health?bundles answers 200). */
+  async bundlesActivated(): Promise<boolean> {
+    try {
+      const response = await this.client.get(`${this.baseUrl()}/health?bundles`);
+      return response.statusCode === 200;
+    } catch {
+      return false;
+    }
+  }
+
+  /** The revision of the bundle OPA has activated (from its bundle manifest), or null. */
+  async activeRevision(bundle: string): Promise<string | null> {
+    try {
+      const response = await this.client.get(`${this.baseUrl()}/v1/data/system/bundles/${bundle}/manifest/revision`, { responseType: 'json' });
+      const revision = (response.body as { result?: unknown } | undefined)?.result;
+      return response.statusCode === 200 && typeof revision === 'string' ? revision : null;
+    } catch {
+      return null;
+    }
+  }
+
+  close(): void {
+    this.agents.http.destroy();
+    this.agents.https.destroy();
+  }
+}
+
+/** OPA's non-200 answer, as the reason of a failed verdict. */
+function refusalOf(response: { statusCode: number; body: unknown }): string {
+  const message = (response.body as { message?: unknown } | undefined)?.message;
+  return `OPA answered ${response.statusCode}: ${String(message ?? '')}`.trim();
+}
+
+/** A decision document OPA returned: decided, or failed when it does not fit the result schema. */
+export function resultVerdict(point: DecisionPoint, result: unknown): RegoVerdict {
+  const problem = checkResult(result);
+  if (problem) return { kind: 'failed', reason: `malformed decision from data.arbiter.${point}.decision: ${problem}` };
+  return { kind: 'decided', decision: result as Decision };
+}
+
+function describeFailure(error: unknown): string {
+  const { code, message } = error as { code?: string; message?: string };
+  if (code === 'ETIMEDOUT') return 'OPA did not answer in time';
+  if (code === 'ECONNREFUSED') return 'OPA is unreachable (connection refused)';
+  return `OPA request failed: ${code ?? ''} ${message ?? String(error)}`.trim();
+}

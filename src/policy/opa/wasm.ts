@@ -1,0 +1,189 @@
+/**
+ * Rego decisions evaluated inside this process. The OPA binary that serves the bundle also
+ * compiles each bundle revision to WebAssembly (`opa build -t wasm`), and OPA's own SDK
+ * (@open-policy-agent/opa-wasm) runs it: a decision costs tens of microseconds instead of an
+ * HTTP round trip to the sidecar. The sidecar stays the engine of record: every decision the
+ * compiled module cannot make exactly as OPA would goes to it (see `CompiledRego.evaluate`),
+ * and so does every decision while a new revision compiles.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import { createGunzip } from 'node:zlib';
+import { loadPolicy, type LoadedPolicy } from '@open-policy-agent/opa-wasm';
+import { extract } from 'tar-stream';
+import type { Logger } from '../../log/index.js';
+import type { PolicySnapshot } from '../bundle/build.js';
+import { DECISION_POINTS, type DecisionInput, type DecisionPoint } from '../contract/types.js';
+import { inScratchDirectory, opaMessage, runOpa } from './binary.js';
+import { resultVerdict, type RegoVerdict } from './driver.js';
+
+/**
+ * Builtins the SDK implements in JavaScript (sprintf-js, JavaScript regular expressions, a YAML
+ * library) instead of inside the module, where OPA's Go versions may answer differently. A
+ * revision that needs one is left to OPA entirely. Builtins neither the module nor the SDK has
+ * (time.parse_rfc3339_ns, http.send, …) stop the evaluation that calls them, which OPA then makes.
+ */
+const JAVASCRIPT_BUILTINS = new Set(['sprintf', 'regex.split', 'json.is_valid', 'yaml.is_valid', 'yaml.marshal', 'yaml.unmarshal']);
+
+const MISSING_ENTRYPOINT = /entrypoint "arbiter\/([a-z_]+)\/decision" does not refer to a rule/;
+
+/** One bundle revision's decisions, compiled. */
+export class CompiledRego {
+  constructor(
+    readonly revision: string,
+    private readonly policy: LoadedPolicy,
+    /** The points whose decision the bundle defines (the others are undefined; OPA says so). */
+    readonly points: ReadonlySet<DecisionPoint>,
+    private readonly onStopped: (point: DecisionPoint, reason: string) => void,
+  ) {}
+
+  /**
+   * The verdict, or null when OPA must make this decision: the point is not compiled, or the
+   * evaluation stopped (a builtin only OPA has, a conflict between rule values, …). Falling back
+   * instead of failing keeps every answer OPA's, including its error messages.
+   */
+  evaluate(point: DecisionPoint, input: DecisionInput): RegoVerdict | null {
+    if (!this.points.has(point)) return null;
+    let results: { result?: unknown }[];
+    try {
+      results = this.policy.evaluate(input, entrypointOf(point)) as { result?: unknown }[];
+    } catch (error) {
+      this.onStopped(point, describeStop(error));
+      return null;
+    }
+    if (!Array.isArray(results) || results.length === 0 || results[0]?.result === undefined) return { kind: 'undefined', inProcess: true };
+    return { ...resultVerdict(point, results[0].result), inProcess: true };
+  }
+}
+
+/**
+ * Keeps the compiled module of the newest revision. `compiledFor` never waits: when the
+ * snapshot's revision is not compiled yet it starts compiling it (once per revision) and answers
+ * null, and the caller asks OPA meanwhile.
+ */
+export class InProcessRego {
+  private compiled: CompiledRego | null = null;
+  /** The newest revision being compiled or tried, so that a revision is tried once. */
+  private attempted: string | null = null;
+  /** After an unexpected failure (OPA could not be started, …), the revision is tried again from then on. */
+  private retryAt = 0;
+  private readonly reported = new Set<string>();
+
+  constructor(
+    private readonly opaBinary: string,
+    private readonly bundleOf: (snapshot: PolicySnapshot) => Promise<Buffer>,
+    private readonly log: Logger,
+  ) {}
+
+  compiledFor(snapshot: PolicySnapshot): CompiledRego | null {
+    if (this.compiled?.revision === snapshot.revision) return this.compiled;
+    if (this.attempted !== snapshot.revision || (this.retryAt !== 0 && Date.now() >= this.retryAt)) void this.compile(snapshot);
+    return null;
+  }
+
+  /** The revision decided in this process (null: none, every Rego decision goes to OPA). */
+  get revision(): string | null {
+    return this.compiled?.revision ?? null;
+  }
+
+  private async compile(snapshot: PolicySnapshot): Promise<void> {
+    const { revision } = snapshot;
+    this.attempted = revision;
+    this.retryAt = 0;
+    const started = Date.now();
+    try {
+      const module = await compileBundle(this.opaBinary, await this.bundleOf(snapshot));
+      if ('problem' in module) {
+        this.log.warn({ revision, reason: module.problem }, 'Rego decisions of this revision go to OPA');
+        this.settle(revision, null);
+        return;
+      }
+      const policy = await loadPolicy(module.wasm);
+      const needsJavaScript = requiredBuiltins(policy).filter((name) => JAVASCRIPT_BUILTINS.has(name));
+      if (needsJavaScript.length) {
+        this.log.info({ revision, builtins: needsJavaScript }, 'Rego decisions of this revision go to OPA: the policy uses builtins the in-process evaluator does not implement as OPA does');
+        this.settle(revision, null);
+        return;
+      }
+      policy.setData(snapshot.mergedData);
+      if (this.settle(revision, new CompiledRego(revision, policy, module.points, (point, reason) => this.reportStop(revision, point, reason)))) {
+        this.log.info({ revision, points: [...module.points], ms: Date.now() - started }, 'Rego decisions of this revision are evaluated in process');
+      }
+    } catch (error) {
+      this.log.warn({ revision, err: error }, 'Rego decisions of this revision go to OPA: the in-process module could not be built (tried again in a minute)');
+      if (this.settle(revision, null)) this.retryAt = Date.now() + RETRY_AFTER_MS;
+    }
+  }
+
+  /** Keeps the outcome of a compilation only if no newer revision was tried meanwhile; true when kept. */
+  private settle(revision: string, compiled: CompiledRego | null): boolean {
+    if (this.attempted !== revision) return false;
+    this.compiled = compiled;
+    return true;
+  }
+
+  /** Logged once per revision and point: the same policy stops the same way on every call. */
+  private reportStop(revision: string, point: DecisionPoint, reason: string): void {
+    const key = `${revision}:${point}:${reason}`;
+    if (this.reported.has(key)) return;
+    if (this.reported.size > 1000) this.reported.clear();
+    this.reported.add(key);
+    this.log.info({ revision, point, reason }, 'a Rego decision went to OPA: the in-process evaluation stopped');
+  }
+}
+
+const RETRY_AFTER_MS = 60_000;
+
+/** `opa build -t wasm` of the bundle with one entrypoint per decision point it defines. */
+async function compileBundle(opaBinary: string, bundle: Buffer): Promise<{ wasm: Buffer; points: Set<DecisionPoint> } | { problem: string }> {
+  return inScratchDirectory('arbiter-wasm-', async (dir) => {
+    const input = join(dir, 'bundle.tar.gz');
+    const output = join(dir, 'wasm.tar.gz');
+    await writeFile(input, bundle);
+    const points = new Set<DecisionPoint>(DECISION_POINTS);
+    while (points.size > 0) {
+      const entrypoints = [...points].flatMap((point) => ['-e', entrypointOf(point)]);
+      const built = await runOpa(opaBinary, ['build', '-t', 'wasm', '-b', input, '-o', output, ...entrypoints]);
+      if (built.exitCode === 0) return { wasm: await wasmModuleOf(await readFile(output)), points };
+      const message = opaMessage(built, dir);
+      const missing = MISSING_ENTRYPOINT.exec(message)?.[1] as DecisionPoint | undefined;
+      if (!missing || !points.delete(missing)) return { problem: `opa build -t wasm failed: ${message}` };
+    }
+    return { problem: 'the bundle defines no decision' };
+  });
+}
+
+/** policy.wasm out of the gzipped tar that `opa build` writes. */
+async function wasmModuleOf(archive: Buffer): Promise<Buffer> {
+  const entries = extract();
+  Readable.from([archive]).pipe(createGunzip()).pipe(entries);
+  for await (const entry of entries) {
+    const chunks: Buffer[] = [];
+    for await (const chunk of entry) chunks.push(chunk as Buffer);
+    if (entry.header.name.replace(/^\/+/, '') === 'policy.wasm') return Buffer.concat(chunks);
+  }
+  throw new Error('opa build wrote no policy.wasm');
+}
+
+/**
+ * The builtins the module imports from its host, read through OPA's Wasm ABI (the exported
+ * `builtins` function returns a JSON object keyed by builtin name).
+ */
+function requiredBuiltins(policy: LoadedPolicy): string[] {
+  const instance = 'instance' in policy.wasmInstance ? policy.wasmInstance.instance : policy.wasmInstance;
+  const exports = instance.exports as { builtins(): number; opa_json_dump(address: number): number };
+  const bytes = new Uint8Array(policy.mem.buffer);
+  const start = exports.opa_json_dump(exports.builtins());
+  const end = bytes.indexOf(0, start);
+  return Object.keys(JSON.parse(Buffer.from(bytes.subarray(start, end)).toString('utf8')) as object);
+}
+
+function entrypointOf(point: DecisionPoint): string {
+  return `arbiter/${point}/decision`;
+}
+
+function describeStop(error: unknown): string {
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? message : String(error);
+}
