@@ -8,7 +8,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { axeViolations, launchChromium, loopbackContext, recordCspViolations, recordRequests } from '../support/browser.js';
 import { basic, postForm } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
-import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
+import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 import { AUDIT_LOG_COLLECTION } from '../../src/audit/log.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 
@@ -48,8 +48,7 @@ describe('Operators\' console at /admin, in Chromium', function () {
     rmSync(ARTIFACTS, { recursive: true, force: true });
     mkdirSync(ARTIFACTS, { recursive: true });
     // Its own server: the journey changes the policy bundle. Info-level logs, to look for the key in them.
-    server = await startTestServer({ LOG_LEVEL: 'info' }, { logStream: { write: (line: string) => void logLines.push(line) } });
-    await server.waitUntilReady();
+    server = await readyServer({ LOG_LEVEL: 'info' }, { logStream: { write: (line: string) => void logLines.push(line) } });
     browser = await launchChromium();
     context = await loopbackContext(browser);
     requested = recordRequests(context);

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { basic, confidentialClient, eventually, policyInForce, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 import { clientToken } from '../uma/support.js';
 
 const CLIENT = 'playground-client';
@@ -24,8 +24,7 @@ describe('Admin API decision playground and replay', function () {
 
   before(async function () {
     // Its own server: a test adds a Cedar forbid.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
     secret = await confidentialClient(server, CLIENT, { scopes: ['read'] });
     const token = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic(CLIENT, secret) });
     expect(token.status, JSON.stringify(token.body)).to.equal(200);

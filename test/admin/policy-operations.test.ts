@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { basic, confidentialClient, eventually, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 /** The request fields of a policy rule (the Admin API's PUT takes the same body as POST). */
 const RULE_FIELDS = ['version', 'kind', 'path', 'content', 'enabled', 'digest', 'tenantId'];
@@ -20,8 +20,7 @@ describe('Admin API policy operations', function () {
 
   before(async function () {
     // Its own server: the last test disables a bundled decision for a while.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
   });
   after(async function () {
     await server?.close();

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { basic, confidentialClient, policyInForce, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { withServer, type TestServer } from '../support/server.js';
 
 /** GET /metrics (Prometheus) and request ids across answer, logs and audit entries. */
 describe('observability', function () {
@@ -8,14 +8,9 @@ describe('observability', function () {
   let secret: string;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await withServer();
     await policyInForce(server);
     secret = await confidentialClient(server, 'metered', { scopes: ['read'] });
-  });
-
-  after(async function () {
-    await server?.close();
   });
 
   const metrics = async () => {

@@ -2,7 +2,7 @@ import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { expect } from 'chai';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { freePort, sharedServer, startTestServer } from '../support/server.js';
+import { freePort, withServer, startTestServer } from '../support/server.js';
 
 /** Runs `tsx src/main.ts` with the given environment and returns how it ended. */
 function start(env: Record<string, string>) {
@@ -34,7 +34,7 @@ describe('Start-up and configuration', function () {
   });
 
   it('answers /healthz 200 when the store and the policy engine are ready', async function () {
-    const server = await sharedServer();
+    const server = await withServer();
     const response = await server.request('/healthz');
     expect(response.status).to.equal(200);
     const body = (await response.json()) as any;
@@ -104,7 +104,7 @@ describe('Start-up and configuration', function () {
   });
 
   it('answers unknown paths with a JSON 404, never a stack trace', async function () {
-    const server = await sharedServer();
+    const server = await withServer();
     const response = await server.request('/no/such/path');
     expect(response.status).to.equal(404);
     expect(response.headers.get('content-type')).to.match(/^application\/json/);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import bcrypt from 'bcryptjs';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { withServer, type TestServer } from '../support/server.js';
 
 /**
  * Client secrets are BCrypt hashes at rest; successful checks are remembered (src/oauth/client-secrets.ts).
@@ -11,12 +11,7 @@ describe('client secret verification and its cache', function () {
   let server: TestServer;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
-  });
-
-  after(async function () {
-    await server?.close();
+    server = await withServer();
   });
 
   const token = (clientId: string, secret: string) => postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic(clientId, secret) });

@@ -5,7 +5,7 @@ import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { AUTHORIZE_REGO, TOKEN_REGO, authorizeSeed, decide, tokenSeed, type Decided, type Detail } from '../support/invariant.js';
 import { basic, confidentialClient, policyInForce, postForm, updateOauthData, type JsonResponse } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 /**
  * The invariant "the client gets exactly what the policy granted, never more", property-based.
@@ -216,8 +216,8 @@ describe('Exact grants, property-based: every token carries what the policy gran
 
   before(async function () {
     this.timeout(120_000);
-    server = await startTestServer();
-    await server.waitUntilReady();
+    // Its own server: the test replaces policy rules and data.
+    server = await readyServer();
     idp = await startRegisteredDevIdp(server);
     const spa = await server.admin('POST', '/clients', { clientId: SPA, clientType: 'public', tokenEndpointAuthMethod: 'none', redirectUris: [REDIRECT_URI], scopes: USER_SCOPES });
     expect(spa.status, show(spa.body)).to.equal(201);

@@ -3,7 +3,7 @@ import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { basic, confidentialClient, policyInForce, postForm, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:1/exact/callback';
 const API = 'https://api.exact.example.test/';
@@ -18,8 +18,8 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
   let idp: RegisteredDevIdp;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
+    // Its own server: the test changes the shared policy data and rules.
+    server = await readyServer();
     idp = await startRegisteredDevIdp(server);
     // A client allowed read but not write: the default authorize policy drops write.
     const created = await server.admin('POST', '/clients', { clientId: 'exact-spa', clientType: 'public', tokenEndpointAuthMethod: 'none', redirectUris: [REDIRECT_URI], scopes: ['openid', 'profile', 'email', 'read'] });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { basic, confidentialClient, eventually, postForm, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 const API = 'https://documents.example.test/';
 const DOC_TYPE = 'urn:example:documents';
@@ -15,8 +15,7 @@ describe('POST /introspect and DPoP', function () {
 
   before(async function () {
     // Its own server: the test changes the shared policy data.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
     appSecret = await confidentialClient(server, 'app', { scopes: ['read', 'write'] });
     rsSecret = await confidentialClient(server, 'documents-rs', { scopes: ['introspection'] });
     const rsClient = (await server.admin('GET', '/clients/documents-rs')).body;

@@ -12,7 +12,7 @@ import {
   type TestClient,
 } from '../support/dev-idp.js';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 /**
  * How the upstream provider is chosen, and every way a sign-in can fail: each failure that
@@ -27,8 +27,8 @@ describe('Sign-in: choosing the upstream provider, and failures', () => {
   let spa: TestClient;
 
   before(async () => {
-    server = await startTestServer();
-    await server.waitUntilReady();
+    // Its own server: it registers several identity providers in the default tenant, and chooses among them.
+    server = await readyServer();
     primary = await startRegisteredDevIdp(server, { idpId: 'primary' });
     secondary = await startRegisteredDevIdp(server, { idpId: 'secondary' });
     // The primary IdP once more, with a secret it does not know: its code exchange fails.

@@ -5,7 +5,7 @@ type KeyLike = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 import { createServer, type Server } from 'node:http';
 import { registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { basic, confidentialClient, postForm, updateOauthData } from '../support/oauth.js';
-import { freePort, startTestServer, type TestServer } from '../support/server.js';
+import { freePort, readyServer, type TestServer } from '../support/server.js';
 import { userToken } from '../uma/support.js';
 
 const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -30,8 +30,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
 
   before(async function () {
     // Its own server: the test changes the policy data and registers an identity provider.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
     idp = await startRegisteredDevIdp(server);
     exchangerSecret = await confidentialClient(server, 'billing', { scopes: ['openid', 'profile', 'email', 'invoices.read'], redirectUris: [REDIRECT_URI] });
     frontendSecret = await confidentialClient(server, 'frontend', { scopes: ['invoices.read', 'invoices.write'] });
@@ -258,8 +257,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
 describe('POST /token: token exchange of an expired access token', function () {
   let server: TestServer;
   before(async function () {
-    server = await startTestServer({ ACCESS_TOKEN_TTL_SECONDS: '1' });
-    await server.waitUntilReady();
+    server = await readyServer({ ACCESS_TOKEN_TTL_SECONDS: '1' });
   });
   after(async function () {
     await server?.close();

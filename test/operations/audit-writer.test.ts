@@ -8,7 +8,7 @@ import Database from 'better-sqlite3';
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
 import { basic, confidentialClient, FORM, postForm } from '../support/oauth.js';
-import { ADMIN_KEY, freePort, startTestServer, type TestServer } from '../support/server.js';
+import { ADMIN_KEY, freePort, readyServer, type TestServer } from '../support/server.js';
 import { startServerProcess } from '../support/server-process.js';
 import { MongoTestServer } from '../store/mongo-server.js';
 
@@ -56,8 +56,8 @@ describe('batched audit writer', function () {
     const lines: string[] = [];
 
     before(async function () {
-      server = await startTestServer({ LOG_LEVEL: 'error' }, { logStream: { write: (line: string) => lines.push(line) } });
-      await server.waitUntilReady();
+      // Its own server: the test breaks its audit writes and reads its log.
+      server = await readyServer({ LOG_LEVEL: 'error' }, { logStream: { write: (line: string) => lines.push(line) } });
       secret = await confidentialClient(server, 'unaudited-client', { scopes: ['read'] });
     });
 
@@ -225,8 +225,8 @@ function describeBurst(storeKind: 'sqlite' | 'mongodb'): void {
         await mongo.start();
         env.STORE_URL = mongo.uri(mongo.freshDatabase());
       }
-      server = await startTestServer(env);
-      await server.waitUntilReady();
+      // Its own server: the test counts every audit entry of the burst.
+      server = await readyServer(env);
       secret = await confidentialClient(server, 'burst-client', { scopes: ['read'] });
     });
 

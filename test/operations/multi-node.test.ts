@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, authorizationRequest, passDevIdpForms, redeemCode, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { basic, confidentialClient, policyInForce, postForm, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 import { MongoTestServer } from '../store/mongo-server.js';
 
 /** Codes raced for, one after another: one race can come out right by luck, ten rarely do. */
@@ -22,9 +22,8 @@ describe('two nodes on one MongoDB-wire store', function () {
     this.timeout(900_000); // the first FerretDB build downloads and compiles Go modules
     await mongo.start();
     const storeUrl = mongo.uri(mongo.freshDatabase());
-    a = await startTestServer({ STORE_URL: storeUrl });
-    b = await startTestServer({ STORE_URL: storeUrl, ISSUER: a.config.issuer });
-    await Promise.all([a.waitUntilReady(), b.waitUntilReady()]);
+    a = await readyServer({ STORE_URL: storeUrl });
+    b = await readyServer({ STORE_URL: storeUrl, ISSUER: a.config.issuer });
     idp = await startRegisteredDevIdp(a);
   });
 

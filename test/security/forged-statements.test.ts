@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { base64url, UnsecuredJWT } from 'jose';
 import { basic, postForm, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 import { StatementIssuer } from '../support/statement-issuer.js';
 
 const ENTITLEMENT = { type: 'urn:as:introspect', scopes: ['uma_protection', 'introspection'] };
@@ -17,8 +17,8 @@ describe('forged software statements register nothing', function () {
   let issuer: StatementIssuer;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
+    // Its own server: the test changes the shared policy data.
+    server = await readyServer();
     issuer = await StatementIssuer.start();
     await updateOauthData(server, (data) => {
       data.trusted_issuers = { [issuer.url]: { jwks_uri: `${issuer.url}/jwks`, uses: ['software_statement'] } };

@@ -9,7 +9,7 @@ import type { Store } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { basic, confidentialClient, eventually, postForm, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 /**
  * A copy of the database file must not hand out live tokens: access tokens (user and
@@ -30,8 +30,7 @@ describe('Tokens at rest', function () {
 
   before(async function () {
     // Its own server: the test reads its database file and opens registration in its policy data.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
     idp = await startRegisteredDevIdp(server);
     spaClientId = (await registerPublicClient(server, REDIRECT_URI)).clientId;
     spa = await client.discovery(new URL(server.config.issuer), spaClientId, undefined, client.None(), insecure);

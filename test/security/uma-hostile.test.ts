@@ -5,7 +5,7 @@ import { DELEGATION_REQUEST } from '../../src/delegation/schemas.js';
 import { MAX_JSON_DEPTH } from '../../src/http/body.js';
 import { MAX_TICKET_PERMISSIONS, RESOURCE_DESCRIPTION } from '../../src/uma/schemas.js';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 import { ACCESS_TOKEN_FORMAT, api, clientToken, UMA_GRANT } from '../uma/support.js';
 import { headerSafe, hostileJson, hostileName, hostileText, malformedJson, pathSegment } from './arbitraries.js';
 
@@ -246,8 +246,7 @@ describe('UMA protection API, delegation store and UMA grant under hostile input
   const future = (ms = 3_600_000) => new Date(Date.now() + ms).toISOString();
 
   before(async function () {
-    server = await startTestServer({ TENANTS: 'acme', MAX_BODY_BYTES: String(MAX_BODY_BYTES) });
-    await server.waitUntilReady();
+    server = await readyServer({ TENANTS: 'acme', MAX_BODY_BYTES: String(MAX_BODY_BYTES) });
     expect((await server.admin('POST', '/resource-types', { typeUri: DOC_TYPE, scopes: ['read', 'write', 'share'] })).status).to.equal(201);
     const scopes = ['uma_protection', 'delegation_management'];
     ownerSecret = await confidentialClient(server, 'owner-rs', { scopes });
