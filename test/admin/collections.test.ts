@@ -1,6 +1,6 @@
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
-import { basic, postForm } from '../support/oauth.js';
+import { clientCredentials } from '../support/oauth.js';
 import { withServer, type TestServer } from '../support/server.js';
 
 const BCRYPT_HASH = bcrypt.hashSync('client-secret', 4);
@@ -242,12 +242,12 @@ describe('Admin API collections', function () {
       const replaced = await server.admin('PUT', '/clients/kept', { clientId: 'kept', clientType: 'confidential', scopes: ['read'], clientName: 'Renamed' });
       expect(replaced.status, JSON.stringify(replaced.body)).to.equal(200);
       expect(replaced.body).to.include({ clientName: 'Renamed' }).and.not.to.have.property('clientSecret');
-      const token = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('kept', secret) });
+      const token = await clientCredentials(server, 'kept', secret, { scope: 'read' });
       expect(token.status, JSON.stringify(token.body)).to.equal(200);
       // A secret that is sent replaces the stored one.
       await server.admin('PUT', '/clients/kept', { clientId: 'kept', clientType: 'confidential', scopes: ['read'], clientSecret: bcrypt.hashSync('new-secret', 4) });
-      expect((await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('kept', secret) })).status).to.equal(401);
-      expect((await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('kept', 'new-secret') })).status).to.equal(200);
+      expect((await clientCredentials(server, 'kept', secret, { scope: 'read' })).status).to.equal(401);
+      expect((await clientCredentials(server, 'kept', 'new-secret', { scope: 'read' })).status).to.equal(200);
     });
   });
 

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { basic, confidentialClient, policyInForce, postForm } from '../support/oauth.js';
+import { clientCredentials, confidentialClient, policyInForce } from '../support/oauth.js';
 import { withServer, type TestServer } from '../support/server.js';
 
 /** GET /metrics (Prometheus) and request ids across answer, logs and audit entries. */
@@ -29,7 +29,7 @@ describe('observability', function () {
     const count = (text: string) => value(text, 'arbiter_http_request_duration_seconds_count{endpoint="/token",method="POST",status="200"}') ?? 0;
     const allowed = (text: string) => (value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow",rego="in-process"}') ?? 0) + (value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow",rego="opa"}') ?? 0);
     for (let round = 0; round < 3; round += 1) {
-      expect((await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('metered', secret) })).status).to.equal(200);
+      expect((await clientCredentials(server, 'metered', secret, { scope: 'read' })).status).to.equal(200);
     }
     const after = await metrics();
     expect(count(after) - count(before)).to.equal(3);

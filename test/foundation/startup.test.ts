@@ -1,7 +1,7 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { expect } from 'chai';
-import { basic, confidentialClient, postForm } from '../support/oauth.js';
+import { clientCredentials, confidentialClient } from '../support/oauth.js';
 import { freePort, withServer, startTestServer } from '../support/server.js';
 
 /** Runs `tsx src/main.ts` with the given environment and returns how it ended. */
@@ -58,7 +58,7 @@ describe('Start-up and configuration', function () {
     const server = await startTestServer({ OPA_URL: 'http://127.0.0.1:9' });
     try {
       const secret = await confidentialClient(server, 'blind-svc', { scopes: ['read'] });
-      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('blind-svc', secret) });
+      const { status, body } = await clientCredentials(server, 'blind-svc', secret, { scope: 'read' });
       expect(status).to.equal(503);
       expect(body.error).to.equal('temporarily_unavailable');
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;

@@ -11,7 +11,7 @@ import {
   type RegisteredDevIdp,
   type TestClient,
 } from '../support/dev-idp.js';
-import { basic, confidentialClient, postForm } from '../support/oauth.js';
+import { clientCredentials, confidentialClient } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 /**
@@ -197,7 +197,7 @@ describe('Sign-in: choosing the upstream provider, and failures', () => {
 
     it('a client_credentials token (no user): 401 with Bearer error="invalid_token"', async () => {
       const secret = await confidentialClient(server, 'machine', { scopes: ['read'] });
-      const issued = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('machine', secret) });
+      const issued = await clientCredentials(server, 'machine', secret, { scope: 'read' });
       expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
 
       expectInvalidToken(await userinfo(`Bearer ${issued.body.access_token}`));

@@ -7,7 +7,7 @@ import * as client from 'openid-client';
 import { storageDigest } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, authorizationRequest, passDevIdpForms, redeemCode, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { basic, eventually, postForm, updateOauthData } from '../support/oauth.js';
+import { clientCredentials, eventually, postForm, updateOauthData } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 import { StatementIssuer } from '../support/statement-issuer.js';
 
@@ -118,7 +118,7 @@ describe('dynamic client registration', function () {
       expect(record.grantedResources).to.deep.equal([{ type: 'urn:as:introspect', scopes: ['uma_protection'] }]);
 
       // Later decisions see the stored entitlements: a protection token for the client.
-      const token = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'uma_protection', resource: 'urn:as:introspect' }, { Authorization: basic(body.client_id, body.client_secret) });
+      const token = await clientCredentials(server, body.client_id, body.client_secret, { scope: 'uma_protection', resource: 'urn:as:introspect' });
       expect(token.status, JSON.stringify(token.body)).to.equal(200);
       expect(token.body.scope).to.equal('uma_protection');
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
@@ -304,7 +304,7 @@ describe('dynamic client registration', function () {
         other = (await register({ ...metadata, client_name: 'Other' })).body;
       });
 
-      const tokenFor = (clientId: string, secret: string) => postForm(server, '/token', { grant_type: 'client_credentials' }, { Authorization: basic(clientId, secret) });
+      const tokenFor = (clientId: string, secret: string) => clientCredentials(server, clientId, secret);
 
       it('reads the registration with its token, and nothing secret', async function () {
         const { status, body } = await manage(server, 'GET', registered.client_id, registered.registration_access_token);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, registerPublicClient, withSignInServer } from '../support/dev-idp.js';
-import { basic, confidentialClient, postForm } from '../support/oauth.js';
+import { basic, clientCredentials, confidentialClient, postForm } from '../support/oauth.js';
 import type { TestServer } from '../support/server.js';
 
 /**
@@ -106,7 +106,7 @@ describe('UserInfo', () => {
 
     it('a client_credentials token, which has no user', async () => {
       const secret = await confidentialClient(server, 'userinfo-svc', { scopes: ['read'] });
-      const issued = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('userinfo-svc', secret) });
+      const issued = await clientCredentials(server, 'userinfo-svc', secret, { scope: 'read' });
       expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
 
       expectRefused(await userinfo(bearer(issued.body.access_token)));

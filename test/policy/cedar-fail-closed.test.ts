@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { basic, confidentialClient, eventually, postForm, type JsonResponse } from '../support/oauth.js';
+import { clientCredentials, confidentialClient, eventually, type JsonResponse } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 /**
@@ -38,7 +38,7 @@ forbid (principal in Arbiter::Group::"suspended", action == Arbiter::Action::"to
     await server?.close();
   });
 
-  const token = () => postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic(CLIENT, secret) });
+  const token = () => clientCredentials(server, CLIENT, secret, { scope: 'read' });
 
   async function setEntities(value: unknown): Promise<void> {
     const saved = await server.admin('PUT', '/policy-data/by-key?dataKey=cedar.entities', { dataKey: 'cedar.entities', payload: JSON.stringify(value) });

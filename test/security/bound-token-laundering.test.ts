@@ -2,9 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { withSignInServer, type TestClient } from '../support/dev-idp.js';
-import { basic, confidentialClient, postForm } from '../support/oauth.js';
+import { basic, clientToken, confidentialClient, postForm } from '../support/oauth.js';
 import type { TestServer } from '../support/server.js';
-import { ACCESS_TOKEN_FORMAT, api, clientToken, UMA_GRANT, umaPublicClient, userToken } from '../uma/support.js';
+import { ACCESS_TOKEN_FORMAT, api, UMA_GRANT, umaPublicClient, userToken } from '../uma/support.js';
 
 const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';

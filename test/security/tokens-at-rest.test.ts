@@ -8,7 +8,7 @@ import { openStore } from '../../src/store/open.js';
 import type { Store } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { basic, confidentialClient, eventually, postForm, updateOauthData } from '../support/oauth.js';
+import { clientCredentials, confidentialClient, eventually, postForm, updateOauthData } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 /**
@@ -64,7 +64,7 @@ describe('Tokens at rest', function () {
 
   it('stores no access token, refresh token, code, registration access token or session id, and still finds each by its digest', async function () {
     // client_credentials
-    const cc = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('rest-rs', rsSecret) });
+    const cc = await clientCredentials(server, 'rest-rs', rsSecret, { scope: 'introspection' });
     expect(cc.status, JSON.stringify(cc.body)).to.equal(200);
     const ccToken: string = cc.body.access_token;
 

@@ -43,6 +43,17 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     ...env,
   });
   const running = await startServer(config, createLogger(config.logLevel, options.logStream));
+  const request: TestServer['request'] = (path, init = {}) => {
+    const headers = new Headers(init.headers);
+    if (init.admin) headers.set('X-Admin-API-Key', ADMIN_KEY);
+    if (init.tenant) headers.set('X-Tenant-Id', init.tenant);
+    let body = init.body;
+    if (init.json !== undefined) {
+      headers.set('Content-Type', 'application/json');
+      body = JSON.stringify(init.json);
+    }
+    return fetch(`${running.url}${path}`, { ...init, headers, body, redirect: 'manual' });
+  };
   const server: TestServer = {
     ...running,
     config,
@@ -50,18 +61,8 @@ export async function startTestServer(env: Record<string, string> = {}, options:
       await running.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
-    request(path, init = {}) {
-      const headers = new Headers(init.headers);
-      if (init.admin) headers.set('X-Admin-API-Key', ADMIN_KEY);
-      if (init.tenant) headers.set('X-Tenant-Id', init.tenant);
-      let body = init.body;
-      if (init.json !== undefined) {
-        headers.set('Content-Type', 'application/json');
-        body = JSON.stringify(init.json);
-      }
-      return fetch(`${running.url}${path}`, { ...init, headers, body, redirect: 'manual' });
-    },
-    admin: (...call) => adminVia(server.request)(...call),
+    request,
+    admin: adminVia(request),
     async waitUntilReady(timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       while (Date.now() < deadline) {
@@ -103,7 +104,7 @@ export async function closeSharedFixtures(): Promise<void> {
  * file never closes it itself. Files that share one keep their records apart by naming them
  * after themselves, or by working in a tenant of their own (`inTenant`). A test that needs a
  * pristine server (exact counts, throttles, its store or its process) starts its own with
- * startTestServer, and says why.
+ * readyServer, and says why.
  */
 export function withServer(env: Record<string, string> = {}): Promise<TestServer> {
   const key = JSON.stringify(Object.entries(env).sort(([a], [b]) => a.localeCompare(b)));

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { withSignInServer } from '../support/dev-idp.js';
-import { basic, confidentialClient, eventually, postForm } from '../support/oauth.js';
+import { basic, clientToken, clientWithToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
 import type { TestServer } from '../support/server.js';
-import { ACCESS_TOKEN_FORMAT, api, clientToken, PHOTO_TYPE, UMA_GRANT, umaPublicClient, userToken } from './support.js';
+import { ACCESS_TOKEN_FORMAT, api, PHOTO_TYPE, UMA_GRANT, umaPublicClient, userToken } from './support.js';
 
 const RESOURCES = '/resource_registration/resource';
 const VIEWER_CALLBACK = 'http://127.0.0.1:1/viewer/cb';
@@ -29,8 +29,7 @@ describe('UMA grant and the delegation store', function () {
     viewerSecret = await confidentialClient(server, 'viewer-app', { scopes: ['openid', 'profile'], redirectUris: [VIEWER_CALLBACK] });
     // Requesting parties sign in at the client that asks for their RPTs: a claim token is the client's own.
     const viewer = { clientId: 'viewer-app', redirectUri: VIEWER_CALLBACK, secret: viewerSecret };
-    const rsSecret = await confidentialClient(server, 'photos-rs', { scopes: ['introspection'] });
-    rsToken = await clientToken(server, 'photos-rs', rsSecret, { scope: 'introspection' });
+    ({ token: rsToken } = await clientWithToken(server, 'photos-rs', ['introspection']));
     const app = await umaPublicClient(server, 'photos-app', 'http://127.0.0.1:1/photos/cb');
     alicePat = await userToken(server, app, 'alice', { resource: 'urn:as:introspect', scope: 'openid uma_protection' });
     aliceDelegations = await userToken(server, app, 'alice', { resource: 'urn:as:delegation', scope: 'openid delegation_management' });

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { basic, confidentialClient, eventually, postForm } from '../support/oauth.js';
+import { basic, clientToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
-import { api, clientToken, PHOTO_TYPE, UMA_GRANT, umaPublicClient, userToken } from './support.js';
+import { api, PHOTO_TYPE, UMA_GRANT, umaPublicClient, userToken } from './support.js';
 
 const RESOURCES = '/resource_registration/resource';
 const PAT = { resource: 'urn:as:introspect', scope: 'uma_protection' };
