@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { clientCredentials, confidentialClient, policyInForce } from '../support/oauth.js';
-import { withServer, type TestServer } from '../support/server.js';
+import { inTenant, withServer, type TestServer } from '../support/server.js';
 
 /** GET /metrics (Prometheus) and request ids across answer, logs and audit entries. */
 describe('observability', function () {
@@ -8,7 +8,8 @@ describe('observability', function () {
   let secret: string;
 
   before(async function () {
-    server = await withServer();
+    // A tenant of its own on the shared server: its clients, tokens and audit entries are apart from other files'.
+    server = inTenant(await withServer(), 'observability');
     await policyInForce(server);
     secret = await confidentialClient(server, 'metered', { scopes: ['read'] });
   });
