@@ -1,13 +1,12 @@
 import { expect } from 'chai';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 describe('Audit log', function () {
   let server: TestServer;
 
   before(async function () {
     // Its own server, so that counts are exact.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
     for (let n = 0; n < 25; n++) await server.admin('POST', '/subjects', { subjectId: `audited-${n}`, ...(n % 5 === 0 ? { tenantId: 'tenant-x' } : {}) });
     await server.request('/token', { method: 'POST', headers: { Authorization: 'Basic ' + Buffer.from('nobody:secret-value').toString('base64'), 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials&client_secret=also-secret' });
   });

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import { sharedServer, type TestServer } from '../support/server.js';
+import { withServer, type TestServer } from '../support/server.js';
 
 describe('Admin API key', function () {
   let server: TestServer;
   before(async function () {
-    server = await sharedServer();
+    server = await withServer();
   });
 
   for (const [label, headers] of [

@@ -1,7 +1,7 @@
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
-import { basic, postForm } from '../support/oauth.js';
-import { sharedServer, type TestServer } from '../support/server.js';
+import { clientCredentials } from '../support/oauth.js';
+import { withServer, type TestServer } from '../support/server.js';
 
 const BCRYPT_HASH = bcrypt.hashSync('client-secret', 4);
 
@@ -101,7 +101,7 @@ describe('Admin API collections', function () {
   const next = () => ++counter;
 
   before(async function () {
-    server = await sharedServer();
+    server = await withServer();
     const client = await server.admin('POST', '/clients', SAMPLES[4].body(1000, {} as Refs));
     const type = await server.admin('POST', '/resource-types', SAMPLES[2].body(1000, {} as Refs));
     const rs = await server.admin('POST', '/resource-servers', { resourceIndicator: 'https://refs.example.test/', clientId: client.body.id });
@@ -242,12 +242,12 @@ describe('Admin API collections', function () {
       const replaced = await server.admin('PUT', '/clients/kept', { clientId: 'kept', clientType: 'confidential', scopes: ['read'], clientName: 'Renamed' });
       expect(replaced.status, JSON.stringify(replaced.body)).to.equal(200);
       expect(replaced.body).to.include({ clientName: 'Renamed' }).and.not.to.have.property('clientSecret');
-      const token = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('kept', secret) });
+      const token = await clientCredentials(server, 'kept', secret, { scope: 'read' });
       expect(token.status, JSON.stringify(token.body)).to.equal(200);
       // A secret that is sent replaces the stored one.
       await server.admin('PUT', '/clients/kept', { clientId: 'kept', clientType: 'confidential', scopes: ['read'], clientSecret: bcrypt.hashSync('new-secret', 4) });
-      expect((await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('kept', secret) })).status).to.equal(401);
-      expect((await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('kept', 'new-secret') })).status).to.equal(200);
+      expect((await clientCredentials(server, 'kept', secret, { scope: 'read' })).status).to.equal(401);
+      expect((await clientCredentials(server, 'kept', 'new-secret', { scope: 'read' })).status).to.equal(200);
     });
   });
 
@@ -286,7 +286,7 @@ describe('Admin API lists are paged', function () {
   const tenant = `paging-${Math.random().toString(36).slice(2, 8)}`;
 
   before(async function () {
-    server = await sharedServer();
+    server = await withServer();
     for (let index = 0; index < 5; index += 1) {
       const created = await server.admin('POST', '/resource-types', { typeUri: `urn:paging:${tenant}:${index}`, name: `t${index}`, scopes: ['read'] }, { 'X-Tenant-Id': tenant });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);

@@ -6,9 +6,9 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { axeViolations, launchChromium, loopbackContext, recordCspViolations, recordRequests } from '../support/browser.js';
-import { basic, postForm } from '../support/oauth.js';
+import { clientCredentials } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
-import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
+import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 import { AUDIT_LOG_COLLECTION } from '../../src/audit/log.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 
@@ -48,8 +48,7 @@ describe('Operators\' console at /admin, in Chromium', function () {
     rmSync(ARTIFACTS, { recursive: true, force: true });
     mkdirSync(ARTIFACTS, { recursive: true });
     // Its own server: the journey changes the policy bundle. Info-level logs, to look for the key in them.
-    server = await startTestServer({ LOG_LEVEL: 'info' }, { logStream: { write: (line: string) => void logLines.push(line) } });
-    await server.waitUntilReady();
+    server = await readyServer({ LOG_LEVEL: 'info' }, { logStream: { write: (line: string) => void logLines.push(line) } });
     browser = await launchChromium();
     context = await loopbackContext(browser);
     requested = recordRequests(context);
@@ -210,7 +209,7 @@ describe('Operators\' console at /admin, in Chromium', function () {
       await page.getByRole('row', { name: /console-app/ }).waitFor();
       await screenshot('client-added');
 
-      const granted = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('console-app', 'console-secret-value') });
+      const granted = await clientCredentials(server, 'console-app', 'console-secret-value', { scope: 'read' });
       expect(granted.status, JSON.stringify(granted.body)).to.equal(200);
       expect(granted.body.scope).to.equal('read');
       expect(requested.join('\n')).not.to.contain('console-secret-value');
@@ -324,7 +323,7 @@ describe('Operators\' console at /admin, in Chromium', function () {
     });
 
     it('finds the audit entry of a refused /token request and explains why it was refused', async function () {
-      const refused = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'admin' }, { Authorization: basic('console-app', 'console-secret-value') });
+      const refused = await clientCredentials(server, 'console-app', 'console-secret-value', { scope: 'admin' });
       expect(refused.status, JSON.stringify(refused.body)).to.equal(400);
       expect(refused.body.error).to.equal('invalid_scope');
 

@@ -1,7 +1,6 @@
 import { expect } from 'chai';
-import { basic, confidentialClient, eventually, policyInForce, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { clientToken } from '../uma/support.js';
+import { clientCredentials, clientToken, confidentialClient, eventually, policyInForce } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 const CLIENT = 'playground-client';
 const FORBID_PATH = 'arbiter/playground-forbid.cedar';
@@ -24,10 +23,9 @@ describe('Admin API decision playground and replay', function () {
 
   before(async function () {
     // Its own server: a test adds a Cedar forbid.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
     secret = await confidentialClient(server, CLIENT, { scopes: ['read'] });
-    const token = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic(CLIENT, secret) });
+    const token = await clientCredentials(server, CLIENT, secret, { scope: 'read' });
     expect(token.status, JSON.stringify(token.body)).to.equal(200);
     allowedEntry = (await server.admin('GET', `/audit-logs?endpoint=/token&clientId=${CLIENT}&size=1&sort=id,desc`)).body.content[0];
     // An AuthZEN caller's token, before a test adds a Cedar forbid that makes Cedar decide every /token request.
@@ -112,7 +110,7 @@ describe('Admin API decision playground and replay', function () {
       const created = await server.admin('POST', '/policy-rules', { version: null, kind: 'cedar', path: FORBID_PATH, content: FORBID });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
       await policyInForce(server);
-      await eventually(async () => (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic(CLIENT, secret) })).status === 400, 8_000);
+      await eventually(async () => (await clientCredentials(server, CLIENT, secret, { scope: 'read' })).status === 400, 8_000);
 
       const replay = await server.admin('POST', `/audit-logs/${allowedEntry.id}/replay`);
       expect(replay.status, JSON.stringify(replay.body)).to.equal(200);

@@ -6,7 +6,7 @@ import { ADMIN_PREFIX, adminRouter } from '../../src/admin/index.js';
 import { COLLECTIONS } from '../../src/catalog/index.js';
 import { AuditLog } from '../../src/audit/index.js';
 import { Sealer } from '../../src/store/index.js';
-import { startTestServer, ADMIN_KEY, type TestServer } from '../support/server.js';
+import { readyServer, ADMIN_KEY, type TestServer } from '../support/server.js';
 
 type Json = any;
 
@@ -42,8 +42,7 @@ describe('Admin API OpenAPI document', function () {
 
   before(async function () {
     // Its own server, so that the examples' numeric references name the first record of each collection.
-    server = await startTestServer({ MAX_BODY_BYTES: String(MAX_BODY_BYTES) });
-    await server.waitUntilReady();
+    server = await readyServer({ MAX_BODY_BYTES: String(MAX_BODY_BYTES) });
     const response = await server.admin('GET', '/openapi.json');
     expect(response.status).to.equal(200);
     document = response.body;

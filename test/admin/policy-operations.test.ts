@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { basic, confidentialClient, eventually, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { clientCredentials, confidentialClient, eventually } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 /** The request fields of a policy rule (the Admin API's PUT takes the same body as POST). */
 const RULE_FIELDS = ['version', 'kind', 'path', 'content', 'enabled', 'digest', 'tenantId'];
@@ -20,8 +20,7 @@ describe('Admin API policy operations', function () {
 
   before(async function () {
     // Its own server: the last test disables a bundled decision for a while.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
   });
   after(async function () {
     await server?.close();
@@ -235,7 +234,7 @@ describe('Admin API policy operations', function () {
   describe('a rule change through the Admin API', function () {
     it('reaches live decisions at the next poll: disabling arbiter/token/token.rego fails /token closed, re-enabling restores it', async function () {
       const secret = await confidentialClient(server, 'poll-machine', { scopes: ['read'] });
-      const token = () => postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('poll-machine', secret) });
+      const token = () => clientCredentials(server, 'poll-machine', secret, { scope: 'read' });
       const before = await token();
       expect(before.status, JSON.stringify(before.body)).to.equal(200);
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { basic, confidentialClient, eventually, policyInForce, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { api, clientToken } from '../uma/support.js';
+import { basic, clientToken, confidentialClient, eventually, policyInForce, postForm } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
+import { api } from '../uma/support.js';
 import { AUTHZEN_DATA, CEDAR_ENTITIES, DECISION_TABLE, evaluationOf, SHARING_CEDAR, SHARING_REGO } from './sharing.js';
 
 const EVALUATION = '/access/v1/evaluation';
@@ -14,8 +14,8 @@ describe('AuthZEN Authorization API', function () {
   let bearer: string;
 
   before(async function () {
-    server = await startTestServer({ TENANTS: 'acme' });
-    await server.waitUntilReady();
+    // Its own server: the test replaces the access_evaluation rule and the authzen data.
+    server = await readyServer({ TENANTS: 'acme' });
     pepSecret = await confidentialClient(server, 'pep', { scopes: ['authzen'] });
     bearer = await clientToken(server, 'pep', pepSecret, { resource: 'urn:as:authzen', scope: 'authzen' });
     await confidentialClient(server, 'stranger', { scopes: ['openid'] });

@@ -2,13 +2,13 @@ import { expect } from 'chai';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sharedServer, startTestServer, type TestServer } from '../support/server.js';
+import { withServer, startTestServer, type TestServer } from '../support/server.js';
 
 describe('Discovery and JWKS', function () {
   let server: TestServer;
   let issuer: string;
   before(async function () {
-    server = await sharedServer();
+    server = await withServer();
     issuer = server.config.issuer;
   });
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { basic, confidentialClient, policyInForce, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { clientCredentials, confidentialClient, policyInForce } from '../support/oauth.js';
+import { inTenant, withServer, type TestServer } from '../support/server.js';
 
 /** GET /metrics (Prometheus) and request ids across answer, logs and audit entries. */
 describe('observability', function () {
@@ -8,14 +8,10 @@ describe('observability', function () {
   let secret: string;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
+    // A tenant of its own on the shared server: its clients, tokens and audit entries are apart from other files'.
+    server = inTenant(await withServer(), 'observability');
     await policyInForce(server);
     secret = await confidentialClient(server, 'metered', { scopes: ['read'] });
-  });
-
-  after(async function () {
-    await server?.close();
   });
 
   const metrics = async () => {
@@ -34,7 +30,7 @@ describe('observability', function () {
     const count = (text: string) => value(text, 'arbiter_http_request_duration_seconds_count{endpoint="/token",method="POST",status="200"}') ?? 0;
     const allowed = (text: string) => (value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow",rego="in-process"}') ?? 0) + (value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow",rego="opa"}') ?? 0);
     for (let round = 0; round < 3; round += 1) {
-      expect((await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('metered', secret) })).status).to.equal(200);
+      expect((await clientCredentials(server, 'metered', secret, { scope: 'read' })).status).to.equal(200);
     }
     const after = await metrics();
     expect(count(after) - count(before)).to.equal(3);

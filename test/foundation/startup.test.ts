@@ -1,8 +1,8 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { expect } from 'chai';
-import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { freePort, sharedServer, startTestServer } from '../support/server.js';
+import { clientCredentials, confidentialClient } from '../support/oauth.js';
+import { freePort, withServer, startTestServer } from '../support/server.js';
 
 /** Runs `tsx src/main.ts` with the given environment and returns how it ended. */
 function start(env: Record<string, string>) {
@@ -34,7 +34,7 @@ describe('Start-up and configuration', function () {
   });
 
   it('answers /healthz 200 when the store and the policy engine are ready', async function () {
-    const server = await sharedServer();
+    const server = await withServer();
     const response = await server.request('/healthz');
     expect(response.status).to.equal(200);
     const body = (await response.json()) as any;
@@ -58,7 +58,7 @@ describe('Start-up and configuration', function () {
     const server = await startTestServer({ OPA_URL: 'http://127.0.0.1:9' });
     try {
       const secret = await confidentialClient(server, 'blind-svc', { scopes: ['read'] });
-      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('blind-svc', secret) });
+      const { status, body } = await clientCredentials(server, 'blind-svc', secret, { scope: 'read' });
       expect(status).to.equal(503);
       expect(body.error).to.equal('temporarily_unavailable');
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
@@ -104,7 +104,7 @@ describe('Start-up and configuration', function () {
   });
 
   it('answers unknown paths with a JSON 404, never a stack trace', async function () {
-    const server = await sharedServer();
+    const server = await withServer();
     const response = await server.request('/no/such/path');
     expect(response.status).to.equal(404);
     expect(response.headers.get('content-type')).to.match(/^application\/json/);

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { confidentialClient } from '../support/oauth.js';
-import { sharedServer, type TestServer } from '../support/server.js';
+import { withServer, type TestServer } from '../support/server.js';
 
 const REDIRECT = 'https://app.example.test/callback';
 const CHALLENGE = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM';
@@ -9,7 +9,7 @@ describe('GET /authorize, requests refused before sign-in', function () {
   let server: TestServer;
 
   before(async function () {
-    server = await sharedServer();
+    server = await withServer();
     await confidentialClient(server, 'web-app', { redirectUris: [REDIRECT] });
     await server.admin('POST', '/clients', { clientId: 'public-app', clientType: 'public', redirectUris: [REDIRECT] });
   });

@@ -5,7 +5,7 @@ import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { eventually, postForm, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, withServer, type TestServer } from '../support/server.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:1/cimd/callback';
 const GRANTED = [{ type: 'urn:as:introspect', scopes: ['introspection'] }];
@@ -65,8 +65,8 @@ describe('Client ID metadata documents: a URL as client_id', function () {
 
   before(async function () {
     documents = await DocumentServer.start();
-    server = await startTestServer({ SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'true' });
-    await server.waitUntilReady();
+    // Its own server: the test changes the shared policy data.
+    server = await readyServer({ SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'true' });
     idp = await startRegisteredDevIdp(server);
     await updateOauthData(server, (data) => {
       data.public_client_policy.cimd.granted_resources = GRANTED;
@@ -225,18 +225,13 @@ describe('Client ID metadata documents: a URL as client_id', function () {
     });
 
     it('refuses http://127.0.0.1 without SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST, without fetching', async function () {
-      const strict = await startTestServer();
-      try {
-        await strict.waitUntilReady();
-        const clientId = documents.serve('/clients/strict.json');
-        expect((await refused(strict, clientId)).error).to.equal('invalid_client');
-        expect((await refused(strict, `http://localhost:${new URL(documents.base).port}/clients/strict.json`)).error).to.equal('invalid_client');
-        expect(documents.count('/clients/strict.json')).to.equal(0);
-        const listed = (await strict.admin('GET', '/clients')).body;
-        expect(JSON.stringify(listed)).not.to.contain('strict.json');
-      } finally {
-        await strict.close();
-      }
+      const strict = await withServer();
+      const clientId = documents.serve('/clients/strict.json');
+      expect((await refused(strict, clientId)).error).to.equal('invalid_client');
+      expect((await refused(strict, `http://localhost:${new URL(documents.base).port}/clients/strict.json`)).error).to.equal('invalid_client');
+      expect(documents.count('/clients/strict.json')).to.equal(0);
+      const listed = (await strict.admin('GET', '/clients')).body;
+      expect(JSON.stringify(listed)).not.to.contain('strict.json');
     });
   });
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import bcrypt from 'bcryptjs';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { inTenant, withServer, type TestServer } from '../support/server.js';
 
 /**
  * Client secrets are BCrypt hashes at rest; successful checks are remembered (src/oauth/client-secrets.ts).
@@ -11,12 +11,8 @@ describe('client secret verification and its cache', function () {
   let server: TestServer;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
-  });
-
-  after(async function () {
-    await server?.close();
+    // A tenant of its own on the shared server: its clients, tokens and audit entries are apart from other files'.
+    server = inTenant(await withServer(), 'client-secrets');
   });
 
   const token = (clientId: string, secret: string) => postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic(clientId, secret) });

@@ -4,8 +4,8 @@ import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { AUTHORIZE_REGO, TOKEN_REGO, authorizeSeed, decide, tokenSeed, type Decided, type Detail } from '../support/invariant.js';
-import { basic, confidentialClient, policyInForce, postForm, updateOauthData, type JsonResponse } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { basic, clientCredentials, confidentialClient, type JsonResponse, policyInForce, postForm, updateOauthData } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 /**
  * The invariant "the client gets exactly what the policy granted, never more", property-based.
@@ -216,8 +216,8 @@ describe('Exact grants, property-based: every token carries what the policy gran
 
   before(async function () {
     this.timeout(120_000);
-    server = await startTestServer();
-    await server.waitUntilReady();
+    // Its own server: the test replaces policy rules and data.
+    server = await readyServer();
     idp = await startRegisteredDevIdp(server);
     const spa = await server.admin('POST', '/clients', { clientId: SPA, clientType: 'public', tokenEndpointAuthMethod: 'none', redirectUris: [REDIRECT_URI], scopes: USER_SCOPES });
     expect(spa.status, show(spa.body)).to.equal(201);
@@ -245,7 +245,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
   // --- protocol helpers ---------------------------------------------------------------------
 
   async function renewCaller(): Promise<void> {
-    const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic(RS, rsSecret) });
+    const { status, body } = await clientCredentials(server, RS, rsSecret, { scope: 'introspection' });
     if (status !== 200 || !words(body.scope).includes('introspection')) throw new Error(`no introspection caller token: ${status} ${show(body)}`);
     caller = body.access_token;
   }
@@ -562,7 +562,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
       const marker = `urn:inv:warm-up:${i}`;
       const granted = decide(tokenSeed(M2M, 'client_credentials', marker), MACHINE_SCOPES, []).scopes;
       if (!granted.some((scope) => missing.has(scope))) continue;
-      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: MACHINE_SCOPES.join(' '), resource_types: marker }, { Authorization: basic(M2M, m2mSecret) });
+      const { status, body } = await clientCredentials(server, M2M, m2mSecret, { scope: MACHINE_SCOPES.join(' '), resource_types: marker });
       expect(status, show(body)).to.equal(200);
       for (const scope of words(body.scope)) missing.delete(scope);
     }

@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { basic, confidentialClient, policyInForce, postForm, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { clientWithToken, policyInForce, postForm, updateOauthData } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:1/exact/callback';
 const API = 'https://api.exact.example.test/';
@@ -18,8 +18,8 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
   let idp: RegisteredDevIdp;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
+    // Its own server: the test changes the shared policy data and rules.
+    server = await readyServer();
     idp = await startRegisteredDevIdp(server);
     // A client allowed read but not write: the default authorize policy drops write.
     const created = await server.admin('POST', '/clients', { clientId: 'exact-spa', clientType: 'public', tokenEndpointAuthMethod: 'none', redirectUris: [REDIRECT_URI], scopes: ['openid', 'profile', 'email', 'read'] });
@@ -95,8 +95,7 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     expect(body.authorization_details).to.deep.equal(details);
     const [decided] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
     expect(decided.policyDecision.authorization_details, 'what the token decision granted').to.deep.equal(details);
-    const rsSecret = await confidentialClient(server, 'exact-rs', { scopes: ['introspection'] });
-    const caller = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('exact-rs', rsSecret) })).body.access_token;
+    const { token: caller } = await clientWithToken(server, 'exact-rs', ['introspection']);
     const introspected = await postForm(server, '/introspect', { token: body.access_token }, { Authorization: `Bearer ${caller}` });
     expect(introspected.body.active).to.equal(true);
     expect(introspected.body.authorization_details).to.deep.equal(details);
@@ -112,8 +111,7 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
   });
 
   it('introspection shows the scopes issued, narrowed but never widened by the introspect decision', async function () {
-    const rsSecret = await confidentialClient(server, 'widening-rs', { scopes: ['introspection'] });
-    const caller = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('widening-rs', rsSecret) })).body.access_token;
+    const { token: caller } = await clientWithToken(server, 'widening-rs', ['introspection']);
     const { code, verifier } = await authorize(new FetchUserAgent(), { scope: 'openid email' });
     const issued = (await redeem(code, verifier)).body;
     const rules = (await server.admin('GET', '/policy-rules')).body as any[];

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
-import { basic, confidentialClient, eventually, postForm, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { basic, clientCredentials, clientToken, confidentialClient, eventually, postForm, updateOauthData } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 const API = 'https://documents.example.test/';
 const DOC_TYPE = 'urn:example:documents';
@@ -15,8 +15,7 @@ describe('POST /introspect and DPoP', function () {
 
   before(async function () {
     // Its own server: the test changes the shared policy data.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
     appSecret = await confidentialClient(server, 'app', { scopes: ['read', 'write'] });
     rsSecret = await confidentialClient(server, 'documents-rs', { scopes: ['introspection'] });
     const rsClient = (await server.admin('GET', '/clients/documents-rs')).body;
@@ -27,14 +26,14 @@ describe('POST /introspect and DPoP', function () {
       data.rar_only_types = { 'urn:example:payment': {} };
     });
     await eventually(async () => (await token({ scope: 'read', resource: API })).status === 200 && (await server.request('/.well-known/openid-configuration').then((r) => r.json() as any)).authorization_details_types_supported.includes('urn:example:payment'));
-    callerToken = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('documents-rs', rsSecret) })).body.access_token;
+    callerToken = await clientToken(server, 'documents-rs', rsSecret, { scope: 'introspection' });
   });
   after(async function () {
     await server?.close();
   });
 
   const token = (form: Record<string, string>, headers: Record<string, string> = {}) =>
-    postForm(server, '/token', { grant_type: 'client_credentials', ...form }, { Authorization: basic('app', appSecret), ...headers });
+    clientCredentials(server, 'app', appSecret, form, headers);
   const introspect = (form: Record<string, string>, auth = `Bearer ${callerToken}`) => postForm(server, '/introspect', form, { Authorization: auth });
 
   it('answers a Bearer caller with the spec fields and the policy outputs for the targeted resource type', async function () {

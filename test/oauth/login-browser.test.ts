@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { decodeJwt } from 'jose';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, loopbackContext, RedirectRecorder } from '../support/browser.js';
-import { authorizationRequest, redeemCode, registerPublicClient, startRegisteredDevIdp, type AuthorizationRequest, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { authorizationRequest, redeemCode, registerPublicClient, withSignInServer, type AuthorizationRequest, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
+import type { TestServer } from '../support/server.js';
 
 /**
  * The whole sign-in in a real browser: Arbiter's /authorize, the development IdP's login
@@ -19,9 +19,7 @@ describe('Sign-in through an upstream identity provider, in Chromium', () => {
   let context: BrowserContext;
 
   before(async () => {
-    server = await startTestServer();
-    await server.waitUntilReady();
-    idp = await startRegisteredDevIdp(server);
+    ({ server, idp } = await withSignInServer());
     redirects = await RedirectRecorder.start();
     spa = await registerPublicClient(server, redirects.url);
     browser = await launchChromium();
@@ -38,8 +36,6 @@ describe('Sign-in through an upstream identity provider, in Chromium', () => {
   after(async () => {
     await browser?.close();
     await redirects?.close();
-    await idp?.close();
-    await server?.close();
   });
 
   const atClient = (url: URL) => url.href.startsWith(redirects.url);

@@ -11,8 +11,8 @@ import {
   type RegisteredDevIdp,
   type TestClient,
 } from '../support/dev-idp.js';
-import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { clientCredentials, confidentialClient } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 /**
  * How the upstream provider is chosen, and every way a sign-in can fail: each failure that
@@ -27,8 +27,8 @@ describe('Sign-in: choosing the upstream provider, and failures', () => {
   let spa: TestClient;
 
   before(async () => {
-    server = await startTestServer();
-    await server.waitUntilReady();
+    // Its own server: it registers several identity providers in the default tenant, and chooses among them.
+    server = await readyServer();
     primary = await startRegisteredDevIdp(server, { idpId: 'primary' });
     secondary = await startRegisteredDevIdp(server, { idpId: 'secondary' });
     // The primary IdP once more, with a secret it does not know: its code exchange fails.
@@ -197,7 +197,7 @@ describe('Sign-in: choosing the upstream provider, and failures', () => {
 
     it('a client_credentials token (no user): 401 with Bearer error="invalid_token"', async () => {
       const secret = await confidentialClient(server, 'machine', { scopes: ['read'] });
-      const issued = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('machine', secret) });
+      const issued = await clientCredentials(server, 'machine', secret, { scope: 'read' });
       expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
 
       expectInvalidToken(await userinfo(`Bearer ${issued.body.access_token}`));

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { arrivingAt, passDevIdpForms, registerPublicClient, withSignInServer, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
+import type { TestServer } from '../support/server.js';
 
 /**
  * Sign-in with openid-client as the relying party: discovery, PKCE S256, the code grant
@@ -17,16 +17,9 @@ describe('Sign-in with openid-client as the relying party', () => {
   let configuration: client.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    await server.waitUntilReady();
-    idp = await startRegisteredDevIdp(server);
+    ({ server, idp } = await withSignInServer());
     rp = await registerPublicClient(server, REDIRECT_URI);
     configuration = await client.discovery(new URL(server.config.issuer), rp.clientId, undefined, client.None(), { execute: [client.allowInsecureRequests] });
-  });
-
-  after(async () => {
-    await idp?.close();
-    await server?.close();
   });
 
   /** Runs the browser part of a sign-in and returns what arrives at the redirect_uri. */

@@ -7,8 +7,8 @@ import * as client from 'openid-client';
 import { storageDigest } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, authorizationRequest, passDevIdpForms, redeemCode, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { basic, eventually, postForm, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { clientCredentials, eventually, postForm, updateOauthData } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
 import { StatementIssuer } from '../support/statement-issuer.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:1/dcr/callback';
@@ -47,8 +47,7 @@ describe('dynamic client registration', function () {
 
   before(async function () {
     // Its own server: the tests open registration in the shared policy data.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
     idp = await startRegisteredDevIdp(server);
   });
   after(async function () {
@@ -119,7 +118,7 @@ describe('dynamic client registration', function () {
       expect(record.grantedResources).to.deep.equal([{ type: 'urn:as:introspect', scopes: ['uma_protection'] }]);
 
       // Later decisions see the stored entitlements: a protection token for the client.
-      const token = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'uma_protection', resource: 'urn:as:introspect' }, { Authorization: basic(body.client_id, body.client_secret) });
+      const token = await clientCredentials(server, body.client_id, body.client_secret, { scope: 'uma_protection', resource: 'urn:as:introspect' });
       expect(token.status, JSON.stringify(token.body)).to.equal(200);
       expect(token.body.scope).to.equal('uma_protection');
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
@@ -305,7 +304,7 @@ describe('dynamic client registration', function () {
         other = (await register({ ...metadata, client_name: 'Other' })).body;
       });
 
-      const tokenFor = (clientId: string, secret: string) => postForm(server, '/token', { grant_type: 'client_credentials' }, { Authorization: basic(clientId, secret) });
+      const tokenFor = (clientId: string, secret: string) => clientCredentials(server, clientId, secret);
 
       it('reads the registration with its token, and nothing secret', async function () {
         const { status, body } = await manage(server, 'GET', registered.client_id, registered.registration_access_token);
@@ -403,8 +402,7 @@ describe('dynamic client registration with SERVICE_SOFTWARE_STATEMENT_VERIFY=tru
     });
     await new Promise<void>((resolve) => jwksServer.listen(0, '127.0.0.1', resolve));
     issuer = `http://127.0.0.1:${(jwksServer.address() as AddressInfo).port}`;
-    server = await startTestServer({ SERVICE_SOFTWARE_STATEMENT_VERIFY: 'true' });
-    await server.waitUntilReady();
+    server = await readyServer({ SERVICE_SOFTWARE_STATEMENT_VERIFY: 'true' });
     await updateOauthData(server, (data) => {
       data.trusted_issuers = { [issuer]: { jwks_uri: `${issuer}/jwks`, uses: ['software_statement'] } };
     });
@@ -458,8 +456,7 @@ describe('dynamic client registration with initial access tokens', function () {
   };
 
   before(async function () {
-    server = await startTestServer({ TENANTS: 'iat-tenant' });
-    await server.waitUntilReady();
+    server = await readyServer({ TENANTS: 'iat-tenant' });
   });
   after(async function () {
     await server?.close();

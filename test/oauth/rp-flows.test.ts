@@ -3,9 +3,9 @@ import bcrypt from 'bcryptjs';
 import { decodeJwt, exportJWK, generateKeyPair } from 'jose';
 import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
+import { arrivingAt, passDevIdpForms, registerPublicClient, withSignInServer } from '../support/dev-idp.js';
 import { postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
 
 /**
  * The code, refresh and client_credentials grants driven by openid-client as the relying
@@ -16,20 +16,12 @@ describe('Grants with openid-client as the relying party', () => {
   const REDIRECT_URI = 'http://127.0.0.1:1/rp/callback';
   const insecure = { execute: [client.allowInsecureRequests] };
   let server: TestServer;
-  let idp: RegisteredDevIdp;
   let spa: client.Configuration;
 
   before(async () => {
-    server = await startTestServer();
-    await server.waitUntilReady();
-    idp = await startRegisteredDevIdp(server);
+    ({ server } = await withSignInServer());
     const registered = await registerPublicClient(server, REDIRECT_URI);
     spa = await client.discovery(new URL(server.config.issuer), registered.clientId, undefined, client.None(), insecure);
-  });
-
-  after(async () => {
-    await idp?.close();
-    await server?.close();
   });
 
   /** Signs `login` in at the dev IdP and returns the URL the browser arrives at. */

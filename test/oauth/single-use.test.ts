@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, authorizationRequest, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
+import { arrivingAt, authorizationRequest, passDevIdpForms, registerPublicClient, withSignInServer, type TestClient } from '../support/dev-idp.js';
 import { postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import type { TestServer } from '../support/server.js';
 
 /**
  * Single use under concurrency (spec: states table): of several simultaneous redemptions of one
@@ -11,19 +11,11 @@ import { startTestServer, type TestServer } from '../support/server.js';
  */
 describe('single-use codes and refresh tokens under concurrent use', function () {
   let server: TestServer;
-  let idp: RegisteredDevIdp;
   let spa: TestClient;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
-    idp = await startRegisteredDevIdp(server);
+    ({ server } = await withSignInServer());
     spa = await registerPublicClient(server, 'http://127.0.0.1:1/single-use/cb');
-  });
-
-  after(async function () {
-    await idp?.close();
-    await server?.close();
   });
 
   async function freshCode(): Promise<{ code: string; codeVerifier: string }> {

@@ -4,8 +4,8 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 type KeyLike = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 import { createServer, type Server } from 'node:http';
 import { registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { basic, confidentialClient, postForm, updateOauthData } from '../support/oauth.js';
-import { freePort, startTestServer, type TestServer } from '../support/server.js';
+import { basic, clientToken, confidentialClient, postForm, updateOauthData } from '../support/oauth.js';
+import { freePort, readyServer, type TestServer } from '../support/server.js';
 import { userToken } from '../uma/support.js';
 
 const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -30,15 +30,14 @@ describe('POST /token: token exchange (RFC 8693)', function () {
 
   before(async function () {
     // Its own server: the test changes the policy data and registers an identity provider.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
     idp = await startRegisteredDevIdp(server);
     exchangerSecret = await confidentialClient(server, 'billing', { scopes: ['openid', 'profile', 'email', 'invoices.read'], redirectUris: [REDIRECT_URI] });
     frontendSecret = await confidentialClient(server, 'frontend', { scopes: ['invoices.read', 'invoices.write'] });
     const rsSecret = await confidentialClient(server, 'invoices-rs', { scopes: ['introspection'] });
     const rsClient = (await server.admin('GET', '/clients/invoices-rs')).body;
     await server.admin('POST', '/resource-servers', { resourceIndicator: API, clientId: rsClient.id, typeUris: [INVOICES] });
-    rsToken = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('invoices-rs', rsSecret) })).body.access_token;
+    rsToken = await clientToken(server, 'invoices-rs', rsSecret, { scope: 'introspection' });
 
     // An external issuer: a key pair whose public half a loopback JWKS endpoint serves.
     const pair = await generateKeyPair('RS256');
@@ -68,7 +67,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
     postForm(server, '/token', { grant_type: EXCHANGE, ...form }, { Authorization: basic(clientId, secret), ...headers });
   const introspect = (token: string) => postForm(server, '/introspect', { token }, { Authorization: `Bearer ${rsToken}` });
   const frontendToken = async (scope = 'invoices.read invoices.write') =>
-    (await postForm(server, '/token', { grant_type: 'client_credentials', scope }, { Authorization: basic('frontend', frontendSecret) })).body.access_token as string;
+    await clientToken(server, 'frontend', frontendSecret, { scope });
 
   /**
    * alice signs in through the dev IdP at billing itself; her access token (openid profile email).
@@ -134,7 +133,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(unknown.status).to.equal(400);
       expect(unknown.body.error).to.equal('invalid_grant');
       const otherSecret = await confidentialClient(server, 'other-app', { scopes: ['invoices.read'] }, 'tenant-x');
-      const elsewhere = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'invoices.read' }, { Authorization: basic('other-app', otherSecret), 'X-Tenant-Id': 'tenant-x' })).body.access_token;
+      const elsewhere = await clientToken(server, 'other-app', otherSecret, { scope: 'invoices.read' }, { 'X-Tenant-Id': 'tenant-x' });
       expect(elsewhere).to.be.a('string');
       const crossTenant = await exchange({ subject_token: elsewhere, subject_token_type: ACCESS_TOKEN });
       expect(crossTenant.status).to.equal(400);
@@ -184,7 +183,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
   });
 
   describe('actors: delegation (RFC 8693 §4.1, §4.4)', function () {
-    const billingToken = async () => (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'invoices.read' }, { Authorization: basic('billing', exchangerSecret) })).body.access_token as string;
+    const billingToken = () => clientToken(server, 'billing', exchangerSecret, { scope: 'invoices.read' });
 
     it('issues a token that says who acts for the subject (act), shown at introspection', async function () {
       const { status, body } = await exchange({ subject_token: await userAccessToken(), subject_token_type: ACCESS_TOKEN, scope: 'profile', actor_token: await billingToken(), actor_token_type: ACCESS_TOKEN });
@@ -258,8 +257,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
 describe('POST /token: token exchange of an expired access token', function () {
   let server: TestServer;
   before(async function () {
-    server = await startTestServer({ ACCESS_TOKEN_TTL_SECONDS: '1' });
-    await server.waitUntilReady();
+    server = await readyServer({ ACCESS_TOKEN_TTL_SECONDS: '1' });
   });
   after(async function () {
     await server?.close();
@@ -267,7 +265,7 @@ describe('POST /token: token exchange of an expired access token', function () {
 
   it('refuses an expired subject token with invalid_grant', async function () {
     const secret = await confidentialClient(server, 'svc', { scopes: ['read'] });
-    const subjectToken = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('svc', secret) })).body.access_token;
+    const subjectToken = await clientToken(server, 'svc', secret, { scope: 'read' });
     await new Promise((resolve) => setTimeout(resolve, 2_100));
     const { status, body } = await postForm(server, '/token', { grant_type: EXCHANGE, subject_token: subjectToken, subject_token_type: ACCESS_TOKEN }, { Authorization: basic('svc', secret) });
     expect(status).to.equal(400);

@@ -2,14 +2,14 @@ import { expect } from 'chai';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { sharedServer, type TestServer } from '../support/server.js';
+import { withServer, type TestServer } from '../support/server.js';
 
 describe('POST /token', function () {
   let server: TestServer;
   let secret: string;
 
   before(async function () {
-    server = await sharedServer();
+    server = await withServer();
     secret = await confidentialClient(server, 'token-svc', { scopes: ['read', 'write'] });
   });
 

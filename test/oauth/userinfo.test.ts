@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { arrivingAt, passDevIdpForms, registerPublicClient, withSignInServer } from '../support/dev-idp.js';
+import { basic, clientCredentials, confidentialClient, postForm } from '../support/oauth.js';
+import type { TestServer } from '../support/server.js';
 
 /**
  * GET/POST /userinfo (spec: UserInfo; Errors). A Bearer access token with `openid` and a user
@@ -16,21 +16,12 @@ describe('UserInfo', () => {
   const REDIRECT_URI = 'http://127.0.0.1:1/userinfo-rp/callback';
   const insecure = { execute: [client.allowInsecureRequests] };
   let server: TestServer;
-  let idp: RegisteredDevIdp;
   let spa: client.Configuration;
 
   before(async () => {
-    // Its own server: the dev IdP becomes the default tenant's first identity provider.
-    server = await startTestServer();
-    await server.waitUntilReady();
-    idp = await startRegisteredDevIdp(server);
+    ({ server } = await withSignInServer());
     const registered = await registerPublicClient(server, REDIRECT_URI);
     spa = await client.discovery(new URL(server.config.issuer), registered.clientId, undefined, client.None(), insecure);
-  });
-
-  after(async () => {
-    await idp?.close();
-    await server?.close();
   });
 
   /** Signs `login` in at the dev IdP with PKCE S256 and `scope`; returns the code grant's form (not yet redeemed). */
@@ -115,7 +106,7 @@ describe('UserInfo', () => {
 
     it('a client_credentials token, which has no user', async () => {
       const secret = await confidentialClient(server, 'userinfo-svc', { scopes: ['read'] });
-      const issued = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('userinfo-svc', secret) });
+      const issued = await clientCredentials(server, 'userinfo-svc', secret, { scope: 'read' });
       expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
 
       expectRefused(await userinfo(bearer(issued.body.access_token)));

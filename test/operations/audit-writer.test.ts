@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
-import { basic, confidentialClient, FORM, postForm } from '../support/oauth.js';
-import { ADMIN_KEY, freePort, startTestServer, type TestServer } from '../support/server.js';
+import { basic, clientCredentials, confidentialClient, FORM } from '../support/oauth.js';
+import { ADMIN_KEY, freePort, readyServer, type TestServer } from '../support/server.js';
 import { startServerProcess } from '../support/server-process.js';
 import { MongoTestServer } from '../store/mongo-server.js';
 
@@ -56,8 +56,8 @@ describe('batched audit writer', function () {
     const lines: string[] = [];
 
     before(async function () {
-      server = await startTestServer({ LOG_LEVEL: 'error' }, { logStream: { write: (line: string) => lines.push(line) } });
-      await server.waitUntilReady();
+      // Its own server: the test breaks its audit writes and reads its log.
+      server = await readyServer({ LOG_LEVEL: 'error' }, { logStream: { write: (line: string) => lines.push(line) } });
       secret = await confidentialClient(server, 'unaudited-client', { scopes: ['read'] });
     });
 
@@ -79,10 +79,10 @@ describe('batched audit writer', function () {
     it('answers as it would have (success and refusal alike), logs why without secrets, and audits again once the store takes entries', async function () {
       refuseAuditEntries(true);
       try {
-        const token = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('unaudited-client', secret), 'X-Request-ID': 'unaudited-token' });
+        const token = await clientCredentials(server, 'unaudited-client', secret, { scope: 'read' }, { 'X-Request-ID': 'unaudited-token' });
         expect(token.status, JSON.stringify(token.body)).to.equal(200);
         expect(token.body.access_token).to.be.a('string');
-        const refused = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('unaudited-client', 'wrong-secret-value'), 'X-Request-ID': 'unaudited-refusal' });
+        const refused = await clientCredentials(server, 'unaudited-client', 'wrong-secret-value', { scope: 'read' }, { 'X-Request-ID': 'unaudited-refusal' });
         expect(refused.status).to.equal(401);
         expect(refused.body.error).to.equal('invalid_client');
         const created = await server.admin('POST', '/clients', { clientId: 'created-unaudited', clientType: 'public', redirectUris: ['https://unaudited.example.test/cb'] }, { 'X-Request-ID': 'unaudited-create' });
@@ -102,7 +102,7 @@ describe('batched audit writer', function () {
       expect(logged).not.to.contain('    at ');
 
       expect((await server.admin('GET', '/clients/created-unaudited')).status, 'the write itself was kept').to.equal(200);
-      const after = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('unaudited-client', secret), 'X-Request-ID': 'audited-again' });
+      const after = await clientCredentials(server, 'unaudited-client', secret, { scope: 'read' }, { 'X-Request-ID': 'audited-again' });
       expect(after.status).to.equal(200);
       const found = byRequestId(await allEntries(server.url), ['unaudited-token', 'unaudited-refusal', 'unaudited-create', 'audited-again']);
       expect(Object.fromEntries([...found].map(([requestId, entries]) => [requestId, entries.length]))).to.deep.equal({ 'unaudited-token': 0, 'unaudited-refusal': 0, 'unaudited-create': 0, 'audited-again': 1 });
@@ -225,8 +225,8 @@ function describeBurst(storeKind: 'sqlite' | 'mongodb'): void {
         await mongo.start();
         env.STORE_URL = mongo.uri(mongo.freshDatabase());
       }
-      server = await startTestServer(env);
-      await server.waitUntilReady();
+      // Its own server: the test counts every audit entry of the burst.
+      server = await readyServer(env);
       secret = await confidentialClient(server, 'burst-client', { scopes: ['read'] });
     });
 
@@ -239,7 +239,7 @@ function describeBurst(storeKind: 'sqlite' | 'mongodb'): void {
       const requests = Array.from({ length: 150 }, (_, n) => {
         const requestId = `burst-${n}`;
         if (n % 3 === 0) {
-          return postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('burst-client', secret), 'X-Request-ID': requestId }).then((answer) => ({ requestId, endpoint: '/token', status: answer.status }));
+          return clientCredentials(server, 'burst-client', secret, { scope: 'read' }, { 'X-Request-ID': requestId }).then((answer) => ({ requestId, endpoint: '/token', status: answer.status }));
         }
         const endpoint = `/admin/api/subjects/burst-subject-${n}`;
         return server.request(endpoint, { admin: true, headers: { 'X-Request-ID': requestId } }).then(async (answer) => {

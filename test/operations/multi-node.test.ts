@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, authorizationRequest, passDevIdpForms, redeemCode, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { basic, confidentialClient, policyInForce, postForm, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { clientCredentials, confidentialClient, policyInForce, postForm, updateOauthData } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
 import { MongoTestServer } from '../store/mongo-server.js';
 
 /** Codes raced for, one after another: one race can come out right by luck, ten rarely do. */
@@ -22,9 +22,8 @@ describe('two nodes on one MongoDB-wire store', function () {
     this.timeout(900_000); // the first FerretDB build downloads and compiles Go modules
     await mongo.start();
     const storeUrl = mongo.uri(mongo.freshDatabase());
-    a = await startTestServer({ STORE_URL: storeUrl });
-    b = await startTestServer({ STORE_URL: storeUrl, ISSUER: a.config.issuer });
-    await Promise.all([a.waitUntilReady(), b.waitUntilReady()]);
+    a = await readyServer({ STORE_URL: storeUrl });
+    b = await readyServer({ STORE_URL: storeUrl, ISSUER: a.config.issuer });
     idp = await startRegisteredDevIdp(a);
   });
 
@@ -44,10 +43,10 @@ describe('two nodes on one MongoDB-wire store', function () {
   it('serves on B a client created on A, and introspects on B a token A issued', async function () {
     const secret = await confidentialClient(a, 'shared-client', { scopes: ['read'] });
     const rsSecret = await confidentialClient(a, 'shared-rs', { scopes: ['introspection'] });
-    const fromB = await postForm(b, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('shared-client', secret) });
+    const fromB = await clientCredentials(b, 'shared-client', secret, { scope: 'read' });
     expect(fromB.status, JSON.stringify(fromB.body)).to.equal(200);
-    const fromA = await postForm(a, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('shared-client', secret) });
-    const caller = await postForm(b, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('shared-rs', rsSecret) });
+    const fromA = await clientCredentials(a, 'shared-client', secret, { scope: 'read' });
+    const caller = await clientCredentials(b, 'shared-rs', rsSecret, { scope: 'introspection' });
     const shown = await postForm(b, '/introspect', { token: fromA.body.access_token }, { Authorization: `Bearer ${caller.body.access_token}` });
     expect(shown.body).to.include({ active: true, client_id: 'shared-client', scope: 'read' });
   });

@@ -6,7 +6,7 @@ import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { DEV_IDP_CLIENT } from '../../src/dev-idp/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, authorizationRequest, redeemCode, registerIdentityProvider, registerPublicClient, type TestClient } from '../support/dev-idp.js';
-import { freePort, startTestServer, type TestServer } from '../support/server.js';
+import { freePort, readyServer, type TestServer } from '../support/server.js';
 
 /** Short, so that the slow cases are quick; every upstream request is bounded by it. */
 const OUTBOUND_TIMEOUT_MS = 1000;
@@ -29,8 +29,8 @@ describe('upstream identity provider faults', function () {
   const logLines: string[] = [];
 
   before(async function () {
-    server = await startTestServer({ OUTBOUND_TIMEOUT_MS: String(OUTBOUND_TIMEOUT_MS), LOG_LEVEL: 'info' }, { logStream: { write: (line: string) => void logLines.push(line) } });
-    await server.waitUntilReady();
+    // Its own server: the test reads the log lines the faults cause.
+    server = await readyServer({ OUTBOUND_TIMEOUT_MS: String(OUTBOUND_TIMEOUT_MS), LOG_LEVEL: 'info' }, { logStream: { write: (line: string) => void logLines.push(line) } });
     upstream = await FaultyIdp.start(`${server.config.issuer}/idp/callback`);
     spa = await registerPublicClient(server, REDIRECT_URI);
   });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { basic, confidentialClient, eventually, postForm, type JsonResponse } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { clientCredentials, confidentialClient, eventually, type JsonResponse } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 /**
  * Cedar entity data (policy data `cedar.entities`) that Cedar cannot read fails every decision
@@ -29,8 +29,7 @@ forbid (principal in Arbiter::Group::"suspended", action == Arbiter::Action::"to
 
   before(async function () {
     // Its own server: Cedar rules and cedar.entities apply to every decision of the server.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
     secret = await confidentialClient(server, CLIENT, { scopes: ['read'] });
     const rule = await server.admin('PUT', `/policy-rules/by-path?path=${RULE_PATH}`, { version: null, kind: 'cedar', path: RULE_PATH, content: RULES });
     expect(rule.status, JSON.stringify(rule.body)).to.be.oneOf([200, 201]);
@@ -39,7 +38,7 @@ forbid (principal in Arbiter::Group::"suspended", action == Arbiter::Action::"to
     await server?.close();
   });
 
-  const token = () => postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic(CLIENT, secret) });
+  const token = () => clientCredentials(server, CLIENT, secret, { scope: 'read' });
 
   async function setEntities(value: unknown): Promise<void> {
     const saved = await server.admin('PUT', '/policy-data/by-key?dataKey=cedar.entities', { dataKey: 'cedar.entities', payload: JSON.stringify(value) });

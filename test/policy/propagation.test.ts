@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { POLICY_DATA } from '../../src/policy/index.js';
 import { eventually, policyInForce, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 import { putData } from './support.js';
 
 /**
@@ -13,8 +13,7 @@ describe('policy propagation by long polling', function () {
   let server: TestServer;
 
   before(async function () {
-    server = await startTestServer({ POLICY_POLL_MIN_SECONDS: '30', POLICY_POLL_MAX_SECONDS: '30' });
-    await server.waitUntilReady();
+    server = await readyServer({ POLICY_POLL_MIN_SECONDS: '30', POLICY_POLL_MAX_SECONDS: '30' });
     await policyInForce(server);
   });
 
@@ -38,8 +37,7 @@ describe('/healthz when OPA refuses the bundle', function () {
   let server: TestServer;
 
   before(async function () {
-    server = await startTestServer({ POLICY_LAG_BOUND_SECONDS: '1' });
-    await server.waitUntilReady();
+    server = await readyServer({ POLICY_LAG_BOUND_SECONDS: '1' });
     await policyInForce(server);
   });
 

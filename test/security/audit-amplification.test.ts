@@ -1,6 +1,6 @@
 import { statSync } from 'node:fs';
 import { expect } from 'chai';
-import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
+import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 import { eventually } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
 import { MAX_AUDITED_STRING } from '../../src/audit/bounds.js';
@@ -60,8 +60,8 @@ describe('Audit amplification by callers nobody authenticated', function () {
   describe('with the default budget and window', function () {
     let server: TestServer;
     before(async function () {
-      server = await startTestServer({ AUDIT_UNAUTHENTICATED_LIMIT: String(LIMIT) });
-      await server.waitUntilReady();
+      // Its own server: it spends the audit budget of unauthenticated callers and measures the store.
+      server = await readyServer({ AUDIT_UNAUTHENTICATED_LIMIT: String(LIMIT) });
     });
     after(async function () {
       await server?.close();
@@ -106,8 +106,8 @@ describe('Audit amplification by callers nobody authenticated', function () {
   describe('aggregated entries', function () {
     let server: TestServer;
     before(async function () {
-      server = await startTestServer({ AUDIT_UNAUTHENTICATED_LIMIT: '5', AUDIT_AGGREGATE_WINDOW_SECONDS: '1' });
-      await server.waitUntilReady();
+      // Its own server: a budget of five, spent by this test alone.
+      server = await readyServer({ AUDIT_UNAUTHENTICATED_LIMIT: '5', AUDIT_AGGREGATE_WINDOW_SECONDS: '1' });
     });
     after(async function () {
       await server?.close();
@@ -151,8 +151,8 @@ describe('Audit amplification by callers nobody authenticated', function () {
   describe('retention (AUDIT_RETENTION_DAYS)', function () {
     let server: TestServer;
     before(async function () {
-      server = await startTestServer();
-      await server.waitUntilReady();
+      // Its own server: the entries it writes have ids above any real one, and would pass for the newest entry in other files' queries.
+      server = await readyServer();
     });
     after(async function () {
       await server?.close();

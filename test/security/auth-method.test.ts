@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { inTenant, withServer, type TestServer } from '../support/server.js';
 
 /**
  * Issue 27, item 11: a client authenticates with the method it registered (RFC 7591 §2).
@@ -13,14 +13,10 @@ describe('the registered token_endpoint_auth_method is enforced', function () {
   let postSecret: string;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
+    // A tenant of its own on the shared server: its clients, tokens and audit entries are apart from other files'.
+    server = inTenant(await withServer(), 'auth-method');
     basicSecret = await confidentialClient(server, 'basic-client', { scopes: ['read'] });
     postSecret = await confidentialClient(server, 'post-client', { scopes: ['read'], tokenEndpointAuthMethod: 'client_secret_post' });
-  });
-
-  after(async function () {
-    await server?.close();
   });
 
   const asBasic = (path: string, clientId: string, secret: string, form: Record<string, string>) => postForm(server, path, form, { Authorization: basic(clientId, secret) });

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
-import { startRegisteredDevIdp, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
-import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { ACCESS_TOKEN_FORMAT, api, clientToken, UMA_GRANT, umaPublicClient, userToken } from '../uma/support.js';
+import { withSignInServer, type TestClient } from '../support/dev-idp.js';
+import { basic, clientToken, confidentialClient, postForm } from '../support/oauth.js';
+import type { TestServer } from '../support/server.js';
+import { ACCESS_TOKEN_FORMAT, api, UMA_GRANT, umaPublicClient, userToken } from '../uma/support.js';
 
 const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
@@ -41,7 +41,6 @@ class DpopKey {
  */
 describe('bound tokens are not laundered through token exchange or the UMA grant', function () {
   let server: TestServer;
-  let idp: RegisteredDevIdp;
   let tokenUrl: string;
   let webSecret: string;
   let intruderSecret: string;
@@ -50,20 +49,13 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
   let spa: TestClient;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
-    idp = await startRegisteredDevIdp(server);
+    ({ server } = await withSignInServer());
     tokenUrl = `${server.config.issuer}/token`;
     aliceKey = await DpopKey.generate();
-    webSecret = await confidentialClient(server, 'web', { scopes: ['openid', 'profile'], redirectUris: [WEB_CALLBACK] });
+    webSecret = await confidentialClient(server, 'laundering-web', { scopes: ['openid', 'profile'], redirectUris: [WEB_CALLBACK] });
     intruderSecret = await confidentialClient(server, 'intruder', { scopes: ['read'] });
-    web = { clientId: 'web', redirectUri: WEB_CALLBACK, secret: webSecret };
+    web = { clientId: 'laundering-web', redirectUri: WEB_CALLBACK, secret: webSecret };
     spa = await umaPublicClient(server, 'spa', SPA_CALLBACK);
-  });
-
-  after(async function () {
-    await idp?.close();
-    await server?.close();
   });
 
   /** alice's token at `holder`, bound to `key` when one is given. */
@@ -85,19 +77,19 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
 
     it('refuses a bound token without a proof, or with a proof of another key, even from the client that holds it', async function () {
       const bound = await aliceToken(web, aliceKey);
-      const bare = await exchange('web', webSecret, { subject_token: bound, scope: 'profile' });
+      const bare = await exchange('laundering-web', webSecret, { subject_token: bound, scope: 'profile' });
       expect(bare.status, JSON.stringify(bare.body)).to.equal(400);
       expect(bare.body).to.include({ error: 'invalid_grant' });
       expect(bare.body.error_description).to.match(/DPoP-bound/);
       const otherKey = await DpopKey.generate();
-      const wrongKey = await exchange('web', webSecret, { subject_token: bound, scope: 'profile' }, { DPoP: await otherKey.proof(tokenUrl) });
+      const wrongKey = await exchange('laundering-web', webSecret, { subject_token: bound, scope: 'profile' }, { DPoP: await otherKey.proof(tokenUrl) });
       expect(wrongKey.status, JSON.stringify(wrongKey.body)).to.equal(400);
       expect(wrongKey.body.error_description).to.match(/not the key/);
     });
 
     it('exchanges a bound token with a proof of its key, and the new token stays bound to that key', async function () {
       const bound = await aliceToken(web, aliceKey);
-      const { status, body } = await exchange('web', webSecret, { subject_token: bound, scope: 'profile' }, { DPoP: await aliceKey.proof(tokenUrl) });
+      const { status, body } = await exchange('laundering-web', webSecret, { subject_token: bound, scope: 'profile' }, { DPoP: await aliceKey.proof(tokenUrl) });
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body.token_type).to.equal('DPoP');
       expect(await userinfoAsBearer(body.access_token), 'the exchanged token is bound too').to.equal(401);
@@ -117,14 +109,14 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
     it("refuses an actor token of another client as the act of the issued token", async function () {
       const own = await aliceToken(web);
       const foreignActor = await clientToken(server, 'intruder', intruderSecret, { scope: 'read' });
-      const { status, body } = await exchange('web', webSecret, { subject_token: own, scope: 'profile', actor_token: foreignActor, actor_token_type: ACCESS_TOKEN });
+      const { status, body } = await exchange('laundering-web', webSecret, { subject_token: own, scope: 'profile', actor_token: foreignActor, actor_token_type: ACCESS_TOKEN });
       expect(status, JSON.stringify(body)).to.equal(400);
       expect(body.error_description).to.match(/actor token was issued to another client/);
     });
 
     it('refuses a resource nobody registered with invalid_target', async function () {
       const own = await aliceToken(web);
-      const { status, body } = await exchange('web', webSecret, { subject_token: own, scope: 'profile', resource: 'https://attacker.example/api', resource_type: 'urn:as:introspect' });
+      const { status, body } = await exchange('laundering-web', webSecret, { subject_token: own, scope: 'profile', resource: 'https://attacker.example/api', resource_type: 'urn:as:introspect' });
       expect(status, JSON.stringify(body)).to.equal(400);
       expect(body.error).to.equal('invalid_target');
     });
@@ -143,7 +135,7 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
 
     const ticket = async () => (await api(server, 'POST', '/permission', pat, { resource_id: photo, resource_scopes: ['view'] })).body.ticket as string;
     const redeem = async (claimToken: string, headers: Record<string, string> = {}) =>
-      postForm(server, '/token', { grant_type: UMA_GRANT, ticket: await ticket(), claim_token: claimToken, claim_token_format: ACCESS_TOKEN_FORMAT }, { Authorization: basic('web', webSecret), ...headers });
+      postForm(server, '/token', { grant_type: UMA_GRANT, ticket: await ticket(), claim_token: claimToken, claim_token_format: ACCESS_TOKEN_FORMAT }, { Authorization: basic('laundering-web', webSecret), ...headers });
 
     it("refuses a claim token issued to another client (a resource server that received alice's token is not alice)", async function () {
       const { status, body } = await redeem(await aliceToken(spa));

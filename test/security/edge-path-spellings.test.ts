@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { sharedServer, type TestServer } from '../support/server.js';
+import { withServer, type TestServer } from '../support/server.js';
 
 /**
  * oidc-provider's router matches paths ASCII case-insensitively and with one trailing slash
@@ -12,7 +12,7 @@ describe('Endpoint paths in any spelling oidc-provider accepts', function () {
   let secret: string;
 
   before(async function () {
-    server = await sharedServer();
+    server = await withServer();
     secret = await confidentialClient(server, 'spelling-svc', { scopes: ['read'] });
   });
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { base64url, UnsecuredJWT } from 'jose';
-import { basic, postForm, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { clientCredentials, updateOauthData } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
 import { StatementIssuer } from '../support/statement-issuer.js';
 
 const ENTITLEMENT = { type: 'urn:as:introspect', scopes: ['uma_protection', 'introspection'] };
@@ -17,8 +17,8 @@ describe('forged software statements register nothing', function () {
   let issuer: StatementIssuer;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
+    // Its own server: the test changes the shared policy data.
+    server = await readyServer();
     issuer = await StatementIssuer.start();
     await updateOauthData(server, (data) => {
       data.trusted_issuers = { [issuer.url]: { jwks_uri: `${issuer.url}/jwks`, uses: ['software_statement'] } };
@@ -66,7 +66,7 @@ describe('forged software statements register nothing', function () {
   it("registers a client from the issuer's signed statement, with its entitlements", async function () {
     const { status, body } = await register(await issuer.sign(claims()));
     expect(status, JSON.stringify(body)).to.equal(201);
-    const token = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'uma_protection', resource: 'urn:as:introspect' }, { Authorization: basic(body.client_id, body.client_secret) });
+    const token = await clientCredentials(server, body.client_id, body.client_secret, { scope: 'uma_protection', resource: 'urn:as:introspect' });
     expect(token.status, JSON.stringify(token.body)).to.equal(200);
     const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/register&size=1&sort=id,desc')).body.content;
     expect(entry.policyInput.registration.software_statement.verified).to.equal(true);

@@ -7,7 +7,7 @@ import { generateKeyPair, SignJWT } from 'jose';
 import { assertFetchableUrl, createOutbound, OutboundLimitError, OutboundRefusedError } from '../../src/http/outbound.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, authorizationRequest, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { inTenant, readyServer, withServer, type TestServer } from '../support/server.js';
 
 /**
  * SSRF: every URL an operator or client supplies is fetched through src/http/outbound.ts,
@@ -202,11 +202,9 @@ describe('Outbound requests: the SSRF guard', function () {
     let server: TestServer;
 
     before(async () => {
-      server = await startTestServer();
-      await server.waitUntilReady();
+      // A tenant of its own on the shared server: it expects no identity provider but those it tried to register.
+      server = inTenant(await withServer(), 'outbound-admin');
     });
-
-    after(() => server?.close());
 
     const NOT_HTTP = ['file:///etc/passwd', 'ftp://idp.example.test/', 'javascript:alert(1)'];
 
@@ -251,8 +249,7 @@ describe('Outbound requests: the SSRF guard', function () {
     let spa: TestClient;
 
     before(async () => {
-      server = await startTestServer({ NODE_ENV: 'production', SERVICE_SECRETS_KEY: 'cHJvZHVjdGlvbi1saWtlLXNlYWxpbmcta2V5LWZvci0' });
-      await server.waitUntilReady();
+      server = await readyServer({ NODE_ENV: 'production', SERVICE_SECRETS_KEY: 'cHJvZHVjdGlvbi1saWtlLXNlYWxpbmcta2V5LWZvci0' });
       expect(server.config.outboundAllowInsecureLoopback).to.equal(false);
       spa = await registerPublicClient(server, 'http://127.0.0.1:1/production/callback');
     });
@@ -285,8 +282,7 @@ describe('Outbound requests: the SSRF guard', function () {
     let idp: TestHttpServer;
 
     before(async () => {
-      server = await startTestServer();
-      await server.waitUntilReady();
+      server = await withServer();
       expect(server.config.outboundAllowInsecureLoopback).to.equal(true);
       spa = await registerPublicClient(server, 'http://127.0.0.1:1/development/callback');
       idp = await TestHttpServer.start(privateEndpointsIdp(() => idp.url));
@@ -294,7 +290,6 @@ describe('Outbound requests: the SSRF guard', function () {
 
     after(async () => {
       await idp?.close();
-      await server?.close();
     });
 
     itStaysLocal('a loopback http identity provider still signs users in', async () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ADMIN_KEY, sharedServer, startTestServer, type TestServer } from '../support/server.js';
+import { ADMIN_KEY, readyServer, withServer, type TestServer } from '../support/server.js';
 import { basic, confidentialClient, FORM, postForm } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
 
@@ -8,7 +8,7 @@ const KEY = { 'X-Admin-API-Key': ADMIN_KEY };
 describe('Perimeter: the Admin API gate', function () {
   let server: TestServer;
   before(async function () {
-    server = await sharedServer();
+    server = await withServer();
   });
 
   /** Spellings that name the Admin surface without being the one the router serves. */
@@ -67,7 +67,7 @@ describe('Perimeter: repeated parameters', function () {
   let server: TestServer;
   let secret: string;
   before(async function () {
-    server = await sharedServer();
+    server = await withServer();
     secret = await confidentialClient(server, 'repeat-svc', { scopes: ['read'] });
   });
 
@@ -106,7 +106,7 @@ describe('Perimeter: repeated parameters', function () {
 describe('Perimeter: tenants', function () {
   let server: TestServer;
   before(async function () {
-    server = await sharedServer();
+    server = await withServer();
   });
 
   it('answers 400 for a tenant that does not exist, and serves it once the Admin API created an object for it', async function () {
@@ -119,9 +119,8 @@ describe('Perimeter: tenants', function () {
   });
 
   it('serves the tenants listed in TENANTS without any object, and keeps working past the provider cache cap', async function () {
-    const capped = await startTestServer({ TENANTS: 'listed-a,listed-b,listed-c', TENANT_CACHE_MAX: '2' });
+    const capped = await readyServer({ TENANTS: 'listed-a,listed-b,listed-c', TENANT_CACHE_MAX: '2' });
     try {
-      await capped.waitUntilReady();
       const secrets = new Map<string, string>();
       for (const tenant of ['listed-a', 'listed-b', 'listed-c']) secrets.set(tenant, await confidentialClient(capped, `app-${tenant}`, { scopes: ['read'] }, tenant));
       // Round robin over three tenants with room for two: every request finds its provider evicted.
@@ -143,7 +142,7 @@ describe('Perimeter: tenants', function () {
 describe('Perimeter: the audit log is tenant-scoped', function () {
   let server: TestServer;
   before(async function () {
-    server = await sharedServer();
+    server = await withServer();
   });
 
   it('lists and shows only the tenant of the call; allTenants=true is the explicit way to see all', async function () {
@@ -166,7 +165,7 @@ describe('Perimeter: the audit log is tenant-scoped', function () {
 describe('Perimeter: security headers', function () {
   let server: TestServer;
   before(async function () {
-    server = await sharedServer();
+    server = await withServer();
   });
 
   it('sends nosniff and no-referrer on JSON, and forbids framing of HTML pages', async function () {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { withServer, type TestServer } from '../support/server.js';
 
 /**
  * Issue 27, item 9: dynamic registration takes redirect URIs as OAuth 2.1 §2.3.1 allows them
@@ -10,12 +10,7 @@ describe('registration refuses redirect URIs OAuth 2.1 forbids', function () {
   let server: TestServer;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
-  });
-
-  after(async function () {
-    await server?.close();
+    server = await withServer();
   });
 
   const register = async (redirectUri: string) => {

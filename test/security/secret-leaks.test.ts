@@ -6,7 +6,7 @@ import { DEV_IDP_CLIENT } from '../../src/dev-idp/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, authorizationRequest, passDevIdpForms, redeemCode, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { basic, postForm } from '../support/oauth.js';
-import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
+import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 
 /**
  * A whole session's worth of flows — Admin writes with secrets, every client authentication,
@@ -40,8 +40,8 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
   }
 
   before(async function () {
-    server = await startTestServer({ LOG_LEVEL: 'debug', TENANTS: TENANT, SERVICE_SECRETS_KEY: SECRETS_KEY }, { logStream: { write: (line: string) => void logLines.push(line) } });
-    await server.waitUntilReady();
+    // Its own server: every log line it writes is searched for secrets.
+    server = await readyServer({ LOG_LEVEL: 'debug', TENANTS: TENANT, SERVICE_SECRETS_KEY: SECRETS_KEY }, { logStream: { write: (line: string) => void logLines.push(line) } });
     await runSession();
     auditText = '';
     auditCount = 0;

@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../src/config/index.js';
-import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
+import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 
 /** What the server wrote on a connection before it closed it. */
 function untilClosed(socket: Socket): Promise<string> {
@@ -38,8 +38,8 @@ describe('Slow request bodies and headers', function () {
   let server: TestServer;
 
   before(async function () {
-    server = await startTestServer({ HTTP_REQUEST_TIMEOUT_MS: '1000', HTTP_HEADERS_TIMEOUT_MS: '1000' });
-    await server.waitUntilReady();
+    // Its own server: short HTTP timeouts that would cut other files' requests.
+    server = await readyServer({ HTTP_REQUEST_TIMEOUT_MS: '1000', HTTP_HEADERS_TIMEOUT_MS: '1000' });
   });
   after(async function () {
     await server?.close();

@@ -11,7 +11,7 @@ import { openArbiterStore as openStore } from '../../src/collections.js';
 import { StoreUnavailableError, type Store } from '../../src/store/index.js';
 import { MongoTestServer } from '../store/mongo-server.js';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 const COMPANIONS = ['', '-wal', '-shm'];
 
@@ -28,8 +28,8 @@ describe('Store loss', function () {
     let file: string;
 
     beforeEach(async function () {
-      server = await startTestServer();
-      await server.waitUntilReady();
+      // A server of its own for each test: each one breaks the store.
+      server = await readyServer();
       file = server.config.storeUrl.slice('sqlite:'.length);
       secret = await confidentialClient(server, 'keeper', { scopes: ['read'] });
       expect((await clientCredentials()).status, 'a token before the loss').to.equal(200);

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { ADMIN_KEY, startTestServer, type TestServer } from '../support/server.js';
+import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 import { basic, confidentialClient } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
 import { IDENTITY_WIDE_FACTOR } from '../../src/http/auth-failures.js';
@@ -14,8 +14,8 @@ function adminCall(server: TestServer, from: string, key: string, headers: Recor
 describe('Throttling of authentication failures, and the caller address', function () {
   let server: TestServer;
   before(async function () {
-    server = await startTestServer({ AUTH_FAILURE_LIMIT: String(LIMIT), AUTH_FAILURE_WINDOW_SECONDS: '600', TRUSTED_PROXIES: '127.0.0.50' });
-    await server.waitUntilReady();
+    // Its own server: it counts failures per address against a small limit.
+    server = await readyServer({ AUTH_FAILURE_LIMIT: String(LIMIT), AUTH_FAILURE_WINDOW_SECONDS: '600', TRUSTED_PROXIES: '127.0.0.50' });
   });
   after(async function () {
     await server?.close();

@@ -8,8 +8,8 @@ import { openArbiterStore as openStore } from '../../src/collections.js';
 import type { Store } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { basic, confidentialClient, eventually, postForm, updateOauthData } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
+import { clientCredentials, confidentialClient, eventually, postForm, updateOauthData } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 /**
  * A copy of the database file must not hand out live tokens: access tokens (user and
@@ -30,8 +30,7 @@ describe('Tokens at rest', function () {
 
   before(async function () {
     // Its own server: the test reads its database file and opens registration in its policy data.
-    server = await startTestServer();
-    await server.waitUntilReady();
+    server = await readyServer();
     idp = await startRegisteredDevIdp(server);
     spaClientId = (await registerPublicClient(server, REDIRECT_URI)).clientId;
     spa = await client.discovery(new URL(server.config.issuer), spaClientId, undefined, client.None(), insecure);
@@ -65,7 +64,7 @@ describe('Tokens at rest', function () {
 
   it('stores no access token, refresh token, code, registration access token or session id, and still finds each by its digest', async function () {
     // client_credentials
-    const cc = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('rest-rs', rsSecret) });
+    const cc = await clientCredentials(server, 'rest-rs', rsSecret, { scope: 'introspection' });
     expect(cc.status, JSON.stringify(cc.body)).to.equal(200);
     const ccToken: string = cc.body.access_token;
 

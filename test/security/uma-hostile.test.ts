@@ -4,9 +4,9 @@ import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:ht
 import { DELEGATION_REQUEST } from '../../src/delegation/schemas.js';
 import { MAX_JSON_DEPTH } from '../../src/http/body.js';
 import { MAX_TICKET_PERMISSIONS, RESOURCE_DESCRIPTION } from '../../src/uma/schemas.js';
-import { basic, confidentialClient, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { ACCESS_TOKEN_FORMAT, api, clientToken, UMA_GRANT } from '../uma/support.js';
+import { basic, clientCredentials, clientToken, confidentialClient, postForm } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
+import { ACCESS_TOKEN_FORMAT, api, UMA_GRANT } from '../uma/support.js';
 import { headerSafe, hostileJson, hostileName, hostileText, malformedJson, pathSegment } from './arbitraries.js';
 
 /**
@@ -246,8 +246,7 @@ describe('UMA protection API, delegation store and UMA grant under hostile input
   const future = (ms = 3_600_000) => new Date(Date.now() + ms).toISOString();
 
   before(async function () {
-    server = await startTestServer({ TENANTS: 'acme', MAX_BODY_BYTES: String(MAX_BODY_BYTES) });
-    await server.waitUntilReady();
+    server = await readyServer({ TENANTS: 'acme', MAX_BODY_BYTES: String(MAX_BODY_BYTES) });
     expect((await server.admin('POST', '/resource-types', { typeUri: DOC_TYPE, scopes: ['read', 'write', 'share'] })).status).to.equal(201);
     const scopes = ['uma_protection', 'delegation_management'];
     ownerSecret = await confidentialClient(server, 'owner-rs', { scopes });
@@ -261,7 +260,7 @@ describe('UMA protection API, delegation store and UMA grant under hostile input
     otherPat = await clientToken(server, 'other-rs', otherSecret, PAT);
     otherDm = await clientToken(server, 'other-rs', otherSecret, DM);
     const acmeToken = async (form: Record<string, string>) => {
-      const answer = await postForm(server, '/token', { grant_type: 'client_credentials', ...form }, { Authorization: basic('acme-rs', acmeSecret), 'X-Tenant-Id': 'acme' });
+      const answer = await clientCredentials(server, 'acme-rs', acmeSecret, form, { 'X-Tenant-Id': 'acme' });
       expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
       return answer.body.access_token as string;
     };

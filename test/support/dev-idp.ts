@@ -1,7 +1,7 @@
 import * as client from 'openid-client';
 import { DEV_IDP_CLIENT, startDevIdp } from '../../src/dev-idp/index.js';
 import type { FetchUserAgent, Page } from './browser.js';
-import { freePort, type TestServer } from './server.js';
+import { freePort, readyServer, sharedFixture, type TestServer } from './server.js';
 
 export interface RegisteredDevIdp {
   issuer: string;
@@ -115,3 +115,32 @@ export async function passDevIdpForms(agent: FetchUserAgent, loginPage: Page, lo
 
 /** Stops a navigation when it is about to reach `prefix` (the client's redirect_uri, typically). */
 export const arrivingAt = (prefix: string) => (url: URL) => url.href.startsWith(prefix);
+
+export interface SignInServer {
+  server: TestServer;
+  /** The default tenant's only identity provider: a sign-in without upstream_idp goes there. */
+  idp: RegisteredDevIdp;
+}
+
+/**
+ * The server shared by the files that sign users in through one development IdP and need
+ * nothing else of the server: distinct from withServer()'s, whose default tenant collects the
+ * identity providers other files register. Files keep their clients apart by naming them.
+ */
+export function withSignInServer(): Promise<SignInServer> {
+  return sharedFixture('server with a development IdP', async () => {
+    const server = await readyServer();
+    const idp = await startRegisteredDevIdp(server).catch(async (error) => {
+      await server.close();
+      throw error;
+    });
+    return {
+      server,
+      idp,
+      async close() {
+        await idp.close();
+        await server.close();
+      },
+    };
+  });
+}

@@ -34,6 +34,28 @@ export async function postForm(server: TestServer, path: string, form: Record<st
   return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
 }
 
+/**
+ * POST /token with grant_type=client_credentials, the client authenticated with
+ * client_secret_basic; `form` adds scope, resource and the like, `headers` a tenant or a request id.
+ */
+export function clientCredentials(server: TestServer, clientId: string, secret: string, form: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<JsonResponse> {
+  return postForm(server, '/token', { grant_type: 'client_credentials', ...form }, { Authorization: basic(clientId, secret), ...headers });
+}
+
+/** The access token of a client_credentials request that has to succeed: for tests about what the token is then used for. */
+export async function clientToken(server: TestServer, clientId: string, secret: string, form: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<string> {
+  const { status, body } = await clientCredentials(server, clientId, secret, form, headers);
+  if (status !== 200) throw new Error(`no client_credentials token for ${clientId}: ${status} ${JSON.stringify(body)}`);
+  return body.access_token;
+}
+
+/** A confidential client registered with `scopes` (and `fields`), and a client_credentials token of it for all of them. */
+export async function clientWithToken(server: TestServer, clientId: string, scopes: string[], fields: Record<string, unknown> = {}, tenant?: string): Promise<{ secret: string; token: string }> {
+  const secret = await confidentialClient(server, clientId, { scopes, ...fields }, tenant);
+  const token = await clientToken(server, clientId, secret, { scope: scopes.join(' ') }, tenant ? { 'X-Tenant-Id': tenant } : {});
+  return { secret, token };
+}
+
 /** Replaces a field of the default policy data entry `oauth` and waits until OPA has activated the new bundle. */
 export async function updateOauthData(server: TestServer, change: (data: any) => void): Promise<void> {
   const entries = (await server.admin('GET', '/policy-data?bundledOnly=true')).body as any[];

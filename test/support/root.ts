@@ -1,8 +1,8 @@
-import { closeSharedServer } from './server.js';
+import { closeSharedFixtures } from './server.js';
 
 // Loaded first as a spec file (see .mocharc.json) so that this root-level hook closes the
-// server that the test files share. A mocha `--require` plugin would load this module
-// through CommonJS and see a different copy of the shared-server state.
+// servers and fixtures the test files share (withServer, sharedFixture). A mocha `--require`
+// plugin would load this module through CommonJS and see a different copy of that state.
 after(async function () {
-  await closeSharedServer();
+  await closeSharedFixtures();
 });

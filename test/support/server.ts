@@ -43,6 +43,17 @@ export async function startTestServer(env: Record<string, string> = {}, options:
     ...env,
   });
   const running = await startServer(config, createLogger(config.logLevel, options.logStream));
+  const request: TestServer['request'] = (path, init = {}) => {
+    const headers = new Headers(init.headers);
+    if (init.admin) headers.set('X-Admin-API-Key', ADMIN_KEY);
+    if (init.tenant) headers.set('X-Tenant-Id', init.tenant);
+    let body = init.body;
+    if (init.json !== undefined) {
+      headers.set('Content-Type', 'application/json');
+      body = JSON.stringify(init.json);
+    }
+    return fetch(`${running.url}${path}`, { ...init, headers, body, redirect: 'manual' });
+  };
   const server: TestServer = {
     ...running,
     config,
@@ -50,22 +61,8 @@ export async function startTestServer(env: Record<string, string> = {}, options:
       await running.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
-    request(path, init = {}) {
-      const headers = new Headers(init.headers);
-      if (init.admin) headers.set('X-Admin-API-Key', ADMIN_KEY);
-      if (init.tenant) headers.set('X-Tenant-Id', init.tenant);
-      let body = init.body;
-      if (init.json !== undefined) {
-        headers.set('Content-Type', 'application/json');
-        body = JSON.stringify(init.json);
-      }
-      return fetch(`${running.url}${path}`, { ...init, headers, body, redirect: 'manual' });
-    },
-    async admin(method, path, json, headers = {}) {
-      const response = await server.request(`/admin/api${path}`, { method, json, admin: true, headers });
-      const text = await response.text();
-      return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
-    },
+    request,
+    admin: adminVia(request),
     async waitUntilReady(timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       while (Date.now() < deadline) {
@@ -79,20 +76,71 @@ export async function startTestServer(env: Record<string, string> = {}, options:
   return server;
 }
 
-let shared: Promise<TestServer> | undefined;
-
-/** One ready server shared by the tests that need no special configuration; closed by the root hook. */
-export function sharedServer(): Promise<TestServer> {
-  shared ??= startTestServer().then(async (server) => {
-    await server.waitUntilReady();
-    return server;
-  });
-  return shared;
+interface Closable {
+  close(): Promise<void>;
 }
 
-export async function closeSharedServer(): Promise<void> {
-  if (shared) await (await shared).close();
-  shared = undefined;
+const sharedFixtures = new Map<string, Promise<Closable>>();
+
+/** Made once per key for the whole run, on first use; closed by the root hook (test/support/root.ts). */
+export function sharedFixture<T extends Closable>(key: string, make: () => Promise<T>): Promise<T> {
+  let fixture = sharedFixtures.get(key);
+  if (!fixture) {
+    fixture = make();
+    sharedFixtures.set(key, fixture);
+  }
+  return fixture as Promise<T>;
+}
+
+export async function closeSharedFixtures(): Promise<void> {
+  const fixtures = [...sharedFixtures.values()];
+  sharedFixtures.clear();
+  // One that failed to start has failed its tests already: there is nothing of it to close.
+  await Promise.all(fixtures.map((fixture) => fixture.then((made) => made.close(), () => undefined)));
+}
+
+/**
+ * A ready server for `env`, shared by every test file that asks for the same environment; a
+ * file never closes it itself. Files that share one keep their records apart by naming them
+ * after themselves, or by working in a tenant of their own (`inTenant`). A test that needs a
+ * pristine server (exact counts, throttles, its store or its process) starts its own with
+ * readyServer, and says why.
+ */
+export function withServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const key = JSON.stringify(Object.entries(env).sort(([a], [b]) => a.localeCompare(b)));
+  return sharedFixture(`server ${key}`, () => readyServer(env));
+}
+
+/** startTestServer, resolved once /healthz answers 200. */
+export async function readyServer(env: Record<string, string> = {}, options: TestServerOptions = {}): Promise<TestServer> {
+  const server = await startTestServer(env, options);
+  try {
+    await server.waitUntilReady();
+  } catch (error) {
+    await server.close();
+    throw error;
+  }
+  return server;
+}
+
+/**
+ * The same server, seen from `tenant`: every request (Admin API included) names that tenant
+ * unless it names one itself, so that a file's records, tokens and audit entries are its own.
+ * The tenant comes into existence with the first record the Admin API writes for it.
+ */
+export function inTenant(server: TestServer, tenant: string): TestServer {
+  const request: TestServer['request'] = (path, init = {}) =>
+    server.request(path, { ...init, tenant: init.tenant ?? (new Headers(init.headers).has('X-Tenant-Id') ? undefined : tenant) });
+  return { ...server, request, admin: adminVia(request) };
+}
+
+/** An Admin API call made with `request`, its JSON answer parsed. */
+function adminVia(request: TestServer['request']): TestServer['admin'] {
+  return async (method, path, json, headers = {}) => {
+    const response = await request(`/admin/api${path}`, { method, json, admin: true, headers });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+  };
 }
 
 /** A loopback port that is free now, so that the issuer URL can name it before the server starts. */

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
-import { startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { basic, confidentialClient, eventually, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { ACCESS_TOKEN_FORMAT, api, clientToken, PHOTO_TYPE, UMA_GRANT, umaPublicClient, userToken } from './support.js';
+import { withSignInServer } from '../support/dev-idp.js';
+import { basic, clientToken, clientWithToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
+import type { TestServer } from '../support/server.js';
+import { ACCESS_TOKEN_FORMAT, api, PHOTO_TYPE, UMA_GRANT, umaPublicClient, userToken } from './support.js';
 
 const RESOURCES = '/resource_registration/resource';
 const VIEWER_CALLBACK = 'http://127.0.0.1:1/viewer/cb';
@@ -13,7 +13,6 @@ const VIEWER_CALLBACK = 'http://127.0.0.1:1/viewer/cb';
  */
 describe('UMA grant and the delegation store', function () {
   let server: TestServer;
-  let idp: RegisteredDevIdp;
   let viewerSecret: string;
   let alicePat: string;
   let aliceDelegations: string;
@@ -26,14 +25,11 @@ describe('UMA grant and the delegation store', function () {
   let album: string;
 
   before(async function () {
-    server = await startTestServer();
-    await server.waitUntilReady();
-    idp = await startRegisteredDevIdp(server);
+    ({ server } = await withSignInServer());
     viewerSecret = await confidentialClient(server, 'viewer-app', { scopes: ['openid', 'profile'], redirectUris: [VIEWER_CALLBACK] });
     // Requesting parties sign in at the client that asks for their RPTs: a claim token is the client's own.
     const viewer = { clientId: 'viewer-app', redirectUri: VIEWER_CALLBACK, secret: viewerSecret };
-    const rsSecret = await confidentialClient(server, 'photos-rs', { scopes: ['introspection'] });
-    rsToken = await clientToken(server, 'photos-rs', rsSecret, { scope: 'introspection' });
+    ({ token: rsToken } = await clientWithToken(server, 'photos-rs', ['introspection']));
     const app = await umaPublicClient(server, 'photos-app', 'http://127.0.0.1:1/photos/cb');
     alicePat = await userToken(server, app, 'alice', { resource: 'urn:as:introspect', scope: 'openid uma_protection' });
     aliceDelegations = await userToken(server, app, 'alice', { resource: 'urn:as:delegation', scope: 'openid delegation_management' });
@@ -43,11 +39,6 @@ describe('UMA grant and the delegation store', function () {
     carolClaims = await userToken(server, viewer, 'carol', { scope: 'openid profile' });
     photo = (await api(server, 'POST', RESOURCES, alicePat, { name: 'Beach', type: PHOTO_TYPE, resource_scopes: ['view', 'print'] })).body._id;
     album = (await api(server, 'POST', RESOURCES, alicePat, { name: 'Album', resource_scopes: ['view', 'edit'] })).body._id;
-  });
-
-  after(async function () {
-    await idp?.close();
-    await server?.close();
   });
 
   const ticketFor = async (permissions: unknown): Promise<string> => {

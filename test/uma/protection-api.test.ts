@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { basic, confidentialClient, eventually, postForm } from '../support/oauth.js';
-import { startTestServer, type TestServer } from '../support/server.js';
-import { api, clientToken, PHOTO_TYPE, UMA_GRANT, umaPublicClient, userToken } from './support.js';
+import { basic, clientToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
+import { api, PHOTO_TYPE, UMA_GRANT, umaPublicClient, userToken } from './support.js';
 
 const RESOURCES = '/resource_registration/resource';
 const PAT = { resource: 'urn:as:introspect', scope: 'uma_protection' };
@@ -17,8 +17,7 @@ describe('UMA protection API: resource registration and permission tickets', fun
   let rsSecret: string;
 
   before(async function () {
-    server = await startTestServer({ TENANTS: 'acme' });
-    await server.waitUntilReady();
+    server = await readyServer({ TENANTS: 'acme' });
     idp = await startRegisteredDevIdp(server);
     rsSecret = await confidentialClient(server, 'photos-rs', { scopes: ['uma_protection', 'introspection'] });
     const otherSecret = await confidentialClient(server, 'other-rs', { scopes: ['uma_protection'] });
@@ -218,8 +217,7 @@ describe('UMA permission tickets expire (UMA_TICKET_TTL_SECONDS)', function () {
   let server: TestServer;
 
   before(async function () {
-    server = await startTestServer({ UMA_TICKET_TTL_SECONDS: '3' });
-    await server.waitUntilReady();
+    server = await readyServer({ UMA_TICKET_TTL_SECONDS: '3' });
   });
 
   after(async function () {

@@ -1,8 +1,10 @@
 import { expect } from 'chai';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, authorizationRequest, passDevIdpForms, redeemCode, type TestClient } from '../support/dev-idp.js';
-import { basic, postForm } from '../support/oauth.js';
 import type { TestServer } from '../support/server.js';
+
+// The bench scripts (bench/authzen.ts, bench/uma-rpt.ts) take it from here.
+export { clientToken } from '../support/oauth.js';
 
 export const UMA_GRANT = 'urn:ietf:params:oauth:grant-type:uma-ticket';
 export const ACCESS_TOKEN_FORMAT = 'urn:ietf:params:oauth:token-type:access_token';
@@ -49,13 +51,6 @@ export async function userToken(server: TestServer, testClient: TestClient, logi
   const code = (await passDevIdpForms(agent, loginPage, login, arrivingAt(testClient.redirectUri))).url.searchParams.get('code');
   expect(code, `no code for ${login}`).to.be.a('string');
   const { status, body } = await redeemCode(server, testClient, code!, request.codeVerifier, await tokenHeaders());
-  expect(status, JSON.stringify(body)).to.equal(200);
-  return body.access_token;
-}
-
-/** A confidential client's token from client_credentials. */
-export async function clientToken(server: TestServer, clientId: string, secret: string, form: Record<string, string>): Promise<string> {
-  const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', ...form }, { Authorization: basic(clientId, secret) });
   expect(status, JSON.stringify(body)).to.equal(200);
   return body.access_token;
 }
