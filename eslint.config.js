@@ -13,6 +13,8 @@ export default tseslint.config(
     rules: {
       // `const { secret: _secret, ...rest } = record` is how a field is left out of a copy.
       '@typescript-eslint/no-unused-vars': ['error', { varsIgnorePattern: '^_', argsIgnorePattern: '^_', ignoreRestSiblings: true }],
+      // `let self; … a closure reads self …; self = new …`: the closure needs the binding before its value.
+      'prefer-const': ['error', { ignoreReadBeforeAssign: true }],
     },
   },
   {

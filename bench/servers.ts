@@ -17,7 +17,7 @@ import { basic, FORM } from '../test/support/oauth.js';
 import { startTestServer } from '../test/support/server.js';
 import { startBaseline } from './baseline.js';
 
-/** The production cost of the secrets Arbiter hashes itself (src/oauth/client-secrets.ts). */
+/** The production cost of the secrets Arbiter hashes itself (src/oauth/clients/secrets.ts). */
 export const BCRYPT_COST = 10;
 export const REDIRECT_URI = 'http://127.0.0.1:1/bench/callback';
 /** One PKCE verifier for every code: its check costs the same whatever its value. */

@@ -13,6 +13,9 @@ echo "== build (dist/)"
 bash scripts/build.sh
 echo "== typecheck"
 npx tsc --noEmit -p .
+npx tsc --noEmit -p src/admin/console/app
+echo "== lint"
+bash scripts/lint.sh
 echo "== policy pack (opa test)"
 bash scripts/opa-test.sh
 echo "== mocha"

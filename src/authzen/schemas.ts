@@ -6,9 +6,9 @@
 const properties = { type: 'object' } as const;
 const text = (maxLength: number) => ({ type: 'string', minLength: 1, maxLength }) as const;
 
-export const SUBJECT = { type: 'object', required: ['type', 'id'], properties: { type: text(256), id: text(1024), properties } } as const;
-export const ACTION = { type: 'object', required: ['name'], properties: { name: text(256), properties } } as const;
-export const RESOURCE = SUBJECT;
+const SUBJECT = { type: 'object', required: ['type', 'id'], properties: { type: text(256), id: text(1024), properties } } as const;
+const ACTION = { type: 'object', required: ['name'], properties: { name: text(256), properties } } as const;
+const RESOURCE = SUBJECT;
 /** An entity searched for: its type only (an id, when present, is ignored). */
 const SEARCHED = { type: 'object', required: ['type'], properties: { type: text(256), properties } } as const;
 

@@ -40,7 +40,7 @@ export function authorizationDetailsTypes(provider: Provider): Record<string, { 
 export const findTokenByValue = findToken as (provider: Provider, value: string, hint?: string) => ReturnType<typeof findToken>;
 
 /**
- * 5. How a presented client secret is compared with the stored one. Arbiter stores client
+ * 3. How a presented client secret is compared with the stored one. Arbiter stores client
  * secrets only as BCrypt hashes; oidc-provider compares plain strings and has no hook for it,
  * so its Client model's comparison is replaced (on this provider's own Client class).
  */
@@ -77,7 +77,7 @@ export interface DpopProof {
 }
 
 /**
- * 6. The DPoP proof of a token request answered by a grant of Arbiter's own (token exchange,
+ * 5. The DPoP proof of a token request answered by a grant of Arbiter's own (token exchange,
  * the UMA grant), verified as oidc-provider verifies it for its own grants (signature, typ,
  * htm, htu, iat window, nonce) and checked against replay for this client; undefined when the
  * request carries none. The built-in grants call the same helpers through `builtInGrant`; a

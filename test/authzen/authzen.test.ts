@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { basic, clientToken, confidentialClient, eventually, policyInForce, postForm } from '../support/oauth.js';
+import { basic, clientToken, confidentialClient, eventually, policyInForce } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 import { api } from '../uma/support.js';
 import { AUTHZEN_DATA, CEDAR_ENTITIES, DECISION_TABLE, evaluationOf, SHARING_CEDAR, SHARING_REGO } from './sharing.js';

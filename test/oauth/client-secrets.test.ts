@@ -4,7 +4,7 @@ import { basic, confidentialClient, postForm } from '../support/oauth.js';
 import { inTenant, withServer, type TestServer } from '../support/server.js';
 
 /**
- * Client secrets are BCrypt hashes at rest; successful checks are remembered (src/oauth/client-secrets.ts).
+ * Client secrets are BCrypt hashes at rest; successful checks are remembered (src/oauth/clients/secrets.ts).
  * What is remembered must never let a changed, wrong or disabled client's secret through.
  */
 describe('client secret verification and its cache', function () {

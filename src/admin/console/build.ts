@@ -24,7 +24,7 @@ const STATIC_FILES = ['index.html', 'icon.svg'];
 /**
  * The console's files by name: the page, its icon, and the browser bundle esbuild makes from
  * app/main.ts (with its stylesheet and the Admin collections' schemas compiled in, so that the
- * forms follow src/admin/collections.ts). Built in memory, from npm packages only: no CDN, no
+ * forms follow src/catalog/collections.ts). Built in memory, from npm packages only: no CDN, no
  * build step a fresh clone could miss.
  */
 export async function buildConsole(): Promise<Map<string, ConsoleAsset>> {

@@ -55,7 +55,7 @@ export function hashClientSecret(secret: string): Promise<string> {
   return hash(secret, { cost: SECRET_HASH_COST });
 }
 
-/** oidc-provider compares plain strings; Arbiter's clients hold hashes (internals.ts, item 5). */
+/** oidc-provider compares plain strings; Arbiter's clients hold hashes (internals.ts, item 3). */
 export function compareHashedClientSecrets(provider: Provider): void {
   compareClientSecretsWith(provider, (clientId, presented, stored) => clientSecrets.verify(clientId, presented, stored));
 }

@@ -80,7 +80,7 @@ export class ManagedOpa {
       await this.spawnAndWait();
     } catch (error) {
       await this.stop();
-      throw new Error(`${(error as Error).message} (install OPA with scripts/install-opa.sh, or set OPA_BIN or OPA_URL)`);
+      throw new Error(`${(error as Error).message} (install OPA with scripts/install-opa.sh, or set OPA_BIN or OPA_URL)`, { cause: error });
     }
   }
 

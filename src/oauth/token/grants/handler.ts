@@ -5,7 +5,7 @@ import { assertRegisteredAuthMethod } from '../../clients/auth-method.js';
 /**
  * One grant type at /token, as ORY Fosite has one handler per grant: the parameters it takes
  * and how it answers. Arbiter's grants (client_credentials, authorization_code, refresh_token,
- * and later token exchange and the UMA ticket grant) are each one of these, registered with
+ * token exchange and the UMA ticket grant) are each one of these, registered with
  * oidc-provider's public `registerGrantType`; oidc-provider authenticates the client and
  * dispatches by grant_type.
  */
