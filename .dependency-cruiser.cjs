@@ -24,7 +24,9 @@ const LAYERS = [
 /** One rule per layer: nothing it imports lies in a layer above it. */
 const layerRules = LAYERS.slice(0, -1).map((layer, index) => ({
   name: `layer-${layer.name}`,
-  comment: `${layer.name} may only import ${LAYERS.slice(0, index + 1).map((below) => below.name).join(', ')} (see the top of .dependency-cruiser.cjs)`,
+  comment: `${layer.name} may only import ${LAYERS.slice(0, index + 1)
+    .map((below) => below.name)
+    .join(', ')} (see the top of .dependency-cruiser.cjs)`,
   severity: 'error',
   from: { path: layer.path },
   to: { path: LAYERS.slice(index + 1).map((above) => above.path) },

@@ -82,11 +82,20 @@ function post(server: TestServer, scenario: Scenario): Promise<{ ms: number; sta
     const url = new URL(scenario.path, server.url);
     const start = process.hrtime.bigint();
     const req = request(
-      { host: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers: { ...scenario.headers, 'content-length': Buffer.byteLength(scenario.body) } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        agent,
+        headers: { ...scenario.headers, 'content-length': Buffer.byteLength(scenario.body) },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => resolve({ ms: elapsedMs(start), status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () =>
+          resolve({ ms: elapsedMs(start), status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }),
+        );
         res.on('error', reject);
       },
     );
@@ -106,7 +115,9 @@ async function checked(server: TestServer, scenario: Scenario): Promise<void> {
   try {
     scenario.check(status, body);
   } catch (error) {
-    throw new Error(`${scenario.name}: ${(error as Error).message}; answer ${status} ${text.slice(0, 400)}`, { cause: error });
+    throw new Error(`${scenario.name}: ${(error as Error).message}; answer ${status} ${text.slice(0, 400)}`, {
+      cause: error,
+    });
   }
 }
 
@@ -149,7 +160,14 @@ async function sequential(server: TestServer, scenarios: Scenario[]): Promise<Ma
 }
 
 async function underLoad(server: TestServer, scenario: Scenario): Promise<LoadResult> {
-  const result = await autocannon({ url: `${server.url}${scenario.path}`, method: 'POST', headers: scenario.headers, body: scenario.body, connections: CONNECTIONS, duration: SECONDS });
+  const result = await autocannon({
+    url: `${server.url}${scenario.path}`,
+    method: 'POST',
+    headers: scenario.headers,
+    body: scenario.body,
+    connections: CONNECTIONS,
+    duration: SECONDS,
+  });
   return {
     rps: result.requests.average,
     p50: result.latency.p50,
@@ -162,7 +180,8 @@ async function underLoad(server: TestServer, scenario: Scenario): Promise<LoadRe
 }
 
 async function main(): Promise<void> {
-  if (!(SECONDS > 0 && CONNECTIONS >= 1 && SEQUENTIAL_REQUESTS >= 1)) throw new Error('need BENCH_SECONDS > 0, BENCH_CONNECTIONS >= 1 and BENCH_SEQUENTIAL_REQUESTS >= 1');
+  if (!(SECONDS > 0 && CONNECTIONS >= 1 && SEQUENTIAL_REQUESTS >= 1))
+    throw new Error('need BENCH_SECONDS > 0, BENCH_CONNECTIONS >= 1 and BENCH_SEQUENTIAL_REQUESTS >= 1');
   const startedAt = new Date();
   const runStart = process.hrtime.bigint();
   const server = await startTestServer();
@@ -170,10 +189,19 @@ async function main(): Promise<void> {
     await server.waitUntilReady();
 
     // The sharing policy and its data, in force before anything is measured.
-    const data = await server.admin('PUT', '/policy-data/by-key?dataKey=authzen', { dataKey: 'authzen', payload: JSON.stringify(AUTHZEN_DATA) });
-    if (data.status !== 200 && data.status !== 201) throw new Error(`policy data not saved: ${data.status} ${JSON.stringify(data.body)}`);
+    const data = await server.admin('PUT', '/policy-data/by-key?dataKey=authzen', {
+      dataKey: 'authzen',
+      payload: JSON.stringify(AUTHZEN_DATA),
+    });
+    if (data.status !== 200 && data.status !== 201)
+      throw new Error(`policy data not saved: ${data.status} ${JSON.stringify(data.body)}`);
     const path = 'arbiter/access_evaluation/access_evaluation.rego';
-    const rule = await server.admin('PUT', `/policy-rules/by-path?path=${encodeURIComponent(path)}`, { version: null, kind: 'rego', path, content: SHARING_REGO });
+    const rule = await server.admin('PUT', `/policy-rules/by-path?path=${encodeURIComponent(path)}`, {
+      version: null,
+      kind: 'rego',
+      path,
+      content: SHARING_REGO,
+    });
     if (rule.status !== 200) throw new Error(`policy rule not saved: ${rule.status} ${JSON.stringify(rule.body)}`);
     await policyInForce(server);
 
@@ -205,7 +233,10 @@ async function main(): Promise<void> {
         body: JSON.stringify(evaluationOf('bob', 'edit', 'plan')),
         check(status, body) {
           must(status === 200, 'status 200');
-          must(JSON.stringify(body) === JSON.stringify({ decision: true, context: { obligations: { role: 'editor' } } }), 'permit with role editor');
+          must(
+            JSON.stringify(body) === JSON.stringify({ decision: true, context: { obligations: { role: 'editor' } } }),
+            'permit with role editor',
+          );
         },
       },
       {
@@ -213,7 +244,9 @@ async function main(): Promise<void> {
         name: `POST /access/v1/evaluations (${BATCH_SIZE} items)`,
         path: '/access/v1/evaluations',
         headers: pep,
-        body: JSON.stringify({ evaluations: batchRows.map(([subject, action, document]) => evaluationOf(subject, action, document)) }),
+        body: JSON.stringify({
+          evaluations: batchRows.map(([subject, action, document]) => evaluationOf(subject, action, document)),
+        }),
         check(status, body) {
           must(status === 200, 'status 200');
           const answers = body?.evaluations;
@@ -231,7 +264,11 @@ async function main(): Promise<void> {
         name: 'POST /access/v1/search/subject (edit plan)',
         path: '/access/v1/search/subject',
         headers: pep,
-        body: JSON.stringify({ subject: { type: 'user' }, action: { name: 'edit' }, resource: { type: 'document', id: 'plan' } }),
+        body: JSON.stringify({
+          subject: { type: 'user' },
+          action: { name: 'edit' },
+          resource: { type: 'document', id: 'plan' },
+        }),
         check(status, body) {
           must(status === 200, 'status 200');
           const ids = (body?.results ?? []).map((result: { id: string }) => result.id).sort();
@@ -253,38 +290,81 @@ async function main(): Promise<void> {
     const seq = (key: Scenario['key']) => sequentialResults.get(key)!;
     const load = (key: Scenario['key']) => loadResults.get(key)!;
     const ratios = {
-      sequential: { batchOverSingle: seq('batch100').p50 / seq('single').p50, singleOverIntrospect: seq('single').p50 / seq('introspect').p50 },
-      underLoad: { batchOverSingle: load('batch100').p50 / load('single').p50, singleOverIntrospect: load('single').p50 / load('introspect').p50 },
+      sequential: {
+        batchOverSingle: seq('batch100').p50 / seq('single').p50,
+        singleOverIntrospect: seq('single').p50 / seq('introspect').p50,
+      },
+      underLoad: {
+        batchOverSingle: load('batch100').p50 / load('single').p50,
+        singleOverIntrospect: load('single').p50 / load('introspect').p50,
+      },
     };
     const verdict = {
       batchOverSingle: ratios.sequential.batchOverSingle <= GOALS.batchOverSingle,
       singleOverIntrospect: ratios.sequential.singleOverIntrospect <= GOALS.singleOverIntrospect,
     };
     // The ratio column: p50 over the p50 of the scenario each goal compares with (introspection for the single, the single for the others).
-    const reference = (key: Scenario['key']): Scenario['key'] => (key === 'single' ? 'introspect' : key === 'introspect' ? 'introspect' : 'single');
+    const reference = (key: Scenario['key']): Scenario['key'] =>
+      key === 'single' ? 'introspect' : key === 'introspect' ? 'introspect' : 'single';
     const referenceName = (key: Scenario['key']) => (key === 'introspect' ? '' : `/${reference(key)}`);
 
     const cpus = os.cpus();
-    console.log(`\nAuthZEN vs introspection, same run; ${cpus.length} CPUs (${cpus[0]?.model ?? 'unknown'}), Node ${process.version}, SQLite store, managed OPA`);
-    console.log(`sequential: 1 connection, scenarios interleaved, ${SEQUENTIAL_REQUESTS} timed requests each after ${WARMUP} warm-up; under load: autocannon, ${CONNECTIONS} connections, ${SECONDS} s (whole ms)\n`);
-    const header = ['scenario'.padEnd(46), 'mode'.padEnd(10), 'req/s'.padStart(7), 'p50 ms'.padStart(8), 'p95 ms'.padStart(8), 'p99 ms'.padStart(8), 'errors'.padStart(7), 'ratio p50'.padStart(18)].join(' ');
+    console.log(
+      `\nAuthZEN vs introspection, same run; ${cpus.length} CPUs (${cpus[0]?.model ?? 'unknown'}), Node ${process.version}, SQLite store, managed OPA`,
+    );
+    console.log(
+      `sequential: 1 connection, scenarios interleaved, ${SEQUENTIAL_REQUESTS} timed requests each after ${WARMUP} warm-up; under load: autocannon, ${CONNECTIONS} connections, ${SECONDS} s (whole ms)\n`,
+    );
+    const header = [
+      'scenario'.padEnd(46),
+      'mode'.padEnd(10),
+      'req/s'.padStart(7),
+      'p50 ms'.padStart(8),
+      'p95 ms'.padStart(8),
+      'p99 ms'.padStart(8),
+      'errors'.padStart(7),
+      'ratio p50'.padStart(18),
+    ].join(' ');
     console.log(header);
     console.log('-'.repeat(header.length));
     for (const scenario of scenarios) {
       const s = seq(scenario.key);
       const l = load(scenario.key);
-      const ratioOf = (mine: number, theirs: number) => (scenario.key === 'introspect' ? '1.00' : `${(mine / theirs).toFixed(2)} (${referenceName(scenario.key)})`);
+      const ratioOf = (mine: number, theirs: number) =>
+        scenario.key === 'introspect' ? '1.00' : `${(mine / theirs).toFixed(2)} (${referenceName(scenario.key)})`;
       console.log(
-        [scenario.name.padEnd(46), 'sequential', s.rps.toFixed(0).padStart(7), s.p50.toFixed(2).padStart(8), s.p95.toFixed(2).padStart(8), s.p99.toFixed(2).padStart(8), String(s.errors).padStart(7), ratioOf(s.p50, seq(reference(scenario.key)).p50).padStart(18)].join(' '),
+        [
+          scenario.name.padEnd(46),
+          'sequential',
+          s.rps.toFixed(0).padStart(7),
+          s.p50.toFixed(2).padStart(8),
+          s.p95.toFixed(2).padStart(8),
+          s.p99.toFixed(2).padStart(8),
+          String(s.errors).padStart(7),
+          ratioOf(s.p50, seq(reference(scenario.key)).p50).padStart(18),
+        ].join(' '),
       );
       console.log(
-        [''.padEnd(46), `load x${CONNECTIONS}`.padEnd(10), l.rps.toFixed(0).padStart(7), String(l.p50).padStart(8), `(p90 ${l.p90})`.padStart(8), String(l.p99).padStart(8), String(l.errors).padStart(7), ratioOf(l.p50, load(reference(scenario.key)).p50).padStart(18)].join(' '),
+        [
+          ''.padEnd(46),
+          `load x${CONNECTIONS}`.padEnd(10),
+          l.rps.toFixed(0).padStart(7),
+          String(l.p50).padStart(8),
+          `(p90 ${l.p90})`.padStart(8),
+          String(l.p99).padStart(8),
+          String(l.errors).padStart(7),
+          ratioOf(l.p50, load(reference(scenario.key)).p50).padStart(18),
+        ].join(' '),
       );
     }
     const mark = (met: boolean) => (met ? 'met' : 'MISSED');
     console.log('\ngoals (sequential p50 decides; under load for comparison):');
-    console.log(`  batch of ${BATCH_SIZE} p50 / single p50     <= ${GOALS.batchOverSingle}  : ${ratios.sequential.batchOverSingle.toFixed(2)} ${mark(verdict.batchOverSingle)}   (under load ${ratios.underLoad.batchOverSingle.toFixed(2)})`);
-    console.log(`  single p50 / introspect p50      <= ${GOALS.singleOverIntrospect}: ${ratios.sequential.singleOverIntrospect.toFixed(2)} ${mark(verdict.singleOverIntrospect)}   (under load ${ratios.underLoad.singleOverIntrospect.toFixed(2)})`);
+    console.log(
+      `  batch of ${BATCH_SIZE} p50 / single p50     <= ${GOALS.batchOverSingle}  : ${ratios.sequential.batchOverSingle.toFixed(2)} ${mark(verdict.batchOverSingle)}   (under load ${ratios.underLoad.batchOverSingle.toFixed(2)})`,
+    );
+    console.log(
+      `  single p50 / introspect p50      <= ${GOALS.singleOverIntrospect}: ${ratios.sequential.singleOverIntrospect.toFixed(2)} ${mark(verdict.singleOverIntrospect)}   (under load ${ratios.underLoad.singleOverIntrospect.toFixed(2)})`,
+    );
 
     const totalSeconds = elapsedMs(runStart) / 1000;
     const resultsDir = join(dirname(fileURLToPath(import.meta.url)), 'results');
@@ -297,13 +377,47 @@ async function main(): Promise<void> {
           benchmark: 'authzen',
           startedAt: startedAt.toISOString(),
           totalSeconds,
-          machine: { cpus: cpus.length, cpuModel: cpus[0]?.model ?? null, totalMemoryBytes: os.totalmem(), platform: os.platform(), release: os.release(), arch: os.arch(), node: process.version },
-          parameters: { seconds: SECONDS, connections: CONNECTIONS, sequentialRequests: SEQUENTIAL_REQUESTS, warmup: WARMUP, batchSize: BATCH_SIZE, store: 'sqlite', policy: 'managed OPA', caller: 'Bearer' },
-          goals: {
-            batchOverSingleP50: { max: GOALS.batchOverSingle, sequential: ratios.sequential.batchOverSingle, underLoad: ratios.underLoad.batchOverSingle, met: verdict.batchOverSingle },
-            singleOverIntrospectP50: { max: GOALS.singleOverIntrospect, sequential: ratios.sequential.singleOverIntrospect, underLoad: ratios.underLoad.singleOverIntrospect, met: verdict.singleOverIntrospect },
+          machine: {
+            cpus: cpus.length,
+            cpuModel: cpus[0]?.model ?? null,
+            totalMemoryBytes: os.totalmem(),
+            platform: os.platform(),
+            release: os.release(),
+            arch: os.arch(),
+            node: process.version,
           },
-          results: scenarios.map((scenario) => ({ scenario: scenario.name, key: scenario.key, path: scenario.path, bodyBytes: Buffer.byteLength(scenario.body), sequential: seq(scenario.key), underLoad: load(scenario.key) })),
+          parameters: {
+            seconds: SECONDS,
+            connections: CONNECTIONS,
+            sequentialRequests: SEQUENTIAL_REQUESTS,
+            warmup: WARMUP,
+            batchSize: BATCH_SIZE,
+            store: 'sqlite',
+            policy: 'managed OPA',
+            caller: 'Bearer',
+          },
+          goals: {
+            batchOverSingleP50: {
+              max: GOALS.batchOverSingle,
+              sequential: ratios.sequential.batchOverSingle,
+              underLoad: ratios.underLoad.batchOverSingle,
+              met: verdict.batchOverSingle,
+            },
+            singleOverIntrospectP50: {
+              max: GOALS.singleOverIntrospect,
+              sequential: ratios.sequential.singleOverIntrospect,
+              underLoad: ratios.underLoad.singleOverIntrospect,
+              met: verdict.singleOverIntrospect,
+            },
+          },
+          results: scenarios.map((scenario) => ({
+            scenario: scenario.name,
+            key: scenario.key,
+            path: scenario.path,
+            bodyBytes: Buffer.byteLength(scenario.body),
+            sequential: seq(scenario.key),
+            underLoad: load(scenario.key),
+          })),
         },
         null,
         2,

@@ -67,9 +67,19 @@ export async function startBaseline(options: BaselineOptions): Promise<Baseline>
   const { ttl } = options;
 
   const configuration: Configuration = {
-    adapter: options.store ? createOidcAdapter(options.store, DEFAULT_TENANT) : (model: string) => new MemoryAdapter(model, storage),
+    adapter: options.store
+      ? createOidcAdapter(options.store, DEFAULT_TENANT)
+      : (model: string) => new MemoryAdapter(model, storage),
     clients: options.clients,
-    routes: { authorization: routes.authorization, token: routes.token, introspection: routes.introspection, jwks: routes.jwks, userinfo: routes.userinfo, end_session: routes.end_session, revocation: routes.revocation },
+    routes: {
+      authorization: routes.authorization,
+      token: routes.token,
+      introspection: routes.introspection,
+      jwks: routes.jwks,
+      userinfo: routes.userinfo,
+      end_session: routes.end_session,
+      revocation: routes.revocation,
+    },
     jwks: { keys: [signingKey] },
     cookies: { keys: [randomBytes(32).toString('base64url')] },
     claims,
@@ -100,7 +110,8 @@ export async function startBaseline(options: BaselineOptions): Promise<Baseline>
         enabled: true,
         types: {},
         authorizationDetailsForGrantSource: (_ctx: KoaContextWithOIDC, source: Carrier) => source.rar ?? [],
-        authorizationDetailsForAccessToken: (_ctx: KoaContextWithOIDC, _token: unknown, source?: Carrier) => source?.rar ?? [],
+        authorizationDetailsForAccessToken: (_ctx: KoaContextWithOIDC, _token: unknown, source?: Carrier) =>
+          source?.rar ?? [],
         authorizationDetailsForIntrospection: (_ctx: KoaContextWithOIDC, token: Carrier) => token.rar ?? [],
       },
     } as Configuration['features'],
@@ -118,7 +129,8 @@ export async function startBaseline(options: BaselineOptions): Promise<Baseline>
       const accountId = ctx.oidc.session?.accountId;
       if (!accountId) return undefined;
       const grant = new ctx.oidc.provider.Grant({ accountId, clientId: ctx.oidc.client!.clientId });
-      const requested = (ctx.oidc.params?.scope as string | undefined)?.split(' ').filter((scope) => scope in claims) ?? [];
+      const requested =
+        (ctx.oidc.params?.scope as string | undefined)?.split(' ').filter((scope) => scope in claims) ?? [];
       if (requested.length) grant.addOIDCScope(requested.join(' '));
       await grant.save();
       return grant;

@@ -7,7 +7,8 @@ import { percentile } from './stats.js';
 process.on('message', (message: { id: number; job: LoadJob }) => {
   run(message.job).then(
     (result) => process.send!({ id: message.id, run: result }),
-    (error: unknown) => process.send!({ id: message.id, error: error instanceof Error ? error.stack ?? error.message : String(error) }),
+    (error: unknown) =>
+      process.send!({ id: message.id, error: error instanceof Error ? (error.stack ?? error.message) : String(error) }),
   );
 });
 process.on('disconnect', () => process.exit(0));
@@ -49,7 +50,11 @@ class Phase {
 const CONNECT_WAIT_MS = 20_000;
 
 async function run(job: LoadJob): Promise<LoadRun> {
-  const requests = job.bodies ? [{ setupRequest: pooled(job.bodies, job.cycle === true) }] : job.assertion ? [{ setupRequest: signed(assertionBodies(job.assertion)) }] : undefined;
+  const requests = job.bodies
+    ? [{ setupRequest: pooled(job.bodies, job.cycle === true) }]
+    : job.assertion
+      ? [{ setupRequest: signed(assertionBodies(job.assertion)) }]
+      : undefined;
   const responses: { at: number; status: number; latency: number }[] = [];
   const failures: number[] = [];
   const answered = new Set<unknown>();
@@ -68,7 +73,9 @@ async function run(job: LoadJob): Promise<LoadRun> {
         requests,
         connections: job.connections,
         // The window's end stops the run (below); a pool bounds it too.
-        ...(job.bodies && !job.cycle ? { amount: job.bodies.length - job.connections } : { duration: (CONNECT_WAIT_MS / 1000) + job.warmupSeconds + job.seconds + 2 }),
+        ...(job.bodies && !job.cycle
+          ? { amount: job.bodies.length - job.connections }
+          : { duration: CONNECT_WAIT_MS / 1000 + job.warmupSeconds + job.seconds + 2 }),
       },
       (error) => {
         clearInterval(watch);
@@ -99,7 +106,8 @@ async function run(job: LoadJob): Promise<LoadRun> {
   const warmup = new Phase();
   const measured = new Phase();
   // The response that completed the set of answered connections belongs to the warm-up.
-  for (const { at, status, latency } of responses) (at <= from ? warmup : at <= to ? measured : undefined)?.response(status, latency);
+  for (const { at, status, latency } of responses)
+    (at <= from ? warmup : at <= to ? measured : undefined)?.response(status, latency);
   for (const at of failures) {
     const phase = at <= from ? warmup : at <= to ? measured : undefined;
     if (phase) phase.errors += 1;
@@ -117,7 +125,10 @@ async function run(job: LoadJob): Promise<LoadRun> {
 /** Each request takes the next body of the pool (`cycle`: from the start again after the last). */
 function pooled(bodies: string[], cycle: boolean) {
   let next = 0;
-  return (request: autocannon.Request) => ({ ...request, body: bodies[cycle ? next++ % bodies.length : Math.min(next++, bodies.length - 1)] });
+  return (request: autocannon.Request) => ({
+    ...request,
+    body: bodies[cycle ? next++ % bodies.length : Math.min(next++, bodies.length - 1)],
+  });
 }
 
 function signed(body: () => string) {

@@ -74,8 +74,13 @@ export class LoadGenerator {
 
   constructor() {
     // process.execArgv carries tsx's loader (so the worker runs as TypeScript too), less any profiling flags meant for the servers.
-    const execArgv = process.execArgv.filter((flag) => !flag.startsWith('--cpu-prof') && !flag.startsWith('--heap-prof'));
-    this.child = fork(fileURLToPath(new URL('./load-worker.ts', import.meta.url)), { execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const execArgv = process.execArgv.filter(
+      (flag) => !flag.startsWith('--cpu-prof') && !flag.startsWith('--heap-prof'),
+    );
+    this.child = fork(fileURLToPath(new URL('./load-worker.ts', import.meta.url)), {
+      execArgv,
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     this.child.on('message', (reply: Reply) => {
       const pending = this.waiting.get(reply.id);
       this.waiting.delete(reply.id);

@@ -34,7 +34,14 @@ async function main(): Promise<void> {
   try {
     const spec = scenario.request(arbiter);
     if (spec.pool) throw new Error('profiling a pool scenario is not supported here');
-    const job = { url: `${arbiter.url}${spec.path}`, method: 'POST' as const, headers: spec.headers, body: spec.body, assertion: spec.assertion, connections: CONNECTIONS };
+    const job = {
+      url: `${arbiter.url}${spec.path}`,
+      method: 'POST' as const,
+      headers: spec.headers,
+      body: spec.body,
+      assertion: spec.assertion,
+      connections: CONNECTIONS,
+    };
     await load.run({ ...job, warmupSeconds: 0, seconds: 2 });
 
     const processes = { 'this process (Arbiter)': process.pid, 'load generator': load.pid!, ...opaProcesses() };
@@ -49,11 +56,15 @@ async function main(): Promise<void> {
     mkdirSync(DIRECTORY, { recursive: true });
     const file = join(DIRECTORY, `arbiter-${Date.now()}.cpuprofile`);
     writeFileSync(file, JSON.stringify(profile));
-    console.log(`\n${scenario.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.errors + result.non2xx} errors over ${result.seconds.toFixed(1)} s, ${CONNECTIONS} connections\n`);
+    console.log(
+      `\n${scenario.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.errors + result.non2xx} errors over ${result.seconds.toFixed(1)} s, ${CONNECTIONS} connections\n`,
+    );
     console.log('CPU seconds during the measured window (per 1,000 requests):');
     for (const name of Object.keys(processes)) {
       const used = after[name] - before[name];
-      console.log(`  ${name.padEnd(28)} ${used.toFixed(2).padStart(7)} s  (${((used / result.requests) * 1000).toFixed(2)} s)`);
+      console.log(
+        `  ${name.padEnd(28)} ${used.toFixed(2).padStart(7)} s  (${((used / result.requests) * 1000).toFixed(2)} s)`,
+      );
     }
     summarize(profile);
     console.log(`\nprofile: ${file}`);
@@ -78,7 +89,9 @@ function opaProcesses(): Record<string, number> {
 function cpuSeconds(processes: Record<string, number>): Record<string, number> {
   return Object.fromEntries(
     Object.entries(processes).map(([name, pid]) => {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /, '').split(' ');
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+        .replace(/^.*\) /, '')
+        .split(' ');
       // After "(comm) ": state is field 3, utime 14 and stime 15 (1-based) → indices 11 and 12 here.
       return [name, (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS];
     }),
@@ -101,7 +114,13 @@ function summarize(profile: Profiler.Profile): void {
     modules.set(moduleOf(url, functionName), (modules.get(moduleOf(url, functionName)) ?? 0) + micros);
   }
   const top = (entries: Map<string, number>, count: number) =>
-    [...entries].sort((a, b) => b[1] - a[1]).slice(0, count).map(([name, micros]) => `  ${((micros / total) * 100).toFixed(1).padStart(5)}%  ${(micros / 1000).toFixed(0).padStart(6)} ms  ${name}`);
+    [...entries]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, count)
+      .map(
+        ([name, micros]) =>
+          `  ${((micros / total) * 100).toFixed(1).padStart(5)}%  ${(micros / 1000).toFixed(0).padStart(6)} ms  ${name}`,
+      );
   console.log(`\ntop self time (of ${(total / 1e6).toFixed(1)} s sampled on the main thread):`);
   console.log(top(frames, 30).join('\n'));
   console.log('\nself time by module:');
@@ -109,7 +128,10 @@ function summarize(profile: Profiler.Profile): void {
 }
 
 function shortUrl(url: string): string {
-  return url.replace(/^file:\/\//, '').replace(/^.*\/node_modules\//, '~/').replace(/^.*\/work\/main\//, '');
+  return url
+    .replace(/^file:\/\//, '')
+    .replace(/^.*\/node_modules\//, '~/')
+    .replace(/^.*\/work\/main\//, '');
 }
 
 function moduleOf(url: string, functionName: string): string {

@@ -91,7 +91,9 @@ async function main(): Promise<void> {
       for (const target of order) {
         measured[target.name] = await measure(load, scenario, target);
         const { result, connectedSeconds } = measured[target.name]!;
-        console.error(`  ${scenario.name} · ${target.name}: ${result.rps.toFixed(0)} req/s, p99 ${result.p99} ms, ${result.errors + result.non2xx} errors; all connections answered after ${connectedSeconds?.toFixed(1) ?? '-'} s; prep ${measured[target.name]!.prepSeconds.toFixed(1)} s; heap ${heapAfterCollection()} MiB`);
+        console.error(
+          `  ${scenario.name} · ${target.name}: ${result.rps.toFixed(0)} req/s, p99 ${result.p99} ms, ${result.errors + result.non2xx} errors; all connections answered after ${connectedSeconds?.toFixed(1) ?? '-'} s; prep ${measured[target.name]!.prepSeconds.toFixed(1)} s; heap ${heapAfterCollection()} MiB`,
+        );
       }
       reports.push(report(scenario, measured.Arbiter!, measured.baseline!));
     }
@@ -109,7 +111,12 @@ async function main(): Promise<void> {
 async function measure(load: LoadGenerator, scenario: Scenario, target: Target): Promise<Measured> {
   const spec = scenario.request(target);
   await checkAnswer(scenario, target, spec);
-  const job = { url: `${target.url}${spec.path}`, method: 'POST' as const, headers: spec.headers, connections: CONNECTIONS };
+  const job = {
+    url: `${target.url}${spec.path}`,
+    method: 'POST' as const,
+    headers: spec.headers,
+    connections: CONNECTIONS,
+  };
   let run: LoadRun;
   let prepSeconds = 0;
   if (spec.pool) {
@@ -122,7 +129,8 @@ async function measure(load: LoadGenerator, scenario: Scenario, target: Target):
       prepSeconds += (performance.now() - began) / 1000;
       return bodies;
     };
-    const probe = async (requests: number) => load.run({ ...job, bodies: await pool(requests + CONNECTIONS), warmupSeconds: 0, seconds: 60 });
+    const probe = async (requests: number) =>
+      load.run({ ...job, bodies: await pool(requests + CONNECTIONS), warmupSeconds: 0, seconds: 60 });
     const first = await probe(PROBE_REQUESTS);
     const second = await probe(Math.max(PROBE_REQUESTS, Math.round(first.overallRps)));
     const rate = Math.max(first.overallRps, second.overallRps);
@@ -135,14 +143,35 @@ async function measure(load: LoadGenerator, scenario: Scenario, target: Target):
     const bodies = spec.cycle ? await spec.cycle() : undefined;
     prepSeconds = (performance.now() - began) / 1000;
     collectGarbage();
-    run = await load.run({ ...job, body: spec.body, bodies, cycle: bodies !== undefined, assertion: spec.assertion, warmupSeconds: WARMUP_SECONDS, seconds: SECONDS });
+    run = await load.run({
+      ...job,
+      body: spec.body,
+      bodies,
+      cycle: bodies !== undefined,
+      assertion: spec.assertion,
+      warmupSeconds: WARMUP_SECONDS,
+      seconds: SECONDS,
+    });
   }
-  return { server: target.name, note: spec.note, connectedSeconds: run.connectedSeconds, prepSeconds, warmup: run.warmup, result: run.measured };
+  return {
+    server: target.name,
+    note: spec.note,
+    connectedSeconds: run.connectedSeconds,
+    prepSeconds,
+    warmup: run.warmup,
+    result: run.measured,
+  };
 }
 
 /** One request of the scenario, as the load will send it: 200 and the answer the scenario expects. */
 async function checkAnswer(scenario: Scenario, target: Target, spec: RequestSpec): Promise<void> {
-  const body = spec.pool ? (await spec.pool(1))[0] : spec.cycle ? (await spec.cycle())[0] : spec.assertion ? assertionBodies(spec.assertion)() : spec.body;
+  const body = spec.pool
+    ? (await spec.pool(1))[0]
+    : spec.cycle
+      ? (await spec.cycle())[0]
+      : spec.assertion
+        ? assertionBodies(spec.assertion)()
+        : spec.body;
   const response = await fetch(`${target.url}${spec.path}`, { method: 'POST', headers: spec.headers, body });
   const text = await response.text();
   let parsed: Record<string, unknown> = {};
@@ -159,13 +188,37 @@ function report(scenario: Scenario, arbiter: Measured, baseline: Measured): Scen
   const throughputRatio = arbiter.result.rps / baseline.result.rps;
   const p99Ratio = arbiter.result.p99 / baseline.result.p99;
   const errors = arbiter.result.errors + arbiter.result.non2xx + baseline.result.errors + baseline.result.non2xx;
-  const met = { throughput: throughputRatio >= TARGETS.throughputRatioMin, p99: p99Ratio <= TARGETS.p99RatioMax, errors: errors <= TARGETS.errors };
-  return { scenario: scenario.name, arbiter, baseline, throughputRatio, p99Ratio, met: { ...met, all: met.throughput && met.p99 && met.errors } };
+  const met = {
+    throughput: throughputRatio >= TARGETS.throughputRatioMin,
+    p99: p99Ratio <= TARGETS.p99RatioMax,
+    errors: errors <= TARGETS.errors,
+  };
+  return {
+    scenario: scenario.name,
+    arbiter,
+    baseline,
+    throughputRatio,
+    p99Ratio,
+    met: { ...met, all: met.throughput && met.p99 && met.errors },
+  };
 }
 
 function table(reports: ScenarioReport[]): string {
-  const columns: [string, number][] = [['scenario', 40], ['server', 10], ['req/s', 8], ['p50 ms', 8], ['p99 ms', 8], ['errors', 8], ['x req/s', 14], ['x p99', 14]];
-  const line = (cells: string[]) => cells.map((cell, i) => (i < 2 ? cell.padEnd(columns[i][1]) : cell.padStart(columns[i][1]))).join(' ').trimEnd();
+  const columns: [string, number][] = [
+    ['scenario', 40],
+    ['server', 10],
+    ['req/s', 8],
+    ['p50 ms', 8],
+    ['p99 ms', 8],
+    ['errors', 8],
+    ['x req/s', 14],
+    ['x p99', 14],
+  ];
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i < 2 ? cell.padEnd(columns[i][1]) : cell.padStart(columns[i][1])))
+      .join(' ')
+      .trimEnd();
   const errors = (result: LoadResult) => String(result.errors + result.non2xx);
   const mark = (ok: boolean) => (ok ? 'met' : 'MISSED');
   const lines = [
@@ -180,15 +233,40 @@ function table(reports: ScenarioReport[]): string {
     const baselineName = baseline.note ? `baseline*` : 'baseline';
     if (baseline.note) notes.push(`* ${entry.scenario}: the baseline's request is different (${baseline.note}).`);
     for (const { server, result } of [baseline, arbiter]) {
-      if (result.exhausted) notes.push(`! ${entry.scenario}, ${server}: the codes or tokens made ahead ran out after ${result.seconds.toFixed(1)} s of the window.`);
+      if (result.exhausted)
+        notes.push(
+          `! ${entry.scenario}, ${server}: the codes or tokens made ahead ran out after ${result.seconds.toFixed(1)} s of the window.`,
+        );
     }
-    lines.push(line([entry.scenario, baselineName, baseline.result.rps.toFixed(0), baseline.result.p50.toFixed(1), baseline.result.p99.toFixed(1), errors(baseline.result), '', '']));
     lines.push(
-      line(['', 'Arbiter', arbiter.result.rps.toFixed(0), arbiter.result.p50.toFixed(1), arbiter.result.p99.toFixed(1), errors(arbiter.result) + (entry.met.errors ? '' : ' MISSED'), `${entry.throughputRatio.toFixed(2)} ${mark(entry.met.throughput)}`, `${entry.p99Ratio.toFixed(2)} ${mark(entry.met.p99)}`]),
+      line([
+        entry.scenario,
+        baselineName,
+        baseline.result.rps.toFixed(0),
+        baseline.result.p50.toFixed(1),
+        baseline.result.p99.toFixed(1),
+        errors(baseline.result),
+        '',
+        '',
+      ]),
+    );
+    lines.push(
+      line([
+        '',
+        'Arbiter',
+        arbiter.result.rps.toFixed(0),
+        arbiter.result.p50.toFixed(1),
+        arbiter.result.p99.toFixed(1),
+        errors(arbiter.result) + (entry.met.errors ? '' : ' MISSED'),
+        `${entry.throughputRatio.toFixed(2)} ${mark(entry.met.throughput)}`,
+        `${entry.p99Ratio.toFixed(2)} ${mark(entry.met.p99)}`,
+      ]),
     );
   }
   const met = reports.filter((entry) => entry.met.all).length;
-  notes.push('code exchange: a code of its own per request, made ahead by an authorization request with the signed-in session; refresh: 512 refresh tokens in turn (a confidential client\'s are not rotated).');
+  notes.push(
+    "code exchange: a code of its own per request, made ahead by an authorization request with the signed-in session; refresh: 512 refresh tokens in turn (a confidential client's are not rotated).",
+  );
   lines.push('', ...notes, `every target met in ${met} of ${reports.length} scenarios`);
   return lines.join('\n');
 }
@@ -202,7 +280,15 @@ function writeResults(startedAt: Date, totalSeconds: number, reports: ScenarioRe
     benchmark: 'token-endpoints-vs-bare-oidc-provider',
     startedAt: startedAt.toISOString(),
     totalSeconds,
-    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model, totalMemoryBytes: os.totalmem(), platform: os.platform(), release: os.release(), arch: os.arch(), node: process.version },
+    machine: {
+      cpus: cpus.length,
+      cpuModel: cpus[0]?.model,
+      totalMemoryBytes: os.totalmem(),
+      platform: os.platform(),
+      release: os.release(),
+      arch: os.arch(),
+      node: process.version,
+    },
     settings: {
       seconds: SECONDS,
       warmupSeconds: WARMUP_SECONDS,
@@ -210,7 +296,13 @@ function writeResults(startedAt: Date, totalSeconds: number, reports: ScenarioRe
       connections: CONNECTIONS,
       loadGenerator: 'autocannon in a child process',
       arbiter: { store: 'sqlite', policy: 'managed OPA', bcryptCost: BCRYPT_COST },
-      baseline: { server: 'bare oidc-provider, same process, own loopback port', adapter: BASELINE_STORE ? `Arbiter's oidc adapter over ${BASELINE_STORE}` : "oidc-provider's MemoryAdapter over an LRU of 50M entries", secrets: 'plain' },
+      baseline: {
+        server: 'bare oidc-provider, same process, own loopback port',
+        adapter: BASELINE_STORE
+          ? `Arbiter's oidc adapter over ${BASELINE_STORE}`
+          : "oidc-provider's MemoryAdapter over an LRU of 50M entries",
+        secrets: 'plain',
+      },
     },
     targets: TARGETS,
     results: reports,

@@ -66,7 +66,11 @@ async function startNode(storeUrl: string, issuer?: string): Promise<Node> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(os.tmpdir(), 'arbiter-scale-'));
   const url = `http://127.0.0.1:${port}`;
-  const child = await startServerProcess({ port, dataDir, env: { STORE_URL: storeUrl, ISSUER: issuer ?? url, AUTH_FAILURE_LIMIT: '1000000' } });
+  const child = await startServerProcess({
+    port,
+    dataDir,
+    env: { STORE_URL: storeUrl, ISSUER: issuer ?? url, AUTH_FAILURE_LIMIT: '1000000' },
+  });
   return { url, process: child, dataDir };
 }
 
@@ -78,36 +82,72 @@ async function stopNode(node: Node): Promise<void> {
 }
 
 async function createClient(url: string): Promise<void> {
-  const record = { clientId: CLIENT.id, clientType: 'confidential', clientSecret: bcrypt.hashSync(CLIENT.secret, BCRYPT_COST), scopes: ['read'] };
-  const response = await fetch(`${url}/admin/api/clients`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-admin-api-key': ADMIN_KEY }, body: JSON.stringify(record) });
+  const record = {
+    clientId: CLIENT.id,
+    clientType: 'confidential',
+    clientSecret: bcrypt.hashSync(CLIENT.secret, BCRYPT_COST),
+    scopes: ['read'],
+  };
+  const response = await fetch(`${url}/admin/api/clients`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-admin-api-key': ADMIN_KEY },
+    body: JSON.stringify(record),
+  });
   if (response.status !== 201) throw new Error(`client not created: ${response.status} ${await response.text()}`);
 }
 
-const TOKEN_REQUEST = { headers: { ...FORM, authorization: basic(CLIENT.id, CLIENT.secret) }, body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'read' }).toString() };
+const TOKEN_REQUEST = {
+  headers: { ...FORM, authorization: basic(CLIENT.id, CLIENT.secret) },
+  body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'read' }).toString(),
+};
 
 /** Every node answers a token request correctly, then all of them are loaded at once. */
 async function measure(load: LoadGenerator, nodes: Node[]): Promise<Step> {
   for (const node of nodes) {
     const response = await fetch(`${node.url}/token`, { method: 'POST', ...TOKEN_REQUEST });
     const body = (await response.json()) as { access_token?: unknown };
-    if (response.status !== 200 || typeof body.access_token !== 'string') throw new Error(`${node.url}: ${response.status} ${JSON.stringify(body)}`);
+    if (response.status !== 200 || typeof body.access_token !== 'string')
+      throw new Error(`${node.url}: ${response.status} ${JSON.stringify(body)}`);
   }
   const connections = Math.max(1, Math.floor(CONNECTIONS / nodes.length));
-  const runs = await Promise.all(nodes.map((node) => load.run({ url: `${node.url}/token`, method: 'POST', ...TOKEN_REQUEST, connections, warmupSeconds: 3, seconds: SECONDS })));
-  const perNode = runs.map(({ measured }: { measured: LoadResult }) => ({ rps: Math.round(measured.rps), p50: measured.p50, p99: measured.p99, failed: measured.errors + measured.non2xx }));
+  const runs = await Promise.all(
+    nodes.map((node) =>
+      load.run({
+        url: `${node.url}/token`,
+        method: 'POST',
+        ...TOKEN_REQUEST,
+        connections,
+        warmupSeconds: 3,
+        seconds: SECONDS,
+      }),
+    ),
+  );
+  const perNode = runs.map(({ measured }: { measured: LoadResult }) => ({
+    rps: Math.round(measured.rps),
+    p50: measured.p50,
+    p99: measured.p99,
+    failed: measured.errors + measured.non2xx,
+  }));
   const step = { nodes: nodes.length, rps: perNode.reduce((sum, node) => sum + node.rps, 0), perNode };
-  console.log(`${step.nodes} node(s): ${step.rps} req/s in all; ${perNode.map((node, i) => `node ${i + 1} ${node.rps} req/s p50 ${node.p50} ms p99 ${node.p99} ms${node.failed ? ` ${node.failed} failed` : ''}`).join('; ')}`);
+  console.log(
+    `${step.nodes} node(s): ${step.rps} req/s in all; ${perNode.map((node, i) => `node ${i + 1} ${node.rps} req/s p50 ${node.p50} ms p99 ${node.p99} ms${node.failed ? ` ${node.failed} failed` : ''}`).join('; ')}`,
+  );
   return step;
 }
 
 function report(steps: Step[], ferretdbVersion: string | undefined): void {
   const [one, two] = steps;
   const growth = Math.round((two.rps / one.rps) * 100) / 100;
-  console.log(`\n2 nodes / 1 node: ${growth}x (${os.cpus().length} CPUs, store ${ferretdbVersion ? `FerretDB ${ferretdbVersion}` : 'MongoDB'}, ${CONNECTIONS} connections, ${SECONDS} s windows)`);
+  console.log(
+    `\n2 nodes / 1 node: ${growth}x (${os.cpus().length} CPUs, store ${ferretdbVersion ? `FerretDB ${ferretdbVersion}` : 'MongoDB'}, ${CONNECTIONS} connections, ${SECONDS} s windows)`,
+  );
   const directory = join(dirname(fileURLToPath(import.meta.url)), 'results');
   mkdirSync(directory, { recursive: true });
   const file = join(directory, `scale-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ cpus: os.cpus().length, store: ferretdbVersion ? `FerretDB ${ferretdbVersion}` : 'MongoDB', connections: CONNECTIONS, seconds: SECONDS, growth, steps }, null, 2)}\n`);
+  writeFileSync(
+    file,
+    `${JSON.stringify({ cpus: os.cpus().length, store: ferretdbVersion ? `FerretDB ${ferretdbVersion}` : 'MongoDB', connections: CONNECTIONS, seconds: SECONDS, growth, steps }, null, 2)}\n`,
+  );
   console.log(`written to ${file}`);
   if (steps.some((step) => step.perNode.some((node) => node.failed > 0))) process.exitCode = 1;
 }

@@ -39,26 +39,44 @@ const REFRESH_TOKENS = 512;
 const form = (fields: Record<string, string>) => new URLSearchParams(fields).toString();
 
 const opaqueAccessToken = (body: Record<string, unknown>) =>
-  typeof body.access_token !== 'string' ? 'no access_token' : body.access_token.includes('.') ? 'the access token is not opaque' : undefined;
+  typeof body.access_token !== 'string'
+    ? 'no access_token'
+    : body.access_token.includes('.')
+      ? 'the access token is not opaque'
+      : undefined;
 
 export function scenarios(clients: BenchClients): Scenario[] {
   const machine = { ...FORM, authorization: basic(clients.machine.id, clients.machine.secret) };
   const resourceServer = { ...FORM, authorization: basic(clients.resourceServer.id, clients.resourceServer.secret) };
   const web = { ...FORM, authorization: basic(clients.web.id, clients.web.secret) };
-  const introspectBasic = (token: string): Pick<RequestSpec, 'path' | 'headers' | 'body'> => ({ path: '/introspect', headers: resourceServer, body: form({ token }) });
+  const introspectBasic = (token: string): Pick<RequestSpec, 'path' | 'headers' | 'body'> => ({
+    path: '/introspect',
+    headers: resourceServer,
+    body: form({ token }),
+  });
   // As long as oidc-provider's own values (43 base64url characters), never issued.
   const unknownToken = randomBytes(32).toString('base64url');
   // Made once per server: the check and the measurement use the same tokens.
   const refreshPools = new Map<Target, Promise<string[]>>();
   const refreshBodies = (target: Target) => {
-    if (!refreshPools.has(target)) refreshPools.set(target, target.mintRefreshTokens(REFRESH_TOKENS).then((tokens) => tokens.map((token) => form({ grant_type: 'refresh_token', refresh_token: token }))));
+    if (!refreshPools.has(target))
+      refreshPools.set(
+        target,
+        target
+          .mintRefreshTokens(REFRESH_TOKENS)
+          .then((tokens) => tokens.map((token) => form({ grant_type: 'refresh_token', refresh_token: token }))),
+      );
     return refreshPools.get(target)!;
   };
 
   return [
     {
       name: 'client_credentials, client_secret_basic',
-      request: () => ({ path: '/token', headers: machine, body: form({ grant_type: 'client_credentials', scope: 'read' }) }),
+      request: () => ({
+        path: '/token',
+        headers: machine,
+        body: form({ grant_type: 'client_credentials', scope: 'read' }),
+      }),
       check: opaqueAccessToken,
     },
     {
@@ -66,7 +84,12 @@ export function scenarios(clients: BenchClients): Scenario[] {
       request: (target) => ({
         path: '/token',
         headers: FORM,
-        assertion: { privateJwk: clients.keyed.privateJwk, clientId: clients.keyed.id, audience: target.issuer, form: form({ grant_type: 'client_credentials', scope: 'read' }) },
+        assertion: {
+          privateJwk: clients.keyed.privateJwk,
+          clientId: clients.keyed.id,
+          audience: target.issuer,
+          form: form({ grant_type: 'client_credentials', scope: 'read' }),
+        },
       }),
       check: opaqueAccessToken,
     },
@@ -74,8 +97,15 @@ export function scenarios(clients: BenchClients): Scenario[] {
       name: 'introspect valid token, Bearer caller',
       request: (target) =>
         target.callerToken
-          ? { path: '/introspect', headers: { ...FORM, authorization: `Bearer ${target.callerToken}` }, body: form({ token: target.validToken }) }
-          : { ...introspectBasic(target.validToken), note: 'Basic caller: oidc-provider has no Bearer callers at introspection' },
+          ? {
+              path: '/introspect',
+              headers: { ...FORM, authorization: `Bearer ${target.callerToken}` },
+              body: form({ token: target.validToken }),
+            }
+          : {
+              ...introspectBasic(target.validToken),
+              note: 'Basic caller: oidc-provider has no Bearer callers at introspection',
+            },
       check: (body) => (body.active === true ? undefined : 'not active'),
     },
     {
@@ -90,8 +120,18 @@ export function scenarios(clients: BenchClients): Scenario[] {
     },
     {
       name: 'authorization_code exchange (PKCE)',
-      request: (target) => ({ path: '/token', headers: web, pool: async (count) => (await target.mintCodes(count)).map((code) => form(codeExchange(code))) }),
-      check: (body) => opaqueAccessToken(body) ?? (typeof body.id_token !== 'string' ? 'no id_token' : typeof body.refresh_token !== 'string' ? 'no refresh_token' : undefined),
+      request: (target) => ({
+        path: '/token',
+        headers: web,
+        pool: async (count) => (await target.mintCodes(count)).map((code) => form(codeExchange(code))),
+      }),
+      check: (body) =>
+        opaqueAccessToken(body) ??
+        (typeof body.id_token !== 'string'
+          ? 'no id_token'
+          : typeof body.refresh_token !== 'string'
+            ? 'no refresh_token'
+            : undefined),
     },
     {
       name: 'refresh_token',

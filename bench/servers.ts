@@ -42,7 +42,11 @@ export async function benchClients(): Promise<BenchClients> {
   const secret = () => randomBytes(24).toString('base64url');
   return {
     machine: { id: 'bench-machine', secret: secret() },
-    keyed: { id: 'bench-keyed', privateJwk: { ...(await exportJWK(privateKey)), kid, alg: 'ES256' }, publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' } },
+    keyed: {
+      id: 'bench-keyed',
+      privateJwk: { ...(await exportJWK(privateKey)), kid, alg: 'ES256' },
+      publicJwk: { ...(await exportJWK(publicKey)), kid, alg: 'ES256', use: 'sig' },
+    },
     resourceServer: { id: 'bench-rs', secret: secret() },
     web: { id: 'bench-web', secret: secret() },
   };
@@ -74,17 +78,45 @@ export async function startArbiter(clients: BenchClients): Promise<Target & { tt
     closers.unshift(idp.close);
     const hash = (secret: string) => bcrypt.hashSync(secret, BCRYPT_COST);
     const records = [
-      { clientId: clients.machine.id, clientType: 'confidential', clientSecret: hash(clients.machine.secret), scopes: ['read', 'introspection'] },
-      { clientId: clients.keyed.id, clientType: 'confidential', tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [clients.keyed.publicJwk] }, scopes: ['read'] },
+      {
+        clientId: clients.machine.id,
+        clientType: 'confidential',
+        clientSecret: hash(clients.machine.secret),
+        scopes: ['read', 'introspection'],
+      },
+      {
+        clientId: clients.keyed.id,
+        clientType: 'confidential',
+        tokenEndpointAuthMethod: 'private_key_jwt',
+        jwks: { keys: [clients.keyed.publicJwk] },
+        scopes: ['read'],
+      },
       // Entitled to introspect (policies/arbiter/introspect/introspect.rego: granted resource urn:as:introspect).
-      { clientId: clients.resourceServer.id, clientType: 'confidential', clientSecret: hash(clients.resourceServer.secret), grantedResources: [{ type: 'urn:as:introspect', scopes: ['introspection'] }] },
-      { clientId: clients.web.id, clientType: 'confidential', clientSecret: hash(clients.web.secret), redirectUris: [REDIRECT_URI], scopes: ['openid', 'profile', 'email'] },
+      {
+        clientId: clients.resourceServer.id,
+        clientType: 'confidential',
+        clientSecret: hash(clients.resourceServer.secret),
+        grantedResources: [{ type: 'urn:as:introspect', scopes: ['introspection'] }],
+      },
+      {
+        clientId: clients.web.id,
+        clientType: 'confidential',
+        clientSecret: hash(clients.web.secret),
+        redirectUris: [REDIRECT_URI],
+        scopes: ['openid', 'profile', 'email'],
+      },
     ];
     for (const record of records) {
       const created = await server.admin('POST', '/clients', record);
-      if (created.status !== 201) throw new Error(`Arbiter: client ${record.clientId} not created: ${created.status} ${JSON.stringify(created.body)}`);
+      if (created.status !== 201)
+        throw new Error(
+          `Arbiter: client ${record.clientId} not created: ${created.status} ${JSON.stringify(created.body)}`,
+        );
     }
-    return { ...(await prepareTarget('Arbiter', server.url, server.config.issuer, clients, () => closeAll(closers))), ttl: server.config.ttl };
+    return {
+      ...(await prepareTarget('Arbiter', server.url, server.config.issuer, clients, () => closeAll(closers))),
+      ttl: server.config.ttl,
+    };
   } catch (error) {
     await closeAll(closers);
     throw error;
@@ -93,14 +125,43 @@ export async function startArbiter(clients: BenchClients): Promise<Target & { tt
 
 /** `storeUrl`: the baseline keeps its artefacts in that Arbiter store (a STORE_URL) instead of in memory. */
 export async function startBaselineTarget(clients: BenchClients, ttl: TtlConfig, storeUrl?: string): Promise<Target> {
-  const machine: ClientMetadata = { client_id: clients.machine.id, client_secret: clients.machine.secret, grant_types: ['client_credentials'], response_types: [], redirect_uris: [] };
+  const machine: ClientMetadata = {
+    client_id: clients.machine.id,
+    client_secret: clients.machine.secret,
+    grant_types: ['client_credentials'],
+    response_types: [],
+    redirect_uris: [],
+  };
   const metadata: ClientMetadata[] = [
     machine,
-    { client_id: clients.keyed.id, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [clients.keyed.publicJwk] }, grant_types: ['client_credentials'], response_types: [], redirect_uris: [] },
-    { client_id: clients.resourceServer.id, client_secret: clients.resourceServer.secret, grant_types: ['client_credentials'], response_types: [], redirect_uris: [] },
-    { client_id: clients.web.id, client_secret: clients.web.secret, grant_types: ['authorization_code', 'refresh_token'], response_types: ['code'], redirect_uris: [REDIRECT_URI] },
+    {
+      client_id: clients.keyed.id,
+      token_endpoint_auth_method: 'private_key_jwt',
+      jwks: { keys: [clients.keyed.publicJwk] },
+      grant_types: ['client_credentials'],
+      response_types: [],
+      redirect_uris: [],
+    },
+    {
+      client_id: clients.resourceServer.id,
+      client_secret: clients.resourceServer.secret,
+      grant_types: ['client_credentials'],
+      response_types: [],
+      redirect_uris: [],
+    },
+    {
+      client_id: clients.web.id,
+      client_secret: clients.web.secret,
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      redirect_uris: [REDIRECT_URI],
+    },
   ];
-  const baseline = await startBaseline({ ttl, clients: metadata, store: storeUrl ? await openStore(storeUrl) : undefined });
+  const baseline = await startBaseline({
+    ttl,
+    clients: metadata,
+    store: storeUrl ? await openStore(storeUrl) : undefined,
+  });
   try {
     return await prepareTarget('baseline', baseline.url, baseline.issuer, clients, baseline.close);
   } catch (error) {
@@ -109,8 +170,22 @@ export async function startBaselineTarget(clients: BenchClients, ttl: TtlConfig,
   }
 }
 
-async function prepareTarget(name: Target['name'], url: string, issuer: string, clients: BenchClients, close: () => Promise<void>): Promise<Target> {
-  const machineToken = async (scope: string) => (await tokenRequest(url, basic(clients.machine.id, clients.machine.secret), { grant_type: 'client_credentials', scope }, name)).access_token as string;
+async function prepareTarget(
+  name: Target['name'],
+  url: string,
+  issuer: string,
+  clients: BenchClients,
+  close: () => Promise<void>,
+): Promise<Target> {
+  const machineToken = async (scope: string) =>
+    (
+      await tokenRequest(
+        url,
+        basic(clients.machine.id, clients.machine.secret),
+        { grant_type: 'client_credentials', scope },
+        name,
+      )
+    ).access_token as string;
   const validToken = await machineToken('read');
   const callerToken = name === 'Arbiter' ? await machineToken('introspection') : undefined;
   const session = await signIn(url, clients.web.id);
@@ -118,10 +193,18 @@ async function prepareTarget(name: Target['name'], url: string, issuer: string, 
 
   const mintCodes = (count: number) =>
     inParallel(count, async () => {
-      const response = await fetch(`${url}/authorize?${authorizationQuery(clients.web.id)}`, { redirect: 'manual', headers: { cookie: session } });
+      const response = await fetch(`${url}/authorize?${authorizationQuery(clients.web.id)}`, {
+        redirect: 'manual',
+        headers: { cookie: session },
+      });
       await response.body?.cancel();
-      const code = response.headers.get('location') ? new URL(response.headers.get('location')!, url).searchParams.get('code') : null;
-      if (!code) throw new Error(`${name}: the authorization request with a session made no code: ${response.status} ${response.headers.get('location')}`);
+      const code = response.headers.get('location')
+        ? new URL(response.headers.get('location')!, url).searchParams.get('code')
+        : null;
+      if (!code)
+        throw new Error(
+          `${name}: the authorization request with a session made no code: ${response.status} ${response.headers.get('location')}`,
+        );
       return code;
     });
 
@@ -130,7 +213,8 @@ async function prepareTarget(name: Target['name'], url: string, issuer: string, 
     let next = 0;
     return inParallel(count, async () => {
       const tokens = await tokenRequest(url, webAuthorization, codeExchange(codes[next++]), name);
-      if (typeof tokens.refresh_token !== 'string') throw new Error(`${name}: the code exchange issued no refresh token: ${JSON.stringify(tokens)}`);
+      if (typeof tokens.refresh_token !== 'string')
+        throw new Error(`${name}: the code exchange issued no refresh token: ${JSON.stringify(tokens)}`);
       return tokens.refresh_token;
     });
   };
@@ -144,7 +228,15 @@ export function codeExchange(code: string): Record<string, string> {
 }
 
 function authorizationQuery(clientId: string): URLSearchParams {
-  return new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: REDIRECT_URI, scope: 'openid profile', state: randomBytes(8).toString('base64url'), code_challenge: CODE_CHALLENGE, code_challenge_method: 'S256' });
+  return new URLSearchParams({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: REDIRECT_URI,
+    scope: 'openid profile',
+    state: randomBytes(8).toString('base64url'),
+    code_challenge: CODE_CHALLENGE,
+    code_challenge_method: 'S256',
+  });
 }
 
 /** Signs alice in (Arbiter: at the development IdP; baseline: oidc-provider's development interactions); answers the session's cookie header. */
@@ -152,15 +244,28 @@ async function signIn(url: string, clientId: string): Promise<string> {
   const agent = new FetchUserAgent();
   const loginPage = await agent.navigate(`${url}/authorize?${authorizationQuery(clientId)}`, arrivingAt(REDIRECT_URI));
   const arrived = await passDevIdpForms(agent, loginPage, 'alice', arrivingAt(REDIRECT_URI));
-  if (!arrived.url.searchParams.get('code')) throw new Error(`sign-in at ${url} did not end with a code: ${arrived.url.href} ${arrived.status ?? ''} ${arrived.body?.slice(0, 300) ?? ''}`);
+  if (!arrived.url.searchParams.get('code'))
+    throw new Error(
+      `sign-in at ${url} did not end with a code: ${arrived.url.href} ${arrived.status ?? ''} ${arrived.body?.slice(0, 300) ?? ''}`,
+    );
   // FetchUserAgent keeps its jar to itself; the session cookie is what the code requests need.
   return (agent as unknown as { cookieHeader(url: URL): string }).cookieHeader(new URL(`${url}/authorize`));
 }
 
-async function tokenRequest(url: string, authorization: string, form: Record<string, string>, name: string): Promise<Record<string, unknown>> {
-  const response = await fetch(`${url}/token`, { method: 'POST', headers: { ...FORM, authorization }, body: new URLSearchParams(form) });
+async function tokenRequest(
+  url: string,
+  authorization: string,
+  form: Record<string, string>,
+  name: string,
+): Promise<Record<string, unknown>> {
+  const response = await fetch(`${url}/token`, {
+    method: 'POST',
+    headers: { ...FORM, authorization },
+    body: new URLSearchParams(form),
+  });
   const body = (await response.json()) as Record<string, unknown>;
-  if (response.status !== 200) throw new Error(`${name}: POST /token ${form.grant_type} answered ${response.status} ${JSON.stringify(body)}`);
+  if (response.status !== 200)
+    throw new Error(`${name}: POST /token ${form.grant_type} answered ${response.status} ${JSON.stringify(body)}`);
   return body;
 }
 

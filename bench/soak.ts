@@ -44,15 +44,29 @@ async function main(): Promise<void> {
   const samples: Sample[] = [];
   try {
     const spec = scenario.request(arbiter);
-    const job = { url: `${arbiter.url}${spec.path}`, method: 'POST' as const, headers: spec.headers, body: spec.body, connections: CONNECTIONS };
+    const job = {
+      url: `${arbiter.url}${spec.path}`,
+      method: 'POST' as const,
+      headers: spec.headers,
+      body: spec.body,
+      connections: CONNECTIONS,
+    };
     const started = Date.now();
     samples.push({ atSeconds: 0, rps: 0, p99: 0, failed: 0, ...memory() });
     for (let window = 0; window < Math.floor(SECONDS / WINDOW_SECONDS); window++) {
       const { measured } = await load.run({ ...job, warmupSeconds: window === 0 ? 2 : 0, seconds: WINDOW_SECONDS });
       const failed = measured.errors + measured.non2xx;
-      samples.push({ atSeconds: Math.round((Date.now() - started) / 1000), rps: Math.round(measured.rps), p99: measured.p99, failed, ...memory() });
+      samples.push({
+        atSeconds: Math.round((Date.now() - started) / 1000),
+        rps: Math.round(measured.rps),
+        p99: measured.p99,
+        failed,
+        ...memory(),
+      });
       const last = samples.at(-1)!;
-      console.log(`${String(last.atSeconds).padStart(4)} s  ${String(last.rps).padStart(5)} req/s  p99 ${String(last.p99).padStart(4)} ms  RSS ${last.rssMb.toFixed(0)} MB  heap ${last.heapUsedMb.toFixed(0)} MB  OPA ${last.opaRssMb.toFixed(0)} MB${failed ? `  ${failed} failed` : ''}`);
+      console.log(
+        `${String(last.atSeconds).padStart(4)} s  ${String(last.rps).padStart(5)} req/s  p99 ${String(last.p99).padStart(4)} ms  RSS ${last.rssMb.toFixed(0)} MB  heap ${last.heapUsedMb.toFixed(0)} MB  OPA ${last.opaRssMb.toFixed(0)} MB${failed ? `  ${failed} failed` : ''}`,
+      );
     }
   } finally {
     load.close();
@@ -69,7 +83,9 @@ function memory(): Pick<Sample, 'rssMb' | 'heapUsedMb' | 'opaRssMb'> {
 /** The managed OPA's resident set (the newest `opa run` child of this process). */
 function opaRssMb(): number {
   try {
-    const pid = execFileSync('pgrep', ['-n', '-P', String(process.pid), '-f', 'opa']).toString().trim();
+    const pid = execFileSync('pgrep', ['-n', '-P', String(process.pid), '-f', 'opa'])
+      .toString()
+      .trim();
     const status = readFileSync(`/proc/${pid}/status`, 'utf8');
     return Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0) / 1024;
   } catch {
@@ -91,21 +107,48 @@ function report(samples: Sample[]): void {
   const measured = samples.slice(1);
   const [start, middle, end] = [measured[0], measured[Math.floor(measured.length / 2)], measured.at(-1)!];
   const secondHalf = measured.slice(Math.floor(measured.length / 2));
-  const trend = (pick: (sample: Sample) => number) => slopePerMinute(secondHalf.map((sample) => sample.atSeconds), secondHalf.map(pick));
+  const trend = (pick: (sample: Sample) => number) =>
+    slopePerMinute(
+      secondHalf.map((sample) => sample.atSeconds),
+      secondHalf.map(pick),
+    );
   const summary = {
     scenario: SCENARIO,
     connections: CONNECTIONS,
     seconds: end.atSeconds,
     requests: measured.reduce((sum, sample) => sum + sample.rps * WINDOW_SECONDS, 0),
     failed: measured.reduce((sum, sample) => sum + sample.failed, 0),
-    rssMb: { start: round(start.rssMb), middle: round(middle.rssMb), end: round(end.rssMb), secondHalfTrendPerMinute: round(trend((sample) => sample.rssMb)) },
-    heapUsedMb: { start: round(start.heapUsedMb), middle: round(middle.heapUsedMb), end: round(end.heapUsedMb), secondHalfTrendPerMinute: round(trend((sample) => sample.heapUsedMb)) },
-    opaRssMb: { start: round(start.opaRssMb), middle: round(middle.opaRssMb), end: round(end.opaRssMb), secondHalfTrendPerMinute: round(trend((sample) => sample.opaRssMb)) },
+    rssMb: {
+      start: round(start.rssMb),
+      middle: round(middle.rssMb),
+      end: round(end.rssMb),
+      secondHalfTrendPerMinute: round(trend((sample) => sample.rssMb)),
+    },
+    heapUsedMb: {
+      start: round(start.heapUsedMb),
+      middle: round(middle.heapUsedMb),
+      end: round(end.heapUsedMb),
+      secondHalfTrendPerMinute: round(trend((sample) => sample.heapUsedMb)),
+    },
+    opaRssMb: {
+      start: round(start.opaRssMb),
+      middle: round(middle.opaRssMb),
+      end: round(end.opaRssMb),
+      secondHalfTrendPerMinute: round(trend((sample) => sample.opaRssMb)),
+    },
   };
-  console.log(`\n${SCENARIO}, ${CONNECTIONS} connections, ${summary.seconds} s, ${summary.requests} requests, ${summary.failed} failed`);
+  console.log(
+    `\n${SCENARIO}, ${CONNECTIONS} connections, ${summary.seconds} s, ${summary.requests} requests, ${summary.failed} failed`,
+  );
   console.log('                    start   middle     end   trend of the 2nd half');
-  for (const [name, figures] of [['Arbiter RSS', summary.rssMb], ['Arbiter heap used', summary.heapUsedMb], ['OPA RSS', summary.opaRssMb]] as const) {
-    console.log(`${name.padEnd(18)} ${fmt(figures.start)} ${fmt(figures.middle)} ${fmt(figures.end)}   ${figures.secondHalfTrendPerMinute >= 0 ? '+' : ''}${figures.secondHalfTrendPerMinute} MB/min`);
+  for (const [name, figures] of [
+    ['Arbiter RSS', summary.rssMb],
+    ['Arbiter heap used', summary.heapUsedMb],
+    ['OPA RSS', summary.opaRssMb],
+  ] as const) {
+    console.log(
+      `${name.padEnd(18)} ${fmt(figures.start)} ${fmt(figures.middle)} ${fmt(figures.end)}   ${figures.secondHalfTrendPerMinute >= 0 ? '+' : ''}${figures.secondHalfTrendPerMinute} MB/min`,
+    );
   }
   const directory = join(dirname(fileURLToPath(import.meta.url)), 'results');
   mkdirSync(directory, { recursive: true });

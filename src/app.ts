@@ -13,7 +13,14 @@ import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
 import type { Metrics } from './metrics/index.js';
 import { delegationRouter } from './delegation/index.js';
-import { clientCallers, inputParties, oauthEdge, tokenCallers, type ArbiterState, type TenantProviders } from './oauth/index.js';
+import {
+  clientCallers,
+  inputParties,
+  oauthEdge,
+  tokenCallers,
+  type ArbiterState,
+  type TenantProviders,
+} from './oauth/index.js';
 import { dataEntryProblem, type PolicyEngine } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
@@ -60,10 +67,19 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.use(requireKnownTenant(tenants));
   app.use(singleValuedQuery);
   // Arbiter's own APIs behind its access tokens: UMA protection (PAT), the delegation store, AuthZEN.
-  const protectedApi = { store, policy, callers: tokenCallers((tenant) => providers.provider(tenant)), parties: inputParties(store), issuer: config.issuer, maxBodyBytes: config.maxBodyBytes };
+  const protectedApi = {
+    store,
+    policy,
+    callers: tokenCallers((tenant) => providers.provider(tenant)),
+    parties: inputParties(store),
+    issuer: config.issuer,
+    maxBodyBytes: config.maxBodyBytes,
+  };
   app.use(umaRouter({ ...protectedApi, ticketSeconds: config.ttl.permissionTicketSeconds }));
   app.use(delegationRouter(protectedApi));
-  app.use(authzenRouter({ ...protectedApi, clients: clientCallers(store), tenantExists: (tenant) => tenants.exists(tenant) }));
+  app.use(
+    authzenRouter({ ...protectedApi, clients: clientCallers(store), tenantExists: (tenant) => tenants.exists(tenant) }),
+  );
   app.use(oauthEdge({ config, store, sealer, policy, providers, log }));
   app.use(() => {
     throw notFound('no such endpoint');
@@ -85,7 +101,8 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts) {
         (await policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string)) ??
         policy.bundleProblemWith({ collection: 'rules', record: rule, tenantId, replacesId: existing?.id }),
       'policy-data': async (data, { tenantId, existing }) =>
-        dataEntryProblem(data.dataKey as string, data.payload as string) ?? policy.bundleProblemWith({ collection: 'data', record: data, tenantId, replacesId: existing?.id }),
+        dataEntryProblem(data.dataKey as string, data.payload as string) ??
+        policy.bundleProblemWith({ collection: 'data', record: data, tenantId, replacesId: existing?.id }),
     },
     decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
   });
@@ -103,7 +120,10 @@ function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
   return async (ctx: Context, next: Next): Promise<void> => {
     if (ctx.path !== '/healthz') return next();
     const [storeUp, policyReady, revisions] = await Promise.all([
-      store.ping().then(() => true, () => false),
+      store.ping().then(
+        () => true,
+        () => false,
+      ),
       policy.isReady().catch(() => false),
       policy.revisions().catch(() => null),
     ]);
@@ -114,7 +134,11 @@ function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
     ctx.body = {
       status: ctx.status === 200 ? 'ok' : storeUp && policyReady ? 'degraded' : 'unavailable',
       store: storeUp ? 'up' : 'down',
-      policy: !policyReady ? 'not ready' : lagging ? `OPA has served an older revision than the store's for ${lagSeconds} s (a refused bundle?)` : 'ready',
+      policy: !policyReady
+        ? 'not ready'
+        : lagging
+          ? `OPA has served an older revision than the store's for ${lagSeconds} s (a refused bundle?)`
+          : 'ready',
       ...(revisions ? { policyRevision: revisions } : {}),
     };
   };

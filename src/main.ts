@@ -16,7 +16,10 @@ async function main(): Promise<void> {
   // Loaded only after the configuration is valid, so that a bad value is reported alone.
   const { startServer } = await import('./server.js');
   const running = await startServer(config, log);
-  log.info({ issuer: config.issuer, store: config.storeUrl.split(':')[0], listening: running.url }, 'Arbiter is listening');
+  log.info(
+    { issuer: config.issuer, store: config.storeUrl.split(':')[0], listening: running.url },
+    'Arbiter is listening',
+  );
   if (config.adminApiKeyGenerated) {
     // Printed once, on purpose: a development start has no other way to learn it.
     console.log(`Admin API key for this run (set SERVICE_ADMIN_API_KEY to choose one): ${config.adminApiKey}`);

@@ -30,9 +30,14 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const store = await openArbiterStore(config.storeUrl);
   const sealer = await Sealer.open(store, config.secretsKey);
   if (!config.softwareStatementVerify) {
-    log.warn('SERVICE_SOFTWARE_STATEMENT_VERIFY is false: software statements are still verified whenever policy data trusts an issuer for them; otherwise they reach the policy unverified (the default pack refuses them)');
+    log.warn(
+      'SERVICE_SOFTWARE_STATEMENT_VERIFY is false: software statements are still verified whenever policy data trusts an issuer for them; otherwise they reach the policy unverified (the default pack refuses them)',
+    );
   }
-  if (!sealer.protective) log.warn('SERVICE_SECRETS_KEY is not set: secrets kept in the store are sealed with a key kept in the store itself (development only)');
+  if (!sealer.protective)
+    log.warn(
+      'SERVICE_SECRETS_KEY is not set: secrets kept in the store are sealed with a key kept in the store itself (development only)',
+    );
   const secrets = await loadProviderSecrets(store, sealer);
   await seedDefaultPolicies(store, log);
   let handle: Handler = starting;
@@ -43,9 +48,16 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const url = `http://127.0.0.1:${port}`;
   let engine: PolicyEngine | undefined;
   const metrics = new Metrics(store, () => engine);
-  const policy = (engine = metrics.observed(await createPolicyEngine({ config, store, log, bundleUrl: `${url}${BUNDLE_PATH}` })));
-  const providers = new TenantProviders((tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }), config.tenantCacheMax);
-  const audit = new AuditLog(store, log, { refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds } });
+  const policy = (engine = metrics.observed(
+    await createPolicyEngine({ config, store, log, bundleUrl: `${url}${BUNDLE_PATH}` }),
+  ));
+  const providers = new TenantProviders(
+    (tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }),
+    config.tenantCacheMax,
+  );
+  const audit = new AuditLog(store, log, {
+    refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds },
+  });
   const app = createApp({ config, store, sealer, policy, audit, providers, log, metrics });
   handle = app.callback();
   const purgeOldEntries = auditRetention(audit, config.auditRetentionDays, log);
@@ -86,7 +98,11 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
  */
 function httpLimits(config: Config) {
   const { httpRequestTimeoutMs: requestTimeout, httpHeadersTimeoutMs: headersTimeout } = config;
-  return { requestTimeout, headersTimeout, connectionsCheckingInterval: Math.min(1_000, Math.ceil(headersTimeout / 2)) };
+  return {
+    requestTimeout,
+    headersTimeout,
+    connectionsCheckingInterval: Math.min(1_000, Math.ceil(headersTimeout / 2)),
+  };
 }
 
 const DAY_MS = 86_400_000;
@@ -129,7 +145,10 @@ class InFlight {
   async drained(timeoutMs: number): Promise<void> {
     if (this.count === 0) return;
     let timer: NodeJS.Timeout | undefined;
-    await Promise.race([new Promise<void>((resolve) => this.waiters.push(resolve)), new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs)))]);
+    await Promise.race([
+      new Promise<void>((resolve) => this.waiters.push(resolve)),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, timeoutMs))),
+    ]);
     clearTimeout(timer);
   }
 }

@@ -100,9 +100,18 @@ export class MongoStore implements Store {
     return store;
   }
 
-  collection<T extends StoredDoc = StoredDoc>(specOrName: CollectionSpec | string, tenant = DEFAULT_TENANT): TenantCollection<T> {
+  collection<T extends StoredDoc = StoredDoc>(
+    specOrName: CollectionSpec | string,
+    tenant = DEFAULT_TENANT,
+  ): TenantCollection<T> {
     const { spec, rows } = this.declare(specOrName);
-    return new MongoCollection<T>(rows, spec, tenant, () => this.indexed(spec, rows), () => this.writeListeners.tell());
+    return new MongoCollection<T>(
+      rows,
+      spec,
+      tenant,
+      () => this.indexed(spec, rows),
+      () => this.writeListeners.tell(),
+    );
   }
 
   onWrite(listener: () => void): void {
@@ -133,7 +142,8 @@ export class MongoStore implements Store {
 
   async nextSequence(name: string, count = 1): Promise<number> {
     const sequences = this.db.collection<{ _id: string; value: number }>('sequences');
-    const bump = () => sequences.findOneAndUpdate({ _id: name }, { $inc: { value: count } }, { upsert: true, returnDocument: 'after' });
+    const bump = () =>
+      sequences.findOneAndUpdate({ _id: name }, { $inc: { value: count } }, { upsert: true, returnDocument: 'after' });
     // Two first calls may both try to create the counter; the loser's duplicate-key error only means it exists now.
     const counter = await bump().catch((error: unknown) => (isDuplicateKey(error) ? bump() : Promise.reject(error)));
     if (!counter) throw new Error(`sequence ${name} was not returned by the server`);
@@ -221,7 +231,11 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     // MongoDB reads limit 0 as "no limit"; the store interface means "nothing".
     if (limit === 0) return [];
     await this.indexed();
-    const cursor = this.rows.find(this.live(docFilter(filter)), { projection: { doc: 1 }, skip, ...(limit && { limit }) });
+    const cursor = this.rows.find(this.live(docFilter(filter)), {
+      projection: { doc: 1 },
+      skip,
+      ...(limit && { limit }),
+    });
     if (options.sort) cursor.sort(sortOf(options.sort));
     return (await cursor.toArray()).map((row) => row.doc as T);
   }
@@ -262,7 +276,9 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     const matching: MongoFilter<Row> = { tenant: this.tenant, [docPath(field)]: { $lt: bound } };
     if (limit === undefined) return (await this.rows.deleteMany(matching)).deletedCount;
     // deleteMany takes no limit: the ids of one step first, then those rows.
-    const step = await this.rows.find(matching, { projection: { _id: 1 }, limit: Math.max(0, Math.floor(limit)) }).toArray();
+    const step = await this.rows
+      .find(matching, { projection: { _id: 1 }, limit: Math.max(0, Math.floor(limit)) })
+      .toArray();
     if (step.length === 0) return 0;
     return (await this.rows.deleteMany({ _id: { $in: step.map((row) => row._id) } })).deletedCount;
   }
@@ -274,8 +290,16 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
   private rowOf(doc: StoredDoc): Row {
     const rowId = this.rowId(doc.id);
     const expiry = expiryOf(doc);
-    const unique = Object.fromEntries(uniqueKeyFields(this.spec).map((field) => [field, uniqueShadow(doc[field], rowId)]));
-    return { _id: rowId, tenant: this.tenant, doc, ...(expiry !== null && { _expiresAtDate: new Date(expiry) }), _unique: unique };
+    const unique = Object.fromEntries(
+      uniqueKeyFields(this.spec).map((field) => [field, uniqueShadow(doc[field], rowId)]),
+    );
+    return {
+      _id: rowId,
+      tenant: this.tenant,
+      doc,
+      ...(expiry !== null && { _expiresAtDate: new Date(expiry) }),
+      _unique: unique,
+    };
   }
 
   /**
@@ -335,14 +359,22 @@ function translateConnectionLoss(prototype: object, methods: string[]): void {
       return await operation();
     } catch (error) {
       throw isConnectionLoss(error)
-        ? new StoreUnavailableError(`the MongoDB store cannot be reached (${(error as Error).name}: ${(error as Error).message}); the operation failed or its outcome is unknown.`)
+        ? new StoreUnavailableError(
+            `the MongoDB store cannot be reached (${(error as Error).name}: ${(error as Error).message}); the operation failed or its outcome is unknown.`,
+          )
         : error;
     }
   });
 }
 
 function isConnectionLoss(error: unknown): boolean {
-  return [MongoNetworkError, MongoServerSelectionError, MongoNotConnectedError, MongoTopologyClosedError, MongoClientClosedError].some((type) => error instanceof type);
+  return [
+    MongoNetworkError,
+    MongoServerSelectionError,
+    MongoNotConnectedError,
+    MongoTopologyClosedError,
+    MongoClientClosedError,
+  ].some((type) => error instanceof type);
 }
 
 /** Each collection write, however it ends, is told to the store's write listeners before its caller is answered. */
@@ -357,7 +389,11 @@ function tellWritesEnded(prototype: { wrote: () => void }, methods: string[]): v
 }
 
 /** Replaces each named async method of `prototype` by `around`, given the original call (bound to its object and arguments) and the object. */
-function wrapEach(prototype: object, methods: string[], around: (operation: () => Promise<unknown>, self: unknown) => Promise<unknown>): void {
+function wrapEach(
+  prototype: object,
+  methods: string[],
+  around: (operation: () => Promise<unknown>, self: unknown) => Promise<unknown>,
+): void {
   const target = prototype as Record<string, (...args: unknown[]) => Promise<unknown>>;
   for (const name of methods) {
     const operation = target[name];
@@ -368,8 +404,28 @@ function wrapEach(prototype: object, methods: string[], around: (operation: () =
 }
 
 translateConnectionLoss(MongoStore.prototype, ['nextSequence', 'ping', 'purgeExpired']);
-translateConnectionLoss(MongoCollection.prototype, ['insert', 'insertMany', 'upsert', 'get', 'findOne', 'find', 'count', 'update', 'delete', 'deleteMany', 'deleteBefore']);
-tellWritesEnded(MongoCollection.prototype, ['insert', 'insertMany', 'upsert', 'update', 'delete', 'deleteMany', 'deleteBefore']);
+translateConnectionLoss(MongoCollection.prototype, [
+  'insert',
+  'insertMany',
+  'upsert',
+  'get',
+  'findOne',
+  'find',
+  'count',
+  'update',
+  'delete',
+  'deleteMany',
+  'deleteBefore',
+]);
+tellWritesEnded(MongoCollection.prototype, [
+  'insert',
+  'insertMany',
+  'upsert',
+  'update',
+  'delete',
+  'deleteMany',
+  'deleteBefore',
+]);
 
 async function createIndexes(rows: Rows, spec: CollectionSpec): Promise<void> {
   await createExpiryIndex(rows);
@@ -416,7 +472,10 @@ async function hasIndex(rows: Rows, name: string): Promise<boolean> {
 }
 
 async function backfillUniqueShadows(rows: Rows, key: string[]): Promise<void> {
-  const lacking = rows.find({ $or: key.map((field) => ({ [`_unique.${field}`]: { $exists: false } })) }, { projection: { doc: 1 } });
+  const lacking = rows.find(
+    { $or: key.map((field) => ({ [`_unique.${field}`]: { $exists: false } })) },
+    { projection: { doc: 1 } },
+  );
   for await (const row of lacking) {
     const shadows = Object.fromEntries(key.map((field) => [`_unique.${field}`, uniqueShadow(row.doc[field], row._id)]));
     await rows.updateOne({ _id: row._id }, { $set: shadows });
@@ -449,13 +508,18 @@ function changeOf(fields: Partial<StoredDoc>, rowId: string, uniqueFields: strin
     if (expiry === null) unset._expiresAtDate = '';
     else set._expiresAtDate = new Date(expiry);
   }
-  const change = { ...(Object.keys(set).length > 0 && { $set: set }), ...(Object.keys(unset).length > 0 && { $unset: unset }) };
+  const change = {
+    ...(Object.keys(set).length > 0 && { $set: set }),
+    ...(Object.keys(unset).length > 0 && { $unset: unset }),
+  };
   return Object.keys(change).length > 0 ? (change as UpdateFilter<Row>) : null;
 }
 
 /** Equality on document fields; MongoDB's `{ field: null }` already matches absent or null. */
 function docFilter(filter: Filter): MongoFilter<Row> {
-  return Object.fromEntries(Object.entries(filter).map(([field, value]) => [docPath(field), isUnset(value) ? null : value]));
+  return Object.fromEntries(
+    Object.entries(filter).map(([field, value]) => [docPath(field), isUnset(value) ? null : value]),
+  );
 }
 
 /** `_id` breaks ties, so skip/limit pages are stable. */
@@ -481,5 +545,8 @@ async function deleteExpired(rows: Rows): Promise<number> {
  */
 function isDuplicateKey(error: unknown): boolean {
   if (!(error instanceof MongoServerError)) return false;
-  return error.code === DUPLICATE_KEY || (error.code === INTERNAL_ERROR && error.message.includes('UNIQUE constraint failed'));
+  return (
+    error.code === DUPLICATE_KEY ||
+    (error.code === INTERNAL_ERROR && error.message.includes('UNIQUE constraint failed'))
+  );
 }

@@ -59,7 +59,10 @@ export function createOidcAdapter(store: Store, tenant: string, overrides: Recor
 
   return class StoreAdapter implements Adapter {
     constructor(private readonly model: string) {
-      if (UNSUPPORTED_MODELS.has(model)) throw new Error(`the store adapter does not support oidc-provider's ${model} model (it would have to store the value in clear)`);
+      if (UNSUPPORTED_MODELS.has(model))
+        throw new Error(
+          `the store adapter does not support oidc-provider's ${model} model (it would have to store the value in clear)`,
+        );
     }
 
     private key(id: string): string {
@@ -68,7 +71,9 @@ export function createOidcAdapter(store: Store, tenant: string, overrides: Recor
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
       await migrated();
-      await artefacts.upsert(storedDoc(this.model, this.key(id), payload, expiresIn ? Date.now() + expiresIn * 1000 : null));
+      await artefacts.upsert(
+        storedDoc(this.model, this.key(id), payload, expiresIn ? Date.now() + expiresIn * 1000 : null),
+      );
     }
 
     async find(id: string): Promise<AdapterPayload | undefined> {
@@ -106,7 +111,14 @@ export function createOidcAdapter(store: Store, tenant: string, overrides: Recor
       const key = this.key(id);
       const current = await artefacts.get(key);
       const consumedAt = Math.floor(Date.now() / 1000);
-      const won = current && !current.consumedAt ? await artefacts.update(key, { consumedAt, payload: { ...current.payload, consumed: consumedAt } }, { consumedAt: null }) : null;
+      const won =
+        current && !current.consumedAt
+          ? await artefacts.update(
+              key,
+              { consumedAt, payload: { ...current.payload, consumed: consumedAt } },
+              { consumedAt: null },
+            )
+          : null;
       if (!won) throw new errors.InvalidGrant('the code or refresh token was already used');
     }
 
@@ -123,7 +135,13 @@ export function createOidcAdapter(store: Store, tenant: string, overrides: Recor
 }
 
 /** The document for an artefact: keyed by digest, its payload without anything that holds a bearer value. */
-function storedDoc(model: string, key: string, payload: AdapterPayload, expiresAt: number | null, consumedAt?: number | null): OidcDoc {
+function storedDoc(
+  model: string,
+  key: string,
+  payload: AdapterPayload,
+  expiresAt: number | null,
+  consumedAt?: number | null,
+): OidcDoc {
   // oidc-provider's `jti` is the id it stores the artefact under, i.e. the value.
   const { jti, ...kept } = payload;
   // An interaction remembers the browser's session id (the session cookie); oidc-provider never reads it back.
@@ -172,7 +190,9 @@ function hashLegacyArtefacts(store: Store, tenant: string, artefacts: TenantColl
       if (legacy.length === 0) return;
       for (const doc of legacy) {
         const value = doc.id.slice(doc.model.length + 1);
-        await artefacts.upsert(storedDoc(doc.model, artefactKey(doc.model, value), doc.payload, doc.expiresAt, doc.consumedAt));
+        await artefacts.upsert(
+          storedDoc(doc.model, artefactKey(doc.model, value), doc.payload, doc.expiresAt, doc.consumedAt),
+        );
         await artefacts.delete(doc.id);
       }
     }

@@ -80,7 +80,9 @@ export function isUnset(value: unknown): boolean {
 
 /** True when `doc` satisfies an equality filter; `null` matches absent or null. */
 export function matchesFilter(doc: StoredDoc, filter: Filter): boolean {
-  return Object.entries(filter).every(([field, value]) => (isUnset(value) ? isUnset(doc[field]) : doc[field] === value));
+  return Object.entries(filter).every(([field, value]) =>
+    isUnset(value) ? isUnset(doc[field]) : doc[field] === value,
+  );
 }
 
 /** skip/limit as whole, non-negative numbers; `limit` undefined means no limit, and 0 means no documents. */

@@ -111,9 +111,14 @@ export class SqliteStore implements Store {
     }
   }
 
-  collection<T extends StoredDoc = StoredDoc>(specOrName: CollectionSpec | string, tenant = DEFAULT_TENANT): TenantCollection<T> {
+  collection<T extends StoredDoc = StoredDoc>(
+    specOrName: CollectionSpec | string,
+    tenant = DEFAULT_TENANT,
+  ): TenantCollection<T> {
     const spec = this.declare(normalizeSpec(specOrName));
-    return new SqliteCollection<T>(this.db, this.statements, this.io, spec, tenant, (write) => this.commitInGroup(write));
+    return new SqliteCollection<T>(this.db, this.statements, this.io, spec, tenant, (write) =>
+      this.commitInGroup(write),
+    );
   }
 
   onWrite(listener: () => void): void {
@@ -142,7 +147,9 @@ export class SqliteStore implements Store {
     this.db.exec(`CREATE TABLE IF NOT EXISTS ${quoted(table)} (
       tenant TEXT NOT NULL, id TEXT NOT NULL, doc TEXT NOT NULL, expires_at INTEGER,
       PRIMARY KEY (tenant, id))`);
-    this.db.exec(`CREATE INDEX IF NOT EXISTS ${quoted(`${table}_expiry`)} ON ${quoted(table)} (expires_at) WHERE expires_at IS NOT NULL`);
+    this.db.exec(
+      `CREATE INDEX IF NOT EXISTS ${quoted(`${table}_expiry`)} ON ${quoted(table)} (expires_at) WHERE expires_at IS NOT NULL`,
+    );
     for (const field of spec.indexes ?? []) this.createIndex(table, 'ix', [field]);
     // Unique keys are checked in code (null values must not clash); the index keeps that check fast.
     for (const key of spec.uniqueKeys ?? []) this.createIndex(table, 'uq', key);
@@ -150,13 +157,17 @@ export class SqliteStore implements Store {
 
   private createIndex(table: string, kind: string, fields: string[]): void {
     const name = quoted(`${table}_${kind}_${fields.join('_')}`);
-    this.db.exec(`CREATE INDEX IF NOT EXISTS ${name} ON ${quoted(table)} (tenant, ${fields.map(jsonField).join(', ')})`);
+    this.db.exec(
+      `CREATE INDEX IF NOT EXISTS ${name} ON ${quoted(table)} (tenant, ${fields.map(jsonField).join(', ')})`,
+    );
   }
 
   async nextSequence(name: string, count = 1): Promise<number> {
     return this.io.write(() => {
       const row = this.statements
-        .get('INSERT INTO sequences (name, value) VALUES (@name, @count) ON CONFLICT(name) DO UPDATE SET value = value + @count RETURNING value')
+        .get(
+          'INSERT INTO sequences (name, value) VALUES (@name, @count) ON CONFLICT(name) DO UPDATE SET value = value + @count RETURNING value',
+        )
         .get({ name, count }) as { value: number };
       return row.value;
     });
@@ -262,7 +273,10 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
 
   async count(filter: Filter = {}): Promise<number> {
     const { where, params } = this.where(filter);
-    return this.io.read(() => (this.statements.get(`SELECT COUNT(*) AS n FROM ${this.table} WHERE ${where}`).get(params) as { n: number }).n);
+    return this.io.read(
+      () =>
+        (this.statements.get(`SELECT COUNT(*) AS n FROM ${this.table} WHERE ${where}`).get(params) as { n: number }).n,
+    );
   }
 
   async update(id: string | number, fields: Partial<T>, onlyIf?: Filter): Promise<T | null> {
@@ -282,7 +296,11 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
 
   /** Also removes an expired (already invisible) document, and then reports true. */
   async delete(id: string | number): Promise<boolean> {
-    return this.io.write(() => this.statements.get(`DELETE FROM ${this.table} WHERE tenant = ? AND id = ?`).run(this.tenant, idKey(id)).changes > 0);
+    return this.io.write(
+      () =>
+        this.statements.get(`DELETE FROM ${this.table} WHERE tenant = ? AND id = ?`).run(this.tenant, idKey(id))
+          .changes > 0,
+    );
   }
 
   /** Also removes matching expired documents, and counts them. */
@@ -469,7 +487,9 @@ function sqliteCall<R>(statement: () => R): R {
     return statement();
   } catch (error) {
     if (error instanceof Database.SqliteError && UNUSABLE_FILE.test(error.code)) {
-      throw new StoreUnavailableError(`the store's database cannot be used (${error.code}: ${error.message}); nothing was written. Check the file and the disk, then restart Arbiter.`);
+      throw new StoreUnavailableError(
+        `the store's database cannot be used (${error.code}: ${error.message}); nothing was written. Check the file and the disk, then restart Arbiter.`,
+      );
     }
     throw error;
   }

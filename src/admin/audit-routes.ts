@@ -29,9 +29,14 @@ export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: 
 }
 
 /** The entry named by the path's `:id`, if the call may see it (its tenant, or allTenants=true); else a 404. */
-export async function auditEntryOf(ctx: Context & { params: Record<string, string> }, audit: AuditLog, tenantOf: (ctx: Context) => string | null): Promise<AuditEntry> {
+export async function auditEntryOf(
+  ctx: Context & { params: Record<string, string> },
+  audit: AuditLog,
+  tenantOf: (ctx: Context) => string | null,
+): Promise<AuditEntry> {
   const entry = /^\d{1,15}$/.test(ctx.params.id) ? await audit.get(Number(ctx.params.id)) : null;
-  if (!entry || !(allTenants(ctx) || entry.tenantId === tenantOf(ctx))) throw notFound(`no audit log entry ${JSON.stringify(ctx.params.id)} in this tenant`);
+  if (!entry || !(allTenants(ctx) || entry.tenantId === tenantOf(ctx)))
+    throw notFound(`no audit log entry ${JSON.stringify(ctx.params.id)} in this tenant`);
   return entry;
 }
 
@@ -46,10 +51,17 @@ function single(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
 
-function integer(value: string | string[] | undefined, name: string, fallback: number, min: number, max: number): number {
+function integer(
+  value: string | string[] | undefined,
+  name: string,
+  fallback: number,
+  min: number,
+  max: number,
+): number {
   const text = single(value);
   if (text === undefined || text === '') return fallback;
-  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max) throw badRequest(`${name} must be an integer from ${min} to ${max}`, { field: name });
+  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max)
+    throw badRequest(`${name} must be an integer from ${min} to ${max}`, { field: name });
   return Number(text);
 }
 
@@ -57,7 +69,9 @@ function sortOf(value: string | undefined): { field: string; direction: 'asc' | 
   if (!value) return { field: 'id', direction: 'desc' };
   const [field, direction = 'asc'] = value.split(',').map((part) => part.trim());
   if (!SORTABLE_FIELDS.includes(field) || !['asc', 'desc'].includes(direction.toLowerCase())) {
-    throw badRequest(`sort must be "<field>,asc|desc" with field one of ${SORTABLE_FIELDS.join(', ')}`, { field: 'sort' });
+    throw badRequest(`sort must be "<field>,asc|desc" with field one of ${SORTABLE_FIELDS.join(', ')}`, {
+      field: 'sort',
+    });
   }
   return { field, direction: direction.toLowerCase() as 'asc' | 'desc' };
 }

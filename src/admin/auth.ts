@@ -15,7 +15,11 @@ export function requireAdminKey(adminApiKey: string) {
     if (presented) await guardCredential(ctx, ADMIN_KEY_IDENTITY);
     if (!presented || !timingSafeEqual(digest(presented), expected)) {
       ctx.set('WWW-Authenticate', 'X-Admin-API-Key');
-      throw new HttpError(401, 'unauthorized', presented ? 'the X-Admin-API-Key is not valid' : 'the X-Admin-API-Key header is required');
+      throw new HttpError(
+        401,
+        'unauthorized',
+        presented ? 'the X-Admin-API-Key is not valid' : 'the X-Admin-API-Key header is required',
+      );
     }
     markAuthenticated(ctx.state);
     await next();

@@ -5,7 +5,14 @@ import { eachRecorded, recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { badRequest } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
-import { checkInput, DECISION_POINTS, type DecisionExplanation, type DecisionInput, type DecisionPoint, type PolicyEngine } from '../policy/index.js';
+import {
+  checkInput,
+  DECISION_POINTS,
+  type DecisionExplanation,
+  type DecisionInput,
+  type DecisionPoint,
+  type PolicyEngine,
+} from '../policy/index.js';
 import { storeTenant } from '../tenancy/index.js';
 import { auditEntryOf } from './audit-routes.js';
 
@@ -23,13 +30,25 @@ export const PLAYGROUND_BODY = {
   required: ['point', 'input'],
   properties: {
     point: { enum: [...DECISION_POINTS] },
-    input: { type: 'object', description: "the point's policy input (docs/policy.md); `tenant` and `time` are filled in when absent" },
+    input: {
+      type: 'object',
+      description: "the point's policy input (docs/policy.md); `tenant` and `time` are filled in when absent",
+    },
     tenantId: { type: ['string', 'null'] },
   },
 };
 
 /** The decision fields a replay compares, then the engines' verdicts. */
-const COMPARED_FIELDS = ['allow', 'scopes', 'authorization_details', 'obligations', 'extensions', 'jit_single_use', 'error', 'error_description'];
+const COMPARED_FIELDS = [
+  'allow',
+  'scopes',
+  'authorization_details',
+  'obligations',
+  'extensions',
+  'jit_single_use',
+  'error',
+  'error_description',
+];
 
 /**
  * The decision playground: POST /decisions runs a decision exactly as the endpoints do, against
@@ -40,10 +59,14 @@ const COMPARED_FIELDS = ['allow', 'scopes', 'authorization_details', 'obligation
 export function decisionRoutes(router: Router, options: DecisionRouteOptions): void {
   router.post('/decisions', async (ctx) => {
     const body = await readJsonBody(ctx, options.maxBodyBytes);
-    assertValid<{ point: DecisionPoint; input: Record<string, unknown>; tenantId?: string | null }>(PLAYGROUND_BODY, body);
+    assertValid<{ point: DecisionPoint; input: Record<string, unknown>; tenantId?: string | null }>(
+      PLAYGROUND_BODY,
+      body,
+    );
     const tenant = storeTenant(options.tenantOf(ctx, body));
     const input = { time: new Date().toISOString(), ...body.input, tenant: body.input.tenant ?? tenant };
-    if (input.tenant !== tenant) throw badRequest(`input.tenant must be the tenant of the request (${tenant})`, { field: 'input.tenant' });
+    if (input.tenant !== tenant)
+      throw badRequest(`input.tenant must be the tenant of the request (${tenant})`, { field: 'input.tenant' });
     const problem = checkInput(body.point, input);
     if (problem) throw badRequest(`input is not a valid ${body.point} input: ${problem}`, { field: 'input' });
     const explanation = await options.policy.explain(body.point, input as DecisionInput);
@@ -68,7 +91,11 @@ export function decisionRoutes(router: Router, options: DecisionRouteOptions): v
       then: single ? replays[0].then : replays.map((replay) => replay.then),
       now: single ? replays[0].now : replays.map((replay) => replay.now),
       changed: replays.some((replay) => replay.differences.length > 0),
-      differences: replays.flatMap((replay, index) => replay.differences.map((difference) => (single ? difference : { ...difference, field: `[${index}].${difference.field}` }))),
+      differences: replays.flatMap((replay, index) =>
+        replay.differences.map((difference) =>
+          single ? difference : { ...difference, field: `[${index}].${difference.field}` },
+        ),
+      ),
       policyRevision: await options.policy.revisions(),
     };
   });
@@ -77,7 +104,13 @@ export function decisionRoutes(router: Router, options: DecisionRouteOptions): v
 /** The playground's own audit entry holds what it evaluated, as a protocol request's does. */
 function record(ctx: Context, explanation: DecisionExplanation, input: DecisionInput): void {
   const engines = { rego: explanation.engines.rego.verdict, cedar: explanation.engines.cedar.verdict };
-  recordDecision(ctx.state, { point: explanation.point, decision: explanation.decision, input, engines, ...(explanation.engineError ? { engineError: explanation.engineError } : {}) });
+  recordDecision(ctx.state, {
+    point: explanation.point,
+    decision: explanation.decision,
+    input,
+    engines,
+    ...(explanation.engineError ? { engineError: explanation.engineError } : {}),
+  });
 }
 
 interface AskedDecision {
@@ -96,7 +129,8 @@ function decisionsOf(entry: AuditEntry): AskedDecision[] {
   return inputs.map((input, index) => {
     const then = decisions[index] as Record<string, unknown>;
     const point = then.point ?? pointOfRequest(input as DecisionInput);
-    if (!DECISION_POINTS.includes(point as DecisionPoint)) throw badRequest(`audit log entry ${entry.id} does not say which decision point it asked`);
+    if (!DECISION_POINTS.includes(point as DecisionPoint))
+      throw badRequest(`audit log entry ${entry.id} does not say which decision point it asked`);
     return { point: point as DecisionPoint, input: input as DecisionInput, then };
   });
 }
@@ -104,24 +138,47 @@ function decisionsOf(entry: AuditEntry): AskedDecision[] {
 /** Entries written before decisions recorded their point: the point follows from the endpoint and grant. */
 function pointOfRequest(input: DecisionInput): DecisionPoint | undefined {
   const { endpoint, grant_type: grantType } = input.request ?? {};
-  if (endpoint === '/token') return grantType === 'urn:ietf:params:oauth:grant-type:token-exchange' ? 'token_exchange' : grantType === 'urn:ietf:params:oauth:grant-type:uma-ticket' ? 'uma_permission' : 'token';
-  const byPrefix: [string, DecisionPoint][] = [['/authorize', 'authorize'], ['/introspect', 'introspect'], ['/register', 'register'], ['/access/v1', 'access_evaluation'], ['/permission', 'uma_permission'], ['/delegation', 'delegation']];
+  if (endpoint === '/token')
+    return grantType === 'urn:ietf:params:oauth:grant-type:token-exchange'
+      ? 'token_exchange'
+      : grantType === 'urn:ietf:params:oauth:grant-type:uma-ticket'
+        ? 'uma_permission'
+        : 'token';
+  const byPrefix: [string, DecisionPoint][] = [
+    ['/authorize', 'authorize'],
+    ['/introspect', 'introspect'],
+    ['/register', 'register'],
+    ['/access/v1', 'access_evaluation'],
+    ['/permission', 'uma_permission'],
+    ['/delegation', 'delegation'],
+  ];
   return byPrefix.find(([prefix]) => typeof endpoint === 'string' && endpoint.startsWith(prefix))?.[1];
 }
 
-function differencesOf(then: Record<string, unknown>, now: DecisionExplanation): { field: string; then: unknown; now: unknown }[] {
+function differencesOf(
+  then: Record<string, unknown>,
+  now: DecisionExplanation,
+): { field: string; then: unknown; now: unknown }[] {
   const thenEngines = (then.engines ?? {}) as Record<string, unknown>;
   const pairs: [string, unknown, unknown][] = [
-    ...COMPARED_FIELDS.map((field): [string, unknown, unknown] => [field, then[field], (now.decision as unknown as Record<string, unknown>)[field]]),
+    ...COMPARED_FIELDS.map((field): [string, unknown, unknown] => [
+      field,
+      then[field],
+      (now.decision as unknown as Record<string, unknown>)[field],
+    ]),
     ['engines.rego', thenEngines.rego, now.engines.rego.verdict],
     ['engines.cedar', thenEngines.cedar, now.engines.cedar.verdict],
   ];
-  return pairs.filter(([, before, after]) => canonical(before) !== canonical(after)).map(([field, before, after]) => ({ field, then: before ?? null, now: after ?? null }));
+  return pairs
+    .filter(([, before, after]) => canonical(before) !== canonical(after))
+    .map(([field, before, after]) => ({ field, then: before ?? null, now: after ?? null }));
 }
 
 /** JSON with sorted keys, so that equal objects compare equal whatever their key order. */
 function canonical(value: unknown): string {
   return JSON.stringify(value ?? null, (_, inner) =>
-    inner && typeof inner === 'object' && !Array.isArray(inner) ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => a.localeCompare(b))) : inner,
+    inner && typeof inner === 'object' && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => a.localeCompare(b)))
+      : inner,
   );
 }

@@ -18,9 +18,11 @@ export function adminGate(adminApiKey: string, router: Router): Middleware {
     await checkKey(ctx, async () => {
       if (!isServedAdminSpelling(ctx.path)) throw noOperation(ctx);
       assertSingleValued(ctx.querystring, 'query parameter');
-      await routes(ctx, () => methods(ctx, async () => {
-        throw noOperation(ctx);
-      }));
+      await routes(ctx, () =>
+        methods(ctx, async () => {
+          throw noOperation(ctx);
+        }),
+      );
     });
   };
 }

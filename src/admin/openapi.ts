@@ -49,7 +49,11 @@ const string = { type: 'string' };
 const dateTime = { type: 'string', format: 'date-time' };
 const nullableString = { type: ['string', 'null'] };
 /** An object whose `properties` are all required and `optional` are not. */
-const object = (properties: Record<string, Schema>, optional: Record<string, Schema> = {}) => ({ type: 'object', required: Object.keys(properties), properties: { ...properties, ...optional } });
+const object = (properties: Record<string, Schema>, optional: Record<string, Schema> = {}) => ({
+  type: 'object',
+  required: Object.keys(properties),
+  properties: { ...properties, ...optional },
+});
 const TENANT_PARAMETERS = [ref('parameters', 'TenantQuery'), ref('parameters', 'TenantHeader')];
 
 /**
@@ -57,10 +61,28 @@ const TENANT_PARAMETERS = [ref('parameters', 'TenantQuery'), ref('parameters', '
  * order (numeric references name the first record of the referenced collection).
  */
 const EXAMPLES: Record<string, Record<string, unknown>> = {
-  'identity-providers': { issuer: 'https://idp.example.com', idpId: 'corporate', name: 'Corporate sign-in', clientId: 'arbiter', clientSecret: 'upstream-client-secret', scopes: ['openid', 'email'] },
-  'resource-servers': { resourceIndicator: 'https://api.example.com/', name: 'Documents API', clientId: 1, typeUris: ['urn:example:document'] },
+  'identity-providers': {
+    issuer: 'https://idp.example.com',
+    idpId: 'corporate',
+    name: 'Corporate sign-in',
+    clientId: 'arbiter',
+    clientSecret: 'upstream-client-secret',
+    scopes: ['openid', 'email'],
+  },
+  'resource-servers': {
+    resourceIndicator: 'https://api.example.com/',
+    name: 'Documents API',
+    clientId: 1,
+    typeUris: ['urn:example:document'],
+  },
   'resource-types': { typeUri: 'urn:example:document', name: 'Document', scopes: ['read', 'write'] },
-  resources: { resourceServerId: 1, resourceTypeId: 1, resourceIdentifier: 'doc-42', ownerSubjectId: 1, scopes: ['read'] },
+  resources: {
+    resourceServerId: 1,
+    resourceTypeId: 1,
+    resourceIdentifier: 'doc-42',
+    ownerSubjectId: 1,
+    scopes: ['read'],
+  },
   clients: {
     clientId: 'documents-app',
     clientType: 'confidential',
@@ -71,24 +93,51 @@ const EXAMPLES: Record<string, Record<string, unknown>> = {
   },
   'initial-access-tokens': { name: 'partner onboarding', uses: 5 },
   subjects: { subjectId: 'alice', identityProviderId: 1, name: 'Alice', email: 'alice@example.com' },
-  'policy-rules': { version: null, kind: 'rego', path: 'arbiter/example.rego', content: 'package arbiter.example\n\nimport rego.v1\n\ndecision := {"allow": true}\n' },
+  'policy-rules': {
+    version: null,
+    kind: 'rego',
+    path: 'arbiter/example.rego',
+    content: 'package arbiter.example\n\nimport rego.v1\n\ndecision := {"allow": true}\n',
+  },
   'policy-data': { dataKey: 'example', payload: '{"greeting":"hello"}', version: 'draft' },
 };
 
 /** Response fields a collection's router adds beyond the stored record (AdminOptions.decorate). */
 const DECORATIONS: Record<string, Record<string, Schema>> = {
-  'policy-data': { inBundle: { type: 'boolean', description: 'true when the entry is part of the shared policy bundle (no tenantId, no version)' } },
+  'policy-data': {
+    inBundle: {
+      type: 'boolean',
+      description: 'true when the entry is part of the shared policy bundle (no tenantId, no version)',
+    },
+  },
 };
 
 /** List filters a collection takes beyond the tenant. */
 const LIST_FILTERS: Record<string, object[]> = {
-  'policy-data': [{ name: 'bundledOnly', in: 'query', description: 'only the entries in the shared bundle', schema: { type: 'boolean', default: false } }],
+  'policy-data': [
+    {
+      name: 'bundledOnly',
+      in: 'query',
+      description: 'only the entries in the shared bundle',
+      schema: { type: 'boolean', default: false },
+    },
+  ],
 };
 
 /** Every collection list is paged (offset and limit; a `Link: rel="next"` header when more follow). */
 const LIST_PAGING: object[] = [
-  { name: 'offset', in: 'query', description: 'records to skip (by ascending id)', schema: { type: 'integer', minimum: 0, default: 0 } },
-  { name: 'limit', in: 'query', description: 'records in this page', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 1000 } },
+  {
+    name: 'offset',
+    in: 'query',
+    description: 'records to skip (by ascending id)',
+    schema: { type: 'integer', minimum: 0, default: 0 },
+  },
+  {
+    name: 'limit',
+    in: 'query',
+    description: 'records in this page',
+    schema: { type: 'integer', minimum: 1, maximum: 1000, default: 1000 },
+  },
 ];
 
 /** The operations that are not a collection's. */
@@ -104,9 +153,25 @@ const OPERATIONS: AdminOperation[] = [
       ref('parameters', 'AllTenants'),
       { name: 'endpoint', in: 'query', description: 'only entries of this request path', schema: { type: 'string' } },
       { name: 'clientId', in: 'query', description: 'only entries of this client', schema: { type: 'string' } },
-      { name: 'page', in: 'query', description: 'page number, from 0', schema: { type: 'integer', minimum: 0, default: 0 } },
-      { name: 'size', in: 'query', description: 'entries per page', schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 } },
-      { name: 'sort', in: 'query', description: `"<field>,asc|desc"; field one of ${SORTABLE_FIELDS.join(', ')}`, schema: { type: 'string', default: 'id,desc' }, example: 'createdAt,desc' },
+      {
+        name: 'page',
+        in: 'query',
+        description: 'page number, from 0',
+        schema: { type: 'integer', minimum: 0, default: 0 },
+      },
+      {
+        name: 'size',
+        in: 'query',
+        description: 'entries per page',
+        schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 },
+      },
+      {
+        name: 'sort',
+        in: 'query',
+        description: `"<field>,asc|desc"; field one of ${SORTABLE_FIELDS.join(', ')}`,
+        schema: { type: 'string', default: 'id,desc' },
+        example: 'createdAt,desc',
+      },
     ],
     success: { 200: { description: 'the page', schema: schemaRef('AuditPage') } },
     errors: ['BadRequest'],
@@ -128,7 +193,12 @@ const OPERATIONS: AdminOperation[] = [
     summary: "Run an audited request's decision(s) again against today's policy and show what changed",
     tag: 'audit-logs',
     parameters: [idParameter(), ...TENANT_PARAMETERS, ref('parameters', 'AllTenants')],
-    success: { 200: { description: 'then, now and the differences (a list each when the request asked several decisions)', schema: schemaRef('Replay') } },
+    success: {
+      200: {
+        description: 'then, now and the differences (a list each when the request asked several decisions)',
+        schema: schemaRef('Replay'),
+      },
+    },
     errors: ['BadRequest', 'NotFound'],
   },
   {
@@ -142,7 +212,12 @@ const OPERATIONS: AdminOperation[] = [
       schema: schemaRef('DecisionRequest'),
       example: { point: 'token', input: CLIENT_CREDENTIALS_TOKEN_INPUT },
     },
-    success: { 200: { description: "the decision, each engine's verdict and why", schema: { allOf: [schemaRef('DecisionExplanation'), object({ policyRevision: schemaRef('PolicyRevision') })] } } },
+    success: {
+      200: {
+        description: "the decision, each engine's verdict and why",
+        schema: { allOf: [schemaRef('DecisionExplanation'), object({ policyRevision: schemaRef('PolicyRevision') })] },
+      },
+    },
     errors: ['BadRequest'],
   },
   {
@@ -151,7 +226,12 @@ const OPERATIONS: AdminOperation[] = [
     operationId: 'getOpenApiDocument',
     summary: 'This document',
     tag: 'meta',
-    success: { 200: { description: 'the OpenAPI 3.1 document of the Admin API', schema: { type: 'object', required: ['openapi', 'info', 'paths'] } } },
+    success: {
+      200: {
+        description: 'the OpenAPI 3.1 document of the Admin API',
+        schema: { type: 'object', required: ['openapi', 'info', 'paths'] },
+      },
+    },
   },
 ];
 
@@ -164,7 +244,10 @@ export function openApiRoute(options: OpenApiOptions): Middleware {
 }
 
 export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
-  const operations = [...COLLECTIONS.flatMap((definition) => collectionOperations(definition, options.upserts[definition.path])), ...OPERATIONS];
+  const operations = [
+    ...COLLECTIONS.flatMap((definition) => collectionOperations(definition, options.upserts[definition.path])),
+    ...OPERATIONS,
+  ];
   return {
     openapi: '3.1.0',
     info: {
@@ -179,18 +262,51 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
     tags: [...new Set(operations.map((operation) => operation.tag))].map((name) => ({ name })),
     paths: pathsOf(operations),
     components: {
-      securitySchemes: { adminApiKey: { type: 'apiKey', in: 'header', name: 'X-Admin-API-Key', description: 'SERVICE_ADMIN_API_KEY' } },
-      parameters: {
-        TenantQuery: { name: 'tenantId', in: 'query', description: 'the tenant of the call, when the body names none', schema: tenantIdSchema() },
-        TenantHeader: { name: 'X-Tenant-Id', in: 'header', description: 'the tenant of the call, when neither body nor query names one', schema: tenantIdSchema() },
-        AllTenants: { name: 'allTenants', in: 'query', description: "every tenant's entries, not only the call's tenant's", schema: { type: 'boolean', default: false } },
+      securitySchemes: {
+        adminApiKey: { type: 'apiKey', in: 'header', name: 'X-Admin-API-Key', description: 'SERVICE_ADMIN_API_KEY' },
       },
-      schemas: { ...collectionSchemas(options.upserts), Error: ERROR_SCHEMA, AuditEntry: AUDIT_ENTRY_SCHEMA, AuditPage: AUDIT_PAGE_SCHEMA, Valid: VALID_SCHEMA, ...DECISION_SCHEMAS },
+      parameters: {
+        TenantQuery: {
+          name: 'tenantId',
+          in: 'query',
+          description: 'the tenant of the call, when the body names none',
+          schema: tenantIdSchema(),
+        },
+        TenantHeader: {
+          name: 'X-Tenant-Id',
+          in: 'header',
+          description: 'the tenant of the call, when neither body nor query names one',
+          schema: tenantIdSchema(),
+        },
+        AllTenants: {
+          name: 'allTenants',
+          in: 'query',
+          description: "every tenant's entries, not only the call's tenant's",
+          schema: { type: 'boolean', default: false },
+        },
+      },
+      schemas: {
+        ...collectionSchemas(options.upserts),
+        Error: ERROR_SCHEMA,
+        AuditEntry: AUDIT_ENTRY_SCHEMA,
+        AuditPage: AUDIT_PAGE_SCHEMA,
+        Valid: VALID_SCHEMA,
+        ...DECISION_SCHEMAS,
+      },
       responses: {
-        BadRequest: errorResponse('a body, parameter or header that breaks its schema or a rule; `field` names it when it is one field', 'invalid_request'),
-        Unauthorized: { ...errorResponse('the X-Admin-API-Key header is missing or wrong', 'unauthorized'), headers: { 'WWW-Authenticate': { schema: { const: 'X-Admin-API-Key' } } } },
+        BadRequest: errorResponse(
+          'a body, parameter or header that breaks its schema or a rule; `field` names it when it is one field',
+          'invalid_request',
+        ),
+        Unauthorized: {
+          ...errorResponse('the X-Admin-API-Key header is missing or wrong', 'unauthorized'),
+          headers: { 'WWW-Authenticate': { schema: { const: 'X-Admin-API-Key' } } },
+        },
         NotFound: errorResponse('no such record in this tenant', 'not_found'),
-        Conflict: errorResponse('a record of this tenant already holds a unique value; `field` names the field', 'conflict'),
+        Conflict: errorResponse(
+          'a record of this tenant already holds a unique value; `field` names the field',
+          'conflict',
+        ),
         PayloadTooLarge: errorResponse('the body exceeds MAX_BODY_BYTES', 'invalid_request'),
         UnsupportedMediaType: errorResponse('the body is not application/json', 'invalid_request'),
       },
@@ -199,16 +315,34 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
 }
 
 /** List, get, create, replace, delete and validate, and the collection's upsert by a field when it has one. */
-function collectionOperations(definition: CollectionDefinition, upsert?: { route: string; field: string }): AdminOperation[] {
+function collectionOperations(
+  definition: CollectionDefinition,
+  upsert?: { route: string; field: string },
+): AdminOperation[] {
   const { path } = definition;
   const name = schemaName(definition);
   const noun = nounOf(definition);
   const record = schemaRef(name);
   const body = { schema: schemaRef(`${name}Input`), example: EXAMPLES[path] };
   const item = `/${path}/{${definition.pathKey}}`;
-  const keyed = [{ name: definition.pathKey, in: 'path', required: true, description: `the record's ${definition.pathKey}`, schema: keySchema(definition) }, ...TENANT_PARAMETERS];
+  const keyed = [
+    {
+      name: definition.pathKey,
+      in: 'path',
+      required: true,
+      description: `the record's ${definition.pathKey}`,
+      schema: keySchema(definition),
+    },
+    ...TENANT_PARAMETERS,
+  ];
   const conflicts: ErrorName[] = conflictFields(definition).length > 0 ? ['Conflict'] : [];
-  const operation = (method: Method, at: string, operationId: string, summary: string, rest: Pick<AdminOperation, 'success'> & Partial<AdminOperation>): AdminOperation => ({
+  const operation = (
+    method: Method,
+    at: string,
+    operationId: string,
+    summary: string,
+    rest: Pick<AdminOperation, 'success'> & Partial<AdminOperation>,
+  ): AdminOperation => ({
     method,
     path: at,
     operationId,
@@ -225,27 +359,50 @@ function collectionOperations(definition: CollectionDefinition, upsert?: { route
     }),
     operation('post', `/${path}`, `create${name}`, `Create a ${noun} record`, {
       body,
-      success: { 201: { description: 'the record as stored', schema: definition.issuedToken ? schemaRef(`${name}Created`) : record } },
+      success: {
+        201: {
+          description: 'the record as stored',
+          schema: definition.issuedToken ? schemaRef(`${name}Created`) : record,
+        },
+      },
       errors: ['BadRequest', ...conflicts],
     }),
-    operation('get', item, `get${name}`, `Get one ${noun} record`, { parameters: keyed, success: { 200: { description: 'the record', schema: record } }, errors: ['BadRequest', 'NotFound'] }),
+    operation('get', item, `get${name}`, `Get one ${noun} record`, {
+      parameters: keyed,
+      success: { 200: { description: 'the record', schema: record } },
+      errors: ['BadRequest', 'NotFound'],
+    }),
     operation('put', item, `replace${name}`, `Replace a ${noun} record (the body of a create)`, {
       parameters: keyed,
       body,
       success: { 200: { description: 'the record as stored', schema: record } },
       errors: ['BadRequest', 'NotFound', ...conflicts],
     }),
-    operation('delete', item, `delete${name}`, `Delete a ${noun} record`, { parameters: keyed, success: { 204: { description: 'deleted' } }, errors: ['BadRequest', 'NotFound'] }),
-    operation('post', `/${path}/validate`, `validate${name}`, `Check a ${noun} body as a create would (an edit of an existing unique key as its replace), storing nothing`, {
-      body,
-      success: { 200: { description: 'the body would be accepted', schema: schemaRef('Valid') } },
+    operation('delete', item, `delete${name}`, `Delete a ${noun} record`, {
+      parameters: keyed,
+      success: { 204: { description: 'deleted' } },
+      errors: ['BadRequest', 'NotFound'],
     }),
+    operation(
+      'post',
+      `/${path}/validate`,
+      `validate${name}`,
+      `Check a ${noun} body as a create would (an edit of an existing unique key as its replace), storing nothing`,
+      {
+        body,
+        success: { 200: { description: 'the body would be accepted', schema: schemaRef('Valid') } },
+      },
+    ),
     ...(upsert ? [upsertOperation(definition, upsert, body.example)] : []),
   ];
 }
 
 /** PUT /{collection}/{route}?{field}=…: creates (201) or replaces (200) the record holding that value. */
-function upsertOperation(definition: CollectionDefinition, upsert: { route: string; field: string }, example: Record<string, unknown>): AdminOperation {
+function upsertOperation(
+  definition: CollectionDefinition,
+  upsert: { route: string; field: string },
+  example: Record<string, unknown>,
+): AdminOperation {
   const { path } = definition;
   const name = schemaName(definition);
   const query = {
@@ -266,7 +423,10 @@ function upsertOperation(definition: CollectionDefinition, upsert: { route: stri
     tag: path,
     parameters: [query, ...TENANT_PARAMETERS],
     body: { schema: schemaRef(`${name}Upsert`), example: bodyExample },
-    success: { 200: { description: 'replaced', schema: schemaRef(name) }, 201: { description: 'created', schema: schemaRef(name) } },
+    success: {
+      200: { description: 'replaced', schema: schemaRef(name) },
+      201: { description: 'created', schema: schemaRef(name) },
+    },
     errors: ['BadRequest', ...conflicts],
   };
 }
@@ -283,10 +443,23 @@ function collectionSchemas(upserts: OpenApiOptions['upserts']): Record<string, S
     schemas[name] = recordSchema(definition);
     if (definition.issuedToken) {
       const token = { type: 'string', description: 'the token, shown this once: only its digest is stored' };
-      schemas[`${name}Created`] = { allOf: [schemaRef(name), { type: 'object', required: [definition.issuedToken.shownAs], properties: { [definition.issuedToken.shownAs]: token } }] };
+      schemas[`${name}Created`] = {
+        allOf: [
+          schemaRef(name),
+          {
+            type: 'object',
+            required: [definition.issuedToken.shownAs],
+            properties: { [definition.issuedToken.shownAs]: token },
+          },
+        ],
+      };
     }
     const upsert = upserts[definition.path];
-    if (upsert) schemas[`${name}Upsert`] = { ...definition.schema, required: requiredOf(definition).filter((field) => field !== upsert.field) };
+    if (upsert)
+      schemas[`${name}Upsert`] = {
+        ...definition.schema,
+        required: requiredOf(definition).filter((field) => field !== upsert.field),
+      };
   }
   return schemas;
 }
@@ -331,24 +504,53 @@ function pathsOf(operations: AdminOperation[]): Record<string, Record<string, un
 function operationObject(operation: AdminOperation): Record<string, unknown> {
   const responses: Record<string, unknown> = {};
   for (const [status, { description, schema }] of Object.entries(operation.success)) {
-    responses[status] = schema === undefined ? { description } : { description, content: { 'application/json': { schema } } };
+    responses[status] =
+      schema === undefined ? { description } : { description, content: { 'application/json': { schema } } };
   }
-  const errors = [...(operation.errors ?? []), 'Unauthorized', ...(operation.body ? ['PayloadTooLarge', 'UnsupportedMediaType'] : [])];
+  const errors = [
+    ...(operation.errors ?? []),
+    'Unauthorized',
+    ...(operation.body ? ['PayloadTooLarge', 'UnsupportedMediaType'] : []),
+  ];
   for (const name of errors) responses[String(ERROR_STATUS[name])] = ref('responses', name);
   return {
     operationId: operation.operationId,
     summary: operation.summary,
     tags: [operation.tag],
     ...(operation.parameters ? { parameters: operation.parameters } : {}),
-    ...(operation.body ? { requestBody: { required: true, content: { 'application/json': { schema: operation.body.schema, examples: { example: { value: operation.body.example } } } } } } : {}),
+    ...(operation.body
+      ? {
+          requestBody: {
+            required: true,
+            content: {
+              'application/json': {
+                schema: operation.body.schema,
+                examples: { example: { value: operation.body.example } },
+              },
+            },
+          },
+        }
+      : {}),
     responses,
   };
 }
 
-const ERROR_STATUS: Record<string, number> = { BadRequest: 400, Unauthorized: 401, NotFound: 404, Conflict: 409, PayloadTooLarge: 413, UnsupportedMediaType: 415 };
+const ERROR_STATUS: Record<string, number> = {
+  BadRequest: 400,
+  Unauthorized: 401,
+  NotFound: 404,
+  Conflict: 409,
+  PayloadTooLarge: 413,
+  UnsupportedMediaType: 415,
+};
 
 function errorResponse(description: string, code: string): Record<string, unknown> {
-  return { description, content: { 'application/json': { schema: { allOf: [schemaRef('Error'), { properties: { error: { const: code } } }] } } } };
+  return {
+    description,
+    content: {
+      'application/json': { schema: { allOf: [schemaRef('Error'), { properties: { error: { const: code } } }] } },
+    },
+  };
 }
 
 /** The answer of a `/validate` that finds nothing wrong. */
@@ -369,7 +571,11 @@ const ERROR_SCHEMA = {
 const AUDIT_ENTRY_FIELDS: Record<keyof AuditFields | 'id' | 'createdAt', Schema> = {
   id: { type: 'integer', minimum: 1 },
   createdAt: dateTime,
-  endpoint: { type: 'string', description: 'the request path as sent (of a caller nobody authenticated: cut to 256 characters); * for an aggregated entry of several paths' },
+  endpoint: {
+    type: 'string',
+    description:
+      'the request path as sent (of a caller nobody authenticated: cut to 256 characters); * for an aggregated entry of several paths',
+  },
   method: { type: 'string' },
   requestSummary: {
     type: 'object',
@@ -377,8 +583,14 @@ const AUDIT_ENTRY_FIELDS: Record<keyof AuditFields | 'id' | 'createdAt', Schema>
       'how credentials were presented, parameter names, non-secret values, status and error code; never a secret. ' +
       'An aggregated entry (refused requests of an unauthenticated address beyond its budget) is {kind: "aggregated", count, address, window: {start, end}, endpoints, statuses}',
   },
-  policyInput: { description: 'the input of the policy decision; for a request that asked several decisions (AuthZEN batch, UMA permissions), {common, items}: the fields every input shares, once, and the rest of each input in order (each input is common merged with its item); null when no decision was asked' },
-  policyDecision: { description: "the policy engine's decision; for several decisions, {common, items} as in policyInput (each decision is common merged with its item, in the order of the inputs); null when none was asked" },
+  policyInput: {
+    description:
+      'the input of the policy decision; for a request that asked several decisions (AuthZEN batch, UMA permissions), {common, items}: the fields every input shares, once, and the rest of each input in order (each input is common merged with its item); null when no decision was asked',
+  },
+  policyDecision: {
+    description:
+      "the policy engine's decision; for several decisions, {common, items} as in policyInput (each decision is common merged with its item, in the order of the inputs); null when none was asked",
+  },
   outcome: { enum: ['allow', 'deny', 'error'] },
   tenantId: nullableString,
   clientId: nullableString,
@@ -399,7 +611,10 @@ const AUDIT_PAGE_FIELDS: Record<keyof AuditPage, Schema> = {
 const AUDIT_PAGE_SCHEMA = object(AUDIT_PAGE_FIELDS);
 
 const point = { enum: [...DECISION_POINTS] };
-const verdict = { enum: ['allow', 'deny', 'none', 'error'], description: 'none: the engine has no policy for the request' };
+const verdict = {
+  enum: ['allow', 'deny', 'none', 'error'],
+  description: 'none: the engine has no policy for the request',
+};
 const strings = { type: 'array', items: { type: 'string' } };
 const { $id: _resultId, ...decisionResult } = RESULT_SCHEMA;
 
@@ -419,22 +634,36 @@ const DECISION_SCHEMAS: Record<string, Schema> = {
         required: ['rego', 'cedar'],
         properties: {
           rego: object(
-            { verdict, rules: { type: 'array', items: object({ rule: string, location: string }) }, trace: { ...strings, description: "the start of OPA's trace" } },
+            {
+              verdict,
+              rules: { type: 'array', items: object({ rule: string, location: string }) },
+              trace: { ...strings, description: "the start of OPA's trace" },
+            },
             { reason: string },
           ),
-          cedar: object({ verdict, policies: { type: 'array', items: object({ id: string, text: string }) }, errors: strings }, { reason: string }),
+          cedar: object(
+            { verdict, policies: { type: 'array', items: object({ id: string, text: string }) }, errors: strings },
+            { reason: string },
+          ),
         },
       },
     },
   },
-  PolicyRevision: { ...object({ store: string, opa: nullableString, inProcess: nullableString }), description: 'the bundle revision the store holds, the one OPA serves and the one compiled for in-process Rego evaluation (null: none; decisions then go to OPA)' },
+  PolicyRevision: {
+    ...object({ store: string, opa: nullableString, inProcess: nullableString }),
+    description:
+      'the bundle revision the store holds, the one OPA serves and the one compiled for in-process Rego evaluation (null: none; decisions then go to OPA)',
+  },
   Replay: {
     type: 'object',
     required: ['entryId', 'point', 'then', 'now', 'changed', 'differences', 'policyRevision'],
     properties: {
       entryId: { type: 'integer' },
       point: { oneOf: [point, { type: 'array', items: point }] },
-      then: { oneOf: [{ type: 'object' }, { type: 'array', items: { type: 'object' } }], description: 'the audited decision(s)' },
+      then: {
+        oneOf: [{ type: 'object' }, { type: 'array', items: { type: 'object' } }],
+        description: 'the audited decision(s)',
+      },
       now: { oneOf: [schemaRef('DecisionExplanation'), { type: 'array', items: schemaRef('DecisionExplanation') }] },
       changed: { type: 'boolean' },
       differences: { type: 'array', items: object({ field: string, then: {}, now: {} }) },

@@ -1,5 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { ConflictError, storageDigest, type Sealer, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
+import {
+  ConflictError,
+  storageDigest,
+  type Sealer,
+  type Store,
+  type StoredDoc,
+  type TenantCollection,
+} from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
 import { registerTenant, storeTenant } from '../tenancy/index.js';
@@ -12,7 +19,10 @@ export type AdminRecord = StoredDoc & { id: number; tenantId: string | null; cre
  * A message that starts with a field name (`path must …`) is about that field; any other is
  * about the collection's checked field (see CHECKED_FIELD).
  */
-export type RecordCheck = (record: Record<string, unknown>, context: { tenantId: string | null; existing?: AdminRecord }) => Promise<string | null>;
+export type RecordCheck = (
+  record: Record<string, unknown>,
+  context: { tenantId: string | null; existing?: AdminRecord },
+) => Promise<string | null>;
 
 /** The field whose value a collection's check judges: a rule's source, a data entry's JSON. */
 const CHECKED_FIELD: Record<string, string> = { 'policy-rules': 'content', 'policy-data': 'payload' };
@@ -35,7 +45,10 @@ export class AdminRecords {
 
   /** One page of the tenant's records by ascending id. */
   async list(tenantId: string | null, page: { offset: number; limit: number }): Promise<AdminRecord[]> {
-    return this.collection(tenantId).find({}, { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit: page.limit });
+    return this.collection(tenantId).find(
+      {},
+      { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit: page.limit },
+    );
   }
 
   async find(tenantId: string | null, key: string): Promise<AdminRecord | null> {
@@ -46,7 +59,10 @@ export class AdminRecords {
 
   async get(tenantId: string | null, key: string): Promise<AdminRecord> {
     const record = await this.find(tenantId, key);
-    if (!record) throw notFound(`no ${this.definition.path} record ${JSON.stringify(key)}${tenantId ? ` in tenant ${tenantId}` : ''}`);
+    if (!record)
+      throw notFound(
+        `no ${this.definition.path} record ${JSON.stringify(key)}${tenantId ? ` in tenant ${tenantId}` : ''}`,
+      );
     return record;
   }
 
@@ -56,7 +72,9 @@ export class AdminRecords {
     const id = await this.store.nextSequence(this.definition.store);
     await registerTenant(this.store, tenantId);
     const issued = this.issueToken(fields);
-    const created = await this.write(() => this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }));
+    const created = await this.write(() =>
+      this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }),
+    );
     return issued ? { ...created, ...issued } : created;
   }
 
@@ -93,8 +111,21 @@ export class AdminRecords {
   async replace(tenantId: string | null, existing: AdminRecord, body: unknown): Promise<AdminRecord> {
     const fields = await this.validate(tenantId, body, existing);
     // An issued token and its use count survive a replace: only an operator's fields change.
-    const kept = this.definition.issuedToken ? { [this.definition.issuedToken.digestField]: existing[this.definition.issuedToken.digestField], used: existing.used } : {};
-    const next = { ...this.keptSecrets(existing, fields), ...fields, ...kept, id: existing.id, tenantId, createdAt: existing.createdAt, updatedAt: new Date().toISOString() };
+    const kept = this.definition.issuedToken
+      ? {
+          [this.definition.issuedToken.digestField]: existing[this.definition.issuedToken.digestField],
+          used: existing.used,
+        }
+      : {};
+    const next = {
+      ...this.keptSecrets(existing, fields),
+      ...fields,
+      ...kept,
+      id: existing.id,
+      tenantId,
+      createdAt: existing.createdAt,
+      updatedAt: new Date().toISOString(),
+    };
     return this.write(() => this.collection(tenantId).upsert(next));
   }
 
@@ -103,7 +134,9 @@ export class AdminRecords {
    * keeps its stored value (sealed as it was) rather than being dropped with the rest of the record.
    */
   private keptSecrets(existing: AdminRecord, fields: Record<string, unknown>): Record<string, unknown> {
-    const omitted = (this.definition.secretFields ?? []).filter((field) => fields[field] === undefined && existing[field] !== undefined);
+    const omitted = (this.definition.secretFields ?? []).filter(
+      (field) => fields[field] === undefined && existing[field] !== undefined,
+    );
     return Object.fromEntries(omitted.map((field) => [field, existing[field]]));
   }
 
@@ -118,17 +151,23 @@ export class AdminRecords {
     return shown;
   }
 
-  private async validate(tenantId: string | null, body: unknown, existing?: AdminRecord): Promise<Record<string, unknown>> {
+  private async validate(
+    tenantId: string | null,
+    body: unknown,
+    existing?: AdminRecord,
+  ): Promise<Record<string, unknown>> {
     assertValid<Record<string, unknown>>(this.definition.schema, body);
     const { tenantId: bodyTenant, ...fields } = body;
-    if (bodyTenant !== undefined && (bodyTenant ?? null) !== tenantId) throw badRequest('tenantId does not match the tenant of the request', { field: 'tenantId' });
+    if (bodyTenant !== undefined && (bodyTenant ?? null) !== tenantId)
+      throw badRequest('tenantId does not match the tenant of the request', { field: 'tenantId' });
     const withDefaults: Record<string, unknown> = { ...this.definition.defaults, ...fields };
     this.fillGeneratedKey(withDefaults, existing);
     await this.assertReferences(tenantId, withDefaults);
     const problem = await this.check(withDefaults, { tenantId, existing });
     if (problem) throw badRequest(problem, this.checkedField(problem, withDefaults));
     for (const field of this.definition.sealedFields ?? []) {
-      if (typeof withDefaults[field] === 'string') withDefaults[field] = this.sealer.seal(withDefaults[field] as string);
+      if (typeof withDefaults[field] === 'string')
+        withDefaults[field] = this.sealer.seal(withDefaults[field] as string);
     }
     return withDefaults;
   }
@@ -153,8 +192,14 @@ export class AdminRecords {
     for (const [field, collection] of Object.entries(this.definition.references ?? {})) {
       const value = fields[field];
       if (value === undefined || value === null) continue;
-      const target = await this.store.collection(storeSpecOf(definitionOfStore(collection)!), storeTenant(tenantId)).get(value as number);
-      if (!target) throw badRequest(`${field} ${value} does not name an existing ${collection.replace(/_/g, ' ')} record in this tenant`, { field });
+      const target = await this.store
+        .collection(storeSpecOf(definitionOfStore(collection)!), storeTenant(tenantId))
+        .get(value as number);
+      if (!target)
+        throw badRequest(
+          `${field} ${value} does not name an existing ${collection.replace(/_/g, ' ')} record in this tenant`,
+          { field },
+        );
     }
   }
 
@@ -163,7 +208,12 @@ export class AdminRecords {
       return await operation();
     } catch (error) {
       if (error instanceof ConflictError) {
-        throw new HttpError(409, 'conflict', `a ${this.definition.path} record with this ${error.fields.join(' + ')} already exists in this tenant`, { field: error.fields.join(',') });
+        throw new HttpError(
+          409,
+          'conflict',
+          `a ${this.definition.path} record with this ${error.fields.join(' + ')} already exists in this tenant`,
+          { field: error.fields.join(',') },
+        );
       }
       throw error;
     }

@@ -37,7 +37,12 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
   const router = new Router({ prefix: ADMIN_PREFIX, sensitive: true, strict: true });
   router.get('/openapi.json', openApiRoute({ issuer: options.issuer, upserts: UPSERT_BY }));
   auditLogRoutes(router, options.audit, (ctx) => tenantOf(ctx));
-  decisionRoutes(router, { policy: options.policy, audit: options.audit, maxBodyBytes: options.maxBodyBytes, tenantOf });
+  decisionRoutes(router, {
+    policy: options.policy,
+    audit: options.audit,
+    maxBodyBytes: options.maxBodyBytes,
+    tenantOf,
+  });
   for (const definition of COLLECTIONS) {
     const records = new AdminRecords(store, definition, options.sealer, options.checks?.[definition.path]);
     collectionRoutes(router, records, options);
@@ -54,7 +59,8 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
     const { offset, limit } = listPage(ctx);
     // One more than the page, to know whether a next page exists.
     const found = await records.list(tenantOf(ctx), { offset, limit: limit + 1 });
-    if (found.length > limit) ctx.set('Link', `<${ctx.originalUrl.split('?')[0]}?${nextPageQuery(ctx, offset + limit, limit)}>; rel="next"`);
+    if (found.length > limit)
+      ctx.set('Link', `<${ctx.originalUrl.split('?')[0]}?${nextPageQuery(ctx, offset + limit, limit)}>; rel="next"`);
     const listed = found.slice(0, limit).map(show);
     ctx.body = path === 'policy-data' && flag(ctx, 'bundledOnly') ? listed.filter((record) => record.inBundle) : listed;
   });
@@ -65,11 +71,14 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
       const key = requiredQuery(ctx, upsert.field);
       const parsed = await body(ctx);
       const fields = isObject(parsed) ? { [upsert.field]: key, ...parsed } : parsed;
-      if (isObject(fields) && fields[upsert.field] !== key) throw badRequest(`${upsert.field} in the body must match the query parameter`, { field: upsert.field });
+      if (isObject(fields) && fields[upsert.field] !== key)
+        throw badRequest(`${upsert.field} in the body must match the query parameter`, { field: upsert.field });
       const tenantId = tenantOf(ctx, fields);
       const existing = (await records.collection(tenantId).findOne({ [upsert.field]: key })) as AdminRecord | null;
       ctx.status = existing ? 200 : 201;
-      ctx.body = show(existing ? await records.replace(tenantId, existing, fields) : await records.create(tenantId, fields));
+      ctx.body = show(
+        existing ? await records.replace(tenantId, existing, fields) : await records.create(tenantId, fields),
+      );
     });
   }
 
@@ -107,9 +116,11 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
  */
 function tenantOf(ctx: Context, body?: unknown): string | null {
   const fromBody = isObject(body) ? body.tenantId : undefined;
-  const fromQuery = typeof ctx.query.tenantId === 'string' && ctx.query.tenantId !== '' ? ctx.query.tenantId : undefined;
+  const fromQuery =
+    typeof ctx.query.tenantId === 'string' && ctx.query.tenantId !== '' ? ctx.query.tenantId : undefined;
   const tenantId = fromBody ?? fromQuery ?? ctx.state.tenant?.id ?? null;
-  if (tenantId !== null && !isTenantId(tenantId)) throw badRequest('tenantId must be 1 to 64 letters, digits, ".", "-" or "_"', { field: 'tenantId' });
+  if (tenantId !== null && !isTenantId(tenantId))
+    throw badRequest('tenantId must be 1 to 64 letters, digits, ".", "-" or "_"', { field: 'tenantId' });
   // The audit entry names the tenant the write was aimed at, which may come from body or query.
   if (ctx.state.audit) (ctx.state.audit as AuditFacts).tenantId = tenantId;
   return tenantId;
@@ -124,7 +135,8 @@ function flag(ctx: Context, name: string): boolean {
 
 function requiredQuery(ctx: Context, name: string): string {
   const value = ctx.query[name];
-  if (typeof value !== 'string' || value === '') throw badRequest(`query parameter ${name} is required`, { field: name });
+  if (typeof value !== 'string' || value === '')
+    throw badRequest(`query parameter ${name} is required`, { field: name });
   return value;
 }
 

@@ -45,5 +45,7 @@ function bounded(value: unknown, depth: number): unknown {
   }
   const fields = Object.entries(value);
   const kept = fields.slice(0, MAX_AUDITED_ITEMS).map(([name, item]) => [clip(name), bounded(item, depth + 1)]);
-  return Object.fromEntries(fields.length > MAX_AUDITED_ITEMS ? [...kept, ['…', `${fields.length - MAX_AUDITED_ITEMS} more`]] : kept);
+  return Object.fromEntries(
+    fields.length > MAX_AUDITED_ITEMS ? [...kept, ['…', `${fields.length - MAX_AUDITED_ITEMS} more`]] : kept,
+  );
 }

@@ -104,7 +104,8 @@ export class RefusalBudget {
   }
 
   private writeTallies(address: string, window: AddressWindow): void {
-    for (const [tenantId, tally] of window.tallies) this.write(aggregatedEntry(address, tenantId, window, tally, this.windowMs));
+    for (const [tenantId, tally] of window.tallies)
+      this.write(aggregatedEntry(address, tenantId, window, tally, this.windowMs));
     window.tallies.clear();
   }
 }
@@ -117,15 +118,23 @@ function count(window: AddressWindow, entry: AuditFields, unknownTenant: boolean
     window.tallies.set(tenantId, tally);
   }
   tally.count += 1;
-  const endpoint = tally.endpoints.has(entry.endpoint) || tally.endpoints.size < MAX_ENDPOINTS ? entry.endpoint : OTHER_ENDPOINTS;
+  const endpoint =
+    tally.endpoints.has(entry.endpoint) || tally.endpoints.size < MAX_ENDPOINTS ? entry.endpoint : OTHER_ENDPOINTS;
   tally.endpoints.set(endpoint, (tally.endpoints.get(endpoint) ?? 0) + 1);
   if (tally.methods.size < MAX_ENDPOINTS) tally.methods.add(entry.method);
   const status = Number(entry.requestSummary.status);
   tally.statuses.set(status, (tally.statuses.get(status) ?? 0) + 1);
-  if (unknownTenant && entry.tenantId && tally.unknownTenants.size < MAX_UNKNOWN_TENANTS) tally.unknownTenants.add(entry.tenantId);
+  if (unknownTenant && entry.tenantId && tally.unknownTenants.size < MAX_UNKNOWN_TENANTS)
+    tally.unknownTenants.add(entry.tenantId);
 }
 
-function aggregatedEntry(address: string, tenantId: string | null, window: AddressWindow, tally: Tally, windowMs: number): AuditFields {
+function aggregatedEntry(
+  address: string,
+  tenantId: string | null,
+  window: AddressWindow,
+  tally: Tally,
+  windowMs: number,
+): AuditFields {
   const [onlyEndpoint] = tally.endpoints.size === 1 ? tally.endpoints.keys() : ['*'];
   const [onlyMethod] = tally.methods.size === 1 ? tally.methods : ['*'];
   return {
@@ -162,5 +171,8 @@ export function callerAddress(ip: string | null): string {
   if (!ipaddr.isValid(ip)) return ip;
   const address = ipaddr.process(ip);
   if (address.kind() === 'ipv4') return address.toString();
-  return `${(address as ipaddr.IPv6).parts.slice(0, 4).map((group) => group.toString(16)).join(':')}::/64`;
+  return `${(address as ipaddr.IPv6).parts
+    .slice(0, 4)
+    .map((group) => group.toString(16))
+    .join(':')}::/64`;
 }

@@ -10,10 +10,19 @@ export function recordDecision(state: Record<string, unknown>, ...outcomes: Deci
   const audit = state.audit as AuditFacts | undefined;
   if (!audit || outcomes.length === 0) return;
   const [first] = outcomes;
-  const decisions = outcomes.map((outcome) => ({ ...outcome.decision, point: outcome.point, ...(outcome.engines ? { engines: outcome.engines } : {}), ...(outcome.engineError ? { engineError: outcome.engineError } : {}) }));
+  const decisions = outcomes.map((outcome) => ({
+    ...outcome.decision,
+    point: outcome.point,
+    ...(outcome.engines ? { engines: outcome.engines } : {}),
+    ...(outcome.engineError ? { engineError: outcome.engineError } : {}),
+  }));
   audit.policyInput = outcomes.length === 1 ? first.input : splitShared(outcomes.map((outcome) => outcome.input));
   audit.policyDecision = outcomes.length === 1 ? decisions[0] : splitShared(decisions);
-  audit.outcome = outcomes.some((outcome) => outcome.engineError) ? 'error' : outcomes.some((outcome) => outcome.decision.allow) ? 'allow' : 'deny';
+  audit.outcome = outcomes.some((outcome) => outcome.engineError)
+    ? 'error'
+    : outcomes.some((outcome) => outcome.decision.allow)
+      ? 'allow'
+      : 'deny';
   audit.clientId = first.input.client?.client_id ?? null;
   audit.subjectId = first.input.subject?.sub ?? null;
 }

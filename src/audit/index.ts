@@ -1,4 +1,14 @@
-export { AUDIT_LOG_COLLECTION, AuditLog, AuditWriteError, type AuditLogOptions, SORTABLE_FIELDS, type AuditEntry, type AuditPage, type AuditPageQuery, type Outcome } from './log.js';
+export {
+  AUDIT_LOG_COLLECTION,
+  AuditLog,
+  AuditWriteError,
+  type AuditLogOptions,
+  SORTABLE_FIELDS,
+  type AuditEntry,
+  type AuditPage,
+  type AuditPageQuery,
+  type Outcome,
+} from './log.js';
 export { auditTrail, isAudited } from './middleware.js';
 export { markAuthenticated, type AuditFacts } from './facts.js';
 export { recordDecision, eachRecorded } from './decision.js';

@@ -1,5 +1,12 @@
 import type { Logger } from '../log/index.js';
-import { DEFAULT_TENANT, isStoreUnavailable, type Filter, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
+import {
+  DEFAULT_TENANT,
+  isStoreUnavailable,
+  type Filter,
+  type Store,
+  type StoredDoc,
+  type TenantCollection,
+} from '../store/index.js';
 import { BatchWriter } from '../store/batches.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
 import type { AuditFields } from './entry.js';
@@ -25,7 +32,16 @@ export interface AuditPage {
   size: number;
 }
 
-export const SORTABLE_FIELDS = ['id', 'createdAt', 'endpoint', 'method', 'outcome', 'tenantId', 'clientId', 'subjectId'];
+export const SORTABLE_FIELDS = [
+  'id',
+  'createdAt',
+  'endpoint',
+  'method',
+  'outcome',
+  'tenantId',
+  'clientId',
+  'subjectId',
+];
 
 /** How many audit ids one node reserves at a time. */
 const AUDIT_ID_BLOCK = 100;
@@ -92,7 +108,9 @@ export class AuditLog {
       maxItems: MAX_BATCH_ENTRIES,
       onFailure: (error, entries) => log?.error({ err: error }, `audit batch of ${entries} entries not written`),
     });
-    this.refusals = options.refusals ? new RefusalBudget(options.refusals, (entry) => this.appendAggregate(entry)) : null;
+    this.refusals = options.refusals
+      ? new RefusalBudget(options.refusals, (entry) => this.appendAggregate(entry))
+      : null;
   }
 
   /** Resolves with the entry once the batch holding it is stored; rejects with an AuditWriteError when that batch failed, or once the log is closed. */
@@ -146,7 +164,9 @@ export class AuditLog {
   private async write(appended: Appended[]): Promise<AuditEntry[]> {
     try {
       const ids = await this.takeIds(appended.length);
-      return await this.entries.insertMany(appended.map(({ fields, createdAt }, index) => ({ ...fields, id: ids[index], createdAt })));
+      return await this.entries.insertMany(
+        appended.map(({ fields, createdAt }, index) => ({ ...fields, id: ids[index], createdAt })),
+      );
     } catch (error) {
       throw new AuditWriteError(appended.length, error);
     }
@@ -174,11 +194,19 @@ export class AuditLog {
   }
 
   async page(query: AuditPageQuery): Promise<AuditPage> {
-    const filter: Filter = Object.fromEntries(Object.entries(query.filter).filter(([, value]) => value !== undefined)) as Filter;
+    const filter: Filter = Object.fromEntries(
+      Object.entries(query.filter).filter(([, value]) => value !== undefined),
+    ) as Filter;
     const [content, totalElements] = await Promise.all([
       this.entries.find(filter, { sort: query.sort, skip: query.page * query.size, limit: query.size }),
       this.entries.count(filter),
     ]);
-    return { content, totalElements, totalPages: Math.ceil(totalElements / query.size), number: query.page, size: query.size };
+    return {
+      content,
+      totalElements,
+      totalPages: Math.ceil(totalElements / query.size),
+      number: query.page,
+      size: query.size,
+    };
   }
 }

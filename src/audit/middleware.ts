@@ -7,7 +7,17 @@ import type { AuditFacts } from './facts.js';
 import type { AuditFields, AuditLog, Outcome } from './log.js';
 import { bodyParams, summarizeRequest } from './summary.js';
 
-const PROTOCOL_PREFIXES = ['/authorize', '/token', '/introspect', '/register', '/userinfo', '/resource_registration', '/permission', '/delegation', '/access/v1'];
+const PROTOCOL_PREFIXES = [
+  '/authorize',
+  '/token',
+  '/introspect',
+  '/register',
+  '/userinfo',
+  '/resource_registration',
+  '/permission',
+  '/delegation',
+  '/access/v1',
+];
 
 /** Every Admin API call (refused ones and every spelling of its paths included) and every protocol request. */
 export function isAudited(path: string): boolean {
@@ -34,7 +44,9 @@ export function auditTrail(audit: AuditLog, log: Logger) {
     try {
       await next();
     } finally {
-      await record(audit, ctx).catch((error: unknown) => log.error({ err: error, requestId: ctx.state.requestId }, 'audit write failed'));
+      await record(audit, ctx).catch((error: unknown) =>
+        log.error({ err: error, requestId: ctx.state.requestId }, 'audit write failed'),
+      );
     }
   };
 }
@@ -48,7 +60,14 @@ async function record(audit: AuditLog, ctx: Context): Promise<unknown> {
 }
 
 /** oidc-provider's endpoints that authenticate the client (a public client's bare client_id is no credential). */
-const CLIENT_AUTHENTICATING_ROUTES = new Set(['token', 'introspection', 'revocation', 'pushed_authorization_request', 'backchannel_authentication', 'device_authorization']);
+const CLIENT_AUTHENTICATING_ROUTES = new Set([
+  'token',
+  'introspection',
+  'revocation',
+  'pushed_authorization_request',
+  'backchannel_authentication',
+  'device_authorization',
+]);
 
 interface OidcFacts {
   route?: string;
@@ -62,7 +81,10 @@ function isAuthenticated(ctx: Context): boolean {
   if (ctx.status === 401) return false;
   const oidc = (ctx as unknown as { oidc?: OidcFacts }).oidc;
   const entities = oidc?.entities ?? {};
-  return clientAuthenticated(ctx, oidc?.route, entities.Client) || Boolean(entities.AccessToken || entities.RegistrationAccessToken);
+  return (
+    clientAuthenticated(ctx, oidc?.route, entities.Client) ||
+    Boolean(entities.AccessToken || entities.RegistrationAccessToken)
+  );
 }
 
 /**
@@ -70,7 +92,11 @@ function isAuthenticated(ctx: Context): boolean {
  * request carrying client attestation headers can still fail (400) after that, and Arbiter
  * enables no attestation method, so such a request never authenticated.
  */
-function clientAuthenticated(ctx: Context, route: string | undefined, client: { clientAuthMethod?: string } | undefined): boolean {
+function clientAuthenticated(
+  ctx: Context,
+  route: string | undefined,
+  client: { clientAuthMethod?: string } | undefined,
+): boolean {
   if (!client || client.clientAuthMethod === 'none' || !route || !CLIENT_AUTHENTICATING_ROUTES.has(route)) return false;
   return ctx.get('oauth-client-attestation') === '' && ctx.get('oauth-client-attestation-pop') === '';
 }
@@ -80,7 +106,11 @@ function entryFor(ctx: Context): AuditFields {
   return {
     endpoint: ctx.path,
     method: ctx.method,
-    requestSummary: { ...summarizeRequest(ctx), status: ctx.status, ...(ctx.state.errorCode ? { error: ctx.state.errorCode } : {}) },
+    requestSummary: {
+      ...summarizeRequest(ctx),
+      status: ctx.status,
+      ...(ctx.state.errorCode ? { error: ctx.state.errorCode } : {}),
+    },
     policyInput: facts.policyInput ?? null,
     policyDecision: facts.policyDecision ?? null,
     outcome: facts.outcome ?? outcomeOf(ctx.status),

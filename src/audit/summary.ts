@@ -24,7 +24,16 @@ export function summarizeRequest(ctx: Context): Record<string, unknown> {
 }
 
 /** Parameters whose values carry no secret and are worth seeing in an audit entry. */
-const SAFE_VALUES = ['grant_type', 'response_type', 'scope', 'client_id', 'resource', 'token_type_hint', 'prompt', 'redirect_uri'];
+const SAFE_VALUES = [
+  'grant_type',
+  'response_type',
+  'scope',
+  'client_id',
+  'resource',
+  'token_type_hint',
+  'prompt',
+  'redirect_uri',
+];
 
 export function bodyParams(ctx: Context): Record<string, unknown> {
   // oidc-provider keeps the parsed form in ctx.oidc.body; our routers keep theirs in ctx.state.body.

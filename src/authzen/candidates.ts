@@ -23,14 +23,25 @@ export type Candidate = Entity | { name: string; properties?: Record<string, unk
  * actions, the names in `authzen.actions`. Duplicates (same type and id) count once, policy
  * data first.
  */
-export async function candidatesFor(kind: SearchKind, type: string | null, store: Store, policy: PolicyEngine, tenant: string): Promise<{ candidates: Candidate[]; truncated: boolean }> {
+export async function candidatesFor(
+  kind: SearchKind,
+  type: string | null,
+  store: Store,
+  policy: PolicyEngine,
+  tenant: string,
+): Promise<{ candidates: Candidate[]; truncated: boolean }> {
   const data = ((await policy.policyData(AUTHZEN_DATA_KEY)) ?? {}) as AuthzenData;
   let found: Candidate[];
   if (kind === 'action') {
-    found = (Array.isArray(data.actions) ? data.actions : []).filter((name): name is string => typeof name === 'string' && name !== '').map((name) => ({ name }));
+    found = (Array.isArray(data.actions) ? data.actions : [])
+      .filter((name): name is string => typeof name === 'string' && name !== '')
+      .map((name) => ({ name }));
   } else {
-    const fromData = (Array.isArray(data.entities) ? data.entities : []).filter((entity): entity is Entity => isEntity(entity) && entity.type === type);
-    const fromStore = kind === 'subject' ? await subjectsOf(store, tenant, type!) : await resourcesOf(store, tenant, type!);
+    const fromData = (Array.isArray(data.entities) ? data.entities : []).filter(
+      (entity): entity is Entity => isEntity(entity) && entity.type === type,
+    );
+    const fromStore =
+      kind === 'subject' ? await subjectsOf(store, tenant, type!) : await resourcesOf(store, tenant, type!);
     found = unique([...fromData, ...fromStore]);
   }
   return { candidates: found.slice(0, MAX_CANDIDATES), truncated: found.length > MAX_CANDIDATES };
@@ -38,19 +49,32 @@ export async function candidatesFor(kind: SearchKind, type: string | null, store
 
 function isEntity(value: unknown): value is Entity {
   const entity = value as Entity;
-  return typeof entity?.type === 'string' && typeof entity.id === 'string' && (entity.properties === undefined || (typeof entity.properties === 'object' && entity.properties !== null && !Array.isArray(entity.properties)));
+  return (
+    typeof entity?.type === 'string' &&
+    typeof entity.id === 'string' &&
+    (entity.properties === undefined ||
+      (typeof entity.properties === 'object' && entity.properties !== null && !Array.isArray(entity.properties)))
+  );
 }
 
 async function subjectsOf(store: Store, tenant: string, type: string): Promise<Entity[]> {
   if (type !== 'user') return [];
-  const subjects = await subjectRecords<StoredDoc & { subjectId: string }>(store, tenant).find({}, { limit: MAX_CANDIDATES + 1 });
+  const subjects = await subjectRecords<StoredDoc & { subjectId: string }>(store, tenant).find(
+    {},
+    { limit: MAX_CANDIDATES + 1 },
+  );
   return subjects.map((subject) => ({ type, id: subject.subjectId }));
 }
 
 async function resourcesOf(store: Store, tenant: string, type: string): Promise<Entity[]> {
-  const definition = await resourceTypeRecords<StoredDoc & { typeUri: string }>(store, tenant).findOne({ typeUri: type });
+  const definition = await resourceTypeRecords<StoredDoc & { typeUri: string }>(store, tenant).findOne({
+    typeUri: type,
+  });
   if (!definition) return [];
-  const resources = await resourceRecords<StoredDoc & { resourceIdentifier: string }>(store, tenant).find({ resourceTypeId: definition.id as number }, { limit: MAX_CANDIDATES + 1 });
+  const resources = await resourceRecords<StoredDoc & { resourceIdentifier: string }>(store, tenant).find(
+    { resourceTypeId: definition.id as number },
+    { limit: MAX_CANDIDATES + 1 },
+  );
   return resources.map((resource) => ({ type, id: resource.resourceIdentifier }));
 }
 

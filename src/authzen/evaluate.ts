@@ -1,5 +1,11 @@
 import { activeDelegations, activeDelegationsOn } from '../delegation/index.js';
-import { requestInput, type ClientInput, type DecisionInput, type DecisionOutcome, type DelegationGrantInput } from '../policy/index.js';
+import {
+  requestInput,
+  type ClientInput,
+  type DecisionInput,
+  type DecisionOutcome,
+  type DelegationGrantInput,
+} from '../policy/index.js';
 import { refusalOf } from '../oauth/shared/enforce.js';
 import type { Store } from '../store/index.js';
 import type { Evaluation } from './schemas.js';
@@ -45,7 +51,8 @@ export function delegationsPerPair(store: Store, tenant: string): DelegationsOf 
 /** One query for a search over subjects of one resource. */
 export function delegationsOnResource(store: Store, tenant: string, resourceId: string): DelegationsOf {
   const all = activeDelegationsOn(store, tenant, resourceId);
-  return async (subjectId) => (await all).filter((grant) => grant.grantee_type === 'subject' && grant.grantee_subject_id === subjectId);
+  return async (subjectId) =>
+    (await all).filter((grant) => grant.grantee_type === 'subject' && grant.grantee_subject_id === subjectId);
 }
 
 /** One query for a search over resources of one subject. */
@@ -55,7 +62,11 @@ export function delegationsToSubject(store: Store, tenant: string, subjectId: st
 }
 
 /** `input` of the `access_evaluation` point for one evaluation (docs/policy.md). */
-export async function evaluationInput(asker: Asker, evaluation: Evaluation, delegationsOf: DelegationsOf): Promise<DecisionInput> {
+export async function evaluationInput(
+  asker: Asker,
+  evaluation: Evaluation,
+  delegationsOf: DelegationsOf,
+): Promise<DecisionInput> {
   return {
     tenant: asker.tenant,
     client: asker.client,
@@ -81,7 +92,9 @@ export function authzenDecision(outcome: DecisionOutcome): AuthzenDecision {
   const context: Record<string, unknown> = {
     ...(decision.obligations ? { obligations: decision.obligations } : {}),
     ...(decision.extensions ? { extensions: decision.extensions } : {}),
-    ...(decision.allow ? {} : { reason: decision.error_description ?? 'denied by policy', error: decision.error ?? 'access_denied' }),
+    ...(decision.allow
+      ? {}
+      : { reason: decision.error_description ?? 'denied by policy', error: decision.error ?? 'access_denied' }),
   };
   return { decision: decision.allow, ...(Object.keys(context).length ? { context } : {}) };
 }

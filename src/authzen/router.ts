@@ -11,9 +11,28 @@ import { enforce } from '../oauth/shared/enforce.js';
 import type { ClientInput, DecisionOutcome, InputParties, PolicyEngine } from '../policy/index.js';
 import type { Store } from '../store/index.js';
 import { candidatesFor, type Candidate } from './candidates.js';
-import { authzenDecision, delegationsOnResource, delegationsPerPair, delegationsPerSubject, delegationsToSubject, evaluationInput, requestOfEvaluation, type Asker, type AuthzenDecision, type DelegationsOf } from './evaluate.js';
+import {
+  authzenDecision,
+  delegationsOnResource,
+  delegationsPerPair,
+  delegationsPerSubject,
+  delegationsToSubject,
+  evaluationInput,
+  requestOfEvaluation,
+  type Asker,
+  type AuthzenDecision,
+  type DelegationsOf,
+} from './evaluate.js';
 import { pageOf, type PageRequest } from './paging.js';
-import { EVALUATION, EVALUATIONS, SEARCHES, type Entity, type Evaluation, type SearchKind, type Semantic } from './schemas.js';
+import {
+  EVALUATION,
+  EVALUATIONS,
+  SEARCHES,
+  type Entity,
+  type Evaluation,
+  type SearchKind,
+  type Semantic,
+} from './schemas.js';
 
 export interface AuthzenDeps {
   store: Store;
@@ -60,7 +79,10 @@ export function authzenRouter(deps: AuthzenDeps): Middleware<ArbiterState> {
     const asker = await askerOf(ctx, deps);
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
     assertValid<Evaluation>(EVALUATION, body);
-    const outcome = await deps.policy.decide('access_evaluation', await evaluationInput(asker, evaluationOf(body), delegationsPerPair(deps.store, asker.tenant)));
+    const outcome = await deps.policy.decide(
+      'access_evaluation',
+      await evaluationInput(asker, evaluationOf(body), delegationsPerPair(deps.store, asker.tenant)),
+    );
     ctx.body = single(ctx, outcome);
   });
 
@@ -71,7 +93,10 @@ export function authzenRouter(deps: AuthzenDeps): Middleware<ArbiterState> {
     if (!body.evaluations?.length) {
       // §7.1: without evaluations, the request is a single evaluation.
       assertValid<Evaluation>(EVALUATION, body);
-      const outcome = await deps.policy.decide('access_evaluation', await evaluationInput(asker, evaluationOf(body), delegationsPerPair(deps.store, asker.tenant)));
+      const outcome = await deps.policy.decide(
+        'access_evaluation',
+        await evaluationInput(asker, evaluationOf(body), delegationsPerPair(deps.store, asker.tenant)),
+      );
       ctx.body = single(ctx, outcome);
       return;
     }
@@ -96,7 +121,11 @@ export function authzenRouter(deps: AuthzenDeps): Middleware<ArbiterState> {
  * list is empty rather than absent: a PEP can tell "none" from "not said".
  */
 function metadata(pdp: string): Record<string, unknown> {
-  return { policy_decision_point: pdp, ...Object.fromEntries(Object.entries(AUTHZEN_PATHS).map(([field, path]) => [field, `${pdp}${path}`])), capabilities: [] };
+  return {
+    policy_decision_point: pdp,
+    ...Object.fromEntries(Object.entries(AUTHZEN_PATHS).map(([field, path]) => [field, `${pdp}${path}`])),
+    capabilities: [],
+  };
 }
 
 /**
@@ -109,17 +138,25 @@ async function askerOf(ctx: ArbiterContext, deps: AuthzenDeps): Promise<Asker> {
   const caller = basic ?? (await deps.callers(ctx, { scope: 'authzen' }));
   const client = await deps.parties.client(tenant, caller.clientId, basic ? basic.method : 'bearer');
   if (!client) throw new HttpError(401, 'invalid_client', 'the client of this token no longer exists');
-  if (basic && !entitled(client)) throw new HttpError(403, 'access_denied', 'this client is not entitled to the AuthZEN API (scope authzen)');
+  if (basic && !entitled(client))
+    throw new HttpError(403, 'access_denied', 'this client is not entitled to the AuthZEN API (scope authzen)');
   return { tenant, client, time: new Date().toISOString(), request: requestOfEvaluation(ctx.path) };
 }
 
 function entitled(client: ClientInput): boolean {
-  return client.scopes.includes('authzen') || client.granted_resources.some((granted) => granted.type === AUTHZEN_TYPE && granted.scopes.includes('authzen'));
+  return (
+    client.scopes.includes('authzen') ||
+    client.granted_resources.some((granted) => granted.type === AUTHZEN_TYPE && granted.scopes.includes('authzen'))
+  );
 }
 
 /** The evaluation as the policy sees it: the AuthZEN fields only, unknown ones dropped. */
 function evaluationOf(body: Evaluation): Evaluation {
-  const entity = (value: Entity): Entity => ({ type: value.type, id: value.id, ...(value.properties ? { properties: value.properties } : {}) });
+  const entity = (value: Entity): Entity => ({
+    type: value.type,
+    id: value.id,
+    ...(value.properties ? { properties: value.properties } : {}),
+  });
   return {
     subject: entity(body.subject),
     action: { name: body.action.name, ...(body.action.properties ? { properties: body.action.properties } : {}) },
@@ -145,20 +182,36 @@ interface BatchRequest extends Partial<Evaluation> {
  * evaluation then is a false decision with its error; the others are decided in one round trip.
  * The answers are in request order, cut after the first deny or permit as the semantic asks.
  */
-async function batch(ctx: ArbiterContext, deps: AuthzenDeps, asker: Asker, body: BatchRequest): Promise<AuthzenDecision[]> {
+async function batch(
+  ctx: ArbiterContext,
+  deps: AuthzenDeps,
+  asker: Asker,
+  body: BatchRequest,
+): Promise<AuthzenDecision[]> {
   const merged = body.evaluations!.map((item) => ({
     subject: item.subject ?? body.subject,
     action: item.action ?? body.action,
     resource: item.resource ?? body.resource,
     context: item.context ?? body.context,
   }));
-  const problems = merged.map((evaluation) => problemOf(Object.fromEntries(Object.entries(evaluation).filter(([, value]) => value !== undefined))));
+  const problems = merged.map((evaluation) =>
+    problemOf(Object.fromEntries(Object.entries(evaluation).filter(([, value]) => value !== undefined))),
+  );
   const delegationsOf = delegationsPerSubject(deps.store, asker.tenant);
-  const valid = merged.filter((_, index) => !problems[index]).map((evaluation) => evaluationOf(evaluation as Evaluation));
-  const outcomes = await deps.policy.decideAll('access_evaluation', await Promise.all(valid.map((evaluation) => evaluationInput(asker, evaluation, delegationsOf))));
+  const valid = merged
+    .filter((_, index) => !problems[index])
+    .map((evaluation) => evaluationOf(evaluation as Evaluation));
+  const outcomes = await deps.policy.decideAll(
+    'access_evaluation',
+    await Promise.all(valid.map((evaluation) => evaluationInput(asker, evaluation, delegationsOf))),
+  );
   recordDecision(ctx.state, ...outcomes);
   let next = 0;
-  const answers = problems.map((problem): AuthzenDecision => (problem ? { decision: false, context: { error: { status: 400, message: problem } } } : authzenDecision(outcomes[next++])));
+  const answers = problems.map((problem): AuthzenDecision =>
+    problem
+      ? { decision: false, context: { error: { status: 400, message: problem } } }
+      : authzenDecision(outcomes[next++]),
+  );
   return cut(answers, body.options?.evaluations_semantic ?? 'execute_all');
 }
 
@@ -189,28 +242,50 @@ interface SearchRequest {
  * §8: the candidates of the searched kind (candidates.ts), each evaluated as the search's
  * evaluation with the candidate in place, in one round trip; the permitted ones, paged.
  */
-async function search(ctx: ArbiterContext, deps: AuthzenDeps, asker: Asker, kind: SearchKind, body: SearchRequest): Promise<Record<string, unknown>> {
+async function search(
+  ctx: ArbiterContext,
+  deps: AuthzenDeps,
+  asker: Asker,
+  kind: SearchKind,
+  body: SearchRequest,
+): Promise<Record<string, unknown>> {
   const searchedType = kind === 'subject' ? body.subject.type : kind === 'resource' ? body.resource.type : null;
   const { candidates, truncated } = await candidatesFor(kind, searchedType, deps.store, deps.policy, asker.tenant);
   const evaluations = candidates.map((candidate) => evaluationOf(withCandidate(kind, body, candidate)));
   const delegationsOf = searchDelegations(deps.store, asker.tenant, kind, body);
-  const outcomes = await deps.policy.decideAll('access_evaluation', await Promise.all(evaluations.map((evaluation) => evaluationInput(asker, evaluation, delegationsOf))));
+  const outcomes = await deps.policy.decideAll(
+    'access_evaluation',
+    await Promise.all(evaluations.map((evaluation) => evaluationInput(asker, evaluation, delegationsOf))),
+  );
   recordDecision(ctx.state, ...outcomes);
   enforce.decided(...outcomes);
-  const permitted = candidates.filter((_, index) => outcomes[index].decision.allow).map((candidate) => resultOf(kind, candidate));
+  const permitted = candidates
+    .filter((_, index) => outcomes[index].decision.allow)
+    .map((candidate) => resultOf(kind, candidate));
   const { page, ...criteria } = body;
   const paged = pageOf(permitted, page, criteria);
-  return { page: paged.page, ...(truncated ? { context: { candidates_truncated: true } } : {}), results: paged.results };
+  return {
+    page: paged.page,
+    ...(truncated ? { context: { candidates_truncated: true } } : {}),
+    results: paged.results,
+  };
 }
 
 function withCandidate(kind: SearchKind, body: SearchRequest, candidate: Candidate): Evaluation {
-  const base = { subject: body.subject, action: body.action, resource: body.resource, ...(body.context ? { context: body.context } : {}) } as Evaluation;
+  const base = {
+    subject: body.subject,
+    action: body.action,
+    resource: body.resource,
+    ...(body.context ? { context: body.context } : {}),
+  } as Evaluation;
   if (kind === 'action') return { ...base, action: candidate as Evaluation['action'] };
   return { ...base, [kind]: candidate as Entity };
 }
 
 function resultOf(kind: SearchKind, candidate: Candidate): Record<string, string> {
-  return kind === 'action' ? { name: (candidate as { name: string }).name } : { type: (candidate as Entity).type, id: (candidate as Entity).id };
+  return kind === 'action'
+    ? { name: (candidate as { name: string }).name }
+    : { type: (candidate as Entity).type, id: (candidate as Entity).id };
 }
 
 function searchDelegations(store: Store, tenant: string, kind: SearchKind, body: SearchRequest): DelegationsOf {

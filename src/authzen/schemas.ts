@@ -6,7 +6,11 @@
 const properties = { type: 'object' } as const;
 const text = (maxLength: number) => ({ type: 'string', minLength: 1, maxLength }) as const;
 
-const SUBJECT = { type: 'object', required: ['type', 'id'], properties: { type: text(256), id: text(1024), properties } } as const;
+const SUBJECT = {
+  type: 'object',
+  required: ['type', 'id'],
+  properties: { type: text(256), id: text(1024), properties },
+} as const;
 const ACTION = { type: 'object', required: ['name'], properties: { name: text(256), properties } } as const;
 const RESOURCE = SUBJECT;
 /** An entity searched for: its type only (an id, when present, is ignored). */
@@ -43,14 +47,30 @@ export const EVALUATIONS = {
 
 const PAGE = {
   type: 'object',
-  properties: { token: { type: 'string', maxLength: 2048 }, limit: { type: 'integer', minimum: 0, maximum: 1000 }, properties },
+  properties: {
+    token: { type: 'string', maxLength: 2048 },
+    limit: { type: 'integer', minimum: 0, maximum: 1000 },
+    properties,
+  },
 } as const;
 
 /** The search APIs (§8): the searched-for entity gives its type only. */
 export const SEARCHES = {
-  subject: { type: 'object', required: ['subject', 'action', 'resource'], properties: { subject: SEARCHED, action: ACTION, resource: RESOURCE, context: { type: 'object' }, page: PAGE } },
-  resource: { type: 'object', required: ['subject', 'action', 'resource'], properties: { subject: SUBJECT, action: ACTION, resource: SEARCHED, context: { type: 'object' }, page: PAGE } },
-  action: { type: 'object', required: ['subject', 'resource'], properties: { subject: SUBJECT, resource: RESOURCE, context: { type: 'object' }, page: PAGE } },
+  subject: {
+    type: 'object',
+    required: ['subject', 'action', 'resource'],
+    properties: { subject: SEARCHED, action: ACTION, resource: RESOURCE, context: { type: 'object' }, page: PAGE },
+  },
+  resource: {
+    type: 'object',
+    required: ['subject', 'action', 'resource'],
+    properties: { subject: SUBJECT, action: ACTION, resource: SEARCHED, context: { type: 'object' }, page: PAGE },
+  },
+  action: {
+    type: 'object',
+    required: ['subject', 'resource'],
+    properties: { subject: SUBJECT, resource: RESOURCE, context: { type: 'object' }, page: PAGE },
+  },
 } as const;
 
 export type SearchKind = keyof typeof SEARCHES;

@@ -142,7 +142,18 @@ export const COLLECTIONS: CollectionDefinition[] = [
       scopes: strings,
       registrationType: { enum: ['admin', 'dcr', 'cimd'] },
       // Set by dynamic registration (src/oauth/register), kept through an Admin PUT of such a record.
-      grantTypes: { type: 'array', items: { enum: ['authorization_code', 'refresh_token', 'client_credentials', 'urn:ietf:params:oauth:grant-type:token-exchange'] }, maxItems: 10 },
+      grantTypes: {
+        type: 'array',
+        items: {
+          enum: [
+            'authorization_code',
+            'refresh_token',
+            'client_credentials',
+            'urn:ietf:params:oauth:grant-type:token-exchange',
+          ],
+        },
+        maxItems: 10,
+      },
       responseTypes: { type: 'array', items: { enum: ['code'] }, maxItems: 1 },
       tosUri: httpUri,
       policyUri: httpUri,
@@ -153,7 +164,12 @@ export const COLLECTIONS: CollectionDefinition[] = [
       grantedResources: {
         type: 'array',
         maxItems: 100,
-        items: { type: 'object', additionalProperties: false, required: ['type', 'scopes'], properties: { type: nonEmpty, scopes: { type: 'array', items: string, maxItems: 500 } } },
+        items: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['type', 'scopes'],
+          properties: { type: nonEmpty, scopes: { type: 'array', items: string, maxItems: 500 } },
+        },
       },
       registrationAccessTokenDigest: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
       clientIdIssuedAt: { type: 'integer', minimum: 0 },
@@ -224,7 +240,11 @@ export function definitionFor(path: string): CollectionDefinition | undefined {
 
 /** How a shared collection is declared to the store: unique keys within a tenant, each indexed. */
 export function storeSpecOf(definition: CollectionDefinition): CollectionSpec {
-  return { name: definition.store, uniqueKeys: definition.uniqueFields.map((field) => [field]), indexes: definition.uniqueFields };
+  return {
+    name: definition.store,
+    uniqueKeys: definition.uniqueFields.map((field) => [field]),
+    indexes: definition.uniqueFields,
+  };
 }
 
 /** The definition of the shared collection stored under `name` (what `references` name). */
@@ -243,7 +263,10 @@ function accessorAt(path: string): RecordAccessor {
   const definition = definitionFor(path);
   if (!definition) throw new Error(`no shared collection at ${path}`);
   const spec = storeSpecOf(definition);
-  return Object.assign(<T extends StoredDoc = StoredDoc>(store: Store, tenant: string) => store.collection<T>(spec, tenant), { spec });
+  return Object.assign(
+    <T extends StoredDoc = StoredDoc>(store: Store, tenant: string) => store.collection<T>(spec, tenant),
+    { spec },
+  );
 }
 
 export const identityProviderRecords = accessorAt('identity-providers');

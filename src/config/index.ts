@@ -178,8 +178,13 @@ function typeOf(schema: object): string {
 export class ConfigError extends Error {}
 
 /** Reads config/default.json, applies environment overrides, validates; throws ConfigError naming the key. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaultsFile = projectPath('config', 'default.json')): Config {
-  const raw = JSON.parse(readFileSync(defaultsFile, 'utf8')) as Record<string, unknown> & { ttl: Record<string, unknown> };
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  defaultsFile = projectPath('config', 'default.json'),
+): Config {
+  const raw = JSON.parse(readFileSync(defaultsFile, 'utf8')) as Record<string, unknown> & {
+    ttl: Record<string, unknown>;
+  };
   for (const [variable, key] of Object.entries(ENVIRONMENT)) {
     const value = env[variable];
     if (value === undefined || value === '') continue;
@@ -190,11 +195,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaultsFile = 
   const ajv = new Ajv({ allErrors: false });
   if (!ajv.validate(SCHEMA, raw)) {
     const [error] = ajv.errors ?? [];
-    const key = (error?.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') || String(error?.params && 'additionalProperty' in error.params ? error.params.additionalProperty : 'config');
+    const key =
+      (error?.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') ||
+      String(error?.params && 'additionalProperty' in error.params ? error.params.additionalProperty : 'config');
     throw new ConfigError(`invalid configuration: ${variableFor(key)} ${error?.message ?? 'is invalid'}`);
   }
   const production = env.NODE_ENV === 'production';
-  if (raw.policyPollMaxSeconds as number < (raw.policyPollMinSeconds as number)) {
+  if ((raw.policyPollMaxSeconds as number) < (raw.policyPollMinSeconds as number)) {
     throw new ConfigError('invalid configuration: POLICY_POLL_MAX_SECONDS must be >= POLICY_POLL_MIN_SECONDS');
   }
   // Node refuses a headers timeout longer than the request timeout it is part of.
@@ -205,7 +212,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, defaultsFile = 
     throw new ConfigError('invalid configuration: SERVICE_ADMIN_API_KEY is required when NODE_ENV=production');
   }
   if (!raw.secretsKey && production) {
-    throw new ConfigError('invalid configuration: SERVICE_SECRETS_KEY (32 random bytes, base64url) is required when NODE_ENV=production');
+    throw new ConfigError(
+      'invalid configuration: SERVICE_SECRETS_KEY (32 random bytes, base64url) is required when NODE_ENV=production',
+    );
   }
   const port = raw.port as number;
   return {
@@ -226,9 +235,14 @@ function parseValue(variable: string, value: string, type: string | undefined): 
     if (!/^-?\d+$/.test(value)) throw new ConfigError(`invalid configuration: ${variable} must be an integer`);
     return Number(value);
   }
-  if (type === 'array') return value.split(',').map((item) => item.trim()).filter(Boolean);
+  if (type === 'array')
+    return value
+      .split(',')
+      .map((item) => item.trim())
+      .filter(Boolean);
   if (type === 'boolean') {
-    if (!/^(true|false)$/i.test(value)) throw new ConfigError(`invalid configuration: ${variable} must be true or false`);
+    if (!/^(true|false)$/i.test(value))
+      throw new ConfigError(`invalid configuration: ${variable} must be true or false`);
     return value.toLowerCase() === 'true';
   }
   return value;

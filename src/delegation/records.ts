@@ -1,5 +1,12 @@
 import type { DelegationGrantInput } from '../policy/index.js';
-import { TurnReads, type CollectionSpec, type Filter, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
+import {
+  TurnReads,
+  type CollectionSpec,
+  type Filter,
+  type Store,
+  type StoredDoc,
+  type TenantCollection,
+} from '../store/index.js';
 
 /** A delegation as stored (spec: delegation record). `validUntil` is the API's expires_at. */
 export interface DelegationRecord extends StoredDoc {
@@ -17,7 +24,10 @@ export interface DelegationRecord extends StoredDoc {
   revokedAt: string | null;
 }
 
-export const DELEGATIONS_COLLECTION: CollectionSpec = { name: 'delegations', indexes: ['granteeSubjectId', 'granteeClientId', 'ownerSub', 'ownerClientId', 'resourceId'] };
+export const DELEGATIONS_COLLECTION: CollectionSpec = {
+  name: 'delegations',
+  indexes: ['granteeSubjectId', 'granteeClientId', 'ownerSub', 'ownerClientId', 'resourceId'],
+};
 
 export function delegations(store: Store, tenant: string): TenantCollection<DelegationRecord> {
   return store.collection<DelegationRecord>(DELEGATIONS_COLLECTION, tenant);
@@ -35,7 +45,9 @@ export function ownedBy(owner: DelegationOwner): Filter {
 }
 
 export function isOwner(record: DelegationRecord, owner: DelegationOwner): boolean {
-  return owner.sub ? record.ownerSub === owner.sub : record.ownerSub === null && record.ownerClientId === owner.clientId;
+  return owner.sub
+    ? record.ownerSub === owner.sub
+    : record.ownerSub === null && record.ownerClientId === owner.clientId;
 }
 
 export function statusOf(record: DelegationRecord, now = Date.now()): 'active' | 'revoked' | 'expired' {
@@ -58,10 +70,17 @@ const delegationsReadThisTurn = new TurnReads<DelegationRecord[]>();
  * The active delegations (neither revoked nor expired) whose grantee is the subject or the
  * client, as decisions see them. Revoked and expired ones never reach a policy.
  */
-export async function activeDelegations(store: Store, tenant: string, grantees: Grantees): Promise<DelegationGrantInput[]> {
+export async function activeDelegations(
+  store: Store,
+  tenant: string,
+  grantees: Grantees,
+): Promise<DelegationGrantInput[]> {
   const collection = delegations(store, tenant);
   const onResource: Filter = grantees.resourceId ? { resourceId: grantees.resourceId } : {};
-  const unrevokedTo = (grantee: Filter) => delegationsReadThisTurn.read(store, JSON.stringify([tenant, grantee, onResource]), () => collection.find({ ...grantee, revokedAt: null, ...onResource }));
+  const unrevokedTo = (grantee: Filter) =>
+    delegationsReadThisTurn.read(store, JSON.stringify([tenant, grantee, onResource]), () =>
+      collection.find({ ...grantee, revokedAt: null, ...onResource }),
+    );
   const [toSubject, toClient] = await Promise.all([
     grantees.sub ? unrevokedTo({ granteeType: 'subject', granteeSubjectId: grantees.sub }) : [],
     grantees.clientId ? unrevokedTo({ granteeType: 'client', granteeClientId: grantees.clientId }) : [],
@@ -72,9 +91,15 @@ export async function activeDelegations(store: Store, tenant: string, grantees: 
 }
 
 /** Every active delegation on one UMA resource, whoever its grantee (AuthZEN subject searches). */
-export async function activeDelegationsOn(store: Store, tenant: string, resourceId: string): Promise<DelegationGrantInput[]> {
+export async function activeDelegationsOn(
+  store: Store,
+  tenant: string,
+  resourceId: string,
+): Promise<DelegationGrantInput[]> {
   const now = Date.now();
-  return (await delegations(store, tenant).find({ resourceId, revokedAt: null })).filter((record) => statusOf(record, now) === 'active').map(delegationGrant);
+  return (await delegations(store, tenant).find({ resourceId, revokedAt: null }))
+    .filter((record) => statusOf(record, now) === 'active')
+    .map(delegationGrant);
 }
 
 /** A delegation as decisions see it (input.delegations). */
@@ -97,7 +122,9 @@ export function presentDelegation(record: DelegationRecord): Record<string, unkn
   return {
     delegation_id: record.id,
     grantee_type: record.granteeType,
-    ...(record.granteeType === 'subject' ? { grantee_subject_id: record.granteeSubjectId } : { grantee_client_id: record.granteeClientId }),
+    ...(record.granteeType === 'subject'
+      ? { grantee_subject_id: record.granteeSubjectId }
+      : { grantee_client_id: record.granteeClientId }),
     resource_id: record.resourceId,
     scopes: record.scopes,
     expires_at: record.validUntil,

@@ -10,7 +10,15 @@ import { assertValid } from '../http/validation.js';
 import { requestInput, type DelegationInput } from '../policy/index.js';
 import { enforce, type DenyRules } from '../oauth/shared/enforce.js';
 import { findResource, resourceInput, type UmaDeps } from '../uma/index.js';
-import { delegationGrant, delegations, isOwner, ownedBy, presentDelegation, type DelegationOwner, type DelegationRecord } from './records.js';
+import {
+  delegationGrant,
+  delegations,
+  isOwner,
+  ownedBy,
+  presentDelegation,
+  type DelegationOwner,
+  type DelegationRecord,
+} from './records.js';
 import { DELEGATION_REQUEST, DELEGATION_UPDATE, type DelegationRequest } from './schemas.js';
 
 export const DELEGATION_PATH = '/delegation';
@@ -43,7 +51,10 @@ export function delegationRouter(deps: DelegationDeps): Middleware<ArbiterState>
     const request = await normalized(deps, tenant, body);
     const decision = await decide(ctx, deps, owner, 'create', request);
     const granted = request.scopes.filter((scope) => decision.scopes?.includes(scope));
-    if (granted.length === 0) throw new HttpError(400, 'invalid_scope', 'the policy allows none of the requested scopes to be delegated', { field: 'scopes' });
+    if (granted.length === 0)
+      throw new HttpError(400, 'invalid_scope', 'the policy allows none of the requested scopes to be delegated', {
+        field: 'scopes',
+      });
     const record = await delegations(deps.store, tenant).insert({
       id: randomUUID(),
       ownerSub: owner.sub,
@@ -64,7 +75,9 @@ export function delegationRouter(deps: DelegationDeps): Middleware<ArbiterState>
 
   router.get(DELEGATION_PATH, async (ctx) => {
     const owner = await ownerOf(ctx);
-    const records = await delegations(deps.store, ctx.state.tenant.name).find(ownedBy(owner), { sort: { field: 'createdAt', direction: 'asc' } });
+    const records = await delegations(deps.store, ctx.state.tenant.name).find(ownedBy(owner), {
+      sort: { field: 'createdAt', direction: 'asc' },
+    });
     ctx.body = records.map(presentDelegation);
   });
 
@@ -81,7 +94,9 @@ export function delegationRouter(deps: DelegationDeps): Middleware<ArbiterState>
     assertOnlyExpiryChanges(record, body);
     const expiresAt = instant(body.expires_at);
     await decide(ctx, deps, owner, 'update', { ...requestOf(record), expires_at: expiresAt });
-    ctx.body = presentDelegation((await delegations(deps.store, ctx.state.tenant.name).update(record.id, { validUntil: expiresAt }))!);
+    ctx.body = presentDelegation(
+      (await delegations(deps.store, ctx.state.tenant.name).update(record.id, { validUntil: expiresAt }))!,
+    );
   });
 
   router.delete(`${DELEGATION_PATH}/:delegationId`, async (ctx) => {
@@ -89,7 +104,11 @@ export function delegationRouter(deps: DelegationDeps): Middleware<ArbiterState>
     const record = await owned(ctx, owner);
     if (!record.revokedAt) {
       await decide(ctx, deps, owner, 'revoke', requestOf(record));
-      await delegations(deps.store, ctx.state.tenant.name).update(record.id, { revokedAt: new Date().toISOString() }, { revokedAt: null });
+      await delegations(deps.store, ctx.state.tenant.name).update(
+        record.id,
+        { revokedAt: new Date().toISOString() },
+        { revokedAt: null },
+      );
     }
     ctx.status = 204;
   });
@@ -97,17 +116,25 @@ export function delegationRouter(deps: DelegationDeps): Middleware<ArbiterState>
   return routesWithMethods(router);
 }
 
-type NormalizedRequest = Omit<DelegationInput, 'operation' | 'resource'> & { grantee_subject_id: string | null; grantee_client_id: string | null; expires_at: string | null };
+type NormalizedRequest = Omit<DelegationInput, 'operation' | 'resource'> & {
+  grantee_subject_id: string | null;
+  grantee_client_id: string | null;
+  expires_at: string | null;
+};
 
 /** The grantee field that goes with grantee_type, a known grantee client, and expires_at as an ISO instant. */
 async function normalized(deps: DelegationDeps, tenant: string, body: DelegationRequest): Promise<NormalizedRequest> {
   const subjectId = body.grantee_type === 'subject' ? body.grantee_subject_id : undefined;
-  const clientId = body.grantee_type === 'client' && body.grantee_client_id !== undefined ? String(body.grantee_client_id) : undefined;
+  const clientId =
+    body.grantee_type === 'client' && body.grantee_client_id !== undefined ? String(body.grantee_client_id) : undefined;
   const expected = body.grantee_type === 'subject' ? 'grantee_subject_id' : 'grantee_client_id';
   const other = body.grantee_type === 'subject' ? 'grantee_client_id' : 'grantee_subject_id';
-  if (subjectId === undefined && clientId === undefined) throw badRequest(`${expected} is required when grantee_type is ${body.grantee_type}`, { field: expected });
-  if (body[other] !== undefined) throw badRequest(`${other} does not go with grantee_type ${body.grantee_type}`, { field: other });
-  if (clientId !== undefined && !(await deps.parties.client(tenant, clientId, null))) throw badRequest('grantee_client_id names no client of this tenant', { field: 'grantee_client_id' });
+  if (subjectId === undefined && clientId === undefined)
+    throw badRequest(`${expected} is required when grantee_type is ${body.grantee_type}`, { field: expected });
+  if (body[other] !== undefined)
+    throw badRequest(`${other} does not go with grantee_type ${body.grantee_type}`, { field: other });
+  if (clientId !== undefined && !(await deps.parties.client(tenant, clientId, null)))
+    throw badRequest('grantee_client_id names no client of this tenant', { field: 'grantee_client_id' });
   return {
     grantee_type: body.grantee_type,
     grantee_subject_id: subjectId ?? null,
@@ -129,7 +156,10 @@ function assertOnlyExpiryChanges(record: DelegationRecord, body: Partial<Delegat
   for (const field of ['grantee_type', 'grantee_subject_id', 'grantee_client_id', 'resource_id', 'scopes'] as const) {
     const given = body[field];
     if (given === undefined) continue;
-    const same = field === 'scopes' ? sameSet(given as string[], stored.scopes) : (field === 'grantee_client_id' ? String(given) : given) === stored[field];
+    const same =
+      field === 'scopes'
+        ? sameSet(given as string[], stored.scopes)
+        : (field === 'grantee_client_id' ? String(given) : given) === stored[field];
     if (!same) throw badRequest(`${field} cannot be changed; only expires_at is updated`, { field });
   }
 }
@@ -138,7 +168,13 @@ function sameSet(given: string[], stored: string[]): boolean {
   return given.length === stored.length && given.every((scope) => stored.includes(scope));
 }
 
-async function decide(ctx: ArbiterContext, deps: DelegationDeps, owner: DelegationOwner, operation: DelegationInput['operation'], request: NormalizedRequest) {
+async function decide(
+  ctx: ArbiterContext,
+  deps: DelegationDeps,
+  owner: DelegationOwner,
+  operation: DelegationInput['operation'],
+  request: NormalizedRequest,
+) {
   const tenant = ctx.state.tenant.name;
   const resource = await findResource(deps.store, tenant, request.resource_id);
   const outcome = await deps.policy.decide('delegation', {
@@ -167,7 +203,11 @@ const LATEST_INSTANT = Date.parse('2262-01-01T00:00:00Z');
 function instant(value: string | null): string | null {
   if (value === null) return null;
   const time = Date.parse(value);
-  if (Number.isNaN(time)) throw badRequest('expires_at is not an instant this server can represent (a leap second?)', { field: 'expires_at' });
-  if (time < 0 || time >= LATEST_INSTANT) throw badRequest('expires_at must be between 1970 and 2261', { field: 'expires_at' });
+  if (Number.isNaN(time))
+    throw badRequest('expires_at is not an instant this server can represent (a leap second?)', {
+      field: 'expires_at',
+    });
+  if (time < 0 || time >= LATEST_INSTANT)
+    throw badRequest('expires_at must be between 1970 and 2261', { field: 'expires_at' });
   return new Date(time).toISOString();
 }

@@ -35,7 +35,13 @@ export function createDevIdp(options: DevIdpOptions): Provider {
       return {
         accountId: sub,
         async claims() {
-          return { sub, preferred_username: sub, name: displayName(sub), email: `${sub}@example.test`, email_verified: true };
+          return {
+            sub,
+            preferred_username: sub,
+            name: displayName(sub),
+            email: `${sub}@example.test`,
+            email_verified: true,
+          };
         },
       };
     },
@@ -45,7 +51,9 @@ export function createDevIdp(options: DevIdpOptions): Provider {
   return provider;
 }
 
-export async function startDevIdp(options: DevIdpOptions): Promise<{ provider: Provider; server: Server; close(): Promise<void> }> {
+export async function startDevIdp(
+  options: DevIdpOptions,
+): Promise<{ provider: Provider; server: Server; close(): Promise<void> }> {
   const provider = createDevIdp(options);
   const server = provider.listen(options.port);
   await new Promise<void>((resolve, reject) => {

@@ -106,7 +106,10 @@ class FailureLedger {
 
   async identityLockedFor(identity: string, address: string): Promise<number | null> {
     const key = keyOf(identity);
-    const [here, everywhere] = await Promise.all([this.identityAtAddress.get(`${key} ${address}`), this.identities.get(key)]);
+    const [here, everywhere] = await Promise.all([
+      this.identityAtAddress.get(`${key} ${address}`),
+      this.identities.get(key),
+    ]);
     return lockedFor(here, this.limit) ?? lockedFor(everywhere, this.limit * IDENTITY_WIDE_FACTOR);
   }
 

@@ -17,7 +17,8 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
     throw new HttpError(415, 'invalid_request', 'the request body must be application/json');
   }
   const text = await readText(ctx, limitBytes);
-  if (nestingExceeds(text, MAX_JSON_DEPTH)) throw badRequest(`the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
+  if (nestingExceeds(text, MAX_JSON_DEPTH))
+    throw badRequest(`the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     return JSON.parse(text);
   } catch {

@@ -18,7 +18,8 @@ export const badRequest = (description: string, details?: Record<string, unknown
   new HttpError(400, 'invalid_request', description, details);
 export const notFound = (description = 'not found') => new HttpError(404, 'not_found', description);
 /** A method an API path does not offer (UMA 2.0 Federated Authorization §3.3 names the code). */
-export const unsupportedMethod = () => new HttpError(405, 'unsupported_method_type', 'the endpoint does not support this HTTP method');
+export const unsupportedMethod = () =>
+  new HttpError(405, 'unsupported_method_type', 'the endpoint does not support this HTTP method');
 
 /**
  * A dependency that cannot answer now, such as a store that lost its database (StoreUnavailableError,
@@ -35,7 +36,13 @@ export interface Unavailable {
 
 export function isUnavailable(error: unknown): error is Error & Unavailable {
   const fields = error as Partial<Unavailable> | null;
-  return error instanceof Error && fields?.status === 503 && fields.error === 'temporarily_unavailable' && typeof fields.dependency === 'string' && typeof fields.reason === 'string';
+  return (
+    error instanceof Error &&
+    fields?.status === 503 &&
+    fields.error === 'temporarily_unavailable' &&
+    typeof fields.dependency === 'string' &&
+    typeof fields.reason === 'string'
+  );
 }
 
 /**
@@ -50,8 +57,13 @@ export function jsonErrors(log: Logger) {
       await next();
     } catch (error) {
       const { status, body } = describe(error);
-      if (isUnavailable(error)) log.error({ path: ctx.path, method: ctx.method, requestId: ctx.state.requestId }, `${error.dependency} unavailable: ${error.reason}`);
-      else if (status >= 500) log.error({ err: error, path: ctx.path, requestId: ctx.state.requestId }, 'unhandled error');
+      if (isUnavailable(error))
+        log.error(
+          { path: ctx.path, method: ctx.method, requestId: ctx.state.requestId },
+          `${error.dependency} unavailable: ${error.reason}`,
+        );
+      else if (status >= 500)
+        log.error({ err: error, path: ctx.path, requestId: ctx.state.requestId }, 'unhandled error');
       ctx.status = status;
       ctx.body = body;
       ctx.state.errorCode = body.error;

@@ -2,7 +2,14 @@ import type { Socket } from 'node:net';
 import type { Context, Next } from 'koa';
 import ipaddr from 'ipaddr.js';
 
-const FORWARDED_HEADERS = ['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-forwarded-port', 'x-real-ip'];
+const FORWARDED_HEADERS = [
+  'forwarded',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'x-forwarded-port',
+  'x-real-ip',
+];
 
 /**
  * Forwarded headers are believed only from configured proxies: from any other peer they are
@@ -19,7 +26,10 @@ export function forwardedHeaders(trustedProxies: string[]) {
     const socket = ctx.req.socket;
     let peer = peers.get(socket);
     if (!peer) {
-      peer = { trusted: isTrusted(socket.remoteAddress, trusted), address: canonicalAddress(socket.remoteAddress ?? '') };
+      peer = {
+        trusted: isTrusted(socket.remoteAddress, trusted),
+        address: canonicalAddress(socket.remoteAddress ?? ''),
+      };
       if (socket.remoteAddress) peers.set(socket, peer);
     }
     if (peer.trusted) {

@@ -52,7 +52,10 @@ export class OutboundLimitError extends TypeError {
 
 /** getJson: the document could not be used (status, content); never carries the body. */
 export class OutboundResponseError extends Error {
-  constructor(message: string, readonly status?: number) {
+  constructor(
+    message: string,
+    readonly status?: number,
+  ) {
     super(message);
     this.name = 'OutboundResponseError';
   }
@@ -66,20 +69,36 @@ const NULL_BODY_STATUSES = new Set([204, 205, 304]);
 /** The body is handed over decoded and whole, so these no longer describe it. */
 const DROPPED_RESPONSE_HEADERS = new Set(['content-encoding', 'content-length', 'transfer-encoding']);
 /** Cloud metadata and host-agent services; some are public unicast (Azure's WireServer), so ranges alone miss them. */
-const METADATA_ADDRESSES = ['169.254.169.254/32', '169.254.170.2/32', '168.63.129.16/32', '100.100.100.200/32', '192.0.0.192/32', 'fd00:ec2::254/128'].map((cidr) => ipaddr.parseCIDR(cidr));
+const METADATA_ADDRESSES = [
+  '169.254.169.254/32',
+  '169.254.170.2/32',
+  '168.63.129.16/32',
+  '100.100.100.200/32',
+  '192.0.0.192/32',
+  'fd00:ec2::254/128',
+].map((cidr) => ipaddr.parseCIDR(cidr));
 /** Only the global unicast block of IPv6 is public; ipaddr.js calls some other unassigned space "unicast". */
 const GLOBAL_UNICAST_V6 = ipaddr.parseCIDR('2000::/3');
 
 /** The outbound options configuration sets (OUTBOUND_* variables). */
-export function outboundOptionsOf(config: { outboundAllowInsecureLoopback: boolean; outboundTimeoutMs: number; outboundMaxResponseBytes: number }): OutboundOptions {
-  return { allowInsecureLoopback: config.outboundAllowInsecureLoopback, timeoutMs: config.outboundTimeoutMs, maxResponseBytes: config.outboundMaxResponseBytes };
+export function outboundOptionsOf(config: {
+  outboundAllowInsecureLoopback: boolean;
+  outboundTimeoutMs: number;
+  outboundMaxResponseBytes: number;
+}): OutboundOptions {
+  return {
+    allowInsecureLoopback: config.outboundAllowInsecureLoopback,
+    timeoutMs: config.outboundTimeoutMs,
+    maxResponseBytes: config.outboundMaxResponseBytes,
+  };
 }
 
 export function createOutbound(options: OutboundOptions): Outbound {
   // Own agents without keep-alive: every request opens a connection through the guarded
   // lookup, and no socket opened by unguarded code is ever reused.
   const agent: Agents = { http: new HttpAgent({ keepAlive: false }), https: new HttpsAgent({ keepAlive: false }) };
-  const fetch = (input: string | URL | Request, init?: RequestInit) => guardedFetch(new Request(input, init), options, agent);
+  const fetch = (input: string | URL | Request, init?: RequestInit) =>
+    guardedFetch(new Request(input, init), options, agent);
   return { fetch, getJson: (url) => getJson(fetch, url) };
 }
 
@@ -91,7 +110,9 @@ export function createOutbound(options: OutboundOptions): Outbound {
 export function assertFetchableUrl(input: string | URL, allowInsecureLoopback: boolean): URL {
   const url = parseUrl(input);
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowInsecureLoopback)) {
-    throw new OutboundRefusedError(`the ${url.protocol} scheme is not allowed (${allowInsecureLoopback ? 'https, or http to loopback' : 'https only'})`);
+    throw new OutboundRefusedError(
+      `the ${url.protocol} scheme is not allowed (${allowInsecureLoopback ? 'https, or http to loopback' : 'https only'})`,
+    );
   }
   const literal = url.hostname.replace(/^\[(.*)\]$/, '$1');
   // Node connects to an IP literal without calling the lookup, so literals are checked here.
@@ -113,9 +134,17 @@ function assertAddress(address: string, url: URL, allowInsecureLoopback: boolean
 }
 
 /** Why a destination address is refused, or undefined. `process` has unwrapped IPv4-mapped IPv6. */
-function addressRefusal(ip: ipaddr.IPv4 | ipaddr.IPv6, protocol: string, allowInsecureLoopback: boolean): string | undefined {
-  if (ip.range() === 'loopback') return allowInsecureLoopback ? undefined : 'a loopback address (allowed only with OUTBOUND_ALLOW_INSECURE_LOOPBACK=true)';
-  if (METADATA_ADDRESSES.some(([base, bits]) => ip.kind() === base.kind() && ip.match(base, bits))) return 'a cloud metadata address';
+function addressRefusal(
+  ip: ipaddr.IPv4 | ipaddr.IPv6,
+  protocol: string,
+  allowInsecureLoopback: boolean,
+): string | undefined {
+  if (ip.range() === 'loopback')
+    return allowInsecureLoopback
+      ? undefined
+      : 'a loopback address (allowed only with OUTBOUND_ALLOW_INSECURE_LOOPBACK=true)';
+  if (METADATA_ADDRESSES.some(([base, bits]) => ip.kind() === base.kind() && ip.match(base, bits)))
+    return 'a cloud metadata address';
   if (ip.range() !== 'unicast') return `in the ${ip.range()} range`;
   if (ip instanceof ipaddr.IPv6 && !ip.match(GLOBAL_UNICAST_V6)) return 'not a global unicast address';
   if (protocol === 'http:') return 'not loopback, and plain http is allowed only to loopback';
@@ -159,7 +188,8 @@ async function guardedFetch(request: Request, options: OutboundOptions, agent: A
     const location = REDIRECT_STATUSES.has(response.status) ? response.headers.get('location') : null;
     if (location === null || request.redirect === 'manual') return withUrl(response, hop.url, redirects > 0);
     if (request.redirect === 'error') throw new TypeError(`${hop.url.origin} answered with a redirect`);
-    if (redirects >= MAX_REDIRECTS) throw new OutboundLimitError(`more than ${MAX_REDIRECTS} redirects from ${hop.url.origin}`);
+    if (redirects >= MAX_REDIRECTS)
+      throw new OutboundLimitError(`more than ${MAX_REDIRECTS} redirects from ${hop.url.origin}`);
     hop = redirected(hop, response.status, new URL(location, hop.url));
   }
 }
@@ -167,10 +197,13 @@ async function guardedFetch(request: Request, options: OutboundOptions, agent: A
 /** The next hop as fetch builds it: 303 (and 301/302 after POST) become a GET; credentials stay with their origin. */
 function redirected(hop: Hop, status: number, url: URL): Hop {
   const headers = { ...hop.headers };
-  if (url.origin !== hop.url.origin) for (const name of ['authorization', 'cookie', 'proxy-authorization']) delete headers[name];
-  const toGet = (status === 303 && hop.method !== 'HEAD') || ((status === 301 || status === 302) && hop.method === 'POST');
+  if (url.origin !== hop.url.origin)
+    for (const name of ['authorization', 'cookie', 'proxy-authorization']) delete headers[name];
+  const toGet =
+    (status === 303 && hop.method !== 'HEAD') || ((status === 301 || status === 302) && hop.method === 'POST');
   if (!toGet) return { ...hop, url, headers };
-  for (const name of ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location']) delete headers[name];
+  for (const name of ['content-type', 'content-length', 'content-encoding', 'content-language', 'content-location'])
+    delete headers[name];
   return { url, method: 'GET', headers };
 }
 
@@ -196,7 +229,9 @@ async function send(hop: Hop, signal: AbortSignal, options: OutboundOptions, age
   const abort = () => stream.destroy(signal.reason);
   signal.addEventListener('abort', abort, { once: true });
   try {
-    const [head] = (await once(stream, 'response')) as [{ statusCode: number; statusMessage?: string; rawHeaders: string[] }];
+    const [head] = (await once(stream, 'response')) as [
+      { statusCode: number; statusMessage?: string; rawHeaders: string[] },
+    ];
     const body = await readCapped(stream, head.rawHeaders, url, options.maxResponseBytes);
     return toResponse(head, NULL_BODY_STATUSES.has(head.statusCode) || hop.method === 'HEAD' ? null : body);
   } catch (error) {
@@ -223,7 +258,10 @@ async function readCapped(stream: Readable, rawHeaders: string[], url: URL, limi
   return Buffer.concat(chunks);
 }
 
-function toResponse(head: { statusCode: number; statusMessage?: string; rawHeaders: string[] }, body: Buffer | null): Response {
+function toResponse(
+  head: { statusCode: number; statusMessage?: string; rawHeaders: string[] },
+  body: Buffer | null,
+): Response {
   const headers = new Headers();
   for (let index = 0; index < head.rawHeaders.length; index += 2) {
     const name = head.rawHeaders[index];
@@ -250,7 +288,9 @@ function fetchError(error: unknown, url: URL, signal: AbortSignal): unknown {
     if (cause instanceof OutboundRefusedError || cause instanceof OutboundLimitError) return cause;
   }
   const code = (error as { code?: unknown }).code;
-  return new TypeError(`outbound request to ${url.origin} failed${typeof code === 'string' ? ` (${code})` : ''}`, { cause: error });
+  return new TypeError(`outbound request to ${url.origin} failed${typeof code === 'string' ? ` (${code})` : ''}`, {
+    cause: error,
+  });
 }
 
 async function getJson(fetch: Outbound['fetch'], input: string | URL): Promise<unknown> {

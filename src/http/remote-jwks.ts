@@ -1,4 +1,11 @@
-import { createLocalJWKSet, errors as joseErrors, jwtVerify, type JSONWebKeySet, type JWTPayload, type JWTVerifyOptions } from 'jose';
+import {
+  createLocalJWKSet,
+  errors as joseErrors,
+  jwtVerify,
+  type JSONWebKeySet,
+  type JWTPayload,
+  type JWTVerifyOptions,
+} from 'jose';
 import type { Outbound } from './outbound.js';
 
 /** Keys are re-read this often, and at most this often when a token names a key not (yet) known. */

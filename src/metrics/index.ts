@@ -43,9 +43,26 @@ const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests = new Histogram({ name: 'arbiter_http_request_duration_seconds', help: 'HTTP requests by endpoint, method and status', labelNames: ['endpoint', 'method', 'status'], buckets: SECONDS, registers: [this.registry] });
-  private readonly decisions = new Histogram({ name: 'arbiter_policy_decision_duration_seconds', help: 'Policy decisions by point and outcome (allow, deny, error), engine time included', labelNames: ['point', 'outcome'], buckets: SECONDS, registers: [this.registry] });
-  private readonly decided = new Counter({ name: 'arbiter_policy_decisions_total', help: 'Policy decisions by point, outcome and where Rego was evaluated (in-process, opa; a batch counts each of its decisions)', labelNames: ['point', 'outcome', 'rego'], registers: [this.registry] });
+  private readonly requests = new Histogram({
+    name: 'arbiter_http_request_duration_seconds',
+    help: 'HTTP requests by endpoint, method and status',
+    labelNames: ['endpoint', 'method', 'status'],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  private readonly decisions = new Histogram({
+    name: 'arbiter_policy_decision_duration_seconds',
+    help: 'Policy decisions by point and outcome (allow, deny, error), engine time included',
+    labelNames: ['point', 'outcome'],
+    buckets: SECONDS,
+    registers: [this.registry],
+  });
+  private readonly decided = new Counter({
+    name: 'arbiter_policy_decisions_total',
+    help: 'Policy decisions by point, outcome and where Rego was evaluated (in-process, opa; a batch counts each of its decisions)',
+    labelNames: ['point', 'outcome', 'rego'],
+    registers: [this.registry],
+  });
 
   constructor(store: Store, policy: () => PolicyEngine | undefined) {
     collectDefaultMetrics({ register: this.registry, prefix: 'arbiter_' });
@@ -57,8 +74,11 @@ export class Metrics {
       registers: [registry],
       async collect() {
         this.reset();
-        const revisions = await policy()?.revisions().catch(() => null);
-        if (revisions) this.set({ store: revisions.store, opa: revisions.opa ?? 'none' }, revisions.store === revisions.opa ? 1 : 0);
+        const revisions = await policy()
+          ?.revisions()
+          .catch(() => null);
+        if (revisions)
+          this.set({ store: revisions.store, opa: revisions.opa ?? 'none' }, revisions.store === revisions.opa ? 1 : 0);
       },
     });
     new Gauge({
@@ -67,7 +87,10 @@ export class Metrics {
       registers: [registry],
       async collect() {
         const started = process.hrtime.bigint();
-        const up = await store.ping().then(() => true, () => false);
+        const up = await store.ping().then(
+          () => true,
+          () => false,
+        );
         this.set(up ? Number(process.hrtime.bigint() - started) / 1e9 : -1);
       },
     });
@@ -93,7 +116,8 @@ export class Metrics {
 
   /** The engine, with every decision counted and timed by point and outcome. */
   observed(engine: PolicyEngine): PolicyEngine {
-    const outcomeOf = (outcome: DecisionOutcome) => (outcome.engineError ? 'error' : outcome.decision.allow ? 'allow' : 'deny');
+    const outcomeOf = (outcome: DecisionOutcome) =>
+      outcome.engineError ? 'error' : outcome.decision.allow ? 'allow' : 'deny';
     /** Each distinct label set once, with its count: a batch of 100 is a few increments, not 100. */
     const record = (point: DecisionPoint, outcomes: DecisionOutcome[], secondsEach: number) => {
       const counted = new Map<string, { outcome: string; rego: string; count: number }>();

@@ -61,7 +61,23 @@ export function providerTtl(ttl: TtlConfig): Configuration['ttl'] {
 const lifetimes: ConfigurationSlice = ({ config: { ttl } }) => ({ ttl: providerTtl(ttl) });
 
 /** Every slice, in order; later slices win on conflicting top-level keys. */
-export const SLICES: ConfigurationSlice[] = [protocol, secrets, lifetimes, clientAuthentication, refreshTokens, decisionClaims, resourceIndicators, authorizationParameters, policyConsent, interactionsSlice, accounts, introspectionPolicy, richAuthorizationRequests, outboundFetch, errorPages];
+export const SLICES: ConfigurationSlice[] = [
+  protocol,
+  secrets,
+  lifetimes,
+  clientAuthentication,
+  refreshTokens,
+  decisionClaims,
+  resourceIndicators,
+  authorizationParameters,
+  policyConsent,
+  interactionsSlice,
+  accounts,
+  introspectionPolicy,
+  richAuthorizationRequests,
+  outboundFetch,
+  errorPages,
+];
 
 export function providerConfiguration(context: ProviderContext): Configuration {
   return mergeSlices(SLICES, context);

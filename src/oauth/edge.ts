@@ -58,16 +58,30 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
   const signIn = [interactionRoutes({ config, store, sealer, providers, log })];
   const discovery = discoveryExtras(config.issuer, authorizationDetailsTypes);
   const table: EdgeRoute[] = [
-    { path: AUTHORIZE_PATH, uncached: true, middleware: authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }) },
+    {
+      path: AUTHORIZE_PATH,
+      uncached: true,
+      middleware: authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }),
+    },
     { path: AUTHORIZE_PATH, below: true, uncached: true, middleware: authorizationResumptionMiddleware() },
-    { path: TOKEN_PATH, uncached: true, middleware: tokenMiddleware({ providerFor, authorizationDetailsTypes, maxBodyBytes }) },
-    { path: INTROSPECT_PATH, uncached: true, middleware: introspectMiddleware({ store, policy, issuer: config.issuer, providerFor, maxBodyBytes }) },
+    {
+      path: TOKEN_PATH,
+      uncached: true,
+      middleware: tokenMiddleware({ providerFor, authorizationDetailsTypes, maxBodyBytes }),
+    },
+    {
+      path: INTROSPECT_PATH,
+      uncached: true,
+      middleware: introspectMiddleware({ store, policy, issuer: config.issuer, providerFor, maxBodyBytes }),
+    },
     { path: USERINFO_PATH, uncached: true, middleware: userinfoMiddleware(maxBodyBytes) },
     { path: REGISTER_PATH, uncached: true, middleware: registration.register },
     { path: REGISTER_PATH, below: true, middleware: registration.clientConfiguration },
     // What only Arbiter knows (its RAR types, its routers) added to oidc-provider's discovery document.
     { path: DISCOVERY_PATH, middleware: [discovery] },
-    ...(advertisedFeatures.umaPermission.enabled ? [{ path: UMA_CONFIGURATION_PATH, middleware: [umaConfigurationAsDiscovery, discovery] }] : []),
+    ...(advertisedFeatures.umaPermission.enabled
+      ? [{ path: UMA_CONFIGURATION_PATH, middleware: [umaConfigurationAsDiscovery, discovery] }]
+      : []),
     // Sign-in at the upstream identity provider.
     { path: INTERACTION_PATH, below: true, middleware: signIn },
     { path: UPSTREAM_CALLBACK_PATH, middleware: signIn },
@@ -78,9 +92,16 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
 /** Looks the request's path up in the table (exact paths first, then the rows for paths below one) and runs that row. */
 function routeTable(table: EdgeRoute[], provider: ArbiterMiddleware): ArbiterMiddleware {
   const run = (route: Pick<EdgeRoute, 'uncached' | 'middleware'>) =>
-    compose([...(route.uncached ? [noStore] : []), shallowJsonQuery, ...route.middleware, provider]) as ArbiterMiddleware;
+    compose([
+      ...(route.uncached ? [noStore] : []),
+      shallowJsonQuery,
+      ...route.middleware,
+      provider,
+    ]) as ArbiterMiddleware;
   const exact = new Map(table.filter((route) => !route.below).map((route) => [asMatched(route.path), run(route)]));
-  const below = table.filter((route) => route.below).map((route) => ({ prefix: `${asMatched(route.path)}/`, run: run(route) }));
+  const below = table
+    .filter((route) => route.below)
+    .map((route) => ({ prefix: `${asMatched(route.path)}/`, run: run(route) }));
   const elsewhere = run({ middleware: [] });
   return (ctx, next) => {
     const path = asMatched(ctx.path);

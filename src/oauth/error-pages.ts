@@ -2,7 +2,15 @@ import type { ErrorOut, KoaContextWithOIDC } from 'oidc-provider';
 import type { ConfigurationSlice } from './context.js';
 
 /** oidc-provider routes a person's browser visits: their errors may be an HTML page. */
-const BROWSER_ROUTES = new Set(['authorization', 'resume', 'end_session', 'end_session_confirm', 'end_session_success', 'code_verification', 'device_resume']);
+const BROWSER_ROUTES = new Set([
+  'authorization',
+  'resume',
+  'end_session',
+  'end_session_confirm',
+  'end_session_success',
+  'code_verification',
+  'device_resume',
+]);
 
 /**
  * oidc-provider renders any error as an HTML page when the request's Accept header prefers

@@ -6,5 +6,12 @@ export { createTenantProvider } from './provider.js';
 export { CLIENTS_COLLECTION, clientMetadata, type ClientRecord } from './clients/records.js';
 export { oauthEdge, type OAuthEdgeDeps } from './edge.js';
 export type { ArbiterContext, ArbiterMiddleware, ArbiterState } from './state.js';
-export { clientCallers, tokenCallers, type ClientCaller, type ClientCallers, type TokenCaller, type TokenCallers } from './shared/callers.js';
+export {
+  clientCallers,
+  tokenCallers,
+  type ClientCaller,
+  type ClientCallers,
+  type TokenCaller,
+  type TokenCallers,
+} from './shared/callers.js';
 export { inputParties } from './shared/parties.js';

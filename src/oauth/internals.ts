@@ -37,18 +37,36 @@ export function authorizationDetailsTypes(provider: Provider): Record<string, { 
 }
 
 /** 3. An access token, client-credentials token or refresh token by its value (for Bearer introspection callers). */
-export const findTokenByValue = findToken as (provider: Provider, value: string, hint?: string) => ReturnType<typeof findToken>;
+export const findTokenByValue = findToken as (
+  provider: Provider,
+  value: string,
+  hint?: string,
+) => ReturnType<typeof findToken>;
 
 /**
  * 3. How a presented client secret is compared with the stored one. Arbiter stores client
  * secrets only as BCrypt hashes; oidc-provider compares plain strings and has no hook for it,
  * so its Client model's comparison is replaced (on this provider's own Client class).
  */
-export function compareClientSecretsWith(provider: Provider, compare: (clientId: string, presented: string, stored: string) => Promise<boolean>): void {
-  const prototype = provider.Client.prototype as unknown as { clientSecret?: string; compareClientSecret(actual: string): Promise<boolean> };
-  if (typeof prototype.compareClientSecret !== 'function') throw new Error('oidc-provider Client#compareClientSecret is gone: see src/oauth/internals.ts');
-  prototype.compareClientSecret = async function compareClientSecret(this: { clientId: string; clientSecret?: string }, actual: string) {
-    return typeof this.clientSecret === 'string' && typeof actual === 'string' && compare(this.clientId, actual, this.clientSecret);
+export function compareClientSecretsWith(
+  provider: Provider,
+  compare: (clientId: string, presented: string, stored: string) => Promise<boolean>,
+): void {
+  const prototype = provider.Client.prototype as unknown as {
+    clientSecret?: string;
+    compareClientSecret(actual: string): Promise<boolean>;
+  };
+  if (typeof prototype.compareClientSecret !== 'function')
+    throw new Error('oidc-provider Client#compareClientSecret is gone: see src/oauth/internals.ts');
+  prototype.compareClientSecret = async function compareClientSecret(
+    this: { clientId: string; clientSecret?: string },
+    actual: string,
+  ) {
+    return (
+      typeof this.clientSecret === 'string' &&
+      typeof actual === 'string' &&
+      compare(this.clientId, actual, this.clientSecret)
+    );
   };
 }
 
@@ -63,10 +81,22 @@ export interface BuiltInGrant {
  * 4. oidc-provider's client_credentials, authorization_code and refresh_token handlers, to run
  * after Arbiter's policy steps instead of re-implementing what they verify and issue.
  */
-export function builtInGrant(provider: Provider, grantType: 'client_credentials' | 'authorization_code' | 'refresh_token'): BuiltInGrant {
+export function builtInGrant(
+  provider: Provider,
+  grantType: 'client_credentials' | 'authorization_code' | 'refresh_token',
+): BuiltInGrant {
   const grant = builtInGrants[grantType];
-  const helpers = Object.fromEntries(Object.entries(grantHelpers).map(([name, helper]) => [name, (helper as (...args: unknown[]) => unknown).bind(undefined, provider)]));
-  return { grantType: grant.grantType, parameters: grant.parameters, handle: (ctx) => grant.handler(provider, helpers, ctx) };
+  const helpers = Object.fromEntries(
+    Object.entries(grantHelpers).map(([name, helper]) => [
+      name,
+      (helper as (...args: unknown[]) => unknown).bind(undefined, provider),
+    ]),
+  );
+  return {
+    grantType: grant.grantType,
+    parameters: grant.parameters,
+    handle: (ctx) => grant.handler(provider, helpers, ctx),
+  };
 }
 
 /** A verified DPoP proof of the current request (RFC 9449 §4.3): its key's thumbprint. */

@@ -31,7 +31,11 @@ export async function loadProviderSecrets(store: Store, sealer: Sealer): Promise
   if (existing?.jwks && existing.cookieKeys) return { jwks: existing.jwks, cookieKeys: existing.cookieKeys };
   const generated = await generateSecrets();
   try {
-    await secrets.insert({ id: CURRENT, sealed: sealer.seal(JSON.stringify(generated)), createdAt: new Date().toISOString() });
+    await secrets.insert({
+      id: CURRENT,
+      sealed: sealer.seal(JSON.stringify(generated)),
+      createdAt: new Date().toISOString(),
+    });
     return generated;
   } catch (error) {
     // Another node generated them first: use theirs.

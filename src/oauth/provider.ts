@@ -14,7 +14,9 @@ export function createTenantProvider(context: ProviderContext): Provider {
   const documents = createClientDocuments({ config, store, tenant, policy, log });
   const provider = new Provider(config.issuer, {
     ...providerConfiguration(context),
-    adapter: createOidcAdapter(store, tenant, { Client: clientLookup(store, tenant, () => policy.authorizationDetailsTypes(), documents) }),
+    adapter: createOidcAdapter(store, tenant, {
+      Client: clientLookup(store, tenant, () => policy.authorizationDetailsTypes(), documents),
+    }),
   });
   provider.proxy = true;
   compareHashedClientSecrets(provider);

@@ -34,16 +34,24 @@ export interface AdvertisedFeature {
   metadata?: Readonly<Record<string, unknown>>;
 }
 
-export type AdvertisedFeatureName = 'umaResourceRegistration' | 'umaPermission' | 'clientIdMetadataDocuments' | 'pkcePlain';
+export type AdvertisedFeatureName =
+  'umaResourceRegistration' | 'umaPermission' | 'clientIdMetadataDocuments' | 'pkcePlain';
 
 export const advertisedFeatures: Readonly<Record<AdvertisedFeatureName, AdvertisedFeature>> = {
   /** UMA 2.0 resource registration (spec: UMA; src/uma). */
-  umaResourceRegistration: { enabled: true, endpoints: { resource_registration_endpoint: '/resource_registration/resource' } },
+  umaResourceRegistration: {
+    enabled: true,
+    endpoints: { resource_registration_endpoint: '/resource_registration/resource' },
+  },
   /**
    * UMA 2.0 permission tickets and the UMA grant (src/uma, token/grants/uma-ticket); the grant type is in
    * oidc-provider's own grant_types_supported. No UMA profile is implemented, so the list is empty.
    */
-  umaPermission: { enabled: true, endpoints: { permission_endpoint: '/permission' }, metadata: { uma_profiles_supported: [] } },
+  umaPermission: {
+    enabled: true,
+    endpoints: { permission_endpoint: '/permission' },
+    metadata: { uma_profiles_supported: [] },
+  },
   /** An https URL as client_id (spec: client ID metadata document rules; oauth/cimd). */
   clientIdMetadataDocuments: { enabled: true, metadata: { client_id_metadata_document_supported: true } },
   /** PKCE `plain` besides S256 (authorize/pkce-plain.ts); oidc-provider alone would say S256 only. */

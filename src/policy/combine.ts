@@ -7,28 +7,54 @@
  * - One applies → its decision.
  * - Neither → no decision: fail closed with engineError.
  */
-import { ENGINE_FAILURE_ERROR, type Decision, type DecisionInput, type DecisionOutcome, type DecisionPoint, type EngineVerdict } from './contract/types.js';
+import {
+  ENGINE_FAILURE_ERROR,
+  type Decision,
+  type DecisionInput,
+  type DecisionOutcome,
+  type DecisionPoint,
+  type EngineVerdict,
+} from './contract/types.js';
 import type { CedarOutputs, CedarVerdict } from './cedar/driver.js';
 import type { RegoVerdict } from './opa/driver.js';
 
-export function combine(point: DecisionPoint, input: DecisionInput, rego: RegoVerdict, cedarVerdict: CedarVerdict): DecisionOutcome {
+export function combine(
+  point: DecisionPoint,
+  input: DecisionInput,
+  rego: RegoVerdict,
+  cedarVerdict: CedarVerdict,
+): DecisionOutcome {
   const engines = {
     rego: regoSummary(rego),
     regoEvaluator: rego.inProcess ? ('in-process' as const) : ('opa' as const),
     cedar: cedarSummary(cedarVerdict),
-    ...(cedarVerdict.kind === 'decided' && cedarVerdict.policies.length ? { cedarPolicies: cedarVerdict.policies } : {}),
+    ...(cedarVerdict.kind === 'decided' && cedarVerdict.policies.length
+      ? { cedarPolicies: cedarVerdict.policies }
+      : {}),
   };
   const failure = rego.kind === 'failed' ? rego.reason : cedarVerdict.kind === 'failed' ? cedarVerdict.reason : null;
   if (failure) return { ...failClosed(point, input, failure), engines };
   const decision = decisionOf(rego, cedarVerdict);
-  if (!decision) return { ...failClosed(point, input, `no policy decision for ${point} (data.arbiter.${point}.decision is undefined and no Cedar policy applies)`), engines };
+  if (!decision)
+    return {
+      ...failClosed(
+        point,
+        input,
+        `no policy decision for ${point} (data.arbiter.${point}.decision is undefined and no Cedar policy applies)`,
+      ),
+      engines,
+    };
   return { point, decision, input, engines };
 }
 
 export function failClosed(point: DecisionPoint, input: DecisionInput, reason: string): DecisionOutcome {
   return {
     point,
-    decision: { allow: false, error: ENGINE_FAILURE_ERROR, error_description: 'the policy engine could not decide this request; try again later' },
+    decision: {
+      allow: false,
+      error: ENGINE_FAILURE_ERROR,
+      error_description: 'the policy engine could not decide this request; try again later',
+    },
     input,
     engineError: reason,
   };

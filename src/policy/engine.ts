@@ -124,7 +124,13 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
 
   constructor(private readonly parts: EngineParts) {
     this.opa = new OpaDriver(parts.opaUrl, parts.config.policyDecisionTimeoutMs, parts.opaToken);
-    this.inProcess = parts.config.policyRegoInProcess ? new InProcessRego(parts.opaBinary, (snapshot) => parts.snapshots.bundle(snapshot), parts.log.child({ component: 'rego-in-process' })) : null;
+    this.inProcess = parts.config.policyRegoInProcess
+      ? new InProcessRego(
+          parts.opaBinary,
+          (snapshot) => parts.snapshots.bundle(snapshot),
+          parts.log.child({ component: 'rego-in-process' }),
+        )
+      : null;
     this.snapshotMaxAgeMs = Math.min(parts.config.policyPollMinSeconds, 1) * 1000;
   }
 
@@ -141,9 +147,13 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     if (problem) return this.failed(point, input, `invalid decision input for ${point}: ${problem}`);
     try {
       const snapshot = await this.snapshotOrFailure();
-      const [rego, cedarVerdict] = await Promise.all([this.regoVerdict(snapshot, point, input), this.cedarVerdict(snapshot, point, input)]);
+      const [rego, cedarVerdict] = await Promise.all([
+        this.regoVerdict(snapshot, point, input),
+        this.cedarVerdict(snapshot, point, input),
+      ]);
       const outcome = combine(point, input, rego, cedarVerdict);
-      if (outcome.engineError) this.parts.log.warn({ point, engineError: outcome.engineError }, 'policy decision failed closed');
+      if (outcome.engineError)
+        this.parts.log.warn({ point, engineError: outcome.engineError }, 'policy decision failed closed');
       return outcome;
     } catch (error) {
       return this.failed(point, input, `unexpected policy engine error: ${(error as Error).message}`);
@@ -169,7 +179,9 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
         return outcome;
       });
     } catch (error) {
-      return inputs.map((input) => this.failed(point, input, `unexpected policy engine error: ${(error as Error).message}`));
+      return inputs.map((input) =>
+        this.failed(point, input, `unexpected policy engine error: ${(error as Error).message}`),
+      );
     }
   }
 
@@ -177,9 +189,14 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     const problem = checkInput(point, input);
     const invalid = { kind: 'failed', reason: `invalid decision input for ${point}: ${problem}` } as const;
     if (problem) return explanationOf(point, input, { verdict: invalid, trace: [] }, invalid, () => []);
-    const [rego, cedarVerdict] = await Promise.all([this.opa.explain(point, input), this.snapshotOrFailure().then((snapshot) => this.cedarVerdict(snapshot, point, input))]);
+    const [rego, cedarVerdict] = await Promise.all([
+      this.opa.explain(point, input),
+      this.snapshotOrFailure().then((snapshot) => this.cedarVerdict(snapshot, point, input)),
+    ]);
     const snapshot = this.parts.snapshots.lastKnown();
-    return explanationOf(point, input, rego, cedarVerdict, (ids) => (snapshot ? this.cedar.policyTexts(snapshot, ids) : []));
+    return explanationOf(point, input, rego, cedarVerdict, (ids) =>
+      snapshot ? this.cedar.policyTexts(snapshot, ids) : [],
+    );
   }
 
   async isReady(): Promise<boolean> {
@@ -187,7 +204,10 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   }
 
   async revisions(): Promise<{ store: string; opa: string | null; inProcess: string | null }> {
-    const [snapshot, opa] = await Promise.all([this.parts.snapshots.current(0), this.opa.activeRevision(OPA_BUNDLE_NAME)]);
+    const [snapshot, opa] = await Promise.all([
+      this.parts.snapshots.current(0),
+      this.opa.activeRevision(OPA_BUNDLE_NAME),
+    ]);
     // Reading the revision is also the moment to start compiling it, so that it is ready early.
     this.inProcess?.compiledFor(snapshot);
     return { store: snapshot.revision, opa, inProcess: this.inProcess?.revision ?? null };
@@ -224,19 +244,30 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   }
 
   /** In process when this revision is compiled and the evaluation completes there; else OPA's answer. */
-  private async regoVerdict(snapshot: PolicySnapshot | Error, point: DecisionPoint, input: DecisionInput): Promise<RegoVerdict> {
+  private async regoVerdict(
+    snapshot: PolicySnapshot | Error,
+    point: DecisionPoint,
+    input: DecisionInput,
+  ): Promise<RegoVerdict> {
     const compiled = snapshot instanceof Error ? null : this.inProcess?.compiledFor(snapshot);
     return compiled?.evaluate(point, input) ?? this.opa.evaluate(point, input);
   }
 
   /** A batch: what the compiled module decides, and the rest in one OPA query. */
-  private async regoVerdicts(snapshot: PolicySnapshot | Error, point: DecisionPoint, inputs: DecisionInput[]): Promise<RegoVerdict[]> {
+  private async regoVerdicts(
+    snapshot: PolicySnapshot | Error,
+    point: DecisionPoint,
+    inputs: DecisionInput[],
+  ): Promise<RegoVerdict[]> {
     if (!inputs.length) return [];
     const compiled = snapshot instanceof Error ? null : this.inProcess?.compiledFor(snapshot);
     const verdicts = inputs.map((input) => compiled?.evaluate(point, input) ?? null);
     const leftIndexes = verdicts.flatMap((verdict, index) => (verdict ? [] : [index]));
     if (!leftIndexes.length) return verdicts as RegoVerdict[];
-    const fromOpa = await this.opa.evaluateAll(point, leftIndexes.map((index) => inputs[index]));
+    const fromOpa = await this.opa.evaluateAll(
+      point,
+      leftIndexes.map((index) => inputs[index]),
+    );
     leftIndexes.forEach((index, position) => (verdicts[index] = fromOpa[position]));
     return verdicts as RegoVerdict[];
   }

@@ -39,13 +39,21 @@ export function explanationOf(
     engines: {
       rego: {
         verdict: outcome.engines?.rego ?? 'error',
-        ...(rego.verdict.kind === 'failed' ? { reason: rego.verdict.reason } : rego.verdict.kind === 'undefined' ? { reason: `data.arbiter.${point}.decision is undefined for this input` } : {}),
+        ...(rego.verdict.kind === 'failed'
+          ? { reason: rego.verdict.reason }
+          : rego.verdict.kind === 'undefined'
+            ? { reason: `data.arbiter.${point}.decision is undefined for this input` }
+            : {}),
         rules: rulesThatSucceeded(rego.trace),
         trace: rego.trace.slice(0, MAX_TRACE_LINES),
       },
       cedar: {
         verdict: outcome.engines?.cedar ?? 'error',
-        ...(cedarVerdict.kind === 'failed' ? { reason: cedarVerdict.reason } : cedarVerdict.kind === 'none' ? { reason: 'no Cedar policy covers this action' } : {}),
+        ...(cedarVerdict.kind === 'failed'
+          ? { reason: cedarVerdict.reason }
+          : cedarVerdict.kind === 'none'
+            ? { reason: 'no Cedar policy covers this action' }
+            : {}),
         policies: cedarTexts(cedarPolicies),
         errors: cedarVerdict.kind === 'decided' ? cedarVerdict.evaluationErrors : [],
       },

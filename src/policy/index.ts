@@ -3,7 +3,13 @@
  * The contract (inputs per decision point, result) is documented in docs/policy.md.
  */
 export * from './contract/types.js';
-export { createPolicyEngine, waitUntilReady, type PolicyEngine, type PolicyEngineOptions, type RunningPolicyEngine } from './engine.js';
+export {
+  createPolicyEngine,
+  waitUntilReady,
+  type PolicyEngine,
+  type PolicyEngineOptions,
+  type RunningPolicyEngine,
+} from './engine.js';
 export { seedDefaultPolicies, readPolicyPack, POLICY_PACK_DIR, type PolicyPack } from './seed.js';
 export { requestInput, withoutCredentials, type RequestInputParts } from './contract/request-input.js';
 export { inputSchema, RESULT_SCHEMA, checkInput, checkResult } from './contract/schemas.js';

@@ -35,7 +35,10 @@ export async function readPolicyPack(dir = POLICY_PACK_DIR): Promise<PolicyPack>
     if (path.endsWith('.rego') || path.endsWith('.cedar')) {
       pack.rules.push({ kind: path.endsWith('.rego') ? 'rego' : 'cedar', path, content: await readFile(file, 'utf8') });
     } else if (path.endsWith('/data.json')) {
-      pack.data.push({ dataKey: path.slice(0, -'/data.json'.length).replaceAll('/', '.'), payload: await readFile(file, 'utf8') });
+      pack.data.push({
+        dataKey: path.slice(0, -'/data.json'.length).replaceAll('/', '.'),
+        payload: await readFile(file, 'utf8'),
+      });
     }
   }
   return pack;

@@ -22,7 +22,10 @@ export class Sealer {
 
   static async open(store: Store, configuredKey: string | null): Promise<Sealer> {
     const development = await developmentKey(store, configuredKey === null);
-    const keys = [...(configuredKey ? [Buffer.from(configuredKey, 'base64url')] : []), ...(development ? [development] : [])];
+    const keys = [
+      ...(configuredKey ? [Buffer.from(configuredKey, 'base64url')] : []),
+      ...(development ? [development] : []),
+    ];
     return new Sealer(keys, configuredKey !== null);
   }
 
@@ -36,7 +39,10 @@ export class Sealer {
   /** The plain value; a value that is not sealed (written before sealing existed) is returned as it is. */
   unseal(value: string): string {
     if (!value.startsWith(PREFIX)) return value;
-    const [iv, tag, sealed] = value.slice(PREFIX.length).split('.').map((part) => Buffer.from(part, 'base64url'));
+    const [iv, tag, sealed] = value
+      .slice(PREFIX.length)
+      .split('.')
+      .map((part) => Buffer.from(part, 'base64url'));
     for (const key of this.keys) {
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, iv);

@@ -148,5 +148,10 @@ export class StoreUnavailableError extends Error implements Unavailable {
 
 /** Also recognises a StoreUnavailableError from a second copy of this module (see open.ts). */
 export function isStoreUnavailable(error: unknown): error is StoreUnavailableError {
-  return error instanceof StoreUnavailableError || (error instanceof Error && error.name === 'StoreUnavailableError' && typeof (error as { reason?: unknown }).reason === 'string');
+  return (
+    error instanceof StoreUnavailableError ||
+    (error instanceof Error &&
+      error.name === 'StoreUnavailableError' &&
+      typeof (error as { reason?: unknown }).reason === 'string')
+  );
 }

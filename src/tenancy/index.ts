@@ -92,7 +92,9 @@ export function requireKnownTenant(registry: TenantRegistry): Middleware<TenantS
   return async (ctx, next) => {
     if (!(await registry.exists(ctx.state.tenant.name))) {
       ctx.state.tenantUnknown = true;
-      throw new HttpError(400, 'invalid_request', 'X-Tenant-Id names no tenant of this server', { field: 'X-Tenant-Id' });
+      throw new HttpError(400, 'invalid_request', 'X-Tenant-Id names no tenant of this server', {
+        field: 'X-Tenant-Id',
+      });
     }
     await next();
   };

@@ -1,4 +1,11 @@
-import type { ClientInput, DecisionOutcome, DelegationGrantInput, PolicyEngine, RequestInput, SubjectInput } from '../policy/index.js';
+import type {
+  ClientInput,
+  DecisionOutcome,
+  DelegationGrantInput,
+  PolicyEngine,
+  RequestInput,
+  SubjectInput,
+} from '../policy/index.js';
 import type { Store } from '../store/index.js';
 import { findResource, resourceInput } from './resources.js';
 import type { RequestedPermission } from './tickets.js';
@@ -23,17 +30,30 @@ export interface PermissionAnswer {
  * One `uma_permission` decision per permission (each names one resource, its owner included),
  * asked concurrently. What is granted is the decision's scopes within those asked for.
  */
-export async function decidePermissions(store: Store, policy: PolicyEngine, question: PermissionQuestion, permissions: RequestedPermission[]): Promise<PermissionAnswer[]> {
+export async function decidePermissions(
+  store: Store,
+  policy: PolicyEngine,
+  question: PermissionQuestion,
+  permissions: RequestedPermission[],
+): Promise<PermissionAnswer[]> {
   return Promise.all(
     permissions.map(async (permission) => {
-      const [resource, delegations] = await Promise.all([findResource(store, question.tenant, permission.resource_id), question.delegations?.(permission.resource_id)]);
+      const [resource, delegations] = await Promise.all([
+        findResource(store, question.tenant, permission.resource_id),
+        question.delegations?.(permission.resource_id),
+      ]);
       const outcome = await policy.decide('uma_permission', {
         tenant: question.tenant,
         client: question.client,
         subject: question.subject,
         ...(delegations ? { delegations } : {}),
         request: question.request,
-        permission: { operation: question.operation, resource_id: permission.resource_id, resource_scopes: permission.resource_scopes, resource: resourceInput(resource) },
+        permission: {
+          operation: question.operation,
+          resource_id: permission.resource_id,
+          resource_scopes: permission.resource_scopes,
+          resource: resourceInput(resource),
+        },
         time: new Date().toISOString(),
       });
       return { permission, outcome };

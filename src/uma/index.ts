@@ -6,6 +6,18 @@ export { umaRouter, PROTECTION } from './router.js';
 export type { UmaDeps } from './deps.js';
 export { RESOURCE_REGISTRATION_PATH } from './registration.js';
 export { PERMISSION_PATH } from './permission.js';
-export { UMA_RESOURCES_COLLECTION, findResource, resourceInput, type ResourceOwner, type UmaResourceRecord } from './resources.js';
-export { PERMISSION_TICKETS_COLLECTION, findTicket, redeemTicket, type RequestedPermission, type TicketRecord } from './tickets.js';
+export {
+  UMA_RESOURCES_COLLECTION,
+  findResource,
+  resourceInput,
+  type ResourceOwner,
+  type UmaResourceRecord,
+} from './resources.js';
+export {
+  PERMISSION_TICKETS_COLLECTION,
+  findTicket,
+  redeemTicket,
+  type RequestedPermission,
+  type TicketRecord,
+} from './tickets.js';
 export { decidePermissions, grantedScopes, type PermissionAnswer, type PermissionQuestion } from './decide.js';

@@ -19,24 +19,40 @@ export const PERMISSION_PATH = '/permission';
  * owner's resources (one permission, or an array of them). Each permission is put to the
  * `uma_permission` decision (operation `ticket`); any refusal refuses the ticket.
  */
-export function permissionRoutes(router: Router<ArbiterState>, deps: UmaDeps, ownerOf: (ctx: ArbiterContext) => Promise<ResourceOwner>): void {
+export function permissionRoutes(
+  router: Router<ArbiterState>,
+  deps: UmaDeps,
+  ownerOf: (ctx: ArbiterContext) => Promise<ResourceOwner>,
+): void {
   router.post(PERMISSION_PATH, async (ctx) => {
     const owner = await ownerOf(ctx);
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
     assertValid<RequestedPermission | RequestedPermission[]>(PERMISSION_REQUEST, body);
     const permissions = Array.isArray(body) ? body : [body];
     const tenant = ctx.state.tenant.name;
-    const answers = await decidePermissions(deps.store, deps.policy, {
-      operation: 'ticket',
-      tenant,
-      client: await deps.parties.client(tenant, owner.clientId, 'bearer'),
-      subject: owner.sub ? await deps.parties.subject(tenant, owner.sub) : null,
-      request: requestInput({ endpoint: PERMISSION_PATH, method: 'POST', parameters: Array.isArray(body) ? { permissions: body } : { ...body } }),
-    }, permissions);
+    const answers = await decidePermissions(
+      deps.store,
+      deps.policy,
+      {
+        operation: 'ticket',
+        tenant,
+        client: await deps.parties.client(tenant, owner.clientId, 'bearer'),
+        subject: owner.sub ? await deps.parties.subject(tenant, owner.sub) : null,
+        request: requestInput({
+          endpoint: PERMISSION_PATH,
+          method: 'POST',
+          parameters: Array.isArray(body) ? { permissions: body } : { ...body },
+        }),
+      },
+      permissions,
+    );
     recordDecision(ctx.state, ...answers.map((answer) => answer.outcome));
     const refused = answers.find((answer) => grantedScopes(answer).length === 0);
     if (refused) throw permissionDenial(refused);
-    const granted = answers.map((answer) => ({ resource_id: answer.permission.resource_id, resource_scopes: grantedScopes(answer) }));
+    const granted = answers.map((answer) => ({
+      resource_id: answer.permission.resource_id,
+      resource_scopes: grantedScopes(answer),
+    }));
     ctx.status = 201;
     ctx.body = { ticket: await issueTicket(deps.store, tenant, owner, granted, deps.ticketSeconds) };
   });
@@ -51,5 +67,7 @@ const UMA_DENIALS: DenyRules = {
 /** The refusal of a permission the policy denied (an engine failure: 503), or allowed with none of the requested scopes. */
 function permissionDenial({ outcome }: PermissionAnswer): HttpError {
   const refusal = refusalOf(outcome, UMA_DENIALS);
-  return refusal ? httpRefusal(refusal) : new HttpError(400, 'invalid_scope', 'the policy grants none of the requested scopes');
+  return refusal
+    ? httpRefusal(refusal)
+    : new HttpError(400, 'invalid_scope', 'the policy grants none of the requested scopes');
 }

@@ -6,7 +6,14 @@ import { readJsonBody } from '../http/body.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
 import type { Store, StoredDoc } from '../store/index.js';
-import { ownedResource, ownerFilter, resourceDescription, umaResources, type ResourceOwner, type UmaResourceRecord } from './resources.js';
+import {
+  ownedResource,
+  ownerFilter,
+  resourceDescription,
+  umaResources,
+  type ResourceOwner,
+  type UmaResourceRecord,
+} from './resources.js';
 import { RESOURCE_DESCRIPTION, type ResourceDescription } from './schemas.js';
 import type { UmaDeps } from './deps.js';
 
@@ -17,7 +24,11 @@ export const RESOURCE_REGISTRATION_PATH = '/resource_registration/resource';
  * deletes the resources it protects for their owner (the caller of its PAT). Another owner's
  * resource answers 404, exactly as an unknown one.
  */
-export function resourceRegistrationRoutes(router: Router<ArbiterState>, deps: UmaDeps, ownerOf: (ctx: ArbiterContext) => Promise<ResourceOwner>): void {
+export function resourceRegistrationRoutes(
+  router: Router<ArbiterState>,
+  deps: UmaDeps,
+  ownerOf: (ctx: ArbiterContext) => Promise<ResourceOwner>,
+): void {
   const { store } = deps;
   const description = async (ctx: ArbiterContext) => {
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
@@ -34,7 +45,13 @@ export function resourceRegistrationRoutes(router: Router<ArbiterState>, deps: U
   router.post(RESOURCE_REGISTRATION_PATH, async (ctx) => {
     const owner = await ownerOf(ctx);
     const body = await description(ctx);
-    const record = await umaResources(store, ctx.state.tenant.name).insert({ id: randomUUID(), ...fieldsOf(body), ownerSub: owner.sub, ownerClientId: owner.clientId, createdAt: new Date().toISOString() });
+    const record = await umaResources(store, ctx.state.tenant.name).insert({
+      id: randomUUID(),
+      ...fieldsOf(body),
+      ownerSub: owner.sub,
+      ownerClientId: owner.clientId,
+      createdAt: new Date().toISOString(),
+    });
     ctx.status = 201;
     ctx.set('Location', `${deps.issuer}${RESOURCE_REGISTRATION_PATH}/${record.id}`);
     ctx.body = { _id: record.id };
@@ -42,7 +59,9 @@ export function resourceRegistrationRoutes(router: Router<ArbiterState>, deps: U
 
   router.get(RESOURCE_REGISTRATION_PATH, async (ctx) => {
     const owner = await ownerOf(ctx);
-    const records = await umaResources(store, ctx.state.tenant.name).find(ownerFilter(owner), { sort: { field: 'createdAt', direction: 'asc' } });
+    const records = await umaResources(store, ctx.state.tenant.name).find(ownerFilter(owner), {
+      sort: { field: 'createdAt', direction: 'asc' },
+    });
     ctx.body = records.map((record) => record.id);
   });
 
@@ -65,15 +84,32 @@ export function resourceRegistrationRoutes(router: Router<ArbiterState>, deps: U
   });
 }
 
-function fieldsOf(body: ResourceDescription): Pick<UmaResourceRecord, 'name' | 'type' | 'resourceScopes' | 'description' | 'iconUri'> {
-  return { name: body.name ?? null, type: body.type ?? null, resourceScopes: body.resource_scopes ?? [], description: body.description ?? null, iconUri: body.icon_uri ?? null };
+function fieldsOf(
+  body: ResourceDescription,
+): Pick<UmaResourceRecord, 'name' | 'type' | 'resourceScopes' | 'description' | 'iconUri'> {
+  return {
+    name: body.name ?? null,
+    type: body.type ?? null,
+    resourceScopes: body.resource_scopes ?? [],
+    description: body.description ?? null,
+    iconUri: body.icon_uri ?? null,
+  };
 }
 
 /** The spec's scope ceiling: a resource of a type the Admin API defines with scopes may name only those. */
 async function assertWithinTypeCeiling(store: Store, tenant: string, body: ResourceDescription): Promise<void> {
   if (!body.type) return;
-  const definition = await resourceTypeRecords<StoredDoc & { typeUri: string; scopes?: string[] }>(store, tenant).findOne({ typeUri: body.type });
+  const definition = await resourceTypeRecords<StoredDoc & { typeUri: string; scopes?: string[] }>(
+    store,
+    tenant,
+  ).findOne({ typeUri: body.type });
   if (!Array.isArray(definition?.scopes)) return;
   const beyond = (body.resource_scopes ?? []).filter((scope) => !definition.scopes!.includes(scope));
-  if (beyond.length) throw new HttpError(400, 'invalid_scope', `resource_scopes beyond the scopes of type ${body.type}: ${beyond.join(' ')}`, { field: 'resource_scopes' });
+  if (beyond.length)
+    throw new HttpError(
+      400,
+      'invalid_scope',
+      `resource_scopes beyond the scopes of type ${body.type}: ${beyond.join(' ')}`,
+      { field: 'resource_scopes' },
+    );
 }

@@ -20,7 +20,10 @@ export interface UmaResourceRecord extends StoredDoc {
   createdAt: string;
 }
 
-export const UMA_RESOURCES_COLLECTION: CollectionSpec = { name: 'uma_resources', indexes: ['ownerSub', 'ownerClientId'] };
+export const UMA_RESOURCES_COLLECTION: CollectionSpec = {
+  name: 'uma_resources',
+  indexes: ['ownerSub', 'ownerClientId'],
+};
 
 export function umaResources(store: Store, tenant: string): TenantCollection<UmaResourceRecord> {
   return store.collection<UmaResourceRecord>(UMA_RESOURCES_COLLECTION, tenant);
@@ -32,7 +35,12 @@ export function ownerFilter(owner: ResourceOwner): { ownerSub: string | null; ow
 }
 
 /** The caller's own resource, or null: another owner's resource is not revealed. */
-export async function ownedResource(store: Store, tenant: string, owner: ResourceOwner, id: string): Promise<UmaResourceRecord | null> {
+export async function ownedResource(
+  store: Store,
+  tenant: string,
+  owner: ResourceOwner,
+  id: string,
+): Promise<UmaResourceRecord | null> {
   const record = await umaResources(store, tenant).get(id);
   return record && record.ownerSub === owner.sub && record.ownerClientId === owner.clientId ? record : null;
 }
@@ -57,6 +65,13 @@ export function resourceInput(record: UmaResourceRecord | null): UmaResourceInpu
 
 /** The resource description as the UMA API answers it. */
 export function resourceDescription(record: UmaResourceRecord): Record<string, unknown> {
-  const description: Record<string, unknown> = { _id: record.id, name: record.name, type: record.type, resource_scopes: record.resourceScopes, description: record.description, icon_uri: record.iconUri };
+  const description: Record<string, unknown> = {
+    _id: record.id,
+    name: record.name,
+    type: record.type,
+    resource_scopes: record.resourceScopes,
+    description: record.description,
+    icon_uri: record.iconUri,
+  };
   return Object.fromEntries(Object.entries(description).filter(([, value]) => value !== null));
 }

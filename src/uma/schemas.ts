@@ -1,7 +1,12 @@
 /** JSON schemas of the UMA API's request bodies (checked with ajv; a 400 names the field). */
 
 /** A scope: RFC 6749 scope-token characters (a URI is fine), no spaces. */
-export const scopeName = { type: 'string', minLength: 1, maxLength: 256, pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$' } as const;
+export const scopeName = {
+  type: 'string',
+  minLength: 1,
+  maxLength: 256,
+  pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$',
+} as const;
 
 const scopeList = { type: 'array', maxItems: 100, uniqueItems: true, items: scopeName } as const;
 

@@ -26,7 +26,13 @@ export const PERMISSION_TICKETS_COLLECTION: CollectionSpec = { name: 'uma_ticket
 const tickets = (store: Store, tenant: string) => store.collection<TicketRecord>(PERMISSION_TICKETS_COLLECTION, tenant);
 
 /** Stores a new ticket for these permissions; returns its value (shown once, stored as a digest). */
-export async function issueTicket(store: Store, tenant: string, owner: { sub: string | null; clientId: string }, permissions: RequestedPermission[], lifetimeSeconds: number): Promise<string> {
+export async function issueTicket(
+  store: Store,
+  tenant: string,
+  owner: { sub: string | null; clientId: string },
+  permissions: RequestedPermission[],
+  lifetimeSeconds: number,
+): Promise<string> {
   const value = randomBytes(32).toString('base64url');
   const now = Date.now();
   await tickets(store, tenant).insert({
@@ -50,5 +56,8 @@ export async function findTicket(store: Store, tenant: string, value: string): P
 
 /** Marks the ticket redeemed, atomically: true for exactly one of concurrent redemptions. */
 export async function redeemTicket(store: Store, tenant: string, ticket: TicketRecord): Promise<boolean> {
-  return (await tickets(store, tenant).update(ticket.id, { redeemedAt: new Date().toISOString() }, { redeemedAt: null })) !== null;
+  return (
+    (await tickets(store, tenant).update(ticket.id, { redeemedAt: new Date().toISOString() }, { redeemedAt: null })) !==
+    null
+  );
 }

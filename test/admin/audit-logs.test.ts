@@ -7,8 +7,19 @@ describe('Audit log', function () {
   before(async function () {
     // Its own server, so that counts are exact.
     server = await readyServer();
-    for (let n = 0; n < 25; n++) await server.admin('POST', '/subjects', { subjectId: `audited-${n}`, ...(n % 5 === 0 ? { tenantId: 'tenant-x' } : {}) });
-    await server.request('/token', { method: 'POST', headers: { Authorization: 'Basic ' + Buffer.from('nobody:secret-value').toString('base64'), 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials&client_secret=also-secret' });
+    for (let n = 0; n < 25; n++)
+      await server.admin('POST', '/subjects', {
+        subjectId: `audited-${n}`,
+        ...(n % 5 === 0 ? { tenantId: 'tenant-x' } : {}),
+      });
+    await server.request('/token', {
+      method: 'POST',
+      headers: {
+        Authorization: 'Basic ' + Buffer.from('nobody:secret-value').toString('base64'),
+        'Content-Type': 'application/x-www-form-urlencoded',
+      },
+      body: 'grant_type=client_credentials&client_secret=also-secret',
+    });
   });
   after(async function () {
     await server?.close();
@@ -49,7 +60,21 @@ describe('Audit log', function () {
     const { body } = await server.admin('GET', '/audit-logs?endpoint=/token');
     expect(body.totalElements).to.equal(1);
     const [entry] = body.content;
-    expect(entry).to.include.keys('id', 'endpoint', 'method', 'requestSummary', 'policyInput', 'policyDecision', 'outcome', 'tenantId', 'clientId', 'subjectId', 'ip', 'userAgent', 'createdAt');
+    expect(entry).to.include.keys(
+      'id',
+      'endpoint',
+      'method',
+      'requestSummary',
+      'policyInput',
+      'policyDecision',
+      'outcome',
+      'tenantId',
+      'clientId',
+      'subjectId',
+      'ip',
+      'userAgent',
+      'createdAt',
+    );
     expect(entry.method).to.equal('POST');
     expect(entry.outcome).to.equal('deny');
     expect(entry.requestSummary.authType).to.equal('basic');
@@ -82,7 +107,9 @@ describe('Audit log', function () {
     expect((await server.admin('POST', '/subjects', { subjectId: 42 })).status).to.equal(400);
     const unauthorized = await server.request('/admin/api/subjects', { method: 'POST', json: { subjectId: 'x' } });
     expect(unauthorized.status).to.equal(401);
-    const [noKey, badBody, conflict] = (await server.admin('GET', '/audit-logs?endpoint=/admin/api/subjects&size=3&sort=id,desc')).body.content;
+    const [noKey, badBody, conflict] = (
+      await server.admin('GET', '/audit-logs?endpoint=/admin/api/subjects&size=3&sort=id,desc')
+    ).body.content;
     expect(conflict).to.deep.include({ outcome: 'deny' });
     expect(conflict.requestSummary).to.include({ status: 409, error: 'conflict' });
     expect(badBody.requestSummary).to.include({ status: 400, error: 'invalid_request' });

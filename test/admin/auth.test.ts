@@ -13,8 +13,16 @@ describe('Admin API key', function () {
     ['with a key that is a prefix of the real one', { 'X-Admin-API-Key': 'test-admin-key' }],
   ] as const) {
     it(`answers 401 ${label}, for reads and writes`, async function () {
-      for (const [method, path] of [['GET', '/admin/api/clients'], ['POST', '/admin/api/subjects'], ['GET', '/admin/api/audit-logs']]) {
-        const response = await server.request(path, { method, headers, ...(method === 'POST' ? { json: { subjectId: 'x' } } : {}) });
+      for (const [method, path] of [
+        ['GET', '/admin/api/clients'],
+        ['POST', '/admin/api/subjects'],
+        ['GET', '/admin/api/audit-logs'],
+      ]) {
+        const response = await server.request(path, {
+          method,
+          headers,
+          ...(method === 'POST' ? { json: { subjectId: 'x' } } : {}),
+        });
         expect(response.status, `${method} ${path}`).to.equal(401);
         expect(((await response.json()) as any).error).to.equal('unauthorized');
       }

@@ -31,7 +31,14 @@ const REGO = (n: number) => `package arbiter.sample${n}\n\nimport rego.v1\n\ndec
 const SAMPLES: Sample[] = [
   {
     path: 'identity-providers',
-    body: (n) => ({ issuer: `https://idp${n}.example.test`, idpId: `idp-${n}`, name: 'Upstream', clientId: 'arbiter', clientSecret: 'upstream-secret', scopes: ['openid', 'email'] }),
+    body: (n) => ({
+      issuer: `https://idp${n}.example.test`,
+      idpId: `idp-${n}`,
+      name: 'Upstream',
+      clientId: 'arbiter',
+      clientSecret: 'upstream-secret',
+      scopes: ['openid', 'email'],
+    }),
     key: (r) => r.idpId,
     unique: 'idpId',
     change: { name: 'Renamed upstream' },
@@ -39,7 +46,13 @@ const SAMPLES: Sample[] = [
   },
   {
     path: 'resource-servers',
-    body: (n, refs) => ({ resourceIndicator: `https://api${n}.example.test/`, name: 'API', capability: { introspect: true }, clientId: refs.clientInternalId, typeUris: ['urn:example:doc'] }),
+    body: (n, refs) => ({
+      resourceIndicator: `https://api${n}.example.test/`,
+      name: 'API',
+      capability: { introspect: true },
+      clientId: refs.clientInternalId,
+      typeUris: ['urn:example:doc'],
+    }),
     key: (r) => String(r.id),
     unique: 'resourceIndicator',
     change: { description: 'documents API' },
@@ -55,14 +68,26 @@ const SAMPLES: Sample[] = [
   },
   {
     path: 'resources',
-    body: (n, refs) => ({ resourceServerId: refs.resourceServerId, resourceTypeId: refs.resourceTypeId, resourceIdentifier: `doc-${n}`, scopes: ['read'] }),
+    body: (n, refs) => ({
+      resourceServerId: refs.resourceServerId,
+      resourceTypeId: refs.resourceTypeId,
+      resourceIdentifier: `doc-${n}`,
+      scopes: ['read'],
+    }),
     key: (r) => String(r.id),
     change: { scopes: ['read', 'write'] },
     bad: [{ resourceServerId: 1, resourceIdentifier: 'x' }, 'resourceTypeId'],
   },
   {
     path: 'clients',
-    body: (n) => ({ clientId: `client-${n}`, clientType: 'confidential', clientSecret: BCRYPT_HASH, redirectUris: ['https://app.example.test/cb'], clientName: 'App', scopes: ['read'] }),
+    body: (n) => ({
+      clientId: `client-${n}`,
+      clientType: 'confidential',
+      clientSecret: BCRYPT_HASH,
+      redirectUris: ['https://app.example.test/cb'],
+      clientName: 'App',
+      scopes: ['read'],
+    }),
     key: (r) => r.clientId,
     unique: 'clientId',
     change: { clientName: 'Renamed app' },
@@ -104,7 +129,10 @@ describe('Admin API collections', function () {
     server = await withServer();
     const client = await server.admin('POST', '/clients', SAMPLES[4].body(1000, {} as Refs));
     const type = await server.admin('POST', '/resource-types', SAMPLES[2].body(1000, {} as Refs));
-    const rs = await server.admin('POST', '/resource-servers', { resourceIndicator: 'https://refs.example.test/', clientId: client.body.id });
+    const rs = await server.admin('POST', '/resource-servers', {
+      resourceIndicator: 'https://refs.example.test/',
+      clientId: client.body.id,
+    });
     refs = { clientInternalId: client.body.id, resourceTypeId: type.body.id, resourceServerId: rs.body.id };
   });
 
@@ -128,7 +156,10 @@ describe('Admin API collections', function () {
         expect(listed.status).to.equal(200);
         expect(listed.body.map((record: any) => record.id)).to.include(created.body.id);
 
-        const replaced = await server.admin('PUT', `/${sample.path}/${encodeURIComponent(key)}`, { ...body, ...sample.change });
+        const replaced = await server.admin('PUT', `/${sample.path}/${encodeURIComponent(key)}`, {
+          ...body,
+          ...sample.change,
+        });
         expect(replaced.status, JSON.stringify(replaced.body)).to.equal(200);
         expect(replaced.body.id).to.equal(created.body.id);
         expect(replaced.body.createdAt).to.equal(created.body.createdAt);
@@ -152,7 +183,10 @@ describe('Admin API collections', function () {
       });
 
       it('refuses unknown fields with 400', async function () {
-        const response = await server.admin('POST', `/${sample.path}`, { ...sample.body(next(), refs), surprise: true });
+        const response = await server.admin('POST', `/${sample.path}`, {
+          ...sample.body(next(), refs),
+          surprise: true,
+        });
         expect(response.status).to.equal(400);
         expect(response.body.field).to.equal('surprise');
       });
@@ -189,7 +223,9 @@ describe('Admin API collections', function () {
       expect((await server.admin('GET', `/subjects/${created.body.id}`)).status).to.equal(404);
       const byQuery = await server.admin('GET', '/subjects?tenantId=tenant-c');
       expect(byQuery.body.map((s: any) => s.subjectId)).to.deep.equal(['tenant-only-user']);
-      const byHeader = await server.admin('GET', `/subjects/${created.body.id}`, undefined, { 'X-Tenant-Id': 'tenant-c' });
+      const byHeader = await server.admin('GET', `/subjects/${created.body.id}`, undefined, {
+        'X-Tenant-Id': 'tenant-c',
+      });
       expect(byHeader.status).to.equal(200);
       expect((await server.admin('DELETE', `/subjects/${created.body.id}`)).status).to.equal(404);
     });
@@ -204,7 +240,9 @@ describe('Admin API collections', function () {
 
     it('rejects a malformed tenant id with 400', async function () {
       expect((await server.admin('GET', '/subjects?tenantId=bad%20tenant')).status).to.equal(400);
-      const response = await server.request('/.well-known/openid-configuration', { headers: { 'X-Tenant-Id': '../etc' } });
+      const response = await server.request('/.well-known/openid-configuration', {
+        headers: { 'X-Tenant-Id': '../etc' },
+      });
       expect(response.status).to.equal(400);
       expect(((await response.json()) as any).error).to.equal('invalid_request');
     });
@@ -212,7 +250,11 @@ describe('Admin API collections', function () {
 
   describe('clients and secrets', function () {
     it('refuses a client secret that is not a BCrypt hash', async function () {
-      const response = await server.admin('POST', '/clients', { clientId: 'plain-secret', clientType: 'confidential', clientSecret: 'hunter2' });
+      const response = await server.admin('POST', '/clients', {
+        clientId: 'plain-secret',
+        clientType: 'confidential',
+        clientSecret: 'hunter2',
+      });
       expect(response.status).to.equal(400);
       expect(response.body.field).to.equal('clientSecret');
       expect(response.body.error_description).to.contain('BCrypt');
@@ -220,7 +262,11 @@ describe('Admin API collections', function () {
     });
 
     it('never returns a client secret or its hash', async function () {
-      const created = await server.admin('POST', '/clients', { clientId: 'hashed', clientType: 'confidential', clientSecret: BCRYPT_HASH });
+      const created = await server.admin('POST', '/clients', {
+        clientId: 'hashed',
+        clientType: 'confidential',
+        clientSecret: BCRYPT_HASH,
+      });
       const fetched = await server.admin('GET', '/clients/hashed');
       const listed = await server.admin('GET', '/clients');
       for (const body of [created.body, fetched.body, listed.body]) {
@@ -230,7 +276,10 @@ describe('Admin API collections', function () {
     });
 
     it('never returns an upstream identity provider secret', async function () {
-      const created = await server.admin('POST', '/identity-providers', { issuer: 'https://secretive.example.test', clientSecret: 'top-secret-value' });
+      const created = await server.admin('POST', '/identity-providers', {
+        issuer: 'https://secretive.example.test',
+        clientSecret: 'top-secret-value',
+      });
       expect(created.status).to.equal(201);
       expect(created.body.idpId).to.be.a('string').and.not.empty;
       expect(JSON.stringify(created.body)).not.to.contain('top-secret-value');
@@ -238,14 +287,29 @@ describe('Admin API collections', function () {
 
     it('keeps a stored secret when a replace leaves it out (it was never shown, so it cannot be sent back)', async function () {
       const secret = 'kept-secret';
-      await server.admin('POST', '/clients', { clientId: 'kept', clientType: 'confidential', clientSecret: bcrypt.hashSync(secret, 4), scopes: ['read'] });
-      const replaced = await server.admin('PUT', '/clients/kept', { clientId: 'kept', clientType: 'confidential', scopes: ['read'], clientName: 'Renamed' });
+      await server.admin('POST', '/clients', {
+        clientId: 'kept',
+        clientType: 'confidential',
+        clientSecret: bcrypt.hashSync(secret, 4),
+        scopes: ['read'],
+      });
+      const replaced = await server.admin('PUT', '/clients/kept', {
+        clientId: 'kept',
+        clientType: 'confidential',
+        scopes: ['read'],
+        clientName: 'Renamed',
+      });
       expect(replaced.status, JSON.stringify(replaced.body)).to.equal(200);
       expect(replaced.body).to.include({ clientName: 'Renamed' }).and.not.to.have.property('clientSecret');
       const token = await clientCredentials(server, 'kept', secret, { scope: 'read' });
       expect(token.status, JSON.stringify(token.body)).to.equal(200);
       // A secret that is sent replaces the stored one.
-      await server.admin('PUT', '/clients/kept', { clientId: 'kept', clientType: 'confidential', scopes: ['read'], clientSecret: bcrypt.hashSync('new-secret', 4) });
+      await server.admin('PUT', '/clients/kept', {
+        clientId: 'kept',
+        clientType: 'confidential',
+        scopes: ['read'],
+        clientSecret: bcrypt.hashSync('new-secret', 4),
+      });
       expect((await clientCredentials(server, 'kept', secret, { scope: 'read' })).status).to.equal(401);
       expect((await clientCredentials(server, 'kept', 'new-secret', { scope: 'read' })).status).to.equal(200);
     });
@@ -253,7 +317,11 @@ describe('Admin API collections', function () {
 
   describe('references', function () {
     it('refuses a resource whose resourceServerId names no resource server', async function () {
-      const response = await server.admin('POST', '/resources', { resourceServerId: 987654, resourceTypeId: refs.resourceTypeId, resourceIdentifier: 'x' });
+      const response = await server.admin('POST', '/resources', {
+        resourceServerId: 987654,
+        resourceTypeId: refs.resourceTypeId,
+        resourceIdentifier: 'x',
+      });
       expect(response.status).to.equal(400);
       expect(response.body.field).to.equal('resourceServerId');
     });
@@ -261,10 +329,20 @@ describe('Admin API collections', function () {
 
   describe('bad requests', function () {
     it('answers 400 for malformed JSON and 415 for a non-JSON body', async function () {
-      const malformed = await server.request('/admin/api/subjects', { method: 'POST', admin: true, headers: { 'Content-Type': 'application/json' }, body: '{"subjectId":' });
+      const malformed = await server.request('/admin/api/subjects', {
+        method: 'POST',
+        admin: true,
+        headers: { 'Content-Type': 'application/json' },
+        body: '{"subjectId":',
+      });
       expect(malformed.status).to.equal(400);
       expect(((await malformed.json()) as any).error_description).to.contain('JSON');
-      const form = await server.request('/admin/api/subjects', { method: 'POST', admin: true, headers: { 'Content-Type': 'text/plain' }, body: 'x' });
+      const form = await server.request('/admin/api/subjects', {
+        method: 'POST',
+        admin: true,
+        headers: { 'Content-Type': 'text/plain' },
+        body: 'x',
+      });
       expect(form.status).to.equal(415);
     });
 
@@ -288,7 +366,12 @@ describe('Admin API lists are paged', function () {
   before(async function () {
     server = await withServer();
     for (let index = 0; index < 5; index += 1) {
-      const created = await server.admin('POST', '/resource-types', { typeUri: `urn:paging:${tenant}:${index}`, name: `t${index}`, scopes: ['read'] }, { 'X-Tenant-Id': tenant });
+      const created = await server.admin(
+        'POST',
+        '/resource-types',
+        { typeUri: `urn:paging:${tenant}:${index}`, name: `t${index}`, scopes: ['read'] },
+        { 'X-Tenant-Id': tenant },
+      );
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
     }
   });
@@ -307,7 +390,9 @@ describe('Admin API lists are paged', function () {
       pages += 1;
     }
     expect(pages).to.equal(3);
-    expect(seen.filter((uri) => uri.startsWith(`urn:paging:${tenant}:`)).sort()).to.deep.equal([0, 1, 2, 3, 4].map((index) => `urn:paging:${tenant}:${index}`));
+    expect(seen.filter((uri) => uri.startsWith(`urn:paging:${tenant}:`)).sort()).to.deep.equal(
+      [0, 1, 2, 3, 4].map((index) => `urn:paging:${tenant}:${index}`),
+    );
     expect(new Set(seen).size).to.equal(seen.length);
   });
 

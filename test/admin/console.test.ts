@@ -5,7 +5,13 @@ import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { axeViolations, launchChromium, loopbackContext, recordCspViolations, recordRequests } from '../support/browser.js';
+import {
+  axeViolations,
+  launchChromium,
+  loopbackContext,
+  recordCspViolations,
+  recordRequests,
+} from '../support/browser.js';
 import { clientCredentials } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
@@ -34,7 +40,7 @@ interface Focused {
  * Along the way: the strict CSP holds (no violation), the key is never in a URL or the log, and
  * every page passes axe and can be used from the keyboard. Screenshots go to test-artifacts/console/.
  */
-describe('Operators\' console at /admin, in Chromium', function () {
+describe("Operators' console at /admin, in Chromium", function () {
   let server: TestServer;
   let browser: Browser;
   let context: BrowserContext;
@@ -48,7 +54,10 @@ describe('Operators\' console at /admin, in Chromium', function () {
     rmSync(ARTIFACTS, { recursive: true, force: true });
     mkdirSync(ARTIFACTS, { recursive: true });
     // Its own server: the journey changes the policy bundle. Info-level logs, to look for the key in them.
-    server = await readyServer({ LOG_LEVEL: 'info' }, { logStream: { write: (line: string) => void logLines.push(line) } });
+    server = await readyServer(
+      { LOG_LEVEL: 'info' },
+      { logStream: { write: (line: string) => void logLines.push(line) } },
+    );
     browser = await launchChromium();
     context = await loopbackContext(browser);
     requested = recordRequests(context);
@@ -105,7 +114,10 @@ describe('Operators\' console at /admin, in Chromium', function () {
         expect(response.status, path).to.equal(200);
         expect(response.headers.get('content-type'), path).to.equal(type);
         const csp = response.headers.get('content-security-policy') ?? '';
-        expect(csp, path).to.contain("default-src 'none'").and.contain("script-src 'self'").and.contain("frame-ancestors 'none'");
+        expect(csp, path)
+          .to.contain("default-src 'none'")
+          .and.contain("script-src 'self'")
+          .and.contain("frame-ancestors 'none'");
         expect(csp, path).not.to.contain('unsafe-inline').and.not.to.contain('unsafe-eval');
         expect(response.headers.get('cache-control'), path).to.equal('no-cache');
         const etag = response.headers.get('etag');
@@ -120,7 +132,15 @@ describe('Operators\' console at /admin, in Chromium', function () {
     });
 
     it('answers every other asset path with a JSON 404, the file system out of reach', async function () {
-      for (const path of ['/admin/assets/nope.js', '/admin/assets/../../package.json', '/admin/assets/%2e%2e/%2e%2e/package.json', '/admin/assets/..%2f..%2fpackage.json', '/admin/assets/', '/admin/assets/build.ts', '/admin/assets/app/main.ts']) {
+      for (const path of [
+        '/admin/assets/nope.js',
+        '/admin/assets/../../package.json',
+        '/admin/assets/%2e%2e/%2e%2e/package.json',
+        '/admin/assets/..%2f..%2fpackage.json',
+        '/admin/assets/',
+        '/admin/assets/build.ts',
+        '/admin/assets/app/main.ts',
+      ]) {
         // Raw HTTP: the path goes out byte for byte (fetch would resolve the dot segments itself).
         const response = await rawRequest(server.url, { path });
         const text = response.text;
@@ -129,7 +149,9 @@ describe('Operators\' console at /admin, in Chromium', function () {
         expect(text, path).not.to.contain('"dependencies"');
       }
       const viaAssets = await rawRequest(server.url, { path: '/admin/assets/../api/clients' });
-      expect(viaAssets.status, 'an Admin API spelling under /admin/assets is still the gate\'s: key first').to.equal(401);
+      expect(viaAssets.status, "an Admin API spelling under /admin/assets is still the gate's: key first").to.equal(
+        401,
+      );
       const posted = await server.request('/admin', { method: 'POST' });
       expect(posted.status).to.equal(405);
     });
@@ -139,7 +161,12 @@ describe('Operators\' console at /admin, in Chromium', function () {
     // The server's tsc project leaves it out (DOM types clash with Node's), so the suite checks it here.
     it('typechecks against the DOM types (tsc -p src/admin/console/app)', async function () {
       const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
-      const { stdout, stderr } = await promisify(execFile)(process.execPath, [tsc, '--noEmit', '-p', 'src/admin/console/app']).catch((error: { stdout: string; stderr: string }) => error);
+      const { stdout, stderr } = await promisify(execFile)(process.execPath, [
+        tsc,
+        '--noEmit',
+        '-p',
+        'src/admin/console/app',
+      ]).catch((error: { stdout: string; stderr: string }) => error);
       expect(`${stdout}${stderr}`).to.equal('');
     });
   });
@@ -173,7 +200,7 @@ describe('Operators\' console at /admin, in Chromium', function () {
       await page.getByRole('heading', { level: 2, name: 'Clients' }).waitFor();
     });
 
-    it('adds an identity provider, showing the API\'s validation error next to the field first', async function () {
+    it("adds an identity provider, showing the API's validation error next to the field first", async function () {
       await openPage('Identity providers');
       await page.getByRole('button', { name: 'New identity provider' }).click();
       await field('issuer').fill('ftp://idp.example.test');
@@ -230,19 +257,24 @@ describe('Operators\' console at /admin, in Chromium', function () {
       await field('name').fill('Samantha');
       await form().getByRole('button', { name: 'Save' }).click();
       await page.getByRole('row', { name: /Samantha/ }).waitFor();
-      const stored = ((await server.admin('GET', '/subjects')).body as any[]).find((subject) => subject.subjectId === 'sam');
+      const stored = ((await server.admin('GET', '/subjects')).body as any[]).find(
+        (subject) => subject.subjectId === 'sam',
+      );
       expect(stored).to.include({ name: 'Samantha' });
 
       const remove = page.getByRole('row', { name: /Samantha/ }).getByRole('button', { name: /^Delete/ });
       await remove.click();
       expect(await remove.textContent()).to.equal('Confirm delete');
-      expect((await server.admin('GET', `/subjects/${stored.id}`)).status, 'nothing deleted before the confirmation').to.equal(200);
+      expect(
+        (await server.admin('GET', `/subjects/${stored.id}`)).status,
+        'nothing deleted before the confirmation',
+      ).to.equal(200);
       await remove.click();
       await page.getByText(`Deleted ${stored.id}.`).waitFor();
       expect((await server.admin('GET', `/subjects/${stored.id}`)).status).to.equal(404);
     });
 
-    it('switches tenant: lists and writes are the chosen tenant\'s, and a reload keeps the session', async function () {
+    it("switches tenant: lists and writes are the chosen tenant's, and a reload keeps the session", async function () {
       await page.getByLabel('Tenant', { exact: true }).fill('tenant-console');
       await page.getByRole('button', { name: 'Switch' }).click();
       await page.getByText('Showing tenant tenant-console').waitFor();
@@ -253,8 +285,14 @@ describe('Operators\' console at /admin, in Chromium', function () {
       await field('clientType').selectOption('public');
       await form().getByRole('button', { name: 'Save' }).click();
       await page.getByRole('row', { name: /tenant-app/ }).waitFor();
-      expect(((await server.admin('GET', '/clients?tenantId=tenant-console')).body as any[]).map((client) => client.clientId)).to.deep.equal(['tenant-app']);
-      expect(((await server.admin('GET', '/clients')).body as any[]).map((client) => client.clientId)).to.deep.equal(['console-app']);
+      expect(
+        ((await server.admin('GET', '/clients?tenantId=tenant-console')).body as any[]).map(
+          (client) => client.clientId,
+        ),
+      ).to.deep.equal(['tenant-app']);
+      expect(((await server.admin('GET', '/clients')).body as any[]).map((client) => client.clientId)).to.deep.equal([
+        'console-app',
+      ]);
 
       await page.reload();
       await page.getByRole('row', { name: /tenant-app/ }).waitFor();
@@ -264,7 +302,7 @@ describe('Operators\' console at /admin, in Chromium', function () {
       await page.getByRole('row', { name: /console-app/ }).waitFor();
     });
 
-    it('shows the engine\'s parse error of a broken Rego rule before and on saving, and stores nothing', async function () {
+    it("shows the engine's parse error of a broken Rego rule before and on saving, and stores nothing", async function () {
       await openPage('Policy rules');
       await page.getByRole('button', { name: 'New policy rule' }).click();
       await field('kind').selectOption('rego');
@@ -307,7 +345,8 @@ describe('Operators\' console at /admin, in Chromium', function () {
       await field('dataKey').fill('console_note');
       await field('payload').fill('{"note": "from the console",}');
       const posts: string[] = [];
-      const onRequest = (request: import('playwright-core').Request) => request.method() === 'POST' && posts.push(request.url());
+      const onRequest = (request: import('playwright-core').Request) =>
+        request.method() === 'POST' && posts.push(request.url());
       page.on('request', onRequest);
       await form().getByRole('button', { name: 'Save' }).click();
       await errorOf('payload').waitFor();
@@ -318,7 +357,9 @@ describe('Operators\' console at /admin, in Chromium', function () {
       await field('payload').fill('{"note": "from the console"}');
       await form().getByRole('button', { name: 'Save' }).click();
       await page.getByText(/OPA now serves bundle revision/).waitFor({ timeout: 30_000 });
-      const stored = ((await server.admin('GET', '/policy-data')).body as any[]).find((entry) => entry.dataKey === 'console_note');
+      const stored = ((await server.admin('GET', '/policy-data')).body as any[]).find(
+        (entry) => entry.dataKey === 'console_note',
+      );
       expect(stored).to.include({ payload: '{"note": "from the console"}', inBundle: true });
     });
 
@@ -366,7 +407,10 @@ describe('Operators\' console at /admin, in Chromium', function () {
       await openPage('Identity providers');
       await openPage('Decision playground');
       await page.getByRole('button', { name: 'Decide' }).click();
-      await page.locator('section.answer .explanation').getByText(/^Decision at token: allowed \(scopes: read\)/).waitFor();
+      await page
+        .locator('section.answer .explanation')
+        .getByText(/^Decision at token: allowed \(scopes: read\)/)
+        .waitFor();
 
       await page.getByLabel('Input (JSON)').fill('{ not json');
       await page.getByRole('button', { name: 'Decide' }).click();
@@ -394,7 +438,14 @@ describe('Operators\' console at /admin, in Chromium', function () {
         createdAt: now,
         endpoint: '/userinfo',
         method: 'GET',
-        requestSummary: { kind: 'aggregated', count: 25, address: '127.0.0.41', window: { start: now, end: now }, endpoints: { '/userinfo': 25 }, statuses: { 401: 25 } },
+        requestSummary: {
+          kind: 'aggregated',
+          count: 25,
+          address: '127.0.0.41',
+          window: { start: now, end: now },
+          endpoints: { '/userinfo': 25 },
+          statuses: { 401: 25 },
+        },
         policyInput: null,
         policyDecision: null,
         outcome: 'deny',
@@ -432,14 +483,17 @@ describe('Operators\' console at /admin, in Chromium', function () {
 
     it('never put the key in a URL or a log line, and the CSP was never violated', async function () {
       expect(requested.length).to.be.greaterThan(20);
-      for (const url of requested) expect(url).not.to.contain(ADMIN_KEY).and.not.to.contain(encodeURIComponent(ADMIN_KEY));
+      for (const url of requested)
+        expect(url).not.to.contain(ADMIN_KEY).and.not.to.contain(encodeURIComponent(ADMIN_KEY));
       expect(logLines.length, 'the server logged at info level').to.be.greaterThan(0);
       for (const line of logLines) expect(line).not.to.contain(ADMIN_KEY);
       expect(violations).to.deep.equal([]);
     });
 
     it('would have noticed a CSP violation (an inline script is refused and reported)', async function () {
-      await page.evaluate(`(() => { const script = document.createElement('script'); script.textContent = 'window.inlineRan = true'; document.body.append(script); })()`);
+      await page.evaluate(
+        `(() => { const script = document.createElement('script'); script.textContent = 'window.inlineRan = true'; document.body.append(script); })()`,
+      );
       const deadline = Date.now() + 5_000;
       while (violations.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
       expect(violations.join('\n')).to.contain('script-src');
@@ -450,7 +504,10 @@ describe('Operators\' console at /admin, in Chromium', function () {
   describe('a key the API stops accepting', function () {
     it('sends the operator back to the sign-in page and forgets the key', async function () {
       await page.evaluate('sessionStorage.setItem("arbiter.console.adminKey", "a-key-that-was-rotated")');
-      await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Resources', exact: true }).click();
+      await page
+        .getByRole('navigation', { name: 'Main' })
+        .getByRole('link', { name: 'Resources', exact: true })
+        .click();
       await page.getByText('The Admin API key was refused: sign in again.').waitFor();
       await page.getByRole('heading', { name: 'Sign in' }).waitFor();
       expect(await page.evaluate('sessionStorage.getItem("arbiter.console.adminKey")')).to.equal(null);

@@ -27,7 +27,8 @@ describe('Admin API decision playground and replay', function () {
     secret = await confidentialClient(server, CLIENT, { scopes: ['read'] });
     const token = await clientCredentials(server, CLIENT, secret, { scope: 'read' });
     expect(token.status, JSON.stringify(token.body)).to.equal(200);
-    allowedEntry = (await server.admin('GET', `/audit-logs?endpoint=/token&clientId=${CLIENT}&size=1&sort=id,desc`)).body.content[0];
+    allowedEntry = (await server.admin('GET', `/audit-logs?endpoint=/token&clientId=${CLIENT}&size=1&sort=id,desc`))
+      .body.content[0];
     // An AuthZEN caller's token, before a test adds a Cedar forbid that makes Cedar decide every /token request.
     const pepSecret = await confidentialClient(server, 'playground-pep', { scopes: ['authzen'] });
     pepToken = await clientToken(server, 'playground-pep', pepSecret, { resource: 'urn:as:authzen', scope: 'authzen' });
@@ -56,7 +57,8 @@ describe('Admin API decision playground and replay', function () {
     it('records its own audit entry with the decision and its point, and issues nothing', async function () {
       const before = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1')).body.totalElements;
       await server.admin('POST', '/decisions', { point: 'token', input: allowedEntry.policyInput });
-      const entry = (await server.admin('GET', '/audit-logs?endpoint=/admin/api/decisions&size=1&sort=id,desc')).body.content[0];
+      const entry = (await server.admin('GET', '/audit-logs?endpoint=/admin/api/decisions&size=1&sort=id,desc')).body
+        .content[0];
       expect(entry.policyDecision).to.include({ point: 'token', allow: true });
       expect(entry.policyInput.client.client_id).to.equal(CLIENT);
       expect((await server.admin('GET', '/audit-logs?endpoint=/token&size=1')).body.totalElements).to.equal(before);
@@ -68,7 +70,10 @@ describe('Admin API decision playground and replay', function () {
       expect(time).to.be.a('string');
       const filled = await server.admin('POST', '/decisions', { point: 'token', input: rest });
       expect(filled.status, JSON.stringify(filled.body)).to.equal(200);
-      const crossing = await server.admin('POST', '/decisions', { point: 'token', input: { ...rest, tenant: 'other' } });
+      const crossing = await server.admin('POST', '/decisions', {
+        point: 'token',
+        input: { ...rest, tenant: 'other' },
+      });
       expect(crossing.status).to.equal(400);
       expect(crossing.body).to.include({ error: 'invalid_request', field: 'input.tenant' });
     });
@@ -89,9 +94,18 @@ describe('Admin API decision playground and replay', function () {
     }
 
     it('answers 400 for a body that is not JSON, and 401 without the key', async function () {
-      const garbage = await server.request('/admin/api/decisions', { method: 'POST', admin: true, headers: { 'Content-Type': 'application/json' }, body: '{"point":' });
+      const garbage = await server.request('/admin/api/decisions', {
+        method: 'POST',
+        admin: true,
+        headers: { 'Content-Type': 'application/json' },
+        body: '{"point":',
+      });
       expect(garbage.status).to.equal(400);
-      const anonymous = await server.request('/admin/api/decisions', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{}' });
+      const anonymous = await server.request('/admin/api/decisions', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: '{}',
+      });
       expect(anonymous.status).to.equal(401);
     });
   });
@@ -107,21 +121,36 @@ describe('Admin API decision playground and replay', function () {
     });
 
     it('after a Cedar forbid: the refusal, the policy that made it, and what changed since the audited decision', async function () {
-      const created = await server.admin('POST', '/policy-rules', { version: null, kind: 'cedar', path: FORBID_PATH, content: FORBID });
+      const created = await server.admin('POST', '/policy-rules', {
+        version: null,
+        kind: 'cedar',
+        path: FORBID_PATH,
+        content: FORBID,
+      });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
       await policyInForce(server);
-      await eventually(async () => (await clientCredentials(server, CLIENT, secret, { scope: 'read' })).status === 400, 8_000);
+      await eventually(
+        async () => (await clientCredentials(server, CLIENT, secret, { scope: 'read' })).status === 400,
+        8_000,
+      );
 
       const replay = await server.admin('POST', `/audit-logs/${allowedEntry.id}/replay`);
       expect(replay.status, JSON.stringify(replay.body)).to.equal(200);
       expect(replay.body.changed).to.equal(true);
       expect(replay.body.differences).to.deep.include({ field: 'allow', then: true, now: false });
       expect(replay.body.differences).to.deep.include({ field: 'engines.cedar', then: 'none', now: 'deny' });
-      expect(replay.body.now.decision).to.include({ allow: false, error: 'access_denied', error_description: 'this client may not have tokens' });
-      expect(replay.body.now.engines.cedar.policies).to.deep.equal([{ id: 'no-tokens-for-playground-client', text: FORBID.trim() }]);
+      expect(replay.body.now.decision).to.include({
+        allow: false,
+        error: 'access_denied',
+        error_description: 'this client may not have tokens',
+      });
+      expect(replay.body.now.engines.cedar.policies).to.deep.equal([
+        { id: 'no-tokens-for-playground-client', text: FORBID.trim() },
+      ]);
 
       // The refused request's own entry explains itself the same way.
-      const refused = (await server.admin('GET', `/audit-logs?endpoint=/token&clientId=${CLIENT}&size=1&sort=id,desc`)).body.content[0];
+      const refused = (await server.admin('GET', `/audit-logs?endpoint=/token&clientId=${CLIENT}&size=1&sort=id,desc`))
+        .body.content[0];
       expect(refused.outcome).to.equal('deny');
       const why = await server.admin('POST', `/audit-logs/${refused.id}/replay`);
       expect(why.body).to.include({ changed: false });
@@ -129,36 +158,61 @@ describe('Admin API decision playground and replay', function () {
     });
 
     it('replays every decision of an AuthZEN batch entry, in order', async function () {
-      const item = (id: string) => ({ subject: { type: 'user', id }, action: { name: 'read' }, resource: { type: 'document', id: 'plan' } });
-      const batch = await server.request('/access/v1/evaluations', { method: 'POST', json: { evaluations: [item('alice'), item('bob')] }, headers: { Authorization: `Bearer ${pepToken}` } });
+      const item = (id: string) => ({
+        subject: { type: 'user', id },
+        action: { name: 'read' },
+        resource: { type: 'document', id: 'plan' },
+      });
+      const batch = await server.request('/access/v1/evaluations', {
+        method: 'POST',
+        json: { evaluations: [item('alice'), item('bob')] },
+        headers: { Authorization: `Bearer ${pepToken}` },
+      });
       expect(batch.status).to.equal(200);
-      const entry = (await server.admin('GET', '/audit-logs?endpoint=/access/v1/evaluations&size=1&sort=id,desc')).body.content[0];
+      const entry = (await server.admin('GET', '/audit-logs?endpoint=/access/v1/evaluations&size=1&sort=id,desc')).body
+        .content[0];
       const replay = await server.admin('POST', `/audit-logs/${entry.id}/replay`);
       expect(replay.status, JSON.stringify(replay.body)).to.equal(200);
       expect(replay.body.point).to.deep.equal(['access_evaluation', 'access_evaluation']);
       expect(replay.body.then).to.have.length(2);
-      expect(replay.body.now.map((now: any) => now.decision.allow)).to.deep.equal(replay.body.then.map((then: any) => then.allow));
+      expect(replay.body.now.map((now: any) => now.decision.allow)).to.deep.equal(
+        replay.body.then.map((then: any) => then.allow),
+      );
       expect(replay.body.changed).to.equal(false);
     });
 
     it('answers 400 for an entry without a decision, 404 for an unknown entry or another tenant’s', async function () {
-      const adminEntry = (await server.admin('GET', '/audit-logs?endpoint=/admin/api/policy-rules&size=1&sort=id,desc')).body.content[0];
+      const adminEntry = (await server.admin('GET', '/audit-logs?endpoint=/admin/api/policy-rules&size=1&sort=id,desc'))
+        .body.content[0];
       const undecided = await server.admin('POST', `/audit-logs/${adminEntry.id}/replay`);
       expect(undecided.status, JSON.stringify(undecided.body)).to.equal(400);
       expect(undecided.body.error_description).to.match(/holds no policy decision/);
       expect((await server.admin('POST', '/audit-logs/999999999/replay')).status).to.equal(404);
       expect((await server.admin('POST', '/audit-logs/abc/replay')).status).to.equal(404);
-      expect((await server.admin('POST', `/audit-logs/${allowedEntry.id}/replay`, undefined, { 'X-Tenant-Id': 'elsewhere' })).status).to.equal(404);
+      expect(
+        (await server.admin('POST', `/audit-logs/${allowedEntry.id}/replay`, undefined, { 'X-Tenant-Id': 'elsewhere' }))
+          .status,
+      ).to.equal(404);
     });
   });
 
   describe('POST /{collection}/validate', function () {
     it('checks a rule as a create would, without storing it', async function () {
-      const broken = await server.admin('POST', '/policy-rules/validate', { version: null, kind: 'rego', path: 'arbiter/draft.rego', content: 'package arbiter.draft\n\nallow if {' });
+      const broken = await server.admin('POST', '/policy-rules/validate', {
+        version: null,
+        kind: 'rego',
+        path: 'arbiter/draft.rego',
+        content: 'package arbiter.draft\n\nallow if {',
+      });
       expect(broken.status).to.equal(400);
       expect(broken.body).to.include({ error: 'invalid_request', field: 'content' });
       expect(broken.body.error_description).to.contain('rego_parse_error');
-      const fine = await server.admin('POST', '/policy-rules/validate', { version: null, kind: 'rego', path: 'arbiter/draft.rego', content: 'package arbiter.draft\n\nimport rego.v1\n\nallow := true\n' });
+      const fine = await server.admin('POST', '/policy-rules/validate', {
+        version: null,
+        kind: 'rego',
+        path: 'arbiter/draft.rego',
+        content: 'package arbiter.draft\n\nimport rego.v1\n\nallow := true\n',
+      });
       expect(fine.status, JSON.stringify(fine.body)).to.equal(200);
       expect(fine.body).to.deep.equal({ valid: true });
       const stored = (await server.admin('GET', '/policy-rules')).body as { path: string }[];
@@ -166,7 +220,12 @@ describe('Admin API decision playground and replay', function () {
     });
 
     it('checks an edit of an existing rule as the replace it becomes (no clash with itself)', async function () {
-      const edit = await server.admin('POST', '/policy-rules/validate', { version: null, kind: 'cedar', path: FORBID_PATH, content: FORBID.replace('forbid', 'permit') });
+      const edit = await server.admin('POST', '/policy-rules/validate', {
+        version: null,
+        kind: 'cedar',
+        path: FORBID_PATH,
+        content: FORBID.replace('forbid', 'permit'),
+      });
       expect(edit.status, JSON.stringify(edit.body)).to.equal(200);
     });
 

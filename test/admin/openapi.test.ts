@@ -72,7 +72,11 @@ describe('Admin API OpenAPI document', function () {
     });
 
     it('requires the X-Admin-API-Key header on every operation, and names the server from the issuer', function () {
-      expect(document.components.securitySchemes.adminApiKey).to.deep.include({ type: 'apiKey', in: 'header', name: 'X-Admin-API-Key' });
+      expect(document.components.securitySchemes.adminApiKey).to.deep.include({
+        type: 'apiKey',
+        in: 'header',
+        name: 'X-Admin-API-Key',
+      });
       expect(document.security).to.deep.equal([{ adminApiKey: [] }]);
       for (const { method, path, operation } of operations()) {
         expect(operation.security, `${method} ${path} overrides the key`).to.equal(undefined);
@@ -84,7 +88,9 @@ describe('Admin API OpenAPI document', function () {
     it("takes each collection's request body schema from the router's own (COLLECTIONS)", function () {
       for (const definition of COLLECTIONS) {
         const create = resolved.paths[`/${definition.path}`].post;
-        expect(create.requestBody.content['application/json'].schema, definition.path).to.deep.equal(structuredClone(definition.schema));
+        expect(create.requestBody.content['application/json'].schema, definition.path).to.deep.equal(
+          structuredClone(definition.schema),
+        );
       }
     });
   });
@@ -92,11 +98,21 @@ describe('Admin API OpenAPI document', function () {
   it('documents every route the Admin router registers with its method, and no other', async function () {
     // Listing the routes calls no engine: one that is never called stands in for OPA and Cedar.
     const policy = { explain: notCalled, revisions: notCalled };
-    const router = adminRouter(server.store, { sealer: await Sealer.open(server.store, null), maxBodyBytes: 1024, audit: new AuditLog(server.store), policy, issuer: server.config.issuer });
+    const router = adminRouter(server.store, {
+      sealer: await Sealer.open(server.store, null),
+      maxBodyBytes: 1024,
+      audit: new AuditLog(server.store),
+      policy,
+      issuer: server.config.issuer,
+    });
     const routed = router.stack.flatMap((layer) =>
-      layer.methods.filter((method) => method !== 'HEAD').map((method) => `${method} ${String(layer.path).slice(ADMIN_PREFIX.length).replace(/:\w+/g, '{}')}`),
+      layer.methods
+        .filter((method) => method !== 'HEAD')
+        .map((method) => `${method} ${String(layer.path).slice(ADMIN_PREFIX.length).replace(/:\w+/g, '{}')}`),
     );
-    const documented = operations().map(({ method, path }) => `${method.toUpperCase()} ${path.replace(/\{\w+\}/g, '{}')}`);
+    const documented = operations().map(
+      ({ method, path }) => `${method.toUpperCase()} ${path.replace(/\{\w+\}/g, '{}')}`,
+    );
     expect(routed.length).to.be.greaterThan(COLLECTIONS.length * 5);
     expect([...documented].sort()).to.deep.equal([...new Set(routed)].sort());
   });
@@ -116,10 +132,15 @@ describe('Admin API OpenAPI document', function () {
 
     it('answers every other operation but the deletes as documented, with the documented errors', async function () {
       // The audit entry the {id} operations name holds a decision (to replay): the playground's own, run with the document's example.
-      const playground = resolved.paths['/decisions'].post.requestBody.content['application/json'].examples.example.value;
+      const playground =
+        resolved.paths['/decisions'].post.requestBody.content['application/json'].examples.example.value;
       expect((await server.admin('POST', '/decisions', playground)).status).to.equal(200);
-      records['audit-logs'] = (await server.admin('GET', '/audit-logs?endpoint=/admin/api/decisions&size=1&sort=id,desc')).body.content[0];
-      await expectNoProblems(operations().filter((documented) => !isCreate(documented) && documented.method !== 'delete'));
+      records['audit-logs'] = (
+        await server.admin('GET', '/audit-logs?endpoint=/admin/api/decisions&size=1&sort=id,desc')
+      ).body.content[0];
+      await expectNoProblems(
+        operations().filter((documented) => !isCreate(documented) && documented.method !== 'delete'),
+      );
     });
 
     it('deletes as documented, with the documented errors', async function () {
@@ -128,7 +149,10 @@ describe('Admin API OpenAPI document', function () {
 
     async function expectNoProblems(documented: Documented[]): Promise<void> {
       const problems: string[] = [];
-      for (const each of documented) problems.push(...(await exercise(each)).map((problem) => `${each.method.toUpperCase()} ${each.path}: ${problem}`));
+      for (const each of documented)
+        problems.push(
+          ...(await exercise(each)).map((problem) => `${each.method.toUpperCase()} ${each.path}: ${problem}`),
+        );
       expect(problems, problems.join('\n')).to.deep.equal([]);
     }
 
@@ -142,15 +166,28 @@ describe('Admin API OpenAPI document', function () {
       if (isCreate(documented) && success.status === 201) records[documented.path.slice(1)] = success.body;
 
       const noKey = await call(documented, { body: example, key: false });
-      problems.push(check(documented, noKey, 401), noKey.headers.get('www-authenticate') === 'X-Admin-API-Key' ? null : 'a 401 without WWW-Authenticate: X-Admin-API-Key');
+      problems.push(
+        check(documented, noKey, 401),
+        noKey.headers.get('www-authenticate') === 'X-Admin-API-Key'
+          ? null
+          : 'a 401 without WWW-Authenticate: X-Admin-API-Key',
+      );
       if (operation.responses['400']) {
-        const bad = example ? await call(documented, { body: { ...example, notAField: true } }) : await call(documented, { query: { tenantId: 'not a tenant' } });
+        const bad = example
+          ? await call(documented, { body: { ...example, notAField: true } })
+          : await call(documented, { query: { tenantId: 'not a tenant' } });
         problems.push(check(documented, bad, 400), namesField(bad, example ? 'notAField' : 'tenantId'));
       }
-      if (operation.responses['404'] && documented.path.includes('{')) problems.push(check(documented, await call(documented, { body: example, unknownRecord: true }), 404));
-      if (operation.responses['409'] && isCreate(documented)) problems.push(check(documented, await call(documented, { body: example }), 409));
-      if (operation.responses['413']) problems.push(check(documented, await call(documented, { body: { ...example, padding: 'x'.repeat(MAX_BODY_BYTES) } }), 413));
-      if (operation.responses['415']) problems.push(check(documented, await call(documented, { body: example, contentType: 'text/plain' }), 415));
+      if (operation.responses['404'] && documented.path.includes('{'))
+        problems.push(check(documented, await call(documented, { body: example, unknownRecord: true }), 404));
+      if (operation.responses['409'] && isCreate(documented))
+        problems.push(check(documented, await call(documented, { body: example }), 409));
+      if (operation.responses['413'])
+        problems.push(
+          check(documented, await call(documented, { body: { ...example, padding: 'x'.repeat(MAX_BODY_BYTES) } }), 413),
+        );
+      if (operation.responses['415'])
+        problems.push(check(documented, await call(documented, { body: example, contentType: 'text/plain' }), 415));
       return problems.filter((problem): problem is string => problem !== null);
     }
 
@@ -171,14 +208,21 @@ describe('Admin API OpenAPI document', function () {
       const url = `${ADMIN_PREFIX}${path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(pathValue(path, name, operation, options.unknownRecord)))}`;
       const headers: Record<string, string> = options.key === false ? {} : { 'X-Admin-API-Key': ADMIN_KEY };
       if (options.body !== undefined) headers['Content-Type'] = options.contentType ?? 'application/json';
-      const response = await server.request(`${url}${query.size > 0 ? `?${query}` : ''}`, { method: method.toUpperCase(), headers, body: options.body === undefined ? undefined : JSON.stringify(options.body) });
+      const response = await server.request(`${url}${query.size > 0 ? `?${query}` : ''}`, {
+        method: method.toUpperCase(),
+        headers,
+        body: options.body === undefined ? undefined : JSON.stringify(options.body),
+      });
       const text = await response.text();
       return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
     }
 
     /** A path parameter: the field of that name of the record the test made (or saw) for the path's first segment. */
     function pathValue(path: string, name: string, operation: Json, unknown = false): string {
-      if (unknown) return operation.parameters.find((parameter: Json) => parameter.name === name).schema.type === 'integer' ? '999999999' : 'no-such-record';
+      if (unknown)
+        return operation.parameters.find((parameter: Json) => parameter.name === name).schema.type === 'integer'
+          ? '999999999'
+          : 'no-such-record';
       const record = records[path.split('/')[1]];
       if (record?.[name] === undefined) throw new Error(`no record for the {${name}} of ${path}`);
       return String(record[name]);
@@ -189,11 +233,14 @@ describe('Admin API OpenAPI document', function () {
       const what = `${answer.status} ${JSON.stringify(answer.body)}`;
       const response = operation.responses[String(answer.status)];
       if (!response) return `answered an undocumented ${what}`;
-      if (expected === 'success' ? answer.status >= 300 : answer.status !== expected) return `expected ${expected}, got ${what}`;
+      if (expected === 'success' ? answer.status >= 300 : answer.status !== expected)
+        return `expected ${expected}, got ${what}`;
       const schema = response.content?.['application/json']?.schema;
       if (!schema) return answer.body === undefined ? null : `a ${answer.status} documented without a body has one`;
       const validate = validatorFor(schema);
-      return validate(answer.body) ? null : `the ${answer.status} body does not match its schema: ${ajv.errorsText(validate.errors)} in ${what}`;
+      return validate(answer.body)
+        ? null
+        : `the ${answer.status} body does not match its schema: ${ajv.errorsText(validate.errors)} in ${what}`;
     }
 
     const validators = new Map<object, ValidateFunction>();
@@ -215,7 +262,14 @@ function namesField(answer: Answer, field: string): string | null {
 /** Creates ordered so that each collection's references name records created before it. */
 function inReferenceOrder(creates: Documented[]): Documented[] {
   const pathOfStore = new Map(COLLECTIONS.map((definition) => [definition.store, definition.path]));
-  const dependencies = new Map(COLLECTIONS.map((definition) => [definition.path, Object.values(definition.references ?? {}).map((store) => pathOfStore.get(store)!).filter((path) => path !== definition.path)]));
+  const dependencies = new Map(
+    COLLECTIONS.map((definition) => [
+      definition.path,
+      Object.values(definition.references ?? {})
+        .map((store) => pathOfStore.get(store)!)
+        .filter((path) => path !== definition.path),
+    ]),
+  );
   const ordered: string[] = [];
   const visit = (path: string): void => {
     if (ordered.includes(path)) return;

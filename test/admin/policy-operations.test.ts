@@ -26,13 +26,20 @@ describe('Admin API policy operations', function () {
     await server?.close();
   });
 
-  const rulesAt = async (path: string) => ((await server.admin('GET', '/policy-rules')).body as any[]).filter((rule) => rule.path === path);
-  const dataAt = async (dataKey: string) => ((await server.admin('GET', '/policy-data')).body as any[]).filter((entry) => entry.dataKey === dataKey);
+  const rulesAt = async (path: string) =>
+    ((await server.admin('GET', '/policy-rules')).body as any[]).filter((rule) => rule.path === path);
+  const dataAt = async (dataKey: string) =>
+    ((await server.admin('GET', '/policy-data')).body as any[]).filter((entry) => entry.dataKey === dataKey);
 
   describe('the engine check of a rule', function () {
     it('refuses broken Rego with 400 quoting OPA, naming content, and stores nothing', async function () {
       const path = 'arbiter/broken.rego';
-      const response = await server.admin('POST', '/policy-rules', { version: null, kind: 'rego', path, content: 'package arbiter.x\n\nallow if {' });
+      const response = await server.admin('POST', '/policy-rules', {
+        version: null,
+        kind: 'rego',
+        path,
+        content: 'package arbiter.x\n\nallow if {',
+      });
       expect(response.status, JSON.stringify(response.body)).to.equal(400);
       expect(response.body.error).to.equal('invalid_request');
       expect(response.body.error_description).to.contain('rego_parse_error');
@@ -42,7 +49,12 @@ describe('Admin API policy operations', function () {
 
     it('refuses broken Cedar with 400 quoting Cedar, naming content, and stores nothing', async function () {
       const path = 'arbiter/broken.cedar';
-      const response = await server.admin('POST', '/policy-rules', { version: null, kind: 'cedar', path, content: 'permit (principal, action, resource) when {' });
+      const response = await server.admin('POST', '/policy-rules', {
+        version: null,
+        kind: 'cedar',
+        path,
+        content: 'permit (principal, action, resource) when {',
+      });
       expect(response.status, JSON.stringify(response.body)).to.equal(400);
       expect(response.body.error).to.equal('invalid_request');
       expect(response.body.error_description).to.contain('Cedar parse error').and.contain('unexpected end of input');
@@ -51,7 +63,12 @@ describe('Admin API policy operations', function () {
     });
 
     it('names path when the path does not fit the kind', async function () {
-      const response = await server.admin('POST', '/policy-rules', { version: null, kind: 'cedar', path: 'arbiter/wrong.rego', content: 'permit (principal, action, resource);' });
+      const response = await server.admin('POST', '/policy-rules', {
+        version: null,
+        kind: 'cedar',
+        path: 'arbiter/wrong.rego',
+        content: 'permit (principal, action, resource);',
+      });
       expect(response.status, JSON.stringify(response.body)).to.equal(400);
       expect(response.body.field).to.equal('path');
       expect(await rulesAt('arbiter/wrong.rego')).to.deep.equal([]);
@@ -59,7 +76,12 @@ describe('Admin API policy operations', function () {
 
     it('applies the same check to an upsert', async function () {
       const path = 'arbiter/broken-upsert.rego';
-      const response = await server.admin('PUT', `/policy-rules/by-path?path=${encodeURIComponent(path)}`, { version: 'v1', kind: 'rego', path, content: 'package arbiter.x\n\nallow if {' });
+      const response = await server.admin('PUT', `/policy-rules/by-path?path=${encodeURIComponent(path)}`, {
+        version: 'v1',
+        kind: 'rego',
+        path,
+        content: 'package arbiter.x\n\nallow if {',
+      });
       expect(response.status).to.equal(400);
       expect(response.body.field).to.equal('content');
       expect(await rulesAt(path)).to.deep.equal([]);
@@ -69,18 +91,33 @@ describe('Admin API policy operations', function () {
   describe('the check of the whole bundle a write would make', function () {
     it('refuses a rule that clashes with another file of its package (400 naming the clash), and stores nothing', async function () {
       const path = 'arbiter/token_second_default.rego';
-      const response = await server.admin('POST', '/policy-rules', { version: null, kind: 'rego', path, content: 'package arbiter.token\n\ndefault decision := {"allow": true}\n' });
+      const response = await server.admin('POST', '/policy-rules', {
+        version: null,
+        kind: 'rego',
+        path,
+        content: 'package arbiter.token\n\ndefault decision := {"allow": true}\n',
+      });
       expect(response.status, JSON.stringify(response.body)).to.equal(400);
       expect(response.body.field).to.equal('content');
-      expect(response.body.error_description).to.contain('the policy bundle would not compile').and.match(/multiple default rules|conflict/);
+      expect(response.body.error_description)
+        .to.contain('the policy bundle would not compile')
+        .and.match(/multiple default rules|conflict/);
       expect(await rulesAt(path)).to.deep.equal([]);
       // The same file as a versioned draft is not bundled, so it clashes with nothing.
-      const draft = await server.admin('POST', '/policy-rules', { version: 'draft', kind: 'rego', path, content: 'package arbiter.token\n\ndefault decision := {"allow": true}\n' });
+      const draft = await server.admin('POST', '/policy-rules', {
+        version: 'draft',
+        kind: 'rego',
+        path,
+        content: 'package arbiter.token\n\ndefault decision := {"allow": true}\n',
+      });
       expect(draft.status, JSON.stringify(draft.body)).to.equal(201);
     });
 
     it('refuses data whose key lands on a rule of the bundle, and stores nothing', async function () {
-      const response = await server.admin('PUT', '/policy-data/by-key?dataKey=arbiter.token', { dataKey: 'arbiter.token', payload: JSON.stringify({ decision: { allow: true } }) });
+      const response = await server.admin('PUT', '/policy-data/by-key?dataKey=arbiter.token', {
+        dataKey: 'arbiter.token',
+        payload: JSON.stringify({ decision: { allow: true } }),
+      });
       expect(response.status, JSON.stringify(response.body)).to.equal(400);
       expect(response.body.field).to.equal('payload');
       expect(response.body.error_description).to.contain('conflicting rule for data path arbiter/token/decision');
@@ -89,16 +126,29 @@ describe('Admin API policy operations', function () {
 
     it('refuses data nested too deep to serve (it would break the bundle for everyone)', async function () {
       const deep = `${'['.repeat(10_000)}${']'.repeat(10_000)}`;
-      const response = await server.admin('PUT', '/policy-data/by-key?dataKey=too.deep', { dataKey: 'too.deep', payload: deep });
+      const response = await server.admin('PUT', '/policy-data/by-key?dataKey=too.deep', {
+        dataKey: 'too.deep',
+        payload: deep,
+      });
       expect(response.status, JSON.stringify(response.body).slice(0, 200)).to.equal(400);
       expect(response.body.field).to.equal('payload');
       expect(await dataAt('too.deep')).to.deep.equal([]);
     });
 
     it('accepts writes that keep the bundle whole (a helper package, Cedar rules ride along)', async function () {
-      const helper = await server.admin('POST', '/policy-rules', { version: null, kind: 'rego', path: 'arbiter/helpers/extra.rego', content: 'package arbiter.helpers.extra\n\nanswer := 42\n' });
+      const helper = await server.admin('POST', '/policy-rules', {
+        version: null,
+        kind: 'rego',
+        path: 'arbiter/helpers/extra.rego',
+        content: 'package arbiter.helpers.extra\n\nanswer := 42\n',
+      });
       expect(helper.status, JSON.stringify(helper.body)).to.equal(201);
-      const cedar = await server.admin('POST', '/policy-rules', { version: null, kind: 'cedar', path: 'bundle-check.cedar', content: 'forbid (principal, action == Action::"never", resource);' });
+      const cedar = await server.admin('POST', '/policy-rules', {
+        version: null,
+        kind: 'cedar',
+        path: 'bundle-check.cedar',
+        content: 'forbid (principal, action == Action::"never", resource);',
+      });
       expect(cedar.status, JSON.stringify(cedar.body)).to.equal(201);
     });
   });
@@ -113,7 +163,13 @@ describe('Admin API policy operations', function () {
       expect(created.body.path).to.equal(path);
       expect(created.body.id).to.be.a('number');
 
-      const replaced = await server.admin('PUT', url, { version: 'v2', kind: 'rego', path, content: REGO('upserted'), enabled: false });
+      const replaced = await server.admin('PUT', url, {
+        version: 'v2',
+        kind: 'rego',
+        path,
+        content: REGO('upserted'),
+        enabled: false,
+      });
       expect(replaced.status, JSON.stringify(replaced.body)).to.equal(200);
       expect(replaced.body.id).to.equal(created.body.id);
       expect(replaced.body.createdAt).to.equal(created.body.createdAt);
@@ -122,7 +178,12 @@ describe('Admin API policy operations', function () {
     });
 
     it('refuses a body whose path differs from the query (400, field path)', async function () {
-      const response = await server.admin('PUT', url, { version: 'v3', kind: 'rego', path: 'arbiter/other.rego', content: REGO('other') });
+      const response = await server.admin('PUT', url, {
+        version: 'v3',
+        kind: 'rego',
+        path: 'arbiter/other.rego',
+        content: REGO('other'),
+      });
       expect(response.status).to.equal(400);
       expect(response.body.error).to.equal('invalid_request');
       expect(response.body.field).to.equal('path');
@@ -130,7 +191,12 @@ describe('Admin API policy operations', function () {
     });
 
     it('refuses a missing path query (400)', async function () {
-      const response = await server.admin('PUT', '/policy-rules/by-path', { version: 'v1', kind: 'rego', path: 'arbiter/noquery.rego', content: REGO('noquery') });
+      const response = await server.admin('PUT', '/policy-rules/by-path', {
+        version: 'v1',
+        kind: 'rego',
+        path: 'arbiter/noquery.rego',
+        content: REGO('noquery'),
+      });
       expect(response.status).to.equal(400);
       expect(response.body.field).to.equal('path');
       expect(await rulesAt('arbiter/noquery.rego')).to.deep.equal([]);
@@ -168,7 +234,11 @@ describe('Admin API policy operations', function () {
     });
 
     it('refuses a payload that is not JSON (400, field payload), by upsert and by POST', async function () {
-      const upserted = await server.admin('PUT', '/policy-data/by-key?dataKey=not_json', { dataKey: 'not_json', payload: '{not json', version: 'draft' });
+      const upserted = await server.admin('PUT', '/policy-data/by-key?dataKey=not_json', {
+        dataKey: 'not_json',
+        payload: '{not json',
+        version: 'draft',
+      });
       expect(upserted.status).to.equal(400);
       expect(upserted.body.error).to.equal('invalid_request');
       expect(upserted.body.field).to.equal('payload');
@@ -188,7 +258,15 @@ describe('Admin API policy operations', function () {
         const created = await server.admin('POST', '/policy-data', body);
         expect(created.status, JSON.stringify(created.body)).to.equal(201);
       }
-      expect((await server.admin('POST', '/policy-data', { dataKey: 'listed_tenanted', payload: '{"t":1}', tenantId: 'tenant-p' })).status).to.equal(201);
+      expect(
+        (
+          await server.admin('POST', '/policy-data', {
+            dataKey: 'listed_tenanted',
+            payload: '{"t":1}',
+            tenantId: 'tenant-p',
+          })
+        ).status,
+      ).to.equal(201);
     });
 
     it('marks each entry with inBundle: true exactly when it has no tenantId and no version', async function () {
@@ -214,7 +292,9 @@ describe('Admin API policy operations', function () {
 
       const bundled = await server.admin('GET', '/policy-data?bundledOnly=true');
       expect(bundled.status).to.equal(200);
-      expect(bundled.body.map((entry: any) => entry.dataKey)).to.include.members(['oauth', 'listed_bundled']).and.not.include('listed_versioned');
+      expect(bundled.body.map((entry: any) => entry.dataKey))
+        .to.include.members(['oauth', 'listed_bundled'])
+        .and.not.include('listed_versioned');
       for (const entry of bundled.body) {
         expect(entry.inBundle).to.equal(true);
         expect(entry.tenantId).to.equal(null);

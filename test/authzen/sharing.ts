@@ -76,9 +76,21 @@ export const CEDAR_ENTITIES = [
   { uid: { type: 'user', id: 'carol' }, attrs: {}, parents: [{ type: 'group', id: 'team' }] },
   { uid: { type: 'user', id: 'dave' }, attrs: {}, parents: [] },
   { uid: { type: 'group', id: 'team' }, attrs: {}, parents: [] },
-  { uid: { type: 'document', id: 'plan' }, attrs: { owner: ref('user', 'alice'), editors: [ref('group', 'team')], viewers: [] }, parents: [] },
-  { uid: { type: 'document', id: 'budget' }, attrs: { owner: ref('user', 'alice'), editors: [], viewers: [ref('user', 'dave')] }, parents: [] },
-  { uid: { type: 'document', id: 'notes' }, attrs: { owner: ref('user', 'bob'), editors: [], viewers: [ref('user', 'alice')] }, parents: [] },
+  {
+    uid: { type: 'document', id: 'plan' },
+    attrs: { owner: ref('user', 'alice'), editors: [ref('group', 'team')], viewers: [] },
+    parents: [],
+  },
+  {
+    uid: { type: 'document', id: 'budget' },
+    attrs: { owner: ref('user', 'alice'), editors: [], viewers: [ref('user', 'dave')] },
+    parents: [],
+  },
+  {
+    uid: { type: 'document', id: 'notes' },
+    attrs: { owner: ref('user', 'bob'), editors: [], viewers: [ref('user', 'alice')] },
+    parents: [],
+  },
 ];
 
 export const SHARING_CEDAR = `@id("owners")

@@ -45,10 +45,16 @@ describe('Discovery and JWKS', function () {
     expect(document.permission_endpoint).to.equal(`${issuer}/permission`);
     // They answer (here: a PAT is required), rather than 404.
     expect((await server.request('/resource_registration/resource')).status).to.equal(401);
-    expect((await server.request('/permission', { method: 'POST', json: { resource_id: 'r', resource_scopes: ['read'] } })).status).to.equal(401);
+    expect(
+      (await server.request('/permission', { method: 'POST', json: { resource_id: 'r', resource_scopes: ['read'] } }))
+        .status,
+    ).to.equal(401);
     // Every endpoint it does advertise is served by this issuer.
     for (const [field, value] of Object.entries(document)) {
-      if (field.endsWith('_endpoint') || field === 'jwks_uri') expect(value, field).to.be.a('string').that.satisfies((url: string) => url.startsWith(`${issuer}/`));
+      if (field.endsWith('_endpoint') || field === 'jwks_uri')
+        expect(value, field)
+          .to.be.a('string')
+          .that.satisfies((url: string) => url.startsWith(`${issuer}/`));
     }
   });
 
@@ -56,7 +62,15 @@ describe('Discovery and JWKS', function () {
     const document = (await (await server.request('/.well-known/openid-configuration')).json()) as any;
 
     expect(document.code_challenge_methods_supported).to.have.members(['S256', 'plain']).and.have.length(2);
-    expect(document.grant_types_supported).to.have.members(['authorization_code', 'client_credentials', 'refresh_token', 'urn:ietf:params:oauth:grant-type:token-exchange', 'urn:ietf:params:oauth:grant-type:uma-ticket']).and.have.length(5);
+    expect(document.grant_types_supported)
+      .to.have.members([
+        'authorization_code',
+        'client_credentials',
+        'refresh_token',
+        'urn:ietf:params:oauth:grant-type:token-exchange',
+        'urn:ietf:params:oauth:grant-type:uma-ticket',
+      ])
+      .and.have.length(5);
     expect(document.grant_types_supported).not.to.include('implicit');
     expect(document.grant_types_supported).not.to.include('urn:ietf:params:oauth:grant-type:device_code');
     expect(document).not.to.have.property('device_authorization_endpoint');

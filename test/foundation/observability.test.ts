@@ -27,15 +27,20 @@ describe('observability', function () {
 
   it('counts requests by endpoint and status, and decisions by point and outcome', async function () {
     const before = await metrics();
-    const count = (text: string) => value(text, 'arbiter_http_request_duration_seconds_count{endpoint="/token",method="POST",status="200"}') ?? 0;
-    const allowed = (text: string) => (value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow",rego="in-process"}') ?? 0) + (value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow",rego="opa"}') ?? 0);
+    const count = (text: string) =>
+      value(text, 'arbiter_http_request_duration_seconds_count{endpoint="/token",method="POST",status="200"}') ?? 0;
+    const allowed = (text: string) =>
+      (value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow",rego="in-process"}') ?? 0) +
+      (value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow",rego="opa"}') ?? 0);
     for (let round = 0; round < 3; round += 1) {
       expect((await clientCredentials(server, 'metered', secret, { scope: 'read' })).status).to.equal(200);
     }
     const after = await metrics();
     expect(count(after) - count(before)).to.equal(3);
     expect(allowed(after) - allowed(before)).to.equal(3);
-    expect(after).to.contain('arbiter_policy_decision_duration_seconds_bucket{le="0.005",point="token",outcome="allow"}');
+    expect(after).to.contain(
+      'arbiter_policy_decision_duration_seconds_bucket{le="0.005",point="token",outcome="allow"}',
+    );
     expect(value(after, 'arbiter_store_ping_seconds')).to.be.at.least(0);
     expect(after).to.match(/arbiter_policy_revision_in_force\{store="[^"]+",opa="[^"]+"\} 1/);
     expect(after).to.contain('arbiter_process_cpu_seconds_total');
@@ -45,11 +50,17 @@ describe('observability', function () {
     for (let index = 0; index < 5; index += 1) await server.request(`/made-up-${index}-${Math.random()}`);
     const text = await metrics();
     expect(text).not.to.contain('made-up-');
-    expect(value(text, 'arbiter_http_request_duration_seconds_count{endpoint="other",method="GET",status="404"}')).to.be.at.least(5);
+    expect(
+      value(text, 'arbiter_http_request_duration_seconds_count{endpoint="other",method="GET",status="404"}'),
+    ).to.be.at.least(5);
   });
 
-  it('answers every request with an X-Request-ID, the caller\'s when sensible, and keeps it in the audit entry', async function () {
-    const given = await server.request('/token', { method: 'POST', headers: { 'X-Request-ID': 'trace-7f3a', 'Content-Type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials' });
+  it("answers every request with an X-Request-ID, the caller's when sensible, and keeps it in the audit entry", async function () {
+    const given = await server.request('/token', {
+      method: 'POST',
+      headers: { 'X-Request-ID': 'trace-7f3a', 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: 'grant_type=client_credentials',
+    });
     expect(given.headers.get('x-request-id')).to.equal('trace-7f3a');
     const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
     expect(entry.requestId).to.equal('trace-7f3a');

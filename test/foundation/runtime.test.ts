@@ -18,7 +18,14 @@ describe('Runtime and build', function () {
     const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-start-'));
     const port = await freePort();
     const child = spawn('bash', ['scripts/start.sh'], {
-      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), STORE_URL: `sqlite:${join(dataDir, 'arbiter.db')}`, SERVICE_ADMIN_API_KEY: ADMIN_KEY, LOG_LEVEL: 'info' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        PORT: String(port),
+        STORE_URL: `sqlite:${join(dataDir, 'arbiter.db')}`,
+        SERVICE_ADMIN_API_KEY: ADMIN_KEY,
+        LOG_LEVEL: 'info',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let output = '';

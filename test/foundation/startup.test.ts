@@ -16,7 +16,12 @@ function start(env: Record<string, string>) {
 
 describe('Start-up and configuration', function () {
   it('stops with one line naming the key when a value is bad', function () {
-    for (const [variable, value] of [['PORT', 'abc'], ['POLICY_POLL_MIN_SECONDS', '0'], ['STORE_URL', 'postgres://x'], ['SERVICE_SOFTWARE_STATEMENT_VERIFY', 'maybe']]) {
+    for (const [variable, value] of [
+      ['PORT', 'abc'],
+      ['POLICY_POLL_MIN_SECONDS', '0'],
+      ['STORE_URL', 'postgres://x'],
+      ['SERVICE_SOFTWARE_STATEMENT_VERIFY', 'maybe'],
+    ]) {
       const { status, stderr } = start({ [variable]: value });
       expect(status, variable).to.equal(1);
       expect(stderr.split('\n'), variable).to.have.length(1);
@@ -86,12 +91,21 @@ describe('Start-up and configuration', function () {
         if (!healthy) await new Promise((resolve) => setTimeout(resolve, 250));
       }
       expect(healthy, 'the server became ready').to.equal(true);
-      const keys = [...stdout.matchAll(/Admin API key for this run \(set SERVICE_ADMIN_API_KEY to choose one\): (\S+)/g)].map((match) => match[1]);
+      const keys = [
+        ...stdout.matchAll(/Admin API key for this run \(set SERVICE_ADMIN_API_KEY to choose one\): (\S+)/g),
+      ].map((match) => match[1]);
       expect(keys, 'printed exactly once').to.have.length(1);
-      expect((await fetch(`http://127.0.0.1:${port}/admin/api/clients`, { headers: { 'X-Admin-API-Key': keys[0] } })).status).to.equal(200);
-      const discovery = (await (await fetch(`http://127.0.0.1:${port}/.well-known/openid-configuration`)).json()) as { issuer: string };
+      expect(
+        (await fetch(`http://127.0.0.1:${port}/admin/api/clients`, { headers: { 'X-Admin-API-Key': keys[0] } })).status,
+      ).to.equal(200);
+      const discovery = (await (await fetch(`http://127.0.0.1:${port}/.well-known/openid-configuration`)).json()) as {
+        issuer: string;
+      };
       expect(discovery.issuer).to.equal(`http://localhost:${port}`);
-      const opaPids = execFileSync('pgrep', ['-P', String(child.pid), '-f', 'run --server'], { encoding: 'utf8' }).trim().split('\n').map(Number);
+      const opaPids = execFileSync('pgrep', ['-P', String(child.pid), '-f', 'run --server'], { encoding: 'utf8' })
+        .trim()
+        .split('\n')
+        .map(Number);
       expect(opaPids, 'the managed OPA runs as a child').to.have.length(1);
 
       child.kill('SIGTERM');

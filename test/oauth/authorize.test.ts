@@ -15,7 +15,14 @@ describe('GET /authorize, requests refused before sign-in', function () {
   });
 
   async function authorize(params: Record<string, string>) {
-    const query = new URLSearchParams({ response_type: 'code', client_id: 'web-app', redirect_uri: REDIRECT, scope: 'openid', state: 'st-1', ...params });
+    const query = new URLSearchParams({
+      response_type: 'code',
+      client_id: 'web-app',
+      redirect_uri: REDIRECT,
+      scope: 'openid',
+      state: 'st-1',
+      ...params,
+    });
     return server.request(`/authorize?${query}`);
   }
 
@@ -50,21 +57,30 @@ describe('GET /authorize, requests refused before sign-in', function () {
 
   it('refuses authorization_details together with scope or resource (invalid_request)', async function () {
     const details = JSON.stringify([{ type: 'urn:as:introspect' }]);
-    expect(redirectedError(await authorize({ authorization_details: details })).get('error')).to.equal('invalid_request');
-    const withResource = redirectedError(await authorize({ authorization_details: details, scope: '', resource: 'https://api.example.test/' }));
+    expect(redirectedError(await authorize({ authorization_details: details })).get('error')).to.equal(
+      'invalid_request',
+    );
+    const withResource = redirectedError(
+      await authorize({ authorization_details: details, scope: '', resource: 'https://api.example.test/' }),
+    );
     expect(withResource.get('error')).to.equal('invalid_request');
   });
 
   it('refuses authorization_details that are not a JSON array of typed objects (invalid_authorization_details)', async function () {
     const params = redirectedError(await authorize({ scope: '', authorization_details: '{"type":' }));
     expect(params.get('error')).to.equal('invalid_authorization_details');
-    const unknown = redirectedError(await authorize({ scope: '', authorization_details: JSON.stringify([{ type: 'urn:example:never-defined' }]) }));
+    const unknown = redirectedError(
+      await authorize({ scope: '', authorization_details: JSON.stringify([{ type: 'urn:example:never-defined' }]) }),
+    );
     expect(unknown.get('error')).to.equal('invalid_authorization_details');
   });
 
   it('refuses a malformed resource_types list and a resource with a fragment', async function () {
     expect(redirectedError(await authorize({ resource_types: 'a,,b' })).get('error')).to.equal('invalid_request');
-    expect(redirectedError(await authorize({ resource: 'https://api.example.test/#x' })).get('error')).to.be.oneOf(['invalid_target', 'invalid_request']);
+    expect(redirectedError(await authorize({ resource: 'https://api.example.test/#x' })).get('error')).to.be.oneOf([
+      'invalid_target',
+      'invalid_request',
+    ]);
   });
 
   it('refuses prompt=none combined with another value (invalid_request)', async function () {
@@ -76,7 +92,11 @@ describe('GET /authorize, requests refused before sign-in', function () {
   });
 
   it('accepts PKCE plain from a public client as far as sign-in', async function () {
-    const response = await authorize({ client_id: 'public-app', code_challenge: CHALLENGE, code_challenge_method: 'plain' });
+    const response = await authorize({
+      client_id: 'public-app',
+      code_challenge: CHALLENGE,
+      code_challenge_method: 'plain',
+    });
     expect(response.status).to.equal(302);
     expect(response.headers.get('location')).not.to.contain('error=');
   });

@@ -34,7 +34,9 @@ class DocumentServer {
         response.writeHead(404).end();
         return;
       }
-      response.writeHead(200, { 'content-type': 'application/json', ...served.headers }).end(JSON.stringify(served.body));
+      response
+        .writeHead(200, { 'content-type': 'application/json', ...served.headers })
+        .end(JSON.stringify(served.body));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     self = new DocumentServer(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
@@ -42,9 +44,23 @@ class DocumentServer {
   }
 
   /** Serves a document at `path` naming itself (its URL) as client_id unless `body` says otherwise. */
-  serve(path: string, body: Record<string, unknown> = {}, headers: Record<string, string> = { 'cache-control': 'max-age=60' }): string {
+  serve(
+    path: string,
+    body: Record<string, unknown> = {},
+    headers: Record<string, string> = { 'cache-control': 'max-age=60' },
+  ): string {
     const clientId = `${this.base}${path}`;
-    this.documents.set(path, { body: { client_id: clientId, client_name: 'Metadata App', client_uri: 'https://app.example.test/', redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none', ...body }, headers });
+    this.documents.set(path, {
+      body: {
+        client_id: clientId,
+        client_name: 'Metadata App',
+        client_uri: 'https://app.example.test/',
+        redirect_uris: [REDIRECT_URI],
+        token_endpoint_auth_method: 'none',
+        ...body,
+      },
+      headers,
+    });
     return clientId;
   }
 
@@ -78,35 +94,68 @@ describe('Client ID metadata documents: a URL as client_id', function () {
     await documents?.close();
   });
 
-  function authorizationQuery(clientId: string, redirectUri: string, challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM'): URLSearchParams {
-    return new URLSearchParams({ response_type: 'code', client_id: clientId, redirect_uri: redirectUri, scope: 'openid profile', state: 'state-1', code_challenge: challenge, code_challenge_method: 'S256' });
+  function authorizationQuery(
+    clientId: string,
+    redirectUri: string,
+    challenge = 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+  ): URLSearchParams {
+    return new URLSearchParams({
+      response_type: 'code',
+      client_id: clientId,
+      redirect_uri: redirectUri,
+      scope: 'openid profile',
+      state: 'state-1',
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
   }
 
   /** Signs in through the dev IdP (or reuses the agent's session); returns the code and its verifier. */
-  async function signIn(clientId: string, redirectUri = REDIRECT_URI, agent = new FetchUserAgent()): Promise<{ code: string; verifier: string }> {
+  async function signIn(
+    clientId: string,
+    redirectUri = REDIRECT_URI,
+    agent = new FetchUserAgent(),
+  ): Promise<{ code: string; verifier: string }> {
     const verifier = client.randomPKCECodeVerifier();
     const query = authorizationQuery(clientId, redirectUri, await client.calculatePKCECodeChallenge(verifier));
     const first = await agent.navigate(`${server.config.issuer}/authorize?${query}`, arrivingAt(redirectUri));
-    const page = first.url.href.startsWith(redirectUri) ? first : await passDevIdpForms(agent, first, 'erin', arrivingAt(redirectUri));
+    const page = first.url.href.startsWith(redirectUri)
+      ? first
+      : await passDevIdpForms(agent, first, 'erin', arrivingAt(redirectUri));
     const code = page.url.searchParams.get('code');
     if (!code) throw new Error(`no code: ${page.url.href} ${page.status} ${page.body?.slice(0, 500)}`);
     return { code, verifier };
   }
 
   /** The first answer of /authorize to a request that must be refused: never a 500, never a redirect to the client. */
-  async function refused(target: TestServer, clientId: string, redirectUri = REDIRECT_URI): Promise<{ status: number; error: string }> {
-    const response = await target.request(`/authorize?${authorizationQuery(clientId, redirectUri)}`, { headers: { accept: 'application/json' } });
+  async function refused(
+    target: TestServer,
+    clientId: string,
+    redirectUri = REDIRECT_URI,
+  ): Promise<{ status: number; error: string }> {
+    const response = await target.request(`/authorize?${authorizationQuery(clientId, redirectUri)}`, {
+      headers: { accept: 'application/json' },
+    });
     const text = await response.text();
     expect(response.status, text).to.equal(400);
     expect(response.headers.get('location'), 'not sent back to the client').to.equal(null);
     // The browser route answers with an error page (or JSON, as content negotiation goes).
-    return { status: response.status, error: (/"error":"([^"]+)"/.exec(text) ?? /<strong>error<\/strong>: ([a-z_]+)/.exec(text))?.[1] ?? text };
+    return {
+      status: response.status,
+      error: (/"error":"([^"]+)"/.exec(text) ?? /<strong>error<\/strong>: ([a-z_]+)/.exec(text))?.[1] ?? text,
+    };
   }
 
   it('signs in with a metadata document URL as client_id and redeems the code as a public client with PKCE', async function () {
     const clientId = documents.serve('/clients/app.json');
     const { code, verifier } = await signIn(clientId);
-    const { status, body } = await postForm(server, '/token', { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: clientId, code_verifier: verifier });
+    const { status, body } = await postForm(server, '/token', {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT_URI,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
     expect(status, JSON.stringify(body)).to.equal(200);
     expect(body).to.include.keys('access_token', 'id_token', 'refresh_token');
     expect(body.scope.split(' ')).to.include('openid');
@@ -114,7 +163,11 @@ describe('Client ID metadata documents: a URL as client_id', function () {
 
   // Issue 27, item 5: unauthenticated document URLs left permanent records, refused documents included.
   it('stores no client for a document whose redirect URIs /authorize would refuse', async function () {
-    for (const [path, uri] of [['/clients/js.json', 'javascript:alert(1)'], ['/clients/native.json', 'com.evil:/cb'], ['/clients/plain.json', 'http://evil.example/cb']]) {
+    for (const [path, uri] of [
+      ['/clients/js.json', 'javascript:alert(1)'],
+      ['/clients/native.json', 'com.evil:/cb'],
+      ['/clients/plain.json', 'http://evil.example/cb'],
+    ]) {
       const clientId = documents.serve(path, { redirect_uris: [uri] });
       await refused(server, clientId, uri);
       expect(await server.store.collection('clients', '_default').findOne({ clientId }), uri).to.equal(null);
@@ -124,7 +177,9 @@ describe('Client ID metadata documents: a URL as client_id', function () {
   it('keeps a client record as an expiring cache entry (CIMD_RECORD_TTL), never a permanent client', async function () {
     const clientId = documents.serve('/clients/expiring.json');
     await signIn(clientId);
-    const record = (await server.store.collection('clients', '_default').findOne({ clientId })) as { expiresAt?: number } | null;
+    const record = (await server.store.collection('clients', '_default').findOne({ clientId })) as {
+      expiresAt?: number;
+    } | null;
     expect(record?.expiresAt, 'an expiry').to.be.a('number');
     expect(record!.expiresAt! - Date.now()).to.be.within(23 * 3_600_000, 24 * 3_600_000);
   });
@@ -132,31 +187,55 @@ describe('Client ID metadata documents: a URL as client_id', function () {
   it('creates a public client with registrationType cimd that the Admin API lists', async function () {
     const clientId = documents.serve('/clients/app.json');
     const listed = (await server.admin('GET', '/clients')).body as any[];
-    const record = (Array.isArray(listed) ? listed : (listed as any).content).find((entry: any) => entry.clientId === clientId);
+    const record = (Array.isArray(listed) ? listed : (listed as any).content).find(
+      (entry: any) => entry.clientId === clientId,
+    );
     expect(record, 'listed').to.exist;
-    expect(record).to.include({ clientType: 'public', registrationType: 'cimd', tokenEndpointAuthMethod: 'none', clientName: 'Metadata App', clientUri: 'https://app.example.test/', enabled: true, tenantId: null });
+    expect(record).to.include({
+      clientType: 'public',
+      registrationType: 'cimd',
+      tokenEndpointAuthMethod: 'none',
+      clientName: 'Metadata App',
+      clientUri: 'https://app.example.test/',
+      enabled: true,
+      tenantId: null,
+    });
     expect(record.redirectUris).to.deep.equal([REDIRECT_URI]);
-    expect((await server.admin('GET', `/clients/${encodeURIComponent(clientId)}`)).body.registrationType).to.equal('cimd');
+    expect((await server.admin('GET', `/clients/${encodeURIComponent(clientId)}`)).body.registrationType).to.equal(
+      'cimd',
+    );
   });
 
   it('gives the client the synthetic granted resources of policy data, seen by the authorize decision', async function () {
     const clientId = documents.serve('/clients/app.json');
     const entries = (await server.admin('GET', '/audit-logs?size=200&sort=id,desc')).body.content as any[];
-    const decision = entries.find((entry) => entry.endpoint.startsWith('/authorize') && entry.policyInput?.client?.client_id === clientId);
+    const decision = entries.find(
+      (entry) => entry.endpoint.startsWith('/authorize') && entry.policyInput?.client?.client_id === clientId,
+    );
     expect(decision, 'an authorize decision about the client').to.exist;
-    expect(decision.policyInput.client).to.deep.include({ client_type: 'public', registration_type: 'cimd', token_endpoint_auth_method: 'none', granted_resources: GRANTED });
+    expect(decision.policyInput.client).to.deep.include({
+      client_type: 'public',
+      registration_type: 'cimd',
+      token_endpoint_auth_method: 'none',
+      granted_resources: GRANTED,
+    });
     expect(decision.policyInput.client.redirect_uris).to.deep.equal([REDIRECT_URI]);
   });
 
   it('creates the client in the tenant of the request only', async function () {
     await server.admin('POST', '/subjects', { subjectId: 'makes-tenant-cimd-exist', tenantId: 'tenant-cimd' });
     const clientId = documents.serve('/clients/tenant.json');
-    const response = await server.request(`/authorize?${authorizationQuery(clientId, REDIRECT_URI)}`, { tenant: 'tenant-cimd' });
+    const response = await server.request(`/authorize?${authorizationQuery(clientId, REDIRECT_URI)}`, {
+      tenant: 'tenant-cimd',
+    });
     expect(response.status, await response.text()).to.be.within(300, 399);
     const inTenant = await server.admin('GET', `/clients/${encodeURIComponent(clientId)}?tenantId=tenant-cimd`);
     expect(inTenant.status).to.equal(200);
     expect(inTenant.body).to.include({ registrationType: 'cimd', tenantId: 'tenant-cimd' });
-    expect((await server.admin('GET', `/clients/${encodeURIComponent(clientId)}`)).status, 'not in the default tenant').to.equal(404);
+    expect(
+      (await server.admin('GET', `/clients/${encodeURIComponent(clientId)}`)).status,
+      'not in the default tenant',
+    ).to.equal(404);
   });
 
   it('a client an operator disabled through the Admin API does not exist, although its document is served', async function () {
@@ -164,12 +243,14 @@ describe('Client ID metadata documents: a URL as client_id', function () {
     await signIn(clientId);
     const fields = (await server.admin('GET', `/clients/${encodeURIComponent(clientId)}`)).body;
     for (const readOnly of ['id', 'createdAt', 'updatedAt', 'tenantId']) delete fields[readOnly];
-    expect((await server.admin('PUT', `/clients/${encodeURIComponent(clientId)}`, { ...fields, enabled: false })).status).to.equal(200);
+    expect(
+      (await server.admin('PUT', `/clients/${encodeURIComponent(clientId)}`, { ...fields, enabled: false })).status,
+    ).to.equal(200);
     expect((await refused(server, clientId)).error).to.equal('invalid_client');
   });
 
   describe('each rule refused when broken (never a 500)', function () {
-    it("refuses a document whose client_id is not its URL", async function () {
+    it('refuses a document whose client_id is not its URL', async function () {
       const clientId = documents.serve('/clients/mismatch.json', { client_id: `${documents.base}/clients/app.json` });
       expect((await refused(server, clientId)).error).to.equal('invalid_client');
       expect(documents.count('/clients/mismatch.json'), 'it was fetched and refused').to.equal(1);
@@ -207,19 +288,29 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       const started = Date.now();
       expect((await refused(server, 'https://10.0.0.1/c.json')).error).to.equal('invalid_client');
       expect((await refused(server, 'https://169.254.169.254/latest/meta-data.json')).error).to.equal('invalid_client');
-      expect(Date.now() - started, 'refused before any connection attempt (the outbound timeout is 5 s)').to.be.below(2000);
+      expect(Date.now() - started, 'refused before any connection attempt (the outbound timeout is 5 s)').to.be.below(
+        2000,
+      );
     });
 
     it('refuses a document that is missing, not JSON, or asks for a client secret', async function () {
       expect((await refused(server, `${documents.base}/clients/missing.json`)).error).to.equal('invalid_client');
-      const secretive = documents.serve('/clients/confidential.json', { token_endpoint_auth_method: 'client_secret_basic' });
+      const secretive = documents.serve('/clients/confidential.json', {
+        token_endpoint_auth_method: 'client_secret_basic',
+      });
       expect((await refused(server, secretive)).error).to.equal('invalid_client');
       const noRedirects = documents.serve('/clients/no-redirects.json', { redirect_uris: [] });
       expect((await refused(server, noRedirects)).error).to.equal('invalid_client');
     });
 
     it('refuses an unknown URL client at the token endpoint with 401 invalid_client', async function () {
-      const { status, body } = await postForm(server, '/token', { grant_type: 'authorization_code', code: 'x', redirect_uri: REDIRECT_URI, client_id: `${documents.base}/clients/missing-too.json`, code_verifier: 'x'.repeat(43) });
+      const { status, body } = await postForm(server, '/token', {
+        grant_type: 'authorization_code',
+        code: 'x',
+        redirect_uri: REDIRECT_URI,
+        client_id: `${documents.base}/clients/missing-too.json`,
+        code_verifier: 'x'.repeat(43),
+      });
       expect(status).to.equal(401);
       expect(body.error).to.equal('invalid_client');
     });
@@ -228,7 +319,9 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       const strict = await withServer();
       const clientId = documents.serve('/clients/strict.json');
       expect((await refused(strict, clientId)).error).to.equal('invalid_client');
-      expect((await refused(strict, `http://localhost:${new URL(documents.base).port}/clients/strict.json`)).error).to.equal('invalid_client');
+      expect(
+        (await refused(strict, `http://localhost:${new URL(documents.base).port}/clients/strict.json`)).error,
+      ).to.equal('invalid_client');
       expect(documents.count('/clients/strict.json')).to.equal(0);
       const listed = (await strict.admin('GET', '/clients')).body;
       expect(JSON.stringify(listed)).not.to.contain('strict.json');
@@ -241,7 +334,13 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       const agent = new FetchUserAgent();
       const first = await signIn(clientId, REDIRECT_URI, agent);
       await signIn(clientId, REDIRECT_URI, agent);
-      const { status } = await postForm(server, '/token', { grant_type: 'authorization_code', code: first.code, redirect_uri: REDIRECT_URI, client_id: clientId, code_verifier: first.verifier });
+      const { status } = await postForm(server, '/token', {
+        grant_type: 'authorization_code',
+        code: first.code,
+        redirect_uri: REDIRECT_URI,
+        client_id: clientId,
+        code_verifier: first.verifier,
+      });
       expect(status).to.equal(200);
       expect(documents.count('/clients/cached.json')).to.equal(1);
     });
@@ -260,9 +359,17 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       const moved = 'http://127.0.0.1:1/cimd/moved';
       documents.serve(path, { redirect_uris: [moved], client_name: 'Renamed App' }, { 'cache-control': 'no-store' });
       const { code, verifier } = await signIn(clientId, moved, agent);
-      const { status } = await postForm(server, '/token', { grant_type: 'authorization_code', code, redirect_uri: moved, client_id: clientId, code_verifier: verifier });
+      const { status } = await postForm(server, '/token', {
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: moved,
+        client_id: clientId,
+        code_verifier: verifier,
+      });
       expect(status).to.equal(200);
-      expect((await refused(server, clientId, REDIRECT_URI)).error, 'the old URI is gone').to.equal('invalid_redirect_uri');
+      expect((await refused(server, clientId, REDIRECT_URI)).error, 'the old URI is gone').to.equal(
+        'invalid_redirect_uri',
+      );
       const record = (await server.admin('GET', `/clients/${encodeURIComponent(clientId)}`)).body;
       expect(record.redirectUris).to.deep.equal([moved]);
       expect(record.clientName).to.equal('Renamed App');
@@ -288,7 +395,9 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       // Once the refusal has expired, the document is fetched again and the request goes on to sign-in.
       await eventually(async () => {
         const response = await server.request(`/authorize?${authorizationQuery(clientId, REDIRECT_URI)}`);
-        return response.status >= 300 && response.status < 400 && !response.headers.get('location')?.startsWith(REDIRECT_URI);
+        return (
+          response.status >= 300 && response.status < 400 && !response.headers.get('location')?.startsWith(REDIRECT_URI)
+        );
       }, 20_000);
       expect(documents.count(path)).to.equal(2);
     });

@@ -15,7 +15,13 @@ describe('client secret verification and its cache', function () {
     server = inTenant(await withServer(), 'client-secrets');
   });
 
-  const token = (clientId: string, secret: string) => postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic(clientId, secret) });
+  const token = (clientId: string, secret: string) =>
+    postForm(
+      server,
+      '/token',
+      { grant_type: 'client_credentials', scope: 'read' },
+      { Authorization: basic(clientId, secret) },
+    );
   const replace = async (clientId: string, fields: Record<string, unknown>) => {
     const current = (await server.admin('GET', `/clients/${clientId}`)).body;
     const { id: _id, createdAt: _created, updatedAt: _updated, clientSecret: _secret, ...body } = current;
@@ -26,7 +32,8 @@ describe('client secret verification and its cache', function () {
   it('accepts the right secret again and again, never a wrong one after it', async function () {
     const secret = await confidentialClient(server, 'steady', { scopes: ['read'] });
     for (let attempt = 0; attempt < 3; attempt += 1) expect((await token('steady', secret)).status).to.equal(200);
-    for (const wrong of [`${secret}x`, secret.slice(0, -1), secret.toUpperCase()]) expect((await token('steady', wrong)).status, wrong).to.equal(401);
+    for (const wrong of [`${secret}x`, secret.slice(0, -1), secret.toUpperCase()])
+      expect((await token('steady', wrong)).status, wrong).to.equal(401);
   });
 
   it('refuses the old secret as soon as the client has a new one', async function () {
@@ -45,7 +52,12 @@ describe('client secret verification and its cache', function () {
   });
 
   it('checks a cost-10 hash (the production cost) too', async function () {
-    await server.admin('POST', '/clients', { clientId: 'costly', clientType: 'confidential', clientSecret: bcrypt.hashSync('costly-secret', 10), scopes: ['read'] });
+    await server.admin('POST', '/clients', {
+      clientId: 'costly',
+      clientType: 'confidential',
+      clientSecret: bcrypt.hashSync('costly-secret', 10),
+      scopes: ['read'],
+    });
     expect((await token('costly', 'costly-secret')).status).to.equal(200);
     expect((await token('costly', 'costly-secret')).status).to.equal(200);
     expect((await token('costly', 'not-it')).status).to.equal(401);

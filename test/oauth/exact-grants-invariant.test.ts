@@ -3,8 +3,24 @@ import fc from 'fast-check';
 import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { AUTHORIZE_REGO, TOKEN_REGO, authorizeSeed, decide, tokenSeed, type Decided, type Detail } from '../support/invariant.js';
-import { basic, clientCredentials, confidentialClient, type JsonResponse, policyInForce, postForm, updateOauthData } from '../support/oauth.js';
+import {
+  AUTHORIZE_REGO,
+  TOKEN_REGO,
+  authorizeSeed,
+  decide,
+  tokenSeed,
+  type Decided,
+  type Detail,
+} from '../support/invariant.js';
+import {
+  basic,
+  clientCredentials,
+  confidentialClient,
+  type JsonResponse,
+  policyInForce,
+  postForm,
+  updateOauthData,
+} from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 /**
@@ -39,7 +55,11 @@ const UNREGISTERED_API = 'https://elsewhere.invariant.example.test/';
 const RAR_TYPES = ['urn:inv:payment', 'urn:inv:account', 'urn:inv:files'];
 const USER_SCOPES = ['openid', 'profile', 'email', 'read', 'write', 'admin'];
 const MACHINE_SCOPES = ['profile', 'email', 'read', 'write', 'admin'];
-const OIDC_CLAIMS: Record<string, string[]> = { openid: ['sub'], profile: ['name', 'preferred_username'], email: ['email', 'email_verified'] };
+const OIDC_CLAIMS: Record<string, string[]> = {
+  openid: ['sub'],
+  profile: ['name', 'preferred_username'],
+  email: ['email', 'email_verified'],
+};
 
 // ---------------------------------------------------------------------------------------------
 // What fast-check generates
@@ -97,7 +117,10 @@ const detail: fc.Arbitrary<Detail> = fc.record({
 const details = fc.uniqueArray(detail, { minLength: 1, maxLength: 3, selector: (item) => item.type });
 const resource = fc.constantFrom(null, null, null, REGISTERED_API, UNREGISTERED_API);
 /** Now and then (one in six) the client sends authorization_details of its own at /token. */
-const tamper = fc.oneof({ weight: 5, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.constantFrom<Tamper>('inflate', 'add') });
+const tamper = fc.oneof(
+  { weight: 5, arbitrary: fc.constant(null) },
+  { weight: 1, arbitrary: fc.constantFrom<Tamper>('inflate', 'add') },
+);
 const rarely = fc.integer({ min: 0, max: 5 }).map((n) => n === 0);
 const resourceAtToken = fc.constantFrom<ResourceAtToken>('same', 'same', 'omit', 'omit', 'other');
 
@@ -137,7 +160,10 @@ const machineStep: fc.Arbitrary<MachineStep> = fc.record({
 
 const sessions: fc.Arbitrary<Case> = fc.record({
   login: fc.constantFrom('erin', 'frank', 'grace'),
-  steps: fc.array(fc.oneof({ weight: 4, arbitrary: codeStep }, { weight: 1, arbitrary: machineStep }), { minLength: 1, maxLength: 3 }),
+  steps: fc.array(fc.oneof({ weight: 4, arbitrary: codeStep }, { weight: 1, arbitrary: machineStep }), {
+    minLength: 1,
+    maxLength: 3,
+  }),
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -166,14 +192,24 @@ interface Snapshot {
 }
 
 /** A token response for the trace: token values elided. */
-const masked = (body: any) => show(body && typeof body === 'object' ? Object.fromEntries(Object.entries(body).map(([key, value]) => [key, /_token$/.test(key) ? '…' : value])) : body);
+const masked = (body: any) =>
+  show(
+    body && typeof body === 'object'
+      ? Object.fromEntries(Object.entries(body).map(([key, value]) => [key, /_token$/.test(key) ? '…' : value]))
+      : body,
+  );
 const words = (scope: unknown): string[] => (typeof scope === 'string' ? scope.split(' ').filter(Boolean) : []);
 const show = (value: unknown) => JSON.stringify(value);
 const sameJson = (a: unknown, b: unknown) => show(canonical(a)) === show(canonical(b));
 
 function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => [k, canonical(v)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(
+      Object.entries(value)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, v]) => [k, canonical(v)]),
+    );
   return value;
 }
 
@@ -202,9 +238,28 @@ function claimsFor(scopes: string[]): Set<string> {
 }
 
 /** An OpenID Connect claims request for every claim there is. */
-const ALL_CLAIMS = Object.fromEntries(Object.values(OIDC_CLAIMS).flat().map((claim) => [claim, null]));
+const ALL_CLAIMS = Object.fromEntries(
+  Object.values(OIDC_CLAIMS)
+    .flat()
+    .map((claim) => [claim, null]),
+);
 
-const PROTOCOL_CLAIMS = new Set(['iss', 'aud', 'exp', 'iat', 'auth_time', 'nonce', 'acr', 'amr', 'azp', 'at_hash', 'c_hash', 's_hash', 'sid', 'jti']);
+const PROTOCOL_CLAIMS = new Set([
+  'iss',
+  'aud',
+  'exp',
+  'iat',
+  'auth_time',
+  'nonce',
+  'acr',
+  'amr',
+  'azp',
+  'at_hash',
+  'c_hash',
+  's_hash',
+  'sid',
+  'jti',
+]);
 
 describe('Exact grants, property-based: every token carries what the policy granted, never more', function () {
   this.timeout(120_000 + RUNS * 3_000);
@@ -219,14 +274,31 @@ describe('Exact grants, property-based: every token carries what the policy gran
     // Its own server: the test replaces policy rules and data.
     server = await readyServer();
     idp = await startRegisteredDevIdp(server);
-    const spa = await server.admin('POST', '/clients', { clientId: SPA, clientType: 'public', tokenEndpointAuthMethod: 'none', redirectUris: [REDIRECT_URI], scopes: USER_SCOPES });
+    const spa = await server.admin('POST', '/clients', {
+      clientId: SPA,
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: [REDIRECT_URI],
+      scopes: USER_SCOPES,
+    });
     expect(spa.status, show(spa.body)).to.equal(201);
     m2mSecret = await confidentialClient(server, M2M, { scopes: MACHINE_SCOPES });
     rsSecret = await confidentialClient(server, RS, { scopes: ['introspection'] });
-    const api = await server.admin('POST', '/resource-servers', { resourceIndicator: REGISTERED_API, name: 'Invariant API' });
+    const api = await server.admin('POST', '/resource-servers', {
+      resourceIndicator: REGISTERED_API,
+      name: 'Invariant API',
+    });
     expect(api.status, show(api.body)).to.equal(201);
-    for (const [path, content] of [['arbiter/authorize/authorize.rego', AUTHORIZE_REGO], ['arbiter/token/token.rego', TOKEN_REGO]]) {
-      const saved = await server.admin('PUT', `/policy-rules/by-path?path=${encodeURIComponent(path)}`, { version: null, kind: 'rego', path, content });
+    for (const [path, content] of [
+      ['arbiter/authorize/authorize.rego', AUTHORIZE_REGO],
+      ['arbiter/token/token.rego', TOKEN_REGO],
+    ]) {
+      const saved = await server.admin('PUT', `/policy-rules/by-path?path=${encodeURIComponent(path)}`, {
+        version: null,
+        kind: 'rego',
+        path,
+        content,
+      });
       expect(saved.status, show(saved.body)).to.be.oneOf([200, 201]);
     }
     // Also waits until OPA serves the rules written just before.
@@ -246,15 +318,26 @@ describe('Exact grants, property-based: every token carries what the policy gran
 
   async function renewCaller(): Promise<void> {
     const { status, body } = await clientCredentials(server, RS, rsSecret, { scope: 'introspection' });
-    if (status !== 200 || !words(body.scope).includes('introspection')) throw new Error(`no introspection caller token: ${status} ${show(body)}`);
+    if (status !== 200 || !words(body.scope).includes('introspection'))
+      throw new Error(`no introspection caller token: ${status} ${show(body)}`);
     caller = body.access_token;
   }
 
   async function introspect(token: string, hint?: string): Promise<any> {
-    let response = await postForm(server, '/introspect', { token, ...(hint ? { token_type_hint: hint } : {}) }, { Authorization: `Bearer ${caller}` });
+    let response = await postForm(
+      server,
+      '/introspect',
+      { token, ...(hint ? { token_type_hint: hint } : {}) },
+      { Authorization: `Bearer ${caller}` },
+    );
     if (response.status === 401) {
       await renewCaller();
-      response = await postForm(server, '/introspect', { token, ...(hint ? { token_type_hint: hint } : {}) }, { Authorization: `Bearer ${caller}` });
+      response = await postForm(
+        server,
+        '/introspect',
+        { token, ...(hint ? { token_type_hint: hint } : {}) },
+        { Authorization: `Bearer ${caller}` },
+      );
     }
     if (response.status !== 200) throw new Error(`introspection answered ${response.status}: ${show(response.body)}`);
     return response.body;
@@ -267,7 +350,12 @@ describe('Exact grants, property-based: every token carries what the policy gran
   }
 
   /** Signs in (or reuses the agent's session); returns the code, or the error the client was sent back with when `refusal` is set. */
-  async function authorize(agent: FetchUserAgent, login: string, parameters: Record<string, string>, refusal = false): Promise<{ code: string; verifier: string; query: URLSearchParams }> {
+  async function authorize(
+    agent: FetchUserAgent,
+    login: string,
+    parameters: Record<string, string>,
+    refusal = false,
+  ): Promise<{ code: string; verifier: string; query: URLSearchParams }> {
     const verifier = client.randomPKCECodeVerifier();
     const query = new URLSearchParams({
       response_type: 'code',
@@ -279,7 +367,10 @@ describe('Exact grants, property-based: every token carries what the policy gran
     });
     let page = await agent.navigate(`${server.config.issuer}/authorize?${query}`, arrivingAt(REDIRECT_URI));
     if (page.url.host === idp.host) page = await passDevIdpForms(agent, page, login, arrivingAt(REDIRECT_URI));
-    if (!page.url.href.startsWith(REDIRECT_URI)) throw new Error(`the authorization did not return to the client: ${page.status} ${page.url.href} ${page.body?.slice(0, 300)}`);
+    if (!page.url.href.startsWith(REDIRECT_URI))
+      throw new Error(
+        `the authorization did not return to the client: ${page.status} ${page.url.href} ${page.body?.slice(0, 300)}`,
+      );
     const code = page.url.searchParams.get('code');
     if (refusal && !code) return { code: '', verifier, query: page.url.searchParams };
     if (!code) throw new Error(`no code: ${page.url.href}`);
@@ -292,7 +383,10 @@ describe('Exact grants, property-based: every token carries what the policy gran
     const decisions = (body?.content ?? [])
       .filter((entry: any) => entry.policyDecision && !entry.endpoint.startsWith('/introspect'))
       .slice(0, 3)
-      .map((entry: any) => `${entry.endpoint.replace(/^(\/authorize)\/.*/, '$1/…')} ${entry.requestSummary?.status}: asked ${show(entry.policyInput?.request?.scopes)} ${show(entry.policyInput?.request?.authorization_details)}, granted ${show(entry.policyDecision.scopes)} ${show(entry.policyDecision.authorization_details)}`);
+      .map(
+        (entry: any) =>
+          `${entry.endpoint.replace(/^(\/authorize)\/.*/, '$1/…')} ${entry.requestSummary?.status}: asked ${show(entry.policyInput?.request?.scopes)} ${show(entry.policyInput?.request?.authorization_details)}, granted ${show(entry.policyDecision.scopes)} ${show(entry.policyDecision.authorization_details)}`,
+      );
     return `audit log, latest decisions first:\n      ${decisions.join('\n      ')}`;
   }
 
@@ -304,12 +398,25 @@ describe('Exact grants, property-based: every token carries what the policy gran
   }
 
   /** The audited decision (and what it was asked) is the one the test recomputed. */
-  async function auditedDecisionIs(endpoint: string, requested: string[], expected: Decided, what: string): Promise<void> {
+  async function auditedDecisionIs(
+    endpoint: string,
+    requested: string[],
+    expected: Decided,
+    what: string,
+  ): Promise<void> {
     const entry = await lastAudit((item) => item.endpoint.startsWith(endpoint) && item.policyDecision);
     const decision = entry.policyDecision;
-    check(sameJson([...entry.policyInput.request.scopes].sort(), [...new Set(requested)].sort()), 'audit: decision input scopes differ from the model', () => `${what}: audited input scopes ${show(entry.policyInput.request.scopes)}, model ${show(requested)}`);
     check(
-      decision.allow === true && sameJson(decision.scopes, expected.scopes) && sameJson(decision.authorization_details, expected.authorization_details) && sameJson(decision.obligations, expected.obligations) && sameJson(decision.extensions, expected.extensions),
+      sameJson([...entry.policyInput.request.scopes].sort(), [...new Set(requested)].sort()),
+      'audit: decision input scopes differ from the model',
+      () => `${what}: audited input scopes ${show(entry.policyInput.request.scopes)}, model ${show(requested)}`,
+    );
+    check(
+      decision.allow === true &&
+        sameJson(decision.scopes, expected.scopes) &&
+        sameJson(decision.authorization_details, expected.authorization_details) &&
+        sameJson(decision.obligations, expected.obligations) &&
+        sameJson(decision.extensions, expected.extensions),
       'audit: decision differs from the recomputation',
       () => `${what}: audited ${show(decision)}, recomputed ${show(expected)}`,
     );
@@ -333,24 +440,50 @@ describe('Exact grants, property-based: every token carries what the policy gran
   async function issuedToken(expectation: Expectation): Promise<Snapshot> {
     const { label, response, decided, requested, ceiling, clientId, sub } = expectation;
     const { body } = response;
-    check(response.status === 200 && typeof body?.access_token === 'string', 'no token issued', () => `${label}: ${response.status} ${show(body)}`);
+    check(
+      response.status === 200 && typeof body?.access_token === 'string',
+      'no token issued',
+      () => `${label}: ${response.status} ${show(body)}`,
+    );
     const scopes = words(body.scope);
     subset(scopes, decided.scopes, 'token scope beyond the token decision', `${label}: scope`);
     subset(scopes, requested, 'token scope beyond what was requested', `${label}: scope`);
     const details = (body.authorization_details ?? []) as Detail[];
-    check(sameJson(details, decided.authorization_details), 'token authorization_details differ from the decision', () => `${label}: response ${show(body.authorization_details)}, decision ${show(decided.authorization_details)}`);
+    check(
+      sameJson(details, decided.authorization_details),
+      'token authorization_details differ from the decision',
+      () => `${label}: response ${show(body.authorization_details)}, decision ${show(decided.authorization_details)}`,
+    );
     if (ceiling) {
       subset(scopes, ceiling.scopes, 'token scope beyond the authorize decision', `${label}: scope`);
-      detailsWithin(details, ceiling.details, 'token authorization_details beyond the authorize decision', `${label}: authorization_details`);
+      detailsWithin(
+        details,
+        ceiling.details,
+        'token authorization_details beyond the authorize decision',
+        `${label}: authorization_details`,
+      );
     }
 
     const idClaims = idTokenClaims(body.id_token);
     if (idClaims) {
-      check(decided.scopes.includes('openid') && (!ceiling || ceiling.scopes.includes('openid')), 'ID token without a granted openid', () => `${label}: id_token ${show(idClaims)}, decision ${show(decided.scopes)}`);
+      check(
+        decided.scopes.includes('openid') && (!ceiling || ceiling.scopes.includes('openid')),
+        'ID token without a granted openid',
+        () => `${label}: id_token ${show(idClaims)}, decision ${show(decided.scopes)}`,
+      );
       const allowed = claimsFor(decided.scopes);
       const extra = Object.keys(idClaims).filter((claim) => !PROTOCOL_CLAIMS.has(claim) && !allowed.has(claim));
-      check(extra.length === 0, 'ID token claims beyond the granted scopes', () => `${label}: id_token claims ${show(extra)} with granted ${show(decided.scopes)}`);
-      if (expectation.nonce) check(idClaims.nonce === expectation.nonce, 'ID token nonce', () => `${label}: nonce ${show(idClaims.nonce)}, sent ${expectation.nonce}`);
+      check(
+        extra.length === 0,
+        'ID token claims beyond the granted scopes',
+        () => `${label}: id_token claims ${show(extra)} with granted ${show(decided.scopes)}`,
+      );
+      if (expectation.nonce)
+        check(
+          idClaims.nonce === expectation.nonce,
+          'ID token nonce',
+          () => `${label}: nonce ${show(idClaims.nonce)}, sent ${expectation.nonce}`,
+        );
     }
 
     const introspection = await introspect(body.access_token);
@@ -364,16 +497,34 @@ describe('Exact grants, property-based: every token carries what the policy gran
       extensions: decided.extensions,
     };
     const shown = Object.fromEntries(Object.keys(expected).map((key) => [key, introspection[key]]));
-    check(sameJson(shown, JSON.parse(show(expected))), 'introspection differs from the issued token and its decision', () => `${label}: introspection ${show(introspection)}, expected ${show(expected)}`);
+    check(
+      sameJson(shown, JSON.parse(show(expected))),
+      'introspection differs from the issued token and its decision',
+      () => `${label}: introspection ${show(introspection)}, expected ${show(expected)}`,
+    );
 
     const info = await userinfo(body.access_token);
     if (info.status === 200) {
-      check(Boolean(sub) && scopes.includes('openid'), 'UserInfo answers a token without openid', () => `${label}: scope ${show(scopes)}, UserInfo ${show(info.body)}`);
+      check(
+        Boolean(sub) && scopes.includes('openid'),
+        'UserInfo answers a token without openid',
+        () => `${label}: scope ${show(scopes)}, UserInfo ${show(info.body)}`,
+      );
       const allowed = claimsFor(scopes);
       const claims = Object.keys(info.body as object);
       const extra = claims.filter((claim) => !allowed.has(claim));
-      check(extra.length === 0, 'UserInfo claims beyond the issued scopes', () => `${label}: claims ${show(extra)} with scope ${show(scopes)}`);
-      if (ceiling) subset(claims.filter((claim) => claim !== 'sub'), [...claimsFor(ceiling.scopes)], 'UserInfo claims beyond the authorize decision', `${label}: claims`);
+      check(
+        extra.length === 0,
+        'UserInfo claims beyond the issued scopes',
+        () => `${label}: claims ${show(extra)} with scope ${show(scopes)}`,
+      );
+      if (ceiling)
+        subset(
+          claims.filter((claim) => claim !== 'sub'),
+          [...claimsFor(ceiling.scopes)],
+          'UserInfo claims beyond the authorize decision',
+          `${label}: claims`,
+        );
     }
     tally(`access token checked (UserInfo ${info.status})`);
     return { label, token: body.access_token, introspection, userinfo: info };
@@ -383,8 +534,16 @@ describe('Exact grants, property-based: every token carries what the policy gran
     for (const snapshot of snapshots) {
       tally('earlier token re-checked');
       const [introspection, info] = await Promise.all([introspect(snapshot.token), userinfo(snapshot.token)]);
-      check(sameJson(introspection, snapshot.introspection), 'an earlier token changed (introspection)', () => `${snapshot.label}: was ${show(snapshot.introspection)}, now ${show(introspection)}`);
-      check(sameJson(info, snapshot.userinfo), 'an earlier token changed (UserInfo)', () => `${snapshot.label}: was ${show(snapshot.userinfo)}, now ${show(info)}`);
+      check(
+        sameJson(introspection, snapshot.introspection),
+        'an earlier token changed (introspection)',
+        () => `${snapshot.label}: was ${show(snapshot.introspection)}, now ${show(introspection)}`,
+      );
+      check(
+        sameJson(info, snapshot.userinfo),
+        'an earlier token changed (UserInfo)',
+        () => `${snapshot.label}: was ${show(snapshot.userinfo)}, now ${show(info)}`,
+      );
     }
   }
 
@@ -397,14 +556,21 @@ describe('Exact grants, property-based: every token carries what the policy gran
 
   /** authorization_details of the client's own: the granted ones with a larger limit, or another type added. */
   function tampered(kind: Tamper, granted: Detail[]): Detail[] {
-    if (kind === 'inflate' && granted.length) return granted.map((item) => ({ ...item, limit: Number(item.limit ?? 0) * 1000 + 1 }));
+    if (kind === 'inflate' && granted.length)
+      return granted.map((item) => ({ ...item, limit: Number(item.limit ?? 0) * 1000 + 1 }));
     const missing = RAR_TYPES.find((type) => !granted.some((item) => item.type === type)) ?? RAR_TYPES[0];
     return [...granted, { type: missing, actions: ['pay'], limit: 1_000_000 }];
   }
 
   // --- the steps ------------------------------------------------------------------------------
 
-  async function codeStep(agent: FetchUserAgent, login: string, step: CodeStep, n: number, trace: string[]): Promise<Snapshot[]> {
+  async function codeStep(
+    agent: FetchUserAgent,
+    login: string,
+    step: CodeStep,
+    n: number,
+    trace: string[],
+  ): Promise<Snapshot[]> {
     const parameters: Record<string, string> = { state: step.state };
     let asked: string[] = [];
     let askedDetails: Detail[] = [];
@@ -414,7 +580,8 @@ describe('Exact grants, property-based: every token carries what the policy gran
       parameters.scope = asked.join(' ');
       if (step.request.resource) parameters.resource = resource = step.request.resource;
       if (step.nonce && asked.includes('openid')) parameters.nonce = step.nonce;
-      if (step.claims && asked.includes('openid')) parameters.claims = show({ userinfo: ALL_CLAIMS, id_token: ALL_CLAIMS });
+      if (step.claims && asked.includes('openid'))
+        parameters.claims = show({ userinfo: ALL_CLAIMS, id_token: ALL_CLAIMS });
     } else {
       askedDetails = step.request.details;
       parameters.authorization_details = show(askedDetails);
@@ -426,33 +593,67 @@ describe('Exact grants, property-based: every token carries what the policy gran
     const { code, verifier, query } = await authorize(agent, login, parameters, refused);
     check(query.get('state') === step.state, 'state not returned', () => `#${n}: ${query}`);
     trace.push(`#${n}   back at the client with ${[...query.keys()].join(', ')}`);
-    tally(`authorize: ${askedDetails.length ? 'authorization_details' : resource ? 'scopes and resource' : 'scopes'}${refused ? ', nothing granted' : ''}`);
+    tally(
+      `authorize: ${askedDetails.length ? 'authorization_details' : resource ? 'scopes and resource' : 'scopes'}${refused ? ', nothing granted' : ''}`,
+    );
     if (refused) {
-      check(!code && query.get('error') === 'access_denied', 'a code although the authorize decision granted nothing', () => `#${n}: ${query}`);
+      check(
+        !code && query.get('error') === 'access_denied',
+        'a code although the authorize decision granted nothing',
+        () => `#${n}: ${query}`,
+      );
       if (step.audit) await auditedDecisionIs('/authorize', asked, granted, `#${n} authorize`);
       return [];
     }
     if (step.audit) await auditedDecisionIs('/authorize', asked, granted, `#${n} authorize`);
-    const ceiling = { scopes: granted.scopes.filter((scope) => asked.includes(scope)), details: granted.authorization_details };
+    const ceiling = {
+      scopes: granted.scopes.filter((scope) => asked.includes(scope)),
+      details: granted.authorization_details,
+    };
 
     // The code exchange asks for what the code carries: the granted scopes and details.
-    const form: Record<string, string> = { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: SPA, code_verifier: verifier, resource_types: `urn:inv:seed:${step.marker}` };
+    const form: Record<string, string> = {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT_URI,
+      client_id: SPA,
+      code_verifier: verifier,
+      resource_types: `urn:inv:seed:${step.marker}`,
+    };
     const atToken = resourceFor(step.resourceAtToken, resource);
     if (atToken) form.resource = atToken;
     if (step.scopeAtToken) form.scope = USER_SCOPES.join(' ');
     const sentDetails = step.tamper ? tampered(step.tamper, ceiling.details) : null;
     if (sentDetails) form.authorization_details = show(sentDetails);
-    const decided = decide(tokenSeed(SPA, 'authorization_code', form.resource_types), ceiling.scopes, sentDetails ?? ceiling.details);
+    const decided = decide(
+      tokenSeed(SPA, 'authorization_code', form.resource_types),
+      ceiling.scopes,
+      sentDetails ?? ceiling.details,
+    );
     trace.push(`#${n} POST /token ${show({ ...form, code: '…', code_verifier: '…' })}`);
     const response = await postForm(server, '/token', form);
     trace.push(`#${n}   ${response.status} ${masked(response.body)}; token decision (recomputed) ${show(decided)}`);
     if (sentDetails) tally(`code exchange with the client's own authorization_details: ${response.status}`);
     if (decided.scopes.length < ceiling.scopes.length) tally('code exchange: the token decision narrowed the scopes');
-    if (response.status === 200 && !resource && !askedDetails.length) tally(`code exchange without resource: token scope ${sameJson(words(response.body.scope).sort(), decided.scopes) ? '=' : '≠'} decision`);
+    if (response.status === 200 && !resource && !askedDetails.length)
+      tally(
+        `code exchange without resource: token scope ${sameJson(words(response.body.scope).sort(), decided.scopes) ? '=' : '≠'} decision`,
+      );
     if (step.resourceAtToken === 'other') tally(`code exchange naming another resource: ${response.status}`);
     // Refusing the client's own authorization_details, or another resource, is fine.
     if ((sentDetails || step.resourceAtToken === 'other') && response.status === 400) return [];
-    const snapshots = [await issuedToken({ label: `#${n} code exchange`, response, decided, requested: ceiling.scopes, ceiling, clientId: SPA, sub: login, nonce: parameters.nonce })];
+    const snapshots = [
+      await issuedToken({
+        label: `#${n} code exchange`,
+        response,
+        decided,
+        requested: ceiling.scopes,
+        ceiling,
+        clientId: SPA,
+        sub: login,
+        nonce: parameters.nonce,
+      }),
+    ];
     if (step.audit) await auditedDecisionIs('/token', ceiling.scopes, decided, `#${n} code exchange`);
 
     let refreshToken: string | undefined = response.body.refresh_token;
@@ -461,11 +662,26 @@ describe('Exact grants, property-based: every token carries what the policy gran
       const held = await introspect(refreshToken, 'refresh_token');
       check(held.active === true, 'refresh token inactive', () => `#${n}.${r}: ${show(held)}`);
       const heldScopes = words(held.scope);
-      subset(heldScopes, ceiling.scopes, 'refresh token scope beyond the authorize decision', `#${n}.${r}: refresh token scope`);
+      subset(
+        heldScopes,
+        ceiling.scopes,
+        'refresh token scope beyond the authorize decision',
+        `#${n}.${r}: refresh token scope`,
+      );
       const heldDetails = (held.authorization_details ?? []) as Detail[];
-      detailsWithin(heldDetails, ceiling.details, 'refresh token authorization_details beyond the authorize decision', `#${n}.${r}: refresh token authorization_details`);
+      detailsWithin(
+        heldDetails,
+        ceiling.details,
+        'refresh token authorization_details beyond the authorize decision',
+        `#${n}.${r}: refresh token authorization_details`,
+      );
 
-      const rform: Record<string, string> = { grant_type: 'refresh_token', refresh_token: refreshToken, client_id: SPA, resource_types: `urn:inv:seed:${refresh.marker}` };
+      const rform: Record<string, string> = {
+        grant_type: 'refresh_token',
+        refresh_token: refreshToken,
+        client_id: SPA,
+        resource_types: `urn:inv:seed:${refresh.marker}`,
+      };
       let requested = heldScopes;
       if (refresh.ask === 'fewer') {
         const fewer = heldScopes.filter((_, i) => refresh.mask[i]);
@@ -478,13 +694,25 @@ describe('Exact grants, property-based: every token carries what the policy gran
       if (rResource) rform.resource = rResource;
       const rDetails = refresh.tamper ? tampered(refresh.tamper, heldDetails) : null;
       if (rDetails) rform.authorization_details = show(rDetails);
-      trace.push(`#${n}.${r} POST /token ${show({ ...rform, refresh_token: '…' })} (refresh token holds ${show(heldScopes)} ${show(heldDetails)})`);
+      trace.push(
+        `#${n}.${r} POST /token ${show({ ...rform, refresh_token: '…' })} (refresh token holds ${show(heldScopes)} ${show(heldDetails)})`,
+      );
       const refreshed = await postForm(server, '/token', rform);
-      const rDecided = decide(tokenSeed(SPA, 'refresh_token', rform.resource_types), requested, rDetails ?? heldDetails);
+      const rDecided = decide(
+        tokenSeed(SPA, 'refresh_token', rform.resource_types),
+        requested,
+        rDetails ?? heldDetails,
+      );
       trace.push(`#${n}.${r}   ${refreshed.status} ${masked(refreshed.body)}; decision (recomputed) ${show(rDecided)}`);
-      tally(`refresh asking for ${beyond ? 'more' : rform.scope ? 'fewer' : 'what it holds'}${refresh.resource === 'other' ? ', naming another resource' : ''}${rDetails ? ", with the client's own authorization_details" : ''}: ${refreshed.status}`);
+      tally(
+        `refresh asking for ${beyond ? 'more' : rform.scope ? 'fewer' : 'what it holds'}${refresh.resource === 'other' ? ', naming another resource' : ''}${rDetails ? ", with the client's own authorization_details" : ''}: ${refreshed.status}`,
+      );
       if (beyond) {
-        check(refreshed.status === 400 && refreshed.body?.error === 'invalid_scope', 'a refresh asking for more than the refresh token holds was not refused', () => `#${n}.${r}: ${refreshed.status} ${show(refreshed.body)}`);
+        check(
+          refreshed.status === 400 && refreshed.body?.error === 'invalid_scope',
+          'a refresh asking for more than the refresh token holds was not refused',
+          () => `#${n}.${r}: ${refreshed.status} ${show(refreshed.body)}`,
+        );
         continue;
       }
       // Refusing the client's own authorization_details, or another resource, is fine, and costs
@@ -494,10 +722,24 @@ describe('Exact grants, property-based: every token carries what the policy gran
       // read "no scope" as "everything the refresh token holds").
       if (requested.length && !requested.some((scope) => rDecided.scopes.includes(scope))) {
         tally('refresh: the decision granted none of the requested scopes');
-        check(refreshed.status === 400 && refreshed.body?.error === 'invalid_scope', 'a refresh granted none of its scopes was not refused', () => `#${n}.${r}: ${refreshed.status} ${show(refreshed.body)}`);
+        check(
+          refreshed.status === 400 && refreshed.body?.error === 'invalid_scope',
+          'a refresh granted none of its scopes was not refused',
+          () => `#${n}.${r}: ${refreshed.status} ${show(refreshed.body)}`,
+        );
         continue;
       }
-      snapshots.push(await issuedToken({ label: `#${n}.${r} refresh`, response: refreshed, decided: rDecided, requested, ceiling, clientId: SPA, sub: login }));
+      snapshots.push(
+        await issuedToken({
+          label: `#${n}.${r} refresh`,
+          response: refreshed,
+          decided: rDecided,
+          requested,
+          ceiling,
+          clientId: SPA,
+          sub: login,
+        }),
+      );
       if (step.audit) await auditedDecisionIs('/token', requested, rDecided, `#${n}.${r} refresh`);
       refreshToken = refreshed.body.refresh_token ?? refreshToken;
     }
@@ -505,7 +747,10 @@ describe('Exact grants, property-based: every token carries what the policy gran
   }
 
   async function machineStep(step: MachineStep, n: number, trace: string[]): Promise<Snapshot[]> {
-    const form: Record<string, string> = { grant_type: 'client_credentials', resource_types: `urn:inv:seed:${step.marker}` };
+    const form: Record<string, string> = {
+      grant_type: 'client_credentials',
+      resource_types: `urn:inv:seed:${step.marker}`,
+    };
     if (step.scopes.length) form.scope = step.scopes.join(' ');
     if (step.resource) form.resource = step.resource;
     if (step.details.length) form.authorization_details = show(step.details);
@@ -513,9 +758,20 @@ describe('Exact grants, property-based: every token carries what the policy gran
     trace.push(`#${n} POST /token ${show(form)}`);
     const response = await postForm(server, '/token', form, { Authorization: basic(M2M, m2mSecret) });
     trace.push(`#${n}   ${response.status} ${masked(response.body)}; decision (recomputed) ${show(decided)}`);
-    tally(`client_credentials${step.resource ? ' with resource' : ''}${step.details.length ? ' with authorization_details' : ''}: ${response.status}`);
-    if (step.scopes.length && !step.scopes.some((scope) => decided.scopes.includes(scope))) tally('client_credentials: the decision granted none of the requested scopes');
-    const snapshot = await issuedToken({ label: `#${n} client_credentials`, response, decided, requested: step.scopes, ceiling: null, clientId: M2M, sub: null });
+    tally(
+      `client_credentials${step.resource ? ' with resource' : ''}${step.details.length ? ' with authorization_details' : ''}: ${response.status}`,
+    );
+    if (step.scopes.length && !step.scopes.some((scope) => decided.scopes.includes(scope)))
+      tally('client_credentials: the decision granted none of the requested scopes');
+    const snapshot = await issuedToken({
+      label: `#${n} client_credentials`,
+      response,
+      decided,
+      requested: step.scopes,
+      ceiling: null,
+      clientId: M2M,
+      sub: null,
+    });
     if (step.audit) await auditedDecisionIs('/token', step.scopes, decided, `#${n} client_credentials`);
     return [snapshot];
   }
@@ -527,7 +783,8 @@ describe('Exact grants, property-based: every token carries what the policy gran
     try {
       let latest: Snapshot[] = [];
       for (const [n, step] of c.steps.entries()) {
-        latest = step.kind === 'code' ? await codeStep(agent, c.login, step, n, trace) : await machineStep(step, n, trace);
+        latest =
+          step.kind === 'code' ? await codeStep(agent, c.login, step, n, trace) : await machineStep(step, n, trace);
         // Another sign-in (or token) in the same session takes nothing back from the earlier tokens.
         await unchanged(earlier);
         earlier.push(...latest);
@@ -548,7 +805,10 @@ describe('Exact grants, property-based: every token carries what the policy gran
     await authorize(new FetchUserAgent(), 'erin', { state, scope: 'openid read' }).catch(() => undefined);
     const entry = await lastAudit((item) => item.endpoint.startsWith('/authorize') && item.policyDecision);
     expect(entry.policyInput.request.parameters.state).to.equal(state);
-    expect(entry.policyInput.request.scopes, 'input.request.scopes of the authorize decision').to.have.members(['openid', 'read']);
+    expect(entry.policyInput.request.scopes, 'input.request.scopes of the authorize decision').to.have.members([
+      'openid',
+      'read',
+    ]);
   });
 
   /**
@@ -562,7 +822,10 @@ describe('Exact grants, property-based: every token carries what the policy gran
       const marker = `urn:inv:warm-up:${i}`;
       const granted = decide(tokenSeed(M2M, 'client_credentials', marker), MACHINE_SCOPES, []).scopes;
       if (!granted.some((scope) => missing.has(scope))) continue;
-      const { status, body } = await clientCredentials(server, M2M, m2mSecret, { scope: MACHINE_SCOPES.join(' '), resource_types: marker });
+      const { status, body } = await clientCredentials(server, M2M, m2mSecret, {
+        scope: MACHINE_SCOPES.join(' '),
+        resource_types: marker,
+      });
       expect(status, show(body)).to.equal(200);
       for (const scope of words(body.scope)) missing.delete(scope);
     }
@@ -589,7 +852,8 @@ describe('Exact grants, property-based: every token carries what the policy gran
     if (process.env.FUZZ_STATS || SURVEY) {
       // FUZZ_STATS=1 shows how far the generated sessions went (refused, narrowed, refreshed…).
       console.log(`      ${ran} cases in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-      for (const [what, count] of [...tallies].sort(([a], [b]) => a.localeCompare(b))) console.log(`        ${String(count).padStart(5)}  ${what}`);
+      for (const [what, count] of [...tallies].sort(([a], [b]) => a.localeCompare(b)))
+        console.log(`        ${String(count).padStart(5)}  ${what}`);
     }
     if (found.size) throw new Error(`${found.size} kinds of violation:\n\n${[...found.values()].join('\n\n')}`);
   });

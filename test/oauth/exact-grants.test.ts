@@ -22,7 +22,13 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     server = await readyServer();
     idp = await startRegisteredDevIdp(server);
     // A client allowed read but not write: the default authorize policy drops write.
-    const created = await server.admin('POST', '/clients', { clientId: 'exact-spa', clientType: 'public', tokenEndpointAuthMethod: 'none', redirectUris: [REDIRECT_URI], scopes: ['openid', 'profile', 'email', 'read'] });
+    const created = await server.admin('POST', '/clients', {
+      clientId: 'exact-spa',
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: [REDIRECT_URI],
+      scopes: ['openid', 'profile', 'email', 'read'],
+    });
     expect(created.status).to.equal(201);
     await updateOauthData(server, (data) => {
       data.rar_only_types = { [PAYMENT]: {} };
@@ -34,7 +40,10 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
   });
 
   /** Signs in (or reuses the agent's session) and returns the code and its PKCE verifier. */
-  async function authorize(agent: FetchUserAgent, parameters: Record<string, string>): Promise<{ code: string; verifier: string }> {
+  async function authorize(
+    agent: FetchUserAgent,
+    parameters: Record<string, string>,
+  ): Promise<{ code: string; verifier: string }> {
     const verifier = client.randomPKCECodeVerifier();
     const query = new URLSearchParams({
       response_type: 'code',
@@ -46,20 +55,32 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
       ...parameters,
     });
     const first = await agent.navigate(`${server.config.issuer}/authorize?${query}`, arrivingAt(REDIRECT_URI));
-    const page = first.url.href.startsWith(REDIRECT_URI) ? first : await passDevIdpForms(agent, first, 'erin', arrivingAt(REDIRECT_URI));
+    const page = first.url.href.startsWith(REDIRECT_URI)
+      ? first
+      : await passDevIdpForms(agent, first, 'erin', arrivingAt(REDIRECT_URI));
     const code = page.url.searchParams.get('code');
     if (!code) throw new Error(`no code: ${page.url.href}`);
     return { code, verifier };
   }
 
   const redeem = (code: string, verifier: string, extra: Record<string, string> = {}) =>
-    postForm(server, '/token', { grant_type: 'authorization_code', code, redirect_uri: REDIRECT_URI, client_id: 'exact-spa', code_verifier: verifier, ...extra });
-  const userinfo = async (token: string) => (await server.request('/userinfo', { headers: { Authorization: `Bearer ${token}` } })).json() as Promise<any>;
+    postForm(server, '/token', {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: REDIRECT_URI,
+      client_id: 'exact-spa',
+      code_verifier: verifier,
+      ...extra,
+    });
+  const userinfo = async (token: string) =>
+    (await server.request('/userinfo', { headers: { Authorization: `Bearer ${token}` } })).json() as Promise<any>;
 
   it('a scope the authorize decision dropped is in no code and no token, also with a resource', async function () {
     const { code, verifier } = await authorize(new FetchUserAgent(), { scope: 'openid read write', resource: API });
     // The decision is taken when the request resumes after sign-in, at /authorize/<uid>.
-    const decision = (await server.admin('GET', '/audit-logs?size=100&sort=id,desc')).body.content.find((entry: any) => entry.endpoint.startsWith('/authorize') && entry.policyDecision?.scopes);
+    const decision = (await server.admin('GET', '/audit-logs?size=100&sort=id,desc')).body.content.find(
+      (entry: any) => entry.endpoint.startsWith('/authorize') && entry.policyDecision?.scopes,
+    );
     expect(decision.policyDecision.scopes).to.deep.equal(['openid', 'read']);
     const { status, body } = await redeem(code, verifier, { resource: API });
     expect(status, JSON.stringify(body)).to.equal(200);
@@ -78,25 +99,39 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
 
     const second = await authorize(agent, { scope: 'openid profile' });
     const secondTokens = (await redeem(second.code, second.verifier)).body;
-    expect(secondTokens.scope.split(' ').sort(), 'the second decision granted openid profile').to.deep.equal(['openid', 'profile']);
+    expect(secondTokens.scope.split(' ').sort(), 'the second decision granted openid profile').to.deep.equal([
+      'openid',
+      'profile',
+    ]);
     expect(await userinfo(secondTokens.access_token)).to.have.property('name');
 
     const after = await userinfo(firstTokens.access_token);
     expect(after, 'UserInfo of the first token is unchanged').to.deep.equal(before);
-    const refreshed = await postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: firstTokens.refresh_token, client_id: 'exact-spa' });
+    const refreshed = await postForm(server, '/token', {
+      grant_type: 'refresh_token',
+      refresh_token: firstTokens.refresh_token,
+      client_id: 'exact-spa',
+    });
     expect(refreshed.body.scope.split(' ').sort(), 'and so is its refresh token').to.deep.equal(['email', 'openid']);
   });
 
   it('RFC 9396 end to end: authorization_details alone → code → token with the granted details → introspection shows them', async function () {
     const details = [{ type: PAYMENT, instructedAmount: { currency: 'EUR', amount: '12.00' } }];
-    const { code, verifier } = await authorize(new FetchUserAgent(), { authorization_details: JSON.stringify(details) });
+    const { code, verifier } = await authorize(new FetchUserAgent(), {
+      authorization_details: JSON.stringify(details),
+    });
     const { status, body } = await redeem(code, verifier);
     expect(status, JSON.stringify(body)).to.equal(200);
     expect(body.authorization_details).to.deep.equal(details);
     const [decided] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
     expect(decided.policyDecision.authorization_details, 'what the token decision granted').to.deep.equal(details);
     const { token: caller } = await clientWithToken(server, 'exact-rs', ['introspection']);
-    const introspected = await postForm(server, '/introspect', { token: body.access_token }, { Authorization: `Bearer ${caller}` });
+    const introspected = await postForm(
+      server,
+      '/introspect',
+      { token: body.access_token },
+      { Authorization: `Bearer ${caller}` },
+    );
     expect(introspected.body.active).to.equal(true);
     expect(introspected.body.authorization_details).to.deep.equal(details);
   });
@@ -116,13 +151,24 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     const issued = (await redeem(code, verifier)).body;
     const rules = (await server.admin('GET', '/policy-rules')).body as any[];
     const introspectRule = rules.find((rule) => /^package arbiter\.introspect\b/m.test(rule.content));
-    const widening = 'package arbiter.introspect\n\ndecision := {"allow": true, "scopes": ["openid", "admin", "write"]}\n';
-    expect((await server.admin('PUT', `/policy-rules/${introspectRule.id}`, { ...pick(introspectRule), content: widening })).status).to.equal(200);
+    const widening =
+      'package arbiter.introspect\n\ndecision := {"allow": true, "scopes": ["openid", "admin", "write"]}\n';
+    expect(
+      (await server.admin('PUT', `/policy-rules/${introspectRule.id}`, { ...pick(introspectRule), content: widening }))
+        .status,
+    ).to.equal(200);
     await policyInForce(server);
-    const { body } = await postForm(server, '/introspect', { token: issued.access_token }, { Authorization: `Bearer ${caller}` });
+    const { body } = await postForm(
+      server,
+      '/introspect',
+      { token: issued.access_token },
+      { Authorization: `Bearer ${caller}` },
+    );
     expect(body.active).to.equal(true);
     expect(body.scope, 'openid stays, email is narrowed away, admin and write are never added').to.equal('openid');
-    expect((await server.admin('PUT', `/policy-rules/${introspectRule.id}`, pick(introspectRule))).status).to.equal(200);
+    expect((await server.admin('PUT', `/policy-rules/${introspectRule.id}`, pick(introspectRule))).status).to.equal(
+      200,
+    );
     await policyInForce(server);
   });
 
@@ -143,7 +189,12 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     });
 
     it('answers invalid_grant saying so for an unknown code or refresh token', async function () {
-      const unknownCode = await token({ grant_type: 'authorization_code', code: 'no-such-code', redirect_uri: REDIRECT_URI, code_verifier: 'x'.repeat(43) });
+      const unknownCode = await token({
+        grant_type: 'authorization_code',
+        code: 'no-such-code',
+        redirect_uri: REDIRECT_URI,
+        code_verifier: 'x'.repeat(43),
+      });
       expect(unknownCode.body).to.include({ error: 'invalid_grant' });
       expect(unknownCode.body.error_description).to.match(/authorization code is unknown or expired/);
       const unknownRefresh = await token({ grant_type: 'refresh_token', refresh_token: 'no-such-token' });
@@ -152,7 +203,14 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     });
 
     it('refuses /authorize without redirect_uri, even for a client with one registered URI, without redirecting', async function () {
-      const query = new URLSearchParams({ response_type: 'code', client_id: 'exact-spa', scope: 'openid', state: 's', code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' });
+      const query = new URLSearchParams({
+        response_type: 'code',
+        client_id: 'exact-spa',
+        scope: 'openid',
+        state: 's',
+        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        code_challenge_method: 'S256',
+      });
       const response = await server.request(`/authorize?${query}`);
       expect(response.status).to.equal(400);
       expect(response.headers.get('location')).to.equal(null);

@@ -1,7 +1,15 @@
 import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import Provider from 'oidc-provider';
-import { authorizationDetailsTypes, builtInGrant, compareClientSecretsWith, findTokenByValue, knownScopes, recognizeScopes, verifiedDpopProof } from '../../src/oauth/internals.js';
+import {
+  authorizationDetailsTypes,
+  builtInGrant,
+  compareClientSecretsWith,
+  findTokenByValue,
+  knownScopes,
+  recognizeScopes,
+  verifiedDpopProof,
+} from '../../src/oauth/internals.js';
 
 /**
  * Every oidc-provider internal Arbiter relies on (src/oauth/internals.ts), checked on its own so
@@ -9,11 +17,15 @@ import { authorizationDetailsTypes, builtInGrant, compareClientSecretsWith, find
  * puzzling protocol failure elsewhere. See docs/oidc-provider-internals.md.
  */
 describe('oidc-provider internals used by Arbiter (upgrade guard)', function () {
-  const provider = new Provider('http://127.0.0.1:1', { features: { richAuthorizationRequests: { enabled: true, types: {} }, clientCredentials: { enabled: true } } });
+  const provider = new Provider('http://127.0.0.1:1', {
+    features: { richAuthorizationRequests: { enabled: true, types: {} }, clientCredentials: { enabled: true } },
+  });
 
   it('is the oidc-provider version these uses were written against (9.13.x)', function () {
     const { version } = createRequire(import.meta.url)('oidc-provider/package.json') as { version: string };
-    expect(version, 'review src/oauth/internals.ts and docs/oidc-provider-internals.md, then update this pin').to.match(/^9\.13\./);
+    expect(version, 'review src/oauth/internals.ts and docs/oidc-provider-internals.md, then update this pin').to.match(
+      /^9\.13\./,
+    );
   });
 
   it('keeps the configured scopes in a Set that recognizeScopes extends', function () {
@@ -37,19 +49,38 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
 
   it('lets the client secret comparison be replaced on a provider of its own', async function () {
     const other = new Provider('http://127.0.0.1:2', {});
-    compareClientSecretsWith(other, async (clientId, presented, stored) => clientId === 'probe' && presented === `hashed:${stored}`);
-    const client = new (other.Client as unknown as new (metadata: object) => unknown)({ client_id: 'probe', client_secret: 'stored', redirect_uris: ['https://probe.example/cb'] }) as { compareClientSecret(value: string): Promise<boolean> };
+    compareClientSecretsWith(
+      other,
+      async (clientId, presented, stored) => clientId === 'probe' && presented === `hashed:${stored}`,
+    );
+    const client = new (other.Client as unknown as new (metadata: object) => unknown)({
+      client_id: 'probe',
+      client_secret: 'stored',
+      redirect_uris: ['https://probe.example/cb'],
+    }) as { compareClientSecret(value: string): Promise<boolean> };
     expect(await client.compareClientSecret('hashed:stored')).to.equal(true);
     expect(await client.compareClientSecret('stored')).to.equal(false);
-    const untouched = new (provider.Client as unknown as new (metadata: object) => unknown)({ client_id: 'probe', client_secret: 'stored', redirect_uris: ['https://probe.example/cb'] }) as { compareClientSecret(value: string): Promise<boolean> };
+    const untouched = new (provider.Client as unknown as new (metadata: object) => unknown)({
+      client_id: 'probe',
+      client_secret: 'stored',
+      redirect_uris: ['https://probe.example/cb'],
+    }) as { compareClientSecret(value: string): Promise<boolean> };
     expect(await untouched.compareClientSecret('stored'), 'another provider keeps its own comparison').to.equal(true);
   });
 
   it("verifies a request's DPoP proof with oidc-provider's own helper (undefined without one, invalid_dpop_proof for a bad one)", async function () {
     const dpopProvider = new Provider('http://127.0.0.1:3', { features: { dPoP: { enabled: true } } });
     const context = (dpop?: string) => {
-      const ctx = dpopProvider.createContext({ headers: dpop ? { dpop } : {}, method: 'POST', url: '/token', socket: {} } as never, {} as never) as any;
-      ctx.oidc = { provider: dpopProvider, client: { clientId: 'probe' }, route: 'token', urlFor: () => 'http://127.0.0.1:3/token' };
+      const ctx = dpopProvider.createContext(
+        { headers: dpop ? { dpop } : {}, method: 'POST', url: '/token', socket: {} } as never,
+        {} as never,
+      ) as any;
+      ctx.oidc = {
+        provider: dpopProvider,
+        client: { clientId: 'probe' },
+        route: 'token',
+        urlFor: () => 'http://127.0.0.1:3/token',
+      };
       return ctx;
     };
     expect(await verifiedDpopProof(dpopProvider, context())).to.equal(undefined);
@@ -63,7 +94,9 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
       expect(grant.grantType).to.equal(grantType);
       expect(grant.handle).to.be.a('function');
       expect(grant.parameters).to.be.instanceOf(Set);
-      const own = { client_credentials: 'scope', authorization_code: 'code', refresh_token: 'refresh_token' }[grantType];
+      const own = { client_credentials: 'scope', authorization_code: 'code', refresh_token: 'refresh_token' }[
+        grantType
+      ];
       expect([...grant.parameters]).to.include(own);
     });
   }

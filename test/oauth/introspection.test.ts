@@ -1,7 +1,15 @@
 import { expect } from 'chai';
 import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
-import { basic, clientCredentials, clientToken, confidentialClient, eventually, postForm, updateOauthData } from '../support/oauth.js';
+import {
+  basic,
+  clientCredentials,
+  clientToken,
+  confidentialClient,
+  eventually,
+  postForm,
+  updateOauthData,
+} from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 const API = 'https://documents.example.test/';
@@ -19,13 +27,27 @@ describe('POST /introspect and DPoP', function () {
     appSecret = await confidentialClient(server, 'app', { scopes: ['read', 'write'] });
     rsSecret = await confidentialClient(server, 'documents-rs', { scopes: ['introspection'] });
     const rsClient = (await server.admin('GET', '/clients/documents-rs')).body;
-    await server.admin('POST', '/resource-servers', { resourceIndicator: API, clientId: rsClient.id, typeUris: [DOC_TYPE] });
+    await server.admin('POST', '/resource-servers', {
+      resourceIndicator: API,
+      clientId: rsClient.id,
+      typeUris: [DOC_TYPE],
+    });
     await updateOauthData(server, (data) => {
-      data.resource_types[DOC_TYPE] = { scopes: ['read', 'write'], obligations: { log_access: true }, extensions: { tier: 'gold' } };
+      data.resource_types[DOC_TYPE] = {
+        scopes: ['read', 'write'],
+        obligations: { log_access: true },
+        extensions: { tier: 'gold' },
+      };
       data.resource_types['urn:example:tickets'] = { scopes: ['read'], jit_single_use: true };
       data.rar_only_types = { 'urn:example:payment': {} };
     });
-    await eventually(async () => (await token({ scope: 'read', resource: API })).status === 200 && (await server.request('/.well-known/openid-configuration').then((r) => r.json() as any)).authorization_details_types_supported.includes('urn:example:payment'));
+    await eventually(
+      async () =>
+        (await token({ scope: 'read', resource: API })).status === 200 &&
+        (
+          await server.request('/.well-known/openid-configuration').then((r) => r.json() as any)
+        ).authorization_details_types_supported.includes('urn:example:payment'),
+    );
     callerToken = await clientToken(server, 'documents-rs', rsSecret, { scope: 'introspection' });
   });
   after(async function () {
@@ -34,13 +56,21 @@ describe('POST /introspect and DPoP', function () {
 
   const token = (form: Record<string, string>, headers: Record<string, string> = {}) =>
     clientCredentials(server, 'app', appSecret, form, headers);
-  const introspect = (form: Record<string, string>, auth = `Bearer ${callerToken}`) => postForm(server, '/introspect', form, { Authorization: auth });
+  const introspect = (form: Record<string, string>, auth = `Bearer ${callerToken}`) =>
+    postForm(server, '/introspect', form, { Authorization: auth });
 
   it('answers a Bearer caller with the spec fields and the policy outputs for the targeted resource type', async function () {
     const issued = await token({ scope: 'read', resource: API });
     const { status, body } = await introspect({ token: issued.body.access_token });
     expect(status).to.equal(200);
-    expect(body).to.include({ active: true, scope: 'read', client_id: 'app', token_type: 'Bearer', iss: server.config.issuer, resource: API });
+    expect(body).to.include({
+      active: true,
+      scope: 'read',
+      client_id: 'app',
+      token_type: 'Bearer',
+      iss: server.config.issuer,
+      resource: API,
+    });
     expect(body.resource_types).to.deep.equal([DOC_TYPE]);
     expect(body.obligations).to.deep.equal({ log_access: true });
     expect(body.extensions).to.deep.equal({ tier: 'gold' });
@@ -85,7 +115,11 @@ describe('POST /introspect and DPoP', function () {
   it('refuses a caller without a valid introspection token with 401 invalid_token', async function () {
     const appToken = (await token({ scope: 'read' })).body.access_token;
     for (const auth of ['Bearer not-a-token', `Bearer ${appToken}`]) {
-      const response = await server.request('/introspect', { method: 'POST', headers: { Authorization: auth, 'Content-Type': 'application/x-www-form-urlencoded' }, body: `token=${appToken}` });
+      const response = await server.request('/introspect', {
+        method: 'POST',
+        headers: { Authorization: auth, 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: `token=${appToken}`,
+      });
       expect(response.status).to.equal(401);
       expect(response.headers.get('www-authenticate')).to.contain('invalid_token');
     }
@@ -98,7 +132,10 @@ describe('POST /introspect and DPoP', function () {
     const bad = await introspect({ token: issued.body.access_token, context: '[1,2]' });
     expect(bad.status).to.equal(400);
     expect(bad.body.error).to.equal('invalid_request');
-    const good = await introspect({ token: issued.body.access_token, context: JSON.stringify({ resource: API, note: 'from rs' }) });
+    const good = await introspect({
+      token: issued.body.access_token,
+      context: JSON.stringify({ resource: API, note: 'from rs' }),
+    });
     expect(good.body.active).to.equal(true);
     const { body } = await server.admin('GET', '/audit-logs?endpoint=/introspect&size=1');
     expect(body.content[0].policyInput.context).to.deep.equal({ resource: API, note: 'from rs' });
@@ -106,7 +143,10 @@ describe('POST /introspect and DPoP', function () {
   });
 
   it('deletes a token the policy marks jit_single_use after its first successful introspection', async function () {
-    await server.admin('POST', '/resource-servers', { resourceIndicator: 'https://tickets.example.test/', typeUris: ['urn:example:tickets'] });
+    await server.admin('POST', '/resource-servers', {
+      resourceIndicator: 'https://tickets.example.test/',
+      typeUris: ['urn:example:tickets'],
+    });
     const issued = await token({ scope: 'read', resource: 'https://tickets.example.test/' });
     expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
     expect((await introspect({ token: issued.body.access_token })).body.active).to.equal(true);
@@ -123,9 +163,15 @@ describe('POST /introspect and DPoP', function () {
     });
     const rules = (await server.admin('GET', '/policy-rules')).body as any[];
     const introspectRule = rules.find((rule) => rule.path.endsWith('introspect.rego'));
-    const guarded = introspectRule.content.replace('caller_entitled if {', 'caller_entitled if {\n\tnot input.token.client_id in data.arbiter.introspect_hold.blocked_clients');
+    const guarded = introspectRule.content.replace(
+      'caller_entitled if {',
+      'caller_entitled if {\n\tnot input.token.client_id in data.arbiter.introspect_hold.blocked_clients',
+    );
     expect(hold.status, JSON.stringify(hold.body)).to.equal(201);
-    const replaced = await server.admin('PUT', `/policy-rules/${introspectRule.id}`, { ...strip(introspectRule), content: guarded });
+    const replaced = await server.admin('PUT', `/policy-rules/${introspectRule.id}`, {
+      ...strip(introspectRule),
+      content: guarded,
+    });
     expect(replaced.status, JSON.stringify(replaced.body)).to.equal(200);
     await eventually(async () => (await introspect({ token: issued.body.access_token })).body.active === false);
     await server.admin('PUT', `/policy-rules/${introspectRule.id}`, strip(introspectRule));
@@ -133,7 +179,11 @@ describe('POST /introspect and DPoP', function () {
   });
 
   describe('DPoP (RFC 9449)', function () {
-    async function proof(privateKey: Parameters<SignJWT['sign']>[0], publicJwk: object, { iat, ...claims }: Record<string, unknown> = {}) {
+    async function proof(
+      privateKey: Parameters<SignJWT['sign']>[0],
+      publicJwk: object,
+      { iat, ...claims }: Record<string, unknown> = {},
+    ) {
       return new SignJWT({ htm: 'POST', htu: `${server.config.issuer}/token`, jti: randomUUID(), ...claims })
         .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk: publicJwk })
         .setIssuedAt(typeof iat === 'number' ? iat : undefined)
@@ -153,10 +203,16 @@ describe('POST /introspect and DPoP', function () {
     it('refuses a proof for another URL, a stale proof and a replayed proof', async function () {
       const { publicKey, privateKey } = await generateKeyPair('ES256');
       const jwk = await exportJWK(publicKey);
-      const wrongUrl = await token({}, { DPoP: await proof(privateKey, jwk, { htu: `${server.config.issuer}/elsewhere` }) });
+      const wrongUrl = await token(
+        {},
+        { DPoP: await proof(privateKey, jwk, { htu: `${server.config.issuer}/elsewhere` }) },
+      );
       expect(wrongUrl.status).to.equal(400);
       expect(wrongUrl.body.error).to.equal('invalid_dpop_proof');
-      const stale = await token({}, { DPoP: await proof(privateKey, jwk, { iat: Math.floor(Date.now() / 1000) - 3600 }) });
+      const stale = await token(
+        {},
+        { DPoP: await proof(privateKey, jwk, { iat: Math.floor(Date.now() / 1000) - 3600 }) },
+      );
       expect(stale.body.error).to.equal('invalid_dpop_proof');
       const once = await proof(privateKey, jwk);
       expect((await token({}, { DPoP: once })).status).to.equal(200);
@@ -169,10 +225,19 @@ describe('POST /introspect and DPoP', function () {
       await updateOauthData(server, (data) => {
         data.resource_types['urn:example:vault'] = { scopes: ['read'], obligations: { dpop_required: true } };
       });
-      await server.admin('POST', '/resource-servers', { resourceIndicator: 'https://vault.example.test/', typeUris: ['urn:example:vault'] });
-      await eventually(async () => (await token({ scope: 'read', resource: 'https://vault.example.test/' })).body.error === 'invalid_dpop_proof');
+      await server.admin('POST', '/resource-servers', {
+        resourceIndicator: 'https://vault.example.test/',
+        typeUris: ['urn:example:vault'],
+      });
+      await eventually(
+        async () =>
+          (await token({ scope: 'read', resource: 'https://vault.example.test/' })).body.error === 'invalid_dpop_proof',
+      );
       const { publicKey, privateKey } = await generateKeyPair('ES256');
-      const withProof = await token({ scope: 'read', resource: 'https://vault.example.test/' }, { DPoP: await proof(privateKey, await exportJWK(publicKey)) });
+      const withProof = await token(
+        { scope: 'read', resource: 'https://vault.example.test/' },
+        { DPoP: await proof(privateKey, await exportJWK(publicKey)) },
+      );
       expect(withProof.status, JSON.stringify(withProof.body)).to.equal(200);
       expect(withProof.body.token_type).to.equal('DPoP');
     });

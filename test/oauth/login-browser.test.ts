@@ -2,7 +2,15 @@ import { expect } from 'chai';
 import { decodeJwt } from 'jose';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium, loopbackContext, RedirectRecorder } from '../support/browser.js';
-import { authorizationRequest, redeemCode, registerPublicClient, withSignInServer, type AuthorizationRequest, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
+import {
+  authorizationRequest,
+  redeemCode,
+  registerPublicClient,
+  withSignInServer,
+  type AuthorizationRequest,
+  type RegisteredDevIdp,
+  type TestClient,
+} from '../support/dev-idp.js';
 import type { TestServer } from '../support/server.js';
 
 /**
@@ -45,7 +53,7 @@ describe('Sign-in through an upstream identity provider, in Chromium', () => {
   async function arrivalAtClient(page: Page): Promise<URLSearchParams> {
     await page.waitForURL(atClient);
     const query = new URL(page.url()).searchParams;
-    expect(redirects.last?.toString(), 'the client\'s server saw the same redirect').to.equal(query.toString());
+    expect(redirects.last?.toString(), "the client's server saw the same redirect").to.equal(query.toString());
     return query;
   }
 
@@ -86,10 +94,21 @@ describe('Sign-in through an upstream identity provider, in Chromium', () => {
 
   it('answers UserInfo, by GET and by POST, with the upstream profile', async () => {
     const { access_token: accessToken } = await signedInTokens('erin');
-    const profile = { sub: 'erin', name: 'Erin', preferred_username: 'erin', email: 'erin@example.test', email_verified: true };
+    const profile = {
+      sub: 'erin',
+      name: 'Erin',
+      preferred_username: 'erin',
+      email: 'erin@example.test',
+      email_verified: true,
+    };
 
-    const viaGet = await fetch(`${server.config.issuer}/userinfo`, { headers: { authorization: `Bearer ${accessToken}` } });
-    const viaPost = await fetch(`${server.config.issuer}/userinfo`, { method: 'POST', headers: { authorization: `Bearer ${accessToken}` } });
+    const viaGet = await fetch(`${server.config.issuer}/userinfo`, {
+      headers: { authorization: `Bearer ${accessToken}` },
+    });
+    const viaPost = await fetch(`${server.config.issuer}/userinfo`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${accessToken}` },
+    });
 
     expect(viaGet.status).to.equal(200);
     expect(await viaGet.json()).to.deep.equal(profile);
@@ -104,9 +123,29 @@ describe('Sign-in through an upstream identity provider, in Chromium', () => {
 
     expect(status).to.equal(200);
     const frank = body.find((subject: { subjectId: string }) => subject.subjectId === 'frank');
-    expect(frank).to.include({ identityProviderId: idp.id, name: 'Frank', preferredUsername: 'frank', email: 'frank@example.test', tenantId: null });
-    const allowed = ['id', 'subjectId', 'identityProviderId', 'name', 'email', 'emailVerified', 'preferredUsername', 'tenantId', 'createdAt', 'updatedAt'];
-    expect(Object.keys(frank)).to.satisfy((keys: string[]) => keys.every((key) => allowed.includes(key)), `unexpected fields in ${Object.keys(frank)}`);
+    expect(frank).to.include({
+      identityProviderId: idp.id,
+      name: 'Frank',
+      preferredUsername: 'frank',
+      email: 'frank@example.test',
+      tenantId: null,
+    });
+    const allowed = [
+      'id',
+      'subjectId',
+      'identityProviderId',
+      'name',
+      'email',
+      'emailVerified',
+      'preferredUsername',
+      'tenantId',
+      'createdAt',
+      'updatedAt',
+    ];
+    expect(Object.keys(frank)).to.satisfy(
+      (keys: string[]) => keys.every((key) => allowed.includes(key)),
+      `unexpected fields in ${Object.keys(frank)}`,
+    );
   });
 
   it('reuses the Arbiter session: a second authorization returns without visiting the IdP', async () => {
@@ -124,7 +163,7 @@ describe('Sign-in through an upstream identity provider, in Chromium', () => {
     expect(visited.filter((url) => new URL(url).host === idp.host)).to.deep.equal([]);
   });
 
-  it('prompt=login sends a signed-in user to the IdP\'s login form again', async () => {
+  it("prompt=login sends a signed-in user to the IdP's login form again", async () => {
     const page = await context.newPage();
     await signIn(page, await authorizationRequest(server, spa), 'heidi');
 

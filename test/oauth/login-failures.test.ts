@@ -53,7 +53,10 @@ describe('Sign-in: choosing the upstream provider, and failures', () => {
   }
 
   /** Signs in at the dev IdP the request went to and returns the page the journey stopped at. */
-  async function throughDevIdp(extra: Record<string, string>, stopAt = atClient): Promise<{ page: Page; state: string; agent: FetchUserAgent }> {
+  async function throughDevIdp(
+    extra: Record<string, string>,
+    stopAt = atClient,
+  ): Promise<{ page: Page; state: string; agent: FetchUserAgent }> {
     const agent = new FetchUserAgent();
     const request = await authorizationRequest(server, spa, extra);
     const loginPage = await agent.navigate(request.url, stopAt);
@@ -77,7 +80,11 @@ describe('Sign-in: choosing the upstream provider, and failures', () => {
       await registerIdentityProvider(server, secondary.issuer, { idpId: 'on', tenantId });
       const client = await registerPublicClient(server, REDIRECT_URI, { tenantId });
 
-      const { page } = await firstStop({}, new FetchUserAgent({ [new URL(server.config.issuer).host]: { 'X-Tenant-Id': tenantId } }), client);
+      const { page } = await firstStop(
+        {},
+        new FetchUserAgent({ [new URL(server.config.issuer).host]: { 'X-Tenant-Id': tenantId } }),
+        client,
+      );
 
       expect(page.url.host).to.equal(secondary.host);
     });
@@ -158,7 +165,9 @@ describe('Sign-in: choosing the upstream provider, and failures', () => {
       const back = await passDevIdpForms(agent, loginPage, 'judy', atClient);
 
       expect(back.url.searchParams.get('state')).to.equal(request.state);
-      const arbiterPrompts = agent.visited.filter((url) => url.origin === server.config.issuer && /^\/interaction\/[^/]+$/.test(url.pathname));
+      const arbiterPrompts = agent.visited.filter(
+        (url) => url.origin === server.config.issuer && /^\/interaction\/[^/]+$/.test(url.pathname),
+      );
       expect(arbiterPrompts, 'a login and a consent interaction').to.have.length(2);
       const { status } = await redeemCode(server, spa, back.url.searchParams.get('code')!, request.codeVerifier);
       expect(status).to.equal(200);

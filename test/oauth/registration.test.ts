@@ -6,7 +6,14 @@ import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type JWK } from 'jos
 import * as client from 'openid-client';
 import { storageDigest } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, authorizationRequest, passDevIdpForms, redeemCode, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
+import {
+  arrivingAt,
+  authorizationRequest,
+  passDevIdpForms,
+  redeemCode,
+  startRegisteredDevIdp,
+  type RegisteredDevIdp,
+} from '../support/dev-idp.js';
 import { clientCredentials, eventually, postForm, updateOauthData } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 import { StatementIssuer } from '../support/statement-issuer.js';
@@ -21,12 +28,22 @@ const insecure = { execute: [client.allowInsecureRequests] };
 type Answer = { status: number; body: any; headers: Headers };
 
 async function registerAt(server: TestServer, body: unknown, raw?: string): Promise<Answer> {
-  const response = await server.request('/register', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: raw ?? JSON.stringify(body) });
+  const response = await server.request('/register', {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: raw ?? JSON.stringify(body),
+  });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
 }
 
-async function manage(server: TestServer, method: string, clientId: string, token: string | undefined, json?: unknown): Promise<Answer> {
+async function manage(
+  server: TestServer,
+  method: string,
+  clientId: string,
+  token: string | undefined,
+  json?: unknown,
+): Promise<Answer> {
   const headers: Record<string, string> = token === undefined ? {} : { Authorization: `Bearer ${token}` };
   const response = await server.request(`/register/${encodeURIComponent(clientId)}`, { method, headers, json });
   const text = await response.text();
@@ -41,9 +58,14 @@ async function manage(server: TestServer, method: string, clientId: string, toke
 describe('dynamic client registration', function () {
   let server: TestServer;
   let idp: RegisteredDevIdp;
-  const metadata = { redirect_uris: ['https://app.example.test/cb'], client_name: 'App', token_endpoint_auth_method: 'none' };
+  const metadata = {
+    redirect_uris: ['https://app.example.test/cb'],
+    client_name: 'App',
+    token_endpoint_auth_method: 'none',
+  };
   const register = (body: unknown, raw?: string) => registerAt(server, body, raw);
-  const stored = (clientId: string) => server.store.collection('clients', '_default').findOne({ clientId }) as Promise<any>;
+  const stored = (clientId: string) =>
+    server.store.collection('clients', '_default').findOne({ clientId }) as Promise<any>;
 
   before(async function () {
     // Its own server: the tests open registration in the shared policy data.
@@ -63,7 +85,11 @@ describe('dynamic client registration', function () {
       expect(body.error_description).to.match(/open registration is disabled/);
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/register&size=1&sort=id,desc')).body.content;
       expect(entry.outcome).to.equal('deny');
-      expect(entry.policyInput.registration).to.deep.include({ client_type: 'public', token_endpoint_auth_method: 'none', software_statement: null });
+      expect(entry.policyInput.registration).to.deep.include({
+        client_type: 'public',
+        token_endpoint_auth_method: 'none',
+        software_statement: null,
+      });
     });
 
     it('answers malformed bodies and statements with a clear 400', async function () {
@@ -77,11 +103,17 @@ describe('dynamic client registration', function () {
     });
 
     it('refuses a software statement from an issuer policy data does not trust, without logging it', async function () {
-      const statement = new UnsecuredJWT({ software_id: '4b1c8f2e-8a34-4d8e-9b1f-0c2d3e4f5a6b' }).setIssuer('https://untrusted.example.test').setIssuedAt().encode();
+      const statement = new UnsecuredJWT({ software_id: '4b1c8f2e-8a34-4d8e-9b1f-0c2d3e4f5a6b' })
+        .setIssuer('https://untrusted.example.test')
+        .setIssuedAt()
+        .encode();
       const { status, body } = await register({ ...metadata, software_statement: statement });
       expect(status).to.equal(400);
       expect(body.error).to.equal('invalid_software_statement');
-      expect(JSON.stringify((await server.admin('GET', '/audit-logs?endpoint=/register&size=1&sort=id,desc')).body), 'the statement is never logged').not.to.contain(statement);
+      expect(
+        JSON.stringify((await server.admin('GET', '/audit-logs?endpoint=/register&size=1&sort=id,desc')).body),
+        'the statement is never logged',
+      ).not.to.contain(statement);
     });
 
     it('never hands /register or /register/* to oidc-provider', async function () {
@@ -108,25 +140,49 @@ describe('dynamic client registration', function () {
 
     it('registers a client with the entitlements the policy grants; they are stored and used at /token', async function () {
       const softwareId = '8f14e45f-ceea-467f-a0e6-5b2a1c3d4e5f';
-      const statement = await statementOf({ software_id: softwareId, software_version: '2.1', grant_types: ['client_credentials'], granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection', 'root'] }] });
-      const { status, body } = await register({ redirect_uris: ['https://rs.example.test/cb'], grant_types: ['client_credentials'], software_statement: statement });
+      const statement = await statementOf({
+        software_id: softwareId,
+        software_version: '2.1',
+        grant_types: ['client_credentials'],
+        granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection', 'root'] }],
+      });
+      const { status, body } = await register({
+        redirect_uris: ['https://rs.example.test/cb'],
+        grant_types: ['client_credentials'],
+        software_statement: statement,
+      });
       expect(status, JSON.stringify(body)).to.equal(201);
-      expect(body).to.include({ software_id: softwareId, software_version: '2.1', software_statement: statement, token_endpoint_auth_method: 'client_secret_basic', scope: 'uma_protection' });
+      expect(body).to.include({
+        software_id: softwareId,
+        software_version: '2.1',
+        software_statement: statement,
+        token_endpoint_auth_method: 'client_secret_basic',
+        scope: 'uma_protection',
+      });
       expect(body.grant_types).to.deep.equal(['client_credentials']);
       expect(body.response_types).to.deep.equal([]);
       const record = await stored(body.client_id);
       expect(record.grantedResources).to.deep.equal([{ type: 'urn:as:introspect', scopes: ['uma_protection'] }]);
 
       // Later decisions see the stored entitlements: a protection token for the client.
-      const token = await clientCredentials(server, body.client_id, body.client_secret, { scope: 'uma_protection', resource: 'urn:as:introspect' });
+      const token = await clientCredentials(server, body.client_id, body.client_secret, {
+        scope: 'uma_protection',
+        resource: 'urn:as:introspect',
+      });
       expect(token.status, JSON.stringify(token.body)).to.equal(200);
       expect(token.body.scope).to.equal('uma_protection');
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
-      expect(entry.policyInput.client).to.deep.include({ registration_type: 'dcr', granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection'] }] });
+      expect(entry.policyInput.client).to.deep.include({
+        registration_type: 'dcr',
+        granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection'] }],
+      });
     });
 
     it('refuses a denylisted software_id as unapproved_software_statement', async function () {
-      const { status, body } = await register({ ...metadata, software_statement: await statementOf({ software_id: DENIED_SOFTWARE }) });
+      const { status, body } = await register({
+        ...metadata,
+        software_statement: await statementOf({ software_id: DENIED_SOFTWARE }),
+      });
       expect(status).to.equal(400);
       expect(body.error).to.equal('unapproved_software_statement');
     });
@@ -144,7 +200,11 @@ describe('dynamic client registration', function () {
     before(async function () {
       await updateOauthData(server, (data) => {
         data.public_client_policy.enabled = true;
-        data.public_client_policy.dcr.allowed_grant_types = ['authorization_code', 'refresh_token', 'client_credentials'];
+        data.public_client_policy.dcr.allowed_grant_types = [
+          'authorization_code',
+          'refresh_token',
+          'client_credentials',
+        ];
       });
       await eventually(async () => (await register(metadata)).status === 201);
     });
@@ -156,12 +216,24 @@ describe('dynamic client registration', function () {
         [{ redirect_uris: ['/relative'] }, 'invalid_redirect_uri', /absolute/],
         [{ redirect_uris: ['https://app.example.test/cb#frag'] }, 'invalid_redirect_uri', /fragment/],
         [{ redirect_uris: 'https://app.example.test/cb' }, 'invalid_redirect_uri', /redirect_uris/],
-        [{ ...metadata, token_endpoint_auth_method: 'client_secret_jwt' }, 'invalid_client_metadata', /token_endpoint_auth_method/],
-        [{ ...metadata, token_endpoint_auth_method: 'private_key_jwt' }, 'invalid_client_metadata', /private_key_jwt needs jwks or jwks_uri/],
+        [
+          { ...metadata, token_endpoint_auth_method: 'client_secret_jwt' },
+          'invalid_client_metadata',
+          /token_endpoint_auth_method/,
+        ],
+        [
+          { ...metadata, token_endpoint_auth_method: 'private_key_jwt' },
+          'invalid_client_metadata',
+          /private_key_jwt needs jwks or jwks_uri/,
+        ],
         [{ ...metadata, grant_types: ['implicit'] }, 'invalid_client_metadata', /grant_types/],
         [{ ...metadata, grant_types: ['client_credentials'] }, 'invalid_client_metadata', /grant_types/],
         [{ ...metadata, response_types: ['token'] }, 'invalid_client_metadata', /response_types/],
-        [{ ...metadata, jwks_uri: 'http://keys.example.test/jwks' }, 'invalid_client_metadata', /jwks_uri must be an https URI/],
+        [
+          { ...metadata, jwks_uri: 'http://keys.example.test/jwks' },
+          'invalid_client_metadata',
+          /jwks_uri must be an https URI/,
+        ],
         [{ ...metadata, contacts: ['not-an-email'] }, 'invalid_client_metadata', /contacts/],
         [{ ...metadata, software_id: 'not-a-uuid' }, 'invalid_client_metadata', /software_id must be a UUID/],
         [{ ...metadata, client_uri: 'javascript:alert(1)' }, 'invalid_client_metadata', /client_uri/],
@@ -176,7 +248,11 @@ describe('dynamic client registration', function () {
       }
       const { privateKey } = await generateKeyPair('ES256', { extractable: true });
       const privateJwk = await exportJWK(privateKey);
-      const withPrivate = await register({ ...metadata, token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [privateJwk] } });
+      const withPrivate = await register({
+        ...metadata,
+        token_endpoint_auth_method: 'private_key_jwt',
+        jwks: { keys: [privateJwk] },
+      });
       expect(withPrivate.body).to.deep.include({ error: 'invalid_client_metadata' });
       expect(withPrivate.body.error_description).to.match(/public keys only/);
     });
@@ -197,7 +273,9 @@ describe('dynamic client registration', function () {
       expect(body.client_id).to.match(UUID);
       expect(body.client_secret).to.be.a('string').with.lengthOf(32);
       expect(body.client_secret_expires_at).to.equal(0);
-      expect(body.client_id_issued_at).to.be.a('number').within(Date.now() / 1000 - 60, Date.now() / 1000 + 1);
+      expect(body.client_id_issued_at)
+        .to.be.a('number')
+        .within(Date.now() / 1000 - 60, Date.now() / 1000 + 1);
       expect(body).to.deep.include({
         token_endpoint_auth_method: 'client_secret_basic',
         grant_types: ['authorization_code', 'refresh_token'],
@@ -215,35 +293,81 @@ describe('dynamic client registration', function () {
       expect(body.registration_access_token).to.be.a('string');
 
       const record = await stored(body.client_id);
-      expect(record).to.include({ registrationType: 'dcr', clientType: 'confidential', tenantId: null, registrationAccessTokenDigest: storageDigest(body.registration_access_token) });
+      expect(record).to.include({
+        registrationType: 'dcr',
+        clientType: 'confidential',
+        tenantId: null,
+        registrationAccessTokenDigest: storageDigest(body.registration_access_token),
+      });
       expect(record.clientSecret).to.match(/^\$2[aby]\$10\$/);
       expect(await bcrypt.compare(body.client_secret, record.clientSecret)).to.equal(true);
-      expect(JSON.stringify(record)).not.to.contain(body.client_secret).and.not.to.contain(body.registration_access_token);
+      expect(JSON.stringify(record))
+        .not.to.contain(body.client_secret)
+        .and.not.to.contain(body.registration_access_token);
     });
 
     it('a confidential client gets tokens with its secret at once, and the Admin API lists it', async function () {
-      const { body } = await register({ redirect_uris: ['https://app.example.test/cb'], grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_post', scope: 'profile' });
+      const { body } = await register({
+        redirect_uris: ['https://app.example.test/cb'],
+        grant_types: ['client_credentials'],
+        token_endpoint_auth_method: 'client_secret_post',
+        scope: 'profile',
+      });
       expect(body.client_secret).to.have.lengthOf(32);
-      const token = await postForm(server, '/token', { grant_type: 'client_credentials', client_id: body.client_id, client_secret: body.client_secret });
+      const token = await postForm(server, '/token', {
+        grant_type: 'client_credentials',
+        client_id: body.client_id,
+        client_secret: body.client_secret,
+      });
       expect(token.status, JSON.stringify(token.body)).to.equal(200);
       expect(token.body.access_token).to.be.a('string');
-      const wrong = await postForm(server, '/token', { grant_type: 'client_credentials', client_id: body.client_id, client_secret: 'x'.repeat(32) });
+      const wrong = await postForm(server, '/token', {
+        grant_type: 'client_credentials',
+        client_id: body.client_id,
+        client_secret: 'x'.repeat(32),
+      });
       expect(wrong.status).to.equal(401);
 
       const listed = await server.admin('GET', `/clients/${body.client_id}`);
       expect(listed.status).to.equal(200);
-      expect(listed.body).to.include({ clientId: body.client_id, registrationType: 'dcr', tokenEndpointAuthMethod: 'client_secret_post' });
+      expect(listed.body).to.include({
+        clientId: body.client_id,
+        registrationType: 'dcr',
+        tokenEndpointAuthMethod: 'client_secret_post',
+      });
       expect(listed.body).not.to.have.property('clientSecret');
       expect(listed.body).not.to.have.property('registrationAccessTokenDigest');
       // An Admin PUT of such a record (with its hash) still validates.
       const { id, createdAt, updatedAt, ...fields } = listed.body;
       const record = await stored(body.client_id);
-      const put = await server.admin('PUT', `/clients/${body.client_id}`, { ...fields, clientSecret: record.clientSecret, clientName: 'Renamed' });
+      const put = await server.admin('PUT', `/clients/${body.client_id}`, {
+        ...fields,
+        clientSecret: record.clientSecret,
+        clientName: 'Renamed',
+      });
       expect(put.status, JSON.stringify(put.body)).to.equal(200);
-      expect((await postForm(server, '/token', { grant_type: 'client_credentials', client_id: body.client_id, client_secret: body.client_secret })).status).to.equal(200);
+      expect(
+        (
+          await postForm(server, '/token', {
+            grant_type: 'client_credentials',
+            client_id: body.client_id,
+            client_secret: body.client_secret,
+          })
+        ).status,
+      ).to.equal(200);
       // One that leaves the secret and the registration access token's digest out keeps both.
-      expect((await server.admin('PUT', `/clients/${body.client_id}`, { ...fields, clientName: 'Renamed again' })).status).to.equal(200);
-      expect((await postForm(server, '/token', { grant_type: 'client_credentials', client_id: body.client_id, client_secret: body.client_secret })).status).to.equal(200);
+      expect(
+        (await server.admin('PUT', `/clients/${body.client_id}`, { ...fields, clientName: 'Renamed again' })).status,
+      ).to.equal(200);
+      expect(
+        (
+          await postForm(server, '/token', {
+            grant_type: 'client_credentials',
+            client_id: body.client_id,
+            client_secret: body.client_secret,
+          })
+        ).status,
+      ).to.equal(200);
       const read = await manage(server, 'GET', body.client_id, body.registration_access_token);
       expect(read.status, JSON.stringify(read.body)).to.equal(200);
       expect(read.body.client_name).to.equal('Renamed again');
@@ -252,14 +376,31 @@ describe('dynamic client registration', function () {
     it('a private_key_jwt client authenticates with its key', async function () {
       const { publicKey, privateKey } = await generateKeyPair('ES256');
       const jwk: JWK = { ...(await exportJWK(publicKey)), kid: 'dcr-key', alg: 'ES256', use: 'sig' };
-      const { status, body } = await register({ redirect_uris: ['https://app.example.test/cb'], grant_types: ['client_credentials'], token_endpoint_auth_method: 'private_key_jwt', jwks: { keys: [jwk] } });
+      const { status, body } = await register({
+        redirect_uris: ['https://app.example.test/cb'],
+        grant_types: ['client_credentials'],
+        token_endpoint_auth_method: 'private_key_jwt',
+        jwks: { keys: [jwk] },
+      });
       expect(status, JSON.stringify(body)).to.equal(201);
       expect(body).not.to.have.property('client_secret');
       expect(body.jwks).to.deep.equal({ keys: [jwk] });
-      const viaJwt = await client.discovery(new URL(server.config.issuer), body.client_id, undefined, client.PrivateKeyJwt({ key: privateKey, kid: 'dcr-key' }), insecure);
+      const viaJwt = await client.discovery(
+        new URL(server.config.issuer),
+        body.client_id,
+        undefined,
+        client.PrivateKeyJwt({ key: privateKey, kid: 'dcr-key' }),
+        insecure,
+      );
       expect((await client.clientCredentialsGrant(viaJwt)).access_token).to.be.a('string');
       const { privateKey: otherKey } = await generateKeyPair('ES256');
-      const impostor = await client.discovery(new URL(server.config.issuer), body.client_id, undefined, client.PrivateKeyJwt({ key: otherKey, kid: 'dcr-key' }), insecure);
+      const impostor = await client.discovery(
+        new URL(server.config.issuer),
+        body.client_id,
+        undefined,
+        client.PrivateKeyJwt({ key: otherKey, kid: 'dcr-key' }),
+        insecure,
+      );
       await client.clientCredentialsGrant(impostor).then(
         () => expect.fail('an assertion signed by another key was accepted'),
         (error) => expect((error as client.ResponseBodyError).error).to.equal('invalid_client'),
@@ -267,7 +408,11 @@ describe('dynamic client registration', function () {
     });
 
     it('a public client signs in through the development IdP with PKCE', async function () {
-      const { status, body } = await register({ redirect_uris: [REDIRECT_URI], token_endpoint_auth_method: 'none', scope: 'openid profile email' });
+      const { status, body } = await register({
+        redirect_uris: [REDIRECT_URI],
+        token_endpoint_auth_method: 'none',
+        scope: 'openid profile email',
+      });
       expect(status, JSON.stringify(body)).to.equal(201);
       expect(body).not.to.have.property('client_secret');
       const spa = { clientId: body.client_id as string, redirectUri: REDIRECT_URI };
@@ -287,12 +432,19 @@ describe('dynamic client registration', function () {
       await updateOauthData(server, (data) => {
         data.public_client_policy.dcr.allowed_grant_types = ['authorization_code', 'refresh_token'];
       });
-      const disallowed = await register({ redirect_uris: ['https://app.example.test/cb'], grant_types: ['client_credentials'] });
+      const disallowed = await register({
+        redirect_uris: ['https://app.example.test/cb'],
+        grant_types: ['client_credentials'],
+      });
       expect(disallowed.status).to.equal(400);
       expect(disallowed.body.error).to.equal('invalid_client_metadata');
       expect(disallowed.body.error_description).to.match(/grant types not allowed: client_credentials/);
       await updateOauthData(server, (data) => {
-        data.public_client_policy.dcr.allowed_grant_types = ['authorization_code', 'refresh_token', 'client_credentials'];
+        data.public_client_policy.dcr.allowed_grant_types = [
+          'authorization_code',
+          'refresh_token',
+          'client_credentials',
+        ];
       });
     });
 
@@ -300,16 +452,32 @@ describe('dynamic client registration', function () {
       let registered: any;
       let other: any;
       beforeEach(async function () {
-        registered = (await register({ redirect_uris: ['https://app.example.test/cb'], grant_types: ['client_credentials'], client_name: 'Managed' })).body;
+        registered = (
+          await register({
+            redirect_uris: ['https://app.example.test/cb'],
+            grant_types: ['client_credentials'],
+            client_name: 'Managed',
+          })
+        ).body;
         other = (await register({ ...metadata, client_name: 'Other' })).body;
       });
 
       const tokenFor = (clientId: string, secret: string) => clientCredentials(server, clientId, secret);
 
       it('reads the registration with its token, and nothing secret', async function () {
-        const { status, body } = await manage(server, 'GET', registered.client_id, registered.registration_access_token);
+        const { status, body } = await manage(
+          server,
+          'GET',
+          registered.client_id,
+          registered.registration_access_token,
+        );
         expect(status).to.equal(200);
-        expect(body).to.include({ client_id: registered.client_id, client_name: 'Managed', registration_client_uri: registered.registration_client_uri, client_secret_expires_at: 0 });
+        expect(body).to.include({
+          client_id: registered.client_id,
+          client_name: 'Managed',
+          registration_client_uri: registered.registration_client_uri,
+          client_secret_expires_at: 0,
+        });
         expect(body).not.to.have.property('client_secret');
         expect(body).not.to.have.property('registration_access_token');
       });
@@ -329,30 +497,64 @@ describe('dynamic client registration', function () {
             expect(answer.headers.get('www-authenticate')).to.match(/^Bearer/);
           }
         }
-        expect((await manage(server, 'GET', registered.client_id, registered.registration_access_token)).status).to.equal(200);
+        expect(
+          (await manage(server, 'GET', registered.client_id, registered.registration_access_token)).status,
+        ).to.equal(200);
       });
 
       it('updates a registration, re-validated and re-decided, keeping the secret while the method stays', async function () {
         const { registration_access_token: token, client_secret: secret, client_id: clientId } = registered;
-        const renamed = await manage(server, 'PUT', clientId, token, { client_id: clientId, redirect_uris: ['https://app.example.test/cb2'], grant_types: ['client_credentials'], client_name: 'Renamed' });
+        const renamed = await manage(server, 'PUT', clientId, token, {
+          client_id: clientId,
+          redirect_uris: ['https://app.example.test/cb2'],
+          grant_types: ['client_credentials'],
+          client_name: 'Renamed',
+        });
         expect(renamed.status, JSON.stringify(renamed.body)).to.equal(200);
         expect(renamed.body).to.include({ client_name: 'Renamed' });
         expect(renamed.body.redirect_uris).to.deep.equal(['https://app.example.test/cb2']);
         expect(renamed.body).not.to.have.property('client_secret');
         expect((await tokenFor(clientId, secret)).status).to.equal(200);
 
-        const invalid = await manage(server, 'PUT', clientId, token, { client_id: clientId, redirect_uris: ['https://app.example.test/cb#x'] });
+        const invalid = await manage(server, 'PUT', clientId, token, {
+          client_id: clientId,
+          redirect_uris: ['https://app.example.test/cb#x'],
+        });
         expect(invalid.status).to.equal(400);
         expect(invalid.body.error).to.equal('invalid_redirect_uri');
-        const otherId = await manage(server, 'PUT', clientId, token, { client_id: other.client_id, redirect_uris: ['https://app.example.test/cb'] });
+        const otherId = await manage(server, 'PUT', clientId, token, {
+          client_id: other.client_id,
+          redirect_uris: ['https://app.example.test/cb'],
+        });
         expect(otherId.status).to.equal(400);
 
         // A new confidential method issues a new secret; the old one stops working.
-        const switched = await manage(server, 'PUT', clientId, token, { client_id: clientId, redirect_uris: ['https://app.example.test/cb'], grant_types: ['client_credentials'], token_endpoint_auth_method: 'client_secret_post' });
+        const switched = await manage(server, 'PUT', clientId, token, {
+          client_id: clientId,
+          redirect_uris: ['https://app.example.test/cb'],
+          grant_types: ['client_credentials'],
+          token_endpoint_auth_method: 'client_secret_post',
+        });
         expect(switched.status).to.equal(200);
         expect(switched.body.client_secret).to.have.lengthOf(32);
-        expect((await postForm(server, '/token', { grant_type: 'client_credentials', client_id: clientId, client_secret: switched.body.client_secret })).status).to.equal(200);
-        expect((await postForm(server, '/token', { grant_type: 'client_credentials', client_id: clientId, client_secret: secret })).status).to.equal(401);
+        expect(
+          (
+            await postForm(server, '/token', {
+              grant_type: 'client_credentials',
+              client_id: clientId,
+              client_secret: switched.body.client_secret,
+            })
+          ).status,
+        ).to.equal(200);
+        expect(
+          (
+            await postForm(server, '/token', {
+              grant_type: 'client_credentials',
+              client_id: clientId,
+              client_secret: secret,
+            })
+          ).status,
+        ).to.equal(401);
       });
 
       it('re-asks the policy on update', async function () {
@@ -360,7 +562,10 @@ describe('dynamic client registration', function () {
           data.public_client_policy.enabled = false;
         });
         try {
-          const refused = await manage(server, 'PUT', other.client_id, other.registration_access_token, { client_id: other.client_id, ...metadata });
+          const refused = await manage(server, 'PUT', other.client_id, other.registration_access_token, {
+            client_id: other.client_id,
+            ...metadata,
+          });
           expect(refused.status).to.equal(400);
           expect(refused.body.error).to.equal('invalid_client_metadata');
         } finally {
@@ -413,10 +618,17 @@ describe('dynamic client registration with SERVICE_SOFTWARE_STATEMENT_VERIFY=tru
   });
 
   const sign = (key: PrivateKey, claims: Record<string, unknown>, iss = issuer) =>
-    new SignJWT(claims).setProtectedHeader({ alg: 'ES256', kid: 'statement-key' }).setIssuer(iss).setIssuedAt().sign(key);
+    new SignJWT(claims)
+      .setProtectedHeader({ alg: 'ES256', kid: 'statement-key' })
+      .setIssuer(iss)
+      .setIssuedAt()
+      .sign(key);
 
   it('accepts a statement signed by a key of the issuer’s JWKS (fetched once, then cached), marked verified', async function () {
-    const statement = await sign(signingKey, { software_id: '5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b', granted_resources: [{ type: 'urn:as:introspect', scopes: ['introspection'] }] });
+    const statement = await sign(signingKey, {
+      software_id: '5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b',
+      granted_resources: [{ type: 'urn:as:introspect', scopes: ['introspection'] }],
+    });
     const first = await registerAt(server, { ...metadata, software_statement: statement });
     expect(first.status, JSON.stringify(first.body)).to.equal(201);
     expect(first.body.scope).to.equal('introspection');
@@ -429,12 +641,21 @@ describe('dynamic client registration with SERVICE_SOFTWARE_STATEMENT_VERIFY=tru
 
   it('refuses a statement signed by another key, an unsigned one, and one from an untrusted issuer', async function () {
     const { privateKey: otherKey } = await generateKeyPair('ES256');
-    const forged = await registerAt(server, { ...metadata, software_statement: await sign(otherKey as PrivateKey, { software_id: '5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b' }) });
+    const forged = await registerAt(server, {
+      ...metadata,
+      software_statement: await sign(otherKey as PrivateKey, { software_id: '5e6f7a8b-9c0d-4e1f-8a2b-3c4d5e6f7a8b' }),
+    });
     expect(forged.status).to.equal(400);
     expect(forged.body.error).to.equal('invalid_software_statement');
-    const unsigned = await registerAt(server, { ...metadata, software_statement: new UnsecuredJWT({}).setIssuer(issuer).encode() });
+    const unsigned = await registerAt(server, {
+      ...metadata,
+      software_statement: new UnsecuredJWT({}).setIssuer(issuer).encode(),
+    });
     expect(unsigned.body.error).to.equal('invalid_software_statement');
-    const untrusted = await registerAt(server, { ...metadata, software_statement: await sign(signingKey, {}, 'https://elsewhere.example.test') });
+    const untrusted = await registerAt(server, {
+      ...metadata,
+      software_statement: await sign(signingKey, {}, 'https://elsewhere.example.test'),
+    });
     expect(untrusted.status).to.equal(400);
     expect(untrusted.body.error).to.equal('invalid_software_statement');
   });
@@ -444,7 +665,11 @@ describe('dynamic client registration with initial access tokens', function () {
   let server: TestServer;
   const metadata = { redirect_uris: ['https://iat.example.test/cb'], token_endpoint_auth_method: 'none' };
   const registerWith = async (token: string | undefined, tenant?: string): Promise<Answer> => {
-    const headers: Record<string, string> = { 'Content-Type': 'application/json', ...(token === undefined ? {} : { Authorization: `Bearer ${token}` }), ...(tenant ? { 'X-Tenant-Id': tenant } : {}) };
+    const headers: Record<string, string> = {
+      'Content-Type': 'application/json',
+      ...(token === undefined ? {} : { Authorization: `Bearer ${token}` }),
+      ...(tenant ? { 'X-Tenant-Id': tenant } : {}),
+    };
     const response = await server.request('/register', { method: 'POST', headers, body: JSON.stringify(metadata) });
     const text = await response.text();
     return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
@@ -486,7 +711,7 @@ describe('dynamic client registration with initial access tokens', function () {
     expect(third.headers.get('www-authenticate')).to.contain('invalid_token');
   });
 
-  it('refuses unknown, expired and other tenants\' tokens with 401 invalid_token', async function () {
+  it("refuses unknown, expired and other tenants' tokens with 401 invalid_token", async function () {
     expect((await registerWith('made-up-token-value')).status).to.equal(401);
     const expired = await issue({ expiresAt: new Date(Date.now() - 1000).toISOString() });
     expect((await registerWith(expired.token)).status).to.equal(401);

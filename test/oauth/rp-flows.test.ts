@@ -21,13 +21,26 @@ describe('Grants with openid-client as the relying party', () => {
   before(async () => {
     ({ server } = await withSignInServer());
     const registered = await registerPublicClient(server, REDIRECT_URI);
-    spa = await client.discovery(new URL(server.config.issuer), registered.clientId, undefined, client.None(), insecure);
+    spa = await client.discovery(
+      new URL(server.config.issuer),
+      registered.clientId,
+      undefined,
+      client.None(),
+      insecure,
+    );
   });
 
   /** Signs `login` in at the dev IdP and returns the URL the browser arrives at. */
-  async function signIn(configuration: client.Configuration, parameters: Record<string, string>, login = 'alice'): Promise<URL> {
+  async function signIn(
+    configuration: client.Configuration,
+    parameters: Record<string, string>,
+    login = 'alice',
+  ): Promise<URL> {
     const agent = new FetchUserAgent();
-    const loginPage = await agent.navigate(client.buildAuthorizationUrl(configuration, { redirect_uri: REDIRECT_URI, ...parameters }), arrivingAt(REDIRECT_URI));
+    const loginPage = await agent.navigate(
+      client.buildAuthorizationUrl(configuration, { redirect_uri: REDIRECT_URI, ...parameters }),
+      arrivingAt(REDIRECT_URI),
+    );
     return (await passDevIdpForms(agent, loginPage, login, arrivingAt(REDIRECT_URI))).url;
   }
 
@@ -35,8 +48,18 @@ describe('Grants with openid-client as the relying party', () => {
   async function codeGrant(configuration = spa, parameters: Record<string, string> = {}) {
     const codeVerifier = client.randomPKCECodeVerifier();
     const state = client.randomState();
-    const redirect = await signIn(configuration, { scope: 'openid profile email', state, code_challenge: await client.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256', ...parameters });
-    return client.authorizationCodeGrant(configuration, redirect, { pkceCodeVerifier: codeVerifier, expectedState: state, expectedNonce: parameters.nonce });
+    const redirect = await signIn(configuration, {
+      scope: 'openid profile email',
+      state,
+      code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+      ...parameters,
+    });
+    return client.authorizationCodeGrant(configuration, redirect, {
+      pkceCodeVerifier: codeVerifier,
+      expectedState: state,
+      expectedNonce: parameters.nonce,
+    });
   }
 
   /** The OAuth error code of a rejected openid-client call. */
@@ -60,9 +83,17 @@ describe('Grants with openid-client as the relying party', () => {
     it('redeems a code made with PKCE plain (the verifier is the challenge)', async () => {
       const codeVerifier = client.randomPKCECodeVerifier();
       const state = client.randomState();
-      const redirect = await signIn(spa, { scope: 'openid', state, code_challenge: codeVerifier, code_challenge_method: 'plain' });
+      const redirect = await signIn(spa, {
+        scope: 'openid',
+        state,
+        code_challenge: codeVerifier,
+        code_challenge_method: 'plain',
+      });
 
-      const tokens = await client.authorizationCodeGrant(spa, redirect, { pkceCodeVerifier: codeVerifier, expectedState: state });
+      const tokens = await client.authorizationCodeGrant(spa, redirect, {
+        pkceCodeVerifier: codeVerifier,
+        expectedState: state,
+      });
 
       expect(tokens.access_token).to.be.a('string');
       expect(tokens.claims()?.sub).to.equal('alice');
@@ -70,17 +101,40 @@ describe('Grants with openid-client as the relying party', () => {
 
     it('refuses a wrong PKCE verifier with invalid_grant', async () => {
       const state = client.randomState();
-      const redirect = await signIn(spa, { scope: 'openid', state, code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()), code_challenge_method: 'S256' });
+      const redirect = await signIn(spa, {
+        scope: 'openid',
+        state,
+        code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+      });
 
-      expect(await errorOf(client.authorizationCodeGrant(spa, redirect, { pkceCodeVerifier: client.randomPKCECodeVerifier(), expectedState: state }))).to.equal('invalid_grant');
+      expect(
+        await errorOf(
+          client.authorizationCodeGrant(spa, redirect, {
+            pkceCodeVerifier: client.randomPKCECodeVerifier(),
+            expectedState: state,
+          }),
+        ),
+      ).to.equal('invalid_grant');
     });
 
     it('refuses a redirect_uri other than the one of the authorization request with invalid_grant', async () => {
       const codeVerifier = client.randomPKCECodeVerifier();
-      const redirect = await signIn(spa, { scope: 'openid', state: 's', code_challenge: await client.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' });
+      const redirect = await signIn(spa, {
+        scope: 'openid',
+        state: 's',
+        code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+        code_challenge_method: 'S256',
+      });
       const code = redirect.searchParams.get('code')!;
 
-      const { status, body } = await postForm(server, '/token', { grant_type: 'authorization_code', code, client_id: spa.clientMetadata().client_id, code_verifier: codeVerifier, redirect_uri: 'http://127.0.0.1:1/elsewhere' });
+      const { status, body } = await postForm(server, '/token', {
+        grant_type: 'authorization_code',
+        code,
+        client_id: spa.clientMetadata().client_id,
+        code_verifier: codeVerifier,
+        redirect_uri: 'http://127.0.0.1:1/elsewhere',
+      });
 
       expect(status).to.equal(400);
       expect(body.error).to.equal('invalid_grant');
@@ -88,8 +142,19 @@ describe('Grants with openid-client as the relying party', () => {
 
     it('uses a code once: a second use is invalid_grant and revokes the tokens issued from it', async () => {
       const codeVerifier = client.randomPKCECodeVerifier();
-      const redirect = await signIn(spa, { scope: 'openid', state: 's', code_challenge: await client.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' });
-      const form = { grant_type: 'authorization_code', code: redirect.searchParams.get('code')!, client_id: spa.clientMetadata().client_id, code_verifier: codeVerifier, redirect_uri: REDIRECT_URI };
+      const redirect = await signIn(spa, {
+        scope: 'openid',
+        state: 's',
+        code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+        code_challenge_method: 'S256',
+      });
+      const form = {
+        grant_type: 'authorization_code',
+        code: redirect.searchParams.get('code')!,
+        client_id: spa.clientMetadata().client_id,
+        code_verifier: codeVerifier,
+        redirect_uri: REDIRECT_URI,
+      };
 
       const first = await postForm(server, '/token', form);
       expect(first.status, JSON.stringify(first.body)).to.equal(200);
@@ -99,7 +164,10 @@ describe('Grants with openid-client as the relying party', () => {
       expect(second.status).to.equal(400);
       expect(second.body.error).to.equal('invalid_grant');
       expect(await userinfoStatus(first.body.access_token), 'the first access token is revoked').to.equal(401);
-      expect(await errorOf(client.refreshTokenGrant(spa, first.body.refresh_token)), 'so is its refresh token').to.equal('invalid_grant');
+      expect(
+        await errorOf(client.refreshTokenGrant(spa, first.body.refresh_token)),
+        'so is its refresh token',
+      ).to.equal('invalid_grant');
     });
 
     it('answers with the spec fields and an RS256 ID token without at_hash, with auth_time when max_age was asked', async () => {
@@ -136,7 +204,10 @@ describe('Grants with openid-client as the relying party', () => {
       expect(refreshed.scope?.split(' ').sort()).to.deep.equal(['email', 'openid', 'profile']);
       expect(await userinfoStatus(refreshed.access_token)).to.equal(200);
 
-      expect(await errorOf(client.refreshTokenGrant(spa, tokens.refresh_token!)), 'the old refresh token no longer works').to.equal('invalid_grant');
+      expect(
+        await errorOf(client.refreshTokenGrant(spa, tokens.refresh_token!)),
+        'the old refresh token no longer works',
+      ).to.equal('invalid_grant');
     });
 
     it('narrows to a subset of the original scopes and refuses more', async () => {
@@ -145,7 +216,9 @@ describe('Grants with openid-client as the relying party', () => {
       const narrowed = await client.refreshTokenGrant(spa, tokens.refresh_token!, { scope: 'openid email' });
       expect(narrowed.scope?.split(' ').sort()).to.deep.equal(['email', 'openid']);
 
-      expect(await errorOf(client.refreshTokenGrant(spa, narrowed.refresh_token!, { scope: 'openid admin' }))).to.equal('invalid_scope');
+      expect(await errorOf(client.refreshTokenGrant(spa, narrowed.refresh_token!, { scope: 'openid admin' }))).to.equal(
+        'invalid_scope',
+      );
     });
 
     it('refuses an unknown refresh token with invalid_grant', async () => {
@@ -158,9 +231,21 @@ describe('Grants with openid-client as the relying party', () => {
     const secret = 'web-secret-value';
 
     before(async () => {
-      const created = await server.admin('POST', '/clients', { clientId: 'web', clientType: 'confidential', clientSecret: bcrypt.hashSync(secret, 4), redirectUris: [REDIRECT_URI], scopes: ['openid', 'profile', 'email', 'read'] });
+      const created = await server.admin('POST', '/clients', {
+        clientId: 'web',
+        clientType: 'confidential',
+        clientSecret: bcrypt.hashSync(secret, 4),
+        redirectUris: [REDIRECT_URI],
+        scopes: ['openid', 'profile', 'email', 'read'],
+      });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
-      confidential = await client.discovery(new URL(server.config.issuer), 'web', undefined, client.ClientSecretBasic(secret), insecure);
+      confidential = await client.discovery(
+        new URL(server.config.issuer),
+        'web',
+        undefined,
+        client.ClientSecretBasic(secret),
+        insecure,
+      );
     });
 
     it('signs in with client_secret_basic; its refresh token keeps working (no rotation)', async () => {
@@ -178,33 +263,82 @@ describe('Grants with openid-client as the relying party', () => {
       expect(viaBasic).not.to.have.property('refresh_token');
 
       // Each client uses the method it registered: web (client_secret_basic) may not post its secret.
-      const webPost = await client.discovery(new URL(server.config.issuer), 'web', undefined, client.ClientSecretPost(secret), insecure);
+      const webPost = await client.discovery(
+        new URL(server.config.issuer),
+        'web',
+        undefined,
+        client.ClientSecretPost(secret),
+        insecure,
+      );
       expect(await errorOf(client.clientCredentialsGrant(webPost, { scope: 'read' }))).to.equal('invalid_client');
-      const created = await server.admin('POST', '/clients', { clientId: 'web-post', clientType: 'confidential', clientSecret: bcrypt.hashSync(secret, 4), tokenEndpointAuthMethod: 'client_secret_post', scopes: ['read'] });
+      const created = await server.admin('POST', '/clients', {
+        clientId: 'web-post',
+        clientType: 'confidential',
+        clientSecret: bcrypt.hashSync(secret, 4),
+        tokenEndpointAuthMethod: 'client_secret_post',
+        scopes: ['read'],
+      });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
-      const post = await client.discovery(new URL(server.config.issuer), 'web-post', undefined, client.ClientSecretPost(secret), insecure);
+      const post = await client.discovery(
+        new URL(server.config.issuer),
+        'web-post',
+        undefined,
+        client.ClientSecretPost(secret),
+        insecure,
+      );
       expect((await client.clientCredentialsGrant(post, { scope: 'read' })).scope).to.equal('read');
 
-      const wrong = await client.discovery(new URL(server.config.issuer), 'web-post', undefined, client.ClientSecretPost('wrong'), insecure);
+      const wrong = await client.discovery(
+        new URL(server.config.issuer),
+        'web-post',
+        undefined,
+        client.ClientSecretPost('wrong'),
+        insecure,
+      );
       expect(await errorOf(client.clientCredentialsGrant(wrong, { scope: 'read' }))).to.equal('invalid_client');
     });
 
     it('gets client_credentials tokens and introspects with private_key_jwt', async () => {
       const { publicKey, privateKey } = await generateKeyPair('RS256');
       const jwk = { ...(await exportJWK(publicKey)), kid: 'rp-key', alg: 'RS256', use: 'sig' };
-      const created = await server.admin('POST', '/clients', { clientId: 'jwt-rp', clientType: 'confidential', tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [jwk] }, scopes: ['read'] });
+      const created = await server.admin('POST', '/clients', {
+        clientId: 'jwt-rp',
+        clientType: 'confidential',
+        tokenEndpointAuthMethod: 'private_key_jwt',
+        jwks: { keys: [jwk] },
+        scopes: ['read'],
+      });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
-      const viaJwt = await client.discovery(new URL(server.config.issuer), 'jwt-rp', undefined, client.PrivateKeyJwt({ key: privateKey, kid: 'rp-key' }), insecure);
+      const viaJwt = await client.discovery(
+        new URL(server.config.issuer),
+        'jwt-rp',
+        undefined,
+        client.PrivateKeyJwt({ key: privateKey, kid: 'rp-key' }),
+        insecure,
+      );
 
       expect((await client.clientCredentialsGrant(viaJwt, { scope: 'read' })).scope).to.equal('read');
 
       // The same client, entitled as a resource server, introspects with its assertion too.
-      await server.admin('POST', '/resource-servers', { resourceIndicator: 'https://jwt-rp.example.test/', clientId: created.body.id });
+      await server.admin('POST', '/resource-servers', {
+        resourceIndicator: 'https://jwt-rp.example.test/',
+        clientId: created.body.id,
+      });
       const issued = await client.clientCredentialsGrant(confidential, { scope: 'read' });
-      expect(await client.tokenIntrospection(viaJwt, issued.access_token)).to.include({ active: true, client_id: 'web', scope: 'read' });
+      expect(await client.tokenIntrospection(viaJwt, issued.access_token)).to.include({
+        active: true,
+        client_id: 'web',
+        scope: 'read',
+      });
 
       const { privateKey: otherKey } = await generateKeyPair('RS256');
-      const impostor = await client.discovery(new URL(server.config.issuer), 'jwt-rp', undefined, client.PrivateKeyJwt({ key: otherKey, kid: 'rp-key' }), insecure);
+      const impostor = await client.discovery(
+        new URL(server.config.issuer),
+        'jwt-rp',
+        undefined,
+        client.PrivateKeyJwt({ key: otherKey, kid: 'rp-key' }),
+        insecure,
+      );
       expect(await errorOf(client.clientCredentialsGrant(impostor, { scope: 'read' }))).to.equal('invalid_client');
     });
 
@@ -214,11 +348,25 @@ describe('Grants with openid-client as the relying party', () => {
       const tokens = await client.clientCredentialsGrant(confidential, { scope: 'read' }, { DPoP: dpop });
 
       expect(tokens.token_type.toLowerCase()).to.equal('dpop');
-      const rs = await server.admin('POST', '/clients', { clientId: 'rp-rs', clientType: 'confidential', clientSecret: bcrypt.hashSync('rp-rs-secret', 4), scopes: ['introspection'] });
+      const rs = await server.admin('POST', '/clients', {
+        clientId: 'rp-rs',
+        clientType: 'confidential',
+        clientSecret: bcrypt.hashSync('rp-rs-secret', 4),
+        scopes: ['introspection'],
+      });
       expect(rs.status).to.equal(201);
       // Basic callers must be registered resource servers to introspect (the default pack).
-      await server.admin('POST', '/resource-servers', { resourceIndicator: 'https://rp-rs.example.test/', clientId: rs.body.id });
-      const resourceServer = await client.discovery(new URL(server.config.issuer), 'rp-rs', undefined, client.ClientSecretBasic('rp-rs-secret'), insecure);
+      await server.admin('POST', '/resource-servers', {
+        resourceIndicator: 'https://rp-rs.example.test/',
+        clientId: rs.body.id,
+      });
+      const resourceServer = await client.discovery(
+        new URL(server.config.issuer),
+        'rp-rs',
+        undefined,
+        client.ClientSecretBasic('rp-rs-secret'),
+        insecure,
+      );
       const introspection = await client.tokenIntrospection(resourceServer, tokens.access_token);
       expect(introspection.active).to.equal(true);
       expect(introspection.cnf?.jkt).to.be.a('string');

@@ -1,6 +1,13 @@
 import { expect } from 'chai';
 import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, authorizationRequest, passDevIdpForms, registerPublicClient, withSignInServer, type TestClient } from '../support/dev-idp.js';
+import {
+  arrivingAt,
+  authorizationRequest,
+  passDevIdpForms,
+  registerPublicClient,
+  withSignInServer,
+  type TestClient,
+} from '../support/dev-idp.js';
 import { postForm } from '../support/oauth.js';
 import type { TestServer } from '../support/server.js';
 
@@ -22,28 +29,52 @@ describe('single-use codes and refresh tokens under concurrent use', function ()
     const request = await authorizationRequest(server, spa);
     const agent = new FetchUserAgent();
     const login = await agent.navigate(request.url, arrivingAt(spa.redirectUri));
-    const code = (await passDevIdpForms(agent, login, 'alice', arrivingAt(spa.redirectUri))).url.searchParams.get('code')!;
+    const code = (await passDevIdpForms(agent, login, 'alice', arrivingAt(spa.redirectUri))).url.searchParams.get(
+      'code',
+    )!;
     return { code, codeVerifier: request.codeVerifier };
   }
 
   const redeem = (code: string, codeVerifier: string) =>
-    postForm(server, '/token', { grant_type: 'authorization_code', code, code_verifier: codeVerifier, redirect_uri: spa.redirectUri, client_id: spa.clientId });
+    postForm(server, '/token', {
+      grant_type: 'authorization_code',
+      code,
+      code_verifier: codeVerifier,
+      redirect_uri: spa.redirectUri,
+      client_id: spa.clientId,
+    });
 
   it('redeems a code once when five requests race for it', async function () {
     for (let round = 0; round < 3; round += 1) {
       const { code, codeVerifier } = await freshCode();
       const answers = await Promise.all(Array.from({ length: 5 }, () => redeem(code, codeVerifier)));
-      expect(answers.filter((answer) => answer.status === 200), `round ${round}: ${JSON.stringify(answers.map((answer) => answer.status))}`).to.have.length(1);
-      for (const refused of answers.filter((answer) => answer.status !== 200)) expect(refused.body.error).to.equal('invalid_grant');
+      expect(
+        answers.filter((answer) => answer.status === 200),
+        `round ${round}: ${JSON.stringify(answers.map((answer) => answer.status))}`,
+      ).to.have.length(1);
+      for (const refused of answers.filter((answer) => answer.status !== 200))
+        expect(refused.body.error).to.equal('invalid_grant');
     }
   });
 
-  it('rotates a public client\'s refresh token once when five refreshes race with it', async function () {
+  it("rotates a public client's refresh token once when five refreshes race with it", async function () {
     const { code, codeVerifier } = await freshCode();
     const { body } = await redeem(code, codeVerifier);
     expect(body.refresh_token).to.be.a('string');
-    const answers = await Promise.all(Array.from({ length: 5 }, () => postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: body.refresh_token, client_id: spa.clientId })));
-    expect(answers.filter((answer) => answer.status === 200), JSON.stringify(answers.map((answer) => answer.status))).to.have.length(1);
-    for (const refused of answers.filter((answer) => answer.status !== 200)) expect(refused.body.error).to.equal('invalid_grant');
+    const answers = await Promise.all(
+      Array.from({ length: 5 }, () =>
+        postForm(server, '/token', {
+          grant_type: 'refresh_token',
+          refresh_token: body.refresh_token,
+          client_id: spa.clientId,
+        }),
+      ),
+    );
+    expect(
+      answers.filter((answer) => answer.status === 200),
+      JSON.stringify(answers.map((answer) => answer.status)),
+    ).to.have.length(1);
+    for (const refused of answers.filter((answer) => answer.status !== 200))
+      expect(refused.body.error).to.equal('invalid_grant');
   });
 });

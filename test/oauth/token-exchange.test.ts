@@ -32,11 +32,18 @@ describe('POST /token: token exchange (RFC 8693)', function () {
     // Its own server: the test changes the policy data and registers an identity provider.
     server = await readyServer();
     idp = await startRegisteredDevIdp(server);
-    exchangerSecret = await confidentialClient(server, 'billing', { scopes: ['openid', 'profile', 'email', 'invoices.read'], redirectUris: [REDIRECT_URI] });
+    exchangerSecret = await confidentialClient(server, 'billing', {
+      scopes: ['openid', 'profile', 'email', 'invoices.read'],
+      redirectUris: [REDIRECT_URI],
+    });
     frontendSecret = await confidentialClient(server, 'frontend', { scopes: ['invoices.read', 'invoices.write'] });
     const rsSecret = await confidentialClient(server, 'invoices-rs', { scopes: ['introspection'] });
     const rsClient = (await server.admin('GET', '/clients/invoices-rs')).body;
-    await server.admin('POST', '/resource-servers', { resourceIndicator: API, clientId: rsClient.id, typeUris: [INVOICES] });
+    await server.admin('POST', '/resource-servers', {
+      resourceIndicator: API,
+      clientId: rsClient.id,
+      typeUris: [INVOICES],
+    });
     rsToken = await clientToken(server, 'invoices-rs', rsSecret, { scope: 'introspection' });
 
     // An external issuer: a key pair whose public half a loopback JWKS endpoint serves.
@@ -51,9 +58,15 @@ describe('POST /token: token exchange (RFC 8693)', function () {
     issuer = `http://127.0.0.1:${(jwks.address() as { port: number }).port}`;
     unreachableIssuer = `http://127.0.0.1:${await freePort()}`;
     await updateOauthData(server, (data) => {
-      data.resource_types[INVOICES] = { scopes: ['invoices.read', 'invoices.write'], obligations: { log_access: true } };
+      data.resource_types[INVOICES] = {
+        scopes: ['invoices.read', 'invoices.write'],
+        obligations: { log_access: true },
+      };
       data.resource_types[PROFILE] = { scopes: ['openid', 'profile', 'email'], obligations: { audit: 'profile' } };
-      data.trusted_issuers = { [issuer]: { jwks_uri: `${issuer}/jwks` }, [unreachableIssuer]: { jwks_uri: `${unreachableIssuer}/jwks` } };
+      data.trusted_issuers = {
+        [issuer]: { jwks_uri: `${issuer}/jwks` },
+        [unreachableIssuer]: { jwks_uri: `${unreachableIssuer}/jwks` },
+      };
     });
   });
 
@@ -63,9 +76,20 @@ describe('POST /token: token exchange (RFC 8693)', function () {
     await server?.close();
   });
 
-  const exchange = (form: Record<string, string>, clientId = 'billing', secret = exchangerSecret, headers: Record<string, string> = {}) =>
-    postForm(server, '/token', { grant_type: EXCHANGE, ...form }, { Authorization: basic(clientId, secret), ...headers });
-  const introspect = (token: string) => postForm(server, '/introspect', { token }, { Authorization: `Bearer ${rsToken}` });
+  const exchange = (
+    form: Record<string, string>,
+    clientId = 'billing',
+    secret = exchangerSecret,
+    headers: Record<string, string> = {},
+  ) =>
+    postForm(
+      server,
+      '/token',
+      { grant_type: EXCHANGE, ...form },
+      { Authorization: basic(clientId, secret), ...headers },
+    );
+  const introspect = (token: string) =>
+    postForm(server, '/introspect', { token }, { Authorization: `Bearer ${rsToken}` });
   const frontendToken = async (scope = 'invoices.read invoices.write') =>
     await clientToken(server, 'frontend', frontendSecret, { scope });
 
@@ -74,17 +98,32 @@ describe('POST /token: token exchange (RFC 8693)', function () {
    * A client exchanges its own tokens (another client's only with may_act or a delegation:
    * test/security/bound-token-laundering.test.ts).
    */
-  const userAccessToken = () => userToken(server, { clientId: 'billing', redirectUri: REDIRECT_URI, secret: exchangerSecret }, 'alice', { scope: 'openid profile email' });
+  const userAccessToken = () =>
+    userToken(server, { clientId: 'billing', redirectUri: REDIRECT_URI, secret: exchangerSecret }, 'alice', {
+      scope: 'openid profile email',
+    });
   const asFrontend = (form: Record<string, string>) => exchange(form, 'frontend', frontendSecret);
 
   const idToken = (claims: Record<string, unknown>, key: KeyLike = signingKey, kid = 'idp-key') =>
-    new SignJWT({ aud: 'billing', email: 'carol@example.test', ...claims }).setProtectedHeader({ alg: 'RS256', kid }).sign(key);
-  const validIdClaims = () => ({ iss: issuer, sub: 'carol', iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 300 });
+    new SignJWT({ aud: 'billing', email: 'carol@example.test', ...claims })
+      .setProtectedHeader({ alg: 'RS256', kid })
+      .sign(key);
+  const validIdClaims = () => ({
+    iss: issuer,
+    sub: 'carol',
+    iat: Math.floor(Date.now() / 1000),
+    exp: Math.floor(Date.now() / 1000) + 300,
+  });
 
   describe('an access token of this server as subject token', function () {
     it("exchanges a user's token for a narrower one: the subject's sub, the policy's scopes and obligations at introspection; the subject token stays valid", async function () {
       const subjectToken = await userAccessToken();
-      const { status, body, headers } = await exchange({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, scope: 'profile', resource_type: PROFILE });
+      const { status, body, headers } = await exchange({
+        subject_token: subjectToken,
+        subject_token_type: ACCESS_TOKEN,
+        scope: 'profile',
+        resource_type: PROFILE,
+      });
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body).to.include({ token_type: 'Bearer', scope: 'profile', issued_token_type: ACCESS_TOKEN });
       expect(body.access_token).to.be.a('string').and.not.equal(subjectToken);
@@ -100,9 +139,15 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(userinfo.status).to.equal(200);
     });
 
-    it('resolves the resource to its type for the policy: the type\'s obligations are kept with the token, and the token is for that resource', async function () {
+    it("resolves the resource to its type for the policy: the type's obligations are kept with the token, and the token is for that resource", async function () {
       const subjectToken = await frontendToken();
-      const { status, body } = await asFrontend({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, scope: 'invoices.read', resource: API, audience: 'https://someone-else.example' });
+      const { status, body } = await asFrontend({
+        subject_token: subjectToken,
+        subject_token_type: ACCESS_TOKEN,
+        scope: 'invoices.read',
+        resource: API,
+        audience: 'https://someone-else.example',
+      });
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body.scope).to.equal('invoices.read');
       const issued = await introspect(body.access_token);
@@ -113,16 +158,24 @@ describe('POST /token: token exchange (RFC 8693)', function () {
 
     it('asks for what the subject token holds when no scope is given, and echoes requested_token_type', async function () {
       const subjectToken = await frontendToken('invoices.read');
-      const { status, body } = await asFrontend({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, requested_token_type: 'urn:example:custom' });
+      const { status, body } = await asFrontend({
+        subject_token: subjectToken,
+        subject_token_type: ACCESS_TOKEN,
+        requested_token_type: 'urn:example:custom',
+      });
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body.scope).to.equal('invoices.read');
       expect(body.issued_token_type).to.equal('urn:example:custom');
       expect(body).not.to.have.property('refresh_token');
     });
 
-    it('refuses a scope beyond the subject token\'s scopes with invalid_grant', async function () {
+    it("refuses a scope beyond the subject token's scopes with invalid_grant", async function () {
       const subjectToken = await frontendToken('invoices.read');
-      const { status, body } = await asFrontend({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN, scope: 'invoices.read invoices.write' });
+      const { status, body } = await asFrontend({
+        subject_token: subjectToken,
+        subject_token_type: ACCESS_TOKEN,
+        scope: 'invoices.read invoices.write',
+      });
       expect(status).to.equal(400);
       expect(body.error).to.equal('invalid_grant');
       expect(body.error_description).to.match(/exceeds the subject token's scopes/);
@@ -133,7 +186,13 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(unknown.status).to.equal(400);
       expect(unknown.body.error).to.equal('invalid_grant');
       const otherSecret = await confidentialClient(server, 'other-app', { scopes: ['invoices.read'] }, 'tenant-x');
-      const elsewhere = await clientToken(server, 'other-app', otherSecret, { scope: 'invoices.read' }, { 'X-Tenant-Id': 'tenant-x' });
+      const elsewhere = await clientToken(
+        server,
+        'other-app',
+        otherSecret,
+        { scope: 'invoices.read' },
+        { 'X-Tenant-Id': 'tenant-x' },
+      );
       expect(elsewhere).to.be.a('string');
       const crossTenant = await exchange({ subject_token: elsewhere, subject_token_type: ACCESS_TOKEN });
       expect(crossTenant.status).to.equal(400);
@@ -144,7 +203,12 @@ describe('POST /token: token exchange (RFC 8693)', function () {
   describe('refusals before any token is looked at', function () {
     it('refuses a public client with a clear error', async function () {
       const publicClient = await registerPublicClient(server, REDIRECT_URI);
-      const { status, body } = await postForm(server, '/token', { grant_type: EXCHANGE, client_id: publicClient.clientId, subject_token: await frontendToken(), subject_token_type: ACCESS_TOKEN });
+      const { status, body } = await postForm(server, '/token', {
+        grant_type: EXCHANGE,
+        client_id: publicClient.clientId,
+        subject_token: await frontendToken(),
+        subject_token_type: ACCESS_TOKEN,
+      });
       expect(status).to.equal(400);
       expect(body.error).to.equal('unauthorized_client');
       expect(body.error_description).to.match(/confidential client/);
@@ -163,7 +227,11 @@ describe('POST /token: token exchange (RFC 8693)', function () {
 
     it('requires actor_token and actor_token_type together, of a supported type (invalid_request)', async function () {
       const subject = await frontendToken();
-      const forms: Record<string, string>[] = [{ actor_token: subject }, { actor_token_type: ACCESS_TOKEN }, { actor_token: subject, actor_token_type: 'urn:ietf:params:oauth:token-type:saml2' }];
+      const forms: Record<string, string>[] = [
+        { actor_token: subject },
+        { actor_token_type: ACCESS_TOKEN },
+        { actor_token: subject, actor_token_type: 'urn:ietf:params:oauth:token-type:saml2' },
+      ];
       for (const form of forms) {
         const { status, body } = await exchange({ subject_token: subject, subject_token_type: ACCESS_TOKEN, ...form });
         expect(status, JSON.stringify(form)).to.equal(400);
@@ -174,7 +242,10 @@ describe('POST /token: token exchange (RFC 8693)', function () {
 
     for (const type of ['refresh_token', 'saml1', 'saml2', 'jwt']) {
       it(`refuses subject_token_type ${type} (invalid_request)`, async function () {
-        const { status, body } = await exchange({ subject_token: await frontendToken(), subject_token_type: `urn:ietf:params:oauth:token-type:${type}` });
+        const { status, body } = await exchange({
+          subject_token: await frontendToken(),
+          subject_token_type: `urn:ietf:params:oauth:token-type:${type}`,
+        });
         expect(status).to.equal(400);
         expect(body.error).to.equal('invalid_request');
         expect(body.error_description).to.match(/not supported/);
@@ -186,7 +257,13 @@ describe('POST /token: token exchange (RFC 8693)', function () {
     const billingToken = () => clientToken(server, 'billing', exchangerSecret, { scope: 'invoices.read' });
 
     it('issues a token that says who acts for the subject (act), shown at introspection', async function () {
-      const { status, body } = await exchange({ subject_token: await userAccessToken(), subject_token_type: ACCESS_TOKEN, scope: 'profile', actor_token: await billingToken(), actor_token_type: ACCESS_TOKEN });
+      const { status, body } = await exchange({
+        subject_token: await userAccessToken(),
+        subject_token_type: ACCESS_TOKEN,
+        scope: 'profile',
+        actor_token: await billingToken(),
+        actor_token_type: ACCESS_TOKEN,
+      });
       expect(status, JSON.stringify(body)).to.equal(200);
       const issued = await introspect(body.access_token);
       expect(issued.body).to.include({ active: true, sub: 'alice', scope: 'profile' });
@@ -196,8 +273,22 @@ describe('POST /token: token exchange (RFC 8693)', function () {
     });
 
     it('nests the earlier actor when a delegated token is exchanged again', async function () {
-      const delegated = (await exchange({ subject_token: await userAccessToken(), subject_token_type: ACCESS_TOKEN, scope: 'profile', actor_token: await billingToken(), actor_token_type: ACCESS_TOKEN })).body.access_token;
-      const { status, body } = await exchange({ subject_token: delegated, subject_token_type: ACCESS_TOKEN, scope: 'profile', actor_token: await billingToken(), actor_token_type: ACCESS_TOKEN });
+      const delegated = (
+        await exchange({
+          subject_token: await userAccessToken(),
+          subject_token_type: ACCESS_TOKEN,
+          scope: 'profile',
+          actor_token: await billingToken(),
+          actor_token_type: ACCESS_TOKEN,
+        })
+      ).body.access_token;
+      const { status, body } = await exchange({
+        subject_token: delegated,
+        subject_token_type: ACCESS_TOKEN,
+        scope: 'profile',
+        actor_token: await billingToken(),
+        actor_token_type: ACCESS_TOKEN,
+      });
       expect(status, JSON.stringify(body)).to.equal(200);
       const issued = await introspect(body.access_token);
       expect(issued.body.sub).to.equal('alice');
@@ -206,17 +297,34 @@ describe('POST /token: token exchange (RFC 8693)', function () {
     });
 
     it("honours the subject token's may_act: the named party may act, another may not", async function () {
-      const allowed = await exchange({ subject_token: await idToken({ ...validIdClaims(), may_act: { sub: 'billing' } }), subject_token_type: ID_TOKEN, scope: 'invoices.read', actor_token: await billingToken(), actor_token_type: ACCESS_TOKEN });
+      const allowed = await exchange({
+        subject_token: await idToken({ ...validIdClaims(), may_act: { sub: 'billing' } }),
+        subject_token_type: ID_TOKEN,
+        scope: 'invoices.read',
+        actor_token: await billingToken(),
+        actor_token_type: ACCESS_TOKEN,
+      });
       expect(allowed.status, JSON.stringify(allowed.body)).to.equal(200);
       expect((await introspect(allowed.body.access_token)).body.act).to.include({ sub: 'billing' });
-      const refused = await exchange({ subject_token: await idToken({ ...validIdClaims(), may_act: { sub: 'someone-else' } }), subject_token_type: ID_TOKEN, scope: 'invoices.read', actor_token: await billingToken(), actor_token_type: ACCESS_TOKEN });
+      const refused = await exchange({
+        subject_token: await idToken({ ...validIdClaims(), may_act: { sub: 'someone-else' } }),
+        subject_token_type: ID_TOKEN,
+        scope: 'invoices.read',
+        actor_token: await billingToken(),
+        actor_token_type: ACCESS_TOKEN,
+      });
       expect(refused.status).to.equal(400);
       expect(refused.body.error).to.equal('invalid_grant');
       expect(refused.body.error_description).to.match(/may_act/);
     });
 
     it('refuses an actor token that is not active (invalid_grant)', async function () {
-      const { status, body } = await asFrontend({ subject_token: await frontendToken(), subject_token_type: ACCESS_TOKEN, actor_token: 'no-such-token', actor_token_type: ACCESS_TOKEN });
+      const { status, body } = await asFrontend({
+        subject_token: await frontendToken(),
+        subject_token_type: ACCESS_TOKEN,
+        actor_token: 'no-such-token',
+        actor_token_type: ACCESS_TOKEN,
+      });
       expect(status).to.equal(400);
       expect(body.error).to.equal('invalid_grant');
       expect(body.error_description).to.match(/actor token/);
@@ -224,8 +332,12 @@ describe('POST /token: token exchange (RFC 8693)', function () {
   });
 
   describe('an ID token of an external issuer as subject token', function () {
-    it('accepts an ID token of a trusted issuer verified against its JWKS: the subject is its sub, the scopes the client\'s', async function () {
-      const { status, body } = await exchange({ subject_token: await idToken(validIdClaims()), subject_token_type: ID_TOKEN, scope: 'invoices.read' });
+    it("accepts an ID token of a trusted issuer verified against its JWKS: the subject is its sub, the scopes the client's", async function () {
+      const { status, body } = await exchange({
+        subject_token: await idToken(validIdClaims()),
+        subject_token_type: ID_TOKEN,
+        scope: 'invoices.read',
+      });
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body).to.include({ scope: 'invoices.read', issued_token_type: ACCESS_TOKEN });
       expect(body).not.to.have.property('refresh_token');
@@ -237,10 +349,26 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       ['missing iss', () => idToken({ ...validIdClaims(), iss: undefined }), /missing the iss claim/],
       ['missing sub', () => idToken({ ...validIdClaims(), sub: undefined }), /missing the sub claim/],
       ['expired', () => idToken({ ...validIdClaims(), exp: Math.floor(Date.now() / 1000) - 60 }), /expired/],
-      ['a bad signature', async () => idToken(validIdClaims(), (await generateKeyPair('RS256')).privateKey), /signature verification failed/],
-      ['an unknown kid', async () => idToken(validIdClaims(), (await generateKeyPair('RS256')).privateKey, 'other-key'), /signature verification failed/],
-      ['an unreachable JWKS', () => idToken({ ...validIdClaims(), iss: unreachableIssuer }), /unable to verify the subject token's issuer/],
-      ['an untrusted issuer', () => idToken({ ...validIdClaims(), iss: 'https://untrusted.example' }), /^untrusted_token_issuer/],
+      [
+        'a bad signature',
+        async () => idToken(validIdClaims(), (await generateKeyPair('RS256')).privateKey),
+        /signature verification failed/,
+      ],
+      [
+        'an unknown kid',
+        async () => idToken(validIdClaims(), (await generateKeyPair('RS256')).privateKey, 'other-key'),
+        /signature verification failed/,
+      ],
+      [
+        'an unreachable JWKS',
+        () => idToken({ ...validIdClaims(), iss: unreachableIssuer }),
+        /unable to verify the subject token's issuer/,
+      ],
+      [
+        'an untrusted issuer',
+        () => idToken({ ...validIdClaims(), iss: 'https://untrusted.example' }),
+        /^untrusted_token_issuer/,
+      ],
       ['a malformed token', async () => 'not.a.jwt', /not a signed JWT/],
     ];
     for (const [what, token, description] of failures) {
@@ -267,7 +395,12 @@ describe('POST /token: token exchange of an expired access token', function () {
     const secret = await confidentialClient(server, 'svc', { scopes: ['read'] });
     const subjectToken = await clientToken(server, 'svc', secret, { scope: 'read' });
     await new Promise((resolve) => setTimeout(resolve, 2_100));
-    const { status, body } = await postForm(server, '/token', { grant_type: EXCHANGE, subject_token: subjectToken, subject_token_type: ACCESS_TOKEN }, { Authorization: basic('svc', secret) });
+    const { status, body } = await postForm(
+      server,
+      '/token',
+      { grant_type: EXCHANGE, subject_token: subjectToken, subject_token_type: ACCESS_TOKEN },
+      { Authorization: basic('svc', secret) },
+    );
     expect(status).to.equal(400);
     expect(body.error).to.equal('invalid_grant');
   });

@@ -15,7 +15,12 @@ describe('POST /token', function () {
 
   describe('client_credentials, decided by policy', function () {
     it('issues an opaque bearer token with client_secret_basic, within the registered scopes, with no-store headers', async function () {
-      const { status, body, headers } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('token-svc', secret) });
+      const { status, body, headers } = await postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials', scope: 'read' },
+        { Authorization: basic('token-svc', secret) },
+      );
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body).to.include({ token_type: 'Bearer', scope: 'read' });
       expect(body.access_token).to.be.a('string').and.not.match(/^ey/);
@@ -27,25 +32,48 @@ describe('POST /token', function () {
     });
 
     it('accepts client_secret_post from a client registered for it', async function () {
-      const postSecret = await confidentialClient(server, 'token-svc-post', { scopes: ['read', 'write'], tokenEndpointAuthMethod: 'client_secret_post' });
-      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'write', client_id: 'token-svc-post', client_secret: postSecret });
+      const postSecret = await confidentialClient(server, 'token-svc-post', {
+        scopes: ['read', 'write'],
+        tokenEndpointAuthMethod: 'client_secret_post',
+      });
+      const { status, body } = await postForm(server, '/token', {
+        grant_type: 'client_credentials',
+        scope: 'write',
+        client_id: 'token-svc-post',
+        client_secret: postSecret,
+      });
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body.scope).to.equal('write');
     });
 
     it('grants all registered scopes when none are asked for', async function () {
-      const { body } = await postForm(server, '/token', { grant_type: 'client_credentials' }, { Authorization: basic('token-svc', secret) });
+      const { body } = await postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials' },
+        { Authorization: basic('token-svc', secret) },
+      );
       expect(body.scope.split(' ').sort()).to.deep.equal(['read', 'write']);
     });
 
     it('narrows the requested scopes to what the policy allows', async function () {
-      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read admin' }, { Authorization: basic('token-svc', secret) });
+      const { status, body } = await postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials', scope: 'read admin' },
+        { Authorization: basic('token-svc', secret) },
+      );
       expect(status).to.equal(200);
       expect(body.scope).to.equal('read');
     });
 
     it('relays a policy denial as a 400 with the policy error', async function () {
-      const { status, body, headers } = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'admin' }, { Authorization: basic('token-svc', secret) });
+      const { status, body, headers } = await postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials', scope: 'admin' },
+        { Authorization: basic('token-svc', secret) },
+      );
       expect(status).to.equal(400);
       expect(body.error).to.equal('invalid_scope');
       expect(body.error_description).to.be.a('string').and.not.empty;
@@ -55,7 +83,13 @@ describe('POST /token', function () {
     it('accepts private_key_jwt (RFC 7523)', async function () {
       const { publicKey, privateKey } = await generateKeyPair('ES256');
       const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
-      await server.admin('POST', '/clients', { clientId: 'jwt-svc', clientType: 'confidential', tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [jwk] }, scopes: ['read'] });
+      await server.admin('POST', '/clients', {
+        clientId: 'jwt-svc',
+        clientType: 'confidential',
+        tokenEndpointAuthMethod: 'private_key_jwt',
+        jwks: { keys: [jwk] },
+        scopes: ['read'],
+      });
       const assertion = await new SignJWT({})
         .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
         .setIssuer('jwt-svc')
@@ -65,7 +99,12 @@ describe('POST /token', function () {
         .setIssuedAt()
         .setExpirationTime('1m')
         .sign(privateKey);
-      const form = { grant_type: 'client_credentials', client_id: 'jwt-svc', client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion };
+      const form = {
+        grant_type: 'client_credentials',
+        client_id: 'jwt-svc',
+        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+        client_assertion: assertion,
+      };
       const first = await postForm(server, '/token', form);
       expect(first.status, JSON.stringify(first.body)).to.equal(200);
       expect(first.body.scope).to.equal('read');
@@ -75,7 +114,11 @@ describe('POST /token', function () {
     });
 
     it('refuses public clients (client_credentials is for confidential clients)', async function () {
-      await server.admin('POST', '/clients', { clientId: 'spa', clientType: 'public', redirectUris: ['https://spa.example.test/cb'] });
+      await server.admin('POST', '/clients', {
+        clientId: 'spa',
+        clientType: 'public',
+        redirectUris: ['https://spa.example.test/cb'],
+      });
       const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', client_id: 'spa' });
       expect(status).to.equal(400);
       expect(body.error).to.be.oneOf(['unauthorized_client', 'invalid_request']);
@@ -85,7 +128,12 @@ describe('POST /token', function () {
   describe('errors of the spec table', function () {
     it('answers 401 invalid_client for a wrong secret or an unknown client', async function () {
       for (const auth of [basic('token-svc', 'wrong'), basic('nobody', 'x')]) {
-        const { status, body, headers } = await postForm(server, '/token', { grant_type: 'client_credentials' }, { Authorization: auth });
+        const { status, body, headers } = await postForm(
+          server,
+          '/token',
+          { grant_type: 'client_credentials' },
+          { Authorization: auth },
+        );
         expect(status).to.equal(401);
         expect(body.error).to.equal('invalid_client');
         expect(headers.get('cache-control')).to.equal('no-store');
@@ -100,55 +148,116 @@ describe('POST /token', function () {
     });
 
     it('answers unsupported_grant_type for the password grant', async function () {
-      const { status, body } = await postForm(server, '/token', { grant_type: 'password', username: 'u', password: 'p' }, { Authorization: basic('token-svc', secret) });
+      const { status, body } = await postForm(
+        server,
+        '/token',
+        { grant_type: 'password', username: 'u', password: 'p' },
+        { Authorization: basic('token-svc', secret) },
+      );
       expect(status).to.equal(400);
       expect(body.error).to.equal('unsupported_grant_type');
     });
 
     it('answers unsupported_grant_type for an unknown grant', async function () {
-      const { status, body } = await postForm(server, '/token', { grant_type: 'urn:example:magic' }, { Authorization: basic('token-svc', secret) });
+      const { status, body } = await postForm(
+        server,
+        '/token',
+        { grant_type: 'urn:example:magic' },
+        { Authorization: basic('token-svc', secret) },
+      );
       expect(status).to.equal(400);
       expect(body.error).to.equal('unsupported_grant_type');
     });
 
     it('rejects a resource indicator with a fragment', async function () {
-      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', resource: 'https://api.example.test/#frag' }, { Authorization: basic('token-svc', secret) });
+      const { status, body } = await postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials', resource: 'https://api.example.test/#frag' },
+        { Authorization: basic('token-svc', secret) },
+      );
       expect(status).to.equal(400);
       expect(body.error).to.be.oneOf(['invalid_target', 'invalid_request']);
     });
 
     it('never answers a malformed body with a 500', async function () {
-      const response = await server.request('/token', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"grant_type":' });
+      const response = await server.request('/token', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: '{"grant_type":',
+      });
       expect(response.status).to.equal(400);
     });
   });
 
   describe('tenants', function () {
-    it('keeps a tenant\'s clients and tokens invisible to another tenant', async function () {
+    it("keeps a tenant's clients and tokens invisible to another tenant", async function () {
       const appSecret = await confidentialClient(server, 'tenant-app', { scopes: ['read'] }, 'tenant-a');
       const rsSecret = await confidentialClient(server, 'tenant-rs', { scopes: ['introspection'] }, 'tenant-b');
       const inA = { 'X-Tenant-Id': 'tenant-a' };
       const inB = { 'X-Tenant-Id': 'tenant-b' };
 
-      const issued = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('tenant-app', appSecret), ...inA });
+      const issued = await postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials', scope: 'read' },
+        { Authorization: basic('tenant-app', appSecret), ...inA },
+      );
       expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
-      const elsewhere = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('tenant-app', appSecret), ...inB });
+      const elsewhere = await postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials', scope: 'read' },
+        { Authorization: basic('tenant-app', appSecret), ...inB },
+      );
       expect(elsewhere.status).to.equal(401);
       expect(elsewhere.body.error).to.equal('invalid_client');
-      const inDefault = await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('tenant-app', appSecret) });
+      const inDefault = await postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials', scope: 'read' },
+        { Authorization: basic('tenant-app', appSecret) },
+      );
       expect(inDefault.status).to.equal(401);
 
-      const rsToken = (await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('tenant-rs', rsSecret), ...inB })).body.access_token;
-      const ownTenant = await postForm(server, '/introspect', { token: rsToken }, { Authorization: `Bearer ${rsToken}`, ...inB });
-      expect(ownTenant.body.active, 'the caller may introspect its own tenant\'s tokens').to.equal(true);
-      const introspected = await postForm(server, '/introspect', { token: issued.body.access_token }, { Authorization: `Bearer ${rsToken}`, ...inB });
+      const rsToken = (
+        await postForm(
+          server,
+          '/token',
+          { grant_type: 'client_credentials', scope: 'introspection' },
+          { Authorization: basic('tenant-rs', rsSecret), ...inB },
+        )
+      ).body.access_token;
+      const ownTenant = await postForm(
+        server,
+        '/introspect',
+        { token: rsToken },
+        { Authorization: `Bearer ${rsToken}`, ...inB },
+      );
+      expect(ownTenant.body.active, "the caller may introspect its own tenant's tokens").to.equal(true);
+      const introspected = await postForm(
+        server,
+        '/introspect',
+        { token: issued.body.access_token },
+        { Authorization: `Bearer ${rsToken}`, ...inB },
+      );
       expect(introspected.body).to.deep.equal({ active: false });
-      const wrongTenantCaller = await postForm(server, '/introspect', { token: issued.body.access_token }, { Authorization: `Bearer ${rsToken}`, ...inA });
-      expect(wrongTenantCaller.status, 'tenant-b\'s token is unknown in tenant-a').to.equal(401);
+      const wrongTenantCaller = await postForm(
+        server,
+        '/introspect',
+        { token: issued.body.access_token },
+        { Authorization: `Bearer ${rsToken}`, ...inA },
+      );
+      expect(wrongTenantCaller.status, "tenant-b's token is unknown in tenant-a").to.equal(401);
     });
 
     it('refuses a malformed X-Tenant-Id with a 400', async function () {
-      const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials' }, { Authorization: basic('token-svc', secret), 'X-Tenant-Id': 'no spaces/allowed' });
+      const { status, body } = await postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials' },
+        { Authorization: basic('token-svc', secret), 'X-Tenant-Id': 'no spaces/allowed' },
+      );
       expect(status).to.equal(400);
       expect(body.error).to.equal('invalid_request');
     });
@@ -156,7 +265,12 @@ describe('POST /token', function () {
 
   describe('audit', function () {
     it('records the policy input and decision of a token request, without the secret', async function () {
-      await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('token-svc', secret) });
+      await postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials', scope: 'read' },
+        { Authorization: basic('token-svc', secret) },
+      );
       const { body } = await server.admin('GET', '/audit-logs?endpoint=/token&clientId=token-svc&size=1');
       const [entry] = body.content;
       expect(entry.outcome).to.equal('allow');
@@ -167,16 +281,47 @@ describe('POST /token', function () {
     });
 
     it('resolves the resource indicator to a resource type for the policy, else takes the resource_type hint', async function () {
-      await server.admin('POST', '/resource-servers', { resourceIndicator: 'https://ledger.example.test/', typeUris: ['urn:example:ledger'] });
-      const lastInput = async () => (await server.admin('GET', '/audit-logs?endpoint=/token&clientId=token-svc&size=1&sort=id,desc')).body.content[0].policyInput.request;
+      await server.admin('POST', '/resource-servers', {
+        resourceIndicator: 'https://ledger.example.test/',
+        typeUris: ['urn:example:ledger'],
+      });
+      const lastInput = async () =>
+        (await server.admin('GET', '/audit-logs?endpoint=/token&clientId=token-svc&size=1&sort=id,desc')).body
+          .content[0].policyInput.request;
 
-      await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read', resource: 'https://ledger.example.test/', resource_types: 'urn:a,urn:b' }, { Authorization: basic('token-svc', secret) });
+      await postForm(
+        server,
+        '/token',
+        {
+          grant_type: 'client_credentials',
+          scope: 'read',
+          resource: 'https://ledger.example.test/',
+          resource_types: 'urn:a,urn:b',
+        },
+        { Authorization: basic('token-svc', secret) },
+      );
       const registered = await lastInput();
-      expect(registered).to.include({ resource: 'https://ledger.example.test/', resolved_resource_type: 'urn:example:ledger' });
+      expect(registered).to.include({
+        resource: 'https://ledger.example.test/',
+        resolved_resource_type: 'urn:example:ledger',
+      });
       expect(registered.resource_types).to.deep.equal(['urn:a', 'urn:b']);
 
-      await postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read', resource: 'https://unknown.example.test/', resource_type: 'urn:example:hinted' }, { Authorization: basic('token-svc', secret) });
-      expect(await lastInput()).to.include({ resource: 'https://unknown.example.test/', resolved_resource_type: 'urn:example:hinted' });
+      await postForm(
+        server,
+        '/token',
+        {
+          grant_type: 'client_credentials',
+          scope: 'read',
+          resource: 'https://unknown.example.test/',
+          resource_type: 'urn:example:hinted',
+        },
+        { Authorization: basic('token-svc', secret) },
+      );
+      expect(await lastInput()).to.include({
+        resource: 'https://unknown.example.test/',
+        resolved_resource_type: 'urn:example:hinted',
+      });
     });
   });
 });

@@ -21,19 +21,37 @@ describe('UserInfo', () => {
   before(async () => {
     ({ server } = await withSignInServer());
     const registered = await registerPublicClient(server, REDIRECT_URI);
-    spa = await client.discovery(new URL(server.config.issuer), registered.clientId, undefined, client.None(), insecure);
+    spa = await client.discovery(
+      new URL(server.config.issuer),
+      registered.clientId,
+      undefined,
+      client.None(),
+      insecure,
+    );
   });
 
   /** Signs `login` in at the dev IdP with PKCE S256 and `scope`; returns the code grant's form (not yet redeemed). */
   async function signIn(scope: string, login = 'alice'): Promise<Record<string, string>> {
     const codeVerifier = client.randomPKCECodeVerifier();
-    const url = client.buildAuthorizationUrl(spa, { redirect_uri: REDIRECT_URI, scope, state: 's', code_challenge: await client.calculatePKCECodeChallenge(codeVerifier), code_challenge_method: 'S256' });
+    const url = client.buildAuthorizationUrl(spa, {
+      redirect_uri: REDIRECT_URI,
+      scope,
+      state: 's',
+      code_challenge: await client.calculatePKCECodeChallenge(codeVerifier),
+      code_challenge_method: 'S256',
+    });
     const agent = new FetchUserAgent();
     const loginPage = await agent.navigate(url, arrivingAt(REDIRECT_URI));
     const redirect = (await passDevIdpForms(agent, loginPage, login, arrivingAt(REDIRECT_URI))).url;
     const code = redirect.searchParams.get('code');
     expect(code, redirect.href).to.be.a('string');
-    return { grant_type: 'authorization_code', code: code!, redirect_uri: REDIRECT_URI, client_id: spa.clientMetadata().client_id, code_verifier: codeVerifier };
+    return {
+      grant_type: 'authorization_code',
+      code: code!,
+      redirect_uri: REDIRECT_URI,
+      client_id: spa.clientMetadata().client_id,
+      code_verifier: codeVerifier,
+    };
   }
 
   async function accessToken(scope: string, login = 'alice'): Promise<string> {
@@ -43,7 +61,10 @@ describe('UserInfo', () => {
     return body.access_token;
   }
 
-  async function userinfo(init: RequestInit = {}, query = ''): Promise<{ status: number; body: any; headers: Headers }> {
+  async function userinfo(
+    init: RequestInit = {},
+    query = '',
+  ): Promise<{ status: number; body: any; headers: Headers }> {
     const response = await server.request(`/userinfo${query}`, init);
     const text = await response.text();
     return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
@@ -70,7 +91,13 @@ describe('UserInfo', () => {
 
       const viaGet = await userinfo(bearer(token));
       expect(viaGet.status, JSON.stringify(viaGet.body)).to.equal(200);
-      expect(viaGet.body).to.deep.equal({ sub: 'alice', name: 'Alice', preferred_username: 'alice', email: 'alice@example.test', email_verified: true });
+      expect(viaGet.body).to.deep.equal({
+        sub: 'alice',
+        name: 'Alice',
+        preferred_username: 'alice',
+        email: 'alice@example.test',
+        email_verified: true,
+      });
 
       const viaPost = await userinfo({ method: 'POST', ...bearer(token) });
       expect(viaPost.status).to.equal(200);
@@ -79,7 +106,11 @@ describe('UserInfo', () => {
 
     it('with sub alone for openid alone, and email claims for email', async () => {
       expect((await userinfo(bearer(await accessToken('openid', 'dora')))).body).to.deep.equal({ sub: 'dora' });
-      expect((await userinfo(bearer(await accessToken('openid email', 'erin')))).body).to.deep.equal({ sub: 'erin', email: 'erin@example.test', email_verified: true });
+      expect((await userinfo(bearer(await accessToken('openid email', 'erin')))).body).to.deep.equal({
+        sub: 'erin',
+        email: 'erin@example.test',
+        email_verified: true,
+      });
     });
   });
 

@@ -24,7 +24,9 @@ interface Entry {
 async function allEntries(baseUrl: string): Promise<Entry[]> {
   const entries: Entry[] = [];
   for (let page = 0; ; page += 1) {
-    const response = await fetch(`${baseUrl}/admin/api/audit-logs?allTenants=true&size=1000&sort=id,asc&page=${page}`, { headers: { 'X-Admin-API-Key': ADMIN_KEY } });
+    const response = await fetch(`${baseUrl}/admin/api/audit-logs?allTenants=true&size=1000&sort=id,asc&page=${page}`, {
+      headers: { 'X-Admin-API-Key': ADMIN_KEY },
+    });
     const body = (await response.json()) as { content: Entry[]; totalPages: number };
     entries.push(...body.content);
     if (page + 1 >= body.totalPages) return entries;
@@ -70,7 +72,11 @@ describe('batched audit writer', function () {
       const db = new Database(server.config.storeUrl.slice('sqlite:'.length));
       try {
         db.pragma('busy_timeout = 5000');
-        db.exec(refuse ? `CREATE TRIGGER refuse_audit BEFORE INSERT ON c_audit_logs BEGIN SELECT RAISE(ABORT, 'audit entries refused by the test'); END` : 'DROP TRIGGER refuse_audit');
+        db.exec(
+          refuse
+            ? `CREATE TRIGGER refuse_audit BEFORE INSERT ON c_audit_logs BEGIN SELECT RAISE(ABORT, 'audit entries refused by the test'); END`
+            : 'DROP TRIGGER refuse_audit',
+        );
       } finally {
         db.close();
       }
@@ -79,15 +85,34 @@ describe('batched audit writer', function () {
     it('answers as it would have (success and refusal alike), logs why without secrets, and audits again once the store takes entries', async function () {
       refuseAuditEntries(true);
       try {
-        const token = await clientCredentials(server, 'unaudited-client', secret, { scope: 'read' }, { 'X-Request-ID': 'unaudited-token' });
+        const token = await clientCredentials(
+          server,
+          'unaudited-client',
+          secret,
+          { scope: 'read' },
+          { 'X-Request-ID': 'unaudited-token' },
+        );
         expect(token.status, JSON.stringify(token.body)).to.equal(200);
         expect(token.body.access_token).to.be.a('string');
-        const refused = await clientCredentials(server, 'unaudited-client', 'wrong-secret-value', { scope: 'read' }, { 'X-Request-ID': 'unaudited-refusal' });
+        const refused = await clientCredentials(
+          server,
+          'unaudited-client',
+          'wrong-secret-value',
+          { scope: 'read' },
+          { 'X-Request-ID': 'unaudited-refusal' },
+        );
         expect(refused.status).to.equal(401);
         expect(refused.body.error).to.equal('invalid_client');
-        const created = await server.admin('POST', '/clients', { clientId: 'created-unaudited', clientType: 'public', redirectUris: ['https://unaudited.example.test/cb'] }, { 'X-Request-ID': 'unaudited-create' });
+        const created = await server.admin(
+          'POST',
+          '/clients',
+          { clientId: 'created-unaudited', clientType: 'public', redirectUris: ['https://unaudited.example.test/cb'] },
+          { 'X-Request-ID': 'unaudited-create' },
+        );
         expect(created.status, JSON.stringify(created.body)).to.equal(201);
-        const concurrent = await Promise.all(Array.from({ length: 20 }, (_, n) => server.request(`/admin/api/subjects/unaudited-${n}`, { admin: true })));
+        const concurrent = await Promise.all(
+          Array.from({ length: 20 }, (_, n) => server.request(`/admin/api/subjects/unaudited-${n}`, { admin: true })),
+        );
         expect(concurrent.map((answer) => answer.status)).to.deep.equal(Array(20).fill(404));
       } finally {
         refuseAuditEntries(false);
@@ -96,16 +121,43 @@ describe('batched audit writer', function () {
       const batchFailures = lines.filter((line) => line.includes('audit batch of'));
       expect(batchFailures.length, 'one line per failed batch').to.be.at.least(4).and.at.most(23);
       expect(batchFailures[0]).to.contain('audit entries refused by the test');
-      expect(lines.filter((line) => line.includes('audit write failed')), 'one line per request').to.have.length(23);
+      expect(
+        lines.filter((line) => line.includes('audit write failed')),
+        'one line per request',
+      ).to.have.length(23);
       const logged = lines.join('\n');
-      for (const secretValue of [secret, 'wrong-secret-value', ADMIN_KEY, Buffer.from(`unaudited-client:${secret}`).toString('base64')]) expect(logged).not.to.contain(secretValue);
+      for (const secretValue of [
+        secret,
+        'wrong-secret-value',
+        ADMIN_KEY,
+        Buffer.from(`unaudited-client:${secret}`).toString('base64'),
+      ])
+        expect(logged).not.to.contain(secretValue);
       expect(logged).not.to.contain('    at ');
 
-      expect((await server.admin('GET', '/clients/created-unaudited')).status, 'the write itself was kept').to.equal(200);
-      const after = await clientCredentials(server, 'unaudited-client', secret, { scope: 'read' }, { 'X-Request-ID': 'audited-again' });
+      expect((await server.admin('GET', '/clients/created-unaudited')).status, 'the write itself was kept').to.equal(
+        200,
+      );
+      const after = await clientCredentials(
+        server,
+        'unaudited-client',
+        secret,
+        { scope: 'read' },
+        { 'X-Request-ID': 'audited-again' },
+      );
       expect(after.status).to.equal(200);
-      const found = byRequestId(await allEntries(server.url), ['unaudited-token', 'unaudited-refusal', 'unaudited-create', 'audited-again']);
-      expect(Object.fromEntries([...found].map(([requestId, entries]) => [requestId, entries.length]))).to.deep.equal({ 'unaudited-token': 0, 'unaudited-refusal': 0, 'unaudited-create': 0, 'audited-again': 1 });
+      const found = byRequestId(await allEntries(server.url), [
+        'unaudited-token',
+        'unaudited-refusal',
+        'unaudited-create',
+        'audited-again',
+      ]);
+      expect(Object.fromEntries([...found].map(([requestId, entries]) => [requestId, entries.length]))).to.deep.equal({
+        'unaudited-token': 0,
+        'unaudited-refusal': 0,
+        'unaudited-create': 0,
+        'audited-again': 1,
+      });
     });
   });
 
@@ -131,13 +183,30 @@ describe('batched audit writer', function () {
 
     const start = () => startServerProcess({ port, dataDir, env: { AUTH_FAILURE_LIMIT: '1000000' } });
     const admin = (method: string, path: string, body?: unknown, requestId?: string) =>
-      fetch(`${url}/admin/api${path}`, { method, headers: { 'X-Admin-API-Key': ADMIN_KEY, 'Content-Type': 'application/json', ...(requestId ? { 'X-Request-ID': requestId } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) });
+      fetch(`${url}/admin/api${path}`, {
+        method,
+        headers: {
+          'X-Admin-API-Key': ADMIN_KEY,
+          'Content-Type': 'application/json',
+          ...(requestId ? { 'X-Request-ID': requestId } : {}),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
 
     it('exits cleanly, and every request answered before it stopped has its audit entry', async function () {
       child = await start();
       const running = child;
       const hash = bcrypt.hashSync('sigterm-secret', 4);
-      expect((await admin('POST', '/clients', { clientId: 'sigterm-burst', clientType: 'confidential', clientSecret: hash, scopes: ['read'] })).status).to.equal(201);
+      expect(
+        (
+          await admin('POST', '/clients', {
+            clientId: 'sigterm-burst',
+            clientType: 'confidential',
+            clientSecret: hash,
+            scopes: ['read'],
+          })
+        ).status,
+      ).to.equal(201);
 
       const acknowledged: string[] = [];
       const unexpected: string[] = [];
@@ -155,7 +224,15 @@ describe('batched audit writer', function () {
             const response =
               n % 2 === 0
                 ? await admin('GET', `/subjects/${requestId}`, undefined, requestId)
-                : await fetch(`${url}/token`, { method: 'POST', headers: { ...FORM, Authorization: basic('sigterm-burst', 'sigterm-secret'), 'X-Request-ID': requestId }, body: 'grant_type=client_credentials&scope=read' });
+                : await fetch(`${url}/token`, {
+                    method: 'POST',
+                    headers: {
+                      ...FORM,
+                      Authorization: basic('sigterm-burst', 'sigterm-secret'),
+                      'X-Request-ID': requestId,
+                    },
+                    body: 'grant_type=client_credentials&scope=read',
+                  });
             await response.arrayBuffer();
             acknowledged.push(requestId);
             if (response.status !== (n % 2 === 0 ? 404 : 200)) unexpected.push(`${requestId}: ${response.status}`);
@@ -176,7 +253,10 @@ describe('batched audit writer', function () {
       child = await start();
       const entries = await allEntries(url);
       const found = byRequestId(entries, acknowledged);
-      expect(acknowledged.filter((requestId) => found.get(requestId)!.length !== 1), 'answered requests without exactly one entry').to.deep.equal([]);
+      expect(
+        acknowledged.filter((requestId) => found.get(requestId)!.length !== 1),
+        'answered requests without exactly one entry',
+      ).to.deep.equal([]);
       const ids = entries.map((entry) => entry.id);
       expect(new Set(ids).size, 'unique ids across the restart').to.equal(ids.length);
     });
@@ -189,13 +269,17 @@ describe('batched audit writer', function () {
       const requests = Array.from({ length: 30 }, (_, n) => {
         const requestId = `killed-at-answer-${n}`;
         return new Promise<void>((resolve) => {
-          const request = httpRequest(`${url}/admin/api/subjects/${requestId}`, { headers: { 'X-Admin-API-Key': ADMIN_KEY, 'X-Request-ID': requestId } }, (response) => {
-            // The status line came: the request was answered. Killed here, before the next event.
-            running.kill('SIGKILL');
-            answered.push(requestId);
-            response.resume();
-            resolve();
-          });
+          const request = httpRequest(
+            `${url}/admin/api/subjects/${requestId}`,
+            { headers: { 'X-Admin-API-Key': ADMIN_KEY, 'X-Request-ID': requestId } },
+            (response) => {
+              // The status line came: the request was answered. Killed here, before the next event.
+              running.kill('SIGKILL');
+              answered.push(requestId);
+              response.resume();
+              resolve();
+            },
+          );
           request.on('error', () => resolve());
           request.end();
         });
@@ -206,7 +290,10 @@ describe('batched audit writer', function () {
 
       child = await start();
       const found = byRequestId(await allEntries(url), answered);
-      expect(answered.filter((requestId) => found.get(requestId)!.length !== 1), 'answered requests without exactly one entry').to.deep.equal([]);
+      expect(
+        answered.filter((requestId) => found.get(requestId)!.length !== 1),
+        'answered requests without exactly one entry',
+      ).to.deep.equal([]);
     });
   });
 });
@@ -239,20 +326,35 @@ function describeBurst(storeKind: 'sqlite' | 'mongodb'): void {
       const requests = Array.from({ length: 150 }, (_, n) => {
         const requestId = `burst-${n}`;
         if (n % 3 === 0) {
-          return clientCredentials(server, 'burst-client', secret, { scope: 'read' }, { 'X-Request-ID': requestId }).then((answer) => ({ requestId, endpoint: '/token', status: answer.status }));
+          return clientCredentials(
+            server,
+            'burst-client',
+            secret,
+            { scope: 'read' },
+            { 'X-Request-ID': requestId },
+          ).then((answer) => ({ requestId, endpoint: '/token', status: answer.status }));
         }
         const endpoint = `/admin/api/subjects/burst-subject-${n}`;
-        return server.request(endpoint, { admin: true, headers: { 'X-Request-ID': requestId } }).then(async (answer) => {
-          await answer.arrayBuffer();
-          return { requestId, endpoint, status: answer.status };
-        });
+        return server
+          .request(endpoint, { admin: true, headers: { 'X-Request-ID': requestId } })
+          .then(async (answer) => {
+            await answer.arrayBuffer();
+            return { requestId, endpoint, status: answer.status };
+          });
       });
       const answered = await Promise.all(requests);
-      expect(answered.filter((answer) => answer.endpoint === '/token').every((answer) => answer.status === 200)).to.equal(true);
-      expect(answered.filter((answer) => answer.endpoint !== '/token').every((answer) => answer.status === 404)).to.equal(true);
+      expect(
+        answered.filter((answer) => answer.endpoint === '/token').every((answer) => answer.status === 200),
+      ).to.equal(true);
+      expect(
+        answered.filter((answer) => answer.endpoint !== '/token').every((answer) => answer.status === 404),
+      ).to.equal(true);
 
       const entries = await allEntries(server.url);
-      const found = byRequestId(entries, answered.map((answer) => answer.requestId));
+      const found = byRequestId(
+        entries,
+        answered.map((answer) => answer.requestId),
+      );
       for (const { requestId, endpoint, status } of answered) {
         const mine = found.get(requestId)!;
         expect(mine, requestId).to.have.length(1);
@@ -269,7 +371,9 @@ function describeBurst(storeKind: 'sqlite' | 'mongodb'): void {
     it('has the entry of a request stored by the time its answer arrives', async function () {
       for (let n = 0; n < 5; n += 1) {
         const endpoint = `/admin/api/subjects/answered-${n}`;
-        expect((await server.request(endpoint, { admin: true, headers: { 'X-Request-ID': `answered-${n}` } })).status).to.equal(404);
+        expect(
+          (await server.request(endpoint, { admin: true, headers: { 'X-Request-ID': `answered-${n}` } })).status,
+        ).to.equal(404);
         const { body } = await server.admin('GET', `/audit-logs?endpoint=${encodeURIComponent(endpoint)}`);
         expect(body.content.map((entry: Entry) => entry.requestId)).to.deep.equal([`answered-${n}`]);
       }

@@ -1,6 +1,14 @@
 import { expect } from 'chai';
 import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, authorizationRequest, passDevIdpForms, redeemCode, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
+import {
+  arrivingAt,
+  authorizationRequest,
+  passDevIdpForms,
+  redeemCode,
+  registerPublicClient,
+  startRegisteredDevIdp,
+  type RegisteredDevIdp,
+} from '../support/dev-idp.js';
 import { clientCredentials, confidentialClient, policyInForce, postForm, updateOauthData } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 import { MongoTestServer } from '../store/mongo-server.js';
@@ -35,7 +43,9 @@ describe('two nodes on one MongoDB-wire store', function () {
   });
 
   it('publishes the same JWKS on both nodes', async function () {
-    const [jwksA, jwksB] = await Promise.all([a, b].map(async (node) => (await node.request('/.well-known/jwks.json')).json()));
+    const [jwksA, jwksB] = await Promise.all(
+      [a, b].map(async (node) => (await node.request('/.well-known/jwks.json')).json()),
+    );
     expect((jwksA as { keys: unknown[] }).keys).to.have.length.above(0);
     expect(jwksB).to.deep.equal(jwksA);
   });
@@ -47,7 +57,12 @@ describe('two nodes on one MongoDB-wire store', function () {
     expect(fromB.status, JSON.stringify(fromB.body)).to.equal(200);
     const fromA = await clientCredentials(a, 'shared-client', secret, { scope: 'read' });
     const caller = await clientCredentials(b, 'shared-rs', rsSecret, { scope: 'introspection' });
-    const shown = await postForm(b, '/introspect', { token: fromA.body.access_token }, { Authorization: `Bearer ${caller.body.access_token}` });
+    const shown = await postForm(
+      b,
+      '/introspect',
+      { token: fromA.body.access_token },
+      { Authorization: `Bearer ${caller.body.access_token}` },
+    );
     expect(shown.body).to.include({ active: true, client_id: 'shared-client', scope: 'read' });
   });
 
@@ -56,17 +71,35 @@ describe('two nodes on one MongoDB-wire store', function () {
     const request = await authorizationRequest(a, spa);
     const agent = new FetchUserAgent();
     const login = await agent.navigate(request.url, arrivingAt(spa.redirectUri));
-    const code = (await passDevIdpForms(agent, login, 'alice', arrivingAt(spa.redirectUri))).url.searchParams.get('code')!;
+    const code = (await passDevIdpForms(agent, login, 'alice', arrivingAt(spa.redirectUri))).url.searchParams.get(
+      'code',
+    )!;
     const tokens = await redeemCode(b, spa, code, request.codeVerifier);
     expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
-    const rotated = await postForm(a, '/token', { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, client_id: spa.clientId });
+    const rotated = await postForm(a, '/token', {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.body.refresh_token,
+      client_id: spa.clientId,
+    });
     expect(rotated.status, JSON.stringify(rotated.body)).to.equal(200);
     expect(rotated.body.refresh_token).to.not.equal(tokens.body.refresh_token);
-    const replayed = await postForm(b, '/token', { grant_type: 'refresh_token', refresh_token: tokens.body.refresh_token, client_id: spa.clientId });
+    const replayed = await postForm(b, '/token', {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.body.refresh_token,
+      client_id: spa.clientId,
+    });
     expect(replayed.status).to.equal(400);
     expect(replayed.body.error).to.equal('invalid_grant');
     // Reuse of a rotated refresh token revokes its whole family (OAuth 2.1 §4.3.1), on every node.
-    expect((await postForm(b, '/token', { grant_type: 'refresh_token', refresh_token: rotated.body.refresh_token, client_id: spa.clientId })).body.error).to.equal('invalid_grant');
+    expect(
+      (
+        await postForm(b, '/token', {
+          grant_type: 'refresh_token',
+          refresh_token: rotated.body.refresh_token,
+          client_id: spa.clientId,
+        })
+      ).body.error,
+    ).to.equal('invalid_grant');
   });
 
   it('completes on B a sign-in started on A: the upstream callback and the rest of the interaction on B', async function () {
@@ -86,7 +119,11 @@ describe('two nodes on one MongoDB-wire store', function () {
     }
 
     expect(pathsVisitedOn(a, agent)).to.deep.equal(['/authorize', '/interaction/:uid']);
-    expect(pathsVisitedOn(b, agent)).to.deep.equal(['/idp/callback', '/interaction/:uid/upstream-done', '/authorize/:uid']);
+    expect(pathsVisitedOn(b, agent)).to.deep.equal([
+      '/idp/callback',
+      '/interaction/:uid/upstream-done',
+      '/authorize/:uid',
+    ]);
     expect(page.url.searchParams.get('state')).to.equal(request.state);
     const code = page.url.searchParams.get('code');
     expect(code, page.url.href).to.be.a('string');
@@ -102,9 +139,18 @@ describe('two nodes on one MongoDB-wire store', function () {
       data.multi_node_probe = started;
     });
     await policyInForce(b);
-    const [revisionsA, revisionsB] = await Promise.all([a, b].map(async (node) => ((await (await node.request('/healthz')).json()) as { policyRevision: { store: string; opa: string } }).policyRevision));
+    const [revisionsA, revisionsB] = await Promise.all(
+      [a, b].map(
+        async (node) =>
+          ((await (await node.request('/healthz')).json()) as { policyRevision: { store: string; opa: string } })
+            .policyRevision,
+      ),
+    );
     // (Each node compiles the revision for in-process evaluation on its own, and asks OPA until then.)
-    expect({ store: revisionsB.store, opa: revisionsB.opa }).to.deep.equal({ store: revisionsA.store, opa: revisionsA.opa });
+    expect({ store: revisionsB.store, opa: revisionsB.opa }).to.deep.equal({
+      store: revisionsA.store,
+      opa: revisionsA.opa,
+    });
     // Both OPAs long poll; the bound is generous, the typical figure is well under a second.
     expect(Date.now() - started).to.be.below(10_000);
   });
@@ -112,7 +158,9 @@ describe('two nodes on one MongoDB-wire store', function () {
   /** The paths `agent` requested from `node`, in order, with interaction ids as `:uid`. */
   function pathsVisitedOn(node: TestServer, agent: FetchUserAgent): string[] {
     const host = new URL(node.url).host;
-    return agent.visited.filter((url) => url.host === host).map((url) => url.pathname.replace(/^\/(interaction|authorize)\/[^/]+/, '/$1/:uid'));
+    return agent.visited
+      .filter((url) => url.host === host)
+      .map((url) => url.pathname.replace(/^\/(interaction|authorize)\/[^/]+/, '/$1/:uid'));
   }
 
   /** The same URL on `node` (both nodes have one issuer; a balancer picks the node). */
@@ -128,10 +176,17 @@ describe('two nodes on one MongoDB-wire store', function () {
       const request = await authorizationRequest(a, spa);
       const agent = new FetchUserAgent();
       const login = await agent.navigate(request.url, arrivingAt(spa.redirectUri));
-      const code = (await passDevIdpForms(agent, login, 'alice', arrivingAt(spa.redirectUri))).url.searchParams.get('code')!;
+      const code = (await passDevIdpForms(agent, login, 'alice', arrivingAt(spa.redirectUri))).url.searchParams.get(
+        'code',
+      )!;
       const answers = await Promise.all([a, b, a, b].map((node) => redeemCode(node, spa, code, request.codeVerifier)));
       const statuses = answers.map((answer) => `${answer.status} ${answer.body.error ?? ''}`.trim()).sort();
-      expect(statuses, `round ${round}`).to.deep.equal(['200', '400 invalid_grant', '400 invalid_grant', '400 invalid_grant']);
+      expect(statuses, `round ${round}`).to.deep.equal([
+        '200',
+        '400 invalid_grant',
+        '400 invalid_grant',
+        '400 invalid_grant',
+      ]);
     }
   });
 });

@@ -5,7 +5,14 @@ import { expect } from 'chai';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey } from 'jose';
 import { DEV_IDP_CLIENT } from '../../src/dev-idp/index.js';
 import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, authorizationRequest, redeemCode, registerIdentityProvider, registerPublicClient, type TestClient } from '../support/dev-idp.js';
+import {
+  arrivingAt,
+  authorizationRequest,
+  redeemCode,
+  registerIdentityProvider,
+  registerPublicClient,
+  type TestClient,
+} from '../support/dev-idp.js';
 import { freePort, readyServer, type TestServer } from '../support/server.js';
 
 /** Short, so that the slow cases are quick; every upstream request is bounded by it. */
@@ -30,7 +37,10 @@ describe('upstream identity provider faults', function () {
 
   before(async function () {
     // Its own server: the test reads the log lines the faults cause.
-    server = await readyServer({ OUTBOUND_TIMEOUT_MS: String(OUTBOUND_TIMEOUT_MS), LOG_LEVEL: 'info' }, { logStream: { write: (line: string) => void logLines.push(line) } });
+    server = await readyServer(
+      { OUTBOUND_TIMEOUT_MS: String(OUTBOUND_TIMEOUT_MS), LOG_LEVEL: 'info' },
+      { logStream: { write: (line: string) => void logLines.push(line) } },
+    );
     upstream = await FaultyIdp.start(`${server.config.issuer}/idp/callback`);
     spa = await registerPublicClient(server, REDIRECT_URI);
   });
@@ -54,14 +64,18 @@ describe('upstream identity provider faults', function () {
   async function expectClientError(issuer: string, error: string, options: { slow?: boolean } = {}) {
     const { page, request, elapsedMs } = await signInThrough(issuer);
     expect(atClient(page.url), `stopped at ${page.url.href} (${page.status}): ${page.body}`).to.equal(true);
-    expect(Object.fromEntries(page.url.searchParams), 'the client\'s error').to.include({ error, state: request.state });
+    expect(Object.fromEntries(page.url.searchParams), "the client's error").to.include({ error, state: request.state });
     expect(page.url.searchParams.get('code')).to.equal(null);
     expect(elapsedMs, 'within the timeout plus a margin').to.be.below(OUTBOUND_TIMEOUT_MS + MARGIN_MS);
-    if (options.slow) expect(elapsedMs, 'the timeout, not something else, ended it').to.be.at.least(OUTBOUND_TIMEOUT_MS - 100);
+    if (options.slow)
+      expect(elapsedMs, 'the timeout, not something else, ended it').to.be.at.least(OUTBOUND_TIMEOUT_MS - 100);
     // The resumption of the authorization request, which sent the client its error, is audited with it.
     const entries = (await server.admin('GET', '/audit-logs?size=10&sort=id,desc')).body.content as any[];
     const resumed = entries.find((entry) => entry.endpoint.startsWith('/authorize/'));
-    expect(resumed, 'an audit entry of the resumed authorization request').to.include({ clientId: spa.clientId, outcome: error === 'access_denied' ? 'deny' : 'error' });
+    expect(resumed, 'an audit entry of the resumed authorization request').to.include({
+      clientId: spa.clientId,
+      outcome: error === 'access_denied' ? 'deny' : 'error',
+    });
     expect(resumed.requestSummary.error).to.equal(error);
   }
 
@@ -128,7 +142,9 @@ describe('upstream identity provider faults', function () {
 
   describe('afterwards', function () {
     it('logs each failure with its reason, and keeps no secret of the upstream exchange in the log or the audit log', async function () {
-      const failures = logLines.map((line) => JSON.parse(line)).filter((line) => line.msg === 'upstream sign-in failed');
+      const failures = logLines
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.msg === 'upstream sign-in failed');
       expect(failures.length).to.be.at.least(10);
       for (const failure of failures) expect(failure).to.include.keys('error', 'reason', 'cause', 'requestId');
       const log = logLines.join('\n');
@@ -184,7 +200,13 @@ class FaultyIdp {
     const server = createServer();
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    return new FaultyIdp(server, base, callback, { published: published.privateKey, publicJwk, forger: forger.privateKey }, await freePort());
+    return new FaultyIdp(
+      server,
+      base,
+      callback,
+      { published: published.privateKey, publicJwk, forger: forger.privateKey },
+      await freePort(),
+    );
   }
 
   issuer(fault: Fault): string {
@@ -244,10 +266,14 @@ class FaultyIdp {
     }
     if (fault === 'token-500') return json(response, 500, { error: 'server_error' });
     if (fault === 'token-html') return html(response, 200);
-    if (fault === 'token-not-json') return void response.writeHead(200, { 'content-type': 'application/json' }).end('access_token=abc&token_type=bearer');
+    if (fault === 'token-not-json')
+      return void response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end('access_token=abc&token_type=bearer');
     const accessToken = randomBytes(16).toString('base64url');
     this.issuedSecrets.push(accessToken);
-    if (fault === 'token-no-id-token') return json(response, 200, { access_token: accessToken, token_type: 'Bearer', expires_in: 300 });
+    if (fault === 'token-no-id-token')
+      return json(response, 200, { access_token: accessToken, token_type: 'Bearer', expires_in: 300 });
     const nonce = this.nonces.get(form.get('code') ?? '') ?? '';
     const key = fault === 'token-forged' ? this.keys.forger : this.keys.published;
     const idToken = await new SignJWT({ nonce })
@@ -280,5 +306,7 @@ function json(response: ServerResponse, status: number, body: unknown): void {
 }
 
 function html(response: ServerResponse, status: number): void {
-  response.writeHead(status, { 'content-type': 'text/html' }).end('<!doctype html><html><body><h1>Service unavailable</h1><p>Please try again later.</p></body></html>');
+  response
+    .writeHead(status, { 'content-type': 'text/html' })
+    .end('<!doctype html><html><body><h1>Service unavailable</h1><p>Please try again later.</p></body></html>');
 }

@@ -27,7 +27,8 @@ describe('policy bundle endpoint', function () {
   let store: Store;
   let server: BundleServer;
 
-  const get = (headers: Record<string, string> = { authorization: `Bearer ${BUNDLE_TOKEN}` }) => fetch(server.bundleUrl, { headers });
+  const get = (headers: Record<string, string> = { authorization: `Bearer ${BUNDLE_TOKEN}` }) =>
+    fetch(server.bundleUrl, { headers });
   const currentEtag = async () => (await get()).headers.get('etag') as string;
   const currentFiles = async () => untar(Buffer.from(await (await get()).arrayBuffer()));
 
@@ -44,7 +45,11 @@ describe('policy bundle endpoint', function () {
   });
 
   it('requires the bundle token', async function () {
-    const attempts: Record<string, string>[] = [{}, { authorization: 'Bearer wrong-token' }, { authorization: `Basic ${BUNDLE_TOKEN}` }];
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: 'Bearer wrong-token' },
+      { authorization: `Basic ${BUNDLE_TOKEN}` },
+    ];
     for (const headers of attempts) {
       const response = await get(headers);
       expect(response.status).to.equal(401);
@@ -69,11 +74,15 @@ describe('policy bundle endpoint', function () {
     const pack = await readPolicyPack();
     for (const rule of pack.rules) expect(files.get(rule.path)).to.equal(rule.content);
     expect(files.has('tests/token_test.rego'), 'test files are not seeded').to.equal(false);
-    expect(JSON.parse(files.get('oauth/data.json') as string)).to.have.nested.property('public_client_policy.enabled', false);
+    expect(JSON.parse(files.get('oauth/data.json') as string)).to.have.nested.property(
+      'public_client_policy.enabled',
+      false,
+    );
   });
 
   describe('HTTP long polling (Prefer: wait=…)', function () {
-    const longPoll = (etag: string, wait: number) => get({ authorization: `Bearer ${BUNDLE_TOKEN}`, 'if-none-match': etag, prefer: `modes=snapshot;wait=${wait}` });
+    const longPoll = (etag: string, wait: number) =>
+      get({ authorization: `Bearer ${BUNDLE_TOKEN}`, 'if-none-match': etag, prefer: `modes=snapshot;wait=${wait}` });
 
     it('holds an unchanged bundle until it changes, then answers 200 in the long-poll media type', async function () {
       const etag = await currentEtag();
@@ -122,7 +131,13 @@ describe('policy bundle endpoint', function () {
     await putData(store, 'tenanted', { a: 1 }, { tenantId: 'acme' });
     expect(await currentEtag()).to.equal(etag);
     const files = await currentFiles();
-    for (const path of ['arbiter/versioned.rego', 'arbiter/tenant.rego', 'arbiter/disabled.rego', 'versioned/data.json', 'tenanted/data.json']) {
+    for (const path of [
+      'arbiter/versioned.rego',
+      'arbiter/tenant.rego',
+      'arbiter/disabled.rego',
+      'versioned/data.json',
+      'tenanted/data.json',
+    ]) {
       expect(files.has(path), path).to.equal(false);
     }
   });

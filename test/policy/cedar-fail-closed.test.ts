@@ -31,7 +31,12 @@ forbid (principal in Arbiter::Group::"suspended", action == Arbiter::Action::"to
     // Its own server: Cedar rules and cedar.entities apply to every decision of the server.
     server = await readyServer();
     secret = await confidentialClient(server, CLIENT, { scopes: ['read'] });
-    const rule = await server.admin('PUT', `/policy-rules/by-path?path=${RULE_PATH}`, { version: null, kind: 'cedar', path: RULE_PATH, content: RULES });
+    const rule = await server.admin('PUT', `/policy-rules/by-path?path=${RULE_PATH}`, {
+      version: null,
+      kind: 'cedar',
+      path: RULE_PATH,
+      content: RULES,
+    });
     expect(rule.status, JSON.stringify(rule.body)).to.be.oneOf([200, 201]);
   });
   after(async function () {
@@ -41,7 +46,10 @@ forbid (principal in Arbiter::Group::"suspended", action == Arbiter::Action::"to
   const token = () => clientCredentials(server, CLIENT, secret, { scope: 'read' });
 
   async function setEntities(value: unknown): Promise<void> {
-    const saved = await server.admin('PUT', '/policy-data/by-key?dataKey=cedar.entities', { dataKey: 'cedar.entities', payload: JSON.stringify(value) });
+    const saved = await server.admin('PUT', '/policy-data/by-key?dataKey=cedar.entities', {
+      dataKey: 'cedar.entities',
+      payload: JSON.stringify(value),
+    });
     expect(saved.status, JSON.stringify(saved.body)).to.be.oneOf([200, 201]);
   }
 
@@ -69,15 +77,24 @@ forbid (principal in Arbiter::Group::"suspended", action == Arbiter::Action::"to
     expect(entry.outcome).to.equal('error');
     expect(entry.policyDecision.allow).to.equal(false);
     expect(entry.policyDecision.engines.cedar).to.equal('error');
-    expect(entry.policyDecision.engineError).to.match(/^Cedar entities in policy data cedar\.entities cannot be converted/);
+    expect(entry.policyDecision.engineError).to.match(
+      /^Cedar entities in policy data cedar\.entities cannot be converted/,
+    );
   }
 
   it('with readable entity data, the permit allows and the group forbid denies (the baseline)', async function () {
     await setEntities([]);
     // Until Cedar has read the new rule, Rego alone decides (cedar: none).
-    await eventually(async () => (await token()).status === 200 && (await lastTokenAudit()).policyDecision.engines.cedar === 'allow', 8_000);
+    await eventually(
+      async () => (await token()).status === 200 && (await lastTokenAudit()).policyDecision.engines.cedar === 'allow',
+      8_000,
+    );
     const entry = await lastTokenAudit();
-    expect(entry.policyDecision.engines).to.deep.include({ rego: 'allow', cedar: 'allow', cedarPolicies: ['confidential-clients-get-tokens'] });
+    expect(entry.policyDecision.engines).to.deep.include({
+      rego: 'allow',
+      cedar: 'allow',
+      cedarPolicies: ['confidential-clients-get-tokens'],
+    });
     expect(entry.policyDecision.scopes).to.deep.equal(['read']);
 
     await setEntities([{ uid: client, attrs: {}, parents: [suspended] }]);

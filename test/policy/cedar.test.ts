@@ -10,8 +10,21 @@ const now = new Date().toISOString();
 const shared = { version: null, tenantId: null, createdAt: now, updatedAt: now };
 
 function snapshot(cedarRules: string[], data: Record<string, unknown> = {}) {
-  const rules: PolicyRuleDoc[] = cedarRules.map((content, index) => ({ ...shared, id: index + 1, kind: 'cedar', path: `arbiter/r${index}.cedar`, content, enabled: true, digest: null }));
-  const entries: PolicyDataDoc[] = Object.entries(data).map(([dataKey, payload], index) => ({ ...shared, id: index + 1, dataKey, payload: JSON.stringify(payload) }));
+  const rules: PolicyRuleDoc[] = cedarRules.map((content, index) => ({
+    ...shared,
+    id: index + 1,
+    kind: 'cedar',
+    path: `arbiter/r${index}.cedar`,
+    content,
+    enabled: true,
+    digest: null,
+  }));
+  const entries: PolicyDataDoc[] = Object.entries(data).map(([dataKey, payload], index) => ({
+    ...shared,
+    id: index + 1,
+    dataKey,
+    payload: JSON.stringify(payload),
+  }));
   return snapshotOf({ rules, data: entries });
 }
 
@@ -21,9 +34,14 @@ describe('Cedar driver', function () {
     { uid: { type: 'user', id: 'alice' }, attrs: { level: 3 }, parents: [{ type: 'Group', id: 'editors' }] },
     { uid: { type: 'Action', id: 'edit' }, attrs: {}, parents: [{ type: 'Action', id: 'writes' }] },
   ];
-  const groupPolicy = snapshot(['@id("editors-write") permit (principal in Group::"editors", action in Action::"writes", resource) when { principal.level >= 2 };'], {
-    'cedar.entities': entities,
-  });
+  const groupPolicy = snapshot(
+    [
+      '@id("editors-write") permit (principal in Group::"editors", action in Action::"writes", resource) when { principal.level >= 2 };',
+    ],
+    {
+      'cedar.entities': entities,
+    },
+  );
   const doc = { id: 'd1', properties: {} };
 
   it('resolves groups and action groups through the entities in policy data', function () {
@@ -32,7 +50,9 @@ describe('Cedar driver', function () {
   });
 
   it('applies only to actions its policies cover; then it denies what no policy permits', function () {
-    expect(driver.evaluate(groupPolicy, 'access_evaluation', evaluationInput('alice', 'read', doc))).to.deep.equal({ kind: 'none' });
+    expect(driver.evaluate(groupPolicy, 'access_evaluation', evaluationInput('alice', 'read', doc))).to.deep.equal({
+      kind: 'none',
+    });
     const denied = driver.evaluate(groupPolicy, 'access_evaluation', evaluationInput('bob', 'edit', doc));
     expect(denied).to.deep.include({ kind: 'decided', allow: false, policies: [] });
     expect(denied).to.have.nested.property('outputs.error', 'access_denied');
@@ -45,26 +65,44 @@ describe('Cedar driver', function () {
     const allowed = driver.evaluate(rules, 'token', clientCredentialsInput(confidentialClient));
     expect(allowed).to.deep.include({ kind: 'decided', allow: true });
     expect(allowed).to.have.nested.property('outputs.extensions.source', 'cedar');
-    expect(driver.evaluate(rules, 'token', clientCredentialsInput(publicClient))).to.deep.include({ kind: 'decided', allow: false });
-    expect(driver.evaluate(rules, 'authorize', clientCredentialsInput(confidentialClient))).to.deep.equal({ kind: 'none' });
+    expect(driver.evaluate(rules, 'token', clientCredentialsInput(publicClient))).to.deep.include({
+      kind: 'decided',
+      allow: false,
+    });
+    expect(driver.evaluate(rules, 'authorize', clientCredentialsInput(confidentialClient))).to.deep.equal({
+      kind: 'none',
+    });
   });
 
   it('fails every decision closed when a stored Cedar rule is invalid', function () {
-    const broken = snapshot(['permit (principal, action, resource);', 'forbid (principal, action, resource) when { oops };']);
+    const broken = snapshot([
+      'permit (principal, action, resource);',
+      'forbid (principal, action, resource) when { oops };',
+    ]);
     const verdict = driver.evaluate(broken, 'access_evaluation', evaluationInput('alice', 'edit', doc));
     expect(verdict.kind).to.equal('failed');
-    expect(verdict).to.have.property('reason').that.matches(/arbiter\/r1\.cedar is invalid/);
+    expect(verdict)
+      .to.have.property('reason')
+      .that.matches(/arbiter\/r1\.cedar is invalid/);
   });
 
   it('fails every decision closed when a stored Cedar rule holds a template', function () {
-    const withTemplate = snapshot(['permit (principal, action, resource);', 'forbid (principal == ?principal, action, resource);']);
+    const withTemplate = snapshot([
+      'permit (principal, action, resource);',
+      'forbid (principal == ?principal, action, resource);',
+    ]);
     const verdict = driver.evaluate(withTemplate, 'access_evaluation', evaluationInput('alice', 'edit', doc));
     expect(verdict).to.have.property('kind', 'failed');
-    expect(verdict).to.have.property('reason').that.matches(/arbiter\/r1\.cedar is invalid: .*template/);
+    expect(verdict)
+      .to.have.property('reason')
+      .that.matches(/arbiter\/r1\.cedar is invalid: .*template/);
   });
 
   it('fails every decision closed, instead of leaving them out, when the entities in policy data cannot be converted', function () {
-    const rules = ['@id("editors-write") permit (principal in Group::"editors", action in Action::"writes", resource);', 'forbid (principal in Group::"banned", action, resource);'];
+    const rules = [
+      '@id("editors-write") permit (principal in Group::"editors", action in Action::"writes", resource);',
+      'forbid (principal in Group::"banned", action, resource);',
+    ];
     const unreadable: unknown[] = [
       { alice: { parents: [{ type: 'Group', id: 'banned' }] } },
       null,
@@ -73,14 +111,24 @@ describe('Cedar driver', function () {
       [entities[0], { ...entities[0], parents: [{ type: 'Group', id: 'banned' }] }],
     ];
     for (const data of unreadable) {
-      const verdict = driver.evaluate(snapshot(rules, { 'cedar.entities': data }), 'access_evaluation', evaluationInput('alice', 'read', doc));
+      const verdict = driver.evaluate(
+        snapshot(rules, { 'cedar.entities': data }),
+        'access_evaluation',
+        evaluationInput('alice', 'read', doc),
+      );
       expect(verdict, JSON.stringify(data)).to.have.property('kind', 'failed');
-      expect(verdict).to.have.property('reason').that.matches(/^Cedar entities in policy data cedar\.entities cannot be converted/);
+      expect(verdict)
+        .to.have.property('reason')
+        .that.matches(/^Cedar entities in policy data cedar\.entities cannot be converted/);
     }
   });
 
   it('does not read entity data when there is no Cedar policy', function () {
-    const verdict = driver.evaluate(snapshot([], { 'cedar.entities': { not: 'an array' } }), 'access_evaluation', evaluationInput('alice', 'edit', doc));
+    const verdict = driver.evaluate(
+      snapshot([], { 'cedar.entities': { not: 'an array' } }),
+      'access_evaluation',
+      evaluationInput('alice', 'edit', doc),
+    );
     expect(verdict).to.deep.equal({ kind: 'none' });
   });
 });

@@ -1,14 +1,34 @@
 /** The decision contract's schemas, the request-input helper and the first-start seed. */
 import { expect } from 'chai';
-import { checkInput, checkResult, DECISION_POINTS, inputSchema, POLICY_DATA, POLICY_RULES, readPolicyPack, requestInput, seedDefaultPolicies, type PolicyRuleDoc } from '../../src/policy/index.js';
+import {
+  checkInput,
+  checkResult,
+  DECISION_POINTS,
+  inputSchema,
+  POLICY_DATA,
+  POLICY_RULES,
+  readPolicyPack,
+  requestInput,
+  seedDefaultPolicies,
+  type PolicyRuleDoc,
+} from '../../src/policy/index.js';
 import { openArbiterStore as openStore } from '../../src/collections.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
-import { authorizeInput, delegationInput, evaluationInput, introspectInput, permissionInput, registerInput, tokenExchangeInput } from './inputs.js';
+import {
+  authorizeInput,
+  delegationInput,
+  evaluationInput,
+  introspectInput,
+  permissionInput,
+  registerInput,
+  tokenExchangeInput,
+} from './inputs.js';
 import { alice, log, putRule } from './support.js';
 
 describe('decision contract', function () {
   it('has a JSON schema for the input of every decision point', function () {
-    for (const point of DECISION_POINTS) expect(inputSchema(point)).to.have.property('$id', `arbiter:policy:input:${point}`);
+    for (const point of DECISION_POINTS)
+      expect(inputSchema(point)).to.have.property('$id', `arbiter:policy:input:${point}`);
   });
 
   it('accepts the documented inputs of each point', function () {
@@ -22,14 +42,21 @@ describe('decision contract', function () {
       uma_permission: permissionInput(alice, ['view']),
       delegation: delegationInput(alice, ['view']),
     };
-    for (const [point, input] of Object.entries(examples)) expect(checkInput(point as keyof typeof examples, input), point).to.equal(null);
+    for (const [point, input] of Object.entries(examples))
+      expect(checkInput(point as keyof typeof examples, input), point).to.equal(null);
   });
 
   it('names the first problem of a malformed input', function () {
-    expect(checkInput('token_exchange', authorizeInput('openid'))).to.equal('(root) must have required property \'subject_token\' (subject_token)');
-    expect(checkInput('authorize', { ...authorizeInput('openid'), time: 'yesterday' })).to.match(/^\/time must match pattern/);
+    expect(checkInput('token_exchange', authorizeInput('openid'))).to.equal(
+      "(root) must have required property 'subject_token' (subject_token)",
+    );
+    expect(checkInput('authorize', { ...authorizeInput('openid'), time: 'yesterday' })).to.match(
+      /^\/time must match pattern/,
+    );
     const { client: _client, ...withoutClient } = authorizeInput('openid');
-    expect(checkInput('authorize', withoutClient as never), 'client is always there, null when unknown').to.match(/required property 'client'/);
+    expect(checkInput('authorize', withoutClient as never), 'client is always there, null when unknown').to.match(
+      /required property 'client'/,
+    );
   });
 
   it('checks results', function () {
@@ -79,15 +106,24 @@ describe('default policy pack seed', function () {
       await seedDefaultPolicies(store, log);
       const rules = await store.collection(POLICY_RULES, DEFAULT_TENANT).find({ tenantId: null });
       expect(rules.map((rule) => rule.path).sort()).to.deep.equal(pack.rules.map((rule) => rule.path).sort());
-      expect(rules.every((rule) => rule.enabled === true && rule.version === null && String(rule.digest).startsWith('sha256:'))).to.equal(true);
+      expect(
+        rules.every(
+          (rule) => rule.enabled === true && rule.version === null && String(rule.digest).startsWith('sha256:'),
+        ),
+      ).to.equal(true);
       const data = await store.collection(POLICY_DATA, DEFAULT_TENANT).find({});
       expect(data.map((entry) => entry.dataKey)).to.deep.equal(['oauth']);
 
-      const introspect = await store.collection<PolicyRuleDoc>(POLICY_RULES, DEFAULT_TENANT).findOne({ path: 'arbiter/introspect/introspect.rego' });
+      const introspect = await store
+        .collection<PolicyRuleDoc>(POLICY_RULES, DEFAULT_TENANT)
+        .findOne({ path: 'arbiter/introspect/introspect.rego' });
       await putRule(store, { ...(introspect as PolicyRuleDoc), enabled: false });
       await seedDefaultPolicies(store, log);
       expect(await store.collection(POLICY_RULES, DEFAULT_TENANT).count({})).to.equal(rules.length);
-      expect((await store.collection(POLICY_RULES, DEFAULT_TENANT).findOne({ path: 'arbiter/introspect/introspect.rego' }))?.enabled).to.equal(false);
+      expect(
+        (await store.collection(POLICY_RULES, DEFAULT_TENANT).findOne({ path: 'arbiter/introspect/introspect.rego' }))
+          ?.enabled,
+      ).to.equal(false);
     } finally {
       await store.close();
     }

@@ -3,7 +3,12 @@
  * endpoint) and real Cedar, with the default pack seeded into a real store.
  */
 import { expect } from 'chai';
-import { ENGINE_FAILURE_ERROR, type DecisionOutcome, type DecisionPoint, type DecisionInput } from '../../src/policy/index.js';
+import {
+  ENGINE_FAILURE_ERROR,
+  type DecisionOutcome,
+  type DecisionPoint,
+  type DecisionInput,
+} from '../../src/policy/index.js';
 import {
   authorizationCodeInput,
   authorizeInput,
@@ -16,7 +21,17 @@ import {
   registerInput,
   tokenExchangeInput,
 } from './inputs.js';
-import { alice, confidentialClient, eventually, publicClient, putData, putRule, ruleAt, startPolicyHarness, type PolicyHarness } from './support.js';
+import {
+  alice,
+  confidentialClient,
+  eventually,
+  publicClient,
+  putData,
+  putRule,
+  ruleAt,
+  startPolicyHarness,
+  type PolicyHarness,
+} from './support.js';
 
 describe('policy engine with a managed OPA', function () {
   let harness: PolicyHarness;
@@ -57,10 +72,15 @@ describe('policy engine with a managed OPA', function () {
     });
 
     it('token: client_credentials for a confidential client within its scopes', async function () {
-      const outcome = await decide('token', clientCredentialsInput(confidentialClient, { scope: 'invoices.read admin' }));
+      const outcome = await decide(
+        'token',
+        clientCredentialsInput(confidentialClient, { scope: 'invoices.read admin' }),
+      );
       expect(outcome.decision).to.include({ allow: true });
       expect(outcome.decision.scopes).to.deep.equal(['invoices.read']);
-      expect(outcome.input.request.parameters, 'credentials never reach the policy').to.not.have.property('client_secret');
+      expect(outcome.input.request.parameters, 'credentials never reach the policy').to.not.have.property(
+        'client_secret',
+      );
       expect(outcome.input.request.grant_type).to.equal('client_credentials');
     });
 
@@ -86,38 +106,69 @@ describe('policy engine with a managed OPA', function () {
     it('introspect: resource servers with introspection or uma_protection may, others may not', async function () {
       expect((await decide('introspect', introspectInput(['introspection']))).decision).to.include({ allow: true });
       expect((await decide('introspect', introspectInput(['uma_protection']))).decision).to.include({ allow: true });
-      expect((await decide('introspect', introspectInput(['invoices.read']))).decision).to.include({ allow: false, error: 'access_denied' });
+      expect((await decide('introspect', introspectInput(['invoices.read']))).decision).to.include({
+        allow: false,
+        error: 'access_denied',
+      });
     });
 
     it('register: open registration is disabled, an untrusted software statement is invalid', async function () {
-      expect((await decide('register', registerInput(null))).decision).to.include({ allow: false, error: 'invalid_client_metadata' });
-      expect((await decide('register', registerInput({ iss: 'https://unknown.example' }))).decision).to.include({ allow: false, error: 'invalid_software_statement' });
+      expect((await decide('register', registerInput(null))).decision).to.include({
+        allow: false,
+        error: 'invalid_client_metadata',
+      });
+      expect((await decide('register', registerInput({ iss: 'https://unknown.example' }))).decision).to.include({
+        allow: false,
+        error: 'invalid_software_statement',
+      });
     });
 
     it('register: a statement from an issuer trusted in data is approved with its entitlements', async function () {
-      await putData(harness.store, 'oauth.trusted_issuers', { 'https://statements.example': { jwks_uri: 'https://statements.example/jwks', uses: ['software_statement'] } });
-      const claims = { iss: 'https://statements.example', software_id: 'app-1', granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection'] }] };
-      const { decision } = await decidesEventually('register', registerInput(claims), ({ decision }) => expect(decision.allow).to.equal(true));
+      await putData(harness.store, 'oauth.trusted_issuers', {
+        'https://statements.example': { jwks_uri: 'https://statements.example/jwks', uses: ['software_statement'] },
+      });
+      const claims = {
+        iss: 'https://statements.example',
+        software_id: 'app-1',
+        granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection'] }],
+      };
+      const { decision } = await decidesEventually('register', registerInput(claims), ({ decision }) =>
+        expect(decision.allow).to.equal(true),
+      );
       expect(decision.scopes).to.deep.equal(['uma_protection']);
-      expect(decision.extensions).to.deep.equal({ grant_types: ['client_credentials'], granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection'] }] });
+      expect(decision.extensions).to.deep.equal({
+        grant_types: ['client_credentials'],
+        granted_resources: [{ type: 'urn:as:introspect', scopes: ['uma_protection'] }],
+      });
     });
 
     it('access_evaluation: the owner may, anyone else may not', async function () {
       const owned = { id: 'doc-1', properties: { owner: 'alice' } };
-      expect((await decide('access_evaluation', evaluationInput('alice', 'read', owned))).decision).to.include({ allow: true });
-      expect((await decide('access_evaluation', evaluationInput('bob', 'read', owned))).decision).to.include({ allow: false, error: 'access_denied' });
+      expect((await decide('access_evaluation', evaluationInput('alice', 'read', owned))).decision).to.include({
+        allow: true,
+      });
+      expect((await decide('access_evaluation', evaluationInput('bob', 'read', owned))).decision).to.include({
+        allow: false,
+        error: 'access_denied',
+      });
     });
 
     it('uma_permission: the owner within the resource scopes may, others may not', async function () {
       const allowed = await decide('uma_permission', permissionInput(alice, ['view']));
       expect(allowed.decision).to.deep.equal({ allow: true, scopes: ['view'] });
-      expect((await decide('uma_permission', permissionInput(alice, ['delete']))).decision).to.include({ allow: false, error: 'invalid_scope' });
+      expect((await decide('uma_permission', permissionInput(alice, ['delete']))).decision).to.include({
+        allow: false,
+        error: 'invalid_scope',
+      });
       expect((await decide('uma_permission', permissionInput(bob, ['view']))).decision).to.include({ allow: false });
     });
 
     it('delegation: the owner may delegate a subset of the scopes, others may not', async function () {
       expect((await decide('delegation', delegationInput(alice, ['view']))).decision).to.include({ allow: true });
-      expect((await decide('delegation', delegationInput(bob, ['view']))).decision).to.include({ allow: false, error: 'access_denied' });
+      expect((await decide('delegation', delegationInput(bob, ['view']))).decision).to.include({
+        allow: false,
+        error: 'access_denied',
+      });
     });
   });
 
@@ -126,15 +177,26 @@ describe('policy engine with a managed OPA', function () {
 
     before(async function () {
       await putData(harness.store, 'oauth.resource_types', {
-        [paymentsType]: { scopes: ['invoices.read', 'payments.initiate'], obligations: { require_mfa: true }, extensions: { tier: 'gold' }, jit_single_use: true },
+        [paymentsType]: {
+          scopes: ['invoices.read', 'payments.initiate'],
+          obligations: { require_mfa: true },
+          extensions: { tier: 'gold' },
+          jit_single_use: true,
+        },
       });
       await putData(harness.store, 'oauth.rar_only_types', { payment_initiation: { description: 'one payment' } });
     });
 
     it('relays narrowed scopes, obligations, extensions, jit_single_use and authorization details', async function () {
       const details = [{ type: 'payment_initiation', instructedAmount: { currency: 'EUR', amount: '12.00' } }];
-      const input = clientCredentialsInput(confidentialClient, { scope: 'invoices.read invoices.write', authorization_details: JSON.stringify(details) }, paymentsType);
-      const { decision } = await decidesEventually('token', input, ({ decision }) => expect(decision.allow).to.equal(true));
+      const input = clientCredentialsInput(
+        confidentialClient,
+        { scope: 'invoices.read invoices.write', authorization_details: JSON.stringify(details) },
+        paymentsType,
+      );
+      const { decision } = await decidesEventually('token', input, ({ decision }) =>
+        expect(decision.allow).to.equal(true),
+      );
       expect(decision).to.deep.equal({
         allow: true,
         scopes: ['invoices.read'],
@@ -153,7 +215,11 @@ describe('policy engine with a managed OPA', function () {
 
     it('exposes the bundled data for discovery and protocol code', async function () {
       await eventually(async () => expect(await harness.engine.authorizationDetailsTypes()).to.include(paymentsType));
-      expect(await harness.engine.authorizationDetailsTypes()).to.include.members(['payment_initiation', 'urn:as:introspect', paymentsType]);
+      expect(await harness.engine.authorizationDetailsTypes()).to.include.members([
+        'payment_initiation',
+        'urn:as:introspect',
+        paymentsType,
+      ]);
       expect(await harness.engine.policyData('oauth.public_client_policy.enabled')).to.equal(false);
       expect(await harness.engine.policyData('oauth.public_client_policy.cimd.granted_resources')).to.deep.equal([]);
       expect(await harness.engine.policyData('no.such.key')).to.equal(undefined);
@@ -166,9 +232,12 @@ describe('policy engine with a managed OPA', function () {
       const input = introspectInput(['introspection']);
       await putRule(harness.store, {
         ...original,
-        content: 'package arbiter.introspect\n\ndecision := {"allow": false, "error": "access_denied", "error_description": "introspection is switched off"}\n',
+        content:
+          'package arbiter.introspect\n\ndecision := {"allow": false, "error": "access_denied", "error_description": "introspection is switched off"}\n',
       });
-      await decidesEventually('introspect', input, ({ decision }) => expect(decision.error_description).to.equal('introspection is switched off'));
+      await decidesEventually('introspect', input, ({ decision }) =>
+        expect(decision.error_description).to.equal('introspection is switched off'),
+      );
       await putRule(harness.store, original);
       await decidesEventually('introspect', input, ({ decision }) => expect(decision.allow).to.equal(true));
     });
@@ -176,11 +245,15 @@ describe('policy engine with a managed OPA', function () {
     it('take effect when a rule is disabled: with no decision left, requests fail closed', async function () {
       const original = await ruleAt(harness.store, 'arbiter/delegation/delegation.rego');
       await putRule(harness.store, { ...original, enabled: false });
-      const outcome = await decidesEventually('delegation', delegationInput(alice, ['view']), (result) => expect(result.engineError).to.be.a('string'));
+      const outcome = await decidesEventually('delegation', delegationInput(alice, ['view']), (result) =>
+        expect(result.engineError).to.be.a('string'),
+      );
       expect(outcome.engineError).to.match(/no policy decision for delegation/);
       expect(outcome.decision).to.include({ allow: false, error: ENGINE_FAILURE_ERROR });
       await putRule(harness.store, original);
-      await decidesEventually('delegation', delegationInput(alice, ['view']), ({ decision }) => expect(decision.allow).to.equal(true));
+      await decidesEventually('delegation', delegationInput(alice, ['view']), ({ decision }) =>
+        expect(decision.allow).to.equal(true),
+      );
     });
   });
 
@@ -204,27 +277,55 @@ when { resource has classification && resource.classification == "public" };
 
     after(async function () {
       await putRule(harness.store, { ...(await ruleAt(harness.store, 'arbiter/documents.cedar')), enabled: false });
-      await putRule(harness.store, { ...(await ruleAt(harness.store, 'arbiter/access_evaluation/access_evaluation.rego')), enabled: true });
+      await putRule(harness.store, {
+        ...(await ruleAt(harness.store, 'arbiter/access_evaluation/access_evaluation.rego')),
+        enabled: true,
+      });
     });
 
     it('forbids what Rego allows: a deny from either engine wins', async function () {
-      const input = evaluationInput('alice', 'delete', { id: 'doc-1', properties: { owner: 'alice' } }, { department: 'contractors' });
-      const outcome = await decidesEventually('access_evaluation', input, ({ decision }) => expect(decision.allow).to.equal(false));
-      expect(outcome.decision).to.deep.equal({ allow: false, error: 'access_denied', error_description: 'contractors may not delete documents' });
-      expect(outcome.engines).to.deep.include({ rego: 'allow', cedar: 'deny', cedarPolicies: ['contractors-never-delete'] });
+      const input = evaluationInput(
+        'alice',
+        'delete',
+        { id: 'doc-1', properties: { owner: 'alice' } },
+        { department: 'contractors' },
+      );
+      const outcome = await decidesEventually('access_evaluation', input, ({ decision }) =>
+        expect(decision.allow).to.equal(false),
+      );
+      expect(outcome.decision).to.deep.equal({
+        allow: false,
+        error: 'access_denied',
+        error_description: 'contractors may not delete documents',
+      });
+      expect(outcome.engines).to.deep.include({
+        rego: 'allow',
+        cedar: 'deny',
+        cedarPolicies: ['contractors-never-delete'],
+      });
     });
 
     it('adds the obligations of permitting Cedar policies to the Rego allow', async function () {
-      const input = evaluationInput('alice', 'read', { id: 'doc-1', properties: { owner: 'alice', classification: 'public' } });
+      const input = evaluationInput('alice', 'read', {
+        id: 'doc-1',
+        properties: { owner: 'alice', classification: 'public' },
+      });
       const { decision, engines } = await decide('access_evaluation', input);
       expect(decision).to.deep.equal({ allow: true, obligations: { watermark: true } });
       expect(engines).to.include({ rego: 'allow', cedar: 'allow' });
     });
 
     it('decides alone once the Rego rule for the point is disabled', async function () {
-      await putRule(harness.store, { ...(await ruleAt(harness.store, 'arbiter/access_evaluation/access_evaluation.rego')), enabled: false });
+      await putRule(harness.store, {
+        ...(await ruleAt(harness.store, 'arbiter/access_evaluation/access_evaluation.rego')),
+        enabled: false,
+      });
       const publicDoc = { id: 'doc-2', properties: { owner: 'alice', classification: 'public' } };
-      const allowed = await decidesEventually('access_evaluation', evaluationInput('bob', 'read', publicDoc), ({ engines }) => expect(engines?.rego).to.equal('none'));
+      const allowed = await decidesEventually(
+        'access_evaluation',
+        evaluationInput('bob', 'read', publicDoc),
+        ({ engines }) => expect(engines?.rego).to.equal('none'),
+      );
       expect(allowed.decision).to.deep.equal({ allow: true, obligations: { watermark: true } });
       const secret = { id: 'doc-3', properties: { owner: 'alice', classification: 'secret' } };
       const denied = await decide('access_evaluation', evaluationInput('bob', 'read', secret));
@@ -240,7 +341,9 @@ when { resource has classification && resource.classification == "public" };
       const input = { ...authorizeInput('openid'), request: { endpoint: '/authorize' } } as unknown as DecisionInput;
       const outcome = await decide('authorize', input);
       expect(outcome.decision).to.include({ allow: false, error: ENGINE_FAILURE_ERROR });
-      expect(outcome.engineError).to.match(/invalid decision input for authorize: \/request must have required property/);
+      expect(outcome.engineError).to.match(
+        /invalid decision input for authorize: \/request must have required property/,
+      );
     });
 
     it('denies while the managed OPA is down and recovers after it is restarted', async function () {

@@ -6,7 +6,13 @@
  */
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { createPolicyEngine, type DecisionInput, type DecisionOutcome, type DecisionPoint, type RunningPolicyEngine } from '../../src/policy/index.js';
+import {
+  createPolicyEngine,
+  type DecisionInput,
+  type DecisionOutcome,
+  type DecisionPoint,
+  type RunningPolicyEngine,
+} from '../../src/policy/index.js';
 import {
   authorizationCodeInput,
   authorizeInput,
@@ -19,14 +25,28 @@ import {
   registerInput,
   tokenExchangeInput,
 } from './inputs.js';
-import { alice, confidentialClient, eventually, log, publicClient, putRule, ruleAt, startPolicyHarness, testConfig, type PolicyHarness } from './support.js';
+import {
+  alice,
+  confidentialClient,
+  eventually,
+  log,
+  publicClient,
+  putRule,
+  ruleAt,
+  startPolicyHarness,
+  testConfig,
+  type PolicyHarness,
+} from './support.js';
 
 describe('Rego evaluated in process', function () {
   let harness: PolicyHarness;
   let viaOpa: RunningPolicyEngine;
 
   /** Both engines' outcomes for one input, once the in-process engine has compiled the store's revision. */
-  const both = async (point: DecisionPoint, input: DecisionInput): Promise<{ inProcess: DecisionOutcome; opa: DecisionOutcome }> => {
+  const both = async (
+    point: DecisionPoint,
+    input: DecisionInput,
+  ): Promise<{ inProcess: DecisionOutcome; opa: DecisionOutcome }> => {
     const [inProcess, opa] = await Promise.all([harness.engine.decide(point, input), viaOpa.decide(point, input)]);
     return { inProcess, opa };
   };
@@ -43,7 +63,12 @@ describe('Rego evaluated in process', function () {
 
   before(async function () {
     harness = await startPolicyHarness();
-    viaOpa = await createPolicyEngine({ config: testConfig({ POLICY_REGO_IN_PROCESS: 'false' }), store: harness.store, log, bundleUrl: harness.bundleServer.bundleUrl });
+    viaOpa = await createPolicyEngine({
+      config: testConfig({ POLICY_REGO_IN_PROCESS: 'false' }),
+      store: harness.store,
+      log,
+      bundleUrl: harness.bundleServer.bundleUrl,
+    });
     await inForce();
   });
 
@@ -55,7 +80,10 @@ describe('Rego evaluated in process', function () {
   it('is on with the managed OPA and off with POLICY_REGO_IN_PROCESS=false', async function () {
     expect(harness.config.policyRegoInProcess).to.equal(true);
     expect((await viaOpa.revisions()).inProcess).to.equal(null);
-    expect(testConfig({ OPA_URL: 'http://127.0.0.1:8181' }).policyRegoInProcess, 'an external OPA may hold more than our bundle').to.equal(false);
+    expect(
+      testConfig({ OPA_URL: 'http://127.0.0.1:8181' }).policyRegoInProcess,
+      'an external OPA may hold more than our bundle',
+    ).to.equal(false);
   });
 
   it('decides every point of the default pack as OPA does, and in process', async function () {
@@ -103,16 +131,47 @@ describe('Rego evaluated in process', function () {
 
   it('agrees with OPA on generated token, introspection and evaluation inputs', async function () {
     this.timeout(60_000);
-    const scopes = fc.uniqueArray(fc.constantFrom('invoices.read', 'invoices.write', 'admin', 'openid', 'introspection', 'uma_protection', 'x y', ''), { maxLength: 5 });
+    const scopes = fc.uniqueArray(
+      fc.constantFrom(
+        'invoices.read',
+        'invoices.write',
+        'admin',
+        'openid',
+        'introspection',
+        'uma_protection',
+        'x y',
+        '',
+      ),
+      { maxLength: 5 },
+    );
     const client = fc.constantFrom(confidentialClient, publicClient);
     const resourceType = fc.constantFrom(null, 'urn:as:introspect', 'https://api.example/payments', 'urn:unknown');
-    const entity = fc.record({ id: fc.string({ maxLength: 8 }), properties: fc.dictionary(fc.constantFrom('owner', 'classification', 'editors'), fc.oneof(fc.string({ maxLength: 6 }), fc.constant('alice'), fc.array(fc.constant('alice'), { maxLength: 2 }))) });
-    const input = fc.oneof(
-      fc.tuple(client, scopes, resourceType).map(([who, wanted, type]) => ['token', clientCredentialsInput(who, wanted.length ? { scope: wanted.join(' ') } : {}, type)] as const),
-      scopes.map((held) => ['introspect', introspectInput(held)] as const),
-      fc.tuple(fc.constantFrom('alice', 'bob', ''), fc.constantFrom('read', 'edit', 'delete', 'share'), entity, fc.dictionary(fc.constantFrom('department', 'roles'), fc.string({ maxLength: 6 }))).map(
-        ([subject, action, resource, properties]) => ['access_evaluation', evaluationInput(subject, action, resource, properties)] as const,
+    const entity = fc.record({
+      id: fc.string({ maxLength: 8 }),
+      properties: fc.dictionary(
+        fc.constantFrom('owner', 'classification', 'editors'),
+        fc.oneof(fc.string({ maxLength: 6 }), fc.constant('alice'), fc.array(fc.constant('alice'), { maxLength: 2 })),
       ),
+    });
+    const input = fc.oneof(
+      fc
+        .tuple(client, scopes, resourceType)
+        .map(
+          ([who, wanted, type]) =>
+            ['token', clientCredentialsInput(who, wanted.length ? { scope: wanted.join(' ') } : {}, type)] as const,
+        ),
+      scopes.map((held) => ['introspect', introspectInput(held)] as const),
+      fc
+        .tuple(
+          fc.constantFrom('alice', 'bob', ''),
+          fc.constantFrom('read', 'edit', 'delete', 'share'),
+          entity,
+          fc.dictionary(fc.constantFrom('department', 'roles'), fc.string({ maxLength: 6 })),
+        )
+        .map(
+          ([subject, action, resource, properties]) =>
+            ['access_evaluation', evaluationInput(subject, action, resource, properties)] as const,
+        ),
     );
     await fc.assert(
       fc.asyncProperty(input, async ([point, generated]) => {
@@ -125,14 +184,25 @@ describe('Rego evaluated in process', function () {
   });
 
   it('decides a batch in process in order, as OPA decides it in one query', async function () {
-    const inputs = ['read', 'edit', 'delete', 'share'].flatMap((action) => ['alice', 'bob'].map((subject) => evaluationInput(subject, action, { id: 'doc-1', properties: { owner: 'alice' } })));
-    const [inProcess, opa] = await Promise.all([harness.engine.decideAll('access_evaluation', inputs), viaOpa.decideAll('access_evaluation', inputs)]);
+    const inputs = ['read', 'edit', 'delete', 'share'].flatMap((action) =>
+      ['alice', 'bob'].map((subject) =>
+        evaluationInput(subject, action, { id: 'doc-1', properties: { owner: 'alice' } }),
+      ),
+    );
+    const [inProcess, opa] = await Promise.all([
+      harness.engine.decideAll('access_evaluation', inputs),
+      viaOpa.decideAll('access_evaluation', inputs),
+    ]);
     expect(inProcess.map((outcome) => outcome.decision)).to.deep.equal(opa.map((outcome) => outcome.decision));
     expect(inProcess.map((outcome) => outcome.engines?.regoEvaluator)).to.deep.equal(inputs.map(() => 'in-process'));
   });
 
   /** Runs `check` with a rule written (and the revision in force), then restores the rule as it was. */
-  const withRule = async (change: Parameters<typeof putRule>[1], restore: Parameters<typeof putRule>[1], check: () => Promise<void>) => {
+  const withRule = async (
+    change: Parameters<typeof putRule>[1],
+    restore: Parameters<typeof putRule>[1],
+    check: () => Promise<void>,
+  ) => {
     await putRule(harness.store, change);
     try {
       await inForce();
@@ -149,12 +219,20 @@ describe('Rego evaluated in process', function () {
     expect(inProcess.engineError).to.equal(opa.engineError);
     expect(inProcess.decision).to.deep.equal(opa.decision);
     expect(inProcess.engines?.regoEvaluator).to.equal('opa');
-    expect((await both('token', clientCredentialsInput(confidentialClient))).inProcess.engines?.regoEvaluator, 'the other decisions stay in process').to.equal('in-process');
+    expect(
+      (await both('token', clientCredentialsInput(confidentialClient))).inProcess.engines?.regoEvaluator,
+      'the other decisions stay in process',
+    ).to.equal('in-process');
     return opa;
   };
 
   it('hands an evaluation error (two values for one complete rule) to OPA, whose error fails it closed', async function () {
-    const rule = { path: 'arbiter/token_conflict.rego', kind: 'rego' as const, content: 'package arbiter.token\n\ndecision := {"allow": true, "scopes": []} if input.request.parameters.conflict == "yes"\n' };
+    const rule = {
+      path: 'arbiter/token_conflict.rego',
+      kind: 'rego' as const,
+      content:
+        'package arbiter.token\n\ndecision := {"allow": true, "scopes": []} if input.request.parameters.conflict == "yes"\n',
+    };
     await withRule(rule, { ...rule, enabled: false }, async () => {
       const opa = await handedToOpa('token', clientCredentialsInput(confidentialClient, { conflict: 'yes' }));
       expect(opa.engineError).to.match(/^OPA answered 500/);
@@ -200,7 +278,9 @@ describe('Rego evaluated in process', function () {
         expect(inProcess.decision).to.deep.equal(opa.decision);
         expect(inProcess.engines?.regoEvaluator).to.equal('opa');
       }
-      expect((await both('introspect', inactive)).inProcess.decision.error_description).to.equal('the token is not active');
+      expect((await both('introspect', inactive)).inProcess.decision.error_description).to.equal(
+        'the token is not active',
+      );
       const { inProcess } = await both('token', clientCredentialsInput(confidentialClient));
       expect(inProcess.engines?.regoEvaluator).to.equal('opa');
     });

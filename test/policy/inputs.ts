@@ -5,12 +5,26 @@ import { alice, confidentialClient, decisionInput, publicClient } from './suppor
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 
 export function authorizeInput(scope: string, extra: { authorization_details?: unknown[] } = {}): DecisionInput {
-  const parameters: Record<string, unknown> = { response_type: 'code', client_id: publicClient.client_id, redirect_uri: 'https://spa.example/cb', scope, state: 'xyz' };
+  const parameters: Record<string, unknown> = {
+    response_type: 'code',
+    client_id: publicClient.client_id,
+    redirect_uri: 'https://spa.example/cb',
+    scope,
+    state: 'xyz',
+  };
   if (extra.authorization_details) parameters.authorization_details = JSON.stringify(extra.authorization_details);
-  return decisionInput({ client: publicClient, subject: alice, request: { endpoint: '/authorize', method: 'GET', parameters } });
+  return decisionInput({
+    client: publicClient,
+    subject: alice,
+    request: { endpoint: '/authorize', method: 'GET', parameters },
+  });
 }
 
-export function clientCredentialsInput(client: ClientInput, parameters: Record<string, unknown> = {}, resolvedType: string | null = null): DecisionInput {
+export function clientCredentialsInput(
+  client: ClientInput,
+  parameters: Record<string, unknown> = {},
+  resolvedType: string | null = null,
+): DecisionInput {
   return decisionInput({
     client,
     request: {
@@ -25,13 +39,21 @@ export function authorizationCodeInput(grantedAtAuthorize: string[]): DecisionIn
   return decisionInput({
     client: publicClient,
     subject: alice,
-    request: { endpoint: '/token', parameters: { grant_type: 'authorization_code', code: 'secret-code', redirect_uri: 'https://spa.example/cb' }, scopes: grantedAtAuthorize },
+    request: {
+      endpoint: '/token',
+      parameters: { grant_type: 'authorization_code', code: 'secret-code', redirect_uri: 'https://spa.example/cb' },
+      scopes: grantedAtAuthorize,
+    },
   });
 }
 
 export function tokenExchangeInput(scope: string): DecisionInput {
   return decisionInput(
-    { client: confidentialClient, subject: alice, request: { endpoint: '/token', parameters: { grant_type: TOKEN_EXCHANGE, scope, subject_token: 'secret' } } },
+    {
+      client: confidentialClient,
+      subject: alice,
+      request: { endpoint: '/token', parameters: { grant_type: TOKEN_EXCHANGE, scope, subject_token: 'secret' } },
+    },
     {
       subject_token: {
         token_type: 'urn:ietf:params:oauth:token-type:access_token',
@@ -52,7 +74,11 @@ export function tokenExchangeInput(scope: string): DecisionInput {
 export function introspectInput(callerScopes: string[]): DecisionInput {
   const now = Math.floor(Date.now() / 1000);
   return decisionInput(
-    { client: confidentialClient, subject: alice, request: { endpoint: '/introspect', parameters: { token: 'secret', token_type_hint: 'access_token' } } },
+    {
+      client: confidentialClient,
+      subject: alice,
+      request: { endpoint: '/introspect', parameters: { token: 'secret', token_type_hint: 'access_token' } },
+    },
     {
       token: {
         active: true,
@@ -73,7 +99,11 @@ export function introspectInput(callerScopes: string[]): DecisionInput {
 }
 
 export function registerInput(softwareStatementClaims: Record<string, unknown> | null): DecisionInput {
-  const metadata = { redirect_uris: ['https://app.example/cb'], grant_types: ['client_credentials'], client_name: 'App' };
+  const metadata = {
+    redirect_uris: ['https://app.example/cb'],
+    grant_types: ['client_credentials'],
+    client_name: 'App',
+  };
   return decisionInput(
     { client: null, request: { endpoint: '/register', parameters: { ...metadata, software_statement: 'eyJ...' } } },
     {
@@ -89,25 +119,48 @@ export function registerInput(softwareStatementClaims: Record<string, unknown> |
   );
 }
 
-export function evaluationInput(subjectId: string, action: string, resource: { id: string; properties: Record<string, unknown> }, subjectProperties: Record<string, unknown> = {}): DecisionInput {
+export function evaluationInput(
+  subjectId: string,
+  action: string,
+  resource: { id: string; properties: Record<string, unknown> },
+  subjectProperties: Record<string, unknown> = {},
+): DecisionInput {
   const evaluation = {
     subject: { type: 'user', id: subjectId, properties: subjectProperties },
     action: { name: action },
     resource: { type: 'document', ...resource },
     context: { ip: '192.0.2.1' },
   };
-  return decisionInput({ client: confidentialClient, request: { endpoint: '/access/v1/evaluation', parameters: evaluation } }, { evaluation });
+  return decisionInput(
+    { client: confidentialClient, request: { endpoint: '/access/v1/evaluation', parameters: evaluation } },
+    { evaluation },
+  );
 }
 
-export const photo: UmaResourceInput = { _id: 'r1', name: 'Holiday', type: 'https://photos.example/photo', resource_scopes: ['view', 'print'], owner: { sub: 'alice', client_id: null } };
+export const photo: UmaResourceInput = {
+  _id: 'r1',
+  name: 'Holiday',
+  type: 'https://photos.example/photo',
+  resource_scopes: ['view', 'print'],
+  owner: { sub: 'alice', client_id: null },
+};
 
 export function permissionInput(subject: SubjectInput, scopes: string[]): DecisionInput {
   const body = { resource_id: photo._id, resource_scopes: scopes };
-  return decisionInput({ client: confidentialClient, subject, request: { endpoint: '/permission', parameters: body } }, { permission: { operation: 'ticket', ...body, resource: photo } });
+  return decisionInput(
+    { client: confidentialClient, subject, request: { endpoint: '/permission', parameters: body } },
+    { permission: { operation: 'ticket', ...body, resource: photo } },
+  );
 }
 
 export function delegationInput(subject: SubjectInput, scopes: string[]): DecisionInput {
-  const body = { grantee_type: 'subject', grantee_subject_id: 'bob', resource_id: photo._id, scopes, expires_at: new Date(Date.now() + 86_400_000).toISOString() };
+  const body = {
+    grantee_type: 'subject',
+    grantee_subject_id: 'bob',
+    resource_id: photo._id,
+    scopes,
+    expires_at: new Date(Date.now() + 86_400_000).toISOString(),
+  };
   return decisionInput(
     { client: confidentialClient, subject, request: { endpoint: '/delegation', parameters: body } },
     { delegation: { operation: 'create', ...body, resource: photo } },

@@ -83,14 +83,18 @@ export interface PolicyHarness {
 }
 
 /** Store + seeded pack + bundle server + engine (managed OPA unless OPA_URL is in `env`), ready to decide. */
-export async function startPolicyHarness(env: Record<string, string> = {}, options: { waitForBundle?: boolean } = {}): Promise<PolicyHarness> {
+export async function startPolicyHarness(
+  env: Record<string, string> = {},
+  options: { waitForBundle?: boolean } = {},
+): Promise<PolicyHarness> {
   const config = testConfig(env);
   const store = await openStore(config.storeUrl);
   await seedDefaultPolicies(store, log);
   const bundleServer = await startBundleServer();
   const engine = await createPolicyEngine({ config, store, log, bundleUrl: bundleServer.bundleUrl });
   bundleServer.use(engine.bundleMiddleware());
-  if (options.waitForBundle !== false && !(await waitUntilReady(engine, 20_000))) throw new Error('OPA did not activate the bundle');
+  if (options.waitForBundle !== false && !(await waitUntilReady(engine, 20_000)))
+    throw new Error('OPA did not activate the bundle');
   return {
     store,
     engine,
@@ -116,7 +120,10 @@ export function freePort(): Promise<number> {
 }
 
 /** Writes a rule the way the Admin API does (upsert by path within its tenant). */
-export async function putRule(store: Store, rule: Partial<PolicyRuleDoc> & Pick<PolicyRuleDoc, 'path' | 'content'>): Promise<PolicyRuleDoc> {
+export async function putRule(
+  store: Store,
+  rule: Partial<PolicyRuleDoc> & Pick<PolicyRuleDoc, 'path' | 'content'>,
+): Promise<PolicyRuleDoc> {
   const tenantId = rule.tenantId ?? null;
   const rules = store.collection<PolicyRuleDoc>(POLICY_RULES, tenantId ?? DEFAULT_TENANT);
   const existing = await rules.findOne({ path: rule.path });
@@ -136,7 +143,12 @@ export async function putRule(store: Store, rule: Partial<PolicyRuleDoc> & Pick<
 }
 
 /** Writes a data entry the way the Admin API does (upsert by key within its tenant). */
-export async function putData(store: Store, dataKey: string, payload: unknown, extra: Partial<PolicyDataDoc> = {}): Promise<PolicyDataDoc> {
+export async function putData(
+  store: Store,
+  dataKey: string,
+  payload: unknown,
+  extra: Partial<PolicyDataDoc> = {},
+): Promise<PolicyDataDoc> {
   const tenantId = extra.tenantId ?? null;
   const data = store.collection<PolicyDataDoc>(POLICY_DATA, tenantId ?? DEFAULT_TENANT);
   const existing = await data.findOne({ dataKey });
@@ -182,7 +194,13 @@ export const confidentialClient: ClientInput = {
   authenticated_with: 'client_secret_basic',
 };
 
-export const publicClient: ClientInput = { ...confidentialClient, client_id: 'spa', client_type: 'public', token_endpoint_auth_method: 'none', authenticated_with: 'none' };
+export const publicClient: ClientInput = {
+  ...confidentialClient,
+  client_id: 'spa',
+  client_type: 'public',
+  token_endpoint_auth_method: 'none',
+  authenticated_with: 'none',
+};
 
 export const alice: SubjectInput = { sub: 'alice', idp: 'corp', claims: { name: 'Alice', email: 'alice@example.com' } };
 

@@ -27,7 +27,11 @@ interface Entry {
 async function allEntries(server: TestServer): Promise<Entry[]> {
   const entries: Entry[] = [];
   for (let page = 0; ; page += 1) {
-    const answer = await rawRequest(server.url, { path: `/admin/api/audit-logs?allTenants=true&size=1000&sort=id,asc&page=${page}`, localAddress: '127.0.0.99', headers: { 'X-Admin-API-Key': ADMIN_KEY } });
+    const answer = await rawRequest(server.url, {
+      path: `/admin/api/audit-logs?allTenants=true&size=1000&sort=id,asc&page=${page}`,
+      localAddress: '127.0.0.99',
+      headers: { 'X-Admin-API-Key': ADMIN_KEY },
+    });
     const body = answer.json() as { content: Entry[]; totalPages: number };
     entries.push(...body.content);
     if (page + 1 >= body.totalPages) return entries;
@@ -37,14 +41,23 @@ async function allEntries(server: TestServer): Promise<Entry[]> {
 /** The SQLite store's bytes on disk: the database file and its write-ahead log. */
 function storeBytes(server: TestServer): number {
   const file = server.config.storeUrl.slice('sqlite:'.length);
-  return [file, `${file}-wal`].reduce((total, path) => total + (statSync(path, { throwIfNoEntry: false })?.size ?? 0), 0);
+  return [file, `${file}-wal`].reduce(
+    (total, path) => total + (statSync(path, { throwIfNoEntry: false })?.size ?? 0),
+    0,
+  );
 }
 
 /** `total` requests, `parallel` at a time; resolves with how many got each status. */
-async function flood(total: number, parallel: number, send: (n: number) => Promise<{ status: number }>): Promise<Record<number, number>> {
+async function flood(
+  total: number,
+  parallel: number,
+  send: (n: number) => Promise<{ status: number }>,
+): Promise<Record<number, number>> {
   const statuses: Record<number, number> = {};
   for (let start = 0; start < total; start += parallel) {
-    const answers = await Promise.all(Array.from({ length: Math.min(parallel, total - start) }, (_, k) => send(start + k)));
+    const answers = await Promise.all(
+      Array.from({ length: Math.min(parallel, total - start) }, (_, k) => send(start + k)),
+    );
     for (const { status } of answers) statuses[status] = (statuses[status] ?? 0) + 1;
   }
   return statuses;
@@ -69,7 +82,9 @@ describe('Audit amplification by callers nobody authenticated', function () {
 
     it('2,000 GET /authorize with 3,000-character parameters and a 7 KB User-Agent grow the store by less than 1 MB', async function () {
       const before = storeBytes(server);
-      const statuses = await flood(2000, 20, () => rawRequest(server.url, { path: AUTHORIZE, localAddress: '127.0.0.21', headers: { 'User-Agent': USER_AGENT } }));
+      const statuses = await flood(2000, 20, () =>
+        rawRequest(server.url, { path: AUTHORIZE, localAddress: '127.0.0.21', headers: { 'User-Agent': USER_AGENT } }),
+      );
       expect(statuses, 'every one refused, none too large to be read').to.deep.equal({ 400: 2000 });
       const growth = storeBytes(server) - before;
       console.log(`      store growth for 2,000 requests: ${growth} bytes (database + WAL)`);
@@ -92,14 +107,23 @@ describe('Audit amplification by callers nobody authenticated', function () {
           method: 'POST',
           path: '/token',
           localAddress: addresses[n % addresses.length],
-          headers: { 'Content-Type': 'application/x-www-form-urlencoded', 'X-Tenant-Id': `ghost-${n}-${'t'.repeat(50)}` },
+          headers: {
+            'Content-Type': 'application/x-www-form-urlencoded',
+            'X-Tenant-Id': `ghost-${n}-${'t'.repeat(50)}`,
+          },
           body: 'grant_type=client_credentials',
         }),
       );
       expect(statuses).to.deep.equal({ 400: 1000 });
       const entries = await allEntries(server);
-      expect(entries.filter((entry) => entry.tenantId?.startsWith('ghost-')), 'rows naming a made-up tenant').to.have.length(0);
-      expect(entries.filter((entry) => addresses.includes(entry.ip ?? '')), 'rows of the flooding addresses (counted until the window ends)').to.have.length(0);
+      expect(
+        entries.filter((entry) => entry.tenantId?.startsWith('ghost-')),
+        'rows naming a made-up tenant',
+      ).to.have.length(0);
+      expect(
+        entries.filter((entry) => addresses.includes(entry.ip ?? '')),
+        'rows of the flooding addresses (counted until the window ends)',
+      ).to.have.length(0);
     });
   });
 
@@ -114,11 +138,19 @@ describe('Audit amplification by callers nobody authenticated', function () {
     });
 
     it('counts the refusals beyond the budget into one entry per address and window, which the Admin API reads like any other', async function () {
-      await flood(30, 10, () => rawRequest(server.url, { path: '/userinfo', localAddress: '127.0.0.41', headers: { 'User-Agent': USER_AGENT } }));
+      await flood(30, 10, () =>
+        rawRequest(server.url, {
+          path: '/userinfo',
+          localAddress: '127.0.0.41',
+          headers: { 'User-Agent': USER_AGENT },
+        }),
+      );
       let aggregated: Entry[] = [];
       // The aggregated entries are written when their window ends: wait until they count every refusal.
       await eventually(async () => {
-        aggregated = (await allEntries(server)).filter((entry) => entry.ip === '127.0.0.41' && entry.requestSummary.kind === 'aggregated');
+        aggregated = (await allEntries(server)).filter(
+          (entry) => entry.ip === '127.0.0.41' && entry.requestSummary.kind === 'aggregated',
+        );
         return aggregated.reduce((total, entry) => total + entry.requestSummary.count, 0) >= 25;
       }, 30_000);
       const [first] = aggregated;
@@ -126,20 +158,37 @@ describe('Audit amplification by callers nobody authenticated', function () {
       expect(first.requestSummary).to.include({ kind: 'aggregated', address: '127.0.0.41' });
       expect(first.requestSummary.statuses).to.have.property('401');
       expect(first.requestSummary.window).to.have.keys('start', 'end');
-      const single = (await allEntries(server)).filter((entry) => entry.ip === '127.0.0.41' && entry.requestSummary.kind !== 'aggregated');
-      expect(single.length + aggregated.reduce((total, entry) => total + entry.requestSummary.count, 0), 'nothing lost, nothing counted twice').to.equal(30);
+      const single = (await allEntries(server)).filter(
+        (entry) => entry.ip === '127.0.0.41' && entry.requestSummary.kind !== 'aggregated',
+      );
+      expect(
+        single.length + aggregated.reduce((total, entry) => total + entry.requestSummary.count, 0),
+        'nothing lost, nothing counted twice',
+      ).to.equal(30);
       expect(single.length, 'the budget of the first window, perhaps of a second').to.be.within(5, 10);
 
-      const page = await rawRequest(server.url, { path: `/admin/api/audit-logs?endpoint=%2Fuserinfo&size=100`, localAddress: '127.0.0.99', headers: { 'X-Admin-API-Key': ADMIN_KEY } });
+      const page = await rawRequest(server.url, {
+        path: `/admin/api/audit-logs?endpoint=%2Fuserinfo&size=100`,
+        localAddress: '127.0.0.99',
+        headers: { 'X-Admin-API-Key': ADMIN_KEY },
+      });
       expect(page.status).to.equal(200);
       expect(page.json().content.some((entry: Entry) => entry.requestSummary.kind === 'aggregated')).to.equal(true);
-      const one = await rawRequest(server.url, { path: `/admin/api/audit-logs/${first.id}`, localAddress: '127.0.0.99', headers: { 'X-Admin-API-Key': ADMIN_KEY } });
+      const one = await rawRequest(server.url, {
+        path: `/admin/api/audit-logs/${first.id}`,
+        localAddress: '127.0.0.99',
+        headers: { 'X-Admin-API-Key': ADMIN_KEY },
+      });
       expect(one.json().requestSummary.count).to.equal(first.requestSummary.count);
     });
 
     it('still writes every request of an authenticated caller in full, refused ones included', async function () {
       const statuses = await flood(30, 10, (n) =>
-        rawRequest(server.url, { path: `/admin/api/subjects/missing-${n}`, localAddress: '127.0.0.42', headers: { 'X-Admin-API-Key': ADMIN_KEY, 'User-Agent': USER_AGENT } }),
+        rawRequest(server.url, {
+          path: `/admin/api/subjects/missing-${n}`,
+          localAddress: '127.0.0.42',
+          headers: { 'X-Admin-API-Key': ADMIN_KEY, 'User-Agent': USER_AGENT },
+        }),
       );
       expect(statuses).to.deep.equal({ 404: 30 });
       const mine = (await allEntries(server)).filter((entry) => entry.ip === '127.0.0.42');
@@ -161,7 +210,13 @@ describe('Audit amplification by callers nobody authenticated', function () {
     it('deletes the entries older than the retention, in steps, through the store, and keeps the newer ones', async function () {
       const DAY = 86_400_000;
       const entries = server.store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT);
-      const entry = (id: number, ageDays: number) => ({ id, createdAt: new Date(Date.now() - ageDays * DAY).toISOString(), endpoint: '/token', method: 'POST' }) as unknown as AuditEntry;
+      const entry = (id: number, ageDays: number) =>
+        ({
+          id,
+          createdAt: new Date(Date.now() - ageDays * DAY).toISOString(),
+          endpoint: '/token',
+          method: 'POST',
+        }) as unknown as AuditEntry;
       await entries.insertMany(Array.from({ length: 2500 }, (_, n) => entry(900_000_000 + n, 91 + (n % 30))));
       await entries.insertMany([entry(900_100_000, 89), entry(900_100_001, 1)]);
       const removed = await new AuditLog(server.store).purgeOlderThan(new Date(Date.now() - 90 * DAY));

@@ -16,11 +16,16 @@ describe('the registered token_endpoint_auth_method is enforced', function () {
     // A tenant of its own on the shared server: its clients, tokens and audit entries are apart from other files'.
     server = inTenant(await withServer(), 'auth-method');
     basicSecret = await confidentialClient(server, 'basic-client', { scopes: ['read'] });
-    postSecret = await confidentialClient(server, 'post-client', { scopes: ['read'], tokenEndpointAuthMethod: 'client_secret_post' });
+    postSecret = await confidentialClient(server, 'post-client', {
+      scopes: ['read'],
+      tokenEndpointAuthMethod: 'client_secret_post',
+    });
   });
 
-  const asBasic = (path: string, clientId: string, secret: string, form: Record<string, string>) => postForm(server, path, form, { Authorization: basic(clientId, secret) });
-  const asPost = (path: string, clientId: string, secret: string, form: Record<string, string>) => postForm(server, path, { ...form, client_id: clientId, client_secret: secret });
+  const asBasic = (path: string, clientId: string, secret: string, form: Record<string, string>) =>
+    postForm(server, path, form, { Authorization: basic(clientId, secret) });
+  const asPost = (path: string, clientId: string, secret: string, form: Record<string, string>) =>
+    postForm(server, path, { ...form, client_id: clientId, client_secret: secret });
   const grant = { grant_type: 'client_credentials', scope: 'read' };
 
   it('refuses a client_secret_basic client that posts its secret in the form, at /token and /introspect', async function () {

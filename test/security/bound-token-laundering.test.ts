@@ -52,7 +52,10 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
     ({ server } = await withSignInServer());
     tokenUrl = `${server.config.issuer}/token`;
     aliceKey = await DpopKey.generate();
-    webSecret = await confidentialClient(server, 'laundering-web', { scopes: ['openid', 'profile'], redirectUris: [WEB_CALLBACK] });
+    webSecret = await confidentialClient(server, 'laundering-web', {
+      scopes: ['openid', 'profile'],
+      redirectUris: [WEB_CALLBACK],
+    });
     intruderSecret = await confidentialClient(server, 'intruder', { scopes: ['read'] });
     web = { clientId: 'laundering-web', redirectUri: WEB_CALLBACK, secret: webSecret };
     spa = await umaPublicClient(server, 'spa', SPA_CALLBACK);
@@ -60,16 +63,36 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
 
   /** alice's token at `holder`, bound to `key` when one is given. */
   const aliceToken = (holder: TestClient, key?: DpopKey, extra: Record<string, string> = {}) =>
-    userToken(server, holder, 'alice', { scope: 'openid profile', ...extra }, async (): Promise<Record<string, string>> => (key ? { DPoP: await key.proof(tokenUrl) } : {}));
-  const exchange = (clientId: string, secret: string, form: Record<string, string>, headers: Record<string, string> = {}) =>
-    postForm(server, '/token', { grant_type: EXCHANGE, subject_token_type: ACCESS_TOKEN, ...form }, { Authorization: basic(clientId, secret), ...headers });
-  const userinfoAsBearer = async (token: string) => (await server.request('/userinfo', { headers: { Authorization: `Bearer ${token}` } })).status;
+    userToken(
+      server,
+      holder,
+      'alice',
+      { scope: 'openid profile', ...extra },
+      async (): Promise<Record<string, string>> => (key ? { DPoP: await key.proof(tokenUrl) } : {}),
+    );
+  const exchange = (
+    clientId: string,
+    secret: string,
+    form: Record<string, string>,
+    headers: Record<string, string> = {},
+  ) =>
+    postForm(
+      server,
+      '/token',
+      { grant_type: EXCHANGE, subject_token_type: ACCESS_TOKEN, ...form },
+      { Authorization: basic(clientId, secret), ...headers },
+    );
+  const userinfoAsBearer = async (token: string) =>
+    (await server.request('/userinfo', { headers: { Authorization: `Bearer ${token}` } })).status;
 
   describe('token exchange', function () {
     it("refuses an unrelated client that exchanges alice's DPoP-bound token without a proof (it got a Bearer token for her before)", async function () {
       const bound = await aliceToken(spa, aliceKey);
       expect(await userinfoAsBearer(bound), 'the bound token is refused as Bearer').to.equal(401);
-      const { status, body } = await exchange('intruder', intruderSecret, { subject_token: bound, scope: 'openid profile' });
+      const { status, body } = await exchange('intruder', intruderSecret, {
+        subject_token: bound,
+        scope: 'openid profile',
+      });
       expect(status, JSON.stringify(body)).to.equal(400);
       expect(body.error).to.equal('invalid_grant');
       expect(body).not.to.have.property('access_token');
@@ -82,14 +105,24 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
       expect(bare.body).to.include({ error: 'invalid_grant' });
       expect(bare.body.error_description).to.match(/DPoP-bound/);
       const otherKey = await DpopKey.generate();
-      const wrongKey = await exchange('laundering-web', webSecret, { subject_token: bound, scope: 'profile' }, { DPoP: await otherKey.proof(tokenUrl) });
+      const wrongKey = await exchange(
+        'laundering-web',
+        webSecret,
+        { subject_token: bound, scope: 'profile' },
+        { DPoP: await otherKey.proof(tokenUrl) },
+      );
       expect(wrongKey.status, JSON.stringify(wrongKey.body)).to.equal(400);
       expect(wrongKey.body.error_description).to.match(/not the key/);
     });
 
     it('exchanges a bound token with a proof of its key, and the new token stays bound to that key', async function () {
       const bound = await aliceToken(web, aliceKey);
-      const { status, body } = await exchange('laundering-web', webSecret, { subject_token: bound, scope: 'profile' }, { DPoP: await aliceKey.proof(tokenUrl) });
+      const { status, body } = await exchange(
+        'laundering-web',
+        webSecret,
+        { subject_token: bound, scope: 'profile' },
+        { DPoP: await aliceKey.proof(tokenUrl) },
+      );
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body.token_type).to.equal('DPoP');
       expect(await userinfoAsBearer(body.access_token), 'the exchanged token is bound too').to.equal(401);
@@ -98,7 +131,10 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
     it("refuses another client's unbound token unless may_act or a delegation names the client", async function () {
       const unbound = await aliceToken(spa);
       expect(await userinfoAsBearer(unbound)).to.equal(200);
-      const { status, body } = await exchange('intruder', intruderSecret, { subject_token: unbound, scope: 'openid profile' });
+      const { status, body } = await exchange('intruder', intruderSecret, {
+        subject_token: unbound,
+        scope: 'openid profile',
+      });
       expect(status, JSON.stringify(body)).to.equal(400);
       expect(body.error).to.equal('invalid_grant');
       expect(body.error_description).to.match(/issued to another client/);
@@ -106,17 +142,27 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
       expect(entry.policyInput.subject_token).to.include({ client_id: 'spa' });
     });
 
-    it("refuses an actor token of another client as the act of the issued token", async function () {
+    it('refuses an actor token of another client as the act of the issued token', async function () {
       const own = await aliceToken(web);
       const foreignActor = await clientToken(server, 'intruder', intruderSecret, { scope: 'read' });
-      const { status, body } = await exchange('laundering-web', webSecret, { subject_token: own, scope: 'profile', actor_token: foreignActor, actor_token_type: ACCESS_TOKEN });
+      const { status, body } = await exchange('laundering-web', webSecret, {
+        subject_token: own,
+        scope: 'profile',
+        actor_token: foreignActor,
+        actor_token_type: ACCESS_TOKEN,
+      });
       expect(status, JSON.stringify(body)).to.equal(400);
       expect(body.error_description).to.match(/actor token was issued to another client/);
     });
 
     it('refuses a resource nobody registered with invalid_target', async function () {
       const own = await aliceToken(web);
-      const { status, body } = await exchange('laundering-web', webSecret, { subject_token: own, scope: 'profile', resource: 'https://attacker.example/api', resource_type: 'urn:as:introspect' });
+      const { status, body } = await exchange('laundering-web', webSecret, {
+        subject_token: own,
+        scope: 'profile',
+        resource: 'https://attacker.example/api',
+        resource_type: 'urn:as:introspect',
+      });
       expect(status, JSON.stringify(body)).to.equal(400);
       expect(body.error).to.equal('invalid_target');
     });
@@ -128,14 +174,29 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
 
     before(async function () {
       pat = await aliceToken(spa, undefined, { resource: 'urn:as:introspect', scope: 'openid uma_protection' });
-      const created = await api(server, 'POST', '/resource_registration/resource', pat, { name: 'Beach', resource_scopes: ['view'] });
+      const created = await api(server, 'POST', '/resource_registration/resource', pat, {
+        name: 'Beach',
+        resource_scopes: ['view'],
+      });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
       photo = created.body._id;
     });
 
-    const ticket = async () => (await api(server, 'POST', '/permission', pat, { resource_id: photo, resource_scopes: ['view'] })).body.ticket as string;
+    const ticket = async () =>
+      (await api(server, 'POST', '/permission', pat, { resource_id: photo, resource_scopes: ['view'] })).body
+        .ticket as string;
     const redeem = async (claimToken: string, headers: Record<string, string> = {}) =>
-      postForm(server, '/token', { grant_type: UMA_GRANT, ticket: await ticket(), claim_token: claimToken, claim_token_format: ACCESS_TOKEN_FORMAT }, { Authorization: basic('laundering-web', webSecret), ...headers });
+      postForm(
+        server,
+        '/token',
+        {
+          grant_type: UMA_GRANT,
+          ticket: await ticket(),
+          claim_token: claimToken,
+          claim_token_format: ACCESS_TOKEN_FORMAT,
+        },
+        { Authorization: basic('laundering-web', webSecret), ...headers },
+      );
 
     it("refuses a claim token issued to another client (a resource server that received alice's token is not alice)", async function () {
       const { status, body } = await redeem(await aliceToken(spa));

@@ -74,24 +74,65 @@ function crashSafetyOn(store: CrashStore) {
       rmSync(tempDir, { recursive: true, force: true });
     });
 
-    const start = () => startServerProcess({ port, dataDir, env: { TMPDIR: tempDir, AUTH_FAILURE_LIMIT: '1000000', ...storeEnv } });
+    const start = () =>
+      startServerProcess({ port, dataDir, env: { TMPDIR: tempDir, AUTH_FAILURE_LIMIT: '1000000', ...storeEnv } });
 
     const admin = (method: string, path: string, body?: unknown, requestId?: string) =>
-      fetch(`${url}/admin/api${path}`, { method, headers: { 'X-Admin-API-Key': ADMIN_KEY, 'Content-Type': 'application/json', ...(requestId ? { 'X-Request-ID': requestId } : {}) }, body: body === undefined ? undefined : JSON.stringify(body) });
+      fetch(`${url}/admin/api${path}`, {
+        method,
+        headers: {
+          'X-Admin-API-Key': ADMIN_KEY,
+          'Content-Type': 'application/json',
+          ...(requestId ? { 'X-Request-ID': requestId } : {}),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
     const form = (path: string, fields: Record<string, string>, headers: Record<string, string>) =>
-      fetch(`${url}${path}`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(fields).toString() });
+      fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...headers },
+        body: new URLSearchParams(fields).toString(),
+      });
     const register = (initialAccessToken: string, requestId: string) =>
-      fetch(`${url}/register`, { method: 'POST', headers: { Authorization: `Bearer ${initialAccessToken}`, 'Content-Type': 'application/json', 'X-Request-ID': requestId }, body: JSON.stringify({ redirect_uris: ['https://crash.example.test/cb'], token_endpoint_auth_method: 'none' }) });
+      fetch(`${url}/register`, {
+        method: 'POST',
+        headers: {
+          Authorization: `Bearer ${initialAccessToken}`,
+          'Content-Type': 'application/json',
+          'X-Request-ID': requestId,
+        },
+        body: JSON.stringify({ redirect_uris: ['https://crash.example.test/cb'], token_endpoint_auth_method: 'none' }),
+      });
     const readRegistration = (clientId: string, registrationAccessToken: string) =>
-      fetch(`${url}/register/${encodeURIComponent(clientId)}`, { headers: { Authorization: `Bearer ${registrationAccessToken}` } });
+      fetch(`${url}/register/${encodeURIComponent(clientId)}`, {
+        headers: { Authorization: `Bearer ${registrationAccessToken}` },
+      });
     const basic = (id: string, secret: string) => `Basic ${Buffer.from(`${id}:${secret}`).toString('base64')}`;
     const opaFolders = () => readdirSync(tempDir).filter((name) => name.startsWith('arbiter-opa-'));
 
     it('keeps every acknowledged write and its audit entry, and leaves no OPA of the dead server behind', async function () {
       server = await start();
       const hash = bcrypt.hashSync('crash-secret', 4);
-      expect((await admin('POST', '/clients', { clientId: 'crash-client', clientType: 'confidential', clientSecret: hash, scopes: ['read'] })).status).to.equal(201);
-      expect((await admin('POST', '/clients', { clientId: 'crash-rs', clientType: 'confidential', clientSecret: hash, scopes: ['introspection'] })).status).to.equal(201);
+      expect(
+        (
+          await admin('POST', '/clients', {
+            clientId: 'crash-client',
+            clientType: 'confidential',
+            clientSecret: hash,
+            scopes: ['read'],
+          })
+        ).status,
+      ).to.equal(201);
+      expect(
+        (
+          await admin('POST', '/clients', {
+            clientId: 'crash-rs',
+            clientType: 'confidential',
+            clientSecret: hash,
+            scopes: ['introspection'],
+          })
+        ).status,
+      ).to.equal(201);
       // Registration is closed by default: initial access tokens let these through.
       const initialAccessTokens: string[] = [];
       for (let index = 0; index < WORKERS; index += 1) {
@@ -120,13 +161,22 @@ function crashSafetyOn(store: CrashStore) {
                 acknowledged.push(requestId);
               }
             } else if (n % 3 === 0) {
-              const response = await admin('POST', '/clients', { clientId: `burst-${n}`, clientType: 'confidential', clientSecret: hash, scopes: ['read'] }, requestId);
+              const response = await admin(
+                'POST',
+                '/clients',
+                { clientId: `burst-${n}`, clientType: 'confidential', clientSecret: hash, scopes: ['read'] },
+                requestId,
+              );
               if (response.status === 201) {
                 createdClients.push(`burst-${n}`);
                 acknowledged.push(requestId);
               }
             } else {
-              const response = await form('/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('crash-client', 'crash-secret'), 'X-Request-ID': requestId });
+              const response = await form(
+                '/token',
+                { grant_type: 'client_credentials', scope: 'read' },
+                { Authorization: basic('crash-client', 'crash-secret'), 'X-Request-ID': requestId },
+              );
               if (response.status === 200) {
                 issuedTokens.push(((await response.json()) as { access_token: string }).access_token);
                 acknowledged.push(requestId);
@@ -155,14 +205,25 @@ function crashSafetyOn(store: CrashStore) {
         expect(read.status, `registration ${clientId}`).to.equal(200);
         expect(((await read.json()) as { client_id: string }).client_id).to.equal(clientId);
       });
-      const rs = (await (await form('/token', { grant_type: 'client_credentials', scope: 'introspection' }, { Authorization: basic('crash-rs', 'crash-secret') })).json()) as { access_token: string };
+      const rs = (await (
+        await form(
+          '/token',
+          { grant_type: 'client_credentials', scope: 'introspection' },
+          { Authorization: basic('crash-rs', 'crash-secret') },
+        )
+      ).json()) as { access_token: string };
       await eachInLanes(issuedTokens, async (token) => {
-        const answer = (await (await form('/introspect', { token }, { Authorization: `Bearer ${rs.access_token}` })).json()) as { active: boolean };
+        const answer = (await (
+          await form('/introspect', { token }, { Authorization: `Bearer ${rs.access_token}` })
+        ).json()) as { active: boolean };
         expect(answer.active).to.equal(true);
       });
       const audited = new Set<string>();
       for (let page = 0; ; page += 1) {
-        const body = (await (await admin('GET', `/audit-logs?size=500&page=${page}`)).json()) as { content: { requestId: string | null }[]; totalPages: number };
+        const body = (await (await admin('GET', `/audit-logs?size=500&page=${page}`)).json()) as {
+          content: { requestId: string | null }[];
+          totalPages: number;
+        };
         for (const entry of body.content) if (entry.requestId) audited.add(entry.requestId);
         if (page + 1 >= body.totalPages) break;
       }
@@ -178,12 +239,29 @@ function crashSafetyOn(store: CrashStore) {
     it('finishes a request in flight on SIGTERM, with its audit entry, then exits', async function () {
       if (!server || server.exitCode !== null || server.signalCode !== null) server = await start();
       const running = server;
-      const body = JSON.stringify({ clientId: 'sigterm-client', clientType: 'confidential', clientSecret: bcrypt.hashSync('x', 4), scopes: ['read'] });
+      const body = JSON.stringify({
+        clientId: 'sigterm-client',
+        clientType: 'confidential',
+        clientSecret: bcrypt.hashSync('x', 4),
+        scopes: ['read'],
+      });
       const answered = new Promise<number>((resolve, reject) => {
-        const request = httpRequest(`${url}/admin/api/clients`, { method: 'POST', headers: { 'X-Admin-API-Key': ADMIN_KEY, 'Content-Type': 'application/json', 'X-Request-ID': 'sigterm-1', 'Transfer-Encoding': 'chunked' } }, (response) => {
-          response.resume();
-          resolve(response.statusCode ?? 0);
-        });
+        const request = httpRequest(
+          `${url}/admin/api/clients`,
+          {
+            method: 'POST',
+            headers: {
+              'X-Admin-API-Key': ADMIN_KEY,
+              'Content-Type': 'application/json',
+              'X-Request-ID': 'sigterm-1',
+              'Transfer-Encoding': 'chunked',
+            },
+          },
+          (response) => {
+            response.resume();
+            resolve(response.statusCode ?? 0);
+          },
+        );
         request.on('error', reject);
         // Half the body now; SIGTERM while the server waits for the rest; then the rest.
         request.write(body.slice(0, 20));
@@ -197,7 +275,11 @@ function crashSafetyOn(store: CrashStore) {
       expect(code).to.equal(0);
       server = await start();
       expect((await admin('GET', '/clients/sigterm-client')).status).to.equal(200);
-      const entries = ((await (await admin('GET', '/audit-logs?endpoint=/admin/api/clients&size=50&sort=id,desc')).json()) as { content: { requestId: string | null }[] }).content;
+      const entries = (
+        (await (await admin('GET', '/audit-logs?endpoint=/admin/api/clients&size=50&sort=id,desc')).json()) as {
+          content: { requestId: string | null }[];
+        }
+      ).content;
       expect(entries.map((entry) => entry.requestId)).to.include('sigterm-1');
     });
   });

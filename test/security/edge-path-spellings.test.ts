@@ -17,7 +17,12 @@ describe('Endpoint paths in any spelling oidc-provider accepts', function () {
   });
 
   it('never registers a client at /REGISTER or /register/ without the register decision', async function () {
-    const metadata = { redirect_uris: ['https://rp.example/cb'], token_endpoint_auth_method: 'client_secret_basic', grant_types: ['client_credentials'], response_types: [] };
+    const metadata = {
+      redirect_uris: ['https://rp.example/cb'],
+      token_endpoint_auth_method: 'client_secret_basic',
+      grant_types: ['client_credentials'],
+      response_types: [],
+    };
     for (const path of ['/REGISTER', '/Register', '/register/']) {
       const response = await server.request(path, { method: 'POST', json: metadata });
       const body = (await response.json()) as Record<string, unknown>;
@@ -27,14 +32,27 @@ describe('Endpoint paths in any spelling oidc-provider accepts', function () {
     }
   });
 
-  it('applies /token\'s own steps at /TOKEN and /token/', async function () {
+  it("applies /token's own steps at /TOKEN and /token/", async function () {
     for (const path of ['/TOKEN', '/token/']) {
-      const issued = await postForm(server, path, { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('spelling-svc', secret) });
+      const issued = await postForm(
+        server,
+        path,
+        { grant_type: 'client_credentials', scope: 'read' },
+        { Authorization: basic('spelling-svc', secret) },
+      );
       expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
       expect(issued.headers.get('pragma')).to.equal('no-cache');
-      const refused = await postForm(server, path, { grant_type: 'password', username: 'someone', password: 'secret' }, { Authorization: basic('spelling-svc', secret) });
+      const refused = await postForm(
+        server,
+        path,
+        { grant_type: 'password', username: 'someone', password: 'secret' },
+        { Authorization: basic('spelling-svc', secret) },
+      );
       expect(refused.status).to.equal(400);
-      expect(refused.body).to.deep.equal({ error: 'unsupported_grant_type', error_description: 'the password grant is not supported' });
+      expect(refused.body).to.deep.equal({
+        error: 'unsupported_grant_type',
+        error_description: 'the password grant is not supported',
+      });
     }
   });
 });

@@ -28,8 +28,15 @@ describe("The managed OPA's REST API", function () {
 
   for (const [method, path, body] of probes) {
     it(`answers ${method} ${path} without the token, or with a wrong one, 401`, async function () {
-      for (const authorization of [undefined, 'Bearer not-the-token', `Basic ${Buffer.from('a:b').toString('base64')}`]) {
-        const headers: Record<string, string> = { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) };
+      for (const authorization of [
+        undefined,
+        'Bearer not-the-token',
+        `Basic ${Buffer.from('a:b').toString('base64')}`,
+      ]) {
+        const headers: Record<string, string> = {
+          'content-type': 'application/json',
+          ...(authorization ? { authorization } : {}),
+        };
         const response = await fetch(`${harness.engine.opaUrl}${path}`, { method, headers, body });
         expect(response.status, String(authorization)).to.equal(401);
       }

@@ -1,12 +1,29 @@
 import { expect } from 'chai';
-import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
+import {
+  createServer as createHttpServer,
+  type IncomingMessage,
+  type Server as HttpServer,
+  type ServerResponse,
+} from 'node:http';
 import net from 'node:net';
 import { gzipSync } from 'node:zlib';
 import ipaddr from 'ipaddr.js';
 import { generateKeyPair, SignJWT } from 'jose';
-import { assertFetchableUrl, createOutbound, OutboundLimitError, OutboundRefusedError } from '../../src/http/outbound.js';
+import {
+  assertFetchableUrl,
+  createOutbound,
+  OutboundLimitError,
+  OutboundRefusedError,
+} from '../../src/http/outbound.js';
 import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, authorizationRequest, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
+import {
+  arrivingAt,
+  authorizationRequest,
+  passDevIdpForms,
+  registerPublicClient,
+  startRegisteredDevIdp,
+  type TestClient,
+} from '../support/dev-idp.js';
 import { inTenant, readyServer, withServer, type TestServer } from '../support/server.js';
 
 /**
@@ -71,23 +88,28 @@ describe('Outbound requests: the SSRF guard', function () {
   describe('the outbound module', () => {
     let target: TestHttpServer;
     const dev = () => createOutbound({ allowInsecureLoopback: true, timeoutMs: 1_000, maxResponseBytes: 1_000 });
-    const production = () => createOutbound({ allowInsecureLoopback: false, timeoutMs: 1_000, maxResponseBytes: 1_000 });
+    const production = () =>
+      createOutbound({ allowInsecureLoopback: false, timeoutMs: 1_000, maxResponseBytes: 1_000 });
 
     before(async () => {
       target = await TestHttpServer.start((request, response, body) => {
         const path = request.url ?? '/';
-        if (path === '/json') return void response.writeHead(200, { 'content-type': 'application/json' }).end('{"keys":[]}');
+        if (path === '/json')
+          return void response.writeHead(200, { 'content-type': 'application/json' }).end('{"keys":[]}');
         if (path === '/echo') return void response.end(JSON.stringify({ method: request.method, body }));
-        if (path === '/to-metadata') return void response.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' }).end();
+        if (path === '/to-metadata')
+          return void response.writeHead(302, { location: 'http://169.254.169.254/latest/meta-data/' }).end();
         if (path === '/to-odd-metadata') return void response.writeHead(301, { location: 'https://0xa9fea9fe/' }).end();
         if (path === '/to-json') return void response.writeHead(302, { location: '/json' }).end();
-        if (path.startsWith('/loop')) return void response.writeHead(302, { location: `/loop${Number(path.slice(5) || 0) + 1}` }).end();
+        if (path.startsWith('/loop'))
+          return void response.writeHead(302, { location: `/loop${Number(path.slice(5) || 0) + 1}` }).end();
         if (path === '/large') return void response.end('x'.repeat(1_001));
         if (path === '/large-chunked') {
           response.write('x'.repeat(800));
           return void setTimeout(() => response.end('x'.repeat(800)), 10);
         }
-        if (path === '/gzip-bomb') return void response.writeHead(200, { 'content-encoding': 'gzip' }).end(gzipSync(Buffer.alloc(1_000_000)));
+        if (path === '/gzip-bomb')
+          return void response.writeHead(200, { 'content-encoding': 'gzip' }).end(gzipSync(Buffer.alloc(1_000_000)));
         if (path === '/hang') return; // never answers
         response.writeHead(404).end();
       });
@@ -99,42 +121,76 @@ describe('Outbound requests: the SSRF guard', function () {
       const outbound = dev();
       expect(await outbound.getJson(`${target.url}/json`)).to.deep.equal({ keys: [] });
       expect(await outbound.getJson(`http://localhost:${target.port}/json`)).to.deep.equal({ keys: [] });
-      const posted = await outbound.fetch(`${target.url}/echo`, { method: 'POST', body: new URLSearchParams({ a: '1' }) });
+      const posted = await outbound.fetch(`${target.url}/echo`, {
+        method: 'POST',
+        body: new URLSearchParams({ a: '1' }),
+      });
       expect(posted).to.be.instanceOf(Response);
       expect(await posted.json()).to.deep.equal({ method: 'POST', body: 'a=1' });
     });
 
-    itStaysLocal('refuses private, link-local, metadata, reserved and odd spellings of them, even in development, before connecting', async () => {
-      for (const outbound of [dev(), production()]) {
-        for (const url of ALWAYS_REFUSED) await expectRefused(outbound.fetch(url), url);
-      }
-    });
-
-    itStaysLocal('refuses loopback (by literal, IPv6, IPv4-mapped and by name) and plain http without insecure loopback', async () => {
-      const outbound = production();
-      const port = recorder.port;
-      for (const url of [`https://127.0.0.1:${port}/`, `https://127.0.0.2:${port}/`, `https://127.1:${port}/`, `https://[::1]:${port}/`, `https://[::ffff:127.0.0.1]:${port}/`, `https://localhost:${port}/`, `${target.url}/json`]) {
-        await expectRefused(outbound.fetch(url), url);
-        await expectRefused(outbound.getJson(url), url);
-      }
-      expect(recorder.connections, 'connections to the loopback recorder').to.equal(0);
-    });
-
-    itStaysLocal('refuses odd spellings of loopback (hex, decimal, octal, short) without insecure loopback: they name 127.0.0.1', async () => {
-      const port = recorder.port;
-      const spellings = ['0x7f.1', '2130706433', '0177.0.0.1', '0x7f000001', '0x7f.0.0.1', '127.0.0.1.', '017700000001'];
-      for (const host of spellings) {
-        expect(assertFetchableUrl(`http://${host}:${port}/`, true).hostname, host).to.equal('127.0.0.1');
-        for (const url of [`https://${host}:${port}/`, `http://${host}:${port}/`]) {
-          await expectRefused(production().fetch(url), url);
-          expect(() => assertFetchableUrl(url, false), url).to.throw(OutboundRefusedError);
+    itStaysLocal(
+      'refuses private, link-local, metadata, reserved and odd spellings of them, even in development, before connecting',
+      async () => {
+        for (const outbound of [dev(), production()]) {
+          for (const url of ALWAYS_REFUSED) await expectRefused(outbound.fetch(url), url);
         }
-      }
-      expect(recorder.connections, 'connections to the loopback recorder').to.equal(0);
-    });
+      },
+    );
+
+    itStaysLocal(
+      'refuses loopback (by literal, IPv6, IPv4-mapped and by name) and plain http without insecure loopback',
+      async () => {
+        const outbound = production();
+        const port = recorder.port;
+        for (const url of [
+          `https://127.0.0.1:${port}/`,
+          `https://127.0.0.2:${port}/`,
+          `https://127.1:${port}/`,
+          `https://[::1]:${port}/`,
+          `https://[::ffff:127.0.0.1]:${port}/`,
+          `https://localhost:${port}/`,
+          `${target.url}/json`,
+        ]) {
+          await expectRefused(outbound.fetch(url), url);
+          await expectRefused(outbound.getJson(url), url);
+        }
+        expect(recorder.connections, 'connections to the loopback recorder').to.equal(0);
+      },
+    );
+
+    itStaysLocal(
+      'refuses odd spellings of loopback (hex, decimal, octal, short) without insecure loopback: they name 127.0.0.1',
+      async () => {
+        const port = recorder.port;
+        const spellings = [
+          '0x7f.1',
+          '2130706433',
+          '0177.0.0.1',
+          '0x7f000001',
+          '0x7f.0.0.1',
+          '127.0.0.1.',
+          '017700000001',
+        ];
+        for (const host of spellings) {
+          expect(assertFetchableUrl(`http://${host}:${port}/`, true).hostname, host).to.equal('127.0.0.1');
+          for (const url of [`https://${host}:${port}/`, `http://${host}:${port}/`]) {
+            await expectRefused(production().fetch(url), url);
+            expect(() => assertFetchableUrl(url, false), url).to.throw(OutboundRefusedError);
+          }
+        }
+        expect(recorder.connections, 'connections to the loopback recorder').to.equal(0);
+      },
+    );
 
     itStaysLocal('refuses file:, ftp:, javascript:, data: and non-URLs', async () => {
-      for (const url of ['file:///etc/passwd', `ftp://127.0.0.1:${recorder.port}/`, 'javascript:alert(1)', 'data:application/json,{}', 'not a url']) {
+      for (const url of [
+        'file:///etc/passwd',
+        `ftp://127.0.0.1:${recorder.port}/`,
+        'javascript:alert(1)',
+        'data:application/json,{}',
+        'not a url',
+      ]) {
         await expectRefused(dev().getJson(url), url);
         expect(() => assertFetchableUrl(url, true), url).to.throw(OutboundRefusedError);
       }
@@ -146,17 +202,26 @@ describe('Outbound requests: the SSRF guard', function () {
       expect(assertFetchableUrl('http://127.0.0.1:9/x', true).hostname).to.equal('127.0.0.1');
       expect(() => assertFetchableUrl('http://127.0.0.1:9/x', false)).to.throw(OutboundRefusedError, /http: scheme/);
       expect(() => assertFetchableUrl('https://[::1]/', false)).to.throw(OutboundRefusedError, /loopback/);
-      expect(() => assertFetchableUrl('http://8.8.8.8/', true)).to.throw(OutboundRefusedError, /plain http is allowed only to loopback/);
-      expect(() => assertFetchableUrl('https://0xa9fea9fe/', true)).to.throw(OutboundRefusedError, /169\.254\.169\.254 is a cloud metadata address/);
+      expect(() => assertFetchableUrl('http://8.8.8.8/', true)).to.throw(
+        OutboundRefusedError,
+        /plain http is allowed only to loopback/,
+      );
+      expect(() => assertFetchableUrl('https://0xa9fea9fe/', true)).to.throw(
+        OutboundRefusedError,
+        /169\.254\.169\.254 is a cloud metadata address/,
+      );
     });
 
-    itStaysLocal('re-checks every redirect: a loopback server redirecting to the metadata address is refused', async () => {
-      const before = target.requests.length;
-      await expectRefused(dev().getJson(`${target.url}/to-metadata`), '/to-metadata');
-      await expectRefused(dev().fetch(`${target.url}/to-odd-metadata`), '/to-odd-metadata');
-      expect(target.requests.length - before).to.equal(2);
-      expect(await dev().getJson(`${target.url}/to-json`)).to.deep.equal({ keys: [] });
-    });
+    itStaysLocal(
+      're-checks every redirect: a loopback server redirecting to the metadata address is refused',
+      async () => {
+        const before = target.requests.length;
+        await expectRefused(dev().getJson(`${target.url}/to-metadata`), '/to-metadata');
+        await expectRefused(dev().fetch(`${target.url}/to-odd-metadata`), '/to-odd-metadata');
+        expect(target.requests.length - before).to.equal(2);
+        expect(await dev().getJson(`${target.url}/to-json`)).to.deep.equal({ keys: [] });
+      },
+    );
 
     itStaysLocal("redirect: 'manual' (openid-client's mode) returns the redirect without following it", async () => {
       const response = await dev().fetch(`${target.url}/to-metadata`, { redirect: 'manual' });
@@ -208,21 +273,31 @@ describe('Outbound requests: the SSRF guard', function () {
 
     const NOT_HTTP = ['file:///etc/passwd', 'ftp://idp.example.test/', 'javascript:alert(1)'];
 
-    itStaysLocal('refuses non-http(s) issuer and endpoint URLs of identity providers with a 400 naming the field', async () => {
-      for (const field of ['issuer', 'authorizationEndpoint', 'tokenEndpoint', 'userinfoEndpoint', 'jwksUri']) {
-        for (const url of NOT_HTTP) {
-          const { status, body } = await server.admin('POST', '/identity-providers', { issuer: 'https://idp.example.test', [field]: url });
-          expect(status, `${field} = ${url}`).to.equal(400);
-          expect(body.field).to.equal(field);
-          expect(body.error_description).to.contain(field);
+    itStaysLocal(
+      'refuses non-http(s) issuer and endpoint URLs of identity providers with a 400 naming the field',
+      async () => {
+        for (const field of ['issuer', 'authorizationEndpoint', 'tokenEndpoint', 'userinfoEndpoint', 'jwksUri']) {
+          for (const url of NOT_HTTP) {
+            const { status, body } = await server.admin('POST', '/identity-providers', {
+              issuer: 'https://idp.example.test',
+              [field]: url,
+            });
+            expect(status, `${field} = ${url}`).to.equal(400);
+            expect(body.field).to.equal(field);
+            expect(body.error_description).to.contain(field);
+          }
         }
-      }
-      expect((await server.admin('GET', '/identity-providers')).body).to.deep.equal([]);
-    });
+        expect((await server.admin('GET', '/identity-providers')).body).to.deep.equal([]);
+      },
+    );
 
     itStaysLocal('refuses non-http(s) clientUri and logoUri of clients', async () => {
       for (const field of ['clientUri', 'logoUri']) {
-        const { status, body } = await server.admin('POST', '/clients', { clientId: `c-${field}`, clientType: 'public', [field]: 'javascript:alert(1)' });
+        const { status, body } = await server.admin('POST', '/clients', {
+          clientId: `c-${field}`,
+          clientType: 'public',
+          [field]: 'javascript:alert(1)',
+        });
         expect(status).to.equal(400);
         expect(body.field).to.equal(field);
       }
@@ -230,8 +305,17 @@ describe('Outbound requests: the SSRF guard', function () {
   });
 
   /** Registers an identity provider, starts a sign-in naming it, and returns where the browser is sent back. */
-  async function signInThrough(server: TestServer, spa: TestClient, idp: Record<string, unknown>): Promise<{ page: URL; state: string }> {
-    const created = await server.admin('POST', '/identity-providers', { name: 'SSRF probe', clientId: 'arbiter', clientSecret: IDP_SECRET, ...idp });
+  async function signInThrough(
+    server: TestServer,
+    spa: TestClient,
+    idp: Record<string, unknown>,
+  ): Promise<{ page: URL; state: string }> {
+    const created = await server.admin('POST', '/identity-providers', {
+      name: 'SSRF probe',
+      clientId: 'arbiter',
+      clientSecret: IDP_SECRET,
+      ...idp,
+    });
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
     const request = await authorizationRequest(server, spa, { upstream_idp: created.body.idpId });
     const page = await new FetchUserAgent().navigate(request.url, arrivingAt(spa.redirectUri));
@@ -249,7 +333,10 @@ describe('Outbound requests: the SSRF guard', function () {
     let spa: TestClient;
 
     before(async () => {
-      server = await readyServer({ NODE_ENV: 'production', SERVICE_SECRETS_KEY: 'cHJvZHVjdGlvbi1saWtlLXNlYWxpbmcta2V5LWZvci0' });
+      server = await readyServer({
+        NODE_ENV: 'production',
+        SERVICE_SECRETS_KEY: 'cHJvZHVjdGlvbi1saWtlLXNlYWxpbmcta2V5LWZvci0',
+      });
       expect(server.config.outboundAllowInsecureLoopback).to.equal(false);
       spa = await registerPublicClient(server, 'http://127.0.0.1:1/production/callback');
     });
@@ -267,13 +354,16 @@ describe('Outbound requests: the SSRF guard', function () {
       'https://[fd00:ec2::254]',
     ];
 
-    itStaysLocal('an identity provider on loopback, private or metadata addresses ends in temporarily_unavailable, without a connection', async () => {
-      for (const [index, issuer] of issuers().entries()) {
-        const outcome = await signInThrough(server, spa, { issuer, idpId: `probe-${index}` });
-        expectUnavailable(outcome, spa);
-        expect(recorder.connections, `connections to the loopback recorder after ${issuer}`).to.equal(0);
-      }
-    });
+    itStaysLocal(
+      'an identity provider on loopback, private or metadata addresses ends in temporarily_unavailable, without a connection',
+      async () => {
+        for (const [index, issuer] of issuers().entries()) {
+          const outcome = await signInThrough(server, spa, { issuer, idpId: `probe-${index}` });
+          expectUnavailable(outcome, spa);
+          expect(recorder.connections, `connections to the loopback recorder after ${issuer}`).to.equal(0);
+        }
+      },
+    );
   });
 
   describe('sign-in in development (insecure loopback allowed)', () => {
@@ -306,47 +396,80 @@ describe('Outbound requests: the SSRF guard', function () {
     });
 
     itStaysLocal('private and metadata issuers are refused even here, without a connection', async () => {
-      for (const [index, issuer] of ['https://169.254.169.254', 'http://169.254.169.254', 'http://10.255.255.1', 'https://[fd00:ec2::254]', 'http://0xa9fea9fe'].entries()) {
+      for (const [index, issuer] of [
+        'https://169.254.169.254',
+        'http://169.254.169.254',
+        'http://10.255.255.1',
+        'https://[fd00:ec2::254]',
+        'http://0xa9fea9fe',
+      ].entries()) {
         expectUnavailable(await signInThrough(server, spa, { issuer, idpId: `private-${index}` }), spa);
       }
     });
 
-    itStaysLocal('a discovery document naming private token, userinfo and JWKS endpoints: refused, and the client secret is sent nowhere', async () => {
-      const outcome = await signInThrough(server, spa, { issuer: idp.url, idpId: 'private-endpoints' });
+    itStaysLocal(
+      'a discovery document naming private token, userinfo and JWKS endpoints: refused, and the client secret is sent nowhere',
+      async () => {
+        const outcome = await signInThrough(server, spa, { issuer: idp.url, idpId: 'private-endpoints' });
 
-      expectUnavailable(outcome, spa);
-      expect(idp.requests.map((request) => request.path)).to.include('/.well-known/openid-configuration');
-      expectNoSecretIn(idp.requests);
-    });
+        expectUnavailable(outcome, spa);
+        expect(idp.requests.map((request) => request.path)).to.include('/.well-known/openid-configuration');
+        expectNoSecretIn(idp.requests);
+      },
+    );
 
-    itStaysLocal("a client's jwks_uri on a private or metadata address is never fetched: private_key_jwt is invalid_client", async () => {
-      const { privateKey } = await generateKeyPair('RS256');
-      for (const [index, jwksUri] of ['https://10.0.0.1/jwks', 'https://169.254.169.254/jwks', 'https://[fd00:ec2::254]/jwks'].entries()) {
-        const clientId = `remote-keys-${index}`;
-        const created = await server.admin('POST', '/clients', { clientId, clientType: 'confidential', tokenEndpointAuthMethod: 'private_key_jwt', jwksUri });
-        expect(created.status, JSON.stringify(created.body)).to.equal(201);
-        const assertion = await new SignJWT({})
-          .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
-          .setIssuer(clientId)
-          .setSubject(clientId)
-          .setAudience(`${server.config.issuer}/token`)
-          .setJti(`jti-${index}-${Date.now()}`)
-          .setIssuedAt()
-          .setExpirationTime('1m')
-          .sign(privateKey);
-        const response = await server.request('/token', {
-          method: 'POST',
-          headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ grant_type: 'client_credentials', client_id: clientId, client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion }).toString(),
-        });
-        expect(response.status, jwksUri).to.equal(401);
-        expect(((await response.json()) as any).error).to.equal('invalid_client');
-      }
-    });
+    itStaysLocal(
+      "a client's jwks_uri on a private or metadata address is never fetched: private_key_jwt is invalid_client",
+      async () => {
+        const { privateKey } = await generateKeyPair('RS256');
+        for (const [index, jwksUri] of [
+          'https://10.0.0.1/jwks',
+          'https://169.254.169.254/jwks',
+          'https://[fd00:ec2::254]/jwks',
+        ].entries()) {
+          const clientId = `remote-keys-${index}`;
+          const created = await server.admin('POST', '/clients', {
+            clientId,
+            clientType: 'confidential',
+            tokenEndpointAuthMethod: 'private_key_jwt',
+            jwksUri,
+          });
+          expect(created.status, JSON.stringify(created.body)).to.equal(201);
+          const assertion = await new SignJWT({})
+            .setProtectedHeader({ alg: 'RS256', kid: 'k1' })
+            .setIssuer(clientId)
+            .setSubject(clientId)
+            .setAudience(`${server.config.issuer}/token`)
+            .setJti(`jti-${index}-${Date.now()}`)
+            .setIssuedAt()
+            .setExpirationTime('1m')
+            .sign(privateKey);
+          const response = await server.request('/token', {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+            body: new URLSearchParams({
+              grant_type: 'client_credentials',
+              client_id: clientId,
+              client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+              client_assertion: assertion,
+            }).toString(),
+          });
+          expect(response.status, jwksUri).to.equal(401);
+          expect(((await response.json()) as any).error).to.equal('invalid_client');
+        }
+      },
+    );
 
     itStaysLocal('endpoint overrides on private or metadata addresses are refused the same way', async () => {
-      for (const [index, override] of [{ tokenEndpoint: 'http://169.254.169.254/token' }, { jwksUri: 'https://10.0.0.1/jwks' }, { userinfoEndpoint: 'http://[fd00:ec2::254]/' }].entries()) {
-        expectUnavailable(await signInThrough(server, spa, { issuer: idp.url, idpId: `override-${index}`, ...override }), spa);
+      for (const [index, override] of [
+        { tokenEndpoint: 'http://169.254.169.254/token' },
+        { jwksUri: 'https://10.0.0.1/jwks' },
+        { userinfoEndpoint: 'http://[fd00:ec2::254]/' },
+      ].entries()) {
+        expectUnavailable(
+          await signInThrough(server, spa, { issuer: idp.url, idpId: `override-${index}`, ...override }),
+          spa,
+        );
       }
       expectNoSecretIn(idp.requests);
     });
@@ -372,21 +495,27 @@ function privateEndpointsIdp(issuer: () => string) {
   return (request: IncomingMessage, response: ServerResponse) => {
     const url = new URL(request.url ?? '/', issuer());
     if (url.pathname === '/.well-known/openid-configuration') {
-      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
-        issuer: issuer(),
-        authorization_endpoint: `${issuer()}/authorize`,
-        token_endpoint: 'http://10.0.0.1/token',
-        userinfo_endpoint: 'http://10.0.0.1/userinfo',
-        jwks_uri: 'http://10.0.0.1/jwks',
-        response_types_supported: ['code'],
-        subject_types_supported: ['public'],
-        id_token_signing_alg_values_supported: ['RS256'],
-      }));
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          issuer: issuer(),
+          authorization_endpoint: `${issuer()}/authorize`,
+          token_endpoint: 'http://10.0.0.1/token',
+          userinfo_endpoint: 'http://10.0.0.1/userinfo',
+          jwks_uri: 'http://10.0.0.1/jwks',
+          response_types_supported: ['code'],
+          subject_types_supported: ['public'],
+          id_token_signing_alg_values_supported: ['RS256'],
+        }),
+      );
       return;
     }
     if (url.pathname === '/authorize') {
       const back = new URL(url.searchParams.get('redirect_uri') ?? 'http://127.0.0.1:1/');
-      back.search = new URLSearchParams({ code: 'upstream-code', state: url.searchParams.get('state') ?? '', iss: issuer() }).toString();
+      back.search = new URLSearchParams({
+        code: 'upstream-code',
+        state: url.searchParams.get('state') ?? '',
+        iss: issuer(),
+      }).toString();
       response.writeHead(302, { location: back.href }).end();
       return;
     }
@@ -465,7 +594,10 @@ function destinationOf(args: unknown[]): string | undefined {
 /** A TCP listener on 127.0.0.1, 127.0.0.2 and ::1 (one port) that counts the connections it receives. */
 class ConnectionRecorder {
   connections = 0;
-  private constructor(private readonly servers: net.Server[], readonly port: number) {}
+  private constructor(
+    private readonly servers: net.Server[],
+    readonly port: number,
+  ) {}
 
   static async start(): Promise<ConnectionRecorder> {
     const listen = (host: string, port: number) =>
@@ -499,17 +631,27 @@ interface RecordedRequest {
 /** A loopback HTTP server that records every request it receives. */
 class TestHttpServer {
   readonly requests: RecordedRequest[] = [];
-  private constructor(private readonly server: HttpServer, readonly port: number) {}
+  private constructor(
+    private readonly server: HttpServer,
+    readonly port: number,
+  ) {}
 
   get url(): string {
     return `http://127.0.0.1:${this.port}`;
   }
 
-  static async start(handler: (request: IncomingMessage, response: ServerResponse, body: string) => void): Promise<TestHttpServer> {
+  static async start(
+    handler: (request: IncomingMessage, response: ServerResponse, body: string) => void,
+  ): Promise<TestHttpServer> {
     let recorded!: TestHttpServer;
     const server = createHttpServer(async (request, response) => {
       const body = request.method === 'GET' ? '' : await readBody(request);
-      recorded.requests.push({ method: request.method ?? '', path: request.url ?? '', authorization: request.headers.authorization, body });
+      recorded.requests.push({
+        method: request.method ?? '',
+        path: request.url ?? '',
+        authorization: request.headers.authorization,
+        body,
+      });
       handler(request, response, body);
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -33,15 +33,26 @@ describe('Perimeter: the Admin API gate', function () {
   it('asks for the key at every spelling of an Admin path, for reads and writes, and audits the refusal', async function () {
     for (const path of SPELLINGS) {
       for (const method of ['GET', 'POST', 'DELETE']) {
-        const body = method === 'POST' ? JSON.stringify({ clientId: `spelled-${method}`, clientType: 'public' }) : undefined;
-        const response = await rawRequest(server.url, { method, path, body, headers: body ? { 'Content-Type': 'application/json' } : {} });
+        const body =
+          method === 'POST' ? JSON.stringify({ clientId: `spelled-${method}`, clientType: 'public' }) : undefined;
+        const response = await rawRequest(server.url, {
+          method,
+          path,
+          body,
+          headers: body ? { 'Content-Type': 'application/json' } : {},
+        });
         expect(response.status, `${method} ${path}`).to.equal(401);
         expect(response.json().error).to.equal('unauthorized');
       }
     }
     expect((await server.admin('GET', '/clients/spelled-POST')).status, 'nothing was created').to.equal(404);
-    const audited = await server.admin('GET', `/audit-logs?endpoint=${encodeURIComponent('/ADMIN/api/clients')}&size=100`);
-    expect(audited.body.content.map((entry: any) => [entry.method, entry.requestSummary.status, entry.outcome])).to.deep.include.members([
+    const audited = await server.admin(
+      'GET',
+      `/audit-logs?endpoint=${encodeURIComponent('/ADMIN/api/clients')}&size=100`,
+    );
+    expect(
+      audited.body.content.map((entry: any) => [entry.method, entry.requestSummary.status, entry.outcome]),
+    ).to.deep.include.members([
       ['GET', 401, 'deny'],
       ['POST', 401, 'deny'],
       ['DELETE', 401, 'deny'],
@@ -59,7 +70,9 @@ describe('Perimeter: the Admin API gate', function () {
   it('audits Admin reads as well as writes', async function () {
     await rawRequest(server.url, { path: '/admin/api/subjects?size=1', headers: KEY });
     const audited = await server.admin('GET', '/audit-logs?endpoint=/admin/api/subjects&size=100');
-    expect(audited.body.content.some((entry: any) => entry.method === 'GET' && entry.requestSummary.status === 200)).to.equal(true);
+    expect(
+      audited.body.content.some((entry: any) => entry.method === 'GET' && entry.requestSummary.status === 200),
+    ).to.equal(true);
   });
 });
 
@@ -78,7 +91,11 @@ describe('Perimeter: repeated parameters', function () {
       ['/token', 'grant_type=authorization_code&code=a&code=b&client_id=some-public-app'],
       ['/introspect', 'token=a&token=b'],
     ]) {
-      const response = await server.request(path, { method: 'POST', headers: { ...FORM, Authorization: basic('repeat-svc', secret) }, body });
+      const response = await server.request(path, {
+        method: 'POST',
+        headers: { ...FORM, Authorization: basic('repeat-svc', secret) },
+        body,
+      });
       expect(response.status, body).to.equal(400);
       const answer = (await response.json()) as any;
       expect(answer.error).to.equal('invalid_request');
@@ -87,7 +104,10 @@ describe('Perimeter: repeated parameters', function () {
   });
 
   it('refuses a repeated query parameter at /authorize and at discovery', async function () {
-    for (const path of ['/authorize?client_id=a&client_id=b&response_type=code', '/.well-known/openid-configuration?x=1&x=2']) {
+    for (const path of [
+      '/authorize?client_id=a&client_id=b&response_type=code',
+      '/.well-known/openid-configuration?x=1&x=2',
+    ]) {
       const response = await server.request(path);
       expect(response.status, path).to.equal(400);
       expect(((await response.json()) as any).error).to.equal('invalid_request');
@@ -99,7 +119,10 @@ describe('Perimeter: repeated parameters', function () {
     const { status, body } = await server.admin('DELETE', '/clients/twice-named?tenantId=t-twice&tenantId=t-twice');
     expect(status).to.equal(400);
     expect(body.error_description).to.contain("'tenantId'");
-    expect((await server.admin('GET', '/clients/twice-named')).status, "the default tenant's client is still there").to.equal(200);
+    expect(
+      (await server.admin('GET', '/clients/twice-named')).status,
+      "the default tenant's client is still there",
+    ).to.equal(200);
   });
 });
 
@@ -113,7 +136,9 @@ describe('Perimeter: tenants', function () {
     const before = await server.request('/.well-known/openid-configuration', { tenant: 'not-yet-a-tenant' });
     expect(before.status).to.equal(400);
     expect(((await before.json()) as any).error_description).to.match(/no tenant/);
-    expect((await server.admin('POST', '/subjects', { subjectId: 'first', tenantId: 'not-yet-a-tenant' })).status).to.equal(201);
+    expect(
+      (await server.admin('POST', '/subjects', { subjectId: 'first', tenantId: 'not-yet-a-tenant' })).status,
+    ).to.equal(201);
     const after = await server.request('/.well-known/openid-configuration', { tenant: 'not-yet-a-tenant' });
     expect(after.status).to.equal(200);
   });
@@ -122,11 +147,17 @@ describe('Perimeter: tenants', function () {
     const capped = await readyServer({ TENANTS: 'listed-a,listed-b,listed-c', TENANT_CACHE_MAX: '2' });
     try {
       const secrets = new Map<string, string>();
-      for (const tenant of ['listed-a', 'listed-b', 'listed-c']) secrets.set(tenant, await confidentialClient(capped, `app-${tenant}`, { scopes: ['read'] }, tenant));
+      for (const tenant of ['listed-a', 'listed-b', 'listed-c'])
+        secrets.set(tenant, await confidentialClient(capped, `app-${tenant}`, { scopes: ['read'] }, tenant));
       // Round robin over three tenants with room for two: every request finds its provider evicted.
       for (let round = 0; round < 2; round++) {
         for (const [tenant, secret] of secrets) {
-          const { status, body } = await postForm(capped, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic(`app-${tenant}`, secret), 'X-Tenant-Id': tenant });
+          const { status, body } = await postForm(
+            capped,
+            '/token',
+            { grant_type: 'client_credentials', scope: 'read' },
+            { Authorization: basic(`app-${tenant}`, secret), 'X-Tenant-Id': tenant },
+          );
           expect(status, `${tenant} round ${round}`).to.equal(200);
           expect(body.access_token).to.be.a('string');
         }
@@ -148,14 +179,18 @@ describe('Perimeter: the audit log is tenant-scoped', function () {
   it('lists and shows only the tenant of the call; allTenants=true is the explicit way to see all', async function () {
     const created = await server.admin('POST', '/subjects', { subjectId: 'audit-scoped', tenantId: 'audit-t1' });
     expect(created.status).to.equal(201);
-    const inTenant = await server.admin('GET', '/audit-logs?endpoint=/admin/api/subjects&size=1000', undefined, { 'X-Tenant-Id': 'audit-t1' });
+    const inTenant = await server.admin('GET', '/audit-logs?endpoint=/admin/api/subjects&size=1000', undefined, {
+      'X-Tenant-Id': 'audit-t1',
+    });
     const entry = inTenant.body.content.find((candidate: any) => candidate.method === 'POST');
     expect(entry?.tenantId).to.equal('audit-t1');
     const inDefault = await server.admin('GET', '/audit-logs?endpoint=/admin/api/subjects&size=1000');
     expect(inDefault.body.content.every((candidate: any) => candidate.tenantId === null)).to.equal(true);
     expect(inDefault.body.content.map((candidate: any) => candidate.id)).not.to.include(entry.id);
-    expect((await server.admin('GET', `/audit-logs/${entry.id}`)).status, 'another tenant\'s entry').to.equal(404);
-    expect((await server.admin('GET', `/audit-logs/${entry.id}`, undefined, { 'X-Tenant-Id': 'audit-t1' })).status).to.equal(200);
+    expect((await server.admin('GET', `/audit-logs/${entry.id}`)).status, "another tenant's entry").to.equal(404);
+    expect(
+      (await server.admin('GET', `/audit-logs/${entry.id}`, undefined, { 'X-Tenant-Id': 'audit-t1' })).status,
+    ).to.equal(200);
     expect((await server.admin('GET', `/audit-logs/${entry.id}?allTenants=true`)).status).to.equal(200);
     const all = await server.admin('GET', '/audit-logs?endpoint=/admin/api/subjects&size=1000&allTenants=true');
     expect(all.body.content.map((candidate: any) => candidate.id)).to.include(entry.id);
@@ -174,7 +209,9 @@ describe('Perimeter: security headers', function () {
     expect(json.headers.get('referrer-policy')).to.equal('no-referrer');
     const error = await server.request('/admin/api/clients');
     expect(error.headers.get('x-content-type-options')).to.equal('nosniff');
-    const html = await server.request('/authorize?client_id=nobody-at-all&response_type=code&redirect_uri=https%3A%2F%2Fx.example%2Fcb');
+    const html = await server.request(
+      '/authorize?client_id=nobody-at-all&response_type=code&redirect_uri=https%3A%2F%2Fx.example%2Fcb',
+    );
     expect(html.headers.get('content-type')).to.match(/text\/html/);
     expect(html.headers.get('content-security-policy')).to.contain("frame-ancestors 'none'");
     expect(html.headers.get('x-frame-options')).to.equal('DENY');

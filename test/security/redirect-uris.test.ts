@@ -14,7 +14,10 @@ describe('registration refuses redirect URIs OAuth 2.1 forbids', function () {
   });
 
   const register = async (redirectUri: string) => {
-    const response = await server.request('/register', { method: 'POST', json: { redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' } });
+    const response = await server.request('/register', {
+      method: 'POST',
+      json: { redirect_uris: [redirectUri], token_endpoint_auth_method: 'none' },
+    });
     return (await response.json()) as { error: string; error_description: string };
   };
 
@@ -31,7 +34,12 @@ describe('registration refuses redirect URIs OAuth 2.1 forbids', function () {
     });
   }
 
-  for (const uri of ['http://127.0.0.1:8080/cb', 'http://[::1]/cb', 'http://localhost:3000/cb', 'https://app.example/cb']) {
+  for (const uri of [
+    'http://127.0.0.1:8080/cb',
+    'http://[::1]/cb',
+    'http://localhost:3000/cb',
+    'https://app.example/cb',
+  ]) {
     it(`lets ${uri} through validation (to the policy, which refuses open registration by default)`, async function () {
       const body = await register(uri);
       expect(body.error, JSON.stringify(body)).to.equal('invalid_client_metadata');

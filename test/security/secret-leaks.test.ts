@@ -4,7 +4,15 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { DEV_IDP_CLIENT } from '../../src/dev-idp/index.js';
 import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, authorizationRequest, passDevIdpForms, redeemCode, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
+import {
+  arrivingAt,
+  authorizationRequest,
+  passDevIdpForms,
+  redeemCode,
+  registerPublicClient,
+  startRegisteredDevIdp,
+  type RegisteredDevIdp,
+} from '../support/dev-idp.js';
 import { basic, postForm } from '../support/oauth.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 
@@ -41,7 +49,10 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
 
   before(async function () {
     // Its own server: every log line it writes is searched for secrets.
-    server = await readyServer({ LOG_LEVEL: 'debug', TENANTS: TENANT, SERVICE_SECRETS_KEY: SECRETS_KEY }, { logStream: { write: (line: string) => void logLines.push(line) } });
+    server = await readyServer(
+      { LOG_LEVEL: 'debug', TENANTS: TENANT, SERVICE_SECRETS_KEY: SECRETS_KEY },
+      { logStream: { write: (line: string) => void logLines.push(line) } },
+    );
     await runSession();
     auditText = '';
     auditCount = 0;
@@ -51,7 +62,12 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
       ['&allTenants=true', {}],
     ] as const) {
       for (let page = 0; ; page++) {
-        const { status, body } = await server.admin('GET', `/audit-logs?size=1000&page=${page}${query}`, undefined, headers);
+        const { status, body } = await server.admin(
+          'GET',
+          `/audit-logs?size=1000&page=${page}${query}`,
+          undefined,
+          headers,
+        );
         expect(status, JSON.stringify(body)).to.equal(200);
         auditText += JSON.stringify(body.content);
         auditCount += body.content.length;
@@ -59,7 +75,10 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
       }
     }
     const file = server.config.storeUrl.replace(/^sqlite:/, '');
-    storeFiles = ['', '-wal', '-shm'].map((suffix) => `${file}${suffix}`).filter((path) => existsSync(path)).map((path) => ({ file: path, bytes: readFileSync(path) }));
+    storeFiles = ['', '-wal', '-shm']
+      .map((suffix) => `${file}${suffix}`)
+      .filter((path) => existsSync(path))
+      .map((path) => ({ file: path, bytes: readFileSync(path) }));
   });
 
   after(async function () {
@@ -67,13 +86,21 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
     await server?.close();
   });
 
-  async function admin(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<any> {
+  async function admin(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<any> {
     const answer = await server.admin(method, path, body, headers);
     if (answer.status >= 300) throw new Error(`${method} ${path}: ${answer.status} ${JSON.stringify(answer.body)}`);
     return answer.body;
   }
 
-  async function clientCredentials(form: Record<string, string>, headers: Record<string, string> = {}): Promise<string> {
+  async function clientCredentials(
+    form: Record<string, string>,
+    headers: Record<string, string> = {},
+  ): Promise<string> {
     const { status, body } = await postForm(server, '/token', { grant_type: 'client_credentials', ...form }, headers);
     if (status !== 200) throw new Error(`client_credentials: ${status} ${JSON.stringify(body)}`);
     return body.access_token;
@@ -86,11 +113,21 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
     return header;
   }
 
-  async function confidential(clientId: string, fields: Record<string, unknown> = {}, tenantId?: string): Promise<string> {
+  async function confidential(
+    clientId: string,
+    fields: Record<string, unknown> = {},
+    tenantId?: string,
+  ): Promise<string> {
     const plain = secret(`client secret of ${clientId}${tenantId ? ` in ${tenantId}` : ''}`, random(clientId));
     const hash = bcrypt.hashSync(plain, 4);
     storedOnPurpose.push({ label: `BCrypt hash of ${clientId}'s secret`, value: hash });
-    await admin('POST', '/clients', { clientId, clientType: 'confidential', clientSecret: hash, ...(tenantId ? { tenantId } : {}), ...fields });
+    await admin('POST', '/clients', {
+      clientId,
+      clientType: 'confidential',
+      clientSecret: hash,
+      ...(tenantId ? { tenantId } : {}),
+      ...fields,
+    });
     return plain;
   }
 
@@ -101,26 +138,63 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
     idp = await startRegisteredDevIdp(server);
     secret('upstream client secret of the dev IdP', DEV_IDP_CLIENT.clientSecret);
     const upstream = secret('upstream client secret of a second IdP', random('upstream'));
-    await admin('POST', '/identity-providers', { idpId: 'leak-second', issuer: 'http://127.0.0.1:1', clientId: 'arbiter-second', clientSecret: upstream, enabled: false });
+    await admin('POST', '/identity-providers', {
+      idpId: 'leak-second',
+      issuer: 'http://127.0.0.1:1',
+      clientId: 'arbiter-second',
+      clientSecret: upstream,
+      enabled: false,
+    });
     const replaced = secret('upstream client secret after a PUT', random('upstream-put'));
-    await admin('PUT', '/identity-providers/leak-second', { idpId: 'leak-second', issuer: 'http://127.0.0.1:1', clientId: 'arbiter-second', clientSecret: replaced, enabled: false });
-    await admin('POST', '/identity-providers', { idpId: 'leak-tenant-idp', issuer: 'http://127.0.0.1:1', clientId: 'arbiter-t', clientSecret: secret('upstream client secret in a tenant', random('upstream-t')), tenantId: TENANT, enabled: false });
+    await admin('PUT', '/identity-providers/leak-second', {
+      idpId: 'leak-second',
+      issuer: 'http://127.0.0.1:1',
+      clientId: 'arbiter-second',
+      clientSecret: replaced,
+      enabled: false,
+    });
+    await admin('POST', '/identity-providers', {
+      idpId: 'leak-tenant-idp',
+      issuer: 'http://127.0.0.1:1',
+      clientId: 'arbiter-t',
+      clientSecret: secret('upstream client secret in a tenant', random('upstream-t')),
+      tenantId: TENANT,
+      enabled: false,
+    });
 
     const appSecret = await confidential('leak-app', { scopes: ['read', 'write'] });
-    const postSecret = await confidential('leak-post', { scopes: ['read'], tokenEndpointAuthMethod: 'client_secret_post' });
+    const postSecret = await confidential('leak-post', {
+      scopes: ['read'],
+      tokenEndpointAuthMethod: 'client_secret_post',
+    });
     const rsSecret = await confidential('leak-rs', { scopes: ['introspection'] });
     const tenantSecret = await confidential('leak-app', { scopes: ['read'] }, TENANT);
     const rs = await admin('GET', '/clients/leak-rs');
-    await admin('POST', '/resource-servers', { resourceIndicator: 'https://api.leak.test/', clientId: rs.id, typeUris: ['urn:leak:api'] });
+    await admin('POST', '/resource-servers', {
+      resourceIndicator: 'https://api.leak.test/',
+      clientId: rs.id,
+      typeUris: ['urn:leak:api'],
+    });
     const rotatedSecret = await confidential('leak-rotated', { scopes: ['read'] });
     const newHash = bcrypt.hashSync(secret('client secret after a PUT', random('leak-rotated-2')), 4);
     storedOnPurpose.push({ label: 'BCrypt hash after a PUT', value: newHash });
-    await admin('PUT', '/clients/leak-rotated', { clientId: 'leak-rotated', clientType: 'confidential', clientSecret: newHash, scopes: ['read'] });
+    await admin('PUT', '/clients/leak-rotated', {
+      clientId: 'leak-rotated',
+      clientType: 'confidential',
+      clientSecret: newHash,
+      scopes: ['read'],
+    });
     void rotatedSecret;
 
     // client_credentials with client_secret_basic and client_secret_post; failed authentications.
-    const basicToken = secret('access token (client_secret_basic)', await clientCredentials({ scope: 'read' }, { Authorization: basicOf('leak-app', appSecret) }));
-    const postToken = secret('access token (client_secret_post)', await clientCredentials({ scope: 'read', client_id: 'leak-post', client_secret: postSecret }));
+    const basicToken = secret(
+      'access token (client_secret_basic)',
+      await clientCredentials({ scope: 'read' }, { Authorization: basicOf('leak-app', appSecret) }),
+    );
+    const postToken = secret(
+      'access token (client_secret_post)',
+      await clientCredentials({ scope: 'read', client_id: 'leak-post', client_secret: postSecret }),
+    );
     const wrong = secret('a wrong client secret', random('wrong'));
     for (const attempt of [
       postForm(server, '/token', { grant_type: 'client_credentials' }, { Authorization: basicOf('leak-app', wrong) }),
@@ -128,11 +202,25 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
     ]) {
       expect((await attempt).status).to.equal(401);
     }
-    secret('access token in a tenant', await clientCredentials({ scope: 'read' }, { Authorization: basicOf('leak-app', tenantSecret), 'X-Tenant-Id': TENANT }));
+    secret(
+      'access token in a tenant',
+      await clientCredentials(
+        { scope: 'read' },
+        { Authorization: basicOf('leak-app', tenantSecret), 'X-Tenant-Id': TENANT },
+      ),
+    );
 
     // Introspection: a client authenticated with Basic, and a Bearer caller.
-    const caller = secret('introspection caller token', await clientCredentials({ scope: 'introspection' }, { Authorization: basicOf('leak-rs', rsSecret) }));
-    const byBasic = await postForm(server, '/introspect', { token: basicToken }, { Authorization: basic('leak-rs', rsSecret) });
+    const caller = secret(
+      'introspection caller token',
+      await clientCredentials({ scope: 'introspection' }, { Authorization: basicOf('leak-rs', rsSecret) }),
+    );
+    const byBasic = await postForm(
+      server,
+      '/introspect',
+      { token: basicToken },
+      { Authorization: basic('leak-rs', rsSecret) },
+    );
     expect(byBasic.body.active, JSON.stringify(byBasic.body)).to.equal(true);
     const byBearer = await postForm(server, '/introspect', { token: postToken }, { Authorization: `Bearer ${caller}` });
     expect(byBearer.body.active, JSON.stringify(byBearer.body)).to.equal(true);
@@ -154,29 +242,50 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
     const second = await authorizationRequest(server, spa);
     secret('second code_verifier', second.codeVerifier);
     const again = await agent.navigate(second.url, arrivingAt(REDIRECT));
-    const secondCode = secret('second authorization code', (again.url.href.startsWith(REDIRECT) ? again : await passDevIdpForms(agent, again, 'alice', arrivingAt(REDIRECT))).url.searchParams.get('code') ?? undefined);
+    const secondCode = secret(
+      'second authorization code',
+      (again.url.href.startsWith(REDIRECT)
+        ? again
+        : await passDevIdpForms(agent, again, 'alice', arrivingAt(REDIRECT))
+      ).url.searchParams.get('code') ?? undefined,
+    );
     const secondTokens = await redeemCode(server, spa, secondCode, second.codeVerifier);
     expect(secondTokens.status, JSON.stringify(secondTokens.body)).to.equal(200);
     secret('access token (second code grant)', secondTokens.body.access_token);
     const secondRefresh = secret('second refresh token', secondTokens.body.refresh_token);
     secret('second ID token', secondTokens.body.id_token);
 
-    const rotated = await postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: secondRefresh, client_id: spa.clientId });
+    const rotated = await postForm(server, '/token', {
+      grant_type: 'refresh_token',
+      refresh_token: secondRefresh,
+      client_id: spa.clientId,
+    });
     expect(rotated.status, JSON.stringify(rotated.body)).to.equal(200);
     const rotatedAccess = secret('access token (refresh)', rotated.body.access_token);
     secret('rotated refresh token', rotated.body.refresh_token);
 
     for (const token of [userToken, rotatedAccess]) {
       const userinfo = await server.request('/userinfo', { headers: { Authorization: `Bearer ${token}` } });
-      expect(userinfo.status, `UserInfo with the ${token === userToken ? 'first' : 'refreshed'} access token`).to.equal(200);
+      expect(userinfo.status, `UserInfo with the ${token === userToken ? 'first' : 'refreshed'} access token`).to.equal(
+        200,
+      );
       await userinfo.body?.cancel();
     }
     const posted = await postForm(server, '/userinfo', { access_token: rotatedAccess });
     expect(posted.status).to.be.oneOf([200, 400, 401]);
-    const refreshIntrospected = await postForm(server, '/introspect', { token: refreshToken, token_type_hint: 'refresh_token' }, { Authorization: `Bearer ${caller}` });
+    const refreshIntrospected = await postForm(
+      server,
+      '/introspect',
+      { token: refreshToken, token_type_hint: 'refresh_token' },
+      { Authorization: `Bearer ${caller}` },
+    );
     expect(refreshIntrospected.status).to.equal(200);
     // Last, since each revokes what was issued before: the replaced refresh token again, a second use of the code.
-    const stale = await postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: secondRefresh, client_id: spa.clientId });
+    const stale = await postForm(server, '/token', {
+      grant_type: 'refresh_token',
+      refresh_token: secondRefresh,
+      client_id: spa.clientId,
+    });
     expect(stale.status, 'the replaced refresh token').to.equal(400);
     const reused = await redeemCode(server, spa, code, request.codeVerifier);
     expect(reused.status, 'a second use of the code').to.equal(400);
@@ -189,12 +298,14 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
 
   it('ran the whole session, and the server logged it', function () {
     expect(secrets.length).to.be.greaterThan(25);
-    expect(logLines.length, "LOG_LEVEL=debug logs something").to.be.greaterThan(0);
+    expect(logLines.length, 'LOG_LEVEL=debug logs something').to.be.greaterThan(0);
     for (const line of logLines) expect(() => JSON.parse(line), line).not.to.throw();
   });
 
   it('writes no secret, token or code to the log', function () {
-    const leaks = logLines.flatMap((line) => found(line, [...secrets, ...storedOnPurpose]).map((label) => `${label} in: ${line.slice(0, 300)}`));
+    const leaks = logLines.flatMap((line) =>
+      found(line, [...secrets, ...storedOnPurpose]).map((label) => `${label} in: ${line.slice(0, 300)}`),
+    );
     expect(leaks).to.deep.equal([]);
   });
 
@@ -207,14 +318,19 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
     expect(storeFiles.length, 'the SQLite file is there').to.be.greaterThan(0);
     // The scan reads what the store holds: the BCrypt hashes it keeps on purpose are found.
     const everything = Buffer.concat(storeFiles.map(({ bytes }) => bytes));
-    expect(found(everything, storedOnPurpose), 'BCrypt hashes found in the store').to.include.members(['BCrypt hash after a PUT']);
-    const leaks = storeFiles.flatMap(({ file, bytes }) => found(bytes, secrets).map((label) => `${label} in ${file.split('/').pop()}`));
+    expect(found(everything, storedOnPurpose), 'BCrypt hashes found in the store').to.include.members([
+      'BCrypt hash after a PUT',
+    ]);
+    const leaks = storeFiles.flatMap(({ file, bytes }) =>
+      found(bytes, secrets).map((label) => `${label} in ${file.split('/').pop()}`),
+    );
     expect(leaks).to.deep.equal([]);
   });
 
   it("keeps the server's private signing key only sealed in the store", function () {
     // A private RSA JWK in clear has a "d" member; sealed (AES-GCM, base64url) it has none.
     const privateMember = /"d"\s*:\s*"[A-Za-z0-9_-]{100,}"/;
-    for (const { file, bytes } of storeFiles) expect(privateMember.test(bytes.toString('latin1')), file).to.equal(false);
+    for (const { file, bytes } of storeFiles)
+      expect(privateMember.test(bytes.toString('latin1')), file).to.equal(false);
   });
 });

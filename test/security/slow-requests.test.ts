@@ -69,7 +69,11 @@ describe('Slow request bodies and headers', function () {
   });
 
   it('answers 408 and closes the connection of headers that never end', async function () {
-    const written = await slowSender(server, 'GET /userinfo HTTP/1.1\r\nHost: 127.0.0.1\r\n', `X-Slow: ${'s'.repeat(5000)}`).closed;
+    const written = await slowSender(
+      server,
+      'GET /userinfo HTTP/1.1\r\nHost: 127.0.0.1\r\n',
+      `X-Slow: ${'s'.repeat(5000)}`,
+    ).closed;
     expect(written).to.match(/^HTTP\/1\.1 408 /);
   });
 
@@ -81,7 +85,10 @@ describe('Slow request bodies and headers', function () {
   });
 
   it('refuses a headers timeout longer than the request timeout at start-up, naming the variable', function () {
-    expect(() => loadConfig({ HTTP_REQUEST_TIMEOUT_MS: '5000', HTTP_HEADERS_TIMEOUT_MS: '6000' })).to.throw(ConfigError, 'HTTP_HEADERS_TIMEOUT_MS');
+    expect(() => loadConfig({ HTTP_REQUEST_TIMEOUT_MS: '5000', HTTP_HEADERS_TIMEOUT_MS: '6000' })).to.throw(
+      ConfigError,
+      'HTTP_HEADERS_TIMEOUT_MS',
+    );
     expect(loadConfig({}).httpRequestTimeoutMs, 'the default').to.equal(30_000);
   });
 });

@@ -39,7 +39,13 @@ describe('Store loss', function () {
       await server?.close();
     });
 
-    const clientCredentials = () => postForm(server, '/token', { grant_type: 'client_credentials', scope: 'read' }, { Authorization: basic('keeper', secret) });
+    const clientCredentials = () =>
+      postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials', scope: 'read' },
+        { Authorization: basic('keeper', secret) },
+      );
 
     /** /healthz, an Admin API write and a token request all answer 503 temporarily_unavailable. */
     async function expectUnavailable(reason: RegExp, clientId: string): Promise<void> {
@@ -47,7 +53,11 @@ describe('Store loss', function () {
       expect(health.status, '/healthz').to.equal(503);
       expect(await health.json()).to.deep.include({ status: 'unavailable', store: 'down' });
 
-      const created = await server.admin('POST', '/clients', { clientId, clientType: 'public', redirectUris: ['https://lost.example.test/cb'] });
+      const created = await server.admin('POST', '/clients', {
+        clientId,
+        clientType: 'public',
+        redirectUris: ['https://lost.example.test/cb'],
+      });
       expect(created.status, `Admin POST: ${JSON.stringify(created.body)}`).to.equal(503);
       expect(created.body.error).to.equal('temporarily_unavailable');
       expect(created.body.error_description).to.match(reason);
@@ -74,8 +84,19 @@ describe('Store loss', function () {
 
       for (const suffix of COMPANIONS) renameSync(`${file}.moved${suffix}`, `${file}${suffix}`);
       expect((await server.request('/healthz')).status, 'healthy again').to.equal(200);
-      expect((await server.admin('GET', '/clients/lost-while-away')).status, 'the refused write was not stored').to.equal(404);
-      expect((await server.admin('POST', '/clients', { clientId: 'after-return', clientType: 'public', redirectUris: ['https://back.example.test/cb'] })).status).to.equal(201);
+      expect(
+        (await server.admin('GET', '/clients/lost-while-away')).status,
+        'the refused write was not stored',
+      ).to.equal(404);
+      expect(
+        (
+          await server.admin('POST', '/clients', {
+            clientId: 'after-return',
+            clientType: 'public',
+            redirectUris: ['https://back.example.test/cb'],
+          })
+        ).status,
+      ).to.equal(201);
       expect((await clientCredentials()).status).to.equal(200);
     });
   });
@@ -101,8 +122,19 @@ describe('Store loss', function () {
     it('rejects writes, reads and pings with StoreUnavailableError once its file is gone', async function () {
       const things = store!.collection('things');
       for (const suffix of COMPANIONS) rmSync(`${file}${suffix}`);
-      for (const operation of [() => things.insert({ id: 'new' }), () => things.upsert({ id: 'kept', changed: true }), () => things.update('kept', { changed: true }), () => things.delete('kept'), () => things.get('kept'), () => store!.nextSequence('n'), () => store!.ping()]) {
-        const error = await operation().then(() => undefined, (rejection: unknown) => rejection);
+      for (const operation of [
+        () => things.insert({ id: 'new' }),
+        () => things.upsert({ id: 'kept', changed: true }),
+        () => things.update('kept', { changed: true }),
+        () => things.delete('kept'),
+        () => things.get('kept'),
+        () => store!.nextSequence('n'),
+        () => store!.ping(),
+      ]) {
+        const error = await operation().then(
+          () => undefined,
+          (rejection: unknown) => rejection,
+        );
         expect(error, operation.toString()).to.be.instanceOf(StoreUnavailableError);
         expect((error as StoreUnavailableError).reason).to.match(/is missing/);
       }
@@ -114,10 +146,20 @@ describe('Store loss', function () {
         const path = `${file}${suffix}`;
         if (!chattr('+i', path)) this.skip(); // needs CAP_LINUX_IMMUTABLE and a file system with the flag
         try {
-          const write = await things.upsert({ id: 'kept', value: 'x'.repeat(5000) }).then(() => undefined, (error: unknown) => error);
+          const write = await things.upsert({ id: 'kept', value: 'x'.repeat(5000) }).then(
+            () => undefined,
+            (error: unknown) => error,
+          );
           expect(write, `write with ${path} immutable`).to.be.instanceOf(StoreUnavailableError);
-          expect((write as StoreUnavailableError).reason).to.contain(path).and.match(/cannot be written \(EPERM/);
-          expect(await store!.ping().then(() => 'up', () => 'down')).to.equal('down');
+          expect((write as StoreUnavailableError).reason)
+            .to.contain(path)
+            .and.match(/cannot be written \(EPERM/);
+          expect(
+            await store!.ping().then(
+              () => 'up',
+              () => 'down',
+            ),
+          ).to.equal('down');
         } finally {
           chattr('-i', path);
         }
@@ -144,10 +186,21 @@ describe('Store loss', function () {
       try {
         await store.collection('things').insert({ id: 'kept' });
         await mongo.stop();
-        const error = await store.collection('things').insert({ id: 'new' }).then(() => undefined, (rejection: unknown) => rejection);
+        const error = await store
+          .collection('things')
+          .insert({ id: 'new' })
+          .then(
+            () => undefined,
+            (rejection: unknown) => rejection,
+          );
         expect(error).to.be.instanceOf(StoreUnavailableError);
         expect((error as StoreUnavailableError).reason).to.match(/MongoDB store cannot be reached/);
-        expect(await store.ping().then(() => 'up', () => 'down')).to.equal('down');
+        expect(
+          await store.ping().then(
+            () => 'up',
+            () => 'down',
+          ),
+        ).to.equal('down');
       } finally {
         await store.close();
       }
@@ -160,13 +213,20 @@ describe('Store loss', function () {
       const log = pino({ level: 'info' }, { write: (line: string) => lines.push(line) });
       const ctx = { path: '/admin/api/clients', method: 'POST', state: {} } as unknown as Context & { body: any };
       await jsonErrors(log)(ctx, async () => {
-        throw new StoreUnavailableError('the store\'s database file /data/arbiter.db is missing');
+        throw new StoreUnavailableError("the store's database file /data/arbiter.db is missing");
       });
       expect(ctx.status).to.equal(503);
-      expect(ctx.body).to.deep.equal({ error: 'temporarily_unavailable', error_description: "the store's database file /data/arbiter.db is missing" });
+      expect(ctx.body).to.deep.equal({
+        error: 'temporarily_unavailable',
+        error_description: "the store's database file /data/arbiter.db is missing",
+      });
       expect(lines).to.have.length(1);
       const entry = JSON.parse(lines[0]);
-      expect(entry).to.include({ level: 50, msg: "store unavailable: the store's database file /data/arbiter.db is missing", path: '/admin/api/clients' });
+      expect(entry).to.include({
+        level: 50,
+        msg: "store unavailable: the store's database file /data/arbiter.db is missing",
+        path: '/admin/api/clients',
+      });
       expect(lines[0]).not.to.contain('    at ');
     });
   });

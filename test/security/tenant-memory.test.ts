@@ -12,7 +12,9 @@ const CONCURRENCY = 32;
 const MAX_GROWTH_MB = 50;
 
 function rssMegabytes(pid: number): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((entry) => entry.startsWith('VmRSS:'));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((entry) => entry.startsWith('VmRSS:'));
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? NaN) / 1024;
 }
 
@@ -23,7 +25,9 @@ async function freshTenants(url: string, prefix: string, count: number): Promise
   const worker = async () => {
     while (next < count) {
       const n = next++;
-      const response = await fetch(`${url}/.well-known/openid-configuration`, { headers: { 'X-Tenant-Id': `${prefix}-${n}` } });
+      const response = await fetch(`${url}/.well-known/openid-configuration`, {
+        headers: { 'X-Tenant-Id': `${prefix}-${n}` },
+      });
       await response.arrayBuffer();
       statuses.set(response.status, (statuses.get(response.status) ?? 0) + 1);
     }

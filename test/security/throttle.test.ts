@@ -8,14 +8,22 @@ const LIMIT = 5;
 
 /** Each caller is its own loopback address; Linux routes all of 127.0.0.0/8 to lo. */
 function adminCall(server: TestServer, from: string, key: string, headers: Record<string, string> = {}) {
-  return rawRequest(server.url, { path: '/admin/api/clients', localAddress: from, headers: { 'X-Admin-API-Key': key, ...headers } });
+  return rawRequest(server.url, {
+    path: '/admin/api/clients',
+    localAddress: from,
+    headers: { 'X-Admin-API-Key': key, ...headers },
+  });
 }
 
 describe('Throttling of authentication failures, and the caller address', function () {
   let server: TestServer;
   before(async function () {
     // Its own server: it counts failures per address against a small limit.
-    server = await readyServer({ AUTH_FAILURE_LIMIT: String(LIMIT), AUTH_FAILURE_WINDOW_SECONDS: '600', TRUSTED_PROXIES: '127.0.0.50' });
+    server = await readyServer({
+      AUTH_FAILURE_LIMIT: String(LIMIT),
+      AUTH_FAILURE_WINDOW_SECONDS: '600',
+      TRUSTED_PROXIES: '127.0.0.50',
+    });
   });
   after(async function () {
     await server?.close();
@@ -23,18 +31,24 @@ describe('Throttling of authentication failures, and the caller address', functi
 
   /** A client_credentials request with the client's secret in a Basic header, or in the form (client_secret_post). */
   function tokenRequest(clientId: string, secret: string, from: string, inBody = false) {
-    const credentials = inBody ? `&client_id=${encodeURIComponent(clientId)}&client_secret=${encodeURIComponent(secret)}` : '';
+    const credentials = inBody
+      ? `&client_id=${encodeURIComponent(clientId)}&client_secret=${encodeURIComponent(secret)}`
+      : '';
     return rawRequest(server.url, {
       method: 'POST',
       path: '/token',
       localAddress: from,
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...(inBody ? {} : { Authorization: basic(clientId, secret) }) },
+      headers: {
+        'Content-Type': 'application/x-www-form-urlencoded',
+        ...(inBody ? {} : { Authorization: basic(clientId, secret) }),
+      },
       body: `grant_type=client_credentials&scope=read${credentials}`,
     });
   }
 
   it('answers 429 with Retry-After after the configured number of wrong Admin keys, for that address only', async function () {
-    for (let attempt = 0; attempt < LIMIT; attempt++) expect((await adminCall(server, '127.0.0.11', 'wrong-key-0123456789')).status).to.equal(401);
+    for (let attempt = 0; attempt < LIMIT; attempt++)
+      expect((await adminCall(server, '127.0.0.11', 'wrong-key-0123456789')).status).to.equal(401);
     const blocked = await adminCall(server, '127.0.0.11', 'wrong-key-0123456789');
     expect(blocked.status).to.equal(429);
     expect(Number(blocked.headers['retry-after'])).to.be.within(1, 600);
@@ -50,13 +64,23 @@ describe('Throttling of authentication failures, and the caller address', functi
         method: 'POST',
         path: '/token',
         localAddress: from,
-        headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: basic('throttled-svc', wrong ? 'not-the-secret' : secret) },
+        headers: {
+          'Content-Type': 'application/x-www-form-urlencoded',
+          Authorization: basic('throttled-svc', wrong ? 'not-the-secret' : secret),
+        },
         body: 'grant_type=client_credentials&scope=read',
       });
     for (let attempt = 0; attempt < LIMIT; attempt++) expect((await token(true, '127.0.0.13')).status).to.equal(401);
     expect((await token(false, '127.0.0.13')).status, 'the right secret from the same address').to.equal(429);
     expect((await token(false, '127.0.0.14')).status, 'another caller').to.equal(200);
-    const introspect = () => rawRequest(server.url, { method: 'POST', path: '/introspect', localAddress: '127.0.0.15', headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: 'Bearer made-up' }, body: 'token=x' });
+    const introspect = () =>
+      rawRequest(server.url, {
+        method: 'POST',
+        path: '/introspect',
+        localAddress: '127.0.0.15',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', Authorization: 'Bearer made-up' },
+        body: 'token=x',
+      });
     for (let attempt = 0; attempt < LIMIT; attempt++) expect((await introspect()).status).to.equal(401);
     expect((await introspect()).status).to.equal(429);
   });
@@ -67,13 +91,18 @@ describe('Throttling of authentication failures, and the caller address', functi
     for (let attempt = 0; attempt < 20; attempt++) expect((await userinfo()).status).to.equal(401);
     const bundle = () => rawRequest(server.url, { path: '/policy/bundle.tar.gz', localAddress: from });
     for (let attempt = 0; attempt < 20; attempt++) expect((await bundle()).status).to.equal(401);
-    const preflight = { Origin: 'https://evil.example', 'Access-Control-Request-Method': 'GET', 'Access-Control-Request-Headers': 'x-admin-api-key' };
-    const preflightCall = () => rawRequest(server.url, { method: 'OPTIONS', path: '/admin/api/clients', localAddress: from, headers: preflight });
+    const preflight = {
+      Origin: 'https://evil.example',
+      'Access-Control-Request-Method': 'GET',
+      'Access-Control-Request-Headers': 'x-admin-api-key',
+    };
+    const preflightCall = () =>
+      rawRequest(server.url, { method: 'OPTIONS', path: '/admin/api/clients', localAddress: from, headers: preflight });
     for (let attempt = 0; attempt < 20; attempt++) expect((await preflightCall()).status).to.not.equal(429);
     expect((await adminCall(server, from, ADMIN_KEY)).status).to.equal(200);
   });
 
-  it('never refuses a valid credential for its address\'s failures, but locks out guesses at one client after the limit', async function () {
+  it("never refuses a valid credential for its address's failures, but locks out guesses at one client after the limit", async function () {
     const guessedSecret = await confidentialClient(server, 'guessed-svc', { scopes: ['read'] });
     const neighbourSecret = await confidentialClient(server, 'neighbour-svc', { scopes: ['read'] });
     const from = '127.0.0.22';
@@ -82,26 +111,47 @@ describe('Throttling of authentication failures, and the caller address', functi
       expect((await tokenRequest('guessed-svc', 'not-the-secret', from, attempt % 2 === 0)).status).to.equal(401);
     }
     expect((await tokenRequest('guessed-svc', 'not-the-secret', from)).status, `guess ${LIMIT + 1}`).to.equal(429);
-    expect((await tokenRequest('guessed-svc', guessedSecret, from, true)).status, 'the right secret is not verified: no oracle').to.equal(429);
-    expect((await tokenRequest('neighbour-svc', neighbourSecret, from)).status, 'another client behind the same address').to.equal(200);
+    expect(
+      (await tokenRequest('guessed-svc', guessedSecret, from, true)).status,
+      'the right secret is not verified: no oracle',
+    ).to.equal(429);
+    expect(
+      (await tokenRequest('neighbour-svc', neighbourSecret, from)).status,
+      'another client behind the same address',
+    ).to.equal(200);
     expect((await adminCall(server, from, ADMIN_KEY)).status, 'the Admin key from the same address').to.equal(200);
-    expect((await tokenRequest('neighbour-svc', 'not-the-secret', from)).status, 'a wrong secret from the over-limit address').to.equal(429);
-    expect((await tokenRequest('guessed-svc', guessedSecret, '127.0.0.23')).status, 'guessed-svc from elsewhere').to.equal(200);
+    expect(
+      (await tokenRequest('neighbour-svc', 'not-the-secret', from)).status,
+      'a wrong secret from the over-limit address',
+    ).to.equal(429);
+    expect(
+      (await tokenRequest('guessed-svc', guessedSecret, '127.0.0.23')).status,
+      'guessed-svc from elsewhere',
+    ).to.equal(200);
   });
 
   it(`locks out a client everywhere after ${IDENTITY_WIDE_FACTOR} × the limit of guesses spread over many addresses`, async function () {
     const secret = await confidentialClient(server, 'spread-svc', { scopes: ['read'] });
     for (let address = 0; address < IDENTITY_WIDE_FACTOR; address++) {
       const from = `127.0.1.${address + 1}`;
-      for (let attempt = 0; attempt < LIMIT; attempt++) expect((await tokenRequest('spread-svc', 'not-the-secret', from)).status).to.equal(401);
+      for (let attempt = 0; attempt < LIMIT; attempt++)
+        expect((await tokenRequest('spread-svc', 'not-the-secret', from)).status).to.equal(401);
     }
-    expect((await tokenRequest('spread-svc', secret, '127.0.1.100')).status, 'even the right secret, from a fresh address').to.equal(429);
+    expect(
+      (await tokenRequest('spread-svc', secret, '127.0.1.100')).status,
+      'even the right secret, from a fresh address',
+    ).to.equal(429);
   });
 
-  it('throttles wrong policy bundle tokens; the right one (OPA\'s) still gets the bundle, from any address', async function () {
+  it("throttles wrong policy bundle tokens; the right one (OPA's) still gets the bundle, from any address", async function () {
     const bundle = (token: string, from: string) =>
-      rawRequest(server.url, { path: '/policy/bundle.tar.gz', localAddress: from, headers: { Authorization: `Bearer ${token}` } });
-    for (let attempt = 0; attempt < LIMIT; attempt++) expect((await bundle('wrong-bundle-token-0123', '127.0.0.24')).status).to.equal(401);
+      rawRequest(server.url, {
+        path: '/policy/bundle.tar.gz',
+        localAddress: from,
+        headers: { Authorization: `Bearer ${token}` },
+      });
+    for (let attempt = 0; attempt < LIMIT; attempt++)
+      expect((await bundle('wrong-bundle-token-0123', '127.0.0.24')).status).to.equal(401);
     const blocked = await bundle('wrong-bundle-token-0123', '127.0.0.24');
     expect(blocked.status).to.equal(429);
     expect(Number(blocked.headers['retry-after'])).to.be.within(1, 600);
@@ -111,19 +161,39 @@ describe('Throttling of authentication failures, and the caller address', functi
 
   it('ignores X-Forwarded-For from a caller that is not a configured proxy: neither the limit nor the audited address moves', async function () {
     for (let attempt = 0; attempt < LIMIT; attempt++) {
-      const spoofed = await adminCall(server, '127.0.0.16', 'wrong-key-0123456789', { 'X-Forwarded-For': `198.51.100.${attempt + 1}`, 'User-Agent': 'spoofer' });
+      const spoofed = await adminCall(server, '127.0.0.16', 'wrong-key-0123456789', {
+        'X-Forwarded-For': `198.51.100.${attempt + 1}`,
+        'User-Agent': 'spoofer',
+      });
       expect(spoofed.status).to.equal(401);
     }
-    expect((await adminCall(server, '127.0.0.16', ADMIN_KEY, { 'X-Forwarded-For': '198.51.100.99' })).status).to.equal(429);
-    const audited = (await rawRequest(server.url, { path: '/admin/api/audit-logs?size=100', localAddress: '127.0.0.17', headers: { 'X-Admin-API-Key': ADMIN_KEY } })).json();
+    expect((await adminCall(server, '127.0.0.16', ADMIN_KEY, { 'X-Forwarded-For': '198.51.100.99' })).status).to.equal(
+      429,
+    );
+    const audited = (
+      await rawRequest(server.url, {
+        path: '/admin/api/audit-logs?size=100',
+        localAddress: '127.0.0.17',
+        headers: { 'X-Admin-API-Key': ADMIN_KEY },
+      })
+    ).json();
     const spoofers = audited.content.filter((entry: any) => entry.userAgent === 'spoofer');
     expect(spoofers).to.have.length(LIMIT);
     for (const entry of spoofers) expect(entry.ip).to.equal('127.0.0.16');
   });
 
   it('takes the address a configured proxy forwarded', async function () {
-    await adminCall(server, '127.0.0.50', ADMIN_KEY, { 'X-Forwarded-For': '198.51.100.7', 'User-Agent': 'behind-proxy' });
-    const audited = (await rawRequest(server.url, { path: '/admin/api/audit-logs?size=100', localAddress: '127.0.0.17', headers: { 'X-Admin-API-Key': ADMIN_KEY } })).json();
+    await adminCall(server, '127.0.0.50', ADMIN_KEY, {
+      'X-Forwarded-For': '198.51.100.7',
+      'User-Agent': 'behind-proxy',
+    });
+    const audited = (
+      await rawRequest(server.url, {
+        path: '/admin/api/audit-logs?size=100',
+        localAddress: '127.0.0.17',
+        headers: { 'X-Admin-API-Key': ADMIN_KEY },
+      })
+    ).json();
     const entry = audited.content.find((candidate: any) => candidate.userAgent === 'behind-proxy');
     expect(entry.ip).to.equal('198.51.100.7');
   });

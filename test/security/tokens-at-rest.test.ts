@@ -7,7 +7,13 @@ import { createOidcAdapter, OIDC_COLLECTION } from '../../adapters/oidc/index.js
 import { openArbiterStore as openStore } from '../../src/collections.js';
 import type { Store } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, passDevIdpForms, registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
+import {
+  arrivingAt,
+  passDevIdpForms,
+  registerPublicClient,
+  startRegisteredDevIdp,
+  type RegisteredDevIdp,
+} from '../support/dev-idp.js';
 import { clientCredentials, confidentialClient, eventually, postForm, updateOauthData } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
@@ -37,7 +43,9 @@ describe('Tokens at rest', function () {
     // A resource server that may introspect, with a client_credentials token of its own.
     rsSecret = await confidentialClient(server, 'rest-rs', { scopes: ['introspection'] });
     const rsClient = (await server.admin('GET', '/clients/rest-rs')).body;
-    expect((await server.admin('POST', '/resource-servers', { resourceIndicator: API, clientId: rsClient.id })).status).to.equal(201);
+    expect(
+      (await server.admin('POST', '/resource-servers', { resourceIndicator: API, clientId: rsClient.id })).status,
+    ).to.equal(201);
   });
 
   after(async function () {
@@ -50,7 +58,11 @@ describe('Tokens at rest', function () {
     const db = new Database(storeFile(server), { readonly: true, fileMustExist: true });
     try {
       const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[];
-      return tables.flatMap(({ name }) => (db.prepare(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[]).map((row) => `${name}: ${JSON.stringify(row)}`));
+      return tables.flatMap(({ name }) =>
+        (db.prepare(`SELECT * FROM "${name}"`).all() as Record<string, unknown>[]).map(
+          (row) => `${name}: ${JSON.stringify(row)}`,
+        ),
+      );
     } finally {
       db.close();
     }
@@ -59,7 +71,9 @@ describe('Tokens at rest', function () {
   /** The bytes of the database file and of its -wal and -shm files, as a copy of the directory would have them. */
   function bytesOfTheStore(): Buffer {
     const file = storeFile(server);
-    return Buffer.concat([file, `${file}-wal`, `${file}-shm`].filter((path) => existsSync(path)).map((path) => readFileSync(path)));
+    return Buffer.concat(
+      [file, `${file}-wal`, `${file}-shm`].filter((path) => existsSync(path)).map((path) => readFileSync(path)),
+    );
   }
 
   it('stores no access token, refresh token, code, registration access token or session id, and still finds each by its digest', async function () {
@@ -84,10 +98,15 @@ describe('Tokens at rest', function () {
     const code = redirect.searchParams.get('code')!;
     expect(code).to.be.a('string').and.not.empty;
     const arbiterHost = new URL(server.config.issuer).hostname; // the dev IdP has a _session cookie of its own
-    const sessionId = cookiesOf(agent).find((cookie) => cookie.name === '_session' && cookie.host === arbiterHost)?.value;
+    const sessionId = cookiesOf(agent).find(
+      (cookie) => cookie.name === '_session' && cookie.host === arbiterHost,
+    )?.value;
     expect(sessionId, 'the browser has an Arbiter session').to.be.a('string').and.not.empty;
 
-    const tokens = await client.authorizationCodeGrant(spa, redirect, { pkceCodeVerifier: codeVerifier, expectedState: state });
+    const tokens = await client.authorizationCodeGrant(spa, redirect, {
+      pkceCodeVerifier: codeVerifier,
+      expectedState: state,
+    });
     const accessToken = tokens.access_token;
     const firstRefreshToken = tokens.refresh_token!;
     expect(firstRefreshToken).to.be.a('string');
@@ -105,7 +124,11 @@ describe('Tokens at rest', function () {
     await eventually(async () => {
       const response = await server.request('/register', {
         method: 'POST',
-        json: { redirect_uris: ['https://registered.example.test/cb'], client_name: 'Registered', token_endpoint_auth_method: 'none' },
+        json: {
+          redirect_uris: ['https://registered.example.test/cb'],
+          client_name: 'Registered',
+          token_endpoint_auth_method: 'none',
+        },
       });
       const body = (await response.json()) as Record<string, unknown>;
       if (response.status !== 201) return false;
@@ -115,12 +138,18 @@ describe('Tokens at rest', function () {
     expect(registrationAccessToken).to.be.a('string').and.not.empty;
 
     // Everything issued still works: found by digest.
-    const introspect = (token: string) => postForm(server, '/introspect', { token }, { Authorization: `Bearer ${ccToken}` });
+    const introspect = (token: string) =>
+      postForm(server, '/introspect', { token }, { Authorization: `Bearer ${ccToken}` });
     const introspected = await introspect(rotated.access_token);
     expect(introspected.status, JSON.stringify(introspected.body)).to.equal(200);
     expect(introspected.body).to.include({ active: true, client_id: spaClientId, sub: 'alice' });
-    expect((await introspect(secondRefreshToken)).body.active, 'the rotated refresh token introspects as active').to.equal(true);
-    const userinfo = await server.request('/userinfo', { headers: { Authorization: `Bearer ${rotated.access_token}` } });
+    expect(
+      (await introspect(secondRefreshToken)).body.active,
+      'the rotated refresh token introspects as active',
+    ).to.equal(true);
+    const userinfo = await server.request('/userinfo', {
+      headers: { Authorization: `Bearer ${rotated.access_token}` },
+    });
     expect(userinfo.status).to.equal(200);
     expect(((await userinfo.json()) as { sub: string }).sub).to.equal('alice');
     const again = await client.refreshTokenGrant(spa, secondRefreshToken);
@@ -142,7 +171,10 @@ describe('Tokens at rest', function () {
     const rows = rowsOfTheStore();
     const bytes = bytesOfTheStore();
     // The reads do see the store: the client's id is in it.
-    expect(rows.some((row) => row.includes(spaClientId)), 'SQLite shows the store content').to.equal(true);
+    expect(
+      rows.some((row) => row.includes(spaClientId)),
+      'SQLite shows the store content',
+    ).to.equal(true);
     expect(bytes.includes(spaClientId), 'the raw bytes hold the store content').to.equal(true);
 
     const leaks: string[] = [];
@@ -155,12 +187,25 @@ describe('Tokens at rest', function () {
     expect(leaks, 'issued values found in the store').to.deep.equal([]);
     // Stored by digest instead: the rotated refresh token's SHA-256 is its key.
     const digest = createHash('sha256').update(secondRefreshToken).digest('base64url');
-    expect(rows.some((row) => row.includes(digest)), 'the refresh token is stored by its SHA-256 digest').to.equal(true);
+    expect(
+      rows.some((row) => row.includes(digest)),
+      'the refresh token is stored by its SHA-256 digest',
+    ).to.equal(true);
 
     // Consumption works by digest too (checked last: a replay revokes the grant and deletes its tokens).
-    const replayed = await postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: firstRefreshToken, client_id: spaClientId });
+    const replayed = await postForm(server, '/token', {
+      grant_type: 'refresh_token',
+      refresh_token: firstRefreshToken,
+      client_id: spaClientId,
+    });
     expect(replayed.body.error, 'a rotated refresh token is refused').to.equal('invalid_grant');
-    const reused = await postForm(server, '/token', { grant_type: 'authorization_code', code, client_id: spaClientId, code_verifier: codeVerifier, redirect_uri: REDIRECT_URI });
+    const reused = await postForm(server, '/token', {
+      grant_type: 'authorization_code',
+      code,
+      client_id: spaClientId,
+      code_verifier: codeVerifier,
+      redirect_uri: REDIRECT_URI,
+    });
     expect(reused.body.error, 'a used code is refused').to.equal('invalid_grant');
   });
 });
@@ -182,7 +227,11 @@ describe('The oidc-provider adapter at rest', function () {
   it('keys an artefact by the digest of its value, keeps no jti, and gives it back on find', async function () {
     const Adapter = createOidcAdapter(store, 'tenant-a');
     const tokens = new Adapter('RefreshToken');
-    await tokens.upsert('rt-value-0123456789', { jti: 'rt-value-0123456789', kind: 'RefreshToken', grantId: 'g1', exp: 1 }, 60);
+    await tokens.upsert(
+      'rt-value-0123456789',
+      { jti: 'rt-value-0123456789', kind: 'RefreshToken', grantId: 'g1', exp: 1 },
+      60,
+    );
 
     const [doc] = await storedDocs();
     expect(doc.id).to.equal(`RefreshToken:${sha256('rt-value-0123456789')}`);
@@ -198,12 +247,20 @@ describe('The oidc-provider adapter at rest', function () {
 
   it('finds a session by uid without its id, and keeps the session id out of interactions', async function () {
     const Adapter = createOidcAdapter(store, 'tenant-a');
-    await new Adapter('Session').upsert('session-cookie-value', { jti: 'session-cookie-value', uid: 'session-uid', accountId: 'alice', kind: 'Session' }, 60);
-    await new Adapter('Interaction').upsert('interaction-uid', {
-      jti: 'interaction-uid',
-      kind: 'Interaction',
-      session: { accountId: 'alice', uid: 'session-uid', cookie: 'session-cookie-value' },
-    }, 60);
+    await new Adapter('Session').upsert(
+      'session-cookie-value',
+      { jti: 'session-cookie-value', uid: 'session-uid', accountId: 'alice', kind: 'Session' },
+      60,
+    );
+    await new Adapter('Interaction').upsert(
+      'interaction-uid',
+      {
+        jti: 'interaction-uid',
+        kind: 'Interaction',
+        session: { accountId: 'alice', uid: 'session-uid', cookie: 'session-cookie-value' },
+      },
+      60,
+    );
 
     const docs = await storedDocs();
     expect(docs).to.have.length(2);
@@ -211,8 +268,14 @@ describe('The oidc-provider adapter at rest', function () {
     const byUid = await new Adapter('Session').findByUid('session-uid');
     expect(byUid).to.deep.include({ accountId: 'alice', uid: 'session-uid' });
     expect(byUid).not.to.have.property('jti');
-    expect(await new Adapter('Session').find('session-cookie-value')).to.deep.include({ jti: 'session-cookie-value', accountId: 'alice' });
-    expect((await new Adapter('Interaction').find('interaction-uid'))?.session).to.deep.equal({ accountId: 'alice', uid: 'session-uid' });
+    expect(await new Adapter('Session').find('session-cookie-value')).to.deep.include({
+      jti: 'session-cookie-value',
+      accountId: 'alice',
+    });
+    expect((await new Adapter('Interaction').find('interaction-uid'))?.session).to.deep.equal({
+      accountId: 'alice',
+      uid: 'session-uid',
+    });
   });
 
   it('rewrites artefacts stored before values were hashed under their digest, on first use', async function () {
@@ -226,7 +289,10 @@ describe('The oidc-provider adapter at rest', function () {
       expiresAt: inFuture(),
     });
     const Adapter = createOidcAdapter(store, 'tenant-a');
-    expect(await new Adapter('AccessToken').find('legacy-access-token-value')).to.deep.include({ jti: 'legacy-access-token-value', grantId: 'g2' });
+    expect(await new Adapter('AccessToken').find('legacy-access-token-value')).to.deep.include({
+      jti: 'legacy-access-token-value',
+      grantId: 'g2',
+    });
     const docs = await store.collection(OIDC_COLLECTION, 'tenant-a').find();
     expect(docs.map((doc) => doc.id)).to.deep.equal([`AccessToken:${sha256('legacy-access-token-value')}`]);
     expect(JSON.stringify(docs)).not.to.contain('legacy-access-token-value');

@@ -5,7 +5,13 @@
  */
 import { expect } from 'chai';
 import { TurnReads } from '../../src/store/turn-reads.js';
-import { ConflictError, DEFAULT_TENANT, type CollectionSpec, type Store, type StoredDoc } from '../../src/store/types.js';
+import {
+  ConflictError,
+  DEFAULT_TENANT,
+  type CollectionSpec,
+  type Store,
+  type StoredDoc,
+} from '../../src/store/types.js';
 
 export interface ConformanceOptions {
   /**
@@ -32,7 +38,11 @@ async function expectConflict(write: Promise<unknown>, fields: string[]): Promis
   expect((error as InstanceType<typeof ConflictError>).fields).to.deep.equal(fields);
 }
 
-export function describeStoreConformance(name: string, open: () => Promise<Store>, options: ConformanceOptions = {}): void {
+export function describeStoreConformance(
+  name: string,
+  open: () => Promise<Store>,
+  options: ConformanceOptions = {},
+): void {
   describe(`Store conformance: ${name}`, () => {
     let store: Store;
 
@@ -54,7 +64,15 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
     describe('insert and get', () => {
       it('returns the document unchanged, nested values, booleans and nulls included', async () => {
-        const doc = { id: 'a', name: 'x', n: 3.5, flag: false, nothing: null, tags: ['t1', 't2'], nested: { deep: { v: 1 } } };
+        const doc = {
+          id: 'a',
+          name: 'x',
+          n: 3.5,
+          flag: false,
+          nothing: null,
+          tags: ['t1', 't2'],
+          nested: { deep: { v: 1 } },
+        };
         const codes = store.collection(CODES);
         expect(await codes.insert(doc)).to.deep.equal(doc);
         expect(await codes.get('a')).to.deep.equal(doc);
@@ -81,9 +99,11 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
       it('lets exactly one of several parallel inserts of the same id succeed', async () => {
         const codes = store.collection(CODES);
-        const results = await Promise.allSettled(Array.from({ length: PARALLEL }, (_, v) => codes.insert({ id: 'a', v })));
+        const results = await Promise.allSettled(
+          Array.from({ length: PARALLEL }, (_, v) => codes.insert({ id: 'a', v })),
+        );
         expect(results.filter((result) => result.status === 'fulfilled')).to.have.length(1);
-              for (const result of results.filter((r): r is PromiseRejectedResult => r.status === 'rejected')) {
+        for (const result of results.filter((r): r is PromiseRejectedResult => r.status === 'rejected')) {
           expect(result.reason).to.be.instanceOf(ConflictError);
         }
         expect(await codes.count()).to.equal(1);
@@ -91,7 +111,12 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
     });
 
     describe('insertMany', () => {
-      const many = (count: number, from = 1) => Array.from({ length: count }, (_, index) => ({ id: from + index, grantId: `g${(from + index) % 3}`, nested: { n: from + index } }));
+      const many = (count: number, from = 1) =>
+        Array.from({ length: count }, (_, index) => ({
+          id: from + index,
+          grantId: `g${(from + index) % 3}`,
+          nested: { n: from + index },
+        }));
 
       it('stores every document, numeric ids and nested values as given, and returns them in order', async () => {
         const codes = store.collection(CODES);
@@ -99,7 +124,9 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         expect(await codes.insertMany(docs)).to.deep.equal(docs);
         expect(await codes.count()).to.equal(250);
         expect(await codes.get(137)).to.deep.equal(docs[136]);
-        expect((await codes.find({}, { sort: { field: 'id', direction: 'asc' } })).map((doc) => doc.id)).to.deep.equal(docs.map((doc) => doc.id));
+        expect((await codes.find({}, { sort: { field: 'id', direction: 'asc' } })).map((doc) => doc.id)).to.deep.equal(
+          docs.map((doc) => doc.id),
+        );
         expect(await codes.count({ grantId: 'g0' })).to.equal(83);
       });
 
@@ -112,7 +139,9 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       it('rejects an id already stored with a ConflictError on [id], keeps the original and stores none after it', async () => {
         const codes = store.collection(CODES);
         await codes.insert({ id: 3, v: 'original' });
-        await expectConflict(codes.insertMany([{ id: 1 }, { id: 2 }, { id: 3, v: 'clash' }, { id: 4 }, { id: 5 }]), ['id']);
+        await expectConflict(codes.insertMany([{ id: 1 }, { id: 2 }, { id: 3, v: 'clash' }, { id: 4 }, { id: 5 }]), [
+          'id',
+        ]);
         expect(await codes.get(3)).to.deep.equal({ id: 3, v: 'original' });
         expect(await codes.get(4)).to.equal(null);
         expect(await codes.get(5)).to.equal(null);
@@ -121,7 +150,9 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       it('rejects the same id twice in one call, storing the first at most', async () => {
         const codes = store.collection(CODES);
         await expectConflict(codes.insertMany([{ id: 'a', v: 1 }, { id: 'a', v: 2 }, { id: 'b' }]), ['id']);
-        expect(await codes.find()).to.satisfy((found: StoredDoc[]) => found.length === 0 || (found.length === 1 && found[0].v === 1));
+        expect(await codes.find()).to.satisfy(
+          (found: StoredDoc[]) => found.length === 0 || (found.length === 1 && found[0].v === 1),
+        );
         expect(await codes.get('b')).to.equal(null);
       });
 
@@ -129,7 +160,13 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         const users = store.collection(USERS);
         await users.insert({ id: 'u1', email: 'a@example.com' });
         await expectConflict(users.insertMany([{ id: 'u2', email: 'a@example.com' }]), ['email']);
-        await expectConflict(users.insertMany([{ id: 'u3', provider: 'google', subject: 's1' }, { id: 'u4', provider: 'google', subject: 's1' }]), ['provider', 'subject']);
+        await expectConflict(
+          users.insertMany([
+            { id: 'u3', provider: 'google', subject: 's1' },
+            { id: 'u4', provider: 'google', subject: 's1' },
+          ]),
+          ['provider', 'subject'],
+        );
         expect(await users.get('u2')).to.equal(null);
         expect(await users.get('u4')).to.equal(null);
         await users.insertMany([{ id: 'u5', email: null }, { id: 'u6', email: null }, { id: 'u7' }]);
@@ -140,7 +177,12 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         const codes = store.collection(CODES);
         await codes.insert({ id: 'a', v: 1, expiresAt: past() });
         // A fresh document before the reused id: a retry after the clash must not send it twice.
-        await codes.insertMany([{ id: 'z' }, { id: 'a', v: 2 }, { id: 'b', expiresAt: past() }, { id: 'c', expiresAt: future() }]);
+        await codes.insertMany([
+          { id: 'z' },
+          { id: 'a', v: 2 },
+          { id: 'b', expiresAt: past() },
+          { id: 'c', expiresAt: future() },
+        ]);
         expect(await codes.get('a')).to.deep.equal({ id: 'a', v: 2 });
         expect(await codes.get('b')).to.equal(null);
         expect(await codes.count()).to.equal(3);
@@ -171,8 +213,12 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       });
 
       it('allows the same values in another tenant', async () => {
-        await store.collection(USERS, 'acme').insert({ id: 'u1', email: 'a@example.com', provider: 'google', subject: 's1' });
-        await store.collection(USERS, 'globex').insert({ id: 'u2', email: 'a@example.com', provider: 'google', subject: 's1' });
+        await store
+          .collection(USERS, 'acme')
+          .insert({ id: 'u1', email: 'a@example.com', provider: 'google', subject: 's1' });
+        await store
+          .collection(USERS, 'globex')
+          .insert({ id: 'u2', email: 'a@example.com', provider: 'google', subject: 's1' });
         expect(await store.collection(USERS, 'globex').count({ email: 'a@example.com' })).to.equal(1);
       });
 
@@ -359,8 +405,11 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         await fruit.insert({ id: 2, name: 'banana', createdAt: 2000 });
       });
 
-      const idsSortedBy = async (field: string, direction: 'asc' | 'desc', page: { skip?: number; limit?: number } = {}) =>
-        (await store.collection('fruit').find({}, { sort: { field, direction }, ...page })).map((doc) => doc.id);
+      const idsSortedBy = async (
+        field: string,
+        direction: 'asc' | 'desc',
+        page: { skip?: number; limit?: number } = {},
+      ) => (await store.collection('fruit').find({}, { sort: { field, direction }, ...page })).map((doc) => doc.id);
 
       it('sorts numeric ids numerically, both ways', async () => {
         expect(await idsSortedBy('id', 'asc')).to.deep.equal([2, 9, 10, 100]);
@@ -406,14 +455,19 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         await codes.insert({ id: 'a', state: 'issued', consumed: null });
         expect(await codes.update('a', { state: 'revoked' }, { state: 'consumed' })).to.equal(null);
         expect(await codes.get('a')).to.include({ state: 'issued' });
-        expect(await codes.update('a', { consumed: true }, { state: 'issued', consumed: null })).to.include({ consumed: true });
+        expect(await codes.update('a', { consumed: true }, { state: 'issued', consumed: null })).to.include({
+          consumed: true,
+        });
         expect(await codes.update('a', { consumed: false }, { consumed: null })).to.equal(null);
       });
 
       it('matches onlyIf null against an absent field', async () => {
         const codes = store.collection(CODES);
         await codes.insert({ id: 'a' });
-        expect(await codes.update('a', { consumed: true }, { consumed: null })).to.deep.equal({ id: 'a', consumed: true });
+        expect(await codes.update('a', { consumed: true }, { consumed: null })).to.deep.equal({
+          id: 'a',
+          consumed: true,
+        });
       });
 
       it('never changes the id', async () => {
@@ -433,7 +487,9 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
       itConcurrently('lets exactly one of many parallel conditional updates win', async () => {
         const codes = store.collection(CODES);
         await codes.insert({ id: 'code', consumed: null });
-        const results = await Promise.all(Array.from({ length: PARALLEL }, () => codes.update('code', { consumed: true }, { consumed: null })));
+        const results = await Promise.all(
+          Array.from({ length: PARALLEL }, () => codes.update('code', { consumed: true }, { consumed: null })),
+        );
         expect(results.filter((result) => result !== null)).to.have.length(1);
       });
     });
@@ -464,7 +520,9 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         await logs.insert({ id: 3, createdAt: '2026-06-01T00:00:00.000Z' });
         await logs.insert({ id: 4, createdAt: 5 });
         await logs.insert({ id: 5 });
-        await store.collection({ name: 'logs', indexes: ['createdAt'] }, 'acme').insert({ id: 1, createdAt: '2025-01-01T00:00:00.000Z' });
+        await store
+          .collection({ name: 'logs', indexes: ['createdAt'] }, 'acme')
+          .insert({ id: 1, createdAt: '2025-01-01T00:00:00.000Z' });
         expect(await logs.deleteBefore('createdAt', '2026-06-01T00:00:00.000Z')).to.equal(2);
         expect((await logs.find()).map((doc) => doc.id)).to.deep.equal([3, 4, 5]);
         expect(await logs.deleteBefore('createdAt', 10)).to.equal(1);
@@ -474,7 +532,9 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
       it('deleteBefore with a limit removes at most that many, so a large purge goes in steps', async () => {
         const logs = store.collection({ name: 'logs', indexes: ['createdAt'] });
-        await logs.insertMany(Array.from({ length: 7 }, (_, n) => ({ id: n + 1, createdAt: `2026-01-0${n + 1}T00:00:00.000Z` })));
+        await logs.insertMany(
+          Array.from({ length: 7 }, (_, n) => ({ id: n + 1, createdAt: `2026-01-0${n + 1}T00:00:00.000Z` })),
+        );
         expect(await logs.deleteBefore('createdAt', '2027', 3)).to.equal(3);
         expect(await logs.deleteBefore('createdAt', '2027', 3)).to.equal(3);
         expect(await logs.deleteBefore('createdAt', '2027', 3)).to.equal(1);
@@ -523,9 +583,12 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
     describe('nextSequence', () => {
       it('counts 1, 2, 3 for each name independently', async () => {
-        expect([await store.nextSequence('a'), await store.nextSequence('a'), await store.nextSequence('b'), await store.nextSequence('a')]).to.deep.equal([
-          1, 2, 1, 3,
-        ]);
+        expect([
+          await store.nextSequence('a'),
+          await store.nextSequence('a'),
+          await store.nextSequence('b'),
+          await store.nextSequence('a'),
+        ]).to.deep.equal([1, 2, 1, 3]);
       });
 
       it('reserves a block of values with a count, returning its last', async () => {
@@ -536,7 +599,9 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
 
       itConcurrently('never hands out a value twice to parallel callers', async () => {
         const values = await Promise.all(Array.from({ length: PARALLEL }, () => store.nextSequence('parallel')));
-        expect([...values].sort((a, b) => a - b)).to.deep.equal(Array.from({ length: PARALLEL }, (_, index) => index + 1));
+        expect([...values].sort((a, b) => a - b)).to.deep.equal(
+          Array.from({ length: PARALLEL }, (_, index) => index + 1),
+        );
       });
     });
 
@@ -548,18 +613,28 @@ export function describeStoreConformance(name: string, open: () => Promise<Store
         const users = store.collection(USERS);
         const writes: [string, () => Promise<unknown>][] = [
           ['insert', () => codes.insert({ id: 'w1', grantId: 'g' })],
-          ['insertMany', () => codes.insertMany([{ id: 'w2', grantId: 'g' }, { id: 'w3', grantId: 'g' }])],
+          [
+            'insertMany',
+            () =>
+              codes.insertMany([
+                { id: 'w2', grantId: 'g' },
+                { id: 'w3', grantId: 'g' },
+              ]),
+          ],
           ['upsert', () => codes.upsert({ id: 'w1', grantId: 'h' })],
           ['update', () => codes.update('w2', { grantId: 'h' })],
           ['delete', () => codes.delete('w3')],
           ['deleteMany', () => codes.deleteMany({ grantId: 'h' })],
           ['deleteBefore', () => codes.deleteBefore('grantId', 'a')],
-          ['insert refused (unique key)', async () => {
-            await users.insert({ id: 'u1', email: 'same@example.test' });
-            const before = told;
-            await expectConflict(users.insert({ id: 'u2', email: 'same@example.test' }), ['email']);
-            expect(told, 'told of the refused insert').to.be.above(before);
-          }],
+          [
+            'insert refused (unique key)',
+            async () => {
+              await users.insert({ id: 'u1', email: 'same@example.test' });
+              const before = told;
+              await expectConflict(users.insert({ id: 'u2', email: 'same@example.test' }), ['email']);
+              expect(told, 'told of the refused insert').to.be.above(before);
+            },
+          ],
         ];
         for (const [kind, write] of writes) {
           const before = told;

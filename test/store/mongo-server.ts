@@ -82,7 +82,9 @@ class FerretDbProcess {
     const port = await freePort();
     const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-ferretdb-'));
     // The script execs the server, so this child is FerretDB (and its proxy) itself and kill() reaches it.
-    const child = spawn('bash', [FERRETDB_SCRIPT, 'start', String(port), dataDir], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn('bash', [FERRETDB_SCRIPT, 'start', String(port), dataDir], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     const server = new FerretDbProcess(`mongodb://127.0.0.1:${port}/`, child, dataDir);
     try {
       await server.waitUntilAnswering();
@@ -164,7 +166,9 @@ function freePort(): Promise<number> {
     probe.once('error', reject);
     probe.listen(0, '127.0.0.1', () => {
       const address = probe.address();
-      probe.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      probe.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }

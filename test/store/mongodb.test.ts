@@ -57,10 +57,16 @@ describe('MongoDB store', function () {
         for (const key of spec.uniqueKeys ?? []) {
           const unique = byName.get(`uq_${key.join('_')}`);
           expect(unique?.unique, `unique index on ${key.join(' + ')} of ${where}`).to.equal(true);
-          expect(unique!.key, where).to.deep.equal({ tenant: 1, ...Object.fromEntries(key.map((field) => [`_unique.${field}`, 1])) });
+          expect(unique!.key, where).to.deep.equal({
+            tenant: 1,
+            ...Object.fromEntries(key.map((field) => [`_unique.${field}`, 1])),
+          });
         }
         for (const field of spec.indexes ?? []) {
-          expect(byName.get(`ix_${field}`)?.key, `index on ${field} of ${where}`).to.deep.equal({ tenant: 1, [`doc.${field}`]: 1 });
+          expect(byName.get(`ix_${field}`)?.key, `index on ${field} of ${where}`).to.deep.equal({
+            tenant: 1,
+            [`doc.${field}`]: 1,
+          });
         }
       }
     } finally {

@@ -43,12 +43,21 @@ describe('SQLite store: writes of one turn share one transaction (group commit)'
     // Issued in one turn: one group transaction.
     const outcomes = await Promise.allSettled([
       things.insert({ id: 'a', name: 'a' }),
-      things.insertMany([{ id: 'b1', name: 'b1' }, { id: 'b2', name: 'taken' }]),
+      things.insertMany([
+        { id: 'b1', name: 'b1' },
+        { id: 'b2', name: 'taken' },
+      ]),
       things.upsert({ id: 'c', name: 'c' }),
       things.insert({ id: 'taken', name: 'again' }),
       store.collection('others').insert({ id: 'd' }),
     ]);
-    expect(outcomes.map((outcome) => outcome.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled', 'rejected', 'fulfilled']);
+    expect(outcomes.map((outcome) => outcome.status)).to.deep.equal([
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+      'rejected',
+      'fulfilled',
+    ]);
     expect((outcomes[1] as PromiseRejectedResult).reason).to.be.instanceOf(ConflictError);
     expect(await things.get('b1'), 'the rest of a failed insertMany is rolled back with it').to.equal(null);
     await store.close();

@@ -3,7 +3,15 @@ import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
 
 /** Debian's Chromium, headless and quiet: no sandbox (containers), no background network. */
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+];
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
@@ -31,7 +39,11 @@ export class RedirectRecorder {
       response.writeHead(200, { 'content-type': 'text/plain' }).end('back at the client');
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return new RedirectRecorder(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`, received);
+    return new RedirectRecorder(
+      server,
+      `http://127.0.0.1:${(server.address() as AddressInfo).port}/callback`,
+      received,
+    );
   }
 
   /** The query of the most recent request. */
@@ -80,18 +92,30 @@ export class FetchUserAgent {
   }
 
   /** Submits the page's first form with `fields` added to its hidden inputs, then follows redirects. */
-  async submitForm(page: Page, fields: Record<string, string>, stopAt: (url: URL) => boolean = () => false): Promise<Page> {
+  async submitForm(
+    page: Page,
+    fields: Record<string, string>,
+    stopAt: (url: URL) => boolean = () => false,
+  ): Promise<Page> {
     const form = /<form[^>]*action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/.exec(page.body ?? '');
     if (!form) throw new Error(`no form at ${page.url.href}`);
-    const hidden = [...form[2].matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map(([, name, value]): [string, string] => [name, value]);
+    const hidden = [...form[2].matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map(
+      ([, name, value]): [string, string] => [name, value],
+    );
     const body = new URLSearchParams([...hidden, ...Object.entries(fields)]);
     const action = new URL(decodeEntities(form[1]), page.url);
-    return this.follow(action, { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } }, stopAt);
+    return this.follow(
+      action,
+      { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } },
+      stopAt,
+    );
   }
 
   /** The href of the first link whose text contains `text`. */
   static link(page: Page, text: string): URL {
-    const link = [...(page.body ?? '').matchAll(/<a href="([^"]+)"[^>]*>([^<]*)<\/a>/g)].find(([, , label]) => label.includes(text));
+    const link = [...(page.body ?? '').matchAll(/<a href="([^"]+)"[^>]*>([^<]*)<\/a>/g)].find(([, , label]) =>
+      label.includes(text),
+    );
     if (!link) throw new Error(`no link "${text}" at ${page.url.href}`);
     return new URL(decodeEntities(link[1]), page.url);
   }
@@ -100,10 +124,19 @@ export class FetchUserAgent {
     for (let hops = 0; hops < 20; hops += 1) {
       if (stopAt(url)) return { url };
       this.visited.push(url);
-      const response = await fetch(url, { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string>), ...this.headers[url.host], cookie: this.cookieHeader(url) } });
+      const response = await fetch(url, {
+        ...init,
+        redirect: 'manual',
+        headers: {
+          ...(init.headers as Record<string, string>),
+          ...this.headers[url.host],
+          cookie: this.cookieHeader(url),
+        },
+      });
       this.remember(url, response.headers.getSetCookie());
       const location = response.headers.get('location');
-      if (response.status < 300 || response.status >= 400 || !location) return { url, status: response.status, body: await response.text() };
+      if (response.status < 300 || response.status >= 400 || !location)
+        return { url, status: response.status, body: await response.text() };
       await response.body?.cancel();
       url = new URL(location, url);
       init = { method: 'GET' };
@@ -122,7 +155,12 @@ export class FetchUserAgent {
     for (const header of setCookies) {
       const [pair, ...attributes] = header.split(';').map((part) => part.trim());
       const separator = pair.indexOf('=');
-      const cookie = { host: url.hostname, path: defaultPath(url), name: pair.slice(0, separator), value: pair.slice(separator + 1) };
+      const cookie = {
+        host: url.hostname,
+        path: defaultPath(url),
+        name: pair.slice(0, separator),
+        value: pair.slice(separator + 1),
+      };
       let expired = false;
       for (const attribute of attributes) {
         const [key, value = ''] = attribute.split('=');
@@ -130,7 +168,9 @@ export class FetchUserAgent {
         if (/^max-age$/i.test(key)) expired ||= Number(value) <= 0;
         if (/^expires$/i.test(key)) expired ||= Date.parse(value) <= Date.now();
       }
-      this.cookies = this.cookies.filter((kept) => !(kept.host === cookie.host && kept.path === cookie.path && kept.name === cookie.name));
+      this.cookies = this.cookies.filter(
+        (kept) => !(kept.host === cookie.host && kept.path === cookie.path && kept.name === cookie.name),
+      );
       if (!expired) this.cookies.push(cookie);
     }
   }
@@ -147,7 +187,11 @@ function defaultPath(url: URL): string {
 }
 
 function decodeEntities(text: string): string {
-  return text.replace(/&amp;/g, '&').replace(/&#x2F;|&#47;/g, '/').replace(/&quot;/g, '"').replace(/&#39;/g, "'");
+  return text
+    .replace(/&amp;/g, '&')
+    .replace(/&#x2F;|&#47;/g, '/')
+    .replace(/&quot;/g, '"')
+    .replace(/&#39;/g, "'");
 }
 
 /** Every URL the context's pages request (documents, scripts, fetches), in order. */
@@ -166,7 +210,8 @@ export async function recordCspViolations(context: BrowserContext): Promise<stri
   const violations: string[] = [];
   await context.exposeBinding('__reportCspViolation', (_source, text: string) => void violations.push(text));
   await context.addInitScript({
-    content: "document.addEventListener('securitypolicyviolation', (event) => window.__reportCspViolation(`${event.effectiveDirective} blocked ${event.blockedURI || 'inline'}`));",
+    content:
+      "document.addEventListener('securitypolicyviolation', (event) => window.__reportCspViolation(`${event.effectiveDirective} blocked ${event.blockedURI || 'inline'}`));",
   });
   context.on('console', (message) => {
     if (/Content Security Policy/i.test(message.text())) violations.push(`console: ${message.text()}`);
@@ -185,11 +230,16 @@ export interface AxeViolation {
  * The axe-core violations of the page as it is now, at the given impacts. axe is injected by
  * evaluating its source (DevTools evaluation is not subject to the page's CSP, a script tag would be).
  */
-export async function axeViolations(page: import('playwright-core').Page, impacts: string[] = ['serious', 'critical']): Promise<AxeViolation[]> {
+export async function axeViolations(
+  page: import('playwright-core').Page,
+  impacts: string[] = ['serious', 'critical'],
+): Promise<AxeViolation[]> {
   const { readFile } = await import('node:fs/promises');
   const { createRequire } = await import('node:module');
   const source = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
   if (!(await page.evaluate('typeof window.axe === "object"'))) await page.evaluate(source);
-  const violations = (await page.evaluate('axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] } }).then((result) => result.violations.map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, targets: violation.nodes.map((node) => String(node.target)) })))')) as AxeViolation[];
+  const violations = (await page.evaluate(
+    'axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] } }).then((result) => result.violations.map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, targets: violation.nodes.map((node) => String(node.target)) })))',
+  )) as AxeViolation[];
   return violations.filter((violation) => impacts.includes(violation.impact ?? ''));
 }

@@ -22,7 +22,10 @@ export interface RegistrationOptions {
 }
 
 /** Starts a development IdP that redirects to `server`'s callback and registers it through the Admin API. */
-export async function startRegisteredDevIdp(server: TestServer, options: RegistrationOptions = {}): Promise<RegisteredDevIdp> {
+export async function startRegisteredDevIdp(
+  server: TestServer,
+  options: RegistrationOptions = {},
+): Promise<RegisteredDevIdp> {
   const port = await freePort();
   const idp = await startDevIdp({ port, redirectUris: [`${server.config.issuer}/idp/callback`] });
   try {
@@ -35,7 +38,11 @@ export async function startRegisteredDevIdp(server: TestServer, options: Registr
   }
 }
 
-export async function registerIdentityProvider(server: TestServer, issuer: string, options: RegistrationOptions = {}): Promise<{ id: number; idpId: string }> {
+export async function registerIdentityProvider(
+  server: TestServer,
+  issuer: string,
+  options: RegistrationOptions = {},
+): Promise<{ id: number; idpId: string }> {
   const { status, body } = await server.admin('POST', '/identity-providers', {
     issuer,
     name: 'Development IdP',
@@ -57,7 +64,11 @@ export interface TestClient {
 }
 
 /** A public client (PKCE, no secret) allowed openid, profile and email. */
-export async function registerPublicClient(server: TestServer, redirectUri: string, options: { clientId?: string; tenantId?: string } = {}): Promise<TestClient> {
+export async function registerPublicClient(
+  server: TestServer,
+  redirectUri: string,
+  options: { clientId?: string; tenantId?: string } = {},
+): Promise<TestClient> {
   const clientId = options.clientId ?? `spa-${Math.random().toString(36).slice(2, 10)}`;
   const { status, body } = await server.admin('POST', '/clients', {
     clientId,
@@ -78,7 +89,11 @@ export interface AuthorizationRequest {
 }
 
 /** An authorization request of `testClient` at `server` with state and PKCE S256 (and any extra parameters). */
-export async function authorizationRequest(server: TestServer, testClient: TestClient, extra: Record<string, string> = {}): Promise<AuthorizationRequest> {
+export async function authorizationRequest(
+  server: TestServer,
+  testClient: TestClient,
+  extra: Record<string, string> = {},
+): Promise<AuthorizationRequest> {
   const state = client.randomState();
   const codeVerifier = client.randomPKCECodeVerifier();
   const query = new URLSearchParams({
@@ -95,19 +110,40 @@ export async function authorizationRequest(server: TestServer, testClient: TestC
 }
 
 /** POST /token for a public client's code, at this server (not at its issuer, which several nodes may share). */
-export async function redeemCode(server: TestServer, testClient: TestClient, code: string, codeVerifier: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+export async function redeemCode(
+  server: TestServer,
+  testClient: TestClient,
+  code: string,
+  codeVerifier: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: any }> {
   const { clientId, secret } = testClient;
-  const authorization: Record<string, string> = secret ? { authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}` } : {};
+  const authorization: Record<string, string> = secret
+    ? {
+        authorization: `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}`,
+      }
+    : {};
   const response = await fetch(`${server.url}/token`, {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded', ...authorization, ...headers },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: testClient.redirectUri, client_id: testClient.clientId, code_verifier: codeVerifier }),
+    body: new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: testClient.redirectUri,
+      client_id: testClient.clientId,
+      code_verifier: codeVerifier,
+    }),
   });
   return { status: response.status, body: await response.json() };
 }
 
 /** Signs in at the dev IdP's login form (any password) and passes its consent form. */
-export async function passDevIdpForms(agent: FetchUserAgent, loginPage: Page, login: string, stopAt: (url: URL) => boolean): Promise<Page> {
+export async function passDevIdpForms(
+  agent: FetchUserAgent,
+  loginPage: Page,
+  login: string,
+  stopAt: (url: URL) => boolean,
+): Promise<Page> {
   const consentPage = await agent.submitForm(loginPage, { login, password: 'any password' }, stopAt);
   if (!consentPage.body?.includes('name="prompt" value="consent"')) return consentPage;
   return agent.submitForm(consentPage, {}, stopAt);

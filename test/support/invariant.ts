@@ -23,7 +23,8 @@ const EVEN = new Set('02468ace');
 const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
 
 export const authorizeSeed = (state: string): string => `authorize|${state}`;
-export const tokenSeed = (clientId: string, grantType: string, marker: string): string => `token|${clientId}|${grantType}|${marker}`;
+export const tokenSeed = (clientId: string, grantType: string, marker: string): string =>
+  `token|${clientId}|${grantType}|${marker}`;
 
 export function picked(seed: string, item: string): boolean {
   return EVEN.has(sha256(`${seed}|${item}`)[0]);
@@ -45,7 +46,9 @@ export interface Decided {
 export function decide(seed: string, requested: string[], details: Detail[]): Decided {
   const hash = sha256(seed);
   return {
-    scopes: [...new Set(requested)].filter((scope) => ALWAYS_GRANTED.has(scope) || picked(seed, `scope:${scope}`)).sort(),
+    scopes: [...new Set(requested)]
+      .filter((scope) => ALWAYS_GRANTED.has(scope) || picked(seed, `scope:${scope}`))
+      .sort(),
     authorization_details: details.filter((detail) => picked(seed, `type:${detail.type}`)),
     obligations: { seen: hash.slice(0, 8) },
     extensions: { mark: hash.slice(8, 16) },

@@ -8,7 +8,12 @@ export function basic(clientId: string, secret: string): string {
 }
 
 /** Registers a confidential client through the Admin API; returns its plain secret. */
-export async function confidentialClient(server: TestServer, clientId: string, fields: Record<string, unknown> = {}, tenant?: string): Promise<string> {
+export async function confidentialClient(
+  server: TestServer,
+  clientId: string,
+  fields: Record<string, unknown> = {},
+  tenant?: string,
+): Promise<string> {
   const secret = `${clientId}-secret-value`;
   const created = await server.admin('POST', '/clients', {
     clientId,
@@ -28,8 +33,17 @@ export interface JsonResponse {
 }
 
 /** POSTs a form to the server and parses the JSON answer. */
-export async function postForm(server: TestServer, path: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<JsonResponse> {
-  const response = await server.request(path, { method: 'POST', headers: { ...FORM, ...headers }, body: new URLSearchParams(form).toString() });
+export async function postForm(
+  server: TestServer,
+  path: string,
+  form: Record<string, string>,
+  headers: Record<string, string> = {},
+): Promise<JsonResponse> {
+  const response = await server.request(path, {
+    method: 'POST',
+    headers: { ...FORM, ...headers },
+    body: new URLSearchParams(form).toString(),
+  });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
 }
@@ -38,21 +52,50 @@ export async function postForm(server: TestServer, path: string, form: Record<st
  * POST /token with grant_type=client_credentials, the client authenticated with
  * client_secret_basic; `form` adds scope, resource and the like, `headers` a tenant or a request id.
  */
-export function clientCredentials(server: TestServer, clientId: string, secret: string, form: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<JsonResponse> {
-  return postForm(server, '/token', { grant_type: 'client_credentials', ...form }, { Authorization: basic(clientId, secret), ...headers });
+export function clientCredentials(
+  server: TestServer,
+  clientId: string,
+  secret: string,
+  form: Record<string, string> = {},
+  headers: Record<string, string> = {},
+): Promise<JsonResponse> {
+  return postForm(
+    server,
+    '/token',
+    { grant_type: 'client_credentials', ...form },
+    { Authorization: basic(clientId, secret), ...headers },
+  );
 }
 
 /** The access token of a client_credentials request that has to succeed: for tests about what the token is then used for. */
-export async function clientToken(server: TestServer, clientId: string, secret: string, form: Record<string, string> = {}, headers: Record<string, string> = {}): Promise<string> {
+export async function clientToken(
+  server: TestServer,
+  clientId: string,
+  secret: string,
+  form: Record<string, string> = {},
+  headers: Record<string, string> = {},
+): Promise<string> {
   const { status, body } = await clientCredentials(server, clientId, secret, form, headers);
   if (status !== 200) throw new Error(`no client_credentials token for ${clientId}: ${status} ${JSON.stringify(body)}`);
   return body.access_token;
 }
 
 /** A confidential client registered with `scopes` (and `fields`), and a client_credentials token of it for all of them. */
-export async function clientWithToken(server: TestServer, clientId: string, scopes: string[], fields: Record<string, unknown> = {}, tenant?: string): Promise<{ secret: string; token: string }> {
+export async function clientWithToken(
+  server: TestServer,
+  clientId: string,
+  scopes: string[],
+  fields: Record<string, unknown> = {},
+  tenant?: string,
+): Promise<{ secret: string; token: string }> {
   const secret = await confidentialClient(server, clientId, { scopes, ...fields }, tenant);
-  const token = await clientToken(server, clientId, secret, { scope: scopes.join(' ') }, tenant ? { 'X-Tenant-Id': tenant } : {});
+  const token = await clientToken(
+    server,
+    clientId,
+    secret,
+    { scope: scopes.join(' ') },
+    tenant ? { 'X-Tenant-Id': tenant } : {},
+  );
   return { secret, token };
 }
 
@@ -62,7 +105,10 @@ export async function updateOauthData(server: TestServer, change: (data: any) =>
   const oauth = entries.find((entry) => entry.dataKey === 'oauth');
   const data = JSON.parse(oauth.payload);
   change(data);
-  const saved = await server.admin('PUT', `/policy-data/by-key?dataKey=oauth`, { dataKey: 'oauth', payload: JSON.stringify(data) });
+  const saved = await server.admin('PUT', `/policy-data/by-key?dataKey=oauth`, {
+    dataKey: 'oauth',
+    payload: JSON.stringify(data),
+  });
   if (saved.status !== 200) throw new Error(`policy data not saved: ${JSON.stringify(saved.body)}`);
   await policyInForce(server);
 }
@@ -72,7 +118,9 @@ export async function updateOauthData(server: TestServer, change: (data: any) =>
  * both), so that a test sees the policy it just wrote rather than the one before.
  */
 export async function policyInForce(server: TestServer, timeoutMs = 20_000): Promise<void> {
-  const revisions = async () => ((await (await server.request('/healthz')).json()) as { policyRevision?: { store: string; opa: string | null } }).policyRevision;
+  const revisions = async () =>
+    ((await (await server.request('/healthz')).json()) as { policyRevision?: { store: string; opa: string | null } })
+      .policyRevision;
   // Revisions only move forward with writes: once OPA serves what the store holds, it has this write too.
   await eventually(async () => {
     const now = await revisions();

@@ -12,7 +12,12 @@ export interface TestServer extends RunningServer {
   config: Config;
   /** fetch against the server, with the Admin API key when `admin` is set. */
   request(path: string, init?: RequestInit & { admin?: boolean; json?: unknown; tenant?: string }): Promise<Response>;
-  admin(method: string, path: string, json?: unknown, headers?: Record<string, string>): Promise<{ status: number; body: any; headers: Headers }>;
+  admin(
+    method: string,
+    path: string,
+    json?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; body: any; headers: Headers }>;
   waitUntilReady(timeoutMs?: number): Promise<void>;
 }
 
@@ -25,7 +30,10 @@ export interface TestServerOptions {
  * Starts a real Arbiter (real HTTP, real store, real managed OPA) on a free loopback port.
  * `env` overrides configuration exactly as environment variables do in production.
  */
-export async function startTestServer(env: Record<string, string> = {}, options: TestServerOptions = {}): Promise<TestServer> {
+export async function startTestServer(
+  env: Record<string, string> = {},
+  options: TestServerOptions = {},
+): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-test-'));
   const port = await freePort();
   const config = loadConfig({
@@ -96,7 +104,14 @@ export async function closeSharedFixtures(): Promise<void> {
   const fixtures = [...sharedFixtures.values()];
   sharedFixtures.clear();
   // One that failed to start has failed its tests already: there is nothing of it to close.
-  await Promise.all(fixtures.map((fixture) => fixture.then((made) => made.close(), () => undefined)));
+  await Promise.all(
+    fixtures.map((fixture) =>
+      fixture.then(
+        (made) => made.close(),
+        () => undefined,
+      ),
+    ),
+  );
 }
 
 /**
@@ -112,7 +127,10 @@ export function withServer(env: Record<string, string> = {}): Promise<TestServer
 }
 
 /** startTestServer, resolved once /healthz answers 200. */
-export async function readyServer(env: Record<string, string> = {}, options: TestServerOptions = {}): Promise<TestServer> {
+export async function readyServer(
+  env: Record<string, string> = {},
+  options: TestServerOptions = {},
+): Promise<TestServer> {
   const server = await startTestServer(env, options);
   try {
     await server.waitUntilReady();
@@ -130,7 +148,10 @@ export async function readyServer(env: Record<string, string> = {}, options: Tes
  */
 export function inTenant(server: TestServer, tenant: string): TestServer {
   const request: TestServer['request'] = (path, init = {}) =>
-    server.request(path, { ...init, tenant: init.tenant ?? (new Headers(init.headers).has('X-Tenant-Id') ? undefined : tenant) });
+    server.request(path, {
+      ...init,
+      tenant: init.tenant ?? (new Headers(init.headers).has('X-Tenant-Id') ? undefined : tenant),
+    });
   return { ...server, request, admin: adminVia(request) };
 }
 

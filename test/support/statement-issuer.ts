@@ -14,9 +14,13 @@ export class StatementIssuer {
 
   static async start(): Promise<StatementIssuer> {
     const { publicKey, privateKey } = await generateKeyPair('ES256');
-    const jwks = JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'statement-key', alg: 'ES256', use: 'sig' }] });
+    const jwks = JSON.stringify({
+      keys: [{ ...(await exportJWK(publicKey)), kid: 'statement-key', alg: 'ES256', use: 'sig' }],
+    });
     const server = createServer((request, response) => {
-      response.writeHead(request.url === '/jwks' ? 200 : 404, { 'content-type': 'application/json' }).end(request.url === '/jwks' ? jwks : '{}');
+      response
+        .writeHead(request.url === '/jwks' ? 200 : 404, { 'content-type': 'application/json' })
+        .end(request.url === '/jwks' ? jwks : '{}');
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     return new StatementIssuer(`http://127.0.0.1:${(server.address() as AddressInfo).port}`, privateKey, server);
@@ -24,7 +28,9 @@ export class StatementIssuer {
 
   /** A statement signed with the issuer's key (iss and iat set; the claims may override them). */
   sign(claims: Record<string, unknown>): Promise<string> {
-    return new SignJWT({ iss: this.url, iat: Math.floor(Date.now() / 1000), ...claims }).setProtectedHeader({ alg: 'ES256', kid: 'statement-key' }).sign(this.key);
+    return new SignJWT({ iss: this.url, iat: Math.floor(Date.now() / 1000), ...claims })
+      .setProtectedHeader({ alg: 'ES256', kid: 'statement-key' })
+      .sign(this.key);
   }
 
   close(): Promise<void> {

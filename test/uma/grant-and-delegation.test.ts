@@ -26,19 +26,35 @@ describe('UMA grant and the delegation store', function () {
 
   before(async function () {
     ({ server } = await withSignInServer());
-    viewerSecret = await confidentialClient(server, 'viewer-app', { scopes: ['openid', 'profile'], redirectUris: [VIEWER_CALLBACK] });
+    viewerSecret = await confidentialClient(server, 'viewer-app', {
+      scopes: ['openid', 'profile'],
+      redirectUris: [VIEWER_CALLBACK],
+    });
     // Requesting parties sign in at the client that asks for their RPTs: a claim token is the client's own.
     const viewer = { clientId: 'viewer-app', redirectUri: VIEWER_CALLBACK, secret: viewerSecret };
     ({ token: rsToken } = await clientWithToken(server, 'photos-rs', ['introspection']));
     const app = await umaPublicClient(server, 'photos-app', 'http://127.0.0.1:1/photos/cb');
     alicePat = await userToken(server, app, 'alice', { resource: 'urn:as:introspect', scope: 'openid uma_protection' });
-    aliceDelegations = await userToken(server, app, 'alice', { resource: 'urn:as:delegation', scope: 'openid delegation_management' });
-    bobDelegations = await userToken(server, app, 'bob', { resource: 'urn:as:delegation', scope: 'openid delegation_management' });
+    aliceDelegations = await userToken(server, app, 'alice', {
+      resource: 'urn:as:delegation',
+      scope: 'openid delegation_management',
+    });
+    bobDelegations = await userToken(server, app, 'bob', {
+      resource: 'urn:as:delegation',
+      scope: 'openid delegation_management',
+    });
     aliceClaims = await userToken(server, viewer, 'alice', { scope: 'openid profile' });
     bobClaims = await userToken(server, viewer, 'bob', { scope: 'openid profile' });
     carolClaims = await userToken(server, viewer, 'carol', { scope: 'openid profile' });
-    photo = (await api(server, 'POST', RESOURCES, alicePat, { name: 'Beach', type: PHOTO_TYPE, resource_scopes: ['view', 'print'] })).body._id;
-    album = (await api(server, 'POST', RESOURCES, alicePat, { name: 'Album', resource_scopes: ['view', 'edit'] })).body._id;
+    photo = (
+      await api(server, 'POST', RESOURCES, alicePat, {
+        name: 'Beach',
+        type: PHOTO_TYPE,
+        resource_scopes: ['view', 'print'],
+      })
+    ).body._id;
+    album = (await api(server, 'POST', RESOURCES, alicePat, { name: 'Album', resource_scopes: ['view', 'edit'] })).body
+      ._id;
   });
 
   const ticketFor = async (permissions: unknown): Promise<string> => {
@@ -46,9 +62,17 @@ describe('UMA grant and the delegation store', function () {
     expect(answer.status, JSON.stringify(answer.body)).to.equal(201);
     return answer.body.ticket;
   };
-  const redeem = (form: Record<string, string>) => postForm(server, '/token', { grant_type: UMA_GRANT, ...form }, { Authorization: basic('viewer-app', viewerSecret) });
-  const asParty = (ticket: string, claimToken: string, extra: Record<string, string> = {}) => redeem({ ticket, claim_token: claimToken, claim_token_format: ACCESS_TOKEN_FORMAT, ...extra });
-  const introspect = (token: string) => postForm(server, '/introspect', { token }, { Authorization: `Bearer ${rsToken}` });
+  const redeem = (form: Record<string, string>) =>
+    postForm(
+      server,
+      '/token',
+      { grant_type: UMA_GRANT, ...form },
+      { Authorization: basic('viewer-app', viewerSecret) },
+    );
+  const asParty = (ticket: string, claimToken: string, extra: Record<string, string> = {}) =>
+    redeem({ ticket, claim_token: claimToken, claim_token_format: ACCESS_TOKEN_FORMAT, ...extra });
+  const introspect = (token: string) =>
+    postForm(server, '/introspect', { token }, { Authorization: `Bearer ${rsToken}` });
   const delegate = (token: string, body: unknown) => api(server, 'POST', '/delegation', token, body);
   const inAnHour = () => new Date(Date.now() + 3_600_000).toISOString();
 
@@ -68,7 +92,10 @@ describe('UMA grant and the delegation store', function () {
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
       expect(entry.policyInput.permission).to.deep.include({ operation: 'rpt', resource_id: photo });
       expect(entry.policyInput.subject.sub).to.equal('alice');
-      expect(JSON.stringify(entry)).not.to.contain(ticket).and.not.to.contain(aliceClaims).and.not.to.contain(body.access_token);
+      expect(JSON.stringify(entry))
+        .not.to.contain(ticket)
+        .and.not.to.contain(aliceClaims)
+        .and.not.to.contain(body.access_token);
     });
 
     it('redeems a ticket once (invalid_grant after), and refuses an unknown ticket', async function () {
@@ -93,51 +120,111 @@ describe('UMA grant and the delegation store', function () {
     });
 
     it('denies a party without rights (request_denied), allows it once the owner delegates, and no more once revoked', async function () {
-      const denied = await asParty(await ticketFor({ resource_id: photo, resource_scopes: ['view', 'print'] }), bobClaims);
+      const denied = await asParty(
+        await ticketFor({ resource_id: photo, resource_scopes: ['view', 'print'] }),
+        bobClaims,
+      );
       expect(denied.status).to.equal(403);
       expect(denied.body.error).to.equal('request_denied');
 
-      const created = await delegate(aliceDelegations, { grantee_type: 'subject', grantee_subject_id: 'bob', resource_id: photo, scopes: ['view'], expires_at: inAnHour() });
+      const created = await delegate(aliceDelegations, {
+        grantee_type: 'subject',
+        grantee_subject_id: 'bob',
+        resource_id: photo,
+        scopes: ['view'],
+        expires_at: inAnHour(),
+      });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
-      const allowed = await asParty(await ticketFor({ resource_id: photo, resource_scopes: ['view', 'print'] }), bobClaims);
+      const allowed = await asParty(
+        await ticketFor({ resource_id: photo, resource_scopes: ['view', 'print'] }),
+        bobClaims,
+      );
       expect(allowed.status, JSON.stringify(allowed.body)).to.equal(200);
       const shown = await introspect(allowed.body.access_token);
       expect(shown.body.sub).to.equal('bob');
       // What the owner delegated, not what the ticket asked for.
-      expect(shown.body.permissions.map((permission: any) => [permission.resource_id, permission.resource_scopes])).to.deep.equal([[photo, ['view']]]);
+      expect(
+        shown.body.permissions.map((permission: any) => [permission.resource_id, permission.resource_scopes]),
+      ).to.deep.equal([[photo, ['view']]]);
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
-      expect(entry.policyInput.delegations.map((grant: any) => grant.delegation_id)).to.deep.equal([created.body.delegation_id]);
+      expect(entry.policyInput.delegations.map((grant: any) => grant.delegation_id)).to.deep.equal([
+        created.body.delegation_id,
+      ]);
       // carol is not bob.
-      expect((await asParty(await ticketFor({ resource_id: photo, resource_scopes: ['view'] }), carolClaims)).body.error).to.equal('request_denied');
+      expect(
+        (await asParty(await ticketFor({ resource_id: photo, resource_scopes: ['view'] }), carolClaims)).body.error,
+      ).to.equal('request_denied');
 
-      expect((await api(server, 'DELETE', `/delegation/${created.body.delegation_id}`, aliceDelegations)).status).to.equal(204);
+      expect(
+        (await api(server, 'DELETE', `/delegation/${created.body.delegation_id}`, aliceDelegations)).status,
+      ).to.equal(204);
       const revoked = await asParty(await ticketFor({ resource_id: photo, resource_scopes: ['view'] }), bobClaims);
       expect(revoked.status).to.equal(403);
       expect(revoked.body.error).to.equal('request_denied');
     });
 
     it('grants a multi-permission ticket per resource, and upgrades an RPT (rpt) keeping its permissions', async function () {
-      await delegate(aliceDelegations, { grantee_type: 'subject', grantee_subject_id: 'carol', resource_id: album, scopes: ['view'], expires_at: inAnHour() });
-      await delegate(aliceDelegations, { grantee_type: 'subject', grantee_subject_id: 'carol', resource_id: photo, scopes: ['print'], expires_at: inAnHour() });
-      const first = await asParty(await ticketFor([{ resource_id: album, resource_scopes: ['view', 'edit'] }]), carolClaims);
+      await delegate(aliceDelegations, {
+        grantee_type: 'subject',
+        grantee_subject_id: 'carol',
+        resource_id: album,
+        scopes: ['view'],
+        expires_at: inAnHour(),
+      });
+      await delegate(aliceDelegations, {
+        grantee_type: 'subject',
+        grantee_subject_id: 'carol',
+        resource_id: photo,
+        scopes: ['print'],
+        expires_at: inAnHour(),
+      });
+      const first = await asParty(
+        await ticketFor([{ resource_id: album, resource_scopes: ['view', 'edit'] }]),
+        carolClaims,
+      );
       expect(first.status, JSON.stringify(first.body)).to.equal(200);
-      const upgraded = await asParty(await ticketFor({ resource_id: photo, resource_scopes: ['print'] }), carolClaims, { rpt: first.body.access_token });
+      const upgraded = await asParty(await ticketFor({ resource_id: photo, resource_scopes: ['print'] }), carolClaims, {
+        rpt: first.body.access_token,
+      });
       expect(upgraded.status, JSON.stringify(upgraded.body)).to.equal(200);
       expect(upgraded.body.upgraded).to.equal(true);
-      const permissions = (await introspect(upgraded.body.access_token)).body.permissions.map((permission: any) => [permission.resource_id, permission.resource_scopes]);
-      expect(permissions).to.have.deep.members([[photo, ['print']], [album, ['view']]]);
+      const permissions = (await introspect(upgraded.body.access_token)).body.permissions.map((permission: any) => [
+        permission.resource_id,
+        permission.resource_scopes,
+      ]);
+      expect(permissions).to.have.deep.members([
+        [photo, ['print']],
+        [album, ['view']],
+      ]);
 
-      const both = await asParty(await ticketFor([{ resource_id: album, resource_scopes: ['view'] }, { resource_id: photo, resource_scopes: ['print'] }]), carolClaims);
+      const both = await asParty(
+        await ticketFor([
+          { resource_id: album, resource_scopes: ['view'] },
+          { resource_id: photo, resource_scopes: ['print'] },
+        ]),
+        carolClaims,
+      );
       expect((await introspect(both.body.access_token)).body.permissions).to.have.length(2);
       // Somebody else's token is no RPT of this client to upgrade.
-      const foreign = await asParty(await ticketFor({ resource_id: photo, resource_scopes: ['print'] }), carolClaims, { rpt: rsToken });
+      const foreign = await asParty(await ticketFor({ resource_id: photo, resource_scopes: ['print'] }), carolClaims, {
+        rpt: rsToken,
+      });
       expect(foreign.status).to.equal(400);
       expect(foreign.body.error).to.equal('invalid_grant');
     });
 
     it('refuses malformed grant requests with invalid_request', async function () {
       const ticket = await ticketFor({ resource_id: photo, resource_scopes: ['view'] });
-      for (const form of [{}, { ticket, claim_token: aliceClaims }, { ticket, claim_token: aliceClaims, claim_token_format: 'http://openid.net/specs/openid-connect-core-1_0.html#IDToken' }, { ticket, claim_token_format: ACCESS_TOKEN_FORMAT }]) {
+      for (const form of [
+        {},
+        { ticket, claim_token: aliceClaims },
+        {
+          ticket,
+          claim_token: aliceClaims,
+          claim_token_format: 'http://openid.net/specs/openid-connect-core-1_0.html#IDToken',
+        },
+        { ticket, claim_token_format: ACCESS_TOKEN_FORMAT },
+      ]) {
         const answer = await redeem(form as Record<string, string>);
         expect(answer.status, JSON.stringify(form)).to.equal(400);
         expect(answer.body.error).to.equal('invalid_request');
@@ -148,17 +235,36 @@ describe('UMA grant and the delegation store', function () {
   });
 
   describe('the delegation store', function () {
-    it('creates (201, delegation_id), lists and reads the caller\'s own, updates expires_at only, revokes softly', async function () {
+    it("creates (201, delegation_id), lists and reads the caller's own, updates expires_at only, revokes softly", async function () {
       const expiresAt = inAnHour();
-      const created = await delegate(aliceDelegations, { grantee_type: 'client', grantee_client_id: 'viewer-app', resource_id: photo, scopes: ['view'], expires_at: expiresAt });
+      const created = await delegate(aliceDelegations, {
+        grantee_type: 'client',
+        grantee_client_id: 'viewer-app',
+        resource_id: photo,
+        scopes: ['view'],
+        expires_at: expiresAt,
+      });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
       const id = created.body.delegation_id;
       const path = `/delegation/${id}`;
 
       const read = await api(server, 'GET', path, aliceDelegations);
-      expect(read.body).to.deep.include({ delegation_id: id, grantee_type: 'client', grantee_client_id: 'viewer-app', resource_id: photo, scopes: ['view'], expires_at: expiresAt, revoked_at: null, status: 'active' });
-      expect((await api(server, 'GET', '/delegation', aliceDelegations)).body.map((item: any) => item.delegation_id)).to.include(id);
-      expect((await api(server, 'GET', '/delegation', bobDelegations)).body.map((item: any) => item.delegation_id)).not.to.include(id);
+      expect(read.body).to.deep.include({
+        delegation_id: id,
+        grantee_type: 'client',
+        grantee_client_id: 'viewer-app',
+        resource_id: photo,
+        scopes: ['view'],
+        expires_at: expiresAt,
+        revoked_at: null,
+        status: 'active',
+      });
+      expect(
+        (await api(server, 'GET', '/delegation', aliceDelegations)).body.map((item: any) => item.delegation_id),
+      ).to.include(id);
+      expect(
+        (await api(server, 'GET', '/delegation', bobDelegations)).body.map((item: any) => item.delegation_id),
+      ).not.to.include(id);
       expect((await api(server, 'GET', path, bobDelegations)).status).to.equal(404);
 
       // The grantee client's own token decisions now see the delegation.
@@ -170,7 +276,10 @@ describe('UMA grant and the delegation store', function () {
       const updated = await api(server, 'PUT', path, aliceDelegations, { expires_at: later });
       expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
       expect(updated.body.expires_at).to.equal(later);
-      const changed = await api(server, 'PUT', path, aliceDelegations, { expires_at: later, scopes: ['view', 'print'] });
+      const changed = await api(server, 'PUT', path, aliceDelegations, {
+        expires_at: later,
+        scopes: ['view', 'print'],
+      });
       expect(changed.status).to.equal(400);
       expect(changed.body.field).to.equal('scopes');
       expect((await api(server, 'PUT', path, bobDelegations, { expires_at: later })).status).to.equal(404);
@@ -190,17 +299,38 @@ describe('UMA grant and the delegation store', function () {
       expect((after.policyInput.delegations ?? []).map((grant: any) => grant.delegation_id)).not.to.include(id);
     });
 
-    it('lets only the owner delegate, within the resource\'s scopes and into the future', async function () {
-      const notOwner = await delegate(bobDelegations, { grantee_type: 'subject', grantee_subject_id: 'bob', resource_id: photo, scopes: ['view'] });
+    it("lets only the owner delegate, within the resource's scopes and into the future", async function () {
+      const notOwner = await delegate(bobDelegations, {
+        grantee_type: 'subject',
+        grantee_subject_id: 'bob',
+        resource_id: photo,
+        scopes: ['view'],
+      });
       expect(notOwner.status).to.equal(403);
       expect(notOwner.body.error).to.equal('access_denied');
-      const beyond = await delegate(aliceDelegations, { grantee_type: 'subject', grantee_subject_id: 'bob', resource_id: photo, scopes: ['delete'] });
+      const beyond = await delegate(aliceDelegations, {
+        grantee_type: 'subject',
+        grantee_subject_id: 'bob',
+        resource_id: photo,
+        scopes: ['delete'],
+      });
       expect(beyond.status).to.equal(400);
       expect(beyond.body.error).to.equal('invalid_scope');
-      const past = await delegate(aliceDelegations, { grantee_type: 'subject', grantee_subject_id: 'bob', resource_id: photo, scopes: ['view'], expires_at: '2020-01-01T00:00:00Z' });
+      const past = await delegate(aliceDelegations, {
+        grantee_type: 'subject',
+        grantee_subject_id: 'bob',
+        resource_id: photo,
+        scopes: ['view'],
+        expires_at: '2020-01-01T00:00:00Z',
+      });
       expect(past.status).to.equal(400);
       expect(past.body.error).to.equal('invalid_request');
-      const unknown = await delegate(aliceDelegations, { grantee_type: 'subject', grantee_subject_id: 'bob', resource_id: 'no-such-resource', scopes: ['view'] });
+      const unknown = await delegate(aliceDelegations, {
+        grantee_type: 'subject',
+        grantee_subject_id: 'bob',
+        resource_id: 'no-such-resource',
+        scopes: ['view'],
+      });
       expect(unknown.status).to.equal(400);
     });
 
@@ -208,10 +338,31 @@ describe('UMA grant and the delegation store', function () {
       const cases: [unknown, string][] = [
         [{ grantee_type: 'group', resource_id: photo, scopes: ['view'] }, 'grantee_type'],
         [{ grantee_type: 'subject', resource_id: photo, scopes: ['view'] }, 'grantee_subject_id'],
-        [{ grantee_type: 'subject', grantee_subject_id: 'bob', grantee_client_id: 'viewer-app', resource_id: photo, scopes: ['view'] }, 'grantee_client_id'],
-        [{ grantee_type: 'client', grantee_client_id: 'no-such-client', resource_id: photo, scopes: ['view'] }, 'grantee_client_id'],
+        [
+          {
+            grantee_type: 'subject',
+            grantee_subject_id: 'bob',
+            grantee_client_id: 'viewer-app',
+            resource_id: photo,
+            scopes: ['view'],
+          },
+          'grantee_client_id',
+        ],
+        [
+          { grantee_type: 'client', grantee_client_id: 'no-such-client', resource_id: photo, scopes: ['view'] },
+          'grantee_client_id',
+        ],
         [{ grantee_type: 'subject', grantee_subject_id: 'bob', resource_id: photo, scopes: [] }, 'scopes'],
-        [{ grantee_type: 'subject', grantee_subject_id: 'bob', resource_id: photo, scopes: ['view'], expires_at: 'tomorrow' }, 'expires_at'],
+        [
+          {
+            grantee_type: 'subject',
+            grantee_subject_id: 'bob',
+            resource_id: photo,
+            scopes: ['view'],
+            expires_at: 'tomorrow',
+          },
+          'expires_at',
+        ],
         [{ grantee_type: 'subject', grantee_subject_id: 'bob', scopes: ['view'] }, 'resource_id'],
       ];
       for (const [body, field] of cases) {
@@ -219,18 +370,45 @@ describe('UMA grant and the delegation store', function () {
         expect(answer.status, JSON.stringify(body)).to.equal(400);
         expect(answer.body.field, JSON.stringify(body)).to.equal(field);
       }
-      expect((await delegate(alicePat, { grantee_type: 'subject', grantee_subject_id: 'bob', resource_id: photo, scopes: ['view'] })).status).to.equal(403);
+      expect(
+        (
+          await delegate(alicePat, {
+            grantee_type: 'subject',
+            grantee_subject_id: 'bob',
+            resource_id: photo,
+            scopes: ['view'],
+          })
+        ).status,
+      ).to.equal(403);
       expect((await api(server, 'GET', '/delegation', null)).status).to.equal(401);
     });
 
     it('stops handing an expired delegation to the policy', async function () {
       const soon = new Date(Date.now() + 1500).toISOString();
-      const created = await delegate(aliceDelegations, { grantee_type: 'subject', grantee_subject_id: 'dave', resource_id: album, scopes: ['edit'], expires_at: soon });
+      const created = await delegate(aliceDelegations, {
+        grantee_type: 'subject',
+        grantee_subject_id: 'dave',
+        resource_id: album,
+        scopes: ['edit'],
+        expires_at: soon,
+      });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
-      const daveClaims = await userToken(server, { clientId: 'viewer-app', redirectUri: VIEWER_CALLBACK, secret: viewerSecret }, 'dave', { scope: 'openid' });
+      const daveClaims = await userToken(
+        server,
+        { clientId: 'viewer-app', redirectUri: VIEWER_CALLBACK, secret: viewerSecret },
+        'dave',
+        { scope: 'openid' },
+      );
       // Each probe asks with a fresh ticket; allowed until expires_at, request_denied after.
-      await eventually(async () => (await asParty(await ticketFor({ resource_id: album, resource_scopes: ['edit'] }), daveClaims)).status === 403, 20_000);
-      expect((await api(server, 'GET', `/delegation/${created.body.delegation_id}`, aliceDelegations)).body.status).to.equal('expired');
+      await eventually(
+        async () =>
+          (await asParty(await ticketFor({ resource_id: album, resource_scopes: ['edit'] }), daveClaims)).status ===
+          403,
+        20_000,
+      );
+      expect(
+        (await api(server, 'GET', `/delegation/${created.body.delegation_id}`, aliceDelegations)).body.status,
+      ).to.equal('expired');
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
       expect(entry.policyInput.delegations).to.deep.equal([]);
     });
@@ -242,7 +420,9 @@ describe('UMA grant and the delegation store', function () {
         const document = (await (await server.request(path)).json()) as any;
         expect(document.issuer, path).to.equal(server.config.issuer);
         expect(document.permission_endpoint, path).to.equal(`${server.config.issuer}/permission`);
-        expect(document.resource_registration_endpoint, path).to.equal(`${server.config.issuer}/resource_registration/resource`);
+        expect(document.resource_registration_endpoint, path).to.equal(
+          `${server.config.issuer}/resource_registration/resource`,
+        );
         expect(document.uma_profiles_supported, path).to.deep.equal([]);
         expect(document.grant_types_supported, path).to.include(UMA_GRANT);
         expect(document.token_endpoint, path).to.equal(`${server.config.issuer}/token`);

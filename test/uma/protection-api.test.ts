@@ -25,7 +25,10 @@ describe('UMA protection API: resource registration and permission tickets', fun
     otherPat = await clientToken(server, 'other-rs', otherSecret, PAT);
     const app = await umaPublicClient(server, 'photos-app', 'http://127.0.0.1:1/photos/cb');
     alicePat = await userToken(server, app, 'alice', { ...PAT, scope: 'openid uma_protection' });
-    const type = await server.admin('POST', '/resource-types', { typeUri: PHOTO_TYPE, scopes: ['view', 'print', 'delete'] });
+    const type = await server.admin('POST', '/resource-types', {
+      typeUri: PHOTO_TYPE,
+      scopes: ['view', 'print', 'delete'],
+    });
     expect(type.status).to.equal(201);
   });
 
@@ -48,17 +51,22 @@ describe('UMA protection API: resource registration and permission tickets', fun
 
     it('refuses a token without uma_protection, or not issued for urn:as:introspect: 403 insufficient_scope', async function () {
       const secret = await confidentialClient(server, 'introspector', { scopes: ['introspection', 'uma_protection'] });
-      const withoutScope = await clientToken(server, 'introspector', secret, { resource: 'urn:as:introspect', scope: 'introspection' });
+      const withoutScope = await clientToken(server, 'introspector', secret, {
+        resource: 'urn:as:introspect',
+        scope: 'introspection',
+      });
       const withoutAudience = await clientToken(server, 'introspector', secret, { scope: 'uma_protection' });
       for (const token of [withoutScope, withoutAudience]) {
         const answer = await api(server, 'GET', RESOURCES, token);
         expect(answer.status).to.equal(403);
         expect(answer.body.error).to.equal('insufficient_scope');
-        expect(answer.headers.get('www-authenticate')).to.equal('Bearer error="insufficient_scope", scope="uma_protection"');
+        expect(answer.headers.get('www-authenticate')).to.equal(
+          'Bearer error="insufficient_scope", scope="uma_protection"',
+        );
       }
     });
 
-    it("does not accept a PAT in another tenant (each tenant knows only its own tokens)", async function () {
+    it('does not accept a PAT in another tenant (each tenant knows only its own tokens)', async function () {
       const answer = await api(server, 'GET', RESOURCES, rsPat, undefined, { 'X-Tenant-Id': 'acme' });
       expect(answer.status).to.equal(401);
     });
@@ -72,13 +80,25 @@ describe('UMA protection API: resource registration and permission tickets', fun
       expect(id).to.be.a('string');
       expect(created.headers.get('location')).to.equal(`${server.config.issuer}${RESOURCES}/${id}`);
 
-      expect((await api(server, 'GET', `${RESOURCES}/${id}`, rsPat)).body).to.deep.equal({ _id: id, name: 'Holiday', type: PHOTO_TYPE, resource_scopes: ['view', 'print'] });
+      expect((await api(server, 'GET', `${RESOURCES}/${id}`, rsPat)).body).to.deep.equal({
+        _id: id,
+        name: 'Holiday',
+        type: PHOTO_TYPE,
+        resource_scopes: ['view', 'print'],
+      });
       expect((await api(server, 'GET', RESOURCES, rsPat)).body).to.include(id);
 
-      const replaced = await api(server, 'PUT', `${RESOURCES}/${id}`, rsPat, { name: 'Holiday 2026', type: PHOTO_TYPE, resource_scopes: ['view'] });
+      const replaced = await api(server, 'PUT', `${RESOURCES}/${id}`, rsPat, {
+        name: 'Holiday 2026',
+        type: PHOTO_TYPE,
+        resource_scopes: ['view'],
+      });
       expect(replaced.status).to.equal(200);
       expect(replaced.body).to.deep.equal({ _id: id });
-      expect((await api(server, 'GET', `${RESOURCES}/${id}`, rsPat)).body).to.deep.include({ name: 'Holiday 2026', resource_scopes: ['view'] });
+      expect((await api(server, 'GET', `${RESOURCES}/${id}`, rsPat)).body).to.deep.include({
+        name: 'Holiday 2026',
+        resource_scopes: ['view'],
+      });
 
       expect((await api(server, 'DELETE', `${RESOURCES}/${id}`, rsPat)).status).to.equal(204);
       expect((await api(server, 'GET', `${RESOURCES}/${id}`, rsPat)).status).to.equal(404);
@@ -88,7 +108,11 @@ describe('UMA protection API: resource registration and permission tickets', fun
 
     it("never reveals another owner's resource: 404 for get, put and delete, absent from the list", async function () {
       const id = (await register(rsPat, { name: 'Private', resource_scopes: ['view'] })).body._id;
-      for (const [method, body] of [['GET', undefined], ['PUT', { name: 'Mine now' }], ['DELETE', undefined]] as const) {
+      for (const [method, body] of [
+        ['GET', undefined],
+        ['PUT', { name: 'Mine now' }],
+        ['DELETE', undefined],
+      ] as const) {
         const answer = await api(server, method, `${RESOURCES}/${id}`, otherPat, body);
         expect(answer.status, method).to.equal(404);
         expect(answer.body.error).to.equal('not_found');
@@ -100,7 +124,8 @@ describe('UMA protection API: resource registration and permission tickets', fun
     });
 
     it("makes a user PAT's resources the user's: listed for her PAT only", async function () {
-      const id = (await register(alicePat, { name: "Alice's album", type: PHOTO_TYPE, resource_scopes: ['view'] })).body._id;
+      const id = (await register(alicePat, { name: "Alice's album", type: PHOTO_TYPE, resource_scopes: ['view'] })).body
+        ._id;
       expect((await api(server, 'GET', RESOURCES, alicePat)).body).to.deep.equal([id]);
       expect((await api(server, 'GET', RESOURCES, rsPat)).body).not.to.include(id);
     });
@@ -131,9 +156,17 @@ describe('UMA protection API: resource registration and permission tickets', fun
         expect(answer.body.error).to.equal('invalid_request');
         if (field) expect(answer.body.field, JSON.stringify(body)).to.equal(field);
       }
-      const notJson = await server.request(RESOURCES, { method: 'POST', headers: { Authorization: `Bearer ${rsPat}`, 'Content-Type': 'application/json' }, body: '{"name":' });
+      const notJson = await server.request(RESOURCES, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${rsPat}`, 'Content-Type': 'application/json' },
+        body: '{"name":',
+      });
       expect(notJson.status).to.equal(400);
-      const wrongType = await server.request(RESOURCES, { method: 'POST', headers: { Authorization: `Bearer ${rsPat}`, 'Content-Type': 'text/plain' }, body: 'name' });
+      const wrongType = await server.request(RESOURCES, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${rsPat}`, 'Content-Type': 'text/plain' },
+        body: 'name',
+      });
       expect(wrongType.status).to.equal(415);
       const patch = await api(server, 'PATCH', `${RESOURCES}/x`, rsPat, {});
       expect(patch.status).to.equal(405);
@@ -150,14 +183,18 @@ describe('UMA protection API: resource registration and permission tickets', fun
       album = (await register(rsPat, { name: 'Album', resource_scopes: ['view', 'edit'] })).body._id;
     });
 
-    it('issues a ticket (201) for scopes among the resource\'s', async function () {
+    it("issues a ticket (201) for scopes among the resource's", async function () {
       const answer = await api(server, 'POST', '/permission', rsPat, { resource_id: photo, resource_scopes: ['view'] });
       expect(answer.status, JSON.stringify(answer.body)).to.equal(201);
       expect(answer.body).to.have.keys('ticket');
       expect(answer.body.ticket).to.match(/^[A-Za-z0-9_-]{43}$/);
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/permission&size=1&sort=id,desc')).body.content;
       expect(entry.outcome).to.equal('allow');
-      expect(entry.policyInput.permission).to.deep.include({ operation: 'ticket', resource_id: photo, resource_scopes: ['view'] });
+      expect(entry.policyInput.permission).to.deep.include({
+        operation: 'ticket',
+        resource_id: photo,
+        resource_scopes: ['view'],
+      });
       expect(JSON.stringify(entry)).not.to.contain(answer.body.ticket);
     });
 
@@ -170,9 +207,15 @@ describe('UMA protection API: resource registration and permission tickets', fun
       expect(answer.body.ticket).to.be.a('string');
     });
 
-    it('refuses an unknown resource, and another owner\'s, with invalid_resource_id (alike)', async function () {
-      const unknown = await api(server, 'POST', '/permission', rsPat, { resource_id: 'no-such-resource', resource_scopes: ['view'] });
-      const foreign = await api(server, 'POST', '/permission', otherPat, { resource_id: photo, resource_scopes: ['view'] });
+    it("refuses an unknown resource, and another owner's, with invalid_resource_id (alike)", async function () {
+      const unknown = await api(server, 'POST', '/permission', rsPat, {
+        resource_id: 'no-such-resource',
+        resource_scopes: ['view'],
+      });
+      const foreign = await api(server, 'POST', '/permission', otherPat, {
+        resource_id: photo,
+        resource_scopes: ['view'],
+      });
       for (const answer of [unknown, foreign]) {
         expect(answer.status).to.equal(400);
         expect(answer.body.error).to.equal('invalid_resource_id');
@@ -180,9 +223,15 @@ describe('UMA protection API: resource registration and permission tickets', fun
       expect(foreign.body.error_description).to.equal(unknown.body.error_description);
     });
 
-    it("refuses a scope the resource was not registered with (invalid_scope), also within an array", async function () {
-      const single = await api(server, 'POST', '/permission', rsPat, { resource_id: photo, resource_scopes: ['delete'] });
-      const inArray = await api(server, 'POST', '/permission', rsPat, [{ resource_id: photo, resource_scopes: ['view'] }, { resource_id: album, resource_scopes: ['print'] }]);
+    it('refuses a scope the resource was not registered with (invalid_scope), also within an array', async function () {
+      const single = await api(server, 'POST', '/permission', rsPat, {
+        resource_id: photo,
+        resource_scopes: ['delete'],
+      });
+      const inArray = await api(server, 'POST', '/permission', rsPat, [
+        { resource_id: photo, resource_scopes: ['view'] },
+        { resource_id: album, resource_scopes: ['print'] },
+      ]);
       for (const answer of [single, inArray]) {
         expect(answer.status).to.equal(400);
         expect(answer.body.error).to.equal('invalid_scope');
@@ -190,7 +239,14 @@ describe('UMA protection API: resource registration and permission tickets', fun
     });
 
     it('refuses malformed requests with a 400 naming the problem', async function () {
-      for (const body of [{ resource_id: photo }, { resource_scopes: ['view'] }, { resource_id: photo, resource_scopes: [] }, [], { resource_id: 7, resource_scopes: ['view'] }, Array.from({ length: 21 }, () => ({ resource_id: photo, resource_scopes: ['view'] }))]) {
+      for (const body of [
+        { resource_id: photo },
+        { resource_scopes: ['view'] },
+        { resource_id: photo, resource_scopes: [] },
+        [],
+        { resource_id: 7, resource_scopes: ['view'] },
+        Array.from({ length: 21 }, () => ({ resource_id: photo, resource_scopes: ['view'] })),
+      ]) {
         const answer = await api(server, 'POST', '/permission', rsPat, body);
         expect(answer.status, JSON.stringify(body).slice(0, 80)).to.equal(400);
         expect(answer.body.error).to.equal('invalid_request');
@@ -199,16 +255,32 @@ describe('UMA protection API: resource registration and permission tickets', fun
 
     it("follows the README's walk-through: PAT, resource, ticket, RPT for the owning client, introspection with the PAT", async function () {
       const resource = (await register(rsPat, { name: 'Holiday', resource_scopes: ['view', 'print'] })).body._id;
-      const { ticket } = (await api(server, 'POST', '/permission', rsPat, { resource_id: resource, resource_scopes: ['view'] })).body;
-      const rpt = await postForm(server, '/token', { grant_type: UMA_GRANT, ticket }, { Authorization: basic('photos-rs', rsSecret) });
+      const { ticket } = (
+        await api(server, 'POST', '/permission', rsPat, { resource_id: resource, resource_scopes: ['view'] })
+      ).body;
+      const rpt = await postForm(
+        server,
+        '/token',
+        { grant_type: UMA_GRANT, ticket },
+        { Authorization: basic('photos-rs', rsSecret) },
+      );
       expect(rpt.status, JSON.stringify(rpt.body)).to.equal(200);
-      const shown = await postForm(server, '/introspect', { token: rpt.body.access_token }, { Authorization: `Bearer ${rsPat}` });
+      const shown = await postForm(
+        server,
+        '/introspect',
+        { token: rpt.body.access_token },
+        { Authorization: `Bearer ${rsPat}` },
+      );
       expect(shown.body).to.include({ active: true, client_id: 'photos-rs' });
-      expect(shown.body.permissions).to.deep.equal([{ resource_id: resource, resource_scopes: ['view'], exp: shown.body.exp }]);
+      expect(shown.body.permissions).to.deep.equal([
+        { resource_id: resource, resource_scopes: ['view'], exp: shown.body.exp },
+      ]);
     });
 
     it('requires a PAT', async function () {
-      expect((await api(server, 'POST', '/permission', null, { resource_id: photo, resource_scopes: ['view'] })).status).to.equal(401);
+      expect(
+        (await api(server, 'POST', '/permission', null, { resource_id: photo, resource_scopes: ['view'] })).status,
+      ).to.equal(401);
     });
   });
 });
@@ -228,9 +300,13 @@ describe('UMA permission tickets expire (UMA_TICKET_TTL_SECONDS)', function () {
     const rsSecret = await confidentialClient(server, 'rs', { scopes: ['uma_protection'] });
     const viewerSecret = await confidentialClient(server, 'viewer', { scopes: ['openid'] });
     const pat = await clientToken(server, 'rs', rsSecret, PAT);
-    const resource = (await api(server, 'POST', RESOURCES, pat, { name: 'Report', resource_scopes: ['read'] })).body._id;
-    const { ticket } = (await api(server, 'POST', '/permission', pat, { resource_id: resource, resource_scopes: ['read'] })).body;
-    const redeem = () => postForm(server, '/token', { grant_type: UMA_GRANT, ticket }, { Authorization: basic('viewer', viewerSecret) });
+    const resource = (await api(server, 'POST', RESOURCES, pat, { name: 'Report', resource_scopes: ['read'] })).body
+      ._id;
+    const { ticket } = (
+      await api(server, 'POST', '/permission', pat, { resource_id: resource, resource_scopes: ['read'] })
+    ).body;
+    const redeem = () =>
+      postForm(server, '/token', { grant_type: UMA_GRANT, ticket }, { Authorization: basic('viewer', viewerSecret) });
     // A live ticket: the policy asks who the requesting party is (need_info), which leaves the ticket usable.
     const live = await redeem();
     expect(live.body.error).to.equal('need_info');

@@ -17,7 +17,14 @@ export interface JsonAnswer {
 }
 
 /** A JSON call to one of Arbiter's Bearer-protected APIs. */
-export async function api(server: TestServer, method: string, path: string, token: string | null, json?: unknown, headers: Record<string, string> = {}): Promise<JsonAnswer> {
+export async function api(
+  server: TestServer,
+  method: string,
+  path: string,
+  token: string | null,
+  json?: unknown,
+  headers: Record<string, string> = {},
+): Promise<JsonAnswer> {
   const response = await server.request(path, {
     method,
     headers: { ...(token ? { Authorization: `Bearer ${token}` } : {}), ...headers },
@@ -44,11 +51,19 @@ export async function umaPublicClient(server: TestServer, clientId: string, redi
  * `login` signs in at the dev IdP through `testClient`; returns the access token issued for `extra` (scope, resource).
  * `tokenHeaders` adds headers to the code redemption (a DPoP proof, made when it is sent).
  */
-export async function userToken(server: TestServer, testClient: TestClient, login: string, extra: Record<string, string>, tokenHeaders: () => Promise<Record<string, string>> = async () => ({})): Promise<string> {
+export async function userToken(
+  server: TestServer,
+  testClient: TestClient,
+  login: string,
+  extra: Record<string, string>,
+  tokenHeaders: () => Promise<Record<string, string>> = async () => ({}),
+): Promise<string> {
   const request = await authorizationRequest(server, testClient, extra);
   const agent = new FetchUserAgent();
   const loginPage = await agent.navigate(request.url, arrivingAt(testClient.redirectUri));
-  const code = (await passDevIdpForms(agent, loginPage, login, arrivingAt(testClient.redirectUri))).url.searchParams.get('code');
+  const code = (
+    await passDevIdpForms(agent, loginPage, login, arrivingAt(testClient.redirectUri))
+  ).url.searchParams.get('code');
   expect(code, `no code for ${login}`).to.be.a('string');
   const { status, body } = await redeemCode(server, testClient, code!, request.codeVerifier, await tokenHeaders());
   expect(status, JSON.stringify(body)).to.equal(200);

@@ -33,10 +33,11 @@ export const CONSOLE_CSP = [
 export function adminConsole() {
   let built: Promise<Map<string, TaggedAsset>> | undefined;
   // Built on first use, once per process; a failed build is retried by the next request.
-  const assets = () => (built ??= withEtags(buildConsole()).catch((error: unknown) => {
-    built = undefined;
-    throw error;
-  }));
+  const assets = () =>
+    (built ??= withEtags(buildConsole()).catch((error: unknown) => {
+      built = undefined;
+      throw error;
+    }));
   return async (ctx: Context, next: Next): Promise<void> => {
     const name = assetName(ctx.path);
     if (name === undefined) return next();
@@ -67,6 +68,7 @@ function assetName(path: string): string | undefined {
 
 async function withEtags(assets: Promise<Map<string, ConsoleAsset>>): Promise<Map<string, TaggedAsset>> {
   const tagged = new Map<string, TaggedAsset>();
-  for (const [name, asset] of await assets) tagged.set(name, { ...asset, etag: createHash('sha256').update(asset.body).digest('base64url').slice(0, 27) });
+  for (const [name, asset] of await assets)
+    tagged.set(name, { ...asset, etag: createHash('sha256').update(asset.body).digest('base64url').slice(0, 27) });
   return tagged;
 }

@@ -7,7 +7,12 @@ import { subjectInput } from '../shared/subject-input.js';
 import { routes } from '../routes.js';
 
 /** `input` of the `authorize` decision point: the authorization request of a signed-in user. */
-export async function authorizeDecisionInput(ctx: KoaContextWithOIDC, store: Store, tenant: string, accountId: string): Promise<DecisionInput> {
+export async function authorizeDecisionInput(
+  ctx: KoaContextWithOIDC,
+  store: Store,
+  tenant: string,
+  accountId: string,
+): Promise<DecisionInput> {
   const params = ctx.oidc.params as Record<string, string | undefined>;
   const resource = params.resource ?? null;
   const resolved = await resolveResource(store, tenant, resource, params.resource_type ?? null);

@@ -34,7 +34,13 @@ export const policyConsent: ConfigurationSlice = ({ store, policy, tenant }) => 
   },
 });
 
-function grantExactly(ctx: KoaContextWithOIDC, grant: Grant, requested: string[], resource: string | null, decision: Decision): void {
+function grantExactly(
+  ctx: KoaContextWithOIDC,
+  grant: Grant,
+  requested: string[],
+  resource: string | null,
+  decision: Decision,
+): void {
   const granted = narrowedScopes(requested, decision);
   const refused = requested.filter((scope) => !granted.includes(scope));
   recognizeScopes(ctx.oidc.provider, granted);

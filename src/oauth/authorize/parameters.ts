@@ -30,6 +30,10 @@ async function checkAuthorizationRequest(ctx: KoaContextWithOIDC, resourceTypes:
 }
 
 /** The authorization request's parameters exactly as sent (query, or the form of a POST; see shared/form-body.ts). */
-export function authorizationRequestParameters(ctx: { method: string; query: Record<string, unknown>; state: RequestState }): Record<string, unknown> {
+export function authorizationRequestParameters(ctx: {
+  method: string;
+  query: Record<string, unknown>;
+  state: RequestState;
+}): Record<string, unknown> {
   return (ctx.method === 'POST' ? ctx.state.body : ctx.query) ?? {};
 }

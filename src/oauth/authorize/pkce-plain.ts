@@ -13,7 +13,11 @@ export async function acceptPlainPkce(ctx: ArbiterContext, next: Next): Promise<
   if (ctx.method === 'GET') {
     const { code_challenge: challenge, code_challenge_method: method } = ctx.query;
     if (method === 'plain' && typeof challenge === 'string' && VERIFIER.test(challenge)) {
-      ctx.query = { ...ctx.query, code_challenge: createHash('sha256').update(challenge).digest('base64url'), code_challenge_method: 'S256' };
+      ctx.query = {
+        ...ctx.query,
+        code_challenge: createHash('sha256').update(challenge).digest('base64url'),
+        code_challenge_method: 'S256',
+      };
     }
   }
   await next();

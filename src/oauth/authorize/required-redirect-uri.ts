@@ -11,7 +11,8 @@ import { authorizationRequestParameters } from './parameters.js';
 export async function requireRedirectUri(ctx: ArbiterContext, next: Next): Promise<void> {
   if (['GET', 'POST'].includes(ctx.method)) {
     const redirectUri = authorizationRequestParameters(ctx).redirect_uri;
-    if (typeof redirectUri !== 'string' || redirectUri === '') throw new HttpError(400, 'invalid_request', "missing required parameter 'redirect_uri'");
+    if (typeof redirectUri !== 'string' || redirectUri === '')
+      throw new HttpError(400, 'invalid_request', "missing required parameter 'redirect_uri'");
   }
   await next();
 }

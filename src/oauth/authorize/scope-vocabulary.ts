@@ -16,23 +16,45 @@ import { authorizationRequestParameters } from './parameters.js';
  * wrote are ever added, so made-up scope names cannot grow oidc-provider's list; a scope
  * outside the vocabulary is ignored, as RFC 6749 §3.3 allows.
  */
-export function recognizeRequestedScopes(store: Store, policy: PolicyEngine, providerFor: (tenant: string) => Provider) {
+export function recognizeRequestedScopes(
+  store: Store,
+  policy: PolicyEngine,
+  providerFor: (tenant: string) => Provider,
+) {
   return async (ctx: ArbiterContext, next: Next): Promise<void> => {
     const params = authorizationRequestParameters(ctx);
     const requested = typeof params.scope === 'string' ? params.scope.split(' ').filter(Boolean) : [];
     if (requested.length && typeof params.client_id === 'string') {
       const vocabulary = await scopeVocabulary(store, policy, ctx.state.tenant.name, params.client_id);
-      recognizeScopes(providerFor(ctx.state.tenant.name), requested.filter((scope) => vocabulary.has(scope)));
+      recognizeScopes(
+        providerFor(ctx.state.tenant.name),
+        requested.filter((scope) => vocabulary.has(scope)),
+      );
     }
     await next();
   };
 }
 
-async function scopeVocabulary(store: Store, policy: PolicyEngine, tenant: string, clientId: string): Promise<Set<string>> {
+async function scopeVocabulary(
+  store: Store,
+  policy: PolicyEngine,
+  tenant: string,
+  clientId: string,
+): Promise<Set<string>> {
   const [client, oauth] = await Promise.all([
     clientsCollection(store, tenant).findOne({ clientId }),
-    policy.policyData('oauth') as Promise<{ oidc_scopes?: unknown; resource_types?: Record<string, { scopes?: unknown }> } | undefined>,
+    policy.policyData('oauth') as Promise<
+      { oidc_scopes?: unknown; resource_types?: Record<string, { scopes?: unknown }> } | undefined
+    >,
   ]);
-  const named = [client?.scopes, oauth?.oidc_scopes, ...Object.values(oauth?.resource_types ?? {}).map((type) => type?.scopes)];
-  return new Set(named.flatMap((scopes) => (Array.isArray(scopes) ? scopes.filter((scope): scope is string => typeof scope === 'string') : [])));
+  const named = [
+    client?.scopes,
+    oauth?.oidc_scopes,
+    ...Object.values(oauth?.resource_types ?? {}).map((type) => type?.scopes),
+  ];
+  return new Set(
+    named.flatMap((scopes) =>
+      Array.isArray(scopes) ? scopes.filter((scope): scope is string => typeof scope === 'string') : [],
+    ),
+  );
 }

@@ -13,8 +13,14 @@ const SECRET_METHODS = new Set(['client_secret_basic', 'client_secret_post']);
 export function assertRegisteredAuthMethod(ctx: KoaContextWithOIDC): void {
   const registered = ctx.oidc.client?.clientAuthMethod;
   if (!registered || !SECRET_METHODS.has(registered)) return;
-  const presented = /^basic /i.test(ctx.get('authorization')) ? 'client_secret_basic' : (ctx.oidc.params as Record<string, unknown> | undefined)?.client_secret !== undefined ? 'client_secret_post' : null;
+  const presented = /^basic /i.test(ctx.get('authorization'))
+    ? 'client_secret_basic'
+    : (ctx.oidc.params as Record<string, unknown> | undefined)?.client_secret !== undefined
+      ? 'client_secret_post'
+      : null;
   if (presented && presented !== registered) {
-    throw new errors.InvalidClientAuth(`the client authenticated with ${presented}; it is registered for ${registered}`);
+    throw new errors.InvalidClientAuth(
+      `the client authenticated with ${presented}; it is registered for ${registered}`,
+    );
   }
 }

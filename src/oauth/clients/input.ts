@@ -8,7 +8,12 @@ export function authenticationMethod(client: { clientAuthMethod?: string } | und
 }
 
 /** `input.client` for a client known to this tenant; null when it is not (yet) registered. */
-export async function clientInput(store: Store, tenant: string, clientId: string, authenticatedWith: string | null = null): Promise<ClientInput | null> {
+export async function clientInput(
+  store: Store,
+  tenant: string,
+  clientId: string,
+  authenticatedWith: string | null = null,
+): Promise<ClientInput | null> {
   const record = await findClientRecord(store, tenant, clientId);
   if (!record) return null;
   return {
@@ -20,7 +25,8 @@ export async function clientInput(store: Store, tenant: string, clientId: string
     ...(Array.isArray(record.grantTypes) ? { grant_types: record.grantTypes } : {}),
     ...(typeof record.softwareId === 'string' ? { software_id: record.softwareId } : {}),
     redirect_uris: record.redirectUris ?? [],
-    token_endpoint_auth_method: record.tokenEndpointAuthMethod ?? (record.clientType === 'public' ? 'none' : 'client_secret_basic'),
+    token_endpoint_auth_method:
+      record.tokenEndpointAuthMethod ?? (record.clientType === 'public' ? 'none' : 'client_secret_basic'),
     authenticated_with: authenticatedWith,
   };
 }
@@ -30,9 +36,14 @@ export async function clientInput(store: Store, tenant: string, clientId: string
  * record without it (Admin API), the `granted_resources` of its software statement object.
  */
 function grantedResources(record: ClientRecord): GrantedResource[] {
-  const granted = Array.isArray(record.grantedResources) ? record.grantedResources : record.softwareStatement?.granted_resources;
+  const granted = Array.isArray(record.grantedResources)
+    ? record.grantedResources
+    : record.softwareStatement?.granted_resources;
   if (!Array.isArray(granted)) return [];
   return granted.filter(
-    (entry): entry is GrantedResource => typeof entry?.type === 'string' && Array.isArray(entry?.scopes) && entry.scopes.every((scope: unknown) => typeof scope === 'string'),
+    (entry): entry is GrantedResource =>
+      typeof entry?.type === 'string' &&
+      Array.isArray(entry?.scopes) &&
+      entry.scopes.every((scope: unknown) => typeof scope === 'string'),
   );
 }

@@ -60,7 +60,12 @@ const clientsReadThisTurn = new TurnReads<ClientRecord | null>();
  * record found is kept, so a client created meanwhile is found.
  */
 export async function findClientRecord(store: Store, tenant: string, clientId: string): Promise<ClientRecord | null> {
-  return clientsReadThisTurn.read(store, `${tenant}\u0000${clientId}`, () => clientsCollection(store, tenant).findOne({ clientId }), (record) => record !== null);
+  return clientsReadThisTurn.read(
+    store,
+    `${tenant}\u0000${clientId}`,
+    () => clientsCollection(store, tenant).findOne({ clientId }),
+    (record) => record !== null,
+  );
 }
 
 /** oidc-provider client metadata for an Admin API client record; disabled clients do not exist for the protocol. */
@@ -81,7 +86,7 @@ export function clientMetadata(record: ClientRecord): AdapterPayload | undefined
     jwks_uri: record.jwksUri,
     jwks: record.jwks,
     // The BCrypt hash: oidc-provider compares presented secrets through our compareClientSecret.
-    client_secret: confidential ? record.clientSecret ?? undefined : undefined,
+    client_secret: confidential ? (record.clientSecret ?? undefined) : undefined,
   };
   return Object.fromEntries(Object.entries(metadata).filter(([, value]) => value !== undefined)) as AdapterPayload;
 }
@@ -94,11 +99,15 @@ function grantTypes(record: ClientRecord): string[] {
   if (Array.isArray(record.grantTypes)) {
     const redirects = Boolean(record.redirectUris?.length);
     const confidential = record.clientType === 'confidential';
-    const registered = record.grantTypes.filter((grant) => (grant === 'client_credentials' ? confidential : grant !== 'authorization_code' || redirects));
+    const registered = record.grantTypes.filter((grant) =>
+      grant === 'client_credentials' ? confidential : grant !== 'authorization_code' || redirects,
+    );
     return [...new Set([...registered, ...POLICY_DECIDED_GRANTS])];
   }
   const userGrants = record.redirectUris?.length ? ['authorization_code', 'refresh_token'] : [];
-  return record.clientType === 'confidential' ? [...userGrants, 'client_credentials', ...POLICY_DECIDED_GRANTS] : [...userGrants, ...POLICY_DECIDED_GRANTS];
+  return record.clientType === 'confidential'
+    ? [...userGrants, 'client_credentials', ...POLICY_DECIDED_GRANTS]
+    : [...userGrants, ...POLICY_DECIDED_GRANTS];
 }
 
 /**
@@ -122,10 +131,18 @@ const POLICY_DECIDED_GRANTS = [TOKEN_EXCHANGE, UMA_TICKET];
  * that is a URL and not an operator's or a registration's client is resolved by `documents`
  * (client ID metadata documents, ./cimd).
  */
-export function clientLookup(store: Store, tenant: string, authorizationDetailsTypes: () => Promise<string[]>, documents?: ClientDocuments) {
+export function clientLookup(
+  store: Store,
+  tenant: string,
+  authorizationDetailsTypes: () => Promise<string[]>,
+  documents?: ClientDocuments,
+) {
   return async (clientId: string) => {
     const found = await findClientRecord(store, tenant, clientId);
-    const record = documents && looksLikeDocumentUrl(clientId) && (!found || found.registrationType === 'cimd') ? await documents.resolve(clientId, found) : found;
+    const record =
+      documents && looksLikeDocumentUrl(clientId) && (!found || found.registrationType === 'cimd')
+        ? await documents.resolve(clientId, found)
+        : found;
     const metadata = record ? clientMetadata(record) : undefined;
     return metadata && { ...metadata, authorization_details_types: await authorizationDetailsTypes() };
   };

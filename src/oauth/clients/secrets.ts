@@ -30,7 +30,13 @@ export class SecretVerifier {
   }
 
   async verify(clientId: string, presented: string, storedHash: string): Promise<boolean> {
-    const id = createHmac('sha256', this.key).update(clientId).update('\0').update(storedHash).update('\0').update(presented).digest('base64url');
+    const id = createHmac('sha256', this.key)
+      .update(clientId)
+      .update('\0')
+      .update(storedHash)
+      .update('\0')
+      .update(presented)
+      .digest('base64url');
     if (this.verified.has(id)) return true;
     let check = this.pending.get(id);
     if (!check) {
@@ -57,5 +63,7 @@ export function hashClientSecret(secret: string): Promise<string> {
 
 /** oidc-provider compares plain strings; Arbiter's clients hold hashes (internals.ts, item 3). */
 export function compareHashedClientSecrets(provider: Provider): void {
-  compareClientSecretsWith(provider, (clientId, presented, stored) => clientSecrets.verify(clientId, presented, stored));
+  compareClientSecretsWith(provider, (clientId, presented, stored) =>
+    clientSecrets.verify(clientId, presented, stored),
+  );
 }

@@ -22,4 +22,5 @@ export class SignInError extends Error {
 }
 
 /** An identity provider that is missing, unreachable or misconfigured: the client may retry later. */
-export const unavailable = (description: string, cause?: unknown) => new SignInError('temporarily_unavailable', description, cause);
+export const unavailable = (description: string, cause?: unknown) =>
+  new SignInError('temporarily_unavailable', description, cause);

@@ -26,11 +26,17 @@ export const UPSTREAM_IDP_PARAM = 'upstream_idp';
  * otherwise the enabled one created first (lowest id). A tenant without one cannot sign
  * anybody in, which the client learns as `temporarily_unavailable`.
  */
-export async function chooseIdentityProvider(store: Store, sealer: Sealer, tenant: string, requested: unknown): Promise<IdentityProviderRecord> {
+export async function chooseIdentityProvider(
+  store: Store,
+  sealer: Sealer,
+  tenant: string,
+  requested: unknown,
+): Promise<IdentityProviderRecord> {
   const providers = identityProviderRecords<IdentityProviderRecord>(store, tenant);
   if (typeof requested === 'string' && requested !== '') {
     const named = await providers.findOne({ idpId: requested });
-    if (!named || named.enabled === false) throw new SignInError('invalid_request', `${UPSTREAM_IDP_PARAM} names no enabled identity provider`);
+    if (!named || named.enabled === false)
+      throw new SignInError('invalid_request', `${UPSTREAM_IDP_PARAM} names no enabled identity provider`);
     return unsealed(named, sealer);
   }
   const all = await providers.find({}, { sort: { field: 'id', direction: 'asc' } });
@@ -40,9 +46,15 @@ export async function chooseIdentityProvider(store: Store, sealer: Sealer, tenan
 }
 
 /** The provider a pending sign-in started with; it may have been disabled or deleted meanwhile. */
-export async function identityProviderById(store: Store, sealer: Sealer, tenant: string, id: number): Promise<IdentityProviderRecord> {
+export async function identityProviderById(
+  store: Store,
+  sealer: Sealer,
+  tenant: string,
+  id: number,
+): Promise<IdentityProviderRecord> {
   const record = await identityProviderRecords<IdentityProviderRecord>(store, tenant).get(id);
-  if (!record || record.enabled === false) throw unavailable('the identity provider of this sign-in is no longer available');
+  if (!record || record.enabled === false)
+    throw unavailable('the identity provider of this sign-in is no longer available');
   return unsealed(record, sealer);
 }
 

@@ -16,7 +16,12 @@ export type Interaction = Awaited<ReturnType<Provider['interactionDetails']>>;
 export async function interactionOf(ctx: ArbiterContext, provider: Provider): Promise<Interaction> {
   const uid = ctx.cookies.get(provider.cookieName('interaction'));
   const interaction = uid && uid === ctx.params.uid ? await provider.Interaction.find(uid) : undefined;
-  if (!interaction) throw new HttpError(400, 'invalid_request', 'this sign-in session was not found or has expired; start again from the application');
+  if (!interaction)
+    throw new HttpError(
+      400,
+      'invalid_request',
+      'this sign-in session was not found or has expired; start again from the application',
+    );
   return interaction;
 }
 
@@ -25,8 +30,13 @@ export async function interactionOf(ctx: ArbiterContext, provider: Provider): Pr
  * request (what `provider.interactionResult()` does, for the reason given above).
  * `mergeWithLastSubmission` keeps the result of the previous round (the login, when consenting).
  */
-export async function finishInteraction(interaction: Interaction, result: InteractionResults, mergeWithLastSubmission: boolean): Promise<string> {
-  interaction.result = mergeWithLastSubmission && !('error' in result) ? { ...interaction.lastSubmission, ...result } : result;
+export async function finishInteraction(
+  interaction: Interaction,
+  result: InteractionResults,
+  mergeWithLastSubmission: boolean,
+): Promise<string> {
+  interaction.result =
+    mergeWithLastSubmission && !('error' in result) ? { ...interaction.lastSubmission, ...result } : result;
   await interaction.save(interaction.exp - Math.floor(Date.now() / 1000));
   return interaction.returnTo;
 }

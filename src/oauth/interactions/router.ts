@@ -64,7 +64,8 @@ async function answerPrompt(ctx: ArbiterContext, deps: InteractionDeps, upstream
   try {
     const prompt = interaction.prompt.name;
     if (prompt === 'consent') return await finish(ctx, interaction, grantConsent());
-    if (!SIGN_IN_PROMPTS.has(prompt)) throw new SignInError('interaction_required', `Arbiter cannot satisfy the ${prompt} prompt`);
+    if (!SIGN_IN_PROMPTS.has(prompt))
+      throw new SignInError('interaction_required', `Arbiter cannot satisfy the ${prompt} prompt`);
     ctx.redirect((await sendUpstream(ctx, deps, upstream, interaction)).href);
   } catch (error) {
     await finish(ctx, interaction, signInFailure(ctx, error, deps.log));
@@ -72,34 +73,56 @@ async function answerPrompt(ctx: ArbiterContext, deps: InteractionDeps, upstream
 }
 
 /** Picks the tenant's provider, remembers the round trip, and returns where the browser goes. */
-async function sendUpstream(ctx: ArbiterContext, deps: InteractionDeps, upstream: UpstreamProviders, interaction: Interaction): Promise<URL> {
+async function sendUpstream(
+  ctx: ArbiterContext,
+  deps: InteractionDeps,
+  upstream: UpstreamProviders,
+  interaction: Interaction,
+): Promise<URL> {
   const { params, uid } = interaction;
   const idp = await chooseIdentityProvider(deps.store, deps.sealer, ctx.state.tenant.name, params[UPSTREAM_IDP_PARAM]);
   const checks = newChecks();
-  const destination = await upstream.authorizationUrl(idp, checks, { prompt: params.prompt, loginHint: params.login_hint });
+  const destination = await upstream.authorizationUrl(idp, checks, {
+    prompt: params.prompt,
+    loginHint: params.login_hint,
+  });
   await new UpstreamLogins(deps.store, ctx.state.tenant.name).begin(uid, idp.id, checks);
   return destination;
 }
 
-async function receiveUpstreamResponse(ctx: ArbiterContext, deps: InteractionDeps, upstream: UpstreamProviders): Promise<void> {
+async function receiveUpstreamResponse(
+  ctx: ArbiterContext,
+  deps: InteractionDeps,
+  upstream: UpstreamProviders,
+): Promise<void> {
   const { state } = ctx.query;
-  if (typeof state !== 'string' || state === '') throw badRequest('the identity provider\'s response carries no state');
+  if (typeof state !== 'string' || state === '') throw badRequest("the identity provider's response carries no state");
   const logins = new UpstreamLogins(deps.store, ctx.state.tenant.name);
   const login = await logins.claim(state);
-  if (!login) throw badRequest('this sign-in is unknown, expired or already completed; start again from the application');
+  if (!login)
+    throw badRequest('this sign-in is unknown, expired or already completed; start again from the application');
   await logins.finish(state, await upstreamOutcome(ctx, deps, upstream, login));
   ctx.redirect(`${interactionPath(login.uid)}/${UPSTREAM_DONE}`);
 }
 
 /** The interaction result this upstream response leads to: the signed-in subject, or an authorization error. */
-async function upstreamOutcome(ctx: ArbiterContext, deps: InteractionDeps, upstream: UpstreamProviders, login: ClaimedLogin): Promise<InteractionResults> {
+async function upstreamOutcome(
+  ctx: ArbiterContext,
+  deps: InteractionDeps,
+  upstream: UpstreamProviders,
+  login: ClaimedLogin,
+): Promise<InteractionResults> {
   const { store, config } = deps;
   try {
     const idp = await identityProviderById(store, deps.sealer, ctx.state.tenant.name, login.identityProviderId);
     // openid-client takes the redirect_uri for the code exchange from this URL.
     const callbackUrl = new URL(`${config.issuer}${UPSTREAM_CALLBACK_PATH}?${ctx.querystring}`);
     const identity = await upstream.identity(idp, callbackUrl, login.checks);
-    const accountId = await rememberSubject({ store, tenant: ctx.state.tenant.name, tenantId: ctx.state.tenant.id }, idp, identity);
+    const accountId = await rememberSubject(
+      { store, tenant: ctx.state.tenant.name, tenantId: ctx.state.tenant.id },
+      idp,
+      identity,
+    );
     deps.log.info({ tenant: ctx.state.tenant.name, idp: idp.idpId, sub: accountId }, 'upstream sign-in completed');
     // The upstream sign-in also settles a requested select_account prompt.
     return { login: { accountId }, select_account: {} };
@@ -111,12 +134,16 @@ async function upstreamOutcome(ctx: ArbiterContext, deps: InteractionDeps, upstr
 async function completeSignIn(ctx: ArbiterContext, deps: InteractionDeps): Promise<void> {
   const { interaction } = await openInteraction(ctx, deps.providers);
   const outcome = await new UpstreamLogins(deps.store, ctx.state.tenant.name).take(interaction.uid);
-  if (!outcome) throw badRequest('this sign-in has no upstream result (already used or expired); start again from the application');
+  if (!outcome)
+    throw badRequest('this sign-in has no upstream result (already used or expired); start again from the application');
   await finish(ctx, interaction, outcome);
 }
 
 /** The tenant's provider and the browser's interaction with it. */
-async function openInteraction(ctx: ArbiterContext, providers: TenantProviders): Promise<{ provider: Provider; interaction: Interaction }> {
+async function openInteraction(
+  ctx: ArbiterContext,
+  providers: TenantProviders,
+): Promise<{ provider: Provider; interaction: Interaction }> {
   const provider = providers.provider(ctx.state.tenant.name);
   return { provider, interaction: await interactionOf(ctx, provider) };
 }
@@ -132,7 +159,10 @@ async function finish(ctx: ArbiterContext, interaction: Interaction, result: Int
 function signInFailure(ctx: ArbiterContext, error: unknown, log: Logger): InteractionResults {
   if (!(error instanceof SignInError)) throw error;
   const { tenant, requestId } = ctx.state;
-  log.warn({ tenant: tenant.name, requestId, error: error.error, reason: error.description, cause: causeOf(error.cause) }, 'upstream sign-in failed');
+  log.warn(
+    { tenant: tenant.name, requestId, error: error.error, reason: error.description, cause: causeOf(error.cause) },
+    'upstream sign-in failed',
+  );
   return error.result;
 }
 

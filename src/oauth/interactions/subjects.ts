@@ -23,7 +23,11 @@ export interface SubjectScope {
  * for different people; a subject created through the Admin API without a provider is
  * bound to the first provider that signs it in.
  */
-export async function rememberSubject(scope: SubjectScope, idp: IdentityProviderRecord, identity: UpstreamIdentity): Promise<string> {
+export async function rememberSubject(
+  scope: SubjectScope,
+  idp: IdentityProviderRecord,
+  identity: UpstreamIdentity,
+): Promise<string> {
   const subjects = subjectsCollection(scope.store, scope.tenant);
   const existing = await subjects.findOne({ subjectId: identity.sub });
   if (existing) {
@@ -48,7 +52,11 @@ function refreshed(existing: SubjectRecord, idp: IdentityProviderRecord, identit
   return { id, tenantId, createdAt, ...profile(idp, identity), updatedAt: new Date().toISOString() };
 }
 
-async function created(scope: SubjectScope, idp: IdentityProviderRecord, identity: UpstreamIdentity): Promise<SubjectRecord> {
+async function created(
+  scope: SubjectScope,
+  idp: IdentityProviderRecord,
+  identity: UpstreamIdentity,
+): Promise<SubjectRecord> {
   const now = new Date().toISOString();
   // The Admin API's numeric ids come from the same sequence.
   const id = await scope.store.nextSequence(SUBJECTS_COLLECTION);
@@ -59,5 +67,8 @@ async function created(scope: SubjectScope, idp: IdentityProviderRecord, identit
 function profile(idp: IdentityProviderRecord, identity: UpstreamIdentity) {
   const { sub, name, email, emailVerified, preferredUsername } = identity;
   const fields = { subjectId: sub, identityProviderId: idp.id, name, email, emailVerified, preferredUsername };
-  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Pick<SubjectRecord, 'subjectId' | 'identityProviderId'>;
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Pick<
+    SubjectRecord,
+    'subjectId' | 'identityProviderId'
+  >;
 }

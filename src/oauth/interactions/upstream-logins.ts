@@ -62,7 +62,11 @@ export class UpstreamLogins {
   async claim(state: string): Promise<ClaimedLogin | null> {
     const claimed = await this.logins.update(storageDigest(state), { status: 'exchanging' }, { status: 'pending' });
     if (!claimed?.nonce || !claimed.codeVerifier) return null;
-    return { uid: claimed.uid, identityProviderId: claimed.identityProviderId, checks: { state, nonce: claimed.nonce, codeVerifier: claimed.codeVerifier } };
+    return {
+      uid: claimed.uid,
+      identityProviderId: claimed.identityProviderId,
+      checks: { state, nonce: claimed.nonce, codeVerifier: claimed.codeVerifier },
+    };
   }
 
   /** Records how the upstream part ended; the verifier and nonce are no longer needed. */

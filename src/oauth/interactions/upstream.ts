@@ -9,7 +9,14 @@ const DEFAULT_SCOPES = ['openid', 'profile', 'email'];
 /** The prompt values of the authorization request that concern authentication, hence the upstream provider. */
 const FORWARDED_PROMPTS = ['login', 'consent', 'select_account'];
 /** Upstream authorization errors a client can act on; anything else says "the upstream refused" as access_denied. */
-const RELAYED_ERRORS = new Set(['access_denied', 'login_required', 'consent_required', 'interaction_required', 'account_selection_required', 'temporarily_unavailable']);
+const RELAYED_ERRORS = new Set([
+  'access_denied',
+  'login_required',
+  'consent_required',
+  'interaction_required',
+  'account_selection_required',
+  'temporarily_unavailable',
+]);
 
 /** The per-sign-in secrets that bind the upstream response to the request Arbiter sent. */
 export interface UpstreamChecks {
@@ -59,7 +66,10 @@ export class UpstreamProviders {
     this.outbound = createOutbound(options.outbound);
     // ID tokens are verified against the upstream's JWKS, although they come straight from its
     // token endpoint: openid-client would otherwise take any signature from it at face value.
-    this.execute = [client.enableNonRepudiationChecks, ...(options.outbound.allowInsecureLoopback ? [client.allowInsecureRequests] : [])];
+    this.execute = [
+      client.enableNonRepudiationChecks,
+      ...(options.outbound.allowInsecureLoopback ? [client.allowInsecureRequests] : []),
+    ];
   }
 
   /**
@@ -97,7 +107,9 @@ export class UpstreamProviders {
         idTokenExpected: true,
       });
       const idToken = tokens.claims() as client.IDToken;
-      const userinfo = configuration.serverMetadata().userinfo_endpoint ? await client.fetchUserInfo(configuration, tokens.access_token, idToken.sub) : {};
+      const userinfo = configuration.serverMetadata().userinfo_endpoint
+        ? await client.fetchUserInfo(configuration, tokens.access_token, idToken.sub)
+        : {};
       return identityFrom({ ...idToken, ...userinfo, sub: idToken.sub });
     } catch (error) {
       throw signInErrorFor(error);
@@ -108,7 +120,12 @@ export class UpstreamProviders {
     if (!idp.clientId) throw unavailable(`identity provider ${idp.idpId} has no clientId`);
     const metadata = { ...(await this.metadata(idp)), ...endpointOverrides(idp) };
     this.assertFetchableEndpoints(idp, metadata);
-    const configuration = new client.Configuration(metadata, idp.clientId, idp.clientSecret, clientAuthentication(metadata, idp.clientSecret));
+    const configuration = new client.Configuration(
+      metadata,
+      idp.clientId,
+      idp.clientSecret,
+      clientAuthentication(metadata, idp.clientSecret),
+    );
     configuration.timeout = this.timeoutSeconds;
     configuration[client.customFetch] = this.outbound.fetch;
     for (const option of this.execute) option(configuration);
@@ -162,7 +179,8 @@ function endpointOverrides(idp: IdentityProviderRecord): Partial<client.ServerMe
 function clientAuthentication(metadata: client.ServerMetadata, secret: string | undefined): client.ClientAuth {
   if (!secret) return client.None();
   const methods = metadata.token_endpoint_auth_methods_supported;
-  const postOnly = methods !== undefined && !methods.includes('client_secret_basic') && methods.includes('client_secret_post');
+  const postOnly =
+    methods !== undefined && !methods.includes('client_secret_basic') && methods.includes('client_secret_post');
   return postOnly ? client.ClientSecretPost(secret) : client.ClientSecretBasic(secret);
 }
 
@@ -204,18 +222,27 @@ function signInErrorFor(error: unknown): SignInError {
     return new SignInError(code, `sign-in at the upstream identity provider ended with ${upstreamCode}`, error);
   }
   // OutboundRefusedError is a TypeError (a fetch network error), kept as the cause for the log.
-  const timedOut = error instanceof client.ClientError && (error.code === 'OAUTH_TIMEOUT' || error.code === 'OAUTH_ABORT');
+  const timedOut =
+    error instanceof client.ClientError && (error.code === 'OAUTH_TIMEOUT' || error.code === 'OAUTH_ABORT');
   if (error instanceof TypeError || timedOut || (upstreamStatus(error) ?? 0) >= 500) {
     return unavailable('the upstream identity provider could not be reached or failed', error);
   }
   if (error instanceof client.ClientError && UNREADABLE_RESPONSES.has(error.code ?? '')) {
-    return new SignInError('server_error', 'the upstream identity provider gave an answer that is not a valid protocol response', error);
+    return new SignInError(
+      'server_error',
+      'the upstream identity provider gave an answer that is not a valid protocol response',
+      error,
+    );
   }
-  return new SignInError('access_denied', 'the upstream identity provider\'s response could not be verified', error);
+  return new SignInError('access_denied', "the upstream identity provider's response could not be verified", error);
 }
 
 /** openid-client's codes for an answer it could not even read as a protocol response. */
-const UNREADABLE_RESPONSES = new Set(['OAUTH_RESPONSE_IS_NOT_JSON', 'OAUTH_PARSE_ERROR', 'OAUTH_RESPONSE_IS_NOT_CONFORM']);
+const UNREADABLE_RESPONSES = new Set([
+  'OAUTH_RESPONSE_IS_NOT_JSON',
+  'OAUTH_PARSE_ERROR',
+  'OAUTH_RESPONSE_IS_NOT_CONFORM',
+]);
 
 /** The upstream's HTTP status when the error is about an HTTP answer. */
 function upstreamStatus(error: unknown): number | undefined {

@@ -1,7 +1,12 @@
 import { resourceServerRecords } from '../../catalog/index.js';
 import type { ArbiterContext, TokenModel } from '../state.js';
 import type Provider from 'oidc-provider';
-import type { DecisionOutcome, IntrospectedTokenInput, IntrospectionCallerInput, PolicyEngine } from '../../policy/index.js';
+import type {
+  DecisionOutcome,
+  IntrospectedTokenInput,
+  IntrospectionCallerInput,
+  PolicyEngine,
+} from '../../policy/index.js';
 import { activeDelegations } from '../../delegation/index.js';
 import { requestInput } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
@@ -12,7 +17,6 @@ import { rememberDecision } from '../token/grants/decision.js';
 import { resolveResource } from '../shared/resources.js';
 import { subjectInput } from '../shared/subject-input.js';
 import { routes } from '../routes.js';
-
 
 export interface Caller {
   /** The client the caller authenticated as (the client of its bearer token for Bearer callers). */
@@ -27,7 +31,13 @@ export interface IntrospectionDeps {
 }
 
 /** Asks the `introspect` decision point about one token for one caller; asked on every call, never cached. */
-export async function decideIntrospection(ctx: ArbiterContext, deps: IntrospectionDeps, tenant: string, token: TokenModel, caller: Caller): Promise<DecisionOutcome> {
+export async function decideIntrospection(
+  ctx: ArbiterContext,
+  deps: IntrospectionDeps,
+  tenant: string,
+  token: TokenModel,
+  caller: Caller,
+): Promise<DecisionOutcome> {
   const resource = resourceOf(token);
   const resolved = await resolveResource(deps.store, tenant, resource, null);
   const context = parseContext(ctx);
@@ -35,7 +45,10 @@ export async function decideIntrospection(ctx: ArbiterContext, deps: Introspecti
     tenant,
     client: await clientInput(deps.store, tenant, caller.clientId, caller.method),
     subject: token.accountId ? await subjectInput(deps.store, tenant, token.accountId) : null,
-    delegations: await activeDelegations(deps.store, tenant, { sub: token.accountId ?? null, clientId: token.clientId ?? null }),
+    delegations: await activeDelegations(deps.store, tenant, {
+      sub: token.accountId ?? null,
+      clientId: token.clientId ?? null,
+    }),
     request: requestInput({
       endpoint: routes.introspection,
       parameters: { token_type_hint: formParameter(ctx, 'token_type_hint') ?? null, context },
@@ -85,12 +98,23 @@ function tokenInput(token: TokenModel, typeUri: string | null): IntrospectedToke
 async function callerInput(store: Store, tenant: string, caller: Caller): Promise<IntrospectionCallerInput> {
   const client = await findClientRecord(store, tenant, caller.clientId);
   const server = client
-    ? await resourceServerRecords<{ id: number; resourceIndicator: string; typeUris?: string[]; capability?: Record<string, unknown> }>(store, tenant).findOne({ clientId: client.id })
+    ? await resourceServerRecords<{
+        id: number;
+        resourceIndicator: string;
+        typeUris?: string[];
+        capability?: Record<string, unknown>;
+      }>(store, tenant).findOne({ clientId: client.id })
     : null;
   return {
     method: caller.method,
     scopes: caller.scopes,
-    resource_server: server ? { resource_indicator: server.resourceIndicator, type_uris: server.typeUris ?? [], capability: server.capability ?? {} } : null,
+    resource_server: server
+      ? {
+          resource_indicator: server.resourceIndicator,
+          type_uris: server.typeUris ?? [],
+          capability: server.capability ?? {},
+        }
+      : null,
   };
 }
 

@@ -18,7 +18,11 @@ const BEARER_CALLER: TokenRequirement = { scope: ['introspection', 'uma_protecti
 
 export const INTROSPECT_PATH = routes.introspection;
 
-export type IntrospectEndpointDeps = IntrospectionDeps & { providerFor(tenant: string): Provider; issuer: string; maxBodyBytes: number };
+export type IntrospectEndpointDeps = IntrospectionDeps & {
+  providerFor(tenant: string): Provider;
+  issuer: string;
+  maxBodyBytes: number;
+};
 
 /**
  * What Arbiter adds at /introspect, in order: the form read with the size limit, a client that
@@ -28,7 +32,6 @@ export type IntrospectEndpointDeps = IntrospectionDeps & { providerFor(tenant: s
 export function introspectMiddleware(deps: IntrospectEndpointDeps): ArbiterMiddleware[] {
   return [formBody(deps.maxBodyBytes), guardClientCredentials, introspectionEndpoint(deps)];
 }
-
 
 /**
  * POST /introspect. Client-authenticated callers (Basic, post, private_key_jwt) go through
@@ -53,7 +56,14 @@ function introspectionEndpoint(deps: IntrospectEndpointDeps) {
       ctx.body = { ...INACTIVE };
       return;
     }
-    ctx.body = await introspectionBody(deps.store, tenant, deps.issuer, introspected.token, introspected.decision, introspected.resourceTypes);
+    ctx.body = await introspectionBody(
+      deps.store,
+      tenant,
+      deps.issuer,
+      introspected.token,
+      introspected.decision,
+      introspected.resourceTypes,
+    );
     if (isSingleUse(introspected.token, introspected.decision)) await introspected.token.destroy();
   };
 }
@@ -66,13 +76,28 @@ export const introspectionPolicy: ConfigurationSlice = ({ store, policy, tenant 
       async allowedPolicy(ctx, client, token) {
         assertRegisteredAuthMethod(ctx);
         const caller: Caller = { clientId: client.clientId, method: client.clientAuthMethod ?? 'unknown', scopes: [] };
-        return remember(ctx as unknown as Context, token as unknown as TokenModel, await decideIntrospection(ctx as unknown as Context, { store, policy }, tenant, token as unknown as TokenModel, caller));
+        return remember(
+          ctx as unknown as Context,
+          token as unknown as TokenModel,
+          await decideIntrospection(
+            ctx as unknown as Context,
+            { store, policy },
+            tenant,
+            token as unknown as TokenModel,
+            caller,
+          ),
+        );
       },
     },
   },
 });
 
-async function introspectForBearer(ctx: ArbiterContext, deps: IntrospectEndpointDeps, callers: TokenCallers, tenant: string): Promise<void> {
+async function introspectForBearer(
+  ctx: ArbiterContext,
+  deps: IntrospectEndpointDeps,
+  callers: TokenCallers,
+  tenant: string,
+): Promise<void> {
   const { clientId, scopes } = await callers(ctx, BEARER_CALLER);
   const caller: Caller = { clientId, method: 'bearer', scopes };
   const provider = deps.providerFor(tenant);
@@ -80,7 +105,8 @@ async function introspectForBearer(ctx: ArbiterContext, deps: IntrospectEndpoint
   if (!value) throw new HttpError(400, 'invalid_request', "missing required parameter 'token'");
   ctx.status = 200;
   ctx.body = { ...INACTIVE };
-  const token = (await findTokenByValue(provider, value, formParameter(ctx, 'token_type_hint'))) as TokenModel | undefined;
+  const token = (await findTokenByValue(provider, value, formParameter(ctx, 'token_type_hint'))) as
+    TokenModel | undefined;
   if (!token?.isValid) return;
   remember(ctx, token, await decideIntrospection(ctx, deps, tenant, token, caller));
 }

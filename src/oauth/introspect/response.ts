@@ -13,7 +13,14 @@ export const INACTIVE = { active: false } as const;
  * facts (its scopes narrowed by the decision, never widened; its authorization details as
  * issued) plus what the policy outputs now (obligations, extensions).
  */
-export async function introspectionBody(store: Store, tenant: string, issuer: string, token: TokenModel, decision: Decision, resourceTypes: string[]): Promise<Record<string, unknown>> {
+export async function introspectionBody(
+  store: Store,
+  tenant: string,
+  issuer: string,
+  token: TokenModel,
+  decision: Decision,
+  resourceTypes: string[],
+): Promise<Record<string, unknown>> {
   const extra = (token.extra ?? {}) as Record<string, unknown>;
   const body: Record<string, unknown> = {
     active: true,
@@ -40,7 +47,9 @@ export async function introspectionBody(store: Store, tenant: string, issuer: st
 
 /** A token the policy marks single-use (now or at issuance) is deleted after its first successful introspection. */
 export function isSingleUse(token: TokenModel, decision: Decision): boolean {
-  return decision.jit_single_use === true || (token.extra as Record<string, unknown> | undefined)?.jit_single_use === true;
+  return (
+    decision.jit_single_use === true || (token.extra as Record<string, unknown> | undefined)?.jit_single_use === true
+  );
 }
 
 async function usernameOf(store: Store, tenant: string, sub: string): Promise<string | undefined> {

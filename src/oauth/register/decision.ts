@@ -47,7 +47,8 @@ export async function decideRegistration(
   const outcome = await policy.decide('register', input);
   rememberDecision(ctx as never, outcome);
   // A policy that requires an initial access token answers invalid_token: a 401 with its challenge (RFC 6750).
-  if (!outcome.decision.allow && outcome.decision.error === 'invalid_token' && !outcome.engineError) throw invalidToken(ctx, outcome.decision.error_description ?? 'an initial access token is required');
+  if (!outcome.decision.allow && outcome.decision.error === 'invalid_token' && !outcome.engineError)
+    throw invalidToken(ctx, outcome.decision.error_description ?? 'an initial access token is required');
   enforce.http(outcome);
   const { scopes, extensions } = outcome.decision;
   return {
@@ -60,13 +61,24 @@ export async function decideRegistration(
 /** The grants the decision entitles, never beyond those asked for; none left is a denial. */
 function grantTypesOf(decided: unknown, requested: string[]): string[] {
   const grants = Array.isArray(decided) ? requested.filter((grant) => decided.includes(grant)) : requested;
-  if (grants.length === 0) throw new HttpError(400, 'invalid_client_metadata', 'grant_types: the policy entitles none of the requested grant types', { field: 'grant_types' });
+  if (grants.length === 0)
+    throw new HttpError(
+      400,
+      'invalid_client_metadata',
+      'grant_types: the policy entitles none of the requested grant types',
+      { field: 'grant_types' },
+    );
   return grants;
 }
 
 function grantedResourcesOf(decided: unknown): GrantedResource[] {
   if (!Array.isArray(decided)) return [];
   return decided
-    .filter((entry): entry is GrantedResource => typeof entry?.type === 'string' && Array.isArray(entry?.scopes) && entry.scopes.every((scope: unknown) => typeof scope === 'string'))
+    .filter(
+      (entry): entry is GrantedResource =>
+        typeof entry?.type === 'string' &&
+        Array.isArray(entry?.scopes) &&
+        entry.scopes.every((scope: unknown) => typeof scope === 'string'),
+    )
     .map(({ type, scopes }) => ({ type, scopes: [...scopes] }));
 }

@@ -17,7 +17,15 @@ import { SoftwareStatements, type SoftwareStatement } from './statement.js';
 import { validateMetadata, type ValidatedMetadata } from './validation.js';
 
 export interface RegistrationDeps {
-  config: Pick<Config, 'issuer' | 'maxBodyBytes' | 'softwareStatementVerify' | 'outboundAllowInsecureLoopback' | 'outboundTimeoutMs' | 'outboundMaxResponseBytes'>;
+  config: Pick<
+    Config,
+    | 'issuer'
+    | 'maxBodyBytes'
+    | 'softwareStatementVerify'
+    | 'outboundAllowInsecureLoopback'
+    | 'outboundTimeoutMs'
+    | 'outboundMaxResponseBytes'
+  >;
   store: Store;
   policy: PolicyEngine;
 }
@@ -32,13 +40,25 @@ const UUID_SOFTWARE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
  * Arbiter's client collection (record.ts), where the Admin API and /token find it.
  */
 export function registrationHandlers({ config, store, policy }: RegistrationDeps) {
-  const statements = new SoftwareStatements(config.softwareStatementVerify, policy, createOutbound(outboundOptionsOf(config)));
+  const statements = new SoftwareStatements(
+    config.softwareStatementVerify,
+    policy,
+    createOutbound(outboundOptionsOf(config)),
+  );
 
   const initialAccessTokens = new InitialAccessTokens(store);
 
-  const register = async (ctx: ArbiterContext, body: Record<string, unknown>, existing?: ClientRecord, initialAccessToken: PresentedToken | null = null) => {
+  const register = async (
+    ctx: ArbiterContext,
+    body: Record<string, unknown>,
+    existing?: ClientRecord,
+    initialAccessToken: PresentedToken | null = null,
+  ) => {
     assertTenant(ctx, body);
-    const statement = await readStatement(statements, body.software_statement ?? (existing ? existing.softwareStatementJwt : undefined));
+    const statement = await readStatement(
+      statements,
+      body.software_statement ?? (existing ? existing.softwareStatementJwt : undefined),
+    );
     const metadata = withStatementSoftware(validateMetadata(body), statement?.read ?? null);
     assertPublicSubjects(body);
     const grant = await decideRegistration(ctx, policy, body, metadata, statement?.read ?? null, initialAccessToken);
@@ -68,7 +88,8 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
     if (!['GET', 'PUT', 'DELETE'].includes(ctx.method)) throw methodNotAllowed(ctx, 'GET, PUT, DELETE');
     const clientId = decodeSegment(segment);
     const token = bearerToken(ctx.get('authorization'));
-    const record = clientId !== undefined && token !== undefined ? await clientForToken(store, tenant, clientId, token) : null;
+    const record =
+      clientId !== undefined && token !== undefined ? await clientForToken(store, tenant, clientId, token) : null;
     if (!record) throw invalidToken(ctx, 'the registration access token is missing or not valid for this client');
     if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
     // A valid registration access token: this caller's refusals are audited in full.
@@ -81,7 +102,13 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
       ctx.status = 204;
     } else {
       const body = await jsonObject(ctx, config.maxBodyBytes);
-      if (body.client_id !== record.clientId) throw new HttpError(400, 'invalid_client_metadata', 'client_id must be the client_id of the registration client URI', { field: 'client_id' });
+      if (body.client_id !== record.clientId)
+        throw new HttpError(
+          400,
+          'invalid_client_metadata',
+          'client_id must be the client_id of the registration client URI',
+          { field: 'client_id' },
+        );
       const { metadata, grant, statement } = await register(ctx, body, record);
       const updated = await updateClient(store, tenant, record, metadata, grant, statement);
       ctx.body = clientInformation(config.issuer, updated.record, updated.issued);
@@ -102,7 +129,10 @@ async function jsonObject(ctx: ArbiterContext, maxBodyBytes: number): Promise<Re
   return object;
 }
 
-async function readStatement(statements: SoftwareStatements, jwt: unknown): Promise<{ jwt: string; read: SoftwareStatement } | null> {
+async function readStatement(
+  statements: SoftwareStatements,
+  jwt: unknown,
+): Promise<{ jwt: string; read: SoftwareStatement } | null> {
   if (jwt === undefined || jwt === null) return null;
   const read = await statements.read(jwt);
   return { jwt: jwt as string, read };
@@ -111,8 +141,18 @@ async function readStatement(statements: SoftwareStatements, jwt: unknown): Prom
 /** Without software_id / software_version of its own, a request registers the statement's (when well-formed). */
 function withStatementSoftware(metadata: ValidatedMetadata, statement: SoftwareStatement | null): ValidatedMetadata {
   const claims = statement?.claims ?? {};
-  if (metadata.software_id === undefined && typeof claims.software_id === 'string' && UUID_SOFTWARE_ID.test(claims.software_id)) metadata.software_id = claims.software_id.toLowerCase();
-  if (metadata.software_version === undefined && typeof claims.software_version === 'string' && claims.software_version.length <= 2048) metadata.software_version = claims.software_version;
+  if (
+    metadata.software_id === undefined &&
+    typeof claims.software_id === 'string' &&
+    UUID_SOFTWARE_ID.test(claims.software_id)
+  )
+    metadata.software_id = claims.software_id.toLowerCase();
+  if (
+    metadata.software_version === undefined &&
+    typeof claims.software_version === 'string' &&
+    claims.software_version.length <= 2048
+  )
+    metadata.software_version = claims.software_version;
   return metadata;
 }
 
@@ -121,7 +161,10 @@ function assertTenant(ctx: ArbiterContext, body: Record<string, unknown>): void 
   const named = body.tenant_id;
   if (named === undefined || named === null) return;
   const { id, name } = ctx.state.tenant;
-  if (named !== (id ?? name)) throw new HttpError(400, 'invalid_client_metadata', 'tenant_id must name the tenant of the request (X-Tenant-Id)', { field: 'tenant_id' });
+  if (named !== (id ?? name))
+    throw new HttpError(400, 'invalid_client_metadata', 'tenant_id must name the tenant of the request (X-Tenant-Id)', {
+      field: 'tenant_id',
+    });
 }
 
 /**

@@ -9,7 +9,10 @@ export const REGISTER_PATH = routes.registration;
  * (RFC 7592): answered by Arbiter itself (gate.ts), never by oidc-provider. Client ID metadata
  * documents, the other way a client comes to exist, are in cimd/.
  */
-export function registrationMiddleware(deps: RegistrationDeps): { register: ArbiterMiddleware[]; clientConfiguration: ArbiterMiddleware[] } {
+export function registrationMiddleware(deps: RegistrationDeps): {
+  register: ArbiterMiddleware[];
+  clientConfiguration: ArbiterMiddleware[];
+} {
   const { registerClient, manageClient } = registrationHandlers(deps);
   return { register: [registerClient], clientConfiguration: [manageClient] };
 }

@@ -41,7 +41,11 @@ export function clientsOf(store: Store, tenant: string): TenantCollection<Client
 }
 
 /** The registration's own fields of a client record (what a PUT replaces). */
-function registeredFields(metadata: ValidatedMetadata, grant: RegistrationGrant, statement: { jwt: string; read: SoftwareStatement } | null): Partial<ClientRecord> {
+function registeredFields(
+  metadata: ValidatedMetadata,
+  grant: RegistrationGrant,
+  statement: { jwt: string; read: SoftwareStatement } | null,
+): Partial<ClientRecord> {
   const fields: Partial<ClientRecord> = {
     clientType: metadata.token_endpoint_auth_method === 'none' ? 'public' : 'confidential',
     redirectUris: metadata.redirect_uris,
@@ -110,10 +114,26 @@ export async function updateClient(
 ): Promise<{ record: ClientRecord; issued: IssuedCredentials }> {
   const fields = registeredFields(metadata, grant, statement);
   const issued: IssuedCredentials = {};
-  const keepsSecret = usesSecret(fields.tokenEndpointAuthMethod) && existing.tokenEndpointAuthMethod === fields.tokenEndpointAuthMethod && typeof existing.clientSecret === 'string';
+  const keepsSecret =
+    usesSecret(fields.tokenEndpointAuthMethod) &&
+    existing.tokenEndpointAuthMethod === fields.tokenEndpointAuthMethod &&
+    typeof existing.clientSecret === 'string';
   if (usesSecret(fields.tokenEndpointAuthMethod) && !keepsSecret) issued.clientSecret = generateClientSecret();
   const { clientSecret: oldSecret, ...kept } = existing;
-  const registrationOwned = ['clientName', 'clientUri', 'logoUri', 'tosUri', 'policyUri', 'contacts', 'jwksUri', 'jwks', 'softwareId', 'softwareVersion', 'softwareStatement', 'softwareStatementJwt'];
+  const registrationOwned = [
+    'clientName',
+    'clientUri',
+    'logoUri',
+    'tosUri',
+    'policyUri',
+    'contacts',
+    'jwksUri',
+    'jwks',
+    'softwareId',
+    'softwareVersion',
+    'softwareStatement',
+    'softwareStatementJwt',
+  ];
   for (const field of registrationOwned) delete (kept as Record<string, unknown>)[field];
   const record = {
     ...kept,
@@ -130,7 +150,12 @@ export async function updateClient(
  * is `token`; null for an unknown client, another client's token, or a client without one
  * (Admin API clients): the caller cannot tell these apart.
  */
-export async function clientForToken(store: Store, tenant: string, clientId: string, token: string): Promise<ClientRecord | null> {
+export async function clientForToken(
+  store: Store,
+  tenant: string,
+  clientId: string,
+  token: string,
+): Promise<ClientRecord | null> {
   const record = await clientsOf(store, tenant).findOne({ clientId });
   const stored = record?.registrationAccessTokenDigest;
   if (!record || typeof stored !== 'string') {

@@ -12,6 +12,7 @@ export function redirectUriProblem(parsed: URL): string | null {
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return 'must be http or https URIs';
   if (parsed.username || parsed.password) return 'must not contain credentials (user:password@)';
   if (parsed.hostname.includes('*') || parsed.href.includes('*')) return 'must not contain a wildcard';
-  if (parsed.protocol === 'http:' && !LOOPBACK_HOSTS.has(parsed.hostname)) return 'must use https, except on the loopback interface (127.0.0.1, [::1], localhost)';
+  if (parsed.protocol === 'http:' && !LOOPBACK_HOSTS.has(parsed.hostname))
+    return 'must use https, except on the loopback interface (127.0.0.1, [::1], localhost)';
   return null;
 }

@@ -12,7 +12,11 @@ export function registrationClientUri(issuer: string, clientId: string): string 
  * RFC 7591 names, plus the one-time secret and registration access token when just issued.
  * Nothing stored as a hash or digest is ever shown.
  */
-export function clientInformation(issuer: string, record: ClientRecord, issued: IssuedCredentials = {}): Record<string, unknown> {
+export function clientInformation(
+  issuer: string,
+  record: ClientRecord,
+  issued: IssuedCredentials = {},
+): Record<string, unknown> {
   const response: Record<string, unknown> = {
     client_id: record.clientId,
     ...(issued.clientSecret ? { client_secret: issued.clientSecret } : {}),

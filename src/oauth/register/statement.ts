@@ -12,7 +12,8 @@ export interface SoftwareStatement {
   claims: Record<string, unknown>;
 }
 
-const invalid = (description: string) => new HttpError(400, 'invalid_software_statement', description, { field: 'software_statement' });
+const invalid = (description: string) =>
+  new HttpError(400, 'invalid_software_statement', description, { field: 'software_statement' });
 
 /**
  * Software statements (RFC 7591 §2.3): decoded always; verified against the issuer's JWKS
@@ -56,13 +57,12 @@ export class SoftwareStatements {
 
   private verificationError(error: unknown): HttpError {
     if (error instanceof HttpError) return error;
-    if (error instanceof JwksUnavailableError) return invalid("the software statement issuer's JWKS could not be fetched");
+    if (error instanceof JwksUnavailableError)
+      return invalid("the software statement issuer's JWKS could not be fetched");
     if (error instanceof joseErrors.JWTExpired) return invalid('the software statement has expired');
     if (error instanceof joseErrors.JOSEError) return invalid('the software statement signature could not be verified');
     return invalid("the software statement issuer's JWKS could not be fetched");
   }
-
-
 }
 
 /** The issuer's JWKS URL, when policy data trusts it for software statements. */

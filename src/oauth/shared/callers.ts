@@ -27,7 +27,13 @@ const MAX_TOKEN_LENGTH = 512;
 export async function activeAccessToken(provider: Provider, value: string) {
   if (value.length > MAX_TOKEN_LENGTH) return undefined;
   const token = await findTokenByValue(provider, value, 'access_token').catch(() => undefined);
-  if (!token || (token.kind !== 'AccessToken' && token.kind !== 'ClientCredentials') || !token.isValid || token.isExpired) return undefined;
+  if (
+    !token ||
+    (token.kind !== 'AccessToken' && token.kind !== 'ClientCredentials') ||
+    !token.isValid ||
+    token.isExpired
+  )
+    return undefined;
   return token;
 }
 
@@ -69,22 +75,36 @@ export function tokenCallers(providerFor: (tenant: string) => Provider): TokenCa
     const provider = providerFor(ctx.state.tenant.name);
     const token = await activeAccessToken(provider, value);
     if (!token) throw invalidToken(ctx, 'the access token is not active');
-    if (token.jkt) throw invalidToken(ctx, 'a DPoP-bound access token must be presented with its DPoP proof, not as a Bearer token');
+    if (token.jkt)
+      throw invalidToken(ctx, 'a DPoP-bound access token must be presented with its DPoP proof, not as a Bearer token');
     markAuthenticated(ctx.state);
     const scopes: string[] = typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [];
     const audiences = [token.aud].flat().filter((aud): aud is string => typeof aud === 'string');
     const accepted = [requirement.scope].flat();
-    if (!scopes.some((scope) => accepted.includes(scope)) || (requirement.audience && !audiences.includes(requirement.audience))) {
+    if (
+      !scopes.some((scope) => accepted.includes(scope)) ||
+      (requirement.audience && !audiences.includes(requirement.audience))
+    ) {
       throw lackingScope(ctx, accepted, requirement);
     }
-    return { clientId: token.clientId as string, sub: typeof token.accountId === 'string' ? token.accountId : null, scopes };
+    return {
+      clientId: token.clientId as string,
+      sub: typeof token.accountId === 'string' ? token.accountId : null,
+      scopes,
+    };
   };
 }
 
-function lackingScope(ctx: ArbiterContext, accepted: string[], { audience, lackingScope: answer }: TokenRequirement): Error {
+function lackingScope(
+  ctx: ArbiterContext,
+  accepted: string[],
+  { audience, lackingScope: answer }: TokenRequirement,
+): Error {
   const target = audience ? ` issued for resource ${audience}` : '';
   const description = `this API requires an access token with scope ${accepted.join(' or ')}${target}`;
-  return answer === 'invalid_token' ? invalidToken(ctx, description) : insufficientScope(ctx, accepted.join(' '), description);
+  return answer === 'invalid_token'
+    ? invalidToken(ctx, description)
+    : insufficientScope(ctx, accepted.join(' '), description);
 }
 
 /** A client that authenticated with its own credentials (not a token) at one of Arbiter's APIs. */
@@ -107,9 +127,11 @@ export function clientCallers(store: Store): ClientCallers {
     if (!credentials) return undefined;
     const { id: clientId, secret } = credentials;
     if (clientId) await guardCredential(ctx, clientIdentity(ctx.state.tenant.name, clientId));
-    const record = clientId && secret ? await clientsCollection(store, ctx.state.tenant.name).findOne({ clientId }) : null;
+    const record =
+      clientId && secret ? await clientsCollection(store, ctx.state.tenant.name).findOne({ clientId }) : null;
     const stored = record?.enabled !== false && record?.clientType === 'confidential' ? record.clientSecret : null;
-    if (!stored || secret!.length > 256 || !(await clientSecrets.verify(clientId!, secret!, stored))) throw invalidClient(ctx);
+    if (!stored || secret!.length > 256 || !(await clientSecrets.verify(clientId!, secret!, stored)))
+      throw invalidClient(ctx);
     return { clientId: clientId!, method: 'client_secret_basic' };
   };
 }

@@ -14,17 +14,20 @@ const ANY_STRUCTURE = { validate: () => undefined };
  * those the policy granted; the accepted types are the ones policy data defines (synced
  * into oidc-provider by `syncAuthorizationDetailsTypes`).
  */
-export const richAuthorizationRequests: ConfigurationSlice = () => ({
-  features: {
-    richAuthorizationRequests: {
-      enabled: true,
-      types: {},
-      authorizationDetailsForGrantSource: (ctx: KoaContextWithOIDC, source: Carrier) => decisionOf(ctx)?.authorization_details ?? source.rar ?? [],
-      authorizationDetailsForAccessToken: (ctx: KoaContextWithOIDC, _token: unknown, source?: Carrier) => decisionOf(ctx)?.authorization_details ?? source?.rar ?? [],
-      authorizationDetailsForIntrospection: (_ctx: KoaContextWithOIDC, token: Carrier) => token.rar ?? [],
+export const richAuthorizationRequests: ConfigurationSlice = () =>
+  ({
+    features: {
+      richAuthorizationRequests: {
+        enabled: true,
+        types: {},
+        authorizationDetailsForGrantSource: (ctx: KoaContextWithOIDC, source: Carrier) =>
+          decisionOf(ctx)?.authorization_details ?? source.rar ?? [],
+        authorizationDetailsForAccessToken: (ctx: KoaContextWithOIDC, _token: unknown, source?: Carrier) =>
+          decisionOf(ctx)?.authorization_details ?? source?.rar ?? [],
+        authorizationDetailsForIntrospection: (_ctx: KoaContextWithOIDC, token: Carrier) => token.rar ?? [],
+      },
     },
-  },
-} as Configuration);
+  }) as Configuration;
 
 /** A code, grant or token: whatever carries authorization details. */
 type Carrier = { rar?: unknown[] };
@@ -34,11 +37,15 @@ type Carrier = { rar?: unknown[] };
  * exclusive) gets this server as its audience: oidc-provider binds RAR tokens to a resource.
  */
 export function defaultResourceForDetails(issuer: string) {
-  return async (ctx: { oidc: { params?: Record<string, unknown> } }) => (ctx.oidc.params?.authorization_details ? issuer : undefined);
+  return async (ctx: { oidc: { params?: Record<string, unknown> } }) =>
+    ctx.oidc.params?.authorization_details ? issuer : undefined;
 }
 
 /** Keeps oidc-provider's accepted RAR types equal to the types in the bundled policy data (at /authorize and /token). */
-export function syncAuthorizationDetailsTypes(providerFor: (tenant: string) => Provider, currentTypes: () => Promise<string[]>) {
+export function syncAuthorizationDetailsTypes(
+  providerFor: (tenant: string) => Provider,
+  currentTypes: () => Promise<string[]>,
+) {
   return async (ctx: ArbiterContext, next: Next): Promise<void> => {
     const types = authorizationDetailsTypes(providerFor(ctx.state.tenant.name));
     const wanted = new Set(await currentTypes());

@@ -27,13 +27,22 @@ export interface ResolvedResource {
  * Resolves an RFC 8707 resource indicator to a resource type: a registered resource server's
  * first type URI, else a registered resource's type, else the caller's `resource_type` hint.
  */
-export async function resolveResource(store: Store, tenant: string, resource: string | null, hint: string | null): Promise<ResolvedResource> {
+export async function resolveResource(
+  store: Store,
+  tenant: string,
+  resource: string | null,
+  hint: string | null,
+): Promise<ResolvedResource> {
   if (!resource) return { server: null, typeUri: hint };
-  const server = await resourceServerRecords<ResourceServerRecord>(store, tenant).findOne({ resourceIndicator: resource });
+  const server = await resourceServerRecords<ResourceServerRecord>(store, tenant).findOne({
+    resourceIndicator: resource,
+  });
   if (server && server.enabled !== false) return { server, typeUri: server.typeUris?.[0] ?? hint };
   const registered = await resourceRecords<ResourceRecord>(store, tenant).findOne({ resourceIdentifier: resource });
   if (registered) {
-    const type = await resourceTypeRecords<StoredDoc & { typeUri: string }>(store, tenant).get(registered.resourceTypeId);
+    const type = await resourceTypeRecords<StoredDoc & { typeUri: string }>(store, tenant).get(
+      registered.resourceTypeId,
+    );
     if (type) return { server: null, typeUri: type.typeUri };
   }
   return { server: null, typeUri: hint };

@@ -16,7 +16,12 @@ export interface SubjectRecord extends StoredDoc {
 export async function subjectInput(store: Store, tenant: string, sub: string): Promise<SubjectInput> {
   const record = await subjectRecords<SubjectRecord>(store, tenant).findOne({ subjectId: sub });
   if (!record) return { sub, idp: null, claims: {} };
-  const claims = { name: record.name, email: record.email, email_verified: record.emailVerified, preferred_username: record.preferredUsername };
+  const claims = {
+    name: record.name,
+    email: record.email,
+    email_verified: record.emailVerified,
+    preferred_username: record.preferredUsername,
+  };
   return {
     sub,
     idp: record.identityProviderId === undefined ? null : String(record.identityProviderId),

@@ -23,6 +23,15 @@ export interface TokenDeps {
  * requests the spec refuses before client authentication, the RAR types of policy data. The
  * grants themselves, each gated by policy, are registered with oidc-provider (grants/).
  */
-export function tokenMiddleware({ providerFor, authorizationDetailsTypes, maxBodyBytes }: TokenDeps): ArbiterMiddleware[] {
-  return [formBody(maxBodyBytes), guardClientCredentials, tokenPrecheck, syncAuthorizationDetailsTypes(providerFor, authorizationDetailsTypes)];
+export function tokenMiddleware({
+  providerFor,
+  authorizationDetailsTypes,
+  maxBodyBytes,
+}: TokenDeps): ArbiterMiddleware[] {
+  return [
+    formBody(maxBodyBytes),
+    guardClientCredentials,
+    tokenPrecheck,
+    syncAuthorizationDetailsTypes(providerFor, authorizationDetailsTypes),
+  ];
 }

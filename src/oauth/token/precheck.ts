@@ -13,6 +13,7 @@ export async function tokenPrecheck(ctx: ArbiterContext, next: Next): Promise<vo
   if (ctx.method !== 'POST' || !ctx.state.body) return next();
   const grantType = formParameter(ctx, 'grant_type');
   if (!grantType) throw new HttpError(400, 'invalid_request', "missing required parameter 'grant_type'");
-  if (REFUSED_GRANTS.has(grantType)) throw new HttpError(400, 'unsupported_grant_type', `the ${grantType} grant is not supported`);
+  if (REFUSED_GRANTS.has(grantType))
+    throw new HttpError(400, 'unsupported_grant_type', `the ${grantType} grant is not supported`);
   await next();
 }

@@ -60,7 +60,9 @@ export const resourceIndicators: ConfigurationSlice = ({ config }) => ({
       useGrantedResource: async () => true,
       async getResourceServerInfo(ctx, resourceIndicator) {
         const decision = decisionOf(ctx);
-        const offered = decision ? decision.scopes ?? [] : ((ctx.oidc.params?.scope as string | undefined)?.split(' ') ?? []);
+        const offered = decision
+          ? (decision.scopes ?? [])
+          : ((ctx.oidc.params?.scope as string | undefined)?.split(' ') ?? []);
         return { scope: offered.join(' '), audience: resourceIndicator, accessTokenFormat: 'opaque' };
       },
     },

@@ -35,6 +35,7 @@ function accountOf(subject: SubjectRecord): Account {
   };
   return {
     accountId: subject.subjectId,
-    claims: () => Object.fromEntries(Object.entries(claims).filter(([, value]) => value !== undefined)) as AccountClaims,
+    claims: () =>
+      Object.fromEntries(Object.entries(claims).filter(([, value]) => value !== undefined)) as AccountClaims,
   };
 }

@@ -34,7 +34,9 @@ interface Challenge {
 
 function descriptionOf(body: unknown): string {
   const described = (body as { error_description?: unknown } | null)?.error_description;
-  return typeof described === 'string' && described !== '' ? described : 'the access token is missing, invalid or not valid for UserInfo';
+  return typeof described === 'string' && described !== ''
+    ? described
+    : 'the access token is missing, invalid or not valid for UserInfo';
 }
 
 function bearerChallenge(challenges: Challenge[]): string {
@@ -49,7 +51,11 @@ function dpopChallenges(challenges: Challenge[]): string[] {
     .map(({ params, text }) => {
       if (DPOP_ERRORS.has(params.error)) return text;
       const { realm, algs } = params;
-      return formatChallenge('DPoP', { ...(realm ? { realm } : {}), error: 'invalid_token', ...(algs ? { algs } : {}) });
+      return formatChallenge('DPoP', {
+        ...(realm ? { realm } : {}),
+        error: 'invalid_token',
+        ...(algs ? { algs } : {}),
+      });
     });
 }
 
@@ -58,12 +64,15 @@ function challengesOf(header: string | string[]): Challenge[] {
   return values.map((text) => {
     const scheme = /^\S+/.exec(text)?.[0] ?? '';
     const params: Record<string, string> = {};
-    for (const [, name, value] of text.slice(scheme.length).matchAll(/([\w-]+)="((?:[^"\\]|\\.)*)"/g)) params[name] = value;
+    for (const [, name, value] of text.slice(scheme.length).matchAll(/([\w-]+)="((?:[^"\\]|\\.)*)"/g))
+      params[name] = value;
     return { scheme, params, text };
   });
 }
 
 /** Parameter values are taken as oidc-provider quoted them (or are plain tokens), so they need no escaping here. */
 function formatChallenge(scheme: string, params: Record<string, string>): string {
-  return `${scheme} ${Object.entries(params).map(([name, value]) => `${name}="${value}"`).join(', ')}`;
+  return `${scheme} ${Object.entries(params)
+    .map(([name, value]) => `${name}="${value}"`)
+    .join(', ')}`;
 }

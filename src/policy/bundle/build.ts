@@ -30,10 +30,19 @@ export interface PolicySnapshot {
 
 export function snapshotOf(records: BundledRecords): PolicySnapshot {
   const skipped: string[] = [];
-  const rules = records.rules.filter((rule) => keep(bundlePathProblem(rule.kind, rule.path), `rule ${rule.path}`, skipped));
-  const usableData = records.data.filter((entry) => keep(dataEntryProblem(entry.dataKey, entry.payload), `data ${entry.dataKey}`, skipped));
+  const rules = records.rules.filter((rule) =>
+    keep(bundlePathProblem(rule.kind, rule.path), `rule ${rule.path}`, skipped),
+  );
+  const usableData = records.data.filter((entry) =>
+    keep(dataEntryProblem(entry.dataKey, entry.payload), `data ${entry.dataKey}`, skipped),
+  );
   const data = usableData.map((entry) => ({ dataKey: entry.dataKey, value: JSON.parse(entry.payload) as unknown }));
-  const revision = digest(JSON.stringify([rules.map((rule) => [rule.kind, rule.path, rule.content]), usableData.map((entry) => [entry.dataKey, entry.payload])]));
+  const revision = digest(
+    JSON.stringify([
+      rules.map((rule) => [rule.kind, rule.path, rule.content]),
+      usableData.map((entry) => [entry.dataKey, entry.payload]),
+    ]),
+  );
   return { revision, rules, data, mergedData: mergeData(data), skipped };
 }
 
@@ -41,7 +50,10 @@ export function snapshotOf(records: BundledRecords): PolicySnapshot {
 export function bundlePathProblem(kind: string, path: string): string | null {
   const extension = kind === 'cedar' ? '.cedar' : '.rego';
   if (!path.endsWith(extension)) return `path of a ${kind} rule must end with ${extension}`;
-  if (path.startsWith('/') || path.split('/').some((segment) => segment === '' || segment === '.' || segment === '..')) {
+  if (
+    path.startsWith('/') ||
+    path.split('/').some((segment) => segment === '' || segment === '.' || segment === '..')
+  ) {
     return 'path must be relative, without empty, "." or ".." segments';
   }
   if (!/^[A-Za-z0-9_./-]+$/.test(path)) return 'path may only contain letters, digits, "_", "-", "." and "/"';
@@ -62,7 +74,10 @@ export function bundleRoots(snapshot: PolicySnapshot): string[] {
 /** The gzipped tar OPA downloads. Cedar files ride along for external consumers; OPA ignores them. */
 export async function buildBundle(snapshot: PolicySnapshot): Promise<Buffer> {
   const files = new Map<string, string>();
-  files.set('.manifest', JSON.stringify({ revision: snapshot.revision, roots: bundleRoots(snapshot), rego_version: 1 }));
+  files.set(
+    '.manifest',
+    JSON.stringify({ revision: snapshot.revision, roots: bundleRoots(snapshot), rego_version: 1 }),
+  );
   for (const rule of snapshot.rules) files.set(rule.path, rule.content);
   for (const [path, value] of dataFiles(snapshot.data)) files.set(path, JSON.stringify(value));
   return gzipAsync(await tarOf(files));

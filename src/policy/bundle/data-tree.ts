@@ -19,9 +19,12 @@ type JsonObject = Record<string, unknown>;
 
 /** Null when the entry can be bundled, else why not. */
 export function dataEntryProblem(dataKey: string, payload: string): string | null {
-  if (!DATA_KEY_PATTERN.test(dataKey)) return 'dataKey must be identifiers separated by dots (e.g. oauth.resource_types)';
-  if (dataKey === 'system' || dataKey.startsWith('system.')) return 'dataKey must not be under "system" (reserved by OPA)';
-  if (nestingExceeds(payload, MAX_DATA_DEPTH)) return `payload nests arrays and objects deeper than ${MAX_DATA_DEPTH} levels`;
+  if (!DATA_KEY_PATTERN.test(dataKey))
+    return 'dataKey must be identifiers separated by dots (e.g. oauth.resource_types)';
+  if (dataKey === 'system' || dataKey.startsWith('system.'))
+    return 'dataKey must not be under "system" (reserved by OPA)';
+  if (nestingExceeds(payload, MAX_DATA_DEPTH))
+    return `payload nests arrays and objects deeper than ${MAX_DATA_DEPTH} levels`;
   try {
     JSON.parse(payload);
     return null;
@@ -36,7 +39,9 @@ const MAX_DATA_DEPTH = 64;
 /** The merged document; `data.<dataKey>` of a policy equals `valueAt(mergeData(entries), dataKey)`. */
 export function mergeData(entries: DataEntry[]): JsonObject {
   const tree: JsonObject = {};
-  const shallowFirst = [...entries].sort((a, b) => depth(a.dataKey) - depth(b.dataKey) || (a.dataKey < b.dataKey ? -1 : 1));
+  const shallowFirst = [...entries].sort(
+    (a, b) => depth(a.dataKey) - depth(b.dataKey) || (a.dataKey < b.dataKey ? -1 : 1),
+  );
   for (const entry of shallowFirst) setAt(tree, entry.dataKey.split('.'), entry.value);
   return tree;
 }
@@ -56,7 +61,9 @@ export function dataFiles(entries: DataEntry[]): Map<string, unknown> {
   const keys = [...new Set(entries.map((entry) => entry.dataKey))].sort();
   const files = new Map<string, unknown>();
   for (const key of keys) {
-    const deeper = keys.filter((other) => other.startsWith(`${key}.`)).map((other) => other.slice(key.length + 1).split('.'));
+    const deeper = keys
+      .filter((other) => other.startsWith(`${key}.`))
+      .map((other) => other.slice(key.length + 1).split('.'));
     files.set(`${key.split('.').join('/')}/data.json`, withoutBranches(valueAt(merged, key), deeper));
   }
   return files;

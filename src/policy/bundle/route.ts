@@ -28,10 +28,17 @@ const RECHECK_MS = 100;
 export function bundleMiddleware(snapshots: PolicySnapshots, bundleToken: string, log: Logger): Middleware {
   return async (ctx, next) => {
     if (ctx.path !== BUNDLE_PATH) return next();
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return reply(ctx, 405, 'invalid_request', 'use GET', { Allow: 'GET, HEAD' });
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
+      return reply(ctx, 405, 'invalid_request', 'use GET', { Allow: 'GET, HEAD' });
     nameCredential(ctx, BUNDLE_TOKEN_IDENTITY);
     if (!bearerMatches(ctx.get('authorization'), bundleToken)) {
-      return reply(ctx, 401, 'invalid_token', 'the policy bundle requires Authorization: Bearer <POLICY_BUNDLE_TOKEN>', { 'WWW-Authenticate': 'Bearer' });
+      return reply(
+        ctx,
+        401,
+        'invalid_token',
+        'the policy bundle requires Authorization: Bearer <POLICY_BUNDLE_TOKEN>',
+        { 'WWW-Authenticate': 'Bearer' },
+      );
     }
     try {
       await serveBundle(ctx, snapshots);
@@ -52,7 +59,11 @@ async function serveBundle(ctx: Context, snapshots: PolicySnapshots): Promise<vo
   if (matchesIfNoneMatch(ctx.get('if-none-match'), etag)) {
     // Written by hand: Koa drops Content-Type from a 304, and OPA stops long polling without it.
     ctx.respond = false;
-    ctx.res.writeHead(304, { ETag: etag, 'Cache-Control': 'no-cache', ...(wait > 0 ? { 'Content-Type': LONG_POLL_TYPE } : {}) });
+    ctx.res.writeHead(304, {
+      ETag: etag,
+      'Cache-Control': 'no-cache',
+      ...(wait > 0 ? { 'Content-Type': LONG_POLL_TYPE } : {}),
+    });
     ctx.res.end();
     return;
   }
@@ -72,7 +83,12 @@ function requestedWait(prefer: string): number {
 }
 
 /** Holds the request until the store's revision moves, `wait` seconds pass, or OPA hangs up. */
-async function heldUntilChanged(ctx: Context, snapshots: PolicySnapshots, current: Awaited<ReturnType<PolicySnapshots['current']>>, wait: number) {
+async function heldUntilChanged(
+  ctx: Context,
+  snapshots: PolicySnapshots,
+  current: Awaited<ReturnType<PolicySnapshots['current']>>,
+  wait: number,
+) {
   const deadline = Date.now() + wait * 1000;
   while (Date.now() < deadline && !ctx.req.socket.destroyed) {
     await new Promise((resolve) => setTimeout(resolve, RECHECK_MS).unref());
@@ -82,7 +98,13 @@ async function heldUntilChanged(ctx: Context, snapshots: PolicySnapshots, curren
   return current;
 }
 
-function reply(ctx: Context, status: number, error: string, description: string, headers: Record<string, string>): void {
+function reply(
+  ctx: Context,
+  status: number,
+  error: string,
+  description: string,
+  headers: Record<string, string>,
+): void {
   ctx.set(headers);
   ctx.status = status;
   ctx.body = { error, error_description: description };

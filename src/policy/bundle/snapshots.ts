@@ -51,7 +51,10 @@ export class PolicySnapshots {
   }
 
   private announce(snapshot: PolicySnapshot, previousRevision: string | undefined): void {
-    this.log.info({ revision: snapshot.revision, previousRevision, rules: snapshot.rules.length, data: snapshot.data.length }, 'policy bundle revision');
+    this.log.info(
+      { revision: snapshot.revision, previousRevision, rules: snapshot.rules.length, data: snapshot.data.length },
+      'policy bundle revision',
+    );
     for (const reason of snapshot.skipped) this.log.warn({ reason }, 'policy record left out of the bundle');
   }
 }

@@ -18,7 +18,13 @@ export interface CompanionRule {
 }
 
 /** Null when the rule is valid, else a message for the 400 response. */
-export async function validateRule(opaBinary: string, kind: RuleKind, path: string, content: string, companions: CompanionRule[] = []): Promise<string | null> {
+export async function validateRule(
+  opaBinary: string,
+  kind: RuleKind,
+  path: string,
+  content: string,
+  companions: CompanionRule[] = [],
+): Promise<string | null> {
   if (kind !== 'rego' && kind !== 'cedar') return 'kind must be rego or cedar';
   const pathProblem = bundlePathProblem(kind, path);
   if (pathProblem) return pathProblem;
@@ -39,7 +45,12 @@ function validateCedar(content: string): string | null {
  * out (the candidate stands in for it, e.g. a versioned draft of a bundled decision).
  * `opa parse` then tells the candidate's package.
  */
-async function validateRego(opaBinary: string, path: string, content: string, companions: CompanionRule[]): Promise<string | null> {
+async function validateRego(
+  opaBinary: string,
+  path: string,
+  content: string,
+  companions: CompanionRule[],
+): Promise<string | null> {
   try {
     return await inScratchDirectory('arbiter-rule-', async (dir) => {
       const candidatePackage = packageLine(content);

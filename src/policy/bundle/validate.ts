@@ -23,13 +23,17 @@ export async function bundleProblemWith(opaBinary: string, store: Store, change:
   const candidate = { ...change.record, tenantId: change.tenantId } as PolicyRuleDoc & PolicyDataDoc;
   const joins = isBundled(candidate);
   const leaves = (existing: { id: number; path?: string; dataKey?: string }) =>
-    existing.id === change.replacesId || (change.collection === 'rules' ? existing.path === candidate.path : existing.dataKey === candidate.dataKey);
+    existing.id === change.replacesId ||
+    (change.collection === 'rules' ? existing.path === candidate.path : existing.dataKey === candidate.dataKey);
   const touchesBundle = joins || (change.collection === 'rules' ? records.rules : records.data).some(leaves);
   if (!touchesBundle) return null;
   const next =
     change.collection === 'rules'
       ? { rules: [...records.rules.filter((rule) => !leaves(rule)), ...(joins ? [candidate] : [])], data: records.data }
-      : { rules: records.rules, data: [...records.data.filter((entry) => !leaves(entry)), ...(joins ? [candidate] : [])] };
+      : {
+          rules: records.rules,
+          data: [...records.data.filter((entry) => !leaves(entry)), ...(joins ? [candidate] : [])],
+        };
   try {
     return await inScratchDirectory('arbiter-bundle-check-', async (dir) => {
       const file = join(dir, 'bundle.tar.gz');

@@ -6,7 +6,13 @@
  * determining policies carry outputs: @obligation_<name>("<value>"), @extension_<name>("<value>"),
  * and on a forbid @error("<code>") / @error_description("<text>"). See docs/policy.md.
  */
-import type { ActionConstraint, Annotations, EntityJson, EntityUidJson, TypeAndId } from '@cedar-policy/cedar-wasm/nodejs';
+import type {
+  ActionConstraint,
+  Annotations,
+  EntityJson,
+  EntityUidJson,
+  TypeAndId,
+} from '@cedar-policy/cedar-wasm/nodejs';
 import type { PolicySnapshot } from '../bundle/build.js';
 import { valueAt } from '../bundle/data-tree.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
@@ -50,7 +56,8 @@ export class CedarDriver {
     if (set.policies.size === 0) return { kind: 'none' };
     try {
       const request = cedarRequestFor(point, input);
-      if (![...set.policies.values()].some((policy) => coversAction(policy.action, request.action, set.entities))) return { kind: 'none' };
+      if (![...set.policies.values()].some((policy) => coversAction(policy.action, request.action, set.entities)))
+        return { kind: 'none' };
       return authorize(set, request);
     } catch (error) {
       return { kind: 'failed', reason: `Cedar evaluation failed: ${(error as Error).message}` };
@@ -84,11 +91,16 @@ function compile(snapshot: PolicySnapshot): CompiledSet | Error {
   const texts: Record<string, string> = {};
   for (const rule of snapshot.rules.filter((candidate) => candidate.kind === 'cedar')) {
     const parts = cedar.policySetTextToParts(rule.content);
-    if (parts.type === 'failure') return new Error(`Cedar rule ${rule.path} is invalid: ${formatCedarErrors(parts.errors, rule.content)}`);
-    if (parts.policy_templates.length > 0) return new Error(`Cedar rule ${rule.path} is invalid: it holds a template, which no rule can link`);
+    if (parts.type === 'failure')
+      return new Error(`Cedar rule ${rule.path} is invalid: ${formatCedarErrors(parts.errors, rule.content)}`);
+    if (parts.policy_templates.length > 0)
+      return new Error(`Cedar rule ${rule.path} is invalid: it holds a template, which no rule can link`);
     for (const [index, text] of parts.policies.entries()) {
       const parsed = cedar.policyToJson(text);
-      if (parsed.type === 'failure') return new Error(`Cedar rule ${rule.path} is invalid: policy #${index} cannot be converted: ${formatCedarErrors(parsed.errors, text)}`);
+      if (parsed.type === 'failure')
+        return new Error(
+          `Cedar rule ${rule.path} is invalid: policy #${index} cannot be converted: ${formatCedarErrors(parsed.errors, text)}`,
+        );
       const id = uniqueId(parsed.json.annotations?.id ?? `${rule.path}#${index}`, policies);
       policies.set(id, { annotations: parsed.json.annotations ?? {}, action: parsed.json.action, text });
       texts[id] = text;
@@ -100,7 +112,8 @@ function compile(snapshot: PolicySnapshot): CompiledSet | Error {
   const entities = dataEntities(snapshot);
   if (entities instanceof Error) return entities;
   const prepared = cedar.preparsePolicySet(id, { staticPolicies: texts });
-  if (prepared.type === 'failure') return new Error(`Cedar policy set is invalid: ${formatCedarErrors(prepared.errors)}`);
+  if (prepared.type === 'failure')
+    return new Error(`Cedar policy set is invalid: ${formatCedarErrors(prepared.errors)}`);
   return { id, policies, entities };
 }
 
@@ -113,9 +126,12 @@ function authorize(set: CompiledSet, request: CedarRequest): CedarVerdict {
     preparsedPolicySetId: set.id,
     entities: mergeEntities(set.entities, request.entities),
   });
-  if (answer.type === 'failure') return { kind: 'failed', reason: `Cedar evaluation failed: ${formatCedarErrors(answer.errors)}` };
+  if (answer.type === 'failure')
+    return { kind: 'failed', reason: `Cedar evaluation failed: ${formatCedarErrors(answer.errors)}` };
   const { decision, diagnostics } = answer.response;
-  const determining = diagnostics.reason.map((id) => set.policies.get(id)).filter((policy): policy is CompiledPolicy => policy !== undefined);
+  const determining = diagnostics.reason
+    .map((id) => set.policies.get(id))
+    .filter((policy): policy is CompiledPolicy => policy !== undefined);
   return {
     kind: 'decided',
     allow: decision === 'allow',
@@ -129,14 +145,17 @@ function outputsOf(allowed: boolean, determining: CompiledPolicy[]): CedarOutput
   const outputs: CedarOutputs = { obligations: {}, extensions: {} };
   for (const { annotations } of determining) {
     for (const [name, value] of Object.entries(annotations)) {
-      if (name.startsWith('obligation_')) outputs.obligations[name.slice('obligation_'.length)] = annotationValue(value);
+      if (name.startsWith('obligation_'))
+        outputs.obligations[name.slice('obligation_'.length)] = annotationValue(value);
       if (name.startsWith('extension_')) outputs.extensions[name.slice('extension_'.length)] = annotationValue(value);
     }
   }
   if (!allowed) {
     const explained = determining.find((policy) => policy.annotations.error);
     outputs.error = explained?.annotations.error ?? 'access_denied';
-    outputs.error_description = explained?.annotations.error_description ?? (determining.length ? 'denied by a Cedar policy' : 'no Cedar policy permits this request');
+    outputs.error_description =
+      explained?.annotations.error_description ??
+      (determining.length ? 'denied by a Cedar policy' : 'no Cedar policy permits this request');
   }
   return outputs;
 }
@@ -181,7 +200,10 @@ function dataEntities(snapshot: PolicySnapshot): EntityJson[] | Error {
   const entities = valueAt(snapshot.mergedData, CEDAR_ENTITIES_DATA_KEY);
   if (entities === undefined) return [];
   const problem = `Cedar entities in policy data ${CEDAR_ENTITIES_DATA_KEY} cannot be converted`;
-  if (!Array.isArray(entities)) return new Error(`${problem}: not a Cedar entities JSON array (got ${entities === null ? 'null' : typeof entities})`);
+  if (!Array.isArray(entities))
+    return new Error(
+      `${problem}: not a Cedar entities JSON array (got ${entities === null ? 'null' : typeof entities})`,
+    );
   const checked = cedar.checkParseEntities({ entities: entities as EntityJson[] });
   if (checked.type === 'failure') return new Error(`${problem}: ${formatCedarErrors(checked.errors)}`);
   // Entities are looked up by uid (parents, merging with the request's); a second entry would silently drop the first.

@@ -14,7 +14,13 @@
  * for policy authors; test/policy/cedar-pack.test.ts checks that it describes what this gives.
  */
 import type { CedarValueJson, EntityJson, TypeAndId } from '@cedar-policy/cedar-wasm/nodejs';
-import type { DecisionInput, DecisionPoint, EvaluationInput, PermissionInput, DelegationInput } from '../contract/types.js';
+import type {
+  DecisionInput,
+  DecisionPoint,
+  EvaluationInput,
+  PermissionInput,
+  DelegationInput,
+} from '../contract/types.js';
 
 export interface CedarRequest {
   principal: TypeAndId;
@@ -51,7 +57,12 @@ function requestingParty(input: DecisionInput): Party {
 }
 
 function resourceParty(point: DecisionPoint, input: DecisionInput): Party {
-  const uma = point === 'uma_permission' ? (input.permission as PermissionInput) : point === 'delegation' ? (input.delegation as DelegationInput) : null;
+  const uma =
+    point === 'uma_permission'
+      ? (input.permission as PermissionInput)
+      : point === 'delegation'
+        ? (input.delegation as DelegationInput)
+        : null;
   if (uma) return { uid: { type: 'Arbiter::UmaResource', id: uma.resource_id }, attrs: { ...(uma.resource ?? {}) } };
   const { resource, resolved_resource_type: type, endpoint } = input.request;
   if (resource) return { uid: { type: 'Arbiter::Resource', id: resource }, attrs: type ? { type } : {} };

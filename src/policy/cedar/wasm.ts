@@ -2,7 +2,9 @@ import { createRequire } from 'node:module';
 import type { DetailedError } from '@cedar-policy/cedar-wasm/nodejs';
 
 /** The Cedar wasm bindings for Node (a CommonJS module, hence require). */
-export const cedar = createRequire(import.meta.url)('@cedar-policy/cedar-wasm/nodejs') as typeof import('@cedar-policy/cedar-wasm/nodejs');
+export const cedar = createRequire(import.meta.url)(
+  '@cedar-policy/cedar-wasm/nodejs',
+) as typeof import('@cedar-policy/cedar-wasm/nodejs');
 
 /** Cedar's error text with its hint and, when the source is given, the line:column it points at. */
 export function formatCedarErrors(errors: DetailedError[], source?: string): string {

@@ -84,5 +84,7 @@ function parseAuthorizationDetails(value: unknown): AuthorizationDetail[] {
     }
   }
   if (!Array.isArray(parsed)) return [];
-  return parsed.filter((item): item is AuthorizationDetail => typeof item === 'object' && item !== null && typeof item.type === 'string');
+  return parsed.filter(
+    (item): item is AuthorizationDetail => typeof item === 'object' && item !== null && typeof item.type === 'string',
+  );
 }

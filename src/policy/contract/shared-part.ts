@@ -20,10 +20,16 @@ export function splitShared(objects: readonly object[]): SharedPart {
   const shared = Object.keys(first).filter((key) => {
     let text: string | undefined;
     // The inputs of one request mostly hold the very same objects (one client, one request): compared by identity first.
-    return rest.every((input) => key in input && (input[key] === first[key] || JSON.stringify(input[key]) === (text ??= JSON.stringify(first[key]))));
+    return rest.every(
+      (input) =>
+        key in input &&
+        (input[key] === first[key] || JSON.stringify(input[key]) === (text ??= JSON.stringify(first[key]))),
+    );
   });
   const common = Object.fromEntries(shared.map((key) => [key, first[key]]));
-  const items = inputs.map((input) => Object.fromEntries(Object.entries(input).filter(([key]) => !shared.includes(key))));
+  const items = inputs.map((input) =>
+    Object.fromEntries(Object.entries(input).filter(([key]) => !shared.includes(key))),
+  );
   return { common, items };
 }
 
@@ -35,5 +41,12 @@ export function joinShared({ common, items }: SharedPart): Record<string, unknow
 /** True for what splitShared returns (and what the audit log stored of it). */
 export function isSharedPart(value: unknown): value is SharedPart {
   const candidate = value as Partial<SharedPart> | null;
-  return typeof candidate === 'object' && candidate !== null && !Array.isArray(candidate) && typeof candidate.common === 'object' && candidate.common !== null && Array.isArray(candidate.items);
+  return (
+    typeof candidate === 'object' &&
+    candidate !== null &&
+    !Array.isArray(candidate) &&
+    typeof candidate.common === 'object' &&
+    candidate.common !== null &&
+    Array.isArray(candidate.items)
+  );
 }

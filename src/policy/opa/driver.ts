@@ -6,7 +6,9 @@ import { checkResult } from '../contract/schemas.js';
 import { splitShared } from '../contract/shared-part.js';
 
 /** What OPA said about one decision: a decision, nothing (undefined), or a failure to answer. */
-export type RegoVerdict = ({ kind: 'decided'; decision: Decision } | { kind: 'undefined' } | { kind: 'failed'; reason: string }) & {
+export type RegoVerdict = (
+  { kind: 'decided'; decision: Decision } | { kind: 'undefined' } | { kind: 'failed'; reason: string }
+) & {
   /** Made by the bundle compiled to Wasm in this process rather than by the OPA sidecar. */
   inProcess?: true;
 };
@@ -38,7 +40,14 @@ export class OpaDriver {
       timeout: { request: timeoutMs },
       throwHttpErrors: false,
       // One immediate retry, only for a pooled socket that the peer had already closed (e.g. after an OPA restart).
-      retry: { limit: 1, methods: ['GET', 'POST'], statusCodes: [], errorCodes: ['ECONNRESET', 'EPIPE'], backoffLimit: 1, noise: 0 },
+      retry: {
+        limit: 1,
+        methods: ['GET', 'POST'],
+        statusCodes: [],
+        errorCodes: ['ECONNRESET', 'EPIPE'],
+        backoffLimit: 1,
+        noise: 0,
+      },
     });
   }
 
@@ -47,7 +56,9 @@ export class OpaDriver {
       const base = this.baseUrl();
       // The per-decision hot path: plain node:http on the pooled agent (got's per-request option
       // handling cost a fifth of a /token request's CPU); other calls keep got.
-      const response = base.startsWith('http://') ? await this.postJson(`${base}/v1/data/arbiter/${point}/decision`, { input }) : await this.viaGot(`${base}/v1/data/arbiter/${point}/decision`, { input });
+      const response = base.startsWith('http://')
+        ? await this.postJson(`${base}/v1/data/arbiter/${point}/decision`, { input })
+        : await this.viaGot(`${base}/v1/data/arbiter/${point}/decision`, { input });
       return await this.verdictOf(point, response);
     } catch (error) {
       return { kind: 'failed', reason: describeFailure(error) };
@@ -60,9 +71,14 @@ export class OpaDriver {
    */
   async explain(point: DecisionPoint, input: DecisionInput): Promise<{ verdict: RegoVerdict; trace: string[] }> {
     try {
-      const response = await this.viaGot(`${this.baseUrl()}/v1/data/arbiter/${point}/decision?explain=full&pretty=true`, { input });
+      const response = await this.viaGot(
+        `${this.baseUrl()}/v1/data/arbiter/${point}/decision?explain=full&pretty=true`,
+        { input },
+      );
       const explanation = (response.body as { explanation?: unknown } | undefined)?.explanation;
-      const trace = Array.isArray(explanation) ? explanation.filter((line): line is string => typeof line === 'string') : [];
+      const trace = Array.isArray(explanation)
+        ? explanation.filter((line): line is string => typeof line === 'string')
+        : [];
       return { verdict: await this.verdictOf(point, response), trace };
     } catch (error) {
       return { verdict: { kind: 'failed', reason: describeFailure(error) }, trace: [] };
@@ -86,20 +102,38 @@ export class OpaDriver {
     const payload = JSON.stringify(json);
     try {
       return await new Promise((resolve, reject) => {
-        const request = httpRequest(url, { method: 'POST', agent: this.agents.http, headers: { ...this.authorization, 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) }, timeout: this.timeoutMs }, (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('error', reject);
-          response.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            try {
-              resolve({ statusCode: response.statusCode ?? 0, body: text ? JSON.parse(text) : undefined });
-            } catch {
-              resolve({ statusCode: response.statusCode === 200 ? 502 : (response.statusCode ?? 0), body: { message: 'OPA answered something that is not JSON' } });
-            }
-          });
-        });
-        request.on('timeout', () => request.destroy(Object.assign(new Error('OPA did not answer in time'), { code: 'ETIMEDOUT' })));
+        const request = httpRequest(
+          url,
+          {
+            method: 'POST',
+            agent: this.agents.http,
+            headers: {
+              ...this.authorization,
+              'content-type': 'application/json',
+              'content-length': Buffer.byteLength(payload),
+            },
+            timeout: this.timeoutMs,
+          },
+          (response) => {
+            const chunks: Buffer[] = [];
+            response.on('data', (chunk: Buffer) => chunks.push(chunk));
+            response.on('error', reject);
+            response.on('end', () => {
+              const text = Buffer.concat(chunks).toString('utf8');
+              try {
+                resolve({ statusCode: response.statusCode ?? 0, body: text ? JSON.parse(text) : undefined });
+              } catch {
+                resolve({
+                  statusCode: response.statusCode === 200 ? 502 : (response.statusCode ?? 0),
+                  body: { message: 'OPA answered something that is not JSON' },
+                });
+              }
+            });
+          },
+        );
+        request.on('timeout', () =>
+          request.destroy(Object.assign(new Error('OPA did not answer in time'), { code: 'ETIMEDOUT' })),
+        );
         request.on('error', reject);
         request.end(payload);
       });
@@ -121,16 +155,24 @@ export class OpaDriver {
     const { common, items } = splitShared(inputs);
     const query = `results := [[d | d := data.arbiter.${point}.decision with input as object.union(common, item)] | common := input.common; some item in input.items]`;
     try {
-      const response = await this.client.post(`${this.baseUrl()}/v1/query`, { json: { query, input: { common, items } }, responseType: 'json' });
+      const response = await this.client.post(`${this.baseUrl()}/v1/query`, {
+        json: { query, input: { common, items } },
+        responseType: 'json',
+      });
       const body = response.body as { result?: { results?: unknown }[] } | undefined;
       const failure = (reason: string): RegoVerdict[] => inputs.map(() => ({ kind: 'failed', reason }));
       if (response.statusCode !== 200) return failure(refusalOf(response));
       const results = body?.result?.[0]?.results;
-      if (!Array.isArray(results) || results.length !== inputs.length) return failure(`OPA answered a batch of ${inputs.length} with ${Array.isArray(results) ? results.length : 'no'} results`);
+      if (!Array.isArray(results) || results.length !== inputs.length)
+        return failure(
+          `OPA answered a batch of ${inputs.length} with ${Array.isArray(results) ? results.length : 'no'} results`,
+        );
       const isUndefined = (result: unknown) => !Array.isArray(result) || result.length === 0;
       // One health check for the whole batch, and only when some decision is undefined.
       const undefinedVerdict = results.some(isUndefined) ? await this.undefinedVerdict() : null;
-      return results.map((result): RegoVerdict => (isUndefined(result) ? undefinedVerdict! : resultVerdict(point, result[0])));
+      return results.map((result): RegoVerdict =>
+        isUndefined(result) ? undefinedVerdict! : resultVerdict(point, result[0]),
+      );
     } catch (error) {
       const reason = describeFailure(error);
       return inputs.map(() => ({ kind: 'failed', reason }));
@@ -160,7 +202,9 @@ export class OpaDriver {
   /** The revision of the bundle OPA has activated (from its bundle manifest), or null. */
   async activeRevision(bundle: string): Promise<string | null> {
     try {
-      const response = await this.client.get(`${this.baseUrl()}/v1/data/system/bundles/${bundle}/manifest/revision`, { responseType: 'json' });
+      const response = await this.client.get(`${this.baseUrl()}/v1/data/system/bundles/${bundle}/manifest/revision`, {
+        responseType: 'json',
+      });
       const revision = (response.body as { result?: unknown } | undefined)?.result;
       return response.statusCode === 200 && typeof revision === 'string' ? revision : null;
     } catch {

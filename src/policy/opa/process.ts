@@ -80,7 +80,10 @@ export class ManagedOpa {
       await this.spawnAndWait();
     } catch (error) {
       await this.stop();
-      throw new Error(`${(error as Error).message} (install OPA with scripts/install-opa.sh, or set OPA_BIN or OPA_URL)`, { cause: error });
+      throw new Error(
+        `${(error as Error).message} (install OPA with scripts/install-opa.sh, or set OPA_BIN or OPA_URL)`,
+        { cause: error },
+      );
     }
   }
 
@@ -100,7 +103,8 @@ export class ManagedOpa {
     });
     this.child = child;
     // Who to clean up after, should this server die without stopping OPA (SIGKILL, OOM kill).
-    if (child.pid && this.configDir) await writeFile(join(this.configDir, OPA_PID_FILE), String(child.pid)).catch(() => undefined);
+    if (child.pid && this.configDir)
+      await writeFile(join(this.configDir, OPA_PID_FILE), String(child.pid)).catch(() => undefined);
     const startedAt = Date.now();
     let alive = true;
     const exited = new Promise<string>((resolve) => {
@@ -115,7 +119,10 @@ export class ManagedOpa {
     const outcome = await Promise.race([exited.then((reason) => ({ reason })), healthy]);
     if (outcome !== true) {
       child.kill('SIGKILL');
-      const why = outcome === false ? `did not answer on ${this.url} within ${STARTUP_TIMEOUT_MS} ms` : `did not start: ${outcome.reason}`;
+      const why =
+        outcome === false
+          ? `did not answer on ${this.url} within ${STARTUP_TIMEOUT_MS} ms`
+          : `did not start: ${outcome.reason}`;
       throw new Error(`OPA (${this.options.binary}) ${why}`);
     }
     this.options.log.info({ opa: this.url, pid: child.pid }, 'managed OPA started');
@@ -160,7 +167,11 @@ export class ManagedOpa {
           resource: url.pathname.slice(slash + 1),
           // Long polling: this server holds OPA's request until the bundle changes (bundle/route.ts);
           // the delays apply only when it cannot (errors, an older server).
-          polling: { min_delay_seconds: this.options.pollMinSeconds, max_delay_seconds: this.options.pollMaxSeconds, long_polling_timeout_seconds: LONG_POLL_SECONDS },
+          polling: {
+            min_delay_seconds: this.options.pollMinSeconds,
+            max_delay_seconds: this.options.pollMaxSeconds,
+            long_polling_timeout_seconds: LONG_POLL_SECONDS,
+          },
         },
       },
     };
@@ -174,7 +185,9 @@ export class ManagedOpa {
   private forwardLogs(child: ChildProcess): void {
     for (const stream of [child.stdout, child.stderr]) {
       if (!stream) continue;
-      createInterface({ input: stream }).on('line', (line) => this.options.log.warn({ opa: parseLogLine(line) }, 'managed OPA says'));
+      createInterface({ input: stream }).on('line', (line) =>
+        this.options.log.warn({ opa: parseLogLine(line) }, 'managed OPA says'),
+      );
     }
   }
 
@@ -185,7 +198,10 @@ export class ManagedOpa {
     if (ranForMs > STABLE_RUN_MS) this.restarts = 0;
     const delay = Math.min(MAX_RESTART_DELAY_MS, 500 * 2 ** this.restarts);
     this.restarts += 1;
-    this.options.log.error({ reason, restartInMs: delay }, 'managed OPA stopped unexpectedly; decisions fail closed until it is back');
+    this.options.log.error(
+      { reason, restartInMs: delay },
+      'managed OPA stopped unexpectedly; decisions fail closed until it is back',
+    );
     this.restartTimer = setTimeout(() => void this.restart(), delay);
     this.restartTimer.unref();
   }
@@ -220,11 +236,23 @@ export class ManagedOpa {
  */
 function authzPolicy(token: string): string {
   const digest = createHash('sha256').update(token).digest('hex');
-  return ['package system.authz', '', 'default allow := false', '', `allow if crypto.sha256(input.identity) == "${digest}"`, ''].join('\n');
+  return [
+    'package system.authz',
+    '',
+    'default allow := false',
+    '',
+    `allow if crypto.sha256(input.identity) == "${digest}"`,
+    '',
+  ].join('\n');
 }
 
 /** Resolves true once GET /health answers 200, false after `timeoutMs` or when the process is gone. */
-async function waitForHealth(baseUrl: string, token: string, timeoutMs: number, alive: () => boolean): Promise<boolean> {
+async function waitForHealth(
+  baseUrl: string,
+  token: string,
+  timeoutMs: number,
+  alive: () => boolean,
+): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && alive()) {
     try {

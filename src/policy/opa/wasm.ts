@@ -24,7 +24,14 @@ import { resultVerdict, type RegoVerdict } from './driver.js';
  * revision that needs one is left to OPA entirely. Builtins neither the module nor the SDK has
  * (time.parse_rfc3339_ns, http.send, …) stop the evaluation that calls them, which OPA then makes.
  */
-const JAVASCRIPT_BUILTINS = new Set(['sprintf', 'regex.split', 'json.is_valid', 'yaml.is_valid', 'yaml.marshal', 'yaml.unmarshal']);
+const JAVASCRIPT_BUILTINS = new Set([
+  'sprintf',
+  'regex.split',
+  'json.is_valid',
+  'yaml.is_valid',
+  'yaml.marshal',
+  'yaml.unmarshal',
+]);
 
 const MISSING_ENTRYPOINT = /entrypoint "arbiter\/([a-z_]+)\/decision" does not refer to a rule/;
 
@@ -52,7 +59,8 @@ export class CompiledRego {
       this.onStopped(point, describeStop(error));
       return null;
     }
-    if (!Array.isArray(results) || results.length === 0 || results[0]?.result === undefined) return { kind: 'undefined', inProcess: true };
+    if (!Array.isArray(results) || results.length === 0 || results[0]?.result === undefined)
+      return { kind: 'undefined', inProcess: true };
     return { ...resultVerdict(point, results[0].result), inProcess: true };
   }
 }
@@ -78,7 +86,8 @@ export class InProcessRego {
 
   compiledFor(snapshot: PolicySnapshot): CompiledRego | null {
     if (this.compiled?.revision === snapshot.revision) return this.compiled;
-    if (this.attempted !== snapshot.revision || (this.retryAt !== 0 && Date.now() >= this.retryAt)) void this.compile(snapshot);
+    if (this.attempted !== snapshot.revision || (this.retryAt !== 0 && Date.now() >= this.retryAt))
+      void this.compile(snapshot);
     return null;
   }
 
@@ -102,16 +111,32 @@ export class InProcessRego {
       const policy = await loadPolicy(module.wasm);
       const needsJavaScript = requiredBuiltins(policy).filter((name) => JAVASCRIPT_BUILTINS.has(name));
       if (needsJavaScript.length) {
-        this.log.info({ revision, builtins: needsJavaScript }, 'Rego decisions of this revision go to OPA: the policy uses builtins the in-process evaluator does not implement as OPA does');
+        this.log.info(
+          { revision, builtins: needsJavaScript },
+          'Rego decisions of this revision go to OPA: the policy uses builtins the in-process evaluator does not implement as OPA does',
+        );
         this.settle(revision, null);
         return;
       }
       policy.setData(snapshot.mergedData);
-      if (this.settle(revision, new CompiledRego(revision, policy, module.points, (point, reason) => this.reportStop(revision, point, reason)))) {
-        this.log.info({ revision, points: [...module.points], ms: Date.now() - started }, 'Rego decisions of this revision are evaluated in process');
+      if (
+        this.settle(
+          revision,
+          new CompiledRego(revision, policy, module.points, (point, reason) =>
+            this.reportStop(revision, point, reason),
+          ),
+        )
+      ) {
+        this.log.info(
+          { revision, points: [...module.points], ms: Date.now() - started },
+          'Rego decisions of this revision are evaluated in process',
+        );
       }
     } catch (error) {
-      this.log.warn({ revision, err: error }, 'Rego decisions of this revision go to OPA: the in-process module could not be built (tried again in a minute)');
+      this.log.warn(
+        { revision, err: error },
+        'Rego decisions of this revision go to OPA: the in-process module could not be built (tried again in a minute)',
+      );
       if (this.settle(revision, null)) this.retryAt = Date.now() + RETRY_AFTER_MS;
     }
   }
@@ -136,7 +161,10 @@ export class InProcessRego {
 const RETRY_AFTER_MS = 60_000;
 
 /** `opa build -t wasm` of the bundle with one entrypoint per decision point it defines. */
-async function compileBundle(opaBinary: string, bundle: Buffer): Promise<{ wasm: Buffer; points: Set<DecisionPoint> } | { problem: string }> {
+async function compileBundle(
+  opaBinary: string,
+  bundle: Buffer,
+): Promise<{ wasm: Buffer; points: Set<DecisionPoint> } | { problem: string }> {
   return inScratchDirectory('arbiter-wasm-', async (dir) => {
     const input = join(dir, 'bundle.tar.gz');
     const output = join(dir, 'wasm.tar.gz');

@@ -7,14 +7,23 @@ import { basic } from '../../support/oauth.js';
 describe('unit: Basic client credentials (http/basic) and single-valued parameters (http/parameters)', function () {
   it('reads the form-encoded id and secret of a Basic header (RFC 6749 §2.3.1)', function () {
     expect(basicCredentials(basic('my client', 'p:a%ss'))).to.deep.equal({ id: 'my client', secret: 'p:a%ss' });
-    expect(basicCredentials(`basic   ${Buffer.from('a+b:c').toString('base64')}`)).to.deep.equal({ id: 'a b', secret: 'c' });
+    expect(basicCredentials(`basic   ${Buffer.from('a+b:c').toString('base64')}`)).to.deep.equal({
+      id: 'a b',
+      secret: 'c',
+    });
   });
 
   it('answers undefined for another scheme, and null parts for a value without a colon or with a broken escape', function () {
     expect(basicCredentials('Bearer abc')).to.equal(undefined);
     expect(basicCredentials('Basic not base64!')).to.equal(undefined);
-    expect(basicCredentials(`Basic ${Buffer.from('nocolon').toString('base64')}`)).to.deep.equal({ id: null, secret: null });
-    expect(basicCredentials(`Basic ${Buffer.from('%E0%A4%A:ok').toString('base64')}`)).to.deep.equal({ id: null, secret: 'ok' });
+    expect(basicCredentials(`Basic ${Buffer.from('nocolon').toString('base64')}`)).to.deep.equal({
+      id: null,
+      secret: null,
+    });
+    expect(basicCredentials(`Basic ${Buffer.from('%E0%A4%A:ok').toString('base64')}`)).to.deep.equal({
+      id: null,
+      secret: 'ok',
+    });
   });
 
   it('property: whatever the id and secret, encoding then reading gives them back', function () {

@@ -8,7 +8,15 @@ function contextFrom(remoteAddress: string, headers: Record<string, string>, koa
   return ctx as unknown as Context & typeof ctx;
 }
 
-const FORWARDED = { forwarded: 'for=203.0.113.9', 'x-forwarded-for': '203.0.113.9', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.test', 'x-forwarded-port': '443', 'x-real-ip': '203.0.113.9', accept: 'application/json' };
+const FORWARDED = {
+  forwarded: 'for=203.0.113.9',
+  'x-forwarded-for': '203.0.113.9',
+  'x-forwarded-proto': 'https',
+  'x-forwarded-host': 'evil.test',
+  'x-forwarded-port': '443',
+  'x-real-ip': '203.0.113.9',
+  accept: 'application/json',
+};
 
 describe('unit: forwarded headers are believed only from trusted proxies (http/forwarded)', function () {
   it('strips every forwarded header from an untrusted peer and takes the peer address, IPv4-mapped written as IPv4', async function () {

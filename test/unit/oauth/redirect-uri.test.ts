@@ -5,7 +5,15 @@ const problem = (uri: string) => redirectUriProblem(new URL(uri));
 
 describe('unit: redirect URIs OAuth 2.1 allows (oauth/redirect-uri)', function () {
   it('accepts https anywhere, and http on the loopback interface only', function () {
-    for (const uri of ['https://app.example.test/cb', 'https://app.example.test:8443/cb?x=1', 'http://127.0.0.1/cb', 'http://127.0.0.1:49152/cb', 'http://[::1]:8080/cb', 'http://localhost/cb']) expect(problem(uri), uri).to.equal(null);
+    for (const uri of [
+      'https://app.example.test/cb',
+      'https://app.example.test:8443/cb?x=1',
+      'http://127.0.0.1/cb',
+      'http://127.0.0.1:49152/cb',
+      'http://[::1]:8080/cb',
+      'http://localhost/cb',
+    ])
+      expect(problem(uri), uri).to.equal(null);
   });
 
   it('refuses http elsewhere, naming the loopback exception', function () {

@@ -4,13 +4,44 @@ import { requestInput, withoutCredentials } from '../../../src/policy/index.js';
 
 describe('unit: the request part of a decision input (grants/token-input, policy/request-input)', function () {
   it('definedOnly drops the parameters oidc-provider lists as undefined, and keeps empty and falsy values', function () {
-    expect(definedOnly({ grant_type: 'client_credentials', scope: undefined, resource: '', n: 0, flag: false, nothing: null })).to.deep.equal({ grant_type: 'client_credentials', resource: '', n: 0, flag: false, nothing: null });
+    expect(
+      definedOnly({
+        grant_type: 'client_credentials',
+        scope: undefined,
+        resource: '',
+        n: 0,
+        flag: false,
+        nothing: null,
+      }),
+    ).to.deep.equal({ grant_type: 'client_credentials', resource: '', n: 0, flag: false, nothing: null });
   });
 
   it('withoutCredentials removes every credential or bearer parameter and keeps the rest', function () {
-    const credentials = ['client_secret', 'client_assertion', 'code', 'code_verifier', 'refresh_token', 'subject_token', 'actor_token', 'token', 'assertion', 'password', 'software_statement', 'ticket', 'claim_token', 'rpt', 'pct'];
-    const given = Object.fromEntries([...credentials, 'grant_type', 'scope', 'client_id'].map((name) => [name, `${name}-value`]));
-    expect(withoutCredentials(given)).to.deep.equal({ grant_type: 'grant_type-value', scope: 'scope-value', client_id: 'client_id-value' });
+    const credentials = [
+      'client_secret',
+      'client_assertion',
+      'code',
+      'code_verifier',
+      'refresh_token',
+      'subject_token',
+      'actor_token',
+      'token',
+      'assertion',
+      'password',
+      'software_statement',
+      'ticket',
+      'claim_token',
+      'rpt',
+      'pct',
+    ];
+    const given = Object.fromEntries(
+      [...credentials, 'grant_type', 'scope', 'client_id'].map((name) => [name, `${name}-value`]),
+    );
+    expect(withoutCredentials(given)).to.deep.equal({
+      grant_type: 'grant_type-value',
+      scope: 'scope-value',
+      client_id: 'client_id-value',
+    });
   });
 
   it('requestInput derives grant type, scopes, resource, resource types and authorization details from the parameters', function () {
@@ -45,7 +76,13 @@ describe('unit: the request part of a decision input (grants/token-input, policy
   });
 
   it('requestInput prefers the parts given explicitly, and reads malformed authorization details as none', function () {
-    const input = requestInput({ endpoint: '/token', method: 'GET', parameters: { scope: 'a b', grant_type: '', authorization_details: '[{' }, scopes: ['c'], resolved_resource_type: 'urn:x' });
+    const input = requestInput({
+      endpoint: '/token',
+      method: 'GET',
+      parameters: { scope: 'a b', grant_type: '', authorization_details: '[{' },
+      scopes: ['c'],
+      resolved_resource_type: 'urn:x',
+    });
     expect(input).to.include({ method: 'GET', grant_type: null, resource: null, resolved_resource_type: 'urn:x' });
     expect(input.scopes).to.deep.equal(['c']);
     expect(input.authorization_details).to.deep.equal([]);

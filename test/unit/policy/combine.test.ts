@@ -5,16 +5,34 @@ import type { CedarOutputs, CedarVerdict } from '../../../src/policy/cedar/drive
 import type { RegoVerdict } from '../../../src/policy/opa/driver.js';
 import { ENGINE_FAILURE_ERROR, type DecisionInput } from '../../../src/policy/index.js';
 
-const INPUT = { tenant: '_default', client: null, subject: null, request: { endpoint: '/token' }, time: '2026-01-01T00:00:00Z' } as unknown as DecisionInput;
+const INPUT = {
+  tenant: '_default',
+  client: null,
+  subject: null,
+  request: { endpoint: '/token' },
+  time: '2026-01-01T00:00:00Z',
+} as unknown as DecisionInput;
 const NO_OUTPUTS: CedarOutputs = { obligations: {}, extensions: {} };
 
-const regoAllows = (extra: object = {}): RegoVerdict => ({ kind: 'decided', decision: { allow: true, scopes: ['read'], ...extra } });
-const regoDenies: RegoVerdict = { kind: 'decided', decision: { allow: false, error: 'invalid_scope', error_description: 'rego says no' } };
+const regoAllows = (extra: object = {}): RegoVerdict => ({
+  kind: 'decided',
+  decision: { allow: true, scopes: ['read'], ...extra },
+});
+const regoDenies: RegoVerdict = {
+  kind: 'decided',
+  decision: { allow: false, error: 'invalid_scope', error_description: 'rego says no' },
+};
 const regoUndefined: RegoVerdict = { kind: 'undefined' };
 const regoFails: RegoVerdict = { kind: 'failed', reason: 'opa down' };
 const cedarNone: CedarVerdict = { kind: 'none' };
 const cedarFails: CedarVerdict = { kind: 'failed', reason: 'cedar broke' };
-const cedar = (allow: boolean, outputs: Partial<CedarOutputs> = {}, policies = ['p1']): CedarVerdict => ({ kind: 'decided', allow, policies, outputs: { ...NO_OUTPUTS, ...outputs }, evaluationErrors: [] });
+const cedar = (allow: boolean, outputs: Partial<CedarOutputs> = {}, policies = ['p1']): CedarVerdict => ({
+  kind: 'decided',
+  allow,
+  policies,
+  outputs: { ...NO_OUTPUTS, ...outputs },
+  evaluationErrors: [],
+});
 
 describe('unit: combining the Rego and Cedar verdicts (policy/combine)', function () {
   it('takes the Rego decision as it is when Cedar has no policy for the request', function () {
@@ -26,7 +44,14 @@ describe('unit: combining the Rego and Cedar verdicts (policy/combine)', functio
 
   it('takes the Cedar decision when Rego is undefined, with its error when it forbids', function () {
     expect(combine('token', INPUT, regoUndefined, cedar(true)).decision).to.deep.equal({ allow: true });
-    expect(combine('token', INPUT, regoUndefined, cedar(false, { error: 'access_denied', error_description: 'cedar says no' })).decision).to.deep.equal({
+    expect(
+      combine(
+        'token',
+        INPUT,
+        regoUndefined,
+        cedar(false, { error: 'access_denied', error_description: 'cedar says no' }),
+      ).decision,
+    ).to.deep.equal({
       allow: false,
       error: 'access_denied',
       error_description: 'cedar says no',
@@ -34,15 +59,27 @@ describe('unit: combining the Rego and Cedar verdicts (policy/combine)', functio
   });
 
   it('lets a deny from either engine win when both apply', function () {
-    expect(combine('token', INPUT, regoDenies, cedar(true)).decision).to.deep.equal(regoDenies.kind === 'decided' && regoDenies.decision);
+    expect(combine('token', INPUT, regoDenies, cedar(true)).decision).to.deep.equal(
+      regoDenies.kind === 'decided' && regoDenies.decision,
+    );
     const cedarForbids = combine('token', INPUT, regoAllows(), cedar(false, { error: 'access_denied' }));
     expect(cedarForbids.decision).to.deep.equal({ allow: false, error: 'access_denied', error_description: undefined });
     expect(cedarForbids.engines).to.include({ rego: 'allow', cedar: 'deny' });
   });
 
   it('keeps the Rego output claims and adds the obligations and extensions of the Cedar permits', function () {
-    const outcome = combine('introspect', INPUT, regoAllows({ obligations: { log: true }, extensions: { tier: 'gold' } }), cedar(true, { obligations: { mfa: 'required' }, extensions: { region: 'eu' } }, ['permit-eu']));
-    expect(outcome.decision).to.deep.equal({ allow: true, scopes: ['read'], obligations: { log: true, mfa: 'required' }, extensions: { tier: 'gold', region: 'eu' } });
+    const outcome = combine(
+      'introspect',
+      INPUT,
+      regoAllows({ obligations: { log: true }, extensions: { tier: 'gold' } }),
+      cedar(true, { obligations: { mfa: 'required' }, extensions: { region: 'eu' } }, ['permit-eu']),
+    );
+    expect(outcome.decision).to.deep.equal({
+      allow: true,
+      scopes: ['read'],
+      obligations: { log: true, mfa: 'required' },
+      extensions: { tier: 'gold', region: 'eu' },
+    });
     expect(outcome.engines?.cedarPolicies).to.deep.equal(['permit-eu']);
   });
 
@@ -66,21 +103,38 @@ describe('unit: combining the Rego and Cedar verdicts (policy/combine)', functio
   });
 
   it('names the in-process evaluator when the Rego verdict came from Wasm', function () {
-    expect(combine('token', INPUT, { ...regoAllows(), inProcess: true }, cedarNone).engines?.regoEvaluator).to.equal('in-process');
+    expect(combine('token', INPUT, { ...regoAllows(), inProcess: true }, cedarNone).engines?.regoEvaluator).to.equal(
+      'in-process',
+    );
   });
 
   it('failClosed keeps the point and input and tells the client to try again later', function () {
     const outcome = failClosed('authorize', INPUT, 'timeout');
     expect(outcome).to.deep.include({ point: 'authorize', input: INPUT, engineError: 'timeout' });
-    expect(outcome.decision).to.deep.equal({ allow: false, error: ENGINE_FAILURE_ERROR, error_description: 'the policy engine could not decide this request; try again later' });
+    expect(outcome.decision).to.deep.equal({
+      allow: false,
+      error: ENGINE_FAILURE_ERROR,
+      error_description: 'the policy engine could not decide this request; try again later',
+    });
   });
 
   it('property: allows only when no engine failed, one applied, and every engine that applied allowed', function () {
-    const regoVerdict = fc.oneof(fc.boolean().map((allow): RegoVerdict => (allow ? regoAllows() : regoDenies)), fc.constant(regoUndefined), fc.constant(regoFails));
-    const cedarVerdict = fc.oneof(fc.boolean().map((allow) => cedar(allow)), fc.constant(cedarNone), fc.constant(cedarFails));
+    const regoVerdict = fc.oneof(
+      fc.boolean().map((allow): RegoVerdict => (allow ? regoAllows() : regoDenies)),
+      fc.constant(regoUndefined),
+      fc.constant(regoFails),
+    );
+    const cedarVerdict = fc.oneof(
+      fc.boolean().map((allow) => cedar(allow)),
+      fc.constant(cedarNone),
+      fc.constant(cedarFails),
+    );
     fc.assert(
       fc.property(regoVerdict, cedarVerdict, (rego, cedarV) => {
-        const applied = [rego.kind === 'decided' ? rego.decision.allow : undefined, cedarV.kind === 'decided' ? cedarV.allow : undefined].filter((verdict) => verdict !== undefined);
+        const applied = [
+          rego.kind === 'decided' ? rego.decision.allow : undefined,
+          cedarV.kind === 'decided' ? cedarV.allow : undefined,
+        ].filter((verdict) => verdict !== undefined);
         const failed = rego.kind === 'failed' || cedarV.kind === 'failed';
         const expected = !failed && applied.length > 0 && applied.every(Boolean);
         const outcome = combine('token', INPUT, rego, cedarV);

@@ -17,11 +17,17 @@ describe('unit: policy data entries as one data document and as bundle files (po
   it('merges nested entries object by object, a deeper key winning where both give a value that is not an object', function () {
     const entries = [
       { dataKey: 'oauth.resource_types', value: { doc: { scopes: ['read'] } } },
-      { dataKey: 'oauth', value: { resource_types: { kept: {}, doc: { scopes: ['write'], single_use: true } }, enabled: true } },
+      {
+        dataKey: 'oauth',
+        value: { resource_types: { kept: {}, doc: { scopes: ['write'], single_use: true } }, enabled: true },
+      },
       { dataKey: 'authzen', value: { roles: [] } },
     ];
     const merged = mergeData(entries);
-    expect(merged).to.deep.equal({ oauth: { resource_types: { kept: {}, doc: { scopes: ['read'], single_use: true } }, enabled: true }, authzen: { roles: [] } });
+    expect(merged).to.deep.equal({
+      oauth: { resource_types: { kept: {}, doc: { scopes: ['read'], single_use: true } }, enabled: true },
+      authzen: { roles: [] },
+    });
     expect(valueAt(merged, 'oauth.resource_types.doc.scopes')).to.deep.equal(['read']);
     expect(valueAt(merged, 'oauth.missing')).to.equal(undefined);
     expect(valueAt(merged, 'oauth.enabled.deeper')).to.equal(undefined);

@@ -9,7 +9,10 @@ describe('unit: the part many inputs share, written once (policy/shared-part)', 
       { tenant: 't', client, resource: 'a', time: '1' },
       { tenant: 't', client: { id: 'app', scopes: ['read'] }, resource: 'b', time: '1' },
     ];
-    expect(splitShared(inputs)).to.deep.equal({ common: { tenant: 't', client, time: '1' }, items: [{ resource: 'a' }, { resource: 'b' }] });
+    expect(splitShared(inputs)).to.deep.equal({
+      common: { tenant: 't', client, time: '1' },
+      items: [{ resource: 'a' }, { resource: 'b' }],
+    });
   });
 
   it('shares nothing a single input lacks, and splits no inputs into nothing', function () {
@@ -19,7 +22,8 @@ describe('unit: the part many inputs share, written once (policy/shared-part)', 
 
   it('recognises what it returns, and nothing else', function () {
     expect(isSharedPart(splitShared([{ a: 1 }]))).to.equal(true);
-    for (const other of [null, [], {}, { common: {} }, { common: null, items: [] }, { common: {}, items: {} }]) expect(isSharedPart(other), JSON.stringify(other)).to.equal(false);
+    for (const other of [null, [], {}, { common: {} }, { common: null, items: [] }, { common: {}, items: {} }])
+      expect(isSharedPart(other), JSON.stringify(other)).to.equal(false);
   });
 
   it('property: joining what was split gives every input back', function () {

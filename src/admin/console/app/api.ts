@@ -39,13 +39,23 @@ async function call<T>(method: string, path: string, body: unknown, unauthorized
   const headers: Record<string, string> = { 'X-Admin-API-Key': session.key() ?? '' };
   if (session.tenant()) headers['X-Tenant-Id'] = session.tenant();
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  const response = await fetch(`/admin/api${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), cache: 'no-store' });
+  const response = await fetch(`/admin/api${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+    cache: 'no-store',
+  });
   const text = await response.text();
   const parsed = text ? parseJson(text) : undefined;
   if (response.ok) return parsed as T;
   if (response.status === 401) unauthorized();
   const problem = (parsed ?? {}) as { error?: string; error_description?: string; field?: string };
-  throw new ApiError(response.status, problem.error ?? 'error', problem.error_description ?? `the server answered ${response.status}`, problem.field);
+  throw new ApiError(
+    response.status,
+    problem.error ?? 'error',
+    problem.error_description ?? `the server answered ${response.status}`,
+    problem.field,
+  );
 }
 
 export interface Revisions {

@@ -6,7 +6,11 @@ type Props = Record<string, string | number | boolean | null | undefined | ((eve
 /** Properties set as DOM properties rather than attributes (they are live state, not markup). */
 const PROPERTIES = new Set(['value', 'checked', 'selected']);
 
-export function h<K extends keyof HTMLElementTagNameMap>(tag: K, props: Props = {}, ...children: (Child | Child[])[]): HTMLElementTagNameMap[K] {
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  props: Props = {},
+  ...children: (Child | Child[])[]
+): HTMLElementTagNameMap[K] {
   const element = document.createElement(tag);
   for (const [name, value] of Object.entries(props)) {
     if (value === undefined || value === null || value === false) continue;

@@ -28,7 +28,8 @@ export interface Replay {
 /** A decision in words: allowed, or refused with the policy's error code and description. */
 export function verdictLine(decision: DecisionAnswer['decision'] | null | undefined): string {
   if (!decision) return 'no decision';
-  if (decision.allow) return `allowed${Array.isArray(decision.scopes) ? ` (scopes: ${decision.scopes.join(' ') || 'none'})` : ''}`;
+  if (decision.allow)
+    return `allowed${Array.isArray(decision.scopes) ? ` (scopes: ${decision.scopes.join(' ') || 'none'})` : ''}`;
   return `refused${decision.error ? `: ${decision.error}` : ''}${decision.error_description ? ` (${decision.error_description})` : ''}`;
 }
 
@@ -39,19 +40,45 @@ export function explainDecision(answer: DecisionAnswer): HTMLElement {
   return h(
     'div',
     { class: 'explanation' },
-    h('p', { class: answer.decision.allow ? 'verdict allow' : 'verdict deny' }, `Decision at ${answer.point}: ${verdictLine(answer.decision)}`),
+    h(
+      'p',
+      { class: answer.decision.allow ? 'verdict allow' : 'verdict deny' },
+      `Decision at ${answer.point}: ${verdictLine(answer.decision)}`,
+    ),
     answer.engineError ? h('p', { class: 'engine-error' }, `Engine error: ${answer.engineError}`) : null,
     h(
       'dl',
       {},
-      engine('Rego (OPA)', rego?.verdict, rego?.reason, (rego?.rules ?? []).map((rule) => h('li', {}, h('code', {}, rule.rule), rule.location ? ` at ${location(rule.location)}` : ''))),
+      engine(
+        'Rego (OPA)',
+        rego?.verdict,
+        rego?.reason,
+        (rego?.rules ?? []).map((rule) =>
+          h('li', {}, h('code', {}, rule.rule), rule.location ? ` at ${location(rule.location)}` : ''),
+        ),
+      ),
       engine('Cedar', cedar?.verdict, cedar?.reason, [
-        ...(cedar?.policies ?? []).map((policy) => h('li', {}, h('code', {}, policy.id), policy.text ? h('pre', {}, policy.text) : null)),
+        ...(cedar?.policies ?? []).map((policy) =>
+          h('li', {}, h('code', {}, policy.id), policy.text ? h('pre', {}, policy.text) : null),
+        ),
         ...(cedar?.errors ?? []).map((error) => h('li', { class: 'engine-error' }, error)),
       ]),
     ),
-    rego?.trace?.length ? h('details', {}, h('summary', {}, `OPA trace (${rego.trace.length} lines)`), h('pre', {}, rego.trace.join('\n'))) : null,
-    answer.policyRevision ? h('p', { class: 'hint' }, `Policy bundle revision: store ${answer.policyRevision.store}, OPA ${answer.policyRevision.opa ?? '(none)'}.`) : null,
+    rego?.trace?.length
+      ? h(
+          'details',
+          {},
+          h('summary', {}, `OPA trace (${rego.trace.length} lines)`),
+          h('pre', {}, rego.trace.join('\n')),
+        )
+      : null,
+    answer.policyRevision
+      ? h(
+          'p',
+          { class: 'hint' },
+          `Policy bundle revision: store ${answer.policyRevision.store}, OPA ${answer.policyRevision.opa ?? '(none)'}.`,
+        )
+      : null,
     h('details', {}, h('summary', {}, 'Full decision (JSON)'), h('pre', {}, JSON.stringify(answer.decision, null, 2))),
   );
 }
@@ -59,7 +86,13 @@ export function explainDecision(answer: DecisionAnswer): HTMLElement {
 function engine(name: string, verdict: string | undefined, reason: string | undefined, items: Child[]): Child[] {
   return [
     h('dt', {}, name),
-    h('dd', {}, h('span', { class: `engine-verdict ${verdict ?? 'none'}` }, verdict ?? 'not consulted'), reason ? ` — ${reason}` : '', items.length ? h('ul', {}, items) : null),
+    h(
+      'dd',
+      {},
+      h('span', { class: `engine-verdict ${verdict ?? 'none'}` }, verdict ?? 'not consulted'),
+      reason ? ` — ${reason}` : '',
+      items.length ? h('ul', {}, items) : null,
+    ),
   ];
 }
 
@@ -76,15 +109,45 @@ export function explainReplay(replay: Replay): HTMLElement {
   return h(
     'div',
     { class: 'replay' },
-    h('p', {}, `Audit entry ${replay.entryId} at ${[replay.point].flat().join(', ')}. Then: ${thens.map(verdictLine).join('; ')}.`),
-    h('p', {}, replay.changed ? 'The policy in force now decides differently:' : 'The policy in force now decides the same.'),
+    h(
+      'p',
+      {},
+      `Audit entry ${replay.entryId} at ${[replay.point].flat().join(', ')}. Then: ${thens.map(verdictLine).join('; ')}.`,
+    ),
+    h(
+      'p',
+      {},
+      replay.changed ? 'The policy in force now decides differently:' : 'The policy in force now decides the same.',
+    ),
     replay.differences.length
       ? h(
           'table',
           {},
           h('caption', {}, 'Differences between then and now'),
-          h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Field'), h('th', { scope: 'col' }, 'Then'), h('th', { scope: 'col' }, 'Now'))),
-          h('tbody', {}, replay.differences.map((difference) => h('tr', {}, h('th', { scope: 'row' }, difference.field), h('td', {}, JSON.stringify(difference.then)), h('td', {}, JSON.stringify(difference.now))))),
+          h(
+            'thead',
+            {},
+            h(
+              'tr',
+              {},
+              h('th', { scope: 'col' }, 'Field'),
+              h('th', { scope: 'col' }, 'Then'),
+              h('th', { scope: 'col' }, 'Now'),
+            ),
+          ),
+          h(
+            'tbody',
+            {},
+            replay.differences.map((difference) =>
+              h(
+                'tr',
+                {},
+                h('th', { scope: 'row' }, difference.field),
+                h('td', {}, JSON.stringify(difference.then)),
+                h('td', {}, JSON.stringify(difference.now)),
+              ),
+            ),
+          ),
         )
       : null,
     h('h4', {}, 'Why, according to the engines now'),

@@ -2,10 +2,19 @@ import bcrypt from 'bcryptjs';
 import type { CollectionDefinition } from '../../../catalog/collections.js';
 import { h, humanize, uniqueId } from './dom.js';
 
-type Schema = { type?: string | string[]; enum?: unknown[]; format?: string; maxLength?: number; items?: Schema; properties?: Record<string, Schema>; required?: string[] };
+type Schema = {
+  type?: string | string[];
+  enum?: unknown[];
+  format?: string;
+  maxLength?: number;
+  items?: Schema;
+  properties?: Record<string, Schema>;
+  required?: string[];
+};
 
 /** How a schema property is edited. */
-type Kind = 'text' | 'nullable' | 'integer' | 'boolean' | 'enum' | 'lines' | 'json' | 'jsonText' | 'source' | 'secret' | 'bcrypt';
+type Kind =
+  'text' | 'nullable' | 'integer' | 'boolean' | 'enum' | 'lines' | 'json' | 'jsonText' | 'source' | 'secret' | 'bcrypt';
 
 /** String fields whose value is itself a JSON document (checked in the browser before sending). */
 const JSON_TEXT_FIELDS: Record<string, string[]> = { 'policy-data': ['payload'] };
@@ -49,7 +58,8 @@ const HINTS: Partial<Record<Kind, string>> = {
   json: 'JSON.',
   jsonText: 'A JSON document, checked before it is sent.',
   secret: 'Never shown again. When editing, leave it empty to keep the stored one.',
-  bcrypt: 'Typed in clear, sent only as a BCrypt hash made in this browser. Never shown again: when editing, leave it empty to keep the stored one.',
+  bcrypt:
+    'Typed in clear, sent only as a BCrypt hash made in this browser. Never shown again: when editing, leave it empty to keep the stored one.',
 };
 
 function field(name: string, kind: Kind, property: Schema, required: boolean, record?: Record<string, unknown>): Field {
@@ -61,8 +71,19 @@ function field(name: string, kind: Kind, property: Schema, required: boolean, re
   const hint = HINTS[kind] ? h('p', { class: 'hint', id: `${id}-hint` }, HINTS[kind]) : null;
   input.setAttribute('aria-describedby', [hint ? `${id}-hint` : '', `${id}-error`].filter(Boolean).join(' '));
   if (required) input.setAttribute('aria-required', 'true');
-  const label = h('label', { for: id }, humanize(name), required ? h('span', { class: 'required' }, ' (required)') : null);
-  const wrapper = h('div', { class: `field field-${kind}` }, kind === 'boolean' ? [input, label] : [label, input], hint, error);
+  const label = h(
+    'label',
+    { for: id },
+    humanize(name),
+    required ? h('span', { class: 'required' }, ' (required)') : null,
+  );
+  const wrapper = h(
+    'div',
+    { class: `field field-${kind}` },
+    kind === 'boolean' ? [input, label] : [label, input],
+    hint,
+    error,
+  );
   return { name, input, wrapper, error, read: () => readValue(kind, input) };
 }
 
@@ -71,7 +92,14 @@ function inputFor(kind: Kind, property: Schema, id: string, value: unknown, requ
     case 'boolean':
       return h('input', { id, type: 'checkbox', checked: value === undefined ? true : value === true });
     case 'enum':
-      return h('select', { id }, required ? null : h('option', { value: '' }, '(not set)'), (property.enum ?? []).map((option) => h('option', { value: String(option), selected: option === value }, String(option))));
+      return h(
+        'select',
+        { id },
+        required ? null : h('option', { value: '' }, '(not set)'),
+        (property.enum ?? []).map((option) =>
+          h('option', { value: String(option), selected: option === value }, String(option)),
+        ),
+      );
     case 'integer':
       return h('input', { id, type: 'number', step: 1, min: 0, value: typeof value === 'number' ? String(value) : '' });
     case 'secret':
@@ -80,10 +108,22 @@ function inputFor(kind: Kind, property: Schema, id: string, value: unknown, requ
     case 'lines':
       return h('textarea', { id, rows: 3, value: Array.isArray(value) ? value.join('\n') : '' });
     case 'json':
-      return h('textarea', { id, rows: 4, class: 'code', spellcheck: 'false', value: value === undefined || value === null ? '' : JSON.stringify(value, null, 2) });
+      return h('textarea', {
+        id,
+        rows: 4,
+        class: 'code',
+        spellcheck: 'false',
+        value: value === undefined || value === null ? '' : JSON.stringify(value, null, 2),
+      });
     case 'jsonText':
     case 'source':
-      return h('textarea', { id, rows: 14, class: 'code', spellcheck: 'false', value: typeof value === 'string' ? value : '' });
+      return h('textarea', {
+        id,
+        rows: 14,
+        class: 'code',
+        spellcheck: 'false',
+        value: typeof value === 'string' ? value : '',
+      });
     default:
       return h('input', { id, type: 'text', value: typeof value === 'string' ? value : '' });
   }
@@ -101,7 +141,12 @@ async function readValue(kind: Kind, input: Field['input']): Promise<unknown> {
       if (!/^\d+$/.test(text.trim())) throw new Error('must be a whole number');
       return Number(text);
     case 'lines':
-      return text.trim() === '' ? undefined : text.split('\n').map((line) => line.trim()).filter(Boolean);
+      return text.trim() === ''
+        ? undefined
+        : text
+            .split('\n')
+            .map((line) => line.trim())
+            .filter(Boolean);
     case 'json':
       return text.trim() === '' ? undefined : parseJson(text);
     case 'jsonText':
@@ -158,5 +203,7 @@ export function clearFieldErrors(fields: Field[]): void {
 /** The form field an API error's `field` (possibly a nested path such as redirectUris.0) is about. */
 export function fieldNamed(fields: Field[], path: string | undefined): Field | undefined {
   if (!path) return undefined;
-  return fields.find((item) => item.name === path || path.startsWith(`${item.name}.`) || path.split(',').includes(item.name));
+  return fields.find(
+    (item) => item.name === path || path.startsWith(`${item.name}.`) || path.split(',').includes(item.name),
+  );
 }

@@ -10,7 +10,11 @@ import { session } from './session.js';
 
 /** The console's pages by hash route (#/clients …): navigation never puts anything secret in a URL. */
 const PAGES: { route: string; title: string; render: (main: HTMLElement) => void }[] = [
-  ...COLLECTIONS.map((definition) => ({ route: definition.path, title: humanize(definition.path), render: (main: HTMLElement) => collectionPage(main, definition) })),
+  ...COLLECTIONS.map((definition) => ({
+    route: definition.path,
+    title: humanize(definition.path),
+    render: (main: HTMLElement) => collectionPage(main, definition),
+  })),
   { route: 'audit-logs', title: 'Audit log', render: auditPage },
   { route: 'playground', title: 'Decision playground', render: playgroundPage },
 ];
@@ -31,7 +35,12 @@ function showCurrentPage(): void {
   const route = location.hash.replace(/^#\/?/, '');
   const page = PAGES.find((candidate) => candidate.route === route) ?? PAGES[0];
   const main = h('main', { id: 'main', tabindex: -1 });
-  replace(root, h('a', { class: 'skip', href: '#main', onclick: skipToMain }, 'Skip to content'), banner(), h('div', { class: 'layout' }, navigation(page.route), main));
+  replace(
+    root,
+    h('a', { class: 'skip', href: '#main', onclick: skipToMain }, 'Skip to content'),
+    banner(),
+    h('div', { class: 'layout' }, navigation(page.route), main),
+  );
   document.title = `${page.title} · Arbiter console`;
   page.render(main);
   main.querySelector('h2')?.focus();
@@ -47,27 +56,57 @@ function navigation(current: string): HTMLElement {
   return h(
     'nav',
     { 'aria-label': 'Main' },
-    h('ul', {}, PAGES.map((page) => h('li', {}, h('a', { href: `#/${page.route}`, 'aria-current': page.route === current ? 'page' : undefined }, page.title)))),
+    h(
+      'ul',
+      {},
+      PAGES.map((page) =>
+        h(
+          'li',
+          {},
+          h('a', { href: `#/${page.route}`, 'aria-current': page.route === current ? 'page' : undefined }, page.title),
+        ),
+      ),
+    ),
   );
 }
 
 function banner(): HTMLElement {
-  const tenant = h('input', { id: 'tenant', name: 'tenant', type: 'text', list: 'known-tenants', value: session.tenant(), placeholder: 'default tenant', 'aria-describedby': 'tenant-hint' });
+  const tenant = h('input', {
+    id: 'tenant',
+    name: 'tenant',
+    type: 'text',
+    list: 'known-tenants',
+    value: session.tenant(),
+    placeholder: 'default tenant',
+    'aria-describedby': 'tenant-hint',
+  });
   const switcher = h(
     'form',
     { class: 'tenant-switcher', 'aria-label': 'Tenant switcher' },
     h('label', { for: tenant.id }, 'Tenant'),
     tenant,
-    h('datalist', { id: 'known-tenants' }, session.knownTenants().map((known) => h('option', { value: known }))),
+    h(
+      'datalist',
+      { id: 'known-tenants' },
+      session.knownTenants().map((known) => h('option', { value: known })),
+    ),
     h('button', { type: 'submit' }, 'Switch'),
-    h('span', { class: 'hint', id: 'tenant-hint' }, session.tenant() ? `Showing tenant ${session.tenant()}` : 'Showing the default tenant'),
+    h(
+      'span',
+      { class: 'hint', id: 'tenant-hint' },
+      session.tenant() ? `Showing tenant ${session.tenant()}` : 'Showing the default tenant',
+    ),
   );
   switcher.addEventListener('submit', (event) => {
     event.preventDefault();
     session.switchTenant(tenant.value.trim());
     showCurrentPage();
   });
-  const signOut = h('button', { type: 'button', class: 'secondary', onclick: () => (session.signOut(), signInPage(root, showCurrentPage)) }, 'Sign out');
+  const signOut = h(
+    'button',
+    { type: 'button', class: 'secondary', onclick: () => (session.signOut(), signInPage(root, showCurrentPage)) },
+    'Sign out',
+  );
   return h('header', { class: 'banner' }, h('h1', {}, 'Arbiter console'), switcher, signOut);
 }
 

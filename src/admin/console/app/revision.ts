@@ -16,5 +16,10 @@ export async function showServedRevision(line: HTMLElement, timeoutMs = 30_000):
     last = await policyRevisions().catch(() => undefined);
   }
   if (last?.opa && last.opa === last.store) say(line, `Saved. OPA now serves bundle revision ${last.opa}.`, 'ok');
-  else say(line, `Saved, but OPA still serves revision ${last?.opa ?? '(none)'} while the store holds ${last?.store ?? '(unknown)'}: see GET /healthz and the server log.`, 'error');
+  else
+    say(
+      line,
+      `Saved, but OPA still serves revision ${last?.opa ?? '(none)'} while the store holds ${last?.store ?? '(unknown)'}: see GET /healthz and the server log.`,
+      'error',
+    );
 }

@@ -16,7 +16,8 @@ export const session = {
   tenant: (): string => sessionStorage.getItem(TENANT) ?? '',
   switchTenant(tenant: string): void {
     sessionStorage.setItem(TENANT, tenant);
-    if (tenant && !this.knownTenants().includes(tenant)) localStorage.setItem(KNOWN_TENANTS, JSON.stringify([...this.knownTenants(), tenant].slice(-20)));
+    if (tenant && !this.knownTenants().includes(tenant))
+      localStorage.setItem(KNOWN_TENANTS, JSON.stringify([...this.knownTenants(), tenant].slice(-20)));
   },
   /** Tenant ids switched to before (not secret), offered as suggestions. */
   knownTenants(): string[] {

@@ -21,7 +21,13 @@ export function freshnessMs(headers: Headers, now = Date.now()): number {
         .filter(Boolean)
         .map((part) => {
           const [name, ...value] = part.split('=');
-          return [name.trim().toLowerCase(), value.join('=').trim().replace(/^"(.*)"$/, '$1')] as const;
+          return [
+            name.trim().toLowerCase(),
+            value
+              .join('=')
+              .trim()
+              .replace(/^"(.*)"$/, '$1'),
+          ] as const;
         }),
     );
     if (directives.has('no-store') || directives.has('no-cache')) return 0;

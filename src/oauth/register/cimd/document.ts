@@ -24,14 +24,19 @@ const MAX_STRING = 2048;
 
 /** The document's client fields, or InvalidDocumentError saying which rule it breaks. */
 export function parseClientDocument(body: unknown, clientId: string): ClientDocument {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new InvalidDocumentError('not a JSON object');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw new InvalidDocumentError('not a JSON object');
   const document = body as Record<string, unknown>;
-  if (document.client_id !== clientId) throw new InvalidDocumentError('its client_id is not the URL it was fetched from');
+  if (document.client_id !== clientId)
+    throw new InvalidDocumentError('its client_id is not the URL it was fetched from');
   const method = document.token_endpoint_auth_method;
-  if (method !== undefined && method !== 'none') throw new InvalidDocumentError('only public clients (token_endpoint_auth_method none) are supported');
-  if (document.client_secret !== undefined || document.client_secret_expires_at !== undefined) throw new InvalidDocumentError('a metadata document may not carry a client secret');
+  if (method !== undefined && method !== 'none')
+    throw new InvalidDocumentError('only public clients (token_endpoint_auth_method none) are supported');
+  if (document.client_secret !== undefined || document.client_secret_expires_at !== undefined)
+    throw new InvalidDocumentError('a metadata document may not carry a client secret');
   const redirectUris = document.redirect_uris;
-  if (!Array.isArray(redirectUris) || redirectUris.length === 0 || redirectUris.length > MAX_REDIRECT_URIS) throw new InvalidDocumentError(`redirect_uris must list 1 to ${MAX_REDIRECT_URIS} URIs`);
+  if (!Array.isArray(redirectUris) || redirectUris.length === 0 || redirectUris.length > MAX_REDIRECT_URIS)
+    throw new InvalidDocumentError(`redirect_uris must list 1 to ${MAX_REDIRECT_URIS} URIs`);
   for (const uri of redirectUris) {
     const parsed = typeof uri === 'string' && uri.length <= MAX_STRING && !uri.includes('#') ? URL.parse(uri) : null;
     if (!parsed) throw new InvalidDocumentError('redirect_uris must be absolute URIs without a fragment');

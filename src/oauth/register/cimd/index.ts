@@ -4,7 +4,12 @@ import { createOutbound, outboundOptionsOf, type Outbound } from '../../../http/
 import type { Logger } from '../../../log/index.js';
 import type { GrantedResource, PolicyEngine } from '../../../policy/index.js';
 import { ConflictError, DEFAULT_TENANT, type Store } from '../../../store/index.js';
-import { CLIENTS_COLLECTION, clientsCollection, type ClientDocuments, type ClientRecord } from '../../clients/records.js';
+import {
+  CLIENTS_COLLECTION,
+  clientsCollection,
+  type ClientDocuments,
+  type ClientRecord,
+} from '../../clients/records.js';
 import { freshnessMs, NEGATIVE_TTL_MS } from './caching.js';
 import { InvalidDocumentError, parseClientDocument, type ClientDocument } from './document.js';
 import { documentUrl, looksLikeDocumentUrl } from './url.js';
@@ -48,7 +53,9 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
   const secure = createOutbound(outboundOptions);
   // http://localhost and http://127.0.0.1 only, and only under the flag: the guard is relaxed for
   // those two hosts alone (redirects are refused, so a fetch cannot wander elsewhere).
-  const insecureLocal = config.cimdAllowInsecureLocalhost ? createOutbound({ ...outboundOptions, allowInsecureLoopback: true }) : undefined;
+  const insecureLocal = config.cimdAllowInsecureLocalhost
+    ? createOutbound({ ...outboundOptions, allowInsecureLoopback: true })
+    : undefined;
   const cache = new LRUCache<string, CacheEntry>({ max: CACHE_MAX });
   const inFlight = new Map<string, Promise<ClientDocument | undefined>>();
   const clients = clientsCollection(store, tenant);
@@ -73,7 +80,10 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
     }
     const outbound: Outbound = checked.insecureLocal && insecureLocal ? insecureLocal : secure;
     try {
-      const response = await outbound.fetch(checked.url, { headers: { accept: 'application/json' }, redirect: 'error' });
+      const response = await outbound.fetch(checked.url, {
+        headers: { accept: 'application/json' },
+        redirect: 'error',
+      });
       if (!response.ok) throw new InvalidDocumentError(`${checked.url.origin} answered ${response.status}`);
       let body: unknown;
       try {
@@ -112,7 +122,16 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
     const expiresAt = Date.now() + CIMD_RECORD_TTL_MS;
     if (!existing) {
       const id = await store.nextSequence(CLIENTS_COLLECTION);
-      const record = { ...fields, id, clientId: document.clientId, enabled: true, tenantId: tenant === DEFAULT_TENANT ? null : tenant, createdAt: now, updatedAt: now, expiresAt };
+      const record = {
+        ...fields,
+        id,
+        clientId: document.clientId,
+        enabled: true,
+        tenantId: tenant === DEFAULT_TENANT ? null : tenant,
+        createdAt: now,
+        updatedAt: now,
+        expiresAt,
+      };
       try {
         return await clients.insert(withoutUndefined(record) as ClientRecord);
       } catch (error) {
@@ -130,7 +149,9 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
     for (const key of ['clientName', 'clientUri', 'logoUri']) delete kept[key];
     // A record an operator replaced through the Admin API lost its expiry: it is theirs, kept for good.
     const renewed = typeof existing.expiresAt === 'number' ? { expiresAt } : {};
-    return clients.upsert(withoutUndefined({ ...kept, ...fields, updatedAt: now, ...renewed }) as unknown as ClientRecord);
+    return clients.upsert(
+      withoutUndefined({ ...kept, ...fields, updatedAt: now, ...renewed }) as unknown as ClientRecord,
+    );
   }
 
   return {
@@ -150,11 +171,17 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
 
 /** Rule 5: `oauth.public_client_policy.cimd.granted_resources` of the policy data in force. */
 async function grantedResources(policy: PolicyEngine): Promise<GrantedResource[]> {
-  const oauth = (await policy.policyData('oauth')) as { public_client_policy?: { cimd?: { granted_resources?: unknown } } } | undefined;
+  const oauth = (await policy.policyData('oauth')) as
+    { public_client_policy?: { cimd?: { granted_resources?: unknown } } } | undefined;
   const granted = oauth?.public_client_policy?.cimd?.granted_resources;
   if (!Array.isArray(granted)) return [];
   return granted
-    .filter((entry): entry is GrantedResource => typeof entry?.type === 'string' && Array.isArray(entry?.scopes) && entry.scopes.every((scope: unknown) => typeof scope === 'string'))
+    .filter(
+      (entry): entry is GrantedResource =>
+        typeof entry?.type === 'string' &&
+        Array.isArray(entry?.scopes) &&
+        entry.scopes.every((scope: unknown) => typeof scope === 'string'),
+    )
     .map((entry) => ({ type: entry.type, scopes: [...entry.scopes] }));
 }
 
@@ -164,7 +191,9 @@ function expiresSoon(record: ClientRecord): boolean {
 }
 
 function unchanged(existing: ClientRecord, fields: Record<string, unknown>): boolean {
-  return Object.entries(fields).every(([key, value]) => JSON.stringify(existing[key] ?? null) === JSON.stringify(value ?? null));
+  return Object.entries(fields).every(
+    ([key, value]) => JSON.stringify(existing[key] ?? null) === JSON.stringify(value ?? null),
+  );
 }
 
 function withoutUndefined<T extends object>(record: T): T {

@@ -28,7 +28,8 @@ export interface DocumentUrl {
 export function documentUrl(clientId: string, allowInsecureLocalhost: boolean): DocumentUrl | { refused: string } {
   if (clientId.length > MAX_CLIENT_ID_LENGTH) return { refused: 'the URL is too long' };
   if (clientId.includes('#')) return { refused: 'the URL has a fragment' };
-  if (/[\s\\]/.test(clientId) || /[^\x21-\x7e]/.test(clientId)) return { refused: 'the URL has characters a URL may not hold' };
+  if (/[\s\\]/.test(clientId) || /[^\x21-\x7e]/.test(clientId))
+    return { refused: 'the URL has characters a URL may not hold' };
   const match = /^([a-z]+):\/\/([^/?#]*)([^?#]*)/i.exec(clientId);
   if (!match) return { refused: 'not an absolute URL' };
   const [, scheme, authority, path] = match;
@@ -45,6 +46,11 @@ export function documentUrl(clientId: string, allowInsecureLocalhost: boolean): 
   if (url.username || url.password) return { refused: 'the URL has credentials' };
   const protocol = scheme.toLowerCase();
   if (protocol === 'https') return { url, insecureLocal: false };
-  if (protocol === 'http' && allowInsecureLocalhost && INSECURE_LOCAL_HOSTS.has(url.hostname)) return { url, insecureLocal: true };
-  return { refused: allowInsecureLocalhost ? 'only https, or http to localhost or 127.0.0.1, is allowed' : 'only https is allowed' };
+  if (protocol === 'http' && allowInsecureLocalhost && INSECURE_LOCAL_HOSTS.has(url.hostname))
+    return { url, insecureLocal: true };
+  return {
+    refused: allowInsecureLocalhost
+      ? 'only https, or http to localhost or 127.0.0.1, is allowed'
+      : 'only https is allowed',
+  };
 }

@@ -34,11 +34,20 @@ export function policyGatedGrant(provider: Provider, builtIn: BuiltInGrant, deps
   };
 }
 
-function policyGated(provider: Provider, grantType: string, handler: (ctx: KoaContextWithOIDC) => Promise<void>, deps: GateDeps) {
+function policyGated(
+  provider: Provider,
+  grantType: string,
+  handler: (ctx: KoaContextWithOIDC) => Promise<void>,
+  deps: GateDeps,
+) {
   return async (ctx: KoaContextWithOIDC): Promise<void> => {
     assertRequiredParameters(ctx, grantType);
     const source = await grantSource(provider, ctx, grantType);
-    if (grantType !== 'client_credentials' && !source) throw new errors.CustomOIDCProviderError('invalid_grant', `the ${grantType === 'authorization_code' ? 'authorization code' : 'refresh token'} is unknown or expired`);
+    if (grantType !== 'client_credentials' && !source)
+      throw new errors.CustomOIDCProviderError(
+        'invalid_grant',
+        `the ${grantType === 'authorization_code' ? 'authorization code' : 'refresh token'} is unknown or expired`,
+      );
     if (source) assertWithinSource(ctx, source);
     const outcome = await deps.policy.decide('token', await tokenDecisionInput(ctx, deps.store, deps.tenant, source));
     rememberDecision(ctx, outcome);
@@ -63,10 +72,16 @@ function assertRequiredParameters(ctx: KoaContextWithOIDC, grantType: string): v
 }
 
 /** The code or refresh token being redeemed, looked up without consuming it (the handler validates it, a used one included). */
-async function grantSource(provider: Provider, ctx: KoaContextWithOIDC, grantType: string): Promise<GrantSource | undefined> {
+async function grantSource(
+  provider: Provider,
+  ctx: KoaContextWithOIDC,
+  grantType: string,
+): Promise<GrantSource | undefined> {
   const params = ctx.oidc.params as Record<string, string | undefined>;
-  if (grantType === 'authorization_code' && params.code) return (await provider.AuthorizationCode.find(params.code)) as GrantSource | undefined;
-  if (grantType === 'refresh_token' && params.refresh_token) return (await provider.RefreshToken.find(params.refresh_token)) as GrantSource | undefined;
+  if (grantType === 'authorization_code' && params.code)
+    return (await provider.AuthorizationCode.find(params.code)) as GrantSource | undefined;
+  if (grantType === 'refresh_token' && params.refresh_token)
+    return (await provider.RefreshToken.find(params.refresh_token)) as GrantSource | undefined;
   return undefined;
 }
 
@@ -82,17 +97,22 @@ function assertWithinSource(ctx: KoaContextWithOIDC, source: GrantSource): void 
   if (params.grant_type === 'refresh_token' && params.scope) {
     const held = new Set((source.scope ?? '').split(' ').filter(Boolean));
     const beyond = params.scope.split(' ').filter((scope) => scope && !held.has(scope));
-    if (beyond.length) throw new errors.InvalidScope('requested scope exceeds the scope originally granted', beyond.join(' '));
+    if (beyond.length)
+      throw new errors.InvalidScope('requested scope exceeds the scope originally granted', beyond.join(' '));
   }
   if (params.resource !== undefined) {
     const carried = Array.isArray(source.resource) ? source.resource : [source.resource].filter(Boolean);
-    if (!carried.includes(params.resource)) throw new errors.InvalidTarget('the resource was not granted to this code or refresh token');
+    if (!carried.includes(params.resource))
+      throw new errors.InvalidTarget('the resource was not granted to this code or refresh token');
   }
   if (params.authorization_details !== undefined) {
     const requested = parsedDetails(params.authorization_details);
     const carried = (source.rar ?? []) as unknown[];
     if (!requested.every((detail) => carried.some((granted) => isDeepStrictEqual(detail, granted)))) {
-      throw new errors.CustomOIDCProviderError('invalid_authorization_details', 'authorization_details must be among those granted to this code or refresh token');
+      throw new errors.CustomOIDCProviderError(
+        'invalid_authorization_details',
+        'authorization_details must be among those granted to this code or refresh token',
+      );
     }
   }
 }
@@ -104,13 +124,23 @@ function parsedDetails(value: string): unknown[] {
   } catch {
     // answered below
   }
-  throw new errors.CustomOIDCProviderError('invalid_authorization_details', 'authorization_details must be a JSON array');
+  throw new errors.CustomOIDCProviderError(
+    'invalid_authorization_details',
+    'authorization_details must be a JSON array',
+  );
 }
 
-async function narrow(provider: Provider, ctx: KoaContextWithOIDC, grantType: string, source: GrantSource | undefined, requested: string[]): Promise<void> {
+async function narrow(
+  provider: Provider,
+  ctx: KoaContextWithOIDC,
+  grantType: string,
+  source: GrantSource | undefined,
+  requested: string[],
+): Promise<void> {
   const granted = narrowedScopes(requested, decisionOf(ctx)!);
   // oidc-provider reads "no scope" on a refresh as "all the refresh token holds": granting nothing is refusing.
-  if (grantType === 'refresh_token' && granted.length === 0 && requested.length > 0) throw new errors.InvalidScope('the policy grants none of the requested scopes', requested.join(' '));
+  if (grantType === 'refresh_token' && granted.length === 0 && requested.length > 0)
+    throw new errors.InvalidScope('the policy grants none of the requested scopes', requested.join(' '));
   recognizeScopes(provider, granted);
   if (grantType !== 'authorization_code') {
     ctx.oidc.params!.scope = granted.join(' ') || undefined;

@@ -26,18 +26,31 @@ export interface TokenGrant {
   jkt?: string | null;
 }
 
-export async function issueAccessToken(provider: Provider, ctx: KoaContextWithOIDC, grant: TokenGrant): Promise<IssuedToken> {
+export async function issueAccessToken(
+  provider: Provider,
+  ctx: KoaContextWithOIDC,
+  grant: TokenGrant,
+): Promise<IssuedToken> {
   const { gty, sub, scopes, resource, jkt } = grant;
   const client = ctx.oidc.client!;
   const scope = scopes.join(' ') || undefined;
   recognizeScopes(provider, scopes);
-  const resourceServer = resource ? new provider.ResourceServer(resource, { scope: scope ?? '', audience: resource, accessTokenFormat: 'opaque' }) : undefined;
+  const resourceServer = resource
+    ? new provider.ResourceServer(resource, { scope: scope ?? '', audience: resource, accessTokenFormat: 'opaque' })
+    : undefined;
   if (sub) {
     const userGrant = new provider.Grant({ accountId: sub, clientId: client.clientId });
     if (scope) userGrant.addOIDCScope(scope);
     if (resource && scope) userGrant.addResourceScope(resource, scope);
     const grantId = await userGrant.save();
-    const token = new provider.AccessToken({ accountId: sub, client, grantId, gty, scope, ...(resourceServer ? { resourceServer } : {}) });
+    const token = new provider.AccessToken({
+      accountId: sub,
+      client,
+      grantId,
+      gty,
+      scope,
+      ...(resourceServer ? { resourceServer } : {}),
+    });
     if (jkt) token.setThumbprint('jkt', jkt);
     ctx.oidc.entity('AccessToken', token);
     const value = await token.save();

@@ -27,14 +27,32 @@ declare module 'oidc-provider/lib/helpers/weak_cache.js' {
 
 declare module 'oidc-provider/lib/helpers/token_find.js' {
   /** Finds an access token, client-credentials token or refresh token by value (honouring the hint). */
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- oidc-provider's token claims are untyped
-  export function findToken(provider: unknown, value: string, hint?: string): Promise<import('oidc-provider').BaseToken & Record<string, any> | undefined>;
+  export function findToken(
+    provider: unknown,
+    value: string,
+    hint?: string,
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- oidc-provider's token claims are untyped
+  ): Promise<(import('oidc-provider').BaseToken & Record<string, any>) | undefined>;
 }
 
 declare module 'oidc-provider/lib/helpers/validate_dpop.js' {
-  interface DpopProof { thumbprint: string; jti: string; iat: number }
+  interface DpopProof {
+    thumbprint: string;
+    jti: string;
+    iat: number;
+  }
   /** Verifies the request's DPoP header (undefined when there is none); throws InvalidDpopProof / UseDpopNonce. */
-  export default function validateDpop(provider: unknown, ctx: unknown, accessToken?: string): Promise<DpopProof | undefined>;
+  export default function validateDpop(
+    provider: unknown,
+    ctx: unknown,
+    accessToken?: string,
+  ): Promise<DpopProof | undefined>;
   /** Refuses a proof whose jti this client already used within the acceptance window. */
-  export function checkDpopReplay(provider: unknown, ctx: unknown, proof: DpopProof, clientId: string, ErrorClass?: unknown): Promise<void>;
+  export function checkDpopReplay(
+    provider: unknown,
+    ctx: unknown,
+    proof: DpopProof,
+    clientId: string,
+    ErrorClass?: unknown,
+  ): Promise<void>;
 }

@@ -10,7 +10,10 @@ export interface TokenBinding {
 }
 
 export function bindingOf(token: { jkt?: unknown; 'x5t#S256'?: unknown }): TokenBinding {
-  return { jkt: typeof token.jkt === 'string' ? token.jkt : null, certificateBound: typeof token['x5t#S256'] === 'string' };
+  return {
+    jkt: typeof token.jkt === 'string' ? token.jkt : null,
+    certificateBound: typeof token['x5t#S256'] === 'string',
+  };
 }
 
 /**
@@ -22,11 +25,21 @@ export function bindingOf(token: { jkt?: unknown; 'x5t#S256'?: unknown }): Token
  */
 export function assertKeyHeld(binding: TokenBinding, proof: DpopProof | undefined, role: string): void {
   if (binding.certificateBound) {
-    throw new errors.CustomOIDCProviderError('invalid_grant', `the ${role} token is bound to a client certificate, which this grant cannot verify`);
+    throw new errors.CustomOIDCProviderError(
+      'invalid_grant',
+      `the ${role} token is bound to a client certificate, which this grant cannot verify`,
+    );
   }
   if (!binding.jkt) return;
-  if (!proof) throw new errors.CustomOIDCProviderError('invalid_grant', `the ${role} token is DPoP-bound: the request must carry a DPoP proof of its key`);
+  if (!proof)
+    throw new errors.CustomOIDCProviderError(
+      'invalid_grant',
+      `the ${role} token is DPoP-bound: the request must carry a DPoP proof of its key`,
+    );
   if (proof.thumbprint !== binding.jkt) {
-    throw new errors.CustomOIDCProviderError('invalid_grant', `the DPoP proof's key is not the key the ${role} token is bound to`);
+    throw new errors.CustomOIDCProviderError(
+      'invalid_grant',
+      `the DPoP proof's key is not the key the ${role} token is bound to`,
+    );
   }
 }

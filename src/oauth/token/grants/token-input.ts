@@ -16,7 +16,12 @@ export interface GrantSource {
 }
 
 /** `input` of the `token` decision point for a request at /token. */
-export async function tokenDecisionInput(ctx: KoaContextWithOIDC, store: Store, tenant: string, source: GrantSource | undefined): Promise<DecisionInput> {
+export async function tokenDecisionInput(
+  ctx: KoaContextWithOIDC,
+  store: Store,
+  tenant: string,
+  source: GrantSource | undefined,
+): Promise<DecisionInput> {
   const params = ctx.oidc.params as Record<string, string | undefined>;
   const resource = params.resource ?? firstResource(source?.resource) ?? null;
   const resolved = await resolveResource(store, tenant, resource, params.resource_type ?? null);

@@ -56,8 +56,22 @@ export function auditPage(main: HTMLElement): void {
       'table',
       {},
       h('caption', {}, `Audit entries, page ${found.number + 1} of ${Math.max(found.totalPages, 1)}`),
-      h('thead', {}, h('tr', {}, ['Id', 'Time', 'Request', 'Outcome', 'Status', 'Client', 'Subject', 'Decision'].map((name) => h('th', { scope: 'col' }, name)))),
-      h('tbody', {}, found.content.map((entry) => row(entry))),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          ['Id', 'Time', 'Request', 'Outcome', 'Status', 'Client', 'Subject', 'Decision'].map((name) =>
+            h('th', { scope: 'col' }, name),
+          ),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        found.content.map((entry) => row(entry)),
+      ),
     );
   }
 
@@ -73,7 +87,17 @@ export function auditPage(main: HTMLElement): void {
       h('td', {}, statusOf(summary)),
       h('td', {}, entry.clientId ?? ''),
       h('td', {}, entry.subjectId ?? ''),
-      h('td', {}, entry.policyDecision ? h('button', { type: 'button', 'aria-label': `Why? (entry ${entry.id})`, onclick: () => explain(entry) }, 'Why?') : ''),
+      h(
+        'td',
+        {},
+        entry.policyDecision
+          ? h(
+              'button',
+              { type: 'button', 'aria-label': `Why? (entry ${entry.id})`, onclick: () => explain(entry) },
+              'Why?',
+            )
+          : '',
+      ),
     );
   }
 
@@ -85,18 +109,40 @@ export function auditPage(main: HTMLElement): void {
       // The playground takes one decision: the first of an entry that asked several.
       const [point] = [replay.point].flat();
       const [input] = isSharedPart(entry.policyInput) ? joinShared(entry.policyInput) : [entry.policyInput].flat();
-      const tryIt = h('button', { type: 'button', class: 'secondary', onclick: () => openInPlayground(point, input) }, 'Open this input in the playground');
+      const tryIt = h(
+        'button',
+        { type: 'button', class: 'secondary', onclick: () => openInPlayground(point, input) },
+        'Open this input in the playground',
+      );
       replace(why, h('h3', { tabindex: -1 }, `Why? Entry ${id}`), explainReplay(replay), tryIt);
     } catch (error) {
-      replace(why, h('h3', { tabindex: -1 }, `Why? Entry ${id}`), h('p', { class: 'status error' }, (error as Error).message));
+      replace(
+        why,
+        h('h3', { tabindex: -1 }, `Why? Entry ${id}`),
+        h('p', { class: 'status error' }, (error as Error).message),
+      );
     }
     why.querySelector('h3')?.focus();
   }
 
   function pager(found: AuditPage): HTMLElement {
-    const previous = h('button', { type: 'button', disabled: found.number === 0, onclick: () => turn(-1) }, 'Previous page');
-    const next = h('button', { type: 'button', disabled: found.number + 1 >= found.totalPages, onclick: () => turn(1) }, 'Next page');
-    return h('nav', { class: 'pager', 'aria-label': 'Audit pages' }, previous, h('span', {}, `Page ${found.number + 1} of ${Math.max(found.totalPages, 1)}`), next);
+    const previous = h(
+      'button',
+      { type: 'button', disabled: found.number === 0, onclick: () => turn(-1) },
+      'Previous page',
+    );
+    const next = h(
+      'button',
+      { type: 'button', disabled: found.number + 1 >= found.totalPages, onclick: () => turn(1) },
+      'Next page',
+    );
+    return h(
+      'nav',
+      { class: 'pager', 'aria-label': 'Audit pages' },
+      previous,
+      h('span', {}, `Page ${found.number + 1} of ${Math.max(found.totalPages, 1)}`),
+      next,
+    );
   }
 
   function turn(by: number): void {
@@ -104,7 +150,13 @@ export function auditPage(main: HTMLElement): void {
     void load();
   }
 
-  const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter the audit log' }, endpoint.wrapper, clientId.wrapper, h('button', { type: 'submit' }, 'Filter'));
+  const filters = h(
+    'form',
+    { class: 'filters', role: 'search', 'aria-label': 'Filter the audit log' },
+    endpoint.wrapper,
+    clientId.wrapper,
+    h('button', { type: 'submit' }, 'Filter'),
+  );
   filters.addEventListener('submit', (event) => {
     event.preventDefault();
     page = 0;

@@ -36,8 +36,22 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
       'table',
       {},
       h('caption', {}, `${title} (${records.length})`),
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, humanize(definition.pathKey)), columns.map((column) => h('th', { scope: 'col' }, humanize(column))), h('th', { scope: 'col' }, 'Actions'))),
-      h('tbody', {}, records.map((record) => row(record))),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          h('th', { scope: 'col' }, humanize(definition.pathKey)),
+          columns.map((column) => h('th', { scope: 'col' }, humanize(column))),
+          h('th', { scope: 'col' }, 'Actions'),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        records.map((record) => row(record)),
+      ),
     );
   }
 
@@ -50,7 +64,12 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
       {},
       h('th', { scope: 'row' }, key),
       columns.map((column) => h('td', {}, cell(record[column]))),
-      h('td', { class: 'actions' }, h('button', { type: 'button', 'aria-label': `Edit ${key}`, onclick: () => openForm(record) }, 'Edit'), remove),
+      h(
+        'td',
+        { class: 'actions' },
+        h('button', { type: 'button', 'aria-label': `Edit ${key}`, onclick: () => openForm(record) }, 'Edit'),
+        remove,
+      ),
     );
   }
 
@@ -85,7 +104,11 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
         'div',
         { class: 'buttons' },
         h('button', { type: 'submit' }, 'Save'),
-        h('button', { type: 'button', onclick: () => check(fields, formStatus) }, definition.path === 'policy-rules' ? 'Check with the engine' : 'Check'),
+        h(
+          'button',
+          { type: 'button', onclick: () => check(fields, formStatus) },
+          definition.path === 'policy-rules' ? 'Check with the engine' : 'Check',
+        ),
         h('button', { type: 'button', class: 'secondary', onclick: () => replace(formArea) }, 'Cancel'),
       ),
     );
@@ -122,7 +145,9 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
     const body = await readForm(fields, formStatus);
     if (!body) return;
     try {
-      const saved = record ? await api<AdminRecord>('PUT', `/${definition.path}/${encodeURIComponent(keyOf(record))}`, body) : await api<AdminRecord>('POST', `/${definition.path}`, body);
+      const saved = record
+        ? await api<AdminRecord>('PUT', `/${definition.path}/${encodeURIComponent(keyOf(record))}`, body)
+        : await api<AdminRecord>('POST', `/${definition.path}`, body);
       replace(formArea, shownOnce(saved));
       say(status, `Saved ${keyOf(saved)}.`, 'ok');
       await load();
@@ -135,7 +160,11 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
   replace(
     main,
     h('h2', { tabindex: -1 }, title),
-    h('div', { class: 'toolbar' }, h('button', { type: 'button', onclick: () => openForm() }, `New ${singular(title)}`)),
+    h(
+      'div',
+      { class: 'toolbar' },
+      h('button', { type: 'button', onclick: () => openForm() }, `New ${singular(title)}`),
+    ),
     status,
     formArea,
     listArea,
@@ -144,7 +173,12 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
 }
 
 /** The API's error next to the field it names (the `field` of its 400 or 409), else under the form. */
-function showApiError(fields: Field[], formStatus: HTMLElement, error: unknown, outcome: 'Not valid' | 'Not saved'): void {
+function showApiError(
+  fields: Field[],
+  formStatus: HTMLElement,
+  error: unknown,
+  outcome: 'Not valid' | 'Not saved',
+): void {
   const message = error instanceof ApiError ? error.message : `The request failed: ${(error as Error).message}`;
   const item = fieldNamed(fields, error instanceof ApiError ? error.field : undefined);
   if (item) {
@@ -157,13 +191,24 @@ function showApiError(fields: Field[], formStatus: HTMLElement, error: unknown, 
 /** A token the API shows only in the answer to its creation (initial access tokens). */
 function shownOnce(saved: AdminRecord): HTMLElement | null {
   if (typeof saved.token !== 'string') return null;
-  return h('div', { class: 'notice', role: 'alert' }, h('p', {}, 'Copy this token now: it is shown only once.'), h('code', {}, saved.token));
+  return h(
+    'div',
+    { class: 'notice', role: 'alert' },
+    h('p', {}, 'Copy this token now: it is shown only once.'),
+    h('code', {}, saved.token),
+  );
 }
 
 function summaryColumns(definition: CollectionDefinition): string[] {
   const properties = (definition.schema as { properties: Record<string, { type?: unknown }> }).properties;
   return Object.entries(properties)
-    .filter(([name, property]) => name !== definition.pathKey && name !== 'tenantId' && !definition.secretFields?.includes(name) && isScalar(property))
+    .filter(
+      ([name, property]) =>
+        name !== definition.pathKey &&
+        name !== 'tenantId' &&
+        !definition.secretFields?.includes(name) &&
+        isScalar(property),
+    )
     .map(([name]) => name)
     .slice(0, SUMMARY_COLUMNS);
 }

@@ -20,8 +20,20 @@ export function playgroundPage(main: HTMLElement): void {
   draft = undefined;
   const status = statusLine();
   const answer = h('section', { class: 'answer', 'aria-label': 'Decision' });
-  const point = h('select', { id: 'playground-point', name: 'point' }, DECISION_POINTS.map((name) => h('option', { value: name, selected: name === (given?.point ?? 'token') }, name)));
-  const input = h('textarea', { id: 'playground-input', name: 'input', rows: 16, class: 'code', spellcheck: 'false', 'aria-describedby': 'playground-input-error', value: JSON.stringify(given?.input ?? CLIENT_CREDENTIALS_TOKEN_INPUT, null, 2) });
+  const point = h(
+    'select',
+    { id: 'playground-point', name: 'point' },
+    DECISION_POINTS.map((name) => h('option', { value: name, selected: name === (given?.point ?? 'token') }, name)),
+  );
+  const input = h('textarea', {
+    id: 'playground-input',
+    name: 'input',
+    rows: 16,
+    class: 'code',
+    spellcheck: 'false',
+    'aria-describedby': 'playground-input-error',
+    value: JSON.stringify(given?.input ?? CLIENT_CREDENTIALS_TOKEN_INPUT, null, 2),
+  });
   const inputError = h('p', { class: 'field-error', id: 'playground-input-error', hidden: true });
 
   async function decide(): Promise<void> {
@@ -35,7 +47,11 @@ export function playgroundPage(main: HTMLElement): void {
     }
     say(status, 'Asking the engines…');
     try {
-      const decided = await api<DecisionAnswer>('POST', '/decisions', { point: point.value, input: parsed, ...(session.tenant() ? { tenantId: session.tenant() } : {}) });
+      const decided = await api<DecisionAnswer>('POST', '/decisions', {
+        point: point.value,
+        input: parsed,
+        ...(session.tenant() ? { tenantId: session.tenant() } : {}),
+      });
       say(status, 'Decided.', 'ok');
       replace(answer, explainDecision(decided));
     } catch (error) {

@@ -5,12 +5,29 @@ import { session } from '../session.js';
 /** The Admin API key, checked with one harmless call before it is kept (in sessionStorage only). */
 export function signInPage(root: HTMLElement, signedIn: () => void, notice?: string): void {
   const status = statusLine();
-  const key = h('input', { id: 'admin-key', name: 'adminKey', type: 'password', autocomplete: 'off', required: true, 'aria-describedby': 'admin-key-hint' });
+  const key = h('input', {
+    id: 'admin-key',
+    name: 'adminKey',
+    type: 'password',
+    autocomplete: 'off',
+    required: true,
+    'aria-describedby': 'admin-key-hint',
+  });
   const form = h(
     'form',
     { novalidate: true, 'aria-labelledby': 'sign-in-title' },
     h('h2', { id: 'sign-in-title' }, 'Sign in'),
-    h('div', { class: 'field' }, h('label', { for: key.id }, 'Admin API key'), key, h('p', { class: 'hint', id: 'admin-key-hint' }, 'SERVICE_ADMIN_API_KEY. Kept in this tab only, until you sign out or close it.')),
+    h(
+      'div',
+      { class: 'field' },
+      h('label', { for: key.id }, 'Admin API key'),
+      key,
+      h(
+        'p',
+        { class: 'hint', id: 'admin-key-hint' },
+        'SERVICE_ADMIN_API_KEY. Kept in this tab only, until you sign out or close it.',
+      ),
+    ),
     status,
     h('div', { class: 'buttons' }, h('button', { type: 'submit' }, 'Sign in')),
   );
@@ -27,7 +44,11 @@ export function signInPage(root: HTMLElement, signedIn: () => void, notice?: str
     session.signOut();
     key.focus();
   });
-  replace(root, h('header', { class: 'banner' }, h('h1', {}, 'Arbiter console')), h('main', { id: 'main', class: 'sign-in' }, form));
+  replace(
+    root,
+    h('header', { class: 'banner' }, h('h1', {}, 'Arbiter console')),
+    h('main', { id: 'main', class: 'sign-in' }, form),
+  );
   if (notice) say(status, notice, 'error');
   key.focus();
 }

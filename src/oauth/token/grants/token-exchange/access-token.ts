@@ -7,14 +7,24 @@ import { bindingOf } from '../sender-binding.js';
 import { ACCESS_TOKEN_TYPE } from './parameters.js';
 import type { ResolvedSubject } from './subject.js';
 
-const notActive = (role: string) => new errors.CustomOIDCProviderError('invalid_grant', `the ${role} token is not an active access token issued by this server`);
+const notActive = (role: string) =>
+  new errors.CustomOIDCProviderError(
+    'invalid_grant',
+    `the ${role} token is not an active access token issued by this server`,
+  );
 
 /**
  * An access token this server issued (RFC 8693 §2.1, spec: "issued by the service, active and
  * unexpired"), looked up in this tenant's provider (each tenant has its own store, so another
  * tenant's token is unknown here). It is read, never consumed: the subject token stays valid.
  */
-export async function resolveAccessToken(provider: Provider, store: Store, tenant: string, value: string, role: 'subject' | 'actor' | 'claim' = 'subject'): Promise<ResolvedSubject> {
+export async function resolveAccessToken(
+  provider: Provider,
+  store: Store,
+  tenant: string,
+  value: string,
+  role: 'subject' | 'actor' | 'claim' = 'subject',
+): Promise<ResolvedSubject> {
   const token = await activeAccessToken(provider, value);
   if (!token) throw notActive(role);
   const accountId = typeof token.accountId === 'string' ? token.accountId : null;

@@ -16,13 +16,23 @@ import { definedOnly } from '../token-input.js';
  * validated subject token and, for delegation, the validated actor token. Remembered (audit, and the hooks that keep obligations with the
  * issued token); a deny is the policy's error.
  */
-export async function decideExchange(ctx: KoaContextWithOIDC, deps: GateDeps, exchange: ExchangeParameters, resolved: ResolvedSubject, actor: ResolvedSubject | null): Promise<DecisionOutcome> {
+export async function decideExchange(
+  ctx: KoaContextWithOIDC,
+  deps: GateDeps,
+  exchange: ExchangeParameters,
+  resolved: ResolvedSubject,
+  actor: ResolvedSubject | null,
+): Promise<DecisionOutcome> {
   const params = ctx.oidc.params as Record<string, string | undefined>;
   const held = resolved.token.scopes;
   // RFC 8693 §2.1 with the spec: an access token is exchanged for at most what it carries.
   if (resolved.token.token_type === ACCESS_TOKEN_TYPE) {
     const beyond = exchange.scopes.filter((scope) => !held.includes(scope));
-    if (beyond.length) throw new errors.CustomOIDCProviderError('invalid_grant', `requested scope exceeds the subject token's scopes: ${beyond.join(' ').slice(0, 200)}`);
+    if (beyond.length)
+      throw new errors.CustomOIDCProviderError(
+        'invalid_grant',
+        `requested scope exceeds the subject token's scopes: ${beyond.join(' ').slice(0, 200)}`,
+      );
   }
   const resource = params.resource ?? null;
   const registered = await resolveResource(deps.store, deps.tenant, resource, null);
@@ -62,7 +72,12 @@ export async function decideExchange(ctx: KoaContextWithOIDC, deps: GateDeps, ex
  * policy data defines; any other resource is invalid_target. An exchange must not mint tokens
  * for audiences nobody registered (the policy would only see an unresolved resource).
  */
-async function assertKnownTarget(deps: GateDeps, resource: string | null, registered: ResolvedResource, subject: ResolvedSubject): Promise<void> {
+async function assertKnownTarget(
+  deps: GateDeps,
+  resource: string | null,
+  registered: ResolvedResource,
+  subject: ResolvedSubject,
+): Promise<void> {
   if (resource === null || resource === subject.token.resource || registered.server || registered.typeUri) return;
   const types = ((await deps.policy.policyData('oauth')) as { resource_types?: unknown } | undefined)?.resource_types;
   if (types && typeof types === 'object' && Object.hasOwn(types, resource)) return;

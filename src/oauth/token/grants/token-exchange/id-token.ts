@@ -21,8 +21,19 @@ const invalidGrant = (description: string) => new errors.CustomOIDCProviderError
 
 const MAX_TOKEN_LENGTH = 16_384;
 /** The subject claims relayed to the policy (flat profile claims; nothing nested). */
-const PROFILE_CLAIMS = ['name', 'given_name', 'family_name', 'email', 'email_verified', 'preferred_username', 'locale', 'azp', 'auth_time', 'acr', 'amr'];
-
+const PROFILE_CLAIMS = [
+  'name',
+  'given_name',
+  'family_name',
+  'email',
+  'email_verified',
+  'preferred_username',
+  'locale',
+  'azp',
+  'auth_time',
+  'acr',
+  'amr',
+];
 
 /**
  * ID tokens of external issuers as subject tokens (spec: "a JWT from an external issuer whose
@@ -61,13 +72,15 @@ export class IdTokenSubjects {
 
   private async verify(value: string, iss: string, jwksUri: string): Promise<JWTPayload> {
     try {
-      return await this.keySets.verify(value, jwksUri, { issuer: iss, algorithms: ISSUER_SIGNING_ALGORITHMS, requiredClaims: ['exp'] });
+      return await this.keySets.verify(value, jwksUri, {
+        issuer: iss,
+        algorithms: ISSUER_SIGNING_ALGORITHMS,
+        requiredClaims: ['exp'],
+      });
     } catch (error) {
       throw verificationError(error);
     }
   }
-
-
 }
 
 function decoded(value: string): JWTPayload {
@@ -84,7 +97,8 @@ function verificationError(error: unknown): Error {
   if (error instanceof errors.OIDCProviderError) return error;
   if (error instanceof JwksUnavailableError) return invalidGrant(ID_TOKEN_ERRORS.unverifiable);
   if (error instanceof joseErrors.JWTExpired) return invalidGrant(ID_TOKEN_ERRORS.expired);
-  if (error instanceof joseErrors.JWTClaimValidationFailed) return invalidGrant(`the subject token's ${error.claim} claim is invalid or missing`);
+  if (error instanceof joseErrors.JWTClaimValidationFailed)
+    return invalidGrant(`the subject token's ${error.claim} claim is invalid or missing`);
   return invalidGrant(ID_TOKEN_ERRORS.signature);
 }
 
@@ -93,7 +107,9 @@ function nonEmptyString(value: unknown): string | undefined {
 }
 
 function subjectOf(claims: JWTPayload, iss: string, sub: string, active: boolean): ResolvedSubject {
-  const profile = Object.fromEntries(PROFILE_CLAIMS.filter((name) => isFlat(claims[name])).map((name) => [name, claims[name]]));
+  const profile = Object.fromEntries(
+    PROFILE_CLAIMS.filter((name) => isFlat(claims[name])).map((name) => [name, claims[name]]),
+  );
   return {
     token: {
       token_type: ID_TOKEN_TYPE,
@@ -113,10 +129,15 @@ function subjectOf(claims: JWTPayload, iss: string, sub: string, active: boolean
 }
 
 function isFlat(value: unknown): boolean {
-  return ['string', 'number', 'boolean'].includes(typeof value) || (Array.isArray(value) && value.every((item) => typeof item === 'string'));
+  return (
+    ['string', 'number', 'boolean'].includes(typeof value) ||
+    (Array.isArray(value) && value.every((item) => typeof item === 'string'))
+  );
 }
 
 /** An object-valued claim (RFC 8693 `act`, `may_act`), or null. */
 function claimObject(value: unknown): Record<string, unknown> | null {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null;
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : null;
 }

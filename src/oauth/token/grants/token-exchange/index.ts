@@ -37,12 +37,16 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
     async handle(ctx: KoaContextWithOIDC): Promise<void> {
       const client = ctx.oidc.client!;
       if (client.clientAuthMethod === 'none') {
-        throw new errors.UnauthorizedClient('token exchange requires a confidential client; public clients are refused');
+        throw new errors.UnauthorizedClient(
+          'token exchange requires a confidential client; public clients are refused',
+        );
       }
       const exchange = exchangeParameters(ctx);
       const proof = await verifiedDpopProof(provider, ctx);
       const resolve = (token: string, type: string, role: 'subject' | 'actor'): Promise<ResolvedSubject> =>
-        type === ACCESS_TOKEN_TYPE ? resolveAccessToken(provider, deps.store, deps.tenant, token, role) : idTokens.resolve(token);
+        type === ACCESS_TOKEN_TYPE
+          ? resolveAccessToken(provider, deps.store, deps.tenant, token, role)
+          : idTokens.resolve(token);
       const resolved = await resolve(exchange.subjectToken, exchange.subjectTokenType, 'subject');
       assertKeyHeld(resolved.binding, proof, 'subject');
       const actor = exchange.actor ? await resolve(exchange.actor.token, exchange.actor.tokenType, 'actor') : null;

@@ -50,8 +50,12 @@ export function exchangeParameters(ctx: KoaContextWithOIDC): ExchangeParameters 
   if (!subjectToken) throw new errors.InvalidRequest("missing required parameter 'subject_token'");
   if (!subjectTokenType) throw new errors.InvalidRequest("missing required parameter 'subject_token_type'");
   if (subjectTokenType !== ACCESS_TOKEN_TYPE && subjectTokenType !== ID_TOKEN_TYPE) {
-    const why = REFUSED_TOKEN_TYPES.has(subjectTokenType) ? 'is not supported as a subject token' : 'is not a known token type';
-    throw new errors.InvalidRequest(`subject_token_type ${subjectTokenType.slice(0, 100)} ${why} (supported: ${ACCESS_TOKEN_TYPE}, ${ID_TOKEN_TYPE})`);
+    const why = REFUSED_TOKEN_TYPES.has(subjectTokenType)
+      ? 'is not supported as a subject token'
+      : 'is not a known token type';
+    throw new errors.InvalidRequest(
+      `subject_token_type ${subjectTokenType.slice(0, 100)} ${why} (supported: ${ACCESS_TOKEN_TYPE}, ${ID_TOKEN_TYPE})`,
+    );
   }
   return {
     subjectToken,
@@ -71,7 +75,9 @@ function actorParameters(params: Record<string, unknown>): ExchangeParameters['a
   if (!token) throw new errors.InvalidRequest("actor_token_type was given without 'actor_token'");
   if (!tokenType) throw new errors.InvalidRequest("actor_token was given without 'actor_token_type'");
   if (tokenType !== ACCESS_TOKEN_TYPE && tokenType !== ID_TOKEN_TYPE) {
-    throw new errors.InvalidRequest(`actor_token_type ${tokenType.slice(0, 100)} is not supported (supported: ${ACCESS_TOKEN_TYPE}, ${ID_TOKEN_TYPE})`);
+    throw new errors.InvalidRequest(
+      `actor_token_type ${tokenType.slice(0, 100)} is not supported (supported: ${ACCESS_TOKEN_TYPE}, ${ID_TOKEN_TYPE})`,
+    );
   }
   return { token, tokenType };
 }

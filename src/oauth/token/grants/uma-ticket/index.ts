@@ -4,7 +4,13 @@ import { errors } from 'oidc-provider';
 import { recordDecision } from '../../../../audit/index.js';
 import { activeDelegations } from '../../../../delegation/index.js';
 import { requestInput, type SubjectInput } from '../../../../policy/index.js';
-import { decidePermissions, findTicket, grantedScopes, redeemTicket, type PermissionAnswer } from '../../../../uma/index.js';
+import {
+  decidePermissions,
+  findTicket,
+  grantedScopes,
+  redeemTicket,
+  type PermissionAnswer,
+} from '../../../../uma/index.js';
 import { clientInput } from '../../../clients/input.js';
 import { refusalOf } from '../../../shared/enforce.js';
 import type { GateDeps } from '../gate.js';
@@ -36,26 +42,58 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps): GrantHandler
       const params = ctx.oidc.params as Record<string, string | undefined>;
       if (!params.ticket) throw new errors.InvalidRequest("missing required parameter 'ticket'");
       const ticket = await findTicket(deps.store, deps.tenant, params.ticket);
-      if (!ticket) throw new errors.CustomOIDCProviderError('invalid_grant', 'the permission ticket is unknown, expired or already redeemed');
+      if (!ticket)
+        throw new errors.CustomOIDCProviderError(
+          'invalid_grant',
+          'the permission ticket is unknown, expired or already redeemed',
+        );
       const client = ctx.oidc.client!;
       const proof = await verifiedDpopProof(provider, ctx);
       const party = await requestingParty(provider, deps, params, client.clientId, proof);
       const kept = params.rpt ? await upgradedPermissions(provider, params.rpt, client.clientId, proof) : [];
-      const answers = await decidePermissions(deps.store, deps.policy, {
-        operation: 'rpt',
-        tenant: deps.tenant,
-        client: await clientInput(deps.store, deps.tenant, client.clientId, client.clientAuthMethod),
-        subject: party,
-        request: requestInput({ endpoint: ctx.path, method: ctx.method, parameters: definedOnly(params), grant_type: UMA_TICKET }),
-        delegations: (resourceId) => activeDelegations(deps.store, deps.tenant, { sub: party?.sub, clientId: client.clientId, resourceId }),
-      }, ticket.permissions);
+      const answers = await decidePermissions(
+        deps.store,
+        deps.policy,
+        {
+          operation: 'rpt',
+          tenant: deps.tenant,
+          client: await clientInput(deps.store, deps.tenant, client.clientId, client.clientAuthMethod),
+          subject: party,
+          request: requestInput({
+            endpoint: ctx.path,
+            method: ctx.method,
+            parameters: definedOnly(params),
+            grant_type: UMA_TICKET,
+          }),
+          delegations: (resourceId) =>
+            activeDelegations(deps.store, deps.tenant, { sub: party?.sub, clientId: client.clientId, resourceId }),
+        },
+        ticket.permissions,
+      );
       recordDecision(ctx.state, ...answers.map((answer) => answer.outcome));
-      const granted: RptPermission[] = answers.filter((answer) => grantedScopes(answer).length > 0).map((answer) => ({ resource_id: answer.permission.resource_id, resource_scopes: grantedScopes(answer) }));
+      const granted: RptPermission[] = answers
+        .filter((answer) => grantedScopes(answer).length > 0)
+        .map((answer) => ({ resource_id: answer.permission.resource_id, resource_scopes: grantedScopes(answer) }));
       if (granted.length === 0) return refuse(ctx, answers, params.ticket);
-      if (!(await redeemTicket(deps.store, deps.tenant, ticket))) throw new errors.CustomOIDCProviderError('invalid_grant', 'the permission ticket is unknown, expired or already redeemed');
+      if (!(await redeemTicket(deps.store, deps.tenant, ticket)))
+        throw new errors.CustomOIDCProviderError(
+          'invalid_grant',
+          'the permission ticket is unknown, expired or already redeemed',
+        );
       ctx.state.umaPermissions = mergedPermissions(granted, kept);
-      const issued = await issueAccessToken(provider, ctx, { gty: UMA_TICKET, sub: party?.sub ?? null, scopes: [], resource: null, jkt: proof?.thumbprint ?? null });
-      ctx.body = { access_token: issued.value, token_type: issued.tokenType, expires_in: issued.expiresIn, ...(params.rpt ? { upgraded: true } : {}) };
+      const issued = await issueAccessToken(provider, ctx, {
+        gty: UMA_TICKET,
+        sub: party?.sub ?? null,
+        scopes: [],
+        resource: null,
+        jkt: proof?.thumbprint ?? null,
+      });
+      ctx.body = {
+        access_token: issued.value,
+        token_type: issued.tokenType,
+        expires_in: issued.expiresIn,
+        ...(params.rpt ? { upgraded: true } : {}),
+      };
     },
   };
 }
@@ -66,18 +104,28 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps): GrantHandler
  * client holds (issued to it, and, when bound, presented with a proof of its key). A resource
  * server that merely received a user's token must not become that user (UMA 2.0 Grant §3.3.1).
  */
-async function requestingParty(provider: Provider, deps: GateDeps, params: Record<string, string | undefined>, clientId: string, proof: DpopProof | undefined): Promise<SubjectInput | null> {
+async function requestingParty(
+  provider: Provider,
+  deps: GateDeps,
+  params: Record<string, string | undefined>,
+  clientId: string,
+  proof: DpopProof | undefined,
+): Promise<SubjectInput | null> {
   if (!params.claim_token) {
     if (params.claim_token_format) throw new errors.InvalidRequest('claim_token_format was given without claim_token');
     return null;
   }
   if (params.claim_token_format !== ACCESS_TOKEN_CLAIMS) {
-    throw new errors.InvalidRequest(`claim_token_format must be ${ACCESS_TOKEN_CLAIMS} (an access token of this server that stands for the requesting party)`);
+    throw new errors.InvalidRequest(
+      `claim_token_format must be ${ACCESS_TOKEN_CLAIMS} (an access token of this server that stands for the requesting party)`,
+    );
   }
   const resolved = await resolveAccessToken(provider, deps.store, deps.tenant, params.claim_token, 'claim');
-  if (resolved.token.client_id !== clientId) throw new errors.CustomOIDCProviderError('invalid_grant', 'the claim token was not issued to this client');
+  if (resolved.token.client_id !== clientId)
+    throw new errors.CustomOIDCProviderError('invalid_grant', 'the claim token was not issued to this client');
   assertKeyHeld(resolved.binding, proof, 'claim');
-  if (!resolved.subject) throw new errors.CustomOIDCProviderError('invalid_grant', 'the claim token does not stand for a user');
+  if (!resolved.subject)
+    throw new errors.CustomOIDCProviderError('invalid_grant', 'the claim token does not stand for a user');
   return resolved.subject;
 }
 
@@ -95,11 +143,13 @@ function refuse(ctx: KoaContextWithOIDC, answers: PermissionAnswer[], ticket: st
   }
   const needInfo = answers.find((answer) => answer.outcome.decision.error === 'need_info');
   const { decision } = needInfo?.outcome ?? answers[0].outcome;
-  const error = decision.allow ? 'request_denied' : decision.error ?? 'request_denied';
+  const error = decision.allow ? 'request_denied' : (decision.error ?? 'request_denied');
   ctx.status = error === 'need_info' || error === 'request_denied' ? 403 : 400;
   ctx.body = {
     error,
-    error_description: decision.allow ? 'the policy grants none of the requested scopes' : decision.error_description ?? 'denied by policy',
+    error_description: decision.allow
+      ? 'the policy grants none of the requested scopes'
+      : (decision.error_description ?? 'denied by policy'),
     ...(error === 'need_info' ? { ticket, required_claims: decision.extensions?.required_claims ?? [] } : {}),
   };
 }

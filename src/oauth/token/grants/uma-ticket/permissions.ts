@@ -5,7 +5,6 @@ import type { DpopProof } from '../../../internals.js';
 import type { RptPermission } from '../../../state.js';
 import { assertKeyHeld, bindingOf } from '../sender-binding.js';
 
-
 /** The permissions an RPT carries (kept server-side in its `extra`). */
 export function permissionsOf(token: { extra?: unknown; exp?: unknown }): RptPermission[] {
   const permissions = (token.extra as { permissions?: unknown } | undefined)?.permissions;
@@ -13,7 +12,10 @@ export function permissionsOf(token: { extra?: unknown; exp?: unknown }): RptPer
 }
 
 /** The permissions still in force, each with its end, for the introspection response. */
-export function permissionsInForce(token: { extra?: unknown; exp?: unknown }, now = Math.floor(Date.now() / 1000)): RptPermission[] {
+export function permissionsInForce(
+  token: { extra?: unknown; exp?: unknown },
+  now = Math.floor(Date.now() / 1000),
+): RptPermission[] {
   const tokenExp = typeof token.exp === 'number' ? token.exp : undefined;
   return permissionsOf(token)
     .map((permission) => ({ ...permission, exp: permission.exp ?? tokenExp }))
@@ -25,10 +27,18 @@ export function permissionsInForce(token: { extra?: unknown; exp?: unknown }, no
  * keeps (each until its own end). Another client's token, or a token that is not an active RPT, is invalid_grant;
  * a DPoP-bound RPT needs a proof of its key.
  */
-export async function upgradedPermissions(provider: Provider, value: string, clientId: string, proof: DpopProof | undefined): Promise<RptPermission[]> {
+export async function upgradedPermissions(
+  provider: Provider,
+  value: string,
+  clientId: string,
+  proof: DpopProof | undefined,
+): Promise<RptPermission[]> {
   const token = await activeAccessToken(provider, value);
   if (!token || token.clientId !== clientId || permissionsOf(token).length === 0) {
-    throw new errors.CustomOIDCProviderError('invalid_grant', 'rpt is not an active requesting party token of this client');
+    throw new errors.CustomOIDCProviderError(
+      'invalid_grant',
+      'rpt is not an active requesting party token of this client',
+    );
   }
   assertKeyHeld(bindingOf(token), proof, 'rpt');
   return permissionsInForce(token);
