@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Sourced by the other scripts: puts a supported Node.js (>= 22; Node 24 LTS by default) first on
-# PATH, and makes the native addons in node_modules match it.
+# PATH.
 #
 # Where the machine's Node is older (these machines have Node 20, end-of-life since April 2026),
 # Node 24 LTS comes from the npm registry's node-linux-<arch> package (the binary and its headers
-# are inside the package) into .bin/node-<version>/: no other download. better-sqlite3 13 ships
-# Node-API binaries that load on any Node from 22 on; should a native addon not load on the
-# chosen Node (one built from source for another ABI), it is rebuilt against its headers once.
+# are inside the package) into .bin/node-<version>/: no other download. The native addons
+# (better-sqlite3 13, @node-rs/bcrypt) ship Node-API binaries that load on any such Node, so
+# nothing is rebuilt for it.
 # Idempotent, and safe when two scripts start at once (one lock).
 
 NODE_LTS_VERSION="24.21.0"
@@ -32,23 +32,11 @@ arbiter_install_node() {
   rm -rf "$tmp"
 }
 
-# better-sqlite3 is compiled for one Node ABI: a quick open of an in-memory database tells.
-arbiter_native_addons_load() {
-  (cd "$arbiter_root" && node -e 'new (require("better-sqlite3"))(":memory:").close()') >/dev/null 2>&1
-}
-
 arbiter_use_supported_node() {
   if [ "$(arbiter_node_major)" -lt "$NODE_MIN_MAJOR" ]; then
     local dir="$arbiter_root/.bin/node-$NODE_LTS_VERSION"
     [ -x "$dir/bin/node" ] || arbiter_install_node "$dir" || return 1
     export PATH="$dir/bin:$PATH"
-  fi
-  if [ -d "$arbiter_root/node_modules/better-sqlite3" ] && ! arbiter_native_addons_load; then
-    echo "runtime: rebuilding better-sqlite3 for Node $(node --version)" >&2
-    # A build from source (no prebuilt binary can be downloaded here) needs the chosen Node's
-    # headers: they sit under its prefix, the folder above its bin/.
-    (cd "$arbiter_root" && npm_config_nodedir="$(dirname "$(dirname "$(command -v node)")")" npm rebuild better-sqlite3 >&2) || return 1
-    arbiter_native_addons_load || { echo "runtime: better-sqlite3 does not load on Node $(node --version)" >&2; return 1; }
   fi
 }
 

@@ -1,4 +1,4 @@
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { HttpError } from '../../http/errors.js';
 import type { DecisionOutcome } from '../../policy/index.js';
@@ -76,16 +76,13 @@ export const introspectionPolicy: ConfigurationSlice = ({ store, policy, tenant 
       async allowedPolicy(ctx, client, token) {
         assertRegisteredAuthMethod(ctx);
         const caller: Caller = { clientId: client.clientId, method: client.clientAuthMethod ?? 'unknown', scopes: [] };
+        // oidc-provider's hook hands its own context and token types: the same objects as Arbiter's.
+        const arbiterCtx = ctx as unknown as ArbiterContext;
+        const model = token as unknown as TokenModel;
         return remember(
-          ctx as unknown as Context,
-          token as unknown as TokenModel,
-          await decideIntrospection(
-            ctx as unknown as Context,
-            { store, policy },
-            tenant,
-            token as unknown as TokenModel,
-            caller,
-          ),
+          arbiterCtx,
+          model,
+          await decideIntrospection(arbiterCtx, { store, policy }, tenant, model, caller),
         );
       },
     },
