@@ -17,6 +17,9 @@ if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
 
 echo "install-chromium: installing Debian's chromium" >&2
 export DEBIAN_FRONTEND=noninteractive
-"${sudo_cmd[@]}" apt-get update -qq
-"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends chromium >/dev/null
+# Another apt run (the machine's own start-up, a second checkout's set-up) may hold dpkg's lock:
+# wait for it rather than fail.
+apt_wait=(-o DPkg::Lock::Timeout=600)
+"${sudo_cmd[@]}" apt-get "${apt_wait[@]}" update -qq
+"${sudo_cmd[@]}" apt-get "${apt_wait[@]}" install -y -qq --no-install-recommends chromium >/dev/null
 /usr/bin/chromium --version >&2
