@@ -6,6 +6,7 @@ import { authzenRouter, authzenTenantPaths } from './authzen/index.js';
 import type { Config } from './config/index.js';
 import { authFailureLimit } from './http/auth-failures.js';
 import { jsonErrors, notFound } from './http/errors.js';
+import { accessLog } from './http/access-log.js';
 import { forwardedHeaders } from './http/forwarded.js';
 import { requestId } from './http/request-id.js';
 import { singleValuedQuery } from './http/parameters.js';
@@ -47,6 +48,7 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.silent = true;
   app.use(securityHeaders);
   app.use(requestId);
+  app.use(accessLog(log, config.accessLog));
   app.use(metrics.middleware());
   app.use(forwardedHeaders(config.trustedProxies));
   // AuthZEN's per-tenant path form (/<tenant>/access/v1/…) is X-Tenant-Id by another name.
@@ -108,8 +110,16 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts) {
   });
 }
 
+/** The probes: /livez (the process answers), /readyz and its older name /healthz (see health). */
+const READINESS_PATHS = new Set(['/healthz', '/readyz']);
+const LIVENESS_PATH = '/livez';
+
 /**
- * GET /healthz: 200 when the store answers and OPA has activated a bundle, 503 otherwise. It also
+ * GET /livez: 200 while the process answers at all, whatever the store or OPA say, so that a
+ * liveness probe never restarts a server that only waits for OPA to come back (OPA restarting
+ * makes readiness 503 for about a second).
+ *
+ * GET /readyz (and /healthz): 200 when the store answers and OPA has activated a bundle, 503 otherwise. It also
  * says which bundle revision the store holds and which one OPA serves, so that operators (and
  * tests) can wait for a policy change to be in force instead of guessing. OPA serving an older
  * revision than the store's for longer than POLICY_LAG_BOUND_SECONDS (it refused the new bundle,
@@ -118,7 +128,11 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts) {
 function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
   let behindSince: number | null = null;
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path !== '/healthz') return next();
+    if (ctx.path === LIVENESS_PATH) {
+      ctx.body = { status: 'alive' };
+      return;
+    }
+    if (!READINESS_PATHS.has(ctx.path)) return next();
     const [storeUp, policyReady, revisions] = await Promise.all([
       store.ping().then(
         () => true,

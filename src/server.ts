@@ -40,7 +40,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     );
   const secrets = await loadProviderSecrets(store, sealer);
   await seedDefaultPolicies(store, log);
-  let handle: Handler = starting;
+  let appReady: (handler: Handler) => void = () => undefined;
+  const app = new Promise<Handler>((resolve) => (appReady = resolve));
+  let handle: Handler = (request, response) => starting(request, response, app);
   const inFlight = new InFlight();
   const server = createServer(httpLimits(config), (request, response) => inFlight.track(request, response, handle));
   server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
@@ -58,8 +60,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const audit = new AuditLog(store, log, {
     refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds },
   });
-  const app = createApp({ config, store, sealer, policy, audit, providers, log, metrics });
-  handle = app.callback();
+  const koa = createApp({ config, store, sealer, policy, audit, providers, log, metrics });
+  handle = koa.callback();
+  appReady(handle);
   const purgeOldEntries = auditRetention(audit, config.auditRetentionDays, log);
   const purge = setInterval(() => {
     store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed'));
@@ -153,7 +156,15 @@ class InFlight {
   }
 }
 
-function starting(_request: IncomingMessage, response: ServerResponse): void {
+/**
+ * Answers requests that arrive before the app is built: 503, but for OPA's first bundle poll,
+ * which waits for the app instead (OPA starts before it, and would log a failed bundle load).
+ */
+function starting(request: IncomingMessage, response: ServerResponse, app: Promise<Handler>): void {
+  if (request.url?.startsWith(BUNDLE_PATH)) {
+    void app.then((handle) => handle(request, response));
+    return;
+  }
   response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
   response.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: 'the server is starting' }));
 }

@@ -40,6 +40,8 @@ export interface Config {
   softwareStatementVerify: boolean;
   cimdAllowInsecureLocalhost: boolean;
   logLevel: string;
+  /** One log line per answered request (src/http/access-log.ts). */
+  accessLog: boolean;
   maxBodyBytes: number;
   production: boolean;
   ttl: TtlConfig;
@@ -88,6 +90,7 @@ const ENVIRONMENT: Record<string, string> = {
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
   LOG_LEVEL: 'logLevel',
+  ACCESS_LOG: 'accessLog',
   MAX_BODY_BYTES: 'maxBodyBytes',
   ACCESS_TOKEN_TTL_SECONDS: 'ttl.accessTokenSeconds',
   AUTHORIZATION_CODE_TTL_SECONDS: 'ttl.authorizationCodeSeconds',
@@ -133,6 +136,7 @@ const SCHEMA = {
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    accessLog: { type: 'boolean' },
     maxBodyBytes: positive,
     trustedProxies: { type: 'array', items: { type: 'string', pattern: '^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$' } },
     authFailureLimit: positive,

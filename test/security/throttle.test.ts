@@ -55,6 +55,9 @@ describe('Throttling of authentication failures, and the caller address', functi
     expect(blocked.json().error).to.equal('too_many_requests');
     expect((await adminCall(server, '127.0.0.11', ADMIN_KEY)).status, 'even the right key waits').to.equal(429);
     expect((await adminCall(server, '127.0.0.12', ADMIN_KEY)).status, 'another caller').to.equal(200);
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const throttled = /^arbiter_throttled_requests_total\{endpoint="\/admin\/api"\} (\d+)$/m.exec(metrics);
+    expect(Number(throttled?.[1]), 'the two 429s are counted').to.be.at.least(2);
   });
 
   it('counts wrong client secrets at /token and Bearer failures at /introspect the same way', async function () {
