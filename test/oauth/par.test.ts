@@ -3,7 +3,7 @@ import * as client from 'openid-client';
 import { FetchUserAgent, type Page } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, withSignInServer } from '../support/dev-idp.js';
 import { basic, confidentialClient, postForm, type JsonResponse } from '../support/oauth.js';
-import type { TestServer } from '../support/server.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 const REDIRECT = 'http://127.0.0.1:1/par/callback';
 const OTHER_TENANT = 'par-tenant-b';
@@ -421,5 +421,41 @@ describe('Pushed authorization requests (RFC 9126)', function () {
       expect(wrongType.status).to.equal(400);
       expect(((await wrongType.json()) as any).error).to.equal('invalid_client_metadata');
     });
+  });
+});
+
+describe('Pushed authorization requests: the failure limit of /token', function () {
+  const LIMIT = 3;
+  let server: TestServer;
+
+  before(async function () {
+    // Its own server: it counts failures against a small limit.
+    server = await readyServer({ AUTH_FAILURE_LIMIT: String(LIMIT), AUTH_FAILURE_WINDOW_SECONDS: '600' });
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  it('refuses a client that failed too often with 429, unverified, as /token does', async function () {
+    const secret = await confidentialClient(server, 'par-guessed', { redirectUris: [REDIRECT], scopes: ['openid'] });
+    const push = (presented: string) =>
+      postForm(
+        server,
+        '/par',
+        {
+          response_type: 'code',
+          client_id: 'par-guessed',
+          redirect_uri: REDIRECT,
+          scope: 'openid',
+          code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+          code_challenge_method: 'S256',
+        },
+        { Authorization: basic('par-guessed', presented) },
+      );
+    for (let attempt = 0; attempt < LIMIT; attempt++) expect((await push('wrong')).status).to.equal(401);
+    const locked = await push(secret);
+    expect(locked.status, 'even the right secret waits').to.equal(429);
+    expect(locked.body.error).to.equal('too_many_requests');
+    expect(Number(locked.headers.get('retry-after'))).to.be.within(1, 600);
   });
 });
