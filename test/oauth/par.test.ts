@@ -210,6 +210,12 @@ describe('Pushed authorization requests (RFC 9126)', function () {
       expect(body.error).to.equal('invalid_request');
     });
 
+    it('answers other methods than POST without pushing anything', async function () {
+      const response = await server.request('/par');
+      expect(response.status).to.be.oneOf([404, 405]);
+      await response.body?.cancel();
+    });
+
     it('is audited', async function () {
       const { parameters } = await requestParameters();
       await pushed({ ...parameters, client_id: 'par-web' });

@@ -1,4 +1,5 @@
 import type { Next } from 'koa';
+import compose from 'koa-compose';
 import type Provider from 'oidc-provider';
 import { basicCredentials } from '../../http/basic.js';
 import { HttpError } from '../../http/errors.js';
@@ -55,9 +56,10 @@ export interface ParDeps {
  * checks /authorize makes of the pushed request (authorize/index.ts), so that what is pushed is
  * validated as what is sent to /authorize: redirect_uri required, PKCE `plain`, the tenant's
  * scopes, the RAR types of policy data. The parameter checks of parameters.ts run at /par too.
+ * Only a POST pushes anything: any other method goes straight to oidc-provider (a 404).
  */
 export function parMiddleware({ store, policy, providerFor, maxBodyBytes }: ParDeps): ArbiterMiddleware[] {
-  return [
+  const steps = compose([
     formBody(maxBodyBytes),
     requireClient,
     guardClientCredentials,
@@ -66,7 +68,8 @@ export function parMiddleware({ store, policy, providerFor, maxBodyBytes }: ParD
     acceptPlainPkce,
     recognizeRequestedScopes(store, policy, providerFor),
     syncAuthorizationDetailsTypes(providerFor, () => policy.authorizationDetailsTypes()),
-  ];
+  ]) as ArbiterMiddleware;
+  return [(ctx, next) => (ctx.method === 'POST' ? steps(ctx, next) : next())];
 }
 
 /**
@@ -75,15 +78,13 @@ export function parMiddleware({ store, policy, providerFor, maxBodyBytes }: ParD
  * authentication failure, 401 invalid_client (RFC 6749 §5.2), not oidc-provider's 400.
  */
 async function requireClient(ctx: ArbiterContext, next: Next): Promise<void> {
-  if (ctx.method === 'POST') {
-    const named =
-      basicCredentials(ctx.get('authorization')) !== undefined ||
-      formParameter(ctx, 'client_id') !== undefined ||
-      formParameter(ctx, 'client_assertion') !== undefined;
-    if (!named) {
-      ctx.set('WWW-Authenticate', 'Basic realm="arbiter", charset="UTF-8"');
-      throw new HttpError(401, 'invalid_client', 'client authentication is required at /par');
-    }
+  const named =
+    basicCredentials(ctx.get('authorization')) !== undefined ||
+    formParameter(ctx, 'client_id') !== undefined ||
+    formParameter(ctx, 'client_assertion') !== undefined;
+  if (!named) {
+    ctx.set('WWW-Authenticate', 'Basic realm="arbiter", charset="UTF-8"');
+    throw new HttpError(401, 'invalid_client', 'client authentication is required at /par');
   }
   await next();
 }
