@@ -7,7 +7,7 @@ import { assertShallowJson } from '../shared/form-body.js';
 import type { ArbiterContext } from '../state.js';
 
 /** RFC 9126 §2.2: the request_uri of a pushed authorization request (oidc-provider's PUSHED_REQUEST_URN). */
-export const PUSHED_REQUEST_URN = 'urn:ietf:params:oauth:request_uri:';
+const PUSHED_REQUEST_URN = 'urn:ietf:params:oauth:request_uri:';
 
 /**
  * RFC 9101 request objects through oidc-provider: `request` by value at /authorize and /par,
