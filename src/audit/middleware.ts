@@ -9,6 +9,7 @@ import { bodyParams, summarizeRequest } from './summary.js';
 
 const PROTOCOL_PREFIXES = [
   '/authorize',
+  '/par',
   '/token',
   '/introspect',
   '/register',

@@ -29,6 +29,7 @@ const ENDPOINTS = [
   '/permission',
   '/authorize',
   '/userinfo',
+  '/par',
   '/register',
   '/healthz',
   '/readyz',

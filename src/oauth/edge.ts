@@ -7,6 +7,7 @@ import { AUTHORIZE_PATH, authorizationResumptionMiddleware, authorizeMiddleware 
 import { discoveryExtras, umaConfigurationAsDiscovery } from './discovery.js';
 import { INTERACTION_PATH, interactionRoutes, UPSTREAM_CALLBACK_PATH } from './interactions/index.js';
 import { INTROSPECT_PATH, introspectMiddleware } from './introspect/index.js';
+import { PAR_PATH, parMiddleware } from './par/index.js';
 import type { TenantProviders } from './providers.js';
 import { REGISTER_PATH, registrationMiddleware } from './register/index.js';
 import { advertisedFeatures, DISCOVERY_PATH, UMA_CONFIGURATION_PATH } from './routes.js';
@@ -64,6 +65,8 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
       middleware: authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }),
     },
     { path: AUTHORIZE_PATH, below: true, uncached: true, middleware: authorizationResumptionMiddleware() },
+    // RFC 9126: client authentication as at /token, then the checks /authorize makes of what is pushed.
+    { path: PAR_PATH, uncached: true, middleware: parMiddleware({ store, policy, providerFor, maxBodyBytes }) },
     {
       path: TOKEN_PATH,
       uncached: true,

@@ -15,7 +15,7 @@ export function assertRegisteredAuthMethod(ctx: KoaContextWithOIDC): void {
   if (!registered || !SECRET_METHODS.has(registered)) return;
   const presented = /^basic /i.test(ctx.get('authorization'))
     ? 'client_secret_basic'
-    : (ctx.oidc.params as Record<string, unknown> | undefined)?.client_secret !== undefined
+    : secretInForm(ctx)
       ? 'client_secret_post'
       : null;
   if (presented && presented !== registered) {
@@ -23,4 +23,11 @@ export function assertRegisteredAuthMethod(ctx: KoaContextWithOIDC): void {
       `the client authenticated with ${presented}; it is registered for ${registered}`,
     );
   }
+}
+
+/** A client_secret in the form: /par's parameters (ctx.oidc.params) are the authorization request's alone, so the body too. */
+function secretInForm(ctx: KoaContextWithOIDC): boolean {
+  const params = ctx.oidc.params as Record<string, unknown> | undefined;
+  const body = ctx.oidc.body as Record<string, unknown> | undefined;
+  return params?.client_secret !== undefined || body?.client_secret !== undefined;
 }

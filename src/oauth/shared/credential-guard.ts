@@ -6,8 +6,7 @@ import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
 import { formParameter } from './form-body.js';
 
 /**
- * At the endpoints where oidc-provider authenticates clients (/token, /introspect; revocation and
- * PAR are off, see configuration.ts): names the client whose credentials a request presents (Basic, or
+ * At the endpoints where oidc-provider authenticates clients (/token, /introspect, /par): names the client whose credentials a request presents (Basic, or
  * client_secret / client_assertion in the form) to the failure limiter before oidc-provider
  * verifies them, so that a client that failed too often is refused without a verification that
  * would tell a guesser when they are right (src/http/auth-failures.ts). Mount after formBody.

@@ -46,7 +46,8 @@ export function formParameter(ctx: ArbiterContext, name: string): string | undef
   return typeof value === 'string' ? value : undefined;
 }
 
-function assertShallowJson(parameters: Record<string, unknown>): void {
+/** Refuses a JSON-valued parameter nested deeper than MAX_JSON_DEPTH (also those of a request object: authorize/request-object.ts). */
+export function assertShallowJson(parameters: Record<string, unknown>): void {
   for (const [name, error] of Object.entries(JSON_PARAMETERS)) {
     const value = parameters[name];
     if (typeof value === 'string' && nestingExceeds(value, MAX_JSON_DEPTH)) {
