@@ -157,7 +157,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
     });
 
     it('asks for what the subject token holds when no scope is given, and issues an access token when asked for one', async function () {
-      for (const requested of [{}, { requested_token_type: ACCESS_TOKEN }]) {
+      for (const requested of [{}, { requested_token_type: ACCESS_TOKEN }] as Record<string, string>[]) {
         const subjectToken = await frontendToken('invoices.read');
         const { status, body } = await asFrontend({
           subject_token: subjectToken,
@@ -261,7 +261,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
         { resource: PROFILE },
         { audience: PROFILE },
         { resource: PROFILE, scope: 'invoices.read' },
-      ]) {
+      ] as Record<string, string>[]) {
         const { status, body } = await asFrontend({
           subject_token: await frontendToken(),
           subject_token_type: ACCESS_TOKEN,
