@@ -13,7 +13,7 @@ const scopeList = { type: 'array', maxItems: 100, uniqueItems: true, items: scop
 /**
  * UMA 2.0 Federated Authorization §3.1: a resource description. `resource_scopes` is REQUIRED
  * there (the scopes a permission may ask for on the resource); the other members are optional.
- * A PUT replaces the whole description (§3.2.3), so it needs them too.
+ * A PUT replaces the whole description (§3.2.3), so it needs `resource_scopes` too.
  */
 export const RESOURCE_DESCRIPTION = {
   type: 'object',

@@ -103,7 +103,7 @@ export async function createClient(
  * Replaces the registration's fields (RFC 7592 update). The secret is kept while the client
  * keeps the same secret-based method; a change to another secret-based method issues a new
  * one, a change to `none` or private_key_jwt drops it. Operator fields (enabled, post-logout URIs) are kept.
- * The registration access token is rotated (RFC 7592 §2.2, §3; oidc-provider's default
+ * The registration access token is rotated (RFC 7592 §2.2 allows it; oidc-provider's default
  * `rotateRegistrationAccessToken`): the answer carries a new one and the presented one stops
  * working. Null when the presented token was rotated or the client deleted meanwhile (a
  * concurrent update won): nothing is changed then.
