@@ -32,6 +32,7 @@ const ENDPOINTS = [
   '/register',
   '/healthz',
   '/metrics',
+  '/revoke',
   '/token',
 ];
 

@@ -5,6 +5,7 @@ import { authorizationParameters } from './authorize/parameters.js';
 import { accounts } from './userinfo/accounts.js';
 import { claims, scopes } from './claims.js';
 import { introspectionPolicy } from './introspect/index.js';
+import { revocationPolicy } from './revoke/index.js';
 import { mergeSlices, type ConfigurationSlice, type ProviderContext } from './context.js';
 import { interactionsSlice } from './interactions/index.js';
 import { richAuthorizationRequests } from './shared/rar.js';
@@ -27,7 +28,6 @@ const protocol: ConfigurationSlice = () => ({
     userinfo: { enabled: true },
     clientCredentials: { enabled: true },
     resourceIndicators: { enabled: true },
-    revocation: { enabled: false },
     pushedAuthorizationRequests: { enabled: false },
   },
   discovery: {
@@ -74,6 +74,7 @@ export const SLICES: ConfigurationSlice[] = [
   interactionsSlice,
   accounts,
   introspectionPolicy,
+  revocationPolicy,
   richAuthorizationRequests,
   outboundFetch,
   errorPages,
