@@ -241,6 +241,14 @@ describe('POST /revoke (RFC 7009)', function () {
       expect(await isActive(token)).to.equal(true);
     });
 
+    it("applies /revoke's own steps at every spelling oidc-provider routes there (/REVOKE, /revoke/)", async function () {
+      for (const path of ['/REVOKE', '/revoke/']) {
+        const { status, body } = await postForm(server, path, { token: 'no-such-token' });
+        expect(status, path).to.equal(401);
+        expect(body.error).to.equal('invalid_client');
+      }
+    });
+
     it('holds a client to the method it registered: client_secret_basic may not post its secret', async function () {
       const token = await svcToken();
       const { status, body } = await revoke({ token, client_id: 'rv-svc', client_secret: svcSecret });
