@@ -44,9 +44,9 @@ export function revokeMiddleware({ issuer, maxBodyBytes }: RevokeDeps): ArbiterM
  * second decision.
  *
  * Another client's token is not revoked. §2.1 says the request "is refused and the client is
- * informed of the error": an authenticated (confidential) client gets 400 `unauthorized_client`
- * (the request is well formed, so not oidc-provider's default invalid_request; the client is not
- * authorized to revoke it, the code ORY Hydra answers). A public client has authenticated nothing
+ * informed of the error": an authenticated (confidential) client gets 400 `unauthorized_client`,
+ * RFC 6749 §5.2's code for an authenticated client not authorized to do what it asked (the request
+ * is well formed, so not oidc-provider's default invalid_request). A public client has authenticated nothing
  * (its client_id is public): it gets the 200 of an unknown token, so that nobody learns from this
  * endpoint whether a value is a live token of someone else's (RFC 7009 §5 on guessing tokens).
  *

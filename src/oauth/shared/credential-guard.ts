@@ -1,10 +1,9 @@
 import { decodeJwt } from 'jose';
 import type { Next } from 'koa';
-import type { ArbiterContext } from '../state.js';
+import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
 import { basicCredentials } from '../../http/basic.js';
 import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
 import { HttpError } from '../../http/errors.js';
-import type { ArbiterMiddleware } from '../state.js';
 import { formParameter } from './form-body.js';
 
 /**
