@@ -11,6 +11,11 @@ export interface AuditFacts {
   tenantId?: string | null;
   /** The caller presented a credential that was accepted (see markAuthenticated). */
   authenticated?: boolean;
+  /**
+   * What an endpoint that asks no decision did, kept in the entry's requestSummary as `result`
+   * (/revoke: the kind of token, whose, revoked or not and why). Never a secret.
+   */
+  result?: Record<string, string | boolean | null>;
 }
 
 /**

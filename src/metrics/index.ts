@@ -35,6 +35,7 @@ const ENDPOINTS = [
   '/readyz',
   '/livez',
   '/metrics',
+  '/revoke',
   '/token',
 ];
 

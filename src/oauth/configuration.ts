@@ -6,6 +6,7 @@ import { requestObjects } from './authorize/request-object.js';
 import { accounts } from './userinfo/accounts.js';
 import { claims, scopes } from './claims.js';
 import { introspectionPolicy } from './introspect/index.js';
+import { revocationPolicy } from './revoke/index.js';
 import { mergeSlices, type ConfigurationSlice, type ProviderContext } from './context.js';
 import { interactionsSlice } from './interactions/index.js';
 import { richAuthorizationRequests } from './shared/rar.js';
@@ -29,7 +30,6 @@ const protocol: ConfigurationSlice = () => ({
     userinfo: { enabled: true },
     clientCredentials: { enabled: true },
     resourceIndicators: { enabled: true },
-    revocation: { enabled: false },
   },
   discovery: {
     claim_types_supported: undefined,
@@ -75,6 +75,7 @@ export const SLICES: ConfigurationSlice[] = [
   interactionsSlice,
   accounts,
   introspectionPolicy,
+  revocationPolicy,
   richAuthorizationRequests,
   outboundFetch,
   errorPages,

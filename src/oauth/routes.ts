@@ -1,3 +1,5 @@
+import { CLIENT_AUTH_METHODS } from './clients/auth-method.js';
+
 /**
  * The one routes table: the spec's endpoint paths (discovery table), given to oidc-provider as
  * its `routes`; each endpoint folder exports its own (authorize/, token/, …), and edge.ts maps
@@ -17,6 +19,12 @@ export const routes = {
 
 /** Where oidc-provider publishes its discovery document (fixed by OpenID Connect Discovery). */
 export const DISCOVERY_PATH = '/.well-known/openid-configuration';
+
+/**
+ * RFC 8414 §3: the authorization server metadata, which oidc-provider also publishes. It is the
+ * discovery document itself (discovery.ts): MCP clients read this one first.
+ */
+export const OAUTH_SERVER_METADATA_PATH = '/.well-known/oauth-authorization-server';
 
 /** UMA 2.0 Grant §2: the authorization server's UMA metadata (the same document, see discovery.ts). */
 export const UMA_CONFIGURATION_PATH = '/.well-known/uma2-configuration';
@@ -41,7 +49,9 @@ export type AdvertisedFeatureName =
   | 'clientIdMetadataDocuments'
   | 'pkcePlain'
   | 'pushedAuthorizationRequests'
-  | 'requestObjects';
+  | 'requestObjects'
+  | 'revocationAuthentication'
+  | 'introspectionAuthentication';
 
 /**
  * The algorithms a request object may be signed with (RFC 9101 §6.1): oidc-provider's defaults
@@ -90,6 +100,28 @@ export const advertisedFeatures: Readonly<Record<AdvertisedFeatureName, Advertis
       request_parameter_supported: true,
       request_uri_parameter_supported: false,
       request_object_signing_alg_values_supported: [...REQUEST_OBJECT_SIGNING_ALGS],
+    },
+  },
+  /**
+   * RFC 8414 §2: how a client authenticates at /revoke (oidc-provider publishes the endpoint, not
+   * the methods): as at /token, a public client by its client_id alone (RFC 7009 §2.1; revoke/).
+   */
+  revocationAuthentication: {
+    enabled: true,
+    metadata: { revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS] },
+  },
+  /**
+   * RFC 8414 §2: how a caller authenticates at /introspect (introspect/): the confidential methods
+   * of /token, or an access token (`Bearer`, a value of the access token types registry that
+   * RFC 8414 allows here). `none` is refused: RFC 7662 §2.1 requires the caller to be authorized.
+   */
+  introspectionAuthentication: {
+    enabled: true,
+    metadata: {
+      introspection_endpoint_auth_methods_supported: [
+        ...CLIENT_AUTH_METHODS.filter((method) => method !== 'none'),
+        'Bearer',
+      ],
     },
   },
 };

@@ -88,6 +88,30 @@ describe('Throttling of authentication failures, and the caller address', functi
     expect((await introspect()).status).to.equal(429);
   });
 
+  it('counts wrong client secrets at /revoke as at /token, but not a revocation request without any credential', async function () {
+    const secret = await confidentialClient(server, 'throttled-revoker', { scopes: ['read'] });
+    const revoke = (credentials: string | null, from: string) =>
+      rawRequest(server.url, {
+        method: 'POST',
+        path: '/revoke',
+        localAddress: from,
+        headers: {
+          'Content-Type': 'application/x-www-form-urlencoded',
+          ...(credentials === null ? {} : { Authorization: basic('throttled-revoker', credentials) }),
+        },
+        body: 'token=not-a-token',
+      });
+    for (let attempt = 0; attempt < 20; attempt++) expect((await revoke(null, '127.0.0.16')).status).to.equal(401);
+    expect(
+      (await revoke('not-the-secret', '127.0.0.16')).status,
+      'no credential, no guess: the address is not over its limit',
+    ).to.equal(401);
+    for (let attempt = 0; attempt < LIMIT; attempt++)
+      expect((await revoke('not-the-secret', '127.0.0.17')).status).to.equal(401);
+    expect((await revoke(secret, '127.0.0.17')).status, 'the right secret is not verified: no oracle').to.equal(429);
+    expect((await revoke(secret, '127.0.0.18')).status, 'another caller').to.equal(200);
+  });
+
   it('counts no request without a credential, nor a CORS preflight: the valid Admin key from that address still works', async function () {
     const from = '127.0.0.21';
     const userinfo = () => rawRequest(server.url, { path: '/userinfo', localAddress: from });

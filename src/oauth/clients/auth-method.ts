@@ -1,6 +1,13 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 
+/**
+ * The client authentication methods of the spec, at every endpoint where oidc-provider authenticates
+ * clients (/token, /revoke, /introspect); client_secret_jwt is not offered: secrets are stored hashed.
+ * Discovery advertises each endpoint's share of them (routes.ts).
+ */
+export const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'] as const;
+
 /** The two secret-presenting methods, which oidc-provider accepts for each other (RFC 7591 §2 registers one). */
 const SECRET_METHODS = new Set(['client_secret_basic', 'client_secret_post']);
 

@@ -1,10 +1,11 @@
+import { CLIENT_AUTH_METHODS } from '../clients/auth-method.js';
 import type { ConfigurationSlice } from '../context.js';
 import { decisionOf } from './grants/decision.js';
 import { defaultResourceForDetails } from '../shared/rar.js';
 
-/** Client authentication methods of the spec (client_secret_jwt is not offered: secrets are stored hashed). */
+/** Client authentication methods of the spec (CLIENT_AUTH_METHODS). */
 export const clientAuthentication: ConfigurationSlice = () => ({
-  clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+  clientAuthMethods: [...CLIENT_AUTH_METHODS],
 });
 
 /**
