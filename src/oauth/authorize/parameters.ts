@@ -2,6 +2,7 @@ import { errors } from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { RequestState } from '../../http/state.js';
 import type { ConfigurationSlice } from '../context.js';
+import { MAX_RESOURCE_INDICATORS, resourceList } from '../shared/resources.js';
 
 const TYPE_URI_LIST = /^[^,\s]+(,[^,\s]+)*$/;
 
@@ -27,6 +28,19 @@ async function checkAuthorizationRequest(ctx: KoaContextWithOIDC, resourceTypes:
   if (resourceTypes !== undefined && !TYPE_URI_LIST.test(resourceTypes)) {
     throw new errors.InvalidRequest('resource_types must be a comma-separated list of type URIs');
   }
+  checkResourceList(resourceList(params.resource));
+}
+
+/**
+ * RFC 8707 §2 lets `resource` repeat (oidc-provider has already refused a relative URI or one
+ * with a fragment as invalid_target). The same resource twice is a malformed request, and more
+ * than MAX_RESOURCE_INDICATORS are more than the server takes in one authorization.
+ */
+function checkResourceList(resources: string[]): void {
+  if (resources.length > MAX_RESOURCE_INDICATORS)
+    throw new errors.InvalidTarget(`at most ${MAX_RESOURCE_INDICATORS} resource indicators may be requested at once`);
+  if (new Set(resources).size !== resources.length)
+    throw new errors.InvalidRequest('the same resource indicator was given more than once');
 }
 
 /** The authorization request's parameters exactly as sent (query, or the form of a POST; see shared/form-body.ts). */
