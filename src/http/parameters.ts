@@ -25,7 +25,11 @@ export function assertSingleValued(raw: string, what = 'parameter', repeatable: 
  */
 export function singleValuedQuery(repeatableAt: Readonly<Record<string, readonly string[]>> = {}) {
   return async (ctx: Context, next: Next): Promise<void> => {
-    assertSingleValued(ctx.querystring, 'query parameter', Object.hasOwn(repeatableAt, ctx.path) ? repeatableAt[ctx.path] : []);
+    assertSingleValued(
+      ctx.querystring,
+      'query parameter',
+      Object.hasOwn(repeatableAt, ctx.path) ? repeatableAt[ctx.path] : [],
+    );
     await next();
   };
 }

@@ -49,7 +49,11 @@ function scopesPerResource(request: RequestInput, decision: Decision): Map<strin
   const perResource = new Map<string, string[]>();
   for (const resource of requested) {
     const entry = decision.resources?.find((candidate) => candidate.resource === resource);
-    if (entry) perResource.set(resource, granted.filter((scope) => entry.scopes.includes(scope)));
+    if (entry)
+      perResource.set(
+        resource,
+        granted.filter((scope) => entry.scopes.includes(scope)),
+      );
     else if (requested.length === 1) perResource.set(resource, granted);
   }
   const refused = requested.filter((resource) => !perResource.has(resource));
