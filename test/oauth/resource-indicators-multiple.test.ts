@@ -32,6 +32,7 @@ describe('Several resource indicators (RFC 8707)', function () {
   let idp: RegisteredDevIdp;
   let introspector: string;
   let serviceSecret: string;
+  let exchangerSecret: string;
   const agent = new FetchUserAgent();
 
   before(async function () {
@@ -65,6 +66,7 @@ describe('Several resource indicators (RFC 8707)', function () {
     });
     expect(created.status).to.equal(201);
     serviceSecret = await confidentialClient(server, 'several-svc', { scopes: ['ledger.read', 'mail.send'] });
+    exchangerSecret = await confidentialClient(server, 'several-exchanger', { scopes: ['ledger.read'] });
     introspector = (await clientWithToken(server, 'several-rs', ['introspection'])).token;
   });
   after(async function () {
@@ -352,6 +354,22 @@ describe('Several resource indicators (RFC 8707)', function () {
       const { status, body } = await credentials(LEDGER);
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body.scope).to.equal('ledger.read');
+    });
+
+    it('leaves token exchange its single resource: a repeated one is invalid_request', async function () {
+      const { status, body } = await token(
+        [
+          ['grant_type', 'urn:ietf:params:oauth:grant-type:token-exchange'],
+          ['subject_token', 'some-token'],
+          ['subject_token_type', 'urn:ietf:params:oauth:token-type:access_token'],
+          ['resource', LEDGER],
+          ['resource', MAIL],
+        ],
+        { Authorization: basic('several-exchanger', exchangerSecret) },
+      );
+      expect(status, JSON.stringify(body)).to.equal(400);
+      expect(body.error).to.equal('invalid_request');
+      expect(body.error_description).to.contain('resource');
     });
 
     it('refuses several resources with invalid_target, before asking the policy', async function () {

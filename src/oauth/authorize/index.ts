@@ -33,6 +33,7 @@ export interface AuthorizeDeps {
  */
 export function authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }: AuthorizeDeps): ArbiterMiddleware[] {
   return [
+    // oidc-provider serves no POST /authorize today; its form would take `resource` repeated, as the query does.
     formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
     requireRedirectUri,
     acceptPlainPkce,
