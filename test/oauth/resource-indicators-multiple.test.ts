@@ -153,6 +153,11 @@ describe('Several resource indicators (RFC 8707)', function () {
         { resource: LEDGER, scopes: ['ledger.read'] },
         { resource: MAIL, scopes: ['mail.send'] },
       ]);
+      const requests = (await server.admin('GET', '/audit-logs?endpoint=/authorize&size=20&sort=id,desc')).body.content;
+      expect(
+        requests.map((audited: any) => audited.requestSummary?.resource),
+        'the audit entry of the request lists every resource',
+      ).to.deep.include([LEDGER, MAIL]);
     });
 
     it('issues per token request a token for the named resource alone, with the scopes granted for it', async function () {
