@@ -28,7 +28,8 @@ async function checkAuthorizationRequest(ctx: KoaContextWithOIDC, resourceTypes:
   if (resourceTypes !== undefined && !TYPE_URI_LIST.test(resourceTypes)) {
     throw new errors.InvalidRequest('resource_types must be a comma-separated list of type URIs');
   }
-  checkResourceList(resourceList(params.resource));
+  // As oidc-provider assembled them, so that a pushed request or a request object is checked too.
+  checkResourceList(resourceList(ctx.oidc.params?.resource));
 }
 
 /**
