@@ -18,6 +18,7 @@ import {
   clientCallers,
   inputParties,
   oauthEdge,
+  REPEATABLE_QUERY_PARAMETERS,
   tokenCallers,
   type ArbiterState,
   type TenantProviders,
@@ -67,7 +68,7 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   // The protocol surface: only tenants that exist, single-valued parameters, then the OAuth edge.
   const tenants = new TenantRegistry(store, config.tenants);
   app.use(requireKnownTenant(tenants));
-  app.use(singleValuedQuery);
+  app.use(singleValuedQuery(REPEATABLE_QUERY_PARAMETERS));
   // Arbiter's own APIs behind its access tokens: UMA protection (PAT), the delegation store, AuthZEN.
   const protectedApi = {
     store,

@@ -5,6 +5,7 @@ import type { Store } from '../../store/index.js';
 import { auditSignInFailure } from '../interactions/index.js';
 import { routes } from '../routes.js';
 import { formBody } from '../shared/form-body.js';
+import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
 import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
 import { acceptPlainPkce } from './pkce-plain.js';
 import { authorizeRedirectsAs302 } from './redirect-status.js';
@@ -38,7 +39,8 @@ export interface AuthorizeDeps {
  */
 export function authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }: AuthorizeDeps): ArbiterMiddleware[] {
   return [
-    formBody(maxBodyBytes),
+    // oidc-provider serves no POST /authorize today; its form would take `resource` repeated, as the query does.
+    formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
     readRequestObject(providerFor),
     requireRedirectUri,
     acceptPlainPkce,

@@ -4,6 +4,7 @@ import type { RequestState } from '../../http/state.js';
 import type { PolicyEngine } from '../../policy/index.js';
 import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
 import type { ConfigurationSlice } from '../context.js';
+import { MAX_RESOURCE_INDICATORS, resourceList } from '../shared/resources.js';
 
 /** oidc-provider's name of the /par route (RFC 9126). */
 const PAR_ROUTE = 'pushed_authorization_request';
@@ -42,6 +43,20 @@ async function checkAuthorizationRequest(
   if (resourceTypes !== undefined && !TYPE_URI_LIST.test(resourceTypes)) {
     throw new errors.InvalidRequest('resource_types must be a comma-separated list of type URIs');
   }
+  // As oidc-provider assembled them, so that a pushed request or a request object is checked too.
+  checkResourceList(resourceList(ctx.oidc.params?.resource));
+}
+
+/**
+ * RFC 8707 §2 lets `resource` repeat (oidc-provider has already refused a relative URI or one
+ * with a fragment as invalid_target). The same resource twice is a malformed request, and more
+ * than MAX_RESOURCE_INDICATORS are more than the server takes in one authorization.
+ */
+function checkResourceList(resources: string[]): void {
+  if (resources.length > MAX_RESOURCE_INDICATORS)
+    throw new errors.InvalidTarget(`at most ${MAX_RESOURCE_INDICATORS} resource indicators may be requested at once`);
+  if (new Set(resources).size !== resources.length)
+    throw new errors.InvalidRequest('the same resource indicator was given more than once');
 }
 
 /**

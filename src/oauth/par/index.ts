@@ -15,6 +15,7 @@ import type { ConfigurationSlice } from '../context.js';
 import { routes } from '../routes.js';
 import { guardClientCredentials } from '../shared/credential-guard.js';
 import { formBody, formParameter } from '../shared/form-body.js';
+import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
 import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
 import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
 
@@ -60,7 +61,7 @@ export interface ParDeps {
  */
 export function parMiddleware({ store, policy, providerFor, maxBodyBytes }: ParDeps): ArbiterMiddleware[] {
   const steps = compose([
-    formBody(maxBodyBytes),
+    formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
     requireClient,
     guardClientCredentials,
     readRequestObject(providerFor),
