@@ -11,8 +11,8 @@ import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
 import { DELEGATIONS_COLLECTION } from './delegation/index.js';
 import { UPSTREAM_LOGINS_COLLECTION } from './oauth/interactions/upstream-logins.js';
 import { PROVIDER_SECRETS_COLLECTION } from './oauth/keys.js';
-import { openStore } from './store/open.js';
-import { SEALING_KEYS_COLLECTION, type CollectionSpec, type Store } from './store/index.js';
+import { openStore, restoreStore } from './store/open.js';
+import { SCHEMA_COLLECTION, SEALING_KEYS_COLLECTION, type CollectionSpec, type Store } from './store/index.js';
 import { TENANTS_COLLECTION } from './tenancy/index.js';
 import { PERMISSION_TICKETS_COLLECTION, UMA_RESOURCES_COLLECTION } from './uma/index.js';
 
@@ -25,6 +25,7 @@ export function knownCollections(): CollectionSpec[] {
     PROVIDER_SECRETS_COLLECTION,
     TENANTS_COLLECTION,
     SEALING_KEYS_COLLECTION,
+    SCHEMA_COLLECTION,
     UMA_RESOURCES_COLLECTION,
     PERMISSION_TICKETS_COLLECTION,
     DELEGATIONS_COLLECTION,
@@ -35,3 +36,6 @@ export function knownCollections(): CollectionSpec[] {
 export function openArbiterStore(url: string): Promise<Store> {
   return openStore(url, knownCollections());
 }
+
+/** A backup file's contents in place of the SQLite store a STORE_URL names (`arbiter restore`). */
+export { restoreStore as restoreArbiterStore };

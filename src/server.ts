@@ -8,7 +8,8 @@ import { createTenantProvider, loadProviderSecrets, TenantProviders } from './oa
 import { Metrics } from './metrics/index.js';
 import { BUNDLE_PATH, createPolicyEngine, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
 import { openArbiterStore } from './collections.js';
-import { Sealer, type Store } from './store/index.js';
+import { MIGRATIONS } from './migrations.js';
+import { migrate, Sealer, type Store } from './store/index.js';
 
 export interface RunningServer {
   /** Where the server listens (loopback URL with the real port). */
@@ -28,6 +29,11 @@ const PURGE_INTERVAL_MS = 60_000;
  */
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const store = await openArbiterStore(config.storeUrl);
+  const schema = await migrate(store, MIGRATIONS).catch(async (error: unknown) => {
+    await store.close();
+    throw error;
+  });
+  if (schema.from !== schema.to) log.info(schema, 'store schema migrated');
   const sealer = await Sealer.open(store, config.secretsKey);
   if (!config.softwareStatementVerify) {
     log.warn(

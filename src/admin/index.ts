@@ -2,4 +2,4 @@ export { adminRouter, type AdminOptions } from './router.js';
 export { adminOpenApi } from './openapi.js';
 export { adminGate } from './gate.js';
 export { isAdminPath, ADMIN_PREFIX } from '../http/admin-path.js';
-export type { AdminRecord, RecordCheck } from './records.js';
+export { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';

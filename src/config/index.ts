@@ -96,6 +96,8 @@ const ENVIRONMENT: Record<string, string> = {
   AUTHORIZATION_CODE_TTL_SECONDS: 'ttl.authorizationCodeSeconds',
   REFRESH_TOKEN_TTL_SECONDS: 'ttl.refreshTokenSeconds',
   ID_TOKEN_TTL_SECONDS: 'ttl.idTokenSeconds',
+  SESSION_TTL_SECONDS: 'ttl.sessionSeconds',
+  INTERACTION_TTL_SECONDS: 'ttl.interactionSeconds',
   UMA_TICKET_TTL_SECONDS: 'ttl.permissionTicketSeconds',
   TRUSTED_PROXIES: 'trustedProxies',
   AUTH_FAILURE_LIMIT: 'authFailureLimit',
@@ -186,9 +188,8 @@ export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
   defaultsFile = projectPath('config', 'default.json'),
 ): Config {
-  const raw = JSON.parse(readFileSync(defaultsFile, 'utf8')) as Record<string, unknown> & {
-    ttl: Record<string, unknown>;
-  };
+  const raw = JSON.parse(readFileSync(defaultsFile, 'utf8')) as RawConfig;
+  if (env.CONFIG_FILE) overlay(raw, readConfigFile(env.CONFIG_FILE));
   for (const [variable, key] of Object.entries(ENVIRONMENT)) {
     const value = env[variable];
     if (value === undefined || value === '') continue;
@@ -232,6 +233,40 @@ export function loadConfig(
     // An external OPA may hold more than Arbiter's bundle; only the managed one is known to hold exactly it.
     policyRegoInProcess: (raw.policyRegoInProcess as boolean | null) ?? !raw.opaUrl,
   };
+}
+
+type RawConfig = Record<string, unknown> & { ttl: Record<string, unknown> };
+
+/**
+ * CONFIG_FILE: a JSON file outside the checkout with any of config/default.json's keys (the same
+ * names, `ttl` as an object of its own); what it leaves out keeps its default, and environment
+ * variables still win over it.
+ */
+function readConfigFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`invalid configuration: CONFIG_FILE ${file} cannot be read (${(error as Error).message})`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`invalid configuration: CONFIG_FILE ${file} is not JSON (${(error as Error).message})`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new ConfigError(`invalid configuration: CONFIG_FILE ${file} must hold a JSON object`);
+  return parsed as Record<string, unknown>;
+}
+
+/** Puts the file's values over the defaults; `ttl` key by key, so a file may name one lifetime. */
+function overlay(raw: RawConfig, file: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(file)) {
+    if (key === 'ttl' && typeof value === 'object' && value !== null && !Array.isArray(value))
+      Object.assign(raw.ttl, value);
+    else raw[key] = value;
+  }
 }
 
 function parseValue(variable: string, value: string, type: string | undefined): unknown {

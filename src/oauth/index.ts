@@ -16,3 +16,4 @@ export {
   type TokenCallers,
 } from './shared/callers.js';
 export { inputParties } from './shared/parties.js';
+export { hashClientSecret } from './clients/secrets.js';
