@@ -7,11 +7,12 @@ import type { Config } from './config/index.js';
 import { authFailureLimit } from './http/auth-failures.js';
 import { jsonErrors, notFound } from './http/errors.js';
 import { forwardedHeaders } from './http/forwarded.js';
+import { splitListeners } from './http/listeners.js';
 import { requestId } from './http/request-id.js';
 import { singleValuedQuery } from './http/parameters.js';
 import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
-import type { Metrics } from './metrics/index.js';
+import { METRICS_PATH, type Metrics } from './metrics/index.js';
 import { delegationRouter } from './delegation/index.js';
 import {
   clientCallers,
@@ -21,7 +22,7 @@ import {
   type ArbiterState,
   type TenantProviders,
 } from './oauth/index.js';
-import { dataEntryProblem, type PolicyEngine } from './policy/index.js';
+import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
 import { umaRouter } from './uma/index.js';
@@ -47,6 +48,9 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.silent = true;
   app.use(securityHeaders);
   app.use(requestId);
+  // ADMIN_PORT: the admin surface on its own listener only; the probes and OPA's bundle (its own token) on both.
+  if (config.adminPort !== null)
+    app.use(splitListeners({ shared: [HEALTH_PATH, BUNDLE_PATH], adminOnly: [METRICS_PATH] }));
   app.use(metrics.middleware());
   app.use(forwardedHeaders(config.trustedProxies));
   // AuthZEN's per-tenant path form (/<tenant>/access/v1/…) is X-Tenant-Id by another name.
@@ -115,10 +119,12 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts) {
  * revision than the store's for longer than POLICY_LAG_BOUND_SECONDS (it refused the new bundle,
  * or cannot fetch it) is `degraded`, a 503: this node decides on stale policy.
  */
+const HEALTH_PATH = '/healthz';
+
 function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
   let behindSince: number | null = null;
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path !== '/healthz') return next();
+    if (ctx.path !== HEALTH_PATH) return next();
     const [storeUp, policyReady, revisions] = await Promise.all([
       store.ping().then(
         () => true,

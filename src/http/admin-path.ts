@@ -16,6 +16,15 @@ export function isAdminPath(path: string): boolean {
   return canonical === ADMIN_PREFIX || canonical.startsWith(`${ADMIN_PREFIX}/`);
 }
 
+/** The console's root: the page, its assets and the Admin API all live under it. */
+const CONSOLE_ROOT = '/admin';
+
+/** True for every spelling of a path under /admin (the console, its assets, the Admin API). */
+export function isAdminSurfacePath(path: string): boolean {
+  const canonical = canonicalPath(path).toLowerCase();
+  return canonical === CONSOLE_ROOT || canonical.startsWith(`${CONSOLE_ROOT}/`);
+}
+
 /** The spelling the Admin router serves: the exact prefix, single slashes, no dot segment, no trailing slash. */
 export function isServedAdminSpelling(path: string): boolean {
   if (!(path === ADMIN_PREFIX || path.startsWith(`${ADMIN_PREFIX}/`))) return false;
