@@ -1,5 +1,5 @@
 import Koa, { type Context, type Next } from 'koa';
-import { adminGate, adminRouter, type AdminRecord } from './admin/index.js';
+import { AdminApiKeys, adminGate, adminRouter, type AdminRecord } from './admin/index.js';
 import { adminConsole } from './admin/console/serve.js';
 import { auditTrail, type AuditLog } from './audit/index.js';
 import { authzenRouter, authzenTenantPaths } from './authzen/index.js';
@@ -65,7 +65,8 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.use(tenancy);
   // The operators' console (/admin, /admin/assets/*): a static page that asks for the key itself.
   app.use(adminConsole());
-  app.use(adminGate(config.adminApiKey, adminApi(parts)));
+  const adminKeys = new AdminApiKeys(store, config.adminApiKey);
+  app.use(adminGate(adminKeys, adminApi(parts, adminKeys)));
   // The protocol surface: only tenants that exist, single-valued parameters, then the OAuth edge.
   const tenants = new TenantRegistry(store, config.tenants);
   app.use(requireKnownTenant(tenants));
@@ -92,8 +93,9 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
 }
 
 /** The Admin API's router, with the checks that only the policy engine can make. */
-function adminApi({ config, store, sealer, policy, audit }: AppParts) {
+function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: AdminApiKeys) {
   return adminRouter(store, {
+    keys,
     sealer,
     maxBodyBytes: config.maxBodyBytes,
     audit,

@@ -108,6 +108,7 @@ function entryFor(ctx: Context): AuditFields {
     method: ctx.method,
     requestSummary: {
       ...summarizeRequest(ctx),
+      ...(facts.adminKey ? { adminKey: facts.adminKey } : {}),
       status: ctx.status,
       ...(ctx.state.errorCode ? { error: ctx.state.errorCode } : {}),
     },
