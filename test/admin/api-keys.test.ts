@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createHash } from 'node:crypto';
 import { AUDIT_LOG_COLLECTION } from '../../src/audit/log.js';
 import { rawRequest } from '../support/raw-http.js';
-import { ADMIN_KEY, inTenant, withServer, type TestServer } from '../support/server.js';
+import { ADMIN_KEY, inTenant, readyServer, withServer, type TestServer } from '../support/server.js';
 
 type Json = any;
 
@@ -360,6 +360,39 @@ describe('Named Admin API keys and their roles', function () {
       for (const key of [made.body.key, ...Object.values(keys).map((each) => each.key), ADMIN_KEY])
         expect(text).not.to.include(key);
     });
+  });
+});
+
+describe('Wrong Admin keys and the failure limiter, with named keys', function () {
+  const LIMIT = 3;
+  let server: TestServer;
+  before(async function () {
+    // Its own server: it counts failures per address against a small limit.
+    server = await readyServer({ AUTH_FAILURE_LIMIT: String(LIMIT), AUTH_FAILURE_WINDOW_SECONDS: '600' });
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  /** Each caller is its own loopback address (Linux routes all of 127.0.0.0/8 to lo). */
+  const from = (address: string, key: string) =>
+    rawRequest(server.url, { path: '/admin/api/clients', localAddress: address, headers: { 'X-Admin-API-Key': key } });
+
+  it('counts a revoked or unknown key as a wrong one, and refuses every key from that address once it failed too often', async function () {
+    const made = await server.admin('POST', '/api-keys', { name: 'limited', role: 'operator' });
+    const revoked = await server.admin('POST', '/api-keys', { name: 'revoked', role: 'operator' });
+    await server.admin('DELETE', `/api-keys/${revoked.body.id}`);
+    expect((await from('127.0.0.21', made.body.key)).status).to.equal(200);
+    for (const wrong of [revoked.body.key, 'arbiter_admin_guessed-0123456789', revoked.body.key])
+      expect((await from('127.0.0.21', wrong)).status).to.equal(401);
+    const blocked = await from('127.0.0.21', revoked.body.key);
+    expect(blocked.status).to.equal(429);
+    expect(blocked.json().error).to.equal('too_many_requests');
+    expect(
+      (await from('127.0.0.21', made.body.key)).status,
+      'even a right key waits, as with the bootstrap key',
+    ).to.equal(429);
+    expect((await from('127.0.0.22', made.body.key)).status, 'another caller').to.equal(200);
   });
 });
 
