@@ -65,7 +65,9 @@ export async function startTestServer(
   const running = await startServer(config, createLogger(config.logLevel, options.logStream));
   const request: TestServer['request'] = (path, init = {}) => {
     const headers = new Headers(init.headers);
-    if (init.admin || init.key !== undefined) headers.set('X-Admin-API-Key', init.key ?? ADMIN_KEY);
+    // An explicit `key`, else a key already among the headers, else the bootstrap key.
+    if (init.key !== undefined) headers.set('X-Admin-API-Key', init.key);
+    else if (init.admin && !headers.has('X-Admin-API-Key')) headers.set('X-Admin-API-Key', ADMIN_KEY);
     if (init.tenant) headers.set('X-Tenant-Id', init.tenant);
     let body = init.body;
     if (init.json !== undefined) {
