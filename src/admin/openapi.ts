@@ -412,7 +412,10 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
           'invalid_request',
         ),
         Unauthorized: {
-          ...errorResponse('the X-Admin-API-Key header is missing or wrong', 'unauthorized'),
+          ...errorResponse(
+            'the X-Admin-API-Key header is missing, or names no key (a wrong or revoked one)',
+            'unauthorized',
+          ),
           headers: { 'WWW-Authenticate': { schema: { const: 'X-Admin-API-Key' } } },
         },
         Forbidden: {

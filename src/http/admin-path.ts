@@ -16,13 +16,24 @@ export function isAdminPath(path: string): boolean {
   return canonical === ADMIN_PREFIX || canonical.startsWith(`${ADMIN_PREFIX}/`);
 }
 
-/** The console's root: the page, its assets and the Admin API all live under it. */
-const CONSOLE_ROOT = '/admin';
+/** The console's page; its assets are below CONSOLE_ASSETS. */
+const CONSOLE_PAGE = '/admin';
+const CONSOLE_ASSETS = '/admin/assets';
 
-/** True for every spelling of a path under /admin (the console, its assets, the Admin API). */
+/**
+ * True for every spelling of the admin surface's paths under /admin: the console's page, its
+ * assets and the Admin API. Nothing else under /admin (a tenant named `admin` has AuthZEN paths
+ * such as /admin/access/v1/evaluation).
+ */
 export function isAdminSurfacePath(path: string): boolean {
   const canonical = canonicalPath(path).toLowerCase();
-  return canonical === CONSOLE_ROOT || canonical.startsWith(`${CONSOLE_ROOT}/`);
+  return (
+    canonical === CONSOLE_PAGE ||
+    canonical === CONSOLE_ASSETS ||
+    canonical.startsWith(`${CONSOLE_ASSETS}/`) ||
+    canonical === ADMIN_PREFIX ||
+    canonical.startsWith(`${ADMIN_PREFIX}/`)
+  );
 }
 
 /** The spelling the Admin router serves: the exact prefix, single slashes, no dot segment, no trailing slash. */

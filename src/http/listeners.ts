@@ -26,7 +26,7 @@ export interface ListenerSplit {
 
 /**
  * Mounted only when the admin surface has a listener of its own: on the public listener every
- * spelling of /admin… and the `adminOnly` paths are a 404, exactly as a path that names nothing
+ * spelling of the console's and the Admin API's paths and of the `adminOnly` paths is a 404, exactly as a path that names nothing
  * (the public port does not reveal that an admin surface exists); on the admin listener
  * everything else but `shared` is a 404.
  */

@@ -56,6 +56,9 @@ describe('A listener of its own for the admin surface (ADMIN_PORT)', function ()
     }
     const write = await publicGet('/admin/api/subjects', { method: 'POST', admin: true, json: { subjectId: 'x' } });
     expect(write.status).to.equal(404);
+    // Not everything under /admin is the admin surface: a tenant named admin keeps its AuthZEN path form.
+    const authzen = await publicGet('/admin/access/v1/evaluation', { method: 'POST', json: {} });
+    expect(authzen.status).not.to.equal(404);
   });
 
   it('serves the Admin API, the console and /metrics on the admin port, the key still required', async function () {
