@@ -1,5 +1,5 @@
 import Koa, { type Context, type Next } from 'koa';
-import { adminGate, adminRouter, type AdminRecord } from './admin/index.js';
+import { AdminApiKeys, adminGate, adminRouter, type AdminRecord } from './admin/index.js';
 import { adminConsole } from './admin/console/serve.js';
 import { auditTrail, type AuditLog } from './audit/index.js';
 import { authzenRouter, authzenTenantPaths } from './authzen/index.js';
@@ -8,11 +8,12 @@ import { authFailureLimit } from './http/auth-failures.js';
 import { jsonErrors, notFound } from './http/errors.js';
 import { accessLog } from './http/access-log.js';
 import { forwardedHeaders } from './http/forwarded.js';
+import { splitListeners } from './http/listeners.js';
 import { requestId } from './http/request-id.js';
 import { singleValuedQuery } from './http/parameters.js';
 import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
-import type { Metrics } from './metrics/index.js';
+import { METRICS_PATH, type Metrics } from './metrics/index.js';
 import { delegationRouter } from './delegation/index.js';
 import {
   clientCallers,
@@ -23,7 +24,7 @@ import {
   type ArbiterState,
   type TenantProviders,
 } from './oauth/index.js';
-import { dataEntryProblem, type PolicyEngine } from './policy/index.js';
+import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
 import { umaRouter } from './uma/index.js';
@@ -50,6 +51,9 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.use(securityHeaders);
   app.use(requestId);
   app.use(accessLog(log, config.accessLog));
+  // ADMIN_PORT: the admin surface on its own listener only; the probes and OPA's bundle (its own token) on both.
+  if (config.adminPort !== null)
+    app.use(splitListeners({ shared: [...PROBE_PATHS, BUNDLE_PATH], adminOnly: [METRICS_PATH] }));
   app.use(metrics.middleware());
   app.use(forwardedHeaders(config.trustedProxies));
   // AuthZEN's per-tenant path form (/<tenant>/access/v1/…) is X-Tenant-Id by another name.
@@ -64,7 +68,8 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.use(tenancy);
   // The operators' console (/admin, /admin/assets/*): a static page that asks for the key itself.
   app.use(adminConsole());
-  app.use(adminGate(config.adminApiKey, adminApi(parts)));
+  const adminKeys = new AdminApiKeys(store, config.adminApiKey);
+  app.use(adminGate(adminKeys, adminApi(parts, adminKeys)));
   // The protocol surface: only tenants that exist, single-valued parameters, then the OAuth edge.
   const tenants = new TenantRegistry(store, config.tenants);
   app.use(requireKnownTenant(tenants));
@@ -91,8 +96,9 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
 }
 
 /** The Admin API's router, with the checks that only the policy engine can make. */
-function adminApi({ config, store, sealer, policy, audit }: AppParts) {
+function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: AdminApiKeys) {
   return adminRouter(store, {
+    keys,
     sealer,
     maxBodyBytes: config.maxBodyBytes,
     audit,
@@ -114,6 +120,7 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts) {
 /** The probes: /livez (the process answers), /readyz and its older name /healthz (see health). */
 const READINESS_PATHS = new Set(['/healthz', '/readyz']);
 const LIVENESS_PATH = '/livez';
+const PROBE_PATHS = [...READINESS_PATHS, LIVENESS_PATH];
 
 /**
  * GET /livez: 200 while the process answers at all, whatever the store or OPA say, so that a

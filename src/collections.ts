@@ -6,6 +6,7 @@
  * prepared on first use instead.
  */
 import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
+import { ADMIN_API_KEYS_COLLECTION } from './admin/api-keys.js';
 import { AUDIT_LOG_COLLECTION } from './audit/index.js';
 import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
 import { DELEGATIONS_COLLECTION } from './delegation/index.js';
@@ -29,6 +30,7 @@ export function knownCollections(): CollectionSpec[] {
     UMA_RESOURCES_COLLECTION,
     PERMISSION_TICKETS_COLLECTION,
     DELEGATIONS_COLLECTION,
+    ADMIN_API_KEYS_COLLECTION,
   ];
 }
 

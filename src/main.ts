@@ -19,9 +19,12 @@ async function main(): Promise<void> {
   // Loaded only after the configuration is valid, so that a bad value is reported alone.
   const { startServer } = await import('./server.js');
   const running = await startServer(config, log);
+  const { listening } = running;
   log.info(
-    { issuer: config.issuer, store: config.storeUrl.split(':')[0], listening: running.url },
-    'Arbiter is listening',
+    { issuer: config.issuer, store: config.storeUrl.split(':')[0], listening },
+    listening.admin
+      ? `Arbiter is listening on ${listening.public}; the Admin API, the console and /metrics on ${listening.admin}`
+      : `Arbiter is listening on ${listening.public}, the Admin API, the console and /metrics included`,
   );
   if (config.adminApiKeyGenerated) {
     // Printed once, on purpose and whatever LOG_LEVEL says: a development start has no other way to learn it.

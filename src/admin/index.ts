@@ -3,3 +3,4 @@ export { adminOpenApi } from './openapi.js';
 export { adminGate } from './gate.js';
 export { isAdminPath, ADMIN_PREFIX } from '../http/admin-path.js';
 export { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
+export { AdminApiKeys } from './api-keys.js';

@@ -110,6 +110,7 @@ function entryFor(ctx: Context): AuditFields {
     method: ctx.method,
     requestSummary: {
       ...summarizeRequest(ctx),
+      ...(facts.adminKey ? { adminKey: facts.adminKey } : {}),
       status: ctx.status,
       ...(ctx.state.errorCode ? { error: ctx.state.errorCode } : {}),
       ...(facts.result ? { result: facts.result } : {}),

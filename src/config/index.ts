@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { Ajv } from 'ajv';
 import { projectPath } from './paths.js';
 
@@ -18,6 +19,12 @@ export interface TtlConfig {
 
 export interface Config {
   port: number;
+  /** The public listener's address (an IP literal); null listens on every interface, as Node does by default. */
+  bindAddress: string | null;
+  /** The admin listener's port (Admin API, console, /metrics), which then leave the public one; null: one listener. */
+  adminPort: number | null;
+  /** The admin listener's address: 127.0.0.1 unless set; null only without an admin port. */
+  adminBindAddress: string | null;
   issuer: string;
   storeUrl: string;
   /** External OPA; null means the server runs and manages a local OPA process. */
@@ -75,6 +82,9 @@ export interface Config {
 /** Environment variable → configuration key. Values are parsed as the schema's type says. */
 const ENVIRONMENT: Record<string, string> = {
   PORT: 'port',
+  BIND_ADDRESS: 'bindAddress',
+  ADMIN_PORT: 'adminPort',
+  ADMIN_BIND_ADDRESS: 'adminBindAddress',
   ISSUER: 'issuer',
   STORE_URL: 'storeUrl',
   OPA_URL: 'opaUrl',
@@ -123,6 +133,9 @@ const SCHEMA = {
   required: ['port', 'storeUrl', 'policyPollMinSeconds', 'policyPollMaxSeconds', 'ttl'],
   properties: {
     port: { type: 'integer', minimum: 0, maximum: 65535 },
+    bindAddress: { type: ['string', 'null'], minLength: 1 },
+    adminPort: { type: ['integer', 'null'], minimum: 0, maximum: 65535 },
+    adminBindAddress: { type: ['string', 'null'], minLength: 1 },
     issuer: { type: ['string', 'null'], pattern: '^https?://[^#?]+[^/#?]$' },
     storeUrl: { type: 'string', pattern: '^(sqlite:|mongodb(\\+srv)?://)' },
     opaUrl: { type: ['string', 'null'], pattern: '^https?://' },
@@ -213,6 +226,7 @@ export function loadConfig(
   if ((raw.httpHeadersTimeoutMs as number) > (raw.httpRequestTimeoutMs as number)) {
     throw new ConfigError('invalid configuration: HTTP_HEADERS_TIMEOUT_MS must be <= HTTP_REQUEST_TIMEOUT_MS');
   }
+  checkListeners(raw);
   if (!raw.adminApiKey && production) {
     throw new ConfigError('invalid configuration: SERVICE_ADMIN_API_KEY is required when NODE_ENV=production');
   }
@@ -228,6 +242,8 @@ export function loadConfig(
     policyBundleToken: (raw.policyBundleToken as string | null) ?? randomBytes(24).toString('base64url'),
     adminApiKey: (raw.adminApiKey as string | null) ?? randomBytes(24).toString('base64url'),
     adminApiKeyGenerated: !raw.adminApiKey,
+    adminBindAddress:
+      raw.adminPort === null ? null : ((raw.adminBindAddress as string | null) ?? DEFAULT_ADMIN_BIND_ADDRESS),
     production,
     outboundAllowInsecureLoopback: (raw.outboundAllowInsecureLoopback as boolean | null) ?? !production,
     // An external OPA may hold more than Arbiter's bundle; only the managed one is known to hold exactly it.
@@ -267,6 +283,28 @@ function overlay(raw: RawConfig, file: Record<string, unknown>): void {
       Object.assign(raw.ttl, value);
     else raw[key] = value;
   }
+}
+
+/** Without ADMIN_BIND_ADDRESS the admin listener is reachable from this host only. */
+const DEFAULT_ADMIN_BIND_ADDRESS = '127.0.0.1';
+
+/** Bind addresses are IP literals (a host name may resolve to several, or to another family); two listeners need two ports. */
+function checkListeners(raw: Record<string, unknown>): void {
+  for (const key of ['bindAddress', 'adminBindAddress']) {
+    const address = raw[key];
+    if (typeof address === 'string' && isIP(address) === 0)
+      throw new ConfigError(
+        `invalid configuration: ${variableFor(key)} must be an IP address, such as 0.0.0.0 or :: (every interface) or 127.0.0.1, not ${JSON.stringify(address)}`,
+      );
+  }
+  const adminPort = (raw.adminPort as number | null | undefined) ?? null;
+  raw.adminPort = adminPort;
+  if (adminPort === null && raw.adminBindAddress)
+    throw new ConfigError('invalid configuration: ADMIN_BIND_ADDRESS needs ADMIN_PORT (the admin listener it is for)');
+  if (adminPort !== null && adminPort !== 0 && adminPort === raw.port)
+    throw new ConfigError(
+      'invalid configuration: ADMIN_PORT must differ from PORT (the admin listener is a second one)',
+    );
 }
 
 function parseValue(variable: string, value: string, type: string | undefined): unknown {
