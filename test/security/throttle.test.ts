@@ -101,15 +101,15 @@ describe('Throttling of authentication failures, and the caller address', functi
         },
         body: 'token=not-a-token',
       });
-    for (let attempt = 0; attempt < 20; attempt++) expect((await revoke(null, '127.0.0.16')).status).to.equal(401);
+    for (let attempt = 0; attempt < 20; attempt++) expect((await revoke(null, '127.0.0.26')).status).to.equal(401);
     expect(
-      (await revoke('not-the-secret', '127.0.0.16')).status,
+      (await revoke('not-the-secret', '127.0.0.26')).status,
       'no credential, no guess: the address is not over its limit',
     ).to.equal(401);
     for (let attempt = 0; attempt < LIMIT; attempt++)
-      expect((await revoke('not-the-secret', '127.0.0.17')).status).to.equal(401);
-    expect((await revoke(secret, '127.0.0.17')).status, 'the right secret is not verified: no oracle').to.equal(429);
-    expect((await revoke(secret, '127.0.0.18')).status, 'another caller').to.equal(200);
+      expect((await revoke('not-the-secret', '127.0.0.27')).status).to.equal(401);
+    expect((await revoke(secret, '127.0.0.27')).status, 'the right secret is not verified: no oracle').to.equal(429);
+    expect((await revoke(secret, '127.0.0.28')).status, 'another caller').to.equal(200);
   });
 
   it('counts no request without a credential, nor a CORS preflight: the valid Admin key from that address still works', async function () {
