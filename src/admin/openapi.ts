@@ -220,6 +220,16 @@ const OPERATIONS: AdminOperation[] = [
     },
     errors: ['BadRequest'],
   },
+  revokeTokensOperation('clients', 'clientId', {
+    operationId: 'revokeClientTokens',
+    summary:
+      "Revoke every grant, authorization code and token of the client, whoever the user (the client stays as it is); disabling or deleting a client does the same",
+  }),
+  revokeTokensOperation('subjects', 'id', {
+    operationId: 'revokeSubjectTokens',
+    summary:
+      "Revoke every grant, authorization code, token and session of the subject, at every client (the subject stays as it is); deleting the subject, or its identity provider, does the same",
+  }),
   {
     method: 'get',
     path: '/openapi.json',
@@ -234,6 +244,37 @@ const OPERATIONS: AdminOperation[] = [
     },
   },
 ];
+
+/** POST /{clients|subjects}/{key}/revoke-tokens (src/admin/token-revocation.ts). */
+function revokeTokensOperation(
+  tag: 'clients' | 'subjects',
+  key: 'clientId' | 'id',
+  text: Pick<AdminOperation, 'operationId' | 'summary'>,
+): AdminOperation {
+  return {
+    method: 'post',
+    path: `/${tag}/{${key}}/revoke-tokens`,
+    tag,
+    ...text,
+    parameters: [
+      {
+        name: key,
+        in: 'path',
+        required: true,
+        description: `the record's ${key}`,
+        schema: key === 'id' ? { type: 'integer', minimum: 1 } : { type: 'string', minLength: 1 },
+      },
+      ...TENANT_PARAMETERS,
+    ],
+    success: {
+      200: {
+        description: 'revoked: introspection answers active false, refresh invalid_grant, UserInfo 401, on every node',
+        schema: schemaRef('Revoked'),
+      },
+    },
+    errors: ['BadRequest', 'NotFound'],
+  };
+}
 
 /** A koa handler that answers with the document, built once. */
 export function openApiRoute(options: OpenApiOptions): Middleware {
@@ -291,6 +332,7 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         AuditEntry: AUDIT_ENTRY_SCHEMA,
         AuditPage: AUDIT_PAGE_SCHEMA,
         Valid: VALID_SCHEMA,
+        Revoked: REVOKED_SCHEMA,
         ...DECISION_SCHEMAS,
       },
       responses: {
@@ -555,6 +597,15 @@ function errorResponse(description: string, code: string): Record<string, unknow
 
 /** The answer of a `/validate` that finds nothing wrong. */
 const VALID_SCHEMA = object({ valid: { const: true } });
+
+/** The answer of a revoke-tokens operation. */
+const REVOKED_SCHEMA = object({
+  revoked: {
+    type: 'integer',
+    minimum: 0,
+    description: 'how many grants, codes, tokens and sessions were deleted from the store',
+  },
+});
 
 /** The body of every error answer (src/http/errors.ts). */
 const ERROR_SCHEMA = {

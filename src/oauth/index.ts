@@ -15,3 +15,9 @@ export {
   type TokenCallers,
 } from './shared/callers.js';
 export { inputParties } from './shared/parties.js';
+export {
+  isClientLive,
+  revokeClientArtefacts,
+  revokeIdentityProviderArtefacts,
+  revokeSubjectArtefacts,
+} from './shared/owned-artefacts.js';
