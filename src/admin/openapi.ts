@@ -223,12 +223,12 @@ const OPERATIONS: AdminOperation[] = [
   revokeTokensOperation('clients', 'clientId', {
     operationId: 'revokeClientTokens',
     summary:
-      "Revoke every grant, authorization code and token of the client, whoever the user (the client stays as it is); disabling or deleting a client does the same",
+      'Revoke every grant, authorization code and token of the client, whoever the user (the client stays as it is); disabling or deleting a client does the same',
   }),
   revokeTokensOperation('subjects', 'id', {
     operationId: 'revokeSubjectTokens',
     summary:
-      "Revoke every grant, authorization code, token and session of the subject, at every client (the subject stays as it is); deleting the subject, or its identity provider, does the same",
+      'Revoke every grant, authorization code, token and session of the subject, at every client (the subject stays as it is); deleting the subject, or its identity provider, does the same',
   }),
   {
     method: 'get',

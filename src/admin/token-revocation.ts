@@ -3,11 +3,7 @@ import type { Context } from 'koa';
 import type { AuditFacts } from '../audit/index.js';
 import { clientRecords, subjectRecords } from '../catalog/index.js';
 import { notFound } from '../http/errors.js';
-import {
-  revokeClientArtefacts,
-  revokeIdentityProviderArtefacts,
-  revokeSubjectArtefacts,
-} from '../oauth/index.js';
+import { revokeClientArtefacts, revokeIdentityProviderArtefacts, revokeSubjectArtefacts } from '../oauth/index.js';
 import type { Store } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
 import type { AdminRecord } from './records.js';
@@ -57,11 +53,7 @@ export async function revokeAfterChange(
  * code and token of the client (for every user), or of the subject (at every client, its
  * sessions too), deleted; the record stays as it is. 200 `{"revoked": n}`, 404 for no record.
  */
-export function tokenRevocationRoutes(
-  router: Router,
-  store: Store,
-  tenantOf: (ctx: Context) => string | null,
-): void {
+export function tokenRevocationRoutes(router: Router, store: Store, tenantOf: (ctx: Context) => string | null): void {
   router.post('/clients/:key/revoke-tokens', async (ctx) => {
     const tenantId = tenantOf(ctx);
     const client = await clientRecords<AdminRecord>(store, storeTenant(tenantId)).findOne({ clientId: ctx.params.key });
