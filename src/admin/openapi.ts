@@ -86,8 +86,8 @@ const EXAMPLES: Record<string, Record<string, unknown>> = {
   clients: {
     clientId: 'documents-app',
     clientType: 'confidential',
-    // The BCrypt hash of "example-secret": the Admin API stores hashes it is given, it never hashes.
-    clientSecret: '$2b$10$nDjQK53e.LgbjSR29kN9Qu91dzj6g1I/adM/0HDnBVAMq2BVqyYI2',
+    // In clear: the Admin API stores only its BCrypt hash (a hash made elsewhere is taken as it is).
+    clientSecret: 'example-secret',
     redirectUris: ['https://app.example.com/callback'],
     scopes: ['read'],
   },
@@ -512,7 +512,18 @@ function collectionSchemas(upserts: OpenApiOptions['upserts']): Record<string, S
  */
 function recordSchema(definition: CollectionDefinition): Schema {
   const secrets = definition.secretFields ?? [];
-  const given = Object.entries(propertiesOf(definition)).filter(([field]) => !secrets.includes(field));
+  const hashed = definition.hashedSecret;
+  const given = Object.entries(propertiesOf(definition)).filter(
+    ([field]) => !secrets.includes(field) && field !== hashed?.generate,
+  );
+  const shownOnce: Record<string, Schema> = hashed
+    ? {
+        [hashed.shownAs]: {
+          type: 'string',
+          description: `only in the answer of a create or replace with ${hashed.generate}: the generated secret, shown this once (only its hash is stored)`,
+        },
+      }
+    : {};
   const filled = Object.entries(definition.defaults ?? {}).filter(([field]) => !(field in propertiesOf(definition)));
   const decorations = DECORATIONS[definition.path] ?? {};
   const properties = {
@@ -520,6 +531,7 @@ function recordSchema(definition: CollectionDefinition): Schema {
     ...Object.fromEntries(given),
     ...Object.fromEntries(filled.map(([field, value]) => [field, schemaOfValue(value)])),
     ...decorations,
+    ...shownOnce,
     createdAt: dateTime,
     updatedAt: dateTime,
     ...Object.fromEntries(secrets.map((field) => [field, false])),

@@ -21,3 +21,5 @@ export {
   revokeIdentityProviderArtefacts,
   revokeSubjectArtefacts,
 } from './shared/owned-artefacts.js';
+export { hashClientSecret } from './clients/secrets.js';
+export { generateClientSecret } from './register/record.js';
