@@ -94,7 +94,6 @@ const EXAMPLES: Record<string, Record<string, unknown>> = {
   'initial-access-tokens': { name: 'partner onboarding', uses: 5 },
   subjects: { subjectId: 'alice', identityProviderId: 1, name: 'Alice', email: 'alice@example.com' },
   'policy-rules': {
-    version: null,
     kind: 'rego',
     path: 'arbiter/example.rego',
     content: 'package arbiter.example\n\nimport rego.v1\n\ndecision := {"allow": true}\n',

@@ -235,8 +235,9 @@ export const COLLECTIONS: CollectionDefinition[] = [
     store: 'policy_rules',
     pathKey: 'id',
     uniqueFields: ['path'],
-    defaults: { enabled: true, digest: null },
-    schema: object(['version', 'kind', 'path', 'content'], {
+    // A rule without a version is a live one (null); a versioned rule is kept out of the bundle.
+    defaults: { enabled: true, digest: null, version: null },
+    schema: object(['kind', 'path', 'content'], {
       version: { type: ['string', 'null'], maxLength: 128 },
       kind: { enum: ['rego', 'cedar'] },
       path: { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_./-]{0,255}$', not: { pattern: '(^|/)\\.\\.?(/|$)' } },
