@@ -34,5 +34,8 @@ target := lib.target_type(input.request, lib.resource_types)
 
 allowed := lib.client_allowed_scopes(input.client, target, lib.resource_types)
 
-# Nothing requested, nothing granted: OpenID Connect needs openid to be asked for.
-granted := lib.scopes_granted(requested, lib.oidc_scopes | allowed, set())
+# Nothing requested, nothing granted: OpenID Connect needs openid to be asked for. Scopes policy
+# data withholds from the client (oauth.clients) are never granted.
+granted := lib.scopes_granted(requested, (lib.oidc_scopes | allowed) - withheld, set())
+
+withheld := lib.withheld_scopes(input.client, lib.clients)

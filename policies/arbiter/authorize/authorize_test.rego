@@ -37,3 +37,10 @@ test_unknown_client_is_refused if {
 	d := authorize.decision with input as authz(null, {"scopes": ["openid"]})
 	d.error == "unauthorized_client"
 }
+
+test_withheld_scopes_are_not_granted_to_that_client if {
+	clients := {"spa": {"withheld_scopes": ["invoices.write", "profile"]}}
+	asked := authz(f.public_client, {"scopes": ["openid", "profile", "invoices.write", "invoices.read"]})
+	d := authorize.decision with input as asked with data.oauth.clients as clients
+	d.scopes == ["invoices.read", "openid"]
+}

@@ -65,3 +65,10 @@ test_trusted_issuer_for_a_use if {
 	not lib.trusted_issuer("https://idp.example", "software_statement", issuers)
 	lib.trusted_issuer("https://any.example", "software_statement", issuers)
 }
+
+test_withheld_scopes_are_the_clients_own if {
+	clients := {"billing-service": {"withheld_scopes": ["invoices.write"]}, "other": {"withheld_scopes": ["x"]}}
+	lib.withheld_scopes(f.confidential_client, clients) == {"invoices.write"}
+	lib.withheld_scopes(f.public_client, clients) == set()
+	lib.withheld_scopes(null, clients) == set()
+}

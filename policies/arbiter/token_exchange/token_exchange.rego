@@ -26,8 +26,8 @@ decision := lib.deny("unauthorized_client", "token exchange requires a confident
 } else := lib.details_denial(unknown_details) if {
 	count(unknown_details) > 0
 } else := lib.no_scope_denial if {
-	lib.nothing_grantable(requested, granted, input.request.authorization_details)
-} else := lib.allow_with(granted, input.request, lib.resource_types) if {
+	lib.nothing_grantable(requested, kept, input.request.authorization_details)
+} else := lib.allow_with(kept, input.request, lib.resource_types) if {
 	input.subject_token.token_type in {access_token_type, id_token_type}
 }
 
@@ -90,6 +90,9 @@ granted := lib.within_ceiling(passed_on, target, lib.resource_types) if {
 } else := lib.scopes_granted(requested, allowed, allowed)
 
 allowed := lib.client_allowed_scopes(input.client, target, lib.resource_types)
+
+# What policy data withholds from the client (oauth.clients) is not passed on either.
+kept := granted - lib.withheld_scopes(input.client, lib.clients)
 
 # RFC 8693 §4.4: a subject token's may_act names who may act for its subject (by sub or client_id).
 actor_identities := {identity |

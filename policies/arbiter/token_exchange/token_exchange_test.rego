@@ -171,3 +171,10 @@ test_an_actor_token_of_another_client_is_refused if {
 	not d.allow
 	contains(d.error_description, "actor token was issued to another client")
 }
+
+test_withheld_scopes_are_not_passed_on if {
+	clients := {"billing-service": {"withheld_scopes": ["openid"]}}
+	asked := exchange(f.confidential_client, access_token, {})
+	d := token_exchange.decision with input as asked with data.oauth.clients as clients
+	d.scopes == ["invoices.read"]
+}
