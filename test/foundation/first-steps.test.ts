@@ -4,6 +4,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { projectPath } from '../../src/config/index.js';
+import { POLICY_EXAMPLES } from '../../src/policy/contract/examples.js';
+import { clientCredentials, confidentialClient, policyInForce } from '../support/oauth.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 
 const run = promisify(execFile);
@@ -53,6 +55,44 @@ describe('The README quick start', function () {
         ).to.equal(true);
       });
     }
+  });
+});
+
+describe("docs/policy.md's worked example through the Admin API", function () {
+  let server: TestServer;
+
+  before(async function () {
+    // Its own server: the example changes the shared policy data.
+    server = await readyServer();
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  it('narrows a scope for one client with one policy data write, and the other clients keep it', async function () {
+    const example = POLICY_EXAMPLES.find((candidate) => candidate.name === 'narrow-scope')!;
+    const secrets: Record<string, string> = {};
+    for (const clientId of ['billing-service', 'reports-service'])
+      secrets[clientId] = await confidentialClient(server, clientId, { scopes: ['invoices.read', 'invoices.write'] });
+    const scopesOf = async (clientId: string) =>
+      (await clientCredentials(server, clientId, secrets[clientId], { scope: 'invoices.read invoices.write' })).body
+        .scope;
+    expect(await scopesOf('billing-service')).to.equal('invoices.read invoices.write');
+
+    for (const [dataKey, payload] of Object.entries(example.data!)) {
+      const written = await server.admin('PUT', `/policy-data/by-key?dataKey=${dataKey}`, {
+        payload: JSON.stringify(payload),
+      });
+      expect(written.status, JSON.stringify(written.body)).to.equal(201);
+    }
+    await policyInForce(server);
+    expect(await scopesOf('billing-service')).to.equal('invoices.read');
+    expect(await scopesOf('reports-service')).to.equal('invoices.read invoices.write');
+    const writeOnly = await clientCredentials(server, 'billing-service', secrets['billing-service'], {
+      scope: 'invoices.write',
+    });
+    expect(writeOnly.status).to.equal(400);
+    expect(writeOnly.body.error).to.equal('invalid_scope');
   });
 });
 
