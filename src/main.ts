@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config/index.js';
+import { ConfigError, configWarnings, loadConfig } from './config/index.js';
 import { createLogger } from './log/index.js';
 
 async function main(): Promise<void> {
@@ -13,6 +13,7 @@ async function main(): Promise<void> {
     throw error;
   }
   const log = createLogger(config.logLevel);
+  for (const warning of configWarnings(config)) log.warn(warning);
   // Loaded only after the configuration is valid, so that a bad value is reported alone.
   const { startServer } = await import('./server.js');
   const running = await startServer(config, log);

@@ -12,6 +12,7 @@ import { REGISTER_PATH, registrationMiddleware } from './register/index.js';
 import { advertisedFeatures, DISCOVERY_PATH, UMA_CONFIGURATION_PATH } from './routes.js';
 import { shallowJsonQuery } from './shared/form-body.js';
 import { noStore } from './shared/no-store.js';
+import { tenantHintOnInvalidClient } from './shared/tenant-hint.js';
 import type { ArbiterMiddleware } from './state.js';
 import { TOKEN_PATH, tokenMiddleware } from './token/index.js';
 import { USERINFO_PATH, userinfoMiddleware } from './userinfo/index.js';
@@ -94,6 +95,7 @@ function routeTable(table: EdgeRoute[], provider: ArbiterMiddleware): ArbiterMid
   const run = (route: Pick<EdgeRoute, 'uncached' | 'middleware'>) =>
     compose([
       ...(route.uncached ? [noStore] : []),
+      tenantHintOnInvalidClient,
       shallowJsonQuery,
       ...route.middleware,
       provider,
