@@ -203,6 +203,27 @@ describe('Tokens die with their client and their user', function () {
       expect(audit.body.content[0]).to.include({ subjectId: login, outcome: 'allow' });
     });
 
+    it('die when their subject is renamed (a new subjectId is another user)', async function () {
+      const login = unique('gil');
+      const tokens = await signIn(spa, login);
+      const subject = await subjectNamed(login);
+      const record = (await server.admin('GET', `/subjects/${subject.id}`)).body;
+      const renamed = await server.admin(
+        'PUT',
+        `/subjects/${subject.id}`,
+        subjectBody(record, { subjectId: `${login}-renamed` }),
+      );
+      expect(renamed.status, JSON.stringify(renamed.body)).to.equal(200);
+      await expectDead(tokens, spa);
+      const unchanged = await signIn(spa, unique('hal'));
+      const other = await subjectNamed((await introspected(unchanged.access)).sub);
+      const kept = (await server.admin('GET', `/subjects/${other.id}`)).body;
+      expect((await server.admin('PUT', `/subjects/${other.id}`, subjectBody(kept, { name: 'Hal' }))).status).to.equal(
+        200,
+      );
+      await expectAlive(unchanged);
+    });
+
     it('die with the identity provider that signed their user in', async function () {
       const idp: RegisteredDevIdp = await startRegisteredDevIdp(server, { idpId: unique('idp') });
       try {
@@ -236,6 +257,10 @@ describe('Tokens die with their client and their user', function () {
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body.refresh_token).to.be.a('string');
       return { access: body.access_token, refresh: body.refresh_token };
+    }
+
+    async function introspected(token: string): Promise<{ sub: string }> {
+      return (await postForm(server, '/introspect', { token }, { Authorization: basic(RS, rsSecret) })).body;
     }
 
     async function subjectNamed(login: string): Promise<{ id: number }> {
@@ -356,6 +381,15 @@ describe('Tokens die with their client and their user', function () {
     });
   });
 });
+
+/** A subject as a replace body: the fields of the Admin API's schema (a signed-in subject has more, e.g. emailVerified). */
+function subjectBody(record: Record<string, unknown>, changes: Record<string, unknown>): Record<string, unknown> {
+  const fields = ['subjectId', 'identityProviderId', 'name', 'email', 'preferredUsername'];
+  return {
+    ...Object.fromEntries(fields.filter((field) => field in record).map((field) => [field, record[field]])),
+    ...changes,
+  };
+}
 
 /** A record as the Admin API answered it, as a replace body: without the fields the server sets. */
 function withoutServerFields(
