@@ -88,15 +88,14 @@ const EXAMPLES: Record<string, Record<string, unknown>> = {
   clients: {
     clientId: 'documents-app',
     clientType: 'confidential',
-    // The BCrypt hash of "example-secret": the Admin API stores hashes it is given, it never hashes.
-    clientSecret: '$2b$10$nDjQK53e.LgbjSR29kN9Qu91dzj6g1I/adM/0HDnBVAMq2BVqyYI2',
+    // In clear: the Admin API stores only its BCrypt hash (a hash made elsewhere is taken as it is).
+    clientSecret: 'example-secret',
     redirectUris: ['https://app.example.com/callback'],
     scopes: ['read'],
   },
   'initial-access-tokens': { name: 'partner onboarding', uses: 5 },
   subjects: { subjectId: 'alice', identityProviderId: 1, name: 'Alice', email: 'alice@example.com' },
   'policy-rules': {
-    version: null,
     kind: 'rego',
     path: 'arbiter/example.rego',
     content: 'package arbiter.example\n\nimport rego.v1\n\ndecision := {"allow": true}\n',
@@ -322,6 +321,16 @@ const OPERATIONS: AdminOperation[] = [
     },
     errors: ['BadRequest'],
   },
+  revokeTokensOperation('clients', 'clientId', {
+    operationId: 'revokeClientTokens',
+    summary:
+      'Revoke every grant, authorization code and token of the client, whoever the user (the client stays as it is); disabling or deleting a client does the same',
+  }),
+  revokeTokensOperation('subjects', 'id', {
+    operationId: 'revokeSubjectTokens',
+    summary:
+      'Revoke every grant, authorization code, token and session of the subject, at every client (the subject stays as it is); deleting the subject, or its identity provider, does the same',
+  }),
   {
     method: 'get',
     path: '/openapi.json',
@@ -336,6 +345,37 @@ const OPERATIONS: AdminOperation[] = [
     },
   },
 ];
+
+/** POST /{clients|subjects}/{key}/revoke-tokens (src/admin/token-revocation.ts). */
+function revokeTokensOperation(
+  tag: 'clients' | 'subjects',
+  key: 'clientId' | 'id',
+  text: Pick<AdminOperation, 'operationId' | 'summary'>,
+): AdminOperation {
+  return {
+    method: 'post',
+    path: `/${tag}/{${key}}/revoke-tokens`,
+    tag,
+    ...text,
+    parameters: [
+      {
+        name: key,
+        in: 'path',
+        required: true,
+        description: `the record's ${key}`,
+        schema: key === 'id' ? { type: 'integer', minimum: 1 } : { type: 'string', minLength: 1 },
+      },
+      ...TENANT_PARAMETERS,
+    ],
+    success: {
+      200: {
+        description: 'revoked: introspection answers active false, refresh invalid_grant, UserInfo 401, on every node',
+        schema: schemaRef('Revoked'),
+      },
+    },
+    errors: ['BadRequest', 'NotFound'],
+  };
+}
 
 /** A koa handler that answers with the document, built once. */
 export function openApiRoute(options: OpenApiOptions): Middleware {
@@ -403,6 +443,7 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         AuditEntry: AUDIT_ENTRY_SCHEMA,
         AuditPage: AUDIT_PAGE_SCHEMA,
         Valid: VALID_SCHEMA,
+        Revoked: REVOKED_SCHEMA,
         ...DECISION_SCHEMAS,
         ...API_KEY_SCHEMAS,
       },
@@ -593,7 +634,18 @@ function collectionSchemas(upserts: OpenApiOptions['upserts']): Record<string, S
  */
 function recordSchema(definition: CollectionDefinition): Schema {
   const secrets = definition.secretFields ?? [];
-  const given = Object.entries(propertiesOf(definition)).filter(([field]) => !secrets.includes(field));
+  const hashed = definition.hashedSecret;
+  const given = Object.entries(propertiesOf(definition)).filter(
+    ([field]) => !secrets.includes(field) && field !== hashed?.generate,
+  );
+  const shownOnce: Record<string, Schema> = hashed
+    ? {
+        [hashed.shownAs]: {
+          type: 'string',
+          description: `only in the answer of a create or replace with ${hashed.generate}: the generated secret, shown this once (only its hash is stored)`,
+        },
+      }
+    : {};
   const filled = Object.entries(definition.defaults ?? {}).filter(([field]) => !(field in propertiesOf(definition)));
   const decorations = DECORATIONS[definition.path] ?? {};
   const properties = {
@@ -601,6 +653,7 @@ function recordSchema(definition: CollectionDefinition): Schema {
     ...Object.fromEntries(given),
     ...Object.fromEntries(filled.map(([field, value]) => [field, schemaOfValue(value)])),
     ...decorations,
+    ...shownOnce,
     createdAt: dateTime,
     updatedAt: dateTime,
     ...Object.fromEntries(secrets.map((field) => [field, false])),
@@ -681,6 +734,15 @@ function errorResponse(description: string, code: string): Record<string, unknow
 
 /** The answer of a `/validate` that finds nothing wrong. */
 const VALID_SCHEMA = object({ valid: { const: true } });
+
+/** The answer of a revoke-tokens operation. */
+const REVOKED_SCHEMA = object({
+  revoked: {
+    type: 'integer',
+    minimum: 0,
+    description: 'how many grants, codes, tokens and sessions were deleted from the store',
+  },
+});
 
 /** The body of every error answer (src/http/errors.ts). */
 const ERROR_SCHEMA = {

@@ -8,7 +8,8 @@ import {
   type TenantCollection,
 } from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
-import { assertValid } from '../http/validation.js';
+import { assertValid, isBcryptHash } from '../http/validation.js';
+import { generateClientSecret, hashClientSecret } from '../oauth/index.js';
 import { registerTenant, storeTenant } from '../tenancy/index.js';
 import { definitionOfStore, storeSpecOf, type CollectionDefinition } from '../catalog/index.js';
 
@@ -68,6 +69,7 @@ export class AdminRecords {
 
   async create(tenantId: string | null, body: unknown): Promise<AdminRecord> {
     const fields = await this.validate(tenantId, body);
+    const generated = await this.hashSecret(fields);
     const now = new Date().toISOString();
     const id = await this.store.nextSequence(this.definition.store);
     await registerTenant(this.store, tenantId);
@@ -75,7 +77,34 @@ export class AdminRecords {
     const created = await this.write(() =>
       this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }),
     );
-    return issued ? { ...created, ...issued } : created;
+    return { ...created, ...issued, ...generated };
+  }
+
+  /**
+   * The collection's hashed secret (a client's): a clear one replaced by its BCrypt hash, a hash
+   * kept as given, or one generated when the body asks, which is returned to be shown this once.
+   */
+  private async hashSecret(fields: Record<string, unknown>): Promise<Record<string, string> | null> {
+    const secret = this.definition.hashedSecret;
+    if (!secret) return null;
+    const generate = fields[secret.generate] === true;
+    delete fields[secret.generate];
+    const value = generate ? generateClientSecret() : fields[secret.field];
+    if (typeof value !== 'string' || (!generate && isBcryptHash(value))) return null;
+    fields[secret.field] = await hashClientSecret(value);
+    return generate ? { [secret.shownAs]: value } : null;
+  }
+
+  /** A secret given and asked to be generated at once, or generated for a record that cannot have one: 400. */
+  private assertSecretRequest(fields: Record<string, unknown>): void {
+    const secret = this.definition.hashedSecret;
+    if (!secret || fields[secret.generate] !== true) return;
+    if (fields[secret.field] !== undefined)
+      throw badRequest(`give ${secret.field} or ${secret.generate}, not both`, { field: secret.generate });
+    for (const [field, value] of Object.entries(secret.generatedOnlyWith)) {
+      if (fields[field] !== value)
+        throw badRequest(`${secret.generate} needs ${field} ${JSON.stringify(value)}`, { field: secret.generate });
+    }
   }
 
   /**
@@ -110,6 +139,7 @@ export class AdminRecords {
 
   async replace(tenantId: string | null, existing: AdminRecord, body: unknown): Promise<AdminRecord> {
     const fields = await this.validate(tenantId, body, existing);
+    const generated = await this.hashSecret(fields);
     // An issued token and its use count survive a replace: only an operator's fields change.
     const kept = this.definition.issuedToken
       ? {
@@ -126,7 +156,7 @@ export class AdminRecords {
       createdAt: existing.createdAt,
       updatedAt: new Date().toISOString(),
     };
-    return this.write(() => this.collection(tenantId).upsert(next));
+    return { ...(await this.write(() => this.collection(tenantId).upsert(next))), ...generated };
   }
 
   /**
@@ -161,6 +191,7 @@ export class AdminRecords {
     if (bodyTenant !== undefined && (bodyTenant ?? null) !== tenantId)
       throw badRequest('tenantId does not match the tenant of the request', { field: 'tenantId' });
     const withDefaults: Record<string, unknown> = { ...this.definition.defaults, ...fields };
+    this.assertSecretRequest(withDefaults);
     this.fillGeneratedKey(withDefaults, existing);
     await this.assertReferences(tenantId, withDefaults);
     const problem = await this.check(withDefaults, { tenantId, existing });

@@ -12,6 +12,7 @@ import { openApiRoute } from './openapi.js';
 import { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
 import { listPage, nextPageQuery } from './paging.js';
 import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
+import { revokeAfterChange, tokenRevocationRoutes } from './token-revocation.js';
 
 export interface AdminOptions {
   /** The bootstrap key and the named keys (GET/POST /api-keys…). */
@@ -50,12 +51,18 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
   });
   for (const definition of COLLECTIONS) {
     const records = new AdminRecords(store, definition, options.sealer, options.checks?.[definition.path]);
-    collectionRoutes(router, records, options);
+    collectionRoutes(router, records, options, store);
   }
+  tokenRevocationRoutes(router, store, (ctx) => tenantOf(ctx));
   return router;
 }
 
-function collectionRoutes(router: Router, records: AdminRecords, options: AdminOptions): void {
+function collectionRoutes(
+  router: Router,
+  records: AdminRecords,
+  options: AdminOptions,
+  store: import('../store/index.js').Store,
+): void {
   const { path } = records.definition;
   const show = (record: AdminRecord) => ({ ...records.present(record), ...options.decorate?.[path]?.(record) });
   const body = (ctx: Context) => readJsonBody(ctx, options.maxBodyBytes).then((parsed) => (ctx.state.body = parsed));
@@ -106,11 +113,16 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
     const parsed = await body(ctx);
     const tenantId = tenantOf(ctx, parsed);
     const existing = await records.get(tenantId, ctx.params.key);
-    ctx.body = show(await records.replace(tenantId, existing, parsed));
+    const replaced = await records.replace(tenantId, existing, parsed);
+    await revokeAfterChange(store, path, tenantId, existing, replaced);
+    ctx.body = show(replaced);
   });
   router.delete(`/${path}/:key`, async (ctx) => {
     const tenantId = tenantOf(ctx);
-    await records.remove(tenantId, await records.get(tenantId, ctx.params.key));
+    const existing = await records.get(tenantId, ctx.params.key);
+    await records.remove(tenantId, existing);
+    // After the record is gone, so that nothing can be issued for it once its tokens are swept.
+    await revokeAfterChange(store, path, tenantId, existing, null);
     ctx.status = 204;
   });
 }

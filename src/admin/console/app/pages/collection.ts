@@ -214,7 +214,7 @@ function summaryColumns(definition: CollectionDefinition): string[] {
 }
 
 function isScalar(property: { type?: unknown; enum?: unknown; format?: unknown }): boolean {
-  if (property.format === 'bcrypt') return false;
+  if (property.format === 'client-secret') return false;
   if (property.enum) return true;
   const types = Array.isArray(property.type) ? property.type : [property.type];
   return types.some((type) => type === 'string' || type === 'integer' || type === 'boolean');
