@@ -42,6 +42,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(`Arbiter failed to start: ${error instanceof Error ? error.message : String(error)}`);
+  // One line on stderr, whatever LOG_LEVEL says: the console may be routed into the log by now.
+  process.stderr.write(`Arbiter failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);
 });
