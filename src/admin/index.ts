@@ -3,3 +3,4 @@ export { adminOpenApi } from './openapi.js';
 export { adminGate } from './gate.js';
 export { isAdminPath, ADMIN_PREFIX } from '../http/admin-path.js';
 export type { AdminRecord, RecordCheck } from './records.js';
+export { POLICY_HISTORY_COLLECTION } from './history.js';

@@ -11,6 +11,7 @@ import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
 import { registerTenant, storeTenant } from '../tenancy/index.js';
 import { definitionOfStore, storeSpecOf, type CollectionDefinition } from '../catalog/index.js';
+import type { RecordHistory } from './history.js';
 
 export type AdminRecord = StoredDoc & { id: number; tenantId: string | null; createdAt: string; updatedAt: string };
 
@@ -23,6 +24,15 @@ export type RecordCheck = (
   record: Record<string, unknown>,
   context: { tenantId: string | null; existing?: AdminRecord },
 ) => Promise<string | null>;
+
+/** Checks that a record may be deleted (a policy rule the bundle cannot do without); returns an error message or null. */
+export type RemovalCheck = (existing: AdminRecord, context: { tenantId: string | null }) => Promise<string | null>;
+
+/** What a collection does beyond the generic rules: its delete check, the history it keeps. */
+export interface RecordExtras {
+  checkRemoval?: RemovalCheck;
+  history?: RecordHistory;
+}
 
 /** The field whose value a collection's check judges: a rule's source, a data entry's JSON. */
 const CHECKED_FIELD: Record<string, string> = { 'policy-rules': 'content', 'policy-data': 'payload' };
@@ -37,7 +47,13 @@ export class AdminRecords {
     readonly definition: CollectionDefinition,
     private readonly sealer: Sealer,
     private readonly check: RecordCheck = async () => null,
+    private readonly extras: RecordExtras = {},
   ) {}
+
+  /** The versions this collection keeps of its records (policy rules and data), if it keeps any. */
+  get history(): RecordHistory | undefined {
+    return this.extras.history;
+  }
 
   collection(tenantId: string | null): TenantCollection<AdminRecord> {
     return this.store.collection<AdminRecord>(storeSpecOf(this.definition), storeTenant(tenantId));
@@ -75,7 +91,22 @@ export class AdminRecords {
     const created = await this.write(() =>
       this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }),
     );
+    await this.extras.history?.recorded(tenantId, 'create', null, created);
     return issued ? { ...created, ...issued } : created;
+  }
+
+  /**
+   * Brings a deleted record back under its own id, as `body` (a version of its history) has it,
+   * with every check of a create; `rolledBackTo` is the version's number.
+   */
+  async restore(tenantId: string | null, id: number, body: unknown, rolledBackTo: number): Promise<AdminRecord> {
+    const fields = await this.validate(tenantId, body);
+    const now = new Date().toISOString();
+    const restored = await this.write(() =>
+      this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }),
+    );
+    await this.extras.history?.recorded(tenantId, 'rollback', null, restored, rolledBackTo);
+    return restored;
   }
 
   /**
@@ -108,7 +139,13 @@ export class AdminRecords {
     return { [issued.shownAs]: value };
   }
 
-  async replace(tenantId: string | null, existing: AdminRecord, body: unknown): Promise<AdminRecord> {
+  /** Replaces the record; `rolledBackTo` says that `body` is that version of its history (a rollback). */
+  async replace(
+    tenantId: string | null,
+    existing: AdminRecord,
+    body: unknown,
+    rolledBackTo?: number,
+  ): Promise<AdminRecord> {
     const fields = await this.validate(tenantId, body, existing);
     // An issued token and its use count survive a replace: only an operator's fields change.
     const kept = this.definition.issuedToken
@@ -126,7 +163,15 @@ export class AdminRecords {
       createdAt: existing.createdAt,
       updatedAt: new Date().toISOString(),
     };
-    return this.write(() => this.collection(tenantId).upsert(next));
+    const replaced = await this.write(() => this.collection(tenantId).upsert(next));
+    await this.extras.history?.recorded(
+      tenantId,
+      rolledBackTo === undefined ? 'replace' : 'rollback',
+      existing,
+      replaced,
+      rolledBackTo,
+    );
+    return replaced;
   }
 
   /**
@@ -141,7 +186,10 @@ export class AdminRecords {
   }
 
   async remove(tenantId: string | null, existing: AdminRecord): Promise<void> {
+    const problem = await this.extras.checkRemoval?.(existing, { tenantId });
+    if (problem) throw badRequest(problem);
     await this.collection(tenantId).delete(existing.id);
+    await this.extras.history?.recorded(tenantId, 'delete', existing, null);
   }
 
   /** The record as the API shows it: secrets removed, and the store's own expiry (a CIMD client's) too. */

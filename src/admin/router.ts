@@ -9,7 +9,9 @@ import { decisionRoutes, type DecisionRouteOptions } from './decisions.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
 import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
 import { openApiRoute } from './openapi.js';
-import { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
+import { AdminRecords, type AdminRecord, type RecordCheck, type RemovalCheck } from './records.js';
+import { RecordHistory } from './history.js';
+import { historyRoutes } from './history-routes.js';
 
 export interface AdminOptions {
   /** Seals the collections' `sealedFields` before they are stored. */
@@ -22,9 +24,16 @@ export interface AdminOptions {
   issuer: string;
   /** Extra checks per collection path (e.g. policy-rules → the engine's parse check). */
   checks?: Record<string, RecordCheck>;
+  /** Checks of a delete per collection path (e.g. policy-rules → the bundle without the rule). */
+  removalChecks?: Record<string, RemovalCheck>;
+  /** Versions kept per record of the collections with a history (POLICY_HISTORY_VERSIONS; default 50). */
+  historyVersions?: number;
   /** Extra response fields per collection path (e.g. policy-data → inBundle). */
   decorate?: Record<string, (record: AdminRecord) => Record<string, unknown>>;
 }
+
+/** The collections whose records keep their versions (list, diff, roll back: history-routes.ts). */
+export const HISTORY_COLLECTIONS = ['policy-rules', 'policy-data'];
 
 /** Upsert-by-field operations of the spec: PUT /policy-rules/by-path?path=…, PUT /policy-data/by-key?dataKey=…. */
 const UPSERT_BY: Record<string, { route: string; field: string }> = {
@@ -44,7 +53,13 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
     tenantOf,
   });
   for (const definition of COLLECTIONS) {
-    const records = new AdminRecords(store, definition, options.sealer, options.checks?.[definition.path]);
+    const history = HISTORY_COLLECTIONS.includes(definition.path)
+      ? new RecordHistory(store, definition.path, options.historyVersions ?? 50)
+      : undefined;
+    const records = new AdminRecords(store, definition, options.sealer, options.checks?.[definition.path], {
+      checkRemoval: options.removalChecks?.[definition.path],
+      history,
+    });
     collectionRoutes(router, records, options);
   }
   return router;
@@ -88,6 +103,8 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
     await records.checkWithoutWriting(tenantOf(ctx, parsed), parsed);
     ctx.body = { valid: true };
   });
+
+  historyRoutes(router, records, (ctx) => tenantOf(ctx), show);
 
   router.get(`/${path}/:key`, async (ctx) => {
     ctx.body = show(await records.get(tenantOf(ctx), ctx.params.key));

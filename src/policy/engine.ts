@@ -17,6 +17,8 @@ import { checkInput } from './contract/schemas.js';
 import { PolicySnapshots } from './bundle/snapshots.js';
 import { validateRule, type RuleKind } from './bundle/validate-rule.js';
 import { bundleProblemWith, type BundleChange } from './bundle/validate.js';
+import { contractExampleInputs } from './bundle/trial.js';
+import { PolicyFaults, type PolicyFault } from './faults.js';
 import { loadBundledRecords } from './records.js';
 
 export interface PolicyEngine {
@@ -30,7 +32,17 @@ export interface PolicyEngine {
   isReady(): Promise<boolean>;
   /** The bundle revision the store holds now, the one OPA has activated and the one compiled in process (null: none yet), for /healthz. */
   revisions(): Promise<{ store: string; opa: string | null; inProcess: string | null }>;
-  /** Null when the bundle would compile with this rule or data write (every bundled rule and data entry), else OPA's message. */
+  /**
+   * The decision points the live policy cannot decide (for /healthz): most of a point's decisions
+   * failed for the policy's own error within POLICY_FAULT_WINDOW_SECONDS, or the revision OPA
+   * serves fails on a contract example (asked of OPA once per revision). Also the points where
+   * only some decisions failed (`failing: false`).
+   */
+  policyFaults(revisions: { store: string; opa: string | null }): Promise<PolicyFault[]>;
+  /**
+   * Null when the bundle with this rule or data write (or deletion) compiles and decides every
+   * contract example and `change.recordedInputs` without an error, else OPA's (or Cedar's) message.
+   */
   bundleProblemWith(change: BundleChange): Promise<string | null>;
   /** Null when valid, else the engine's error message (for the Admin API's 400). */
   validateRule(kind: RuleKind, path: string, content: string): Promise<string | null>;
@@ -121,6 +133,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   private readonly inProcess: InProcessRego | null;
   /** Cedar, Rego in process and policyData re-read the store at most this often: a change is in force within a second, as OPA's long poll brings it to OPA. */
   private readonly snapshotMaxAgeMs: number;
+  private readonly faults: PolicyFaults;
 
   constructor(private readonly parts: EngineParts) {
     this.opa = new OpaDriver(parts.opaUrl, parts.config.policyDecisionTimeoutMs, parts.opaToken);
@@ -132,6 +145,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
         )
       : null;
     this.snapshotMaxAgeMs = Math.min(parts.config.policyPollMinSeconds, 1) * 1000;
+    this.faults = new PolicyFaults(parts.config.policyFaultWindowSeconds * 1000);
   }
 
   get opaUrl(): string {
@@ -152,6 +166,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
         this.cedarVerdict(snapshot, point, input),
       ]);
       const outcome = combine(point, input, rego, cedarVerdict);
+      this.countFault(snapshot, point, rego, cedarVerdict);
       if (outcome.engineError)
         this.parts.log.warn({ point, engineError: outcome.engineError }, 'policy decision failed closed');
       return outcome;
@@ -175,6 +190,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
         const problem = problems[index];
         if (problem) return this.failed(point, input, `invalid decision input for ${point}: ${problem}`);
         const outcome = combine(point, input, regoVerdicts[next], cedarVerdicts[next]);
+        this.countFault(snapshot, point, regoVerdicts[next], cedarVerdicts[next]);
         next += 1;
         return outcome;
       });
@@ -211,6 +227,54 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     // Reading the revision is also the moment to start compiling it, so that it is ready early.
     this.inProcess?.compiledFor(snapshot);
     return { store: snapshot.revision, opa, inProcess: this.inProcess?.revision ?? null };
+  }
+
+  async policyFaults(revisions: { store: string; opa: string | null }): Promise<PolicyFault[]> {
+    const probed = revisions.opa ? await this.faults.probed(revisions.opa, () => this.probe(revisions.opa!)) : [];
+    const probedPoints = new Set(probed.map((fault) => fault.point));
+    const counted = this.faults.recent([revisions.store, revisions.opa]);
+    return [...probed, ...counted.filter((fault) => !probedPoints.has(fault.point))];
+  }
+
+  /** OPA's answers to the contract examples of every point, one batch per point: the points it cannot decide. */
+  private async probe(revision: string): Promise<PolicyFault[]> {
+    const examples = contractExampleInputs();
+    const points = [...new Set(examples.map((example) => example.point as DecisionPoint))];
+    const failures = await Promise.all(
+      points.map(async (point) => {
+        const inputs = examples.filter((example) => example.point === point).map((example) => example.input);
+        const answers = await this.opa.evaluateAll(point, inputs as DecisionInput[]);
+        const failure = answers.find((answer) => answer.kind === 'failed');
+        if (failure?.kind !== 'failed') return null;
+        // OPA down or restarting says nothing about the policy: the probe is made again at the next /healthz.
+        if (!failure.policyFault) throw new Error(failure.reason);
+        return { point, reason: failure.reason };
+      }),
+    );
+    const at = new Date().toISOString();
+    return failures.flatMap((failure): PolicyFault[] => {
+      if (!failure) return [];
+      const error = `${failure.reason} (on the contract's examples)`;
+      this.parts.log.error({ point: failure.point, revision, error }, 'the policy in force cannot decide');
+      return [{ point: failure.point, error, revision, decisions: null, failed: null, at, failing: true }];
+    });
+  }
+
+  /** Counts a decision for /healthz: a fault when an engine failed for the policy's own error (not OPA or the store being down). */
+  private countFault(
+    snapshot: PolicySnapshot | Error,
+    point: DecisionPoint,
+    rego: RegoVerdict,
+    cedarVerdict: CedarVerdict,
+  ): void {
+    if (snapshot instanceof Error) return;
+    const fault =
+      rego.kind === 'failed' && rego.policyFault
+        ? rego.reason
+        : cedarVerdict.kind === 'failed'
+          ? cedarVerdict.reason
+          : null;
+    this.faults.count(point, snapshot.revision, fault);
   }
 
   async bundleProblemWith(change: BundleChange): Promise<string | null> {
