@@ -5,9 +5,18 @@
  * first change through the API (the seeded pack, a store from before history was kept) gets its
  * state then as version 1 (`baseline`) at that change.
  */
-import { ConflictError, type CollectionSpec, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
+import {
+  ConflictError,
+  type CollectionSpec,
+  type Store,
+  type StoredDoc,
+  type TenantCollection,
+} from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
 import type { AdminRecord } from './records.js';
+
+/** The collections whose records keep their versions (list, diff, roll back: history-routes.ts). */
+export const HISTORY_COLLECTIONS = ['policy-rules', 'policy-data'];
 
 export const POLICY_HISTORY_COLLECTION: CollectionSpec = { name: 'policy_history', indexes: ['recordId'] };
 

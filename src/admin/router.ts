@@ -10,7 +10,7 @@ import { ADMIN_PREFIX } from '../http/admin-path.js';
 import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
 import { openApiRoute } from './openapi.js';
 import { AdminRecords, type AdminRecord, type RecordCheck, type RemovalCheck } from './records.js';
-import { RecordHistory } from './history.js';
+import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
 import { historyRoutes } from './history-routes.js';
 
 export interface AdminOptions {
@@ -31,9 +31,6 @@ export interface AdminOptions {
   /** Extra response fields per collection path (e.g. policy-data → inBundle). */
   decorate?: Record<string, (record: AdminRecord) => Record<string, unknown>>;
 }
-
-/** The collections whose records keep their versions (list, diff, roll back: history-routes.ts). */
-export const HISTORY_COLLECTIONS = ['policy-rules', 'policy-data'];
 
 /** Upsert-by-field operations of the spec: PUT /policy-rules/by-path?path=…, PUT /policy-data/by-key?dataKey=…. */
 const UPSERT_BY: Record<string, { route: string; field: string }> = {

@@ -79,7 +79,9 @@ async function regoProblem(
   const casesOf = (point: DecisionPoint) => cases.filter((item) => item.point === point);
   const byPoint = Object.fromEntries(points.map((point) => [point, casesOf(point).map((item) => item.input)]));
   const query = points
-    .map((point) => `${point} := [[d | d := data.arbiter.${point}.decision with input as x] | some x in input.${point}]`)
+    .map(
+      (point) => `${point} := [[d | d := data.arbiter.${point}.decision with input as x] | some x in input.${point}]`,
+    )
     .join('; ');
   const all = await evaluate(opaBinary, bundleFile, join(dir, 'trial-input.json'), byPoint, query);
   if ('errors' in all) return (await firstFailingCase(opaBinary, bundleFile, dir, cases)) ?? all.errors;
@@ -126,7 +128,16 @@ async function evaluate(
   query: string,
 ): Promise<{ bindings: Record<string, unknown> } | { errors: string }> {
   await writeFile(inputFile, JSON.stringify(input));
-  const run = await runOpa(opaBinary, ['eval', '--bundle', bundleFile, '--input', inputFile, '--format', 'json', query]);
+  const run = await runOpa(opaBinary, [
+    'eval',
+    '--bundle',
+    bundleFile,
+    '--input',
+    inputFile,
+    '--format',
+    'json',
+    query,
+  ]);
   let output: { result?: { bindings?: Record<string, unknown> }[]; errors?: unknown };
   try {
     output = JSON.parse(run.stdout) as typeof output;

@@ -46,6 +46,7 @@ export async function bundleProblemWith(opaBinary: string, store: Store, change:
           rules: records.rules,
           data: [...records.data.filter((entry) => !leaves(entry)), ...(joins ? [candidate] : [])],
         };
+  const what = whatChanges(change.collection, candidate, [...records.rules, ...records.data].find(leaves));
   try {
     return await inScratchDirectory('arbiter-bundle-check-', async (dir) => {
       const file = join(dir, 'bundle.tar.gz');
@@ -53,12 +54,24 @@ export async function bundleProblemWith(opaBinary: string, store: Store, change:
       await writeFile(file, await buildBundle(snapshot));
       const checked = await runOpa(opaBinary, ['check', '--bundle', file]);
       if (checked.exitCode !== 0)
-        return `the policy bundle would not compile with this change: ${opaMessage(checked, file, dir)}`;
+        return `the policy bundle would not compile with ${what}: ${opaMessage(checked, file, dir)}`;
       const inputs = [...contractExampleInputs(), ...((await change.recordedInputs?.()) ?? [])];
       const failure = await trialProblem(opaBinary, file, dir, snapshot, inputs);
-      return failure && `the policy bundle could not decide with this change: ${failure}`;
+      return failure && `the policy bundle could not decide with ${what}: ${failure}`;
     });
   } catch (error) {
-    return `the policy bundle could not be built with this change: ${(error as Error).message}`;
+    return `the policy bundle could not be built with ${what}: ${(error as Error).message}`;
   }
+}
+
+/** The change in words, naming its file or data key (OPA's error may point at the other side of a conflict). */
+function whatChanges(
+  collection: BundleChange['collection'],
+  candidate: { path?: string; dataKey?: string } | null,
+  leaving: { path?: string; dataKey?: string } | undefined,
+): string {
+  const name = (record: { path?: string; dataKey?: string }) =>
+    collection === 'rules' ? `rule ${record.path}` : `data ${record.dataKey}`;
+  if (candidate) return `this change (${name(candidate)})`;
+  return leaving ? `this change (without ${name(leaving)})` : 'this change';
 }
