@@ -20,6 +20,7 @@ import { bundleProblemWith, type BundleChange } from './bundle/validate.js';
 import { contractExampleInputs } from './bundle/trial.js';
 import { PolicyFaults, type PolicyFault } from './faults.js';
 import { loadBundledRecords } from './records.js';
+import { withConflictingDefinitions } from './opa/conflicts.js';
 
 export interface PolicyEngine {
   /** Never throws: an engine failure is a deny with `engineError` set. */
@@ -210,6 +211,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
       this.snapshotOrFailure().then((snapshot) => this.cedarVerdict(snapshot, point, input)),
     ]);
     const snapshot = this.parts.snapshots.lastKnown();
+    if (snapshot) rego.verdict = bothSides(snapshot, rego.verdict);
     return explanationOf(point, input, rego, cedarVerdict, (ids) =>
       snapshot ? this.cedar.policyTexts(snapshot, ids) : [],
     );
@@ -252,9 +254,12 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
       }),
     );
     const at = new Date().toISOString();
+    const snapshot = await this.snapshotOrFailure();
     return failures.flatMap((failure): PolicyFault[] => {
       if (!failure) return [];
-      const error = `${failure.reason} (on the contract's examples)`;
+      const reason =
+        snapshot instanceof Error ? failure.reason : withConflictingDefinitions(failure.reason, snapshot.rules);
+      const error = `${reason} (on the contract's examples)`;
       this.parts.log.error({ point: failure.point, revision, error }, 'the policy in force cannot decide');
       return [{ point: failure.point, error, revision, decisions: null, failed: null, at, failing: true }];
     });
@@ -314,7 +319,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     input: DecisionInput,
   ): Promise<RegoVerdict> {
     const compiled = snapshot instanceof Error ? null : this.inProcess?.compiledFor(snapshot);
-    return compiled?.evaluate(point, input) ?? this.opa.evaluate(point, input);
+    return bothSides(snapshot, compiled?.evaluate(point, input) ?? (await this.opa.evaluate(point, input)));
   }
 
   /** A batch: what the compiled module decides, and the rest in one OPA query. */
@@ -327,13 +332,13 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     const compiled = snapshot instanceof Error ? null : this.inProcess?.compiledFor(snapshot);
     const verdicts = inputs.map((input) => compiled?.evaluate(point, input) ?? null);
     const leftIndexes = verdicts.flatMap((verdict, index) => (verdict ? [] : [index]));
-    if (!leftIndexes.length) return verdicts as RegoVerdict[];
+    if (!leftIndexes.length) return (verdicts as RegoVerdict[]).map((verdict) => bothSides(snapshot, verdict));
     const fromOpa = await this.opa.evaluateAll(
       point,
       leftIndexes.map((index) => inputs[index]),
     );
     leftIndexes.forEach((index, position) => (verdicts[index] = fromOpa[position]));
-    return verdicts as RegoVerdict[];
+    return (verdicts as RegoVerdict[]).map((verdict) => bothSides(snapshot, verdict));
   }
 
   private cedarVerdict(snapshot: PolicySnapshot | Error, point: DecisionPoint, input: DecisionInput): CedarVerdict {
@@ -366,4 +371,10 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     this.parts.log.error({ point, engineError: reason }, 'policy decision failed closed');
     return failClosed(point, input, reason);
   }
+}
+
+/** A failed Rego verdict whose reason is OPA's conflict error names every side of the conflict (opa/conflicts.ts). */
+function bothSides(snapshot: PolicySnapshot | Error, verdict: RegoVerdict): RegoVerdict {
+  if (verdict.kind !== 'failed' || !verdict.policyFault || snapshot instanceof Error) return verdict;
+  return { ...verdict, reason: withConflictingDefinitions(verdict.reason, snapshot.rules) };
 }

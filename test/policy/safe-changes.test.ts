@@ -60,7 +60,10 @@ describe('Safe policy changes', function () {
         .and.contain('data.arbiter.token.decision')
         .and.contain('eval_conflict_error: complete rules must not produce multiple outputs')
         .and.contain('(arbiter/token2.rego:3)')
-        .and.match(/on the contract example "token[^"]*"/);
+        .and.match(/on the contract example "token[^"]*"/)
+        .and.match(
+          /data\.arbiter\.token\.decision is defined at arbiter\/token\/token\.rego:\d+, arbiter\/token2\.rego:3$/,
+        );
 
       const upserted = await server.admin(
         'PUT',
@@ -144,7 +147,10 @@ describe('Safe policy changes', function () {
       const degraded = await health();
       expect(degraded.status).to.equal(503);
       expect(degraded.body.status).to.equal('degraded');
-      expect(degraded.body.policy).to.contain('the policy in force cannot decide token').and.match(CONFLICT_AT);
+      expect(degraded.body.policy)
+        .to.contain('the policy in force cannot decide token')
+        .and.match(CONFLICT_AT)
+        .and.contain('arbiter/late.rego:3');
       expect(degraded.body.policyFaults).to.have.length(1);
       expect(degraded.body.policyFaults[0]).to.include({ point: 'token', failing: true, failed: 1, decisions: 1 });
 

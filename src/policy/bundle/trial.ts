@@ -14,6 +14,7 @@ import { DECISION_POINTS, type DecisionInput, type DecisionPoint } from '../cont
 import { checkInput } from '../contract/schemas.js';
 import { runOpa } from '../opa/binary.js';
 import { describeOpaErrors, resultVerdict } from '../opa/driver.js';
+import { withConflictingDefinitions } from '../opa/conflicts.js';
 import type { PolicySnapshot } from './build.js';
 
 /** An input to try a candidate bundle on, and where it comes from (for the message of a refusal). */
@@ -52,7 +53,8 @@ export async function trialProblem(
   inputs: TrialInput[],
 ): Promise<string | null> {
   const cases = usableCases(inputs);
-  return (await regoProblem(opaBinary, bundleFile, dir, cases)) ?? cedarProblem(snapshot, cases);
+  const rego = await regoProblem(opaBinary, bundleFile, dir, cases);
+  return rego ? withConflictingDefinitions(rego, snapshot.rules) : cedarProblem(snapshot, cases);
 }
 
 /** Inputs of a known point that fit its schema (a recorded input of an older contract is skipped, as the engine would refuse it before OPA). */
