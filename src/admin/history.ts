@@ -13,7 +13,7 @@ import {
   type TenantCollection,
 } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
-import type { AdminRecord } from './records.js';
+import type { AdminRecord } from './admin-record.js';
 
 /** The collections whose records keep their versions (list, diff, roll back: history-routes.ts). */
 export const HISTORY_COLLECTIONS = ['policy-rules', 'policy-data'];

@@ -1,19 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import {
-  ConflictError,
-  storageDigest,
-  type Sealer,
-  type Store,
-  type StoredDoc,
-  type TenantCollection,
-} from '../store/index.js';
+import { ConflictError, storageDigest, type Sealer, type Store, type TenantCollection } from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
 import { registerTenant, storeTenant } from '../tenancy/index.js';
 import { definitionOfStore, storeSpecOf, type CollectionDefinition } from '../catalog/index.js';
 import type { RecordHistory } from './history.js';
+import type { AdminRecord } from './admin-record.js';
 
-export type AdminRecord = StoredDoc & { id: number; tenantId: string | null; createdAt: string; updatedAt: string };
+export type { AdminRecord };
 
 /**
  * Checks a record beyond its schema (rule syntax, payload JSON); returns an error message or null.

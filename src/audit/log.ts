@@ -10,7 +10,7 @@ import {
 import { BatchWriter } from '../store/batches.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
 import type { AuditFields } from './entry.js';
-import { eachRecorded } from './decision.js';
+import { eachRecorded } from './recorded.js';
 import type { TrialInput } from '../policy/index.js';
 
 export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] };
