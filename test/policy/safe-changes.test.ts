@@ -122,6 +122,19 @@ describe('Safe policy changes', function () {
       expect((await server.admin('DELETE', `/policy-rules/${rule.body.id}`)).status).to.equal(204);
     });
 
+    it('refuses a rule whose decision does not fit the result schema', async function () {
+      const path = 'arbiter/delegation/delegation.rego';
+      const checked = await server.admin(
+        'POST',
+        '/policy-rules/validate',
+        rego(path, 'package arbiter.delegation\n\ndecision := {"allow": "yes"}\n'),
+      );
+      expect(checked.status, JSON.stringify(checked.body)).to.equal(400);
+      expect(checked.body.error_description)
+        .to.contain('malformed decision from data.arbiter.delegation.decision')
+        .and.match(/, on the contract example "delegation[^"]*"$/);
+    });
+
     it('refuses a delete that leaves the bundle unable to compile, and keeps the rule', async function () {
       const [lib] = await rulesAt('arbiter/lib/lib.rego');
       const refused = await server.admin('DELETE', `/policy-rules/${lib.id}`);
