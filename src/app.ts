@@ -1,27 +1,30 @@
 import Koa, { type Context, type Next } from 'koa';
-import { adminGate, adminRouter, type AdminRecord } from './admin/index.js';
+import { AdminApiKeys, adminGate, adminRouter, type AdminRecord } from './admin/index.js';
 import { adminConsole } from './admin/console/serve.js';
 import { auditTrail, type AuditLog } from './audit/index.js';
 import { authzenRouter, authzenTenantPaths } from './authzen/index.js';
 import type { Config } from './config/index.js';
 import { authFailureLimit } from './http/auth-failures.js';
 import { jsonErrors, notFound } from './http/errors.js';
+import { accessLog } from './http/access-log.js';
 import { forwardedHeaders } from './http/forwarded.js';
+import { splitListeners } from './http/listeners.js';
 import { requestId } from './http/request-id.js';
 import { singleValuedQuery } from './http/parameters.js';
 import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
-import type { Metrics } from './metrics/index.js';
+import { METRICS_PATH, type Metrics } from './metrics/index.js';
 import { delegationRouter } from './delegation/index.js';
 import {
   clientCallers,
   inputParties,
   oauthEdge,
+  REPEATABLE_QUERY_PARAMETERS,
   tokenCallers,
   type ArbiterState,
   type TenantProviders,
 } from './oauth/index.js';
-import { dataEntryProblem, type PolicyEngine } from './policy/index.js';
+import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
 import { umaRouter } from './uma/index.js';
@@ -47,6 +50,10 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.silent = true;
   app.use(securityHeaders);
   app.use(requestId);
+  app.use(accessLog(log, config.accessLog));
+  // ADMIN_PORT: the admin surface on its own listener only; the probes and OPA's bundle (its own token) on both.
+  if (config.adminPort !== null)
+    app.use(splitListeners({ shared: [...PROBE_PATHS, BUNDLE_PATH], adminOnly: [METRICS_PATH] }));
   app.use(metrics.middleware());
   app.use(forwardedHeaders(config.trustedProxies));
   // AuthZEN's per-tenant path form (/<tenant>/access/v1/…) is X-Tenant-Id by another name.
@@ -61,11 +68,12 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.use(tenancy);
   // The operators' console (/admin, /admin/assets/*): a static page that asks for the key itself.
   app.use(adminConsole());
-  app.use(adminGate(config.adminApiKey, adminApi(parts)));
+  const adminKeys = new AdminApiKeys(store, config.adminApiKey);
+  app.use(adminGate(adminKeys, adminApi(parts, adminKeys)));
   // The protocol surface: only tenants that exist, single-valued parameters, then the OAuth edge.
   const tenants = new TenantRegistry(store, config.tenants);
   app.use(requireKnownTenant(tenants));
-  app.use(singleValuedQuery);
+  app.use(singleValuedQuery(REPEATABLE_QUERY_PARAMETERS));
   // Arbiter's own APIs behind its access tokens: UMA protection (PAT), the delegation store, AuthZEN.
   const protectedApi = {
     store,
@@ -88,9 +96,10 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
 }
 
 /** The Admin API's router, with the checks that only the policy engine can make. */
-function adminApi({ config, store, sealer, policy, audit }: AppParts) {
+function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: AdminApiKeys) {
   const recordedInputs = () => audit.recentPolicyInputs(config.policyCheckRecordedInputs);
   return adminRouter(store, {
+    keys,
     sealer,
     maxBodyBytes: config.maxBodyBytes,
     audit,
@@ -142,8 +151,17 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts) {
   });
 }
 
+/** The probes: /livez (the process answers), /readyz and its older name /healthz (see health). */
+const READINESS_PATHS = new Set(['/healthz', '/readyz']);
+const LIVENESS_PATH = '/livez';
+const PROBE_PATHS = [...READINESS_PATHS, LIVENESS_PATH];
+
 /**
- * GET /healthz: 200 when the store answers and OPA has activated a bundle, 503 otherwise. It also
+ * GET /livez: 200 while the process answers at all, whatever the store or OPA say, so that a
+ * liveness probe never restarts a server that only waits for OPA to come back (OPA restarting
+ * makes readiness 503 for about a second).
+ *
+ * GET /readyz (and /healthz): 200 when the store answers and OPA has activated a bundle, 503 otherwise. It also
  * says which bundle revision the store holds and which one OPA serves, so that operators (and
  * tests) can wait for a policy change to be in force instead of guessing. OPA serving an older
  * revision than the store's for longer than POLICY_LAG_BOUND_SECONDS (it refused the new bundle,
@@ -154,7 +172,11 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts) {
 function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
   let behindSince: number | null = null;
   return async (ctx: Context, next: Next): Promise<void> => {
-    if (ctx.path !== '/healthz') return next();
+    if (ctx.path === LIVENESS_PATH) {
+      ctx.body = { status: 'alive' };
+      return;
+    }
+    if (!READINESS_PATHS.has(ctx.path)) return next();
     const [storeUp, policyReady, revisions] = await Promise.all([
       store.ping().then(
         () => true,

@@ -6,14 +6,15 @@
  * prepared on first use instead.
  */
 import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
+import { ADMIN_API_KEYS_COLLECTION } from './admin/api-keys.js';
 import { AUDIT_LOG_COLLECTION } from './audit/index.js';
 import { POLICY_HISTORY_COLLECTION } from './admin/index.js';
 import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
 import { DELEGATIONS_COLLECTION } from './delegation/index.js';
 import { UPSTREAM_LOGINS_COLLECTION } from './oauth/interactions/upstream-logins.js';
 import { PROVIDER_SECRETS_COLLECTION } from './oauth/keys.js';
-import { openStore } from './store/open.js';
-import { SEALING_KEYS_COLLECTION, type CollectionSpec, type Store } from './store/index.js';
+import { openStore, restoreStore } from './store/open.js';
+import { SCHEMA_COLLECTION, SEALING_KEYS_COLLECTION, type CollectionSpec, type Store } from './store/index.js';
 import { TENANTS_COLLECTION } from './tenancy/index.js';
 import { PERMISSION_TICKETS_COLLECTION, UMA_RESOURCES_COLLECTION } from './uma/index.js';
 
@@ -26,10 +27,12 @@ export function knownCollections(): CollectionSpec[] {
     PROVIDER_SECRETS_COLLECTION,
     TENANTS_COLLECTION,
     SEALING_KEYS_COLLECTION,
+    SCHEMA_COLLECTION,
     UMA_RESOURCES_COLLECTION,
     PERMISSION_TICKETS_COLLECTION,
     DELEGATIONS_COLLECTION,
     POLICY_HISTORY_COLLECTION,
+    ADMIN_API_KEYS_COLLECTION,
   ];
 }
 
@@ -37,3 +40,6 @@ export function knownCollections(): CollectionSpec[] {
 export function openArbiterStore(url: string): Promise<Store> {
   return openStore(url, knownCollections());
 }
+
+/** A backup file's contents in place of the SQLite store a STORE_URL names (`arbiter restore`). */
+export { restoreStore as restoreArbiterStore };

@@ -1,5 +1,7 @@
 import { ConfigError, loadConfig } from './config/index.js';
-import { createLogger } from './log/index.js';
+import { consoleToLog, createLogger } from './log/index.js';
+
+const ADMIN_KEY_MESSAGE = 'Admin API key for this run (set SERVICE_ADMIN_API_KEY to choose one)';
 
 async function main(): Promise<void> {
   let config;
@@ -13,16 +15,21 @@ async function main(): Promise<void> {
     throw error;
   }
   const log = createLogger(config.logLevel);
+  consoleToLog(log);
   // Loaded only after the configuration is valid, so that a bad value is reported alone.
   const { startServer } = await import('./server.js');
   const running = await startServer(config, log);
+  const { listening } = running;
   log.info(
-    { issuer: config.issuer, store: config.storeUrl.split(':')[0], listening: running.url },
-    'Arbiter is listening',
+    { issuer: config.issuer, store: config.storeUrl.split(':')[0], listening },
+    listening.admin
+      ? `Arbiter is listening on ${listening.public}; the Admin API, the console and /metrics on ${listening.admin}`
+      : `Arbiter is listening on ${listening.public}, the Admin API, the console and /metrics included`,
   );
   if (config.adminApiKeyGenerated) {
-    // Printed once, on purpose: a development start has no other way to learn it.
-    console.log(`Admin API key for this run (set SERVICE_ADMIN_API_KEY to choose one): ${config.adminApiKey}`);
+    // Printed once, on purpose and whatever LOG_LEVEL says: a development start has no other way to learn it.
+    const line = { level: 40, time: Date.now(), msg: ADMIN_KEY_MESSAGE, adminApiKey: config.adminApiKey };
+    process.stdout.write(`${JSON.stringify(line)}\n`);
   }
   const stop = async (signal: string) => {
     log.info({ signal }, 'stopping');

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { describeBound, markAdminListener, reachableOrigin } from './http/listeners.js';
 import { createApp } from './app.js';
 import { AuditLog } from './audit/index.js';
 import type { Config } from './config/index.js';
@@ -8,11 +9,16 @@ import { createTenantProvider, loadProviderSecrets, TenantProviders } from './oa
 import { Metrics } from './metrics/index.js';
 import { BUNDLE_PATH, createPolicyEngine, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
 import { openArbiterStore } from './collections.js';
-import { Sealer, type Store } from './store/index.js';
+import { MIGRATIONS } from './migrations.js';
+import { migrate, Sealer, type Store } from './store/index.js';
 
 export interface RunningServer {
-  /** Where the server listens (loopback URL with the real port). */
+  /** Where this host reaches the public listener (its address, or loopback for every interface; the real port). */
   url: string;
+  /** Where this host reaches the admin listener (ADMIN_PORT); null when the admin surface shares the public one. */
+  adminUrl: string | null;
+  /** The addresses really bound, for the start-up line: `http://[::]:9000 (every interface)`. */
+  listening: { public: string; admin: string | null };
   server: Server;
   store: Store;
   close(): Promise<void>;
@@ -28,6 +34,11 @@ const PURGE_INTERVAL_MS = 60_000;
  */
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
   const store = await openArbiterStore(config.storeUrl);
+  const schema = await migrate(store, MIGRATIONS).catch(async (error: unknown) => {
+    await store.close();
+    throw error;
+  });
+  if (schema.from !== schema.to) log.info(schema, 'store schema migrated');
   const sealer = await Sealer.open(store, config.secretsKey);
   if (!config.softwareStatementVerify) {
     log.warn(
@@ -40,16 +51,34 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     );
   const secrets = await loadProviderSecrets(store, sealer);
   await seedDefaultPolicies(store, log);
-  let handle: Handler = starting;
+  let appReady: (handler: Handler) => void = () => undefined;
+  const app = new Promise<Handler>((resolve) => (appReady = resolve));
+  let handle: Handler = (request, response) => starting(request, response, app);
   const inFlight = new InFlight();
   const server = createServer(httpLimits(config), (request, response) => inFlight.track(request, response, handle));
-  server.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
-  const port = await listen(server, config.port);
-  const url = `http://127.0.0.1:${port}`;
+  const adminServer =
+    config.adminPort === null
+      ? null
+      : createServer(httpLimits(config), (request, response) => {
+          markAdminListener(request);
+          inFlight.track(request, response, handle);
+        });
+  const servers = adminServer ? [server, adminServer] : [server];
+  for (const each of servers) each.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
+  const bound = await listen(server, config.port, config.bindAddress);
+  const adminBound = adminServer
+    ? await listen(adminServer, config.adminPort!, config.adminBindAddress).catch(async (error: unknown) => {
+        await new Promise((resolve) => server.close(resolve));
+        throw error;
+      })
+    : null;
+  const url = reachableOrigin(bound);
+  const adminUrl = adminBound ? reachableOrigin(adminBound) : null;
   let engine: PolicyEngine | undefined;
   const metrics = new Metrics(store, () => engine);
   const policy = (engine = metrics.observed(
-    await createPolicyEngine({ config, store, log, bundleUrl: `${url}${BUNDLE_PATH}` }),
+    // The managed OPA fetches its bundle where operators' traffic goes (the admin listener, when there is one).
+    await createPolicyEngine({ config, store, log, bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}` }),
   ));
   const providers = new TenantProviders(
     (tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }),
@@ -58,8 +87,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const audit = new AuditLog(store, log, {
     refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds },
   });
-  const app = createApp({ config, store, sealer, policy, audit, providers, log, metrics });
-  handle = app.callback();
+  const koa = createApp({ config, store, sealer, policy, audit, providers, log, metrics });
+  handle = koa.callback();
+  appReady(handle);
   const purgeOldEntries = auditRetention(audit, config.auditRetentionDays, log);
   const purge = setInterval(() => {
     store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed'));
@@ -68,6 +98,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   purge.unref();
   return {
     url,
+    adminUrl,
+    listening: { public: describeBound(bound), admin: adminBound ? describeBound(adminBound) : null },
     server,
     store,
     /**
@@ -78,10 +110,10 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
      */
     async close() {
       clearInterval(purge);
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
+      const closed = Promise.all(servers.map((each) => new Promise<void>((resolve) => each.close(() => resolve()))));
+      for (const each of servers) each.closeIdleConnections();
       await inFlight.drained(SHUTDOWN_GRACE_MS);
-      server.closeAllConnections();
+      for (const each of servers) each.closeAllConnections();
       await closed;
       await audit.close();
       await policy.close();
@@ -153,14 +185,23 @@ class InFlight {
   }
 }
 
-function starting(_request: IncomingMessage, response: ServerResponse): void {
+/**
+ * Answers requests that arrive before the app is built: 503, but for OPA's first bundle poll,
+ * which waits for the app instead (OPA starts before it, and would log a failed bundle load).
+ */
+function starting(request: IncomingMessage, response: ServerResponse, app: Promise<Handler>): void {
+  if (request.url?.startsWith(BUNDLE_PATH)) {
+    void app.then((handle) => handle(request, response));
+    return;
+  }
   response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
   response.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: 'the server is starting' }));
 }
 
-function listen(server: Server, port: number): Promise<number> {
+/** Listens on `host` (every interface when null, as Node does by default); resolves with the address really bound. */
+function listen(server: Server, port: number, host: string | null): Promise<AddressInfo> {
   return new Promise((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, () => resolve((server.address() as AddressInfo).port));
+    server.listen({ port, ...(host === null ? {} : { host }) }, () => resolve(server.address() as AddressInfo));
   });
 }

@@ -198,6 +198,35 @@ export class SqliteStore implements Store {
     return rows.map((row) => row.name);
   }
 
+  /**
+   * Replaces the contents of the store file `target` with those of `backupFile`, through SQLite's
+   * backup API (the target's WAL is honoured, not overwritten behind its back). The backup must be
+   * an intact Arbiter store. Every server on the file must be stopped first: a running one would
+   * go on with what it had read before.
+   */
+  static async restore(backupFile: string, target: string): Promise<void> {
+    const source = new Database(backupFile, { readonly: true, fileMustExist: true });
+    try {
+      const integrity = source.pragma('integrity_check', { simple: true });
+      if (integrity !== 'ok') throw new Error(`${backupFile} is damaged: ${String(integrity)}`);
+      const arbiterTables = source.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sequences'");
+      if (!arbiterTables.get()) throw new Error(`${backupFile} is not an Arbiter store`);
+      mkdirSync(dirname(target), { recursive: true });
+      await source.backup(target);
+    } finally {
+      source.close();
+    }
+  }
+
+  /**
+   * An online backup into `destination` (SQLite's backup API through better-sqlite3): a consistent
+   * copy of the file while the server keeps answering, the WAL's committed pages included.
+   */
+  async backup(destination: string): Promise<void> {
+    await this.group.flush();
+    await this.db.backup(destination);
+  }
+
   async close(): Promise<void> {
     await this.group.close();
     if (this.db.open) this.db.close();

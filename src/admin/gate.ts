@@ -1,16 +1,19 @@
 import type Router from '@koa/router';
 import type { Context, Middleware, Next } from 'koa';
-import { isAdminPath, isServedAdminSpelling } from '../http/admin-path.js';
+import { ADMIN_PREFIX, isAdminPath, isServedAdminSpelling } from '../http/admin-path.js';
 import { notFound } from '../http/errors.js';
 import { assertSingleValued } from '../http/parameters.js';
-import { requireAdminKey } from './auth.js';
+import type { AdminApiKeys } from './api-keys.js';
+import { assertRoleMay, requireAdminKey } from './auth.js';
 
 /**
- * The one gate in front of the whole Admin API: the key first (for every spelling), then
- * only the exact spelling the router serves; any other is a 404. Query parameters are single-valued.
+ * The one gate in front of the whole Admin API: the key first (for every spelling), then only the
+ * exact spelling the router serves (any other is a 404), single-valued query parameters, and the
+ * key's role against the operation the router would run (403); a path or method the router does
+ * not serve is its 404 or 405, whatever the role.
  */
-export function adminGate(adminApiKey: string, router: Router): Middleware {
-  const checkKey = requireAdminKey(adminApiKey);
+export function adminGate(keys: AdminApiKeys, router: Router): Middleware {
+  const checkKey = requireAdminKey(keys);
   const routes = router.routes() as Middleware;
   const methods = router.allowedMethods({ throw: true }) as Middleware;
   return async (ctx: Context, next: Next) => {
@@ -18,6 +21,8 @@ export function adminGate(adminApiKey: string, router: Router): Middleware {
     await checkKey(ctx, async () => {
       if (!isServedAdminSpelling(ctx.path)) throw noOperation(ctx);
       assertSingleValued(ctx.querystring, 'query parameter');
+      const route = routeOf(router, ctx);
+      if (route !== null) assertRoleMay(ctx, route);
       await routes(ctx, () =>
         methods(ctx, async () => {
           throw noOperation(ctx);
@@ -25,6 +30,12 @@ export function adminGate(adminApiKey: string, router: Router): Middleware {
       );
     });
   };
+}
+
+/** The path (under /admin/api, in the router's syntax) of the route that will answer, or null for none. */
+function routeOf(router: Router, ctx: Context): string | null {
+  const layer = router.match(ctx.path, ctx.method).pathAndMethod.find((each) => each.methods.length > 0);
+  return layer ? String(layer.path).slice(ADMIN_PREFIX.length) : null;
 }
 
 function noOperation(ctx: Context) {

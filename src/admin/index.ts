@@ -2,5 +2,6 @@ export { adminRouter, type AdminOptions } from './router.js';
 export { adminOpenApi } from './openapi.js';
 export { adminGate } from './gate.js';
 export { isAdminPath, ADMIN_PREFIX } from '../http/admin-path.js';
-export type { AdminRecord, RecordCheck } from './records.js';
+export { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
+export { AdminApiKeys } from './api-keys.js';
 export { POLICY_HISTORY_COLLECTION } from './history.js';

@@ -8,6 +8,8 @@ import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
 import { PLAYGROUND_BODY } from './decisions.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
 import { HISTORY_COLLECTIONS } from './history.js';
+import { API_KEY_INPUT_SCHEMA, BOOTSTRAP_KEY_NAME } from './api-keys.js';
+import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionFor } from './roles.js';
 
 /**
  * The Admin API's OpenAPI 3.1 document, built from the data the router serves and validates
@@ -18,7 +20,7 @@ import { HISTORY_COLLECTIONS } from './history.js';
 
 type Schema = Record<string, unknown> | boolean;
 type Method = 'get' | 'post' | 'put' | 'delete';
-/** Documented errors besides 401 (every operation) and 413/415 (every operation with a body). */
+/** Documented errors besides 401 (every operation), 403 (every one a role may lack) and 413/415 (every one with a body). */
 type ErrorName = 'BadRequest' | 'NotFound' | 'Conflict';
 
 /** One documented operation: the document is a list of these, grouped by path; adding an operation is adding one. */
@@ -141,8 +143,108 @@ const LIST_PAGING: object[] = [
   },
 ];
 
+const API_KEYS = `/${API_KEYS_SEGMENT}`;
+const API_KEY_ID = {
+  name: 'id',
+  in: 'path',
+  required: true,
+  description: "the key's id",
+  schema: { type: 'integer', minimum: 1 },
+};
+
+/** Named Admin API keys with roles (src/admin/api-keys.ts): server-wide, so no tenant parameter. */
+const API_KEY_OPERATIONS: AdminOperation[] = [
+  {
+    method: 'get',
+    path: API_KEYS,
+    operationId: 'listApiKeys',
+    summary: 'List the named Admin API keys (never the keys themselves)',
+    tag: API_KEYS_SEGMENT,
+    parameters: LIST_PAGING,
+    success: { 200: { description: 'the keys, by id', schema: { type: 'array', items: schemaRef('ApiKey') } } },
+    errors: ['BadRequest'],
+  },
+  {
+    method: 'post',
+    path: API_KEYS,
+    operationId: 'createApiKey',
+    summary: 'Create a named Admin API key with a role; the answer shows the key this once',
+    tag: API_KEYS_SEGMENT,
+    body: { schema: schemaRef('ApiKeyInput'), example: { name: 'ci-reader', role: 'read-only' } },
+    success: { 201: { description: 'the key as stored, with the key itself', schema: schemaRef('ApiKeyCreated') } },
+    errors: ['BadRequest', 'Conflict'],
+  },
+  {
+    method: 'get',
+    path: `${API_KEYS}/current`,
+    operationId: 'getCurrentApiKey',
+    summary: 'The key of this call: its name, role and permissions',
+    tag: API_KEYS_SEGMENT,
+    success: { 200: { description: 'the caller', schema: schemaRef('ApiKeyCaller') } },
+  },
+  {
+    method: 'get',
+    path: `${API_KEYS}/{id}`,
+    operationId: 'getApiKey',
+    summary: 'One named Admin API key',
+    tag: API_KEYS_SEGMENT,
+    parameters: [API_KEY_ID],
+    success: { 200: { description: 'the key', schema: schemaRef('ApiKey') } },
+    errors: ['NotFound'],
+  },
+  {
+    method: 'delete',
+    path: `${API_KEYS}/{id}`,
+    operationId: 'revokeApiKey',
+    summary: 'Revoke a named Admin API key: it is refused (401) from the next call on, on every node',
+    tag: API_KEYS_SEGMENT,
+    parameters: [API_KEY_ID],
+    success: { 204: { description: 'revoked' } },
+    errors: ['NotFound'],
+  },
+];
+
+const role = { enum: [...ADMIN_ROLES] };
+const keyName = (API_KEY_INPUT_SCHEMA.properties as Record<string, Schema>).name;
+const API_KEY_SCHEMAS: Record<string, Schema> = {
+  ApiKeyInput: API_KEY_INPUT_SCHEMA,
+  ApiKey: object(
+    {
+      id: { type: 'integer', minimum: 1 },
+      name: keyName,
+      role,
+      createdAt: dateTime,
+      createdBy: {
+        ...object({ id: { type: ['integer', 'null'] }, name: string }),
+        description: `the key that created it (id null: ${BOOTSTRAP_KEY_NAME}, SERVICE_ADMIN_API_KEY)`,
+      },
+    },
+    { description: string },
+  ),
+  ApiKeyCreated: {
+    allOf: [
+      schemaRef('ApiKey'),
+      object({
+        key: { type: 'string', description: 'the key, shown this once: only its SHA-256 digest is stored' },
+      }),
+    ],
+  },
+  ApiKeyCaller: object({
+    id: { type: ['integer', 'null'], description: `null for ${BOOTSTRAP_KEY_NAME} (SERVICE_ADMIN_API_KEY)` },
+    name: string,
+    role,
+    bootstrap: { type: 'boolean' },
+    permissions: {
+      type: 'array',
+      items: { enum: ['read', 'operate', 'author-policy', 'manage-keys'] },
+      description: 'what the role allows (see the info description)',
+    },
+  }),
+};
+
 /** The operations that are not a collection's. */
 const OPERATIONS: AdminOperation[] = [
+  ...API_KEY_OPERATIONS,
   {
     method: 'get',
     path: '/audit-logs',
@@ -255,8 +357,13 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
       title: 'Arbiter Admin API',
       version: '1',
       description:
-        'Configuration of an Arbiter authorization server. Every call needs the X-Admin-API-Key header. A call is about one tenant: ' +
-        '`tenantId` in the body, else the `tenantId` query parameter, else X-Tenant-Id; none of them means the default (shared) tenant.',
+        'Configuration of an Arbiter authorization server. Every call needs the X-Admin-API-Key header: SERVICE_ADMIN_API_KEY ' +
+        `(the bootstrap key, role admin) or a named key made with POST /${API_KEYS_SEGMENT}. A key's role decides what it may call, ` +
+        'else the answer is 403 `insufficient_scope`: read-only reads (every GET, and the calls that store nothing: POST …/validate, ' +
+        '/decisions, /audit-logs/{id}/replay); operator also writes everything but policy rules, policy data and keys; ' +
+        'policy-author reads and writes policy rules and policy data; admin may call everything, keys included. ' +
+        'A call is about one tenant: `tenantId` in the body, else the `tenantId` query parameter, else X-Tenant-Id; none of them ' +
+        `means the default (shared) tenant. Admin API keys are server-wide (/${API_KEYS_SEGMENT} takes no tenant).`,
     },
     servers: [{ url: `${options.issuer}${ADMIN_PREFIX}` }],
     security: [{ adminApiKey: [] }],
@@ -264,7 +371,12 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
     paths: pathsOf(operations),
     components: {
       securitySchemes: {
-        adminApiKey: { type: 'apiKey', in: 'header', name: 'X-Admin-API-Key', description: 'SERVICE_ADMIN_API_KEY' },
+        adminApiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'X-Admin-API-Key',
+          description: `SERVICE_ADMIN_API_KEY, or a named key from POST /${API_KEYS_SEGMENT}`,
+        },
       },
       parameters: {
         TenantQuery: {
@@ -295,6 +407,7 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         Version: VERSION_SCHEMA,
         VersionDiff: VERSION_DIFF_SCHEMA,
         ...DECISION_SCHEMAS,
+        ...API_KEY_SCHEMAS,
       },
       responses: {
         BadRequest: errorResponse(
@@ -302,8 +415,18 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
           'invalid_request',
         ),
         Unauthorized: {
-          ...errorResponse('the X-Admin-API-Key header is missing or wrong', 'unauthorized'),
+          ...errorResponse(
+            'the X-Admin-API-Key header is missing, or names no key (a wrong or revoked one)',
+            'unauthorized',
+          ),
           headers: { 'WWW-Authenticate': { schema: { const: 'X-Admin-API-Key' } } },
+        },
+        Forbidden: {
+          ...errorResponse(
+            "the key is valid, but its role does not allow this operation (RFC 6750 §3.1's code); `error_description` names the roles that do",
+            'insufficient_scope',
+          ),
+          headers: { 'WWW-Authenticate': { schema: { const: 'X-Admin-API-Key error="insufficient_scope"' } } },
         },
         NotFound: errorResponse('no such record in this tenant', 'not_found'),
         Conflict: errorResponse(
@@ -588,6 +711,8 @@ function operationObject(operation: AdminOperation): Record<string, unknown> {
   const errors = [
     ...(operation.errors ?? []),
     'Unauthorized',
+    // The same rule the gate applies (src/admin/roles.ts): documented wherever some role is refused.
+    ...(permissionFor(operation.method, operation.path) === 'read' ? [] : ['Forbidden']),
     ...(operation.body ? ['PayloadTooLarge', 'UnsupportedMediaType'] : []),
   ];
   for (const name of errors) responses[String(ERROR_STATUS[name])] = ref('responses', name);
@@ -616,6 +741,7 @@ function operationObject(operation: AdminOperation): Record<string, unknown> {
 const ERROR_STATUS: Record<string, number> = {
   BadRequest: 400,
   Unauthorized: 401,
+  Forbidden: 403,
   NotFound: 404,
   Conflict: 409,
   PayloadTooLarge: 413,
@@ -691,6 +817,7 @@ const AUDIT_ENTRY_FIELDS: Record<keyof AuditFields | 'id' | 'createdAt', Schema>
     type: 'object',
     description:
       'how credentials were presented, parameter names, non-secret values, status and error code; never a secret. ' +
+      'An Admin API call names its key: adminKey {id (null: the bootstrap key), name, role}. ' +
       'An aggregated entry (refused requests of an unauthenticated address beyond its budget) is {kind: "aggregated", count, address, window: {start, end}, endpoints, statuses}',
   },
   policyInput: {

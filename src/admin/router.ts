@@ -12,8 +12,12 @@ import { openApiRoute } from './openapi.js';
 import { AdminRecords, type AdminRecord, type RecordCheck, type RemovalCheck } from './records.js';
 import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
 import { historyRoutes } from './history-routes.js';
+import { listPage, nextPageQuery } from './paging.js';
+import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
 
 export interface AdminOptions {
+  /** The bootstrap key and the named keys (GET/POST /api-keys…). */
+  keys: AdminApiKeys;
   /** Seals the collections' `sealedFields` before they are stored. */
   sealer: import('../store/index.js').Sealer;
   maxBodyBytes: number;
@@ -42,6 +46,7 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
   // Exact spelling only: every other spelling is refused by the gate in front (see gate.ts).
   const router = new Router({ prefix: ADMIN_PREFIX, sensitive: true, strict: true });
   router.get('/openapi.json', openApiRoute({ issuer: options.issuer, upserts: UPSERT_BY }));
+  apiKeyRoutes(router, options.keys, options.maxBodyBytes);
   auditLogRoutes(router, options.audit, (ctx) => tenantOf(ctx));
   decisionRoutes(router, {
     policy: options.policy,
@@ -159,26 +164,3 @@ function isObject(value: unknown): value is Record<string, unknown> {
 }
 
 export type { CollectionDefinition };
-
-/** At most this many records a list answers (a page; the `Link` header names the next). */
-export const MAX_LIST_LIMIT = 1000;
-
-/** `offset` and `limit` of a list request: whole numbers, limit 1 to MAX_LIST_LIMIT (400 otherwise). */
-function listPage(ctx: Context): { offset: number; limit: number } {
-  const number = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = ctx.query[name];
-    if (raw === undefined) return fallback;
-    if (typeof raw !== 'string' || !/^\d{1,7}$/.test(raw) || Number(raw) < min || Number(raw) > max) {
-      throw badRequest(`${name} must be a whole number from ${min} to ${max}`, { field: name });
-    }
-    return Number(raw);
-  };
-  return { offset: number('offset', 0, 0, 9_999_999), limit: number('limit', MAX_LIST_LIMIT, 1, MAX_LIST_LIMIT) };
-}
-
-function nextPageQuery(ctx: Context, offset: number, limit: number): string {
-  const query = new URLSearchParams(ctx.querystring);
-  query.set('offset', String(offset));
-  query.set('limit', String(limit));
-  return query.toString();
-}

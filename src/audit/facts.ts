@@ -9,8 +9,15 @@ export interface AuditFacts {
   subjectId?: string | null;
   /** When the tenant is not the request's X-Tenant-Id (Admin API writes name theirs in body or query). */
   tenantId?: string | null;
+  /** The Admin API key that made the call, by id (null: the bootstrap key), name and role; never the key. */
+  adminKey?: { id: number | null; name: string; role: string };
   /** The caller presented a credential that was accepted (see markAuthenticated). */
   authenticated?: boolean;
+  /**
+   * What an endpoint that asks no decision did, kept in the entry's requestSummary as `result`
+   * (/revoke: the kind of token, whose, revoked or not and why). Never a secret.
+   */
+  result?: Record<string, string | boolean | null>;
 }
 
 /**

@@ -9,8 +9,10 @@ import { bodyParams, summarizeRequest } from './summary.js';
 
 const PROTOCOL_PREFIXES = [
   '/authorize',
+  '/par',
   '/token',
   '/introspect',
+  '/revoke',
   '/register',
   '/userinfo',
   '/resource_registration',
@@ -108,8 +110,10 @@ function entryFor(ctx: Context): AuditFields {
     method: ctx.method,
     requestSummary: {
       ...summarizeRequest(ctx),
+      ...(facts.adminKey ? { adminKey: facts.adminKey } : {}),
       status: ctx.status,
       ...(ctx.state.errorCode ? { error: ctx.state.errorCode } : {}),
+      ...(facts.result ? { result: facts.result } : {}),
     },
     policyInput: facts.policyInput ?? null,
     policyDecision: facts.policyDecision ?? null,

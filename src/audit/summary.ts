@@ -18,7 +18,10 @@ export function summarizeRequest(ctx: Context): Record<string, unknown> {
     parameterNames: Object.keys(params).sort(),
   };
   for (const name of SAFE_VALUES) {
-    if (typeof params[name] === 'string') summary[name] = params[name];
+    const value = params[name];
+    // A repeated parameter (RFC 8707's `resource`) is kept as the list of its values.
+    if (typeof value === 'string' || (Array.isArray(value) && value.every((item) => typeof item === 'string')))
+      summary[name] = value;
   }
   return summary;
 }

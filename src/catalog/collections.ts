@@ -138,6 +138,11 @@ export const COLLECTIONS: CollectionDefinition[] = [
       tokenEndpointAuthMethod: { enum: ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] },
       jwksUri: httpsUri,
       jwks: { type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: { type: 'object' } } } },
+      // RFC 9126 §6: this client may only send authorization requests pushed to /par.
+      requirePushedAuthorizationRequests: { type: 'boolean' },
+      // RFC 9101 §9 (OIDC Registration): the one algorithm its request objects are signed with, verified
+      // with its jwks/jwksUri (without either, none can be verified). Asymmetric only: secrets are BCrypt hashes.
+      requestObjectSigningAlg: { enum: ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA'] },
       softwareStatement: { type: 'object' },
       scopes: strings,
       registrationType: { enum: ['admin', 'dcr', 'cimd'] },

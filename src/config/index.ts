@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { Ajv } from 'ajv';
 import { projectPath } from './paths.js';
 
@@ -18,6 +19,12 @@ export interface TtlConfig {
 
 export interface Config {
   port: number;
+  /** The public listener's address (an IP literal); null listens on every interface, as Node does by default. */
+  bindAddress: string | null;
+  /** The admin listener's port (Admin API, console, /metrics), which then leave the public one; null: one listener. */
+  adminPort: number | null;
+  /** The admin listener's address: 127.0.0.1 unless set; null only without an admin port. */
+  adminBindAddress: string | null;
   issuer: string;
   storeUrl: string;
   /** External OPA; null means the server runs and manages a local OPA process. */
@@ -46,6 +53,8 @@ export interface Config {
   softwareStatementVerify: boolean;
   cimdAllowInsecureLocalhost: boolean;
   logLevel: string;
+  /** One log line per answered request (src/http/access-log.ts). */
+  accessLog: boolean;
   maxBodyBytes: number;
   production: boolean;
   ttl: TtlConfig;
@@ -79,6 +88,9 @@ export interface Config {
 /** Environment variable → configuration key. Values are parsed as the schema's type says. */
 const ENVIRONMENT: Record<string, string> = {
   PORT: 'port',
+  BIND_ADDRESS: 'bindAddress',
+  ADMIN_PORT: 'adminPort',
+  ADMIN_BIND_ADDRESS: 'adminBindAddress',
   ISSUER: 'issuer',
   STORE_URL: 'storeUrl',
   OPA_URL: 'opaUrl',
@@ -97,11 +109,14 @@ const ENVIRONMENT: Record<string, string> = {
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
   LOG_LEVEL: 'logLevel',
+  ACCESS_LOG: 'accessLog',
   MAX_BODY_BYTES: 'maxBodyBytes',
   ACCESS_TOKEN_TTL_SECONDS: 'ttl.accessTokenSeconds',
   AUTHORIZATION_CODE_TTL_SECONDS: 'ttl.authorizationCodeSeconds',
   REFRESH_TOKEN_TTL_SECONDS: 'ttl.refreshTokenSeconds',
   ID_TOKEN_TTL_SECONDS: 'ttl.idTokenSeconds',
+  SESSION_TTL_SECONDS: 'ttl.sessionSeconds',
+  INTERACTION_TTL_SECONDS: 'ttl.interactionSeconds',
   UMA_TICKET_TTL_SECONDS: 'ttl.permissionTicketSeconds',
   TRUSTED_PROXIES: 'trustedProxies',
   AUTH_FAILURE_LIMIT: 'authFailureLimit',
@@ -127,6 +142,9 @@ const SCHEMA = {
   required: ['port', 'storeUrl', 'policyPollMinSeconds', 'policyPollMaxSeconds', 'ttl'],
   properties: {
     port: { type: 'integer', minimum: 0, maximum: 65535 },
+    bindAddress: { type: ['string', 'null'], minLength: 1 },
+    adminPort: { type: ['integer', 'null'], minimum: 0, maximum: 65535 },
+    adminBindAddress: { type: ['string', 'null'], minLength: 1 },
     issuer: { type: ['string', 'null'], pattern: '^https?://[^#?]+[^/#?]$' },
     storeUrl: { type: 'string', pattern: '^(sqlite:|mongodb(\\+srv)?://)' },
     opaUrl: { type: ['string', 'null'], pattern: '^https?://' },
@@ -145,6 +163,7 @@ const SCHEMA = {
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
+    accessLog: { type: 'boolean' },
     maxBodyBytes: positive,
     trustedProxies: { type: 'array', items: { type: 'string', pattern: '^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$' } },
     authFailureLimit: positive,
@@ -194,9 +213,8 @@ export function loadConfig(
   env: NodeJS.ProcessEnv = process.env,
   defaultsFile = projectPath('config', 'default.json'),
 ): Config {
-  const raw = JSON.parse(readFileSync(defaultsFile, 'utf8')) as Record<string, unknown> & {
-    ttl: Record<string, unknown>;
-  };
+  const raw = JSON.parse(readFileSync(defaultsFile, 'utf8')) as RawConfig;
+  if (env.CONFIG_FILE) overlay(raw, readConfigFile(env.CONFIG_FILE));
   for (const [variable, key] of Object.entries(ENVIRONMENT)) {
     const value = env[variable];
     if (value === undefined || value === '') continue;
@@ -220,6 +238,7 @@ export function loadConfig(
   if ((raw.httpHeadersTimeoutMs as number) > (raw.httpRequestTimeoutMs as number)) {
     throw new ConfigError('invalid configuration: HTTP_HEADERS_TIMEOUT_MS must be <= HTTP_REQUEST_TIMEOUT_MS');
   }
+  checkListeners(raw);
   if (!raw.adminApiKey && production) {
     throw new ConfigError('invalid configuration: SERVICE_ADMIN_API_KEY is required when NODE_ENV=production');
   }
@@ -235,11 +254,69 @@ export function loadConfig(
     policyBundleToken: (raw.policyBundleToken as string | null) ?? randomBytes(24).toString('base64url'),
     adminApiKey: (raw.adminApiKey as string | null) ?? randomBytes(24).toString('base64url'),
     adminApiKeyGenerated: !raw.adminApiKey,
+    adminBindAddress:
+      raw.adminPort === null ? null : ((raw.adminBindAddress as string | null) ?? DEFAULT_ADMIN_BIND_ADDRESS),
     production,
     outboundAllowInsecureLoopback: (raw.outboundAllowInsecureLoopback as boolean | null) ?? !production,
     // An external OPA may hold more than Arbiter's bundle; only the managed one is known to hold exactly it.
     policyRegoInProcess: (raw.policyRegoInProcess as boolean | null) ?? !raw.opaUrl,
   };
+}
+
+type RawConfig = Record<string, unknown> & { ttl: Record<string, unknown> };
+
+/**
+ * CONFIG_FILE: a JSON file outside the checkout with any of config/default.json's keys (the same
+ * names, `ttl` as an object of its own); what it leaves out keeps its default, and environment
+ * variables still win over it.
+ */
+function readConfigFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (error) {
+    throw new ConfigError(`invalid configuration: CONFIG_FILE ${file} cannot be read (${(error as Error).message})`);
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`invalid configuration: CONFIG_FILE ${file} is not JSON (${(error as Error).message})`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new ConfigError(`invalid configuration: CONFIG_FILE ${file} must hold a JSON object`);
+  return parsed as Record<string, unknown>;
+}
+
+/** Puts the file's values over the defaults; `ttl` key by key, so a file may name one lifetime. */
+function overlay(raw: RawConfig, file: Record<string, unknown>): void {
+  for (const [key, value] of Object.entries(file)) {
+    if (key === 'ttl' && typeof value === 'object' && value !== null && !Array.isArray(value))
+      Object.assign(raw.ttl, value);
+    else raw[key] = value;
+  }
+}
+
+/** Without ADMIN_BIND_ADDRESS the admin listener is reachable from this host only. */
+const DEFAULT_ADMIN_BIND_ADDRESS = '127.0.0.1';
+
+/** Bind addresses are IP literals (a host name may resolve to several, or to another family); two listeners need two ports. */
+function checkListeners(raw: Record<string, unknown>): void {
+  for (const key of ['bindAddress', 'adminBindAddress']) {
+    const address = raw[key];
+    if (typeof address === 'string' && isIP(address) === 0)
+      throw new ConfigError(
+        `invalid configuration: ${variableFor(key)} must be an IP address, such as 0.0.0.0 or :: (every interface) or 127.0.0.1, not ${JSON.stringify(address)}`,
+      );
+  }
+  const adminPort = (raw.adminPort as number | null | undefined) ?? null;
+  raw.adminPort = adminPort;
+  if (adminPort === null && raw.adminBindAddress)
+    throw new ConfigError('invalid configuration: ADMIN_BIND_ADDRESS needs ADMIN_PORT (the admin listener it is for)');
+  if (adminPort !== null && adminPort !== 0 && adminPort === raw.port)
+    throw new ConfigError(
+      'invalid configuration: ADMIN_PORT must differ from PORT (the admin listener is a second one)',
+    );
 }
 
 function parseValue(variable: string, value: string, type: string | undefined): unknown {

@@ -16,6 +16,26 @@ export function isAdminPath(path: string): boolean {
   return canonical === ADMIN_PREFIX || canonical.startsWith(`${ADMIN_PREFIX}/`);
 }
 
+/** The console's page; its assets are below CONSOLE_ASSETS. */
+const CONSOLE_PAGE = '/admin';
+const CONSOLE_ASSETS = '/admin/assets';
+
+/**
+ * True for every spelling of the admin surface's paths under /admin: the console's page, its
+ * assets and the Admin API. Nothing else under /admin (a tenant named `admin` has AuthZEN paths
+ * such as /admin/access/v1/evaluation).
+ */
+export function isAdminSurfacePath(path: string): boolean {
+  const canonical = canonicalPath(path).toLowerCase();
+  return (
+    canonical === CONSOLE_PAGE ||
+    canonical === CONSOLE_ASSETS ||
+    canonical.startsWith(`${CONSOLE_ASSETS}/`) ||
+    canonical === ADMIN_PREFIX ||
+    canonical.startsWith(`${ADMIN_PREFIX}/`)
+  );
+}
+
 /** The spelling the Admin router serves: the exact prefix, single slashes, no dot segment, no trailing slash. */
 export function isServedAdminSpelling(path: string): boolean {
   if (!(path === ADMIN_PREFIX || path.startsWith(`${ADMIN_PREFIX}/`))) return false;

@@ -29,9 +29,13 @@ const ENDPOINTS = [
   '/permission',
   '/authorize',
   '/userinfo',
+  '/par',
   '/register',
   '/healthz',
+  '/readyz',
+  '/livez',
   '/metrics',
+  '/revoke',
   '/token',
 ];
 
@@ -64,6 +68,25 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly tokensIssued = new Counter({
+    name: 'arbiter_tokens_issued_total',
+    help: 'Successful token responses (/token answered 200) by grant type',
+    labelNames: ['grant_type'],
+    registers: [this.registry],
+  });
+  private readonly signIns = new Counter({
+    name: 'arbiter_sign_ins_total',
+    help: 'Sign-ins at the upstream identity provider by outcome, counted where the authorization request resumes (success, deny, error)',
+    labelNames: ['outcome'],
+    registers: [this.registry],
+  });
+  private readonly throttled = new Counter({
+    name: 'arbiter_throttled_requests_total',
+    help: 'Requests answered 429 (the authentication failure limit, the audit budget) by endpoint',
+    labelNames: ['endpoint'],
+    registers: [this.registry],
+  });
+
   constructor(store: Store, policy: () => PolicyEngine | undefined) {
     collectDefaultMetrics({ register: this.registry, prefix: 'arbiter_' });
     const registry = this.registry;
@@ -78,7 +101,10 @@ export class Metrics {
           ?.revisions()
           .catch(() => null);
         if (revisions)
-          this.set({ store: revisions.store, opa: revisions.opa ?? 'none' }, revisions.store === revisions.opa ? 1 : 0);
+          this.set(
+            { store: shortRevision(revisions.store), opa: revisions.opa ? shortRevision(revisions.opa) : 'none' },
+            revisions.store === revisions.opa ? 1 : 0,
+          );
       },
     });
     new Gauge({
@@ -104,14 +130,31 @@ export class Metrics {
         ctx.body = await this.registry.metrics();
         return;
       }
-      const stop = this.requests.startTimer({ endpoint: endpointLabel(ctx.path), method: methodLabel(ctx.method) });
+      const endpoint = endpointLabel(ctx.path);
+      const stop = this.requests.startTimer({ endpoint, method: methodLabel(ctx.method) });
       try {
         await next();
       } finally {
         // Measured once the answer is decided (errors included: the JSON error handler sits below).
         stop({ status: String(ctx.status) });
+        this.count(ctx, endpoint);
       }
     };
+  }
+
+  /** The business counters: tokens issued, sign-in outcomes, throttled requests. */
+  private count(ctx: Context, endpoint: string): void {
+    if (ctx.status === 429) this.throttled.inc({ endpoint });
+    if (endpoint === '/token' && ctx.status === 200) {
+      const grantType = (ctx as { oidc?: { params?: { grant_type?: unknown } } }).oidc?.params?.grant_type;
+      this.tokensIssued.inc({ grant_type: GRANT_TYPES.has(grantType as string) ? (grantType as string) : 'other' });
+    }
+    // The resumption of an authorization request after the sign-in (/authorize/:uid); a refused or
+    // failed sign-in leaves its error on the request's state (oauth/interactions/audit.ts).
+    if (endpoint === '/authorize' && ctx.path.startsWith('/authorize/') && ctx.method === 'GET') {
+      const state = ctx.state as { errorCode?: string; audit?: { outcome?: string } };
+      this.signIns.inc({ outcome: state.errorCode ? (state.audit?.outcome ?? 'deny') : 'success' });
+    }
   }
 
   /** The engine, with every decision counted and timed by point and outcome. */
@@ -149,6 +192,20 @@ export class Metrics {
       },
     });
   }
+}
+
+/** Grant types a label may name; a 200 answers only registered ones, this bounds the label anyway. */
+const GRANT_TYPES = new Set([
+  'authorization_code',
+  'refresh_token',
+  'client_credentials',
+  'urn:ietf:params:oauth:grant-type:token-exchange',
+  'urn:ietf:params:oauth:grant-type:uma-ticket',
+]);
+
+/** A bundle revision as a label: its first 12 hex digits, as git shortens a commit. */
+function shortRevision(revision: string): string {
+  return revision.slice(0, 12);
 }
 
 function methodLabel(method: string): string {

@@ -2,9 +2,11 @@ import type { Configuration } from 'oidc-provider';
 import type { TtlConfig } from '../config/index.js';
 import { policyConsent } from './authorize/grant.js';
 import { authorizationParameters } from './authorize/parameters.js';
+import { requestObjects } from './authorize/request-object.js';
 import { accounts } from './userinfo/accounts.js';
 import { claims, scopes } from './claims.js';
 import { introspectionPolicy } from './introspect/index.js';
+import { revocationPolicy } from './revoke/index.js';
 import { mergeSlices, type ConfigurationSlice, type ProviderContext } from './context.js';
 import { interactionsSlice } from './interactions/index.js';
 import { richAuthorizationRequests } from './shared/rar.js';
@@ -12,6 +14,7 @@ import { outboundFetch } from './outbound-fetch.js';
 import { routes } from './routes.js';
 import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators } from './token/shaping.js';
 import { errorPages } from './error-pages.js';
+import { pushedAuthorizationRequests } from './par/index.js';
 
 /** The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. */
 const protocol: ConfigurationSlice = () => ({
@@ -27,14 +30,10 @@ const protocol: ConfigurationSlice = () => ({
     userinfo: { enabled: true },
     clientCredentials: { enabled: true },
     resourceIndicators: { enabled: true },
-    revocation: { enabled: false },
-    pushedAuthorizationRequests: { enabled: false },
   },
   discovery: {
     claim_types_supported: undefined,
     claims_parameter_supported: undefined,
-    request_parameter_supported: undefined,
-    request_uri_parameter_supported: undefined,
   },
 });
 
@@ -70,10 +69,13 @@ export const SLICES: ConfigurationSlice[] = [
   decisionClaims,
   resourceIndicators,
   authorizationParameters,
+  pushedAuthorizationRequests,
+  requestObjects,
   policyConsent,
   interactionsSlice,
   accounts,
   introspectionPolicy,
+  revocationPolicy,
   richAuthorizationRequests,
   outboundFetch,
   errorPages,

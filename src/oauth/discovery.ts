@@ -6,12 +6,15 @@ import { advertisedFeatures, DISCOVERY_PATH } from './routes.js';
 /**
  * Completes oidc-provider's discovery document with what only Arbiter knows: the fields of
  * its enabled features (routes.ts, `advertisedFeatures`: nothing that does not answer is
- * advertised) and the RAR types that policy data defines at run time. grant_types_supported
+ * advertised) and the RAR types that policy data defines at run time, read on every request
+ * (oidc-provider's own list is synced only at /authorize and /token). grant_types_supported
  * is oidc-provider's own list of the grants registered with it.
  *
- * /.well-known/uma2-configuration is the same document: UMA 2.0's metadata is RFC 8414
- * authorization server metadata plus the UMA endpoints and uma_profiles_supported, all of which
- * it holds, so one document serves both and they cannot drift apart.
+ * One document, three paths (edge.ts runs this at each): OpenID Connect Discovery's
+ * /.well-known/openid-configuration, RFC 8414's /.well-known/oauth-authorization-server (which
+ * oidc-provider answers with the same action, and which MCP clients read first), and
+ * /.well-known/uma2-configuration: UMA 2.0's metadata is RFC 8414 metadata plus the UMA
+ * endpoints and uma_profiles_supported. They are equal field for field and cannot drift apart.
  */
 export function discoveryExtras(issuer: string, authorizationDetailsTypes: () => Promise<string[]>) {
   return async (ctx: ArbiterContext, next: Next): Promise<void> => {

@@ -5,12 +5,16 @@ import type { PolicyEngine } from '../policy/index.js';
 import type { Sealer, Store } from '../store/index.js';
 import { AUTHORIZE_PATH, authorizationResumptionMiddleware, authorizeMiddleware } from './authorize/index.js';
 import { discoveryExtras, umaConfigurationAsDiscovery } from './discovery.js';
+import { END_SESSION_PATH, endSessionMiddleware } from './end-session/index.js';
 import { INTERACTION_PATH, interactionRoutes, UPSTREAM_CALLBACK_PATH } from './interactions/index.js';
 import { INTROSPECT_PATH, introspectMiddleware } from './introspect/index.js';
+import { PAR_PATH, parMiddleware } from './par/index.js';
 import type { TenantProviders } from './providers.js';
 import { REGISTER_PATH, registrationMiddleware } from './register/index.js';
-import { advertisedFeatures, DISCOVERY_PATH, UMA_CONFIGURATION_PATH } from './routes.js';
+import { REVOKE_PATH, revokeMiddleware } from './revoke/index.js';
+import { advertisedFeatures, DISCOVERY_PATH, OAUTH_SERVER_METADATA_PATH, UMA_CONFIGURATION_PATH } from './routes.js';
 import { shallowJsonQuery } from './shared/form-body.js';
+import { syncAuthorizationDetailsTypes } from './shared/rar.js';
 import { noStore } from './shared/no-store.js';
 import type { ArbiterMiddleware } from './state.js';
 import { TOKEN_PATH, tokenMiddleware } from './token/index.js';
@@ -41,7 +45,7 @@ interface EdgeRoute {
  * endpoints as one array of steps (lib/actions/token.js): each path of the spec's routes table
  * (routes.ts) maps to what Arbiter adds there, in order, and then to oidc-provider itself (one
  * instance per tenant). A request runs its own endpoint's steps and no other's; a path that is
- * not in the table goes straight to oidc-provider (JWKS, end session, …). Every request first
+ * not in the table goes straight to oidc-provider (JWKS, the logout confirmation, …). Every request first
  * has its JSON-valued query parameters kept shallow. Protocol code asks the policy engine and
  * relays its decision, it never decides.
  *
@@ -53,10 +57,10 @@ interface EdgeRoute {
 export function oauthEdge({ config, store, sealer, policy, providers, log }: OAuthEdgeDeps): ArbiterMiddleware {
   const providerFor = (tenant: string) => providers.provider(tenant);
   const authorizationDetailsTypes = () => policy.authorizationDetailsTypes();
-  const { maxBodyBytes } = config;
+  const { issuer, maxBodyBytes } = config;
   const registration = registrationMiddleware({ config, store, policy });
   const signIn = [interactionRoutes({ config, store, sealer, providers, log })];
-  const discovery = discoveryExtras(config.issuer, authorizationDetailsTypes);
+  const discovery = discoveryExtras(issuer, authorizationDetailsTypes);
   const table: EdgeRoute[] = [
     {
       path: AUTHORIZE_PATH,
@@ -64,6 +68,8 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
       middleware: authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }),
     },
     { path: AUTHORIZE_PATH, below: true, uncached: true, middleware: authorizationResumptionMiddleware() },
+    // RFC 9126: client authentication as at /token, then the checks /authorize makes of what is pushed.
+    { path: PAR_PATH, uncached: true, middleware: parMiddleware({ store, policy, providerFor, maxBodyBytes }) },
     {
       path: TOKEN_PATH,
       uncached: true,
@@ -72,13 +78,18 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
     {
       path: INTROSPECT_PATH,
       uncached: true,
-      middleware: introspectMiddleware({ store, policy, issuer: config.issuer, providerFor, maxBodyBytes }),
+      middleware: introspectMiddleware({ store, policy, issuer, providerFor, maxBodyBytes }),
     },
+    { path: REVOKE_PATH, uncached: true, middleware: revokeMiddleware({ issuer, maxBodyBytes }) },
     { path: USERINFO_PATH, uncached: true, middleware: userinfoMiddleware(maxBodyBytes) },
     { path: REGISTER_PATH, uncached: true, middleware: registration.register },
     { path: REGISTER_PATH, below: true, middleware: registration.clientConfiguration },
-    // What only Arbiter knows (its RAR types, its routers) added to oidc-provider's discovery document.
+    // RP-Initiated Logout by POST as well as GET.
+    { path: END_SESSION_PATH, middleware: endSessionMiddleware({ issuer, maxBodyBytes }) },
+    // What only Arbiter knows (its RAR types, its routers) added to oidc-provider's discovery document,
+    // which is also the RFC 8414 metadata: one document at both paths (discovery.ts).
     { path: DISCOVERY_PATH, middleware: [discovery] },
+    { path: OAUTH_SERVER_METADATA_PATH, middleware: [discovery] },
     ...(advertisedFeatures.umaPermission.enabled
       ? [{ path: UMA_CONFIGURATION_PATH, middleware: [umaConfigurationAsDiscovery, discovery] }]
       : []),
@@ -86,7 +97,15 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
     { path: INTERACTION_PATH, below: true, middleware: signIn },
     { path: UPSTREAM_CALLBACK_PATH, middleware: signIn },
   ];
-  return routeTable(table, providers.middleware());
+  // Every client oidc-provider loads carries the RAR types of policy data (clients/records.ts), which
+  // its registry must then know: kept in step on every request that reaches it, not only at /token,
+  // so that /introspect, /revoke or UserInfo on a node (or in a tenant) that has not seen /token yet
+  // do not refuse the client as invalid metadata after a policy change.
+  const provider = compose([
+    syncAuthorizationDetailsTypes(providerFor, authorizationDetailsTypes),
+    providers.middleware(),
+  ]) as ArbiterMiddleware;
+  return routeTable(table, provider);
 }
 
 /** Looks the request's path up in the table (exact paths first, then the rows for paths below one) and runs that row. */

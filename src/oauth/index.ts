@@ -5,6 +5,7 @@ export { TenantProviders } from './providers.js';
 export { createTenantProvider } from './provider.js';
 export { CLIENTS_COLLECTION, clientMetadata, type ClientRecord } from './clients/records.js';
 export { oauthEdge, type OAuthEdgeDeps } from './edge.js';
+export { REPEATABLE_QUERY_PARAMETERS } from './shared/resources.js';
 export type { ArbiterContext, ArbiterMiddleware, ArbiterState } from './state.js';
 export {
   clientCallers,
@@ -15,3 +16,4 @@ export {
   type TokenCallers,
 } from './shared/callers.js';
 export { inputParties } from './shared/parties.js';
+export { hashClientSecret } from './clients/secrets.js';

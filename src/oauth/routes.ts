@@ -1,3 +1,5 @@
+import { CLIENT_AUTH_METHODS } from './clients/auth-method.js';
+
 /**
  * The one routes table: the spec's endpoint paths (discovery table), given to oidc-provider as
  * its `routes`; each endpoint folder exports its own (authorize/, token/, …), and edge.ts maps
@@ -12,10 +14,17 @@ export const routes = {
   introspection: '/introspect',
   end_session: '/session/end',
   revocation: '/revoke',
+  pushed_authorization_request: '/par',
 } as const;
 
 /** Where oidc-provider publishes its discovery document (fixed by OpenID Connect Discovery). */
 export const DISCOVERY_PATH = '/.well-known/openid-configuration';
+
+/**
+ * RFC 8414 §3: the authorization server metadata, which oidc-provider also publishes. It is the
+ * discovery document itself (discovery.ts): MCP clients read this one first.
+ */
+export const OAUTH_SERVER_METADATA_PATH = '/.well-known/oauth-authorization-server';
 
 /** UMA 2.0 Grant §2: the authorization server's UMA metadata (the same document, see discovery.ts). */
 export const UMA_CONFIGURATION_PATH = '/.well-known/uma2-configuration';
@@ -35,7 +44,22 @@ export interface AdvertisedFeature {
 }
 
 export type AdvertisedFeatureName =
-  'umaResourceRegistration' | 'umaPermission' | 'clientIdMetadataDocuments' | 'pkcePlain';
+  | 'umaResourceRegistration'
+  | 'umaPermission'
+  | 'clientIdMetadataDocuments'
+  | 'pkcePlain'
+  | 'pushedAuthorizationRequests'
+  | 'requestObjects'
+  | 'revocationAuthentication'
+  | 'introspectionAuthentication';
+
+/**
+ * The algorithms a request object may be signed with (RFC 9101 §6.1): oidc-provider's defaults
+ * without HS256. Asymmetric only: an HS* request object is verified with the client secret, and
+ * Arbiter keeps secrets only as BCrypt hashes, so it could never verify one. `none` is refused too:
+ * an unsigned request object proves nothing the query string does not (authorize/request-object.ts).
+ */
+export const REQUEST_OBJECT_SIGNING_ALGS = ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA'] as const;
 
 export const advertisedFeatures: Readonly<Record<AdvertisedFeatureName, AdvertisedFeature>> = {
   /** UMA 2.0 resource registration (spec: UMA; src/uma). */
@@ -56,4 +80,48 @@ export const advertisedFeatures: Readonly<Record<AdvertisedFeatureName, Advertis
   clientIdMetadataDocuments: { enabled: true, metadata: { client_id_metadata_document_supported: true } },
   /** PKCE `plain` besides S256 (authorize/pkce-plain.ts); oidc-provider alone would say S256 only. */
   pkcePlain: { enabled: true, metadata: { code_challenge_methods_supported: ['S256', 'plain'] } },
+  /**
+   * RFC 9126 pushed authorization requests (src/oauth/par). Not required server-wide: a client is
+   * held to PAR by its own `require_pushed_authorization_requests` (Admin API, registration).
+   */
+  pushedAuthorizationRequests: {
+    enabled: true,
+    endpoints: { pushed_authorization_request_endpoint: '/par' },
+    metadata: { require_pushed_authorization_requests: false },
+  },
+  /**
+   * RFC 9101 request objects by value (authorize/request-object.ts), signed with one of the client's
+   * registered public keys; by reference only as PAR's own `urn:ietf:params:oauth:request_uri:`, so
+   * `request_uri_parameter_supported` stays false (a client's own request_uri is not fetched).
+   */
+  requestObjects: {
+    enabled: true,
+    metadata: {
+      request_parameter_supported: true,
+      request_uri_parameter_supported: false,
+      request_object_signing_alg_values_supported: [...REQUEST_OBJECT_SIGNING_ALGS],
+    },
+  },
+  /**
+   * RFC 8414 §2: how a client authenticates at /revoke (oidc-provider publishes the endpoint, not
+   * the methods): as at /token, a public client by its client_id alone (RFC 7009 §2.1; revoke/).
+   */
+  revocationAuthentication: {
+    enabled: true,
+    metadata: { revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS] },
+  },
+  /**
+   * RFC 8414 §2: how a caller authenticates at /introspect (introspect/): the confidential methods
+   * of /token, or an access token (`Bearer`, a value of the access token types registry that
+   * RFC 8414 allows here). `none` is refused: RFC 7662 §2.1 requires the caller to be authorized.
+   */
+  introspectionAuthentication: {
+    enabled: true,
+    metadata: {
+      introspection_endpoint_auth_methods_supported: [
+        ...CLIENT_AUTH_METHODS.filter((method) => method !== 'none'),
+        'Bearer',
+      ],
+    },
+  },
 };

@@ -16,6 +16,12 @@ import type { TenantState } from '../tenancy/index.js';
 export type ArbiterState = TenantState & {
   /** The request's audit entry in the making (src/audit); absent for requests that are not audited. */
   audit?: AuditFacts;
+  /**
+   * /authorize and /par: the parameters of the request object or pushed request the request
+   * carries, as decided on instead of the query's (authorize/request-object.ts); null when it
+   * carries one that cannot be read; absent for a plain request.
+   */
+  requestObject?: Record<string, unknown> | null;
   /** What the policy said about this request, for oidc-provider's later hooks (token/grants/decision.ts). */
   policyDecision?: Decision;
   /** /introspect: the token and the decision, for the response Arbiter builds after oidc-provider's. */

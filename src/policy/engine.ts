@@ -100,13 +100,14 @@ export async function createPolicyEngine(options: PolicyEngineOptions): Promise<
         bundleToken: config.policyBundleToken,
         pollMinSeconds: config.policyPollMinSeconds,
         pollMaxSeconds: config.policyPollMaxSeconds,
-        log: log.child({ component: 'opa' }),
+        log: options.log.child({ component: 'opa' }),
       });
   await managed?.start();
   const externalUrl = config.opaUrl?.replace(/\/+$/, '');
   return new ArbiterPolicyEngine({
     config,
     log,
+    inProcessLog: options.log.child({ component: 'rego-in-process' }),
     opaBinary,
     managed,
     store: options.store,
@@ -119,6 +120,8 @@ export async function createPolicyEngine(options: PolicyEngineOptions): Promise<
 interface EngineParts {
   config: Config;
   log: Logger;
+  /** A child of the server's logger, not of `log`: pino would write a child's `component` twice. */
+  inProcessLog: Logger;
   opaBinary: string;
   store: Store;
   managed: ManagedOpa | null;
@@ -139,11 +142,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   constructor(private readonly parts: EngineParts) {
     this.opa = new OpaDriver(parts.opaUrl, parts.config.policyDecisionTimeoutMs, parts.opaToken);
     this.inProcess = parts.config.policyRegoInProcess
-      ? new InProcessRego(
-          parts.opaBinary,
-          (snapshot) => parts.snapshots.bundle(snapshot),
-          parts.log.child({ component: 'rego-in-process' }),
-        )
+      ? new InProcessRego(parts.opaBinary, (snapshot) => parts.snapshots.bundle(snapshot), parts.inProcessLog)
       : null;
     this.snapshotMaxAgeMs = Math.min(parts.config.policyPollMinSeconds, 1) * 1000;
     this.faults = new PolicyFaults(parts.config.policyFaultWindowSeconds * 1000);

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { MongoStore } from '../../adapters/mongodb/index.js';
 import { SqliteStore } from '../../adapters/sqlite/index.js';
 import type { CollectionSpec, Store } from './types.js';
@@ -16,4 +17,17 @@ export async function openStore(url: string, collections: readonly CollectionSpe
   if (url.startsWith('sqlite:')) return SqliteStore.open(url.slice('sqlite:'.length));
   if (url.startsWith('mongodb://') || url.startsWith('mongodb+srv://')) return MongoStore.open(url, collections);
   throw new Error(`STORE_URL must start with sqlite: or mongodb://, got ${JSON.stringify(url.split(':')[0])}`);
+}
+
+/**
+ * Replaces the contents of the SQLite store a STORE_URL names with a backup file's (see
+ * SqliteStore.restore); returns the store's file. MongoDB stores are restored with mongorestore.
+ */
+export async function restoreStore(url: string, backupFile: string): Promise<string> {
+  const location = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : '';
+  if (!location || location === ':memory:')
+    throw new Error('restore needs STORE_URL=sqlite:<file>; restore a MongoDB store with mongorestore (README)');
+  const target = resolve(location);
+  await SqliteStore.restore(backupFile, target);
+  return target;
 }

@@ -101,6 +101,8 @@ export interface Store {
    * before the writer is answered: what was read before may be stale from then on (TurnReads).
    */
   onWrite(listener: () => void): void;
+  /** A consistent copy of the whole store into a file while it is in use; stores that cannot (MongoDB: mongodump) lack it. */
+  backup?(destination: string): Promise<void>;
   close(): Promise<void>;
 }
 

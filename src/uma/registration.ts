@@ -90,7 +90,7 @@ function fieldsOf(
   return {
     name: body.name ?? null,
     type: body.type ?? null,
-    resourceScopes: body.resource_scopes ?? [],
+    resourceScopes: body.resource_scopes,
     description: body.description ?? null,
     iconUri: body.icon_uri ?? null,
   };
@@ -104,7 +104,7 @@ async function assertWithinTypeCeiling(store: Store, tenant: string, body: Resou
     tenant,
   ).findOne({ typeUri: body.type });
   if (!Array.isArray(definition?.scopes)) return;
-  const beyond = (body.resource_scopes ?? []).filter((scope) => !definition.scopes!.includes(scope));
+  const beyond = body.resource_scopes.filter((scope) => !definition.scopes!.includes(scope));
   if (beyond.length)
     throw new HttpError(
       400,

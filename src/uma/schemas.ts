@@ -10,10 +10,15 @@ export const scopeName = {
 
 const scopeList = { type: 'array', maxItems: 100, uniqueItems: true, items: scopeName } as const;
 
-/** UMA 2.0 Federated Authorization §3.1: a resource description. */
+/**
+ * UMA 2.0 Federated Authorization §3.1: a resource description. `resource_scopes` is REQUIRED
+ * there (the scopes a permission may ask for on the resource); the other members are optional.
+ * A PUT replaces the whole description (§3.2.3), so it needs `resource_scopes` too.
+ */
 export const RESOURCE_DESCRIPTION = {
   type: 'object',
   additionalProperties: false,
+  required: ['resource_scopes'],
   properties: {
     name: { type: 'string', minLength: 1, maxLength: 256 },
     type: { type: 'string', format: 'uri', maxLength: 2048 },
@@ -26,7 +31,7 @@ export const RESOURCE_DESCRIPTION = {
 export interface ResourceDescription {
   name?: string;
   type?: string;
-  resource_scopes?: string[];
+  resource_scopes: string[];
   description?: string;
   icon_uri?: string;
 }

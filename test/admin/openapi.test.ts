@@ -2,7 +2,7 @@ import { Validator } from '@seriousme/openapi-schema-validator';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { expect } from 'chai';
-import { ADMIN_PREFIX, adminRouter } from '../../src/admin/index.js';
+import { ADMIN_PREFIX, AdminApiKeys, adminRouter } from '../../src/admin/index.js';
 import { COLLECTIONS } from '../../src/catalog/index.js';
 import { AuditLog } from '../../src/audit/index.js';
 import { Sealer } from '../../src/store/index.js';
@@ -99,6 +99,7 @@ describe('Admin API OpenAPI document', function () {
     // Listing the routes calls no engine: one that is never called stands in for OPA and Cedar.
     const policy = { explain: notCalled, revisions: notCalled };
     const router = adminRouter(server.store, {
+      keys: new AdminApiKeys(server.store, ADMIN_KEY),
       sealer: await Sealer.open(server.store, null),
       maxBodyBytes: 1024,
       audit: new AuditLog(server.store),
@@ -121,12 +122,13 @@ describe('Admin API OpenAPI document', function () {
     /** The record each path's first segment is about, for the path parameters (named like its fields). */
     const records: Record<string, Json> = {};
 
-    const collectionPaths = new Set(COLLECTIONS.map((definition) => `/${definition.path}`));
+    // The collections, and the Admin API keys: the example key (read-only) is the one the 403s are checked with.
+    const collectionPaths = new Set([...COLLECTIONS.map((definition) => `/${definition.path}`), '/api-keys']);
     const isCreate = ({ method, path }: Documented) => method === 'post' && collectionPaths.has(path);
 
-    it("creates every collection's example (in reference order) as documented, with the documented errors", async function () {
+    it("creates every collection's example (in reference order) and an API key as documented, with the documented errors", async function () {
       const creates = operations().filter(isCreate);
-      expect(creates).to.have.length(COLLECTIONS.length);
+      expect(creates).to.have.length(COLLECTIONS.length + 1);
       await expectNoProblems(inReferenceOrder(creates));
     });
 
@@ -141,6 +143,27 @@ describe('Admin API OpenAPI document', function () {
       await expectNoProblems(
         operations().filter((documented) => !isCreate(documented) && documented.method !== 'delete'),
       );
+    });
+
+    it('answers 403 insufficient_scope to a read-only key exactly where the document says, and lets it read', async function () {
+      const readOnly = records['api-keys'];
+      expect(readOnly.role).to.equal('read-only');
+      const problems: string[] = [];
+      let refused = 0;
+      for (const documented of operations()) {
+        const example = documented.operation.requestBody?.content['application/json'].examples.example.value;
+        const answer = await call(documented, { body: example, key: readOnly.key });
+        const what = `${documented.method.toUpperCase()} ${documented.path}`;
+        if (documented.operation.responses['403']) {
+          refused += 1;
+          const problem = check(documented, answer, 403);
+          if (problem) problems.push(`${what}: ${problem}`);
+        } else if (answer.status === 403 || answer.status === 401) {
+          problems.push(`${what}: a read was refused: ${answer.status} ${JSON.stringify(answer.body)}`);
+        }
+      }
+      expect(problems, problems.join('\n')).to.deep.equal([]);
+      expect(refused, 'every write of every collection, and the keys').to.be.greaterThan(COLLECTIONS.length * 3);
     });
 
     it('deletes as documented, with the documented errors', async function () {
@@ -173,10 +196,13 @@ describe('Admin API OpenAPI document', function () {
           : 'a 401 without WWW-Authenticate: X-Admin-API-Key',
       );
       if (operation.responses['400']) {
+        // A body with a field too many; else a malformed tenant, or (server-wide operations) a malformed page.
+        const takesTenant = (operation.parameters ?? []).some((parameter: Json) => parameter.name === 'tenantId');
+        const [query, field] = takesTenant ? [{ tenantId: 'not a tenant' }, 'tenantId'] : [{ limit: '0' }, 'limit'];
         const bad = example
           ? await call(documented, { body: { ...example, notAField: true } })
-          : await call(documented, { query: { tenantId: 'not a tenant' } });
-        problems.push(check(documented, bad, 400), namesField(bad, example ? 'notAField' : 'tenantId'));
+          : await call(documented, { query });
+        problems.push(check(documented, bad, 400), namesField(bad, example ? 'notAField' : field));
       }
       if (operation.responses['404'] && documented.path.includes('{'))
         problems.push(check(documented, await call(documented, { body: example, unknownRecord: true }), 404));
@@ -193,7 +219,8 @@ describe('Admin API OpenAPI document', function () {
 
     interface CallOptions {
       body?: unknown;
-      key?: boolean;
+      /** false: no key; a string: that key instead of the bootstrap key. */
+      key?: boolean | string;
       query?: Record<string, string>;
       /** Path parameters that name no record. */
       unknownRecord?: boolean;
@@ -206,7 +233,8 @@ describe('Admin API OpenAPI document', function () {
         if (parameter.in === 'query' && parameter.required) query.set(parameter.name, String(parameter.example));
       }
       const url = `${ADMIN_PREFIX}${path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(pathValue(path, name, operation, options.unknownRecord)))}`;
-      const headers: Record<string, string> = options.key === false ? {} : { 'X-Admin-API-Key': ADMIN_KEY };
+      const key = typeof options.key === 'string' ? options.key : ADMIN_KEY;
+      const headers: Record<string, string> = options.key === false ? {} : { 'X-Admin-API-Key': key };
       if (options.body !== undefined) headers['Content-Type'] = options.contentType ?? 'application/json';
       const response = await server.request(`${url}${query.size > 0 ? `?${query}` : ''}`, {
         method: method.toUpperCase(),

@@ -69,8 +69,8 @@ describe('AuthZEN Authorization API', function () {
         (await ask(EVALUATION, evaluationOf('alice', 'read', 'plan'), { Authorization: `Bearer ${bearer}` })).body
           .decision,
       ).to.equal(true);
-      const secret = await confidentialClient(server, 'reader', { scopes: ['openid', 'authzen'] });
-      const other = await clientToken(server, 'reader', secret, { scope: 'openid' });
+      const secret = await confidentialClient(server, 'reader', { scopes: ['profile', 'authzen'] });
+      const other = await clientToken(server, 'reader', secret, { scope: 'profile' });
       const answer = await ask(EVALUATION, evaluationOf('alice', 'read', 'plan'), { Authorization: `Bearer ${other}` });
       expect(answer.status).to.equal(403);
       expect(answer.body.error).to.equal('insufficient_scope');

@@ -32,17 +32,22 @@ describe('observability', function () {
     const allowed = (text: string) =>
       (value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow",rego="in-process"}') ?? 0) +
       (value(text, 'arbiter_policy_decisions_total{point="token",outcome="allow",rego="opa"}') ?? 0);
+    const issued = (text: string) => value(text, 'arbiter_tokens_issued_total{grant_type="client_credentials"}') ?? 0;
     for (let round = 0; round < 3; round += 1) {
       expect((await clientCredentials(server, 'metered', secret, { scope: 'read' })).status).to.equal(200);
     }
+    expect((await clientCredentials(server, 'metered', 'a wrong secret', { scope: 'read' })).status).to.equal(401);
     const after = await metrics();
     expect(count(after) - count(before)).to.equal(3);
+    expect(issued(after) - issued(before), 'the refused request issued nothing').to.equal(3);
     expect(allowed(after) - allowed(before)).to.equal(3);
     expect(after).to.contain(
       'arbiter_policy_decision_duration_seconds_bucket{le="0.005",point="token",outcome="allow"}',
     );
     expect(value(after, 'arbiter_store_ping_seconds')).to.be.at.least(0);
-    expect(after).to.match(/arbiter_policy_revision_in_force\{store="[^"]+",opa="[^"]+"\} 1/);
+    expect(after, 'revisions shortened to 12 hex digits').to.match(
+      /arbiter_policy_revision_in_force\{store="[0-9a-f]{12}",opa="[0-9a-f]{12}"\} 1/,
+    );
     expect(after).to.contain('arbiter_process_cpu_seconds_total');
   });
 

@@ -1,7 +1,7 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { expect } from 'chai';
-import { clientCredentials, confidentialClient } from '../support/oauth.js';
+import { clientCredentials, confidentialClient, eventually } from '../support/oauth.js';
 import { freePort, withServer, startTestServer } from '../support/server.js';
 
 /** Runs `tsx src/main.ts` with the given environment and returns how it ended. */
@@ -74,11 +74,11 @@ describe('Start-up and configuration', function () {
     }
   });
 
-  it('starts in development on sqlite::memory: with a generated Admin API key printed once, and stops its OPA on SIGTERM', async function () {
+  it('starts in development on sqlite::memory: with a generated Admin API key printed once, logs JSON only, and stops its OPA on SIGTERM', async function () {
     this.timeout(60_000);
     const port = await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-      env: { PATH: process.env.PATH ?? '', STORE_URL: 'sqlite::memory:', PORT: String(port), LOG_LEVEL: 'silent' },
+      env: { PATH: process.env.PATH ?? '', STORE_URL: 'sqlite::memory:', PORT: String(port), LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';
@@ -91,9 +91,24 @@ describe('Start-up and configuration', function () {
         if (!healthy) await new Promise((resolve) => setTimeout(resolve, 250));
       }
       expect(healthy, 'the server became ready').to.equal(true);
-      const keys = [
-        ...stdout.matchAll(/Admin API key for this run \(set SERVICE_ADMIN_API_KEY to choose one\): (\S+)/g),
-      ].map((match) => match[1]);
+      const probe = await fetch(`http://127.0.0.1:${port}/livez`, { headers: { 'X-Request-ID': 'startup-probe-1' } });
+      expect(probe.status).to.equal(200);
+      const accessLine = () =>
+        jsonLines(stdout).find((line) => line.requestId === 'startup-probe-1' && line.msg === 'request');
+      await eventually(async () => accessLine() !== undefined);
+      expect(accessLine()).to.include({ component: 'access', method: 'GET', path: '/livez', status: 200 });
+      const lines = jsonLines(stdout);
+      expect(
+        lines.filter((line) => /Bundle load failed/.test(JSON.stringify(line))),
+        "OPA's first poll waits for the server instead of failing",
+      ).to.deep.equal([]);
+      expect(
+        lines.filter((line) => JSON.stringify(line).match(/"component":"[^"]*"[^{}]*"component"/)),
+        'no line names its component twice',
+      ).to.deep.equal([]);
+      const keys = lines
+        .filter((line) => line.msg === 'Admin API key for this run (set SERVICE_ADMIN_API_KEY to choose one)')
+        .map((line) => line.adminApiKey as string);
       expect(keys, 'printed exactly once').to.have.length(1);
       expect(
         (await fetch(`http://127.0.0.1:${port}/admin/api/clients`, { headers: { 'X-Admin-API-Key': keys[0] } })).status,
@@ -117,6 +132,16 @@ describe('Start-up and configuration', function () {
     }
   });
 
+  it('answers the probes: /livez while the process runs, /readyz and /healthz as readiness', async function () {
+    const server = await withServer();
+    expect(await (await server.request('/livez')).json()).to.deep.equal({ status: 'alive' });
+    for (const path of ['/readyz', '/healthz']) {
+      const response = await server.request(path);
+      expect(response.status, path).to.equal(200);
+      expect(await response.json(), path).to.include({ status: 'ok', store: 'up', policy: 'ready' });
+    }
+  });
+
   it('answers unknown paths with a JSON 404, never a stack trace', async function () {
     const server = await withServer();
     const response = await server.request('/no/such/path');
@@ -130,3 +155,17 @@ describe('Start-up and configuration', function () {
     expect(anonymous.status, 'the key is checked before anything is said about the path').to.equal(401);
   });
 });
+
+/** Every line of a server's standard output, each of which must be a JSON object. */
+function jsonLines(output: string): Record<string, unknown>[] {
+  return output
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      try {
+        return JSON.parse(line) as Record<string, unknown>;
+      } catch {
+        throw new Error(`a line of the server's output is not JSON: ${line.slice(0, 200)}`);
+      }
+    });
+}

@@ -55,11 +55,11 @@ describe('GET /authorize, requests refused before sign-in', function () {
     expect(params.get('error')).to.equal('invalid_request');
   });
 
-  it('refuses authorization_details together with scope or resource (invalid_request)', async function () {
+  it('refuses authorization_details together with resource, or with a scope policy data does not mark combinable (invalid_request)', async function () {
     const details = JSON.stringify([{ type: 'urn:as:introspect' }]);
-    expect(redirectedError(await authorize({ authorization_details: details })).get('error')).to.equal(
-      'invalid_request',
-    );
+    const withScope = redirectedError(await authorize({ authorization_details: details, scope: 'openid profile' }));
+    expect(withScope.get('error')).to.equal('invalid_request');
+    expect(withScope.get('error_description')).to.match(/cannot be combined with scope profile/);
     const withResource = redirectedError(
       await authorize({ authorization_details: details, scope: '', resource: 'https://api.example.test/' }),
     );

@@ -136,6 +136,85 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     expect(introspected.body.authorization_details).to.deep.equal(details);
   });
 
+  describe('authorization_details with scope (issue 23: RFC 9396 §3.1, the scopes policy data marks combinable)', function () {
+    const details = [{ type: PAYMENT, instructedAmount: { currency: 'EUR', amount: '7.00' } }];
+    /** The error an authorization request is redirected with before sign-in, or null when it goes on to sign-in. */
+    const refusal = async (scope: string, extra: Record<string, string> = {}) => {
+      const query = new URLSearchParams({
+        response_type: 'code',
+        client_id: 'exact-spa',
+        redirect_uri: REDIRECT_URI,
+        state: 'st',
+        code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+        scope,
+        authorization_details: JSON.stringify(details),
+        ...extra,
+      });
+      const response = await server.request(`/authorize?${query}`);
+      const location = new URL(response.headers.get('location') ?? '/', server.config.issuer);
+      return location.href.startsWith(REDIRECT_URI)
+        ? { error: location.searchParams.get('error'), description: location.searchParams.get('error_description') }
+        : null;
+    };
+
+    it('signs in with openid and authorization_details: an ID token, and an access token with the granted details', async function () {
+      const { code, verifier } = await authorize(new FetchUserAgent(), {
+        scope: 'openid',
+        authorization_details: JSON.stringify(details),
+      });
+      const { status, body } = await redeem(code, verifier);
+      expect(status, JSON.stringify(body)).to.equal(200);
+      expect(body.authorization_details).to.deep.equal(details);
+      expect(body.id_token, 'openid asked for an ID token').to.be.a('string');
+      // The access token is the details' (its audience is this server's RAR resource), not UserInfo's.
+      const userinfoStatus = (
+        await server.request('/userinfo', { headers: { Authorization: `Bearer ${body.access_token}` } })
+      ).status;
+      expect(userinfoStatus).to.equal(401);
+      const claims = JSON.parse(Buffer.from(body.id_token.split('.')[1], 'base64url').toString());
+      expect(claims).to.include({ sub: 'erin', aud: 'exact-spa' });
+      const { token: caller } = await clientWithToken(server, 'exact-rs-combined', ['introspection']);
+      const introspected = await postForm(
+        server,
+        '/introspect',
+        { token: body.access_token },
+        { Authorization: `Bearer ${caller}` },
+      );
+      expect(introspected.body).to.include({ active: true, sub: 'erin' });
+      expect(introspected.body.authorization_details).to.deep.equal(details);
+    });
+
+    it('refuses a scope policy data does not mark combinable, and any resource, with invalid_request before sign-in', async function () {
+      for (const scope of ['profile', 'openid read', 'openid email']) {
+        const refused = await refusal(scope);
+        expect(refused?.error, scope).to.equal('invalid_request');
+        expect(refused?.description, scope).to.match(/cannot be combined with scope/);
+      }
+      const withResource = await refusal('openid', { resource: API });
+      expect(withResource?.error).to.equal('invalid_request');
+      expect(await refusal('openid'), 'openid alone goes on to sign-in').to.equal(null);
+    });
+
+    it('follows oauth.rar_combinable_scopes: more scopes when it names them, not even openid when it is empty', async function () {
+      try {
+        await updateOauthData(server, (data) => {
+          data.rar_combinable_scopes = ['openid', 'email'];
+        });
+        expect(await refusal('openid email')).to.equal(null);
+        expect((await refusal('openid profile'))?.error).to.equal('invalid_request');
+        await updateOauthData(server, (data) => {
+          data.rar_combinable_scopes = [];
+        });
+        expect((await refusal('openid'))?.error).to.equal('invalid_request');
+      } finally {
+        await updateOauthData(server, (data) => {
+          data.rar_combinable_scopes = ['openid'];
+        });
+      }
+    });
+  });
+
   it('the code exchange asks the policy for what the code carries, whatever scope the request names', async function () {
     const { code, verifier } = await authorize(new FetchUserAgent(), { scope: 'openid email' });
     const { status, body } = await redeem(code, verifier, { scope: 'openid email profile read' });

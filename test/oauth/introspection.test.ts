@@ -69,6 +69,8 @@ describe('POST /introspect and DPoP', function () {
       client_id: 'app',
       token_type: 'Bearer',
       iss: server.config.issuer,
+      // RFC 7662 §2.2: the resource the token was issued for is its audience.
+      aud: API,
       resource: API,
     });
     expect(body.resource_types).to.deep.equal([DOC_TYPE]);
@@ -123,8 +125,27 @@ describe('POST /introspect and DPoP', function () {
       expect(response.status).to.equal(401);
       expect(response.headers.get('www-authenticate')).to.contain('invalid_token');
     }
+  });
+
+  it('answers a request without any credential with 401 invalid_client and its challenges (RFC 6749 §5.2)', async function () {
+    const appToken = (await token({ scope: 'read' })).body.access_token;
     const anonymous = await postForm(server, '/introspect', { token: appToken });
-    expect(anonymous.status).to.equal(400);
+    expect(anonymous.status).to.equal(401);
+    expect(anonymous.body.error).to.equal('invalid_client');
+    expect(anonymous.headers.get('www-authenticate')).to.equal(
+      `Basic realm="${server.config.issuer}", Bearer realm="${server.config.issuer}"`,
+    );
+    // A client_id alone is no credential: RFC 7662 §2.1 wants the caller authorized, so no public client introspects.
+    const named = await postForm(server, '/introspect', { token: appToken, client_id: 'documents-rs' });
+    expect(named.status).to.equal(401);
+    expect(named.body.error).to.equal('invalid_client');
+  });
+
+  it('gives a token without a resource no aud', async function () {
+    const issued = await token({ scope: 'read' });
+    const { body } = await introspect({ token: issued.body.access_token });
+    expect(body.active).to.equal(true);
+    expect(body).not.to.have.property('aud');
   });
 
   it('refuses a context that is not a JSON object, and passes a valid one to the policy', async function () {
@@ -198,6 +219,8 @@ describe('POST /introspect and DPoP', function () {
       expect(issued.body.token_type).to.equal('DPoP');
       const { body } = await introspect({ token: issued.body.access_token });
       expect(body.cnf).to.deep.equal({ jkt: await calculateJwkThumbprint(jwk) });
+      // RFC 9449 §6.2: the resource server learns it must require a proof with the token.
+      expect(body.token_type).to.equal('DPoP');
     });
 
     it('refuses a proof for another URL, a stale proof and a replayed proof', async function () {

@@ -54,6 +54,15 @@ describe('Sign-in with openid-client as the relying party', () => {
   }
 
   it('completes discovery, authorization with PKCE S256 and the code grant, with an ID token for the upstream subject', async () => {
+    const counted = async () => {
+      const text = await (await server.request('/metrics')).text();
+      const series = (name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+      return {
+        signIns: series('arbiter_sign_ins_total\\{outcome="success"\\}'),
+        codes: series('arbiter_tokens_issued_total\\{grant_type="authorization_code"\\}'),
+      };
+    };
+    const before = await counted();
     const { codeVerifier, parameters } = await pkce();
     const state = client.randomState();
     const nonce = client.randomNonce();
@@ -77,6 +86,9 @@ describe('Sign-in with openid-client as the relying party', () => {
     const idToken = tokens.claims()!;
     expect(idToken).to.include({ iss: server.config.issuer, sub: 'alice', nonce });
     expect([idToken.aud].flat()).to.include(rp.clientId);
+    const after = await counted();
+    expect(after.signIns - before.signIns, 'the sign-in is counted').to.equal(1);
+    expect(after.codes - before.codes, 'the code grant is counted').to.equal(1);
   });
 
   it('reads the profile from UserInfo', async () => {

@@ -464,22 +464,63 @@ describe('dynamic client registration', function () {
 
       const tokenFor = (clientId: string, secret: string) => clientCredentials(server, clientId, secret);
 
-      it('reads the registration with its token, and nothing secret', async function () {
-        const { status, body } = await manage(
-          server,
-          'GET',
-          registered.client_id,
-          registered.registration_access_token,
-        );
-        expect(status).to.equal(200);
-        expect(body).to.include({
-          client_id: registered.client_id,
-          client_name: 'Managed',
-          registration_client_uri: registered.registration_client_uri,
-          client_secret_expires_at: 0,
-        });
-        expect(body).not.to.have.property('client_secret');
-        expect(body).not.to.have.property('registration_access_token');
+      it('reads the registration with its token (RFC 7592 §3: registration_access_token included, not rotated), and no secret', async function () {
+        for (let read = 0; read < 2; read++) {
+          const { status, body, headers } = await manage(
+            server,
+            'GET',
+            registered.client_id,
+            registered.registration_access_token,
+          );
+          expect(status).to.equal(200);
+          expect(body).to.include({
+            client_id: registered.client_id,
+            client_name: 'Managed',
+            registration_client_uri: registered.registration_client_uri,
+            registration_access_token: registered.registration_access_token,
+            client_secret_expires_at: 0,
+          });
+          expect(body).not.to.have.property('client_secret');
+          expect(headers.get('cache-control')).to.equal('no-store');
+        }
+        const stored = (await server.admin('GET', `/clients/${registered.client_id}`)).body;
+        expect(JSON.stringify(stored)).not.to.contain(registered.registration_access_token);
+      });
+
+      it('rotates the registration access token on update: the answer carries a new one, the old one stops working, a refused update keeps it', async function () {
+        const { registration_access_token: old, client_id: clientId } = registered;
+        const update = { client_id: clientId, redirect_uris: ['https://app.example.test/cb'], client_name: 'Rotated' };
+        const refused = await manage(server, 'PUT', clientId, old, { ...update, redirect_uris: ['http://x.example/'] });
+        expect(refused.status).to.equal(400);
+        expect((await manage(server, 'GET', clientId, old)).status, 'a refused update rotates nothing').to.equal(200);
+        const updated = await manage(server, 'PUT', clientId, old, update);
+        expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
+        const rotated = updated.body.registration_access_token;
+        expect(rotated).to.be.a('string').with.length.above(40).and.not.equal(old);
+        for (const method of ['GET', 'PUT', 'DELETE']) {
+          const answer = await manage(server, method, clientId, old, method === 'PUT' ? update : undefined);
+          expect(answer.status, `${method} with the old token`).to.equal(401);
+          expect(answer.body.error).to.equal('invalid_token');
+        }
+        const read = await manage(server, 'GET', clientId, rotated);
+        expect(read.status).to.equal(200);
+        expect(read.body).to.include({ client_name: 'Rotated', registration_access_token: rotated });
+      });
+
+      it('lets one of two concurrent updates with the same token win; the other is 401 invalid_token', async function () {
+        const { registration_access_token: token, client_id: clientId } = registered;
+        const update = (name: string) =>
+          manage(server, 'PUT', clientId, token, {
+            client_id: clientId,
+            redirect_uris: ['https://app.example.test/cb'],
+            client_name: name,
+          });
+        const answers = await Promise.all([update('First'), update('Second')]);
+        expect(answers.map((answer) => answer.status).sort()).to.deep.equal([200, 401]);
+        const winner = answers.find((answer) => answer.status === 200)!;
+        const read = await manage(server, 'GET', clientId, winner.body.registration_access_token);
+        expect(read.status).to.equal(200);
+        expect(read.body.client_name).to.equal(winner.body.client_name);
       });
 
       it('refuses a missing or wrong token, and another client’s token, with 401 invalid_token', async function () {
@@ -515,21 +556,22 @@ describe('dynamic client registration', function () {
         expect(renamed.body.redirect_uris).to.deep.equal(['https://app.example.test/cb2']);
         expect(renamed.body).not.to.have.property('client_secret');
         expect((await tokenFor(clientId, secret)).status).to.equal(200);
+        const rotated = renamed.body.registration_access_token;
 
-        const invalid = await manage(server, 'PUT', clientId, token, {
+        const invalid = await manage(server, 'PUT', clientId, rotated, {
           client_id: clientId,
           redirect_uris: ['https://app.example.test/cb#x'],
         });
         expect(invalid.status).to.equal(400);
         expect(invalid.body.error).to.equal('invalid_redirect_uri');
-        const otherId = await manage(server, 'PUT', clientId, token, {
+        const otherId = await manage(server, 'PUT', clientId, rotated, {
           client_id: other.client_id,
           redirect_uris: ['https://app.example.test/cb'],
         });
         expect(otherId.status).to.equal(400);
 
         // A new confidential method issues a new secret; the old one stops working.
-        const switched = await manage(server, 'PUT', clientId, token, {
+        const switched = await manage(server, 'PUT', clientId, rotated, {
           client_id: clientId,
           redirect_uris: ['https://app.example.test/cb'],
           grant_types: ['client_credentials'],

@@ -146,7 +146,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
         subject_token_type: ACCESS_TOKEN,
         scope: 'invoices.read',
         resource: API,
-        audience: 'https://someone-else.example',
+        audience: INVOICES,
       });
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body.scope).to.equal('invoices.read');
@@ -156,17 +156,19 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(issued.body.obligations).to.deep.equal({ log_access: true });
     });
 
-    it('asks for what the subject token holds when no scope is given, and echoes requested_token_type', async function () {
-      const subjectToken = await frontendToken('invoices.read');
-      const { status, body } = await asFrontend({
-        subject_token: subjectToken,
-        subject_token_type: ACCESS_TOKEN,
-        requested_token_type: 'urn:example:custom',
-      });
-      expect(status, JSON.stringify(body)).to.equal(200);
-      expect(body.scope).to.equal('invoices.read');
-      expect(body.issued_token_type).to.equal('urn:example:custom');
-      expect(body).not.to.have.property('refresh_token');
+    it('asks for what the subject token holds when no scope is given, and issues an access token when asked for one', async function () {
+      for (const requested of [{}, { requested_token_type: ACCESS_TOKEN }] as Record<string, string>[]) {
+        const subjectToken = await frontendToken('invoices.read');
+        const { status, body } = await asFrontend({
+          subject_token: subjectToken,
+          subject_token_type: ACCESS_TOKEN,
+          ...requested,
+        });
+        expect(status, JSON.stringify(body)).to.equal(200);
+        expect(body.scope).to.equal('invoices.read');
+        expect(body.issued_token_type).to.equal(ACCESS_TOKEN);
+        expect(body).not.to.have.property('refresh_token');
+      }
     });
 
     it("refuses a scope beyond the subject token's scopes with invalid_grant", async function () {
@@ -197,6 +199,90 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       const crossTenant = await exchange({ subject_token: elsewhere, subject_token_type: ACCESS_TOKEN });
       expect(crossTenant.status).to.equal(400);
       expect(crossTenant.body.error).to.equal('invalid_grant');
+    });
+  });
+
+  describe('what is issued, and for which target (issue 23: RFC 8693 §2.2.2)', function () {
+    const refusedTypes: Array<[string, RegExp]> = [
+      ['urn:ietf:params:oauth:token-type:refresh_token', /never issues a refresh token/],
+      ['urn:ietf:params:oauth:token-type:id_token', /only at sign-in/],
+      ['urn:ietf:params:oauth:token-type:jwt', /opaque/],
+      ['urn:ietf:params:oauth:token-type:saml2', /not a token type this server issues/],
+      ['urn:example:custom', /not a token type this server issues/],
+    ];
+    for (const [type, why] of refusedTypes) {
+      it(`refuses requested_token_type ${type} with invalid_request instead of an access token labelled as one`, async function () {
+        const { status, body } = await asFrontend({
+          subject_token: await frontendToken('invoices.read'),
+          subject_token_type: ACCESS_TOKEN,
+          requested_token_type: type,
+        });
+        expect(status, JSON.stringify(body)).to.equal(400);
+        expect(body.error).to.equal('invalid_request');
+        expect(body.error_description).to.match(why);
+        expect(body).not.to.have.property('access_token');
+      });
+    }
+
+    it('refuses an audience that is not the resource, or that nobody registered, with invalid_target: no token with the subject token scopes', async function () {
+      const forms: Record<string, string>[] = [
+        { audience: 'https://someone-else.example' },
+        { audience: 'https://someone-else.example', resource: API },
+        { audience: 'billing', resource: API },
+        { audience: PROFILE, resource: API },
+      ];
+      for (const form of forms) {
+        const { status, body } = await asFrontend({
+          subject_token: await frontendToken(),
+          subject_token_type: ACCESS_TOKEN,
+          ...form,
+        });
+        expect(status, JSON.stringify(form)).to.equal(400);
+        expect(body.error, JSON.stringify(form)).to.equal('invalid_target');
+        expect(body).not.to.have.property('access_token');
+      }
+    });
+
+    it("takes an audience alone as the resource: the token is for it, with the scopes within its type's ceiling", async function () {
+      const { status, body } = await asFrontend({
+        subject_token: await frontendToken(),
+        subject_token_type: ACCESS_TOKEN,
+        scope: 'invoices.read',
+        audience: API,
+      });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      const issued = await introspect(body.access_token);
+      expect(issued.body).to.include({ active: true, scope: 'invoices.read', resource: API });
+      expect(issued.body.resource_types).to.deep.equal([INVOICES]);
+    });
+
+    it('refuses a known resource none of whose scopes the subject token holds with invalid_target', async function () {
+      for (const form of [
+        { resource: PROFILE },
+        { audience: PROFILE },
+        { resource: PROFILE, scope: 'invoices.read' },
+      ] as Record<string, string>[]) {
+        const { status, body } = await asFrontend({
+          subject_token: await frontendToken(),
+          subject_token_type: ACCESS_TOKEN,
+          ...form,
+        });
+        expect(status, JSON.stringify(form)).to.equal(400);
+        expect(body.error, JSON.stringify(form)).to.equal('invalid_target');
+        expect(body.error_description).to.contain(PROFILE);
+      }
+    });
+
+    it("never passes openid on from a client's own token (no user)", async function () {
+      const secret = await confidentialClient(server, 'oidc-service', { scopes: ['openid', 'invoices.read'] });
+      const own = await clientToken(server, 'oidc-service', secret, {});
+      const { status, body } = await exchange(
+        { subject_token: own, subject_token_type: ACCESS_TOKEN },
+        'oidc-service',
+        secret,
+      );
+      expect(status, JSON.stringify(body)).to.equal(200);
+      expect(body.scope).to.equal('invoices.read');
     });
   });
 

@@ -56,6 +56,30 @@ describe('POST /token', function () {
       expect(body.scope.split(' ').sort()).to.deep.equal(['read', 'write']);
     });
 
+    it('never grants openid to a token without a user: not when no scope is asked for, not when openid is asked for (issue 23)', async function () {
+      const oidcSecret = await confidentialClient(server, 'token-svc-oidc', { scopes: ['openid', 'profile', 'read'] });
+      const ask = (form: Record<string, string>) =>
+        postForm(
+          server,
+          '/token',
+          { grant_type: 'client_credentials', ...form },
+          { Authorization: basic('token-svc-oidc', oidcSecret) },
+        );
+      const everything = await ask({});
+      expect(everything.status, JSON.stringify(everything.body)).to.equal(200);
+      expect(everything.body.scope.split(' ').sort()).to.deep.equal(['profile', 'read']);
+      const named = await ask({ scope: 'openid read' });
+      expect(named.status, JSON.stringify(named.body)).to.equal(200);
+      expect(named.body.scope).to.equal('read');
+      const only = await ask({ scope: 'openid' });
+      expect(only.status).to.equal(400);
+      expect(only.body.error).to.equal('invalid_scope');
+      const userinfo = await server.request('/userinfo', {
+        headers: { Authorization: `Bearer ${everything.body.access_token}` },
+      });
+      expect(userinfo.status).to.equal(401);
+    });
+
     it('narrows the requested scopes to what the policy allows', async function () {
       const { status, body } = await postForm(
         server,

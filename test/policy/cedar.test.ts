@@ -2,8 +2,8 @@
 import { expect } from 'chai';
 import { snapshotOf } from '../../src/policy/bundle/build.js';
 import { CedarDriver } from '../../src/policy/cedar/driver.js';
-import type { PolicyDataDoc, PolicyRuleDoc } from '../../src/policy/index.js';
-import { evaluationInput, clientCredentialsInput } from './inputs.js';
+import type { DecisionInput, PolicyDataDoc, PolicyRuleDoc } from '../../src/policy/index.js';
+import { authorizeInput, evaluationInput, clientCredentialsInput } from './inputs.js';
 import { confidentialClient, publicClient } from './support.js';
 
 const now = new Date().toISOString();
@@ -121,6 +121,42 @@ describe('Cedar driver', function () {
         .to.have.property('reason')
         .that.matches(/^Cedar entities in policy data cedar\.entities cannot be converted/);
     }
+  });
+
+  describe('several resource indicators (RFC 8707)', function () {
+    const LEDGER = 'https://ledger.example/';
+    const VAULT = 'https://vault.example/';
+    const rules = snapshot([
+      '@id("all") permit (principal, action == Arbiter::Action::"authorize", resource);',
+      '@id("no-vault") @error("invalid_target") forbid (principal, action == Arbiter::Action::"authorize", resource is Arbiter::Resource) when { resource has type && resource.type == "urn:example:vault" };',
+    ]);
+    const withResources = (...resources: [string, string | null][]): DecisionInput => {
+      const input = authorizeInput('openid read');
+      const indicators = resources.map(([resource, type]) => ({ resource, resolved_resource_type: type }));
+      return {
+        ...input,
+        request: { ...input.request, resource: null, resolved_resource_type: null, resources: indicators },
+      };
+    };
+
+    it('asks once per resource, so that a forbid on one resource refuses it beside others too (request.resource is null then)', function () {
+      const together = driver.evaluate(
+        rules,
+        'authorize',
+        withResources([LEDGER, 'urn:example:ledger'], [VAULT, 'urn:example:vault']),
+      );
+      expect(together).to.deep.include({ kind: 'decided', allow: false, policies: ['no-vault'] });
+      expect(together).to.have.nested.property('outputs.error', 'invalid_target');
+    });
+
+    it('allows several resources only when every one is permitted, with the permits of all', function () {
+      const verdict = driver.evaluate(
+        rules,
+        'authorize',
+        withResources([LEDGER, 'urn:example:ledger'], ['https://mail.example/', null]),
+      );
+      expect(verdict).to.deep.include({ kind: 'decided', allow: true, policies: ['all'] });
+    });
   });
 
   it('does not read entity data when there is no Cedar policy', function () {

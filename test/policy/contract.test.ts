@@ -92,6 +92,7 @@ describe('decision contract', function () {
       scopes: ['a', 'b'],
       resource: 'https://api.example',
       resolved_resource_type: null,
+      resources: [{ resource: 'https://api.example', resolved_resource_type: null }],
       resource_types: ['urn:t1', 'urn:t2'],
       authorization_details: [{ type: 'urn:t1', actions: ['read'] }],
     });

@@ -3,6 +3,7 @@ import bcrypt from 'bcryptjs';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Agent, request as httpRequest } from 'node:http';
 import { randomUUID } from 'node:crypto';
+import { API_KEY_INPUT_SCHEMA } from '../../src/admin/api-keys.js';
 import { COLLECTIONS } from '../../src/catalog/index.js';
 import { SORTABLE_FIELDS } from '../../src/audit/index.js';
 import { FetchUserAgent } from '../support/browser.js';
@@ -1321,6 +1322,41 @@ describe('Hostile input (property-based, fast-check)', function () {
         pairs,
         adminKey().map((key): [string, string | undefined][] => [['X-Admin-API-Key', key]]),
       ),
+    );
+  });
+
+  it('Admin API keys: creations, ids and pages', async function () {
+    const ids = fc.oneof(
+      { weight: 2, arbitrary: fc.constantFrom('1', '2', 'current', 'bootstrap') },
+      { weight: 1, arbitrary: fc.constantFrom('0', '-1', '1.5', '1e3', '99999999999999999999', '%zz', '..') },
+      { weight: 1, arbitrary: hostileText.map((text) => encodeURIComponent(safeForUri(text))) },
+    );
+    const target = fc.oneof(
+      { weight: 3, arbitrary: fc.constant({ method: 'POST', path: '/admin/api/api-keys' }) },
+      { weight: 1, arbitrary: ids.map((id) => ({ method: 'GET', path: `/admin/api/api-keys/${id}` })) },
+      { weight: 1, arbitrary: ids.map((id) => ({ method: 'DELETE', path: `/admin/api/api-keys/${id}` })) },
+      {
+        weight: 1,
+        arbitrary: fc.tuple(mixed(numberText), mixed(numberText)).map(([offset, limit]) => ({
+          method: 'GET',
+          path: `/admin/api/api-keys?offset=${encodeURIComponent(safeForUri(offset))}&limit=${encodeURIComponent(safeForUri(limit))}`,
+        })),
+      },
+    );
+    const body = fc.oneof(
+      { weight: 10, arbitrary: jsonText(adminBody(API_KEY_INPUT_SCHEMA as unknown as Record<string, unknown>, fx)) },
+      { weight: 1, arbitrary: jsonText(hostileJson) },
+    );
+    await property(
+      fc.record({ target, body, key: adminKey() }).map(({ target: at, body: text, key }): Req => ({
+        method: at.method,
+        path: at.path,
+        headers: headerList([
+          ['Content-Type', at.method === 'POST' ? JSON_TYPE : undefined],
+          ['X-Admin-API-Key', key],
+        ]),
+        body: at.method === 'POST' ? text : undefined,
+      })),
     );
   });
 

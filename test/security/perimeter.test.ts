@@ -86,7 +86,7 @@ describe('Perimeter: repeated parameters', function () {
 
   it('refuses a repeated form parameter at /token and /introspect with 400 invalid_request naming it', async function () {
     for (const [path, body] of [
-      ['/token', 'grant_type=client_credentials&resource=urn:a&resource=urn:b'],
+      ['/token', 'grant_type=client_credentials&scope=read&scope=read'],
       ['/token', 'grant_type=client_credentials&grant_type=client_credentials'],
       ['/token', 'grant_type=authorization_code&code=a&code=b&client_id=some-public-app'],
       ['/introspect', 'token=a&token=b'],
@@ -99,8 +99,25 @@ describe('Perimeter: repeated parameters', function () {
       expect(response.status, body).to.equal(400);
       const answer = (await response.json()) as any;
       expect(answer.error).to.equal('invalid_request');
-      expect(answer.error_description).to.match(/'(resource|grant_type|code|token)' was given more than once/);
+      expect(answer.error_description).to.match(/'(scope|grant_type|code|token)' was given more than once/);
     }
+  });
+
+  it('lets resource repeat at /token only (RFC 8707), where a client_credentials token for several is invalid_target', async function () {
+    const several = await server.request('/token', {
+      method: 'POST',
+      headers: { ...FORM, Authorization: basic('repeat-svc', secret) },
+      body: 'grant_type=client_credentials&resource=urn:a&resource=urn:b',
+    });
+    expect(several.status).to.equal(400);
+    expect(((await several.json()) as any).error).to.equal('invalid_target');
+    const introspected = await server.request('/introspect', {
+      method: 'POST',
+      headers: { ...FORM, Authorization: basic('repeat-svc', secret) },
+      body: 'token=a&resource=urn:a&resource=urn:b',
+    });
+    expect(introspected.status).to.equal(400);
+    expect(((await introspected.json()) as any).error_description).to.contain("'resource' was given more than once");
   });
 
   it('refuses a repeated query parameter at /authorize and at discovery', async function () {

@@ -133,6 +133,15 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
 
   async function runSession(): Promise<void> {
     secret('Admin API key', ADMIN_KEY);
+    // Named Admin API keys: one used for a write and a read, one used once and revoked, then presented again (401).
+    const named = await admin('POST', '/api-keys', { name: 'leak-operator', role: 'operator' });
+    secret('named Admin API key', named.key);
+    await admin('GET', '/clients', undefined, { 'X-Admin-API-Key': named.key });
+    await admin('POST', '/subjects', { subjectId: 'leak-by-named-key' }, { 'X-Admin-API-Key': named.key });
+    const revoked = await admin('POST', '/api-keys', { name: 'leak-revoked', role: 'read-only' });
+    secret('revoked Admin API key', revoked.key);
+    await admin('DELETE', `/api-keys/${revoked.id}`);
+    expect((await server.admin('GET', '/clients', undefined, { 'X-Admin-API-Key': revoked.key })).status).to.equal(401);
 
     // Admin writes: identity providers with client secrets, clients with BCrypt hashes, a resource server.
     idp = await startRegisteredDevIdp(server);

@@ -55,6 +55,9 @@ describe('Throttling of authentication failures, and the caller address', functi
     expect(blocked.json().error).to.equal('too_many_requests');
     expect((await adminCall(server, '127.0.0.11', ADMIN_KEY)).status, 'even the right key waits').to.equal(429);
     expect((await adminCall(server, '127.0.0.12', ADMIN_KEY)).status, 'another caller').to.equal(200);
+    const metrics = await (await fetch(`${server.url}/metrics`)).text();
+    const throttled = /^arbiter_throttled_requests_total\{endpoint="\/admin\/api"\} (\d+)$/m.exec(metrics);
+    expect(Number(throttled?.[1]), 'the two 429s are counted').to.be.at.least(2);
   });
 
   it('counts wrong client secrets at /token and Bearer failures at /introspect the same way', async function () {
@@ -83,6 +86,30 @@ describe('Throttling of authentication failures, and the caller address', functi
       });
     for (let attempt = 0; attempt < LIMIT; attempt++) expect((await introspect()).status).to.equal(401);
     expect((await introspect()).status).to.equal(429);
+  });
+
+  it('counts wrong client secrets at /revoke as at /token, but not a revocation request without any credential', async function () {
+    const secret = await confidentialClient(server, 'throttled-revoker', { scopes: ['read'] });
+    const revoke = (credentials: string | null, from: string) =>
+      rawRequest(server.url, {
+        method: 'POST',
+        path: '/revoke',
+        localAddress: from,
+        headers: {
+          'Content-Type': 'application/x-www-form-urlencoded',
+          ...(credentials === null ? {} : { Authorization: basic('throttled-revoker', credentials) }),
+        },
+        body: 'token=not-a-token',
+      });
+    for (let attempt = 0; attempt < 20; attempt++) expect((await revoke(null, '127.0.0.16')).status).to.equal(401);
+    expect(
+      (await revoke('not-the-secret', '127.0.0.16')).status,
+      'no credential, no guess: the address is not over its limit',
+    ).to.equal(401);
+    for (let attempt = 0; attempt < LIMIT; attempt++)
+      expect((await revoke('not-the-secret', '127.0.0.17')).status).to.equal(401);
+    expect((await revoke(secret, '127.0.0.17')).status, 'the right secret is not verified: no oracle').to.equal(429);
+    expect((await revoke(secret, '127.0.0.18')).status, 'another caller').to.equal(200);
   });
 
   it('counts no request without a credential, nor a CORS preflight: the valid Admin key from that address still works', async function () {

@@ -10,8 +10,11 @@ export const ADMIN_KEY = 'test-admin-key-0123456789abcdef';
 
 export interface TestServer extends RunningServer {
   config: Config;
-  /** fetch against the server, with the Admin API key when `admin` is set. */
-  request(path: string, init?: RequestInit & { admin?: boolean; json?: unknown; tenant?: string }): Promise<Response>;
+  /**
+   * fetch against the server, with the Admin API key when `admin` is set (or `key`, another one), at
+   * the admin listener with `listener: 'admin'` (ADMIN_PORT), else at the public one.
+   */
+  request(path: string, init?: RequestOptions): Promise<Response>;
   admin(
     method: string,
     path: string,
@@ -20,6 +23,15 @@ export interface TestServer extends RunningServer {
   ): Promise<{ status: number; body: any; headers: Headers }>;
   waitUntilReady(timeoutMs?: number): Promise<void>;
 }
+
+export type RequestOptions = RequestInit & {
+  admin?: boolean;
+  /** An Admin API key to send instead of the bootstrap ADMIN_KEY. */
+  key?: string;
+  json?: unknown;
+  tenant?: string;
+  listener?: 'public' | 'admin';
+};
 
 export interface TestServerOptions {
   /** Where the server's JSON log lines go (default stdout); set LOG_LEVEL in `env` for there to be any. */
@@ -53,14 +65,18 @@ export async function startTestServer(
   const running = await startServer(config, createLogger(config.logLevel, options.logStream));
   const request: TestServer['request'] = (path, init = {}) => {
     const headers = new Headers(init.headers);
-    if (init.admin) headers.set('X-Admin-API-Key', ADMIN_KEY);
+    // An explicit `key`, else a key already among the headers, else the bootstrap key.
+    if (init.key !== undefined) headers.set('X-Admin-API-Key', init.key);
+    else if (init.admin && !headers.has('X-Admin-API-Key')) headers.set('X-Admin-API-Key', ADMIN_KEY);
     if (init.tenant) headers.set('X-Tenant-Id', init.tenant);
     let body = init.body;
     if (init.json !== undefined) {
       headers.set('Content-Type', 'application/json');
       body = JSON.stringify(init.json);
     }
-    return fetch(`${running.url}${path}`, { ...init, headers, body, redirect: 'manual' });
+    const origin = init.listener === 'admin' ? running.adminUrl : running.url;
+    if (!origin) throw new Error('this test server has no admin listener (set ADMIN_PORT)');
+    return fetch(`${origin}${path}`, { ...init, headers, body, redirect: 'manual' });
   };
   const server: TestServer = {
     ...running,
@@ -70,7 +86,7 @@ export async function startTestServer(
       rmSync(dataDir, { recursive: true, force: true });
     },
     request,
-    admin: adminVia(request),
+    admin: adminVia(request, running.adminUrl ? 'admin' : 'public'),
     async waitUntilReady(timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       while (Date.now() < deadline) {
@@ -152,13 +168,13 @@ export function inTenant(server: TestServer, tenant: string): TestServer {
       ...init,
       tenant: init.tenant ?? (new Headers(init.headers).has('X-Tenant-Id') ? undefined : tenant),
     });
-  return { ...server, request, admin: adminVia(request) };
+  return { ...server, request, admin: adminVia(request, server.adminUrl ? 'admin' : 'public') };
 }
 
-/** An Admin API call made with `request`, its JSON answer parsed. */
-function adminVia(request: TestServer['request']): TestServer['admin'] {
+/** An Admin API call made with `request` (at the admin listener when the server has one), its JSON answer parsed. */
+function adminVia(request: TestServer['request'], listener: 'public' | 'admin'): TestServer['admin'] {
   return async (method, path, json, headers = {}) => {
-    const response = await request(`/admin/api${path}`, { method, json, admin: true, headers });
+    const response = await request(`/admin/api${path}`, { method, json, admin: true, headers, listener });
     const text = await response.text();
     return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
   };

@@ -268,7 +268,7 @@ describe('UMA grant and the delegation store', function () {
       expect((await api(server, 'GET', path, bobDelegations)).status).to.equal(404);
 
       // The grantee client's own token decisions now see the delegation.
-      await clientToken(server, 'viewer-app', viewerSecret, { scope: 'openid' });
+      await clientToken(server, 'viewer-app', viewerSecret, { scope: 'profile' });
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
       expect(entry.policyInput.delegations.map((grant: any) => grant.delegation_id)).to.include(id);
 
@@ -294,7 +294,7 @@ describe('UMA grant and the delegation store', function () {
       expect((await api(server, 'GET', '/delegation/no-such-delegation', aliceDelegations)).status).to.equal(404);
       expect((await api(server, 'DELETE', '/delegation/no-such-delegation', aliceDelegations)).status).to.equal(404);
 
-      await clientToken(server, 'viewer-app', viewerSecret, { scope: 'openid' });
+      await clientToken(server, 'viewer-app', viewerSecret, { scope: 'profile' });
       const [after] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
       expect((after.policyInput.delegations ?? []).map((grant: any) => grant.delegation_id)).not.to.include(id);
     });

@@ -130,6 +130,25 @@ describe('UMA protection API: resource registration and permission tickets', fun
       expect((await api(server, 'GET', RESOURCES, rsPat)).body).not.to.include(id);
     });
 
+    it('requires resource_scopes (UMA Federated Authorization §3.1): 400 invalid_request naming it, at POST and PUT, and stores nothing', async function () {
+      const before = (await api(server, 'GET', RESOURCES, rsPat)).body as string[];
+      for (const body of [{}, { name: 'Unscoped' }, { name: 'Typed', type: PHOTO_TYPE }, { resource_scopes: null }]) {
+        const answer = await register(rsPat, body);
+        expect(answer.status, JSON.stringify(body)).to.equal(400);
+        expect(answer.body).to.include({ error: 'invalid_request', field: 'resource_scopes' });
+        expect(answer.body.error_description).to.match(/resource_scopes/);
+      }
+      expect((await api(server, 'GET', RESOURCES, rsPat)).body).to.deep.equal(before);
+      const id = (await register(rsPat, { name: 'Scoped', resource_scopes: ['view'] })).body._id;
+      const replaced = await api(server, 'PUT', `${RESOURCES}/${id}`, rsPat, { name: 'Scopes dropped' });
+      expect(replaced.status).to.equal(400);
+      expect(replaced.body).to.include({ error: 'invalid_request', field: 'resource_scopes' });
+      expect((await api(server, 'GET', `${RESOURCES}/${id}`, rsPat)).body).to.deep.include({
+        name: 'Scoped',
+        resource_scopes: ['view'],
+      });
+    });
+
     it("refuses scopes beyond the type's scope ceiling with invalid_scope, and stores nothing", async function () {
       const before = (await api(server, 'GET', RESOURCES, rsPat)).body.length;
       const answer = await register(rsPat, { name: 'Shared', type: PHOTO_TYPE, resource_scopes: ['view', 'share'] });
@@ -140,13 +159,14 @@ describe('UMA protection API: resource registration and permission tickets', fun
     });
 
     it('refuses bad bodies with a 400 naming the field, never a 500', async function () {
+      const scoped = { resource_scopes: ['view'] };
       const cases: [unknown, string][] = [
-        [{ name: 42 }, 'name'],
+        [{ ...scoped, name: 42 }, 'name'],
         [{ resource_scopes: 'view' }, 'resource_scopes'],
         [{ resource_scopes: ['view', 'view'] }, 'resource_scopes'],
         [{ resource_scopes: ['has space'] }, 'resource_scopes.0'],
-        [{ type: 'not a uri' }, 'type'],
-        [{ owner: 'mallory' }, 'owner'],
+        [{ ...scoped, type: 'not a uri' }, 'type'],
+        [{ ...scoped, owner: 'mallory' }, 'owner'],
         [[], ''],
         [null, ''],
       ];

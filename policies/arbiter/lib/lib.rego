@@ -56,6 +56,14 @@ is_confidential(client) if client.client_type == "confidential"
 
 is_user(subject) if is_string(subject.sub)
 
+# OpenID Connect Core §3.1.2.1: `openid` asks for the identity of a signed-in user. A token that
+# stands for no user (client_credentials, an exchanged client token) never carries it.
+user_only_scopes := {"openid"}
+
+scopes_for_subject(scopes, subject) := scopes if is_user(subject)
+
+scopes_for_subject(scopes, subject) := scopes - user_only_scopes if not is_user(subject)
+
 # The caller owns a UMA resource: the user of a user PAT, or the client of a client PAT.
 owns(resource, subject, _) if {
 	is_user(subject)

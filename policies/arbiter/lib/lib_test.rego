@@ -65,3 +65,9 @@ test_trusted_issuer_for_a_use if {
 	not lib.trusted_issuer("https://idp.example", "software_statement", issuers)
 	lib.trusted_issuer("https://any.example", "software_statement", issuers)
 }
+
+test_scopes_for_subject_keep_openid_for_a_user_only if {
+	lib.scopes_for_subject({"openid", "read"}, {"sub": "alice"}) == {"openid", "read"}
+	lib.scopes_for_subject({"openid", "read"}, null) == {"read"}
+	lib.scopes_for_subject({"openid", "read"}, {"sub": null}) == {"read"}
+}

@@ -31,14 +31,15 @@ target := lib.target_type(input.request, lib.resource_types)
 
 allowed := lib.client_allowed_scopes(input.client, target, lib.resource_types)
 
-# Confidential clients only; within their registered scopes (all of them when none is asked for).
+# Confidential clients only; within their registered scopes (all of them when none is asked for),
+# never `openid`: a client_credentials token stands for no user.
 client_credentials := lib.deny("unauthorized_client", "client_credentials is for confidential clients") if {
 	not lib.is_confidential(input.client)
 } else := lib.no_scope_denial if {
 	lib.nothing_grantable(requested, machine_scopes, input.request.authorization_details)
 } else := lib.allow_with(machine_scopes, input.request, lib.resource_types)
 
-machine_scopes := lib.scopes_granted(requested, allowed, allowed)
+machine_scopes := lib.scopes_granted(requested, allowed, allowed) - lib.user_only_scopes
 
 # request.scopes holds the scopes granted at /authorize (authorization_code) or asked for on refresh.
 user_grant := lib.deny("invalid_grant", "the grant carries no user") if {

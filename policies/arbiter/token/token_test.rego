@@ -16,6 +16,26 @@ test_client_credentials_without_scope_grants_all_registered_scopes if {
 	d.scopes == ["invoices.read", "invoices.write"]
 }
 
+oidc_client := object.union(f.confidential_client, {"scopes": ["openid", "profile", "invoices.read"]})
+
+test_client_credentials_without_scope_never_grants_openid if {
+	d := token.decision with input as cc(oidc_client, {})
+	d.allow
+	d.scopes == ["invoices.read", "profile"]
+}
+
+test_client_credentials_asking_for_openid_gets_the_rest if {
+	d := token.decision with input as cc(oidc_client, {"scopes": ["openid", "invoices.read"]})
+	d.allow
+	d.scopes == ["invoices.read"]
+}
+
+test_client_credentials_asking_only_for_openid_is_invalid_scope if {
+	d := token.decision with input as cc(oidc_client, {"scopes": ["openid"]})
+	not d.allow
+	d.error == "invalid_scope"
+}
+
 test_client_credentials_denied_to_public_clients if {
 	d := token.decision with input as cc(f.public_client, {})
 	not d.allow

@@ -25,6 +25,8 @@ decision := lib.deny("unauthorized_client", "token exchange requires a confident
 	count(requested - subject_scopes) > 0
 } else := lib.details_denial(unknown_details) if {
 	count(unknown_details) > 0
+} else := target_denial if {
+	target_unservable
 } else := lib.no_scope_denial if {
 	lib.nothing_grantable(requested, granted, input.request.authorization_details)
 } else := lib.allow_with(granted, input.request, lib.resource_types) if {
@@ -84,12 +86,37 @@ subject_scopes := {scope | some scope in input.subject_token.scopes}
 passed_on := lib.scopes_granted(requested, subject_scopes, subject_scopes)
 
 # An access token passes on (a subset of) its own scopes; an external ID token carries none,
-# so the client's own allowance applies.
-granted := lib.within_ceiling(passed_on, target, lib.resource_types) if {
+# so the client's own allowance applies. A token that stands for no user never gets `openid`.
+granted := lib.scopes_for_subject(grantable, object.get(input, "subject", null))
+
+grantable := lib.within_ceiling(passed_on, target, lib.resource_types) if {
 	input.subject_token.token_type == access_token_type
 } else := lib.scopes_granted(requested, allowed, allowed)
 
 allowed := lib.client_allowed_scopes(input.client, target, lib.resource_types)
+
+# RFC 8693 §2.2.2: a resource or audience (the protocol code has made an audience the
+# resource) that the token cannot serve is invalid_target, never a token with the subject's
+# scopes: none of the scopes the exchange would carry lies within the target type's ceiling.
+target_denial := lib.deny("invalid_target", concat("", [
+	"none of the requested or held scopes is for the requested resource or audience ",
+	lib.shown(input.request.resource),
+]))
+
+target_unservable if {
+	is_string(input.request.resource)
+	count(input.request.authorization_details) == 0
+	ceiling := {scope | some scope in lib.resource_types[target].scopes}
+	count(wanted & ceiling) == 0
+}
+
+# What the exchange would carry before the target's ceiling: what was asked for, else what the
+# subject access token holds, else (an ID token) what the client may have for the target.
+wanted := requested if {
+	count(requested) > 0
+} else := subject_scopes if {
+	input.subject_token.token_type == access_token_type
+} else := {scope | some scope in input.client.scopes} | lib.entitled_scopes(input.client, target)
 
 # RFC 8693 §4.4: a subject token's may_act names who may act for its subject (by sub or client_id).
 actor_identities := {identity |

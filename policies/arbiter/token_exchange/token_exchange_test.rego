@@ -171,3 +171,57 @@ test_an_actor_token_of_another_client_is_refused if {
 	not d.allow
 	contains(d.error_description, "actor token was issued to another client")
 }
+
+# RFC 8693 §2.2.2: a resource or audience the token cannot serve is invalid_target.
+invoices_api := {"https://invoices.example/": {"scopes": ["invoices.read", "invoices.write"]}}
+
+for_resource(subject_token, overrides) := exchange(
+	f.confidential_client,
+	subject_token,
+	object.union({"resource": "https://invoices.example/", "scopes": subject_token.scopes}, overrides),
+)
+
+test_a_resource_outside_every_held_scope_is_invalid_target if {
+	profile_only := object.union(access_token, {"scopes": ["openid", "profile"]})
+	asked := for_resource(profile_only, {})
+	d := token_exchange.decision with input as asked with data.oauth.resource_types as invoices_api
+	not d.allow
+	d.error == "invalid_target"
+	contains(d.error_description, "https://invoices.example/")
+}
+
+test_a_resource_is_served_with_the_held_scopes_within_its_ceiling if {
+	asked := for_resource(access_token, {})
+	d := token_exchange.decision with input as asked with data.oauth.resource_types as invoices_api
+	d.allow
+	d.scopes == ["invoices.read"]
+}
+
+test_an_id_token_for_a_resource_outside_the_clients_scopes_is_invalid_target if {
+	issuers := {"https://idp.example": {"jwks_uri": "https://idp.example/jwks"}}
+	types := {"https://mail.example/": {"scopes": ["mail.read"]}}
+	asked := exchange(f.confidential_client, id_token, {"resource": "https://mail.example/"})
+	d := token_exchange.decision with input as asked
+		with data.oauth.trusted_issuers as issuers
+		with data.oauth.resource_types as types
+	d.error == "invalid_target"
+}
+
+test_a_scope_the_client_lacks_for_a_servable_resource_stays_invalid_scope if {
+	issuers := {"https://idp.example": {"jwks_uri": "https://idp.example/jwks"}}
+	types := {"https://mail.example/": {"scopes": ["mail.read", "invoices.read"]}}
+	client := object.union(f.confidential_client, {"scopes": ["invoices.read"]})
+	asked := exchange(client, id_token, {"resource": "https://mail.example/", "scopes": ["mail.read"]})
+	d := token_exchange.decision with input as asked
+		with data.oauth.trusted_issuers as issuers
+		with data.oauth.resource_types as types
+	d.error == "invalid_scope"
+}
+
+test_a_client_token_never_passes_on_openid if {
+	client_token := object.union(access_token, {"sub": null})
+	asked := object.union(exchange(f.confidential_client, client_token, {}), {"subject": null})
+	d := token_exchange.decision with input as asked
+	d.allow
+	d.scopes == ["invoices.read"]
+}

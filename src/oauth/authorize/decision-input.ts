@@ -2,20 +2,27 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import { requestInput, type DecisionInput } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { clientInput } from '../clients/input.js';
-import { resolveResource } from '../shared/resources.js';
+import { resolveResources, resourceList } from '../shared/resources.js';
 import { subjectInput } from '../shared/subject-input.js';
 import { routes } from '../routes.js';
 
-/** `input` of the `authorize` decision point: the authorization request of a signed-in user. */
+/**
+ * `input` of the `authorize` decision point: the authorization request of a signed-in user.
+ * Every resource indicator requested is in `request.resources`, each resolved to its type
+ * (RFC 8707 §2: the authorization covers all of them); `request.resource` names the resource
+ * only when there is exactly one, as before several were accepted.
+ */
 export async function authorizeDecisionInput(
   ctx: KoaContextWithOIDC,
   store: Store,
   tenant: string,
   accountId: string,
 ): Promise<DecisionInput> {
-  const params = ctx.oidc.params as Record<string, string | undefined>;
-  const resource = params.resource ?? null;
-  const resolved = await resolveResource(store, tenant, resource, params.resource_type ?? null);
+  const params = ctx.oidc.params as Record<string, unknown>;
+  const requested = [...new Set(resourceList(params.resource))];
+  const hint = typeof params.resource_type === 'string' ? params.resource_type : null;
+  const resources = await resolveResources(store, tenant, requested, hint);
+  const single = resources.length === 1 ? resources[0] : null;
   return {
     tenant,
     client: await clientInput(store, tenant, ctx.oidc.client!.clientId, null),
@@ -24,8 +31,10 @@ export async function authorizeDecisionInput(
       endpoint: routes.authorization,
       method: ctx.method,
       parameters: Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined)),
-      resource,
-      resolved_resource_type: resolved.typeUri,
+      resource: single?.resource ?? null,
+      // Without a resource indicator the hint alone names the type (as at /token); with several, none does.
+      resolved_resource_type: single ? single.resolved_resource_type : requested.length === 0 ? hint : null,
+      resources,
     }),
     time: new Date().toISOString(),
   };

@@ -1,5 +1,6 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import type { Decision } from '../../policy/index.js';
+import { errors } from 'oidc-provider';
+import type { Decision, RequestInput } from '../../policy/index.js';
 import type { ConfigurationSlice } from '../context.js';
 import { claims as claimsByScope } from '../claims.js';
 import { enforce } from '../shared/enforce.js';
@@ -15,7 +16,7 @@ type AuthorizationDetail = NonNullable<Grant['rar']>[number];
 /**
  * Arbiter has no consent screen: the `authorize` decision point is the consent. Once the user
  * is signed in, every authorization request gets a grant of its own holding exactly what the
- * policy granted: the granted scopes (and, for a targeted resource, its scopes), the granted
+ * policy granted: the granted scopes (and, for each targeted resource, its scopes), the granted
  * authorization details; everything else asked for is recorded as rejected, so that
  * oidc-provider neither asks for consent nor issues it. A grant is never shared with an earlier
  * authorization of the same browser session: tokens issued before keep what they were issued.
@@ -27,29 +28,57 @@ export const policyConsent: ConfigurationSlice = ({ store, policy, tenant }) => 
     const outcome = await policy.decide('authorize', await authorizeDecisionInput(ctx, store, tenant, accountId));
     rememberDecision(ctx, outcome);
     enforce.oauth(outcome);
+    const perResource = scopesPerResource(outcome.input.request, outcome.decision);
     const grant = new ctx.oidc.provider.Grant({ accountId, clientId: ctx.oidc.client!.clientId });
-    grantExactly(ctx, grant, outcome.input.request.scopes, outcome.input.request.resource ?? null, outcome.decision);
+    grantExactly(ctx, grant, outcome.input.request.scopes, perResource, outcome.decision);
     await grant.save();
     return grant;
   },
 });
 
+/**
+ * The scopes each requested resource gets (RFC 8707): the non-OpenID scopes the decision granted
+ * for it, in its `resources` entry. A decision about one resource may leave `resources` out, its
+ * `scopes` being that resource's (as before several could be requested). With several, a
+ * resource the decision has no entry for was not granted, and the request is refused with
+ * invalid_target (RFC 8707 §2) rather than answered with a code for fewer resources than asked.
+ */
+function scopesPerResource(request: RequestInput, decision: Decision): Map<string, string[]> {
+  const requested = (request.resources ?? []).map((indicator) => indicator.resource);
+  const granted = narrowedScopes(request.scopes, decision).filter((scope) => !OIDC_SCOPES.has(scope));
+  const perResource = new Map<string, string[]>();
+  for (const resource of requested) {
+    const entry = decision.resources?.find((candidate) => candidate.resource === resource);
+    if (entry)
+      perResource.set(
+        resource,
+        granted.filter((scope) => entry.scopes.includes(scope)),
+      );
+    else if (requested.length === 1) perResource.set(resource, granted);
+  }
+  const refused = requested.filter((resource) => !perResource.has(resource));
+  if (refused.length)
+    throw new errors.InvalidTarget(`the policy did not grant the requested resource: ${refused.join(' ')}`);
+  return perResource;
+}
+
 function grantExactly(
   ctx: KoaContextWithOIDC,
   grant: Grant,
   requested: string[],
-  resource: string | null,
+  perResource: Map<string, string[]>,
   decision: Decision,
 ): void {
   const granted = narrowedScopes(requested, decision);
-  const refused = requested.filter((scope) => !granted.includes(scope));
   recognizeScopes(ctx.oidc.provider, granted);
-  if (granted.length) grant.addOIDCScope(granted.join(' '));
-  if (refused.length) grant.rejectOIDCScope(refused.join(' '));
-  if (resource) {
-    // A targeted resource gets the granted scopes that are not OpenID Connect's; every other
-    // requested scope is settled as not the resource's, so that no consent is asked for it.
-    const forResource = granted.filter((scope) => !OIDC_SCOPES.has(scope));
+  // With several resources every token is for one of them (a token request must name it), so
+  // the grant's own part keeps the OpenID Connect scopes only: each resource's scopes are its own.
+  const forOpenId = perResource.size > 1 ? granted.filter((scope) => OIDC_SCOPES.has(scope)) : granted;
+  const notForOpenId = requested.filter((scope) => !forOpenId.includes(scope));
+  if (forOpenId.length) grant.addOIDCScope(forOpenId.join(' '));
+  if (notForOpenId.length) grant.rejectOIDCScope(notForOpenId.join(' '));
+  // Every requested scope is settled for each resource, as granted or as not the resource's, so that no consent is asked for it.
+  for (const [resource, forResource] of perResource) {
     const notForResource = requested.filter((scope) => !forResource.includes(scope));
     if (forResource.length) grant.addResourceScope(resource, forResource.join(' '));
     if (notForResource.length) grant.rejectResourceScope(resource, notForResource.join(' '));

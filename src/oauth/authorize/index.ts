@@ -5,14 +5,20 @@ import type { Store } from '../../store/index.js';
 import { auditSignInFailure } from '../interactions/index.js';
 import { routes } from '../routes.js';
 import { formBody } from '../shared/form-body.js';
+import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
 import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
 import { acceptPlainPkce } from './pkce-plain.js';
 import { authorizeRedirectsAs302 } from './redirect-status.js';
+import { readRequestObject } from './request-object.js';
 import { requireRedirectUri } from './required-redirect-uri.js';
 import { recognizeRequestedScopes } from './scope-vocabulary.js';
 
 export { policyConsent } from './grant.js';
 export { authorizationParameters } from './parameters.js';
+export { acceptPlainPkce } from './pkce-plain.js';
+export { readRequestObject } from './request-object.js';
+export { requireRedirectUri } from './required-redirect-uri.js';
+export { recognizeRequestedScopes } from './scope-vocabulary.js';
 
 export const AUTHORIZE_PATH = routes.authorization;
 
@@ -25,14 +31,17 @@ export interface AuthorizeDeps {
 
 /**
  * What Arbiter adds at /authorize in front of oidc-provider, in order: the form of a POST read
- * with the size limit, redirect_uri required, PKCE `plain` accepted, the requested scopes of the
- * tenant's vocabulary made known, 302 redirects, the RAR types of policy data. The decision
+ * with the size limit, the parameters of a request object or pushed request read (what the
+ * steps after it check), redirect_uri required, PKCE `plain` accepted, the requested scopes of
+ * the tenant's vocabulary made known, 302 redirects, the RAR types of policy data. The decision
  * itself is the `loadExistingGrant` hook (grant.ts), and the extra parameter checks are
  * oidc-provider `extraParams` (parameters.ts).
  */
 export function authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }: AuthorizeDeps): ArbiterMiddleware[] {
   return [
-    formBody(maxBodyBytes),
+    // oidc-provider serves no POST /authorize today; its form would take `resource` repeated, as the query does.
+    formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
+    readRequestObject(providerFor),
     requireRedirectUri,
     acceptPlainPkce,
     recognizeRequestedScopes(store, policy, providerFor),

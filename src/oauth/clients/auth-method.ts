@@ -1,6 +1,13 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 
+/**
+ * The client authentication methods of the spec, at every endpoint where oidc-provider authenticates
+ * clients (/token, /revoke, /introspect); client_secret_jwt is not offered: secrets are stored hashed.
+ * Discovery advertises each endpoint's share of them (routes.ts).
+ */
+export const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'] as const;
+
 /** The two secret-presenting methods, which oidc-provider accepts for each other (RFC 7591 §2 registers one). */
 const SECRET_METHODS = new Set(['client_secret_basic', 'client_secret_post']);
 
@@ -15,7 +22,7 @@ export function assertRegisteredAuthMethod(ctx: KoaContextWithOIDC): void {
   if (!registered || !SECRET_METHODS.has(registered)) return;
   const presented = /^basic /i.test(ctx.get('authorization'))
     ? 'client_secret_basic'
-    : (ctx.oidc.params as Record<string, unknown> | undefined)?.client_secret !== undefined
+    : secretInForm(ctx)
       ? 'client_secret_post'
       : null;
   if (presented && presented !== registered) {
@@ -23,4 +30,11 @@ export function assertRegisteredAuthMethod(ctx: KoaContextWithOIDC): void {
       `the client authenticated with ${presented}; it is registered for ${registered}`,
     );
   }
+}
+
+/** A client_secret in the form: /par's parameters (ctx.oidc.params) are the authorization request's alone, so the body too. */
+function secretInForm(ctx: KoaContextWithOIDC): boolean {
+  const params = ctx.oidc.params as Record<string, unknown> | undefined;
+  const body = ctx.oidc.body as Record<string, unknown> | undefined;
+  return params?.client_secret !== undefined || body?.client_secret !== undefined;
 }

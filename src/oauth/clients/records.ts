@@ -20,6 +20,10 @@ export interface ClientRecord extends StoredDoc {
   tokenEndpointAuthMethod?: string;
   jwksUri?: string;
   jwks?: { keys: object[] };
+  /** RFC 9126 §6: authorization requests only through /par. */
+  requirePushedAuthorizationRequests?: boolean;
+  /** The algorithm the client's request objects must be signed with (RFC 9101; OIDC Registration). */
+  requestObjectSigningAlg?: string;
   scopes?: string[];
   softwareStatement?: Record<string, unknown>;
   registrationType?: string;
@@ -85,6 +89,10 @@ export function clientMetadata(record: ClientRecord): AdapterPayload | undefined
     token_endpoint_auth_method: record.tokenEndpointAuthMethod ?? (confidential ? 'client_secret_basic' : 'none'),
     jwks_uri: record.jwksUri,
     jwks: record.jwks,
+    require_pushed_authorization_requests: record.requirePushedAuthorizationRequests,
+    // Without keys no request object of the client can be verified at all, and oidc-provider would
+    // refuse the whole client for a signing algorithm without keys: the algorithm is then moot.
+    request_object_signing_alg: record.jwks || record.jwksUri ? record.requestObjectSigningAlg : undefined,
     // The BCrypt hash: oidc-provider compares presented secrets through our compareClientSecret.
     client_secret: confidential ? (record.clientSecret ?? undefined) : undefined,
   };

@@ -7,7 +7,7 @@ import type { ConfigurationSlice } from '../context.js';
 import { findTokenByValue } from '../internals.js';
 import { routes } from '../routes.js';
 import { tokenCallers, type TokenCallers, type TokenRequirement } from '../shared/callers.js';
-import { guardClientCredentials } from '../shared/credential-guard.js';
+import { guardClientCredentials, requireClientCredential } from '../shared/credential-guard.js';
 import { formBody, formParameter } from '../shared/form-body.js';
 import type { ArbiterContext, ArbiterMiddleware, Introspected, TokenModel } from '../state.js';
 import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps } from './decide.js';
@@ -25,12 +25,19 @@ export type IntrospectEndpointDeps = IntrospectionDeps & {
 };
 
 /**
- * What Arbiter adds at /introspect, in order: the form read with the size limit, a client that
- * failed too often refused before its credentials are verified, then Bearer callers and the
- * `introspect` decision on every call (introspectionEndpoint).
+ * What Arbiter adds at /introspect, in order: the form read with the size limit, a request without
+ * any credential refused with 401 invalid_client (a client_id alone is none: RFC 7662 §2.1 wants the
+ * caller authorized, so public clients cannot introspect), a client that failed too often refused
+ * before its credentials are verified, then Bearer callers and the `introspect` decision on every
+ * call (introspectionEndpoint).
  */
 export function introspectMiddleware(deps: IntrospectEndpointDeps): ArbiterMiddleware[] {
-  return [formBody(deps.maxBodyBytes), guardClientCredentials, introspectionEndpoint(deps)];
+  return [
+    formBody(deps.maxBodyBytes),
+    requireClientCredential({ issuer: deps.issuer, publicClients: false, bearer: true }),
+    guardClientCredentials,
+    introspectionEndpoint(deps),
+  ];
 }
 
 /**

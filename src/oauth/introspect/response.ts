@@ -28,10 +28,13 @@ export async function introspectionBody(
     client_id: token.clientId,
     sub: token.accountId,
     username: token.accountId ? await usernameOf(store, tenant, token.accountId) : undefined,
-    token_type: 'Bearer',
+    // RFC 9449 §6.2: a DPoP-bound token's type is DPoP (the RS then requires the proof).
+    token_type: token.jkt ? 'DPoP' : 'Bearer',
     exp: token.exp,
     iat: token.iat,
     iss: issuer,
+    // RFC 7662 §2.2: the audience a resource-bound token was issued for (RFC 8707 §2); `resource` is kept for existing callers.
+    aud: audienceOf(token),
     resource: resourceOf(token) ?? undefined,
     resource_types: resourceTypes.length ? resourceTypes : undefined,
     authorization_details: nonEmpty(extra.authorization_details ?? token.rar),
@@ -50,6 +53,13 @@ export function isSingleUse(token: TokenModel, decision: Decision): boolean {
   return (
     decision.jit_single_use === true || (token.extra as Record<string, unknown> | undefined)?.jit_single_use === true
   );
+}
+
+/** The token's audience as issued: one resource server (a string) or several (an array); none for a token without one. */
+function audienceOf(token: TokenModel): string | string[] | undefined {
+  const { aud } = token;
+  if (typeof aud === 'string' && aud) return aud;
+  return Array.isArray(aud) && aud.length ? (aud as string[]) : undefined;
 }
 
 async function usernameOf(store: Store, tenant: string, sub: string): Promise<string | undefined> {

@@ -95,8 +95,14 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
     // A valid registration access token: this caller's refusals are audited in full.
     markAuthenticated(ctx.state);
 
+    // The answers carry the registration access token (and maybe a new secret): never cached (RFC 6749 §5.1).
+    ctx.set('Cache-Control', 'no-store');
+    ctx.set('Pragma', 'no-cache');
     if (ctx.method === 'GET') {
-      ctx.body = clientInformation(config.issuer, record);
+      // RFC 7592 §3: the read answer carries registration_access_token. Only its digest is
+      // stored, so the answer is the token the request presented: still valid, not rotated
+      // (a lost answer to a read must not lock the client out; updates rotate it).
+      ctx.body = clientInformation(config.issuer, record, { registrationAccessToken: token });
     } else if (ctx.method === 'DELETE') {
       await clientsOf(store, tenant).delete(record.id);
       ctx.status = 204;
@@ -111,6 +117,7 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
         );
       const { metadata, grant, statement } = await register(ctx, body, record);
       const updated = await updateClient(store, tenant, record, metadata, grant, statement);
+      if (!updated) throw invalidToken(ctx, 'the registration access token was rotated by another update');
       ctx.body = clientInformation(config.issuer, updated.record, updated.issued);
     }
   };

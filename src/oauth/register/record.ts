@@ -62,6 +62,8 @@ function registeredFields(
     contacts: metadata.contacts,
     jwksUri: metadata.jwks_uri,
     jwks: metadata.jwks,
+    requirePushedAuthorizationRequests: metadata.require_pushed_authorization_requests,
+    requestObjectSigningAlg: metadata.request_object_signing_alg,
     softwareId: metadata.software_id,
     softwareVersion: metadata.software_version,
     softwareStatement: statement?.read.claims,
@@ -103,6 +105,10 @@ export async function createClient(
  * Replaces the registration's fields (RFC 7592 update). The secret is kept while the client
  * keeps the same secret-based method; a change to another secret-based method issues a new
  * one, a change to `none` or private_key_jwt drops it. Operator fields (enabled, post-logout URIs) are kept.
+ * The registration access token is rotated (RFC 7592 §2.2 allows it; oidc-provider's default
+ * `rotateRegistrationAccessToken`): the answer carries a new one and the presented one stops
+ * working. Null when the presented token was rotated or the client deleted meanwhile (a
+ * concurrent update won): nothing is changed then.
  */
 export async function updateClient(
   store: Store,
@@ -111,9 +117,17 @@ export async function updateClient(
   metadata: ValidatedMetadata,
   grant: RegistrationGrant,
   statement: { jwt: string; read: SoftwareStatement } | null,
-): Promise<{ record: ClientRecord; issued: IssuedCredentials }> {
+): Promise<{ record: ClientRecord; issued: IssuedCredentials } | null> {
   const fields = registeredFields(metadata, grant, statement);
-  const issued: IssuedCredentials = {};
+  const issued: IssuedCredentials = { registrationAccessToken: generateRegistrationAccessToken() };
+  const registrationAccessTokenDigest = storageDigest(issued.registrationAccessToken!);
+  // Compare and set: of two updates with the same token, one wins and the other is refused.
+  const claimed = await clientsOf(store, tenant).update(
+    existing.id,
+    { registrationAccessTokenDigest },
+    { registrationAccessTokenDigest: existing.registrationAccessTokenDigest as string },
+  );
+  if (!claimed) return null;
   const keepsSecret =
     usesSecret(fields.tokenEndpointAuthMethod) &&
     existing.tokenEndpointAuthMethod === fields.tokenEndpointAuthMethod &&
@@ -129,6 +143,8 @@ export async function updateClient(
     'contacts',
     'jwksUri',
     'jwks',
+    'requirePushedAuthorizationRequests',
+    'requestObjectSigningAlg',
     'softwareId',
     'softwareVersion',
     'softwareStatement',
@@ -140,6 +156,7 @@ export async function updateClient(
     ...fields,
     ...(keepsSecret ? { clientSecret: oldSecret } : {}),
     ...(issued.clientSecret ? { clientSecret: await hashClientSecret(issued.clientSecret) } : {}),
+    registrationAccessTokenDigest,
     updatedAt: new Date().toISOString(),
   } as ClientRecord;
   return { record: await clientsOf(store, tenant).upsert(record), issued };

@@ -35,6 +35,8 @@ export function clientInformation(
     scope: record.scopes?.length ? record.scopes.join(' ') : undefined,
     jwks_uri: record.jwksUri,
     jwks: record.jwks,
+    require_pushed_authorization_requests: record.requirePushedAuthorizationRequests,
+    request_object_signing_alg: record.requestObjectSigningAlg,
     software_id: record.softwareId,
     software_version: record.softwareVersion,
     software_statement: record.softwareStatementJwt,

@@ -1,6 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import { redirectUriProblem } from './redirect-uri.js';
 import { HttpError } from '../../http/errors.js';
+import { REQUEST_OBJECT_SIGNING_ALGS } from '../routes.js';
 
 /** The grants Arbiter answers at /token (oidc-provider's built-ins, each gated by the `token` policy). */
 export const SUPPORTED_GRANT_TYPES = [
@@ -30,6 +31,10 @@ export interface ValidatedMetadata {
   jwks?: { keys: Record<string, unknown>[] };
   software_id?: string;
   software_version?: string;
+  /** RFC 9126 §6. */
+  require_pushed_authorization_requests?: boolean;
+  /** OIDC Dynamic Client Registration §2, RFC 9101 §9: one of REQUEST_OBJECT_SIGNING_ALGS. */
+  request_object_signing_alg?: string;
 }
 
 /** The metadata fields Arbiter registers; every other member of a request is ignored (RFC 7591 §2). */
@@ -49,6 +54,8 @@ export const REGISTERED_FIELDS = [
   'jwks',
   'software_id',
   'software_version',
+  'require_pushed_authorization_requests',
+  'request_object_signing_alg',
 ] as const;
 
 const MAX_STRING = 2048;
@@ -155,7 +162,28 @@ export function validateMetadata(body: Record<string, unknown>): ValidatedMetada
     optional(body, 'software_version', (value) => text(value, 'software_version')),
   );
 
+  assign(
+    metadata,
+    'require_pushed_authorization_requests',
+    optional(body, 'require_pushed_authorization_requests', (value) => {
+      if (typeof value !== 'boolean') throw metadataError('require_pushed_authorization_requests', 'must be a boolean');
+      return value;
+    }),
+  );
+  assign(
+    metadata,
+    'request_object_signing_alg',
+    optional(body, 'request_object_signing_alg', (value) => {
+      if (typeof value !== 'string' || !(REQUEST_OBJECT_SIGNING_ALGS as readonly string[]).includes(value))
+        throw metadataError('request_object_signing_alg', `must be one of ${REQUEST_OBJECT_SIGNING_ALGS.join(', ')}`);
+      return value;
+    }),
+  );
+
   if (metadata.jwks && metadata.jwks_uri) throw metadataError('jwks', 'and jwks_uri must not both be present');
+  if (metadata.request_object_signing_alg && !metadata.jwks_uri && !metadata.jwks?.keys.length) {
+    throw metadataError('request_object_signing_alg', 'needs jwks or jwks_uri to verify request objects with');
+  }
   if (authMethod === 'private_key_jwt' && !metadata.jwks_uri && !metadata.jwks?.keys.length) {
     throw metadataError('token_endpoint_auth_method', 'private_key_jwt needs jwks or jwks_uri');
   }

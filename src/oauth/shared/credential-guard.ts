@@ -1,13 +1,14 @@
 import { decodeJwt } from 'jose';
 import type { Next } from 'koa';
-import type { ArbiterContext } from '../state.js';
+import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
 import { basicCredentials } from '../../http/basic.js';
 import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
+import { HttpError } from '../../http/errors.js';
 import { formParameter } from './form-body.js';
 
 /**
- * At the endpoints where oidc-provider authenticates clients (/token, /introspect; revocation and
- * PAR are off, see configuration.ts): names the client whose credentials a request presents (Basic, or
+ * At the endpoints where oidc-provider authenticates clients (/token, /introspect, /revoke, /par):
+ * names the client whose credentials a request presents (Basic, or
  * client_secret / client_assertion in the form) to the failure limiter before oidc-provider
  * verifies them, so that a client that failed too often is refused without a verification that
  * would tell a guesser when they are right (src/http/auth-failures.ts). Mount after formBody.
@@ -37,4 +38,40 @@ function assertionSubject(assertion: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+export interface CredentialRequirement {
+  /** The issuer, the realm of the challenges. */
+  issuer: string;
+  /** A client_id alone identifies a public client (`none`), as at /revoke (RFC 7009 §2.1). */
+  publicClients: boolean;
+  /** An access token is a credential here too (Authorization: Bearer, as at /introspect). */
+  bearer: boolean;
+}
+
+/**
+ * RFC 6749 §5.2: a request that presents no client credential at all ("no client authentication
+ * included") is 401 invalid_client; oidc-provider would answer 400 invalid_request. RFC 9110
+ * §15.5.2 makes a 401 carry a challenge: Basic, and Bearer where an access token is accepted. The
+ * failure limiter does not count it (no credential, no guess). Mount after formBody; any
+ * Authorization header is left to the endpoint, which refuses a malformed one itself.
+ */
+export function requireClientCredential({ issuer, publicClients, bearer }: CredentialRequirement): ArbiterMiddleware {
+  const challenges = [`Basic realm="${issuer}"`, ...(bearer ? [`Bearer realm="${issuer}"`] : [])];
+  return async (ctx, next) => {
+    if (ctx.method === 'POST' && !presentsCredential(ctx, publicClients)) {
+      ctx.set('WWW-Authenticate', challenges);
+      throw new HttpError(401, 'invalid_client', 'the request presents no client authentication (RFC 6749 §2.3)');
+    }
+    await next();
+  };
+}
+
+function presentsCredential(ctx: ArbiterContext, clientIdCounts: boolean): boolean {
+  return Boolean(
+    ctx.get('authorization') ||
+    formParameter(ctx, 'client_secret') ||
+    formParameter(ctx, 'client_assertion') ||
+    (clientIdCounts && formParameter(ctx, 'client_id')),
+  );
 }

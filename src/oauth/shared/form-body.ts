@@ -24,14 +24,15 @@ export async function shallowJsonQuery(ctx: ArbiterContext, next: Next): Promise
  * Arbiter's own checks and the audit log see the parameters. oidc-provider's own reader stops at
  * 56 KiB in the middle of the body and leaves the rest unread on a kept-alive connection (the
  * client's next request on it fails); it takes the already-read body from `ctx.request.body`
- * instead. A parameter given twice is refused here, naming it, and so is a JSON-valued
+ * instead. A parameter given twice is refused here, naming it, unless it is `repeatable` at
+ * this endpoint (RFC 8707's `resource` at /authorize and /token), and so is a JSON-valued
  * parameter nested deeper than MAX_JSON_DEPTH.
  */
-export function formBody(maxBodyBytes: number) {
+export function formBody(maxBodyBytes: number, repeatable: readonly string[] = []) {
   return async (ctx: ArbiterContext, next: Next): Promise<void> => {
     if (ctx.method === 'POST' && ctx.is('application/x-www-form-urlencoded')) {
       const raw = await readText(ctx, maxBodyBytes);
-      assertSingleValued(raw);
+      assertSingleValued(raw, 'parameter', repeatable);
       (ctx.request as unknown as { body: string }).body = raw;
       ctx.state.body = parse(raw);
       assertShallowJson(ctx.state.body);
@@ -46,7 +47,8 @@ export function formParameter(ctx: ArbiterContext, name: string): string | undef
   return typeof value === 'string' ? value : undefined;
 }
 
-function assertShallowJson(parameters: Record<string, unknown>): void {
+/** Refuses a JSON-valued parameter nested deeper than MAX_JSON_DEPTH (also those of a request object: authorize/request-object.ts). */
+export function assertShallowJson(parameters: Record<string, unknown>): void {
   for (const [name, error] of Object.entries(JSON_PARAMETERS)) {
     const value = parameters[name];
     if (typeof value === 'string' && nestingExceeds(value, MAX_JSON_DEPTH)) {

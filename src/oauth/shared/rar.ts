@@ -35,10 +35,13 @@ type Carrier = { rar?: unknown[] };
 /**
  * A request with authorization_details and no resource indicator (the spec makes them
  * exclusive) gets this server as its audience: oidc-provider binds RAR tokens to a resource.
+ * A token request that names none of the several resources of its code or refresh token
+ * (`oneOf`) gets no default: the list is handed back, which oidc-provider refuses as
+ * invalid_target (RFC 8707 §2.2; the token gate refuses it before this is reached).
  */
 export function defaultResourceForDetails(issuer: string) {
-  return async (ctx: { oidc: { params?: Record<string, unknown> } }) =>
-    ctx.oidc.params?.authorization_details ? issuer : undefined;
+  return async (ctx: { oidc: { params?: Record<string, unknown> } }, _client?: unknown, oneOf?: string[]) =>
+    oneOf ?? (ctx.oidc.params?.authorization_details ? issuer : undefined);
 }
 
 /** Keeps oidc-provider's accepted RAR types equal to the types in the bundled policy data (at /authorize and /token). */

@@ -1,5 +1,7 @@
 import { resourceRecords, resourceServerRecords, resourceTypeRecords } from '../../catalog/index.js';
+import type { ResourceIndicatorInput } from '../../policy/index.js';
 import type { Store, StoredDoc } from '../../store/index.js';
+import { routes } from '../routes.js';
 
 interface ResourceServerRecord extends StoredDoc {
   id: number;
@@ -56,4 +58,48 @@ export function isValidResourceIndicator(value: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * RFC 8707 §2: `resource` may be given several times in an authorization request and a token
+ * request. Every other parameter stays single-valued (src/http/parameters.ts).
+ */
+export const REPEATABLE_PARAMETERS: readonly string[] = ['resource'];
+
+/** The paths whose query may repeat `resource`: the authorization endpoint (a token request is a form). */
+export const REPEATABLE_QUERY_PARAMETERS: Readonly<Record<string, readonly string[]>> = {
+  [routes.authorization]: REPEATABLE_PARAMETERS,
+};
+
+/**
+ * How many resource indicators one authorization request may name. Each is resolved and decided
+ * by the policy, and each becomes a token request of its own: ten is more than any client has
+ * shown a use for, and keeps a request from making the server resolve hundreds.
+ */
+export const MAX_RESOURCE_INDICATORS = 10;
+
+/** A `resource` parameter as a list: absent is none, one value is one, a repeated one is all of them in order. */
+export function resourceList(value: unknown): string[] {
+  if (Array.isArray(value)) return value.filter((item): item is string => typeof item === 'string');
+  return typeof value === 'string' ? [value] : [];
+}
+
+/**
+ * Resolves each requested resource to its resource type in the request's tenant. The
+ * `resource_type` hint names the type of a single unregistered resource: with several it would
+ * be ambiguous, so then it is not used.
+ */
+export async function resolveResources(
+  store: Store,
+  tenant: string,
+  resources: string[],
+  hint: string | null,
+): Promise<ResourceIndicatorInput[]> {
+  const usedHint = resources.length === 1 ? hint : null;
+  return Promise.all(
+    resources.map(async (resource) => ({
+      resource,
+      resolved_resource_type: (await resolveResource(store, tenant, resource, usedHint)).typeUri,
+    })),
+  );
 }

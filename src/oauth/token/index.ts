@@ -3,6 +3,7 @@ import type Provider from 'oidc-provider';
 import { routes } from '../routes.js';
 import { guardClientCredentials } from '../shared/credential-guard.js';
 import { formBody } from '../shared/form-body.js';
+import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
 import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
 import { tokenPrecheck } from './precheck.js';
 
@@ -29,7 +30,7 @@ export function tokenMiddleware({
   maxBodyBytes,
 }: TokenDeps): ArbiterMiddleware[] {
   return [
-    formBody(maxBodyBytes),
+    formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
     guardClientCredentials,
     tokenPrecheck,
     syncAuthorizationDetailsTypes(providerFor, authorizationDetailsTypes),

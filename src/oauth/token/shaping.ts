@@ -1,10 +1,11 @@
+import { CLIENT_AUTH_METHODS } from '../clients/auth-method.js';
 import type { ConfigurationSlice } from '../context.js';
 import { decisionOf } from './grants/decision.js';
 import { defaultResourceForDetails } from '../shared/rar.js';
 
-/** Client authentication methods of the spec (client_secret_jwt is not offered: secrets are stored hashed). */
+/** Client authentication methods of the spec (CLIENT_AUTH_METHODS). */
 export const clientAuthentication: ConfigurationSlice = () => ({
-  clientAuthMethods: ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'],
+  clientAuthMethods: [...CLIENT_AUTH_METHODS],
 });
 
 /**
@@ -50,7 +51,9 @@ export const decisionClaims: ConfigurationSlice = () => ({
  * is what the policy decided for it, never what the client asked for: once a decision is known
  * (the `authorize` decision at /authorize, the `token` decision at /token), its scopes are the
  * resource server's scopes; before that (oidc-provider's first look at the request) the requested
- * ones, which the decision then narrows on the grant.
+ * ones, which the decision then narrows on the grant. A code or refresh token keeps every
+ * resource of its authorization (RFC 8707 §2): a token request without `resource` is for its one
+ * resource (useGrantedResource), and must name one when there are several (token/grants/gate.ts).
  */
 export const resourceIndicators: ConfigurationSlice = ({ config }) => ({
   features: {

@@ -16,7 +16,7 @@ import type {
 import type { PolicySnapshot } from '../bundle/build.js';
 import { valueAt } from '../bundle/data-tree.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
-import { cedarRequestFor, type CedarRequest } from './mapping.js';
+import { cedarRequestsFor, type CedarRequest } from './mapping.js';
 import { cedar, formatCedarErrors } from './wasm.js';
 
 /** Entities policies may reference (groups, roles, action groups) come from this data key. */
@@ -55,10 +55,11 @@ export class CedarDriver {
     if (set instanceof Error) return { kind: 'failed', reason: set.message };
     if (set.policies.size === 0) return { kind: 'none' };
     try {
-      const request = cedarRequestFor(point, input);
-      if (![...set.policies.values()].some((policy) => coversAction(policy.action, request.action, set.entities)))
+      const requests = cedarRequestsFor(point, input);
+      const { action } = requests[0];
+      if (![...set.policies.values()].some((policy) => coversAction(policy.action, action, set.entities)))
         return { kind: 'none' };
-      return authorize(set, request);
+      return allOf(requests.map((request) => authorize(set, request)));
     } catch (error) {
       return { kind: 'failed', reason: `Cedar evaluation failed: ${(error as Error).message}` };
     }
@@ -138,6 +139,29 @@ function authorize(set: CompiledSet, request: CedarRequest): CedarVerdict {
     policies: diagnostics.reason,
     outputs: outputsOf(decision === 'allow', determining),
     evaluationErrors: diagnostics.errors.map((error) => `${error.policyId}: ${error.error.message}`),
+  };
+}
+
+/**
+ * The verdicts of one decision's Cedar requests (one per resource indicator) as one: a failure
+ * or a deny of any stands for all; an allow of all merges their outputs and determining policies.
+ */
+function allOf(verdicts: CedarVerdict[]): CedarVerdict {
+  if (verdicts.length === 1) return verdicts[0];
+  const refusing = verdicts.find(
+    (verdict) => verdict.kind === 'failed' || (verdict.kind === 'decided' && !verdict.allow),
+  );
+  if (refusing) return refusing;
+  const decided = verdicts.filter((verdict) => verdict.kind === 'decided');
+  return {
+    kind: 'decided',
+    allow: true,
+    policies: [...new Set(decided.flatMap((verdict) => verdict.policies))],
+    outputs: {
+      obligations: Object.assign({}, ...decided.map((verdict) => verdict.outputs.obligations)),
+      extensions: Object.assign({}, ...decided.map((verdict) => verdict.outputs.extensions)),
+    },
+    evaluationErrors: decided.flatMap((verdict) => verdict.evaluationErrors),
   };
 }
 

@@ -9,6 +9,8 @@
  * | every other point  | (same)                                           | (same)                       | Arbiter::Resource::"<request.resource>",  |
  * |                    |                                                  |                              | else Arbiter::Endpoint::"<endpoint>"      |
  *
+ * A request with several resource indicators is one Cedar request per resource (cedarRequestsFor).
+ *
  * The context is the whole decision input (plus `point`), converted to Cedar values.
  * policies/cedar/arbiter.cedarschema describes these entities, actions and each point's context
  * for policy authors; test/policy/cedar-pack.test.ts checks that it describes what this gives.
@@ -48,6 +50,21 @@ export function cedarRequestFor(point: DecisionPoint, input: DecisionInput): Ced
     context: cedarRecord({ ...input, point }),
     entities: [principal, resource].map((party) => ({ uid: party.uid, attrs: cedarRecord(party.attrs), parents: [] })),
   };
+}
+
+/**
+ * The Cedar requests a decision takes: one, except for a request naming several resource
+ * indicators (RFC 8707, at `authorize`), which is one request per resource, each with that
+ * resource as the Cedar resource. A policy about a resource (a forbid on its type, say) then
+ * applies to it whether it is asked for alone or beside others.
+ */
+export function cedarRequestsFor(point: DecisionPoint, input: DecisionInput): CedarRequest[] {
+  const indicators = input.request.resources ?? [];
+  if (point === 'access_evaluation' || point === 'uma_permission' || point === 'delegation' || indicators.length < 2)
+    return [cedarRequestFor(point, input)];
+  return indicators.map((indicator) =>
+    cedarRequestFor(point, { ...input, request: { ...input.request, ...indicator } } as DecisionInput),
+  );
 }
 
 function requestingParty(input: DecisionInput): Party {

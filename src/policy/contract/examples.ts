@@ -83,6 +83,26 @@ const authorize = {
   ),
 };
 
+const INVOICES_API = 'https://invoices.example/';
+const INTROSPECT_TYPE = 'urn:as:introspect';
+const severalResourcesScope = 'openid invoices.read introspection';
+const authorizeSeveralResources = {
+  ...authorize,
+  request: {
+    ...authorize.request,
+    parameters: {
+      ...authorize.request.parameters,
+      scope: severalResourcesScope,
+      resource: [INVOICES_API, INTROSPECT_TYPE],
+    },
+    scopes: severalResourcesScope.split(' '),
+    resources: [
+      { resource: INVOICES_API, resolved_resource_type: null },
+      { resource: INTROSPECT_TYPE, resolved_resource_type: null },
+    ],
+  },
+};
+
 const clientCredentials = {
   tenant: '_default',
   client: party('billing-service'),
@@ -259,6 +279,15 @@ const authorizeExample = shown('authorize', 'authorize', authorize, {
   scopes: ['invoices.read', 'openid', 'profile'],
   authorization_details: [],
 });
+const authorizeSeveralResourcesExample = shown('authorize-several-resources', 'authorize', authorizeSeveralResources, {
+  allow: true,
+  scopes: ['introspection', 'invoices.read', 'openid'],
+  authorization_details: [],
+  resources: [
+    { resource: INVOICES_API, scopes: ['invoices.read'] },
+    { resource: INTROSPECT_TYPE, scopes: ['introspection'] },
+  ],
+});
 const tokenExample = shown('token', 'token', clientCredentials, {
   allow: true,
   scopes: ['invoices.read'],
@@ -295,6 +324,23 @@ export const POLICY_EXAMPLES: PolicyExample[] = [
       allow: false,
       error: 'invalid_scope',
       error_description: 'none of the requested scopes may be granted to this client',
+    },
+  ),
+  authorizeSeveralResourcesExample,
+  variant(
+    'authorize-several-resources-one-refused',
+    authorizeSeveralResourcesExample,
+    {
+      request: {
+        ...authorizeSeveralResources.request,
+        parameters: { ...authorizeSeveralResources.request.parameters, scope: 'invoices.read' },
+        scopes: ['invoices.read'],
+      },
+    },
+    {
+      allow: false,
+      error: 'invalid_target',
+      error_description: `none of the requested scopes may be granted to this client for: ${INTROSPECT_TYPE}`,
     },
   ),
   tokenExample,

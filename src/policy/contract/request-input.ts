@@ -1,4 +1,4 @@
-import type { AuthorizationDetail, RequestInput } from './types.js';
+import type { AuthorizationDetail, RequestInput, ResourceIndicatorInput } from './types.js';
 
 /**
  * Parameters that carry credentials or bearer material. Policies never need them, and the
@@ -31,6 +31,8 @@ export interface RequestInputParts {
   scopes?: string[];
   resource?: string | null;
   resolved_resource_type?: string | null;
+  /** Every resource indicator of the request; by default the one `resource` names (none when it is null). */
+  resources?: ResourceIndicatorInput[];
   resource_types?: string[];
   authorization_details?: AuthorizationDetail[];
 }
@@ -42,14 +44,17 @@ export interface RequestInputParts {
  */
 export function requestInput(parts: RequestInputParts): RequestInput {
   const parameters = parts.parameters ?? {};
+  const resource = parts.resource !== undefined ? parts.resource : stringParameter(parameters.resource);
+  const resolvedType = parts.resolved_resource_type ?? null;
   return {
     endpoint: parts.endpoint,
     method: parts.method ?? 'POST',
     parameters: withoutCredentials(parameters),
     grant_type: parts.grant_type ?? stringParameter(parameters.grant_type),
     scopes: parts.scopes ?? splitList(parameters.scope, ' '),
-    resource: parts.resource ?? stringParameter(parameters.resource),
-    resolved_resource_type: parts.resolved_resource_type ?? null,
+    resource,
+    resolved_resource_type: resolvedType,
+    resources: parts.resources ?? (resource ? [{ resource, resolved_resource_type: resolvedType }] : []),
     resource_types: parts.resource_types ?? splitList(parameters.resource_types, ','),
     authorization_details: parts.authorization_details ?? parseAuthorizationDetails(parameters.authorization_details),
   };
@@ -59,8 +64,9 @@ export function withoutCredentials(parameters: Record<string, unknown>): Record<
   return Object.fromEntries(Object.entries(parameters).filter(([name]) => !CREDENTIAL_PARAMETERS.has(name)));
 }
 
+/** A parameter's one value; a repeated parameter (several `resource`s) has none. */
 function stringParameter(value: unknown): string | null {
-  if (Array.isArray(value)) return stringParameter(value[0]);
+  if (Array.isArray(value)) return value.length === 1 ? stringParameter(value[0]) : null;
   return typeof value === 'string' && value !== '' ? value : null;
 }
 

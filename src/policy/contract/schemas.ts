@@ -95,26 +95,36 @@ export const CLIENT_SCHEMA = record(
 /** The end user: the OIDC `sub` the service issues, the upstream IdP key they signed in with, stored profile claims. */
 export const SUBJECT_SCHEMA = record({ sub: string }, { idp: nullableString, claims: map });
 
+/** One RFC 8707 resource indicator of a request and the resource type URI it resolved to (null when none). */
+export const RESOURCE_INDICATOR_SCHEMA = record({ resource: string, resolved_resource_type: nullableString });
+
 /**
  * The request being decided; every field is always there (empty or null when not applicable).
  * endpoint: the path as received. parameters: query, form or JSON body with credentials removed
  * (request-input.ts). grant_type: at `token` and `token_exchange`, else null. scopes: the `scope`
  * parameter split on spaces (at authorization_code token requests: the scopes granted at
- * /authorize). resource: the RFC 8707 indicator; resolved_resource_type: the type URI it resolved
- * to. resource_types: the `resource_types` parameter split on commas. authorization_details:
- * parsed RFC 9396 objects (at authorization_code token requests: those stored with the code).
+ * /authorize). resource: the RFC 8707 indicator when the request names exactly one (null when it
+ * names none or several); resolved_resource_type: the type URI it resolved to. resources: every
+ * indicator the request names, each with its resolved type (at /authorize there may be several;
+ * at /token the one the token is for); Arbiter always gives it, the schema lets inputs written
+ * before it omit it. resource_types: the `resource_types` parameter split on commas.
+ * authorization_details: parsed RFC 9396 objects (at authorization_code token requests: those
+ * stored with the code).
  */
-export const REQUEST_SCHEMA = record({
-  endpoint: string,
-  method: string,
-  parameters: map,
-  grant_type: nullableString,
-  scopes: strings,
-  resource: nullableString,
-  resolved_resource_type: nullableString,
-  resource_types: strings,
-  authorization_details: { type: 'array', items: AUTHORIZATION_DETAIL_SCHEMA },
-});
+export const REQUEST_SCHEMA = record(
+  {
+    endpoint: string,
+    method: string,
+    parameters: map,
+    grant_type: nullableString,
+    scopes: strings,
+    resource: nullableString,
+    resolved_resource_type: nullableString,
+    resource_types: strings,
+    authorization_details: { type: 'array', items: AUTHORIZATION_DETAIL_SCHEMA },
+  },
+  { resources: { type: 'array', items: RESOURCE_INDICATOR_SCHEMA } },
+);
 
 const owner = record({ sub: nullableString, client_id: nullableString });
 
@@ -294,6 +304,7 @@ export const RESULT_SCHEMA = {
   properties: {
     allow: { type: 'boolean' },
     scopes: strings,
+    resources: { type: 'array', items: record({ resource: string, scopes: strings }) },
     authorization_details: { type: 'array' },
     obligations: map,
     extensions: map,

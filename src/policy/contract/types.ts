@@ -47,6 +47,9 @@ export type ClientInput = Declared<FromSchema<typeof schemas.CLIENT_SCHEMA>>;
 /** The end user on whose behalf the request is made, when there is one. */
 export type SubjectInput = Declared<FromSchema<typeof schemas.SUBJECT_SCHEMA>>;
 
+/** One resource indicator of a request and the type it resolved to (`input.request.resources`). */
+export type ResourceIndicatorInput = Declared<FromSchema<typeof schemas.RESOURCE_INDICATOR_SCHEMA>>;
+
 /** The request being decided. Every field is always present (empty/null when not applicable). */
 export type RequestInput = Declared<FromSchema<typeof schemas.REQUEST_SCHEMA>>;
 

@@ -70,9 +70,32 @@ describe('unit: the request part of a decision input (grants/token-input, policy
       scopes: ['read', 'write'],
       resource: 'https://rs.example.test/',
       resolved_resource_type: null,
+      resources: [{ resource: 'https://rs.example.test/', resolved_resource_type: null }],
       resource_types: ['urn:a', 'urn:b'],
       authorization_details: [{ type: 'payment', amount: 1 }],
     });
+  });
+
+  it('requestInput gives several resources (RFC 8707) as resources, and then no single resource', function () {
+    const several = requestInput({
+      endpoint: '/authorize',
+      parameters: { resource: ['https://a.example.test/', 'https://b.example.test/'] },
+    });
+    expect(several.resource).to.equal(null);
+    expect(several.resources).to.deep.equal([], 'only a caller that resolved them lists them');
+    const one = requestInput({ endpoint: '/authorize', parameters: { resource: ['https://a.example.test/'] } });
+    expect(one.resource).to.equal('https://a.example.test/');
+    const explicit = requestInput({
+      endpoint: '/authorize',
+      parameters: { resource: 'https://a.example.test/' },
+      resource: null,
+      resources: [
+        { resource: 'https://a.example.test/', resolved_resource_type: 'urn:a' },
+        { resource: 'https://b.example.test/', resolved_resource_type: null },
+      ],
+    });
+    expect(explicit.resource, 'an explicit null is kept, not read from the parameters').to.equal(null);
+    expect(explicit.resources).to.have.length(2);
   });
 
   it('requestInput prefers the parts given explicitly, and reads malformed authorization details as none', function () {

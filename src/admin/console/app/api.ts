@@ -1,4 +1,4 @@
-import { session } from './session.js';
+import { session, type Caller } from './session.js';
 
 /** An Admin API refusal: `field` names the offending field when the API says which. */
 export class ApiError extends Error {
@@ -24,13 +24,12 @@ export function api<T = unknown>(method: string, path: string, body?: unknown): 
   return call<T>(method, path, body, onUnauthorized);
 }
 
-/** Whether the API accepts `key` (one harmless read); a refusal here signs no one out. */
-export async function keyIsAccepted(): Promise<boolean> {
+/** Whose key the session holds (one harmless read), or null when the API refuses it; a refusal here signs no one out. */
+export async function callerOfKey(): Promise<Caller | null> {
   try {
-    await call('GET', '/audit-logs?size=1', undefined, () => {});
-    return true;
+    return await call<Caller>('GET', '/api-keys/current', undefined, () => {});
   } catch (error) {
-    if (error instanceof ApiError && error.status === 401) return false;
+    if (error instanceof ApiError && error.status === 401) return null;
     throw error;
   }
 }

@@ -1,8 +1,9 @@
 import './console.css';
 import { COLLECTIONS } from '../../../catalog/collections.js';
-import { whenUnauthorized } from './api.js';
+import { callerOfKey, whenUnauthorized } from './api.js';
 import { h, humanize, replace } from './dom.js';
 import { healthNotice } from './health.js';
+import { apiKeysPage } from './pages/api-keys.js';
 import { auditPage } from './pages/audit.js';
 import { collectionPage } from './pages/collection.js';
 import { playgroundPage } from './pages/playground.js';
@@ -18,6 +19,7 @@ const PAGES: { route: string; title: string; render: (main: HTMLElement) => void
   })),
   { route: 'audit-logs', title: 'Audit log', render: auditPage },
   { route: 'playground', title: 'Decision playground', render: playgroundPage },
+  { route: 'api-keys', title: 'API keys', render: apiKeysPage },
 ];
 
 const root = document.getElementById('app')!;
@@ -28,8 +30,12 @@ function start(): void {
     signInPage(root, showCurrentPage, 'The Admin API key was refused: sign in again.');
   });
   window.addEventListener('hashchange', () => session.key() && showCurrentPage());
-  if (session.key()) showCurrentPage();
-  else signInPage(root, showCurrentPage);
+  if (session.key()) {
+    showCurrentPage();
+    // A tab signed in before the console asked whose key it holds: ask now, for the banner and the pages.
+    if (!session.caller())
+      void callerOfKey().then((caller) => caller && (session.rememberCaller(caller), showCurrentPage()));
+  } else signInPage(root, showCurrentPage);
 }
 
 function showCurrentPage(): void {
@@ -104,12 +110,14 @@ function banner(): HTMLElement {
     session.switchTenant(tenant.value.trim());
     showCurrentPage();
   });
+  const caller = session.caller();
+  const signedInAs = caller && h('span', { class: 'signed-in-as' }, `Signed in as ${caller.name} (${caller.role})`);
   const signOut = h(
     'button',
     { type: 'button', class: 'secondary', onclick: () => (session.signOut(), signInPage(root, showCurrentPage)) },
     'Sign out',
   );
-  return h('header', { class: 'banner' }, h('h1', {}, 'Arbiter console'), switcher, signOut);
+  return h('header', { class: 'banner' }, h('h1', {}, 'Arbiter console'), switcher, signedInAs, signOut);
 }
 
 start();

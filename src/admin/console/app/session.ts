@@ -4,13 +4,38 @@
  */
 
 const KEY = 'arbiter.console.adminKey';
+const CALLER = 'arbiter.console.caller';
 const TENANT = 'arbiter.console.tenant';
 const KNOWN_TENANTS = 'arbiter.console.tenants';
+
+/** Whom the key belongs to, as GET /admin/api/api-keys/current says (nothing secret). */
+export interface Caller {
+  id: number | null;
+  name: string;
+  role: string;
+  permissions: string[];
+}
 
 export const session = {
   key: (): string | null => sessionStorage.getItem(KEY),
   signIn: (key: string) => sessionStorage.setItem(KEY, key),
-  signOut: () => sessionStorage.removeItem(KEY),
+  signOut: () => {
+    sessionStorage.removeItem(KEY);
+    sessionStorage.removeItem(CALLER);
+  },
+  /** The signed-in key's name, role and permissions, once the API has said them. */
+  caller(): Caller | null {
+    try {
+      return JSON.parse(sessionStorage.getItem(CALLER) ?? 'null') as Caller | null;
+    } catch {
+      return null;
+    }
+  },
+  rememberCaller: (caller: Caller) => sessionStorage.setItem(CALLER, JSON.stringify(caller)),
+  /** True when the key's role allows `permission` (read, operate, author-policy, manage-keys); unknown: true (the API decides). */
+  may(permission: string): boolean {
+    return this.caller()?.permissions.includes(permission) ?? true;
+  },
 
   /** The tenant every call is about; '' is the default (shared) tenant. */
   tenant: (): string => sessionStorage.getItem(TENANT) ?? '',

@@ -5,6 +5,7 @@ import { errors } from 'oidc-provider';
 import type { PolicyEngine } from '../../../policy/index.js';
 import type { Store } from '../../../store/index.js';
 import { enforce } from '../../shared/enforce.js';
+import { REPEATABLE_PARAMETERS, resourceList } from '../../shared/resources.js';
 import { decisionOf, narrowedScopes, rememberDecision } from './decision.js';
 import { recognizeScopes, type BuiltInGrant } from '../../internals.js';
 import type { GrantHandler } from './handler.js';
@@ -30,6 +31,8 @@ export function policyGatedGrant(provider: Provider, builtIn: BuiltInGrant, deps
   return {
     grantType: builtIn.grantType,
     parameters: [...new Set([...builtIn.parameters, ...SHARED_PARAMETERS])],
+    // Several `resource`s reach the gate as a list, to be answered invalid_target (assertOneResource), not invalid_request.
+    repeatable: REPEATABLE_PARAMETERS,
     handle: policyGated(provider, builtIn.grantType, (ctx) => builtIn.handle(ctx), deps),
   };
 }
@@ -42,12 +45,14 @@ function policyGated(
 ) {
   return async (ctx: KoaContextWithOIDC): Promise<void> => {
     assertRequiredParameters(ctx, grantType);
-    const source = await grantSource(provider, ctx, grantType);
-    if (grantType !== 'client_credentials' && !source)
+    assertOneResource(ctx, grantType);
+    const found = await grantSource(provider, ctx, grantType);
+    if (grantType !== 'client_credentials' && !found)
       throw new errors.CustomOIDCProviderError(
         'invalid_grant',
         `the ${grantType === 'authorization_code' ? 'authorization code' : 'refresh token'} is unknown or expired`,
       );
+    const source = found && (await forNamedResource(provider, ctx, found));
     if (source) assertWithinSource(ctx, source);
     const outcome = await deps.policy.decide('token', await tokenDecisionInput(ctx, deps.store, deps.tenant, source));
     rememberDecision(ctx, outcome);
@@ -69,6 +74,48 @@ function assertRequiredParameters(ctx: KoaContextWithOIDC, grantType: string): v
   const params = ctx.oidc.params as Record<string, string | undefined>;
   const missing = (REQUIRED_PARAMETERS[grantType] ?? []).find((name) => !params[name]);
   if (missing) throw new errors.InvalidRequest(`missing required parameter '${missing}'`);
+}
+
+/**
+ * RFC 8707 §2.2: a token is for one resource, so a token request names at most one. Several are
+ * invalid_target: for a code or refresh token, each resource it covers is asked for in a request
+ * of its own; a client_credentials token is never issued for several at once (an opaque token
+ * here has one audience, which introspection reports), whatever the policy would grant.
+ */
+function assertOneResource(ctx: KoaContextWithOIDC, grantType: string): void {
+  if (resourceList(ctx.oidc.params?.resource).length <= 1) return;
+  throw new errors.InvalidTarget(
+    grantType === 'client_credentials'
+      ? 'a client_credentials token is for one resource: ask for one token per resource'
+      : 'a token is for one resource: name one of the granted resources per token request',
+  );
+}
+
+/**
+ * A code or refresh token covering several resources, as seen by a request for one of them:
+ * only the scopes granted for that resource (and the OpenID Connect ones) are held for it, so
+ * that the token decision is asked about the named resource alone and a refresh cannot ask one
+ * resource for another's scopes. RFC 8707 §2.2 lets a server refuse a request that names none
+ * of several (rather than pick one): it is invalid_target, before the code or token is used.
+ */
+async function forNamedResource(
+  provider: Provider,
+  ctx: KoaContextWithOIDC,
+  source: GrantSource,
+): Promise<GrantSource> {
+  const carried = resourceList(source.resource);
+  if (carried.length <= 1) return source;
+  const named = (ctx.oidc.params as Record<string, unknown>).resource;
+  if (typeof named !== 'string')
+    throw new errors.InvalidTarget(
+      'this authorization covers several resources: name the one the token is for with the resource parameter',
+    );
+  const grant = source.grantId ? await provider.Grant.find(source.grantId) : undefined;
+  const forResource = new Set(
+    `${grant?.getResourceScope(named) ?? ''} ${grant?.getOIDCScope() ?? ''}`.split(' ').filter(Boolean),
+  );
+  const held = (source.scope ?? '').split(' ').filter((scope) => forResource.has(scope));
+  return { ...source, scope: held.join(' ') };
 }
 
 /** The code or refresh token being redeemed, looked up without consuming it (the handler validates it, a used one included). */
@@ -101,8 +148,7 @@ function assertWithinSource(ctx: KoaContextWithOIDC, source: GrantSource): void 
       throw new errors.InvalidScope('requested scope exceeds the scope originally granted', beyond.join(' '));
   }
   if (params.resource !== undefined) {
-    const carried = Array.isArray(source.resource) ? source.resource : [source.resource].filter(Boolean);
-    if (!carried.includes(params.resource))
+    if (!resourceList(source.resource).includes(params.resource))
       throw new errors.InvalidTarget('the resource was not granted to this code or refresh token');
   }
   if (params.authorization_details !== undefined) {

@@ -13,12 +13,11 @@ export interface GrantHandler {
   grantType: string;
   /** Every form parameter the grant reads (oidc-provider passes only these on). */
   parameters: string[];
+  /** The parameters that may be given more than once (as a list); oidc-provider refuses any other repeated one. */
+  repeatable?: readonly string[];
   /** Answers the token request (ctx.body), or throws an OAuth error. */
   handle(ctx: KoaContextWithOIDC): Promise<void>;
 }
-
-/** Parameters whose values may legitimately repeat: none in Arbiter (one resource per request). */
-const ALLOW_DUPLICATES: string[] = [];
 
 export function registerGrantHandlers(provider: Provider, handlers: GrantHandler[]): void {
   for (const handler of handlers) {
@@ -26,6 +25,6 @@ export function registerGrantHandlers(provider: Provider, handlers: GrantHandler
       assertRegisteredAuthMethod(ctx);
       await handler.handle(ctx);
     };
-    provider.registerGrantType(handler.grantType, answer, handler.parameters, ALLOW_DUPLICATES);
+    provider.registerGrantType(handler.grantType, answer, handler.parameters, [...(handler.repeatable ?? [])]);
   }
 }

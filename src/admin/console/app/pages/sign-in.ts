@@ -1,4 +1,4 @@
-import { keyIsAccepted } from '../api.js';
+import { callerOfKey } from '../api.js';
 import { h, replace, say, statusLine } from '../dom.js';
 import { session } from '../session.js';
 
@@ -25,7 +25,7 @@ export function signInPage(root: HTMLElement, signedIn: () => void, notice?: str
       h(
         'p',
         { class: 'hint', id: 'admin-key-hint' },
-        'SERVICE_ADMIN_API_KEY. Kept in this tab only, until you sign out or close it.',
+        'Your named Admin API key, or SERVICE_ADMIN_API_KEY. Kept in this tab only, until you sign out or close it.',
       ),
     ),
     status,
@@ -36,7 +36,11 @@ export function signInPage(root: HTMLElement, signedIn: () => void, notice?: str
     if (!key.value) return say(status, 'Enter the Admin API key.', 'error');
     session.signIn(key.value);
     try {
-      if (await keyIsAccepted()) return signedIn();
+      const caller = await callerOfKey();
+      if (caller) {
+        session.rememberCaller(caller);
+        return signedIn();
+      }
       say(status, 'That key is not valid.', 'error');
     } catch (error) {
       say(status, (error as Error).message, 'error');

@@ -34,8 +34,7 @@ export async function decideExchange(
         `requested scope exceeds the subject token's scopes: ${beyond.join(' ').slice(0, 200)}`,
       );
   }
-  const resource = params.resource ?? null;
-  const registered = await resolveResource(deps.store, deps.tenant, resource, null);
+  const { resource, registered } = await exchangeTarget(deps, params.resource ?? null, exchange.audience);
   await assertKnownTarget(deps, resource, registered, resolved);
   const resolvedResource = { ...registered, typeUri: registered.typeUri ?? params.resource_type ?? null };
   const client = ctx.oidc.client!;
@@ -64,6 +63,30 @@ export async function decideExchange(
   rememberDecision(ctx, outcome);
   enforce.oauth(outcome);
   return outcome;
+}
+
+/**
+ * RFC 8693 §2.1: `resource` and `audience` both name where the token will be used, and an
+ * issued token has one audience (its resource). An audience alone is taken as the resource (it
+ * must then be one this server knows, as a resource must); with a resource, the audience must
+ * name the same target: the resource itself or its resource type. Anything else is a target
+ * the token cannot serve: invalid_target (§2.2.2), never a token that ignores the audience.
+ */
+async function exchangeTarget(
+  deps: GateDeps,
+  resource: string | null,
+  audience: string | null,
+): Promise<{ resource: string | null; registered: ResolvedResource }> {
+  const target = resource ?? audience;
+  const registered = await resolveResource(deps.store, deps.tenant, target, null);
+  const sameTarget = (name: string) =>
+    name === resource || name === registered.typeUri || Boolean(registered.server?.typeUris?.includes(name));
+  if (resource !== null && audience !== null && !sameTarget(audience)) {
+    throw new errors.InvalidTarget(
+      `the audience ${audience.slice(0, 200)} is not the requested resource: a token is issued for one target`,
+    );
+  }
+  return { resource: target, registered };
 }
 
 /**

@@ -30,12 +30,23 @@ export const TOKEN_EXCHANGE_PARAMETERS = [
 
 export type SubjectTokenType = typeof ACCESS_TOKEN_TYPE | typeof ID_TOKEN_TYPE;
 
+/**
+ * Why each token type of RFC 8693 §3 other than an access token is not issued: Arbiter's access
+ * tokens are opaque (not a JWT), ID tokens come from a sign-in, and an exchange never yields a
+ * refresh token. Labelling an access token as one of these would mislead the client.
+ */
+const NOT_ISSUED: Record<string, string> = {
+  'urn:ietf:params:oauth:token-type:id_token': 'ID tokens are issued only at sign-in',
+  'urn:ietf:params:oauth:token-type:jwt': 'access tokens of this server are opaque, not JWTs',
+  'urn:ietf:params:oauth:token-type:refresh_token': 'a token exchange never issues a refresh token',
+};
+
 export interface ExchangeParameters {
   subjectToken: string;
   subjectTokenType: SubjectTokenType;
-  /** Echoed as issued_token_type; accepted and not validated (spec). */
-  requestedTokenType: string;
-  /** Passed to the policy, not enforced (spec). */
+  /** The one type an exchange issues (RFC 8693 §2.2.1 issued_token_type): an access token. */
+  requestedTokenType: typeof ACCESS_TOKEN_TYPE;
+  /** RFC 8693 §2.1: the logical name of the target service; see decision.ts (exchangeTarget). */
   audience: string | null;
   scopes: string[];
   /** RFC 8693 §2.1: the party that acts for the subject (delegation), or null (impersonation). */
@@ -60,11 +71,24 @@ export function exchangeParameters(ctx: KoaContextWithOIDC): ExchangeParameters 
   return {
     subjectToken,
     subjectTokenType,
-    requestedTokenType: single(params, 'requested_token_type') || ACCESS_TOKEN_TYPE,
+    requestedTokenType: requestedTokenType(single(params, 'requested_token_type')),
     audience: single(params, 'audience') || null,
     scopes: (single(params, 'scope') ?? '').split(' ').filter(Boolean),
     actor: actorParameters(params),
   };
+}
+
+/**
+ * RFC 8693 §2.1 requested_token_type: only an access token is issued (absent means one). Any
+ * other type is refused rather than answered with an access token under another label: an
+ * unsupported requested_token_type is invalid_request (§2.2.2).
+ */
+function requestedTokenType(value: string | undefined): typeof ACCESS_TOKEN_TYPE {
+  if (!value || value === ACCESS_TOKEN_TYPE) return ACCESS_TOKEN_TYPE;
+  const why = NOT_ISSUED[value] ?? 'it is not a token type this server issues';
+  throw new errors.InvalidRequest(
+    `requested_token_type ${value.slice(0, 100)} is not supported: ${why} (supported: ${ACCESS_TOKEN_TYPE})`,
+  );
 }
 
 /** RFC 8693 §2.1: actor_token and actor_token_type come together; the actor is a token of a kind a subject may be. */

@@ -1,0 +1,42 @@
+# Arbiter's image: the compiled server (npm run build) on Node.js 24 LTS with OPA inside, run as
+# the unprivileged `node` user, its SQLite store on the /data volume. Build: `docker build -t
+# arbiter .`; run: README "Production". The versions are the ones scripts/runtime.sh and
+# scripts/install-opa.sh install (test/operations/image.test.ts keeps them equal).
+ARG NODE_VERSION=24.21.0
+ARG GO_VERSION=1.26
+
+FROM golang:${GO_VERSION}-bookworm AS opa
+ARG OPA_VERSION=v1.21.1
+RUN CGO_ENABLED=0 GOBIN=/out go install "github.com/open-policy-agent/opa@${OPA_VERSION}"
+
+FROM node:${NODE_VERSION}-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY adapters ./adapters
+RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json && touch dist/.built && npm prune --omit=dev
+
+FROM node:${NODE_VERSION}-bookworm-slim
+ENV NODE_ENV=production \
+    PORT=9000 \
+    STORE_URL=sqlite:/data/arbiter.db \
+    OPA_BIN=/usr/local/bin/opa
+WORKDIR /app
+COPY --from=opa /out/opa /usr/local/bin/opa
+COPY --from=build /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+# The compiled server reads these from the image as from a checkout (src/config/paths.ts): its
+# defaults, the default policy pack, and the console's sources, which it bundles at start.
+COPY package.json ./
+COPY config ./config
+COPY policies ./policies
+COPY src ./src
+COPY scripts/arbiter.sh scripts/runtime.sh ./scripts/
+RUN mkdir -p /data && chown node:node /data
+USER node
+VOLUME /data
+EXPOSE 9000
+HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||9000)+'/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+CMD ["node", "--enable-source-maps", "dist/src/main.js"]

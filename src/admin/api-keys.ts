@@ -1,0 +1,183 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import type { AuditFacts } from '../audit/index.js';
+import { readJsonBody } from '../http/body.js';
+import { HttpError, badRequest, notFound } from '../http/errors.js';
+import { assertValid } from '../http/validation.js';
+import { ConflictError, storageDigest, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
+import { listPage, nextPageQuery } from './paging.js';
+import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionsOf, type AdminRole } from './roles.js';
+
+/**
+ * Named Admin API keys, each with a role (src/admin/roles.ts). They are server-wide, like the
+ * Admin API itself: a key is not confined to a tenant. A key is 32 random bytes, shown once in the
+ * answer to its creation; the store keeps only its SHA-256 digest (src/store/digest.ts), so a copy
+ * of the store holds no usable key. Revoking deletes the record: the key stops working at once, on
+ * every node (each call looks its key up). SERVICE_ADMIN_API_KEY is the bootstrap key: role admin,
+ * named `bootstrap`, never stored.
+ */
+export const ADMIN_API_KEYS_COLLECTION = { name: 'admin_api_keys', uniqueKeys: [['name'], ['keyDigest']] };
+
+/** Who made an Admin call, as audit entries and answers name it: never the key itself. */
+export interface AdminKeyIdentity {
+  /** The key's id; null for the bootstrap key (SERVICE_ADMIN_API_KEY). */
+  id: number | null;
+  name: string;
+  role: AdminRole;
+}
+
+export const BOOTSTRAP_KEY_NAME = 'bootstrap';
+
+/** Recognisable in a leaked file or a secret scanner's rules. */
+const KEY_PREFIX = 'arbiter_admin_';
+
+interface StoredKey extends StoredDoc {
+  id: number;
+  name: string;
+  role: AdminRole;
+  description?: string;
+  keyDigest: string;
+  createdAt: string;
+  createdBy: { id: number | null; name: string };
+}
+
+/** The body of POST /api-keys. */
+export const API_KEY_INPUT_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['name', 'role'],
+  properties: {
+    name: {
+      type: 'string',
+      pattern: '^[A-Za-z0-9][A-Za-z0-9._@ -]{0,63}$',
+      description: `1–64 letters, digits, ".", "_", "@", "-" or spaces, unique; "${BOOTSTRAP_KEY_NAME}" is SERVICE_ADMIN_API_KEY's`,
+    },
+    role: { enum: [...ADMIN_ROLES] },
+    description: { type: 'string', maxLength: 1024 },
+  },
+} as const;
+
+export class AdminApiKeys {
+  private readonly bootstrapDigest: Buffer;
+
+  constructor(
+    private readonly store: Store,
+    bootstrapKey: string,
+  ) {
+    this.bootstrapDigest = sha256(bootstrapKey);
+  }
+
+  private collection(): TenantCollection<StoredKey> {
+    return this.store.collection<StoredKey>(ADMIN_API_KEYS_COLLECTION);
+  }
+
+  /** Whose key this is, or null when it is no key (revoked, never issued, mistyped). */
+  async identify(presented: string): Promise<AdminKeyIdentity | null> {
+    // Digests compared, so that neither the bootstrap key nor its length leaks through timing.
+    if (timingSafeEqual(sha256(presented), this.bootstrapDigest))
+      return { id: null, name: BOOTSTRAP_KEY_NAME, role: 'admin' };
+    const found = await this.collection().findOne({ keyDigest: storageDigest(presented) });
+    return found ? { id: found.id, name: found.name, role: found.role } : null;
+  }
+
+  async create(body: unknown, by: AdminKeyIdentity): Promise<{ record: StoredKey; key: string }> {
+    assertValid<{ name: string; role: AdminRole; description?: string }>(API_KEY_INPUT_SCHEMA, body);
+    if (body.name.toLowerCase() === BOOTSTRAP_KEY_NAME)
+      throw badRequest(`name "${BOOTSTRAP_KEY_NAME}" is SERVICE_ADMIN_API_KEY's; choose another`, { field: 'name' });
+    const key = `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
+    const record: StoredKey = {
+      id: await this.store.nextSequence(ADMIN_API_KEYS_COLLECTION.name),
+      name: body.name,
+      role: body.role,
+      ...(body.description === undefined ? {} : { description: body.description }),
+      keyDigest: storageDigest(key),
+      createdAt: new Date().toISOString(),
+      createdBy: { id: by.id, name: by.name },
+    };
+    try {
+      await this.collection().insert(record);
+    } catch (error) {
+      if (error instanceof ConflictError && error.fields.includes('name'))
+        throw new HttpError(409, 'conflict', `an Admin API key named ${JSON.stringify(body.name)} already exists`, {
+          field: 'name',
+        });
+      throw error;
+    }
+    return { record, key };
+  }
+
+  list(page: { offset: number; limit: number }): Promise<StoredKey[]> {
+    return this.collection().find(
+      {},
+      { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit: page.limit },
+    );
+  }
+
+  async get(id: string): Promise<StoredKey> {
+    const found = /^\d{1,15}$/.test(id) ? await this.collection().get(Number(id)) : null;
+    if (!found) throw notFound(`no Admin API key ${JSON.stringify(id)}`);
+    return found;
+  }
+
+  async revoke(id: string): Promise<void> {
+    await this.collection().delete((await this.get(id)).id);
+  }
+}
+
+/** A key as answers show it: everything but its digest. */
+function present({ keyDigest: _digest, ...shown }: StoredKey): Record<string, unknown> {
+  return shown;
+}
+
+/** The identity the Admin gate found for this call (src/admin/auth.ts). */
+export function callerOf(ctx: Context): AdminKeyIdentity {
+  return ctx.state.adminKey as AdminKeyIdentity;
+}
+
+/**
+ * GET/POST /api-keys, GET /api-keys/current (the caller's own name, role and permissions: what
+ * the console shows), GET and DELETE /api-keys/{id}. Keys are server-wide: their audit entries
+ * name no tenant.
+ */
+export function apiKeyRoutes(router: Router, keys: AdminApiKeys, maxBodyBytes: number): void {
+  const base = `/${API_KEYS_SEGMENT}`;
+  const serverWide = (ctx: Context) => {
+    if (ctx.state.audit) (ctx.state.audit as AuditFacts).tenantId = null;
+  };
+  router.get(base, async (ctx) => {
+    serverWide(ctx);
+    const { offset, limit } = listPage(ctx);
+    const found = await keys.list({ offset, limit: limit + 1 });
+    if (found.length > limit)
+      ctx.set('Link', `<${ctx.originalUrl.split('?')[0]}?${nextPageQuery(ctx, offset + limit, limit)}>; rel="next"`);
+    ctx.body = found.slice(0, limit).map(present);
+  });
+  router.post(base, async (ctx) => {
+    serverWide(ctx);
+    const body = await readJsonBody(ctx, maxBodyBytes);
+    ctx.state.body = body;
+    const { record, key } = await keys.create(body, callerOf(ctx));
+    ctx.status = 201;
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { ...present(record), key };
+  });
+  router.get(`${base}/current`, (ctx) => {
+    serverWide(ctx);
+    const caller = callerOf(ctx);
+    ctx.body = { ...caller, bootstrap: caller.id === null, permissions: permissionsOf(caller.role) };
+  });
+  router.get(`${base}/:id`, async (ctx) => {
+    serverWide(ctx);
+    ctx.body = present(await keys.get(ctx.params.id));
+  });
+  router.delete(`${base}/:id`, async (ctx) => {
+    serverWide(ctx);
+    await keys.revoke(ctx.params.id);
+    ctx.status = 204;
+  });
+}
+
+function sha256(value: string): Buffer {
+  return createHash('sha256').update(value).digest();
+}

@@ -1,0 +1,64 @@
+/**
+ * What each Admin API key may do. A key has one role; an operation needs one permission, read
+ * from its method and its route (never from a list kept beside the routes, so that a route added
+ * later is covered the moment it exists: a write is `operate` unless it is about policy or keys).
+ * No imports: the console's browser code uses these too.
+ */
+
+export const ADMIN_ROLES = ['read-only', 'operator', 'policy-author', 'admin'] as const;
+export type AdminRole = (typeof ADMIN_ROLES)[number];
+
+/**
+ * - `read`: every GET, and the calls that store nothing (`POST …/validate`, the decision
+ *   playground, the replay of an audit entry);
+ * - `operate`: every other write, except those of the two below;
+ * - `author-policy`: writes of policy rules and policy data;
+ * - `manage-keys`: creating and revoking Admin API keys.
+ */
+export type AdminPermission = 'read' | 'operate' | 'author-policy' | 'manage-keys';
+
+const GRANTS: Record<AdminRole, readonly AdminPermission[]> = {
+  'read-only': ['read'],
+  operator: ['read', 'operate'],
+  'policy-author': ['read', 'author-policy'],
+  admin: ['read', 'operate', 'author-policy', 'manage-keys'],
+};
+
+/** The Admin API's collection of keys (/admin/api/api-keys). */
+export const API_KEYS_SEGMENT = 'api-keys';
+const POLICY_SEGMENTS = ['policy-rules', 'policy-data'];
+
+export function roleMay(role: AdminRole, permission: AdminPermission): boolean {
+  return GRANTS[role].includes(permission);
+}
+
+export function permissionsOf(role: AdminRole): readonly AdminPermission[] {
+  return GRANTS[role];
+}
+
+/** The roles that hold `permission`, for the 403 to say which would do. */
+export function rolesWith(permission: AdminPermission): AdminRole[] {
+  return ADMIN_ROLES.filter((role) => roleMay(role, permission));
+}
+
+/**
+ * The permission an operation needs: `route` is its path under /admin/api in the router's
+ * syntax (`/clients/:clientId`) or OpenAPI's (`/clients/{clientId}`).
+ */
+export function permissionFor(method: string, route: string): AdminPermission {
+  const segments = route.split('/').filter(Boolean);
+  const [collection] = segments;
+  const verb = method.toUpperCase();
+  if (verb === 'GET' || verb === 'HEAD') return 'read';
+  if (collection === API_KEYS_SEGMENT) return 'manage-keys';
+  if (verb === 'POST' && storesNothing(segments)) return 'read';
+  return POLICY_SEGMENTS.includes(collection) ? 'author-policy' : 'operate';
+}
+
+/** POST /{collection}/validate, POST /decisions, POST /audit-logs/{id}/replay: checks and explanations, nothing written. */
+function storesNothing(segments: string[]): boolean {
+  const last = segments[segments.length - 1];
+  if (segments.length === 2 && last === 'validate') return true;
+  if (segments.length === 1 && last === 'decisions') return true;
+  return segments.length === 3 && segments[0] === 'audit-logs' && last === 'replay';
+}

@@ -1,0 +1,140 @@
+/**
+ * `npx arbiter <command>` (scripts/arbiter.sh): what an operator does besides the Admin API, on the
+ * store STORE_URL names (and CONFIG_FILE, as the server reads its configuration), through the same
+ * code the server runs: records through the Admin API's AdminRecords, the store's own migrations.
+ * Every command prints one JSON object on success; a failure is one line on stderr and exit 1
+ * (exit 2 for a command line that is wrong).
+ */
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import { parseArgs } from 'node:util';
+import { AdminRecords } from '../admin/index.js';
+import { definitionFor, type CollectionDefinition } from '../catalog/index.js';
+import { openArbiterStore, restoreArbiterStore } from '../collections.js';
+import { ConfigError, loadConfig, type Config } from '../config/index.js';
+import { MIGRATIONS, SCHEMA_VERSION } from '../migrations.js';
+import { hashClientSecret } from '../oauth/index.js';
+import { migrate, schemaVersion, Sealer, type Store } from '../store/index.js';
+
+const USAGE = `usage: arbiter <command> [options]
+
+  hash-secret [secret]             the BCrypt hash the Admin API takes as clientSecret (of a new
+                                   random secret when none is given; both are printed)
+  create-client <client-id> [--scopes a,b] [--grant-types client_credentials,…] [--tenant t]
+                                   a confidential client (client_secret_basic) with a generated
+                                   secret, printed once; the same checks as POST /admin/api/clients
+  migrate                          brings the store to this release's schema version (${SCHEMA_VERSION})
+  schema-version                   the store's schema version and this release's
+  backup <file>                    an online backup of a SQLite store into <file> (the server may run)
+  restore <file>                   replaces a SQLite store with a backup (stop every server first)
+
+STORE_URL, CONFIG_FILE and SERVICE_SECRETS_KEY are read as the server reads them.`;
+
+class UsageError extends Error {}
+
+type Command = (args: string[], config: Config) => Promise<Record<string, unknown>>;
+
+const COMMANDS: Record<string, Command> = {
+  'hash-secret': hashSecret,
+  'create-client': createClient,
+  migrate: (_args, config) => withStore(config, async (store) => migrate(store, MIGRATIONS)),
+  'schema-version': (_args, config) =>
+    withStore(config, async (store) => ({ store: await schemaVersion(store), release: SCHEMA_VERSION }), false),
+  backup,
+  restore,
+};
+
+async function hashSecret([given, ...rest]: string[]): Promise<Record<string, unknown>> {
+  if (rest.length) throw new UsageError('hash-secret takes at most one secret');
+  const secret = given ?? newSecret();
+  return { ...(given ? {} : { secret }), hash: await hashClientSecret(secret) };
+}
+
+async function createClient(args: string[], config: Config): Promise<Record<string, unknown>> {
+  const { positionals, values } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { scopes: { type: 'string' }, 'grant-types': { type: 'string' }, tenant: { type: 'string' } },
+  });
+  if (positionals.length !== 1) throw new UsageError('create-client takes one client id');
+  const secret = newSecret();
+  const body = {
+    clientId: positionals[0],
+    clientType: 'confidential',
+    tokenEndpointAuthMethod: 'client_secret_basic',
+    clientSecret: await hashClientSecret(secret),
+    grantTypes: list(values['grant-types']) ?? ['client_credentials'],
+    ...(values.scopes !== undefined ? { scopes: list(values.scopes) } : {}),
+  };
+  return withStore(config, async (store) => {
+    const clients = definitionFor('clients') as CollectionDefinition;
+    const records = new AdminRecords(store, clients, await Sealer.open(store, config.secretsKey));
+    const created = await records.create(values.tenant ?? null, body);
+    return { clientId: created.clientId, clientSecret: secret, tenant: values.tenant ?? null, id: created.id };
+  });
+}
+
+async function backup([file, ...rest]: string[], config: Config): Promise<Record<string, unknown>> {
+  if (!file || rest.length) throw new UsageError('backup takes one file');
+  return withStore(config, async (store) => {
+    if (!store.backup)
+      throw new Error('this store has no online backup here: back a MongoDB store up with mongodump (README)');
+    await store.backup(resolve(file));
+    return { backup: resolve(file), schemaVersion: await schemaVersion(store) };
+  });
+}
+
+async function restore([file, ...rest]: string[], config: Config): Promise<Record<string, unknown>> {
+  if (!file || rest.length) throw new UsageError('restore takes one file');
+  const target = await restoreArbiterStore(config.storeUrl, resolve(file));
+  // A backup of an older release is brought up to date; one of a newer release is refused here.
+  const schema = await withStore(config, (store) => migrate(store, MIGRATIONS));
+  return { restored: target, from: resolve(file), schema };
+}
+
+/** Opens the store (migrated first unless `migrated` is false), runs `work`, closes it. */
+async function withStore<T>(config: Config, work: (store: Store) => Promise<T>, migrated = true): Promise<T> {
+  const store = await openArbiterStore(config.storeUrl);
+  try {
+    if (migrated) await migrate(store, MIGRATIONS);
+    return await work(store);
+  } finally {
+    await store.close();
+  }
+}
+
+function newSecret(): string {
+  return randomBytes(32).toString('base64url');
+}
+
+function list(value: string | undefined): string[] | undefined {
+  return value
+    ?.split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [name, ...args] = argv;
+  const command = name ? COMMANDS[name] : undefined;
+  if (!command) {
+    process.stderr.write(
+      `${name && name !== 'help' && name !== '--help' ? `unknown command ${name}\n` : ''}${USAGE}\n`,
+    );
+    return name === 'help' || name === '--help' ? 0 : 2;
+  }
+  try {
+    const result = await command(args, loadConfig());
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return 0;
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`arbiter ${name}: ${message}\n`);
+    return error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ? 2 : 1;
+  }
+}
+
+process.exitCode = await main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`${error instanceof ConfigError ? error.message : String(error)}\n`);
+  return 1;
+});

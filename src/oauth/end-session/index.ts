@@ -1,0 +1,46 @@
+import type { Next } from 'koa';
+import { HttpError } from '../../http/errors.js';
+import { routes } from '../routes.js';
+import { formBody } from '../shared/form-body.js';
+import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
+
+export const END_SESSION_PATH = routes.end_session;
+
+/**
+ * What Arbiter adds at the logout endpoint: RP-Initiated Logout 1.0 §2 requires the OP to accept
+ * the logout request by GET and by POST (form serialization); oidc-provider routes only GET.
+ *
+ * oidc-provider answers POST itself only with `enableHttpPostMethods`, which it allows only with
+ * SameSite=None session cookies, since a cross-site POST does not carry a Lax cookie and the logout
+ * would not find the session it is to end. That would weaken every flow's CSRF protection and need
+ * Secure cookies (https) even in development. Instead a POST is answered with 303 See Other to the
+ * same endpoint with the form's parameters as its query (RFC 9110 §15.4.4): the browser follows
+ * with a GET, a top-level navigation that carries the Lax session cookie, and oidc-provider answers
+ * it as the GET logout request it is. The form is read with the size limit, a parameter given
+ * twice is refused (formBody), and the parameters are oidc-provider's to check on the GET.
+ */
+export function endSessionMiddleware({
+  issuer,
+  maxBodyBytes,
+}: {
+  issuer: string;
+  maxBodyBytes: number;
+}): ArbiterMiddleware[] {
+  return [formBody(maxBodyBytes), logoutPostAsGet(`${issuer}${END_SESSION_PATH}`)];
+}
+
+function logoutPostAsGet(endpoint: string) {
+  return async (ctx: ArbiterContext, next: Next): Promise<void> => {
+    if (ctx.method !== 'POST') return next();
+    if (!ctx.state.body) {
+      throw new HttpError(
+        400,
+        'invalid_request',
+        'a logout request by POST is form-serialized (application/x-www-form-urlencoded)',
+      );
+    }
+    const query = new URLSearchParams(ctx.state.body as Record<string, string>).toString();
+    ctx.status = 303;
+    ctx.redirect(query ? `${endpoint}?${query}` : endpoint);
+  };
+}

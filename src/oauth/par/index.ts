@@ -1,0 +1,91 @@
+import type { Next } from 'koa';
+import compose from 'koa-compose';
+import type Provider from 'oidc-provider';
+import { basicCredentials } from '../../http/basic.js';
+import { HttpError } from '../../http/errors.js';
+import type { PolicyEngine } from '../../policy/index.js';
+import type { Store } from '../../store/index.js';
+import {
+  acceptPlainPkce,
+  readRequestObject,
+  recognizeRequestedScopes,
+  requireRedirectUri,
+} from '../authorize/index.js';
+import type { ConfigurationSlice } from '../context.js';
+import { routes } from '../routes.js';
+import { guardClientCredentials } from '../shared/credential-guard.js';
+import { formBody, formParameter } from '../shared/form-body.js';
+import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
+import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
+import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
+
+export const PAR_PATH = routes.pushed_authorization_request;
+
+/**
+ * RFC 9126 through oidc-provider: a client pushes its authorization request to /par and gets a
+ * single-use `urn:ietf:params:oauth:request_uri:…` valid for 60 seconds, which it sends to
+ * /authorize with its client_id alone. Not required server-wide; a client registered with
+ * `require_pushed_authorization_requests` (Admin API `requirePushedAuthorizationRequests`, or
+ * dynamic registration) can use nothing else. oidc-provider keeps a pushed request with the
+ * tenant's other artefacts, so a request_uri is usable only in the tenant that issued it, and by
+ * the client that pushed it. At /authorize the pushed parameters replace the query's, and the
+ * `authorize` decision is asked about them exactly as about a plain request (authorize/grant.ts).
+ */
+export const pushedAuthorizationRequests: ConfigurationSlice = () => ({
+  features: {
+    pushedAuthorizationRequests: {
+      enabled: true,
+      requirePushedAuthorizationRequests: false,
+      // A pushed redirect_uri must be registered, as at /authorize.
+      allowUnregisteredRedirectUris: false,
+    },
+  },
+});
+
+export interface ParDeps {
+  store: Store;
+  policy: PolicyEngine;
+  providerFor: (tenant: string) => Provider;
+  maxBodyBytes: number;
+}
+
+/**
+ * What Arbiter adds at /par in front of oidc-provider, in order: client authentication as at
+ * /token (the form read with the size limit, a request that names no client refused, a client
+ * that failed too often refused before its credentials are verified; oidc-provider then
+ * authenticates it, and its registered method is enforced by authorize/parameters.ts), then the
+ * checks /authorize makes of the pushed request (authorize/index.ts), so that what is pushed is
+ * validated as what is sent to /authorize: redirect_uri required, PKCE `plain`, the tenant's
+ * scopes, the RAR types of policy data. The parameter checks of parameters.ts run at /par too.
+ * Only a POST pushes anything: any other method goes straight to oidc-provider (a 404).
+ */
+export function parMiddleware({ store, policy, providerFor, maxBodyBytes }: ParDeps): ArbiterMiddleware[] {
+  const steps = compose([
+    formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
+    requireClient,
+    guardClientCredentials,
+    readRequestObject(providerFor),
+    requireRedirectUri,
+    acceptPlainPkce,
+    recognizeRequestedScopes(store, policy, providerFor),
+    syncAuthorizationDetailsTypes(providerFor, () => policy.authorizationDetailsTypes()),
+  ]) as ArbiterMiddleware;
+  return [(ctx, next) => (ctx.method === 'POST' ? steps(ctx, next) : next())];
+}
+
+/**
+ * RFC 9126 §2: the client authenticates at /par as at the token endpoint. A request that names
+ * no client at all (no Basic credentials, no client_id, no client assertion) is an
+ * authentication failure, 401 invalid_client (RFC 6749 §5.2), not oidc-provider's 400.
+ */
+async function requireClient(ctx: ArbiterContext, next: Next): Promise<void> {
+  const named =
+    basicCredentials(ctx.get('authorization')) !== undefined ||
+    formParameter(ctx, 'client_id') !== undefined ||
+    formParameter(ctx, 'client_assertion') !== undefined;
+  if (!named) {
+    ctx.set('WWW-Authenticate', 'Basic realm="arbiter", charset="UTF-8"');
+    throw new HttpError(401, 'invalid_client', 'client authentication is required at /par');
+  }
+  await next();
+}

@@ -1,0 +1,109 @@
+import { expect } from 'chai';
+import { FetchUserAgent, type Page } from '../support/browser.js';
+import {
+  arrivingAt,
+  authorizationRequest,
+  passDevIdpForms,
+  redeemCode,
+  registerPublicClient,
+  withSignInServer,
+  type TestClient,
+} from '../support/dev-idp.js';
+import { FORM } from '../support/oauth.js';
+import type { TestServer } from '../support/server.js';
+
+/**
+ * RP-Initiated Logout 1.0 §2: the OP accepts the logout request by GET and by POST. A POST is
+ * answered with 303 to the GET request of the same parameters (src/oauth/end-session), which the
+ * browser follows with its session cookie, so that the logout ends the session.
+ */
+describe('RP-Initiated Logout at /session/end', function () {
+  let server: TestServer;
+  let spa: TestClient;
+
+  before(async function () {
+    ({ server } = await withSignInServer());
+    spa = await registerPublicClient(server, 'http://127.0.0.1:1/logout/cb', { clientId: 'logout-spa' });
+  });
+
+  /** A browser in which alice signed in through the SPA, and the ID token the SPA got. */
+  async function signedInBrowser(): Promise<{ agent: FetchUserAgent; idToken: string }> {
+    const request = await authorizationRequest(server, spa);
+    const agent = new FetchUserAgent();
+    const login = await agent.navigate(request.url, arrivingAt(spa.redirectUri));
+    const landed = await passDevIdpForms(agent, login, 'alice', arrivingAt(spa.redirectUri));
+    const { status, body } = await redeemCode(server, spa, landed.url.searchParams.get('code')!, request.codeVerifier);
+    expect(status, JSON.stringify(body)).to.equal(200);
+    return { agent, idToken: body.id_token };
+  }
+
+  /** Where a prompt=none authorization request in this browser ends: a code while the session lasts, login_required after. */
+  async function silentSignIn(agent: FetchUserAgent): Promise<URLSearchParams> {
+    const request = await authorizationRequest(server, spa, { prompt: 'none' });
+    return (await agent.navigate(request.url, arrivingAt(spa.redirectUri))).url.searchParams;
+  }
+
+  /** The browser submits an RP's logout form (POST, form serialization) to the OP. */
+  function postLogout(agent: FetchUserAgent, parameters: Record<string, string>): Promise<Page> {
+    const hidden = Object.entries(parameters)
+      .map(([name, value]) => `<input type="hidden" name="${name}" value="${value}"/>`)
+      .join('');
+    const rpPage: Page = {
+      url: new URL('http://127.0.0.1:1/logout/page'),
+      status: 200,
+      body: `<form method="post" action="${server.config.issuer}/session/end">${hidden}</form>`,
+    };
+    return agent.submitForm(rpPage, {});
+  }
+
+  it('answers a POST with 303 to the GET logout request of the same parameters', async function () {
+    const response = await server.request('/session/end', {
+      method: 'POST',
+      headers: FORM,
+      body: new URLSearchParams({ client_id: spa.clientId, state: 'st-1', ui_locales: 'en' }).toString(),
+    });
+    expect(response.status).to.equal(303);
+    const location = new URL(response.headers.get('location')!);
+    expect(`${location.origin}${location.pathname}`).to.equal(`${server.config.issuer}/session/end`);
+    expect(Object.fromEntries(location.searchParams)).to.deep.equal({
+      client_id: spa.clientId,
+      state: 'st-1',
+      ui_locales: 'en',
+    });
+    await response.body?.cancel();
+  });
+
+  it('ends the session on a POST logout request, as on a GET one', async function () {
+    const { agent, idToken } = await signedInBrowser();
+    expect((await silentSignIn(agent)).get('code'), 'signed in before').to.be.a('string');
+
+    const confirmation = await postLogout(agent, { id_token_hint: idToken, client_id: spa.clientId });
+    expect(confirmation.status, confirmation.body).to.equal(200);
+    expect(confirmation.url.pathname, 'the GET that the 303 leads to').to.equal('/session/end');
+    const done = await agent.submitForm(confirmation, { logout: 'yes' });
+    expect(done.status).to.equal(200);
+
+    expect((await silentSignIn(agent)).get('error'), 'signed out after').to.equal('login_required');
+  });
+
+  it('still answers the GET logout request', async function () {
+    const response = await server.request(`/session/end?client_id=${spa.clientId}`);
+    expect(response.status).to.equal(200);
+    await response.body?.cancel();
+  });
+
+  it('refuses a POST that is not form-serialized, or repeats a parameter, with 400 invalid_request', async function () {
+    for (const [type, body] of [
+      ['application/json', JSON.stringify({ client_id: spa.clientId })],
+      [FORM['Content-Type'], `client_id=${spa.clientId}&client_id=other`],
+    ]) {
+      const response = await server.request('/session/end', {
+        method: 'POST',
+        headers: { 'Content-Type': type },
+        body,
+      });
+      expect(response.status, type).to.equal(400);
+      expect(((await response.json()) as any).error).to.equal('invalid_request');
+    }
+  });
+});

@@ -1,0 +1,76 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import { projectPath } from '../../src/config/index.js';
+import { eventually } from '../support/oauth.js';
+import { freePort } from '../support/server.js';
+
+const dockerfile = readFileSync(projectPath('Dockerfile'), 'utf8');
+const argument = (name: string) => new RegExp(`^ARG ${name}=(\\S+)$`, 'm').exec(dockerfile)?.[1];
+const scriptSetting = (script: string, name: string) =>
+  new RegExp(`^${name}="([^"]+)"$`, 'm').exec(readFileSync(projectPath('scripts', script), 'utf8'))?.[1];
+
+/** The container image (Dockerfile): checked as text everywhere, built and started where a container engine runs. */
+describe('Container image', function () {
+  it('uses the Node.js and OPA versions the scripts install, copies only files that exist, and runs as a non-root user', function () {
+    expect(argument('NODE_VERSION'), 'scripts/runtime.sh NODE_LTS_VERSION').to.equal(
+      scriptSetting('runtime.sh', 'NODE_LTS_VERSION'),
+    );
+    expect(argument('OPA_VERSION'), 'scripts/install-opa.sh OPA_VERSION').to.equal(
+      scriptSetting('install-opa.sh', 'OPA_VERSION'),
+    );
+    const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((match) => match[1].split(' '));
+    expect(copied).to.include.members(['package.json', 'config', 'policies', 'src']);
+    for (const source of copied) expect(existsSync(projectPath(source)), `COPY ${source}`).to.equal(true);
+    const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
+    expect(finalStage).to.match(/^USER node$/m);
+    expect(finalStage).to.match(/^CMD \["node", "--enable-source-maps", "dist\/src\/main\.js"\]$/m);
+    const ignored = readFileSync(projectPath('.dockerignore'), 'utf8').split('\n');
+    expect(ignored, 'no local install, data or build enters the context').to.include.members([
+      'node_modules',
+      '.bin',
+      'data',
+      'dist',
+    ]);
+  });
+
+  it('builds, starts as a non-root user and becomes ready (where a container engine runs)', async function () {
+    if (spawnSync('docker', ['info'], { stdio: 'ignore' }).status !== 0) {
+      console.log('      (skipped: no container engine answers `docker info` on this machine)');
+      this.skip();
+    }
+    this.timeout(30 * 60_000);
+    const tag = `arbiter-test:${randomBytes(4).toString('hex')}`;
+    execFileSync('docker', ['build', '-t', tag, projectPath()], { stdio: 'inherit' });
+    const port = await freePort();
+    const container = execFileSync(
+      'docker',
+      [
+        'run',
+        '-d',
+        '--rm',
+        '-p',
+        `127.0.0.1:${port}:9000`,
+        '-e',
+        `SERVICE_ADMIN_API_KEY=${randomBytes(24).toString('base64url')}`,
+        '-e',
+        `SERVICE_SECRETS_KEY=${randomBytes(32).toString('base64url')}`,
+        '-e',
+        `ISSUER=http://127.0.0.1:${port}`,
+        tag,
+      ],
+      { encoding: 'utf8' },
+    ).trim();
+    try {
+      await eventually(
+        async () => (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200,
+        60_000,
+      );
+      expect(execFileSync('docker', ['exec', container, 'id', '-u'], { encoding: 'utf8' }).trim()).to.not.equal('0');
+    } finally {
+      spawnSync('docker', ['rm', '-f', container], { stdio: 'ignore' });
+      spawnSync('docker', ['rmi', tag], { stdio: 'ignore' });
+    }
+  });
+});
