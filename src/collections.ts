@@ -8,6 +8,7 @@
 import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
 import { ADMIN_API_KEYS_COLLECTION } from './admin/api-keys.js';
 import { AUDIT_LOG_COLLECTION } from './audit/index.js';
+import { POLICY_HISTORY_COLLECTION } from './admin/index.js';
 import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
 import { DELEGATIONS_COLLECTION } from './delegation/index.js';
 import { UPSTREAM_LOGINS_COLLECTION } from './oauth/interactions/upstream-logins.js';
@@ -32,6 +33,7 @@ export function knownCollections(): CollectionSpec[] {
     UMA_RESOURCES_COLLECTION,
     PERMISSION_TICKETS_COLLECTION,
     DELEGATIONS_COLLECTION,
+    POLICY_HISTORY_COLLECTION,
     ADMIN_API_KEYS_COLLECTION,
   ];
 }

@@ -7,6 +7,7 @@ import { MAX_PAGE_SIZE } from './audit-routes.js';
 import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
 import { PLAYGROUND_BODY } from './decisions.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
+import { HISTORY_COLLECTIONS } from './history.js';
 import { API_KEY_INPUT_SCHEMA, BOOTSTRAP_KEY_NAME } from './api-keys.js';
 import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionFor } from './roles.js';
 
@@ -444,6 +445,8 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         AuditPage: AUDIT_PAGE_SCHEMA,
         Valid: VALID_SCHEMA,
         Revoked: REVOKED_SCHEMA,
+        Version: VERSION_SCHEMA,
+        VersionDiff: VERSION_DIFF_SCHEMA,
         ...DECISION_SCHEMAS,
         ...API_KEY_SCHEMAS,
       },
@@ -558,6 +561,81 @@ function collectionOperations(
       },
     ),
     ...(upsert ? [upsertOperation(definition, upsert, body.example)] : []),
+    ...(HISTORY_COLLECTIONS.includes(path) ? historyOperations(definition, keyed) : []),
+  ];
+}
+
+/** GET …/{id}/history, GET …/{id}/history/{number}, its diff, and POST its rollback (src/admin/history-routes.ts). */
+function historyOperations(definition: CollectionDefinition, keyed: object[]): AdminOperation[] {
+  const { path } = definition;
+  const name = schemaName(definition);
+  const noun = nounOf(definition);
+  const history = `/${path}/{${definition.pathKey}}/history`;
+  const numbered = [
+    ...keyed,
+    {
+      name: 'number',
+      in: 'path',
+      required: true,
+      description: 'the version number (1 is the oldest kept)',
+      schema: { type: 'integer', minimum: 1 },
+      example: 1,
+    },
+  ];
+  const common = { tag: path, errors: ['BadRequest', 'NotFound'] as ErrorName[] };
+  return [
+    {
+      ...common,
+      method: 'get',
+      path: history,
+      operationId: `list${name}Versions`,
+      summary: `The versions of a ${noun} record, newest first (without their text)`,
+      parameters: keyed,
+      success: { 200: { description: 'the versions', schema: { type: 'array', items: schemaRef('Version') } } },
+    },
+    {
+      ...common,
+      method: 'get',
+      path: `${history}/{number}`,
+      operationId: `get${name}Version`,
+      summary: `One version of a ${noun} record, whole`,
+      parameters: numbered,
+      success: {
+        200: {
+          description: 'the version; `record` is null for a deletion',
+          schema: {
+            allOf: [schemaRef('Version'), object({ record: { oneOf: [schemaRef(name), { type: 'null' }] } })],
+          },
+        },
+      },
+    },
+    {
+      ...common,
+      method: 'get',
+      path: `${history}/{number}/diff`,
+      operationId: `diff${name}Version`,
+      summary: `What differs between a version of a ${noun} record and another version (\`to\`) or the record as it is now`,
+      parameters: [
+        ...numbered,
+        {
+          name: 'to',
+          in: 'query',
+          description: 'the version to compare with; the record as it is now when absent',
+          schema: { type: 'integer', minimum: 1 },
+        },
+      ],
+      success: { 200: { description: 'the differences', schema: schemaRef('VersionDiff') } },
+    },
+    {
+      ...common,
+      method: 'post',
+      path: `${history}/{number}/rollback`,
+      operationId: `rollback${name}`,
+      summary: `Make a ${noun} record that version again (checked as a replace; a deleted record comes back under its id)`,
+      parameters: numbered,
+      success: { 200: { description: 'the record as stored, a new version of it', schema: schemaRef(name) } },
+      errors: ['BadRequest', 'NotFound', 'Conflict'],
+    },
   ];
 }
 
@@ -731,6 +809,38 @@ function errorResponse(description: string, code: string): Record<string, unknow
     },
   };
 }
+
+/** One version of a policy rule or data entry, as a history list shows it (src/admin/history-routes.ts). */
+const VERSION_SCHEMA = object(
+  {
+    number: { type: 'integer', minimum: 1 },
+    action: {
+      enum: ['baseline', 'create', 'replace', 'delete', 'rollback'],
+      description: 'what made this version; baseline: the record as it was before its first change was recorded',
+    },
+    at: dateTime,
+    deleted: { type: 'boolean' },
+  },
+  {
+    rolledBackTo: { type: 'integer', minimum: 1, description: 'the version a rollback restored' },
+    fields: { type: 'object', description: 'the record as this version has it, without its content or payload' },
+  },
+);
+
+/** What differs between two versions, or a version and the record now. */
+const VERSION_DIFF_SCHEMA = object({
+  from: { type: 'integer', minimum: 1 },
+  to: { oneOf: [{ type: 'integer', minimum: 1 }, { const: 'current' }] },
+  changes: {
+    type: 'array',
+    items: object({ field: string, from: {}, to: {} }),
+    description: 'the fields that differ, but the content or payload',
+  },
+  diff: {
+    type: 'string',
+    description: 'a unified diff (diff -u) of the content, or of the payload pretty-printed; empty when they are equal',
+  },
+});
 
 /** The answer of a `/validate` that finds nothing wrong. */
 const VALID_SCHEMA = object({ valid: { const: true } });

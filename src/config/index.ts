@@ -41,6 +41,12 @@ export interface Config {
   policyRegoInProcess: boolean;
   /** /healthz is degraded once OPA has served an older revision than the store's for this long (it refused a bundle, or cannot reach it). */
   policyLagBoundSeconds: number;
+  /** /healthz is degraded while most decisions at a point failed for the policy's own error within this window. */
+  policyFaultWindowSeconds: number;
+  /** A policy change is tried on this many recent distinct recorded inputs per decision point (0: the contract's examples only). */
+  policyCheckRecordedInputs: number;
+  /** Past versions kept per policy rule and data entry (list, diff, roll back). */
+  policyHistoryVersions: number;
   adminApiKey: string;
   /** True when no admin key was configured and one was generated for this run. */
   adminApiKeyGenerated: boolean;
@@ -96,6 +102,9 @@ const ENVIRONMENT: Record<string, string> = {
   POLICY_DECISION_TIMEOUT_MS: 'policyDecisionTimeoutMs',
   POLICY_REGO_IN_PROCESS: 'policyRegoInProcess',
   POLICY_LAG_BOUND_SECONDS: 'policyLagBoundSeconds',
+  POLICY_FAULT_WINDOW_SECONDS: 'policyFaultWindowSeconds',
+  POLICY_CHECK_RECORDED_INPUTS: 'policyCheckRecordedInputs',
+  POLICY_HISTORY_VERSIONS: 'policyHistoryVersions',
   SERVICE_ADMIN_API_KEY: 'adminApiKey',
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
@@ -147,6 +156,9 @@ const SCHEMA = {
     policyDecisionTimeoutMs: positive,
     policyRegoInProcess: { type: ['boolean', 'null'] },
     policyLagBoundSeconds: positive,
+    policyFaultWindowSeconds: positive,
+    policyCheckRecordedInputs: { type: 'integer', minimum: 0, maximum: 1000 },
+    policyHistoryVersions: { type: 'integer', minimum: 1, maximum: 10000 },
     adminApiKey: { type: ['string', 'null'], minLength: 16 },
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },
