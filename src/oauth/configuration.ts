@@ -27,12 +27,13 @@ const protocol: ConfigurationSlice = () => ({
     userinfo: { enabled: true },
     clientCredentials: { enabled: true },
     resourceIndicators: { enabled: true },
+    // OIDC Core §5.5; which claims are released is decided in authorize/claims-request.ts and grant.ts.
+    claimsParameter: { enabled: true },
     revocation: { enabled: false },
     pushedAuthorizationRequests: { enabled: false },
   },
   discovery: {
     claim_types_supported: undefined,
-    claims_parameter_supported: undefined,
     request_parameter_supported: undefined,
     request_uri_parameter_supported: undefined,
   },

@@ -3,6 +3,7 @@ import { requestInput, type DecisionInput } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { clientInput } from '../clients/input.js';
 import { resolveResource } from '../shared/resources.js';
+import { decisionScopes } from './claims-request.js';
 import { subjectInput } from '../shared/subject-input.js';
 import { routes } from '../routes.js';
 
@@ -24,6 +25,7 @@ export async function authorizeDecisionInput(
       endpoint: routes.authorization,
       method: ctx.method,
       parameters: Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined)),
+      scopes: decisionScopes(params),
       resource,
       resolved_resource_type: resolved.typeUri,
     }),

@@ -1,10 +1,11 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { Decision } from '../../policy/index.js';
 import type { ConfigurationSlice } from '../context.js';
-import { claims as claimsByScope } from '../claims.js';
+import { claims as claimsByScope, claimsOf } from '../claims.js';
 import { enforce } from '../shared/enforce.js';
 import { narrowedScopes, rememberDecision } from '../token/grants/decision.js';
 import { recognizeScopes } from '../internals.js';
+import { scopeParameter } from './claims-request.js';
 import { authorizeDecisionInput } from './decision-input.js';
 
 const OIDC_SCOPES = new Set(Object.keys(claimsByScope));
@@ -28,7 +29,9 @@ export const policyConsent: ConfigurationSlice = ({ store, policy, tenant }) => 
     rememberDecision(ctx, outcome);
     enforce.oauth(outcome);
     const grant = new ctx.oidc.provider.Grant({ accountId, clientId: ctx.oidc.client!.clientId });
-    grantExactly(ctx, grant, outcome.input.request.scopes, outcome.input.request.resource ?? null, outcome.decision);
+    const asked = scopeParameter(ctx.oidc.params?.scope);
+    grantExactly(ctx, grant, asked, outcome.input.request.resource ?? null, outcome.decision);
+    grantRequestedClaims(ctx, grant, narrowedScopes(outcome.input.request.scopes, outcome.decision));
     await grant.save();
     return grant;
   },
@@ -55,4 +58,19 @@ function grantExactly(
     if (notForResource.length) grant.rejectResourceScope(resource, notForResource.join(' '));
   }
   for (const detail of decision.authorization_details ?? []) grant.addRar(detail as AuthorizationDetail);
+}
+
+/**
+ * The claims the `claims` parameter names (OIDC Core §5.5; those oidc-provider knows): granted
+ * when a scope the policy granted carries them (claims-request.ts), rejected otherwise, so that
+ * oidc-provider neither asks for consent nor releases them. Where they go (ID token, UserInfo) is
+ * what the parameter asked.
+ */
+function grantRequestedClaims(ctx: KoaContextWithOIDC, grant: Grant, grantedScopes: string[]): void {
+  const releasable = claimsOf(grantedScopes);
+  const named = [...ctx.oidc.requestParamClaims];
+  const granted = named.filter((claim) => releasable.has(claim));
+  const refused = named.filter((claim) => !releasable.has(claim));
+  if (granted.length) grant.addOIDCClaims(granted);
+  if (refused.length) grant.rejectOIDCClaims(refused);
 }
