@@ -7,6 +7,7 @@ import { routes } from '../routes.js';
 import { formBody } from '../shared/form-body.js';
 import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
 import { acceptPlainPkce } from './pkce-plain.js';
+import { authorizationPostAsGet } from './post-as-get.js';
 import { authorizeRedirectsAs302 } from './redirect-status.js';
 import { requireRedirectUri } from './required-redirect-uri.js';
 import { recognizeRequestedScopes } from './scope-vocabulary.js';
@@ -25,7 +26,7 @@ export interface AuthorizeDeps {
 
 /**
  * What Arbiter adds at /authorize in front of oidc-provider, in order: the form of a POST read
- * with the size limit, redirect_uri required, PKCE `plain` accepted, the requested scopes of the
+ * with the size limit and the POST sent on as a GET, redirect_uri required, PKCE `plain` accepted, the requested scopes of the
  * tenant's vocabulary made known, 302 redirects, the RAR types of policy data. The decision
  * itself is the `loadExistingGrant` hook (grant.ts), and the extra parameter checks are
  * oidc-provider `extraParams` (parameters.ts).
@@ -33,6 +34,7 @@ export interface AuthorizeDeps {
 export function authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }: AuthorizeDeps): ArbiterMiddleware[] {
   return [
     formBody(maxBodyBytes),
+    authorizationPostAsGet,
     requireRedirectUri,
     acceptPlainPkce,
     recognizeRequestedScopes(store, policy, providerFor),
