@@ -14,7 +14,7 @@ import {
   secondsPassedSince,
   type Authorization,
   type ConformanceClient,
-} from './relying-party.js';
+} from '../support/relying-party.js';
 
 /**
  * The OpenID Foundation's `oidcc-basic-certification-test-plan` (response_type=code,

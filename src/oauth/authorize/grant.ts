@@ -61,6 +61,12 @@ function grantExactly(
 }
 
 /**
+ * Claims about the authentication rather than the person, which oidc-provider releases when asked
+ * for without a grant (its consent prompt skips them too): rejecting one would drop it.
+ */
+const AUTHENTICATION_CLAIMS = new Set(['sub', 'sid', 'auth_time', 'acr', 'amr', 'iss']);
+
+/**
  * The claims the `claims` parameter names (OIDC Core §5.5; those oidc-provider knows): granted
  * when a scope the policy granted carries them (claims-request.ts), rejected otherwise, so that
  * oidc-provider neither asks for consent nor releases them. Where they go (ID token, UserInfo) is
@@ -68,7 +74,7 @@ function grantExactly(
  */
 function grantRequestedClaims(ctx: KoaContextWithOIDC, grant: Grant, grantedScopes: string[]): void {
   const releasable = claimsOf(grantedScopes);
-  const named = [...ctx.oidc.requestParamClaims];
+  const named = [...ctx.oidc.requestParamClaims].filter((claim) => !AUTHENTICATION_CLAIMS.has(claim));
   const granted = named.filter((claim) => releasable.has(claim));
   const refused = named.filter((claim) => !releasable.has(claim));
   if (granted.length) grant.addOIDCClaims(granted);

@@ -28,7 +28,7 @@ export function upstreamHints(interaction: Interaction): UpstreamHints {
     loginHint: text(params.login_hint),
     uiLocales: text(params.ui_locales),
     display: text(params.display),
-    acrValues: text(params.acr_values) ?? essentialAcr(params)?.join(' '),
+    acrValues: acrValues(params),
     maxAge: maxAge(params.max_age),
   };
 }
@@ -97,6 +97,16 @@ function idTokenClaims(params: Parameters): Record<string, ClaimRequest | null |
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The acr values asked of the upstream, in the client's order of preference: `acr_values`, then
+ * those of an essential `acr` claim not among them. The upstream chooses; unmetRequirement checks
+ * its choice against the essential ones.
+ */
+function acrValues(params: Parameters): string | undefined {
+  const values = [...new Set([...words(params.acr_values), ...(essentialAcr(params) ?? [])])];
+  return values.length ? values.join(' ') : undefined;
 }
 
 function maxAge(value: unknown): number | undefined {

@@ -1,8 +1,8 @@
 import bcrypt from 'bcryptjs';
 import * as client from 'openid-client';
-import { FetchUserAgent, type Page } from '../support/browser.js';
-import type { RegisteredDevIdp } from '../support/dev-idp.js';
-import type { TestServer } from '../support/server.js';
+import { FetchUserAgent, type Page } from './browser.js';
+import type { RegisteredDevIdp } from './dev-idp.js';
+import type { TestServer } from './server.js';
 
 /**
  * The relying party of the conformance walk: what the OpenID Foundation's suite plays against
@@ -68,7 +68,7 @@ export class Browser {
 
   constructor(
     private readonly idp: RegisteredDevIdp,
-    readonly login = 'alice',
+    public login = 'alice',
   ) {}
 
   /** A GET authorization request of `rp` with state and nonce (`nonce: ''` leaves it out) and `parameters`. */
@@ -98,14 +98,18 @@ export class Browser {
     const visitedBefore = this.agent.visited.length;
     let page = await start();
     let loginFormShown = false;
-    while (page.url.host === this.idp.host && page.body?.includes('<form')) {
-      const login = page.body.includes('name="login"');
-      loginFormShown ||= login;
-      page = await this.agent.submitForm(
-        page,
-        login ? { login: this.login, password: 'any password' } : {},
-        arrivingAtCallback,
-      );
+    for (;;) {
+      if (page.url.host === this.idp.host && page.body?.includes('<form')) {
+        const login = page.body.includes('name="login"');
+        loginFormShown ||= login;
+        const fields: Record<string, string> = login ? { login: this.login, password: 'any password' } : {};
+        page = await this.agent.submitForm(page, fields, arrivingAtCallback);
+      } else if (autoSubmitted(page) && !responseAt(page)) {
+        // A page that posts itself on (oidc-provider's logout of another person's session), as a browser's script does.
+        page = await this.agent.submitForm(page, {}, arrivingAtCallback);
+      } else {
+        break;
+      }
     }
     const upstreamRequests = this.agent.visited
       .slice(visitedBefore)
@@ -128,6 +132,8 @@ function requestParameters(parameters: Record<string, string>) {
 }
 
 const arrivingAtCallback = (url: URL) => url.href.startsWith(CALLBACK);
+
+const autoSubmitted = (page: Page) => (page.body ?? '').includes('document.forms[0].submit()');
 
 /** The authorization response: a redirect to the callback, or a form_post page's form (OAuth 2.0 Form Post Response Mode). */
 function responseAt(page: Page): URL | Request | undefined {
