@@ -79,6 +79,16 @@ export class Browser {
   }
 
   /**
+   * An authorization request of exactly `query` (nothing added): the suite's request-object
+   * modules send state and nonce inside the object only.
+   */
+  async authorizeExactly(rp: ConformanceClient, query: Record<string, string>): Promise<Authorization> {
+    const url = new URL(rp.configuration.serverMetadata().authorization_endpoint!);
+    for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+    return this.follow(query.state ?? '', query.nonce, () => this.agent.navigate(url, arrivingAtCallback));
+  }
+
+  /**
    * The same authorization request as a form POST to the authorization endpoint (OIDC Core
    * §3.1.2.1). The user agent submits hidden fields as they are written: plain values only.
    */
