@@ -235,7 +235,7 @@ describe('OpenID Connect requests', () => {
       expect((await redeem(rp, authorization)).claims()!.sub).to.equal(idToken.sub);
     });
 
-    it('refuses a body that is not a form, and a parameter given twice (400 invalid_request)', async () => {
+    it('refuses a body that is not a form, a parameter given twice, and more than a URL can carry (400 invalid_request)', async () => {
       const json = await server.request('/authorize', {
         method: 'POST',
         json: { client_id: rp.clientId, redirect_uri: CALLBACK, response_type: 'code' },
@@ -246,7 +246,17 @@ describe('OpenID Connect requests', () => {
         body: `client_id=${rp.clientId}&scope=openid&scope=email&response_type=code`,
       });
 
-      for (const answer of [json, twice]) {
+      const huge = await server.request('/authorize', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({
+          client_id: rp.clientId,
+          response_type: 'code',
+          extra: '{'.repeat(6000),
+        }).toString(),
+      });
+
+      for (const answer of [json, twice, huge]) {
         expect(answer.status).to.equal(400);
         expect(answer.headers.get('location')).to.equal(null);
         expect(((await answer.json()) as { error: string }).error).to.equal('invalid_request');

@@ -18,7 +18,13 @@ export async function authorizationPostAsGet(ctx: ArbiterContext, next: Next): P
     throw badRequest('an authorization request by POST is a form (application/x-www-form-urlencoded)');
   const query = new URLSearchParams(
     Object.entries(ctx.state.body).filter((entry): entry is [string, string] => typeof entry[1] === 'string'),
-  );
+  ).toString();
+  // The GET must fit in the request head that browsers send and Node accepts (16 KiB, cookies included).
+  if (query.length > MAX_QUERY_LENGTH)
+    throw badRequest(`an authorization request by POST may hold at most ${MAX_QUERY_LENGTH} characters URL-encoded`);
   ctx.status = 303;
   ctx.redirect(`${routes.authorization}?${query}`);
 }
+
+/** The longest query a POST is sent on with (URL-encoded: ASCII). */
+const MAX_QUERY_LENGTH = 8192;
