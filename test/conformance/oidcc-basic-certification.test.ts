@@ -390,8 +390,10 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
    * The request-object modules send response_type, client_id, scope and redirect_uri as query
    * parameters and everything (state and nonce included) in the object. A server without request
    * objects may answer request_not_supported / request_uri_not_supported, which the suite takes
-   * as "permitted, skipped". Written against Arbiter without request objects (RFC 9101, JAR): the
-   * tests are extended when request objects land.
+   * as "permitted, skipped". Arbiter takes request objects signed with the client's registered
+   * keys (RFC 9101; test/oauth/request-objects.test.ts) and refuses unsigned ones (`none` is not in
+   * request_object_signing_alg_values_supported), which the suite accepts as a rejection; a
+   * request_uri is taken only as PAR's own URN.
    */
   const requestObjectQuery = (extra: Record<string, string>) => ({
     response_type: 'code',
@@ -419,7 +421,8 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
   it('oidcc-unsigned-request-object-supported-correctly-or-rejected-as-unsupported', async () => {
     const authorization = await browser().authorizeExactly(rp, requestObjectQuery({ request: requestObject() }));
 
-    expect(await errorOf(authorization)).to.include({ error: 'request_not_supported' });
+    expect(discovery.request_object_signing_alg_values_supported).to.not.include('none');
+    expect((await errorOf(authorization)).error).to.be.oneOf(['invalid_request_object', 'request_not_supported']);
   });
 
   it('oidcc-claims-essential', async () => {

@@ -54,10 +54,12 @@ describe('oidcc-config-certification-test-plan (discovery, static client)', () =
       expect(key).to.include.keys('n', 'e', 'kid');
       expect(key).not.to.have.any.keys('d', 'p', 'q', 'dp', 'dq', 'qi');
     }
-    // CheckDiscEndpointRequestParameterSupported, …RequestUriParameterSupported (informational): no request objects yet
-    // (extended when JAR lands); both default to false, true for request_uri unless stated.
-    expect(document.request_parameter_supported ?? false).to.equal(false);
+    // CheckDiscEndpointRequestParameterSupported, …RequestUriParameterSupported (informational): signed request
+    // objects by value (RFC 9101), request_uri only as PAR's URN, so stated false (it defaults to true).
+    expect(document.request_parameter_supported).to.equal(true);
     expect(document.request_uri_parameter_supported).to.equal(false);
+    expect(document.request_object_signing_alg_values_supported).to.be.an('array').that.includes('RS256');
+    expect(document.request_object_signing_alg_values_supported).to.not.include('none');
     // CheckDiscEndpointClaimsParameterSupported: the claims parameter is supported and said to be.
     expect(document.claims_parameter_supported).to.equal(true);
     // OIDCCCheckDiscEndpointClaimsSupported: an array.
