@@ -3,7 +3,7 @@
  *
  *   http, config, log ◄ tenancy, store (+ adapters beside it) ◄ catalog ◄ policy ◄ audit, metrics
  *     ◄ oauth, uma, delegation, authzen ◄ admin ◄ composition root (app, server, main, collections,
- *       migrations, cli/)
+ *       migrations, cli/, workers/)
  *
  * A module may import its own layer and those to its left, never one to its right, and no
  * module takes part in an import circle. src/dev-idp (a stand-alone development IdP) imports
@@ -19,7 +19,7 @@ const LAYERS = [
   { name: 'audit', path: '^src/(audit|metrics)/' },
   { name: 'protocol', path: '^src/(oauth|uma|delegation|authzen)/' },
   { name: 'admin', path: '^src/admin/' },
-  { name: 'root', path: '^src/((app|server|main|collections|migrations)\\.ts$|cli/)' },
+  { name: 'root', path: '^src/((app|server|main|collections|migrations)\\.ts$|cli/|workers/)' },
 ];
 
 /** One rule per layer: nothing it imports lies in a layer above it. */

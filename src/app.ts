@@ -28,6 +28,7 @@ import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine } from './policy/index
 import type { Sealer, Store } from './store/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
 import { umaRouter } from './uma/index.js';
+import type { WorkersReport } from './workers/protocol.js';
 
 export interface AppParts {
   config: Config;
@@ -40,6 +41,8 @@ export interface AppParts {
   log: Logger;
   /** GET /metrics, and the timing of every request. */
   metrics: Metrics;
+  /** In a worker process (WORKERS > 1): the workers of this machine that are up, for /healthz. */
+  workers?: () => WorkersReport;
 }
 
 /** The whole HTTP surface as one Koa middleware stack; the order is the request's path through Arbiter. */
@@ -59,7 +62,7 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   // AuthZEN's per-tenant path form (/<tenant>/access/v1/…) is X-Tenant-Id by another name.
   app.use(authzenTenantPaths);
   // Probes: answered before anything else, they present no credential.
-  app.use(health(store, policy, config.policyLagBoundSeconds));
+  app.use(health(store, policy, config.policyLagBoundSeconds, parts.workers));
   app.use(auditTrail(audit, log));
   app.use(authFailureLimit({ limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds }));
   app.use(jsonErrors(log));
@@ -167,9 +170,10 @@ const PROBE_PATHS = [...READINESS_PATHS, LIVENESS_PATH];
  * revision than the store's for longer than POLICY_LAG_BOUND_SECONDS (it refused the new bundle,
  * or cannot fetch it) is `degraded`, a 503: this node decides on stale policy. So is a policy in
  * force that cannot decide a point (its own evaluation error, see PolicyEngine.policyFaults): the
- * body names the point and the engine's error.
+ * body names the point and the engine's error. With several workers it lists those up, and
+ * names the one that answered (each checks the store and the policy for itself).
  */
-function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
+function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number, workers?: () => WorkersReport) {
   let behindSince: number | null = null;
   return async (ctx: Context, next: Next): Promise<void> => {
     if (ctx.path === LIVENESS_PATH) {
@@ -203,6 +207,7 @@ function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
             : 'ready',
       ...(faults.length ? { policyFaults: faults } : {}),
       ...(revisions ? { policyRevision: revisions } : {}),
+      ...(workers ? { workers: workers() } : {}),
     };
   };
 }

@@ -1,8 +1,14 @@
-import { ConfigError, configWarnings, loadConfig } from './config/index.js';
-import { consoleToLog, createLogger } from './log/index.js';
+import cluster from 'node:cluster';
+import { ConfigError, configWarnings, loadConfig, type Config } from './config/index.js';
+import { consoleToLog, createLogger, type Logger } from './log/index.js';
 
 const ADMIN_KEY_MESSAGE = 'Admin API key for this run (set SERVICE_ADMIN_API_KEY to choose one)';
 
+/**
+ * `npm start`'s entry point. With WORKERS=1 this process is the server; with more it is the
+ * primary of that many worker processes (src/workers/primary.ts), each of which runs this file
+ * again and becomes a server of its own on the shared port.
+ */
 async function main(): Promise<void> {
   let config;
   try {
@@ -14,15 +20,54 @@ async function main(): Promise<void> {
     }
     throw error;
   }
+  if (cluster.isWorker) return runWorker(config);
   const log = createLogger(config.logLevel);
   consoleToLog(log);
   for (const warning of configWarnings(config)) log.warn(warning);
+  if (config.workers > 1) return runPrimary(config, log);
   // Loaded only after the configuration is valid, so that a bad value is reported alone.
   const { startServer } = await import('./server.js');
   const running = await startServer(config, log);
-  const { listening } = running;
+  announce(config, log, running.listening);
+  stopOnSignals(log, () => running.close());
+}
+
+/** The primary: the store prepared once, then the workers; it answers no request itself. */
+async function runPrimary(config: Config, log: Logger): Promise<void> {
+  const { prepareStore } = await import('./server.js');
+  const { runPrimary: startWorkers } = await import('./workers/primary.js');
+  const { store } = await prepareStore(config, log);
+  await store.close();
+  const primary = await startWorkers(config, log);
+  announce(config, log, primary.listening);
+  stopOnSignals(log, () => primary.close());
+}
+
+/** A worker: a whole server on the port the primary shares, with the machine's OPA and the workers' metrics through the primary. */
+async function runWorker(config: Config): Promise<void> {
+  const { WorkerLink } = await import('./workers/worker.js');
+  const link = WorkerLink.connect();
+  const log = createLogger(config.logLevel).child({ worker: link.id });
+  consoleToLog(log);
+  const { startServer } = await import('./server.js');
+  const running = await startServer(config, log, { worker: link });
+  let stopping = false;
+  const stop = async () => {
+    if (stopping) return;
+    stopping = true;
+    await running.close();
+    process.exit(0);
+  };
+  link.onStop(() => void stop());
+  // Ctrl-C reaches every process of the terminal's group: each worker drains as the primary asks it to.
+  process.once('SIGINT', () => void stop());
+  process.once('SIGTERM', () => void stop());
+  link.ready(running.listening);
+}
+
+function announce(config: Config, log: Logger, listening: { public: string; admin: string | null }): void {
   log.info(
-    { issuer: config.issuer, store: config.storeUrl.split(':')[0], listening },
+    { issuer: config.issuer, store: config.storeUrl.split(':')[0], listening, workers: config.workers },
     listening.admin
       ? `Arbiter is listening on ${listening.public}; the Admin API, the console and /metrics on ${listening.admin}`
       : `Arbiter is listening on ${listening.public}, the Admin API, the console and /metrics included`,
@@ -32,9 +77,12 @@ async function main(): Promise<void> {
     const line = { level: 40, time: Date.now(), msg: ADMIN_KEY_MESSAGE, adminApiKey: config.adminApiKey };
     process.stdout.write(`${JSON.stringify(line)}\n`);
   }
+}
+
+function stopOnSignals(log: Logger, close: () => Promise<void>): void {
   const stop = async (signal: string) => {
     log.info({ signal }, 'stopping');
-    await running.close();
+    await close();
     process.exit(0);
   };
   process.once('SIGINT', () => void stop('SIGINT'));

@@ -11,6 +11,7 @@ import { BUNDLE_PATH, createPolicyEngine, seedDefaultPolicies, type PolicyEngine
 import { openArbiterStore } from './collections.js';
 import { MIGRATIONS } from './migrations.js';
 import { migrate, Sealer, type Store } from './store/index.js';
+import type { WorkerLink } from './workers/worker.js';
 
 export interface RunningServer {
   /** Where this host reaches the public listener (its address, or loopback for every interface; the real port). */
@@ -24,22 +25,41 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+export interface ServerOptions {
+  /**
+   * Set in a worker process (WORKERS > 1, src/workers): the machine's OPA and Wasm compilations
+   * come from the primary, /healthz lists the workers, /metrics sums them all.
+   */
+  worker?: WorkerLink;
+}
+
 type Handler = (request: IncomingMessage, response: ServerResponse) => void;
 
 const PURGE_INTERVAL_MS = 60_000;
 
 /**
- * Opens the store, listens, then starts the policy engine: a managed OPA polls this very
- * server for its bundle, so it can only be pointed at the port once the port is known.
+ * What a first start makes, and every start checks: the store at this release's schema, the
+ * sealing key, the signing and cookie keys, the default policy pack. Safe to run in several
+ * processes at once (each write is insert-if-absent); the primary of several workers runs it
+ * before starting them, so that the workers only read what it made.
  */
-export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
+export async function prepareStore(config: Config, log: Logger, { warn = true } = {}) {
   const store = await openArbiterStore(config.storeUrl);
-  const schema = await migrate(store, MIGRATIONS).catch(async (error: unknown) => {
+  try {
+    const schema = await migrate(store, MIGRATIONS);
+    if (schema.from !== schema.to) log.info(schema, 'store schema migrated');
+    const sealer = await Sealer.open(store, config.secretsKey);
+    if (warn) startupWarnings(config, sealer, log);
+    const secrets = await loadProviderSecrets(store, sealer);
+    await seedDefaultPolicies(store, log);
+    return { store, sealer, secrets };
+  } catch (error) {
     await store.close();
     throw error;
-  });
-  if (schema.from !== schema.to) log.info(schema, 'store schema migrated');
-  const sealer = await Sealer.open(store, config.secretsKey);
+  }
+}
+
+function startupWarnings(config: Config, sealer: Sealer, log: Logger): void {
   if (!config.softwareStatementVerify) {
     log.warn(
       'SERVICE_SOFTWARE_STATEMENT_VERIFY is false: software statements are still verified whenever policy data trusts an issuer for them; otherwise they reach the policy unverified (the default pack refuses them)',
@@ -49,8 +69,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     log.warn(
       'SERVICE_SECRETS_KEY is not set: secrets kept in the store are sealed with a key kept in the store itself (development only)',
     );
-  const secrets = await loadProviderSecrets(store, sealer);
-  await seedDefaultPolicies(store, log);
+}
+
+/**
+ * Opens the store, listens, then starts the policy engine: a managed OPA polls this very
+ * server for its bundle, so it can only be pointed at the port once the port is known (a
+ * worker's primary starts the machine's OPA once the first worker tells it the port).
+ */
+export async function startServer(config: Config, log: Logger, options: ServerOptions = {}): Promise<RunningServer> {
+  const { worker } = options;
+  // A worker's primary has said the warnings once for the machine.
+  const { store, sealer, secrets } = await prepareStore(config, log, { warn: !worker });
   let appReady: (handler: Handler) => void = () => undefined;
   const app = new Promise<Handler>((resolve) => (appReady = resolve));
   let handle: Handler = (request, response) => starting(request, response, app);
@@ -75,10 +104,19 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const url = reachableOrigin(bound);
   const adminUrl = adminBound ? reachableOrigin(adminBound) : null;
   let engine: PolicyEngine | undefined;
-  const metrics = new Metrics(store, () => engine);
+  const metrics = new Metrics(store, () => engine, worker && (() => worker.clusterMetrics()));
+  worker?.serveRegistry(() => metrics.registry.getMetricsAsJSON());
+  await worker?.listening(url, adminUrl);
   const policy = (engine = metrics.observed(
     // The managed OPA fetches its bundle where operators' traffic goes (the admin listener, when there is one).
-    await createPolicyEngine({ config, store, log, bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}` }),
+    await createPolicyEngine({
+      config,
+      store,
+      log,
+      bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}`,
+      sharedOpa: worker?.sharedOpa(),
+      compileWasm: worker?.compileWasm,
+    }),
   ));
   const providers = new TenantProviders(
     (tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }),
@@ -87,7 +125,17 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const audit = new AuditLog(store, log, {
     refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds },
   });
-  const koa = createApp({ config, store, sealer, policy, audit, providers, log, metrics });
+  const koa = createApp({
+    config,
+    store,
+    sealer,
+    policy,
+    audit,
+    providers,
+    log,
+    metrics,
+    workers: worker && (() => worker.report()),
+  });
   handle = koa.callback();
   appReady(handle);
   const purgeOldEntries = auditRetention(audit, config.auditRetentionDays, log);

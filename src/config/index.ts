@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { Ajv, type ErrorObject } from 'ajv';
 import { projectPath } from './paths.js';
 
@@ -83,6 +84,11 @@ export interface Config {
   httpHeadersTimeoutMs: number;
   /** An idle kept-alive connection is closed after this time. */
   httpKeepAliveTimeoutMs: number;
+  /**
+   * Server processes sharing the port under one primary (src/workers); 1 runs the single process
+   * of old. Default: the cores available (1 with `sqlite::memory:`, which each process would have alone).
+   */
+  workers: number;
 }
 
 /** Environment variable → configuration key. Values are parsed as the schema's type says. */
@@ -133,6 +139,7 @@ const ENVIRONMENT: Record<string, string> = {
   HTTP_REQUEST_TIMEOUT_MS: 'httpRequestTimeoutMs',
   HTTP_HEADERS_TIMEOUT_MS: 'httpHeadersTimeoutMs',
   HTTP_KEEP_ALIVE_TIMEOUT_MS: 'httpKeepAliveTimeoutMs',
+  WORKERS: 'workers',
 };
 
 const positive = { type: 'integer', minimum: 1 };
@@ -180,6 +187,7 @@ const SCHEMA = {
     httpRequestTimeoutMs: positive,
     httpHeadersTimeoutMs: positive,
     httpKeepAliveTimeoutMs: positive,
+    workers: { type: ['integer', 'null'], minimum: 1, maximum: 256 },
     ttl: {
       type: 'object',
       additionalProperties: false,
@@ -234,6 +242,7 @@ export function loadConfig(
     throw new ConfigError('invalid configuration: HTTP_HEADERS_TIMEOUT_MS must be <= HTTP_REQUEST_TIMEOUT_MS');
   }
   checkListeners(raw);
+  const workers = workerCount(raw);
   if (!raw.adminApiKey && production) {
     throw new ConfigError('invalid configuration: SERVICE_ADMIN_API_KEY is required when NODE_ENV=production');
   }
@@ -255,7 +264,24 @@ export function loadConfig(
     outboundAllowInsecureLoopback: (raw.outboundAllowInsecureLoopback as boolean | null) ?? !production,
     // An external OPA may hold more than Arbiter's bundle; only the managed one is known to hold exactly it.
     policyRegoInProcess: (raw.policyRegoInProcess as boolean | null) ?? !raw.opaUrl,
+    workers,
   };
+}
+
+/**
+ * WORKERS, or the cores this process may use. An in-memory SQLite store belongs to one process:
+ * several workers would each have a store of their own, so that takes one worker (and an
+ * explicit WORKERS above 1 with it is refused).
+ */
+function workerCount(raw: Record<string, unknown>): number {
+  const inMemory = raw.storeUrl === 'sqlite::memory:';
+  const workers = raw.workers as number | null;
+  if (workers === null || workers === undefined) return inMemory ? 1 : availableParallelism();
+  if (inMemory && workers > 1)
+    throw new ConfigError(
+      'invalid configuration: WORKERS must be 1 with STORE_URL=sqlite::memory: (each worker would have a store of its own)',
+    );
+  return workers;
 }
 
 type RawConfig = Record<string, unknown> & { ttl: Record<string, unknown> };

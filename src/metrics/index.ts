@@ -87,7 +87,15 @@ export class Metrics {
     registers: [this.registry],
   });
 
-  constructor(store: Store, policy: () => PolicyEngine | undefined) {
+  /**
+   * `exposition`: what GET /metrics answers instead of this registry alone. A worker process
+   * (src/workers) answers the sum over every worker of the machine, which its primary gathers.
+   */
+  constructor(
+    store: Store,
+    policy: () => PolicyEngine | undefined,
+    private readonly exposition?: () => Promise<string>,
+  ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'arbiter_' });
     const registry = this.registry;
     new Gauge({
@@ -95,6 +103,8 @@ export class Metrics {
       help: '1 when OPA serves the bundle revision the store holds, else 0; the revisions are labels',
       labelNames: ['store', 'opa'],
       registers: [registry],
+      // Summed over workers it would count them; the machine is in force when every worker is.
+      aggregator: 'min',
       async collect() {
         this.reset();
         const revisions = await policy()
@@ -111,6 +121,7 @@ export class Metrics {
       name: 'arbiter_store_ping_seconds',
       help: 'How long the store took to answer a ping at scrape time (-1: it did not)',
       registers: [registry],
+      aggregator: 'max',
       async collect() {
         const started = process.hrtime.bigint();
         const up = await store.ping().then(
@@ -127,7 +138,7 @@ export class Metrics {
     return async (ctx: Context, next: Next): Promise<void> => {
       if (ctx.path === METRICS_PATH && ctx.method === 'GET') {
         ctx.type = this.registry.contentType;
-        ctx.body = await this.registry.metrics();
+        ctx.body = await (this.exposition?.() ?? this.registry.metrics());
         return;
       }
       const endpoint = endpointLabel(ctx.path);

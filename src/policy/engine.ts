@@ -10,7 +10,7 @@ import type { DecisionInput, DecisionOutcome, DecisionPoint } from './contract/t
 import { valueAt } from './bundle/data-tree.js';
 import { resolveOpaBinary } from './opa/binary.js';
 import { OpaDriver, type RegoVerdict } from './opa/driver.js';
-import { InProcessRego } from './opa/wasm.js';
+import { InProcessRego, localWasmCompiler, type WasmCompiler } from './opa/wasm.js';
 import { ManagedOpa, OPA_BUNDLE_NAME } from './opa/process.js';
 import { explanationOf, type DecisionExplanation } from './explain.js';
 import { checkInput } from './contract/schemas.js';
@@ -71,6 +71,20 @@ export interface PolicyEngineOptions {
   log: Logger;
   /** Where the managed OPA fetches the bundle; default http://127.0.0.1:<config.port>/policy/bundle.tar.gz. */
   bundleUrl?: string;
+  /** The managed OPA another process runs for this machine's workers (src/workers): none is started here. */
+  sharedOpa?: SharedOpa;
+  /** How a revision is compiled to Wasm for Rego in process; default: by this process's OPA binary. */
+  compileWasm?: WasmCompiler;
+}
+
+/** The managed OPA of the machine, run by the primary process for every worker (src/workers). */
+export interface SharedOpa {
+  /** Its base URL now: a restarted OPA may listen on another port. */
+  url(): string;
+  /** The token its REST API requires. */
+  token: string;
+  /** Its process id (for operations and tests); undefined while it restarts. */
+  pid(): number | undefined;
 }
 
 /** Polls `isReady` until the bundle is active or the time is up. */
@@ -85,23 +99,26 @@ export async function waitUntilReady(engine: PolicyEngine, timeoutMs: number): P
 
 /**
  * Starts the policy layer: with OPA_URL unset, a managed local OPA that polls this server's
- * bundle endpoint (so call this once the HTTP server listens). Returns without waiting for the
+ * bundle endpoint (so call this once the HTTP server listens), unless the machine's primary
+ * process runs one for every worker (`sharedOpa`). Returns without waiting for the
  * bundle: until OPA has it, decisions fail closed and `isReady()` is false.
  */
 export async function createPolicyEngine(options: PolicyEngineOptions): Promise<RunningPolicyEngine> {
   const { config } = options;
   const log = options.log.child({ component: 'policy' });
   const opaBinary = resolveOpaBinary(config.opaBin);
-  const managed = config.opaUrl
-    ? null
-    : new ManagedOpa({
-        binary: opaBinary,
-        bundleUrl: options.bundleUrl ?? `http://127.0.0.1:${config.port}${BUNDLE_PATH}`,
-        bundleToken: config.policyBundleToken,
-        pollMinSeconds: config.policyPollMinSeconds,
-        pollMaxSeconds: config.policyPollMaxSeconds,
-        log: options.log.child({ component: 'opa' }),
-      });
+  const shared = config.opaUrl ? null : (options.sharedOpa ?? null);
+  const managed =
+    config.opaUrl || shared
+      ? null
+      : new ManagedOpa({
+          binary: opaBinary,
+          bundleUrl: options.bundleUrl ?? `http://127.0.0.1:${config.port}${BUNDLE_PATH}`,
+          bundleToken: config.policyBundleToken,
+          pollMinSeconds: config.policyPollMinSeconds,
+          pollMaxSeconds: config.policyPollMaxSeconds,
+          log: options.log.child({ component: 'opa' }),
+        });
   await managed?.start();
   const externalUrl = config.opaUrl?.replace(/\/+$/, '');
   return new ArbiterPolicyEngine({
@@ -109,11 +126,13 @@ export async function createPolicyEngine(options: PolicyEngineOptions): Promise<
     log,
     inProcessLog: options.log.child({ component: 'rego-in-process' }),
     opaBinary,
+    compileWasm: options.compileWasm ?? localWasmCompiler(opaBinary),
     managed,
+    managedPid: () => managed?.pid ?? shared?.pid(),
     store: options.store,
     snapshots: new PolicySnapshots(options.store, log),
-    opaUrl: () => externalUrl ?? (managed as ManagedOpa).url,
-    opaToken: managed ? managed.apiToken : config.opaToken,
+    opaUrl: () => externalUrl ?? shared?.url() ?? (managed as ManagedOpa).url,
+    opaToken: shared ? shared.token : managed ? managed.apiToken : config.opaToken,
   });
 }
 
@@ -123,8 +142,12 @@ interface EngineParts {
   /** A child of the server's logger, not of `log`: pino would write a child's `component` twice. */
   inProcessLog: Logger;
   opaBinary: string;
+  compileWasm: WasmCompiler;
   store: Store;
+  /** The OPA this engine started and stops; null with an external or a shared one. */
   managed: ManagedOpa | null;
+  /** The pid of the managed OPA, this engine's or the machine's shared one. */
+  managedPid: () => number | undefined;
   snapshots: PolicySnapshots;
   opaUrl: () => string;
   /** What every request to OPA bears (null: an external OPA without token authentication). */
@@ -142,7 +165,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   constructor(private readonly parts: EngineParts) {
     this.opa = new OpaDriver(parts.opaUrl, parts.config.policyDecisionTimeoutMs, parts.opaToken);
     this.inProcess = parts.config.policyRegoInProcess
-      ? new InProcessRego(parts.opaBinary, (snapshot) => parts.snapshots.bundle(snapshot), parts.inProcessLog)
+      ? new InProcessRego(parts.compileWasm, (snapshot) => parts.snapshots.bundle(snapshot), parts.inProcessLog)
       : null;
     this.snapshotMaxAgeMs = Math.min(parts.config.policyPollMinSeconds, 1) * 1000;
     this.faults = new PolicyFaults(parts.config.policyFaultWindowSeconds * 1000);
@@ -153,7 +176,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   }
 
   get managedOpaPid(): number | undefined {
-    return this.parts.managed?.pid;
+    return this.parts.managedPid();
   }
 
   async decide(point: DecisionPoint, input: DecisionInput): Promise<DecisionOutcome> {

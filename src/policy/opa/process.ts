@@ -28,6 +28,8 @@ export interface ManagedOpaOptions {
   port?: number;
   /** The token every request to OPA's REST API must bear; default: a random one for this process. */
   apiToken?: string;
+  /** Told after every start and restart (a restart may take another port): the primary tells its workers. */
+  onStarted?: (url: string, pid: number | undefined) => void;
 }
 
 /** The bearer token reaches OPA through its config's ${VAR} substitution: never on a command line or on disk. */
@@ -126,6 +128,7 @@ export class ManagedOpa {
       throw new Error(`OPA (${this.options.binary}) ${why}`);
     }
     this.options.log.info({ opa: this.url, pid: child.pid }, 'managed OPA started');
+    this.options.onStarted?.(this.url, child.pid);
   }
 
   private arguments(): string[] {

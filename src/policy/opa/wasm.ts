@@ -66,6 +66,21 @@ export class CompiledRego {
 }
 
 /**
+ * One bundle revision compiled to Wasm: the module and the points it decides, or why it cannot be
+ * (OPA's message). Plain data, so that it can cross from the process that compiled it to the
+ * workers that use it (src/workers: the primary compiles each revision once for the machine).
+ */
+export type WasmBuild = { wasm: Uint8Array; points: DecisionPoint[] } | { problem: string };
+
+/** Compiles one revision's gzipped bundle; rejects only when OPA cannot be run at all. */
+export type WasmCompiler = (bundle: Buffer, revision: string) => Promise<WasmBuild>;
+
+/** The compiler of a lone process: this machine's OPA binary, run here. */
+export function localWasmCompiler(opaBinary: string): WasmCompiler {
+  return (bundle) => compileBundle(opaBinary, bundle);
+}
+
+/**
  * Keeps the compiled module of the newest revision. `compiledFor` never waits: when the
  * snapshot's revision is not compiled yet it starts compiling it (once per revision) and answers
  * null, and the caller asks OPA meanwhile.
@@ -79,7 +94,7 @@ export class InProcessRego {
   private readonly reported = new Set<string>();
 
   constructor(
-    private readonly opaBinary: string,
+    private readonly compileWasm: WasmCompiler,
     private readonly bundleOf: (snapshot: PolicySnapshot) => Promise<Buffer>,
     private readonly log: Logger,
   ) {}
@@ -102,7 +117,7 @@ export class InProcessRego {
     this.retryAt = 0;
     const started = Date.now();
     try {
-      const module = await compileBundle(this.opaBinary, await this.bundleOf(snapshot));
+      const module = await this.compileWasm(await this.bundleOf(snapshot), revision);
       if ('problem' in module) {
         this.log.warn({ revision, reason: module.problem }, 'Rego decisions of this revision go to OPA');
         this.settle(revision, null);
@@ -122,7 +137,7 @@ export class InProcessRego {
       if (
         this.settle(
           revision,
-          new CompiledRego(revision, policy, module.points, (point, reason) =>
+          new CompiledRego(revision, policy, new Set(module.points), (point, reason) =>
             this.reportStop(revision, point, reason),
           ),
         )
@@ -161,10 +176,7 @@ export class InProcessRego {
 const RETRY_AFTER_MS = 60_000;
 
 /** `opa build -t wasm` of the bundle with one entrypoint per decision point it defines. */
-async function compileBundle(
-  opaBinary: string,
-  bundle: Buffer,
-): Promise<{ wasm: Buffer; points: Set<DecisionPoint> } | { problem: string }> {
+async function compileBundle(opaBinary: string, bundle: Buffer): Promise<WasmBuild> {
   return inScratchDirectory('arbiter-wasm-', async (dir) => {
     const input = join(dir, 'bundle.tar.gz');
     const output = join(dir, 'wasm.tar.gz');
@@ -173,7 +185,7 @@ async function compileBundle(
     while (points.size > 0) {
       const entrypoints = [...points].flatMap((point) => ['-e', entrypointOf(point)]);
       const built = await runOpa(opaBinary, ['build', '-t', 'wasm', '-b', input, '-o', output, ...entrypoints]);
-      if (built.exitCode === 0) return { wasm: await wasmModuleOf(await readFile(output)), points };
+      if (built.exitCode === 0) return { wasm: await wasmModuleOf(await readFile(output)), points: [...points] };
       const message = opaMessage(built, dir);
       const missing = MISSING_ENTRYPOINT.exec(message)?.[1] as DecisionPoint | undefined;
       if (!missing || !points.delete(missing)) return { problem: `opa build -t wasm failed: ${message}` };

@@ -1,0 +1,317 @@
+/**
+ * WORKERS > 1: this process is the primary of that many server processes (node:cluster), which
+ * share the port and the store. The primary answers no request itself. It
+ *
+ * - starts the workers, and replaces one that dies (back-off: 250 ms, doubling up to 30 s,
+ *   starting over once a worker has run 30 s), so that the others keep answering meanwhile;
+ * - runs the machine's one managed OPA, started once the first worker listens (OPA polls the
+ *   bundle through the shared port, whichever worker answers), and tells every worker where it is;
+ * - compiles each policy revision to Wasm once for all workers (Rego in process);
+ * - sums the workers' metrics for GET /metrics (prom-client's AggregatorRegistry) and tells every
+ *   worker which workers are up (for /healthz);
+ * - on SIGTERM tells every worker to stop (each drains its requests in flight, writing their audit
+ *   entries, and closes its store), then stops OPA.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../log/index.js';
+import {
+  BUNDLE_PATH,
+  localWasmCompiler,
+  ManagedOpa,
+  resolveOpaBinary,
+  type WasmBuild,
+  type WasmCompiler,
+} from '../policy/index.js';
+import {
+  isWorkerMessage,
+  type OpaLocation,
+  type PrimaryMessage,
+  type WorkerMessage,
+  type WorkerStatus,
+} from './protocol.js';
+
+const FIRST_RESTART_DELAY_MS = 250;
+const MAX_RESTART_DELAY_MS = 30_000;
+/** A worker that ran this long was healthy: its slot's back-off starts over. */
+const STABLE_RUN_MS = 30_000;
+/** A worker drains for up to 10 s (server.ts SHUTDOWN_GRACE_MS); past this it is killed. */
+const STOP_TIMEOUT_MS = 15_000;
+/** Revisions whose compilation is kept: the live one and the few before it (a rollback). */
+const COMPILED_REVISIONS_KEPT = 4;
+const REGISTRY_TIMEOUT_MS = 5_000;
+
+export interface RunningPrimary {
+  /** The addresses the workers listen on (the first worker's description), for the start-up line. */
+  listening: { public: string; admin: string | null };
+  /** The workers answering now. */
+  workersUp(): WorkerStatus[];
+  /** The managed OPA's pid (undefined with OPA_URL, or while it restarts). */
+  opaPid(): number | undefined;
+  /** Stops every worker (each drains its requests in flight), then OPA. */
+  close(): Promise<void>;
+}
+
+/** One of the WORKERS places: the worker in it now and how often it failed lately. */
+interface Slot {
+  worker: Worker | null;
+  startedAt: number;
+  crashes: number;
+  restart: NodeJS.Timeout | null;
+}
+
+/** Starts the workers and resolves once each has answered ready (rejects if one fails before any did). */
+export async function runPrimary(config: Config, log: Logger): Promise<RunningPrimary> {
+  const primary = new Primary(config, log);
+  return primary.start();
+}
+
+class Primary {
+  private readonly slots: Slot[];
+  private readonly up = new Map<number, WorkerStatus>();
+  private opa: ManagedOpa | null = null;
+  private opaStarting: Promise<OpaLocation | null> | null = null;
+  private opaLocation: OpaLocation | null = null;
+  private stopping = false;
+  private everReady = false;
+  private listening: RunningPrimary['listening'] | null = null;
+  private readonly compiler: WasmCompiler;
+  private readonly compiled = new Map<string, Promise<WasmBuild>>();
+  private readonly registryReplies = new Map<number, (metrics: unknown[]) => void>();
+  private nextRequest = 1;
+  private readonly registry = new Registry();
+  private readonly restarts = new Counter({
+    name: 'arbiter_worker_restarts_total',
+    help: 'Workers replaced after they died',
+    registers: [this.registry],
+  });
+  private startFailed: (error: Error) => void = () => undefined;
+  private allReady: () => void = () => undefined;
+  private readonly log: Logger;
+
+  constructor(
+    private readonly config: Config,
+    /** The server's logger: OPA's lines are its child, not the primary's (pino would write `component` twice). */
+    private readonly rootLog: Logger,
+  ) {
+    this.log = rootLog.child({ component: 'primary' });
+    this.slots = Array.from({ length: config.workers }, () => ({
+      worker: null,
+      startedAt: 0,
+      crashes: 0,
+      restart: null,
+    }));
+    this.compiler = localWasmCompiler(resolveOpaBinary(config.opaBin));
+    const up = this.up;
+    new Gauge({
+      name: 'arbiter_workers_up',
+      help: 'Worker processes answering requests (WORKERS configured)',
+      registers: [this.registry],
+      collect() {
+        this.set(up.size);
+      },
+    });
+  }
+
+  async start(): Promise<RunningPrimary> {
+    cluster.setupPrimary({ serialization: 'advanced' });
+    const started = new Promise<void>((resolve, reject) => {
+      this.allReady = resolve;
+      this.startFailed = reject;
+    });
+    this.slots.forEach((slot) => this.fork(slot));
+    try {
+      await started;
+    } catch (error) {
+      await this.close();
+      throw error;
+    }
+    this.log.info({ workers: this.config.workers, opa: this.opaLocation?.url }, 'every worker is up');
+    return {
+      listening: this.listening!,
+      workersUp: () => [...this.up.values()],
+      opaPid: () => this.opaLocation?.pid,
+      close: () => this.close(),
+    };
+  }
+
+  private fork(slot: Slot): void {
+    slot.restart = null;
+    // The same generated secrets in every worker: the Admin key printed once, the bundle token OPA presents to any of them.
+    const worker = cluster.fork({
+      SERVICE_ADMIN_API_KEY: this.config.adminApiKey,
+      POLICY_BUNDLE_TOKEN: this.config.policyBundleToken,
+    });
+    slot.worker = worker;
+    slot.startedAt = Date.now();
+    worker.on('message', (message: unknown) => {
+      if (isWorkerMessage(message)) void this.receive(worker, message);
+    });
+    worker.once('exit', (code, signal) => this.exited(slot, worker, code, signal));
+  }
+
+  private async receive(worker: Worker, message: WorkerMessage): Promise<void> {
+    switch (message.kind) {
+      case 'arbiter:listening':
+        this.send(worker, { kind: 'arbiter:opa', ...(await this.startOpa(message.url, message.adminUrl)) });
+        return;
+      case 'arbiter:ready':
+        this.workerReady(worker, message.listening);
+        return;
+      case 'arbiter:compile':
+        this.send(worker, { kind: 'arbiter:compiled', id: message.id, build: await this.compile(message) });
+        return;
+      case 'arbiter:metrics':
+        this.send(worker, { kind: 'arbiter:metrics', id: message.id, ...(await this.metrics()) });
+        return;
+      case 'arbiter:registry':
+        this.registryReplies.get(message.id)?.(message.metrics);
+        return;
+    }
+  }
+
+  /**
+   * The machine's OPA, started for the first worker that listens: it fetches the bundle where
+   * that worker said operators' traffic goes (the admin listener, when there is one), which
+   * every worker serves. Null with OPA_URL: every worker asks that OPA itself.
+   */
+  private async startOpa(url: string, adminUrl: string | null): Promise<{ opa: OpaLocation | null; error?: string }> {
+    if (this.config.opaUrl) return { opa: null };
+    this.opaStarting ??= (async () => {
+      const opa = new ManagedOpa({
+        binary: resolveOpaBinary(this.config.opaBin),
+        bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}`,
+        bundleToken: this.config.policyBundleToken,
+        pollMinSeconds: this.config.policyPollMinSeconds,
+        pollMaxSeconds: this.config.policyPollMaxSeconds,
+        log: this.rootLog.child({ component: 'opa' }),
+        onStarted: (opaUrl, pid) => {
+          this.opaLocation = { url: opaUrl, token: opa.apiToken, pid };
+          // A restarted OPA may listen on another port: every worker follows it.
+          if (this.opa) this.broadcast({ kind: 'arbiter:opa', opa: this.opaLocation });
+        },
+      });
+      try {
+        await opa.start();
+      } catch (error) {
+        this.startFailed(error as Error);
+        throw error;
+      }
+      this.opa = opa;
+      return this.opaLocation;
+    })();
+    return this.opaStarting.then(
+      (opa) => ({ opa }),
+      (error: unknown) => ({ opa: null, error: `the managed OPA could not be started: ${(error as Error).message}` }),
+    );
+  }
+
+  private workerReady(worker: Worker, listening: RunningPrimary['listening']): void {
+    const pid = worker.process.pid ?? 0;
+    this.up.set(worker.id, { id: worker.id, pid, since: new Date().toISOString() });
+    this.listening ??= listening;
+    this.everReady = true;
+    this.broadcastWorkers();
+    if (this.up.size === this.config.workers) this.allReady();
+  }
+
+  /** Each revision compiled once, however many workers ask (they all ask within the same second). */
+  private async compile(request: { revision: string; bundle: Uint8Array }): Promise<WasmBuild | { error: string }> {
+    let build = this.compiled.get(request.revision);
+    if (!build) {
+      build = this.compiler(Buffer.from(request.bundle), request.revision);
+      this.compiled.set(request.revision, build);
+      // A failure to run OPA is tried again at the next request, as a lone process does.
+      build.catch(() => this.compiled.delete(request.revision));
+      while (this.compiled.size > COMPILED_REVISIONS_KEPT) this.compiled.delete(this.compiled.keys().next().value!);
+    }
+    return build.catch((error: unknown) => ({ error: (error as Error).message }));
+  }
+
+  /** Every up worker's registry, summed as prom-client's AggregatorRegistry does, with the primary's own gauges. */
+  private async metrics(): Promise<{ text: string | null; error?: string }> {
+    try {
+      const workers = [...this.up.keys()].map((id) => cluster.workers?.[id]).filter((worker) => worker !== undefined);
+      const each = await Promise.all(workers.map((worker) => this.registryOf(worker)));
+      const mine = await this.registry.getMetricsAsJSON();
+      const all = [...each.filter((metrics) => metrics !== null), mine];
+      return { text: await AggregatorRegistry.aggregate(all).metrics() };
+    } catch (error) {
+      return { text: null, error: (error as Error).message };
+    }
+  }
+
+  /** One worker's metrics as JSON; null when it does not answer in time (it may be stopping). */
+  private registryOf(worker: Worker): Promise<unknown[] | null> {
+    const id = this.nextRequest++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.registryReplies.delete(id);
+        resolve(null);
+      }, REGISTRY_TIMEOUT_MS);
+      this.registryReplies.set(id, (metrics) => {
+        clearTimeout(timer);
+        this.registryReplies.delete(id);
+        resolve(metrics);
+      });
+      this.send(worker, { kind: 'arbiter:registry', id });
+    });
+  }
+
+  private exited(slot: Slot, worker: Worker, code: number | null, signal: string | null): void {
+    this.up.delete(worker.id);
+    if (slot.worker === worker) slot.worker = null;
+    this.broadcastWorkers();
+    if (this.stopping) return;
+    const reason = signal ? `signal ${signal}` : `code ${code}`;
+    if (!this.everReady) {
+      this.startFailed(new Error(`worker ${worker.id} exited with ${reason} before any worker was ready`));
+      return;
+    }
+    if (Date.now() - slot.startedAt > STABLE_RUN_MS) slot.crashes = 0;
+    const delay = Math.min(MAX_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** slot.crashes);
+    slot.crashes += 1;
+    this.restarts.inc();
+    this.log.error(
+      { worker: worker.id, pid: worker.process.pid, reason, restartInMs: delay },
+      'a worker stopped unexpectedly; the others answer until its replacement is up',
+    );
+    slot.restart = setTimeout(() => this.fork(slot), delay);
+  }
+
+  private broadcastWorkers(): void {
+    this.broadcast({ kind: 'arbiter:workers', configured: this.config.workers, up: [...this.up.values()] });
+  }
+
+  private broadcast(message: PrimaryMessage): void {
+    for (const worker of Object.values(cluster.workers ?? {})) if (worker) this.send(worker, message);
+  }
+
+  private send(worker: Worker, message: PrimaryMessage): void {
+    if (worker.isConnected()) worker.send(message);
+  }
+
+  /** Every worker drains and exits (killed if it takes too long), then OPA stops. */
+  private async close(): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    for (const slot of this.slots) if (slot.restart) clearTimeout(slot.restart);
+    const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
+    await Promise.all(workers.map((worker) => this.stopWorker(worker)));
+    await this.opaStarting?.catch(() => null);
+    await this.opa?.stop();
+  }
+
+  private async stopWorker(worker: Worker): Promise<void> {
+    if (worker.isDead()) return;
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    this.send(worker, { kind: 'arbiter:stop' });
+    const timer = setTimeout(() => {
+      this.log.warn({ worker: worker.id }, 'a worker did not stop in time; killed');
+      worker.process.kill('SIGKILL');
+    }, STOP_TIMEOUT_MS);
+    await exited;
+    clearTimeout(timer);
+  }
+}
