@@ -2,6 +2,7 @@ import * as client from 'openid-client';
 import { DEV_IDP_CLIENT, startDevIdp } from '../../src/dev-idp/index.js';
 import type { FetchUserAgent, Page } from './browser.js';
 import { freePort, readyServer, sharedFixture, type TestServer } from './server.js';
+import { startProcessServer, type ProcessServer } from './server-process.js';
 
 export interface RegisteredDevIdp {
   issuer: string;
@@ -166,6 +167,29 @@ export interface SignInServer {
 export function withSignInServer(): Promise<SignInServer> {
   return sharedFixture('server with a development IdP', async () => {
     const server = await readyServer();
+    const idp = await startRegisteredDevIdp(server).catch(async (error) => {
+      await server.close();
+      throw error;
+    });
+    return {
+      server,
+      idp,
+      async close() {
+        await idp.close();
+        await server.close();
+      },
+    };
+  });
+}
+
+/**
+ * withSignInServer's twin as WORKERS=2 processes (test/support/server-process.ts): for the files
+ * that run their tests against several worker processes on one store as well.
+ */
+export function withWorkersSignInServer(): Promise<SignInServer & { server: ProcessServer }> {
+  return sharedFixture('WORKERS=2 server process with a development IdP', async () => {
+    // Kept-alive connections outlive a test's pauses: a connection pinned to a worker stays with it.
+    const server = await startProcessServer({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000' });
     const idp = await startRegisteredDevIdp(server).catch(async (error) => {
       await server.close();
       throw error;

@@ -48,36 +48,9 @@ export async function startTestServer(
 ): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-test-'));
   const port = await freePort();
-  const config = loadConfig({
-    PORT: String(port),
-    ISSUER: `http://127.0.0.1:${port}`,
-    STORE_URL: `sqlite:${join(dataDir, 'arbiter.db')}`,
-    SERVICE_ADMIN_API_KEY: ADMIN_KEY,
-    POLICY_POLL_MIN_SECONDS: '1',
-    POLICY_POLL_MAX_SECONDS: '1',
-    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    // Every test client shares 127.0.0.1 with the others: the failure limit is tested on servers of its own.
-    AUTH_FAILURE_LIMIT: '1000000',
-    // Likewise their refused requests each get an audit entry (tests look for them); the budget is tested on servers of its own.
-    AUDIT_UNAUTHENTICATED_LIMIT: '1000000',
-    ...env,
-  });
+  const config = loadConfig({ ...testEnvironment(port, dataDir), ...env });
   const running = await startServer(config, createLogger(config.logLevel, options.logStream));
-  const request: TestServer['request'] = (path, init = {}) => {
-    const headers = new Headers(init.headers);
-    // An explicit `key`, else a key already among the headers, else the bootstrap key.
-    if (init.key !== undefined) headers.set('X-Admin-API-Key', init.key);
-    else if (init.admin && !headers.has('X-Admin-API-Key')) headers.set('X-Admin-API-Key', ADMIN_KEY);
-    if (init.tenant) headers.set('X-Tenant-Id', init.tenant);
-    let body = init.body;
-    if (init.json !== undefined) {
-      headers.set('Content-Type', 'application/json');
-      body = JSON.stringify(init.json);
-    }
-    const origin = init.listener === 'admin' ? running.adminUrl : running.url;
-    if (!origin) throw new Error('this test server has no admin listener (set ADMIN_PORT)');
-    return fetch(`${origin}${path}`, { ...init, headers, body, redirect: 'manual' });
-  };
+  const request = requestAt(running);
   const server: TestServer = {
     ...running,
     config,
@@ -98,6 +71,23 @@ export async function startTestServer(
     },
   };
   return server;
+}
+
+/** What every test server's configuration starts from: its port and issuer, a SQLite file in `dataDir`, the test Admin key. */
+export function testEnvironment(port: number, dataDir: string): Record<string, string> {
+  return {
+    PORT: String(port),
+    ISSUER: `http://127.0.0.1:${port}`,
+    STORE_URL: `sqlite:${join(dataDir, 'arbiter.db')}`,
+    SERVICE_ADMIN_API_KEY: ADMIN_KEY,
+    POLICY_POLL_MIN_SECONDS: '1',
+    POLICY_POLL_MAX_SECONDS: '1',
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // Every test client shares 127.0.0.1 with the others: the failure limit is tested on servers of its own.
+    AUTH_FAILURE_LIMIT: '1000000',
+    // Likewise their refused requests each get an audit entry (tests look for them); the budget is tested on servers of its own.
+    AUDIT_UNAUTHENTICATED_LIMIT: '1000000',
+  };
 }
 
 interface Closable {
@@ -171,8 +161,30 @@ export function inTenant(server: TestServer, tenant: string): TestServer {
   return { ...server, request, admin: adminVia(request, server.adminUrl ? 'admin' : 'public') };
 }
 
+/**
+ * fetch against a server at `origins`, with the Admin API key when `admin` is set (or `key`), a
+ * tenant, a JSON body, at the admin listener with `listener: 'admin'`.
+ */
+export function requestAt(origins: { url: string; adminUrl: string | null }): TestServer['request'] {
+  return (path, init = {}) => {
+    const headers = new Headers(init.headers);
+    // An explicit `key`, else a key already among the headers, else the bootstrap key.
+    if (init.key !== undefined) headers.set('X-Admin-API-Key', init.key);
+    else if (init.admin && !headers.has('X-Admin-API-Key')) headers.set('X-Admin-API-Key', ADMIN_KEY);
+    if (init.tenant) headers.set('X-Tenant-Id', init.tenant);
+    let body = init.body;
+    if (init.json !== undefined) {
+      headers.set('Content-Type', 'application/json');
+      body = JSON.stringify(init.json);
+    }
+    const origin = init.listener === 'admin' ? origins.adminUrl : origins.url;
+    if (!origin) throw new Error('this test server has no admin listener (set ADMIN_PORT)');
+    return fetch(`${origin}${path}`, { ...init, headers, body, redirect: 'manual' });
+  };
+}
+
 /** An Admin API call made with `request` (at the admin listener when the server has one), its JSON answer parsed. */
-function adminVia(request: TestServer['request'], listener: 'public' | 'admin'): TestServer['admin'] {
+export function adminVia(request: TestServer['request'], listener: 'public' | 'admin'): TestServer['admin'] {
   return async (method, path, json, headers = {}) => {
     const response = await request(`/admin/api${path}`, { method, json, admin: true, headers, listener });
     const text = await response.text();
