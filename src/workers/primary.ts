@@ -220,7 +220,20 @@ class Primary {
   private async compile(request: { revision: string; bundle: Uint8Array }): Promise<WasmBuild | { error: string }> {
     let build = this.compiled.get(request.revision);
     if (!build) {
+      const started = Date.now();
       build = this.compiler(Buffer.from(request.bundle), request.revision);
+      void build.then(
+        (done) =>
+          this.log.info(
+            {
+              revision: request.revision,
+              ms: Date.now() - started,
+              ...('problem' in done ? { problem: done.problem } : {}),
+            },
+            'policy revision compiled to Wasm once for every worker',
+          ),
+        () => undefined,
+      );
       this.compiled.set(request.revision, build);
       // A failure to run OPA is tried again at the next request, as a lone process does.
       build.catch(() => this.compiled.delete(request.revision));

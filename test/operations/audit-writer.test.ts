@@ -181,7 +181,8 @@ describe('batched audit writer', function () {
       rmSync(dataDir, { recursive: true, force: true });
     });
 
-    const start = () => startServerProcess({ port, dataDir, env: { AUTH_FAILURE_LIMIT: '1000000' } });
+    const start = (workers = '1') =>
+      startServerProcess({ port, dataDir, env: { AUTH_FAILURE_LIMIT: '1000000', WORKERS: workers } });
     const admin = (method: string, path: string, body?: unknown, requestId?: string) =>
       fetch(`${url}/admin/api${path}`, {
         method,
@@ -193,73 +194,80 @@ describe('batched audit writer', function () {
         body: body === undefined ? undefined : JSON.stringify(body),
       });
 
-    it('exits cleanly, and every request answered before it stopped has its audit entry', async function () {
-      child = await start();
-      const running = child;
-      const hash = bcrypt.hashSync('sigterm-secret', 4);
-      expect(
-        (
-          await admin('POST', '/clients', {
-            clientId: 'sigterm-burst',
-            clientType: 'confidential',
-            clientSecret: hash,
-            scopes: ['read'],
-          })
-        ).status,
-      ).to.equal(201);
-
-      const acknowledged: string[] = [];
-      const unexpected: string[] = [];
-      let sequence = 0;
-      let exited = false;
-      const exit = once(running, 'exit').then((result) => {
-        exited = true;
-        return result as [number | null, NodeJS.Signals | null];
-      });
-      const worker = async () => {
-        while (!exited) {
-          const n = (sequence += 1);
-          const requestId = `sigterm-burst-${n}`;
-          try {
-            const response =
-              n % 2 === 0
-                ? await admin('GET', `/subjects/${requestId}`, undefined, requestId)
-                : await fetch(`${url}/token`, {
-                    method: 'POST',
-                    headers: {
-                      ...FORM,
-                      Authorization: basic('sigterm-burst', 'sigterm-secret'),
-                      'X-Request-ID': requestId,
-                    },
-                    body: 'grant_type=client_credentials&scope=read',
-                  });
-            await response.arrayBuffer();
-            acknowledged.push(requestId);
-            if (response.status !== (n % 2 === 0 ? 404 : 200)) unexpected.push(`${requestId}: ${response.status}`);
-          } catch {
-            // The server stopped taking requests: this one was not answered.
-            await new Promise((resolve) => setImmediate(resolve));
-          }
+    // With WORKERS=2 the primary has both workers drain, each writing the entries of what it answered.
+    for (const workerCount of ['1', '2'])
+      it(`exits cleanly, and every request answered before it stopped has its audit entry (WORKERS=${workerCount})`, async function () {
+        if (child && child.exitCode === null && child.signalCode === null) {
+          child.kill('SIGKILL');
+          await once(child, 'exit');
         }
-      };
-      const workers = Array.from({ length: 12 }, worker);
-      while (acknowledged.length < 200) await new Promise((resolve) => setTimeout(resolve, 10));
-      running.kill('SIGTERM');
-      const [code, signal] = await exit;
-      await Promise.all(workers);
-      expect({ code, signal }, 'a clean exit').to.deep.equal({ code: 0, signal: null });
-      expect(unexpected).to.deep.equal([]);
+        child = await start(workerCount);
+        const clientId = `sigterm-burst-w${workerCount}`;
+        const running = child;
+        const hash = bcrypt.hashSync('sigterm-secret', 4);
+        expect(
+          (
+            await admin('POST', '/clients', {
+              clientId,
+              clientType: 'confidential',
+              clientSecret: hash,
+              scopes: ['read'],
+            })
+          ).status,
+        ).to.equal(201);
 
-      child = await start();
-      const entries = await allEntries(url);
-      const found = byRequestId(entries, acknowledged);
-      expect(
-        acknowledged.filter((requestId) => found.get(requestId)!.length !== 1),
-        'answered requests without exactly one entry',
-      ).to.deep.equal([]);
-      const ids = entries.map((entry) => entry.id);
-      expect(new Set(ids).size, 'unique ids across the restart').to.equal(ids.length);
-    });
+        const acknowledged: string[] = [];
+        const unexpected: string[] = [];
+        let sequence = 0;
+        let exited = false;
+        const exit = once(running, 'exit').then((result) => {
+          exited = true;
+          return result as [number | null, NodeJS.Signals | null];
+        });
+        const worker = async () => {
+          while (!exited) {
+            const n = (sequence += 1);
+            const requestId = `sigterm-burst-w${workerCount}-${n}`;
+            try {
+              const response =
+                n % 2 === 0
+                  ? await admin('GET', `/subjects/${requestId}`, undefined, requestId)
+                  : await fetch(`${url}/token`, {
+                      method: 'POST',
+                      headers: {
+                        ...FORM,
+                        Authorization: basic(clientId, 'sigterm-secret'),
+                        'X-Request-ID': requestId,
+                      },
+                      body: 'grant_type=client_credentials&scope=read',
+                    });
+              await response.arrayBuffer();
+              acknowledged.push(requestId);
+              if (response.status !== (n % 2 === 0 ? 404 : 200)) unexpected.push(`${requestId}: ${response.status}`);
+            } catch {
+              // The server stopped taking requests: this one was not answered.
+              await new Promise((resolve) => setImmediate(resolve));
+            }
+          }
+        };
+        const workers = Array.from({ length: 12 }, worker);
+        while (acknowledged.length < 200) await new Promise((resolve) => setTimeout(resolve, 10));
+        running.kill('SIGTERM');
+        const [code, signal] = await exit;
+        await Promise.all(workers);
+        expect({ code, signal }, 'a clean exit').to.deep.equal({ code: 0, signal: null });
+        expect(unexpected).to.deep.equal([]);
+
+        child = await start();
+        const entries = await allEntries(url);
+        const found = byRequestId(entries, acknowledged);
+        expect(
+          acknowledged.filter((requestId) => found.get(requestId)!.length !== 1),
+          'answered requests without exactly one entry',
+        ).to.deep.equal([]);
+        const ids = entries.map((entry) => entry.id);
+        expect(new Set(ids).size, 'unique ids across the restart').to.equal(ids.length);
+      });
 
     it('has the entry of every answered request even when SIGKILL follows the first answer at once', async function () {
       if (!child || child.exitCode !== null || child.signalCode !== null) child = await start();

@@ -191,7 +191,12 @@ async function connectionTo(url: string): Promise<WorkerConnection> {
   let pinned: Socket | null = null;
   const send: WorkerConnection['request'] = (path, init = {}) =>
     new Promise((resolve, reject) => {
-      const outgoing = httpRequest(`${url}${path}`, { method: init.method ?? 'GET', headers: init.headers, agent });
+      const length = init.body === undefined ? {} : { 'content-length': String(Buffer.byteLength(init.body)) };
+      const outgoing = httpRequest(`${url}${path}`, {
+        method: init.method ?? 'GET',
+        headers: { ...length, ...init.headers },
+        agent,
+      });
       outgoing.on('socket', (socket) => {
         pinned ??= socket;
         if (socket !== pinned) outgoing.destroy(new Error('the connection to this worker was closed'));

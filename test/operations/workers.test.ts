@@ -1,0 +1,230 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
+import { expect } from 'chai';
+import { basic, confidentialClient, eventually, FORM } from '../support/oauth.js';
+import {
+  connectionsToWorkers,
+  startProcessServer,
+  type ProcessServer,
+  type WorkerConnection,
+} from '../support/server-process.js';
+
+/**
+ * WORKERS=2 (src/workers): one server as a primary and two worker processes sharing the port,
+ * the SQLite file and the machine's one OPA. Each test reaches a given worker through a
+ * kept-alive connection the primary handed to it (connectionsToWorkers). The single-use races
+ * across workers are in test/oauth/single-use.test.ts, the drain on SIGTERM in
+ * test/operations/audit-writer.test.ts (both run against one process and against WORKERS=2).
+ */
+describe('WORKERS=2: one server as two worker processes', function () {
+  let server: ProcessServer;
+  let workers: WorkerConnection[];
+
+  before(async function () {
+    this.timeout(120_000);
+    // Its own server: it kills a worker. Info-level lines say what the primary compiled; a long keep-alive keeps connections with their worker.
+    server = await startProcessServer({ LOG_LEVEL: 'info', ACCESS_LOG: 'false', HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000' });
+    workers = await connectionsToWorkers(server.url, 2);
+  });
+
+  after(async function () {
+    for (const worker of workers ?? []) worker.close();
+    await server?.close();
+  });
+
+  const health = async (worker: WorkerConnection) => (await worker.request('/healthz')).body;
+  const logLines = () =>
+    server
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, any>);
+  const childrenOf = (pid: number, pattern: string) => {
+    try {
+      return execFileSync('pgrep', ['-P', String(pid), '-f', pattern], { encoding: 'utf8' })
+        .trim()
+        .split('\n')
+        .map(Number);
+    } catch {
+      return []; // pgrep exits 1 when nothing matches
+    }
+  };
+  const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+
+  it('answers from two worker processes of one primary, and /healthz lists both', async function () {
+    const [a, b] = workers;
+    expect(a.pid).to.not.equal(b.pid);
+    for (const worker of workers) {
+      expect(parentOf(worker.pid), `worker ${worker.id}'s parent`).to.equal(server.process.pid);
+      const body = await health(worker);
+      expect(body.status).to.equal('ok');
+      expect(body.workers.answeredBy).to.deep.equal({ id: worker.id, pid: worker.pid });
+      expect(body.workers.configured).to.equal(2);
+      expect(body.workers.up.map((up: { pid: number }) => up.pid).sort()).to.deep.equal([a.pid, b.pid].sort());
+    }
+  });
+
+  it('runs one managed OPA for the machine, a child of the primary, and none in the workers', async function () {
+    expect(childrenOf(server.process.pid!, 'run --server'), "the primary's OPA").to.have.length(1);
+    for (const worker of workers)
+      expect(childrenOf(worker.pid, 'run --server'), `worker ${worker.id}`).to.deep.equal([]);
+  });
+
+  it('puts a policy change in force on both workers within 1.5 s, its revision compiled to Wasm once', async function () {
+    const secret = await confidentialClient(server, 'workers-svc', { scopes: ['read', 'write'] });
+    const scopeFrom = async (worker: WorkerConnection) => {
+      const answer = await worker.request('/token', {
+        method: 'POST',
+        headers: { ...FORM, authorization: basic('workers-svc', secret) },
+        body: 'grant_type=client_credentials&scope=read%20write',
+      });
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      return answer.body.scope as string;
+    };
+    for (const worker of workers) expect(await scopeFrom(worker)).to.equal('read write');
+
+    await changeOauthData(
+      (data) => (data.clients = { ...data.clients, 'workers-svc': { withheld_scopes: ['write'] } }),
+    );
+    const savedAt = Date.now();
+    const inForceAfter = await Promise.all(
+      workers.map(async (worker) => {
+        while ((await scopeFrom(worker)) !== 'read') {
+          if (Date.now() - savedAt > 10_000) throw new Error(`worker ${worker.id} never applied the change`);
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+        return Date.now() - savedAt;
+      }),
+    );
+    for (const [index, ms] of inForceAfter.entries())
+      expect(ms, `worker ${workers[index].id}: in force after ${ms} ms`).to.be.at.most(1500);
+
+    // Both workers decide the new revision in process, from the one compilation the primary made.
+    const revision = await inForceEverywhere();
+    const compilations = logLines().filter(
+      (line) => line.msg === 'policy revision compiled to Wasm once for every worker' && line.revision === revision,
+    );
+    expect(compilations, 'compilations of the new revision').to.have.length(1);
+    expect(compilations[0].component).to.equal('primary');
+  });
+
+  /** Changes the default policy data entry `oauth` through the Admin API (any worker). */
+  async function changeOauthData(change: (data: any) => void): Promise<void> {
+    const entries = (await server.admin('GET', '/policy-data?bundledOnly=true')).body as any[];
+    const data = JSON.parse(entries.find((entry) => entry.dataKey === 'oauth').payload);
+    change(data);
+    const saved = await server.admin('PUT', '/policy-data/by-key?dataKey=oauth', {
+      dataKey: 'oauth',
+      payload: JSON.stringify(data),
+    });
+    expect(saved.status, JSON.stringify(saved.body)).to.equal(200);
+  }
+
+  /** Waits until OPA and both workers' in-process Rego decide the store's revision; that revision. */
+  async function inForceEverywhere(): Promise<string> {
+    let revision = '';
+    await eventually(async () => {
+      const seen = await Promise.all(workers.map(async (worker) => (await health(worker)).policyRevision));
+      revision = seen[0].store;
+      return seen.every((each) => each.store === revision && each.opa === revision && each.inProcess === revision);
+    });
+    return revision;
+  }
+
+  it('sums every worker on /metrics', async function () {
+    const livez = async (worker: WorkerConnection) => {
+      const text = (await worker.request('/metrics')).body as string;
+      const line = text
+        .split('\n')
+        .find((each) => each.startsWith('arbiter_http_request_duration_seconds_count{endpoint="/livez"'));
+      return { count: line ? Number(line.split(' ').pop()) : 0, text };
+    };
+    const before = (await livez(workers[0])).count;
+    for (let n = 0; n < 3; n += 1) expect((await workers[0].request('/livez')).status).to.equal(200);
+    for (let n = 0; n < 2; n += 1) expect((await workers[1].request('/livez')).status).to.equal(200);
+    for (const worker of workers) {
+      const { count, text } = await livez(worker);
+      expect(count, `/metrics through worker ${worker.id}`).to.equal(before + 5);
+      expect(text).to.match(/^arbiter_workers_up 2$/m);
+      expect(text).to.match(/^arbiter_policy_revision_in_force\{[^}]*\} 1$/m);
+    }
+  });
+
+  it('consumes a single-use initial access token once, and rotates a registration access token once, across workers', async function () {
+    const [a, b] = workers;
+    // Managing a registration (RFC 7592) is open registration's business, closed by default.
+    await changeOauthData((data) => (data.public_client_policy.enabled = true));
+    await inForceEverywhere();
+    const register = (worker: WorkerConnection, token: string) =>
+      worker.request('/register', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        body: JSON.stringify({
+          redirect_uris: ['https://workers.example.test/cb'],
+          grant_types: ['authorization_code'],
+        }),
+      });
+    for (let round = 0; round < 5; round += 1) {
+      const iat = await server.admin('POST', '/initial-access-tokens', { name: `workers-${round}`, uses: 1 });
+      expect(iat.status, JSON.stringify(iat.body)).to.equal(201);
+      const registered = await Promise.all([register(a, iat.body.token), register(b, iat.body.token)]);
+      expect(registered.map((answer) => answer.status).sort(), `round ${round}`).to.deep.equal([201, 401]);
+      const client = registered.find((answer) => answer.status === 201)!.body;
+      const update = (worker: WorkerConnection, name: string) =>
+        worker.request(`/register/${encodeURIComponent(client.client_id)}`, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${client.registration_access_token}` },
+          body: JSON.stringify({
+            client_id: client.client_id,
+            redirect_uris: ['https://workers.example.test/cb'],
+            grant_types: ['authorization_code'],
+            client_name: name,
+          }),
+        });
+      const updated = await Promise.all([update(a, 'A'), update(b, 'B')]);
+      expect(
+        updated.map((answer) => answer.status).sort(),
+        `round ${round}: ${JSON.stringify(updated.map((answer) => answer.body))}`,
+      ).to.deep.equal([200, 401]);
+    }
+  });
+
+  it('replaces a killed worker, and keeps answering meanwhile', async function () {
+    const [victim, survivor] = workers;
+    process.kill(victim.pid, 'SIGKILL');
+    // The primary learns of the death from the worker's IPC channel closing. A connection it hands
+    // to the worker in that very instant dies with it (node:cluster's round robin): from then on,
+    // every new connection goes to a worker that is up.
+    const upNow = async () => (await health(survivor)).workers.up as { id: number; pid: number }[];
+    await eventually(async () => !(await upNow()).some((worker) => worker.pid === victim.pid), 10_000);
+    const replacedYet = (await upNow()).length === 2;
+    for (let n = 0; n < 20; n += 1)
+      expect(await onNewConnection('/livez'), `request ${n} after the kill`).to.equal(200);
+    let up: { id: number; pid: number }[] = [];
+    await eventually(async () => (up = await upNow()).length === 2, 30_000);
+    expect(replacedYet, 'the requests above were answered while one worker was up').to.equal(false);
+    expect(up.map((worker) => worker.pid))
+      .to.include(survivor.pid)
+      .and.not.include(victim.pid);
+    const replacement = up.find((worker) => worker.pid !== survivor.pid)!;
+    expect(parentOf(replacement.pid)).to.equal(server.process.pid!);
+    const metrics = (await survivor.request('/metrics')).body as string;
+    expect(metrics).to.match(/^arbiter_worker_restarts_total 1$/m);
+    expect(
+      logLines().filter((line) => line.msg?.startsWith('a worker stopped unexpectedly')),
+      'the death is logged',
+    ).to.have.length(1);
+  });
+
+  /** GET on a connection of its own (so at any worker the primary picks); its status, or 0 when no answer came within 5 s. */
+  const onNewConnection = (path: string) =>
+    new Promise<number>((resolve) => {
+      const outgoing = httpGet(`${server.url}${path}`, { agent: false, timeout: 5_000 }, (incoming) => {
+        incoming.resume();
+        incoming.on('end', () => resolve(incoming.statusCode ?? 0));
+      });
+      outgoing.on('timeout', () => outgoing.destroy());
+      outgoing.on('error', () => resolve(0));
+    });
+});
