@@ -15,6 +15,7 @@ import { FetchUserAgent } from '../test/support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp } from '../test/support/dev-idp.js';
 import { basic, FORM } from '../test/support/oauth.js';
 import { startTestServer } from '../test/support/server.js';
+import { startProcessServer } from '../test/support/server-process.js';
 import { startBaseline } from './baseline.js';
 
 /** The production cost of the secrets Arbiter hashes itself (src/oauth/clients/secrets.ts). */
@@ -54,6 +55,8 @@ export async function benchClients(): Promise<BenchClients> {
 
 export interface Target {
   name: 'Arbiter' | 'baseline';
+  /** How the table names it when several of one kind run (`Arbiter WORKERS=2`); default: `name`. */
+  label?: string;
   /** Loopback base URL (also the issuer: aud of client assertions). */
   url: string;
   issuer: string;
@@ -68,9 +71,15 @@ export interface Target {
   close(): Promise<void>;
 }
 
-/** Arbiter, with its lifetimes (the baseline is given the same). */
-export async function startArbiter(clients: BenchClients): Promise<Target & { ttl: TtlConfig }> {
-  const server = await startTestServer();
+/**
+ * Arbiter, with its lifetimes (the baseline is given the same): in this process, or with
+ * `workers` as `npm start` runs it (src/main.ts as processes of their own, WORKERS=`workers`).
+ */
+export async function startArbiter(
+  clients: BenchClients,
+  { workers }: { workers?: number } = {},
+): Promise<Target & { ttl: TtlConfig }> {
+  const server = workers ? await startProcessServer({ WORKERS: String(workers) }) : await startTestServer();
   const closers: (() => Promise<void>)[] = [() => server.close()];
   try {
     await server.waitUntilReady();
@@ -115,6 +124,7 @@ export async function startArbiter(clients: BenchClients): Promise<Target & { tt
     }
     return {
       ...(await prepareTarget('Arbiter', server.url, server.config.issuer, clients, () => closeAll(closers))),
+      ...(workers ? { label: `Arbiter WORKERS=${workers}` } : {}),
       ttl: server.config.ttl,
     };
   } catch (error) {

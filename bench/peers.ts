@@ -1,0 +1,218 @@
+/**
+ * Arbiter beside its peers, in one run, on the two paths every deployment lives on:
+ * client_credentials (client_secret_basic) and the introspection of a valid token.
+ *
+ *   - the bare oidc-provider doing the same work (baseline.ts, in this process, in memory);
+ *   - Arbiter as `npm start` runs it (src/main.ts, SQLite, managed OPA, a policy decision and an
+ *     audit entry per request) with WORKERS=1 and with WORKERS=<the cores available>;
+ *   - Ory Hydra 2.3.0 with its defaults on SQLite (hydra.ts; built by scripts/hydra.sh), its
+ *     introspection on the admin port, which authenticates no caller and decides nothing.
+ *
+ *   npm run bench:peers                    10 s per scenario and server, 64 connections
+ *   BENCH_SECONDS=5 npm run bench:peers
+ *
+ * Every server is started first and left idle while another is measured; the order rotates from
+ * one scenario to the next. The load is autocannon in a child process (load.ts), on the same
+ * machine: on 2 cores it takes a share of them from the servers. The table (ratios: to the
+ * baseline, to Hydra, WORKERS=N to WORKERS=1) goes to stdout and bench/results/peers-<time>.json.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { loadConfig } from '../src/config/index.js';
+import { basic, FORM } from '../test/support/oauth.js';
+import { startHydra, type HydraTarget } from './hydra.js';
+import { LoadGenerator, type LoadResult } from './load.js';
+import { benchClients, startArbiter, startBaselineTarget, type BenchClients, type Target } from './servers.js';
+
+const SECONDS = positive('BENCH_SECONDS', 10);
+const CONNECTIONS = positive('BENCH_CONNECTIONS', 64);
+const WARMUP_SECONDS = positive('BENCH_WARMUP_SECONDS', Math.min(2, SECONDS));
+const CORES = Math.max(2, os.availableParallelism());
+const TARGETS = {
+  workersScaling: 1.3,
+  clientCredentialsVsHydra: 2,
+  introspectionVsHydra: 1.2,
+  perWorkerVsLibrary: 0.5,
+};
+
+/** One server as the table shows it, and how it is asked. */
+interface Peer {
+  label: string;
+  kind: 'baseline' | 'arbiter1' | 'arbiterN' | 'hydra';
+  request(scenario: ScenarioName): { url: string; headers: Record<string, string>; body: string };
+}
+
+type ScenarioName = 'client_credentials, client_secret_basic' | 'introspection of a valid token';
+const SCENARIOS: ScenarioName[] = ['client_credentials, client_secret_basic', 'introspection of a valid token'];
+
+interface Row {
+  scenario: ScenarioName;
+  server: string;
+  kind: Peer['kind'];
+  result: LoadResult;
+}
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const clients = await benchClients();
+  const load = new LoadGenerator();
+  const closers: (() => Promise<void>)[] = [];
+  try {
+    const baseline = await startBaselineTarget(clients, loadConfig({}).ttl);
+    closers.push(() => baseline.close());
+    const arbiter1 = await startArbiter(clients, { workers: 1 });
+    closers.push(() => arbiter1.close());
+    const arbiterN = await startArbiter(clients, { workers: CORES });
+    closers.push(() => arbiterN.close());
+    const hydra = await startHydra();
+    closers.push(() => hydra.close());
+    const peers: Peer[] = [
+      oidcPeer('bare oidc-provider', 'baseline', baseline, clients),
+      oidcPeer('Arbiter WORKERS=1', 'arbiter1', arbiter1, clients),
+      oidcPeer(`Arbiter WORKERS=${CORES}`, 'arbiterN', arbiterN, clients),
+      hydraPeer(hydra),
+    ];
+    const rows: Row[] = [];
+    for (const [index, scenario] of SCENARIOS.entries()) {
+      const order = index % 2 === 0 ? peers : [...peers].reverse();
+      for (const peer of order) {
+        await checkAnswer(peer, scenario);
+        const run = await load.run({
+          ...peer.request(scenario),
+          method: 'POST',
+          connections: CONNECTIONS,
+          warmupSeconds: WARMUP_SECONDS,
+          seconds: SECONDS,
+        });
+        const { rps, p99 } = run.measured;
+        console.error(
+          `  ${scenario} · ${peer.label}: ${rps.toFixed(0)} req/s, p99 ${p99} ms, ${run.measured.errors + run.measured.non2xx} errors`,
+        );
+        rows.push({ scenario, server: peer.label, kind: peer.kind, result: run.measured });
+      }
+    }
+    const totalSeconds = (Date.now() - startedAt.getTime()) / 1000;
+    console.log(table(rows));
+    console.log(`\n${writeResults(startedAt, totalSeconds, rows)} (${totalSeconds.toFixed(0)} s in all)`);
+  } finally {
+    load.close();
+    for (const close of closers.reverse()) await close().catch(() => undefined);
+  }
+}
+
+/** The baseline and Arbiter take the same requests: the machine client's token, introspected by the resource server (Basic). */
+function oidcPeer(label: string, kind: Peer['kind'], target: Target, clients: BenchClients): Peer {
+  const machine = { ...FORM, authorization: basic(clients.machine.id, clients.machine.secret) };
+  const resourceServer = { ...FORM, authorization: basic(clients.resourceServer.id, clients.resourceServer.secret) };
+  return {
+    label,
+    kind,
+    request: (scenario) =>
+      scenario === 'client_credentials, client_secret_basic'
+        ? { url: `${target.url}/token`, headers: machine, body: 'grant_type=client_credentials&scope=read' }
+        : {
+            url: `${target.url}/introspect`,
+            headers: resourceServer,
+            body: new URLSearchParams({ token: target.validToken }).toString(),
+          },
+  };
+}
+
+function hydraPeer(hydra: HydraTarget): Peer {
+  return {
+    label: 'Ory Hydra 2.3.0',
+    kind: 'hydra',
+    request: (scenario) =>
+      scenario === 'client_credentials, client_secret_basic'
+        ? {
+            url: `${hydra.url}/oauth2/token`,
+            headers: { ...FORM, authorization: hydra.machine },
+            body: 'grant_type=client_credentials&scope=read',
+          }
+        : {
+            url: `${hydra.adminUrl}/admin/oauth2/introspect`,
+            headers: FORM,
+            body: new URLSearchParams({ token: hydra.validToken }).toString(),
+          },
+  };
+}
+
+/** One request as the load will send it: 200, and a token or an active introspection. */
+async function checkAnswer(peer: Peer, scenario: ScenarioName): Promise<void> {
+  const { url, headers, body } = peer.request(scenario);
+  const response = await fetch(url, { method: 'POST', headers, body });
+  const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
+  const right =
+    response.status === 200 &&
+    (scenario === 'client_credentials, client_secret_basic'
+      ? typeof answer.access_token === 'string' && answer.scope === 'read'
+      : answer.active === true && answer.scope === 'read');
+  if (!right) throw new Error(`${scenario} at ${peer.label}: ${response.status} ${JSON.stringify(answer)}`);
+}
+
+function table(rows: Row[]): string {
+  const lines = [
+    `\n${SECONDS} s per scenario and server after ${WARMUP_SECONDS} s of warm-up, ${CONNECTIONS} connections, loopback, ${os.cpus().length} CPUs (the load generator on the same machine), Node ${process.version}`,
+    '',
+    `${'scenario'.padEnd(40)} ${'server'.padEnd(20)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'errors'.padStart(7)} ${'x library'.padStart(10)} ${'x Hydra'.padStart(8)}`,
+  ];
+  const verdicts: string[] = [];
+  for (const scenario of SCENARIOS) {
+    const of = (kind: Peer['kind']) => rows.find((row) => row.scenario === scenario && row.kind === kind)!;
+    const [baseline, hydra] = [of('baseline'), of('hydra')];
+    for (const [index, kind] of (['baseline', 'arbiter1', 'arbiterN', 'hydra'] as const).entries()) {
+      const row = of(kind);
+      const { rps, p50, p99, errors, non2xx } = row.result;
+      lines.push(
+        `${(index === 0 ? scenario : '').padEnd(40)} ${row.server.padEnd(20)} ${rps.toFixed(0).padStart(7)} ${p50.toFixed(1).padStart(7)} ${p99.toFixed(1).padStart(7)} ${String(errors + non2xx).padStart(7)} ${(rps / baseline.result.rps).toFixed(2).padStart(10)} ${(rps / hydra.result.rps).toFixed(2).padStart(8)}`,
+      );
+    }
+    const [one, all] = [of('arbiter1').result, of('arbiterN').result];
+    const vsHydra = all.rps / hydra.result.rps;
+    const hydraTarget =
+      scenario === 'client_credentials, client_secret_basic'
+        ? TARGETS.clientCredentialsVsHydra
+        : TARGETS.introspectionVsHydra;
+    const mark = (ok: boolean) => (ok ? 'met' : 'MISSED');
+    verdicts.push(
+      `${scenario}: WORKERS=${CORES} ${(all.rps / one.rps).toFixed(2)}x WORKERS=1` +
+        (scenario === 'client_credentials, client_secret_basic'
+          ? ` (target ≥ ${TARGETS.workersScaling}: ${mark(all.rps / one.rps >= TARGETS.workersScaling)})`
+          : '') +
+        `; ${vsHydra.toFixed(2)}x Hydra (target ≥ ${hydraTarget}: ${mark(vsHydra >= hydraTarget)})` +
+        `; WORKERS=1 ${(one.rps / baseline.result.rps).toFixed(2)}x the library (target ≥ ${TARGETS.perWorkerVsLibrary}: ${mark(one.rps / baseline.result.rps >= TARGETS.perWorkerVsLibrary)})`,
+    );
+  }
+  return [...lines, '', ...verdicts].join('\n');
+}
+
+function writeResults(startedAt: Date, totalSeconds: number, rows: Row[]): string {
+  const directory = join(dirname(fileURLToPath(import.meta.url)), 'results');
+  mkdirSync(directory, { recursive: true });
+  const file = join(directory, `peers-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
+  const cpus = os.cpus();
+  const document = {
+    benchmark: 'arbiter-workers-vs-library-vs-hydra',
+    startedAt: startedAt.toISOString(),
+    totalSeconds,
+    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model, node: process.version, loadAverage: os.loadavg() },
+    settings: { seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, connections: CONNECTIONS, workers: CORES },
+    targets: TARGETS,
+    results: rows,
+  };
+  writeFileSync(file, `${JSON.stringify(document, null, 2)}\n`);
+  return file;
+}
+
+function positive(name: string, fallback: number): number {
+  const value = Number(process.env[name] ?? fallback);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number`);
+  return value;
+}
+
+main().catch((error: unknown) => {
+  console.error(error);
+  process.exit(1);
+});
