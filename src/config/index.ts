@@ -83,6 +83,14 @@ export interface Config {
   httpHeadersTimeoutMs: number;
   /** An idle kept-alive connection is closed after this time. */
   httpKeepAliveTimeoutMs: number;
+  /** OTLP/HTTP collector base URL (traces go to its /v1/traces); null with no other endpoint: no tracing. */
+  otlpEndpoint: string | null;
+  /** Where spans are sent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else otlpEndpoint + /v1/traces; null: tracing off. */
+  otlpTracesEndpoint: string | null;
+  /** The `service.name` of every span. */
+  serviceName: string;
+  /** Spans are sent in batches, at most this long after they end. */
+  tracingExportDelayMs: number;
 }
 
 /** Environment variable → configuration key. Values are parsed as the schema's type says. */
@@ -133,6 +141,11 @@ const ENVIRONMENT: Record<string, string> = {
   HTTP_REQUEST_TIMEOUT_MS: 'httpRequestTimeoutMs',
   HTTP_HEADERS_TIMEOUT_MS: 'httpHeadersTimeoutMs',
   HTTP_KEEP_ALIVE_TIMEOUT_MS: 'httpKeepAliveTimeoutMs',
+  // OpenTelemetry's own names (its SDK environment specification), so that a deployment's usual settings apply.
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'otlpEndpoint',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'otlpTracesEndpoint',
+  OTEL_SERVICE_NAME: 'serviceName',
+  OTEL_BSP_SCHEDULE_DELAY: 'tracingExportDelayMs',
 };
 
 const positive = { type: 'integer', minimum: 1 };
@@ -180,6 +193,10 @@ const SCHEMA = {
     httpRequestTimeoutMs: positive,
     httpHeadersTimeoutMs: positive,
     httpKeepAliveTimeoutMs: positive,
+    otlpEndpoint: { type: ['string', 'null'], pattern: '^https?://[^?#]+$' },
+    otlpTracesEndpoint: { type: ['string', 'null'], pattern: '^https?://[^?#]+$' },
+    serviceName: { type: 'string', minLength: 1, maxLength: 255 },
+    tracingExportDelayMs: positive,
     ttl: {
       type: 'object',
       additionalProperties: false,
@@ -255,6 +272,7 @@ export function loadConfig(
     outboundAllowInsecureLoopback: (raw.outboundAllowInsecureLoopback as boolean | null) ?? !production,
     // An external OPA may hold more than Arbiter's bundle; only the managed one is known to hold exactly it.
     policyRegoInProcess: (raw.policyRegoInProcess as boolean | null) ?? !raw.opaUrl,
+    otlpTracesEndpoint: tracesEndpoint(raw),
   };
 }
 
@@ -290,6 +308,17 @@ function overlay(raw: RawConfig, file: Record<string, unknown>): void {
       Object.assign(raw.ttl, value);
     else raw[key] = value;
   }
+}
+
+/**
+ * The OTLP/HTTP traces URL as OpenTelemetry's exporter specification derives it: the signal's own
+ * endpoint as given, else the base endpoint with `v1/traces` appended to its path.
+ */
+function tracesEndpoint(raw: Record<string, unknown>): string | null {
+  const traces = (raw.otlpTracesEndpoint as string | null | undefined) ?? null;
+  const base = (raw.otlpEndpoint as string | null | undefined) ?? null;
+  if (traces) return traces;
+  return base ? `${base.replace(/\/+$/, '')}/v1/traces` : null;
 }
 
 /** Without ADMIN_BIND_ADDRESS the admin listener is reachable from this host only. */
@@ -359,6 +388,8 @@ const PATTERN_HINTS: Record<string, string> = {
   trustedProxies: 'an IP address or a CIDR range (10.0.0.0/8, ::1)',
   tenants: '1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit',
   secretsKey: '32 random bytes in base64url (43 characters)',
+  otlpEndpoint: "an http:// or https:// URL without a query or a fragment (the collector's OTLP/HTTP port, often :4318)",
+  otlpTracesEndpoint: 'an http:// or https:// URL without a query or a fragment (…/v1/traces)',
 };
 
 /**
