@@ -388,7 +388,8 @@ const PATTERN_HINTS: Record<string, string> = {
   trustedProxies: 'an IP address or a CIDR range (10.0.0.0/8, ::1)',
   tenants: '1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit',
   secretsKey: '32 random bytes in base64url (43 characters)',
-  otlpEndpoint: "an http:// or https:// URL without a query or a fragment (the collector's OTLP/HTTP port, often :4318)",
+  otlpEndpoint:
+    "an http:// or https:// URL without a query or a fragment (the collector's OTLP/HTTP port, often :4318)",
   otlpTracesEndpoint: 'an http:// or https:// URL without a query or a fragment (…/v1/traces)',
 };
 

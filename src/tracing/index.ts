@@ -19,7 +19,6 @@ import {
   SpanStatusCode,
   trace,
   type Attributes,
-  type Context as TraceContext,
   type Span,
   type Tracer,
 } from '@opentelemetry/api';

@@ -1,13 +1,6 @@
 import type { Attributes } from '@opentelemetry/api';
 import { ATTR_DB_COLLECTION_NAME, ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
-import type {
-  CollectionSpec,
-  Filter,
-  FindOptions,
-  Store,
-  StoredDoc,
-  TenantCollection,
-} from '../store/index.js';
+import type { CollectionSpec, Filter, FindOptions, Store, StoredDoc, TenantCollection } from '../store/index.js';
 
 /** Marks the objects a Tracing wrapped, so that a test can tell that a server without tracing has none. */
 export const TRACED = Symbol('arbiter.traced');
