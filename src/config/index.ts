@@ -91,6 +91,8 @@ export interface Config {
   serviceName: string;
   /** Spans are sent in batches, at most this long after they end. */
   tracingExportDelayMs: number;
+  /** The share of traces Arbiter starts itself that are sampled (a caller's traceparent decides for its own). */
+  tracingSampleRatio: number;
 }
 
 /** Environment variable → configuration key. Values are parsed as the schema's type says. */
@@ -146,6 +148,7 @@ const ENVIRONMENT: Record<string, string> = {
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'otlpTracesEndpoint',
   OTEL_SERVICE_NAME: 'serviceName',
   OTEL_BSP_SCHEDULE_DELAY: 'tracingExportDelayMs',
+  OTEL_TRACES_SAMPLER_ARG: 'tracingSampleRatio',
 };
 
 const positive = { type: 'integer', minimum: 1 };
@@ -197,6 +200,7 @@ const SCHEMA = {
     otlpTracesEndpoint: { type: ['string', 'null'], pattern: '^https?://[^?#]+$' },
     serviceName: { type: 'string', minLength: 1, maxLength: 255 },
     tracingExportDelayMs: positive,
+    tracingSampleRatio: { type: 'number', minimum: 0, maximum: 1 },
     ttl: {
       type: 'object',
       additionalProperties: false,
@@ -361,6 +365,11 @@ export function configWarnings(config: Pick<Config, 'production' | 'issuer'>): s
 function parseValue(variable: string, value: string, type: string | undefined): unknown {
   if (type === 'integer') {
     if (!/^-?\d+$/.test(value)) throw new ConfigError(`invalid configuration: ${variable} must be an integer`);
+    return Number(value);
+  }
+  if (type === 'number') {
+    if (!/^-?(\d+\.?\d*|\.\d+)$/.test(value))
+      throw new ConfigError(`invalid configuration: ${variable} must be a number`);
     return Number(value);
   }
   if (type === 'array')

@@ -30,6 +30,7 @@ import {
   BatchSpanProcessor,
   ParentBasedSampler,
   AlwaysOnSampler,
+  TraceIdRatioBasedSampler,
   TracerProvider,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace';
@@ -58,17 +59,20 @@ const EXPORT_WARNING_INTERVAL_MS = 60_000;
 
 /** The tracing of one server; null from startTracing when no OTLP endpoint is configured. */
 export function startTracing(
-  config: Pick<Config, 'otlpTracesEndpoint' | 'serviceName' | 'tracingExportDelayMs'>,
+  config: Pick<Config, 'otlpTracesEndpoint' | 'serviceName' | 'tracingExportDelayMs' | 'tracingSampleRatio'>,
   log: Logger,
 ): Tracing | null {
   if (!config.otlpTracesEndpoint) return null;
   const tracing = new Tracing(
     warnOnFailure(new OTLPTraceExporter({ url: config.otlpTracesEndpoint }), log.child({ component: 'tracing' })),
-    config.serviceName,
-    config.tracingExportDelayMs,
+    {
+      serviceName: config.serviceName,
+      exportDelayMs: config.tracingExportDelayMs,
+      sampleRatio: config.tracingSampleRatio,
+    },
   );
   log.info(
-    { endpoint: config.otlpTracesEndpoint, serviceName: config.serviceName },
+    { endpoint: config.otlpTracesEndpoint, serviceName: config.serviceName, sampleRatio: config.tracingSampleRatio },
     'tracing: spans exported by OTLP/HTTP',
   );
   return tracing;
@@ -81,11 +85,17 @@ export class Tracing {
   private readonly contexts = new AsyncLocalStorageContextManager();
   private readonly propagator = new W3CTraceContextPropagator();
 
-  constructor(exporter: SpanExporter, serviceName: string, exportDelayMs: number) {
+  constructor(
+    exporter: SpanExporter,
+    { serviceName, exportDelayMs, sampleRatio }: { serviceName: string; exportDelayMs: number; sampleRatio: number },
+  ) {
     this.provider = new TracerProvider({
       resource: resourceFromAttributes({ [ATTR_SERVICE_NAME]: serviceName }),
-      // A caller's sampling decision (traceparent's flag) is kept; Arbiter's own traces are all sampled.
-      sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
+      // OpenTelemetry's parentbased_traceidratio: a caller's sampling decision (traceparent's flag) is
+      // kept; of the traces Arbiter starts itself, OTEL_TRACES_SAMPLER_ARG's share (all by default).
+      sampler: new ParentBasedSampler({
+        root: sampleRatio >= 1 ? new AlwaysOnSampler() : new TraceIdRatioBasedSampler(sampleRatio),
+      }),
       spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: exportDelayMs })],
     });
     this.tracer = this.provider.getTracer('arbiter');

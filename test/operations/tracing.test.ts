@@ -238,6 +238,35 @@ describe('tracing', function () {
   });
 });
 
+describe('tracing with a sample ratio', function () {
+  let receiver: OtlpReceiver;
+  let server: TestServer;
+
+  before(async function () {
+    receiver = new OtlpReceiver();
+    // A server of its own: it samples none of the traces it would start itself.
+    server = await readyServer({
+      OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: `${await receiver.start()}/v1/traces`,
+      OTEL_BSP_SCHEDULE_DELAY: '50',
+      OTEL_TRACES_SAMPLER_ARG: '0',
+    });
+  });
+
+  after(async function () {
+    await server?.close();
+    await receiver?.close();
+  });
+
+  it('samples the traces it starts at OTEL_TRACES_SAMPLER_ARG, and a caller’s sampled trace always', async function () {
+    const own = await server.request('/.well-known/openid-configuration', { headers: { 'X-Request-ID': 'own-trace' } });
+    expect(own.status).to.equal(200);
+    const caller = traceparent();
+    await server.request('/.well-known/openid-configuration', { headers: { traceparent: caller.header } });
+    await eventually(async () => receiver.of(caller.traceId).length > 0);
+    expect(receiver.spans.filter((span) => span.attributes['arbiter.request_id'] === 'own-trace')).to.deep.equal([]);
+  });
+});
+
 describe('tracing settings', function () {
   it('derives the traces URL from OTEL_EXPORTER_OTLP_ENDPOINT, and takes OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given', function () {
     expect(loadConfig({}).otlpTracesEndpoint).to.equal(null);
@@ -263,5 +292,15 @@ describe('tracing settings', function () {
       /OTEL_EXPORTER_OTLP_TRACES_ENDPOINT/,
     );
     expect(() => loadConfig({ OTEL_BSP_SCHEDULE_DELAY: 'soon' })).to.throw(ConfigError, /OTEL_BSP_SCHEDULE_DELAY/);
+    expect(loadConfig({ OTEL_TRACES_SAMPLER_ARG: '0.25' }).tracingSampleRatio).to.equal(0.25);
+    expect(loadConfig({}).tracingSampleRatio).to.equal(1);
+    expect(() => loadConfig({ OTEL_TRACES_SAMPLER_ARG: 'half' })).to.throw(
+      ConfigError,
+      /OTEL_TRACES_SAMPLER_ARG must be a number/,
+    );
+    expect(() => loadConfig({ OTEL_TRACES_SAMPLER_ARG: '1.5' })).to.throw(
+      ConfigError,
+      /OTEL_TRACES_SAMPLER_ARG must be <= 1/,
+    );
   });
 });
