@@ -54,6 +54,9 @@ export function isTraced(value: object): boolean {
   return TRACED in value;
 }
 
+/** How long a stopping server waits for its last spans to be taken by the collector. */
+const CLOSE_TIMEOUT_MS = 2_000;
+
 /** Export failures are logged at most this often: a collector that is down must not flood the log. */
 const EXPORT_WARNING_INTERVAL_MS = 60_000;
 
@@ -158,9 +161,18 @@ export class Tracing {
     );
   }
 
-  /** Exports the spans still queued, then stops (at shutdown). */
-  close(): Promise<void> {
-    return this.provider.shutdown();
+  /**
+   * Exports the spans still queued, then stops (at shutdown). A collector that cannot take them
+   * loses them (its failure is logged): a stopping server waits on it CLOSE_TIMEOUT_MS at most,
+   * rather than the exporter's retries, and never fails for it.
+   */
+  async close(): Promise<void> {
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      this.provider.shutdown().catch(() => undefined),
+      new Promise<void>((resolve) => (timer = setTimeout(resolve, CLOSE_TIMEOUT_MS))),
+    ]);
+    clearTimeout(timer);
   }
 
   /**

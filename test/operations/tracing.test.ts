@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
 import { expect } from 'chai';
 import { ConfigError, loadConfig } from '../../src/config/index.js';
 import { isTraced } from '../../src/tracing/index.js';
@@ -264,6 +265,35 @@ describe('tracing with a sample ratio', function () {
     await server.request('/.well-known/openid-configuration', { headers: { traceparent: caller.header } });
     await eventually(async () => receiver.of(caller.traceId).length > 0);
     expect(receiver.spans.filter((span) => span.attributes['arbiter.request_id'] === 'own-trace')).to.deep.equal([]);
+  });
+});
+
+describe('tracing to a collector that is down', function () {
+  it('answers as usual, logs the failed export, and stops without waiting for the collector', async function () {
+    // A port nothing listens on: connections are refused, and the exporter retries until it gives up.
+    const closed = new OtlpReceiver();
+    const collector = await closed.start();
+    await closed.close();
+    const lines: string[] = [];
+    const logStream = new Writable({
+      write(chunk, _encoding, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const server = await readyServer(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: collector, OTEL_BSP_SCHEDULE_DELAY: '50', LOG_LEVEL: 'warn' },
+      { logStream },
+    );
+    try {
+      expect((await server.request('/.well-known/openid-configuration')).status).to.equal(200);
+      await eventually(async () => lines.some((line) => line.includes('spans could not be exported')), 30_000);
+      expect((await server.request('/.well-known/openid-configuration')).status).to.equal(200);
+    } finally {
+      const stopping = Date.now();
+      await server.close();
+      expect(Date.now() - stopping, 'the last spans are given up after 2 s').to.be.below(5_000);
+    }
   });
 });
 
