@@ -97,6 +97,7 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
 
 /** The Admin API's router, with the checks that only the policy engine can make. */
 function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: AdminApiKeys) {
+  const recordedInputs = () => audit.recentPolicyInputs(config.policyCheckRecordedInputs);
   return adminRouter(store, {
     keys,
     sealer,
@@ -104,15 +105,48 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
     audit,
     policy,
     issuer: config.issuer,
-    // Each file on its own first (its syntax, its package), then the bundle it would make as a whole.
+    // Each file on its own first (its syntax, its package), then the bundle it would make as a whole:
+    // compiled, and tried on the contract's examples and the inputs recently recorded in the audit log.
     checks: {
       'policy-rules': async (rule, { tenantId, existing }) =>
         (await policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string)) ??
-        policy.bundleProblemWith({ collection: 'rules', record: rule, tenantId, replacesId: existing?.id }),
+        policy.bundleProblemWith({
+          collection: 'rules',
+          record: rule,
+          tenantId,
+          replacesId: existing?.id,
+          recordedInputs,
+        }),
       'policy-data': async (data, { tenantId, existing }) =>
         dataEntryProblem(data.dataKey as string, data.payload as string) ??
-        policy.bundleProblemWith({ collection: 'data', record: data, tenantId, replacesId: existing?.id }),
+        policy.bundleProblemWith({
+          collection: 'data',
+          record: data,
+          tenantId,
+          replacesId: existing?.id,
+          recordedInputs,
+        }),
     },
+    // A deletion makes a bundle too: it must still compile and decide.
+    removalChecks: {
+      'policy-rules': async (existing, { tenantId }) =>
+        policy.bundleProblemWith({
+          collection: 'rules',
+          record: null,
+          tenantId,
+          replacesId: existing.id,
+          recordedInputs,
+        }),
+      'policy-data': async (existing, { tenantId }) =>
+        policy.bundleProblemWith({
+          collection: 'data',
+          record: null,
+          tenantId,
+          replacesId: existing.id,
+          recordedInputs,
+        }),
+    },
+    historyVersions: config.policyHistoryVersions,
     decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
   });
 }
@@ -131,7 +165,9 @@ const PROBE_PATHS = [...READINESS_PATHS, LIVENESS_PATH];
  * says which bundle revision the store holds and which one OPA serves, so that operators (and
  * tests) can wait for a policy change to be in force instead of guessing. OPA serving an older
  * revision than the store's for longer than POLICY_LAG_BOUND_SECONDS (it refused the new bundle,
- * or cannot fetch it) is `degraded`, a 503: this node decides on stale policy.
+ * or cannot fetch it) is `degraded`, a 503: this node decides on stale policy. So is a policy in
+ * force that cannot decide a point (its own evaluation error, see PolicyEngine.policyFaults): the
+ * body names the point and the engine's error.
  */
 function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
   let behindSince: number | null = null;
@@ -149,10 +185,12 @@ function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
       policy.isReady().catch(() => false),
       policy.revisions().catch(() => null),
     ]);
+    const faults = revisions && policyReady ? await policy.policyFaults(revisions).catch(() => []) : [];
+    const failing = faults.filter((fault) => fault.failing);
     behindSince = revisions && revisions.opa !== revisions.store ? (behindSince ?? Date.now()) : null;
     const lagSeconds = behindSince === null ? 0 : Math.floor((Date.now() - behindSince) / 1000);
     const lagging = lagSeconds > lagBoundSeconds;
-    ctx.status = storeUp && policyReady && !lagging ? 200 : 503;
+    ctx.status = storeUp && policyReady && !lagging && failing.length === 0 ? 200 : 503;
     ctx.body = {
       status: ctx.status === 200 ? 'ok' : storeUp && policyReady ? 'degraded' : 'unavailable',
       store: storeUp ? 'up' : 'down',
@@ -160,7 +198,10 @@ function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
         ? 'not ready'
         : lagging
           ? `OPA has served an older revision than the store's for ${lagSeconds} s (a refused bundle?)`
-          : 'ready',
+          : failing.length
+            ? `the policy in force cannot decide ${failing.map((fault) => `${fault.point} (${fault.error})`).join('; ')}`
+            : 'ready',
+      ...(faults.length ? { policyFaults: faults } : {}),
       ...(revisions ? { policyRevision: revisions } : {}),
     };
   };

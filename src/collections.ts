@@ -8,10 +8,13 @@
 import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
 import { ADMIN_API_KEYS_COLLECTION } from './admin/api-keys.js';
 import { AUDIT_LOG_COLLECTION } from './audit/index.js';
+import { POLICY_HISTORY_COLLECTION } from './admin/index.js';
 import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
 import { DELEGATIONS_COLLECTION } from './delegation/index.js';
 import { UPSTREAM_LOGINS_COLLECTION } from './oauth/interactions/upstream-logins.js';
 import { PROVIDER_SECRETS_COLLECTION } from './oauth/keys.js';
+import { dirname, resolve } from 'node:path';
+import { projectPath } from './config/index.js';
 import { openStore, restoreStore } from './store/open.js';
 import { SCHEMA_COLLECTION, SEALING_KEYS_COLLECTION, type CollectionSpec, type Store } from './store/index.js';
 import { TENANTS_COLLECTION } from './tenancy/index.js';
@@ -30,13 +33,23 @@ export function knownCollections(): CollectionSpec[] {
     UMA_RESOURCES_COLLECTION,
     PERMISSION_TICKETS_COLLECTION,
     DELEGATIONS_COLLECTION,
+    POLICY_HISTORY_COLLECTION,
     ADMIN_API_KEYS_COLLECTION,
   ];
 }
 
-/** The store named by a STORE_URL (see openStore), with every collection above prepared. */
+/**
+ * The store named by a STORE_URL (see openStore), with every collection above prepared. Of SQLite
+ * directories only the default one, data/ in the project, is made when missing (the first start);
+ * any other must exist.
+ */
 export function openArbiterStore(url: string): Promise<Store> {
-  return openStore(url, knownCollections());
+  return openStore(url, knownCollections(), { createDirectory: isDefaultDataDirectory(url) });
+}
+
+function isDefaultDataDirectory(url: string): boolean {
+  const location = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : null;
+  return location !== null && location !== ':memory:' && dirname(resolve(location)) === projectPath('data');
 }
 
 /** A backup file's contents in place of the SQLite store a STORE_URL names (`arbiter restore`). */

@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from './config/index.js';
+import { ConfigError, configWarnings, loadConfig } from './config/index.js';
 import { consoleToLog, createLogger } from './log/index.js';
 
 const ADMIN_KEY_MESSAGE = 'Admin API key for this run (set SERVICE_ADMIN_API_KEY to choose one)';
@@ -16,6 +16,7 @@ async function main(): Promise<void> {
   }
   const log = createLogger(config.logLevel);
   consoleToLog(log);
+  for (const warning of configWarnings(config)) log.warn(warning);
   // Loaded only after the configuration is valid, so that a bad value is reported alone.
   const { startServer } = await import('./server.js');
   const running = await startServer(config, log);
@@ -41,6 +42,7 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  console.error(`Arbiter failed to start: ${error instanceof Error ? error.message : String(error)}`);
+  // One line on stderr, whatever LOG_LEVEL says: the console may be routed into the log by now.
+  process.stderr.write(`Arbiter failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
   process.exit(1);
 });

@@ -18,6 +18,9 @@ interface OidcDoc extends StoredDoc {
   model: string;
   payload: AdapterPayload;
   grantId: string | null;
+  /** The client and the user the artefact belongs to, top-level so that revocation finds them by index. */
+  clientId: string | null;
+  accountId: string | null;
   uid: string | null;
   userCode: string | null;
   expiresAt: number | null;
@@ -26,11 +29,13 @@ interface OidcDoc extends StoredDoc {
   idDigest?: 'sha256';
   /** The payload carried `jti` (= the value), which `find` restores. */
   hadJti?: boolean;
+  /** `clientId` and `accountId` are set; absent on artefacts written before they were (upgradeLegacyArtefacts). */
+  ownersIndexed?: true;
 }
 
 export const OIDC_COLLECTION = {
   name: 'oidc',
-  indexes: ['grantId', 'uid', 'userCode'],
+  indexes: ['grantId', 'uid', 'userCode', 'clientId', 'accountId'],
 };
 
 /** Models that oidc-provider asks for which live in other collections (e.g. clients from the Admin API). */
@@ -55,7 +60,7 @@ export function artefactKey(model: string, value: string): string {
  */
 export function createOidcAdapter(store: Store, tenant: string, overrides: Record<string, ModelOverride> = {}) {
   const artefacts: TenantCollection<OidcDoc> = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
-  const migrated = () => hashLegacyArtefacts(store, tenant, artefacts);
+  const migrated = () => upgradeLegacyArtefacts(store, tenant, artefacts);
 
   return class StoreAdapter implements Adapter {
     constructor(private readonly model: string) {
@@ -157,12 +162,15 @@ function storedDoc(
     model,
     payload: kept,
     grantId: kept.grantId ?? null,
+    clientId: typeof kept.clientId === 'string' ? kept.clientId : null,
+    accountId: typeof kept.accountId === 'string' ? kept.accountId : null,
     uid: kept.uid ?? null,
     userCode: kept.userCode ?? null,
     expiresAt,
     ...(consumedAt !== undefined && { consumedAt }),
     idDigest: 'sha256',
     hadJti: jti !== undefined,
+    ownersIndexed: true,
   };
 }
 
@@ -170,31 +178,42 @@ function restoredPayload(doc: OidcDoc, value: string): AdapterPayload {
   return doc.hadJti ? { ...doc.payload, jti: value } : doc.payload;
 }
 
-const LEGACY_BATCH = 200;
-const legacyHashed = new WeakMap<Store, Map<string, Promise<void>>>();
+/** Whose artefacts to revoke: a client's (every user's), or a user's (at every client). */
+export type ArtefactOwner = { clientId: string } | { accountId: string };
 
 /**
- * Artefacts stored before values were hashed are keyed `<model>:<value>` and carry `jti`:
- * the first use of a tenant's adapter in this process rewrites them under their digest, so
- * live sessions and tokens keep working across the upgrade and no value stays readable.
- * A failed attempt is forgotten, so the next use tries again.
+ * Deletes every artefact of a client or of a user in one tenant: grants, authorization codes,
+ * access, refresh and client-credentials tokens, pushed requests, and (of a user) sessions. The
+ * store is shared by every node and each of them reads these artefacts from it on every use, so
+ * they stop working everywhere as soon as this resolves. Returns how many were deleted.
  */
-function hashLegacyArtefacts(store: Store, tenant: string, artefacts: TenantCollection<OidcDoc>): Promise<void> {
-  let perTenant = legacyHashed.get(store);
-  if (!perTenant) legacyHashed.set(store, (perTenant = new Map()));
+export async function revokeArtefacts(store: Store, tenant: string, owner: ArtefactOwner): Promise<number> {
+  const artefacts = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
+  await upgradeLegacyArtefacts(store, tenant, artefacts);
+  return artefacts.deleteMany('clientId' in owner ? { clientId: owner.clientId } : { accountId: owner.accountId });
+}
+
+const LEGACY_BATCH = 200;
+const upgraded = new WeakMap<Store, Map<string, Promise<void>>>();
+
+/**
+ * Artefacts written by earlier versions are brought up to date by the first use of a tenant's
+ * artefacts in this process: those stored before values were hashed (keyed `<model>:<value>`,
+ * carrying `jti`) are rewritten under their digest, so live sessions and tokens keep working
+ * and no value stays readable; those stored before their client and user were kept top-level
+ * get them, so that revoking a client's or a user's artefacts finds them too. A failed attempt
+ * is forgotten, so the next use tries again.
+ */
+function upgradeLegacyArtefacts(store: Store, tenant: string, artefacts: TenantCollection<OidcDoc>): Promise<void> {
+  let perTenant = upgraded.get(store);
+  if (!perTenant) upgraded.set(store, (perTenant = new Map()));
   const known = perTenant.get(tenant);
   if (known) return known;
   const attempt = (async () => {
     for (;;) {
-      const legacy = await artefacts.find({ idDigest: null }, { limit: LEGACY_BATCH });
+      const legacy = await artefacts.find({ ownersIndexed: null }, { limit: LEGACY_BATCH });
       if (legacy.length === 0) return;
-      for (const doc of legacy) {
-        const value = doc.id.slice(doc.model.length + 1);
-        await artefacts.upsert(
-          storedDoc(doc.model, artefactKey(doc.model, value), doc.payload, doc.expiresAt, doc.consumedAt),
-        );
-        await artefacts.delete(doc.id);
-      }
+      for (const doc of legacy) await upgradeArtefact(artefacts, doc);
     }
   })();
   perTenant.set(tenant, attempt);
@@ -202,4 +221,17 @@ function hashLegacyArtefacts(store: Store, tenant: string, artefacts: TenantColl
     if (perTenant.get(tenant) === attempt) perTenant.delete(tenant);
   });
   return attempt;
+}
+
+async function upgradeArtefact(artefacts: TenantCollection<OidcDoc>, doc: OidcDoc): Promise<void> {
+  if (doc.idDigest) {
+    const { clientId, accountId } = storedDoc(doc.model, doc.id, doc.payload, doc.expiresAt);
+    await artefacts.update(doc.id, { clientId, accountId, ownersIndexed: true });
+    return;
+  }
+  const value = doc.id.slice(doc.model.length + 1);
+  await artefacts.upsert(
+    storedDoc(doc.model, artefactKey(doc.model, value), doc.payload, doc.expiresAt, doc.consumedAt),
+  );
+  await artefacts.delete(doc.id);
 }

@@ -92,9 +92,14 @@ export class SqliteStore implements Store {
     });
   }
 
-  static async open(location: string): Promise<SqliteStore> {
+  /**
+   * Opens (or creates) the database file at `location`. Its directory must exist unless
+   * `createDirectory` says to make it: a mistyped or unmounted directory must stop the start, not
+   * silently begin a fresh, empty database beside the real one.
+   */
+  static async open(location: string, { createDirectory = false } = {}): Promise<SqliteStore> {
     const file = location === ':memory:' || location === '' ? ':memory:' : location;
-    if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
+    if (file !== ':memory:') openDirectory(dirname(resolve(file)), createDirectory);
     const db = new Database(file);
     try {
       db.pragma('journal_mode = WAL');
@@ -557,4 +562,23 @@ function jsonPath(field: string): string {
 
 function jsonField(field: string): string {
   return `json_extract(doc, '${jsonPath(field)}')`;
+}
+
+/** The directory of the database file: made when allowed, else it must exist (an Error naming it otherwise). */
+function openDirectory(directory: string, create: boolean): void {
+  if (create) {
+    mkdirSync(directory, { recursive: true });
+    return;
+  }
+  let isDirectory = false;
+  try {
+    isDirectory = statSync(directory).isDirectory();
+  } catch {
+    // Missing: said below.
+  }
+  if (!isDirectory)
+    throw new Error(
+      `STORE_URL names a SQLite file in ${directory}, which is not an existing directory: create it (or correct STORE_URL); ` +
+        'Arbiter makes no directory but its default data/, so that a mistyped path never starts an empty store',
+    );
 }

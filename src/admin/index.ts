@@ -4,3 +4,4 @@ export { adminGate } from './gate.js';
 export { isAdminPath, ADMIN_PREFIX } from '../http/admin-path.js';
 export { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
 export { AdminApiKeys } from './api-keys.js';
+export { POLICY_HISTORY_COLLECTION } from './history.js';

@@ -7,6 +7,7 @@ import { MAX_PAGE_SIZE } from './audit-routes.js';
 import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
 import { PLAYGROUND_BODY } from './decisions.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
+import { HISTORY_COLLECTIONS } from './history.js';
 import { API_KEY_INPUT_SCHEMA, BOOTSTRAP_KEY_NAME } from './api-keys.js';
 import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionFor } from './roles.js';
 
@@ -88,15 +89,14 @@ const EXAMPLES: Record<string, Record<string, unknown>> = {
   clients: {
     clientId: 'documents-app',
     clientType: 'confidential',
-    // The BCrypt hash of "example-secret": the Admin API stores hashes it is given, it never hashes.
-    clientSecret: '$2b$10$nDjQK53e.LgbjSR29kN9Qu91dzj6g1I/adM/0HDnBVAMq2BVqyYI2',
+    // In clear: the Admin API stores only its BCrypt hash (a hash made elsewhere is taken as it is).
+    clientSecret: 'example-secret',
     redirectUris: ['https://app.example.com/callback'],
     scopes: ['read'],
   },
   'initial-access-tokens': { name: 'partner onboarding', uses: 5 },
   subjects: { subjectId: 'alice', identityProviderId: 1, name: 'Alice', email: 'alice@example.com' },
   'policy-rules': {
-    version: null,
     kind: 'rego',
     path: 'arbiter/example.rego',
     content: 'package arbiter.example\n\nimport rego.v1\n\ndecision := {"allow": true}\n',
@@ -322,6 +322,16 @@ const OPERATIONS: AdminOperation[] = [
     },
     errors: ['BadRequest'],
   },
+  revokeTokensOperation('clients', 'clientId', {
+    operationId: 'revokeClientTokens',
+    summary:
+      'Revoke every grant, authorization code and token of the client, whoever the user (the client stays as it is); disabling or deleting a client does the same',
+  }),
+  revokeTokensOperation('subjects', 'id', {
+    operationId: 'revokeSubjectTokens',
+    summary:
+      'Revoke every grant, authorization code, token and session of the subject, at every client (the subject stays as it is); deleting the subject, or its identity provider, does the same',
+  }),
   {
     method: 'get',
     path: '/openapi.json',
@@ -336,6 +346,37 @@ const OPERATIONS: AdminOperation[] = [
     },
   },
 ];
+
+/** POST /{clients|subjects}/{key}/revoke-tokens (src/admin/token-revocation.ts). */
+function revokeTokensOperation(
+  tag: 'clients' | 'subjects',
+  key: 'clientId' | 'id',
+  text: Pick<AdminOperation, 'operationId' | 'summary'>,
+): AdminOperation {
+  return {
+    method: 'post',
+    path: `/${tag}/{${key}}/revoke-tokens`,
+    tag,
+    ...text,
+    parameters: [
+      {
+        name: key,
+        in: 'path',
+        required: true,
+        description: `the record's ${key}`,
+        schema: key === 'id' ? { type: 'integer', minimum: 1 } : { type: 'string', minLength: 1 },
+      },
+      ...TENANT_PARAMETERS,
+    ],
+    success: {
+      200: {
+        description: 'revoked: introspection answers active false, refresh invalid_grant, UserInfo 401, on every node',
+        schema: schemaRef('Revoked'),
+      },
+    },
+    errors: ['BadRequest', 'NotFound'],
+  };
+}
 
 /** A koa handler that answers with the document, built once. */
 export function openApiRoute(options: OpenApiOptions): Middleware {
@@ -403,6 +444,9 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         AuditEntry: AUDIT_ENTRY_SCHEMA,
         AuditPage: AUDIT_PAGE_SCHEMA,
         Valid: VALID_SCHEMA,
+        Revoked: REVOKED_SCHEMA,
+        Version: VERSION_SCHEMA,
+        VersionDiff: VERSION_DIFF_SCHEMA,
         ...DECISION_SCHEMAS,
         ...API_KEY_SCHEMAS,
       },
@@ -517,6 +561,81 @@ function collectionOperations(
       },
     ),
     ...(upsert ? [upsertOperation(definition, upsert, body.example)] : []),
+    ...(HISTORY_COLLECTIONS.includes(path) ? historyOperations(definition, keyed) : []),
+  ];
+}
+
+/** GET …/{id}/history, GET …/{id}/history/{number}, its diff, and POST its rollback (src/admin/history-routes.ts). */
+function historyOperations(definition: CollectionDefinition, keyed: object[]): AdminOperation[] {
+  const { path } = definition;
+  const name = schemaName(definition);
+  const noun = nounOf(definition);
+  const history = `/${path}/{${definition.pathKey}}/history`;
+  const numbered = [
+    ...keyed,
+    {
+      name: 'number',
+      in: 'path',
+      required: true,
+      description: 'the version number (1 is the oldest kept)',
+      schema: { type: 'integer', minimum: 1 },
+      example: 1,
+    },
+  ];
+  const common = { tag: path, errors: ['BadRequest', 'NotFound'] as ErrorName[] };
+  return [
+    {
+      ...common,
+      method: 'get',
+      path: history,
+      operationId: `list${name}Versions`,
+      summary: `The versions of a ${noun} record, newest first (without their text)`,
+      parameters: keyed,
+      success: { 200: { description: 'the versions', schema: { type: 'array', items: schemaRef('Version') } } },
+    },
+    {
+      ...common,
+      method: 'get',
+      path: `${history}/{number}`,
+      operationId: `get${name}Version`,
+      summary: `One version of a ${noun} record, whole`,
+      parameters: numbered,
+      success: {
+        200: {
+          description: 'the version; `record` is null for a deletion',
+          schema: {
+            allOf: [schemaRef('Version'), object({ record: { oneOf: [schemaRef(name), { type: 'null' }] } })],
+          },
+        },
+      },
+    },
+    {
+      ...common,
+      method: 'get',
+      path: `${history}/{number}/diff`,
+      operationId: `diff${name}Version`,
+      summary: `What differs between a version of a ${noun} record and another version (\`to\`) or the record as it is now`,
+      parameters: [
+        ...numbered,
+        {
+          name: 'to',
+          in: 'query',
+          description: 'the version to compare with; the record as it is now when absent',
+          schema: { type: 'integer', minimum: 1 },
+        },
+      ],
+      success: { 200: { description: 'the differences', schema: schemaRef('VersionDiff') } },
+    },
+    {
+      ...common,
+      method: 'post',
+      path: `${history}/{number}/rollback`,
+      operationId: `rollback${name}`,
+      summary: `Make a ${noun} record that version again (checked as a replace; a deleted record comes back under its id)`,
+      parameters: numbered,
+      success: { 200: { description: 'the record as stored, a new version of it', schema: schemaRef(name) } },
+      errors: ['BadRequest', 'NotFound', 'Conflict'],
+    },
   ];
 }
 
@@ -593,7 +712,18 @@ function collectionSchemas(upserts: OpenApiOptions['upserts']): Record<string, S
  */
 function recordSchema(definition: CollectionDefinition): Schema {
   const secrets = definition.secretFields ?? [];
-  const given = Object.entries(propertiesOf(definition)).filter(([field]) => !secrets.includes(field));
+  const hashed = definition.hashedSecret;
+  const given = Object.entries(propertiesOf(definition)).filter(
+    ([field]) => !secrets.includes(field) && field !== hashed?.generate,
+  );
+  const shownOnce: Record<string, Schema> = hashed
+    ? {
+        [hashed.shownAs]: {
+          type: 'string',
+          description: `only in the answer of a create or replace with ${hashed.generate}: the generated secret, shown this once (only its hash is stored)`,
+        },
+      }
+    : {};
   const filled = Object.entries(definition.defaults ?? {}).filter(([field]) => !(field in propertiesOf(definition)));
   const decorations = DECORATIONS[definition.path] ?? {};
   const properties = {
@@ -601,6 +731,7 @@ function recordSchema(definition: CollectionDefinition): Schema {
     ...Object.fromEntries(given),
     ...Object.fromEntries(filled.map(([field, value]) => [field, schemaOfValue(value)])),
     ...decorations,
+    ...shownOnce,
     createdAt: dateTime,
     updatedAt: dateTime,
     ...Object.fromEntries(secrets.map((field) => [field, false])),
@@ -679,8 +810,49 @@ function errorResponse(description: string, code: string): Record<string, unknow
   };
 }
 
+/** One version of a policy rule or data entry, as a history list shows it (src/admin/history-routes.ts). */
+const VERSION_SCHEMA = object(
+  {
+    number: { type: 'integer', minimum: 1 },
+    action: {
+      enum: ['baseline', 'create', 'replace', 'delete', 'rollback'],
+      description: 'what made this version; baseline: the record as it was before its first change was recorded',
+    },
+    at: dateTime,
+    deleted: { type: 'boolean' },
+  },
+  {
+    rolledBackTo: { type: 'integer', minimum: 1, description: 'the version a rollback restored' },
+    fields: { type: 'object', description: 'the record as this version has it, without its content or payload' },
+  },
+);
+
+/** What differs between two versions, or a version and the record now. */
+const VERSION_DIFF_SCHEMA = object({
+  from: { type: 'integer', minimum: 1 },
+  to: { oneOf: [{ type: 'integer', minimum: 1 }, { const: 'current' }] },
+  changes: {
+    type: 'array',
+    items: object({ field: string, from: {}, to: {} }),
+    description: 'the fields that differ, but the content or payload',
+  },
+  diff: {
+    type: 'string',
+    description: 'a unified diff (diff -u) of the content, or of the payload pretty-printed; empty when they are equal',
+  },
+});
+
 /** The answer of a `/validate` that finds nothing wrong. */
 const VALID_SCHEMA = object({ valid: { const: true } });
+
+/** The answer of a revoke-tokens operation. */
+const REVOKED_SCHEMA = object({
+  revoked: {
+    type: 'integer',
+    minimum: 0,
+    description: 'how many grants, codes, tokens and sessions were deleted from the store',
+  },
+});
 
 /** The body of every error answer (src/http/errors.ts). */
 const ERROR_SCHEMA = {

@@ -1,18 +1,14 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import {
-  ConflictError,
-  storageDigest,
-  type Sealer,
-  type Store,
-  type StoredDoc,
-  type TenantCollection,
-} from '../store/index.js';
+import { ConflictError, storageDigest, type Sealer, type Store, type TenantCollection } from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
-import { assertValid } from '../http/validation.js';
+import { assertValid, isBcryptHash } from '../http/validation.js';
+import { generateClientSecret, hashClientSecret } from '../oauth/index.js';
 import { registerTenant, storeTenant } from '../tenancy/index.js';
 import { definitionOfStore, storeSpecOf, type CollectionDefinition } from '../catalog/index.js';
+import type { RecordHistory } from './history.js';
+import type { AdminRecord } from './admin-record.js';
 
-export type AdminRecord = StoredDoc & { id: number; tenantId: string | null; createdAt: string; updatedAt: string };
+export type { AdminRecord };
 
 /**
  * Checks a record beyond its schema (rule syntax, payload JSON); returns an error message or null.
@@ -23,6 +19,15 @@ export type RecordCheck = (
   record: Record<string, unknown>,
   context: { tenantId: string | null; existing?: AdminRecord },
 ) => Promise<string | null>;
+
+/** Checks that a record may be deleted (a policy rule the bundle cannot do without); returns an error message or null. */
+export type RemovalCheck = (existing: AdminRecord, context: { tenantId: string | null }) => Promise<string | null>;
+
+/** What a collection does beyond the generic rules: its delete check, the history it keeps. */
+export interface RecordExtras {
+  checkRemoval?: RemovalCheck;
+  history?: RecordHistory;
+}
 
 /** The field whose value a collection's check judges: a rule's source, a data entry's JSON. */
 const CHECKED_FIELD: Record<string, string> = { 'policy-rules': 'content', 'policy-data': 'payload' };
@@ -37,7 +42,13 @@ export class AdminRecords {
     readonly definition: CollectionDefinition,
     private readonly sealer: Sealer,
     private readonly check: RecordCheck = async () => null,
+    private readonly extras: RecordExtras = {},
   ) {}
+
+  /** The versions this collection keeps of its records (policy rules and data), if it keeps any. */
+  get history(): RecordHistory | undefined {
+    return this.extras.history;
+  }
 
   collection(tenantId: string | null): TenantCollection<AdminRecord> {
     return this.store.collection<AdminRecord>(storeSpecOf(this.definition), storeTenant(tenantId));
@@ -68,6 +79,7 @@ export class AdminRecords {
 
   async create(tenantId: string | null, body: unknown): Promise<AdminRecord> {
     const fields = await this.validate(tenantId, body);
+    const generated = await this.hashSecret(fields);
     const now = new Date().toISOString();
     const id = await this.store.nextSequence(this.definition.store);
     await registerTenant(this.store, tenantId);
@@ -75,7 +87,49 @@ export class AdminRecords {
     const created = await this.write(() =>
       this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }),
     );
-    return issued ? { ...created, ...issued } : created;
+    await this.extras.history?.recorded(tenantId, 'create', null, created);
+    return { ...created, ...issued, ...generated };
+  }
+
+  /**
+   * The collection's hashed secret (a client's): a clear one replaced by its BCrypt hash, a hash
+   * kept as given, or one generated when the body asks, which is returned to be shown this once.
+   */
+  private async hashSecret(fields: Record<string, unknown>): Promise<Record<string, string> | null> {
+    const secret = this.definition.hashedSecret;
+    if (!secret) return null;
+    const generate = fields[secret.generate] === true;
+    delete fields[secret.generate];
+    const value = generate ? generateClientSecret() : fields[secret.field];
+    if (typeof value !== 'string' || (!generate && isBcryptHash(value))) return null;
+    fields[secret.field] = await hashClientSecret(value);
+    return generate ? { [secret.shownAs]: value } : null;
+  }
+
+  /** A secret given and asked to be generated at once, or generated for a record that cannot have one: 400. */
+  private assertSecretRequest(fields: Record<string, unknown>): void {
+    const secret = this.definition.hashedSecret;
+    if (!secret || fields[secret.generate] !== true) return;
+    if (fields[secret.field] !== undefined)
+      throw badRequest(`give ${secret.field} or ${secret.generate}, not both`, { field: secret.generate });
+    for (const [field, value] of Object.entries(secret.generatedOnlyWith)) {
+      if (fields[field] !== value)
+        throw badRequest(`${secret.generate} needs ${field} ${JSON.stringify(value)}`, { field: secret.generate });
+    }
+  }
+
+  /**
+   * Brings a deleted record back under its own id, as `body` (a version of its history) has it,
+   * with every check of a create; `rolledBackTo` is the version's number.
+   */
+  async restore(tenantId: string | null, id: number, body: unknown, rolledBackTo: number): Promise<AdminRecord> {
+    const fields = await this.validate(tenantId, body);
+    const now = new Date().toISOString();
+    const restored = await this.write(() =>
+      this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }),
+    );
+    await this.extras.history?.recorded(tenantId, 'rollback', null, restored, rolledBackTo);
+    return restored;
   }
 
   /**
@@ -108,8 +162,15 @@ export class AdminRecords {
     return { [issued.shownAs]: value };
   }
 
-  async replace(tenantId: string | null, existing: AdminRecord, body: unknown): Promise<AdminRecord> {
+  /** Replaces the record; `rolledBackTo` says that `body` is that version of its history (a rollback). */
+  async replace(
+    tenantId: string | null,
+    existing: AdminRecord,
+    body: unknown,
+    rolledBackTo?: number,
+  ): Promise<AdminRecord> {
     const fields = await this.validate(tenantId, body, existing);
+    const generated = await this.hashSecret(fields);
     // An issued token and its use count survive a replace: only an operator's fields change.
     const kept = this.definition.issuedToken
       ? {
@@ -126,7 +187,15 @@ export class AdminRecords {
       createdAt: existing.createdAt,
       updatedAt: new Date().toISOString(),
     };
-    return this.write(() => this.collection(tenantId).upsert(next));
+    const replaced = await this.write(() => this.collection(tenantId).upsert(next));
+    await this.extras.history?.recorded(
+      tenantId,
+      rolledBackTo === undefined ? 'replace' : 'rollback',
+      existing,
+      replaced,
+      rolledBackTo,
+    );
+    return { ...replaced, ...generated };
   }
 
   /**
@@ -141,7 +210,10 @@ export class AdminRecords {
   }
 
   async remove(tenantId: string | null, existing: AdminRecord): Promise<void> {
+    const problem = await this.extras.checkRemoval?.(existing, { tenantId });
+    if (problem) throw badRequest(problem);
     await this.collection(tenantId).delete(existing.id);
+    await this.extras.history?.recorded(tenantId, 'delete', existing, null);
   }
 
   /** The record as the API shows it: secrets removed, and the store's own expiry (a CIMD client's) too. */
@@ -161,6 +233,7 @@ export class AdminRecords {
     if (bodyTenant !== undefined && (bodyTenant ?? null) !== tenantId)
       throw badRequest('tenantId does not match the tenant of the request', { field: 'tenantId' });
     const withDefaults: Record<string, unknown> = { ...this.definition.defaults, ...fields };
+    this.assertSecretRequest(withDefaults);
     this.fillGeneratedKey(withDefaults, existing);
     await this.assertReferences(tenantId, withDefaults);
     const problem = await this.check(withDefaults, { tenantId, existing });

@@ -9,9 +9,13 @@ import { decisionRoutes, type DecisionRouteOptions } from './decisions.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
 import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
 import { openApiRoute } from './openapi.js';
-import { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
+import { AdminRecords, type AdminRecord, type RecordCheck, type RemovalCheck } from './records.js';
+import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
+import { historyRoutes } from './history-routes.js';
 import { listPage, nextPageQuery } from './paging.js';
 import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
+import { revokeAfterChange, tokenRevocationRoutes } from './token-revocation.js';
+import type { Store } from '../store/index.js';
 
 export interface AdminOptions {
   /** The bootstrap key and the named keys (GET/POST /api-keys…). */
@@ -26,6 +30,10 @@ export interface AdminOptions {
   issuer: string;
   /** Extra checks per collection path (e.g. policy-rules → the engine's parse check). */
   checks?: Record<string, RecordCheck>;
+  /** Checks of a delete per collection path (e.g. policy-rules → the bundle without the rule). */
+  removalChecks?: Record<string, RemovalCheck>;
+  /** Versions kept per record of the collections with a history (POLICY_HISTORY_VERSIONS; default 50). */
+  historyVersions?: number;
   /** Extra response fields per collection path (e.g. policy-data → inBundle). */
   decorate?: Record<string, (record: AdminRecord) => Record<string, unknown>>;
 }
@@ -49,13 +57,25 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
     tenantOf,
   });
   for (const definition of COLLECTIONS) {
-    const records = new AdminRecords(store, definition, options.sealer, options.checks?.[definition.path]);
-    collectionRoutes(router, records, options);
+    const history = HISTORY_COLLECTIONS.includes(definition.path)
+      ? new RecordHistory(store, definition.path, options.historyVersions ?? 50)
+      : undefined;
+    const records = new AdminRecords(store, definition, options.sealer, options.checks?.[definition.path], {
+      checkRemoval: options.removalChecks?.[definition.path],
+      history,
+    });
+    collectionRoutes(router, records, options, store);
   }
+  tokenRevocationRoutes(router, store, (ctx) => tenantOf(ctx));
   return router;
 }
 
-function collectionRoutes(router: Router, records: AdminRecords, options: AdminOptions): void {
+function collectionRoutes(
+  router: Router,
+  records: AdminRecords,
+  options: AdminOptions,
+  store: Store,
+): void {
   const { path } = records.definition;
   const show = (record: AdminRecord) => ({ ...records.present(record), ...options.decorate?.[path]?.(record) });
   const body = (ctx: Context) => readJsonBody(ctx, options.maxBodyBytes).then((parsed) => (ctx.state.body = parsed));
@@ -94,6 +114,8 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
     ctx.body = { valid: true };
   });
 
+  historyRoutes(router, records, (ctx) => tenantOf(ctx), show);
+
   router.get(`/${path}/:key`, async (ctx) => {
     ctx.body = show(await records.get(tenantOf(ctx), ctx.params.key));
   });
@@ -106,11 +128,16 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
     const parsed = await body(ctx);
     const tenantId = tenantOf(ctx, parsed);
     const existing = await records.get(tenantId, ctx.params.key);
-    ctx.body = show(await records.replace(tenantId, existing, parsed));
+    const replaced = await records.replace(tenantId, existing, parsed);
+    await revokeAfterChange(store, path, tenantId, existing, replaced);
+    ctx.body = show(replaced);
   });
   router.delete(`/${path}/:key`, async (ctx) => {
     const tenantId = tenantOf(ctx);
-    await records.remove(tenantId, await records.get(tenantId, ctx.params.key));
+    const existing = await records.get(tenantId, ctx.params.key);
+    await records.remove(tenantId, existing);
+    // After the record is gone, so that nothing can be issued for it once its tokens are swept.
+    await revokeAfterChange(store, path, tenantId, existing, null);
     ctx.status = 204;
   });
 }

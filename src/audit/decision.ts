@@ -1,4 +1,4 @@
-import { isSharedPart, joinShared, splitShared, type DecisionOutcome } from '../policy/index.js';
+import { splitShared, type DecisionOutcome } from '../policy/index.js';
 import type { AuditFacts } from './facts.js';
 
 /**
@@ -25,15 +25,4 @@ export function recordDecision(state: Record<string, unknown>, ...outcomes: Deci
       : 'deny';
   audit.clientId = first.input.client?.client_id ?? null;
   audit.subjectId = first.input.subject?.sub ?? null;
-}
-
-/**
- * The inputs (or decisions) an entry's policyInput (policyDecision) holds, in order: one, the
- * shared part with each one's own (several decisions), or a list (entries written before the
- * shared part was kept once). Null when it holds none.
- */
-export function eachRecorded(recorded: unknown): unknown[] | null {
-  if (recorded === null || recorded === undefined) return null;
-  if (isSharedPart(recorded)) return joinShared(recorded);
-  return Array.isArray(recorded) ? recorded : [recorded];
 }

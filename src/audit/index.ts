@@ -11,4 +11,5 @@ export {
 } from './log.js';
 export { auditTrail, isAudited } from './middleware.js';
 export { markAuthenticated, type AuditFacts } from './facts.js';
-export { recordDecision, eachRecorded } from './decision.js';
+export { recordDecision } from './decision.js';
+export { eachRecorded } from './recorded.js';

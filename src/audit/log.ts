@@ -10,6 +10,8 @@ import {
 import { BatchWriter } from '../store/batches.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
 import type { AuditFields } from './entry.js';
+import { eachRecorded } from './recorded.js';
+import type { TrialInput } from '../policy/index.js';
 
 export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] };
 
@@ -42,6 +44,10 @@ export const SORTABLE_FIELDS = [
   'clientId',
   'subjectId',
 ];
+
+/** At most this many of the newest entries are read for a sample of recorded policy inputs, this many at a time. */
+const SAMPLE_SCAN_LIMIT = 2000;
+const SAMPLE_SCAN_STEP = 250;
 
 /** How many audit ids one node reserves at a time. */
 const AUDIT_ID_BLOCK = 100;
@@ -189,6 +195,41 @@ export class AuditLog {
     return ids;
   }
 
+  /**
+   * A sample of the policy inputs recently decided: per decision point, the newest `perPoint`
+   * distinct inputs (two inputs that differ only in `time` are one) among the newest
+   * SAMPLE_SCAN_LIMIT entries of every tenant, newest first. A policy change is tried on them
+   * before it is stored (src/policy/bundle/trial.ts). Reads the index on createdAt.
+   */
+  async recentPolicyInputs(perPoint: number): Promise<TrialInput[]> {
+    if (perPoint <= 0) return [];
+    const sample: TrialInput[] = [];
+    const seen = new Set<string>();
+    const counts = new Map<string, number>();
+    for (let skip = 0; skip < SAMPLE_SCAN_LIMIT; skip += SAMPLE_SCAN_STEP) {
+      const entries = await this.entries.find(
+        {},
+        { sort: { field: 'createdAt', direction: 'desc' }, skip, limit: SAMPLE_SCAN_STEP },
+      );
+      for (const entry of entries) {
+        const inputs = eachRecorded(entry.policyInput) ?? [];
+        const decisions = eachRecorded(entry.policyDecision) ?? [];
+        inputs.forEach((input, index) => {
+          const point = (decisions[index] as { point?: unknown } | undefined)?.point;
+          if (typeof point !== 'string' || (counts.get(point) ?? 0) >= perPoint || !isObject(input)) return;
+          const { time: _time, ...timeless } = input;
+          const key = `${point} ${JSON.stringify(timeless)}`;
+          if (seen.has(key)) return;
+          seen.add(key);
+          counts.set(point, (counts.get(point) ?? 0) + 1);
+          sample.push({ point, input, source: `the input recorded in audit entry ${entry.id}` });
+        });
+      }
+      if (entries.length < SAMPLE_SCAN_STEP) break;
+    }
+    return sample;
+  }
+
   async get(id: number): Promise<AuditEntry | null> {
     return this.entries.get(id);
   }
@@ -209,4 +250,8 @@ export class AuditLog {
       size: query.size,
     };
   }
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

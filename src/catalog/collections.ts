@@ -28,6 +28,12 @@ export interface CollectionDefinition {
   issuedToken?: { digestField: string; shownAs: string };
   /** Fields filled in when absent. */
   defaults?: Record<string, unknown>;
+  /**
+   * A secret given in clear (or already as a BCrypt hash) and stored only as its BCrypt hash, in
+   * `field`; `generate` names the body flag that has the server choose one instead, answered this
+   * once as `shownAs`, and `generatedOnlyWith` the fields a record must have for that.
+   */
+  hashedSecret?: { field: string; generate: string; shownAs: string; generatedOnlyWith: Record<string, unknown> };
 }
 
 const string = { type: 'string', maxLength: 4096 };
@@ -40,8 +46,16 @@ const httpsUri = { type: 'string', format: 'uri', pattern: '^https://', maxLengt
 const internalKey = { type: 'integer', minimum: 1 };
 const tenantId = { type: ['string', 'null'], pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' };
 const enabled = { type: 'boolean' };
-/** The Admin API stores client secrets only as BCrypt hashes it is given (the `bcrypt` format: src/http/validation.ts). */
-const bcryptHash = { type: 'string', format: 'bcrypt' };
+/**
+ * A client secret in clear (1 to 72 bytes, BCrypt's limit), which the Admin API hashes, or a BCrypt
+ * hash made elsewhere (the console hashes in the browser): the `client-secret` format, src/http/validation.ts.
+ */
+const clientSecret = {
+  type: 'string',
+  format: 'client-secret',
+  description:
+    'the secret in clear (1 to 72 bytes), or its BCrypt hash ($2a$, $2b$, $2y$); only the hash is stored, and no answer shows either',
+};
 
 function object(required: string[], properties: Record<string, unknown>) {
   return { type: 'object', additionalProperties: false, required, properties: { ...properties, tenantId } };
@@ -124,11 +138,22 @@ export const COLLECTIONS: CollectionDefinition[] = [
     uniqueFields: ['clientId'],
     // The registration access token's digest is as much a credential's trace as the secret's hash.
     secretFields: ['clientSecret', 'registrationAccessTokenDigest'],
+    hashedSecret: {
+      field: 'clientSecret',
+      generate: 'generateClientSecret',
+      shownAs: 'generatedClientSecret',
+      generatedOnlyWith: { clientType: 'confidential' },
+    },
     defaults: { enabled: true },
     schema: object(['clientId', 'clientType'], {
       clientId: { type: 'string', minLength: 1, maxLength: 2048 },
       clientType: { enum: ['confidential', 'public'] },
-      clientSecret: bcryptHash,
+      clientSecret,
+      generateClientSecret: {
+        type: 'boolean',
+        description:
+          'true: the server generates a secret (32 letters and digits), stores its hash and shows it this once, as generatedClientSecret',
+      },
       enabled,
       redirectUris: { type: 'array', items: uri, maxItems: 100 },
       postLogoutRedirectUris: { type: 'array', items: uri, maxItems: 100 },
@@ -215,8 +240,9 @@ export const COLLECTIONS: CollectionDefinition[] = [
     store: 'policy_rules',
     pathKey: 'id',
     uniqueFields: ['path'],
-    defaults: { enabled: true, digest: null },
-    schema: object(['version', 'kind', 'path', 'content'], {
+    // A rule without a version is a live one (null); a versioned rule is kept out of the bundle.
+    defaults: { enabled: true, digest: null, version: null },
+    schema: object(['kind', 'path', 'content'], {
       version: { type: ['string', 'null'], maxLength: 128 },
       kind: { enum: ['rego', 'cedar'] },
       path: { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_./-]{0,255}$', not: { pattern: '(^|/)\\.\\.?(/|$)' } },

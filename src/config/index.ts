@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { Ajv } from 'ajv';
+import { Ajv, type ErrorObject } from 'ajv';
 import { projectPath } from './paths.js';
 
 export { PROJECT_ROOT, projectPath } from './paths.js';
@@ -41,6 +41,12 @@ export interface Config {
   policyRegoInProcess: boolean;
   /** /healthz is degraded once OPA has served an older revision than the store's for this long (it refused a bundle, or cannot reach it). */
   policyLagBoundSeconds: number;
+  /** /healthz is degraded while most decisions at a point failed for the policy's own error within this window. */
+  policyFaultWindowSeconds: number;
+  /** A policy change is tried on this many recent distinct recorded inputs per decision point (0: the contract's examples only). */
+  policyCheckRecordedInputs: number;
+  /** Past versions kept per policy rule and data entry (list, diff, roll back). */
+  policyHistoryVersions: number;
   adminApiKey: string;
   /** True when no admin key was configured and one was generated for this run. */
   adminApiKeyGenerated: boolean;
@@ -96,6 +102,9 @@ const ENVIRONMENT: Record<string, string> = {
   POLICY_DECISION_TIMEOUT_MS: 'policyDecisionTimeoutMs',
   POLICY_REGO_IN_PROCESS: 'policyRegoInProcess',
   POLICY_LAG_BOUND_SECONDS: 'policyLagBoundSeconds',
+  POLICY_FAULT_WINDOW_SECONDS: 'policyFaultWindowSeconds',
+  POLICY_CHECK_RECORDED_INPUTS: 'policyCheckRecordedInputs',
+  POLICY_HISTORY_VERSIONS: 'policyHistoryVersions',
   SERVICE_ADMIN_API_KEY: 'adminApiKey',
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
@@ -147,6 +156,9 @@ const SCHEMA = {
     policyDecisionTimeoutMs: positive,
     policyRegoInProcess: { type: ['boolean', 'null'] },
     policyLagBoundSeconds: positive,
+    policyFaultWindowSeconds: positive,
+    policyCheckRecordedInputs: { type: 'integer', minimum: 0, maximum: 1000 },
+    policyHistoryVersions: { type: 'integer', minimum: 1, maximum: 10000 },
     adminApiKey: { type: ['string', 'null'], minLength: 16 },
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },
@@ -211,13 +223,8 @@ export function loadConfig(
     else raw[key] = parsed;
   }
   const ajv = new Ajv({ allErrors: false });
-  if (!ajv.validate(SCHEMA, raw)) {
-    const [error] = ajv.errors ?? [];
-    const key =
-      (error?.instancePath ?? '').replace(/^\//, '').replace(/\//g, '.') ||
-      String(error?.params && 'additionalProperty' in error.params ? error.params.additionalProperty : 'config');
-    throw new ConfigError(`invalid configuration: ${variableFor(key)} ${error?.message ?? 'is invalid'}`);
-  }
+  if (!ajv.validate(SCHEMA, raw))
+    throw new ConfigError(`invalid configuration: ${configProblem(ajv.errors?.[0], raw)}`);
   const production = env.NODE_ENV === 'production';
   if ((raw.policyPollMaxSeconds as number) < (raw.policyPollMinSeconds as number)) {
     throw new ConfigError('invalid configuration: POLICY_POLL_MAX_SECONDS must be >= POLICY_POLL_MIN_SECONDS');
@@ -307,6 +314,21 @@ function checkListeners(raw: Record<string, unknown>): void {
     );
 }
 
+/**
+ * Settings that start but are unsafe where they are: each a line for the start-up log (`warn`).
+ * A production issuer on plain http sends codes, tokens and cookies in clear and breaks the
+ * issuer's https requirement (RFC 8414 §2, OAuth 2.1 §1.5).
+ */
+export function configWarnings(config: Pick<Config, 'production' | 'issuer'>): string[] {
+  const warnings: string[] = [];
+  if (config.production && config.issuer.startsWith('http://'))
+    warnings.push(
+      `ISSUER is ${config.issuer} with NODE_ENV=production: the issuer must be https:// (RFC 8414 §2), else codes, ` +
+        'tokens and cookies cross the network in clear. Serve Arbiter behind TLS and set ISSUER to its https:// URL',
+    );
+  return warnings;
+}
+
 function parseValue(variable: string, value: string, type: string | undefined): unknown {
   if (type === 'integer') {
     if (!/^-?\d+$/.test(value)) throw new ConfigError(`invalid configuration: ${variable} must be an integer`);
@@ -327,4 +349,37 @@ function parseValue(variable: string, value: string, type: string | undefined): 
 
 function variableFor(key: string): string {
   return Object.entries(ENVIRONMENT).find(([, k]) => k === key)?.[0] ?? key;
+}
+
+/** What a pattern asks for, in words, for the settings that have one. */
+const PATTERN_HINTS: Record<string, string> = {
+  issuer: 'an http:// or https:// URL without a query, a fragment or a trailing slash',
+  storeUrl: 'sqlite:<file>, sqlite::memory: or mongodb://… (mongodb+srv://…)',
+  opaUrl: 'an http:// or https:// URL',
+  trustedProxies: 'an IP address or a CIDR range (10.0.0.0/8, ::1)',
+  tenants: '1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit',
+  secretsKey: '32 random bytes in base64url (43 characters)',
+};
+
+/**
+ * One schema error as the operator set it: the environment variable's name (an item of a list
+ * by its position, `TRUSTED_PROXIES item 2`), and what is allowed (the values of a choice, what
+ * a pattern means). A list item's value is shown; no other value is, as it may be a secret.
+ */
+function configProblem(error: ErrorObject | undefined, raw: Record<string, unknown>): string {
+  if (!error) return 'the configuration is invalid';
+  const segments = error.instancePath.split('/').filter(Boolean);
+  const item = segments.length > 0 && /^\d+$/.test(segments[segments.length - 1]) ? Number(segments.pop()) : null;
+  const key =
+    segments.join('.') ||
+    String('additionalProperty' in error.params ? error.params.additionalProperty : 'the configuration');
+  const setting =
+    item === null
+      ? variableFor(key)
+      : `${variableFor(key)} item ${item + 1} (${JSON.stringify((raw[key] as unknown[] | undefined)?.[item])})`;
+  if (error.keyword === 'enum')
+    return `${setting} must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+  if (error.keyword === 'pattern' && PATTERN_HINTS[key]) return `${setting} must be ${PATTERN_HINTS[key]}`;
+  if (error.keyword === 'additionalProperties') return `${setting} is not a known setting`;
+  return `${setting} ${error.message ?? 'is invalid'}`;
 }

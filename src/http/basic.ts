@@ -27,7 +27,7 @@ function formDecoded(value: string): string | null {
 }
 
 /** Refused client credentials: 401 invalid_client with a Basic challenge (RFC 6749 §5.2). */
-export function invalidClient(ctx: Context): HttpError {
+export function invalidClient(ctx: Context, description = 'client authentication failed'): HttpError {
   ctx.set('WWW-Authenticate', 'Basic realm="arbiter", charset="UTF-8"');
-  return new HttpError(401, 'invalid_client', 'client authentication failed');
+  return new HttpError(401, 'invalid_client', description);
 }

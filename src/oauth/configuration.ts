@@ -30,10 +30,11 @@ const protocol: ConfigurationSlice = () => ({
     userinfo: { enabled: true },
     clientCredentials: { enabled: true },
     resourceIndicators: { enabled: true },
+    // OIDC Core §5.5; which claims are released is decided in authorize/claims-request.ts and grant.ts.
+    claimsParameter: { enabled: true },
   },
   discovery: {
     claim_types_supported: undefined,
-    claims_parameter_supported: undefined,
   },
 });
 

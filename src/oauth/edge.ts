@@ -16,6 +16,7 @@ import { advertisedFeatures, DISCOVERY_PATH, OAUTH_SERVER_METADATA_PATH, UMA_CON
 import { shallowJsonQuery } from './shared/form-body.js';
 import { syncAuthorizationDetailsTypes } from './shared/rar.js';
 import { noStore } from './shared/no-store.js';
+import { tenantHintOnInvalidClient } from './shared/tenant-hint.js';
 import type { ArbiterMiddleware } from './state.js';
 import { TOKEN_PATH, tokenMiddleware } from './token/index.js';
 import { USERINFO_PATH, userinfoMiddleware } from './userinfo/index.js';
@@ -113,6 +114,7 @@ function routeTable(table: EdgeRoute[], provider: ArbiterMiddleware): ArbiterMid
   const run = (route: Pick<EdgeRoute, 'uncached' | 'middleware'>) =>
     compose([
       ...(route.uncached ? [noStore] : []),
+      tenantHintOnInvalidClient,
       shallowJsonQuery,
       ...route.middleware,
       provider,

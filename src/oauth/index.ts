@@ -16,4 +16,11 @@ export {
   type TokenCallers,
 } from './shared/callers.js';
 export { inputParties } from './shared/parties.js';
+export {
+  isClientLive,
+  revokeClientArtefacts,
+  revokeIdentityProviderArtefacts,
+  revokeSubjectArtefacts,
+} from './shared/owned-artefacts.js';
 export { hashClientSecret } from './clients/secrets.js';
+export { generateClientSecret } from './register/record.js';

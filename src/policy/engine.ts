@@ -17,7 +17,10 @@ import { checkInput } from './contract/schemas.js';
 import { PolicySnapshots } from './bundle/snapshots.js';
 import { validateRule, type RuleKind } from './bundle/validate-rule.js';
 import { bundleProblemWith, type BundleChange } from './bundle/validate.js';
+import { contractExampleInputs } from './bundle/trial.js';
+import { PolicyFaults, type PolicyFault } from './faults.js';
 import { loadBundledRecords } from './records.js';
+import { withConflictingDefinitions } from './opa/conflicts.js';
 
 export interface PolicyEngine {
   /** Never throws: an engine failure is a deny with `engineError` set. */
@@ -30,7 +33,17 @@ export interface PolicyEngine {
   isReady(): Promise<boolean>;
   /** The bundle revision the store holds now, the one OPA has activated and the one compiled in process (null: none yet), for /healthz. */
   revisions(): Promise<{ store: string; opa: string | null; inProcess: string | null }>;
-  /** Null when the bundle would compile with this rule or data write (every bundled rule and data entry), else OPA's message. */
+  /**
+   * The decision points the live policy cannot decide (for /healthz): most of a point's decisions
+   * failed for the policy's own error within POLICY_FAULT_WINDOW_SECONDS, or the revision OPA
+   * serves fails on a contract example (asked of OPA once per revision). Also the points where
+   * only some decisions failed (`failing: false`).
+   */
+  policyFaults(revisions: { store: string; opa: string | null }): Promise<PolicyFault[]>;
+  /**
+   * Null when the bundle with this rule or data write (or deletion) compiles and decides every
+   * contract example and `change.recordedInputs` without an error, else OPA's (or Cedar's) message.
+   */
   bundleProblemWith(change: BundleChange): Promise<string | null>;
   /** Null when valid, else the engine's error message (for the Admin API's 400). */
   validateRule(kind: RuleKind, path: string, content: string): Promise<string | null>;
@@ -124,6 +137,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   private readonly inProcess: InProcessRego | null;
   /** Cedar, Rego in process and policyData re-read the store at most this often: a change is in force within a second, as OPA's long poll brings it to OPA. */
   private readonly snapshotMaxAgeMs: number;
+  private readonly faults: PolicyFaults;
 
   constructor(private readonly parts: EngineParts) {
     this.opa = new OpaDriver(parts.opaUrl, parts.config.policyDecisionTimeoutMs, parts.opaToken);
@@ -131,6 +145,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
       ? new InProcessRego(parts.opaBinary, (snapshot) => parts.snapshots.bundle(snapshot), parts.inProcessLog)
       : null;
     this.snapshotMaxAgeMs = Math.min(parts.config.policyPollMinSeconds, 1) * 1000;
+    this.faults = new PolicyFaults(parts.config.policyFaultWindowSeconds * 1000);
   }
 
   get opaUrl(): string {
@@ -151,6 +166,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
         this.cedarVerdict(snapshot, point, input),
       ]);
       const outcome = combine(point, input, rego, cedarVerdict);
+      this.countFault(snapshot, point, rego, cedarVerdict);
       if (outcome.engineError)
         this.parts.log.warn({ point, engineError: outcome.engineError }, 'policy decision failed closed');
       return outcome;
@@ -174,6 +190,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
         const problem = problems[index];
         if (problem) return this.failed(point, input, `invalid decision input for ${point}: ${problem}`);
         const outcome = combine(point, input, regoVerdicts[next], cedarVerdicts[next]);
+        this.countFault(snapshot, point, regoVerdicts[next], cedarVerdicts[next]);
         next += 1;
         return outcome;
       });
@@ -193,6 +210,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
       this.snapshotOrFailure().then((snapshot) => this.cedarVerdict(snapshot, point, input)),
     ]);
     const snapshot = this.parts.snapshots.lastKnown();
+    if (snapshot) rego.verdict = bothSides(snapshot, rego.verdict);
     return explanationOf(point, input, rego, cedarVerdict, (ids) =>
       snapshot ? this.cedar.policyTexts(snapshot, ids) : [],
     );
@@ -210,6 +228,57 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     // Reading the revision is also the moment to start compiling it, so that it is ready early.
     this.inProcess?.compiledFor(snapshot);
     return { store: snapshot.revision, opa, inProcess: this.inProcess?.revision ?? null };
+  }
+
+  async policyFaults(revisions: { store: string; opa: string | null }): Promise<PolicyFault[]> {
+    const probed = revisions.opa ? await this.faults.probed(revisions.opa, () => this.probe(revisions.opa!)) : [];
+    const probedPoints = new Set(probed.map((fault) => fault.point));
+    const counted = this.faults.recent([revisions.store, revisions.opa]);
+    return [...probed, ...counted.filter((fault) => !probedPoints.has(fault.point))];
+  }
+
+  /** OPA's answers to the contract examples of every point, one batch per point: the points it cannot decide. */
+  private async probe(revision: string): Promise<PolicyFault[]> {
+    const examples = contractExampleInputs();
+    const points = [...new Set(examples.map((example) => example.point as DecisionPoint))];
+    const failures = await Promise.all(
+      points.map(async (point) => {
+        const inputs = examples.filter((example) => example.point === point).map((example) => example.input);
+        const answers = await this.opa.evaluateAll(point, inputs as DecisionInput[]);
+        const failure = answers.find((answer) => answer.kind === 'failed');
+        if (failure?.kind !== 'failed') return null;
+        // OPA down or restarting says nothing about the policy: the probe is made again at the next /healthz.
+        if (!failure.policyFault) throw new Error(failure.reason);
+        return { point, reason: failure.reason };
+      }),
+    );
+    const at = new Date().toISOString();
+    const snapshot = await this.snapshotOrFailure();
+    return failures.flatMap((failure): PolicyFault[] => {
+      if (!failure) return [];
+      const reason =
+        snapshot instanceof Error ? failure.reason : withConflictingDefinitions(failure.reason, snapshot.rules);
+      const error = `${reason} (on the contract's examples)`;
+      this.parts.log.error({ point: failure.point, revision, error }, 'the policy in force cannot decide');
+      return [{ point: failure.point, error, revision, decisions: null, failed: null, at, failing: true }];
+    });
+  }
+
+  /** Counts a decision for /healthz: a fault when an engine failed for the policy's own error (not OPA or the store being down). */
+  private countFault(
+    snapshot: PolicySnapshot | Error,
+    point: DecisionPoint,
+    rego: RegoVerdict,
+    cedarVerdict: CedarVerdict,
+  ): void {
+    if (snapshot instanceof Error) return;
+    const fault =
+      rego.kind === 'failed' && rego.policyFault
+        ? rego.reason
+        : cedarVerdict.kind === 'failed'
+          ? cedarVerdict.reason
+          : null;
+    this.faults.count(point, snapshot.revision, fault);
   }
 
   async bundleProblemWith(change: BundleChange): Promise<string | null> {
@@ -249,7 +318,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     input: DecisionInput,
   ): Promise<RegoVerdict> {
     const compiled = snapshot instanceof Error ? null : this.inProcess?.compiledFor(snapshot);
-    return compiled?.evaluate(point, input) ?? this.opa.evaluate(point, input);
+    return bothSides(snapshot, compiled?.evaluate(point, input) ?? (await this.opa.evaluate(point, input)));
   }
 
   /** A batch: what the compiled module decides, and the rest in one OPA query. */
@@ -262,13 +331,13 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     const compiled = snapshot instanceof Error ? null : this.inProcess?.compiledFor(snapshot);
     const verdicts = inputs.map((input) => compiled?.evaluate(point, input) ?? null);
     const leftIndexes = verdicts.flatMap((verdict, index) => (verdict ? [] : [index]));
-    if (!leftIndexes.length) return verdicts as RegoVerdict[];
+    if (!leftIndexes.length) return (verdicts as RegoVerdict[]).map((verdict) => bothSides(snapshot, verdict));
     const fromOpa = await this.opa.evaluateAll(
       point,
       leftIndexes.map((index) => inputs[index]),
     );
     leftIndexes.forEach((index, position) => (verdicts[index] = fromOpa[position]));
-    return verdicts as RegoVerdict[];
+    return (verdicts as RegoVerdict[]).map((verdict) => bothSides(snapshot, verdict));
   }
 
   private cedarVerdict(snapshot: PolicySnapshot | Error, point: DecisionPoint, input: DecisionInput): CedarVerdict {
@@ -301,4 +370,10 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     this.parts.log.error({ point, engineError: reason }, 'policy decision failed closed');
     return failClosed(point, input, reason);
   }
+}
+
+/** A failed Rego verdict whose reason is OPA's conflict error names every side of the conflict (opa/conflicts.ts). */
+function bothSides(snapshot: PolicySnapshot | Error, verdict: RegoVerdict): RegoVerdict {
+  if (verdict.kind !== 'failed' || !verdict.policyFault || snapshot instanceof Error) return verdict;
+  return { ...verdict, reason: withConflictingDefinitions(verdict.reason, snapshot.rules) };
 }

@@ -19,5 +19,7 @@ export { isBundled, POLICY_DATA, POLICY_RULES, type PolicyDataDoc, type PolicyRu
 export { CEDAR_ENTITIES_DATA_KEY } from './cedar/driver.js';
 export type { RuleKind } from './bundle/validate-rule.js';
 export type { BundleChange } from './bundle/validate.js';
+export type { TrialInput } from './bundle/trial.js';
+export type { PolicyFault } from './faults.js';
 export type { DecisionExplanation, RuleHit } from './explain.js';
 export { splitShared, joinShared, isSharedPart, type SharedPart } from './contract/shared-part.js';

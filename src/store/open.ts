@@ -11,10 +11,15 @@ import type { CollectionSpec, Store } from './types.js';
 /**
  * Opens the store named by a STORE_URL: `sqlite:<file>`, `sqlite::memory:` or `mongodb://…`.
  * `collections` are prepared at once where the store can (MongoDB creates their indexes); any
- * other collection, and every one on SQLite, is prepared on first use.
+ * other collection, and every one on SQLite, is prepared on first use. A SQLite file's directory
+ * must exist unless `createDirectory`.
  */
-export async function openStore(url: string, collections: readonly CollectionSpec[] = []): Promise<Store> {
-  if (url.startsWith('sqlite:')) return SqliteStore.open(url.slice('sqlite:'.length));
+export async function openStore(
+  url: string,
+  collections: readonly CollectionSpec[] = [],
+  options: { createDirectory?: boolean } = {},
+): Promise<Store> {
+  if (url.startsWith('sqlite:')) return SqliteStore.open(url.slice('sqlite:'.length), options);
   if (url.startsWith('mongodb://') || url.startsWith('mongodb+srv://')) return MongoStore.open(url, collections);
   throw new Error(`STORE_URL must start with sqlite: or mongodb://, got ${JSON.stringify(url.split(':')[0])}`);
 }

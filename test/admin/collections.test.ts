@@ -1,5 +1,7 @@
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
+import { clientRecords } from '../../src/catalog/index.js';
+import { DEFAULT_TENANT } from '../../src/store/index.js';
 import { clientCredentials } from '../support/oauth.js';
 import { withServer, type TestServer } from '../support/server.js';
 
@@ -124,6 +126,7 @@ describe('Admin API collections', function () {
   let refs: Refs;
   let counter = 0;
   const next = () => ++counter;
+  const clients = () => clientRecords(server.store, DEFAULT_TENANT);
 
   before(async function () {
     server = await withServer();
@@ -249,16 +252,87 @@ describe('Admin API collections', function () {
   });
 
   describe('clients and secrets', function () {
-    it('refuses a client secret that is not a BCrypt hash', async function () {
-      const response = await server.admin('POST', '/clients', {
+    it('takes a secret in clear and stores only its BCrypt hash, which then authenticates the client', async function () {
+      const created = await server.admin('POST', '/clients', {
         clientId: 'plain-secret',
         clientType: 'confidential',
-        clientSecret: 'hunter2',
+        clientSecret: 'hunter2-in-clear',
+        scopes: ['read'],
       });
-      expect(response.status).to.equal(400);
-      expect(response.body.field).to.equal('clientSecret');
-      expect(response.body.error_description).to.contain('BCrypt');
-      expect(JSON.stringify(response.body)).not.to.contain('hunter2');
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      expect(JSON.stringify(created.body)).not.to.contain('hunter2');
+      const stored = (await clients().findOne({ clientId: 'plain-secret' }))!;
+      expect(bcrypt.compareSync('hunter2-in-clear', stored.clientSecret as string)).to.equal(true);
+      expect(JSON.stringify(stored)).not.to.contain('hunter2');
+      expect((await clientCredentials(server, 'plain-secret', 'hunter2-in-clear', { scope: 'read' })).status).to.equal(
+        200,
+      );
+      // A secret BCrypt would cut short (over 72 bytes) is refused, without echoing it.
+      const long = await server.admin('POST', '/clients', {
+        clientId: 'long-secret',
+        clientType: 'confidential',
+        clientSecret: `${'é'.repeat(36)}x`,
+      });
+      expect(long.status).to.equal(400);
+      expect(long.body.field).to.equal('clientSecret');
+      expect(long.body.error_description).to.match(/72 bytes/);
+      expect(JSON.stringify(long.body)).not.to.contain('é');
+      expect(
+        (
+          await server.admin('POST', '/clients', {
+            clientId: 'empty-secret',
+            clientType: 'confidential',
+            clientSecret: '',
+          })
+        ).status,
+      ).to.equal(400);
+    });
+
+    it('generates a secret when asked, shows it once, and a replace that asks again rotates it', async function () {
+      const created = await server.admin('POST', '/clients', {
+        clientId: 'generated-secret',
+        clientType: 'confidential',
+        generateClientSecret: true,
+        scopes: ['read'],
+      });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      const first = created.body.generatedClientSecret as string;
+      expect(first).to.match(/^[A-Za-z0-9]{32}$/);
+      expect(created.body).not.to.have.property('generateClientSecret');
+      expect(created.body).not.to.have.property('clientSecret');
+      const stored = (await clients().findOne({ clientId: 'generated-secret' }))!;
+      expect(stored).not.to.have.property('generateClientSecret');
+      expect(JSON.stringify(stored)).not.to.contain(first);
+      const fetched = await server.admin('GET', '/clients/generated-secret');
+      expect(JSON.stringify(fetched.body)).not.to.contain(first);
+      expect(fetched.body).not.to.have.property('generatedClientSecret');
+      expect((await clientCredentials(server, 'generated-secret', first, { scope: 'read' })).status).to.equal(200);
+
+      const rotated = await server.admin('PUT', '/clients/generated-secret', {
+        clientId: 'generated-secret',
+        clientType: 'confidential',
+        generateClientSecret: true,
+        scopes: ['read'],
+      });
+      expect(rotated.status, JSON.stringify(rotated.body)).to.equal(200);
+      const second = rotated.body.generatedClientSecret as string;
+      expect(second)
+        .to.match(/^[A-Za-z0-9]{32}$/)
+        .and.not.equal(first);
+      expect((await clientCredentials(server, 'generated-secret', first, { scope: 'read' })).status).to.equal(401);
+      expect((await clientCredentials(server, 'generated-secret', second, { scope: 'read' })).status).to.equal(200);
+    });
+
+    it('refuses a secret both given and to be generated, and one generated for a public client', async function () {
+      for (const body of [
+        { clientId: 'both-secrets', clientType: 'confidential', clientSecret: 'given', generateClientSecret: true },
+        { clientId: 'public-secret', clientType: 'public', generateClientSecret: true },
+      ]) {
+        const refused = await server.admin('POST', '/clients', body);
+        expect(refused.status, JSON.stringify(refused.body)).to.equal(400);
+        expect(refused.body.field).to.equal('generateClientSecret');
+        expect((await server.admin('POST', '/clients/validate', body)).status).to.equal(400);
+      }
     });
 
     it('never returns a client secret or its hash', async function () {

@@ -245,15 +245,17 @@ describe('Admin API OpenAPI document', function () {
       return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
     }
 
-    /** A path parameter: the field of that name of the record the test made (or saw) for the path's first segment. */
+    /**
+     * A path parameter: the field of that name of the record the test made (or saw) for the path's
+     * first segment, else the parameter's documented example (a version number of the record).
+     */
     function pathValue(path: string, name: string, operation: Json, unknown = false): string {
-      if (unknown)
-        return operation.parameters.find((parameter: Json) => parameter.name === name).schema.type === 'integer'
-          ? '999999999'
-          : 'no-such-record';
+      const parameter = operation.parameters.find((each: Json) => each.name === name);
+      if (unknown) return parameter.schema.type === 'integer' ? '999999999' : 'no-such-record';
       const record = records[path.split('/')[1]];
-      if (record?.[name] === undefined) throw new Error(`no record for the {${name}} of ${path}`);
-      return String(record[name]);
+      if (record?.[name] !== undefined) return String(record[name]);
+      if (record && parameter.example !== undefined) return String(parameter.example);
+      throw new Error(`no record for the {${name}} of ${path}`);
     }
 
     /** Null when the answer is a documented one (of the expected status) whose body matches its schema. */

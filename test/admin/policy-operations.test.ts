@@ -153,6 +153,31 @@ describe('Admin API policy operations', function () {
     });
   });
 
+  describe('the version of a rule', function () {
+    it('is null when the body leaves it out: the rule is live, part of the bundle', async function () {
+      const revision = async () => ((await (await server.request('/healthz')).json()) as any).policyRevision.store;
+      const before = await revision();
+      const created = await server.admin('POST', '/policy-rules', {
+        kind: 'rego',
+        path: 'arbiter/helpers/versionless.rego',
+        content: 'package arbiter.helpers.versionless\n\nanswer := 7\n',
+      });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      expect(created.body).to.include({ version: null, enabled: true });
+      expect(await revision(), 'the bundle revision moved').not.to.equal(before);
+      // A versioned draft is not bundled: the revision stays.
+      const bundled = await revision();
+      const draft = await server.admin('POST', '/policy-rules', {
+        version: 'draft',
+        kind: 'rego',
+        path: 'arbiter/helpers/drafted.rego',
+        content: 'package arbiter.helpers.drafted\n\nanswer := 8\n',
+      });
+      expect(draft.status, JSON.stringify(draft.body)).to.equal(201);
+      expect(await revision()).to.equal(bundled);
+    });
+  });
+
   describe('PUT /policy-rules/by-path', function () {
     const path = 'arbiter/upserted.rego';
     const url = `/policy-rules/by-path?path=${encodeURIComponent(path)}`;

@@ -1,6 +1,11 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { expect } from 'chai';
+import { ConfigError, configWarnings, loadConfig } from '../../src/config/index.js';
 import { clientCredentials, confidentialClient, eventually } from '../support/oauth.js';
 import { freePort, withServer, startTestServer } from '../support/server.js';
 
@@ -26,6 +31,103 @@ describe('Start-up and configuration', function () {
       expect(status, variable).to.equal(1);
       expect(stderr.split('\n'), variable).to.have.length(1);
       expect(stderr, variable).to.contain(variable);
+    }
+  });
+
+  it('names the environment variable, a list item by its position, and the allowed values', function () {
+    const problem = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+      } catch (error) {
+        if (error instanceof ConfigError) return error.message;
+        throw error;
+      }
+      return null;
+    };
+    const cases: [Record<string, string>, RegExp][] = [
+      [
+        { LOG_LEVEL: 'loud' },
+        /^invalid configuration: LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent$/,
+      ],
+      [
+        { TRUSTED_PROXIES: '10.0.0.0/8,proxy.internal' },
+        /^invalid configuration: TRUSTED_PROXIES item 2 \("proxy.internal"\) must be an IP address or a CIDR range/,
+      ],
+      [{ TENANTS: 'acme,-bad' }, /^invalid configuration: TENANTS item 2 \("-bad"\) must be 1 to 64 letters/],
+      [
+        { STORE_URL: 'postgres://db' },
+        /^invalid configuration: STORE_URL must be sqlite:<file>, sqlite::memory: or mongodb:\/\//,
+      ],
+      [
+        { ISSUER: 'https://as.example/' },
+        /^invalid configuration: ISSUER must be an http:\/\/ or https:\/\/ URL without/,
+      ],
+      [
+        { SERVICE_SECRETS_KEY: 'short' },
+        /^invalid configuration: SERVICE_SECRETS_KEY must be 32 random bytes in base64url/,
+      ],
+      [
+        { AUTHORIZATION_CODE_TTL_SECONDS: '601' },
+        /^invalid configuration: AUTHORIZATION_CODE_TTL_SECONDS must be <= 600$/,
+      ],
+    ];
+    for (const [env, expected] of cases) {
+      const message = problem(env);
+      expect(message, JSON.stringify(env)).to.match(expected);
+      // Internal keys never show: the operator sets variables.
+      expect(message).not.to.match(/trustedProxies|storeUrl|tenants\.\d|ttl\./);
+    }
+    expect(problem({ SERVICE_SECRETS_KEY: 'short-secret-value' }), 'a secret value is never repeated').not.to.contain(
+      'short-secret-value',
+    );
+  });
+
+  it('stops with one line naming STORE_URL when its SQLite directory does not exist, and creates nothing', function () {
+    const missing = join(tmpdir(), `arbiter-missing-${process.pid}-${Date.now()}`, 'nested');
+    const { status, stderr } = start({ STORE_URL: `sqlite:${missing}/arbiter.db` });
+    expect(status).to.equal(1);
+    expect(stderr.split('\n')).to.have.length(1);
+    expect(stderr).to.contain('STORE_URL').and.contain(missing).and.contain('not an existing directory');
+    expect(existsSync(dirname(missing)), 'no directory was made').to.equal(false);
+  });
+
+  it('warns at start-up when a production server has an http:// issuer', async function () {
+    this.timeout(60_000);
+    expect(configWarnings({ production: false, issuer: 'http://localhost:9000' })).to.deep.equal([]);
+    expect(configWarnings({ production: true, issuer: 'https://as.example' })).to.deep.equal([]);
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        NODE_ENV: 'production',
+        STORE_URL: 'sqlite::memory:',
+        PORT: String(port),
+        ISSUER: `http://127.0.0.1:${port}`,
+        SERVICE_ADMIN_API_KEY: 'production-admin-key-0123456789',
+        SERVICE_SECRETS_KEY: randomBytes(32).toString('base64url'),
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    try {
+      await eventually(
+        async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status === 200,
+        45_000,
+      );
+      const warnings = stdout
+        .split('\n')
+        .filter(Boolean)
+        .map((line) => JSON.parse(line) as { level: number; msg: string })
+        .filter((line) => line.msg.startsWith('ISSUER is http://'));
+      expect(warnings, stdout).to.have.length(1);
+      expect(warnings[0].level, 'pino warn').to.equal(40);
+      expect(warnings[0].msg).to.contain('NODE_ENV=production').and.contain('https://');
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
     }
   });
 

@@ -33,7 +33,8 @@ import { readyServer, type TestServer } from '../support/server.js';
  * refreshes (asking for everything, fewer, or more scopes) and client_credentials, with and
  * without resource indicators and authorization_details, and now and then with what a client
  * may try at /token: authorization_details of its own, another resource, a scope parameter on
- * the code exchange, a claims request. It checks every token issued: its scope and
+ * the code exchange, a claims request (which puts the scopes carrying its claims before the
+ * authorize decision, and gets the claims of those it granted). It checks every token issued: its scope and
  * authorization details against the decision, the request and the authorization; introspection,
  * UserInfo and the ID token; the earlier tokens of the session unchanged; and (for some cases)
  * the audit log's decision against the recomputation.
@@ -435,10 +436,17 @@ describe('Exact grants, property-based: every token carries what the policy gran
     clientId: string;
     sub: string | null;
     nonce?: string | null;
+    /**
+     * The claims a `claims` request named that the authorize decision granted (a scope carrying
+     * them): released in the ID token and at UserInfo beyond the token's own scopes.
+     */
+    claimsGranted?: Set<string>;
   }
 
   async function issuedToken(expectation: Expectation): Promise<Snapshot> {
     const { label, response, decided, requested, ceiling, clientId, sub } = expectation;
+    const claimsGranted = expectation.claimsGranted ?? new Set<string>();
+    const withGranted = (claims: Set<string>) => new Set([...claims, ...claimsGranted]);
     const { body } = response;
     check(
       response.status === 200 && typeof body?.access_token === 'string',
@@ -471,7 +479,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
         'ID token without a granted openid',
         () => `${label}: id_token ${show(idClaims)}, decision ${show(decided.scopes)}`,
       );
-      const allowed = claimsFor(decided.scopes);
+      const allowed = withGranted(claimsFor(decided.scopes));
       const extra = Object.keys(idClaims).filter((claim) => !PROTOCOL_CLAIMS.has(claim) && !allowed.has(claim));
       check(
         extra.length === 0,
@@ -510,7 +518,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
         'UserInfo answers a token without openid',
         () => `${label}: scope ${show(scopes)}, UserInfo ${show(info.body)}`,
       );
-      const allowed = claimsFor(scopes);
+      const allowed = withGranted(claimsFor(scopes));
       const claims = Object.keys(info.body as object);
       const extra = claims.filter((claim) => !allowed.has(claim));
       check(
@@ -521,7 +529,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
       if (ceiling)
         subset(
           claims.filter((claim) => claim !== 'sub'),
-          [...claimsFor(ceiling.scopes)],
+          [...withGranted(claimsFor(ceiling.scopes))],
           'UserInfo claims beyond the authorize decision',
           `${label}: claims`,
         );
@@ -586,10 +594,13 @@ describe('Exact grants, property-based: every token carries what the policy gran
       askedDetails = step.request.details;
       parameters.authorization_details = show(askedDetails);
     }
-    const granted = decide(authorizeSeed(step.state), asked, askedDetails);
+    // A claims request puts the scopes carrying its claims before the authorize decision too.
+    const decisionScopes = parameters.claims ? [...new Set([...asked, ...Object.keys(OIDC_CLAIMS)])] : asked;
+    const granted = decide(authorizeSeed(step.state), decisionScopes, askedDetails);
+    const claimsGranted = parameters.claims ? claimsFor(granted.scopes) : new Set<string>();
     trace.push(`#${n} GET /authorize ${show(parameters)}; decision (recomputed) ${show(granted)}`);
     // Nothing granted and no authorization_details asked for: oidc-provider refuses the request.
-    const refused = granted.scopes.length === 0 && askedDetails.length === 0;
+    const refused = !granted.scopes.some((scope) => asked.includes(scope)) && askedDetails.length === 0;
     const { code, verifier, query } = await authorize(agent, login, parameters, refused);
     check(query.get('state') === step.state, 'state not returned', () => `#${n}: ${query}`);
     trace.push(`#${n}   back at the client with ${[...query.keys()].join(', ')}`);
@@ -602,10 +613,10 @@ describe('Exact grants, property-based: every token carries what the policy gran
         'a code although the authorize decision granted nothing',
         () => `#${n}: ${query}`,
       );
-      if (step.audit) await auditedDecisionIs('/authorize', asked, granted, `#${n} authorize`);
+      if (step.audit) await auditedDecisionIs('/authorize', decisionScopes, granted, `#${n} authorize`);
       return [];
     }
-    if (step.audit) await auditedDecisionIs('/authorize', asked, granted, `#${n} authorize`);
+    if (step.audit) await auditedDecisionIs('/authorize', decisionScopes, granted, `#${n} authorize`);
     const ceiling = {
       scopes: granted.scopes.filter((scope) => asked.includes(scope)),
       details: granted.authorization_details,
@@ -652,6 +663,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
         clientId: SPA,
         sub: login,
         nonce: parameters.nonce,
+        claimsGranted,
       }),
     ];
     if (step.audit) await auditedDecisionIs('/token', ceiling.scopes, decided, `#${n} code exchange`);
@@ -738,6 +750,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
           ceiling,
           clientId: SPA,
           sub: login,
+          claimsGranted,
         }),
       );
       if (step.audit) await auditedDecisionIs('/token', requested, rDecided, `#${n}.${r} refresh`);

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { decodeJwt } from 'jose';
 import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
@@ -113,6 +114,55 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
       client_id: 'exact-spa',
     });
     expect(refreshed.body.scope.split(' ').sort(), 'and so is its refresh token').to.deep.equal(['email', 'openid']);
+  });
+
+  it('a claim the claims parameter names is released only under a scope the policy granted', async function () {
+    const created = await server.admin('POST', '/clients', {
+      clientId: 'exact-claims-spa',
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: [REDIRECT_URI],
+      scopes: ['openid', 'email'],
+    });
+    expect(created.status).to.equal(201);
+    let before: unknown;
+    // profile is then no scope this client may have: the default authorize policy refuses it.
+    await updateOauthData(server, (data) => {
+      before = data.oidc_scopes;
+      data.oidc_scopes = ['openid', 'email'];
+    });
+    try {
+      const claims = {
+        userinfo: { name: null, email: null },
+        id_token: { preferred_username: null, email_verified: null },
+      };
+      const { code, verifier } = await authorize(new FetchUserAgent(), {
+        client_id: 'exact-claims-spa',
+        scope: 'openid',
+        claims: JSON.stringify(claims),
+      });
+      const decision = (await server.admin('GET', '/audit-logs?size=100&sort=id,desc')).body.content.find(
+        (entry: any) => entry.clientId === 'exact-claims-spa' && entry.policyDecision?.scopes,
+      );
+      expect(decision.policyInput.request.scopes, 'the scopes of the claims asked for').to.have.members([
+        'openid',
+        'profile',
+        'email',
+      ]);
+      expect(decision.policyDecision.scopes).to.have.members(['openid', 'email']);
+
+      const { body } = await redeem(code, verifier, { client_id: 'exact-claims-spa' });
+
+      expect(body.scope).to.equal('openid');
+      const idToken = decodeJwt(body.id_token);
+      expect(idToken).to.include({ email_verified: true });
+      expect(idToken).not.to.have.property('preferred_username');
+      expect(await userinfo(body.access_token)).to.deep.equal({ sub: 'erin', email: 'erin@example.test' });
+    } finally {
+      await updateOauthData(server, (data) => {
+        data.oidc_scopes = before;
+      });
+    }
   });
 
   it('RFC 9396 end to end: authorization_details alone → code → token with the granted details → introspection shows them', async function () {

@@ -66,6 +66,30 @@ describe('two nodes on one MongoDB-wire store', function () {
     expect(shown.body).to.include({ active: true, client_id: 'shared-client', scope: 'read' });
   });
 
+  it('refuses on B, at once, the tokens of a client disabled, deleted or revoked through A', async function () {
+    const rsSecret = await confidentialClient(a, 'revoking-rs', { scopes: ['introspection'] });
+    const caller = await clientCredentials(b, 'revoking-rs', rsSecret, { scope: 'introspection' });
+    const activeOnB = async (token: string) =>
+      (await postForm(b, '/introspect', { token }, { Authorization: `Bearer ${caller.body.access_token}` })).body
+        .active as boolean;
+    const tokenOf = async (clientId: string) => {
+      const secret = await confidentialClient(a, clientId, { scopes: ['read'] });
+      const issued = await clientCredentials(b, clientId, secret, { scope: 'read' });
+      expect(await activeOnB(issued.body.access_token)).to.equal(true);
+      return issued.body.access_token as string;
+    };
+    const [disabled, deleted, revoked] = await Promise.all(
+      ['gone-disabled', 'gone-deleted', 'gone-revoked'].map(tokenOf),
+    );
+    const record = (await a.admin('GET', '/clients/gone-disabled')).body;
+    const { id: _id, createdAt: _created, updatedAt: _updated, ...fields } = record;
+    expect((await a.admin('PUT', '/clients/gone-disabled', { ...fields, enabled: false })).status).to.equal(200);
+    expect((await a.admin('DELETE', '/clients/gone-deleted')).status).to.equal(204);
+    expect((await a.admin('POST', '/clients/gone-revoked/revoke-tokens')).status).to.equal(200);
+    // No waiting: B reads every token from the store on each use.
+    expect(await Promise.all([disabled, deleted, revoked].map(activeOnB))).to.deep.equal([false, false, false]);
+  });
+
   it('redeems on B a code issued by A, and kills on B a refresh token rotated on A', async function () {
     const spa = await registerPublicClient(a, 'http://127.0.0.1:1/multi-node/cb');
     const request = await authorizationRequest(a, spa);

@@ -1,12 +1,16 @@
 import { expect } from 'chai';
 import { clientCredentials, confidentialClient, eventually, type JsonResponse } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
+import { POLICY_DATA } from '../../src/policy/index.js';
+import { DEFAULT_TENANT } from '../../src/store/index.js';
 
 /**
  * Cedar entity data (policy data `cedar.entities`) that Cedar cannot read fails every decision
  * closed (503 temporarily_unavailable at /token, engineError in the audit log) instead of being
  * left out: without it a permit would still allow, and a forbid that names a group would no
- * longer see who is in it. Through real HTTP: Admin API writes, POST /token, the audit log.
+ * longer see who is in it. The Admin API refuses such data (its trial of the bundle finds that
+ * Cedar cannot decide), so it is written to the store directly, as an older node or a restored
+ * backup might have left it. Through real HTTP: Admin API writes, POST /token, the audit log.
  */
 describe('Cedar fails closed on policy data it cannot convert', function () {
   const CLIENT = 'cedar-svc';
@@ -51,6 +55,22 @@ forbid (principal in Arbiter::Group::"suspended", action == Arbiter::Action::"to
       payload: JSON.stringify(value),
     });
     expect(saved.status, JSON.stringify(saved.body)).to.be.oneOf([200, 201]);
+  }
+
+  /** Entity data Cedar cannot read: refused by the Admin API (400, nothing stored), then written to the store directly. */
+  async function setUnreadableEntities(value: unknown): Promise<void> {
+    const refused = await server.admin('PUT', '/policy-data/by-key?dataKey=cedar.entities', {
+      dataKey: 'cedar.entities',
+      payload: JSON.stringify(value),
+    });
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(400);
+    expect(refused.body.error_description)
+      .to.match(/Cedar cannot decide \w+ on the contract example "[\w-]+"/)
+      .and.contain('Cedar entities in policy data cedar.entities cannot be converted');
+    const data = server.store.collection(POLICY_DATA, DEFAULT_TENANT);
+    const stored = await data.findOne({ dataKey: 'cedar.entities' });
+    expect(stored, 'the readable entities written before').to.not.equal(null);
+    await data.upsert({ ...stored!, payload: JSON.stringify(value), updatedAt: new Date().toISOString() });
   }
 
   /** The token answer once the data just written is in force (Cedar re-reads it within POLICY_POLL_MIN_SECONDS). */
@@ -107,7 +127,7 @@ forbid (principal in Arbiter::Group::"suspended", action == Arbiter::Action::"to
     await tokenOnceStatusIs(200);
 
     // Entities keyed by name instead of listed: Cedar cannot read this.
-    await setEntities({ [`${client.type}::${client.id}`]: { attrs: {}, parents: [suspended] } });
+    await setUnreadableEntities({ [`${client.type}::${client.id}`]: { attrs: {}, parents: [suspended] } });
     await expectFailedClosed();
   });
 
@@ -123,7 +143,7 @@ forbid (principal in Arbiter::Group::"suspended", action == Arbiter::Action::"to
       await setEntities([member]);
       expect((await tokenOnceStatusIs(400)).body.error_description).to.equal('this client is suspended');
 
-      await setEntities(entities);
+      await setUnreadableEntities(entities);
       await expectFailedClosed();
     }
   });
@@ -131,7 +151,7 @@ forbid (principal in Arbiter::Group::"suspended", action == Arbiter::Action::"to
   it('decides again as soon as the entity data is readable', async function () {
     await setEntities([]);
     await tokenOnceStatusIs(200);
-    await setEntities({ not: 'an array' });
+    await setUnreadableEntities({ not: 'an array' });
     await expectFailedClosed();
 
     await setEntities([{ uid: client, attrs: { tier: 'gold' }, parents: [] }]);

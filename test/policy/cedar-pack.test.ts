@@ -62,6 +62,15 @@ describe('the Cedar example pack', function () {
     ).to.equal(1);
   });
 
+  it("validates the Cedar rules of docs/policy.md's worked examples too", function () {
+    const rules = POLICY_EXAMPLES.flatMap((example) => example.rules ?? []).filter((rule) =>
+      rule.path.endsWith('.cedar'),
+    );
+    expect(rules).to.have.length.at.least(1);
+    for (const rule of rules)
+      expect(validate(rule.content), rule.path).to.deep.include({ type: 'success', validationErrors: [] });
+  });
+
   it("has a schema that describes what the mapping gives Cedar at each point of the docs' examples", function () {
     for (const documented of POLICY_EXAMPLES.filter((candidate) => candidate.point !== 'access_evaluation')) {
       const request = cedarRequestFor(documented.point, exampleInput(documented) as DecisionInput);

@@ -20,10 +20,13 @@ import {
 } from '../../src/policy/contract/examples.js';
 import { AUTHZEN_DATA, SHARING_CEDAR, SHARING_REGO } from '../authzen/sharing.js';
 import { DOCS_URL, fencedAfter, readDocs } from './docs.js';
-import { eventually, putData, startPolicyHarness, type PolicyHarness } from './support.js';
+import { eventually, putData, putRule, startPolicyHarness, type PolicyHarness } from './support.js';
 
 const WIDTH = 110;
 const MARKER = /<!-- example: ([\w-]+) -->\n/g;
+/** The policy data an example adds (a JSON block: data key → payload) and the rules (a block each). */
+const DATA_MARKER = /<!-- example-data: ([\w-]+) -->\n(?:```json\n[\s\S]*?\n```\n)?/g;
+const RULES_MARKER = /<!-- example-rules: ([\w-]+) -->\n(?:```(?:rego|cedar)\n[\s\S]*?\n```\n)*/g;
 
 describe('the examples of docs/policy.md', function () {
   let harness: PolicyHarness;
@@ -56,17 +59,21 @@ describe('the examples of docs/policy.md', function () {
   });
 
   it('are decided by the default pack as documented', async function () {
-    for (const example of POLICY_EXAMPLES.filter((candidate) => !candidate.data)) {
+    const changesPolicy = (example: PolicyExample) => Boolean(example.data || example.rules);
+    for (const example of POLICY_EXAMPLES.filter((candidate) => !changesPolicy(candidate))) {
       const outcome = await harness.engine.decide(example.point, exampleInput(example) as DecisionInput);
       expect(outcome.decision, example.name).to.deep.equal(example.decision);
     }
-    for (const example of POLICY_EXAMPLES.filter((candidate) => candidate.data)) {
+    // Each with its data added (and kept) and its rules in force while it is decided.
+    for (const example of POLICY_EXAMPLES.filter(changesPolicy)) {
       for (const [dataKey, payload] of Object.entries(example.data ?? {}))
         await putData(harness.store, dataKey, payload);
+      for (const rule of example.rules ?? []) await putRule(harness.store, { ...rule, enabled: true });
       await eventually(async () => {
         const outcome = await harness.engine.decide(example.point, exampleInput(example) as DecisionInput);
         expect(outcome.decision, example.name).to.deep.equal(example.decision);
       });
+      for (const rule of example.rules ?? []) await putRule(harness.store, { ...rule, enabled: false });
     }
   });
 
@@ -95,7 +102,27 @@ describe('the examples of docs/policy.md', function () {
 function syncedDocs(docs: string): string {
   const examples = new Map<string, string>(POLICY_EXAMPLES.map((example) => [example.name, rendered(example)]));
   examples.set('parties', fenced(block(EXAMPLE_PARTIES, '')));
-  return docs.replace(
+  const named = (name: string, what: 'data' | 'rules') => {
+    const example = POLICY_EXAMPLES.find((candidate) => candidate.name === name);
+    if (!example?.[what])
+      throw new Error(`docs/policy.md marks the ${what} of "${name}", an example of examples.ts without ${what}`);
+    return example;
+  };
+  const withChanges = docs
+    .replace(
+      DATA_MARKER,
+      (_whole, name: string) => `<!-- example-data: ${name} -->\n${fenced(block(named(name, 'data').data, ''))}`,
+    )
+    .replace(
+      RULES_MARKER,
+      (_whole, name: string) =>
+        `<!-- example-rules: ${name} -->\n${named(name, 'rules')
+          .rules!.map(
+            (rule) => `\`\`\`${rule.path.endsWith('.cedar') ? 'cedar' : 'rego'}\n${rule.content.trimEnd()}\n\`\`\`\n`,
+          )
+          .join('')}`,
+    );
+  return withChanges.replace(
     new RegExp(`${MARKER.source}(?:\`\`\`json\\n[\\s\\S]*?\\n\`\`\`\\n)?(?:→ \`[^\\n]*\`)?`, 'g'),
     (whole, name: string) => {
       const text = examples.get(name);

@@ -235,7 +235,13 @@ describe('Rego evaluated in process', function () {
     };
     await withRule(rule, { ...rule, enabled: false }, async () => {
       const opa = await handedToOpa('token', clientCredentialsInput(confidentialClient, { conflict: 'yes' }));
-      expect(opa.engineError).to.match(/^OPA answered 500/);
+      expect(opa.engineError)
+        .to.match(
+          /^OPA could not evaluate the policy: eval_conflict_error: complete rules must not produce multiple outputs \(arbiter\/token[\w/]*\.rego:\d+\); /,
+        )
+        .and.match(
+          /data\.arbiter\.token\.decision is defined at arbiter\/token\/token\.rego:\d+, arbiter\/token_conflict\.rego:3$/,
+        );
     });
   });
 

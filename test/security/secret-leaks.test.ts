@@ -194,6 +194,34 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
       scopes: ['read'],
     });
     void rotatedSecret;
+    // Secrets given to the Admin API in clear, and one it generates: only their hashes may be kept.
+    const plainSecret = secret('client secret given in clear', random('leak-plain'));
+    await admin('POST', '/clients', {
+      clientId: 'leak-plain',
+      clientType: 'confidential',
+      clientSecret: plainSecret,
+      scopes: ['read'],
+    });
+    const generated = await admin('POST', '/clients', {
+      clientId: 'leak-generated',
+      clientType: 'confidential',
+      generateClientSecret: true,
+      scopes: ['read'],
+    });
+    secret('client secret the Admin API generated', generated.generatedClientSecret);
+    const generatedSecret = secret(
+      'client secret generated again by a PUT',
+      (
+        await admin('PUT', '/clients/leak-generated', {
+          clientId: 'leak-generated',
+          clientType: 'confidential',
+          generateClientSecret: true,
+          scopes: ['read'],
+        })
+      ).generatedClientSecret,
+    );
+    await clientCredentials({ scope: 'read' }, { Authorization: basicOf('leak-plain', plainSecret) });
+    await clientCredentials({ scope: 'read' }, { Authorization: basicOf('leak-generated', generatedSecret) });
 
     // client_credentials with client_secret_basic and client_secret_post; failed authentications.
     const basicToken = secret(

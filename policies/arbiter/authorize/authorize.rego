@@ -71,18 +71,21 @@ refused_description := concat("", [
 ])
 
 # Nothing requested, nothing granted: OpenID Connect needs openid to be asked for. With several
-# resources, the OpenID Connect scopes and each resource's own.
-granted := (requested & lib.oidc_scopes) | {scope |
+# resources, the OpenID Connect scopes and each resource's own. Scopes policy data withholds from
+# the client (oauth.clients) are never granted.
+granted := ((requested & lib.oidc_scopes) | {scope |
 	some indicator in indicators
 	some scope in scopes_for(indicator)
-} if {
+}) - withheld if {
 	several
-} else := lib.scopes_granted(requested, lib.oidc_scopes | allowed, set())
+} else := lib.scopes_granted(requested, (lib.oidc_scopes | allowed) - withheld, set())
+
+withheld := lib.withheld_scopes(input.client, lib.clients)
 
 # What each resource's tokens may carry; none without a resource indicator.
 default resource_grants := {}
 
-resource_grants := {"resources": [{"resource": indicator.resource, "scopes": sort(scopes_for(indicator))} |
+resource_grants := {"resources": [{"resource": indicator.resource, "scopes": sort(scopes_for(indicator) - withheld)} |
 	some indicator in indicators
 ]} if {
 	count(indicators) > 0

@@ -135,3 +135,10 @@ test_an_input_without_resources_is_decided_as_before if {
 	d.scopes == ["invoices.read", "openid"]
 	not d.resources
 }
+
+test_withheld_scopes_are_not_granted_to_that_client if {
+	clients := {"spa": {"withheld_scopes": ["invoices.write", "profile"]}}
+	asked := authz(f.public_client, {"scopes": ["openid", "profile", "invoices.write", "invoices.read"]})
+	d := authorize.decision with input as asked with data.oauth.clients as clients
+	d.scopes == ["invoices.read", "openid"]
+}

@@ -23,6 +23,9 @@ public_client_policy := object.get(oauth, "public_client_policy", {"enabled": fa
 
 oidc_scopes := {scope | some scope in object.get(oauth, "oidc_scopes", ["openid", "profile", "email"])}
 
+# Per-client settings by client_id: {"<client_id>": {"withheld_scopes": [...]}}.
+clients := object.get(oauth, "clients", {})
+
 # --- outcomes -----------------------------------------------------------------------------
 
 deny(error, description) := {"allow": false, "error": error, "error_description": description}
@@ -109,6 +112,12 @@ client_allowed_scopes(client, type, types) := within_ceiling(
 	type,
 	types,
 )
+
+# Scopes `clients` (policy data oauth.clients) withholds from this client, whatever else would grant
+# them: the way to narrow one client without editing a rule.
+withheld_scopes(client, clients) := {scope |
+	some scope in object.get(object.get(clients, client.client_id, {}), "withheld_scopes", [])
+}
 
 within_ceiling(scopes, type, types) := scopes & {scope | some scope in types[type].scopes} if {
 	is_array(types[type].scopes)

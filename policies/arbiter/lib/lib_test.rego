@@ -71,3 +71,10 @@ test_scopes_for_subject_keep_openid_for_a_user_only if {
 	lib.scopes_for_subject({"openid", "read"}, null) == {"read"}
 	lib.scopes_for_subject({"openid", "read"}, {"sub": null}) == {"read"}
 }
+
+test_withheld_scopes_are_the_clients_own if {
+	clients := {"billing-service": {"withheld_scopes": ["invoices.write"]}, "other": {"withheld_scopes": ["x"]}}
+	lib.withheld_scopes(f.confidential_client, clients) == {"invoices.write"}
+	lib.withheld_scopes(f.public_client, clients) == set()
+	lib.withheld_scopes(null, clients) == set()
+}

@@ -29,7 +29,9 @@ unknown_details := lib.unknown_detail_types(input.request.authorization_details,
 
 target := lib.target_type(input.request, lib.resource_types)
 
-allowed := lib.client_allowed_scopes(input.client, target, lib.resource_types)
+allowed := lib.client_allowed_scopes(input.client, target, lib.resource_types) - withheld
+
+withheld := lib.withheld_scopes(input.client, lib.clients)
 
 # Confidential clients only; within their registered scopes (all of them when none is asked for),
 # never `openid`: a client_credentials token stands for no user.
@@ -44,4 +46,6 @@ machine_scopes := lib.scopes_granted(requested, allowed, allowed) - lib.user_onl
 # request.scopes holds the scopes granted at /authorize (authorization_code) or asked for on refresh.
 user_grant := lib.deny("invalid_grant", "the grant carries no user") if {
 	not lib.is_user(object.get(input, "subject", null))
-} else := lib.allow_with(requested & (lib.oidc_scopes | allowed), input.request, lib.resource_types)
+} else := lib.allow_with(user_scopes, input.request, lib.resource_types)
+
+user_scopes := requested & ((lib.oidc_scopes | allowed) - withheld)

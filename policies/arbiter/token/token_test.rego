@@ -101,3 +101,20 @@ test_password_grant_is_not_granted if {
 	d := token.decision with input as cc(f.confidential_client, {"grant_type": "password"})
 	d.error == "unsupported_grant_type"
 }
+
+withheld := {"billing-service": {"withheld_scopes": ["invoices.write", "openid"]}}
+
+test_withheld_scopes_are_never_granted_to_that_client if {
+	asked := cc(f.confidential_client, {"scopes": ["invoices.read", "invoices.write"]})
+	d := token.decision with input as asked with data.oauth.clients as withheld
+	d.scopes == ["invoices.read"]
+	all := token.decision with input as cc(f.confidential_client, {}) with data.oauth.clients as withheld
+	all.scopes == ["invoices.read"]
+	write_only := cc(f.confidential_client, {"scopes": ["invoices.write"]})
+	only := token.decision with input as write_only with data.oauth.clients as withheld
+	only.error == "invalid_scope"
+	scopes := ["openid", "invoices.write", "invoices.read"]
+	code := f.input_with(f.confidential_client, f.alice, {"grant_type": "authorization_code", "scopes": scopes})
+	user := token.decision with input as code with data.oauth.clients as withheld
+	user.scopes == ["invoices.read"]
+}

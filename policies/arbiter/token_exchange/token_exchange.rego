@@ -28,8 +28,8 @@ decision := lib.deny("unauthorized_client", "token exchange requires a confident
 } else := target_denial if {
 	target_unservable
 } else := lib.no_scope_denial if {
-	lib.nothing_grantable(requested, granted, input.request.authorization_details)
-} else := lib.allow_with(granted, input.request, lib.resource_types) if {
+	lib.nothing_grantable(requested, kept, input.request.authorization_details)
+} else := lib.allow_with(kept, input.request, lib.resource_types) if {
 	input.subject_token.token_type in {access_token_type, id_token_type}
 }
 
@@ -117,6 +117,9 @@ wanted := requested if {
 } else := subject_scopes if {
 	input.subject_token.token_type == access_token_type
 } else := {scope | some scope in input.client.scopes} | lib.entitled_scopes(input.client, target)
+
+# What policy data withholds from the client (oauth.clients) is not passed on either.
+kept := granted - lib.withheld_scopes(input.client, lib.clients)
 
 # RFC 8693 §4.4: a subject token's may_act names who may act for its subject (by sub or client_id).
 actor_identities := {identity |

@@ -225,3 +225,10 @@ test_a_client_token_never_passes_on_openid if {
 	d.allow
 	d.scopes == ["invoices.read"]
 }
+
+test_withheld_scopes_are_not_passed_on if {
+	clients := {"billing-service": {"withheld_scopes": ["openid"]}}
+	asked := exchange(f.confidential_client, access_token, {})
+	d := token_exchange.decision with input as asked with data.oauth.clients as clients
+	d.scopes == ["invoices.read"]
+}

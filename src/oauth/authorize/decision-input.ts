@@ -3,6 +3,7 @@ import { requestInput, type DecisionInput } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { clientInput } from '../clients/input.js';
 import { resolveResources, resourceList } from '../shared/resources.js';
+import { decisionScopes } from './claims-request.js';
 import { subjectInput } from '../shared/subject-input.js';
 import { routes } from '../routes.js';
 
@@ -31,6 +32,7 @@ export async function authorizeDecisionInput(
       endpoint: routes.authorization,
       method: ctx.method,
       parameters: Object.fromEntries(Object.entries(params).filter(([, value]) => value !== undefined)),
+      scopes: decisionScopes(params),
       resource: single?.resource ?? null,
       // Without a resource indicator the hint alone names the type (as at /token); with several, none does.
       resolved_resource_type: single ? single.resolved_resource_type : requested.length === 0 ? hint : null,

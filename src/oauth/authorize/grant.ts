@@ -2,10 +2,11 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import type { Decision, RequestInput } from '../../policy/index.js';
 import type { ConfigurationSlice } from '../context.js';
-import { claims as claimsByScope } from '../claims.js';
+import { claims as claimsByScope, claimsOf } from '../claims.js';
 import { enforce } from '../shared/enforce.js';
 import { narrowedScopes, rememberDecision } from '../token/grants/decision.js';
 import { recognizeScopes } from '../internals.js';
+import { scopeParameter } from './claims-request.js';
 import { authorizeDecisionInput } from './decision-input.js';
 
 const OIDC_SCOPES = new Set(Object.keys(claimsByScope));
@@ -30,7 +31,9 @@ export const policyConsent: ConfigurationSlice = ({ store, policy, tenant }) => 
     enforce.oauth(outcome);
     const perResource = scopesPerResource(outcome.input.request, outcome.decision);
     const grant = new ctx.oidc.provider.Grant({ accountId, clientId: ctx.oidc.client!.clientId });
-    grantExactly(ctx, grant, outcome.input.request.scopes, perResource, outcome.decision);
+    const asked = scopeParameter(ctx.oidc.params?.scope);
+    grantExactly(ctx, grant, asked, perResource, outcome.decision);
+    grantRequestedClaims(ctx, grant, narrowedScopes(outcome.input.request.scopes, outcome.decision));
     await grant.save();
     return grant;
   },
@@ -84,4 +87,25 @@ function grantExactly(
     if (notForResource.length) grant.rejectResourceScope(resource, notForResource.join(' '));
   }
   for (const detail of decision.authorization_details ?? []) grant.addRar(detail as AuthorizationDetail);
+}
+
+/**
+ * Claims about the authentication rather than the person, which oidc-provider releases when asked
+ * for without a grant (its consent prompt skips them too): rejecting one would drop it.
+ */
+const AUTHENTICATION_CLAIMS = new Set(['sub', 'sid', 'auth_time', 'acr', 'amr', 'iss']);
+
+/**
+ * The claims the `claims` parameter names (OIDC Core §5.5; those oidc-provider knows): granted
+ * when a scope the policy granted carries them (claims-request.ts), rejected otherwise, so that
+ * oidc-provider neither asks for consent nor releases them. Where they go (ID token, UserInfo) is
+ * what the parameter asked.
+ */
+function grantRequestedClaims(ctx: KoaContextWithOIDC, grant: Grant, grantedScopes: string[]): void {
+  const releasable = claimsOf(grantedScopes);
+  const named = [...ctx.oidc.requestParamClaims].filter((claim) => !AUTHENTICATION_CLAIMS.has(claim));
+  const granted = named.filter((claim) => releasable.has(claim));
+  const refused = named.filter((claim) => !releasable.has(claim));
+  if (granted.length) grant.addOIDCClaims(granted);
+  if (refused.length) grant.rejectOIDCClaims(refused);
 }

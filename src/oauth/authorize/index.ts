@@ -8,6 +8,7 @@ import { formBody } from '../shared/form-body.js';
 import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
 import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
 import { acceptPlainPkce } from './pkce-plain.js';
+import { authorizationPostAsGet } from './post-as-get.js';
 import { authorizeRedirectsAs302 } from './redirect-status.js';
 import { readRequestObject } from './request-object.js';
 import { requireRedirectUri } from './required-redirect-uri.js';
@@ -31,16 +32,17 @@ export interface AuthorizeDeps {
 
 /**
  * What Arbiter adds at /authorize in front of oidc-provider, in order: the form of a POST read
- * with the size limit, the parameters of a request object or pushed request read (what the
- * steps after it check), redirect_uri required, PKCE `plain` accepted, the requested scopes of
- * the tenant's vocabulary made known, 302 redirects, the RAR types of policy data. The decision
+ * with the size limit and a POST sent on as a GET, the parameters of a request object or pushed
+ * request read (what the steps after it check), redirect_uri required, PKCE `plain` accepted, the
+ * requested scopes of the tenant's vocabulary made known, 302 redirects, the RAR types of policy data. The decision
  * itself is the `loadExistingGrant` hook (grant.ts), and the extra parameter checks are
  * oidc-provider `extraParams` (parameters.ts).
  */
 export function authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }: AuthorizeDeps): ArbiterMiddleware[] {
   return [
-    // oidc-provider serves no POST /authorize today; its form would take `resource` repeated, as the query does.
+    // A POST's form may repeat `resource` as the query does (RFC 8707); it is sent on as a GET.
     formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
+    authorizationPostAsGet,
     readRequestObject(providerFor),
     requireRedirectUri,
     acceptPlainPkce,

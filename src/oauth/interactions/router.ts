@@ -14,6 +14,7 @@ import { SignInError } from './errors.js';
 import { finishInteraction, interactionOf, type Interaction } from './interaction.js';
 import { chooseIdentityProvider, identityProviderById, UPSTREAM_IDP_PARAM } from './identity-providers.js';
 import { INTERACTION_PATH, interactionPath } from './slice.js';
+import { unmetRequirement, upstreamHints } from './requirements.js';
 import { rememberSubject } from './subjects.js';
 import { newChecks, UpstreamProviders } from './upstream.js';
 import { UpstreamLogins, type ClaimedLogin } from './upstream-logins.js';
@@ -82,10 +83,7 @@ async function sendUpstream(
   const { params, uid } = interaction;
   const idp = await chooseIdentityProvider(deps.store, deps.sealer, ctx.state.tenant.name, params[UPSTREAM_IDP_PARAM]);
   const checks = newChecks();
-  const destination = await upstream.authorizationUrl(idp, checks, {
-    prompt: params.prompt,
-    loginHint: params.login_hint,
-  });
+  const destination = await upstream.authorizationUrl(idp, checks, upstreamHints(interaction));
   await new UpstreamLogins(deps.store, ctx.state.tenant.name).begin(uid, idp.id, checks);
   return destination;
 }
@@ -124,8 +122,9 @@ async function upstreamOutcome(
       identity,
     );
     deps.log.info({ tenant: ctx.state.tenant.name, idp: idp.idpId, sub: accountId }, 'upstream sign-in completed');
-    // The upstream sign-in also settles a requested select_account prompt.
-    return { login: { accountId }, select_account: {} };
+    // The upstream sign-in also settles a requested select_account prompt. Its acr is the
+    // session's, which oidc-provider puts in the ID token (src/oauth/claims.ts).
+    return { login: { accountId, ...(identity.acr ? { acr: identity.acr } : {}) }, select_account: {} };
   } catch (error) {
     return signInFailure(ctx, error, deps.log);
   }
@@ -136,7 +135,8 @@ async function completeSignIn(ctx: ArbiterContext, deps: InteractionDeps): Promi
   const outcome = await new UpstreamLogins(deps.store, ctx.state.tenant.name).take(interaction.uid);
   if (!outcome)
     throw badRequest('this sign-in has no upstream result (already used or expired); start again from the application');
-  await finish(ctx, interaction, outcome);
+  const unmet = outcome.login ? unmetRequirement(interaction, outcome.login) : undefined;
+  await finish(ctx, interaction, unmet ? signInFailure(ctx, unmet, deps.log) : outcome);
 }
 
 /** The tenant's provider and the browser's interaction with it. */

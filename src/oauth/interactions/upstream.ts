@@ -6,8 +6,6 @@ import type { IdentityProviderRecord } from './identity-providers.js';
 /** Discovery documents change rarely; re-reading them every few minutes picks up key and endpoint changes. */
 const DISCOVERY_CACHE_MS = 5 * 60_000;
 const DEFAULT_SCOPES = ['openid', 'profile', 'email'];
-/** The prompt values of the authorization request that concern authentication, hence the upstream provider. */
-const FORWARDED_PROMPTS = ['login', 'consent', 'select_account'];
 /** Upstream authorization errors a client can act on; anything else says "the upstream refused" as access_denied. */
 const RELAYED_ERRORS = new Set([
   'access_denied',
@@ -30,10 +28,18 @@ export function newChecks(): UpstreamChecks {
   return { state: client.randomState(), nonce: client.randomNonce(), codeVerifier: client.randomPKCECodeVerifier() };
 }
 
-/** What the original authorization request asks of the authentication itself. */
+/**
+ * What the original authorization request asks of the authentication itself, for the upstream
+ * provider that performs it (requirements.ts derives it from the interaction).
+ */
 export interface UpstreamHints {
-  prompt?: unknown;
-  loginHint?: unknown;
+  /** login, consent and select_account; only those the upstream supports are sent. */
+  prompt: string[];
+  loginHint?: string;
+  uiLocales?: string;
+  display?: string;
+  acrValues?: string;
+  maxAge?: number;
 }
 
 /** The only facts about a person Arbiter keeps (spec: UserInfo claims). */
@@ -43,6 +49,8 @@ export interface UpstreamIdentity {
   email?: string;
   emailVerified?: boolean;
   preferredUsername?: string;
+  /** The upstream's Authentication Context Class Reference (ID token `acr`), which Arbiter's ID token repeats. */
+  acr?: string;
 }
 
 export interface UpstreamOptions {
@@ -92,7 +100,13 @@ export class UpstreamProviders {
       code_challenge: await client.calculatePKCECodeChallenge(checks.codeVerifier),
       code_challenge_method: 'S256',
       ...(prompt ? { prompt } : {}),
-      ...(typeof hints.loginHint === 'string' && hints.loginHint ? { login_hint: hints.loginHint } : {}),
+      ...optionalParameters({
+        login_hint: hints.loginHint,
+        ui_locales: hints.uiLocales,
+        display: hints.display,
+        acr_values: hints.acrValues,
+        max_age: hints.maxAge === undefined ? undefined : String(hints.maxAge),
+      }),
     });
   }
 
@@ -110,7 +124,8 @@ export class UpstreamProviders {
       const userinfo = configuration.serverMetadata().userinfo_endpoint
         ? await client.fetchUserInfo(configuration, tokens.access_token, idToken.sub)
         : {};
-      return identityFrom({ ...idToken, ...userinfo, sub: idToken.sub });
+      // The authentication itself (sub, acr) is what the ID token says; UserInfo adds the profile.
+      return identityFrom({ ...idToken, ...userinfo, sub: idToken.sub, acr: idToken.acr });
     } catch (error) {
       throw signInErrorFor(error);
     }
@@ -190,12 +205,19 @@ function upstreamScopes(idp: IdentityProviderRecord): string[] {
   return scopes.includes('openid') ? scopes : ['openid', ...scopes];
 }
 
-/** The request's login/consent/select_account values that the upstream says it supports (all of them when it does not say). */
-function forwardedPrompt(prompt: unknown, supported: unknown): string | undefined {
-  if (typeof prompt !== 'string') return undefined;
-  const accepted = (value: string) => !Array.isArray(supported) || supported.includes(value);
-  const values = prompt.split(' ').filter((value) => FORWARDED_PROMPTS.includes(value) && accepted(value));
+/** The prompt values that the upstream says it supports (all of them when it does not say). */
+function forwardedPrompt(prompt: string[], supported: unknown): string | undefined {
+  const values = prompt.filter((value) => !Array.isArray(supported) || supported.includes(value));
   return values.length ? values.join(' ') : undefined;
+}
+
+/** The parameters that have a value; an absent or empty one is not sent. */
+function optionalParameters(parameters: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(parameters).filter(
+      (entry): entry is [string, string] => typeof entry[1] === 'string' && entry[1] !== '',
+    ),
+  );
 }
 
 function identityFrom(claims: Record<string, unknown>): UpstreamIdentity {
@@ -204,6 +226,7 @@ function identityFrom(claims: Record<string, unknown>): UpstreamIdentity {
   if (typeof claims.email === 'string') identity.email = claims.email;
   if (typeof claims.email_verified === 'boolean') identity.emailVerified = claims.email_verified;
   if (typeof claims.preferred_username === 'string') identity.preferredUsername = claims.preferred_username;
+  if (typeof claims.acr === 'string' && claims.acr !== '') identity.acr = claims.acr;
   return identity;
 }
 

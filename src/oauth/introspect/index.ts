@@ -12,6 +12,7 @@ import { formBody, formParameter } from '../shared/form-body.js';
 import type { ArbiterContext, ArbiterMiddleware, Introspected, TokenModel } from '../state.js';
 import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps } from './decide.js';
 import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
+import { isClientLive } from '../shared/owned-artefacts.js';
 
 /** A Bearer caller: a valid access token of this tenant with one of these scopes; any other is 401 invalid_token. */
 const BEARER_CALLER: TokenRequirement = { scope: ['introspection', 'uma_protection'], lackingScope: 'invalid_token' };
@@ -82,6 +83,8 @@ export const introspectionPolicy: ConfigurationSlice = ({ store, policy, tenant 
       enabled: true,
       async allowedPolicy(ctx, client, token) {
         assertRegisteredAuthMethod(ctx);
+        // A token of a disabled or deleted client is inactive (RFC 7662 §2.2), whatever the policy says.
+        if (!token.clientId || !(await isClientLive(store, tenant, token.clientId))) return false;
         const caller: Caller = { clientId: client.clientId, method: client.clientAuthMethod ?? 'unknown', scopes: [] };
         // oidc-provider's hook hands its own context and token types: the same objects as Arbiter's.
         const arbiterCtx = ctx as unknown as ArbiterContext;
@@ -111,7 +114,7 @@ async function introspectForBearer(
   ctx.body = { ...INACTIVE };
   const token = (await findTokenByValue(provider, value, formParameter(ctx, 'token_type_hint'))) as
     TokenModel | undefined;
-  if (!token?.isValid) return;
+  if (!token?.isValid || !token.clientId || !(await isClientLive(deps.store, tenant, token.clientId))) return;
   remember(ctx, token, await decideIntrospection(ctx, deps, tenant, token, caller));
 }
 

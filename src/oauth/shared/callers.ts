@@ -6,6 +6,7 @@ import { basicCredentials, invalidClient } from '../../http/basic.js';
 import { bearerToken, insufficientScope, invalidToken } from '../../http/bearer.js';
 import type { Store } from '../../store/index.js';
 import { clientsCollection } from '../clients/records.js';
+import { withTenantHint } from './tenant-hint.js';
 import { clientSecrets } from '../clients/secrets.js';
 import { findTokenByValue } from '../internals.js';
 
@@ -131,7 +132,7 @@ export function clientCallers(store: Store): ClientCallers {
       clientId && secret ? await clientsCollection(store, ctx.state.tenant.name).findOne({ clientId }) : null;
     const stored = record?.enabled !== false && record?.clientType === 'confidential' ? record.clientSecret : null;
     if (!stored || secret!.length > 256 || !(await clientSecrets.verify(clientId!, secret!, stored)))
-      throw invalidClient(ctx);
+      throw invalidClient(ctx, withTenantHint(ctx, 'client authentication failed'));
     return { clientId: clientId!, method: 'client_secret_basic' };
   };
 }

@@ -1,4 +1,4 @@
-import type { Account, AccountClaims } from 'oidc-provider';
+import type { Account, AccountClaims, ClaimsParameterMember } from 'oidc-provider';
 import { subjectRecords } from '../../catalog/index.js';
 import type { Store, TenantCollection } from '../../store/index.js';
 import type { ConfigurationSlice } from '../context.js';
@@ -24,7 +24,10 @@ export const accounts: ConfigurationSlice = ({ store, tenant }) => ({
   },
 });
 
-/** Every claim Arbiter knows; oidc-provider releases only those of the granted scopes (src/oauth/claims.ts). */
+/**
+ * Every claim Arbiter knows; oidc-provider releases only those of the granted scopes and of the
+ * granted `claims` request (src/oauth/claims.ts, authorize/grant.ts).
+ */
 function accountOf(subject: SubjectRecord): Account {
   const claims: AccountClaims = {
     sub: subject.subjectId,
@@ -35,7 +38,22 @@ function accountOf(subject: SubjectRecord): Account {
   };
   return {
     accountId: subject.subjectId,
-    claims: () =>
-      Object.fromEntries(Object.entries(claims).filter(([, value]) => value !== undefined)) as AccountClaims,
+    claims: (_use, _scope, requested) =>
+      Object.fromEntries(
+        Object.entries(claims).filter(
+          ([name, value]) => value !== undefined && (name === 'sub' || hasRequestedValue(value, requested?.[name])),
+        ),
+      ) as AccountClaims,
   };
+}
+
+/**
+ * A claim the `claims` parameter asks for "with a particular value" (`value`, `values`; OIDC Core
+ * §5.5.1) is released only when it has that value: the person's other value was not asked for.
+ * (`sub` with a value is oidc-provider's own check: a login for that subject.)
+ */
+function hasRequestedValue(value: unknown, request: ClaimsParameterMember | null | undefined): boolean {
+  if (!request) return true;
+  const wanted = [...(request.value === undefined ? [] : [request.value]), ...(request.values ?? [])];
+  return wanted.length === 0 || wanted.includes(value as string);
 }

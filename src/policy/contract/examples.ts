@@ -41,9 +41,17 @@ export interface PolicyExample {
   input: Record<string, unknown>;
   /** Policy data this example adds to the default pack's, by data key. */
   data?: Record<string, unknown>;
+  /** Rules this example adds to the default pack while it is decided (kind by the path's extension). */
+  rules?: ExampleRule[];
   /** Show the input in the docs (a variant of an example above it shows its result only). */
   shown: boolean;
   decision: Record<string, unknown>;
+}
+
+/** A rule file as the Admin API stores it: `path` (ending in .rego or .cedar) and `content`. */
+export interface ExampleRule {
+  path: string;
+  content: string;
 }
 
 const TIME = '2026-11-23T10:00:00.000Z';
@@ -270,9 +278,43 @@ function variant(
   input: Record<string, unknown>,
   decision: Record<string, unknown>,
   data?: Record<string, unknown>,
+  rules?: ExampleRule[],
 ): PolicyExample {
-  return { name, point: of.point, input: { ...of.input, ...input }, shown: false, decision, ...(data ? { data } : {}) };
+  return {
+    name,
+    point: of.point,
+    input: { ...of.input, ...input },
+    shown: false,
+    decision,
+    ...(data ? { data } : {}),
+    ...(rules ? { rules } : {}),
+  };
 }
+
+/** Worked example "deny a user": a Cedar policy set that lets Rego decide for everyone but bob. */
+const SUSPEND_BOB: ExampleRule = {
+  path: 'examples/suspended-users.cedar',
+  content: `// Cedar applies to the actions these policies name: permit them, then forbid for one user.
+@id("user-grants-permitted")
+permit (
+  principal,
+  action in [Arbiter::Action::"authorize", Arbiter::Action::"token"],
+  resource
+);
+
+@id("bob-is-suspended")
+@error("access_denied")
+@error_description("this user is suspended")
+forbid (
+  principal == Arbiter::Subject::"bob",
+  action in [Arbiter::Action::"authorize", Arbiter::Action::"token"],
+  resource
+);
+`,
+};
+
+/** Worked example "require DPoP for a resource": the resource type of https://invoices.example/. */
+const INVOICES_TYPE = 'urn:example:invoices';
 
 const authorizeExample = shown('authorize', 'authorize', authorize, {
   allow: true,
@@ -423,6 +465,58 @@ export const POLICY_EXAMPLES: PolicyExample[] = [
             claim_token_format: ['urn:ietf:params:oauth:token-type:access_token'],
           },
         ],
+      },
+    },
+  ),
+  // Worked examples (docs/policy.md, "Worked examples").
+  variant(
+    'narrow-scope',
+    tokenExample,
+    {
+      request: {
+        ...clientCredentials.request,
+        parameters: { grant_type: 'client_credentials', scope: 'invoices.read invoices.write' },
+        scopes: ['invoices.read', 'invoices.write'],
+      },
+    },
+    { allow: true, scopes: ['invoices.read'], authorization_details: [] },
+    { 'oauth.clients': { 'billing-service': { withheld_scopes: ['invoices.write'] } } },
+  ),
+  variant(
+    'deny-user',
+    authorizeExample,
+    { subject: party('bob') },
+    { allow: false, error: 'access_denied', error_description: 'this user is suspended' },
+    undefined,
+    [SUSPEND_BOB],
+  ),
+  variant('deny-user-others', authorizeExample, {}, authorizeExample.decision, undefined, [SUSPEND_BOB]),
+  variant(
+    'dpop-for-resource',
+    tokenExample,
+    {
+      request: {
+        ...clientCredentials.request,
+        parameters: { grant_type: 'client_credentials', scope: 'invoices.read', resource: 'https://invoices.example/' },
+        scopes: ['invoices.read'],
+        resource: 'https://invoices.example/',
+        resolved_resource_type: INVOICES_TYPE,
+        resource_types: [INVOICES_TYPE],
+      },
+    },
+    {
+      allow: true,
+      scopes: ['invoices.read'],
+      authorization_details: [],
+      obligations: { dpop_required: true },
+    },
+    {
+      'oauth.resource_types': {
+        [INVOICES_TYPE]: {
+          name: 'Invoices API',
+          scopes: ['invoices.read', 'invoices.write'],
+          obligations: { dpop_required: true },
+        },
       },
     },
   ),

@@ -7,7 +7,10 @@ import { splitShared } from '../contract/shared-part.js';
 
 /** What OPA said about one decision: a decision, nothing (undefined), or a failure to answer. */
 export type RegoVerdict = (
-  { kind: 'decided'; decision: Decision } | { kind: 'undefined' } | { kind: 'failed'; reason: string }
+  | { kind: 'decided'; decision: Decision }
+  | { kind: 'undefined' }
+  /** `policyFault`: the policy itself could not decide (an evaluation error, a malformed decision), OPA being up. */
+  | { kind: 'failed'; reason: string; policyFault?: true }
 ) & {
   /** Made by the bundle compiled to Wasm in this process rather than by the OPA sidecar. */
   inProcess?: true;
@@ -87,7 +90,7 @@ export class OpaDriver {
 
   private async verdictOf(point: DecisionPoint, response: { statusCode: number; body: unknown }): Promise<RegoVerdict> {
     const body = response.body as { result?: unknown } | undefined;
-    if (response.statusCode !== 200) return { kind: 'failed', reason: refusalOf(response) };
+    if (response.statusCode !== 200) return refusalOf(response);
     if (body === undefined || body === null || body.result === undefined) return this.undefinedVerdict();
     return resultVerdict(point, body.result);
   }
@@ -161,7 +164,7 @@ export class OpaDriver {
       });
       const body = response.body as { result?: { results?: unknown }[] } | undefined;
       const failure = (reason: string): RegoVerdict[] => inputs.map(() => ({ kind: 'failed', reason }));
-      if (response.statusCode !== 200) return failure(refusalOf(response));
+      if (response.statusCode !== 200) return inputs.map(() => refusalOf(response));
       const results = body?.result?.[0]?.results;
       if (!Array.isArray(results) || results.length !== inputs.length)
         return failure(
@@ -218,16 +221,54 @@ export class OpaDriver {
   }
 }
 
-/** OPA's non-200 answer, as the reason of a failed verdict. */
-function refusalOf(response: { statusCode: number; body: unknown }): string {
-  const message = (response.body as { message?: unknown } | undefined)?.message;
-  return `OPA answered ${response.statusCode}: ${String(message ?? '')}`.trim();
+/** OPA's non-200 answer as a failed verdict: with the evaluation errors it lists, a fault of the policy. */
+function refusalOf(response: { statusCode: number; body: unknown }): RegoVerdict {
+  const body = response.body as { message?: unknown; errors?: unknown } | undefined;
+  const errors = describeOpaErrors(body?.errors);
+  // "error(s) occurred while evaluating query" says nothing: the errors OPA lists say what and where.
+  if (errors) return { kind: 'failed', reason: `OPA could not evaluate the policy: ${errors}`, policyFault: true };
+  return { kind: 'failed', reason: `OPA answered ${response.statusCode}: ${String(body?.message ?? '')}`.trim() };
+}
+
+/** One of OPA's errors as its API and `opa eval --format json` give them: code, message, the rule's location. */
+export interface OpaError {
+  code?: unknown;
+  message?: unknown;
+  location?: { file?: unknown; row?: unknown } | null;
+}
+
+/**
+ * OPA's errors as one line: `<code>: <message> (<file>:<row>)` each, `; ` between them, null when
+ * there are none. The location is where in the bundle the rule that failed is written.
+ */
+export function describeOpaErrors(errors: unknown): string | null {
+  if (!Array.isArray(errors) || errors.length === 0) return null;
+  return (errors as OpaError[])
+    .map((error) => {
+      const code = typeof error?.code === 'string' ? `${error.code}: ` : '';
+      const where = locationOf(error);
+      return `${code}${String(error?.message ?? 'unknown error')}${where ? ` (${where})` : ''}`;
+    })
+    .join('; ');
+}
+
+/** `file:row` of an OPA error, without the leading slash OPA gives files of a bundle archive; null without a file. */
+export function locationOf(error: OpaError | undefined): string | null {
+  const file = error?.location?.file;
+  if (typeof file !== 'string' || file === '') return null;
+  const row = error?.location?.row;
+  return `${file.replace(/^\/+/, '')}${typeof row === 'number' ? `:${row}` : ''}`;
 }
 
 /** A decision document OPA returned: decided, or failed when it does not fit the result schema. */
 export function resultVerdict(point: DecisionPoint, result: unknown): RegoVerdict {
   const problem = checkResult(result);
-  if (problem) return { kind: 'failed', reason: `malformed decision from data.arbiter.${point}.decision: ${problem}` };
+  if (problem)
+    return {
+      kind: 'failed',
+      reason: `malformed decision from data.arbiter.${point}.decision: ${problem}`,
+      policyFault: true,
+    };
   return { kind: 'decided', decision: result as Decision };
 }
 

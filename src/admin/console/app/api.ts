@@ -62,10 +62,32 @@ export interface Revisions {
   opa: string | null;
 }
 
+/** A decision point the policy in force could not decide (GET /healthz's policyFaults). */
+export interface PolicyFault {
+  point: string;
+  error: string;
+  at: string;
+  failing: boolean;
+  decisions: number | null;
+  failed: number | null;
+}
+
+/** What GET /healthz says (no key needed). */
+export interface Health {
+  status: string;
+  policy?: string;
+  policyFaults?: PolicyFault[];
+  policyRevision?: Revisions;
+}
+
+export async function serverHealth(): Promise<Health> {
+  const response = await fetch('/healthz', { cache: 'no-store' });
+  return (await response.json()) as Health;
+}
+
 /** The bundle revision the store holds and the one OPA serves (GET /healthz, no key needed). */
 export async function policyRevisions(): Promise<Revisions | undefined> {
-  const response = await fetch('/healthz', { cache: 'no-store' });
-  return ((await response.json()) as { policyRevision?: Revisions }).policyRevision;
+  return (await serverHealth()).policyRevision;
 }
 
 function parseJson(text: string): unknown {

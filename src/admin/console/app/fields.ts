@@ -33,13 +33,16 @@ export interface Field {
 export function fieldsOf(definition: CollectionDefinition, record?: Record<string, unknown>): Field[] {
   const schema = definition.schema as Schema;
   const required = new Set(schema.required ?? []);
-  return Object.entries(schema.properties ?? {})
-    .filter(([name]) => name !== 'tenantId')
-    .map(([name, property]) => field(name, kindOf(definition, name, property), property, required.has(name), record));
+  return (
+    Object.entries(schema.properties ?? {})
+      // A generated secret is shown once in the API's answer, which this form does not show: the secret is typed here.
+      .filter(([name]) => name !== 'tenantId' && name !== definition.hashedSecret?.generate)
+      .map(([name, property]) => field(name, kindOf(definition, name, property), property, required.has(name), record))
+  );
 }
 
 function kindOf(definition: CollectionDefinition, name: string, property: Schema): Kind {
-  if (property.format === 'bcrypt') return 'bcrypt';
+  if (property.format === 'client-secret') return 'bcrypt';
   if (definition.secretFields?.includes(name)) return 'secret';
   if (JSON_TEXT_FIELDS[definition.path]?.includes(name)) return 'jsonText';
   if (property.enum) return 'enum';
@@ -153,7 +156,7 @@ async function readValue(kind: Kind, input: Field['input']): Promise<unknown> {
       if (text.trim() !== '') parseJson(text);
       return text === '' ? undefined : text;
     case 'bcrypt':
-      // The Admin API takes client secrets only as BCrypt hashes: the clear secret never leaves the browser.
+      // The Admin API would hash a clear secret itself; hashed here, the clear secret never leaves the browser.
       return text === '' ? undefined : bcrypt.hash(text, 10);
     default:
       return text === '' ? undefined : text;

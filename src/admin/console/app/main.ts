@@ -2,6 +2,7 @@ import './console.css';
 import { COLLECTIONS } from '../../../catalog/collections.js';
 import { callerOfKey, whenUnauthorized } from './api.js';
 import { h, humanize, replace } from './dom.js';
+import { healthNotice } from './health.js';
 import { apiKeysPage } from './pages/api-keys.js';
 import { auditPage } from './pages/audit.js';
 import { collectionPage } from './pages/collection.js';
@@ -45,6 +46,7 @@ function showCurrentPage(): void {
     root,
     h('a', { class: 'skip', href: '#main', onclick: skipToMain }, 'Skip to content'),
     banner(),
+    healthNotice(),
     h('div', { class: 'layout' }, navigation(page.route), main),
   );
   document.title = `${page.title} · Arbiter console`;

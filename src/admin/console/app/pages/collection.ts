@@ -3,6 +3,7 @@ import { ApiError, api } from '../api.js';
 import { h, humanize, replace, say, statusLine, uniqueId } from '../dom.js';
 import { bodyOf, clearFieldErrors, fieldNamed, fieldsOf, showFieldError, type Field } from '../fields.js';
 import { showServedRevision } from '../revision.js';
+import { historyPanel } from './history.js';
 
 type AdminRecord = Record<string, unknown> & { id: number };
 
@@ -68,6 +69,18 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
         'td',
         { class: 'actions' },
         h('button', { type: 'button', 'aria-label': `Edit ${key}`, onclick: () => openForm(record) }, 'Edit'),
+        POLICY_COLLECTIONS.has(definition.path)
+          ? h(
+              'button',
+              {
+                type: 'button',
+                class: 'secondary',
+                'aria-label': `History of ${key}`,
+                onclick: () => openHistory(record),
+              },
+              'History',
+            )
+          : null,
         remove,
       ),
     );
@@ -88,6 +101,19 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
     } catch (error) {
       say(status, (error as Error).message, 'error');
     }
+  }
+
+  /** A policy record's versions: compare, roll back (then the list and the served revision are shown again). */
+  function openHistory(record: AdminRecord): void {
+    const label = String(record.path ?? record.dataKey ?? keyOf(record));
+    replace(
+      formArea,
+      historyPanel(definition.path, record.id, label, async () => {
+        await load();
+        await showServedRevision(status);
+      }),
+    );
+    formArea.querySelector('h3')?.focus();
   }
 
   function openForm(record?: AdminRecord): void {
@@ -214,7 +240,7 @@ function summaryColumns(definition: CollectionDefinition): string[] {
 }
 
 function isScalar(property: { type?: unknown; enum?: unknown; format?: unknown }): boolean {
-  if (property.format === 'bcrypt') return false;
+  if (property.format === 'client-secret') return false;
   if (property.enum) return true;
   const types = Array.isArray(property.type) ? property.type : [property.type];
   return types.some((type) => type === 'string' || type === 'integer' || type === 'boolean');

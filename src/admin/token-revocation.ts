@@ -1,0 +1,83 @@
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import type { AuditFacts } from '../audit/index.js';
+import { clientRecords, subjectRecords } from '../catalog/index.js';
+import { notFound } from '../http/errors.js';
+import { revokeClientArtefacts, revokeIdentityProviderArtefacts, revokeSubjectArtefacts } from '../oauth/index.js';
+import type { Store } from '../store/index.js';
+import { storeTenant } from '../tenancy/index.js';
+import type { AdminRecord } from './records.js';
+
+/**
+ * Tokens die with their client and their user. An Admin change that takes a client, a subject
+ * or an identity provider away revokes the grants, codes and tokens that hang on it, in the
+ * shared store (src/oauth/shared/owned-artefacts.ts), before the call is answered: every node
+ * refuses them from then on. And an operator can revoke them all without changing the record.
+ */
+
+/** The collections whose changes revoke tokens (their Admin path). */
+type Revoking = 'clients' | 'subjects' | 'identity-providers';
+
+/**
+ * After a replace (`after` the new record) or a delete (`after` null): revokes what the change
+ * took away. A client disabled or deleted, a subject deleted or renamed (its old subjectId), an
+ * identity provider deleted (its subjects' artefacts; the subjects stay). Returns how many
+ * artefacts were deleted.
+ */
+export async function revokeAfterChange(
+  store: Store,
+  path: string,
+  tenantId: string | null,
+  before: AdminRecord,
+  after: AdminRecord | null,
+): Promise<number> {
+  const tenant = storeTenant(tenantId);
+  switch (path as Revoking) {
+    case 'clients':
+      return after === null || (after.enabled === false && before.enabled !== false)
+        ? revokeClientArtefacts(store, tenant, before.clientId as string)
+        : 0;
+    case 'subjects':
+      return after === null || after.subjectId !== before.subjectId
+        ? revokeSubjectArtefacts(store, tenant, before.subjectId as string)
+        : 0;
+    case 'identity-providers':
+      return after === null ? revokeIdentityProviderArtefacts(store, tenant, before.id) : 0;
+    default:
+      return 0;
+  }
+}
+
+/**
+ * POST /clients/{clientId}/revoke-tokens and POST /subjects/{id}/revoke-tokens: every grant,
+ * code and token of the client (for every user), or of the subject (at every client, its
+ * sessions too), deleted; the record stays as it is. 200 `{"revoked": n}`, 404 for no record.
+ */
+export function tokenRevocationRoutes(router: Router, store: Store, tenantOf: (ctx: Context) => string | null): void {
+  router.post('/clients/:key/revoke-tokens', async (ctx) => {
+    const tenantId = tenantOf(ctx);
+    const client = await clientRecords<AdminRecord>(store, storeTenant(tenantId)).findOne({ clientId: ctx.params.key });
+    if (!client) throw notFound(`no clients record ${JSON.stringify(ctx.params.key)}${inTenant(tenantId)}`);
+    auditFacts(ctx).clientId = client.clientId as string;
+    ctx.body = { revoked: await revokeClientArtefacts(store, storeTenant(tenantId), client.clientId as string) };
+  });
+  router.post('/subjects/:key/revoke-tokens', async (ctx) => {
+    const tenantId = tenantOf(ctx);
+    const key = ctx.params.key;
+    const subject = /^\d{1,15}$/.test(key)
+      ? await subjectRecords<AdminRecord>(store, storeTenant(tenantId)).get(Number(key))
+      : null;
+    if (!subject) throw notFound(`no subjects record ${JSON.stringify(key)}${inTenant(tenantId)}`);
+    auditFacts(ctx).subjectId = subject.subjectId as string;
+    ctx.body = { revoked: await revokeSubjectArtefacts(store, storeTenant(tenantId), subject.subjectId as string) };
+  });
+}
+
+function inTenant(tenantId: string | null): string {
+  return tenantId ? ` in tenant ${tenantId}` : '';
+}
+
+/** The audit entry's facts (the client or subject the call was about); a throwaway object when the call is not audited. */
+function auditFacts(ctx: Context): AuditFacts {
+  return (ctx.state.audit as AuditFacts | undefined) ?? {};
+}
