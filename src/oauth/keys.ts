@@ -75,11 +75,11 @@ async function newSigningKey(): Promise<JWK> {
 }
 
 /** What one rotation step did, for the operator. */
-export interface RotationStep {
+export type RotationStep = {
   action: 'published-next' | 'promoted-next';
   keys: { kid: string; state: KeyState['state']; retireAfter?: string }[];
   dropped: string[];
-}
+};
 
 /**
  * One step of signing-key rotation with overlap (`arbiter rotate-signing-key`; run it twice, the
@@ -122,7 +122,8 @@ export async function rotateSigningKey(
   } else {
     const retireAfter = new Date(+now + options.retireAfterSeconds * 1000).toISOString();
     for (const key of keys)
-      if (states[key.kid as string].state === 'active') states[key.kid as string] = { state: 'retiring', since, retireAfter };
+      if (states[key.kid as string].state === 'active')
+        states[key.kid as string] = { state: 'retiring', since, retireAfter };
     states[next.kid as string] = { state: 'active', since };
     const { key_ops: _published, ...promoted } = next;
     // The active key first: oidc-provider signs with the first key it may sign with.
