@@ -90,7 +90,7 @@ export interface Config {
 }
 
 /** Environment variable → configuration key. Values are parsed as the schema's type says. */
-const ENVIRONMENT: Record<string, string> = {
+export const ENVIRONMENT: Readonly<Record<string, string>> = {
   PORT: 'port',
   BIND_ADDRESS: 'bindAddress',
   ADMIN_PORT: 'adminPort',
