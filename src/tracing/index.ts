@@ -54,6 +54,9 @@ export function isTraced(value: object): boolean {
   return TRACED in value;
 }
 
+/** Characters of an attribute's value that are kept (url.path is the caller's). */
+const MAX_ATTRIBUTE_LENGTH = 1024;
+
 /** How long a stopping server waits for its last spans to be taken by the collector. */
 const CLOSE_TIMEOUT_MS = 2_000;
 
@@ -99,6 +102,8 @@ export class Tracing {
       sampler: new ParentBasedSampler({
         root: sampleRatio >= 1 ? new AlwaysOnSampler() : new TraceIdRatioBasedSampler(sampleRatio),
       }),
+      // A caller chooses the path: a long one is cut rather than sent whole with every span.
+      spanLimits: { attributeValueLengthLimit: MAX_ATTRIBUTE_LENGTH },
       spanProcessors: [new BatchSpanProcessor({ exporter, scheduledDelayMillis: exportDelayMs })],
     });
     this.tracer = this.provider.getTracer('arbiter');

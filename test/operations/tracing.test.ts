@@ -231,6 +231,16 @@ describe('tracing', function () {
     expect(span.name).to.equal('GET /.well-known');
   });
 
+  it('keeps at most 1024 characters of a long path', async function () {
+    const caller = traceparent();
+    const path = `/made-up/${'a'.repeat(3000)}`;
+    expect((await server.request(path, { headers: { traceparent: caller.header } })).status).to.equal(404);
+    const [request] = await traceOf(caller.traceId);
+    expect(request.name, 'an unknown endpoint is named by its method').to.equal('GET');
+    expect(request.attributes['arbiter.endpoint']).to.equal('other');
+    expect(request.attributes['url.path']).to.equal(path.slice(0, 1024));
+  });
+
   it('wraps the store of a traced server only: a server without an OTLP endpoint runs as it did', async function () {
     expect(isTraced(server.store)).to.equal(true);
     const untraced = await withServer();
