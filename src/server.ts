@@ -5,12 +5,13 @@ import { createApp } from './app.js';
 import { AuditLog } from './audit/index.js';
 import type { Config } from './config/index.js';
 import type { Logger } from './log/index.js';
-import { createTenantProvider, loadProviderSecrets, TenantProviders } from './oauth/index.js';
+import { createTenantProvider, loadProviderSecrets, TenantProviders, watchProviderSecrets } from './oauth/index.js';
 import { Metrics } from './metrics/index.js';
 import { BUNDLE_PATH, createPolicyEngine, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
 import { openArbiterStore } from './collections.js';
 import { MIGRATIONS } from './migrations.js';
 import { migrate, Sealer, type Store } from './store/index.js';
+import { startTracing } from './tracing/index.js';
 import type { WorkerLink } from './workers/worker.js';
 
 export interface RunningServer {
@@ -41,14 +42,20 @@ const PURGE_INTERVAL_MS = 60_000;
  * What a first start makes, and every start checks: the store at this release's schema, the
  * sealing key, the signing and cookie keys, the default policy pack. Safe to run in several
  * processes at once (each write is insert-if-absent); the primary of several workers runs it
- * before starting them, so that the workers only read what it made.
+ * before starting them, so that the workers only read what it made. `traced` wraps the store
+ * (tracing, when an OTLP endpoint is set).
  */
-export async function prepareStore(config: Config, log: Logger, { warn = true } = {}) {
-  const store = await openArbiterStore(config.storeUrl);
+export async function prepareStore(
+  config: Config,
+  log: Logger,
+  { warn = true, traced }: { warn?: boolean; traced?: (store: Store) => Store } = {},
+) {
+  const opened = await openArbiterStore(config.storeUrl);
+  const store = traced ? traced(opened) : opened;
   try {
     const schema = await migrate(store, MIGRATIONS);
     if (schema.from !== schema.to) log.info(schema, 'store schema migrated');
-    const sealer = await Sealer.open(store, config.secretsKey);
+    const sealer = await Sealer.open(store, config.secretsKey, config.secretsKeyPrevious);
     if (warn) startupWarnings(config, sealer, log);
     const secrets = await loadProviderSecrets(store, sealer);
     await seedDefaultPolicies(store, log);
@@ -78,8 +85,18 @@ function startupWarnings(config: Config, sealer: Sealer, log: Logger): void {
  */
 export async function startServer(config: Config, log: Logger, options: ServerOptions = {}): Promise<RunningServer> {
   const { worker } = options;
-  // A worker's primary has said the warnings once for the machine.
-  const { store, sealer, secrets } = await prepareStore(config, log, { warn: !worker });
+  // Tracing (OTLP endpoint set) wraps the store and the policy engine; without it both are used as they are.
+  const tracing = startTracing(config, log);
+  const prepared = await prepareStore(config, log, {
+    // A worker's primary has said the warnings once for the machine.
+    warn: !worker,
+    traced: tracing ? (opened) => tracing.traced(opened, config.storeUrl) : undefined,
+  }).catch(async (error: unknown) => {
+    await tracing?.close();
+    throw error;
+  });
+  const { store, sealer } = prepared;
+  let { secrets } = prepared;
   let appReady: (handler: Handler) => void = () => undefined;
   const app = new Promise<Handler>((resolve) => (appReady = resolve));
   let handle: Handler = (request, response) => starting(request, response, app);
@@ -107,20 +124,31 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const metrics = new Metrics(store, () => engine, worker && (() => worker.clusterMetrics()));
   worker?.serveRegistry(() => metrics.registry.getMetricsAsJSON());
   await worker?.listening(url, adminUrl);
-  const policy = (engine = metrics.observed(
-    // The managed OPA fetches its bundle where operators' traffic goes (the admin listener, when there is one).
-    await createPolicyEngine({
-      config,
-      store,
-      log,
-      bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}`,
-      sharedOpa: worker?.sharedOpa(),
-      compileWasm: worker?.compileWasm,
-    }),
-  ));
+  // The managed OPA fetches its bundle where operators' traffic goes (the admin listener, when there is one).
+  const decider = await createPolicyEngine({
+    config,
+    store,
+    log,
+    bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}`,
+    sharedOpa: worker?.sharedOpa(),
+    compileWasm: worker?.compileWasm,
+  });
+  const policy = (engine = metrics.observed(tracing ? tracing.observed(decider) : decider));
   const providers = new TenantProviders(
     (tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }),
     config.tenantCacheMax,
+  );
+  // Signing keys rotated by `arbiter rotate-signing-key` (or on another node): providers are built again with them.
+  const stopWatchingKeys = watchProviderSecrets(
+    store,
+    sealer,
+    config.signingKeyRefreshSeconds * 1000,
+    (rotated) => {
+      secrets = rotated;
+      providers.reset();
+      log.info({ kids: rotated.jwks.keys.map((key) => key.kid) }, 'signing keys rotated: providers rebuilt');
+    },
+    (error) => log.warn({ err: error }, 'signing keys could not be read; keeping the current ones'),
   );
   const audit = new AuditLog(store, log, {
     refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds },
@@ -134,6 +162,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     providers,
     log,
     metrics,
+    tracing,
     workers: worker && (() => worker.report()),
   });
   handle = koa.callback();
@@ -158,6 +187,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
      */
     async close() {
       clearInterval(purge);
+      stopWatchingKeys();
       const closed = Promise.all(servers.map((each) => new Promise<void>((resolve) => each.close(() => resolve()))));
       for (const each of servers) each.closeIdleConnections();
       await inFlight.drained(SHUTDOWN_GRACE_MS);
@@ -166,6 +196,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       await audit.close();
       await policy.close();
       await store.close();
+      // Last: the spans of the requests just finished are still to be sent.
+      await tracing?.close();
     },
   };
 }
