@@ -8,13 +8,17 @@
  *   - Ory Hydra 2.3.0 with its defaults on SQLite (hydra.ts; built by scripts/hydra.sh), its
  *     introspection on the admin port, which authenticates no caller and decides nothing.
  *
- *   npm run bench:peers                    10 s per scenario and server, 64 connections
- *   BENCH_SECONDS=5 npm run bench:peers
+ *   npm run bench:peers                    5 rounds of 4 s per scenario and server, 64 connections
+ *   BENCH_ROUNDS=3 BENCH_SECONDS=10 npm run bench:peers
  *
- * Every server is started first and left idle while another is measured; the order rotates from
- * one scenario to the next. The load is autocannon in a child process (load.ts), on the same
- * machine: on 2 cores it takes a share of them from the servers. The table (ratios: to the
- * baseline, to Hydra, WORKERS=N to WORKERS=1) goes to stdout and bench/results/peers-<time>.json.
+ * Every server is started first and left idle while another is measured. The machine may be
+ * shared (other work comes and goes within seconds), so each scenario is measured in rounds: in
+ * a round every server has one window of BENCH_SECONDS after its warm-up, one after the other in
+ * an order that rotates from round to round, and a ratio between two servers is taken within each
+ * round (under about the same outside load), then the median over the rounds; a server's req/s
+ * and p99 are its medians. The load is autocannon in a child process (load.ts), on the same
+ * machine: on 2 cores it takes a share of them from the servers. The table goes to stdout and
+ * bench/results/peers-<time>.json.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -26,7 +30,8 @@ import { startHydra, type HydraTarget } from './hydra.js';
 import { LoadGenerator, type LoadResult } from './load.js';
 import { benchClients, startArbiter, startBaselineTarget, type BenchClients, type Target } from './servers.js';
 
-const SECONDS = positive('BENCH_SECONDS', 10);
+const SECONDS = positive('BENCH_SECONDS', 4);
+const ROUNDS = positive('BENCH_ROUNDS', 5);
 const CONNECTIONS = positive('BENCH_CONNECTIONS', 64);
 const WARMUP_SECONDS = positive('BENCH_WARMUP_SECONDS', Math.min(2, SECONDS));
 const CORES = Math.max(2, os.availableParallelism());
@@ -47,8 +52,10 @@ interface Peer {
 type ScenarioName = 'client_credentials, client_secret_basic' | 'introspection of a valid token';
 const SCENARIOS: ScenarioName[] = ['client_credentials, client_secret_basic', 'introspection of a valid token'];
 
+/** One window of one server in one round. */
 interface Row {
   scenario: ScenarioName;
+  round: number;
   server: string;
   kind: Peer['kind'];
   result: LoadResult;
@@ -75,22 +82,24 @@ async function main(): Promise<void> {
       hydraPeer(hydra),
     ];
     const rows: Row[] = [];
-    for (const [index, scenario] of SCENARIOS.entries()) {
-      const order = index % 2 === 0 ? peers : [...peers].reverse();
-      for (const peer of order) {
-        await checkAnswer(peer, scenario);
-        const run = await load.run({
-          ...peer.request(scenario),
-          method: 'POST',
-          connections: CONNECTIONS,
-          warmupSeconds: WARMUP_SECONDS,
-          seconds: SECONDS,
-        });
-        const { rps, p99 } = run.measured;
-        console.error(
-          `  ${scenario} · ${peer.label}: ${rps.toFixed(0)} req/s, p99 ${p99} ms, ${run.measured.errors + run.measured.non2xx} errors`,
-        );
-        rows.push({ scenario, server: peer.label, kind: peer.kind, result: run.measured });
+    for (const scenario of SCENARIOS) {
+      for (const peer of peers) await checkAnswer(peer, scenario);
+      for (let round = 0; round < ROUNDS; round += 1) {
+        const order = peers.map((_, index) => peers[(index + round) % peers.length]);
+        for (const peer of order) {
+          const run = await load.run({
+            ...peer.request(scenario),
+            method: 'POST',
+            connections: CONNECTIONS,
+            warmupSeconds: WARMUP_SECONDS,
+            seconds: SECONDS,
+          });
+          const { rps, p99, errors, non2xx } = run.measured;
+          console.error(
+            `  ${scenario} · round ${round + 1} · ${peer.label}: ${rps.toFixed(0)} req/s, p99 ${p99} ms, ${errors + non2xx} errors`,
+          );
+          rows.push({ scenario, round, server: peer.label, kind: peer.kind, result: run.measured });
+        }
       }
     }
     const totalSeconds = (Date.now() - startedAt.getTime()) / 1000;
@@ -154,38 +163,54 @@ async function checkAnswer(peer: Peer, scenario: ScenarioName): Promise<void> {
 
 function table(rows: Row[]): string {
   const lines = [
-    `\n${SECONDS} s per scenario and server after ${WARMUP_SECONDS} s of warm-up, ${CONNECTIONS} connections, loopback, ${os.cpus().length} CPUs (the load generator on the same machine), Node ${process.version}`,
+    `\n${ROUNDS} rounds of ${SECONDS} s per scenario and server (each after ${WARMUP_SECONDS} s of warm-up), ${CONNECTIONS} connections, loopback, ${os.cpus().length} CPUs (the load generator on the same machine), Node ${process.version}; medians over the rounds, ratios taken within each round`,
     '',
     `${'scenario'.padEnd(40)} ${'server'.padEnd(20)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'errors'.padStart(7)} ${'x library'.padStart(10)} ${'x Hydra'.padStart(8)}`,
   ];
   const verdicts: string[] = [];
+  const mark = (ok: boolean) => (ok ? 'met' : 'MISSED');
   for (const scenario of SCENARIOS) {
-    const of = (kind: Peer['kind']) => rows.find((row) => row.scenario === scenario && row.kind === kind)!;
-    const [baseline, hydra] = [of('baseline'), of('hydra')];
+    const windows = (kind: Peer['kind']) =>
+      rows.filter((row) => row.scenario === scenario && row.kind === kind).sort((a, b) => a.round - b.round);
+    /** The median over the rounds of `kind`'s req/s divided by `other`'s in the same round. */
+    const ratio = (kind: Peer['kind'], other: Peer['kind']) =>
+      median(windows(kind).map((row, round) => row.result.rps / windows(other)[round].result.rps));
     for (const [index, kind] of (['baseline', 'arbiter1', 'arbiterN', 'hydra'] as const).entries()) {
-      const row = of(kind);
-      const { rps, p50, p99, errors, non2xx } = row.result;
+      const own = windows(kind);
+      const errors = own.reduce((sum, row) => sum + row.result.errors + row.result.non2xx, 0);
       lines.push(
-        `${(index === 0 ? scenario : '').padEnd(40)} ${row.server.padEnd(20)} ${rps.toFixed(0).padStart(7)} ${p50.toFixed(1).padStart(7)} ${p99.toFixed(1).padStart(7)} ${String(errors + non2xx).padStart(7)} ${(rps / baseline.result.rps).toFixed(2).padStart(10)} ${(rps / hydra.result.rps).toFixed(2).padStart(8)}`,
+        `${(index === 0 ? scenario : '').padEnd(40)} ${own[0].server.padEnd(20)} ${median(
+          own.map((row) => row.result.rps),
+        )
+          .toFixed(0)
+          .padStart(7)} ${median(own.map((row) => row.result.p50))
+          .toFixed(1)
+          .padStart(7)} ${median(own.map((row) => row.result.p99))
+          .toFixed(1)
+          .padStart(
+            7,
+          )} ${String(errors).padStart(7)} ${ratio(kind, 'baseline').toFixed(2).padStart(10)} ${ratio(kind, 'hydra').toFixed(2).padStart(8)}`,
       );
     }
-    const [one, all] = [of('arbiter1').result, of('arbiterN').result];
-    const vsHydra = all.rps / hydra.result.rps;
-    const hydraTarget =
-      scenario === 'client_credentials, client_secret_basic'
-        ? TARGETS.clientCredentialsVsHydra
-        : TARGETS.introspectionVsHydra;
-    const mark = (ok: boolean) => (ok ? 'met' : 'MISSED');
+    const scaling = ratio('arbiterN', 'arbiter1');
+    const vsHydra = ratio('arbiterN', 'hydra');
+    const perWorker = ratio('arbiter1', 'baseline');
+    const clientCredentials = scenario === 'client_credentials, client_secret_basic';
+    const hydraTarget = clientCredentials ? TARGETS.clientCredentialsVsHydra : TARGETS.introspectionVsHydra;
     verdicts.push(
-      `${scenario}: WORKERS=${CORES} ${(all.rps / one.rps).toFixed(2)}x WORKERS=1` +
-        (scenario === 'client_credentials, client_secret_basic'
-          ? ` (target ≥ ${TARGETS.workersScaling}: ${mark(all.rps / one.rps >= TARGETS.workersScaling)})`
-          : '') +
+      `${scenario}: WORKERS=${CORES} ${scaling.toFixed(2)}x WORKERS=1` +
+        (clientCredentials ? ` (target ≥ ${TARGETS.workersScaling}: ${mark(scaling >= TARGETS.workersScaling)})` : '') +
         `; ${vsHydra.toFixed(2)}x Hydra (target ≥ ${hydraTarget}: ${mark(vsHydra >= hydraTarget)})` +
-        `; WORKERS=1 ${(one.rps / baseline.result.rps).toFixed(2)}x the library (target ≥ ${TARGETS.perWorkerVsLibrary}: ${mark(one.rps / baseline.result.rps >= TARGETS.perWorkerVsLibrary)})`,
+        `; WORKERS=1 ${perWorker.toFixed(2)}x the library (target ≥ ${TARGETS.perWorkerVsLibrary}: ${mark(perWorker >= TARGETS.perWorkerVsLibrary)})`,
     );
   }
   return [...lines, '', ...verdicts].join('\n');
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
 function writeResults(startedAt: Date, totalSeconds: number, rows: Row[]): string {
@@ -198,7 +223,13 @@ function writeResults(startedAt: Date, totalSeconds: number, rows: Row[]): strin
     startedAt: startedAt.toISOString(),
     totalSeconds,
     machine: { cpus: cpus.length, cpuModel: cpus[0]?.model, node: process.version, loadAverage: os.loadavg() },
-    settings: { seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, connections: CONNECTIONS, workers: CORES },
+    settings: {
+      rounds: ROUNDS,
+      seconds: SECONDS,
+      warmupSeconds: WARMUP_SECONDS,
+      connections: CONNECTIONS,
+      workers: CORES,
+    },
     targets: TARGETS,
     results: rows,
   };
