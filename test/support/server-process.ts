@@ -17,7 +17,7 @@ export async function startServerProcess(options: {
   port: number;
   dataDir: string;
   env?: Record<string, string>;
-  /** Keep what the server writes on stdout (its log lines), for `output`. */
+  /** Told what the server writes on stdout (its log lines) and stderr. */
   onOutput?: (chunk: string) => void;
 }): Promise<ChildProcess> {
   const url = `http://127.0.0.1:${options.port}`;
@@ -35,7 +35,10 @@ export async function startServerProcess(options: {
   });
   child.stdout?.on('data', (chunk: Buffer) => options.onOutput?.(chunk.toString('utf8')));
   let stderr = '';
-  child.stderr!.on('data', (chunk) => (stderr += chunk));
+  child.stderr!.on('data', (chunk: Buffer) => {
+    stderr += chunk;
+    options.onOutput?.(chunk.toString('utf8'));
+  });
   const deadline = Date.now() + 60_000;
   while (!(await everyWorkerUp(url))) {
     if (Date.now() > deadline || child.exitCode !== null) {
@@ -60,7 +63,7 @@ export interface ProcessServer extends TestServer {
   /** The process started: with WORKERS > 1, the primary. */
   process: ChildProcess;
   dataDir: string;
-  /** What it wrote on stdout so far (JSON log lines). */
+  /** What it wrote on stdout and stderr so far (JSON log lines, and any failure). */
   output(): string;
   /** Sends `signal` (SIGTERM by default) and resolves with how the process ended. */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
