@@ -1,5 +1,6 @@
 import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
 import {
   ConflictError,
@@ -82,7 +83,7 @@ export class SqliteStore implements Store {
     private readonly db: Db,
     files: StoreFiles | null,
   ) {
-    this.io = new GuardedIo(files, () => this.writeListeners.tell());
+    this.io = new GuardedIo(db, files, () => this.writeListeners.tell());
     this.statements = new Statements(db);
     const commitTogether = db.transaction((writes: (() => void)[]) => writes.map(ownFailureOf));
     this.group = new BatchWriter({
@@ -103,7 +104,7 @@ export class SqliteStore implements Store {
     const db = new Database(file);
     try {
       db.pragma('journal_mode = WAL');
-      db.pragma('busy_timeout = 5000');
+      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       db.pragma('synchronous = NORMAL');
       // Deleted and rewritten documents (a PKCE verifier set to null, …) are zeroed, not left in the page's free space.
       db.pragma('secure_delete = FAST');
@@ -479,6 +480,7 @@ class GuardedIo {
   private identityCheckedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
+    private readonly db: Db,
     private readonly files: StoreFiles | null,
     /** Told when a write has ended, committed or not (Store.onWrite). */
     private readonly afterWrite: () => void,
@@ -498,10 +500,36 @@ class GuardedIo {
     return sqliteCall(statement);
   }
 
-  write<R>(statement: () => R): R {
+  /**
+   * Several processes (WORKERS, or the command line) write one file, one transaction at a time.
+   * SQLite's busy handler would wait for the write lock by sleeping, and a sleeping process
+   * answers nothing meanwhile: instead a write that finds the lock taken gives the event loop
+   * back and tries again shortly (after 0, 1, 2, 4, then every 8 ms), for up to BUSY_TIMEOUT_MS
+   * as the busy handler would. Reads never wait for a writer (WAL) and keep the busy handler.
+   */
+  async write<R>(statement: () => R): Promise<R> {
+    const deadline = Date.now() + BUSY_TIMEOUT_MS;
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return this.writeNow(statement);
+      } catch (error) {
+        if (!isBusy(error) || Date.now() >= deadline) throw error;
+      }
+      await sleep(attempt === 0 ? 0 : Math.min(2 ** (attempt - 1), 8));
+    }
+  }
+
+  private writeNow<R>(statement: () => R): R {
     try {
       this.check();
-      const result = sqliteCall(statement);
+      // Set anew each time: SQLite applies a busy_timeout PRAGMA when it is prepared, not when a prepared one runs again.
+      this.db.pragma('busy_timeout = 0');
+      let result: R;
+      try {
+        result = sqliteCall(statement);
+      } finally {
+        this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      }
       this.assertSameFiles();
       return result;
     } finally {
@@ -516,6 +544,14 @@ class GuardedIo {
 }
 
 /** Runs better-sqlite3 code; an error saying the file is unusable becomes StoreUnavailableError. */
+/** How long a write waits for another process's write transaction; reads wait as long for a checkpoint or a recovery. */
+const BUSY_TIMEOUT_MS = 5000;
+
+/** SQLITE_BUSY and its extended codes: another connection holds the lock this statement needs. */
+function isBusy(error: unknown): boolean {
+  return error instanceof Database.SqliteError && error.code.startsWith('SQLITE_BUSY');
+}
+
 function sqliteCall<R>(statement: () => R): R {
   try {
     return statement();

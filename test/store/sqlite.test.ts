@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { openStore } from '../../src/store/open.js';
 import { ConflictError } from '../../src/store/index.js';
@@ -69,6 +70,41 @@ describe('SQLite store: writes of one turn share one transaction (group commit)'
       expect(await reopened.collection('others').get('d')).to.deep.equal({ id: 'd' });
     } finally {
       await reopened.close();
+    }
+  });
+});
+
+describe('SQLite store: writers in several processes (WORKERS)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'arbiter-sqlite-lock-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it("waits for another connection's write lock without stopping the event loop, then writes", async () => {
+    const file = join(dir, 'locked.db');
+    const store = await openStore(`sqlite:${file}`);
+    // Another process's connection, holding the file's write lock (a long transaction of another worker).
+    const other = new Database(file);
+    try {
+      const tokens = store.collection('tokens');
+      await tokens.insert({ id: 'before' });
+      other.exec('BEGIN IMMEDIATE');
+      let ticks = 0;
+      const ticking = setInterval(() => (ticks += 1), 5);
+      const [inserted, updated, sequence] = [
+        tokens.insert({ id: 'during' }),
+        tokens.update('before', { seen: true }, { seen: null }),
+        store.nextSequence('locked'),
+      ];
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      // A busy handler sleeping in SQLite would have held this process still for the whole time.
+      expect(ticks, 'timer ticks while the writes waited').to.be.above(10);
+      other.exec('COMMIT');
+      await Promise.all([inserted, updated, sequence]);
+      clearInterval(ticking);
+      expect(await tokens.get('during')).to.include({ id: 'during' });
+      expect(await tokens.get('before')).to.include({ seen: true });
+    } finally {
+      other.close();
+      await store.close();
     }
   });
 });
