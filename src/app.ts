@@ -61,7 +61,8 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   // Probes: answered before anything else, they present no credential.
   app.use(health(store, policy, config.policyLagBoundSeconds));
   app.use(auditTrail(audit, log));
-  app.use(authFailureLimit({ limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds }));
+  // Counted in the store: every node and worker on it shares the counts.
+  app.use(authFailureLimit({ limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds }, store));
   app.use(jsonErrors(log));
   // OPA's bundle download: wrong bundle tokens are throttled like any credential; OPA's right one always gets through.
   app.use(policy.bundleMiddleware());

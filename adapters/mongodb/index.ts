@@ -22,6 +22,7 @@ import {
   type Store,
   type StoredDoc,
   type TenantCollection,
+  type WindowCount,
 } from '../../src/store/types.js';
 import {
   DeclaredSpecs,
@@ -55,6 +56,19 @@ interface Row {
 
 type Rows = Collection<Row>;
 
+/** A counter of addToWindow; `resetAt` a Date so that a TTL index can drop ended windows. */
+interface CounterRow {
+  _id: string;
+  count: number;
+  resetAt: Date;
+}
+
+/** Attempts of addToWindow's three steps before it gives up: each lost race means another writer moved on. */
+const COUNTER_ATTEMPTS = 5;
+
+/** The collection of addToWindow's counters (store collections are `c_<name>`, so it cannot clash). */
+const COUNTERS = 'window_counters';
+
 const INTERNAL_ERROR = 1;
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_NOT_FOUND = 26;
@@ -63,7 +77,7 @@ const NOT_IMPLEMENTED = 238;
 /**
  * Scale-out store on MongoDB (any server speaking its wire protocol; the tests
  * use FerretDB). Collection `c_<name>` per store collection, `sequences` for
- * counters. The indexes of the collections named at open are created before
+ * sequences, `window_counters` for addToWindow. The indexes of the collections named at open are created before
  * open() resolves; those of any other collection, or of keys declared later, on
  * its first use.
  */
@@ -71,6 +85,7 @@ export class MongoStore implements Store {
   private readonly declared = new DeclaredSpecs();
   private readonly indexesReady = new Map<string, Promise<void>>();
   private readonly writeListeners = new WriteListeners();
+  private countersReady: Promise<Collection<CounterRow>> | undefined;
 
   private constructor(
     private readonly client: MongoClient,
@@ -150,6 +165,59 @@ export class MongoStore implements Store {
     return counter.value;
   }
 
+  /**
+   * Increments within the window (one findOneAndUpdate, the usual case); else restarts an ended
+   * window; else creates the counter. Each step is one atomic document write whose filter says
+   * which state it expects, so a writer that loses a race to another node sees its step match
+   * nothing (or a duplicate key) and goes on to the next state, never counting twice or losing a count.
+   */
+  async addToWindow(key: string, windowMs: number, amount = 1): Promise<WindowCount> {
+    const counters = await this.counters();
+    for (let attempt = 0; attempt < COUNTER_ATTEMPTS; attempt += 1) {
+      const now = new Date();
+      const counted = await counters.findOneAndUpdate(
+        { _id: key, resetAt: { $gt: now } },
+        { $inc: { count: amount } },
+        { returnDocument: 'after' },
+      );
+      if (counted) return windowCountOf(counted);
+      const fresh = { count: amount, resetAt: new Date(now.getTime() + windowMs) };
+      const restarted = await counters.findOneAndUpdate(
+        { _id: key, resetAt: { $lte: now } },
+        { $set: fresh },
+        { returnDocument: 'after' },
+      );
+      if (restarted) return windowCountOf(restarted);
+      try {
+        await counters.insertOne({ _id: key, ...fresh });
+        return windowCountOf(fresh);
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+      }
+    }
+    throw new Error(`window counter ${key}: lost ${COUNTER_ATTEMPTS} races in a row`);
+  }
+
+  async readWindows(keys: readonly string[]): Promise<Map<string, WindowCount>> {
+    if (keys.length === 0) return new Map();
+    const counters = await this.counters();
+    const rows = await counters.find({ _id: { $in: [...keys] }, resetAt: { $gt: new Date() } }).toArray();
+    return new Map(rows.map((row) => [row._id, windowCountOf(row)]));
+  }
+
+  /** The counters' collection, once its expiry index exists (made on first use). */
+  private counters(): Promise<Collection<CounterRow>> {
+    if (!this.countersReady) {
+      const counters = this.db.collection<CounterRow>(COUNTERS);
+      const ready = createExpiryIndex(counters, 'resetAt').then(() => counters);
+      ready.catch(() => {
+        if (this.countersReady === ready) this.countersReady = undefined;
+      });
+      this.countersReady = ready;
+    }
+    return this.countersReady;
+  }
+
   async ping(): Promise<void> {
     await this.db.command({ ping: 1 });
   }
@@ -161,6 +229,8 @@ export class MongoStore implements Store {
     for (const { name } of collections.filter((info) => info.name.startsWith(PHYSICAL_PREFIX))) {
       removed += await deleteExpired(this.db.collection<Row>(name));
     }
+    // Ended windows too (no TTL index on FerretDB); they are not documents, and not counted.
+    await this.db.collection<CounterRow>(COUNTERS).deleteMany({ resetAt: { $lte: new Date() } });
     return removed;
   }
 
@@ -403,7 +473,7 @@ function wrapEach(
   }
 }
 
-translateConnectionLoss(MongoStore.prototype, ['nextSequence', 'ping', 'purgeExpired']);
+translateConnectionLoss(MongoStore.prototype, ['nextSequence', 'addToWindow', 'readWindows', 'ping', 'purgeExpired']);
 translateConnectionLoss(MongoCollection.prototype, [
   'insert',
   'insertMany',
@@ -428,7 +498,7 @@ tellWritesEnded(MongoCollection.prototype, [
 ]);
 
 async function createIndexes(rows: Rows, spec: CollectionSpec): Promise<void> {
-  await createExpiryIndex(rows);
+  await createExpiryIndex(rows, '_expiresAtDate');
   for (const field of spec.indexes ?? []) {
     await rows.createIndex({ tenant: 1, [docPath(field)]: 1 }, { name: `ix_${field}` });
   }
@@ -440,13 +510,17 @@ async function createIndexes(rows: Rows, spec: CollectionSpec): Promise<void> {
  * indexes (NotImplemented); there a plain index serves purgeExpired, which must
  * then do all the deleting.
  */
-async function createExpiryIndex(rows: Rows): Promise<void> {
+async function createExpiryIndex(rows: Collection<Row> | Collection<CounterRow>, field: string): Promise<void> {
   try {
-    await rows.createIndex({ _expiresAtDate: 1 }, { name: 'expiry_ttl', expireAfterSeconds: 0 });
+    await rows.createIndex({ [field]: 1 }, { name: 'expiry_ttl', expireAfterSeconds: 0 });
   } catch (error) {
     if (!(error instanceof MongoServerError && error.code === NOT_IMPLEMENTED)) throw error;
-    await rows.createIndex({ _expiresAtDate: 1 }, { name: 'expiry' });
+    await rows.createIndex({ [field]: 1 }, { name: 'expiry' });
   }
+}
+
+function windowCountOf(row: { count: number; resetAt: Date }): WindowCount {
+  return { count: row.count, resetAt: row.resetAt.getTime() };
 }
 
 /**

@@ -11,6 +11,7 @@ import {
   type Store,
   type StoredDoc,
   type TenantCollection,
+  type WindowCount,
 } from '../../src/store/types.js';
 import {
   DeclaredSpecs,
@@ -108,6 +109,9 @@ export class SqliteStore implements Store {
       // Deleted and rewritten documents (a PKCE verifier set to null, …) are zeroed, not left in the page's free space.
       db.pragma('secure_delete = FAST');
       db.exec('CREATE TABLE IF NOT EXISTS sequences (name TEXT PRIMARY KEY, value INTEGER NOT NULL)');
+      db.exec(
+        'CREATE TABLE IF NOT EXISTS window_counters (key TEXT PRIMARY KEY, count INTEGER NOT NULL, reset_at INTEGER NOT NULL)',
+      );
       // The -wal and -shm files exist from here on, as long as this connection is open.
       return new SqliteStore(db, file === ':memory:' ? null : StoreFiles.record(resolve(file)));
     } catch (error) {
@@ -178,6 +182,39 @@ export class SqliteStore implements Store {
     });
   }
 
+  /**
+   * One upsert: SQLite locks the file for the statement, so processes sharing the file (workers,
+   * servers on one host) count together. Every expression of DO UPDATE sees the row as it was.
+   */
+  async addToWindow(key: string, windowMs: number, amount = 1): Promise<WindowCount> {
+    const now = Date.now();
+    return this.io.write(() => {
+      const row = this.statements
+        .get(
+          `INSERT INTO window_counters (key, count, reset_at) VALUES (@key, @amount, @resetAt)
+           ON CONFLICT(key) DO UPDATE SET
+             count = CASE WHEN reset_at > @now THEN count + excluded.count ELSE excluded.count END,
+             reset_at = CASE WHEN reset_at > @now THEN reset_at ELSE excluded.reset_at END
+           RETURNING count, reset_at`,
+        )
+        .get({ key, amount, now, resetAt: now + windowMs }) as { count: number; reset_at: number };
+      return { count: row.count, resetAt: row.reset_at };
+    });
+  }
+
+  async readWindows(keys: readonly string[]): Promise<Map<string, WindowCount>> {
+    if (keys.length === 0) return new Map();
+    const rows = this.io.read(
+      () =>
+        this.statements
+          .get(
+            `SELECT key, count, reset_at FROM window_counters WHERE key IN (SELECT value FROM json_each(@keys)) AND reset_at > @now`,
+          )
+          .all({ keys: JSON.stringify(keys), now: Date.now() }) as { key: string; count: number; reset_at: number }[],
+    );
+    return new Map(rows.map((row) => [row.key, { count: row.count, resetAt: row.reset_at }]));
+  }
+
   /** Rejects with StoreUnavailableError when the database file is gone, replaced or unwritable (see GuardedIo). */
   async ping(): Promise<void> {
     this.io.check();
@@ -192,6 +229,8 @@ export class SqliteStore implements Store {
       for (const table of this.collectionTables()) {
         removed += this.db.prepare(`DELETE FROM ${quoted(table)} WHERE expires_at <= ?`).run(now).changes;
       }
+      // Ended windows too; they are not documents, and not counted.
+      this.db.prepare('DELETE FROM window_counters WHERE reset_at <= ?').run(now);
       return removed;
     });
   }

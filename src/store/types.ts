@@ -92,6 +92,16 @@ export interface Store {
   /** Next value of a named numeric sequence (1, 2, 3, ...), shared across tenants. */
   /** With `count`, reserves that many consecutive values at once and returns the last of them. */
   nextSequence(name: string, count?: number): Promise<number>;
+  /**
+   * Adds `amount` (default 1) to the counter `key` within its current window, atomically for every
+   * process and node on this store: a counter that does not exist, or whose window has ended,
+   * starts a new window of `windowMs` at `amount`. Answers the count and the window's end. For
+   * limits that must hold across nodes (the auth-failure throttle, src/http/auth-failures.ts).
+   * Counters are not documents of any collection or tenant; purgeExpired removes ended ones.
+   */
+  addToWindow(key: string, windowMs: number, amount?: number): Promise<WindowCount>;
+  /** The counters among `keys` whose window has not ended, in one read; the others are absent from the map. */
+  readWindows(keys: readonly string[]): Promise<Map<string, WindowCount>>;
   /** Resolves when the store answers and can be written; rejects otherwise (StoreUnavailableError when it knows why). */
   ping(): Promise<void>;
   /** Removes expired documents everywhere. */
@@ -104,6 +114,12 @@ export interface Store {
   /** A consistent copy of the whole store into a file while it is in use; stores that cannot (MongoDB: mongodump) lack it. */
   backup?(destination: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A counter of Store.addToWindow: its count in the current window, and when that window ends (epoch ms). */
+export interface WindowCount {
+  count: number;
+  resetAt: number;
 }
 
 export class ConflictError extends Error {

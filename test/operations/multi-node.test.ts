@@ -9,9 +9,21 @@ import {
   startRegisteredDevIdp,
   type RegisteredDevIdp,
 } from '../support/dev-idp.js';
-import { clientCredentials, confidentialClient, policyInForce, postForm, updateOauthData } from '../support/oauth.js';
+import {
+  basic,
+  clientCredentials,
+  confidentialClient,
+  FORM,
+  policyInForce,
+  postForm,
+  updateOauthData,
+} from '../support/oauth.js';
+import { rawRequest } from '../support/raw-http.js';
 import { readyServer, type TestServer } from '../support/server.js';
 import { MongoTestServer } from '../store/mongo-server.js';
+
+/** AUTH_FAILURE_LIMIT of both nodes. */
+const FAILURE_LIMIT = 6;
 
 /** Codes raced for, one after another: one race can come out right by luck, ten rarely do. */
 const RACE_ROUNDS = 10;
@@ -30,8 +42,10 @@ describe('two nodes on one MongoDB-wire store', function () {
     this.timeout(900_000); // the first FerretDB build downloads and compiles Go modules
     await mongo.start();
     const storeUrl = mongo.uri(mongo.freshDatabase());
-    a = await readyServer({ STORE_URL: storeUrl });
-    b = await readyServer({ STORE_URL: storeUrl, ISSUER: a.config.issuer });
+    // The failure limit is low enough to reach in a test; only the throttle test fails credentials (from addresses of its own).
+    const env = { STORE_URL: storeUrl, AUTH_FAILURE_LIMIT: String(FAILURE_LIMIT), AUTH_FAILURE_WINDOW_SECONDS: '600' };
+    a = await readyServer(env);
+    b = await readyServer({ ...env, ISSUER: a.config.issuer });
     idp = await startRegisteredDevIdp(a);
   });
 
@@ -155,6 +169,29 @@ describe('two nodes on one MongoDB-wire store', function () {
     expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
     const userinfo = await a.request('/userinfo', { headers: { Authorization: `Bearer ${tokens.body.access_token}` } });
     expect(await userinfo.json()).to.include({ sub: 'bob' });
+  });
+
+  it('counts authentication failures on both nodes together: N nodes do not give an attacker N times the tries', async function () {
+    const secret = await confidentialClient(a, 'guessed-on-two-nodes', { scopes: ['read'] });
+    const token = (node: TestServer, clientSecret: string, from: string) =>
+      rawRequest(node.url, {
+        method: 'POST',
+        path: '/token',
+        localAddress: from,
+        headers: { ...FORM, Authorization: basic('guessed-on-two-nodes', clientSecret) },
+        body: 'grant_type=client_credentials&scope=read',
+      });
+    for (let attempt = 0; attempt < FAILURE_LIMIT; attempt++)
+      expect((await token(attempt % 2 ? b : a, 'not-the-secret', '127.0.3.1')).status, `guess ${attempt + 1}`).to.equal(
+        401,
+      );
+    for (const node of [a, b]) {
+      const refused = await token(node, 'not-the-secret', '127.0.3.1');
+      expect(refused.status, node === a ? 'on A' : 'on B').to.equal(429);
+      expect(Number(refused.headers['retry-after'])).to.be.within(1, 600);
+    }
+    expect((await token(b, secret, '127.0.3.1')).status, 'the right secret: not verified, no oracle').to.equal(429);
+    expect((await token(a, secret, '127.0.3.2')).status, 'from another address').to.equal(200);
   });
 
   it('puts a policy change made through A in force on both nodes', async function () {

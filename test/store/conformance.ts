@@ -29,6 +29,12 @@ const PARALLEL = 20;
 const past = () => Date.now() - 60_000;
 const future = () => Date.now() + 3_600_000;
 
+/** Resolves once the clock has passed `instant` (epoch ms): a window's end is a time, not a state to poll. */
+async function untilPast(instant: number): Promise<void> {
+  while (Date.now() <= instant)
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, instant - Date.now() + 1)));
+}
+
 async function expectConflict(write: Promise<unknown>, fields: string[]): Promise<void> {
   const error = await write.then(
     () => undefined,
@@ -602,6 +608,44 @@ export function describeStoreConformance(
         expect([...values].sort((a, b) => a - b)).to.deep.equal(
           Array.from({ length: PARALLEL }, (_, index) => index + 1),
         );
+      });
+    });
+
+    describe('window counters (addToWindow, readWindows)', () => {
+      const WINDOW_MS = 60_000;
+
+      it('counts within a window that ends windowMs after its first count, each key on its own', async () => {
+        const before = Date.now();
+        const first = await store.addToWindow('k', WINDOW_MS);
+        expect(first.count).to.equal(1);
+        expect(first.resetAt).to.be.within(before + WINDOW_MS, Date.now() + WINDOW_MS);
+        expect(await store.addToWindow('k', WINDOW_MS, 3)).to.deep.equal({ count: 4, resetAt: first.resetAt });
+        expect((await store.addToWindow('other', WINDOW_MS)).count).to.equal(1);
+        const read = await store.readWindows(['k', 'other', 'never']);
+        expect(Object.fromEntries(read)).to.deep.equal({
+          k: { count: 4, resetAt: first.resetAt },
+          other: { count: 1, resetAt: read.get('other')!.resetAt },
+        });
+        expect((await store.readWindows([])).size).to.equal(0);
+      });
+
+      it('starts a new window once one has ended, and reads no ended window', async () => {
+        await untilPast((await store.addToWindow('short', 50, 5)).resetAt);
+        expect((await store.readWindows(['short'])).size).to.equal(0);
+        const restarted = await store.addToWindow('short', WINDOW_MS);
+        expect(restarted.count).to.equal(1);
+        expect(restarted.resetAt).to.be.above(Date.now() + WINDOW_MS / 2);
+        await untilPast((await store.addToWindow('ended', 1)).resetAt);
+        await store.purgeExpired();
+        expect((await store.addToWindow('ended', WINDOW_MS)).count, 'purged, then counted afresh').to.equal(1);
+      });
+
+      itConcurrently('loses no count to parallel callers, new window or not', async () => {
+        const counts = await Promise.all(Array.from({ length: PARALLEL }, () => store.addToWindow('race', WINDOW_MS)));
+        expect(counts.map((counted) => counted.count).sort((a, b) => a - b)).to.deep.equal(
+          Array.from({ length: PARALLEL }, (_, index) => index + 1),
+        );
+        expect(new Set(counts.map((counted) => counted.resetAt)).size, 'one window').to.equal(1);
       });
     });
 
