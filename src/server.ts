@@ -5,7 +5,7 @@ import { createApp } from './app.js';
 import { AuditLog } from './audit/index.js';
 import type { Config } from './config/index.js';
 import type { Logger } from './log/index.js';
-import { createTenantProvider, loadProviderSecrets, TenantProviders } from './oauth/index.js';
+import { createTenantProvider, loadProviderSecrets, TenantProviders, watchProviderSecrets } from './oauth/index.js';
 import { Metrics } from './metrics/index.js';
 import { BUNDLE_PATH, createPolicyEngine, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
 import { openArbiterStore } from './collections.js';
@@ -39,7 +39,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     throw error;
   });
   if (schema.from !== schema.to) log.info(schema, 'store schema migrated');
-  const sealer = await Sealer.open(store, config.secretsKey);
+  const sealer = await Sealer.open(store, config.secretsKey, config.secretsKeyPrevious);
   if (!config.softwareStatementVerify) {
     log.warn(
       'SERVICE_SOFTWARE_STATEMENT_VERIFY is false: software statements are still verified whenever policy data trusts an issuer for them; otherwise they reach the policy unverified (the default pack refuses them)',
@@ -49,7 +49,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     log.warn(
       'SERVICE_SECRETS_KEY is not set: secrets kept in the store are sealed with a key kept in the store itself (development only)',
     );
-  const secrets = await loadProviderSecrets(store, sealer);
+  let secrets = await loadProviderSecrets(store, sealer);
   await seedDefaultPolicies(store, log);
   let appReady: (handler: Handler) => void = () => undefined;
   const app = new Promise<Handler>((resolve) => (appReady = resolve));
@@ -84,6 +84,18 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     (tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }),
     config.tenantCacheMax,
   );
+  // Signing keys rotated by `arbiter rotate-signing-key` (or on another node): providers are built again with them.
+  const stopWatchingKeys = watchProviderSecrets(
+    store,
+    sealer,
+    config.signingKeyRefreshSeconds * 1000,
+    (rotated) => {
+      secrets = rotated;
+      providers.reset();
+      log.info({ kids: rotated.jwks.keys.map((key) => key.kid) }, 'signing keys rotated: providers rebuilt');
+    },
+    (error) => log.warn({ err: error }, 'signing keys could not be read; keeping the current ones'),
+  );
   const audit = new AuditLog(store, log, {
     refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds },
   });
@@ -110,6 +122,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
      */
     async close() {
       clearInterval(purge);
+      stopWatchingKeys();
       const closed = Promise.all(servers.map((each) => new Promise<void>((resolve) => each.close(() => resolve()))));
       for (const each of servers) each.closeIdleConnections();
       await inFlight.drained(SHUTDOWN_GRACE_MS);

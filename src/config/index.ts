@@ -73,6 +73,10 @@ export interface Config {
   outboundMaxResponseBytes: number;
   /** Seals secrets Arbiter must read back (upstream client secrets, signing keys); required in production. */
   secretsKey: string | null;
+  /** The key secrets were sealed with before SERVICE_SECRETS_KEY changed (README: Keys and backups). */
+  secretsKeyPrevious: string | null;
+  /** How often every node looks for rotated signing keys. */
+  signingKeyRefreshSeconds: number;
   /** Audit entries older than this many days are deleted in the background; 0 keeps them forever. */
   auditRetentionDays: number;
   /** Refused unauthenticated requests one address gets an audit entry each for, per window; the rest are counted in one entry. */
@@ -127,6 +131,8 @@ const ENVIRONMENT: Record<string, string> = {
   OUTBOUND_TIMEOUT_MS: 'outboundTimeoutMs',
   OUTBOUND_MAX_RESPONSE_BYTES: 'outboundMaxResponseBytes',
   SERVICE_SECRETS_KEY: 'secretsKey',
+  SERVICE_SECRETS_KEY_PREVIOUS: 'secretsKeyPrevious',
+  SIGNING_KEY_REFRESH_SECONDS: 'signingKeyRefreshSeconds',
   AUDIT_RETENTION_DAYS: 'auditRetentionDays',
   AUDIT_UNAUTHENTICATED_LIMIT: 'auditUnauthenticatedLimit',
   AUDIT_AGGREGATE_WINDOW_SECONDS: 'auditAggregateWindowSeconds',
@@ -174,6 +180,8 @@ const SCHEMA = {
     outboundTimeoutMs: positive,
     outboundMaxResponseBytes: positive,
     secretsKey: { type: ['string', 'null'], pattern: '^[A-Za-z0-9_-]{43}$' },
+    secretsKeyPrevious: { type: ['string', 'null'], pattern: '^[A-Za-z0-9_-]{43}$' },
+    signingKeyRefreshSeconds: positive,
     auditRetentionDays: { type: 'integer', minimum: 0 },
     auditUnauthenticatedLimit: positive,
     auditAggregateWindowSeconds: positive,
@@ -359,6 +367,7 @@ const PATTERN_HINTS: Record<string, string> = {
   trustedProxies: 'an IP address or a CIDR range (10.0.0.0/8, ::1)',
   tenants: '1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit',
   secretsKey: '32 random bytes in base64url (43 characters)',
+  secretsKeyPrevious: '32 random bytes in base64url (43 characters)',
 };
 
 /**
