@@ -66,6 +66,8 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.use(jsonErrors(log));
   // OPA's bundle download: wrong bundle tokens are throttled like any credential; OPA's right one always gets through.
   app.use(policy.bundleMiddleware());
+  // GET /metrics, behind METRICS_TOKEN when set (on the admin listener only with ADMIN_PORT: splitListeners above).
+  app.use(metrics.endpoint(config.metricsToken));
   app.use(tenancy);
   // The operators' console (/admin, /admin/assets/*): a static page that asks for the key itself.
   app.use(adminConsole());

@@ -60,6 +60,8 @@ export interface Config {
   ttl: TtlConfig;
   /** Peers (IP addresses or CIDR ranges) whose X-Forwarded-* headers are believed; none by default. */
   trustedProxies: string[];
+  /** GET /metrics requires `Authorization: Bearer <metricsToken>` when set; null: open (a warning at start in production). */
+  metricsToken: string | null;
   /** Authentication failures one address may make per window before it is answered 429. */
   authFailureLimit: number;
   authFailureWindowSeconds: number;
@@ -123,6 +125,7 @@ const ENVIRONMENT: Record<string, string> = {
   INTERACTION_TTL_SECONDS: 'ttl.interactionSeconds',
   UMA_TICKET_TTL_SECONDS: 'ttl.permissionTicketSeconds',
   TRUSTED_PROXIES: 'trustedProxies',
+  METRICS_TOKEN: 'metricsToken',
   AUTH_FAILURE_LIMIT: 'authFailureLimit',
   AUTH_FAILURE_WINDOW_SECONDS: 'authFailureWindowSeconds',
   TENANTS: 'tenants',
@@ -172,6 +175,7 @@ const SCHEMA = {
     accessLog: { type: 'boolean' },
     maxBodyBytes: positive,
     trustedProxies: { type: 'array', items: { type: 'string', pattern: '^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$' } },
+    metricsToken: { type: ['string', 'null'], minLength: 16 },
     authFailureLimit: positive,
     authFailureWindowSeconds: positive,
     tenants: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' } },
@@ -327,12 +331,17 @@ function checkListeners(raw: Record<string, unknown>): void {
  * A production issuer on plain http sends codes, tokens and cookies in clear and breaks the
  * issuer's https requirement (RFC 8414 §2, OAuth 2.1 §1.5).
  */
-export function configWarnings(config: Pick<Config, 'production' | 'issuer'>): string[] {
+export function configWarnings(config: Pick<Config, 'production' | 'issuer' | 'metricsToken' | 'adminPort'>): string[] {
   const warnings: string[] = [];
   if (config.production && config.issuer.startsWith('http://'))
     warnings.push(
       `ISSUER is ${config.issuer} with NODE_ENV=production: the issuer must be https:// (RFC 8414 §2), else codes, ` +
         'tokens and cookies cross the network in clear. Serve Arbiter behind TLS and set ISSUER to its https:// URL',
+    );
+  if (config.production && config.metricsToken === null)
+    warnings.push(
+      `METRICS_TOKEN is not set with NODE_ENV=production: GET /metrics answers anyone who reaches ${config.adminPort === null ? 'the server' : 'the admin listener (ADMIN_PORT)'} ` +
+        '(request rates, clients refused, policy decisions). Set METRICS_TOKEN and give Prometheus the same as its bearer token',
     );
   return warnings;
 }

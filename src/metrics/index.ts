@@ -6,10 +6,26 @@
  */
 import type { Context, Next } from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { nameCredential } from '../http/auth-failures.js';
+import { bearerMatches, invalidToken } from '../http/bearer.js';
+import { HttpError } from '../http/errors.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint, PolicyEngine } from '../policy/index.js';
 import type { Store } from '../store/index.js';
 
 export const METRICS_PATH = '/metrics';
+
+/** Whom wrong METRICS_TOKENs count against in the failure limiter. */
+const METRICS_TOKEN_IDENTITY = 'metrics-token';
+
+/** RFC 6750 §3: a challenge without an error code when no token came, invalid_token for a wrong one. */
+function metricsTokenRequired(ctx: Context): HttpError {
+  const description = 'GET /metrics requires Authorization: Bearer <METRICS_TOKEN>';
+  if (ctx.get('authorization') === '') {
+    ctx.set('WWW-Authenticate', 'Bearer');
+    return new HttpError(401, 'invalid_token', description);
+  }
+  return invalidToken(ctx, description);
+}
 
 /**
  * Endpoint labels come from this list, never from the raw path: a label per path an attacker
@@ -122,14 +138,27 @@ export class Metrics {
     });
   }
 
-  /** Answers GET /metrics; times every other request. */
+  /**
+   * GET /metrics. With METRICS_TOKEN (`token`) only for `Authorization: Bearer <token>`; a wrong
+   * token is a failed credential like any other (src/http/auth-failures.ts), but the scraper's right
+   * one is always verified, never locked out (a lockout would blind the monitoring). Mount below the
+   * failure limiter and the JSON error handler.
+   */
+  endpoint(token: string | null) {
+    return async (ctx: Context, next: Next): Promise<void> => {
+      if (ctx.path !== METRICS_PATH || ctx.method !== 'GET') return next();
+      if (token !== null) {
+        nameCredential(ctx, METRICS_TOKEN_IDENTITY);
+        if (!bearerMatches(ctx.get('authorization'), token)) throw metricsTokenRequired(ctx);
+      }
+      ctx.type = this.registry.contentType;
+      ctx.body = await this.registry.metrics();
+    };
+  }
+
+  /** Times every request (GET /metrics too) and counts the business events. */
   middleware() {
     return async (ctx: Context, next: Next): Promise<void> => {
-      if (ctx.path === METRICS_PATH && ctx.method === 'GET') {
-        ctx.type = this.registry.contentType;
-        ctx.body = await this.registry.metrics();
-        return;
-      }
       const endpoint = endpointLabel(ctx.path);
       const stop = this.requests.startTimer({ endpoint, method: methodLabel(ctx.method) });
       try {
