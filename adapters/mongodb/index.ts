@@ -44,7 +44,7 @@ import { WriteListeners } from '../shared/write-listeners.js';
  * with ours.
  */
 interface Row {
-  /** `<tenant>\0<id>`: the id is unique per tenant. */
+  /** `<tenant>/<id>` (RowKeys): the id is unique per tenant. */
   _id: string;
   tenant: string;
   doc: StoredDoc;
@@ -90,6 +90,7 @@ export class MongoStore implements Store {
   private constructor(
     private readonly client: MongoClient,
     private readonly db: Db,
+    private readonly keys: RowKeys,
   ) {}
 
   /**
@@ -100,8 +101,9 @@ export class MongoStore implements Store {
     // ignoreUndefined: an undefined field is left out, as JSON.stringify does in the SQLite store.
     const client = new MongoClient(url, { ignoreUndefined: true });
     await client.connect();
-    const store = new MongoStore(client, client.db());
+    let store: MongoStore;
     try {
+      store = new MongoStore(client, client.db(), await RowKeys.of(client.db()));
       await Promise.all(
         known.map((specOrName) => {
           const { spec, rows } = store.declare(specOrName);
@@ -123,6 +125,7 @@ export class MongoStore implements Store {
     return new MongoCollection<T>(
       rows,
       spec,
+      this.keys,
       tenant,
       () => this.indexed(spec, rows),
       () => this.writeListeners.tell(),
@@ -142,7 +145,7 @@ export class MongoStore implements Store {
   }
 
   private startIndexing(spec: CollectionSpec, rows: Rows): Promise<void> {
-    const attempt = createIndexes(rows, spec);
+    const attempt = createIndexes(rows, spec, this.keys);
     this.indexesReady.set(spec.name, attempt);
     // A failed attempt is forgotten, so the next operation tries again instead of failing forever.
     attempt.catch(() => {
@@ -243,6 +246,7 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
   constructor(
     private readonly rows: Rows,
     private readonly spec: CollectionSpec,
+    private readonly keys: RowKeys,
     readonly tenant: string,
     private readonly indexed: () => Promise<void>,
     /** Told when a write has ended, stored or not (Store.onWrite); see tellWritesEnded. */
@@ -320,7 +324,7 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     await this.indexed();
     const rowId = this.rowId(id);
     const filter = this.live({ _id: rowId, ...docFilter(onlyIf) });
-    const change = changeOf(fields, rowId, uniqueKeyFields(this.spec));
+    const change = changeOf(fields, rowId, uniqueKeyFields(this.spec), this.keys);
     if (!change) return ((await this.rows.findOne(filter))?.doc as T | undefined) ?? null;
     const apply = () => this.rows.findOneAndUpdate(filter, change, { returnDocument: 'after' });
     const candidate = async () => ({ ...(await this.get(id)), ...fields, id }) as StoredDoc;
@@ -354,14 +358,14 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 
   private rowId(id: string | number): string {
-    return `${this.tenant}\u0000${idKey(id)}`;
+    return this.keys.rowId(this.tenant, id);
   }
 
   private rowOf(doc: StoredDoc): Row {
     const rowId = this.rowId(doc.id);
     const expiry = expiryOf(doc);
     const unique = Object.fromEntries(
-      uniqueKeyFields(this.spec).map((field) => [field, uniqueShadow(doc[field], rowId)]),
+      uniqueKeyFields(this.spec).map((field) => [field, this.keys.uniqueShadow(doc[field], rowId)]),
     );
     return {
       _id: rowId,
@@ -497,12 +501,12 @@ tellWritesEnded(MongoCollection.prototype, [
   'deleteBefore',
 ]);
 
-async function createIndexes(rows: Rows, spec: CollectionSpec): Promise<void> {
+async function createIndexes(rows: Rows, spec: CollectionSpec, keys: RowKeys): Promise<void> {
   await createExpiryIndex(rows, '_expiresAtDate');
   for (const field of spec.indexes ?? []) {
     await rows.createIndex({ tenant: 1, [docPath(field)]: 1 }, { name: `ix_${field}` });
   }
-  for (const key of spec.uniqueKeys ?? []) await createUniqueIndex(rows, key);
+  for (const key of spec.uniqueKeys ?? []) await createUniqueIndex(rows, key, keys);
 }
 
 /**
@@ -528,10 +532,10 @@ function windowCountOf(row: { count: number; resetAt: Date }): WindowCount {
  * before this key was declared lack them and would all clash as null, so they
  * are filled in first (only while the index does not exist yet).
  */
-async function createUniqueIndex(rows: Rows, key: string[]): Promise<void> {
+async function createUniqueIndex(rows: Rows, key: string[], keys: RowKeys): Promise<void> {
   const name = `uq_${key.join('_')}`;
   if (await hasIndex(rows, name)) return;
-  await backfillUniqueShadows(rows, key);
+  await backfillUniqueShadows(rows, key, keys);
   const fields = Object.fromEntries(key.map((field) => [`_unique.${field}`, 1 as const]));
   await rows.createIndex({ tenant: 1, ...fields }, { name, unique: true });
 }
@@ -545,37 +549,103 @@ async function hasIndex(rows: Rows, name: string): Promise<boolean> {
   }
 }
 
-async function backfillUniqueShadows(rows: Rows, key: string[]): Promise<void> {
+async function backfillUniqueShadows(rows: Rows, key: string[], keys: RowKeys): Promise<void> {
   const lacking = rows.find(
     { $or: key.map((field) => ({ [`_unique.${field}`]: { $exists: false } })) },
     { projection: { doc: 1 } },
   );
   for await (const row of lacking) {
-    const shadows = Object.fromEntries(key.map((field) => [`_unique.${field}`, uniqueShadow(row.doc[field], row._id)]));
+    const shadows = Object.fromEntries(
+      key.map((field) => [`_unique.${field}`, keys.uniqueShadow(row.doc[field], row._id)]),
+    );
     await rows.updateOne({ _id: row._id }, { $set: shadows });
   }
 }
 
+/** The document in LAYOUT_COLLECTION that says how this database's rows are keyed. */
+interface LayoutDoc {
+  _id: string;
+  separator: string;
+  unsetPrefix: string;
+}
+
+/** Where a database says how its rows are keyed (RowKeys.of). */
+const LAYOUT_COLLECTION = 'store_layout';
+const ROW_KEYS_LAYOUT = 'row-keys';
+
 /**
- * What the unique indexes see for one field of a unique key. A null or absent
- * value must exempt the row from the key, which a partial index would express,
- * but FerretDB 1.x rejects partialFilterExpression and ignores `sparse`. So an
- * unset value is replaced by a stand-in unique to the row, which cannot clash:
- * uniqueness stays enforced by the server, atomically, on both.
+ * How a row's `_id` and its unique-key stand-ins are spelt. A row is `<tenant>/<id>`: no tenant id
+ * holds a `/`, so the pair maps to one string. Databases written before this layout used U+0000
+ * for both, which PostgreSQL's jsonb cannot hold (FerretDB over PostgreSQL answers "unsupported
+ * Unicode escape sequence"); they keep it, since a MongoDB database that holds them holds NUL
+ * anyway, and rewriting every row's immutable `_id` is a migration with nothing to gain. Which one
+ * a database uses is decided once, when it is first opened by this version, and kept in
+ * LAYOUT_COLLECTION, so that every node agrees.
  */
-function uniqueShadow(value: unknown, rowId: string): unknown {
-  return isUnset(value) ? `\u0000unset:${rowId}` : value;
+class RowKeys {
+  private static readonly CURRENT = { separator: '/', unsetPrefix: '\u0001unset:' };
+  private static readonly LEGACY = { separator: '\u0000', unsetPrefix: '\u0000unset:' };
+
+  private constructor(
+    private readonly separator: string,
+    private readonly unsetPrefix: string,
+  ) {}
+
+  /** The database's layout: as recorded; else LEGACY for a database that already holds rows, CURRENT for a new one. */
+  static async of(db: Db): Promise<RowKeys> {
+    const layouts = db.collection<LayoutDoc>(LAYOUT_COLLECTION);
+    let layout = await layouts.findOne({ _id: ROW_KEYS_LAYOUT });
+    if (!layout) {
+      const chosen = (await holdsRows(db)) ? RowKeys.LEGACY : RowKeys.CURRENT;
+      // Nodes opening a new database at once: the first insert decides, the others read it.
+      await layouts.insertOne({ _id: ROW_KEYS_LAYOUT, ...chosen }).catch((error: unknown) => {
+        if (!isDuplicateKey(error)) throw error;
+      });
+      layout = await layouts.findOne({ _id: ROW_KEYS_LAYOUT });
+    }
+    if (!layout) throw new Error(`${LAYOUT_COLLECTION} lost its ${ROW_KEYS_LAYOUT} document`);
+    return new RowKeys(layout.separator, layout.unsetPrefix);
+  }
+
+  rowId(tenant: string, id: string | number): string {
+    return `${tenant}${this.separator}${idKey(id)}`;
+  }
+
+  /**
+   * What the unique indexes see for one field of a unique key. A null or absent
+   * value must exempt the row from the key, which a partial index would express,
+   * but FerretDB 1.x rejects partialFilterExpression and ignores `sparse`. So an
+   * unset value is replaced by a stand-in unique to the row, which cannot clash:
+   * uniqueness stays enforced by the server, atomically, on both.
+   */
+  uniqueShadow(value: unknown, rowId: string): unknown {
+    return isUnset(value) ? `${this.unsetPrefix}${rowId}` : value;
+  }
+}
+
+/** True when some store collection of the database holds a row. */
+async function holdsRows(db: Db): Promise<boolean> {
+  const collections = await db.listCollections({}, { nameOnly: true }).toArray();
+  for (const { name } of collections.filter((info) => info.name.startsWith(PHYSICAL_PREFIX))) {
+    if (await db.collection(name).findOne({}, { projection: { _id: 1 } })) return true;
+  }
+  return false;
 }
 
 /** The $set/$unset for update(), or null when there is nothing to change. */
-function changeOf(fields: Partial<StoredDoc>, rowId: string, uniqueFields: string[]): UpdateFilter<Row> | null {
+function changeOf(
+  fields: Partial<StoredDoc>,
+  rowId: string,
+  uniqueFields: string[],
+  keys: RowKeys,
+): UpdateFilter<Row> | null {
   const set: Record<string, unknown> = {};
   const unset: Record<string, ''> = {};
   for (const [field, value] of Object.entries(fields)) {
     if (field === 'id') continue; // the row key is derived from the id: ids never change
     if (value === undefined) unset[docPath(field)] = '';
     else set[docPath(field)] = value;
-    if (uniqueFields.includes(field)) set[`_unique.${field}`] = uniqueShadow(value, rowId);
+    if (uniqueFields.includes(field)) set[`_unique.${field}`] = keys.uniqueShadow(value, rowId);
   }
   if ('expiresAt' in fields) {
     const expiry = expiryOf(fields);
@@ -614,13 +684,15 @@ async function deleteExpired(rows: Rows): Promise<number> {
 
 /**
  * MongoDB reports every unique-index violation as 11000. FerretDB 1.x does so
- * for inserts only; on updates it passes SQLite's error through as an
- * InternalError, recognisable by SQLite's message.
+ * for inserts only; on updates it passes its backend's error through as an
+ * InternalError, recognisable by SQLite's message or PostgreSQL's SQLSTATE
+ * (23505, unique_violation).
  */
 function isDuplicateKey(error: unknown): boolean {
   if (!(error instanceof MongoServerError)) return false;
   return (
     error.code === DUPLICATE_KEY ||
-    (error.code === INTERNAL_ERROR && error.message.includes('UNIQUE constraint failed'))
+    (error.code === INTERNAL_ERROR &&
+      (error.message.includes('UNIQUE constraint failed') || error.message.includes('(SQLSTATE 23505)')))
   );
 }

@@ -1,8 +1,9 @@
-// Command ferretdb-arbiter runs FerretDB (MongoDB wire protocol on SQLite) for
-// Arbiter's store tests. It embeds the library package because the upstream
-// cmd/ferretdb binary built with `go install` panics on a missing version file.
-// Clients reach FerretDB through the proxy below, which applies write commands one at a
-// time so that conditional updates are atomic, as on MongoDB.
+// Command ferretdb-arbiter runs FerretDB (MongoDB wire protocol on SQLite, or on PostgreSQL
+// with -postgresql-url) for Arbiter's store tests and benchmarks. It embeds the library package
+// because the upstream cmd/ferretdb binary built with `go install` panics on a missing version file.
+// Clients reach FerretDB through the proxy below, which applies the write commands FerretDB runs
+// as a read followed by a separate write one at a time, so that conditional updates are atomic,
+// as on MongoDB (see serialisedByDefault).
 package main
 
 import (
@@ -26,16 +27,26 @@ import (
 
 func main() {
 	listen := flag.String("listen", "127.0.0.1:27017", "TCP address to listen on (the proxy; FerretDB itself listens on a Unix socket in -dir)")
-	dir := flag.String("dir", "", "directory for the SQLite database files (created if missing)")
+	dir := flag.String("dir", "", "directory for the SQLite database files and FerretDB's socket (created if missing)")
+	postgresqlURL := flag.String("postgresql-url", "", "PostgreSQL connection string: the postgresql backend instead of SQLite")
+	serialise := flag.String("serialise", "", "comma-separated write commands the proxy applies one at a time, or none (default: the backend's, see serialisedByDefault)")
 	flag.Parse()
 
-	if err := run(*listen, *dir); err != nil {
+	handler := "sqlite"
+	if *postgresqlURL != "" {
+		handler = "postgresql"
+	}
+	commands := serialisedByDefault[handler]
+	if *serialise != "" {
+		commands = parseCommands(*serialise)
+	}
+	if err := run(*listen, *dir, handler, *postgresqlURL, commands); err != nil {
 		fmt.Fprintln(os.Stderr, "ferretdb-arbiter:", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, dir string) error {
+func run(listen, dir, handler, postgresqlURL string, serialised map[string]bool) error {
 	if dir == "" {
 		return fmt.Errorf("-dir is required")
 	}
@@ -43,6 +54,7 @@ func run(listen, dir string) error {
 	if err != nil {
 		return err
 	}
+	writeCommands = serialised
 
 	// Errors only: at warning level FerretDB logs every error reply it sends.
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -55,10 +67,11 @@ func run(listen, dir string) error {
 
 	// The embeddable package disables telemetry itself (state.DisableTelemetry).
 	server, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{Unix: socket},
-		Logger:    logger,
-		Handler:   "sqlite",
-		SQLiteURL: sqliteURL,
+		Listener:      ferretdb.ListenerConfig{Unix: socket},
+		Logger:        logger,
+		Handler:       handler,
+		SQLiteURL:     sqliteURL,
+		PostgreSQLURL: postgresqlURL,
 	})
 	if err != nil {
 		return err
@@ -99,14 +112,18 @@ func sqliteDirURL(dir string) (string, error) {
 	return "file:" + abs + "/", nil
 }
 
-// The proxy: a wire-protocol proxy in front of FerretDB that applies write commands one at a time.
+// The proxy: a wire-protocol proxy in front of FerretDB that applies some write commands one at a time.
 //
-// Why: FerretDB 1.x runs findAndModify and update as a read followed by a separate write
-// by _id, so two concurrent conditional updates (a single-use code redeemed twice, an $inc
-// on one counter) can both succeed. Real MongoDB applies them atomically per document.
-// Holding one process-wide lock from forwarding a write command until its reply has come
-// back means no other write can land between FerretDB's read and its write, which is
-// exactly what makes filter + update atomic. Reads are not locked and pass concurrently.
+// Why: FerretDB 1.x runs findAndModify, update and delete as a read (its backend's Query)
+// followed by a separate write by _id (UpdateAll / DeleteAll: on PostgreSQL an
+// `UPDATE … WHERE _id = $2` in a transaction of its own that does not check the filter again),
+// on both of its backends. So two concurrent conditional updates (a single-use code redeemed
+// twice, an $inc on one counter) can both succeed, and a delete by filter can remove a document
+// another write has just changed to no longer match. Real MongoDB applies each of them
+// atomically per document. Holding one process-wide lock from forwarding such a command until
+// its reply has come back means no other of them can land between FerretDB's read and its
+// write, which is exactly what makes filter + write atomic. Reads, and the commands left out of
+// the set, are not locked and pass concurrently.
 //
 // Transactions need nothing extra: FerretDB 1.x does not support them, and each write
 // inside one would be locked on its own anyway.
@@ -123,8 +140,30 @@ const (
 	flagExhaustAllowed  = 1 << 16
 )
 
-// writeCommands are the commands serialised by the lock (lower-case: MongoDB also accepts "findandmodify").
-var writeCommands = map[string]bool{"findandmodify": true, "update": true, "delete": true, "insert": true}
+// serialisedByDefault are the commands each backend has serialised (lower-case: MongoDB also accepts
+// "findandmodify"). On PostgreSQL an insert is one INSERT that the unique indexes check atomically,
+// so inserts (most of Arbiter's writes: tokens, audit entries) pass concurrently; the three
+// read-then-write commands do not (test/store/ferretdb-atomicity.test.ts shows why they must not).
+// The SQLite backend keeps every write serialised.
+var serialisedByDefault = map[string]map[string]bool{
+	"sqlite":     {"findandmodify": true, "update": true, "delete": true, "insert": true},
+	"postgresql": {"findandmodify": true, "update": true, "delete": true},
+}
+
+// writeCommands are the commands serialised by the lock, set once at start.
+var writeCommands map[string]bool
+
+// parseCommands reads -serialise: command names in any case, or "none".
+func parseCommands(list string) map[string]bool {
+	commands := map[string]bool{}
+	for _, name := range strings.Split(list, ",") {
+		name = strings.ToLower(strings.TrimSpace(name))
+		if name != "" && name != "none" {
+			commands[name] = true
+		}
+	}
+	return commands
+}
 
 // writeLock is held from forwarding a write command until FerretDB's reply to it is read.
 var writeLock sync.Mutex
