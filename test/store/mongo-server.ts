@@ -94,6 +94,12 @@ export class MongoTestServer {
     return this.ferretdb && `mongodb://${encodeURIComponent(this.ferretdb.socket)}/${database}`;
   }
 
+  /** The processes of the FerretDB started here, for CPU accounting: FerretDB's (its script's, on PostgreSQL) and PostgreSQL's postmaster. */
+  processIds(): { ferretdb?: number; postgresql?: number } {
+    if (!this.ferretdb) return {};
+    return { ferretdb: this.ferretdb.pid, postgresql: this.ferretdb.postmasterPid() };
+  }
+
   /** The server in words, for reports: `FerretDB v1.24.2 over PostgreSQL 15.14`, or `MongoDB 8.0.4`. */
   async describe(): Promise<string> {
     if (!this.backend) return this.ferretdbVersion ? `FerretDB ${this.ferretdbVersion}` : `MongoDB at MONGODB_URI`;
@@ -155,6 +161,19 @@ class FerretDbProcess {
     child.stderr?.on('data', (chunk: Buffer) => {
       this.stderr = (this.stderr + chunk.toString()).slice(-4000);
     });
+  }
+
+  get pid(): number | undefined {
+    return this.child.pid;
+  }
+
+  /** PostgreSQL's postmaster (the first line of its postmaster.pid), when FerretDB runs over it. */
+  postmasterPid(): number | undefined {
+    try {
+      return Number(readFileSync(join(this.dataDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    } catch {
+      return undefined;
+    }
   }
 
   /** FerretDB's own socket, behind the proxy. */
