@@ -26,7 +26,8 @@ import {
 } from './oauth/index.js';
 import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
-import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
+import { requireKnownTenant, tenancy, tenantPaths, TenantRegistry } from './tenancy/index.js';
+import { isAdminSurfacePath } from './http/admin-path.js';
 import { umaRouter } from './uma/index.js';
 
 export interface AppParts {
@@ -51,6 +52,8 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.use(securityHeaders);
   app.use(requestId);
   app.use(accessLog(log, config.accessLog));
+  // /t/<tenant>/…: the tenant's own issuer, for every protocol endpoint (not the admin surface, probes, metrics or bundle).
+  app.use(tenantPaths(isOperatorPath));
   // ADMIN_PORT: the admin surface on its own listener only; the probes and OPA's bundle (its own token) on both.
   if (config.adminPort !== null)
     app.use(splitListeners({ shared: [...PROBE_PATHS, BUNDLE_PATH], adminOnly: [METRICS_PATH] }));
@@ -158,6 +161,12 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
 const READINESS_PATHS = new Set(['/healthz', '/readyz']);
 const LIVENESS_PATH = '/livez';
 const PROBE_PATHS = [...READINESS_PATHS, LIVENESS_PATH];
+
+/** What operators and their tools reach, and tenants never do: no /t/<tenant> form (any spelling). */
+function isOperatorPath(path: string): boolean {
+  const spelling = path.toLowerCase().replace(/\/+$/, '');
+  return isAdminSurfacePath(path) || [...PROBE_PATHS, METRICS_PATH, BUNDLE_PATH].includes(spelling);
+}
 
 /**
  * GET /livez: 200 while the process answers at all, whatever the store or OPA say, so that a

@@ -81,7 +81,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     await createPolicyEngine({ config, store, log, bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}` }),
   ));
   const providers = new TenantProviders(
-    (tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }),
+    (tenant, basePath) => createTenantProvider({ config, secrets, store, policy, log, tenant, basePath }),
     config.tenantCacheMax,
   );
   // Signing keys rotated by `arbiter rotate-signing-key` (or on another node): providers are built again with them.
