@@ -111,7 +111,7 @@ async function upstreamOutcome(
   upstream: UpstreamProviders,
   login: ClaimedLogin,
 ): Promise<InteractionResults> {
-  const { store, config } = deps;
+  const { store } = deps;
   try {
     const idp = await identityProviderById(store, deps.sealer, ctx.state.tenant.name, login.identityProviderId);
     // openid-client takes the redirect_uri for the code exchange from this URL.
