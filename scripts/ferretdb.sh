@@ -11,9 +11,10 @@
 #                                          FerretDB stops (foreground; SIGTERM stops both)
 #
 # Either way FerretDB listens on <dir>/ferretdb.sock, and 127.0.0.1:<port> is the proxy of
-# test/support/ferretdb/main.go in front of it, which serialises the write commands FerretDB
-# does not apply atomically (all writes on SQLite; findAndModify, update and delete on PostgreSQL).
-# FERRETDB_SERIALISE=<commands>|none overrides that set (for experiments: see the atomicity test).
+# test/support/ferretdb/proxy.go in front of it, which serialises the write commands FerretDB
+# does not apply atomically: on SQLite all writes, one at a time; on PostgreSQL findAndModify,
+# update and delete, each only against the others on its document. FERRETDB_SERIALISE=<commands>|none
+# and FERRETDB_LOCK=global|document override that (for experiments: see the atomicity test).
 #
 # The binary is our own tiny main (test/support/ferretdb) embedding FerretDB's
 # library package: `go install .../cmd/ferretdb` panics on a missing version file.
@@ -30,7 +31,11 @@ go_tool() {
 }
 
 is_fresh() {
-  [[ -x "$binary" && "$binary" -nt "$src/main.go" && "$binary" -nt "$src/go.mod" && "$binary" -nt "$src/go.sum" ]]
+  [[ -x "$binary" ]] || return 1
+  local source
+  for source in "$src"/*.go "$src/go.mod" "$src/go.sum"; do
+    [[ "$binary" -nt "$source" ]] || return 1
+  done
 }
 
 build() {
@@ -47,7 +52,7 @@ start_postgresql() {
   local port="$1" dir="$2" url child status=0
   mkdir -p "$dir"
   url="$(bash "$root/scripts/postgresql.sh" start "$dir/pg")"
-  "$binary" -listen "127.0.0.1:$port" -dir "$dir" -postgresql-url "$url" ${FERRETDB_SERIALISE:+-serialise "$FERRETDB_SERIALISE"} &
+  "$binary" -listen "127.0.0.1:$port" -dir "$dir" -postgresql-url "$url" ${FERRETDB_SERIALISE:+-serialise "$FERRETDB_SERIALISE"} ${FERRETDB_LOCK:+-lock "$FERRETDB_LOCK"} &
   child=$!
   trap 'kill -TERM "$child" 2>/dev/null || true' TERM INT
   # A trapped signal ends `wait` early: wait again until FerretDB has really exited.
@@ -63,7 +68,7 @@ case "${1:-}" in
   start)
     [[ $# -eq 3 ]] || { echo "usage: $0 start <port> <dir>" >&2; exit 2; }
     build
-    exec "$binary" -listen "127.0.0.1:$2" -dir "$3" ${FERRETDB_SERIALISE:+-serialise "$FERRETDB_SERIALISE"}
+    exec "$binary" -listen "127.0.0.1:$2" -dir "$3" ${FERRETDB_SERIALISE:+-serialise "$FERRETDB_SERIALISE"} ${FERRETDB_LOCK:+-lock "$FERRETDB_LOCK"}
     ;;
   start-postgresql)
     [[ $# -eq 3 ]] || { echo "usage: $0 start-postgresql <port> <dir>" >&2; exit 2; }

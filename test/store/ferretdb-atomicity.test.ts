@@ -1,7 +1,7 @@
 /**
  * Which of FerretDB's writes are atomic over PostgreSQL, found out rather than assumed: the same
  * races run against FerretDB itself (its socket, no proxy) and through the proxy of
- * test/support/ferretdb/main.go that the tests and bench:scale use.
+ * test/support/ferretdb/proxy.go that the tests and bench:scale use.
  *
  * - A conditional findAndModify (a single-use code consumed by two callers), an $inc on one
  *   counter, and a delete by filter racing an update that makes the document stop matching: on
@@ -136,6 +136,37 @@ describe('FerretDB over PostgreSQL: which writes are atomic', function () {
       );
     });
   }
+
+  it('serialises a write to one document only against the others on it, and a write by filter against all', async function () {
+    this.timeout(60_000);
+    const docs = await collection(false);
+    const settled = async () => {
+      // The proxy writes its totals every second: wait until two readings agree.
+      let previous = JSON.stringify(server.proxyStats());
+      for (;;) {
+        await new Promise((resolve) => setTimeout(resolve, 1_100));
+        const now = JSON.stringify(server.proxyStats());
+        if (now === previous) return server.proxyStats()!;
+        previous = now;
+      }
+    };
+    const before = await settled();
+    await docs.insertMany(Array.from({ length: 5 }, (_, index) => ({ _id: `one-${index}`, count: 0 })));
+    await Promise.all(
+      Array.from({ length: 5 }, (_, index) => docs.findOneAndUpdate({ _id: `one-${index}` }, { $inc: { count: 1 } })),
+    );
+    await docs.updateOne({ _id: 'one-0' }, { $set: { state: 'x' } });
+    await docs.deleteMany({ state: 'x' });
+    const after = await settled();
+    const delta = (name: string) => (after.serialised[name] ?? 0) - (before.serialised[name] ?? 0);
+    expect({ findandmodify: delta('findandmodify'), update: delta('update'), delete: delta('delete') }).to.deep.equal({
+      findandmodify: 5,
+      update: 1,
+      delete: 1,
+    });
+    expect(after.exclusive - before.exclusive, 'only the deleteMany by filter locks everything').to.equal(1);
+    expect(delta('insert'), 'inserts pass unserialised').to.equal(0);
+  });
 
   it('inserts of one _id: exactly one wins on FerretDB itself (so the proxy lets inserts pass)', async function () {
     this.timeout(120_000);

@@ -25,6 +25,13 @@ const FERRETDB_MODULE = join(dirname(fileURLToPath(import.meta.url)), '../suppor
 /** PostgreSQL's initdb and start come first on that backend. */
 const STARTUP_DEADLINE_MS = { sqlite: 30_000, postgresql: 90_000 };
 
+/** See MongoTestServer.proxyStats. */
+export interface ProxyStats {
+  serialised: Record<string, number>;
+  exclusive: number;
+  waitedSeconds: number;
+}
+
 /** What FerretDB keeps its data in. */
 export type FerretDbBackend = 'sqlite' | 'postgresql';
 
@@ -82,7 +89,7 @@ export class MongoTestServer {
       this.baseUri = process.env.MONGODB_URI!;
     }
     this.ferretdbVersion = await ferretdbVersionOf(this.baseUri);
-    // Ours runs behind the proxy of test/support/ferretdb/main.go, which serialises the writes it must.
+    // Ours runs behind the proxy of test/support/ferretdb/proxy.go, which serialises the writes it must.
     this.concurrencyGap = this.ferretdb ? undefined : concurrencyGapOf(this.ferretdbVersion);
   }
 
@@ -98,6 +105,20 @@ export class MongoTestServer {
   processIds(): { ferretdb?: number; postgresql?: number } {
     if (!this.ferretdb) return {};
     return { ferretdb: this.ferretdb.pid, postgresql: this.ferretdb.postmasterPid() };
+  }
+
+  /**
+   * What the proxy in front of the FerretDB started here has serialised so far (its proxy-stats.json,
+   * written every second): commands by name, how many took the exclusive lock, the seconds they
+   * waited for their locks in all. Undefined with MONGODB_URI, or before the first write of the file.
+   */
+  proxyStats(): ProxyStats | undefined {
+    if (!this.ferretdb) return undefined;
+    try {
+      return JSON.parse(readFileSync(join(this.ferretdb.dataDirectory, 'proxy-stats.json'), 'utf8')) as ProxyStats;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The server in words, for reports: `FerretDB v1.24.2 over PostgreSQL 15.14`, or `MongoDB 8.0.4`. */
@@ -165,6 +186,10 @@ class FerretDbProcess {
 
   get pid(): number | undefined {
     return this.child.pid;
+  }
+
+  get dataDirectory(): string {
+    return this.dataDir;
   }
 
   /** PostgreSQL's postmaster (the first line of its postmaster.pid), when FerretDB runs over it. */
