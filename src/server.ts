@@ -11,6 +11,7 @@ import { BUNDLE_PATH, createPolicyEngine, seedDefaultPolicies, type PolicyEngine
 import { openArbiterStore } from './collections.js';
 import { MIGRATIONS } from './migrations.js';
 import { migrate, Sealer, type Store } from './store/index.js';
+import { startTracing } from './tracing/index.js';
 
 export interface RunningServer {
   /** Where this host reaches the public listener (its address, or loopback for every interface; the real port). */
@@ -33,9 +34,13 @@ const PURGE_INTERVAL_MS = 60_000;
  * server for its bundle, so it can only be pointed at the port once the port is known.
  */
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
-  const store = await openArbiterStore(config.storeUrl);
+  const opened = await openArbiterStore(config.storeUrl);
+  // Tracing (OTLP endpoint set) wraps the store and the policy engine; without it both are used as they are.
+  const tracing = startTracing(config, log);
+  const store = tracing ? tracing.traced(opened, config.storeUrl) : opened;
   const schema = await migrate(store, MIGRATIONS).catch(async (error: unknown) => {
     await store.close();
+    await tracing?.close();
     throw error;
   });
   if (schema.from !== schema.to) log.info(schema, 'store schema migrated');
@@ -76,10 +81,9 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const adminUrl = adminBound ? reachableOrigin(adminBound) : null;
   let engine: PolicyEngine | undefined;
   const metrics = new Metrics(store, () => engine);
-  const policy = (engine = metrics.observed(
-    // The managed OPA fetches its bundle where operators' traffic goes (the admin listener, when there is one).
-    await createPolicyEngine({ config, store, log, bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}` }),
-  ));
+  // The managed OPA fetches its bundle where operators' traffic goes (the admin listener, when there is one).
+  const decider = await createPolicyEngine({ config, store, log, bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}` });
+  const policy = (engine = metrics.observed(tracing ? tracing.observed(decider) : decider));
   const providers = new TenantProviders(
     (tenant, basePath) => createTenantProvider({ config, secrets, store, policy, log, tenant, basePath }),
     config.tenantCacheMax,
@@ -99,7 +103,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const audit = new AuditLog(store, log, {
     refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds },
   });
-  const koa = createApp({ config, store, sealer, policy, audit, providers, log, metrics });
+  const koa = createApp({ config, store, sealer, policy, audit, providers, log, metrics, tracing });
   handle = koa.callback();
   appReady(handle);
   const purgeOldEntries = auditRetention(audit, config.auditRetentionDays, log);
@@ -131,6 +135,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       await audit.close();
       await policy.close();
       await store.close();
+      // Last: the spans of the requests just finished are still to be sent.
+      await tracing?.close();
     },
   };
 }
