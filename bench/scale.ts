@@ -22,7 +22,12 @@ import os from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcryptjs';
-import { MongoTestServer, preferredBackend, type FerretDbBackend } from '../test/store/mongo-server.js';
+import {
+  MongoTestServer,
+  preferredBackend,
+  type FerretDbBackend,
+  type ProxyStats,
+} from '../test/store/mongo-server.js';
 import { ADMIN_KEY, freePort } from '../test/support/server.js';
 import { startServerProcess } from '../test/support/server-process.js';
 import { basic, FORM } from '../test/support/oauth.js';
@@ -50,6 +55,10 @@ interface Step {
   p99: number;
   perNode: { rps: number; p50: number; p99: number; failed: number }[];
   cpu: CpuUse;
+  /** Requests per second for each core the stack used (nodes, OPAs, FerretDB, PostgreSQL, load generator). */
+  rpsPerCore: number;
+  /** What the FerretDB proxy serialised meanwhile (absent with MONGODB_URI). */
+  serialised?: { perSecond: number; exclusivePerSecond: number; averageWaitMs: number };
   bottleneck: string;
 }
 
@@ -126,6 +135,7 @@ async function measure(load: LoadGenerator, nodes: Node[], mongo: MongoTestServe
   }
   const connections = Math.max(1, Math.floor(CONNECTIONS / nodes.length));
   const meter = new CpuMeter(componentOf(nodes, mongo, load));
+  const statsBefore = mongo.proxyStats();
   meter.start();
   const runs = await Promise.all(
     nodes.map((node) =>
@@ -140,24 +150,35 @@ async function measure(load: LoadGenerator, nodes: Node[], mongo: MongoTestServe
     ),
   );
   const cpu = meter.stop();
+  const serialised = serialisedDuring(statsBefore, mongo.proxyStats(), cpu.seconds);
   const perNode = runs.map(({ measured }: { measured: LoadResult }) => ({
     rps: Math.round(measured.rps),
     p50: measured.p50,
     p99: measured.p99,
     failed: measured.errors + measured.non2xx,
   }));
-  const step = {
+  const rps = perNode.reduce((sum, node) => sum + node.rps, 0);
+  const ours = Object.entries(cpu.cores)
+    .filter(([name]) => name !== 'other processes')
+    .reduce((sum, [, cores]) => sum + cores, 0);
+  const step: Step = {
     nodes: nodes.length,
-    rps: perNode.reduce((sum, node) => sum + node.rps, 0),
+    rps,
     p99: Math.max(...perNode.map((node) => node.p99)),
     perNode,
     cpu,
-    bottleneck: bottleneckOf(cpu),
+    rpsPerCore: Math.round(rps / Math.max(ours, 0.01)),
+    ...(serialised ? { serialised } : {}),
+    bottleneck: bottleneckOf(cpu, serialised),
   };
   console.log(
     `${step.nodes} node(s): ${step.rps} req/s in all, p99 ${step.p99} ms; ${perNode.map((node, i) => `node ${i + 1} ${node.rps} req/s p50 ${node.p50} ms p99 ${node.p99} ms${node.failed ? ` ${node.failed} failed` : ''}`).join('; ')}`,
   );
-  console.log(`  CPU (cores of ${cpu.machine.cpus}): ${describeCpu(cpu)}`);
+  console.log(`  CPU (cores of ${cpu.machine.cpus}): ${describeCpu(cpu)}; ${step.rpsPerCore} req/s per core of ours`);
+  if (serialised)
+    console.log(
+      `  proxy: ${serialised.perSecond} serialised writes/s (${serialised.exclusivePerSecond}/s exclusive), ${serialised.averageWaitMs} ms average wait for the lock`,
+    );
   console.log(`  bottleneck: ${step.bottleneck}`);
   return step;
 }
@@ -188,8 +209,22 @@ function describeCpu(cpu: CpuUse): string {
     .join(', ')}; machine ${cpu.machine.busy.toFixed(2)} busy`;
 }
 
+/** The proxy's serialised writes between two readings of its totals, over `seconds`. */
+function serialisedDuring(before: ProxyStats | undefined, after: ProxyStats | undefined, seconds: number) {
+  if (!after) return undefined;
+  const total = (stats: ProxyStats | undefined) =>
+    Object.values(stats?.serialised ?? {}).reduce((sum, count) => sum + count, 0);
+  const count = total(after) - total(before);
+  const waited = after.waitedSeconds - (before?.waitedSeconds ?? 0);
+  return {
+    perSecond: Math.round(count / seconds),
+    exclusivePerSecond: Math.round((after.exclusive - (before?.exclusive ?? 0)) / seconds),
+    averageWaitMs: count > 0 ? Math.round((waited / count) * 100_000) / 100 : 0,
+  };
+}
+
 /** What ran out: the machine's cores (and who used them most), or something that waits rather than computes. */
-function bottleneckOf(cpu: CpuUse): string {
+function bottleneckOf(cpu: CpuUse, serialised: Step['serialised']): string {
   const shares = Object.entries(cpu.cores).sort((a, b) => b[1] - a[1]);
   const arbiter = shares.filter(([name]) => name.startsWith('Arbiter node')).reduce((sum, [, cores]) => sum + cores, 0);
   const biggest = [
@@ -200,9 +235,12 @@ function bottleneckOf(cpu: CpuUse): string {
     .slice(0, 3)
     .map(([name, cores]) => `${name} ${cores.toFixed(2)}`)
     .join(', ');
+  const waits = serialised
+    ? `; the proxy's serialised writes waited ${serialised.averageWaitMs} ms each on average`
+    : '';
   if (cpu.machine.busy >= CPU_BOUND * cpu.machine.cpus)
-    return `CPU: the machine's ${cpu.machine.cpus} cores are busy (${cpu.machine.busy.toFixed(2)}); most of it: ${biggest}`;
-  return `not CPU (${cpu.machine.busy.toFixed(2)} of ${cpu.machine.cpus} cores busy): requests wait (the store's round trips, the proxy's serialised writes, PostgreSQL's commits); most CPU: ${biggest}`;
+    return `CPU: the machine's ${cpu.machine.cpus} cores are busy (${cpu.machine.busy.toFixed(2)}); most of it: ${biggest}${waits}`;
+  return `not CPU (${cpu.machine.busy.toFixed(2)} of ${cpu.machine.cpus} cores busy): requests wait (the store's round trips, PostgreSQL's commits, the proxy's locks); most CPU: ${biggest}${waits}`;
 }
 
 function report(steps: Step[], store: string): void {
