@@ -57,6 +57,8 @@ interface Step {
   cpu: CpuUse;
   /** Requests per second for each core the stack used (nodes, OPAs, FerretDB, PostgreSQL, load generator). */
   rpsPerCore: number;
+  /** PostgreSQL's statements meanwhile (pg_stat_statements): execution time per second, and the costliest. */
+  postgresql?: { executingMsPerSecond: number; top: { calls: number; ms: number; query: string }[] };
   /** What the FerretDB proxy serialised meanwhile (absent with MONGODB_URI). */
   serialised?: { perSecond: number; exclusivePerSecond: number; averageWaitMs: number };
   bottleneck: string;
@@ -136,6 +138,7 @@ async function measure(load: LoadGenerator, nodes: Node[], mongo: MongoTestServe
   const connections = Math.max(1, Math.floor(CONNECTIONS / nodes.length));
   const meter = new CpuMeter(componentOf(nodes, mongo, load));
   const statsBefore = mongo.proxyStats();
+  if (mongo.backend === 'postgresql') mongo.postgresqlQuery('SELECT pg_stat_statements_reset()');
   meter.start();
   const runs = await Promise.all(
     nodes.map((node) =>
@@ -151,6 +154,7 @@ async function measure(load: LoadGenerator, nodes: Node[], mongo: MongoTestServe
   );
   const cpu = meter.stop();
   const serialised = serialisedDuring(statsBefore, mongo.proxyStats(), cpu.seconds);
+  const postgresql = mongo.backend === 'postgresql' ? statementsDuring(mongo, cpu.seconds) : undefined;
   const perNode = runs.map(({ measured }: { measured: LoadResult }) => ({
     rps: Math.round(measured.rps),
     p50: measured.p50,
@@ -169,6 +173,7 @@ async function measure(load: LoadGenerator, nodes: Node[], mongo: MongoTestServe
     cpu,
     rpsPerCore: Math.round(rps / Math.max(ours, 0.01)),
     ...(serialised ? { serialised } : {}),
+    ...(postgresql ? { postgresql } : {}),
     bottleneck: bottleneckOf(cpu, serialised),
   };
   console.log(
@@ -179,6 +184,10 @@ async function measure(load: LoadGenerator, nodes: Node[], mongo: MongoTestServe
     console.log(
       `  proxy: ${serialised.perSecond} serialised writes/s (${serialised.exclusivePerSecond}/s exclusive), ${serialised.averageWaitMs} ms average wait for the lock`,
     );
+  if (postgresql) {
+    console.log(`  PostgreSQL executed statements ${postgresql.executingMsPerSecond} ms per second; costliest:`);
+    for (const { calls, ms, query } of postgresql.top) console.log(`    ${ms} ms in ${calls} calls: ${query}`);
+  }
   console.log(`  bottleneck: ${step.bottleneck}`);
   return step;
 }
@@ -207,6 +216,17 @@ function describeCpu(cpu: CpuUse): string {
     .sort((a, b) => b[1] - a[1])
     .map(([name, cores]) => `${name} ${cores.toFixed(2)}`)
     .join(', ')}; machine ${cpu.machine.busy.toFixed(2)} busy`;
+}
+
+/** What pg_stat_statements counted since its reset: execution time per second and the costliest statements. */
+function statementsDuring(mongo: MongoTestServer, seconds: number) {
+  const [[total]] = mongo.postgresqlQuery('SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements');
+  const top = mongo
+    .postgresqlQuery(
+      "SELECT calls, round(total_exec_time), left(regexp_replace(query, '\\s+', ' ', 'g'), 140) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 4",
+    )
+    .map(([calls, ms, query]) => ({ calls: Number(calls), ms: Number(ms), query }));
+  return { executingMsPerSecond: Math.round(Number(total) / seconds), top };
 }
 
 /** The proxy's serialised writes between two readings of its totals, over `seconds`. */

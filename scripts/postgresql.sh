@@ -10,6 +10,7 @@
 #                                       newest /usr/lib/postgresql/*/bin, else pg_config's); fails without
 #   scripts/postgresql.sh start <dir>   initdb <dir> when empty, start the server, print its connection URL
 #   scripts/postgresql.sh stop <dir>    stop it (fast shutdown)
+#   scripts/postgresql.sh sql <dir> <statement>   run one statement there (psql, unaligned output)
 set -euo pipefail
 
 os_user="${POSTGRES_OS_USER:-nobody}"
@@ -44,10 +45,36 @@ start() {
       { cat "$dir.initdb.log" >&2; return 1; }
   fi
   # Durability as shipped (fsync on): the benchmark measures what a real deployment would pay.
+  # pg_stat_statements lets bench:scale say which statements the time goes to.
   as_owner "$bin/pg_ctl" -D "$dir" -l "$dir/server.log" -w -t 60 \
-    -o "-c listen_addresses='' -k '$dir' -c max_connections=200" start >/dev/null ||
+    -o "-c listen_addresses='' -k '$dir' -c max_connections=200 -c shared_preload_libraries=pg_stat_statements" \
+    start >/dev/null ||
     { cat "$dir/server.log" >&2; return 1; }
+  "$bin/psql" -h "$dir" -U arbiter -d postgres -qAt -c 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements' >/dev/null
+  [[ "${POSTGRES_ID_INDEX:-1}" == 0 ]] || index_ids "$bin" "$dir"
   echo "postgres://arbiter@/postgres?host=$dir"
+}
+
+# FerretDB 1.24 looks a document up by _id with `_jsonb->'_id' @> $2`, which the btree index it
+# makes on `_jsonb->'_id'` cannot serve: every such lookup (each upsert, each findAndModify by _id)
+# is a sequential scan of its collection, slower with every token stored. An event trigger gives
+# every table FerretDB creates a GIN index on _id that serves `@>`; POSTGRES_ID_INDEX=0 leaves it
+# out (bench:scale then measures the scans).
+index_ids() {
+  local bin="$1" dir="$2"
+  "$bin/psql" -h "$dir" -U arbiter -d postgres -qAt >/dev/null <<'SQL'
+CREATE OR REPLACE FUNCTION arbiter_index_ids() RETURNS event_trigger LANGUAGE plpgsql AS $$
+DECLARE created record;
+BEGIN
+  FOR created IN SELECT object_identity FROM pg_event_trigger_ddl_commands()
+                 WHERE command_tag = 'CREATE TABLE' AND object_type = 'table' LOOP
+    EXECUTE format('CREATE INDEX ON %s USING gin ((_jsonb->''_id'') jsonb_path_ops)', created.object_identity);
+  END LOOP;
+END $$;
+DROP EVENT TRIGGER IF EXISTS arbiter_index_ids;
+CREATE EVENT TRIGGER arbiter_index_ids ON ddl_command_end WHEN TAG IN ('CREATE TABLE')
+  EXECUTE FUNCTION arbiter_index_ids();
+SQL
 }
 
 stop() {
@@ -59,6 +86,10 @@ stop() {
 
 case "${1:-}" in
   bin) pg_bin ;;
+  sql)
+    [[ $# -eq 3 ]] || { echo "usage: $0 sql <dir> <statement>" >&2; exit 2; }
+    "$(pg_bin)/psql" -h "$(realpath -m "$2")" -U arbiter -d postgres -qAt -F $'\t' -c "$3"
+    ;;
   start)
     [[ $# -eq 2 ]] || { echo "usage: $0 start <dir>" >&2; exit 2; }
     start "$2"

@@ -121,6 +121,22 @@ export class MongoTestServer {
     }
   }
 
+  /** Runs one SQL statement on the PostgreSQL cluster under the FerretDB started here (bench:scale's statement statistics); its rows, tab-separated. */
+  postgresqlQuery(statement: string): string[][] {
+    if (this.backend !== 'postgresql' || !this.ferretdb) throw new Error('no PostgreSQL under this store');
+    const output = execFileSync(
+      'bash',
+      [POSTGRESQL_SCRIPT, 'sql', join(this.ferretdb.dataDirectory, 'pg'), statement],
+      {
+        encoding: 'utf8',
+      },
+    );
+    return output
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => line.split('\t'));
+  }
+
   /** The server in words, for reports: `FerretDB v1.24.2 over PostgreSQL 15.14`, or `MongoDB 8.0.4`. */
   async describe(): Promise<string> {
     if (!this.backend) return this.ferretdbVersion ? `FerretDB ${this.ferretdbVersion}` : `MongoDB at MONGODB_URI`;
