@@ -137,7 +137,7 @@ describe('FerretDB over PostgreSQL: which writes are atomic', function () {
     });
   }
 
-  it('serialises a write to one document only against the others on it, and a write by filter against all', async function () {
+  it('serialises a write to one document only against the others on it, and a write by filter against its collection', async function () {
     this.timeout(60_000);
     const docs = await collection(false);
     const settled = async () => {
@@ -156,15 +156,22 @@ describe('FerretDB over PostgreSQL: which writes are atomic', function () {
       Array.from({ length: 5 }, (_, index) => docs.findOneAndUpdate({ _id: `one-${index}` }, { $inc: { count: 1 } })),
     );
     await docs.updateOne({ _id: 'one-0' }, { $set: { state: 'x' } });
+    // A purge of another collection holds that one while this one's writes go on.
+    const other = (await collection(false)).db.collection<Doc>('elsewhere');
+    await other.insertOne({ _id: 'held', state: 'x' });
+    await Promise.all([
+      other.deleteMany({ state: 'x' }),
+      docs.findOneAndUpdate({ _id: 'one-1' }, { $inc: { count: 1 } }),
+    ]);
     await docs.deleteMany({ state: 'x' });
     const after = await settled();
     const delta = (name: string) => (after.serialised[name] ?? 0) - (before.serialised[name] ?? 0);
     expect({ findandmodify: delta('findandmodify'), update: delta('update'), delete: delta('delete') }).to.deep.equal({
-      findandmodify: 5,
+      findandmodify: 6,
       update: 1,
-      delete: 1,
+      delete: 2,
     });
-    expect(after.exclusive - before.exclusive, 'only the deleteMany by filter locks everything').to.equal(1);
+    expect(after.exclusive - before.exclusive, 'only the deleteManys by filter lock a whole collection').to.equal(2);
     expect(delta('insert'), 'inserts pass unserialised').to.equal(0);
   });
 

@@ -17,9 +17,10 @@ package main
 //   - global: every serialised command waits for every other one (the SQLite backend).
 //   - document: a command whose filter names one _id (findAndModify, or an update or delete of one
 //     statement) can only race with commands on that document, so it waits only for those, and
-//     shares the rest; any other (a deleteMany by field, an update of several documents) holds
-//     everything exclusively (the PostgreSQL backend, where writes to different documents run in
-//     parallel in PostgreSQL itself).
+//     shares its collection; any other (a deleteMany by field, an update of several documents)
+//     holds its collection exclusively, and other collections go on (the PostgreSQL backend, where
+//     writes to different documents run in parallel in PostgreSQL itself). A command whose
+//     collection cannot be read holds everything.
 //
 // Transactions need nothing extra: FerretDB 1.x does not support them, and each write
 // inside one would be locked on its own anyway.
@@ -97,7 +98,7 @@ type proxy struct {
 func newProxy(policy serialisation, dialUpstream func() (net.Conn, error), logger *slog.Logger) *proxy {
 	return &proxy{
 		policy:       policy,
-		locks:        &lockSet{documents: map[string]*documentLock{}},
+		locks:        &lockSet{collections: map[string]*collectionLocks{}},
 		stats:        &proxyStats{commands: map[string]*atomic.Int64{}},
 		dialUpstream: dialUpstream,
 		logger:       logger,
@@ -161,10 +162,10 @@ func (p *proxy) forwardRequests(c *proxiedConn) error {
 		if err != nil {
 			return err
 		}
-		if command, key, ok := p.serialised(msg); ok {
+		if command, target, ok := p.serialised(msg); ok {
 			started := time.Now()
-			release := p.locks.acquire(key)
-			p.stats.count(command, key == "", time.Since(started))
+			release := p.locks.acquire(target)
+			p.stats.count(command, target.document == "", time.Since(started))
 			c.mu.Lock()
 			c.release, c.waitFor = release, int32(binary.LittleEndian.Uint32(msg[4:8]))
 			c.mu.Unlock()
@@ -208,16 +209,16 @@ func (c *proxiedConn) releaseAny() {
 }
 
 // serialised tells an OP_MSG running a serialised write command that expects one reply, with the
-// command's name and its lock key ("" for the exclusive lock). Anything else passes without a lock:
+// command's name and what it writes (lockTarget). Anything else passes without a lock:
 // reads, legacy or compressed opcodes, and requests with moreToCome (no reply would release the
 // lock) or exhaustAllowed (more than one might).
-func (p *proxy) serialised(msg []byte) (command, key string, ok bool) {
+func (p *proxy) serialised(msg []byte) (command string, target lockTarget, ok bool) {
 	if len(msg) < headerSize+4 || binary.LittleEndian.Uint32(msg[12:16]) != opMsg {
-		return "", "", false
+		return "", target, false
 	}
 	flags := binary.LittleEndian.Uint32(msg[16:20])
 	if flags&(flagMoreToCome|flagExhaustAllowed) != 0 {
-		return "", "", false
+		return "", target, false
 	}
 	sections := msg[20:]
 	if flags&flagChecksumPresent != 0 && len(sections) >= 4 {
@@ -225,20 +226,26 @@ func (p *proxy) serialised(msg []byte) (command, key string, ok bool) {
 	}
 	body, sequences := splitSections(sections)
 	if body == nil {
-		return "", "", false
+		return "", target, false
 	}
 	first, err := body.IndexErr(0)
 	if err != nil {
-		return "", "", false
+		return "", target, false
 	}
 	command = strings.ToLower(first.Key())
 	if !p.policy.commands[command] {
-		return "", "", false
+		return "", target, false
 	}
 	if !p.policy.perDocument {
-		return command, "", true
+		return command, target, true
 	}
-	return command, documentKey(command, body, sequences), true
+	return command, targetOf(command, body, sequences), true
+}
+
+// lockTarget is what a serialised command writes: one document of a collection, a whole collection
+// (document ""), or, when not even the collection can be read, everything (both "").
+type lockTarget struct {
+	collection, document string
 }
 
 // splitSections reads an OP_MSG's sections: the body (kind 0) and the document sequences (kind 1) by identifier.
@@ -282,16 +289,17 @@ func splitSections(sections []byte) (bsoncore.Document, map[string][]bsoncore.Do
 	return body, sequences
 }
 
-// documentKey is the one document a command writes, as "<db>.<collection>/<_id as BSON>", when its
-// filter names exactly one _id by value; "" (the exclusive lock) otherwise.
-func documentKey(command string, body bsoncore.Document, sequences map[string][]bsoncore.Document) string {
+// targetOf is the collection a command writes, as "<db>.<collection>", and the one document in it
+// (its _id as BSON) when its filter names exactly one _id by value.
+func targetOf(command string, body bsoncore.Document, sequences map[string][]bsoncore.Document) lockTarget {
 	collection, ok := body.Lookup(command).StringValueOK()
 	if !ok {
 		if collection, ok = body.Lookup("findAndModify").StringValueOK(); !ok {
-			return ""
+			return lockTarget{}
 		}
 	}
 	database, _ := body.Lookup("$db").StringValueOK()
+	target := lockTarget{collection: database + "." + collection}
 	var filter bsoncore.Document
 	switch command {
 	case "findandmodify":
@@ -299,16 +307,17 @@ func documentKey(command string, body bsoncore.Document, sequences map[string][]
 	case "update", "delete":
 		filter, ok = onlyStatementFilter(body, sequences, command+"s")
 	default:
-		return ""
+		return target
 	}
 	if !ok {
-		return ""
+		return target
 	}
 	id, err := filter.LookupErr("_id")
 	if err != nil || id.Type == bsontype.EmbeddedDocument || id.Type == bsontype.Array || id.Type == bsontype.Regex {
-		return "" // no _id, or an operator ($in, $gt…), an array or a pattern: maybe several documents
+		return target // no _id, or an operator ($in, $gt…), an array or a pattern: maybe several documents
 	}
-	return fmt.Sprintf("%s.%s/%x%x", database, collection, byte(id.Type), id.Data)
+	target.document = fmt.Sprintf("%x%x", byte(id.Type), id.Data)
+	return target
 }
 
 // onlyStatementFilter is the `q` of an update or delete command with exactly one statement (in the
@@ -337,47 +346,90 @@ func onlyStatementFilter(body bsoncore.Document, sequences map[string][]bsoncore
 	return statements[0].Lookup("q").DocumentOK()
 }
 
-// lockSet: a command on one document holds that document's lock and shares `all`; any other holds `all` alone.
+// lockSet: a command on one document holds that document's lock and shares its collection's `all`;
+// one on a whole collection holds that `all` alone; one on everything holds the set's `all` alone
+// (every other command shares it).
 type lockSet struct {
+	all         sync.RWMutex
+	mu          sync.Mutex
+	collections map[string]*collectionLocks
+}
+
+type collectionLocks struct {
 	all       sync.RWMutex
-	mu        sync.Mutex
 	documents map[string]*documentLock
+	users     int // holders and waiters: the entry goes when none is left
 }
 
 type documentLock struct {
 	sync.Mutex
-	users int // holders and waiters: the entry goes when none is left
+	users int
 }
 
-// acquire takes the lock for key ("" for the exclusive one) and returns what releases it.
-func (l *lockSet) acquire(key string) func() {
-	if key == "" {
+// acquire takes the locks for target and returns what releases them.
+func (l *lockSet) acquire(target lockTarget) func() {
+	if target.collection == "" {
 		l.all.Lock()
 		return l.all.Unlock
 	}
 	l.all.RLock()
-	l.mu.Lock()
-	document := l.documents[key]
+	collection, document := l.enter(target)
 	if document == nil {
-		document = &documentLock{}
-		l.documents[key] = document
+		collection.all.Lock()
+	} else {
+		collection.all.RLock()
+		document.Lock()
 	}
-	document.users++
-	l.mu.Unlock()
-	document.Lock()
 	return func() {
-		document.Unlock()
-		l.mu.Lock()
-		document.users--
-		if document.users == 0 {
-			delete(l.documents, key)
+		if document == nil {
+			collection.all.Unlock()
+		} else {
+			document.Unlock()
+			collection.all.RUnlock()
 		}
-		l.mu.Unlock()
+		l.leave(target, collection, document)
 		l.all.RUnlock()
 	}
 }
 
-// proxyStats counts the serialised commands and the time they waited for their lock, for bench:scale.
+// enter finds (or makes) the entries of target, counting this command among their users.
+func (l *lockSet) enter(target lockTarget) (*collectionLocks, *documentLock) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	collection := l.collections[target.collection]
+	if collection == nil {
+		collection = &collectionLocks{documents: map[string]*documentLock{}}
+		l.collections[target.collection] = collection
+	}
+	collection.users++
+	if target.document == "" {
+		return collection, nil
+	}
+	document := collection.documents[target.document]
+	if document == nil {
+		document = &documentLock{}
+		collection.documents[target.document] = document
+	}
+	document.users++
+	return collection, document
+}
+
+// leave drops the entries no command uses any more.
+func (l *lockSet) leave(target lockTarget, collection *collectionLocks, document *documentLock) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if document != nil {
+		if document.users--; document.users == 0 {
+			delete(collection.documents, target.document)
+		}
+	}
+	if collection.users--; collection.users == 0 {
+		delete(l.collections, target.collection)
+	}
+}
+
+// proxyStats counts the serialised commands, those that locked a whole collection (or everything),
+// and the time they waited for their locks, for bench:scale.
 type proxyStats struct {
 	mu        sync.Mutex
 	commands  map[string]*atomic.Int64
