@@ -9,6 +9,11 @@
  *
  *   npm run bench:scale
  *   BENCH_SECONDS=20 SCALE_NODES=1,2 npm run bench:scale
+ *   SCALE_FRESH=0 npm run bench:scale      one store for every step (it grows), nodes added to the running ones
+ *
+ * By default every step starts on an empty database with nodes of its own, so that the steps
+ * compare (the token collection grows by thousands of documents a step, and FerretDB reads whole
+ * collections for some filters).
  *
  * Each step reports the requests per second in all and per node with p50 and p99, and where the
  * machine's CPU went meanwhile (bench/cpu.ts): the nodes, their OPAs, FerretDB, PostgreSQL, the
@@ -38,6 +43,7 @@ import { BCRYPT_COST } from './servers.js';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const NODE_COUNTS = (process.env.SCALE_NODES ?? '1,2,3').split(',').map(Number);
+const FRESH = process.env.SCALE_FRESH !== '0';
 const CLIENT = { id: 'scale-machine', secret: 'scale-machine-secret-0123456789' };
 /** The machine counts as CPU-bound when its cores are this busy on average. */
 const CPU_BOUND = 0.9;
@@ -70,14 +76,20 @@ async function main(): Promise<void> {
   await mongo.start();
   const store = await mongo.describe();
   console.log(`store: ${store}`);
-  const storeUrl = mongo.uri(mongo.freshDatabase());
   const nodes: Node[] = [];
   const load = new LoadGenerator();
   const steps: Step[] = [];
   try {
+    let storeUrl = '';
     for (const count of NODE_COUNTS) {
+      // Each step on an empty database, with nodes started for it, so that the steps compare;
+      // SCALE_FRESH=0 keeps one store and adds nodes to the running ones (the store's growth then shows).
+      if (FRESH || !storeUrl) {
+        while (nodes.length) await stopNode(nodes.pop()!);
+        storeUrl = mongo.uri(mongo.freshDatabase());
+      }
       while (nodes.length < count) nodes.push(await startNode(storeUrl, nodes[0]?.url));
-      if (steps.length === 0) await createClient(nodes[0].url);
+      if (FRESH || steps.length === 0) await createClient(nodes[0].url);
       steps.push(await measure(load, nodes, mongo));
     }
   } finally {
@@ -275,7 +287,7 @@ function report(steps: Step[], store: string): void {
   const file = join(directory, `scale-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
   writeFileSync(
     file,
-    `${JSON.stringify({ cpus: os.cpus().length, store, connections: CONNECTIONS, seconds: SECONDS, workers: 1, growth, steps }, null, 2)}\n`,
+    `${JSON.stringify({ cpus: os.cpus().length, store, connections: CONNECTIONS, seconds: SECONDS, workers: 1, freshStorePerStep: FRESH, growth, steps }, null, 2)}\n`,
   );
   console.log(`written to ${file}`);
   if (steps.some((step) => step.perNode.some((node) => node.failed > 0))) process.exitCode = 1;
