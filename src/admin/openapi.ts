@@ -8,7 +8,8 @@ import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
 import { PLAYGROUND_BODY } from './decisions.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
 import { HISTORY_COLLECTIONS } from './history.js';
-import { API_KEY_INPUT_SCHEMA, BOOTSTRAP_KEY_NAME } from './api-keys.js';
+import { API_KEY_INPUT_SCHEMA, API_KEY_SEARCH_FIELDS, BOOTSTRAP_KEY_NAME } from './api-keys.js';
+import { MAX_LIST_LIMIT, MAX_SEARCH_LENGTH, TOTAL_COUNT_HEADER } from './paging.js';
 import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionFor } from './roles.js';
 
 /**
@@ -34,8 +35,8 @@ interface AdminOperation {
   parameters?: object[];
   /** The JSON request body and an example of it (the contract test sends the example). */
   body?: { schema: Schema; example: Record<string, unknown> };
-  /** The answers that are not errors: status → description and body (none for a 204). */
-  success: Record<number, { description: string; schema?: Schema }>;
+  /** The answers that are not errors: status → description, body (none for a 204) and headers. */
+  success: Record<number, { description: string; schema?: Schema; headers?: Record<string, object> }>;
   errors?: ErrorName[];
 }
 
@@ -126,21 +127,54 @@ const LIST_FILTERS: Record<string, object[]> = {
   ],
 };
 
-/** Every collection list is paged (offset and limit; a `Link: rel="next"` header when more follow). */
-const LIST_PAGING: object[] = [
-  {
-    name: 'offset',
-    in: 'query',
-    description: 'records to skip (by ascending id)',
-    schema: { type: 'integer', minimum: 0, default: 0 },
+/**
+ * Every list is paged (offset and limit; a `Link: rel="next"` header when more follow, the total
+ * in X-Total-Count) and searched (`q`, a case-insensitive substring of the fields named).
+ */
+function listParameters(searchFields: string[]): object[] {
+  return [
+    {
+      name: 'offset',
+      in: 'query',
+      description: 'records to skip (by ascending id)',
+      schema: { type: 'integer', minimum: 0, default: 0 },
+    },
+    {
+      name: 'limit',
+      in: 'query',
+      description: 'records in this page',
+      schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT, default: MAX_LIST_LIMIT },
+    },
+    {
+      name: 'q',
+      in: 'query',
+      description: `only the records where ${searchFields.join(', ')} contains this text (letters without case, every other character as itself); empty: all`,
+      schema: { type: 'string', maxLength: MAX_SEARCH_LENGTH },
+    },
+  ];
+}
+
+/** The headers of a list's answer. */
+const LIST_HEADERS = {
+  [TOTAL_COUNT_HEADER]: {
+    description: 'how many records match (`q` included) across all pages',
+    schema: { type: 'integer', minimum: 0 },
   },
-  {
-    name: 'limit',
-    in: 'query',
-    description: 'records in this page',
-    schema: { type: 'integer', minimum: 1, maximum: 1000, default: 1000 },
+  Link: {
+    description:
+      'present when more records follow: `<…?offset=…&limit=…>; rel="next"`, the next page with the same query',
+    schema: { type: 'string' },
   },
-];
+};
+
+/** bundledOnly filters a page after it is read: its answer has no total. */
+const BUNDLED_LIST_HEADERS = {
+  ...LIST_HEADERS,
+  [TOTAL_COUNT_HEADER]: {
+    ...LIST_HEADERS[TOTAL_COUNT_HEADER],
+    description: `${LIST_HEADERS[TOTAL_COUNT_HEADER].description}; absent with bundledOnly=true`,
+  },
+};
 
 const API_KEYS = `/${API_KEYS_SEGMENT}`;
 const API_KEY_ID = {
@@ -159,8 +193,14 @@ const API_KEY_OPERATIONS: AdminOperation[] = [
     operationId: 'listApiKeys',
     summary: 'List the named Admin API keys (never the keys themselves)',
     tag: API_KEYS_SEGMENT,
-    parameters: LIST_PAGING,
-    success: { 200: { description: 'the keys, by id', schema: { type: 'array', items: schemaRef('ApiKey') } } },
+    parameters: listParameters(API_KEY_SEARCH_FIELDS),
+    success: {
+      200: {
+        description: 'the keys, by id',
+        schema: { type: 'array', items: schemaRef('ApiKey') },
+        headers: LIST_HEADERS,
+      },
+    },
     errors: ['BadRequest'],
   },
   {
@@ -521,8 +561,14 @@ function collectionOperations(
   });
   return [
     operation('get', `/${path}`, `list${pascal(path)}`, `List the tenant's ${noun} records`, {
-      parameters: [...TENANT_PARAMETERS, ...LIST_PAGING, ...(LIST_FILTERS[path] ?? [])],
-      success: { 200: { description: 'the records, by id', schema: { type: 'array', items: record } } },
+      parameters: [...TENANT_PARAMETERS, ...listParameters(definition.searchFields), ...(LIST_FILTERS[path] ?? [])],
+      success: {
+        200: {
+          description: 'the records, by id',
+          schema: { type: 'array', items: record },
+          headers: path === 'policy-data' ? BUNDLED_LIST_HEADERS : LIST_HEADERS,
+        },
+      },
     }),
     operation('post', `/${path}`, `create${name}`, `Create a ${noun} record`, {
       body,
@@ -757,9 +803,12 @@ function pathsOf(operations: AdminOperation[]): Record<string, Record<string, un
 
 function operationObject(operation: AdminOperation): Record<string, unknown> {
   const responses: Record<string, unknown> = {};
-  for (const [status, { description, schema }] of Object.entries(operation.success)) {
-    responses[status] =
-      schema === undefined ? { description } : { description, content: { 'application/json': { schema } } };
+  for (const [status, { description, schema, headers }] of Object.entries(operation.success)) {
+    responses[status] = {
+      description,
+      ...(headers ? { headers } : {}),
+      ...(schema === undefined ? {} : { content: { 'application/json': { schema } } }),
+    };
   }
   const errors = [
     ...(operation.errors ?? []),
