@@ -9,6 +9,7 @@ import { PLAYGROUND_BODY } from './decisions.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
 import { HISTORY_COLLECTIONS } from './history.js';
 import { API_KEY_INPUT_SCHEMA, API_KEY_SEARCH_FIELDS, BOOTSTRAP_KEY_NAME } from './api-keys.js';
+import { TENANT_INPUT_SCHEMA, TENANT_SEARCH_FIELDS, TENANTS_SEGMENT } from './tenant-routes.js';
 import { MAX_LIST_LIMIT, MAX_SEARCH_LENGTH, TOTAL_COUNT_HEADER } from './paging.js';
 import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionFor } from './roles.js';
 
@@ -281,9 +282,70 @@ const API_KEY_SCHEMAS: Record<string, Schema> = {
   }),
 };
 
+const TENANTS = `/${TENANTS_SEGMENT}`;
+
+/** The registry of tenants (src/admin/tenant-routes.ts): server-wide, so no tenant parameter. */
+const TENANT_OPERATIONS: AdminOperation[] = [
+  {
+    method: 'get',
+    path: TENANTS,
+    operationId: 'listTenants',
+    summary: 'List the tenants besides the default one: those configured (TENANTS) and those made since',
+    tag: TENANTS_SEGMENT,
+    parameters: listParameters(TENANT_SEARCH_FIELDS),
+    success: {
+      200: {
+        description: 'the tenants, by id',
+        schema: { type: 'array', items: schemaRef('Tenant') },
+        headers: LIST_HEADERS,
+      },
+    },
+    errors: ['BadRequest'],
+  },
+  {
+    method: 'post',
+    path: TENANTS,
+    operationId: 'createTenant',
+    summary:
+      'Create a tenant: from now on X-Tenant-Id may name it (a write of the Admin API naming a new tenant creates it too)',
+    tag: TENANTS_SEGMENT,
+    body: { schema: schemaRef('TenantInput'), example: { id: 'acme' } },
+    success: { 201: { description: 'the tenant', schema: schemaRef('Tenant') } },
+    errors: ['BadRequest', 'Conflict'],
+  },
+  {
+    method: 'get',
+    path: `${TENANTS}/{id}`,
+    operationId: 'getTenant',
+    summary: 'One tenant',
+    tag: TENANTS_SEGMENT,
+    parameters: [
+      {
+        name: 'id',
+        in: 'path',
+        required: true,
+        description: 'the tenant id',
+        schema: TENANT_INPUT_SCHEMA.properties.id,
+      },
+    ],
+    success: { 200: { description: 'the tenant', schema: schemaRef('Tenant') } },
+    errors: ['NotFound'],
+  },
+];
+
+const TENANT_SCHEMAS: Record<string, Schema> = {
+  TenantInput: TENANT_INPUT_SCHEMA,
+  Tenant: object({
+    id: TENANT_INPUT_SCHEMA.properties.id,
+    createdAt: dateTime,
+    configured: { type: 'boolean', description: 'true when TENANTS (configuration) names it' },
+  }),
+};
+
 /** The operations that are not a collection's. */
 const OPERATIONS: AdminOperation[] = [
   ...API_KEY_OPERATIONS,
+  ...TENANT_OPERATIONS,
   {
     method: 'get',
     path: '/audit-logs',
@@ -443,7 +505,8 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         '/decisions, /audit-logs/{id}/replay); operator also writes everything but policy rules, policy data and keys; ' +
         'policy-author reads and writes policy rules and policy data; admin may call everything, keys included. ' +
         'A call is about one tenant: `tenantId` in the body, else the `tenantId` query parameter, else X-Tenant-Id; none of them ' +
-        `means the default (shared) tenant. Admin API keys are server-wide (/${API_KEYS_SEGMENT} takes no tenant).`,
+        `means the default (shared) tenant. Admin API keys and the registry of tenants are server-wide (/${API_KEYS_SEGMENT} and /${TENANTS_SEGMENT} take no tenant). ` +
+        'Every list is paged (offset, limit; Link rel="next"), answers its total in X-Total-Count and takes q, a case-insensitive substring of its key and name fields.',
     },
     servers: [{ url: `${options.issuer}${ADMIN_PREFIX}` }],
     security: [{ adminApiKey: [] }],
@@ -489,6 +552,7 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         VersionDiff: VERSION_DIFF_SCHEMA,
         ...DECISION_SCHEMAS,
         ...API_KEY_SCHEMAS,
+        ...TENANT_SCHEMAS,
       },
       responses: {
         BadRequest: errorResponse(

@@ -14,6 +14,7 @@ import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
 import { historyRoutes } from './history-routes.js';
 import { answerPage, listPage, listSearch } from './paging.js';
 import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
+import { tenantRoutes } from './tenant-routes.js';
 import { revokeAfterChange, tokenRevocationRoutes } from './token-revocation.js';
 import type { Store } from '../store/index.js';
 
@@ -34,6 +35,8 @@ export interface AdminOptions {
   removalChecks?: Record<string, RemovalCheck>;
   /** Versions kept per record of the collections with a history (POLICY_HISTORY_VERSIONS; default 50). */
   historyVersions?: number;
+  /** The tenants configured (TENANTS): GET /tenants lists them with those made since. */
+  tenants?: readonly string[];
   /** Extra response fields per collection path (e.g. policy-data → inBundle). */
   decorate?: Record<string, (record: AdminRecord) => Record<string, unknown>>;
 }
@@ -49,6 +52,7 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
   const router = new Router({ prefix: ADMIN_PREFIX, sensitive: true, strict: true });
   router.get('/openapi.json', openApiRoute({ issuer: options.issuer, upserts: UPSERT_BY }));
   apiKeyRoutes(router, options.keys, options.maxBodyBytes);
+  tenantRoutes(router, store, options.tenants ?? [], options.maxBodyBytes);
   auditLogRoutes(router, options.audit, (ctx) => tenantOf(ctx));
   decisionRoutes(router, {
     policy: options.policy,
