@@ -358,6 +358,13 @@ const OPERATIONS: AdminOperation[] = [
       { name: 'endpoint', in: 'query', description: 'only entries of this request path', schema: { type: 'string' } },
       { name: 'clientId', in: 'query', description: 'only entries of this client', schema: { type: 'string' } },
       {
+        name: 'hideConsoleReads',
+        in: 'query',
+        description:
+          "leave out the operators' console's own reads (entries with consoleRead); writes and refused calls are always listed",
+        schema: { type: 'boolean', default: false },
+      },
+      {
         name: 'page',
         in: 'query',
         description: 'page number, from 0',
@@ -1010,8 +1017,14 @@ const AUDIT_ENTRY_FIELDS: Record<keyof AuditFields | 'id' | 'createdAt', Schema>
   ip: nullableString,
   userAgent: nullableString,
   requestId: { ...nullableString, description: 'the X-Request-ID of the request' },
+  consoleRead: {
+    const: true,
+    description:
+      "present on a read the operators' console made for itself (X-Arbiter-Console: 1 on a successful GET with a valid key); never on a write or a refused call",
+  },
 };
-const AUDIT_ENTRY_SCHEMA = object(AUDIT_ENTRY_FIELDS);
+const { consoleRead: consoleReadField, ...ALWAYS_IN_AN_ENTRY } = AUDIT_ENTRY_FIELDS;
+const AUDIT_ENTRY_SCHEMA = object(ALWAYS_IN_AN_ENTRY, { consoleRead: consoleReadField });
 
 const AUDIT_PAGE_FIELDS: Record<keyof AuditPage, Schema> = {
   content: { type: 'array', items: schemaRef('AuditEntry') },

@@ -33,7 +33,9 @@ describe('Admin API tenants', function () {
 
   it('creates a tenant that X-Tenant-Id may name at once, and refuses it a second time with 409', async function () {
     const protocolBefore = await server.request('/token', { method: 'POST', tenant: 'acme' });
-    expect((await protocolBefore.json()).error_description).to.contain('names no tenant');
+    expect(((await protocolBefore.json()) as { error_description: string }).error_description).to.contain(
+      'names no tenant',
+    );
 
     const created = await server.admin('POST', '/tenants', { id: 'acme' });
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
