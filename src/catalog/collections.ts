@@ -52,7 +52,7 @@ export interface ConsoleHints {
   hidden?: string[];
   /** Fields the form folds under "More settings" (rarely changed); the others come first. */
   advanced?: string[];
-  /** The list's columns besides the key, in order (default: the first few scalar fields). */
+  /** The list's columns besides the key (pathKey), in order (default: the first few scalar fields). */
   columns?: string[];
   /** Fields shown only while another field has one of the values given (a secret only for a confidential client). */
   shownWhen?: Record<string, { field: string; values: unknown[] }>;
@@ -122,7 +122,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     path: 'resource-servers',
     store: 'resource_servers',
     searchFields: ['resourceIndicator', 'name'],
-    console: { columns: ['name', 'enabled'], advanced: ['capability', 'typeUris'] },
+    console: { columns: ['resourceIndicator', 'name', 'enabled'], advanced: ['capability', 'typeUris'] },
     pathKey: 'id',
     uniqueFields: ['resourceIndicator'],
     references: { clientId: 'clients' },
@@ -178,7 +178,13 @@ export const COLLECTIONS: CollectionDefinition[] = [
     console: {
       columns: ['clientName', 'clientType', 'enabled'],
       // Dynamic registration's record of itself (RFC 7591/7592): never an operator's to edit.
-      hidden: ['registrationType', 'softwareStatement', 'softwareStatementJwt', 'clientIdIssuedAt'],
+      hidden: [
+        'registrationType',
+        'registrationAccessTokenDigest',
+        'softwareStatement',
+        'softwareStatementJwt',
+        'clientIdIssuedAt',
+      ],
       advanced: [
         'postLogoutRedirectUris',
         'responseTypes',
@@ -297,7 +303,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     path: 'subjects',
     store: 'subjects',
     searchFields: ['subjectId', 'name', 'email', 'preferredUsername'],
-    console: { columns: ['name', 'email', 'identityProviderId'] },
+    console: { columns: ['subjectId', 'name', 'email'] },
     pathKey: 'id',
     uniqueFields: ['subjectId'],
     references: { identityProviderId: 'identity_providers' },
@@ -314,7 +320,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     store: 'policy_rules',
     searchFields: ['path'],
     console: {
-      columns: ['kind', 'enabled', 'version'],
+      columns: ['path', 'kind', 'enabled', 'version'],
       advanced: ['digest'],
       hints: { version: 'Empty: the rule is live. A version keeps it out of the bundle (a draft).' },
     },
@@ -336,7 +342,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     store: 'policy_data',
     searchFields: ['dataKey'],
     console: {
-      columns: ['version'],
+      columns: ['dataKey', 'version'],
       hints: { version: 'Empty: the entry is in the bundle. A version keeps it out (a draft).' },
     },
     pathKey: 'id',
