@@ -50,6 +50,8 @@ export interface ConsoleHints {
    * An edit sends their stored values back unchanged, so that a replace keeps them.
    */
   hidden?: string[];
+  /** The fields the form shows first, in this order; the others follow in the schema's order. */
+  order?: string[];
   /** Fields the form folds under "More settings" (rarely changed); the others come first. */
   advanced?: string[];
   /** The list's columns besides the key (pathKey), in order (default: the first few scalar fields). */
@@ -177,6 +179,16 @@ export const COLLECTIONS: CollectionDefinition[] = [
     searchFields: ['clientId', 'clientName'],
     console: {
       columns: ['clientName', 'clientType', 'enabled'],
+      order: [
+        'clientId',
+        'clientName',
+        'clientType',
+        'clientSecret',
+        'tokenEndpointAuthMethod',
+        'grantTypes',
+        'redirectUris',
+        'scopes',
+      ],
       // Dynamic registration's record of itself (RFC 7591/7592): never an operator's to edit.
       hidden: [
         'registrationType',
@@ -321,6 +333,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     searchFields: ['path'],
     console: {
       columns: ['path', 'kind', 'enabled', 'version'],
+      order: ['path', 'kind', 'content', 'enabled'],
       advanced: ['digest'],
       hints: { version: 'Empty: the rule is live. A version keeps it out of the bundle (a draft).' },
     },
@@ -343,6 +356,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     searchFields: ['dataKey'],
     console: {
       columns: ['dataKey', 'version'],
+      order: ['dataKey', 'payload'],
       hints: { version: 'Empty: the entry is in the bundle. A version keeps it out (a draft).' },
     },
     pathKey: 'id',

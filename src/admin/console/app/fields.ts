@@ -69,9 +69,12 @@ export function recordForm(definition: CollectionDefinition, record?: Record<str
   const required = new Set(schema.required ?? []);
   const hints = definition.console ?? {};
   const hidden = new Set(hints.hidden ?? []);
-  const shown = Object.entries(schema.properties ?? {}).filter(
-    ([name]) => name !== 'tenantId' && name !== definition.hashedSecret?.generate && !hidden.has(name),
-  );
+  const first = hints.order ?? [];
+  const rank = (name: string) => (first.includes(name) ? first.indexOf(name) : first.length);
+  const shown = Object.entries(schema.properties ?? {})
+    .filter(([name]) => name !== 'tenantId' && name !== definition.hashedSecret?.generate && !hidden.has(name))
+    // A stable sort: the fields `order` names first, the others in the schema's order.
+    .sort(([a], [b]) => rank(a) - rank(b));
   const fields = shown.map(([name, property]) =>
     field(definition, name, kindOf(definition, name, property), property, required.has(name), record),
   );
@@ -124,7 +127,9 @@ function field(
   record?: Record<string, unknown>,
 ): Field {
   const advanced = definition.console?.advanced?.includes(name) ?? false;
-  const hint = [definition.console?.hints?.[name], KIND_HINTS[kind]].filter(Boolean).join(' ');
+  // The collection's own hint says it better than the generic one of a nullable field.
+  const own = definition.console?.hints?.[name];
+  const hint = [own, kind === 'nullable' && own ? undefined : KIND_HINTS[kind]].filter(Boolean).join(' ');
   if (kind === 'hashedSecret') return secretChoice(definition, name, hint, advanced, record);
   if (kind === 'choices') return choices(name, property, hint, advanced, record?.[name]);
   const id = uniqueId(`field-${name}`);

@@ -49,15 +49,10 @@ export function pagedList<T>(options: PagedListOptions<T>): PagedList {
   });
   const form = h(
     'form',
-    { class: 'filters', role: 'search', 'aria-label': `Search ${options.noun}` },
-    h(
-      'div',
-      { class: 'field' },
-      h('label', { for: inputId }, 'Search'),
-      input,
-      h('p', { class: 'hint', id: hintId }, `Part of the ${options.searchesIn}; letters in any case.`),
-    ),
-    h('button', { type: 'submit' }, 'Search'),
+    { class: 'list-search', role: 'search', 'aria-label': `Search ${options.noun}` },
+    h('label', { for: inputId }, 'Search'),
+    h('div', { class: 'search-row' }, input, h('button', { type: 'submit' }, 'Search')),
+    h('p', { class: 'hint', id: hintId }, `Part of the ${options.searchesIn}; letters in any case.`),
   );
   form.addEventListener('submit', (event) => {
     event.preventDefault();

@@ -1,6 +1,6 @@
 import { ADMIN_ROLES } from '../../../roles.js';
 import { ApiError, api } from '../api.js';
-import { h, replace, say, statusLine } from '../dom.js';
+import { asCards, h, replace, say, statusLine } from '../dom.js';
 import { pagedList } from '../paged-list.js';
 import { session } from '../session.js';
 
@@ -36,6 +36,10 @@ export function apiKeysPage(main: HTMLElement): void {
   const load = () => list.reload();
 
   function table(keys: ApiKey[], caption: string): HTMLElement {
+    return asCards(keyTable(keys, caption));
+  }
+
+  function keyTable(keys: ApiKey[], caption: string): HTMLTableElement {
     return h(
       'table',
       {},

@@ -1,5 +1,5 @@
 import { api } from '../api.js';
-import { h, replace, say, statusLine, uniqueId } from '../dom.js';
+import { asCards, h, replace, say, statusLine, uniqueId } from '../dom.js';
 import { explainReplay, type Replay } from '../explain.js';
 import { isSharedPart, joinShared } from '../../../../policy/contract/shared-part.js';
 import { openInPlayground } from './playground.js';
@@ -57,11 +57,11 @@ export function auditPage(main: HTMLElement): void {
     if (found.content.length === 0) return h('p', {}, 'No entries match.');
     const caption = `Audit entries, page ${found.number + 1} of ${Math.max(found.totalPages, 1)}`;
     const scroller = h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': caption });
-    scroller.append(auditTable(found, caption));
+    scroller.append(asCards(auditTable(found, caption)));
     return scroller;
   }
 
-  function auditTable(found: AuditPage, caption: string): HTMLElement {
+  function auditTable(found: AuditPage, caption: string): HTMLTableElement {
     return h(
       'table',
       {},

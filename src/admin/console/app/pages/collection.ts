@@ -1,6 +1,6 @@
 import type { CollectionDefinition } from '../../../../catalog/collections.js';
 import { ApiError, api } from '../api.js';
-import { h, humanize, replace, say, statusLine, uniqueId } from '../dom.js';
+import { asCards, h, humanize, replace, say, statusLine, uniqueId } from '../dom.js';
 import {
   bodyOf,
   clearFieldErrors,
@@ -45,25 +45,27 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
   const load = () => list.reload();
 
   function table(records: AdminRecord[], caption: string): HTMLElement {
-    return h(
-      'table',
-      {},
-      h('caption', {}, caption),
+    return asCards(
       h(
-        'thead',
+        'table',
         {},
+        h('caption', {}, caption),
         h(
-          'tr',
+          'thead',
           {},
-          h('th', { scope: 'col' }, humanize(definition.pathKey)),
-          columns.map((column) => h('th', { scope: 'col' }, humanize(column))),
-          h('th', { scope: 'col' }, 'Actions'),
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'col' }, humanize(definition.pathKey)),
+            columns.map((column) => h('th', { scope: 'col' }, humanize(column))),
+            h('th', { scope: 'col' }, 'Actions'),
+          ),
         ),
-      ),
-      h(
-        'tbody',
-        {},
-        records.map((record) => row(record)),
+        h(
+          'tbody',
+          {},
+          records.map((record) => row(record)),
+        ),
       ),
     );
   }

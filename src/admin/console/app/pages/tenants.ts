@@ -1,5 +1,5 @@
 import { ApiError, api } from '../api.js';
-import { h, replace, say, statusLine } from '../dom.js';
+import { asCards, h, replace, say, statusLine } from '../dom.js';
 import { pagedList } from '../paged-list.js';
 import { session } from '../session.js';
 
@@ -29,6 +29,10 @@ export function tenantsPage(
   });
 
   function table(tenants: Tenant[], caption: string): HTMLElement {
+    return asCards(tenantTable(tenants, caption));
+  }
+
+  function tenantTable(tenants: Tenant[], caption: string): HTMLTableElement {
     return h(
       'table',
       {},
