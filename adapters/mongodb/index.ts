@@ -531,7 +531,7 @@ function docFilter(filter: Filter): MongoFilter<Row> {
 function searchFilter(search: TextSearch | undefined): MongoFilter<Row> {
   const searching = activeSearch(search);
   if (!searching) return {};
-  const pattern = searching.text.replace(/[.*+?^${}()|[\]\\\/-]/g, '\\$&');
+  const pattern = searching.text.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&');
   const anyField = searching.fields.map((field) => ({ [docPath(field)]: { $regex: pattern, $options: 'i' } }));
   // In $and: the expiry condition is the filter's own $or (see live).
   return { $and: [anyField.length ? { $or: anyField } : { _id: { $exists: false } }] };
