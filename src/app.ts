@@ -26,6 +26,7 @@ import {
 } from './oauth/index.js';
 import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
+import type { Tracing } from './tracing/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
 import { umaRouter } from './uma/index.js';
 
@@ -40,14 +41,18 @@ export interface AppParts {
   log: Logger;
   /** GET /metrics, and the timing of every request. */
   metrics: Metrics;
+  /** A server span per request when an OTLP endpoint is configured; null: no tracing at all. */
+  tracing?: Tracing | null;
 }
 
 /** The whole HTTP surface as one Koa middleware stack; the order is the request's path through Arbiter. */
 export function createApp(parts: AppParts): Koa<ArbiterState> {
-  const { config, store, sealer, policy, audit, providers, log, metrics } = parts;
+  const { config, store, sealer, policy, audit, providers, log, metrics, tracing } = parts;
   // Forwarded headers reach Koa only from configured proxies (see forwardedHeaders).
   const app = new Koa<ArbiterState>({ proxy: true, maxIpsCount: 1 });
   app.silent = true;
+  // First, so that the request's span covers all of it; probes, OPA's bundle polls and scrapes make none.
+  if (tracing) app.use(tracing.middleware([...PROBE_PATHS, BUNDLE_PATH, METRICS_PATH]));
   app.use(securityHeaders);
   app.use(requestId);
   app.use(accessLog(log, config.accessLog));
