@@ -1,6 +1,14 @@
 import type { Attributes } from '@opentelemetry/api';
 import { ATTR_DB_COLLECTION_NAME, ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
-import type { CollectionSpec, Filter, FindOptions, Store, StoredDoc, TenantCollection } from '../store/index.js';
+import type {
+  CollectionSpec,
+  Filter,
+  FindOptions,
+  Store,
+  StoredDoc,
+  TenantCollection,
+  TextSearch,
+} from '../store/index.js';
 
 /** Marks the objects a Tracing wrapped, so that a test can tell that a server without tracing has none. */
 export const TRACED = Symbol('arbiter.traced');
@@ -76,8 +84,8 @@ class TracedCollection<T extends StoredDoc> implements TenantCollection<T> {
   find(filter?: Filter, options?: FindOptions) {
     return this.call('find', () => this.inner.find(filter, options));
   }
-  count(filter?: Filter) {
-    return this.call('count', () => this.inner.count(filter));
+  count(filter?: Filter, search?: TextSearch) {
+    return this.call('count', () => this.inner.count(filter, search));
   }
   update(id: string | number, fields: Partial<T>, onlyIf?: Filter) {
     return this.call('update', () => this.inner.update(id, fields, onlyIf));
