@@ -158,6 +158,7 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
         }),
     },
     historyVersions: config.policyHistoryVersions,
+    tenants: config.tenants,
     decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
   });
 }

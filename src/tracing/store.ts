@@ -1,6 +1,14 @@
 import type { Attributes } from '@opentelemetry/api';
 import { ATTR_DB_COLLECTION_NAME, ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
-import type { CollectionSpec, Filter, FindOptions, Store, StoredDoc, TenantCollection } from '../store/index.js';
+import type {
+  CollectionSpec,
+  Filter,
+  FindOptions,
+  Store,
+  StoredDoc,
+  TenantCollection,
+  TextSearch,
+} from '../store/index.js';
 
 /** Marks the objects a Tracing wrapped, so that a test can tell that a server without tracing has none. */
 export const TRACED = Symbol('arbiter.traced');
@@ -21,6 +29,9 @@ export function tracedStore(store: Store, inSpan: InSpan): Store {
     collection: <T extends StoredDoc = StoredDoc>(spec: CollectionSpec | string, tenant?: string) =>
       new TracedCollection<T>(store.collection<T>(spec, tenant), typeof spec === 'string' ? spec : spec.name, inSpan),
     nextSequence: (name, count) => storeCall('nextSequence', () => store.nextSequence(name, count)),
+    // The auth-failure throttle's counters (their keys name addresses and credentials: left out).
+    addToWindow: (key, windowMs, amount) => storeCall('addToWindow', () => store.addToWindow(key, windowMs, amount)),
+    readWindows: (keys) => storeCall('readWindows', () => store.readWindows(keys)),
     purgeExpired: () => storeCall('purgeExpired', () => store.purgeExpired()),
   };
   // Everything else (ping, onWrite, backup, close, what a store adds) is the store's own, called on it.
@@ -76,8 +87,8 @@ class TracedCollection<T extends StoredDoc> implements TenantCollection<T> {
   find(filter?: Filter, options?: FindOptions) {
     return this.call('find', () => this.inner.find(filter, options));
   }
-  count(filter?: Filter) {
-    return this.call('count', () => this.inner.count(filter));
+  count(filter?: Filter, search?: TextSearch) {
+    return this.call('count', () => this.inner.count(filter, search));
   }
   update(id: string | number, fields: Partial<T>, onlyIf?: Filter) {
     return this.call('update', () => this.inner.update(id, fields, onlyIf));
