@@ -13,6 +13,9 @@ import type {
 /** Marks the objects a Tracing wrapped, so that a test can tell that a server without tracing has none. */
 export const TRACED = Symbol('arbiter.traced');
 
+/** Where both adapters keep Store.addToWindow's counters. */
+const WINDOW_COUNTERS = 'window_counters';
+
 /** Runs `work` in a child span named `name` (when there is a traced request to be the child of). */
 export type InSpan = <T>(name: string, attributes: Attributes, work: () => Promise<T>) => Promise<T>;
 
@@ -24,14 +27,20 @@ export type InSpan = <T>(name: string, attributes: Attributes, work: () => Promi
 export function tracedStore(store: Store, inSpan: InSpan): Store {
   const storeCall = <T>(operation: string, work: () => Promise<T>) =>
     inSpan(operation, { [ATTR_DB_OPERATION_NAME]: operation }, work);
+  const counterCall = <T>(operation: string, work: () => Promise<T>) =>
+    inSpan(
+      `${operation} ${WINDOW_COUNTERS}`,
+      { [ATTR_DB_OPERATION_NAME]: operation, [ATTR_DB_COLLECTION_NAME]: WINDOW_COUNTERS },
+      work,
+    );
   const calls: Partial<Store> & { [TRACED]: true } = {
     [TRACED]: true,
     collection: <T extends StoredDoc = StoredDoc>(spec: CollectionSpec | string, tenant?: string) =>
       new TracedCollection<T>(store.collection<T>(spec, tenant), typeof spec === 'string' ? spec : spec.name, inSpan),
     nextSequence: (name, count) => storeCall('nextSequence', () => store.nextSequence(name, count)),
-    // The auth-failure throttle's counters (their keys name addresses and credentials: left out).
-    addToWindow: (key, windowMs, amount) => storeCall('addToWindow', () => store.addToWindow(key, windowMs, amount)),
-    readWindows: (keys) => storeCall('readWindows', () => store.readWindows(keys)),
+    // The auth-failure throttle's counters, named after their table (their keys name addresses and credentials: left out).
+    addToWindow: (key, windowMs, amount) => counterCall('addToWindow', () => store.addToWindow(key, windowMs, amount)),
+    readWindows: (keys) => counterCall('readWindows', () => store.readWindows(keys)),
     purgeExpired: () => storeCall('purgeExpired', () => store.purgeExpired()),
   };
   // Everything else (ping, onWrite, backup, close, what a store adds) is the store's own, called on it.
