@@ -116,6 +116,7 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
           tenantId,
           replacesId: existing?.id,
           recordedInputs,
+          shadow: rule.mode === 'shadow',
         }),
       'policy-data': async (data, { tenantId, existing }) =>
         dataEntryProblem(data.dataKey as string, data.payload as string) ??
@@ -125,6 +126,7 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
           tenantId,
           replacesId: existing?.id,
           recordedInputs,
+          shadow: data.mode === 'shadow',
         }),
     },
     // A deletion makes a bundle too: it must still compile and decide.
@@ -136,6 +138,7 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
           tenantId,
           replacesId: existing.id,
           recordedInputs,
+          shadow: existing.mode === 'shadow',
         }),
       'policy-data': async (existing, { tenantId }) =>
         policy.bundleProblemWith({
@@ -144,6 +147,7 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
           tenantId,
           replacesId: existing.id,
           recordedInputs,
+          shadow: existing.mode === 'shadow',
         }),
     },
     historyVersions: config.policyHistoryVersions,
@@ -207,6 +211,6 @@ function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
   };
 }
 
-function isBundled(record: { tenantId?: unknown; version?: unknown }): boolean {
-  return !record.tenantId && !record.version;
+function isBundled(record: { tenantId?: unknown; version?: unknown; mode?: unknown }): boolean {
+  return !record.tenantId && !record.version && record.mode !== 'shadow';
 }

@@ -99,7 +99,8 @@ function collectionRoutes(
       if (isObject(fields) && fields[upsert.field] !== key)
         throw badRequest(`${upsert.field} in the body must match the query parameter`, { field: upsert.field });
       const tenantId = tenantOf(ctx, fields);
-      const existing = (await records.collection(tenantId).findOne({ [upsert.field]: key })) as AdminRecord | null;
+      const mode = isObject(fields) ? fields.mode : undefined;
+      const existing = await records.findByUniqueField(tenantId, upsert.field, key, mode);
       ctx.status = existing ? 200 : 201;
       ctx.body = show(
         existing ? await records.replace(tenantId, existing, fields) : await records.create(tenantId, fields),
