@@ -91,7 +91,9 @@ export class AdminRecords {
     await registerTenant(this.store, tenantId);
     const issued = this.issueToken(fields);
     const created = await this.write(() =>
-      this.collection(tenantId).insert(storedForm(this.definition, { ...fields, id, tenantId, createdAt: now, updatedAt: now })),
+      this.collection(tenantId).insert(
+        storedForm(this.definition, { ...fields, id, tenantId, createdAt: now, updatedAt: now }),
+      ),
     );
     await this.extras.history?.recorded(tenantId, 'create', null, this.historyForm(created));
     return { ...created, ...issued, ...generated };
@@ -132,7 +134,9 @@ export class AdminRecords {
     const fields = await this.validate(tenantId, body);
     const now = new Date().toISOString();
     const restored = await this.write(() =>
-      this.collection(tenantId).insert(storedForm(this.definition, { ...fields, id, tenantId, createdAt: now, updatedAt: now })),
+      this.collection(tenantId).insert(
+        storedForm(this.definition, { ...fields, id, tenantId, createdAt: now, updatedAt: now }),
+      ),
     );
     await this.extras.history?.recorded(tenantId, 'rollback', null, this.historyForm(restored), rolledBackTo);
     return restored;
@@ -146,6 +150,14 @@ export class AdminRecords {
   async checkWithoutWriting(tenantId: string | null, body: unknown): Promise<void> {
     const existing = await this.sameKeyed(tenantId, body);
     await this.validate(tenantId, body, existing ?? undefined);
+  }
+
+  /**
+   * The fields a create (no `existing`) or a replace of `existing` would store, after every check
+   * it makes (a 400 or 404 otherwise); nothing is written. Impact analysis builds its candidate of them.
+   */
+  async fieldsFor(tenantId: string | null, body: unknown, existing?: AdminRecord): Promise<Record<string, unknown>> {
+    return this.validate(tenantId, body, existing);
   }
 
   private async sameKeyed(tenantId: string | null, body: unknown): Promise<AdminRecord | null> {

@@ -7,7 +7,7 @@ import { isTenantId } from '../tenancy/index.js';
 import { auditLogRoutes } from './audit-routes.js';
 import { decisionRoutes, type DecisionRouteOptions } from './decisions.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
-import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
+import { COLLECTIONS, definitionFor, type CollectionDefinition } from '../catalog/index.js';
 import { openApiRoute } from './openapi.js';
 import { AdminRecords, type AdminRecord, type RecordCheck, type RemovalCheck } from './records.js';
 import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
@@ -15,6 +15,7 @@ import { historyRoutes } from './history-routes.js';
 import { listPage, nextPageQuery } from './paging.js';
 import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
 import { revokeAfterChange, tokenRevocationRoutes } from './token-revocation.js';
+import { policyLabRoutes, POLICY_COLLECTIONS, type PolicyLabRouteOptions } from './policy-lab.js';
 import type { Store } from '../store/index.js';
 
 export interface AdminOptions {
@@ -36,6 +37,11 @@ export interface AdminOptions {
   historyVersions?: number;
   /** Extra response fields per collection path (e.g. policy-data → inBundle). */
   decorate?: Record<string, (record: AdminRecord) => Record<string, unknown>>;
+  /**
+   * Impact analysis and shadow policies (POST /policy-impact, /policy-shadow…): the lab, the
+   * checks of one policy file (before the whole bundle's) and the recorded inputs every change is tried on.
+   */
+  policyLab?: Pick<PolicyLabRouteOptions, 'lab' | 'recordedInputs'> & { fileChecks: Record<string, RecordCheck> };
 }
 
 /** Upsert-by-field operations of the spec: PUT /policy-rules/by-path?path=…, PUT /policy-data/by-key?dataKey=…. */
@@ -56,15 +62,35 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
     maxBodyBytes: options.maxBodyBytes,
     tenantOf,
   });
+  const histories = new Map<string, RecordHistory>();
   for (const definition of COLLECTIONS) {
     const history = HISTORY_COLLECTIONS.includes(definition.path)
       ? new RecordHistory(store, definition.path, options.historyVersions ?? 50)
       : undefined;
+    if (history) histories.set(definition.path, history);
     const records = new AdminRecords(store, definition, options.sealer, options.checks?.[definition.path], {
       checkRemoval: options.removalChecks?.[definition.path],
       history,
     });
     collectionRoutes(router, records, options, store);
+  }
+  if (options.policyLab) {
+    const { fileChecks, ...lab } = options.policyLab;
+    const recordsOf = (check: (path: string) => RecordCheck | undefined) =>
+      Object.fromEntries(
+        Object.keys(POLICY_COLLECTIONS).map((path) => [
+          path,
+          new AdminRecords(store, definitionFor(path)!, options.sealer, check(path), { history: histories.get(path) }),
+        ]),
+      ) as PolicyLabRouteOptions['checkedRecords'];
+    policyLabRoutes(router, {
+      ...lab,
+      audit: options.audit,
+      maxBodyBytes: options.maxBodyBytes,
+      tenantOf: (ctx) => tenantOf(ctx),
+      checkedRecords: recordsOf((path) => fileChecks[path]),
+      uncheckedRecords: recordsOf(() => undefined),
+    });
   }
   tokenRevocationRoutes(router, store, (ctx) => tenantOf(ctx));
   return router;

@@ -11,7 +11,8 @@ import { BatchWriter } from '../store/batches.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
 import type { AuditFields } from './entry.js';
 import { eachRecorded } from './recorded.js';
-import type { TrialInput } from '../policy/index.js';
+import type { RecordedDecision, TrialInput } from '../policy/index.js';
+import { recordedDecisionPages, type RecordedDecisionQuery } from './recorded-decisions.js';
 
 export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] };
 
@@ -102,6 +103,7 @@ export class AuditLog {
   private readonly writer: BatchWriter<Appended, AuditEntry>;
   private readonly refusals: RefusalBudget | null;
   private ids = { next: 1, last: 0 };
+  private readonly written: ((entries: AuditEntry[]) => void)[] = [];
 
   constructor(
     private readonly store: Store,
@@ -166,16 +168,38 @@ export class AuditLog {
     await this.writer.close();
   }
 
+  /**
+   * Calls `listener` with every batch of entries once it is stored (the shadow policy evaluates
+   * their decisions): after the requests were answered, never in their way. A listener must not throw.
+   */
+  onWritten(listener: (entries: AuditEntry[]) => void): void {
+    this.written.push(listener);
+  }
+
   /** Batches are written one at a time (BatchWriter), so ids are taken in append order. */
   private async write(appended: Appended[]): Promise<AuditEntry[]> {
+    let stored: AuditEntry[];
     try {
       const ids = await this.takeIds(appended.length);
-      return await this.entries.insertMany(
+      stored = await this.entries.insertMany(
         appended.map(({ fields, createdAt }, index) => ({ ...fields, id: ids[index], createdAt })),
       );
     } catch (error) {
       throw new AuditWriteError(appended.length, error);
     }
+    for (const listener of this.written) {
+      try {
+        listener(stored);
+      } catch (error) {
+        this.log?.error({ err: error }, 'a listener of written audit entries failed');
+      }
+    }
+    return stored;
+  }
+
+  /** One tenant's recorded decisions, newest first, a page at a time (impact analysis replays them). */
+  recordedDecisions(query: RecordedDecisionQuery): AsyncIterable<RecordedDecision[]> {
+    return recordedDecisionPages(this.entries, query);
   }
 
   /**

@@ -42,7 +42,12 @@ export interface BundledRecords {
   data: PolicyDataDoc[];
 }
 
-export function isBundled(record: { tenantId?: unknown; version?: unknown; enabled?: unknown; mode?: unknown }): boolean {
+export function isBundled(record: {
+  tenantId?: unknown;
+  version?: unknown;
+  enabled?: unknown;
+  mode?: unknown;
+}): boolean {
   return isShared(record) && record.enabled !== false && record.mode !== 'shadow';
 }
 
@@ -90,7 +95,10 @@ export function withShadows(live: BundledRecords, shadow: BundledRecords): Bundl
   const shadowPaths = new Set(shadow.rules.map((rule) => rule.path));
   const shadowKeys = new Set(shadow.data.map((entry) => entry.dataKey));
   return sorted({
-    rules: [...live.rules.filter((rule) => !shadowPaths.has(rule.path)), ...shadow.rules.filter((rule) => rule.enabled !== false)],
+    rules: [
+      ...live.rules.filter((rule) => !shadowPaths.has(rule.path)),
+      ...shadow.rules.filter((rule) => rule.enabled !== false),
+    ],
     data: [...live.data.filter((entry) => !shadowKeys.has(entry.dataKey)), ...shadow.data],
   });
 }

@@ -122,7 +122,10 @@ function applyChange(
   const touched = joining || leaving !== undefined;
   const next =
     change.collection === 'rules'
-      ? { rules: [...records.rules.filter((rule) => !leaves(rule)), ...(joining ? [candidate] : [])], data: records.data }
+      ? {
+          rules: [...records.rules.filter((rule) => !leaves(rule)), ...(joining ? [candidate] : [])],
+          data: records.data,
+        }
       : {
           rules: records.rules,
           data: [...records.data.filter((entry) => !leaves(entry)), ...(joining ? [candidate] : [])],
