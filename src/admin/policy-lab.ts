@@ -14,7 +14,14 @@ import type { CollectionDefinition } from '../catalog/index.js';
 import { readJsonBody } from '../http/body.js';
 import { badRequest, HttpError, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
-import { DECISION_POINTS, type PolicyLab, type RecordChange, type TrialInput } from '../policy/index.js';
+import {
+  CHANGE_KINDS,
+  DECISION_POINTS,
+  NO_CLIENT,
+  type PolicyLab,
+  type RecordChange,
+  type TrialInput,
+} from '../policy/index.js';
 import type { AdminRecord, AdminRecords } from './records.js';
 
 /** The collections a change may touch, by the name a change gives them. */
@@ -72,6 +79,164 @@ export const POLICY_IMPACT_REQUEST_SCHEMA = {
       },
     },
   },
+};
+
+/** The body of POST /policy-shadow/promote and …/discard (may be left out): the candidate revision the operator reviewed. */
+export const SHADOW_ACTION_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    candidateRevision: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 128,
+      description:
+        'the candidate revision reviewed (GET /policy-shadow): when the shadows have changed since, 409 and nothing is done',
+    },
+  },
+};
+
+const kinds = { enum: [...CHANGE_KINDS] };
+const nullableString = { type: ['string', 'null'] };
+const count = { type: 'integer', minimum: 0 };
+
+/** The schemas of the answers (the OpenAPI document's, by name). */
+export const POLICY_LAB_SCHEMAS = {
+  ComparedDecision: {
+    type: 'object',
+    required: ['allow'],
+    description: 'the fields of a decision that are compared, and why no engine decided (engineError, shown only)',
+    properties: {
+      allow: { type: 'boolean' },
+      scopes: { type: 'array', items: { type: 'string' } },
+      authorization_details: { type: 'array', items: { type: 'object' } },
+      obligations: { type: 'object' },
+      extensions: { type: 'object' },
+      jit_single_use: { type: 'boolean' },
+      error: { type: 'string' },
+      error_description: { type: 'string' },
+      engineError: { type: 'string' },
+    },
+  },
+  ChangedDecision: {
+    type: 'object',
+    required: ['auditId', 'time', 'point', 'clientId', 'subject', 'kind', 'before', 'after'],
+    properties: {
+      auditId: { type: 'integer', description: 'the audit entry (GET /audit-logs/{id}, POST /audit-logs/{id}/replay)' },
+      index: { ...count, description: 'which of the entry’s decisions, when it holds several (AuthZEN batch, UMA)' },
+      time: { type: 'string', format: 'date-time' },
+      point: { enum: [...DECISION_POINTS] },
+      clientId: nullableString,
+      subject: nullableString,
+      kind: kinds,
+      before: { $ref: '#/components/schemas/ComparedDecision' },
+      after: { $ref: '#/components/schemas/ComparedDecision' },
+    },
+  },
+  ChangeCounts: {
+    type: 'object',
+    required: ['replayed', 'changed', ...CHANGE_KINDS],
+    properties: Object.fromEntries(['replayed', 'changed', ...CHANGE_KINDS].map((name) => [name, count])),
+  },
+  ChangeSummary: {
+    type: 'object',
+    required: ['byPoint', 'byClient'],
+    properties: {
+      byPoint: { type: 'object', additionalProperties: { $ref: '#/components/schemas/ChangeCounts' } },
+      byClient: {
+        type: 'object',
+        description: `by client_id; ${NO_CLIENT} for decisions without a client`,
+        additionalProperties: { $ref: '#/components/schemas/ChangeCounts' },
+      },
+    },
+  },
+  PolicyImpact: {
+    type: 'object',
+    required: ['replayed', 'changed', 'summary', 'skipped', 'revisions', 'ms'],
+    properties: {
+      replayed: { ...count, description: 'recorded decisions replayed' },
+      changed: { type: 'array', items: { $ref: '#/components/schemas/ChangedDecision' }, description: 'newest first' },
+      summary: { $ref: '#/components/schemas/ChangeSummary' },
+      skipped: { ...count, description: 'recorded inputs that no longer fit their point’s input schema' },
+      revisions: {
+        type: 'object',
+        required: ['live', 'candidate'],
+        properties: { live: { type: 'string' }, candidate: { type: 'string' } },
+      },
+      ms: { ...count, description: 'how long the check and the replay took' },
+    },
+  },
+  ShadowStatus: {
+    type: 'object',
+    required: ['active', 'candidateRevision', 'liveRevision', 'since', 'evaluated', 'summary', 'dropped', 'records'],
+    properties: {
+      active: { type: 'boolean', description: 'there are shadow records' },
+      candidateRevision: nullableString,
+      liveRevision: nullableString,
+      since: { ...nullableString, description: 'when this node first saw this candidate' },
+      evaluated: { ...count, description: 'live decisions of the tenant this node evaluated against the candidate' },
+      summary: { $ref: '#/components/schemas/ChangeSummary' },
+      dropped: { ...count, description: 'live decisions this node could not evaluate (POLICY_SHADOW_QUEUE was full)' },
+      records: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['collection', 'id'],
+          properties: {
+            collection: { enum: Object.keys(POLICY_COLLECTIONS) },
+            id: { type: 'integer' },
+            path: { type: 'string' },
+            dataKey: { type: 'string' },
+            enabled: { type: 'boolean' },
+          },
+        },
+      },
+    },
+  },
+  ShadowDifferences: {
+    type: 'object',
+    required: ['active', 'candidateRevision', 'liveRevision', 'since', 'evaluated', 'summary', 'differences'],
+    properties: {
+      active: { type: 'boolean' },
+      candidateRevision: nullableString,
+      liveRevision: nullableString,
+      since: nullableString,
+      evaluated: count,
+      summary: { $ref: '#/components/schemas/ChangeSummary' },
+      differences: {
+        type: 'array',
+        description: 'newest first',
+        items: {
+          allOf: [
+            { $ref: '#/components/schemas/ChangedDecision' },
+            { type: 'object', required: ['tenantId'], properties: { tenantId: nullableString } },
+          ],
+        },
+      },
+    },
+  },
+  ShadowPromotion: {
+    type: 'object',
+    required: ['promoted', 'revision'],
+    properties: {
+      promoted: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['collection', 'id', 'action'],
+          properties: {
+            collection: { enum: Object.keys(POLICY_COLLECTIONS) },
+            path: { type: 'string' },
+            dataKey: { type: 'string' },
+            id: { type: ['integer', 'null'], description: 'the live record (null: deleted)' },
+            action: { enum: ['created', 'replaced', 'deleted'] },
+          },
+        },
+      },
+      revision: { type: 'string', description: 'the bundle revision the store holds now' },
+    },
+  },
+  ShadowDiscard: { type: 'object', required: ['discarded'], properties: { discarded: count } },
 };
 
 interface PolicyChangeBody {
@@ -180,10 +345,12 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
   });
 
   router.post('/policy-shadow/promote', async (ctx) => {
+    await reviewedCandidate(ctx);
     ctx.body = await promote(options);
   });
 
   router.post('/policy-shadow/discard', async (ctx) => {
+    await reviewedCandidate(ctx);
     const { shadow } = await options.lab.layers();
     const all = [...shadowRecords('policy-rules', shadow.rules), ...shadowRecords('policy-data', shadow.data)];
     for (const { collection, id } of all) {
@@ -194,6 +361,21 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
     options.lab.shadow.forget();
     ctx.body = { discarded: all.length };
   });
+
+  /** The body's candidateRevision, when given, is the one the shadows make now: else 409, and nothing is done. */
+  async function reviewedCandidate(ctx: Context): Promise<void> {
+    const body = hasBody(ctx) ? await readJsonBody(ctx, options.maxBodyBytes) : {};
+    assertValid<{ candidateRevision?: string }>(SHADOW_ACTION_SCHEMA, body);
+    if (body.candidateRevision === undefined) return;
+    const { candidateRevision } = await options.lab.shadow.current();
+    if (candidateRevision !== body.candidateRevision)
+      throw new HttpError(
+        409,
+        'conflict',
+        `the shadow records have changed since: the candidate revision is ${candidateRevision ?? 'none (no shadow records)'}`,
+        { field: 'candidateRevision' },
+      );
+  }
 
   /** One change of the request as the write it proposes: its record checked as that write would check it. */
   async function resolved(change: PolicyChangeBody): Promise<RecordChange> {
@@ -350,6 +532,13 @@ function timeRange(filter: PolicyImpactBody['filter']): { from?: string; to?: st
   if (from !== undefined && to !== undefined && from >= to)
     throw badRequest('filter.from must be before filter.to', { field: 'filter.from' });
   return { ...(from === undefined ? {} : { from }), ...(to === undefined ? {} : { to }) };
+}
+
+/** A POST whose body may be left out (no Content-Type, nothing sent). */
+function hasBody(ctx: Context): boolean {
+  return (
+    ctx.get('content-type') !== '' || Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== ''
+  );
 }
 
 function optionalQuery(ctx: Context, name: string): string | undefined {

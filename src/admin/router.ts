@@ -96,12 +96,7 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
   return router;
 }
 
-function collectionRoutes(
-  router: Router,
-  records: AdminRecords,
-  options: AdminOptions,
-  store: Store,
-): void {
+function collectionRoutes(router: Router, records: AdminRecords, options: AdminOptions, store: Store): void {
   const { path } = records.definition;
   const show = (record: AdminRecord) => ({ ...records.present(record), ...options.decorate?.[path]?.(record) });
   const body = (ctx: Context) => readJsonBody(ctx, options.maxBodyBytes).then((parsed) => (ctx.state.body = parsed));

@@ -25,7 +25,7 @@ export type { DecisionExplanation, RuleHit } from './explain.js';
 export { splitShared, joinShared, isSharedPart, type SharedPart } from './contract/shared-part.js';
 export { PolicyLab, type PolicyLabOptions } from './replay/lab.js';
 export { CHANGE_KINDS, type ChangeKind, type ComparedDecision } from './replay/compare.js';
-export type { RecordedDecision, ChangedDecision, ImpactResult, ChangeCounts } from './replay/impact.js';
+export { NO_CLIENT, type RecordedDecision, type ChangedDecision, type ImpactResult, type ChangeCounts } from './replay/impact.js';
 export type { ShadowDifference, ShadowStatus } from './replay/shadow.js';
 export type { RecordChange, TriedBundle } from './bundle/validate.js';
 export type { PolicySnapshot } from './bundle/build.js';
