@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { SORTABLE_FIELDS, type AuditPage } from '../audit/index.js';
+import { ACTIVITY_MINUTES, SORTABLE_FIELDS, type AuditPage } from '../audit/index.js';
 import type { AuditFields } from '../audit/log.js';
 import { DECISION_POINTS, RESULT_SCHEMA } from '../policy/index.js';
 import { CLIENT_CREDENTIALS_TOKEN_INPUT } from '../policy/contract/examples.js';
@@ -295,6 +295,25 @@ const OPERATIONS: AdminOperation[] = [
     errors: ['BadRequest', 'NotFound'],
   },
   {
+    method: 'get',
+    path: '/activity',
+    operationId: 'getRecentActivity',
+    summary:
+      "This node's decisions of the call's tenant over the last minutes (at most an hour), per minute, point and outcome, and the clients and points with the most denials",
+    tag: 'audit-logs',
+    parameters: [
+      ...TENANT_PARAMETERS,
+      {
+        name: 'minutes',
+        in: 'query',
+        description: 'how many minutes, up to now',
+        schema: { type: 'integer', minimum: 1, maximum: ACTIVITY_MINUTES, default: ACTIVITY_MINUTES },
+      },
+    ],
+    success: { 200: { description: 'the activity', schema: schemaRef('RecentActivity') } },
+    errors: ['BadRequest'],
+  },
+  {
     method: 'post',
     path: '/audit-logs/{id}/replay',
     operationId: 'replayAuditLog',
@@ -554,6 +573,7 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         VersionDiff: VERSION_DIFF_SCHEMA,
         ...DECISION_SCHEMAS,
         ...API_KEY_SCHEMAS,
+        RecentActivity: RECENT_ACTIVITY_SCHEMA,
         PolicyImpactRequest: POLICY_IMPACT_REQUEST_SCHEMA,
         ShadowAction: SHADOW_ACTION_SCHEMA,
         ...POLICY_LAB_SCHEMAS,
@@ -1024,6 +1044,20 @@ const verdict = {
 };
 const strings = { type: 'array', items: { type: 'string' } };
 const { $id: _resultId, ...decisionResult } = RESULT_SCHEMA;
+
+const outcomeCounts = object({ allow: { type: 'integer' }, deny: { type: 'integer' }, error: { type: 'integer' } });
+const denials = { denials: { type: 'integer' }, decisions: { type: 'integer' } };
+/** GET /activity (src/audit/activity.ts). */
+const RECENT_ACTIVITY_SCHEMA = object({
+  minutes: {
+    type: 'array',
+    description: 'oldest first, one per minute',
+    items: object({ at: dateTime, byPoint: { type: 'object', additionalProperties: outcomeCounts } }),
+  },
+  deniedClients: { type: 'array', items: object({ clientId: string, ...denials }) },
+  deniedPoints: { type: 'array', items: object({ point: string, ...denials }) },
+  countingSince: { ...dateTime, description: 'when this node started counting' },
+});
 
 /** The decision playground and the replay (src/admin/decisions.ts, src/policy/explain.ts). */
 const DECISION_SCHEMAS: Record<string, Schema> = {

@@ -13,6 +13,7 @@ import type { AuditFields } from './entry.js';
 import { eachRecorded } from './recorded.js';
 import type { RecordedDecision, TrialInput } from '../policy/index.js';
 import { recordedDecisionPages, type RecordedDecisionQuery } from './recorded-decisions.js';
+import { RecentActivity } from './activity.js';
 
 export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] };
 
@@ -104,6 +105,8 @@ export class AuditLog {
   private readonly refusals: RefusalBudget | null;
   private ids = { next: 1, last: 0 };
   private readonly written: ((entries: AuditEntry[]) => void)[] = [];
+  /** This node's decisions of the last hour, per tenant, counted as entries are written (the console's overview). */
+  readonly activity = new RecentActivity();
 
   constructor(
     private readonly store: Store,
@@ -187,6 +190,7 @@ export class AuditLog {
     } catch (error) {
       throw new AuditWriteError(appended.length, error);
     }
+    this.activity.observe(stored);
     for (const listener of this.written) {
       try {
         listener(stored);
