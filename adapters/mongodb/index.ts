@@ -231,7 +231,7 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     // MongoDB reads limit 0 as "no limit"; the store interface means "nothing".
     if (limit === 0) return [];
     await this.indexed();
-    const cursor = this.rows.find(this.live(docFilter(filter)), {
+    const cursor = this.rows.find(this.live({ ...docFilter(filter), ...startAtFilter(options) }), {
       projection: { doc: 1 },
       skip,
       ...(limit && { limit }),
@@ -520,6 +520,13 @@ function docFilter(filter: Filter): MongoFilter<Row> {
   return Object.fromEntries(
     Object.entries(filter).map(([field, value]) => [docPath(field), isUnset(value) ? null : value]),
   );
+}
+
+/** FindOptions.startAt: at most the bound when sorting down, at least it when up (MongoDB compares within a type only). */
+function startAtFilter(options: FindOptions): MongoFilter<Row> {
+  if (options.startAt === undefined || !options.sort) return {};
+  const operator = options.sort.direction === 'desc' ? '$lte' : '$gte';
+  return { [docPath(options.sort.field)]: { [operator]: options.startAt } } as MongoFilter<Row>;
 }
 
 /** `_id` breaks ties, so skip/limit pages are stable. */

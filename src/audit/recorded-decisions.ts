@@ -52,8 +52,9 @@ export function decisionsOfEntry(entry: AuditEntry): RecordedDecision[] {
 
 /**
  * The query's decisions, a page at a time, newest first (by createdAt, as the audit log lists
- * entries). Entries written while the pages are read push older ones down a page: an entry seen
- * already is not given twice.
+ * entries). Pages are read by keyset (each starts at the createdAt the previous one ended at, past
+ * the entries of that instant already read), so the 400th page costs what the first does; entries
+ * written meanwhile are newer than the first page and never shift the others.
  */
 export async function* recordedDecisionPages(
   entries: TenantCollection<AuditEntry>,
@@ -61,19 +62,21 @@ export async function* recordedDecisionPages(
 ): AsyncGenerator<RecordedDecision[]> {
   const filter: Filter = { tenantId: query.tenantId };
   if (query.clientId !== undefined) filter.clientId = query.clientId;
-  const seen = new Set<number>();
+  const sort = { field: 'createdAt', direction: 'desc' } as const;
+  let bound = query.to;
+  /** Entries at exactly `bound` already read (they come first in the next page). */
+  let atBound = 0;
   let found = 0;
-  for (let skip = 0; found < query.limit; skip += PAGE_ENTRIES) {
+  while (found < query.limit) {
     const page = await entries.find(filter, {
-      sort: { field: 'createdAt', direction: 'desc' },
-      skip,
+      sort,
+      ...(bound === undefined ? {} : { startAt: bound }),
+      skip: atBound,
       limit: PAGE_ENTRIES,
     });
     const decisions: RecordedDecision[] = [];
     let older = false;
     for (const entry of page) {
-      if (seen.has(entry.id)) continue;
-      seen.add(entry.id);
       if (query.to !== undefined && entry.createdAt >= query.to) continue;
       if (query.from !== undefined && entry.createdAt < query.from) {
         older = true;
@@ -88,5 +91,9 @@ export async function* recordedDecisionPages(
     }
     if (decisions.length) yield decisions;
     if (older || page.length < PAGE_ENTRIES) return;
+    const last = page[page.length - 1].createdAt;
+    const atLast = page.filter((entry) => entry.createdAt === last).length;
+    atBound = (last === bound ? atBound : 0) + atLast;
+    bound = last;
   }
 }

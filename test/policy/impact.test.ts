@@ -2,6 +2,22 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { clientCredentials, confidentialClient, eventually, policyInForce } from '../support/oauth.js';
 import { inTenant, readyServer, type TestServer } from '../support/server.js';
+import { AUDIT_LOG_COLLECTION, AuditLog, type AuditEntry } from '../../src/audit/index.js';
+import { DEFAULT_TENANT } from '../../src/store/index.js';
+
+/** An audit entry of a decision, as the audit middleware writes one (for the paging test). */
+const SAMPLE_ENTRY = {
+  endpoint: '/token',
+  method: 'POST',
+  requestSummary: {},
+  outcome: 'allow' as const,
+  tenantId: 'impact-paging',
+  clientId: 'paged',
+  subjectId: null,
+  ip: null,
+  userAgent: null,
+  requestId: null,
+};
 
 const TOKEN_RULE = 'arbiter/token/token.rego';
 const PACK_TOKEN_RULE = readFileSync(new URL('../../policies/arbiter/token/token.rego', import.meta.url), 'utf8');
@@ -293,6 +309,38 @@ describe('Policy impact analysis and shadow policies', function () {
         changes: [{ collection: 'policy-data', op: 'delete', record: { dataKey: 'oauth' } }],
       });
       expect(deleting.status, JSON.stringify(deleting.body)).to.equal(200);
+    });
+  });
+
+  describe('the recorded decisions replayed', function () {
+    it('are read newest first by keyset pages, each once, however many share an instant', async function () {
+      const entries = server.store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT);
+      const times = ['2026-01-01T00:00:03.000Z', '2026-01-01T00:00:02.000Z', '2026-01-01T00:00:01.000Z'];
+      const made = Array.from({ length: 700 }, (_, index) => ({
+        ...SAMPLE_ENTRY,
+        id: 800_000_000 + index,
+        createdAt: times[index < 300 ? 0 : index < 650 ? 1 : 2],
+        policyDecision: { allow: true, point: 'token' },
+        policyInput: { index },
+      }));
+      await entries.insertMany(made);
+      const read: number[] = [];
+      for await (const page of new AuditLog(server.store).recordedDecisions({ tenantId: 'impact-paging', limit: 1000 }))
+        read.push(...page.map((decision) => decision.auditId));
+      expect(read).to.have.length(700);
+      expect(new Set(read).size).to.equal(700);
+      const position = (id: number) => read.indexOf(id);
+      expect(position(800_000_000)).to.be.lessThan(position(800_000_300));
+      expect(position(800_000_300)).to.be.lessThan(position(800_000_650));
+      const window: number[] = [];
+      for await (const page of new AuditLog(server.store).recordedDecisions({
+        tenantId: 'impact-paging',
+        limit: 1000,
+        from: times[1],
+        to: times[0],
+      }))
+        window.push(...page.map((decision) => decision.auditId));
+      expect(window.sort()).to.deep.equal(made.slice(300, 650).map((entry) => entry.id));
     });
   });
 
