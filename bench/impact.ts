@@ -52,7 +52,12 @@ interface Client {
 }
 
 async function main(): Promise<void> {
-  const server = await startTestServer();
+  // POLICY_REPLAY_SHARE (and the other settings of the replay) as the environment gives them.
+  const server = await startTestServer(
+    Object.fromEntries(
+      ['POLICY_REPLAY_SHARE'].flatMap((name) => (process.env[name] ? [[name, process.env[name]!]] : [])),
+    ),
+  );
   const load = new LoadGenerator();
   try {
     await server.waitUntilReady();
@@ -80,6 +85,7 @@ async function main(): Promise<void> {
 
     const results = {
       machine: { cpus: os.cpus().length, node: process.version },
+      replayShare: server.config.policyReplayShare,
       replay: { ...replays, long100k: replay100k, long100kUnderLoad: underLoad },
       live: { before, withReplay, after, ratio, replayOutlastedWindow: underLoad.wallSeconds > SECONDS },
       goals: {

@@ -92,6 +92,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     config,
     store,
     log,
+    requestsInFlight: () => inFlight.requests,
     onShadowEvaluated: (point, kind) => metrics.shadowEvaluation(point, kind),
     onShadowDropped: (count) => metrics.shadowDrop(count),
   });
@@ -171,6 +172,11 @@ const SHUTDOWN_GRACE_MS = 10_000;
 class InFlight {
   private count = 0;
   private waiters: (() => void)[] = [];
+
+  /** How many are being answered now (a replay paces itself while there are any). */
+  get requests(): number {
+    return this.count;
+  }
 
   track(request: IncomingMessage, response: ServerResponse, handle: Handler): void {
     if (!request.url?.startsWith(BUNDLE_PATH)) {

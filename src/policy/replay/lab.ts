@@ -22,6 +22,8 @@ export interface PolicyLabOptions {
   config: Pick<Config, 'opaBin' | 'policyShadowSampleRate' | 'policyShadowQueue' | 'policyReplayShare'>;
   store: Store;
   log: Logger;
+  /** The requests being answered now (the composition root's count): a replay paces itself while there are others. */
+  requestsInFlight?: () => number;
   /** For /metrics: each live decision evaluated against the shadow candidate, and those dropped. */
   onShadowEvaluated?: (point: string, kind: ChangeKind | null) => void;
   onShadowDropped?: (count: number) => void;
@@ -44,7 +46,7 @@ export class PolicyLab {
     this.shadow = new ShadowPolicy({
       store: options.store,
       replayer: this.replayer,
-      pacer: new Pacer(config.policyReplayShare),
+      pacer: new Pacer(config.policyReplayShare, () => this.requestsInFlight() > 0),
       log: log.child({ component: 'policy-shadow' }),
       sampleRate: config.policyShadowSampleRate,
       maxQueue: config.policyShadowQueue,
@@ -52,6 +54,11 @@ export class PolicyLab {
       onEvaluated: options.onShadowEvaluated,
       onDropped: options.onShadowDropped,
     });
+  }
+
+  private requestsInFlight(): number {
+    // Unknown (a lab without the count): as if always busy, the careful side.
+    return this.options.requestsInFlight?.() ?? Number.POSITIVE_INFINITY;
   }
 
   /** The bundle the changes would make of the live records, checked as one write is; or the refusal's message. */
@@ -76,7 +83,9 @@ export class PolicyLab {
   ): Promise<ImpactResult> {
     const run = this.replaying.then(async () => {
       const [before, after] = await Promise.all([this.replayer.prepare(live), this.replayer.prepare(candidate)]);
-      return replayImpact(pages, before, after, new Pacer(this.options.config.policyReplayShare));
+      // The impact request itself is one of the requests in flight.
+      const pacer = new Pacer(this.options.config.policyReplayShare, () => this.requestsInFlight() > 1);
+      return replayImpact(pages, before, after, pacer);
     });
     this.replaying = run.catch(() => undefined);
     return run;

@@ -1,22 +1,27 @@
 /**
  * Paces background work that runs on the event loop live requests need (a replay of recorded
- * decisions, shadow evaluation): between two steps of work it lets the loop run, and when other
- * work was waiting (live traffic) it also waits long enough that its own share of the loop stays
- * within `share`. On an idle server the work runs at full speed: a yield with nothing waiting
- * comes back at once.
+ * decisions, shadow evaluation): between two steps of work it lets the loop run, and while live
+ * requests are being answered (`busy`) it also waits long enough that its own share of the loop
+ * stays within `share`. On an idle server the work runs at full speed. (Whether requests are in
+ * flight is asked rather than guessed from how long a yield took: on a machine shared with other
+ * processes a yield can take long with nothing of ours waiting.)
  */
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 
-/** A yield that came back later than this found other work waiting. */
-const BUSY_AFTER_MS = 1;
 /** The longest pause between two steps, so that a long step does not stall the work for seconds. */
 const MAX_PAUSE_MS = 250;
 
 export class Pacer {
   private resumedAt = performance.now();
 
-  /** @param share at most this fraction of the event loop while live work waits (0 < share ≤ 1) */
-  constructor(private readonly share: number) {}
+  /**
+   * @param share at most this fraction of the event loop while live work waits (0 < share ≤ 1)
+   * @param busy whether live requests are being answered now
+   */
+  constructor(
+    private readonly share: number,
+    private readonly busy: () => boolean = () => true,
+  ) {}
 
   /** Call between steps of work: yields to the event loop, and pauses as long as the pace asks. */
   async step(): Promise<void> {
@@ -24,7 +29,7 @@ export class Pacer {
     const yielded = performance.now();
     await nextTurn();
     const away = performance.now() - yielded;
-    if (away > BUSY_AFTER_MS && this.share < 1) {
+    if (this.share < 1 && this.busy()) {
       const owed = Math.min(MAX_PAUSE_MS, (worked * (1 - this.share)) / this.share - away);
       if (owed > 0) await sleep(owed);
     }
