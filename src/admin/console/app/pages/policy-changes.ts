@@ -123,13 +123,16 @@ export function policyChangesPage(main: HTMLElement): void {
     }
   }
 
+  /** The records of the chosen collection to pick from; the one picked stays picked (after a save, as it is now). */
   function fillTargets(): void {
     const list = collection.input.value === 'policy-rules' ? records.rules : records.data;
+    const picked = target.input.value;
     replace(
       target.input,
       h('option', { value: '' }, collection.input.value === 'policy-rules' ? 'A new rule' : 'A new entry'),
       list.map((record) => h('option', { value: String(record.id) }, record.path ?? record.dataKey ?? '')),
     );
+    if (list.some((record) => String(record.id) === picked)) target.input.value = picked;
     showTarget();
   }
 
@@ -285,7 +288,7 @@ export function policyChangesPage(main: HTMLElement): void {
           index ? ', ' : '',
           h('code', {}, record.path ?? record.dataKey ?? String(record.id)),
         ]),
-        `. Since ${shadow.since ? new Date(shadow.since).toLocaleString() : '—'}, this node evaluated ${differences.evaluated} live decisions of this tenant against it: ${differences.differences.length} decided otherwise.`,
+        `. Since ${shadow.since ? new Date(shadow.since).toLocaleString() : '—'}, this node evaluated ${plural(differences.evaluated, 'live decision')} of this tenant against it: ${differences.differences.length} decided otherwise.`,
       ),
       differences.differences.length
         ? changesTable('Live decisions the shadow policy decides otherwise', differences.differences)
@@ -300,7 +303,10 @@ export function policyChangesPage(main: HTMLElement): void {
     ];
   }
 
-  collection.input.addEventListener('change', fillTargets);
+  collection.input.addEventListener('change', () => {
+    target.input.value = '';
+    fillTargets();
+  });
   target.input.addEventListener('change', showTarget);
   const form = h(
     'form',
@@ -458,6 +464,10 @@ function decisionWords(decision: Compared): string {
   if (decision.obligations && Object.keys(decision.obligations).length)
     parts.push(`obligations: ${Object.keys(decision.obligations).join(', ')}`);
   return `allowed (${parts.join('; ')})`;
+}
+
+function plural(count: number, noun: string): string {
+  return `${count} ${noun}${count === 1 ? '' : 's'}`;
 }
 
 function select(id: string, label: string, options: [string, string][]) {
