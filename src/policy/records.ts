@@ -103,7 +103,8 @@ export function withShadows(live: BundledRecords, shadow: BundledRecords): Bundl
   });
 }
 
-function sorted(records: BundledRecords): BundledRecords {
+/** Rules by path, data by key: the order the store's bundle has, so that a candidate's revision is the one it gets once written. */
+export function sorted(records: BundledRecords): BundledRecords {
   return {
     rules: [...records.rules].sort((a, b) => compare(a.path, b.path)),
     data: [...records.data].sort((a, b) => compare(a.dataKey, b.dataKey)),

@@ -377,6 +377,10 @@ describe('Policy impact analysis and shadow policies', function () {
       await traffic(tenantA, 'impact-a');
       const prediction = await impact(tenantA, { changes: [dropWrite], filter: { from: mark } });
       predicted = prediction.body.changed;
+      // The candidate impact analysis tried is the shadow's candidate revision, byte for byte.
+      expect(prediction.body.revisions.candidate).to.equal(
+        (await server.admin('GET', '/policy-shadow')).body.candidateRevision,
+      );
       expect(predicted).to.have.length(3);
       // Every live answer was the live policy's: "write" granted.
       const entries = await tokenEntries(tenantA, 'writer');

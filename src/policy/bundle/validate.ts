@@ -22,6 +22,7 @@ import {
   isBundled,
   isBundledShadow,
   loadPolicyLayers,
+  sorted,
   withShadows,
   type BundledRecords,
   type PolicyDataDoc,
@@ -80,7 +81,7 @@ export async function tryBundleWith(
     touched ||= applied.touched;
     described.push(applied.description);
   }
-  const next = options.layer === 'live' ? records : withShadows(layers.live, records);
+  const next = options.layer === 'live' ? sorted(records) : withShadows(layers.live, records);
   const snapshot = snapshotOf(next);
   if (!touched) return { snapshot, touched };
   const what =
