@@ -312,6 +312,29 @@ describe('Policy impact analysis and shadow policies', function () {
     });
   });
 
+  describe('the engines that decide', function () {
+    it('leave to OPA (opa eval of the candidate) what the compiled module cannot decide, as live', async function () {
+      // time.parse_rfc3339_ns is a builtin only OPA has: these decisions cannot be made in process.
+      const content = PACK_TOKEN_RULE.replace(
+        'decision := lib.details_denial(unknown_details) if {',
+        'decision := lib.deny("access_denied", "not before 2020") if {\n\tinput.client.client_id == "writer"\n\ttime.parse_rfc3339_ns(input.time) > time.parse_rfc3339_ns("2020-01-01T00:00:00Z")\n} else := lib.details_denial(unknown_details) if {',
+      );
+      const answer = await impact(tenantA, {
+        changes: [{ collection: 'policy-rules', op: 'replace', record: rego(TOKEN_RULE, content) }],
+      });
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      const { writer, reader } = answer.body.summary.byClient;
+      expect(writer.allow_to_deny).to.equal(writer.replayed);
+      expect(reader.changed).to.equal(0);
+      const refused = answer.body.changed.find((change: any) => change.clientId === 'writer');
+      expect(refused.after).to.deep.include({
+        allow: false,
+        error: 'access_denied',
+        error_description: 'not before 2020',
+      });
+    });
+  });
+
   describe('the recorded decisions replayed', function () {
     it('are read newest first by keyset pages, each once, however many share an instant', async function () {
       const entries = server.store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT);

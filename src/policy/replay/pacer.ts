@@ -1,12 +1,16 @@
 /**
  * Paces background work that runs on the event loop live requests need (a replay of recorded
- * decisions, shadow evaluation): between two steps of work it lets the loop run, and while live
- * requests are being answered (`busy`) it also waits long enough that its own share of the loop
- * stays within `share`. On an idle server the work runs at full speed. (Whether requests are in
- * flight is asked rather than guessed from how long a yield took: on a machine shared with other
- * processes a yield can take long with nothing of ours waiting.)
+ * decisions, shadow evaluation): between two steps of work it lets the loop run, and when live
+ * work was waiting for the loop it also waits long enough that its own share of the loop stays
+ * within `share`. Live work was waiting when requests are being answered (`busy`) and the yield
+ * came back late: requests in flight that wait on something else (the store, OPA) leave the loop
+ * free, and a late yield with no request in flight is the machine's other load, not ours. On an
+ * idle or lightly loaded server the work runs at full speed.
  */
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
+
+/** A yield that came back later than this found other work waiting. */
+const BUSY_AFTER_MS = 1;
 
 /** The longest pause between two steps, so that a long step does not stall the work for seconds. */
 const MAX_PAUSE_MS = 250;
@@ -29,7 +33,7 @@ export class Pacer {
     const yielded = performance.now();
     await nextTurn();
     const away = performance.now() - yielded;
-    if (this.share < 1 && this.busy()) {
+    if (this.share < 1 && away > BUSY_AFTER_MS && this.busy()) {
       const owed = Math.min(MAX_PAUSE_MS, (worked * (1 - this.share)) / this.share - away);
       if (owed > 0) await sleep(owed);
     }

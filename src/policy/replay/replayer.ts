@@ -50,9 +50,12 @@ export class PolicyReplayer {
     return made;
   }
 
+  /** Compiled to Wasm when it can be; else every Rego decision of the revision goes to `opa eval`. */
   private async compile(snapshot: PolicySnapshot): Promise<PreparedPolicy> {
     const bundle = await buildBundle(snapshot);
-    const compiled = await compileRego(this.opaBinary, snapshot, bundle, () => undefined);
+    const compiled = await compileRego(this.opaBinary, snapshot, bundle, () => undefined).catch((error: unknown) => ({
+      problem: `the module could not be built: ${(error as Error).message}`,
+    }));
     if ('problem' in compiled)
       this.log.info(
         { revision: snapshot.revision, reason: compiled.problem },
