@@ -5,7 +5,7 @@
  * restart starts afresh (the audit log itself keeps everything).
  */
 import { isAdminPath } from '../http/admin-path.js';
-import type { AuditEntry } from './log.js';
+import type { AuditEntry } from './entry.js';
 import { eachRecorded } from './recorded.js';
 
 export type ActivityOutcome = 'allow' | 'deny' | 'error';

@@ -1,15 +1,8 @@
 import type { Logger } from '../log/index.js';
-import {
-  DEFAULT_TENANT,
-  isStoreUnavailable,
-  type Filter,
-  type Store,
-  type StoredDoc,
-  type TenantCollection,
-} from '../store/index.js';
+import { DEFAULT_TENANT, isStoreUnavailable, type Filter, type Store, type TenantCollection } from '../store/index.js';
 import { BatchWriter } from '../store/batches.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
-import type { AuditFields } from './entry.js';
+import type { AuditEntry, AuditFields } from './entry.js';
 import { eachRecorded } from './recorded.js';
 import type { RecordedDecision, TrialInput } from '../policy/index.js';
 import { recordedDecisionPages, type RecordedDecisionQuery } from './recorded-decisions.js';
@@ -19,7 +12,7 @@ export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 
 
 export type { AuditFields, Outcome } from './entry.js';
 
-export type AuditEntry = AuditFields & StoredDoc & { id: number; createdAt: string };
+export type { AuditEntry } from './entry.js';
 
 export interface AuditPageQuery {
   filter: { endpoint?: string; tenantId?: string | null; clientId?: string };

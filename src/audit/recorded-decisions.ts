@@ -1,7 +1,7 @@
 import { isAdminPath } from '../http/admin-path.js';
 import type { RecordedDecision } from '../policy/index.js';
 import type { Filter, TenantCollection } from '../store/index.js';
-import type { AuditEntry } from './log.js';
+import type { AuditEntry } from './entry.js';
 import { eachRecorded } from './recorded.js';
 
 /** Which recorded decisions to replay: one tenant's, the newest first, optionally of one point or client and within a time range. */
