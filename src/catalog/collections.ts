@@ -256,13 +256,13 @@ export const COLLECTIONS: CollectionDefinition[] = [
     // A rule without a version is a live one (null); a versioned rule is kept out of the bundle.
     defaults: { enabled: true, digest: null, version: null },
     schema: object(['kind', 'path', 'content'], {
-      mode: policyMode,
       version: { type: ['string', 'null'], maxLength: 128 },
       kind: { enum: ['rego', 'cedar'] },
       path: { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_./-]{0,255}$', not: { pattern: '(^|/)\\.\\.?(/|$)' } },
       content: { type: 'string', minLength: 1, maxLength: 1048576 },
       enabled,
       digest: { type: ['string', 'null'], maxLength: 256 },
+      mode: policyMode,
     }),
   },
   {
@@ -273,10 +273,10 @@ export const COLLECTIONS: CollectionDefinition[] = [
     shadow: { field: 'dataKey', storedAs: 'shadowDataKey' },
     defaults: { version: null },
     schema: object(['dataKey', 'payload'], {
-      mode: policyMode,
       dataKey: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$', maxLength: 256 },
       payload: { type: 'string', minLength: 1, maxLength: 1048576 },
       version: { type: ['string', 'null'], maxLength: 128 },
+      mode: policyMode,
     }),
   },
 ];
