@@ -398,6 +398,7 @@ describe('Policy impact analysis and shadow policies', function () {
     it('counts and lists the differences of live traffic, exactly those impact analysis predicted for it', async function () {
       const mark = new Date().toISOString();
       await traffic(tenantA, 'impact-a');
+      await traffic(tenantB, 'impact-b');
       const prediction = await impact(tenantA, { changes: [dropWrite], filter: { from: mark } });
       predicted = prediction.body.changed;
       // The candidate impact analysis tried is the shadow's candidate revision, byte for byte.
@@ -421,9 +422,19 @@ describe('Policy impact analysis and shadow policies', function () {
       const metrics = await (await server.request('/metrics')).text();
       const counted = /arbiter_policy_shadow_differences_total\{point="token",kind="narrower"\} (\d+)/.exec(metrics);
       expect(Number(counted?.[1])).to.be.at.least(2);
-      // Another tenant's differences are its own.
-      const ofB = (await tenantB.admin('GET', '/policy-shadow/differences')).body;
-      expect(ofB.differences).to.deep.equal([]);
+      // Another tenant's differences are its own, and never listed with these.
+      let ofB: any = null;
+      await eventually(async () => {
+        ofB = (await tenantB.admin('GET', '/policy-shadow/differences')).body;
+        return ofB.differences.length >= 3;
+      });
+      expect(ofB.differences).to.have.length(3);
+      expect(ofB.differences.every((difference: any) => difference.tenantId === 'impact-b')).to.equal(true);
+      const aIds = new Set(shadowed.map((difference: any) => difference.auditId));
+      expect(ofB.differences.some((difference: any) => aIds.has(difference.auditId))).to.equal(false);
+      const ofA = (await tenantA.admin('GET', '/policy-shadow/differences')).body;
+      expect(ofA.differences.every((difference: any) => difference.tenantId === 'impact-a')).to.equal(true);
+      expect(ofA.differences.filter((difference: any) => difference.time >= mark)).to.have.length(3);
     });
 
     it('lives once promoted in one call, and the shadow is gone', async function () {
