@@ -1,7 +1,7 @@
 /**
  * Arbiter's layers ("Dependency direction" of the intended architecture), lowest first:
  *
- *   http, config, log ◄ tenancy, store (+ adapters beside it) ◄ catalog ◄ policy ◄ audit, metrics
+ *   http, config, log ◄ tenancy, store (+ adapters beside it) ◄ catalog ◄ policy ◄ audit, metrics, tracing
  *     ◄ oauth, uma, delegation, authzen ◄ admin ◄ composition root (app, server, main, collections,
  *       migrations, cli/)
  *
@@ -16,7 +16,7 @@ const LAYERS = [
   { name: 'store', path: '^(src/(tenancy|store)/|adapters/)' },
   { name: 'catalog', path: '^src/catalog/' },
   { name: 'policy', path: '^src/policy/' },
-  { name: 'audit', path: '^src/(audit|metrics)/' },
+  { name: 'audit', path: '^src/(audit|metrics|tracing)/' },
   { name: 'protocol', path: '^src/(oauth|uma|delegation|authzen)/' },
   { name: 'admin', path: '^src/admin/' },
   { name: 'root', path: '^src/((app|server|main|collections|migrations)\\.ts$|cli/)' },

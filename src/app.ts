@@ -26,6 +26,7 @@ import {
 } from './oauth/index.js';
 import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine, type PolicyLab } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
+import type { Tracing } from './tracing/index.js';
 import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
 import { umaRouter } from './uma/index.js';
 
@@ -42,14 +43,18 @@ export interface AppParts {
   log: Logger;
   /** GET /metrics, and the timing of every request. */
   metrics: Metrics;
+  /** A server span per request when an OTLP endpoint is configured; null: no tracing at all. */
+  tracing?: Tracing | null;
 }
 
 /** The whole HTTP surface as one Koa middleware stack; the order is the request's path through Arbiter. */
 export function createApp(parts: AppParts): Koa<ArbiterState> {
-  const { config, store, sealer, policy, audit, providers, log, metrics } = parts;
+  const { config, store, sealer, policy, audit, providers, log, metrics, tracing } = parts;
   // Forwarded headers reach Koa only from configured proxies (see forwardedHeaders).
   const app = new Koa<ArbiterState>({ proxy: true, maxIpsCount: 1 });
   app.silent = true;
+  // First, so that the request's span covers all of it; probes, OPA's bundle polls and scrapes make none.
+  if (tracing) app.use(tracing.middleware([...PROBE_PATHS, BUNDLE_PATH, METRICS_PATH]));
   app.use(securityHeaders);
   app.use(requestId);
   app.use(accessLog(log, config.accessLog));
@@ -159,6 +164,7 @@ function adminApi({ config, store, sealer, policy, lab, audit }: AppParts, keys:
         }),
     },
     historyVersions: config.policyHistoryVersions,
+    tenants: config.tenants,
     decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
     // A proposed change is checked file by file, then as one bundle (the lab's), before its impact is replayed.
     policyLab: { lab, fileChecks, recordedInputs },

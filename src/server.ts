@@ -5,12 +5,13 @@ import { createApp } from './app.js';
 import { AuditLog, decisionsOfEntry } from './audit/index.js';
 import type { Config } from './config/index.js';
 import type { Logger } from './log/index.js';
-import { createTenantProvider, loadProviderSecrets, TenantProviders } from './oauth/index.js';
+import { createTenantProvider, loadProviderSecrets, TenantProviders, watchProviderSecrets } from './oauth/index.js';
 import { Metrics } from './metrics/index.js';
 import { BUNDLE_PATH, createPolicyEngine, PolicyLab, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
 import { openArbiterStore } from './collections.js';
 import { MIGRATIONS } from './migrations.js';
 import { migrate, Sealer, type Store } from './store/index.js';
+import { startTracing } from './tracing/index.js';
 
 export interface RunningServer {
   /** Where this host reaches the public listener (its address, or loopback for every interface; the real port). */
@@ -33,13 +34,17 @@ const PURGE_INTERVAL_MS = 60_000;
  * server for its bundle, so it can only be pointed at the port once the port is known.
  */
 export async function startServer(config: Config, log: Logger): Promise<RunningServer> {
-  const store = await openArbiterStore(config.storeUrl);
+  const opened = await openArbiterStore(config.storeUrl);
+  // Tracing (OTLP endpoint set) wraps the store and the policy engine; without it both are used as they are.
+  const tracing = startTracing(config, log);
+  const store = tracing ? tracing.traced(opened, config.storeUrl) : opened;
   const schema = await migrate(store, MIGRATIONS).catch(async (error: unknown) => {
     await store.close();
+    await tracing?.close();
     throw error;
   });
   if (schema.from !== schema.to) log.info(schema, 'store schema migrated');
-  const sealer = await Sealer.open(store, config.secretsKey);
+  const sealer = await Sealer.open(store, config.secretsKey, config.secretsKeyPrevious);
   if (!config.softwareStatementVerify) {
     log.warn(
       'SERVICE_SOFTWARE_STATEMENT_VERIFY is false: software statements are still verified whenever policy data trusts an issuer for them; otherwise they reach the policy unverified (the default pack refuses them)',
@@ -49,7 +54,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     log.warn(
       'SERVICE_SECRETS_KEY is not set: secrets kept in the store are sealed with a key kept in the store itself (development only)',
     );
-  const secrets = await loadProviderSecrets(store, sealer);
+  let secrets = await loadProviderSecrets(store, sealer);
   await seedDefaultPolicies(store, log);
   let appReady: (handler: Handler) => void = () => undefined;
   const app = new Promise<Handler>((resolve) => (appReady = resolve));
@@ -76,13 +81,24 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
   const adminUrl = adminBound ? reachableOrigin(adminBound) : null;
   let engine: PolicyEngine | undefined;
   const metrics = new Metrics(store, () => engine);
-  const policy = (engine = metrics.observed(
-    // The managed OPA fetches its bundle where operators' traffic goes (the admin listener, when there is one).
-    await createPolicyEngine({ config, store, log, bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}` }),
-  ));
+  // The managed OPA fetches its bundle where operators' traffic goes (the admin listener, when there is one).
+  const decider = await createPolicyEngine({ config, store, log, bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}` });
+  const policy = (engine = metrics.observed(tracing ? tracing.observed(decider) : decider));
   const providers = new TenantProviders(
     (tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }),
     config.tenantCacheMax,
+  );
+  // Signing keys rotated by `arbiter rotate-signing-key` (or on another node): providers are built again with them.
+  const stopWatchingKeys = watchProviderSecrets(
+    store,
+    sealer,
+    config.signingKeyRefreshSeconds * 1000,
+    (rotated) => {
+      secrets = rotated;
+      providers.reset();
+      log.info({ kids: rotated.jwks.keys.map((key) => key.kid) }, 'signing keys rotated: providers rebuilt');
+    },
+    (error) => log.warn({ err: error }, 'signing keys could not be read; keeping the current ones'),
   );
   const audit = new AuditLog(store, log, {
     refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds },
@@ -97,7 +113,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
     onShadowDropped: (count) => metrics.shadowDrop(count),
   });
   audit.onWritten((entries) => lab.shadow.observe(() => entries.flatMap(decisionsOfEntry)));
-  const koa = createApp({ config, store, sealer, policy, lab, audit, providers, log, metrics });
+  const koa = createApp({ config, store, sealer, policy, lab, audit, providers, log, metrics, tracing });
   handle = koa.callback();
   appReady(handle);
   const purgeOldEntries = auditRetention(audit, config.auditRetentionDays, log);
@@ -120,6 +136,7 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
      */
     async close() {
       clearInterval(purge);
+      stopWatchingKeys();
       const closed = Promise.all(servers.map((each) => new Promise<void>((resolve) => each.close(() => resolve()))));
       for (const each of servers) each.closeIdleConnections();
       await inFlight.drained(SHUTDOWN_GRACE_MS);
@@ -128,6 +145,8 @@ export async function startServer(config: Config, log: Logger): Promise<RunningS
       await audit.close();
       await policy.close();
       await store.close();
+      // Last: the spans of the requests just finished are still to be sent.
+      await tracing?.close();
     },
   };
 }

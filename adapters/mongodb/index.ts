@@ -22,9 +22,11 @@ import {
   type Store,
   type StoredDoc,
   type TenantCollection,
+  type TextSearch,
 } from '../../src/store/types.js';
 import {
   DeclaredSpecs,
+  activeSearch,
   PHYSICAL_PREFIX,
   assertFieldName,
   expiryOf,
@@ -231,18 +233,21 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     // MongoDB reads limit 0 as "no limit"; the store interface means "nothing".
     if (limit === 0) return [];
     await this.indexed();
-    const cursor = this.rows.find(this.live({ ...docFilter(filter), ...startAtFilter(options) }), {
-      projection: { doc: 1 },
-      skip,
-      ...(limit && { limit }),
-    });
+    const cursor = this.rows.find(
+      this.live({ ...docFilter(filter), ...startAtFilter(options), ...searchFilter(options.search) }),
+      {
+        projection: { doc: 1 },
+        skip,
+        ...(limit && { limit }),
+      },
+    );
     if (options.sort) cursor.sort(sortOf(options.sort));
     return (await cursor.toArray()).map((row) => row.doc as T);
   }
 
-  async count(filter: Filter = {}): Promise<number> {
+  async count(filter: Filter = {}, search?: TextSearch): Promise<number> {
     await this.indexed();
-    return this.rows.countDocuments(this.live(docFilter(filter)));
+    return this.rows.countDocuments(this.live({ ...docFilter(filter), ...searchFilter(search) }));
   }
 
   /** One findOneAndUpdate whose filter carries `onlyIf`: the server checks and writes atomically. */
@@ -527,6 +532,19 @@ function startAtFilter(options: FindOptions): MongoFilter<Row> {
   if (options.startAt === undefined || !options.sort) return {};
   const operator = options.sort.direction === 'desc' ? '$lte' : '$gte';
   return { [docPath(options.sort.field)]: { [operator]: options.startAt } } as MongoFilter<Row>;
+}
+
+/**
+ * A substring search as a case-insensitive $regex of the text with every metacharacter escaped
+ * (so `.*` or `(` are themselves, never a pattern); $regex matches string values only. No field: nothing matches.
+ */
+function searchFilter(search: TextSearch | undefined): MongoFilter<Row> {
+  const searching = activeSearch(search);
+  if (!searching) return {};
+  const pattern = searching.text.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&');
+  const anyField = searching.fields.map((field) => ({ [docPath(field)]: { $regex: pattern, $options: 'i' } }));
+  // In $and: the expiry condition is the filter's own $or (see live).
+  return { $and: [anyField.length ? { $or: anyField } : { _id: { $exists: false } }] };
 }
 
 /** `_id` breaks ties, so skip/limit pages are stable. */

@@ -11,9 +11,12 @@ import {
   type Store,
   type StoredDoc,
   type TenantCollection,
+  type TextSearch,
 } from '../../src/store/types.js';
 import {
   DeclaredSpecs,
+  activeSearch,
+  asciiLower,
   PHYSICAL_PREFIX,
   assertFieldName,
   expiryOf,
@@ -299,15 +302,15 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
   async find(filter: Filter = {}, options: FindOptions = {}): Promise<T[]> {
     const { skip, limit } = pageOf(options);
     if (limit === 0) return [];
-    const { where, params } = this.where(filter);
+    const { where, params } = this.where(filter, true, options.search);
     const bound = startAtCondition(options, params);
     const sql = `SELECT doc FROM ${this.table} WHERE ${where}${bound} ${orderBy(options)} LIMIT ${limit ?? -1} OFFSET ${skip}`;
     const rows = this.io.read(() => this.statements.get(sql).all(params) as { doc: string }[]);
     return rows.map((row) => JSON.parse(row.doc) as T);
   }
 
-  async count(filter: Filter = {}): Promise<number> {
-    const { where, params } = this.where(filter);
+  async count(filter: Filter = {}, search?: TextSearch): Promise<number> {
+    const { where, params } = this.where(filter, true, search);
     return this.io.read(
       () =>
         (this.statements.get(`SELECT COUNT(*) AS n FROM ${this.table} WHERE ${where}`).get(params) as { n: number }).n,
@@ -391,7 +394,7 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     return row ? (JSON.parse(row.doc) as T) : null;
   }
 
-  private where(filter: Filter, liveOnly = true): { where: string; params: Params } {
+  private where(filter: Filter, liveOnly = true, search?: TextSearch): { where: string; params: Params } {
     const clauses = ['tenant = @tenant'];
     const params: Params = { tenant: this.tenant };
     if (liveOnly) {
@@ -401,6 +404,8 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     Object.entries(filter).forEach(([field, value], index) => {
       clauses.push(fieldCondition(field, value, `f${index}`, params));
     });
+    const searching = activeSearch(search);
+    if (searching) clauses.push(searchCondition(searching, params));
     return { where: clauses.join(' AND '), params };
   }
 }
@@ -551,6 +556,18 @@ function startAtCondition(options: FindOptions, params: Params): string {
   const type = typeof options.startAt === 'number' ? "IN ('integer', 'real')" : "= 'text'";
   const comparison = options.sort.direction === 'desc' ? '<=' : '>=';
   return ` AND ${jsonField(options.sort.field)} ${comparison} @startAt AND json_type(doc, '${jsonPath(options.sort.field)}') ${type}`;
+}
+
+/**
+ * A substring search: instr() takes the text as it is (no LIKE wildcards, nothing to escape), both
+ * sides lower-cased for ASCII letters only (SQLite's lower()); only string values match.
+ */
+function searchCondition(search: TextSearch, params: Params): string {
+  params.search = asciiLower(search.text);
+  const matches = search.fields.map(
+    (field) => `(json_type(doc, '${jsonPath(field)}') = 'text' AND instr(lower(${jsonField(field)}), @search) > 0)`,
+  );
+  return matches.length === 0 ? '0' : `(${matches.join(' OR ')})`;
 }
 
 /** rowid (insertion order) breaks ties, so skip/limit pages are stable. */

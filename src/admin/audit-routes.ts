@@ -17,6 +17,8 @@ export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: 
         endpoint: single(ctx.query.endpoint),
         ...(allTenants(ctx) ? {} : { tenantId: tenantOf(ctx) }),
         clientId: single(ctx.query.clientId),
+        // The console's own page loads (entries marked consoleRead) left out on request; never a write.
+        ...(flag(ctx, 'hideConsoleReads') ? { consoleRead: null } : {}),
       },
       page: integer(ctx.query.page, 'page', 0, 0, Number.MAX_SAFE_INTEGER),
       size: integer(ctx.query.size, 'size', 20, 1, MAX_PAGE_SIZE),
@@ -46,10 +48,14 @@ export async function auditEntryOf(
 }
 
 function allTenants(ctx: Context): boolean {
-  const value = single(ctx.query.allTenants);
+  return flag(ctx, 'allTenants');
+}
+
+function flag(ctx: Context, name: string): boolean {
+  const value = single(ctx.query[name]);
   if (value === undefined || value === '' || value === 'false') return false;
   if (value === 'true') return true;
-  throw badRequest('allTenants must be true or false', { field: 'allTenants' });
+  throw badRequest(`${name} must be true or false`, { field: name });
 }
 
 function single(value: string | string[] | undefined): string | undefined {

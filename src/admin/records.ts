@@ -1,5 +1,12 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { ConflictError, storageDigest, type Sealer, type Store, type TenantCollection } from '../store/index.js';
+import {
+  ConflictError,
+  storageDigest,
+  type Sealer,
+  type Store,
+  type TenantCollection,
+  type TextSearch,
+} from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid, isBcryptHash } from '../http/validation.js';
 import { generateClientSecret, hashClientSecret } from '../oauth/index.js';
@@ -60,12 +67,21 @@ export class AdminRecords {
     return this.store.collection<AdminRecord>(storeSpecOf(this.definition), storeTenant(tenantId));
   }
 
-  /** One page of the tenant's records by ascending id. */
-  async list(tenantId: string | null, page: { offset: number; limit: number }): Promise<AdminRecord[]> {
+  /** One page of the tenant's records (those `search` finds, when given) by ascending id. */
+  async list(
+    tenantId: string | null,
+    page: { offset: number; limit: number },
+    search?: TextSearch,
+  ): Promise<AdminRecord[]> {
     return this.collection(tenantId).find(
       {},
-      { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit: page.limit },
+      { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit: page.limit, search },
     );
+  }
+
+  /** How many records the tenant has (that `search` finds, when given). */
+  count(tenantId: string | null, search?: TextSearch): Promise<number> {
+    return this.collection(tenantId).count({}, search);
   }
 
   async find(tenantId: string | null, key: string): Promise<AdminRecord | null> {

@@ -12,8 +12,9 @@ import { openApiRoute } from './openapi.js';
 import { AdminRecords, type AdminRecord, type RecordCheck, type RemovalCheck } from './records.js';
 import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
 import { historyRoutes } from './history-routes.js';
-import { listPage, nextPageQuery } from './paging.js';
+import { answerPage, listPage, listSearch } from './paging.js';
 import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
+import { tenantRoutes } from './tenant-routes.js';
 import { revokeAfterChange, tokenRevocationRoutes } from './token-revocation.js';
 import { policyLabRoutes, POLICY_COLLECTIONS, type PolicyLabRouteOptions } from './policy-lab.js';
 import type { Store } from '../store/index.js';
@@ -35,6 +36,8 @@ export interface AdminOptions {
   removalChecks?: Record<string, RemovalCheck>;
   /** Versions kept per record of the collections with a history (POLICY_HISTORY_VERSIONS; default 50). */
   historyVersions?: number;
+  /** The tenants configured (TENANTS): GET /tenants lists them with those made since. */
+  tenants?: readonly string[];
   /** Extra response fields per collection path (e.g. policy-data → inBundle). */
   decorate?: Record<string, (record: AdminRecord) => Record<string, unknown>>;
   /**
@@ -55,6 +58,7 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
   const router = new Router({ prefix: ADMIN_PREFIX, sensitive: true, strict: true });
   router.get('/openapi.json', openApiRoute({ issuer: options.issuer, upserts: UPSERT_BY }));
   apiKeyRoutes(router, options.keys, options.maxBodyBytes);
+  tenantRoutes(router, store, options.tenants ?? [], options.maxBodyBytes);
   auditLogRoutes(router, options.audit, (ctx) => tenantOf(ctx));
   decisionRoutes(router, {
     policy: options.policy,
@@ -102,13 +106,18 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
   const body = (ctx: Context) => readJsonBody(ctx, options.maxBodyBytes).then((parsed) => (ctx.state.body = parsed));
 
   router.get(`/${path}`, async (ctx) => {
-    const { offset, limit } = listPage(ctx);
-    // One more than the page, to know whether a next page exists.
-    const found = await records.list(tenantOf(ctx), { offset, limit: limit + 1 });
-    if (found.length > limit)
-      ctx.set('Link', `<${ctx.originalUrl.split('?')[0]}?${nextPageQuery(ctx, offset + limit, limit)}>; rel="next"`);
-    const listed = found.slice(0, limit).map(show);
-    ctx.body = path === 'policy-data' && flag(ctx, 'bundledOnly') ? listed.filter((record) => record.inBundle) : listed;
+    const page = listPage(ctx);
+    const search = listSearch(ctx, records.definition.searchFields);
+    const tenantId = tenantOf(ctx);
+    // bundledOnly filters the page after it is read, so no total is known for it.
+    const bundledOnly = path === 'policy-data' && flag(ctx, 'bundledOnly');
+    const [found, total] = await Promise.all([
+      // One more than the page, to know whether a next page exists.
+      records.list(tenantId, { offset: page.offset, limit: page.limit + 1 }, search),
+      bundledOnly ? null : records.count(tenantId, search),
+    ]);
+    const listed = answerPage(ctx, page, found, total).map(show);
+    ctx.body = bundledOnly ? listed.filter((record) => record.inBundle) : listed;
   });
 
   const upsert = UPSERT_BY[path];

@@ -15,7 +15,8 @@ export type { AuditFields, Outcome } from './entry.js';
 export type { AuditEntry } from './entry.js';
 
 export interface AuditPageQuery {
-  filter: { endpoint?: string; tenantId?: string | null; clientId?: string };
+  /** consoleRead null: the entries that are not the console's own reads. */
+  filter: { endpoint?: string; tenantId?: string | null; clientId?: string; consoleRead?: null };
   page: number;
   size: number;
   sort: { field: string; direction: 'asc' | 'desc' };

@@ -40,6 +40,32 @@ export interface CollectionDefinition {
    * beside the live record of the same path, one shadow per path.
    */
   shadow?: { field: string; storedAs: string };
+  /** The string fields a list's `q` searches (a case-insensitive substring): the record's key and names. */
+  searchFields: string[];
+  /** How the operators' console presents the collection (src/admin/console): data, not code. */
+  console?: ConsoleHints;
+}
+
+/**
+ * What the console's forms and lists make of a collection beyond its schema. Enums already are
+ * choices (a select; a list of enum values: checkboxes) and `references` lists of the records named.
+ */
+export interface ConsoleHints {
+  /**
+   * Fields the form never shows: set by the server or by dynamic registration, not by an operator.
+   * An edit sends their stored values back unchanged, so that a replace keeps them.
+   */
+  hidden?: string[];
+  /** The fields the form shows first, in this order; the others follow in the schema's order. */
+  order?: string[];
+  /** Fields the form folds under "More settings" (rarely changed); the others come first. */
+  advanced?: string[];
+  /** The list's columns besides the key (pathKey), in order (default: the first few scalar fields). */
+  columns?: string[];
+  /** Fields shown only while another field has one of the values given (a secret only for a confidential client). */
+  shownWhen?: Record<string, { field: string; values: unknown[] }>;
+  /** A line under a field's label, saying what it is for. */
+  hints?: Record<string, string>;
 }
 
 const string = { type: 'string', maxLength: 4096 };
@@ -77,6 +103,16 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'identity-providers',
     store: 'identity_providers',
+    searchFields: ['idpId', 'name', 'issuer'],
+    console: {
+      columns: ['name', 'issuer', 'enabled'],
+      // Discovered from the issuer's metadata when left empty.
+      advanced: ['authorizationEndpoint', 'tokenEndpoint', 'userinfoEndpoint', 'jwksUri'],
+      hints: {
+        idpId: 'Left empty, one is generated.',
+        issuer: 'The endpoints below are discovered from its metadata when left empty.',
+      },
+    },
     pathKey: 'idpId',
     uniqueFields: ['idpId'],
     secretFields: ['clientSecret'],
@@ -99,6 +135,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'resource-servers',
     store: 'resource_servers',
+    searchFields: ['resourceIndicator', 'name'],
+    console: { columns: ['resourceIndicator', 'name', 'enabled'], advanced: ['capability', 'typeUris'] },
     pathKey: 'id',
     uniqueFields: ['resourceIndicator'],
     references: { clientId: 'clients' },
@@ -116,6 +154,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'resource-types',
     store: 'resource_types',
+    searchFields: ['typeUri', 'name'],
+    console: { columns: ['typeUri', 'name', 'enabled'] },
     pathKey: 'id',
     uniqueFields: ['typeUri'],
     references: { parentTypeId: 'resource_types' },
@@ -132,6 +172,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'resources',
     store: 'resources',
+    searchFields: ['resourceIdentifier'],
+    console: { columns: ['resourceIdentifier', 'resourceServerId', 'resourceTypeId'] },
     pathKey: 'id',
     uniqueFields: [],
     references: { resourceServerId: 'resource_servers', resourceTypeId: 'resource_types', ownerSubjectId: 'subjects' },
@@ -146,6 +188,52 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'clients',
     store: 'clients',
+    searchFields: ['clientId', 'clientName'],
+    console: {
+      columns: ['clientName', 'clientType', 'enabled'],
+      order: [
+        'clientId',
+        'clientName',
+        'clientType',
+        'clientSecret',
+        'tokenEndpointAuthMethod',
+        'grantTypes',
+        'redirectUris',
+        'scopes',
+      ],
+      // Dynamic registration's record of itself (RFC 7591/7592): never an operator's to edit.
+      hidden: [
+        'registrationType',
+        'registrationAccessTokenDigest',
+        'softwareStatement',
+        'softwareStatementJwt',
+        'clientIdIssuedAt',
+      ],
+      advanced: [
+        'postLogoutRedirectUris',
+        'responseTypes',
+        'requirePushedAuthorizationRequests',
+        'jwksUri',
+        'jwks',
+        'requestObjectSigningAlg',
+        'grantedResources',
+        'clientUri',
+        'logoUri',
+        'tosUri',
+        'policyUri',
+        'contacts',
+        'softwareId',
+        'softwareVersion',
+      ],
+      shownWhen: { clientSecret: { field: 'clientType', values: ['confidential'] } },
+      hints: {
+        clientType:
+          'Confidential clients authenticate with a secret or a key; public ones (apps in a browser or on a device) cannot keep one.',
+        tokenEndpointAuthMethod:
+          'How it authenticates at /token; not set: client_secret_basic for a confidential client.',
+        scopes: 'The scopes it may ask for; the policy decides what it gets.',
+      },
+    },
     pathKey: 'clientId',
     uniqueFields: ['clientId'],
     // The registration access token's digest is as much a credential's trace as the secret's hash.
@@ -222,6 +310,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
     // the 201 of its creation, and stored only as its digest.
     path: 'initial-access-tokens',
     store: 'initial_access_tokens',
+    searchFields: ['name'],
+    console: { columns: ['name', 'uses', 'used'] },
     pathKey: 'id',
     uniqueFields: ['tokenDigest'],
     secretFields: ['tokenDigest'],
@@ -236,6 +326,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'subjects',
     store: 'subjects',
+    searchFields: ['subjectId', 'name', 'email', 'preferredUsername'],
+    console: { columns: ['subjectId', 'name', 'email'] },
     pathKey: 'id',
     uniqueFields: ['subjectId'],
     references: { identityProviderId: 'identity_providers' },
@@ -250,6 +342,13 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'policy-rules',
     store: 'policy_rules',
+    searchFields: ['path'],
+    console: {
+      columns: ['path', 'kind', 'enabled', 'version'],
+      order: ['path', 'kind', 'content', 'enabled'],
+      advanced: ['digest'],
+      hints: { version: 'Empty: the rule is live. A version keeps it out of the bundle (a draft).' },
+    },
     pathKey: 'id',
     uniqueFields: ['path'],
     shadow: { field: 'path', storedAs: 'shadowPath' },
@@ -268,6 +367,12 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'policy-data',
     store: 'policy_data',
+    searchFields: ['dataKey'],
+    console: {
+      columns: ['dataKey', 'version'],
+      order: ['dataKey', 'payload'],
+      hints: { version: 'Empty: the entry is in the bundle. A version keeps it out (a draft).' },
+    },
     pathKey: 'id',
     uniqueFields: ['dataKey'],
     shadow: { field: 'dataKey', storedAs: 'shadowDataKey' },

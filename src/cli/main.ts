@@ -9,12 +9,13 @@ import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AdminRecords } from '../admin/index.js';
-import { definitionFor, type CollectionDefinition } from '../catalog/index.js';
+import { COLLECTIONS, definitionFor, storeSpecOf, type CollectionDefinition } from '../catalog/index.js';
 import { openArbiterStore, restoreArbiterStore } from '../collections.js';
 import { ConfigError, loadConfig, type Config } from '../config/index.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../migrations.js';
-import { hashClientSecret } from '../oauth/index.js';
-import { migrate, schemaVersion, Sealer, type Store } from '../store/index.js';
+import { hashClientSecret, resealProviderSecrets, rotateSigningKey } from '../oauth/index.js';
+import { DEFAULT_TENANT, migrate, schemaVersion, Sealer, SEALING_KEYS_COLLECTION, type Store } from '../store/index.js';
+import { TENANTS_COLLECTION } from '../tenancy/index.js';
 
 const USAGE = `usage: arbiter <command> [options]
 
@@ -25,6 +26,10 @@ const USAGE = `usage: arbiter <command> [options]
                                    secret, printed once; the same checks as POST /admin/api/clients
   migrate                          brings the store to this release's schema version (${SCHEMA_VERSION})
   schema-version                   the store's schema version and this release's
+  rotate-signing-key               one step of signing-key rotation: publish a next key, or (when
+                                   one is published) make it the signing key and retire the old one
+  rotate-secrets-key               seals every stored secret again with SERVICE_SECRETS_KEY (the old
+                                   key in SERVICE_SECRETS_KEY_PREVIOUS), then forgets the old keys
   backup <file>                    an online backup of a SQLite store into <file> (the server may run)
   restore <file>                   replaces a SQLite store with a backup (stop every server first)
 
@@ -40,9 +45,59 @@ const COMMANDS: Record<string, Command> = {
   migrate: (_args, config) => withStore(config, async (store) => migrate(store, MIGRATIONS)),
   'schema-version': (_args, config) =>
     withStore(config, async (store) => ({ store: await schemaVersion(store), release: SCHEMA_VERSION }), false),
+  'rotate-signing-key': (_args, config) =>
+    withStore(config, async (store) =>
+      rotateSigningKey(store, await sealerFor(store, config), {
+        // Anything the old key signed (ID tokens, at most their lifetime) verifies until then.
+        retireAfterSeconds: Math.max(config.ttl.idTokenSeconds, config.ttl.accessTokenSeconds) + CLOCK_SKEW_SECONDS,
+      }),
+    ),
+  'rotate-secrets-key': (_args, config) => withStore(config, async (store) => resealEverything(store, config)),
   backup,
   restore,
 };
+
+/** Leeway for the clocks of those who verify what a retired key signed. */
+const CLOCK_SKEW_SECONDS = 60;
+
+function sealerFor(store: Store, config: Config): Promise<Sealer> {
+  return Sealer.open(store, config.secretsKey, config.secretsKeyPrevious);
+}
+
+/**
+ * Every sealed value in the store sealed again with SERVICE_SECRETS_KEY: the provider's secrets
+ * (signing and cookie keys) and each collection's sealed fields in every tenant. Then the store's
+ * own development key, if any, is deleted: nothing is sealed with it any more, and a copy of the
+ * store must not hold a key that opens anything.
+ */
+async function resealEverything(store: Store, config: Config): Promise<Record<string, unknown>> {
+  if (!config.secretsKey)
+    throw new Error('set SERVICE_SECRETS_KEY to the new key (and SERVICE_SECRETS_KEY_PREVIOUS to the old one)');
+  const sealer = await sealerFor(store, config);
+  const providerSecrets = await resealProviderSecrets(store, sealer);
+  const tenants = [
+    DEFAULT_TENANT,
+    ...(await store.collection(TENANTS_COLLECTION, DEFAULT_TENANT).find()).map((tenant) => String(tenant.id)),
+  ];
+  let fields = 0;
+  for (const definition of COLLECTIONS.filter((each) => each.sealedFields?.length)) {
+    for (const tenant of tenants) {
+      const records = store.collection(storeSpecOf(definition), tenant);
+      for (const record of await records.find()) {
+        const resealed = Object.fromEntries(
+          definition
+            .sealedFields!.filter((field) => typeof record[field] === 'string')
+            .map((field) => [field, sealer.reseal(record[field] as string)]),
+        );
+        if (Object.keys(resealed).length === 0) continue;
+        await records.update(record.id, resealed);
+        fields += Object.keys(resealed).length;
+      }
+    }
+  }
+  const developmentKeyDeleted = await store.collection(SEALING_KEYS_COLLECTION, DEFAULT_TENANT).delete('development');
+  return { providerSecrets, sealedFields: fields, tenants: tenants.length, developmentKeyDeleted };
+}
 
 async function hashSecret([given, ...rest]: string[]): Promise<Record<string, unknown>> {
   if (rest.length) throw new UsageError('hash-secret takes at most one secret');
@@ -68,7 +123,7 @@ async function createClient(args: string[], config: Config): Promise<Record<stri
   };
   return withStore(config, async (store) => {
     const clients = definitionFor('clients') as CollectionDefinition;
-    const records = new AdminRecords(store, clients, await Sealer.open(store, config.secretsKey));
+    const records = new AdminRecords(store, clients, await sealerFor(store, config));
     const created = await records.create(values.tenant ?? null, body);
     return { clientId: created.clientId, clientSecret: secret, tenant: values.tenant ?? null, id: created.id };
   });

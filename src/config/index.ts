@@ -79,6 +79,10 @@ export interface Config {
   outboundMaxResponseBytes: number;
   /** Seals secrets Arbiter must read back (upstream client secrets, signing keys); required in production. */
   secretsKey: string | null;
+  /** The key secrets were sealed with before SERVICE_SECRETS_KEY changed (README: Keys and backups). */
+  secretsKeyPrevious: string | null;
+  /** How often every node looks for rotated signing keys. */
+  signingKeyRefreshSeconds: number;
   /** Audit entries older than this many days are deleted in the background; 0 keeps them forever. */
   auditRetentionDays: number;
   /** Refused unauthenticated requests one address gets an audit entry each for, per window; the rest are counted in one entry. */
@@ -89,10 +93,20 @@ export interface Config {
   httpHeadersTimeoutMs: number;
   /** An idle kept-alive connection is closed after this time. */
   httpKeepAliveTimeoutMs: number;
+  /** OTLP/HTTP collector base URL (traces go to its /v1/traces); null with no other endpoint: no tracing. */
+  otlpEndpoint: string | null;
+  /** Where spans are sent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else otlpEndpoint + /v1/traces; null: tracing off. */
+  otlpTracesEndpoint: string | null;
+  /** The `service.name` of every span. */
+  serviceName: string;
+  /** Spans are sent in batches, at most this long after they end. */
+  tracingExportDelayMs: number;
+  /** The share of traces Arbiter starts itself that are sampled (a caller's traceparent decides for its own). */
+  tracingSampleRatio: number;
 }
 
 /** Environment variable → configuration key. Values are parsed as the schema's type says. */
-const ENVIRONMENT: Record<string, string> = {
+export const ENVIRONMENT: Readonly<Record<string, string>> = {
   PORT: 'port',
   BIND_ADDRESS: 'bindAddress',
   ADMIN_PORT: 'adminPort',
@@ -136,12 +150,20 @@ const ENVIRONMENT: Record<string, string> = {
   OUTBOUND_TIMEOUT_MS: 'outboundTimeoutMs',
   OUTBOUND_MAX_RESPONSE_BYTES: 'outboundMaxResponseBytes',
   SERVICE_SECRETS_KEY: 'secretsKey',
+  SERVICE_SECRETS_KEY_PREVIOUS: 'secretsKeyPrevious',
+  SIGNING_KEY_REFRESH_SECONDS: 'signingKeyRefreshSeconds',
   AUDIT_RETENTION_DAYS: 'auditRetentionDays',
   AUDIT_UNAUTHENTICATED_LIMIT: 'auditUnauthenticatedLimit',
   AUDIT_AGGREGATE_WINDOW_SECONDS: 'auditAggregateWindowSeconds',
   HTTP_REQUEST_TIMEOUT_MS: 'httpRequestTimeoutMs',
   HTTP_HEADERS_TIMEOUT_MS: 'httpHeadersTimeoutMs',
   HTTP_KEEP_ALIVE_TIMEOUT_MS: 'httpKeepAliveTimeoutMs',
+  // OpenTelemetry's own names (its SDK environment specification), so that a deployment's usual settings apply.
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'otlpEndpoint',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'otlpTracesEndpoint',
+  OTEL_SERVICE_NAME: 'serviceName',
+  OTEL_BSP_SCHEDULE_DELAY: 'tracingExportDelayMs',
+  OTEL_TRACES_SAMPLER_ARG: 'tracingSampleRatio',
 };
 
 const positive = { type: 'integer', minimum: 1 };
@@ -186,12 +208,19 @@ const SCHEMA = {
     outboundTimeoutMs: positive,
     outboundMaxResponseBytes: positive,
     secretsKey: { type: ['string', 'null'], pattern: '^[A-Za-z0-9_-]{43}$' },
+    secretsKeyPrevious: { type: ['string', 'null'], pattern: '^[A-Za-z0-9_-]{43}$' },
+    signingKeyRefreshSeconds: positive,
     auditRetentionDays: { type: 'integer', minimum: 0 },
     auditUnauthenticatedLimit: positive,
     auditAggregateWindowSeconds: positive,
     httpRequestTimeoutMs: positive,
     httpHeadersTimeoutMs: positive,
     httpKeepAliveTimeoutMs: positive,
+    otlpEndpoint: { type: ['string', 'null'], pattern: '^https?://[^?#]+$' },
+    otlpTracesEndpoint: { type: ['string', 'null'], pattern: '^https?://[^?#]+$' },
+    serviceName: { type: 'string', minLength: 1, maxLength: 255 },
+    tracingExportDelayMs: positive,
+    tracingSampleRatio: { type: 'number', minimum: 0, maximum: 1 },
     ttl: {
       type: 'object',
       additionalProperties: false,
@@ -267,6 +296,7 @@ export function loadConfig(
     outboundAllowInsecureLoopback: (raw.outboundAllowInsecureLoopback as boolean | null) ?? !production,
     // An external OPA may hold more than Arbiter's bundle; only the managed one is known to hold exactly it.
     policyRegoInProcess: (raw.policyRegoInProcess as boolean | null) ?? !raw.opaUrl,
+    otlpTracesEndpoint: tracesEndpoint(raw),
   };
 }
 
@@ -302,6 +332,17 @@ function overlay(raw: RawConfig, file: Record<string, unknown>): void {
       Object.assign(raw.ttl, value);
     else raw[key] = value;
   }
+}
+
+/**
+ * The OTLP/HTTP traces URL as OpenTelemetry's exporter specification derives it: the signal's own
+ * endpoint as given, else the base endpoint with `v1/traces` appended to its path.
+ */
+function tracesEndpoint(raw: Record<string, unknown>): string | null {
+  const traces = (raw.otlpTracesEndpoint as string | null | undefined) ?? null;
+  const base = (raw.otlpEndpoint as string | null | undefined) ?? null;
+  if (traces) return traces;
+  return base ? `${base.replace(/\/+$/, '')}/v1/traces` : null;
 }
 
 /** Without ADMIN_BIND_ADDRESS the admin listener is reachable from this host only. */
@@ -376,6 +417,10 @@ const PATTERN_HINTS: Record<string, string> = {
   trustedProxies: 'an IP address or a CIDR range (10.0.0.0/8, ::1)',
   tenants: '1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit',
   secretsKey: '32 random bytes in base64url (43 characters)',
+  secretsKeyPrevious: '32 random bytes in base64url (43 characters)',
+  otlpEndpoint:
+    "an http:// or https:// URL without a query or a fragment (the collector's OTLP/HTTP port, often :4318)",
+  otlpTracesEndpoint: 'an http:// or https:// URL without a query or a fragment (…/v1/traces)',
 };
 
 /**

@@ -74,7 +74,7 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
     {
       path: TOKEN_PATH,
       uncached: true,
-      middleware: tokenMiddleware({ providerFor, authorizationDetailsTypes, maxBodyBytes }),
+      middleware: tokenMiddleware({ issuer: config.issuer, providerFor, authorizationDetailsTypes, maxBodyBytes }),
     },
     {
       path: INTROSPECT_PATH,

@@ -1,6 +1,12 @@
 export { providerConfiguration } from './configuration.js';
 export type { ProviderContext } from './context.js';
-export { loadProviderSecrets, type ProviderSecrets } from './keys.js';
+export {
+  loadProviderSecrets,
+  resealProviderSecrets,
+  rotateSigningKey,
+  watchProviderSecrets,
+  type ProviderSecrets,
+} from './keys.js';
 export { TenantProviders } from './providers.js';
 export { createTenantProvider } from './provider.js';
 export { CLIENTS_COLLECTION, clientMetadata, type ClientRecord } from './clients/records.js';

@@ -26,6 +26,14 @@ export class TenantProviders {
     this.mounted = new LRUCache({ max: maxTenants });
   }
 
+  /**
+   * Forgets every instance (the signing keys were rotated): each tenant's next request builds its
+   * provider again with the current keys. Requests under way finish on the instance they have.
+   */
+  reset(): void {
+    this.mounted.clear();
+  }
+
   provider(tenant: string): Provider {
     return this.entry(tenant).provider;
   }

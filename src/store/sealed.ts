@@ -20,10 +20,15 @@ export class Sealer {
     readonly protective: boolean,
   ) {}
 
-  static async open(store: Store, configuredKey: string | null): Promise<Sealer> {
+  /**
+   * `previousKey` (SERVICE_SECRETS_KEY_PREVIOUS) opens what was sealed before the key was changed,
+   * until `arbiter rotate-secrets-key` has sealed everything again with `configuredKey`.
+   */
+  static async open(store: Store, configuredKey: string | null, previousKey: string | null = null): Promise<Sealer> {
     const development = await developmentKey(store, configuredKey === null);
     const keys = [
       ...(configuredKey ? [Buffer.from(configuredKey, 'base64url')] : []),
+      ...(previousKey ? [Buffer.from(previousKey, 'base64url')] : []),
       ...(development ? [development] : []),
     ];
     return new Sealer(keys, configuredKey !== null);
@@ -34,6 +39,11 @@ export class Sealer {
     const cipher = createCipheriv('aes-256-gcm', this.keys[0], iv);
     const sealed = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
     return `${PREFIX}${[iv, cipher.getAuthTag(), sealed].map((part) => part.toString('base64url')).join('.')}`;
+  }
+
+  /** `value` sealed again with the current key (a value sealed with an older key, or not sealed yet). */
+  reseal(value: string): string {
+    return this.seal(this.unseal(value));
   }
 
   /** The plain value; a value that is not sealed (written before sealing existed) is returned as it is. */

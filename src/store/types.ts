@@ -37,6 +37,18 @@ export interface CollectionSpec {
 /** Equality filter on top-level fields; `null` matches absent or null. */
 export type Filter = Record<string, string | number | boolean | null>;
 
+/**
+ * A case-insensitive substring search: a document matches when the string value of one of
+ * `fields` contains `text` (letters compared without case, ASCII at least; every other character,
+ * `%`, `_`, `.`, `*` and the like included, as itself). Documents whose fields hold no string do
+ * not match. Empty text matches every document. Unindexed: each search reads the tenant's
+ * documents of the collection, so callers bound the text and page the answer.
+ */
+export interface TextSearch {
+  fields: string[];
+  text: string;
+}
+
 export interface FindOptions {
   /** Field to sort by; `id` and `createdAt` always work. */
   sort?: { field: string; direction: 'asc' | 'desc' };
@@ -50,6 +62,8 @@ export interface FindOptions {
   startAt?: string | number;
   skip?: number;
   limit?: number;
+  /** Only the documents that also match this search. */
+  search?: TextSearch;
 }
 
 export interface TenantCollection<T extends StoredDoc = StoredDoc> {
@@ -72,7 +86,8 @@ export interface TenantCollection<T extends StoredDoc = StoredDoc> {
   get(id: string | number): Promise<T | null>;
   findOne(filter: Filter): Promise<T | null>;
   find(filter?: Filter, options?: FindOptions): Promise<T[]>;
-  count(filter?: Filter): Promise<number>;
+  /** How many documents match the filter (and `search`, when given). */
+  count(filter?: Filter, search?: TextSearch): Promise<number>;
   /**
    * Sets the given top-level fields on the document with this id, atomically and
    * only if it currently matches `onlyIf` (when given). Returns the updated

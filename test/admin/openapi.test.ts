@@ -142,13 +142,17 @@ describe('Admin API OpenAPI document', function () {
     /** The record each path's first segment is about, for the path parameters (named like its fields). */
     const records: Record<string, Json> = {};
 
-    // The collections, and the Admin API keys: the example key (read-only) is the one the 403s are checked with.
-    const collectionPaths = new Set([...COLLECTIONS.map((definition) => `/${definition.path}`), '/api-keys']);
+    // The collections, the Admin API keys (the example key, read-only, is the one the 403s are checked with) and the tenants.
+    const collectionPaths = new Set([
+      ...COLLECTIONS.map((definition) => `/${definition.path}`),
+      '/api-keys',
+      '/tenants',
+    ]);
     const isCreate = ({ method, path }: Documented) => method === 'post' && collectionPaths.has(path);
 
-    it("creates every collection's example (in reference order) and an API key as documented, with the documented errors", async function () {
+    it("creates every collection's example (in reference order), an API key and a tenant as documented, with the documented errors", async function () {
       const creates = operations().filter(isCreate);
-      expect(creates).to.have.length(COLLECTIONS.length + 1);
+      expect(creates).to.have.length(COLLECTIONS.length + 2);
       await expectNoProblems(inReferenceOrder(creates));
     });
 

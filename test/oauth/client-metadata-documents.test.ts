@@ -142,7 +142,7 @@ describe('Client ID metadata documents: a URL as client_id', function () {
     // The browser route answers with an error page (or JSON, as content negotiation goes).
     return {
       status: response.status,
-      error: (/"error":"([^"]+)"/.exec(text) ?? /<strong>error<\/strong>: ([a-z_]+)/.exec(text))?.[1] ?? text,
+      error: (/"error":"([^"]+)"/.exec(text) ?? /<dt>Error<\/dt><dd><code>([a-z_]+)<\/code>/.exec(text))?.[1] ?? text,
     };
   }
 

@@ -97,7 +97,7 @@ describe('Pushed authorization requests (RFC 9126)', function () {
     const location = response.headers.get('location');
     if (!location) {
       expect(response.status).to.equal(400);
-      return /<strong>error<\/strong>: ([a-z_]+)/.exec(await response.text())?.[1] ?? 'no error named';
+      return /<dt>Error<\/dt><dd><code>([a-z_]+)<\/code>/.exec(await response.text())?.[1] ?? 'no error named';
     }
     await response.body?.cancel();
     const redirect = new URL(location, server.config.issuer);

@@ -13,6 +13,25 @@ describe('POST /token', function () {
     secret = await confidentialClient(server, 'token-svc', { scopes: ['read', 'write'] });
   });
 
+  it('answers a request that names no client at all 401 invalid_client with a Basic challenge (RFC 6749 §5.2)', async function () {
+    const { status, body, headers } = await postForm(server, '/token', { grant_type: 'client_credentials' });
+    expect(status).to.equal(401);
+    expect(body.error).to.equal('invalid_client');
+    expect(headers.get('www-authenticate')).to.match(/^Basic realm="/);
+    const publicClient = await postForm(server, '/token', {
+      grant_type: 'authorization_code',
+      code: 'no-such-code',
+      redirect_uri: 'http://127.0.0.1:1/cb',
+      client_id: 'no-such-public-client',
+    });
+    expect(publicClient.status, 'a client_id names a (public) client: authenticated as usual').to.equal(401);
+    expect(publicClient.body.error).to.equal('invalid_client');
+    expect(
+      publicClient.headers.get('www-authenticate'),
+      'refused by oidc-provider, not by the presence check',
+    ).to.equal(null);
+  });
+
   describe('client_credentials, decided by policy', function () {
     it('issues an opaque bearer token with client_secret_basic, within the registered scopes, with no-store headers', async function () {
       const { status, body, headers } = await postForm(

@@ -457,6 +457,74 @@ export function describeStoreConformance(
       });
     });
 
+    describe('text search', () => {
+      const NAMES = [
+        { id: 1, name: 'Payroll App', owner: 'alice', kind: 'a' },
+        { id: 2, name: 'payroll-batch', owner: 'bob', kind: 'b' },
+        { id: 3, name: 'Wiki (50% off) [beta].*', owner: 'carol', kind: 'a' },
+        { id: 4, name: 42, owner: 'dave_payroll', kind: 'a' },
+        { id: 5, owner: 'erin', kind: 'b' },
+        { id: 6, name: 'a_b%c', owner: 'frank', kind: 'b' },
+      ];
+
+      beforeEach(async () => {
+        const names = store.collection('names');
+        for (const item of NAMES) await names.insert(item);
+      });
+
+      const found = async (text: string, fields = ['name'], filter = {}) => {
+        const names = store.collection('names');
+        const search = { fields, text };
+        const docs = await names.find(filter, { search, sort: { field: 'id', direction: 'asc' } });
+        expect(await names.count(filter, search), `count of ${JSON.stringify(text)}`).to.equal(docs.length);
+        return docs.map((doc) => doc.id);
+      };
+
+      it('matches a substring of any of the fields, ASCII letters without case', async () => {
+        expect(await found('PAYROLL')).to.deep.equal([1, 2]);
+        expect(await found('roll', ['name', 'owner'])).to.deep.equal([1, 2, 4]);
+        expect(await found('app')).to.deep.equal([1]);
+      });
+
+      it('takes wildcard and pattern characters as themselves', async () => {
+        expect(await found('%')).to.deep.equal([3, 6]);
+        expect(await found('_')).to.deep.equal([6]);
+        expect(await found('a_b%')).to.deep.equal([6]);
+        expect(await found('.*')).to.deep.equal([3]);
+        expect(await found('[beta]')).to.deep.equal([3]);
+        expect(await found('(50% off)')).to.deep.equal([3]);
+        expect(await found('^P')).to.deep.equal([]);
+        expect(await found('a.p')).to.deep.equal([]);
+        expect(await found('\\')).to.deep.equal([]);
+      });
+
+      it('matches string values only, and never a document without the field', async () => {
+        expect(await found('42')).to.deep.equal([]);
+        expect(await found('e')).to.deep.equal([3]);
+      });
+
+      it('combines with the filter, skip and limit', async () => {
+        expect(await found('payroll', ['name', 'owner'], { kind: 'a' })).to.deep.equal([1, 4]);
+        const page = await store
+          .collection('names')
+          .find(
+            {},
+            { search: { fields: ['owner'], text: 'R' }, sort: { field: 'id', direction: 'asc' }, skip: 1, limit: 2 },
+          );
+        expect(page.map((doc) => doc.id)).to.deep.equal([4, 5]);
+      });
+
+      it('matches every document with empty text, and none with no field to look in', async () => {
+        expect(await found('')).to.deep.equal([1, 2, 3, 4, 5, 6]);
+        expect(await found('payroll', [])).to.deep.equal([]);
+      });
+
+      it('keeps to its tenant', async () => {
+        await store.collection('names', 'other').insert({ id: 1, name: 'Payroll elsewhere' });
+        expect(await found('elsewhere')).to.deep.equal([]);
+      });
+    });
+
     describe('update', () => {
       it('sets the given fields, keeps the others and returns the result', async () => {
         const codes = store.collection(CODES);

@@ -1,7 +1,7 @@
 import type { ArbiterMiddleware } from '../state.js';
 import type Provider from 'oidc-provider';
 import { routes } from '../routes.js';
-import { guardClientCredentials } from '../shared/credential-guard.js';
+import { guardClientCredentials, requireClientCredential } from '../shared/credential-guard.js';
 import { formBody } from '../shared/form-body.js';
 import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
 import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
@@ -13,6 +13,7 @@ export { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators
 export const TOKEN_PATH = routes.token;
 
 export interface TokenDeps {
+  issuer: string;
   providerFor: (tenant: string) => Provider;
   authorizationDetailsTypes: () => Promise<string[]>;
   maxBodyBytes: number;
@@ -20,19 +21,27 @@ export interface TokenDeps {
 
 /**
  * What Arbiter adds at /token in front of oidc-provider, in order: the form read with the size
- * limit, a client that failed too often refused before its credentials are verified, the
- * requests the spec refuses before client authentication, the RAR types of policy data. The
+ * limit, the requests the spec refuses before client authentication, a form naming no client at
+ * all refused (401 invalid_client, RFC 6749 §5.2; a public client names itself by client_id), a
+ * client that failed too often refused before its credentials are verified, the RAR types of policy data. The
  * grants themselves, each gated by policy, are registered with oidc-provider (grants/).
  */
 export function tokenMiddleware({
+  issuer,
   providerFor,
   authorizationDetailsTypes,
   maxBodyBytes,
 }: TokenDeps): ArbiterMiddleware[] {
   return [
     formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
-    guardClientCredentials,
     tokenPrecheck,
+    formsOnly(requireClientCredential({ issuer, publicClients: true, bearer: false })),
+    guardClientCredentials,
     syncAuthorizationDetailsTypes(providerFor, authorizationDetailsTypes),
   ];
+}
+
+/** Runs `step` on requests whose body was read as a form; any other body is oidc-provider's 400 to give. */
+function formsOnly(step: ArbiterMiddleware): ArbiterMiddleware {
+  return (ctx, next) => (ctx.state.body ? step(ctx, next) : next());
 }

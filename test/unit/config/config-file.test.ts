@@ -1,8 +1,8 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
-import { ConfigError, loadConfig } from '../../../src/config/index.js';
+import { ConfigError, ENVIRONMENT, loadConfig, projectPath } from '../../../src/config/index.js';
 
 describe('CONFIG_FILE', function () {
   let dir: string;
@@ -20,6 +20,16 @@ describe('CONFIG_FILE', function () {
     expect(config.ttl.accessTokenSeconds).to.equal(60);
     expect(config.ttl.refreshTokenSeconds, 'the other lifetimes keep their defaults').to.equal(1209600);
     expect(loadConfig({ CONFIG_FILE, PORT: '9200' }).port).to.equal(9200);
+  });
+
+  it('has an environment variable for every setting of config/default.json', function () {
+    const defaults = JSON.parse(readFileSync(projectPath('config', 'default.json'), 'utf8')) as Record<string, unknown>;
+    const settings = [
+      ...Object.keys(defaults).filter((key) => key !== 'ttl'),
+      ...Object.keys(defaults.ttl as object).map((key) => `ttl.${key}`),
+    ];
+    const variables = new Set(Object.values(ENVIRONMENT));
+    expect(settings.filter((setting) => !variables.has(setting))).to.deep.equal([]);
   });
 
   it('takes every lifetime from the environment too', function () {

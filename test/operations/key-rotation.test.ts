@@ -1,0 +1,142 @@
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
+import { openArbiterStore } from '../../src/collections.js';
+import { projectPath } from '../../src/config/index.js';
+import { rotateSigningKey } from '../../src/oauth/index.js';
+import { Sealer } from '../../src/store/index.js';
+import { FetchUserAgent } from '../support/browser.js';
+import {
+  arrivingAt,
+  authorizationRequest,
+  passDevIdpForms,
+  redeemCode,
+  registerPublicClient,
+  startRegisteredDevIdp,
+  type RegisteredDevIdp,
+  type TestClient,
+} from '../support/dev-idp.js';
+import { eventually } from '../support/oauth.js';
+import { freePort, readyServer, type TestServer } from '../support/server.js';
+
+/** `arbiter <command>` against the store the servers use. */
+function arbiter(env: Record<string, string>, command: string) {
+  const run = spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), command], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    encoding: 'utf8',
+  });
+  expect(run.status, run.stderr).to.equal(0);
+  return JSON.parse(run.stdout) as Record<string, unknown>;
+}
+
+const base64urlKey = () => randomBytes(32).toString('base64url');
+
+/** Servers of their own: their keys change under them. */
+describe('Signing-key and sealing-key rotation', function () {
+  let dir: string;
+  let env: Record<string, string>;
+  let server: TestServer | undefined;
+  let idp: RegisteredDevIdp | undefined;
+
+  beforeEach(function () {
+    dir = mkdtempSync(join(tmpdir(), 'arbiter-keys-'));
+    env = { STORE_URL: `sqlite:${join(dir, 'arbiter.db')}`, SIGNING_KEY_REFRESH_SECONDS: '1' };
+  });
+  afterEach(async function () {
+    await idp?.close();
+    await server?.close();
+    idp = server = undefined;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const jwks = async () => (await (await server!.request('/.well-known/jwks.json')).json()) as JSONWebKeySet;
+  const kids = async () => (await jwks()).keys.map((key) => key.kid);
+
+  /** A whole sign-in through the dev IdP; the ID token of its code exchange. */
+  async function idToken(spa: TestClient): Promise<string> {
+    const request = await authorizationRequest(server!, spa);
+    const agent = new FetchUserAgent();
+    const login = await agent.navigate(request.url, arrivingAt(spa.redirectUri));
+    const code = (await passDevIdpForms(agent, login, 'alice', arrivingAt(spa.redirectUri))).url.searchParams.get(
+      'code',
+    )!;
+    const tokens = await redeemCode(server!, spa, code, request.codeVerifier);
+    expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
+    return tokens.body.id_token as string;
+  }
+  const kidOf = (token: string) => decodeProtectedHeader(token).kid;
+
+  it('publishes the next key before it signs, then signs with it while the old one still verifies, until it retires', async function () {
+    server = await readyServer(env);
+    idp = await startRegisteredDevIdp(server);
+    const spa = await registerPublicClient(server, 'http://127.0.0.1:1/keys/callback');
+    const [first] = await kids();
+    const before = await idToken(spa);
+    expect(kidOf(before)).to.equal(first);
+
+    expect(arbiter(env, 'rotate-signing-key')).to.include({ action: 'published-next' });
+    await eventually(async () => (await kids()).length === 2);
+    const [, next] = await kids();
+    expect((await jwks()).keys[1].key_ops, 'published, not signing').to.deep.equal(['verify']);
+    expect(kidOf(await idToken(spa)), 'the next key does not sign yet').to.equal(first);
+
+    expect(arbiter(env, 'rotate-signing-key')).to.include({ action: 'promoted-next' });
+    await eventually(async () => (await kids())[0] === next);
+    const after = await idToken(spa);
+    expect(kidOf(after), 'the promoted key signs').to.equal(next);
+    const published = createLocalJWKSet(await jwks());
+    await jwtVerify(before, published); // the retiring key still verifies what it signed
+    await jwtVerify(after, published);
+    expect(await kids()).to.include(first);
+
+    // Once the retiring key's tokens have expired, the next rotation step drops it.
+    const store = await openArbiterStore(env.STORE_URL);
+    try {
+      const later = new Date(Date.now() + 2 * 86_400_000);
+      const step = await rotateSigningKey(store, await Sealer.open(store, null), { retireAfterSeconds: 0, now: later });
+      expect(step.dropped).to.deep.equal([first]);
+    } finally {
+      await store.close();
+    }
+    await eventually(async () => !(await kids()).includes(first));
+    expect((await kids())[0], 'the active key stays first').to.equal(next);
+  });
+
+  it('seals every secret again under a new SERVICE_SECRETS_KEY, after which the old key is no longer needed', async function () {
+    const oldKey = base64urlKey();
+    const newKey = base64urlKey();
+    // Every start on the same port: the dev IdP redirects to the issuer it was registered with.
+    const port = await freePort();
+    env = { ...env, PORT: String(port), ISSUER: `http://127.0.0.1:${port}` };
+    server = await readyServer({ ...env, SERVICE_SECRETS_KEY: oldKey });
+    idp = await startRegisteredDevIdp(server); // its client secret is sealed
+    const spa = await registerPublicClient(server, 'http://127.0.0.1:1/keys/callback');
+    const signedBefore = await idToken(spa);
+    await server.close();
+    server = undefined;
+
+    const resealed = arbiter(
+      { ...env, SERVICE_SECRETS_KEY: newKey, SERVICE_SECRETS_KEY_PREVIOUS: oldKey },
+      'rotate-secrets-key',
+    );
+    expect(resealed).to.include({ providerSecrets: true, sealedFields: 1 });
+
+    // Only the new key from now on: the signing keys open (the same JWKS), and so does the
+    // upstream client secret, which the sign-in's code exchange at the dev IdP needs.
+    server = await readyServer({ ...env, SERVICE_SECRETS_KEY: newKey });
+    await jwtVerify(signedBefore, createLocalJWKSet(await jwks()));
+    expect(kidOf(await idToken(spa))).to.equal(kidOf(signedBefore));
+    await server.close();
+    server = undefined;
+    let refused: unknown;
+    await readyServer({ ...env, SERVICE_SECRETS_KEY: oldKey }).then(
+      (started) => started.close(),
+      (error: unknown) => (refused = error),
+    );
+    expect(String(refused), 'the old key alone opens nothing any more').to.match(/cannot be opened/);
+  });
+});
