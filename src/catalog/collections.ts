@@ -342,12 +342,16 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'policy-rules',
     store: 'policy_rules',
-    searchFields: ['path'],
+    // A shadow keeps its path as shadowPath (see `shadow`): found by it too.
+    searchFields: ['path', 'shadowPath'],
     console: {
-      columns: ['path', 'kind', 'enabled', 'version'],
+      columns: ['path', 'kind', 'enabled', 'version', 'mode'],
       order: ['path', 'kind', 'content', 'enabled'],
       advanced: ['digest'],
-      hints: { version: 'Empty: the rule is live. A version keeps it out of the bundle (a draft).' },
+      hints: {
+        version: 'Empty: the rule is live. A version keeps it out of the bundle (a draft).',
+        mode: 'Shadow: evaluated beside the live rule of its path, deciding nothing until promoted (Policy changes).',
+      },
     },
     pathKey: 'id',
     uniqueFields: ['path'],
@@ -367,11 +371,14 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'policy-data',
     store: 'policy_data',
-    searchFields: ['dataKey'],
+    searchFields: ['dataKey', 'shadowDataKey'],
     console: {
-      columns: ['dataKey', 'version'],
+      columns: ['dataKey', 'version', 'mode'],
       order: ['dataKey', 'payload'],
-      hints: { version: 'Empty: the entry is in the bundle. A version keeps it out (a draft).' },
+      hints: {
+        version: 'Empty: the entry is in the bundle. A version keeps it out (a draft).',
+        mode: 'Shadow: evaluated beside the live entry of its key, deciding nothing until promoted (Policy changes).',
+      },
     },
     pathKey: 'id',
     uniqueFields: ['dataKey'],

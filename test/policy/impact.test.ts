@@ -384,6 +384,8 @@ describe('Policy impact analysis and shadow policies', function () {
         (rule) => rule.path === TOKEN_RULE,
       );
       expect(atPath.map((rule) => rule.mode ?? 'live').sort()).to.deep.equal(['live', 'shadow']);
+      const searched = (await server.admin('GET', `/policy-rules?q=${encodeURIComponent(TOKEN_RULE)}`)).body as any[];
+      expect(searched.map((rule) => rule.mode ?? 'live').sort()).to.deep.equal(['live', 'shadow']);
       expect(await storeRevision()).to.equal(revision);
       const status = await server.admin('GET', '/policy-shadow');
       expect(status.body).to.include({ active: true, liveRevision: revision });
