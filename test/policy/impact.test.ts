@@ -312,6 +312,39 @@ describe('Policy impact analysis and shadow policies', function () {
     });
   });
 
+  describe("the overview's activity", function () {
+    it("counts each tenant's decisions of the last hour per minute, point and outcome, and the most refused", async function () {
+      const total = async (tenant: TestServer) => {
+        const activity = (await tenant.admin('GET', '/activity')).body;
+        expect(activity.minutes).to.have.length(60);
+        return activity.minutes.reduce(
+          (sum: number, minute: any) => sum + (minute.byPoint.token?.allow ?? 0) + (minute.byPoint.token?.deny ?? 0),
+          0,
+        );
+      };
+      const [a, b] = [await total(tenantA), await total(tenantB)];
+      expect(a).to.equal(
+        (await tokenEntries(tenantA, 'writer')).length + (await tokenEntries(tenantA, 'reader')).length,
+      );
+      expect(b).to.equal(6);
+      const refused = await clientCredentials(
+        tenantB,
+        'reader',
+        secrets['impact-b reader'],
+        { scope: 'write' },
+        {
+          'X-Tenant-Id': 'impact-b',
+        },
+      );
+      expect(refused.status).to.equal(400);
+      const activity = (await tenantB.admin('GET', '/activity?minutes=5')).body;
+      expect(activity.minutes).to.have.length(5);
+      expect(activity.deniedClients).to.deep.equal([{ clientId: 'reader', denials: 1, decisions: 3 }]);
+      expect(activity.deniedPoints).to.deep.equal([{ point: 'token', denials: 1, decisions: 7 }]);
+      expect((await tenantA.admin('GET', '/activity')).body.deniedClients).to.deep.equal([]);
+    });
+  });
+
   describe('the engines that decide', function () {
     it('leave to OPA (opa eval of the candidate) what the compiled module cannot decide, as live', async function () {
       // time.parse_rfc3339_ns is a builtin only OPA has: these decisions cannot be made in process.
