@@ -167,7 +167,7 @@ export class AuditLog {
 
   /**
    * Calls `listener` with every batch of entries once it is stored (the shadow policy evaluates
-   * their decisions): after the requests were answered, never in their way. A listener must not throw.
+   * their decisions), in a later turn of the event loop than the one that answers their requests.
    */
   onWritten(listener: (entries: AuditEntry[]) => void): void {
     this.written.push(listener);
@@ -184,15 +184,19 @@ export class AuditLog {
     } catch (error) {
       throw new AuditWriteError(appended.length, error);
     }
-    this.activity.observe(stored);
-    for (const listener of this.written) {
+    // After the batch's callers are answered: counting and the shadow's queue never delay an answer.
+    setImmediate(() => this.tellWritten(stored));
+    return stored;
+  }
+
+  private tellWritten(stored: AuditEntry[]): void {
+    for (const listener of [(entries: AuditEntry[]) => this.activity.observe(entries), ...this.written]) {
       try {
         listener(stored);
       } catch (error) {
         this.log?.error({ err: error }, 'a listener of written audit entries failed');
       }
     }
-    return stored;
   }
 
   /** One tenant's recorded decisions, newest first, a page at a time (impact analysis replays them). */
