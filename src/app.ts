@@ -24,7 +24,7 @@ import {
   type ArbiterState,
   type TenantProviders,
 } from './oauth/index.js';
-import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine } from './policy/index.js';
+import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine, type PolicyLab } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
 import type { Tracing } from './tracing/index.js';
 import { requireKnownTenant, tenancy, tenantPaths, TenantRegistry } from './tenancy/index.js';
@@ -37,6 +37,8 @@ export interface AppParts {
   /** Seals the secrets the Admin API is given and Arbiter must read back (src/store/sealed.ts). */
   sealer: Sealer;
   policy: PolicyEngine;
+  /** Impact analysis and shadow policies (POST /admin/api/policy-impact, /admin/api/policy-shadow…). */
+  lab: PolicyLab;
   audit: AuditLog;
   providers: TenantProviders;
   log: Logger;
@@ -107,8 +109,14 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
 }
 
 /** The Admin API's router, with the checks that only the policy engine can make. */
-function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: AdminApiKeys) {
+function adminApi({ config, store, sealer, policy, lab, audit }: AppParts, keys: AdminApiKeys) {
   const recordedInputs = () => audit.recentPolicyInputs(config.policyCheckRecordedInputs);
+  /** The check of one file on its own: its syntax and package (Rego, Cedar), a data entry's JSON and key. */
+  const fileChecks: Record<string, (record: Record<string, unknown>) => Promise<string | null>> = {
+    'policy-rules': (rule) =>
+      policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string),
+    'policy-data': async (data) => dataEntryProblem(data.dataKey as string, data.payload as string),
+  };
   return adminRouter(store, {
     keys,
     sealer,
@@ -120,22 +128,24 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
     // compiled, and tried on the contract's examples and the inputs recently recorded in the audit log.
     checks: {
       'policy-rules': async (rule, { tenantId, existing }) =>
-        (await policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string)) ??
+        (await fileChecks['policy-rules'](rule)) ??
         policy.bundleProblemWith({
           collection: 'rules',
           record: rule,
           tenantId,
           replacesId: existing?.id,
           recordedInputs,
+          shadow: rule.mode === 'shadow',
         }),
       'policy-data': async (data, { tenantId, existing }) =>
-        dataEntryProblem(data.dataKey as string, data.payload as string) ??
+        (await fileChecks['policy-data'](data)) ??
         policy.bundleProblemWith({
           collection: 'data',
           record: data,
           tenantId,
           replacesId: existing?.id,
           recordedInputs,
+          shadow: data.mode === 'shadow',
         }),
     },
     // A deletion makes a bundle too: it must still compile and decide.
@@ -147,6 +157,7 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
           tenantId,
           replacesId: existing.id,
           recordedInputs,
+          shadow: existing.mode === 'shadow',
         }),
       'policy-data': async (existing, { tenantId }) =>
         policy.bundleProblemWith({
@@ -155,11 +166,14 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
           tenantId,
           replacesId: existing.id,
           recordedInputs,
+          shadow: existing.mode === 'shadow',
         }),
     },
     historyVersions: config.policyHistoryVersions,
     tenants: config.tenants,
     decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
+    // A proposed change is checked file by file, then as one bundle (the lab's), before its impact is replayed.
+    policyLab: { lab, fileChecks, recordedInputs },
   });
 }
 
@@ -225,6 +239,6 @@ function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number) {
   };
 }
 
-function isBundled(record: { tenantId?: unknown; version?: unknown }): boolean {
-  return !record.tenantId && !record.version;
+function isBundled(record: { tenantId?: unknown; version?: unknown; mode?: unknown }): boolean {
+  return !record.tenantId && !record.version && record.mode !== 'shadow';
 }

@@ -307,11 +307,14 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     // MongoDB reads limit 0 as "no limit"; the store interface means "nothing".
     if (limit === 0) return [];
     await this.indexed();
-    const cursor = this.rows.find(this.live({ ...docFilter(filter), ...searchFilter(options.search) }), {
-      projection: { doc: 1 },
-      skip,
-      ...(limit && { limit }),
-    });
+    const cursor = this.rows.find(
+      this.live({ ...docFilter(filter), ...startAtFilter(options), ...searchFilter(options.search) }),
+      {
+        projection: { doc: 1 },
+        skip,
+        ...(limit && { limit }),
+      },
+    );
     if (options.sort) cursor.sort(sortOf(options.sort));
     return (await cursor.toArray()).map((row) => row.doc as T);
   }
@@ -666,6 +669,13 @@ function docFilter(filter: Filter): MongoFilter<Row> {
   return Object.fromEntries(
     Object.entries(filter).map(([field, value]) => [docPath(field), isUnset(value) ? null : value]),
   );
+}
+
+/** FindOptions.startAt: at most the bound when sorting down, at least it when up (MongoDB compares within a type only). */
+function startAtFilter(options: FindOptions): MongoFilter<Row> {
+  if (options.startAt === undefined || !options.sort) return {};
+  const operator = options.sort.direction === 'desc' ? '$lte' : '$gte';
+  return { [docPath(options.sort.field)]: { [operator]: options.startAt } } as MongoFilter<Row>;
 }
 
 /**

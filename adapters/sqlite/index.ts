@@ -342,7 +342,8 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     const { skip, limit } = pageOf(options);
     if (limit === 0) return [];
     const { where, params } = this.where(filter, true, options.search);
-    const sql = `SELECT doc FROM ${this.table} WHERE ${where} ${orderBy(options)} LIMIT ${limit ?? -1} OFFSET ${skip}`;
+    const bound = startAtCondition(options, params);
+    const sql = `SELECT doc FROM ${this.table} WHERE ${where}${bound} ${orderBy(options)} LIMIT ${limit ?? -1} OFFSET ${skip}`;
     const rows = this.io.read(() => this.statements.get(sql).all(params) as { doc: string }[]);
     return rows.map((row) => JSON.parse(row.doc) as T);
   }
@@ -585,6 +586,15 @@ function fieldCondition(field: string, value: Filter[string] | undefined, param:
   params[param] = value;
   const equal = `${jsonField(field)} = @${param}`;
   return typeof value === 'number' ? `${equal} AND json_type(doc, '${path}') IN ('integer', 'real')` : equal;
+}
+
+/** FindOptions.startAt as a condition (with its leading AND): at most the bound when sorting down, at least it when up, of its type only. */
+function startAtCondition(options: FindOptions, params: Params): string {
+  if (options.startAt === undefined || !options.sort) return '';
+  params.startAt = options.startAt;
+  const type = typeof options.startAt === 'number' ? "IN ('integer', 'real')" : "= 'text'";
+  const comparison = options.sort.direction === 'desc' ? '<=' : '>=';
+  return ` AND ${jsonField(options.sort.field)} ${comparison} @startAt AND json_type(doc, '${jsonPath(options.sort.field)}') ${type}`;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { SORTABLE_FIELDS, type AuditEntry, type AuditLog } from '../audit/index.js';
+import { ACTIVITY_MINUTES, SORTABLE_FIELDS, type AuditEntry, type AuditLog } from '../audit/index.js';
 import { badRequest, notFound } from '../http/errors.js';
 
 export const MAX_PAGE_SIZE = 1000;
@@ -24,6 +24,11 @@ export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: 
       size: integer(ctx.query.size, 'size', 20, 1, MAX_PAGE_SIZE),
       sort: sortOf(single(ctx.query.sort)),
     });
+  });
+  // The console's overview: this node's decisions of the last hour, per minute, and the most denied.
+  router.get('/activity', async (ctx) => {
+    const minutes = integer(ctx.query.minutes, 'minutes', ACTIVITY_MINUTES, 1, ACTIVITY_MINUTES);
+    ctx.body = audit.activity.summary(tenantOf(ctx), minutes);
   });
   router.get('/audit-logs/:id', async (ctx) => {
     ctx.body = await auditEntryOf(ctx, audit, tenantOf);

@@ -1,11 +1,17 @@
 import type { Middleware } from 'koa';
-import { SORTABLE_FIELDS, type AuditPage } from '../audit/index.js';
+import { ACTIVITY_MINUTES, SORTABLE_FIELDS, type AuditPage } from '../audit/index.js';
 import type { AuditFields } from '../audit/log.js';
 import { DECISION_POINTS, RESULT_SCHEMA } from '../policy/index.js';
 import { CLIENT_CREDENTIALS_TOKEN_INPUT } from '../policy/contract/examples.js';
 import { MAX_PAGE_SIZE } from './audit-routes.js';
 import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
 import { PLAYGROUND_BODY } from './decisions.js';
+import {
+  DEFAULT_IMPACT_LIMIT,
+  POLICY_IMPACT_REQUEST_SCHEMA,
+  POLICY_LAB_SCHEMAS,
+  SHADOW_ACTION_SCHEMA,
+} from './policy-lab.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
 import { HISTORY_COLLECTIONS } from './history.js';
 import { API_KEY_INPUT_SCHEMA, API_KEY_SEARCH_FIELDS, BOOTSTRAP_KEY_NAME } from './api-keys.js';
@@ -398,6 +404,25 @@ const OPERATIONS: AdminOperation[] = [
     errors: ['BadRequest', 'NotFound'],
   },
   {
+    method: 'get',
+    path: '/activity',
+    operationId: 'getRecentActivity',
+    summary:
+      "This node's decisions of the call's tenant over the last minutes (at most an hour), per minute, point and outcome, and the clients and points with the most denials",
+    tag: 'audit-logs',
+    parameters: [
+      ...TENANT_PARAMETERS,
+      {
+        name: 'minutes',
+        in: 'query',
+        description: 'how many minutes, up to now',
+        schema: { type: 'integer', minimum: 1, maximum: ACTIVITY_MINUTES, default: ACTIVITY_MINUTES },
+      },
+    ],
+    success: { 200: { description: 'the activity', schema: schemaRef('RecentActivity') } },
+    errors: ['BadRequest'],
+  },
+  {
     method: 'post',
     path: '/audit-logs/{id}/replay',
     operationId: 'replayAuditLog',
@@ -431,6 +456,7 @@ const OPERATIONS: AdminOperation[] = [
     },
     errors: ['BadRequest'],
   },
+  ...POLICY_LAB_OPERATIONS(),
   revokeTokensOperation('clients', 'clientId', {
     operationId: 'revokeClientTokens',
     summary:
@@ -487,6 +513,104 @@ function revokeTokensOperation(
   };
 }
 
+/**
+ * Impact analysis and shadow policies (src/admin/policy-lab.ts): the request bodies are the
+ * schemas the routes validate with, the answers the schemas the routes export beside them.
+ */
+function POLICY_LAB_OPERATIONS(): AdminOperation[] {
+  const tag = 'policy-impact';
+  const shadowAction = { schema: schemaRef('ShadowAction'), example: {} };
+  return [
+    {
+      method: 'post',
+      path: '/policy-impact',
+      operationId: 'analyzePolicyImpact',
+      summary:
+        "A proposed policy change (rule and data records to create, replace or delete) checked as that write would be, and the tenant's recorded decisions replayed against the policy in force and the bundle it would make: every decision whose outcome differs. Nothing is changed",
+      tag,
+      parameters: TENANT_PARAMETERS,
+      body: {
+        schema: schemaRef('PolicyImpactRequest'),
+        example: {
+          changes: [
+            {
+              collection: 'policy-rules',
+              op: 'create',
+              record: {
+                kind: 'rego',
+                path: 'arbiter/impact_example.rego',
+                content: 'package arbiter.impact_example\n\nanswer := 42\n',
+              },
+            },
+          ],
+          limit: DEFAULT_IMPACT_LIMIT,
+          filter: { point: 'token' },
+        },
+      },
+      success: { 200: { description: 'what the change would change', schema: schemaRef('PolicyImpact') } },
+      errors: ['BadRequest', 'NotFound', 'Conflict'],
+    },
+    {
+      method: 'get',
+      path: '/policy-shadow',
+      operationId: 'getPolicyShadow',
+      summary:
+        "The shadow records' candidate revision and what this node has seen of the tenant's live decisions under it",
+      tag,
+      parameters: TENANT_PARAMETERS,
+      success: { 200: { description: 'the shadow policy', schema: schemaRef('ShadowStatus') } },
+      errors: ['BadRequest'],
+    },
+    {
+      method: 'get',
+      path: '/policy-shadow/differences',
+      operationId: 'listPolicyShadowDifferences',
+      summary:
+        "The tenant's live decisions the shadow policy decided otherwise, newest first (this node's, since the candidate came into being)",
+      tag,
+      parameters: [
+        ...TENANT_PARAMETERS,
+        {
+          name: 'point',
+          in: 'query',
+          description: 'only decisions of this point',
+          schema: { enum: [...DECISION_POINTS] },
+        },
+        { name: 'clientId', in: 'query', description: 'only decisions of this client', schema: { type: 'string' } },
+        {
+          name: 'limit',
+          in: 'query',
+          description: 'at most this many',
+          schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+        },
+      ],
+      success: { 200: { description: 'the differences', schema: schemaRef('ShadowDifferences') } },
+      errors: ['BadRequest'],
+    },
+    {
+      method: 'post',
+      path: '/policy-shadow/promote',
+      operationId: 'promotePolicyShadow',
+      summary:
+        'Make the shadow records live in one call: the candidate is checked as one write (a 400 if it cannot compile or decide), then each shadow replaces the live record of its path or data key',
+      tag,
+      body: shadowAction,
+      success: { 200: { description: 'what became live', schema: schemaRef('ShadowPromotion') } },
+      errors: ['BadRequest', 'Conflict'],
+    },
+    {
+      method: 'post',
+      path: '/policy-shadow/discard',
+      operationId: 'discardPolicyShadow',
+      summary: 'Delete every shadow record',
+      tag,
+      body: shadowAction,
+      success: { 200: { description: 'how many were deleted', schema: schemaRef('ShadowDiscard') } },
+      errors: ['BadRequest', 'Conflict'],
+    },
+  ];
+}
+
 /** A koa handler that answers with the document, built once. */
 export function openApiRoute(options: OpenApiOptions): Middleware {
   const document = adminOpenApi(options);
@@ -509,8 +633,8 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         'Configuration of an Arbiter authorization server. Every call needs the X-Admin-API-Key header: SERVICE_ADMIN_API_KEY ' +
         `(the bootstrap key, role admin) or a named key made with POST /${API_KEYS_SEGMENT}. A key's role decides what it may call, ` +
         'else the answer is 403 `insufficient_scope`: read-only reads (every GET, and the calls that store nothing: POST …/validate, ' +
-        '/decisions, /audit-logs/{id}/replay); operator also writes everything but policy rules, policy data and keys; ' +
-        'policy-author reads and writes policy rules and policy data; admin may call everything, keys included. ' +
+        '/decisions, /policy-impact, /audit-logs/{id}/replay); operator also writes everything but policy rules, policy data and keys; ' +
+        'policy-author reads and writes policy rules and policy data, and promotes or discards shadow policy; admin may call everything, keys included. ' +
         'A call is about one tenant: `tenantId` in the body, else the `tenantId` query parameter, else X-Tenant-Id; none of them ' +
         `means the default (shared) tenant. Admin API keys and the registry of tenants are server-wide (/${API_KEYS_SEGMENT} and /${TENANTS_SEGMENT} take no tenant). ` +
         'Every list is paged (offset, limit; Link rel="next"), answers its total in X-Total-Count and takes q, a case-insensitive substring of its key and name fields.',
@@ -559,6 +683,10 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         VersionDiff: VERSION_DIFF_SCHEMA,
         ...DECISION_SCHEMAS,
         ...API_KEY_SCHEMAS,
+        RecentActivity: RECENT_ACTIVITY_SCHEMA,
+        PolicyImpactRequest: POLICY_IMPACT_REQUEST_SCHEMA,
+        ShadowAction: SHADOW_ACTION_SCHEMA,
+        ...POLICY_LAB_SCHEMAS,
         ...TENANT_SCHEMAS,
       },
       responses: {
@@ -1042,6 +1170,20 @@ const verdict = {
 };
 const strings = { type: 'array', items: { type: 'string' } };
 const { $id: _resultId, ...decisionResult } = RESULT_SCHEMA;
+
+const outcomeCounts = object({ allow: { type: 'integer' }, deny: { type: 'integer' }, error: { type: 'integer' } });
+const denials = { denials: { type: 'integer' }, decisions: { type: 'integer' } };
+/** GET /activity (src/audit/activity.ts). */
+const RECENT_ACTIVITY_SCHEMA = object({
+  minutes: {
+    type: 'array',
+    description: 'oldest first, one per minute',
+    items: object({ at: dateTime, byPoint: { type: 'object', additionalProperties: outcomeCounts } }),
+  },
+  deniedClients: { type: 'array', items: object({ clientId: string, ...denials }) },
+  deniedPoints: { type: 'array', items: object({ point: string, ...denials }) },
+  countingSince: { ...dateTime, description: 'when this node started counting' },
+});
 
 /** The decision playground and the replay (src/admin/decisions.ts, src/policy/explain.ts). */
 const DECISION_SCHEMAS: Record<string, Schema> = {

@@ -1,3 +1,5 @@
+import type { StoredDoc } from '../store/index.js';
+
 export type Outcome = 'allow' | 'deny' | 'error';
 
 /** An entry as written by the audit middleware; the log adds id and createdAt. */
@@ -21,6 +23,9 @@ export interface AuditFields {
    */
   consoleRead?: true;
 }
+
+/** An entry as stored: its fields, with the id and the time the log gave it. */
+export type AuditEntry = AuditFields & StoredDoc & { id: number; createdAt: string };
 
 /**
  * The header the operators' console sends with its own reads. It only marks an entry, so that the

@@ -34,6 +34,12 @@ export interface CollectionDefinition {
    * once as `shownAs`, and `generatedOnlyWith` the fields a record must have for that.
    */
   hashedSecret?: { field: string; generate: string; shownAs: string; generatedOnlyWith: Record<string, unknown> };
+  /**
+   * Records may be `mode: "shadow"` (a candidate beside the live policy, see src/policy/shadow): a
+   * shadow keeps its unique `field` (a rule's path) in `storedAs` instead, so that it can stand
+   * beside the live record of the same path, one shadow per path.
+   */
+  shadow?: { field: string; storedAs: string };
   /** The string fields a list's `q` searches (a case-insensitive substring): the record's key and names. */
   searchFields: string[];
   /** How the operators' console presents the collection (src/admin/console): data, not code. */
@@ -72,6 +78,12 @@ const httpsUri = { type: 'string', format: 'uri', pattern: '^https://', maxLengt
 const internalKey = { type: 'integer', minimum: 1 };
 const tenantId = { type: ['string', 'null'], pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' };
 const enabled = { type: 'boolean' };
+/** A policy record's mode: live (the default) is in force; shadow is evaluated beside it and decides nothing. */
+const policyMode = {
+  enum: ['live', 'shadow'],
+  description:
+    'live (the default): in the policy bundle; shadow: in the candidate bundle every live decision is also evaluated against, deciding nothing until promoted',
+};
 /**
  * A client secret in clear (1 to 72 bytes, BCrypt's limit), which the Admin API hashes, or a BCrypt
  * hash made elsewhere (the console hashes in the browser): the `client-secret` format, src/http/validation.ts.
@@ -330,15 +342,20 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'policy-rules',
     store: 'policy_rules',
-    searchFields: ['path'],
+    // A shadow keeps its path as shadowPath (see `shadow`): found by it too.
+    searchFields: ['path', 'shadowPath'],
     console: {
-      columns: ['path', 'kind', 'enabled', 'version'],
+      columns: ['path', 'kind', 'enabled', 'version', 'mode'],
       order: ['path', 'kind', 'content', 'enabled'],
       advanced: ['digest'],
-      hints: { version: 'Empty: the rule is live. A version keeps it out of the bundle (a draft).' },
+      hints: {
+        version: 'Empty: the rule is live. A version keeps it out of the bundle (a draft).',
+        mode: 'Shadow: evaluated beside the live rule of its path, deciding nothing until promoted (Policy changes).',
+      },
     },
     pathKey: 'id',
     uniqueFields: ['path'],
+    shadow: { field: 'path', storedAs: 'shadowPath' },
     // A rule without a version is a live one (null); a versioned rule is kept out of the bundle.
     defaults: { enabled: true, digest: null, version: null },
     schema: object(['kind', 'path', 'content'], {
@@ -348,24 +365,30 @@ export const COLLECTIONS: CollectionDefinition[] = [
       content: { type: 'string', minLength: 1, maxLength: 1048576 },
       enabled,
       digest: { type: ['string', 'null'], maxLength: 256 },
+      mode: policyMode,
     }),
   },
   {
     path: 'policy-data',
     store: 'policy_data',
-    searchFields: ['dataKey'],
+    searchFields: ['dataKey', 'shadowDataKey'],
     console: {
-      columns: ['dataKey', 'version'],
+      columns: ['dataKey', 'version', 'mode'],
       order: ['dataKey', 'payload'],
-      hints: { version: 'Empty: the entry is in the bundle. A version keeps it out (a draft).' },
+      hints: {
+        version: 'Empty: the entry is in the bundle. A version keeps it out (a draft).',
+        mode: 'Shadow: evaluated beside the live entry of its key, deciding nothing until promoted (Policy changes).',
+      },
     },
     pathKey: 'id',
     uniqueFields: ['dataKey'],
+    shadow: { field: 'dataKey', storedAs: 'shadowDataKey' },
     defaults: { version: null },
     schema: object(['dataKey', 'payload'], {
       dataKey: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$', maxLength: 256 },
       payload: { type: 'string', minLength: 1, maxLength: 1048576 },
       version: { type: ['string', 'null'], maxLength: 128 },
+      mode: policyMode,
     }),
   },
 ];
@@ -376,11 +399,24 @@ export function definitionFor(path: string): CollectionDefinition | undefined {
 
 /** How a shared collection is declared to the store: unique keys within a tenant, each indexed. */
 export function storeSpecOf(definition: CollectionDefinition): CollectionSpec {
-  return {
-    name: definition.store,
-    uniqueKeys: definition.uniqueFields.map((field) => [field]),
-    indexes: definition.uniqueFields,
-  };
+  const unique = [...definition.uniqueFields, ...(definition.shadow ? [definition.shadow.storedAs] : [])];
+  return { name: definition.store, uniqueKeys: unique.map((field) => [field]), indexes: unique };
+}
+
+/** A record as stored: a shadow's unique field moved to where shadows keep it (see `CollectionDefinition.shadow`). */
+export function storedForm<T extends Record<string, unknown>>(definition: CollectionDefinition, record: T): T {
+  const { shadow } = definition;
+  if (!shadow || record.mode !== 'shadow' || !(shadow.field in record)) return record;
+  const { [shadow.field]: key, ...rest } = record;
+  return { ...rest, [shadow.storedAs]: key } as T;
+}
+
+/** A record as the API shows it and the policy reads it: a shadow's unique field back under its name. */
+export function presentedForm<T extends Record<string, unknown>>(definition: CollectionDefinition, record: T): T {
+  const { shadow } = definition;
+  if (!shadow || !(shadow.storedAs in record)) return record;
+  const { [shadow.storedAs]: key, ...rest } = record;
+  return { ...rest, [shadow.field]: key } as T;
 }
 
 /** The definition of the shared collection stored under `name` (what `references` name). */

@@ -47,6 +47,12 @@ export interface Config {
   policyCheckRecordedInputs: number;
   /** Past versions kept per policy rule and data entry (list, diff, roll back). */
   policyHistoryVersions: number;
+  /** The fraction of live decisions also evaluated against the shadow policy's candidate revision (1: all). */
+  policyShadowSampleRate: number;
+  /** Live decisions waiting for the shadow evaluation beyond this many are dropped (and counted). */
+  policyShadowQueue: number;
+  /** The most of the event loop a replay (impact analysis, shadow evaluation) takes while live requests wait. */
+  policyReplayShare: number;
   adminApiKey: string;
   /** True when no admin key was configured and one was generated for this run. */
   adminApiKeyGenerated: boolean;
@@ -121,6 +127,9 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   POLICY_FAULT_WINDOW_SECONDS: 'policyFaultWindowSeconds',
   POLICY_CHECK_RECORDED_INPUTS: 'policyCheckRecordedInputs',
   POLICY_HISTORY_VERSIONS: 'policyHistoryVersions',
+  POLICY_SHADOW_SAMPLE_RATE: 'policyShadowSampleRate',
+  POLICY_SHADOW_QUEUE: 'policyShadowQueue',
+  POLICY_REPLAY_SHARE: 'policyReplayShare',
   SERVICE_ADMIN_API_KEY: 'adminApiKey',
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
@@ -184,6 +193,9 @@ const SCHEMA = {
     policyFaultWindowSeconds: positive,
     policyCheckRecordedInputs: { type: 'integer', minimum: 0, maximum: 1000 },
     policyHistoryVersions: { type: 'integer', minimum: 1, maximum: 10000 },
+    policyShadowSampleRate: { type: 'number', minimum: 0, maximum: 1 },
+    policyShadowQueue: { type: 'integer', minimum: 0, maximum: 1000000 },
+    policyReplayShare: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
     adminApiKey: { type: ['string', 'null'], minLength: 16 },
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },

@@ -103,6 +103,24 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly shadowDifferences = new Counter({
+    name: 'arbiter_policy_shadow_differences_total',
+    help: 'Live decisions the shadow policy decided otherwise, by point and kind (allow_to_deny, deny_to_allow, narrower, wider, other)',
+    labelNames: ['point', 'kind'],
+    registers: [this.registry],
+  });
+  private readonly shadowEvaluated = new Counter({
+    name: 'arbiter_policy_shadow_decisions_total',
+    help: 'Live decisions also evaluated against the shadow policy, by point',
+    labelNames: ['point'],
+    registers: [this.registry],
+  });
+  private readonly shadowDropped = new Counter({
+    name: 'arbiter_policy_shadow_dropped_total',
+    help: 'Live decisions not evaluated against the shadow policy: more were waiting than POLICY_SHADOW_QUEUE',
+    registers: [this.registry],
+  });
+
   constructor(store: Store, policy: () => PolicyEngine | undefined) {
     collectDefaultMetrics({ register: this.registry, prefix: 'arbiter_' });
     const registry = this.registry;
@@ -184,6 +202,17 @@ export class Metrics {
       const state = ctx.state as { errorCode?: string; audit?: { outcome?: string } };
       this.signIns.inc({ outcome: state.errorCode ? (state.audit?.outcome ?? 'deny') : 'success' });
     }
+  }
+
+  /** A live decision evaluated against the shadow policy, and how the shadow decided otherwise (null: it did not). */
+  shadowEvaluation(point: string, kind: string | null): void {
+    this.shadowEvaluated.inc({ point });
+    if (kind) this.shadowDifferences.inc({ point, kind });
+  }
+
+  /** Live decisions dropped before the shadow evaluation (its queue was full). */
+  shadowDrop(count: number): void {
+    this.shadowDropped.inc(count);
   }
 
   /** The engine, with every decision counted and timed by point and outcome. */

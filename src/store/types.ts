@@ -52,6 +52,14 @@ export interface TextSearch {
 export interface FindOptions {
   /** Field to sort by; `id` and `createdAt` always work. */
   sort?: { field: string; direction: 'asc' | 'desc' };
+  /**
+   * With `sort`: only the documents whose sort field is at this value or beyond it in the sort's
+   * direction (at most it for `desc`, at least it for `asc`), of its type (a string bound: strings;
+   * a number: numbers). Keyset paging over a large collection: the next page starts at the last
+   * value of this one (with `skip` the documents of that value already seen), so that a page costs
+   * the same however deep it is, where `skip` alone walks every document before it. Use an indexed field.
+   */
+  startAt?: string | number;
   skip?: number;
   limit?: number;
   /** Only the documents that also match this search. */

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { ADMIN_PREFIX, AdminApiKeys, adminRouter } from '../../src/admin/index.js';
 import { COLLECTIONS } from '../../src/catalog/index.js';
 import { AuditLog } from '../../src/audit/index.js';
+import { POLICY_IMPACT_REQUEST_SCHEMA, POLICY_LAB_SCHEMAS, SHADOW_ACTION_SCHEMA } from '../../src/admin/policy-lab.js';
 import { Sealer } from '../../src/store/index.js';
 import { readyServer, ADMIN_KEY, type TestServer } from '../support/server.js';
 
@@ -93,6 +94,24 @@ describe('Admin API OpenAPI document', function () {
         );
       }
     });
+
+    it('describes impact analysis and shadow policies from the schemas their routes use', function () {
+      const body = (path: string) => resolved.paths[path].post.requestBody.content['application/json'].schema;
+      expect(body('/policy-impact')).to.deep.equal(structuredClone(POLICY_IMPACT_REQUEST_SCHEMA));
+      expect(body('/policy-shadow/promote')).to.deep.equal(structuredClone(SHADOW_ACTION_SCHEMA));
+      for (const name of Object.keys(POLICY_LAB_SCHEMAS))
+        expect(document.components.schemas[name], name).to.deep.equal(
+          structuredClone(POLICY_LAB_SCHEMAS[name as keyof typeof POLICY_LAB_SCHEMAS]),
+        );
+      const answer = resolved.paths['/policy-impact'].post.responses['200'].content['application/json'].schema;
+      expect(answer.properties.changed.items.properties.kind.enum).to.deep.equal([
+        'allow_to_deny',
+        'deny_to_allow',
+        'narrower',
+        'wider',
+        'other',
+      ]);
+    });
   });
 
   it('documents every route the Admin router registers with its method, and no other', async function () {
@@ -105,6 +124,7 @@ describe('Admin API OpenAPI document', function () {
       audit: new AuditLog(server.store),
       policy,
       issuer: server.config.issuer,
+      policyLab: { lab: {} as never, fileChecks: {}, recordedInputs: notCalled },
     });
     const routed = router.stack.flatMap((layer) =>
       layer.methods

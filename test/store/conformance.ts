@@ -441,6 +441,26 @@ export function describeStoreConformance(
       it('returns nothing for limit 0', async () => {
         expect(await idsSortedBy('id', 'asc', { limit: 0 })).to.deep.equal([]);
       });
+
+      it('starts a page at a value of the sort field (keyset paging), both ways, of its type only', async () => {
+        const fruit = store.collection('fruit');
+        await fruit.insert({ id: 11, name: 'kiwi', createdAt: 3000 });
+        await fruit.insert({ id: 12, name: 'lime', createdAt: '3000' });
+        const page = async (direction: 'asc' | 'desc', startAt: string | number, skip = 0, limit = 10) =>
+          (await fruit.find({}, { sort: { field: 'createdAt', direction }, startAt, skip, limit })).map(
+            (doc) => doc.id,
+          );
+        expect(await page('desc', 3000)).to.deep.equal([11, 10, 2, 9]);
+        expect(await page('desc', 3000, 1, 2)).to.deep.equal([10, 2]);
+        expect(await page('asc', 3000)).to.deep.equal([10, 11, 100]);
+        expect(await page('desc', 999)).to.deep.equal([]);
+        expect(await page('desc', '3000')).to.deep.equal([12]);
+        expect(
+          (await fruit.find({ name: 'pear' }, { sort: { field: 'createdAt', direction: 'desc' }, startAt: 3000 })).map(
+            (doc) => doc.id,
+          ),
+        ).to.deep.equal([10]);
+      });
     });
 
     describe('text search', () => {

@@ -6,6 +6,9 @@ import { healthNotice } from './health.js';
 import { apiKeysPage } from './pages/api-keys.js';
 import { auditPage } from './pages/audit.js';
 import { collectionPage } from './pages/collection.js';
+import { overviewPage } from './pages/overview.js';
+import { policyChangesPage } from './pages/policy-changes.js';
+import { whyPage } from './pages/why.js';
 import { playgroundPage } from './pages/playground.js';
 import { signInPage } from './pages/sign-in.js';
 import { tenantsPage, type Tenant } from './pages/tenants.js';
@@ -13,6 +16,7 @@ import { session } from './session.js';
 
 /** The console's pages by hash route (#/clients …): navigation never puts anything secret in a URL. */
 const PAGES: { route: string; title: string; render: (main: HTMLElement) => void }[] = [
+  { route: 'overview', title: 'Overview', render: overviewPage },
   ...COLLECTIONS.map((definition) => ({
     route: definition.path,
     title: humanize(definition.path),
@@ -20,6 +24,7 @@ const PAGES: { route: string; title: string; render: (main: HTMLElement) => void
   })),
   { route: 'audit-logs', title: 'Audit log', render: auditPage },
   { route: 'playground', title: 'Decision playground', render: playgroundPage },
+  { route: 'policy-changes', title: 'Policy changes', render: policyChangesPage },
   { route: 'api-keys', title: 'API keys', render: apiKeysPage },
   {
     route: 'tenants',
@@ -47,9 +52,24 @@ function start(): void {
   } else signInPage(root, showCurrentPage);
 }
 
+/** Pages reached by a link rather than the navigation (#/why/42), and the navigation entry they belong under. */
+const LINKED_PAGES: {
+  prefix: string;
+  title: string;
+  under: string;
+  render: (main: HTMLElement, argument: string) => void;
+}[] = [{ prefix: 'why/', title: 'Why?', under: 'audit-logs', render: whyPage }];
+
 function showCurrentPage(): void {
   const route = location.hash.replace(/^#\/?/, '');
-  const page = PAGES.find((candidate) => candidate.route === route) ?? PAGES[0];
+  const linked = LINKED_PAGES.find((candidate) => route.startsWith(candidate.prefix));
+  const page = linked
+    ? {
+        route: linked.under,
+        title: linked.title,
+        render: (main: HTMLElement) => linked.render(main, route.slice(linked.prefix.length)),
+      }
+    : (PAGES.find((candidate) => candidate.route === route) ?? PAGES[0]);
   const main = h('main', { id: 'main', tabindex: -1 });
   replace(
     root,
