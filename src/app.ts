@@ -24,10 +24,11 @@ import {
   type ArbiterState,
   type TenantProviders,
 } from './oauth/index.js';
-import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine } from './policy/index.js';
+import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine, type PolicyLab } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
 import type { Tracing } from './tracing/index.js';
-import { requireKnownTenant, tenancy, TenantRegistry } from './tenancy/index.js';
+import { requireKnownTenant, tenancy, tenantPaths, TenantRegistry } from './tenancy/index.js';
+import { isAdminSurfacePath } from './http/admin-path.js';
 import { umaRouter } from './uma/index.js';
 import type { WorkersReport } from './workers/protocol.js';
 
@@ -37,6 +38,8 @@ export interface AppParts {
   /** Seals the secrets the Admin API is given and Arbiter must read back (src/store/sealed.ts). */
   sealer: Sealer;
   policy: PolicyEngine;
+  /** Impact analysis and shadow policies (POST /admin/api/policy-impact, /admin/api/policy-shadow…). */
+  lab: PolicyLab;
   audit: AuditLog;
   providers: TenantProviders;
   log: Logger;
@@ -59,6 +62,8 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.use(securityHeaders);
   app.use(requestId);
   app.use(accessLog(log, config.accessLog));
+  // /t/<tenant>/…: the tenant's own issuer, for every protocol endpoint (not the admin surface, probes, metrics or bundle).
+  app.use(tenantPaths(isOperatorPath));
   // ADMIN_PORT: the admin surface on its own listener only; the probes and OPA's bundle (its own token) on both.
   if (config.adminPort !== null)
     app.use(splitListeners({ shared: [...PROBE_PATHS, BUNDLE_PATH], adminOnly: [METRICS_PATH] }));
@@ -69,10 +74,13 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   // Probes: answered before anything else, they present no credential.
   app.use(health(store, policy, config.policyLagBoundSeconds, parts.workers));
   app.use(auditTrail(audit, log));
-  app.use(authFailureLimit({ limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds }));
+  // Counted in the store: every node and worker on it shares the counts.
+  app.use(authFailureLimit({ limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds }, store));
   app.use(jsonErrors(log));
   // OPA's bundle download: wrong bundle tokens are throttled like any credential; OPA's right one always gets through.
   app.use(policy.bundleMiddleware());
+  // GET /metrics, behind METRICS_TOKEN when set (on the admin listener only with ADMIN_PORT: splitListeners above).
+  app.use(metrics.endpoint(config.metricsToken));
   app.use(tenancy);
   // The operators' console (/admin, /admin/assets/*): a static page that asks for the key itself.
   app.use(adminConsole());
@@ -104,8 +112,14 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
 }
 
 /** The Admin API's router, with the checks that only the policy engine can make. */
-function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: AdminApiKeys) {
+function adminApi({ config, store, sealer, policy, lab, audit }: AppParts, keys: AdminApiKeys) {
   const recordedInputs = () => audit.recentPolicyInputs(config.policyCheckRecordedInputs);
+  /** The check of one file on its own: its syntax and package (Rego, Cedar), a data entry's JSON and key. */
+  const fileChecks: Record<string, (record: Record<string, unknown>) => Promise<string | null>> = {
+    'policy-rules': (rule) =>
+      policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string),
+    'policy-data': async (data) => dataEntryProblem(data.dataKey as string, data.payload as string),
+  };
   return adminRouter(store, {
     keys,
     sealer,
@@ -117,22 +131,24 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
     // compiled, and tried on the contract's examples and the inputs recently recorded in the audit log.
     checks: {
       'policy-rules': async (rule, { tenantId, existing }) =>
-        (await policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string)) ??
+        (await fileChecks['policy-rules'](rule)) ??
         policy.bundleProblemWith({
           collection: 'rules',
           record: rule,
           tenantId,
           replacesId: existing?.id,
           recordedInputs,
+          shadow: rule.mode === 'shadow',
         }),
       'policy-data': async (data, { tenantId, existing }) =>
-        dataEntryProblem(data.dataKey as string, data.payload as string) ??
+        (await fileChecks['policy-data'](data)) ??
         policy.bundleProblemWith({
           collection: 'data',
           record: data,
           tenantId,
           replacesId: existing?.id,
           recordedInputs,
+          shadow: data.mode === 'shadow',
         }),
     },
     // A deletion makes a bundle too: it must still compile and decide.
@@ -144,6 +160,7 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
           tenantId,
           replacesId: existing.id,
           recordedInputs,
+          shadow: existing.mode === 'shadow',
         }),
       'policy-data': async (existing, { tenantId }) =>
         policy.bundleProblemWith({
@@ -152,10 +169,14 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
           tenantId,
           replacesId: existing.id,
           recordedInputs,
+          shadow: existing.mode === 'shadow',
         }),
     },
     historyVersions: config.policyHistoryVersions,
+    tenants: config.tenants,
     decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
+    // A proposed change is checked file by file, then as one bundle (the lab's), before its impact is replayed.
+    policyLab: { lab, fileChecks, recordedInputs },
   });
 }
 
@@ -163,6 +184,12 @@ function adminApi({ config, store, sealer, policy, audit }: AppParts, keys: Admi
 const READINESS_PATHS = new Set(['/healthz', '/readyz']);
 const LIVENESS_PATH = '/livez';
 const PROBE_PATHS = [...READINESS_PATHS, LIVENESS_PATH];
+
+/** What operators and their tools reach, and tenants never do: no /t/<tenant> form (any spelling). */
+function isOperatorPath(path: string): boolean {
+  const spelling = path.toLowerCase().replace(/\/+$/, '');
+  return isAdminSurfacePath(path) || [...PROBE_PATHS, METRICS_PATH, BUNDLE_PATH].includes(spelling);
+}
 
 /**
  * GET /livez: 200 while the process answers at all, whatever the store or OPA say, so that a
@@ -217,6 +244,6 @@ function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number, wor
   };
 }
 
-function isBundled(record: { tenantId?: unknown; version?: unknown }): boolean {
-  return !record.tenantId && !record.version;
+function isBundled(record: { tenantId?: unknown; version?: unknown; mode?: unknown }): boolean {
+  return !record.tenantId && !record.version && record.mode !== 'shadow';
 }

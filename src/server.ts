@@ -2,12 +2,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { describeBound, markAdminListener, reachableOrigin } from './http/listeners.js';
 import { createApp } from './app.js';
-import { AuditLog } from './audit/index.js';
+import { AuditLog, decisionsOfEntry } from './audit/index.js';
 import type { Config } from './config/index.js';
 import type { Logger } from './log/index.js';
 import { createTenantProvider, loadProviderSecrets, TenantProviders, watchProviderSecrets } from './oauth/index.js';
 import { Metrics } from './metrics/index.js';
-import { BUNDLE_PATH, createPolicyEngine, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
+import { BUNDLE_PATH, createPolicyEngine, PolicyLab, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
 import { openArbiterStore } from './collections.js';
 import { MIGRATIONS } from './migrations.js';
 import { migrate, Sealer, type Store } from './store/index.js';
@@ -135,7 +135,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   });
   const policy = (engine = metrics.observed(tracing ? tracing.observed(decider) : decider));
   const providers = new TenantProviders(
-    (tenant) => createTenantProvider({ config, secrets, store, policy, log, tenant }),
+    (tenant, basePath) => createTenantProvider({ config, secrets, store, policy, log, tenant, basePath }),
     config.tenantCacheMax,
   );
   // Signing keys rotated by `arbiter rotate-signing-key` (or on another node): providers are built again with them.
@@ -153,11 +153,22 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const audit = new AuditLog(store, log, {
     refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds },
   });
+  // Impact analysis and shadow policies; every recorded live decision is also the shadow's to evaluate.
+  const lab = new PolicyLab({
+    config,
+    store,
+    log,
+    requestsInFlight: () => inFlight.requests,
+    onShadowEvaluated: (point, kind) => metrics.shadowEvaluation(point, kind),
+    onShadowDropped: (count) => metrics.shadowDrop(count),
+  });
+  audit.onWritten((entries) => lab.shadow.observe(() => entries.flatMap(decisionsOfEntry)));
   const koa = createApp({
     config,
     store,
     sealer,
     policy,
+    lab,
     audit,
     providers,
     log,
@@ -242,6 +253,11 @@ const SHUTDOWN_GRACE_MS = 10_000;
 class InFlight {
   private count = 0;
   private waiters: (() => void)[] = [];
+
+  /** How many are being answered now (a replay paces itself while there are any). */
+  get requests(): number {
+    return this.count;
+  }
 
   track(request: IncomingMessage, response: ServerResponse, handle: Handler): void {
     if (!request.url?.startsWith(BUNDLE_PATH)) {

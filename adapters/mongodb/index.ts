@@ -22,9 +22,12 @@ import {
   type Store,
   type StoredDoc,
   type TenantCollection,
+  type TextSearch,
+  type WindowCount,
 } from '../../src/store/types.js';
 import {
   DeclaredSpecs,
+  activeSearch,
   PHYSICAL_PREFIX,
   assertFieldName,
   expiryOf,
@@ -43,7 +46,7 @@ import { WriteListeners } from '../shared/write-listeners.js';
  * with ours.
  */
 interface Row {
-  /** `<tenant>\0<id>`: the id is unique per tenant. */
+  /** `<tenant>/<id>` (RowKeys): the id is unique per tenant. */
   _id: string;
   tenant: string;
   doc: StoredDoc;
@@ -55,6 +58,19 @@ interface Row {
 
 type Rows = Collection<Row>;
 
+/** A counter of addToWindow; `resetAt` a Date so that a TTL index can drop ended windows. */
+interface CounterRow {
+  _id: string;
+  count: number;
+  resetAt: Date;
+}
+
+/** Attempts of addToWindow's three steps before it gives up: each lost race means another writer moved on. */
+const COUNTER_ATTEMPTS = 5;
+
+/** The collection of addToWindow's counters (store collections are `c_<name>`, so it cannot clash). */
+const COUNTERS = 'window_counters';
+
 const INTERNAL_ERROR = 1;
 const DUPLICATE_KEY = 11000;
 const NAMESPACE_NOT_FOUND = 26;
@@ -63,7 +79,7 @@ const NOT_IMPLEMENTED = 238;
 /**
  * Scale-out store on MongoDB (any server speaking its wire protocol; the tests
  * use FerretDB). Collection `c_<name>` per store collection, `sequences` for
- * counters. The indexes of the collections named at open are created before
+ * sequences, `window_counters` for addToWindow. The indexes of the collections named at open are created before
  * open() resolves; those of any other collection, or of keys declared later, on
  * its first use.
  */
@@ -71,10 +87,12 @@ export class MongoStore implements Store {
   private readonly declared = new DeclaredSpecs();
   private readonly indexesReady = new Map<string, Promise<void>>();
   private readonly writeListeners = new WriteListeners();
+  private countersReady: Promise<Collection<CounterRow>> | undefined;
 
   private constructor(
     private readonly client: MongoClient,
     private readonly db: Db,
+    private readonly keys: RowKeys,
   ) {}
 
   /**
@@ -85,8 +103,9 @@ export class MongoStore implements Store {
     // ignoreUndefined: an undefined field is left out, as JSON.stringify does in the SQLite store.
     const client = new MongoClient(url, { ignoreUndefined: true });
     await client.connect();
-    const store = new MongoStore(client, client.db());
+    let store: MongoStore;
     try {
+      store = new MongoStore(client, client.db(), await RowKeys.of(client.db()));
       await Promise.all(
         known.map((specOrName) => {
           const { spec, rows } = store.declare(specOrName);
@@ -108,6 +127,7 @@ export class MongoStore implements Store {
     return new MongoCollection<T>(
       rows,
       spec,
+      this.keys,
       tenant,
       () => this.indexed(spec, rows),
       () => this.writeListeners.tell(),
@@ -127,7 +147,7 @@ export class MongoStore implements Store {
   }
 
   private startIndexing(spec: CollectionSpec, rows: Rows): Promise<void> {
-    const attempt = createIndexes(rows, spec);
+    const attempt = createIndexes(rows, spec, this.keys);
     this.indexesReady.set(spec.name, attempt);
     // A failed attempt is forgotten, so the next operation tries again instead of failing forever.
     attempt.catch(() => {
@@ -150,6 +170,59 @@ export class MongoStore implements Store {
     return counter.value;
   }
 
+  /**
+   * Increments within the window (one findOneAndUpdate, the usual case); else restarts an ended
+   * window; else creates the counter. Each step is one atomic document write whose filter says
+   * which state it expects, so a writer that loses a race to another node sees its step match
+   * nothing (or a duplicate key) and goes on to the next state, never counting twice or losing a count.
+   */
+  async addToWindow(key: string, windowMs: number, amount = 1): Promise<WindowCount> {
+    const counters = await this.counters();
+    for (let attempt = 0; attempt < COUNTER_ATTEMPTS; attempt += 1) {
+      const now = new Date();
+      const counted = await counters.findOneAndUpdate(
+        { _id: key, resetAt: { $gt: now } },
+        { $inc: { count: amount } },
+        { returnDocument: 'after' },
+      );
+      if (counted) return windowCountOf(counted);
+      const fresh = { count: amount, resetAt: new Date(now.getTime() + windowMs) };
+      const restarted = await counters.findOneAndUpdate(
+        { _id: key, resetAt: { $lte: now } },
+        { $set: fresh },
+        { returnDocument: 'after' },
+      );
+      if (restarted) return windowCountOf(restarted);
+      try {
+        await counters.insertOne({ _id: key, ...fresh });
+        return windowCountOf(fresh);
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+      }
+    }
+    throw new Error(`window counter ${key}: lost ${COUNTER_ATTEMPTS} races in a row`);
+  }
+
+  async readWindows(keys: readonly string[]): Promise<Map<string, WindowCount>> {
+    if (keys.length === 0) return new Map();
+    const counters = await this.counters();
+    const rows = await counters.find({ _id: { $in: [...keys] }, resetAt: { $gt: new Date() } }).toArray();
+    return new Map(rows.map((row) => [row._id, windowCountOf(row)]));
+  }
+
+  /** The counters' collection, once its expiry index exists (made on first use). */
+  private counters(): Promise<Collection<CounterRow>> {
+    if (!this.countersReady) {
+      const counters = this.db.collection<CounterRow>(COUNTERS);
+      const ready = createExpiryIndex(counters, 'resetAt').then(() => counters);
+      ready.catch(() => {
+        if (this.countersReady === ready) this.countersReady = undefined;
+      });
+      this.countersReady = ready;
+    }
+    return this.countersReady;
+  }
+
   async ping(): Promise<void> {
     await this.db.command({ ping: 1 });
   }
@@ -161,6 +234,8 @@ export class MongoStore implements Store {
     for (const { name } of collections.filter((info) => info.name.startsWith(PHYSICAL_PREFIX))) {
       removed += await deleteExpired(this.db.collection<Row>(name));
     }
+    // Ended windows too (no TTL index on FerretDB); they are not documents, and not counted.
+    await this.db.collection<CounterRow>(COUNTERS).deleteMany({ resetAt: { $lte: new Date() } });
     return removed;
   }
 
@@ -173,6 +248,7 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
   constructor(
     private readonly rows: Rows,
     private readonly spec: CollectionSpec,
+    private readonly keys: RowKeys,
     readonly tenant: string,
     private readonly indexed: () => Promise<void>,
     /** Told when a write has ended, stored or not (Store.onWrite); see tellWritesEnded. */
@@ -231,18 +307,21 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     // MongoDB reads limit 0 as "no limit"; the store interface means "nothing".
     if (limit === 0) return [];
     await this.indexed();
-    const cursor = this.rows.find(this.live(docFilter(filter)), {
-      projection: { doc: 1 },
-      skip,
-      ...(limit && { limit }),
-    });
+    const cursor = this.rows.find(
+      this.live({ ...docFilter(filter), ...startAtFilter(options), ...searchFilter(options.search) }),
+      {
+        projection: { doc: 1 },
+        skip,
+        ...(limit && { limit }),
+      },
+    );
     if (options.sort) cursor.sort(sortOf(options.sort));
     return (await cursor.toArray()).map((row) => row.doc as T);
   }
 
-  async count(filter: Filter = {}): Promise<number> {
+  async count(filter: Filter = {}, search?: TextSearch): Promise<number> {
     await this.indexed();
-    return this.rows.countDocuments(this.live(docFilter(filter)));
+    return this.rows.countDocuments(this.live({ ...docFilter(filter), ...searchFilter(search) }));
   }
 
   /** One findOneAndUpdate whose filter carries `onlyIf`: the server checks and writes atomically. */
@@ -250,7 +329,7 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     await this.indexed();
     const rowId = this.rowId(id);
     const filter = this.live({ _id: rowId, ...docFilter(onlyIf) });
-    const change = changeOf(fields, rowId, uniqueKeyFields(this.spec));
+    const change = changeOf(fields, rowId, uniqueKeyFields(this.spec), this.keys);
     if (!change) return ((await this.rows.findOne(filter))?.doc as T | undefined) ?? null;
     const apply = () => this.rows.findOneAndUpdate(filter, change, { returnDocument: 'after' });
     const candidate = async () => ({ ...(await this.get(id)), ...fields, id }) as StoredDoc;
@@ -284,14 +363,14 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 
   private rowId(id: string | number): string {
-    return `${this.tenant}\u0000${idKey(id)}`;
+    return this.keys.rowId(this.tenant, id);
   }
 
   private rowOf(doc: StoredDoc): Row {
     const rowId = this.rowId(doc.id);
     const expiry = expiryOf(doc);
     const unique = Object.fromEntries(
-      uniqueKeyFields(this.spec).map((field) => [field, uniqueShadow(doc[field], rowId)]),
+      uniqueKeyFields(this.spec).map((field) => [field, this.keys.uniqueShadow(doc[field], rowId)]),
     );
     return {
       _id: rowId,
@@ -403,7 +482,7 @@ function wrapEach(
   }
 }
 
-translateConnectionLoss(MongoStore.prototype, ['nextSequence', 'ping', 'purgeExpired']);
+translateConnectionLoss(MongoStore.prototype, ['nextSequence', 'addToWindow', 'readWindows', 'ping', 'purgeExpired']);
 translateConnectionLoss(MongoCollection.prototype, [
   'insert',
   'insertMany',
@@ -427,12 +506,12 @@ tellWritesEnded(MongoCollection.prototype, [
   'deleteBefore',
 ]);
 
-async function createIndexes(rows: Rows, spec: CollectionSpec): Promise<void> {
-  await createExpiryIndex(rows);
+async function createIndexes(rows: Rows, spec: CollectionSpec, keys: RowKeys): Promise<void> {
+  await createExpiryIndex(rows, '_expiresAtDate');
   for (const field of spec.indexes ?? []) {
     await rows.createIndex({ tenant: 1, [docPath(field)]: 1 }, { name: `ix_${field}` });
   }
-  for (const key of spec.uniqueKeys ?? []) await createUniqueIndex(rows, key);
+  for (const key of spec.uniqueKeys ?? []) await createUniqueIndex(rows, key, keys);
 }
 
 /**
@@ -440,13 +519,17 @@ async function createIndexes(rows: Rows, spec: CollectionSpec): Promise<void> {
  * indexes (NotImplemented); there a plain index serves purgeExpired, which must
  * then do all the deleting.
  */
-async function createExpiryIndex(rows: Rows): Promise<void> {
+async function createExpiryIndex(rows: Collection<Row> | Collection<CounterRow>, field: string): Promise<void> {
   try {
-    await rows.createIndex({ _expiresAtDate: 1 }, { name: 'expiry_ttl', expireAfterSeconds: 0 });
+    await rows.createIndex({ [field]: 1 }, { name: 'expiry_ttl', expireAfterSeconds: 0 });
   } catch (error) {
     if (!(error instanceof MongoServerError && error.code === NOT_IMPLEMENTED)) throw error;
-    await rows.createIndex({ _expiresAtDate: 1 }, { name: 'expiry' });
+    await rows.createIndex({ [field]: 1 }, { name: 'expiry' });
   }
+}
+
+function windowCountOf(row: { count: number; resetAt: Date }): WindowCount {
+  return { count: row.count, resetAt: row.resetAt.getTime() };
 }
 
 /**
@@ -454,10 +537,10 @@ async function createExpiryIndex(rows: Rows): Promise<void> {
  * before this key was declared lack them and would all clash as null, so they
  * are filled in first (only while the index does not exist yet).
  */
-async function createUniqueIndex(rows: Rows, key: string[]): Promise<void> {
+async function createUniqueIndex(rows: Rows, key: string[], keys: RowKeys): Promise<void> {
   const name = `uq_${key.join('_')}`;
   if (await hasIndex(rows, name)) return;
-  await backfillUniqueShadows(rows, key);
+  await backfillUniqueShadows(rows, key, keys);
   const fields = Object.fromEntries(key.map((field) => [`_unique.${field}`, 1 as const]));
   await rows.createIndex({ tenant: 1, ...fields }, { name, unique: true });
 }
@@ -471,37 +554,103 @@ async function hasIndex(rows: Rows, name: string): Promise<boolean> {
   }
 }
 
-async function backfillUniqueShadows(rows: Rows, key: string[]): Promise<void> {
+async function backfillUniqueShadows(rows: Rows, key: string[], keys: RowKeys): Promise<void> {
   const lacking = rows.find(
     { $or: key.map((field) => ({ [`_unique.${field}`]: { $exists: false } })) },
     { projection: { doc: 1 } },
   );
   for await (const row of lacking) {
-    const shadows = Object.fromEntries(key.map((field) => [`_unique.${field}`, uniqueShadow(row.doc[field], row._id)]));
+    const shadows = Object.fromEntries(
+      key.map((field) => [`_unique.${field}`, keys.uniqueShadow(row.doc[field], row._id)]),
+    );
     await rows.updateOne({ _id: row._id }, { $set: shadows });
   }
 }
 
+/** The document in LAYOUT_COLLECTION that says how this database's rows are keyed. */
+interface LayoutDoc {
+  _id: string;
+  separator: string;
+  unsetPrefix: string;
+}
+
+/** Where a database says how its rows are keyed (RowKeys.of). */
+const LAYOUT_COLLECTION = 'store_layout';
+const ROW_KEYS_LAYOUT = 'row-keys';
+
 /**
- * What the unique indexes see for one field of a unique key. A null or absent
- * value must exempt the row from the key, which a partial index would express,
- * but FerretDB 1.x rejects partialFilterExpression and ignores `sparse`. So an
- * unset value is replaced by a stand-in unique to the row, which cannot clash:
- * uniqueness stays enforced by the server, atomically, on both.
+ * How a row's `_id` and its unique-key stand-ins are spelt. A row is `<tenant>/<id>`: no tenant id
+ * holds a `/`, so the pair maps to one string. Databases written before this layout used U+0000
+ * for both, which PostgreSQL's jsonb cannot hold (FerretDB over PostgreSQL answers "unsupported
+ * Unicode escape sequence"); they keep it, since a MongoDB database that holds them holds NUL
+ * anyway, and rewriting every row's immutable `_id` is a migration with nothing to gain. Which one
+ * a database uses is decided once, when it is first opened by this version, and kept in
+ * LAYOUT_COLLECTION, so that every node agrees.
  */
-function uniqueShadow(value: unknown, rowId: string): unknown {
-  return isUnset(value) ? `\u0000unset:${rowId}` : value;
+class RowKeys {
+  private static readonly CURRENT = { separator: '/', unsetPrefix: '\u0001unset:' };
+  private static readonly LEGACY = { separator: '\u0000', unsetPrefix: '\u0000unset:' };
+
+  private constructor(
+    private readonly separator: string,
+    private readonly unsetPrefix: string,
+  ) {}
+
+  /** The database's layout: as recorded; else LEGACY for a database that already holds rows, CURRENT for a new one. */
+  static async of(db: Db): Promise<RowKeys> {
+    const layouts = db.collection<LayoutDoc>(LAYOUT_COLLECTION);
+    let layout = await layouts.findOne({ _id: ROW_KEYS_LAYOUT });
+    if (!layout) {
+      const chosen = (await holdsRows(db)) ? RowKeys.LEGACY : RowKeys.CURRENT;
+      // Nodes opening a new database at once: the first insert decides, the others read it.
+      await layouts.insertOne({ _id: ROW_KEYS_LAYOUT, ...chosen }).catch((error: unknown) => {
+        if (!isDuplicateKey(error)) throw error;
+      });
+      layout = await layouts.findOne({ _id: ROW_KEYS_LAYOUT });
+    }
+    if (!layout) throw new Error(`${LAYOUT_COLLECTION} lost its ${ROW_KEYS_LAYOUT} document`);
+    return new RowKeys(layout.separator, layout.unsetPrefix);
+  }
+
+  rowId(tenant: string, id: string | number): string {
+    return `${tenant}${this.separator}${idKey(id)}`;
+  }
+
+  /**
+   * What the unique indexes see for one field of a unique key. A null or absent
+   * value must exempt the row from the key, which a partial index would express,
+   * but FerretDB 1.x rejects partialFilterExpression and ignores `sparse`. So an
+   * unset value is replaced by a stand-in unique to the row, which cannot clash:
+   * uniqueness stays enforced by the server, atomically, on both.
+   */
+  uniqueShadow(value: unknown, rowId: string): unknown {
+    return isUnset(value) ? `${this.unsetPrefix}${rowId}` : value;
+  }
+}
+
+/** True when some store collection of the database holds a row. */
+async function holdsRows(db: Db): Promise<boolean> {
+  const collections = await db.listCollections({}, { nameOnly: true }).toArray();
+  for (const { name } of collections.filter((info) => info.name.startsWith(PHYSICAL_PREFIX))) {
+    if (await db.collection(name).findOne({}, { projection: { _id: 1 } })) return true;
+  }
+  return false;
 }
 
 /** The $set/$unset for update(), or null when there is nothing to change. */
-function changeOf(fields: Partial<StoredDoc>, rowId: string, uniqueFields: string[]): UpdateFilter<Row> | null {
+function changeOf(
+  fields: Partial<StoredDoc>,
+  rowId: string,
+  uniqueFields: string[],
+  keys: RowKeys,
+): UpdateFilter<Row> | null {
   const set: Record<string, unknown> = {};
   const unset: Record<string, ''> = {};
   for (const [field, value] of Object.entries(fields)) {
     if (field === 'id') continue; // the row key is derived from the id: ids never change
     if (value === undefined) unset[docPath(field)] = '';
     else set[docPath(field)] = value;
-    if (uniqueFields.includes(field)) set[`_unique.${field}`] = uniqueShadow(value, rowId);
+    if (uniqueFields.includes(field)) set[`_unique.${field}`] = keys.uniqueShadow(value, rowId);
   }
   if ('expiresAt' in fields) {
     const expiry = expiryOf(fields);
@@ -522,6 +671,26 @@ function docFilter(filter: Filter): MongoFilter<Row> {
   );
 }
 
+/** FindOptions.startAt: at most the bound when sorting down, at least it when up (MongoDB compares within a type only). */
+function startAtFilter(options: FindOptions): MongoFilter<Row> {
+  if (options.startAt === undefined || !options.sort) return {};
+  const operator = options.sort.direction === 'desc' ? '$lte' : '$gte';
+  return { [docPath(options.sort.field)]: { [operator]: options.startAt } } as MongoFilter<Row>;
+}
+
+/**
+ * A substring search as a case-insensitive $regex of the text with every metacharacter escaped
+ * (so `.*` or `(` are themselves, never a pattern); $regex matches string values only. No field: nothing matches.
+ */
+function searchFilter(search: TextSearch | undefined): MongoFilter<Row> {
+  const searching = activeSearch(search);
+  if (!searching) return {};
+  const pattern = searching.text.replace(/[.*+?^${}()|[\]\\-]/g, '\\$&');
+  const anyField = searching.fields.map((field) => ({ [docPath(field)]: { $regex: pattern, $options: 'i' } }));
+  // In $and: the expiry condition is the filter's own $or (see live).
+  return { $and: [anyField.length ? { $or: anyField } : { _id: { $exists: false } }] };
+}
+
 /** `_id` breaks ties, so skip/limit pages are stable. */
 function sortOf(sort: NonNullable<FindOptions['sort']>): Record<string, 1 | -1> {
   const direction = sort.direction === 'desc' ? -1 : 1;
@@ -540,13 +709,15 @@ async function deleteExpired(rows: Rows): Promise<number> {
 
 /**
  * MongoDB reports every unique-index violation as 11000. FerretDB 1.x does so
- * for inserts only; on updates it passes SQLite's error through as an
- * InternalError, recognisable by SQLite's message.
+ * for inserts only; on updates it passes its backend's error through as an
+ * InternalError, recognisable by SQLite's message or PostgreSQL's SQLSTATE
+ * (23505, unique_violation).
  */
 function isDuplicateKey(error: unknown): boolean {
   if (!(error instanceof MongoServerError)) return false;
   return (
     error.code === DUPLICATE_KEY ||
-    (error.code === INTERNAL_ERROR && error.message.includes('UNIQUE constraint failed'))
+    (error.code === INTERNAL_ERROR &&
+      (error.message.includes('UNIQUE constraint failed') || error.message.includes('(SQLSTATE 23505)')))
   );
 }

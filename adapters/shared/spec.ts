@@ -2,7 +2,7 @@
  * Semantics every store adapter shares: naming rules, how collection specs
  * combine, what a document's key and expiry are, and when a unique key applies.
  */
-import type { CollectionSpec, Filter, FindOptions, StoredDoc } from '../../src/store/types.js';
+import type { CollectionSpec, Filter, FindOptions, StoredDoc, TextSearch } from '../../src/store/types.js';
 
 const FIELD_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -90,4 +90,16 @@ export function pageOf(options: FindOptions): { skip: number; limit: number | un
   const skip = Math.max(0, Math.floor(options.skip ?? 0));
   const limit = options.limit === undefined ? undefined : Math.max(0, Math.floor(options.limit));
   return { skip, limit };
+}
+
+/** The search to apply, or null when it matches every document (none, or empty text); its fields validated. */
+export function activeSearch(search: TextSearch | undefined): TextSearch | null {
+  if (!search || search.text === '') return null;
+  for (const field of search.fields) assertFieldName(field);
+  return search;
+}
+
+/** Lower case for ASCII letters only: what SQLite's lower() does, so that both stores fold the same letters. */
+export function asciiLower(text: string): string {
+  return text.replace(/[A-Z]/g, (letter) => letter.toLowerCase());
 }

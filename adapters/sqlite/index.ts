@@ -12,9 +12,13 @@ import {
   type Store,
   type StoredDoc,
   type TenantCollection,
+  type TextSearch,
+  type WindowCount,
 } from '../../src/store/types.js';
 import {
   DeclaredSpecs,
+  activeSearch,
+  asciiLower,
   PHYSICAL_PREFIX,
   assertFieldName,
   expiryOf,
@@ -109,6 +113,9 @@ export class SqliteStore implements Store {
       // Deleted and rewritten documents (a PKCE verifier set to null, …) are zeroed, not left in the page's free space.
       db.pragma('secure_delete = FAST');
       db.exec('CREATE TABLE IF NOT EXISTS sequences (name TEXT PRIMARY KEY, value INTEGER NOT NULL)');
+      db.exec(
+        'CREATE TABLE IF NOT EXISTS window_counters (key TEXT PRIMARY KEY, count INTEGER NOT NULL, reset_at INTEGER NOT NULL)',
+      );
       // The -wal and -shm files exist from here on, as long as this connection is open.
       return new SqliteStore(db, file === ':memory:' ? null : StoreFiles.record(resolve(file)));
     } catch (error) {
@@ -179,6 +186,39 @@ export class SqliteStore implements Store {
     });
   }
 
+  /**
+   * One upsert: SQLite locks the file for the statement, so processes sharing the file (workers,
+   * servers on one host) count together. Every expression of DO UPDATE sees the row as it was.
+   */
+  async addToWindow(key: string, windowMs: number, amount = 1): Promise<WindowCount> {
+    const now = Date.now();
+    return this.io.write(() => {
+      const row = this.statements
+        .get(
+          `INSERT INTO window_counters (key, count, reset_at) VALUES (@key, @amount, @resetAt)
+           ON CONFLICT(key) DO UPDATE SET
+             count = CASE WHEN reset_at > @now THEN count + excluded.count ELSE excluded.count END,
+             reset_at = CASE WHEN reset_at > @now THEN reset_at ELSE excluded.reset_at END
+           RETURNING count, reset_at`,
+        )
+        .get({ key, amount, now, resetAt: now + windowMs }) as { count: number; reset_at: number };
+      return { count: row.count, resetAt: row.reset_at };
+    });
+  }
+
+  async readWindows(keys: readonly string[]): Promise<Map<string, WindowCount>> {
+    if (keys.length === 0) return new Map();
+    const rows = this.io.read(
+      () =>
+        this.statements
+          .get(
+            `SELECT key, count, reset_at FROM window_counters WHERE key IN (SELECT value FROM json_each(@keys)) AND reset_at > @now`,
+          )
+          .all({ keys: JSON.stringify(keys), now: Date.now() }) as { key: string; count: number; reset_at: number }[],
+    );
+    return new Map(rows.map((row) => [row.key, { count: row.count, resetAt: row.reset_at }]));
+  }
+
   /** Rejects with StoreUnavailableError when the database file is gone, replaced or unwritable (see GuardedIo). */
   async ping(): Promise<void> {
     this.io.check();
@@ -193,6 +233,8 @@ export class SqliteStore implements Store {
       for (const table of this.collectionTables()) {
         removed += this.db.prepare(`DELETE FROM ${quoted(table)} WHERE expires_at <= ?`).run(now).changes;
       }
+      // Ended windows too; they are not documents, and not counted.
+      this.db.prepare('DELETE FROM window_counters WHERE reset_at <= ?').run(now);
       return removed;
     });
   }
@@ -300,14 +342,15 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
   async find(filter: Filter = {}, options: FindOptions = {}): Promise<T[]> {
     const { skip, limit } = pageOf(options);
     if (limit === 0) return [];
-    const { where, params } = this.where(filter);
-    const sql = `SELECT doc FROM ${this.table} WHERE ${where} ${orderBy(options)} LIMIT ${limit ?? -1} OFFSET ${skip}`;
+    const { where, params } = this.where(filter, true, options.search);
+    const bound = startAtCondition(options, params);
+    const sql = `SELECT doc FROM ${this.table} WHERE ${where}${bound} ${orderBy(options)} LIMIT ${limit ?? -1} OFFSET ${skip}`;
     const rows = this.io.read(() => this.statements.get(sql).all(params) as { doc: string }[]);
     return rows.map((row) => JSON.parse(row.doc) as T);
   }
 
-  async count(filter: Filter = {}): Promise<number> {
-    const { where, params } = this.where(filter);
+  async count(filter: Filter = {}, search?: TextSearch): Promise<number> {
+    const { where, params } = this.where(filter, true, search);
     return this.io.read(
       () =>
         (this.statements.get(`SELECT COUNT(*) AS n FROM ${this.table} WHERE ${where}`).get(params) as { n: number }).n,
@@ -391,7 +434,7 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     return row ? (JSON.parse(row.doc) as T) : null;
   }
 
-  private where(filter: Filter, liveOnly = true): { where: string; params: Params } {
+  private where(filter: Filter, liveOnly = true, search?: TextSearch): { where: string; params: Params } {
     const clauses = ['tenant = @tenant'];
     const params: Params = { tenant: this.tenant };
     if (liveOnly) {
@@ -401,6 +444,8 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     Object.entries(filter).forEach(([field, value], index) => {
       clauses.push(fieldCondition(field, value, `f${index}`, params));
     });
+    const searching = activeSearch(search);
+    if (searching) clauses.push(searchCondition(searching, params));
     return { where: clauses.join(' AND '), params };
   }
 }
@@ -577,6 +622,27 @@ function fieldCondition(field: string, value: Filter[string] | undefined, param:
   params[param] = value;
   const equal = `${jsonField(field)} = @${param}`;
   return typeof value === 'number' ? `${equal} AND json_type(doc, '${path}') IN ('integer', 'real')` : equal;
+}
+
+/** FindOptions.startAt as a condition (with its leading AND): at most the bound when sorting down, at least it when up, of its type only. */
+function startAtCondition(options: FindOptions, params: Params): string {
+  if (options.startAt === undefined || !options.sort) return '';
+  params.startAt = options.startAt;
+  const type = typeof options.startAt === 'number' ? "IN ('integer', 'real')" : "= 'text'";
+  const comparison = options.sort.direction === 'desc' ? '<=' : '>=';
+  return ` AND ${jsonField(options.sort.field)} ${comparison} @startAt AND json_type(doc, '${jsonPath(options.sort.field)}') ${type}`;
+}
+
+/**
+ * A substring search: instr() takes the text as it is (no LIKE wildcards, nothing to escape), both
+ * sides lower-cased for ASCII letters only (SQLite's lower()); only string values match.
+ */
+function searchCondition(search: TextSearch, params: Params): string {
+  params.search = asciiLower(search.text);
+  const matches = search.fields.map(
+    (field) => `(json_type(doc, '${jsonPath(field)}') = 'text' AND instr(lower(${jsonField(field)}), @search) > 0)`,
+  );
+  return matches.length === 0 ? '0' : `(${matches.join(' OR ')})`;
 }
 
 /** rowid (insertion order) breaks ties, so skip/limit pages are stable. */

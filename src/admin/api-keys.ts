@@ -5,8 +5,15 @@ import type { AuditFacts } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
-import { ConflictError, storageDigest, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
-import { listPage, nextPageQuery } from './paging.js';
+import {
+  ConflictError,
+  storageDigest,
+  type Store,
+  type StoredDoc,
+  type TenantCollection,
+  type TextSearch,
+} from '../store/index.js';
+import { answerPage, listPage, listSearch } from './paging.js';
 import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionsOf, type AdminRole } from './roles.js';
 
 /**
@@ -28,6 +35,9 @@ export interface AdminKeyIdentity {
 }
 
 export const BOOTSTRAP_KEY_NAME = 'bootstrap';
+
+/** What `q` searches in GET /api-keys. */
+export const API_KEY_SEARCH_FIELDS = ['name', 'description'];
 
 /** Recognisable in a leaked file or a secret scanner's rules. */
 const KEY_PREFIX = 'arbiter_admin_';
@@ -107,11 +117,16 @@ export class AdminApiKeys {
     return { record, key };
   }
 
-  list(page: { offset: number; limit: number }): Promise<StoredKey[]> {
+  /** One page of the keys (those whose name `search` finds, when given) by ascending id. */
+  list(page: { offset: number; limit: number }, search?: TextSearch): Promise<StoredKey[]> {
     return this.collection().find(
       {},
-      { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit: page.limit },
+      { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit: page.limit, search },
     );
+  }
+
+  count(search?: TextSearch): Promise<number> {
+    return this.collection().count({}, search);
   }
 
   async get(id: string): Promise<StoredKey> {
@@ -147,11 +162,13 @@ export function apiKeyRoutes(router: Router, keys: AdminApiKeys, maxBodyBytes: n
   };
   router.get(base, async (ctx) => {
     serverWide(ctx);
-    const { offset, limit } = listPage(ctx);
-    const found = await keys.list({ offset, limit: limit + 1 });
-    if (found.length > limit)
-      ctx.set('Link', `<${ctx.originalUrl.split('?')[0]}?${nextPageQuery(ctx, offset + limit, limit)}>; rel="next"`);
-    ctx.body = found.slice(0, limit).map(present);
+    const page = listPage(ctx);
+    const search = listSearch(ctx, API_KEY_SEARCH_FIELDS);
+    const [found, total] = await Promise.all([
+      keys.list({ offset: page.offset, limit: page.limit + 1 }, search),
+      keys.count(search),
+    ]);
+    ctx.body = answerPage(ctx, page, found, total).map(present);
   });
   router.post(base, async (ctx) => {
     serverWide(ctx);

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { SORTABLE_FIELDS, type AuditEntry, type AuditLog } from '../audit/index.js';
+import { ACTIVITY_MINUTES, SORTABLE_FIELDS, type AuditEntry, type AuditLog } from '../audit/index.js';
 import { badRequest, notFound } from '../http/errors.js';
 
 export const MAX_PAGE_SIZE = 1000;
@@ -17,11 +17,18 @@ export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: 
         endpoint: single(ctx.query.endpoint),
         ...(allTenants(ctx) ? {} : { tenantId: tenantOf(ctx) }),
         clientId: single(ctx.query.clientId),
+        // The console's own page loads (entries marked consoleRead) left out on request; never a write.
+        ...(flag(ctx, 'hideConsoleReads') ? { consoleRead: null } : {}),
       },
       page: integer(ctx.query.page, 'page', 0, 0, Number.MAX_SAFE_INTEGER),
       size: integer(ctx.query.size, 'size', 20, 1, MAX_PAGE_SIZE),
       sort: sortOf(single(ctx.query.sort)),
     });
+  });
+  // The console's overview: this node's decisions of the last hour, per minute, and the most denied.
+  router.get('/activity', async (ctx) => {
+    const minutes = integer(ctx.query.minutes, 'minutes', ACTIVITY_MINUTES, 1, ACTIVITY_MINUTES);
+    ctx.body = audit.activity.summary(tenantOf(ctx), minutes);
   });
   router.get('/audit-logs/:id', async (ctx) => {
     ctx.body = await auditEntryOf(ctx, audit, tenantOf);
@@ -41,10 +48,14 @@ export async function auditEntryOf(
 }
 
 function allTenants(ctx: Context): boolean {
-  const value = single(ctx.query.allTenants);
+  return flag(ctx, 'allTenants');
+}
+
+function flag(ctx: Context, name: string): boolean {
+  const value = single(ctx.query[name]);
   if (value === undefined || value === '' || value === 'false') return false;
   if (value === 'true') return true;
-  throw badRequest('allTenants must be true or false', { field: 'allTenants' });
+  throw badRequest(`${name} must be true or false`, { field: name });
 }
 
 function single(value: string | string[] | undefined): string | undefined {

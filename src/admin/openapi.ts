@@ -1,14 +1,22 @@
 import type { Middleware } from 'koa';
-import { SORTABLE_FIELDS, type AuditPage } from '../audit/index.js';
+import { ACTIVITY_MINUTES, SORTABLE_FIELDS, type AuditPage } from '../audit/index.js';
 import type { AuditFields } from '../audit/log.js';
 import { DECISION_POINTS, RESULT_SCHEMA } from '../policy/index.js';
 import { CLIENT_CREDENTIALS_TOKEN_INPUT } from '../policy/contract/examples.js';
 import { MAX_PAGE_SIZE } from './audit-routes.js';
 import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
 import { PLAYGROUND_BODY } from './decisions.js';
+import {
+  DEFAULT_IMPACT_LIMIT,
+  POLICY_IMPACT_REQUEST_SCHEMA,
+  POLICY_LAB_SCHEMAS,
+  SHADOW_ACTION_SCHEMA,
+} from './policy-lab.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
 import { HISTORY_COLLECTIONS } from './history.js';
-import { API_KEY_INPUT_SCHEMA, BOOTSTRAP_KEY_NAME } from './api-keys.js';
+import { API_KEY_INPUT_SCHEMA, API_KEY_SEARCH_FIELDS, BOOTSTRAP_KEY_NAME } from './api-keys.js';
+import { TENANT_INPUT_SCHEMA, TENANT_SEARCH_FIELDS, TENANTS_SEGMENT } from './tenant-routes.js';
+import { MAX_LIST_LIMIT, MAX_SEARCH_LENGTH, TOTAL_COUNT_HEADER } from './paging.js';
 import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionFor } from './roles.js';
 
 /**
@@ -34,8 +42,8 @@ interface AdminOperation {
   parameters?: object[];
   /** The JSON request body and an example of it (the contract test sends the example). */
   body?: { schema: Schema; example: Record<string, unknown> };
-  /** The answers that are not errors: status → description and body (none for a 204). */
-  success: Record<number, { description: string; schema?: Schema }>;
+  /** The answers that are not errors: status → description, body (none for a 204) and headers. */
+  success: Record<number, { description: string; schema?: Schema; headers?: Record<string, object> }>;
   errors?: ErrorName[];
 }
 
@@ -126,21 +134,54 @@ const LIST_FILTERS: Record<string, object[]> = {
   ],
 };
 
-/** Every collection list is paged (offset and limit; a `Link: rel="next"` header when more follow). */
-const LIST_PAGING: object[] = [
-  {
-    name: 'offset',
-    in: 'query',
-    description: 'records to skip (by ascending id)',
-    schema: { type: 'integer', minimum: 0, default: 0 },
+/**
+ * Every list is paged (offset and limit; a `Link: rel="next"` header when more follow, the total
+ * in X-Total-Count) and searched (`q`, a case-insensitive substring of the fields named).
+ */
+function listParameters(searchFields: string[]): object[] {
+  return [
+    {
+      name: 'offset',
+      in: 'query',
+      description: 'records to skip (by ascending id)',
+      schema: { type: 'integer', minimum: 0, default: 0 },
+    },
+    {
+      name: 'limit',
+      in: 'query',
+      description: 'records in this page',
+      schema: { type: 'integer', minimum: 1, maximum: MAX_LIST_LIMIT, default: MAX_LIST_LIMIT },
+    },
+    {
+      name: 'q',
+      in: 'query',
+      description: `only the records where ${searchFields.join(', ')} contains this text (letters without case, every other character as itself); empty: all`,
+      schema: { type: 'string', maxLength: MAX_SEARCH_LENGTH },
+    },
+  ];
+}
+
+/** The headers of a list's answer. */
+const LIST_HEADERS = {
+  [TOTAL_COUNT_HEADER]: {
+    description: 'how many records match (`q` included) across all pages',
+    schema: { type: 'integer', minimum: 0 },
   },
-  {
-    name: 'limit',
-    in: 'query',
-    description: 'records in this page',
-    schema: { type: 'integer', minimum: 1, maximum: 1000, default: 1000 },
+  Link: {
+    description:
+      'present when more records follow: `<…?offset=…&limit=…>; rel="next"`, the next page with the same query',
+    schema: { type: 'string' },
   },
-];
+};
+
+/** bundledOnly filters a page after it is read: its answer has no total. */
+const BUNDLED_LIST_HEADERS = {
+  ...LIST_HEADERS,
+  [TOTAL_COUNT_HEADER]: {
+    ...LIST_HEADERS[TOTAL_COUNT_HEADER],
+    description: `${LIST_HEADERS[TOTAL_COUNT_HEADER].description}; absent with bundledOnly=true`,
+  },
+};
 
 const API_KEYS = `/${API_KEYS_SEGMENT}`;
 const API_KEY_ID = {
@@ -159,8 +200,14 @@ const API_KEY_OPERATIONS: AdminOperation[] = [
     operationId: 'listApiKeys',
     summary: 'List the named Admin API keys (never the keys themselves)',
     tag: API_KEYS_SEGMENT,
-    parameters: LIST_PAGING,
-    success: { 200: { description: 'the keys, by id', schema: { type: 'array', items: schemaRef('ApiKey') } } },
+    parameters: listParameters(API_KEY_SEARCH_FIELDS),
+    success: {
+      200: {
+        description: 'the keys, by id',
+        schema: { type: 'array', items: schemaRef('ApiKey') },
+        headers: LIST_HEADERS,
+      },
+    },
     errors: ['BadRequest'],
   },
   {
@@ -241,9 +288,70 @@ const API_KEY_SCHEMAS: Record<string, Schema> = {
   }),
 };
 
+const TENANTS = `/${TENANTS_SEGMENT}`;
+
+/** The registry of tenants (src/admin/tenant-routes.ts): server-wide, so no tenant parameter. */
+const TENANT_OPERATIONS: AdminOperation[] = [
+  {
+    method: 'get',
+    path: TENANTS,
+    operationId: 'listTenants',
+    summary: 'List the tenants besides the default one: those configured (TENANTS) and those made since',
+    tag: TENANTS_SEGMENT,
+    parameters: listParameters(TENANT_SEARCH_FIELDS),
+    success: {
+      200: {
+        description: 'the tenants, by id',
+        schema: { type: 'array', items: schemaRef('Tenant') },
+        headers: LIST_HEADERS,
+      },
+    },
+    errors: ['BadRequest'],
+  },
+  {
+    method: 'post',
+    path: TENANTS,
+    operationId: 'createTenant',
+    summary:
+      'Create a tenant: from now on X-Tenant-Id may name it (a write of the Admin API naming a new tenant creates it too)',
+    tag: TENANTS_SEGMENT,
+    body: { schema: schemaRef('TenantInput'), example: { id: 'acme' } },
+    success: { 201: { description: 'the tenant', schema: schemaRef('Tenant') } },
+    errors: ['BadRequest', 'Conflict'],
+  },
+  {
+    method: 'get',
+    path: `${TENANTS}/{id}`,
+    operationId: 'getTenant',
+    summary: 'One tenant',
+    tag: TENANTS_SEGMENT,
+    parameters: [
+      {
+        name: 'id',
+        in: 'path',
+        required: true,
+        description: 'the tenant id',
+        schema: TENANT_INPUT_SCHEMA.properties.id,
+      },
+    ],
+    success: { 200: { description: 'the tenant', schema: schemaRef('Tenant') } },
+    errors: ['NotFound'],
+  },
+];
+
+const TENANT_SCHEMAS: Record<string, Schema> = {
+  TenantInput: TENANT_INPUT_SCHEMA,
+  Tenant: object({
+    id: TENANT_INPUT_SCHEMA.properties.id,
+    createdAt: dateTime,
+    configured: { type: 'boolean', description: 'true when TENANTS (configuration) names it' },
+  }),
+};
+
 /** The operations that are not a collection's. */
 const OPERATIONS: AdminOperation[] = [
   ...API_KEY_OPERATIONS,
+  ...TENANT_OPERATIONS,
   {
     method: 'get',
     path: '/audit-logs',
@@ -255,6 +363,13 @@ const OPERATIONS: AdminOperation[] = [
       ref('parameters', 'AllTenants'),
       { name: 'endpoint', in: 'query', description: 'only entries of this request path', schema: { type: 'string' } },
       { name: 'clientId', in: 'query', description: 'only entries of this client', schema: { type: 'string' } },
+      {
+        name: 'hideConsoleReads',
+        in: 'query',
+        description:
+          "leave out the operators' console's own reads (entries with consoleRead); writes and refused calls are always listed",
+        schema: { type: 'boolean', default: false },
+      },
       {
         name: 'page',
         in: 'query',
@@ -287,6 +402,25 @@ const OPERATIONS: AdminOperation[] = [
     parameters: [idParameter(), ...TENANT_PARAMETERS, ref('parameters', 'AllTenants')],
     success: { 200: { description: 'the entry', schema: schemaRef('AuditEntry') } },
     errors: ['BadRequest', 'NotFound'],
+  },
+  {
+    method: 'get',
+    path: '/activity',
+    operationId: 'getRecentActivity',
+    summary:
+      "This node's decisions of the call's tenant over the last minutes (at most an hour), per minute, point and outcome, and the clients and points with the most denials",
+    tag: 'audit-logs',
+    parameters: [
+      ...TENANT_PARAMETERS,
+      {
+        name: 'minutes',
+        in: 'query',
+        description: 'how many minutes, up to now',
+        schema: { type: 'integer', minimum: 1, maximum: ACTIVITY_MINUTES, default: ACTIVITY_MINUTES },
+      },
+    ],
+    success: { 200: { description: 'the activity', schema: schemaRef('RecentActivity') } },
+    errors: ['BadRequest'],
   },
   {
     method: 'post',
@@ -322,6 +456,7 @@ const OPERATIONS: AdminOperation[] = [
     },
     errors: ['BadRequest'],
   },
+  ...POLICY_LAB_OPERATIONS(),
   revokeTokensOperation('clients', 'clientId', {
     operationId: 'revokeClientTokens',
     summary:
@@ -378,6 +513,104 @@ function revokeTokensOperation(
   };
 }
 
+/**
+ * Impact analysis and shadow policies (src/admin/policy-lab.ts): the request bodies are the
+ * schemas the routes validate with, the answers the schemas the routes export beside them.
+ */
+function POLICY_LAB_OPERATIONS(): AdminOperation[] {
+  const tag = 'policy-impact';
+  const shadowAction = { schema: schemaRef('ShadowAction'), example: {} };
+  return [
+    {
+      method: 'post',
+      path: '/policy-impact',
+      operationId: 'analyzePolicyImpact',
+      summary:
+        "A proposed policy change (rule and data records to create, replace or delete) checked as that write would be, and the tenant's recorded decisions replayed against the policy in force and the bundle it would make: every decision whose outcome differs. Nothing is changed",
+      tag,
+      parameters: TENANT_PARAMETERS,
+      body: {
+        schema: schemaRef('PolicyImpactRequest'),
+        example: {
+          changes: [
+            {
+              collection: 'policy-rules',
+              op: 'create',
+              record: {
+                kind: 'rego',
+                path: 'arbiter/impact_example.rego',
+                content: 'package arbiter.impact_example\n\nanswer := 42\n',
+              },
+            },
+          ],
+          limit: DEFAULT_IMPACT_LIMIT,
+          filter: { point: 'token' },
+        },
+      },
+      success: { 200: { description: 'what the change would change', schema: schemaRef('PolicyImpact') } },
+      errors: ['BadRequest', 'NotFound', 'Conflict'],
+    },
+    {
+      method: 'get',
+      path: '/policy-shadow',
+      operationId: 'getPolicyShadow',
+      summary:
+        "The shadow records' candidate revision and what this node has seen of the tenant's live decisions under it",
+      tag,
+      parameters: TENANT_PARAMETERS,
+      success: { 200: { description: 'the shadow policy', schema: schemaRef('ShadowStatus') } },
+      errors: ['BadRequest'],
+    },
+    {
+      method: 'get',
+      path: '/policy-shadow/differences',
+      operationId: 'listPolicyShadowDifferences',
+      summary:
+        "The tenant's live decisions the shadow policy decided otherwise, newest first (this node's, since the candidate came into being)",
+      tag,
+      parameters: [
+        ...TENANT_PARAMETERS,
+        {
+          name: 'point',
+          in: 'query',
+          description: 'only decisions of this point',
+          schema: { enum: [...DECISION_POINTS] },
+        },
+        { name: 'clientId', in: 'query', description: 'only decisions of this client', schema: { type: 'string' } },
+        {
+          name: 'limit',
+          in: 'query',
+          description: 'at most this many',
+          schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+        },
+      ],
+      success: { 200: { description: 'the differences', schema: schemaRef('ShadowDifferences') } },
+      errors: ['BadRequest'],
+    },
+    {
+      method: 'post',
+      path: '/policy-shadow/promote',
+      operationId: 'promotePolicyShadow',
+      summary:
+        'Make the shadow records live in one call: the candidate is checked as one write (a 400 if it cannot compile or decide), then each shadow replaces the live record of its path or data key',
+      tag,
+      body: shadowAction,
+      success: { 200: { description: 'what became live', schema: schemaRef('ShadowPromotion') } },
+      errors: ['BadRequest', 'Conflict'],
+    },
+    {
+      method: 'post',
+      path: '/policy-shadow/discard',
+      operationId: 'discardPolicyShadow',
+      summary: 'Delete every shadow record',
+      tag,
+      body: shadowAction,
+      success: { 200: { description: 'how many were deleted', schema: schemaRef('ShadowDiscard') } },
+      errors: ['BadRequest', 'Conflict'],
+    },
+  ];
+}
+
 /** A koa handler that answers with the document, built once. */
 export function openApiRoute(options: OpenApiOptions): Middleware {
   const document = adminOpenApi(options);
@@ -400,10 +633,11 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         'Configuration of an Arbiter authorization server. Every call needs the X-Admin-API-Key header: SERVICE_ADMIN_API_KEY ' +
         `(the bootstrap key, role admin) or a named key made with POST /${API_KEYS_SEGMENT}. A key's role decides what it may call, ` +
         'else the answer is 403 `insufficient_scope`: read-only reads (every GET, and the calls that store nothing: POST …/validate, ' +
-        '/decisions, /audit-logs/{id}/replay); operator also writes everything but policy rules, policy data and keys; ' +
-        'policy-author reads and writes policy rules and policy data; admin may call everything, keys included. ' +
+        '/decisions, /policy-impact, /audit-logs/{id}/replay); operator also writes everything but policy rules, policy data and keys; ' +
+        'policy-author reads and writes policy rules and policy data, and promotes or discards shadow policy; admin may call everything, keys included. ' +
         'A call is about one tenant: `tenantId` in the body, else the `tenantId` query parameter, else X-Tenant-Id; none of them ' +
-        `means the default (shared) tenant. Admin API keys are server-wide (/${API_KEYS_SEGMENT} takes no tenant).`,
+        `means the default (shared) tenant. Admin API keys and the registry of tenants are server-wide (/${API_KEYS_SEGMENT} and /${TENANTS_SEGMENT} take no tenant). ` +
+        'Every list is paged (offset, limit; Link rel="next"), answers its total in X-Total-Count and takes q, a case-insensitive substring of its key and name fields.',
     },
     servers: [{ url: `${options.issuer}${ADMIN_PREFIX}` }],
     security: [{ adminApiKey: [] }],
@@ -449,6 +683,11 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         VersionDiff: VERSION_DIFF_SCHEMA,
         ...DECISION_SCHEMAS,
         ...API_KEY_SCHEMAS,
+        RecentActivity: RECENT_ACTIVITY_SCHEMA,
+        PolicyImpactRequest: POLICY_IMPACT_REQUEST_SCHEMA,
+        ShadowAction: SHADOW_ACTION_SCHEMA,
+        ...POLICY_LAB_SCHEMAS,
+        ...TENANT_SCHEMAS,
       },
       responses: {
         BadRequest: errorResponse(
@@ -521,8 +760,14 @@ function collectionOperations(
   });
   return [
     operation('get', `/${path}`, `list${pascal(path)}`, `List the tenant's ${noun} records`, {
-      parameters: [...TENANT_PARAMETERS, ...LIST_PAGING, ...(LIST_FILTERS[path] ?? [])],
-      success: { 200: { description: 'the records, by id', schema: { type: 'array', items: record } } },
+      parameters: [...TENANT_PARAMETERS, ...listParameters(definition.searchFields), ...(LIST_FILTERS[path] ?? [])],
+      success: {
+        200: {
+          description: 'the records, by id',
+          schema: { type: 'array', items: record },
+          headers: path === 'policy-data' ? BUNDLED_LIST_HEADERS : LIST_HEADERS,
+        },
+      },
     }),
     operation('post', `/${path}`, `create${name}`, `Create a ${noun} record`, {
       body,
@@ -757,9 +1002,12 @@ function pathsOf(operations: AdminOperation[]): Record<string, Record<string, un
 
 function operationObject(operation: AdminOperation): Record<string, unknown> {
   const responses: Record<string, unknown> = {};
-  for (const [status, { description, schema }] of Object.entries(operation.success)) {
-    responses[status] =
-      schema === undefined ? { description } : { description, content: { 'application/json': { schema } } };
+  for (const [status, { description, schema, headers }] of Object.entries(operation.success)) {
+    responses[status] = {
+      description,
+      ...(headers ? { headers } : {}),
+      ...(schema === undefined ? {} : { content: { 'application/json': { schema } } }),
+    };
   }
   const errors = [
     ...(operation.errors ?? []),
@@ -897,8 +1145,14 @@ const AUDIT_ENTRY_FIELDS: Record<keyof AuditFields | 'id' | 'createdAt', Schema>
   ip: nullableString,
   userAgent: nullableString,
   requestId: { ...nullableString, description: 'the X-Request-ID of the request' },
+  consoleRead: {
+    const: true,
+    description:
+      "present on a read the operators' console made for itself (X-Arbiter-Console: 1 on a successful GET with a valid key); never on a write or a refused call",
+  },
 };
-const AUDIT_ENTRY_SCHEMA = object(AUDIT_ENTRY_FIELDS);
+const { consoleRead: consoleReadField, ...ALWAYS_IN_AN_ENTRY } = AUDIT_ENTRY_FIELDS;
+const AUDIT_ENTRY_SCHEMA = object(ALWAYS_IN_AN_ENTRY, { consoleRead: consoleReadField });
 
 const AUDIT_PAGE_FIELDS: Record<keyof AuditPage, Schema> = {
   content: { type: 'array', items: schemaRef('AuditEntry') },
@@ -916,6 +1170,20 @@ const verdict = {
 };
 const strings = { type: 'array', items: { type: 'string' } };
 const { $id: _resultId, ...decisionResult } = RESULT_SCHEMA;
+
+const outcomeCounts = object({ allow: { type: 'integer' }, deny: { type: 'integer' }, error: { type: 'integer' } });
+const denials = { denials: { type: 'integer' }, decisions: { type: 'integer' } };
+/** GET /activity (src/audit/activity.ts). */
+const RECENT_ACTIVITY_SCHEMA = object({
+  minutes: {
+    type: 'array',
+    description: 'oldest first, one per minute',
+    items: object({ at: dateTime, byPoint: { type: 'object', additionalProperties: outcomeCounts } }),
+  },
+  deniedClients: { type: 'array', items: object({ clientId: string, ...denials }) },
+  deniedPoints: { type: 'array', items: object({ point: string, ...denials }) },
+  countingSince: { ...dateTime, description: 'when this node started counting' },
+});
 
 /** The decision playground and the replay (src/admin/decisions.ts, src/policy/explain.ts). */
 const DECISION_SCHEMAS: Record<string, Schema> = {

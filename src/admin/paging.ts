@@ -1,8 +1,15 @@
 import type { Context } from 'koa';
 import { badRequest } from '../http/errors.js';
+import type { TextSearch } from '../store/index.js';
 
 /** At most this many records a list answers (a page; the `Link` header names the next). */
 export const MAX_LIST_LIMIT = 1000;
+
+/** The longest `q` a list takes: a search is a scan of the tenant's records, so its text is bounded. */
+export const MAX_SEARCH_LENGTH = 200;
+
+/** The header that tells how many records match the list's filters, across all pages. */
+export const TOTAL_COUNT_HEADER = 'X-Total-Count';
 
 /** `offset` and `limit` of a list request: whole numbers, limit 1 to MAX_LIST_LIMIT (400 otherwise). */
 export function listPage(ctx: Context): { offset: number; limit: number } {
@@ -17,7 +24,41 @@ export function listPage(ctx: Context): { offset: number; limit: number } {
   return { offset: number('offset', 0, 0, 9_999_999), limit: number('limit', MAX_LIST_LIMIT, 1, MAX_LIST_LIMIT) };
 }
 
-export function nextPageQuery(ctx: Context, offset: number, limit: number): string {
+/**
+ * The list's `q`: a case-insensitive substring of one of `fields` (a collection's key and name
+ * fields), every character taken as itself; absent or empty: no search. At most
+ * MAX_SEARCH_LENGTH characters, no control characters (400 otherwise).
+ */
+export function listSearch(ctx: Context, fields: string[]): TextSearch | undefined {
+  const raw = ctx.query.q;
+  if (raw === undefined || raw === '') return undefined;
+  // eslint-disable-next-line no-control-regex
+  if (typeof raw !== 'string' || raw.length > MAX_SEARCH_LENGTH || /[\u0000-\u001f\u007f]/.test(raw))
+    throw badRequest(`q must be at most ${MAX_SEARCH_LENGTH} characters, without control characters`, { field: 'q' });
+  return { fields, text: raw };
+}
+
+/**
+ * Answers one page of a list: `found` is what the store gave for `limit + 1` records (one more
+ * than the page, to know whether a next page exists: then a `Link: rel="next"` header names it),
+ * `total` how many match across all pages (X-Total-Count; null: not known, no header).
+ */
+export function answerPage<T>(
+  ctx: Context,
+  page: { offset: number; limit: number },
+  found: T[],
+  total: number | null,
+): T[] {
+  if (found.length > page.limit)
+    ctx.set(
+      'Link',
+      `<${ctx.originalUrl.split('?')[0]}?${nextPageQuery(ctx, page.offset + page.limit, page.limit)}>; rel="next"`,
+    );
+  if (total !== null) ctx.set(TOTAL_COUNT_HEADER, String(total));
+  return found.slice(0, page.limit);
+}
+
+function nextPageQuery(ctx: Context, offset: number, limit: number): string {
   const query = new URLSearchParams(ctx.querystring);
   query.set('offset', String(offset));
   query.set('limit', String(limit));

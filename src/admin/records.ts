@@ -1,10 +1,23 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { ConflictError, storageDigest, type Sealer, type Store, type TenantCollection } from '../store/index.js';
+import {
+  ConflictError,
+  storageDigest,
+  type Sealer,
+  type Store,
+  type TenantCollection,
+  type TextSearch,
+} from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid, isBcryptHash } from '../http/validation.js';
 import { generateClientSecret, hashClientSecret } from '../oauth/index.js';
 import { registerTenant, storeTenant } from '../tenancy/index.js';
-import { definitionOfStore, storeSpecOf, type CollectionDefinition } from '../catalog/index.js';
+import {
+  definitionOfStore,
+  presentedForm,
+  storedForm,
+  storeSpecOf,
+  type CollectionDefinition,
+} from '../catalog/index.js';
 import type { RecordHistory } from './history.js';
 import type { AdminRecord } from './admin-record.js';
 
@@ -54,12 +67,21 @@ export class AdminRecords {
     return this.store.collection<AdminRecord>(storeSpecOf(this.definition), storeTenant(tenantId));
   }
 
-  /** One page of the tenant's records by ascending id. */
-  async list(tenantId: string | null, page: { offset: number; limit: number }): Promise<AdminRecord[]> {
+  /** One page of the tenant's records (those `search` finds, when given) by ascending id. */
+  async list(
+    tenantId: string | null,
+    page: { offset: number; limit: number },
+    search?: TextSearch,
+  ): Promise<AdminRecord[]> {
     return this.collection(tenantId).find(
       {},
-      { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit: page.limit },
+      { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit: page.limit, search },
     );
+  }
+
+  /** How many records the tenant has (that `search` finds, when given). */
+  count(tenantId: string | null, search?: TextSearch): Promise<number> {
+    return this.collection(tenantId).count({}, search);
   }
 
   async find(tenantId: string | null, key: string): Promise<AdminRecord | null> {
@@ -85,9 +107,11 @@ export class AdminRecords {
     await registerTenant(this.store, tenantId);
     const issued = this.issueToken(fields);
     const created = await this.write(() =>
-      this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }),
+      this.collection(tenantId).insert(
+        storedForm(this.definition, { ...fields, id, tenantId, createdAt: now, updatedAt: now }),
+      ),
     );
-    await this.extras.history?.recorded(tenantId, 'create', null, created);
+    await this.extras.history?.recorded(tenantId, 'create', null, this.historyForm(created));
     return { ...created, ...issued, ...generated };
   }
 
@@ -126,9 +150,11 @@ export class AdminRecords {
     const fields = await this.validate(tenantId, body);
     const now = new Date().toISOString();
     const restored = await this.write(() =>
-      this.collection(tenantId).insert({ ...fields, id, tenantId, createdAt: now, updatedAt: now }),
+      this.collection(tenantId).insert(
+        storedForm(this.definition, { ...fields, id, tenantId, createdAt: now, updatedAt: now }),
+      ),
     );
-    await this.extras.history?.recorded(tenantId, 'rollback', null, restored, rolledBackTo);
+    await this.extras.history?.recorded(tenantId, 'rollback', null, this.historyForm(restored), rolledBackTo);
     return restored;
   }
 
@@ -142,15 +168,39 @@ export class AdminRecords {
     await this.validate(tenantId, body, existing ?? undefined);
   }
 
+  /**
+   * The fields a create (no `existing`) or a replace of `existing` would store, after every check
+   * it makes (a 400 or 404 otherwise); nothing is written. Impact analysis builds its candidate of them.
+   */
+  async fieldsFor(tenantId: string | null, body: unknown, existing?: AdminRecord): Promise<Record<string, unknown>> {
+    return this.validate(tenantId, body, existing);
+  }
+
   private async sameKeyed(tenantId: string | null, body: unknown): Promise<AdminRecord | null> {
     if (typeof body !== 'object' || body === null) return null;
     for (const field of this.definition.uniqueFields) {
       const value = (body as Record<string, unknown>)[field];
       if (typeof value !== 'string' && typeof value !== 'number') continue;
-      const found = await this.collection(tenantId).findOne({ [field]: value });
+      const found = await this.findByUniqueField(tenantId, field, value, (body as Record<string, unknown>).mode);
       if (found) return found;
     }
     return null;
+  }
+
+  /**
+   * The record whose unique `field` has this value: among the shadows for `mode` "shadow" (a
+   * shadow keeps its path apart, so that it can stand beside the live rule of that path), else
+   * among the live records.
+   */
+  async findByUniqueField(
+    tenantId: string | null,
+    field: string,
+    value: string | number,
+    mode?: unknown,
+  ): Promise<AdminRecord | null> {
+    const { shadow } = this.definition;
+    const stored = mode === 'shadow' && shadow?.field === field ? shadow.storedAs : field;
+    return this.collection(tenantId).findOne({ [stored]: value });
   }
 
   /** A collection that issues bearer tokens stores the digest; the value is returned this once. */
@@ -178,7 +228,7 @@ export class AdminRecords {
           used: existing.used,
         }
       : {};
-    const next = {
+    const next = storedForm(this.definition, {
       ...this.keptSecrets(existing, fields),
       ...fields,
       ...kept,
@@ -186,13 +236,13 @@ export class AdminRecords {
       tenantId,
       createdAt: existing.createdAt,
       updatedAt: new Date().toISOString(),
-    };
+    });
     const replaced = await this.write(() => this.collection(tenantId).upsert(next));
     await this.extras.history?.recorded(
       tenantId,
       rolledBackTo === undefined ? 'replace' : 'rollback',
-      existing,
-      replaced,
+      this.historyForm(existing),
+      this.historyForm(replaced),
       rolledBackTo,
     );
     return { ...replaced, ...generated };
@@ -213,12 +263,17 @@ export class AdminRecords {
     const problem = await this.extras.checkRemoval?.(existing, { tenantId });
     if (problem) throw badRequest(problem);
     await this.collection(tenantId).delete(existing.id);
-    await this.extras.history?.recorded(tenantId, 'delete', existing, null);
+    await this.extras.history?.recorded(tenantId, 'delete', this.historyForm(existing), null);
+  }
+
+  /** A version as the history keeps it: with the fields a rollback sends back (a shadow's path under its name). */
+  private historyForm(record: AdminRecord): AdminRecord {
+    return presentedForm(this.definition, record);
   }
 
   /** The record as the API shows it: secrets removed, and the store's own expiry (a CIMD client's) too. */
   present(record: AdminRecord): Record<string, unknown> {
-    const { expiresAt: _expiry, ...shown }: Record<string, unknown> = { ...record };
+    const { expiresAt: _expiry, ...shown }: Record<string, unknown> = presentedForm(this.definition, { ...record });
     for (const field of this.definition.secretFields ?? []) delete shown[field];
     return shown;
   }
@@ -233,6 +288,7 @@ export class AdminRecords {
     if (bodyTenant !== undefined && (bodyTenant ?? null) !== tenantId)
       throw badRequest('tenantId does not match the tenant of the request', { field: 'tenantId' });
     const withDefaults: Record<string, unknown> = { ...this.definition.defaults, ...fields };
+    this.keepMode(withDefaults, existing);
     this.assertSecretRequest(withDefaults);
     this.fillGeneratedKey(withDefaults, existing);
     await this.assertReferences(tenantId, withDefaults);
@@ -243,6 +299,24 @@ export class AdminRecords {
         withDefaults[field] = this.sealer.seal(withDefaults[field] as string);
     }
     return withDefaults;
+  }
+
+  /**
+   * A replace keeps the record's mode when the body names none; it cannot turn a shadow live (or
+   * back): promoting is its own call (POST /admin/api/policy-shadow/promote), checked as one change.
+   */
+  private keepMode(fields: Record<string, unknown>, existing?: AdminRecord): void {
+    if (!this.definition.shadow || !existing) return;
+    const was = existing.mode === 'shadow' ? 'shadow' : 'live';
+    if (fields.mode === undefined) {
+      if (was === 'shadow') fields.mode = 'shadow';
+      return;
+    }
+    if (fields.mode !== was)
+      throw badRequest(
+        `mode cannot change in a replace (this record is ${was}): promote shadows with POST /admin/api/policy-shadow/promote, or create the record anew`,
+        { field: 'mode' },
+      );
   }
 
   /** The field a check's problem is about, for the 400 to name. */

@@ -10,9 +10,9 @@ export type AdminRole = (typeof ADMIN_ROLES)[number];
 
 /**
  * - `read`: every GET, and the calls that store nothing (`POST …/validate`, the decision
- *   playground, the replay of an audit entry);
+ *   playground, the replay of an audit entry, the impact analysis of a policy change);
  * - `operate`: every other write, except those of the two below;
- * - `author-policy`: writes of policy rules and policy data;
+ * - `author-policy`: writes of policy rules and policy data, promoting or discarding shadow policy;
  * - `manage-keys`: creating and revoking Admin API keys.
  */
 export type AdminPermission = 'read' | 'operate' | 'author-policy' | 'manage-keys';
@@ -26,7 +26,7 @@ const GRANTS: Record<AdminRole, readonly AdminPermission[]> = {
 
 /** The Admin API's collection of keys (/admin/api/api-keys). */
 export const API_KEYS_SEGMENT = 'api-keys';
-const POLICY_SEGMENTS = ['policy-rules', 'policy-data'];
+const POLICY_SEGMENTS = ['policy-rules', 'policy-data', 'policy-shadow'];
 
 export function roleMay(role: AdminRole, permission: AdminPermission): boolean {
   return GRANTS[role].includes(permission);
@@ -55,10 +55,10 @@ export function permissionFor(method: string, route: string): AdminPermission {
   return POLICY_SEGMENTS.includes(collection) ? 'author-policy' : 'operate';
 }
 
-/** POST /{collection}/validate, POST /decisions, POST /audit-logs/{id}/replay: checks and explanations, nothing written. */
+/** POST /{collection}/validate, POST /decisions, POST /policy-impact, POST /audit-logs/{id}/replay: checks and explanations, nothing written. */
 function storesNothing(segments: string[]): boolean {
   const last = segments[segments.length - 1];
   if (segments.length === 2 && last === 'validate') return true;
-  if (segments.length === 1 && last === 'decisions') return true;
+  if (segments.length === 1 && (last === 'decisions' || last === 'policy-impact')) return true;
   return segments.length === 3 && segments[0] === 'audit-logs' && last === 'replay';
 }

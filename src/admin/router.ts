@@ -7,14 +7,16 @@ import { isTenantId } from '../tenancy/index.js';
 import { auditLogRoutes } from './audit-routes.js';
 import { decisionRoutes, type DecisionRouteOptions } from './decisions.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
-import { COLLECTIONS, type CollectionDefinition } from '../catalog/index.js';
+import { COLLECTIONS, definitionFor, type CollectionDefinition } from '../catalog/index.js';
 import { openApiRoute } from './openapi.js';
 import { AdminRecords, type AdminRecord, type RecordCheck, type RemovalCheck } from './records.js';
 import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
 import { historyRoutes } from './history-routes.js';
-import { listPage, nextPageQuery } from './paging.js';
+import { answerPage, listPage, listSearch } from './paging.js';
 import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
+import { tenantRoutes } from './tenant-routes.js';
 import { revokeAfterChange, tokenRevocationRoutes } from './token-revocation.js';
+import { policyLabRoutes, POLICY_COLLECTIONS, type PolicyLabRouteOptions } from './policy-lab.js';
 import type { Store } from '../store/index.js';
 
 export interface AdminOptions {
@@ -34,8 +36,15 @@ export interface AdminOptions {
   removalChecks?: Record<string, RemovalCheck>;
   /** Versions kept per record of the collections with a history (POLICY_HISTORY_VERSIONS; default 50). */
   historyVersions?: number;
+  /** The tenants configured (TENANTS): GET /tenants lists them with those made since. */
+  tenants?: readonly string[];
   /** Extra response fields per collection path (e.g. policy-data → inBundle). */
   decorate?: Record<string, (record: AdminRecord) => Record<string, unknown>>;
+  /**
+   * Impact analysis and shadow policies (POST /policy-impact, /policy-shadow…): the lab, the
+   * checks of one policy file (before the whole bundle's) and the recorded inputs every change is tried on.
+   */
+  policyLab?: Pick<PolicyLabRouteOptions, 'lab' | 'recordedInputs'> & { fileChecks: Record<string, RecordCheck> };
 }
 
 /** Upsert-by-field operations of the spec: PUT /policy-rules/by-path?path=…, PUT /policy-data/by-key?dataKey=…. */
@@ -49,6 +58,7 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
   const router = new Router({ prefix: ADMIN_PREFIX, sensitive: true, strict: true });
   router.get('/openapi.json', openApiRoute({ issuer: options.issuer, upserts: UPSERT_BY }));
   apiKeyRoutes(router, options.keys, options.maxBodyBytes);
+  tenantRoutes(router, store, options.tenants ?? [], options.maxBodyBytes);
   auditLogRoutes(router, options.audit, (ctx) => tenantOf(ctx));
   decisionRoutes(router, {
     policy: options.policy,
@@ -56,15 +66,35 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
     maxBodyBytes: options.maxBodyBytes,
     tenantOf,
   });
+  const histories = new Map<string, RecordHistory>();
   for (const definition of COLLECTIONS) {
     const history = HISTORY_COLLECTIONS.includes(definition.path)
       ? new RecordHistory(store, definition.path, options.historyVersions ?? 50)
       : undefined;
+    if (history) histories.set(definition.path, history);
     const records = new AdminRecords(store, definition, options.sealer, options.checks?.[definition.path], {
       checkRemoval: options.removalChecks?.[definition.path],
       history,
     });
     collectionRoutes(router, records, options, store);
+  }
+  if (options.policyLab) {
+    const { fileChecks, ...lab } = options.policyLab;
+    const recordsOf = (check: (path: string) => RecordCheck | undefined) =>
+      Object.fromEntries(
+        Object.keys(POLICY_COLLECTIONS).map((path) => [
+          path,
+          new AdminRecords(store, definitionFor(path)!, options.sealer, check(path), { history: histories.get(path) }),
+        ]),
+      ) as PolicyLabRouteOptions['checkedRecords'];
+    policyLabRoutes(router, {
+      ...lab,
+      audit: options.audit,
+      maxBodyBytes: options.maxBodyBytes,
+      tenantOf: (ctx) => tenantOf(ctx),
+      checkedRecords: recordsOf((path) => fileChecks[path]),
+      uncheckedRecords: recordsOf(() => undefined),
+    });
   }
   tokenRevocationRoutes(router, store, (ctx) => tenantOf(ctx));
   return router;
@@ -76,13 +106,18 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
   const body = (ctx: Context) => readJsonBody(ctx, options.maxBodyBytes).then((parsed) => (ctx.state.body = parsed));
 
   router.get(`/${path}`, async (ctx) => {
-    const { offset, limit } = listPage(ctx);
-    // One more than the page, to know whether a next page exists.
-    const found = await records.list(tenantOf(ctx), { offset, limit: limit + 1 });
-    if (found.length > limit)
-      ctx.set('Link', `<${ctx.originalUrl.split('?')[0]}?${nextPageQuery(ctx, offset + limit, limit)}>; rel="next"`);
-    const listed = found.slice(0, limit).map(show);
-    ctx.body = path === 'policy-data' && flag(ctx, 'bundledOnly') ? listed.filter((record) => record.inBundle) : listed;
+    const page = listPage(ctx);
+    const search = listSearch(ctx, records.definition.searchFields);
+    const tenantId = tenantOf(ctx);
+    // bundledOnly filters the page after it is read, so no total is known for it.
+    const bundledOnly = path === 'policy-data' && flag(ctx, 'bundledOnly');
+    const [found, total] = await Promise.all([
+      // One more than the page, to know whether a next page exists.
+      records.list(tenantId, { offset: page.offset, limit: page.limit + 1 }, search),
+      bundledOnly ? null : records.count(tenantId, search),
+    ]);
+    const listed = answerPage(ctx, page, found, total).map(show);
+    ctx.body = bundledOnly ? listed.filter((record) => record.inBundle) : listed;
   });
 
   const upsert = UPSERT_BY[path];
@@ -94,7 +129,8 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
       if (isObject(fields) && fields[upsert.field] !== key)
         throw badRequest(`${upsert.field} in the body must match the query parameter`, { field: upsert.field });
       const tenantId = tenantOf(ctx, fields);
-      const existing = (await records.collection(tenantId).findOne({ [upsert.field]: key })) as AdminRecord | null;
+      const mode = isObject(fields) ? fields.mode : undefined;
+      const existing = await records.findByUniqueField(tenantId, upsert.field, key, mode);
       ctx.status = existing ? 200 : 201;
       ctx.body = show(
         existing ? await records.replace(tenantId, existing, fields) : await records.create(tenantId, fields),

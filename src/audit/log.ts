@@ -1,26 +1,22 @@
 import type { Logger } from '../log/index.js';
-import {
-  DEFAULT_TENANT,
-  isStoreUnavailable,
-  type Filter,
-  type Store,
-  type StoredDoc,
-  type TenantCollection,
-} from '../store/index.js';
+import { DEFAULT_TENANT, isStoreUnavailable, type Filter, type Store, type TenantCollection } from '../store/index.js';
 import { BatchWriter } from '../store/batches.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
-import type { AuditFields } from './entry.js';
+import type { AuditEntry, AuditFields } from './entry.js';
 import { eachRecorded } from './recorded.js';
-import type { TrialInput } from '../policy/index.js';
+import type { RecordedDecision, TrialInput } from '../policy/index.js';
+import { recordedDecisionPages, type RecordedDecisionQuery } from './recorded-decisions.js';
+import { RecentActivity } from './activity.js';
 
 export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] };
 
 export type { AuditFields, Outcome } from './entry.js';
 
-export type AuditEntry = AuditFields & StoredDoc & { id: number; createdAt: string };
+export type { AuditEntry } from './entry.js';
 
 export interface AuditPageQuery {
-  filter: { endpoint?: string; tenantId?: string | null; clientId?: string };
+  /** consoleRead null: the entries that are not the console's own reads. */
+  filter: { endpoint?: string; tenantId?: string | null; clientId?: string; consoleRead?: null };
   page: number;
   size: number;
   sort: { field: string; direction: 'asc' | 'desc' };
@@ -102,6 +98,9 @@ export class AuditLog {
   private readonly writer: BatchWriter<Appended, AuditEntry>;
   private readonly refusals: RefusalBudget | null;
   private ids = { next: 1, last: 0 };
+  private readonly written: ((entries: AuditEntry[]) => void)[] = [];
+  /** This node's decisions of the last hour, per tenant, counted as entries are written (the console's overview). */
+  readonly activity = new RecentActivity();
 
   constructor(
     private readonly store: Store,
@@ -166,16 +165,43 @@ export class AuditLog {
     await this.writer.close();
   }
 
+  /**
+   * Calls `listener` with every batch of entries once it is stored (the shadow policy evaluates
+   * their decisions), in a later turn of the event loop than the one that answers their requests.
+   */
+  onWritten(listener: (entries: AuditEntry[]) => void): void {
+    this.written.push(listener);
+  }
+
   /** Batches are written one at a time (BatchWriter), so ids are taken in append order. */
   private async write(appended: Appended[]): Promise<AuditEntry[]> {
+    let stored: AuditEntry[];
     try {
       const ids = await this.takeIds(appended.length);
-      return await this.entries.insertMany(
+      stored = await this.entries.insertMany(
         appended.map(({ fields, createdAt }, index) => ({ ...fields, id: ids[index], createdAt })),
       );
     } catch (error) {
       throw new AuditWriteError(appended.length, error);
     }
+    // After the batch's callers are answered: counting and the shadow's queue never delay an answer.
+    setImmediate(() => this.tellWritten(stored));
+    return stored;
+  }
+
+  private tellWritten(stored: AuditEntry[]): void {
+    for (const listener of [(entries: AuditEntry[]) => this.activity.observe(entries), ...this.written]) {
+      try {
+        listener(stored);
+      } catch (error) {
+        this.log?.error({ err: error }, 'a listener of written audit entries failed');
+      }
+    }
+  }
+
+  /** One tenant's recorded decisions, newest first, a page at a time (impact analysis replays them). */
+  recordedDecisions(query: RecordedDecisionQuery): AsyncIterable<RecordedDecision[]> {
+    return recordedDecisionPages(this.entries, query);
   }
 
   /**

@@ -4,6 +4,7 @@ import { basicCredentials } from '../http/basic.js';
 import type { Logger } from '../log/index.js';
 import { boundedEntry } from './bounds.js';
 import type { AuditFacts } from './facts.js';
+import { CONSOLE_HEADER } from './entry.js';
 import type { AuditFields, AuditLog, Outcome } from './log.js';
 import { bodyParams, summarizeRequest } from './summary.js';
 
@@ -124,7 +125,19 @@ function entryFor(ctx: Context): AuditFields {
     ip: ctx.ip || null,
     userAgent: ctx.get('user-agent') || null,
     requestId: (ctx.state.requestId as string | undefined) ?? null,
+    ...(isConsoleRead(ctx, facts) ? { consoleRead: true } : {}),
   };
+}
+
+/** A read the console made for itself: its header on a successful GET (or HEAD) that a valid Admin key made. */
+function isConsoleRead(ctx: Context, facts: AuditFacts): boolean {
+  return (
+    ctx.get(CONSOLE_HEADER) === '1' &&
+    (ctx.method === 'GET' || ctx.method === 'HEAD') &&
+    facts.adminKey !== undefined &&
+    ctx.status < 400 &&
+    isAdminPath(ctx.path)
+  );
 }
 
 function outcomeOf(status: number): Outcome {

@@ -33,6 +33,7 @@ import {
   type SearchKind,
   type Semantic,
 } from './schemas.js';
+import { requestIssuer } from '../tenancy/index.js';
 
 export interface AuthzenDeps {
   store: Store;
@@ -67,7 +68,7 @@ const AUTHZEN_TYPE = 'urn:as:authzen';
 export function authzenRouter(deps: AuthzenDeps): Middleware<ArbiterState> {
   const router = new Router<ArbiterState>({ sensitive: true, strict: true });
   router.get(AUTHZEN_METADATA_PATH, (ctx) => {
-    ctx.body = metadata(deps.issuer);
+    ctx.body = metadata(requestIssuer(deps.issuer, ctx.state.tenant));
   });
   router.get(`${AUTHZEN_METADATA_PATH}/:tenant`, async (ctx) => {
     const tenant = String(ctx.params.tenant);

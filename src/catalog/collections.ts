@@ -34,6 +34,38 @@ export interface CollectionDefinition {
    * once as `shownAs`, and `generatedOnlyWith` the fields a record must have for that.
    */
   hashedSecret?: { field: string; generate: string; shownAs: string; generatedOnlyWith: Record<string, unknown> };
+  /**
+   * Records may be `mode: "shadow"` (a candidate beside the live policy, see src/policy/shadow): a
+   * shadow keeps its unique `field` (a rule's path) in `storedAs` instead, so that it can stand
+   * beside the live record of the same path, one shadow per path.
+   */
+  shadow?: { field: string; storedAs: string };
+  /** The string fields a list's `q` searches (a case-insensitive substring): the record's key and names. */
+  searchFields: string[];
+  /** How the operators' console presents the collection (src/admin/console): data, not code. */
+  console?: ConsoleHints;
+}
+
+/**
+ * What the console's forms and lists make of a collection beyond its schema. Enums already are
+ * choices (a select; a list of enum values: checkboxes) and `references` lists of the records named.
+ */
+export interface ConsoleHints {
+  /**
+   * Fields the form never shows: set by the server or by dynamic registration, not by an operator.
+   * An edit sends their stored values back unchanged, so that a replace keeps them.
+   */
+  hidden?: string[];
+  /** The fields the form shows first, in this order; the others follow in the schema's order. */
+  order?: string[];
+  /** Fields the form folds under "More settings" (rarely changed); the others come first. */
+  advanced?: string[];
+  /** The list's columns besides the key (pathKey), in order (default: the first few scalar fields). */
+  columns?: string[];
+  /** Fields shown only while another field has one of the values given (a secret only for a confidential client). */
+  shownWhen?: Record<string, { field: string; values: unknown[] }>;
+  /** A line under a field's label, saying what it is for. */
+  hints?: Record<string, string>;
 }
 
 const string = { type: 'string', maxLength: 4096 };
@@ -46,6 +78,12 @@ const httpsUri = { type: 'string', format: 'uri', pattern: '^https://', maxLengt
 const internalKey = { type: 'integer', minimum: 1 };
 const tenantId = { type: ['string', 'null'], pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' };
 const enabled = { type: 'boolean' };
+/** A policy record's mode: live (the default) is in force; shadow is evaluated beside it and decides nothing. */
+const policyMode = {
+  enum: ['live', 'shadow'],
+  description:
+    'live (the default): in the policy bundle; shadow: in the candidate bundle every live decision is also evaluated against, deciding nothing until promoted',
+};
 /**
  * A client secret in clear (1 to 72 bytes, BCrypt's limit), which the Admin API hashes, or a BCrypt
  * hash made elsewhere (the console hashes in the browser): the `client-secret` format, src/http/validation.ts.
@@ -65,6 +103,16 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'identity-providers',
     store: 'identity_providers',
+    searchFields: ['idpId', 'name', 'issuer'],
+    console: {
+      columns: ['name', 'issuer', 'enabled'],
+      // Discovered from the issuer's metadata when left empty.
+      advanced: ['authorizationEndpoint', 'tokenEndpoint', 'userinfoEndpoint', 'jwksUri'],
+      hints: {
+        idpId: 'Left empty, one is generated.',
+        issuer: 'The endpoints below are discovered from its metadata when left empty.',
+      },
+    },
     pathKey: 'idpId',
     uniqueFields: ['idpId'],
     secretFields: ['clientSecret'],
@@ -87,6 +135,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'resource-servers',
     store: 'resource_servers',
+    searchFields: ['resourceIndicator', 'name'],
+    console: { columns: ['resourceIndicator', 'name', 'enabled'], advanced: ['capability', 'typeUris'] },
     pathKey: 'id',
     uniqueFields: ['resourceIndicator'],
     references: { clientId: 'clients' },
@@ -104,6 +154,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'resource-types',
     store: 'resource_types',
+    searchFields: ['typeUri', 'name'],
+    console: { columns: ['typeUri', 'name', 'enabled'] },
     pathKey: 'id',
     uniqueFields: ['typeUri'],
     references: { parentTypeId: 'resource_types' },
@@ -120,6 +172,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'resources',
     store: 'resources',
+    searchFields: ['resourceIdentifier'],
+    console: { columns: ['resourceIdentifier', 'resourceServerId', 'resourceTypeId'] },
     pathKey: 'id',
     uniqueFields: [],
     references: { resourceServerId: 'resource_servers', resourceTypeId: 'resource_types', ownerSubjectId: 'subjects' },
@@ -134,6 +188,52 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'clients',
     store: 'clients',
+    searchFields: ['clientId', 'clientName'],
+    console: {
+      columns: ['clientName', 'clientType', 'enabled'],
+      order: [
+        'clientId',
+        'clientName',
+        'clientType',
+        'clientSecret',
+        'tokenEndpointAuthMethod',
+        'grantTypes',
+        'redirectUris',
+        'scopes',
+      ],
+      // Dynamic registration's record of itself (RFC 7591/7592): never an operator's to edit.
+      hidden: [
+        'registrationType',
+        'registrationAccessTokenDigest',
+        'softwareStatement',
+        'softwareStatementJwt',
+        'clientIdIssuedAt',
+      ],
+      advanced: [
+        'postLogoutRedirectUris',
+        'responseTypes',
+        'requirePushedAuthorizationRequests',
+        'jwksUri',
+        'jwks',
+        'requestObjectSigningAlg',
+        'grantedResources',
+        'clientUri',
+        'logoUri',
+        'tosUri',
+        'policyUri',
+        'contacts',
+        'softwareId',
+        'softwareVersion',
+      ],
+      shownWhen: { clientSecret: { field: 'clientType', values: ['confidential'] } },
+      hints: {
+        clientType:
+          'Confidential clients authenticate with a secret or a key; public ones (apps in a browser or on a device) cannot keep one.',
+        tokenEndpointAuthMethod:
+          'How it authenticates at /token; not set: client_secret_basic for a confidential client.',
+        scopes: 'The scopes it may ask for; the policy decides what it gets.',
+      },
+    },
     pathKey: 'clientId',
     uniqueFields: ['clientId'],
     // The registration access token's digest is as much a credential's trace as the secret's hash.
@@ -210,6 +310,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
     // the 201 of its creation, and stored only as its digest.
     path: 'initial-access-tokens',
     store: 'initial_access_tokens',
+    searchFields: ['name'],
+    console: { columns: ['name', 'uses', 'used'] },
     pathKey: 'id',
     uniqueFields: ['tokenDigest'],
     secretFields: ['tokenDigest'],
@@ -224,6 +326,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'subjects',
     store: 'subjects',
+    searchFields: ['subjectId', 'name', 'email', 'preferredUsername'],
+    console: { columns: ['subjectId', 'name', 'email'] },
     pathKey: 'id',
     uniqueFields: ['subjectId'],
     references: { identityProviderId: 'identity_providers' },
@@ -238,8 +342,20 @@ export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'policy-rules',
     store: 'policy_rules',
+    // A shadow keeps its path as shadowPath (see `shadow`): found by it too.
+    searchFields: ['path', 'shadowPath'],
+    console: {
+      columns: ['path', 'kind', 'enabled', 'version', 'mode'],
+      order: ['path', 'kind', 'content', 'enabled'],
+      advanced: ['digest'],
+      hints: {
+        version: 'Empty: the rule is live. A version keeps it out of the bundle (a draft).',
+        mode: 'Shadow: evaluated beside the live rule of its path, deciding nothing until promoted (Policy changes).',
+      },
+    },
     pathKey: 'id',
     uniqueFields: ['path'],
+    shadow: { field: 'path', storedAs: 'shadowPath' },
     // A rule without a version is a live one (null); a versioned rule is kept out of the bundle.
     defaults: { enabled: true, digest: null, version: null },
     schema: object(['kind', 'path', 'content'], {
@@ -249,18 +365,30 @@ export const COLLECTIONS: CollectionDefinition[] = [
       content: { type: 'string', minLength: 1, maxLength: 1048576 },
       enabled,
       digest: { type: ['string', 'null'], maxLength: 256 },
+      mode: policyMode,
     }),
   },
   {
     path: 'policy-data',
     store: 'policy_data',
+    searchFields: ['dataKey', 'shadowDataKey'],
+    console: {
+      columns: ['dataKey', 'version', 'mode'],
+      order: ['dataKey', 'payload'],
+      hints: {
+        version: 'Empty: the entry is in the bundle. A version keeps it out (a draft).',
+        mode: 'Shadow: evaluated beside the live entry of its key, deciding nothing until promoted (Policy changes).',
+      },
+    },
     pathKey: 'id',
     uniqueFields: ['dataKey'],
+    shadow: { field: 'dataKey', storedAs: 'shadowDataKey' },
     defaults: { version: null },
     schema: object(['dataKey', 'payload'], {
       dataKey: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$', maxLength: 256 },
       payload: { type: 'string', minLength: 1, maxLength: 1048576 },
       version: { type: ['string', 'null'], maxLength: 128 },
+      mode: policyMode,
     }),
   },
 ];
@@ -271,11 +399,24 @@ export function definitionFor(path: string): CollectionDefinition | undefined {
 
 /** How a shared collection is declared to the store: unique keys within a tenant, each indexed. */
 export function storeSpecOf(definition: CollectionDefinition): CollectionSpec {
-  return {
-    name: definition.store,
-    uniqueKeys: definition.uniqueFields.map((field) => [field]),
-    indexes: definition.uniqueFields,
-  };
+  const unique = [...definition.uniqueFields, ...(definition.shadow ? [definition.shadow.storedAs] : [])];
+  return { name: definition.store, uniqueKeys: unique.map((field) => [field]), indexes: unique };
+}
+
+/** A record as stored: a shadow's unique field moved to where shadows keep it (see `CollectionDefinition.shadow`). */
+export function storedForm<T extends Record<string, unknown>>(definition: CollectionDefinition, record: T): T {
+  const { shadow } = definition;
+  if (!shadow || record.mode !== 'shadow' || !(shadow.field in record)) return record;
+  const { [shadow.field]: key, ...rest } = record;
+  return { ...rest, [shadow.storedAs]: key } as T;
+}
+
+/** A record as the API shows it and the policy reads it: a shadow's unique field back under its name. */
+export function presentedForm<T extends Record<string, unknown>>(definition: CollectionDefinition, record: T): T {
+  const { shadow } = definition;
+  if (!shadow || !(shadow.storedAs in record)) return record;
+  const { [shadow.storedAs]: key, ...rest } = record;
+  return { ...rest, [shadow.field]: key } as T;
 }
 
 /** The definition of the shared collection stored under `name` (what `references` name). */

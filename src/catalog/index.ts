@@ -8,6 +8,8 @@ export {
   initialAccessTokenRecords,
   policyDataRecords,
   policyRuleRecords,
+  presentedForm,
+  storedForm,
   resourceRecords,
   resourceServerRecords,
   resourceTypeRecords,

@@ -48,6 +48,12 @@ export interface Config {
   policyCheckRecordedInputs: number;
   /** Past versions kept per policy rule and data entry (list, diff, roll back). */
   policyHistoryVersions: number;
+  /** The fraction of live decisions also evaluated against the shadow policy's candidate revision (1: all). */
+  policyShadowSampleRate: number;
+  /** Live decisions waiting for the shadow evaluation beyond this many are dropped (and counted). */
+  policyShadowQueue: number;
+  /** The most of the event loop a replay (impact analysis, shadow evaluation) takes while live requests wait. */
+  policyReplayShare: number;
   adminApiKey: string;
   /** True when no admin key was configured and one was generated for this run. */
   adminApiKeyGenerated: boolean;
@@ -61,6 +67,8 @@ export interface Config {
   ttl: TtlConfig;
   /** Peers (IP addresses or CIDR ranges) whose X-Forwarded-* headers are believed; none by default. */
   trustedProxies: string[];
+  /** GET /metrics requires `Authorization: Bearer <metricsToken>` when set; null: open (a warning at start in production). */
+  metricsToken: string | null;
   /** Authentication failures one address may make per window before it is answered 429. */
   authFailureLimit: number;
   authFailureWindowSeconds: number;
@@ -125,6 +133,9 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   POLICY_FAULT_WINDOW_SECONDS: 'policyFaultWindowSeconds',
   POLICY_CHECK_RECORDED_INPUTS: 'policyCheckRecordedInputs',
   POLICY_HISTORY_VERSIONS: 'policyHistoryVersions',
+  POLICY_SHADOW_SAMPLE_RATE: 'policyShadowSampleRate',
+  POLICY_SHADOW_QUEUE: 'policyShadowQueue',
+  POLICY_REPLAY_SHARE: 'policyReplayShare',
   SERVICE_ADMIN_API_KEY: 'adminApiKey',
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
@@ -139,6 +150,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   INTERACTION_TTL_SECONDS: 'ttl.interactionSeconds',
   UMA_TICKET_TTL_SECONDS: 'ttl.permissionTicketSeconds',
   TRUSTED_PROXIES: 'trustedProxies',
+  METRICS_TOKEN: 'metricsToken',
   AUTH_FAILURE_LIMIT: 'authFailureLimit',
   AUTH_FAILURE_WINDOW_SECONDS: 'authFailureWindowSeconds',
   TENANTS: 'tenants',
@@ -188,6 +200,9 @@ const SCHEMA = {
     policyFaultWindowSeconds: positive,
     policyCheckRecordedInputs: { type: 'integer', minimum: 0, maximum: 1000 },
     policyHistoryVersions: { type: 'integer', minimum: 1, maximum: 10000 },
+    policyShadowSampleRate: { type: 'number', minimum: 0, maximum: 1 },
+    policyShadowQueue: { type: 'integer', minimum: 0, maximum: 1000000 },
+    policyReplayShare: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
     adminApiKey: { type: ['string', 'null'], minLength: 16 },
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },
@@ -195,6 +210,7 @@ const SCHEMA = {
     accessLog: { type: 'boolean' },
     maxBodyBytes: positive,
     trustedProxies: { type: 'array', items: { type: 'string', pattern: '^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$' } },
+    metricsToken: { type: ['string', 'null'], minLength: 16 },
     authFailureLimit: positive,
     authFailureWindowSeconds: positive,
     tenants: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' } },
@@ -386,12 +402,17 @@ function checkListeners(raw: Record<string, unknown>): void {
  * A production issuer on plain http sends codes, tokens and cookies in clear and breaks the
  * issuer's https requirement (RFC 8414 §2, OAuth 2.1 §1.5).
  */
-export function configWarnings(config: Pick<Config, 'production' | 'issuer'>): string[] {
+export function configWarnings(config: Pick<Config, 'production' | 'issuer' | 'metricsToken' | 'adminPort'>): string[] {
   const warnings: string[] = [];
   if (config.production && config.issuer.startsWith('http://'))
     warnings.push(
       `ISSUER is ${config.issuer} with NODE_ENV=production: the issuer must be https:// (RFC 8414 §2), else codes, ` +
         'tokens and cookies cross the network in clear. Serve Arbiter behind TLS and set ISSUER to its https:// URL',
+    );
+  if (config.production && config.metricsToken === null)
+    warnings.push(
+      `METRICS_TOKEN is not set with NODE_ENV=production: GET /metrics answers anyone who reaches ${config.adminPort === null ? 'the server' : 'the admin listener (ADMIN_PORT)'} ` +
+        '(request rates, clients refused, policy decisions). Set METRICS_TOKEN and give Prometheus the same as its bearer token',
     );
   return warnings;
 }

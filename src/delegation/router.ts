@@ -20,6 +20,7 @@ import {
   type DelegationRecord,
 } from './records.js';
 import { DELEGATION_REQUEST, DELEGATION_UPDATE, type DelegationRequest } from './schemas.js';
+import { requestIssuer } from '../tenancy/index.js';
 
 export const DELEGATION_PATH = '/delegation';
 
@@ -69,7 +70,7 @@ export function delegationRouter(deps: DelegationDeps): Middleware<ArbiterState>
       revokedAt: null,
     });
     ctx.status = 201;
-    ctx.set('Location', `${deps.issuer}${DELEGATION_PATH}/${record.id}`);
+    ctx.set('Location', `${requestIssuer(deps.issuer, ctx.state.tenant)}${DELEGATION_PATH}/${record.id}`);
     ctx.body = { delegation_id: record.id };
   });
 

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { Context, Next, ParameterizedContext } from 'koa';
-import { RateLimiterMemory, type RateLimiterRes } from 'rate-limiter-flexible';
 import { HttpError } from './errors.js';
 import type { RequestState } from './state.js';
 
@@ -39,10 +38,12 @@ const ATTEMPT = 'credentialAttempt';
  *   without verifying, so that its secret cannot be guessed (a 200 for the right guess would
  *   otherwise tell the attacker they have it). The bundle token is only named (`nameCredential`).
  *
+ * The counts are kept in `counters` (the store), shared by every node and worker on it.
+ *
  * Mount outside the JSON error handler, so that it sees the status the caller got.
  */
-export function authFailureLimit(limits: AuthFailureLimits) {
-  const ledger = new FailureLedger(limits);
+export function authFailureLimit(limits: AuthFailureLimits, counters: FailureCounters) {
+  const ledger = new FailureLedger(limits, counters);
   return async (ctx: Context, next: Next): Promise<void> => {
     const attempt = new CredentialAttempt(ledger, ctx.ip);
     ctx.state[ATTEMPT] = attempt;
@@ -85,41 +86,75 @@ export function clientIdentity(tenant: string, clientId: string): string {
   return `client ${tenant} ${clientId}`;
 }
 
-/** Three counters over one window: per address, per identity at an address, per identity everywhere. */
+/**
+ * Where failures are counted: the store (Store.addToWindow and readWindows), so that every node and
+ * every worker process on it counts together and N nodes do not give an attacker N times the tries.
+ */
+export interface FailureCounters {
+  addToWindow(key: string, windowMs: number, amount?: number): Promise<WindowCount>;
+  readWindows(keys: readonly string[]): Promise<Map<string, WindowCount>>;
+}
+
+/** A counter's count in its window and the window's end (epoch ms), as Store.addToWindow answers. */
+interface WindowCount {
+  count: number;
+  resetAt: number;
+}
+
+/**
+ * Three counters over one window: per address, per identity at an address, per identity everywhere.
+ * A request with a credential costs one read (its identity's two counters) while nothing failed;
+ * a failure costs one write per counter and no read (the counts come back with the writes).
+ */
 class FailureLedger {
-  readonly limit: number;
-  private readonly addresses: RateLimiterMemory;
-  private readonly identityAtAddress: RateLimiterMemory;
-  private readonly identities: RateLimiterMemory;
+  private readonly limit: number;
+  private readonly windowMs: number;
 
-  constructor({ limit, windowSeconds }: AuthFailureLimits) {
+  constructor(
+    { limit, windowSeconds }: AuthFailureLimits,
+    private readonly counters: FailureCounters,
+  ) {
     this.limit = limit;
-    this.addresses = new RateLimiterMemory({ points: limit, duration: windowSeconds });
-    this.identityAtAddress = new RateLimiterMemory({ points: limit, duration: windowSeconds });
-    this.identities = new RateLimiterMemory({ points: limit * IDENTITY_WIDE_FACTOR, duration: windowSeconds });
-  }
-
-  /** Seconds until the address may fail again, or null while it is under its limit. */
-  async addressLockedFor(address: string): Promise<number | null> {
-    return lockedFor(await this.addresses.get(address), this.limit);
+    this.windowMs = windowSeconds * 1000;
   }
 
   async identityLockedFor(identity: string, address: string): Promise<number | null> {
-    const key = keyOf(identity);
-    const [here, everywhere] = await Promise.all([
-      this.identityAtAddress.get(`${key} ${address}`),
-      this.identities.get(key),
-    ]);
-    return lockedFor(here, this.limit) ?? lockedFor(everywhere, this.limit * IDENTITY_WIDE_FACTOR);
+    const keys = this.keysOf(address, identity);
+    const counts = await this.counters.readWindows([keys.identityAtAddress, keys.identity]);
+    return this.lockedFor(counts.get(keys.identityAtAddress), counts.get(keys.identity), 0);
   }
 
-  async count(address: string, identity: string | null): Promise<void> {
-    const counted = [this.addresses.penalty(address, 1)];
-    if (identity !== null) {
-      const key = keyOf(identity);
-      counted.push(this.identityAtAddress.penalty(`${key} ${address}`, 1), this.identities.penalty(key, 1));
+  /**
+   * Counts a failure of the address (and of the identity, when named); answers the seconds the
+   * address or identity is refused for when it had already failed too often before this one, else
+   * null. A store that cannot count does not turn the 401 into an error: the failure goes uncounted.
+   */
+  async countFailure(address: string, identity: string | null): Promise<number | null> {
+    const keys = this.keysOf(address, identity ?? '');
+    const add = (key: string) => this.counters.addToWindow(key, this.windowMs);
+    try {
+      const [byAddress, ...byIdentity] = await Promise.all([
+        add(keys.address),
+        ...(identity === null ? [] : [add(keys.identityAtAddress), add(keys.identity)]),
+      ]);
+      // Each count includes this failure: what it was before decides.
+      return lockedFor(byAddress, this.limit, 1) ?? this.lockedFor(byIdentity[0], byIdentity[1], 1);
+    } catch {
+      return null;
     }
-    await Promise.all(counted).catch(() => undefined);
+  }
+
+  private lockedFor(here: WindowCount | undefined, everywhere: WindowCount | undefined, counted: number) {
+    return lockedFor(here, this.limit, counted) ?? lockedFor(everywhere, this.limit * IDENTITY_WIDE_FACTOR, counted);
+  }
+
+  private keysOf(address: string, identity: string) {
+    const key = keyOf(identity);
+    return {
+      address: `auth-failures address ${address}`,
+      identityAtAddress: `auth-failures identity ${key} at ${address}`,
+      identity: `auth-failures identity ${key}`,
+    };
   }
 }
 
@@ -139,8 +174,7 @@ class CredentialAttempt {
 
   /** A presented credential was refused (401): counted; answered 429 when its address or identity had already failed too often. */
   async failed(ctx: Context): Promise<void> {
-    const lockedFor = (await this.ledger.addressLockedFor(this.address)) ?? (await this.identityLockedFor());
-    await this.ledger.count(this.address, this.identity);
+    const lockedFor = await this.ledger.countFailure(this.address, this.identity);
     if (lockedFor === null) return;
     const refusal = tooManyFailures(ctx, lockedFor, 'too many failed authentications from this address');
     ctx.status = refusal.status;
@@ -159,9 +193,10 @@ function hasValue(value: unknown): boolean {
   return typeof value === 'string' ? value !== '' : Array.isArray(value) && value.length > 0;
 }
 
-function lockedFor(used: RateLimiterRes | null, limit: number): number | null {
-  if (!used || used.consumedPoints < limit) return null;
-  return Math.max(1, Math.ceil(used.msBeforeNext / 1000));
+/** Seconds until the window ends when the count, less the `counted` just added, has reached the limit; else null. */
+function lockedFor(window: WindowCount | undefined, limit: number, counted: number): number | null {
+  if (!window || window.count - counted < limit) return null;
+  return Math.max(1, Math.ceil((window.resetAt - Date.now()) / 1000));
 }
 
 /** Identities are chosen by callers (any client id): a digest keeps each key short. */

@@ -1,3 +1,4 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context } from 'koa';
 import { HttpError } from './errors.js';
 
@@ -19,4 +20,15 @@ export function invalidToken(ctx: Context, description: string): HttpError {
 export function insufficientScope(ctx: Context, scope: string, description: string): HttpError {
   ctx.set('WWW-Authenticate', `Bearer error="insufficient_scope", scope="${scope}"`);
   return new HttpError(403, 'insufficient_scope', description);
+}
+
+/**
+ * True when `authorization` is `Bearer <expected>` (a configured token: the policy bundle's,
+ * METRICS_TOKEN). Digests are compared, so that neither the token nor its length leaks through timing.
+ */
+export function bearerMatches(authorization: string, expected: string): boolean {
+  const presented = /^Bearer\s+(\S+)\s*$/i.exec(authorization)?.[1];
+  if (presented === undefined) return false;
+  const sha = (text: string) => createHash('sha256').update(text).digest();
+  return timingSafeEqual(sha(presented), sha(expected));
 }

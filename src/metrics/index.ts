@@ -6,10 +6,26 @@
  */
 import type { Context, Next } from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { nameCredential } from '../http/auth-failures.js';
+import { bearerMatches, invalidToken } from '../http/bearer.js';
+import { HttpError } from '../http/errors.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint, PolicyEngine } from '../policy/index.js';
 import type { Store } from '../store/index.js';
 
 export const METRICS_PATH = '/metrics';
+
+/** Whom wrong METRICS_TOKENs count against in the failure limiter. */
+const METRICS_TOKEN_IDENTITY = 'metrics-token';
+
+/** RFC 6750 §3: a challenge without an error code when no token came, invalid_token for a wrong one. */
+function metricsTokenRequired(ctx: Context): HttpError {
+  const description = 'GET /metrics requires Authorization: Bearer <METRICS_TOKEN>';
+  if (ctx.get('authorization') === '') {
+    ctx.set('WWW-Authenticate', 'Bearer');
+    return new HttpError(401, 'invalid_token', description);
+  }
+  return invalidToken(ctx, description);
+}
 
 /**
  * Endpoint labels come from this list, never from the raw path: a label per path an attacker
@@ -87,6 +103,24 @@ export class Metrics {
     registers: [this.registry],
   });
 
+  private readonly shadowDifferences = new Counter({
+    name: 'arbiter_policy_shadow_differences_total',
+    help: 'Live decisions the shadow policy decided otherwise, by point and kind (allow_to_deny, deny_to_allow, narrower, wider, other)',
+    labelNames: ['point', 'kind'],
+    registers: [this.registry],
+  });
+  private readonly shadowEvaluated = new Counter({
+    name: 'arbiter_policy_shadow_decisions_total',
+    help: 'Live decisions also evaluated against the shadow policy, by point',
+    labelNames: ['point'],
+    registers: [this.registry],
+  });
+  private readonly shadowDropped = new Counter({
+    name: 'arbiter_policy_shadow_dropped_total',
+    help: 'Live decisions not evaluated against the shadow policy: more were waiting than POLICY_SHADOW_QUEUE',
+    registers: [this.registry],
+  });
+
   /**
    * `exposition`: what GET /metrics answers instead of this registry alone. A worker process
    * (src/workers) answers the sum over every worker of the machine, which its primary gathers.
@@ -133,14 +167,27 @@ export class Metrics {
     });
   }
 
-  /** Answers GET /metrics; times every other request. */
+  /**
+   * GET /metrics. With METRICS_TOKEN (`token`) only for `Authorization: Bearer <token>`; a wrong
+   * token is a failed credential like any other (src/http/auth-failures.ts), but the scraper's right
+   * one is always verified, never locked out (a lockout would blind the monitoring). Mount below the
+   * failure limiter and the JSON error handler.
+   */
+  endpoint(token: string | null) {
+    return async (ctx: Context, next: Next): Promise<void> => {
+      if (ctx.path !== METRICS_PATH || ctx.method !== 'GET') return next();
+      if (token !== null) {
+        nameCredential(ctx, METRICS_TOKEN_IDENTITY);
+        if (!bearerMatches(ctx.get('authorization'), token)) throw metricsTokenRequired(ctx);
+      }
+      ctx.type = this.registry.contentType;
+      ctx.body = await (this.exposition?.() ?? this.registry.metrics());
+    };
+  }
+
+  /** Times every request (GET /metrics too) and counts the business events. */
   middleware() {
     return async (ctx: Context, next: Next): Promise<void> => {
-      if (ctx.path === METRICS_PATH && ctx.method === 'GET') {
-        ctx.type = this.registry.contentType;
-        ctx.body = await (this.exposition?.() ?? this.registry.metrics());
-        return;
-      }
       const endpoint = endpointLabel(ctx.path);
       const stop = this.requests.startTimer({ endpoint, method: methodLabel(ctx.method) });
       try {
@@ -166,6 +213,17 @@ export class Metrics {
       const state = ctx.state as { errorCode?: string; audit?: { outcome?: string } };
       this.signIns.inc({ outcome: state.errorCode ? (state.audit?.outcome ?? 'deny') : 'success' });
     }
+  }
+
+  /** A live decision evaluated against the shadow policy, and how the shadow decided otherwise (null: it did not). */
+  shadowEvaluation(point: string, kind: string | null): void {
+    this.shadowEvaluated.inc({ point });
+    if (kind) this.shadowDifferences.inc({ point, kind });
+  }
+
+  /** Live decisions dropped before the shadow evaluation (its queue was full). */
+  shadowDrop(count: number): void {
+    this.shadowDropped.inc(count);
   }
 
   /** The engine, with every decision counted and timed by point and outcome. */

@@ -38,10 +38,17 @@ const protocol: ConfigurationSlice = () => ({
   },
 });
 
-/** Keys shared by every node: signing keys and cookie keys come from the store. */
-const secrets: ConfigurationSlice = ({ secrets: { jwks, cookieKeys } }) => ({
+/**
+ * Keys shared by every node: signing keys and cookie keys come from the store. The provider of a
+ * tenant's own issuer (/t/<tenant>) keeps its cookies below that path, so that the sessions of
+ * tenants reached by path on one host never overwrite each other's (nor the shared issuer's).
+ */
+const secrets: ConfigurationSlice = ({ secrets: { jwks, cookieKeys }, basePath }) => ({
   jwks,
-  cookies: { keys: cookieKeys },
+  cookies: {
+    keys: cookieKeys,
+    ...(basePath ? { long: { path: basePath }, short: { path: basePath } } : {}),
+  },
 });
 
 /** oidc-provider's lifetimes from configuration (README documents the defaults); the bench's baseline takes the same. */

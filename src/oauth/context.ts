@@ -14,6 +14,16 @@ export interface ProviderContext {
   log: Logger;
   /** The store tenant this provider serves. */
   tenant: string;
+  /**
+   * '' for the provider of the shared issuer (ISSUER, the tenant named by X-Tenant-Id), `/t/<tenant>`
+   * for the provider of the tenant's own issuer (ISSUER/t/<tenant>, reached by that path).
+   */
+  basePath: string;
+}
+
+/** The issuer of the provider a context builds: ISSUER, or the tenant's own below it. */
+export function providerIssuer({ config, basePath }: Pick<ProviderContext, 'config' | 'basePath'>): string {
+  return `${config.issuer}${basePath}`;
 }
 
 /** One concern's part of the oidc-provider Configuration. */

@@ -2,6 +2,7 @@ import type { Next } from 'koa';
 import type { ArbiterContext } from './state.js';
 import { claimsSupported, scopes } from './claims.js';
 import { advertisedFeatures, DISCOVERY_PATH } from './routes.js';
+import { requestIssuer } from '../tenancy/index.js';
 
 /**
  * Completes oidc-provider's discovery document with what only Arbiter knows: the fields of
@@ -21,10 +22,12 @@ export function discoveryExtras(issuer: string, authorizationDetailsTypes: () =>
     await next();
     if (ctx.status !== 200 || typeof ctx.body !== 'object' || ctx.body === null) return;
     const document = ctx.body as Record<string, unknown>;
-    anchorEndpointsAtIssuer(document, issuer);
+    // The tenant's own issuer at /t/<tenant> (oidc-provider's `issuer` is already that one).
+    const base = requestIssuer(issuer, ctx.state.tenant);
+    anchorEndpointsAtIssuer(document, base, ctx.state.tenant.path);
     for (const feature of Object.values(advertisedFeatures)) {
       if (!feature.enabled) continue;
-      for (const [field, path] of Object.entries(feature.endpoints ?? {})) document[field] = `${issuer}${path}`;
+      for (const [field, path] of Object.entries(feature.endpoints ?? {})) document[field] = `${base}${path}`;
       Object.assign(document, feature.metadata);
     }
     document.authorization_details_types_supported = await authorizationDetailsTypes();
@@ -49,10 +52,13 @@ export async function umaConfigurationAsDiscovery(ctx: ArbiterContext, next: Nex
  * oidc-provider derives endpoint URLs from the request's Host; Arbiter's endpoints are
  * always the issuer's, whatever name a client used to reach this node.
  */
-function anchorEndpointsAtIssuer(document: Record<string, unknown>, issuer: string): void {
+function anchorEndpointsAtIssuer(document: Record<string, unknown>, issuer: string, tenantPath = ''): void {
   for (const [field, value] of Object.entries(document)) {
     if ((field.endsWith('_endpoint') || field === 'jwks_uri') && typeof value === 'string') {
-      document[field] = `${issuer}${new URL(value).pathname}`;
+      // oidc-provider's URLs already carry the tenant's path (ctx.mountPath), which `issuer` ends with.
+      const path = new URL(value).pathname;
+      document[field] =
+        `${issuer}${tenantPath && path.startsWith(`${tenantPath}/`) ? path.slice(tenantPath.length) : path}`;
     }
   }
 }

@@ -20,6 +20,7 @@ import { tenantHintOnInvalidClient } from './shared/tenant-hint.js';
 import type { ArbiterMiddleware } from './state.js';
 import { TOKEN_PATH, tokenMiddleware } from './token/index.js';
 import { USERINFO_PATH, userinfoMiddleware } from './userinfo/index.js';
+import type { Tenant } from '../tenancy/index.js';
 
 export interface OAuthEdgeDeps {
   config: Config;
@@ -56,7 +57,7 @@ interface EdgeRoute {
  * `/token/` skip the failure limit and the body limit.
  */
 export function oauthEdge({ config, store, sealer, policy, providers, log }: OAuthEdgeDeps): ArbiterMiddleware {
-  const providerFor = (tenant: string) => providers.provider(tenant);
+  const providerFor = (tenant: Tenant) => providers.provider(tenant);
   const authorizationDetailsTypes = () => policy.authorizationDetailsTypes();
   const { issuer, maxBodyBytes } = config;
   const registration = registrationMiddleware({ config, store, policy });

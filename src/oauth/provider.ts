@@ -4,7 +4,7 @@ import { createClientDocuments } from './register/cimd/index.js';
 import { clientLookup } from './clients/records.js';
 import { compareHashedClientSecrets } from './clients/secrets.js';
 import { providerConfiguration } from './configuration.js';
-import type { ProviderContext } from './context.js';
+import { providerIssuer, type ProviderContext } from './context.js';
 import { installGrants } from './token/grants/index.js';
 import { outboundOptionsOf } from '../http/outbound.js';
 
@@ -12,7 +12,7 @@ import { outboundOptionsOf } from '../http/outbound.js';
 export function createTenantProvider(context: ProviderContext): Provider {
   const { store, tenant, policy, config, log } = context;
   const documents = createClientDocuments({ config, store, tenant, policy, log });
-  const provider = new Provider(config.issuer, {
+  const provider = new Provider(providerIssuer(context), {
     ...providerConfiguration(context),
     adapter: createOidcAdapter(store, tenant, {
       Client: clientLookup(store, tenant, () => policy.authorizationDetailsTypes(), documents),

@@ -19,7 +19,14 @@ export { requestInput, withoutCredentials, type RequestInputParts } from './cont
 export { inputSchema, RESULT_SCHEMA, checkInput, checkResult } from './contract/schemas.js';
 export { BUNDLE_PATH } from './bundle/route.js';
 export { dataEntryProblem, DATA_KEY_PATTERN } from './bundle/data-tree.js';
-export { isBundled, POLICY_DATA, POLICY_RULES, type PolicyDataDoc, type PolicyRuleDoc } from './records.js';
+export {
+  isBundled,
+  isBundledShadow,
+  POLICY_DATA,
+  POLICY_RULES,
+  type PolicyDataDoc,
+  type PolicyRuleDoc,
+} from './records.js';
 export { CEDAR_ENTITIES_DATA_KEY } from './cedar/driver.js';
 export type { RuleKind } from './bundle/validate-rule.js';
 export type { BundleChange } from './bundle/validate.js';
@@ -27,3 +34,15 @@ export type { TrialInput } from './bundle/trial.js';
 export type { PolicyFault } from './faults.js';
 export type { DecisionExplanation, RuleHit } from './explain.js';
 export { splitShared, joinShared, isSharedPart, type SharedPart } from './contract/shared-part.js';
+export { PolicyLab, type PolicyLabOptions } from './replay/lab.js';
+export { CHANGE_KINDS, type ChangeKind, type ComparedDecision } from './replay/compare.js';
+export {
+  NO_CLIENT,
+  type RecordedDecision,
+  type ChangedDecision,
+  type ImpactResult,
+  type ChangeCounts,
+} from './replay/impact.js';
+export type { ShadowDifference, ShadowStatus } from './replay/shadow.js';
+export type { RecordChange, TriedBundle } from './bundle/validate.js';
+export type { PolicySnapshot } from './bundle/build.js';

@@ -1,4 +1,4 @@
-import { policyDataRecords, policyRuleRecords } from '../catalog/index.js';
+import { definitionFor, policyDataRecords, policyRuleRecords, presentedForm } from '../catalog/index.js';
 import { DEFAULT_TENANT, type CollectionSpec, type Store, type StoredDoc } from '../store/index.js';
 
 /** A policy rule as the Admin API stores it (collection `policy_rules`). */
@@ -12,6 +12,8 @@ export interface PolicyRuleDoc extends StoredDoc {
   enabled: boolean;
   digest: string | null;
   tenantId: string | null;
+  /** Absent or `live`: in force; `shadow`: in the candidate revision only (src/policy/shadow). */
+  mode?: 'live' | 'shadow';
   createdAt: string;
   updatedAt: string;
 }
@@ -25,6 +27,7 @@ export interface PolicyDataDoc extends StoredDoc {
   payload: string;
   version: string | null;
   tenantId: string | null;
+  mode?: 'live' | 'shadow';
   createdAt: string;
   updatedAt: string;
 }
@@ -39,20 +42,72 @@ export interface BundledRecords {
   data: PolicyDataDoc[];
 }
 
-export function isBundled(record: { tenantId?: unknown; version?: unknown; enabled?: unknown }): boolean {
+export function isBundled(record: {
+  tenantId?: unknown;
+  version?: unknown;
+  enabled?: unknown;
+  mode?: unknown;
+}): boolean {
+  return isShared(record) && record.enabled !== false && record.mode !== 'shadow';
+}
+
+/** A shadow record that takes part in the candidate revision: shared and without a version label (a disabled shadow rule removes its path there). */
+export function isBundledShadow(record: { tenantId?: unknown; version?: unknown; mode?: unknown }): boolean {
+  return isShared(record) && record.mode === 'shadow';
+}
+
+function isShared(record: { tenantId?: unknown; version?: unknown }): boolean {
   const unversioned = record.version === null || record.version === undefined || record.version === '';
   const untenanted = record.tenantId === null || record.tenantId === undefined;
-  return unversioned && untenanted && record.enabled !== false;
+  return unversioned && untenanted;
 }
 
 export async function loadBundledRecords(store: Store): Promise<BundledRecords> {
+  return (await loadPolicyLayers(store)).live;
+}
+
+/**
+ * The live records (the bundle in force) and the shadow ones (with their path and data key under
+ * their own names), both sorted. Shadow rules include disabled ones: they take their path out of
+ * the candidate revision.
+ */
+export async function loadPolicyLayers(store: Store): Promise<{ live: BundledRecords; shadow: BundledRecords }> {
   const [rules, data] = await Promise.all([
     policyRuleRecords<PolicyRuleDoc>(store, DEFAULT_TENANT).find({ tenantId: null }),
     policyDataRecords<PolicyDataDoc>(store, DEFAULT_TENANT).find({ tenantId: null }),
   ]);
+  const rulesDefinition = definitionFor('policy-rules')!;
+  const dataDefinition = definitionFor('policy-data')!;
   return {
-    rules: rules.filter(isBundled).sort((a, b) => compare(a.path, b.path)),
-    data: data.filter(isBundled).sort((a, b) => compare(a.dataKey, b.dataKey)),
+    live: sorted({ rules: rules.filter(isBundled), data: data.filter(isBundled) }),
+    shadow: sorted({
+      rules: rules.filter(isBundledShadow).map((rule) => presentedForm(rulesDefinition, rule)),
+      data: data.filter(isBundledShadow).map((entry) => presentedForm(dataDefinition, entry)),
+    }),
+  };
+}
+
+/**
+ * The candidate revision's records: the live ones with each shadow in place of the live record
+ * of its path (or data key), or beside them; a disabled shadow rule takes its path out.
+ */
+export function withShadows(live: BundledRecords, shadow: BundledRecords): BundledRecords {
+  const shadowPaths = new Set(shadow.rules.map((rule) => rule.path));
+  const shadowKeys = new Set(shadow.data.map((entry) => entry.dataKey));
+  return sorted({
+    rules: [
+      ...live.rules.filter((rule) => !shadowPaths.has(rule.path)),
+      ...shadow.rules.filter((rule) => rule.enabled !== false),
+    ],
+    data: [...live.data.filter((entry) => !shadowKeys.has(entry.dataKey)), ...shadow.data],
+  });
+}
+
+/** Rules by path, data by key: the order the store's bundle has, so that a candidate's revision is the one it gets once written. */
+export function sorted(records: BundledRecords): BundledRecords {
+  return {
+    rules: [...records.rules].sort((a, b) => compare(a.path, b.path)),
+    data: [...records.data].sort((a, b) => compare(a.dataKey, b.dataKey)),
   };
 }
 

@@ -37,11 +37,33 @@ export interface CollectionSpec {
 /** Equality filter on top-level fields; `null` matches absent or null. */
 export type Filter = Record<string, string | number | boolean | null>;
 
+/**
+ * A case-insensitive substring search: a document matches when the string value of one of
+ * `fields` contains `text` (letters compared without case, ASCII at least; every other character,
+ * `%`, `_`, `.`, `*` and the like included, as itself). Documents whose fields hold no string do
+ * not match. Empty text matches every document. Unindexed: each search reads the tenant's
+ * documents of the collection, so callers bound the text and page the answer.
+ */
+export interface TextSearch {
+  fields: string[];
+  text: string;
+}
+
 export interface FindOptions {
   /** Field to sort by; `id` and `createdAt` always work. */
   sort?: { field: string; direction: 'asc' | 'desc' };
+  /**
+   * With `sort`: only the documents whose sort field is at this value or beyond it in the sort's
+   * direction (at most it for `desc`, at least it for `asc`), of its type (a string bound: strings;
+   * a number: numbers). Keyset paging over a large collection: the next page starts at the last
+   * value of this one (with `skip` the documents of that value already seen), so that a page costs
+   * the same however deep it is, where `skip` alone walks every document before it. Use an indexed field.
+   */
+  startAt?: string | number;
   skip?: number;
   limit?: number;
+  /** Only the documents that also match this search. */
+  search?: TextSearch;
 }
 
 export interface TenantCollection<T extends StoredDoc = StoredDoc> {
@@ -64,7 +86,8 @@ export interface TenantCollection<T extends StoredDoc = StoredDoc> {
   get(id: string | number): Promise<T | null>;
   findOne(filter: Filter): Promise<T | null>;
   find(filter?: Filter, options?: FindOptions): Promise<T[]>;
-  count(filter?: Filter): Promise<number>;
+  /** How many documents match the filter (and `search`, when given). */
+  count(filter?: Filter, search?: TextSearch): Promise<number>;
   /**
    * Sets the given top-level fields on the document with this id, atomically and
    * only if it currently matches `onlyIf` (when given). Returns the updated
@@ -92,6 +115,16 @@ export interface Store {
   /** Next value of a named numeric sequence (1, 2, 3, ...), shared across tenants. */
   /** With `count`, reserves that many consecutive values at once and returns the last of them. */
   nextSequence(name: string, count?: number): Promise<number>;
+  /**
+   * Adds `amount` (default 1) to the counter `key` within its current window, atomically for every
+   * process and node on this store: a counter that does not exist, or whose window has ended,
+   * starts a new window of `windowMs` at `amount`. Answers the count and the window's end. For
+   * limits that must hold across nodes (the auth-failure throttle, src/http/auth-failures.ts).
+   * Counters are not documents of any collection or tenant; purgeExpired removes ended ones.
+   */
+  addToWindow(key: string, windowMs: number, amount?: number): Promise<WindowCount>;
+  /** The counters among `keys` whose window has not ended, in one read; the others are absent from the map. */
+  readWindows(keys: readonly string[]): Promise<Map<string, WindowCount>>;
   /** Resolves when the store answers and can be written; rejects otherwise (StoreUnavailableError when it knows why). */
   ping(): Promise<void>;
   /** Removes expired documents everywhere. */
@@ -104,6 +137,12 @@ export interface Store {
   /** A consistent copy of the whole store into a file while it is in use; stores that cannot (MongoDB: mongodump) lack it. */
   backup?(destination: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A counter of Store.addToWindow: its count in the current window, and when that window ends (epoch ms). */
+export interface WindowCount {
+  count: number;
+  resetAt: number;
 }
 
 export class ConflictError extends Error {

@@ -1,6 +1,6 @@
 import type { Middleware, Next, ParameterizedContext } from 'koa';
 import { DEFAULT_TENANT, type Store, type StoredDoc } from '../store/index.js';
-import { HttpError, badRequest } from '../http/errors.js';
+import { HttpError, badRequest, notFound } from '../http/errors.js';
 import type { RequestState } from '../http/state.js';
 
 export const TENANT_HEADER = 'x-tenant-id';
@@ -17,6 +17,11 @@ export const TENANTS_COLLECTION = { name: 'tenants' };
 export interface Tenant {
   readonly name: string;
   readonly id: string | null;
+  /**
+   * `/t/<id>` when the request reached the tenant by its path (tenantPaths): it is answered under
+   * the tenant's own issuer, ISSUER + path (requestIssuer). Absent for X-Tenant-Id and for records.
+   */
+  readonly path?: string;
 }
 
 /** The tenant of a record's tenantId or of an X-Tenant-Id (none: the default tenant). */
@@ -29,6 +34,8 @@ export type TenantState = RequestState & {
   tenant: Tenant;
   /** Set when X-Tenant-Id names no tenant: the audit log counts these instead of writing each. */
   tenantUnknown?: boolean;
+  /** Set by tenantPaths for a request at /t/<tenant>/…: that base path. */
+  tenantPath?: string;
 };
 
 /** True for a syntactically valid tenant id (letters, digits, dot, dash, underscore; at most 64). */
@@ -46,8 +53,14 @@ export async function tenancy(ctx: ParameterizedContext<TenantState>, next: Next
   if (header !== '' && !isTenantId(header)) {
     throw badRequest('X-Tenant-Id must be 1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit');
   }
-  ctx.state.tenant = tenantOf(header);
+  const tenant = tenantOf(header);
+  ctx.state.tenant = ctx.state.tenantPath ? { ...tenant, path: ctx.state.tenantPath } : tenant;
   await next();
+}
+
+/** The issuer a request is answered under: ISSUER, or the tenant's own (ISSUER/t/<tenant>) when it came by path. */
+export function requestIssuer(issuer: string, tenant: Tenant): string {
+  return tenant.path ? `${issuer}${tenant.path}` : issuer;
 }
 
 /** The store tenant of a record's tenantId. */
@@ -92,10 +105,79 @@ export function requireKnownTenant(registry: TenantRegistry): Middleware<TenantS
   return async (ctx, next) => {
     if (!(await registry.exists(ctx.state.tenant.name))) {
       ctx.state.tenantUnknown = true;
-      throw new HttpError(400, 'invalid_request', 'X-Tenant-Id names no tenant of this server', {
-        field: 'X-Tenant-Id',
+      const named = ctx.state.tenant.path ? `${ctx.state.tenant.path} names` : 'X-Tenant-Id names';
+      throw new HttpError(400, 'invalid_request', `${named} no tenant of this server`, {
+        field: ctx.state.tenant.path ? 'path' : 'X-Tenant-Id',
       });
     }
     await next();
   };
+}
+
+/** A tenant's own base path: `/t/<tenant>`. */
+export const TENANT_PATH_PREFIX = '/t/';
+const TENANT_PATH = /^\/t\/([^/]*)(\/.*)?$/;
+
+/**
+ * Tenants as paths: `/t/<tenant>/<endpoint>` is the request `/<endpoint>` with `X-Tenant-Id:
+ * <tenant>`, answered under the tenant's own issuer `<ISSUER>/t/<tenant>` (its discovery document,
+ * JWKS, endpoints and browser sign-in), so that a tenant's users and clients need no proxy that
+ * adds the header (as Keycloak's realms, and AuthZEN's tenant paths in src/authzen, do).
+ *
+ * - A path and an X-Tenant-Id naming different tenants: 400. A malformed tenant: 400.
+ * - `reserved(path)` names what is not a protocol endpoint and has no tenant form (the admin
+ *   surface, /metrics, the probes, the policy bundle): 404 under /t/, as a path naming nothing.
+ * - oidc-provider builds the URLs it publishes and redirects to below the base (Koa's
+ *   `ctx.mountPath`, which it reads); Arbiter's own redirects to paths (`/interaction/…`) get the
+ *   base put in front on the way out.
+ *
+ * Mount it first (before the listener split, the metrics and the audit trail), so that everything
+ * after sees the endpoint's own path and the tenant, and the access log the path as requested.
+ * Answers its refusals itself: it runs before the JSON error handler.
+ */
+export function tenantPaths(reserved: (path: string) => boolean) {
+  return async (ctx: ParameterizedContext<TenantState>, next: Next): Promise<void> => {
+    const match = TENANT_PATH.exec(ctx.path);
+    if (!match) return next();
+    const [, id, rest = '/'] = match;
+    const refusal = refusalOf(ctx, id, rest, reserved);
+    if (refusal) {
+      ctx.status = refusal.status;
+      ctx.body = { error: refusal.code, error_description: refusal.message };
+      return;
+    }
+    const base = `${TENANT_PATH_PREFIX}${id}`;
+    ctx.request.headers[TENANT_HEADER] = id;
+    ctx.state.tenantPath = base;
+    (ctx as { mountPath?: string }).mountPath = base;
+    const asked = ctx.path;
+    ctx.path = rest;
+    try {
+      await next();
+    } finally {
+      ctx.path = asked;
+    }
+    const location = String(ctx.response.get('Location') ?? '');
+    if (location.startsWith('/') && !location.startsWith('//') && !location.startsWith(`${base}/`))
+      ctx.set('Location', `${base}${location}`);
+  };
+}
+
+function refusalOf(
+  ctx: ParameterizedContext<TenantState>,
+  id: string,
+  rest: string,
+  reserved: (path: string) => boolean,
+): HttpError | null {
+  if (!isTenantId(id))
+    return new HttpError(
+      400,
+      'invalid_request',
+      'the path names no tenant: /t/<tenant>/… takes 1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit',
+    );
+  const header = ctx.get(TENANT_HEADER);
+  if (header !== '' && header !== id)
+    return new HttpError(400, 'invalid_request', 'the path and X-Tenant-Id name different tenants');
+  if (reserved(rest)) return notFound('no such endpoint');
+  return null;
 }

@@ -1,9 +1,20 @@
 import type { Attributes } from '@opentelemetry/api';
 import { ATTR_DB_COLLECTION_NAME, ATTR_DB_OPERATION_NAME } from '@opentelemetry/semantic-conventions';
-import type { CollectionSpec, Filter, FindOptions, Store, StoredDoc, TenantCollection } from '../store/index.js';
+import type {
+  CollectionSpec,
+  Filter,
+  FindOptions,
+  Store,
+  StoredDoc,
+  TenantCollection,
+  TextSearch,
+} from '../store/index.js';
 
 /** Marks the objects a Tracing wrapped, so that a test can tell that a server without tracing has none. */
 export const TRACED = Symbol('arbiter.traced');
+
+/** Where both adapters keep Store.addToWindow's counters. */
+const WINDOW_COUNTERS = 'window_counters';
 
 /** Runs `work` in a child span named `name` (when there is a traced request to be the child of). */
 export type InSpan = <T>(name: string, attributes: Attributes, work: () => Promise<T>) => Promise<T>;
@@ -16,11 +27,20 @@ export type InSpan = <T>(name: string, attributes: Attributes, work: () => Promi
 export function tracedStore(store: Store, inSpan: InSpan): Store {
   const storeCall = <T>(operation: string, work: () => Promise<T>) =>
     inSpan(operation, { [ATTR_DB_OPERATION_NAME]: operation }, work);
+  const counterCall = <T>(operation: string, work: () => Promise<T>) =>
+    inSpan(
+      `${operation} ${WINDOW_COUNTERS}`,
+      { [ATTR_DB_OPERATION_NAME]: operation, [ATTR_DB_COLLECTION_NAME]: WINDOW_COUNTERS },
+      work,
+    );
   const calls: Partial<Store> & { [TRACED]: true } = {
     [TRACED]: true,
     collection: <T extends StoredDoc = StoredDoc>(spec: CollectionSpec | string, tenant?: string) =>
       new TracedCollection<T>(store.collection<T>(spec, tenant), typeof spec === 'string' ? spec : spec.name, inSpan),
     nextSequence: (name, count) => storeCall('nextSequence', () => store.nextSequence(name, count)),
+    // The auth-failure throttle's counters, named after their table (their keys name addresses and credentials: left out).
+    addToWindow: (key, windowMs, amount) => counterCall('addToWindow', () => store.addToWindow(key, windowMs, amount)),
+    readWindows: (keys) => counterCall('readWindows', () => store.readWindows(keys)),
     purgeExpired: () => storeCall('purgeExpired', () => store.purgeExpired()),
   };
   // Everything else (ping, onWrite, backup, close, what a store adds) is the store's own, called on it.
@@ -76,8 +96,8 @@ class TracedCollection<T extends StoredDoc> implements TenantCollection<T> {
   find(filter?: Filter, options?: FindOptions) {
     return this.call('find', () => this.inner.find(filter, options));
   }
-  count(filter?: Filter) {
-    return this.call('count', () => this.inner.count(filter));
+  count(filter?: Filter, search?: TextSearch) {
+    return this.call('count', () => this.inner.count(filter, search));
   }
   update(id: string | number, fields: Partial<T>, onlyIf?: Filter) {
     return this.call('update', () => this.inner.update(id, fields, onlyIf));

@@ -16,6 +16,7 @@ import {
 } from './resources.js';
 import { RESOURCE_DESCRIPTION, type ResourceDescription } from './schemas.js';
 import type { UmaDeps } from './deps.js';
+import { requestIssuer } from '../tenancy/index.js';
 
 export const RESOURCE_REGISTRATION_PATH = '/resource_registration/resource';
 
@@ -53,7 +54,7 @@ export function resourceRegistrationRoutes(
       createdAt: new Date().toISOString(),
     });
     ctx.status = 201;
-    ctx.set('Location', `${deps.issuer}${RESOURCE_REGISTRATION_PATH}/${record.id}`);
+    ctx.set('Location', `${requestIssuer(deps.issuer, ctx.state.tenant)}${RESOURCE_REGISTRATION_PATH}/${record.id}`);
     ctx.body = { _id: record.id };
   });
 

@@ -66,7 +66,7 @@ describe('Console sign-in with named Admin API keys, on the admin port, in Chrom
   it('makes an operator key on the API keys page and shows it once', async function () {
     await openPage('API keys');
     await expectAccessible('API keys page (admin)');
-    await page.getByLabel('Name').fill('console operator');
+    await page.getByLabel('Name', { exact: true }).fill('console operator');
     await page.getByLabel('Role').selectOption('operator');
     await page.getByLabel('Description (optional)').fill('made in the console test');
     await page.getByRole('button', { name: 'Create key' }).click();

@@ -5,6 +5,7 @@ import { expect } from 'chai';
 import { ADMIN_PREFIX, AdminApiKeys, adminRouter } from '../../src/admin/index.js';
 import { COLLECTIONS } from '../../src/catalog/index.js';
 import { AuditLog } from '../../src/audit/index.js';
+import { POLICY_IMPACT_REQUEST_SCHEMA, POLICY_LAB_SCHEMAS, SHADOW_ACTION_SCHEMA } from '../../src/admin/policy-lab.js';
 import { Sealer } from '../../src/store/index.js';
 import { readyServer, ADMIN_KEY, type TestServer } from '../support/server.js';
 
@@ -93,6 +94,24 @@ describe('Admin API OpenAPI document', function () {
         );
       }
     });
+
+    it('describes impact analysis and shadow policies from the schemas their routes use', function () {
+      const body = (path: string) => resolved.paths[path].post.requestBody.content['application/json'].schema;
+      expect(body('/policy-impact')).to.deep.equal(structuredClone(POLICY_IMPACT_REQUEST_SCHEMA));
+      expect(body('/policy-shadow/promote')).to.deep.equal(structuredClone(SHADOW_ACTION_SCHEMA));
+      for (const name of Object.keys(POLICY_LAB_SCHEMAS))
+        expect(document.components.schemas[name], name).to.deep.equal(
+          structuredClone(POLICY_LAB_SCHEMAS[name as keyof typeof POLICY_LAB_SCHEMAS]),
+        );
+      const answer = resolved.paths['/policy-impact'].post.responses['200'].content['application/json'].schema;
+      expect(answer.properties.changed.items.properties.kind.enum).to.deep.equal([
+        'allow_to_deny',
+        'deny_to_allow',
+        'narrower',
+        'wider',
+        'other',
+      ]);
+    });
   });
 
   it('documents every route the Admin router registers with its method, and no other', async function () {
@@ -105,6 +124,7 @@ describe('Admin API OpenAPI document', function () {
       audit: new AuditLog(server.store),
       policy,
       issuer: server.config.issuer,
+      policyLab: { lab: {} as never, fileChecks: {}, recordedInputs: notCalled },
     });
     const routed = router.stack.flatMap((layer) =>
       layer.methods
@@ -122,13 +142,17 @@ describe('Admin API OpenAPI document', function () {
     /** The record each path's first segment is about, for the path parameters (named like its fields). */
     const records: Record<string, Json> = {};
 
-    // The collections, and the Admin API keys: the example key (read-only) is the one the 403s are checked with.
-    const collectionPaths = new Set([...COLLECTIONS.map((definition) => `/${definition.path}`), '/api-keys']);
+    // The collections, the Admin API keys (the example key, read-only, is the one the 403s are checked with) and the tenants.
+    const collectionPaths = new Set([
+      ...COLLECTIONS.map((definition) => `/${definition.path}`),
+      '/api-keys',
+      '/tenants',
+    ]);
     const isCreate = ({ method, path }: Documented) => method === 'post' && collectionPaths.has(path);
 
-    it("creates every collection's example (in reference order) and an API key as documented, with the documented errors", async function () {
+    it("creates every collection's example (in reference order), an API key and a tenant as documented, with the documented errors", async function () {
       const creates = operations().filter(isCreate);
-      expect(creates).to.have.length(COLLECTIONS.length + 1);
+      expect(creates).to.have.length(COLLECTIONS.length + 2);
       await expectNoProblems(inReferenceOrder(creates));
     });
 

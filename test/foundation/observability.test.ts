@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { clientCredentials, confidentialClient, policyInForce } from '../support/oauth.js';
-import { inTenant, withServer, type TestServer } from '../support/server.js';
+import { rawRequest } from '../support/raw-http.js';
+import { inTenant, readyServer, withServer, type TestServer } from '../support/server.js';
 
 /** GET /metrics (Prometheus) and request ids across answer, logs and audit entries. */
 describe('observability', function () {
@@ -73,5 +74,60 @@ describe('observability', function () {
     expect(generated.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
     const unreasonable = await server.request('/healthz', { headers: { 'X-Request-ID': 'x'.repeat(500) } });
     expect(unreasonable.headers.get('x-request-id')).to.match(/^[0-9a-f-]{36}$/);
+  });
+});
+
+/** METRICS_TOKEN: /metrics for its bearer only, on the admin listener when there is one. */
+describe('observability: /metrics behind METRICS_TOKEN', function () {
+  const TOKEN = 'metrics-token-0123456789abcdef';
+  const LIMIT = 3;
+  let server: TestServer;
+
+  before(async function () {
+    // Its own server: it fails the token up to a small failure limit.
+    server = await readyServer({ METRICS_TOKEN: TOKEN, ADMIN_PORT: '0', AUTH_FAILURE_LIMIT: String(LIMIT) });
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  const scrape = (headers: Record<string, string> = {}) =>
+    rawRequest(server.adminUrl!, { path: '/metrics', headers, localAddress: '127.0.0.1' });
+
+  it('answers the bearer of the token, and 401 with a Bearer challenge to anyone else', async function () {
+    const scraped = await scrape({ Authorization: `Bearer ${TOKEN}` });
+    expect(scraped.status).to.equal(200);
+    expect(scraped.text).to.contain('arbiter_http_request_duration_seconds');
+    const anonymous = await scrape();
+    expect(anonymous.status).to.equal(401);
+    expect(anonymous.headers['www-authenticate']).to.equal('Bearer');
+    expect(anonymous.json().error).to.equal('invalid_token');
+    for (const authorization of ['Bearer not-the-token-0123456789', `Basic ${TOKEN}`, `Bearer ${TOKEN}x`]) {
+      const refused = await scrape({ Authorization: authorization });
+      expect(refused.status, authorization).to.equal(401);
+      expect(refused.headers['www-authenticate'], authorization).to.equal('Bearer error="invalid_token"');
+    }
+    expect(
+      (await server.request('/metrics', { listener: 'public' })).status,
+      'still not on the public listener',
+    ).to.equal(404);
+  });
+
+  it('throttles wrong tokens like any failed credential, and still answers the right one', async function () {
+    const from = '127.0.0.31';
+    const wrong = () =>
+      rawRequest(server.adminUrl!, {
+        path: '/metrics',
+        headers: { Authorization: 'Bearer wrong-0123456789' },
+        localAddress: from,
+      });
+    for (let attempt = 0; attempt < LIMIT; attempt++) expect((await wrong()).status).to.equal(401);
+    expect((await wrong()).status).to.equal(429);
+    const right = await rawRequest(server.adminUrl!, {
+      path: '/metrics',
+      headers: { Authorization: `Bearer ${TOKEN}` },
+      localAddress: from,
+    });
+    expect(right.status, 'the scraper is never locked out').to.equal(200);
   });
 });

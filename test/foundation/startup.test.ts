@@ -91,10 +91,21 @@ describe('Start-up and configuration', function () {
     expect(existsSync(dirname(missing)), 'no directory was made').to.equal(false);
   });
 
-  it('warns at start-up when a production server has an http:// issuer', async function () {
+  it('warns at start-up when a production server has an http:// issuer, or no METRICS_TOKEN', async function () {
     this.timeout(60_000);
-    expect(configWarnings({ production: false, issuer: 'http://localhost:9000' })).to.deep.equal([]);
-    expect(configWarnings({ production: true, issuer: 'https://as.example' })).to.deep.equal([]);
+    const settings = { adminPort: null, metricsToken: null };
+    expect(configWarnings({ ...settings, production: false, issuer: 'http://localhost:9000' })).to.deep.equal([]);
+    expect(
+      configWarnings({
+        ...settings,
+        production: true,
+        issuer: 'https://as.example',
+        metricsToken: 'metrics-token-0123456789',
+      }),
+    ).to.deep.equal([]);
+    expect(configWarnings({ ...settings, production: true, issuer: 'https://as.example', adminPort: 9001 })[0])
+      .to.contain('METRICS_TOKEN')
+      .and.contain('the admin listener');
     const port = await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
       env: {
@@ -116,14 +127,18 @@ describe('Start-up and configuration', function () {
         async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status === 200,
         45_000,
       );
-      const warnings = stdout
+      const lines = stdout
         .split('\n')
         .filter(Boolean)
-        .map((line) => JSON.parse(line) as { level: number; msg: string })
-        .filter((line) => line.msg.startsWith('ISSUER is http://'));
+        .map((line) => JSON.parse(line) as { level: number; msg: string });
+      const warnings = lines.filter((line) => line.msg.startsWith('ISSUER is http://'));
       expect(warnings, stdout).to.have.length(1);
       expect(warnings[0].level, 'pino warn').to.equal(40);
       expect(warnings[0].msg).to.contain('NODE_ENV=production').and.contain('https://');
+      const metrics = lines.filter((line) => line.msg.startsWith('METRICS_TOKEN is not set'));
+      expect(metrics, stdout).to.have.length(1);
+      expect(metrics[0].level, 'pino warn').to.equal(40);
+      expect(metrics[0].msg).to.contain('GET /metrics answers anyone');
       child.kill('SIGTERM');
       await once(child, 'exit');
     } finally {

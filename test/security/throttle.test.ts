@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { expect } from 'chai';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 import { basic, confidentialClient } from '../support/oauth.js';
@@ -223,5 +226,65 @@ describe('Throttling of authentication failures, and the caller address', functi
     ).json();
     const entry = audited.content.find((candidate: any) => candidate.userAgent === 'behind-proxy');
     expect(entry.ip).to.equal('198.51.100.7');
+  });
+});
+
+/**
+ * The counts live in the store: servers (nodes, worker processes) on one store count together, so
+ * that N of them do not give an attacker N times the tries. Two in-process servers on one SQLite
+ * file here; test/operations/multi-node.test.ts does the same on the MongoDB-wire store.
+ */
+describe('Throttling of authentication failures shared by servers on one store', function () {
+  let directory: string;
+  let a: TestServer;
+  let b: TestServer;
+  before(async function () {
+    directory = mkdtempSync(join(tmpdir(), 'arbiter-shared-throttle-'));
+    const env = {
+      STORE_URL: `sqlite:${join(directory, 'arbiter.db')}`,
+      AUTH_FAILURE_LIMIT: String(LIMIT),
+      AUTH_FAILURE_WINDOW_SECONDS: '600',
+    };
+    a = await readyServer(env);
+    b = await readyServer({ ...env, ISSUER: a.config.issuer });
+  });
+  after(async function () {
+    await b?.close();
+    await a?.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  it('refuses an address that failed on both servers once the failures add up to the limit, on either server', async function () {
+    const from = '127.0.2.1';
+    for (let attempt = 0; attempt < LIMIT; attempt++)
+      expect(
+        (await adminCall(attempt % 2 ? b : a, from, 'wrong-key-0123456789')).status,
+        `failure ${attempt + 1}`,
+      ).to.equal(401);
+    for (const node of [a, b]) {
+      const refused = await adminCall(node, from, 'wrong-key-0123456789');
+      expect(refused.status, node === a ? 'on A' : 'on B').to.equal(429);
+      expect(Number(refused.headers['retry-after'])).to.be.within(1, 600);
+    }
+  });
+
+  it('locks a client out on both servers after the limit of guesses spread over the two', async function () {
+    const secret = await confidentialClient(a, 'shared-guess-svc', { scopes: ['read'] });
+    const token = (node: TestServer, clientSecret: string, from: string) =>
+      rawRequest(node.url, {
+        method: 'POST',
+        path: '/token',
+        localAddress: from,
+        headers: {
+          'Content-Type': 'application/x-www-form-urlencoded',
+          Authorization: basic('shared-guess-svc', clientSecret),
+        },
+        body: 'grant_type=client_credentials&scope=read',
+      });
+    for (let attempt = 0; attempt < LIMIT; attempt++)
+      expect((await token(attempt % 2 ? a : b, 'not-the-secret', '127.0.2.2')).status).to.equal(401);
+    expect((await token(a, secret, '127.0.2.2')).status, 'the right secret on A: not verified').to.equal(429);
+    expect((await token(b, secret, '127.0.2.2')).status, 'the right secret on B: not verified').to.equal(429);
+    expect((await token(b, secret, '127.0.2.3')).status, 'from another address').to.equal(200);
   });
 });

@@ -29,6 +29,12 @@ const PARALLEL = 20;
 const past = () => Date.now() - 60_000;
 const future = () => Date.now() + 3_600_000;
 
+/** Resolves once the clock has passed `instant` (epoch ms): a window's end is a time, not a state to poll. */
+async function untilPast(instant: number): Promise<void> {
+  while (Date.now() <= instant)
+    await new Promise((resolve) => setTimeout(resolve, Math.max(1, instant - Date.now() + 1)));
+}
+
 async function expectConflict(write: Promise<unknown>, fields: string[]): Promise<void> {
   const error = await write.then(
     () => undefined,
@@ -435,6 +441,94 @@ export function describeStoreConformance(
       it('returns nothing for limit 0', async () => {
         expect(await idsSortedBy('id', 'asc', { limit: 0 })).to.deep.equal([]);
       });
+
+      it('starts a page at a value of the sort field (keyset paging), both ways, of its type only', async () => {
+        const fruit = store.collection('fruit');
+        await fruit.insert({ id: 11, name: 'kiwi', createdAt: 3000 });
+        await fruit.insert({ id: 12, name: 'lime', createdAt: '3000' });
+        const page = async (direction: 'asc' | 'desc', startAt: string | number, skip = 0, limit = 10) =>
+          (await fruit.find({}, { sort: { field: 'createdAt', direction }, startAt, skip, limit })).map(
+            (doc) => doc.id,
+          );
+        expect(await page('desc', 3000)).to.deep.equal([11, 10, 2, 9]);
+        expect(await page('desc', 3000, 1, 2)).to.deep.equal([10, 2]);
+        expect(await page('asc', 3000)).to.deep.equal([10, 11, 100]);
+        expect(await page('desc', 999)).to.deep.equal([]);
+        expect(await page('desc', '3000')).to.deep.equal([12]);
+        expect(
+          (await fruit.find({ name: 'pear' }, { sort: { field: 'createdAt', direction: 'desc' }, startAt: 3000 })).map(
+            (doc) => doc.id,
+          ),
+        ).to.deep.equal([10]);
+      });
+    });
+
+    describe('text search', () => {
+      const NAMES = [
+        { id: 1, name: 'Payroll App', owner: 'alice', kind: 'a' },
+        { id: 2, name: 'payroll-batch', owner: 'bob', kind: 'b' },
+        { id: 3, name: 'Wiki (50% off) [beta].*', owner: 'carol', kind: 'a' },
+        { id: 4, name: 42, owner: 'dave_payroll', kind: 'a' },
+        { id: 5, owner: 'erin', kind: 'b' },
+        { id: 6, name: 'a_b%c', owner: 'frank', kind: 'b' },
+      ];
+
+      beforeEach(async () => {
+        const names = store.collection('names');
+        for (const item of NAMES) await names.insert(item);
+      });
+
+      const found = async (text: string, fields = ['name'], filter = {}) => {
+        const names = store.collection('names');
+        const search = { fields, text };
+        const docs = await names.find(filter, { search, sort: { field: 'id', direction: 'asc' } });
+        expect(await names.count(filter, search), `count of ${JSON.stringify(text)}`).to.equal(docs.length);
+        return docs.map((doc) => doc.id);
+      };
+
+      it('matches a substring of any of the fields, ASCII letters without case', async () => {
+        expect(await found('PAYROLL')).to.deep.equal([1, 2]);
+        expect(await found('roll', ['name', 'owner'])).to.deep.equal([1, 2, 4]);
+        expect(await found('app')).to.deep.equal([1]);
+      });
+
+      it('takes wildcard and pattern characters as themselves', async () => {
+        expect(await found('%')).to.deep.equal([3, 6]);
+        expect(await found('_')).to.deep.equal([6]);
+        expect(await found('a_b%')).to.deep.equal([6]);
+        expect(await found('.*')).to.deep.equal([3]);
+        expect(await found('[beta]')).to.deep.equal([3]);
+        expect(await found('(50% off)')).to.deep.equal([3]);
+        expect(await found('^P')).to.deep.equal([]);
+        expect(await found('a.p')).to.deep.equal([]);
+        expect(await found('\\')).to.deep.equal([]);
+      });
+
+      it('matches string values only, and never a document without the field', async () => {
+        expect(await found('42')).to.deep.equal([]);
+        expect(await found('e')).to.deep.equal([3]);
+      });
+
+      it('combines with the filter, skip and limit', async () => {
+        expect(await found('payroll', ['name', 'owner'], { kind: 'a' })).to.deep.equal([1, 4]);
+        const page = await store
+          .collection('names')
+          .find(
+            {},
+            { search: { fields: ['owner'], text: 'R' }, sort: { field: 'id', direction: 'asc' }, skip: 1, limit: 2 },
+          );
+        expect(page.map((doc) => doc.id)).to.deep.equal([4, 5]);
+      });
+
+      it('matches every document with empty text, and none with no field to look in', async () => {
+        expect(await found('')).to.deep.equal([1, 2, 3, 4, 5, 6]);
+        expect(await found('payroll', [])).to.deep.equal([]);
+      });
+
+      it('keeps to its tenant', async () => {
+        await store.collection('names', 'other').insert({ id: 1, name: 'Payroll elsewhere' });
+        expect(await found('elsewhere')).to.deep.equal([]);
+      });
     });
 
     describe('update', () => {
@@ -602,6 +696,44 @@ export function describeStoreConformance(
         expect([...values].sort((a, b) => a - b)).to.deep.equal(
           Array.from({ length: PARALLEL }, (_, index) => index + 1),
         );
+      });
+    });
+
+    describe('window counters (addToWindow, readWindows)', () => {
+      const WINDOW_MS = 60_000;
+
+      it('counts within a window that ends windowMs after its first count, each key on its own', async () => {
+        const before = Date.now();
+        const first = await store.addToWindow('k', WINDOW_MS);
+        expect(first.count).to.equal(1);
+        expect(first.resetAt).to.be.within(before + WINDOW_MS, Date.now() + WINDOW_MS);
+        expect(await store.addToWindow('k', WINDOW_MS, 3)).to.deep.equal({ count: 4, resetAt: first.resetAt });
+        expect((await store.addToWindow('other', WINDOW_MS)).count).to.equal(1);
+        const read = await store.readWindows(['k', 'other', 'never']);
+        expect(Object.fromEntries(read)).to.deep.equal({
+          k: { count: 4, resetAt: first.resetAt },
+          other: { count: 1, resetAt: read.get('other')!.resetAt },
+        });
+        expect((await store.readWindows([])).size).to.equal(0);
+      });
+
+      it('starts a new window once one has ended, and reads no ended window', async () => {
+        await untilPast((await store.addToWindow('short', 50, 5)).resetAt);
+        expect((await store.readWindows(['short'])).size).to.equal(0);
+        const restarted = await store.addToWindow('short', WINDOW_MS);
+        expect(restarted.count).to.equal(1);
+        expect(restarted.resetAt).to.be.above(Date.now() + WINDOW_MS / 2);
+        await untilPast((await store.addToWindow('ended', 1)).resetAt);
+        await store.purgeExpired();
+        expect((await store.addToWindow('ended', WINDOW_MS)).count, 'purged, then counted afresh').to.equal(1);
+      });
+
+      itConcurrently('loses no count to parallel callers, new window or not', async () => {
+        const counts = await Promise.all(Array.from({ length: PARALLEL }, () => store.addToWindow('race', WINDOW_MS)));
+        expect(counts.map((counted) => counted.count).sort((a, b) => a - b)).to.deep.equal(
+          Array.from({ length: PARALLEL }, (_, index) => index + 1),
+        );
+        expect(new Set(counts.map((counted) => counted.resetAt)).size, 'one window').to.equal(1);
       });
     });
 

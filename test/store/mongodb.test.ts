@@ -35,6 +35,51 @@ describe('MongoDB store', function () {
     }
   });
 
+  it('keys rows `<tenant>/<id>` in a new database: no U+0000, which FerretDB over PostgreSQL cannot store', async () => {
+    const database = server.freshDatabase();
+    const store = await server.openStore(database);
+    const client = await MongoClient.connect(server.uri(database));
+    try {
+      const users = store.collection({ name: 'users', uniqueKeys: [['email']] });
+      await users.insert({ id: 'u1', email: null });
+      await store.collection('codes', 'acme').insert({ id: 'c/1' });
+      const rows = client.db().collection<{ _id: string; _unique?: Record<string, string> }>(physicalName('users'));
+      const row = await rows.findOne({});
+      expect(row?._id).to.equal('_default/u1');
+      expect(row?._unique?.email).to.equal('\u0001unset:_default/u1');
+      expect((await client.db().collection(physicalName('codes')).findOne({}))?._id).to.equal('acme/c/1');
+      expect(await store.collection('codes', 'acme').get('c/1')).to.deep.equal({ id: 'c/1' });
+    } finally {
+      await client.close();
+      await store.close();
+    }
+  });
+
+  it('keeps reading and writing a database written before, whose rows are keyed with U+0000', async function () {
+    if (server.backend === 'postgresql') this.skip(); // such a database cannot exist there
+    const database = server.freshDatabase();
+    const client = await MongoClient.connect(server.uri(database));
+    try {
+      const legacyRows = client.db().collection<{ _id: string; tenant: string; doc: object }>(physicalName('codes'));
+      await legacyRows.insertOne({ _id: '_default\u0000old', tenant: '_default', doc: { id: 'old', v: 1 } });
+      const store = await server.openStore(database);
+      try {
+        const codes = store.collection('codes');
+        expect(await codes.get('old')).to.deep.equal({ id: 'old', v: 1 });
+        await codes.insert({ id: 'new' });
+        expect(await codes.update('old', { v: 2 })).to.deep.equal({ id: 'old', v: 2 });
+        expect((await legacyRows.find({}).toArray()).map((row) => row._id).sort()).to.deep.equal([
+          '_default\u0000new',
+          '_default\u0000old',
+        ]);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await client.close();
+    }
+  });
+
   it('creates the indexes of every known collection, expiry and unique keys included, when it is opened', async () => {
     const database = server.freshDatabase();
     const store = await server.openStore(database);

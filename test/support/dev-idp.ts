@@ -20,6 +20,8 @@ export interface RegistrationOptions {
   /** Registers a wrong secret, to make the upstream code exchange fail. */
   clientSecret?: string;
   enabled?: boolean;
+  /** The tenant's users sign in at its own issuer (`/t/<tenantId>`): the dev IdP redirects to the callback below it. */
+  tenantPath?: boolean;
 }
 
 /** Starts a development IdP that redirects to `server`'s callback and registers it through the Admin API. */
@@ -28,11 +30,12 @@ export async function startRegisteredDevIdp(
   options: RegistrationOptions = {},
 ): Promise<RegisteredDevIdp> {
   const port = await freePort();
-  const idp = await startDevIdp({ port, redirectUris: [`${server.config.issuer}/idp/callback`] });
+  const issuer = options.tenantPath ? `${server.config.issuer}/t/${options.tenantId}` : server.config.issuer;
+  const idp = await startDevIdp({ port, redirectUris: [`${issuer}/idp/callback`] });
   try {
-    const issuer = `http://localhost:${port}`;
-    const record = await registerIdentityProvider(server, issuer, options);
-    return { issuer, host: `localhost:${port}`, idpId: record.idpId, id: record.id, close: idp.close };
+    const idpIssuer = `http://localhost:${port}`;
+    const record = await registerIdentityProvider(server, idpIssuer, options);
+    return { issuer: idpIssuer, host: `localhost:${port}`, idpId: record.idpId, id: record.id, close: idp.close };
   } catch (error) {
     await idp.close();
     throw error;

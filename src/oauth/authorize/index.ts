@@ -13,6 +13,7 @@ import { authorizeRedirectsAs302 } from './redirect-status.js';
 import { readRequestObject } from './request-object.js';
 import { requireRedirectUri } from './required-redirect-uri.js';
 import { recognizeRequestedScopes } from './scope-vocabulary.js';
+import type { Tenant } from '../../tenancy/index.js';
 
 export { policyConsent } from './grant.js';
 export { authorizationParameters } from './parameters.js';
@@ -26,7 +27,7 @@ export const AUTHORIZE_PATH = routes.authorization;
 export interface AuthorizeDeps {
   store: Store;
   policy: PolicyEngine;
-  providerFor: (tenant: string) => Provider;
+  providerFor: (tenant: Tenant) => Provider;
   maxBodyBytes: number;
 }
 

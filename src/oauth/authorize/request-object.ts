@@ -5,6 +5,7 @@ import type { ConfigurationSlice } from '../context.js';
 import { REQUEST_OBJECT_SIGNING_ALGS } from '../routes.js';
 import { assertShallowJson } from '../shared/form-body.js';
 import type { ArbiterContext } from '../state.js';
+import type { Tenant } from '../../tenancy/index.js';
 
 /** RFC 9126 §2.2: the request_uri of a pushed authorization request (oidc-provider's PUSHED_REQUEST_URN). */
 const PUSHED_REQUEST_URN = 'urn:ietf:params:oauth:request_uri:';
@@ -34,13 +35,13 @@ export const requestObjects: ConfigurationSlice = () => ({
  * verifying it: oidc-provider verifies it before any decision, and what Arbiter's checks do with
  * it can only refuse a request or make a scope of the tenant's vocabulary known.
  */
-export function readRequestObject(providerFor: (tenant: string) => Provider) {
+export function readRequestObject(providerFor: (tenant: Tenant) => Provider) {
   return async (ctx: ArbiterContext, next: Next): Promise<void> => {
     const sent = (ctx.method === 'POST' ? ctx.state.body : ctx.query) ?? {};
     if (typeof sent.request === 'string') {
       ctx.state.requestObject = parametersOf(sent.request);
     } else if (typeof sent.request_uri === 'string') {
-      ctx.state.requestObject = await pushedParameters(providerFor(ctx.state.tenant.name), sent.request_uri);
+      ctx.state.requestObject = await pushedParameters(providerFor(ctx.state.tenant), sent.request_uri);
     }
     if (ctx.state.requestObject) assertShallowJson(ctx.state.requestObject);
     await next();

@@ -6,6 +6,7 @@ import type { Store } from '../../store/index.js';
 import { clientsCollection } from '../clients/records.js';
 import { recognizeScopes } from '../internals.js';
 import { authorizationRequestParameters } from './parameters.js';
+import type { Tenant } from '../../tenancy/index.js';
 
 /**
  * oidc-provider drops every requested scope it does not know from an authorization request
@@ -19,7 +20,7 @@ import { authorizationRequestParameters } from './parameters.js';
 export function recognizeRequestedScopes(
   store: Store,
   policy: PolicyEngine,
-  providerFor: (tenant: string) => Provider,
+  providerFor: (tenant: Tenant) => Provider,
 ) {
   return async (ctx: ArbiterContext, next: Next): Promise<void> => {
     const params = authorizationRequestParameters(ctx);
@@ -27,7 +28,7 @@ export function recognizeRequestedScopes(
     if (requested.length && typeof params.client_id === 'string') {
       const vocabulary = await scopeVocabulary(store, policy, ctx.state.tenant.name, params.client_id);
       recognizeScopes(
-        providerFor(ctx.state.tenant.name),
+        providerFor(ctx.state.tenant),
         requested.filter((scope) => vocabulary.has(scope)),
       );
     }

@@ -3,6 +3,7 @@ import { HttpError } from '../../http/errors.js';
 import { routes } from '../routes.js';
 import { formBody } from '../shared/form-body.js';
 import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
+import { requestIssuer } from '../../tenancy/index.js';
 
 export const END_SESSION_PATH = routes.end_session;
 
@@ -26,12 +27,13 @@ export function endSessionMiddleware({
   issuer: string;
   maxBodyBytes: number;
 }): ArbiterMiddleware[] {
-  return [formBody(maxBodyBytes), logoutPostAsGet(`${issuer}${END_SESSION_PATH}`)];
+  return [formBody(maxBodyBytes), logoutPostAsGet(issuer)];
 }
 
-function logoutPostAsGet(endpoint: string) {
+function logoutPostAsGet(issuer: string) {
   return async (ctx: ArbiterContext, next: Next): Promise<void> => {
     if (ctx.method !== 'POST') return next();
+    const endpoint = `${requestIssuer(issuer, ctx.state.tenant)}${END_SESSION_PATH}`;
     if (!ctx.state.body) {
       throw new HttpError(
         400,

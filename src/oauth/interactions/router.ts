@@ -17,6 +17,7 @@ import { INTERACTION_PATH, interactionPath } from './slice.js';
 import { unmetRequirement, upstreamHints } from './requirements.js';
 import { rememberSubject } from './subjects.js';
 import { newChecks, UpstreamProviders } from './upstream.js';
+import { requestIssuer } from '../../tenancy/index.js';
 import { UpstreamLogins, type ClaimedLogin } from './upstream-logins.js';
 
 export interface InteractionDeps {
@@ -28,7 +29,10 @@ export interface InteractionDeps {
   log: Logger;
 }
 
-/** The upstream providers redirect here; register `{issuer}/idp/callback` with each of them. */
+/**
+ * The upstream providers redirect here; register `{issuer}/idp/callback` with each of them (for a
+ * tenant signed in at /t/<tenant>, `{issuer}/t/<tenant>/idp/callback`: its own issuer's).
+ */
 export const UPSTREAM_CALLBACK_PATH = '/idp/callback';
 const UPSTREAM_DONE = 'upstream-done';
 /** Prompts answered by signing in upstream (see slice.ts for select_account). */
@@ -48,10 +52,7 @@ const SIGN_IN_PROMPTS = new Set(['login', 'select_account']);
  * a request that cannot be tied to an interaction is answered here (400). Mount before the providers.
  */
 export function interactionRoutes(deps: InteractionDeps): ArbiterMiddleware {
-  const upstream = new UpstreamProviders({
-    redirectUri: `${deps.config.issuer}${UPSTREAM_CALLBACK_PATH}`,
-    outbound: outboundOptionsOf(deps.config),
-  });
+  const upstream = new UpstreamProviders({ outbound: outboundOptionsOf(deps.config) });
   const router = new Router<ArbiterState>();
   router.use(uncached);
   router.get(`${INTERACTION_PATH}/:uid`, (ctx) => answerPrompt(ctx, deps, upstream));
@@ -83,7 +84,7 @@ async function sendUpstream(
   const { params, uid } = interaction;
   const idp = await chooseIdentityProvider(deps.store, deps.sealer, ctx.state.tenant.name, params[UPSTREAM_IDP_PARAM]);
   const checks = newChecks();
-  const destination = await upstream.authorizationUrl(idp, checks, upstreamHints(interaction));
+  const destination = await upstream.authorizationUrl(idp, callbackOf(ctx, deps), checks, upstreamHints(interaction));
   await new UpstreamLogins(deps.store, ctx.state.tenant.name).begin(uid, idp.id, checks);
   return destination;
 }
@@ -110,11 +111,11 @@ async function upstreamOutcome(
   upstream: UpstreamProviders,
   login: ClaimedLogin,
 ): Promise<InteractionResults> {
-  const { store, config } = deps;
+  const { store } = deps;
   try {
     const idp = await identityProviderById(store, deps.sealer, ctx.state.tenant.name, login.identityProviderId);
     // openid-client takes the redirect_uri for the code exchange from this URL.
-    const callbackUrl = new URL(`${config.issuer}${UPSTREAM_CALLBACK_PATH}?${ctx.querystring}`);
+    const callbackUrl = new URL(`${callbackOf(ctx, deps)}?${ctx.querystring}`);
     const identity = await upstream.identity(idp, callbackUrl, login.checks);
     const accountId = await rememberSubject(
       { store, tenant: ctx.state.tenant.name, tenantId: ctx.state.tenant.id },
@@ -139,12 +140,17 @@ async function completeSignIn(ctx: ArbiterContext, deps: InteractionDeps): Promi
   await finish(ctx, interaction, unmet ? signInFailure(ctx, unmet, deps.log) : outcome);
 }
 
+/** Where the upstream sends the browser back: below the issuer the sign-in runs under (the tenant's own at /t/<tenant>). */
+function callbackOf(ctx: ArbiterContext, { config }: InteractionDeps): string {
+  return `${requestIssuer(config.issuer, ctx.state.tenant)}${UPSTREAM_CALLBACK_PATH}`;
+}
+
 /** The tenant's provider and the browser's interaction with it. */
 async function openInteraction(
   ctx: ArbiterContext,
   providers: TenantProviders,
 ): Promise<{ provider: Provider; interaction: Interaction }> {
-  const provider = providers.provider(ctx.state.tenant.name);
+  const provider = providers.provider(ctx.state.tenant);
   return { provider, interaction: await interactionOf(ctx, provider) };
 }
 

@@ -13,9 +13,9 @@ export const interactionPath = (uid: string) => `${INTERACTION_PATH}/${uid}`;
  * upstream identity provider, consent by policy. The client may name the upstream
  * provider with the `upstream_idp` authorization request parameter.
  */
-export const interactionsSlice: ConfigurationSlice = () => ({
+export const interactionsSlice: ConfigurationSlice = ({ basePath }) => ({
   interactions: {
-    url: (_ctx, interaction) => interactionPath(interaction.uid),
+    url: (_ctx, interaction) => `${basePath}${interactionPath(interaction.uid)}`,
     policy: policyWithAccountSelection(),
   },
   // The object form merges with other slices' extraParams (src/oauth/context.ts).

@@ -54,8 +54,6 @@ export interface UpstreamIdentity {
 }
 
 export interface UpstreamOptions {
-  /** `{issuer}/idp/callback`, registered at every upstream provider. */
-  redirectUri: string;
   /** Every request to an upstream (discovery, token, userinfo, JWKS) goes through this outbound policy. */
   outbound: OutboundOptions;
 }
@@ -89,11 +87,17 @@ export class UpstreamProviders {
   }
 
   /** The upstream authorization request: code flow with state, nonce and PKCE S256. */
-  async authorizationUrl(idp: IdentityProviderRecord, checks: UpstreamChecks, hints: UpstreamHints): Promise<URL> {
+  async authorizationUrl(
+    idp: IdentityProviderRecord,
+    /** `{issuer}/idp/callback`, registered at the upstream provider. */
+    redirectUri: string,
+    checks: UpstreamChecks,
+    hints: UpstreamHints,
+  ): Promise<URL> {
     const configuration = await this.configuration(idp);
     const prompt = forwardedPrompt(hints.prompt, configuration.serverMetadata().prompt_values_supported);
     return client.buildAuthorizationUrl(configuration, {
-      redirect_uri: this.options.redirectUri,
+      redirect_uri: redirectUri,
       scope: upstreamScopes(idp).join(' '),
       state: checks.state,
       nonce: checks.nonce,

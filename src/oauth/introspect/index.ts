@@ -13,6 +13,7 @@ import type { ArbiterContext, ArbiterMiddleware, Introspected, TokenModel } from
 import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps } from './decide.js';
 import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
 import { isClientLive } from '../shared/owned-artefacts.js';
+import { requestIssuer, type Tenant } from '../../tenancy/index.js';
 
 /** A Bearer caller: a valid access token of this tenant with one of these scopes; any other is 401 invalid_token. */
 const BEARER_CALLER: TokenRequirement = { scope: ['introspection', 'uma_protection'], lackingScope: 'invalid_token' };
@@ -20,7 +21,7 @@ const BEARER_CALLER: TokenRequirement = { scope: ['introspection', 'uma_protecti
 export const INTROSPECT_PATH = routes.introspection;
 
 export type IntrospectEndpointDeps = IntrospectionDeps & {
-  providerFor(tenant: string): Provider;
+  providerFor(tenant: Tenant): Provider;
   issuer: string;
   maxBodyBytes: number;
 };
@@ -67,7 +68,7 @@ function introspectionEndpoint(deps: IntrospectEndpointDeps) {
     ctx.body = await introspectionBody(
       deps.store,
       tenant,
-      deps.issuer,
+      requestIssuer(deps.issuer, ctx.state.tenant),
       introspected.token,
       introspected.decision,
       introspected.resourceTypes,
@@ -107,7 +108,7 @@ async function introspectForBearer(
 ): Promise<void> {
   const { clientId, scopes } = await callers(ctx, BEARER_CALLER);
   const caller: Caller = { clientId, method: 'bearer', scopes };
-  const provider = deps.providerFor(tenant);
+  const provider = deps.providerFor(ctx.state.tenant);
   const value = formParameter(ctx, 'token');
   if (!value) throw new HttpError(400, 'invalid_request', "missing required parameter 'token'");
   ctx.status = 200;

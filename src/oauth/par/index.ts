@@ -18,6 +18,7 @@ import { formBody, formParameter } from '../shared/form-body.js';
 import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
 import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
 import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
+import type { Tenant } from '../../tenancy/index.js';
 
 export const PAR_PATH = routes.pushed_authorization_request;
 
@@ -45,7 +46,7 @@ export const pushedAuthorizationRequests: ConfigurationSlice = () => ({
 export interface ParDeps {
   store: Store;
   policy: PolicyEngine;
-  providerFor: (tenant: string) => Provider;
+  providerFor: (tenant: Tenant) => Provider;
   maxBodyBytes: number;
 }
 

@@ -16,6 +16,7 @@ import { clientInformation } from './response.js';
 import { revokeClientArtefacts } from '../shared/owned-artefacts.js';
 import { SoftwareStatements, type SoftwareStatement } from './statement.js';
 import { validateMetadata, type ValidatedMetadata } from './validation.js';
+import { requestIssuer } from '../../tenancy/index.js';
 
 export interface RegistrationDeps {
   config: Pick<
@@ -79,7 +80,7 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
     // A valid registration access token: this caller's refusals are audited in full.
     markAuthenticated(ctx.state);
     ctx.status = 201;
-    ctx.body = clientInformation(config.issuer, record, issued);
+    ctx.body = clientInformation(requestIssuer(config.issuer, ctx.state.tenant), record, issued);
   };
 
   /** RFC 7592: /register/{client_id} with the registration access token. */
@@ -103,7 +104,9 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
       // RFC 7592 §3: the read answer carries registration_access_token. Only its digest is
       // stored, so the answer is the token the request presented: still valid, not rotated
       // (a lost answer to a read must not lock the client out; updates rotate it).
-      ctx.body = clientInformation(config.issuer, record, { registrationAccessToken: token });
+      ctx.body = clientInformation(requestIssuer(config.issuer, ctx.state.tenant), record, {
+        registrationAccessToken: token,
+      });
     } else if (ctx.method === 'DELETE') {
       await clientsOf(store, tenant).delete(record.id);
       // RFC 7592 §2.3: the client's grants and tokens go with it.
@@ -121,7 +124,7 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
       const { metadata, grant, statement } = await register(ctx, body, record);
       const updated = await updateClient(store, tenant, record, metadata, grant, statement);
       if (!updated) throw invalidToken(ctx, 'the registration access token was rotated by another update');
-      ctx.body = clientInformation(config.issuer, updated.record, updated.issued);
+      ctx.body = clientInformation(requestIssuer(config.issuer, ctx.state.tenant), updated.record, updated.issued);
     }
   };
 

@@ -9,6 +9,7 @@ import { clientsCollection } from '../clients/records.js';
 import { withTenantHint } from './tenant-hint.js';
 import { clientSecrets } from '../clients/secrets.js';
 import { findTokenByValue } from '../internals.js';
+import type { Tenant } from '../../tenancy/index.js';
 
 /**
  * Who calls Arbiter's own APIs, and how they are authenticated: a Bearer access token of this
@@ -69,11 +70,11 @@ export type TokenCallers = (ctx: ArbiterContext, requirement: TokenRequirement) 
  * carrying the API's scope. No token, or not an active one: 401 invalid_token with the RFC 6750
  * challenge; an active token without the scope or for another audience: see `lackingScope`.
  */
-export function tokenCallers(providerFor: (tenant: string) => Provider): TokenCallers {
+export function tokenCallers(providerFor: (tenant: Tenant) => Provider): TokenCallers {
   return async (ctx, requirement) => {
     const value = bearerToken(ctx.get('authorization'));
     if (!value) throw invalidToken(ctx, 'a Bearer access token is required');
-    const provider = providerFor(ctx.state.tenant.name);
+    const provider = providerFor(ctx.state.tenant);
     const token = await activeAccessToken(provider, value);
     if (!token) throw invalidToken(ctx, 'the access token is not active');
     if (token.jkt)

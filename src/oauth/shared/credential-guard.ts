@@ -5,6 +5,7 @@ import { basicCredentials } from '../../http/basic.js';
 import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
 import { HttpError } from '../../http/errors.js';
 import { formParameter } from './form-body.js';
+import { requestIssuer } from '../../tenancy/index.js';
 
 /**
  * At the endpoints where oidc-provider authenticates clients (/token, /introspect, /revoke, /par):
@@ -41,7 +42,7 @@ function assertionSubject(assertion: string): string | undefined {
 }
 
 export interface CredentialRequirement {
-  /** The issuer, the realm of the challenges. */
+  /** ISSUER; the realm of the challenges is the request's issuer (the tenant's own at /t/<tenant>). */
   issuer: string;
   /** A client_id alone identifies a public client (`none`), as at /revoke (RFC 7009 §2.1). */
   publicClients: boolean;
@@ -57,10 +58,10 @@ export interface CredentialRequirement {
  * Authorization header is left to the endpoint, which refuses a malformed one itself.
  */
 export function requireClientCredential({ issuer, publicClients, bearer }: CredentialRequirement): ArbiterMiddleware {
-  const challenges = [`Basic realm="${issuer}"`, ...(bearer ? [`Bearer realm="${issuer}"`] : [])];
   return async (ctx, next) => {
     if (ctx.method === 'POST' && !presentsCredential(ctx, publicClients)) {
-      ctx.set('WWW-Authenticate', challenges);
+      const realm = requestIssuer(issuer, ctx.state.tenant);
+      ctx.set('WWW-Authenticate', [`Basic realm="${realm}"`, ...(bearer ? [`Bearer realm="${realm}"`] : [])]);
       throw new HttpError(401, 'invalid_client', 'the request presents no client authentication (RFC 6749 §2.3)');
     }
     await next();

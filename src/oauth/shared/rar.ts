@@ -5,6 +5,7 @@ import type { Configuration, KoaContextWithOIDC } from 'oidc-provider';
 import type { ConfigurationSlice } from '../context.js';
 import { decisionOf } from '../token/grants/decision.js';
 import { authorizationDetailsTypes } from '../internals.js';
+import type { Tenant } from '../../tenancy/index.js';
 
 /** Type validation is the policy's (unknown types are denied with invalid_authorization_details). */
 const ANY_STRUCTURE = { validate: () => undefined };
@@ -46,11 +47,11 @@ export function defaultResourceForDetails(issuer: string) {
 
 /** Keeps oidc-provider's accepted RAR types equal to the types in the bundled policy data (at /authorize and /token). */
 export function syncAuthorizationDetailsTypes(
-  providerFor: (tenant: string) => Provider,
+  providerFor: (tenant: Tenant) => Provider,
   currentTypes: () => Promise<string[]>,
 ) {
   return async (ctx: ArbiterContext, next: Next): Promise<void> => {
-    const types = authorizationDetailsTypes(providerFor(ctx.state.tenant.name));
+    const types = authorizationDetailsTypes(providerFor(ctx.state.tenant));
     const wanted = new Set(await currentTypes());
     for (const type of Object.keys(types)) if (!wanted.has(type)) delete types[type];
     for (const type of wanted) types[type] ??= ANY_STRUCTURE;

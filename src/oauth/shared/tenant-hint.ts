@@ -10,7 +10,7 @@ import type { ArbiterMiddleware } from '../state.js';
  * an unauthenticated caller nothing about which clients exist where.
  */
 export const OTHER_TENANT_HINT =
-  'a client of another tenant than the default one needs the X-Tenant-Id header naming its tenant';
+  'a client of another tenant than the default one needs the X-Tenant-Id header naming its tenant, or its path /t/<tenant>/…';
 
 /** `description`, with the hint when the request named no tenant. */
 export function withTenantHint(ctx: Context, description: string): string {

@@ -6,6 +6,7 @@ import { formBody } from '../shared/form-body.js';
 import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
 import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
 import { tokenPrecheck } from './precheck.js';
+import type { Tenant } from '../../tenancy/index.js';
 
 export { installGrants } from './grants/index.js';
 export { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators } from './shaping.js';
@@ -14,7 +15,7 @@ export const TOKEN_PATH = routes.token;
 
 export interface TokenDeps {
   issuer: string;
-  providerFor: (tenant: string) => Provider;
+  providerFor: (tenant: Tenant) => Provider;
   authorizationDetailsTypes: () => Promise<string[]>;
   maxBodyBytes: number;
 }

@@ -1,5 +1,5 @@
 import { CLIENT_AUTH_METHODS } from '../clients/auth-method.js';
-import type { ConfigurationSlice } from '../context.js';
+import { providerIssuer, type ConfigurationSlice } from '../context.js';
 import { decisionOf } from './grants/decision.js';
 import { defaultResourceForDetails } from '../shared/rar.js';
 
@@ -55,11 +55,11 @@ export const decisionClaims: ConfigurationSlice = () => ({
  * resource of its authorization (RFC 8707 §2): a token request without `resource` is for its one
  * resource (useGrantedResource), and must name one when there are several (token/grants/gate.ts).
  */
-export const resourceIndicators: ConfigurationSlice = ({ config }) => ({
+export const resourceIndicators: ConfigurationSlice = (context) => ({
   features: {
     resourceIndicators: {
       enabled: true,
-      defaultResource: defaultResourceForDetails(config.issuer) as never,
+      defaultResource: defaultResourceForDetails(providerIssuer(context)) as never,
       useGrantedResource: async () => true,
       async getResourceServerInfo(ctx, resourceIndicator) {
         const decision = decisionOf(ctx);

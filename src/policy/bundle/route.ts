@@ -1,6 +1,6 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Context, Middleware } from 'koa';
 import { nameCredential } from '../../http/auth-failures.js';
+import { bearerMatches } from '../../http/bearer.js';
 import type { Logger } from '../../log/index.js';
 import { etagOf } from './build.js';
 import type { PolicySnapshots } from './snapshots.js';
@@ -108,14 +108,6 @@ function reply(
   ctx.set(headers);
   ctx.status = status;
   ctx.body = { error, error_description: description };
-}
-
-/** Compares digests so that neither the token nor its length leaks through timing. */
-function bearerMatches(header: string, expected: string): boolean {
-  const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-  if (!match) return false;
-  const sha = (text: string) => createHash('sha256').update(text).digest();
-  return timingSafeEqual(sha(match[1]), sha(expected));
 }
 
 function matchesIfNoneMatch(header: string, etag: string): boolean {

@@ -13,7 +13,7 @@ import { exampleInput, POLICY_EXAMPLES } from '../contract/examples.js';
 import { DECISION_POINTS, type DecisionInput, type DecisionPoint } from '../contract/types.js';
 import { checkInput } from '../contract/schemas.js';
 import { runOpa } from '../opa/binary.js';
-import { describeOpaErrors, resultVerdict } from '../opa/driver.js';
+import { describeOpaErrors, resultVerdict, type RegoVerdict } from '../opa/driver.js';
 import { withConflictingDefinitions } from '../opa/conflicts.js';
 import type { PolicySnapshot } from './build.js';
 
@@ -119,6 +119,34 @@ async function firstFailingCase(
     if ('errors' in one) return `data.arbiter.${item.point}.decision fails on ${item.source}: ${one.errors}`;
   }
   return null;
+}
+
+/**
+ * OPA's own verdicts for `inputs` at one point, from one `opa eval` of the bundle: the engine of
+ * record for the decisions a candidate's compiled module cannot make (impact analysis, shadow
+ * evaluation). An evaluation error fails every input of the batch with OPA's message.
+ */
+export async function opaVerdicts(
+  opaBinary: string,
+  bundleFile: string,
+  inputFile: string,
+  point: DecisionPoint,
+  inputs: DecisionInput[],
+): Promise<RegoVerdict[]> {
+  const query = `results := [[d | d := data.arbiter.${point}.decision with input as x] | some x in input.items]`;
+  const answer = await evaluate(opaBinary, bundleFile, inputFile, { items: inputs }, query);
+  if ('errors' in answer)
+    return inputs.map(() => ({
+      kind: 'failed',
+      reason: `OPA could not evaluate the policy: ${answer.errors}`,
+      policyFault: true,
+    }));
+  const results = answer.bindings.results;
+  return inputs.map((_, index): RegoVerdict => {
+    const decided: unknown = Array.isArray(results) ? results[index] : undefined;
+    if (!Array.isArray(decided) || decided.length === 0) return { kind: 'undefined' };
+    return resultVerdict(point, decided[0]);
+  });
 }
 
 /** `opa eval` of `query` on the bundle with `input`: the bindings of its first result, or OPA's errors as one line. */

@@ -7,71 +7,145 @@
  * Then a trial run (trial.ts): every decision point evaluated by OPA and Cedar on the contract's
  * examples and recently recorded inputs, so that a bundle that compiles but cannot decide (an
  * evaluation conflict) is refused too, instead of failing every request of that point closed.
+ *
+ * The same checks make the candidate bundle of a proposed change (several records at once) that
+ * impact analysis replays recorded decisions against, and the candidate revision of shadow
+ * records (the live records with the shadows in their place).
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Store } from '../../store/index.js';
-import { buildBundle, snapshotOf } from './build.js';
+import { buildBundle, snapshotOf, type PolicySnapshot } from './build.js';
 import { contractExampleInputs, trialProblem, type TrialInput } from './trial.js';
 import { inScratchDirectory, opaMessage, runOpa } from '../opa/binary.js';
-import { isBundled, loadBundledRecords, type PolicyDataDoc, type PolicyRuleDoc } from '../records.js';
+import {
+  isBundled,
+  isBundledShadow,
+  loadPolicyLayers,
+  sorted,
+  withShadows,
+  type BundledRecords,
+  type PolicyDataDoc,
+  type PolicyRuleDoc,
+} from '../records.js';
+
+/** One record written (as it would be stored, with its path or data key), or deleted (null: the record `replacesId`). */
+export type RecordChange = (
+  | { collection: 'rules'; record: Partial<PolicyRuleDoc> | null }
+  | { collection: 'data'; record: Partial<PolicyDataDoc> | null }
+) & { tenantId: string | null; replacesId?: number };
 
 /**
  * A write to check: the record as it would be stored (null: the record `replacesId` is deleted),
  * the id of the record it replaces, and where to read the recorded inputs to try the bundle on
- * besides the contract's examples (only when the change touches the bundle).
+ * besides the contract's examples (only when the change touches the bundle). `shadow`: the
+ * change is to a shadow record, so the candidate revision is what must still compile and decide.
  */
-export type BundleChange = (
-  | { collection: 'rules'; record: Partial<PolicyRuleDoc> | null }
-  | { collection: 'data'; record: Partial<PolicyDataDoc> | null }
-) & { tenantId: string | null; replacesId?: number; recordedInputs?: () => Promise<TrialInput[]> };
+export type BundleChange = RecordChange & { recordedInputs?: () => Promise<TrialInput[]>; shadow?: boolean };
+
+/** Which records the changes apply to: the live ones (the bundle in force) or the shadows (the candidate revision). */
+export type PolicyLayer = 'live' | 'shadow';
+
+/** A candidate bundle that compiled and decided (`touched`: some change reached the bundle), or why not. */
+export type TriedBundle = { snapshot: PolicySnapshot; touched: boolean } | { problem: string };
 
 /** Null when the bundle with this change compiles and decides, else OPA's (or Cedar's) message naming the conflict. */
 export async function bundleProblemWith(opaBinary: string, store: Store, change: BundleChange): Promise<string | null> {
-  const records = await loadBundledRecords(store);
-  const candidate = change.record
-    ? ({ ...change.record, tenantId: change.tenantId } as PolicyRuleDoc & PolicyDataDoc)
-    : null;
-  const joins = candidate !== null && isBundled(candidate);
-  const leaves = (existing: { id: number; path?: string; dataKey?: string }) =>
-    existing.id === change.replacesId ||
-    (candidate !== null &&
-      (change.collection === 'rules' ? existing.path === candidate.path : existing.dataKey === candidate.dataKey));
-  const touchesBundle = joins || (change.collection === 'rules' ? records.rules : records.data).some(leaves);
-  if (!touchesBundle) return null;
-  const next =
-    change.collection === 'rules'
-      ? { rules: [...records.rules.filter((rule) => !leaves(rule)), ...(joins ? [candidate] : [])], data: records.data }
-      : {
-          rules: records.rules,
-          data: [...records.data.filter((entry) => !leaves(entry)), ...(joins ? [candidate] : [])],
-        };
-  const what = whatChanges(change.collection, candidate, [...records.rules, ...records.data].find(leaves));
+  const tried = await tryBundleWith(opaBinary, store, [change], {
+    layer: change.shadow ? 'shadow' : 'live',
+    recordedInputs: change.recordedInputs,
+  });
+  return 'problem' in tried ? tried.problem : null;
+}
+
+/**
+ * The bundle the changes make, in order, of the live records (or of the shadows: then the
+ * candidate revision, live records with the shadows in their place), checked as one write is:
+ * compiled, and tried on the contract's examples and `recordedInputs`. A change that reaches no
+ * bundled record (a tenant's record, a versioned draft) leaves the bundle as it is, unchecked.
+ */
+export async function tryBundleWith(
+  opaBinary: string,
+  store: Store,
+  changes: RecordChange[],
+  options: { layer: PolicyLayer; recordedInputs?: () => Promise<TrialInput[]> },
+): Promise<TriedBundle> {
+  const layers = await loadPolicyLayers(store);
+  const joins = options.layer === 'live' ? isBundled : isBundledShadow;
+  let records = options.layer === 'live' ? layers.live : layers.shadow;
+  let touched = options.layer === 'shadow' && changes.length > 0;
+  const described: string[] = [];
+  for (const change of changes) {
+    const applied = applyChange(records, change, joins);
+    records = applied.records;
+    touched ||= applied.touched;
+    described.push(applied.description);
+  }
+  const next = options.layer === 'live' ? sorted(records) : withShadows(layers.live, records);
+  const snapshot = snapshotOf(next);
+  if (!touched) return { snapshot, touched };
+  const what =
+    described.length === 1 ? `this change${described[0]}` : `these changes (${described.map(bare).join(', ')})`;
   try {
-    return await inScratchDirectory('arbiter-bundle-check-', async (dir) => {
+    const problem = await inScratchDirectory('arbiter-bundle-check-', async (dir) => {
       const file = join(dir, 'bundle.tar.gz');
-      const snapshot = snapshotOf(next);
       await writeFile(file, await buildBundle(snapshot));
       const checked = await runOpa(opaBinary, ['check', '--bundle', file]);
       if (checked.exitCode !== 0)
         return `the policy bundle would not compile with ${what}: ${opaMessage(checked, file, dir)}`;
-      const inputs = [...contractExampleInputs(), ...((await change.recordedInputs?.()) ?? [])];
+      const inputs = [...contractExampleInputs(), ...((await options.recordedInputs?.()) ?? [])];
       const failure = await trialProblem(opaBinary, file, dir, snapshot, inputs);
       return failure && `the policy bundle could not decide with ${what}: ${failure}`;
     });
+    return problem ? { problem } : { snapshot, touched };
   } catch (error) {
-    return `the policy bundle could not be built with ${what}: ${(error as Error).message}`;
+    return { problem: `the policy bundle could not be built with ${what}: ${(error as Error).message}` };
   }
+}
+
+/** The records with one change made: the record it replaces (by id, or by its path or data key) leaves, the new one joins. */
+function applyChange(
+  records: BundledRecords,
+  change: RecordChange,
+  joins: (record: Record<string, unknown>) => boolean,
+): { records: BundledRecords; touched: boolean; description: string } {
+  const candidate = change.record
+    ? ({ ...change.record, tenantId: change.tenantId } as PolicyRuleDoc & PolicyDataDoc)
+    : null;
+  const joining = candidate !== null && joins(candidate);
+  const leaves = (existing: { id: number; path?: string; dataKey?: string }) =>
+    existing.id === change.replacesId ||
+    (candidate !== null &&
+      (change.collection === 'rules' ? existing.path === candidate.path : existing.dataKey === candidate.dataKey));
+  const pool: { id: number; path?: string; dataKey?: string }[] =
+    change.collection === 'rules' ? records.rules : records.data;
+  const leaving = pool.find(leaves);
+  const touched = joining || leaving !== undefined;
+  const next =
+    change.collection === 'rules'
+      ? {
+          rules: [...records.rules.filter((rule) => !leaves(rule)), ...(joining ? [candidate] : [])],
+          data: records.data,
+        }
+      : {
+          rules: records.rules,
+          data: [...records.data.filter((entry) => !leaves(entry)), ...(joining ? [candidate] : [])],
+        };
+  return { records: next, touched, description: whatChanges(change.collection, candidate, leaving) };
 }
 
 /** The change in words, naming its file or data key (OPA's error may point at the other side of a conflict). */
 function whatChanges(
-  collection: BundleChange['collection'],
+  collection: RecordChange['collection'],
   candidate: { path?: string; dataKey?: string } | null,
   leaving: { path?: string; dataKey?: string } | undefined,
 ): string {
   const name = (record: { path?: string; dataKey?: string }) =>
     collection === 'rules' ? `rule ${record.path}` : `data ${record.dataKey}`;
-  if (candidate) return `this change (${name(candidate)})`;
-  return leaving ? `this change (without ${name(leaving)})` : 'this change';
+  if (candidate) return ` (${name(candidate)})`;
+  return leaving ? ` (without ${name(leaving)})` : '';
+}
+
+function bare(description: string): string {
+  return description.replace(/^ \(|\)$/g, '') || 'a deletion';
 }

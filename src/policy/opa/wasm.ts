@@ -117,33 +117,18 @@ export class InProcessRego {
     this.retryAt = 0;
     const started = Date.now();
     try {
-      const module = await this.compileWasm(await this.bundleOf(snapshot), revision);
-      if ('problem' in module) {
-        this.log.warn({ revision, reason: module.problem }, 'Rego decisions of this revision go to OPA');
+      const compiled = await compileRego(this.compileWasm, snapshot, await this.bundleOf(snapshot), (point, reason) =>
+        this.reportStop(revision, point, reason),
+      );
+      if ('problem' in compiled) {
+        if (compiled.builtins) this.log.info({ revision, builtins: compiled.builtins }, compiled.problem);
+        else this.log.warn({ revision, reason: compiled.problem }, 'Rego decisions of this revision go to OPA');
         this.settle(revision, null);
         return;
       }
-      const policy = await loadPolicy(module.wasm);
-      const needsJavaScript = requiredBuiltins(policy).filter((name) => JAVASCRIPT_BUILTINS.has(name));
-      if (needsJavaScript.length) {
+      if (this.settle(revision, compiled)) {
         this.log.info(
-          { revision, builtins: needsJavaScript },
-          'Rego decisions of this revision go to OPA: the policy uses builtins the in-process evaluator does not implement as OPA does',
-        );
-        this.settle(revision, null);
-        return;
-      }
-      policy.setData(snapshot.mergedData);
-      if (
-        this.settle(
-          revision,
-          new CompiledRego(revision, policy, new Set(module.points), (point, reason) =>
-            this.reportStop(revision, point, reason),
-          ),
-        )
-      ) {
-        this.log.info(
-          { revision, points: [...module.points], ms: Date.now() - started },
+          { revision, points: [...compiled.points], ms: Date.now() - started },
           'Rego decisions of this revision are evaluated in process',
         );
       }
@@ -174,6 +159,34 @@ export class InProcessRego {
 }
 
 const RETRY_AFTER_MS = 60_000;
+
+/**
+ * A snapshot's bundle compiled to WebAssembly and loaded with its data, or why its decisions must
+ * go to OPA (`builtins`: the ones the SDK implements differently). Throws when OPA cannot be run.
+ * The live engine compiles each revision in force; impact analysis and shadow evaluation compile
+ * their candidates the same way, so that both decide as the live policy would.
+ */
+export async function compileRego(
+  /** An OPA binary to run here, or a compiler (a worker's asks its primary, which compiles a revision once). */
+  compiler: string | WasmCompiler,
+  snapshot: PolicySnapshot,
+  bundle: Buffer,
+  onStopped: (point: DecisionPoint, reason: string) => void,
+): Promise<CompiledRego | { problem: string; builtins?: string[] }> {
+  const compile = typeof compiler === 'string' ? localWasmCompiler(compiler) : compiler;
+  const module = await compile(bundle, snapshot.revision);
+  if ('problem' in module) return module;
+  const policy = await loadPolicy(module.wasm);
+  const needsJavaScript = requiredBuiltins(policy).filter((name) => JAVASCRIPT_BUILTINS.has(name));
+  if (needsJavaScript.length)
+    return {
+      problem:
+        'Rego decisions of this revision go to OPA: the policy uses builtins the in-process evaluator does not implement as OPA does',
+      builtins: needsJavaScript,
+    };
+  policy.setData(snapshot.mergedData);
+  return new CompiledRego(snapshot.revision, policy, new Set(module.points), onStopped);
+}
 
 /** `opa build -t wasm` of the bundle with one entrypoint per decision point it defines. */
 async function compileBundle(opaBinary: string, bundle: Buffer): Promise<WasmBuild> {

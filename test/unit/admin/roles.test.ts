@@ -13,6 +13,8 @@ describe('unit: what each Admin API key role may call (admin/roles)', function (
       ['POST', '/clients/validate'],
       ['POST', '/policy-rules/validate'],
       ['POST', '/decisions'],
+      ['POST', '/policy-impact'],
+      ['GET', '/policy-shadow/differences'],
       ['POST', '/audit-logs/:id/replay'],
       ['POST', '/audit-logs/{id}/replay'],
     ])
@@ -32,6 +34,9 @@ describe('unit: what each Admin API key role may call (admin/roles)', function (
       ['PUT', '/policy-rules/by-path', 'author-policy'],
       ['DELETE', '/policy-data/:key', 'author-policy'],
       ['POST', '/policy-rules/:key/rollback', 'author-policy'],
+      ['POST', '/policy-shadow/promote', 'author-policy'],
+      ['POST', '/policy-shadow/discard', 'author-policy'],
+      ['POST', '/policy-impact/something-new', 'operate'],
       ['POST', '/api-keys', 'manage-keys'],
       ['DELETE', '/api-keys/:id', 'manage-keys'],
       ['POST', '/api-keys/validate', 'manage-keys'],

@@ -34,10 +34,36 @@ export async function callerOfKey(): Promise<Caller | null> {
   }
 }
 
+/** One page of an Admin API list: its records, how many match in all (X-Total-Count), whether more follow. */
+export interface ListPage<T> {
+  items: T[];
+  total: number;
+  hasNext: boolean;
+}
+
+/** GET of a list (`query`: offset, limit, q, …), with its total and whether a next page exists. */
+export async function apiList<T>(path: string, query: Record<string, string>): Promise<ListPage<T>> {
+  const { parsed, response } = await send('GET', `${path}?${new URLSearchParams(query)}`, undefined, onUnauthorized);
+  const items = parsed as T[];
+  const total = Number(response.headers.get('X-Total-Count') ?? items.length);
+  return { items, total, hasNext: /rel="next"/.test(response.headers.get('Link') ?? '') };
+}
+
 async function call<T>(method: string, path: string, body: unknown, unauthorized: () => void): Promise<T> {
+  return (await send(method, path, body, unauthorized)).parsed as T;
+}
+
+async function send(
+  method: string,
+  path: string,
+  body: unknown,
+  unauthorized: () => void,
+): Promise<{ parsed: unknown; response: Response }> {
   const headers: Record<string, string> = { 'X-Admin-API-Key': session.key() ?? '' };
   if (session.tenant()) headers['X-Tenant-Id'] = session.tenant();
   if (body !== undefined) headers['Content-Type'] = 'application/json';
+  // The console's own reads are marked, for the audit log's list to leave them out (the server marks only GETs).
+  if (method === 'GET') headers['X-Arbiter-Console'] = '1';
   const response = await fetch(`/admin/api${path}`, {
     method,
     headers,
@@ -46,7 +72,7 @@ async function call<T>(method: string, path: string, body: unknown, unauthorized
   });
   const text = await response.text();
   const parsed = text ? parseJson(text) : undefined;
-  if (response.ok) return parsed as T;
+  if (response.ok) return { parsed, response };
   if (response.status === 401) unauthorized();
   const problem = (parsed ?? {}) as { error?: string; error_description?: string; field?: string };
   throw new ApiError(

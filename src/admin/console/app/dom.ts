@@ -64,3 +64,25 @@ export function say(line: Element, text: string, tone: 'info' | 'ok' | 'error' =
   line.className = `status ${tone}`;
   line.textContent = text;
 }
+
+/**
+ * Marks a table to be shown as one card per row on narrow screens (console.css, `table.cards`):
+ * each cell is labelled with its column's header, and the table's roles are set explicitly, since
+ * some browsers drop a table's semantics once its layout is no longer a table's.
+ */
+export function asCards(table: HTMLTableElement): HTMLTableElement {
+  table.classList.add('cards');
+  table.setAttribute('role', 'table');
+  const headers = [...(table.tHead?.rows[0]?.cells ?? [])].map((cell) => cell.textContent ?? '');
+  for (const group of [table.tHead, ...table.tBodies]) group?.setAttribute('role', 'rowgroup');
+  for (const row of table.rows) {
+    row.setAttribute('role', 'row');
+    [...row.cells].forEach((cell, index) => {
+      const header = cell.tagName === 'TH';
+      if (header) cell.setAttribute('role', cell.getAttribute('scope') === 'row' ? 'rowheader' : 'columnheader');
+      else cell.setAttribute('role', 'cell');
+      if (!header || cell.getAttribute('scope') === 'row') cell.dataset.label = headers[index] ?? '';
+    });
+  }
+  return table;
+}

@@ -6,7 +6,6 @@
 const KEY = 'arbiter.console.adminKey';
 const CALLER = 'arbiter.console.caller';
 const TENANT = 'arbiter.console.tenant';
-const KNOWN_TENANTS = 'arbiter.console.tenants';
 
 /** Whom the key belongs to, as GET /admin/api/api-keys/current says (nothing secret). */
 export interface Caller {
@@ -39,18 +38,5 @@ export const session = {
 
   /** The tenant every call is about; '' is the default (shared) tenant. */
   tenant: (): string => sessionStorage.getItem(TENANT) ?? '',
-  switchTenant(tenant: string): void {
-    sessionStorage.setItem(TENANT, tenant);
-    if (tenant && !this.knownTenants().includes(tenant))
-      localStorage.setItem(KNOWN_TENANTS, JSON.stringify([...this.knownTenants(), tenant].slice(-20)));
-  },
-  /** Tenant ids switched to before (not secret), offered as suggestions. */
-  knownTenants(): string[] {
-    try {
-      const known = JSON.parse(localStorage.getItem(KNOWN_TENANTS) ?? '[]');
-      return Array.isArray(known) ? known.filter((tenant): tenant is string => typeof tenant === 'string') : [];
-    } catch {
-      return [];
-    }
-  },
+  switchTenant: (tenant: string) => sessionStorage.setItem(TENANT, tenant),
 };

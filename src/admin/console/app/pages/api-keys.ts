@@ -1,6 +1,7 @@
 import { ADMIN_ROLES } from '../../../roles.js';
 import { ApiError, api } from '../api.js';
-import { h, replace, say, statusLine } from '../dom.js';
+import { asCards, h, replace, say, statusLine } from '../dom.js';
+import { pagedList } from '../paged-list.js';
 import { session } from '../session.js';
 
 interface ApiKey {
@@ -23,23 +24,26 @@ const ROLE_HINTS: Record<string, string> = {
 export function apiKeysPage(main: HTMLElement): void {
   const status = statusLine();
   const created = h('div', { class: 'created-key' });
-  const listArea = h('div', { class: 'list-area' });
   const manages = session.may('manage-keys');
+  const list = pagedList<ApiKey>({
+    path: '/api-keys',
+    noun: 'keys',
+    searchesIn: 'name or description',
+    table,
+    empty: 'No named keys yet: only SERVICE_ADMIN_API_KEY (bootstrap) works.',
+    status,
+  });
+  const load = () => list.reload();
 
-  async function load(): Promise<void> {
-    try {
-      replace(listArea, table(await api<ApiKey[]>('GET', '/api-keys')));
-    } catch (error) {
-      say(status, (error as Error).message, 'error');
-    }
+  function table(keys: ApiKey[], caption: string): HTMLElement {
+    return asCards(keyTable(keys, caption));
   }
 
-  function table(keys: ApiKey[]): HTMLElement {
-    if (keys.length === 0) return h('p', {}, 'No named keys yet: only SERVICE_ADMIN_API_KEY (bootstrap) works.');
+  function keyTable(keys: ApiKey[], caption: string): HTMLTableElement {
     return h(
       'table',
       {},
-      h('caption', {}, `Named keys (${keys.length})`),
+      h('caption', {}, caption),
       h(
         'thead',
         {},
@@ -129,7 +133,7 @@ export function apiKeysPage(main: HTMLElement): void {
         );
         name.value = '';
         description.value = '';
-        await load();
+        await list.showLast();
       } catch (error) {
         const message = error instanceof ApiError ? error.message : (error as Error).message;
         say(formStatus, `Not created: ${message}`, 'error');
@@ -153,7 +157,6 @@ export function apiKeysPage(main: HTMLElement): void {
       : h('p', { class: 'hint' }, `Your key's role (${caller?.role ?? 'unknown'}) cannot create or revoke keys.`),
     created,
     status,
-    listArea,
+    list.element,
   );
-  void load();
 }

@@ -1,5 +1,5 @@
 import { api } from '../api.js';
-import { h, replace, say, statusLine, uniqueId } from '../dom.js';
+import { asCards, h, replace, say, statusLine, uniqueId } from '../dom.js';
 import { explainReplay, type Replay } from '../explain.js';
 import { isSharedPart, joinShared } from '../../../../policy/contract/shared-part.js';
 import { openInPlayground } from './playground.js';
@@ -35,12 +35,15 @@ export function auditPage(main: HTMLElement): void {
   const why = h('section', { class: 'why', 'aria-label': 'Why' });
   const endpoint = labelled('Endpoint', h('input', { type: 'text', name: 'endpoint', placeholder: '/token' }));
   const clientId = labelled('Client ID', h('input', { type: 'text', name: 'clientId' }));
+  // The console's own page loads are left out unless asked for: what operators did stays in view.
+  const consoleReads = h('input', { type: 'checkbox', id: uniqueId('filter'), name: 'consoleReads' });
   let page = 0;
 
   async function load(): Promise<void> {
     const query = new URLSearchParams({ page: String(page), size: String(PAGE_SIZE), sort: 'id,desc' });
     if (endpoint.input.value.trim()) query.set('endpoint', endpoint.input.value.trim());
     if (clientId.input.value.trim()) query.set('clientId', clientId.input.value.trim());
+    if (!consoleReads.checked) query.set('hideConsoleReads', 'true');
     try {
       const found = await api<AuditPage>('GET', `/audit-logs?${query}`);
       replace(results, table(found), pager(found));
@@ -52,10 +55,17 @@ export function auditPage(main: HTMLElement): void {
 
   function table(found: AuditPage): HTMLElement {
     if (found.content.length === 0) return h('p', {}, 'No entries match.');
+    const caption = `Audit entries, page ${found.number + 1} of ${Math.max(found.totalPages, 1)}`;
+    const scroller = h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': caption });
+    scroller.append(asCards(auditTable(found, caption)));
+    return scroller;
+  }
+
+  function auditTable(found: AuditPage, caption: string): HTMLTableElement {
     return h(
       'table',
       {},
-      h('caption', {}, `Audit entries, page ${found.number + 1} of ${Math.max(found.totalPages, 1)}`),
+      h('caption', {}, caption),
       h(
         'thead',
         {},
@@ -82,7 +92,7 @@ export function auditPage(main: HTMLElement): void {
       { 'data-entry': entry.id },
       h('th', { scope: 'row' }, String(entry.id)),
       h('td', {}, new Date(entry.createdAt).toLocaleString()),
-      h('td', {}, `${entry.method} ${entry.endpoint}`),
+      h('td', { class: 'wrap' }, `${entry.method} ${entry.endpoint}`),
       h('td', { class: `outcome ${entry.outcome}` }, entry.outcome),
       h('td', {}, statusOf(summary)),
       h('td', {}, entry.clientId ?? ''),
@@ -155,6 +165,12 @@ export function auditPage(main: HTMLElement): void {
     { class: 'filters', role: 'search', 'aria-label': 'Filter the audit log' },
     endpoint.wrapper,
     clientId.wrapper,
+    h(
+      'div',
+      { class: 'field field-boolean' },
+      consoleReads,
+      h('label', { for: consoleReads.id }, "Include the console's own reads"),
+    ),
     h('button', { type: 'submit' }, 'Filter'),
   );
   filters.addEventListener('submit', (event) => {

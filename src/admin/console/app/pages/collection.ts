@@ -1,8 +1,19 @@
 import type { CollectionDefinition } from '../../../../catalog/collections.js';
 import { ApiError, api } from '../api.js';
-import { h, humanize, replace, say, statusLine, uniqueId } from '../dom.js';
-import { bodyOf, clearFieldErrors, fieldNamed, fieldsOf, showFieldError, type Field } from '../fields.js';
+import { asCards, h, humanize, replace, say, statusLine, uniqueId } from '../dom.js';
+import {
+  bodyOf,
+  clearFieldErrors,
+  fieldNamed,
+  focusTarget,
+  recordForm,
+  showFieldError,
+  type Field,
+  type RecordForm,
+} from '../fields.js';
+import { pagedList } from '../paged-list.js';
 import { showServedRevision } from '../revision.js';
+import { session } from '../session.js';
 import { historyPanel } from './history.js';
 
 type AdminRecord = Record<string, unknown> & { id: number };
@@ -13,45 +24,48 @@ const POLICY_COLLECTIONS = new Set(['policy-rules', 'policy-data']);
 /** How many columns of a record the list shows besides its key. */
 const SUMMARY_COLUMNS = 3;
 
-/** List, create, edit and delete of one Admin collection; forms come from its JSON schema. */
+/**
+ * List (searched, paged), create, edit and delete of one Admin collection; forms come from its
+ * JSON schema and its console hints (src/catalog/collections.ts).
+ */
 export function collectionPage(main: HTMLElement, definition: CollectionDefinition): void {
   const title = humanize(definition.path);
   const status = statusLine();
   const formArea = h('div', { class: 'form-area' });
-  const listArea = h('div', { class: 'list-area' });
   const columns = summaryColumns(definition);
   const keyOf = (record: AdminRecord) => String(definition.pathKey === 'id' ? record.id : record[definition.pathKey]);
+  const list = pagedList<AdminRecord>({
+    path: `/${definition.path}`,
+    noun: title.toLowerCase(),
+    searchesIn: definition.searchFields.map((field) => humanize(field).toLowerCase()).join(' or '),
+    table,
+    empty: `No ${title.toLowerCase()} in this tenant yet.`,
+    status,
+  });
+  const load = () => list.reload();
 
-  async function load(): Promise<void> {
-    try {
-      const records = await api<AdminRecord[]>('GET', `/${definition.path}`);
-      replace(listArea, table(records));
-    } catch (error) {
-      say(status, (error as Error).message, 'error');
-    }
-  }
-
-  function table(records: AdminRecord[]): HTMLElement {
-    if (records.length === 0) return h('p', {}, `No ${title.toLowerCase()} in this tenant yet.`);
-    return h(
-      'table',
-      {},
-      h('caption', {}, `${title} (${records.length})`),
+  function table(records: AdminRecord[], caption: string): HTMLElement {
+    return asCards(
       h(
-        'thead',
+        'table',
         {},
+        h('caption', {}, caption),
         h(
-          'tr',
+          'thead',
           {},
-          h('th', { scope: 'col' }, humanize(definition.pathKey)),
-          columns.map((column) => h('th', { scope: 'col' }, humanize(column))),
-          h('th', { scope: 'col' }, 'Actions'),
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'col' }, humanize(definition.pathKey)),
+            columns.map((column) => h('th', { scope: 'col' }, humanize(column))),
+            h('th', { scope: 'col' }, 'Actions'),
+          ),
         ),
-      ),
-      h(
-        'tbody',
-        {},
-        records.map((record) => row(record)),
+        h(
+          'tbody',
+          {},
+          records.map((record) => row(record)),
+        ),
       ),
     );
   }
@@ -117,14 +131,24 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
   }
 
   function openForm(record?: AdminRecord): void {
-    const fields = fieldsOf(definition, record);
+    const made = recordForm(definition, record);
+    const { fields } = made;
     const headingId = uniqueId('form-title');
     const formStatus = statusLine();
+    const advanced = fields.filter((item) => item.advanced);
     const form = h(
       'form',
       { novalidate: true, 'aria-labelledby': headingId, class: 'record-form' },
       h('h3', { id: headingId, tabindex: -1 }, record ? `Edit ${keyOf(record)}` : `New ${singular(title)}`),
-      fields.map((item) => item.wrapper),
+      fields.filter((item) => !item.advanced).map((item) => item.wrapper),
+      advanced.length > 0
+        ? h(
+            'details',
+            { class: 'advanced' },
+            h('summary', {}, moreSettings(advanced, record)),
+            advanced.map((item) => item.wrapper),
+          )
+        : null,
       formStatus,
       h(
         'div',
@@ -132,7 +156,7 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
         h('button', { type: 'submit' }, 'Save'),
         h(
           'button',
-          { type: 'button', onclick: () => check(fields, formStatus) },
+          { type: 'button', onclick: () => check(made, formStatus) },
           definition.path === 'policy-rules' ? 'Check with the engine' : 'Check',
         ),
         h('button', { type: 'button', class: 'secondary', onclick: () => replace(formArea) }, 'Cancel'),
@@ -140,62 +164,81 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
     );
     form.addEventListener('submit', (event) => {
       event.preventDefault();
-      void save(fields, formStatus, record);
+      void save(made, formStatus, record);
     });
     replace(formArea, form);
     form.querySelector('h3')?.focus();
   }
 
   /** The body of the form, or null when a field could not be read (its error is shown). */
-  async function readForm(fields: Field[], formStatus: HTMLElement): Promise<Record<string, unknown> | null> {
-    clearFieldErrors(fields);
+  async function readForm(made: RecordForm, formStatus: HTMLElement): Promise<Record<string, unknown> | null> {
+    clearFieldErrors(made.fields);
     say(formStatus, '');
-    const body = await bodyOf(fields);
-    if (!body) fields.find((item) => item.input.getAttribute('aria-invalid') === 'true')?.input.focus();
+    const body = await bodyOf(made);
+    if (!body) {
+      const invalid = made.fields.find((item) => item.wrapper.classList.contains('invalid'));
+      if (invalid) focusTarget(invalid)?.focus();
+    }
     return body;
   }
 
   /** Asks the API whether it would accept the form (POST …/validate): nothing is stored. */
-  async function check(fields: Field[], formStatus: HTMLElement): Promise<void> {
-    const body = await readForm(fields, formStatus);
+  async function check(made: RecordForm, formStatus: HTMLElement): Promise<void> {
+    const body = await readForm(made, formStatus);
     if (!body) return;
     try {
       await api('POST', `/${definition.path}/validate`, body);
       say(formStatus, 'Valid: the server would accept this.', 'ok');
     } catch (error) {
-      showApiError(fields, formStatus, error, 'Not valid');
+      showApiError(made.fields, formStatus, error, 'Not valid');
     }
   }
 
-  async function save(fields: Field[], formStatus: HTMLElement, record?: AdminRecord): Promise<void> {
-    const body = await readForm(fields, formStatus);
+  async function save(made: RecordForm, formStatus: HTMLElement, record?: AdminRecord): Promise<void> {
+    const body = await readForm(made, formStatus);
     if (!body) return;
     try {
       const saved = record
         ? await api<AdminRecord>('PUT', `/${definition.path}/${encodeURIComponent(keyOf(record))}`, body)
         : await api<AdminRecord>('POST', `/${definition.path}`, body);
-      replace(formArea, shownOnce(saved));
+      const secret = shownOnce(definition, saved, keyOf(saved));
+      replace(formArea, secret);
       say(status, `Saved ${keyOf(saved)}.`, 'ok');
-      await load();
+      // A new record is last (lists go by id): its page is shown; an edited one stays where it is.
+      await (record ? load() : list.showLast());
+      // The secret is said first: focus goes to it, so that it is not missed.
+      (secret?.querySelector('p') as HTMLElement | null)?.focus();
       if (POLICY_COLLECTIONS.has(definition.path)) await showServedRevision(status);
     } catch (error) {
-      showApiError(fields, formStatus, error, 'Not saved');
+      showApiError(made.fields, formStatus, error, 'Not saved');
     }
   }
 
   replace(
     main,
     h('h2', { tabindex: -1 }, title),
-    h(
-      'div',
-      { class: 'toolbar' },
-      h('button', { type: 'button', onclick: () => openForm() }, `New ${singular(title)}`),
-    ),
+    session.may(permissionToWrite(definition))
+      ? h(
+          'div',
+          { class: 'toolbar' },
+          h('button', { type: 'button', onclick: () => openForm() }, `New ${singular(title)}`),
+        )
+      : null,
     status,
     formArea,
-    listArea,
+    list.element,
   );
-  void load();
+}
+
+/** What a write of this collection needs (src/admin/roles.ts): the console offers "New" only to a key that has it. */
+function permissionToWrite(definition: CollectionDefinition): string {
+  return POLICY_COLLECTIONS.has(definition.path) ? 'author-policy' : 'operate';
+}
+
+/** "More settings", and how many of them the record has set. */
+function moreSettings(advanced: Field[], record?: AdminRecord): string {
+  const set = advanced.filter((item) => record?.[item.name] !== undefined && record[item.name] !== null).length;
+  return set > 0 ? `More settings (${set} set)` : 'More settings';
 }
 
 /** The API's error next to the field it names (the `field` of its 400 or 409), else under the form. */
@@ -209,23 +252,40 @@ function showApiError(
   const item = fieldNamed(fields, error instanceof ApiError ? error.field : undefined);
   if (item) {
     showFieldError(item, message);
-    item.input.focus();
+    focusTarget(item)?.focus();
     say(formStatus, `${outcome}: see ${humanize(item.name)}.`, 'error');
   } else say(formStatus, `${outcome}: ${message}`, 'error');
 }
 
-/** A token the API shows only in the answer to its creation (initial access tokens). */
-function shownOnce(saved: AdminRecord): HTMLElement | null {
-  if (typeof saved.token !== 'string') return null;
+/**
+ * What the API shows only in the answer that made it: an initial access token, or a client secret
+ * the server generated. Shown here once, with a copy button; it is never read again.
+ */
+function shownOnce(definition: CollectionDefinition, saved: AdminRecord, key: string): HTMLElement | null {
+  const [field, what] = definition.issuedToken
+    ? [definition.issuedToken.shownAs, 'token']
+    : [definition.hashedSecret?.shownAs, `client secret of ${key}`];
+  const value = field ? saved[field] : undefined;
+  if (typeof value !== 'string') return null;
+  const copied = h('span', { class: 'hint', role: 'status' });
+  const copy = h('button', { type: 'button', class: 'secondary' }, 'Copy');
+  copy.addEventListener('click', () => {
+    navigator.clipboard.writeText(value).then(
+      () => (copied.textContent = 'Copied.'),
+      () => (copied.textContent = 'The browser did not allow copying: select the text instead.'),
+    );
+  });
   return h(
     'div',
-    { class: 'notice', role: 'alert' },
-    h('p', {}, 'Copy this token now: it is shown only once.'),
-    h('code', {}, saved.token),
+    { class: 'notice shown-once', role: 'alert' },
+    h('p', { tabindex: -1 }, `Copy the ${what} now: it is shown only once.`),
+    h('code', {}, value),
+    h('div', { class: 'buttons' }, copy, copied),
   );
 }
 
 function summaryColumns(definition: CollectionDefinition): string[] {
+  if (definition.console?.columns) return definition.console.columns;
   const properties = (definition.schema as { properties: Record<string, { type?: unknown }> }).properties;
   return Object.entries(properties)
     .filter(

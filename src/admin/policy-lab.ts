@@ -1,0 +1,556 @@
+/**
+ * Knowing a policy change before it is in force, over HTTP:
+ * - POST /policy-impact: a proposed change (rule and data records to create, replace or delete,
+ *   as the collections take them) checked as that write would be, then the tenant's recorded
+ *   decisions replayed against the policy in force and against the bundle the change makes;
+ * - /policy-shadow: the shadow records' candidate revision, what this node's live decisions would
+ *   have been under it (GET …/differences), and promoting it (one call makes it live) or
+ *   discarding it.
+ */
+import type Router from '@koa/router';
+import type { Context } from 'koa';
+import type { AuditLog } from '../audit/index.js';
+import type { CollectionDefinition } from '../catalog/index.js';
+import { readJsonBody } from '../http/body.js';
+import { badRequest, HttpError, notFound } from '../http/errors.js';
+import { assertValid } from '../http/validation.js';
+import {
+  CHANGE_KINDS,
+  DECISION_POINTS,
+  NO_CLIENT,
+  type PolicyLab,
+  type RecordChange,
+  type TrialInput,
+} from '../policy/index.js';
+import type { AdminRecord, AdminRecords } from './records.js';
+
+/** The collections a change may touch, by the name a change gives them. */
+export const POLICY_COLLECTIONS = { 'policy-rules': 'rules', 'policy-data': 'data' } as const;
+type PolicyCollection = keyof typeof POLICY_COLLECTIONS;
+
+/** The most recorded decisions one analysis replays. */
+export const MAX_IMPACT_LIMIT = 100_000;
+export const DEFAULT_IMPACT_LIMIT = 1000;
+
+/** One change of POST /policy-impact (also the OpenAPI document's PolicyChange). */
+export const POLICY_CHANGE_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['collection', 'op'],
+  properties: {
+    collection: { enum: Object.keys(POLICY_COLLECTIONS) },
+    op: { enum: ['create', 'replace', 'delete'] },
+    id: {
+      type: 'integer',
+      minimum: 1,
+      description:
+        'the record a replace or delete is about; without it, the live record of record.path (record.dataKey)',
+    },
+    record: {
+      type: 'object',
+      description:
+        "the record exactly as POST (create) or PUT (replace) of the collection takes it; a delete needs only its path (dataKey), or none with an id. Only shared records (no tenantId) make the policy bundle, and a change is tried as live: no mode 'shadow'",
+    },
+  },
+};
+
+/** The body of POST /policy-impact (also the OpenAPI document's PolicyImpactRequest). */
+export const POLICY_IMPACT_REQUEST_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['changes'],
+  properties: {
+    changes: { type: 'array', minItems: 1, maxItems: 100, items: POLICY_CHANGE_SCHEMA },
+    limit: {
+      type: 'integer',
+      minimum: 1,
+      maximum: MAX_IMPACT_LIMIT,
+      default: DEFAULT_IMPACT_LIMIT,
+      description: "how many of the tenant's most recent recorded decisions to replay",
+    },
+    filter: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        point: { enum: [...DECISION_POINTS] },
+        clientId: { type: 'string', minLength: 1, maxLength: 2048 },
+        from: { type: 'string', format: 'date-time', description: 'decisions recorded at or after this instant' },
+        to: { type: 'string', format: 'date-time', description: 'decisions recorded before this instant' },
+      },
+    },
+  },
+};
+
+/** The body of POST /policy-shadow/promote and …/discard (may be left out): the candidate revision the operator reviewed. */
+export const SHADOW_ACTION_SCHEMA = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    candidateRevision: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 128,
+      description:
+        'the candidate revision reviewed (GET /policy-shadow): when the shadows have changed since, 409 and nothing is done',
+    },
+  },
+};
+
+const kinds = { enum: [...CHANGE_KINDS] };
+const nullableString = { type: ['string', 'null'] };
+const count = { type: 'integer', minimum: 0 };
+
+/** The schemas of the answers (the OpenAPI document's, by name). */
+export const POLICY_LAB_SCHEMAS = {
+  ComparedDecision: {
+    type: 'object',
+    required: ['allow'],
+    description: 'the fields of a decision that are compared, and why no engine decided (engineError, shown only)',
+    properties: {
+      allow: { type: 'boolean' },
+      scopes: { type: 'array', items: { type: 'string' } },
+      authorization_details: { type: 'array', items: { type: 'object' } },
+      obligations: { type: 'object' },
+      extensions: { type: 'object' },
+      jit_single_use: { type: 'boolean' },
+      error: { type: 'string' },
+      error_description: { type: 'string' },
+      engineError: { type: 'string' },
+    },
+  },
+  ChangedDecision: {
+    type: 'object',
+    required: ['auditId', 'time', 'point', 'clientId', 'subject', 'kind', 'before', 'after'],
+    properties: {
+      auditId: { type: 'integer', description: 'the audit entry (GET /audit-logs/{id}, POST /audit-logs/{id}/replay)' },
+      index: { ...count, description: 'which of the entry’s decisions, when it holds several (AuthZEN batch, UMA)' },
+      time: { type: 'string', format: 'date-time' },
+      point: { enum: [...DECISION_POINTS] },
+      clientId: nullableString,
+      subject: nullableString,
+      kind: kinds,
+      before: { $ref: '#/components/schemas/ComparedDecision' },
+      after: { $ref: '#/components/schemas/ComparedDecision' },
+    },
+  },
+  ChangeCounts: {
+    type: 'object',
+    required: ['replayed', 'changed', ...CHANGE_KINDS],
+    properties: Object.fromEntries(['replayed', 'changed', ...CHANGE_KINDS].map((name) => [name, count])),
+  },
+  ChangeSummary: {
+    type: 'object',
+    required: ['byPoint', 'byClient'],
+    properties: {
+      byPoint: { type: 'object', additionalProperties: { $ref: '#/components/schemas/ChangeCounts' } },
+      byClient: {
+        type: 'object',
+        description: `by client_id; ${NO_CLIENT} for decisions without a client`,
+        additionalProperties: { $ref: '#/components/schemas/ChangeCounts' },
+      },
+    },
+  },
+  PolicyImpact: {
+    type: 'object',
+    required: ['replayed', 'changed', 'summary', 'skipped', 'revisions', 'ms'],
+    properties: {
+      replayed: { ...count, description: 'recorded decisions replayed' },
+      changed: { type: 'array', items: { $ref: '#/components/schemas/ChangedDecision' }, description: 'newest first' },
+      summary: { $ref: '#/components/schemas/ChangeSummary' },
+      skipped: { ...count, description: 'recorded inputs that no longer fit their point’s input schema' },
+      revisions: {
+        type: 'object',
+        required: ['live', 'candidate'],
+        properties: { live: { type: 'string' }, candidate: { type: 'string' } },
+      },
+      ms: { ...count, description: 'how long the check and the replay took' },
+    },
+  },
+  ShadowStatus: {
+    type: 'object',
+    required: ['active', 'candidateRevision', 'liveRevision', 'since', 'evaluated', 'summary', 'dropped', 'records'],
+    properties: {
+      active: { type: 'boolean', description: 'there are shadow records' },
+      candidateRevision: nullableString,
+      liveRevision: nullableString,
+      since: { ...nullableString, description: 'when this node first saw this candidate' },
+      evaluated: { ...count, description: 'live decisions of the tenant this node evaluated against the candidate' },
+      summary: { $ref: '#/components/schemas/ChangeSummary' },
+      dropped: { ...count, description: 'live decisions this node could not evaluate (POLICY_SHADOW_QUEUE was full)' },
+      records: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['collection', 'id'],
+          properties: {
+            collection: { enum: Object.keys(POLICY_COLLECTIONS) },
+            id: { type: 'integer' },
+            path: { type: 'string' },
+            dataKey: { type: 'string' },
+            enabled: { type: 'boolean' },
+          },
+        },
+      },
+    },
+  },
+  ShadowDifferences: {
+    type: 'object',
+    required: ['active', 'candidateRevision', 'liveRevision', 'since', 'evaluated', 'summary', 'differences'],
+    properties: {
+      active: { type: 'boolean' },
+      candidateRevision: nullableString,
+      liveRevision: nullableString,
+      since: nullableString,
+      evaluated: count,
+      summary: { $ref: '#/components/schemas/ChangeSummary' },
+      differences: {
+        type: 'array',
+        description: 'newest first',
+        items: {
+          allOf: [
+            { $ref: '#/components/schemas/ChangedDecision' },
+            { type: 'object', required: ['tenantId'], properties: { tenantId: nullableString } },
+          ],
+        },
+      },
+    },
+  },
+  ShadowPromotion: {
+    type: 'object',
+    required: ['promoted', 'revision'],
+    properties: {
+      promoted: {
+        type: 'array',
+        items: {
+          type: 'object',
+          required: ['collection', 'id', 'action'],
+          properties: {
+            collection: { enum: Object.keys(POLICY_COLLECTIONS) },
+            path: { type: 'string' },
+            dataKey: { type: 'string' },
+            id: { type: ['integer', 'null'], description: 'the live record (null: deleted)' },
+            action: { enum: ['created', 'replaced', 'deleted'] },
+          },
+        },
+      },
+      revision: { type: 'string', description: 'the bundle revision the store holds now' },
+    },
+  },
+  ShadowDiscard: { type: 'object', required: ['discarded'], properties: { discarded: count } },
+};
+
+interface PolicyChangeBody {
+  collection: PolicyCollection;
+  op: 'create' | 'replace' | 'delete';
+  id?: number;
+  record?: Record<string, unknown>;
+}
+
+interface PolicyImpactBody {
+  changes: PolicyChangeBody[];
+  limit?: number;
+  filter?: { point?: string; clientId?: string; from?: string; to?: string };
+}
+
+export interface PolicyLabRouteOptions {
+  lab: PolicyLab;
+  audit: AuditLog;
+  maxBodyBytes: number;
+  tenantOf: (ctx: Context) => string | null;
+  /** Per policy collection: its records checked as a write checks each file (parse check), not yet the whole bundle. */
+  checkedRecords: Record<PolicyCollection, AdminRecords>;
+  /** Per policy collection: its records written without the checks (a promotion checks the whole candidate first), history kept. */
+  uncheckedRecords: Record<PolicyCollection, AdminRecords>;
+  /** The inputs recently recorded that a change is tried on (as every write is). */
+  recordedInputs: () => Promise<TrialInput[]>;
+}
+
+/** The field a refusal of the whole bundle names, as a write of that collection names it. */
+const CHECKED_FIELD: Record<PolicyCollection, string> = { 'policy-rules': 'content', 'policy-data': 'payload' };
+
+export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions): void {
+  router.post('/policy-impact', async (ctx) => {
+    const body = await readJsonBody(ctx, options.maxBodyBytes);
+    assertValid<PolicyImpactBody>(POLICY_IMPACT_REQUEST_SCHEMA, body);
+    const tenantId = options.tenantOf(ctx);
+    const range = timeRange(body.filter);
+    const started = performance.now();
+    const changes: RecordChange[] = [];
+    for (const [index, change] of body.changes.entries()) changes.push(await atIndex(index, () => resolved(change)));
+    const tried = await options.lab.tryChanges(changes, options.recordedInputs);
+    if ('problem' in tried)
+      throw badRequest(tried.problem, { field: CHECKED_FIELD[body.changes[body.changes.length - 1].collection] });
+    const { live } = await options.lab.layers();
+    const pages = options.audit.recordedDecisions({
+      tenantId,
+      point: body.filter?.point,
+      clientId: body.filter?.clientId,
+      ...range,
+      limit: body.limit ?? DEFAULT_IMPACT_LIMIT,
+    });
+    const result = await options.lab.impact(live, tried.snapshot, pages);
+    ctx.body = {
+      replayed: result.replayed,
+      changed: result.changed,
+      summary: result.summary,
+      skipped: result.skipped,
+      revisions: { live: live.revision, candidate: tried.snapshot.revision },
+      ms: Math.round(performance.now() - started),
+    };
+  });
+
+  router.get('/policy-shadow', async (ctx) => {
+    const tenantId = options.tenantOf(ctx);
+    const [status, { shadow }] = await Promise.all([options.lab.shadow.current(), options.lab.layers()]);
+    // This node's counts of the tenant's decisions only: another tenant's traffic is not shown, not even counted.
+    ctx.body = {
+      active: status.active,
+      candidateRevision: status.candidateRevision,
+      liveRevision: status.liveRevision,
+      since: status.since,
+      ...options.lab.shadow.summary(tenantId),
+      dropped: status.dropped,
+      records: [
+        ...shadow.rules.map((rule) => ({
+          collection: 'policy-rules',
+          id: rule.id,
+          path: rule.path,
+          enabled: rule.enabled !== false,
+        })),
+        ...shadow.data.map((entry) => ({ collection: 'policy-data', id: entry.id, dataKey: entry.dataKey })),
+      ],
+    };
+  });
+
+  router.get('/policy-shadow/differences', async (ctx) => {
+    const tenantId = options.tenantOf(ctx);
+    const point = optionalQuery(ctx, 'point');
+    if (point !== undefined && !DECISION_POINTS.includes(point as never))
+      throw badRequest(`point must be one of ${DECISION_POINTS.join(', ')}`, { field: 'point' });
+    const limit = integerQuery(ctx, 'limit', 100, 1, 1000);
+    const status = await options.lab.shadow.current();
+    const differences = options.lab.shadow.differences(tenantId, {
+      point,
+      clientId: optionalQuery(ctx, 'clientId'),
+      limit,
+    });
+    ctx.body = {
+      active: status.active,
+      candidateRevision: status.candidateRevision,
+      liveRevision: status.liveRevision,
+      since: status.since,
+      ...options.lab.shadow.summary(tenantId),
+      differences,
+    };
+  });
+
+  router.post('/policy-shadow/promote', async (ctx) => {
+    await reviewedCandidate(ctx);
+    ctx.body = await promote(options);
+  });
+
+  router.post('/policy-shadow/discard', async (ctx) => {
+    await reviewedCandidate(ctx);
+    const { shadow } = await options.lab.layers();
+    const all = [...shadowRecords('policy-rules', shadow.rules), ...shadowRecords('policy-data', shadow.data)];
+    for (const { collection, id } of all) {
+      const records = options.uncheckedRecords[collection];
+      const existing = await records.find(null, String(id));
+      if (existing) await records.remove(null, existing);
+    }
+    options.lab.shadow.forget();
+    ctx.body = { discarded: all.length };
+  });
+
+  /** The body's candidateRevision, when given, is the one the shadows make now: else 409, and nothing is done. */
+  async function reviewedCandidate(ctx: Context): Promise<void> {
+    const body = hasBody(ctx) ? await readJsonBody(ctx, options.maxBodyBytes) : {};
+    assertValid<{ candidateRevision?: string }>(SHADOW_ACTION_SCHEMA, body);
+    if (body.candidateRevision === undefined) return;
+    const { candidateRevision } = await options.lab.shadow.current();
+    if (candidateRevision !== body.candidateRevision)
+      throw new HttpError(
+        409,
+        'conflict',
+        `the shadow records have changed since: the candidate revision is ${candidateRevision ?? 'none (no shadow records)'}`,
+        { field: 'candidateRevision' },
+      );
+  }
+
+  /** One change of the request as the write it proposes: its record checked as that write would check it. */
+  async function resolved(change: PolicyChangeBody): Promise<RecordChange> {
+    const records = options.checkedRecords[change.collection];
+    const { definition } = records;
+    const keyField = definition.uniqueFields[0];
+    const record = change.record;
+    if (record?.tenantId !== undefined && record.tenantId !== null)
+      throw badRequest(
+        "only shared records (without a tenantId) make the policy bundle: a tenant's record changes no decision",
+        { field: 'tenantId' },
+      );
+    if (record?.mode === 'shadow')
+      throw badRequest('a change is tried as if it were live: leave mode out (shadows have /policy-shadow)', {
+        field: 'mode',
+      });
+    const existing = change.op === 'create' ? undefined : await addressed(records, change, keyField);
+    const collection = POLICY_COLLECTIONS[change.collection];
+    if (change.op === 'delete') return { collection, record: null, tenantId: null, replacesId: existing!.id };
+    if (!record) throw badRequest(`a ${change.op} needs the record`, { field: 'record' });
+    const key = record[keyField];
+    if (change.op === 'create' && typeof key === 'string' && (await records.findByUniqueField(null, keyField, key)))
+      throw new HttpError(
+        409,
+        'conflict',
+        `a ${definition.path} record with this ${keyField} already exists in this tenant`,
+        {
+          field: keyField,
+        },
+      );
+    const fields = await records.fieldsFor(null, record, existing);
+    return { collection, record: fields, tenantId: null, replacesId: existing?.id } as RecordChange;
+  }
+}
+
+/** The live record a replace or delete is about: by `id`, else by the record's path (data key). */
+async function addressed(records: AdminRecords, change: PolicyChangeBody, keyField: string): Promise<AdminRecord> {
+  const key = change.record?.[keyField];
+  if (change.id === undefined && typeof key !== 'string')
+    throw badRequest(`a ${change.op} names its record: id, or record.${keyField}`, { field: 'id' });
+  const existing =
+    change.id !== undefined
+      ? await records.find(null, String(change.id))
+      : await records.findByUniqueField(null, keyField, key as string);
+  const name = change.id !== undefined ? String(change.id) : JSON.stringify(key);
+  if (!existing) throw notFound(`no ${records.definition.path} record ${name}`);
+  if (existing.mode === 'shadow')
+    throw badRequest(
+      `${records.definition.path} record ${name} is a shadow, not in force: promote or discard it at /policy-shadow`,
+      {
+        field: 'id',
+      },
+    );
+  return existing;
+}
+
+/** A refusal of one change says which (`change`: its index), with the field and message the write would give. */
+async function atIndex<T>(index: number, work: () => Promise<T>): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    if (error instanceof HttpError)
+      throw new HttpError(error.status, error.code, error.message, { ...error.details, change: index });
+    throw error;
+  }
+}
+
+/**
+ * Makes the shadow records live in one call: the candidate revision is checked as one write (it
+ * must compile and decide, as every write must), then each shadow replaces the live record of its
+ * path (or data key), or becomes one, and leaves the shadows; a disabled shadow rule deletes the
+ * live rule of its path. Each write keeps its version in the history.
+ */
+async function promote(options: PolicyLabRouteOptions) {
+  const { live, shadow } = await options.lab.layers();
+  const shadows = [...shadowRecords('policy-rules', shadow.rules), ...shadowRecords('policy-data', shadow.data)];
+  if (shadows.length === 0) return { promoted: [], revision: live.revision };
+  const liveRecords = new Map<string, AdminRecord | null>();
+  const changes: RecordChange[] = [];
+  for (const each of shadows) {
+    const records = options.uncheckedRecords[each.collection];
+    const keyField = records.definition.uniqueFields[0];
+    const current = await records.findByUniqueField(null, keyField, each.key);
+    liveRecords.set(`${each.collection} ${each.key}`, current);
+    const removal = each.collection === 'policy-rules' && each.record.enabled === false;
+    changes.push({
+      collection: POLICY_COLLECTIONS[each.collection],
+      record: removal ? null : (liveFields(records.definition, each.record) as never),
+      tenantId: null,
+      replacesId: current?.id,
+    } as RecordChange);
+  }
+  const tried = await options.lab.tryChanges(
+    changes.filter((change) => change.record !== null || change.replacesId !== undefined),
+    options.recordedInputs,
+  );
+  if ('problem' in tried) throw badRequest(tried.problem, { field: 'shadow' });
+  const promoted = [];
+  for (const each of shadows) {
+    const records = options.uncheckedRecords[each.collection];
+    const current = liveRecords.get(`${each.collection} ${each.key}`) ?? null;
+    const fields = liveFields(records.definition, each.record);
+    const removal = each.collection === 'policy-rules' && each.record.enabled === false;
+    let live: AdminRecord | null = null;
+    if (removal) {
+      if (current) await records.remove(null, current);
+    } else live = current ? await records.replace(null, current, fields) : await records.create(null, fields);
+    const stored = await records.find(null, String(each.id));
+    if (stored) await records.remove(null, stored);
+    promoted.push({
+      collection: each.collection,
+      [records.definition.uniqueFields[0]]: each.key,
+      id: live?.id ?? null,
+      action: removal ? 'deleted' : current ? 'replaced' : 'created',
+    });
+  }
+  options.lab.shadow.forget();
+  return { promoted, revision: tried.snapshot.revision };
+}
+
+interface ShadowRecord {
+  collection: PolicyCollection;
+  id: number;
+  key: string;
+  record: Record<string, unknown>;
+}
+
+function shadowRecords(
+  collection: PolicyCollection,
+  records: ({ id: number; path?: string; dataKey?: string } & Record<string, unknown>)[],
+): ShadowRecord[] {
+  return records.map((record) => ({
+    collection,
+    id: record.id,
+    key: (collection === 'policy-rules' ? record.path : record.dataKey) as string,
+    record,
+  }));
+}
+
+/** A shadow's fields as the live record's body: what the collection's schema takes, without the mode. */
+function liveFields(definition: CollectionDefinition, record: Record<string, unknown>): Record<string, unknown> {
+  const properties = Object.keys((definition.schema as { properties: object }).properties);
+  return Object.fromEntries(
+    properties
+      .filter((field) => field in record && field !== 'mode' && field !== 'tenantId')
+      .map((field) => [field, record[field]]),
+  );
+}
+
+/** The filter's time range as createdAt compares: ISO 8601 in UTC; `from` must come before `to`. */
+function timeRange(filter: PolicyImpactBody['filter']): { from?: string; to?: string } {
+  const from = filter?.from === undefined ? undefined : new Date(filter.from).toISOString();
+  const to = filter?.to === undefined ? undefined : new Date(filter.to).toISOString();
+  if (from !== undefined && to !== undefined && from >= to)
+    throw badRequest('filter.from must be before filter.to', { field: 'filter.from' });
+  return { ...(from === undefined ? {} : { from }), ...(to === undefined ? {} : { to }) };
+}
+
+/** A POST whose body may be left out (no Content-Type, nothing sent). */
+function hasBody(ctx: Context): boolean {
+  return (
+    ctx.get('content-type') !== '' || Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== ''
+  );
+}
+
+function optionalQuery(ctx: Context, name: string): string | undefined {
+  const value = ctx.query[name];
+  if (Array.isArray(value)) throw badRequest(`${name} must be given once`, { field: name });
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function integerQuery(ctx: Context, name: string, fallback: number, min: number, max: number): number {
+  const text = optionalQuery(ctx, name);
+  if (text === undefined) return fallback;
+  if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max)
+    throw badRequest(`${name} must be an integer from ${min} to ${max}`, { field: name });
+  return Number(text);
+}
