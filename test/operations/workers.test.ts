@@ -231,3 +231,33 @@ describe('WORKERS=2: one server as two worker processes', function () {
       outgoing.on('error', () => resolve(0));
     });
 });
+
+describe('WORKERS=2: the auth-failure throttle counts across workers', function () {
+  let server: ProcessServer;
+  let workers: WorkerConnection[];
+
+  before(async function () {
+    this.timeout(120_000);
+    // Its own server: a low failure limit.
+    server = await startProcessServer({ AUTH_FAILURE_LIMIT: '4', HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000' });
+    workers = await connectionsToWorkers(server.url, 2);
+  });
+
+  after(async function () {
+    for (const worker of workers ?? []) worker.close();
+    await server?.close();
+  });
+
+  it('refuses with 429, at either worker, a credential that failed the limit in all over both', async function () {
+    await confidentialClient(server, 'throttled-svc', { scopes: ['read'] });
+    const guess = (worker: WorkerConnection) =>
+      worker.request('/token', {
+        method: 'POST',
+        headers: { ...FORM, authorization: basic('throttled-svc', 'a wrong guess') },
+        body: 'grant_type=client_credentials&scope=read',
+      });
+    // Two failures at each worker: under the limit of 4 at either alone.
+    for (const worker of [...workers, ...workers]) expect((await guess(worker)).status).to.equal(401);
+    for (const worker of workers) expect((await guess(worker)).status, `worker ${worker.id}`).to.equal(429);
+  });
+});
