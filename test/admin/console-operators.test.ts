@@ -345,7 +345,7 @@ describe('Console for operators, in Chromium', function () {
       await page.getByLabel('Endpoint').fill('/admin/api/clients');
       await page.getByRole('button', { name: 'Filter' }).click();
       // gen-app and spa-app from the console, registered-app from the API; no console read.
-      await page.getByText('3 entries.').waitFor();
+      await page.getByText('3 entries.', { exact: true }).waitFor();
       const requests = await page.locator('main tbody tr td:nth-child(3)').allTextContents();
       expect(
         requests.filter((request) => request.startsWith('GET ')),

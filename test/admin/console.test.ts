@@ -376,7 +376,7 @@ describe("Operators' console at /admin, in Chromium", function () {
       await page.getByLabel('Endpoint').fill('/token');
       await page.getByLabel('Client ID').fill('console-app');
       await page.getByRole('button', { name: 'Filter' }).click();
-      await page.getByText('2 entries.').waitFor();
+      await page.getByText('2 entries.', { exact: true }).waitFor();
       const deniedRow = page.locator('tbody tr', { has: page.locator('td.outcome.deny') });
       expect(await deniedRow.count()).to.equal(1);
       await screenshot('audit-filtered');

@@ -38,18 +38,22 @@ export function auditPage(main: HTMLElement): void {
   // The console's own page loads are left out unless asked for: what operators did stays in view.
   const consoleReads = h('input', { type: 'checkbox', id: uniqueId('filter'), name: 'consoleReads' });
   let page = 0;
+  /** The latest load: an earlier one that answers later (the first page under a slow server) must not overwrite it. */
+  let latest = 0;
 
   async function load(): Promise<void> {
+    const mine = ++latest;
     const query = new URLSearchParams({ page: String(page), size: String(PAGE_SIZE), sort: 'id,desc' });
     if (endpoint.input.value.trim()) query.set('endpoint', endpoint.input.value.trim());
     if (clientId.input.value.trim()) query.set('clientId', clientId.input.value.trim());
     if (!consoleReads.checked) query.set('hideConsoleReads', 'true');
     try {
       const found = await api<AuditPage>('GET', `/audit-logs?${query}`);
+      if (mine !== latest) return;
       replace(results, table(found), pager(found));
       say(status, `${found.totalElements} entries.`);
     } catch (error) {
-      say(status, (error as Error).message, 'error');
+      if (mine === latest) say(status, (error as Error).message, 'error');
     }
   }
 
