@@ -168,21 +168,26 @@ export interface SignInServer {
  * identity providers other files register. Files keep their clients apart by naming them.
  */
 export function withSignInServer(): Promise<SignInServer> {
-  return sharedFixture('server with a development IdP', async () => {
-    const server = await readyServer();
-    const idp = await startRegisteredDevIdp(server).catch(async (error) => {
-      await server.close();
-      throw error;
-    });
-    return {
-      server,
-      idp,
-      async close() {
-        await idp.close();
-        await server.close();
-      },
-    };
+  return sharedFixture('server with a development IdP', () => withDevIdp(readyServer()));
+}
+
+/** `server` with a development IdP registered; both closed together (the server alone if the IdP fails). */
+async function withDevIdp<T extends TestServer>(
+  starting: Promise<T>,
+): Promise<{ server: T; idp: RegisteredDevIdp; close(): Promise<void> }> {
+  const server = await starting;
+  const idp = await startRegisteredDevIdp(server).catch(async (error) => {
+    await server.close();
+    throw error;
   });
+  return {
+    server,
+    idp,
+    async close() {
+      await idp.close();
+      await server.close();
+    },
+  };
 }
 
 /**
@@ -190,20 +195,8 @@ export function withSignInServer(): Promise<SignInServer> {
  * that run their tests against several worker processes on one store as well.
  */
 export function withWorkersSignInServer(): Promise<SignInServer & { server: ProcessServer }> {
-  return sharedFixture('WORKERS=2 server process with a development IdP', async () => {
-    // Kept-alive connections outlive a test's pauses: a connection pinned to a worker stays with it.
-    const server = await startProcessServer({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000' });
-    const idp = await startRegisteredDevIdp(server).catch(async (error) => {
-      await server.close();
-      throw error;
-    });
-    return {
-      server,
-      idp,
-      async close() {
-        await idp.close();
-        await server.close();
-      },
-    };
-  });
+  // Kept-alive connections outlive a test's pauses: a connection pinned to a worker stays with it.
+  return sharedFixture('WORKERS=2 server process with a development IdP', () =>
+    withDevIdp(startProcessServer({ HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000' })),
+  );
 }
