@@ -297,6 +297,15 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     return (row?.doc as T | undefined) ?? null;
   }
 
+  async getMany(ids: readonly (string | number)[]): Promise<T[]> {
+    if (ids.length === 0) return [];
+    await this.indexed();
+    const rows = await this.rows
+      .find(this.live({ _id: { $in: ids.map((id) => this.rowId(id)) } }), { projection: { doc: 1 } })
+      .toArray();
+    return rows.map((row) => row.doc as T);
+  }
+
   async findOne(filter: Filter): Promise<T | null> {
     const [first] = await this.find(filter, { limit: 1 });
     return first ?? null;

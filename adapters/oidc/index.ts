@@ -51,7 +51,11 @@ const UNSUPPORTED_MODELS = new Set(['DeviceCode']);
 
 /** The key an artefact is stored under: the model and a digest of its value, never the value. */
 export function artefactKey(model: string, value: string): string {
-  return `${model}:${storageDigest(value)}`;
+  return keyOfDigest(model, storageDigest(value));
+}
+
+function keyOfDigest(model: string, digest: string): string {
+  return `${model}:${digest}`;
 }
 
 /**
@@ -61,6 +65,7 @@ export function artefactKey(model: string, value: string): string {
 export function createOidcAdapter(store: Store, tenant: string, overrides: Record<string, ModelOverride> = {}) {
   const artefacts: TenantCollection<OidcDoc> = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
   const migrated = () => upgradeLegacyArtefacts(store, tenant, artefacts);
+  const tokenLookups = new TokenLookups(artefacts);
 
   return class StoreAdapter implements Adapter {
     constructor(private readonly model: string) {
@@ -85,7 +90,9 @@ export function createOidcAdapter(store: Store, tenant: string, overrides: Recor
       const override = overrides[this.model];
       if (override) return override(id);
       await migrated();
-      const doc = await artefacts.get(this.key(id));
+      const doc = TOKEN_MODELS.includes(this.model)
+        ? await tokenLookups.find(this.model, id)
+        : await artefacts.get(this.key(id));
       return doc ? restoredPayload(doc, id) : undefined;
     }
 
@@ -137,6 +144,40 @@ export function createOidcAdapter(store: Store, tenant: string, overrides: Recor
       await artefacts.deleteMany({ grantId });
     }
   };
+}
+
+/**
+ * The models a presented token may be: oidc-provider's introspection and revocation look the value
+ * up as all three at once (helpers/token_find.js), three store reads for one token.
+ */
+const TOKEN_MODELS = ['AccessToken', 'ClientCredentials', 'RefreshToken'];
+
+/**
+ * One read for the three: the first lookup of a value reads its keys under every token model, and
+ * the lookups of the same value made before that read settles, within the same event-loop turn,
+ * share it. A lookup made later reads again, so nothing read before a write that was acknowledged
+ * in between is ever served (the same rule as TurnReads).
+ */
+class TokenLookups {
+  private readonly pending = new Map<string, Promise<OidcDoc[]>>();
+
+  constructor(private readonly artefacts: TenantCollection<OidcDoc>) {}
+
+  async find(model: string, value: string): Promise<OidcDoc | undefined> {
+    const digest = storageDigest(value);
+    let lookup = this.pending.get(digest);
+    if (!lookup) {
+      lookup = this.artefacts.getMany(TOKEN_MODELS.map((name) => keyOfDigest(name, digest)));
+      this.pending.set(digest, lookup);
+      const done = () => {
+        if (this.pending.get(digest) === lookup) this.pending.delete(digest);
+      };
+      lookup.then(done, done);
+      setImmediate(done);
+    }
+    const key = keyOfDigest(model, digest);
+    return (await lookup).find((doc) => doc.id === key);
+  }
 }
 
 /** The document for an artefact: keyed by digest, its payload without anything that holds a bearer value. */

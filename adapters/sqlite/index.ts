@@ -334,6 +334,19 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     return this.io.read(() => this.getSync(id));
   }
 
+  async getMany(ids: readonly (string | number)[]): Promise<T[]> {
+    if (ids.length === 0) return [];
+    const rows = this.io.read(
+      () =>
+        this.statements
+          .get(
+            `SELECT doc FROM ${this.table} WHERE tenant = @tenant AND id IN (SELECT value FROM json_each(@ids)) AND ${NOT_EXPIRED}`,
+          )
+          .all({ tenant: this.tenant, ids: JSON.stringify(ids.map(idKey)), now: Date.now() }) as { doc: string }[],
+    );
+    return rows.map((row) => JSON.parse(row.doc) as T);
+  }
+
   async findOne(filter: Filter): Promise<T | null> {
     const [first] = await this.find(filter, { limit: 1 });
     return first ?? null;
@@ -405,13 +418,31 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     return this.commitInGroup(() => writeRows(docs, replace));
   }
 
+  /**
+   * One statement per row. An insert also takes the place of an expired row with its id, which must
+   * not block it; a live one makes it change nothing, which is the id's conflict. The unique keys
+   * are checked after it (a clash rolls the row back with its savepoint), so that a duplicate id is
+   * still the conflict reported when both clash.
+   */
   private writeRow(doc: T, replace: boolean): void {
-    if (!replace && this.getSync(doc.id)) throw new ConflictError(this.spec.name, ['id']);
+    const row = { tenant: this.tenant, id: idKey(doc.id), doc: JSON.stringify(doc), expiresAt: expiryOf(doc) };
+    if (replace) {
+      this.statements
+        .get(
+          `INSERT OR REPLACE INTO ${this.table} (tenant, id, doc, expires_at) VALUES (@tenant, @id, @doc, @expiresAt)`,
+        )
+        .run(row);
+    } else {
+      const { changes } = this.statements
+        .get(
+          `INSERT INTO ${this.table} (tenant, id, doc, expires_at) VALUES (@tenant, @id, @doc, @expiresAt)
+           ON CONFLICT (tenant, id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at
+           WHERE expires_at IS NOT NULL AND expires_at <= @now`,
+        )
+        .run({ ...row, now: Date.now() });
+      if (changes === 0) throw new ConflictError(this.spec.name, ['id']);
+    }
     this.assertUnique(doc);
-    // REPLACE also overwrites an expired row with this id, which must not block the insert.
-    this.statements
-      .get(`INSERT OR REPLACE INTO ${this.table} (tenant, id, doc, expires_at) VALUES (@tenant, @id, @doc, @expiresAt)`)
-      .run({ tenant: this.tenant, id: idKey(doc.id), doc: JSON.stringify(doc), expiresAt: expiryOf(doc) });
   }
 
   /** Expired documents do not hold on to their unique values. */
@@ -517,12 +548,13 @@ class StoreFiles {
  * Every statement the store runs goes through here. A write is acknowledged only when the
  * files are still the ones opened: checked before (nothing written into a lost file, no
  * SIGBUS) and again after the commit (the file may have gone meanwhile). A read checks the
- * -shm file every time and the files' identity at most every READ_RECHECK_MS. SQLite's own
+ * -shm file once per event-loop turn and the files' identity at most every READ_RECHECK_MS. SQLite's own
  * errors about an unusable file become StoreUnavailableError as well. A store in memory has
  * no files to check.
  */
 class GuardedIo {
   private identityCheckedAt = Number.NEGATIVE_INFINITY;
+  private shmCheckedThisTurn = false;
 
   constructor(
     private readonly db: Db,
@@ -540,7 +572,12 @@ class GuardedIo {
   read<R>(statement: () => R): R {
     if (this.files) {
       if (Date.now() - this.identityCheckedAt >= READ_RECHECK_MS) this.assertSameFiles();
-      this.files.assertWritable(false);
+      if (!this.shmCheckedThisTurn) {
+        this.files.assertWritable(false);
+        // The reads of one event-loop turn (every request served in it) share one check.
+        this.shmCheckedThisTurn = true;
+        setImmediate(() => (this.shmCheckedThisTurn = false));
+      }
     }
     return sqliteCall(statement);
   }

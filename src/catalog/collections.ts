@@ -397,10 +397,15 @@ export function definitionFor(path: string): CollectionDefinition | undefined {
   return COLLECTIONS.find((definition) => definition.path === path);
 }
 
-/** How a shared collection is declared to the store: unique keys within a tenant, each indexed. */
+/**
+ * How a shared collection is declared to the store: unique keys within a tenant, each indexed, and
+ * an index on each reference, which hot paths look records up by (the resource server of an
+ * introspecting client) and deletions follow.
+ */
 export function storeSpecOf(definition: CollectionDefinition): CollectionSpec {
   const unique = [...definition.uniqueFields, ...(definition.shadow ? [definition.shadow.storedAs] : [])];
-  return { name: definition.store, uniqueKeys: unique.map((field) => [field]), indexes: unique };
+  const references = Object.keys(definition.references ?? {}).filter((field) => !unique.includes(field));
+  return { name: definition.store, uniqueKeys: unique.map((field) => [field]), indexes: [...unique, ...references] };
 }
 
 /** A record as stored: a shadow's unique field moved to where shadows keep it (see `CollectionDefinition.shadow`). */

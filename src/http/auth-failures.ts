@@ -109,6 +109,7 @@ interface WindowCount {
 class FailureLedger {
   private readonly limit: number;
   private readonly windowMs: number;
+  private readonly unfailed = new RecentlyUnfailed();
 
   constructor(
     { limit, windowSeconds }: AuthFailureLimits,
@@ -120,8 +121,12 @@ class FailureLedger {
 
   async identityLockedFor(identity: string, address: string): Promise<number | null> {
     const keys = this.keysOf(address, identity);
+    if (this.unfailed.recently(keys.identityAtAddress)) return null;
     const counts = await this.counters.readWindows([keys.identityAtAddress, keys.identity]);
-    return this.lockedFor(counts.get(keys.identityAtAddress), counts.get(keys.identity), 0);
+    const here = counts.get(keys.identityAtAddress);
+    const everywhere = counts.get(keys.identity);
+    if (!here?.count && !everywhere?.count) this.unfailed.remember(keys.identityAtAddress);
+    return this.lockedFor(here, everywhere, 0);
   }
 
   /**
@@ -131,6 +136,7 @@ class FailureLedger {
    */
   async countFailure(address: string, identity: string | null): Promise<number | null> {
     const keys = this.keysOf(address, identity ?? '');
+    this.unfailed.forgetAll();
     const add = (key: string) => this.counters.addToWindow(key, this.windowMs);
     try {
       const [byAddress, ...byIdentity] = await Promise.all([
@@ -157,6 +163,41 @@ class FailureLedger {
     };
   }
 }
+
+/**
+ * The identities (at an address) whose counters this process read empty less than
+ * UNFAILED_REUSE_MS ago: a client calling /token or /introspect many times a second costs one
+ * store read a second, not one per request. Any failure this process counts forgets them all, so
+ * failures seen here are read back at once; failures counted by another worker or node are seen
+ * here within UNFAILED_REUSE_MS. That adds no more unverified-lock tries than requests already in
+ * flight add (every one of them is past its check before the first failure is counted), and the
+ * first failure here ends it.
+ */
+class RecentlyUnfailed {
+  private readonly readAt = new Map<string, number>();
+
+  recently(key: string): boolean {
+    const at = this.readAt.get(key);
+    if (at === undefined) return false;
+    if (Date.now() - at < UNFAILED_REUSE_MS) return true;
+    this.readAt.delete(key);
+    return false;
+  }
+
+  remember(key: string): void {
+    // Bounded: many identities at once (a scan of client ids, many addresses) start it over.
+    if (this.readAt.size >= UNFAILED_MAX_ENTRIES) this.readAt.clear();
+    this.readAt.set(key, Date.now());
+  }
+
+  forgetAll(): void {
+    this.readAt.clear();
+  }
+}
+
+/** How long an empty read of an identity's failure counters stands in for the next ones. */
+const UNFAILED_REUSE_MS = 1000;
+const UNFAILED_MAX_ENTRIES = 10_000;
 
 /** One request's credential: whose it is (once the verifying code said so) and what a failure of it costs. */
 class CredentialAttempt {

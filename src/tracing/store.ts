@@ -90,6 +90,9 @@ class TracedCollection<T extends StoredDoc> implements TenantCollection<T> {
   get(id: string | number) {
     return this.call('get', () => this.inner.get(id));
   }
+  getMany(ids: readonly (string | number)[]) {
+    return this.call('getMany', () => this.inner.getMany(ids));
+  }
   findOne(filter: Filter) {
     return this.call('findOne', () => this.inner.findOne(filter));
   }

@@ -88,6 +88,21 @@ export function describeStoreConformance(
         expect(await store.collection(CODES).get('missing')).to.equal(null);
       });
 
+      it('gets several ids in one read: the live ones found, unknown and expired ones left out', async () => {
+        const codes = store.collection(CODES);
+        await codes.insertMany([
+          { id: 'm1', v: 1 },
+          { id: 7, v: 2 },
+          { id: 'm-old', v: 3, expiresAt: past() },
+          { id: 'm-live', v: 4, expiresAt: future() },
+        ]);
+        await store.collection(CODES, 'other-tenant').insert({ id: 'm-elsewhere', v: 5 });
+        const found = await codes.getMany(['m1', 7, 'm-old', 'm-live', 'm-elsewhere', 'missing']);
+        expect(found.map((doc) => doc.v).sort()).to.deep.equal([1, 2, 4]);
+        expect(found.find((doc) => doc.v === 2)?.id, 'a numeric id stays numeric').to.equal(7);
+        expect(await codes.getMany([])).to.deep.equal([]);
+      });
+
       it('keeps numeric ids numeric', async () => {
         const codes = store.collection(CODES);
         await codes.insert({ id: 42, label: 'answer' });

@@ -1,4 +1,4 @@
-import { createHmac, randomBytes } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes } from 'node:crypto';
 import { hash, verify } from '@node-rs/bcrypt';
 import { LRUCache } from 'lru-cache';
 import type Provider from 'oidc-provider';
@@ -20,7 +20,8 @@ export const SECRET_HASH_COST = 10;
  *   client is refused by its lookup before its secret is compared. Failures are never cached.
  */
 export class SecretVerifier {
-  private readonly key = randomBytes(32);
+  /** A KeyObject, not the bytes: Node prepares a Buffer key anew for every HMAC (about 10 µs on Node 24). */
+  private readonly key = createSecretKey(randomBytes(32));
   private readonly verified: LRUCache<string, true>;
   /** Checks under way: simultaneous requests with the same secret share one BCrypt run. */
   private readonly pending = new Map<string, Promise<boolean>>();

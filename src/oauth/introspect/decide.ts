@@ -1,4 +1,3 @@
-import { resourceServerRecords } from '../../catalog/index.js';
 import type { ArbiterContext, TokenModel } from '../state.js';
 import type Provider from 'oidc-provider';
 import type {
@@ -14,7 +13,7 @@ import { clientInput } from '../clients/input.js';
 import { findClientRecord } from '../clients/records.js';
 import { formParameter } from '../shared/form-body.js';
 import { rememberDecision } from '../token/grants/decision.js';
-import { resolveResource } from '../shared/resources.js';
+import { resolveResource, resourceServerOfClient } from '../shared/resources.js';
 import { subjectInput } from '../shared/subject-input.js';
 import { routes } from '../routes.js';
 
@@ -97,14 +96,7 @@ function tokenInput(token: TokenModel, typeUri: string | null): IntrospectedToke
 
 async function callerInput(store: Store, tenant: string, caller: Caller): Promise<IntrospectionCallerInput> {
   const client = await findClientRecord(store, tenant, caller.clientId);
-  const server = client
-    ? await resourceServerRecords<{
-        id: number;
-        resourceIndicator: string;
-        typeUris?: string[];
-        capability?: Record<string, unknown>;
-      }>(store, tenant).findOne({ clientId: client.id })
-    : null;
+  const server = client ? await resourceServerOfClient(store, tenant, client.id) : null;
   return {
     method: caller.method,
     scopes: caller.scopes,

@@ -1,9 +1,9 @@
 import { resourceRecords, resourceServerRecords, resourceTypeRecords } from '../../catalog/index.js';
 import type { ResourceIndicatorInput } from '../../policy/index.js';
-import type { Store, StoredDoc } from '../../store/index.js';
+import { TurnReads, type Store, type StoredDoc } from '../../store/index.js';
 import { routes } from '../routes.js';
 
-interface ResourceServerRecord extends StoredDoc {
+export interface ResourceServerRecord extends StoredDoc {
   id: number;
   resourceIndicator: string;
   typeUris?: string[];
@@ -48,6 +48,24 @@ export async function resolveResource(
     if (type) return { server: null, typeUri: type.typeUri };
   }
   return { server: null, typeUri: hint };
+}
+
+/** Resource servers by their client, read this turn (TurnReads): every introspection asks for its caller's. */
+const serversOfClientsThisTurn = new TurnReads<ResourceServerRecord | null>();
+
+/**
+ * The resource server registered for a client (by the client record's internal id), read from the
+ * store at most once per event-loop turn. None is kept too: a write through this store (one
+ * registering it) ends what the turn kept.
+ */
+export async function resourceServerOfClient(
+  store: Store,
+  tenant: string,
+  clientRecordId: number,
+): Promise<ResourceServerRecord | null> {
+  return serversOfClientsThisTurn.read(store, `${tenant}\u0000${clientRecordId}`, () =>
+    resourceServerRecords<ResourceServerRecord>(store, tenant).findOne({ clientId: clientRecordId }),
+  );
 }
 
 /** RFC 8707: an absolute URI without a fragment. */
