@@ -30,6 +30,7 @@ import {
   physicalName,
 } from '../shared/spec.js';
 import { WriteListeners } from '../shared/write-listeners.js';
+import { Checkpointer, WAL_SIZE_LIMIT_BYTES, WRITER_CHECKPOINT_PAGES } from './checkpointer.js';
 import { BatchWriter } from '../../src/store/batches.js';
 
 type Db = Database.Database;
@@ -86,6 +87,7 @@ export class SqliteStore implements Store {
   private constructor(
     private readonly db: Db,
     files: StoreFiles | null,
+    private readonly checkpointer: Checkpointer | null,
   ) {
     this.io = new GuardedIo(db, files, () => this.writeListeners.tell());
     this.statements = new Statements(db);
@@ -116,8 +118,13 @@ export class SqliteStore implements Store {
       db.exec(
         'CREATE TABLE IF NOT EXISTS window_counters (key TEXT PRIMARY KEY, count INTEGER NOT NULL, reset_at INTEGER NOT NULL)',
       );
+      if (file === ':memory:') return new SqliteStore(db, null, null);
       // The -wal and -shm files exist from here on, as long as this connection is open.
-      return new SqliteStore(db, file === ':memory:' ? null : StoreFiles.record(resolve(file)));
+      const files = StoreFiles.record(resolve(file));
+      if (!files.inWalMode) return new SqliteStore(db, files, null);
+      db.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
+      db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
+      return new SqliteStore(db, files, new Checkpointer(resolve(file), files.identities));
     } catch (error) {
       db.close();
       throw error;
@@ -277,6 +284,7 @@ export class SqliteStore implements Store {
 
   async close(): Promise<void> {
     await this.group.close();
+    await this.checkpointer?.stop();
     if (this.db.open) this.db.close();
   }
 }
@@ -409,8 +417,15 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     return this.io.write(() => this.statements.get(sql).run({ tenant: this.tenant, bound }).changes);
   }
 
-  /** In the store's group transaction, as a savepoint (a nested better-sqlite3 transaction) of its own. */
+  /**
+   * In the store's group transaction. A write that could be left half done (several rows, or a row
+   * whose unique keys are checked after it is written) is a savepoint (a nested better-sqlite3
+   * transaction) of its own, rolled back alone when it fails; a single row with no unique key is
+   * one statement, which fails whole or not at all, and needs none.
+   */
   private write(docs: readonly T[], replace: boolean): Promise<void> {
+    if (docs.length === 1 && !this.spec.uniqueKeys?.length)
+      return this.commitInGroup(() => this.writeRow(docs[0], replace));
     this.writeRows ??= this.db.transaction((rows: readonly T[], replaceRows: boolean) => {
       for (const doc of rows) this.writeRow(doc, replaceRows);
     });
@@ -503,6 +518,15 @@ interface FileIdentity {
  */
 class StoreFiles {
   private constructor(private readonly files: FileIdentity[]) {}
+
+  get identities(): readonly FileIdentity[] {
+    return this.files;
+  }
+
+  /** The -wal and -shm files exist: SQLite could use WAL mode. */
+  get inWalMode(): boolean {
+    return this.files.length === 3;
+  }
 
   static record(database: string): StoreFiles {
     const files: FileIdentity[] = [];
