@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { openStore } from '../../src/store/open.js';
 import { ConflictError } from '../../src/store/index.js';
 import { describeStoreConformance } from './conformance.js';
+import { eventually } from '../support/oauth.js';
 
 describeStoreConformance('sqlite in memory', () => openStore('sqlite::memory:'));
 
@@ -70,6 +71,32 @@ describe('SQLite store: writes of one turn share one transaction (group commit)'
       expect(await reopened.collection('others').get('d')).to.deep.equal({ id: 'd' });
     } finally {
       await reopened.close();
+    }
+  });
+});
+
+describe('SQLite store: checkpoints off the event loop', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'arbiter-sqlite-checkpoint-'));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('copies committed pages from the WAL into the database file from a thread of its own, long before the writer would', async () => {
+    const file = join(dir, 'checkpointed.db');
+    const store = await openStore(`sqlite:${file}`);
+    try {
+      const pages = store.collection('pages');
+      const filler = 'x'.repeat(4000);
+      // About 400 pages (1.6 MB) in the WAL: far under the writer's own threshold (10,000 pages).
+      for (let turn = 0; turn < 20; turn++)
+        await Promise.all(Array.from({ length: 20 }, (_, index) => pages.insert({ id: `p${turn}-${index}`, filler })));
+      await eventually(async () => statSync(file).size > 1_500_000, 10_000);
+      const copy = new Database(file, { readonly: true });
+      try {
+        expect((copy.prepare('SELECT COUNT(*) AS n FROM c_pages').get() as { n: number }).n).to.equal(400);
+      } finally {
+        copy.close();
+      }
+    } finally {
+      await store.close();
     }
   });
 });
