@@ -1,5 +1,6 @@
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { storageDigest } from '../../src/store/digest.js';
+import { TurnReads } from '../../src/store/turn-reads.js';
 import type { Store, StoredDoc, TenantCollection } from '../../src/store/types.js';
 
 /**
@@ -65,7 +66,7 @@ function keyOfDigest(model: string, digest: string): string {
 export function createOidcAdapter(store: Store, tenant: string, overrides: Record<string, ModelOverride> = {}) {
   const artefacts: TenantCollection<OidcDoc> = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
   const migrated = () => upgradeLegacyArtefacts(store, tenant, artefacts);
-  const tokenLookups = new TokenLookups(artefacts);
+  const tokenLookups = new TokenLookups(store, tenant, artefacts);
 
   return class StoreAdapter implements Adapter {
     constructor(private readonly model: string) {
@@ -152,19 +153,36 @@ export function createOidcAdapter(store: Store, tenant: string, overrides: Recor
  */
 const TOKEN_MODELS = ['AccessToken', 'ClientCredentials', 'RefreshToken'];
 
+/** A token's rows read this turn (TurnReads): a resource server introspects a hot token many times a second. */
+const tokensReadThisTurn = new TurnReads<OidcDoc[]>();
+
 /**
- * One read for the three: the first lookup of a value reads its keys under every token model, and
- * the lookups of the same value made before that read settles, within the same event-loop turn,
- * share it. A lookup made later reads again, so nothing read before a write that was acknowledged
- * in between is ever served (the same rule as TurnReads).
+ * One read for the three models, kept for the event-loop turn: the first lookup of a value reads
+ * its keys under every token model, and the lookups of the same value made while that read is
+ * under way share it. What was read is then kept as TurnReads keeps values: until the turn ends or
+ * a write through the store ends (a revocation, a rotation, a consumption), so a request that
+ * starts after a write was acknowledged never sees what was read before it; a write by another
+ * process is seen from the next turn on, as a read made a moment earlier would have missed it too.
+ * Each caller gets a copy of the payload (oidc-provider may change what it is given).
  */
 class TokenLookups {
   private readonly pending = new Map<string, Promise<OidcDoc[]>>();
 
-  constructor(private readonly artefacts: TenantCollection<OidcDoc>) {}
+  constructor(
+    private readonly store: Store,
+    private readonly tenant: string,
+    private readonly artefacts: TenantCollection<OidcDoc>,
+  ) {}
 
   async find(model: string, value: string): Promise<OidcDoc | undefined> {
     const digest = storageDigest(value);
+    const docs = await tokensReadThisTurn.read(this.store, `${this.tenant}\u0000${digest}`, () => this.read(digest));
+    const key = keyOfDigest(model, digest);
+    const doc = docs.find((each) => each.id === key);
+    return doc && { ...doc, payload: JSON.parse(JSON.stringify(doc.payload)) as AdapterPayload };
+  }
+
+  private read(digest: string): Promise<OidcDoc[]> {
     let lookup = this.pending.get(digest);
     if (!lookup) {
       lookup = this.artefacts.getMany(TOKEN_MODELS.map((name) => keyOfDigest(name, digest)));
@@ -175,8 +193,7 @@ class TokenLookups {
       lookup.then(done, done);
       setImmediate(done);
     }
-    const key = keyOfDigest(model, digest);
-    return (await lookup).find((doc) => doc.id === key);
+    return lookup;
   }
 }
 
