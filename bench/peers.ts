@@ -1,6 +1,7 @@
 /**
  * Arbiter beside its peers, in one run, on the two paths every deployment lives on:
- * client_credentials (client_secret_basic) and the introspection of a valid token.
+ * client_credentials (client_secret_basic) and the introspection of a valid token, the latter
+ * both for one hot token and for BENCH_MANY_TOKENS (2,000) tokens introspected in turn.
  *
  *   - the bare oidc-provider doing the same work (baseline.ts, in this process, in memory);
  *   - Arbiter as `npm start` runs it (src/main.ts, SQLite, managed OPA, a policy decision and an
@@ -42,15 +43,36 @@ const TARGETS = {
   perWorkerVsLibrary: 0.5,
 };
 
+/** How many distinct tokens the many-tokens scenario introspects, each in turn. */
+const MANY_TOKENS = positive('BENCH_MANY_TOKENS', 2000);
+
+/** One scenario's requests at one server: the same body every time, or each of `bodies` in turn. */
+interface PeerRequest {
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+  bodies?: string[];
+}
+
 /** One server as the table shows it, and how it is asked. */
 interface Peer {
   label: string;
   kind: 'baseline' | 'arbiter1' | 'arbiterN' | 'hydra';
-  request(scenario: ScenarioName): { url: string; headers: Record<string, string>; body: string };
+  /** Gets MANY_TOKENS tokens of its own (client_credentials) for the many-tokens scenario. */
+  mintTokens(): Promise<void>;
+  request(scenario: ScenarioName): PeerRequest;
 }
 
-type ScenarioName = 'client_credentials, client_secret_basic' | 'introspection of a valid token';
-const SCENARIOS: ScenarioName[] = ['client_credentials, client_secret_basic', 'introspection of a valid token'];
+const CLIENT_CREDENTIALS = 'client_credentials, client_secret_basic';
+const ONE_TOKEN = 'introspection of a valid token';
+const MANY = `introspection of ${MANY_TOKENS} tokens in turn`;
+type ScenarioName = typeof CLIENT_CREDENTIALS | typeof ONE_TOKEN | typeof MANY;
+/**
+ * The issue's two paths, and introspection again over many tokens: one hot token is what a
+ * resource server sees from one busy client (Arbiter keeps a token's read for the event-loop turn,
+ * see the README), many tokens in turn is the same work without that.
+ */
+const SCENARIOS: ScenarioName[] = [CLIENT_CREDENTIALS, ONE_TOKEN, MANY];
 
 /** One window of one server in one round. */
 interface Row {
@@ -81,6 +103,7 @@ async function main(): Promise<void> {
       oidcPeer(`Arbiter WORKERS=${CORES}`, 'arbiterN', arbiterN, clients),
       hydraPeer(hydra),
     ];
+    for (const peer of peers) await peer.mintTokens();
     const rows: Row[] = [];
     for (const scenario of SCENARIOS) {
       for (const peer of peers) await checkAnswer(peer, scenario);
@@ -89,6 +112,7 @@ async function main(): Promise<void> {
         for (const peer of order) {
           const run = await load.run({
             ...peer.request(scenario),
+            cycle: true,
             method: 'POST',
             connections: CONNECTIONS,
             warmupSeconds: WARMUP_SECONDS,
@@ -115,47 +139,72 @@ async function main(): Promise<void> {
 function oidcPeer(label: string, kind: Peer['kind'], target: Target, clients: BenchClients): Peer {
   const machine = { ...FORM, authorization: basic(clients.machine.id, clients.machine.secret) };
   const resourceServer = { ...FORM, authorization: basic(clients.resourceServer.id, clients.resourceServer.secret) };
-  return {
-    label,
-    kind,
-    request: (scenario) =>
-      scenario === 'client_credentials, client_secret_basic'
-        ? { url: `${target.url}/token`, headers: machine, body: 'grant_type=client_credentials&scope=read' }
-        : {
-            url: `${target.url}/introspect`,
-            headers: resourceServer,
-            body: new URLSearchParams({ token: target.validToken }).toString(),
-          },
-  };
+  return peerOf(label, kind, {
+    token: { url: `${target.url}/token`, headers: machine },
+    introspection: { url: `${target.url}/introspect`, headers: resourceServer },
+    validToken: target.validToken,
+  });
 }
 
 function hydraPeer(hydra: HydraTarget): Peer {
+  return peerOf('Ory Hydra 2.3.0', 'hydra', {
+    token: { url: `${hydra.url}/oauth2/token`, headers: { ...FORM, authorization: hydra.machine } },
+    introspection: { url: `${hydra.adminUrl}/admin/oauth2/introspect`, headers: FORM },
+    validToken: hydra.validToken,
+  });
+}
+
+interface Endpoint {
+  url: string;
+  headers: Record<string, string>;
+}
+
+function peerOf(
+  label: string,
+  kind: Peer['kind'],
+  { token, introspection, validToken }: { token: Endpoint; introspection: Endpoint; validToken: string },
+): Peer {
+  const clientCredentials = 'grant_type=client_credentials&scope=read';
+  const introspect = (value: string) => new URLSearchParams({ token: value }).toString();
+  let many: string[] = [];
   return {
-    label: 'Ory Hydra 2.3.0',
-    kind: 'hydra',
-    request: (scenario) =>
-      scenario === 'client_credentials, client_secret_basic'
-        ? {
-            url: `${hydra.url}/oauth2/token`,
-            headers: { ...FORM, authorization: hydra.machine },
-            body: 'grant_type=client_credentials&scope=read',
-          }
-        : {
-            url: `${hydra.adminUrl}/admin/oauth2/introspect`,
-            headers: FORM,
-            body: new URLSearchParams({ token: hydra.validToken }).toString(),
-          },
+    label,
+    kind,
+    async mintTokens() {
+      many = [];
+      while (many.length < MANY_TOKENS) {
+        const batch = await Promise.all(
+          Array.from({ length: Math.min(32, MANY_TOKENS - many.length) }, async () => {
+            const response = await fetch(token.url, {
+              method: 'POST',
+              headers: token.headers,
+              body: clientCredentials,
+            });
+            const { access_token: value } = (await response.json()) as { access_token?: string };
+            if (typeof value !== 'string') throw new Error(`${label} issued no token (${response.status})`);
+            return value;
+          }),
+        );
+        many.push(...batch);
+      }
+    },
+    request(scenario) {
+      if (scenario === CLIENT_CREDENTIALS) return { ...token, body: clientCredentials };
+      if (scenario === ONE_TOKEN) return { ...introspection, body: introspect(validToken) };
+      return { ...introspection, bodies: many.map(introspect) };
+    },
   };
 }
 
 /** One request as the load will send it: 200, and a token or an active introspection. */
 async function checkAnswer(peer: Peer, scenario: ScenarioName): Promise<void> {
-  const { url, headers, body } = peer.request(scenario);
+  const { url, headers, body: one, bodies } = peer.request(scenario);
+  const body = one ?? bodies![0];
   const response = await fetch(url, { method: 'POST', headers, body });
   const answer = (await response.json().catch(() => ({}))) as Record<string, unknown>;
   const right =
     response.status === 200 &&
-    (scenario === 'client_credentials, client_secret_basic'
+    (scenario === CLIENT_CREDENTIALS
       ? typeof answer.access_token === 'string' && answer.scope === 'read'
       : answer.active === true && answer.scope === 'read');
   if (!right) throw new Error(`${scenario} at ${peer.label}: ${response.status} ${JSON.stringify(answer)}`);
@@ -195,7 +244,7 @@ function table(rows: Row[]): string {
     const scaling = ratio('arbiterN', 'arbiter1');
     const vsHydra = ratio('arbiterN', 'hydra');
     const perWorker = ratio('arbiter1', 'baseline');
-    const clientCredentials = scenario === 'client_credentials, client_secret_basic';
+    const clientCredentials = scenario === CLIENT_CREDENTIALS;
     const hydraTarget = clientCredentials ? TARGETS.clientCredentialsVsHydra : TARGETS.introspectionVsHydra;
     verdicts.push(
       `${scenario}: WORKERS=${CORES} ${scaling.toFixed(2)}x WORKERS=1` +
