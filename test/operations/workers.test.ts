@@ -260,4 +260,24 @@ describe('WORKERS=2: the auth-failure throttle counts across workers', function 
     for (const worker of [...workers, ...workers]) expect((await guess(worker)).status).to.equal(401);
     for (const worker of workers) expect((await guess(worker)).status, `worker ${worker.id}`).to.equal(429);
   });
+
+  it('locks out, within a second, a credential another worker last saw succeed (an empty read of its counters is reused for a second at most)', async function () {
+    const secret = await confidentialClient(server, 'seen-svc', { scopes: ['read'] });
+    const [failing, succeeding] = workers;
+    const token = (worker: WorkerConnection, clientSecret: string) =>
+      worker.request('/token', {
+        method: 'POST',
+        headers: { ...FORM, authorization: basic('seen-svc', clientSecret) },
+        body: 'grant_type=client_credentials&scope=read',
+      });
+    // This worker reads the (empty) counters of seen-svc and keeps that read.
+    expect((await token(succeeding, secret)).status).to.equal(200);
+    // Counted whether answered 401 or (the address failed before, in the test above) 429.
+    for (let attempt = 0; attempt < 4; attempt++)
+      expect([401, 429]).to.include((await token(failing, 'a wrong guess')).status);
+    const lockedAt = Date.now();
+    await eventually(async () => (await token(succeeding, secret)).status === 429, 5000);
+    expect(Date.now() - lockedAt, 'seen by the other worker within about a second').to.be.below(3000);
+    expect((await token(failing, secret)).status, 'and by the worker that counted the failures at once').to.equal(429);
+  });
 });
