@@ -157,17 +157,12 @@ const TOKEN_MODELS = ['AccessToken', 'ClientCredentials', 'RefreshToken'];
 const tokensReadThisTurn = new TurnReads<OidcDoc[]>();
 
 /**
- * One read for the three models, kept for the event-loop turn: the first lookup of a value reads
- * its keys under every token model, and the lookups of the same value made while that read is
- * under way share it. What was read is then kept as TurnReads keeps values: until the turn ends or
- * a write through the store ends (a revocation, a rotation, a consumption), so a request that
- * starts after a write was acknowledged never sees what was read before it; a write by another
- * process is seen from the next turn on, as a read made a moment earlier would have missed it too.
- * Each caller gets a copy of the payload (oidc-provider may change what it is given).
+ * One read for the three models, kept for the event-loop turn: a lookup of a value reads its keys
+ * under every token model, and the other lookups of that value in the turn share it (TurnReads,
+ * with its rule: until the turn ends or a write through the store ends, a revocation, a rotation,
+ * a consumption). Each caller gets a copy of the payload (oidc-provider may change what it is given).
  */
 class TokenLookups {
-  private readonly pending = new Map<string, Promise<OidcDoc[]>>();
-
   constructor(
     private readonly store: Store,
     private readonly tenant: string,
@@ -176,24 +171,12 @@ class TokenLookups {
 
   async find(model: string, value: string): Promise<OidcDoc | undefined> {
     const digest = storageDigest(value);
-    const docs = await tokensReadThisTurn.read(this.store, `${this.tenant}\u0000${digest}`, () => this.read(digest));
+    const docs = await tokensReadThisTurn.read(this.store, `${this.tenant}\u0000${digest}`, () =>
+      this.artefacts.getMany(TOKEN_MODELS.map((name) => keyOfDigest(name, digest))),
+    );
     const key = keyOfDigest(model, digest);
     const doc = docs.find((each) => each.id === key);
     return doc && { ...doc, payload: JSON.parse(JSON.stringify(doc.payload)) as AdapterPayload };
-  }
-
-  private read(digest: string): Promise<OidcDoc[]> {
-    let lookup = this.pending.get(digest);
-    if (!lookup) {
-      lookup = this.artefacts.getMany(TOKEN_MODELS.map((name) => keyOfDigest(name, digest)));
-      this.pending.set(digest, lookup);
-      const done = () => {
-        if (this.pending.get(digest) === lookup) this.pending.delete(digest);
-      };
-      lookup.then(done, done);
-      setImmediate(done);
-    }
-    return lookup;
   }
 }
 

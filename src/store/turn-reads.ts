@@ -12,9 +12,15 @@ import type { Store } from './types.js';
  * it; a value whose read overlapped a write is not kept. A write by another process is seen by the
  * next turn, as a read made a moment earlier would have missed it too. Values are shared by every
  * caller of the turn: keep records, and derive per call what depends on the clock or is changed.
+ *
+ * A read still under way is shared too, by the callers of the same turn that ask for its key
+ * before it settles, as long as no write through the store has ended since it started: each of
+ * them would have made a read at the same moment.
  */
 export class TurnReads<V> {
   private readonly kept = new WeakMap<Store, Map<string, V>>();
+  /** Reads under way, per store: the write count they started at, and their value. */
+  private readonly loading = new WeakMap<Store, Map<string, { writes: number; value: Promise<V> }>>();
   /** Writes ended so far, per store: a read that saw this number change is not kept. */
   private readonly writes = new WeakMap<Store, number>();
 
@@ -23,9 +29,32 @@ export class TurnReads<V> {
     const values = this.kept.get(store);
     if (values?.has(key)) return values.get(key)!;
     const writesBefore = this.writesThrough(store);
-    const value = await load();
-    if (keep(value) && this.writes.get(store) === writesBefore) this.valuesOfThisTurn(store).set(key, value);
-    return value;
+    const reads = this.readsUnderWay(store);
+    const underWay = reads.get(key);
+    if (underWay?.writes === writesBefore) return underWay.value;
+    const loading = load();
+    reads.set(key, { writes: writesBefore, value: loading });
+    try {
+      const value = await loading;
+      if (keep(value) && this.writes.get(store) === writesBefore) this.valuesOfThisTurn(store).set(key, value);
+      return value;
+    } finally {
+      if (reads.get(key)?.value === loading) reads.delete(key);
+    }
+  }
+
+  /** This turn's reads under way (a read that outlasts its turn is not joined by a later one). */
+  private readsUnderWay(store: Store): Map<string, { writes: number; value: Promise<V> }> {
+    let reads = this.loading.get(store);
+    if (!reads) {
+      const fresh = new Map<string, { writes: number; value: Promise<V> }>();
+      this.loading.set(store, fresh);
+      setImmediate(() => {
+        if (this.loading.get(store) === fresh) this.loading.delete(store);
+      });
+      reads = fresh;
+    }
+    return reads;
   }
 
   private writesThrough(store: Store): number {

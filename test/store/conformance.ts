@@ -806,6 +806,23 @@ export function describeStoreConformance(
         await inserted;
         expect(await grantG(), 'read after the insert was answered').to.deep.equal([{ id: 'seen', grantId: 'g' }]);
       });
+
+      it('shares a read under way with the callers that ask for it before it settles, unless a write ended since it started', async () => {
+        const reads = new TurnReads<StoredDoc[]>();
+        const codes = store.collection(CODES);
+        let loads = 0;
+        const grantH = () => reads.read(store, 'grant h', async () => (loads++, codes.find({ grantId: 'h' })));
+        const together = await Promise.all([grantH(), grantH(), grantH()]);
+        expect(together).to.deep.equal([[], [], []]);
+        expect(loads, 'one read for the three').to.equal(1);
+
+        await new Promise((resolve) => setImmediate(resolve));
+        const before = grantH();
+        await codes.insert({ id: 'seen-h', grantId: 'h' });
+        // The write has ended: the read started before it is not joined.
+        expect(await grantH(), 'read after the write ended').to.deep.equal([{ id: 'seen-h', grantId: 'h' }]);
+        await before;
+      });
     });
 
     describe('ping', () => {

@@ -10,12 +10,17 @@ import { eventually } from '../support/oauth.js';
 
 describeStoreConformance('sqlite in memory', () => openStore('sqlite::memory:'));
 
+/** A directory of its own for the enclosing describe, removed after it. */
+function scratchDirectory(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
 describe('SQLite store in a file', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'arbiter-sqlite-'));
+  const dir = scratchDirectory('arbiter-sqlite-');
   let files = 0;
   const freshFile = () => join(dir, `store-${++files}.db`);
-
-  after(() => rmSync(dir, { recursive: true, force: true }));
 
   describeStoreConformance('sqlite file', () => openStore(`sqlite:${freshFile()}`));
 
@@ -34,8 +39,7 @@ describe('SQLite store in a file', () => {
 });
 
 describe('SQLite store: writes of one turn share one transaction (group commit)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'arbiter-sqlite-group-'));
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = scratchDirectory('arbiter-sqlite-group-');
 
   it('fails only the conflicting write, all of its rows and none of the others, and acknowledges each once committed', async () => {
     const file = join(dir, 'group.db');
@@ -76,8 +80,7 @@ describe('SQLite store: writes of one turn share one transaction (group commit)'
 });
 
 describe('SQLite store: checkpoints off the event loop', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'arbiter-sqlite-checkpoint-'));
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = scratchDirectory('arbiter-sqlite-checkpoint-');
 
   it('copies committed pages from the WAL into the database file from a thread of its own, long before the writer would', async () => {
     const file = join(dir, 'checkpointed.db');
@@ -102,8 +105,7 @@ describe('SQLite store: checkpoints off the event loop', () => {
 });
 
 describe('SQLite store: writers in several processes (WORKERS)', () => {
-  const dir = mkdtempSync(join(tmpdir(), 'arbiter-sqlite-lock-'));
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  const dir = scratchDirectory('arbiter-sqlite-lock-');
 
   it("waits for another connection's write lock without stopping the event loop, then writes", async () => {
     const file = join(dir, 'locked.db');
