@@ -632,9 +632,10 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
       description:
         'Configuration of an Arbiter authorization server. Every call needs the X-Admin-API-Key header: SERVICE_ADMIN_API_KEY ' +
         `(the bootstrap key, role admin) or a named key made with POST /${API_KEYS_SEGMENT}. A key's role decides what it may call, ` +
-        'else the answer is 403 `insufficient_scope`: read-only reads (every GET, and the calls that store nothing: POST …/validate, ' +
-        '/decisions, /policy-impact, /audit-logs/{id}/replay); operator also writes everything but policy rules, policy data and keys; ' +
-        'policy-author reads and writes policy rules and policy data, and promotes or discards shadow policy; admin may call everything, keys included. ' +
+        'else the answer is 403 `insufficient_scope`: read-only reads (every GET, and the calls that store nothing and run no submitted policy: ' +
+        'POST …/validate of a record that is not policy, /decisions, /audit-logs/{id}/replay); operator also writes everything but policy rules, policy data and keys; ' +
+        'policy-author reads and writes policy rules and policy data, evaluates candidate policy (POST /policy-rules/validate, /policy-data/validate, /policy-impact), ' +
+        'and promotes or discards shadow policy; admin may call everything, keys included. ' +
         'A call is about one tenant: `tenantId` in the body, else the `tenantId` query parameter, else X-Tenant-Id; none of them ' +
         `means the default (shared) tenant. Admin API keys and the registry of tenants are server-wide (/${API_KEYS_SEGMENT} and /${TENANTS_SEGMENT} take no tenant). ` +
         'Every list is paged (offset, limit; Link rel="next"), answers its total in X-Total-Count and takes q, a case-insensitive substring of its key and name fields.',

@@ -9,10 +9,14 @@ export const ADMIN_ROLES = ['read-only', 'operator', 'policy-author', 'admin'] a
 export type AdminRole = (typeof ADMIN_ROLES)[number];
 
 /**
- * - `read`: every GET, and the calls that store nothing (`POST …/validate`, the decision
- *   playground, the replay of an audit entry, the impact analysis of a policy change);
+ * - `read`: every GET, and the calls that store nothing and run no code a caller submits
+ *   (`POST …/validate` of a record that is not policy, the decision playground and the replay
+ *   of an audit entry, both against the policy in force);
  * - `operate`: every other write, except those of the two below;
- * - `author-policy`: writes of policy rules and policy data, promoting or discarding shadow policy;
+ * - `author-policy`: writes of policy rules and policy data, promoting or discarding shadow
+ *   policy, and every call that evaluates policy a caller submits (`POST /policy-rules/validate`,
+ *   `POST /policy-data/validate`, `POST /policy-impact`): policy code runs on the server, so
+ *   submitting it is authoring, even when nothing is stored;
  * - `manage-keys`: creating and revoking Admin API keys.
  */
 export type AdminPermission = 'read' | 'operate' | 'author-policy' | 'manage-keys';
@@ -27,6 +31,7 @@ const GRANTS: Record<AdminRole, readonly AdminPermission[]> = {
 /** The Admin API's collection of keys (/admin/api/api-keys). */
 export const API_KEYS_SEGMENT = 'api-keys';
 const POLICY_SEGMENTS = ['policy-rules', 'policy-data', 'policy-shadow'];
+const POLICY_IMPACT_SEGMENT = 'policy-impact';
 
 export function roleMay(role: AdminRole, permission: AdminPermission): boolean {
   return GRANTS[role].includes(permission);
@@ -51,14 +56,21 @@ export function permissionFor(method: string, route: string): AdminPermission {
   const verb = method.toUpperCase();
   if (verb === 'GET' || verb === 'HEAD') return 'read';
   if (collection === API_KEYS_SEGMENT) return 'manage-keys';
+  if (verb === 'POST' && runsSubmittedPolicy(segments)) return 'author-policy';
   if (verb === 'POST' && storesNothing(segments)) return 'read';
   return POLICY_SEGMENTS.includes(collection) ? 'author-policy' : 'operate';
 }
 
-/** POST /{collection}/validate, POST /decisions, POST /policy-impact, POST /audit-logs/{id}/replay: checks and explanations, nothing written. */
+/** POST /policy-impact and POST /policy-{rules,data}/validate: the candidate policy is compiled and evaluated here. */
+function runsSubmittedPolicy(segments: string[]): boolean {
+  if (segments.length === 1) return segments[0] === POLICY_IMPACT_SEGMENT;
+  return segments.length === 2 && POLICY_SEGMENTS.includes(segments[0]) && segments[1] === 'validate';
+}
+
+/** POST /{collection}/validate, POST /decisions, POST /audit-logs/{id}/replay: checks and explanations of the policy in force, nothing written. */
 function storesNothing(segments: string[]): boolean {
   const last = segments[segments.length - 1];
   if (segments.length === 2 && last === 'validate') return true;
-  if (segments.length === 1 && (last === 'decisions' || last === 'policy-impact')) return true;
+  if (segments.length === 1 && last === 'decisions') return true;
   return segments.length === 3 && segments[0] === 'audit-logs' && last === 'replay';
 }

@@ -192,6 +192,35 @@ describe('Named Admin API keys and their roles', function () {
         body: () => ({ dataKey: `matrix${unique().replace(/[^a-z0-9]/g, '')}`, payload: '{}', version: 'draft' }),
         allowed: { 'read-only': 403, operator: 403, 'policy-author': 201, admin: 201 },
       },
+      {
+        // Submitted policy code runs on the server even when nothing is stored: authoring, not reading.
+        what: 'check a policy rule without storing it',
+        method: 'POST',
+        path: () => '/policy-rules/validate',
+        body: () => ({
+          kind: 'rego',
+          path: 'arbiter/matrixcheck.rego',
+          content: 'package arbiter.matrixcheck\n\nimport rego.v1\n\ndecision := {"allow": true}\n',
+        }),
+        allowed: { 'read-only': 403, operator: 403, 'policy-author': 200, admin: 200 },
+      },
+      {
+        what: 'check policy data without storing it',
+        method: 'POST',
+        path: () => '/policy-data/validate',
+        body: () => ({ dataKey: 'matrixcheck', payload: '{}' }),
+        allowed: { 'read-only': 403, operator: 403, 'policy-author': 200, admin: 200 },
+      },
+      {
+        what: 'analyse the impact of a policy change',
+        method: 'POST',
+        path: () => '/policy-impact',
+        body: () => ({
+          changes: [{ collection: 'policy-data', op: 'create', record: { dataKey: 'matrixcheck', payload: '{}' } }],
+          limit: 1,
+        }),
+        allowed: { 'read-only': 403, operator: 403, 'policy-author': 200, admin: 200 },
+      },
       { what: 'list API keys', method: 'GET', path: () => '/api-keys', allowed: all(200) },
       {
         what: 'create a read-only API key',

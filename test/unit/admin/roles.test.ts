@@ -3,7 +3,7 @@ import { ADMIN_ROLES, permissionFor, roleMay, rolesWith } from '../../../src/adm
 import { isAdminSurfacePath } from '../../../src/http/admin-path.js';
 
 describe('unit: what each Admin API key role may call (admin/roles)', function () {
-  it('reads every GET and HEAD, and the calls that store nothing, as reads', function () {
+  it('reads every GET and HEAD, and the calls that store nothing and run no submitted policy, as reads', function () {
     for (const [method, route] of [
       ['GET', '/clients'],
       ['HEAD', '/clients/:clientId'],
@@ -11,9 +11,7 @@ describe('unit: what each Admin API key role may call (admin/roles)', function (
       ['GET', '/api-keys/current'],
       ['GET', '/policy-rules/:key'],
       ['POST', '/clients/validate'],
-      ['POST', '/policy-rules/validate'],
       ['POST', '/decisions'],
-      ['POST', '/policy-impact'],
       ['GET', '/policy-shadow/differences'],
       ['POST', '/audit-logs/:id/replay'],
       ['POST', '/audit-logs/{id}/replay'],
@@ -36,6 +34,9 @@ describe('unit: what each Admin API key role may call (admin/roles)', function (
       ['POST', '/policy-rules/:key/rollback', 'author-policy'],
       ['POST', '/policy-shadow/promote', 'author-policy'],
       ['POST', '/policy-shadow/discard', 'author-policy'],
+      ['POST', '/policy-rules/validate', 'author-policy'],
+      ['POST', '/policy-data/validate', 'author-policy'],
+      ['POST', '/policy-impact', 'author-policy'],
       ['POST', '/policy-impact/something-new', 'operate'],
       ['POST', '/api-keys', 'manage-keys'],
       ['DELETE', '/api-keys/:id', 'manage-keys'],
