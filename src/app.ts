@@ -5,7 +5,7 @@ import { auditTrail, type AuditLog } from './audit/index.js';
 import { authzenRouter, authzenTenantPaths } from './authzen/index.js';
 import type { Config } from './config/index.js';
 import { authFailureLimit } from './http/auth-failures.js';
-import { jsonErrors, notFound } from './http/errors.js';
+import { jsonErrors, notFound, retryAfterUnavailable } from './http/errors.js';
 import { accessLog } from './http/access-log.js';
 import { forwardedHeaders } from './http/forwarded.js';
 import { splitListeners } from './http/listeners.js';
@@ -24,7 +24,7 @@ import {
   type ArbiterState,
   type TenantProviders,
 } from './oauth/index.js';
-import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine, type PolicyLab } from './policy/index.js';
+import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine, type PolicyFault, type PolicyLab } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
 import type { Tracing } from './tracing/index.js';
 import { requireKnownTenant, tenancy, tenantPaths, TenantRegistry } from './tenancy/index.js';
@@ -60,6 +60,7 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   // First, so that the request's span covers all of it; probes, OPA's bundle polls and scrapes make none.
   if (tracing) app.use(tracing.middleware([...PROBE_PATHS, BUNDLE_PATH, METRICS_PATH]));
   app.use(securityHeaders);
+  app.use(retryAfterUnavailable);
   app.use(requestId);
   app.use(accessLog(log, config.accessLog));
   // /t/<tenant>/…: the tenant's own issuer, for every protocol endpoint (not the admin surface, probes, metrics or bundle).
@@ -180,8 +181,9 @@ function adminApi({ config, store, sealer, policy, lab, audit }: AppParts, keys:
   });
 }
 
-/** The probes: /livez (the process answers), /readyz and its older name /healthz (see health). */
-const READINESS_PATHS = new Set(['/healthz', '/readyz']);
+/** The probes: /livez (the process answers), /readyz (it can serve) and /healthz (and the policy's own faults), see health. */
+const HEALTH_PATH = '/healthz';
+const READINESS_PATHS = new Set([HEALTH_PATH, '/readyz']);
 const LIVENESS_PATH = '/livez';
 const PROBE_PATHS = [...READINESS_PATHS, LIVENESS_PATH];
 
@@ -196,14 +198,21 @@ function isOperatorPath(path: string): boolean {
  * liveness probe never restarts a server that only waits for OPA to come back (OPA restarting
  * makes readiness 503 for about a second).
  *
- * GET /readyz (and /healthz): 200 when the store answers and OPA has activated a bundle, 503 otherwise. It also
- * says which bundle revision the store holds and which one OPA serves, so that operators (and
- * tests) can wait for a policy change to be in force instead of guessing. OPA serving an older
- * revision than the store's for longer than POLICY_LAG_BOUND_SECONDS (it refused the new bundle,
- * or cannot fetch it) is `degraded`, a 503: this node decides on stale policy. So is a policy in
- * force that cannot decide a point (its own evaluation error, see PolicyEngine.policyFaults): the
- * body names the point and the engine's error. With several workers it lists those up, and
- * names the one that answered (each checks the store and the policy for itself).
+ * GET /readyz: "this node can serve", 200 or 503, within PROBE_TIMEOUT_MS whatever hangs. The
+ * store answers and takes a write (a counter of its shared windows: a full disk, a held write
+ * lock or a server that is down or frozen fails it, where a read would still pass); the policy
+ * can decide (OPA has activated a bundle, or the revision the store holds is evaluated in
+ * process); OPA does not serve an older revision than the store's for longer than
+ * POLICY_LAG_BOUND_SECONDS (it refused the new bundle, or cannot fetch it: this node would decide
+ * on stale policy); every configured worker is up. It says which bundle revision the store holds
+ * and which one OPA serves, so that operators (and tests) can wait for a policy change to be in
+ * force instead of guessing.
+ *
+ * GET /healthz: the same, and also the policy's own faults (PolicyEngine.policyFaults): a point
+ * the policy in force cannot decide (its own evaluation error) makes it 503 `degraded`, naming
+ * the point and the engine's error. Those are not readiness: they follow the traffic a node gets
+ * (one client's data can make its own decisions fail), and every node shares the policy, so a
+ * load balancer draining nodes for them would take the service down for every client.
  */
 function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number, workers?: () => WorkersReport) {
   let behindSince: number | null = null;
@@ -213,20 +222,22 @@ function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number, wor
       return;
     }
     if (!READINESS_PATHS.has(ctx.path)) return next();
-    const [storeUp, policyReady, revisions] = await Promise.all([
-      store.ping().then(
-        () => true,
-        () => false,
-      ),
-      policy.isReady().catch(() => false),
-      policy.revisions().catch(() => null),
+    const [storeUp, opaReady, revisions] = await Promise.all([
+      withinProbeTime(storeTakesWrites(store), false),
+      withinProbeTime(policy.isReady(), false),
+      withinProbeTime(policy.revisions(), null),
     ]);
-    const faults = revisions && policyReady ? await policy.policyFaults(revisions).catch(() => []) : [];
-    const failing = faults.filter((fault) => fault.failing);
+    const policyReady = opaReady || (revisions !== null && revisions.inProcess === revisions.store);
+    const faults =
+      revisions && policyReady ? await withinProbeTime(policy.policyFaults(revisions), [] as PolicyFault[]) : [];
+    const failing = ctx.path === HEALTH_PATH ? faults.filter((fault) => fault.failing) : [];
     behindSince = revisions && revisions.opa !== revisions.store ? (behindSince ?? Date.now()) : null;
     const lagSeconds = behindSince === null ? 0 : Math.floor((Date.now() - behindSince) / 1000);
     const lagging = lagSeconds > lagBoundSeconds;
-    ctx.status = storeUp && policyReady && !lagging && failing.length === 0 ? 200 : 503;
+    const report = workers?.();
+    const workersMissing = report ? report.configured - report.up.length : 0;
+    const ready = storeUp && policyReady && !lagging && workersMissing <= 0;
+    ctx.status = ready && failing.length === 0 ? 200 : 503;
     ctx.body = {
       status: ctx.status === 200 ? 'ok' : storeUp && policyReady ? 'degraded' : 'unavailable',
       store: storeUp ? 'up' : 'down',
@@ -239,9 +250,27 @@ function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number, wor
             : 'ready',
       ...(faults.length ? { policyFaults: faults } : {}),
       ...(revisions ? { policyRevision: revisions } : {}),
-      ...(workers ? { workers: workers() } : {}),
+      ...(report ? { workers: report } : {}),
     };
   };
+}
+
+/** Each check of a probe answers within this, so that a probe never hangs on a frozen dependency. */
+const PROBE_TIMEOUT_MS = 1000;
+/** The counter the readiness probe writes: one short window, purged with the other ended windows. */
+const READINESS_WRITE_KEY = 'readiness-probe';
+
+async function storeTakesWrites(store: Store): Promise<boolean> {
+  await store.ping();
+  await store.addToWindow(READINESS_WRITE_KEY, PROBE_TIMEOUT_MS);
+  return true;
+}
+
+/** The check's answer, or `otherwise` when it fails or takes longer than PROBE_TIMEOUT_MS. */
+function withinProbeTime<T>(check: Promise<T>, otherwise: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<T>((resolve) => (timer = setTimeout(() => resolve(otherwise), PROBE_TIMEOUT_MS)));
+  return Promise.race([check.catch(() => otherwise), late]).finally(() => clearTimeout(timer));
 }
 
 function isBundled(record: { tenantId?: unknown; version?: unknown; mode?: unknown }): boolean {

@@ -101,7 +101,7 @@ export class MongoStore implements Store {
    */
   static async open(url: string, known: readonly CollectionSpec[] = []): Promise<MongoStore> {
     // ignoreUndefined: an undefined field is left out, as JSON.stringify does in the SQLite store.
-    const client = new MongoClient(url, { ignoreUndefined: true });
+    const client = new MongoClient(url, { ignoreUndefined: true, ...boundedTimeouts(url) });
     await client.connect();
     let store: MongoStore;
     try {
@@ -437,8 +437,32 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
 }
 
 /**
+ * The driver's defaults wait 30 s for a server to select and forever for a frozen one to answer
+ * (no socket timeout), so a store that is down or stopped (SIGSTOP, a full disk that blocks the
+ * server) would hold every request that long. These bound each of them to a few seconds, after
+ * which the call fails with StoreUnavailableError (503). An option set in STORE_URL wins.
+ */
+const STORE_TIMEOUTS_MS = {
+  serverSelectionTimeoutMS: 5000,
+  connectTimeoutMS: 5000,
+  socketTimeoutMS: 5000,
+  waitQueueTimeoutMS: 5000,
+};
+
+function boundedTimeouts(url: string): Partial<typeof STORE_TIMEOUTS_MS> {
+  const query = url.includes('?') ? new URLSearchParams(url.slice(url.indexOf('?') + 1)) : new URLSearchParams();
+  const named = new Set([...query.keys()].map((key) => key.toLowerCase()));
+  return Object.fromEntries(
+    Object.entries(STORE_TIMEOUTS_MS).filter(([option]) => !named.has(option.toLowerCase())),
+  ) as Partial<typeof STORE_TIMEOUTS_MS>;
+}
+
+/**
  * Lost connections surface as StoreUnavailableError (503), like a lost SQLite file: the driver
- * gave up reaching a server (selection timed out, network error, client or topology closed).
+ * gave up reaching a server (selection timed out, network error or timeout, client or topology
+ * closed). So does an error the server answered that the method did not turn into its own
+ * (a duplicate key becomes ConflictError inside it): the server could not do the operation
+ * (FerretDB whose PostgreSQL is down answers InternalError), which is no fault of the caller's.
  * Applied to every public method of the store and its collections.
  */
 function translateConnectionLoss(prototype: object, methods: string[]): void {
@@ -446,11 +470,15 @@ function translateConnectionLoss(prototype: object, methods: string[]): void {
     try {
       return await operation();
     } catch (error) {
-      throw isConnectionLoss(error)
-        ? new StoreUnavailableError(
-            `the MongoDB store cannot be reached (${(error as Error).name}: ${(error as Error).message}); the operation failed or its outcome is unknown.`,
-          )
-        : error;
+      if (isConnectionLoss(error))
+        throw new StoreUnavailableError(
+          `the MongoDB store cannot be reached (${(error as Error).name}: ${(error as Error).message}); the operation failed or its outcome is unknown.`,
+        );
+      if (error instanceof MongoServerError)
+        throw new StoreUnavailableError(
+          `the MongoDB store could not do the operation (${error.codeName ?? error.code ?? error.name}: ${error.message}); it failed or its outcome is unknown.`,
+        );
+      throw error;
     }
   });
 }

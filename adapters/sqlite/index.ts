@@ -579,6 +579,8 @@ class StoreFiles {
 class GuardedIo {
   private identityCheckedAt = Number.NEGATIVE_INFINITY;
   private shmCheckedThisTurn = false;
+  /** When a write first found the write lock taken, since the last write that got it (see write). */
+  private lockedSince: number | null = null;
 
   constructor(
     private readonly db: Db,
@@ -612,14 +614,23 @@ class GuardedIo {
    * answers nothing meanwhile: instead a write that finds the lock taken gives the event loop
    * back and tries again shortly (after 0, 1, 2, 4, then every 8 ms), for up to BUSY_TIMEOUT_MS
    * as the busy handler would. Reads never wait for a writer (WAL) and keep the busy handler.
+   * The wait is shared: writes that find the lock taken wait until BUSY_TIMEOUT_MS after the
+   * first of them found it so, not each its own, so that a request making several writes (its
+   * token, then its audit entry) is answered within that bound too.
    */
   async write<R>(statement: () => R): Promise<R> {
-    const deadline = Date.now() + BUSY_TIMEOUT_MS;
     for (let attempt = 0; ; attempt += 1) {
       try {
-        return this.writeNow(statement);
+        const result = this.writeNow(statement);
+        this.lockedSince = null;
+        return result;
       } catch (error) {
-        if (!isBusy(error) || Date.now() >= deadline) throw error;
+        if (!isBusy(error)) throw error;
+        this.lockedSince ??= Date.now();
+        if (Date.now() >= this.lockedSince + BUSY_TIMEOUT_MS)
+          throw new StoreUnavailableError(
+            `the store's database stayed locked by another connection for ${BUSY_TIMEOUT_MS / 1000} s (${(error as Error).message}); nothing was written. Retry shortly; if it lasts, look for a process holding a write transaction on the file.`,
+          );
       }
       await sleep(attempt === 0 ? 0 : Math.min(2 ** (attempt - 1), 8));
     }

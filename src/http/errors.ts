@@ -45,6 +45,23 @@ export function isUnavailable(error: unknown): error is Error & Unavailable {
   );
 }
 
+/** How long a caller is asked to wait after a 503 that named no time of its own. */
+const RETRY_AFTER_SECONDS = '1';
+
+/**
+ * Every 503 tells the caller when to try again (RFC 9110 §10.2.3), whoever answered it: the
+ * JSON error handler, oidc-provider's own error rendering (a StoreUnavailableError at /token),
+ * or a probe. A dependency fault is expected to pass: a client retries after a second instead
+ * of at once or never.
+ */
+export async function retryAfterUnavailable(ctx: Context, next: Next): Promise<void> {
+  try {
+    await next();
+  } finally {
+    if (ctx.status === 503 && !ctx.response.get('Retry-After')) ctx.set('Retry-After', RETRY_AFTER_SECONDS);
+  }
+}
+
 /**
  * Turns any error thrown below into a JSON body `{error, error_description}`; unexpected
  * errors become a 500 whose details go only to the log, never a stack trace to the caller.

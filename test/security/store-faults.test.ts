@@ -1,0 +1,187 @@
+import { expect } from 'chai';
+import Database from 'better-sqlite3';
+import { createServer, Socket, type Server } from 'node:net';
+import { openArbiterStore as openStore } from '../../src/collections.js';
+import { StoreUnavailableError } from '../../src/store/index.js';
+import { MongoTestServer } from '../store/mongo-server.js';
+import { basic, confidentialClient, postForm } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
+
+/**
+ * A store that is locked or frozen answers nothing for as long as it lasts. The server must not
+ * wait with it: a request that needs the store answers 503 temporarily_unavailable with
+ * Retry-After within about five seconds, never a 500 or a hang; /readyz says so within a second
+ * (it writes, where a read would still pass); and the node serves again the moment the store does.
+ */
+describe('Store faults: bounded answers and readiness that writes', function () {
+  this.timeout(120_000);
+
+  describe('SQLite with its write lock held by another connection', function () {
+    let server: TestServer;
+    let secret: string;
+    let file: string;
+
+    before(async function () {
+      server = await readyServer();
+      file = server.config.storeUrl.slice('sqlite:'.length);
+      secret = await confidentialClient(server, 'locked-out', { scopes: ['read'] });
+    });
+    after(async function () {
+      await server?.close();
+    });
+
+    const clientCredentials = () =>
+      postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials', scope: 'read' },
+        { Authorization: basic('locked-out', secret) },
+      );
+
+    it('answers /token 503 with Retry-After within the lock wait, /readyz 503 within a second, and serves again once released', async function () {
+      expect((await clientCredentials()).status, 'a token before the lock').to.equal(200);
+      const holder = new Database(file);
+      holder.exec('BEGIN IMMEDIATE');
+      try {
+        const probeStarted = performance.now();
+        const ready = await server.request('/readyz');
+        const probeMs = performance.now() - probeStarted;
+        expect(ready.status, '/readyz while locked').to.equal(503);
+        expect(await ready.json()).to.deep.include({ status: 'unavailable', store: 'down' });
+        expect(probeMs, '/readyz answers within about a second').to.be.below(2500);
+
+        const started = performance.now();
+        const token = await clientCredentials();
+        const tokenMs = performance.now() - started;
+        expect(token.status, `/token while locked: ${JSON.stringify(token.body)}`).to.equal(503);
+        expect(token.body.error).to.equal('temporarily_unavailable');
+        expect(token.body.error_description).to.match(/locked by another connection/);
+        expect(token.headers.get('retry-after')).to.equal('1');
+        expect(tokenMs, '/token answers within the 5 s lock wait (and some slack)').to.be.below(8000);
+      } finally {
+        holder.exec('ROLLBACK');
+        holder.close();
+      }
+      expect((await clientCredentials()).status, 'a token once the lock is released').to.equal(200);
+      expect((await server.request('/readyz')).status, '/readyz once released').to.equal(200);
+    });
+  });
+
+  describe('a MongoDB store that stops answering (frozen)', function () {
+    const mongo = new MongoTestServer();
+    let proxy: FreezingProxy;
+
+    before(async function () {
+      if (process.env.MONGODB_URI) this.skip(); // the proxy needs a server it can reach directly
+      this.timeout(900_000); // the first FerretDB build downloads and compiles Go modules
+      await mongo.start();
+      proxy = await FreezingProxy.to(new URL(mongo.uri('x')).port);
+    });
+    after(async function () {
+      await proxy?.close();
+      await mongo.stop();
+    });
+
+    it('rejects with StoreUnavailableError within the default timeouts, and answers again once thawed', async function () {
+      const direct = new URL(mongo.uri(mongo.freshDatabase()));
+      direct.port = String(proxy.port);
+      const store = await openStore(direct.toString());
+      try {
+        await store.collection('things').insert({ id: 'before' });
+        proxy.freeze();
+        const started = performance.now();
+        const error = await store
+          .collection('things')
+          .insert({ id: 'frozen' })
+          .then(
+            () => undefined,
+            (rejection: unknown) => rejection,
+          );
+        const waitedMs = performance.now() - started;
+        expect(error).to.be.instanceOf(StoreUnavailableError);
+        expect(waitedMs, 'the driver gave up within its bounded timeouts').to.be.below(12_000);
+        proxy.thaw();
+        await store.collection('things').insert({ id: 'after' });
+        expect(await store.collection('things').get('after')).to.include({ id: 'after' });
+      } finally {
+        proxy.thaw();
+        await store.close();
+      }
+    });
+  });
+});
+
+/**
+ * A TCP proxy that can stop passing bytes in both directions while keeping every connection
+ * open: what a client sees of a server stopped with SIGSTOP, without stopping the server other
+ * tests share. New connections made while frozen are accepted and left silent too.
+ */
+class FreezingProxy {
+  private frozen = false;
+  private readonly sockets = new Set<Socket>();
+  private readonly held: (() => void)[] = [];
+
+  private constructor(
+    private readonly server: Server,
+    readonly port: number,
+    private readonly target: number,
+  ) {}
+
+  static async to(targetPort: string): Promise<FreezingProxy> {
+    let proxy: FreezingProxy | undefined;
+    const server = createServer((client) => proxy!.accept(client));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as { port: number }).port;
+    proxy = new FreezingProxy(server, port, Number(targetPort));
+    return proxy;
+  }
+
+  freeze(): void {
+    this.frozen = true;
+  }
+
+  thaw(): void {
+    this.frozen = false;
+    for (const release of this.held.splice(0)) release();
+  }
+
+  async close(): Promise<void> {
+    for (const socket of this.sockets) socket.destroy();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: Socket): void {
+    const connect = () => {
+      const server = new Socket();
+      server.connect(this.target, '127.0.0.1');
+      this.pipe(client, server);
+      this.pipe(server, client);
+    };
+    this.track(client);
+    if (this.frozen) this.held.push(connect);
+    else connect();
+  }
+
+  /** Passes `from`'s bytes to `to`, holding them while frozen. */
+  private pipe(from: Socket, to: Socket): void {
+    this.track(to);
+    from.on('data', (chunk: Buffer) => {
+      if (!this.frozen) {
+        to.write(chunk);
+        return;
+      }
+      from.pause();
+      this.held.push(() => {
+        to.write(chunk);
+        from.resume();
+      });
+    });
+    from.on('close', () => to.destroy());
+    from.on('error', () => to.destroy());
+  }
+
+  private track(socket: Socket): void {
+    this.sockets.add(socket);
+    socket.on('close', () => this.sockets.delete(socket));
+  }
+}
