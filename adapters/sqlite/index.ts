@@ -71,6 +71,8 @@ class Statements {
 /** Embedded default store: one SQLite file (WAL), one table per collection, documents as JSON. */
 export class SqliteStore implements Store {
   private readonly declared = new DeclaredSpecs();
+  /** Declared collections whose table is still to be created (see createTable). */
+  private readonly tablesToCreate = new Set<string>();
   private readonly statements: Statements;
 
   /**
@@ -154,12 +156,28 @@ export class SqliteStore implements Store {
   /** Creates the table and indexes on first use, and again when a later declaration adds keys or indexes. */
   private declare(next: CollectionSpec): CollectionSpec {
     const { spec, grew } = this.declared.declare(next);
-    if (grew) this.createTable(spec);
+    if (grew || this.tablesToCreate.has(spec.name)) this.createTable(spec);
     return spec;
   }
 
+  /**
+   * A table that could not be created (another connection held the write lock) is created at the
+   * collection's next use: its declaration is recorded already, so it would not grow again, and
+   * every later request would meet a missing table long after the store came back.
+   */
   private createTable(spec: CollectionSpec): void {
-    sqliteCall(() => this.createTableNow(spec));
+    try {
+      sqliteCall(() => this.createTableNow(spec));
+      this.tablesToCreate.delete(spec.name);
+    } catch (error) {
+      this.tablesToCreate.add(spec.name);
+      if (!isBusy(error)) throw error;
+      // SQLite's busy handler waited the whole lock wait already: the request's other writes need not again.
+      this.io.lockedFor(BUSY_TIMEOUT_MS);
+      throw new StoreUnavailableError(
+        `the store's database is locked by another connection, so the ${spec.name} table could not be created (${(error as Error).message}); nothing was written. Retry shortly.`,
+      );
+    }
   }
 
   private createTableNow(spec: CollectionSpec): void {
@@ -634,6 +652,11 @@ class GuardedIo {
       }
       await sleep(attempt === 0 ? 0 : Math.min(2 ** (attempt - 1), 8));
     }
+  }
+
+  /** Another statement already waited `ms` for the write lock in vain: writes until one gets it share that wait. */
+  lockedFor(ms: number): void {
+    this.lockedSince ??= Date.now() - ms;
   }
 
   private writeNow<R>(statement: () => R): R {

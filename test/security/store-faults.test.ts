@@ -67,6 +67,36 @@ describe('Store faults: bounded answers and readiness that writes', function () 
     });
   });
 
+  it('recovers by itself from a lock held during its first requests (a table made on first use), never a 500', async function () {
+    const fresh = await readyServer();
+    try {
+      const secret = await confidentialClient(fresh, 'first-use', { scopes: ['read'] });
+      const token = () =>
+        postForm(
+          fresh,
+          '/token',
+          { grant_type: 'client_credentials', scope: 'read' },
+          { Authorization: basic('first-use', secret) },
+        );
+      const holder = new Database(fresh.config.storeUrl.slice('sqlite:'.length));
+      holder.exec('BEGIN IMMEDIATE');
+      try {
+        const started = performance.now();
+        const during = await token();
+        expect(during.status, `/token while locked: ${JSON.stringify(during.body)}`).to.equal(503);
+        expect(performance.now() - started, 'answered within the lock wait (and some slack)').to.be.below(8000);
+        expect(during.body.error).to.equal('temporarily_unavailable');
+      } finally {
+        holder.exec('ROLLBACK');
+        holder.close();
+      }
+      const after = await token();
+      expect(after.status, `/token once released: ${JSON.stringify(after.body)}`).to.equal(200);
+    } finally {
+      await fresh.close();
+    }
+  });
+
   describe('a MongoDB store that stops answering (frozen)', function () {
     const mongo = new MongoTestServer();
     let proxy: FreezingProxy;
