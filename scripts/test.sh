@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole suite, from a bare machine: installs what the tests need (a supported Node.js, OPA,
-# FerretDB, Chromium, PostgreSQL), builds dist/ (which typechecks src/), typechecks the rest, runs the policy
+# FerretDB, Chromium, PostgreSQL, libfaketime), builds dist/ (which typechecks src/), typechecks the rest, runs the policy
 # pack's own tests and the mocha suite against real servers, all on the project's Node.js.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -9,6 +9,7 @@ source scripts/runtime.sh
 bash scripts/ferretdb.sh build
 bash scripts/install-chromium.sh
 bash scripts/install-postgresql.sh
+bash scripts/install-faketime.sh
 echo "== runtime: Node $(node --version)"
 echo "== build (dist/)"
 bash scripts/build.sh

@@ -25,7 +25,7 @@ import {
   type TenantProviders,
 } from './oauth/index.js';
 import { BUNDLE_PATH, dataEntryProblem, type PolicyEngine, type PolicyFault, type PolicyLab } from './policy/index.js';
-import type { Sealer, Store } from './store/index.js';
+import type { ClockSkew, Sealer, Store } from './store/index.js';
 import type { Tracing } from './tracing/index.js';
 import { requireKnownTenant, tenancy, tenantPaths, TenantRegistry } from './tenancy/index.js';
 import { isAdminSurfacePath } from './http/admin-path.js';
@@ -49,6 +49,8 @@ export interface AppParts {
   workers?: () => WorkersReport;
   /** A server span per request when an OTLP endpoint is configured; null: no tracing at all. */
   tracing?: Tracing | null;
+  /** This node's clock against the store server's, for /readyz (absent: not compared). */
+  clock?: ClockSkew;
 }
 
 /** The whole HTTP surface as one Koa middleware stack; the order is the request's path through Arbiter. */
@@ -73,7 +75,7 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   // AuthZEN's per-tenant path form (/<tenant>/access/v1/…) is X-Tenant-Id by another name.
   app.use(authzenTenantPaths);
   // Probes: answered before anything else, they present no credential.
-  app.use(health(store, policy, config.policyLagBoundSeconds, parts.workers));
+  app.use(health(store, policy, config.policyLagBoundSeconds, parts.workers, parts.clock));
   app.use(auditTrail(audit, log));
   // Counted in the store: every node and worker on it shares the counts.
   app.use(authFailureLimit({ limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds }, store));
@@ -214,7 +216,13 @@ function isOperatorPath(path: string): boolean {
  * (one client's data can make its own decisions fail), and every node shares the policy, so a
  * load balancer draining nodes for them would take the service down for every client.
  */
-function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number, workers?: () => WorkersReport) {
+function health(
+  store: Store,
+  policy: PolicyEngine,
+  lagBoundSeconds: number,
+  workers?: () => WorkersReport,
+  clock?: ClockSkew,
+) {
   let behindSince: number | null = null;
   return async (ctx: Context, next: Next): Promise<void> => {
     if (ctx.path === LIVENESS_PATH) {
@@ -236,11 +244,13 @@ function health(store: Store, policy: PolicyEngine, lagBoundSeconds: number, wor
     const lagging = lagSeconds > lagBoundSeconds;
     const report = workers?.();
     const workersMissing = report ? report.configured - report.up.length : 0;
-    const ready = storeUp && policyReady && !lagging && workersMissing <= 0;
+    const clockProblem = clock?.problem ?? null;
+    const ready = storeUp && policyReady && !lagging && workersMissing <= 0 && clockProblem === null;
     ctx.status = ready && failing.length === 0 ? 200 : 503;
     ctx.body = {
-      status: ctx.status === 200 ? 'ok' : storeUp && policyReady ? 'degraded' : 'unavailable',
+      status: ctx.status === 200 ? 'ok' : storeUp && policyReady && !clockProblem ? 'degraded' : 'unavailable',
       store: storeUp ? 'up' : 'down',
+      ...(clockProblem ? { clock: clockProblem } : {}),
       policy: !policyReady
         ? 'not ready'
         : lagging

@@ -10,7 +10,7 @@ import { Metrics } from './metrics/index.js';
 import { BUNDLE_PATH, createPolicyEngine, PolicyLab, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
 import { openArbiterStore } from './collections.js';
 import { MIGRATIONS } from './migrations.js';
-import { migrate, Sealer, type Store } from './store/index.js';
+import { ClockSkew, migrate, Sealer, type Store } from './store/index.js';
 import { startTracing } from './tracing/index.js';
 import type { WorkerLink } from './workers/worker.js';
 
@@ -163,6 +163,9 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     onShadowDropped: (count) => metrics.shadowDrop(count),
   });
   audit.onWritten((entries) => lab.shadow.observe(() => entries.flatMap(decisionsOfEntry)));
+  const clock = new ClockSkew(store, config.clockSkewLimitSeconds * 1000, log.child({ component: 'clock' }));
+  clock.start(config.clockCheckIntervalSeconds * 1000);
+  metrics.watchClock(clock);
   const koa = createApp({
     config,
     store,
@@ -175,6 +178,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     metrics,
     tracing,
     workers: worker && (() => worker.report()),
+    clock,
   });
   handle = koa.callback();
   appReady(handle);
@@ -198,6 +202,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
      */
     async close() {
       clearInterval(purge);
+      clock.stop();
       stopWatchingKeys();
       const closed = Promise.all(servers.map((each) => new Promise<void>((resolve) => each.close(() => resolve()))));
       for (const each of servers) each.closeIdleConnections();

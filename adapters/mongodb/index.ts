@@ -223,6 +223,13 @@ export class MongoStore implements Store {
     return this.countersReady;
   }
 
+  /** The server's time, as its `hello` answer says (localTime). */
+  async clock(): Promise<number> {
+    const { localTime } = await this.db.command({ hello: 1 });
+    if (!(localTime instanceof Date)) throw new Error('the MongoDB server did not say its time (hello.localTime)');
+    return localTime.getTime();
+  }
+
   async ping(): Promise<void> {
     await this.db.command({ ping: 1 });
   }
@@ -519,7 +526,14 @@ function wrapEach(
   }
 }
 
-translateConnectionLoss(MongoStore.prototype, ['nextSequence', 'addToWindow', 'readWindows', 'ping', 'purgeExpired']);
+translateConnectionLoss(MongoStore.prototype, [
+  'nextSequence',
+  'addToWindow',
+  'readWindows',
+  'ping',
+  'clock',
+  'purgeExpired',
+]);
 translateConnectionLoss(MongoCollection.prototype, [
   'insert',
   'insertMany',

@@ -44,6 +44,10 @@ export interface Config {
   policyLagBoundSeconds: number;
   /** /healthz is degraded while most decisions at a point failed for the policy's own error within this window. */
   policyFaultWindowSeconds: number;
+  /** /readyz is unavailable while this node's clock and the store server's differ by more than this. */
+  clockSkewLimitSeconds: number;
+  /** How often the clock is compared with the store server's (also once at start). */
+  clockCheckIntervalSeconds: number;
   /** A policy change is tried on this many recent distinct recorded inputs per decision point (0: the contract's examples only). */
   policyCheckRecordedInputs: number;
   /** Past versions kept per policy rule and data entry (list, diff, roll back). */
@@ -131,6 +135,8 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   POLICY_REGO_IN_PROCESS: 'policyRegoInProcess',
   POLICY_LAG_BOUND_SECONDS: 'policyLagBoundSeconds',
   POLICY_FAULT_WINDOW_SECONDS: 'policyFaultWindowSeconds',
+  CLOCK_SKEW_LIMIT_SECONDS: 'clockSkewLimitSeconds',
+  CLOCK_CHECK_INTERVAL_SECONDS: 'clockCheckIntervalSeconds',
   POLICY_CHECK_RECORDED_INPUTS: 'policyCheckRecordedInputs',
   POLICY_HISTORY_VERSIONS: 'policyHistoryVersions',
   POLICY_SHADOW_SAMPLE_RATE: 'policyShadowSampleRate',
@@ -198,6 +204,8 @@ const SCHEMA = {
     policyRegoInProcess: { type: ['boolean', 'null'] },
     policyLagBoundSeconds: positive,
     policyFaultWindowSeconds: positive,
+    clockSkewLimitSeconds: positive,
+    clockCheckIntervalSeconds: positive,
     policyCheckRecordedInputs: { type: 'integer', minimum: 0, maximum: 1000 },
     policyHistoryVersions: { type: 'integer', minimum: 1, maximum: 10000 },
     policyShadowSampleRate: { type: 'number', minimum: 0, maximum: 1 },

@@ -10,7 +10,7 @@ import { nameCredential } from '../http/auth-failures.js';
 import { bearerMatches, invalidToken } from '../http/bearer.js';
 import { HttpError } from '../http/errors.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint, PolicyEngine } from '../policy/index.js';
-import type { Store } from '../store/index.js';
+import type { ClockSkew, Store } from '../store/index.js';
 
 export const METRICS_PATH = '/metrics';
 
@@ -163,6 +163,21 @@ export class Metrics {
           () => false,
         );
         this.set(up ? Number(process.hrtime.bigint() - started) / 1e9 : -1);
+      },
+    });
+  }
+
+  /** arbiter_clock_skew_seconds: this node's clock minus the store server's, as last measured (src/store/clock.ts). */
+  watchClock(clock: ClockSkew): void {
+    new Gauge({
+      name: 'arbiter_clock_skew_seconds',
+      help: "This node's clock minus the store server's, as last measured (absent with an embedded store)",
+      registers: [this.registry],
+      // Every worker of a machine shares its clock: the largest skew is the machine's.
+      aggregator: 'max',
+      collect() {
+        this.reset();
+        if (clock.seconds !== null) this.set(clock.seconds);
       },
     });
   }

@@ -3,3 +3,4 @@ export { storageDigest } from './digest.js';
 export { Sealer, SEALING_KEYS_COLLECTION } from './sealed.js';
 export { TurnReads } from './turn-reads.js';
 export { migrate, schemaVersion, SchemaVersionError, SCHEMA_COLLECTION, type Migration } from './schema-version.js';
+export { ClockSkew } from './clock.js';

@@ -133,6 +133,12 @@ export interface Store {
   readWindows(keys: readonly string[]): Promise<Map<string, WindowCount>>;
   /** Resolves when the store answers and can be written; rejects otherwise (StoreUnavailableError when it knows why). */
   ping(): Promise<void>;
+  /**
+   * The store server's own clock (epoch ms), for stores that run on a server of their own that
+   * every node shares (MongoDB): the reference the nodes' clocks are compared with (src/store/clock.ts).
+   * Absent for an embedded store, which has no clock but the machine's.
+   */
+  clock?(): Promise<number>;
   /** Removes expired documents everywhere. */
   purgeExpired(): Promise<number>;
   /**

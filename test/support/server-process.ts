@@ -19,6 +19,8 @@ export async function startServerProcess(options: {
   env?: Record<string, string>;
   /** Told what the server writes on stdout (its log lines) and stderr. */
   onOutput?: (chunk: string) => void;
+  /** When the server counts as started; default: /healthz 200 with every worker up. */
+  started?: (url: string) => Promise<boolean>;
 }): Promise<ChildProcess> {
   const url = `http://127.0.0.1:${options.port}`;
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -40,7 +42,7 @@ export async function startServerProcess(options: {
     options.onOutput?.(chunk.toString('utf8'));
   });
   const deadline = Date.now() + 60_000;
-  while (!(await everyWorkerUp(url))) {
+  while (!(await (options.started ?? everyWorkerUp)(url))) {
     if (Date.now() > deadline || child.exitCode !== null) {
       if (child.exitCode === null) child.kill('SIGKILL');
       throw new Error(`the server did not become ready: ${stderr.slice(-2000)}`);
