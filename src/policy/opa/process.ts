@@ -43,6 +43,11 @@ const CONFIG_DIR_PREFIX = 'arbiter-opa-';
 const OWNER_PID_FILE = 'owner.pid';
 const OPA_PID_FILE = 'opa.pid';
 const AUTHZ_POLICY_FILE = 'authz.rego';
+/** How often a running OPA's health is asked, and how long one answer may take. */
+const HEALTH_CHECK_INTERVAL_MS = 2_000;
+const HEALTH_CHECK_TIMEOUT_MS = 1_000;
+/** Health checks missed in a row after which OPA counts as hung and is restarted. */
+const HUNG_AFTER_FAILURES = 3;
 /** OPA's long-poll timeout; the server answers a second before it (bundle/route.ts). */
 const LONG_POLL_SECONDS = 30;
 
@@ -53,6 +58,7 @@ export class ManagedOpa {
   private stopping = false;
   private restarts = 0;
   private restartTimer: NodeJS.Timeout | null = null;
+  private healthTimer: NodeJS.Timeout | null = null;
   private readonly killOnExit = () => this.child?.kill('SIGKILL');
   /** OPA's REST API answers only requests bearing it (any local process could otherwise read and write OPA's data). */
   readonly apiToken: string;
@@ -92,6 +98,7 @@ export class ManagedOpa {
   async stop(): Promise<void> {
     this.stopping = true;
     if (this.restartTimer) clearTimeout(this.restartTimer);
+    if (this.healthTimer) clearTimeout(this.healthTimer);
     process.off('exit', this.killOnExit);
     await this.terminate();
     if (this.configDir) await rm(this.configDir, { recursive: true, force: true });
@@ -129,6 +136,34 @@ export class ManagedOpa {
     }
     this.options.log.info({ opa: this.url, pid: child.pid }, 'managed OPA started');
     this.options.onStarted?.(this.url, child.pid);
+    this.watch(child);
+  }
+
+  /**
+   * A hung OPA (stopped, deadlocked, starved) keeps its port and its process, so nothing else
+   * would notice: every decision it is asked waits for its timeout, forever. Its health is
+   * asked every HEALTH_CHECK_INTERVAL_MS; after HUNG_AFTER_FAILURES answers missed in a row it
+   * is killed, and the exit handler restarts it as after any crash.
+   */
+  private watch(child: ChildProcess): void {
+    let missed = 0;
+    const check = async () => {
+      if (this.child !== child || this.stopping) return;
+      missed = (await answersHealth(this.url, this.apiToken)) ? 0 : missed + 1;
+      if (this.child !== child || this.stopping) return;
+      if (missed >= HUNG_AFTER_FAILURES) {
+        this.options.log.error(
+          { pid: child.pid, missedChecks: missed },
+          'managed OPA stopped answering its health check; killing it to restart it',
+        );
+        child.kill('SIGKILL');
+        return;
+      }
+      this.healthTimer = setTimeout(() => void check(), HEALTH_CHECK_INTERVAL_MS);
+      this.healthTimer.unref();
+    };
+    this.healthTimer = setTimeout(() => void check(), HEALTH_CHECK_INTERVAL_MS);
+    this.healthTimer.unref();
   }
 
   private arguments(): string[] {
@@ -258,16 +293,26 @@ async function waitForHealth(
 ): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && alive()) {
-    try {
-      const headers = { authorization: `Bearer ${token}` };
-      const response = await fetch(`${baseUrl}/health`, { headers, signal: AbortSignal.timeout(1000) });
-      if (response.ok) return true;
-    } catch {
-      // not listening yet
-    }
+    if (await answersHealth(baseUrl, token)) return true;
     await sleep(50);
   }
   return false;
+}
+
+/** Whether OPA's GET /health answers 200 within HEALTH_CHECK_TIMEOUT_MS. */
+async function answersHealth(baseUrl: string, token: string): Promise<boolean> {
+  try {
+    const headers = { authorization: `Bearer ${token}` };
+    const response = await fetch(`${baseUrl}/health`, {
+      headers,
+      signal: AbortSignal.timeout(HEALTH_CHECK_TIMEOUT_MS),
+    });
+    await response.body?.cancel();
+    return response.ok;
+  } catch {
+    // not listening (yet), or not answering
+    return false;
+  }
 }
 
 function freePort(): Promise<number> {

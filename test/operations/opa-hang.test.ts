@@ -1,0 +1,75 @@
+import { expect } from 'chai';
+import { readdirSync, readFileSync } from 'node:fs';
+import { basic, confidentialClient, postForm } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
+
+/** The pids of this process's children running `opa` (the managed OPA of an in-process test server). */
+function opaChildren(): number[] {
+  return readdirSync('/proc')
+    .filter((entry) => /^\d+$/.test(entry))
+    .flatMap((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        // pid (comm) state ppid …: comm may hold spaces, so read after its closing parenthesis.
+        const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return comm === 'opa' && ppid === process.pid ? [Number(pid)] : [];
+      } catch {
+        return []; // gone meanwhile
+      }
+    });
+}
+
+/**
+ * A hung OPA keeps its process and its port, so only asking it notices: the managed OPA's health
+ * is checked every two seconds, and after three missed answers it is killed and restarted. Meanwhile
+ * the in-process engine keeps deciding, and /readyz answers within a second every time.
+ */
+describe('A hung managed OPA', function () {
+  this.timeout(120_000);
+  let server: TestServer;
+
+  before(async function () {
+    server = await readyServer();
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  it('is detected and restarted, while tokens are still issued and /readyz answers within a second', async function () {
+    const secret = await confidentialClient(server, 'hang-watch', { scopes: ['read'] });
+    const token = () =>
+      postForm(
+        server,
+        '/token',
+        { grant_type: 'client_credentials', scope: 'read' },
+        { Authorization: basic('hang-watch', secret) },
+      );
+    expect((await token()).status).to.equal(200);
+    const before = opaChildren();
+    expect(before, 'one managed OPA').to.have.length(1);
+    process.kill(before[0], 'SIGSTOP');
+    try {
+      let slowestProbeMs = 0;
+      const deadline = Date.now() + 40_000;
+      for (;;) {
+        const started = performance.now();
+        const probe = await server.request('/readyz');
+        await probe.body?.cancel();
+        slowestProbeMs = Math.max(slowestProbeMs, performance.now() - started);
+        expect((await token()).status, 'the in-process engine decides meanwhile').to.equal(200);
+        const now = opaChildren();
+        if (now.length === 1 && now[0] !== before[0] && probe.status === 200) break;
+        if (Date.now() > deadline) throw new Error(`OPA was not restarted: children ${JSON.stringify(now)}`);
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+      expect(slowestProbeMs, 'every /readyz answered within about a second').to.be.below(2000);
+    } finally {
+      try {
+        process.kill(before[0], 'SIGCONT');
+      } catch {
+        // killed by the watchdog, as it should be
+      }
+    }
+  });
+});
