@@ -59,7 +59,7 @@ export async function decideIntrospection(
       resource_types: resolved.typeUri ? [resolved.typeUri] : [],
       authorization_details: (token.extra?.authorization_details ?? token.rar ?? []) as never,
     }),
-    token: tokenInput(token, resolved.typeUri, ownIssuers(deps.issuer, tenant)),
+    token: tokenInput(token, resolved.typeUri, issuersOfTenant(deps.issuer, tenant)),
     caller: await callerInput(deps.store, tenant, caller),
     context,
     time: new Date().toISOString(),
@@ -81,7 +81,7 @@ export function resourceOf(token: TokenModel): string | null {
 }
 
 /** The issuers a token of this tenant may be bound to: the shared one (X-Tenant-Id) and the tenant's own (by path). */
-function ownIssuers(issuer: string, tenant: string): string[] {
+function issuersOfTenant(issuer: string, tenant: string): string[] {
   return [issuer, `${issuer}/t/${tenant}`];
 }
 
@@ -91,13 +91,13 @@ function ownIssuers(issuer: string, tenant: string): string[] {
  * a token with authorization details and no resource to it (shared/rar.ts), a token meant for
  * none in particular, as one without any audience is.
  */
-function audiencesOf(token: TokenModel, ownIssuers: string[]): string[] {
+function audiencesOf(token: TokenModel, issuers: string[]): string[] {
   return [token.aud ?? token.resource]
     .flat()
-    .filter((aud): aud is string => typeof aud === 'string' && aud !== '' && !ownIssuers.includes(aud));
+    .filter((aud): aud is string => typeof aud === 'string' && aud !== '' && !issuers.includes(aud));
 }
 
-function tokenInput(token: TokenModel, typeUri: string | null, ownIssuers: string[]): IntrospectedTokenInput {
+function tokenInput(token: TokenModel, typeUri: string | null, issuers: string[]): IntrospectedTokenInput {
   return {
     active: token.isValid,
     token_type: token.kind === 'RefreshToken' ? 'refresh_token' : 'access_token',
@@ -105,7 +105,7 @@ function tokenInput(token: TokenModel, typeUri: string | null, ownIssuers: strin
     sub: token.accountId ?? null,
     scopes: typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [],
     resource: resourceOf(token),
-    audiences: audiencesOf(token, ownIssuers),
+    audiences: audiencesOf(token, issuers),
     resource_types: typeUri ? [typeUri] : [],
     authorization_details: (token.extra?.authorization_details ?? token.rar ?? []) as unknown[],
     exp: token.exp ?? null,
