@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createOidcAdapter } from '../../adapters/oidc/index.js';
-import { basic, clientToken, confidentialClient, postForm } from '../support/oauth.js';
-import { inTenant, withServer, type TestServer } from '../support/server.js';
+import { basic, clientToken, confidentialClient, postForm, updateOauthData } from '../support/oauth.js';
+import { inTenant, readyServer, withServer, type TestServer } from '../support/server.js';
 
 const TENANT = 'introspection-audience';
 const A = 'https://a.example/';
@@ -130,5 +130,51 @@ describe('introspection answers a resource server only about tokens issued for i
     expect(entry.policyInput.caller.resource_indicators).to.deep.equal([B]);
     expect(entry.policyDecision).to.include({ allow: false, error: 'access_denied' });
     expect(JSON.stringify(entry)).not.to.contain(token);
+  });
+});
+
+/**
+ * The same hole let a resource server spend another's single-use token: a token the policy marks
+ * jit_single_use is deleted after its first successful introspection, and B's counted as one.
+ */
+describe('introspection by another resource server does not spend a single-use token', function () {
+  const TICKETS = 'urn:example:audience-tickets';
+  let server: TestServer;
+  let appSecret: string;
+  const auth: Record<string, string> = {};
+
+  before(async function () {
+    // Its own server: the test adds a resource type to the shared policy data.
+    server = await readyServer();
+    appSecret = await confidentialClient(server, 'app', { scopes: ['read'] });
+    for (const [clientId, resourceIndicator] of [
+      ['rs-a', A],
+      ['rs-b', B],
+    ]) {
+      auth[clientId!] = basic(clientId!, await confidentialClient(server, clientId!));
+      const { id } = (await server.admin('GET', `/clients/${clientId}`)).body;
+      const created = await server.admin('POST', '/resource-servers', {
+        resourceIndicator,
+        clientId: id,
+        typeUris: [TICKETS],
+      });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    }
+    await updateOauthData(server, (data) => {
+      data.resource_types[TICKETS] = { scopes: ['read'], jit_single_use: true };
+    });
+  });
+
+  after(async function () {
+    await server?.close();
+  });
+
+  it("leaves A's single-use token to A: B is told nothing, A's first introspection is the one that counts", async function () {
+    const token = await clientToken(server, 'app', appSecret, { scope: 'read', resource: A });
+    const introspect = async (clientId: string) =>
+      (await postForm(server, '/introspect', { token }, { Authorization: auth[clientId]! })).body;
+    expect(await introspect('rs-b')).to.deep.equal({ active: false });
+    expect(await introspect('rs-a')).to.include({ active: true, aud: A });
+    expect(await introspect('rs-a')).to.deep.equal({ active: false });
   });
 });
