@@ -164,9 +164,11 @@ describe('POST /introspect and DPoP', function () {
   });
 
   it('deletes a token the policy marks jit_single_use after its first successful introspection', async function () {
+    // The caller introspects for this resource server too: a resource server is shown only the tokens issued for it.
     await server.admin('POST', '/resource-servers', {
       resourceIndicator: 'https://tickets.example.test/',
       typeUris: ['urn:example:tickets'],
+      clientId: (await server.admin('GET', '/clients/documents-rs')).body.id,
     });
     const issued = await token({ scope: 'read', resource: 'https://tickets.example.test/' });
     expect(issued.status, JSON.stringify(issued.body)).to.equal(200);

@@ -223,13 +223,15 @@ describe('the Cedar example pack', function () {
 
 /**
  * The context without the maps whose keys are the client's or the issuer's to choose (request
- * parameters, registration metadata, statement claims, the introspection caller's context):
- * Cedar records are closed, so the schema declares only their well-known keys.
+ * parameters, registration metadata, statement claims, the introspection caller's context, a
+ * resource server's capability): Cedar records are closed, so the schema declares only their
+ * well-known keys.
  */
 function withoutFreeFormMaps(context: Record<string, any>): Record<string, any> {
   const copy = structuredClone(context);
   copy.request.parameters = {};
   delete copy.context;
+  if (copy.caller?.resource_server) copy.caller.resource_server.capability = {};
   if (copy.registration) {
     copy.registration.metadata = {};
     if (copy.registration.software_statement) copy.registration.software_statement.claims = {};

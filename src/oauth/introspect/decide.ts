@@ -13,7 +13,7 @@ import { clientInput } from '../clients/input.js';
 import { findClientRecord } from '../clients/records.js';
 import { formParameter } from '../shared/form-body.js';
 import { rememberDecision } from '../token/grants/decision.js';
-import { resolveResource, resourceServerOfClient } from '../shared/resources.js';
+import { resolveResource, resourceServersOfClient } from '../shared/resources.js';
 import { subjectInput } from '../shared/subject-input.js';
 import { routes } from '../routes.js';
 
@@ -27,6 +27,8 @@ export interface Caller {
 export interface IntrospectionDeps {
   store: Store;
   policy: PolicyEngine;
+  /** ISSUER: the tenant's issuers are it and ISSUER/t/<tenant>. */
+  issuer: string;
 }
 
 /** Asks the `introspect` decision point about one token for one caller; asked on every call, never cached. */
@@ -57,7 +59,7 @@ export async function decideIntrospection(
       resource_types: resolved.typeUri ? [resolved.typeUri] : [],
       authorization_details: (token.extra?.authorization_details ?? token.rar ?? []) as never,
     }),
-    token: tokenInput(token, resolved.typeUri),
+    token: tokenInput(token, resolved.typeUri, issuersOfTenant(deps.issuer, tenant)),
     caller: await callerInput(deps.store, tenant, caller),
     context,
     time: new Date().toISOString(),
@@ -78,7 +80,24 @@ export function resourceOf(token: TokenModel): string | null {
   return typeof aud === 'string' ? aud : null;
 }
 
-function tokenInput(token: TokenModel, typeUri: string | null): IntrospectedTokenInput {
+/** The issuers a token of this tenant may be bound to: the shared one (X-Tenant-Id) and the tenant's own (by path). */
+function issuersOfTenant(issuer: string, tenant: string): string[] {
+  return [issuer, `${issuer}/t/${tenant}`];
+}
+
+/**
+ * Every resource the token was issued for (its `aud`, RFC 8707), for the policy to match against
+ * the caller's (RFC 7662 §4). This server's own issuer is no resource server: oidc-provider binds
+ * a token with authorization details and no resource to it (shared/rar.ts), a token meant for
+ * none in particular, as one without any audience is.
+ */
+function audiencesOf(token: TokenModel, issuers: string[]): string[] {
+  return [token.aud ?? token.resource]
+    .flat()
+    .filter((aud): aud is string => typeof aud === 'string' && aud !== '' && !issuers.includes(aud));
+}
+
+function tokenInput(token: TokenModel, typeUri: string | null, issuers: string[]): IntrospectedTokenInput {
   return {
     active: token.isValid,
     token_type: token.kind === 'RefreshToken' ? 'refresh_token' : 'access_token',
@@ -86,6 +105,7 @@ function tokenInput(token: TokenModel, typeUri: string | null): IntrospectedToke
     sub: token.accountId ?? null,
     scopes: typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [],
     resource: resourceOf(token),
+    audiences: audiencesOf(token, issuers),
     resource_types: typeUri ? [typeUri] : [],
     authorization_details: (token.extra?.authorization_details ?? token.rar ?? []) as unknown[],
     exp: token.exp ?? null,
@@ -94,9 +114,11 @@ function tokenInput(token: TokenModel, typeUri: string | null): IntrospectedToke
   };
 }
 
+/** The caller and the resource servers it introspects for: the policy shows a resource server only tokens meant for it. */
 async function callerInput(store: Store, tenant: string, caller: Caller): Promise<IntrospectionCallerInput> {
   const client = await findClientRecord(store, tenant, caller.clientId);
-  const server = client ? await resourceServerOfClient(store, tenant, client.id) : null;
+  const servers = client ? await resourceServersOfClient(store, tenant, client.id) : [];
+  const [server] = servers;
   return {
     method: caller.method,
     scopes: caller.scopes,
@@ -107,6 +129,7 @@ async function callerInput(store: Store, tenant: string, caller: Caller): Promis
           capability: server.capability ?? {},
         }
       : null,
+    resource_indicators: servers.map((each) => each.resourceIndicator),
   };
 }
 

@@ -22,7 +22,6 @@ export const INTROSPECT_PATH = routes.introspection;
 
 export type IntrospectEndpointDeps = IntrospectionDeps & {
   providerFor(tenant: Tenant): Provider;
-  issuer: string;
   maxBodyBytes: number;
 };
 
@@ -78,7 +77,7 @@ function introspectionEndpoint(deps: IntrospectEndpointDeps) {
 }
 
 /** oidc-provider's hook for client-authenticated callers. */
-export const introspectionPolicy: ConfigurationSlice = ({ store, policy, tenant }) => ({
+export const introspectionPolicy: ConfigurationSlice = ({ store, policy, tenant, config }) => ({
   features: {
     introspection: {
       enabled: true,
@@ -93,7 +92,7 @@ export const introspectionPolicy: ConfigurationSlice = ({ store, policy, tenant 
         return remember(
           arbiterCtx,
           model,
-          await decideIntrospection(arbiterCtx, { store, policy }, tenant, model, caller),
+          await decideIntrospection(arbiterCtx, { store, policy, issuer: config.issuer }, tenant, model, caller),
         );
       },
     },

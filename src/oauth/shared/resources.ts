@@ -51,20 +51,24 @@ export async function resolveResource(
 }
 
 /** Resource servers by their client, read this turn (TurnReads): every introspection asks for its caller's. */
-const serversOfClientsThisTurn = new TurnReads<ResourceServerRecord | null>();
+const serversOfClientsThisTurn = new TurnReads<ResourceServerRecord[]>();
 
 /**
- * The resource server registered for a client (by the client record's internal id), read from the
- * store at most once per event-loop turn. None is kept too: a write through this store (one
- * registering it) ends what the turn kept.
+ * The resource servers registered with a client as their introspection client (by the client
+ * record's internal id; one client may front several), oldest first, read from the store at most
+ * once per event-loop turn. None is kept too: a write through this store (one registering one)
+ * ends what the turn kept.
  */
-export async function resourceServerOfClient(
+export async function resourceServersOfClient(
   store: Store,
   tenant: string,
   clientRecordId: number,
-): Promise<ResourceServerRecord | null> {
+): Promise<ResourceServerRecord[]> {
   return serversOfClientsThisTurn.read(store, `${tenant}\u0000${clientRecordId}`, () =>
-    resourceServerRecords<ResourceServerRecord>(store, tenant).findOne({ clientId: clientRecordId }),
+    resourceServerRecords<ResourceServerRecord>(store, tenant).find(
+      { clientId: clientRecordId },
+      { sort: { field: 'id', direction: 'asc' } },
+    ),
   );
 }
 

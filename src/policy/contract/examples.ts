@@ -147,26 +147,43 @@ const tokenExchange = {
   actor_token: null,
 };
 
+/** billing-service, the invoices API's introspection client, introspects with a bearer token of its own. */
+const invoicesServer = { resource_indicator: INVOICES_API, type_uris: [], capability: {} };
 const introspect = {
   tenant: '_default',
   client: party('billing-service'),
   subject: party('alice'),
   time: TIME,
-  request: request('/introspect', 'POST', { token_type_hint: 'access_token' }, null, []),
+  request: {
+    ...request('/introspect', 'POST', { token_type_hint: 'access_token' }, null, []),
+    resource: INVOICES_API,
+  },
   token: {
     active: true,
     token_type: 'access_token',
     client_id: 'spa',
     sub: 'alice',
     scopes: ['openid', 'invoices.read'],
-    resource: null,
+    resource: INVOICES_API,
+    audiences: [INVOICES_API],
     resource_types: [],
     authorization_details: [],
     exp: 1795426335,
     iat: 1795425735,
   },
-  caller: { method: 'bearer', scopes: ['introspection'], resource_server: null },
+  caller: {
+    method: 'bearer',
+    scopes: ['introspection'],
+    resource_server: invoicesServer,
+    resource_indicators: [INVOICES_API],
+  },
   context: {},
+};
+/** The same token, had it been issued for another resource server: the invoices API is not told about it. */
+const MAIL_API = 'https://mail.example/';
+const introspectOtherAudience = {
+  request: { ...introspect.request, resource: MAIL_API },
+  token: { ...introspect.token, resource: MAIL_API, audiences: [MAIL_API] },
 };
 
 const registrationMetadata = {
@@ -340,6 +357,10 @@ const tokenExchangeExample = shown('token_exchange', 'token_exchange', tokenExch
   scopes: ['invoices.read'],
   authorization_details: [],
 });
+const introspectExample = shown('introspect', 'introspect', introspect, {
+  allow: true,
+  scopes: ['openid', 'invoices.read'],
+});
 const registerExample = shown('register', 'register', register, {
   allow: false,
   error: 'invalid_software_statement',
@@ -405,7 +426,12 @@ export const POLICY_EXAMPLES: PolicyExample[] = [
     },
     { allow: false, error: 'invalid_grant', error_description: "requested scope exceeds the subject token's scopes" },
   ),
-  shown('introspect', 'introspect', introspect, { allow: true, scopes: ['openid', 'invoices.read'] }),
+  introspectExample,
+  variant('introspect-other-audience', introspectExample, introspectOtherAudience, {
+    allow: false,
+    error: 'access_denied',
+    error_description: 'the token was not issued for this resource server',
+  }),
   registerExample,
   variant(
     'register-trusted-statement',

@@ -168,7 +168,13 @@ const optionalParties = {
 /** Input common to every decision point (point-specific fields are allowed beside it). */
 export const COMMON_INPUT_SCHEMA = record(common, optionalParties);
 
-/** `introspect`: the token being introspected (cnf_jkt: the JWK thumbprint of a DPoP-bound token). */
+/**
+ * `introspect`: the token being introspected. resource: its first audience (kept for existing
+ * policies); audiences: every resource it was issued for (its `aud`, RFC 8707), this server's own
+ * issuer left out (a token with authorization details and no resource is bound to it), [] when
+ * none; Arbiter always gives it, the schema lets inputs written before it omit it. cnf_jkt: the
+ * JWK thumbprint of a DPoP-bound token.
+ */
 export const INTROSPECTED_TOKEN_SCHEMA = record(
   {
     active: { type: 'boolean' },
@@ -182,23 +188,29 @@ export const INTROSPECTED_TOKEN_SCHEMA = record(
     exp: nullableInteger,
     iat: nullableInteger,
   },
-  { cnf_jkt: nullableString },
+  { audiences: strings, cnf_jkt: nullableString },
 );
 
 /**
  * `introspect`: how the resource server calling /introspect authenticated. method: bearer,
  * client_secret_basic, client_secret_post or private_key_jwt; scopes: its bearer token's (empty
- * for a client); resource_server: the registered resource server whose introspection client it is.
+ * for a client); resource_server: the (first registered) resource server whose introspection
+ * client it is; resource_indicators: the indicators of every resource server whose introspection
+ * client it is ([] for a caller that is none); Arbiter always gives it, the schema lets inputs
+ * written before it omit it.
  */
-export const INTROSPECTION_CALLER_SCHEMA = record({
-  method: string,
-  scopes: strings,
-  resource_server: {
-    type: ['object', 'null'],
-    required: ['resource_indicator', 'type_uris', 'capability'],
-    properties: { resource_indicator: string, type_uris: strings, capability: map },
+export const INTROSPECTION_CALLER_SCHEMA = record(
+  {
+    method: string,
+    scopes: strings,
+    resource_server: {
+      type: ['object', 'null'],
+      required: ['resource_indicator', 'type_uris', 'capability'],
+      properties: { resource_indicator: string, type_uris: strings, capability: map },
+    },
   },
-});
+  { resource_indicators: strings },
+);
 
 /** A software statement: `verified` when its signature checked out against the issuer's JWKS; its decoded claims. */
 export const SOFTWARE_STATEMENT_SCHEMA = {
