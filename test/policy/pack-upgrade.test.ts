@@ -1,0 +1,64 @@
+import { expect } from 'chai';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { policyRuleRecords } from '../../src/catalog/index.js';
+import { openArbiterStore } from '../../src/collections.js';
+import { MIGRATIONS } from '../../src/migrations.js';
+import { POLICY_PACK_DIR } from '../../src/policy/index.js';
+import { DEFAULT_TENANT, migrate, type Store } from '../../src/store/index.js';
+
+const PATH = 'arbiter/introspect/introspect.rego';
+/** The rule exactly as the 0.1 pack seeded it. */
+const SEEDED_0_1 = readFileSync(join(dirname(fileURLToPath(import.meta.url)), 'fixtures/introspect-0.1.rego'), 'utf8');
+const CURRENT = readFileSync(join(POLICY_PACK_DIR, PATH), 'utf8');
+
+/**
+ * The default pack is read at the first start only, so a fix to one of its rules reaches a store
+ * seeded by an older release through a migration: the introspection rule that refuses a resource
+ * server the tokens of other resources replaces the 0.1 rule where an operator did not edit it.
+ */
+describe('Upgrading a store seeded by 0.1: the default introspection rule', function () {
+  async function storeAtVersion1(content: string): Promise<Store> {
+    const store = await openArbiterStore('sqlite::memory:');
+    await migrate(
+      store,
+      MIGRATIONS.filter((step) => step.to === 1),
+    );
+    await policyRuleRecords(store, DEFAULT_TENANT).insert({
+      id: 1,
+      kind: 'rego',
+      path: PATH,
+      content,
+      enabled: true,
+      version: null,
+      tenantId: null,
+    });
+    return store;
+  }
+
+  const stored = async (store: Store) =>
+    (await policyRuleRecords<{ id: number; content: string }>(store, DEFAULT_TENANT).get(1))!.content;
+
+  it('is replaced with the current pack when still as 0.1 seeded it', async function () {
+    expect(CURRENT).not.to.equal(SEEDED_0_1);
+    const store = await storeAtVersion1(SEEDED_0_1);
+    try {
+      expect(await migrate(store, MIGRATIONS)).to.include({ from: 1 });
+      expect(await stored(store)).to.equal(CURRENT);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('is left as it is when an operator edited it', async function () {
+    const edited = `${SEEDED_0_1}\n# an operator's note\n`;
+    const store = await storeAtVersion1(edited);
+    try {
+      await migrate(store, MIGRATIONS);
+      expect(await stored(store)).to.equal(edited);
+    } finally {
+      await store.close();
+    }
+  });
+});
