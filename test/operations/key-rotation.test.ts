@@ -53,7 +53,8 @@ describe('Signing-key and sealing-key rotation', function () {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const jwks = async () => (await (await server!.request('/.well-known/jwks.json')).json()) as JSONWebKeySet;
+  const jwks = async (tenant?: string) =>
+    (await (await server!.request('/.well-known/jwks.json', { tenant })).json()) as JSONWebKeySet;
   const kids = async () => (await jwks()).keys.map((key) => key.kid);
 
   /** A whole sign-in through the dev IdP; the ID token of its code exchange. */
@@ -111,11 +112,13 @@ describe('Signing-key and sealing-key rotation', function () {
     const newKey = base64urlKey();
     // Every start on the same port: the dev IdP redirects to the issuer it was registered with.
     const port = await freePort();
-    env = { ...env, PORT: String(port), ISSUER: `http://127.0.0.1:${port}` };
+    // A tenant's own signing keys are sealed too (and opened at start, TENANTS naming it).
+    env = { ...env, PORT: String(port), ISSUER: `http://127.0.0.1:${port}`, TENANTS: 'keys-tenant' };
     server = await readyServer({ ...env, SERVICE_SECRETS_KEY: oldKey });
     idp = await startRegisteredDevIdp(server); // its client secret is sealed
     const spa = await registerPublicClient(server, 'http://127.0.0.1:1/keys/callback');
     const signedBefore = await idToken(spa);
+    const tenantJwks = await jwks('keys-tenant');
     await server.close();
     server = undefined;
 
@@ -123,13 +126,14 @@ describe('Signing-key and sealing-key rotation', function () {
       { ...env, SERVICE_SECRETS_KEY: newKey, SERVICE_SECRETS_KEY_PREVIOUS: oldKey },
       'rotate-secrets-key',
     );
-    expect(resealed).to.include({ providerSecrets: true, sealedFields: 1 });
+    expect(resealed).to.include({ providerSecrets: true, tenantKeys: 1, sealedFields: 1 });
 
     // Only the new key from now on: the signing keys open (the same JWKS), and so does the
     // upstream client secret, which the sign-in's code exchange at the dev IdP needs.
     server = await readyServer({ ...env, SERVICE_SECRETS_KEY: newKey });
     await jwtVerify(signedBefore, createLocalJWKSet(await jwks()));
     expect(kidOf(await idToken(spa))).to.equal(kidOf(signedBefore));
+    expect(await jwks('keys-tenant')).to.deep.equal(tenantJwks);
     await server.close();
     server = undefined;
     let refused: unknown;
