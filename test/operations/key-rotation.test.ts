@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,14 +23,27 @@ import {
 import { eventually } from '../support/oauth.js';
 import { freePort, readyServer, type TestServer } from '../support/server.js';
 
-/** `arbiter <command>` against the store the servers use. */
-function arbiter(env: Record<string, string>, command: string) {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), command], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    encoding: 'utf8',
-  });
-  expect(run.status, run.stderr).to.equal(0);
-  return JSON.parse(run.stdout) as Record<string, unknown>;
+/**
+ * `arbiter <command>` against the store the servers use. Not spawnSync: a server runs in this
+ * process, and a blocked event loop would fire its keep-alive timers late, racing the next fetch.
+ */
+async function arbiter(env: Record<string, string>, command: string) {
+  const { status, stdout, stderr } = await new Promise<{ status: number | null; stdout: string; stderr: string }>(
+    (resolve) =>
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), command],
+        { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' },
+        (error, out, err) =>
+          resolve({
+            status: error ? (typeof error.code === 'number' ? error.code : null) : 0,
+            stdout: out,
+            stderr: err,
+          }),
+      ),
+  );
+  expect(status, stderr).to.equal(0);
+  return JSON.parse(stdout) as Record<string, unknown>;
 }
 
 const base64urlKey = () => randomBytes(32).toString('base64url');
@@ -79,13 +92,13 @@ describe('Signing-key and sealing-key rotation', function () {
     const before = await idToken(spa);
     expect(kidOf(before)).to.equal(first);
 
-    expect(arbiter(env, 'rotate-signing-key')).to.include({ action: 'published-next' });
+    expect(await arbiter(env, 'rotate-signing-key')).to.include({ action: 'published-next' });
     await eventually(async () => (await kids()).length === 2);
     const [, next] = await kids();
     expect((await jwks()).keys[1].key_ops, 'published, not signing').to.deep.equal(['verify']);
     expect(kidOf(await idToken(spa)), 'the next key does not sign yet').to.equal(first);
 
-    expect(arbiter(env, 'rotate-signing-key')).to.include({ action: 'promoted-next' });
+    expect(await arbiter(env, 'rotate-signing-key')).to.include({ action: 'promoted-next' });
     await eventually(async () => (await kids())[0] === next);
     const after = await idToken(spa);
     expect(kidOf(after), 'the promoted key signs').to.equal(next);
@@ -122,7 +135,7 @@ describe('Signing-key and sealing-key rotation', function () {
     await server.close();
     server = undefined;
 
-    const resealed = arbiter(
+    const resealed = await arbiter(
       { ...env, SERVICE_SECRETS_KEY: newKey, SERVICE_SECRETS_KEY_PREVIOUS: oldKey },
       'rotate-secrets-key',
     );

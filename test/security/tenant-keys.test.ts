@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,13 +48,21 @@ async function storeOfAnEarlierRelease(store: Store): Promise<void> {
 
 const common = (some: unknown[], others: unknown[]) => some.filter((each) => others.includes(each));
 
-/** `arbiter rotate-signing-key …` against the servers' store. */
+/**
+ * `arbiter rotate-signing-key …` against the servers' store. Not spawnSync: the servers run in this
+ * process, and a blocked event loop would fire their keep-alive timers late, racing the next fetch.
+ */
 function rotate(env: Record<string, string>, ...args: string[]) {
-  return spawnSync(
-    process.execPath,
-    ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), 'rotate-signing-key', ...args],
-    { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' },
-  );
+  const command = [projectPath('src', 'cli', 'main.ts'), 'rotate-signing-key', ...args];
+  return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', ...command],
+      { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' },
+      (error, stdout, stderr) =>
+        resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),
+    );
+  });
 }
 
 /**
@@ -207,7 +215,7 @@ describe('Signing keys per tenant', function () {
       acme: await kids(`/t/${ACME}${JWKS_PATH}`),
       globex: await kids(`/t/${GLOBEX}${JWKS_PATH}`),
     };
-    const run = rotate(env, '--tenant', ACME);
+    const run = await rotate(env, '--tenant', ACME);
     expect(run.status, run.stderr).to.equal(0);
     expect(JSON.parse(run.stdout)).to.include({ action: 'published-next', tenant: ACME });
     for (const node of [server, other])
@@ -220,10 +228,10 @@ describe('Signing keys per tenant', function () {
       expect(await kids(`/t/${GLOBEX}${JWKS_PATH}`, undefined, node), 'globex').to.deep.equal(before.globex);
     }
 
-    const unknown = rotate(env, '--tenant', 'keys-nobody');
+    const unknown = await rotate(env, '--tenant', 'keys-nobody');
     expect(unknown.status).to.equal(1);
     expect(unknown.stderr).to.match(/no tenant keys-nobody/);
-    const malformed = rotate(env, '--tenant', '../x');
+    const malformed = await rotate(env, '--tenant', '../x');
     expect(malformed.status).to.equal(2);
   });
 });
