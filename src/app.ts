@@ -92,6 +92,8 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   // The protocol surface: only tenants that exist, single-valued parameters, then the OAuth edge.
   const tenants = new TenantRegistry(store, config.tenants);
   app.use(requireKnownTenant(tenants));
+  // The tenant's oidc-provider, with its own signing keys (read once per rotation), ready for every step below.
+  app.use(providers.prepare());
   app.use(singleValuedQuery(REPEATABLE_QUERY_PARAMETERS));
   // Arbiter's own APIs behind its access tokens: UMA protection (PAT), the delegation store, AuthZEN.
   const protectedApi = {

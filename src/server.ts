@@ -5,7 +5,14 @@ import { createApp } from './app.js';
 import { AuditLog, decisionsOfEntry } from './audit/index.js';
 import type { Config } from './config/index.js';
 import type { Logger } from './log/index.js';
-import { createTenantProvider, loadProviderSecrets, TenantProviders, watchProviderSecrets } from './oauth/index.js';
+import {
+  createTenantProvider,
+  loadProviderSecrets,
+  storedTenantKeys,
+  TenantProviders,
+  watchSigningKeyRotations,
+} from './oauth/index.js';
+import { storeTenant } from './tenancy/index.js';
 import { Metrics } from './metrics/index.js';
 import { BUNDLE_PATH, createPolicyEngine, PolicyLab, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
 import { openArbiterStore } from './collections.js';
@@ -40,7 +47,8 @@ const PURGE_INTERVAL_MS = 60_000;
 
 /**
  * What a first start makes, and every start checks: the store at this release's schema, the
- * sealing key, the signing and cookie keys, the default policy pack. Safe to run in several
+ * sealing key, the signing and cookie keys (the default tenant's and those of the tenants in
+ * TENANTS; another tenant's are made with it), the default policy pack. Safe to run in several
  * processes at once (each write is insert-if-absent); the primary of several workers runs it
  * before starting them, so that the workers only read what it made. `traced` wraps the store
  * (tracing, when an OTLP endpoint is set).
@@ -57,9 +65,11 @@ export async function prepareStore(
     if (schema.from !== schema.to) log.info(schema, 'store schema migrated');
     const sealer = await Sealer.open(store, config.secretsKey, config.secretsKeyPrevious);
     if (warn) startupWarnings(config, sealer, log);
-    const secrets = await loadProviderSecrets(store, sealer);
+    await Promise.all(
+      [null, ...config.tenants].map((tenant) => loadProviderSecrets(store, sealer, storeTenant(tenant))),
+    );
     await seedDefaultPolicies(store, log);
-    return { store, sealer, secrets };
+    return { store, sealer };
   } catch (error) {
     await store.close();
     throw error;
@@ -96,7 +106,6 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     throw error;
   });
   const { store, sealer } = prepared;
-  let { secrets } = prepared;
   let appReady: (handler: Handler) => void = () => undefined;
   const app = new Promise<Handler>((resolve) => (appReady = resolve));
   let handle: Handler = (request, response) => starting(request, response, app);
@@ -135,18 +144,17 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   });
   const policy = (engine = metrics.observed(tracing ? tracing.observed(decider) : decider));
   const providers = new TenantProviders(
-    (tenant, basePath) => createTenantProvider({ config, secrets, store, policy, log, tenant, basePath }),
+    (tenant, basePath, secrets) => createTenantProvider({ config, secrets, store, policy, log, tenant, basePath }),
+    storedTenantKeys(store, sealer),
     config.tenantCacheMax,
   );
-  // Signing keys rotated by `arbiter rotate-signing-key` (or on another node): providers are built again with them.
-  const stopWatchingKeys = watchProviderSecrets(
+  // A tenant's signing keys rotated by `arbiter rotate-signing-key` (or seen by another node): its providers are built again with them.
+  const stopWatchingKeys = watchSigningKeyRotations(
     store,
-    sealer,
     config.signingKeyRefreshSeconds * 1000,
-    (rotated) => {
-      secrets = rotated;
-      providers.reset();
-      log.info({ kids: rotated.jwks.keys.map((key) => key.kid) }, 'signing keys rotated: providers rebuilt');
+    async () => {
+      const tenants = await providers.refresh();
+      if (tenants.length) log.info({ tenants }, "signing keys rotated: those tenants' providers rebuilt");
     },
     (error) => log.warn({ err: error }, 'signing keys could not be read; keeping the current ones'),
   );

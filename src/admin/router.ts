@@ -58,7 +58,7 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
   const router = new Router({ prefix: ADMIN_PREFIX, sensitive: true, strict: true });
   router.get('/openapi.json', openApiRoute({ issuer: options.issuer, upserts: UPSERT_BY }));
   apiKeyRoutes(router, options.keys, options.maxBodyBytes);
-  tenantRoutes(router, store, options.tenants ?? [], options.maxBodyBytes);
+  tenantRoutes(router, store, options.tenants ?? [], options.maxBodyBytes, options.sealer);
   auditLogRoutes(router, options.audit, (ctx) => tenantOf(ctx));
   decisionRoutes(router, {
     policy: options.policy,

@@ -4,7 +4,15 @@ import type { AuditFacts } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
-import { ConflictError, DEFAULT_TENANT, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
+import { loadProviderSecrets } from '../oauth/index.js';
+import {
+  ConflictError,
+  DEFAULT_TENANT,
+  type Sealer,
+  type Store,
+  type StoredDoc,
+  type TenantCollection,
+} from '../store/index.js';
 import { TENANTS_COLLECTION, isTenantId, registerTenant } from '../tenancy/index.js';
 import { answerPage, listPage, listSearch } from './paging.js';
 
@@ -38,9 +46,17 @@ interface TenantDoc extends StoredDoc {
  * GET /tenants (paged, searched), POST /tenants and GET /tenants/{id}: the tenants that exist
  * besides the default one (src/tenancy: those configured in TENANTS, and those made here or by an
  * Admin API write naming them). The registry is server-wide; a tenant's creation is audited as
- * that tenant's. Tenants are not deleted: their records, tokens and audit entries stay theirs.
+ * that tenant's. A tenant made here gets its own signing keys at once (src/oauth/keys.ts; one made
+ * by a write that names it gets them on its first use). Tenants are not deleted: their records,
+ * tokens, keys and audit entries stay theirs.
  */
-export function tenantRoutes(router: Router, store: Store, configured: readonly string[], maxBodyBytes: number): void {
+export function tenantRoutes(
+  router: Router,
+  store: Store,
+  configured: readonly string[],
+  maxBodyBytes: number,
+  sealer: Sealer,
+): void {
   const base = `/${TENANTS_SEGMENT}`;
   const tenants = (): TenantCollection<TenantDoc> => store.collection<TenantDoc>(TENANTS_COLLECTION, DEFAULT_TENANT);
   // The configured tenants exist from the start; they are written into the registry once, at the first call that reads it.
@@ -89,6 +105,7 @@ export function tenantRoutes(router: Router, store: Store, configured: readonly 
         throw new HttpError(409, 'conflict', `the tenant ${body.id} already exists`, { field: 'id' });
       throw error;
     }
+    await loadProviderSecrets(store, sealer, body.id);
     ctx.status = 201;
     ctx.body = present(created);
   });

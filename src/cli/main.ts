@@ -15,7 +15,7 @@ import { ConfigError, loadConfig, type Config } from '../config/index.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../migrations.js';
 import { hashClientSecret, resealProviderSecrets, rotateSigningKey } from '../oauth/index.js';
 import { DEFAULT_TENANT, migrate, schemaVersion, Sealer, SEALING_KEYS_COLLECTION, type Store } from '../store/index.js';
-import { TENANTS_COLLECTION } from '../tenancy/index.js';
+import { isTenantId, storeTenant, TENANTS_COLLECTION, TenantRegistry } from '../tenancy/index.js';
 
 const USAGE = `usage: arbiter <command> [options]
 
@@ -26,8 +26,9 @@ const USAGE = `usage: arbiter <command> [options]
                                    secret, printed once; the same checks as POST /admin/api/clients
   migrate                          brings the store to this release's schema version (${SCHEMA_VERSION})
   schema-version                   the store's schema version and this release's
-  rotate-signing-key               one step of signing-key rotation: publish a next key, or (when
-                                   one is published) make it the signing key and retire the old one
+  rotate-signing-key [--tenant t]  one step of signing-key rotation of a tenant (default: the default
+                                   tenant): publish a next key, or (when one is published) make it
+                                   the signing key and retire the old one
   rotate-secrets-key               seals every stored secret again with SERVICE_SECRETS_KEY (the old
                                    key in SERVICE_SECRETS_KEY_PREVIOUS), then forgets the old keys
   backup <file>                    an online backup of a SQLite store into <file> (the server may run)
@@ -45,13 +46,7 @@ const COMMANDS: Record<string, Command> = {
   migrate: (_args, config) => withStore(config, async (store) => migrate(store, MIGRATIONS)),
   'schema-version': (_args, config) =>
     withStore(config, async (store) => ({ store: await schemaVersion(store), release: SCHEMA_VERSION }), false),
-  'rotate-signing-key': (_args, config) =>
-    withStore(config, async (store) =>
-      rotateSigningKey(store, await sealerFor(store, config), {
-        // Anything the old key signed (ID tokens, at most their lifetime) verifies until then.
-        retireAfterSeconds: Math.max(config.ttl.idTokenSeconds, config.ttl.accessTokenSeconds) + CLOCK_SKEW_SECONDS,
-      }),
-    ),
+  'rotate-signing-key': rotateSigningKeyOf,
   'rotate-secrets-key': (_args, config) => withStore(config, async (store) => resealEverything(store, config)),
   backup,
   restore,
@@ -60,25 +55,47 @@ const COMMANDS: Record<string, Command> = {
 /** Leeway for the clocks of those who verify what a retired key signed. */
 const CLOCK_SKEW_SECONDS = 60;
 
+/** One rotation step of one tenant's signing keys (each tenant has its own; --tenant names it, else the default tenant). */
+async function rotateSigningKeyOf(args: string[], config: Config): Promise<Record<string, unknown>> {
+  const { positionals, values } = parseArgs({ args, allowPositionals: true, options: { tenant: { type: 'string' } } });
+  if (positionals.length) throw new UsageError('rotate-signing-key takes no arguments but --tenant');
+  const tenant = values.tenant ?? null;
+  if (tenant !== null && !isTenantId(tenant)) throw new UsageError(`--tenant ${tenant} is no tenant id`);
+  return withStore(config, async (store) => {
+    if (tenant !== null && !(await new TenantRegistry(store, config.tenants).exists(tenant)))
+      throw new Error(`no tenant ${tenant} on this store`);
+    const step = await rotateSigningKey(store, await sealerFor(store, config), {
+      tenant: storeTenant(tenant),
+      // Anything the old key signed (ID tokens, at most their lifetime) verifies until then.
+      retireAfterSeconds: Math.max(config.ttl.idTokenSeconds, config.ttl.accessTokenSeconds) + CLOCK_SKEW_SECONDS,
+    });
+    return { tenant, ...step };
+  });
+}
+
 function sealerFor(store: Store, config: Config): Promise<Sealer> {
   return Sealer.open(store, config.secretsKey, config.secretsKeyPrevious);
 }
 
 /**
  * Every sealed value in the store sealed again with SERVICE_SECRETS_KEY: the provider's secrets
- * (signing and cookie keys) and each collection's sealed fields in every tenant. Then the store's
- * own development key, if any, is deleted: nothing is sealed with it any more, and a copy of the
+ * (signing and cookie keys, every tenant's) and each collection's sealed fields in every tenant.
+ * Then the store's own development key, if any, is deleted: nothing is sealed with it any more, and a copy of the
  * store must not hold a key that opens anything.
  */
 async function resealEverything(store: Store, config: Config): Promise<Record<string, unknown>> {
   if (!config.secretsKey)
     throw new Error('set SERVICE_SECRETS_KEY to the new key (and SERVICE_SECRETS_KEY_PREVIOUS to the old one)');
   const sealer = await sealerFor(store, config);
-  const providerSecrets = await resealProviderSecrets(store, sealer);
   const tenants = [
     DEFAULT_TENANT,
     ...(await store.collection(TENANTS_COLLECTION, DEFAULT_TENANT).find()).map((tenant) => String(tenant.id)),
   ];
+  const providerSecrets = await resealProviderSecrets(store, sealer);
+  // Configured tenants (TENANTS) are in the registry only once the Admin API has read it: theirs too.
+  let tenantKeys = 0;
+  for (const tenant of new Set([...tenants, ...config.tenants]))
+    if (tenant !== DEFAULT_TENANT && (await resealProviderSecrets(store, sealer, tenant))) tenantKeys += 1;
   let fields = 0;
   for (const definition of COLLECTIONS.filter((each) => each.sealedFields?.length)) {
     for (const tenant of tenants) {
@@ -96,7 +113,7 @@ async function resealEverything(store: Store, config: Config): Promise<Record<st
     }
   }
   const developmentKeyDeleted = await store.collection(SEALING_KEYS_COLLECTION, DEFAULT_TENANT).delete('development');
-  return { providerSecrets, sealedFields: fields, tenants: tenants.length, developmentKeyDeleted };
+  return { providerSecrets, tenantKeys, sealedFields: fields, tenants: tenants.length, developmentKeyDeleted };
 }
 
 async function hashSecret([given, ...rest]: string[]): Promise<Record<string, unknown>> {

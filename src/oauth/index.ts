@@ -4,7 +4,8 @@ export {
   loadProviderSecrets,
   resealProviderSecrets,
   rotateSigningKey,
-  watchProviderSecrets,
+  storedTenantKeys,
+  watchSigningKeyRotations,
   type ProviderSecrets,
 } from './keys.js';
 export { TenantProviders } from './providers.js';

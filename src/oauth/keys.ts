@@ -11,7 +11,11 @@ export interface ProviderSecrets {
    * key before its use, a retiring one while tokens it signed live) but never signs.
    */
   jwks: { keys: JWK[] };
-  /** Keys that sign oidc-provider's cookies. */
+  /**
+   * Keys that sign oidc-provider's cookies, the tenant's own too: under X-Tenant-Id every tenant's
+   * cookies share the host and path, and one tenant's session cookie must not even pass another's
+   * signature check (its store lookup would find nothing anyway).
+   */
   cookieKeys: string[];
   /** Where each signing key is in its rotation (by kid); absent in secrets written before rotation existed. */
   keyStates?: Record<string, KeyState>;
@@ -29,35 +33,76 @@ interface SecretsDoc extends StoredDoc, Partial<ProviderSecrets> {
   id: string;
   sealed?: string;
   createdAt: string;
-  /** Moves on with every rotation, so that every node sees a change at its next look (watchProviderSecrets). */
+  /** Moves on with every rotation, so that every node can tell rotated keys from those it holds (TenantProviders.refresh). */
   revision?: number;
 }
 
+/** Each tenant's secrets are the document `current` of its own `provider_secrets` (the default tenant's as before). */
 const CURRENT = 'current';
+/**
+ * The default tenant's document `rotations`: a stamp that every rotation of any tenant's keys
+ * changes, so that a node looks at one document, not at every tenant's, to learn of a rotation.
+ */
+const ROTATIONS = 'rotations';
 
-const secretsOf = (store: Store) => store.collection<SecretsDoc>(PROVIDER_SECRETS_COLLECTION, DEFAULT_TENANT);
+const secretsOf = (store: Store, tenant: string) => store.collection<SecretsDoc>(PROVIDER_SECRETS_COLLECTION, tenant);
+
+/** Where the rotation stamp is: a unique value each time, so that no two rotations look alike. */
+const rotationsOf = (store: Store) =>
+  store.collection<StoredDoc & { stamp: string }>(PROVIDER_SECRETS_COLLECTION, DEFAULT_TENANT);
+
+/** A tenant's secrets as read, and the revision they were at (which a rotation moves on). */
+export interface LoadedSecrets {
+  secrets: ProviderSecrets;
+  revision: number;
+}
 
 /**
- * Loads the provider's secrets, generating them on first start. They live in the store, sealed,
- * so that every node of a scale-out deployment signs with, and publishes, the same keys.
+ * Loads a tenant's secrets (store tenant name; the default tenant's unless told), generating
+ * them on its first use. They live in the store, sealed, so that every node of a scale-out
+ * deployment signs with, and publishes, the same keys; each tenant has its own, so that what one
+ * tenant signs never verifies with another's JWKS (under X-Tenant-Id they share the issuer).
  */
-export async function loadProviderSecrets(store: Store, sealer: Sealer): Promise<ProviderSecrets> {
-  const existing = await secretsOf(store).get(CURRENT);
-  if (existing) return openSecrets(existing, sealer);
+export async function loadProviderSecrets(
+  store: Store,
+  sealer: Sealer,
+  tenant: string = DEFAULT_TENANT,
+): Promise<LoadedSecrets> {
+  const existing = await secretsOf(store, tenant).get(CURRENT);
+  if (existing) return { secrets: openSecrets(existing, sealer), revision: existing.revision ?? 0 };
   const generated = await generateSecrets();
   try {
-    await secretsOf(store).insert({
+    await secretsOf(store, tenant).insert({
       id: CURRENT,
       sealed: sealer.seal(JSON.stringify(generated)),
       createdAt: new Date().toISOString(),
       revision: 0,
     });
-    return generated;
+    return { secrets: generated, revision: 0 };
   } catch (error) {
     // Another node generated them first: use theirs.
     if (!(error instanceof ConflictError)) throw error;
-    return loadProviderSecrets(store, sealer);
+    return loadProviderSecrets(store, sealer, tenant);
   }
+}
+
+/** Where a tenant's signing and cookie keys come from, for its providers (TenantProviders). */
+export interface TenantKeys {
+  /** The tenant's keys and their revision, made on its first use. */
+  load(tenant: string): Promise<LoadedSecrets>;
+  /** The revision of the tenant's keys in the store now (null: none), to tell whether they were rotated. */
+  revision(tenant: string): Promise<number | null>;
+}
+
+/** Every tenant's keys, as the store keeps them. */
+export function storedTenantKeys(store: Store, sealer: Sealer): TenantKeys {
+  return {
+    load: (tenant) => loadProviderSecrets(store, sealer, tenant),
+    revision: async (tenant) => {
+      const doc = await secretsOf(store, tenant).get(CURRENT);
+      return doc ? (doc.revision ?? 0) : null;
+    },
+  };
 }
 
 function openSecrets(doc: SecretsDoc, sealer: Sealer): ProviderSecrets {
@@ -82,8 +127,9 @@ export type RotationStep = {
 };
 
 /**
- * One step of signing-key rotation with overlap (`arbiter rotate-signing-key`; run it twice, the
- * second time once relying parties have had time to fetch the JWKS, a day say):
+ * One step of signing-key rotation with overlap, of one tenant's keys (`arbiter rotate-signing-key
+ * [--tenant t]`; run it twice, the second time once relying parties have had time to fetch the
+ * JWKS, a day say):
  *
  * 1. without a next key: a new key is published as the next one (in the JWKS, `key_ops: ["verify"]`,
  *    not yet signing), so that relying parties that cache the JWKS know it before it is used;
@@ -92,16 +138,18 @@ export type RotationStep = {
  *    (the longest lifetime of anything signed) has passed.
  *
  * Either step first drops the retiring keys whose time has passed. The secrets' revision moves
- * on, and every node rebuilds its providers with the new keys at its next look.
+ * on, and every node rebuilds that tenant's providers with the new keys at its next look
+ * (watchSigningKeyRotations). A tenant without keys yet gets them first.
  */
 export async function rotateSigningKey(
   store: Store,
   sealer: Sealer,
-  options: { retireAfterSeconds: number; now?: Date },
+  options: { retireAfterSeconds: number; now?: Date; tenant?: string },
 ): Promise<RotationStep> {
   const now = options.now ?? new Date();
-  const doc = await secretsOf(store).get(CURRENT);
-  if (!doc) throw new Error('the store has no signing keys yet: start the server once first');
+  const tenant = options.tenant ?? DEFAULT_TENANT;
+  await loadProviderSecrets(store, sealer, tenant);
+  const doc = (await secretsOf(store, tenant).get(CURRENT))!;
   const secrets = openSecrets(doc, sealer);
   const states = statesOf(secrets, doc.createdAt);
   const dropped = secrets.jwks.keys
@@ -135,10 +183,12 @@ export async function rotateSigningKey(
     jwks: { keys },
     keyStates: Object.fromEntries(keys.map((key) => [key.kid as string, states[key.kid as string]])),
   };
-  await secretsOf(store).update(CURRENT, {
+  await secretsOf(store, tenant).update(CURRENT, {
     sealed: sealer.seal(JSON.stringify(rotated)),
     revision: (doc.revision ?? 0) + 1,
   });
+  // After the tenant's document: a node that sees the new stamp reads the new revision.
+  await rotationsOf(store).upsert({ id: ROTATIONS, stamp: randomUUID(), tenant, at: since });
   return {
     action,
     dropped,
@@ -158,42 +208,51 @@ function statesOf(secrets: ProviderSecrets, createdAt: string): Record<string, K
   return states;
 }
 
-/** Re-seals the secrets with the sealer's current key (`arbiter rotate-secrets-key`); false when there are none yet. */
-export async function resealProviderSecrets(store: Store, sealer: Sealer): Promise<boolean> {
-  const doc = await secretsOf(store).get(CURRENT);
+/**
+ * Re-seals a tenant's secrets with the sealer's current key (`arbiter rotate-secrets-key`); false
+ * when it has none yet.
+ */
+export async function resealProviderSecrets(
+  store: Store,
+  sealer: Sealer,
+  tenant: string = DEFAULT_TENANT,
+): Promise<boolean> {
+  const doc = await secretsOf(store, tenant).get(CURRENT);
   if (!doc) return false;
-  await secretsOf(store).update(CURRENT, { sealed: sealer.seal(JSON.stringify(openSecrets(doc, sealer))) });
+  await secretsOf(store, tenant).update(CURRENT, { sealed: sealer.seal(JSON.stringify(openSecrets(doc, sealer))) });
   return true;
 }
 
 /**
- * Looks at the secrets' revision every `intervalMs` and calls `changed` with the new secrets when
- * another process (`arbiter rotate-signing-key`, another node) rotated them. Returns a stop function.
+ * Looks at the rotation stamp every `intervalMs` and calls `rotated` when it changed (and once at
+ * the first look, for a rotation made before it): some tenant's keys were rotated by `arbiter
+ * rotate-signing-key` (another process, another node), and the caller finds out whose by their
+ * revisions. A stamp is taken as seen only once `rotated` has succeeded. Returns a stop function.
  */
-export function watchProviderSecrets(
+export function watchSigningKeyRotations(
   store: Store,
-  sealer: Sealer,
   intervalMs: number,
-  changed: (secrets: ProviderSecrets) => void,
+  rotated: () => Promise<void>,
   onError: (error: unknown) => void,
 ): () => void {
-  let seen: number | undefined;
+  let seen: string | null | undefined;
   let looking = false;
   const look = async () => {
-    const doc = await secretsOf(store).get(CURRENT);
-    if (!doc) return;
-    const revision = doc.revision ?? 0;
-    if (seen !== undefined && revision !== seen) changed(openSecrets(doc, sealer));
-    seen = revision;
-  };
-  const timer = setInterval(() => {
     if (looking) return;
     looking = true;
-    look()
-      .catch(onError)
-      .finally(() => (looking = false));
-  }, intervalMs);
+    try {
+      const stamp = (await rotationsOf(store).get(ROTATIONS))?.stamp ?? null;
+      if (stamp === seen) return;
+      await rotated();
+      seen = stamp;
+    } catch (error) {
+      onError(error);
+    } finally {
+      looking = false;
+    }
+  };
+  const timer = setInterval(() => void look(), intervalMs);
   timer.unref();
-  void look().catch(onError);
+  void look();
   return () => clearInterval(timer);
 }

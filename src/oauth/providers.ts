@@ -5,6 +5,7 @@ import mount from 'koa-mount';
 import { LRUCache } from 'lru-cache';
 import type Provider from 'oidc-provider';
 import type { Tenant } from '../tenancy/index.js';
+import type { LoadedSecrets, ProviderSecrets, TenantKeys } from './keys.js';
 
 interface MountedProvider {
   provider: Provider;
@@ -13,31 +14,67 @@ interface MountedProvider {
 
 /**
  * One oidc-provider instance per tenant and issuer, created on first use: the issuer is fixed per
- * instance, and each instance sees only its tenant's view of the store. A tenant named by
- * X-Tenant-Id is served under the shared issuer (basePath ''), one reached at /t/<tenant> under its
- * own (basePath `/t/<tenant>`): two instances over the same records. At most `maxTenants` instances are
- * kept (least recently used go first); an evicted tenant's provider is simply built again, since
+ * instance, and each instance sees only its tenant's view of the store and signs with its
+ * tenant's own keys. A tenant named by X-Tenant-Id is served under the shared issuer (basePath
+ * ''), one reached at /t/<tenant> under its own (basePath `/t/<tenant>`): two instances over the
+ * same records and keys. At most `maxTenants` instances, and `maxTenants` tenants' keys, are kept
+ * (least recently used go first); an evicted tenant's provider is simply built again, since
  * everything it needs lives in the store.
+ *
+ * A tenant's keys are read from the store once per revision (not per request), which is why a
+ * request's provider is made ready by `prepare()` before any step asks for it: the steps ask
+ * synchronously, and get the instance prepared for their request even if the cache has since
+ * let it go.
  */
 export class TenantProviders {
-  private readonly mounted: LRUCache<string, MountedProvider>;
+  /** By tenant and issuer; each with the store tenant and the revision of the keys it was built with. */
+  private readonly mounted: LRUCache<string, MountedProvider & { tenant: string; revision: number }>;
+  /** By store tenant: its keys being read or read, with their revision. */
+  private readonly keys: LRUCache<string, Promise<LoadedSecrets>>;
+  /** The instance each request in flight was prepared with (by its ctx.state.tenant). */
+  private readonly prepared = new WeakMap<Tenant, MountedProvider>();
 
   constructor(
-    private readonly create: (tenant: string, basePath: string) => Provider,
+    private readonly create: (tenant: string, basePath: string, secrets: ProviderSecrets) => Provider,
+    private readonly source: TenantKeys,
     maxTenants: number,
   ) {
     this.mounted = new LRUCache({ max: maxTenants });
+    this.keys = new LRUCache({ max: maxTenants });
+  }
+
+  /** Makes the provider of `ctx.state.tenant` ready (its keys read when this node has none of them). */
+  prepare(): ArbiterMiddleware {
+    return async (ctx, next) => {
+      this.prepared.set(ctx.state.tenant, await this.ready(ctx.state.tenant));
+      await next();
+    };
   }
 
   /**
-   * Forgets every instance (the signing keys were rotated): each tenant's next request builds its
-   * provider again with the current keys. Requests under way finish on the instance they have.
+   * Forgets the tenants whose keys were rotated in the store since this node read them: each
+   * one's next request builds its providers again with its current keys. Requests under way
+   * finish on the instance they have. Answers the tenants forgotten.
    */
-  reset(): void {
-    this.mounted.clear();
+  async refresh(): Promise<string[]> {
+    const held = new Map<string, number[]>();
+    const hold = (tenant: string, revision: number) => held.set(tenant, [...(held.get(tenant) ?? []), revision]);
+    for (const { tenant, revision } of this.mounted.values()) hold(tenant, revision);
+    for (const [tenant, reading] of [...this.keys.entries()]) {
+      const read = await reading.catch(() => null);
+      if (read) hold(tenant, read.revision);
+    }
+    const rotated: string[] = [];
+    for (const [tenant, revisions] of held) {
+      const current = await this.source.revision(tenant);
+      if (revisions.every((revision) => revision === current)) continue;
+      this.forget(tenant);
+      rotated.push(tenant);
+    }
+    return rotated;
   }
 
-  /** The provider of the tenant as the request named it (by X-Tenant-Id, or by its path). */
+  /** The provider of the tenant as the request named it (by X-Tenant-Id, or by its path), made ready by `prepare()`. */
   provider(tenant: Tenant): Provider {
     return this.entry(tenant).provider;
   }
@@ -47,15 +84,47 @@ export class TenantProviders {
     return (ctx, next) => this.entry(ctx.state.tenant).middleware(ctx, next);
   }
 
-  private entry({ name, path = '' }: Tenant): MountedProvider {
-    const key = `${name} ${path}`;
-    let entry = this.mounted.get(key);
-    if (!entry) {
-      const provider = this.create(name, path);
-      // A v9 Provider is itself the Koa application to mount.
-      entry = { provider, middleware: mount(provider as unknown as Koa) as Middleware };
-      this.mounted.set(key, entry);
-    }
+  private entry(tenant: Tenant): MountedProvider {
+    const entry = this.prepared.get(tenant) ?? this.mounted.get(keyOf(tenant));
+    if (!entry) throw new Error(`the provider of tenant ${tenant.name} was asked for before prepare() made it ready`);
     return entry;
   }
+
+  private async ready(tenant: Tenant): Promise<MountedProvider> {
+    const key = keyOf(tenant);
+    const cached = this.mounted.get(key);
+    if (cached) return cached;
+    const reading = this.keysOf(tenant.name);
+    const { secrets, revision } = await reading;
+    const builtMeanwhile = this.mounted.get(key);
+    if (builtMeanwhile) return builtMeanwhile;
+    const provider = this.create(tenant.name, tenant.path ?? '', secrets);
+    // A v9 Provider is itself the Koa application to mount.
+    const middleware = mount(provider as unknown as Koa) as Middleware;
+    const entry = { provider, middleware, tenant: tenant.name, revision };
+    // Keys rotated while they were read: this request uses them, the next one builds again.
+    if (this.keys.get(tenant.name) === reading) this.mounted.set(key, entry);
+    return entry;
+  }
+
+  /** The tenant's keys, read once (concurrent first requests share the read; a failed read is not kept). */
+  private keysOf(tenant: string): Promise<LoadedSecrets> {
+    let reading = this.keys.get(tenant);
+    if (!reading) {
+      const started = this.source.load(tenant);
+      reading = started;
+      this.keys.set(tenant, started);
+      started.catch(() => {
+        if (this.keys.get(tenant) === started) this.keys.delete(tenant);
+      });
+    }
+    return reading;
+  }
+
+  private forget(tenant: string): void {
+    this.keys.delete(tenant);
+    for (const [key, entry] of [...this.mounted.entries()]) if (entry.tenant === tenant) this.mounted.delete(key);
+  }
 }
+
+const keyOf = ({ name, path = '' }: Tenant) => `${name} ${path}`;

@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,14 +23,27 @@ import {
 import { eventually } from '../support/oauth.js';
 import { freePort, readyServer, type TestServer } from '../support/server.js';
 
-/** `arbiter <command>` against the store the servers use. */
-function arbiter(env: Record<string, string>, command: string) {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), command], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    encoding: 'utf8',
-  });
-  expect(run.status, run.stderr).to.equal(0);
-  return JSON.parse(run.stdout) as Record<string, unknown>;
+/**
+ * `arbiter <command>` against the store the servers use. Not spawnSync: a server runs in this
+ * process, and a blocked event loop would fire its keep-alive timers late, racing the next fetch.
+ */
+async function arbiter(env: Record<string, string>, command: string) {
+  const { status, stdout, stderr } = await new Promise<{ status: number | null; stdout: string; stderr: string }>(
+    (resolve) =>
+      execFile(
+        process.execPath,
+        ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), command],
+        { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' },
+        (error, out, err) =>
+          resolve({
+            status: error ? (typeof error.code === 'number' ? error.code : null) : 0,
+            stdout: out,
+            stderr: err,
+          }),
+      ),
+  );
+  expect(status, stderr).to.equal(0);
+  return JSON.parse(stdout) as Record<string, unknown>;
 }
 
 const base64urlKey = () => randomBytes(32).toString('base64url');
@@ -53,7 +66,8 @@ describe('Signing-key and sealing-key rotation', function () {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const jwks = async () => (await (await server!.request('/.well-known/jwks.json')).json()) as JSONWebKeySet;
+  const jwks = async (tenant?: string) =>
+    (await (await server!.request('/.well-known/jwks.json', { tenant })).json()) as JSONWebKeySet;
   const kids = async () => (await jwks()).keys.map((key) => key.kid);
 
   /** A whole sign-in through the dev IdP; the ID token of its code exchange. */
@@ -78,13 +92,13 @@ describe('Signing-key and sealing-key rotation', function () {
     const before = await idToken(spa);
     expect(kidOf(before)).to.equal(first);
 
-    expect(arbiter(env, 'rotate-signing-key')).to.include({ action: 'published-next' });
+    expect(await arbiter(env, 'rotate-signing-key')).to.include({ action: 'published-next' });
     await eventually(async () => (await kids()).length === 2);
     const [, next] = await kids();
     expect((await jwks()).keys[1].key_ops, 'published, not signing').to.deep.equal(['verify']);
     expect(kidOf(await idToken(spa)), 'the next key does not sign yet').to.equal(first);
 
-    expect(arbiter(env, 'rotate-signing-key')).to.include({ action: 'promoted-next' });
+    expect(await arbiter(env, 'rotate-signing-key')).to.include({ action: 'promoted-next' });
     await eventually(async () => (await kids())[0] === next);
     const after = await idToken(spa);
     expect(kidOf(after), 'the promoted key signs').to.equal(next);
@@ -111,25 +125,28 @@ describe('Signing-key and sealing-key rotation', function () {
     const newKey = base64urlKey();
     // Every start on the same port: the dev IdP redirects to the issuer it was registered with.
     const port = await freePort();
-    env = { ...env, PORT: String(port), ISSUER: `http://127.0.0.1:${port}` };
+    // A tenant's own signing keys are sealed too (and opened at start, TENANTS naming it).
+    env = { ...env, PORT: String(port), ISSUER: `http://127.0.0.1:${port}`, TENANTS: 'keys-tenant' };
     server = await readyServer({ ...env, SERVICE_SECRETS_KEY: oldKey });
     idp = await startRegisteredDevIdp(server); // its client secret is sealed
     const spa = await registerPublicClient(server, 'http://127.0.0.1:1/keys/callback');
     const signedBefore = await idToken(spa);
+    const tenantJwks = await jwks('keys-tenant');
     await server.close();
     server = undefined;
 
-    const resealed = arbiter(
+    const resealed = await arbiter(
       { ...env, SERVICE_SECRETS_KEY: newKey, SERVICE_SECRETS_KEY_PREVIOUS: oldKey },
       'rotate-secrets-key',
     );
-    expect(resealed).to.include({ providerSecrets: true, sealedFields: 1 });
+    expect(resealed).to.include({ providerSecrets: true, tenantKeys: 1, sealedFields: 1 });
 
     // Only the new key from now on: the signing keys open (the same JWKS), and so does the
     // upstream client secret, which the sign-in's code exchange at the dev IdP needs.
     server = await readyServer({ ...env, SERVICE_SECRETS_KEY: newKey });
     await jwtVerify(signedBefore, createLocalJWKSet(await jwks()));
     expect(kidOf(await idToken(spa))).to.equal(kidOf(signedBefore));
+    expect(await jwks('keys-tenant')).to.deep.equal(tenantJwks);
     await server.close();
     server = undefined;
     let refused: unknown;

@@ -63,6 +63,22 @@ describe('two nodes on one MongoDB-wire store', function () {
     expect(jwksB).to.deep.equal(jwksA);
   });
 
+  it("publishes a tenant's own keys, the same on both nodes (made with the tenant, kept in the store)", async function () {
+    expect((await a.admin('POST', '/tenants', { id: 'nodes-acme' })).status).to.equal(201);
+    const kids = async (node: TestServer, path: string, tenant?: string) =>
+      ((await (await node.request(path, { tenant })).json()) as { keys: { kid: string }[] }).keys.map((key) => key.kid);
+    const [atA, atB, byHeaderAtB, shared] = await Promise.all([
+      kids(a, '/t/nodes-acme/.well-known/jwks.json'),
+      kids(b, '/t/nodes-acme/.well-known/jwks.json'),
+      kids(b, '/.well-known/jwks.json', 'nodes-acme'),
+      kids(b, '/.well-known/jwks.json'),
+    ]);
+    expect(atA).to.have.length.above(0);
+    expect(atB).to.deep.equal(atA);
+    expect(byHeaderAtB).to.deep.equal(atA);
+    expect(atA.filter((kid) => shared.includes(kid))).to.be.empty;
+  });
+
   it('serves on B a client created on A, and introspects on B a token A issued', async function () {
     const secret = await confidentialClient(a, 'shared-client', { scopes: ['read'] });
     const rsSecret = await confidentialClient(a, 'shared-rs', { scopes: ['introspection'] });

@@ -1,0 +1,75 @@
+import { expect } from 'chai';
+import type Provider from 'oidc-provider';
+import type { LoadedSecrets, ProviderSecrets, TenantKeys } from '../../../src/oauth/keys.js';
+import { TenantProviders } from '../../../src/oauth/providers.js';
+import type { ArbiterContext } from '../../../src/oauth/state.js';
+import { tenantOf, type Tenant } from '../../../src/tenancy/index.js';
+
+/** Keys in a map instead of the store: each tenant's revision, and how often each was read. */
+class StubKeys implements TenantKeys {
+  readonly revisions = new Map<string, number>();
+  readonly reads = new Map<string, number>();
+
+  async load(tenant: string): Promise<LoadedSecrets> {
+    this.reads.set(tenant, (this.reads.get(tenant) ?? 0) + 1);
+    await new Promise((resolve) => setImmediate(resolve));
+    const revision = this.revisions.get(tenant) ?? 0;
+    return { revision, secrets: { jwks: { keys: [{ kid: `${tenant}-${revision}` }] }, cookieKeys: [] } };
+  }
+
+  async revision(tenant: string): Promise<number | null> {
+    return this.revisions.get(tenant) ?? 0;
+  }
+}
+
+/** A stand-in provider: the kid it was built with (koa-mount takes an object with `middleware`). */
+const stubProvider = (_tenant: string, _basePath: string, secrets: ProviderSecrets) =>
+  ({ kid: secrets.jwks.keys[0].kid, middleware: [] }) as unknown as Provider;
+const kidOf = (provider: Provider) => (provider as unknown as { kid: string }).kid;
+
+describe('unit: TenantProviders, one provider per tenant with its own keys (oauth/providers)', function () {
+  let keys: StubKeys;
+  let providers: TenantProviders;
+
+  beforeEach(function () {
+    keys = new StubKeys();
+    providers = new TenantProviders(stubProvider, keys, 2);
+  });
+
+  /** prepare() for a request of `tenant`, then what its steps get. */
+  async function request(tenant: Tenant): Promise<string> {
+    let kid = '';
+    await providers.prepare()({ state: { tenant } } as unknown as ArbiterContext, async () => {
+      kid = kidOf(providers.provider(tenant));
+    });
+    return kid;
+  }
+
+  it("builds each tenant's provider with its own keys, read once per revision however many requests ask", async function () {
+    const kids = await Promise.all(['acme', 'acme', 'globex', 'acme'].map((id) => request(tenantOf(id))));
+    expect(kids).to.deep.equal(['acme-0', 'acme-0', 'globex-0', 'acme-0']);
+    expect(await request({ ...tenantOf('acme'), path: '/t/acme' }), 'the path form: the same keys').to.equal('acme-0');
+    expect(Object.fromEntries(keys.reads)).to.deep.equal({ acme: 1, globex: 1 });
+  });
+
+  it('rebuilds only the tenants whose keys were rotated, with their new keys', async function () {
+    await request(tenantOf('acme'));
+    await request(tenantOf('globex'));
+    keys.revisions.set('acme', 1);
+    expect(await providers.refresh()).to.deep.equal(['acme']);
+    expect(await request(tenantOf('acme'))).to.equal('acme-1');
+    expect(await request(tenantOf('globex'))).to.equal('globex-0');
+    expect(Object.fromEntries(keys.reads)).to.deep.equal({ acme: 2, globex: 1 });
+    expect(await providers.refresh(), 'nothing rotated since').to.deep.equal([]);
+  });
+
+  it('keeps at most its bound of tenants, yet a request keeps the provider it was prepared with', async function () {
+    const acme = tenantOf('acme');
+    await providers.prepare()({ state: { tenant: acme } } as unknown as ArbiterContext, async () => {
+      // Other tenants push acme out of the cache while its request is under way.
+      for (const id of ['globex', 'initech', 'umbrella']) await request(tenantOf(id));
+      expect(kidOf(providers.provider(acme))).to.equal('acme-0');
+    });
+    expect(() => providers.provider(tenantOf('acme')), 'a request never prepared').to.throw(/before prepare/);
+  });
+});
