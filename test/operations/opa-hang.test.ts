@@ -28,8 +28,12 @@ function opaChildren(): number[] {
 describe('A hung managed OPA', function () {
   this.timeout(120_000);
   let server: TestServer;
+  /** The OPAs of the other servers this test process runs (shared fixtures): not this server's. */
+  let others: Set<number>;
+  const ours = () => opaChildren().filter((pid) => !others.has(pid));
 
   before(async function () {
+    others = new Set(opaChildren());
     server = await readyServer();
   });
   after(async function () {
@@ -46,7 +50,7 @@ describe('A hung managed OPA', function () {
         { Authorization: basic('hang-watch', secret) },
       );
     expect((await token()).status).to.equal(200);
-    const before = opaChildren();
+    const before = ours();
     expect(before, 'one managed OPA').to.have.length(1);
     process.kill(before[0], 'SIGSTOP');
     try {
@@ -58,7 +62,7 @@ describe('A hung managed OPA', function () {
         await probe.body?.cancel();
         slowestProbeMs = Math.max(slowestProbeMs, performance.now() - started);
         expect((await token()).status, 'the in-process engine decides meanwhile').to.equal(200);
-        const now = opaChildren();
+        const now = ours();
         if (now.length === 1 && now[0] !== before[0] && probe.status === 200) break;
         if (Date.now() > deadline) throw new Error(`OPA was not restarted: children ${JSON.stringify(now)}`);
         await new Promise((resolve) => setTimeout(resolve, 250));
