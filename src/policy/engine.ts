@@ -132,7 +132,7 @@ export async function createPolicyEngine(options: PolicyEngineOptions): Promise<
     managed,
     managedPid: () => managed?.pid ?? shared?.pid(),
     store: options.store,
-    snapshots: new PolicySnapshots(options.store, log),
+    snapshots: new PolicySnapshots(options.store, log, opaBinary),
     opaUrl: () => externalUrl ?? shared?.url() ?? (managed as ManagedOpa).url,
     opaToken: shared ? shared.token : managed ? managed.apiToken : config.opaToken,
   });

@@ -2,7 +2,10 @@ import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { clientCredentials, confidentialClient, eventually, policyInForce } from '../support/oauth.js';
 import { ADMIN_KEY, inTenant, readyServer, type TestServer } from '../support/server.js';
+import { POLICY_RULES, type PolicyRuleDoc } from '../../src/policy/index.js';
+import { DEFAULT_TENANT } from '../../src/store/index.js';
 
 const SECRETS = {
   SERVICE_SECRETS_KEY: 'c2FuZGJveC1zZWNyZXRzLWtleS0wMTIzNDU2Nzg5YWI',
@@ -17,6 +20,8 @@ const LIMITS = {
   POLICY_OPA_MEMORY_MB: '96',
   POLICY_RULE_MAX_BYTES: '65536',
   POLICY_BUNDLE_MAX_BYTES: '600000',
+  // OPA serving an older revision than the store's is reported within seconds (test f).
+  POLICY_LAG_BOUND_SECONDS: '2',
 };
 
 const TOKEN_RULE = 'arbiter/token/token.rego';
@@ -68,10 +73,14 @@ describe('Policy code runs sandboxed (issue 33: items 1 and 4)', function () {
   let listener: Server;
   let listenerUrl: string;
   const received: string[] = [];
+  const logLines: string[] = [];
 
   before(async function () {
     // A server of its own: its secrets and small limits are this file's subject.
-    server = await readyServer({ ...SECRETS, ...LIMITS });
+    server = await readyServer(
+      { ...SECRETS, ...LIMITS, LOG_LEVEL: 'warn' },
+      { logStream: { write: (line: string) => void logLines.push(line) } },
+    );
     listener = createServer((request, response) => {
       received.push(`${request.method} ${request.url}`);
       response.end('{}');
@@ -199,5 +208,45 @@ describe('Policy code runs sandboxed (issue 33: items 1 and 4)', function () {
     });
     expect(answer.status, JSON.stringify(answer.body).slice(0, 500)).to.equal(400);
     expect(answer.body.error_description).to.include('POLICY_BUNDLE_MAX_BYTES').and.include('600000 bytes');
+  });
+
+  it('(f) does not give OPA a bundle whose stored rule (from before the sandbox) uses a forbidden builtin: OPA keeps its revision, the log names the rule', async function () {
+    const secret = await confidentialClient(server, 'sandbox-client');
+    expect((await clientCredentials(server, 'sandbox-client', secret)).status).to.equal(200);
+    await policyInForce(server);
+    const health = async () => {
+      const response = await server.request('/healthz');
+      return { status: response.status, body: (await response.json()) as any };
+    };
+    const served = (await health()).body.policyRevision.opa as string;
+    // Written behind the Admin API, as a rule stored before this change was.
+    const rules = server.store.collection<PolicyRuleDoc>(POLICY_RULES, DEFAULT_TENANT);
+    const stored = (await rules.findOne({ path: TOKEN_RULE, tenantId: null }))!;
+    const planted = tokenRule(`sprintf("%v", [http.send({"method": "get", "url": "${listenerUrl}"}).status_code])`);
+    await rules.upsert({ ...stored, content: planted, updatedAt: new Date().toISOString() });
+    try {
+      const bundle = await server.request('/policy/bundle.tar.gz', {
+        headers: { authorization: `Bearer ${SECRETS.POLICY_BUNDLE_TOKEN}` },
+      });
+      expect(bundle.status).to.equal(503);
+      await eventually(
+        async () =>
+          logLines.some(
+            (line) => line.includes('arbiter/token/token.rego') && line.includes('http.send is not allowed'),
+          ),
+        10_000,
+      );
+      // OPA still decides with the revision it had: the token is granted, and nothing was sent out.
+      expect((await clientCredentials(server, 'sandbox-client', secret)).status).to.equal(200);
+      expect(received).to.deep.equal([]);
+      await eventually(async () => (await health()).status === 503, 15_000);
+      const { body } = await health();
+      expect(body.policy).to.include('older revision');
+      expect(body.policyRevision.opa).to.equal(served);
+    } finally {
+      await rules.upsert({ ...stored, updatedAt: new Date().toISOString() });
+    }
+    await policyInForce(server);
+    expect(received).to.deep.equal([]);
   });
 });

@@ -18,7 +18,7 @@ import type { Store } from '../../store/index.js';
 import { buildBundle, snapshotOf, type PolicySnapshot } from './build.js';
 import { contractExampleInputs, trialProblem, type TrialInput } from './trial.js';
 import { inScratchDirectory, OpaBusyError, opaMessage, runOpa } from '../opa/binary.js';
-import { policySandboxLimits } from '../opa/sandbox.js';
+import { NOT_ALLOWED, policySandboxLimits } from '../opa/sandbox.js';
 import {
   isBundled,
   isBundledShadow,
@@ -29,6 +29,22 @@ import {
   type PolicyDataDoc,
   type PolicyRuleDoc,
 } from '../records.js';
+
+/**
+ * Null when OPA may be given this bundle, else OPA's message naming the forbidden builtins its
+ * rules use (opa/sandbox.ts). Every write is checked so, but a rule stored before the sandbox
+ * (or written to the store behind the Admin API) is found here, before the managed OPA, which
+ * takes no capabilities, would run it. Other compile errors are left for OPA to refuse.
+ */
+export async function sandboxProblem(opaBinary: string, bundle: Buffer): Promise<string | null> {
+  return inScratchDirectory('arbiter-bundle-sandbox-', async (dir) => {
+    const file = join(dir, 'bundle.tar.gz');
+    await writeFile(file, bundle);
+    const checked = await runOpa(opaBinary, ['check', '--bundle', file]);
+    const message = opaMessage(checked, file, dir);
+    return checked.exitCode !== 0 && message.includes(NOT_ALLOWED) ? message : null;
+  });
+}
 
 /** One record written (as it would be stored, with its path or data key), or deleted (null: the record `replacesId`). */
 export type RecordChange = (

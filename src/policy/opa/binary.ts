@@ -54,6 +54,14 @@ export class OpaBusyError extends Error {
   }
 }
 
+/** The OPA binary cannot be started (not installed, not executable). */
+export class OpaNotFoundError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OpaNotFoundError';
+  }
+}
+
 /** A run killed at a limit (time, memory): the code it ran is too costly, the message names the limit. */
 export class OpaLimitError extends Error {
   constructor(message: string) {
@@ -71,7 +79,9 @@ export class OpaLimitError extends Error {
  */
 export async function runOpa(binary: string, args: string[], options: { timeoutMs?: number } = {}): Promise<OpaRun> {
   const executable = absolutePath(binary);
-  const capabilities = await capabilitiesFileOf(executable);
+  const capabilities = await capabilitiesFileOf(executable).catch((error: Error) => {
+    throw new OpaNotFoundError(error.message);
+  });
   const limits = policySandboxLimits();
   const release = await opaSlots.acquire(limits);
   try {
@@ -117,7 +127,9 @@ function runSandboxed(
     child.once('error', (error: NodeJS.ErrnoException) => {
       done();
       reject(
-        new Error(`cannot run ${binary} (${error.code ?? error.message}); run scripts/install-opa.sh or set OPA_BIN`),
+        new OpaNotFoundError(
+          `cannot run ${binary} (${error.code ?? error.message}); run scripts/install-opa.sh or set OPA_BIN`,
+        ),
       );
     });
     child.once('close', (code) => {

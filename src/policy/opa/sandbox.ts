@@ -101,11 +101,14 @@ export function withCapabilities(args: string[], capabilitiesFile: string): stri
   return COMMANDS_WITH_CAPABILITIES.has(command) ? [command, '--capabilities', capabilitiesFile, ...rest] : args;
 }
 
+/** How a message names a forbidden builtin (a rule's 400, the log line of a bundle not served). */
+export const NOT_ALLOWED = 'is not allowed in Arbiter policies';
+
 /** OPA's "undefined function" for a forbidden builtin, said as what it is. */
 export function explainForbiddenBuiltins(message: string): string {
   return message.replace(/(?:rego_type_error: )?undefined function ([\w.]+)/g, (whole, name: string) => {
     const why = FORBIDDEN_BUILTINS.get(name);
-    return why ? `${name} is not allowed in Arbiter policies (${why})` : whole;
+    return why ? `${name} ${NOT_ALLOWED} (${why})` : whole;
   });
 }
 
