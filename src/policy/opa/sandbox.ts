@@ -131,17 +131,21 @@ export function capabilitiesFileOf(binary: string): Promise<string> {
 }
 
 async function writeCapabilitiesFile(binary: string): Promise<string> {
-  const current = JSON.parse(await currentCapabilities(binary)) as { builtins: { name: string }[] };
-  const restricted = {
-    ...current,
-    builtins: current.builtins.filter((builtin) => !FORBIDDEN_BUILTINS.has(builtin.name)),
-    allow_net: [],
-  };
   const dir = await mkdtemp(join(tmpdir(), 'arbiter-capabilities-'));
   process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
   const file = join(dir, 'capabilities.json');
-  await writeFile(file, JSON.stringify(restricted), { mode: 0o600 });
+  await writeFile(file, restrictedCapabilities(await currentCapabilities(binary)), { mode: 0o600 });
   return file;
+}
+
+/** `opa capabilities --current` (its JSON) less the forbidden builtins; also what scripts/opa-test.sh checks the pack with. */
+export function restrictedCapabilities(current: string): string {
+  const capabilities = JSON.parse(current) as { builtins: { name: string }[] };
+  return JSON.stringify({
+    ...capabilities,
+    builtins: capabilities.builtins.filter((builtin) => !FORBIDDEN_BUILTINS.has(builtin.name)),
+    allow_net: [],
+  });
 }
 
 function currentCapabilities(binary: string): Promise<string> {
