@@ -10,6 +10,7 @@ import {
   explainForbiddenBuiltins,
   policySandboxLimits,
   withCapabilities,
+  type PolicySandboxLimits,
 } from './sandbox.js';
 
 /** Where scripts/install-opa.sh puts the pinned OPA (GOBIN=<repo>/.bin). */
@@ -77,7 +78,7 @@ export class OpaLimitError extends Error {
  * when the binary cannot be started, with OpaBusyError when no run is free within the wait,
  * with OpaLimitError when the run was killed at a limit.
  */
-export async function runOpa(binary: string, args: string[], options: { timeoutMs?: number } = {}): Promise<OpaRun> {
+export async function runOpa(binary: string, args: string[]): Promise<OpaRun> {
   const executable = absolutePath(binary);
   const capabilities = await capabilitiesFileOf(executable).catch((error: Error) => {
     throw new OpaNotFoundError(error.message);
@@ -85,10 +86,7 @@ export async function runOpa(binary: string, args: string[], options: { timeoutM
   const limits = policySandboxLimits();
   const release = await opaSlots.acquire(limits);
   try {
-    return await runSandboxed(executable, withCapabilities(args, capabilities), {
-      timeoutMs: options.timeoutMs ?? limits.timeoutMs,
-      memoryBytes: limits.memoryBytes,
-    });
+    return await runSandboxed(executable, withCapabilities(args, capabilities), limits);
   } finally {
     release();
   }
@@ -97,7 +95,7 @@ export async function runOpa(binary: string, args: string[], options: { timeoutM
 function runSandboxed(
   binary: string,
   args: string[],
-  limits: { timeoutMs: number; memoryBytes: number },
+  limits: Pick<PolicySandboxLimits, 'timeoutMs' | 'memoryBytes'>,
 ): Promise<OpaRun> {
   return new Promise((resolve, reject) => {
     const child = spawn(binary, args, { env: cliEnvironment(limits.memoryBytes), stdio: ['ignore', 'pipe', 'pipe'] });
