@@ -7,7 +7,18 @@ set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$repo/scripts/install-opa.sh"
-"$repo/.bin/opa" check --strict "$repo/policies"
+# The pack is checked and tested with the capabilities of the server's sandbox (src/policy/opa/sandbox.ts):
+# a builtin that reaches outside (http.send, opa.runtime, …) is refused here as it would be at write.
+scratch="$(mktemp -d)"
+trap 'rm -rf "$scratch"' EXIT
+capabilities="$scratch/capabilities.json"
+"$repo/.bin/opa" capabilities --current >"$scratch/current.json"
+bash "$repo/scripts/run.sh" tsx -e "
+  import { readFileSync } from 'node:fs';
+  import { restrictedCapabilities } from './src/policy/opa/sandbox.ts';
+  process.stdout.write(restrictedCapabilities(readFileSync('$scratch/current.json', 'utf8')));
+" >"$capabilities"
+"$repo/.bin/opa" check --strict --capabilities "$capabilities" "$repo/policies"
 if ! "$repo/.bin/opa" fmt --list --fail "$repo/policies" >/dev/null; then
   echo "opa-test: not formatted as opa fmt writes it (run: .bin/opa fmt -w policies):" >&2
   "$repo/.bin/opa" fmt --list "$repo/policies" >&2
@@ -23,4 +34,4 @@ for file in "$repo"/policies/arbiter/*/*.rego; do
   case "$file" in */lib/* | */fixtures/* | *_test.rego) continue ;; esac
   grep -q '^# entrypoint: true$' "$file" || { echo "opa-test: $file has no METADATA entrypoint: true" >&2; exit 1; }
 done
-exec "$repo/.bin/opa" test "$repo/policies" "$@"
+"$repo/.bin/opa" test --capabilities "$capabilities" "$repo/policies" "$@"

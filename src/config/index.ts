@@ -58,6 +58,18 @@ export interface Config {
   policyShadowQueue: number;
   /** The most of the event loop a replay (impact analysis, shadow evaluation) takes while live requests wait. */
   policyReplayShare: number;
+  /** OPA CLI runs (rule checks, trial runs, Wasm builds, replays) at once per process; the rest wait. */
+  policyOpaConcurrency: number;
+  /** How long an OPA CLI run waits for its turn before the request is answered 503. */
+  policyOpaQueueMs: number;
+  /** An OPA CLI run taking longer is killed (the rule is refused, naming the limit). */
+  policyOpaTimeoutMs: number;
+  /** An OPA CLI run whose resident memory grows over this is killed (the rule is refused, naming the limit). */
+  policyOpaMemoryMb: number;
+  /** The largest policy rule (Rego or Cedar) a write may store. */
+  policyRuleMaxBytes: number;
+  /** The largest policy bundle (every bundled rule and data entry) a write may make. */
+  policyBundleMaxBytes: number;
   adminApiKey: string;
   /** True when no admin key was configured and one was generated for this run. */
   adminApiKeyGenerated: boolean;
@@ -142,6 +154,12 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   POLICY_SHADOW_SAMPLE_RATE: 'policyShadowSampleRate',
   POLICY_SHADOW_QUEUE: 'policyShadowQueue',
   POLICY_REPLAY_SHARE: 'policyReplayShare',
+  POLICY_OPA_CONCURRENCY: 'policyOpaConcurrency',
+  POLICY_OPA_QUEUE_MS: 'policyOpaQueueMs',
+  POLICY_OPA_TIMEOUT_MS: 'policyOpaTimeoutMs',
+  POLICY_OPA_MEMORY_MB: 'policyOpaMemoryMb',
+  POLICY_RULE_MAX_BYTES: 'policyRuleMaxBytes',
+  POLICY_BUNDLE_MAX_BYTES: 'policyBundleMaxBytes',
   SERVICE_ADMIN_API_KEY: 'adminApiKey',
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
@@ -211,6 +229,12 @@ const SCHEMA = {
     policyShadowSampleRate: { type: 'number', minimum: 0, maximum: 1 },
     policyShadowQueue: { type: 'integer', minimum: 0, maximum: 1000000 },
     policyReplayShare: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
+    policyOpaConcurrency: { type: 'integer', minimum: 1, maximum: 64 },
+    policyOpaQueueMs: positive,
+    policyOpaTimeoutMs: positive,
+    policyOpaMemoryMb: { type: 'integer', minimum: 32 },
+    policyRuleMaxBytes: positive,
+    policyBundleMaxBytes: positive,
     adminApiKey: { type: ['string', 'null'], minLength: 16 },
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },

@@ -21,6 +21,7 @@ import {
   localWasmCompiler,
   ManagedOpa,
   resolveOpaBinary,
+  configurePolicySandbox,
   type WasmBuild,
   type WasmCompiler,
 } from '../policy/index.js';
@@ -102,6 +103,7 @@ class Primary {
       crashes: 0,
       restart: null,
     }));
+    configurePolicySandbox(config);
     this.compiler = localWasmCompiler(resolveOpaBinary(config.opaBin));
     const up = this.up;
     new Gauge({

@@ -2,6 +2,8 @@ import type { Logger } from '../../log/index.js';
 import type { Store } from '../../store/index.js';
 import { buildBundle, snapshotOf, type PolicySnapshot } from './build.js';
 import { loadBundledRecords } from '../records.js';
+import { OpaNotFoundError, resolveOpaBinary } from '../opa/binary.js';
+import { sandboxProblem } from './validate.js';
 
 /**
  * The current shared policy set, read from the store. Reads are cheap (two queries) but
@@ -16,6 +18,7 @@ export class PolicySnapshots {
   constructor(
     private readonly store: Store,
     private readonly log: Logger,
+    private readonly opaBinary = resolveOpaBinary(null),
   ) {}
 
   /** The snapshot, re-read from the store when the cached one is older than `maxAgeMs` (0: always re-read). */
@@ -33,12 +36,31 @@ export class PolicySnapshots {
     return this.latest?.snapshot ?? null;
   }
 
-  /** The gzipped bundle of a snapshot, built once per revision. */
+  /**
+   * The gzipped bundle of a snapshot, built once per revision; refused (the promise rejects, the
+   * bundle route answers OPA 503 and OPA keeps the revision it has) while a rule uses a builtin
+   * the sandbox forbids. A refusal is not kept: the next request checks again.
+   */
   bundle(snapshot: PolicySnapshot): Promise<Buffer> {
     if (this.builtBundle?.revision !== snapshot.revision) {
-      this.builtBundle = { revision: snapshot.revision, body: buildBundle(snapshot) };
+      const body = buildBundle(snapshot).then((bundle) => this.sandboxed(snapshot.revision, bundle));
+      this.builtBundle = { revision: snapshot.revision, body };
+      body.catch(() => {
+        if (this.builtBundle?.body === body) this.builtBundle = null;
+      });
     }
     return this.builtBundle.body;
+  }
+
+  /** The bundle, once OPA with the sandbox's capabilities finds no forbidden builtin in it (no local OPA: a warning). */
+  private async sandboxed(revision: string, bundle: Buffer): Promise<Buffer> {
+    const problem = await sandboxProblem(this.opaBinary, bundle).catch((error: unknown) => {
+      if (!(error instanceof OpaNotFoundError)) throw error;
+      this.log.warn({ revision, reason: error.message }, 'policy bundle served unchecked by the sandbox');
+      return null;
+    });
+    if (problem) throw new Error(`policy bundle revision ${revision} is not served: ${problem}`);
+    return bundle;
   }
 
   private async reload(): Promise<PolicySnapshot> {

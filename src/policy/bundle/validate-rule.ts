@@ -6,7 +6,8 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DECISION_ROOT, bundlePathProblem } from './build.js';
 import { cedar, formatCedarErrors } from '../cedar/wasm.js';
-import { inScratchDirectory, opaMessage, runOpa } from '../opa/binary.js';
+import { inScratchDirectory, OpaBusyError, opaMessage, runOpa } from '../opa/binary.js';
+import { policySandboxLimits } from '../opa/sandbox.js';
 
 export type RuleKind = 'rego' | 'cedar';
 
@@ -26,9 +27,20 @@ export async function validateRule(
   companions: CompanionRule[] = [],
 ): Promise<string | null> {
   if (kind !== 'rego' && kind !== 'cedar') return 'kind must be rego or cedar';
+  const sizeProblem = ruleSizeProblem(content);
+  if (sizeProblem) return sizeProblem;
   const pathProblem = bundlePathProblem(kind, path);
   if (pathProblem) return pathProblem;
   return kind === 'cedar' ? validateCedar(content) : validateRego(opaBinary, path, content, companions);
+}
+
+/** Parsing and compiling a rule costs with its size (an 800 KB Cedar rule took 27 s): a rule over the limit is refused unread. */
+function ruleSizeProblem(content: string): string | null {
+  const bytes = Buffer.byteLength(content);
+  const { ruleMaxBytes } = policySandboxLimits();
+  return bytes > ruleMaxBytes
+    ? `content is ${bytes} bytes, over the limit of ${ruleMaxBytes} bytes for a rule (POLICY_RULE_MAX_BYTES)`
+    : null;
 }
 
 function validateCedar(content: string): string | null {
@@ -42,8 +54,10 @@ function validateCedar(content: string): string | null {
 /**
  * `opa check` compiles the rule exactly as OPA will, next to the other bundled rules so that
  * references to shared helpers resolve; a companion in the candidate's own package is left
- * out (the candidate stands in for it, e.g. a versioned draft of a bundled decision).
- * `opa parse` then tells the candidate's package.
+ * out (the candidate stands in for it, e.g. a versioned draft of a bundled decision). It runs
+ * with the sandbox's capabilities (opa/sandbox.ts): a rule using a builtin that reaches outside
+ * (http.send, opa.runtime, …) is refused here, naming it. `opa parse` then tells the
+ * candidate's package. A run over a limit refuses the rule naming the limit; no run free is a 503.
  */
 async function validateRego(
   opaBinary: string,
@@ -66,6 +80,7 @@ async function validateRego(
       return packageProblem(parsed.stdout);
     });
   } catch (error) {
+    if (error instanceof OpaBusyError) throw error;
     return `the rule could not be checked: ${(error as Error).message}`;
   }
 }

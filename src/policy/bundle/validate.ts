@@ -17,7 +17,8 @@ import { join } from 'node:path';
 import type { Store } from '../../store/index.js';
 import { buildBundle, snapshotOf, type PolicySnapshot } from './build.js';
 import { contractExampleInputs, trialProblem, type TrialInput } from './trial.js';
-import { inScratchDirectory, opaMessage, runOpa } from '../opa/binary.js';
+import { inScratchDirectory, OpaBusyError, opaMessage, runOpa } from '../opa/binary.js';
+import { NOT_ALLOWED, policySandboxLimits } from '../opa/sandbox.js';
 import {
   isBundled,
   isBundledShadow,
@@ -28,6 +29,22 @@ import {
   type PolicyDataDoc,
   type PolicyRuleDoc,
 } from '../records.js';
+
+/**
+ * Null when OPA may be given this bundle, else OPA's message naming the forbidden builtins its
+ * rules use (opa/sandbox.ts). Every write is checked so, but a rule stored before the sandbox
+ * (or written to the store behind the Admin API) is found here, before the managed OPA, which
+ * takes no capabilities, would run it. Other compile errors are left for OPA to refuse.
+ */
+export async function sandboxProblem(opaBinary: string, bundle: Buffer): Promise<string | null> {
+  return inScratchDirectory('arbiter-bundle-sandbox-', async (dir) => {
+    const file = join(dir, 'bundle.tar.gz');
+    await writeFile(file, bundle);
+    const checked = await runOpa(opaBinary, ['check', '--bundle', file]);
+    const message = opaMessage(checked, file, dir);
+    return checked.exitCode !== 0 && message.includes(NOT_ALLOWED) ? message : null;
+  });
+}
 
 /** One record written (as it would be stored, with its path or data key), or deleted (null: the record `replacesId`). */
 export type RecordChange = (
@@ -86,6 +103,8 @@ export async function tryBundleWith(
   if (!touched) return { snapshot, touched };
   const what =
     described.length === 1 ? `this change${described[0]}` : `these changes (${described.map(bare).join(', ')})`;
+  const tooBig = bundleSizeProblem(next, layers.live);
+  if (tooBig) return { problem: `the policy bundle would be too big with ${what}: ${tooBig}` };
   try {
     const problem = await inScratchDirectory('arbiter-bundle-check-', async (dir) => {
       const file = join(dir, 'bundle.tar.gz');
@@ -99,8 +118,30 @@ export async function tryBundleWith(
     });
     return problem ? { problem } : { snapshot, touched };
   } catch (error) {
+    // No OPA run free now is no fault of the change: a 503 to retry, not a refusal.
+    if (error instanceof OpaBusyError) throw error;
     return { problem: `the policy bundle could not be built with ${what}: ${(error as Error).message}` };
   }
+}
+
+/**
+ * Every OPA run and the managed OPA hold the whole bundle: one over POLICY_BUNDLE_MAX_BYTES
+ * (rules and data as stored) is refused, unless the change makes it smaller than the bundle in
+ * force (so that a limit lowered below the live bundle still lets it shrink).
+ */
+function bundleSizeProblem(next: BundledRecords, live: BundledRecords): string | null {
+  const { bundleMaxBytes } = policySandboxLimits();
+  const bytes = bundleBytes(next);
+  if (bytes <= bundleMaxBytes || bytes < bundleBytes(live)) return null;
+  return `its rules and data would be ${bytes} bytes, over the limit of ${bundleMaxBytes} bytes (POLICY_BUNDLE_MAX_BYTES)`;
+}
+
+function bundleBytes(records: BundledRecords): number {
+  const sizes = [
+    ...records.rules.map((rule) => Buffer.byteLength(rule.content ?? '')),
+    ...records.data.map((entry) => Buffer.byteLength(entry.payload ?? '')),
+  ];
+  return sizes.reduce((total, size) => total + size, 0);
 }
 
 /** The records with one change made: the record it replaces (by id, or by its path or data key) leaves, the new one joins. */

@@ -1,21 +1,32 @@
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { projectPath } from '../../config/index.js';
+import {
+  capabilitiesFileOf,
+  cliEnvironment,
+  explainForbiddenBuiltins,
+  policySandboxLimits,
+  withCapabilities,
+  type PolicySandboxLimits,
+} from './sandbox.js';
 
 /** Where scripts/install-opa.sh puts the pinned OPA (GOBIN=<repo>/.bin). */
 export const PROJECT_OPA = projectPath('.bin', 'opa');
 
-/** config.opaBin when set, else the project's .bin/opa when it exists, else `opa` from PATH. */
+/**
+ * config.opaBin when set, else the project's .bin/opa when it exists, else `opa` from PATH; a
+ * bare name is looked up in the server's PATH here, as OPA's processes get no PATH of their own.
+ */
 export function resolveOpaBinary(configured: string | null): string {
-  if (configured) return configured;
+  if (configured) return absolutePath(configured);
   try {
     accessSync(PROJECT_OPA, constants.X_OK);
     return PROJECT_OPA;
   } catch {
-    return 'opa';
+    return absolutePath('opa');
   }
 }
 
@@ -25,20 +36,189 @@ export interface OpaRun {
   stderr: string;
 }
 
-/** Runs an opa CLI command to completion; rejects only when the binary cannot be started. */
-export function runOpa(binary: string, args: string[], timeoutMs = 15_000): Promise<OpaRun> {
+/** What a run writes to stdout beyond this is cut off and the run killed (it then fails). */
+const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
+/** How often a run's resident memory is read. */
+const MEMORY_CHECK_MS = 50;
+
+/**
+ * No OPA run was free within the wait: a 503 for the caller to retry (an Unavailable, see
+ * src/http/errors.ts, recognised by its shape).
+ */
+export class OpaBusyError extends Error {
+  readonly status = 503;
+  readonly error = 'temporarily_unavailable';
+  readonly dependency = 'policy evaluation';
+  constructor(readonly reason: string) {
+    super(reason);
+    this.name = 'OpaBusyError';
+  }
+}
+
+/** The OPA binary cannot be started (not installed, not executable). */
+export class OpaNotFoundError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OpaNotFoundError';
+  }
+}
+
+/** A run killed at a limit (time, memory): the code it ran is too costly, the message names the limit. */
+export class OpaLimitError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'OpaLimitError';
+  }
+}
+
+/**
+ * Runs an opa CLI command to completion in the sandbox (sandbox.ts): the capabilities file
+ * of this binary on every command that compiles Rego, an environment of its own, at most
+ * `concurrency` runs at once in this process, killed past the time or memory limit. Rejects
+ * when the binary cannot be started, with OpaBusyError when no run is free within the wait,
+ * with OpaLimitError when the run was killed at a limit.
+ */
+export async function runOpa(binary: string, args: string[]): Promise<OpaRun> {
+  const executable = absolutePath(binary);
+  const capabilities = await capabilitiesFileOf(executable).catch((error: Error) => {
+    throw new OpaNotFoundError(error.message);
+  });
+  const limits = policySandboxLimits();
+  const release = await opaSlots.acquire(limits);
+  try {
+    return await runSandboxed(executable, withCapabilities(args, capabilities), limits);
+  } finally {
+    release();
+  }
+}
+
+function runSandboxed(
+  binary: string,
+  args: string[],
+  limits: Pick<PolicySandboxLimits, 'timeoutMs' | 'memoryBytes'>,
+): Promise<OpaRun> {
   return new Promise((resolve, reject) => {
-    execFile(binary, args, { timeout: timeoutMs, maxBuffer: 4 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = (error as NodeJS.ErrnoException | null)?.code;
-      if (code === 'ENOENT' || code === 'EACCES') {
-        reject(new Error(`cannot run ${binary} (${code}); run scripts/install-opa.sh or set OPA_BIN`));
-        return;
-      }
-      const exitCode = error ? (typeof code === 'number' ? code : 1) : 0;
-      resolve({ exitCode, stdout: String(stdout), stderr: String(stderr) });
+    const child = spawn(binary, args, { env: cliEnvironment(limits.memoryBytes), stdio: ['ignore', 'pipe', 'pipe'] });
+    const stdout = new OutputBuffer(() => child.kill('SIGKILL'));
+    const stderr = new OutputBuffer(() => child.kill('SIGKILL'));
+    child.stdout.on('data', (chunk: Buffer) => stdout.add(chunk));
+    child.stderr.on('data', (chunk: Buffer) => stderr.add(chunk));
+    let stoppedAt: string | null = null;
+    const stop = (limit: string) => {
+      stoppedAt ??= limit;
+      child.kill('SIGKILL');
+    };
+    const timer = setTimeout(
+      () => stop(`it ran longer than POLICY_OPA_TIMEOUT_MS (${limits.timeoutMs} ms)`),
+      limits.timeoutMs,
+    );
+    const watcher = setInterval(() => {
+      void residentBytes(child.pid).then((bytes) => {
+        if (bytes > limits.memoryBytes)
+          stop(`it used more than POLICY_OPA_MEMORY_MB (${Math.floor(limits.memoryBytes / 1024 / 1024)} MB)`);
+      });
+    }, MEMORY_CHECK_MS);
+    const done = () => {
+      clearTimeout(timer);
+      clearInterval(watcher);
+    };
+    child.once('error', (error: NodeJS.ErrnoException) => {
+      done();
+      reject(
+        new OpaNotFoundError(
+          `cannot run ${binary} (${error.code ?? error.message}); run scripts/install-opa.sh or set OPA_BIN`,
+        ),
+      );
+    });
+    child.once('close', (code) => {
+      done();
+      if (stoppedAt) reject(new OpaLimitError(`OPA was stopped: ${stoppedAt}`));
+      else resolve({ exitCode: code ?? 1, stdout: stdout.text(), stderr: stderr.text() });
     });
   });
 }
+
+/** A stream's output up to MAX_OUTPUT_BYTES; `overflow` is called once when it would be more. */
+class OutputBuffer {
+  private readonly chunks: Buffer[] = [];
+  private bytes = 0;
+  constructor(private readonly overflow: () => void) {}
+  add(chunk: Buffer): void {
+    if (this.bytes + chunk.length > MAX_OUTPUT_BYTES) {
+      if (this.bytes <= MAX_OUTPUT_BYTES) this.overflow();
+      this.bytes = MAX_OUTPUT_BYTES + 1;
+      return;
+    }
+    this.bytes += chunk.length;
+    this.chunks.push(chunk);
+  }
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+/** The process's resident memory (VmRSS of /proc/<pid>/status); 0 where /proc cannot tell (GOMEMLIMIT still applies). */
+async function residentBytes(pid: number | undefined): Promise<number> {
+  if (!pid) return 0;
+  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+  const kilobytes = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
+  return kilobytes ? Number(kilobytes) * 1024 : 0;
+}
+
+/** A bare command name as found in the server's PATH (unchanged when it is not there, or is a path already). */
+function absolutePath(binary: string): string {
+  if (binary.includes('/')) return binary;
+  for (const dir of (process.env.PATH ?? '').split(delimiter).filter(Boolean)) {
+    const candidate = join(dir, binary);
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not in this folder
+    }
+  }
+  return binary;
+}
+
+/** At most `concurrency` OPA runs at once in this process; the others wait their turn, at most `queueWaitMs`. */
+class RunSlots {
+  private running = 0;
+  private readonly waiting: (() => void)[] = [];
+
+  async acquire(limits: { concurrency: number; queueWaitMs: number }): Promise<() => void> {
+    if (this.running >= limits.concurrency) await this.waitForTurn(limits);
+    else this.running += 1;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const next = this.waiting.shift();
+      // The slot passes straight to the next waiter, so the count stays as it is.
+      if (next) next();
+      else this.running -= 1;
+    };
+  }
+
+  private waitForTurn(limits: { concurrency: number; queueWaitMs: number }): Promise<void> {
+    return new Promise((resolve, reject) => {
+      const turn = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+      const timer = setTimeout(() => {
+        this.waiting.splice(this.waiting.indexOf(turn), 1);
+        reject(
+          new OpaBusyError(
+            `policy evaluation is busy, retry: ${limits.concurrency} OPA runs at once (POLICY_OPA_CONCURRENCY), none free within ${limits.queueWaitMs} ms (POLICY_OPA_QUEUE_MS)`,
+          ),
+        );
+      }, limits.queueWaitMs);
+      this.waiting.push(turn);
+    });
+  }
+}
+
+const opaSlots = new RunSlots();
 
 /** Runs `work` in a fresh scratch directory for the files an opa command reads and writes; the directory is removed afterwards, whatever happens. */
 export async function inScratchDirectory<T>(prefix: string, work: (dir: string) => Promise<T>): Promise<T> {
@@ -50,7 +230,11 @@ export async function inScratchDirectory<T>(prefix: string, work: (dir: string) 
   }
 }
 
-/** What a failed opa command said, without the scratch paths (`<path>/`, in the order given) in front of file names. */
+/**
+ * What a failed opa command said, without the scratch paths (`<path>/`, in the order given) in
+ * front of file names, and a forbidden builtin named as such (not as an undefined function).
+ */
 export function opaMessage(run: OpaRun, ...paths: string[]): string {
-  return paths.reduce((message, path) => message.replaceAll(`${path}/`, ''), run.stderr || run.stdout).trim();
+  const message = paths.reduce((text, path) => text.replaceAll(`${path}/`, ''), run.stderr || run.stdout).trim();
+  return explainForbiddenBuiltins(message);
 }

@@ -107,7 +107,9 @@ export class ManagedOpa {
 
   private async spawnAndWait(): Promise<void> {
     const child = spawn(this.options.binary, this.arguments(), {
-      env: { ...process.env, [TOKEN_VARIABLE]: this.options.bundleToken },
+      // Nothing of the server's environment (its secrets) for a rule's opa.runtime() to read:
+      // only the variable OPA's config needs (sandbox.ts keeps such builtins out of the bundle too).
+      env: { [TOKEN_VARIABLE]: this.options.bundleToken },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.child = child;
