@@ -128,7 +128,7 @@ export async function createPolicyEngine(options: PolicyEngineOptions): Promise<
     log,
     inProcessLog: options.log.child({ component: 'rego-in-process' }),
     opaBinary,
-    compileWasm: options.compileWasm ?? localWasmCompiler(opaBinary),
+    compileWasm: options.compileWasm ?? localWasmCompiler(opaBinary, 'live'),
     managed,
     managedPid: () => managed?.pid ?? shared?.pid(),
     store: options.store,

@@ -104,7 +104,7 @@ class Primary {
       restart: null,
     }));
     configurePolicySandbox(config);
-    this.compiler = localWasmCompiler(resolveOpaBinary(config.opaBin));
+    this.compiler = localWasmCompiler(resolveOpaBinary(config.opaBin), 'live');
     const up = this.up;
     new Gauge({
       name: 'arbiter_workers_up',

@@ -40,7 +40,7 @@ export async function sandboxProblem(opaBinary: string, bundle: Buffer): Promise
   return inScratchDirectory('arbiter-bundle-sandbox-', async (dir) => {
     const file = join(dir, 'bundle.tar.gz');
     await writeFile(file, bundle);
-    const checked = await runOpa(opaBinary, ['check', '--bundle', file]);
+    const checked = await runOpa(opaBinary, ['check', '--bundle', file], 'live');
     const message = opaMessage(checked, file, dir);
     return checked.exitCode !== 0 && message.includes(NOT_ALLOWED) ? message : null;
   });

@@ -78,13 +78,13 @@ export class OpaLimitError extends Error {
  * when the binary cannot be started, with OpaBusyError when no run is free within the wait,
  * with OpaLimitError when the run was killed at a limit.
  */
-export async function runOpa(binary: string, args: string[]): Promise<OpaRun> {
+export async function runOpa(binary: string, args: string[], lane: OpaLane = 'submitted'): Promise<OpaRun> {
   const executable = absolutePath(binary);
   const capabilities = await capabilitiesFileOf(executable).catch((error: Error) => {
     throw new OpaNotFoundError(error.message);
   });
   const limits = policySandboxLimits();
-  const release = await opaSlots.acquire(limits);
+  const release = await opaSlots[lane].acquire(limits);
   try {
     return await runSandboxed(executable, withCapabilities(args, capabilities), limits);
   } finally {
@@ -218,7 +218,14 @@ class RunSlots {
   }
 }
 
-const opaSlots = new RunSlots();
+/**
+ * Whose run it is: `submitted` for code an operator submits (validate, trial, impact, shadow),
+ * `live` for the policy in force (the served bundle's check, its Wasm build). Each lane has slots
+ * of its own, so that authors keeping every slot busy never hold back the revision in force.
+ */
+export type OpaLane = 'submitted' | 'live';
+
+const opaSlots: Record<OpaLane, RunSlots> = { submitted: new RunSlots(), live: new RunSlots() };
 
 /** Runs `work` in a fresh scratch directory for the files an opa command reads and writes; the directory is removed afterwards, whatever happens. */
 export async function inScratchDirectory<T>(prefix: string, work: (dir: string) => Promise<T>): Promise<T> {

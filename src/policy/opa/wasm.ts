@@ -15,14 +15,14 @@ import { extract } from 'tar-stream';
 import type { Logger } from '../../log/index.js';
 import type { PolicySnapshot } from '../bundle/build.js';
 import { DECISION_POINTS, type DecisionInput, type DecisionPoint } from '../contract/types.js';
-import { inScratchDirectory, opaMessage, runOpa } from './binary.js';
+import { inScratchDirectory, opaMessage, runOpa, type OpaLane } from './binary.js';
 import { resultVerdict, type RegoVerdict } from './driver.js';
 
 /**
  * Builtins the SDK implements in JavaScript (sprintf-js, JavaScript regular expressions, a YAML
  * library) instead of inside the module, where OPA's Go versions may answer differently. A
  * revision that needs one is left to OPA entirely. Builtins neither the module nor the SDK has
- * (time.parse_rfc3339_ns, http.send, …) stop the evaluation that calls them, which OPA then makes.
+ * (time.parse_rfc3339_ns, …) stop the evaluation that calls them, which OPA then makes.
  */
 const JAVASCRIPT_BUILTINS = new Set([
   'sprintf',
@@ -76,8 +76,8 @@ export type WasmBuild = { wasm: Uint8Array; points: DecisionPoint[] } | { proble
 export type WasmCompiler = (bundle: Buffer, revision: string) => Promise<WasmBuild>;
 
 /** The compiler of a lone process: this machine's OPA binary, run here. */
-export function localWasmCompiler(opaBinary: string): WasmCompiler {
-  return (bundle) => compileBundle(opaBinary, bundle);
+export function localWasmCompiler(opaBinary: string, lane: OpaLane = 'submitted'): WasmCompiler {
+  return (bundle) => compileBundle(opaBinary, bundle, lane);
 }
 
 /**
@@ -189,7 +189,7 @@ export async function compileRego(
 }
 
 /** `opa build -t wasm` of the bundle with one entrypoint per decision point it defines. */
-async function compileBundle(opaBinary: string, bundle: Buffer): Promise<WasmBuild> {
+async function compileBundle(opaBinary: string, bundle: Buffer, lane: OpaLane): Promise<WasmBuild> {
   return inScratchDirectory('arbiter-wasm-', async (dir) => {
     const input = join(dir, 'bundle.tar.gz');
     const output = join(dir, 'wasm.tar.gz');
@@ -197,7 +197,7 @@ async function compileBundle(opaBinary: string, bundle: Buffer): Promise<WasmBui
     const points = new Set<DecisionPoint>(DECISION_POINTS);
     while (points.size > 0) {
       const entrypoints = [...points].flatMap((point) => ['-e', entrypointOf(point)]);
-      const built = await runOpa(opaBinary, ['build', '-t', 'wasm', '-b', input, '-o', output, ...entrypoints]);
+      const built = await runOpa(opaBinary, ['build', '-t', 'wasm', '-b', input, '-o', output, ...entrypoints], lane);
       if (built.exitCode === 0) return { wasm: await wasmModuleOf(await readFile(output)), points: [...points] };
       const message = opaMessage(built, dir);
       const missing = MISSING_ENTRYPOINT.exec(message)?.[1] as DecisionPoint | undefined;
