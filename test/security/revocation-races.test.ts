@@ -1,8 +1,18 @@
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { withSignInServer } from '../support/dev-idp.js';
-import { basic, clientCredentials, confidentialClient, postForm } from '../support/oauth.js';
+import { FetchUserAgent } from '../support/browser.js';
+import {
+  arrivingAt,
+  authorizationRequest,
+  passDevIdpForms,
+  redeemCode,
+  registerPublicClient,
+  startRegisteredDevIdp,
+  withSignInServer,
+  type TestClient,
+} from '../support/dev-idp.js';
+import { basic, clientCredentials, confidentialClient, postForm, type JsonResponse } from '../support/oauth.js';
 import type { TestServer } from '../support/server.js';
 
 /**
@@ -32,17 +42,18 @@ describe('Revocation races: nothing outlives what it hangs on', function () {
     return answer.body.active === true;
   }
 
-  /** The Admin API's client record as a replace body, with `enabled` set. */
-  async function setEnabled(clientId: string, enabled: boolean): Promise<void> {
+  /** Replaces an Admin API record (`/clients/<id>`, `/identity-providers/<id>`) with `enabled` set. */
+  async function setEnabledAt(path: string, enabled: boolean): Promise<void> {
     const {
       id: _id,
       createdAt: _created,
       updatedAt: _updated,
       ...fields
-    } = (await server.admin('GET', `/clients/${clientId}`)).body as Record<string, unknown>;
-    const answer = await server.admin('PUT', `/clients/${clientId}`, { ...fields, enabled });
+    } = (await server.admin('GET', path)).body as Record<string, unknown>;
+    const answer = await server.admin('PUT', path, { ...fields, enabled });
     expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
   }
+  const setEnabled = (clientId: string, enabled: boolean) => setEnabledAt(`/clients/${clientId}`, enabled);
 
   describe('a client disabled while tokens are being issued to it', function () {
     const ROUNDS = 4;
@@ -77,4 +88,64 @@ describe('Revocation races: nothing outlives what it hangs on', function () {
       expect(revived.length, `${revived.length} of ${issued} tokens active after enabling again`).to.equal(0);
     });
   });
+
+  describe('an identity provider disabled', function () {
+    const REDIRECT_URI = 'http://127.0.0.1:1/revocation-races/callback';
+
+    it("takes its users' tokens with it, refresh included, and enabling it again revives nothing", async function () {
+      const spa = await registerPublicClient(server, REDIRECT_URI, { clientId: unique('spa') });
+      const idp = await startRegisteredDevIdp(server, { idpId: unique('idp') });
+      try {
+        const viaIdp = await signIn(spa, unique('ann'), { upstream_idp: idp.idpId });
+        const viaDefault = await signIn(spa, unique('bob'));
+        expect(await isActive(viaIdp.access)).to.equal(true);
+
+        await setEnabledAt(`/identity-providers/${idp.idpId}`, false);
+        await expectDead(viaIdp, spa);
+        await setEnabledAt(`/identity-providers/${idp.idpId}`, true);
+        await expectDead(viaIdp, spa);
+        expect(await isActive(viaDefault.access), "another provider's user").to.equal(true);
+      } finally {
+        await idp.close();
+      }
+    });
+  });
+
+  interface UserTokens {
+    access: string;
+    refresh: string;
+  }
+
+  /** A browser sign-in of `login` at the development IdP (or the one `extra.upstream_idp` names), its code redeemed. */
+  async function signIn(
+    testClient: TestClient,
+    login: string,
+    extra: Record<string, string> = {},
+  ): Promise<UserTokens> {
+    const request = await authorizationRequest(server, testClient, extra);
+    const agent = new FetchUserAgent();
+    const loginPage = await agent.navigate(request.url, arrivingAt(testClient.redirectUri));
+    const arrived = (await passDevIdpForms(agent, loginPage, login, arrivingAt(testClient.redirectUri))).url;
+    const code = arrived.searchParams.get('code');
+    expect(code, arrived.href).to.be.a('string');
+    const { status, body } = await redeemCode(server, testClient, code!, request.codeVerifier);
+    expect(status, JSON.stringify(body)).to.equal(200);
+    expect(body.refresh_token).to.be.a('string');
+    return { access: body.access_token, refresh: body.refresh_token };
+  }
+
+  /** Introspection inactive (access and refresh token), UserInfo 401, refresh invalid_grant. */
+  async function expectDead(tokens: UserTokens, testClient: TestClient): Promise<void> {
+    expect(await isActive(tokens.access), 'the access token').to.equal(false);
+    expect(await isActive(tokens.refresh), 'the refresh token').to.equal(false);
+    const userinfo = await server.request('/userinfo', { headers: { Authorization: `Bearer ${tokens.access}` } });
+    expect(userinfo.status, 'UserInfo').to.equal(401);
+    const refreshed: JsonResponse = await postForm(server, '/token', {
+      grant_type: 'refresh_token',
+      refresh_token: tokens.refresh,
+      client_id: testClient.clientId,
+    });
+    expect(refreshed.status, JSON.stringify(refreshed.body)).to.equal(400);
+    expect(refreshed.body.error).to.equal('invalid_grant');
+  }
 });

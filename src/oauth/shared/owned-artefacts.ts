@@ -35,7 +35,7 @@ export function revokeSubjectArtefacts(store: Store, tenant: string, subjectId: 
   return revokeArtefacts(store, tenant, { accountId: subjectId });
 }
 
-/** An identity provider deleted: the artefacts of every subject it signed in (the subjects stay). */
+/** An identity provider disabled or deleted: the artefacts of every subject it signed in (the subjects stay). */
 export async function revokeIdentityProviderArtefacts(
   store: Store,
   tenant: string,
