@@ -37,8 +37,8 @@ interface OidcDoc extends StoredDoc {
 }
 
 /**
- * What an artefact of a client hangs on (src/oauth/shared/owned-artefacts.ts). Each artefact of a
- * client is marked, when written, with the client's token epoch as the request saw it before
+ * What an artefact of a client hangs on (src/oauth/shared/owned-artefacts.ts): its client, and
+ * what it names (a requesting party token's UMA resources). Each artefact of a client is marked, when written, with the client's token epoch as the request saw it before
  * issuing; a revocation of the client's tokens (a disable, a delete, an operator's revoke) moves
  * the epoch on, so an artefact written under an earlier one, even after the revocation swept the
  * store, is never found again, whatever the order of the two.
@@ -46,8 +46,16 @@ interface OidcDoc extends StoredDoc {
 export interface ArtefactOwners {
   /** The mark of what `clientId` issues now; null when it may hold nothing (disabled or gone). */
   markOf(clientId: string): Promise<string | null>;
-  /** Whether an artefact of `clientId` made under `mark` (undefined: written before marks were) may still be used. */
-  honours(clientId: string, mark: string | null | undefined): Promise<boolean>;
+  /** Whether the artefact may still be used. */
+  honours(artefact: OwnedArtefact): Promise<boolean>;
+}
+
+/** A stored artefact of a client, as ArtefactOwners judges it. */
+export interface OwnedArtefact {
+  clientId: string;
+  /** The mark it was written under; undefined: written before artefacts were marked. */
+  mark: string | null | undefined;
+  payload: AdapterPayload;
 }
 
 export const OIDC_COLLECTION = {
@@ -90,7 +98,12 @@ export function createOidcAdapter(
   const tokenLookups = new TokenLookups(store, tenant, artefacts);
   /** The one check at use of every stored artefact of a client: found only while its owners honour it. */
   const honoured = async (doc: OidcDoc | null | undefined): Promise<OidcDoc | undefined> =>
-    doc && (!owners || !doc.clientId || (await owners.honours(doc.clientId, doc.issuedUnder))) ? doc : undefined;
+    doc &&
+    (!owners ||
+      !doc.clientId ||
+      (await owners.honours({ clientId: doc.clientId, mark: doc.issuedUnder, payload: doc.payload })))
+      ? doc
+      : undefined;
 
   return class StoreAdapter implements Adapter {
     constructor(private readonly model: string) {

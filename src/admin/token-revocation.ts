@@ -3,7 +3,12 @@ import type { Context } from 'koa';
 import type { AuditFacts } from '../audit/index.js';
 import { clientRecords, subjectRecords } from '../catalog/index.js';
 import { notFound } from '../http/errors.js';
-import { revokeClientArtefacts, revokeIdentityProviderArtefacts, revokeSubjectArtefacts } from '../oauth/index.js';
+import {
+  revokeClientArtefacts,
+  revokeDeletedClient,
+  revokeIdentityProviderArtefacts,
+  revokeSubjectArtefacts,
+} from '../oauth/index.js';
 import type { Store } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
 import type { AdminRecord } from './records.js';
@@ -34,6 +39,7 @@ export async function revokeAfterChange(
   const tenant = storeTenant(tenantId);
   switch (path as Revoking) {
     case 'clients':
+      if (after === null) return revokeDeletedClient(store, tenant, before.clientId as string);
       return takenAway(before, after) ? revokeClientArtefacts(store, tenant, before.clientId as string) : 0;
     case 'subjects':
       return after === null || after.subjectId !== before.subjectId

@@ -25,6 +25,7 @@ export { inputParties } from './shared/parties.js';
 export {
   isClientLive,
   revokeClientArtefacts,
+  revokeDeletedClient,
   revokeIdentityProviderArtefacts,
   revokeSubjectArtefacts,
 } from './shared/owned-artefacts.js';

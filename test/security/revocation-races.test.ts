@@ -14,6 +14,7 @@ import {
 } from '../support/dev-idp.js';
 import { basic, clientCredentials, confidentialClient, postForm, type JsonResponse } from '../support/oauth.js';
 import type { TestServer } from '../support/server.js';
+import { api, UMA_GRANT, umaPublicClient, userToken } from '../uma/support.js';
 
 /**
  * Nothing outlives what it hangs on (issue 33, points 5, 11, 12), through real HTTP on the shared
@@ -108,6 +109,84 @@ describe('Revocation races: nothing outlives what it hangs on', function () {
       } finally {
         await idp.close();
       }
+    });
+  });
+
+  describe('UMA delegations and requesting party tokens', function () {
+    const RESOURCES = '/resource_registration/resource';
+    let pat: string;
+    let delegationToken: string;
+
+    before(async function () {
+      const app = await umaPublicClient(server, unique('photos-app'), 'http://127.0.0.1:1/revocation-races/photos');
+      const owner = unique('alice');
+      pat = await userToken(server, app, owner, { resource: 'urn:as:introspect', scope: 'openid uma_protection' });
+      delegationToken = await userToken(server, app, owner, {
+        resource: 'urn:as:delegation',
+        scope: 'openid delegation_management',
+      });
+    });
+
+    /** A resource of the owner, a client, and the owner's delegation of `view` on it to that client. */
+    async function delegatedToClient(): Promise<{ resource: string; clientId: string; delegation: string }> {
+      const registered = await api(server, 'POST', RESOURCES, pat, { name: 'Beach', resource_scopes: ['view'] });
+      expect(registered.status, JSON.stringify(registered.body)).to.equal(201);
+      const clientId = unique('grantee');
+      await confidentialClient(server, clientId);
+      const delegated = await api(server, 'POST', '/delegation', delegationToken, {
+        grantee_type: 'client',
+        grantee_client_id: clientId,
+        resource_id: registered.body._id,
+        scopes: ['view'],
+        expires_at: new Date(Date.now() + 3_600_000).toISOString(),
+      });
+      expect(delegated.status, JSON.stringify(delegated.body)).to.equal(201);
+      return { resource: registered.body._id, clientId, delegation: delegated.body.delegation_id };
+    }
+
+    /** The client alone (no requesting party) redeems a ticket for `view` on the resource. */
+    async function rptOf(clientId: string, resource: string): Promise<JsonResponse> {
+      const ticket = await api(server, 'POST', '/permission', pat, {
+        resource_id: resource,
+        resource_scopes: ['view'],
+      });
+      expect(ticket.status, JSON.stringify(ticket.body)).to.equal(201);
+      return postForm(
+        server,
+        '/token',
+        { grant_type: UMA_GRANT, ticket: ticket.body.ticket },
+        { Authorization: basic(clientId, `${clientId}-secret-value`) },
+      );
+    }
+
+    const delegationStatus = async (id: string) =>
+      (await api(server, 'GET', `/delegation/${id}`, delegationToken)).body.status;
+
+    it('a delegation to a client dies with it: a client made again under its clientId gets no RPT through it', async function () {
+      const { resource, clientId, delegation } = await delegatedToClient();
+      const first = await rptOf(clientId, resource);
+      expect(first.status, JSON.stringify(first.body)).to.equal(200);
+
+      expect((await server.admin('DELETE', `/clients/${clientId}`)).status).to.equal(204);
+      await confidentialClient(server, clientId);
+      const again = await rptOf(clientId, resource);
+      expect(again.status, JSON.stringify(again.body)).to.equal(403);
+      expect(await delegationStatus(delegation)).to.equal('revoked');
+      expect(await isActive(first.body.access_token), 'the old RPT').to.equal(false);
+    });
+
+    it('an RPT permitting a deleted resource is inactive, and the delegations on it are revoked', async function () {
+      const { resource, clientId, delegation } = await delegatedToClient();
+      const rpt = await rptOf(clientId, resource);
+      expect(rpt.status, JSON.stringify(rpt.body)).to.equal(200);
+      expect(await isActive(rpt.body.access_token)).to.equal(true);
+
+      expect((await api(server, 'DELETE', `${RESOURCES}/${resource}`, pat)).status).to.equal(204);
+      expect(await isActive(rpt.body.access_token), 'the RPT of a deleted resource').to.equal(false);
+      expect(await delegationStatus(delegation)).to.equal('revoked');
+      // The client itself is untouched: its other tokens work.
+      const own = await clientCredentials(server, clientId, `${clientId}-secret-value`);
+      expect(await isActive(own.body.access_token), "the client's own token").to.equal(true);
     });
   });
 

@@ -1,6 +1,11 @@
+import type { AdapterPayload } from 'oidc-provider';
 import { revokeArtefacts, type ArtefactOwners } from '../../../adapters/oidc/index.js';
 import { subjectRecords } from '../../catalog/index.js';
+import { revokeDelegationsOf } from '../../delegation/records.js';
 import type { Store } from '../../store/index.js';
+import { deleteTicketsOf } from '../../uma/tickets.js';
+import { umaResources } from '../../uma/resources.js';
+import { permissionsOf } from '../token/grants/uma-ticket/permissions.js';
 import {
   clientRecordSeenByRequest,
   clientsCollection,
@@ -28,6 +33,18 @@ export async function revokeClientArtefacts(store: Store, tenant: string, client
   const record = await clients.findOne({ clientId });
   if (record) await clients.update(record.id, { tokenEpoch: epochOf(record) + 1 });
   return revokeArtefacts(store, tenant, { clientId });
+}
+
+/**
+ * A client deleted (Admin API, RFC 7592): its artefacts revoked as for a disable, and the UMA
+ * delegations to it or of it (as their owner) revoked, the permission tickets it asked for
+ * deleted, so that a client made again under the same clientId inherits none of them.
+ */
+export async function revokeDeletedClient(store: Store, tenant: string, clientId: string): Promise<number> {
+  const revoked = await revokeClientArtefacts(store, tenant, clientId);
+  await revokeDelegationsOf(store, tenant, { clientId });
+  await deleteTicketsOf(store, tenant, clientId);
+  return revoked;
 }
 
 /** A subject deleted, or whose tokens an operator revokes: its grants, codes, tokens and sessions at every client. */
@@ -61,15 +78,28 @@ export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwne
       const record = clientRecordSeenByRequest(clientId) ?? (await findClientRecord(store, tenant, clientId));
       return record && record.enabled !== false ? markOf(record) : null;
     },
-    async honours(clientId, mark) {
-      const record = await findClientRecord(store, tenant, clientId);
-      // A client ID metadata document's expired record is made again on its next use (isClientLive).
-      if (!record) return looksLikeDocumentUrl(clientId) && mark !== null;
-      if (record.enabled === false) return false;
-      // Written before artefacts were marked: honoured until the client's first revocation.
-      return mark === undefined ? epochOf(record) === 0 : mark === markOf(record);
+    async honours({ clientId, mark, payload }) {
+      return (await issuedUnderCurrentEpoch(clientId, mark)) && (await permittedResourcesRemain(payload));
     },
   };
+
+  async function issuedUnderCurrentEpoch(clientId: string, mark: string | null | undefined): Promise<boolean> {
+    const record = await findClientRecord(store, tenant, clientId);
+    // A client ID metadata document's expired record is made again on its next use (isClientLive).
+    if (!record) return looksLikeDocumentUrl(clientId) && mark !== null;
+    if (record.enabled === false) return false;
+    // Written before artefacts were marked: honoured until the client's first revocation.
+    return mark === undefined ? epochOf(record) === 0 : mark === markOf(record);
+  }
+
+  /**
+   * A requesting party token hangs on the UMA resources it permits: once one is deleted, the token
+   * is not found (the client asks for a new one for what remains). One read, for RPTs only.
+   */
+  async function permittedResourcesRemain(payload: AdapterPayload): Promise<boolean> {
+    const ids = [...new Set(permissionsOf(payload).map((permission) => permission.resource_id))];
+    return ids.length === 0 || (await umaResources(store, tenant).getMany(ids)).length === ids.length;
+  }
 }
 
 function epochOf(record: ClientRecord): number {
