@@ -1,6 +1,7 @@
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
+import { artefactKey, OIDC_COLLECTION } from '../../adapters/oidc/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import {
   arrivingAt,
@@ -87,6 +88,37 @@ describe('Revocation races: nothing outlives what it hangs on', function () {
       }
       expect(issued, 'tokens answered around the disable').to.be.greaterThan(ROUNDS);
       expect(revived.length, `${revived.length} of ${issued} tokens active after enabling again`).to.equal(0);
+    });
+  });
+
+  /**
+   * A user's tokens hang on their grant, which the revocation deletes: a token a request (a refresh)
+   * writes after the sweep names a grant that is gone, so the subject needs no epoch of its own.
+   */
+  describe("a user's tokens revoked while one is being issued", function () {
+    const REDIRECT_URI = 'http://127.0.0.1:1/revocation-races/refresh';
+
+    it('honours none written after the revocation swept the store (the subject record stays)', async function () {
+      const spa = await registerPublicClient(server, REDIRECT_URI, { clientId: unique('web') });
+      const login = unique('dan');
+      const tokens = await signIn(spa, login);
+      const [subject] = (await server.admin('GET', `/subjects?q=${encodeURIComponent(login)}`)).body as {
+        id: number;
+      }[];
+      // The access and refresh tokens as a request that looked the user up before the revocation
+      // would write them after its sweep: taken from the store, put back once it has swept.
+      const artefacts = server.store.collection(OIDC_COLLECTION, '_default');
+      const written = await artefacts.getMany(
+        ['AccessToken', 'RefreshToken'].flatMap((model) =>
+          [tokens.access, tokens.refresh].map((value) => artefactKey(model, value)),
+        ),
+      );
+      expect(written).to.have.length(2);
+      expect((await server.admin('POST', `/subjects/${subject.id}/revoke-tokens`)).status).to.equal(200);
+      for (const doc of written) await artefacts.insert(doc);
+
+      await expectDead(tokens, spa);
+      expect(await isActive((await signIn(spa, login)).access), 'a token of a new sign-in').to.equal(true);
     });
   });
 
