@@ -32,6 +32,30 @@ interface OidcDoc extends StoredDoc {
   hadJti?: boolean;
   /** `clientId` and `accountId` are set; absent on artefacts written before they were (upgradeLegacyArtefacts). */
   ownersIndexed?: true;
+  /** The client's token epoch it was made under (ArtefactOwners); null: under none (its client could hold none). */
+  issuedUnder?: string | null;
+}
+
+/**
+ * What an artefact of a client hangs on (src/oauth/shared/owned-artefacts.ts): its client, and
+ * what it names (a requesting party token's UMA resources). Each artefact of a client is marked, when written, with the client's token epoch as the request saw it before
+ * issuing; a revocation of the client's tokens (a disable, a delete, an operator's revoke) moves
+ * the epoch on, so an artefact written under an earlier one, even after the revocation swept the
+ * store, is never found again, whatever the order of the two.
+ */
+export interface ArtefactOwners {
+  /** The mark of what `clientId` issues now; null when it may hold nothing (disabled or gone). */
+  markOf(clientId: string): Promise<string | null>;
+  /** Whether the artefact may still be used. */
+  honours(artefact: OwnedArtefact): Promise<boolean>;
+}
+
+/** A stored artefact of a client, as ArtefactOwners judges it. */
+export interface OwnedArtefact {
+  clientId: string;
+  /** The mark it was written under; undefined: written before artefacts were marked. */
+  mark: string | null | undefined;
+  payload: AdapterPayload;
 }
 
 export const OIDC_COLLECTION = {
@@ -63,10 +87,23 @@ function keyOfDigest(model: string, digest: string): string {
  * Builds the oidc-provider Adapter class for one tenant. All models share one
  * collection so that revoking a grant removes its codes and tokens in one call.
  */
-export function createOidcAdapter(store: Store, tenant: string, overrides: Record<string, ModelOverride> = {}) {
+export function createOidcAdapter(
+  store: Store,
+  tenant: string,
+  overrides: Record<string, ModelOverride> = {},
+  owners?: ArtefactOwners,
+) {
   const artefacts: TenantCollection<OidcDoc> = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
   const migrated = () => upgradeLegacyArtefacts(store, tenant, artefacts);
   const tokenLookups = new TokenLookups(store, tenant, artefacts);
+  /** The one check at use of every stored artefact of a client: found only while its owners honour it. */
+  const honoured = async (doc: OidcDoc | null | undefined): Promise<OidcDoc | undefined> =>
+    doc &&
+    (!owners ||
+      !doc.clientId ||
+      (await owners.honours({ clientId: doc.clientId, mark: doc.issuedUnder, payload: doc.payload })))
+      ? doc
+      : undefined;
 
   return class StoreAdapter implements Adapter {
     constructor(private readonly model: string) {
@@ -82,25 +119,25 @@ export function createOidcAdapter(store: Store, tenant: string, overrides: Recor
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
       await migrated();
-      await artefacts.upsert(
-        storedDoc(this.model, this.key(id), payload, expiresIn ? Date.now() + expiresIn * 1000 : null),
-      );
+      const doc = storedDoc(this.model, this.key(id), payload, expiresIn ? Date.now() + expiresIn * 1000 : null);
+      if (owners && doc.clientId) doc.issuedUnder = await owners.markOf(doc.clientId);
+      await artefacts.upsert(doc);
     }
 
     async find(id: string): Promise<AdapterPayload | undefined> {
       const override = overrides[this.model];
       if (override) return override(id);
       await migrated();
-      const doc = TOKEN_MODELS.includes(this.model)
-        ? await tokenLookups.find(this.model, id)
-        : await artefacts.get(this.key(id));
+      const doc = await honoured(
+        TOKEN_MODELS.includes(this.model) ? await tokenLookups.find(this.model, id) : await artefacts.get(this.key(id)),
+      );
       return doc ? restoredPayload(doc, id) : undefined;
     }
 
     /** The payload comes without `jti`: DeviceCode, the one model that would need it, is not supported. */
     async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
       await migrated();
-      return (await artefacts.findOne({ model: this.model, userCode }))?.payload;
+      return (await honoured(await artefacts.findOne({ model: this.model, userCode })))?.payload;
     }
 
     /**
@@ -110,7 +147,7 @@ export function createOidcAdapter(store: Store, tenant: string, overrides: Recor
      */
     async findByUid(uid: string): Promise<AdapterPayload | undefined> {
       await migrated();
-      return (await artefacts.findOne({ model: this.model, uid }))?.payload;
+      return (await honoured(await artefacts.findOne({ model: this.model, uid })))?.payload;
     }
 
     /**

@@ -232,6 +232,7 @@ export class AdminRecords {
       ...this.keptSecrets(existing, fields),
       ...fields,
       ...kept,
+      ...this.serverKept(existing),
       id: existing.id,
       tenantId,
       createdAt: existing.createdAt,
@@ -259,6 +260,12 @@ export class AdminRecords {
     return Object.fromEntries(omitted.map((field) => [field, existing[field]]));
   }
 
+  /** What only the server writes (CollectionDefinition.serverKept) survives a replace as it was. */
+  private serverKept(existing: AdminRecord): Record<string, unknown> {
+    const kept = (this.definition.serverKept ?? []).filter((field) => existing[field] !== undefined);
+    return Object.fromEntries(kept.map((field) => [field, existing[field]]));
+  }
+
   async remove(tenantId: string | null, existing: AdminRecord): Promise<void> {
     const problem = await this.extras.checkRemoval?.(existing, { tenantId });
     if (problem) throw badRequest(problem);
@@ -274,7 +281,8 @@ export class AdminRecords {
   /** The record as the API shows it: secrets removed, and the store's own expiry (a CIMD client's) too. */
   present(record: AdminRecord): Record<string, unknown> {
     const { expiresAt: _expiry, ...shown }: Record<string, unknown> = presentedForm(this.definition, { ...record });
-    for (const field of this.definition.secretFields ?? []) delete shown[field];
+    for (const field of [...(this.definition.secretFields ?? []), ...(this.definition.serverKept ?? [])])
+      delete shown[field];
     return shown;
   }
 

@@ -3,7 +3,12 @@ import type { Context } from 'koa';
 import type { AuditFacts } from '../audit/index.js';
 import { clientRecords, subjectRecords } from '../catalog/index.js';
 import { notFound } from '../http/errors.js';
-import { revokeClientArtefacts, revokeIdentityProviderArtefacts, revokeSubjectArtefacts } from '../oauth/index.js';
+import {
+  revokeClientArtefacts,
+  revokeDeletedClient,
+  revokeIdentityProviderArtefacts,
+  revokeSubjectArtefacts,
+} from '../oauth/index.js';
 import type { Store } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
 import type { AdminRecord } from './records.js';
@@ -21,7 +26,7 @@ type Revoking = 'clients' | 'subjects' | 'identity-providers';
 /**
  * After a replace (`after` the new record) or a delete (`after` null): revokes what the change
  * took away. A client disabled or deleted, a subject deleted or renamed (its old subjectId), an
- * identity provider deleted (its subjects' artefacts; the subjects stay). Returns how many
+ * identity provider disabled or deleted (its subjects' artefacts; the subjects stay). Returns how many
  * artefacts were deleted.
  */
 export async function revokeAfterChange(
@@ -34,18 +39,22 @@ export async function revokeAfterChange(
   const tenant = storeTenant(tenantId);
   switch (path as Revoking) {
     case 'clients':
-      return after === null || (after.enabled === false && before.enabled !== false)
-        ? revokeClientArtefacts(store, tenant, before.clientId as string)
-        : 0;
+      if (after === null) return revokeDeletedClient(store, tenant, before.clientId as string);
+      return takenAway(before, after) ? revokeClientArtefacts(store, tenant, before.clientId as string) : 0;
     case 'subjects':
       return after === null || after.subjectId !== before.subjectId
         ? revokeSubjectArtefacts(store, tenant, before.subjectId as string)
         : 0;
     case 'identity-providers':
-      return after === null ? revokeIdentityProviderArtefacts(store, tenant, before.id) : 0;
+      return takenAway(before, after) ? revokeIdentityProviderArtefacts(store, tenant, before.id) : 0;
     default:
       return 0;
   }
+}
+
+/** A record deleted, or disabled by this change (enabling it again revives nothing). */
+function takenAway(before: AdminRecord, after: AdminRecord | null): boolean {
+  return after === null || (after.enabled === false && before.enabled !== false);
 }
 
 /**

@@ -22,6 +22,11 @@ export interface CollectionDefinition {
   references?: Record<string, string>;
   /** Fields never returned in a response; a replace that leaves one out keeps its stored value. */
   secretFields?: string[];
+  /**
+   * Fields only the server writes (a client's `tokenEpoch`, src/oauth/shared/owned-artefacts.ts):
+   * no body may carry them (they are not in the schema), no answer shows them, a replace keeps them.
+   */
+  serverKept?: string[];
   /** Secret fields Arbiter must read back: stored sealed (src/store/sealed.ts), never in clear. */
   sealedFields?: string[];
   /** A bearer token generated at creation: shown once as `shownAs`, stored only as its digest in `digestField`. */
@@ -238,6 +243,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
     uniqueFields: ['clientId'],
     // The registration access token's digest is as much a credential's trace as the secret's hash.
     secretFields: ['clientSecret', 'registrationAccessTokenDigest'],
+    // Moved on by each revocation of the client's tokens; a token made under an earlier one is dead.
+    serverKept: ['tokenEpoch'],
     hashedSecret: {
       field: 'clientSecret',
       generate: 'generateClientSecret',

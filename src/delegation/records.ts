@@ -90,6 +90,33 @@ export async function activeDelegations(
   return [...toSubject, ...toClient].filter((record) => statusOf(record, now) === 'active').map(delegationGrant);
 }
 
+/** What a delegation hangs on besides its owner's will: its grantee or owning client, or its resource. */
+export type DelegationAnchor = { clientId: string } | { resourceId: string };
+
+/**
+ * Revokes (as its owner would: `revokedAt` now) every unrevoked delegation that hangs on a client
+ * or a UMA resource that was deleted: to that client, of that client (owned by it, no user), or on
+ * that resource. A client made again under the same clientId inherits none. Returns how many.
+ */
+export async function revokeDelegationsOf(store: Store, tenant: string, anchor: DelegationAnchor): Promise<number> {
+  const collection = delegations(store, tenant);
+  const hanging: Filter[] =
+    'resourceId' in anchor
+      ? [{ resourceId: anchor.resourceId }]
+      : [
+          { granteeType: 'client', granteeClientId: anchor.clientId },
+          { ownerSub: null, ownerClientId: anchor.clientId },
+        ];
+  const revokedAt = new Date().toISOString();
+  let revoked = 0;
+  for (const filter of hanging) {
+    for (const record of await collection.find({ ...filter, revokedAt: null })) {
+      if (await collection.update(record.id, { revokedAt }, { revokedAt: null })) revoked += 1;
+    }
+  }
+  return revoked;
+}
+
 /** Every active delegation on one UMA resource, whoever its grantee (AuthZEN subject searches). */
 export async function activeDelegationsOn(
   store: Store,

@@ -26,6 +26,7 @@ export { inputParties } from './shared/parties.js';
 export {
   isClientLive,
   revokeClientArtefacts,
+  revokeDeletedClient,
   revokeIdentityProviderArtefacts,
   revokeSubjectArtefacts,
 } from './shared/owned-artefacts.js';

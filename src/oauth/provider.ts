@@ -2,6 +2,7 @@ import Provider from 'oidc-provider';
 import { createOidcAdapter } from '../../adapters/oidc/index.js';
 import { createClientDocuments } from './register/cimd/index.js';
 import { clientLookup } from './clients/records.js';
+import { clientArtefactOwners } from './shared/owned-artefacts.js';
 import { compareHashedClientSecrets } from './clients/secrets.js';
 import { providerConfiguration } from './configuration.js';
 import { providerIssuer, type ProviderContext } from './context.js';
@@ -14,9 +15,12 @@ export function createTenantProvider(context: ProviderContext): Provider {
   const documents = createClientDocuments({ config, store, tenant, policy, log });
   const provider = new Provider(providerIssuer(context), {
     ...providerConfiguration(context),
-    adapter: createOidcAdapter(store, tenant, {
-      Client: clientLookup(store, tenant, () => policy.authorizationDetailsTypes(), documents),
-    }),
+    adapter: createOidcAdapter(
+      store,
+      tenant,
+      { Client: clientLookup(store, tenant, () => policy.authorizationDetailsTypes(), documents) },
+      clientArtefactOwners(store, tenant),
+    ),
   });
   provider.proxy = true;
   compareHashedClientSecrets(provider);

@@ -14,6 +14,7 @@ import {
   type ResourceOwner,
   type UmaResourceRecord,
 } from './resources.js';
+import { revokeDelegationsOf } from '../delegation/records.js';
 import { RESOURCE_DESCRIPTION, type ResourceDescription } from './schemas.js';
 import type { UmaDeps } from './deps.js';
 import { requestIssuer } from '../tenancy/index.js';
@@ -81,6 +82,9 @@ export function resourceRegistrationRoutes(
   router.delete(`${RESOURCE_REGISTRATION_PATH}/:resourceId`, async (ctx) => {
     const record = await owned(ctx, await ownerOf(ctx));
     await umaResources(store, ctx.state.tenant.name).delete(record.id);
+    // What hangs on it dies with it: its delegations here; the RPTs that permit it are not found
+    // from now on (src/oauth/shared/owned-artefacts.ts).
+    await revokeDelegationsOf(store, ctx.state.tenant.name, { resourceId: record.id });
     ctx.status = 204;
   });
 }

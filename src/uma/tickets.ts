@@ -61,3 +61,8 @@ export async function redeemTicket(store: Store, tenant: string, ticket: TicketR
     null
   );
 }
+
+/** The tickets a resource server asked for, deleted with it (src/oauth/shared/owned-artefacts.ts). Returns how many. */
+export function deleteTicketsOf(store: Store, tenant: string, clientId: string): Promise<number> {
+  return tickets(store, tenant).deleteMany({ ownerClientId: clientId });
+}

@@ -1,4 +1,4 @@
-import type { AdapterPayload } from 'oidc-provider';
+import Provider, { type AdapterPayload } from 'oidc-provider';
 import { clientRecords } from '../../catalog/index.js';
 import { TurnReads, type Store, type StoredDoc, type TenantCollection } from '../../store/index.js';
 import { TOKEN_EXCHANGE } from '../token/grants/token-exchange/parameters.js';
@@ -43,6 +43,8 @@ export interface ClientRecord extends StoredDoc {
   registrationAccessTokenDigest?: string;
   /** RFC 7591 client_id_issued_at (Unix seconds). */
   clientIdIssuedAt?: number;
+  /** How many times its tokens were revoked (absent: never); only the server writes it (src/oauth/shared/owned-artefacts.ts). */
+  tokenEpoch?: number;
   tenantId: string | null;
 }
 
@@ -70,6 +72,27 @@ export async function findClientRecord(store: Store, tenant: string, clientId: s
     () => clientsCollection(store, tenant).findOne({ clientId }),
     (record) => record !== null,
   );
+}
+
+/** The client records each request's client lookups saw (by request context, by clientId). */
+const recordsSeenByRequest = new WeakMap<object, Map<string, ClientRecord>>();
+
+/**
+ * The enabled record of `clientId` that this request's client lookup found (oidc-provider's
+ * client authentication, or any later lookup): what the request issues under. Undefined outside
+ * a request of oidc-provider, or when no lookup of this request found that client enabled.
+ */
+export function clientRecordSeenByRequest(clientId: string): ClientRecord | undefined {
+  const ctx = Provider.ctx;
+  return ctx ? recordsSeenByRequest.get(ctx)?.get(clientId) : undefined;
+}
+
+function rememberForRequest(record: ClientRecord): void {
+  const ctx = Provider.ctx;
+  if (!ctx || record.enabled === false) return;
+  let seen = recordsSeenByRequest.get(ctx);
+  if (!seen) recordsSeenByRequest.set(ctx, (seen = new Map()));
+  seen.set(record.clientId, record);
 }
 
 /** oidc-provider client metadata for an Admin API client record; disabled clients do not exist for the protocol. */
@@ -151,6 +174,7 @@ export function clientLookup(
       documents && looksLikeDocumentUrl(clientId) && (!found || found.registrationType === 'cimd')
         ? await documents.resolve(clientId, found)
         : found;
+    if (record) rememberForRequest(record);
     const metadata = record ? clientMetadata(record) : undefined;
     return metadata && { ...metadata, authorization_details_types: await authorizationDetailsTypes() };
   };

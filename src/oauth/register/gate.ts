@@ -13,7 +13,7 @@ import { InitialAccessTokens, type PresentedToken } from './initial-access-token
 import { markAuthenticated } from '../../audit/facts.js';
 import { clientForToken, clientsOf, createClient, updateClient } from './record.js';
 import { clientInformation } from './response.js';
-import { revokeClientArtefacts } from '../shared/owned-artefacts.js';
+import { revokeDeletedClient } from '../shared/owned-artefacts.js';
 import { SoftwareStatements, type SoftwareStatement } from './statement.js';
 import { validateMetadata, type ValidatedMetadata } from './validation.js';
 import { requestIssuer } from '../../tenancy/index.js';
@@ -109,8 +109,8 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
       });
     } else if (ctx.method === 'DELETE') {
       await clientsOf(store, tenant).delete(record.id);
-      // RFC 7592 §2.3: the client's grants and tokens go with it.
-      await revokeClientArtefacts(store, tenant, record.clientId);
+      // RFC 7592 §2.3: the client's grants and tokens go with it (and its UMA delegations and tickets).
+      await revokeDeletedClient(store, tenant, record.clientId);
       ctx.status = 204;
     } else {
       const body = await jsonObject(ctx, config.maxBodyBytes);

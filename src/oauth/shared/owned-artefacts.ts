@@ -1,7 +1,17 @@
-import { revokeArtefacts } from '../../../adapters/oidc/index.js';
+import type { AdapterPayload } from 'oidc-provider';
+import { revokeArtefacts, type ArtefactOwners } from '../../../adapters/oidc/index.js';
 import { subjectRecords } from '../../catalog/index.js';
+import { revokeDelegationsOf } from '../../delegation/records.js';
 import type { Store } from '../../store/index.js';
-import { findClientRecord } from '../clients/records.js';
+import { deleteTicketsOf } from '../../uma/tickets.js';
+import { umaResources } from '../../uma/resources.js';
+import { permissionsOf } from '../token/grants/uma-ticket/permissions.js';
+import {
+  clientRecordSeenByRequest,
+  clientsCollection,
+  findClientRecord,
+  type ClientRecord,
+} from '../clients/records.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 import type { SubjectRecord } from './subject-input.js';
 
@@ -12,9 +22,29 @@ import type { SubjectRecord } from './subject-input.js';
  * answers how many artefacts it deleted.
  */
 
-/** A client disabled, deleted, or whose tokens an operator revokes: every artefact of it, whoever the user. */
-export function revokeClientArtefacts(store: Store, tenant: string, clientId: string): Promise<number> {
+/**
+ * A client disabled, deleted, or whose tokens an operator revokes: its token epoch moved on (so
+ * that nothing issued before, even if written after the sweep, is honoured again: ArtefactOwners),
+ * then every artefact of it deleted, whoever the user. Called after the record was disabled or
+ * deleted, so that no request can issue under the new epoch before it is enabled again.
+ */
+export async function revokeClientArtefacts(store: Store, tenant: string, clientId: string): Promise<number> {
+  const clients = clientsCollection(store, tenant);
+  const record = await clients.findOne({ clientId });
+  if (record) await clients.update(record.id, { tokenEpoch: epochOf(record) + 1 });
   return revokeArtefacts(store, tenant, { clientId });
+}
+
+/**
+ * A client deleted (Admin API, RFC 7592): its artefacts revoked as for a disable, and the UMA
+ * delegations to it or of it (as their owner) revoked, the permission tickets it asked for
+ * deleted, so that a client made again under the same clientId inherits none of them.
+ */
+export async function revokeDeletedClient(store: Store, tenant: string, clientId: string): Promise<number> {
+  const revoked = await revokeClientArtefacts(store, tenant, clientId);
+  await revokeDelegationsOf(store, tenant, { clientId });
+  await deleteTicketsOf(store, tenant, clientId);
+  return revoked;
 }
 
 /** A subject deleted, or whose tokens an operator revokes: its grants, codes, tokens and sessions at every client. */
@@ -22,7 +52,7 @@ export function revokeSubjectArtefacts(store: Store, tenant: string, subjectId: 
   return revokeArtefacts(store, tenant, { accountId: subjectId });
 }
 
-/** An identity provider deleted: the artefacts of every subject it signed in (the subjects stay). */
+/** An identity provider disabled or deleted: the artefacts of every subject it signed in (the subjects stay). */
 export async function revokeIdentityProviderArtefacts(
   store: Store,
   tenant: string,
@@ -32,6 +62,56 @@ export async function revokeIdentityProviderArtefacts(
   let revoked = 0;
   for (const subject of subjects) revoked += await revokeSubjectArtefacts(store, tenant, subject.subjectId);
   return revoked;
+}
+
+/**
+ * What the store adapter asks of a client's artefacts (adapters/oidc ArtefactOwners). An artefact is
+ * marked with the record it was issued under, `<record id>:<token epoch>`, as the request saw it
+ * when it looked the client up (before issuing; else, outside oidc-provider's requests, as read
+ * now): a revocation after that look-up moves the epoch on, and a client deleted and made again
+ * under the same clientId is another record. It is honoured while its client is enabled with the
+ * same mark. One read of the client record at use, shared by the lookups of the turn (TurnReads).
+ */
+export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwners {
+  return {
+    async markOf(clientId) {
+      const record = clientRecordSeenByRequest(clientId) ?? (await findClientRecord(store, tenant, clientId));
+      return record && record.enabled !== false ? markOf(record) : null;
+    },
+    async honours({ clientId, mark, payload }) {
+      return (await issuedUnderCurrentEpoch(clientId, mark)) && (await permittedResourcesRemain(payload));
+    },
+  };
+
+  async function issuedUnderCurrentEpoch(clientId: string, mark: string | null | undefined): Promise<boolean> {
+    const record = await findClientRecord(store, tenant, clientId);
+    // A client ID metadata document's expired record is made again on its next use (isClientLive).
+    if (!record) return looksLikeDocumentUrl(clientId) && mark !== null;
+    if (record.enabled === false) return false;
+    // Written before artefacts were marked: honoured until the client's first revocation.
+    return mark === undefined ? epochOf(record) === 0 : mark === markOf(record);
+  }
+
+  /**
+   * A requesting party token hangs on the UMA resources it permits: once one is deleted, the token
+   * is not found (the client asks for a new one for what remains). One read, for RPTs only.
+   */
+  async function permittedResourcesRemain(payload: AdapterPayload): Promise<boolean> {
+    const ids = [...new Set(permissionsOf(payload).map((permission) => permission.resource_id))];
+    return ids.length === 0 || (await umaResources(store, tenant).getMany(ids)).length === ids.length;
+  }
+}
+
+function epochOf(record: ClientRecord): number {
+  return typeof record.tokenEpoch === 'number' ? record.tokenEpoch : 0;
+}
+
+/**
+ * A client ID metadata document's record comes and goes with its cache (it expires and is made
+ * again under a new id), so its artefacts hang on the document (its clientId), not on one record.
+ */
+function markOf(record: ClientRecord): string {
+  return `${record.registrationType === 'cimd' ? 'cimd' : record.id}:${epochOf(record)}`;
 }
 
 /**
