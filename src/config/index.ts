@@ -54,6 +54,12 @@ export interface Config {
   policyShadowQueue: number;
   /** The most of the event loop a replay (impact analysis, shadow evaluation) takes while live requests wait. */
   policyReplayShare: number;
+  /** Policy code an operator submits is evaluated in worker threads (src/policy/sandbox): the time one job may take. */
+  policySandboxTimeoutMs: number;
+  /** The memory of a policy worker thread: its JavaScript heap, and the Wasm memory of each OPA module it loads. */
+  policySandboxMemoryMb: number;
+  /** Policy worker threads per process: the most jobs of submitted policy code evaluated at once. */
+  policySandboxThreads: number;
   adminApiKey: string;
   /** True when no admin key was configured and one was generated for this run. */
   adminApiKeyGenerated: boolean;
@@ -136,6 +142,9 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   POLICY_SHADOW_SAMPLE_RATE: 'policyShadowSampleRate',
   POLICY_SHADOW_QUEUE: 'policyShadowQueue',
   POLICY_REPLAY_SHARE: 'policyReplayShare',
+  POLICY_SANDBOX_TIMEOUT_MS: 'policySandboxTimeoutMs',
+  POLICY_SANDBOX_MEMORY_MB: 'policySandboxMemoryMb',
+  POLICY_SANDBOX_THREADS: 'policySandboxThreads',
   SERVICE_ADMIN_API_KEY: 'adminApiKey',
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
@@ -203,6 +212,9 @@ const SCHEMA = {
     policyShadowSampleRate: { type: 'number', minimum: 0, maximum: 1 },
     policyShadowQueue: { type: 'integer', minimum: 0, maximum: 1000000 },
     policyReplayShare: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
+    policySandboxTimeoutMs: { type: 'integer', minimum: 100, maximum: 600000 },
+    policySandboxMemoryMb: { type: 'integer', minimum: 32, maximum: 4096 },
+    policySandboxThreads: { type: 'integer', minimum: 1, maximum: 64 },
     adminApiKey: { type: ['string', 'null'], minLength: 16 },
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },
