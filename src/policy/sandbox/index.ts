@@ -24,7 +24,7 @@ export type { SandboxPolicy } from './jobs.js';
 
 type SandboxSettings = Pick<Config, 'policySandboxTimeoutMs' | 'policySandboxMemoryMb' | 'policySandboxThreads'>;
 
-/** Jobs that may wait for a thread (each at most one time limit). */
+/** Jobs that may wait for a thread (each a few time limits at most). */
 const MAX_QUEUED = 64;
 
 const SETTING_NAMES = { timeoutMs: 'POLICY_SANDBOX_TIMEOUT_MS', memoryMb: 'POLICY_SANDBOX_MEMORY_MB' };

@@ -4,7 +4,7 @@
  * synchronous loop, in JavaScript or Wasm, cannot be interrupted any other way) and the thread is
  * replaced; so is a thread that ran out of heap (resourceLimits) or asked to be (its memory stayed
  * above the limit after a job: Wasm memory never shrinks). Jobs wait, in order, for a free thread
- * at most one time limit and at most `maxQueued` of them; beyond, the pool is busy (503).
+ * at most three time limits and at most `maxQueued` of them; beyond, the pool is busy (503).
  *
  * The protocol (worker.ts speaks it): the thread posts `{ ready: true }` once loaded, then answers
  * each `{ id, job }` with `{ id, result }` or `{ id, error, limit? }`, and `recycle: true` when it
@@ -83,6 +83,9 @@ interface Reply {
   recycle?: boolean;
 }
 
+/** A job waits for a thread at most this many time limits. */
+const QUEUE_WAIT_LIMITS = 3;
+
 /** How long a new thread may take to load its modules. */
 const STARTUP_LIMIT_MS = 60_000;
 
@@ -157,10 +160,15 @@ export class WorkerPool {
         const at = this.queue.indexOf(job);
         if (at < 0) return;
         this.queue.splice(at, 1);
-        reject(this.busy(`no policy thread was free within ${this.limits.timeoutMs} ms`));
-      }, this.limits.timeoutMs);
+        reject(this.busy(`no policy thread was free within ${this.maxWaitMs} ms`));
+      }, this.maxWaitMs);
       this.dispatch();
     });
+  }
+
+  /** How long a job may wait for a thread: the job ahead of it may take a whole time limit, and its thread be replaced. */
+  private get maxWaitMs(): number {
+    return this.limits.timeoutMs * QUEUE_WAIT_LIMITS;
   }
 
   /** Threads now (started or starting), for tests and operations. */
