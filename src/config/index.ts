@@ -213,7 +213,7 @@ const SCHEMA = {
     policyShadowQueue: { type: 'integer', minimum: 0, maximum: 1000000 },
     policyReplayShare: { type: 'number', exclusiveMinimum: 0, maximum: 1 },
     policySandboxTimeoutMs: { type: 'integer', minimum: 100, maximum: 600000 },
-    policySandboxMemoryMb: { type: 'integer', minimum: 32, maximum: 4096 },
+    policySandboxMemoryMb: { type: 'integer', minimum: 64, maximum: 4096 },
     policySandboxThreads: { type: 'integer', minimum: 1, maximum: 64 },
     adminApiKey: { type: ['string', 'null'], minLength: 16 },
     softwareStatementVerify: { type: 'boolean' },

@@ -14,6 +14,7 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isUnavailable } from '../../http/errors.js';
 import type { Store } from '../../store/index.js';
 import { buildBundle, snapshotOf, type PolicySnapshot } from './build.js';
 import { contractExampleInputs, trialProblem, type TrialInput } from './trial.js';
@@ -99,6 +100,8 @@ export async function tryBundleWith(
     });
     return problem ? { problem } : { snapshot, touched };
   } catch (error) {
+    // A dependency that cannot answer now (the store, no policy sandbox thread free) is its 503, not the change's fault.
+    if (isUnavailable(error)) throw error;
     return { problem: `the policy bundle could not be built with ${what}: ${(error as Error).message}` };
   }
 }
