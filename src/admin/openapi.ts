@@ -29,7 +29,7 @@ import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionFor } from './roles.js';
 type Schema = Record<string, unknown> | boolean;
 type Method = 'get' | 'post' | 'put' | 'delete';
 /** Documented errors besides 401 (every operation), 403 (every one a role may lack) and 413/415 (every one with a body). */
-type ErrorName = 'BadRequest' | 'NotFound' | 'Conflict';
+type ErrorName = 'BadRequest' | 'NotFound' | 'Conflict' | 'Unprocessable';
 
 /** One documented operation: the document is a list of these, grouped by path; adding an operation is adding one. */
 interface AdminOperation {
@@ -548,7 +548,7 @@ function POLICY_LAB_OPERATIONS(): AdminOperation[] {
         },
       },
       success: { 200: { description: 'what the change would change', schema: schemaRef('PolicyImpact') } },
-      errors: ['BadRequest', 'NotFound', 'Conflict'],
+      errors: ['BadRequest', 'NotFound', 'Conflict', 'Unprocessable'],
     },
     {
       method: 'get',
@@ -715,6 +715,10 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
           'conflict',
         ),
         PayloadTooLarge: errorResponse('the body exceeds MAX_BODY_BYTES', 'invalid_request'),
+        Unprocessable: errorResponse(
+          'the replay reached a limit of the policy sandbox: `limit` says which (time: POLICY_SANDBOX_TIMEOUT_MS, memory: POLICY_SANDBOX_MEMORY_MB)',
+          'invalid_request',
+        ),
         UnsupportedMediaType: errorResponse('the body is not application/json', 'invalid_request'),
       },
     },
@@ -1048,6 +1052,7 @@ const ERROR_STATUS: Record<string, number> = {
   Conflict: 409,
   PayloadTooLarge: 413,
   UnsupportedMediaType: 415,
+  Unprocessable: 422,
 };
 
 function errorResponse(description: string, code: string): Record<string, unknown> {

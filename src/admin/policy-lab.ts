@@ -18,6 +18,7 @@ import {
   CHANGE_KINDS,
   DECISION_POINTS,
   NO_CLIENT,
+  SandboxLimitError,
   type PolicyLab,
   type RecordChange,
   type TrialInput,
@@ -288,7 +289,7 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
       ...range,
       limit: body.limit ?? DEFAULT_IMPACT_LIMIT,
     });
-    const result = await options.lab.impact(live, tried.snapshot, pages);
+    const result = await options.lab.impact(live, tried.snapshot, pages).catch(unprocessableAtLimit);
     ctx.body = {
       replayed: result.replayed,
       changed: result.changed,
@@ -409,6 +410,21 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
     const fields = await records.fieldsFor(null, record, existing);
     return { collection, record: fields, tenantId: null, replacesId: existing?.id } as RecordChange;
   }
+}
+
+/**
+ * A replay stopped by a limit of the policy sandbox (a candidate too slow or too large on the
+ * recorded decisions) is a 422 naming the limit; no thread free is a 503 on its own (Retry-After).
+ */
+function unprocessableAtLimit(error: unknown): never {
+  if (error instanceof SandboxLimitError)
+    throw new HttpError(
+      422,
+      'invalid_request',
+      `the recorded decisions could not be replayed: ${error.message}; make the candidate cheaper or replay fewer decisions (limit)`,
+      { limit: error.limit },
+    );
+  throw error;
 }
 
 /** The live record a replace or delete is about: by `id`, else by the record's path (data key). */

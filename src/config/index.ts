@@ -70,6 +70,12 @@ export interface Config {
   policyRuleMaxBytes: number;
   /** The largest policy bundle (every bundled rule and data entry) a write may make. */
   policyBundleMaxBytes: number;
+  /** Policy code an operator submits is evaluated in worker threads (src/policy/sandbox): the time one job may take. */
+  policySandboxTimeoutMs: number;
+  /** The memory of a policy worker thread: its JavaScript heap, and the Wasm memory of each OPA module it loads. */
+  policySandboxMemoryMb: number;
+  /** Policy worker threads per process: the most jobs of submitted policy code evaluated at once. */
+  policySandboxThreads: number;
   adminApiKey: string;
   /** True when no admin key was configured and one was generated for this run. */
   adminApiKeyGenerated: boolean;
@@ -160,6 +166,9 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   POLICY_OPA_MEMORY_MB: 'policyOpaMemoryMb',
   POLICY_RULE_MAX_BYTES: 'policyRuleMaxBytes',
   POLICY_BUNDLE_MAX_BYTES: 'policyBundleMaxBytes',
+  POLICY_SANDBOX_TIMEOUT_MS: 'policySandboxTimeoutMs',
+  POLICY_SANDBOX_MEMORY_MB: 'policySandboxMemoryMb',
+  POLICY_SANDBOX_THREADS: 'policySandboxThreads',
   SERVICE_ADMIN_API_KEY: 'adminApiKey',
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
@@ -235,6 +244,9 @@ const SCHEMA = {
     policyOpaMemoryMb: { type: 'integer', minimum: 32 },
     policyRuleMaxBytes: positive,
     policyBundleMaxBytes: positive,
+    policySandboxTimeoutMs: { type: 'integer', minimum: 100, maximum: 600000 },
+    policySandboxMemoryMb: { type: 'integer', minimum: 64, maximum: 4096 },
+    policySandboxThreads: { type: 'integer', minimum: 1, maximum: 64 },
     adminApiKey: { type: ['string', 'null'], minLength: 16 },
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },

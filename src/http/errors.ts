@@ -32,6 +32,8 @@ export interface Unavailable {
   /** What cannot answer, for the log line: "store". */
   readonly dependency: string;
   readonly reason: string;
+  /** When to try again, sent as Retry-After. */
+  readonly retryAfterSeconds?: number;
 }
 
 export function isUnavailable(error: unknown): error is Error & Unavailable {
@@ -74,6 +76,8 @@ export function jsonErrors(log: Logger) {
       await next();
     } catch (error) {
       const { status, body } = describe(error);
+      if (isUnavailable(error) && error.retryAfterSeconds !== undefined)
+        ctx.set('Retry-After', String(error.retryAfterSeconds));
       if (isUnavailable(error))
         log.error(
           { path: ctx.path, method: ctx.method, requestId: ctx.state.requestId },

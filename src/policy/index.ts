@@ -36,6 +36,7 @@ export type { PolicyFault } from './faults.js';
 export type { DecisionExplanation, RuleHit } from './explain.js';
 export { splitShared, joinShared, isSharedPart, type SharedPart } from './contract/shared-part.js';
 export { PolicyLab, type PolicyLabOptions } from './replay/lab.js';
+export { SandboxLimitError } from './sandbox/index.js';
 export { CHANGE_KINDS, type ChangeKind, type ComparedDecision } from './replay/compare.js';
 export {
   NO_CLIENT,

@@ -8,13 +8,13 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CedarDriver } from '../cedar/driver.js';
 import { exampleInput, POLICY_EXAMPLES } from '../contract/examples.js';
 import { DECISION_POINTS, type DecisionInput, type DecisionPoint } from '../contract/types.js';
 import { checkInput } from '../contract/schemas.js';
 import { runOpa } from '../opa/binary.js';
 import { describeOpaErrors, resultVerdict, type RegoVerdict } from '../opa/driver.js';
 import { withConflictingDefinitions } from '../opa/conflicts.js';
+import { policySandbox, SandboxJobError, SandboxLimitError } from '../sandbox/index.js';
 import type { PolicySnapshot } from './build.js';
 
 /** An input to try a candidate bundle on, and where it comes from (for the message of a refusal). */
@@ -180,12 +180,18 @@ async function evaluate(
   return { bindings: output.result?.[0]?.bindings ?? {} };
 }
 
-/** Cedar on the candidate's rules and data: a policy set or entity list it cannot use fails every decision. */
-function cedarProblem(snapshot: PolicySnapshot, cases: TrialCase[]): string | null {
-  const cedar = new CedarDriver();
-  for (const item of cases) {
-    const verdict = cedar.evaluate(snapshot, item.point, item.input);
-    if (verdict.kind === 'failed') return `Cedar cannot decide ${item.point} on ${item.source}: ${verdict.reason}`;
+/**
+ * Cedar on the candidate's rules and data (a policy set or entity list it cannot use fails every
+ * decision), in the policy sandbox: a limit it reaches is the candidate's problem; a sandbox with
+ * no thread free is thrown (503).
+ */
+async function cedarProblem(snapshot: PolicySnapshot, cases: TrialCase[]): Promise<string | null> {
+  if (!snapshot.rules.some((rule) => rule.kind === 'cedar')) return null;
+  try {
+    return await policySandbox().cedarTrialProblem(snapshot, cases);
+  } catch (error) {
+    if (error instanceof SandboxLimitError || error instanceof SandboxJobError)
+      return `Cedar could not be tried: ${error.message}`;
+    throw error;
   }
-  return null;
 }

@@ -5,9 +5,9 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DECISION_ROOT, bundlePathProblem } from './build.js';
-import { cedar, formatCedarErrors } from '../cedar/wasm.js';
 import { inScratchDirectory, OpaBusyError, opaMessage, runOpa } from '../opa/binary.js';
 import { policySandboxLimits } from '../opa/sandbox.js';
+import { policySandbox, SandboxJobError, SandboxLimitError } from '../sandbox/index.js';
 
 export type RuleKind = 'rego' | 'cedar';
 
@@ -43,12 +43,18 @@ function ruleSizeProblem(content: string): string | null {
     : null;
 }
 
-function validateCedar(content: string): string | null {
-  const parts = cedar.policySetTextToParts(content);
-  if (parts.type === 'failure') return `Cedar parse error: ${formatCedarErrors(parts.errors, content)}`;
-  if (parts.policy_templates.length > 0) return 'Cedar templates are not supported: a rule holds static policies only';
-  const checked = cedar.checkParsePolicySet({ staticPolicies: content });
-  return checked.type === 'failure' ? `Cedar parse error: ${formatCedarErrors(checked.errors, content)}` : null;
+/**
+ * Cedar parses the rule in the policy sandbox (a large rule takes seconds to parse): a limit it
+ * reaches is the rule's problem, told as such; a sandbox with no thread free is a 503 (thrown).
+ */
+async function validateCedar(content: string): Promise<string | null> {
+  try {
+    return await policySandbox().cedarRuleProblem(content);
+  } catch (error) {
+    if (error instanceof SandboxLimitError) return `the Cedar rule could not be checked: ${error.message}`;
+    if (error instanceof SandboxJobError) return `Cedar parse error: ${error.message}`;
+    throw error;
+  }
 }
 
 /**

@@ -14,10 +14,11 @@
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isUnavailable } from '../../http/errors.js';
 import type { Store } from '../../store/index.js';
 import { buildBundle, snapshotOf, type PolicySnapshot } from './build.js';
 import { contractExampleInputs, trialProblem, type TrialInput } from './trial.js';
-import { inScratchDirectory, OpaBusyError, opaMessage, runOpa } from '../opa/binary.js';
+import { inScratchDirectory, opaMessage, runOpa } from '../opa/binary.js';
 import { NOT_ALLOWED, policySandboxLimits } from '../opa/sandbox.js';
 import {
   isBundled,
@@ -118,8 +119,8 @@ export async function tryBundleWith(
     });
     return problem ? { problem } : { snapshot, touched };
   } catch (error) {
-    // No OPA run free now is no fault of the change: a 503 to retry, not a refusal.
-    if (error instanceof OpaBusyError) throw error;
+    // A dependency that cannot answer now (the store, no policy sandbox thread free) is its 503, not the change's fault.
+    if (isUnavailable(error)) throw error;
     return { problem: `the policy bundle could not be built with ${what}: ${(error as Error).message}` };
   }
 }

@@ -176,7 +176,20 @@ export async function compileRego(
   const compile = typeof compiler === 'string' ? localWasmCompiler(compiler) : compiler;
   const module = await compile(bundle, snapshot.revision);
   if ('problem' in module) return module;
-  const policy = await loadPolicy(module.wasm);
+  return loadCompiledRego(snapshot, module, onStopped);
+}
+
+/**
+ * A module `opa build` made of the snapshot's bundle, loaded with its data. `memory` bounds its
+ * Wasm memory (the policy sandbox's threads give it a maximum: an evaluation that needs more stops).
+ */
+export async function loadCompiledRego(
+  snapshot: PolicySnapshot,
+  module: { wasm: Uint8Array; points: DecisionPoint[] },
+  onStopped: (point: DecisionPoint, reason: string) => void,
+  memory?: { initial: number; maximum?: number },
+): Promise<CompiledRego | { problem: string; builtins?: string[] }> {
+  const policy = await loadPolicy(module.wasm, memory);
   const needsJavaScript = requiredBuiltins(policy).filter((name) => JAVASCRIPT_BUILTINS.has(name));
   if (needsJavaScript.length)
     return {

@@ -16,10 +16,20 @@ import type { ChangeKind } from './compare.js';
 import { replayImpact, type ImpactResult, type RecordedDecision } from './impact.js';
 import { Pacer } from './pacer.js';
 import { PolicyReplayer } from './replayer.js';
+import { configurePolicySandbox } from '../sandbox/index.js';
 import { ShadowPolicy } from './shadow.js';
 
 export interface PolicyLabOptions {
-  config: Pick<Config, 'opaBin' | 'policyShadowSampleRate' | 'policyShadowQueue' | 'policyReplayShare'>;
+  config: Pick<
+    Config,
+    | 'opaBin'
+    | 'policyShadowSampleRate'
+    | 'policyShadowQueue'
+    | 'policyReplayShare'
+    | 'policySandboxTimeoutMs'
+    | 'policySandboxMemoryMb'
+    | 'policySandboxThreads'
+  >;
   store: Store;
   log: Logger;
   /** The requests being answered now (the composition root's count): a replay paces itself while there are others. */
@@ -41,6 +51,8 @@ export class PolicyLab {
 
   constructor(private readonly options: PolicyLabOptions) {
     const { config, log } = options;
+    // The process's sandbox evaluates what this lab, rule validation and trial runs submit: its limits are the server's.
+    configurePolicySandbox(config);
     this.opaBinary = resolveOpaBinary(config.opaBin);
     this.replayer = new PolicyReplayer(this.opaBinary, log.child({ component: 'policy-replay' }));
     this.shadow = new ShadowPolicy({

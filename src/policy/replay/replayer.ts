@@ -1,23 +1,24 @@
 /**
  * Decisions of a bundle that is not (or not yet) in force: the candidate of a proposed change
  * (impact analysis) and the candidate revision of shadow records. They are made exactly as the
- * live engine makes its own (engine.ts): Rego compiled to WebAssembly and evaluated in this
- * process, OPA as the engine of record for what the module cannot decide (here `opa eval` of the
- * candidate's bundle, since the OPA sidecar serves only the live one), Cedar in process, and the
- * two combined by combine.ts. Nothing here counts toward /healthz or the decision metrics.
+ * live engine makes its own (engine.ts): Rego compiled to WebAssembly, OPA as the engine of record
+ * for what the module cannot decide (here `opa eval` of the candidate's bundle, since the OPA
+ * sidecar serves only the live one), Cedar, and the two combined by combine.ts. The module and
+ * Cedar run in the policy sandbox's threads (sandbox/), off the event loop and within its limits:
+ * this is code an operator submitted. Nothing here counts toward /healthz or the decision metrics.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from '../../log/index.js';
 import { buildBundle, type PolicySnapshot } from '../bundle/build.js';
 import { opaVerdicts } from '../bundle/trial.js';
-import { CedarDriver, type CedarVerdict } from '../cedar/driver.js';
 import { combine } from '../combine.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint } from '../contract/types.js';
 import { inScratchDirectory } from '../opa/binary.js';
 import { withConflictingDefinitions } from '../opa/conflicts.js';
 import type { RegoVerdict } from '../opa/driver.js';
-import { compileRego, type CompiledRego } from '../opa/wasm.js';
+import { localWasmCompiler, type WasmBuild } from '../opa/wasm.js';
+import { policySandbox, type SandboxPolicy } from '../sandbox/index.js';
 
 /** Candidates kept compiled at once: the live revision, a proposed change or two, the shadow revision. */
 const KEPT_REVISIONS = 4;
@@ -50,44 +51,65 @@ export class PolicyReplayer {
     return made;
   }
 
-  /** Compiled to Wasm when it can be; else every Rego decision of the revision goes to `opa eval`. */
+  /** Compiled to Wasm when it can be (the sandbox's threads load it); else every Rego decision of the revision goes to `opa eval`. */
   private async compile(snapshot: PolicySnapshot): Promise<PreparedPolicy> {
     const bundle = await buildBundle(snapshot);
-    const compiled = await compileRego(this.opaBinary, snapshot, bundle, () => undefined).catch((error: unknown) => ({
-      problem: `the module could not be built: ${(error as Error).message}`,
-    }));
-    if ('problem' in compiled)
-      this.log.info(
-        { revision: snapshot.revision, reason: compiled.problem },
-        'replayed Rego decisions of this revision go to opa eval',
-      );
-    return new PreparedPolicy(snapshot, 'problem' in compiled ? null : compiled, bundle, this.opaBinary);
+    const built: WasmBuild = await localWasmCompiler(this.opaBinary)(bundle, snapshot.revision).catch(
+      (error: unknown) => ({ problem: `the module could not be built: ${(error as Error).message}` }),
+    );
+    if ('problem' in built) this.logFallback(snapshot.revision, built.problem);
+    const module = 'problem' in built ? null : built;
+    return new PreparedPolicy({ snapshot, module }, bundle, this.opaBinary, (reason) =>
+      this.logFallback(snapshot.revision, reason),
+    );
+  }
+
+  private logFallback(revision: string, reason: string): void {
+    this.log.info({ revision, reason }, 'replayed Rego decisions of this revision go to opa eval');
   }
 }
 
-/** One revision's policy: Rego in process (OPA for the rest), Cedar, combined as the live engine combines them. */
+/** One revision's policy: Rego in the sandbox (OPA for the rest), Cedar, combined as the live engine combines them. */
 export class PreparedPolicy {
-  private readonly cedar = new CedarDriver();
+  private loadProblemLogged = false;
 
   constructor(
-    readonly snapshot: PolicySnapshot,
-    private readonly compiled: CompiledRego | null,
+    private readonly policy: SandboxPolicy,
     private readonly bundle: Buffer,
     private readonly opaBinary: string,
+    /** Told once when the thread could not use the module (builtins it implements otherwise than OPA). */
+    private readonly onLoadProblem: (reason: string) => void,
   ) {}
+
+  get snapshot(): PolicySnapshot {
+    return this.policy.snapshot;
+  }
 
   get revision(): string {
     return this.snapshot.revision;
   }
 
-  /** The decisions of `inputs` (each already fits the point's input schema), in order. */
+  /**
+   * The decisions of `inputs` (each already fits the point's input schema), in order. Rejects
+   * with the sandbox's errors: a limit reached (SandboxLimitError), no thread free (SandboxBusyError).
+   */
   async decideAll(point: DecisionPoint, inputs: DecisionInput[]): Promise<DecisionOutcome[]> {
-    const rego = await this.regoVerdicts(point, inputs);
-    return inputs.map((input, index) => combine(point, input, rego[index], this.cedarVerdict(point, input)));
+    const verdicts = await policySandbox().decide(this.revision, async () => this.policy, point, inputs);
+    if (verdicts.loadProblem && !this.loadProblemLogged) {
+      this.loadProblemLogged = true;
+      this.onLoadProblem(verdicts.loadProblem);
+    }
+    const rego = await this.regoVerdicts(point, inputs, verdicts.rego);
+    return inputs.map((input, index) => combine(point, input, rego[index], verdicts.cedar[index]));
   }
 
-  private async regoVerdicts(point: DecisionPoint, inputs: DecisionInput[]): Promise<RegoVerdict[]> {
-    const verdicts = inputs.map((input) => this.compiled?.evaluate(point, input) ?? null);
+  /** The module's verdicts, with OPA's for those it could not make. */
+  private async regoVerdicts(
+    point: DecisionPoint,
+    inputs: DecisionInput[],
+    fromModule: (RegoVerdict | null)[],
+  ): Promise<RegoVerdict[]> {
+    const verdicts = [...fromModule];
     const left = verdicts.flatMap((verdict, index) => (verdict ? [] : [index]));
     if (left.length) {
       const fromOpa = await this.fromOpa(
@@ -102,7 +124,6 @@ export class PreparedPolicy {
         : verdict,
     );
   }
-
   /** `opa eval` of this revision's bundle for the inputs the module could not decide, a batch at a time. */
   private async fromOpa(point: DecisionPoint, inputs: DecisionInput[]): Promise<RegoVerdict[]> {
     try {
@@ -119,14 +140,6 @@ export class PreparedPolicy {
     } catch (error) {
       const reason = `OPA could not be run: ${(error as Error).message}`;
       return inputs.map((): RegoVerdict => ({ kind: 'failed', reason }));
-    }
-  }
-
-  private cedarVerdict(point: DecisionPoint, input: DecisionInput): CedarVerdict {
-    try {
-      return this.cedar.evaluate(this.snapshot, point, input);
-    } catch (error) {
-      return { kind: 'failed', reason: `Cedar evaluation failed: ${(error as Error).message}` };
     }
   }
 }

@@ -3,7 +3,8 @@
  * (the live records with each shadow in place of the live record of its path or data key). Every
  * live decision, once answered and recorded in the audit log, is also decided by the candidate,
  * off the request's path: paced (pacer.ts), sampled (POLICY_SHADOW_SAMPLE_RATE), dropped and
- * counted when more wait than POLICY_SHADOW_QUEUE. Only the live policy decides; the differences
+ * counted when more wait than POLICY_SHADOW_QUEUE (or when the policy sandbox stops a batch at a
+ * limit). Only the live policy decides; the differences
  * are counted (for /metrics) and the newest kept in memory, per node, for the Admin API.
  */
 import type { Logger } from '../../log/index.js';
@@ -21,6 +22,7 @@ import {
 } from './impact.js';
 import type { Pacer } from './pacer.js';
 import type { PolicyReplayer } from './replayer.js';
+import { SandboxBusyError, SandboxLimitError } from '../sandbox/index.js';
 
 export interface ShadowOptions {
   store: Store;
@@ -149,7 +151,11 @@ export class ShadowPolicy {
         }
         const batch = this.queue.splice(0, BATCH);
         const prepared = await this.options.replayer.prepare(candidate.snapshot);
-        const { compared, skipped } = await compareDecisions(batch, prepared, null, this.options.pacer);
+        const evaluated = await compareDecisions(batch, prepared, null, this.options.pacer).catch((error: unknown) =>
+          this.stoppedBySandbox(error, batch.length),
+        );
+        if (!evaluated) continue;
+        const { compared, skipped } = evaluated;
         // A promotion or discard while this batch was evaluated: its results belong to no candidate now.
         if (this.status.candidateRevision !== candidate.snapshot.revision) continue;
         this.status.skipped += skipped.length;
@@ -169,6 +175,21 @@ export class ShadowPolicy {
     } finally {
       this.draining = false;
     }
+  }
+
+  /**
+   * A batch the policy sandbox stopped (a limit reached, no thread free) is dropped and counted,
+   * and the next one is tried; any other error is thrown on (every decision waiting is dropped).
+   */
+  private stoppedBySandbox(error: unknown, count: number): null {
+    if (!(error instanceof SandboxLimitError || error instanceof SandboxBusyError)) throw error;
+    this.options.log.warn(
+      { reason: error.message, dropped: count },
+      'shadow policy evaluation of a batch stopped in the policy sandbox; the batch was dropped',
+    );
+    this.options.onDropped?.(count);
+    this.status.dropped += count;
+    return null;
   }
 
   private tallyOf(tenantId: string | null): ImpactTally {

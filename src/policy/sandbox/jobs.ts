@@ -1,0 +1,110 @@
+/**
+ * What the policy sandbox's threads do (worker.ts runs these; index.ts asks for them): the jobs,
+ * as plain data that crosses between threads, and the thread's side of each.
+ */
+import type { PolicySnapshot } from '../bundle/build.js';
+import { cedarRuleProblem, cedarTrialProblem, type CedarTrialCase } from '../cedar/checks.js';
+import { CedarDriver, type CedarVerdict } from '../cedar/driver.js';
+import type { DecisionInput, DecisionPoint } from '../contract/types.js';
+import type { RegoVerdict } from '../opa/driver.js';
+import { loadCompiledRego, type CompiledRego } from '../opa/wasm.js';
+
+/** One revision's policy as a thread loads it: the snapshot, and its compiled module (null: none, OPA decides its Rego). */
+export interface SandboxPolicy {
+  snapshot: PolicySnapshot;
+  module: { wasm: Uint8Array; points: DecisionPoint[] } | null;
+}
+
+export type SandboxJob =
+  | { kind: 'cedar-rule'; content: string }
+  | { kind: 'cedar-trial'; snapshot: PolicySnapshot; cases: CedarTrialCase[] }
+  /** `policy` is sent only when the thread answered that it does not hold the revision. */
+  | { kind: 'decide'; revision: string; point: DecisionPoint; inputs: DecisionInput[]; policy?: SandboxPolicy };
+
+/** The verdicts of `decide` (Rego null: the module cannot decide it, OPA must), or `unknown`: send the policy. */
+export type DecideResult =
+  { unknown: true } | { rego: (RegoVerdict | null)[]; cedar: CedarVerdict[]; loadProblem?: string };
+
+/** An evaluation stopped because it needed more memory than it may have. */
+export class OutOfMemory extends Error {}
+
+/** Revisions a thread keeps loaded: the live one, a proposed change or two, the shadow's (as the replayer keeps). */
+const KEPT_REVISIONS = 4;
+
+/** OPA's Wasm runtime aborts so when its memory cannot grow (the module's maximum is reached). */
+const WASM_OUT_OF_MEMORY = /malloc|out of memory|memory access out of bounds/i;
+
+interface Loaded {
+  snapshot: PolicySnapshot;
+  compiled: CompiledRego | null;
+  cedar: CedarDriver;
+}
+
+/** The thread's side: runs jobs, keeping a few revisions loaded (each compiled to Wasm once per thread). */
+export class SandboxJobs {
+  private readonly loaded = new Map<string, Loaded>();
+  /** Why the module's last evaluation stopped (null: it did not), as CompiledRego reports it. */
+  private lastStop: string | null = null;
+
+  constructor(
+    /** The most Wasm memory one OPA module may have, in MB. */
+    private readonly memoryMb: number,
+  ) {}
+
+  async run(job: SandboxJob): Promise<unknown> {
+    if (job.kind === 'cedar-rule') return cedarRuleProblem(job.content);
+    if (job.kind === 'cedar-trial') return cedarTrialProblem(job.snapshot, job.cases);
+    return this.decide(job);
+  }
+
+  private async decide(job: Extract<SandboxJob, { kind: 'decide' }>): Promise<DecideResult> {
+    let loadProblem: string | undefined;
+    if (job.policy) loadProblem = await this.load(job.revision, job.policy);
+    const policy = this.loaded.get(job.revision);
+    if (!policy) return { unknown: true };
+    // Most recently used last, so that the oldest goes first.
+    this.loaded.delete(job.revision);
+    this.loaded.set(job.revision, policy);
+    const rego = job.inputs.map((input) => {
+      this.lastStop = null;
+      const verdict = policy.compiled?.evaluate(job.point, input) ?? null;
+      // Not left to OPA: an evaluation that outgrew its memory here would grow without bound there.
+      if (this.lastStop !== null && WASM_OUT_OF_MEMORY.test(this.lastStop)) throw new OutOfMemory(this.lastStop);
+      return verdict;
+    });
+    const cedar = job.inputs.map((input) => cedarVerdict(policy.cedar, policy.snapshot, job.point, input));
+    return { rego, cedar, ...(loadProblem ? { loadProblem } : {}) };
+  }
+
+  private async load(revision: string, policy: SandboxPolicy): Promise<string | undefined> {
+    let problem: string | undefined;
+    let compiled: CompiledRego | null = null;
+    if (policy.module) {
+      const pages = this.memoryMb * 16; // 64 KiB pages
+      const made = await loadCompiledRego(
+        policy.snapshot,
+        policy.module,
+        (_point, reason) => (this.lastStop = reason),
+        { initial: 5, maximum: pages },
+      );
+      if ('problem' in made) problem = made.problem;
+      else compiled = made;
+    }
+    this.loaded.set(revision, { snapshot: policy.snapshot, compiled, cedar: new CedarDriver() });
+    while (this.loaded.size > KEPT_REVISIONS) this.loaded.delete(this.loaded.keys().next().value!);
+    return problem;
+  }
+}
+
+function cedarVerdict(
+  driver: CedarDriver,
+  snapshot: PolicySnapshot,
+  point: DecisionPoint,
+  input: DecisionInput,
+): CedarVerdict {
+  try {
+    return driver.evaluate(snapshot, point, input);
+  } catch (error) {
+    return { kind: 'failed', reason: `Cedar evaluation failed: ${(error as Error).message}` };
+  }
+}
