@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
@@ -108,7 +108,10 @@ export class SqliteStore implements Store {
    */
   static async open(location: string, { createDirectory = false } = {}): Promise<SqliteStore> {
     const file = location === ':memory:' || location === '' ? ':memory:' : location;
-    if (file !== ':memory:') openDirectory(dirname(resolve(file)), createDirectory);
+    if (file !== ':memory:') {
+      openDirectory(dirname(resolve(file)), createDirectory);
+      createPrivately(file);
+    }
     const db = new Database(file);
     try {
       db.pragma('journal_mode = WAL');
@@ -121,7 +124,9 @@ export class SqliteStore implements Store {
         'CREATE TABLE IF NOT EXISTS window_counters (key TEXT PRIMARY KEY, count INTEGER NOT NULL, reset_at INTEGER NOT NULL)',
       );
       if (file === ':memory:') return new SqliteStore(db, null, null);
-      // The -wal and -shm files exist from here on, as long as this connection is open.
+      // The -wal and -shm files exist from here on, as long as this connection is open. SQLite
+      // creates them with the database file's mode; ones left by an older release may be wider.
+      for (const path of [file, `${file}-wal`, `${file}-shm`]) keepPrivate(path);
       const files = StoreFiles.record(resolve(file));
       if (!files.inWalMode) return new SqliteStore(db, files, null);
       db.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
@@ -284,7 +289,8 @@ export class SqliteStore implements Store {
       if (integrity !== 'ok') throw new Error(`${backupFile} is damaged: ${String(integrity)}`);
       const arbiterTables = source.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sequences'");
       if (!arbiterTables.get()) throw new Error(`${backupFile} is not an Arbiter store`);
-      mkdirSync(dirname(target), { recursive: true });
+      mkdirSync(dirname(target), { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
+      createPrivately(target);
       await source.backup(target);
     } finally {
       source.close();
@@ -293,10 +299,13 @@ export class SqliteStore implements Store {
 
   /**
    * An online backup into `destination` (SQLite's backup API through better-sqlite3): a consistent
-   * copy of the file while the server keeps answering, the WAL's committed pages included.
+   * copy of the file while the server keeps answering, the WAL's committed pages included. The
+   * file is made (or narrowed to) owner-only before a byte is copied into it.
    */
   async backup(destination: string): Promise<void> {
     await this.group.flush();
+    createPrivately(destination);
+    keepPrivate(destination);
     await this.db.backup(destination);
   }
 
@@ -761,10 +770,40 @@ function jsonField(field: string): string {
   return `json_extract(doc, '${jsonPath(field)}')`;
 }
 
+/**
+ * The store's files hold every record (Admin API key digests, sealed secrets, token digests): only
+ * the owner may read them. SQLite gives its -wal, -shm and journal files the database file's mode.
+ */
+const PRIVATE_FILE_MODE = 0o600;
+const PRIVATE_DIRECTORY_MODE = 0o700;
+
+/** Creates `path` empty and owner-only when it does not exist (an empty file is an empty SQLite database). */
+function createPrivately(path: string): void {
+  try {
+    closeSync(openSync(path, 'wx', PRIVATE_FILE_MODE));
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+}
+
+/**
+ * Takes group and other access away from an existing store file (one an older release made 0644).
+ * A file that is not this process's to change (another owner, a read-only mount) is left as it is.
+ */
+function keepPrivate(path: string): void {
+  const stats = statSync(path, { throwIfNoEntry: false });
+  if (!stats || (stats.mode & 0o077) === 0) return;
+  try {
+    chmodSync(path, stats.mode & PRIVATE_FILE_MODE);
+  } catch (error) {
+    if (!['EPERM', 'EROFS'].includes((error as NodeJS.ErrnoException).code ?? '')) throw error;
+  }
+}
+
 /** The directory of the database file: made when allowed, else it must exist (an Error naming it otherwise). */
 function openDirectory(directory: string, create: boolean): void {
   if (create) {
-    mkdirSync(directory, { recursive: true });
+    mkdirSync(directory, { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
     return;
   }
   let isDirectory = false;

@@ -9,7 +9,12 @@ import {
 } from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid, isBcryptHash } from '../http/validation.js';
-import { generateClientSecret, hashClientSecret } from '../oauth/index.js';
+import {
+  generateClientSecret,
+  hashClientSecret,
+  registrableRedirectUriProblem,
+  webUriProblem,
+} from '../oauth/index.js';
 import { registerTenant, storeTenant } from '../tenancy/index.js';
 import {
   definitionOfStore,
@@ -298,6 +303,8 @@ export class AdminRecords {
     const withDefaults: Record<string, unknown> = { ...this.definition.defaults, ...fields };
     this.keepMode(withDefaults, existing);
     this.assertSecretRequest(withDefaults);
+    this.assertRegistrableUris(withDefaults);
+    this.assertSecretFollowsDestination(withDefaults, existing);
     this.fillGeneratedKey(withDefaults, existing);
     await this.assertReferences(tenantId, withDefaults);
     const problem = await this.check(withDefaults, { tenantId, existing });
@@ -307,6 +314,38 @@ export class AdminRecords {
         withDefaults[field] = this.sealer.seal(withDefaults[field] as string);
     }
     return withDefaults;
+  }
+
+  /**
+   * A client's URIs as dynamic registration takes them, no more: the Admin API must not store a
+   * `javascript:` redirect URI (or any other) that /register refuses.
+   */
+  private assertRegistrableUris(fields: Record<string, unknown>): void {
+    for (const [field, kind] of Object.entries(this.definition.registeredUris ?? {})) {
+      const value = fields[field];
+      for (const uri of Array.isArray(value) ? value : [value]) {
+        if (typeof uri !== 'string') continue;
+        const problem = kind === 'redirect' ? registrableRedirectUriProblem(uri) : webUriProblem(uri, kind);
+        if (problem) throw badRequest(`${field} ${problem} (as dynamic registration requires)`, { field });
+      }
+    }
+  }
+
+  /**
+   * A replace that points the stored secret somewhere else (see `secretDestinations`) must give
+   * the secret again: otherwise whoever may edit the record, but was never told the secret, could
+   * have it sent to a server of their own (an IdP's issuer replaced, its client secret kept).
+   */
+  private assertSecretFollowsDestination(fields: Record<string, unknown>, existing?: AdminRecord): void {
+    const destinations = this.definition.secretDestinations;
+    if (!destinations || !existing || existing[destinations.secret] === undefined) return;
+    if (fields[destinations.secret] !== undefined) return;
+    const changed = destinations.fields.filter((field) => fields[field] !== existing[field]);
+    if (changed.length === 0) return;
+    throw badRequest(
+      `${destinations.secret} must be given again to change ${changed.join(' and ')}: the stored one is never sent to a new destination`,
+      { field: destinations.secret },
+    );
   }
 
   /**

@@ -34,6 +34,18 @@ export interface CollectionDefinition {
   /** Fields filled in when absent. */
   defaults?: Record<string, unknown>;
   /**
+   * URI fields the Admin API checks as dynamic registration checks a client's metadata (its one
+   * validator, src/oauth/register/redirect-uri.ts): `redirect` as redirect URIs (each of a list),
+   * `page` as a client's web pages (client_uri, logo_uri, …), `jwks` as its JWK Set's URI.
+   */
+  registeredUris?: Record<string, 'redirect' | 'page' | 'jwks'>;
+  /**
+   * The fields that decide where the kept secret `secret` is sent (an upstream IdP's issuer, whose
+   * metadata names its token endpoint, and that endpoint): a replace that changes one must give the
+   * secret again, so that a stored secret only ever goes where whoever gave it meant it to.
+   */
+  secretDestinations?: { secret: string; fields: string[] };
+  /**
    * A secret given in clear (or already as a BCrypt hash) and stored only as its BCrypt hash, in
    * `field`; `generate` names the body flag that has the server choose one instead, answered this
    * once as `shownAs`, and `generatedOnlyWith` the fields a record must have for that.
@@ -122,6 +134,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
     uniqueFields: ['idpId'],
     secretFields: ['clientSecret'],
     sealedFields: ['clientSecret'],
+    // openid-client sends the secret to the token endpoint, the issuer's metadata's unless tokenEndpoint overrides it.
+    secretDestinations: { secret: 'clientSecret', fields: ['issuer', 'tokenEndpoint'] },
     defaults: { enabled: true },
     schema: object(['issuer'], {
       issuer: httpUri,
@@ -250,6 +264,15 @@ export const COLLECTIONS: CollectionDefinition[] = [
       generate: 'generateClientSecret',
       shownAs: 'generatedClientSecret',
       generatedOnlyWith: { clientType: 'confidential' },
+    },
+    registeredUris: {
+      redirectUris: 'redirect',
+      postLogoutRedirectUris: 'redirect',
+      clientUri: 'page',
+      logoUri: 'page',
+      tosUri: 'page',
+      policyUri: 'page',
+      jwksUri: 'jwks',
     },
     defaults: { enabled: true },
     schema: object(['clientId', 'clientType'], {

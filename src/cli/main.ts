@@ -6,7 +6,9 @@
  * (exit 2 for a command line that is wrong).
  */
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
+import { mkdir, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { AdminRecords } from '../admin/index.js';
 import { COLLECTIONS, definitionFor, storeSpecOf, type CollectionDefinition } from '../catalog/index.js';
@@ -15,6 +17,7 @@ import { ConfigError, loadConfig, type Config } from '../config/index.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../migrations.js';
 import { hashClientSecret, resealProviderSecrets, rotateSigningKey } from '../oauth/index.js';
 import { DEFAULT_TENANT, migrate, schemaVersion, Sealer, SEALING_KEYS_COLLECTION, type Store } from '../store/index.js';
+import { openSealedFile, sealFile } from '../store/sealed-file.js';
 import { isTenantId, storeTenant, TENANTS_COLLECTION, TenantRegistry } from '../tenancy/index.js';
 
 const USAGE = `usage: arbiter <command> [options]
@@ -31,8 +34,10 @@ const USAGE = `usage: arbiter <command> [options]
                                    the signing key and retire the old one
   rotate-secrets-key               seals every stored secret again with SERVICE_SECRETS_KEY (the old
                                    key in SERVICE_SECRETS_KEY_PREVIOUS), then forgets the old keys
-  backup <file>                    an online backup of a SQLite store into <file> (the server may run)
-  restore <file>                   replaces a SQLite store with a backup (stop every server first)
+  backup <file>                    an online backup of a SQLite store into <file> (the server may
+                                   run), sealed with SERVICE_SECRETS_KEY
+  restore <file>                   replaces a SQLite store with a backup whose seal checks (stop
+                                   every server first)
 
 STORE_URL, CONFIG_FILE and SERVICE_SECRETS_KEY are read as the server reads them.`;
 
@@ -146,22 +151,71 @@ async function createClient(args: string[], config: Config): Promise<Record<stri
   });
 }
 
+/**
+ * A sealed online backup: SQLite's backup API copies the store into an owner-only scratch file
+ * beside `file`, which is then sealed into `file` (src/store/sealed-file.ts) and removed. Sealing
+ * needs SERVICE_SECRETS_KEY, in development too: without it the only key would be the store's
+ * development key, which the backup itself holds, so its seal would prove nothing.
+ */
 async function backup([file, ...rest]: string[], config: Config): Promise<Record<string, unknown>> {
   if (!file || rest.length) throw new UsageError('backup takes one file');
+  if (!config.secretsKey)
+    throw new Error(
+      'SERVICE_SECRETS_KEY is not set: a backup is sealed with a key derived from it, and restored only with it. ' +
+        'Set it (32 random bytes, base64url) as the server has it, or to a new key kept for backups alone',
+    );
+  const secretsKey = config.secretsKey;
+  const destination = resolve(file);
   return withStore(config, async (store) => {
     if (!store.backup)
       throw new Error('this store has no online backup here: back a MongoDB store up with mongodump (README)');
-    await store.backup(resolve(file));
-    return { backup: resolve(file), schemaVersion: await schemaVersion(store) };
+    const backup = store.backup.bind(store);
+    await withScratchFile(dirname(destination), async (plain) => {
+      await backup(plain);
+      await sealFile(plain, destination, secretsKey);
+    });
+    return { backup: destination, sealed: true, schemaVersion: await schemaVersion(store) };
   });
 }
 
+/**
+ * Checks the backup's seal (SERVICE_SECRETS_KEY or SERVICE_SECRETS_KEY_PREVIOUS) while opening it
+ * into an owner-only scratch file beside the store, and only then replaces the store with it: a
+ * backup changed since it was made (an Admin key digest planted in it, …) leaves the store untouched.
+ */
 async function restore([file, ...rest]: string[], config: Config): Promise<Record<string, unknown>> {
   if (!file || rest.length) throw new UsageError('restore takes one file');
-  const target = await restoreArbiterStore(config.storeUrl, resolve(file));
+  const keys = [config.secretsKey, config.secretsKeyPrevious].filter((key): key is string => key !== null);
+  if (keys.length === 0)
+    throw new Error('SERVICE_SECRETS_KEY is not set: set it to the key the backup was sealed with to restore it');
+  const from = resolve(file);
+  const target = await withScratchFile(scratchDirectoryFor(config.storeUrl), async (plain) => {
+    await openSealedFile(from, plain, keys);
+    return restoreArbiterStore(config.storeUrl, plain);
+  });
   // A backup of an older release is brought up to date; one of a newer release is refused here.
   const schema = await withStore(config, (store) => migrate(store, MIGRATIONS));
-  return { restored: target, from: resolve(file), schema };
+  return { restored: target, from, schema };
+}
+
+/**
+ * `work` with the path of a scratch file (not created) in `directory` (made, owner-only, when
+ * missing: a restore onto a new machine), removed afterwards whatever happens.
+ */
+async function withScratchFile<T>(directory: string, work: (path: string) => Promise<T>): Promise<T> {
+  await mkdir(directory, { recursive: true, mode: 0o700 });
+  const scratch = join(directory, `.arbiter-scratch-${randomBytes(6).toString('hex')}`);
+  try {
+    return await work(scratch);
+  } finally {
+    await Promise.all(['', '-journal', '-wal', '-shm'].map((suffix) => rm(`${scratch}${suffix}`, { force: true })));
+  }
+}
+
+/** Where a restore opens a backup before it replaces the store: beside a SQLite store's file, on its disk. */
+function scratchDirectoryFor(storeUrl: string): string {
+  const location = storeUrl.startsWith('sqlite:') ? storeUrl.slice('sqlite:'.length) : '';
+  return location && location !== ':memory:' ? dirname(resolve(location)) : tmpdir();
 }
 
 /** Opens the store (migrated first unless `migrated` is false), runs `work`, closes it. */

@@ -32,3 +32,4 @@ export {
 } from './shared/owned-artefacts.js';
 export { hashClientSecret } from './clients/secrets.js';
 export { generateClientSecret } from './register/record.js';
+export { registrableRedirectUriProblem, webUriProblem } from './register/redirect-uri.js';

@@ -1,19 +1,36 @@
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
+import { ADMIN_API_KEYS_COLLECTION } from '../../src/admin/api-keys.js';
 import { openArbiterStore } from '../../src/collections.js';
 import { projectPath } from '../../src/config/index.js';
 import { SCHEMA_VERSION } from '../../src/migrations.js';
-import { DEFAULT_TENANT, SCHEMA_COLLECTION, schemaVersion } from '../../src/store/index.js';
+import { DEFAULT_TENANT, SCHEMA_COLLECTION, schemaVersion, storageDigest } from '../../src/store/index.js';
 import { clientCredentials } from '../support/oauth.js';
 import { readyServer, startTestServer } from '../support/server.js';
 
 /** `arbiter <command>` as an operator runs it, against a store that servers then use. */
 function arbiter(storeUrl: string, ...args: string[]) {
+  return arbiterWith({}, storeUrl, ...args);
+}
+
+/** `arbiter <command>` with more of the environment (SERVICE_SECRETS_KEY, …). */
+function arbiterWith(env: Record<string, string>, storeUrl: string, ...args: string[]) {
   const run = spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), ...args], {
-    env: { PATH: process.env.PATH ?? '', STORE_URL: storeUrl },
+    env: { PATH: process.env.PATH ?? '', STORE_URL: storeUrl, ...env },
     encoding: 'utf8',
   });
   return {
@@ -23,13 +40,24 @@ function arbiter(storeUrl: string, ...args: string[]) {
   };
 }
 
+/** The key backups are sealed with, as SERVICE_SECRETS_KEY would be. */
+const SECRETS_KEY = randomBytes(32).toString('base64url');
+const WITH_KEY = { SERVICE_SECRETS_KEY: SECRETS_KEY };
+
+/** The permission bits of a file. */
+const modeOf = (file: string) => statSync(file).mode & 0o777;
+
 describe('The arbiter command line, schema versions, backup and restore', function () {
+  // Each command is a process of its own (tsx compiles the CLI at start): seconds each on a busy machine.
+  this.timeout(180_000);
   let dir: string;
   const store = (name: string) => `sqlite:${join(dir, name)}`;
 
   beforeEach(function () {
     dir = mkdtempSync(join(tmpdir(), 'arbiter-cli-'));
   });
+  /** Scratch and partial files the backup and restore commands make and must remove. */
+  const readdirScratch = () => readdirSync(dir).filter((name) => /scratch|partial/.test(name));
   afterEach(function () {
     rmSync(dir, { recursive: true, force: true });
   });
@@ -74,13 +102,13 @@ describe('The arbiter command line, schema versions, backup and restore', functi
     const { clientSecret } = created.json() as { clientSecret: string };
     const live = await readyServer({ STORE_URL: store('live.db') });
     try {
-      const backup = arbiter(store('live.db'), 'backup', join(dir, 'copy.db'));
+      const backup = arbiterWith(WITH_KEY, store('live.db'), 'backup', join(dir, 'copy.db'));
       expect(backup.status, backup.stderr).to.equal(0);
-      expect(backup.json()).to.include({ schemaVersion: SCHEMA_VERSION });
+      expect(backup.json()).to.include({ schemaVersion: SCHEMA_VERSION, sealed: true });
     } finally {
       await live.close();
     }
-    const restored = arbiter(store('restored.db'), 'restore', join(dir, 'copy.db'));
+    const restored = arbiterWith(WITH_KEY, store('restored.db'), 'restore', join(dir, 'copy.db'));
     expect(restored.status, restored.stderr).to.equal(0);
     const server = await readyServer({ STORE_URL: store('restored.db') });
     try {
@@ -88,9 +116,104 @@ describe('The arbiter command line, schema versions, backup and restore', functi
     } finally {
       await server.close();
     }
-    const notAStore = arbiter(store('x.db'), 'restore', projectPath('package.json'));
+    const notAStore = arbiterWith(WITH_KEY, store('x.db'), 'restore', projectPath('package.json'));
     expect(notAStore.status).to.equal(1);
-    expect(arbiter(store('x.db'), 'restore', join(dir, 'missing.db')).status).to.equal(1);
+    expect(arbiterWith(WITH_KEY, store('x.db'), 'restore', join(dir, 'missing.db')).status).to.equal(1);
+  });
+
+  // Issue 33, item 13: the store and its backups were world-readable, and restore took any SQLite file.
+  it('keeps the database file, its -wal and -shm, backups and restored stores owner-only (0600)', async function () {
+    const live = await readyServer({ STORE_URL: store('live.db') });
+    try {
+      for (const file of ['live.db', 'live.db-wal', 'live.db-shm'])
+        expect(modeOf(join(dir, file)).toString(8), file).to.equal('600');
+      const backup = arbiterWith(WITH_KEY, store('live.db'), 'backup', join(dir, 'copy.db'));
+      expect(backup.status, backup.stderr).to.equal(0);
+      expect(modeOf(join(dir, 'copy.db')).toString(8), 'the backup').to.equal('600');
+    } finally {
+      await live.close();
+    }
+    const restored = arbiterWith(WITH_KEY, store('restored.db'), 'restore', join(dir, 'copy.db'));
+    expect(restored.status, restored.stderr).to.equal(0);
+    expect(modeOf(join(dir, 'restored.db')).toString(8), 'the restored store').to.equal('600');
+    // A store an older release made world-readable is narrowed when it is next opened.
+    chmodSync(join(dir, 'restored.db'), 0o644);
+    const reopened = await readyServer({ STORE_URL: store('restored.db') });
+    try {
+      for (const file of ['restored.db', 'restored.db-wal', 'restored.db-shm'])
+        expect(modeOf(join(dir, file)).toString(8), file).to.equal('600');
+    } finally {
+      await reopened.close();
+    }
+    expect(readdirScratch(), 'no scratch file is left behind').to.deep.equal([]);
+  });
+
+  it('seals a backup: it holds no record in clear, and a store without SERVICE_SECRETS_KEY gets none', async function () {
+    const created = arbiter(store('live.db'), 'create-client', 'sealed-svc');
+    expect(created.status, created.stderr).to.equal(0);
+    const unkeyed = arbiter(store('live.db'), 'backup', join(dir, 'unkeyed.db'));
+    expect(unkeyed.status).to.equal(1);
+    expect(unkeyed.stderr).to.match(/SERVICE_SECRETS_KEY is not set/);
+    expect(existsSync(join(dir, 'unkeyed.db')), 'nothing is written').to.equal(false);
+    expect(arbiterWith(WITH_KEY, store('live.db'), 'backup', join(dir, 'copy.db')).status).to.equal(0);
+    const bytes = readFileSync(join(dir, 'copy.db'));
+    expect(bytes.includes('SQLite format 3'), 'not a SQLite file in clear').to.equal(false);
+    expect(bytes.includes('sealed-svc'), 'no record in clear').to.equal(false);
+    // Restored with the key it was sealed with, also once that key has become the previous one.
+    const rotated = {
+      SERVICE_SECRETS_KEY: randomBytes(32).toString('base64url'),
+      SERVICE_SECRETS_KEY_PREVIOUS: SECRETS_KEY,
+    };
+    // Onto a new machine too: the store's directory does not exist yet.
+    const restored = arbiterWith(rotated, store('new-machine/restored.db'), 'restore', join(dir, 'copy.db'));
+    expect(restored.status, restored.stderr).to.equal(0);
+    expect(modeOf(join(dir, 'new-machine', 'restored.db')).toString(8)).to.equal('600');
+  });
+
+  it('refuses a backup that is not sealed, was changed, or was sealed with another key, leaving the store untouched', async function () {
+    expect(arbiter(store('target.db'), 'create-client', 'untouched-svc').status).to.equal(0);
+    expect(arbiter(store('live.db'), 'create-client', 'kept-svc').status).to.equal(0);
+    expect(arbiterWith(WITH_KEY, store('live.db'), 'backup', join(dir, 'copy.db')).status).to.equal(0);
+
+    // What an attacker who can write the backup would restore: a store with an Admin key of their own.
+    const planted = await openArbiterStore(store('live.db'));
+    await planted.collection(ADMIN_API_KEYS_COLLECTION, DEFAULT_TENANT).insert({
+      id: 999,
+      name: 'planted',
+      role: 'admin',
+      keyDigest: storageDigest('arbiter_admin_planted'),
+      createdAt: new Date().toISOString(),
+      createdBy: { id: null, name: 'bootstrap' },
+    });
+    await planted.close();
+    copyFileSync(join(dir, 'live.db'), join(dir, 'planted.db'));
+    const changed = readFileSync(join(dir, 'copy.db'));
+    changed[Math.floor(changed.length / 2)] ^= 0x01;
+    writeFileSync(join(dir, 'changed.db'), changed);
+
+    for (const [file, env, why] of [
+      ['planted.db', WITH_KEY, /is not a sealed Arbiter backup/],
+      ['changed.db', WITH_KEY, /does not match its seal: it was changed or damaged/],
+      [
+        'copy.db',
+        { SERVICE_SECRETS_KEY: randomBytes(32).toString('base64url') },
+        /sealed with another SERVICE_SECRETS_KEY/,
+      ],
+      ['copy.db', {}, /SERVICE_SECRETS_KEY is not set/],
+    ] as const) {
+      const refused = arbiterWith(env, store('target.db'), 'restore', join(dir, file));
+      expect(refused.status, `${file}: ${refused.stderr}`).to.equal(1);
+      expect(refused.stderr, file).to.match(why);
+    }
+    const target = await openArbiterStore(store('target.db'));
+    try {
+      const clients = await target.collection('clients', DEFAULT_TENANT).find();
+      expect(clients.map((client) => client.clientId)).to.deep.equal(['untouched-svc']);
+      expect(await target.collection(ADMIN_API_KEYS_COLLECTION, DEFAULT_TENANT).find()).to.deep.equal([]);
+    } finally {
+      await target.close();
+    }
+    expect(readdirScratch(), 'no scratch file is left behind').to.deep.equal([]);
   });
 
   it('records the schema version at start, and refuses a store of a newer release (server and command line)', async function () {

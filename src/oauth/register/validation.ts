@@ -1,5 +1,5 @@
 import { createPublicKey } from 'node:crypto';
-import { redirectUriProblem } from './redirect-uri.js';
+import { registrableRedirectUriProblem, webUriProblem } from './redirect-uri.js';
 import { HttpError } from '../../http/errors.js';
 import { REQUEST_OBJECT_SIGNING_ALGS } from '../routes.js';
 
@@ -67,8 +67,6 @@ const EMAIL =
   /^[a-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/i;
 /** RFC 6749 scope-token characters. */
 const SCOPE = /^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/;
-/** What an absolute URI may contain as written (RFC 3986 characters, no whitespace or controls). */
-const URI_CHARS = /^[A-Za-z][A-Za-z0-9+.-]*:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/;
 /** JWK members that only a private or symmetric key has. */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
@@ -116,7 +114,7 @@ export function validateMetadata(body: Record<string, unknown>): ValidatedMetada
     assign(
       metadata,
       field,
-      optional(body, field, (value) => webUri(value, field, false)),
+      optional(body, field, (value) => webUri(value, field, 'page')),
     );
   }
   assign(
@@ -141,7 +139,7 @@ export function validateMetadata(body: Record<string, unknown>): ValidatedMetada
   assign(
     metadata,
     'jwks_uri',
-    optional(body, 'jwks_uri', (value) => webUri(value, 'jwks_uri', true)),
+    optional(body, 'jwks_uri', (value) => webUri(value, 'jwks_uri', 'jwks')),
   );
   assign(
     metadata,
@@ -209,15 +207,9 @@ function redirectUris(value: unknown): string[] {
   if (!Array.isArray(value) || value.length === 0) throw redirectError('must be a non-empty array');
   if (value.length > MAX_URIS) throw redirectError(`must not list more than ${MAX_URIS} URIs`);
   const uris = value.map((uri) => {
-    if (typeof uri !== 'string' || uri.length > MAX_STRING || !URI_CHARS.test(uri))
-      throw redirectError('must be absolute URIs');
-    if (uri.includes('#')) throw redirectError('must not contain a fragment');
-    const parsed = parse(uri);
-    if (!parsed) throw redirectError('must be absolute URIs');
-    const problem = redirectUriProblem(parsed);
+    const problem = typeof uri === 'string' ? registrableRedirectUriProblem(uri) : 'must be absolute URIs';
     if (problem) throw redirectError(problem);
-    if (!parsed.hostname) throw redirectError('must name a host');
-    return uri;
+    return uri as string;
   });
   return [...new Set(uris)];
 }
@@ -251,24 +243,10 @@ function text(value: unknown, field: string): string {
   return value;
 }
 
-function parse(uri: string): URL | undefined {
-  try {
-    return new URL(uri);
-  } catch {
-    return undefined;
-  }
-}
-
-/** An absolute http(s) URI (https only when `httpsOnly`), as written. */
-function webUri(value: unknown, field: string, httpsOnly: boolean): string {
-  const parsed =
-    typeof value === 'string' && value.length <= MAX_STRING && URI_CHARS.test(value) ? parse(value) : undefined;
-  if (!parsed || !parsed.hostname) throw metadataError(field, 'must be an absolute URI');
-  if (httpsOnly ? parsed.protocol !== 'https:' : parsed.protocol !== 'https:' && parsed.protocol !== 'http:') {
-    throw metadataError(field, httpsOnly ? 'must be an https URI' : 'must be an http or https URI');
-  }
-  if (field === 'jwks_uri' && (value as string).includes('#'))
-    throw metadataError(field, 'must not contain a fragment');
+/** An absolute http(s) URI (`jwks`: https, no fragment), as written. */
+function webUri(value: unknown, field: string, kind: 'page' | 'jwks'): string {
+  const problem = typeof value === 'string' ? webUriProblem(value, kind) : 'must be an absolute URI';
+  if (problem) throw metadataError(field, problem);
   return value as string;
 }
 
