@@ -49,3 +49,17 @@ function bounded(value: unknown, depth: number): unknown {
     fields.length > MAX_AUDITED_ITEMS ? [...kept, ['…', `${fields.length - MAX_AUDITED_ITEMS} more`]] : kept,
   );
 }
+
+/** U+0000 as JSON.stringify writes it, its backslash not itself escaped. */
+const ESCAPED_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
+
+/**
+ * The entry with every U+0000 (in a string or a key, at any depth) replaced by U+FFFD: the edge
+ * refuses it in requests (refuseNul), but a refused request's entry still quotes what was sent,
+ * and a policy can build one; PostgreSQL refuses it (SQLSTATE 22P05), and the entry must be written.
+ */
+export function withoutNul(entry: AuditFields): AuditFields {
+  const text = JSON.stringify(entry);
+  if (!text.includes('\\u0000')) return entry;
+  return JSON.parse(text.replace(ESCAPED_NUL, '$1\\ufffd')) as AuditFields;
+}
