@@ -82,8 +82,10 @@ async function answerUnrecorded(ctx: Context, issued: Withdrawal[], error: unkno
       `${withdrawn.failed} credentials of an unaudited request not deleted (their values were never sent)`,
     );
   ctx.remove('Location');
-  ctx.set('Retry-After', String(UNRECORDED_RETRY_AFTER_SECONDS));
+  if (!ctx.response.get('Retry-After')) ctx.set('Retry-After', String(UNRECORDED_RETRY_AFTER_SECONDS));
   ctx.set('Cache-Control', 'no-store');
+  // A 503 already says what is unavailable (the store, usually the reason the entry failed too).
+  if (ctx.status === 503) return;
   ctx.body = {
     error: 'temporarily_unavailable',
     error_description: 'the audit log could not record this request, so it was not carried out; retry later',
