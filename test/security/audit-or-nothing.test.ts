@@ -2,6 +2,15 @@ import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { readyServer, type TestServer } from '../support/server.js';
 import { basic, confidentialClient, FORM } from '../support/oauth.js';
+import { FetchUserAgent } from '../support/browser.js';
+import {
+  arrivingAt,
+  authorizationRequest,
+  passDevIdpForms,
+  registerPublicClient,
+  startRegisteredDevIdp,
+  type RegisteredDevIdp,
+} from '../support/dev-idp.js';
 import { sharedMongoTestServer, type MongoTestServer } from '../store/mongo-server.js';
 import { physicalName } from '../../adapters/shared/spec.js';
 import { OIDC_COLLECTION } from '../../adapters/oidc/index.js';
@@ -42,11 +51,20 @@ async function auditedIds(server: TestServer, answers: Answer[]): Promise<Set<st
   return new Set(found.flat().map((entry) => entry.requestId!));
 }
 
-/** The client's stored client_credentials tokens (each one usable by whoever holds its value). */
-async function storedTokens(server: TestServer): Promise<number> {
-  return server.store
-    .collection(OIDC_COLLECTION, DEFAULT_TENANT)
-    .count({ model: 'ClientCredentials', clientId: CLIENT });
+/** A client's stored artefacts of one model (each token or code usable by whoever holds its value). */
+async function stored(server: TestServer, model: string, clientId: string): Promise<number> {
+  return server.store.collection(OIDC_COLLECTION, DEFAULT_TENANT).count({ model, clientId });
+}
+
+const storedTokens = (server: TestServer) => stored(server, 'ClientCredentials', CLIENT);
+
+/** Signs in through the dev IdP, stopping before the request to Arbiter for which `stopAt` is true. */
+async function signIn(server: TestServer, redirectUri: string, clientId: string, stopAt: (url: URL) => boolean) {
+  const agent = new FetchUserAgent();
+  const request = await authorizationRequest(server, { clientId, redirectUri });
+  const loginPage = await agent.navigate(request.url, stopAt);
+  const page = await passDevIdpForms(agent, loginPage, `audit-or-nothing-${clientId}`, stopAt);
+  return { agent, page };
 }
 
 /**
@@ -58,12 +76,15 @@ function describeAuditOrNothing(leg: string, start: () => Promise<TestServer>, r
   describe(`No answer without its audit entry (${leg})`, function () {
     this.timeout(900_000); // the first FerretDB build downloads and compiles Go modules
     let server: TestServer;
+    let idp: RegisteredDevIdp;
 
     before(async function () {
       server = await start();
       await confidentialClient(server, CLIENT, { scopes: ['read'] });
+      idp = await startRegisteredDevIdp(server);
     });
     after(async function () {
+      await idp?.close();
       await server?.close();
     });
 
@@ -99,6 +120,35 @@ function describeAuditOrNothing(leg: string, start: () => Promise<TestServer>, r
       expect(after.status, 'once the store takes audit entries again').to.equal(200);
       expect((await auditedIds(server, [after])).has(after.requestId)).to.equal(true);
       expect(await storedTokens(server), 'the count sees a stored token').to.equal(tokensBefore + 1);
+    });
+
+    it('answers 503 without Location to the sign-in step that would issue a code, and keeps no code', async function () {
+      const redirectUri = 'https://app.audit-or-nothing.test/cb';
+      const { clientId } = await registerPublicClient(server, redirectUri);
+      const issuer = new URL(server.config.issuer).origin;
+      // A first sign-in finds the step of Arbiter's that redirects to the client with the code.
+      const { agent } = await signIn(server, redirectUri, clientId, arrivingAt(redirectUri));
+      const last = agent.visited.filter((url) => url.origin === issuer).at(-1)!;
+      const step = last.pathname.slice(0, last.pathname.lastIndexOf('/') + 1);
+      const codesBefore = await stored(server, 'AuthorizationCode', clientId);
+      expect(codesBefore, 'the first sign-in stored its code').to.equal(1);
+
+      const refused = await signIn(
+        server,
+        redirectUri,
+        clientId,
+        (url) => url.origin === issuer && url.pathname.startsWith(step),
+      );
+      const allow = await refuse(server);
+      let answer;
+      try {
+        answer = await refused.agent.navigate(refused.page.url, arrivingAt(redirectUri));
+      } finally {
+        await allow();
+      }
+      expect(answer.status, `${step}: ${answer.body}`).to.equal(503);
+      expect(answer.url.href, 'no redirect to the client').to.not.include(redirectUri);
+      expect(await stored(server, 'AuthorizationCode', clientId), 'codes kept').to.equal(codesBefore);
     });
   });
 }
