@@ -1,3 +1,4 @@
+import { ESCAPED_NUL, escapesNul } from '../http/body.js';
 import type { AuditFields } from './entry.js';
 
 /** The longest string an unauthenticated caller gets kept in an audit entry (User-Agent, client_id, redirect_uri, scope, path, …). */
@@ -50,9 +51,6 @@ function bounded(value: unknown, depth: number): unknown {
   );
 }
 
-/** U+0000 as JSON.stringify writes it, its backslash not itself escaped. */
-const ESCAPED_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
-
 /**
  * The entry with every U+0000 (in a string or a key, at any depth) replaced by U+FFFD: the edge
  * refuses it in requests (refuseNul), but a refused request's entry still quotes what was sent,
@@ -60,6 +58,6 @@ const ESCAPED_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
  */
 export function withoutNul(entry: AuditFields): AuditFields {
   const text = JSON.stringify(entry);
-  if (!text.includes('\\u0000')) return entry;
+  if (!escapesNul(text)) return entry;
   return JSON.parse(text.replace(ESCAPED_NUL, '$1\\ufffd')) as AuditFields;
 }

@@ -50,6 +50,14 @@ export function refuseNul(value: unknown, where: string): void {
   }
 }
 
+/** U+0000 escaped in JSON text (`\u0000`), its backslash not itself escaped (`\\u0000` is a backslash and "u0000"). */
+export const ESCAPED_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
+
+/** True when JSON text (a JSON-valued parameter, say) escapes U+0000 in a string. */
+export function escapesNul(jsonText: string): boolean {
+  return jsonText.search(ESCAPED_NUL) >= 0;
+}
+
 /** True when `text` holds U+0000, as itself or percent-encoded (a path, a query string, a form: "%00" always decodes to it). */
 export function hasEncodedNul(text: string): boolean {
   return text.includes(NUL) || text.includes('%00');

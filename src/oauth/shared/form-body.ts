@@ -1,7 +1,7 @@
 import { parse } from 'node:querystring';
 import type { Next } from 'koa';
 import type { ArbiterContext } from '../state.js';
-import { MAX_JSON_DEPTH, nestingExceeds, readText, refuseNul } from '../../http/body.js';
+import { escapesNul, MAX_JSON_DEPTH, nestingExceeds, readText, refuseNul } from '../../http/body.js';
 import { HttpError } from '../../http/errors.js';
 import { assertSingleValued } from '../../http/parameters.js';
 
@@ -60,9 +60,6 @@ export function assertShallowJson(parameters: Record<string, unknown>): void {
     if (typeof value !== 'string') continue;
     if (nestingExceeds(value, MAX_JSON_DEPTH))
       throw new HttpError(400, error, `${name} nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
-    if (ESCAPED_NUL.test(value)) throw new HttpError(400, error, `${name} escapes U+0000 (a NUL character)`);
+    if (escapesNul(value)) throw new HttpError(400, error, `${name} escapes U+0000 (a NUL character)`);
   }
 }
-
-/** `\u0000` in JSON text, its backslash not itself escaped (`\\u0000` is a backslash and "u0000"). */
-const ESCAPED_NUL = /(?<!\\)(?:\\\\)*\\u0000/;
