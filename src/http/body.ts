@@ -34,19 +34,21 @@ const NUL = '\u0000';
 
 /**
  * Refuses a U+0000 in any string or key of a parsed request (a JSON body, a form, a query), at any
- * depth, with a 400 that names where: no store takes it alike (FerretDB over PostgreSQL answered
- * 500), and no identifier, URI or scope needs it. Checked as each kind of input is parsed at the
- * edge (readJsonBody, formBody, refuseNulInUrl), before anything reads or stores it.
+ * depth, with a 400 that names the field (its dotted path, as schema refusals do): no store takes
+ * it alike (FerretDB over PostgreSQL answered 500), and no identifier, URI or scope needs it.
+ * Checked as each kind of input is parsed at the edge (readJsonBody, formBody, refuseNulInUrl),
+ * before anything reads or stores it.
  */
-export function refuseNul(value: unknown, where: string): void {
+export function refuseNul(value: unknown, where: string, path: string[] = []): void {
   if (typeof value === 'string') {
-    if (value.includes(NUL)) throw nulRefused(where);
+    if (value.includes(NUL)) throw nulRefused(where, path);
     return;
   }
   if (value === null || typeof value !== 'object') return;
-  for (const [key, item] of Array.isArray(value) ? value.entries() : Object.entries(value)) {
-    if (typeof key === 'string' && key.includes(NUL)) throw nulRefused(where);
-    refuseNul(item, where);
+  for (const [key, item] of Object.entries(value)) {
+    const at = [...path, key];
+    if (key.includes(NUL)) throw nulRefused(where, at);
+    refuseNul(item, where, at);
   }
 }
 
@@ -63,8 +65,12 @@ export function hasEncodedNul(text: string): boolean {
   return text.includes(NUL) || text.includes('%00');
 }
 
-export function nulRefused(where: string): HttpError {
-  return badRequest(`${where} contains U+0000 (a NUL character), which no parameter, field or name may hold`);
+export function nulRefused(where: string, path: string[] = []): HttpError {
+  const field = path.join('.');
+  return badRequest(
+    `${field ? `${field} in ${where}` : where} contains U+0000 (a NUL character), which no parameter, field or name may hold`,
+    field ? { field } : {},
+  );
 }
 
 /**
