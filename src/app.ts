@@ -10,7 +10,7 @@ import { accessLog } from './http/access-log.js';
 import { forwardedHeaders } from './http/forwarded.js';
 import { splitListeners } from './http/listeners.js';
 import { requestId } from './http/request-id.js';
-import { singleValuedQuery } from './http/parameters.js';
+import { refuseNulInUrl, singleValuedQuery } from './http/parameters.js';
 import { securityHeaders } from './http/security-headers.js';
 import type { Logger } from './log/index.js';
 import { METRICS_PATH, type Metrics } from './metrics/index.js';
@@ -80,6 +80,8 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   // Counted in the store: every node and worker on it shares the counts.
   app.use(authFailureLimit({ limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds }, store));
   app.use(jsonErrors(log));
+  // U+0000 in the path, the query or Basic credentials: a 400 before anything reads or stores it (bodies: as they are read).
+  app.use(refuseNulInUrl);
   // OPA's bundle download: wrong bundle tokens are throttled like any credential; OPA's right one always gets through.
   app.use(policy.bundleMiddleware());
   // GET /metrics, behind METRICS_TOKEN when set (on the admin listener only with ADMIN_PORT: splitListeners above).

@@ -159,7 +159,11 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     (error) => log.warn({ err: error }, 'signing keys could not be read; keeping the current ones'),
   );
   const audit = new AuditLog(store, log, {
-    refusals: { perWindow: config.auditUnauthenticatedLimit, windowSeconds: config.auditAggregateWindowSeconds },
+    refusals: {
+      perWindow: config.auditUnauthenticatedLimit,
+      totalPerWindow: config.auditUnauthenticatedTotalLimit,
+      windowSeconds: config.auditAggregateWindowSeconds,
+    },
   });
   // Impact analysis and shadow policies; every recorded live decision is also the shadow's to evaluate.
   const lab = new PolicyLab({

@@ -1,3 +1,4 @@
+import { ESCAPED_NUL, escapesNul } from '../http/body.js';
 import type { AuditFields } from './entry.js';
 
 /** The longest string an unauthenticated caller gets kept in an audit entry (User-Agent, client_id, redirect_uri, scope, path, …). */
@@ -48,4 +49,15 @@ function bounded(value: unknown, depth: number): unknown {
   return Object.fromEntries(
     fields.length > MAX_AUDITED_ITEMS ? [...kept, ['…', `${fields.length - MAX_AUDITED_ITEMS} more`]] : kept,
   );
+}
+
+/**
+ * The entry with every U+0000 (in a string or a key, at any depth) replaced by U+FFFD: the edge
+ * refuses it in requests (refuseNul), but a refused request's entry still quotes what was sent,
+ * and a policy can build one; PostgreSQL refuses it (SQLSTATE 22P05), and the entry must be written.
+ */
+export function withoutNul(entry: AuditFields): AuditFields {
+  const text = JSON.stringify(entry);
+  if (!escapesNul(text)) return entry;
+  return JSON.parse(text.replace(ESCAPED_NUL, '$1\\ufffd')) as AuditFields;
 }

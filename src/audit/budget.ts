@@ -5,6 +5,11 @@ import type { AuditFields } from './entry.js';
 export interface RefusalBudgetLimits {
   /** Refused unauthenticated requests of one address written one entry each per window; the rest are counted. */
   perWindow: number;
+  /**
+   * Rows (entries and per-address aggregated entries) all addresses together get per window on
+   * this node; beyond it, refusals are counted in one node-wide entry per tenant. None: no cap.
+   */
+  totalPerWindow?: number;
   windowSeconds: number;
   /** Addresses followed at once; the least recently seen goes first, its count written then. */
   maxAddresses?: number;
@@ -18,19 +23,33 @@ interface Tally {
   statuses: Map<number, number>;
   /** Tenant ids named that do not exist: a few, to show what was tried. */
   unknownTenants: Set<string>;
+  /** Of a node-wide tally: a few of the addresses it counts. */
+  addresses: Set<string>;
 }
+
+/** One tally per tenant the requests named (null: the default tenant, or one that does not exist). */
+type Tallies = Map<string | null, Tally>;
 
 interface AddressWindow {
   start: number;
   written: number;
-  /** One tally per tenant the requests named (null: the default tenant, or one that does not exist). */
-  tallies: Map<string | null, Tally>;
+  tallies: Tallies;
+}
+
+/** This node's rows of the window, all addresses together, and what was counted once they were spent. */
+interface NodeWindow {
+  start: number;
+  rows: number;
+  tallies: Tallies;
 }
 
 const DEFAULT_MAX_ADDRESSES = 10_000;
 const MAX_ENDPOINTS = 10;
 const MAX_UNKNOWN_TENANTS = 10;
+const MAX_ADDRESS_SAMPLE = 10;
 const OTHER_ENDPOINTS = '(other)';
+/** The address of a node-wide aggregated entry: it counts the refusals of many. */
+const ANY_ADDRESS = '*';
 
 /**
  * How refused requests of callers nobody authenticated (4xx, no credential accepted, no policy
@@ -40,6 +59,12 @@ const OTHER_ENDPOINTS = '(other)';
  * `{ kind: 'aggregated', count, address, window, endpoints, statuses }`. So a flood from one
  * address costs a few rows a window, however many requests it sends. An IPv6 caller is one /64.
  *
+ * A flood from many addresses (all of 127/8, an IPv6 /48, a botnet) is bounded by the node's
+ * `totalPerWindow`: the entries and per-address aggregated entries of all addresses together
+ * count against it, and once it is spent the further refusals are counted in one node-wide
+ * aggregated entry per tenant (address `*`, by endpoint and status, with a sample of addresses).
+ * So a window writes at most `totalPerWindow` rows plus one per tenant, whatever the addresses.
+ *
  * The counts are in memory: a crash loses at most one window of them (the entries of
  * authenticated requests and of decisions are never counted, always written before the answer).
  */
@@ -47,6 +72,7 @@ export class RefusalBudget {
   private readonly windows: LRUCache<string, AddressWindow>;
   private readonly windowMs: number;
   private readonly sweeper: NodeJS.Timeout;
+  private node: NodeWindow = { start: Date.now(), rows: 0, tallies: new Map() };
 
   constructor(
     private readonly limits: RefusalBudgetLimits,
@@ -69,11 +95,15 @@ export class RefusalBudget {
   admit(entry: AuditFields, unknownTenant: boolean): boolean {
     const address = callerAddress(entry.ip);
     const window = this.currentWindow(address);
-    if (!unknownTenant && window.written < this.limits.perWindow) {
+    const node = this.currentNodeWindow();
+    if (!unknownTenant && window.written < this.limits.perWindow && this.takeRow(node)) {
       window.written += 1;
       return true;
     }
-    count(window, entry, unknownTenant);
+    const tenantId = unknownTenant ? null : entry.tenantId;
+    // A new per-address aggregated entry is a row too; past the node's budget, the node-wide one counts it.
+    const tally = window.tallies.has(tenantId) || this.takeRow(node) ? tallyOf(window.tallies, tenantId) : null;
+    count(tally ?? tallyOf(node.tallies, tenantId), entry, unknownTenant, address);
     return false;
   }
 
@@ -82,6 +112,13 @@ export class RefusalBudget {
     clearInterval(this.sweeper);
     for (const [address, window] of this.windows.entries()) this.writeTallies(address, window);
     this.windows.clear();
+    this.writeTallies(ANY_ADDRESS, this.node);
+  }
+
+  private takeRow(node: NodeWindow): boolean {
+    if (this.limits.totalPerWindow !== undefined && node.rows >= this.limits.totalPerWindow) return false;
+    node.rows += 1;
+    return true;
   }
 
   private currentWindow(address: string): AddressWindow {
@@ -94,6 +131,15 @@ export class RefusalBudget {
     return fresh;
   }
 
+  private currentNodeWindow(): NodeWindow {
+    const now = Date.now();
+    if (now - this.node.start >= this.windowMs) {
+      this.writeTallies(ANY_ADDRESS, this.node);
+      this.node = { start: now, rows: 0, tallies: new Map() };
+    }
+    return this.node;
+  }
+
   private writeEndedWindows(): void {
     const now = Date.now();
     const ended = [...this.windows.entries()].filter(([, window]) => now - window.start >= this.windowMs);
@@ -101,22 +147,33 @@ export class RefusalBudget {
       this.windows.delete(address);
       this.writeTallies(address, window);
     }
+    this.currentNodeWindow();
   }
 
-  private writeTallies(address: string, window: AddressWindow): void {
+  private writeTallies(address: string, window: AddressWindow | NodeWindow): void {
     for (const [tenantId, tally] of window.tallies)
-      this.write(aggregatedEntry(address, tenantId, window, tally, this.windowMs));
+      this.write(aggregatedEntry(address, tenantId, window.start, tally, this.windowMs));
     window.tallies.clear();
   }
 }
 
-function count(window: AddressWindow, entry: AuditFields, unknownTenant: boolean): void {
-  const tenantId = unknownTenant ? null : entry.tenantId;
-  let tally = window.tallies.get(tenantId);
+function tallyOf(tallies: Tallies, tenantId: string | null): Tally {
+  let tally = tallies.get(tenantId);
   if (!tally) {
-    tally = { count: 0, endpoints: new Map(), methods: new Set(), statuses: new Map(), unknownTenants: new Set() };
-    window.tallies.set(tenantId, tally);
+    tally = {
+      count: 0,
+      endpoints: new Map(),
+      methods: new Set(),
+      statuses: new Map(),
+      unknownTenants: new Set(),
+      addresses: new Set(),
+    };
+    tallies.set(tenantId, tally);
   }
+  return tally;
+}
+
+function count(tally: Tally, entry: AuditFields, unknownTenant: boolean, address: string): void {
   tally.count += 1;
   const endpoint =
     tally.endpoints.has(entry.endpoint) || tally.endpoints.size < MAX_ENDPOINTS ? entry.endpoint : OTHER_ENDPOINTS;
@@ -126,17 +183,19 @@ function count(window: AddressWindow, entry: AuditFields, unknownTenant: boolean
   tally.statuses.set(status, (tally.statuses.get(status) ?? 0) + 1);
   if (unknownTenant && entry.tenantId && tally.unknownTenants.size < MAX_UNKNOWN_TENANTS)
     tally.unknownTenants.add(entry.tenantId);
+  if (tally.addresses.size < MAX_ADDRESS_SAMPLE) tally.addresses.add(address);
 }
 
 function aggregatedEntry(
   address: string,
   tenantId: string | null,
-  window: AddressWindow,
+  start: number,
   tally: Tally,
   windowMs: number,
 ): AuditFields {
   const [onlyEndpoint] = tally.endpoints.size === 1 ? tally.endpoints.keys() : ['*'];
   const [onlyMethod] = tally.methods.size === 1 ? tally.methods : ['*'];
+  const nodeWide = address === ANY_ADDRESS;
   return {
     endpoint: onlyEndpoint,
     method: onlyMethod,
@@ -144,10 +203,11 @@ function aggregatedEntry(
       kind: 'aggregated',
       count: tally.count,
       address,
-      window: { start: new Date(window.start).toISOString(), end: new Date(window.start + windowMs).toISOString() },
+      window: { start: new Date(start).toISOString(), end: new Date(start + windowMs).toISOString() },
       endpoints: Object.fromEntries(tally.endpoints),
       statuses: Object.fromEntries(tally.statuses),
       ...(tally.unknownTenants.size > 0 ? { unknownTenantIds: [...tally.unknownTenants] } : {}),
+      ...(nodeWide ? { addressSample: [...tally.addresses] } : {}),
     },
     policyInput: null,
     policyDecision: null,
@@ -155,7 +215,7 @@ function aggregatedEntry(
     tenantId,
     clientId: null,
     subjectId: null,
-    ip: address,
+    ip: nodeWide ? null : address,
     userAgent: null,
     requestId: null,
   };

@@ -1,6 +1,7 @@
 import type { Logger } from '../log/index.js';
 import { DEFAULT_TENANT, isStoreUnavailable, type Filter, type Store, type TenantCollection } from '../store/index.js';
 import { BatchWriter } from '../store/batches.js';
+import { withoutNul } from './bounds.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
 import type { AuditEntry, AuditFields } from './entry.js';
 import { eachRecorded } from './recorded.js';
@@ -120,7 +121,7 @@ export class AuditLog {
 
   /** Resolves with the entry once the batch holding it is stored; rejects with an AuditWriteError when that batch failed, or once the log is closed. */
   async append(entry: AuditFields): Promise<AuditEntry> {
-    return this.writer.add({ fields: entry, createdAt: new Date().toISOString() });
+    return this.writer.add({ fields: withoutNul(entry), createdAt: new Date().toISOString() });
   }
 
   /**

@@ -3,6 +3,7 @@ import { isAdminPath } from '../http/admin-path.js';
 import { basicCredentials } from '../http/basic.js';
 import type { Logger } from '../log/index.js';
 import { boundedEntry } from './bounds.js';
+import { collectingIssued, withdrawAll, type Withdrawal } from './issued.js';
 import type { AuditFacts } from './facts.js';
 import { CONSOLE_HEADER } from './entry.js';
 import type { AuditFields, AuditLog, Outcome } from './log.js';
@@ -31,9 +32,16 @@ export function isAudited(path: string): boolean {
 /**
  * Records one entry per audited request, after it has been answered and before the answer goes
  * out: the caller is answered once its entry is stored (in a batch shared with concurrent
- * requests, see AuditLog), so a crash cannot lose the entry of an answered request. A failed
- * write is logged, never surfaced. Mounted outside the JSON error handler so that it sees the
- * status the caller got, not the one a handler had set before it threw.
+ * requests, see AuditLog), so a crash cannot lose the entry of an answered request. Mounted
+ * outside the JSON error handler so that it sees the status the caller got, not the one a
+ * handler had set before it threw.
+ *
+ * No answer goes out without its entry: when the entry cannot be written (the store is down,
+ * full or locked), the caller gets a 503 `temporarily_unavailable` with Retry-After instead of
+ * what the request produced, and every credential the request stored (token, code, pushed
+ * request: see withdrawableCredentials) is deleted again. The one exception is by design: a
+ * refusal counted into an aggregated entry (below) is answered at once, its count written at the
+ * window's end.
  *
  * Every decision and every authenticated caller's request is recorded in full. A caller nobody
  * authenticated cannot make the log grow at will: its strings are cut (boundedEntry), and its
@@ -44,14 +52,46 @@ export function auditTrail(audit: AuditLog, log: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
     if (!isAudited(ctx.path)) return next();
     ctx.state.audit = {} as AuditFacts;
+    const issued: Withdrawal[] = [];
     try {
-      await next();
+      await collectingIssued(issued, next);
     } finally {
-      await record(audit, ctx).catch((error: unknown) =>
-        log.error({ err: error, requestId: ctx.state.requestId }, 'audit write failed'),
-      );
+      await record(audit, ctx).catch((error: unknown) => answerUnrecorded(ctx, issued, error, log));
     }
   };
+}
+
+/** How long a caller whose request could not be audited is asked to wait before it tries again. */
+const UNRECORDED_RETRY_AFTER_SECONDS = 5;
+
+/**
+ * The request's entry was not written: its answer is replaced by a 503 (a redirect carrying a
+ * code loses its Location too) and what it issued is withdrawn. Were the withdrawal to fail as
+ * well (the store is gone), the credential is still unusable: its value was only in the answer
+ * that is not sent, and the store keeps a digest of it, never the value.
+ */
+async function answerUnrecorded(ctx: Context, issued: Withdrawal[], error: unknown, log: Logger): Promise<void> {
+  const withdrawn = await withdrawAll(issued);
+  log.error(
+    { err: error, requestId: ctx.state.requestId, path: ctx.path, status: ctx.status, issued: issued.length },
+    'audit write failed: answered 503 instead, what the request issued withdrawn',
+  );
+  if (withdrawn.failed > 0)
+    log.error(
+      { err: withdrawn.reason, requestId: ctx.state.requestId },
+      `${withdrawn.failed} credentials of an unaudited request not deleted (their values were never sent)`,
+    );
+  ctx.remove('Location');
+  if (!ctx.response.get('Retry-After')) ctx.set('Retry-After', String(UNRECORDED_RETRY_AFTER_SECONDS));
+  ctx.set('Cache-Control', 'no-store');
+  // A 503 already says what is unavailable (the store, usually the reason the entry failed too).
+  if (ctx.status === 503) return;
+  ctx.body = {
+    error: 'temporarily_unavailable',
+    error_description: 'the audit log could not record this request, so it was not carried out; retry later',
+  };
+  ctx.status = 503;
+  ctx.state.errorCode = 'temporarily_unavailable';
 }
 
 async function record(audit: AuditLog, ctx: Context): Promise<unknown> {

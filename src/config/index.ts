@@ -112,6 +112,8 @@ export interface Config {
   auditRetentionDays: number;
   /** Refused unauthenticated requests one address gets an audit entry each for, per window; the rest are counted in one entry. */
   auditUnauthenticatedLimit: number;
+  /** The same for all such requests of this node together, per window: beyond it they are counted per endpoint and status, not per address. */
+  auditUnauthenticatedTotalLimit: number;
   auditAggregateWindowSeconds: number;
   /** A request (headers and body) must arrive within this time, its headers within the second; else 408 and the connection closes. */
   httpRequestTimeoutMs: number;
@@ -196,6 +198,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   SIGNING_KEY_REFRESH_SECONDS: 'signingKeyRefreshSeconds',
   AUDIT_RETENTION_DAYS: 'auditRetentionDays',
   AUDIT_UNAUTHENTICATED_LIMIT: 'auditUnauthenticatedLimit',
+  AUDIT_UNAUTHENTICATED_TOTAL_LIMIT: 'auditUnauthenticatedTotalLimit',
   AUDIT_AGGREGATE_WINDOW_SECONDS: 'auditAggregateWindowSeconds',
   HTTP_REQUEST_TIMEOUT_MS: 'httpRequestTimeoutMs',
   HTTP_HEADERS_TIMEOUT_MS: 'httpHeadersTimeoutMs',
@@ -267,6 +270,7 @@ const SCHEMA = {
     signingKeyRefreshSeconds: positive,
     auditRetentionDays: { type: 'integer', minimum: 0 },
     auditUnauthenticatedLimit: positive,
+    auditUnauthenticatedTotalLimit: positive,
     auditAggregateWindowSeconds: positive,
     httpRequestTimeoutMs: positive,
     httpHeadersTimeoutMs: positive,

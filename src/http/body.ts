@@ -19,11 +19,58 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   const text = await readText(ctx, limitBytes);
   if (nestingExceeds(text, MAX_JSON_DEPTH))
     throw badRequest(`the request body nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     throw badRequest('the request body is not valid JSON');
   }
+  refuseNul(parsed, 'the request body');
+  return parsed;
+}
+
+/** U+0000: what no text Arbiter keeps may hold (PostgreSQL refuses it in text and jsonb, SQLSTATE 22P05). */
+const NUL = '\u0000';
+
+/**
+ * Refuses a U+0000 in any string or key of a parsed request (a JSON body, a form, a query), at any
+ * depth, with a 400 that names the field (its dotted path, as schema refusals do): no store takes
+ * it alike (FerretDB over PostgreSQL answered 500), and no identifier, URI or scope needs it.
+ * Checked as each kind of input is parsed at the edge (readJsonBody, formBody, refuseNulInUrl),
+ * before anything reads or stores it.
+ */
+export function refuseNul(value: unknown, where: string, path: string[] = []): void {
+  if (typeof value === 'string') {
+    if (value.includes(NUL)) throw nulRefused(where, path);
+    return;
+  }
+  if (value === null || typeof value !== 'object') return;
+  for (const [key, item] of Object.entries(value)) {
+    const at = [...path, key];
+    if (key.includes(NUL)) throw nulRefused(where, at);
+    refuseNul(item, where, at);
+  }
+}
+
+/** U+0000 escaped in JSON text (`\u0000`), its backslash not itself escaped (`\\u0000` is a backslash and "u0000"). */
+export const ESCAPED_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
+
+/** True when JSON text (a JSON-valued parameter, say) escapes U+0000 in a string. */
+export function escapesNul(jsonText: string): boolean {
+  return jsonText.search(ESCAPED_NUL) >= 0;
+}
+
+/** True when `text` holds U+0000, as itself or percent-encoded (a path, a query string, a form: "%00" always decodes to it). */
+export function hasEncodedNul(text: string): boolean {
+  return text.includes(NUL) || text.includes('%00');
+}
+
+export function nulRefused(where: string, path: string[] = []): HttpError {
+  const field = path.join('.');
+  return badRequest(
+    `${field ? `${field} in ${where}` : where} contains U+0000 (a NUL character), which no parameter, field or name may hold`,
+    field ? { field } : {},
+  );
 }
 
 /**

@@ -1,4 +1,6 @@
 import type { Context, Next } from 'koa';
+import { basicCredentials } from './basic.js';
+import { hasEncodedNul, nulRefused, refuseNul } from './body.js';
 import { HttpError } from './errors.js';
 
 /**
@@ -32,4 +34,16 @@ export function singleValuedQuery(repeatableAt: Readonly<Record<string, readonly
     );
     await next();
   };
+}
+
+/**
+ * Every request: a U+0000 in its path, its query (names and values) or the client id or secret
+ * of a Basic Authorization header is a 400 before anything reads or stores them (see refuseNul;
+ * bodies are checked as they are read). Node's HTTP parser already refuses it raw in a header.
+ */
+export async function refuseNulInUrl(ctx: Context, next: Next): Promise<void> {
+  if (hasEncodedNul(ctx.path)) throw nulRefused('the path');
+  if (hasEncodedNul(ctx.querystring)) throw nulRefused('the query string');
+  refuseNul(basicCredentials(ctx.get('authorization')), 'the Basic credentials');
+  await next();
 }

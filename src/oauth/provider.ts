@@ -1,5 +1,6 @@
 import Provider from 'oidc-provider';
 import { createOidcAdapter } from '../../adapters/oidc/index.js';
+import { withdrawableCredentials } from '../audit/index.js';
 import { createClientDocuments } from './register/cimd/index.js';
 import { clientLookup } from './clients/records.js';
 import { clientArtefactOwners } from './shared/owned-artefacts.js';
@@ -24,6 +25,8 @@ export function createTenantProvider(context: ProviderContext): Provider {
   });
   provider.proxy = true;
   compareHashedClientSecrets(provider);
+  // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
+  withdrawableCredentials(provider);
   installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config) });
   return provider;
 }

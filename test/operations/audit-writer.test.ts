@@ -44,8 +44,8 @@ function byRequestId(entries: Entry[], requestIds: string[]): Map<string, Entry[
  * The audit log writes the entries of concurrent requests in batches (one store write each), and
  * still answers a request only once its entry is stored: a burst gets one entry per request (on
  * SQLite and on a MongoDB-wire store), neither SIGTERM during a burst nor SIGKILL at the first
- * answer loses the entry of an answered request, and a failed audit write is logged without
- * changing what the caller is told.
+ * answer loses the entry of an answered request, and a failed audit write is logged and answered
+ * 503 instead of what the request produced (issue 34 item 1: no answer without its entry).
  */
 describe('batched audit writer', function () {
   this.timeout(180_000);
@@ -82,7 +82,7 @@ describe('batched audit writer', function () {
       }
     }
 
-    it('answers as it would have (success and refusal alike), logs why without secrets, and audits again once the store takes entries', async function () {
+    it('answers 503 instead (success and refusal alike), logs why without secrets, and audits again once the store takes entries', async function () {
       refuseAuditEntries(true);
       try {
         const token = await clientCredentials(
@@ -92,8 +92,10 @@ describe('batched audit writer', function () {
           { scope: 'read' },
           { 'X-Request-ID': 'unaudited-token' },
         );
-        expect(token.status, JSON.stringify(token.body)).to.equal(200);
-        expect(token.body.access_token).to.be.a('string');
+        expect(token.status, JSON.stringify(token.body)).to.equal(503);
+        expect(token.body.error).to.equal('temporarily_unavailable');
+        expect(token.headers.get('retry-after')).to.match(/^\d+$/);
+        expect(token.body).to.not.have.property('access_token');
         const refused = await clientCredentials(
           server,
           'unaudited-client',
@@ -101,19 +103,19 @@ describe('batched audit writer', function () {
           { scope: 'read' },
           { 'X-Request-ID': 'unaudited-refusal' },
         );
-        expect(refused.status).to.equal(401);
-        expect(refused.body.error).to.equal('invalid_client');
+        expect(refused.status).to.equal(503);
+        expect(refused.body.error).to.equal('temporarily_unavailable');
         const created = await server.admin(
           'POST',
           '/clients',
           { clientId: 'created-unaudited', clientType: 'public', redirectUris: ['https://unaudited.example.test/cb'] },
           { 'X-Request-ID': 'unaudited-create' },
         );
-        expect(created.status, JSON.stringify(created.body)).to.equal(201);
+        expect(created.status, JSON.stringify(created.body)).to.equal(503);
         const concurrent = await Promise.all(
           Array.from({ length: 20 }, (_, n) => server.request(`/admin/api/subjects/unaudited-${n}`, { admin: true })),
         );
-        expect(concurrent.map((answer) => answer.status)).to.deep.equal(Array(20).fill(404));
+        expect(concurrent.map((answer) => answer.status)).to.deep.equal(Array(20).fill(503));
       } finally {
         refuseAuditEntries(false);
       }
@@ -135,9 +137,10 @@ describe('batched audit writer', function () {
         expect(logged).not.to.contain(secretValue);
       expect(logged).not.to.contain('    at ');
 
-      expect((await server.admin('GET', '/clients/created-unaudited')).status, 'the write itself was kept').to.equal(
-        200,
-      );
+      expect(
+        (await server.admin('GET', '/clients/created-unaudited')).status,
+        'an Admin write is not undone (only credentials are withdrawn)',
+      ).to.equal(200);
       const after = await clientCredentials(
         server,
         'unaudited-client',

@@ -4,7 +4,8 @@ import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 import { eventually } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
 import { MAX_AUDITED_STRING } from '../../src/audit/bounds.js';
-import { AUDIT_LOG_COLLECTION, AuditLog, type AuditEntry } from '../../src/audit/log.js';
+import { AUDIT_LOG_COLLECTION, AuditLog, type AuditEntry, type AuditFields } from '../../src/audit/log.js';
+import { callerAddress, RefusalBudget } from '../../src/audit/budget.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 
 const LIMIT = 20;
@@ -124,6 +125,63 @@ describe('Audit amplification by callers nobody authenticated', function () {
         entries.filter((entry) => addresses.includes(entry.ip ?? '')),
         'rows of the flooding addresses (counted until the window ends)',
       ).to.have.length(0);
+    });
+  });
+
+  describe('from many addresses (AUDIT_UNAUTHENTICATED_TOTAL_LIMIT)', function () {
+    const TOTAL = 100;
+    let server: TestServer;
+    before(async function () {
+      // Its own server: a node-wide budget spent by this test alone, in one long window.
+      server = await readyServer({
+        AUDIT_UNAUTHENTICATED_LIMIT: String(LIMIT),
+        AUDIT_UNAUTHENTICATED_TOTAL_LIMIT: String(TOTAL),
+        AUDIT_AGGREGATE_WINDOW_SECONDS: '3600',
+      });
+    });
+    after(async function () {
+      await server?.close();
+    });
+
+    /** The n-th of 2,000 loopback addresses 127.1.x.y (all of 127/8 is loopback). */
+    const address = (n: number) => `127.1.${Math.floor(n / 250)}.${(n % 250) + 1}`;
+
+    it('2,000 refused requests from 2,000 addresses write no more full rows than the node-wide budget', async function () {
+      const before = storeBytes(server);
+      const statuses = await flood(2000, 20, (n) =>
+        rawRequest(server.url, { path: AUTHORIZE, localAddress: address(n), headers: { 'User-Agent': USER_AGENT } }),
+      );
+      expect(statuses).to.deep.equal({ 400: 2000 });
+      const growth = storeBytes(server) - before;
+      const rows = (await allEntries(server)).filter((entry) => entry.ip?.startsWith('127.1.'));
+      console.log(`      2,000 addresses: ${rows.length} rows, store growth ${growth} bytes (database + WAL)`);
+      expect(rows.length, 'full rows of the flooding addresses').to.be.at.most(TOTAL);
+      expect(rows.length, 'the budget is spent before anything is counted').to.equal(TOTAL);
+    });
+
+    it('counts what is past the node-wide budget in one entry per tenant, by endpoint and status; an IPv6 caller is its /64', function () {
+      const written: AuditFields[] = [];
+      const budget = new RefusalBudget({ perWindow: 2, totalPerWindow: 3, windowSeconds: 3600 }, (entry) =>
+        written.push(entry),
+      );
+      const refusal = (ip: string, endpoint: string, status: number): AuditFields =>
+        ({ endpoint, method: 'GET', ip, tenantId: null, requestSummary: { status } }) as unknown as AuditFields;
+      const admitted = Array.from({ length: 50 }, (_, n) =>
+        budget.admit(refusal(`10.0.${n}.1`, n % 2 ? '/authorize' : '/token', n % 2 ? 400 : 401), false),
+      );
+      expect(admitted.filter(Boolean), 'full entries').to.have.length(3);
+      budget.close();
+      expect(written, 'one node-wide entry').to.have.length(1);
+      expect(written[0].ip).to.equal(null);
+      expect(written[0].requestSummary).to.deep.include({
+        kind: 'aggregated',
+        count: 47,
+        address: '*',
+        endpoints: { '/authorize': 24, '/token': 23 },
+        statuses: { 400: 24, 401: 23 },
+      });
+      expect(written[0].requestSummary.addressSample).to.have.length(10);
+      expect(callerAddress('2001:db8:1:2:3:4:5:6')).to.equal(callerAddress('2001:db8:1:2:ffff::1'));
     });
   });
 

@@ -87,6 +87,7 @@ export function testEnvironment(port: number, dataDir: string): Record<string, s
     AUTH_FAILURE_LIMIT: '1000000',
     // Likewise their refused requests each get an audit entry (tests look for them); the budget is tested on servers of its own.
     AUDIT_UNAUTHENTICATED_LIMIT: '1000000',
+    AUDIT_UNAUTHENTICATED_TOTAL_LIMIT: '1000000',
   };
 }
 
