@@ -161,6 +161,8 @@ describe('Hostile: policy code that is costly to evaluate', function () {
   before(async function () {
     // Its own server: its sandbox limits, and a write tried on the newest recorded input of each point only.
     server = await readyServer({
+      // Above the default 256 KB rule limit (policy-sandbox.test.ts shows it): here the large rule must be parsed.
+      POLICY_RULE_MAX_BYTES: String(1024 * 1024),
       POLICY_SANDBOX_TIMEOUT_MS: String(TIMEOUT_MS),
       POLICY_SANDBOX_MEMORY_MB: String(MEMORY_MB),
       POLICY_CHECK_RECORDED_INPUTS: '1',

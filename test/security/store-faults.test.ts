@@ -56,7 +56,7 @@ describe('Store faults: bounded answers and readiness that writes', function () 
         expect(token.status, `/token while locked: ${JSON.stringify(token.body)}`).to.equal(503);
         expect(token.body.error).to.equal('temporarily_unavailable');
         expect(token.body.error_description).to.match(/locked by another connection/);
-        expect(token.headers.get('retry-after')).to.equal('1');
+        expect(token.headers.get('retry-after')).to.match(/^[1-9][0-9]*$/);
         expect(tokenMs, '/token answers within the 5 s lock wait (and some slack)').to.be.below(8000);
       } finally {
         holder.exec('ROLLBACK');
