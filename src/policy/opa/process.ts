@@ -35,6 +35,11 @@ export interface ManagedOpaOptions {
 /** The bearer token reaches OPA through its config's ${VAR} substitution: never on a command line or on disk. */
 const TOKEN_VARIABLE = 'ARBITER_POLICY_BUNDLE_TOKEN';
 const STARTUP_TIMEOUT_MS = 15_000;
+/** Starts tried (each on a fresh port) before the server gives up on OPA. */
+const START_ATTEMPTS = 3;
+
+/** OPA exited before it answered (a port taken meanwhile, a bad config), as opposed to not answering in time. */
+class OpaExitedError extends Error {}
 const STOP_GRACE_MS = 3_000;
 const MAX_RESTART_DELAY_MS = 30_000;
 /** A process that ran this long is considered healthy again: the restart back-off starts over. */
@@ -82,10 +87,22 @@ export class ManagedOpa {
     this.stopping = false;
     await cleanUpAfterCrashedOwners(this.options.log);
     this.configDir ??= await this.writeConfig();
+    const fixedPort = this.port !== null;
     this.port ??= await freePort();
     process.on('exit', this.killOnExit);
     try {
-      await this.spawnAndWait();
+      for (let attempt = 1; ; attempt += 1) {
+        try {
+          await this.spawnAndWait();
+          break;
+        } catch (error) {
+          // The free port found may be taken by another process before OPA binds it (many servers
+          // starting on one machine): OPA then exits at once. Another port, a few times.
+          if (fixedPort || attempt >= START_ATTEMPTS || !(error instanceof OpaExitedError)) throw error;
+          this.options.log.warn({ err: error, attempt }, 'managed OPA exited at start; trying another port');
+          this.port = await freePort();
+        }
+      }
     } catch (error) {
       await this.stop();
       throw new Error(
@@ -130,11 +147,8 @@ export class ManagedOpa {
     const outcome = await Promise.race([exited.then((reason) => ({ reason })), healthy]);
     if (outcome !== true) {
       child.kill('SIGKILL');
-      const why =
-        outcome === false
-          ? `did not answer on ${this.url} within ${STARTUP_TIMEOUT_MS} ms`
-          : `did not start: ${outcome.reason}`;
-      throw new Error(`OPA (${this.options.binary}) ${why}`);
+      if (outcome !== false) throw new OpaExitedError(`OPA (${this.options.binary}) did not start: ${outcome.reason}`);
+      throw new Error(`OPA (${this.options.binary}) did not answer on ${this.url} within ${STARTUP_TIMEOUT_MS} ms`);
     }
     this.options.log.info({ opa: this.url, pid: child.pid }, 'managed OPA started');
     this.options.onStarted?.(this.url, child.pid);
