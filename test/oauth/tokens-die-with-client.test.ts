@@ -2,17 +2,14 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { createOidcAdapter, OIDC_COLLECTION, revokeArtefacts } from '../../adapters/oidc/index.js';
 import { clientRecords } from '../../src/catalog/index.js';
-import { FetchUserAgent } from '../support/browser.js';
 import {
-  arrivingAt,
-  authorizationRequest,
-  passDevIdpForms,
-  redeemCode,
   registerPublicClient,
   startRegisteredDevIdp,
   withSignInServer,
   type RegisteredDevIdp,
   type TestClient,
+  signInForTokens,
+  type UserTokens,
 } from '../support/dev-idp.js';
 import { basic, clientCredentials, confidentialClient, postForm, type JsonResponse } from '../support/oauth.js';
 import { inTenant, type TestServer } from '../support/server.js';
@@ -237,27 +234,8 @@ describe('Tokens die with their client and their user', function () {
       }
     });
 
-    interface UserTokens {
-      access: string;
-      refresh: string;
-    }
-
-    async function signIn(
-      testClient: TestClient,
-      login: string,
-      extra: Record<string, string> = {},
-    ): Promise<UserTokens> {
-      const request = await authorizationRequest(server, testClient, extra);
-      const agent = new FetchUserAgent();
-      const loginPage = await agent.navigate(request.url, arrivingAt(testClient.redirectUri));
-      const arrived = (await passDevIdpForms(agent, loginPage, login, arrivingAt(testClient.redirectUri))).url;
-      const code = arrived.searchParams.get('code');
-      expect(code, arrived.href).to.be.a('string');
-      const { status, body } = await redeemCode(server, testClient, code!, request.codeVerifier);
-      expect(status, JSON.stringify(body)).to.equal(200);
-      expect(body.refresh_token).to.be.a('string');
-      return { access: body.access_token, refresh: body.refresh_token };
-    }
+    const signIn = (testClient: TestClient, login: string, extra: Record<string, string> = {}) =>
+      signInForTokens(server, testClient, login, extra);
 
     async function introspected(token: string): Promise<{ sub: string }> {
       return (await postForm(server, '/introspect', { token }, { Authorization: basic(RS, rsSecret) })).body;

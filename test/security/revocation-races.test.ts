@@ -2,16 +2,13 @@ import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { artefactKey, OIDC_COLLECTION } from '../../adapters/oidc/index.js';
-import { FetchUserAgent } from '../support/browser.js';
 import {
-  arrivingAt,
-  authorizationRequest,
-  passDevIdpForms,
-  redeemCode,
   registerPublicClient,
   startRegisteredDevIdp,
   withSignInServer,
   type TestClient,
+  signInForTokens,
+  type UserTokens,
 } from '../support/dev-idp.js';
 import { basic, clientCredentials, confidentialClient, postForm, type JsonResponse } from '../support/oauth.js';
 import type { TestServer } from '../support/server.js';
@@ -222,28 +219,8 @@ describe('Revocation races: nothing outlives what it hangs on', function () {
     });
   });
 
-  interface UserTokens {
-    access: string;
-    refresh: string;
-  }
-
-  /** A browser sign-in of `login` at the development IdP (or the one `extra.upstream_idp` names), its code redeemed. */
-  async function signIn(
-    testClient: TestClient,
-    login: string,
-    extra: Record<string, string> = {},
-  ): Promise<UserTokens> {
-    const request = await authorizationRequest(server, testClient, extra);
-    const agent = new FetchUserAgent();
-    const loginPage = await agent.navigate(request.url, arrivingAt(testClient.redirectUri));
-    const arrived = (await passDevIdpForms(agent, loginPage, login, arrivingAt(testClient.redirectUri))).url;
-    const code = arrived.searchParams.get('code');
-    expect(code, arrived.href).to.be.a('string');
-    const { status, body } = await redeemCode(server, testClient, code!, request.codeVerifier);
-    expect(status, JSON.stringify(body)).to.equal(200);
-    expect(body.refresh_token).to.be.a('string');
-    return { access: body.access_token, refresh: body.refresh_token };
-  }
+  const signIn = (testClient: TestClient, login: string, extra: Record<string, string> = {}) =>
+    signInForTokens(server, testClient, login, extra);
 
   /** Introspection inactive (access and refresh token), UserInfo 401, refresh invalid_grant. */
   async function expectDead(tokens: UserTokens, testClient: TestClient): Promise<void> {

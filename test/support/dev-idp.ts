@@ -1,6 +1,6 @@
 import * as client from 'openid-client';
 import { DEV_IDP_CLIENT, startDevIdp } from '../../src/dev-idp/index.js';
-import type { FetchUserAgent, Page } from './browser.js';
+import { FetchUserAgent, type Page } from './browser.js';
 import { freePort, readyServer, sharedFixture, type TestServer } from './server.js';
 import { startProcessServer, type ProcessServer } from './server-process.js';
 
@@ -155,6 +155,34 @@ export async function passDevIdpForms(
 
 /** Stops a navigation when it is about to reach `prefix` (the client's redirect_uri, typically). */
 export const arrivingAt = (prefix: string) => (url: URL) => url.href.startsWith(prefix);
+
+/** The tokens of one sign-in: its access token and refresh token. */
+export interface UserTokens {
+  access: string;
+  refresh: string;
+}
+
+/**
+ * A browser sign-in of `login` at the development IdP (or the one `extra.upstream_idp` names)
+ * for `testClient`, its code redeemed; throws unless the answer holds a refresh token.
+ */
+export async function signInForTokens(
+  server: TestServer,
+  testClient: TestClient,
+  login: string,
+  extra: Record<string, string> = {},
+): Promise<UserTokens> {
+  const request = await authorizationRequest(server, testClient, extra);
+  const agent = new FetchUserAgent();
+  const loginPage = await agent.navigate(request.url, arrivingAt(testClient.redirectUri));
+  const arrived = (await passDevIdpForms(agent, loginPage, login, arrivingAt(testClient.redirectUri))).url;
+  const code = arrived.searchParams.get('code');
+  if (!code) throw new Error(`the sign-in ended without a code: ${arrived.href}`);
+  const { status, body } = await redeemCode(server, testClient, code, request.codeVerifier);
+  if (status !== 200 || typeof body.refresh_token !== 'string')
+    throw new Error(`the code was not redeemed for a refresh token: ${status} ${JSON.stringify(body)}`);
+  return { access: body.access_token, refresh: body.refresh_token };
+}
 
 export interface SignInServer {
   server: TestServer;
