@@ -32,6 +32,9 @@ export const CHEAP_MS = 2;
 /** How long a key whose decision ran out of time fails closed without being evaluated. */
 export const OVER_BUDGET_PAUSE_MS = 10_000;
 
+/** One call's evaluations on the event loop (a batch's) take at most this many CHEAP_MS; the rest go to a thread. */
+const LOOP_SLICE = 5;
+
 /** Keys remembered per revision; beyond, they are forgotten (and measured again in a thread). */
 const MAX_KEYS = 10_000;
 
@@ -74,12 +77,15 @@ export class LiveDecisions {
     const keys = this.keysOf(snapshot.revision);
     const verdicts: (LiveVerdicts | null)[] = inputs.map(() => null);
     const offLoop: number[] = [];
+    const started = performance.now();
     for (const [index, input] of inputs.entries()) {
       const key = costKey(point, input);
       const cost = keys.get(key);
+      // A batch of cheap decisions is cheap only up to a point: the rest of a long one goes to a thread.
+      const loopFree = performance.now() - started < CHEAP_MS * LOOP_SLICE;
       if (cost && 'pausedUntil' in cost && cost.pausedUntil > Date.now())
         verdicts[index] = this.overBudget(point, 'it ran out of time moments ago and is refused for a while', true);
-      else if (cost && 'cheap' in cost && cost.cheap)
+      else if (cost && 'cheap' in cost && cost.cheap && loopFree)
         verdicts[index] = this.onLoop(keys, key, compiled, snapshot, point, input);
       else if (!cost && !this.threads.started)
         // No thread has started yet (the first moments of the process): OPA decides, bounded by the time left.
