@@ -5,7 +5,7 @@
  * the event loop only while it is proven cheap, and everything else in a decision thread
  * (pool.ts), which is ended when the decision runs past POLICY_DECISION_TIMEOUT_MS.
  *
- * "Proven cheap" is tracked per revision, point, client and input size class (a power of two of
+ * "Proven cheap" is tracked per revision, point, tenant, client and input size class (a power of two of
  * its JSON length, so that a caller's larger input is measured anew): the first decision of such
  * a key is made in a thread and timed there; at most CHEAP_MS, the key's next decisions run on the
  * event loop, where each is timed again and the key goes back to the threads once one takes
@@ -201,7 +201,8 @@ export function overBudgetVerdict(
 const DECISION_THREADS = 2;
 
 function costKey(point: DecisionPoint, input: DecisionInput): string {
-  return `${point}\u0000${clientOf(input) ?? ''}\u0000${Math.ceil(Math.log2(JSON.stringify(input).length))}`;
+  const sizeClass = Math.ceil(Math.log2(JSON.stringify(input).length));
+  return `${point}\u0000${String(input.tenant)}\u0000${clientOf(input) ?? ''}\u0000${sizeClass}`;
 }
 
 function clientOf(input: DecisionInput): string | undefined {
