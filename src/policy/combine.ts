@@ -33,7 +33,8 @@ export function combine(
       : {}),
   };
   const failure = rego.kind === 'failed' ? rego.reason : cedarVerdict.kind === 'failed' ? cedarVerdict.reason : null;
-  if (failure) return { ...failClosed(point, input, failure), engines };
+  const description = rego.kind === 'failed' ? rego.description : undefined;
+  if (failure) return { ...failClosed(point, input, failure, description), engines };
   const decision = decisionOf(rego, cedarVerdict);
   if (!decision)
     return {
@@ -47,13 +48,18 @@ export function combine(
   return { point, decision, input, engines };
 }
 
-export function failClosed(point: DecisionPoint, input: DecisionInput, reason: string): DecisionOutcome {
+export function failClosed(
+  point: DecisionPoint,
+  input: DecisionInput,
+  reason: string,
+  description = 'the policy engine could not decide this request; try again later',
+): DecisionOutcome {
   return {
     point,
     decision: {
       allow: false,
       error: ENGINE_FAILURE_ERROR,
-      error_description: 'the policy engine could not decide this request; try again later',
+      error_description: description,
     },
     input,
     engineError: reason,

@@ -11,7 +11,7 @@ import { valueAt } from './bundle/data-tree.js';
 import { resolveOpaBinary } from './opa/binary.js';
 import { configurePolicySandbox } from './opa/sandbox.js';
 import { OpaDriver, type RegoVerdict } from './opa/driver.js';
-import { InProcessRego, localWasmCompiler, type WasmCompiler } from './opa/wasm.js';
+import { InProcessRego, localWasmCompiler, type CompiledRego, type WasmCompiler } from './opa/wasm.js';
 import { ManagedOpa, OPA_BUNDLE_NAME } from './opa/process.js';
 import { explanationOf, type DecisionExplanation } from './explain.js';
 import { checkInput } from './contract/schemas.js';
@@ -22,6 +22,7 @@ import { contractExampleInputs } from './bundle/trial.js';
 import { PolicyFaults, type PolicyFault } from './faults.js';
 import { loadBundledRecords } from './records.js';
 import { withConflictingDefinitions } from './opa/conflicts.js';
+import { LiveDecisions, overBudgetVerdict } from './live/index.js';
 
 export interface PolicyEngine {
   /** Never throws: an engine failure is a deny with `engineError` set. */
@@ -163,6 +164,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   /** Cedar, Rego in process and policyData re-read the store at most this often: a change is in force within a second, as OPA's long poll brings it to OPA. */
   private readonly snapshotMaxAgeMs: number;
   private readonly faults: PolicyFaults;
+  private readonly live: LiveDecisions;
 
   constructor(private readonly parts: EngineParts) {
     this.opa = new OpaDriver(parts.opaUrl, parts.config.policyDecisionTimeoutMs, parts.opaToken);
@@ -171,6 +173,11 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
       : null;
     this.snapshotMaxAgeMs = Math.min(parts.config.policyPollMinSeconds, 1) * 1000;
     this.faults = new PolicyFaults(parts.config.policyFaultWindowSeconds * 1000);
+    this.live = new LiveDecisions({
+      budgetMs: parts.config.policyDecisionTimeoutMs,
+      cedar: this.cedar,
+      log: parts.log,
+    });
   }
 
   get opaUrl(): string {
@@ -185,11 +192,9 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     const problem = checkInput(point, input);
     if (problem) return this.failed(point, input, `invalid decision input for ${point}: ${problem}`);
     try {
+      const deadlineAt = Date.now() + this.parts.config.policyDecisionTimeoutMs;
       const snapshot = await this.snapshotOrFailure();
-      const [rego, cedarVerdict] = await Promise.all([
-        this.regoVerdict(snapshot, point, input),
-        this.cedarVerdict(snapshot, point, input),
-      ]);
+      const [{ rego, cedar: cedarVerdict }] = await this.verdictsOf(snapshot, point, [input], deadlineAt);
       const outcome = combine(point, input, rego, cedarVerdict);
       this.countFault(snapshot, point, rego, cedarVerdict);
       if (outcome.engineError)
@@ -205,17 +210,16 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     const problems = inputs.map((input) => checkInput(point, input));
     const checked = inputs.filter((_, index) => !problems[index]);
     try {
+      const deadlineAt = Date.now() + this.parts.config.policyDecisionTimeoutMs;
       const snapshot = await this.snapshotOrFailure();
-      const [regoVerdicts, cedarVerdicts] = await Promise.all([
-        this.regoVerdicts(snapshot, point, checked),
-        Promise.all(checked.map((input) => this.cedarVerdict(snapshot, point, input))),
-      ]);
+      const verdicts = await this.verdictsOf(snapshot, point, checked, deadlineAt);
       let next = 0;
       return inputs.map((input, index) => {
         const problem = problems[index];
         if (problem) return this.failed(point, input, `invalid decision input for ${point}: ${problem}`);
-        const outcome = combine(point, input, regoVerdicts[next], cedarVerdicts[next]);
-        this.countFault(snapshot, point, regoVerdicts[next], cedarVerdicts[next]);
+        const { rego, cedar: cedarVerdict } = verdicts[next];
+        const outcome = combine(point, input, rego, cedarVerdict);
+        this.countFault(snapshot, point, rego, cedarVerdict);
         next += 1;
         return outcome;
       });
@@ -251,8 +255,17 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
       this.opa.activeRevision(OPA_BUNDLE_NAME),
     ]);
     // Reading the revision is also the moment to start compiling it, so that it is ready early.
-    this.inProcess?.compiledFor(snapshot);
-    return { store: snapshot.revision, opa, inProcess: this.inProcess?.revision ?? null };
+    const compiled = this.compiledFor(snapshot);
+    return { store: snapshot.revision, opa, inProcess: compiled ? this.inProcess!.revision : null };
+  }
+
+  /**
+   * The compiled module of the snapshot's revision (compiling it if need be), once the decision
+   * threads can take what is not proven cheap: until then Rego is OPA's, with its timeout.
+   */
+  private compiledFor(snapshot: PolicySnapshot): CompiledRego | null {
+    const compiled = this.inProcess?.compiledFor(snapshot) ?? null;
+    return this.live.started ? compiled : null;
   }
 
   async policyFaults(revisions: { store: string; opa: string | null }): Promise<PolicyFault[]> {
@@ -333,36 +346,53 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
 
   async close(): Promise<void> {
     this.opa.close();
+    await this.live.close();
     await this.parts.managed?.stop();
   }
 
-  /** In process when this revision is compiled and the evaluation completes there; else OPA's answer. */
-  private async regoVerdict(
-    snapshot: PolicySnapshot | Error,
-    point: DecisionPoint,
-    input: DecisionInput,
-  ): Promise<RegoVerdict> {
-    const compiled = snapshot instanceof Error ? null : this.inProcess?.compiledFor(snapshot);
-    return bothSides(snapshot, compiled?.evaluate(point, input) ?? (await this.opa.evaluate(point, input)));
-  }
-
-  /** A batch: what the compiled module decides, and the rest in one OPA query. */
-  private async regoVerdicts(
+  /**
+   * Each input's Rego and Cedar verdicts by `deadlineAt`: in process where the revision is compiled
+   * (on the event loop while proven cheap, else in a decision thread: src/policy/live), OPA for
+   * the rest with the time left. Without a snapshot, Rego is OPA's and Cedar fails closed.
+   */
+  private async verdictsOf(
     snapshot: PolicySnapshot | Error,
     point: DecisionPoint,
     inputs: DecisionInput[],
-  ): Promise<RegoVerdict[]> {
+    deadlineAt: number,
+  ): Promise<{ rego: RegoVerdict; cedar: CedarVerdict }[]> {
     if (!inputs.length) return [];
-    const compiled = snapshot instanceof Error ? null : this.inProcess?.compiledFor(snapshot);
-    const verdicts = inputs.map((input) => compiled?.evaluate(point, input) ?? null);
-    const leftIndexes = verdicts.flatMap((verdict, index) => (verdict ? [] : [index]));
-    if (!leftIndexes.length) return (verdicts as RegoVerdict[]).map((verdict) => bothSides(snapshot, verdict));
-    const fromOpa = await this.opa.evaluateAll(
-      point,
-      leftIndexes.map((index) => inputs[index]),
-    );
-    leftIndexes.forEach((index, position) => (verdicts[index] = fromOpa[position]));
-    return (verdicts as RegoVerdict[]).map((verdict) => bothSides(snapshot, verdict));
+    if (snapshot instanceof Error) {
+      const cedar = this.cedarVerdict(snapshot, point, inputs[0]);
+      return (await this.opaVerdicts(point, inputs, deadlineAt)).map((rego) => ({ rego, cedar }));
+    }
+    const compiled = this.compiledFor(snapshot);
+    // Not compiled (yet): OPA decides Rego while Cedar is evaluated here.
+    const fromOpa = compiled ? null : this.opaVerdicts(point, inputs, deadlineAt);
+    const live = await this.live.evaluate(snapshot, compiled, point, inputs, deadlineAt);
+    const left = live.flatMap((verdicts, index) => (verdicts.rego ? [] : [index]));
+    const opa = fromOpa
+      ? await fromOpa
+      : await this.opaVerdicts(
+          point,
+          left.map((index) => inputs[index]),
+          deadlineAt,
+        );
+    return live.map(({ rego, cedar }, index) => ({
+      rego: bothSides(snapshot, rego ?? opa[fromOpa ? index : left.indexOf(index)]),
+      cedar,
+    }));
+  }
+
+  /** OPA's verdicts with the time left before `deadlineAt` (one round trip for many inputs). */
+  private async opaVerdicts(point: DecisionPoint, inputs: DecisionInput[], deadlineAt: number): Promise<RegoVerdict[]> {
+    if (!inputs.length) return [];
+    const left = deadlineAt - Date.now();
+    const budget = this.parts.config.policyDecisionTimeoutMs;
+    if (left <= 0) return inputs.map(() => overBudgetVerdict(point, budget, 'no time was left to ask OPA'));
+    return inputs.length === 1
+      ? [await this.opa.evaluate(point, inputs[0], left)]
+      : this.opa.evaluateAll(point, inputs, left);
   }
 
   private cedarVerdict(snapshot: PolicySnapshot | Error, point: DecisionPoint, input: DecisionInput): CedarVerdict {

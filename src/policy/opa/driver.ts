@@ -10,7 +10,13 @@ export type RegoVerdict = (
   | { kind: 'decided'; decision: Decision }
   | { kind: 'undefined' }
   /** `policyFault`: the policy itself could not decide (an evaluation error, a malformed decision), OPA being up. */
-  | { kind: 'failed'; reason: string; policyFault?: true }
+  | {
+      kind: 'failed';
+      reason: string;
+      policyFault?: true;
+      /** What the caller is told instead of the generic "could not decide" (a decision past its time names the point and the limit). */
+      description?: string;
+    }
 ) & {
   /** Made by the bundle compiled to Wasm in this process rather than by the OPA sidecar. */
   inProcess?: true;
@@ -54,18 +60,27 @@ export class OpaDriver {
     });
   }
 
-  async evaluate(point: DecisionPoint, input: DecisionInput): Promise<RegoVerdict> {
+  /** `timeoutMs`: what is left of the decision's budget (default all of it). */
+  async evaluate(point: DecisionPoint, input: DecisionInput, timeoutMs = this.timeoutMs): Promise<RegoVerdict> {
     try {
       const base = this.baseUrl();
       // The per-decision hot path: plain node:http on the pooled agent (got's per-request option
       // handling cost a fifth of a /token request's CPU); other calls keep got.
       const response = base.startsWith('http://')
-        ? await this.postJson(`${base}/v1/data/arbiter/${point}/decision`, { input })
-        : await this.viaGot(`${base}/v1/data/arbiter/${point}/decision`, { input });
+        ? await this.postJson(`${base}/v1/data/arbiter/${point}/decision`, { input }, timeoutMs)
+        : await this.viaGot(`${base}/v1/data/arbiter/${point}/decision`, { input }, timeoutMs);
       return await this.verdictOf(point, response);
     } catch (error) {
-      return { kind: 'failed', reason: describeFailure(error) };
+      return this.failure(point, error);
     }
+  }
+
+  /** A failed call as a verdict; one that ran out of time says which decision and what limit. */
+  private failure(point: DecisionPoint, error: unknown): RegoVerdict {
+    const reason = describeFailure(error);
+    if ((error as { code?: string }).code !== 'ETIMEDOUT') return { kind: 'failed', reason };
+    const description = `the ${point} policy decision did not complete within ${this.timeoutMs} ms; try again later`;
+    return { kind: 'failed', reason, description };
   }
 
   /**
@@ -95,13 +110,22 @@ export class OpaDriver {
     return resultVerdict(point, body.result);
   }
 
-  private async viaGot(url: string, json: unknown): Promise<{ statusCode: number; body: unknown }> {
-    const response = await this.client.post(url, { json, responseType: 'json' });
+  private async viaGot(
+    url: string,
+    json: unknown,
+    timeoutMs = this.timeoutMs,
+  ): Promise<{ statusCode: number; body: unknown }> {
+    const response = await this.client.post(url, { json, responseType: 'json', timeout: { request: timeoutMs } });
     return { statusCode: response.statusCode, body: response.body };
   }
 
   /** POST JSON over the keep-alive agent with the decision timeout; one retry for a pooled socket the peer had closed. */
-  private async postJson(url: string, json: unknown, retried = false): Promise<{ statusCode: number; body: unknown }> {
+  private async postJson(
+    url: string,
+    json: unknown,
+    timeoutMs: number,
+    retried = false,
+  ): Promise<{ statusCode: number; body: unknown }> {
     const payload = JSON.stringify(json);
     try {
       return await new Promise((resolve, reject) => {
@@ -115,7 +139,7 @@ export class OpaDriver {
               'content-type': 'application/json',
               'content-length': Buffer.byteLength(payload),
             },
-            timeout: this.timeoutMs,
+            timeout: timeoutMs,
           },
           (response) => {
             const chunks: Buffer[] = [];
@@ -142,7 +166,7 @@ export class OpaDriver {
       });
     } catch (error) {
       const code = (error as { code?: string }).code;
-      if (!retried && (code === 'ECONNRESET' || code === 'EPIPE')) return this.postJson(url, json, true);
+      if (!retried && (code === 'ECONNRESET' || code === 'EPIPE')) return this.postJson(url, json, timeoutMs, true);
       throw error;
     }
   }
@@ -154,13 +178,14 @@ export class OpaDriver {
    * one decode of the shared part. Each item's answer is wrapped in an array (empty when
    * undefined) so that answers stay aligned with the inputs.
    */
-  async evaluateAll(point: DecisionPoint, inputs: DecisionInput[]): Promise<RegoVerdict[]> {
+  async evaluateAll(point: DecisionPoint, inputs: DecisionInput[], timeoutMs = this.timeoutMs): Promise<RegoVerdict[]> {
     const { common, items } = splitShared(inputs);
     const query = `results := [[d | d := data.arbiter.${point}.decision with input as object.union(common, item)] | common := input.common; some item in input.items]`;
     try {
       const response = await this.client.post(`${this.baseUrl()}/v1/query`, {
         json: { query, input: { common, items } },
         responseType: 'json',
+        timeout: { request: timeoutMs },
       });
       const body = response.body as { result?: { results?: unknown }[] } | undefined;
       const failure = (reason: string): RegoVerdict[] => inputs.map(() => ({ kind: 'failed', reason }));
@@ -177,8 +202,8 @@ export class OpaDriver {
         isUndefined(result) ? undefinedVerdict! : resultVerdict(point, result[0]),
       );
     } catch (error) {
-      const reason = describeFailure(error);
-      return inputs.map(() => ({ kind: 'failed', reason }));
+      const failure = this.failure(point, error);
+      return inputs.map(() => failure);
     }
   }
 

@@ -43,7 +43,14 @@ export class CompiledRego {
     /** The points whose decision the bundle defines (the others are undefined; OPA says so). */
     readonly points: ReadonlySet<DecisionPoint>,
     private readonly onStopped: (point: DecisionPoint, reason: string) => void,
+    /** The module itself, for the decision threads that load it too (src/policy/live). */
+    readonly wasm?: Uint8Array,
   ) {}
+
+  /** An evaluation of this revision stopped elsewhere (in a decision thread): reported as one here is. */
+  stopped(point: DecisionPoint, reason: string): void {
+    this.onStopped(point, reason);
+  }
 
   /**
    * The verdict, or null when OPA must make this decision: the point is not compiled, or the
@@ -198,7 +205,7 @@ export async function loadCompiledRego(
       builtins: needsJavaScript,
     };
   policy.setData(snapshot.mergedData);
-  return new CompiledRego(snapshot.revision, policy, new Set(module.points), onStopped);
+  return new CompiledRego(snapshot.revision, policy, new Set(module.points), onStopped, module.wasm);
 }
 
 /** `opa build -t wasm` of the bundle with one entrypoint per decision point it defines. */

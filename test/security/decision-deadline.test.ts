@@ -1,0 +1,152 @@
+import { expect } from 'chai';
+import { performance } from 'node:perf_hooks';
+import { clientCredentials, confidentialClient, eventually, policyInForce } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
+
+/**
+ * A decision evaluated in process is synchronous: a rule that is cheap for most clients but
+ * quadratic in one client's data list used to hold the event loop for seconds per request (and
+ * answer 200), while /livez and everyone else waited. Every decision is bounded by
+ * POLICY_DECISION_TIMEOUT_MS, in process too: that client's /token fails closed with 503 naming
+ * the point within the budget, other clients keep getting tokens, and /livez answers in
+ * milliseconds meanwhile.
+ */
+/** One probe of /livez: how long past its pause it was answered, the event loop thread's CPU time meanwhile, and its status. */
+interface Probe {
+  ms: number;
+  cpuMs: number;
+  status: number;
+}
+
+const PAUSE_MS = 10;
+
+describe('Decision deadline: a costly in-process decision fails closed in time, off the event loop', function () {
+  this.timeout(180_000);
+
+  const BUDGET_MS = 1000;
+  /** Items in the costly client's list: the rule compares every pair (about 8 million). */
+  const ITEMS = 4000;
+  let server: TestServer;
+  const secrets: Record<string, string> = {};
+
+  /** The default token policy, with scopes withheld from a client by a rule quadratic in its list. */
+  const costlyTokenRule = async () => {
+    const { body } = await server.admin('GET', '/policy-rules?path=arbiter/token/token.rego');
+    const current = (Array.isArray(body) ? body : body.items).find(
+      (rule: { path: string }) => rule.path === 'arbiter/token/token.rego',
+    ) as { content: string };
+    const original = 'withheld := lib.withheld_scopes(input.client, lib.clients)';
+    expect(current.content).to.include(original);
+    return current.content.replace(original, `${original} | duplicated_items`).concat(`
+# Withholds nothing, after comparing every pair of the client's list (none for most clients).
+default duplicated_items := set()
+
+duplicated_items := {"never" | count([1 | some a in items; some b in items; a < b]) < 0} if {
+	items := data.deadline_lists[input.client.client_id]
+}
+`);
+  };
+
+  before(async function () {
+    server = await readyServer({ POLICY_DECISION_TIMEOUT_MS: String(BUDGET_MS), POLICY_CHECK_RECORDED_INPUTS: '0' });
+    for (const id of ['costly-client', 'bystander'])
+      secrets[id] = await confidentialClient(server, id, { scopes: ['read'] });
+    const first = await clientCredentials(server, 'bystander', secrets.bystander, { scope: 'read' });
+    expect(first.status, JSON.stringify(first.body)).to.equal(200);
+
+    const rule = await server.admin('PUT', '/policy-rules/by-path?path=arbiter/token/token.rego', {
+      kind: 'rego',
+      path: 'arbiter/token/token.rego',
+      content: await costlyTokenRule(),
+    });
+    expect(rule.status, JSON.stringify(rule.body)).to.be.oneOf([200, 201]);
+    // Cheap for the contract's examples (their clients have no list): the write is accepted.
+    const list = Array.from({ length: ITEMS }, (_, index) => `item-${index}`);
+    const data = await server.admin('PUT', '/policy-data/by-key?dataKey=deadline_lists', {
+      dataKey: 'deadline_lists',
+      payload: JSON.stringify({ 'costly-client': list }),
+    });
+    expect(data.status, JSON.stringify(data.body)).to.be.oneOf([200, 201]);
+    await policyInForce(server);
+    // The revision is compiled in process: the decisions at stake are the Wasm ones, not OPA's.
+    await eventually(async () => {
+      const { policyRevision } = (await (await server.request('/healthz')).json()) as {
+        policyRevision: { store: string; inProcess: string | null };
+      };
+      return policyRevision.inProcess === policyRevision.store;
+    }, 30_000);
+  });
+
+  after(async function () {
+    await server?.close();
+  });
+
+  /**
+   * Probes /livez every PAUSE_MS while `work` runs. Each probe's wait counts from the end of its
+   * pause (a loop blocked during the pause delays it too), with the CPU time of this thread (the
+   * server's event loop, and this test's) meanwhile: a loop held by an evaluation spends that
+   * time on CPU, a process the loaded machine did not schedule does not.
+   */
+  async function probingLivez<T>(work: Promise<T>): Promise<{ result: T; probes: Probe[] }> {
+    let done = false;
+    const finished = work.finally(() => (done = true));
+    const probes: Probe[] = [];
+    while (!done) {
+      const paused = performance.now();
+      const cpu = process.threadCpuUsage();
+      await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
+      const status = await server
+        .request('/livez')
+        .then(async (answer) => (await answer.arrayBuffer(), answer.status))
+        .catch(() => 0);
+      const used = process.threadCpuUsage(cpu);
+      probes.push({ ms: performance.now() - paused - PAUSE_MS, cpuMs: (used.user + used.system) / 1000, status });
+    }
+    return { result: await finished, probes };
+  }
+
+  it("answers the costly client's /token 503 naming the point within the budget, serves the others, and /livez stays fast", async function () {
+    const timed = async (clientId: string) => {
+      const started = performance.now();
+      const answer = await clientCredentials(server, clientId, secrets[clientId], { scope: 'read' });
+      return { ...answer, ms: performance.now() - started };
+    };
+    const work = async () => {
+      const bystanders = (async () => {
+        const answers = [];
+        for (let round = 0; round < 10; round += 1) answers.push(await timed('bystander'));
+        return answers;
+      })();
+      const costly = [await timed('costly-client'), await timed('costly-client')];
+      return { costly, others: await bystanders };
+    };
+    const { result, probes } = await probingLivez(work());
+
+    for (const answer of result.costly) {
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(503);
+      expect(answer.body.error).to.equal('temporarily_unavailable');
+      expect(answer.body.error_description).to.equal(
+        `the token policy decision did not complete within ${BUDGET_MS} ms; try again later`,
+      );
+      expect(answer.headers.get('retry-after')).to.be.a('string');
+      expect(answer.ms, 'within the budget and some slack').to.be.below(BUDGET_MS + 1500);
+    }
+    for (const answer of result.others) expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+    const delays = probes.map((probe) => Math.min(probe.ms, probe.cpuMs));
+    console.log(
+      `      costly /token: ${result.costly.map((answer) => Math.round(answer.ms)).join(', ')} ms; /livez: ` +
+        `${probes.length} probes, longest wait for the event loop ${Math.max(...delays).toFixed(1)} ms ` +
+        `(latency max ${Math.max(...probes.map((probe) => probe.ms)).toFixed(1)} ms on this machine)`,
+    );
+    expect(probes.filter((probe) => probe.status !== 200)).to.have.length(0);
+    expect(probes.length).to.be.above(5);
+    expect(Math.max(...delays), '/livez while the costly decision runs').to.be.below(50);
+  });
+
+  it('fails the costly decision closed on later requests too, as the policy fault of its point in /healthz', async function () {
+    const answer = await clientCredentials(server, 'costly-client', secrets['costly-client'], { scope: 'read' });
+    expect(answer.status).to.equal(503);
+    const health = (await (await server.request('/healthz')).json()) as { policyFaults?: { point: string }[] };
+    expect(JSON.stringify(health)).to.include('POLICY_DECISION_TIMEOUT_MS');
+  });
+});
