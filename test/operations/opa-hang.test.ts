@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
-/** The pids of this process's children running `opa` (the managed OPA of an in-process test server). */
+/** The pids of this process's children running `opa run --server` (the managed OPA of an in-process test server). */
 function opaChildren(): number[] {
   return readdirSync('/proc')
     .filter((entry) => /^\d+$/.test(entry))
@@ -13,7 +13,9 @@ function opaChildren(): number[] {
         // pid (comm) state ppid …: comm may hold spaces, so read after its closing parenthesis.
         const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
         const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-        return comm === 'opa' && ppid === process.pid ? [Number(pid)] : [];
+        if (comm !== 'opa' || ppid !== process.pid) return [];
+        // The managed `opa run --server`, not one of the short `opa check`/`opa build` runs.
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('--server') ? [Number(pid)] : [];
       } catch {
         return []; // gone meanwhile
       }
