@@ -9,7 +9,7 @@ import { combine, failClosed } from './combine.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint } from './contract/types.js';
 import { valueAt } from './bundle/data-tree.js';
 import { resolveOpaBinary } from './opa/binary.js';
-import { configurePolicySandbox } from './opa/sandbox.js';
+import { configureOpaSandbox } from './opa/sandbox.js';
 import { OpaDriver, type RegoVerdict } from './opa/driver.js';
 import { InProcessRego, localWasmCompiler, type CompiledRego, type WasmCompiler } from './opa/wasm.js';
 import { ManagedOpa, OPA_BUNDLE_NAME } from './opa/process.js';
@@ -108,7 +108,7 @@ export async function waitUntilReady(engine: PolicyEngine, timeoutMs: number): P
 export async function createPolicyEngine(options: PolicyEngineOptions): Promise<RunningPolicyEngine> {
   const { config } = options;
   const log = options.log.child({ component: 'policy' });
-  configurePolicySandbox(config);
+  configureOpaSandbox(config);
   const opaBinary = resolveOpaBinary(config.opaBin);
   const shared = config.opaUrl ? null : (options.sharedOpa ?? null);
   const managed =

@@ -14,7 +14,7 @@ export {
 export { localWasmCompiler, type WasmBuild, type WasmCompiler } from './opa/wasm.js';
 export { ManagedOpa } from './opa/process.js';
 export { resolveOpaBinary } from './opa/binary.js';
-export { configurePolicySandbox } from './opa/sandbox.js';
+export { configureOpaSandbox } from './opa/sandbox.js';
 export { seedDefaultPolicies, readPolicyPack, POLICY_PACK_DIR, type PolicyPack } from './seed.js';
 export { requestInput, withoutCredentials, type RequestInputParts } from './contract/request-input.js';
 export { inputSchema, RESULT_SCHEMA, checkInput, checkResult } from './contract/schemas.js';

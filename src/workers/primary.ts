@@ -21,7 +21,7 @@ import {
   localWasmCompiler,
   ManagedOpa,
   resolveOpaBinary,
-  configurePolicySandbox,
+  configureOpaSandbox,
   type WasmBuild,
   type WasmCompiler,
 } from '../policy/index.js';
@@ -103,7 +103,7 @@ class Primary {
       crashes: 0,
       restart: null,
     }));
-    configurePolicySandbox(config);
+    configureOpaSandbox(config);
     this.compiler = localWasmCompiler(resolveOpaBinary(config.opaBin), 'live');
     const up = this.up;
     new Gauge({

@@ -30,8 +30,8 @@ describe('Decision deadline: a costly in-process decision fails closed in time, 
   const secrets: Record<string, string> = {};
 
   /** The default token policy, with scopes withheld from a client by a rule quadratic in its list. */
-  const costlyTokenRule = async () => {
-    const { body } = await server.admin('GET', '/policy-rules?path=arbiter/token/token.rego');
+  const costlyTokenRule = async (target: TestServer) => {
+    const { body } = await target.admin('GET', '/policy-rules?path=arbiter/token/token.rego');
     const current = (Array.isArray(body) ? body : body.items).find(
       (rule: { path: string }) => rule.path === 'arbiter/token/token.rego',
     ) as { content: string };
@@ -47,6 +47,18 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
 `);
   };
 
+  /** The token rule made costly, as a write (accepted: no client has a list yet). */
+  const writeCostlyRule = async (target: TestServer) => {
+    const rule = await target.admin('PUT', '/policy-rules/by-path?path=arbiter/token/token.rego', {
+      kind: 'rego',
+      path: 'arbiter/token/token.rego',
+      content: await costlyTokenRule(target),
+    });
+    expect(rule.status, JSON.stringify(rule.body)).to.be.oneOf([200, 201]);
+  };
+
+  const listOf = (items: number) => Array.from({ length: items }, (_, index) => `item-${index}`);
+
   before(async function () {
     server = await readyServer({ POLICY_DECISION_TIMEOUT_MS: String(BUDGET_MS), POLICY_CHECK_RECORDED_INPUTS: '0' });
     for (const id of ['costly-client', 'bystander'])
@@ -54,14 +66,9 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
     const first = await clientCredentials(server, 'bystander', secrets.bystander, { scope: 'read' });
     expect(first.status, JSON.stringify(first.body)).to.equal(200);
 
-    const rule = await server.admin('PUT', '/policy-rules/by-path?path=arbiter/token/token.rego', {
-      kind: 'rego',
-      path: 'arbiter/token/token.rego',
-      content: await costlyTokenRule(),
-    });
-    expect(rule.status, JSON.stringify(rule.body)).to.be.oneOf([200, 201]);
+    await writeCostlyRule(server);
     // Cheap for the contract's examples (their clients have no list): the write is accepted.
-    const list = Array.from({ length: ITEMS }, (_, index) => `item-${index}`);
+    const list = listOf(ITEMS);
     const data = await server.admin('PUT', '/policy-data/by-key?dataKey=deadline_lists', {
       dataKey: 'deadline_lists',
       payload: JSON.stringify({ 'costly-client': list }),
@@ -148,5 +155,35 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
     expect(answer.status).to.equal(503);
     const health = (await (await server.request('/healthz')).json()) as { policyFaults?: { point: string }[] };
     expect(JSON.stringify(health)).to.include('POLICY_DECISION_TIMEOUT_MS');
+  });
+
+  describe('at write: a change that decides a recorded input slower than the budget', function () {
+    let writes: TestServer | undefined;
+
+    after(async function () {
+      await writes?.close();
+    });
+
+    it('is refused with a 400 naming the input, the time and POLICY_DECISION_TIMEOUT_MS', async function () {
+      // Recorded inputs are tried (the default); OPA's own timer must pass a small budget on them.
+      const target = (writes = await readyServer({
+        POLICY_DECISION_TIMEOUT_MS: '150',
+        POLICY_OPA_TIMEOUT_MS: '60000',
+      }));
+      const secret = await confidentialClient(target, 'costly-client', { scopes: ['read'] });
+      const recorded = await clientCredentials(target, 'costly-client', secret, { scope: 'read' });
+      expect(recorded.status, JSON.stringify(recorded.body)).to.equal(200);
+      await writeCostlyRule(target);
+      const data = await target.admin('PUT', '/policy-data/by-key?dataKey=deadline_lists', {
+        dataKey: 'deadline_lists',
+        payload: JSON.stringify({ 'costly-client': listOf(800) }),
+      });
+      expect(data.status, JSON.stringify(data.body)).to.equal(400);
+      expect(data.body.error_description).to.match(
+        /data\.arbiter\.token\.decision took \d+ ms on the input recorded in audit entry \d+, longer than a decision may take \(POLICY_DECISION_TIMEOUT_MS, 150 ms\)/,
+      );
+      // Nothing stored: the client is still served.
+      expect((await clientCredentials(target, 'costly-client', secret, { scope: 'read' })).status).to.equal(200);
+    });
   });
 });

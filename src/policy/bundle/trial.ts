@@ -3,8 +3,9 @@
  * OPA itself (`opa eval` of the very bundle OPA would download) and by Cedar on the decision
  * contract's worked examples and on inputs recently recorded in the audit log. A bundle that
  * compiles can still fail to decide (two complete definitions of one `decision`, an object with
- * one key twice, a Cedar entity list Cedar cannot read): such a change is refused at the Admin
- * API instead of failing every request of that point closed once OPA has loaded it.
+ * one key twice, a Cedar entity list Cedar cannot read), or decide an input slower than a live
+ * decision may take (POLICY_DECISION_TIMEOUT_MS, as OPA times it): such a change is refused at the
+ * Admin API instead of failing every request of that point (or like that input) closed once in force.
  */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { exampleInput, POLICY_EXAMPLES } from '../contract/examples.js';
 import { DECISION_POINTS, type DecisionInput, type DecisionPoint } from '../contract/types.js';
 import { checkInput } from '../contract/schemas.js';
 import { runOpa } from '../opa/binary.js';
+import { policySandboxLimits } from '../opa/sandbox.js';
 import { describeOpaErrors, resultVerdict, type RegoVerdict } from '../opa/driver.js';
 import { withConflictingDefinitions } from '../opa/conflicts.js';
 import { policySandbox, SandboxJobError, SandboxLimitError } from '../sandbox/index.js';
@@ -87,6 +89,10 @@ async function regoProblem(
     .join('; ');
   const all = await evaluate(opaBinary, bundleFile, join(dir, 'trial-input.json'), byPoint, query);
   if ('errors' in all) return (await firstFailingCase(opaBinary, bundleFile, dir, cases)) ?? all.errors;
+  if (all.evalMs > policySandboxLimits().decisionBudgetMs) {
+    const slow = await firstCaseOverBudget(opaBinary, bundleFile, dir, cases);
+    if (slow) return slow;
+  }
   for (const point of points) {
     const results = all.bindings[point];
     if (!Array.isArray(results)) return `OPA gave no result for data.arbiter.${point}.decision`;
@@ -122,6 +128,27 @@ async function firstFailingCase(
 }
 
 /**
+ * Every case together took longer than a live decision may (POLICY_DECISION_TIMEOUT_MS): the first
+ * case that alone does, said with its time, or null when only their sum did. Such an input would
+ * fail closed at every request like it, so the write is refused instead of stored.
+ */
+async function firstCaseOverBudget(
+  opaBinary: string,
+  bundleFile: string,
+  dir: string,
+  cases: TrialCase[],
+): Promise<string | null> {
+  const budgetMs = policySandboxLimits().decisionBudgetMs;
+  for (const item of cases) {
+    const query = `data.arbiter.${item.point}.decision`;
+    const one = await evaluate(opaBinary, bundleFile, join(dir, 'trial-case.json'), item.input, query);
+    if (!('errors' in one) && one.evalMs > budgetMs)
+      return `${query} took ${Math.round(one.evalMs)} ms on ${item.source}, longer than a decision may take (POLICY_DECISION_TIMEOUT_MS, ${budgetMs} ms): every request like it would fail closed`;
+  }
+  return null;
+}
+
+/**
  * OPA's own verdicts for `inputs` at one point, from one `opa eval` of the bundle: the engine of
  * record for the decisions a candidate's compiled module cannot make (impact analysis, shadow
  * evaluation). An evaluation error fails every input of the batch with OPA's message.
@@ -149,17 +176,21 @@ export async function opaVerdicts(
   });
 }
 
-/** `opa eval` of `query` on the bundle with `input`: the bindings of its first result, or OPA's errors as one line. */
+/**
+ * `opa eval` of `query` on the bundle with `input`: the bindings of its first result and how long
+ * OPA took to evaluate it (its query timer), or OPA's errors as one line.
+ */
 async function evaluate(
   opaBinary: string,
   bundleFile: string,
   inputFile: string,
   input: unknown,
   query: string,
-): Promise<{ bindings: Record<string, unknown> } | { errors: string }> {
+): Promise<{ bindings: Record<string, unknown>; evalMs: number } | { errors: string }> {
   await writeFile(inputFile, JSON.stringify(input));
   const run = await runOpa(opaBinary, [
     'eval',
+    '--metrics',
     '--bundle',
     bundleFile,
     '--input',
@@ -168,7 +199,11 @@ async function evaluate(
     'json',
     query,
   ]);
-  let output: { result?: { bindings?: Record<string, unknown> }[]; errors?: unknown };
+  let output: {
+    result?: { bindings?: Record<string, unknown> }[];
+    errors?: unknown;
+    metrics?: { timer_rego_query_eval_ns?: number };
+  };
   try {
     output = JSON.parse(run.stdout) as typeof output;
   } catch {
@@ -177,7 +212,10 @@ async function evaluate(
   const errors = describeOpaErrors(output.errors);
   if (errors) return { errors };
   if (run.exitCode !== 0) return { errors: `opa eval failed: ${(run.stderr || run.stdout).trim()}` };
-  return { bindings: output.result?.[0]?.bindings ?? {} };
+  return {
+    bindings: output.result?.[0]?.bindings ?? {},
+    evalMs: (output.metrics?.timer_rego_query_eval_ns ?? 0) / 1e6,
+  };
 }
 
 /**

@@ -45,6 +45,8 @@ export interface PolicySandboxLimits {
   ruleMaxBytes: number;
   /** The largest bundle (every bundled rule and data entry) a write may make. */
   bundleMaxBytes: number;
+  /** A live decision's time budget (POLICY_DECISION_TIMEOUT_MS): a write whose trial decides an input slower is refused. */
+  decisionBudgetMs: number;
 }
 
 const MB = 1024 * 1024;
@@ -56,12 +58,13 @@ const DEFAULT_LIMITS: PolicySandboxLimits = {
   memoryBytes: 256 * MB,
   ruleMaxBytes: 256 * 1024,
   bundleMaxBytes: 4 * MB,
+  decisionBudgetMs: 2000,
 };
 
 let limits: PolicySandboxLimits = DEFAULT_LIMITS;
 
 /** Sets this process's limits from the configuration (once, when the policy engine starts). */
-export function configurePolicySandbox(
+export function configureOpaSandbox(
   config: Pick<
     Config,
     | 'policyOpaConcurrency'
@@ -70,6 +73,7 @@ export function configurePolicySandbox(
     | 'policyOpaMemoryMb'
     | 'policyRuleMaxBytes'
     | 'policyBundleMaxBytes'
+    | 'policyDecisionTimeoutMs'
   >,
 ): void {
   limits = {
@@ -79,6 +83,7 @@ export function configurePolicySandbox(
     memoryBytes: config.policyOpaMemoryMb * MB,
     ruleMaxBytes: config.policyRuleMaxBytes,
     bundleMaxBytes: config.policyBundleMaxBytes,
+    decisionBudgetMs: config.policyDecisionTimeoutMs,
   };
 }
 

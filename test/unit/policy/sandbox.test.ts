@@ -8,7 +8,7 @@ import { loadConfig, projectPath } from '../../../src/config/index.js';
 import { OpaBusyError, OpaLimitError, opaMessage, resolveOpaBinary, runOpa } from '../../../src/policy/opa/binary.js';
 import {
   cliEnvironment,
-  configurePolicySandbox,
+  configureOpaSandbox,
   FORBIDDEN_BUILTINS,
   policySandboxLimits,
 } from '../../../src/policy/opa/sandbox.js';
@@ -29,7 +29,7 @@ describe('unit: the sandbox of OPA runs (policy/opa/sandbox)', function () {
   let dir: string;
   const defaults = policySandboxLimits();
   const configured = (env: Record<string, string>) =>
-    configurePolicySandbox(loadConfig({ STORE_URL: 'sqlite::memory:', ...env }));
+    configureOpaSandbox(loadConfig({ STORE_URL: 'sqlite::memory:', ...env }));
 
   before(async function () {
     dir = await mkdtemp(join(tmpdir(), 'arbiter-sandbox-test-'));
