@@ -1,4 +1,3 @@
-import { ESCAPED_NUL, escapesNul } from '../http/body.js';
 import type { AuditFields } from './entry.js';
 
 /** The longest string an unauthenticated caller gets kept in an audit entry (User-Agent, client_id, redirect_uri, scope, path, …). */
@@ -57,7 +56,33 @@ function bounded(value: unknown, depth: number): unknown {
  * and a policy can build one; PostgreSQL refuses it (SQLSTATE 22P05), and the entry must be written.
  */
 export function withoutNul(entry: AuditFields): AuditFields {
-  const text = JSON.stringify(entry);
-  if (!escapesNul(text)) return entry;
-  return JSON.parse(text.replace(ESCAPED_NUL, '$1\\ufffd')) as AuditFields;
+  // A walk that allocates nothing finds none in almost every entry (this runs for each of them).
+  return holdsNul(entry) ? (nulReplaced(entry) as AuditFields) : entry;
 }
+
+function holdsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes(NUL);
+  if (!isPlainContainer(value)) return false;
+  if (Array.isArray(value)) {
+    for (const item of value) if (holdsNul(item)) return true;
+    return false;
+  }
+  for (const key in value) if (key.includes(NUL) || holdsNul(value[key])) return true;
+  return false;
+}
+
+function nulReplaced(value: unknown): unknown {
+  if (typeof value === 'string') return value.replaceAll(NUL, '\ufffd');
+  if (!isPlainContainer(value)) return value;
+  if (Array.isArray(value)) return value.map(nulReplaced);
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [nulReplaced(key), nulReplaced(item)]));
+}
+
+/** Arrays and plain objects; anything else (a Date, …) is written as JSON writes it, and left as it is. */
+function isPlainContainer(value: unknown): value is Record<string, unknown> | unknown[] {
+  if (value === null || typeof value !== 'object') return false;
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  return Array.isArray(value) || prototype === Object.prototype || prototype === null;
+}
+
+const NUL = '\u0000';

@@ -79,14 +79,16 @@ export class LiveDecisions {
     const offLoop: number[] = [];
     const started = performance.now();
     for (const [index, input] of inputs.entries()) {
-      const key = costKey(point, input);
+      // Serialized once: its length sorts the input by size, and the module reads the same text.
+      const text = JSON.stringify(input);
+      const key = costKey(point, input, text.length);
       const cost = keys.get(key);
       // A batch of cheap decisions is cheap only up to a point: the rest of a long one goes to a thread.
       const loopFree = performance.now() - started < CHEAP_MS * LOOP_SLICE;
       if (cost && 'pausedUntil' in cost && cost.pausedUntil > Date.now())
         verdicts[index] = this.overBudget(point, 'it ran out of time moments ago and is refused for a while', true);
       else if (cost && 'cheap' in cost && cost.cheap && loopFree)
-        verdicts[index] = this.onLoop(keys, key, compiled, snapshot, point, input);
+        verdicts[index] = this.onLoop(keys, key, compiled, snapshot, point, input, text);
       else if (!cost && !this.threads.started)
         // No thread has started yet (the first moments of the process): OPA decides, bounded by the time left.
         verdicts[index] = evaluateBoth(null, this.options.cedar, snapshot, point, input);
@@ -122,9 +124,10 @@ export class LiveDecisions {
     snapshot: PolicySnapshot,
     point: DecisionPoint,
     input: DecisionInput,
+    text: string,
   ): LiveVerdicts {
     const started = performance.now();
-    const verdicts = evaluateBoth(compiled, this.options.cedar, snapshot, point, input);
+    const verdicts = evaluateBoth(compiled, this.options.cedar, snapshot, point, input, text);
     const ms = performance.now() - started;
     if (ms > CHEAP_MS) {
       keys.set(key, { cheap: false });
@@ -148,7 +151,7 @@ export class LiveDecisions {
   ): void {
     for (const item of outcome.items) {
       const input = inputs[indexes[item.index]];
-      keys.set(costKey(point, input), { cheap: item.ms <= CHEAP_MS });
+      keys.set(costKey(point, input, JSON.stringify(input).length), { cheap: item.ms <= CHEAP_MS });
       if (item.stopped) compiled?.stopped(point, item.stopped);
       verdicts[indexes[item.index]] = { rego: item.rego, cedar: item.cedar };
     }
@@ -158,7 +161,9 @@ export class LiveDecisions {
       const culprit = failure.running && index === indexes[outcome.items.length];
       if (culprit) {
         const input = inputs[index];
-        keys.set(costKey(point, input), { pausedUntil: Date.now() + OVER_BUDGET_PAUSE_MS });
+        keys.set(costKey(point, input, JSON.stringify(input).length), {
+          pausedUntil: Date.now() + OVER_BUDGET_PAUSE_MS,
+        });
         this.options.log.warn(
           { point, client: clientOf(input), limitMs: this.options.budgetMs },
           'a policy decision ran past POLICY_DECISION_TIMEOUT_MS: it failed closed and its thread was replaced',
@@ -200,8 +205,9 @@ export function overBudgetVerdict(
 /** Threads per process: one may be held by a costly decision up to the budget while the other serves the rest. */
 const DECISION_THREADS = 2;
 
-function costKey(point: DecisionPoint, input: DecisionInput): string {
-  const sizeClass = Math.ceil(Math.log2(JSON.stringify(input).length));
+/** What a decision's cost is kept by: its point, tenant, client and the size class of its input (`length`: of its JSON). */
+function costKey(point: DecisionPoint, input: DecisionInput, length: number): string {
+  const sizeClass = Math.ceil(Math.log2(length));
   return `${point}\u0000${String(input.tenant)}\u0000${clientOf(input) ?? ''}\u0000${sizeClass}`;
 }
 

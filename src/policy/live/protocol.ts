@@ -52,8 +52,10 @@ export function evaluateBoth(
   snapshot: PolicySnapshot,
   point: DecisionPoint,
   input: DecisionInput,
+  /** The input's JSON when the caller has it already (the module then reads it as it is). */
+  text?: string,
 ): LiveVerdicts {
-  return { rego: rego?.evaluate(point, input) ?? null, cedar: cedarVerdictOf(cedar, snapshot, point, input) };
+  return { rego: rego?.evaluate(point, input, text) ?? null, cedar: cedarVerdictOf(cedar, snapshot, point, input) };
 }
 
 function cedarVerdictOf(

@@ -33,6 +33,8 @@ const JAVASCRIPT_BUILTINS = new Set([
   'yaml.unmarshal',
 ]);
 
+const UTF8 = new TextEncoder();
+
 const MISSING_ENTRYPOINT = /entrypoint "arbiter\/([a-z_]+)\/decision" does not refer to a rule/;
 
 /** One bundle revision's decisions, compiled. */
@@ -57,11 +59,13 @@ export class CompiledRego {
    * evaluation stopped (a builtin only OPA has, a conflict between rule values, …). Falling back
    * instead of failing keeps every answer OPA's, including its error messages.
    */
-  evaluate(point: DecisionPoint, input: DecisionInput): RegoVerdict | null {
+  evaluate(point: DecisionPoint, input: DecisionInput, text?: string): RegoVerdict | null {
     if (!this.points.has(point)) return null;
     let results: { result?: unknown }[];
     try {
-      results = this.policy.evaluate(input, entrypointOf(point)) as { result?: unknown }[];
+      // The SDK takes the input's JSON as an ArrayBuffer as it is, instead of serializing the object again.
+      const given = text === undefined ? input : (UTF8.encode(text).buffer as ArrayBuffer);
+      results = this.policy.evaluate(given, entrypointOf(point)) as { result?: unknown }[];
     } catch (error) {
       this.onStopped(point, describeStop(error));
       return null;

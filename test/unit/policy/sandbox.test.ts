@@ -128,6 +128,7 @@ describe('unit: the sandbox of OPA runs (policy/opa/sandbox)', function () {
       memoryBytes: 256 * 1024 * 1024,
       ruleMaxBytes: 256 * 1024,
       bundleMaxBytes: 4 * 1024 * 1024,
+      decisionBudgetMs: 2000,
     });
     configured({});
     expect(policySandboxLimits()).to.deep.equal(defaults);
