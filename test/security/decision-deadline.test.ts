@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { performance } from 'node:perf_hooks';
 import { clientCredentials, confidentialClient, eventually, policyInForce } from '../support/oauth.js';
+import { loopDelays, probingLivez } from '../support/livez-probes.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 /**
@@ -11,13 +12,6 @@ import { readyServer, type TestServer } from '../support/server.js';
  * the point within the budget, other clients keep getting tokens, and /livez answers in
  * milliseconds meanwhile.
  */
-/** One probe of /livez: how long past its pause it was answered, the event loop thread's CPU time meanwhile, and its status. */
-interface Probe {
-  ms: number;
-  cpuMs: number;
-  status: number;
-}
-
 const PAUSE_MS = 10;
 
 describe('Decision deadline: a costly in-process decision fails closed in time, off the event loop', function () {
@@ -88,30 +82,6 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
     await server?.close();
   });
 
-  /**
-   * Probes /livez every PAUSE_MS while `work` runs. Each probe's wait counts from the end of its
-   * pause (a loop blocked during the pause delays it too), with the CPU time of this thread (the
-   * server's event loop, and this test's) meanwhile: a loop held by an evaluation spends that
-   * time on CPU, a process the loaded machine did not schedule does not.
-   */
-  async function probingLivez<T>(work: Promise<T>): Promise<{ result: T; probes: Probe[] }> {
-    let done = false;
-    const finished = work.finally(() => (done = true));
-    const probes: Probe[] = [];
-    while (!done) {
-      const paused = performance.now();
-      const cpu = process.threadCpuUsage();
-      await new Promise((resolve) => setTimeout(resolve, PAUSE_MS));
-      const status = await server
-        .request('/livez')
-        .then(async (answer) => (await answer.arrayBuffer(), answer.status))
-        .catch(() => 0);
-      const used = process.threadCpuUsage(cpu);
-      probes.push({ ms: performance.now() - paused - PAUSE_MS, cpuMs: (used.user + used.system) / 1000, status });
-    }
-    return { result: await finished, probes };
-  }
-
   it("answers the costly client's /token 503 naming the point within the budget, serves the others, and /livez stays fast", async function () {
     const timed = async (clientId: string) => {
       const started = performance.now();
@@ -127,7 +97,7 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
       const costly = [await timed('costly-client'), await timed('costly-client')];
       return { costly, others: await bystanders };
     };
-    const { result, probes } = await probingLivez(work());
+    const { result, probes } = await probingLivez(server, work(), PAUSE_MS);
 
     for (const answer of result.costly) {
       expect(answer.status, JSON.stringify(answer.body)).to.equal(503);
@@ -139,7 +109,7 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
       expect(answer.ms, 'within the budget and some slack').to.be.below(BUDGET_MS + 1500);
     }
     for (const answer of result.others) expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
-    const delays = probes.map((probe) => Math.min(probe.ms, probe.cpuMs));
+    const delays = loopDelays(probes);
     console.log(
       `      costly /token: ${result.costly.map((answer) => Math.round(answer.ms)).join(', ')} ms; /livez: ` +
         `${probes.length} probes, longest wait for the event loop ${Math.max(...delays).toFixed(1)} ms ` +
