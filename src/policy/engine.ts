@@ -397,11 +397,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
 
   private cedarVerdict(snapshot: PolicySnapshot | Error, point: DecisionPoint, input: DecisionInput): CedarVerdict {
     if (snapshot instanceof Error) return { kind: 'failed', reason: `policy records unavailable: ${snapshot.message}` };
-    try {
-      return this.cedar.evaluate(snapshot, point, input);
-    } catch (error) {
-      return { kind: 'failed', reason: `Cedar evaluation failed: ${(error as Error).message}` };
-    }
+    return this.cedar.evaluate(snapshot, point, input);
   }
 
   /** The snapshot, or the error that kept it from being read (each engine then decides what that means). */

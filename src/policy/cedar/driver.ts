@@ -50,6 +50,7 @@ interface CompiledSet {
 export class CedarDriver {
   private compiled: { revision: string; set: CompiledSet | Error } | null = null;
 
+  /** Never throws: whatever keeps Cedar from deciding is a failed verdict (fail closed). */
   evaluate(snapshot: PolicySnapshot, point: DecisionPoint, input: DecisionInput): CedarVerdict {
     const set = this.compiledFor(snapshot);
     if (set instanceof Error) return { kind: 'failed', reason: set.message };
@@ -74,9 +75,18 @@ export class CedarDriver {
 
   private compiledFor(snapshot: PolicySnapshot): CompiledSet | Error {
     if (this.compiled?.revision !== snapshot.revision) {
-      this.compiled = { revision: snapshot.revision, set: compile(snapshot) };
+      // Cedar itself can throw on what it cannot read (a stack overflow on deep nesting): every decision then fails closed.
+      this.compiled = { revision: snapshot.revision, set: compileOrError(snapshot) };
     }
     return this.compiled.set;
+  }
+}
+
+function compileOrError(snapshot: PolicySnapshot): CompiledSet | Error {
+  try {
+    return compile(snapshot);
+  } catch (error) {
+    return new Error(`Cedar evaluation failed: ${(error as Error).message}`);
   }
 }
 

@@ -55,18 +55,5 @@ export function evaluateBoth(
   /** The input's JSON when the caller has it already (the module then reads it as it is). */
   text?: string,
 ): LiveVerdicts {
-  return { rego: rego?.evaluate(point, input, text) ?? null, cedar: cedarVerdictOf(cedar, snapshot, point, input) };
-}
-
-function cedarVerdictOf(
-  cedar: CedarDriver,
-  snapshot: PolicySnapshot,
-  point: DecisionPoint,
-  input: DecisionInput,
-): CedarVerdict {
-  try {
-    return cedar.evaluate(snapshot, point, input);
-  } catch (error) {
-    return { kind: 'failed', reason: `Cedar evaluation failed: ${(error as Error).message}` };
-  }
+  return { rego: rego?.evaluate(point, input, text) ?? null, cedar: cedar.evaluate(snapshot, point, input) };
 }

@@ -72,7 +72,7 @@ export class SandboxJobs {
       if (this.lastStop !== null && WASM_OUT_OF_MEMORY.test(this.lastStop)) throw new OutOfMemory(this.lastStop);
       return verdict;
     });
-    const cedar = job.inputs.map((input) => cedarVerdict(policy.cedar, policy.snapshot, job.point, input));
+    const cedar = job.inputs.map((input) => policy.cedar.evaluate(policy.snapshot, job.point, input));
     return { rego, cedar, ...(loadProblem ? { loadProblem } : {}) };
   }
 
@@ -93,18 +93,5 @@ export class SandboxJobs {
     this.loaded.set(revision, { snapshot: policy.snapshot, compiled, cedar: new CedarDriver() });
     while (this.loaded.size > KEPT_REVISIONS) this.loaded.delete(this.loaded.keys().next().value!);
     return problem;
-  }
-}
-
-function cedarVerdict(
-  driver: CedarDriver,
-  snapshot: PolicySnapshot,
-  point: DecisionPoint,
-  input: DecisionInput,
-): CedarVerdict {
-  try {
-    return driver.evaluate(snapshot, point, input);
-  } catch (error) {
-    return { kind: 'failed', reason: `Cedar evaluation failed: ${(error as Error).message}` };
   }
 }
