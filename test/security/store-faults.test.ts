@@ -4,7 +4,7 @@ import { createServer, Socket, type Server } from 'node:net';
 import { openArbiterStore as openStore } from '../../src/collections.js';
 import { StoreUnavailableError } from '../../src/store/index.js';
 import { MongoTestServer } from '../store/mongo-server.js';
-import { basic, confidentialClient, postForm } from '../support/oauth.js';
+import { clientCredentials, confidentialClient } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 /**
@@ -30,16 +30,10 @@ describe('Store faults: bounded answers and readiness that writes', function () 
       await server?.close();
     });
 
-    const clientCredentials = () =>
-      postForm(
-        server,
-        '/token',
-        { grant_type: 'client_credentials', scope: 'read' },
-        { Authorization: basic('locked-out', secret) },
-      );
+    const token = () => clientCredentials(server, 'locked-out', secret, { scope: 'read' });
 
     it('answers /token 503 with Retry-After within the lock wait, /readyz 503 within a second, and serves again once released', async function () {
-      expect((await clientCredentials()).status, 'a token before the lock').to.equal(200);
+      expect((await token()).status, 'a token before the lock').to.equal(200);
       const holder = new Database(file);
       holder.exec('BEGIN IMMEDIATE');
       try {
@@ -51,18 +45,18 @@ describe('Store faults: bounded answers and readiness that writes', function () 
         expect(probeMs, '/readyz answers within about a second').to.be.below(2500);
 
         const started = performance.now();
-        const token = await clientCredentials();
+        const answer = await token();
         const tokenMs = performance.now() - started;
-        expect(token.status, `/token while locked: ${JSON.stringify(token.body)}`).to.equal(503);
-        expect(token.body.error).to.equal('temporarily_unavailable');
-        expect(token.body.error_description).to.match(/locked by another connection/);
-        expect(token.headers.get('retry-after')).to.match(/^[1-9][0-9]*$/);
+        expect(answer.status, `/token while locked: ${JSON.stringify(answer.body)}`).to.equal(503);
+        expect(answer.body.error).to.equal('temporarily_unavailable');
+        expect(answer.body.error_description).to.match(/locked by another connection/);
+        expect(answer.headers.get('retry-after')).to.match(/^[1-9][0-9]*$/);
         expect(tokenMs, '/token answers within the 5 s lock wait (and some slack)').to.be.below(8000);
       } finally {
         holder.exec('ROLLBACK');
         holder.close();
       }
-      expect((await clientCredentials()).status, 'a token once the lock is released').to.equal(200);
+      expect((await token()).status, 'a token once the lock is released').to.equal(200);
       expect((await server.request('/readyz')).status, '/readyz once released').to.equal(200);
     });
   });
@@ -71,13 +65,7 @@ describe('Store faults: bounded answers and readiness that writes', function () 
     const fresh = await readyServer();
     try {
       const secret = await confidentialClient(fresh, 'first-use', { scopes: ['read'] });
-      const token = () =>
-        postForm(
-          fresh,
-          '/token',
-          { grant_type: 'client_credentials', scope: 'read' },
-          { Authorization: basic('first-use', secret) },
-        );
+      const token = () => clientCredentials(fresh, 'first-use', secret, { scope: 'read' });
       const holder = new Database(fresh.config.storeUrl.slice('sqlite:'.length));
       holder.exec('BEGIN IMMEDIATE');
       try {
