@@ -407,6 +407,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
       order: ['dataKey', 'payload'],
       hints: {
         version: 'Empty: the entry is in the bundle. A version keeps it out (a draft).',
+        schema:
+          'Optional JSON Schema that data.<dataKey> must match (no pattern or format); a write that breaks it is refused.',
         mode: 'Shadow: evaluated beside the live entry of its key, deciding nothing until promoted (Policy changes).',
       },
     },
@@ -417,6 +419,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
     schema: object(['dataKey', 'payload'], {
       dataKey: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$', maxLength: 256 },
       payload: { type: 'string', minLength: 1, maxLength: 1048576 },
+      // A JSON Schema (as JSON text) that data.<dataKey> must match once merged (policy/bundle/data-schemas.ts).
+      schema: { type: ['string', 'null'], maxLength: 65536 },
       version: { type: ['string', 'null'], maxLength: 128 },
       mode: policyMode,
     }),

@@ -25,6 +25,8 @@ export interface PolicyDataDoc extends StoredDoc {
   dataKey: string;
   /** JSON text. */
   payload: string;
+  /** JSON Schema (JSON text) that data.<dataKey> must match, merged (bundle/data-schemas.ts). */
+  schema?: string | null;
   version: string | null;
   tenantId: string | null;
   mode?: 'live' | 'shadow';

@@ -295,14 +295,15 @@ describe('Safe policy changes', function () {
       const data = JSON.parse(oauth.payload);
       const saved = await server.admin('PUT', `/policy-data/${oauth.id}`, {
         dataKey: 'oauth',
-        payload: JSON.stringify({ ...data, history_note: 'added' }),
+        // A field the pack's schema knows (policies/oauth/data.schema.json refuses unknown ones).
+        payload: JSON.stringify({ ...data, rar_only_types: { 'urn:history:note': { description: 'added' } } }),
       });
       expect(saved.status, JSON.stringify(saved.body)).to.equal(200);
       const versions = (await server.admin('GET', `/policy-data/${oauth.id}/history`)).body;
       expect(versions.map((version: any) => version.action)).to.deep.equal(['replace', 'baseline']);
       const diff = (await server.admin('GET', `/policy-data/${oauth.id}/history/1/diff`)).body.diff as string;
       expect(diff)
-        .to.contain('+  "history_note": "added"')
+        .to.contain('+    "urn:history:note": {')
         .and.match(/^--- oauth \(version 1\)/);
       expect((await server.admin('POST', `/policy-data/${oauth.id}/history/1/rollback`)).status).to.equal(200);
       await policyInForce(server);

@@ -17,8 +17,10 @@ import { join } from 'node:path';
 import { isUnavailable } from '../../http/errors.js';
 import type { Store } from '../../store/index.js';
 import { buildBundle, snapshotOf, type PolicySnapshot } from './build.js';
+import { dataSchemaProblem, packSchemas } from './data-schemas.js';
 import { contractExampleInputs, trialProblem, type TrialInput } from './trial.js';
 import { inScratchDirectory, opaMessage, runOpa } from '../opa/binary.js';
+import { POLICY_PACK_DIR } from '../seed.js';
 import { NOT_ALLOWED, policySandboxLimits } from '../opa/sandbox.js';
 import {
   isBundled,
@@ -104,6 +106,8 @@ export async function tryBundleWith(
   if (!touched) return { snapshot, touched };
   const what =
     described.length === 1 ? `this change${described[0]}` : `these changes (${described.map(bare).join(', ')})`;
+  const mismatch = dataSchemaProblem(snapshot.mergedData, next.data, packDataSchemas());
+  if (mismatch) return { problem: `${mismatch} (with ${what})` };
   const tooBig = bundleSizeProblem(next, layers.live);
   if (tooBig) return { problem: `the policy bundle would be too big with ${what}: ${tooBig}` };
   try {
@@ -123,6 +127,13 @@ export async function tryBundleWith(
     if (isUnavailable(error)) throw error;
     return { problem: `the policy bundle could not be built with ${what}: ${(error as Error).message}` };
   }
+}
+
+let packSchemasRead: ReturnType<typeof packSchemas> | undefined;
+
+/** The default pack's data schemas (policies/<key>/data.schema.json), read on first use. */
+function packDataSchemas(): ReturnType<typeof packSchemas> {
+  return (packSchemasRead ??= packSchemas(POLICY_PACK_DIR));
 }
 
 /**
