@@ -7,9 +7,10 @@
  */
 import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
 import { ADMIN_API_KEYS_COLLECTION } from './admin/api-keys.js';
-import { AUDIT_LOG_COLLECTION } from './audit/index.js';
+import { ACTIVITY_COLLECTION, AUDIT_LOG_COLLECTION } from './audit/index.js';
 import { POLICY_HISTORY_COLLECTION } from './admin/index.js';
 import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
+import { SHADOW_COLLECTION } from './policy/index.js';
 import { DELEGATIONS_COLLECTION } from './delegation/index.js';
 import { UPSTREAM_LOGINS_COLLECTION } from './oauth/interactions/upstream-logins.js';
 import { PROVIDER_SECRETS_COLLECTION } from './oauth/keys.js';
@@ -25,6 +26,8 @@ export function knownCollections(): CollectionSpec[] {
     ...COLLECTIONS.map(storeSpecOf),
     OIDC_COLLECTION,
     AUDIT_LOG_COLLECTION,
+    ACTIVITY_COLLECTION,
+    SHADOW_COLLECTION,
     UPSTREAM_LOGINS_COLLECTION,
     PROVIDER_SECRETS_COLLECTION,
     TENANTS_COLLECTION,

@@ -222,6 +222,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       for (const each of servers) each.closeAllConnections();
       await closed;
       await audit.close();
+      await lab.shadow.close();
       await policy.close();
       await store.close();
       // Last: the spans of the requests just finished are still to be sent.

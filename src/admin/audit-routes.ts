@@ -25,10 +25,10 @@ export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: 
       sort: sortOf(single(ctx.query.sort)),
     });
   });
-  // The console's overview: this node's decisions of the last hour, per minute, and the most denied.
+  // The console's overview: the decisions of the last hour (every worker and node), per minute, and the most denied.
   router.get('/activity', async (ctx) => {
     const minutes = integer(ctx.query.minutes, 'minutes', ACTIVITY_MINUTES, 1, ACTIVITY_MINUTES);
-    ctx.body = audit.activity.summary(tenantOf(ctx), minutes);
+    ctx.body = await audit.activity.summary(tenantOf(ctx), minutes);
   });
   router.get('/audit-logs/:id', async (ctx) => {
     ctx.body = await auditEntryOf(ctx, audit, tenantOf);

@@ -303,13 +303,14 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
   router.get('/policy-shadow', async (ctx) => {
     const tenantId = options.tenantOf(ctx);
     const [status, { shadow }] = await Promise.all([options.lab.shadow.current(), options.lab.layers()]);
-    // This node's counts of the tenant's decisions only: another tenant's traffic is not shown, not even counted.
+    // Every worker's and node's counts of the tenant's decisions only: another tenant's traffic is not shown, not even counted.
+    const summary = await options.lab.shadow.summary(tenantId);
     ctx.body = {
       active: status.active,
       candidateRevision: status.candidateRevision,
       liveRevision: status.liveRevision,
       since: status.since,
-      ...options.lab.shadow.summary(tenantId),
+      ...summary,
       dropped: status.dropped,
       records: [
         ...shadow.rules.map((rule) => ({
@@ -330,17 +331,16 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
       throw badRequest(`point must be one of ${DECISION_POINTS.join(', ')}`, { field: 'point' });
     const limit = integerQuery(ctx, 'limit', 100, 1, 1000);
     const status = await options.lab.shadow.current();
-    const differences = options.lab.shadow.differences(tenantId, {
-      point,
-      clientId: optionalQuery(ctx, 'clientId'),
-      limit,
-    });
+    const [differences, summary] = await Promise.all([
+      options.lab.shadow.differences(tenantId, { point, clientId: optionalQuery(ctx, 'clientId'), limit }),
+      options.lab.shadow.summary(tenantId),
+    ]);
     ctx.body = {
       active: status.active,
       candidateRevision: status.candidateRevision,
       liveRevision: status.liveRevision,
       since: status.since,
-      ...options.lab.shadow.summary(tenantId),
+      ...summary,
       differences,
     };
   });
@@ -359,7 +359,7 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
       const existing = await records.find(null, String(id));
       if (existing) await records.remove(null, existing);
     }
-    options.lab.shadow.forget();
+    await options.lab.shadow.forget();
     ctx.body = { discarded: all.length };
   });
 
@@ -508,7 +508,7 @@ async function promote(options: PolicyLabRouteOptions) {
       action: removal ? 'deleted' : current ? 'replaced' : 'created',
     });
   }
-  options.lab.shadow.forget();
+  await options.lab.shadow.forget();
   return { promoted, revision: tried.snapshot.revision };
 }
 

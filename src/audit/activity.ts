@@ -1,12 +1,27 @@
 /**
  * What the console's overview shows of the last hour: decisions per minute by point and outcome,
  * and the clients and points with the most denials, per tenant. Counted from the audit entries as
- * they are written (AuditLog.onWritten), in memory: each node counts its own traffic, and a
- * restart starts afresh (the audit log itself keeps everything).
+ * they are written (AuditLog.onWritten): each process counts its own traffic per minute and keeps
+ * that share in the store (ProcessShares), and a summary sums the shares of every worker and node,
+ * so every one of them answers the same, and a restart loses nothing.
  */
 import { isAdminPath } from '../http/admin-path.js';
+import type { Logger } from '../log/index.js';
+import { PROCESS_ID, ProcessShares, type CollectionSpec, type Store, type StoredDoc } from '../store/index.js';
 import type { AuditEntry } from './entry.js';
 import { eachRecorded } from './recorded.js';
+
+/** One process's counts of one tenant's minute. */
+interface ActivityShare extends StoredDoc {
+  tenantId: string | null;
+  minute: number;
+  since: string;
+  points: Record<string, Record<ActivityOutcome, number>>;
+  clients: Record<string, { denials: number; decisions: number }>;
+  expiresAt: number;
+}
+
+export const ACTIVITY_COLLECTION: CollectionSpec = { name: 'activity_shares', indexes: ['minute'] };
 
 export type ActivityOutcome = 'allow' | 'deny' | 'error';
 
@@ -24,7 +39,7 @@ export interface ActivitySummary {
   deniedClients: { clientId: string; denials: number; decisions: number }[];
   /** The points with the most denied decisions in the window, most first. */
   deniedPoints: { point: string; denials: number; decisions: number }[];
-  /** When this node started counting (the window may reach back before it). */
+  /** When the first process whose counts are in the window started counting (the window may reach back before it). */
   countingSince: string;
 }
 
@@ -42,9 +57,14 @@ interface Bucket {
 }
 
 export class RecentActivity {
-  /** Per tenant ('' for the default one), per minute number. */
+  /** This process's counts, per tenant ('' for the default one), per minute number. */
   private readonly tenants = new Map<string, Map<number, Bucket>>();
   private readonly since = new Date().toISOString();
+  private readonly shares: ProcessShares<ActivityShare>;
+
+  constructor(store: Store, log?: Logger) {
+    this.shares = new ProcessShares(store, ACTIVITY_COLLECTION, log);
+  }
 
   /** Counts the decisions of entries just written (decisions asked at the Admin API are not traffic). */
   observe(entries: AuditEntry[]): void {
@@ -64,27 +84,45 @@ export class RecentActivity {
         client.decisions += 1;
         if (outcome === 'deny') client.denials += 1;
       }
+      this.shares.changedShare(`${entry.tenantId ?? ''}:${minute}:${PROCESS_ID}`, () =>
+        this.shareOf(entry.tenantId ?? null, bucket),
+      );
     }
   }
 
-  /** One tenant's last `minutes` minutes (at most ACTIVITY_MINUTES), up to now. */
-  summary(tenantId: string | null, minutes = ACTIVITY_MINUTES, top = 5): ActivitySummary {
+  /** Writes this process's counts; for a stopping server, before its store closes. */
+  close(): Promise<void> {
+    return this.shares.close();
+  }
+
+  /** One tenant's last `minutes` minutes (at most ACTIVITY_MINUTES), up to now, summed over every process. */
+  async summary(tenantId: string | null, minutes = ACTIVITY_MINUTES, top = 5): Promise<ActivitySummary> {
     const now = Math.floor(Date.now() / MINUTE_MS);
     const span = Math.min(Math.max(minutes, 1), ACTIVITY_MINUTES);
-    const buckets = this.tenants.get(tenantId ?? '') ?? new Map<number, Bucket>();
-    const window: ActivityMinute[] = [];
+    const first = now - span + 1;
+    const shares = await this.shares.read(
+      { tenantId },
+      { sort: { field: 'minute', direction: 'asc' }, startAt: first },
+    );
+    const byMinute = new Map<number, Record<string, Record<ActivityOutcome, number>>>();
     const clients = new Map<string, { denials: number; decisions: number }>();
     const points = new Map<string, { denials: number; decisions: number }>();
-    for (let minute = now - span + 1; minute <= now; minute++) {
-      const bucket = buckets.get(minute);
-      window.push({
-        at: new Date(minute * MINUTE_MS).toISOString(),
-        byPoint: Object.fromEntries([...(bucket?.points ?? [])].map(([point, counts]) => [point, { ...counts }])),
-      });
-      for (const [clientId, counts] of bucket?.clients ?? []) add(clients, clientId, counts);
-      for (const [point, counts] of bucket?.points ?? [])
+    let since = this.since;
+    for (const share of shares) {
+      if (share.minute > now) continue;
+      if (share.since < since) since = share.since;
+      const minute = byMinute.get(share.minute) ?? {};
+      byMinute.set(share.minute, minute);
+      for (const [point, counts] of Object.entries(share.points)) {
+        const sum = (minute[point] ??= { allow: 0, deny: 0, error: 0 });
+        for (const outcome of ['allow', 'deny', 'error'] as const) sum[outcome] += counts[outcome];
         add(points, point, { denials: counts.deny, decisions: counts.allow + counts.deny + counts.error });
+      }
+      for (const [clientId, counts] of Object.entries(share.clients)) add(clients, clientId, counts);
     }
+    const window: ActivityMinute[] = [];
+    for (let minute = first; minute <= now; minute++)
+      window.push({ at: new Date(minute * MINUTE_MS).toISOString(), byPoint: byMinute.get(minute) ?? {} });
     const ranked = <T extends { denials: number }>(list: T[]) =>
       list
         .filter((item) => item.denials > 0)
@@ -94,7 +132,20 @@ export class RecentActivity {
       minutes: window,
       deniedClients: ranked([...clients].map(([clientId, counts]) => ({ clientId, ...counts }))),
       deniedPoints: ranked([...points].map(([point, counts]) => ({ point, ...counts }))),
-      countingSince: this.since,
+      countingSince: since,
+    };
+  }
+
+  private shareOf(tenantId: string | null, bucket: Bucket): ActivityShare {
+    return {
+      id: `${tenantId ?? ''}:${bucket.minute}:${PROCESS_ID}`,
+      tenantId,
+      minute: bucket.minute,
+      since: this.since,
+      points: Object.fromEntries([...bucket.points].map(([point, counts]) => [point, { ...counts }])),
+      clients: Object.fromEntries([...bucket.clients].map(([clientId, counts]) => [clientId, { ...counts }])),
+      // Kept as long as the window can show the minute.
+      expiresAt: (bucket.minute + ACTIVITY_MINUTES + 1) * MINUTE_MS,
     };
   }
 

@@ -10,6 +10,7 @@ export {
   type Outcome,
 } from './log.js';
 export { auditTrail, isAudited } from './middleware.js';
+export { ACTIVITY_COLLECTION } from './activity.js';
 export { withdrawableCredentials } from './issued.js';
 export { markAuthenticated, type AuditFacts } from './facts.js';
 export { recordDecision } from './decision.js';

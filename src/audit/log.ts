@@ -100,8 +100,8 @@ export class AuditLog {
   private readonly refusals: RefusalBudget | null;
   private ids = { next: 1, last: 0 };
   private readonly written: ((entries: AuditEntry[]) => void)[] = [];
-  /** This node's decisions of the last hour, per tenant, counted as entries are written (the console's overview). */
-  readonly activity = new RecentActivity();
+  /** The decisions of the last hour, per tenant, counted as entries are written, shared by every process (the console's overview). */
+  readonly activity: RecentActivity;
 
   constructor(
     private readonly store: Store,
@@ -109,6 +109,7 @@ export class AuditLog {
     options: AuditLogOptions = {},
   ) {
     this.entries = store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT);
+    this.activity = new RecentActivity(store, log);
     this.writer = new BatchWriter({
       write: (fields) => this.write(fields),
       maxItems: MAX_BATCH_ENTRIES,
@@ -164,6 +165,7 @@ export class AuditLog {
   async close(): Promise<void> {
     this.refusals?.close();
     await this.writer.close();
+    await this.activity.close();
   }
 
   /**

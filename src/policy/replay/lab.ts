@@ -39,7 +39,7 @@ export interface PolicyLabOptions {
   onShadowDropped?: (count: number) => void;
 }
 
-/** The newest shadow differences each node keeps for the Admin API. */
+/** The newest shadow differences each process keeps in the store for the Admin API. */
 const LISTED_SHADOW_DIFFERENCES = 1000;
 
 export class PolicyLab {
