@@ -7,7 +7,7 @@
  */
 import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
 import { ADMIN_API_KEYS_COLLECTION } from './admin/api-keys.js';
-import { ACTIVITY_COLLECTION, AUDIT_LOG_COLLECTION } from './audit/index.js';
+import { ACTIVITY_COLLECTION, AUDIT_LOG_COLLECTION, LATEST_DECISIONS_COLLECTION } from './audit/index.js';
 import { POLICY_HISTORY_COLLECTION } from './admin/index.js';
 import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
 import { SHADOW_COLLECTION } from './policy/index.js';
@@ -27,6 +27,7 @@ export function knownCollections(): CollectionSpec[] {
     OIDC_COLLECTION,
     AUDIT_LOG_COLLECTION,
     ACTIVITY_COLLECTION,
+    LATEST_DECISIONS_COLLECTION,
     SHADOW_COLLECTION,
     UPSTREAM_LOGINS_COLLECTION,
     PROVIDER_SECRETS_COLLECTION,

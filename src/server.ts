@@ -164,6 +164,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       totalPerWindow: config.auditUnauthenticatedTotalLimit,
       windowSeconds: config.auditAggregateWindowSeconds,
     },
+    retentionDays: config.auditRetentionDays,
   });
   // Impact analysis and shadow policies; every recorded live decision is also the shadow's to evaluate.
   const lab = new PolicyLab({

@@ -153,12 +153,24 @@ export const POLICY_LAB_SCHEMAS = {
   },
   PolicyImpact: {
     type: 'object',
-    required: ['replayed', 'changed', 'summary', 'skipped', 'revisions', 'ms'],
+    required: ['replayed', 'changed', 'summary', 'skipped', 'coverage', 'revisions', 'ms'],
     properties: {
-      replayed: { ...count, description: 'recorded decisions replayed' },
+      replayed: {
+        ...count,
+        description:
+          'recorded decisions replayed: first the latest of every (client, point) the filter covers, then the newest others',
+      },
       changed: { type: 'array', items: { $ref: '#/components/schemas/ChangedDecision' }, description: 'newest first' },
       summary: { $ref: '#/components/schemas/ChangeSummary' },
       skipped: { ...count, description: 'recorded inputs that no longer fit their point’s input schema' },
+      coverage: {
+        type: 'object',
+        required: ['clients', 'points'],
+        properties: {
+          clients: { ...count, description: 'distinct clients whose decisions were replayed' },
+          points: { ...count, description: 'distinct decision points replayed' },
+        },
+      },
       revisions: {
         type: 'object',
         required: ['live', 'candidate'],
@@ -174,10 +186,16 @@ export const POLICY_LAB_SCHEMAS = {
       active: { type: 'boolean', description: 'there are shadow records' },
       candidateRevision: nullableString,
       liveRevision: nullableString,
-      since: { ...nullableString, description: 'when this node first saw this candidate' },
-      evaluated: { ...count, description: 'live decisions of the tenant this node evaluated against the candidate' },
+      since: { ...nullableString, description: 'when a worker or node first saw this candidate' },
+      evaluated: {
+        ...count,
+        description: 'live decisions of the tenant every worker and node evaluated against the candidate',
+      },
       summary: { $ref: '#/components/schemas/ChangeSummary' },
-      dropped: { ...count, description: 'live decisions this node could not evaluate (POLICY_SHADOW_QUEUE was full)' },
+      dropped: {
+        ...count,
+        description: 'live decisions a worker or node could not evaluate (POLICY_SHADOW_QUEUE was full)',
+      },
       records: {
         type: 'array',
         items: {
@@ -282,7 +300,7 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
     if ('problem' in tried)
       throw badRequest(tried.problem, { field: CHECKED_FIELD[body.changes[body.changes.length - 1].collection] });
     const { live } = await options.lab.layers();
-    const pages = options.audit.recordedDecisions({
+    const pages = options.audit.stratifiedDecisions({
       tenantId,
       point: body.filter?.point,
       clientId: body.filter?.clientId,
@@ -295,6 +313,10 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
       changed: result.changed,
       summary: result.summary,
       skipped: result.skipped,
+      coverage: {
+        clients: Object.keys(result.summary.byClient).length,
+        points: Object.keys(result.summary.byPoint).length,
+      },
       revisions: { live: live.revision, candidate: tried.snapshot.revision },
       ms: Math.round(performance.now() - started),
     };

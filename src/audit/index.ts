@@ -11,6 +11,7 @@ export {
 } from './log.js';
 export { auditTrail, isAudited } from './middleware.js';
 export { ACTIVITY_COLLECTION } from './activity.js';
+export { LATEST_DECISIONS_COLLECTION } from './latest-decisions.js';
 export { withdrawableCredentials } from './issued.js';
 export { markAuthenticated, type AuditFacts } from './facts.js';
 export { recordDecision } from './decision.js';

@@ -8,6 +8,7 @@ import { eachRecorded } from './recorded.js';
 import type { RecordedDecision, TrialInput } from '../policy/index.js';
 import { recordedDecisionPages, type RecordedDecisionQuery } from './recorded-decisions.js';
 import { RecentActivity } from './activity.js';
+import { LatestDecisions } from './latest-decisions.js';
 
 export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] };
 
@@ -64,7 +65,13 @@ const PURGE_STEP = 1000;
 export interface AuditLogOptions {
   /** Refused unauthenticated requests are counted rather than written one entry each beyond this (see RefusalBudget); none: all written. */
   refusals?: RefusalBudgetLimits;
+  /** AUDIT_RETENTION_DAYS: how long the latest decision of a (client, point) is remembered for trials (0: as long as 90). */
+  retentionDays?: number;
 }
+
+/** Trials and the default replay of impact analysis take the latest decision of at most this many (client, point) pairs, newest first. */
+export const STRATIFIED_PAIRS = 2000;
+const DEFAULT_RETENTION_DAYS = 90;
 
 /** An entry waiting for its batch: createdAt is when it was appended (the request was answered), not when written. */
 interface Appended {
@@ -102,6 +109,8 @@ export class AuditLog {
   private readonly written: ((entries: AuditEntry[]) => void)[] = [];
   /** The decisions of the last hour, per tenant, counted as entries are written, shared by every process (the console's overview). */
   readonly activity: RecentActivity;
+  /** The latest decision of every (tenant, client, point): what trials and impact analysis try first. */
+  private readonly latest: LatestDecisions;
 
   constructor(
     private readonly store: Store,
@@ -110,6 +119,7 @@ export class AuditLog {
   ) {
     this.entries = store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT);
     this.activity = new RecentActivity(store, log);
+    this.latest = new LatestDecisions(store, this.entries, options.retentionDays || DEFAULT_RETENTION_DAYS, log);
     this.writer = new BatchWriter({
       write: (fields) => this.write(fields),
       maxItems: MAX_BATCH_ENTRIES,
@@ -166,6 +176,7 @@ export class AuditLog {
     this.refusals?.close();
     await this.writer.close();
     await this.activity.close();
+    await this.latest.close();
   }
 
   /**
@@ -193,7 +204,11 @@ export class AuditLog {
   }
 
   private tellWritten(stored: AuditEntry[]): void {
-    for (const listener of [(entries: AuditEntry[]) => this.activity.observe(entries), ...this.written]) {
+    const own = [
+      (entries: AuditEntry[]) => this.activity.observe(entries),
+      (entries: AuditEntry[]) => this.latest.observe(entries),
+    ];
+    for (const listener of [...own, ...this.written]) {
       try {
         listener(stored);
       } catch (error) {
@@ -205,6 +220,25 @@ export class AuditLog {
   /** One tenant's recorded decisions, newest first, a page at a time (impact analysis replays them). */
   recordedDecisions(query: RecordedDecisionQuery): AsyncIterable<RecordedDecision[]> {
     return recordedDecisionPages(this.entries, query);
+  }
+
+  /**
+   * The query's decisions, stratified: first the latest decision of every (client, point) the
+   * query covers (at most STRATIFIED_PAIRS, newest first), then the newest others, `limit` in all:
+   * impact analysis's default replay, so that a chatty client cannot crowd a weekly job out.
+   */
+  async *stratifiedDecisions(query: RecordedDecisionQuery): AsyncIterable<RecordedDecision[]> {
+    const first = await this.latest.decisions(Math.min(query.limit, STRATIFIED_PAIRS), query);
+    const taken = new Set(first.map(decisionKey));
+    if (first.length) yield first;
+    let left = query.limit - first.length;
+    if (left <= 0) return;
+    for await (const page of recordedDecisionPages(this.entries, { ...query, limit: query.limit })) {
+      const others = page.filter((decision) => !taken.has(decisionKey(decision))).slice(0, left);
+      left -= others.length;
+      if (others.length) yield others;
+      if (left <= 0) return;
+    }
   }
 
   /**
@@ -225,15 +259,31 @@ export class AuditLog {
   }
 
   /**
-   * A sample of the policy inputs recently decided: per decision point, the newest `perPoint`
-   * distinct inputs (two inputs that differ only in `time` are one) among the newest
-   * SAMPLE_SCAN_LIMIT entries of every tenant, newest first. A policy change is tried on them
-   * before it is stored (src/policy/bundle/trial.ts). Reads the index on createdAt.
+   * The policy inputs a policy change is tried on before it is stored (src/policy/bundle/trial.ts),
+   * stratified: first the latest input of every (tenant, client, point) in the retention window
+   * (at most STRATIFIED_PAIRS, newest first), so that a low-volume client is never left out; then,
+   * per decision point, the newest `perPoint` inputs among the newest SAMPLE_SCAN_LIMIT entries.
+   * Two inputs that differ only in `time` are one.
    */
   async recentPolicyInputs(perPoint: number): Promise<TrialInput[]> {
     if (perPoint <= 0) return [];
     const sample: TrialInput[] = [];
     const seen = new Set<string>();
+    const take = (point: string, input: unknown, source: string): boolean => {
+      if (!isObject(input)) return false;
+      const { time: _time, ...timeless } = input;
+      const key = `${point} ${JSON.stringify(timeless)}`;
+      if (seen.has(key)) return false;
+      seen.add(key);
+      sample.push({ point, input, source });
+      return true;
+    };
+    for (const decision of await this.latest.decisions(STRATIFIED_PAIRS))
+      take(
+        decision.point,
+        decision.input,
+        `the latest input of client ${decision.clientId ?? '(none)'} at ${decision.point} (audit entry ${decision.auditId})`,
+      );
     const counts = new Map<string, number>();
     for (let skip = 0; skip < SAMPLE_SCAN_LIMIT; skip += SAMPLE_SCAN_STEP) {
       const entries = await this.entries.find(
@@ -245,13 +295,9 @@ export class AuditLog {
         const decisions = eachRecorded(entry.policyDecision) ?? [];
         inputs.forEach((input, index) => {
           const point = (decisions[index] as { point?: unknown } | undefined)?.point;
-          if (typeof point !== 'string' || (counts.get(point) ?? 0) >= perPoint || !isObject(input)) return;
-          const { time: _time, ...timeless } = input;
-          const key = `${point} ${JSON.stringify(timeless)}`;
-          if (seen.has(key)) return;
-          seen.add(key);
-          counts.set(point, (counts.get(point) ?? 0) + 1);
-          sample.push({ point, input, source: `the input recorded in audit entry ${entry.id}` });
+          if (typeof point !== 'string' || (counts.get(point) ?? 0) >= perPoint) return;
+          if (take(point, input, `the input recorded in audit entry ${entry.id}`))
+            counts.set(point, (counts.get(point) ?? 0) + 1);
         });
       }
       if (entries.length < SAMPLE_SCAN_STEP) break;
@@ -283,4 +329,8 @@ export class AuditLog {
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function decisionKey(decision: RecordedDecision): string {
+  return `${decision.auditId} ${decision.index ?? 0}`;
 }
