@@ -17,12 +17,13 @@ import { answerPage, listPage, listSearch } from './paging.js';
 import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionsOf, type AdminRole } from './roles.js';
 
 /**
- * Named Admin API keys, each with a role (src/admin/roles.ts). They are server-wide, like the
- * Admin API itself: a key is not confined to a tenant. A key is 32 random bytes, shown once in the
- * answer to its creation; the store keeps only its SHA-256 digest (src/store/digest.ts), so a copy
- * of the store holds no usable key. Revoking deletes the record: the key stops working at once, on
- * every node (each call looks its key up). SERVICE_ADMIN_API_KEY is the bootstrap key: role admin,
- * named `bootstrap`, never stored.
+ * Named Admin API keys, each with a role (src/admin/roles.ts), optionally an expiry (`expiresAt`:
+ * from then on the key is no key) and a list of tenants (`tenants`: the key reaches only those
+ * tenants' records, and nothing server-wide; src/admin/gate.ts). A key is 32 random bytes, shown
+ * once in the answer to its creation; the store keeps only its SHA-256 digest
+ * (src/store/digest.ts), so a copy of the store holds no usable key. Revoking deletes the record:
+ * the key stops working at once, on every node (each call looks its key up).
+ * SERVICE_ADMIN_API_KEY is the bootstrap key: role admin, named `bootstrap`, never stored.
  */
 export const ADMIN_API_KEYS_COLLECTION = { name: 'admin_api_keys', uniqueKeys: [['name'], ['keyDigest']] };
 
@@ -32,6 +33,8 @@ export interface AdminKeyIdentity {
   id: number | null;
   name: string;
   role: AdminRole;
+  /** The only tenants the key reaches (tenant ids; the default tenant is `_default`); absent: every tenant and the server. */
+  tenants?: string[];
 }
 
 export const BOOTSTRAP_KEY_NAME = 'bootstrap';
@@ -48,6 +51,9 @@ interface StoredKey extends StoredDoc {
   role: AdminRole;
   description?: string;
   keyDigest: string;
+  /** ISO 8601: the key stops working at this instant. */
+  expiresAt?: string;
+  tenants?: string[];
   createdAt: string;
   createdBy: { id: number | null; name: string };
 }
@@ -65,6 +71,20 @@ export const API_KEY_INPUT_SCHEMA = {
     },
     role: { enum: [...ADMIN_ROLES] },
     description: { type: 'string', maxLength: 1024 },
+    expiresAt: {
+      type: 'string',
+      format: 'date-time',
+      description: 'when the key stops working (ISO 8601, in the future); absent: it works until revoked',
+    },
+    tenants: {
+      type: 'array',
+      minItems: 1,
+      maxItems: 100,
+      uniqueItems: true,
+      items: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
+      description:
+        'the only tenants the key reaches (the default tenant is "_default"); such a key gets 403 for any other tenant and for every server-wide operation (keys, tenants, shared policy, impact, shadow)',
+    },
   },
 } as const;
 
@@ -88,13 +108,20 @@ export class AdminApiKeys {
     if (timingSafeEqual(sha256(presented), this.bootstrapDigest))
       return { id: null, name: BOOTSTRAP_KEY_NAME, role: 'admin' };
     const found = await this.collection().findOne({ keyDigest: storageDigest(presented) });
-    return found ? { id: found.id, name: found.name, role: found.role } : null;
+    if (!found || (found.expiresAt !== undefined && Date.parse(found.expiresAt) <= Date.now())) return null;
+    return { id: found.id, name: found.name, role: found.role, ...(found.tenants ? { tenants: found.tenants } : {}) };
   }
 
   async create(body: unknown, by: AdminKeyIdentity): Promise<{ record: StoredKey; key: string }> {
-    assertValid<{ name: string; role: AdminRole; description?: string }>(API_KEY_INPUT_SCHEMA, body);
+    assertValid<{ name: string; role: AdminRole; description?: string; expiresAt?: string; tenants?: string[] }>(
+      API_KEY_INPUT_SCHEMA,
+      body,
+    );
     if (body.name.toLowerCase() === BOOTSTRAP_KEY_NAME)
       throw badRequest(`name "${BOOTSTRAP_KEY_NAME}" is SERVICE_ADMIN_API_KEY's; choose another`, { field: 'name' });
+    if (body.expiresAt !== undefined && Date.parse(body.expiresAt) <= Date.now())
+      throw badRequest('expiresAt must be in the future', { field: 'expiresAt' });
+
     const key = `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;
     const record: StoredKey = {
       id: await this.store.nextSequence(ADMIN_API_KEYS_COLLECTION.name),
@@ -102,6 +129,8 @@ export class AdminApiKeys {
       role: body.role,
       ...(body.description === undefined ? {} : { description: body.description }),
       keyDigest: storageDigest(key),
+      ...(body.expiresAt === undefined ? {} : { expiresAt: new Date(body.expiresAt).toISOString() }),
+      ...(body.tenants === undefined ? {} : { tenants: body.tenants }),
       createdAt: new Date().toISOString(),
       createdBy: { id: by.id, name: by.name },
     };

@@ -3,7 +3,8 @@ import { markAuthenticated, type AuditFacts } from '../audit/facts.js';
 import { guardCredential } from '../http/auth-failures.js';
 import { HttpError } from '../http/errors.js';
 import type { AdminApiKeys, AdminKeyIdentity } from './api-keys.js';
-import { permissionFor, roleMay, rolesWith } from './roles.js';
+import { DEFAULT_TENANT } from '../store/index.js';
+import { API_KEYS_SEGMENT, permissionFor, roleMay, rolesWith } from './roles.js';
 
 /**
  * Whom failed Admin keys count against. A wrong key names no key (keys are looked up by their
@@ -31,7 +32,13 @@ export function requireAdminKey(keys: AdminApiKeys) {
     ctx.state.adminKey = identity;
     markAuthenticated(ctx.state);
     const audit = ctx.state.audit as AuditFacts | undefined;
-    if (audit) audit.adminKey = { id: identity.id, name: identity.name, role: identity.role };
+    if (audit)
+      audit.adminKey = {
+        id: identity.id,
+        name: identity.name,
+        role: identity.role,
+        ...(identity.tenants ? { tenants: identity.tenants } : {}),
+      };
     await next();
   };
 }
@@ -50,5 +57,48 @@ export function assertRoleMay(ctx: Context, route: string): void {
     403,
     'insufficient_scope',
     `the Admin API key ${JSON.stringify(caller.name)} has the role ${caller.role}; ${ctx.method} ${ctx.path} needs the role ${rolesWith(needed).join(' or ')}`,
+  );
+}
+
+/**
+ * Operations that act on the server as a whole, never on one tenant: a key confined to tenants
+ * gets none of them (its own GET /api-keys/current aside).
+ */
+const SERVER_WIDE_SEGMENTS = new Set([API_KEYS_SEGMENT, 'tenants', 'policy-shadow', 'policy-impact']);
+/** Records whose default (no tenant) is shared by every tenant: the bundle's policy. */
+const SHARED_BY_DEFAULT_SEGMENTS = new Set(['policy-rules', 'policy-data']);
+
+/**
+ * A key confined to tenants (`tenants` on its record) reaches only calls aimed at one of them:
+ * 403 for a server-wide operation, for `allTenants=true`, and for a call whose tenant
+ * (`tenantId` in the query, else X-Tenant-Id, else the default tenant) is not among them. A
+ * `tenantId` in a body is checked where the body is read (assertTenantReached).
+ */
+export function assertTenantConfinement(ctx: Context, route: string): void {
+  const caller = ctx.state.adminKey as AdminKeyIdentity;
+  if (!caller.tenants) return;
+  const [segment, second] = route.split('/').filter(Boolean);
+  const ownKey = segment === API_KEYS_SEGMENT && second === 'current';
+  if ((SERVER_WIDE_SEGMENTS.has(segment) && !ownKey) || ctx.query.allTenants === 'true')
+    throw confined(ctx, caller, 'a server-wide operation');
+  const fromQuery = typeof ctx.query.tenantId === 'string' && ctx.query.tenantId !== '' ? ctx.query.tenantId : null;
+  const tenantId = fromQuery ?? (ctx.state.tenant as { id?: string } | undefined)?.id ?? null;
+  if (tenantId === null && SHARED_BY_DEFAULT_SEGMENTS.has(segment)) throw confined(ctx, caller, 'the shared policy');
+  assertTenantReached(ctx, tenantId);
+}
+
+/** 403 when the caller's key is confined to tenants and `tenantId` (null: the default tenant, or shared records) is not one of them. */
+export function assertTenantReached(ctx: Context, tenantId: string | null): void {
+  const caller = ctx.state.adminKey as AdminKeyIdentity | undefined;
+  if (!caller?.tenants || caller.tenants.includes(tenantId ?? DEFAULT_TENANT)) return;
+  throw confined(ctx, caller, `tenant ${JSON.stringify(tenantId ?? DEFAULT_TENANT)}`);
+}
+
+function confined(ctx: Context, caller: AdminKeyIdentity, what: string): HttpError {
+  ctx.set('WWW-Authenticate', 'X-Admin-API-Key error="insufficient_scope"');
+  return new HttpError(
+    403,
+    'insufficient_scope',
+    `the Admin API key ${JSON.stringify(caller.name)} is confined to the tenants ${caller.tenants!.join(', ')}; ${ctx.method} ${ctx.path} is ${what}`,
   );
 }

@@ -4,13 +4,13 @@ import { ADMIN_PREFIX, isAdminPath, isServedAdminSpelling } from '../http/admin-
 import { notFound } from '../http/errors.js';
 import { assertSingleValued } from '../http/parameters.js';
 import type { AdminApiKeys } from './api-keys.js';
-import { assertRoleMay, requireAdminKey } from './auth.js';
+import { assertRoleMay, assertTenantConfinement, requireAdminKey } from './auth.js';
 
 /**
  * The one gate in front of the whole Admin API: the key first (for every spelling), then only the
- * exact spelling the router serves (any other is a 404), single-valued query parameters, and the
- * key's role against the operation the router would run (403); a path or method the router does
- * not serve is its 404 or 405, whatever the role.
+ * exact spelling the router serves (any other is a 404), single-valued query parameters, the
+ * key's role against the operation the router would run, and a key confined to tenants against the
+ * call's tenant (403); a path or method the router does not serve is its 404 or 405, whatever the role.
  */
 export function adminGate(keys: AdminApiKeys, router: Router): Middleware {
   const checkKey = requireAdminKey(keys);
@@ -23,6 +23,7 @@ export function adminGate(keys: AdminApiKeys, router: Router): Middleware {
       assertSingleValued(ctx.querystring, 'query parameter');
       const route = routeOf(router, ctx);
       if (route !== null) assertRoleMay(ctx, route);
+      if (route !== null) assertTenantConfinement(ctx, route);
       await routes(ctx, () =>
         methods(ctx, async () => {
           throw noOperation(ctx);

@@ -14,6 +14,7 @@ import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
 import { historyRoutes } from './history-routes.js';
 import { answerPage, listPage, listSearch } from './paging.js';
 import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
+import { assertTenantReached } from './auth.js';
 import { tenantRoutes } from './tenant-routes.js';
 import { revokeAfterChange, tokenRevocationRoutes } from './token-revocation.js';
 import { policyLabRoutes, POLICY_COLLECTIONS, type PolicyLabRouteOptions } from './policy-lab.js';
@@ -184,6 +185,7 @@ function tenantOf(ctx: Context, body?: unknown): string | null {
   const tenantId = fromBody ?? fromQuery ?? ctx.state.tenant?.id ?? null;
   if (tenantId !== null && !isTenantId(tenantId))
     throw badRequest('tenantId must be 1 to 64 letters, digits, ".", "-" or "_"', { field: 'tenantId' });
+  assertTenantReached(ctx, tenantId);
   // The audit entry names the tenant the write was aimed at, which may come from body or query.
   if (ctx.state.audit) (ctx.state.audit as AuditFacts).tenantId = tenantId;
   return tenantId;

@@ -10,7 +10,7 @@ export interface AuditFacts {
   /** When the tenant is not the request's X-Tenant-Id (Admin API writes name theirs in body or query). */
   tenantId?: string | null;
   /** The Admin API key that made the call, by id (null: the bootstrap key), name and role; never the key. */
-  adminKey?: { id: number | null; name: string; role: string };
+  adminKey?: { id: number | null; name: string; role: string; tenants?: string[] };
   /** The caller presented a credential that was accepted (see markAuthenticated). */
   authenticated?: boolean;
   /**
