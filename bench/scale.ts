@@ -21,11 +21,10 @@
  * what another node adds here, and what runs out first, not how nodes on machines of their own
  * would scale. A benchmark, not a test.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import {
   MongoTestServer,
@@ -39,6 +38,7 @@ import { basic, FORM } from '../test/support/oauth.js';
 import { CpuMeter, type CpuUse, type ProcessInfo } from './cpu.js';
 import { LoadGenerator, type LoadResult } from './load.js';
 import { BCRYPT_COST } from './servers.js';
+import { writeResults } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -282,13 +282,15 @@ function report(steps: Step[], store: string): void {
     `\n${steps.map((step) => `${step.nodes} node(s) ${step.rps} req/s p99 ${step.p99} ms`).join('; ')}; ` +
       `growth ${growth.map((factor) => `${factor}x`).join(' / ')} (${os.cpus().length} CPUs, store ${store}, ${CONNECTIONS} connections, ${SECONDS} s windows, WORKERS=1)`,
   );
-  const directory = join(dirname(fileURLToPath(import.meta.url)), 'results');
-  mkdirSync(directory, { recursive: true });
-  const file = join(directory, `scale-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(
-    file,
-    `${JSON.stringify({ cpus: os.cpus().length, store, connections: CONNECTIONS, seconds: SECONDS, workers: 1, freshStorePerStep: FRESH, growth, steps }, null, 2)}\n`,
-  );
+  const file = writeResults('scale', new Date(), {
+    store,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    workers: 1,
+    freshStorePerStep: FRESH,
+    growth,
+    steps,
+  });
   console.log(`written to ${file}`);
   if (steps.some((step) => step.perNode.some((node) => node.failed > 0))) process.exitCode = 1;
 }

@@ -11,13 +11,12 @@
  * A benchmark, not a test: it reports and exits 0 whatever the figures (it fails only when
  * answers are wrong or requests fail).
  */
-import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { LoadGenerator } from './load.js';
 import { scenarios } from './scenarios.js';
 import { benchClients, startArbiter } from './servers.js';
+import { writeResults } from './stats.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300);
 const WINDOW_SECONDS = 10;
@@ -150,10 +149,7 @@ function report(samples: Sample[]): void {
       `${name.padEnd(18)} ${fmt(figures.start)} ${fmt(figures.middle)} ${fmt(figures.end)}   ${figures.secondHalfTrendPerMinute >= 0 ? '+' : ''}${figures.secondHalfTrendPerMinute} MB/min`,
     );
   }
-  const directory = join(dirname(fileURLToPath(import.meta.url)), 'results');
-  mkdirSync(directory, { recursive: true });
-  const file = join(directory, `soak-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ summary, samples }, null, 2)}\n`);
+  const file = writeResults('soak', new Date(), { summary, samples });
   console.log(`\nwritten to ${file}`);
   if (summary.failed > 0) process.exitCode = 1;
 }
