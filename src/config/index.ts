@@ -213,7 +213,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
 };
 
 const positive = { type: 'integer', minimum: 1 };
-const SCHEMA = {
+export const SCHEMA = {
   type: 'object',
   additionalProperties: false,
   required: ['port', 'storeUrl', 'policyPollMinSeconds', 'policyPollMaxSeconds', 'ttl'],
@@ -493,7 +493,7 @@ function variableFor(key: string): string {
 }
 
 /** What a pattern asks for, in words, for the settings that have one. */
-const PATTERN_HINTS: Record<string, string> = {
+export const PATTERN_HINTS: Record<string, string> = {
   issuer: 'an http:// or https:// URL without a query, a fragment or a trailing slash',
   storeUrl: 'sqlite:<file>, sqlite::memory: or mongodb://… (mongodb+srv://…)',
   opaUrl: 'an http:// or https:// URL',
