@@ -51,6 +51,7 @@ interface Client {
 }
 
 async function main(): Promise<void> {
+  const startedAt = new Date();
   // POLICY_REPLAY_SHARE (and the other settings of the replay) as the environment gives them.
   const server = await startTestServer(
     Object.fromEntries(
@@ -107,7 +108,7 @@ async function main(): Promise<void> {
       },
     };
     report(results);
-    const file = writeResults('impact', new Date(), results);
+    const file = writeResults('impact', startedAt, results);
     console.log(`written to ${file}`);
   } finally {
     load.close();

@@ -71,6 +71,7 @@ interface Step {
 }
 
 async function main(): Promise<void> {
+  const startedAt = new Date();
   const backend = (process.env.FERRETDB_BACKEND as FerretDbBackend | undefined) ?? preferredBackend();
   const mongo = new MongoTestServer({ backend });
   await mongo.start();
@@ -97,7 +98,7 @@ async function main(): Promise<void> {
     for (const node of nodes) await stopNode(node);
     await mongo.stop();
   }
-  report(steps, store);
+  report(startedAt, steps, store);
 }
 
 async function startNode(storeUrl: string, issuer?: string): Promise<Node> {
@@ -275,14 +276,14 @@ function bottleneckOf(cpu: CpuUse, serialised: Step['serialised']): string {
   return `not CPU (${cpu.machine.busy.toFixed(2)} of ${cpu.machine.cpus} cores busy): requests wait (the store's round trips, PostgreSQL's commits, the proxy's locks); most CPU: ${biggest}${waits}`;
 }
 
-function report(steps: Step[], store: string): void {
+function report(startedAt: Date, steps: Step[], store: string): void {
   const [one] = steps;
   const growth = steps.map((step) => Math.round((step.rps / one.rps) * 100) / 100);
   console.log(
     `\n${steps.map((step) => `${step.nodes} node(s) ${step.rps} req/s p99 ${step.p99} ms`).join('; ')}; ` +
       `growth ${growth.map((factor) => `${factor}x`).join(' / ')} (${os.cpus().length} CPUs, store ${store}, ${CONNECTIONS} connections, ${SECONDS} s windows, WORKERS=1)`,
   );
-  const file = writeResults('scale', new Date(), {
+  const file = writeResults('scale', startedAt, {
     store,
     connections: CONNECTIONS,
     seconds: SECONDS,

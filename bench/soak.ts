@@ -35,6 +35,7 @@ interface Sample {
 }
 
 async function main(): Promise<void> {
+  const startedAt = new Date();
   if (!(SECONDS >= WINDOW_SECONDS * 3)) throw new Error(`SOAK_SECONDS must be at least ${WINDOW_SECONDS * 3}`);
   const clients = await benchClients();
   const scenario = scenarios(clients).find((candidate) => candidate.name === SCENARIO)!;
@@ -71,7 +72,7 @@ async function main(): Promise<void> {
     load.close();
     await arbiter.close();
   }
-  report(samples);
+  report(startedAt, samples);
 }
 
 function memory(): Pick<Sample, 'rssMb' | 'heapUsedMb' | 'opaRssMb'> {
@@ -102,7 +103,7 @@ function slopePerMinute(seconds: number[], values: number[]): number {
   return variance === 0 ? 0 : (covariance / variance) * 60;
 }
 
-function report(samples: Sample[]): void {
+function report(startedAt: Date, samples: Sample[]): void {
   const measured = samples.slice(1);
   const [start, middle, end] = [measured[0], measured[Math.floor(measured.length / 2)], measured.at(-1)!];
   const secondHalf = measured.slice(Math.floor(measured.length / 2));
@@ -149,7 +150,7 @@ function report(samples: Sample[]): void {
       `${name.padEnd(18)} ${fmt(figures.start)} ${fmt(figures.middle)} ${fmt(figures.end)}   ${figures.secondHalfTrendPerMinute >= 0 ? '+' : ''}${figures.secondHalfTrendPerMinute} MB/min`,
     );
   }
-  const file = writeResults('soak', new Date(), { summary, samples });
+  const file = writeResults('soak', startedAt, { summary, samples });
   console.log(`\nwritten to ${file}`);
   if (summary.failed > 0) process.exitCode = 1;
 }
