@@ -104,7 +104,7 @@ export interface Config {
   outboundMaxResponseBytes: number;
   /** Seals secrets Arbiter must read back (upstream client secrets, signing keys); required in production. */
   secretsKey: string | null;
-  /** The key secrets were sealed with before SERVICE_SECRETS_KEY changed (README: Keys and backups). */
+  /** The key secrets were sealed with before SERVICE_SECRETS_KEY changed (docs/operations.md: Keys and backups). */
   secretsKeyPrevious: string | null;
   /** How often every node looks for rotated signing keys. */
   signingKeyRefreshSeconds: number;
