@@ -212,7 +212,7 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
   },
   WORKERS: {
     meaning:
-      'server processes sharing the port under one primary (see [Workers](scaling.md#workers)); `1` runs the single process of old. More than 1 with `sqlite::memory:` is refused (each process would have a store of its own)',
+      'server processes sharing the port under one primary (see [Workers](operations.md#workers)); `1` runs the single process of old. More than 1 with `sqlite::memory:` is refused (each process would have a store of its own)',
     unset: 'the cores available (`os.availableParallelism()`); 1 with `sqlite::memory:`',
   },
   OTEL_EXPORTER_OTLP_ENDPOINT: {
