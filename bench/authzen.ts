@@ -22,17 +22,14 @@
  * printed beside them. This is a benchmark, not a test: once every answer has been checked it
  * reports and exits 0, whatever the numbers.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { AUTHZEN_DATA, DECISION_TABLE, evaluationOf, SHARING_REGO } from '../test/authzen/sharing.js';
 import { confidentialClient, policyInForce } from '../test/support/oauth.js';
 import { startTestServer, type TestServer } from '../test/support/server.js';
 import { clientToken } from '../test/uma/support.js';
-import { elapsedMs, percentile } from './stats.js';
+import { elapsedMs, percentile, writeResults } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 5);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 10);
@@ -367,62 +364,41 @@ async function main(): Promise<void> {
     );
 
     const totalSeconds = elapsedMs(runStart) / 1000;
-    const resultsDir = join(dirname(fileURLToPath(import.meta.url)), 'results');
-    mkdirSync(resultsDir, { recursive: true });
-    const file = join(resultsDir, `authzen-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(
-      file,
-      `${JSON.stringify(
-        {
-          benchmark: 'authzen',
-          startedAt: startedAt.toISOString(),
-          totalSeconds,
-          machine: {
-            cpus: cpus.length,
-            cpuModel: cpus[0]?.model ?? null,
-            totalMemoryBytes: os.totalmem(),
-            platform: os.platform(),
-            release: os.release(),
-            arch: os.arch(),
-            node: process.version,
-          },
-          parameters: {
-            seconds: SECONDS,
-            connections: CONNECTIONS,
-            sequentialRequests: SEQUENTIAL_REQUESTS,
-            warmup: WARMUP,
-            batchSize: BATCH_SIZE,
-            store: 'sqlite',
-            policy: 'managed OPA',
-            caller: 'Bearer',
-          },
-          goals: {
-            batchOverSingleP50: {
-              max: GOALS.batchOverSingle,
-              sequential: ratios.sequential.batchOverSingle,
-              underLoad: ratios.underLoad.batchOverSingle,
-              met: verdict.batchOverSingle,
-            },
-            singleOverIntrospectP50: {
-              max: GOALS.singleOverIntrospect,
-              sequential: ratios.sequential.singleOverIntrospect,
-              underLoad: ratios.underLoad.singleOverIntrospect,
-              met: verdict.singleOverIntrospect,
-            },
-          },
-          results: scenarios.map((scenario) => ({
-            scenario: scenario.name,
-            key: scenario.key,
-            path: scenario.path,
-            bodyBytes: Buffer.byteLength(scenario.body),
-            sequential: seq(scenario.key),
-            underLoad: load(scenario.key),
-          })),
+    const file = writeResults('authzen', startedAt, {
+      totalSeconds,
+      parameters: {
+        seconds: SECONDS,
+        connections: CONNECTIONS,
+        sequentialRequests: SEQUENTIAL_REQUESTS,
+        warmup: WARMUP,
+        batchSize: BATCH_SIZE,
+        store: 'sqlite',
+        policy: 'managed OPA',
+        caller: 'Bearer',
+      },
+      goals: {
+        batchOverSingleP50: {
+          max: GOALS.batchOverSingle,
+          sequential: ratios.sequential.batchOverSingle,
+          underLoad: ratios.underLoad.batchOverSingle,
+          met: verdict.batchOverSingle,
         },
-        null,
-        2,
-      )}\n`,
-    );
+        singleOverIntrospectP50: {
+          max: GOALS.singleOverIntrospect,
+          sequential: ratios.sequential.singleOverIntrospect,
+          underLoad: ratios.underLoad.singleOverIntrospect,
+          met: verdict.singleOverIntrospect,
+        },
+      },
+      results: scenarios.map((scenario) => ({
+        scenario: scenario.name,
+        key: scenario.key,
+        path: scenario.path,
+        bodyBytes: Buffer.byteLength(scenario.body),
+        sequential: seq(scenario.key),
+        underLoad: load(scenario.key),
+      })),
+    });
     console.log(`\nresults: ${file} (total ${totalSeconds.toFixed(1)} s)`);
   } finally {
     agent.destroy();

@@ -16,16 +16,14 @@
  * without, with, without; the ratio is of the means (the machine's other load moves between windows).
  * This is a benchmark, not a test: it reports and exits 0.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import os from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import bcrypt from 'bcryptjs';
 import { AUDIT_LOG_COLLECTION, type AuditEntry } from '../src/audit/index.js';
 import { DEFAULT_TENANT } from '../src/store/index.js';
 import { basic, FORM } from '../test/support/oauth.js';
 import { startTestServer, type TestServer } from '../test/support/server.js';
 import { LoadGenerator, type LoadResult } from './load.js';
+import { writeResults } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -53,6 +51,7 @@ interface Client {
 }
 
 async function main(): Promise<void> {
+  const startedAt = new Date();
   // POLICY_REPLAY_SHARE (and the other settings of the replay) as the environment gives them.
   const server = await startTestServer(
     Object.fromEntries(
@@ -93,7 +92,6 @@ async function main(): Promise<void> {
     const ratio = meanRps(true) / meanRps(false);
     const underLoad = windows.find((each) => each.replayed)!.replayed!;
     const results = {
-      machine: { cpus: os.cpus().length, node: process.version },
       replayShare: server.config.policyReplayShare,
       replay: { ...replays, long100k: replay100k, long100kUnderLoad: underLoad },
       live: {
@@ -110,13 +108,7 @@ async function main(): Promise<void> {
       },
     };
     report(results);
-    const file = join(
-      dirname(fileURLToPath(import.meta.url)),
-      'results',
-      `impact-${new Date().toISOString().replace(/[:.]/g, '-')}.json`,
-    );
-    mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+    const file = writeResults('impact', startedAt, results);
     console.log(`written to ${file}`);
   } finally {
     load.close();

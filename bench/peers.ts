@@ -21,15 +21,13 @@
  * machine: on 2 cores it takes a share of them from the servers. The table goes to stdout and
  * bench/results/peers-<time>.json.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { loadConfig } from '../src/config/index.js';
 import { basic, FORM } from '../test/support/oauth.js';
 import { startHydra, type HydraTarget } from './hydra.js';
 import { LoadGenerator, type LoadResult } from './load.js';
 import { benchClients, startArbiter, startBaselineTarget, type BenchClients, type Target } from './servers.js';
+import { writeResults } from './stats.js';
 
 const SECONDS = positive('BENCH_SECONDS', 4);
 const ROUNDS = positive('BENCH_ROUNDS', 5);
@@ -128,7 +126,7 @@ async function main(): Promise<void> {
     }
     const totalSeconds = (Date.now() - startedAt.getTime()) / 1000;
     console.log(table(rows));
-    console.log(`\n${writeResults(startedAt, totalSeconds, rows)} (${totalSeconds.toFixed(0)} s in all)`);
+    console.log(`\n${writeRun(startedAt, totalSeconds, rows)} (${totalSeconds.toFixed(0)} s in all)`);
   } finally {
     load.close();
     for (const close of closers.reverse()) await close().catch(() => undefined);
@@ -262,16 +260,9 @@ function median(values: number[]): number {
   return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
-function writeResults(startedAt: Date, totalSeconds: number, rows: Row[]): string {
-  const directory = join(dirname(fileURLToPath(import.meta.url)), 'results');
-  mkdirSync(directory, { recursive: true });
-  const file = join(directory, `peers-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
-  const cpus = os.cpus();
-  const document = {
-    benchmark: 'arbiter-workers-vs-library-vs-hydra',
-    startedAt: startedAt.toISOString(),
+function writeRun(startedAt: Date, totalSeconds: number, rows: Row[]): string {
+  return writeResults('peers', startedAt, {
     totalSeconds,
-    machine: { cpus: cpus.length, cpuModel: cpus[0]?.model, node: process.version, loadAverage: os.loadavg() },
     settings: {
       rounds: ROUNDS,
       seconds: SECONDS,
@@ -281,9 +272,7 @@ function writeResults(startedAt: Date, totalSeconds: number, rows: Row[]): strin
     },
     targets: TARGETS,
     results: rows,
-  };
-  writeFileSync(file, `${JSON.stringify(document, null, 2)}\n`);
-  return file;
+  });
 }
 
 function positive(name: string, fallback: number): number {

@@ -28,16 +28,14 @@
  * errors. The table goes to stdout and, with machine and settings, to bench/results/bench-<time>.json.
  * This is a benchmark, not a test: it exits 0 once every answer was checked, whatever the numbers.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
 import vm from 'node:vm';
 import { assertionBodies } from './assertion.js';
 import { LoadGenerator, type LoadResult, type LoadRun } from './load.js';
 import { BCRYPT_COST, benchClients, startArbiter, startBaselineTarget, type Target } from './servers.js';
 import { scenarios, type RequestSpec, type Scenario } from './scenarios.js';
+import { writeResults } from './stats.js';
 
 /** A STORE_URL: the baseline then keeps its artefacts in Arbiter's store (its adapter), not in memory. */
 const BASELINE_STORE = process.env.BENCH_BASELINE_STORE || undefined;
@@ -99,7 +97,7 @@ async function main(): Promise<void> {
     }
     const totalSeconds = (Date.now() - startedAt.getTime()) / 1000;
     console.log(table(reports));
-    const file = writeResults(startedAt, totalSeconds, reports);
+    const file = writeRun(startedAt, totalSeconds, reports);
     console.log(`\n${file} (${totalSeconds.toFixed(0)} s in all)`);
   } finally {
     load.close();
@@ -271,24 +269,9 @@ function table(reports: ScenarioReport[]): string {
   return lines.join('\n');
 }
 
-function writeResults(startedAt: Date, totalSeconds: number, reports: ScenarioReport[]): string {
-  const directory = join(dirname(fileURLToPath(import.meta.url)), 'results');
-  mkdirSync(directory, { recursive: true });
-  const file = join(directory, `bench-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
-  const cpus = os.cpus();
-  const document = {
-    benchmark: 'token-endpoints-vs-bare-oidc-provider',
-    startedAt: startedAt.toISOString(),
+function writeRun(startedAt: Date, totalSeconds: number, reports: ScenarioReport[]): string {
+  return writeResults('bench', startedAt, {
     totalSeconds,
-    machine: {
-      cpus: cpus.length,
-      cpuModel: cpus[0]?.model,
-      totalMemoryBytes: os.totalmem(),
-      platform: os.platform(),
-      release: os.release(),
-      arch: os.arch(),
-      node: process.version,
-    },
     settings: {
       seconds: SECONDS,
       warmupSeconds: WARMUP_SECONDS,
@@ -306,9 +289,7 @@ function writeResults(startedAt: Date, totalSeconds: number, reports: ScenarioRe
     },
     targets: TARGETS,
     results: reports,
-  };
-  writeFileSync(file, `${JSON.stringify(document, null, 2)}\n`);
-  return file;
+  });
 }
 
 function heapAfterCollection(): number {

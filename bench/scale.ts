@@ -21,11 +21,10 @@
  * what another node adds here, and what runs out first, not how nodes on machines of their own
  * would scale. A benchmark, not a test.
  */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
 import {
   MongoTestServer,
@@ -39,6 +38,7 @@ import { basic, FORM } from '../test/support/oauth.js';
 import { CpuMeter, type CpuUse, type ProcessInfo } from './cpu.js';
 import { LoadGenerator, type LoadResult } from './load.js';
 import { BCRYPT_COST } from './servers.js';
+import { writeResults } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
@@ -71,6 +71,7 @@ interface Step {
 }
 
 async function main(): Promise<void> {
+  const startedAt = new Date();
   const backend = (process.env.FERRETDB_BACKEND as FerretDbBackend | undefined) ?? preferredBackend();
   const mongo = new MongoTestServer({ backend });
   await mongo.start();
@@ -97,7 +98,7 @@ async function main(): Promise<void> {
     for (const node of nodes) await stopNode(node);
     await mongo.stop();
   }
-  report(steps, store);
+  report(startedAt, steps, store);
 }
 
 async function startNode(storeUrl: string, issuer?: string): Promise<Node> {
@@ -275,20 +276,22 @@ function bottleneckOf(cpu: CpuUse, serialised: Step['serialised']): string {
   return `not CPU (${cpu.machine.busy.toFixed(2)} of ${cpu.machine.cpus} cores busy): requests wait (the store's round trips, PostgreSQL's commits, the proxy's locks); most CPU: ${biggest}${waits}`;
 }
 
-function report(steps: Step[], store: string): void {
+function report(startedAt: Date, steps: Step[], store: string): void {
   const [one] = steps;
   const growth = steps.map((step) => Math.round((step.rps / one.rps) * 100) / 100);
   console.log(
     `\n${steps.map((step) => `${step.nodes} node(s) ${step.rps} req/s p99 ${step.p99} ms`).join('; ')}; ` +
       `growth ${growth.map((factor) => `${factor}x`).join(' / ')} (${os.cpus().length} CPUs, store ${store}, ${CONNECTIONS} connections, ${SECONDS} s windows, WORKERS=1)`,
   );
-  const directory = join(dirname(fileURLToPath(import.meta.url)), 'results');
-  mkdirSync(directory, { recursive: true });
-  const file = join(directory, `scale-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(
-    file,
-    `${JSON.stringify({ cpus: os.cpus().length, store, connections: CONNECTIONS, seconds: SECONDS, workers: 1, freshStorePerStep: FRESH, growth, steps }, null, 2)}\n`,
-  );
+  const file = writeResults('scale', startedAt, {
+    store,
+    connections: CONNECTIONS,
+    seconds: SECONDS,
+    workers: 1,
+    freshStorePerStep: FRESH,
+    growth,
+    steps,
+  });
   console.log(`written to ${file}`);
   if (steps.some((step) => step.perNode.some((node) => node.failed > 0))) process.exitCode = 1;
 }

@@ -11,13 +11,12 @@
  * A benchmark, not a test: it reports and exits 0 whatever the figures (it fails only when
  * answers are wrong or requests fail).
  */
-import { readFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { LoadGenerator } from './load.js';
 import { scenarios } from './scenarios.js';
 import { benchClients, startArbiter } from './servers.js';
+import { writeResults } from './stats.js';
 
 const SECONDS = Number(process.env.SOAK_SECONDS ?? 300);
 const WINDOW_SECONDS = 10;
@@ -36,6 +35,7 @@ interface Sample {
 }
 
 async function main(): Promise<void> {
+  const startedAt = new Date();
   if (!(SECONDS >= WINDOW_SECONDS * 3)) throw new Error(`SOAK_SECONDS must be at least ${WINDOW_SECONDS * 3}`);
   const clients = await benchClients();
   const scenario = scenarios(clients).find((candidate) => candidate.name === SCENARIO)!;
@@ -72,7 +72,7 @@ async function main(): Promise<void> {
     load.close();
     await arbiter.close();
   }
-  report(samples);
+  report(startedAt, samples);
 }
 
 function memory(): Pick<Sample, 'rssMb' | 'heapUsedMb' | 'opaRssMb'> {
@@ -103,7 +103,7 @@ function slopePerMinute(seconds: number[], values: number[]): number {
   return variance === 0 ? 0 : (covariance / variance) * 60;
 }
 
-function report(samples: Sample[]): void {
+function report(startedAt: Date, samples: Sample[]): void {
   const measured = samples.slice(1);
   const [start, middle, end] = [measured[0], measured[Math.floor(measured.length / 2)], measured.at(-1)!];
   const secondHalf = measured.slice(Math.floor(measured.length / 2));
@@ -150,10 +150,7 @@ function report(samples: Sample[]): void {
       `${name.padEnd(18)} ${fmt(figures.start)} ${fmt(figures.middle)} ${fmt(figures.end)}   ${figures.secondHalfTrendPerMinute >= 0 ? '+' : ''}${figures.secondHalfTrendPerMinute} MB/min`,
     );
   }
-  const directory = join(dirname(fileURLToPath(import.meta.url)), 'results');
-  mkdirSync(directory, { recursive: true });
-  const file = join(directory, `soak-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
-  writeFileSync(file, `${JSON.stringify({ summary, samples }, null, 2)}\n`);
+  const file = writeResults('soak', startedAt, { summary, samples });
   console.log(`\nwritten to ${file}`);
   if (summary.failed > 0) process.exitCode = 1;
 }

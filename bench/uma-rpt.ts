@@ -20,15 +20,12 @@
  * delegations. This is a benchmark, not a test: it reports and exits 0 once the fixture is built
  * and every answer is checked, whatever the numbers.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { startRegisteredDevIdp, type RegisteredDevIdp } from '../test/support/dev-idp.js';
 import { basic, confidentialClient, postForm } from '../test/support/oauth.js';
 import { startTestServer } from '../test/support/server.js';
 import { ACCESS_TOKEN_FORMAT, api, clientToken, UMA_GRANT, umaPublicClient, userToken } from '../test/uma/support.js';
-import { elapsedMs, percentile } from './stats.js';
+import { elapsedMs, percentile, writeResults } from './stats.js';
 
 const REQUESTS = Number(process.env.BENCH_RPT_REQUESTS ?? 300);
 /** The fixture's size: the issue's figures by default; smaller ones show whether latency grows with it. */
@@ -313,40 +310,19 @@ async function main(): Promise<void> {
     );
 
     const totalSeconds = elapsedMs(runStart) / 1000;
-    const resultsDir = join(dirname(fileURLToPath(import.meta.url)), 'results');
-    mkdirSync(resultsDir, { recursive: true });
-    const file = join(resultsDir, `uma-rpt-${startedAt.toISOString().replace(/[:.]/g, '-')}.json`);
-    writeFileSync(
-      file,
-      `${JSON.stringify(
-        {
-          benchmark: 'uma-rpt',
-          startedAt: startedAt.toISOString(),
-          totalSeconds,
-          machine: {
-            cpus: os.cpus().length,
-            cpuModel: os.cpus()[0]?.model ?? null,
-            totalMemoryBytes: os.totalmem(),
-            platform: os.platform(),
-            release: os.release(),
-            arch: os.arch(),
-            node: process.version,
-          },
-          fixture: {
-            resources: RESOURCE_COUNT,
-            delegationsToParty: DELEGATED_COUNT,
-            otherDelegations: NOISE_COUNT,
-            resourcesSetupMs: resourcesMs,
-            delegationsSetupMs: delegationsMs,
-          },
-          parameters: { requests: REQUESTS, workers: WORKERS, warmup: WARMUP, store: 'sqlite', policy: 'managed OPA' },
-          goal: { p50BelowMs: 50, met: goal },
-          results,
-        },
-        null,
-        2,
-      )}\n`,
-    );
+    const file = writeResults('uma-rpt', startedAt, {
+      totalSeconds,
+      fixture: {
+        resources: RESOURCE_COUNT,
+        delegationsToParty: DELEGATED_COUNT,
+        otherDelegations: NOISE_COUNT,
+        resourcesSetupMs: resourcesMs,
+        delegationsSetupMs: delegationsMs,
+      },
+      parameters: { requests: REQUESTS, workers: WORKERS, warmup: WARMUP, store: 'sqlite', policy: 'managed OPA' },
+      goal: { p50BelowMs: 50, met: goal },
+      results,
+    });
     console.log(`results: ${file} (total ${totalSeconds.toFixed(1)} s)`);
   } finally {
     await idp?.close();

@@ -2,7 +2,7 @@
  * Part of the composition root: the steps that bring a store written by an older Arbiter to the
  * layout this one reads (src/store/schema-version.ts runs them at every start and in
  * `arbiter migrate`). Add a step with the next number whenever a release changes how records are
- * stored, and say in README "Upgrading" what it does; never change a step that has shipped.
+ * stored, and say in docs/operations.md ("Upgrading") what it does; never change a step that has shipped.
  */
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';

@@ -1,4 +1,4 @@
-export { adminRouter, type AdminOptions } from './router.js';
+export { adminRouter, UPSERT_BY, type AdminOptions } from './router.js';
 export { adminOpenApi } from './openapi.js';
 export { adminGate } from './gate.js';
 export { isAdminPath, ADMIN_PREFIX } from '../http/admin-path.js';

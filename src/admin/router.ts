@@ -49,7 +49,7 @@ export interface AdminOptions {
 }
 
 /** Upsert-by-field operations of the spec: PUT /policy-rules/by-path?path=…, PUT /policy-data/by-key?dataKey=…. */
-const UPSERT_BY: Record<string, { route: string; field: string }> = {
+export const UPSERT_BY: Record<string, { route: string; field: string }> = {
   'policy-rules': { route: 'by-path', field: 'path' },
   'policy-data': { route: 'by-key', field: 'dataKey' },
 };

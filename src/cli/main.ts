@@ -168,7 +168,9 @@ async function backup([file, ...rest]: string[], config: Config): Promise<Record
   const destination = resolve(file);
   return withStore(config, async (store) => {
     if (!store.backup)
-      throw new Error('this store has no online backup here: back a MongoDB store up with mongodump (README)');
+      throw new Error(
+        'this store has no online backup here: back a MongoDB store up with mongodump (docs/operations.md, Backups)',
+      );
     const backup = store.backup.bind(store);
     await withScratchFile(dirname(destination), async (plain) => {
       await backup(plain);

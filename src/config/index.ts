@@ -104,7 +104,7 @@ export interface Config {
   outboundMaxResponseBytes: number;
   /** Seals secrets Arbiter must read back (upstream client secrets, signing keys); required in production. */
   secretsKey: string | null;
-  /** The key secrets were sealed with before SERVICE_SECRETS_KEY changed (README: Keys and backups). */
+  /** The key secrets were sealed with before SERVICE_SECRETS_KEY changed (docs/operations.md: Keys and backups). */
   secretsKeyPrevious: string | null;
   /** How often every node looks for rotated signing keys. */
   signingKeyRefreshSeconds: number;
@@ -213,7 +213,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
 };
 
 const positive = { type: 'integer', minimum: 1 };
-const SCHEMA = {
+export const SCHEMA = {
   type: 'object',
   additionalProperties: false,
   required: ['port', 'storeUrl', 'policyPollMinSeconds', 'policyPollMaxSeconds', 'ttl'],
@@ -493,7 +493,7 @@ function variableFor(key: string): string {
 }
 
 /** What a pattern asks for, in words, for the settings that have one. */
-const PATTERN_HINTS: Record<string, string> = {
+export const PATTERN_HINTS: Record<string, string> = {
   issuer: 'an http:// or https:// URL without a query, a fragment or a trailing slash',
   storeUrl: 'sqlite:<file>, sqlite::memory: or mongodb://… (mongodb+srv://…)',
   opaUrl: 'an http:// or https:// URL',

@@ -31,7 +31,9 @@ export async function openStore(
 export async function restoreStore(url: string, backupFile: string): Promise<string> {
   const location = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : '';
   if (!location || location === ':memory:')
-    throw new Error('restore needs STORE_URL=sqlite:<file>; restore a MongoDB store with mongorestore (README)');
+    throw new Error(
+      'restore needs STORE_URL=sqlite:<file>; restore a MongoDB store with mongorestore (docs/operations.md, Backups)',
+    );
   const target = resolve(location);
   await SqliteStore.restore(backupFile, target);
   return target;

@@ -97,10 +97,11 @@ describe("docs/policy.md's worked example through the Admin API", function () {
 });
 
 describe('The README and docs/', function () {
-  it('link only files inside the repository, and every file they link exists', function () {
+  it('link only files inside the repository, every file they link exists, and every section they link too', function () {
     const root = projectPath();
     const documents = [
       'README.md',
+      'bench/RESULTS.md',
       ...readdirSync(projectPath('docs'))
         .filter((name) => name.endsWith('.md'))
         .map((name) => `docs/${name}`),
@@ -111,15 +112,39 @@ describe('The README and docs/', function () {
       const linked = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]);
       const mentioned = [...text.matchAll(/`(\.\.\/[^`\s]+)`/g)].map((match) => match[1]);
       for (const target of [...linked, ...mentioned]) {
-        if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('#')) continue;
-        const file = resolve(dirname(projectPath(document)), target.split('#')[0]);
+        if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
+        const [path, anchor] = target.split('#');
+        const file = path ? resolve(dirname(projectPath(document)), path) : projectPath(document);
         if (!file.startsWith(`${root}/`)) problems.push(`${document} links ${target}, outside the repository`);
         else if (!existsSync(file)) problems.push(`${document} links ${target}, which does not exist`);
+        else if (anchor && file.endsWith('.md') && !anchorsOf(readFileSync(file, 'utf8')).has(anchor))
+          problems.push(`${document} links ${target}, a section that does not exist`);
       }
     }
     expect(problems, problems.join('\n')).to.deep.equal([]);
   });
 });
+
+/** The anchors of a Markdown document: its headings as GitHub spells them, and its `<a id>`s. */
+function anchorsOf(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  // Lines in code blocks are no headings (a `# comment` of a shell block).
+  const prose = markdown.replace(/^```[\s\S]*?^```/gm, '');
+  for (const [, heading] of prose.matchAll(/^#{1,6} (.+)$/gm)) {
+    const slug = heading
+      .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+      .trim()
+      .toLowerCase()
+      .replace(/[^\p{L}\p{N}_\- ]/gu, '')
+      .replaceAll(' ', '-');
+    const count = seen.get(slug) ?? 0;
+    seen.set(slug, count + 1);
+    anchors.add(count === 0 ? slug : `${slug}-${count}`);
+  }
+  for (const [, id] of prose.matchAll(/<a id="([^"]+)"/g)) anchors.add(id);
+  return anchors;
+}
 
 /** The `sh` blocks of the README's Quick start section that call curl, as steps. */
 function quickStartBlocks(): Step[][] {

@@ -1,0 +1,232 @@
+/**
+ * What each setting means, by its environment variable: the words of the configuration
+ * reference, which `npm run docs:config` (scripts/config-reference.ts) writes to
+ * docs/configuration-reference.md with each setting's type and limits from the schema and its
+ * default from config/default.json. Markdown, with links relative to docs/. `unset` says what a
+ * setting whose default is null does when it is left unset. A setting without a description
+ * here fails the reference's test, so the manual never lags behind the schema.
+ */
+export interface SettingDescription {
+  meaning: string;
+  unset?: string;
+}
+
+export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> = {
+  PORT: { meaning: 'HTTP port' },
+  BIND_ADDRESS: {
+    meaning: "the public listener's address, an IP literal (`0.0.0.0`, `::`, `127.0.0.1`, `10.0.0.5`)",
+    unset: 'every interface',
+  },
+  ADMIN_PORT: {
+    meaning:
+      'a second listener for the Admin API, the console and `/metrics`, which then answer 404 on `PORT` (see [The admin listener](operations.md#the-admin-listener)); `0` picks a free port',
+    unset: 'one listener for everything',
+  },
+  ADMIN_BIND_ADDRESS: {
+    meaning:
+      "the admin listener's address (only with `ADMIN_PORT`); `0.0.0.0` in a container whose admin port only the operators' network reaches",
+    unset: '`127.0.0.1`',
+  },
+  ISSUER: { meaning: 'issuer URL (no trailing slash)', unset: '`http://localhost:$PORT`' },
+  STORE_URL: {
+    meaning:
+      "`sqlite:<file>`, `sqlite::memory:` or `mongodb://…`. A SQLite file's directory must exist (else the start stops, naming it), so that a mistyped or unmounted path never starts an empty store; only the default `data/` of the project is made on first start",
+  },
+  OPA_URL: { meaning: 'an external OPA', unset: 'a managed local OPA is run' },
+  OPA_BIN: { meaning: 'the binary of the managed OPA', unset: '`.bin/opa`, then `opa` on PATH' },
+  OPA_TOKEN: {
+    meaning:
+      '`Authorization: Bearer` token for an external OPA run with `--authentication=token`; the managed OPA (on 127.0.0.1) always requires a random token of its own',
+  },
+  POLICY_POLL_MIN_SECONDS: {
+    meaning:
+      'the shortest interval at which OPA polls the bundle when it cannot long poll (the managed OPA long polls: a change is in force within about a second)',
+  },
+  POLICY_POLL_MAX_SECONDS: {
+    meaning: 'the longest such interval; at least `POLICY_POLL_MIN_SECONDS`',
+  },
+  POLICY_BUNDLE_TOKEN: {
+    meaning: 'bearer token that protects `GET /policy/bundle.tar.gz`',
+    unset: 'random per start',
+  },
+  POLICY_DECISION_TIMEOUT_MS: {
+    meaning:
+      "the time a decision may take, OPA's or in process: past it, a deny (fail closed, `503 temporarily_unavailable` naming the point and the limit); a decision not yet proven cheap is evaluated in a decision thread that is ended at the limit ([policy.md](policy.md#rego-in-process)); a policy write whose trial decides one of its inputs slower than this (as OPA times it) is refused with a 400 naming the input",
+  },
+  POLICY_REGO_IN_PROCESS: {
+    meaning:
+      "evaluate Rego in the server's process from the bundle compiled to WebAssembly by OPA; OPA answers whatever that cannot decide exactly as OPA would ([policy.md](policy.md#rego-in-process))",
+    unset: 'true with the managed OPA, false with `OPA_URL`',
+  },
+  POLICY_LAG_BOUND_SECONDS: {
+    meaning:
+      "`/readyz` and `/healthz` are degraded (503) once OPA has served an older revision than the store's for longer",
+  },
+  POLICY_FAULT_WINDOW_SECONDS: {
+    meaning:
+      "`/healthz` is degraded (503) while more than half of a decision point's decisions in this window failed for the policy's own error ([Safe policy changes](policy.md#safe-policy-changes))",
+  },
+  CLOCK_SKEW_LIMIT_SECONDS: {
+    meaning:
+      "`/readyz` is unavailable (503, `clock` says why) while this node's clock and the store server's differ by more than this (a shared MongoDB store; an embedded store has no other clock)",
+  },
+  CLOCK_CHECK_INTERVAL_SECONDS: {
+    meaning:
+      "how often the clock is compared with the store server's (and once at start); the skew is logged when it crosses the limit and exported as `arbiter_clock_skew_seconds`",
+  },
+  POLICY_CHECK_RECORDED_INPUTS: {
+    meaning:
+      "a policy change is tried on this many recent distinct inputs per decision point from the audit log, besides the contract's examples (0: the examples only)",
+  },
+  POLICY_HISTORY_VERSIONS: { meaning: 'versions kept per policy rule and data entry (list, diff, roll back)' },
+  POLICY_SHADOW_SAMPLE_RATE: {
+    meaning:
+      'the fraction (0 to 1) of live decisions also evaluated against the shadow policy ([Changing policy safely](policy.md#changing-policy-safely))',
+  },
+  POLICY_SHADOW_QUEUE: {
+    meaning:
+      'live decisions waiting for the shadow evaluation beyond this many are dropped and counted (`arbiter_policy_shadow_dropped_total`)',
+  },
+  POLICY_REPLAY_SHARE: {
+    meaning:
+      'the most of the event loop a replay (impact analysis, shadow evaluation) takes while requests being answered wait for it; otherwise it runs at full speed',
+  },
+  POLICY_OPA_CONCURRENCY: {
+    meaning:
+      'OPA command runs (rule checks, trial runs, Wasm builds, replays through OPA) at once per process ([Policy code runs sandboxed](policy.md#policy-code-runs-sandboxed))',
+  },
+  POLICY_OPA_QUEUE_MS: {
+    meaning:
+      'an OPA command run that found none of the `POLICY_OPA_CONCURRENCY` runs free within this wait is answered 503 `policy evaluation is busy, retry`',
+  },
+  POLICY_OPA_TIMEOUT_MS: {
+    meaning: 'an OPA command run taking longer is killed: the write or check is refused with a 400 naming the limit',
+  },
+  POLICY_OPA_MEMORY_MB: {
+    meaning:
+      'an OPA command run whose resident memory grows past this is killed: the write or check is refused with a 400 naming the limit',
+  },
+  POLICY_RULE_MAX_BYTES: {
+    meaning: 'the largest policy rule (Rego or Cedar) a write may store: beyond, a 400 naming the limit',
+  },
+  POLICY_BUNDLE_MAX_BYTES: {
+    meaning: 'the largest bundle a write may make (every bundled rule and data entry): beyond, a 400 naming the limit',
+  },
+  POLICY_SANDBOX_TIMEOUT_MS: {
+    meaning:
+      "policy code an operator submits (a Cedar rule's parse check, a candidate's Cedar trial, the Rego and Cedar of impact analysis and shadow evaluation) runs in worker threads: one job (a rule, a trial, 100 decisions) that takes longer has its thread ended and replaced ([Limits](policy.md#limits-of-submitted-policy-code))",
+  },
+  POLICY_SANDBOX_MEMORY_MB: {
+    meaning:
+      'the memory of such a thread: its JavaScript heap, and the Wasm memory of each compiled Rego module it loads',
+  },
+  POLICY_SANDBOX_THREADS: {
+    meaning:
+      'such threads per process: at most this many jobs at once; up to 64 more wait, each at most three time limits, then 503',
+  },
+  SERVICE_ADMIN_API_KEY: {
+    meaning:
+      'the bootstrap Admin API key (role admin, named `bootstrap` in the audit log; named keys are made with it, see [Keys and roles](administration.md#keys-and-roles)); required when `NODE_ENV=production`',
+    unset: 'random per start (printed)',
+  },
+  SERVICE_SOFTWARE_STATEMENT_VERIFY: { meaning: 'verify software statement signatures at registration' },
+  SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: {
+    meaning: 'accept `http://localhost` client ID metadata URLs',
+  },
+  LOG_LEVEL: { meaning: 'pino level (`silent` to mute)' },
+  ACCESS_LOG: {
+    meaning:
+      'one JSON line per answered request (at `info`), see [Logs](operations.md#probes-logs-and-policy-propagation)',
+  },
+  MAX_BODY_BYTES: { meaning: 'largest accepted JSON body (413 beyond)' },
+  ACCESS_TOKEN_TTL_SECONDS: { meaning: 'access token lifetime' },
+  AUTHORIZATION_CODE_TTL_SECONDS: { meaning: 'authorization code lifetime (at most 600)' },
+  REFRESH_TOKEN_TTL_SECONDS: { meaning: 'refresh token lifetime (14 days)' },
+  ID_TOKEN_TTL_SECONDS: { meaning: 'ID token lifetime' },
+  SESSION_TTL_SECONDS: { meaning: 'sign-in session lifetime (14 days)' },
+  INTERACTION_TTL_SECONDS: { meaning: 'how long a sign-in at the upstream IdP may take' },
+  UMA_TICKET_TTL_SECONDS: { meaning: "UMA permission ticket lifetime (the spec's 5 minutes)" },
+  TRUSTED_PROXIES: {
+    meaning: 'comma-separated IPs or CIDR ranges whose `X-Forwarded-*` headers are believed',
+  },
+  METRICS_TOKEN: {
+    meaning:
+      '`GET /metrics` requires `Authorization: Bearer <METRICS_TOKEN>` (at least 16 characters); give Prometheus the same as its `bearer_token`',
+    unset: '`/metrics` open (warned at start in production)',
+  },
+  AUTH_FAILURE_LIMIT: {
+    meaning:
+      'failed credentials one address (or one credential at one address) may present per window, counted in the store for every node together',
+  },
+  AUTH_FAILURE_WINDOW_SECONDS: { meaning: 'the window of `AUTH_FAILURE_LIMIT`' },
+  TENANTS: {
+    meaning:
+      'comma-separated tenant ids that exist without any Admin API object (see [multi-tenancy.md](multi-tenancy.md))',
+  },
+  TENANT_CACHE_MAX: {
+    meaning:
+      "at most this many tenants' oidc-provider instances (and signing keys) kept in memory (least recently used go first)",
+  },
+  OUTBOUND_ALLOW_INSECURE_LOOPBACK: {
+    meaning: 'fetch operator- or client-supplied URLs over `http://` and at loopback addresses',
+    unset: 'true, false with `NODE_ENV=production`',
+  },
+  OUTBOUND_TIMEOUT_MS: { meaning: 'the time limit of every outbound fetch of such a URL' },
+  OUTBOUND_MAX_RESPONSE_BYTES: { meaning: 'the largest answer every outbound fetch of such a URL may read' },
+  SERVICE_SECRETS_KEY: {
+    meaning:
+      "32 random bytes, base64url (`node -e \"console.log(require('crypto').randomBytes(32).toString('base64url'))\"`): seals the secrets Arbiter must read back; required when `NODE_ENV=production`",
+    unset: 'a development key kept in the store',
+  },
+  SERVICE_SECRETS_KEY_PREVIOUS: {
+    meaning:
+      'the key secrets were sealed with before `SERVICE_SECRETS_KEY` changed: opens them until `arbiter rotate-secrets-key` has sealed them again ([Keys and backups](operations.md#keys-and-backups))',
+  },
+  SIGNING_KEY_REFRESH_SECONDS: {
+    meaning: 'how often every node looks for signing keys rotated by `arbiter rotate-signing-key`',
+  },
+  AUDIT_RETENTION_DAYS: {
+    meaning: 'audit entries older than this are deleted in the background (checked every minute); 0 keeps them forever',
+  },
+  AUDIT_UNAUTHENTICATED_LIMIT: {
+    meaning:
+      'refused requests of an unauthenticated address that get an audit entry each per window; the rest are counted in one aggregated entry (see [Audit log](administration.md#audit-log))',
+  },
+  AUDIT_UNAUTHENTICATED_TOTAL_LIMIT: {
+    meaning:
+      'the same for all addresses together, per node and window: past it, refusals are counted per endpoint and status in one node-wide entry (see [Audit log](administration.md#audit-log))',
+  },
+  AUDIT_AGGREGATE_WINDOW_SECONDS: {
+    meaning: 'the window of `AUDIT_UNAUTHENTICATED_LIMIT` and `AUDIT_UNAUTHENTICATED_TOTAL_LIMIT`',
+  },
+  HTTP_REQUEST_TIMEOUT_MS: {
+    meaning:
+      "the whole request with its body must arrive within this; else Node answers 408 and closes the connection (a body trickled in a byte at a time no longer holds it for Node's default 300 s)",
+  },
+  HTTP_HEADERS_TIMEOUT_MS: {
+    meaning: "a request's headers must arrive within this, else 408 as above; at most `HTTP_REQUEST_TIMEOUT_MS`",
+  },
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: {
+    meaning:
+      'an idle kept-alive connection is closed after this (behind a load balancer: longer than its idle timeout)',
+  },
+  WORKERS: {
+    meaning:
+      'server processes sharing the port under one primary (see [Workers](operations.md#workers)); `1` runs the single process of old. More than 1 with `sqlite::memory:` is refused (each process would have a store of its own)',
+    unset: 'the cores available (`os.availableParallelism()`); 1 with `sqlite::memory:`',
+  },
+  OTEL_EXPORTER_OTLP_ENDPOINT: {
+    meaning:
+      "an OpenTelemetry collector's OTLP/HTTP base URL (`http://collector:4318`); spans go to its `/v1/traces` (see [Tracing](operations.md#tracing))",
+    unset: 'no tracing',
+  },
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: {
+    meaning: 'the traces URL itself, used as given; wins over `OTEL_EXPORTER_OTLP_ENDPOINT`',
+  },
+  OTEL_SERVICE_NAME: { meaning: "the spans' `service.name`" },
+  OTEL_BSP_SCHEDULE_DELAY: { meaning: 'spans are sent in batches, at most this many milliseconds after they end' },
+  OTEL_TRACES_SAMPLER_ARG: {
+    meaning:
+      "the share (0 to 1) of the traces Arbiter starts itself that are recorded; a caller's `traceparent` decides for its own trace",
+  },
+};
