@@ -1,5 +1,5 @@
 import Koa, { type Context, type Next } from 'koa';
-import { AdminApiKeys, adminGate, adminRouter, type AdminRecord } from './admin/index.js';
+import { AdminApiKeys, AdminSessions, adminGate, adminRouter, adminSignIn, type AdminRecord } from './admin/index.js';
 import { adminConsole } from './admin/console/serve.js';
 import { auditTrail, type AuditLog } from './audit/index.js';
 import { authzenRouter, authzenTenantPaths } from './authzen/index.js';
@@ -89,8 +89,11 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.use(tenancy);
   // The operators' console (/admin, /admin/assets/*): a static page that asks for the key itself.
   app.use(adminConsole());
+  // Operators sign in to the console through an upstream OpenID provider (ADMIN_SIGN_IN_IDP).
+  const adminSessions = new AdminSessions(store, config.adminSessionSeconds);
+  app.use(adminSignIn({ config, store, sealer, sessions: adminSessions, log }));
   const adminKeys = new AdminApiKeys(store, config.adminApiKey);
-  app.use(adminGate(adminKeys, adminApi(parts, adminKeys)));
+  app.use(adminGate(adminKeys, adminApi(parts, adminKeys), adminSessions));
   // The protocol surface: only tenants that exist, single-valued parameters, then the OAuth edge.
   const tenants = new TenantRegistry(store, config.tenants);
   app.use(requireKnownTenant(tenants));

@@ -7,6 +7,7 @@
  */
 import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
 import { ADMIN_API_KEYS_COLLECTION } from './admin/api-keys.js';
+import { ADMIN_SESSIONS_COLLECTION } from './admin/sign-in.js';
 import { ACTIVITY_COLLECTION, AUDIT_LOG_COLLECTION, LATEST_DECISIONS_COLLECTION } from './audit/index.js';
 import { POLICY_HISTORY_COLLECTION } from './admin/index.js';
 import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
@@ -39,6 +40,7 @@ export function knownCollections(): CollectionSpec[] {
     DELEGATIONS_COLLECTION,
     POLICY_HISTORY_COLLECTION,
     ADMIN_API_KEYS_COLLECTION,
+    ADMIN_SESSIONS_COLLECTION,
   ];
 }
 

@@ -4,6 +4,7 @@ import { guardCredential } from '../http/auth-failures.js';
 import { HttpError } from '../http/errors.js';
 import type { AdminApiKeys, AdminKeyIdentity } from './api-keys.js';
 import { DEFAULT_TENANT } from '../store/index.js';
+import { CONSOLE_HEADER, SESSION_COOKIE, type AdminSessions } from './sign-in.js';
 import { API_KEYS_SEGMENT, permissionFor, roleMay, rolesWith } from './roles.js';
 
 /**
@@ -16,11 +17,16 @@ const ADMIN_KEY_IDENTITY = 'admin-key';
  * Guards the Admin API with X-Admin-API-Key: the bootstrap key (SERVICE_ADMIN_API_KEY) or a named
  * key. The caller's identity goes to `ctx.state.adminKey` and into the call's audit entry.
  */
-export function requireAdminKey(keys: AdminApiKeys) {
+export function requireAdminKey(keys: AdminApiKeys, sessions?: AdminSessions) {
   return async (ctx: Context, next: Next): Promise<void> => {
     const presented = ctx.get('x-admin-api-key');
     if (presented) await guardCredential(ctx, ADMIN_KEY_IDENTITY);
-    const identity = presented ? await keys.identify(presented) : null;
+    const session = !presented && sessions ? ctx.cookies.get(SESSION_COOKIE) : undefined;
+    const identity = presented
+      ? await keys.identify(presented)
+      : session
+        ? await sessionIdentity(ctx, sessions!, session)
+        : null;
     if (!identity) {
       ctx.set('WWW-Authenticate', 'X-Admin-API-Key');
       throw new HttpError(
@@ -41,6 +47,27 @@ export function requireAdminKey(keys: AdminApiKeys) {
       };
     await next();
   };
+}
+
+/** Whom to count a wrong session cookie against, as with keys. */
+const ADMIN_SESSION_IDENTITY = 'admin-session';
+
+/**
+ * The operator a console session cookie belongs to (sign-in.ts), or null. A write made with it
+ * must carry the console's own header: a cross-site form or script cannot set one, so a session
+ * cookie alone never writes (SameSite=Strict keeps it from other sites already; this holds even
+ * where a browser does not honour that).
+ */
+async function sessionIdentity(ctx: Context, sessions: AdminSessions, cookie: string) {
+  await guardCredential(ctx, ADMIN_SESSION_IDENTITY);
+  const identity = await sessions.identify(cookie);
+  if (identity && !['GET', 'HEAD'].includes(ctx.method) && !ctx.get(CONSOLE_HEADER))
+    throw new HttpError(
+      403,
+      'access_denied',
+      `a write signed in with the console's session must carry ${CONSOLE_HEADER}`,
+    );
+  return identity;
 }
 
 /**

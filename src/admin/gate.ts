@@ -4,6 +4,7 @@ import { ADMIN_PREFIX, isAdminPath, isServedAdminSpelling } from '../http/admin-
 import { notFound } from '../http/errors.js';
 import { assertSingleValued } from '../http/parameters.js';
 import type { AdminApiKeys } from './api-keys.js';
+import type { AdminSessions } from './sign-in.js';
 import { assertRoleMay, assertTenantConfinement, requireAdminKey } from './auth.js';
 
 /**
@@ -12,8 +13,8 @@ import { assertRoleMay, assertTenantConfinement, requireAdminKey } from './auth.
  * key's role against the operation the router would run, and a key confined to tenants against the
  * call's tenant (403); a path or method the router does not serve is its 404 or 405, whatever the role.
  */
-export function adminGate(keys: AdminApiKeys, router: Router): Middleware {
-  const checkKey = requireAdminKey(keys);
+export function adminGate(keys: AdminApiKeys, router: Router, sessions?: AdminSessions): Middleware {
+  const checkKey = requireAdminKey(keys, sessions);
   const routes = router.routes() as Middleware;
   const methods = router.allowedMethods({ throw: true }) as Middleware;
   return async (ctx: Context, next: Next) => {

@@ -5,3 +5,4 @@ export { isAdminPath, ADMIN_PREFIX } from '../http/admin-path.js';
 export { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
 export { AdminApiKeys } from './api-keys.js';
 export { POLICY_HISTORY_COLLECTION } from './history.js';
+export { AdminSessions, adminSignIn, ADMIN_SESSIONS_COLLECTION } from './sign-in.js';

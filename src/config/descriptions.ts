@@ -27,6 +27,20 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
       "the admin listener's address (only with `ADMIN_PORT`); `0.0.0.0` in a container whose admin port only the operators' network reaches",
     unset: '`127.0.0.1`',
   },
+  ADMIN_SIGN_IN_IDP: {
+    meaning:
+      'the `idpId` of an identity provider of the default tenant through which operators sign in to the console (OpenID Connect, code flow with PKCE); their role and tenants come from `ADMIN_SIGN_IN_GRANTS` (see [Signing operators in](administration.md#signing-operators-in))',
+    unset: 'the console takes Admin API keys only',
+  },
+  ADMIN_SIGN_IN_CLAIM: {
+    meaning:
+      "the claim of the operator's ID token (or UserInfo) whose values `ADMIN_SIGN_IN_GRANTS` maps (a string or a list of strings, e.g. `groups`)",
+  },
+  ADMIN_SIGN_IN_GRANTS: {
+    meaning:
+      'JSON: claim value → `{"role": "<role>", "tenants": ["<tenant>", …]}`; the first value of the claim that has a grant decides; an operator with none is refused (403)',
+  },
+  ADMIN_SESSION_SECONDS: { meaning: 'how long a console sign-in lasts (its cookie and the session in the store)' },
   ISSUER: { meaning: 'issuer URL (no trailing slash)', unset: '`http://localhost:$PORT`' },
   STORE_URL: {
     meaning:

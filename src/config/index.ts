@@ -79,6 +79,14 @@ export interface Config {
   adminApiKey: string;
   /** True when no admin key was configured and one was generated for this run. */
   adminApiKeyGenerated: boolean;
+  /** The identity provider (idpId, default tenant) operators sign in to the console through; null: keys only. */
+  adminSignInIdp: string | null;
+  /** The claim of the operator's identity whose values adminSignInGrants maps. */
+  adminSignInClaim: string;
+  /** Claim value → the role (and tenants) an operator with it gets. */
+  adminSignInGrants: Record<string, { role: 'read-only' | 'operator' | 'policy-author' | 'admin'; tenants?: string[] }>;
+  /** How long a console sign-in lasts. */
+  adminSessionSeconds: number;
   softwareStatementVerify: boolean;
   cimdAllowInsecureLocalhost: boolean;
   logLevel: string;
@@ -172,6 +180,10 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   POLICY_SANDBOX_MEMORY_MB: 'policySandboxMemoryMb',
   POLICY_SANDBOX_THREADS: 'policySandboxThreads',
   SERVICE_ADMIN_API_KEY: 'adminApiKey',
+  ADMIN_SIGN_IN_IDP: 'adminSignInIdp',
+  ADMIN_SIGN_IN_CLAIM: 'adminSignInClaim',
+  ADMIN_SIGN_IN_GRANTS: 'adminSignInGrants',
+  ADMIN_SESSION_SECONDS: 'adminSessionSeconds',
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
   LOG_LEVEL: 'logLevel',
@@ -251,6 +263,27 @@ export const SCHEMA = {
     policySandboxMemoryMb: { type: 'integer', minimum: 64, maximum: 4096 },
     policySandboxThreads: { type: 'integer', minimum: 1, maximum: 64 },
     adminApiKey: { type: ['string', 'null'], minLength: 16 },
+    adminSignInIdp: { type: ['string', 'null'], minLength: 1, maxLength: 128 },
+    adminSignInClaim: { type: 'string', minLength: 1, maxLength: 128 },
+    adminSignInGrants: {
+      type: 'object',
+      maxProperties: 1000,
+      additionalProperties: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['role'],
+        properties: {
+          role: { enum: ['read-only', 'operator', 'policy-author', 'admin'] },
+          tenants: {
+            type: 'array',
+            minItems: 1,
+            maxItems: 100,
+            items: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
+          },
+        },
+      },
+    },
+    adminSessionSeconds: { type: 'integer', minimum: 60, maximum: 604800 },
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
@@ -480,6 +513,13 @@ function parseValue(variable: string, value: string, type: string | undefined): 
       .split(',')
       .map((item) => item.trim())
       .filter(Boolean);
+  if (type === 'object') {
+    try {
+      return JSON.parse(value) as unknown;
+    } catch (error) {
+      throw new ConfigError(`invalid configuration: ${variable} must be a JSON object (${(error as Error).message})`);
+    }
+  }
   if (type === 'boolean') {
     if (!/^(true|false)$/i.test(value))
       throw new ConfigError(`invalid configuration: ${variable} must be true or false`);

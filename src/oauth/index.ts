@@ -33,3 +33,4 @@ export {
 export { hashClientSecret } from './clients/secrets.js';
 export { generateClientSecret } from './register/record.js';
 export { registrableRedirectUriProblem, webUriProblem } from './register/redirect-uri.js';
+export { enabledIdentityProvider, SignInError, UpstreamProviders } from './interactions/index.js';

@@ -34,15 +34,25 @@ export async function chooseIdentityProvider(
 ): Promise<IdentityProviderRecord> {
   const providers = identityProviderRecords<IdentityProviderRecord>(store, tenant);
   if (typeof requested === 'string' && requested !== '') {
-    const named = await providers.findOne({ idpId: requested });
-    if (!named || named.enabled === false)
-      throw new SignInError('invalid_request', `${UPSTREAM_IDP_PARAM} names no enabled identity provider`);
-    return unsealed(named, sealer);
+    const named = await enabledIdentityProvider(store, sealer, tenant, requested);
+    if (!named) throw new SignInError('invalid_request', `${UPSTREAM_IDP_PARAM} names no enabled identity provider`);
+    return named;
   }
   const all = await providers.find({}, { sort: { field: 'id', direction: 'asc' } });
   const first = all.find((record) => record.enabled !== false);
   if (!first) throw unavailable('no upstream identity provider is configured');
   return unsealed(first, sealer);
+}
+
+/** The enabled provider `idpId` of the tenant, its secret opened; null when there is none. */
+export async function enabledIdentityProvider(
+  store: Store,
+  sealer: Sealer,
+  tenant: string,
+  idpId: string,
+): Promise<IdentityProviderRecord | null> {
+  const named = await identityProviderRecords<IdentityProviderRecord>(store, tenant).findOne({ idpId });
+  return named && named.enabled !== false ? unsealed(named, sealer) : null;
 }
 
 /** The provider a pending sign-in started with; it may have been disabled or deleted meanwhile. */

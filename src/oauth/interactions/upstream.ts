@@ -116,6 +116,15 @@ export class UpstreamProviders {
 
   /** Verifies the upstream's authorization response, redeems its code and reads who signed in. */
   async identity(idp: IdentityProviderRecord, callbackUrl: URL, checks: UpstreamChecks): Promise<UpstreamIdentity> {
+    return identityFrom(await this.claims(idp, callbackUrl, checks));
+  }
+
+  /** The same, as every claim the ID token and UserInfo give (the ID token's sub and acr win). */
+  async claims(
+    idp: IdentityProviderRecord,
+    callbackUrl: URL,
+    checks: UpstreamChecks,
+  ): Promise<Record<string, unknown> & { sub: string }> {
     const configuration = await this.configuration(idp);
     try {
       const tokens = await client.authorizationCodeGrant(configuration, callbackUrl, {
@@ -129,7 +138,7 @@ export class UpstreamProviders {
         ? await client.fetchUserInfo(configuration, tokens.access_token, idToken.sub)
         : {};
       // The authentication itself (sub, acr) is what the ID token says; UserInfo adds the profile.
-      return identityFrom({ ...idToken, ...userinfo, sub: idToken.sub, acr: idToken.acr });
+      return { ...idToken, ...userinfo, sub: idToken.sub, acr: idToken.acr };
     } catch (error) {
       throw signInErrorFor(error);
     }

@@ -1,4 +1,4 @@
-import { session, type Caller } from './session.js';
+import { SESSION_SIGN_IN, session, type Caller } from './session.js';
 
 /** An Admin API refusal: `field` names the offending field when the API says which. */
 export class ApiError extends Error {
@@ -59,11 +59,14 @@ async function send(
   body: unknown,
   unauthorized: () => void,
 ): Promise<{ parsed: unknown; response: Response }> {
-  const headers: Record<string, string> = { 'X-Admin-API-Key': session.key() ?? '' };
+  const withSession = session.key() === SESSION_SIGN_IN;
+  // Signed in through the identity provider, the session cookie goes by itself; a key is a header.
+  const headers: Record<string, string> = withSession ? {} : { 'X-Admin-API-Key': session.key() ?? '' };
   if (session.tenant()) headers['X-Tenant-Id'] = session.tenant();
   if (body !== undefined) headers['Content-Type'] = 'application/json';
-  // The console's own reads are marked, for the audit log's list to leave them out (the server marks only GETs).
-  if (method === 'GET') headers['X-Arbiter-Console'] = '1';
+  // The console's own reads are marked, for the audit log's list to leave them out (the server marks
+  // only GETs); with the session cookie, writes carry it too (the server refuses a cookie-only write).
+  if (method === 'GET' || withSession) headers['X-Arbiter-Console'] = '1';
   const response = await fetch(`/admin/api${path}`, {
     method,
     headers,

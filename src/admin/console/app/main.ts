@@ -12,7 +12,7 @@ import { whyPage } from './pages/why.js';
 import { playgroundPage } from './pages/playground.js';
 import { signInPage } from './pages/sign-in.js';
 import { tenantsPage, type Tenant } from './pages/tenants.js';
-import { session } from './session.js';
+import { SESSION_SIGN_IN, session } from './session.js';
 
 /** The console's pages by hash route (#/clients …): navigation never puts anything secret in a URL. */
 const PAGES: { route: string; title: string; render: (main: HTMLElement) => void }[] = [
@@ -44,6 +44,12 @@ function start(): void {
     signInPage(root, showCurrentPage, 'The Admin API key was refused: sign in again.');
   });
   window.addEventListener('hashchange', () => session.key() && showCurrentPage());
+  // Back from the identity provider: the session cookie is set; the address loses the marker.
+  const url = new URL(location.href);
+  if (url.searchParams.get('signed-in') === 'session') {
+    session.signIn(SESSION_SIGN_IN);
+    history.replaceState(null, '', `${url.pathname}${url.hash}`);
+  }
   if (session.key()) {
     showCurrentPage();
     // A tab signed in before the console asked whose key it holds: ask now, for the banner and the pages.

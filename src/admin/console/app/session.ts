@@ -1,7 +1,12 @@
 /**
  * What the console remembers. The Admin API key lives in sessionStorage only (this tab, gone
- * when it closes) and is sent as a header: never in a URL, a cookie or localStorage.
+ * when it closes) and is sent as a header: never in a URL, a cookie or localStorage. An operator
+ * signed in through the identity provider (/admin/sign-in) holds no key: the server's HttpOnly
+ * session cookie is the credential, and the tab only remembers that it is signed in so.
  */
+
+/** What `key()` holds for an operator signed in through the identity provider. */
+export const SESSION_SIGN_IN = 'signed-in-with-session';
 
 const KEY = 'arbiter.console.adminKey';
 const CALLER = 'arbiter.console.caller';
@@ -19,6 +24,9 @@ export const session = {
   key: (): string | null => sessionStorage.getItem(KEY),
   signIn: (key: string) => sessionStorage.setItem(KEY, key),
   signOut: () => {
+    // A session signed in through the identity provider ends on the server too.
+    if (sessionStorage.getItem(KEY) === SESSION_SIGN_IN)
+      void fetch('/admin/sign-out', { method: 'POST', cache: 'no-store' }).catch(() => undefined);
     sessionStorage.removeItem(KEY);
     sessionStorage.removeItem(CALLER);
   },

@@ -30,6 +30,12 @@ export function signInPage(root: HTMLElement, signedIn: () => void, notice?: str
     ),
     status,
     h('div', { class: 'buttons' }, h('button', { type: 'submit' }, 'Sign in')),
+    h(
+      'p',
+      { class: 'hint' },
+      h('a', { href: '/admin/sign-in' }, 'Sign in with your identity provider'),
+      ' (where the server is set up for it: ADMIN_SIGN_IN_IDP).',
+    ),
   );
   form.addEventListener('submit', async (event) => {
     event.preventDefault();

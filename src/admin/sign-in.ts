@@ -1,0 +1,175 @@
+import { randomBytes } from 'node:crypto';
+import type { Context, Next } from 'koa';
+import * as client from 'openid-client';
+import type { Config } from '../config/index.js';
+import { HttpError, notFound, unsupportedMethod } from '../http/errors.js';
+import { outboundOptionsOf } from '../http/outbound.js';
+import type { Logger } from '../log/index.js';
+import { enabledIdentityProvider, SignInError, UpstreamProviders } from '../oauth/index.js';
+import { DEFAULT_TENANT, storageDigest, type Sealer, type Store, type StoredDoc } from '../store/index.js';
+import type { AdminKeyIdentity } from './api-keys.js';
+import { ADMIN_ROLES, type AdminRole } from './roles.js';
+
+/**
+ * Operators sign in to the console as they do elsewhere: through an upstream OpenID Connect
+ * provider (ADMIN_SIGN_IN_IDP, an identity provider of the default tenant), code flow with state,
+ * nonce and PKCE S256, the ID token verified by openid-client. Their role and tenants come from a
+ * claim (ADMIN_SIGN_IN_CLAIM) mapped by ADMIN_SIGN_IN_GRANTS; an operator the mapping gives
+ * nothing is refused. The sign-in makes a session: 32 random bytes in an HttpOnly, SameSite=Strict
+ * cookie scoped to /admin, its SHA-256 digest in the store (every node knows it; a copy of the
+ * store holds no usable session), ending after ADMIN_SESSION_SECONDS or at sign-out. The Admin
+ * API takes the cookie where no X-Admin-API-Key is sent (auth.ts), writes only with the console's
+ * own header, which no other site can make a browser send.
+ */
+export const SIGN_IN_PATH = '/admin/sign-in';
+export const SIGN_IN_CALLBACK_PATH = '/admin/sign-in/callback';
+export const SIGN_OUT_PATH = '/admin/sign-out';
+export const SESSION_COOKIE = 'arbiter_admin_session';
+/** Sent by the console with every call made with its session cookie (a write without it is refused). */
+export const CONSOLE_HEADER = 'x-arbiter-console';
+
+export const ADMIN_SESSIONS_COLLECTION = { name: 'admin_sessions' };
+
+/** A sign-in under way (its checks), or a session. Keyed by the digest of its state or cookie. */
+type SessionDoc = StoredDoc & { id: string; expiresAt: number } & (
+    | { kind: 'pending'; nonce: string; codeVerifier: string }
+    | { kind: 'session'; name: string; role: AdminRole; tenants?: string[] }
+  );
+
+/** How long a sign-in may take at the upstream provider. */
+const PENDING_MS = 10 * 60_000;
+
+export class AdminSessions {
+  constructor(
+    private readonly store: Store,
+    private readonly sessionSeconds: number,
+  ) {}
+
+  private collection() {
+    return this.store.collection<SessionDoc>(ADMIN_SESSIONS_COLLECTION, DEFAULT_TENANT);
+  }
+
+  /** The identity of a session cookie's value, or null when it is none (expired, signed out, made up). */
+  async identify(cookie: string): Promise<AdminKeyIdentity | null> {
+    const found = await this.collection().get(storageDigest(cookie));
+    if (!found || found.kind !== 'session' || found.expiresAt <= Date.now()) return null;
+    return { id: null, name: found.name, role: found.role, ...(found.tenants ? { tenants: found.tenants } : {}) };
+  }
+
+  async begin(checks: { state: string; nonce: string; codeVerifier: string }): Promise<void> {
+    await this.collection().insert({
+      id: storageDigest(checks.state),
+      kind: 'pending',
+      nonce: checks.nonce,
+      codeVerifier: checks.codeVerifier,
+      expiresAt: Date.now() + PENDING_MS,
+    });
+  }
+
+  /** The checks of the sign-in `state` began, once: a replayed or unknown state is null. */
+  async finish(state: string): Promise<{ nonce: string; codeVerifier: string } | null> {
+    const id = storageDigest(state);
+    const found = await this.collection().get(id);
+    if (!found || found.kind !== 'pending' || !(await this.collection().delete(id))) return null;
+    return found.expiresAt > Date.now() ? { nonce: found.nonce, codeVerifier: found.codeVerifier } : null;
+  }
+
+  /** A new session for this operator; answers the cookie's value. */
+  async open(operator: { name: string; role: AdminRole; tenants?: string[] }): Promise<string> {
+    const cookie = randomBytes(32).toString('base64url');
+    await this.collection().insert({
+      id: storageDigest(cookie),
+      kind: 'session',
+      ...operator,
+      expiresAt: Date.now() + this.sessionSeconds * 1000,
+    });
+    return cookie;
+  }
+
+  async close(cookie: string): Promise<void> {
+    await this.collection().delete(storageDigest(cookie));
+  }
+}
+
+export interface SignInDeps {
+  config: Config;
+  store: Store;
+  sealer: Sealer;
+  sessions: AdminSessions;
+  log: Logger;
+}
+
+/** GET /admin/sign-in, GET /admin/sign-in/callback and POST /admin/sign-out. */
+export function adminSignIn(deps: SignInDeps) {
+  const upstream = new UpstreamProviders({ outbound: outboundOptionsOf(deps.config) });
+  const redirectUri = `${deps.config.issuer}${SIGN_IN_CALLBACK_PATH}`;
+  const secure = deps.config.issuer.startsWith('https://');
+  return async (ctx: Context, next: Next): Promise<void> => {
+    if (![SIGN_IN_PATH, SIGN_IN_CALLBACK_PATH, SIGN_OUT_PATH].includes(ctx.path)) return next();
+    if (ctx.path === SIGN_OUT_PATH) {
+      if (ctx.method !== 'POST') throw unsupportedMethod();
+      const cookie = ctx.cookies.get(SESSION_COOKIE);
+      if (cookie) await deps.sessions.close(cookie);
+      ctx.cookies.set(SESSION_COOKIE, '', { path: '/admin', httpOnly: true, sameSite: 'strict', secure, maxAge: 0 });
+      ctx.status = 204;
+      return;
+    }
+    if (ctx.method !== 'GET') throw unsupportedMethod();
+    const idpId = deps.config.adminSignInIdp;
+    if (!idpId) throw notFound('console sign-in is not configured (ADMIN_SIGN_IN_IDP)');
+    const idp = await enabledIdentityProvider(deps.store, deps.sealer, DEFAULT_TENANT, idpId);
+    if (!idp)
+      throw new HttpError(
+        503,
+        'temporarily_unavailable',
+        `ADMIN_SIGN_IN_IDP names no enabled identity provider of the default tenant (${idpId})`,
+      );
+    if (ctx.path === SIGN_IN_PATH) {
+      const checks = {
+        state: client.randomState(),
+        nonce: client.randomNonce(),
+        codeVerifier: client.randomPKCECodeVerifier(),
+      };
+      await deps.sessions.begin(checks);
+      ctx.redirect((await upstream.authorizationUrl(idp, redirectUri, checks, { prompt: [] })).href);
+      return;
+    }
+    const state = typeof ctx.query.state === 'string' ? ctx.query.state : '';
+    const checks = state ? await deps.sessions.finish(state) : null;
+    if (!checks)
+      throw new HttpError(400, 'invalid_request', 'this sign-in is unknown, finished or expired; sign in again');
+    const claims = await upstream
+      .claims(idp, new URL(ctx.originalUrl, deps.config.issuer), { state, ...checks })
+      .catch((error: unknown) => {
+        if (error instanceof SignInError) throw new HttpError(403, error.error, error.message);
+        throw error;
+      });
+    const grant = grantFor(claims[deps.config.adminSignInClaim], deps.config.adminSignInGrants);
+    const name = `${idpId}:${claims.sub}`;
+    if (!grant) {
+      deps.log.warn({ operator: name }, 'console sign-in refused: no ADMIN_SIGN_IN_GRANTS entry for the operator');
+      throw new HttpError(403, 'access_denied', `${name} signed in, but ADMIN_SIGN_IN_GRANTS gives them no role`);
+    }
+    const cookie = await deps.sessions.open({ name, ...grant });
+    ctx.cookies.set(SESSION_COOKIE, cookie, {
+      path: '/admin',
+      httpOnly: true,
+      sameSite: 'strict',
+      secure,
+      maxAge: deps.config.adminSessionSeconds * 1000,
+    });
+    ctx.status = 303;
+    ctx.redirect('/admin?signed-in=session');
+  };
+}
+
+/** The grant of the first value of the operator's claim that has one. */
+function grantFor(claim: unknown, grants: Config['adminSignInGrants']): { role: AdminRole; tenants?: string[] } | null {
+  const values = typeof claim === 'string' ? [claim] : Array.isArray(claim) ? claim : [];
+  for (const value of values) {
+    const grant = typeof value === 'string' && Object.hasOwn(grants, value) ? grants[value] : undefined;
+    if (grant && ADMIN_ROLES.includes(grant.role))
+      return { role: grant.role, ...(grant.tenants ? { tenants: grant.tenants } : {}) };
+  }
+  return null;
+}

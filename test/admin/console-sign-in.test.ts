@@ -1,0 +1,119 @@
+import { expect } from 'chai';
+import { startDevIdp } from '../../src/dev-idp/index.js';
+import { FetchUserAgent } from '../support/browser.js';
+import { passDevIdpForms, registerIdentityProvider } from '../support/dev-idp.js';
+import { freePort, readyServer, type TestServer } from '../support/server.js';
+
+/**
+ * Operators sign in as they do elsewhere (issue 37, point 5): the console signs in through an
+ * upstream OpenID provider (code flow, PKCE), the role and tenants come from a claim mapped by
+ * ADMIN_SIGN_IN_GRANTS, the session is an HttpOnly cookie the Admin API takes in place of a key,
+ * every call it makes is audited under the operator's name. A real oidc-provider (the dev IdP)
+ * plays the operators' identity provider.
+ */
+describe('Console sign-in through an upstream OpenID provider', function () {
+  let server: TestServer;
+  let idp: { close(): Promise<void> };
+  let idpPort: number;
+
+  before(async function () {
+    idpPort = await freePort();
+    const serverPort = await freePort();
+    const issuer = `http://127.0.0.1:${serverPort}`;
+    idp = await startDevIdp({ port: idpPort, redirectUris: [`${issuer}/admin/sign-in/callback`] });
+    // Its own server: sign-in settings of its own.
+    server = await readyServer({
+      PORT: String(serverPort),
+      ISSUER: issuer,
+      ADMIN_SIGN_IN_IDP: 'operators',
+      ADMIN_SIGN_IN_CLAIM: 'preferred_username',
+      ADMIN_SIGN_IN_GRANTS: JSON.stringify({
+        alice: { role: 'admin' },
+        bob: { role: 'read-only', tenants: ['acme'] },
+      }),
+    });
+    await registerIdentityProvider(server, `http://localhost:${idpPort}`, { idpId: 'operators' });
+  });
+  after(async function () {
+    await server?.close();
+    await idp?.close();
+  });
+
+  const atConsole = (url: URL) => url.host === new URL(server.url).host && url.pathname === '/admin';
+
+  /** Signs `login` in through the dev IdP; answers the agent (holding the session cookie) and where it stopped. */
+  async function signIn(login: string) {
+    const agent = new FetchUserAgent();
+    const loginPage = await agent.navigate(`${server.url}/admin/sign-in`, atConsole);
+    expect(loginPage.url.host, 'sent to the identity provider').to.equal(`localhost:${idpPort}`);
+    const back = await passDevIdpForms(agent, loginPage, login, atConsole);
+    return { agent, back };
+  }
+
+  const cookieOf = (agent: FetchUserAgent) =>
+    (agent as unknown as { cookieHeader(url: URL): string }).cookieHeader(new URL(`${server.url}/admin/api`));
+
+  it('signs an operator in with the role the claim maps to, and the Admin API takes the session', async function () {
+    const { agent, back } = await signIn('alice');
+    expect(back.url.pathname).to.equal('/admin');
+    expect(back.url.searchParams.get('signed-in')).to.equal('session');
+    const cookie = cookieOf(agent);
+    expect(cookie).to.match(/^arbiter_admin_session=[\w-]{43}$/);
+
+    const current = await fetch(`${server.url}/admin/api/api-keys/current`, { headers: { cookie } });
+    expect(current.status).to.equal(200);
+    expect(await current.json()).to.include({ name: 'operators:alice', role: 'admin' });
+
+    // A write needs the console's header besides the cookie: no other site can make a browser send it.
+    const body = JSON.stringify({ clientId: 'sso-made', clientType: 'public', grantTypes: ['authorization_code'] });
+    const bare = await fetch(`${server.url}/admin/api/clients`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json' },
+      body,
+    });
+    expect(bare.status).to.equal(403);
+    const made = await fetch(`${server.url}/admin/api/clients`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json', 'x-arbiter-console': '1' },
+      body: JSON.stringify({
+        clientId: 'sso-made',
+        clientType: 'public',
+        tokenEndpointAuthMethod: 'none',
+        redirectUris: ['https://app.example/cb'],
+        scopes: ['openid'],
+      }),
+    });
+    expect(made.status, await made.clone().text()).to.equal(201);
+
+    // The audit names the operator.
+    const entries = (await server.admin('GET', '/audit-logs?endpoint=%2Fadmin%2Fapi%2Fclients&size=20')).body.content;
+    expect(entries.some((entry: any) => entry.requestSummary?.adminKey?.name === 'operators:alice')).to.equal(true);
+
+    // Signing out ends the session on the server, not only in the browser.
+    const out = await fetch(`${server.url}/admin/sign-out`, { method: 'POST', headers: { cookie } });
+    expect(out.status).to.equal(204);
+    expect((await fetch(`${server.url}/admin/api/api-keys/current`, { headers: { cookie } })).status).to.equal(401);
+  });
+
+  it('confines an operator to the tenants the mapping gives, and refuses one it gives nothing', async function () {
+    const { agent } = await signIn('bob');
+    const cookie = cookieOf(agent);
+    const inAcme = await fetch(`${server.url}/admin/api/clients`, { headers: { cookie, 'x-tenant-id': 'acme' } });
+    expect(inAcme.status).to.equal(200);
+    const elsewhere = await fetch(`${server.url}/admin/api/clients`, { headers: { cookie } });
+    expect(elsewhere.status).to.equal(403);
+
+    const stranger = new FetchUserAgent();
+    const loginPage = await stranger.navigate(`${server.url}/admin/sign-in`, atConsole);
+    const refused = await passDevIdpForms(stranger, loginPage, 'mallory', atConsole);
+    expect(refused.status).to.equal(403);
+    expect(refused.body).to.contain('gives them no role');
+    expect(cookieOf(stranger)).to.equal('');
+  });
+
+  it('refuses a callback it did not start, or one replayed', async function () {
+    const forged = await fetch(`${server.url}/admin/sign-in/callback?code=x&state=made-up`);
+    expect(forged.status).to.equal(400);
+    expect(((await forged.json()) as any).error).to.equal('invalid_request');
+  });
+});
