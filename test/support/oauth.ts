@@ -128,12 +128,19 @@ export async function policyInForce(server: TestServer, timeoutMs = 20_000): Pro
   }, timeoutMs);
 }
 
-/** Retries `probe` until it returns true or the time is up (policy changes land at the next bundle poll). */
-export async function eventually(probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+/**
+ * Retries `probe` every `stepMs` until it returns true or the time is up (policy changes land at
+ * the next bundle poll): what a test waits on instead of a fixed sleep.
+ */
+export async function eventually(
+  probe: () => boolean | Promise<boolean>,
+  timeoutMs = 15_000,
+  stepMs = 250,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await probe()) return;
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await new Promise((resolve) => setTimeout(resolve, stepMs));
   }
   throw new Error('condition not met in time');
 }
