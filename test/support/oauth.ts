@@ -122,10 +122,15 @@ export async function policyInForce(server: TestServer, timeoutMs = 20_000): Pro
     ((await (await server.request('/healthz')).json()) as { policyRevision?: { store: string; opa: string | null } })
       .policyRevision;
   // Revisions only move forward with writes: once OPA serves what the store holds, it has this write too.
-  await eventually(async () => {
-    const now = await revisions();
-    return now !== undefined && now.opa !== null && now.opa === now.store;
-  }, timeoutMs);
+  await eventually(
+    async () => {
+      const now = await revisions();
+      return now !== undefined && now.opa !== null && now.opa === now.store;
+      // OPA long-polls the bundle: a write is in force within a few hundred ms, so ask often.
+    },
+    timeoutMs,
+    100,
+  );
 }
 
 /**
