@@ -3,6 +3,7 @@ import { expect } from 'chai';
 import { clientRecords } from '../../src/catalog/index.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 import { clientCredentials } from '../support/oauth.js';
+import { inProcess } from '../support/in-process.js';
 import { withServer, type TestServer } from '../support/server.js';
 
 const BCRYPT_HASH = bcrypt.hashSync('client-secret', 4);
@@ -129,7 +130,7 @@ describe('Admin API collections', function () {
   const clients = () => clientRecords(server.store, DEFAULT_TENANT);
 
   before(async function () {
-    server = await withServer();
+    server = inProcess(await withServer());
     const client = await server.admin('POST', '/clients', SAMPLES[4].body(1000, {} as Refs));
     const type = await server.admin('POST', '/resource-types', SAMPLES[2].body(1000, {} as Refs));
     const rs = await server.admin('POST', '/resource-servers', {
@@ -438,7 +439,7 @@ describe('Admin API lists are paged', function () {
   const tenant = `paging-${Math.random().toString(36).slice(2, 8)}`;
 
   before(async function () {
-    server = await withServer();
+    server = inProcess(await withServer());
     for (let index = 0; index < 5; index += 1) {
       const created = await server.admin(
         'POST',

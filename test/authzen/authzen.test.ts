@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { basic, clientToken, confidentialClient, eventually, policyInForce } from '../support/oauth.js';
+import { inProcess } from '../support/in-process.js';
 import { readyServer, type TestServer } from '../support/server.js';
 import { api } from '../uma/support.js';
 import { AUTHZEN_DATA, CEDAR_ENTITIES, DECISION_TABLE, evaluationOf, SHARING_CEDAR, SHARING_REGO } from './sharing.js';
@@ -15,7 +16,7 @@ describe('AuthZEN Authorization API', function () {
 
   before(async function () {
     // Its own server: the test replaces the access_evaluation rule and the authzen data.
-    server = await readyServer({ TENANTS: 'acme' });
+    server = inProcess(await readyServer({ TENANTS: 'acme' }));
     pepSecret = await confidentialClient(server, 'pep', { scopes: ['authzen'] });
     bearer = await clientToken(server, 'pep', pepSecret, { resource: 'urn:as:authzen', scope: 'authzen' });
     await confidentialClient(server, 'stranger', { scopes: ['openid'] });

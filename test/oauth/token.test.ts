@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';
+import { inProcess } from '../support/in-process.js';
 import { withServer, type TestServer } from '../support/server.js';
 
 describe('POST /token', function () {
@@ -9,7 +10,7 @@ describe('POST /token', function () {
   let secret: string;
 
   before(async function () {
-    server = await withServer();
+    server = inProcess(await withServer());
     secret = await confidentialClient(server, 'token-svc', { scopes: ['read', 'write'] });
   });
 

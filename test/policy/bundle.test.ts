@@ -6,6 +6,7 @@ import { POLICY_DATA, readPolicyPack, seedDefaultPolicies } from '../../src/poli
 import { PolicySnapshots } from '../../src/policy/bundle/snapshots.js';
 import { openArbiterStore as openStore } from '../../src/collections.js';
 import type { Store } from '../../src/store/index.js';
+import { eventually } from '../support/oauth.js';
 import { BUNDLE_TOKEN, log, putData, putRule, ruleAt, startBundleServer, type BundleServer } from './support.js';
 
 async function untar(gzipped: Buffer): Promise<Map<string, string>> {
@@ -26,6 +27,8 @@ async function untar(gzipped: Buffer): Promise<Map<string, string>> {
 describe('policy bundle endpoint', function () {
   let store: Store;
   let server: BundleServer;
+  /** How often the endpoint has read the policy set from the store (a held long poll rereads it). */
+  let storeReads = 0;
 
   const get = (headers: Record<string, string> = { authorization: `Bearer ${BUNDLE_TOKEN}` }) =>
     fetch(server.bundleUrl, { headers });
@@ -36,7 +39,13 @@ describe('policy bundle endpoint', function () {
     store = await openStore('sqlite::memory:');
     await seedDefaultPolicies(store, log);
     server = await startBundleServer();
-    server.use(bundleMiddleware(new PolicySnapshots(store, log), BUNDLE_TOKEN, log));
+    const snapshots = new PolicySnapshots(store, log);
+    const current = snapshots.current.bind(snapshots);
+    snapshots.current = (maxAgeMs) => {
+      storeReads += 1;
+      return current(maxAgeMs);
+    };
+    server.use(bundleMiddleware(snapshots, BUNDLE_TOKEN, log));
   });
 
   after(async function () {
@@ -86,11 +95,12 @@ describe('policy bundle endpoint', function () {
 
     it('holds an unchanged bundle until it changes, then answers 200 in the long-poll media type', async function () {
       const etag = await currentEtag();
+      const readsBefore = storeReads;
       const held = longPoll(etag, 20);
       let answered = false;
       void held.then(() => (answered = true));
       // Nothing changed: still held while the store is read a few times over.
-      await new Promise((resolve) => setTimeout(resolve, 400));
+      await eventually(() => storeReads >= readsBefore + 4, 10_000, 20);
       expect(answered).to.equal(false);
       await putData(store, 'long.poll', { changed: Date.now() });
       const response = await held;

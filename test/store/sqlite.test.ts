@@ -123,9 +123,12 @@ describe('SQLite store: writers in several processes (WORKERS)', () => {
         tokens.update('before', { seen: true }, { seen: null }),
         store.nextSequence('locked'),
       ];
-      await new Promise((resolve) => setTimeout(resolve, 200));
-      // A busy handler sleeping in SQLite would have held this process still for the whole time.
-      expect(ticks, 'timer ticks while the writes waited').to.be.above(10);
+      let settled = false;
+      void Promise.allSettled([inserted, updated, sequence]).then(() => (settled = true));
+      // The timer keeps ticking while the writes wait: a busy handler sleeping in SQLite would have
+      // held this process still until its timeout, and the writes would have failed by then.
+      await eventually(() => ticks > 10, 5_000, 5);
+      expect(settled, 'the writes still wait for the lock').to.equal(false);
       other.exec('COMMIT');
       await Promise.all([inserted, updated, sequence]);
       clearInterval(ticking);

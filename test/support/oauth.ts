@@ -122,18 +122,30 @@ export async function policyInForce(server: TestServer, timeoutMs = 20_000): Pro
     ((await (await server.request('/healthz')).json()) as { policyRevision?: { store: string; opa: string | null } })
       .policyRevision;
   // Revisions only move forward with writes: once OPA serves what the store holds, it has this write too.
-  await eventually(async () => {
-    const now = await revisions();
-    return now !== undefined && now.opa !== null && now.opa === now.store;
-  }, timeoutMs);
+  await eventually(
+    async () => {
+      const now = await revisions();
+      return now !== undefined && now.opa !== null && now.opa === now.store;
+      // OPA long-polls the bundle: a write is in force within a few hundred ms, so ask often.
+    },
+    timeoutMs,
+    100,
+  );
 }
 
-/** Retries `probe` until it returns true or the time is up (policy changes land at the next bundle poll). */
-export async function eventually(probe: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+/**
+ * Retries `probe` every `stepMs` until it returns true or the time is up (policy changes land at
+ * the next bundle poll): what a test waits on instead of a fixed sleep.
+ */
+export async function eventually(
+  probe: () => boolean | Promise<boolean>,
+  timeoutMs = 15_000,
+  stepMs = 250,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (await probe()) return;
-    await new Promise((resolve) => setTimeout(resolve, 250));
+    await new Promise((resolve) => setTimeout(resolve, stepMs));
   }
   throw new Error('condition not met in time');
 }

@@ -65,7 +65,8 @@ export async function startTestServer(
       while (Date.now() < deadline) {
         const response = await fetch(`${running.url}/healthz`).catch(() => undefined);
         if (response?.status === 200) return;
-        await new Promise((resolve) => setTimeout(resolve, 200));
+        // A short step: every test server waits here, and it is ready a few hundred ms after it listens.
+        await new Promise((resolve) => setTimeout(resolve, 50));
       }
       throw new Error('the test server did not become ready');
     },
