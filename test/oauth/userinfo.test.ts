@@ -114,6 +114,18 @@ describe('UserInfo', () => {
     });
   });
 
+  it('refuses a token sent in the header and the body at once with 400 invalid_request (RFC 6750 §2, §3.1)', async () => {
+    const token = await accessToken('openid');
+    const answer = await userinfo({
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ access_token: token }).toString(),
+    });
+    expect(answer.status, JSON.stringify(answer.body)).to.equal(400);
+    expect(answer.body.error).to.equal('invalid_request');
+    expect(answer.headers.get('www-authenticate')).to.match(/^Bearer error="invalid_request"/);
+  });
+
   describe('refuses with 401 invalid_token', () => {
     it('a call without a token (GET and POST)', async () => {
       expectRefused(await userinfo());

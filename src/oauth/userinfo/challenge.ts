@@ -4,6 +4,9 @@ import type { ArbiterContext } from '../state.js';
 /** oidc-provider's refusals at UserInfo: 400 (e.g. a `Basic` header), 401 (no, unknown or expired token), 403 (no `openid`). */
 const REFUSALS = new Set([400, 401, 403]);
 
+/** oidc-provider's description of a token sent in the header and the body (or query) at once. */
+const SEVERAL_MECHANISMS = /only be provided using one mechanism/;
+
 /** DPoP challenges a DPoP client acts on (RFC 9449 §7.1, §9); they are kept next to the Bearer one. */
 const DPOP_ERRORS = new Set(['invalid_dpop_proof', 'use_dpop_nonce']);
 
@@ -13,12 +16,20 @@ const DPOP_ERRORS = new Set(['invalid_dpop_proof', 'use_dpop_nonce']);
  * `openid` (oidc-provider: 403 insufficient_scope), a token without a user (client_credentials
  * tokens are not UserInfo tokens), an Authorization header of another scheme such as `Basic`
  * (oidc-provider: 400 invalid_request). The body is `{error: "invalid_token", error_description}`,
- * the description oidc-provider gave.
+ * the description oidc-provider gave. The exception is a token given by two methods at once (the
+ * header and the body): RFC 6750 §2 makes that a 400 invalid_request.
  */
 export async function userinfoChallenge(ctx: ArbiterContext, next: Next): Promise<void> {
   await next();
   if (!REFUSALS.has(ctx.status)) return;
   const description = descriptionOf(ctx.body);
+  if (ctx.status === 400 && SEVERAL_MECHANISMS.test(description)) {
+    // RFC 6750 §2 and §3.1: a token sent by more than one method is a malformed request, not a bad token.
+    ctx.body = { error: 'invalid_request', error_description: description };
+    ctx.state.errorCode = 'invalid_request';
+    ctx.set('WWW-Authenticate', formatChallenge('Bearer', { error: 'invalid_request' }));
+    return;
+  }
   const challenges = challengesOf(ctx.response.get('WWW-Authenticate'));
   ctx.status = 401;
   ctx.body = { error: 'invalid_token', error_description: description };
