@@ -65,7 +65,7 @@ function takenAway(before: AdminRecord, after: AdminRecord | null): boolean {
 export function tokenRevocationRoutes(router: Router, store: Store, tenantOf: (ctx: Context) => string | null): void {
   router.post('/clients/:key/revoke-tokens', async (ctx) => {
     const tenantId = tenantOf(ctx);
-    const client = await clientRecords<AdminRecord>(store, storeTenant(tenantId)).findOne({ clientId: ctx.params.key });
+    const client = await clientRecords(store, storeTenant(tenantId)).findOne({ clientId: ctx.params.key });
     if (!client) throw notFound(`no clients record ${JSON.stringify(ctx.params.key)}${inTenant(tenantId)}`);
     auditFacts(ctx).clientId = client.clientId as string;
     ctx.body = { revoked: await revokeClientArtefacts(store, storeTenant(tenantId), client.clientId as string) };
@@ -73,9 +73,7 @@ export function tokenRevocationRoutes(router: Router, store: Store, tenantOf: (c
   router.post('/subjects/:key/revoke-tokens', async (ctx) => {
     const tenantId = tenantOf(ctx);
     const key = ctx.params.key;
-    const subject = /^\d{1,15}$/.test(key)
-      ? await subjectRecords<AdminRecord>(store, storeTenant(tenantId)).get(Number(key))
-      : null;
+    const subject = /^\d{1,15}$/.test(key) ? await subjectRecords(store, storeTenant(tenantId)).get(Number(key)) : null;
     if (!subject) throw notFound(`no subjects record ${JSON.stringify(key)}${inTenant(tenantId)}`);
     auditFacts(ctx).subjectId = subject.subjectId as string;
     ctx.body = { revoked: await revokeSubjectArtefacts(store, storeTenant(tenantId), subject.subjectId as string) };

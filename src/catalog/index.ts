@@ -17,3 +17,16 @@ export {
   type CollectionDefinition,
   type RecordAccessor,
 } from './collections.js';
+export { CLIENT_GRANT_TYPES, REQUEST_OBJECT_SIGNING_ALGS } from './schemas.js';
+export type {
+  ClientFields,
+  ClientRecord,
+  IdentityProviderRecord,
+  InitialAccessTokenRecord,
+  PolicyDataRecord,
+  PolicyRuleRecord,
+  ResourceRecord,
+  ResourceServerRecord,
+  ResourceTypeRecord,
+  SubjectRecord,
+} from './types.js';

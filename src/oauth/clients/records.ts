@@ -1,52 +1,12 @@
 import Provider, { type AdapterPayload } from 'oidc-provider';
-import { clientRecords } from '../../catalog/index.js';
-import { TurnReads, type Store, type StoredDoc, type TenantCollection } from '../../store/index.js';
+import { clientRecords, type ClientRecord } from '../../catalog/index.js';
+import { TurnReads, type Store, type TenantCollection } from '../../store/index.js';
 import { TOKEN_EXCHANGE } from '../token/grants/token-exchange/parameters.js';
 import { UMA_TICKET } from '../token/grants/uma-ticket/parameters.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 
-/** A client as kept by the Admin API (see the spec's Client record). */
-export interface ClientRecord extends StoredDoc {
-  id: number;
-  clientId: string;
-  clientType: 'confidential' | 'public';
-  clientSecret?: string | null;
-  enabled?: boolean;
-  redirectUris?: string[];
-  postLogoutRedirectUris?: string[];
-  clientName?: string;
-  clientUri?: string;
-  logoUri?: string;
-  tokenEndpointAuthMethod?: string;
-  jwksUri?: string;
-  jwks?: { keys: object[] };
-  /** RFC 9126 §6: authorization requests only through /par. */
-  requirePushedAuthorizationRequests?: boolean;
-  /** The algorithm the client's request objects must be signed with (RFC 9101; OIDC Registration). */
-  requestObjectSigningAlg?: string;
-  scopes?: string[];
-  softwareStatement?: Record<string, unknown>;
-  registrationType?: string;
-  /** Registered grant types (dynamic registration); absent: derived from the client type and redirect URIs. */
-  grantTypes?: string[];
-  responseTypes?: string[];
-  tosUri?: string;
-  policyUri?: string;
-  contacts?: string[];
-  softwareId?: string;
-  softwareVersion?: string;
-  /** The software statement as presented (a signed JWT, not secret), echoed by RFC 7592 reads. */
-  softwareStatementJwt?: string;
-  /** Entitlements the `register` decision granted; `client.granted_resources` in later decisions. */
-  grantedResources?: { type: string; scopes: string[] }[];
-  /** RFC 7592: storageDigest of the registration access token; the token itself is never stored. */
-  registrationAccessTokenDigest?: string;
-  /** RFC 7591 client_id_issued_at (Unix seconds). */
-  clientIdIssuedAt?: number;
-  /** How many times its tokens were revoked (absent: never); only the server writes it (src/oauth/shared/owned-artefacts.ts). */
-  tokenEpoch?: number;
-  tenantId: string | null;
-}
+/** A client as kept in the catalog (src/catalog/schemas.ts), its type derived from the schema. */
+export type { ClientRecord };
 
 export const CLIENTS_COLLECTION = clientRecords.spec.name;
 
@@ -55,7 +15,7 @@ export const CLIENTS_COLLECTION = clientRecords.spec.name;
  * that every writer (Admin API, registration, metadata documents) is held to the same keys.
  */
 export function clientsCollection(store: Store, tenant: string): TenantCollection<ClientRecord> {
-  return clientRecords<ClientRecord>(store, tenant);
+  return clientRecords(store, tenant);
 }
 
 /** Client records read this turn (TurnReads): client authentication and the same request's policy input both need one. */

@@ -1,25 +1,19 @@
 import { createPublicKey } from 'node:crypto';
 import { registrableRedirectUriProblem, webUriProblem } from './redirect-uri.js';
 import { HttpError } from '../../http/errors.js';
-import { REQUEST_OBJECT_SIGNING_ALGS } from '../routes.js';
+import { CLIENT_GRANT_TYPES, REQUEST_OBJECT_SIGNING_ALGS, type ClientRecord } from '../../catalog/index.js';
 
-/** The grants Arbiter answers at /token (oidc-provider's built-ins, each gated by the `token` policy). */
-export const SUPPORTED_GRANT_TYPES = [
-  'authorization_code',
-  'refresh_token',
-  'client_credentials',
-  'urn:ietf:params:oauth:grant-type:token-exchange',
-] as const;
+type GrantType = (typeof CLIENT_GRANT_TYPES)[number];
 export const AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic', 'private_key_jwt'] as const;
-export const DEFAULT_GRANT_TYPES = ['authorization_code', 'refresh_token'];
+export const DEFAULT_GRANT_TYPES: GrantType[] = ['authorization_code', 'refresh_token'];
 export const DEFAULT_AUTH_METHOD = 'client_secret_basic';
 
 /** Client metadata (RFC 7591 names) once validated and defaulted: exactly what gets registered. */
 export interface ValidatedMetadata {
   redirect_uris: string[];
   token_endpoint_auth_method: (typeof AUTH_METHODS)[number];
-  grant_types: string[];
-  response_types: string[];
+  grant_types: GrantType[];
+  response_types: 'code'[];
   client_name?: string;
   client_uri?: string;
   logo_uri?: string;
@@ -34,7 +28,7 @@ export interface ValidatedMetadata {
   /** RFC 9126 §6. */
   require_pushed_authorization_requests?: boolean;
   /** OIDC Dynamic Client Registration §2, RFC 9101 §9: one of REQUEST_OBJECT_SIGNING_ALGS. */
-  request_object_signing_alg?: string;
+  request_object_signing_alg?: ClientRecord['requestObjectSigningAlg'];
 }
 
 /** The metadata fields Arbiter registers; every other member of a request is ignored (RFC 7591 §2). */
@@ -91,8 +85,8 @@ export function validateMetadata(body: Record<string, unknown>): ValidatedMetada
     optional(body, 'response_types', (value) => {
       const types = uniqueStrings(value, 'response_types', 10);
       if (types.some((type) => type !== 'code')) throw metadataError('response_types', "may only contain 'code'");
-      return types;
-    }) ?? (grantTypes.includes('authorization_code') ? ['code'] : []);
+      return types as 'code'[];
+    }) ?? (grantTypes.includes('authorization_code') ? ['code' as const] : []);
   if (responseTypes.includes('code') !== grantTypes.includes('authorization_code')) {
     throw metadataError('response_types', "must be ['code'] exactly when grant_types contains authorization_code");
   }
@@ -174,7 +168,7 @@ export function validateMetadata(body: Record<string, unknown>): ValidatedMetada
     optional(body, 'request_object_signing_alg', (value) => {
       if (typeof value !== 'string' || !(REQUEST_OBJECT_SIGNING_ALGS as readonly string[]).includes(value))
         throw metadataError('request_object_signing_alg', `must be one of ${REQUEST_OBJECT_SIGNING_ALGS.join(', ')}`);
-      return value;
+      return value as ValidatedMetadata['request_object_signing_alg'];
     }),
   );
 
@@ -214,16 +208,16 @@ function redirectUris(value: unknown): string[] {
   return [...new Set(uris)];
 }
 
-function grantTypesOf(value: unknown): string[] {
+function grantTypesOf(value: unknown): GrantType[] {
   const grants = uniqueStrings(value, 'grant_types', 10);
   if (grants.length === 0) throw metadataError('grant_types', 'must not be empty');
-  const unsupported = grants.filter((grant) => !(SUPPORTED_GRANT_TYPES as readonly string[]).includes(grant));
+  const unsupported = grants.filter((grant) => !(CLIENT_GRANT_TYPES as readonly string[]).includes(grant));
   if (unsupported.length)
     throw metadataError(
       'grant_types',
       `contains unsupported grant types: ${unsupported.map((grant) => grant.slice(0, 100)).join(', ')}`,
     );
-  return grants;
+  return grants as GrantType[];
 }
 
 function uniqueStrings(value: unknown, field: string, max: number): string[] {

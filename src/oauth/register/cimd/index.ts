@@ -192,7 +192,8 @@ function expiresSoon(record: ClientRecord): boolean {
 
 function unchanged(existing: ClientRecord, fields: Record<string, unknown>): boolean {
   return Object.entries(fields).every(
-    ([key, value]) => JSON.stringify(existing[key] ?? null) === JSON.stringify(value ?? null),
+    ([key, value]) =>
+      JSON.stringify((existing as Record<string, unknown>)[key] ?? null) === JSON.stringify(value ?? null),
   );
 }
 
