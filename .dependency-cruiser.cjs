@@ -1,7 +1,7 @@
 /**
  * Arbiter's layers ("Dependency direction" of the intended architecture), lowest first:
  *
- *   http, config, log ◄ tenancy, store (+ adapters beside it) ◄ catalog ◄ policy ◄ audit, metrics, tracing
+ *   http, config, log ◄ tenancy, store (+ adapters beside it) ◄ catalog, records ◄ policy ◄ audit, metrics, tracing
  *     ◄ oauth, uma, delegation, authzen ◄ admin ◄ composition root (app, server, main, collections,
  *       migrations, cli/, workers/)
  *
@@ -14,7 +14,7 @@
 const LAYERS = [
   { name: 'base', path: '^src/(http|config|log)/' },
   { name: 'store', path: '^(src/(tenancy|store)/|adapters/)' },
-  { name: 'catalog', path: '^src/catalog/' },
+  { name: 'catalog', path: '^src/(catalog|records)/' },
   { name: 'policy', path: '^src/policy/' },
   { name: 'audit', path: '^src/(audit|metrics|tracing)/' },
   { name: 'protocol', path: '^src/(oauth|uma|delegation|authzen)/' },

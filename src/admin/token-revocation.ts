@@ -11,7 +11,7 @@ import {
 } from '../oauth/index.js';
 import type { Store } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
-import type { AdminRecord } from './records.js';
+import type { StoredRecord } from '../records/index.js';
 
 /**
  * Tokens die with their client and their user. An Admin change that takes a client, a subject
@@ -33,8 +33,8 @@ export async function revokeAfterChange(
   store: Store,
   path: string,
   tenantId: string | null,
-  before: AdminRecord,
-  after: AdminRecord | null,
+  before: StoredRecord,
+  after: StoredRecord | null,
 ): Promise<number> {
   const tenant = storeTenant(tenantId);
   switch (path as Revoking) {
@@ -53,7 +53,7 @@ export async function revokeAfterChange(
 }
 
 /** A record deleted, or disabled by this change (enabling it again revives nothing). */
-function takenAway(before: AdminRecord, after: AdminRecord | null): boolean {
+function takenAway(before: StoredRecord, after: StoredRecord | null): boolean {
   return after === null || (after.enabled === false && before.enabled !== false);
 }
 

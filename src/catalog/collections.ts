@@ -1,3 +1,5 @@
+import type { ValidateFunction } from 'ajv';
+import { ajv } from '../http/validation.js';
 import type { CollectionSpec, Store, StoredDoc, TenantCollection } from '../store/types.js';
 import {
   CLIENT_SCHEMA,
@@ -329,6 +331,24 @@ export function presentedForm<T extends Record<string, unknown>>(definition: Col
   if (!shadow || !(shadow.storedAs in record)) return record;
   const { [shadow.storedAs]: key, ...rest } = record;
   return { ...rest, [shadow.field]: key } as T;
+}
+
+const fieldValidators = new Map<string, ValidateFunction>();
+
+/**
+ * Whether the collection's schema takes `value` for `field`: what a writer reads from elsewhere and
+ * may leave out (a metadata document's display fields) is kept only then, the record never refused for it.
+ */
+export function schemaTakes(definition: CollectionDefinition, field: string, value: unknown): boolean {
+  const key = `${definition.path}\u0000${field}`;
+  let validate = fieldValidators.get(key);
+  if (!validate) {
+    const property = (definition.schema.properties as Record<string, object> | undefined)?.[field];
+    if (!property) return false;
+    validate = ajv.compile(property);
+    fieldValidators.set(key, validate);
+  }
+  return validate(value);
 }
 
 /** The definition of the shared collection stored under `name` (what `references` name). */

@@ -9,6 +9,7 @@ export {
   policyDataRecords,
   policyRuleRecords,
   presentedForm,
+  schemaTakes,
   storedForm,
   resourceRecords,
   resourceServerRecords,
@@ -30,3 +31,4 @@ export type {
   ResourceTypeRecord,
   SubjectRecord,
 } from './types.js';
+export { redirectUriProblem, registrableRedirectUriProblem, webUriProblem } from './registered-uris.js';

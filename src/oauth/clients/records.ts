@@ -1,9 +1,8 @@
-import Provider, { type AdapterPayload } from 'oidc-provider';
+import Provider from 'oidc-provider';
 import { clientRecords, type ClientRecord } from '../../catalog/index.js';
 import { TurnReads, type Store, type TenantCollection } from '../../store/index.js';
-import { TOKEN_EXCHANGE } from '../token/grants/token-exchange/parameters.js';
-import { UMA_TICKET } from '../token/grants/uma-ticket/parameters.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
+import { clientMetadata } from './metadata.js';
 
 /** A client as kept in the catalog (src/catalog/schemas.ts), its type derived from the schema. */
 export type { ClientRecord };
@@ -55,57 +54,6 @@ function rememberForRequest(record: ClientRecord): void {
   seen.set(record.clientId, record);
 }
 
-/** oidc-provider client metadata for an Admin API client record; disabled clients do not exist for the protocol. */
-export function clientMetadata(record: ClientRecord): AdapterPayload | undefined {
-  if (record.enabled === false) return undefined;
-  const confidential = record.clientType === 'confidential';
-  const grants = grantTypes(record);
-  const metadata: Record<string, unknown> = {
-    client_id: record.clientId,
-    client_name: record.clientName,
-    client_uri: record.clientUri,
-    logo_uri: record.logoUri,
-    redirect_uris: record.redirectUris ?? [],
-    post_logout_redirect_uris: record.postLogoutRedirectUris ?? [],
-    response_types: grants.includes('authorization_code') ? ['code'] : [],
-    grant_types: grants,
-    token_endpoint_auth_method: record.tokenEndpointAuthMethod ?? (confidential ? 'client_secret_basic' : 'none'),
-    jwks_uri: record.jwksUri,
-    jwks: record.jwks,
-    require_pushed_authorization_requests: record.requirePushedAuthorizationRequests,
-    // Without keys no request object of the client can be verified at all, and oidc-provider would
-    // refuse the whole client for a signing algorithm without keys: the algorithm is then moot.
-    request_object_signing_alg: record.jwks || record.jwksUri ? record.requestObjectSigningAlg : undefined,
-    // The BCrypt hash: oidc-provider compares presented secrets through our compareClientSecret.
-    client_secret: confidential ? (record.clientSecret ?? undefined) : undefined,
-  };
-  return Object.fromEntries(Object.entries(metadata).filter(([, value]) => value !== undefined)) as AdapterPayload;
-}
-
-/**
- * Registered grant types when the record lists them (dynamic registration), else: redirect-based
- * grants need a redirect URI; client_credentials needs a secret or a key.
- */
-function grantTypes(record: ClientRecord): string[] {
-  if (Array.isArray(record.grantTypes)) {
-    const redirects = Boolean(record.redirectUris?.length);
-    const confidential = record.clientType === 'confidential';
-    const registered = record.grantTypes.filter((grant) =>
-      grant === 'client_credentials' ? confidential : grant !== 'authorization_code' || redirects,
-    );
-    return [...new Set([...registered, ...POLICY_DECIDED_GRANTS])];
-  }
-  const userGrants = record.redirectUris?.length ? ['authorization_code', 'refresh_token'] : [];
-  return record.clientType === 'confidential'
-    ? [...userGrants, 'client_credentials', ...POLICY_DECIDED_GRANTS]
-    : [...userGrants, ...POLICY_DECIDED_GRANTS];
-}
-
-/**
- * Grants every client may ask for, because the policy decides each request: token exchange (the
- * grant refuses public clients with unauthorized_client, as RFC 8693 needs a confidential one)
- * and the UMA grant (uma_permission decides per permission).
- */
 /**
  * Client ID metadata documents (./cimd): `resolve(clientId, stored)` → the client record to serve,
  * or undefined when the client_id names no usable document (the client does not exist).
@@ -113,8 +61,6 @@ function grantTypes(record: ClientRecord): string[] {
 export interface ClientDocuments {
   resolve(clientId: string, stored: ClientRecord | null): Promise<ClientRecord | undefined>;
 }
-
-const POLICY_DECIDED_GRANTS = [TOKEN_EXCHANGE, UMA_TICKET];
 
 /**
  * The adapter's Client lookup. Every client may ask for every RAR type policy data defines
