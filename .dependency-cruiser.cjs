@@ -64,6 +64,14 @@ module.exports = {
       from: { path: '^(src|adapters)/', pathNot: '^src/(server|main)\\.ts$' },
       to: { path: '^src/(app|server|main)\\.ts$' },
     },
+    {
+      name: 'cli-writes-through-the-repository',
+      comment:
+        'The command line writes records through src/records, as the Admin API does; it does not reach into the Admin API.',
+      severity: 'error',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/admin/' },
+    },
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
