@@ -44,7 +44,8 @@ export function validateMetadata(body: Record<string, unknown>): ValidatedMetada
   checkWebUris(given);
   const scope = scopeOf(given.scope);
   checkAgainstCatalog(given);
-  const metadata = withDefaults(given as RegisteredMetadata);
+  const { scope: _scope, ...registered } = given;
+  const metadata = withDefaults(registered as RegisteredMetadata);
   for (const check of CROSS_MEMBER_CHECKS) check(metadata);
   if (metadata.jwks) checkPublicKeys(metadata.jwks.keys);
   return scope === undefined ? metadata : { ...metadata, scope };

@@ -75,6 +75,11 @@ describe('unit: a registration request checked by the catalog schema and named r
     });
   });
 
+  it('passes a scope asked for on, and an empty one as none', function () {
+    expect(validateMetadata({ ...valid, scope: 'read write' }).scope).to.equal('read write');
+    expect(validateMetadata({ ...valid, scope: '' })).to.not.have.property('scope');
+  });
+
   it('names the RFC 7591 member in what the catalog schema refuses', function () {
     expect(refusal({ ...valid, software_id: 'nope' })).to.deep.equal({
       code: 'invalid_client_metadata',
