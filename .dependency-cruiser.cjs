@@ -1,7 +1,7 @@
 /**
  * Arbiter's layers ("Dependency direction" of the intended architecture), lowest first:
  *
- *   http, config, log ◄ tenancy, store (+ adapters beside it) ◄ catalog ◄ policy ◄ audit, metrics, tracing
+ *   http, config, log ◄ tenancy, store (+ adapters beside it) ◄ catalog, records ◄ policy ◄ audit, metrics, tracing
  *     ◄ oauth, uma, delegation, authzen ◄ admin ◄ composition root (app, server, main, collections,
  *       migrations, cli/, workers/)
  *
@@ -14,7 +14,7 @@
 const LAYERS = [
   { name: 'base', path: '^src/(http|config|log)/' },
   { name: 'store', path: '^(src/(tenancy|store)/|adapters/)' },
-  { name: 'catalog', path: '^src/catalog/' },
+  { name: 'catalog', path: '^src/(catalog|records)/' },
   { name: 'policy', path: '^src/policy/' },
   { name: 'audit', path: '^src/(audit|metrics|tracing)/' },
   { name: 'protocol', path: '^src/(oauth|uma|delegation|authzen)/' },
@@ -63,6 +63,14 @@ module.exports = {
       severity: 'error',
       from: { path: '^(src|adapters)/', pathNot: '^src/(server|main)\\.ts$' },
       to: { path: '^src/(app|server|main)\\.ts$' },
+    },
+    {
+      name: 'cli-writes-through-the-repository',
+      comment:
+        'The command line writes records through src/records, as the Admin API does; it does not reach into the Admin API.',
+      severity: 'error',
+      from: { path: '^src/cli/' },
+      to: { path: '^src/admin/' },
     },
   ],
   options: {

@@ -36,10 +36,7 @@ const INTROSPECT_RULE_0_1_DIGEST = 'sha256:a5c84bfcee8440693efd886efb8ce3d9cf704
  * file when it is still exactly as seeded (its content has `seededDigest`): an operator's edit wins.
  */
 async function replaceUneditedPackRule(store: Store, path: string, seededDigest: string): Promise<void> {
-  const rules = policyRuleRecords<{ id: number; content: string; digest?: string; updatedAt?: string }>(
-    store,
-    DEFAULT_TENANT,
-  );
+  const rules = policyRuleRecords(store, DEFAULT_TENANT);
   const stored = await rules.findOne({ path, tenantId: null, version: null, mode: null });
   if (!stored || digestOf(stored.content) !== seededDigest) return;
   const content = await readFile(join(POLICY_PACK_DIR, path), 'utf8');

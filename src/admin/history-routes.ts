@@ -1,9 +1,9 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
 import { badRequest, notFound } from '../http/errors.js';
-import type { HistoryVersion } from './history.js';
+import type { HistoryVersion, RecordHistory } from './history.js';
 import { unifiedDiff } from './line-diff.js';
-import type { AdminRecord, AdminRecords } from './records.js';
+import type { RecordRepository, StoredRecord } from '../records/index.js';
 
 /** The field a collection's diff shows line by line: a rule's source, a data entry's JSON. */
 const TEXT_FIELD: Record<string, string> = { 'policy-rules': 'content', 'policy-data': 'payload' };
@@ -18,12 +18,14 @@ const TEXT_FIELD: Record<string, string> = { 'policy-rules': 'content', 'policy-
  */
 export function historyRoutes(
   router: Router,
-  records: AdminRecords,
+  records: RecordRepository,
+  kept: RecordHistory | undefined,
   tenantOf: (ctx: Context) => string | null,
-  show: (record: AdminRecord) => Record<string, unknown>,
+  show: (record: StoredRecord) => Record<string, unknown>,
 ): void {
-  const { history, definition } = records;
-  if (!history) return;
+  if (!kept) return;
+  const history = kept;
+  const { definition } = records;
   const { path } = definition;
   const textField = TEXT_FIELD[path];
 
@@ -32,7 +34,7 @@ export function historyRoutes(
     const tenantId = tenantOf(ctx);
     const id = /^\d{1,15}$/.test(ctx.params.id) ? Number(ctx.params.id) : null;
     const [current, versions] =
-      id === null ? [null, []] : await Promise.all([records.find(tenantId, String(id)), history!.list(tenantId, id)]);
+      id === null ? [null, []] : await Promise.all([records.find(tenantId, String(id)), history.list(tenantId, id)]);
     if (id === null || (!current && versions.length === 0))
       throw notFound(`no ${path} record ${JSON.stringify(ctx.params.id)}${tenantId ? ` in tenant ${tenantId}` : ''}`);
     return { tenantId, id, current, versions };
@@ -99,15 +101,15 @@ function summary(version: HistoryVersion, textField: string): Record<string, unk
 }
 
 /** The body that makes a record what a version holds: the fields its schema takes. */
-function bodyOf(record: AdminRecord, records: AdminRecords): Record<string, unknown> {
+function bodyOf(record: StoredRecord, records: RecordRepository): Record<string, unknown> {
   const properties = Object.keys((records.definition.schema as { properties: object }).properties);
   return Object.fromEntries(properties.filter((field) => field in record).map((field) => [field, record[field]]));
 }
 
 /** The fields that differ (but the text) and a unified diff of the text (JSON pretty-printed, so that lines mean something). */
 function differences(
-  before: AdminRecord | null,
-  after: AdminRecord | null,
+  before: StoredRecord | null,
+  after: StoredRecord | null,
   textField: string,
   labels: { from: string; to: string },
 ): { changes: { field: string; from: unknown; to: unknown }[]; diff: string } {
@@ -119,7 +121,7 @@ function differences(
     .filter((field) => JSON.stringify(before?.[field]) !== JSON.stringify(after?.[field]))
     .map((field) => ({ field, from: before?.[field] ?? null, to: after?.[field] ?? null }));
   const name = String(after?.path ?? after?.dataKey ?? before?.path ?? before?.dataKey ?? textField);
-  const text = (record: AdminRecord | null) => readable(record?.[textField], textField);
+  const text = (record: StoredRecord | null) => readable(record?.[textField], textField);
   const diff = unifiedDiff(text(before), text(after), {
     from: `${name} (${labels.from})`,
     to: `${name} (${labels.to})`,

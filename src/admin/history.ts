@@ -13,7 +13,7 @@ import {
   type TenantCollection,
 } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
-import type { AdminRecord } from './admin-record.js';
+import type { StoredRecord } from '../records/index.js';
 
 /** The collections whose records keep their versions (list, diff, roll back: history-routes.ts). */
 export const HISTORY_COLLECTIONS = ['policy-rules', 'policy-data'];
@@ -32,7 +32,7 @@ export interface HistoryVersion extends StoredDoc {
   action: HistoryAction;
   /** The version a rollback restored. */
   rolledBackTo?: number;
-  record: AdminRecord | null;
+  record: StoredRecord | null;
   at: string;
 }
 
@@ -59,15 +59,17 @@ export class RecordHistory {
   async recorded(
     tenantId: string | null,
     action: Exclude<HistoryAction, 'baseline'>,
-    before: AdminRecord | null,
-    after: AdminRecord | null,
+    before: StoredRecord | null,
+    after: StoredRecord | null,
     rolledBackTo?: number,
   ): Promise<void> {
     const record = after ?? before;
     if (!record) return;
     const recordId = record.id;
-    if (before && (await this.latest(tenantId, recordId)) === null)
-      await this.append(tenantId, recordId, 'baseline', before, before.updatedAt);
+    if (before && (await this.latest(tenantId, recordId)) === null) {
+      // A record seeded without times (0.1's policy rules) dates its baseline now.
+      await this.append(tenantId, recordId, 'baseline', before, before.updatedAt ?? new Date().toISOString());
+    }
     await this.append(tenantId, recordId, action, after, new Date().toISOString(), rolledBackTo);
     await this.prune(tenantId, recordId);
   }
@@ -96,7 +98,7 @@ export class RecordHistory {
     tenantId: string | null,
     recordId: number,
     action: HistoryAction,
-    record: AdminRecord | null,
+    record: StoredRecord | null,
     at: string,
     rolledBackTo?: number,
   ): Promise<void> {

@@ -2,7 +2,7 @@ export { adminRouter, UPSERT_BY, type AdminOptions } from './router.js';
 export { adminOpenApi } from './openapi.js';
 export { adminGate } from './gate.js';
 export { isAdminPath, ADMIN_PREFIX } from '../http/admin-path.js';
-export { AdminRecords, type AdminRecord, type RecordCheck } from './records.js';
+export type { RecordCheck, StoredRecord as AdminRecord } from '../records/index.js';
 export { AdminApiKeys } from './api-keys.js';
 export { POLICY_HISTORY_COLLECTION } from './history.js';
 export { AdminSessions, adminSignIn, ADMIN_SESSIONS_COLLECTION } from './sign-in.js';

@@ -23,7 +23,7 @@ import {
   type RecordChange,
   type TrialInput,
 } from '../policy/index.js';
-import type { AdminRecord, AdminRecords } from './records.js';
+import type { RecordRepository, StoredRecord } from '../records/index.js';
 
 /** The collections a change may touch, by the name a change gives them. */
 export const POLICY_COLLECTIONS = { 'policy-rules': 'rules', 'policy-data': 'data' } as const;
@@ -277,9 +277,9 @@ export interface PolicyLabRouteOptions {
   maxBodyBytes: number;
   tenantOf: (ctx: Context) => string | null;
   /** Per policy collection: its records checked as a write checks each file (parse check), not yet the whole bundle. */
-  checkedRecords: Record<PolicyCollection, AdminRecords>;
+  checkedRecords: Record<PolicyCollection, RecordRepository>;
   /** Per policy collection: its records written without the checks (a promotion checks the whole candidate first), history kept. */
-  uncheckedRecords: Record<PolicyCollection, AdminRecords>;
+  uncheckedRecords: Record<PolicyCollection, RecordRepository>;
   /** The inputs recently recorded that a change is tried on (as every write is). */
   recordedInputs: () => Promise<TrialInput[]>;
 }
@@ -450,7 +450,7 @@ function unprocessableAtLimit(error: unknown): never {
 }
 
 /** The live record a replace or delete is about: by `id`, else by the record's path (data key). */
-async function addressed(records: AdminRecords, change: PolicyChangeBody, keyField: string): Promise<AdminRecord> {
+async function addressed(records: RecordRepository, change: PolicyChangeBody, keyField: string): Promise<StoredRecord> {
   const key = change.record?.[keyField];
   if (change.id === undefined && typeof key !== 'string')
     throw badRequest(`a ${change.op} names its record: id, or record.${keyField}`, { field: 'id' });
@@ -491,7 +491,7 @@ async function promote(options: PolicyLabRouteOptions) {
   const { live, shadow } = await options.lab.layers();
   const shadows = [...shadowRecords('policy-rules', shadow.rules), ...shadowRecords('policy-data', shadow.data)];
   if (shadows.length === 0) return { promoted: [], revision: live.revision };
-  const liveRecords = new Map<string, AdminRecord | null>();
+  const liveRecords = new Map<string, StoredRecord | null>();
   const changes: RecordChange[] = [];
   for (const each of shadows) {
     const records = options.uncheckedRecords[each.collection];
@@ -517,7 +517,7 @@ async function promote(options: PolicyLabRouteOptions) {
     const current = liveRecords.get(`${each.collection} ${each.key}`) ?? null;
     const fields = liveFields(records.definition, each.record);
     const removal = each.collection === 'policy-rules' && each.record.enabled === false;
-    let live: AdminRecord | null = null;
+    let live: StoredRecord | null = null;
     if (removal) {
       if (current) await records.remove(null, current);
     } else live = current ? await records.replace(null, current, fields) : await records.create(null, fields);

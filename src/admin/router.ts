@@ -9,7 +9,8 @@ import { decisionRoutes, type DecisionRouteOptions } from './decisions.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
 import { COLLECTIONS, definitionFor, type CollectionDefinition } from '../catalog/index.js';
 import { openApiRoute } from './openapi.js';
-import { AdminRecords, type AdminRecord, type RecordCheck, type RemovalCheck } from './records.js';
+import { RecordRepository, type RecordCheck, type RemovalCheck, type StoredRecord } from '../records/index.js';
+import { CLIENT_SECRET_HASHING } from '../oauth/index.js';
 import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
 import { historyRoutes } from './history-routes.js';
 import { answerPage, listPage, listSearch } from './paging.js';
@@ -40,7 +41,7 @@ export interface AdminOptions {
   /** The tenants configured (TENANTS): GET /tenants lists them with those made since. */
   tenants?: readonly string[];
   /** Extra response fields per collection path (e.g. policy-data → inBundle). */
-  decorate?: Record<string, (record: AdminRecord) => Record<string, unknown>>;
+  decorate?: Record<string, (record: StoredRecord) => Record<string, unknown>>;
   /**
    * Impact analysis and shadow policies (POST /policy-impact, /policy-shadow…): the lab, the
    * checks of one policy file (before the whole bundle's) and the recorded inputs every change is tried on.
@@ -73,11 +74,14 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
       ? new RecordHistory(store, definition.path, options.historyVersions ?? 50)
       : undefined;
     if (history) histories.set(definition.path, history);
-    const records = new AdminRecords(store, definition, options.sealer, options.checks?.[definition.path], {
+    const records = new RecordRepository(store, definition, {
+      sealer: options.sealer,
+      secrets: CLIENT_SECRET_HASHING,
+      check: options.checks?.[definition.path],
       checkRemoval: options.removalChecks?.[definition.path],
       history,
     });
-    collectionRoutes(router, records, options, store);
+    collectionRoutes(router, records, history, options, store);
   }
   if (options.policyLab) {
     const { fileChecks, ...lab } = options.policyLab;
@@ -85,7 +89,11 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
       Object.fromEntries(
         Object.keys(POLICY_COLLECTIONS).map((path) => [
           path,
-          new AdminRecords(store, definitionFor(path)!, options.sealer, check(path), { history: histories.get(path) }),
+          new RecordRepository(store, definitionFor(path)!, {
+            sealer: options.sealer,
+            check: check(path),
+            history: histories.get(path),
+          }),
         ]),
       ) as PolicyLabRouteOptions['checkedRecords'];
     policyLabRoutes(router, {
@@ -101,9 +109,15 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
   return router;
 }
 
-function collectionRoutes(router: Router, records: AdminRecords, options: AdminOptions, store: Store): void {
+function collectionRoutes(
+  router: Router,
+  records: RecordRepository,
+  history: RecordHistory | undefined,
+  options: AdminOptions,
+  store: Store,
+): void {
   const { path } = records.definition;
-  const show = (record: AdminRecord) => ({ ...records.present(record), ...options.decorate?.[path]?.(record) });
+  const show = (record: StoredRecord) => ({ ...records.present(record), ...options.decorate?.[path]?.(record) });
   const body = (ctx: Context) => readJsonBody(ctx, options.maxBodyBytes).then((parsed) => (ctx.state.body = parsed));
 
   router.get(`/${path}`, async (ctx) => {
@@ -146,7 +160,7 @@ function collectionRoutes(router: Router, records: AdminRecords, options: AdminO
     ctx.body = { valid: true };
   });
 
-  historyRoutes(router, records, (ctx) => tenantOf(ctx), show);
+  historyRoutes(router, records, history, (ctx) => tenantOf(ctx), show);
 
   router.get(`/${path}/:key`, async (ctx) => {
     ctx.body = show(await records.get(tenantOf(ctx), ctx.params.key));

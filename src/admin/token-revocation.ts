@@ -11,7 +11,7 @@ import {
 } from '../oauth/index.js';
 import type { Store } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
-import type { AdminRecord } from './records.js';
+import type { StoredRecord } from '../records/index.js';
 
 /**
  * Tokens die with their client and their user. An Admin change that takes a client, a subject
@@ -33,8 +33,8 @@ export async function revokeAfterChange(
   store: Store,
   path: string,
   tenantId: string | null,
-  before: AdminRecord,
-  after: AdminRecord | null,
+  before: StoredRecord,
+  after: StoredRecord | null,
 ): Promise<number> {
   const tenant = storeTenant(tenantId);
   switch (path as Revoking) {
@@ -53,7 +53,7 @@ export async function revokeAfterChange(
 }
 
 /** A record deleted, or disabled by this change (enabling it again revives nothing). */
-function takenAway(before: AdminRecord, after: AdminRecord | null): boolean {
+function takenAway(before: StoredRecord, after: StoredRecord | null): boolean {
   return after === null || (after.enabled === false && before.enabled !== false);
 }
 
@@ -65,7 +65,7 @@ function takenAway(before: AdminRecord, after: AdminRecord | null): boolean {
 export function tokenRevocationRoutes(router: Router, store: Store, tenantOf: (ctx: Context) => string | null): void {
   router.post('/clients/:key/revoke-tokens', async (ctx) => {
     const tenantId = tenantOf(ctx);
-    const client = await clientRecords<AdminRecord>(store, storeTenant(tenantId)).findOne({ clientId: ctx.params.key });
+    const client = await clientRecords(store, storeTenant(tenantId)).findOne({ clientId: ctx.params.key });
     if (!client) throw notFound(`no clients record ${JSON.stringify(ctx.params.key)}${inTenant(tenantId)}`);
     auditFacts(ctx).clientId = client.clientId as string;
     ctx.body = { revoked: await revokeClientArtefacts(store, storeTenant(tenantId), client.clientId as string) };
@@ -73,9 +73,7 @@ export function tokenRevocationRoutes(router: Router, store: Store, tenantOf: (c
   router.post('/subjects/:key/revoke-tokens', async (ctx) => {
     const tenantId = tenantOf(ctx);
     const key = ctx.params.key;
-    const subject = /^\d{1,15}$/.test(key)
-      ? await subjectRecords<AdminRecord>(store, storeTenant(tenantId)).get(Number(key))
-      : null;
+    const subject = /^\d{1,15}$/.test(key) ? await subjectRecords(store, storeTenant(tenantId)).get(Number(key)) : null;
     if (!subject) throw notFound(`no subjects record ${JSON.stringify(key)}${inTenant(tenantId)}`);
     auditFacts(ctx).subjectId = subject.subjectId as string;
     ctx.body = { revoked: await revokeSubjectArtefacts(store, storeTenant(tenantId), subject.subjectId as string) };

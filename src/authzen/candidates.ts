@@ -1,6 +1,6 @@
 import { resourceRecords, resourceTypeRecords, subjectRecords } from '../catalog/index.js';
 import type { PolicyEngine } from '../policy/index.js';
-import type { Store, StoredDoc } from '../store/index.js';
+import type { Store } from '../store/index.js';
 import type { Entity, SearchKind } from './schemas.js';
 
 /** At most this many candidates are evaluated by one search; beyond, the search says it was truncated. */
@@ -59,19 +59,16 @@ function isEntity(value: unknown): value is Entity {
 
 async function subjectsOf(store: Store, tenant: string, type: string): Promise<Entity[]> {
   if (type !== 'user') return [];
-  const subjects = await subjectRecords<StoredDoc & { subjectId: string }>(store, tenant).find(
-    {},
-    { limit: MAX_CANDIDATES + 1 },
-  );
+  const subjects = await subjectRecords(store, tenant).find({}, { limit: MAX_CANDIDATES + 1 });
   return subjects.map((subject) => ({ type, id: subject.subjectId }));
 }
 
 async function resourcesOf(store: Store, tenant: string, type: string): Promise<Entity[]> {
-  const definition = await resourceTypeRecords<StoredDoc & { typeUri: string }>(store, tenant).findOne({
+  const definition = await resourceTypeRecords(store, tenant).findOne({
     typeUri: type,
   });
   if (!definition) return [];
-  const resources = await resourceRecords<StoredDoc & { resourceIdentifier: string }>(store, tenant).find(
+  const resources = await resourceRecords(store, tenant).find(
     { resourceTypeId: definition.id as number },
     { limit: MAX_CANDIDATES + 1 },
   );

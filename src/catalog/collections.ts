@@ -1,4 +1,28 @@
+import type { ValidateFunction } from 'ajv';
+import { ajv } from '../http/validation.js';
 import type { CollectionSpec, Store, StoredDoc, TenantCollection } from '../store/types.js';
+import {
+  CLIENT_SCHEMA,
+  IDENTITY_PROVIDER_SCHEMA,
+  INITIAL_ACCESS_TOKEN_SCHEMA,
+  POLICY_DATA_SCHEMA,
+  POLICY_RULE_SCHEMA,
+  RESOURCE_SCHEMA,
+  RESOURCE_SERVER_SCHEMA,
+  RESOURCE_TYPE_SCHEMA,
+  SUBJECT_SCHEMA,
+} from './schemas.js';
+import type {
+  ClientRecord,
+  IdentityProviderRecord,
+  InitialAccessTokenRecord,
+  PolicyDataRecord,
+  PolicyRuleRecord,
+  ResourceRecord,
+  ResourceServerRecord,
+  ResourceTypeRecord,
+  SubjectRecord,
+} from './types.js';
 /**
  * The shared records: the eight collections the Admin API serves (one generic router, src/admin)
  * and the protocol modules read and write (clients, subjects, resources, policy rules, ...).
@@ -85,37 +109,6 @@ export interface ConsoleHints {
   hints?: Record<string, string>;
 }
 
-const string = { type: 'string', maxLength: 4096 };
-const nonEmpty = { type: 'string', minLength: 1, maxLength: 4096 };
-const strings = { type: 'array', items: nonEmpty, maxItems: 500 };
-const uri = { type: 'string', format: 'uri', maxLength: 4096 };
-/** URLs Arbiter fetches or hands to browsers: nothing but http(s) (never file:, ftp:, javascript:). */
-const httpUri = { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 4096 };
-const httpsUri = { type: 'string', format: 'uri', pattern: '^https://', maxLength: 4096 };
-const internalKey = { type: 'integer', minimum: 1 };
-const tenantId = { type: ['string', 'null'], pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' };
-const enabled = { type: 'boolean' };
-/** A policy record's mode: live (the default) is in force; shadow is evaluated beside it and decides nothing. */
-const policyMode = {
-  enum: ['live', 'shadow'],
-  description:
-    'live (the default): in the policy bundle; shadow: in the candidate bundle every live decision is also evaluated against, deciding nothing until promoted',
-};
-/**
- * A client secret in clear (1 to 72 bytes, BCrypt's limit), which the Admin API hashes, or a BCrypt
- * hash made elsewhere (the console hashes in the browser): the `client-secret` format, src/http/validation.ts.
- */
-const clientSecret = {
-  type: 'string',
-  format: 'client-secret',
-  description:
-    'the secret in clear (1 to 72 bytes), or its BCrypt hash ($2a$, $2b$, $2y$); only the hash is stored, and no answer shows either',
-};
-
-function object(required: string[], properties: Record<string, unknown>) {
-  return { type: 'object', additionalProperties: false, required, properties: { ...properties, tenantId } };
-}
-
 export const COLLECTIONS: CollectionDefinition[] = [
   {
     path: 'identity-providers',
@@ -137,19 +130,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     // openid-client sends the secret to the token endpoint, the issuer's metadata's unless tokenEndpoint overrides it.
     secretDestinations: { secret: 'clientSecret', fields: ['issuer', 'tokenEndpoint'] },
     defaults: { enabled: true },
-    schema: object(['issuer'], {
-      issuer: httpUri,
-      idpId: { type: 'string', pattern: '^[A-Za-z0-9._~-]{1,128}$' },
-      name: string,
-      enabled,
-      clientId: nonEmpty,
-      clientSecret: nonEmpty,
-      scopes: strings,
-      authorizationEndpoint: httpUri,
-      tokenEndpoint: httpUri,
-      userinfoEndpoint: httpUri,
-      jwksUri: httpUri,
-    }),
+    schema: IDENTITY_PROVIDER_SCHEMA,
   },
   {
     path: 'resource-servers',
@@ -160,15 +141,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     uniqueFields: ['resourceIndicator'],
     references: { clientId: 'clients' },
     defaults: { enabled: true },
-    schema: object(['resourceIndicator'], {
-      resourceIndicator: { ...uri, pattern: '^[^#]*$' },
-      name: string,
-      description: string,
-      capability: { type: 'object' },
-      clientId: internalKey,
-      enabled,
-      typeUris: strings,
-    }),
+    schema: RESOURCE_SERVER_SCHEMA,
   },
   {
     path: 'resource-types',
@@ -179,14 +152,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     uniqueFields: ['typeUri'],
     references: { parentTypeId: 'resource_types' },
     defaults: { enabled: true },
-    schema: object(['typeUri'], {
-      typeUri: nonEmpty,
-      name: string,
-      description: string,
-      parentTypeId: internalKey,
-      enabled,
-      scopes: strings,
-    }),
+    schema: RESOURCE_TYPE_SCHEMA,
   },
   {
     path: 'resources',
@@ -196,13 +162,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     pathKey: 'id',
     uniqueFields: [],
     references: { resourceServerId: 'resource_servers', resourceTypeId: 'resource_types', ownerSubjectId: 'subjects' },
-    schema: object(['resourceServerId', 'resourceTypeId', 'resourceIdentifier'], {
-      resourceServerId: internalKey,
-      resourceTypeId: internalKey,
-      resourceIdentifier: nonEmpty,
-      ownerSubjectId: internalKey,
-      scopes: strings,
-    }),
+    schema: RESOURCE_SCHEMA,
   },
   {
     path: 'clients',
@@ -275,65 +235,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
       jwksUri: 'jwks',
     },
     defaults: { enabled: true },
-    schema: object(['clientId', 'clientType'], {
-      clientId: { type: 'string', minLength: 1, maxLength: 2048 },
-      clientType: { enum: ['confidential', 'public'] },
-      clientSecret,
-      generateClientSecret: {
-        type: 'boolean',
-        description:
-          'true: the server generates a secret (32 letters and digits), stores its hash and shows it this once, as generatedClientSecret',
-      },
-      enabled,
-      redirectUris: { type: 'array', items: uri, maxItems: 100 },
-      postLogoutRedirectUris: { type: 'array', items: uri, maxItems: 100 },
-      clientName: string,
-      clientUri: httpUri,
-      logoUri: httpUri,
-      tokenEndpointAuthMethod: { enum: ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] },
-      jwksUri: httpsUri,
-      jwks: { type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: { type: 'object' } } } },
-      // RFC 9126 §6: this client may only send authorization requests pushed to /par.
-      requirePushedAuthorizationRequests: { type: 'boolean' },
-      // RFC 9101 §9 (OIDC Registration): the one algorithm its request objects are signed with, verified
-      // with its jwks/jwksUri (without either, none can be verified). Asymmetric only: secrets are BCrypt hashes.
-      requestObjectSigningAlg: { enum: ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA'] },
-      softwareStatement: { type: 'object' },
-      scopes: strings,
-      registrationType: { enum: ['admin', 'dcr', 'cimd'] },
-      // Set by dynamic registration (src/oauth/register), kept through an Admin PUT of such a record.
-      grantTypes: {
-        type: 'array',
-        items: {
-          enum: [
-            'authorization_code',
-            'refresh_token',
-            'client_credentials',
-            'urn:ietf:params:oauth:grant-type:token-exchange',
-          ],
-        },
-        maxItems: 10,
-      },
-      responseTypes: { type: 'array', items: { enum: ['code'] }, maxItems: 1 },
-      tosUri: httpUri,
-      policyUri: httpUri,
-      contacts: { type: 'array', items: { type: 'string', format: 'email', maxLength: 254 }, maxItems: 20 },
-      softwareId: { type: 'string', format: 'uuid' },
-      softwareVersion: string,
-      softwareStatementJwt: { type: 'string', maxLength: 1048576 },
-      grantedResources: {
-        type: 'array',
-        maxItems: 100,
-        items: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['type', 'scopes'],
-          properties: { type: nonEmpty, scopes: { type: 'array', items: string, maxItems: 500 } },
-        },
-      },
-      registrationAccessTokenDigest: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
-      clientIdIssuedAt: { type: 'integer', minimum: 0 },
-    }),
+    schema: CLIENT_SCHEMA,
   },
   {
     // Initial access tokens for dynamic registration (RFC 7591 §3): the token is shown once, in
@@ -347,11 +249,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     secretFields: ['tokenDigest'],
     issuedToken: { digestField: 'tokenDigest', shownAs: 'token' },
     defaults: { used: 0 },
-    schema: object([], {
-      name: string,
-      uses: { type: 'integer', minimum: 1 },
-      expiresAt: { type: 'string', format: 'date-time' },
-    }),
+    schema: INITIAL_ACCESS_TOKEN_SCHEMA,
   },
   {
     path: 'subjects',
@@ -361,13 +259,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     pathKey: 'id',
     uniqueFields: ['subjectId'],
     references: { identityProviderId: 'identity_providers' },
-    schema: object(['subjectId'], {
-      subjectId: nonEmpty,
-      identityProviderId: internalKey,
-      name: string,
-      email: string,
-      preferredUsername: string,
-    }),
+    schema: SUBJECT_SCHEMA,
   },
   {
     path: 'policy-rules',
@@ -388,15 +280,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     shadow: { field: 'path', storedAs: 'shadowPath' },
     // A rule without a version is a live one (null); a versioned rule is kept out of the bundle.
     defaults: { enabled: true, digest: null, version: null },
-    schema: object(['kind', 'path', 'content'], {
-      version: { type: ['string', 'null'], maxLength: 128 },
-      kind: { enum: ['rego', 'cedar'] },
-      path: { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_./-]{0,255}$', not: { pattern: '(^|/)\\.\\.?(/|$)' } },
-      content: { type: 'string', minLength: 1, maxLength: 1048576 },
-      enabled,
-      digest: { type: ['string', 'null'], maxLength: 256 },
-      mode: policyMode,
-    }),
+    schema: POLICY_RULE_SCHEMA,
   },
   {
     path: 'policy-data',
@@ -416,14 +300,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
     uniqueFields: ['dataKey'],
     shadow: { field: 'dataKey', storedAs: 'shadowDataKey' },
     defaults: { version: null },
-    schema: object(['dataKey', 'payload'], {
-      dataKey: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$', maxLength: 256 },
-      payload: { type: 'string', minLength: 1, maxLength: 1048576 },
-      // A JSON Schema (as JSON text) that data.<dataKey> must match once merged (policy/bundle/data-schemas.ts).
-      schema: { type: ['string', 'null'], maxLength: 65536 },
-      version: { type: ['string', 'null'], maxLength: 128 },
-      mode: policyMode,
-    }),
+    schema: POLICY_DATA_SCHEMA,
   },
 ];
 
@@ -458,34 +335,49 @@ export function presentedForm<T extends Record<string, unknown>>(definition: Col
   return { ...rest, [shadow.field]: key } as T;
 }
 
+const fieldValidators = new Map<string, ValidateFunction>();
+
+/**
+ * Whether the collection's schema takes `value` for `field`: what a writer reads from elsewhere and
+ * may leave out (a metadata document's display fields) is kept only then, the record never refused for it.
+ */
+export function schemaTakes(definition: CollectionDefinition, field: string, value: unknown): boolean {
+  const key = `${definition.path}\u0000${field}`;
+  let validate = fieldValidators.get(key);
+  if (!validate) {
+    const property = (definition.schema.properties as Record<string, object> | undefined)?.[field];
+    if (!property) return false;
+    validate = ajv.compile(property);
+    fieldValidators.set(key, validate);
+  }
+  return validate(value);
+}
+
 /** The definition of the shared collection stored under `name` (what `references` name). */
 export function definitionOfStore(name: string): CollectionDefinition | undefined {
   return COLLECTIONS.find((definition) => definition.store === name);
 }
 
-/** A shared collection of one tenant, as every reader and writer opens it. */
-export interface RecordAccessor {
-  <T extends StoredDoc = StoredDoc>(store: Store, tenant: string): TenantCollection<T>;
+/** A shared collection of one tenant, as every reader and writer opens it, typed by its schema (./types.ts). */
+export interface RecordAccessor<T extends StoredDoc> {
+  (store: Store, tenant: string): TenantCollection<T>;
   /** As declared to the store; `spec.name` also names the collection's id sequence. */
   readonly spec: CollectionSpec;
 }
 
-function accessorAt(path: string): RecordAccessor {
+function accessorAt<T extends StoredDoc>(path: string): RecordAccessor<T> {
   const definition = definitionFor(path);
   if (!definition) throw new Error(`no shared collection at ${path}`);
   const spec = storeSpecOf(definition);
-  return Object.assign(
-    <T extends StoredDoc = StoredDoc>(store: Store, tenant: string) => store.collection<T>(spec, tenant),
-    { spec },
-  );
+  return Object.assign((store: Store, tenant: string) => store.collection<T>(spec, tenant), { spec });
 }
 
-export const identityProviderRecords = accessorAt('identity-providers');
-export const resourceServerRecords = accessorAt('resource-servers');
-export const resourceTypeRecords = accessorAt('resource-types');
-export const resourceRecords = accessorAt('resources');
-export const clientRecords = accessorAt('clients');
-export const initialAccessTokenRecords = accessorAt('initial-access-tokens');
-export const subjectRecords = accessorAt('subjects');
-export const policyRuleRecords = accessorAt('policy-rules');
-export const policyDataRecords = accessorAt('policy-data');
+export const identityProviderRecords = accessorAt<IdentityProviderRecord>('identity-providers');
+export const resourceServerRecords = accessorAt<ResourceServerRecord>('resource-servers');
+export const resourceTypeRecords = accessorAt<ResourceTypeRecord>('resource-types');
+export const resourceRecords = accessorAt<ResourceRecord>('resources');
+export const clientRecords = accessorAt<ClientRecord>('clients');
+export const initialAccessTokenRecords = accessorAt<InitialAccessTokenRecord>('initial-access-tokens');
+export const subjectRecords = accessorAt<SubjectRecord>('subjects');
+export const policyRuleRecords = accessorAt<PolicyRuleRecord>('policy-rules');
+export const policyDataRecords = accessorAt<PolicyDataRecord>('policy-data');

@@ -9,6 +9,7 @@ export {
   policyDataRecords,
   policyRuleRecords,
   presentedForm,
+  schemaTakes,
   storedForm,
   resourceRecords,
   resourceServerRecords,
@@ -17,3 +18,17 @@ export {
   type CollectionDefinition,
   type RecordAccessor,
 } from './collections.js';
+export { CLIENT_GRANT_TYPES, REQUEST_OBJECT_SIGNING_ALGS } from './schemas.js';
+export type {
+  ClientFields,
+  ClientRecord,
+  IdentityProviderRecord,
+  InitialAccessTokenRecord,
+  PolicyDataRecord,
+  PolicyRuleRecord,
+  ResourceRecord,
+  ResourceServerRecord,
+  ResourceTypeRecord,
+  SubjectRecord,
+} from './types.js';
+export { redirectUriProblem, registrableRedirectUriProblem, webUriProblem } from './registered-uris.js';

@@ -1,7 +1,7 @@
 /**
  * `npx arbiter <command>` (scripts/arbiter.sh): what an operator does besides the Admin API, on the
  * store STORE_URL names (and CONFIG_FILE, as the server reads its configuration), through the same
- * code the server runs: records through the Admin API's AdminRecords, the store's own migrations.
+ * code the server runs: records through their repository (src/records), the store's own migrations.
  * Every command prints one JSON object on success; a failure is one line on stderr and exit 1
  * (exit 2 for a command line that is wrong).
  */
@@ -10,12 +10,11 @@ import { mkdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { AdminRecords } from '../admin/index.js';
-import { COLLECTIONS, definitionFor, storeSpecOf, type CollectionDefinition } from '../catalog/index.js';
+import { COLLECTIONS, storeSpecOf } from '../catalog/index.js';
 import { openArbiterStore, restoreArbiterStore } from '../collections.js';
 import { ConfigError, loadConfig, type Config } from '../config/index.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../migrations.js';
-import { hashClientSecret, resealProviderSecrets, rotateSigningKey } from '../oauth/index.js';
+import { clientRepository, hashClientSecret, resealProviderSecrets, rotateSigningKey } from '../oauth/index.js';
 import { DEFAULT_TENANT, migrate, schemaVersion, Sealer, SEALING_KEYS_COLLECTION, type Store } from '../store/index.js';
 import { openSealedFile, sealFile } from '../store/sealed-file.js';
 import { isTenantId, storeTenant, TENANTS_COLLECTION, TenantRegistry } from '../tenancy/index.js';
@@ -144,9 +143,7 @@ async function createClient(args: string[], config: Config): Promise<Record<stri
     ...(values.scopes !== undefined ? { scopes: list(values.scopes) } : {}),
   };
   return withStore(config, async (store) => {
-    const clients = definitionFor('clients') as CollectionDefinition;
-    const records = new AdminRecords(store, clients, await sealerFor(store, config));
-    const created = await records.create(values.tenant ?? null, body);
+    const created = await clientRepository(store).create(values.tenant ?? null, body);
     return { clientId: created.clientId, clientSecret: secret, tenant: values.tenant ?? null, id: created.id };
   });
 }

@@ -10,7 +10,8 @@ export {
 } from './keys.js';
 export { TenantProviders } from './providers.js';
 export { createTenantProvider } from './provider.js';
-export { CLIENTS_COLLECTION, clientMetadata, type ClientRecord } from './clients/records.js';
+export { CLIENTS_COLLECTION, type ClientRecord } from './clients/records.js';
+export { clientMetadata } from './clients/metadata.js';
 export { oauthEdge, type OAuthEdgeDeps } from './edge.js';
 export { REPEATABLE_QUERY_PARAMETERS } from './shared/resources.js';
 export type { ArbiterContext, ArbiterMiddleware, ArbiterState } from './state.js';
@@ -31,6 +32,5 @@ export {
   revokeSubjectArtefacts,
 } from './shared/owned-artefacts.js';
 export { hashClientSecret } from './clients/secrets.js';
-export { generateClientSecret } from './register/record.js';
-export { registrableRedirectUriProblem, webUriProblem } from './register/redirect-uri.js';
+export { CLIENT_SECRET_HASHING, clientRepository } from './clients/repository.js';
 export { enabledIdentityProvider, SignInError, UpstreamProviders } from './interactions/index.js';

@@ -1,4 +1,5 @@
 import { CLIENT_AUTH_METHODS } from './clients/auth-method.js';
+import { REQUEST_OBJECT_SIGNING_ALGS } from '../catalog/index.js';
 
 /**
  * The one routes table: the spec's endpoint paths (discovery table), given to oidc-provider as
@@ -59,8 +60,6 @@ export type AdvertisedFeatureName =
  * Arbiter keeps secrets only as BCrypt hashes, so it could never verify one. `none` is refused too:
  * an unsigned request object proves nothing the query string does not (authorize/request-object.ts).
  */
-export const REQUEST_OBJECT_SIGNING_ALGS = ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA'] as const;
-
 export const advertisedFeatures: Readonly<Record<AdvertisedFeatureName, AdvertisedFeature>> = {
   /** UMA 2.0 resource registration (spec: UMA; src/uma). */
   umaResourceRegistration: {

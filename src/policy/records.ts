@@ -1,38 +1,18 @@
-import { definitionFor, policyDataRecords, policyRuleRecords, presentedForm } from '../catalog/index.js';
-import { DEFAULT_TENANT, type CollectionSpec, type Store, type StoredDoc } from '../store/index.js';
+import {
+  definitionFor,
+  policyDataRecords,
+  policyRuleRecords,
+  presentedForm,
+  type PolicyDataRecord,
+  type PolicyRuleRecord,
+} from '../catalog/index.js';
+import { DEFAULT_TENANT, type CollectionSpec, type Store } from '../store/index.js';
 
-/** A policy rule as the Admin API stores it (collection `policy_rules`). */
-export interface PolicyRuleDoc extends StoredDoc {
-  id: number;
-  version: string | null;
-  kind: 'rego' | 'cedar';
-  /** File path inside the bundle, e.g. "arbiter/token/token.rego". */
-  path: string;
-  content: string;
-  enabled: boolean;
-  digest: string | null;
-  tenantId: string | null;
-  /** Absent or `live`: in force; `shadow`: in the candidate revision only (src/policy/shadow). */
-  mode?: 'live' | 'shadow';
-  createdAt: string;
-  updatedAt: string;
-}
+/** A policy rule as the Admin API stores it (collection `policy_rules`), its type derived from the catalog's schema. */
+export type PolicyRuleDoc = PolicyRuleRecord;
 
-/** A policy data entry as the Admin API stores it (collection `policy_data`). */
-export interface PolicyDataDoc extends StoredDoc {
-  id: number;
-  /** Dot-separated identifiers; policies see the payload at data.<dataKey>. */
-  dataKey: string;
-  /** JSON text. */
-  payload: string;
-  /** JSON Schema (JSON text) that data.<dataKey> must match, merged (bundle/data-schemas.ts). */
-  schema?: string | null;
-  version: string | null;
-  tenantId: string | null;
-  mode?: 'live' | 'shadow';
-  createdAt: string;
-  updatedAt: string;
-}
+/** A policy data entry as the Admin API stores it (collection `policy_data`); policies see its JSON payload at data.<dataKey>. */
+export type PolicyDataDoc = PolicyDataRecord;
 
 /** The shared collections of rules and data as src/catalog declares them (for the seed's id sequences, and tests). */
 export const POLICY_RULES: CollectionSpec = policyRuleRecords.spec;
@@ -75,8 +55,8 @@ export async function loadBundledRecords(store: Store): Promise<BundledRecords> 
  */
 export async function loadPolicyLayers(store: Store): Promise<{ live: BundledRecords; shadow: BundledRecords }> {
   const [rules, data] = await Promise.all([
-    policyRuleRecords<PolicyRuleDoc>(store, DEFAULT_TENANT).find({ tenantId: null }),
-    policyDataRecords<PolicyDataDoc>(store, DEFAULT_TENANT).find({ tenantId: null }),
+    policyRuleRecords(store, DEFAULT_TENANT).find({ tenantId: null }),
+    policyDataRecords(store, DEFAULT_TENANT).find({ tenantId: null }),
   ]);
   const rulesDefinition = definitionFor('policy-rules')!;
   const dataDefinition = definitionFor('policy-data')!;

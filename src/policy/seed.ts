@@ -10,7 +10,7 @@ import { projectPath } from '../config/index.js';
 import { policyDataRecords, policyRuleRecords } from '../catalog/index.js';
 import type { Logger } from '../log/index.js';
 import { ConflictError, DEFAULT_TENANT, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
-import { POLICY_DATA, POLICY_RULES, type PolicyDataDoc, type PolicyRuleDoc } from './records.js';
+import { POLICY_DATA, POLICY_RULES } from './records.js';
 
 export const POLICY_PACK_DIR = projectPath('policies');
 
@@ -45,10 +45,10 @@ export async function readPolicyPack(dir = POLICY_PACK_DIR): Promise<PolicyPack>
 }
 
 export async function seedDefaultPolicies(store: Store, log: Logger, dir = POLICY_PACK_DIR): Promise<void> {
-  const rules = policyRuleRecords<PolicyRuleDoc>(store, DEFAULT_TENANT);
+  const rules = policyRuleRecords(store, DEFAULT_TENANT);
   if ((await rules.count({ tenantId: null })) > 0) return;
   const pack = await readPolicyPack(dir);
-  const data = policyDataRecords<PolicyDataDoc>(store, DEFAULT_TENANT);
+  const data = policyDataRecords(store, DEFAULT_TENANT);
   const now = new Date().toISOString();
   const shared = { version: null, tenantId: null, createdAt: now, updatedAt: now };
   for (const rule of pack.rules) {

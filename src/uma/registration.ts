@@ -5,7 +5,7 @@ import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
-import type { Store, StoredDoc } from '../store/index.js';
+import type { Store } from '../store/index.js';
 import {
   ownedResource,
   ownerFilter,
@@ -104,10 +104,7 @@ function fieldsOf(
 /** The spec's scope ceiling: a resource of a type the Admin API defines with scopes may name only those. */
 async function assertWithinTypeCeiling(store: Store, tenant: string, body: ResourceDescription): Promise<void> {
   if (!body.type) return;
-  const definition = await resourceTypeRecords<StoredDoc & { typeUri: string; scopes?: string[] }>(
-    store,
-    tenant,
-  ).findOne({ typeUri: body.type });
+  const definition = await resourceTypeRecords(store, tenant).findOne({ typeUri: body.type });
   if (!Array.isArray(definition?.scopes)) return;
   const beyond = body.resource_scopes.filter((scope) => !definition.scopes!.includes(scope));
   if (beyond.length)

@@ -184,6 +184,18 @@ describe('Client ID metadata documents: a URL as client_id', function () {
     expect(record!.expiresAt! - Date.now()).to.be.within(23 * 3_600_000, 24 * 3_600_000);
   });
 
+  it('drops a display field the catalog schema refuses, so that the Admin API can write back what it shows', async function () {
+    const clientId = documents.serve('/clients/upper-case.json', { logo_uri: 'HTTPS://cdn.example.test/logo.png' });
+    await signIn(clientId);
+    const path = `/clients/${encodeURIComponent(clientId)}`;
+    const shown = (await server.admin('GET', path)).body;
+    expect(shown.clientUri, 'a usable one is kept').to.equal('https://app.example.test/');
+    expect(shown, 'the logo URI the schema refuses').to.not.have.property('logoUri');
+    const { id: _id, createdAt: _created, updatedAt: _updated, ...body } = shown;
+    const replaced = await server.admin('PUT', path, body);
+    expect(replaced.status, JSON.stringify(replaced.body)).to.equal(200);
+  });
+
   it('creates a public client with registrationType cimd that the Admin API lists', async function () {
     const clientId = documents.serve('/clients/app.json');
     const listed = (await server.admin('GET', '/clients')).body as any[];

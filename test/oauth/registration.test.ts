@@ -257,6 +257,15 @@ describe('dynamic client registration', function () {
       expect(withPrivate.body.error_description).to.match(/public keys only/);
     });
 
+    it('refuses what the catalog schema refuses, so that every registered client is one the Admin API can replace', async function () {
+      // The URL parser reads HTTPS: as https:, the catalog's schema (the Admin API's) takes only a lower-case scheme:
+      // stored, it would be a client that no Admin PUT of what GET shows could write back.
+      const answer = await register({ ...metadata, client_uri: 'HTTPS://app.example.test/' });
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(400);
+      expect(answer.body).to.deep.include({ error: 'invalid_client_metadata' });
+      expect(answer.body.error_description).to.match(/^client_uri must match pattern/);
+    });
+
     it('fills in the defaults, generates a UUID and a 32-character secret kept only as a BCrypt hash', async function () {
       const softwareId = '3f2b9c1a-7d4e-4f5a-8b6c-9d0e1f2a3b4c';
       const { status, body } = await register({

@@ -37,8 +37,7 @@ describe('Upgrading a store seeded by 0.1: the default introspection rule', func
     return store;
   }
 
-  const stored = async (store: Store) =>
-    (await policyRuleRecords<{ id: number; content: string }>(store, DEFAULT_TENANT).get(1))!.content;
+  const stored = async (store: Store) => (await policyRuleRecords(store, DEFAULT_TENANT).get(1))!.content;
 
   it('is replaced with the current pack when still as 0.1 seeded it', async function () {
     expect(CURRENT).not.to.equal(SEEDED_0_1);

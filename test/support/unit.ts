@@ -77,13 +77,21 @@ export async function saveClient(
 ): Promise<void> {
   const records = clientRecords(store, tenant);
   const id = await store.nextSequence(clientRecords.spec.name);
-  await records.insert({ id, clientId, clientType: 'confidential', enabled: true, scopes: ['read'], ...fields });
+  await records.insert({
+    id,
+    tenantId: null,
+    clientId,
+    clientType: 'confidential',
+    enabled: true,
+    scopes: ['read'],
+    ...fields,
+  });
 }
 
 /** A subject record in `store`. */
 export async function saveSubject(store: Store, subjectId: string, fields: Record<string, unknown> = {}) {
   const id = await store.nextSequence(subjectRecords.spec.name);
-  await subjectRecords(store, TENANT).insert({ id, subjectId, ...fields });
+  await subjectRecords(store, TENANT).insert({ id, tenantId: null, subjectId, ...fields });
 }
 
 /** A resource server record in `store`. */
@@ -93,7 +101,7 @@ export async function saveResourceServer(
   fields: Record<string, unknown> = {},
 ) {
   const id = await store.nextSequence(resourceServerRecords.spec.name);
-  await resourceServerRecords(store, TENANT).insert({ id, resourceIndicator, enabled: true, ...fields });
+  await resourceServerRecords(store, TENANT).insert({ id, tenantId: null, resourceIndicator, enabled: true, ...fields });
 }
 
 /** The OAuth error a promise rejects with: its code, description and status (oidc-provider's or Arbiter's errors). */

@@ -2,7 +2,7 @@ import { decodeJwt } from 'jose';
 import type { Next } from 'koa';
 import type Provider from 'oidc-provider';
 import type { ConfigurationSlice } from '../context.js';
-import { REQUEST_OBJECT_SIGNING_ALGS } from '../routes.js';
+import { REQUEST_OBJECT_SIGNING_ALGS } from '../../catalog/index.js';
 import { assertShallowJson } from '../shared/form-body.js';
 import type { ArbiterContext } from '../state.js';
 import type { Tenant } from '../../tenancy/index.js';

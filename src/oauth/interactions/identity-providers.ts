@@ -1,22 +1,9 @@
-import { identityProviderRecords } from '../../catalog/index.js';
-import type { Sealer, Store, StoredDoc } from '../../store/index.js';
+import { identityProviderRecords, type IdentityProviderRecord } from '../../catalog/index.js';
+import type { Sealer, Store } from '../../store/index.js';
 import { SignInError, unavailable } from './errors.js';
 
-/** An upstream OpenID provider as kept by the Admin API (spec: "Admin API objects", identity provider). */
-export interface IdentityProviderRecord extends StoredDoc {
-  id: number;
-  idpId: string;
-  issuer: string;
-  name?: string;
-  enabled?: boolean;
-  clientId?: string;
-  clientSecret?: string;
-  scopes?: string[];
-  authorizationEndpoint?: string;
-  tokenEndpoint?: string;
-  userinfoEndpoint?: string;
-  jwksUri?: string;
-}
+/** An upstream OpenID provider as kept in the catalog (spec: "Admin API objects", identity provider). */
+export type { IdentityProviderRecord };
 
 /** Authorization request parameter naming the upstream provider (its idpId) when a tenant has several. */
 export const UPSTREAM_IDP_PARAM = 'upstream_idp';
@@ -32,7 +19,7 @@ export async function chooseIdentityProvider(
   tenant: string,
   requested: unknown,
 ): Promise<IdentityProviderRecord> {
-  const providers = identityProviderRecords<IdentityProviderRecord>(store, tenant);
+  const providers = identityProviderRecords(store, tenant);
   if (typeof requested === 'string' && requested !== '') {
     const named = await enabledIdentityProvider(store, sealer, tenant, requested);
     if (!named) throw new SignInError('invalid_request', `${UPSTREAM_IDP_PARAM} names no enabled identity provider`);
@@ -51,7 +38,7 @@ export async function enabledIdentityProvider(
   tenant: string,
   idpId: string,
 ): Promise<IdentityProviderRecord | null> {
-  const named = await identityProviderRecords<IdentityProviderRecord>(store, tenant).findOne({ idpId });
+  const named = await identityProviderRecords(store, tenant).findOne({ idpId });
   return named && named.enabled !== false ? unsealed(named, sealer) : null;
 }
 
@@ -62,7 +49,7 @@ export async function identityProviderById(
   tenant: string,
   id: number,
 ): Promise<IdentityProviderRecord> {
-  const record = await identityProviderRecords<IdentityProviderRecord>(store, tenant).get(id);
+  const record = await identityProviderRecords(store, tenant).get(id);
   if (!record || record.enabled === false)
     throw unavailable('the identity provider of this sign-in is no longer available');
   return unsealed(record, sealer);

@@ -1,7 +1,6 @@
 import { subjectRecords } from '../../catalog/index.js';
 import type { Decision } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
-import type { SubjectRecord } from '../shared/subject-input.js';
 import { permissionsInForce } from '../token/grants/uma-ticket/permissions.js';
 import type { TokenModel } from '../state.js';
 import { resourceOf } from './decide.js';
@@ -63,7 +62,7 @@ function audienceOf(token: TokenModel): string | string[] | undefined {
 }
 
 async function usernameOf(store: Store, tenant: string, sub: string): Promise<string | undefined> {
-  const subject = await subjectRecords<SubjectRecord>(store, tenant).findOne({ subjectId: sub });
+  const subject = await subjectRecords(store, tenant).findOne({ subjectId: sub });
   return subject?.preferredUsername ?? undefined;
 }
 

@@ -11,7 +11,7 @@ import type { ValidatedMetadata } from './validation.js';
 /** What an allowing `register` decision gives the client. */
 export interface RegistrationGrant {
   scopes: string[];
-  grantTypes: string[];
+  grantTypes: ValidatedMetadata['grant_types'];
   grantedResources: GrantedResource[];
 }
 
@@ -59,7 +59,7 @@ export async function decideRegistration(
 }
 
 /** The grants the decision entitles, never beyond those asked for; none left is a denial. */
-function grantTypesOf(decided: unknown, requested: string[]): string[] {
+function grantTypesOf(decided: unknown, requested: ValidatedMetadata['grant_types']): ValidatedMetadata['grant_types'] {
   const grants = Array.isArray(decided) ? requested.filter((grant) => decided.includes(grant)) : requested;
   if (grants.length === 0)
     throw new HttpError(

@@ -7,11 +7,12 @@ import { createOutbound, outboundOptionsOf } from '../../http/outbound.js';
 import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import type { ClientRecord } from '../clients/records.js';
+import { clientRepository } from '../clients/repository.js';
 import { routes } from '../routes.js';
 import { decideRegistration } from './decision.js';
 import { InitialAccessTokens, type PresentedToken } from './initial-access-tokens.js';
 import { markAuthenticated } from '../../audit/facts.js';
-import { clientForToken, clientsOf, createClient, updateClient } from './record.js';
+import { clientForToken, createClient, updateClient } from './record.js';
 import { clientInformation } from './response.js';
 import { revokeDeletedClient } from '../shared/owned-artefacts.js';
 import { SoftwareStatements, type SoftwareStatement } from './statement.js';
@@ -70,12 +71,11 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
   /** POST /register (RFC 7591). */
   const registerClient = async (ctx: ArbiterContext): Promise<void> => {
     if (ctx.method !== 'POST') throw methodNotAllowed(ctx, 'POST');
-    const tenant = ctx.state.tenant.name;
     const initialAccessToken = await initialAccessTokens.presented(ctx);
     const body = await jsonObject(ctx, config.maxBodyBytes);
     const { metadata, grant, statement } = await register(ctx, body, undefined, initialAccessToken);
     if (initialAccessToken) await initialAccessTokens.consume(ctx, initialAccessToken);
-    const { record, issued } = await createClient(store, tenant, ctx.state.tenant.id, metadata, grant, statement);
+    const { record, issued } = await createClient(store, ctx.state.tenant.id, metadata, grant, statement);
     if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
     // A valid registration access token: this caller's refusals are audited in full.
     markAuthenticated(ctx.state);
@@ -108,7 +108,7 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
         registrationAccessToken: token,
       });
     } else if (ctx.method === 'DELETE') {
-      await clientsOf(store, tenant).delete(record.id);
+      await clientRepository(store).remove(record.tenantId, record);
       // RFC 7592 §2.3: the client's grants and tokens go with it (and its UMA delegations and tickets).
       await revokeDeletedClient(store, tenant, record.clientId);
       ctx.status = 204;
@@ -122,7 +122,7 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
           { field: 'client_id' },
         );
       const { metadata, grant, statement } = await register(ctx, body, record);
-      const updated = await updateClient(store, tenant, record, metadata, grant, statement);
+      const updated = await updateClient(store, record, metadata, grant, statement);
       if (!updated) throw invalidToken(ctx, 'the registration access token was rotated by another update');
       ctx.body = clientInformation(requestIssuer(config.issuer, ctx.state.tenant), updated.record, updated.issued);
     }

@@ -1,18 +1,7 @@
-import { initialAccessTokenRecords } from '../../catalog/index.js';
+import { initialAccessTokenRecords, type InitialAccessTokenRecord } from '../../catalog/index.js';
 import type { ArbiterContext } from '../state.js';
 import { bearerToken, invalidToken } from '../../http/bearer.js';
-import { storageDigest, type Store, type StoredDoc, type TenantCollection } from '../../store/index.js';
-
-/** An operator-issued initial access token (Admin API collection `initial-access-tokens`). */
-interface InitialAccessTokenRecord extends StoredDoc {
-  id: number;
-  name?: string;
-  tokenDigest: string;
-  /** How many registrations it allows; absent: any number. */
-  uses?: number;
-  used: number;
-  expiresAt?: string;
-}
+import { storageDigest, type Store, type TenantCollection } from '../../store/index.js';
 
 export interface PresentedToken {
   id: number;
@@ -52,7 +41,7 @@ export class InitialAccessTokens {
   }
 
   private tokens(ctx: ArbiterContext): TenantCollection<InitialAccessTokenRecord> {
-    return initialAccessTokenRecords<InitialAccessTokenRecord>(this.store, ctx.state.tenant.name);
+    return initialAccessTokenRecords(this.store, ctx.state.tenant.name);
   }
 }
 

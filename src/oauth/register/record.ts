@@ -1,12 +1,14 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { storageDigest, type Store, type TenantCollection } from '../../store/index.js';
-import { hashClientSecret } from '../clients/secrets.js';
-import { CLIENTS_COLLECTION, clientsCollection, type ClientRecord } from '../clients/records.js';
+import { definitionFor, type ClientFields } from '../../catalog/index.js';
+import { HttpError } from '../../http/errors.js';
+import type { Written } from '../../records/index.js';
+import { storageDigest, type Store } from '../../store/index.js';
+import { recordFieldsOf } from '../clients/metadata.js';
+import { clientsCollection, type ClientRecord } from '../clients/records.js';
+import { clientRepository, STORE_FIELDS } from '../clients/repository.js';
 import type { RegistrationGrant } from './decision.js';
 import type { SoftwareStatement } from './statement.js';
 import type { ValidatedMetadata } from './validation.js';
-
-const SECRET_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
 /** The one-time values a registration hands out; only their hash and digest are stored. */
 export interface IssuedCredentials {
@@ -17,88 +19,95 @@ export interface IssuedCredentials {
 /** The methods that authenticate with the client secret (private_key_jwt clients get none). */
 const usesSecret = (method: string | undefined) => method === 'client_secret_basic' || method === 'client_secret_post';
 
-/** A random secret of 32 characters from [A-Za-z0-9] (about 190 bits), without modulo bias. */
-export function generateClientSecret(): string {
-  let secret = '';
-  while (secret.length < 32) {
-    for (const byte of randomBytes(48)) {
-      if (byte < 248 && secret.length < 32) secret += SECRET_ALPHABET[byte % 62];
-    }
-  }
-  return secret;
-}
+/** Where the catalog shows a generated client secret this once (CollectionDefinition.hashedSecret). */
+const GENERATED_SECRET = definitionFor('clients')!.hashedSecret!.shownAs;
+
+/**
+ * The registration's own fields, which an RFC 7592 update replaces; every other field of the
+ * record (enabled, post-logout URIs: an operator's) is kept.
+ */
+const REGISTRATION_OWNED = [
+  'clientName',
+  'clientUri',
+  'logoUri',
+  'tosUri',
+  'policyUri',
+  'contacts',
+  'jwksUri',
+  'jwks',
+  'requirePushedAuthorizationRequests',
+  'requestObjectSigningAlg',
+  'softwareId',
+  'softwareVersion',
+  'softwareStatement',
+  'softwareStatementJwt',
+] as const satisfies readonly (keyof ClientFields)[];
 
 export function generateRegistrationAccessToken(): string {
   return randomBytes(32).toString('base64url');
 }
 
-/**
- * The Arbiter client collection: the Admin API's, the one oidc-provider reads clients from
- * (clients/records.ts), tenant by tenant.
- */
-export function clientsOf(store: Store, tenant: string): TenantCollection<ClientRecord> {
-  return clientsCollection(store, tenant);
-}
-
-/** The registration's own fields of a client record (what a PUT replaces). */
+/** The registration's fields of a client record (what an update replaces), in the catalog's names. */
 function registeredFields(
   metadata: ValidatedMetadata,
   grant: RegistrationGrant,
   statement: { jwt: string; read: SoftwareStatement } | null,
-): Partial<ClientRecord> {
-  const fields: Partial<ClientRecord> = {
+): Partial<ClientFields> {
+  const fields: Partial<ClientFields> = {
+    ...recordFieldsOf(metadata),
     clientType: metadata.token_endpoint_auth_method === 'none' ? 'public' : 'confidential',
-    redirectUris: metadata.redirect_uris,
-    tokenEndpointAuthMethod: metadata.token_endpoint_auth_method,
     grantTypes: grant.grantTypes,
     responseTypes: grant.grantTypes.includes('authorization_code') ? ['code'] : [],
     scopes: grant.scopes,
     grantedResources: grant.grantedResources,
-    clientName: metadata.client_name,
-    clientUri: metadata.client_uri,
-    logoUri: metadata.logo_uri,
-    tosUri: metadata.tos_uri,
-    policyUri: metadata.policy_uri,
-    contacts: metadata.contacts,
-    jwksUri: metadata.jwks_uri,
-    jwks: metadata.jwks,
-    requirePushedAuthorizationRequests: metadata.require_pushed_authorization_requests,
-    requestObjectSigningAlg: metadata.request_object_signing_alg,
-    softwareId: metadata.software_id,
-    softwareVersion: metadata.software_version,
     softwareStatement: statement?.read.claims,
     softwareStatementJwt: statement?.jwt,
   };
-  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<ClientRecord>;
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+}
+
+/**
+ * A write through the client repository (src/records), validated by the catalog's client schema
+ * like an Admin API write; what that schema refuses is the registration's metadata error.
+ */
+async function throughRepository(write: () => Promise<Written<ClientRecord>>): Promise<Written<ClientRecord>> {
+  try {
+    return await write();
+  } catch (error) {
+    if (error instanceof HttpError && error.status === 400)
+      throw new HttpError(400, 'invalid_client_metadata', error.message, error.details);
+    throw error;
+  }
+}
+
+/** The credentials shown once: the generated secret (if any) and the new registration access token. */
+function issuedOf(written: Written<ClientRecord>, registrationAccessToken: string): IssuedCredentials {
+  const clientSecret = written.shownOnce[GENERATED_SECRET];
+  return { registrationAccessToken, ...(clientSecret ? { clientSecret } : {}) };
 }
 
 /** Creates the client; returns it with the secret and registration access token in clear, this once. */
 export async function createClient(
   store: Store,
-  tenant: string,
   tenantId: string | null,
   metadata: ValidatedMetadata,
   grant: RegistrationGrant,
   statement: { jwt: string; read: SoftwareStatement } | null,
 ): Promise<{ record: ClientRecord; issued: IssuedCredentials }> {
   const fields = registeredFields(metadata, grant, statement);
-  const issued: IssuedCredentials = { registrationAccessToken: generateRegistrationAccessToken() };
-  if (usesSecret(fields.tokenEndpointAuthMethod)) issued.clientSecret = generateClientSecret();
-  const now = new Date();
-  const record = {
-    ...fields,
-    id: await store.nextSequence(CLIENTS_COLLECTION),
-    clientId: randomUUID(),
-    enabled: true,
-    registrationType: 'dcr',
-    ...(issued.clientSecret ? { clientSecret: await hashClientSecret(issued.clientSecret) } : {}),
-    registrationAccessTokenDigest: storageDigest(issued.registrationAccessToken!),
-    clientIdIssuedAt: Math.floor(now.getTime() / 1000),
-    tenantId,
-    createdAt: now.toISOString(),
-    updatedAt: now.toISOString(),
-  } as ClientRecord;
-  return { record: await clientsOf(store, tenant).insert(record), issued };
+  const registrationAccessToken = generateRegistrationAccessToken();
+  const written = await throughRepository(() =>
+    clientRepository(store).createRecord(tenantId, {
+      ...fields,
+      clientId: randomUUID(),
+      registrationType: 'dcr',
+      ...(usesSecret(fields.tokenEndpointAuthMethod) ? { generateClientSecret: true } : {}),
+      registrationAccessTokenDigest: storageDigest(registrationAccessToken),
+      clientIdIssuedAt: Math.floor(Date.now() / 1000),
+      tenantId,
+    }),
+  );
+  return { record: written.record, issued: issuedOf(written, registrationAccessToken) };
 }
 
 /**
@@ -112,54 +121,47 @@ export async function createClient(
  */
 export async function updateClient(
   store: Store,
-  tenant: string,
   existing: ClientRecord,
   metadata: ValidatedMetadata,
   grant: RegistrationGrant,
   statement: { jwt: string; read: SoftwareStatement } | null,
 ): Promise<{ record: ClientRecord; issued: IssuedCredentials } | null> {
   const fields = registeredFields(metadata, grant, statement);
-  const issued: IssuedCredentials = { registrationAccessToken: generateRegistrationAccessToken() };
-  const registrationAccessTokenDigest = storageDigest(issued.registrationAccessToken!);
+  const registrationAccessToken = generateRegistrationAccessToken();
+  const registrationAccessTokenDigest = storageDigest(registrationAccessToken);
+  const clients = clientRepository(store);
   // Compare and set: of two updates with the same token, one wins and the other is refused.
-  const claimed = await clientsOf(store, tenant).update(
-    existing.id,
-    { registrationAccessTokenDigest },
-    { registrationAccessTokenDigest: existing.registrationAccessTokenDigest as string },
-  );
+  const claimed = await clients
+    .collection(existing.tenantId)
+    .update(
+      existing.id,
+      { registrationAccessTokenDigest },
+      { registrationAccessTokenDigest: existing.registrationAccessTokenDigest as string },
+    );
   if (!claimed) return null;
   const keepsSecret =
     usesSecret(fields.tokenEndpointAuthMethod) &&
     existing.tokenEndpointAuthMethod === fields.tokenEndpointAuthMethod &&
     typeof existing.clientSecret === 'string';
-  if (usesSecret(fields.tokenEndpointAuthMethod) && !keepsSecret) issued.clientSecret = generateClientSecret();
-  const { clientSecret: oldSecret, ...kept } = existing;
-  const registrationOwned = [
-    'clientName',
-    'clientUri',
-    'logoUri',
-    'tosUri',
-    'policyUri',
-    'contacts',
-    'jwksUri',
-    'jwks',
-    'requirePushedAuthorizationRequests',
-    'requestObjectSigningAlg',
-    'softwareId',
-    'softwareVersion',
-    'softwareStatement',
-    'softwareStatementJwt',
-  ];
-  for (const field of registrationOwned) delete (kept as Record<string, unknown>)[field];
-  const record = {
-    ...kept,
-    ...fields,
-    ...(keepsSecret ? { clientSecret: oldSecret } : {}),
-    ...(issued.clientSecret ? { clientSecret: await hashClientSecret(issued.clientSecret) } : {}),
-    registrationAccessTokenDigest,
-    updatedAt: new Date().toISOString(),
-  } as ClientRecord;
-  return { record: await clientsOf(store, tenant).upsert(record), issued };
+  const kept: Record<string, unknown> = { ...existing };
+  for (const field of [...STORE_FIELDS, ...REGISTRATION_OWNED, 'clientSecret']) delete kept[field];
+  const written = await throughRepository(() =>
+    clients.replaceRecord(
+      existing.tenantId,
+      existing,
+      {
+        ...kept,
+        ...fields,
+        ...(keepsSecret ? { clientSecret: existing.clientSecret } : {}),
+        ...(usesSecret(fields.tokenEndpointAuthMethod) && !keepsSecret ? { generateClientSecret: true } : {}),
+        registrationAccessTokenDigest,
+        tenantId: existing.tenantId,
+      },
+      // Every secret the client keeps is given: one left out (a move to `none`) goes.
+      { keepOmittedSecrets: false },
+    ),
+  );
+  return { record: written.record, issued: issuedOf(written, registrationAccessToken) };
 }
 
 /**
@@ -173,7 +175,7 @@ export async function clientForToken(
   clientId: string,
   token: string,
 ): Promise<ClientRecord | null> {
-  const record = await clientsOf(store, tenant).findOne({ clientId });
+  const record = await clientsCollection(store, tenant).findOne({ clientId });
   const stored = record?.registrationAccessTokenDigest;
   if (!record || typeof stored !== 'string') {
     storageDigest(token);

@@ -1,4 +1,5 @@
 import type { ClientRecord } from '../clients/records.js';
+import { registeredMetadataOf } from '../clients/metadata.js';
 import { routes } from '../routes.js';
 import type { IssuedCredentials } from './record.js';
 
@@ -22,23 +23,11 @@ export function clientInformation(
     ...(issued.clientSecret ? { client_secret: issued.clientSecret } : {}),
     client_id_issued_at: record.clientIdIssuedAt,
     client_secret_expires_at: 0,
+    ...registeredMetadataOf(record),
     redirect_uris: record.redirectUris ?? [],
     grant_types: record.grantTypes ?? [],
     response_types: record.responseTypes ?? [],
-    token_endpoint_auth_method: record.tokenEndpointAuthMethod,
-    client_name: record.clientName,
-    client_uri: record.clientUri,
-    logo_uri: record.logoUri,
-    tos_uri: record.tosUri,
-    policy_uri: record.policyUri,
-    contacts: record.contacts,
     scope: record.scopes?.length ? record.scopes.join(' ') : undefined,
-    jwks_uri: record.jwksUri,
-    jwks: record.jwks,
-    require_pushed_authorization_requests: record.requirePushedAuthorizationRequests,
-    request_object_signing_alg: record.requestObjectSigningAlg,
-    software_id: record.softwareId,
-    software_version: record.softwareVersion,
     software_statement: record.softwareStatementJwt,
     granted_resources: record.grantedResources?.length ? record.grantedResources : undefined,
     registration_client_uri: registrationClientUri(issuer, record.clientId),

@@ -1,74 +1,30 @@
 import { createPublicKey } from 'node:crypto';
-import { registrableRedirectUriProblem, webUriProblem } from './redirect-uri.js';
+import type { ErrorObject, ValidateFunction } from 'ajv';
+import { definitionFor, registrableRedirectUriProblem, webUriProblem, type ClientRecord } from '../../catalog/index.js';
 import { HttpError } from '../../http/errors.js';
-import { REQUEST_OBJECT_SIGNING_ALGS } from '../routes.js';
+import { ajv } from '../../http/validation.js';
+import { memberOfField, recordFieldsOf, type RegisteredMetadata } from '../clients/metadata.js';
 
-/** The grants Arbiter answers at /token (oidc-provider's built-ins, each gated by the `token` policy). */
-export const SUPPORTED_GRANT_TYPES = [
-  'authorization_code',
-  'refresh_token',
-  'client_credentials',
-  'urn:ietf:params:oauth:grant-type:token-exchange',
-] as const;
-export const AUTH_METHODS = ['none', 'client_secret_post', 'client_secret_basic', 'private_key_jwt'] as const;
-export const DEFAULT_GRANT_TYPES = ['authorization_code', 'refresh_token'];
-export const DEFAULT_AUTH_METHOD = 'client_secret_basic';
+const DEFAULT_GRANT_TYPES: NonNullable<ClientRecord['grantTypes']> = ['authorization_code', 'refresh_token'];
+const DEFAULT_AUTH_METHOD = 'client_secret_basic';
 
 /** Client metadata (RFC 7591 names) once validated and defaulted: exactly what gets registered. */
-export interface ValidatedMetadata {
-  redirect_uris: string[];
-  token_endpoint_auth_method: (typeof AUTH_METHODS)[number];
-  grant_types: string[];
-  response_types: string[];
-  client_name?: string;
-  client_uri?: string;
-  logo_uri?: string;
-  tos_uri?: string;
-  policy_uri?: string;
-  contacts?: string[];
-  scope?: string;
-  jwks_uri?: string;
-  jwks?: { keys: Record<string, unknown>[] };
-  software_id?: string;
-  software_version?: string;
-  /** RFC 9126 §6. */
-  require_pushed_authorization_requests?: boolean;
-  /** OIDC Dynamic Client Registration §2, RFC 9101 §9: one of REQUEST_OBJECT_SIGNING_ALGS. */
-  request_object_signing_alg?: string;
-}
+export type ValidatedMetadata = RegisteredMetadata &
+  Required<
+    Pick<RegisteredMetadata, 'redirect_uris' | 'token_endpoint_auth_method' | 'grant_types' | 'response_types'>
+  > & {
+    /** Asked for, not registered: the `register` decision grants the scopes. */
+    scope?: string;
+  };
 
-/** The metadata fields Arbiter registers; every other member of a request is ignored (RFC 7591 §2). */
-export const REGISTERED_FIELDS = [
-  'redirect_uris',
-  'token_endpoint_auth_method',
-  'grant_types',
-  'response_types',
-  'client_name',
-  'client_uri',
-  'logo_uri',
-  'tos_uri',
-  'policy_uri',
-  'contacts',
-  'scope',
-  'jwks_uri',
-  'jwks',
-  'software_id',
-  'software_version',
-  'require_pushed_authorization_requests',
-  'request_object_signing_alg',
-] as const;
-
-const MAX_STRING = 2048;
 const MAX_URIS = 100;
 const MAX_KEYS = 20;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-/** ajv-formats' e-mail syntax (the Admin API's), with a dotted domain. */
-const EMAIL =
-  /^[a-z0-9.!#$%&'*+/=?^_`{|}~-]{1,64}@[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)+$/i;
 /** RFC 6749 scope-token characters. */
 const SCOPE = /^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/;
 /** JWK members that only a private or symmetric key has. */
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+/** What a format of the catalog's schema means, in a registration error (`software_id must be a UUID`). */
+const FORMAT_WORDS: Record<string, string> = { uuid: 'a UUID', email: 'e-mail addresses', uri: 'absolute URIs' };
 
 const metadataError = (field: string, description: string) =>
   new HttpError(400, 'invalid_client_metadata', `${field} ${description}`, { field });
@@ -76,208 +32,155 @@ const redirectError = (description: string) =>
   new HttpError(400, 'invalid_redirect_uri', `redirect_uris ${description}`, { field: 'redirect_uris' });
 
 /**
- * Validates a registration request (RFC 7591 §2) and fills in the defaults. Throws a 400
- * `invalid_redirect_uri` or `invalid_client_metadata` whose description names the field.
+ * Validates a registration request (RFC 7591 §2) and fills in the defaults. Its members are read
+ * as the client record they become (clients/metadata.ts) and validated by the catalog's client
+ * schema, the one validator every client is written through (src/records); the rules only
+ * registration has are the named checks around it. Throws a 400 `invalid_redirect_uri` or
+ * `invalid_client_metadata` whose description names the member.
  */
 export function validateMetadata(body: Record<string, unknown>): ValidatedMetadata {
-  const authMethod =
-    optional(body, 'token_endpoint_auth_method', (value) => {
-      if (typeof value !== 'string' || !(AUTH_METHODS as readonly string[]).includes(value))
-        throw metadataError('token_endpoint_auth_method', `must be one of ${AUTH_METHODS.join(', ')}`);
-      return value as ValidatedMetadata['token_endpoint_auth_method'];
-    }) ?? DEFAULT_AUTH_METHOD;
-  const grantTypes = optional(body, 'grant_types', (value) => grantTypesOf(value)) ?? [...DEFAULT_GRANT_TYPES];
-  const responseTypes =
-    optional(body, 'response_types', (value) => {
-      const types = uniqueStrings(value, 'response_types', 10);
-      if (types.some((type) => type !== 'code')) throw metadataError('response_types', "may only contain 'code'");
-      return types;
-    }) ?? (grantTypes.includes('authorization_code') ? ['code'] : []);
-  if (responseTypes.includes('code') !== grantTypes.includes('authorization_code')) {
-    throw metadataError('response_types', "must be ['code'] exactly when grant_types contains authorization_code");
-  }
-  if (authMethod === 'none' && grantTypes.includes('client_credentials'))
-    throw metadataError('grant_types', 'client_credentials needs a confidential token_endpoint_auth_method');
-
-  const metadata: ValidatedMetadata = {
-    redirect_uris: redirectUris(body.redirect_uris),
-    token_endpoint_auth_method: authMethod,
-    grant_types: grantTypes,
-    response_types: responseTypes,
-  };
-  assign(
-    metadata,
-    'client_name',
-    optional(body, 'client_name', (value) => text(value, 'client_name')),
-  );
-  for (const field of ['client_uri', 'logo_uri', 'tos_uri', 'policy_uri'] as const) {
-    assign(
-      metadata,
-      field,
-      optional(body, field, (value) => webUri(value, field, 'page')),
-    );
-  }
-  assign(
-    metadata,
-    'contacts',
-    optional(body, 'contacts', (value) => {
-      const contacts = uniqueStrings(value, 'contacts', 20);
-      if (contacts.some((contact) => contact.length > 254 || !EMAIL.test(contact)))
-        throw metadataError('contacts', 'must be e-mail addresses');
-      return contacts;
-    }),
-  );
-  assign(
-    metadata,
-    'scope',
-    optional(body, 'scope', (value) => {
-      if (typeof value !== 'string' || value.length > MAX_STRING || (value !== '' && !SCOPE.test(value)))
-        throw metadataError('scope', 'must be a space-separated list of scope tokens');
-      return value === '' ? undefined : value;
-    }),
-  );
-  assign(
-    metadata,
-    'jwks_uri',
-    optional(body, 'jwks_uri', (value) => webUri(value, 'jwks_uri', 'jwks')),
-  );
-  assign(
-    metadata,
-    'jwks',
-    optional(body, 'jwks', (value) => jwkSet(value)),
-  );
-  assign(
-    metadata,
-    'software_id',
-    optional(body, 'software_id', (value) => {
-      if (typeof value !== 'string' || !UUID.test(value)) throw metadataError('software_id', 'must be a UUID');
-      return value.toLowerCase();
-    }),
-  );
-  assign(
-    metadata,
-    'software_version',
-    optional(body, 'software_version', (value) => text(value, 'software_version')),
-  );
-
-  assign(
-    metadata,
-    'require_pushed_authorization_requests',
-    optional(body, 'require_pushed_authorization_requests', (value) => {
-      if (typeof value !== 'boolean') throw metadataError('require_pushed_authorization_requests', 'must be a boolean');
-      return value;
-    }),
-  );
-  assign(
-    metadata,
-    'request_object_signing_alg',
-    optional(body, 'request_object_signing_alg', (value) => {
-      if (typeof value !== 'string' || !(REQUEST_OBJECT_SIGNING_ALGS as readonly string[]).includes(value))
-        throw metadataError('request_object_signing_alg', `must be one of ${REQUEST_OBJECT_SIGNING_ALGS.join(', ')}`);
-      return value;
-    }),
-  );
-
-  if (metadata.jwks && metadata.jwks_uri) throw metadataError('jwks', 'and jwks_uri must not both be present');
-  if (metadata.request_object_signing_alg && !metadata.jwks_uri && !metadata.jwks?.keys.length) {
-    throw metadataError('request_object_signing_alg', 'needs jwks or jwks_uri to verify request objects with');
-  }
-  if (authMethod === 'private_key_jwt' && !metadata.jwks_uri && !metadata.jwks?.keys.length) {
-    throw metadataError('token_endpoint_auth_method', 'private_key_jwt needs jwks or jwks_uri');
-  }
-  return metadata;
+  const given = givenMembers(body);
+  checkRedirectUris(given.redirect_uris);
+  checkWebUris(given);
+  const scope = scopeOf(given.scope);
+  checkAgainstCatalog(given);
+  const { scope: _scope, ...registered } = given;
+  const metadata = withDefaults(registered as RegisteredMetadata);
+  for (const check of CROSS_MEMBER_CHECKS) check(metadata);
+  if (metadata.jwks) checkPublicKeys(metadata.jwks.keys);
+  return scope === undefined ? metadata : { ...metadata, scope };
 }
 
-/** A member's value through `check`; undefined when absent or null (null means "not given", RFC 7591 §2). */
-function optional<T>(body: Record<string, unknown>, field: string, check: (value: unknown) => T): T | undefined {
-  const value = body[field];
-  return value === undefined || value === null ? undefined : check(value);
+/** The members Arbiter registers (and `scope`); null means "not given" (RFC 7591 §2), any other member is ignored. */
+function givenMembers(body: Record<string, unknown>): Record<string, unknown> {
+  const names = [...Object.values(memberOfField), 'scope'];
+  return Object.fromEntries(
+    names
+      .filter((member) => body[member] !== undefined && body[member] !== null)
+      .map((member) => [member, body[member]]),
+  );
 }
 
-function assign<K extends keyof ValidatedMetadata>(
-  metadata: ValidatedMetadata,
-  field: K,
-  value: ValidatedMetadata[K] | undefined,
-): void {
-  if (value !== undefined) metadata[field] = value;
-}
-
-function redirectUris(value: unknown): string[] {
-  if (value === undefined || value === null) throw redirectError('is required');
+/** Registration's own rule (OAuth 2.1 §2.3.1, RFC 9700 §4.1.3): at least one redirect URI, each registrable. */
+function checkRedirectUris(value: unknown): void {
+  if (value === undefined) throw redirectError('is required');
   if (!Array.isArray(value) || value.length === 0) throw redirectError('must be a non-empty array');
   if (value.length > MAX_URIS) throw redirectError(`must not list more than ${MAX_URIS} URIs`);
-  const uris = value.map((uri) => {
+  for (const uri of value) {
     const problem = typeof uri === 'string' ? registrableRedirectUriProblem(uri) : 'must be absolute URIs';
     if (problem) throw redirectError(problem);
-    return uri as string;
-  });
-  return [...new Set(uris)];
-}
-
-function grantTypesOf(value: unknown): string[] {
-  const grants = uniqueStrings(value, 'grant_types', 10);
-  if (grants.length === 0) throw metadataError('grant_types', 'must not be empty');
-  const unsupported = grants.filter((grant) => !(SUPPORTED_GRANT_TYPES as readonly string[]).includes(grant));
-  if (unsupported.length)
-    throw metadataError(
-      'grant_types',
-      `contains unsupported grant types: ${unsupported.map((grant) => grant.slice(0, 100)).join(', ')}`,
-    );
-  return grants;
-}
-
-function uniqueStrings(value: unknown, field: string, max: number): string[] {
-  if (
-    !Array.isArray(value) ||
-    value.length > max ||
-    value.some((entry) => typeof entry !== 'string' || entry.length === 0 || entry.length > MAX_STRING)
-  ) {
-    throw metadataError(field, `must be an array of at most ${max} non-empty strings`);
   }
-  return [...new Set(value as string[])];
 }
 
-function text(value: unknown, field: string): string {
-  if (typeof value !== 'string' || value.length > MAX_STRING)
-    throw metadataError(field, `must be a string of at most ${MAX_STRING} characters`);
-  return value;
+/** The client's pages (http or https) and its JWK Set's URI (https, no fragment), as the catalog's registeredUris check them. */
+function checkWebUris(given: Record<string, unknown>): void {
+  for (const [field, kind] of Object.entries(definitionFor('clients')!.registeredUris ?? {})) {
+    const member = memberOfField[field];
+    const value = member === undefined ? undefined : given[member];
+    if (kind === 'redirect' || value === undefined) continue;
+    const problem = typeof value === 'string' ? webUriProblem(value, kind) : 'must be an absolute URI';
+    if (problem) throw metadataError(member!, problem);
+  }
 }
 
-/** An absolute http(s) URI (`jwks`: https, no fragment), as written. */
-function webUri(value: unknown, field: string, kind: 'page' | 'jwks'): string {
-  const problem = typeof value === 'string' ? webUriProblem(value, kind) : 'must be an absolute URI';
-  if (problem) throw metadataError(field, problem);
-  return value as string;
+/** `scope` (asked for, not stored): RFC 6749 scope tokens, space-separated; empty is none. */
+function scopeOf(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.length > 2048 || (value !== '' && !SCOPE.test(value)))
+    throw metadataError('scope', 'must be a space-separated list of scope tokens');
+  return value === '' ? undefined : value;
+}
+
+let catalogClient: ValidateFunction | undefined;
+
+/** The members as the client record they become, against the catalog's client schema; its first error in RFC 7591 names. */
+function checkAgainstCatalog(given: Record<string, unknown>): void {
+  catalogClient ??= ajv.compile(definitionFor('clients')!.schema);
+  // The fields registration sets itself (the id, the type) as they will be: the schema requires them.
+  const record = { ...recordFieldsOf(given as RegisteredMetadata), clientId: 'registering', clientType: 'public' };
+  if (catalogClient(record)) return;
+  const error = catalogClient.errors![0];
+  const [field, ...rest] = error.instancePath.split('/').filter(Boolean);
+  const member = memberOfField[field] ?? field;
+  const description = describe(error);
+  if (member === 'redirect_uris') throw redirectError(description);
+  throw new HttpError(400, 'invalid_client_metadata', `${[member, ...rest].join('.')} ${description}`, {
+    field: member,
+  });
+}
+
+function describe(error: ErrorObject): string {
+  if (error.keyword === 'enum')
+    return `must be one of ${(error.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+  if (error.keyword === 'format') {
+    const format = (error.params as { format: string }).format;
+    return `must be ${FORMAT_WORDS[format] ?? `in the ${format} format`}`;
+  }
+  return error.message ?? 'is invalid';
+}
+
+/** RFC 7591 §2's defaults; lists without repeats, a software_id in lower case. */
+function withDefaults(given: RegisteredMetadata): ValidatedMetadata {
+  const grantTypes = unique(given.grant_types) ?? [...DEFAULT_GRANT_TYPES];
+  return {
+    ...given,
+    redirect_uris: unique(given.redirect_uris)!,
+    token_endpoint_auth_method: given.token_endpoint_auth_method ?? DEFAULT_AUTH_METHOD,
+    grant_types: grantTypes,
+    response_types: unique(given.response_types) ?? (grantTypes.includes('authorization_code') ? ['code'] : []),
+    ...(given.contacts ? { contacts: unique(given.contacts) } : {}),
+    ...(given.software_id ? { software_id: given.software_id.toLowerCase() } : {}),
+  };
+}
+
+function unique<T>(values: T[] | undefined): T[] | undefined {
+  return values && [...new Set(values)];
+}
+
+/** The rules between members that registration holds a client to (each names the member it is about). */
+const CROSS_MEMBER_CHECKS: ((metadata: ValidatedMetadata) => void)[] = [
+  function responseTypesFollowGrants({ response_types, grant_types }) {
+    if (grant_types.length === 0) throw metadataError('grant_types', 'must not be empty');
+    if (response_types.includes('code') !== grant_types.includes('authorization_code'))
+      throw metadataError('response_types', "must be ['code'] exactly when grant_types contains authorization_code");
+  },
+  function clientCredentialsNeedsConfidential({ token_endpoint_auth_method, grant_types }) {
+    if (token_endpoint_auth_method === 'none' && grant_types.includes('client_credentials'))
+      throw metadataError('grant_types', 'client_credentials needs a confidential token_endpoint_auth_method');
+  },
+  function oneKeySource({ jwks, jwks_uri }) {
+    if (jwks && jwks_uri) throw metadataError('jwks', 'and jwks_uri must not both be present');
+  },
+  function requestObjectsNeedKeys(metadata) {
+    if (metadata.request_object_signing_alg && !hasKeys(metadata))
+      throw metadataError('request_object_signing_alg', 'needs jwks or jwks_uri to verify request objects with');
+  },
+  function privateKeyJwtNeedsKeys(metadata) {
+    if (metadata.token_endpoint_auth_method === 'private_key_jwt' && !hasKeys(metadata))
+      throw metadataError('token_endpoint_auth_method', 'private_key_jwt needs jwks or jwks_uri');
+  },
+];
+
+function hasKeys(metadata: ValidatedMetadata): boolean {
+  return Boolean(metadata.jwks_uri || metadata.jwks?.keys?.length);
 }
 
 /** An inline JWK Set of public keys that Node can use (a key it cannot import would make the client unusable). */
-function jwkSet(value: unknown): { keys: Record<string, unknown>[] } {
-  const keys = (value as { keys?: unknown })?.keys;
-  if (typeof value !== 'object' || Array.isArray(value) || !Array.isArray(keys))
-    throw metadataError('jwks', 'must be a JWK Set ({"keys": [...]})');
+function checkPublicKeys(keys: Record<string, unknown>[]): void {
   if (keys.length > MAX_KEYS) throw metadataError('jwks', `must not hold more than ${MAX_KEYS} keys`);
-  return {
-    keys: keys.map((key) => {
-      if (
-        typeof key !== 'object' ||
-        key === null ||
-        Array.isArray(key) ||
-        typeof (key as { kty?: unknown }).kty !== 'string'
-      )
-        throw metadataError('jwks', 'keys must be JWK objects');
-      if (PRIVATE_MEMBERS.some((member) => member in key))
-        throw metadataError('jwks', 'must hold public keys only (no private or symmetric key members)');
-      for (const member of ['kid', 'alg', 'use'] as const) {
-        const memberValue = (key as Record<string, unknown>)[member];
-        if (memberValue !== undefined && (typeof memberValue !== 'string' || memberValue.length > 256))
-          throw metadataError('jwks', `key member ${member} must be a string`);
-      }
-      try {
-        createPublicKey({ key: key as never, format: 'jwk' });
-      } catch {
-        throw metadataError('jwks', 'holds a key that is not a valid public JWK');
-      }
-      return key as Record<string, unknown>;
-    }),
-  };
+  for (const key of keys) {
+    if (typeof key.kty !== 'string') throw metadataError('jwks', 'keys must be JWK objects');
+    if (PRIVATE_MEMBERS.some((member) => member in key))
+      throw metadataError('jwks', 'must hold public keys only (no private or symmetric key members)');
+    for (const member of ['kid', 'alg', 'use'] as const) {
+      const memberValue = key[member];
+      if (memberValue !== undefined && (typeof memberValue !== 'string' || memberValue.length > 256))
+        throw metadataError('jwks', `key member ${member} must be a string`);
+    }
+    try {
+      createPublicKey({ key: key as never, format: 'jwk' });
+    } catch {
+      throw metadataError('jwks', 'holds a key that is not a valid public JWK');
+    }
+  }
 }

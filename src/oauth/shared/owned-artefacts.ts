@@ -13,7 +13,6 @@ import {
   type ClientRecord,
 } from '../clients/records.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
-import type { SubjectRecord } from './subject-input.js';
 
 /**
  * Tokens die with their client and their user. Every grant, code and token oidc-provider keeps
@@ -58,7 +57,7 @@ export async function revokeIdentityProviderArtefacts(
   tenant: string,
   identityProviderId: number,
 ): Promise<number> {
-  const subjects = await subjectRecords<SubjectRecord>(store, tenant).find({ identityProviderId });
+  const subjects = await subjectRecords(store, tenant).find({ identityProviderId });
   let revoked = 0;
   for (const subject of subjects) revoked += await revokeSubjectArtefacts(store, tenant, subject.subjectId);
   return revoked;

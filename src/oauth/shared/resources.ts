@@ -1,22 +1,14 @@
-import { resourceRecords, resourceServerRecords, resourceTypeRecords } from '../../catalog/index.js';
+import {
+  resourceRecords,
+  resourceServerRecords,
+  resourceTypeRecords,
+  type ResourceServerRecord,
+} from '../../catalog/index.js';
 import type { ResourceIndicatorInput } from '../../policy/index.js';
-import { TurnReads, type Store, type StoredDoc } from '../../store/index.js';
+import { TurnReads, type Store } from '../../store/index.js';
 import { routes } from '../routes.js';
 
-export interface ResourceServerRecord extends StoredDoc {
-  id: number;
-  resourceIndicator: string;
-  typeUris?: string[];
-  enabled?: boolean;
-  capability?: Record<string, unknown>;
-  clientId?: number;
-}
-
-interface ResourceRecord extends StoredDoc {
-  id: number;
-  resourceIdentifier: string;
-  resourceTypeId: number;
-}
+export type { ResourceServerRecord };
 
 export interface ResolvedResource {
   /** The registered resource server, when the indicator names one. */
@@ -36,15 +28,13 @@ export async function resolveResource(
   hint: string | null,
 ): Promise<ResolvedResource> {
   if (!resource) return { server: null, typeUri: hint };
-  const server = await resourceServerRecords<ResourceServerRecord>(store, tenant).findOne({
+  const server = await resourceServerRecords(store, tenant).findOne({
     resourceIndicator: resource,
   });
   if (server && server.enabled !== false) return { server, typeUri: server.typeUris?.[0] ?? hint };
-  const registered = await resourceRecords<ResourceRecord>(store, tenant).findOne({ resourceIdentifier: resource });
+  const registered = await resourceRecords(store, tenant).findOne({ resourceIdentifier: resource });
   if (registered) {
-    const type = await resourceTypeRecords<StoredDoc & { typeUri: string }>(store, tenant).get(
-      registered.resourceTypeId,
-    );
+    const type = await resourceTypeRecords(store, tenant).get(registered.resourceTypeId);
     if (type) return { server: null, typeUri: type.typeUri };
   }
   return { server: null, typeUri: hint };
@@ -65,7 +55,7 @@ export async function resourceServersOfClient(
   clientRecordId: number,
 ): Promise<ResourceServerRecord[]> {
   return serversOfClientsThisTurn.read(store, `${tenant}\u0000${clientRecordId}`, () =>
-    resourceServerRecords<ResourceServerRecord>(store, tenant).find(
+    resourceServerRecords(store, tenant).find(
       { clientId: clientRecordId },
       { sort: { field: 'id', direction: 'asc' } },
     ),

@@ -1,20 +1,12 @@
-import { subjectRecords } from '../../catalog/index.js';
+import { subjectRecords, type SubjectRecord } from '../../catalog/index.js';
 import type { SubjectInput } from '../../policy/index.js';
-import type { Store, StoredDoc } from '../../store/index.js';
+import type { Store } from '../../store/index.js';
 
-export interface SubjectRecord extends StoredDoc {
-  id: number;
-  subjectId: string;
-  identityProviderId?: number;
-  name?: string;
-  email?: string;
-  emailVerified?: boolean;
-  preferredUsername?: string;
-}
+export type { SubjectRecord };
 
 /** `input.subject` for a signed-in user: the stored profile claims and the provider reference. */
 export async function subjectInput(store: Store, tenant: string, sub: string): Promise<SubjectInput> {
-  const record = await subjectRecords<SubjectRecord>(store, tenant).findOne({ subjectId: sub });
+  const record = await subjectRecords(store, tenant).findOne({ subjectId: sub });
   if (!record) return { sub, idp: null, claims: {} };
   const claims = {
     name: record.name,

@@ -9,7 +9,7 @@ export const SUBJECTS_COLLECTION = subjectRecords.spec.name;
 
 /** The tenant's subjects, declared with the Admin API's unique key (subjectId) so that every writer enforces it. */
 export function subjectsCollection(store: Store, tenant: string): TenantCollection<SubjectRecord> {
-  return subjectRecords<SubjectRecord>(store, tenant);
+  return subjectRecords(store, tenant);
 }
 
 /**

@@ -28,9 +28,10 @@ describe('unit: resource indicators (RFC 8707, shared/resources)', function () {
     await saveResourceServer(store(), 'https://typed.example.test/', { typeUris: ['urn:first', 'urn:second'] });
     await saveResourceServer(store(), 'https://untyped.example.test/');
     await saveResourceServer(store(), 'https://disabled.example.test/', { enabled: false, typeUris: ['urn:off'] });
-    await resourceTypeRecords(store(), TENANT).insert({ id: 7, typeUri: 'urn:registered-resource' });
+    await resourceTypeRecords(store(), TENANT).insert({ id: 7, tenantId: null, typeUri: 'urn:registered-resource' });
     await resourceRecords(store(), TENANT).insert({
       id: 1,
+      tenantId: null,
       resourceIdentifier: 'https://disabled.example.test/',
       resourceTypeId: 7,
       resourceServerId: 1,

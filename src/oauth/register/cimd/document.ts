@@ -1,4 +1,4 @@
-import { redirectUriProblem } from '../redirect-uri.js';
+import { definitionFor, registrableRedirectUriProblem, schemaTakes, webUriProblem } from '../../../catalog/index.js';
 
 /**
  * Rules 2 and 3 (the document side): what a fetched client ID metadata document must say to
@@ -20,7 +20,6 @@ export class InvalidDocumentError extends Error {
 }
 
 const MAX_REDIRECT_URIS = 100;
-const MAX_STRING = 2048;
 
 /** The document's client fields, or InvalidDocumentError saying which rule it breaks. */
 export function parseClientDocument(body: unknown, clientId: string): ClientDocument {
@@ -38,33 +37,26 @@ export function parseClientDocument(body: unknown, clientId: string): ClientDocu
   if (!Array.isArray(redirectUris) || redirectUris.length === 0 || redirectUris.length > MAX_REDIRECT_URIS)
     throw new InvalidDocumentError(`redirect_uris must list 1 to ${MAX_REDIRECT_URIS} URIs`);
   for (const uri of redirectUris) {
-    const parsed = typeof uri === 'string' && uri.length <= MAX_STRING && !uri.includes('#') ? URL.parse(uri) : null;
-    if (!parsed) throw new InvalidDocumentError('redirect_uris must be absolute URIs without a fragment');
-    // As at registration: a refused document is never stored, so it must not hold what /authorize refuses.
-    const problem = redirectUriProblem(parsed);
+    // As at registration and in the Admin API: a refused document is never stored, so it must not hold what /authorize refuses.
+    const problem = typeof uri === 'string' ? registrableRedirectUriProblem(uri) : 'must be absolute URIs';
     if (problem) throw new InvalidDocumentError(`redirect_uris ${problem}`);
   }
   return {
     clientId,
     redirectUris: redirectUris as string[],
-    clientName: optionalString(document.client_name),
-    clientUri: optionalHttpUri(document.client_uri),
-    logoUri: optionalHttpUri(document.logo_uri),
+    clientName: displayField('clientName', document.client_name),
+    clientUri: displayField('clientUri', document.client_uri),
+    logoUri: displayField('logoUri', document.logo_uri),
   };
 }
 
-/** Display fields are kept when usable and dropped otherwise; they never decide anything. */
-function optionalString(value: unknown): string | undefined {
-  return typeof value === 'string' && value.length > 0 && value.length <= MAX_STRING ? value : undefined;
-}
+const CLIENTS = definitionFor('clients')!;
 
-function optionalHttpUri(value: unknown): string | undefined {
-  const text = optionalString(value);
-  if (!text) return undefined;
-  try {
-    const url = new URL(text);
-    return url.protocol === 'https:' || url.protocol === 'http:' ? text : undefined;
-  } catch {
-    return undefined;
-  }
+/**
+ * Display fields are kept when the catalog's client schema and its URI rules take them (the client
+ * repository holds the record to both), and dropped otherwise: they never decide anything.
+ */
+function displayField(field: 'clientName' | 'clientUri' | 'logoUri', value: unknown): string | undefined {
+  if (typeof value !== 'string' || value === '' || !schemaTakes(CLIENTS, field, value)) return undefined;
+  return field === 'clientName' || webUriProblem(value, 'page') === null ? value : undefined;
 }

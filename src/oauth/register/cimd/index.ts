@@ -3,13 +3,10 @@ import type { Config } from '../../../config/index.js';
 import { createOutbound, outboundOptionsOf, type Outbound } from '../../../http/outbound.js';
 import type { Logger } from '../../../log/index.js';
 import type { GrantedResource, PolicyEngine } from '../../../policy/index.js';
-import { ConflictError, DEFAULT_TENANT, type Store } from '../../../store/index.js';
-import {
-  CLIENTS_COLLECTION,
-  clientsCollection,
-  type ClientDocuments,
-  type ClientRecord,
-} from '../../clients/records.js';
+import { HttpError } from '../../../http/errors.js';
+import { DEFAULT_TENANT, type Store } from '../../../store/index.js';
+import type { ClientDocuments, ClientRecord } from '../../clients/records.js';
+import { clientRepository, STORE_FIELDS } from '../../clients/repository.js';
 import { freshnessMs, NEGATIVE_TTL_MS } from './caching.js';
 import { InvalidDocumentError, parseClientDocument, type ClientDocument } from './document.js';
 import { documentUrl, looksLikeDocumentUrl } from './url.js';
@@ -58,7 +55,8 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
     : undefined;
   const cache = new LRUCache<string, CacheEntry>({ max: CACHE_MAX });
   const inFlight = new Map<string, Promise<ClientDocument | undefined>>();
-  const clients = clientsCollection(store, tenant);
+  const clients = clientRepository(store);
+  const tenantId = tenant === DEFAULT_TENANT ? null : tenant;
 
   /** The document for `clientId`, from the cache while fresh, else fetched (one fetch at a time per URL). */
   async function currentDocument(clientId: string): Promise<ClientDocument | undefined> {
@@ -105,39 +103,31 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
     return document;
   }
 
-  /** Rules 4 and 5: the stored public client, created or brought up to date with the document. */
+  /**
+   * Rules 4 and 5: the stored public client, created or brought up to date with the document,
+   * through the client repository (src/records): the catalog's client schema is its validator.
+   */
   async function stored(document: ClientDocument, existing: ClientRecord | null): Promise<ClientRecord> {
     const fields = {
-      clientType: 'public' as const,
       redirectUris: document.redirectUris,
       clientName: document.clientName,
       clientUri: document.clientUri,
       logoUri: document.logoUri,
-      tokenEndpointAuthMethod: 'none',
-      registrationType: 'cimd',
+      clientType: 'public' as const,
+      tokenEndpointAuthMethod: 'none' as const,
+      registrationType: 'cimd' as const,
       // `input.client.granted_resources` of every later decision (clients/input.ts).
       grantedResources: await grantedResources(policy),
     };
-    const now = new Date().toISOString();
     const expiresAt = Date.now() + CIMD_RECORD_TTL_MS;
     if (!existing) {
-      const id = await store.nextSequence(CLIENTS_COLLECTION);
-      const record = {
-        ...fields,
-        id,
-        clientId: document.clientId,
-        enabled: true,
-        tenantId: tenant === DEFAULT_TENANT ? null : tenant,
-        createdAt: now,
-        updatedAt: now,
-        expiresAt,
-      };
       try {
-        return await clients.insert(withoutUndefined(record) as ClientRecord);
+        const body = withoutUndefined({ ...fields, clientId: document.clientId, tenantId });
+        return (await clients.createRecord(tenantId, body, { expiresAt })).record;
       } catch (error) {
-        if (!(error instanceof ConflictError)) throw error;
+        if (!(error instanceof HttpError && error.status === 409)) throw error;
         // Another request created it first.
-        const winner = await clients.findOne({ clientId: document.clientId });
+        const winner = await clients.collection(tenantId).findOne({ clientId: document.clientId });
         if (!winner) throw error;
         return stored(document, winner);
       }
@@ -146,12 +136,11 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
     // A full replacement, so that a field the document dropped is dropped here too; what an
     // operator set (enabled, scopes) and the record's identity are kept.
     const kept: Record<string, unknown> = { ...existing };
-    for (const key of ['clientName', 'clientUri', 'logoUri']) delete kept[key];
+    for (const key of [...STORE_FIELDS, 'clientName', 'clientUri', 'logoUri']) delete kept[key];
     // A record an operator replaced through the Admin API lost its expiry: it is theirs, kept for good.
     const renewed = typeof existing.expiresAt === 'number' ? { expiresAt } : {};
-    return clients.upsert(
-      withoutUndefined({ ...kept, ...fields, updatedAt: now, ...renewed }) as unknown as ClientRecord,
-    );
+    const body = withoutUndefined({ ...kept, ...fields, tenantId });
+    return (await clients.replaceRecord(tenantId, existing, body, renewed)).record;
   }
 
   return {
@@ -163,10 +152,26 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
       const document = await currentDocument(clientId);
       if (!document) return undefined;
       // Served from the cache, the stored record already matches it (unless it was deleted since).
-      const record = wasCached && existing ? existing : await stored(document, existing);
-      return record.enabled === false ? undefined : record;
+      const record = wasCached && existing ? existing : await storedUnlessRefused(clientId, document, existing);
+      return record?.enabled === false ? undefined : record;
     },
   };
+
+  /** As `stored`; a document whose client the catalog's schema refuses names no usable client (remembered so). */
+  async function storedUnlessRefused(
+    clientId: string,
+    document: ClientDocument,
+    existing: ClientRecord | null,
+  ): Promise<ClientRecord | undefined> {
+    try {
+      return await stored(document, existing);
+    } catch (error) {
+      if (!(error instanceof HttpError && error.status === 400)) throw error;
+      log.info({ tenant, clientId, reason: error.message }, 'client metadata document unusable');
+      remember(clientId, undefined, NEGATIVE_TTL_MS);
+      return undefined;
+    }
+  }
 }
 
 /** Rule 5: `oauth.public_client_policy.cimd.granted_resources` of the policy data in force. */
@@ -192,10 +197,11 @@ function expiresSoon(record: ClientRecord): boolean {
 
 function unchanged(existing: ClientRecord, fields: Record<string, unknown>): boolean {
   return Object.entries(fields).every(
-    ([key, value]) => JSON.stringify(existing[key] ?? null) === JSON.stringify(value ?? null),
+    ([key, value]) =>
+      JSON.stringify((existing as Record<string, unknown>)[key] ?? null) === JSON.stringify(value ?? null),
   );
 }
 
-function withoutUndefined<T extends object>(record: T): T {
-  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined)) as T;
+function withoutUndefined(record: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined));
 }

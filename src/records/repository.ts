@@ -4,29 +4,25 @@ import {
   storageDigest,
   type Sealer,
   type Store,
+  type StoredDoc,
   type TenantCollection,
   type TextSearch,
 } from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid, isBcryptHash } from '../http/validation.js';
-import {
-  generateClientSecret,
-  hashClientSecret,
-  registrableRedirectUriProblem,
-  webUriProblem,
-} from '../oauth/index.js';
 import { registerTenant, storeTenant } from '../tenancy/index.js';
 import {
   definitionOfStore,
   presentedForm,
+  registrableRedirectUriProblem,
   storedForm,
   storeSpecOf,
+  webUriProblem,
   type CollectionDefinition,
 } from '../catalog/index.js';
-import type { RecordHistory } from './history.js';
-import type { AdminRecord } from './admin-record.js';
 
-export type { AdminRecord };
+/** A record of a shared collection as stored: what every collection's records share. */
+export type StoredRecord = StoredDoc & { id: number; tenantId: string | null; createdAt?: string; updatedAt?: string };
 
 /**
  * Checks a record beyond its schema (rule syntax, payload JSON); returns an error message or null.
@@ -35,49 +31,93 @@ export type { AdminRecord };
  */
 export type RecordCheck = (
   record: Record<string, unknown>,
-  context: { tenantId: string | null; existing?: AdminRecord },
+  context: { tenantId: string | null; existing?: StoredRecord },
 ) => Promise<string | null>;
 
 /** Checks that a record may be deleted (a policy rule the bundle cannot do without); returns an error message or null. */
-export type RemovalCheck = (existing: AdminRecord, context: { tenantId: string | null }) => Promise<string | null>;
+export type RemovalCheck = (existing: StoredRecord, context: { tenantId: string | null }) => Promise<string | null>;
 
-/** What a collection does beyond the generic rules: its delete check, the history it keeps. */
+/** The versions a collection keeps of its records (the Admin API's policy history, src/admin/history.ts). */
+export interface RecordJournal {
+  recorded(
+    tenantId: string | null,
+    action: 'create' | 'replace' | 'delete' | 'rollback',
+    before: StoredRecord | null,
+    after: StoredRecord | null,
+    rolledBackTo?: number,
+  ): Promise<void>;
+}
+
+/**
+ * How a collection's hashed secret (a client's, CollectionDefinition.hashedSecret) is hashed and
+ * generated: the protocol's own functions (src/oauth/clients), given by whoever opens the repository.
+ */
+export interface SecretHashing {
+  hash(secret: string): Promise<string>;
+  generate(): string;
+}
+
+/** What a server-side writer (dynamic registration, a client ID metadata document) asks of a write beyond the Admin API's. */
+export interface WriteOptions {
+  /** The store hides and purges the record after this instant (epoch ms): a metadata document's client is a cache entry. */
+  expiresAt?: number;
+  /**
+   * false: a secret field the body leaves out is dropped rather than kept (see `keptSecrets`): the
+   * writer gives every secret the record keeps (an RFC 7592 update that moves a client to `none`).
+   */
+  keepOmittedSecrets?: boolean;
+}
+
+/** A record as written, and what the writer is shown this once (a generated secret, an issued token), never stored. */
+export interface Written<T> {
+  record: T;
+  shownOnce: Record<string, string>;
+}
+
+function expiryOf(options: WriteOptions): { expiresAt?: number } {
+  return options.expiresAt === undefined ? {} : { expiresAt: options.expiresAt };
+}
+
+/** What a collection does beyond the generic rules: its checks, the history it keeps, how it hashes secrets. */
 export interface RecordExtras {
+  check?: RecordCheck;
   checkRemoval?: RemovalCheck;
-  history?: RecordHistory;
+  history?: RecordJournal;
+  secrets?: SecretHashing;
+  /** Seals the collection's sealedFields (an identity provider's client secret). */
+  sealer?: Sealer;
 }
 
 /** The field whose value a collection's check judges: a rule's source, a data entry's JSON. */
 const CHECKED_FIELD: Record<string, string> = { 'policy-rules': 'content', 'policy-data': 'payload' };
 
 /**
- * Create/read/replace/delete of one Admin API collection, tenant by tenant. All the
- * HTTP-free rules live here: defaults, references, unique keys, secrets kept out of responses.
+ * The one repository of a shared collection: create/read/replace/delete tenant by tenant, for the
+ * Admin API, the CLI, dynamic registration and client ID metadata documents alike. Every write is
+ * validated by the collection's JSON Schema (src/catalog) and the rules its definition names:
+ * defaults, references, unique keys, registrable URIs, hashed and sealed secrets, secrets kept
+ * out of what is shown. `T` is the collection's record type, derived from the same schema.
  */
-export class AdminRecords {
+export class RecordRepository<T extends StoredRecord = StoredRecord> {
+  private readonly check: RecordCheck;
+
   constructor(
     private readonly store: Store,
     readonly definition: CollectionDefinition,
-    private readonly sealer: Sealer,
-    private readonly check: RecordCheck = async () => null,
     private readonly extras: RecordExtras = {},
-  ) {}
-
-  /** The versions this collection keeps of its records (policy rules and data), if it keeps any. */
-  get history(): RecordHistory | undefined {
-    return this.extras.history;
+  ) {
+    // A secret must never be stored as given for want of a hasher, nor in clear for want of a sealer.
+    if (definition.hashedSecret && !extras.secrets) throw new Error(`${definition.path} needs its secret hashing`);
+    if (definition.sealedFields?.length && !extras.sealer) throw new Error(`${definition.path} needs a sealer`);
+    this.check = extras.check ?? (async () => null);
   }
 
-  collection(tenantId: string | null): TenantCollection<AdminRecord> {
-    return this.store.collection<AdminRecord>(storeSpecOf(this.definition), storeTenant(tenantId));
+  collection(tenantId: string | null): TenantCollection<T> {
+    return this.store.collection<T>(storeSpecOf(this.definition), storeTenant(tenantId));
   }
 
   /** One page of the tenant's records (those `search` finds, when given) by ascending id. */
-  async list(
-    tenantId: string | null,
-    page: { offset: number; limit: number },
-    search?: TextSearch,
-  ): Promise<AdminRecord[]> {
+  async list(tenantId: string | null, page: { offset: number; limit: number }, search?: TextSearch): Promise<T[]> {
     return this.collection(tenantId).find(
       {},
       { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit: page.limit, search },
@@ -89,13 +129,13 @@ export class AdminRecords {
     return this.collection(tenantId).count({}, search);
   }
 
-  async find(tenantId: string | null, key: string): Promise<AdminRecord | null> {
+  async find(tenantId: string | null, key: string): Promise<T | null> {
     const records = this.collection(tenantId);
     if (this.definition.pathKey !== 'id') return records.findOne({ [this.definition.pathKey]: key });
     return /^\d{1,15}$/.test(key) ? records.get(Number(key)) : null;
   }
 
-  async get(tenantId: string | null, key: string): Promise<AdminRecord> {
+  async get(tenantId: string | null, key: string): Promise<T> {
     const record = await this.find(tenantId, key);
     if (!record)
       throw notFound(
@@ -104,7 +144,14 @@ export class AdminRecords {
     return record;
   }
 
-  async create(tenantId: string | null, body: unknown): Promise<AdminRecord> {
+  /** Creates the record; the answer shows what is shown only once (a generated secret, an issued token) beside its fields. */
+  async create(tenantId: string | null, body: unknown): Promise<T> {
+    const { record, shownOnce } = await this.createRecord(tenantId, body);
+    return { ...record, ...shownOnce };
+  }
+
+  /** Creates the record: the record as stored, and apart from it what is shown this once. */
+  async createRecord(tenantId: string | null, body: unknown, options: WriteOptions = {}): Promise<Written<T>> {
     const fields = await this.validate(tenantId, body);
     const generated = await this.hashSecret(fields);
     const now = new Date().toISOString();
@@ -113,11 +160,11 @@ export class AdminRecords {
     const issued = this.issueToken(fields);
     const created = await this.write(() =>
       this.collection(tenantId).insert(
-        storedForm(this.definition, { ...fields, id, tenantId, createdAt: now, updatedAt: now }),
+        this.storedForm({ ...fields, id, tenantId, createdAt: now, updatedAt: now, ...expiryOf(options) }),
       ),
     );
     await this.extras.history?.recorded(tenantId, 'create', null, this.historyForm(created));
-    return { ...created, ...issued, ...generated };
+    return { record: created, shownOnce: { ...issued, ...generated } };
   }
 
   /**
@@ -129,9 +176,9 @@ export class AdminRecords {
     if (!secret) return null;
     const generate = fields[secret.generate] === true;
     delete fields[secret.generate];
-    const value = generate ? generateClientSecret() : fields[secret.field];
+    const value = generate ? this.extras.secrets!.generate() : fields[secret.field];
     if (typeof value !== 'string' || (!generate && isBcryptHash(value))) return null;
-    fields[secret.field] = await hashClientSecret(value);
+    fields[secret.field] = await this.extras.secrets!.hash(value);
     return generate ? { [secret.shownAs]: value } : null;
   }
 
@@ -151,13 +198,11 @@ export class AdminRecords {
    * Brings a deleted record back under its own id, as `body` (a version of its history) has it,
    * with every check of a create; `rolledBackTo` is the version's number.
    */
-  async restore(tenantId: string | null, id: number, body: unknown, rolledBackTo: number): Promise<AdminRecord> {
+  async restore(tenantId: string | null, id: number, body: unknown, rolledBackTo: number): Promise<T> {
     const fields = await this.validate(tenantId, body);
     const now = new Date().toISOString();
     const restored = await this.write(() =>
-      this.collection(tenantId).insert(
-        storedForm(this.definition, { ...fields, id, tenantId, createdAt: now, updatedAt: now }),
-      ),
+      this.collection(tenantId).insert(this.storedForm({ ...fields, id, tenantId, createdAt: now, updatedAt: now })),
     );
     await this.extras.history?.recorded(tenantId, 'rollback', null, this.historyForm(restored), rolledBackTo);
     return restored;
@@ -177,11 +222,11 @@ export class AdminRecords {
    * The fields a create (no `existing`) or a replace of `existing` would store, after every check
    * it makes (a 400 or 404 otherwise); nothing is written. Impact analysis builds its candidate of them.
    */
-  async fieldsFor(tenantId: string | null, body: unknown, existing?: AdminRecord): Promise<Record<string, unknown>> {
+  async fieldsFor(tenantId: string | null, body: unknown, existing?: T): Promise<Record<string, unknown>> {
     return this.validate(tenantId, body, existing);
   }
 
-  private async sameKeyed(tenantId: string | null, body: unknown): Promise<AdminRecord | null> {
+  private async sameKeyed(tenantId: string | null, body: unknown): Promise<T | null> {
     if (typeof body !== 'object' || body === null) return null;
     for (const field of this.definition.uniqueFields) {
       const value = (body as Record<string, unknown>)[field];
@@ -202,7 +247,7 @@ export class AdminRecords {
     field: string,
     value: string | number,
     mode?: unknown,
-  ): Promise<AdminRecord | null> {
+  ): Promise<T | null> {
     const { shadow } = this.definition;
     const stored = mode === 'shadow' && shadow?.field === field ? shadow.storedAs : field;
     return this.collection(tenantId).findOne({ [stored]: value });
@@ -218,12 +263,19 @@ export class AdminRecords {
   }
 
   /** Replaces the record; `rolledBackTo` says that `body` is that version of its history (a rollback). */
-  async replace(
+  async replace(tenantId: string | null, existing: T, body: unknown, rolledBackTo?: number): Promise<T> {
+    const { record, shownOnce } = await this.replaceRecord(tenantId, existing, body, {}, rolledBackTo);
+    return { ...record, ...shownOnce };
+  }
+
+  /** Replaces the record: the record as stored, and apart from it what is shown this once. */
+  async replaceRecord(
     tenantId: string | null,
-    existing: AdminRecord,
+    existing: T,
     body: unknown,
+    options: WriteOptions = {},
     rolledBackTo?: number,
-  ): Promise<AdminRecord> {
+  ): Promise<Written<T>> {
     const fields = await this.validate(tenantId, body, existing);
     const generated = await this.hashSecret(fields);
     // An issued token and its use count survive a replace: only an operator's fields change.
@@ -233,8 +285,8 @@ export class AdminRecords {
           used: existing.used,
         }
       : {};
-    const next = storedForm(this.definition, {
-      ...this.keptSecrets(existing, fields),
+    const next = this.storedForm({
+      ...(options.keepOmittedSecrets === false ? {} : this.keptSecrets(existing, fields)),
       ...fields,
       ...kept,
       ...this.serverKept(existing),
@@ -242,6 +294,7 @@ export class AdminRecords {
       tenantId,
       createdAt: existing.createdAt,
       updatedAt: new Date().toISOString(),
+      ...expiryOf(options),
     });
     const replaced = await this.write(() => this.collection(tenantId).upsert(next));
     await this.extras.history?.recorded(
@@ -251,14 +304,14 @@ export class AdminRecords {
       this.historyForm(replaced),
       rolledBackTo,
     );
-    return { ...replaced, ...generated };
+    return { record: replaced, shownOnce: { ...generated } };
   }
 
   /**
    * Secrets are never shown, so no caller can send them back: a secret field a replace leaves out
    * keeps its stored value (sealed as it was) rather than being dropped with the rest of the record.
    */
-  private keptSecrets(existing: AdminRecord, fields: Record<string, unknown>): Record<string, unknown> {
+  private keptSecrets(existing: T, fields: Record<string, unknown>): Record<string, unknown> {
     const omitted = (this.definition.secretFields ?? []).filter(
       (field) => fields[field] === undefined && existing[field] !== undefined,
     );
@@ -266,36 +319,37 @@ export class AdminRecords {
   }
 
   /** What only the server writes (CollectionDefinition.serverKept) survives a replace as it was. */
-  private serverKept(existing: AdminRecord): Record<string, unknown> {
+  private serverKept(existing: T): Record<string, unknown> {
     const kept = (this.definition.serverKept ?? []).filter((field) => existing[field] !== undefined);
     return Object.fromEntries(kept.map((field) => [field, existing[field]]));
   }
 
-  async remove(tenantId: string | null, existing: AdminRecord): Promise<void> {
+  async remove(tenantId: string | null, existing: T): Promise<void> {
     const problem = await this.extras.checkRemoval?.(existing, { tenantId });
     if (problem) throw badRequest(problem);
     await this.collection(tenantId).delete(existing.id);
     await this.extras.history?.recorded(tenantId, 'delete', this.historyForm(existing), null);
   }
 
+  /** A record as the store keeps it (CollectionDefinition.shadow), as this collection's type: every field was validated. */
+  private storedForm(record: Record<string, unknown>): T {
+    return storedForm(this.definition, record) as unknown as T;
+  }
+
   /** A version as the history keeps it: with the fields a rollback sends back (a shadow's path under its name). */
-  private historyForm(record: AdminRecord): AdminRecord {
+  private historyForm(record: T): T {
     return presentedForm(this.definition, record);
   }
 
   /** The record as the API shows it: secrets removed, and the store's own expiry (a CIMD client's) too. */
-  present(record: AdminRecord): Record<string, unknown> {
+  present(record: T): Record<string, unknown> {
     const { expiresAt: _expiry, ...shown }: Record<string, unknown> = presentedForm(this.definition, { ...record });
     for (const field of [...(this.definition.secretFields ?? []), ...(this.definition.serverKept ?? [])])
       delete shown[field];
     return shown;
   }
 
-  private async validate(
-    tenantId: string | null,
-    body: unknown,
-    existing?: AdminRecord,
-  ): Promise<Record<string, unknown>> {
+  private async validate(tenantId: string | null, body: unknown, existing?: T): Promise<Record<string, unknown>> {
     assertValid<Record<string, unknown>>(this.definition.schema, body);
     const { tenantId: bodyTenant, ...fields } = body;
     if (bodyTenant !== undefined && (bodyTenant ?? null) !== tenantId)
@@ -311,7 +365,7 @@ export class AdminRecords {
     if (problem) throw badRequest(problem, this.checkedField(problem, withDefaults));
     for (const field of this.definition.sealedFields ?? []) {
       if (typeof withDefaults[field] === 'string')
-        withDefaults[field] = this.sealer.seal(withDefaults[field] as string);
+        withDefaults[field] = this.extras.sealer!.seal(withDefaults[field] as string);
     }
     return withDefaults;
   }
@@ -336,7 +390,7 @@ export class AdminRecords {
    * the secret again: otherwise whoever may edit the record, but was never told the secret, could
    * have it sent to a server of their own (an IdP's issuer replaced, its client secret kept).
    */
-  private assertSecretFollowsDestination(fields: Record<string, unknown>, existing?: AdminRecord): void {
+  private assertSecretFollowsDestination(fields: Record<string, unknown>, existing?: T): void {
     const destinations = this.definition.secretDestinations;
     if (!destinations || !existing || existing[destinations.secret] === undefined) return;
     if (fields[destinations.secret] !== undefined) return;
@@ -352,7 +406,7 @@ export class AdminRecords {
    * A replace keeps the record's mode when the body names none; it cannot turn a shadow live (or
    * back): promoting is its own call (POST /admin/api/policy-shadow/promote), checked as one change.
    */
-  private keepMode(fields: Record<string, unknown>, existing?: AdminRecord): void {
+  private keepMode(fields: Record<string, unknown>, existing?: T): void {
     if (!this.definition.shadow || !existing) return;
     const was = existing.mode === 'shadow' ? 'shadow' : 'live';
     if (fields.mode === undefined) {
@@ -373,7 +427,7 @@ export class AdminRecords {
     return field ? { field } : {};
   }
 
-  private fillGeneratedKey(fields: Record<string, unknown>, existing?: AdminRecord): void {
+  private fillGeneratedKey(fields: Record<string, unknown>, existing?: T): void {
     const { pathKey } = this.definition;
     if (pathKey === 'id') return;
     if (existing && fields[pathKey] !== undefined && fields[pathKey] !== existing[pathKey]) {
@@ -397,7 +451,7 @@ export class AdminRecords {
     }
   }
 
-  private async write(operation: () => Promise<AdminRecord>): Promise<AdminRecord> {
+  private async write(operation: () => Promise<T>): Promise<T> {
     try {
       return await operation();
     } catch (error) {

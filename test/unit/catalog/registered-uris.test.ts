@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { redirectUriProblem } from '../../../src/oauth/register/redirect-uri.js';
+import { redirectUriProblem } from '../../../src/catalog/registered-uris.js';
 
 const problem = (uri: string) => redirectUriProblem(new URL(uri));
 
-describe('unit: redirect URIs OAuth 2.1 allows (oauth/redirect-uri)', function () {
+describe('unit: redirect URIs OAuth 2.1 allows (catalog/registered-uris)', function () {
   it('accepts https anywhere, and http on the loopback interface only', function () {
     for (const uri of [
       'https://app.example.test/cb',

@@ -1,0 +1,182 @@
+/**
+ * The JSON Schemas of the shared records (a create/replace body of the Admin API), `as const` so
+ * that each record's TypeScript type is derived from its schema (./types.ts, json-schema-to-ts):
+ * a field added here is a field of the type, and no hand-written copy can drift from it.
+ */
+
+const string = { type: 'string', maxLength: 4096 } as const;
+const nonEmpty = { type: 'string', minLength: 1, maxLength: 4096 } as const;
+const strings = { type: 'array', items: nonEmpty, maxItems: 500 } as const;
+const uri = { type: 'string', format: 'uri', maxLength: 4096 } as const;
+/** URLs Arbiter fetches or hands to browsers: nothing but http(s) (never file:, ftp:, javascript:). */
+const httpUri = { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 4096 } as const;
+const httpsUri = { type: 'string', format: 'uri', pattern: '^https://', maxLength: 4096 } as const;
+const internalKey = { type: 'integer', minimum: 1 } as const;
+const tenantId = { type: ['string', 'null'], pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' } as const;
+const enabled = { type: 'boolean' } as const;
+/** A policy record's mode: live (the default) is in force; shadow is evaluated beside it and decides nothing. */
+const policyMode = {
+  enum: ['live', 'shadow'],
+  description:
+    'live (the default): in the policy bundle; shadow: in the candidate bundle every live decision is also evaluated against, deciding nothing until promoted',
+} as const;
+/**
+ * A client secret in clear (1 to 72 bytes, BCrypt's limit), which the Admin API hashes, or a BCrypt
+ * hash made elsewhere (the console hashes in the browser): the `client-secret` format, src/http/validation.ts.
+ */
+const clientSecret = {
+  type: 'string',
+  format: 'client-secret',
+  description:
+    'the secret in clear (1 to 72 bytes), or its BCrypt hash ($2a$, $2b$, $2y$); only the hash is stored, and no answer shows either',
+} as const;
+
+/** A record's body: exactly these properties (and the tenant it belongs to), `required` among them. */
+function object<const Required extends readonly string[], const Properties extends Record<string, unknown>>(
+  required: Required,
+  properties: Properties,
+) {
+  return {
+    type: 'object',
+    additionalProperties: false,
+    required,
+    properties: { ...properties, tenantId },
+  } as const;
+}
+
+export const IDENTITY_PROVIDER_SCHEMA = object(['issuer'], {
+  issuer: httpUri,
+  idpId: { type: 'string', pattern: '^[A-Za-z0-9._~-]{1,128}$' },
+  name: string,
+  enabled,
+  clientId: nonEmpty,
+  clientSecret: nonEmpty,
+  scopes: strings,
+  authorizationEndpoint: httpUri,
+  tokenEndpoint: httpUri,
+  userinfoEndpoint: httpUri,
+  jwksUri: httpUri,
+});
+
+export const RESOURCE_SERVER_SCHEMA = object(['resourceIndicator'], {
+  resourceIndicator: { ...uri, pattern: '^[^#]*$' },
+  name: string,
+  description: string,
+  capability: { type: 'object' },
+  clientId: internalKey,
+  enabled,
+  typeUris: strings,
+});
+
+export const RESOURCE_TYPE_SCHEMA = object(['typeUri'], {
+  typeUri: nonEmpty,
+  name: string,
+  description: string,
+  parentTypeId: internalKey,
+  enabled,
+  scopes: strings,
+});
+
+export const RESOURCE_SCHEMA = object(['resourceServerId', 'resourceTypeId', 'resourceIdentifier'], {
+  resourceServerId: internalKey,
+  resourceTypeId: internalKey,
+  resourceIdentifier: nonEmpty,
+  ownerSubjectId: internalKey,
+  scopes: strings,
+});
+
+/** The grants a client may be registered for: those Arbiter answers at /token, each gated by the `token` policy. */
+export const CLIENT_GRANT_TYPES = [
+  'authorization_code',
+  'refresh_token',
+  'client_credentials',
+  'urn:ietf:params:oauth:grant-type:token-exchange',
+] as const;
+
+/** How a client authenticates at /token (client_secret_jwt is not offered: secrets are stored hashed). */
+const CLIENT_AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const;
+
+/** The algorithms a client's request objects may be signed with: asymmetric only, as secrets are BCrypt hashes. */
+export const REQUEST_OBJECT_SIGNING_ALGS = ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA'] as const;
+
+export const CLIENT_SCHEMA = object(['clientId', 'clientType'], {
+  clientId: { type: 'string', minLength: 1, maxLength: 2048 },
+  clientType: { enum: ['confidential', 'public'] },
+  clientSecret,
+  generateClientSecret: {
+    type: 'boolean',
+    description:
+      'true: the server generates a secret (32 letters and digits), stores its hash and shows it this once, as generatedClientSecret',
+  },
+  enabled,
+  redirectUris: { type: 'array', items: uri, maxItems: 100 },
+  postLogoutRedirectUris: { type: 'array', items: uri, maxItems: 100 },
+  clientName: string,
+  clientUri: httpUri,
+  logoUri: httpUri,
+  tokenEndpointAuthMethod: { enum: CLIENT_AUTH_METHODS },
+  jwksUri: httpsUri,
+  jwks: { type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: { type: 'object' } } } },
+  // RFC 9126 §6: this client may only send authorization requests pushed to /par.
+  requirePushedAuthorizationRequests: { type: 'boolean' },
+  // RFC 9101 §9 (OIDC Registration): the one algorithm its request objects are signed with, verified
+  // with its jwks/jwksUri (without either, none can be verified).
+  requestObjectSigningAlg: { enum: REQUEST_OBJECT_SIGNING_ALGS },
+  softwareStatement: { type: 'object' },
+  scopes: strings,
+  registrationType: { enum: ['admin', 'dcr', 'cimd'] },
+  // Set by dynamic registration (src/oauth/register), kept through an Admin PUT of such a record.
+  grantTypes: { type: 'array', items: { enum: CLIENT_GRANT_TYPES }, maxItems: 10 },
+  responseTypes: { type: 'array', items: { enum: ['code'] }, maxItems: 1 },
+  tosUri: httpUri,
+  policyUri: httpUri,
+  contacts: { type: 'array', items: { type: 'string', format: 'email', maxLength: 254 }, maxItems: 20 },
+  softwareId: { type: 'string', format: 'uuid' },
+  softwareVersion: string,
+  softwareStatementJwt: { type: 'string', maxLength: 1048576 },
+  grantedResources: {
+    type: 'array',
+    maxItems: 100,
+    items: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['type', 'scopes'],
+      properties: { type: nonEmpty, scopes: { type: 'array', items: string, maxItems: 500 } },
+    },
+  },
+  registrationAccessTokenDigest: { type: 'string', pattern: '^[A-Za-z0-9_-]{43}$' },
+  clientIdIssuedAt: { type: 'integer', minimum: 0 },
+});
+
+export const INITIAL_ACCESS_TOKEN_SCHEMA = object([], {
+  name: string,
+  uses: { type: 'integer', minimum: 1 },
+  expiresAt: { type: 'string', format: 'date-time' },
+});
+
+export const SUBJECT_SCHEMA = object(['subjectId'], {
+  subjectId: nonEmpty,
+  identityProviderId: internalKey,
+  name: string,
+  email: string,
+  preferredUsername: string,
+});
+
+export const POLICY_RULE_SCHEMA = object(['kind', 'path', 'content'], {
+  version: { type: ['string', 'null'], maxLength: 128 },
+  kind: { enum: ['rego', 'cedar'] },
+  path: { type: 'string', pattern: '^[A-Za-z0-9_][A-Za-z0-9_./-]{0,255}$', not: { pattern: '(^|/)\\.\\.?(/|$)' } },
+  content: { type: 'string', minLength: 1, maxLength: 1048576 },
+  enabled,
+  digest: { type: ['string', 'null'], maxLength: 256 },
+  mode: policyMode,
+});
+
+export const POLICY_DATA_SCHEMA = object(['dataKey', 'payload'], {
+  dataKey: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$', maxLength: 256 },
+  payload: { type: 'string', minLength: 1, maxLength: 1048576 },
+  // A JSON Schema (as JSON text) that data.<dataKey> must match once merged (policy/bundle/data-schemas.ts).
+  schema: { type: ['string', 'null'], maxLength: 65536 },
+  version: { type: ['string', 'null'], maxLength: 128 },
+  mode: policyMode,
+});
