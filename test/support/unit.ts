@@ -101,7 +101,13 @@ export async function saveResourceServer(
   fields: Record<string, unknown> = {},
 ) {
   const id = await store.nextSequence(resourceServerRecords.spec.name);
-  await resourceServerRecords(store, TENANT).insert({ id, tenantId: null, resourceIndicator, enabled: true, ...fields });
+  await resourceServerRecords(store, TENANT).insert({
+    id,
+    tenantId: null,
+    resourceIndicator,
+    enabled: true,
+    ...fields,
+  });
 }
 
 /** The OAuth error a promise rejects with: its code, description and status (oidc-provider's or Arbiter's errors). */
