@@ -29,11 +29,22 @@ export function knownScopes(provider: Provider): Set<string> {
 }
 
 /**
- * 2. The RAR types oidc-provider accepts, kept equal to those policy data defines at run time
- * (its `types` option is read once, at construction).
+ * 2. Every client may ask for every RAR type the provider accepts (those policy data defines,
+ * fixed at construction: rar.ts), the policy deciding per client. oidc-provider's client model
+ * holds an `authorization_details_types` list per client (RFC 9396 §10) that it requires, checks
+ * against the accepted types (each against all: quadratic) whenever it builds a client, and
+ * hashes with the rest of the metadata on every lookup; with 10,000 types in policy data that is
+ * work on every request. So this provider's clients list none (the library's default) and its
+ * Client model reads every client's list as "not restricted", which oidc-provider's RAR check
+ * (lib/shared/check_rar.js) treats as every accepted type.
  */
-export function authorizationDetailsTypes(provider: Provider): Record<string, { validate(): void }> {
-  return instance(provider).features.richAuthorizationRequests.types;
+export function everyClientMayAskForEveryType(provider: Provider): void {
+  Object.defineProperty(provider.Client.prototype, 'authorizationDetailsTypes', {
+    configurable: true,
+    get: () => undefined,
+    // The constructor assigns the schema's default (an empty list): not kept.
+    set: () => undefined,
+  });
 }
 
 /** 3. An access token, client-credentials token or refresh token by its value (for Bearer introspection callers). */
