@@ -13,10 +13,14 @@ import validateDpop, { checkDpopReplay } from 'oidc-provider/lib/helpers/validat
 import instance from 'oidc-provider/lib/helpers/weak_cache.js';
 
 /**
- * 1. Scopes the policy grants become known to oidc-provider. It silently drops any scope outside
- * its configured list when it issues a code or a token without a resource indicator, and that
- * list is fixed at construction; in Arbiter the policy decides which scopes exist. The list
- * grows only with what policies grant; discovery advertises the spec's scopes (discovery.ts).
+ * 1. Scopes outside policy data become known to oidc-provider where a request needs them: those
+ * a client registered, as it asks for them at /authorize or /par, and those a decision grants at
+ * the token endpoint. oidc-provider silently drops any scope outside its configured list from an
+ * authorization or client_credentials request without a resource indicator, filtering with
+ * `Set.prototype.has` bound to that list, so no construction-time value can stand for "whatever
+ * the policy grants". The spec's scopes and those policy data names are the list it is built
+ * with (configuration.ts, once per policy revision); a provider built for the next revision
+ * starts from that list again. Discovery advertises the spec's scopes (discovery.ts).
  */
 export function recognizeScopes(provider: Provider, scopes: Iterable<string>): void {
   const known = knownScopes(provider);
