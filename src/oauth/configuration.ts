@@ -16,11 +16,15 @@ import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators
 import { errorPages } from './error-pages.js';
 import { pushedAuthorizationRequests } from './par/index.js';
 
-/** The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. */
-const protocol: ConfigurationSlice = () => ({
+/**
+ * The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. The
+ * scopes oidc-provider knows (it drops any other from a request that names no resource) are the
+ * spec's and those policy data names, as of the provider's policy revision.
+ */
+const protocol: ConfigurationSlice = ({ vocabulary }) => ({
   routes,
   claims,
-  scopes,
+  scopes: [...new Set([...scopes, ...vocabulary.scopes])],
   responseTypes: ['code'],
   enabledJWA: { idTokenSigningAlgValues: ['RS256'] },
   conformIdTokenClaims: true,

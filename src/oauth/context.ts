@@ -1,7 +1,7 @@
 import type { Configuration } from 'oidc-provider';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
-import type { PolicyEngine } from '../policy/index.js';
+import type { PolicyEngine, PolicyVocabulary } from '../policy/index.js';
 import type { Store } from '../store/index.js';
 import type { ProviderSecrets } from './keys.js';
 
@@ -11,6 +11,8 @@ export interface ProviderContext {
   secrets: ProviderSecrets;
   store: Store;
   policy: PolicyEngine;
+  /** What policy data defines for the protocol (RAR types), as of the revision this provider is built for. */
+  vocabulary: PolicyVocabulary;
   log: Logger;
   /** The store tenant this provider serves. */
   tenant: string;

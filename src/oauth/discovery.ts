@@ -17,7 +17,7 @@ import { requestIssuer } from '../tenancy/index.js';
  * /.well-known/uma2-configuration: UMA 2.0's metadata is RFC 8414 metadata plus the UMA
  * endpoints and uma_profiles_supported. They are equal field for field and cannot drift apart.
  */
-export function discoveryExtras(issuer: string, authorizationDetailsTypes: () => Promise<string[]>) {
+export function discoveryExtras(issuer: string, authorizationDetailsTypes: () => Promise<readonly string[]>) {
   return async (ctx: ArbiterContext, next: Next): Promise<void> => {
     await next();
     if (ctx.status !== 200 || typeof ctx.body !== 'object' || ctx.body === null) return;

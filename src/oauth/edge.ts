@@ -14,7 +14,6 @@ import { REGISTER_PATH, registrationMiddleware } from './register/index.js';
 import { REVOKE_PATH, revokeMiddleware } from './revoke/index.js';
 import { advertisedFeatures, DISCOVERY_PATH, OAUTH_SERVER_METADATA_PATH, UMA_CONFIGURATION_PATH } from './routes.js';
 import { shallowJsonQuery } from './shared/form-body.js';
-import { syncAuthorizationDetailsTypes } from './shared/rar.js';
 import { noStore } from './shared/no-store.js';
 import { tenantHintOnInvalidClient } from './shared/tenant-hint.js';
 import type { ArbiterMiddleware } from './state.js';
@@ -67,15 +66,15 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
     {
       path: AUTHORIZE_PATH,
       uncached: true,
-      middleware: authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }),
+      middleware: authorizeMiddleware({ store, providerFor, maxBodyBytes }),
     },
     { path: AUTHORIZE_PATH, below: true, uncached: true, middleware: authorizationResumptionMiddleware() },
     // RFC 9126: client authentication as at /token, then the checks /authorize makes of what is pushed.
-    { path: PAR_PATH, uncached: true, middleware: parMiddleware({ store, policy, providerFor, maxBodyBytes }) },
+    { path: PAR_PATH, uncached: true, middleware: parMiddleware({ store, providerFor, maxBodyBytes }) },
     {
       path: TOKEN_PATH,
       uncached: true,
-      middleware: tokenMiddleware({ issuer: config.issuer, providerFor, authorizationDetailsTypes, maxBodyBytes }),
+      middleware: tokenMiddleware({ issuer: config.issuer, maxBodyBytes }),
     },
     {
       path: INTROSPECT_PATH,
@@ -99,15 +98,7 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
     { path: INTERACTION_PATH, below: true, middleware: signIn },
     { path: UPSTREAM_CALLBACK_PATH, middleware: signIn },
   ];
-  // Every client oidc-provider loads carries the RAR types of policy data (clients/records.ts), which
-  // its registry must then know: kept in step on every request that reaches it, not only at /token,
-  // so that /introspect, /revoke or UserInfo on a node (or in a tenant) that has not seen /token yet
-  // do not refuse the client as invalid metadata after a policy change.
-  const provider = compose([
-    syncAuthorizationDetailsTypes(providerFor, authorizationDetailsTypes),
-    providers.middleware(),
-  ]) as ArbiterMiddleware;
-  return routeTable(table, provider);
+  return routeTable(table, providers.middleware());
 }
 
 /** Looks the request's path up in the table (exact paths first, then the rows for paths below one) and runs that row. */

@@ -13,10 +13,14 @@ import validateDpop, { checkDpopReplay } from 'oidc-provider/lib/helpers/validat
 import instance from 'oidc-provider/lib/helpers/weak_cache.js';
 
 /**
- * 1. Scopes the policy grants become known to oidc-provider. It silently drops any scope outside
- * its configured list when it issues a code or a token without a resource indicator, and that
- * list is fixed at construction; in Arbiter the policy decides which scopes exist. The list
- * grows only with what policies grant; discovery advertises the spec's scopes (discovery.ts).
+ * 1. Scopes outside policy data become known to oidc-provider where a request needs them: those
+ * a client registered, as it asks for them at /authorize or /par, and those a decision grants at
+ * the token endpoint. oidc-provider silently drops any scope outside its configured list from an
+ * authorization or client_credentials request without a resource indicator, filtering with
+ * `Set.prototype.has` bound to that list, so no construction-time value can stand for "whatever
+ * the policy grants". The spec's scopes and those policy data names are the list it is built
+ * with (configuration.ts, once per policy revision); a provider built for the next revision
+ * starts from that list again. Discovery advertises the spec's scopes (discovery.ts).
  */
 export function recognizeScopes(provider: Provider, scopes: Iterable<string>): void {
   const known = knownScopes(provider);
@@ -29,11 +33,22 @@ export function knownScopes(provider: Provider): Set<string> {
 }
 
 /**
- * 2. The RAR types oidc-provider accepts, kept equal to those policy data defines at run time
- * (its `types` option is read once, at construction).
+ * 2. Every client may ask for every RAR type the provider accepts (those policy data defines,
+ * fixed at construction: rar.ts), the policy deciding per client. oidc-provider's client model
+ * holds an `authorization_details_types` list per client (RFC 9396 §10) that it requires, checks
+ * against the accepted types (each against all: quadratic) whenever it builds a client, and
+ * hashes with the rest of the metadata on every lookup; with 10,000 types in policy data that is
+ * work on every request. So this provider's clients list none (the library's default) and its
+ * Client model reads every client's list as "not restricted", which oidc-provider's RAR check
+ * (lib/shared/check_rar.js) treats as every accepted type.
  */
-export function authorizationDetailsTypes(provider: Provider): Record<string, { validate(): void }> {
-  return instance(provider).features.richAuthorizationRequests.types;
+export function everyClientMayAskForEveryType(provider: Provider): void {
+  Object.defineProperty(provider.Client.prototype, 'authorizationDetailsTypes', {
+    configurable: true,
+    get: () => undefined,
+    // The constructor assigns the schema's default (an empty list): not kept.
+    set: () => undefined,
+  });
 }
 
 /** 3. An access token, client-credentials token or refresh token by its value (for Bearer introspection callers). */

@@ -9,6 +9,7 @@ import { providerConfiguration } from './configuration.js';
 import { providerIssuer, type ProviderContext } from './context.js';
 import { installGrants } from './token/grants/index.js';
 import { outboundOptionsOf } from '../http/outbound.js';
+import { everyClientMayAskForEveryType } from './internals.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
 export function createTenantProvider(context: ProviderContext): Provider {
@@ -19,12 +20,13 @@ export function createTenantProvider(context: ProviderContext): Provider {
     adapter: createOidcAdapter(
       store,
       tenant,
-      { Client: clientLookup(store, tenant, () => policy.authorizationDetailsTypes(), documents) },
+      { Client: clientLookup(store, tenant, documents) },
       clientArtefactOwners(store, tenant),
     ),
   });
   provider.proxy = true;
   compareHashedClientSecrets(provider);
+  everyClientMayAskForEveryType(provider);
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);
   installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config) });

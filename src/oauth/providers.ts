@@ -4,6 +4,7 @@ import type { ArbiterMiddleware } from './state.js';
 import mount from 'koa-mount';
 import { LRUCache } from 'lru-cache';
 import type Provider from 'oidc-provider';
+import type { PolicyVocabulary } from '../policy/index.js';
 import type { Tenant } from '../tenancy/index.js';
 import type { LoadedSecrets, ProviderSecrets, TenantKeys } from './keys.js';
 
@@ -25,18 +26,34 @@ interface MountedProvider {
  * request's provider is made ready by `prepare()` before any step asks for it: the steps ask
  * synchronously, and get the instance prepared for their request even if the cache has since
  * let it go.
+ *
+ * What policy data defines for the protocol (RAR types, scopes: the policy vocabulary) is
+ * construction-time configuration: an instance built for an older policy revision than the
+ * current one is built again by the next request, as one whose keys were rotated is (`refresh`),
+ * so that a policy change is in force as soon as the policy engine sees it (within a second), and
+ * no request changes a provider's configuration. Requests under way finish on the instance they
+ * were prepared with.
  */
 export class TenantProviders {
-  /** By tenant and issuer; each with the store tenant and the revision of the keys it was built with. */
-  private readonly mounted: LRUCache<string, MountedProvider & { tenant: string; revision: number }>;
+  /** By tenant and issuer; each with the store tenant, the revision of the keys and the policy revision it was built with. */
+  private readonly mounted: LRUCache<
+    string,
+    MountedProvider & { tenant: string; revision: number; policyRevision: string }
+  >;
   /** By store tenant: its keys being read or read, with their revision. */
   private readonly keys: LRUCache<string, Promise<LoadedSecrets>>;
   /** The instance each request in flight was prepared with (by its ctx.state.tenant). */
   private readonly prepared = new WeakMap<Tenant, MountedProvider>();
 
   constructor(
-    private readonly create: (tenant: string, basePath: string, secrets: ProviderSecrets) => Provider,
+    private readonly create: (
+      tenant: string,
+      basePath: string,
+      secrets: ProviderSecrets,
+      vocabulary: PolicyVocabulary,
+    ) => Provider,
     private readonly source: TenantKeys,
+    private readonly vocabulary: () => Promise<PolicyVocabulary>,
     maxTenants: number,
   ) {
     this.mounted = new LRUCache({ max: maxTenants });
@@ -92,16 +109,17 @@ export class TenantProviders {
 
   private async ready(tenant: Tenant): Promise<MountedProvider> {
     const key = keyOf(tenant);
+    const vocabulary = await this.vocabulary();
     const cached = this.mounted.get(key);
-    if (cached) return cached;
+    if (cached?.policyRevision === vocabulary.revision) return cached;
     const reading = this.keysOf(tenant.name);
     const { secrets, revision } = await reading;
     const builtMeanwhile = this.mounted.get(key);
-    if (builtMeanwhile) return builtMeanwhile;
-    const provider = this.create(tenant.name, tenant.path ?? '', secrets);
+    if (builtMeanwhile?.policyRevision === vocabulary.revision) return builtMeanwhile;
+    const provider = this.create(tenant.name, tenant.path ?? '', secrets, vocabulary);
     // A v9 Provider is itself the Koa application to mount.
     const middleware = mount(provider as unknown as Koa) as Middleware;
-    const entry = { provider, middleware, tenant: tenant.name, revision };
+    const entry = { provider, middleware, tenant: tenant.name, revision, policyRevision: vocabulary.revision };
     // Keys rotated while they were read: this request uses them, the next one builds again.
     if (this.keys.get(tenant.name) === reading) this.mounted.set(key, entry);
     return entry;

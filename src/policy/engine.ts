@@ -23,6 +23,7 @@ import { PolicyFaults, type PolicyFault } from './faults.js';
 import { loadBundledRecords } from './records.js';
 import { withConflictingDefinitions } from './opa/conflicts.js';
 import { LiveDecisions, overBudgetVerdict } from './live/index.js';
+import { PolicyVocabularies, type PolicyVocabulary } from './vocabulary.js';
 
 export interface PolicyEngine {
   /** Never throws: an engine failure is a deny with `engineError` set. */
@@ -53,8 +54,13 @@ export interface PolicyEngine {
   bundleMiddleware(): Middleware;
   /** The value policies see at data.<dataKey> (bundled entries only), or undefined. */
   policyData(dataKey: string): Promise<unknown>;
-  /** Discovery's authorization_details_types_supported: keys of resource types and RAR-only types. */
-  authorizationDetailsTypes(): Promise<string[]>;
+  /** Discovery's authorization_details_types_supported: keys of resource types and RAR-only types (the current vocabulary's). */
+  authorizationDetailsTypes(): Promise<readonly string[]>;
+  /**
+   * What policy data defines for the protocol layer (RAR types), derived once per revision:
+   * what the tenants' oidc-provider instances are built with, rebuilt when `revision` moves on.
+   */
+  vocabulary(): Promise<PolicyVocabulary>;
   /** Stops the managed OPA and closes connections. */
   close(): Promise<void>;
 }
@@ -165,6 +171,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   private readonly snapshotMaxAgeMs: number;
   private readonly faults: PolicyFaults;
   private readonly live: LiveDecisions;
+  private readonly vocabularies = new PolicyVocabularies();
 
   constructor(private readonly parts: EngineParts) {
     this.opa = new OpaDriver(parts.opaUrl, parts.config.policyDecisionTimeoutMs, parts.opaToken);
@@ -338,10 +345,12 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     return valueAt((await this.snapshot()).mergedData, dataKey);
   }
 
-  async authorizationDetailsTypes(): Promise<string[]> {
-    const { mergedData } = await this.snapshot();
-    const keysOf = (dataKey: string) => Object.keys((valueAt(mergedData, dataKey) as object | undefined) ?? {});
-    return [...new Set([...keysOf('oauth.resource_types'), ...keysOf('oauth.rar_only_types')])].sort();
+  async authorizationDetailsTypes(): Promise<readonly string[]> {
+    return (await this.vocabulary()).authorizationDetailsTypes;
+  }
+
+  async vocabulary(): Promise<PolicyVocabulary> {
+    return this.vocabularies.of(await this.snapshot());
   }
 
   async close(): Promise<void> {

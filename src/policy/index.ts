@@ -48,3 +48,4 @@ export {
 export { SHADOW_COLLECTION, type ShadowDifference, type ShadowStatus } from './replay/shadow.js';
 export type { RecordChange, TriedBundle } from './bundle/validate.js';
 export type { PolicySnapshot } from './bundle/build.js';
+export type { PolicyVocabulary } from './vocabulary.js';

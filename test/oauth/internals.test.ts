@@ -1,9 +1,10 @@
+import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { expect } from 'chai';
 import Provider from 'oidc-provider';
 import {
-  authorizationDetailsTypes,
   builtInGrant,
+  everyClientMayAskForEveryType,
   compareClientSecretsWith,
   findTokenByValue,
   knownScopes,
@@ -35,11 +36,20 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
     expect(knownScopes(provider).has('arbiter-upgrade-probe')).to.equal(true);
   });
 
-  it('keeps the accepted RAR types in a mutable object', function () {
-    const types = authorizationDetailsTypes(provider);
-    expect(types).to.be.an('object');
-    types['urn:arbiter:probe'] = { validate: () => undefined };
-    expect(authorizationDetailsTypes(provider)).to.have.property('urn:arbiter:probe');
+  it("reads a client's RAR types as unrestricted once every client may ask for every type", async function () {
+    const rar = { enabled: true, types: { 'urn:arbiter:probe': { validate: () => undefined } } };
+    const other = new Provider('http://127.0.0.1:3', { features: { richAuthorizationRequests: rar as never } });
+    const metadata = { client_id: 'probe', client_secret: 'stored', redirect_uris: ['https://probe.example/cb'] };
+    const Client = other.Client as unknown as new (metadata: object) => { authorizationDetailsTypes?: string[] };
+    expect(new Client(metadata).authorizationDetailsTypes, "the library's default: no type").to.deep.equal([]);
+    everyClientMayAskForEveryType(other);
+    expect(new Client(metadata).authorizationDetailsTypes).to.equal(undefined);
+    // What oidc-provider's RAR check (lib/shared/check_rar.js) reads: undefined restricts nothing.
+    const source = await readFile(
+      createRequire(import.meta.url).resolve('oidc-provider/lib/shared/check_rar.js'),
+      'utf8',
+    );
+    expect(source).to.contain('client.authorizationDetailsTypes?.includes(detail.type) === false');
   });
 
   it('finds tokens by value, and answers undefined for an unknown one', async function () {

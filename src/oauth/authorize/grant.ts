@@ -5,7 +5,6 @@ import type { ConfigurationSlice } from '../context.js';
 import { claims as claimsByScope, claimsOf } from '../claims.js';
 import { enforce } from '../shared/enforce.js';
 import { narrowedScopes, rememberDecision } from '../token/grants/decision.js';
-import { recognizeScopes } from '../internals.js';
 import { scopeParameter } from './claims-request.js';
 import { authorizeDecisionInput } from './decision-input.js';
 
@@ -73,7 +72,6 @@ function grantExactly(
   decision: Decision,
 ): void {
   const granted = narrowedScopes(requested, decision);
-  recognizeScopes(ctx.oidc.provider, granted);
   // With several resources every token is for one of them (a token request must name it), so
   // the grant's own part keeps the OpenID Connect scopes only: each resource's scopes are its own.
   const forOpenId = perResource.size > 1 ? granted.filter((scope) => OIDC_SCOPES.has(scope)) : granted;

@@ -1,12 +1,10 @@
 import type { ArbiterMiddleware } from '../state.js';
 import type Provider from 'oidc-provider';
-import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { auditSignInFailure } from '../interactions/index.js';
 import { routes } from '../routes.js';
 import { formBody } from '../shared/form-body.js';
 import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
-import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
 import { acceptPlainPkce } from './pkce-plain.js';
 import { authorizationPostAsGet } from './post-as-get.js';
 import { authorizeRedirectsAs302 } from './redirect-status.js';
@@ -26,7 +24,6 @@ export const AUTHORIZE_PATH = routes.authorization;
 
 export interface AuthorizeDeps {
   store: Store;
-  policy: PolicyEngine;
   providerFor: (tenant: Tenant) => Provider;
   maxBodyBytes: number;
 }
@@ -35,11 +32,12 @@ export interface AuthorizeDeps {
  * What Arbiter adds at /authorize in front of oidc-provider, in order: the form of a POST read
  * with the size limit and a POST sent on as a GET, the parameters of a request object or pushed
  * request read (what the steps after it check), redirect_uri required, PKCE `plain` accepted, the
- * requested scopes of the tenant's vocabulary made known, 302 redirects, the RAR types of policy data. The decision
+ * requested scopes the client registered made known, 302 redirects (the RAR types and scopes of
+ * policy data are the provider's own, built per policy revision: providers.ts). The decision
  * itself is the `loadExistingGrant` hook (grant.ts), and the extra parameter checks are
  * oidc-provider `extraParams` (parameters.ts).
  */
-export function authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }: AuthorizeDeps): ArbiterMiddleware[] {
+export function authorizeMiddleware({ store, providerFor, maxBodyBytes }: AuthorizeDeps): ArbiterMiddleware[] {
   return [
     // A POST's form may repeat `resource` as the query does (RFC 8707); it is sent on as a GET.
     formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
@@ -47,9 +45,8 @@ export function authorizeMiddleware({ store, policy, providerFor, maxBodyBytes }
     readRequestObject(providerFor),
     requireRedirectUri,
     acceptPlainPkce,
-    recognizeRequestedScopes(store, policy, providerFor),
+    recognizeRequestedScopes(store, providerFor),
     authorizeRedirectsAs302,
-    syncAuthorizationDetailsTypes(providerFor, () => policy.authorizationDetailsTypes()),
   ];
 }
 

@@ -63,17 +63,12 @@ export interface ClientDocuments {
 }
 
 /**
- * The adapter's Client lookup. Every client may ask for every RAR type policy data defines
- * (the policy decides per client), so the current types are part of its metadata. A client_id
- * that is a URL and not an operator's or a registration's client is resolved by `documents`
- * (client ID metadata documents, ./cimd).
+ * The adapter's Client lookup. A client_id that is a URL and not an operator's or a
+ * registration's client is resolved by `documents` (client ID metadata documents, ./cimd). Every
+ * client may ask for every RAR type policy data defines (the policy decides per client): its
+ * metadata lists none, which the provider reads as unrestricted (internals.ts).
  */
-export function clientLookup(
-  store: Store,
-  tenant: string,
-  authorizationDetailsTypes: () => Promise<string[]>,
-  documents?: ClientDocuments,
-) {
+export function clientLookup(store: Store, tenant: string, documents?: ClientDocuments) {
   return async (clientId: string) => {
     const found = await findClientRecord(store, tenant, clientId);
     const record =
@@ -81,7 +76,6 @@ export function clientLookup(
         ? await documents.resolve(clientId, found)
         : found;
     if (record) rememberForRequest(record);
-    const metadata = record ? clientMetadata(record) : undefined;
-    return metadata && { ...metadata, authorization_details_types: await authorizationDetailsTypes() };
+    return record ? clientMetadata(record) : undefined;
   };
 }

@@ -3,7 +3,6 @@ import compose from 'koa-compose';
 import type Provider from 'oidc-provider';
 import { basicCredentials } from '../../http/basic.js';
 import { HttpError } from '../../http/errors.js';
-import type { PolicyEngine } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import {
   acceptPlainPkce,
@@ -16,7 +15,6 @@ import { routes } from '../routes.js';
 import { guardClientCredentials } from '../shared/credential-guard.js';
 import { formBody, formParameter } from '../shared/form-body.js';
 import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
-import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
 import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
 import type { Tenant } from '../../tenancy/index.js';
 
@@ -45,7 +43,6 @@ export const pushedAuthorizationRequests: ConfigurationSlice = () => ({
 
 export interface ParDeps {
   store: Store;
-  policy: PolicyEngine;
   providerFor: (tenant: Tenant) => Provider;
   maxBodyBytes: number;
 }
@@ -56,11 +53,11 @@ export interface ParDeps {
  * that failed too often refused before its credentials are verified; oidc-provider then
  * authenticates it, and its registered method is enforced by authorize/parameters.ts), then the
  * checks /authorize makes of the pushed request (authorize/index.ts), so that what is pushed is
- * validated as what is sent to /authorize: redirect_uri required, PKCE `plain`, the tenant's
- * scopes, the RAR types of policy data. The parameter checks of parameters.ts run at /par too.
+ * validated as what is sent to /authorize: redirect_uri required, PKCE `plain`, the client's
+ * registered scopes. The parameter checks of parameters.ts run at /par too.
  * Only a POST pushes anything: any other method goes straight to oidc-provider (a 404).
  */
-export function parMiddleware({ store, policy, providerFor, maxBodyBytes }: ParDeps): ArbiterMiddleware[] {
+export function parMiddleware({ store, providerFor, maxBodyBytes }: ParDeps): ArbiterMiddleware[] {
   const steps = compose([
     formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
     requireClient,
@@ -68,8 +65,7 @@ export function parMiddleware({ store, policy, providerFor, maxBodyBytes }: ParD
     readRequestObject(providerFor),
     requireRedirectUri,
     acceptPlainPkce,
-    recognizeRequestedScopes(store, policy, providerFor),
-    syncAuthorizationDetailsTypes(providerFor, () => policy.authorizationDetailsTypes()),
+    recognizeRequestedScopes(store, providerFor),
   ]) as ArbiterMiddleware;
   return [(ctx, next) => (ctx.method === 'POST' ? steps(ctx, next) : next())];
 }

@@ -108,6 +108,6 @@ function depth(dataKey: string): number {
   return dataKey.split('.').length;
 }
 
-function isObject(value: unknown): value is JsonObject {
+export function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

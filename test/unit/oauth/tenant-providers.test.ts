@@ -3,6 +3,7 @@ import type Provider from 'oidc-provider';
 import type { LoadedSecrets, ProviderSecrets, TenantKeys } from '../../../src/oauth/keys.js';
 import { TenantProviders } from '../../../src/oauth/providers.js';
 import type { ArbiterContext } from '../../../src/oauth/state.js';
+import type { PolicyVocabulary } from '../../../src/policy/index.js';
 import { tenantOf, type Tenant } from '../../../src/tenancy/index.js';
 
 /** Keys in a map instead of the store: each tenant's revision, and how often each was read. */
@@ -23,17 +24,22 @@ class StubKeys implements TenantKeys {
 }
 
 /** A stand-in provider: the kid it was built with (koa-mount takes an object with `middleware`). */
-const stubProvider = (_tenant: string, _basePath: string, secrets: ProviderSecrets) =>
-  ({ kid: secrets.jwks.keys[0].kid, middleware: [] }) as unknown as Provider;
+const stubProvider = (_tenant: string, _basePath: string, secrets: ProviderSecrets, built: PolicyVocabulary) =>
+  ({ kid: secrets.jwks.keys[0].kid, policyRevision: built.revision, middleware: [] }) as unknown as Provider;
 const kidOf = (provider: Provider) => (provider as unknown as { kid: string }).kid;
+const policyRevisionOf = (provider: Provider) => (provider as unknown as { policyRevision: string }).policyRevision;
+
+/** The policy vocabulary the providers are built with: its revision moves on when a test says so. */
+let vocabulary: PolicyVocabulary = { revision: 'r1', authorizationDetailsTypes: [], scopes: [] };
 
 describe('unit: TenantProviders, one provider per tenant with its own keys (oauth/providers)', function () {
   let keys: StubKeys;
   let providers: TenantProviders;
 
   beforeEach(function () {
+    vocabulary = { revision: 'r1', authorizationDetailsTypes: [], scopes: [] };
     keys = new StubKeys();
-    providers = new TenantProviders(stubProvider, keys, 2);
+    providers = new TenantProviders(stubProvider, keys, async () => vocabulary, 2);
   });
 
   /** prepare() for a request of `tenant`, then what its steps get. */
@@ -71,5 +77,26 @@ describe('unit: TenantProviders, one provider per tenant with its own keys (oaut
       expect(kidOf(providers.provider(acme))).to.equal('acme-0');
     });
     expect(() => providers.provider(tenantOf('acme')), 'a request never prepared').to.throw(/before prepare/);
+  });
+
+  it('builds a provider again when the policy revision moves on; a request under way keeps the one it has', async function () {
+    const acme = tenantOf('acme');
+    const built: Provider[] = [];
+    const prepared = async (tenant: Tenant) => {
+      let provider: Provider | undefined;
+      await providers.prepare()({ state: { tenant } } as unknown as ArbiterContext, async () => {
+        provider = providers.provider(tenant);
+      });
+      built.push(provider!);
+      return provider!;
+    };
+    await providers.prepare()({ state: { tenant: acme } } as unknown as ArbiterContext, async () => {
+      expect(policyRevisionOf(providers.provider(acme))).to.equal('r1');
+      vocabulary = { revision: 'r2', authorizationDetailsTypes: ['urn:new'], scopes: [] };
+      expect(policyRevisionOf(await prepared(tenantOf('acme'))), 'the next request').to.equal('r2');
+      expect(policyRevisionOf(providers.provider(acme)), 'the request under way').to.equal('r1');
+    });
+    expect(await prepared(tenantOf('acme')), 'built once per revision').to.equal(built[0]);
+    expect(Object.fromEntries(keys.reads), 'the keys are not read again').to.deep.equal({ acme: 1 });
   });
 });

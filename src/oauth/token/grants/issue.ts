@@ -1,6 +1,5 @@
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { recognizeScopes } from '../../internals.js';
 
 export interface IssuedToken {
   value: string;
@@ -34,7 +33,6 @@ export async function issueAccessToken(
   const { gty, sub, scopes, resource, jkt } = grant;
   const client = ctx.oidc.client!;
   const scope = scopes.join(' ') || undefined;
-  recognizeScopes(provider, scopes);
   const resourceServer = resource
     ? new provider.ResourceServer(resource, { scope: scope ?? '', audience: resource, accessTokenFormat: 'opaque' })
     : undefined;
