@@ -6,6 +6,7 @@ import type {
   DecisionOutcome,
   DecisionPoint,
   PolicyEngine,
+  PolicyVocabulary,
 } from '../../src/policy/index.js';
 import { failClosed } from '../../src/policy/combine.js';
 
@@ -113,6 +114,10 @@ export class StubPolicyEngine implements PolicyEngine {
 
   async authorizationDetailsTypes(): Promise<string[]> {
     return [];
+  }
+
+  async vocabulary(): Promise<PolicyVocabulary> {
+    return { revision: 'stub', authorizationDetailsTypes: [], scopes: [] };
   }
 
   async close(): Promise<void> {}
