@@ -11,7 +11,7 @@ import { ADMIN_SESSIONS_COLLECTION } from './admin/sign-in.js';
 import { ACTIVITY_COLLECTION, AUDIT_LOG_COLLECTION, LATEST_DECISIONS_COLLECTION } from './audit/index.js';
 import { POLICY_HISTORY_COLLECTION } from './admin/index.js';
 import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
-import { SHADOW_COLLECTION } from './policy/index.js';
+import { POLICY_FAULTS_COLLECTION, SHADOW_COLLECTION } from './policy/index.js';
 import { DELEGATIONS_COLLECTION } from './delegation/index.js';
 import { UPSTREAM_LOGINS_COLLECTION } from './oauth/interactions/upstream-logins.js';
 import { PROVIDER_SECRETS_COLLECTION } from './oauth/keys.js';
@@ -30,6 +30,7 @@ export function knownCollections(): CollectionSpec[] {
     ACTIVITY_COLLECTION,
     LATEST_DECISIONS_COLLECTION,
     SHADOW_COLLECTION,
+    POLICY_FAULTS_COLLECTION,
     UPSTREAM_LOGINS_COLLECTION,
     PROVIDER_SECRETS_COLLECTION,
     TENANTS_COLLECTION,

@@ -282,7 +282,7 @@ export class AuditLog {
       take(
         decision.point,
         decision.input,
-        `the latest input of client ${decision.clientId ?? '(none)'} at ${decision.point} (audit entry ${decision.auditId})`,
+        `the input recorded in audit entry ${decision.auditId} (the latest of client ${decision.clientId ?? '(none)'} at ${decision.point})`,
       );
     const counts = new Map<string, number>();
     for (let skip = 0; skip < SAMPLE_SCAN_LIMIT; skip += SAMPLE_SCAN_STEP) {

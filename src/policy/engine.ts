@@ -179,7 +179,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
       ? new InProcessRego(parts.compileWasm, (snapshot) => parts.snapshots.bundle(snapshot), parts.inProcessLog)
       : null;
     this.snapshotMaxAgeMs = Math.min(parts.config.policyPollMinSeconds, 1) * 1000;
-    this.faults = new PolicyFaults(parts.config.policyFaultWindowSeconds * 1000);
+    this.faults = new PolicyFaults(parts.config.policyFaultWindowSeconds * 1000, parts.store, parts.log);
     this.live = new LiveDecisions({
       budgetMs: parts.config.policyDecisionTimeoutMs,
       cedar: this.cedar,
@@ -278,7 +278,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   async policyFaults(revisions: { store: string; opa: string | null }): Promise<PolicyFault[]> {
     const probed = revisions.opa ? await this.faults.probed(revisions.opa, () => this.probe(revisions.opa!)) : [];
     const probedPoints = new Set(probed.map((fault) => fault.point));
-    const counted = this.faults.recent([revisions.store, revisions.opa]);
+    const counted = await this.faults.recent([revisions.store, revisions.opa]);
     return [...probed, ...counted.filter((fault) => !probedPoints.has(fault.point))];
   }
 
@@ -356,6 +356,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   async close(): Promise<void> {
     this.opa.close();
     await this.live.close();
+    await this.faults.close();
     await this.parts.managed?.stop();
   }
 

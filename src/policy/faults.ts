@@ -5,8 +5,23 @@
  * or when the live revision fails on one of the decision contract's examples (the probe made
  * once per revision). One caller whose input trips a rule does not make the node unready (every
  * node would be, and the service with them); the point's answers to everyone else still count.
+ *
+ * Each process counts its own decisions and keeps its windows as its share in the store
+ * (ProcessShares, at most a write a second): /healthz sums every worker's and node's, so that all
+ * of them report the same faults, whichever got the failing traffic.
  */
+import type { Logger } from '../log/index.js';
+import { PROCESS_ID, ProcessShares, type CollectionSpec, type Store, type StoredDoc } from '../store/index.js';
 import type { DecisionPoint } from './contract/types.js';
+
+/** One process's windows of every point. */
+interface FaultShare extends StoredDoc {
+  id: string;
+  windows: (PointCounts & { point: DecisionPoint })[];
+  expiresAt: number;
+}
+
+export const POLICY_FAULTS_COLLECTION: CollectionSpec = { name: 'policy_fault_shares' };
 
 /** What /healthz says about one failing decision point. */
 export interface PolicyFault {
@@ -40,7 +55,16 @@ export class PolicyFaults {
   /** What the contract examples showed on each revision probed (a bounded few). */
   private readonly probes = new Map<string, Promise<PolicyFault[]>>();
 
-  constructor(private readonly windowMs: number) {}
+  private readonly shares: ProcessShares<FaultShare> | null;
+
+  /** With a store, the counts are shared by every process on it; without, they are this process's own. */
+  constructor(
+    private readonly windowMs: number,
+    store?: Store,
+    log?: Logger,
+  ) {
+    this.shares = store ? new ProcessShares(store, POLICY_FAULTS_COLLECTION, log) : null;
+  }
 
   /** Counts one decision of `revision` at `point`; `fault` is the policy's error when it could not decide. */
   count(point: DecisionPoint, revision: string, fault: string | null): void {
@@ -59,6 +83,17 @@ export class PolicyFaults {
       counts.error = fault;
       counts.at = now;
     }
+    this.shares?.changedShare(`faults:${PROCESS_ID}`, () => this.share());
+  }
+
+  /** Writes this process's counts; for a stopping server, before its store closes. */
+  async close(): Promise<void> {
+    await this.shares?.close();
+  }
+
+  private share(): FaultShare {
+    const windows = [...this.current, ...this.previous].map(([point, counts]) => ({ point, ...counts }));
+    return { id: `faults:${PROCESS_ID}`, windows, expiresAt: Date.now() + 2 * this.windowMs };
   }
 
   /**
@@ -78,20 +113,23 @@ export class PolicyFaults {
     return finding;
   }
 
-  /** The points whose decisions of these revisions failed within the window. */
-  recent(revisions: (string | null)[]): PolicyFault[] {
+  /** The points whose decisions of these revisions failed within the window, counted by every process sharing the store. */
+  async recent(revisions: (string | null)[]): Promise<PolicyFault[]> {
     const now = Date.now();
+    const windows = this.shares
+      ? (await this.shares.read({})).flatMap((share) => share.windows)
+      : [...this.current, ...this.previous].map(([point, counts]) => ({ point, ...counts }));
+    const byPoint = new Map<DecisionPoint, PointCounts[]>();
+    for (const { point, ...window } of windows) {
+      if (!revisions.includes(window.revision) || now - window.since >= 2 * this.windowMs) continue;
+      byPoint.set(point, [...(byPoint.get(point) ?? []), window]);
+    }
     const faults: PolicyFault[] = [];
-    for (const [point, counts] of this.current) {
-      const earlier = this.previous.get(point);
-      const windows = [counts, earlier].filter(
-        (window): window is PointCounts =>
-          window !== undefined && revisions.includes(window.revision) && now - window.since < 2 * this.windowMs,
-      );
-      const failed = windows.reduce((sum, window) => sum + window.failed, 0);
+    for (const [point, counted] of byPoint) {
+      const failed = counted.reduce((sum, window) => sum + window.failed, 0);
       if (failed === 0) continue;
-      const decisions = windows.reduce((sum, window) => sum + window.decisions, 0);
-      const last = windows.filter((window) => window.error !== null).sort((a, b) => b.at - a.at)[0];
+      const decisions = counted.reduce((sum, window) => sum + window.decisions, 0);
+      const last = counted.filter((window) => window.error !== null).sort((a, b) => b.at - a.at)[0];
       faults.push({
         point,
         error: last.error!,

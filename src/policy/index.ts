@@ -45,6 +45,7 @@ export {
   type ImpactResult,
   type ChangeCounts,
 } from './replay/impact.js';
+export { POLICY_FAULTS_COLLECTION } from './faults.js';
 export { SHADOW_COLLECTION, type ShadowDifference, type ShadowStatus } from './replay/shadow.js';
 export type { RecordChange, TriedBundle } from './bundle/validate.js';
 export type { PolicySnapshot } from './bundle/build.js';

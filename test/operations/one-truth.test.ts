@@ -24,7 +24,8 @@ const WITHOUT_WRITE = PACK_TOKEN_RULE.replace(
  * alternated between one worker's memory and the other's, so an operator reviewing a shadow could
  * miss every difference; the overview's activity was per worker and reset on restart. Each
  * process now keeps its share in the store and every worker sums all of them: both workers answer
- * the same, and a restart of the whole server loses nothing.
+ * the same, and a restart of the whole server loses nothing. The same holds for the policy's own
+ * faults in /healthz: one worker's failing decisions are every worker's report.
  */
 describe('One truth across workers and restarts: shadow differences and activity', function () {
   const storeDir = mkdtempSync(join(tmpdir(), 'arbiter-one-truth-'));
@@ -96,6 +97,41 @@ describe('One truth across workers and restarts: shadow differences and activity
 
     await eventually(async () => (await tokenActivity(workers[1])) >= REQUESTS, 30_000);
     expect(await tokenActivity(workers[0])).to.equal(await tokenActivity(workers[1]));
+  });
+
+  it("reports one worker's failing decisions in every worker's /healthz", async function () {
+    this.timeout(120_000);
+    // A rule that cannot decide for one client only (a second value for the token decision), which
+    // has never been seen, so the write's trial has nothing of it to try: accepted, and in force.
+    const written = await server.admin('POST', '/policy-rules', {
+      version: null,
+      kind: 'rego',
+      path: 'arbiter/one-truth.rego',
+      content: 'package arbiter.token\n\ndecision := {"allow": false} if input.client.client_id == "one-truth-late"\n',
+    });
+    expect(written.status, JSON.stringify(written.body)).to.equal(201);
+    const secret = await confidentialClient(server, 'one-truth-late', { scopes: ['read'] });
+    const failingOn = async (worker: WorkerConnection) =>
+      (
+        await worker.request('/token', {
+          method: 'POST',
+          headers: { ...FORM, authorization: basic('one-truth-late', secret) },
+          body: 'grant_type=client_credentials&scope=read',
+        })
+      ).status;
+    // Only worker 0 gets the failing traffic (once the rule is in force there, the answer is a 503).
+    await eventually(async () => (await failingOn(workers[0])) === 503, 30_000);
+    expect(await failingOn(workers[0])).to.equal(503);
+    const tokenFault = async (worker: WorkerConnection) =>
+      ((await worker.request('/healthz')).body.policyFaults ?? []).find(
+        (fault: { point: string }) => fault.point === 'token',
+      );
+    await eventually(async () => (await tokenFault(workers[1]))?.failed >= 2, 30_000);
+    const [first, second] = [await tokenFault(workers[0]), await tokenFault(workers[1])];
+    expect(second.error).to.contain('eval_conflict_error');
+    expect({ ...first, at: null }).to.deep.equal({ ...second, at: null });
+    const removed = await server.admin('DELETE', `/policy-rules/${written.body.id}`);
+    expect(removed.status).to.equal(204);
   });
 
   it('keeps them across a restart of the whole server on the same store', async function () {

@@ -38,7 +38,7 @@ describe('Stratified trials and impact analysis', function () {
     expect(written.status, JSON.stringify(written.body)).to.equal(400);
     expect(written.body.error_description)
       .to.contain('the policy bundle could not decide with this change')
-      .and.contain('the latest input of client weekly-batch at token');
+      .and.contain('(the latest of client weekly-batch at token)');
   });
 
   it('replays the latest decision of every client first, and says how many clients and points it covered', async function () {
