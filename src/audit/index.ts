@@ -11,7 +11,7 @@ export {
 } from './log.js';
 export { auditTrail, isAudited } from './middleware.js';
 export { withdrawableCredentials } from './issued.js';
-export { markAuthenticated, type AuditFacts } from './facts.js';
+export { markAuthenticated, type AuditFacts, type AuditState } from './facts.js';
 export { recordDecision } from './decision.js';
 export { eachRecorded } from './recorded.js';
 export { decisionsOfEntry, type RecordedDecisionQuery } from './recorded-decisions.js';

@@ -48,3 +48,4 @@ export {
 export type { ShadowDifference, ShadowStatus } from './replay/shadow.js';
 export type { RecordChange, TriedBundle } from './bundle/validate.js';
 export type { PolicySnapshot } from './bundle/build.js';
+export { enforceHttp, httpRefusal, refusalOf, type DenyRules, type Refusal } from './refusal.js';

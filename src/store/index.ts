@@ -4,3 +4,4 @@ export { Sealer, SEALING_KEYS_COLLECTION } from './sealed.js';
 export { TurnReads } from './turn-reads.js';
 export { migrate, schemaVersion, SchemaVersionError, SCHEMA_COLLECTION, type Migration } from './schema-version.js';
 export { ClockSkew } from './clock.js';
+export { BatchWriter } from './batches.js';

@@ -1,12 +1,9 @@
 import type { ArbiterMiddleware } from '../state.js';
-import type Provider from 'oidc-provider';
 import { routes } from '../routes.js';
-import { guardClientCredentials, requireClientCredential } from '../shared/credential-guard.js';
+import { clientCredentials } from '../shared/credential-guard.js';
 import { formBody } from '../shared/form-body.js';
 import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
-import { syncAuthorizationDetailsTypes } from '../shared/rar.js';
 import { tokenPrecheck } from './precheck.js';
-import type { Tenant } from '../../tenancy/index.js';
 
 export { installGrants } from './grants/index.js';
 export { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators } from './shaping.js';
@@ -15,34 +12,21 @@ export const TOKEN_PATH = routes.token;
 
 export interface TokenDeps {
   issuer: string;
-  providerFor: (tenant: Tenant) => Provider;
-  authorizationDetailsTypes: () => Promise<string[]>;
   maxBodyBytes: number;
 }
 
 /**
  * What Arbiter adds at /token in front of oidc-provider, in order: the form read with the size
- * limit, the requests the spec refuses before client authentication, a form naming no client at
- * all refused (401 invalid_client, RFC 6749 §5.2; a public client names itself by client_id), a
- * client that failed too often refused before its credentials are verified, the RAR types of policy data. The
- * grants themselves, each gated by policy, are registered with oidc-provider (grants/).
+ * limit, the requests the spec refuses before client authentication, then the client's
+ * credential: a form naming no client at all refused (401 invalid_client, RFC 6749 §5.2; a public
+ * client names itself by client_id), a client that failed too often refused before its
+ * credentials are verified. The RAR types of policy data are the hand-off's (edge.ts). The grants
+ * themselves, each gated by policy, are registered with oidc-provider (grants/).
  */
-export function tokenMiddleware({
-  issuer,
-  providerFor,
-  authorizationDetailsTypes,
-  maxBodyBytes,
-}: TokenDeps): ArbiterMiddleware[] {
+export function tokenMiddleware({ issuer, maxBodyBytes }: TokenDeps): ArbiterMiddleware[] {
   return [
     formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
     tokenPrecheck,
-    formsOnly(requireClientCredential({ issuer, publicClients: true, bearer: false })),
-    guardClientCredentials,
-    syncAuthorizationDetailsTypes(providerFor, authorizationDetailsTypes),
+    clientCredentials({ issuer, publicClients: true, bearer: false }, { formsOnly: true }),
   ];
-}
-
-/** Runs `step` on requests whose body was read as a form; any other body is oidc-provider's 400 to give. */
-function formsOnly(step: ArbiterMiddleware): ArbiterMiddleware {
-  return (ctx, next) => (ctx.state.body ? step(ctx, next) : next());
 }
