@@ -130,12 +130,12 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   // GET /metrics, behind METRICS_TOKEN when set (the admin listener's only, with ADMIN_PORT).
   table.exact(METRICS_PATH, row('metrics', 'admin', [...unaudited, metrics.endpoint(config.metricsToken)]));
   // The Admin API: every spelling of its paths behind the key (adminGate), audited.
-  table.where(
+  table.everySpelling(
     isAdminPath,
     row('Admin API', 'admin', [...answered, adminGate(adminKeys, adminApi(parts, adminKeys))], 'header'),
   );
   // The operators' console (/admin, /admin/assets/*): a static page that asks for the key itself.
-  table.where(isAdminSurfacePath, row('console', 'admin', [metered, errors, adminConsole()]));
+  table.everySpelling(isAdminSurfacePath, row('console', 'admin', [metered, errors, adminConsole()]));
   // Arbiter's own APIs behind its access tokens: UMA protection (PAT), the delegation store, AuthZEN.
   table.where(uma.serves, row('UMA protection API', 'public', [...answered, protocol(), uma.routes], 'paths'));
   table.where(
@@ -191,13 +191,15 @@ function row(
 }
 
 /**
- * How the table finds a path's row, in this order: exact paths (the operators' and OPA's), then
- * the rows that recognise their own paths (the admin surface in every spelling, Arbiter's API
- * routers), then the OAuth rows as oidc-provider matches them (exact first, then the rows for the
- * paths below one), else the last row.
+ * How the table finds a path's row, in this order: exact paths (the operators' and OPA's), the
+ * admin surface in every spelling (before anything else can take a spelling of it, such as
+ * `/interaction/../admin/api`), the OAuth rows as oidc-provider matches them (exact first, then
+ * the rows for the paths below one), the rows that recognise their own paths (Arbiter's API
+ * routers), else the last row.
  */
 class PathTable {
   private readonly exactPaths = new Map<string, CompiledRoute>();
+  private readonly spellings: { serves: (path: string) => boolean; route: CompiledRoute }[] = [];
   private readonly recognising: { serves: (path: string) => boolean; route: CompiledRoute }[] = [];
   private readonly oauthPaths = new Map<string, CompiledRoute>();
   private readonly oauthPrefixes: { prefix: string; route: CompiledRoute }[] = [];
@@ -205,6 +207,10 @@ class PathTable {
 
   exact(path: string, route: CompiledRoute): void {
     this.exactPaths.set(path, route);
+  }
+
+  everySpelling(serves: (path: string) => boolean, route: CompiledRoute): void {
+    this.spellings.push({ serves, route });
   }
 
   where(serves: (path: string) => boolean, route: CompiledRoute): void {
@@ -224,11 +230,14 @@ class PathTable {
   }
 
   find(path: string): CompiledRoute {
-    const exact = this.exactPaths.get(path) ?? this.recognising.find(({ serves }) => serves(path))?.route;
-    if (exact) return exact;
+    const operators = this.exactPaths.get(path) ?? this.spellings.find(({ serves }) => serves(path))?.route;
+    if (operators) return operators;
     const matched = asMatched(path);
-    const found =
-      this.oauthPaths.get(matched) ?? this.oauthPrefixes.find(({ prefix }) => matched.startsWith(prefix))?.route;
-    return found ?? this.fallback!;
+    return (
+      this.oauthPaths.get(matched) ??
+      this.oauthPrefixes.find(({ prefix }) => matched.startsWith(prefix))?.route ??
+      this.recognising.find(({ serves }) => serves(path))?.route ??
+      this.fallback!
+    );
   }
 }
