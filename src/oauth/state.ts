@@ -48,5 +48,6 @@ export interface RptPermission {
   exp?: number;
 }
 
+/** The context of the OAuth edge's steps (the whole server's is src/state.ts's, which adds nothing they read). */
 export type ArbiterContext = ParameterizedContext<OAuthRequestState>;
 export type ArbiterMiddleware = Middleware<OAuthRequestState>;
