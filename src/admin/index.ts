@@ -5,4 +5,11 @@ export { isAdminPath, ADMIN_PREFIX } from '../http/admin-path.js';
 export type { RecordCheck, StoredRecord as AdminRecord } from '../records/index.js';
 export { AdminApiKeys } from './api-keys.js';
 export { POLICY_HISTORY_COLLECTION } from './history.js';
-export { AdminSessions, adminSignIn, ADMIN_SESSIONS_COLLECTION } from './sign-in.js';
+export {
+  AdminSessions,
+  adminSignIn,
+  ADMIN_SESSIONS_COLLECTION,
+  SIGN_IN_CALLBACK_PATH,
+  SIGN_IN_PATH,
+  SIGN_OUT_PATH,
+} from './sign-in.js';

@@ -1,13 +1,13 @@
 import { splitShared, type DecisionOutcome } from '../policy/index.js';
-import type { AuditFacts } from './facts.js';
+import type { AuditState } from './facts.js';
 
 /**
  * Tells the request's audit entry which decision(s) it asked for: the input, what each engine
  * said (and why none could), the decision point (for a replay), and the outcome. A request that
  * asks several questions (one per UMA permission) records them all, in order.
  */
-export function recordDecision(state: Record<string, unknown>, ...outcomes: DecisionOutcome[]): void {
-  const audit = state.audit as AuditFacts | undefined;
+export function recordDecision(state: AuditState, ...outcomes: DecisionOutcome[]): void {
+  const { audit } = state;
   if (!audit || outcomes.length === 0) return;
   const [first] = outcomes;
   const decisions = outcomes.map((outcome) => ({

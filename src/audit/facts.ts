@@ -20,12 +20,14 @@ export interface AuditFacts {
   result?: Record<string, string | boolean | null>;
 }
 
+/** The audit log's part of `ctx.state`: the request's entry in the making, absent for requests that are not audited (auditTrail). */
+export type AuditState = { audit?: AuditFacts };
+
 /**
  * Tells the audit log that the request's caller is authenticated (an Admin API key, an access
  * token accepted): its entry is written in full, whatever the answer. Requests nobody
  * authenticated that asked for no decision are bounded instead (see auditTrail).
  */
-export function markAuthenticated(state: Record<string, unknown>): void {
-  const audit = state.audit as AuditFacts | undefined;
-  if (audit) audit.authenticated = true;
+export function markAuthenticated(state: AuditState): void {
+  if (state.audit) state.audit.authenticated = true;
 }

@@ -13,7 +13,7 @@ export { auditTrail, isAudited } from './middleware.js';
 export { ACTIVITY_COLLECTION } from './activity.js';
 export { LATEST_DECISIONS_COLLECTION } from './latest-decisions.js';
 export { withdrawableCredentials } from './issued.js';
-export { markAuthenticated, type AuditFacts } from './facts.js';
+export { markAuthenticated, type AuditFacts, type AuditState } from './facts.js';
 export { recordDecision } from './decision.js';
 export { eachRecorded } from './recorded.js';
 export { decisionsOfEntry, type RecordedDecisionQuery } from './recorded-decisions.js';

@@ -1,6 +1,12 @@
 import type { Logger } from '../log/index.js';
-import { DEFAULT_TENANT, isStoreUnavailable, type Filter, type Store, type TenantCollection } from '../store/index.js';
-import { BatchWriter } from '../store/batches.js';
+import {
+  BatchWriter,
+  DEFAULT_TENANT,
+  isStoreUnavailable,
+  type Filter,
+  type Store,
+  type TenantCollection,
+} from '../store/index.js';
 import { withoutNul } from './bounds.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
 import type { AuditEntry, AuditFields } from './entry.js';

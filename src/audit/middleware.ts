@@ -1,10 +1,11 @@
-import type { Context, Next } from 'koa';
+import type { Next, ParameterizedContext } from 'koa';
 import { isAdminPath } from '../http/admin-path.js';
 import { basicCredentials } from '../http/basic.js';
+import type { RequestState } from '../http/state.js';
 import type { Logger } from '../log/index.js';
 import { boundedEntry } from './bounds.js';
 import { collectingIssued, withdrawAll, type Withdrawal } from './issued.js';
-import type { AuditFacts } from './facts.js';
+import type { AuditFacts, AuditState } from './facts.js';
 import { CONSOLE_HEADER } from './entry.js';
 import type { AuditFields, AuditLog, Outcome } from './log.js';
 import { bodyParams, summarizeRequest } from './summary.js';
@@ -22,6 +23,14 @@ const PROTOCOL_PREFIXES = [
   '/delegation',
   '/access/v1',
 ];
+
+/**
+ * What the audit log reads of a request: its own part of the state, the HTTP layer's and the
+ * tenant's, when the request has one (tenantUnknown: counted, not written; src/tenancy).
+ */
+type Context = ParameterizedContext<
+  RequestState & AuditState & { tenant?: { id: string | null }; tenantUnknown?: boolean }
+>;
 
 /** Every Admin API call (refused ones and every spelling of its paths included) and every protocol request. */
 export function isAudited(path: string): boolean {
@@ -49,14 +58,15 @@ export function isAudited(path: string): boolean {
  * are counted into one aggregated entry per address and window (AuditLog.appendRefusal).
  */
 export function auditTrail(audit: AuditLog, log: Logger) {
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return async function audited(ctx: Context, next: Next): Promise<void> {
     if (!isAudited(ctx.path)) return next();
-    ctx.state.audit = {} as AuditFacts;
+    const facts: AuditFacts = {};
+    ctx.state.audit = facts;
     const issued: Withdrawal[] = [];
     try {
       await collectingIssued(issued, next);
     } finally {
-      await record(audit, ctx).catch((error: unknown) => answerUnrecorded(ctx, issued, error, log));
+      await record(audit, ctx, facts).catch((error: unknown) => answerUnrecorded(ctx, issued, error, log));
     }
   };
 }
@@ -94,9 +104,9 @@ async function answerUnrecorded(ctx: Context, issued: Withdrawal[], error: unkno
   ctx.state.errorCode = 'temporarily_unavailable';
 }
 
-async function record(audit: AuditLog, ctx: Context): Promise<unknown> {
-  const entry = entryFor(ctx);
-  if (isAuthenticated(ctx)) return audit.append(entry);
+async function record(audit: AuditLog, ctx: Context, facts: AuditFacts): Promise<unknown> {
+  const entry = entryFor(ctx, facts);
+  if (isAuthenticated(ctx, facts)) return audit.append(entry);
   const bounded = boundedEntry(entry);
   if (ctx.status >= 400 && ctx.status < 500) return audit.appendRefusal(bounded, ctx.state.tenantUnknown === true);
   return audit.append(bounded);
@@ -118,8 +128,7 @@ interface OidcFacts {
 }
 
 /** A decision was asked for, or a credential was accepted: by Arbiter (markAuthenticated) or by oidc-provider. */
-function isAuthenticated(ctx: Context): boolean {
-  const facts = ctx.state.audit as AuditFacts;
+function isAuthenticated(ctx: Context, facts: AuditFacts): boolean {
   if (facts.authenticated || facts.policyInput !== undefined || facts.policyDecision !== undefined) return true;
   if (ctx.status === 401) return false;
   const oidc = (ctx as unknown as { oidc?: OidcFacts }).oidc;
@@ -144,8 +153,7 @@ function clientAuthenticated(
   return ctx.get('oauth-client-attestation') === '' && ctx.get('oauth-client-attestation-pop') === '';
 }
 
-function entryFor(ctx: Context): AuditFields {
-  const facts = ctx.state.audit as AuditFacts;
+function entryFor(ctx: Context, facts: AuditFacts): AuditFields {
   return {
     endpoint: ctx.path,
     method: ctx.method,
@@ -164,7 +172,7 @@ function entryFor(ctx: Context): AuditFields {
     subjectId: facts.subjectId ?? null,
     ip: ctx.ip || null,
     userAgent: ctx.get('user-agent') || null,
-    requestId: (ctx.state.requestId as string | undefined) ?? null,
+    requestId: ctx.state.requestId ?? null,
     ...(isConsoleRead(ctx, facts) ? { consoleRead: true } : {}),
   };
 }

@@ -1,12 +1,12 @@
 import { activeDelegations, activeDelegationsOn } from '../delegation/index.js';
 import {
+  refusalOf,
   requestInput,
   type ClientInput,
   type DecisionInput,
   type DecisionOutcome,
   type DelegationGrantInput,
 } from '../policy/index.js';
-import { refusalOf } from '../oauth/shared/enforce.js';
 import type { Store } from '../store/index.js';
 import type { Evaluation } from './schemas.js';
 

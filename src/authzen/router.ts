@@ -1,14 +1,17 @@
 import Router from '@koa/router';
-import type { Middleware } from 'koa';
-import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
 import { recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError, notFound } from '../http/errors.js';
-import { routesWithMethods } from '../http/router.js';
+import { routedApi, type RoutedApi } from '../http/router.js';
 import { assertValid } from '../http/validation.js';
-import type { ClientCallers, TokenCallers } from '../oauth/index.js';
-import { enforce } from '../oauth/shared/enforce.js';
-import type { ClientInput, DecisionOutcome, InputParties, PolicyEngine } from '../policy/index.js';
+import type { ApiContext, ApiState, ClientCallers, TokenCallers } from '../uma/index.js';
+import {
+  enforceHttp,
+  type ClientInput,
+  type DecisionOutcome,
+  type InputParties,
+  type PolicyEngine,
+} from '../policy/index.js';
 import type { Store } from '../store/index.js';
 import { candidatesFor, type Candidate } from './candidates.js';
 import {
@@ -65,8 +68,8 @@ const AUTHZEN_TYPE = 'urn:as:authzen';
  * metadata. Every decision is the `access_evaluation` point's; a batch or a search is one
  * engine round trip for all its evaluations (PolicyEngine.decideAll).
  */
-export function authzenRouter(deps: AuthzenDeps): Middleware<ArbiterState> {
-  const router = new Router<ArbiterState>({ sensitive: true, strict: true });
+export function authzenRouter(deps: AuthzenDeps): RoutedApi<ApiState> {
+  const router = new Router<ApiState>({ sensitive: true, strict: true });
   router.get(AUTHZEN_METADATA_PATH, (ctx) => {
     ctx.body = metadata(requestIssuer(deps.issuer, ctx.state.tenant));
   });
@@ -113,7 +116,7 @@ export function authzenRouter(deps: AuthzenDeps): Middleware<ArbiterState> {
     });
   }
   // X-Request-ID comes back on every answer (src/http/request-id.ts).
-  return routesWithMethods(router);
+  return routedApi(router);
 }
 
 /**
@@ -133,7 +136,7 @@ function metadata(pdp: string): Record<string, unknown> {
  * Who asks: a Bearer token with scope `authzen`, or a client's Basic credentials when the client
  * is entitled (registered scope `authzen`, or a `granted_resources` entry of type urn:as:authzen).
  */
-async function askerOf(ctx: ArbiterContext, deps: AuthzenDeps): Promise<Asker> {
+async function askerOf(ctx: ApiContext, deps: AuthzenDeps): Promise<Asker> {
   const tenant = ctx.state.tenant.name;
   const basic = await deps.clients(ctx);
   const caller = basic ?? (await deps.callers(ctx, { scope: 'authzen' }));
@@ -166,9 +169,9 @@ function evaluationOf(body: Evaluation): Evaluation {
   };
 }
 
-function single(ctx: ArbiterContext, outcome: DecisionOutcome): AuthzenDecision {
+function single(ctx: ApiContext, outcome: DecisionOutcome): AuthzenDecision {
   recordDecision(ctx.state, outcome);
-  enforce.decided(outcome);
+  enforceHttp.decided(outcome);
   return authzenDecision(outcome);
 }
 
@@ -183,12 +186,7 @@ interface BatchRequest extends Partial<Evaluation> {
  * evaluation then is a false decision with its error; the others are decided in one round trip.
  * The answers are in request order, cut after the first deny or permit as the semantic asks.
  */
-async function batch(
-  ctx: ArbiterContext,
-  deps: AuthzenDeps,
-  asker: Asker,
-  body: BatchRequest,
-): Promise<AuthzenDecision[]> {
+async function batch(ctx: ApiContext, deps: AuthzenDeps, asker: Asker, body: BatchRequest): Promise<AuthzenDecision[]> {
   const merged = body.evaluations!.map((item) => ({
     subject: item.subject ?? body.subject,
     action: item.action ?? body.action,
@@ -244,7 +242,7 @@ interface SearchRequest {
  * evaluation with the candidate in place, in one round trip; the permitted ones, paged.
  */
 async function search(
-  ctx: ArbiterContext,
+  ctx: ApiContext,
   deps: AuthzenDeps,
   asker: Asker,
   kind: SearchKind,
@@ -259,7 +257,7 @@ async function search(
     await Promise.all(evaluations.map((evaluation) => evaluationInput(asker, evaluation, delegationsOf))),
   );
   recordDecision(ctx.state, ...outcomes);
-  enforce.decided(...outcomes);
+  enforceHttp.decided(...outcomes);
   const permitted = candidates
     .filter((_, index) => outcomes[index].decision.allow)
     .map((candidate) => resultOf(kind, candidate));

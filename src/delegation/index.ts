@@ -1,3 +1,9 @@
 /** The delegation store: owners delegate UMA resource scopes; decisions see the active delegations. */
 export { delegationRouter, DELEGATION_PATH, type DelegationDeps } from './router.js';
-export { activeDelegations, activeDelegationsOn, DELEGATIONS_COLLECTION, type Grantees } from './records.js';
+export {
+  activeDelegations,
+  activeDelegationsOn,
+  DELEGATIONS_COLLECTION,
+  revokeDelegationsOf,
+  type Grantees,
+} from './records.js';

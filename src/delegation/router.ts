@@ -1,15 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
-import type { Middleware } from 'koa';
-import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
 import { recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { badRequest, HttpError, notFound } from '../http/errors.js';
-import { routesWithMethods } from '../http/router.js';
+import { routedApi, type RoutedApi } from '../http/router.js';
 import { assertValid } from '../http/validation.js';
-import { requestInput, type DelegationInput } from '../policy/index.js';
-import { enforce, type DenyRules } from '../oauth/shared/enforce.js';
-import { findResource, resourceInput, type UmaDeps } from '../uma/index.js';
+import { enforceHttp, requestInput, type DelegationInput, type DenyRules } from '../policy/index.js';
+import { findResource, resourceInput, type ApiContext, type ApiState, type UmaDeps } from '../uma/index.js';
 import {
   delegationGrant,
   delegations,
@@ -25,20 +22,20 @@ import { requestIssuer } from '../tenancy/index.js';
 export const DELEGATION_PATH = '/delegation';
 
 /** What the UMA protection API is given, less the ticket lifetime. */
-export type DelegationDeps = Omit<UmaDeps, 'ticketSeconds'>;
+export type DelegationDeps = Omit<UmaDeps, 'ticketSeconds' | 'resourceDeleted'>;
 
 /**
  * The delegation store (spec: Delegation): a resource owner gives a user or a client some of a
  * UMA resource's scopes until a date, changes that date, and revokes (softly). Every change is
  * the `delegation` decision's to allow; reads show the caller's own delegations only.
  */
-export function delegationRouter(deps: DelegationDeps): Middleware<ArbiterState> {
-  const router = new Router<ArbiterState>({ sensitive: true, strict: true });
-  const ownerOf = async (ctx: ArbiterContext): Promise<DelegationOwner> => {
+export function delegationRouter(deps: DelegationDeps): RoutedApi<ApiState> {
+  const router = new Router<ApiState>({ sensitive: true, strict: true });
+  const ownerOf = async (ctx: ApiContext): Promise<DelegationOwner> => {
     const caller = await deps.callers(ctx, { scope: 'delegation_management' });
     return { sub: caller.sub, clientId: caller.clientId };
   };
-  const owned = async (ctx: ArbiterContext, owner: DelegationOwner): Promise<DelegationRecord> => {
+  const owned = async (ctx: ApiContext, owner: DelegationOwner): Promise<DelegationRecord> => {
     const record = await delegations(deps.store, ctx.state.tenant.name).get(String(ctx.params.delegationId));
     if (!record || !isOwner(record, owner)) throw notFound('no delegation with this id is owned by the caller');
     return record;
@@ -114,7 +111,7 @@ export function delegationRouter(deps: DelegationDeps): Middleware<ArbiterState>
     ctx.status = 204;
   });
 
-  return routesWithMethods(router);
+  return routedApi(router);
 }
 
 type NormalizedRequest = Omit<DelegationInput, 'operation' | 'resource'> & {
@@ -170,7 +167,7 @@ function sameSet(given: string[], stored: string[]): boolean {
 }
 
 async function decide(
-  ctx: ArbiterContext,
+  ctx: ApiContext,
   deps: DelegationDeps,
   owner: DelegationOwner,
   operation: DelegationInput['operation'],
@@ -187,7 +184,7 @@ async function decide(
     time: new Date().toISOString(),
   });
   recordDecision(ctx.state, outcome);
-  enforce.http(outcome, DELEGATION_DENIALS);
+  enforceHttp.http(outcome, DELEGATION_DENIALS);
   return outcome.decision;
 }
 

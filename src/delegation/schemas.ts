@@ -1,4 +1,4 @@
-import { scopeName } from '../uma/schemas.js';
+import { scopeName } from '../uma/index.js';
 
 const instant = { type: 'string', format: 'date-time', maxLength: 64 } as const;
 const identifier = { type: 'string', minLength: 1, maxLength: 256 } as const;

@@ -1,23 +1,24 @@
-import type { Context, Next } from 'koa';
+import type { ParameterizedContext } from 'koa';
 import type { Logger } from '../log/index.js';
+import type { RequestState } from './state.js';
 
 /**
  * One line per answered request (ACCESS_LOG): method, path without its query (a query may carry
  * a code or a token), status, time taken and the tenant, with the request id every line of the
  * request carries. Written when the answer is finished or the connection closed, so a request
- * cut off by its caller has its line too.
+ * cut off by its caller has its line too. Null when there are no lines to write.
  */
-export function accessLog(log: Logger, enabled: boolean) {
+export function accessLogLine(log: Logger, enabled: boolean) {
   const access = log.child({ component: 'access' });
-  return async (ctx: Context, next: Next): Promise<void> => {
-    if (!enabled || !access.isLevelEnabled('info')) return next();
+  if (!enabled) return null;
+  return (ctx: ParameterizedContext<RequestState>): void => {
+    if (!access.isLevelEnabled('info')) return;
     const started = process.hrtime.bigint();
-    const { requestId } = ctx.state as { requestId?: string };
     ctx.res.once('close', () => {
-      const tenant = (ctx.state as { tenant?: { name?: string } }).tenant?.name;
+      const tenant = ctx.state.tenant?.name;
       access.info(
         {
-          requestId,
+          requestId: ctx.state.requestId,
           method: ctx.method,
           path: ctx.path,
           status: ctx.res.writableFinished ? ctx.status : 499,
@@ -27,6 +28,5 @@ export function accessLog(log: Logger, enabled: boolean) {
         'request',
       );
     });
-    await next();
   };
 }

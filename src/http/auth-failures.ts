@@ -44,7 +44,7 @@ const ATTEMPT = 'credentialAttempt';
  */
 export function authFailureLimit(limits: AuthFailureLimits, counters: FailureCounters) {
   const ledger = new FailureLedger(limits, counters);
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return async function failureLimit(ctx: Context, next: Next): Promise<void> {
     const attempt = new CredentialAttempt(ledger, ctx.ip);
     ctx.state[ATTEMPT] = attempt;
     try {

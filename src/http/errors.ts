@@ -1,5 +1,6 @@
-import type { Context, Next } from 'koa';
+import type { Next, ParameterizedContext } from 'koa';
 import type { Logger } from '../log/index.js';
+import type { RequestState } from './state.js';
 
 /** An error whose status and OAuth-style code are meant for the caller. */
 export class HttpError extends Error {
@@ -47,32 +48,20 @@ export function isUnavailable(error: unknown): error is Error & Unavailable {
   );
 }
 
-/** How long a caller is asked to wait after a 503 that named no time of its own. */
-const RETRY_AFTER_SECONDS = '1';
-
-/**
- * Every 503 tells the caller when to try again (RFC 9110 §10.2.3), whoever answered it: the
- * JSON error handler, oidc-provider's own error rendering (a StoreUnavailableError at /token),
- * or a probe. A dependency fault is expected to pass: a client retries after a second instead
- * of at once or never.
- */
-export async function retryAfterUnavailable(ctx: Context, next: Next): Promise<void> {
-  try {
-    await next();
-  } finally {
-    if (ctx.status === 503 && !ctx.response.get('Retry-After')) ctx.set('Retry-After', RETRY_AFTER_SECONDS);
-  }
-}
+/** How long a caller is asked to wait after a 503 that named no time of its own (requestFrame). */
+export const RETRY_AFTER_SECONDS = '1';
 
 /**
  * Turns any error thrown below into a JSON body `{error, error_description}`; unexpected
  * errors become a 500 whose details go only to the log, never a stack trace to the caller.
  * An Unavailable dependency is a 503 and one plain log line: its reason says what happened
- * and what to do, a stack would add nothing.
+ * and what to do, a stack would add nothing. `check` refuses (throws) what no route below takes
+ * (src/http/parameters.ts: a U+0000 in the URL), answered the same way.
  */
-export function jsonErrors(log: Logger) {
-  return async (ctx: Context, next: Next): Promise<void> => {
+export function jsonErrors(log: Logger, check: (ctx: ParameterizedContext<RequestState>) => void = () => {}) {
+  return async function errors(ctx: ParameterizedContext<RequestState>, next: Next): Promise<void> {
     try {
+      check(ctx);
       await next();
     } catch (error) {
       const { status, body } = describe(error);
@@ -87,7 +76,7 @@ export function jsonErrors(log: Logger) {
         log.error({ err: error, path: ctx.path, requestId: ctx.state.requestId }, 'unhandled error');
       ctx.status = status;
       ctx.body = body;
-      ctx.state.errorCode = body.error;
+      ctx.state.errorCode = String(body.error);
     }
   };
 }

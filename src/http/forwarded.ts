@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import ipaddr from 'ipaddr.js';
 
 const FORWARDED_HEADERS = [
@@ -18,11 +18,11 @@ const FORWARDED_HEADERS = [
  * sees. With a trusted proxy, Koa (`proxy`, `maxIpsCount: 1`) takes the address that proxy appended.
  * IPv4-mapped IPv6 addresses are written as plain IPv4.
  */
-export function forwardedHeaders(trustedProxies: string[]) {
+export function trustedCaller(trustedProxies: string[]) {
   const trusted = trustedProxies.map(parseRange);
   // A connection's peer does not change: whether it is a trusted proxy, and its address's one spelling, are worked out once per socket.
   const peers = new WeakMap<Socket, Peer>();
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return (ctx: Context): void => {
     const socket = ctx.req.socket;
     let peer = peers.get(socket);
     if (!peer) {
@@ -39,7 +39,6 @@ export function forwardedHeaders(trustedProxies: string[]) {
       // Without forwarded headers, Koa's ctx.ip is the peer's address.
       ctx.request.ip = peer.address;
     }
-    await next();
   };
 }
 

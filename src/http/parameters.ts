@@ -1,4 +1,4 @@
-import type { Context, Next } from 'koa';
+import type { Context } from 'koa';
 import { basicCredentials } from './basic.js';
 import { hasEncodedNul, nulRefused, refuseNul } from './body.js';
 import { HttpError } from './errors.js';
@@ -22,28 +22,12 @@ export function assertSingleValued(raw: string, what = 'parameter', repeatable: 
 }
 
 /**
- * Every query string of the endpoints it is mounted in front of. `repeatableAt` maps a path to
- * the parameters that may repeat in its query (and nowhere else).
- */
-export function singleValuedQuery(repeatableAt: Readonly<Record<string, readonly string[]>> = {}) {
-  return async (ctx: Context, next: Next): Promise<void> => {
-    assertSingleValued(
-      ctx.querystring,
-      'query parameter',
-      Object.hasOwn(repeatableAt, ctx.path) ? repeatableAt[ctx.path] : [],
-    );
-    await next();
-  };
-}
-
-/**
  * Every request: a U+0000 in its path, its query (names and values) or the client id or secret
  * of a Basic Authorization header is a 400 before anything reads or stores them (see refuseNul;
  * bodies are checked as they are read). Node's HTTP parser already refuses it raw in a header.
  */
-export async function refuseNulInUrl(ctx: Context, next: Next): Promise<void> {
+export function refuseNulInUrl(ctx: Context): void {
   if (hasEncodedNul(ctx.path)) throw nulRefused('the path');
   if (hasEncodedNul(ctx.querystring)) throw nulRefused('the query string');
   refuseNul(basicCredentials(ctx.get('authorization')), 'the Basic credentials');
-  await next();
 }

@@ -18,3 +18,13 @@ export function routesWithMethods<State>(router: Router<State>): Middleware<Stat
     return routes(ctx, next);
   };
 }
+
+/** A router as the route table (src/routes.ts) mounts it: which paths it serves, and its routes as one step. */
+export interface RoutedApi<State> {
+  serves(path: string): boolean;
+  routes: Middleware<State>;
+}
+
+export function routedApi<State>(router: Router<State>): RoutedApi<State> {
+  return { serves: (path) => router.match(path, 'GET').path.length > 0, routes: routesWithMethods(router) };
+}

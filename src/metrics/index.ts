@@ -4,13 +4,18 @@
  * OPA serves against the store's, and the store's latency. One registry per server, so that
  * several servers in one process (the tests) keep apart.
  */
-import type { Context, Next } from 'koa';
+import type { Context, Next, ParameterizedContext } from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { nameCredential } from '../http/auth-failures.js';
 import { bearerMatches, invalidToken } from '../http/bearer.js';
-import { HttpError } from '../http/errors.js';
+import { HttpError, unsupportedMethod } from '../http/errors.js';
+import type { RequestState } from '../http/state.js';
+import type { AuditState } from '../audit/index.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint, PolicyEngine } from '../policy/index.js';
 import type { ClockSkew, Store } from '../store/index.js';
+
+/** What the metrics read of a request's state: its refusal's code and its audit entry's outcome. */
+type MeteredContext = ParameterizedContext<RequestState & AuditState>;
 
 export const METRICS_PATH = '/metrics';
 
@@ -189,8 +194,11 @@ export class Metrics {
    * failure limiter and the JSON error handler.
    */
   endpoint(token: string | null) {
-    return async (ctx: Context, next: Next): Promise<void> => {
-      if (ctx.path !== METRICS_PATH || ctx.method !== 'GET') return next();
+    return async (ctx: Context): Promise<void> => {
+      if (ctx.method !== 'GET') {
+        ctx.set('Allow', 'GET');
+        throw unsupportedMethod();
+      }
       if (token !== null) {
         nameCredential(ctx, METRICS_TOKEN_IDENTITY);
         if (!bearerMatches(ctx.get('authorization'), token)) throw metricsTokenRequired(ctx);
@@ -202,7 +210,7 @@ export class Metrics {
 
   /** Times every request (GET /metrics too) and counts the business events. */
   middleware() {
-    return async (ctx: Context, next: Next): Promise<void> => {
+    const metered = async (ctx: MeteredContext, next: Next): Promise<void> => {
       const endpoint = endpointLabel(ctx.path);
       const stop = this.requests.startTimer({ endpoint, method: methodLabel(ctx.method) });
       try {
@@ -213,10 +221,11 @@ export class Metrics {
         this.count(ctx, endpoint);
       }
     };
+    return metered;
   }
 
   /** The business counters: tokens issued, sign-in outcomes, throttled requests. */
-  private count(ctx: Context, endpoint: string): void {
+  private count(ctx: MeteredContext, endpoint: string): void {
     if (ctx.status === 429) this.throttled.inc({ endpoint });
     if (endpoint === '/token' && ctx.status === 200) {
       const grantType = (ctx as { oidc?: { params?: { grant_type?: unknown } } }).oidc?.params?.grant_type;
@@ -225,8 +234,8 @@ export class Metrics {
     // The resumption of an authorization request after the sign-in (/authorize/:uid); a refused or
     // failed sign-in leaves its error on the request's state (oauth/interactions/audit.ts).
     if (endpoint === '/authorize' && ctx.path.startsWith('/authorize/') && ctx.method === 'GET') {
-      const state = ctx.state as { errorCode?: string; audit?: { outcome?: string } };
-      this.signIns.inc({ outcome: state.errorCode ? (state.audit?.outcome ?? 'deny') : 'success' });
+      const { errorCode, audit } = ctx.state;
+      this.signIns.inc({ outcome: errorCode ? (audit?.outcome ?? 'deny') : 'success' });
     }
   }
 

@@ -1,25 +1,23 @@
-import compose from 'koa-compose';
 import type { Config } from '../config/index.js';
+import { assertSingleValued } from '../http/parameters.js';
 import type { Logger } from '../log/index.js';
 import type { PolicyEngine } from '../policy/index.js';
 import type { Sealer, Store } from '../store/index.js';
-import { AUTHORIZE_PATH, authorizationResumptionMiddleware, authorizeMiddleware } from './authorize/index.js';
+import { assertKnownTenant, type Tenant, type TenantRegistry } from '../tenancy/index.js';
+import { authorizationResumptionMiddleware, authorizeMiddleware } from './authorize/index.js';
 import { discoveryExtras, umaConfigurationAsDiscovery } from './discovery.js';
-import { END_SESSION_PATH, endSessionMiddleware } from './end-session/index.js';
-import { INTERACTION_PATH, interactionRoutes, UPSTREAM_CALLBACK_PATH } from './interactions/index.js';
-import { INTROSPECT_PATH, introspectMiddleware } from './introspect/index.js';
-import { PAR_PATH, parMiddleware } from './par/index.js';
+import { endSessionMiddleware } from './end-session/index.js';
+import { interactionRoutes } from './interactions/index.js';
+import { introspectMiddleware } from './introspect/index.js';
+import { parMiddleware } from './par/index.js';
 import type { TenantProviders } from './providers.js';
-import { REGISTER_PATH, registrationMiddleware } from './register/index.js';
-import { REVOKE_PATH, revokeMiddleware } from './revoke/index.js';
-import { advertisedFeatures, DISCOVERY_PATH, OAUTH_SERVER_METADATA_PATH, UMA_CONFIGURATION_PATH } from './routes.js';
-import { shallowJsonQuery } from './shared/form-body.js';
-import { noStore } from './shared/no-store.js';
-import { tenantHintOnInvalidClient } from './shared/tenant-hint.js';
-import type { ArbiterMiddleware } from './state.js';
-import { TOKEN_PATH, tokenMiddleware } from './token/index.js';
-import { USERINFO_PATH, userinfoMiddleware } from './userinfo/index.js';
-import type { Tenant } from '../tenancy/index.js';
+import { registrationMiddleware } from './register/index.js';
+import { revokeMiddleware } from './revoke/index.js';
+import { assertShallowJson } from './shared/form-body.js';
+import { addTenantHint } from './shared/tenant-hint.js';
+import type { ArbiterContext, ArbiterMiddleware } from './state.js';
+import { tokenMiddleware } from './token/index.js';
+import { userinfoMiddleware } from './userinfo/index.js';
 
 export interface OAuthEdgeDeps {
   config: Config;
@@ -30,100 +28,78 @@ export interface OAuthEdgeDeps {
   log: Logger;
 }
 
-/** One row of the route table. */
-interface EdgeRoute {
-  path: string;
-  /** The row is for the paths below `path` (`{path}/…`) rather than `path` itself. */
-  below?: true;
-  /** Token, authorization and registration answers are never cached (RFC 6749 §5.1). */
-  uncached?: true;
-  /** What Arbiter adds at this endpoint, in order, before oidc-provider. */
-  middleware: ArbiterMiddleware[];
-}
-
 /**
- * The OAuth/OpenID Connect edge as one route table, the way oidc-provider lists each of its
- * endpoints as one array of steps (lib/actions/token.js): each path of the spec's routes table
- * (routes.ts) maps to what Arbiter adds there, in order, and then to oidc-provider itself (one
- * instance per tenant). A request runs its own endpoint's steps and no other's; a path that is
- * not in the table goes straight to oidc-provider (JWKS, the logout confirmation, …). Every request first
- * has its JSON-valued query parameters kept shallow. Protocol code asks the policy engine and
- * relays its decision, it never decides.
- *
- * Paths are looked up as oidc-provider's router matches them (ASCII case-insensitive, one
- * trailing slash ignored), so that no spelling of an endpoint reaches oidc-provider without
- * Arbiter's steps: `POST /REGISTER` would otherwise register a client no policy decided on, and
- * `/token/` skip the failure limit and the body limit.
+ * What Arbiter adds at each endpoint of the OAuth/OpenID Connect edge, in order, before
+ * oidc-provider (`provider`, one instance per tenant) answers: the steps of the route table's
+ * protocol rows (src/routes.ts says which path runs which). Protocol code asks the policy engine
+ * and relays its decision, it never decides.
  */
-export function oauthEdge({ config, store, sealer, policy, providers, log }: OAuthEdgeDeps): ArbiterMiddleware {
+export function oauthSteps({ config, store, sealer, policy, providers, log }: OAuthEdgeDeps) {
   const providerFor = (tenant: Tenant) => providers.provider(tenant);
   const authorizationDetailsTypes = () => policy.authorizationDetailsTypes();
   const { issuer, maxBodyBytes } = config;
   const registration = registrationMiddleware({ config, store, policy });
   const signIn = [interactionRoutes({ config, store, sealer, providers, log })];
   const discovery = discoveryExtras(issuer, authorizationDetailsTypes);
-  const table: EdgeRoute[] = [
-    {
-      path: AUTHORIZE_PATH,
-      uncached: true,
-      middleware: authorizeMiddleware({ store, providerFor, maxBodyBytes }),
-    },
-    { path: AUTHORIZE_PATH, below: true, uncached: true, middleware: authorizationResumptionMiddleware() },
-    // RFC 9126: client authentication as at /token, then the checks /authorize makes of what is pushed.
-    { path: PAR_PATH, uncached: true, middleware: parMiddleware({ store, providerFor, maxBodyBytes }) },
-    {
-      path: TOKEN_PATH,
-      uncached: true,
-      middleware: tokenMiddleware({ issuer: config.issuer, maxBodyBytes }),
-    },
-    {
-      path: INTROSPECT_PATH,
-      uncached: true,
-      middleware: introspectMiddleware({ store, policy, issuer, providerFor, maxBodyBytes }),
-    },
-    { path: REVOKE_PATH, uncached: true, middleware: revokeMiddleware({ issuer, maxBodyBytes }) },
-    { path: USERINFO_PATH, uncached: true, middleware: userinfoMiddleware(maxBodyBytes) },
-    { path: REGISTER_PATH, uncached: true, middleware: registration.register },
-    { path: REGISTER_PATH, below: true, middleware: registration.clientConfiguration },
-    // RP-Initiated Logout by POST as well as GET.
-    { path: END_SESSION_PATH, middleware: endSessionMiddleware({ issuer, maxBodyBytes }) },
-    // What only Arbiter knows (its RAR types, its routers) added to oidc-provider's discovery document,
-    // which is also the RFC 8414 metadata: one document at both paths (discovery.ts).
-    { path: DISCOVERY_PATH, middleware: [discovery] },
-    { path: OAUTH_SERVER_METADATA_PATH, middleware: [discovery] },
-    ...(advertisedFeatures.umaPermission.enabled
-      ? [{ path: UMA_CONFIGURATION_PATH, middleware: [umaConfigurationAsDiscovery, discovery] }]
-      : []),
-    // Sign-in at the upstream identity provider.
-    { path: INTERACTION_PATH, below: true, middleware: signIn },
-    { path: UPSTREAM_CALLBACK_PATH, middleware: signIn },
-  ];
-  return routeTable(table, providers.middleware());
+  return {
+    authorize: authorizeMiddleware({ store, providerFor, maxBodyBytes }),
+    authorizationResumption: authorizationResumptionMiddleware(),
+    par: parMiddleware({ store, providerFor, maxBodyBytes }),
+    token: tokenMiddleware({ issuer, maxBodyBytes }),
+    introspect: introspectMiddleware({ store, policy, issuer, providerFor, maxBodyBytes }),
+    revoke: revokeMiddleware({ issuer, maxBodyBytes }),
+    userinfo: userinfoMiddleware(maxBodyBytes),
+    register: registration.register,
+    clientConfiguration: registration.clientConfiguration,
+    endSession: endSessionMiddleware({ issuer, maxBodyBytes }),
+    discovery: [discovery],
+    umaConfiguration: [umaConfigurationAsDiscovery, discovery],
+    signIn,
+    provider: providers.middleware(),
+  };
 }
 
-/** Looks the request's path up in the table (exact paths first, then the rows for paths below one) and runs that row. */
-function routeTable(table: EdgeRoute[], provider: ArbiterMiddleware): ArbiterMiddleware {
-  const run = (route: Pick<EdgeRoute, 'uncached' | 'middleware'>) =>
-    compose([
-      ...(route.uncached ? [noStore] : []),
-      tenantHintOnInvalidClient,
-      shallowJsonQuery,
-      ...route.middleware,
-      provider,
-    ]) as ArbiterMiddleware;
-  const exact = new Map(table.filter((route) => !route.below).map((route) => [asMatched(route.path), run(route)]));
-  const below = table
-    .filter((route) => route.below)
-    .map((route) => ({ prefix: `${asMatched(route.path)}/`, run: run(route) }));
-  const elsewhere = run({ middleware: [] });
-  return (ctx, next) => {
-    const path = asMatched(ctx.path);
-    return (exact.get(path) ?? below.find(({ prefix }) => path.startsWith(prefix))?.run ?? elsewhere)(ctx, next);
+/** How a protocol route's request is framed (protocolRequest). */
+export interface ProtocolFraming {
+  /** Token, authorization and registration answers are never cached (RFC 6749 §5.1). */
+  uncached?: boolean;
+  /** The query parameters this endpoint lets repeat (RFC 8707: `resource` at /authorize). */
+  repeatable?: readonly string[];
+  /** An oidc-provider endpoint: JSON-valued query parameters kept shallow, its invalid_client answers given the tenant hint. */
+  oidc?: boolean;
+}
+
+/**
+ * The first step of every protocol route (the OAuth edge and Arbiter's protected APIs): the
+ * request's tenant exists, and its provider is ready (its keys read once per rotation) for every
+ * step below that asks for it; the query is single-valued (and shallow, at oidc-provider's
+ * endpoints); answers of uncached endpoints carry no-store, set first so that errors thrown
+ * below carry it too.
+ */
+export function protocolRequest(
+  tenants: TenantRegistry,
+  providers: TenantProviders,
+  { uncached = false, repeatable = [], oidc = false }: ProtocolFraming = {},
+): ArbiterMiddleware {
+  const prepare = providers.prepare();
+  return async function protocol(ctx: ArbiterContext, next) {
+    await assertKnownTenant(tenants, ctx.state);
+    // The tenant's oidc-provider made ready here, once, for every step below (its middleware has nothing to call next).
+    await prepare(ctx, async () => {});
+    assertSingleValued(ctx.querystring, 'query parameter', repeatable);
+    if (uncached) {
+      ctx.set('Cache-Control', 'no-store');
+      ctx.set('Pragma', 'no-cache');
+    }
+    if (!oidc) return next();
+    assertShallowJson(ctx.query);
+    await next();
+    addTenantHint(ctx);
   };
 }
 
 /** A path as oidc-provider's router compares it (lib/helpers/router.js): ASCII letters folded, one trailing slash dropped. */
-function asMatched(path: string): string {
+export function asMatched(path: string): string {
   const folded = path.replace(/[a-z]+/g, (letters) => letters.toUpperCase());
   return folded.length > 1 && folded.endsWith('/') ? folded.slice(0, -1) : folded;
 }

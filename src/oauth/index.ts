@@ -12,9 +12,17 @@ export { TenantProviders } from './providers.js';
 export { createTenantProvider } from './provider.js';
 export { CLIENTS_COLLECTION, type ClientRecord } from './clients/records.js';
 export { clientMetadata } from './clients/metadata.js';
-export { oauthEdge, type OAuthEdgeDeps } from './edge.js';
-export { REPEATABLE_QUERY_PARAMETERS } from './shared/resources.js';
-export type { ArbiterContext, ArbiterMiddleware, ArbiterState } from './state.js';
+export { asMatched, oauthSteps, protocolRequest, type OAuthEdgeDeps, type ProtocolFraming } from './edge.js';
+export { REPEATABLE_PARAMETERS } from './shared/resources.js';
+export {
+  advertisedFeatures,
+  DISCOVERY_PATH,
+  OAUTH_SERVER_METADATA_PATH,
+  routes as oauthRoutes,
+  UMA_CONFIGURATION_PATH,
+} from './routes.js';
+export { INTERACTION_PATH, UPSTREAM_CALLBACK_PATH } from './interactions/index.js';
+export type { ArbiterContext, ArbiterMiddleware, OAuthRequestState, OAuthState } from './state.js';
 export {
   clientCallers,
   tokenCallers,

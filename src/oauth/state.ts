@@ -1,21 +1,14 @@
 import type { Middleware, ParameterizedContext } from 'koa';
-import type { AuditFacts } from '../audit/index.js';
+import type { AuditState } from '../audit/index.js';
 import type { Decision } from '../policy/index.js';
 import type { TenantState } from '../tenancy/index.js';
 
 /*
- * The types ArbiterState names are declared here, not beside the code that fills them, so that
- * every router can import this module without importing those endpoints (no import circles).
- */
-
-/**
- * Koa's `ctx.state` behind the tenancy step, one type for every part of Arbiter that
- * reads or writes it (Koa<ArbiterState>, Router<ArbiterState>, Middleware<ArbiterState>).
+ * The OAuth edge's part of Koa's `ctx.state`, declared here rather than beside the endpoints that
+ * fill it, so that every endpoint can import it without importing the others (no import circles).
  * oidc-provider's contexts carry the same object, untyped.
  */
-export type ArbiterState = TenantState & {
-  /** The request's audit entry in the making (src/audit); absent for requests that are not audited. */
-  audit?: AuditFacts;
+export type OAuthState = {
   /**
    * /authorize and /par: the parameters of the request object or pushed request the request
    * carries, as decided on instead of the query's (authorize/request-object.ts); null when it
@@ -31,6 +24,9 @@ export type ArbiterState = TenantState & {
   /** The UMA grant: what the requesting party token permits (token/shaping.ts). */
   umaPermissions?: RptPermission[];
 };
+
+/** What the OAuth edge's steps read and write: the layers below it (a tenant, the audit entry, the request's own) and its own part. */
+export type OAuthRequestState = TenantState & AuditState & OAuthState;
 
 /** A token as oidc-provider's models expose it (its claims are untyped there). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -52,5 +48,6 @@ export interface RptPermission {
   exp?: number;
 }
 
-export type ArbiterContext = ParameterizedContext<ArbiterState>;
-export type ArbiterMiddleware = Middleware<ArbiterState>;
+/** The context of the OAuth edge's steps (the whole server's is src/state.ts's, which adds nothing they read). */
+export type ArbiterContext = ParameterizedContext<OAuthRequestState>;
+export type ArbiterMiddleware = Middleware<OAuthRequestState>;

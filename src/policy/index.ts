@@ -50,3 +50,4 @@ export { SHADOW_COLLECTION, type ShadowDifference, type ShadowStatus } from './r
 export type { RecordChange, TriedBundle } from './bundle/validate.js';
 export type { PolicySnapshot } from './bundle/build.js';
 export type { PolicyVocabulary } from './vocabulary.js';
+export { enforceHttp, httpRefusal, refusalOf, type DenyRules, type Refusal } from './refusal.js';

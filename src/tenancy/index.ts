@@ -1,6 +1,5 @@
-import type { Middleware, Next, ParameterizedContext } from 'koa';
 import { DEFAULT_TENANT, type Store, type StoredDoc } from '../store/index.js';
-import { HttpError, badRequest, notFound } from '../http/errors.js';
+import { HttpError, badRequest } from '../http/errors.js';
 import type { RequestState } from '../http/state.js';
 
 export const TENANT_HEADER = 'x-tenant-id';
@@ -29,13 +28,11 @@ export function tenantOf(id: string | null | undefined): Tenant {
   return { name: storeTenant(id), id: id || null };
 }
 
-/** `ctx.state` once `tenancy` has run. */
+/** Tenancy's part of `ctx.state`: filled once, at the root (src/routes.ts), for the surfaces that have a tenant. */
 export type TenantState = RequestState & {
   tenant: Tenant;
-  /** Set when X-Tenant-Id names no tenant: the audit log counts these instead of writing each. */
+  /** Set when the tenant named does not exist: the audit log counts these instead of writing each. */
   tenantUnknown?: boolean;
-  /** Set by tenantPaths for a request at /t/<tenant>/…: that base path. */
-  tenantPath?: string;
 };
 
 /** True for a syntactically valid tenant id (letters, digits, dot, dash, underscore; at most 64). */
@@ -44,18 +41,16 @@ export function isTenantId(value: unknown): value is string {
 }
 
 /**
- * Scopes the request to the tenant named by X-Tenant-Id (no header: the default tenant) in
- * `ctx.state.tenant`. Only the syntax is checked here: whether the tenant exists is
+ * The tenant a request names: by its path (`byPath`, see tenantPathOf) or by X-Tenant-Id (none:
+ * the default tenant). Only the syntax is checked here: whether the tenant exists is
  * `requireKnownTenant`'s concern.
  */
-export async function tenancy(ctx: ParameterizedContext<TenantState>, next: Next): Promise<void> {
-  const header = ctx.get(TENANT_HEADER);
+export function requestTenant(header: string, byPath: TenantPath | null): Tenant {
+  if (byPath) return { ...tenantOf(byPath.id), ...(byPath.base ? { path: byPath.base } : {}) };
   if (header !== '' && !isTenantId(header)) {
     throw badRequest('X-Tenant-Id must be 1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit');
   }
-  const tenant = tenantOf(header);
-  ctx.state.tenant = ctx.state.tenantPath ? { ...tenant, path: ctx.state.tenantPath } : tenant;
-  await next();
+  return tenantOf(header);
 }
 
 /** The issuer a request is answered under: ISSUER, or the tenant's own (ISSUER/t/<tenant>) when it came by path. */
@@ -100,84 +95,51 @@ export async function registerTenant(store: Store, tenantId: string | null): Pro
   await tenants.upsert({ id: tenantId, createdAt: new Date().toISOString() });
 }
 
-/** Refuses requests for a tenant that does not exist, before anything is built or cached for it. */
-export function requireKnownTenant(registry: TenantRegistry): Middleware<TenantState> {
-  return async (ctx, next) => {
-    if (!(await registry.exists(ctx.state.tenant.name))) {
-      ctx.state.tenantUnknown = true;
-      const named = ctx.state.tenant.path ? `${ctx.state.tenant.path} names` : 'X-Tenant-Id names';
-      throw new HttpError(400, 'invalid_request', `${named} no tenant of this server`, {
-        field: ctx.state.tenant.path ? 'path' : 'X-Tenant-Id',
-      });
-    }
-    await next();
-  };
+/** Refuses a request for a tenant that does not exist, before anything is built or cached for it. */
+export async function assertKnownTenant(registry: TenantRegistry, state: TenantState): Promise<void> {
+  if (await registry.exists(state.tenant.name)) return;
+  state.tenantUnknown = true;
+  const named = state.tenant.path ? `${state.tenant.path} names` : 'X-Tenant-Id names';
+  throw new HttpError(400, 'invalid_request', `${named} no tenant of this server`, {
+    field: state.tenant.path ? 'path' : 'X-Tenant-Id',
+  });
 }
 
 /** A tenant's own base path: `/t/<tenant>`. */
 export const TENANT_PATH_PREFIX = '/t/';
 const TENANT_PATH = /^\/t\/([^/]*)(\/.*)?$/;
 
+/** A tenant named by the request's path: its id, the base its issuer has (`/t/<id>`; none for AuthZEN's form) and the endpoint's path below it. */
+export interface TenantPath {
+  id: string;
+  base?: string;
+  rest: string;
+}
+
 /**
  * Tenants as paths: `/t/<tenant>/<endpoint>` is the request `/<endpoint>` with `X-Tenant-Id:
  * <tenant>`, answered under the tenant's own issuer `<ISSUER>/t/<tenant>` (its discovery document,
  * JWKS, endpoints and browser sign-in), so that a tenant's users and clients need no proxy that
  * adds the header (as Keycloak's realms, and AuthZEN's tenant paths in src/authzen, do).
- *
- * - A path and an X-Tenant-Id naming different tenants: 400. A malformed tenant: 400.
- * - `reserved(path)` names what is not a protocol endpoint and has no tenant form (the admin
- *   surface, /metrics, the probes, the policy bundle): 404 under /t/, as a path naming nothing.
- * - oidc-provider builds the URLs it publishes and redirects to below the base (Koa's
- *   `ctx.mountPath`, which it reads); Arbiter's own redirects to paths (`/interaction/…`) get the
- *   base put in front on the way out.
- *
- * Mount it first (before the listener split, the metrics and the audit trail), so that everything
- * after sees the endpoint's own path and the tenant, and the access log the path as requested.
- * Answers its refusals itself: it runs before the JSON error handler.
+ * A malformed tenant, or a path and an X-Tenant-Id naming different tenants: a 400 (thrown).
+ * The root (src/routes.ts) runs the endpoint's route with `rest` as its path, answers 404 for a
+ * route that has no tenant form (the admin surface, /metrics, the probes, the policy bundle), and
+ * puts the base in front of Arbiter's own redirects to paths (`/interaction/…`); oidc-provider
+ * builds the URLs it publishes below the base itself (Koa's `ctx.mountPath`, which it reads).
  */
-export function tenantPaths(reserved: (path: string) => boolean) {
-  return async (ctx: ParameterizedContext<TenantState>, next: Next): Promise<void> => {
-    const match = TENANT_PATH.exec(ctx.path);
-    if (!match) return next();
-    const [, id, rest = '/'] = match;
-    const refusal = refusalOf(ctx, id, rest, reserved);
-    if (refusal) {
-      ctx.status = refusal.status;
-      ctx.body = { error: refusal.code, error_description: refusal.message };
-      return;
-    }
-    const base = `${TENANT_PATH_PREFIX}${id}`;
-    ctx.request.headers[TENANT_HEADER] = id;
-    ctx.state.tenantPath = base;
-    (ctx as { mountPath?: string }).mountPath = base;
-    const asked = ctx.path;
-    ctx.path = rest;
-    try {
-      await next();
-    } finally {
-      ctx.path = asked;
-    }
-    const location = String(ctx.response.get('Location') ?? '');
-    if (location.startsWith('/') && !location.startsWith('//') && !location.startsWith(`${base}/`))
-      ctx.set('Location', `${base}${location}`);
-  };
-}
-
-function refusalOf(
-  ctx: ParameterizedContext<TenantState>,
-  id: string,
-  rest: string,
-  reserved: (path: string) => boolean,
-): HttpError | null {
+export function tenantPathOf(path: string, header: string): TenantPath | null {
+  const match = TENANT_PATH.exec(path);
+  if (!match) return null;
+  const [, id, rest = '/'] = match;
   if (!isTenantId(id))
-    return new HttpError(
-      400,
-      'invalid_request',
+    throw badRequest(
       'the path names no tenant: /t/<tenant>/… takes 1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit',
     );
-  const header = ctx.get(TENANT_HEADER);
-  if (header !== '' && header !== id)
-    return new HttpError(400, 'invalid_request', 'the path and X-Tenant-Id name different tenants');
-  if (reserved(rest)) return notFound('no such endpoint');
-  return null;
+  return { id: sameTenant(id, header), base: `${TENANT_PATH_PREFIX}${id}`, rest };
+}
+
+/** The tenant a path names, refused when X-Tenant-Id names another. */
+export function sameTenant(id: string, header: string): string {
+  if (header !== '' && header !== id) throw badRequest('the path and X-Tenant-Id name different tenants');
+  return id;
 }

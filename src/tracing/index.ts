@@ -41,8 +41,9 @@ import {
   ATTR_SERVICE_NAME,
   ATTR_URL_PATH,
 } from '@opentelemetry/semantic-conventions';
-import type { Context, Next } from 'koa';
+import type { Context, Next, ParameterizedContext } from 'koa';
 import type { Config } from '../config/index.js';
+import type { RequestState } from '../http/state.js';
 import type { Logger } from '../log/index.js';
 import { endpointLabel } from '../metrics/index.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint, PolicyEngine } from '../policy/index.js';
@@ -218,9 +219,9 @@ const HEADER_GETTER = {
   },
 };
 
-function endServerSpan(span: Span, ctx: Context): void {
+function endServerSpan(span: Span, ctx: ParameterizedContext<RequestState>): void {
   const status = ctx.res.statusCode;
-  const { requestId, tenant } = ctx.state as { requestId?: string; tenant?: { name?: string } };
+  const { requestId, tenant } = ctx.state;
   span.setAttributes({
     [ATTR_HTTP_RESPONSE_STATUS_CODE]: status,
     ...(requestId ? { 'arbiter.request_id': requestId } : {}),

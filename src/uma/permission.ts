@@ -1,14 +1,12 @@
 import type Router from '@koa/router';
-import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
 import { recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError } from '../http/errors.js';
-import { httpRefusal, refusalOf, type DenyRules } from '../oauth/shared/enforce.js';
 import { assertValid } from '../http/validation.js';
-import { requestInput } from '../policy/index.js';
+import { httpRefusal, refusalOf, requestInput, type DenyRules } from '../policy/index.js';
 import { decidePermissions, grantedScopes, type PermissionAnswer } from './decide.js';
 import type { ResourceOwner } from './resources.js';
-import type { UmaDeps } from './deps.js';
+import type { ApiContext, ApiState, UmaDeps } from './deps.js';
 import { PERMISSION_REQUEST } from './schemas.js';
 import { issueTicket, type RequestedPermission } from './tickets.js';
 
@@ -20,9 +18,9 @@ export const PERMISSION_PATH = '/permission';
  * `uma_permission` decision (operation `ticket`); any refusal refuses the ticket.
  */
 export function permissionRoutes(
-  router: Router<ArbiterState>,
+  router: Router<ApiState>,
   deps: UmaDeps,
-  ownerOf: (ctx: ArbiterContext) => Promise<ResourceOwner>,
+  ownerOf: (ctx: ApiContext) => Promise<ResourceOwner>,
 ): void {
   router.post(PERMISSION_PATH, async (ctx) => {
     const owner = await ownerOf(ctx);

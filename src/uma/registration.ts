@@ -1,7 +1,6 @@
 import { resourceTypeRecords } from '../catalog/index.js';
 import { randomUUID } from 'node:crypto';
 import type Router from '@koa/router';
-import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
@@ -14,9 +13,8 @@ import {
   type ResourceOwner,
   type UmaResourceRecord,
 } from './resources.js';
-import { revokeDelegationsOf } from '../delegation/records.js';
 import { RESOURCE_DESCRIPTION, type ResourceDescription } from './schemas.js';
-import type { UmaDeps } from './deps.js';
+import type { ApiContext, ApiState, UmaDeps } from './deps.js';
 import { requestIssuer } from '../tenancy/index.js';
 
 export const RESOURCE_REGISTRATION_PATH = '/resource_registration/resource';
@@ -27,18 +25,18 @@ export const RESOURCE_REGISTRATION_PATH = '/resource_registration/resource';
  * resource answers 404, exactly as an unknown one.
  */
 export function resourceRegistrationRoutes(
-  router: Router<ArbiterState>,
+  router: Router<ApiState>,
   deps: UmaDeps,
-  ownerOf: (ctx: ArbiterContext) => Promise<ResourceOwner>,
+  ownerOf: (ctx: ApiContext) => Promise<ResourceOwner>,
 ): void {
   const { store } = deps;
-  const description = async (ctx: ArbiterContext) => {
+  const description = async (ctx: ApiContext) => {
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
     assertValid<ResourceDescription>(RESOURCE_DESCRIPTION, body);
     await assertWithinTypeCeiling(store, ctx.state.tenant.name, body);
     return body;
   };
-  const owned = async (ctx: ArbiterContext, owner: ResourceOwner) => {
+  const owned = async (ctx: ApiContext, owner: ResourceOwner) => {
     const record = await ownedResource(store, ctx.state.tenant.name, owner, String(ctx.params.resourceId));
     if (!record) throw notFound('no resource with this id is registered for the caller');
     return record;
@@ -84,7 +82,7 @@ export function resourceRegistrationRoutes(
     await umaResources(store, ctx.state.tenant.name).delete(record.id);
     // What hangs on it dies with it: its delegations here; the RPTs that permit it are not found
     // from now on (src/oauth/shared/owned-artefacts.ts).
-    await revokeDelegationsOf(store, ctx.state.tenant.name, { resourceId: record.id });
+    await deps.resourceDeleted(ctx.state.tenant.name, record.id);
     ctx.status = 204;
   });
 }

@@ -1,8 +1,6 @@
 import Router from '@koa/router';
-import type { Middleware } from 'koa';
-import type { ArbiterContext, ArbiterState } from '../oauth/state.js';
-import { routesWithMethods } from '../http/router.js';
-import type { UmaDeps } from './deps.js';
+import { routedApi, type RoutedApi } from '../http/router.js';
+import type { ApiContext, ApiState, UmaDeps } from './deps.js';
 import { permissionRoutes } from './permission.js';
 import { resourceRegistrationRoutes } from './registration.js';
 import type { ResourceOwner } from './resources.js';
@@ -11,13 +9,13 @@ import type { ResourceOwner } from './resources.js';
 export const PROTECTION = { scope: 'uma_protection', audience: 'urn:as:introspect' } as const;
 
 /** The UMA protection API: resource registration and permission tickets, both behind a PAT. */
-export function umaRouter(deps: UmaDeps): Middleware<ArbiterState> {
-  const router = new Router<ArbiterState>({ sensitive: true, strict: true });
-  const ownerOf = async (ctx: ArbiterContext): Promise<ResourceOwner> => {
+export function umaRouter(deps: UmaDeps): RoutedApi<ApiState> {
+  const router = new Router<ApiState>({ sensitive: true, strict: true });
+  const ownerOf = async (ctx: ApiContext): Promise<ResourceOwner> => {
     const caller = await deps.callers(ctx, PROTECTION);
     return { sub: caller.sub, clientId: caller.clientId };
   };
   resourceRegistrationRoutes(router, deps, ownerOf);
   permissionRoutes(router, deps, ownerOf);
-  return routesWithMethods(router);
+  return routedApi(router);
 }

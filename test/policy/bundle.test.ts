@@ -67,7 +67,7 @@ describe('policy bundle endpoint', function () {
     }
   });
 
-  it('passes other paths on', async function () {
+  it('is served at its own path only', async function () {
     const response = await fetch(`${server.url}/elsewhere`);
     expect(response.status).to.equal(404);
   });

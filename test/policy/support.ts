@@ -55,7 +55,8 @@ export interface BundleServer {
 export async function startBundleServer(): Promise<BundleServer> {
   let current: Middleware = async (_ctx, next) => next();
   const app = new Koa();
-  app.use((ctx, next) => current(ctx, next));
+  // Served at its own path only, as the route table (src/routes.ts) serves it.
+  app.use((ctx, next) => (ctx.path === BUNDLE_PATH ? current(ctx, next) : next()));
   const server: Server = await new Promise((resolve) => {
     const listening = app.listen(0, '127.0.0.1', () => resolve(listening));
   });

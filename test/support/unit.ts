@@ -4,7 +4,7 @@ import { clientRecords, resourceServerRecords, subjectRecords } from '../../src/
 import type { Store } from '../../src/store/index.js';
 import { openStore } from '../../src/store/open.js';
 import type { AuditFacts } from '../../src/audit/index.js';
-import type { ArbiterState } from '../../src/oauth/state.js';
+import type { ArbiterState } from '../../src/state.js';
 
 /**
  * What unit tests share: a real store in memory (SQLite, the store the server runs on by default),

@@ -1,6 +1,6 @@
 import Router from '@koa/router';
 import type { Next } from 'koa';
-import type { ArbiterContext, ArbiterMiddleware, ArbiterState } from '../state.js';
+import type { ArbiterContext, ArbiterMiddleware, OAuthRequestState } from '../state.js';
 import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import type { Config } from '../../config/index.js';
@@ -53,7 +53,7 @@ const SIGN_IN_PROMPTS = new Set(['login', 'select_account']);
  */
 export function interactionRoutes(deps: InteractionDeps): ArbiterMiddleware {
   const upstream = new UpstreamProviders({ outbound: outboundOptionsOf(deps.config) });
-  const router = new Router<ArbiterState>();
+  const router = new Router<OAuthRequestState>();
   router.use(uncached);
   router.get(`${INTERACTION_PATH}/:uid`, (ctx) => answerPrompt(ctx, deps, upstream));
   router.get(UPSTREAM_CALLBACK_PATH, (ctx) => receiveUpstreamResponse(ctx, deps, upstream));

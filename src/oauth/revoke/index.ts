@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
-import type { AuditFacts } from '../../audit/index.js';
+import type { AuditFacts, AuditState } from '../../audit/index.js';
 import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
 import type { ConfigurationSlice } from '../context.js';
 import { routes } from '../routes.js';
@@ -84,7 +84,8 @@ const HINT_OF_KIND: Record<string, string> = {
 
 /** The audit entry says which kind of token, whose, and whether it was revoked: never the token's value. */
 function recordRevocation(ctx: KoaContextWithOIDC, token: TokenModel, own: boolean): void {
-  const audit = (ctx.state as ArbiterContext['state']).audit;
+  // oidc-provider's contexts carry Arbiter's state untyped: read as the audit log's part of it.
+  const { audit }: AuditState = ctx.state;
   if (!audit) return;
   audit.subjectId = token.accountId ?? null;
   audit.outcome = own ? 'allow' : 'deny';

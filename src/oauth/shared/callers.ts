@@ -1,6 +1,6 @@
 import type { ArbiterContext } from '../state.js';
 import type Provider from 'oidc-provider';
-import { markAuthenticated } from '../../audit/facts.js';
+import { markAuthenticated } from '../../audit/index.js';
 import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
 import { basicCredentials, invalidClient } from '../../http/basic.js';
 import { bearerToken, insufficientScope, invalidToken } from '../../http/bearer.js';
@@ -10,6 +10,9 @@ import { withTenantHint } from './tenant-hint.js';
 import { clientSecrets } from '../clients/secrets.js';
 import { findTokenByValue } from '../internals.js';
 import type { Tenant } from '../../tenancy/index.js';
+import type { ClientCaller, ClientCallers, TokenCaller, TokenCallers, TokenRequirement } from '../../uma/index.js';
+
+export type { ClientCaller, ClientCallers, TokenCaller, TokenCallers, TokenRequirement };
 
 /**
  * Who calls Arbiter's own APIs, and how they are authenticated: a Bearer access token of this
@@ -38,30 +41,6 @@ export async function activeAccessToken(provider: Provider, value: string) {
     return undefined;
   return token;
 }
-
-/** Who calls a protected API of this server with one of its access tokens (RFC 6750). */
-export interface TokenCaller {
-  /** The client the token was issued to. */
-  clientId: string;
-  /** The user the token stands for; null for a client's own token (client_credentials). */
-  sub: string | null;
-  scopes: string[];
-}
-
-export interface TokenRequirement {
-  /** The scope the API needs; where several are listed, any one of them will do. */
-  scope: string | readonly string[];
-  /** The resource indicator the token must have been issued for, when the API asks for one. */
-  audience?: string;
-  /**
-   * A token without the scope (or for another audience) is 403 insufficient_scope (RFC 6750
-   * §3.1); `invalid_token` makes it a 401 like an inactive one, as /introspect answers.
-   */
-  lackingScope?: 'insufficient_scope' | 'invalid_token';
-}
-
-/** Authenticates the Bearer caller of a protected API of this tenant. */
-export type TokenCallers = (ctx: ArbiterContext, requirement: TokenRequirement) => Promise<TokenCaller>;
 
 /**
  * The one way Arbiter's own APIs accept its access tokens: a valid access token of the
@@ -108,15 +87,6 @@ function lackingScope(
     ? invalidToken(ctx, description)
     : insufficientScope(ctx, accepted.join(' '), description);
 }
-
-/** A client that authenticated with its own credentials (not a token) at one of Arbiter's APIs. */
-export interface ClientCaller {
-  clientId: string;
-  method: 'client_secret_basic';
-}
-
-/** Authenticates `Authorization: Basic` client credentials of the request's tenant; undefined when the header is not Basic. */
-export type ClientCallers = (ctx: ArbiterContext) => Promise<ClientCaller | undefined>;
 
 /**
  * client_secret_basic outside /token, checked against the stored BCrypt hash, behind the same

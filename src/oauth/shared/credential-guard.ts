@@ -15,11 +15,14 @@ import { requestIssuer } from '../../tenancy/index.js';
  * would tell a guesser when they are right (src/http/auth-failures.ts). Mount after formBody.
  */
 export async function guardClientCredentials(ctx: ArbiterContext, next: Next): Promise<void> {
-  if (ctx.method === 'POST') {
-    const clientId = presentedClientId(ctx);
-    if (clientId) await guardCredential(ctx, clientIdentity(ctx.state.tenant.name, clientId));
-  }
+  await guardPresentedClient(ctx);
   await next();
+}
+
+async function guardPresentedClient(ctx: ArbiterContext): Promise<void> {
+  if (ctx.method !== 'POST') return;
+  const clientId = presentedClientId(ctx);
+  if (clientId) await guardCredential(ctx, clientIdentity(ctx.state.tenant.name, clientId));
 }
 
 function presentedClientId(ctx: ArbiterContext): string | undefined {
@@ -57,15 +60,30 @@ export interface CredentialRequirement {
  * failure limiter does not count it (no credential, no guess). Mount after formBody; any
  * Authorization header is left to the endpoint, which refuses a malformed one itself.
  */
-export function requireClientCredential({ issuer, publicClients, bearer }: CredentialRequirement): ArbiterMiddleware {
+export function requireClientCredential(requirement: CredentialRequirement): ArbiterMiddleware {
   return async (ctx, next) => {
-    if (ctx.method === 'POST' && !presentsCredential(ctx, publicClients)) {
-      const realm = requestIssuer(issuer, ctx.state.tenant);
-      ctx.set('WWW-Authenticate', [`Basic realm="${realm}"`, ...(bearer ? [`Bearer realm="${realm}"`] : [])]);
-      throw new HttpError(401, 'invalid_client', 'the request presents no client authentication (RFC 6749 §2.3)');
-    }
+    assertCredentialPresented(ctx, requirement);
     await next();
   };
+}
+
+/**
+ * requireClientCredential and guardClientCredentials as one step (/token): with `formsOnly`, a
+ * body that is not a form is left to oidc-provider's 400 instead of being refused as naming no client.
+ */
+export function clientCredentials(requirement: CredentialRequirement, { formsOnly = false } = {}): ArbiterMiddleware {
+  return async function clientCredential(ctx, next) {
+    if (!formsOnly || ctx.state.body) assertCredentialPresented(ctx, requirement);
+    await guardPresentedClient(ctx);
+    await next();
+  };
+}
+
+function assertCredentialPresented(ctx: ArbiterContext, { issuer, publicClients, bearer }: CredentialRequirement) {
+  if (ctx.method !== 'POST' || presentsCredential(ctx, publicClients)) return;
+  const realm = requestIssuer(issuer, ctx.state.tenant);
+  ctx.set('WWW-Authenticate', [`Basic realm="${realm}"`, ...(bearer ? [`Bearer realm="${realm}"`] : [])]);
+  throw new HttpError(401, 'invalid_client', 'the request presents no client authentication (RFC 6749 §2.3)');
 }
 
 function presentsCredential(ctx: ArbiterContext, clientIdCounts: boolean): boolean {

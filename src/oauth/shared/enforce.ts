@@ -1,44 +1,14 @@
 import { errors } from 'oidc-provider';
-import { HttpError } from '../../http/errors.js';
-import type { DecisionOutcome } from '../../policy/index.js';
+import {
+  enforceHttp,
+  httpRefusal,
+  refusalOf,
+  type DecisionOutcome,
+  type DenyRules,
+  type Refusal,
+} from '../../policy/index.js';
 
-/** A refusal as the caller sees it: a status, and an OAuth-style error code and description. */
-export interface Refusal {
-  status: number;
-  error: string;
-  error_description: string;
-}
-
-/** How an endpoint answers a deny: the code of a deny that names none, and the status of each code. */
-export interface DenyRules {
-  /** Default access_denied. */
-  defaultError?: string;
-  /** Default 400 for every code. */
-  statusOf?: (error: string) => number;
-}
-
-/**
- * The one mapping from a decision outcome to the refusal a caller sees, or undefined for an
- * allow. An engine failure is a 503 carrying the fail-closed decision's own error and description
- * (temporarily_unavailable, "the policy engine could not decide …", written once in
- * src/policy/combine.ts), so that every endpoint says it alike; a deny is the policy's error
- * (else the endpoint's default) and description, with the status the endpoint gives that code.
- */
-export function refusalOf(outcome: DecisionOutcome, rules: DenyRules = {}): Refusal | undefined {
-  const { decision, engineError } = outcome;
-  if (decision.allow && !engineError) return undefined;
-  const error = decision.error ?? rules.defaultError ?? 'access_denied';
-  return {
-    status: engineError ? 503 : (rules.statusOf?.(error) ?? 400),
-    error,
-    error_description: decision.error_description ?? 'denied by policy',
-  };
-}
-
-/** A refusal for Arbiter's own APIs: an HttpError, answered as `{error, error_description}` by jsonErrors. */
-export function httpRefusal({ status, error, error_description: description }: Refusal): HttpError {
-  return new HttpError(status, error, description);
-}
+export { httpRefusal, refusalOf, type DenyRules, type Refusal };
 
 /**
  * A refusal inside oidc-provider (the grants, the authorize hook): its own error class, so that
@@ -53,19 +23,10 @@ export function oauthRefusal({ status, error, error_description: description }: 
 
 /** Enforces a decision: returns on an allow, throws the refusal otherwise (an engine failure: 503). */
 export const enforce = {
-  /** Arbiter's own APIs (UMA, delegation, registration). */
-  http(outcome: DecisionOutcome, rules?: DenyRules): void {
-    const refusal = refusalOf(outcome, rules);
-    if (refusal) throw httpRefusal(refusal);
-  },
+  ...enforceHttp,
   /** Inside oidc-provider. */
   oauth(outcome: DecisionOutcome, rules?: DenyRules): void {
     const refusal = refusalOf(outcome, rules);
     if (refusal) throw oauthRefusal(refusal);
-  },
-  /** Where a deny is itself the answer (AuthZEN): only an engine failure is thrown, as in `http`. */
-  decided(...outcomes: DecisionOutcome[]): void {
-    const failed = outcomes.find((outcome) => outcome.engineError);
-    if (failed) throw httpRefusal(refusalOf(failed)!);
   },
 };

@@ -12,12 +12,6 @@ const JSON_PARAMETERS: Record<string, string> = {
   context: 'invalid_request',
 };
 
-/** Every request at the OAuth edge: a JSON-valued query parameter nested deeper than MAX_JSON_DEPTH is refused. */
-export async function shallowJsonQuery(ctx: ArbiterContext, next: Next): Promise<void> {
-  assertShallowJson(ctx.query);
-  await next();
-}
-
 /**
  * Reads the urlencoded form of the oidc-provider endpoints that take one (/token, /introspect,
  * POST /authorize, /userinfo: the route table in edge.ts) once, with the size limit, so that
@@ -30,7 +24,7 @@ export async function shallowJsonQuery(ctx: ArbiterContext, next: Next): Promise
  * escaping U+0000 (`\u0000`).
  */
 export function formBody(maxBodyBytes: number, repeatable: readonly string[] = []) {
-  return async (ctx: ArbiterContext, next: Next): Promise<void> => {
+  return async function form(ctx: ArbiterContext, next: Next): Promise<void> {
     if (ctx.method === 'POST' && ctx.is('application/x-www-form-urlencoded')) {
       const raw = await readText(ctx, maxBodyBytes);
       assertSingleValued(raw, 'parameter', repeatable);

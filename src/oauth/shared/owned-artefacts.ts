@@ -1,10 +1,9 @@
 import type { AdapterPayload } from 'oidc-provider';
 import { revokeArtefacts, type ArtefactOwners } from '../../../adapters/oidc/index.js';
 import { subjectRecords } from '../../catalog/index.js';
-import { revokeDelegationsOf } from '../../delegation/records.js';
+import { revokeDelegationsOf } from '../../delegation/index.js';
 import type { Store } from '../../store/index.js';
-import { deleteTicketsOf } from '../../uma/tickets.js';
-import { umaResources } from '../../uma/resources.js';
+import { deleteTicketsOf, umaResources } from '../../uma/index.js';
 import { permissionsOf } from '../token/grants/uma-ticket/permissions.js';
 import {
   clientRecordSeenByRequest,

@@ -6,7 +6,6 @@ import {
 } from '../../catalog/index.js';
 import type { ResourceIndicatorInput } from '../../policy/index.js';
 import { TurnReads, type Store } from '../../store/index.js';
-import { routes } from '../routes.js';
 
 export type { ResourceServerRecord };
 
@@ -77,11 +76,6 @@ export function isValidResourceIndicator(value: string): boolean {
  * request. Every other parameter stays single-valued (src/http/parameters.ts).
  */
 export const REPEATABLE_PARAMETERS: readonly string[] = ['resource'];
-
-/** The paths whose query may repeat `resource`: the authorization endpoint (a token request is a form). */
-export const REPEATABLE_QUERY_PARAMETERS: Readonly<Record<string, readonly string[]>> = {
-  [routes.authorization]: REPEATABLE_PARAMETERS,
-};
 
 /**
  * How many resource indicators one authorization request may name. Each is resolved and decided

@@ -1,6 +1,4 @@
-import type { Context } from 'koa';
-import { TENANT_HEADER } from '../../tenancy/index.js';
-import type { ArbiterMiddleware } from '../state.js';
+import type { ArbiterContext } from '../state.js';
 
 /**
  * Clients are per tenant, so a tenant's client that calls without X-Tenant-Id is unknown where it
@@ -12,15 +10,14 @@ import type { ArbiterMiddleware } from '../state.js';
 export const OTHER_TENANT_HINT =
   'a client of another tenant than the default one needs the X-Tenant-Id header naming its tenant, or its path /t/<tenant>/…';
 
-/** `description`, with the hint when the request named no tenant. */
-export function withTenantHint(ctx: Context, description: string): string {
-  return ctx.get(TENANT_HEADER) ? description : `${description} (${OTHER_TENANT_HINT})`;
+/** `description`, with the hint when the request named no tenant (by X-Tenant-Id or by path: the root resolved it). */
+export function withTenantHint(ctx: Pick<ArbiterContext, 'state'>, description: string): string {
+  return ctx.state.tenant.id !== null ? description : `${description} (${OTHER_TENANT_HINT})`;
 }
 
-/** The invalid_client answers oidc-provider gives (at /token, /introspect, …), with the hint. */
-export const tenantHintOnInvalidClient: ArbiterMiddleware = async (ctx, next) => {
-  await next();
+/** The invalid_client answers oidc-provider gives (at /token, /introspect, …), with the hint (protocolRequest, after it answered). */
+export function addTenantHint(ctx: ArbiterContext): void {
   const body = ctx.body as { error?: unknown; error_description?: unknown } | undefined;
   if (body && typeof body === 'object' && body.error === 'invalid_client' && typeof body.error_description === 'string')
     body.error_description = withTenantHint(ctx, body.error_description);
-};
+}

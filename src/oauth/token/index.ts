@@ -1,6 +1,6 @@
 import type { ArbiterMiddleware } from '../state.js';
 import { routes } from '../routes.js';
-import { guardClientCredentials, requireClientCredential } from '../shared/credential-guard.js';
+import { clientCredentials } from '../shared/credential-guard.js';
 import { formBody } from '../shared/form-body.js';
 import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
 import { tokenPrecheck } from './precheck.js';
@@ -26,12 +26,6 @@ export function tokenMiddleware({ issuer, maxBodyBytes }: TokenDeps): ArbiterMid
   return [
     formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
     tokenPrecheck,
-    formsOnly(requireClientCredential({ issuer, publicClients: true, bearer: false })),
-    guardClientCredentials,
+    clientCredentials({ issuer, publicClients: true, bearer: false }, { formsOnly: true }),
   ];
-}
-
-/** Runs `step` on requests whose body was read as a form; any other body is oidc-provider's 400 to give. */
-function formsOnly(step: ArbiterMiddleware): ArbiterMiddleware {
-  return (ctx, next) => (ctx.state.body ? step(ctx, next) : next());
 }

@@ -26,8 +26,7 @@ const RECHECK_MS = 100;
  * that a policy change is in force everywhere within a fraction of a second.
  */
 export function bundleMiddleware(snapshots: PolicySnapshots, bundleToken: string, log: Logger): Middleware {
-  return async (ctx, next) => {
-    if (ctx.path !== BUNDLE_PATH) return next();
+  return async function bundle(ctx) {
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD')
       return reply(ctx, 405, 'invalid_request', 'use GET', { Allow: 'GET, HEAD' });
     nameCredential(ctx, BUNDLE_TOKEN_IDENTITY);

@@ -1,7 +1,7 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { recordDecision } from '../../../audit/index.js';
 import type { Decision, DecisionOutcome } from '../../../policy/index.js';
-import type { ArbiterState } from '../../state.js';
+import type { OAuthState } from '../../state.js';
 
 /** What the policy said about this request, kept on the context for the hooks that run later (extraTokenClaims, refresh token issuance). */
 export function rememberDecision(ctx: KoaContextWithOIDC, outcome: DecisionOutcome): void {
@@ -9,7 +9,7 @@ export function rememberDecision(ctx: KoaContextWithOIDC, outcome: DecisionOutco
   recordDecision(ctx.state, outcome);
 }
 
-export function decisionOf(ctx: { state: ArbiterState }): Decision | undefined {
+export function decisionOf(ctx: { state: OAuthState }): Decision | undefined {
   return ctx.state.policyDecision;
 }
 

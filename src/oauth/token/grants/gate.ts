@@ -8,7 +8,7 @@ import { enforce } from '../../shared/enforce.js';
 import { REPEATABLE_PARAMETERS, resourceList } from '../../shared/resources.js';
 import { decisionOf, narrowedScopes, rememberDecision } from './decision.js';
 import { recognizeScopes, type BuiltInGrant } from '../../internals.js';
-import type { GrantHandler } from './handler.js';
+import { tokenParameters, type GrantHandler } from './handler.js';
 import { tokenDecisionInput, type GrantSource } from './token-input.js';
 
 export interface GateDeps {
@@ -71,7 +71,7 @@ const REQUIRED_PARAMETERS: Record<string, string[]> = {
 };
 
 function assertRequiredParameters(ctx: KoaContextWithOIDC, grantType: string): void {
-  const params = ctx.oidc.params as Record<string, string | undefined>;
+  const params = tokenParameters(ctx);
   const missing = (REQUIRED_PARAMETERS[grantType] ?? []).find((name) => !params[name]);
   if (missing) throw new errors.InvalidRequest(`missing required parameter '${missing}'`);
 }
@@ -124,7 +124,7 @@ async function grantSource(
   ctx: KoaContextWithOIDC,
   grantType: string,
 ): Promise<GrantSource | undefined> {
-  const params = ctx.oidc.params as Record<string, string | undefined>;
+  const params = tokenParameters(ctx);
   if (grantType === 'authorization_code' && params.code)
     return (await provider.AuthorizationCode.find(params.code)) as GrantSource | undefined;
   if (grantType === 'refresh_token' && params.refresh_token)
@@ -140,7 +140,7 @@ async function grantSource(
  * it (a refused refresh must not cost the client its refresh token).
  */
 function assertWithinSource(ctx: KoaContextWithOIDC, source: GrantSource): void {
-  const params = ctx.oidc.params as Record<string, string | undefined>;
+  const params = tokenParameters(ctx);
   if (params.grant_type === 'refresh_token' && params.scope) {
     const held = new Set((source.scope ?? '').split(' ').filter(Boolean));
     const beyond = params.scope.split(' ').filter((scope) => scope && !held.has(scope));

@@ -28,3 +28,11 @@ export function registerGrantHandlers(provider: Provider, handlers: GrantHandler
     provider.registerGrantType(handler.grantType, answer, handler.parameters, [...(handler.repeatable ?? [])]);
   }
 }
+
+/**
+ * The token request's parameters as oidc-provider read them (only those the grant declares, each
+ * a string, or absent): the one place its untyped `ctx.oidc.params` is read as such.
+ */
+export function tokenParameters(ctx: KoaContextWithOIDC): Readonly<Record<string, string | undefined>> {
+  return (ctx.oidc.params ?? {}) as Record<string, string | undefined>;
+}

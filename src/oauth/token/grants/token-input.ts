@@ -5,6 +5,7 @@ import type { Store } from '../../../store/index.js';
 import { clientInput } from '../../clients/input.js';
 import { resolveResource } from '../../shared/resources.js';
 import { subjectInput } from '../../shared/subject-input.js';
+import { tokenParameters } from './handler.js';
 
 /** The code or refresh token a grant is redeemed from: what was granted before. */
 export interface GrantSource {
@@ -22,7 +23,7 @@ export async function tokenDecisionInput(
   tenant: string,
   source: GrantSource | undefined,
 ): Promise<DecisionInput> {
-  const params = ctx.oidc.params as Record<string, string | undefined>;
+  const params = tokenParameters(ctx);
   const resource = params.resource ?? firstResource(source?.resource) ?? null;
   const resolved = await resolveResource(store, tenant, resource, params.resource_type ?? null);
   const client = ctx.oidc.client!;

@@ -14,7 +14,7 @@ import {
 import { clientInput } from '../../../clients/input.js';
 import { refusalOf } from '../../../shared/enforce.js';
 import type { GateDeps } from '../gate.js';
-import type { GrantHandler } from '../handler.js';
+import { tokenParameters, type GrantHandler } from '../handler.js';
 import { verifiedDpopProof, type DpopProof } from '../../../internals.js';
 import { issueAccessToken } from '../issue.js';
 import { assertKeyHeld } from '../sender-binding.js';
@@ -39,7 +39,7 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps): GrantHandler
     grantType: UMA_TICKET,
     parameters: UMA_TICKET_PARAMETERS,
     async handle(ctx: KoaContextWithOIDC): Promise<void> {
-      const params = ctx.oidc.params as Record<string, string | undefined>;
+      const params = tokenParameters(ctx);
       if (!params.ticket) throw new errors.InvalidRequest("missing required parameter 'ticket'");
       const ticket = await findTicket(deps.store, deps.tenant, params.ticket);
       if (!ticket)

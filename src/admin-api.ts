@@ -1,0 +1,88 @@
+import { adminRouter, type AdminApiKeys, type AdminRecord } from './admin/index.js';
+import type { AuditLog } from './audit/index.js';
+import type { Config } from './config/index.js';
+import { dataEntryProblem, type PolicyEngine, type PolicyLab } from './policy/index.js';
+import type { Sealer, Store } from './store/index.js';
+
+/** What the Admin API is built with (src/routes.ts hands it the server's parts). */
+export interface AdminApiParts {
+  config: Config;
+  store: Store;
+  sealer: Sealer;
+  policy: PolicyEngine;
+  lab: PolicyLab;
+  audit: AuditLog;
+}
+
+/** The Admin API's router, with the checks that only the policy engine can make. */
+export function adminApi({ config, store, sealer, policy, lab, audit }: AdminApiParts, keys: AdminApiKeys) {
+  const recordedInputs = () => audit.recentPolicyInputs(config.policyCheckRecordedInputs);
+  /** The check of one file on its own: its syntax and package (Rego, Cedar), a data entry's JSON and key. */
+  const fileChecks: Record<string, (record: Record<string, unknown>) => Promise<string | null>> = {
+    'policy-rules': (rule) =>
+      policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string),
+    'policy-data': async (data) => dataEntryProblem(data.dataKey as string, data.payload as string),
+  };
+  return adminRouter(store, {
+    keys,
+    sealer,
+    maxBodyBytes: config.maxBodyBytes,
+    audit,
+    policy,
+    issuer: config.issuer,
+    // Each file on its own first (its syntax, its package), then the bundle it would make as a whole:
+    // compiled, and tried on the contract's examples and the inputs recently recorded in the audit log.
+    checks: {
+      'policy-rules': async (rule, { tenantId, existing }) =>
+        (await fileChecks['policy-rules'](rule)) ??
+        policy.bundleProblemWith({
+          collection: 'rules',
+          record: rule,
+          tenantId,
+          replacesId: existing?.id,
+          recordedInputs,
+          shadow: rule.mode === 'shadow',
+        }),
+      'policy-data': async (data, { tenantId, existing }) =>
+        (await fileChecks['policy-data'](data)) ??
+        policy.bundleProblemWith({
+          collection: 'data',
+          record: data,
+          tenantId,
+          replacesId: existing?.id,
+          recordedInputs,
+          shadow: data.mode === 'shadow',
+        }),
+    },
+    // A deletion makes a bundle too: it must still compile and decide.
+    removalChecks: {
+      'policy-rules': async (existing, { tenantId }) =>
+        policy.bundleProblemWith({
+          collection: 'rules',
+          record: null,
+          tenantId,
+          replacesId: existing.id,
+          recordedInputs,
+          shadow: existing.mode === 'shadow',
+        }),
+      'policy-data': async (existing, { tenantId }) =>
+        policy.bundleProblemWith({
+          collection: 'data',
+          record: null,
+          tenantId,
+          replacesId: existing.id,
+          recordedInputs,
+          shadow: existing.mode === 'shadow',
+        }),
+    },
+    historyVersions: config.policyHistoryVersions,
+    tenants: config.tenants,
+    decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
+    // A proposed change is checked file by file, then as one bundle (the lab's), before its impact is replayed.
+    policyLab: { lab, fileChecks, recordedInputs },
+  });
+}
+
+function isBundled(record: { tenantId?: unknown; version?: unknown; mode?: unknown }): boolean {
+  return !record.tenantId && !record.version && record.mode !== 'shadow';
+}

@@ -1,0 +1,39 @@
+import type { Next, ParameterizedContext } from 'koa';
+import type { Logger } from '../log/index.js';
+import { withLogFields } from '../log/index.js';
+import { accessLogLine } from './access-log.js';
+import { RETRY_AFTER_SECONDS } from './errors.js';
+import { trustedCaller } from './forwarded.js';
+import { assignRequestId } from './request-id.js';
+import { securityHeaders } from './security-headers.js';
+import type { RequestState } from './state.js';
+
+export interface RequestFrameOptions {
+  log: Logger;
+  /** ACCESS_LOG: one line per answered request. */
+  accessLog: boolean;
+  /** TRUSTED_PROXIES: the peers whose forwarded headers are believed. */
+  trustedProxies: string[];
+}
+
+/**
+ * The first step of every request (src/routes.ts), what it is before any route: its id (in
+ * X-Request-ID and every log line written while it is answered), its caller's address (forwarded
+ * headers believed from trusted proxies only), the headers every answer carries (security
+ * headers; Retry-After on a 503 that named no time) and its access-log line.
+ */
+export function requestFrame({ log, accessLog, trustedProxies }: RequestFrameOptions) {
+  const logLine = accessLogLine(log, accessLog);
+  const trust = trustedCaller(trustedProxies);
+  return async function request(ctx: ParameterizedContext<RequestState>, next: Next): Promise<void> {
+    const requestId = assignRequestId(ctx);
+    trust(ctx);
+    logLine?.(ctx);
+    try {
+      await securityHeaders(ctx, () => withLogFields({ requestId }, next));
+    } finally {
+      // RFC 9110 §10.2.3: whoever answered the 503 (the JSON error handler, oidc-provider, a probe), the caller learns when to retry.
+      if (ctx.status === 503 && !ctx.response.get('Retry-After')) ctx.set('Retry-After', RETRY_AFTER_SECONDS);
+    }
+  };
+}
