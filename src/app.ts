@@ -109,7 +109,11 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.use(umaRouter({ ...protectedApi, ticketSeconds: config.ttl.permissionTicketSeconds }));
   app.use(delegationRouter(protectedApi));
   app.use(
-    authzenRouter({ ...protectedApi, clients: clientCallers(store), tenantExists: (tenant) => tenants.exists(tenant) }),
+    authzenRouter({
+      ...protectedApi,
+      clients: clientCallers(store, sealer),
+      tenantExists: (tenant) => tenants.exists(tenant),
+    }),
   );
   app.use(oauthEdge({ config, store, sealer, policy, providers, log }));
   app.use(() => {

@@ -144,7 +144,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   });
   const policy = (engine = metrics.observed(tracing ? tracing.observed(decider) : decider));
   const providers = new TenantProviders(
-    (tenant, basePath, secrets) => createTenantProvider({ config, secrets, store, policy, log, tenant, basePath }),
+    (tenant, basePath, secrets) =>
+      createTenantProvider({ config, secrets, store, sealer, policy, log, tenant, basePath }),
     storedTenantKeys(store, sealer),
     config.tenantCacheMax,
   );

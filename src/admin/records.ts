@@ -8,10 +8,12 @@ import {
   type TextSearch,
 } from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
-import { assertValid, isBcryptHash } from '../http/validation.js';
+import { assertValid } from '../http/validation.js';
 import {
   generateClientSecret,
+  generatedSecretDigest,
   hashClientSecret,
+  isKeptClientSecret,
   registrableRedirectUriProblem,
   webUriProblem,
 } from '../oauth/index.js';
@@ -122,7 +124,8 @@ export class AdminRecords {
 
   /**
    * The collection's hashed secret (a client's): a clear one replaced by its BCrypt hash, a hash
-   * kept as given, or one generated when the body asks, which is returned to be shown this once.
+   * kept as given, or one generated when the body asks (kept as its keyed digest), which is
+   * returned to be shown this once.
    */
   private async hashSecret(fields: Record<string, unknown>): Promise<Record<string, string> | null> {
     const secret = this.definition.hashedSecret;
@@ -130,8 +133,9 @@ export class AdminRecords {
     const generate = fields[secret.generate] === true;
     delete fields[secret.generate];
     const value = generate ? generateClientSecret() : fields[secret.field];
-    if (typeof value !== 'string' || (!generate && isBcryptHash(value))) return null;
-    fields[secret.field] = await hashClientSecret(value);
+    if (typeof value !== 'string' || (!generate && isKeptClientSecret(value))) return null;
+    // A generated secret is kept as a keyed digest, one typed by an operator as BCrypt (src/oauth/clients/secrets.ts).
+    fields[secret.field] = generate ? generatedSecretDigest(this.sealer, value) : await hashClientSecret(value);
     return generate ? { [secret.shownAs]: value } : null;
   }
 

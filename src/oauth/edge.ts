@@ -60,7 +60,7 @@ export function oauthEdge({ config, store, sealer, policy, providers, log }: OAu
   const providerFor = (tenant: Tenant) => providers.provider(tenant);
   const authorizationDetailsTypes = () => policy.authorizationDetailsTypes();
   const { issuer, maxBodyBytes } = config;
-  const registration = registrationMiddleware({ config, store, policy });
+  const registration = registrationMiddleware({ config, store, sealer, policy });
   const signIn = [interactionRoutes({ config, store, sealer, providers, log })];
   const discovery = discoveryExtras(issuer, authorizationDetailsTypes);
   const table: EdgeRoute[] = [

@@ -30,6 +30,10 @@ export {
   revokeIdentityProviderArtefacts,
   revokeSubjectArtefacts,
 } from './shared/owned-artefacts.js';
-export { hashClientSecret } from './clients/secrets.js';
-export { generateClientSecret } from './register/record.js';
+export {
+  generateClientSecret,
+  generatedSecretDigest,
+  hashClientSecret,
+  isKeptClientSecret,
+} from './clients/secrets.js';
 export { registrableRedirectUriProblem, webUriProblem } from './register/redirect-uri.js';

@@ -12,7 +12,7 @@ import { outboundOptionsOf } from '../http/outbound.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
 export function createTenantProvider(context: ProviderContext): Provider {
-  const { store, tenant, policy, config, log } = context;
+  const { store, sealer, tenant, policy, config, log } = context;
   const documents = createClientDocuments({ config, store, tenant, policy, log });
   const provider = new Provider(providerIssuer(context), {
     ...providerConfiguration(context),
@@ -24,7 +24,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
     ),
   });
   provider.proxy = true;
-  compareHashedClientSecrets(provider);
+  compareHashedClientSecrets(provider, { store, sealer, tenant });
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);
   installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config) });

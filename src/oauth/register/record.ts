@@ -1,12 +1,10 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import { storageDigest, type Store, type TenantCollection } from '../../store/index.js';
-import { hashClientSecret } from '../clients/secrets.js';
+import { storageDigest, type Sealer, type Store, type TenantCollection } from '../../store/index.js';
+import { generateClientSecret, generatedSecretDigest } from '../clients/secrets.js';
 import { CLIENTS_COLLECTION, clientsCollection, type ClientRecord } from '../clients/records.js';
 import type { RegistrationGrant } from './decision.js';
 import type { SoftwareStatement } from './statement.js';
 import type { ValidatedMetadata } from './validation.js';
-
-const SECRET_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 
 /** The one-time values a registration hands out; only their hash and digest are stored. */
 export interface IssuedCredentials {
@@ -16,17 +14,6 @@ export interface IssuedCredentials {
 
 /** The methods that authenticate with the client secret (private_key_jwt clients get none). */
 const usesSecret = (method: string | undefined) => method === 'client_secret_basic' || method === 'client_secret_post';
-
-/** A random secret of 32 characters from [A-Za-z0-9] (about 190 bits), without modulo bias. */
-export function generateClientSecret(): string {
-  let secret = '';
-  while (secret.length < 32) {
-    for (const byte of randomBytes(48)) {
-      if (byte < 248 && secret.length < 32) secret += SECRET_ALPHABET[byte % 62];
-    }
-  }
-  return secret;
-}
 
 export function generateRegistrationAccessToken(): string {
   return randomBytes(32).toString('base64url');
@@ -75,6 +62,7 @@ function registeredFields(
 /** Creates the client; returns it with the secret and registration access token in clear, this once. */
 export async function createClient(
   store: Store,
+  sealer: Sealer,
   tenant: string,
   tenantId: string | null,
   metadata: ValidatedMetadata,
@@ -91,7 +79,7 @@ export async function createClient(
     clientId: randomUUID(),
     enabled: true,
     registrationType: 'dcr',
-    ...(issued.clientSecret ? { clientSecret: await hashClientSecret(issued.clientSecret) } : {}),
+    ...(issued.clientSecret ? { clientSecret: generatedSecretDigest(sealer, issued.clientSecret) } : {}),
     registrationAccessTokenDigest: storageDigest(issued.registrationAccessToken!),
     clientIdIssuedAt: Math.floor(now.getTime() / 1000),
     tenantId,
@@ -112,6 +100,7 @@ export async function createClient(
  */
 export async function updateClient(
   store: Store,
+  sealer: Sealer,
   tenant: string,
   existing: ClientRecord,
   metadata: ValidatedMetadata,
@@ -155,7 +144,7 @@ export async function updateClient(
     ...kept,
     ...fields,
     ...(keepsSecret ? { clientSecret: oldSecret } : {}),
-    ...(issued.clientSecret ? { clientSecret: await hashClientSecret(issued.clientSecret) } : {}),
+    ...(issued.clientSecret ? { clientSecret: generatedSecretDigest(sealer, issued.clientSecret) } : {}),
     registrationAccessTokenDigest,
     updatedAt: new Date().toISOString(),
   } as ClientRecord;
