@@ -148,6 +148,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       createTenantProvider({ config, secrets, store, sealer, policy, log, tenant, basePath }),
     storedTenantKeys(store, sealer),
     config.tenantCacheMax,
+    { idleMs: config.tenantIdleSeconds * 1000 },
   );
   // A tenant's signing keys rotated by `arbiter rotate-signing-key` (or seen by another node): its providers are built again with them.
   const stopWatchingKeys = watchSigningKeyRotations(
