@@ -43,6 +43,8 @@ async function seededServer(
     ...testEnvironment(port, dataDir),
     WORKERS: '1',
     SERVICE_SECRETS_KEY: randomBytes(32).toString('base64url'),
+    // CURVE_NODE_OPTIONS=--cpu-prof: profiles of the servers (written where they run, at their exit).
+    ...(process.env.CURVE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.CURVE_NODE_OPTIONS } : {}),
   };
   const config = loadConfig(env);
   const { store, sealer } = await prepareStore(config, createLogger('silent'), { warn: false });
@@ -51,7 +53,9 @@ async function seededServer(
   } finally {
     await store.close();
   }
-  const child = await startServerProcess({ port, dataDir, env }).catch((error: unknown) => {
+  // Ready, not only up: the policy engine has loaded its bundle (a 503 otherwise).
+  const ready = async (url: string) => (await fetch(`${url}/readyz`).catch(() => null))?.status === 200;
+  const child = await startServerProcess({ port, dataDir, env, started: ready }).catch((error: unknown) => {
     rmSync(dataDir, { recursive: true, force: true });
     throw new Error(`${label}: ${String(error)}`);
   });
