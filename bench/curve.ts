@@ -32,8 +32,10 @@ export interface CurveDimension {
   name: string;
   /** The goal of large/small, e.g. 0.5. */
   goal: number;
-  /** Warm-up of each measured run (longer where the first requests build per-tenant state). */
+  /** Warm-up of each measured run. */
   warmupSeconds: number;
+  /** Send every pooled request once before the rounds (each tenant's providers built: the RSS is theirs). */
+  prime?: boolean;
   start(size: 'small' | 'large'): Promise<CurveSide>;
 }
 
@@ -59,6 +61,10 @@ const median = (values: (number | null)[]) =>
 async function measure(dimension: CurveDimension, load: LoadGenerator): Promise<void> {
   const sides = [await dimension.start('small'), await dimension.start('large')];
   try {
+    if (dimension.prime)
+      for (const side of sides)
+        if (side.job.bodies)
+          await load.run({ ...side.job, cycle: false, connections: 4, warmupSeconds: 0, seconds: 600 });
     const measured: Measured[] = sides.map(() => ({ results: [], rss: [] }));
     for (let round = 0; round < ROUNDS; round++) {
       const order = round % 2 === 0 ? [0, 1] : [1, 0];
