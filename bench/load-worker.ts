@@ -51,7 +51,7 @@ const CONNECT_WAIT_MS = 20_000;
 
 async function run(job: LoadJob): Promise<LoadRun> {
   const requests = job.bodies
-    ? [{ setupRequest: pooled(job.bodies, job.cycle === true) }]
+    ? [{ setupRequest: pooled(job.bodies, job.cycle === true, job.paths) }]
     : job.assertion
       ? [{ setupRequest: signed(assertionBodies(job.assertion)) }]
       : undefined;
@@ -122,13 +122,13 @@ async function run(job: LoadJob): Promise<LoadRun> {
   };
 }
 
-/** Each request takes the next body of the pool (`cycle`: from the start again after the last). */
-function pooled(bodies: string[], cycle: boolean) {
+/** Each request takes the next body of the pool (`cycle`: from the start again after the last), and its path when given. */
+function pooled(bodies: string[], cycle: boolean, paths?: string[]) {
   let next = 0;
-  return (request: autocannon.Request) => ({
-    ...request,
-    body: bodies[cycle ? next++ % bodies.length : Math.min(next++, bodies.length - 1)],
-  });
+  return (request: autocannon.Request) => {
+    const at = cycle ? next++ % bodies.length : Math.min(next++, bodies.length - 1);
+    return { ...request, body: bodies[at], ...(paths ? { path: paths[at % paths.length] } : {}) };
+  };
 }
 
 function signed(body: () => string) {

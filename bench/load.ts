@@ -27,6 +27,8 @@ export interface LoadJob {
    */
   bodies?: string[];
   cycle?: boolean;
+  /** With `bodies`: the path of each request, in turn with them (several tenants' /t/<tenant>/token); default: `url`'s. */
+  paths?: string[];
   /** or a body with a freshly signed client assertion for every request. */
   assertion?: AssertionSpec;
   connections: number;

@@ -121,7 +121,7 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   const delegation = delegationRouter(protectedApi);
   const authzen = authzenRouter({
     ...protectedApi,
-    clients: clientCallers(store),
+    clients: clientCallers(store, parts.sealer),
     tenantExists: (tenant) => tenants.exists(tenant),
   });
   const adminKeys = new AdminApiKeys(store, config.adminApiKey);

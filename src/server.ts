@@ -145,10 +145,11 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const policy = (engine = metrics.observed(tracing ? tracing.observed(decider) : decider));
   const providers = new TenantProviders(
     (tenant, basePath, secrets, vocabulary) =>
-      createTenantProvider({ config, secrets, store, policy, vocabulary, log, tenant, basePath }),
+      createTenantProvider({ config, secrets, store, sealer, policy, vocabulary, log, tenant, basePath }),
     storedTenantKeys(store, sealer),
     () => policy.vocabulary(),
     config.tenantCacheMax,
+    { idleMs: config.tenantIdleSeconds * 1000 },
   );
   // A tenant's signing keys rotated by `arbiter rotate-signing-key` (or seen by another node): its providers are built again with them.
   const stopWatchingKeys = watchSigningKeyRotations(

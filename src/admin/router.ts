@@ -10,7 +10,7 @@ import { ADMIN_PREFIX } from '../http/admin-path.js';
 import { COLLECTIONS, definitionFor, type CollectionDefinition } from '../catalog/index.js';
 import { openApiRoute } from './openapi.js';
 import { RecordRepository, type RecordCheck, type RemovalCheck, type StoredRecord } from '../records/index.js';
-import { CLIENT_SECRET_HASHING } from '../oauth/index.js';
+import { clientSecretHashing } from '../oauth/index.js';
 import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
 import { historyRoutes } from './history-routes.js';
 import { answerPage, listPage, listSearch } from './paging.js';
@@ -76,7 +76,7 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
     if (history) histories.set(definition.path, history);
     const records = new RecordRepository(store, definition, {
       sealer: options.sealer,
-      secrets: CLIENT_SECRET_HASHING,
+      secrets: clientSecretHashing(options.sealer),
       check: options.checks?.[definition.path],
       checkRemoval: options.removalChecks?.[definition.path],
       history,

@@ -106,7 +106,7 @@ export const CLIENT_SCHEMA = object(['clientId', 'clientType'], {
   generateClientSecret: {
     type: 'boolean',
     description:
-      'true: the server generates a secret (32 letters and digits), stores its hash and shows it this once, as generatedClientSecret',
+      'true: the server generates a secret (43 letters and digits, 256 bits), stores its keyed digest and shows it this once, as generatedClientSecret',
   },
   enabled,
   redirectUris: { type: 'array', items: uri, maxItems: 100 },

@@ -106,6 +106,8 @@ export interface Config {
   tenants: string[];
   /** At most this many tenants' oidc-provider instances are kept in memory (least recently used go first). */
   tenantCacheMax: number;
+  /** A tenant's oidc-provider instances no request used for this long are let go (its memory returns). */
+  tenantIdleSeconds: number;
   /** Outbound fetches of caller- or operator-supplied URLs may use http:// and loopback addresses (default: outside production only). */
   outboundAllowInsecureLoopback: boolean;
   outboundTimeoutMs: number;
@@ -202,6 +204,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   AUTH_FAILURE_WINDOW_SECONDS: 'authFailureWindowSeconds',
   TENANTS: 'tenants',
   TENANT_CACHE_MAX: 'tenantCacheMax',
+  TENANT_IDLE_SECONDS: 'tenantIdleSeconds',
   OUTBOUND_ALLOW_INSECURE_LOOPBACK: 'outboundAllowInsecureLoopback',
   OUTBOUND_TIMEOUT_MS: 'outboundTimeoutMs',
   OUTBOUND_MAX_RESPONSE_BYTES: 'outboundMaxResponseBytes',
@@ -295,6 +298,7 @@ export const SCHEMA = {
     authFailureWindowSeconds: positive,
     tenants: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' } },
     tenantCacheMax: positive,
+    tenantIdleSeconds: positive,
     outboundAllowInsecureLoopback: { type: ['boolean', 'null'] },
     outboundTimeoutMs: positive,
     outboundMaxResponseBytes: positive,

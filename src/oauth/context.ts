@@ -2,7 +2,7 @@ import type { Configuration } from 'oidc-provider';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import type { PolicyEngine, PolicyVocabulary } from '../policy/index.js';
-import type { Store } from '../store/index.js';
+import type { Sealer, Store } from '../store/index.js';
 import type { ProviderSecrets } from './keys.js';
 
 /** What a configuration slice may need to build its part of one tenant's provider. */
@@ -10,6 +10,8 @@ export interface ProviderContext {
   config: Config;
   secrets: ProviderSecrets;
   store: Store;
+  /** Opens what is sealed in the store and makes the keyed digests of generated client secrets. */
+  sealer: Sealer;
   policy: PolicyEngine;
   /** What policy data defines for the protocol (RAR types), as of the revision this provider is built for. */
   vocabulary: PolicyVocabulary;

@@ -38,7 +38,7 @@ export function oauthSteps({ config, store, sealer, policy, providers, log }: OA
   const providerFor = (tenant: Tenant) => providers.provider(tenant);
   const authorizationDetailsTypes = () => policy.authorizationDetailsTypes();
   const { issuer, maxBodyBytes } = config;
-  const registration = registrationMiddleware({ config, store, policy });
+  const registration = registrationMiddleware({ config, store, sealer, policy });
   const signIn = [interactionRoutes({ config, store, sealer, providers, log })];
   const discovery = discoveryExtras(issuer, authorizationDetailsTypes);
   return {

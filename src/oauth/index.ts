@@ -39,6 +39,11 @@ export {
   revokeIdentityProviderArtefacts,
   revokeSubjectArtefacts,
 } from './shared/owned-artefacts.js';
-export { hashClientSecret } from './clients/secrets.js';
-export { CLIENT_SECRET_HASHING, clientRepository } from './clients/repository.js';
+export {
+  generateClientSecret,
+  generatedSecretDigest,
+  hashClientSecret,
+  isKeptClientSecret,
+} from './clients/secrets.js';
+export { clientRepository, clientSecretHashing } from './clients/repository.js';
 export { enabledIdentityProvider, SignInError, UpstreamProviders } from './interactions/index.js';

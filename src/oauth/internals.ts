@@ -60,7 +60,7 @@ export const findTokenByValue = findToken as (
 
 /**
  * 3. How a presented client secret is compared with the stored one. Arbiter stores client
- * secrets only as BCrypt hashes; oidc-provider compares plain strings and has no hook for it,
+ * secrets only as keyed digests or BCrypt hashes; oidc-provider compares plain strings and has no hook for it,
  * so its Client model's comparison is replaced (on this provider's own Client class).
  */
 export function compareClientSecretsWith(

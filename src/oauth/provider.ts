@@ -13,8 +13,8 @@ import { everyClientMayAskForEveryType } from './internals.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
 export function createTenantProvider(context: ProviderContext): Provider {
-  const { store, tenant, policy, config, log } = context;
-  const documents = createClientDocuments({ config, store, tenant, policy, log });
+  const { store, sealer, tenant, policy, config, log } = context;
+  const documents = createClientDocuments({ config, store, tenant, policy, log, sealer });
   const provider = new Provider(providerIssuer(context), {
     ...providerConfiguration(context),
     adapter: createOidcAdapter(
@@ -25,7 +25,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
     ),
   });
   provider.proxy = true;
-  compareHashedClientSecrets(provider);
+  compareHashedClientSecrets(provider, { store, sealer, tenant });
   everyClientMayAskForEveryType(provider);
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);

@@ -9,7 +9,7 @@ import {
   type TextSearch,
 } from '../store/index.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
-import { assertValid, isBcryptHash } from '../http/validation.js';
+import { assertValid } from '../http/validation.js';
 import { registerTenant, storeTenant } from '../tenancy/index.js';
 import {
   definitionOfStore,
@@ -53,8 +53,14 @@ export interface RecordJournal {
  * generated: the protocol's own functions (src/oauth/clients), given by whoever opens the repository.
  */
 export interface SecretHashing {
+  /** A secret an operator chose (BCrypt). */
   hash(secret: string): Promise<string>;
+  /** A new secret the server makes (256 bits). */
   generate(): string;
+  /** How a generated secret is kept (a keyed digest: it is random, so a slow hash adds nothing). */
+  digestGenerated(secret: string): string;
+  /** True for a value already in a kept form (a BCrypt hash, a keyed digest), written back as it is. */
+  isKept(value: string): boolean;
 }
 
 /** What a server-side writer (dynamic registration, a client ID metadata document) asks of a write beyond the Admin API's. */
@@ -169,16 +175,19 @@ export class RecordRepository<T extends StoredRecord = StoredRecord> {
 
   /**
    * The collection's hashed secret (a client's): a clear one replaced by its BCrypt hash, a hash
-   * kept as given, or one generated when the body asks, which is returned to be shown this once.
+   * kept as given, or one generated when the body asks (kept as its keyed digest), which is
+   * returned to be shown this once.
    */
   private async hashSecret(fields: Record<string, unknown>): Promise<Record<string, string> | null> {
     const secret = this.definition.hashedSecret;
     if (!secret) return null;
     const generate = fields[secret.generate] === true;
     delete fields[secret.generate];
-    const value = generate ? this.extras.secrets!.generate() : fields[secret.field];
-    if (typeof value !== 'string' || (!generate && isBcryptHash(value))) return null;
-    fields[secret.field] = await this.extras.secrets!.hash(value);
+    const hashing = this.extras.secrets!;
+    const value = generate ? hashing.generate() : fields[secret.field];
+    if (typeof value !== 'string' || (!generate && hashing.isKept(value))) return null;
+    // A generated secret is kept as a keyed digest, one typed by an operator as BCrypt (src/oauth/clients/secrets.ts).
+    fields[secret.field] = generate ? hashing.digestGenerated(value) : await hashing.hash(value);
     return generate ? { [secret.shownAs]: value } : null;
   }
 

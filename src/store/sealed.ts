@@ -1,10 +1,18 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHmac,
+  createSecretKey,
+  randomBytes,
+  type KeyObject,
+} from 'node:crypto';
 import { ConflictError, DEFAULT_TENANT, type Store, type StoredDoc } from './types.js';
 
 const PREFIX = 'sealed:v1:';
 const KEY_BYTES = 32;
 const SEALING_KEYS_COLLECTION = { name: 'sealing_keys' };
 const DEVELOPMENT_KEY_ID = 'development';
+const DIGEST_KEY_ID = 'keyed-digest';
 
 /**
  * Secrets Arbiter must be able to read back (an upstream identity provider's client secret, its
@@ -20,6 +28,9 @@ export class Sealer {
     readonly protective: boolean,
   ) {}
 
+  /** The key of `keyedDigest`, opened by `open()`: one per store, apart from the sealing keys. */
+  private digestKey: KeyObject | null = null;
+
   /**
    * `previousKey` (SERVICE_SECRETS_KEY_PREVIOUS) opens what was sealed before the key was changed,
    * until `arbiter rotate-secrets-key` has sealed everything again with `configuredKey`.
@@ -31,7 +42,19 @@ export class Sealer {
       ...(previousKey ? [Buffer.from(previousKey, 'base64url')] : []),
       ...(development ? [development] : []),
     ];
-    return new Sealer(keys, configuredKey !== null);
+    const sealer = new Sealer(keys, configuredKey !== null);
+    sealer.digestKey = createSecretKey(await sealer.digestKeyOf(store));
+    return sealer;
+  }
+
+  /**
+   * HMAC-SHA-256 of `value` (base64url) under a random key of the store's, kept sealed in it: a
+   * copy of the store cannot check a guess against a digest without SERVICE_SECRETS_KEY. The key
+   * is its own, not the sealing key nor derived from it, so that changing SERVICE_SECRETS_KEY
+   * seals it again (`open()` with the new key) and every digest made under it stays valid.
+   */
+  keyedDigest(value: string): string {
+    return createHmac('sha256', this.digestKey!).update(value).digest('base64url');
   }
 
   seal(plain: string): string {
@@ -46,9 +69,35 @@ export class Sealer {
     return this.seal(this.unseal(value));
   }
 
+  /**
+   * The key of `keyedDigest`: made once per store (by the first node to need it), sealed; sealed
+   * again when this node's current key is another (a new SERVICE_SECRETS_KEY), so that
+   * `arbiter rotate-secrets-key` (which opens a Sealer with the new key) leaves it under the new one.
+   */
+  private async digestKeyOf(store: Store): Promise<Buffer> {
+    const keys = store.collection<StoredDoc & { sealed: string }>(SEALING_KEYS_COLLECTION, DEFAULT_TENANT);
+    const existing = await keys.get(DIGEST_KEY_ID);
+    if (!existing) {
+      try {
+        await keys.insert({ id: DIGEST_KEY_ID, sealed: this.seal(randomBytes(KEY_BYTES).toString('base64url')) });
+      } catch (error) {
+        if (!(error instanceof ConflictError)) throw error;
+      }
+      return this.digestKeyOf(store);
+    }
+    const { plain, current } = this.opened(existing.sealed);
+    if (!current) await keys.update(DIGEST_KEY_ID, { sealed: this.seal(plain) }, { sealed: existing.sealed });
+    return Buffer.from(plain, 'base64url');
+  }
+
   /** The plain value; a value that is not sealed (written before sealing existed) is returned as it is. */
   unseal(value: string): string {
-    if (!value.startsWith(PREFIX)) return value;
+    return this.opened(value).plain;
+  }
+
+  /** The plain value, and whether it was sealed with the current key. */
+  private opened(value: string): { plain: string; current: boolean } {
+    if (!value.startsWith(PREFIX)) return { plain: value, current: false };
     const [iv, tag, sealed] = value
       .slice(PREFIX.length)
       .split('.')
@@ -57,7 +106,8 @@ export class Sealer {
       try {
         const decipher = createDecipheriv('aes-256-gcm', key, iv);
         decipher.setAuthTag(tag);
-        return Buffer.concat([decipher.update(sealed), decipher.final()]).toString('utf8');
+        const plain = Buffer.concat([decipher.update(sealed), decipher.final()]).toString('utf8');
+        return { plain, current: key === this.keys[0] };
       } catch {
         // Sealed with another key: try the next.
       }

@@ -298,7 +298,7 @@ describe('Admin API collections', function () {
       });
       expect(created.status, JSON.stringify(created.body)).to.equal(201);
       const first = created.body.generatedClientSecret as string;
-      expect(first).to.match(/^[A-Za-z0-9]{32}$/);
+      expect(first).to.match(/^[A-Za-z0-9]{43}$/);
       expect(created.body).not.to.have.property('generateClientSecret');
       expect(created.body).not.to.have.property('clientSecret');
       const stored = (await clients().findOne({ clientId: 'generated-secret' }))!;
@@ -318,7 +318,7 @@ describe('Admin API collections', function () {
       expect(rotated.status, JSON.stringify(rotated.body)).to.equal(200);
       const second = rotated.body.generatedClientSecret as string;
       expect(second)
-        .to.match(/^[A-Za-z0-9]{32}$/)
+        .to.match(/^[A-Za-z0-9]{43}$/)
         .and.not.equal(first);
       expect((await clientCredentials(server, 'generated-secret', first, { scope: 'read' })).status).to.equal(401);
       expect((await clientCredentials(server, 'generated-secret', second, { scope: 'read' })).status).to.equal(200);

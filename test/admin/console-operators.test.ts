@@ -143,7 +143,7 @@ describe('Console for operators, in Chromium', function () {
       expect(sent).not.to.have.property('clientSecret');
       expect(sent.grantTypes).to.deep.equal(['client_credentials']);
       generatedSecret = (await page.getByRole('alert').locator('code').textContent()) ?? '';
-      expect(generatedSecret).to.match(/^[A-Za-z0-9]{32}$/);
+      expect(generatedSecret).to.match(/^[A-Za-z0-9]{43}$/);
       await page.getByRole('row', { name: /gen-app/ }).waitFor();
       await screenshot('client-secret-shown-once');
 
@@ -175,7 +175,7 @@ describe('Console for operators, in Chromium', function () {
       await notice.getByText('Copy the client secret of gen-app now').waitFor();
       const rotated = (await notice.locator('code').textContent()) ?? '';
       expect(rotated)
-        .to.match(/^[A-Za-z0-9]{32}$/)
+        .to.match(/^[A-Za-z0-9]{43}$/)
         .and.not.equal(generatedSecret);
       expect((await clientCredentials(server, 'gen-app', generatedSecret, { scope: 'read' })).status).to.equal(401);
       expect((await clientCredentials(server, 'gen-app', rotated, { scope: 'read' })).status).to.equal(200);

@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
-import bcrypt from 'bcryptjs';
 import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type JWK } from 'jose';
 import * as client from 'openid-client';
 import { storageDigest } from '../../src/store/index.js';
@@ -266,7 +265,7 @@ describe('dynamic client registration', function () {
       expect(answer.body.error_description).to.match(/^client_uri must match pattern/);
     });
 
-    it('fills in the defaults, generates a UUID and a 32-character secret kept only as a BCrypt hash', async function () {
+    it('fills in the defaults, generates a UUID and a 43-character secret kept only as its keyed digest', async function () {
       const softwareId = '3f2b9c1a-7d4e-4f5a-8b6c-9d0e1f2a3b4c';
       const { status, body } = await register({
         redirect_uris: ['https://app.example.test/cb'],
@@ -280,7 +279,7 @@ describe('dynamic client registration', function () {
       });
       expect(status, JSON.stringify(body)).to.equal(201);
       expect(body.client_id).to.match(UUID);
-      expect(body.client_secret).to.be.a('string').with.lengthOf(32);
+      expect(body.client_secret).to.be.a('string').with.lengthOf(43);
       expect(body.client_secret_expires_at).to.equal(0);
       expect(body.client_id_issued_at)
         .to.be.a('number')
@@ -308,8 +307,8 @@ describe('dynamic client registration', function () {
         tenantId: null,
         registrationAccessTokenDigest: storageDigest(body.registration_access_token),
       });
-      expect(record.clientSecret).to.match(/^\$2[aby]\$10\$/);
-      expect(await bcrypt.compare(body.client_secret, record.clientSecret)).to.equal(true);
+      // Generated (256 bits): kept as its keyed digest, not BCrypt (src/oauth/clients/secrets.ts).
+      expect(record.clientSecret).to.match(/^hmac-sha256:[\w-]{43}$/);
       expect(JSON.stringify(record))
         .not.to.contain(body.client_secret)
         .and.not.to.contain(body.registration_access_token);
@@ -322,7 +321,7 @@ describe('dynamic client registration', function () {
         token_endpoint_auth_method: 'client_secret_post',
         scope: 'profile',
       });
-      expect(body.client_secret).to.have.lengthOf(32);
+      expect(body.client_secret).to.have.lengthOf(43);
       const token = await postForm(server, '/token', {
         grant_type: 'client_credentials',
         client_id: body.client_id,
@@ -587,7 +586,7 @@ describe('dynamic client registration', function () {
           token_endpoint_auth_method: 'client_secret_post',
         });
         expect(switched.status).to.equal(200);
-        expect(switched.body.client_secret).to.have.lengthOf(32);
+        expect(switched.body.client_secret).to.have.lengthOf(43);
         expect(
           (
             await postForm(server, '/token', {

@@ -20,7 +20,7 @@ import {
   type RegisteredDevIdp,
   type TestClient,
 } from '../support/dev-idp.js';
-import { eventually } from '../support/oauth.js';
+import { clientCredentials, eventually } from '../support/oauth.js';
 import { freePort, readyServer, type TestServer } from '../support/server.js';
 
 /**
@@ -132,6 +132,15 @@ describe('Signing-key and sealing-key rotation', function () {
     const spa = await registerPublicClient(server, 'http://127.0.0.1:1/keys/callback');
     const signedBefore = await idToken(spa);
     const tenantJwks = await jwks('keys-tenant');
+    // A generated client secret is kept as a digest under the store's digest key, itself sealed.
+    const generated = await server.admin('POST', '/clients', {
+      clientId: 'keys-svc',
+      clientType: 'confidential',
+      generateClientSecret: true,
+      grantTypes: ['client_credentials'],
+    });
+    expect(generated.status, JSON.stringify(generated.body)).to.equal(201);
+    const generatedSecret = generated.body.generatedClientSecret as string;
     await server.close();
     server = undefined;
 
@@ -147,6 +156,9 @@ describe('Signing-key and sealing-key rotation', function () {
     await jwtVerify(signedBefore, createLocalJWKSet(await jwks()));
     expect(kidOf(await idToken(spa))).to.equal(kidOf(signedBefore));
     expect(await jwks('keys-tenant')).to.deep.equal(tenantJwks);
+    expect((await clientCredentials(server, 'keys-svc', generatedSecret)).status, 'its digest still checks').to.equal(
+      200,
+    );
     await server.close();
     server = undefined;
     let refused: unknown;

@@ -91,6 +91,31 @@ describe('Throttling of authentication failures, and the caller address', functi
     expect((await introspect()).status).to.equal(429);
   });
 
+  it('counts wrong generated secrets (kept as keyed digests) as it counts BCrypt ones', async function () {
+    const created = await server.admin('POST', '/clients', {
+      clientId: 'throttled-generated',
+      clientType: 'confidential',
+      generateClientSecret: true,
+      scopes: ['read'],
+    });
+    const secret = created.body.generatedClientSecret as string;
+    const token = (presented: string, from: string) =>
+      rawRequest(server.url, {
+        method: 'POST',
+        path: '/token',
+        localAddress: from,
+        headers: {
+          'Content-Type': 'application/x-www-form-urlencoded',
+          Authorization: basic('throttled-generated', presented),
+        },
+        body: 'grant_type=client_credentials&scope=read',
+      });
+    for (let attempt = 0; attempt < LIMIT; attempt++)
+      expect((await token(`${secret}x`, '127.0.0.61')).status).to.equal(401);
+    expect((await token(secret, '127.0.0.61')).status, 'the right secret from the same address').to.equal(429);
+    expect((await token(secret, '127.0.0.62')).status, 'another caller').to.equal(200);
+  });
+
   it('counts wrong client secrets at /revoke as at /token, but not a revocation request without any credential', async function () {
     const secret = await confidentialClient(server, 'throttled-revoker', { scopes: ['read'] });
     const revoke = (credentials: string | null, from: string) =>

@@ -1,24 +1,17 @@
-import { randomBytes } from 'node:crypto';
 import { definitionFor, type ClientRecord } from '../../catalog/index.js';
 import { RecordRepository, type SecretHashing } from '../../records/index.js';
-import type { Store } from '../../store/index.js';
-import { hashClientSecret } from './secrets.js';
-
-const SECRET_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
-
-/** A random secret of 32 characters from [A-Za-z0-9] (about 190 bits), without modulo bias. */
-function generateClientSecret(): string {
-  let secret = '';
-  while (secret.length < 32) {
-    for (const byte of randomBytes(48)) {
-      if (byte < 248 && secret.length < 32) secret += SECRET_ALPHABET[byte % 62];
-    }
-  }
-  return secret;
-}
+import type { Sealer, Store } from '../../store/index.js';
+import { generateClientSecret, generatedSecretDigest, hashClientSecret, isKeptClientSecret } from './secrets.js';
 
 /** How client secrets are hashed and generated, for every writer of clients (the catalog's `hashedSecret`). */
-export const CLIENT_SECRET_HASHING: SecretHashing = { hash: hashClientSecret, generate: generateClientSecret };
+export function clientSecretHashing(sealer: Sealer): SecretHashing {
+  return {
+    hash: hashClientSecret,
+    generate: generateClientSecret,
+    digestGenerated: (secret) => generatedSecretDigest(sealer, secret),
+    isKept: isKeptClientSecret,
+  };
+}
 
 const CLIENTS = definitionFor('clients')!;
 
@@ -30,6 +23,6 @@ export const STORE_FIELDS = ['id', 'tenantId', 'createdAt', 'updatedAt', 'tokenE
  * CLI, dynamic registration and client ID metadata documents all write them through it, validated
  * by the catalog's client schema.
  */
-export function clientRepository(store: Store): RecordRepository<ClientRecord> {
-  return new RecordRepository<ClientRecord>(store, CLIENTS, { secrets: CLIENT_SECRET_HASHING });
+export function clientRepository(store: Store, sealer: Sealer): RecordRepository<ClientRecord> {
+  return new RecordRepository<ClientRecord>(store, CLIENTS, { secrets: clientSecretHashing(sealer) });
 }

@@ -5,7 +5,7 @@ import { HttpError } from '../../http/errors.js';
 import { readJsonBody } from '../../http/body.js';
 import { createOutbound, outboundOptionsOf } from '../../http/outbound.js';
 import type { PolicyEngine } from '../../policy/index.js';
-import type { Store } from '../../store/index.js';
+import type { Sealer, Store } from '../../store/index.js';
 import type { ClientRecord } from '../clients/records.js';
 import { clientRepository } from '../clients/repository.js';
 import { routes } from '../routes.js';
@@ -30,6 +30,7 @@ export interface RegistrationDeps {
     | 'outboundMaxResponseBytes'
   >;
   store: Store;
+  sealer: Sealer;
   policy: PolicyEngine;
 }
 
@@ -42,7 +43,7 @@ const UUID_SOFTWARE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
  * validated (validation.ts), decided by the `register` policy point (decision.ts) and kept in
  * Arbiter's client collection (record.ts), where the Admin API and /token find it.
  */
-export function registrationHandlers({ config, store, policy }: RegistrationDeps) {
+export function registrationHandlers({ config, store, sealer, policy }: RegistrationDeps) {
   const statements = new SoftwareStatements(
     config.softwareStatementVerify,
     policy,
@@ -75,7 +76,7 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
     const body = await jsonObject(ctx, config.maxBodyBytes);
     const { metadata, grant, statement } = await register(ctx, body, undefined, initialAccessToken);
     if (initialAccessToken) await initialAccessTokens.consume(ctx, initialAccessToken);
-    const { record, issued } = await createClient(store, ctx.state.tenant.id, metadata, grant, statement);
+    const { record, issued } = await createClient(store, sealer, ctx.state.tenant.id, metadata, grant, statement);
     if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
     // A valid registration access token: this caller's refusals are audited in full.
     markAuthenticated(ctx.state);
@@ -108,7 +109,7 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
         registrationAccessToken: token,
       });
     } else if (ctx.method === 'DELETE') {
-      await clientRepository(store).remove(record.tenantId, record);
+      await clientRepository(store, sealer).remove(record.tenantId, record);
       // RFC 7592 §2.3: the client's grants and tokens go with it (and its UMA delegations and tickets).
       await revokeDeletedClient(store, tenant, record.clientId);
       ctx.status = 204;
@@ -122,7 +123,7 @@ export function registrationHandlers({ config, store, policy }: RegistrationDeps
           { field: 'client_id' },
         );
       const { metadata, grant, statement } = await register(ctx, body, record);
-      const updated = await updateClient(store, record, metadata, grant, statement);
+      const updated = await updateClient(store, sealer, record, metadata, grant, statement);
       if (!updated) throw invalidToken(ctx, 'the registration access token was rotated by another update');
       ctx.body = clientInformation(requestIssuer(config.issuer, ctx.state.tenant), updated.record, updated.issued);
     }

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { definitionFor, type ClientFields } from '../../catalog/index.js';
 import { HttpError } from '../../http/errors.js';
 import type { Written } from '../../records/index.js';
-import { storageDigest, type Store } from '../../store/index.js';
+import { storageDigest, type Sealer, type Store } from '../../store/index.js';
 import { recordFieldsOf } from '../clients/metadata.js';
 import { clientsCollection, type ClientRecord } from '../clients/records.js';
 import { clientRepository, STORE_FIELDS } from '../clients/repository.js';
@@ -89,6 +89,7 @@ function issuedOf(written: Written<ClientRecord>, registrationAccessToken: strin
 /** Creates the client; returns it with the secret and registration access token in clear, this once. */
 export async function createClient(
   store: Store,
+  sealer: Sealer,
   tenantId: string | null,
   metadata: ValidatedMetadata,
   grant: RegistrationGrant,
@@ -97,7 +98,7 @@ export async function createClient(
   const fields = registeredFields(metadata, grant, statement);
   const registrationAccessToken = generateRegistrationAccessToken();
   const written = await throughRepository(() =>
-    clientRepository(store).createRecord(tenantId, {
+    clientRepository(store, sealer).createRecord(tenantId, {
       ...fields,
       clientId: randomUUID(),
       registrationType: 'dcr',
@@ -121,6 +122,7 @@ export async function createClient(
  */
 export async function updateClient(
   store: Store,
+  sealer: Sealer,
   existing: ClientRecord,
   metadata: ValidatedMetadata,
   grant: RegistrationGrant,
@@ -129,7 +131,7 @@ export async function updateClient(
   const fields = registeredFields(metadata, grant, statement);
   const registrationAccessToken = generateRegistrationAccessToken();
   const registrationAccessTokenDigest = storageDigest(registrationAccessToken);
-  const clients = clientRepository(store);
+  const clients = clientRepository(store, sealer);
   // Compare and set: of two updates with the same token, one wins and the other is refused.
   const claimed = await clients
     .collection(existing.tenantId)

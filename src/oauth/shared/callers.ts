@@ -4,10 +4,10 @@ import { markAuthenticated } from '../../audit/index.js';
 import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
 import { basicCredentials, invalidClient } from '../../http/basic.js';
 import { bearerToken, insufficientScope, invalidToken } from '../../http/bearer.js';
-import type { Store } from '../../store/index.js';
+import type { Sealer, Store } from '../../store/index.js';
 import { clientsCollection } from '../clients/records.js';
 import { withTenantHint } from './tenant-hint.js';
-import { clientSecrets } from '../clients/secrets.js';
+import { verifyClientSecret } from '../clients/secrets.js';
 import { findTokenByValue } from '../internals.js';
 import type { Tenant } from '../../tenancy/index.js';
 import type { ClientCaller, ClientCallers, TokenCaller, TokenCallers, TokenRequirement } from '../../uma/index.js';
@@ -93,7 +93,7 @@ function lackingScope(
  * failure limit as /token. An unknown or disabled client, a public one, or a wrong secret are
  * all the same 401 invalid_client.
  */
-export function clientCallers(store: Store): ClientCallers {
+export function clientCallers(store: Store, sealer: Sealer): ClientCallers {
   return async (ctx) => {
     const credentials = basicCredentials(ctx.get('authorization'));
     if (!credentials) return undefined;
@@ -102,7 +102,11 @@ export function clientCallers(store: Store): ClientCallers {
     const record =
       clientId && secret ? await clientsCollection(store, ctx.state.tenant.name).findOne({ clientId }) : null;
     const stored = record?.enabled !== false && record?.clientType === 'confidential' ? record.clientSecret : null;
-    if (!stored || secret!.length > 256 || !(await clientSecrets.verify(clientId!, secret!, stored)))
+    if (
+      !stored ||
+      secret!.length > 256 ||
+      !(await verifyClientSecret({ store, sealer, tenant: ctx.state.tenant.name }, clientId!, secret!, stored))
+    )
       throw invalidClient(ctx, withTenantHint(ctx, 'client authentication failed'));
     return { clientId: clientId!, method: 'client_secret_basic' };
   };

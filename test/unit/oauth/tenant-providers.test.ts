@@ -26,6 +26,7 @@ class StubKeys implements TenantKeys {
 /** A stand-in provider: the kid it was built with (koa-mount takes an object with `middleware`). */
 const stubProvider = (_tenant: string, _basePath: string, secrets: ProviderSecrets, built: PolicyVocabulary) =>
   ({ kid: secrets.jwks.keys[0].kid, policyRevision: built.revision, middleware: [] }) as unknown as Provider;
+const IDLE_MS = 60_000;
 const kidOf = (provider: Provider) => (provider as unknown as { kid: string }).kid;
 const policyRevisionOf = (provider: Provider) => (provider as unknown as { policyRevision: string }).policyRevision;
 
@@ -35,11 +36,14 @@ let vocabulary: PolicyVocabulary = { revision: 'r1', authorizationDetailsTypes: 
 describe('unit: TenantProviders, one provider per tenant with its own keys (oauth/providers)', function () {
   let keys: StubKeys;
   let providers: TenantProviders;
+  /** The caches' clock, moved by the tests (not from 0: lru-cache takes a start of 0 for none). */
+  let now = 1_000;
+  const clock = { now: () => now };
 
   beforeEach(function () {
     vocabulary = { revision: 'r1', authorizationDetailsTypes: [], scopes: [] };
     keys = new StubKeys();
-    providers = new TenantProviders(stubProvider, keys, async () => vocabulary, 2);
+    providers = new TenantProviders(stubProvider, keys, async () => vocabulary, 2, { idleMs: IDLE_MS, clock });
   });
 
   /** prepare() for a request of `tenant`, then what its steps get. */
@@ -98,5 +102,28 @@ describe('unit: TenantProviders, one provider per tenant with its own keys (oaut
     });
     expect(await prepared(tenantOf('acme')), 'built once per revision').to.equal(built[0]);
     expect(Object.fromEntries(keys.reads), 'the keys are not read again').to.deep.equal({ acme: 1 });
+  });
+
+  it('lets a tenant go once no request used it for the idle time, and builds it again when one comes', async function () {
+    let built = 0;
+    providers = new TenantProviders(
+      (...args) => {
+        built += 1;
+        return stubProvider(...args);
+      },
+      keys,
+      async () => vocabulary,
+      2,
+      { idleMs: IDLE_MS, clock },
+    );
+    await request(tenantOf('acme'));
+    now += IDLE_MS / 2;
+    await request(tenantOf('acme'));
+    now += IDLE_MS / 2 + 1;
+    expect(await request(tenantOf('acme')), 'used within the idle time: kept').to.equal('acme-0');
+    expect([built, keys.reads.get('acme')]).to.deep.equal([1, 1]);
+    now += IDLE_MS + 1;
+    expect(await request(tenantOf('acme'))).to.equal('acme-0');
+    expect([built, keys.reads.get('acme')], 'idle: built again, its keys read again').to.deep.equal([2, 2]);
   });
 });

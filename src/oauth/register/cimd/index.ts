@@ -4,7 +4,7 @@ import { createOutbound, outboundOptionsOf, type Outbound } from '../../../http/
 import type { Logger } from '../../../log/index.js';
 import type { GrantedResource, PolicyEngine } from '../../../policy/index.js';
 import { HttpError } from '../../../http/errors.js';
-import { DEFAULT_TENANT, type Store } from '../../../store/index.js';
+import { DEFAULT_TENANT, type Sealer, type Store } from '../../../store/index.js';
 import type { ClientDocuments, ClientRecord } from '../../clients/records.js';
 import { clientRepository, STORE_FIELDS } from '../../clients/repository.js';
 import { freshnessMs, NEGATIVE_TTL_MS } from './caching.js';
@@ -27,6 +27,7 @@ export interface ClientDocumentsOptions {
   tenant: string;
   policy: PolicyEngine;
   log: Logger;
+  sealer: Sealer;
 }
 
 /** Documents (or refusals) remembered per tenant; the least recently used go first. */
@@ -45,7 +46,14 @@ interface CacheEntry {
   expiresAt: number;
 }
 
-export function createClientDocuments({ config, store, tenant, policy, log }: ClientDocumentsOptions): ClientDocuments {
+export function createClientDocuments({
+  config,
+  store,
+  tenant,
+  policy,
+  log,
+  sealer,
+}: ClientDocumentsOptions): ClientDocuments {
   const outboundOptions = outboundOptionsOf(config);
   const secure = createOutbound(outboundOptions);
   // http://localhost and http://127.0.0.1 only, and only under the flag: the guard is relaxed for
@@ -55,7 +63,7 @@ export function createClientDocuments({ config, store, tenant, policy, log }: Cl
     : undefined;
   const cache = new LRUCache<string, CacheEntry>({ max: CACHE_MAX });
   const inFlight = new Map<string, Promise<ClientDocument | undefined>>();
-  const clients = clientRepository(store);
+  const clients = clientRepository(store, sealer);
   const tenantId = tenant === DEFAULT_TENANT ? null : tenant;
 
   /** The document for `clientId`, from the cache while fresh, else fetched (one fetch at a time per URL). */
