@@ -234,7 +234,12 @@ export class MongoStore implements Store {
     await this.db.command({ ping: 1 });
   }
 
-  /** Covers every store collection in the database, also those this process has not declared. */
+  /**
+   * Covers every store collection in the database, also those this process has not declared.
+   * MongoDB deletes expired rows itself (TTL indexes); FerretDB cannot, so this does, one
+   * deleteMany per collection: the store server does the work, no request of this process waits
+   * for it (steps would not help on FerretDB 1.x: it scans the collection for each of them).
+   */
   async purgeExpired(): Promise<number> {
     const collections = await this.db.listCollections({}, { nameOnly: true }).toArray();
     let removed = 0;

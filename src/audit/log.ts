@@ -1,6 +1,7 @@
 import type { Logger } from '../log/index.js';
 import { DEFAULT_TENANT, isStoreUnavailable, type Filter, type Store, type TenantCollection } from '../store/index.js';
 import { BatchWriter } from '../store/batches.js';
+import { EVENT_LOOP_PACE, inPacedSteps } from '../store/paced.js';
 import { withoutNul } from './bounds.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
 import type { AuditEntry, AuditFields } from './entry.js';
@@ -58,9 +59,6 @@ const AUDIT_ID_BLOCK = 100;
  */
 const MAX_BATCH_ENTRIES = AUDIT_ID_BLOCK;
 
-/** Entries deleted per store write by a retention purge, so that a first purge of a large log does not hold the store for long. */
-const PURGE_STEP = 1000;
-
 export interface AuditLogOptions {
   /** Refused unauthenticated requests are counted rather than written one entry each beyond this (see RefusalBudget); none: all written. */
   refusals?: RefusalBudgetLimits;
@@ -99,6 +97,8 @@ export class AuditLog {
   private readonly writer: BatchWriter<Appended, AuditEntry>;
   private readonly refusals: RefusalBudget | null;
   private ids = { next: 1, last: 0 };
+  /** Set by close: a retention purge under way stops at its next step. */
+  private closed = false;
   private readonly written: ((entries: AuditEntry[]) => void)[] = [];
   /** This node's decisions of the last hour, per tenant, counted as entries are written (the console's overview). */
   readonly activity = new RecentActivity();
@@ -140,19 +140,16 @@ export class AuditLog {
   }
 
   /**
-   * Deletes the entries created before `cutoff` (the retention, AUDIT_RETENTION_DAYS), in steps of
-   * PURGE_STEP entries; returns how many. Uses the index on createdAt.
+   * Deletes the entries created before `cutoff` (the retention, AUDIT_RETENTION_DAYS) in paced steps
+   * (src/store/paced.ts: requests go on between them, however many there are); returns how many.
+   * Uses the index on createdAt.
    */
   async purgeOlderThan(cutoff: Date): Promise<number> {
     const bound = cutoff.toISOString();
-    let removed = 0;
-    for (;;) {
-      const step = await this.entries.deleteBefore('createdAt', bound, PURGE_STEP);
-      removed += step;
-      if (step < PURGE_STEP) return removed;
-      // Requests go on between steps (a SQLite step runs on the event loop).
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    return inPacedSteps(
+      async (limit) => (this.closed ? 0 : this.entries.deleteBefore('createdAt', bound, limit)),
+      EVENT_LOOP_PACE,
+    );
   }
 
   /** Writes the entries appended so far; resolves once they are stored (or their batch failed). */
@@ -162,6 +159,7 @@ export class AuditLog {
 
   /** Writes the counts kept, flushes, and refuses later entries: for a stopping server, before its store closes. */
   async close(): Promise<void> {
+    this.closed = true;
     this.refusals?.close();
     await this.writer.close();
   }

@@ -139,8 +139,17 @@ export interface Store {
    * Absent for an embedded store, which has no clock but the machine's.
    */
   clock?(): Promise<number>;
-  /** Removes expired documents everywhere. */
+  /**
+   * Removes expired documents everywhere (and ended windows). However many there are, in bounded
+   * steps with the event loop given back between them (src/store/paced.ts): requests go on meanwhile.
+   */
   purgeExpired(): Promise<number>;
+  /**
+   * Once (schema migration 3): makes a store whose file never shrank give the space of deleted
+   * documents back from now on (SQLite: auto_vacuum=incremental, which takes one VACUUM of an
+   * older file). Absent where the store server does so itself.
+   */
+  reclaimFreedSpace?(): Promise<void>;
   /**
    * Calls `listener` each time a write through this store object has ended (committed or failed),
    * before the writer is answered: what was read before may be stale from then on (TurnReads).

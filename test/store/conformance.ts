@@ -688,6 +688,27 @@ export function describeStoreConformance(
         expect(await store.purgeExpired()).to.equal(0);
         expect(await store.collection(CODES).count()).to.equal(2);
       });
+
+      it('purgeExpired deletes a large backlog in steps, giving the event loop back between them', async () => {
+        const codes = store.collection(CODES);
+        const expired = 5_000;
+        for (let from = 0; from < expired; from += 1_000)
+          await codes.insertMany(
+            Array.from({ length: 1_000 }, (_, index) => ({ id: `e${from + index}`, expiresAt: past() })),
+          );
+        await codes.insert({ id: 'live', expiresAt: future() });
+        let purged = false;
+        const purge = store.purgeExpired().then((removed) => {
+          purged = true;
+          return removed;
+        });
+        // A timer set now fires before the purge's second pause ends: a purge in one go would be done by then.
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        expect(purged, 'the purge ended before a timer set as it started could fire').to.equal(false);
+        expect(await codes.get('live')).to.include({ id: 'live' });
+        expect(await purge).to.equal(expired);
+        expect(await codes.count()).to.equal(1);
+      });
     });
 
     describe('nextSequence', () => {
