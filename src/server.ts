@@ -43,8 +43,6 @@ export interface ServerOptions {
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void;
 
-const PURGE_INTERVAL_MS = 60_000;
-
 /**
  * What a first start makes, and every start checks: the store at this release's schema, the
  * sealing key, the signing and cookie keys (the default tenant's and those of the tenants in
@@ -194,7 +192,10 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   });
   handle = koa.callback();
   appReady(handle);
-  const purge = setInterval(housekeeping(store, audit, config.auditRetentionDays, log), PURGE_INTERVAL_MS);
+  const purge = setInterval(
+    housekeeping(store, audit, config.auditRetentionDays, log),
+    config.purgeIntervalSeconds * 1000,
+  );
   purge.unref();
   return {
     url,
@@ -246,7 +247,7 @@ const DAY_MS = 86_400_000;
 /**
  * Each call purges the expired records, then the audit entries older than AUDIT_RETENTION_DAYS
  * (0 keeps them all). Both go in paced steps (src/store/paced.ts), so a large backlog may outlast
- * PURGE_INTERVAL_MS: one run at a time, a call meanwhile does nothing.
+ * PURGE_INTERVAL_SECONDS: one run at a time, a call meanwhile does nothing.
  */
 function housekeeping(store: Store, audit: AuditLog, retentionDays: number, log: Logger): () => void {
   let running = false;

@@ -32,6 +32,7 @@ import {
   assertFieldName,
   expiryOf,
   idKey,
+  indexFields,
   isUnset,
   normalizeSpec,
   pageOf,
@@ -340,9 +341,12 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     return (await cursor.toArray()).map((row) => row.doc as T);
   }
 
-  async count(filter: Filter = {}, search?: TextSearch): Promise<number> {
+  async count(filter: Filter = {}, search?: TextSearch, atMost?: number): Promise<number> {
     await this.indexed();
-    return this.rows.countDocuments(this.live({ ...docFilter(filter), ...searchFilter(search) }));
+    const limit = atMost === undefined ? {} : { limit: Math.max(0, Math.floor(atMost)) };
+    // countDocuments reads limit 0 as "no limit".
+    if (limit.limit === 0) return 0;
+    return this.rows.countDocuments(this.live({ ...docFilter(filter), ...searchFilter(search) }), limit);
   }
 
   /** One findOneAndUpdate whose filter carries `onlyIf`: the server checks and writes atomically. */
@@ -564,8 +568,14 @@ tellWritesEnded(MongoCollection.prototype, [
 
 async function createIndexes(rows: Rows, spec: CollectionSpec, keys: RowKeys): Promise<void> {
   await createExpiryIndex(rows, '_expiresAtDate');
-  for (const field of spec.indexes ?? []) {
-    await rows.createIndex({ tenant: 1, [docPath(field)]: 1 }, { name: `ix_${field}` });
+  for (const index of spec.indexes ?? []) {
+    const fields = indexFields(index);
+    await rows.createIndex(
+      { tenant: 1, ...Object.fromEntries(fields.map((field) => [docPath(field), 1])) },
+      {
+        name: `ix_${fields.join('_')}`,
+      },
+    );
   }
   for (const key of spec.uniqueKeys ?? []) await createUniqueIndex(rows, key, keys);
 }

@@ -23,6 +23,7 @@ import {
   assertFieldName,
   expiryOf,
   idKey,
+  indexFields,
   isUnset,
   matchesFilter,
   normalizeSpec,
@@ -200,7 +201,7 @@ export class SqliteStore implements Store {
     this.db.exec(
       `CREATE INDEX IF NOT EXISTS ${quoted(`${table}_expiry`)} ON ${quoted(table)} (expires_at) WHERE expires_at IS NOT NULL`,
     );
-    for (const field of spec.indexes ?? []) this.createIndex(table, 'ix', [field]);
+    for (const index of spec.indexes ?? []) this.createIndex(table, 'ix', indexFields(index));
     // Unique keys are checked in code (null values must not clash); the index keeps that check fast.
     for (const key of spec.uniqueKeys ?? []) this.createIndex(table, 'uq', key);
   }
@@ -462,12 +463,11 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     return rows.map((row) => JSON.parse(row.doc) as T);
   }
 
-  async count(filter: Filter = {}, search?: TextSearch): Promise<number> {
+  async count(filter: Filter = {}, search?: TextSearch, atMost?: number): Promise<number> {
     const { where, params } = this.where(filter, true, search);
-    return this.io.read(
-      () =>
-        (this.statements.get(`SELECT COUNT(*) AS n FROM ${this.table} WHERE ${where}`).get(params) as { n: number }).n,
-    );
+    const matching = `SELECT 1 FROM ${this.table} WHERE ${where}`;
+    const sql = `SELECT COUNT(*) AS n FROM (${matching}${atMost === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(atMost))}`})`;
+    return this.io.read(() => (this.statements.get(sql).get(params) as { n: number }).n);
   }
 
   async update(id: string | number, fields: Partial<T>, onlyIf?: Filter): Promise<T | null> {

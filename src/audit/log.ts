@@ -1,5 +1,12 @@
 import type { Logger } from '../log/index.js';
-import { DEFAULT_TENANT, isStoreUnavailable, type Filter, type Store, type TenantCollection } from '../store/index.js';
+import {
+  DEFAULT_TENANT,
+  isStoreUnavailable,
+  type CollectionSpec,
+  type Filter,
+  type Store,
+  type TenantCollection,
+} from '../store/index.js';
 import { BatchWriter } from '../store/batches.js';
 import { EVENT_LOOP_PACE, inPacedSteps } from '../store/paced.js';
 import { withoutNul } from './bounds.js';
@@ -10,7 +17,22 @@ import type { RecordedDecision, TrialInput } from '../policy/index.js';
 import { recordedDecisionPages, type RecordedDecisionQuery } from './recorded-decisions.js';
 import { RecentActivity } from './activity.js';
 
-export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] };
+/**
+ * Compound indexes end with the sort field, so that a page of the filters the console and the
+ * Admin API use (a tenant, then an endpoint or a client; newest first) is read straight off an
+ * index, at any depth with a cursor: at a million entries a page otherwise sorted them all.
+ */
+export const AUDIT_LOG_COLLECTION: CollectionSpec = {
+  name: 'audit_logs',
+  indexes: [
+    'createdAt',
+    'id',
+    ['tenantId', 'id'],
+    ['tenantId', 'endpoint', 'id'],
+    ['tenantId', 'clientId', 'id'],
+    ['endpoint', 'id'],
+  ],
+};
 
 export type { AuditFields, Outcome } from './entry.js';
 
@@ -22,14 +44,52 @@ export interface AuditPageQuery {
   page: number;
   size: number;
   sort: { field: string; direction: 'asc' | 'desc' };
+  /** Where the page starts: the previous page's nextCursor (of the same filter and sort); else `page`. */
+  cursor?: AuditCursor;
 }
 
 export interface AuditPage {
   content: AuditEntry[];
+  /** How many entries match, counted up to AUDIT_COUNT_CAP (see totalElementsCapped). */
   totalElements: number;
   totalPages: number;
   number: number;
   size: number;
+  /** More entries match than totalElements says: counting stopped at AUDIT_COUNT_CAP. */
+  totalElementsCapped: boolean;
+  /** The next page's start (sorting by id or createdAt), to pass as `cursor`; null on the last page, or with another sort. */
+  nextCursor: string | null;
+}
+
+/** Counting the matches of a page's filter stops here: the console says "10,000+" rather than read a million entries per page. */
+export const AUDIT_COUNT_CAP = 10_000;
+
+/** The sort fields every entry has (never null), so that a cursor on them can say where the next page starts. */
+const CURSOR_FIELDS = ['id', 'createdAt'];
+
+/** A page's start in the sort order: at the sort value `at`, past the `seen` entries of that value that earlier pages showed. */
+export interface AuditCursor {
+  at: string | number;
+  seen: number;
+}
+
+/** A cursor as the API hands it out: opaque (base64url of JSON). */
+export function encodeAuditCursor(cursor: AuditCursor): string {
+  return Buffer.from(JSON.stringify([cursor.at, cursor.seen])).toString('base64url');
+}
+
+/** The cursor `text` names, or null when it is not one encodeAuditCursor made. */
+export function decodeAuditCursor(text: string): AuditCursor | null {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+    if (!Array.isArray(value) || value.length !== 2) return null;
+    const [at, seen] = value as unknown[];
+    if (!(typeof at === 'string' || Number.isSafeInteger(at)) || !Number.isSafeInteger(seen) || (seen as number) < 0)
+      return null;
+    return { at: at as string | number, seen: seen as number };
+  } catch {
+    return null;
+  }
 }
 
 export const SORTABLE_FIELDS = [
@@ -259,22 +319,44 @@ export class AuditLog {
     return this.entries.get(id);
   }
 
+  /**
+   * One page, read off the indexes (see AUDIT_LOG_COLLECTION) with the count capped at
+   * AUDIT_COUNT_CAP. With a cursor, the page starts where the previous one ended (keyset: it costs
+   * the same at any depth); with `page` alone, the entries before it are skipped one by one.
+   */
   async page(query: AuditPageQuery): Promise<AuditPage> {
     const filter: Filter = Object.fromEntries(
       Object.entries(query.filter).filter(([, value]) => value !== undefined),
     ) as Filter;
-    const [content, totalElements] = await Promise.all([
-      this.entries.find(filter, { sort: query.sort, skip: query.page * query.size, limit: query.size }),
-      this.entries.count(filter),
+    const start = query.cursor
+      ? { startAt: query.cursor.at, skip: query.cursor.seen }
+      : { skip: query.page * query.size };
+    const [found, counted] = await Promise.all([
+      this.entries.find(filter, { sort: query.sort, ...start, limit: query.size + 1 }),
+      this.entries.count(filter, undefined, AUDIT_COUNT_CAP + 1),
     ]);
+    const content = found.slice(0, query.size);
+    const totalElements = Math.min(counted, AUDIT_COUNT_CAP);
     return {
       content,
       totalElements,
       totalPages: Math.ceil(totalElements / query.size),
       number: query.page,
       size: query.size,
+      totalElementsCapped: counted > AUDIT_COUNT_CAP,
+      nextCursor: found.length > query.size ? nextCursorOf(content, query) : null,
     };
   }
+}
+
+/** After the last entry of `content`: its sort value, past every entry of that value shown so far. */
+function nextCursorOf(content: AuditEntry[], query: AuditPageQuery): string | null {
+  const field = query.sort.field;
+  if (!CURSOR_FIELDS.includes(field)) return null;
+  const at = content[content.length - 1][field] as string | number;
+  const onThisPage = content.filter((entry) => entry[field] === at).length;
+  const before = query.cursor?.at === at ? query.cursor.seen : 0;
+  return encodeAuditCursor({ at, seen: before + onThisPage });
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

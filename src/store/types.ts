@@ -30,8 +30,12 @@ export interface CollectionSpec {
    * not checked against that key.
    */
   uniqueKeys?: string[][];
-  /** Fields that are often used in filters and deserve an index. */
-  indexes?: string[];
+  /**
+   * Fields that are often used in filters and deserve an index. A list of fields is one compound
+   * index, in that order: equality filters on the first ones, then a sort (and FindOptions.startAt)
+   * on the last, read a page without sorting or counting what precedes it.
+   */
+  indexes?: (string | string[])[];
 }
 
 /** Equality filter on top-level fields; `null` matches absent or null. */
@@ -92,8 +96,12 @@ export interface TenantCollection<T extends StoredDoc = StoredDoc> {
   getMany(ids: readonly (string | number)[]): Promise<T[]>;
   findOne(filter: Filter): Promise<T | null>;
   find(filter?: Filter, options?: FindOptions): Promise<T[]>;
-  /** How many documents match the filter (and `search`, when given). */
-  count(filter?: Filter, search?: TextSearch): Promise<number>;
+  /**
+   * How many documents match the filter (and `search`, when given). With `atMost`, counting may stop
+   * there (the answer is then at most `atMost`): a count of a large collection costs a read of
+   * every match, so a page's "10,000+" need not read a million.
+   */
+  count(filter?: Filter, search?: TextSearch, atMost?: number): Promise<number>;
   /**
    * Sets the given top-level fields on the document with this id, atomically and
    * only if it currently matches `onlyIf` (when given). Returns the updated
