@@ -17,5 +17,5 @@ export { withdrawableCredentials } from './issued.js';
 export { markAuthenticated, type AuditFacts } from './facts.js';
 export { recordDecision } from './decision.js';
 export { eachRecorded } from './recorded.js';
-export { decisionsOfEntry, type RecordedDecisionQuery } from './recorded-decisions.js';
+export { decisionsOfEntry, type RecordedDecisionCursor, type RecordedDecisionQuery } from './recorded-decisions.js';
 export { ACTIVITY_MINUTES, type ActivitySummary, type ActivityMinute } from './activity.js';

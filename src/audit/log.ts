@@ -13,8 +13,12 @@ import { withoutNul } from './bounds.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
 import type { AuditEntry, AuditFields } from './entry.js';
 import { eachRecorded } from './recorded.js';
-import type { RecordedDecision, TrialInput } from '../policy/index.js';
-import { recordedDecisionPages, type RecordedDecisionQuery } from './recorded-decisions.js';
+import type { TrialInput } from '../policy/index.js';
+import {
+  RecordedDecisionPages,
+  type RecordedDecisionCursor,
+  type RecordedDecisionQuery,
+} from './recorded-decisions.js';
 import { RecentActivity } from './activity.js';
 
 /**
@@ -31,6 +35,8 @@ export const AUDIT_LOG_COLLECTION: CollectionSpec = {
     ['tenantId', 'endpoint', 'id'],
     ['tenantId', 'clientId', 'id'],
     ['endpoint', 'id'],
+    // Impact analysis reads a tenant's decisions newest first by createdAt (recorded-decisions.ts).
+    ['tenantId', 'createdAt'],
   ],
 };
 
@@ -258,9 +264,9 @@ export class AuditLog {
     }
   }
 
-  /** One tenant's recorded decisions, newest first, a page at a time (impact analysis replays them). */
-  recordedDecisions(query: RecordedDecisionQuery): AsyncIterable<RecordedDecision[]> {
-    return recordedDecisionPages(this.entries, query);
+  /** One tenant's recorded decisions, newest first, a page at a time (impact analysis replays them); `resumeAt` continues a read that reached its limit. */
+  recordedDecisions(query: RecordedDecisionQuery, resumeAt?: RecordedDecisionCursor): RecordedDecisionPages {
+    return new RecordedDecisionPages(this.entries, query, resumeAt);
   }
 
   /**
