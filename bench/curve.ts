@@ -86,7 +86,7 @@ const DIMENSIONS: Dimension[] = [
     measure: async (server) => {
       const load = steadyLoad(server.url);
       const purgeFrom = server.startedAt + (PURGE_AFTER_SECONDS - 2) * 1000;
-      while (expiredRows(server.file) > 0 || performance.now() < purgeFrom + 4000) await pause(250);
+      while (expiredRowsLeft(server.file) || performance.now() < purgeFrom + 4000) await pause(250);
       const purgeMs = performance.now() - purgeFrom;
       const { latencies } = await load.stop();
       return {
@@ -235,12 +235,15 @@ async function seedInBulk<T extends StoredDoc>(
     await into.insertMany(Array.from({ length: Math.min(1_000, count - from) }, (_, index) => make(from + index)));
 }
 
-/** Expired rows left in the token collection, read by a connection of the bench's own. */
-function expiredRows(file: string): number {
+/**
+ * Whether expired rows are left in the token collection, read by a connection of the bench's own:
+ * one row through the expiry index (a COUNT of a million would hold the bench's own loop, and
+ * every latency it measures, for as long).
+ */
+function expiredRowsLeft(file: string): boolean {
   const db = new Database(file, { readonly: true });
   try {
-    const row = db.prepare('SELECT COUNT(*) AS n FROM c_oidc WHERE expires_at <= ?').get(Date.now()) as { n: number };
-    return row.n;
+    return db.prepare('SELECT 1 FROM c_oidc WHERE expires_at <= ? LIMIT 1').get(Date.now()) !== undefined;
   } finally {
     db.close();
   }

@@ -12,7 +12,11 @@ export interface Pace {
  */
 export const EVENT_LOOP_PACE: Pace = { maxPerStep: 1000, stepBudgetMs: 5 };
 
-const MIN_PER_STEP = 16;
+/**
+ * A step never shrinks below this: on a loaded machine every step looks slow (the thread waits for
+ * a core), and steps of a few rows, each followed by a pause, would make a large purge last hours.
+ */
+const MIN_PER_STEP = 250;
 
 /**
  * Runs `step(limit)` (which does at most `limit` rows and says how many it did) until a step does
