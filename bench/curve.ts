@@ -88,12 +88,13 @@ const DIMENSIONS: Dimension[] = [
       const purgeFrom = server.startedAt + (PURGE_AFTER_SECONDS - 2) * 1000;
       while (expiredRowsLeft(server.file) || performance.now() < purgeFrom + 4000) await pause(250);
       const purgeMs = performance.now() - purgeFrom;
-      const { latencies } = await load.stop();
+      const { latencies, failures } = await load.stop();
       return {
         ...summarize(
           'token',
           latencies.filter((each) => each.at >= purgeFrom),
         ),
+        'token non-200': failures.filter((at) => at >= purgeFrom).length,
         'purge window': purgeMs,
       };
     },
@@ -139,9 +140,10 @@ const DIMENSIONS: Dimension[] = [
         pages.push(ms);
         cursor = (body as { nextCursor: string | null }).nextCursor;
       }
-      const { latencies } = await load.stop();
+      const { latencies, failures } = await load.stop();
       return {
         ...summarize('token', latencies),
+        'token non-200': failures.length,
         'page max': Math.max(...pages),
         'page p50': percentile(sorted(pages), 50),
       };
@@ -253,6 +255,9 @@ function expiredRowsLeft(file: string): boolean {
 function steadyLoad(url: string) {
   /** When each request was sent (performance.now()) and how long its answer took, ms. */
   const latencies: { at: number; ms: number }[] = [];
+  /** When each request that was not answered 200 was sent. */
+  const failures: number[] = [];
+  const reasons = new Set<string>();
   let running = true;
   const caller = async () => {
     while (running) {
@@ -261,9 +266,15 @@ function steadyLoad(url: string) {
         method: 'POST',
         headers: { ...FORM, authorization: basic(CLIENT.id, CLIENT.secret) },
         body: 'grant_type=client_credentials&scope=read',
-      });
-      await answer.arrayBuffer();
-      if (answer.status !== 200) throw new Error(`/token answered ${answer.status}`);
+      }).catch((error: unknown) => ({ status: 0, text: async () => String(error) }));
+      const body = await answer.text();
+      if (answer.status !== 200) {
+        // Counted and shown once per reason: the figures say how many, the run goes on.
+        failures.push(sent);
+        if (!reasons.has(body)) console.log(`/token answered ${answer.status}: ${body.slice(0, 300)}`);
+        reasons.add(body);
+        continue;
+      }
       latencies.push({ at: sent, ms: performance.now() - sent });
     }
   };
@@ -272,7 +283,7 @@ function steadyLoad(url: string) {
     async stop() {
       running = false;
       await callers;
-      return { latencies };
+      return { latencies, failures };
     },
   };
 }
