@@ -24,6 +24,12 @@ export const MIGRATIONS: readonly Migration[] = [
       "the default pack's introspection rule refuses a resource server the tokens of other resources (RFC 7662 §4): a stored arbiter/introspect/introspect.rego still as the 0.1 pack seeded it is replaced with this release's; an edited one is left as it is",
     run: (store) => replaceUneditedPackRule(store, INTROSPECT_RULE, INTROSPECT_RULE_0_1_DIGEST),
   },
+  {
+    to: 3,
+    description:
+      'a SQLite file gives the space of purged records back (auto_vacuum=incremental): a file made by an older release is rewritten once (VACUUM: it takes as much free disk space again, and a while for a large file); nothing to do on MongoDB',
+    run: async (store) => store.reclaimFreedSpace?.(),
+  },
 ];
 
 const INTROSPECT_RULE = 'arbiter/introspect/introspect.rego';

@@ -43,8 +43,6 @@ export interface ServerOptions {
 
 type Handler = (request: IncomingMessage, response: ServerResponse) => void;
 
-const PURGE_INTERVAL_MS = 60_000;
-
 /**
  * What a first start makes, and every start checks: the store at this release's schema, the
  * sealing key, the signing and cookie keys (the default tenant's and those of the tenants in
@@ -198,11 +196,10 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   });
   handle = koa.callback();
   appReady(handle);
-  const purgeOldEntries = auditRetention(audit, config.auditRetentionDays, log);
-  const purge = setInterval(() => {
-    store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed'));
-    purgeOldEntries();
-  }, PURGE_INTERVAL_MS);
+  const purge = setInterval(
+    housekeeping(store, audit, config.auditRetentionDays, log),
+    config.purgeIntervalSeconds * 1000,
+  );
   purge.unref();
   return {
     url,
@@ -252,19 +249,25 @@ function httpLimits(config: Config) {
 
 const DAY_MS = 86_400_000;
 
-/** AUDIT_RETENTION_DAYS: each call deletes the entries older than that (0 keeps them all); one purge at a time. */
-function auditRetention(audit: AuditLog, retentionDays: number, log: Logger): () => void {
+/**
+ * Each call purges the expired records, then the audit entries older than AUDIT_RETENTION_DAYS
+ * (0 keeps them all). Both go in paced steps (src/store/paced.ts), so a large backlog may outlast
+ * PURGE_INTERVAL_SECONDS: one run at a time, a call meanwhile does nothing.
+ */
+function housekeeping(store: Store, audit: AuditLog, retentionDays: number, log: Logger): () => void {
   let running = false;
+  const run = async () => {
+    await store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed'));
+    if (retentionDays === 0) return;
+    await audit.purgeOlderThan(new Date(Date.now() - retentionDays * DAY_MS)).then(
+      (removed) => removed > 0 && log.info({ removed, retentionDays }, 'audit entries past their retention deleted'),
+      (error: unknown) => log.warn({ err: error }, 'audit retention purge failed'),
+    );
+  };
   return () => {
-    if (retentionDays === 0 || running) return;
+    if (running) return;
     running = true;
-    audit
-      .purgeOlderThan(new Date(Date.now() - retentionDays * DAY_MS))
-      .then(
-        (removed) => removed > 0 && log.info({ removed, retentionDays }, 'audit entries past their retention deleted'),
-        (error: unknown) => log.warn({ err: error }, 'audit retention purge failed'),
-      )
-      .finally(() => (running = false));
+    void run().finally(() => (running = false));
   };
 }
 

@@ -32,6 +32,7 @@ import {
   assertFieldName,
   expiryOf,
   idKey,
+  indexFields,
   isUnset,
   normalizeSpec,
   pageOf,
@@ -234,7 +235,12 @@ export class MongoStore implements Store {
     await this.db.command({ ping: 1 });
   }
 
-  /** Covers every store collection in the database, also those this process has not declared. */
+  /**
+   * Covers every store collection in the database, also those this process has not declared.
+   * MongoDB deletes expired rows itself (TTL indexes); FerretDB cannot, so this does, one
+   * deleteMany per collection: the store server does the work, no request of this process waits
+   * for it (steps would not help on FerretDB 1.x: it scans the collection for each of them).
+   */
   async purgeExpired(): Promise<number> {
     const collections = await this.db.listCollections({}, { nameOnly: true }).toArray();
     let removed = 0;
@@ -335,9 +341,12 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     return (await cursor.toArray()).map((row) => row.doc as T);
   }
 
-  async count(filter: Filter = {}, search?: TextSearch): Promise<number> {
+  async count(filter: Filter = {}, search?: TextSearch, atMost?: number): Promise<number> {
     await this.indexed();
-    return this.rows.countDocuments(this.live({ ...docFilter(filter), ...searchFilter(search) }));
+    const limit = atMost === undefined ? {} : { limit: Math.max(0, Math.floor(atMost)) };
+    // countDocuments reads limit 0 as "no limit".
+    if (limit.limit === 0) return 0;
+    return this.rows.countDocuments(this.live({ ...docFilter(filter), ...searchFilter(search) }), limit);
   }
 
   /** One findOneAndUpdate whose filter carries `onlyIf`: the server checks and writes atomically. */
@@ -559,8 +568,14 @@ tellWritesEnded(MongoCollection.prototype, [
 
 async function createIndexes(rows: Rows, spec: CollectionSpec, keys: RowKeys): Promise<void> {
   await createExpiryIndex(rows, '_expiresAtDate');
-  for (const field of spec.indexes ?? []) {
-    await rows.createIndex({ tenant: 1, [docPath(field)]: 1 }, { name: `ix_${field}` });
+  for (const index of spec.indexes ?? []) {
+    const fields = indexFields(index);
+    await rows.createIndex(
+      { tenant: 1, ...Object.fromEntries(fields.map((field) => [docPath(field), 1])) },
+      {
+        name: `ix_${fields.join('_')}`,
+      },
+    );
   }
   for (const key of spec.uniqueKeys ?? []) await createUniqueIndex(rows, key, keys);
 }

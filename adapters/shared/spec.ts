@@ -17,7 +17,8 @@ export function assertFieldName(name: string): void {
 export function normalizeSpec(spec: CollectionSpec | string): CollectionSpec {
   const normalized = typeof spec === 'string' ? { name: spec } : spec;
   assertFieldName(normalized.name);
-  for (const field of [...(normalized.uniqueKeys ?? []).flat(), ...(normalized.indexes ?? [])]) assertFieldName(field);
+  for (const field of [...(normalized.uniqueKeys ?? []).flat(), ...(normalized.indexes ?? []).flat()])
+    assertFieldName(field);
   return normalized;
 }
 
@@ -47,11 +48,17 @@ export class DeclaredSpecs {
     }
     const knownKeys = new Set((known.uniqueKeys ?? []).map(keyId));
     const addedKeys = (next.uniqueKeys ?? []).filter((key) => !knownKeys.has(keyId(key)));
-    const addedIndexes = (next.indexes ?? []).filter((field) => !known.indexes?.includes(field));
+    const knownIndexes = new Set((known.indexes ?? []).map(indexFields).map(keyId));
+    const addedIndexes = (next.indexes ?? []).filter((index) => !knownIndexes.has(keyId(indexFields(index))));
     known.uniqueKeys = [...(known.uniqueKeys ?? []), ...addedKeys];
     known.indexes = [...(known.indexes ?? []), ...addedIndexes];
     return { spec: known, grew: addedKeys.length + addedIndexes.length > 0 };
   }
+}
+
+/** The fields of an index of CollectionSpec.indexes: one, or a compound index's, in order. */
+export function indexFields(index: string | string[]): string[] {
+  return typeof index === 'string' ? [index] : index;
 }
 
 function keyId(key: string[]): string {

@@ -23,6 +23,7 @@ import {
   assertFieldName,
   expiryOf,
   idKey,
+  indexFields,
   isUnset,
   matchesFilter,
   normalizeSpec,
@@ -32,6 +33,7 @@ import {
 import { WriteListeners } from '../shared/write-listeners.js';
 import { Checkpointer, WAL_SIZE_LIMIT_BYTES, WRITER_CHECKPOINT_PAGES } from './checkpointer.js';
 import { BatchWriter } from '../../src/store/batches.js';
+import { EVENT_LOOP_PACE, inPacedSteps } from '../../src/store/paced.js';
 
 type Db = Database.Database;
 type Params = Record<string, unknown>;
@@ -85,6 +87,8 @@ export class SqliteStore implements Store {
   private readonly group: BatchWriter<() => void, unknown>;
   private readonly io: GuardedIo;
   private readonly writeListeners = new WriteListeners();
+  /** Set by close: a paced purge under way stops at its next step. */
+  private closing = false;
 
   private constructor(
     private readonly db: Db,
@@ -114,6 +118,8 @@ export class SqliteStore implements Store {
     }
     const db = new Database(file);
     try {
+      // Before the first table: a new file gives the pages of deleted rows back (see giveSpaceBack). No effect on an older file (see reclaimFreedSpace).
+      db.pragma('auto_vacuum = INCREMENTAL');
       db.pragma('journal_mode = WAL');
       db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
       db.pragma('synchronous = NORMAL');
@@ -123,6 +129,8 @@ export class SqliteStore implements Store {
       db.exec(
         'CREATE TABLE IF NOT EXISTS window_counters (key TEXT PRIMARY KEY, count INTEGER NOT NULL, reset_at INTEGER NOT NULL)',
       );
+      // purgeExpired deletes ended windows in steps: each step finds them through this index.
+      db.exec('CREATE INDEX IF NOT EXISTS window_counters_reset ON window_counters (reset_at)');
       if (file === ':memory:') return new SqliteStore(db, null, null);
       // The -wal and -shm files exist from here on, as long as this connection is open. SQLite
       // creates them with the database file's mode; ones left by an older release may be wider.
@@ -193,7 +201,7 @@ export class SqliteStore implements Store {
     this.db.exec(
       `CREATE INDEX IF NOT EXISTS ${quoted(`${table}_expiry`)} ON ${quoted(table)} (expires_at) WHERE expires_at IS NOT NULL`,
     );
-    for (const field of spec.indexes ?? []) this.createIndex(table, 'ix', [field]);
+    for (const index of spec.indexes ?? []) this.createIndex(table, 'ix', indexFields(index));
     // Unique keys are checked in code (null values must not clash); the index keeps that check fast.
     for (const key of spec.uniqueKeys ?? []) this.createIndex(table, 'uq', key);
   }
@@ -255,17 +263,68 @@ export class SqliteStore implements Store {
     this.io.read(() => this.db.prepare('SELECT 1').get());
   }
 
-  /** Covers every collection table in the file, also those this process has not declared (yet). */
+  /**
+   * Covers every collection table in the file, also those this process has not declared (yet).
+   * In paced steps (src/store/paced.ts): a million expired tokens must not stall the requests
+   * for the seconds one DELETE of them all would take. Each step is a write of its own, through
+   * the expiry index; the file then gives the freed pages back (see giveSpaceBack).
+   */
   async purgeExpired(): Promise<number> {
     const now = Date.now();
-    return this.io.write(() => {
-      let removed = 0;
-      for (const table of this.collectionTables()) {
-        removed += this.db.prepare(`DELETE FROM ${quoted(table)} WHERE expires_at <= ?`).run(now).changes;
-      }
-      // Ended windows too; they are not documents, and not counted.
-      this.db.prepare('DELETE FROM window_counters WHERE reset_at <= ?').run(now);
-      return removed;
+    let removed = 0;
+    for (const table of this.io.read(() => this.collectionTables())) {
+      const sql = `DELETE FROM ${quoted(table)} WHERE rowid IN (SELECT rowid FROM ${quoted(table)} WHERE expires_at <= @now LIMIT @limit)`;
+      removed += await this.deleteInSteps(sql, now);
+    }
+    // Ended windows too; they are not documents, and not counted.
+    await this.deleteInSteps(
+      'DELETE FROM window_counters WHERE rowid IN (SELECT rowid FROM window_counters WHERE reset_at <= @now LIMIT @limit)',
+      now,
+    );
+    await this.giveSpaceBack();
+    return removed;
+  }
+
+  private deleteInSteps(sql: string, now: number): Promise<number> {
+    return inPacedSteps(
+      async (limit) => (this.closing ? 0 : this.io.write(() => this.statements.get(sql).run({ now, limit }).changes)),
+      EVENT_LOOP_PACE,
+    );
+  }
+
+  /**
+   * Returns the free pages of the file to the file system (PRAGMA incremental_vacuum), in paced
+   * steps too: a file made or converted by this release has auto_vacuum=incremental (see open and
+   * reclaimFreedSpace); in an older one that has not been converted it does nothing.
+   */
+  private async giveSpaceBack(): Promise<void> {
+    const freePages = () => this.db.pragma('freelist_count', { simple: true }) as number;
+    await inPacedSteps(
+      async (limit) =>
+        this.closing
+          ? 0
+          : this.io.write(() => {
+              const before = freePages();
+              this.db.exec(`PRAGMA incremental_vacuum(${limit})`);
+              return before - freePages();
+            }),
+      { maxPerStep: VACUUM_PAGES_PER_STEP, stepBudgetMs: EVENT_LOOP_PACE.stepBudgetMs },
+    );
+  }
+
+  /**
+   * Makes a file written by an older release (auto_vacuum=none: it never shrinks) give freed pages
+   * back from now on. That takes one VACUUM, which rewrites the whole file (it needs as much free
+   * disk space again, and holds the file for the time of a copy): run by schema migration 3, at a
+   * start or in `arbiter migrate`, before any request is served. Nothing to do for a file made by
+   * this release, which is made so (see open).
+   */
+  async reclaimFreedSpace(): Promise<void> {
+    if (this.db.pragma('auto_vacuum', { simple: true }) === AUTO_VACUUM_INCREMENTAL) return;
+    await this.group.flush();
+    await this.io.write(() => {
+      this.db.pragma('auto_vacuum = INCREMENTAL');
+      this.db.exec('VACUUM');
     });
   }
 
@@ -310,6 +369,7 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    this.closing = true;
     await this.group.close();
     await this.checkpointer?.stop();
     if (this.db.open) this.db.close();
@@ -317,6 +377,12 @@ export class SqliteStore implements Store {
 }
 
 const GROUP_COMMIT_MAX_WRITES = 256;
+
+/** PRAGMA auto_vacuum's value for INCREMENTAL. */
+const AUTO_VACUUM_INCREMENTAL = 2;
+
+/** Free pages (4 KiB each) returned to the file system per step: 4 MiB. */
+const VACUUM_PAGES_PER_STEP = 1024;
 
 /**
  * A write's own failure (a conflict: its savepoint is rolled back, the others go on), or
@@ -397,12 +463,11 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     return rows.map((row) => JSON.parse(row.doc) as T);
   }
 
-  async count(filter: Filter = {}, search?: TextSearch): Promise<number> {
+  async count(filter: Filter = {}, search?: TextSearch, atMost?: number): Promise<number> {
     const { where, params } = this.where(filter, true, search);
-    return this.io.read(
-      () =>
-        (this.statements.get(`SELECT COUNT(*) AS n FROM ${this.table} WHERE ${where}`).get(params) as { n: number }).n,
-    );
+    const matching = `SELECT 1 FROM ${this.table} WHERE ${where}`;
+    const sql = `SELECT COUNT(*) AS n FROM (${matching}${atMost === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(atMost))}`})`;
+    return this.io.read(() => (this.statements.get(sql).get(params) as { n: number }).n);
   }
 
   async update(id: string | number, fields: Partial<T>, onlyIf?: Filter): Promise<T | null> {

@@ -1,6 +1,13 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import { ACTIVITY_MINUTES, SORTABLE_FIELDS, type AuditEntry, type AuditLog } from '../audit/index.js';
+import {
+  ACTIVITY_MINUTES,
+  decodeAuditCursor,
+  SORTABLE_FIELDS,
+  type AuditCursor,
+  type AuditEntry,
+  type AuditLog,
+} from '../audit/index.js';
 import { badRequest, notFound } from '../http/errors.js';
 
 export const MAX_PAGE_SIZE = 1000;
@@ -23,6 +30,7 @@ export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: 
       page: integer(ctx.query.page, 'page', 0, 0, Number.MAX_SAFE_INTEGER),
       size: integer(ctx.query.size, 'size', 20, 1, MAX_PAGE_SIZE),
       sort: sortOf(single(ctx.query.sort)),
+      cursor: cursorOf(single(ctx.query.cursor)),
     });
   });
   // The console's overview: the decisions of the last hour (every worker and node), per minute, and the most denied.
@@ -86,3 +94,14 @@ function sortOf(value: string | undefined): { field: string; direction: 'asc' | 
   }
   return { field, direction: direction.toLowerCase() as 'asc' | 'desc' };
 }
+
+/** A page's `cursor`: a previous page's nextCursor, as it was handed out (400 otherwise). */
+function cursorOf(value: string | undefined): AuditCursor | undefined {
+  if (value === undefined || value === '') return undefined;
+  const cursor = value.length <= MAX_CURSOR_LENGTH ? decodeAuditCursor(value) : null;
+  if (!cursor) throw badRequest("cursor must be a page's nextCursor, as it was given", { field: 'cursor' });
+  return cursor;
+}
+
+/** A cursor holds an id or a time and a count: far shorter than this. */
+const MAX_CURSOR_LENGTH = 200;

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { ACTIVITY_MINUTES, SORTABLE_FIELDS, type AuditPage } from '../audit/index.js';
+import { ACTIVITY_MINUTES, AUDIT_COUNT_CAP, SORTABLE_FIELDS, type AuditPage } from '../audit/index.js';
 import type { AuditFields } from '../audit/log.js';
 import { DECISION_POINTS, RESULT_SCHEMA } from '../policy/index.js';
 import { CLIENT_CREDENTIALS_TOKEN_INPUT } from '../policy/contract/examples.js';
@@ -381,6 +381,13 @@ const OPERATIONS: AdminOperation[] = [
         in: 'query',
         description: 'entries per page',
         schema: { type: 'integer', minimum: 1, maximum: MAX_PAGE_SIZE, default: 20 },
+      },
+      {
+        name: 'cursor',
+        in: 'query',
+        description:
+          "the previous page's nextCursor: this page starts where that one ended (page then only numbers the answer)",
+        schema: { type: 'string', maxLength: 200 },
       },
       {
         name: 'sort',
@@ -1166,6 +1173,15 @@ const AUDIT_PAGE_FIELDS: Record<keyof AuditPage, Schema> = {
   totalPages: { type: 'integer', minimum: 0 },
   number: { type: 'integer', minimum: 0, description: 'this page, from 0' },
   size: { type: 'integer', minimum: 1 },
+  totalElementsCapped: {
+    type: 'boolean',
+    description: `more entries match than totalElements says: counting stops at ${AUDIT_COUNT_CAP}`,
+  },
+  nextCursor: {
+    type: ['string', 'null'],
+    description:
+      'pass as `cursor` for the next page (same filters and sort, id or createdAt): it starts where this one ended, as fast at any depth; null on the last page or with another sort',
+  },
 };
 const AUDIT_PAGE_SCHEMA = object(AUDIT_PAGE_FIELDS);
 

@@ -9,7 +9,7 @@
  */
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import type { AuditLog } from '../audit/index.js';
+import type { AuditLog, RecordedDecisionCursor } from '../audit/index.js';
 import type { CollectionDefinition } from '../catalog/index.js';
 import { readJsonBody } from '../http/body.js';
 import { badRequest, HttpError, notFound } from '../http/errors.js';
@@ -68,6 +68,13 @@ export const POLICY_IMPACT_REQUEST_SCHEMA = {
       maximum: MAX_IMPACT_LIMIT,
       default: DEFAULT_IMPACT_LIMIT,
       description: "how many of the tenant's most recent recorded decisions to replay",
+    },
+    cursor: {
+      type: 'string',
+      minLength: 1,
+      maxLength: 400,
+      description:
+        "a previous answer's nextCursor (with the same changes and filter): replays the next `limit` decisions, older than those, so that any number of decisions can be replayed in calls of at most 100,000",
     },
     filter: {
       type: 'object',
@@ -177,6 +184,11 @@ export const POLICY_LAB_SCHEMAS = {
         properties: { live: { type: 'string' }, candidate: { type: 'string' } },
       },
       ms: { ...count, description: 'how long the check and the replay took' },
+      nextCursor: {
+        ...nullableString,
+        description:
+          'the limit was reached before the oldest matching decision: pass as `cursor` to replay the next ones; null when every matching decision was replayed',
+      },
     },
   },
   ShadowStatus: {
@@ -269,6 +281,7 @@ interface PolicyImpactBody {
   changes: PolicyChangeBody[];
   limit?: number;
   filter?: { point?: string; clientId?: string; from?: string; to?: string };
+  cursor?: string;
 }
 
 export interface PolicyLabRouteOptions {
@@ -300,13 +313,18 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
     if ('problem' in tried)
       throw badRequest(tried.problem, { field: CHECKED_FIELD[body.changes[body.changes.length - 1].collection] });
     const { live } = await options.lab.layers();
-    const pages = options.audit.stratifiedDecisions({
+    const query = {
       tenantId,
       point: body.filter?.point,
       clientId: body.filter?.clientId,
       ...range,
       limit: body.limit ?? DEFAULT_IMPACT_LIMIT,
-    });
+    };
+    // The first call replays the latest decision of every (client, point) first; a resumed one goes on newest first.
+    const pages =
+      body.cursor === undefined
+        ? options.audit.stratifiedDecisions(query)
+        : options.audit.recordedDecisions(query, impactCursorOf(body.cursor));
     const result = await options.lab.impact(live, tried.snapshot, pages).catch(unprocessableAtLimit);
     ctx.body = {
       replayed: result.replayed,
@@ -319,6 +337,7 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
       },
       revisions: { live: live.revision, candidate: tried.snapshot.revision },
       ms: Math.round(performance.now() - started),
+      nextCursor: pages.stoppedAt && Buffer.from(JSON.stringify(pages.stoppedAt)).toString('base64url'),
     };
   });
 
@@ -564,6 +583,27 @@ function liveFields(definition: CollectionDefinition, record: Record<string, unk
 }
 
 /** The filter's time range as createdAt compares: ISO 8601 in UTC; `from` must come before `to`. */
+/** A cursor a previous answer gave (base64url of the position's JSON); 400 otherwise. */
+function impactCursorOf(text: string): RecordedDecisionCursor {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+  } catch {
+    value = null;
+  }
+  const { at, seen, taken } = (value ?? {}) as Partial<RecordedDecisionCursor>;
+  if (
+    typeof at !== 'string' ||
+    Number.isNaN(Date.parse(at)) ||
+    !Number.isSafeInteger(seen) ||
+    seen! < 0 ||
+    !Number.isSafeInteger(taken) ||
+    taken! < 0
+  )
+    throw badRequest("cursor must be a previous answer's nextCursor, as it was given", { field: 'cursor' });
+  return { at, seen: seen!, taken: taken! };
+}
+
 function timeRange(filter: PolicyImpactBody['filter']): { from?: string; to?: string } {
   const from = filter?.from === undefined ? undefined : new Date(filter.from).toISOString();
   const to = filter?.to === undefined ? undefined : new Date(filter.to).toISOString();

@@ -4,7 +4,10 @@ export {
   AuditWriteError,
   type AuditLogOptions,
   SORTABLE_FIELDS,
+  AUDIT_COUNT_CAP,
+  decodeAuditCursor,
   type AuditEntry,
+  type AuditCursor,
   type AuditPage,
   type AuditPageQuery,
   type Outcome,
@@ -16,5 +19,5 @@ export { withdrawableCredentials } from './issued.js';
 export { markAuthenticated, type AuditFacts, type AuditState } from './facts.js';
 export { recordDecision } from './decision.js';
 export { eachRecorded } from './recorded.js';
-export { decisionsOfEntry, type RecordedDecisionQuery } from './recorded-decisions.js';
+export { decisionsOfEntry, type RecordedDecisionCursor, type RecordedDecisionQuery } from './recorded-decisions.js';
 export { ACTIVITY_MINUTES, type ActivitySummary, type ActivityMinute } from './activity.js';

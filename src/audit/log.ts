@@ -2,7 +2,10 @@ import type { Logger } from '../log/index.js';
 import {
   BatchWriter,
   DEFAULT_TENANT,
+  EVENT_LOOP_PACE,
+  inPacedSteps,
   isStoreUnavailable,
+  type CollectionSpec,
   type Filter,
   type Store,
   type TenantCollection,
@@ -12,11 +15,32 @@ import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
 import type { AuditEntry, AuditFields } from './entry.js';
 import { eachRecorded } from './recorded.js';
 import type { RecordedDecision, TrialInput } from '../policy/index.js';
-import { recordedDecisionPages, type RecordedDecisionQuery } from './recorded-decisions.js';
+import {
+  RecordedDecisionPages,
+  type RecordedDecisionCursor,
+  type RecordedDecisionQuery,
+} from './recorded-decisions.js';
 import { RecentActivity } from './activity.js';
 import { LatestDecisions } from './latest-decisions.js';
 
-export const AUDIT_LOG_COLLECTION = { name: 'audit_logs', indexes: ['endpoint', 'tenantId', 'clientId', 'createdAt'] };
+/**
+ * Compound indexes end with the sort field, so that a page of the filters the console and the
+ * Admin API use (a tenant, then an endpoint or a client; newest first) is read straight off an
+ * index, at any depth with a cursor: at a million entries a page otherwise sorted them all.
+ */
+export const AUDIT_LOG_COLLECTION: CollectionSpec = {
+  name: 'audit_logs',
+  indexes: [
+    'createdAt',
+    'id',
+    ['tenantId', 'id'],
+    ['tenantId', 'endpoint', 'id'],
+    ['tenantId', 'clientId', 'id'],
+    ['endpoint', 'id'],
+    // Impact analysis reads a tenant's decisions newest first by createdAt (recorded-decisions.ts).
+    ['tenantId', 'createdAt'],
+  ],
+};
 
 export type { AuditFields, Outcome } from './entry.js';
 
@@ -28,14 +52,52 @@ export interface AuditPageQuery {
   page: number;
   size: number;
   sort: { field: string; direction: 'asc' | 'desc' };
+  /** Where the page starts: the previous page's nextCursor (of the same filter and sort); else `page`. */
+  cursor?: AuditCursor;
 }
 
 export interface AuditPage {
   content: AuditEntry[];
+  /** How many entries match, counted up to AUDIT_COUNT_CAP (see totalElementsCapped). */
   totalElements: number;
   totalPages: number;
   number: number;
   size: number;
+  /** More entries match than totalElements says: counting stopped at AUDIT_COUNT_CAP. */
+  totalElementsCapped: boolean;
+  /** The next page's start (sorting by id or createdAt), to pass as `cursor`; null on the last page, or with another sort. */
+  nextCursor: string | null;
+}
+
+/** Counting the matches of a page's filter stops here: the console says "10,000+" rather than read a million entries per page. */
+export const AUDIT_COUNT_CAP = 10_000;
+
+/** The sort fields every entry has (never null), so that a cursor on them can say where the next page starts. */
+const CURSOR_FIELDS = ['id', 'createdAt'];
+
+/** A page's start in the sort order: at the sort value `at`, past the `seen` entries of that value that earlier pages showed. */
+export interface AuditCursor {
+  at: string | number;
+  seen: number;
+}
+
+/** A cursor as the API hands it out: opaque (base64url of JSON). */
+export function encodeAuditCursor(cursor: AuditCursor): string {
+  return Buffer.from(JSON.stringify([cursor.at, cursor.seen])).toString('base64url');
+}
+
+/** The cursor `text` names, or null when it is not one encodeAuditCursor made. */
+export function decodeAuditCursor(text: string): AuditCursor | null {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+    if (!Array.isArray(value) || value.length !== 2) return null;
+    const [at, seen] = value as unknown[];
+    if (!(typeof at === 'string' || Number.isSafeInteger(at)) || !Number.isSafeInteger(seen) || (seen as number) < 0)
+      return null;
+    return { at: at as string | number, seen: seen as number };
+  } catch {
+    return null;
+  }
 }
 
 export const SORTABLE_FIELDS = [
@@ -64,9 +126,6 @@ const AUDIT_ID_BLOCK = 100;
  * gained nothing over the next turn. A batch never exceeds an id block, so it reserves ids at most once.
  */
 const MAX_BATCH_ENTRIES = AUDIT_ID_BLOCK;
-
-/** Entries deleted per store write by a retention purge, so that a first purge of a large log does not hold the store for long. */
-const PURGE_STEP = 1000;
 
 export interface AuditLogOptions {
   /** Refused unauthenticated requests are counted rather than written one entry each beyond this (see RefusalBudget); none: all written. */
@@ -112,6 +171,8 @@ export class AuditLog {
   private readonly writer: BatchWriter<Appended, AuditEntry>;
   private readonly refusals: RefusalBudget | null;
   private ids = { next: 1, last: 0 };
+  /** Set by close: a retention purge under way stops at its next step. */
+  private closed = false;
   private readonly written: ((entries: AuditEntry[]) => void)[] = [];
   /** The decisions of the last hour, per tenant, counted as entries are written, shared by every process (the console's overview). */
   readonly activity: RecentActivity;
@@ -157,19 +218,16 @@ export class AuditLog {
   }
 
   /**
-   * Deletes the entries created before `cutoff` (the retention, AUDIT_RETENTION_DAYS), in steps of
-   * PURGE_STEP entries; returns how many. Uses the index on createdAt.
+   * Deletes the entries created before `cutoff` (the retention, AUDIT_RETENTION_DAYS) in paced steps
+   * (src/store/paced.ts: requests go on between them, however many there are); returns how many.
+   * Uses the index on createdAt.
    */
   async purgeOlderThan(cutoff: Date): Promise<number> {
     const bound = cutoff.toISOString();
-    let removed = 0;
-    for (;;) {
-      const step = await this.entries.deleteBefore('createdAt', bound, PURGE_STEP);
-      removed += step;
-      if (step < PURGE_STEP) return removed;
-      // Requests go on between steps (a SQLite step runs on the event loop).
-      await new Promise((resolve) => setImmediate(resolve));
-    }
+    return inPacedSteps(
+      async (limit) => (this.closed ? 0 : this.entries.deleteBefore('createdAt', bound, limit)),
+      EVENT_LOOP_PACE,
+    );
   }
 
   /** Writes the entries appended so far; resolves once they are stored (or their batch failed). */
@@ -179,6 +237,7 @@ export class AuditLog {
 
   /** Writes the counts kept, flushes, and refuses later entries: for a stopping server, before its store closes. */
   async close(): Promise<void> {
+    this.closed = true;
     this.refusals?.close();
     await this.writer.close();
     await this.activity.close();
@@ -223,28 +282,39 @@ export class AuditLog {
     }
   }
 
-  /** One tenant's recorded decisions, newest first, a page at a time (impact analysis replays them). */
-  recordedDecisions(query: RecordedDecisionQuery): AsyncIterable<RecordedDecision[]> {
-    return recordedDecisionPages(this.entries, query);
+  /** One tenant's recorded decisions, newest first, a page at a time (impact analysis replays them); `resumeAt` continues a read that reached its limit. */
+  recordedDecisions(query: RecordedDecisionQuery, resumeAt?: RecordedDecisionCursor): RecordedDecisionPages {
+    return new RecordedDecisionPages(this.entries, query, resumeAt);
   }
 
   /**
    * The query's decisions, stratified: first the latest decision of every (client, point) the
-   * query covers (at most STRATIFIED_PAIRS, newest first), then the newest others, `limit` in all:
-   * impact analysis's default replay, so that a chatty client cannot crowd a weekly job out.
+   * query covers (at most STRATIFIED_PAIRS, newest first), then the newest others, at most `limit`
+   * in all: impact analysis's default replay, so that a chatty client cannot crowd a weekly job
+   * out. `stoppedAt` is where the newest-first part stopped, for a call that resumes there.
    */
-  async *stratifiedDecisions(query: RecordedDecisionQuery): AsyncIterable<RecordedDecision[]> {
-    const first = await this.latest.decisions(Math.min(query.limit, STRATIFIED_PAIRS), query);
-    const taken = new Set(first.map(decisionKey));
-    if (first.length) yield first;
-    let left = query.limit - first.length;
-    if (left <= 0) return;
-    for await (const page of recordedDecisionPages(this.entries, { ...query, limit: query.limit })) {
-      const others = page.filter((decision) => !taken.has(decisionKey(decision))).slice(0, left);
-      left -= others.length;
-      if (others.length) yield others;
-      if (left <= 0) return;
-    }
+  stratifiedDecisions(query: RecordedDecisionQuery): AsyncIterable<RecordedDecision[]> & {
+    readonly stoppedAt: RecordedDecisionCursor | null;
+  } {
+    const latest = this.latest;
+    const first = Math.min(query.limit, STRATIFIED_PAIRS);
+    let rest: RecordedDecisionPages | null = null;
+    return {
+      get stoppedAt() {
+        return rest?.stoppedAt ?? null;
+      },
+      [Symbol.asyncIterator]: async function* (this: AuditLog) {
+        const firsts = await latest.decisions(first, query);
+        if (firsts.length) yield firsts;
+        const taken = new Set(firsts.map(decisionKey));
+        rest = new RecordedDecisionPages(this.entries, { ...query, limit: query.limit - firsts.length });
+        if (query.limit - firsts.length <= 0) return;
+        for await (const page of rest) {
+          const others = page.filter((decision) => !taken.has(decisionKey(decision)));
+          if (others.length) yield others;
+        }
+      }.bind(this),
+    };
   }
 
   /**
@@ -315,22 +385,44 @@ export class AuditLog {
     return this.entries.get(id);
   }
 
+  /**
+   * One page, read off the indexes (see AUDIT_LOG_COLLECTION) with the count capped at
+   * AUDIT_COUNT_CAP. With a cursor, the page starts where the previous one ended (keyset: it costs
+   * the same at any depth); with `page` alone, the entries before it are skipped one by one.
+   */
   async page(query: AuditPageQuery): Promise<AuditPage> {
     const filter: Filter = Object.fromEntries(
       Object.entries(query.filter).filter(([, value]) => value !== undefined),
     ) as Filter;
-    const [content, totalElements] = await Promise.all([
-      this.entries.find(filter, { sort: query.sort, skip: query.page * query.size, limit: query.size }),
-      this.entries.count(filter),
+    const start = query.cursor
+      ? { startAt: query.cursor.at, skip: query.cursor.seen }
+      : { skip: query.page * query.size };
+    const [found, counted] = await Promise.all([
+      this.entries.find(filter, { sort: query.sort, ...start, limit: query.size + 1 }),
+      this.entries.count(filter, undefined, AUDIT_COUNT_CAP + 1),
     ]);
+    const content = found.slice(0, query.size);
+    const totalElements = Math.min(counted, AUDIT_COUNT_CAP);
     return {
       content,
       totalElements,
       totalPages: Math.ceil(totalElements / query.size),
       number: query.page,
       size: query.size,
+      totalElementsCapped: counted > AUDIT_COUNT_CAP,
+      nextCursor: found.length > query.size ? nextCursorOf(content, query) : null,
     };
   }
+}
+
+/** After the last entry of `content`: its sort value, past every entry of that value shown so far. */
+function nextCursorOf(content: AuditEntry[], query: AuditPageQuery): string | null {
+  const field = query.sort.field;
+  if (!CURSOR_FIELDS.includes(field)) return null;
+  const at = content[content.length - 1][field] as string | number;
+  const onThisPage = content.filter((entry) => entry[field] === at).length;
+  const before = query.cursor?.at === at ? query.cursor.seen : 0;
+  return encodeAuditCursor({ at, seen: before + onThisPage });
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -51,49 +51,93 @@ export function decisionsOfEntry(entry: AuditEntry): RecordedDecision[] {
 }
 
 /**
+ * Where a read of recorded decisions stopped at its limit, to resume there: past the `seen` entries
+ * recorded at `at` already read, and past the first `taken` decisions of the next entry.
+ */
+export interface RecordedDecisionCursor {
+  at: string;
+  seen: number;
+  taken: number;
+}
+
+/**
  * The query's decisions, a page at a time, newest first (by createdAt, as the audit log lists
  * entries). Pages are read by keyset (each starts at the createdAt the previous one ended at, past
  * the entries of that instant already read), so the 400th page costs what the first does; entries
- * written meanwhile are newer than the first page and never shift the others.
+ * written meanwhile are newer than the first page and never shift the others. `resumeAt` (a
+ * previous read's `stoppedAt`) starts where that read reached its limit; once read to the end,
+ * `stoppedAt` is where the next read of as many would resume, or null when nothing is left.
  */
-export async function* recordedDecisionPages(
-  entries: TenantCollection<AuditEntry>,
-  query: RecordedDecisionQuery,
-): AsyncGenerator<RecordedDecision[]> {
-  const filter: Filter = { tenantId: query.tenantId };
-  if (query.clientId !== undefined) filter.clientId = query.clientId;
-  const sort = { field: 'createdAt', direction: 'desc' } as const;
-  let bound = query.to;
-  /** Entries at exactly `bound` already read (they come first in the next page). */
-  let atBound = 0;
-  let found = 0;
-  while (found < query.limit) {
-    const page = await entries.find(filter, {
-      sort,
-      ...(bound === undefined ? {} : { startAt: bound }),
-      skip: atBound,
-      limit: PAGE_ENTRIES,
-    });
-    const decisions: RecordedDecision[] = [];
-    let older = false;
-    for (const entry of page) {
-      if (query.to !== undefined && entry.createdAt >= query.to) continue;
-      if (query.from !== undefined && entry.createdAt < query.from) {
-        older = true;
-        break;
+export class RecordedDecisionPages implements AsyncIterable<RecordedDecision[]> {
+  stoppedAt: RecordedDecisionCursor | null = null;
+
+  constructor(
+    private readonly entries: TenantCollection<AuditEntry>,
+    private readonly query: RecordedDecisionQuery,
+    private readonly resumeAt?: RecordedDecisionCursor,
+  ) {}
+
+  async *[Symbol.asyncIterator](): AsyncGenerator<RecordedDecision[]> {
+    const { query } = this;
+    const filter: Filter = { tenantId: query.tenantId };
+    if (query.clientId !== undefined) filter.clientId = query.clientId;
+    const sort = { field: 'createdAt', direction: 'desc' } as const;
+    /** Where the next entry to read is. */
+    let position: RecordedDecisionCursor | undefined = this.resumeAt;
+    let found = 0;
+    for (;;) {
+      const bound = position?.at ?? query.to;
+      const page = await this.entries.find(filter, {
+        sort,
+        ...(bound === undefined ? {} : { startAt: bound }),
+        skip: position?.seen ?? 0,
+        limit: PAGE_ENTRIES,
+      });
+      const decisions: RecordedDecision[] = [];
+      for (const entry of page) {
+        if (query.from !== undefined && entry.createdAt < query.from) {
+          yield* this.stop(decisions, null);
+          return;
+        }
+        const taken = position?.taken ?? 0;
+        const next = (by: number): RecordedDecisionCursor => ({
+          at: entry.createdAt,
+          seen: (position?.at === entry.createdAt ? position.seen : 0) + by,
+          taken: 0,
+        });
+        if (query.to !== undefined && entry.createdAt >= query.to) {
+          position = next(1);
+          continue;
+        }
+        const all = decisionsOfEntry(entry).filter(
+          (decision) => query.point === undefined || decision.point === query.point,
+        );
+        const room = query.limit - found;
+        const kept = all.slice(taken, taken + room);
+        decisions.push(...kept);
+        found += kept.length;
+        if (taken + kept.length < all.length) {
+          // The limit stops within this entry: resume at its next decision.
+          yield* this.stop(decisions, { ...next(0), taken: taken + kept.length });
+          return;
+        }
+        position = next(1);
+        if (found >= query.limit) {
+          yield* this.stop(decisions, position);
+          return;
+        }
       }
-      for (const decision of decisionsOfEntry(entry)) {
-        if (query.point !== undefined && decision.point !== query.point) continue;
-        if (found >= query.limit) break;
-        decisions.push(decision);
-        found += 1;
+      if (decisions.length) yield decisions;
+      if (page.length < PAGE_ENTRIES) {
+        this.stoppedAt = null;
+        return;
       }
     }
+  }
+
+  /** The last decisions, once the read knows where it stopped. */
+  private *stop(decisions: RecordedDecision[], at: RecordedDecisionCursor | null): Generator<RecordedDecision[]> {
+    this.stoppedAt = at;
     if (decisions.length) yield decisions;
-    if (older || page.length < PAGE_ENTRIES) return;
-    const last = page[page.length - 1].createdAt;
-    const atLast = page.filter((entry) => entry.createdAt === last).length;
-    atBound = (last === bound ? atBound : 0) + atLast;
-    bound = last;
   }
 }

@@ -120,6 +120,8 @@ export interface Config {
   signingKeyRefreshSeconds: number;
   /** Audit entries older than this many days are deleted in the background; 0 keeps them forever. */
   auditRetentionDays: number;
+  /** How often expired records (and audit entries past their retention) are purged, in paced steps. */
+  purgeIntervalSeconds: number;
   /** Refused unauthenticated requests one address gets an audit entry each for, per window; the rest are counted in one entry. */
   auditUnauthenticatedLimit: number;
   /** The same for all such requests of this node together, per window: beyond it they are counted per endpoint and status, not per address. */
@@ -212,6 +214,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   SERVICE_SECRETS_KEY_PREVIOUS: 'secretsKeyPrevious',
   SIGNING_KEY_REFRESH_SECONDS: 'signingKeyRefreshSeconds',
   AUDIT_RETENTION_DAYS: 'auditRetentionDays',
+  PURGE_INTERVAL_SECONDS: 'purgeIntervalSeconds',
   AUDIT_UNAUTHENTICATED_LIMIT: 'auditUnauthenticatedLimit',
   AUDIT_UNAUTHENTICATED_TOTAL_LIMIT: 'auditUnauthenticatedTotalLimit',
   AUDIT_AGGREGATE_WINDOW_SECONDS: 'auditAggregateWindowSeconds',
@@ -306,6 +309,7 @@ export const SCHEMA = {
     secretsKeyPrevious: { type: ['string', 'null'], pattern: '^[A-Za-z0-9_-]{43}$' },
     signingKeyRefreshSeconds: positive,
     auditRetentionDays: { type: 'integer', minimum: 0 },
+    purgeIntervalSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
     auditUnauthenticatedLimit: positive,
     auditUnauthenticatedTotalLimit: positive,
     auditAggregateWindowSeconds: positive,

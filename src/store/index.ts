@@ -6,3 +6,4 @@ export { migrate, schemaVersion, SchemaVersionError, SCHEMA_COLLECTION, type Mig
 export { ClockSkew } from './clock.js';
 export { PROCESS_ID, ProcessShares } from './process-shares.js';
 export { BatchWriter } from './batches.js';
+export { EVENT_LOOP_PACE, inPacedSteps } from './paced.js';

@@ -30,8 +30,12 @@ export interface CollectionSpec {
    * not checked against that key.
    */
   uniqueKeys?: string[][];
-  /** Fields that are often used in filters and deserve an index. */
-  indexes?: string[];
+  /**
+   * Fields that are often used in filters and deserve an index. A list of fields is one compound
+   * index, in that order: equality filters on the first ones, then a sort (and FindOptions.startAt)
+   * on the last, read a page without sorting or counting what precedes it.
+   */
+  indexes?: (string | string[])[];
 }
 
 /** Equality filter on top-level fields; `null` matches absent or null. */
@@ -92,8 +96,12 @@ export interface TenantCollection<T extends StoredDoc = StoredDoc> {
   getMany(ids: readonly (string | number)[]): Promise<T[]>;
   findOne(filter: Filter): Promise<T | null>;
   find(filter?: Filter, options?: FindOptions): Promise<T[]>;
-  /** How many documents match the filter (and `search`, when given). */
-  count(filter?: Filter, search?: TextSearch): Promise<number>;
+  /**
+   * How many documents match the filter (and `search`, when given). With `atMost`, counting may stop
+   * there (the answer is then at most `atMost`): a count of a large collection costs a read of
+   * every match, so a page's "10,000+" need not read a million.
+   */
+  count(filter?: Filter, search?: TextSearch, atMost?: number): Promise<number>;
   /**
    * Sets the given top-level fields on the document with this id, atomically and
    * only if it currently matches `onlyIf` (when given). Returns the updated
@@ -139,8 +147,17 @@ export interface Store {
    * Absent for an embedded store, which has no clock but the machine's.
    */
   clock?(): Promise<number>;
-  /** Removes expired documents everywhere. */
+  /**
+   * Removes expired documents everywhere (and ended windows). However many there are, in bounded
+   * steps with the event loop given back between them (src/store/paced.ts): requests go on meanwhile.
+   */
   purgeExpired(): Promise<number>;
+  /**
+   * Once (schema migration 3): makes a store whose file never shrank give the space of deleted
+   * documents back from now on (SQLite: auto_vacuum=incremental, which takes one VACUUM of an
+   * older file). Absent where the store server does so itself.
+   */
+  reclaimFreedSpace?(): Promise<void>;
   /**
    * Calls `listener` each time a write through this store object has ended (committed or failed),
    * before the writer is answered: what was read before may be stale from then on (TurnReads).

@@ -99,8 +99,8 @@ class TracedCollection<T extends StoredDoc> implements TenantCollection<T> {
   find(filter?: Filter, options?: FindOptions) {
     return this.call('find', () => this.inner.find(filter, options));
   }
-  count(filter?: Filter, search?: TextSearch) {
-    return this.call('count', () => this.inner.count(filter, search));
+  count(filter?: Filter, search?: TextSearch, atMost?: number) {
+    return this.call('count', () => this.inner.count(filter, search, atMost));
   }
   update(id: string | number, fields: Partial<T>, onlyIf?: Filter) {
     return this.call('update', () => this.inner.update(id, fields, onlyIf));

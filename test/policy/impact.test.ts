@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { clientCredentials, confidentialClient, eventually, policyInForce } from '../support/oauth.js';
 import { inTenant, readyServer, type TestServer } from '../support/server.js';
-import { AUDIT_LOG_COLLECTION, AuditLog, type AuditEntry } from '../../src/audit/index.js';
+import { AUDIT_LOG_COLLECTION, AuditLog, type AuditEntry, type RecordedDecisionCursor } from '../../src/audit/index.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 
 /** An audit entry of a decision, as the audit middleware writes one (for the paging test). */
@@ -397,6 +397,58 @@ describe('Policy impact analysis and shadow policies', function () {
       }))
         window.push(...page.map((decision) => decision.auditId));
       expect(window.sort()).to.deep.equal(made.slice(300, 650).map((entry) => entry.id));
+    });
+  });
+
+  describe('impact analysis beyond one call', function () {
+    it('resumes where a read stopped at its limit, within an entry of several decisions too, each decision once', async function () {
+      const entries = server.store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT);
+      const instant = '2026-02-01T00:00:01.000Z';
+      // 40 entries at one instant, each of two decisions: a limit of 7 stops within entries, and within the instant.
+      await entries.insertMany(
+        Array.from({ length: 40 }, (_, index) => ({
+          ...SAMPLE_ENTRY,
+          tenantId: 'impact-resume',
+          id: 810_000_000 + index,
+          createdAt: instant,
+          policyDecision: [
+            { allow: true, point: 'token' },
+            { allow: true, point: 'token' },
+          ],
+          policyInput: [{ index }, { index, second: true }],
+        })),
+      );
+      const audit = new AuditLog(server.store);
+      const whole: string[] = [];
+      for await (const page of audit.recordedDecisions({ tenantId: 'impact-resume', limit: 1000 }))
+        whole.push(...page.map((decision) => `${decision.auditId}/${decision.index}`));
+      expect(whole).to.have.length(80);
+      const resumed: string[] = [];
+      let cursor: RecordedDecisionCursor | undefined;
+      for (let call = 0; call < 20; call++) {
+        const pages = audit.recordedDecisions({ tenantId: 'impact-resume', limit: 7 }, cursor);
+        for await (const page of pages)
+          resumed.push(...page.map((decision) => `${decision.auditId}/${decision.index}`));
+        if (!pages.stoppedAt) break;
+        cursor = pages.stoppedAt;
+      }
+      expect(resumed).to.deep.equal(whole);
+    });
+
+    it('answers a nextCursor while decisions are left, and replays the next ones with it', async function () {
+      const first = await impact(tenantA, { changes: [dropWrite], limit: 4 });
+      expect(first.status, JSON.stringify(first.body)).to.equal(200);
+      expect(first.body.replayed).to.equal(4);
+      expect(first.body.nextCursor).to.be.a('string');
+      const rest = await impact(tenantA, { changes: [dropWrite], limit: 1000, cursor: first.body.nextCursor });
+      expect(rest.status, JSON.stringify(rest.body)).to.equal(200);
+      expect(rest.body.nextCursor).to.equal(null);
+      const all = await impact(tenantA, { changes: [dropWrite], limit: 1000 });
+      expect(first.body.replayed + rest.body.replayed).to.equal(all.body.replayed);
+      const ids = (answer: any) => answer.body.changed.map((change: any) => change.auditId);
+      expect([...ids(first), ...ids(rest)]).to.deep.equal(ids(all));
+      const refused = await impact(tenantA, { changes: [dropWrite], cursor: 'not-a-cursor' });
+      expect(refused.status).to.equal(400);
     });
   });
 

@@ -476,6 +476,26 @@ export function describeStoreConformance(
           ),
         ).to.deep.equal([10]);
       });
+
+      it('counts at most atMost when given (a capped count), exactly otherwise', async () => {
+        const logs = store.collection({ name: 'logs', indexes: [['kind', 'id']] });
+        await logs.insertMany(Array.from({ length: 12 }, (_, n) => ({ id: n + 1, kind: n % 3 === 0 ? 'b' : 'a' })));
+        expect(await logs.count({ kind: 'a' }, undefined, 5)).to.equal(5);
+        expect(await logs.count({ kind: 'a' }, undefined, 100)).to.equal(8);
+        expect(await logs.count({ kind: 'b' })).to.equal(4);
+        expect(await logs.count({}, undefined, 0)).to.equal(0);
+      });
+
+      it('pages a filter sorted by the last field of a compound index, from a start value', async () => {
+        const logs = store.collection({ name: 'logs', indexes: [['kind', 'id'], 'kind'] });
+        await logs.insertMany(Array.from({ length: 12 }, (_, n) => ({ id: n + 1, kind: n % 3 === 0 ? 'b' : 'a' })));
+        const ids = async (startAt: number, direction: 'asc' | 'desc') =>
+          (await logs.find({ kind: 'a' }, { sort: { field: 'id', direction }, startAt, skip: 1, limit: 3 })).map(
+            (doc) => doc.id,
+          );
+        expect(await ids(9, 'desc')).to.deep.equal([8, 6, 5]);
+        expect(await ids(3, 'asc')).to.deep.equal([5, 6, 8]);
+      });
     });
 
     describe('text search', () => {
@@ -687,6 +707,28 @@ export function describeStoreConformance(
         expect(await store.purgeExpired()).to.equal(3);
         expect(await store.purgeExpired()).to.equal(0);
         expect(await store.collection(CODES).count()).to.equal(2);
+      });
+
+      it('purgeExpired deletes a large backlog in steps, giving the event loop back between them', async () => {
+        const codes = store.collection(CODES);
+        // Enough for several steps of at most 1,000; few enough for FerretDB to delete within its socket timeout.
+        const expired = 2_500;
+        for (let from = 0; from < expired; from += 500)
+          await codes.insertMany(
+            Array.from({ length: 500 }, (_, index) => ({ id: `e${from + index}`, expiresAt: past() })),
+          );
+        await codes.insert({ id: 'live', expiresAt: future() });
+        let purged = false;
+        const purge = store.purgeExpired().then((removed) => {
+          purged = true;
+          return removed;
+        });
+        // A timer set now fires before the purge's second pause ends: a purge in one go would be done by then.
+        await new Promise((resolve) => setTimeout(resolve, 0));
+        expect(purged, 'the purge ended before a timer set as it started could fire').to.equal(false);
+        expect(await codes.get('live')).to.include({ id: 'live' });
+        expect(await purge).to.equal(expired);
+        expect(await codes.count()).to.equal(1);
       });
     });
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { MongoClient } from 'mongodb';
-import { physicalName } from '../../adapters/shared/spec.js';
+import { indexFields, physicalName } from '../../adapters/shared/spec.js';
 import { knownCollections } from '../../src/collections.js';
 import { describeStoreConformance } from './conformance.js';
 import { MongoTestServer } from './mongo-server.js';
@@ -107,10 +107,10 @@ describe('MongoDB store', function () {
             ...Object.fromEntries(key.map((field) => [`_unique.${field}`, 1])),
           });
         }
-        for (const field of spec.indexes ?? []) {
-          expect(byName.get(`ix_${field}`)?.key, `index on ${field} of ${where}`).to.deep.equal({
+        for (const fields of (spec.indexes ?? []).map(indexFields)) {
+          expect(byName.get(`ix_${fields.join('_')}`)?.key, `index on ${fields.join(', ')} of ${where}`).to.deep.equal({
             tenant: 1,
-            [`doc.${field}`]: 1,
+            ...Object.fromEntries(fields.map((field) => [`doc.${field}`, 1])),
           });
         }
       }

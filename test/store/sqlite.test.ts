@@ -6,6 +6,7 @@ import { expect } from 'chai';
 import { openStore } from '../../src/store/open.js';
 import { ConflictError } from '../../src/store/index.js';
 import { describeStoreConformance } from './conformance.js';
+import { MIGRATIONS } from '../../src/migrations.js';
 import { eventually } from '../support/oauth.js';
 
 describeStoreConformance('sqlite in memory', () => openStore('sqlite::memory:'));
@@ -34,6 +35,61 @@ describe('SQLite store in a file', () => {
       expect(await restarted.purgeExpired()).to.equal(1);
     } finally {
       await restarted.close();
+    }
+  });
+});
+
+describe('SQLite store: the file gives the space of purged records back', () => {
+  const dir = scratchDirectory('arbiter-sqlite-vacuum-');
+  const pragma = (file: string, name: string): number => {
+    const reader = new Database(file, { readonly: true });
+    try {
+      return reader.pragma(name, { simple: true }) as number;
+    } finally {
+      reader.close();
+    }
+  };
+
+  it('shrinks once expired records are purged (auto_vacuum=incremental)', async () => {
+    const file = join(dir, 'shrinks.db');
+    const store = await openStore(`sqlite:${file}`);
+    try {
+      const codes = store.collection('codes');
+      const padding = 'x'.repeat(1_000);
+      for (let from = 0; from < 5_000; from += 1_000)
+        await codes.insertMany(
+          Array.from({ length: 1_000 }, (_, index) => ({ id: `e${from + index}`, padding, expiresAt: Date.now() - 1 })),
+        );
+      const grown = pragma(file, 'page_count');
+      expect(await store.purgeExpired()).to.equal(5_000);
+      expect(pragma(file, 'auto_vacuum')).to.equal(2);
+      expect(pragma(file, 'page_count')).to.be.below(grown / 4);
+      expect(pragma(file, 'freelist_count')).to.equal(0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('converts a file made by an older release (auto_vacuum=none) once, through schema migration 3, keeping its records', async () => {
+    const file = join(dir, 'older.db');
+    const store = await openStore(`sqlite:${file}`);
+    await store.collection('codes').insert({ id: 'kept' });
+    await store.close();
+    // As an older release left it: no auto_vacuum.
+    const older = new Database(file);
+    older.pragma('auto_vacuum = NONE');
+    older.exec('VACUUM');
+    older.close();
+    expect(pragma(file, 'auto_vacuum')).to.equal(0);
+    const reopened = await openStore(`sqlite:${file}`);
+    try {
+      const step = MIGRATIONS.find((migration) => migration.to === 3)!;
+      await step.run(reopened);
+      expect(pragma(file, 'auto_vacuum')).to.equal(2);
+      expect(await reopened.collection('codes').get('kept')).to.deep.equal({ id: 'kept' });
+      await step.run(reopened);
+    } finally {
+      await reopened.close();
     }
   });
 });

@@ -24,6 +24,10 @@ interface AuditPage {
   totalPages: number;
   number: number;
   size: number;
+  /** Counting stopped at totalElements: more match. */
+  totalElementsCapped?: boolean;
+  /** Where the next page starts (absent from a server older than this console). */
+  nextCursor?: string | null;
 }
 
 const PAGE_SIZE = 20;
@@ -38,20 +42,29 @@ export function auditPage(main: HTMLElement): void {
   // The console's own page loads are left out unless asked for: what operators did stays in view.
   const consoleReads = h('input', { type: 'checkbox', id: uniqueId('filter'), name: 'consoleReads' });
   let page = 0;
+  /**
+   * Where each page shown so far started (the previous page's nextCursor; undefined: by number), so
+   * that a page deep in a large log is read where the last one ended rather than after skipping
+   * every entry before it, and "Previous page" goes back to where it was.
+   */
+  let starts: (string | undefined)[] = [undefined];
   /** The latest load: an earlier one that answers later (the first page under a slow server) must not overwrite it. */
   let latest = 0;
 
   async function load(): Promise<void> {
     const mine = ++latest;
     const query = new URLSearchParams({ page: String(page), size: String(PAGE_SIZE), sort: 'id,desc' });
+    const cursor = starts[page];
+    if (cursor) query.set('cursor', cursor);
     if (endpoint.input.value.trim()) query.set('endpoint', endpoint.input.value.trim());
     if (clientId.input.value.trim()) query.set('clientId', clientId.input.value.trim());
     if (!consoleReads.checked) query.set('hideConsoleReads', 'true');
     try {
       const found = await api<AuditPage>('GET', `/audit-logs?${query}`);
       if (mine !== latest) return;
+      starts[page + 1] = found.nextCursor ?? undefined;
       replace(results, table(found), pager(found));
-      say(status, `${found.totalElements} entries.`);
+      say(status, `${totalOf(found)} entries.`);
     } catch (error) {
       if (mine === latest) say(status, (error as Error).message, 'error');
     }
@@ -59,7 +72,7 @@ export function auditPage(main: HTMLElement): void {
 
   function table(found: AuditPage): HTMLElement {
     if (found.content.length === 0) return h('p', {}, 'No entries match.');
-    const caption = `Audit entries, page ${found.number + 1} of ${Math.max(found.totalPages, 1)}`;
+    const caption = `Audit entries, page ${found.number + 1} of ${pagesOf(found)}`;
     const scroller = h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': caption });
     scroller.append(asCards(auditTable(found, caption)));
     return scroller;
@@ -145,16 +158,12 @@ export function auditPage(main: HTMLElement): void {
       { type: 'button', disabled: found.number === 0, onclick: () => turn(-1) },
       'Previous page',
     );
-    const next = h(
-      'button',
-      { type: 'button', disabled: found.number + 1 >= found.totalPages, onclick: () => turn(1) },
-      'Next page',
-    );
+    const next = h('button', { type: 'button', disabled: !hasNext(found), onclick: () => turn(1) }, 'Next page');
     return h(
       'nav',
       { class: 'pager', 'aria-label': 'Audit pages' },
       previous,
-      h('span', {}, `Page ${found.number + 1} of ${Math.max(found.totalPages, 1)}`),
+      h('span', {}, `Page ${found.number + 1} of ${pagesOf(found)}`),
       next,
     );
   }
@@ -180,10 +189,24 @@ export function auditPage(main: HTMLElement): void {
   filters.addEventListener('submit', (event) => {
     event.preventDefault();
     page = 0;
+    starts = [undefined];
     void load();
   });
   replace(main, h('h2', { tabindex: -1 }, 'Audit log'), filters, status, results, why);
   void load();
+}
+
+/** "10,000+" when the server stopped counting there. */
+function totalOf(found: AuditPage): string {
+  return `${found.totalElements.toLocaleString('en')}${found.totalElementsCapped ? '+' : ''}`;
+}
+
+function pagesOf(found: AuditPage): string {
+  return `${Math.max(found.totalPages, 1).toLocaleString('en')}${found.totalElementsCapped ? '+' : ''}`;
+}
+
+function hasNext(found: AuditPage): boolean {
+  return found.nextCursor === undefined ? found.number + 1 < found.totalPages : found.nextCursor !== null;
 }
 
 /** "400 invalid_request", or for an aggregated entry "400 ×1980 (aggregated)". */
