@@ -6,6 +6,7 @@ import {
   type CollectionSpec,
   type Filter,
   type FindOptions,
+  type PoolState,
   type Store,
   type StoredDoc,
   type TenantCollection,
@@ -305,9 +306,9 @@ export class PostgresStore implements Store {
   }
 
   /** The pool's connections, for /metrics: open, idle, and the statements waiting for one. */
-  poolState(): { total: number; idle: number; waiting: number; max: number } {
+  connections(): PoolState {
     return {
-      total: this.pool.totalCount,
+      open: this.pool.totalCount,
       idle: this.pool.idleCount,
       waiting: this.pool.waitingCount,
       max: this.settings.poolSize,

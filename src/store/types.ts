@@ -153,9 +153,19 @@ export interface Store {
    * sees other nodes' writes); where present, keep polling as the fallback.
    */
   watch?(collections: readonly string[], listener: () => void): void;
+  /** The state of the store's connection pool (PostgreSQL), for /metrics; absent for a store that keeps none. */
+  connections?(): PoolState;
   /** A consistent copy of the whole store into a file while it is in use; stores that cannot (MongoDB: mongodump) lack it. */
   backup?(destination: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Store.connections: connections open (idle or busy), idle, statements waiting for one, and the pool's size. */
+export interface PoolState {
+  open: number;
+  idle: number;
+  waiting: number;
+  max: number;
 }
 
 /** A counter of Store.addToWindow: its count in the current window, and when that window ends (epoch ms). */

@@ -6,7 +6,7 @@
  * much quicker than a database per test.
  */
 import { execFile, execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -70,6 +70,24 @@ export class PostgresTestServer {
   postmasterPid(): number | null {
     if (!this.directory) return null;
     return Number(readFileSync(join(this.directory, 'postmaster.pid'), 'utf8').split('\n')[0]);
+  }
+
+  /** The postmaster and every process it started (/proc), to freeze the whole cluster; empty with POSTGRES_URL. */
+  processes(): number[] {
+    const postmaster = this.postmasterPid();
+    if (postmaster === null) return [];
+    const children = readdirSync('/proc')
+      .filter((entry) => /^\d+$/.test(entry))
+      .filter((entry) => {
+        try {
+          const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+          return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === postmaster;
+        } catch {
+          return false;
+        }
+      })
+      .map(Number);
+    return [postmaster, ...children];
   }
 
   /** Runs one statement (psql); its rows, tab-separated. Only on a cluster started here. */

@@ -85,9 +85,8 @@ describe('PostgreSQL store', function () {
       const store = await openStore(own.url());
       const codes = store.collection('codes');
       await codes.insert({ id: 'kept' });
-      const pid = own.postmasterPid()!;
       // Every backend of the cluster: the postmaster's children included.
-      const frozen = [pid, ...childrenOf(pid)];
+      const frozen = own.processes();
       for (const process_ of frozen) process.kill(process_, 'SIGSTOP');
       try {
         for (const operation of [() => codes.get('kept'), () => codes.insert({ id: 'new' }), () => store.ping()]) {
@@ -133,20 +132,4 @@ async function eventuallyAnswers(store: Store): Promise<void> {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
-}
-
-/** The processes whose parent is `pid` (/proc), for freezing a whole PostgreSQL cluster. */
-function childrenOf(pid: number): number[] {
-  const { readdirSync, readFileSync } = process.getBuiltinModule('node:fs');
-  return readdirSync('/proc')
-    .filter((entry) => /^\d+$/.test(entry))
-    .filter((entry) => {
-      try {
-        const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
-      } catch {
-        return false;
-      }
-    })
-    .map(Number);
 }

@@ -10,7 +10,7 @@
 import type { Logger } from '../../log/index.js';
 import type { Store } from '../../store/index.js';
 import { snapshotOf, type PolicySnapshot } from '../bundle/build.js';
-import { loadPolicyLayers, withShadows } from '../records.js';
+import { loadPolicyLayers, POLICY_DATA, POLICY_RULES, withShadows } from '../records.js';
 import { CHANGE_KINDS, type ChangeKind } from './compare.js';
 import {
   changedDecision,
@@ -81,7 +81,10 @@ export class ShadowPolicy {
   /** Per tenant (its tenantId; '' for the default tenant): decisions evaluated and differences, by point and client. */
   private tallies = new Map<string, ImpactTally>();
 
-  constructor(private readonly options: ShadowOptions) {}
+  constructor(private readonly options: ShadowOptions) {
+    // Where the store announces policy writes (PostgreSQL's NOTIFY), a new candidate is looked at at once, not after a second.
+    options.store.watch?.([POLICY_RULES.name, POLICY_DATA.name], () => (this.candidate = null));
+  }
 
   /**
    * Live decisions that have been answered and recorded: queued for the candidate, never delaying
