@@ -26,6 +26,7 @@ import {
   physicalName,
 } from '../shared/spec.js';
 import { WriteListeners } from '../shared/write-listeners.js';
+import { readBackup, writeBackup } from './backup.js';
 import { PostgresSignals } from './signals.js';
 import { type PostgresSettings, settingsOf } from './settings.js';
 
@@ -44,6 +45,9 @@ const UNIQUE_VIOLATION = '23505';
  * (57: shutdown, a statement cancelled by statement_timeout), system errors (58).
  */
 const SERVER_UNAVAILABLE = /^(08|40|53|57|58)/;
+
+/** How long creating tables and indexes may wait for another node's (at start, or a collection's first use). */
+const DDL_TIMEOUT_MS = 30_000;
 
 /** Rows a purge deletes per statement, so that no statement holds locks and WAL for long. */
 const PURGE_BATCH = 5000;
@@ -99,6 +103,9 @@ export class PostgresStore implements Store {
     });
     // An idle client whose connection breaks emits here; the pool drops it, and the next statement connects anew.
     pool.on('error', () => {});
+    // A client in use whose connection breaks (the server ended it: shutdown, a timeout) fails its statement,
+    // which says so; its own 'error' event must not be left unhandled, which would end the process.
+    pool.on('connect', (client) => client.on('error', () => {}));
     const writeListeners = new WriteListeners();
     const signals = new PostgresSignals(settings, pool, () => writeListeners.tell());
     const store = new PostgresStore(pool, settings, signals, writeListeners);
@@ -172,9 +179,7 @@ export class PostgresStore implements Store {
   private async createTable(spec: CollectionSpec): Promise<void> {
     const table = physicalName(spec.name);
     await this.underDdlLock(async (client) => {
-      await client.query(`CREATE TABLE IF NOT EXISTS ${quoted(table)} (
-        tenant text NOT NULL, id text NOT NULL, doc jsonb NOT NULL, expires_at bigint,
-        seq bigint GENERATED ALWAYS AS IDENTITY, PRIMARY KEY (tenant, id))`);
+      await client.query(createTableStatement(table));
       await client.query(
         `CREATE INDEX IF NOT EXISTS ${quoted(indexName(table, 'expiry', []))} ON ${quoted(table)} (expires_at) WHERE expires_at IS NOT NULL`,
       );
@@ -195,7 +200,13 @@ export class PostgresStore implements Store {
   /** DDL of nodes starting together, one at a time: concurrent CREATE … IF NOT EXISTS of one name can fail in the catalogue. */
   private async underDdlLock(work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
     await this.inTransaction(async (client) => {
-      await client.query("SELECT pg_advisory_xact_lock(hashtext('arbiter store ddl'))");
+      // Nodes starting together wait for each other's DDL: longer than a statement may take otherwise.
+      await client.query(`SET LOCAL statement_timeout = ${DDL_TIMEOUT_MS}`);
+      // query_timeout per query is pg's (client.js), missing from its types.
+      await client.query({
+        text: "SELECT pg_advisory_xact_lock(hashtext('arbiter store ddl'))",
+        query_timeout: DDL_TIMEOUT_MS,
+      } as pg.QueryConfig);
       await work(client);
     });
   }
@@ -303,6 +314,37 @@ export class PostgresStore implements Store {
       );
       return removed;
     });
+  }
+
+  /**
+   * A consistent copy of every Arbiter table of the schema into `destination` (JSON lines, made
+   * owner-only), while the nodes keep serving: see backup.ts.
+   */
+  async backup(destination: string): Promise<void> {
+    const client = await pgCall(() => this.pool.connect());
+    try {
+      await pgCall(() => writeBackup(client, destination));
+    } finally {
+      client.release();
+    }
+  }
+
+  /**
+   * Replaces every Arbiter table of the schema STORE_URL names with a backup's rows, in one
+   * transaction. Every node must be stopped first: a running one would go on with what it had read.
+   */
+  static async restore(url: string, backupFile: string): Promise<void> {
+    const store = await PostgresStore.open(url);
+    try {
+      const client = await pgCall(() => store.pool.connect());
+      try {
+        await readBackup(client, backupFile, createTableStatement);
+      } finally {
+        client.release();
+      }
+    } finally {
+      await store.close();
+    }
   }
 
   /** The pool's connections, for /metrics: open, idle, and the statements waiting for one. */
@@ -629,6 +671,13 @@ function docField(field: string): string {
 /** A unique-key field as its index sees it: a JSON null as SQL NULL, which never clashes. */
 function uniqueField(field: string): string {
   return `(nullif(${docField(field)}, 'null'::jsonb))`;
+}
+
+/** A collection's table: the typed columns Arbiter queries by, the document as jsonb, insertion order for ties. */
+function createTableStatement(table: string): string {
+  return `CREATE TABLE IF NOT EXISTS ${quoted(table)} (
+    tenant text NOT NULL, id text NOT NULL, doc jsonb NOT NULL, expires_at bigint,
+    seq bigint GENERATED ALWAYS AS IDENTITY, PRIMARY KEY (tenant, id))`;
 }
 
 /** PostgreSQL cuts identifiers at 63 bytes; names are ASCII, so the same cut here matches what a violation reports. */

@@ -30,13 +30,20 @@ export async function openStore(
 }
 
 /**
- * Replaces the contents of the SQLite store a STORE_URL names with a backup file's (see
- * SqliteStore.restore); returns the store's file. MongoDB stores are restored with mongorestore.
+ * Replaces the contents of the SQLite or PostgreSQL store a STORE_URL names with a backup file's
+ * (see SqliteStore.restore, PostgresStore.restore); returns the store's file, or the URL without
+ * its credentials. MongoDB stores are restored with mongorestore.
  */
 export async function restoreStore(url: string, backupFile: string): Promise<string> {
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    await PostgresStore.restore(url, backupFile);
+    return url.replace(/\/\/[^@/]*@/, '//');
+  }
   const location = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : '';
   if (!location || location === ':memory:')
-    throw new Error('restore needs STORE_URL=sqlite:<file>; restore a MongoDB store with mongorestore (README)');
+    throw new Error(
+      'restore needs STORE_URL=sqlite:<file> or postgres://…; restore a MongoDB store with mongorestore (README)',
+    );
   const target = resolve(location);
   await SqliteStore.restore(backupFile, target);
   return target;
