@@ -188,12 +188,24 @@ async function createClient(url: string, client: { id: string; secret: string },
     clientSecret: bcrypt.hashSync(client.secret, BCRYPT_COST),
     scopes,
   };
-  const response = await fetch(`${url}/admin/api/clients`, {
+  const response = await fetchAnew(`${url}/admin/api/clients`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-admin-api-key': ADMIN_KEY },
     body: JSON.stringify(record),
   });
   if (response.status !== 201) throw new Error(`client not created: ${response.status} ${await response.text()}`);
+}
+
+/**
+ * fetch, once more when the connection was closed under it: a node of this step may listen on the
+ * port of a stopped node of the last one, to which fetch still holds a kept-alive socket.
+ */
+async function fetchAnew(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch {
+    return fetch(url, init);
+  }
 }
 
 const tokenRequest = (client: { id: string; secret: string }, scope: string) => ({
@@ -214,7 +226,7 @@ async function prepare(url: string, scenario: Scenario): Promise<Job> {
   if (scenario === 'client_credentials') return { path: '/token', ...tokenRequest(CLIENT, 'read') };
   await createClient(url, RESOURCE_SERVER, ['introspection']);
   const token = async (client: typeof CLIENT, scope: string) => {
-    const response = await fetch(`${url}/token`, { method: 'POST', ...tokenRequest(client, scope) });
+    const response = await fetchAnew(`${url}/token`, { method: 'POST', ...tokenRequest(client, scope) });
     const body = (await response.json()) as { access_token?: unknown };
     if (typeof body.access_token !== 'string') throw new Error(`${url}: ${response.status} ${JSON.stringify(body)}`);
     return body.access_token;
@@ -236,7 +248,11 @@ async function measure(
   job: Job,
 ): Promise<Step> {
   for (const node of nodes) {
-    const response = await fetch(`${node.url}${job.path}`, { method: 'POST', headers: job.headers, body: job.body });
+    const response = await fetchAnew(`${node.url}${job.path}`, {
+      method: 'POST',
+      headers: job.headers,
+      body: job.body,
+    });
     const body = (await response.json()) as { access_token?: unknown; active?: unknown };
     if (response.status !== 200 || (typeof body.access_token !== 'string' && body.active !== true))
       throw new Error(`${node.url}: ${response.status} ${JSON.stringify(body)}`);
