@@ -32,7 +32,8 @@ import { type PostgresSettings, settingsOf } from './settings.js';
 
 export { type PostgresSettings } from './settings.js';
 
-type Queryable = Pick<pg.Pool | pg.PoolClient, 'query'>;
+/** Where a statement runs: the store (a connection of its pool) or the connection of a transaction. */
+type Queryable = { query(text: string, values: unknown[]): Promise<pg.QueryResult> };
 type Params = unknown[];
 
 /** SQLSTATE of a unique index violation. */
@@ -73,6 +74,7 @@ export class PostgresStore implements Store {
   private readonly declared = new DeclaredSpecs();
   private readonly tablesReady = new Map<string, Promise<void>>();
   private closed = false;
+  private readonly statementNames = new StatementNames();
 
   private constructor(
     readonly pool: pg.Pool,
@@ -232,7 +234,7 @@ export class PostgresStore implements Store {
 
   async nextSequence(name: string, count = 1): Promise<number> {
     return pgCall(async () => {
-      const { rows } = await this.pool.query<{ value: string }>(
+      const { rows } = await this.query<{ value: string }>(
         `INSERT INTO sequences (name, value) VALUES ($1, $2)
          ON CONFLICT (name) DO UPDATE SET value = sequences.value + excluded.value RETURNING value`,
         [name, count],
@@ -245,7 +247,7 @@ export class PostgresStore implements Store {
   async addToWindow(key: string, windowMs: number, amount = 1): Promise<WindowCount> {
     const now = Date.now();
     return pgCall(async () => {
-      const { rows } = await this.pool.query<{ count: string; reset_at: string }>(
+      const { rows } = await this.query<{ count: string; reset_at: string }>(
         `INSERT INTO window_counters AS w (key, count, reset_at) VALUES ($1, $2, $3)
          ON CONFLICT (key) DO UPDATE SET
            count = CASE WHEN w.reset_at > $4 THEN w.count + excluded.count ELSE excluded.count END,
@@ -260,7 +262,7 @@ export class PostgresStore implements Store {
   async readWindows(keys: readonly string[]): Promise<Map<string, WindowCount>> {
     if (keys.length === 0) return new Map();
     return pgCall(async () => {
-      const { rows } = await this.pool.query<{ key: string; count: string; reset_at: string }>(
+      const { rows } = await this.query<{ key: string; count: string; reset_at: string }>(
         'SELECT key, count, reset_at FROM window_counters WHERE key = ANY($1::text[]) AND reset_at > $2',
         [keys, Date.now()],
       );
@@ -271,7 +273,7 @@ export class PostgresStore implements Store {
   /** Answers, and is no read-only standby. */
   async ping(): Promise<void> {
     await pgCall(async () => {
-      const { rows } = await this.pool.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
+      const { rows } = await this.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
       if (rows[0].standby)
         throw new StoreUnavailableError(
           'STORE_URL names a PostgreSQL standby, which cannot be written: name the primary (or a proxy that follows it)',
@@ -282,7 +284,7 @@ export class PostgresStore implements Store {
   /** The server's time: the reference the nodes' clocks are compared with (src/store/clock.ts). */
   async clock(): Promise<number> {
     return pgCall(async () => {
-      const { rows } = await this.pool.query<{ now: number }>(
+      const { rows } = await this.query<{ now: number }>(
         'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now',
       );
       return Math.round(rows[0].now);
@@ -293,7 +295,7 @@ export class PostgresStore implements Store {
   async purgeExpired(): Promise<number> {
     return pgCall(async () => {
       const now = Date.now();
-      const { rows: tables } = await this.pool.query<{ name: string }>(
+      const { rows: tables } = await this.query<{ name: string }>(
         `SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND starts_with(tablename, $1)`,
         [PHYSICAL_PREFIX],
       );
@@ -314,6 +316,18 @@ export class PostgresStore implements Store {
       );
       return removed;
     });
+  }
+
+  /**
+   * One statement on a connection of the pool, as a named prepared statement: each connection
+   * parses and describes a statement text once, then only binds and executes it (the texts are
+   * the collections' query shapes, a bounded set; values are always parameters).
+   */
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values: Params = [],
+  ): Promise<pg.QueryResult<R>> {
+    return this.pool.query<R>({ name: this.statementNames.nameOf(text), text, values });
   }
 
   /**
@@ -365,6 +379,20 @@ export class PostgresStore implements Store {
   }
 }
 
+/** A short name per statement text, the same for every connection of the pool. */
+class StatementNames {
+  private readonly names = new Map<string, string>();
+
+  nameOf(text: string): string {
+    let name = this.names.get(text);
+    if (!name) {
+      name = `arbiter_${this.names.size + 1}`;
+      this.names.set(text, name);
+    }
+    return name;
+  }
+}
+
 async function deleteInBatches(pool: pg.Pool, sql: string, params: Params): Promise<number> {
   let removed = 0;
   for (;;) {
@@ -387,7 +415,7 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
 
   insert(doc: T): Promise<T> {
     return this.write(async () => {
-      await this.retryingExpiredClash((db) => this.insertRows(db, [doc]), this.store.pool);
+      await this.retryingExpiredClash(() => this.insertRows([doc]));
       return doc;
     });
   }
@@ -398,18 +426,17 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
     return this.write(async () => {
       const ids = docs.map((doc) => idKey(doc.id));
       if (new Set(ids).size < ids.length) throw new ConflictError(this.spec.name, ['id']);
-      await this.retryingExpiredClash((db) => this.insertRows(db, docs), this.store.pool);
+      await this.retryingExpiredClash(() => this.insertRows(docs));
       return [...docs];
     });
   }
 
   /**
    * One INSERT of every row. A row whose id a live document holds changes nothing and is not
-   * returned, and then the statement's rows are taken back (the whole INSERT was one transaction
-   * only if it failed; here it succeeded, so its rows are deleted in a transaction with it).
-   * An expired row holding the id is replaced.
+   * returned: then the statement's other rows are taken back by the transaction around it (a lone
+   * row needs none: it stored nothing). An expired row holding the id is replaced.
    */
-  private async insertRows(db: Queryable, docs: readonly T[]): Promise<void> {
+  private async insertRows(docs: readonly T[]): Promise<void> {
     const params: Params = [this.tenant, Date.now()];
     const values = docs.map((doc) => {
       params.push(idKey(doc.id), jsonOf(doc), expiryOf(doc));
@@ -419,26 +446,22 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
     const sql = `INSERT INTO ${this.table} AS t (tenant, id, doc, expires_at) VALUES ${values.join(', ')}
       ON CONFLICT (tenant, id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at
       WHERE t.expires_at IS NOT NULL AND t.expires_at <= $2 RETURNING 1`;
-    const insertAll = async (client: Queryable) => {
-      const { rowCount } = await client.query(sql, params);
-      // Taken back by the transaction around it (a lone row stored nothing).
+    const insertAll = async (db: Queryable) => {
+      const { rowCount } = await db.query(sql, params);
       if ((rowCount ?? 0) < docs.length) throw new ConflictError(this.spec.name, ['id']);
     };
-    if (docs.length === 1) await insertAll(db);
-    else if (db === this.store.pool) await this.store.inTransaction(insertAll);
-    else await insertAll(db);
+    if (docs.length === 1) await insertAll(this.store);
+    else await this.store.inTransaction(insertAll);
   }
 
   upsert(doc: T): Promise<T> {
     return this.write(async () => {
-      await this.retryingExpiredClash(
-        (db) =>
-          db.query(
-            `INSERT INTO ${this.table} (tenant, id, doc, expires_at) VALUES ($1, $2, $3::jsonb, $4)
-             ON CONFLICT (tenant, id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at`,
-            [this.tenant, idKey(doc.id), jsonOf(doc), expiryOf(doc)],
-          ),
-        this.store.pool,
+      await this.retryingExpiredClash(() =>
+        this.store.query(
+          `INSERT INTO ${this.table} (tenant, id, doc, expires_at) VALUES ($1, $2, $3::jsonb, $4)
+           ON CONFLICT (tenant, id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at`,
+          [this.tenant, idKey(doc.id), jsonOf(doc), expiryOf(doc)],
+        ),
       );
       return doc;
     });
@@ -446,7 +469,7 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
 
   async get(id: string | number): Promise<T | null> {
     return this.read(async () => {
-      const { rows } = await this.store.pool.query<{ doc: T }>(
+      const { rows } = await this.store.query<{ doc: T }>(
         `SELECT doc FROM ${this.table} WHERE tenant = $1 AND id = $2 AND ${NOT_EXPIRED}`,
         [this.tenant, idKey(id), Date.now()],
       );
@@ -457,7 +480,7 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
   async getMany(ids: readonly (string | number)[]): Promise<T[]> {
     if (ids.length === 0) return [];
     return this.read(async () => {
-      const { rows } = await this.store.pool.query<{ doc: T }>(
+      const { rows } = await this.store.query<{ doc: T }>(
         `SELECT doc FROM ${this.table} WHERE tenant = $1 AND id = ANY($2::text[]) AND ${NOT_EXPIRED}`,
         [this.tenant, ids.map(idKey), Date.now()],
       );
@@ -477,7 +500,7 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
       const { where, params } = this.where(filter, options.search);
       const bound = startAtCondition(options, params);
       const page = `${limit === undefined ? '' : ` LIMIT ${limit}`}${skip > 0 ? ` OFFSET ${skip}` : ''}`;
-      const { rows } = await this.store.pool.query<{ doc: T }>(
+      const { rows } = await this.store.query<{ doc: T }>(
         `SELECT doc FROM ${this.table} WHERE ${where}${bound} ${orderBy(options)}${page}`,
         params,
       );
@@ -488,7 +511,7 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
   async count(filter: Filter = {}, search?: TextSearch): Promise<number> {
     return this.read(async () => {
       const { where, params } = this.where(filter, search);
-      const { rows } = await this.store.pool.query<{ n: string }>(
+      const { rows } = await this.store.query<{ n: string }>(
         `SELECT count(*) AS n FROM ${this.table} WHERE ${where}`,
         params,
       );
@@ -517,7 +540,7 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
       const sql = `UPDATE ${this.table} SET doc = (doc || $4::jsonb) - $5::text[], expires_at = ${expiry}
         WHERE tenant = $1 AND id = $2 AND ${NOT_EXPIRED}${conditions.map((condition) => ` AND ${condition}`).join('')}
         RETURNING doc`;
-      const result = await this.retryingExpiredClash((db) => db.query<{ doc: T }>(sql, params), this.store.pool);
+      const result = await this.retryingExpiredClash(() => this.store.query<{ doc: T }>(sql, params));
       return result.rows[0]?.doc ?? null;
     });
   }
@@ -525,7 +548,7 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
   /** Also removes an expired (already invisible) document, and then reports true, like the other stores. */
   delete(id: string | number): Promise<boolean> {
     return this.write(async () => {
-      const { rowCount } = await this.store.pool.query(`DELETE FROM ${this.table} WHERE tenant = $1 AND id = $2`, [
+      const { rowCount } = await this.store.query(`DELETE FROM ${this.table} WHERE tenant = $1 AND id = $2`, [
         this.tenant,
         idKey(id),
       ]);
@@ -538,7 +561,7 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
     return this.write(async () => {
       const params: Params = [this.tenant];
       const conditions = Object.entries(filter).map(([field, value]) => fieldCondition(field, value, params));
-      const { rowCount } = await this.store.pool.query(
+      const { rowCount } = await this.store.query(
         `DELETE FROM ${this.table} WHERE tenant = $1${conditions.map((condition) => ` AND ${condition}`).join('')}`,
         params,
       );
@@ -556,7 +579,7 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
         limit === undefined
           ? `DELETE FROM ${this.table} WHERE ${matching}`
           : `DELETE FROM ${this.table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${this.table} WHERE ${matching} LIMIT ${Math.max(0, Math.floor(limit))}))`;
-      const { rowCount } = await this.store.pool.query(sql, params);
+      const { rowCount } = await this.store.query(sql, params);
       return rowCount ?? 0;
     });
   }
@@ -584,15 +607,18 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
    * (expired rows are invisible but not yet purged), so this tenant's expired rows are deleted and
    * the write is tried once more before it counts as a conflict, on the key the index names.
    */
-  private async retryingExpiredClash<R>(write: (db: Queryable) => Promise<R>, db: Queryable): Promise<R> {
+  private async retryingExpiredClash<R>(write: () => Promise<R>): Promise<R> {
     try {
-      return await write(db);
+      return await write();
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
     }
-    await db.query(`DELETE FROM ${this.table} WHERE tenant = $1 AND expires_at <= $2`, [this.tenant, Date.now()]);
+    await this.store.query(`DELETE FROM ${this.table} WHERE tenant = $1 AND expires_at <= $2`, [
+      this.tenant,
+      Date.now(),
+    ]);
     try {
-      return await write(db);
+      return await write();
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
       throw new ConflictError(this.spec.name, this.keyOfIndex((error as pg.DatabaseError).constraint));
