@@ -75,6 +75,7 @@ export class PostgresStore implements Store {
   private readonly tablesReady = new Map<string, Promise<void>>();
   private closed = false;
   private readonly statementNames = new StatementNames();
+  private readonly unresponsive = new Unresponsive(() => this.pool.query('SELECT 1'));
 
   private constructor(
     readonly pool: pg.Pool,
@@ -112,7 +113,7 @@ export class PostgresStore implements Store {
     const signals = new PostgresSignals(settings, pool, () => writeListeners.tell());
     const store = new PostgresStore(pool, settings, signals, writeListeners);
     try {
-      await pgCall(() => store.prepareSchema());
+      await store.call(() => store.prepareSchema());
       await Promise.all(known.map((spec) => store.tableOf(store.declared.declare(normalizeSpec(spec)).spec)));
     } catch (error) {
       await pool.end();
@@ -168,7 +169,7 @@ export class PostgresStore implements Store {
   tableOf(spec: CollectionSpec): Promise<void> {
     let ready = this.tablesReady.get(spec.name);
     if (!ready) {
-      ready = pgCall(() => this.createTable(spec));
+      ready = this.call(() => this.createTable(spec));
       this.tablesReady.set(spec.name, ready);
       // A failed attempt is forgotten, so that the next operation tries again.
       ready.catch(() => {
@@ -233,7 +234,7 @@ export class PostgresStore implements Store {
   }
 
   async nextSequence(name: string, count = 1): Promise<number> {
-    return pgCall(async () => {
+    return this.call(async () => {
       const { rows } = await this.query<{ value: string }>(
         `INSERT INTO sequences (name, value) VALUES ($1, $2)
          ON CONFLICT (name) DO UPDATE SET value = sequences.value + excluded.value RETURNING value`,
@@ -246,7 +247,7 @@ export class PostgresStore implements Store {
   /** One upsert, atomic for every node: every expression of DO UPDATE sees the row as it was. */
   async addToWindow(key: string, windowMs: number, amount = 1): Promise<WindowCount> {
     const now = Date.now();
-    return pgCall(async () => {
+    return this.call(async () => {
       const { rows } = await this.query<{ count: string; reset_at: string }>(
         `INSERT INTO window_counters AS w (key, count, reset_at) VALUES ($1, $2, $3)
          ON CONFLICT (key) DO UPDATE SET
@@ -261,7 +262,7 @@ export class PostgresStore implements Store {
 
   async readWindows(keys: readonly string[]): Promise<Map<string, WindowCount>> {
     if (keys.length === 0) return new Map();
-    return pgCall(async () => {
+    return this.call(async () => {
       const { rows } = await this.query<{ key: string; count: string; reset_at: string }>(
         'SELECT key, count, reset_at FROM window_counters WHERE key = ANY($1::text[]) AND reset_at > $2',
         [keys, Date.now()],
@@ -272,7 +273,7 @@ export class PostgresStore implements Store {
 
   /** Answers, and is no read-only standby. */
   async ping(): Promise<void> {
-    await pgCall(async () => {
+    await this.call(async () => {
       const { rows } = await this.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
       if (rows[0].standby)
         throw new StoreUnavailableError(
@@ -283,7 +284,7 @@ export class PostgresStore implements Store {
 
   /** The server's time: the reference the nodes' clocks are compared with (src/store/clock.ts). */
   async clock(): Promise<number> {
-    return pgCall(async () => {
+    return this.call(async () => {
       const { rows } = await this.query<{ now: number }>(
         'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now',
       );
@@ -293,7 +294,7 @@ export class PostgresStore implements Store {
 
   /** Every collection table of the schema, also those this process has not declared, in batches of PURGE_BATCH rows. */
   async purgeExpired(): Promise<number> {
-    return pgCall(async () => {
+    return this.call(async () => {
       const now = Date.now();
       const { rows: tables } = await this.query<{ name: string }>(
         `SELECT tablename AS name FROM pg_tables WHERE schemaname = current_schema() AND starts_with(tablename, $1)`,
@@ -318,6 +319,20 @@ export class PostgresStore implements Store {
     });
   }
 
+  /** Runs pg work; a connection fault becomes StoreUnavailableError (503), as with the other stores. */
+  async call<R>(work: () => Promise<R>): Promise<R> {
+    this.unresponsive.check();
+    try {
+      return await work();
+    } catch (error) {
+      if (!isConnectionFault(error)) throw error;
+      this.unresponsive.noticed(error);
+      throw new StoreUnavailableError(
+        `the PostgreSQL store cannot be reached or did not answer in time (${(error as Error).message}); the operation failed or its outcome is unknown.`,
+      );
+    }
+  }
+
   /**
    * One statement on a connection of the pool, as a named prepared statement: each connection
    * parses and describes a statement text once, then only binds and executes it (the texts are
@@ -335,9 +350,9 @@ export class PostgresStore implements Store {
    * owner-only), while the nodes keep serving: see backup.ts.
    */
   async backup(destination: string): Promise<void> {
-    const client = await pgCall(() => this.pool.connect());
+    const client = await this.call(() => this.pool.connect());
     try {
-      await pgCall(() => writeBackup(client, destination));
+      await this.call(() => writeBackup(client, destination));
     } finally {
       client.release();
     }
@@ -350,7 +365,7 @@ export class PostgresStore implements Store {
   static async restore(url: string, backupFile: string): Promise<void> {
     const store = await PostgresStore.open(url);
     try {
-      const client = await pgCall(() => store.pool.connect());
+      const client = await store.call(() => store.pool.connect());
       try {
         await readBackup(client, backupFile, createTableStatement);
       } finally {
@@ -587,7 +602,7 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
   /** A read, once the table exists; connection faults become StoreUnavailableError. */
   private async read<R>(work: () => Promise<R>): Promise<R> {
     await this.store.tableOf(this.spec);
-    return pgCall(work);
+    return this.store.call(work);
   }
 
   /** A write: as a read, and told to the write listeners however it ends, before its caller is answered. */
@@ -745,14 +760,39 @@ function isConnectionFault(error: unknown): boolean {
   );
 }
 
-/** Runs pg work; a connection fault becomes StoreUnavailableError (503), as with the other stores. */
-async function pgCall<R>(work: () => Promise<R>): Promise<R> {
-  try {
-    return await work();
-  } catch (error) {
-    if (!isConnectionFault(error)) throw error;
+/**
+ * Once a statement found PostgreSQL unreachable or silent (a timeout, a broken connection), the
+ * store's other statements would each wait out their own timeout on the pool's other connections,
+ * and a request making several would take several timeouts. So until one probe (SELECT 1) answers,
+ * statements fail at once with StoreUnavailableError: a request is answered 503 within about one
+ * statement timeout however many statements it makes. The probe runs at most one at a time, when a
+ * statement finds the store unresponsive.
+ */
+class Unresponsive {
+  private since: number | null = null;
+  private probing = false;
+
+  constructor(private readonly probe: () => Promise<unknown>) {}
+
+  /** Throws while the store is known unresponsive (and starts a probe if none is under way). */
+  check(): void {
+    if (this.since === null) return;
+    if (!this.probing) {
+      this.probing = true;
+      this.probe()
+        .then(
+          () => (this.since = null),
+          () => undefined,
+        )
+        .finally(() => (this.probing = false));
+    }
     throw new StoreUnavailableError(
-      `the PostgreSQL store cannot be reached or did not answer in time (${(error as Error).message}); the operation failed or its outcome is unknown.`,
+      `the PostgreSQL store has not answered since ${new Date(this.since).toISOString()}; nothing was done. Retry shortly.`,
     );
+  }
+
+  /** A statement found the server unreachable or silent. */
+  noticed(error: unknown): void {
+    if (!(error instanceof pg.DatabaseError)) this.since ??= Date.now();
   }
 }
