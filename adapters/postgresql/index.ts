@@ -116,7 +116,9 @@ export class PostgresStore implements Store {
       await store.call(() => store.prepareSchema());
       await Promise.all(known.map((spec) => store.tableOf(store.declared.declare(normalizeSpec(spec)).spec)));
     } catch (error) {
-      await pool.end();
+      await store.close();
+      // At start the operator's first question is which setting: name it.
+      if (error instanceof StoreUnavailableError) throw new Error(`STORE_URL: ${error.reason}`, { cause: error });
       throw error;
     }
     return store;
