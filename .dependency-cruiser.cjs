@@ -69,7 +69,7 @@ module.exports = {
       comment: 'The store interface knows no implementation: only src/store/open.ts picks an adapter by URL.',
       severity: 'error',
       from: { path: '^src/', pathNot: '^src/store/open\\.ts$' },
-      to: { path: '^adapters/(sqlite|mongodb)/' },
+      to: { path: '^adapters/(sqlite|mongodb|postgresql)/' },
     },
     {
       name: 'only-the-root-opens-the-store',

@@ -1,6 +1,9 @@
 # Arbiter's image: the compiled server (npm run build) on Node.js 24 LTS with OPA inside, run as
 # the unprivileged `node` user, its SQLite store on the /data volume. Build: `docker build -t
-# arbiter .`; run: README "Production". The versions are the ones scripts/runtime.sh and
+# arbiter .`; run: README "Production". Several nodes share one PostgreSQL instead (the recommended
+# store for more than one node), e.g.:
+#   docker run -e STORE_URL='postgres://arbiter:<password>@db:5432/arbiter?pool_size=10' \
+#     -e SERVICE_SECRETS_KEY=… -e ISSUER=https://auth.example.com arbiter The versions are the ones scripts/runtime.sh and
 # scripts/install-opa.sh install (test/operations/image.test.ts keeps them equal).
 ARG NODE_VERSION=24.21.0
 ARG GO_VERSION=1.26

@@ -1,37 +1,36 @@
 /**
- * How throughput grows with nodes: Arbiter as 1, 2, then 3 server processes (SCALE_NODES), each
- * with WORKERS=1 and its own managed OPA, on one MongoDB-wire store, sharing one issuer as nodes
- * behind a load balancer do. The store is FerretDB 1.24 over PostgreSQL where PostgreSQL is
- * installed (scripts/postgresql.sh; over SQLite otherwise, or as FERRETDB_BACKEND says), or the
- * MongoDB named by MONGODB_URI. The load is client_credentials with client_secret_basic (BCrypt
- * cost 10), BENCH_CONNECTIONS in all (64), split evenly between the nodes by the bench's load
- * generator (a child process; one autocannon job per node, at once).
+ * How throughput grows with nodes, per store engine: Arbiter as 1, 2, then 3 server processes,
+ * each with WORKERS=1 and its own managed OPA, on one shared store, sharing one issuer as nodes
+ * behind a load balancer do; and one node on its embedded SQLite file, in the same run, as the
+ * reference. Engines (SCALE_STORES, `<engine>:<node counts>` separated by `;`):
+ *   postgresql  a throwaway cluster of Debian's PostgreSQL (scripts/postgresql.sh), the nodes
+ *               connected directly (default 1,2,3 nodes)
+ *   sqlite      each node on a SQLite file of its own (default 1 node: one file is one machine's)
+ *   ferretdb    FerretDB 1.24 over PostgreSQL behind the test proxy (test/store/mongo-server.ts):
+ *               the MongoDB wire's figures, not a production setup (not run by default)
+ * Scenarios (SCALE_SCENARIOS): client_credentials with client_secret_basic (BCrypt cost 10), and
+ * introspection of one access token by a resource server holding a bearer token. BENCH_CONNECTIONS
+ * in all (64), split evenly between the nodes by the bench's load generator (a child process; one
+ * autocannon job per node, at once).
  *
  *   npm run bench:scale
- *   BENCH_SECONDS=20 SCALE_NODES=1,2 npm run bench:scale
- *   SCALE_FRESH=0 npm run bench:scale      one store for every step (it grows), nodes added to the running ones
+ *   BENCH_SECONDS=20 SCALE_STORES='postgresql:1,2' SCALE_SCENARIOS=client_credentials npm run bench:scale
  *
- * By default every step starts on an empty database with nodes of its own, so that the steps
- * compare (the token collection grows by thousands of documents a step, and FerretDB reads whole
- * collections for some filters).
- *
- * Each step reports the requests per second in all and per node with p50 and p99, and where the
- * machine's CPU went meanwhile (bench/cpu.ts): the nodes, their OPAs, FerretDB, PostgreSQL, the
- * load generator and other processes. On one machine they all share its cores: the figures say
- * what another node adds here, and what runs out first, not how nodes on machines of their own
- * would scale. A benchmark, not a test.
+ * Every step starts on an empty store with nodes of its own, so that the steps compare. Each step
+ * reports the requests per second in all and per node with p50 and p99, where the machine's CPU
+ * went meanwhile (bench/cpu.ts: the nodes, their OPAs, PostgreSQL, FerretDB, the load generator,
+ * other processes), and the CPU time per request of each (the store server's: what one PostgreSQL
+ * must give each token, so how many nodes it carries). On one machine they all share its cores: the
+ * figures say what another node adds here, and what runs out first, not how nodes on machines of
+ * their own would scale. A benchmark, not a test.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { ChildProcess } from 'node:child_process';
 import os from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcryptjs';
-import {
-  MongoTestServer,
-  preferredBackend,
-  type FerretDbBackend,
-  type ProxyStats,
-} from '../test/store/mongo-server.js';
+import { MongoTestServer, type ProxyStats } from '../test/store/mongo-server.js';
+import { PostgresTestServer } from '../test/store/postgres-server.js';
 import { ADMIN_KEY, freePort } from '../test/support/server.js';
 import { startServerProcess } from '../test/support/server-process.js';
 import { basic, FORM } from '../test/support/oauth.js';
@@ -42,11 +41,19 @@ import { writeResults } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
-const NODE_COUNTS = (process.env.SCALE_NODES ?? '1,2,3').split(',').map(Number);
-const FRESH = process.env.SCALE_FRESH !== '0';
+const STORES = (process.env.SCALE_STORES ?? 'postgresql:1,2,3;sqlite:1').split(';').map((entry) => {
+  const [engine, counts] = entry.split(':');
+  if (!['postgresql', 'sqlite', 'ferretdb'].includes(engine)) throw new Error(`SCALE_STORES: unknown engine ${engine}`);
+  return { engine: engine as EngineName, counts: (counts ?? '1').split(',').map(Number) };
+});
+const SCENARIOS = (process.env.SCALE_SCENARIOS ?? 'client_credentials,introspection').split(',') as Scenario[];
 const CLIENT = { id: 'scale-machine', secret: 'scale-machine-secret-0123456789' };
+const RESOURCE_SERVER = { id: 'scale-rs', secret: 'scale-rs-secret-0123456789abcdef' };
 /** The machine counts as CPU-bound when its cores are this busy on average. */
 const CPU_BOUND = 0.9;
+
+type EngineName = 'postgresql' | 'sqlite' | 'ferretdb';
+type Scenario = 'client_credentials' | 'introspection';
 
 interface Node {
   url: string;
@@ -54,61 +61,116 @@ interface Node {
   dataDir: string;
 }
 
+/** A store server the nodes of a step share (none for SQLite: each node has its file). */
+interface Engine {
+  name: EngineName;
+  description: string;
+  /** STORE_URL of an empty store; undefined: each node's own SQLite file. */
+  freshUrl(): string | undefined;
+  /** The store server's processes' roots, for CPU accounting. */
+  processIds(): { postgresql?: number; ferretdb?: number };
+  /** Runs a statement on the PostgreSQL under the store, when there is one of this run's. */
+  sql?(statement: string): string[][];
+  proxyStats?(): ProxyStats | undefined;
+  stop(): Promise<void>;
+}
+
 interface Step {
+  engine: EngineName;
+  scenario: Scenario;
   nodes: number;
   rps: number;
   /** The slowest node's p99, ms. */
   p99: number;
   perNode: { rps: number; p50: number; p99: number; failed: number }[];
   cpu: CpuUse;
-  /** Requests per second for each core the stack used (nodes, OPAs, FerretDB, PostgreSQL, load generator). */
+  /** CPU milliseconds per request, by component (Arbiter nodes together, OPA, PostgreSQL, …). */
+  cpuMsPerRequest: Record<string, number>;
+  /** Requests per second for each core the stack used (nodes, OPAs, store server, load generator). */
   rpsPerCore: number;
   /** PostgreSQL's statements meanwhile (pg_stat_statements): execution time per second, and the costliest. */
   postgresql?: { executingMsPerSecond: number; top: { calls: number; ms: number; query: string }[] };
-  /** What the FerretDB proxy serialised meanwhile (absent with MONGODB_URI). */
+  /** What the FerretDB proxy serialised meanwhile. */
   serialised?: { perSecond: number; exclusivePerSecond: number; averageWaitMs: number };
   bottleneck: string;
 }
 
 async function main(): Promise<void> {
   const startedAt = new Date();
-  const backend = (process.env.FERRETDB_BACKEND as FerretDbBackend | undefined) ?? preferredBackend();
-  const mongo = new MongoTestServer({ backend });
-  await mongo.start();
-  const store = await mongo.describe();
-  console.log(`store: ${store}`);
   const nodes: Node[] = [];
   const load = new LoadGenerator();
   const steps: Step[] = [];
+  const engines: Engine[] = [];
   try {
-    let storeUrl = '';
-    for (const count of NODE_COUNTS) {
-      // Each step on an empty database, with nodes started for it, so that the steps compare;
-      // SCALE_FRESH=0 keeps one store and adds nodes to the running ones (the store's growth then shows).
-      if (FRESH || !storeUrl) {
-        while (nodes.length) await stopNode(nodes.pop()!);
-        storeUrl = mongo.uri(mongo.freshDatabase());
+    for (const { engine: name, counts } of STORES) {
+      const engine = await startEngine(name);
+      engines.push(engine);
+      console.log(`store: ${engine.description}`);
+      for (const scenario of SCENARIOS) {
+        for (const count of counts) {
+          // Each step on an empty store, with nodes started for it, so that the steps compare.
+          const storeUrl = engine.freshUrl();
+          while (nodes.length < count) nodes.push(await startNode(storeUrl, nodes[0]?.url));
+          const job = await prepare(nodes[0].url, scenario);
+          steps.push(await measure(load, nodes, engine, scenario, job));
+          while (nodes.length) await stopNode(nodes.pop()!);
+        }
       }
-      while (nodes.length < count) nodes.push(await startNode(storeUrl, nodes[0]?.url));
-      if (FRESH || steps.length === 0) await createClient(nodes[0].url);
-      steps.push(await measure(load, nodes, mongo));
     }
   } finally {
     load.close();
     for (const node of nodes) await stopNode(node);
-    await mongo.stop();
+    for (const engine of engines) await engine.stop();
   }
-  report(startedAt, steps, store);
+  report(startedAt, steps);
 }
 
-async function startNode(storeUrl: string, issuer?: string): Promise<Node> {
+async function startEngine(name: EngineName): Promise<Engine> {
+  if (name === 'sqlite')
+    return {
+      name,
+      description: 'SQLite (a file per node)',
+      freshUrl: () => undefined,
+      processIds: () => ({}),
+      stop: async () => {},
+    };
+  if (name === 'postgresql') {
+    const postgres = await PostgresTestServer.start({ own: true });
+    return {
+      name,
+      description: `PostgreSQL ${postgres.sql('SHOW server_version')[0][0]} (direct, pool_size 10 per node)`,
+      freshUrl: () => postgres.url(),
+      processIds: () => ({ postgresql: postgres.postmasterPid() ?? undefined }),
+      sql: (statement) => postgres.sql(statement),
+      stop: () => postgres.stop(),
+    };
+  }
+  const mongo = new MongoTestServer({ backend: 'postgresql' });
+  await mongo.start();
+  return {
+    name,
+    description: `${await mongo.describe()} (behind the test proxy)`,
+    freshUrl: () => mongo.uri(mongo.freshDatabase()),
+    processIds: () => mongo.processIds(),
+    sql: (statement) => mongo.postgresqlQuery(statement),
+    proxyStats: () => mongo.proxyStats(),
+    stop: () => mongo.stop(),
+  };
+}
+
+async function startNode(storeUrl: string | undefined, issuer?: string): Promise<Node> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(os.tmpdir(), 'arbiter-scale-'));
   const url = `http://127.0.0.1:${port}`;
   const child = await startServerProcess({
     port,
     dataDir,
-    env: { STORE_URL: storeUrl, ISSUER: issuer ?? url, AUTH_FAILURE_LIMIT: '1000000', WORKERS: '1' },
+    env: {
+      ...(storeUrl && { STORE_URL: storeUrl }),
+      ISSUER: issuer ?? url,
+      AUTH_FAILURE_LIMIT: '1000000',
+      WORKERS: '1',
+    },
   });
   return { url, process: child, dataDir };
 }
@@ -120,14 +182,14 @@ async function stopNode(node: Node): Promise<void> {
   rmSync(node.dataDir, { recursive: true, force: true });
 }
 
-async function createClient(url: string): Promise<void> {
+async function createClient(url: string, client: { id: string; secret: string }, scopes: string[]): Promise<void> {
   const record = {
-    clientId: CLIENT.id,
+    clientId: client.id,
     clientType: 'confidential',
-    clientSecret: bcrypt.hashSync(CLIENT.secret, BCRYPT_COST),
-    scopes: ['read'],
+    clientSecret: bcrypt.hashSync(client.secret, BCRYPT_COST),
+    scopes,
   };
-  const response = await fetch(`${url}/admin/api/clients`, {
+  const response = await fetchAnew(`${url}/admin/api/clients`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-admin-api-key': ADMIN_KEY },
     body: JSON.stringify(record),
@@ -135,30 +197,79 @@ async function createClient(url: string): Promise<void> {
   if (response.status !== 201) throw new Error(`client not created: ${response.status} ${await response.text()}`);
 }
 
-const TOKEN_REQUEST = {
-  headers: { ...FORM, authorization: basic(CLIENT.id, CLIENT.secret) },
-  body: new URLSearchParams({ grant_type: 'client_credentials', scope: 'read' }).toString(),
-};
+/**
+ * fetch, once more when the connection was closed under it: a node of this step may listen on the
+ * port of a stopped node of the last one, to which fetch still holds a kept-alive socket.
+ */
+async function fetchAnew(url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch {
+    return fetch(url, init);
+  }
+}
 
-/** Every node answers a token request correctly, then all of them are loaded at once while the CPU is metered. */
-async function measure(load: LoadGenerator, nodes: Node[], mongo: MongoTestServer): Promise<Step> {
-  for (const node of nodes) {
-    const response = await fetch(`${node.url}/token`, { method: 'POST', ...TOKEN_REQUEST });
+const tokenRequest = (client: { id: string; secret: string }, scope: string) => ({
+  headers: { ...FORM, authorization: basic(client.id, client.secret) },
+  body: new URLSearchParams({ grant_type: 'client_credentials', scope }).toString(),
+});
+
+/** A request of the scenario: path, headers and body, the same for every request of the run. */
+interface Job {
+  path: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** The scenario's clients on the store, and its request: a token request, or an introspection of one token. */
+async function prepare(url: string, scenario: Scenario): Promise<Job> {
+  await createClient(url, CLIENT, ['read']);
+  if (scenario === 'client_credentials') return { path: '/token', ...tokenRequest(CLIENT, 'read') };
+  await createClient(url, RESOURCE_SERVER, ['introspection']);
+  const token = async (client: typeof CLIENT, scope: string) => {
+    const response = await fetchAnew(`${url}/token`, { method: 'POST', ...tokenRequest(client, scope) });
     const body = (await response.json()) as { access_token?: unknown };
-    if (response.status !== 200 || typeof body.access_token !== 'string')
+    if (typeof body.access_token !== 'string') throw new Error(`${url}: ${response.status} ${JSON.stringify(body)}`);
+    return body.access_token;
+  };
+  const [introspected, bearer] = [await token(CLIENT, 'read'), await token(RESOURCE_SERVER, 'introspection')];
+  return {
+    path: '/introspect',
+    headers: { ...FORM, authorization: `Bearer ${bearer}` },
+    body: new URLSearchParams({ token: introspected }).toString(),
+  };
+}
+
+/** Every node answers the request correctly, then all of them are loaded at once while the CPU is metered. */
+async function measure(
+  load: LoadGenerator,
+  nodes: Node[],
+  engine: Engine,
+  scenario: Scenario,
+  job: Job,
+): Promise<Step> {
+  for (const node of nodes) {
+    const response = await fetchAnew(`${node.url}${job.path}`, {
+      method: 'POST',
+      headers: job.headers,
+      body: job.body,
+    });
+    const body = (await response.json()) as { access_token?: unknown; active?: unknown };
+    if (response.status !== 200 || (typeof body.access_token !== 'string' && body.active !== true))
       throw new Error(`${node.url}: ${response.status} ${JSON.stringify(body)}`);
   }
   const connections = Math.max(1, Math.floor(CONNECTIONS / nodes.length));
-  const meter = new CpuMeter(componentOf(nodes, mongo, load));
-  const statsBefore = mongo.proxyStats();
-  if (mongo.backend === 'postgresql') mongo.postgresqlQuery('SELECT pg_stat_statements_reset()');
+  const meter = new CpuMeter(componentOf(nodes, engine, load));
+  const statsBefore = engine.proxyStats?.();
+  engine.sql?.('SELECT pg_stat_statements_reset()');
   meter.start();
   const runs = await Promise.all(
     nodes.map((node) =>
       load.run({
-        url: `${node.url}/token`,
+        url: `${node.url}${job.path}`,
         method: 'POST',
-        ...TOKEN_REQUEST,
+        headers: job.headers,
+        body: job.body,
         connections,
         warmupSeconds: 3,
         seconds: SECONDS,
@@ -166,8 +277,8 @@ async function measure(load: LoadGenerator, nodes: Node[], mongo: MongoTestServe
     ),
   );
   const cpu = meter.stop();
-  const serialised = serialisedDuring(statsBefore, mongo.proxyStats(), cpu.seconds);
-  const postgresql = mongo.backend === 'postgresql' ? statementsDuring(mongo, cpu.seconds) : undefined;
+  const serialised = serialisedDuring(statsBefore, engine.proxyStats?.(), cpu.seconds);
+  const postgresql = engine.sql ? statementsDuring(engine.sql, cpu.seconds) : undefined;
   const perNode = runs.map(({ measured }: { measured: LoadResult }) => ({
     rps: Math.round(measured.rps),
     p50: measured.p50,
@@ -178,21 +289,36 @@ async function measure(load: LoadGenerator, nodes: Node[], mongo: MongoTestServe
   const ours = Object.entries(cpu.cores)
     .filter(([name]) => name !== 'other processes')
     .reduce((sum, [, cores]) => sum + cores, 0);
+  const cpuMsPerRequest: Record<string, number> = {};
+  for (const [name, cores] of Object.entries(cpu.cores)) {
+    const component = name.startsWith('Arbiter node') ? 'Arbiter nodes' : name;
+    cpuMsPerRequest[component] = (cpuMsPerRequest[component] ?? 0) + (cores * 1000) / Math.max(rps, 1);
+  }
+  for (const component of Object.keys(cpuMsPerRequest))
+    cpuMsPerRequest[component] = Math.round(cpuMsPerRequest[component] * 1000) / 1000;
   const step: Step = {
+    engine: engine.name,
+    scenario,
     nodes: nodes.length,
     rps,
     p99: Math.max(...perNode.map((node) => node.p99)),
     perNode,
     cpu,
+    cpuMsPerRequest,
     rpsPerCore: Math.round(rps / Math.max(ours, 0.01)),
     ...(serialised ? { serialised } : {}),
     ...(postgresql ? { postgresql } : {}),
     bottleneck: bottleneckOf(cpu, serialised),
   };
   console.log(
-    `${step.nodes} node(s): ${step.rps} req/s in all, p99 ${step.p99} ms; ${perNode.map((node, i) => `node ${i + 1} ${node.rps} req/s p50 ${node.p50} ms p99 ${node.p99} ms${node.failed ? ` ${node.failed} failed` : ''}`).join('; ')}`,
+    `${engine.name} ${scenario} ${step.nodes} node(s): ${step.rps} req/s in all, p99 ${step.p99} ms; ${perNode.map((node, i) => `node ${i + 1} ${node.rps} req/s p50 ${node.p50} ms p99 ${node.p99} ms${node.failed ? ` ${node.failed} failed` : ''}`).join('; ')}`,
   );
   console.log(`  CPU (cores of ${cpu.machine.cpus}): ${describeCpu(cpu)}; ${step.rpsPerCore} req/s per core of ours`);
+  console.log(
+    `  CPU ms per request: ${Object.entries(cpuMsPerRequest)
+      .map(([name, ms]) => `${name} ${ms}`)
+      .join(', ')}`,
+  );
   if (serialised)
     console.log(
       `  proxy: ${serialised.perSecond} serialised writes/s (${serialised.exclusivePerSecond}/s exclusive), ${serialised.averageWaitMs} ms average wait for the lock`,
@@ -209,9 +335,9 @@ async function measure(load: LoadGenerator, nodes: Node[], mongo: MongoTestServe
  * Each process under the component it belongs to: a node's OPA (a child named `opa`) or the node
  * itself; FerretDB and its proxy; PostgreSQL (the postmaster and its backends); the load generator.
  */
-function componentOf(nodes: Node[], mongo: MongoTestServer, load: LoadGenerator) {
+function componentOf(nodes: Node[], engine: Engine, load: LoadGenerator) {
   const nodePids = nodes.map((node) => node.process.pid);
-  const { ferretdb, postgresql } = mongo.processIds();
+  const { ferretdb, postgresql } = engine.processIds();
   return (info: ProcessInfo, ancestors: ProcessInfo[]): string | null => {
     const lineage = [info, ...ancestors].map((each) => each.pid);
     const node = nodePids.findIndex((pid) => pid !== undefined && lineage.includes(pid));
@@ -232,13 +358,11 @@ function describeCpu(cpu: CpuUse): string {
 }
 
 /** What pg_stat_statements counted since its reset: execution time per second and the costliest statements. */
-function statementsDuring(mongo: MongoTestServer, seconds: number) {
-  const [[total]] = mongo.postgresqlQuery('SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements');
-  const top = mongo
-    .postgresqlQuery(
-      "SELECT calls, round(total_exec_time), left(regexp_replace(query, '\\s+', ' ', 'g'), 140) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 4",
-    )
-    .map(([calls, ms, query]) => ({ calls: Number(calls), ms: Number(ms), query }));
+function statementsDuring(sql: (statement: string) => string[][], seconds: number) {
+  const [[total]] = sql('SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements');
+  const top = sql(
+    "SELECT calls, round(total_exec_time), left(regexp_replace(query, '\\s+', ' ', 'g'), 140) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 4",
+  ).map(([calls, ms, query]) => ({ calls: Number(calls), ms: Number(ms), query }));
   return { executingMsPerSecond: Math.round(Number(total) / seconds), top };
 }
 
@@ -276,20 +400,29 @@ function bottleneckOf(cpu: CpuUse, serialised: Step['serialised']): string {
   return `not CPU (${cpu.machine.busy.toFixed(2)} of ${cpu.machine.cpus} cores busy): requests wait (the store's round trips, PostgreSQL's commits, the proxy's locks); most CPU: ${biggest}${waits}`;
 }
 
-function report(startedAt: Date, steps: Step[], store: string): void {
-  const [one] = steps;
-  const growth = steps.map((step) => Math.round((step.rps / one.rps) * 100) / 100);
+function report(startedAt: Date, steps: Step[]): void {
+  console.log('\nsummary (req/s in all, p99 ms; CPU ms per request of the nodes, and of PostgreSQL where it runs):');
+  for (const scenario of SCENARIOS) {
+    const sqlite = steps.find((step) => step.scenario === scenario && step.engine === 'sqlite' && step.nodes === 1);
+    for (const step of steps.filter((each) => each.scenario === scenario)) {
+      const versusSqlite =
+        sqlite && step !== sqlite ? `, ${(step.rps / sqlite.rps).toFixed(2)}x one node on SQLite` : '';
+      console.log(
+        `  ${scenario} ${step.engine} ${step.nodes} node(s): ${step.rps} req/s p99 ${step.p99} ms; nodes ${step.cpuMsPerRequest['Arbiter nodes'] ?? 0} ms` +
+          `${step.cpuMsPerRequest.PostgreSQL !== undefined ? `, PostgreSQL ${step.cpuMsPerRequest.PostgreSQL} ms` : ''}${versusSqlite}`,
+      );
+    }
+  }
   console.log(
-    `\n${steps.map((step) => `${step.nodes} node(s) ${step.rps} req/s p99 ${step.p99} ms`).join('; ')}; ` +
-      `growth ${growth.map((factor) => `${factor}x`).join(' / ')} (${os.cpus().length} CPUs, store ${store}, ${CONNECTIONS} connections, ${SECONDS} s windows, WORKERS=1)`,
+    `  (${os.cpus().length} CPUs, ${CONNECTIONS} connections, ${SECONDS} s windows, WORKERS=1, load average ${os
+      .loadavg()
+      .map((value) => value.toFixed(2))
+      .join(' ')})`,
   );
   const file = writeResults('scale', startedAt, {
-    store,
     connections: CONNECTIONS,
     seconds: SECONDS,
     workers: 1,
-    freshStorePerStep: FRESH,
-    growth,
     steps,
   });
   console.log(`written to ${file}`);

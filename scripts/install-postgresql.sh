@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs Debian's PostgreSQL server (for FerretDB's PostgreSQL backend in the multi-node tests
-# and bench:scale) unless its programs are already there. Nothing is configured system-wide and no
+# Installs Debian's PostgreSQL server (for the PostgreSQL store's tests, the multi-node tests,
+# FerretDB's PostgreSQL backend and bench:scale) unless its programs are already there. Nothing is configured system-wide and no
 # service is started: scripts/postgresql.sh runs a throwaway cluster of its own.
 set -euo pipefail
 source "$(dirname "$0")/apt-install.sh"

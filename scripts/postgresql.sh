@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A throwaway PostgreSQL cluster (the distribution's package: Debian's `postgresql`) for FerretDB's
-# PostgreSQL backend in the tests and benchmarks. Nothing is installed or configured system-wide:
+# A throwaway PostgreSQL cluster (the distribution's package: Debian's `postgresql`) for the
+# PostgreSQL store (adapters/postgresql) and FerretDB's PostgreSQL backend in the tests and benchmarks. Nothing is installed or configured system-wide:
 # the cluster lives in a directory of its own, listens on a Unix socket in that directory only (no
 # TCP port to collide with anything), trusts local connections as user `arbiter`, and runs
 # unprivileged (PostgreSQL refuses to run as root: as root, the cluster belongs to
@@ -68,8 +68,10 @@ index_ids() {
 CREATE OR REPLACE FUNCTION arbiter_index_ids() RETURNS event_trigger LANGUAGE plpgsql AS $$
 DECLARE created record;
 BEGIN
-  FOR created IN SELECT object_identity FROM pg_event_trigger_ddl_commands()
-                 WHERE command_tag = 'CREATE TABLE' AND object_type = 'table' LOOP
+  -- FerretDB's tables only (a _jsonb column): the PostgreSQL store's tables make their own indexes.
+  FOR created IN SELECT object_identity FROM pg_event_trigger_ddl_commands() AS ddl
+                 WHERE command_tag = 'CREATE TABLE' AND object_type = 'table'
+                   AND EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = ddl.objid AND attname = '_jsonb') LOOP
     EXECUTE format('CREATE INDEX ON %s USING gin ((_jsonb->''_id'') jsonb_path_ops)', created.object_identity);
   END LOOP;
 END $$;

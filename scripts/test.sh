@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The whole suite, from a bare machine: installs what the tests need (a supported Node.js, OPA,
 # FerretDB, Chromium, PostgreSQL, libfaketime), builds dist/ (which typechecks src/), typechecks the rest, runs the policy
-# pack's own tests and the mocha suite against real servers, all on the project's Node.js.
+# pack's own tests and the mocha suite against real servers, all on the project's Node.js. The
+# tests start their PostgreSQL clusters themselves (test/store/postgres-server.ts), as FerretDB.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh

@@ -33,10 +33,10 @@ const USAGE = `usage: arbiter <command> [options]
                                    the signing key and retire the old one
   rotate-secrets-key               seals every stored secret again with SERVICE_SECRETS_KEY (the old
                                    key in SERVICE_SECRETS_KEY_PREVIOUS), then forgets the old keys
-  backup <file>                    an online backup of a SQLite store into <file> (the server may
-                                   run), sealed with SERVICE_SECRETS_KEY
-  restore <file>                   replaces a SQLite store with a backup whose seal checks (stop
-                                   every server first)
+  backup <file>                    an online backup of a SQLite or PostgreSQL store into <file> (the
+                                   servers may run), sealed with SERVICE_SECRETS_KEY
+  restore <file>                   replaces a SQLite or PostgreSQL store with a backup whose seal
+                                   checks (stop every server first)
 
 STORE_URL, CONFIG_FILE and SERVICE_SECRETS_KEY are read as the server reads them.`;
 
@@ -151,8 +151,8 @@ async function createClient(args: string[], config: Config): Promise<Record<stri
 }
 
 /**
- * A sealed online backup: SQLite's backup API copies the store into an owner-only scratch file
- * beside `file`, which is then sealed into `file` (src/store/sealed-file.ts) and removed. Sealing
+ * A sealed online backup: SQLite's backup API (PostgreSQL: one REPEATABLE READ transaction)
+ * copies the store into an owner-only scratch file beside `file`, which is then sealed into `file` (src/store/sealed-file.ts) and removed. Sealing
  * needs SERVICE_SECRETS_KEY, in development too: without it the only key would be the store's
  * development key, which the backup itself holds, so its seal would prove nothing.
  */

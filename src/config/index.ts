@@ -241,7 +241,7 @@ export const SCHEMA = {
     adminPort: { type: ['integer', 'null'], minimum: 0, maximum: 65535 },
     adminBindAddress: { type: ['string', 'null'], minLength: 1 },
     issuer: { type: ['string', 'null'], pattern: '^https?://[^#?]+[^/#?]$' },
-    storeUrl: { type: 'string', pattern: '^(sqlite:|mongodb(\\+srv)?://)' },
+    storeUrl: { type: 'string', pattern: '^(sqlite:|postgres(ql)?://|mongodb(\\+srv)?://)' },
     opaUrl: { type: ['string', 'null'], pattern: '^https?://' },
     opaBin: { type: ['string', 'null'], minLength: 1 },
     opaToken: { type: ['string', 'null'], minLength: 16 },
@@ -543,7 +543,7 @@ function variableFor(key: string): string {
 /** What a pattern asks for, in words, for the settings that have one. */
 export const PATTERN_HINTS: Record<string, string> = {
   issuer: 'an http:// or https:// URL without a query, a fragment or a trailing slash',
-  storeUrl: 'sqlite:<file>, sqlite::memory: or mongodb://… (mongodb+srv://…)',
+  storeUrl: 'sqlite:<file>, sqlite::memory:, postgres://… (postgresql://…) or mongodb://… (mongodb+srv://…)',
   opaUrl: 'an http:// or https:// URL',
   trustedProxies: 'an IP address or a CIDR range (10.0.0.0/8, ::1)',
   tenants: '1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit',

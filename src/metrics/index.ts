@@ -170,6 +170,29 @@ export class Metrics {
         this.set(up ? Number(process.hrtime.bigint() - started) / 1e9 : -1);
       },
     });
+    if (store.connections) {
+      const connections = () => store.connections!();
+      new Gauge({
+        name: 'arbiter_store_pool_connections',
+        help: "Connections of the store's pool (PostgreSQL) by state: open (idle or busy), idle, and the pool's size (max)",
+        labelNames: ['state'],
+        registers: [registry],
+        collect() {
+          const { open, idle, max } = connections();
+          this.set({ state: 'open' }, open);
+          this.set({ state: 'idle' }, idle);
+          this.set({ state: 'max' }, max);
+        },
+      });
+      new Gauge({
+        name: 'arbiter_store_pool_waiting',
+        help: "Statements waiting for a connection of the store's pool: above 0 for long, the pool (pool_size) or PostgreSQL is the bottleneck",
+        registers: [registry],
+        collect() {
+          this.set(connections().waiting);
+        },
+      });
+    }
   }
 
   /** arbiter_clock_skew_seconds: this node's clock minus the store server's, as last measured (src/store/clock.ts). */

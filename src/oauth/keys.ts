@@ -253,6 +253,8 @@ export function watchSigningKeyRotations(
   };
   const timer = setInterval(() => void look(), intervalMs);
   timer.unref();
+  // Where the store announces writes to every node (PostgreSQL's NOTIFY), a rotation is seen at once, not at the next look.
+  store.watch?.([PROVIDER_SECRETS_COLLECTION.name], () => void look());
   void look();
   return () => clearInterval(timer);
 }

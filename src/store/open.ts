@@ -1,5 +1,6 @@
 import { resolve } from 'node:path';
 import { MongoStore } from '../../adapters/mongodb/index.js';
+import { PostgresStore } from '../../adapters/postgresql/index.js';
 import { SqliteStore } from '../../adapters/sqlite/index.js';
 import type { CollectionSpec, Store } from './types.js';
 
@@ -9,8 +10,9 @@ import type { CollectionSpec, Store } from './types.js';
 // (./index.js) knows no implementation.
 
 /**
- * Opens the store named by a STORE_URL: `sqlite:<file>`, `sqlite::memory:` or `mongodb://…`.
- * `collections` are prepared at once where the store can (MongoDB creates their indexes); any
+ * Opens the store named by a STORE_URL: `sqlite:<file>`, `sqlite::memory:`, `postgres://…`
+ * (`postgresql://…`) or `mongodb://…`. `collections` are prepared at once where the store can
+ * (PostgreSQL creates their tables, MongoDB their indexes); any
  * other collection, and every one on SQLite, is prepared on first use. A SQLite file's directory
  * must exist unless `createDirectory`.
  */
@@ -20,19 +22,27 @@ export async function openStore(
   options: { createDirectory?: boolean } = {},
 ): Promise<Store> {
   if (url.startsWith('sqlite:')) return SqliteStore.open(url.slice('sqlite:'.length), options);
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return PostgresStore.open(url, collections);
   if (url.startsWith('mongodb://') || url.startsWith('mongodb+srv://')) return MongoStore.open(url, collections);
-  throw new Error(`STORE_URL must start with sqlite: or mongodb://, got ${JSON.stringify(url.split(':')[0])}`);
+  throw new Error(
+    `STORE_URL must start with sqlite:, postgres:// or mongodb://, got ${JSON.stringify(url.split(':')[0])}`,
+  );
 }
 
 /**
- * Replaces the contents of the SQLite store a STORE_URL names with a backup file's (see
- * SqliteStore.restore); returns the store's file. MongoDB stores are restored with mongorestore.
+ * Replaces the contents of the SQLite or PostgreSQL store a STORE_URL names with a backup file's
+ * (see SqliteStore.restore, PostgresStore.restore); returns the store's file, or the URL without
+ * its credentials. MongoDB stores are restored with mongorestore.
  */
 export async function restoreStore(url: string, backupFile: string): Promise<string> {
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    await PostgresStore.restore(url, backupFile);
+    return url.replace(/\/\/[^@/]*@/, '//');
+  }
   const location = url.startsWith('sqlite:') ? url.slice('sqlite:'.length) : '';
   if (!location || location === ':memory:')
     throw new Error(
-      'restore needs STORE_URL=sqlite:<file>; restore a MongoDB store with mongorestore (docs/operations.md, Backups)',
+      'restore needs STORE_URL=sqlite:<file> or postgres://…; restore a MongoDB store with mongorestore (docs/operations.md, Backups)',
     );
   const target = resolve(location);
   await SqliteStore.restore(backupFile, target);

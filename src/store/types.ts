@@ -6,8 +6,8 @@ import type { Unavailable } from '../http/errors.js';
  * A store holds named collections of JSON documents. Every document belongs to a
  * tenant (`DEFAULT_TENANT` when the request named none); every operation of a
  * `TenantCollection` is confined to one tenant, so tenant isolation cannot be
- * forgotten by a caller. Implementations: adapters/sqlite (embedded default) and
- * adapters/mongodb (scale-out); both must pass test/store/conformance.ts.
+ * forgotten by a caller. Implementations: adapters/sqlite (embedded default),
+ * adapters/postgresql (several nodes) and adapters/mongodb; each must pass test/store/conformance.ts.
  */
 
 /** The tenant of every record created without an explicit tenant. */
@@ -163,9 +163,26 @@ export interface Store {
    * before the writer is answered: what was read before may be stale from then on (TurnReads).
    */
   onWrite(listener: () => void): void;
+  /**
+   * Calls `listener` after each write to one of `collections`, by this node or, within a round
+   * trip, by another node of the same store (PostgreSQL: LISTEN/NOTIFY): for what a node keeps
+   * longer than a turn (the policy snapshot). Absent where the store cannot tell (then only polling
+   * sees other nodes' writes); where present, keep polling as the fallback.
+   */
+  watch?(collections: readonly string[], listener: () => void): void;
+  /** The state of the store's connection pool (PostgreSQL), for /metrics; absent for a store that keeps none. */
+  connections?(): PoolState;
   /** A consistent copy of the whole store into a file while it is in use; stores that cannot (MongoDB: mongodump) lack it. */
   backup?(destination: string): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Store.connections: connections open (idle or busy), idle, statements waiting for one, and the pool's size. */
+export interface PoolState {
+  open: number;
+  idle: number;
+  waiting: number;
+  max: number;
 }
 
 /** A counter of Store.addToWindow: its count in the current window, and when that window ends (epoch ms). */

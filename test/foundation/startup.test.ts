@@ -24,7 +24,7 @@ describe('Start-up and configuration', function () {
     for (const [variable, value] of [
       ['PORT', 'abc'],
       ['POLICY_POLL_MIN_SECONDS', '0'],
-      ['STORE_URL', 'postgres://x'],
+      ['STORE_URL', 'mysql://x'],
       ['SERVICE_SOFTWARE_STATEMENT_VERIFY', 'maybe'],
     ]) {
       const { status, stderr } = start({ [variable]: value });
@@ -55,8 +55,8 @@ describe('Start-up and configuration', function () {
       ],
       [{ TENANTS: 'acme,-bad' }, /^invalid configuration: TENANTS item 2 \("-bad"\) must be 1 to 64 letters/],
       [
-        { STORE_URL: 'postgres://db' },
-        /^invalid configuration: STORE_URL must be sqlite:<file>, sqlite::memory: or mongodb:\/\//,
+        { STORE_URL: 'mysql://db' },
+        /^invalid configuration: STORE_URL must be sqlite:<file>, sqlite::memory:, postgres:\/\/… \(postgresql:\/\/…\) or mongodb:\/\//,
       ],
       [
         { ISSUER: 'https://as.example/' },

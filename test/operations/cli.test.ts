@@ -19,6 +19,7 @@ import { openArbiterStore } from '../../src/collections.js';
 import { projectPath } from '../../src/config/index.js';
 import { SCHEMA_VERSION } from '../../src/migrations.js';
 import { DEFAULT_TENANT, SCHEMA_COLLECTION, schemaVersion, storageDigest } from '../../src/store/index.js';
+import { sharedPostgresTestServer } from '../store/postgres-server.js';
 import { clientCredentials } from '../support/oauth.js';
 import { readyServer, startTestServer } from '../support/server.js';
 
@@ -119,6 +120,37 @@ describe('The arbiter command line, schema versions, backup and restore', functi
     const notAStore = arbiterWith(WITH_KEY, store('x.db'), 'restore', projectPath('package.json'));
     expect(notAStore.status).to.equal(1);
     expect(arbiterWith(WITH_KEY, store('x.db'), 'restore', join(dir, 'missing.db')).status).to.equal(1);
+  });
+
+  it('migrates, backs up a PostgreSQL store in use and restores it into another schema that a server then serves', async function () {
+    const postgres = await sharedPostgresTestServer();
+    const [live, target] = [postgres.url(), postgres.url()];
+    expect(arbiter(live, 'migrate').json()).to.include({ to: SCHEMA_VERSION });
+    const created = arbiter(live, 'create-client', 'kept-pg-svc', '--scopes', 'read');
+    const { clientSecret } = created.json() as { clientSecret: string };
+    const running = await readyServer({ STORE_URL: live });
+    try {
+      const backup = arbiterWith(WITH_KEY, live, 'backup', join(dir, 'copy.pg'));
+      expect(backup.status, backup.stderr).to.equal(0);
+      expect(backup.json()).to.include({ schemaVersion: SCHEMA_VERSION, sealed: true });
+      expect(modeOf(join(dir, 'copy.pg')).toString(8), 'the backup').to.equal('600');
+      expect(readFileSync(join(dir, 'copy.pg')).includes('kept-pg-svc'), 'sealed: no record in clear').to.equal(false);
+    } finally {
+      await running.close();
+    }
+    // The target already holds a client of its own: a restore replaces the whole store.
+    expect(arbiter(target, 'create-client', 'replaced-svc').status).to.equal(0);
+    const restored = arbiterWith(WITH_KEY, target, 'restore', join(dir, 'copy.pg'));
+    expect(restored.status, restored.stderr).to.equal(0);
+    const server = await readyServer({ STORE_URL: target });
+    try {
+      expect((await clientCredentials(server, 'kept-pg-svc', clientSecret, { scope: 'read' })).status).to.equal(200);
+      expect((await server.admin('GET', '/clients/replaced-svc')).status).to.equal(404);
+    } finally {
+      await server.close();
+    }
+    expect(readdirScratch()).to.deep.equal([]);
+    expect(arbiterWith(WITH_KEY, target, 'restore', projectPath('package.json')).status).to.equal(1);
   });
 
   // Issue 33, item 13: the store and its backups were world-readable, and restore took any SQLite file.

@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { readyServer, withServer, type TestServer } from '../support/server.js';
 import { basic, confidentialClient, FORM } from '../support/oauth.js';
 import { preferredBackend, sharedMongoTestServer } from '../store/mongo-server.js';
+import { sharedPostgresTestServer } from '../store/postgres-server.js';
 import { AUDIT_LOG_COLLECTION, type AuditEntry } from '../../src/audit/log.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 
@@ -107,5 +108,11 @@ describeNulRefusal('SQLite', async () => ({ server: await withServer(), stop: as
 describeNulRefusal(`FerretDB over ${preferredBackend()}`, async () => {
   const mongo = await sharedMongoTestServer(preferredBackend());
   const server = await readyServer({ STORE_URL: mongo.uri(mongo.freshDatabase()) });
+  return { server, stop: () => server.close() };
+});
+
+describeNulRefusal('PostgreSQL', async () => {
+  const postgres = await sharedPostgresTestServer();
+  const server = await readyServer({ STORE_URL: postgres.url() });
   return { server, stop: () => server.close() };
 });

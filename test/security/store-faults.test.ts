@@ -4,6 +4,7 @@ import { createServer, Socket, type Server } from 'node:net';
 import { openArbiterStore as openStore } from '../../src/collections.js';
 import { StoreUnavailableError } from '../../src/store/index.js';
 import { MongoTestServer } from '../store/mongo-server.js';
+import { PostgresTestServer } from '../store/postgres-server.js';
 import { clientCredentials, confidentialClient } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
@@ -83,6 +84,54 @@ describe('Store faults: bounded answers and readiness that writes', function () 
     } finally {
       await fresh.close();
     }
+  });
+
+  describe('a PostgreSQL store frozen with SIGSTOP (its cluster of its own)', function () {
+    let postgres: PostgresTestServer;
+    let server: TestServer;
+    let secret: string;
+
+    before(async function () {
+      postgres = await PostgresTestServer.start({ own: true });
+      server = await readyServer({ STORE_URL: postgres.url() });
+      secret = await confidentialClient(server, 'frozen-postgres', { scopes: ['read'] });
+    });
+    after(async function () {
+      await server?.close();
+      await postgres?.stop();
+    });
+
+    const token = () => clientCredentials(server, 'frozen-postgres', secret, { scope: 'read' });
+
+    it('answers /token 503 with Retry-After within 5 s, /readyz 503, and serves again once thawed; /metrics shows the pool', async function () {
+      expect((await token()).status, 'a token before the freeze').to.equal(200);
+      const metrics = await (await server.request('/metrics')).text();
+      expect(metrics).to.match(/^arbiter_store_pool_connections\{state="open"\} [1-9]/m);
+      expect(metrics).to.match(/^arbiter_store_pool_connections\{state="max"\} 10$/m);
+      // The scrape's own ping may be waiting for its connection at that instant.
+      expect(metrics).to.match(/^arbiter_store_pool_waiting \d+$/m);
+      const frozen = postgres.processes();
+      for (const pid of frozen) process.kill(pid, 'SIGSTOP');
+      try {
+        const started = performance.now();
+        const answer = await token();
+        const tokenMs = performance.now() - started;
+        expect(answer.status, `/token while frozen: ${JSON.stringify(answer.body)}`).to.equal(503);
+        expect(answer.body.error).to.equal('temporarily_unavailable');
+        expect(answer.headers.get('retry-after')).to.match(/^[1-9][0-9]*$/);
+        expect(tokenMs, '/token answers within 5 s').to.be.below(5000);
+        const ready = await server.request('/readyz');
+        expect(ready.status, '/readyz while frozen').to.equal(503);
+      } finally {
+        for (const pid of frozen) process.kill(pid, 'SIGCONT');
+      }
+      let after = await token();
+      for (let attempt = 0; after.status !== 200 && attempt < 50; attempt += 1) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        after = await token();
+      }
+      expect(after.status, `/token once thawed: ${JSON.stringify(after.body)}`).to.equal(200);
+    });
   });
 
   describe('a MongoDB store that stops answering (frozen)', function () {

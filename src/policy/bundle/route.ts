@@ -14,7 +14,10 @@ const BUNDLE_TOKEN_IDENTITY = 'policy-bundle';
 const LONG_POLL_TYPE = 'application/vnd.openpolicyagent.bundles';
 /** A held request is answered after at most this long (and a second before OPA's own timeout). */
 const MAX_HOLD_SECONDS = 30;
-/** How often a held request looks at the store: a change made on any node is seen within this. */
+/**
+ * How often a held request looks at the store: a change made on any node is seen within this
+ * (at once where the store announces policy writes: PolicySnapshots.nextChange).
+ */
 const RECHECK_MS = 100;
 
 /**
@@ -90,7 +93,7 @@ async function heldUntilChanged(
 ) {
   const deadline = Date.now() + wait * 1000;
   while (Date.now() < deadline && !ctx.req.socket.destroyed) {
-    await new Promise((resolve) => setTimeout(resolve, RECHECK_MS).unref());
+    await snapshots.nextChange(RECHECK_MS);
     const latest = await snapshots.current();
     if (latest.revision !== current.revision) return latest;
   }

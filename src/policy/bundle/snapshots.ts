@@ -1,7 +1,7 @@
 import type { Logger } from '../../log/index.js';
 import type { Store } from '../../store/index.js';
 import { buildBundle, snapshotOf, type PolicySnapshot } from './build.js';
-import { loadBundledRecords } from '../records.js';
+import { loadBundledRecords, POLICY_DATA, POLICY_RULES } from '../records.js';
 import { OpaNotFoundError, resolveOpaBinary } from '../opa/binary.js';
 import { sandboxProblem } from './validate.js';
 
@@ -9,17 +9,50 @@ import { sandboxProblem } from './validate.js';
  * The current shared policy set, read from the store. Reads are cheap (two queries) but
  * building the bundle and compiling Cedar are not, so the snapshot object is kept as long as
  * its revision is unchanged and derived artifacts are cached per revision.
+ *
+ * On a store that announces writes to every node (Store.watch: PostgreSQL's LISTEN/NOTIFY), a
+ * write to the policy records drops the kept snapshot at once and wakes the bundle's long polls,
+ * so that a change is in force on every node within a round trip; the re-reads by age stay as the
+ * fallback (and are all there is on the other stores).
  */
 export class PolicySnapshots {
   private latest: { snapshot: PolicySnapshot; loadedAt: number } | null = null;
   private loading: Promise<PolicySnapshot> | null = null;
   private builtBundle: { revision: string; body: Promise<Buffer> } | null = null;
+  /** Announced policy writes so far: a read that started before one is not kept as fresh. */
+  private changes = 0;
+  private waiters: (() => void)[] = [];
 
   constructor(
     private readonly store: Store,
     private readonly log: Logger,
     private readonly opaBinary = resolveOpaBinary(null),
-  ) {}
+  ) {
+    store.watch?.([POLICY_RULES.name, POLICY_DATA.name], () => this.policyWritten());
+  }
+
+  /** Resolves at the next announced policy write, or after `ms` (the caller polls then). */
+  nextChange(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms).unref();
+      const waiters = this.waiters;
+      function done() {
+        clearTimeout(timer);
+        const index = waiters.indexOf(done);
+        if (index >= 0) waiters.splice(index, 1);
+        resolve();
+      }
+      waiters.push(done);
+    });
+  }
+
+  private policyWritten(): void {
+    this.changes += 1;
+    if (this.latest) this.latest.loadedAt = Number.NEGATIVE_INFINITY;
+    const waiters = this.waiters;
+    this.waiters = [];
+    for (const wake of waiters) wake();
+  }
 
   /** The snapshot, re-read from the store when the cached one is older than `maxAgeMs` (0: always re-read). */
   async current(maxAgeMs = 0): Promise<PolicySnapshot> {
@@ -64,11 +97,13 @@ export class PolicySnapshots {
   }
 
   private async reload(): Promise<PolicySnapshot> {
+    const changesBefore = this.changes;
     const fresh = snapshotOf(await loadBundledRecords(this.store));
     const previous = this.latest?.snapshot;
     const snapshot = previous?.revision === fresh.revision ? previous : fresh;
     if (snapshot === fresh) this.announce(fresh, previous?.revision);
-    this.latest = { snapshot, loadedAt: Date.now() };
+    // Read before a write announced meanwhile: served to this read's callers, but not kept as fresh.
+    this.latest = { snapshot, loadedAt: this.changes === changesBefore ? Date.now() : Number.NEGATIVE_INFINITY };
     return snapshot;
   }
 

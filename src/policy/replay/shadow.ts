@@ -11,7 +11,7 @@
 import type { Logger } from '../../log/index.js';
 import { PROCESS_ID, ProcessShares, type CollectionSpec, type Store, type StoredDoc } from '../../store/index.js';
 import { snapshotOf, type PolicySnapshot } from '../bundle/build.js';
-import { loadPolicyLayers, withShadows } from '../records.js';
+import { loadPolicyLayers, POLICY_DATA, POLICY_RULES, withShadows } from '../records.js';
 import { CHANGE_KINDS, type ChangeKind } from './compare.js';
 import {
   changedDecision,
@@ -105,6 +105,8 @@ export class ShadowPolicy {
 
   constructor(private readonly options: ShadowOptions) {
     this.shares = new ProcessShares(options.store, SHADOW_COLLECTION, options.log);
+    // Where the store announces policy writes (PostgreSQL's NOTIFY), a new candidate is looked at at once, not after a second.
+    options.store.watch?.([POLICY_RULES.name, POLICY_DATA.name], () => (this.candidate = null));
   }
 
   /**

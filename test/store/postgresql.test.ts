@@ -1,0 +1,135 @@
+import { expect } from 'chai';
+import { PolicySnapshots } from '../../src/policy/bundle/snapshots.js';
+import { openArbiterStore } from '../../src/collections.js';
+import { openStore } from '../../src/store/open.js';
+import { isStoreUnavailable, type Store } from '../../src/store/types.js';
+import { log, putData } from '../policy/support.js';
+import { describeStoreConformance } from './conformance.js';
+import { PostgresTestServer, sharedPostgresTestServer } from './postgres-server.js';
+
+describe('PostgreSQL store', function () {
+  let server: PostgresTestServer;
+
+  before(async function () {
+    this.timeout(120_000); // initdb and the first start
+    server = await sharedPostgresTestServer();
+  });
+
+  // A schema of its own per test, with only the collections the test declares.
+  describeStoreConformance('postgresql', () => openStore(server.url()));
+
+  it('creates the tables of every known collection when it is opened, with typed columns and unique indexes per tenant', async function () {
+    if (!server.directory) this.skip(); // psql needs the cluster of this run
+    const schema = server.freshSchema();
+    const store = await openArbiterStore(server.url(schema));
+    try {
+      const columns = server.sql(
+        `SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = '${schema}' AND table_name = 'c_clients' ORDER BY ordinal_position`,
+      );
+      expect(columns.slice(0, 4)).to.deep.equal([
+        ['tenant', 'text'],
+        ['id', 'text'],
+        ['doc', 'jsonb'],
+        ['expires_at', 'bigint'],
+      ]);
+      const unique = server.sql(
+        `SELECT indexdef FROM pg_indexes WHERE schemaname = '${schema}' AND indexdef LIKE 'CREATE UNIQUE INDEX %' AND indexname LIKE '%\\_uq\\_%'`,
+      );
+      expect(unique.length).to.be.above(0);
+      for (const [definition] of unique) expect(definition).to.match(/\(tenant, /);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("announces a policy write to another node's kept snapshot within 100 ms (LISTEN/NOTIFY), where its poll would wait a minute", async function () {
+    const schema = server.freshSchema();
+    const nodeA = await openArbiterStore(server.url(schema));
+    const nodeB = await openArbiterStore(server.url(schema));
+    try {
+      const snapshotsB = new PolicySnapshots(nodeB, log);
+      const before = await snapshotsB.current(60_000);
+      await listening(nodeA, nodeB);
+      await putData(nodeA, 'notify_probe', { at: 1 });
+      const answered = Date.now();
+      let seenAfter = Infinity;
+      while (Date.now() - answered < 2000) {
+        if ((await snapshotsB.current(60_000)).revision !== before.revision) {
+          seenAfter = Date.now() - answered;
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      console.log(`      (B's kept snapshot replaced ${seenAfter} ms after A's write was answered)`);
+      expect(seenAfter).to.be.below(100);
+    } finally {
+      await nodeA.close();
+      await nodeB.close();
+    }
+  });
+
+  describe('a frozen PostgreSQL (SIGSTOP)', function () {
+    let own: PostgresTestServer;
+
+    before(async function () {
+      this.timeout(120_000);
+      own = await PostgresTestServer.start({ own: true });
+    });
+
+    after(async () => {
+      await own?.stop();
+    });
+
+    it('fails reads and writes with StoreUnavailableError within 5 s, and serves again once it runs', async function () {
+      this.timeout(30_000);
+      const store = await openStore(own.url());
+      const codes = store.collection('codes');
+      await codes.insert({ id: 'kept' });
+      // Every backend of the cluster: the postmaster's children included.
+      const frozen = own.processes();
+      for (const process_ of frozen) process.kill(process_, 'SIGSTOP');
+      try {
+        for (const operation of [() => codes.get('kept'), () => codes.insert({ id: 'new' }), () => store.ping()]) {
+          const started = Date.now();
+          const error = await operation().then(
+            () => null,
+            (rejection: unknown) => rejection,
+          );
+          expect(isStoreUnavailable(error), String(error)).to.equal(true);
+          expect(Date.now() - started).to.be.below(5000);
+        }
+      } finally {
+        for (const process_ of frozen) process.kill(process_, 'SIGCONT');
+      }
+      await eventuallyAnswers(store);
+      expect(await codes.get('kept')).to.deep.equal({ id: 'kept' });
+      await store.close();
+    });
+  });
+});
+
+/** Both stores hold their LISTEN connection: a write announced through A is heard by B's watcher. */
+async function listening(a: Store, b: Store): Promise<void> {
+  let heard = false;
+  b.watch!(['notify_readiness'], () => (heard = true));
+  a.watch!(['notify_readiness'], () => undefined);
+  const deadline = Date.now() + 10_000;
+  while (!heard && Date.now() < deadline) {
+    await a.collection('notify_readiness').upsert({ id: 'probe' });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  expect(heard, 'B hears A').to.equal(true);
+}
+
+async function eventuallyAnswers(store: Store): Promise<void> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      await store.ping();
+      return;
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+}
