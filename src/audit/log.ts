@@ -3,7 +3,7 @@ import { DEFAULT_TENANT, isStoreUnavailable, type Filter, type Store, type Tenan
 import { BatchWriter } from '../store/batches.js';
 import { withoutNul } from './bounds.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
-import type { AuditEntry, AuditFields } from './entry.js';
+import type { AuditEntry, AuditFields, Outcome } from './entry.js';
 import { eachRecorded } from './recorded.js';
 import type { RecordedDecision, TrialInput } from '../policy/index.js';
 import { recordedDecisionPages, type RecordedDecisionQuery } from './recorded-decisions.js';
@@ -18,7 +18,7 @@ export type { AuditEntry } from './entry.js';
 
 export interface AuditPageQuery {
   /** consoleRead null: the entries that are not the console's own reads. */
-  filter: { endpoint?: string; tenantId?: string | null; clientId?: string; consoleRead?: null };
+  filter: { endpoint?: string; tenantId?: string | null; clientId?: string; outcome?: Outcome; consoleRead?: null };
   page: number;
   size: number;
   sort: { field: string; direction: 'asc' | 'desc' };

@@ -362,6 +362,28 @@ describe('Console for operators, in Chromium', function () {
     });
   });
 
+  describe('the audit log by outcome, in UTC', function () {
+    it('filters by outcome and shows 24-hour times labelled UTC', async function () {
+      expect((await server.admin('POST', '/clients', { clientType: 'sideways' })).status).to.equal(400);
+      const denied = (
+        await server.admin('GET', '/audit-logs?endpoint=/admin/api/clients&outcome=deny&hideConsoleReads=true')
+      ).body.totalElements as number;
+      expect(denied).to.be.at.least(1);
+      await openPage('Audit log');
+      await page.getByLabel('Endpoint').fill('/admin/api/clients');
+      await page.getByLabel('Outcome').selectOption({ label: 'Denied' });
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.getByText(`${denied} entries.`, { exact: true }).waitFor();
+      const outcomes = await page.locator('main tbody tr td:nth-child(4)').allTextContents();
+      expect(outcomes.length).to.be.at.least(1);
+      expect(outcomes.filter((outcome) => outcome !== 'deny')).to.deep.equal([]);
+      expect(await page.locator('main thead th').nth(1).textContent()).to.equal('Time (UTC)');
+      for (const time of await page.locator('main tbody tr td:nth-child(2)').allTextContents())
+        expect(time).to.match(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+      await page.getByLabel('Outcome').selectOption({ label: 'Any' });
+    });
+  });
+
   describe('what a read-only key is offered', function () {
     it('lists everything, and offers no "New" button and no tenant creation', async function () {
       const key = (await server.admin('POST', '/api-keys', { name: 'viewer', role: 'read-only' })).body.key as string;

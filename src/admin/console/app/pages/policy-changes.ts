@@ -1,5 +1,5 @@
 import { ApiError, api } from '../api.js';
-import { asCards, h, replace, say, statusLine, uniqueId, type Child } from '../dom.js';
+import { asCards, h, replace, say, statusLine, uniqueId, utcTime, type Child } from '../dom.js';
 import { showServedRevision } from '../revision.js';
 
 interface PolicyRecord {
@@ -389,7 +389,7 @@ export function changesTable(caption: string, changed: ChangedDecision[]): HTMLE
         h(
           'tr',
           {},
-          ['Entry', 'Time', 'Point', 'Client', 'Subject', 'Change', 'Before', 'After'].map((name) =>
+          ['Entry', 'Time (UTC)', 'Point', 'Client', 'Subject', 'Change', 'Before', 'After'].map((name) =>
             h('th', { scope: 'col' }, name),
           ),
         ),
@@ -410,7 +410,7 @@ export function changesTable(caption: string, changed: ChangedDecision[]): HTMLE
                 `#${change.auditId}`,
               ),
             ),
-            h('td', {}, new Date(change.time).toLocaleString()),
+            h('td', {}, utcTime(change.time)),
             h('td', {}, change.point),
             h('td', {}, change.clientId ?? ''),
             h('td', {}, change.subject ?? ''),
