@@ -366,6 +366,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
       identityProviderId: internalKey,
       name: string,
       email: string,
+      // What a sign-in stores from the upstream's email_verified: a GET of it is PUT back unchanged.
+      emailVerified: { type: 'boolean' },
       preferredUsername: string,
     }),
   },
