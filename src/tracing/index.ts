@@ -2,7 +2,8 @@
  * OpenTelemetry traces, off unless an OTLP endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT or
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT): one server span per HTTP request, a child span per policy
  * decision and per store call, exported in batches as OTLP/HTTP JSON. An incoming W3C
- * `traceparent` is honoured: the server span continues the caller's trace, and its sampling flag.
+ * `traceparent` is honoured: the server span continues the caller's trace, and its sampling flag;
+ * every traced answer carries the server span's own `traceparent`.
  *
  * Nothing here touches OpenTelemetry's process-wide globals (tracer provider, context manager,
  * propagator): each server has its own provider and its own async context, so that several servers
@@ -131,7 +132,10 @@ export class Tracing {
         parent,
       );
       ctx.res.once('close', () => endServerSpan(span, ctx));
-      return this.contexts.with(trace.setSpan(parent, span), next);
+      const current = trace.setSpan(parent, span);
+      // The answer names its trace and server span: whoever reports a problem with it can give them.
+      this.propagator.inject(current, ctx, RESPONSE_HEADER_SETTER);
+      return this.contexts.with(current, next);
     };
   }
 
@@ -216,6 +220,11 @@ const HEADER_GETTER = {
     const value = carrier[key.toLowerCase()];
     return Array.isArray(value) ? (value[0] as string) : (value as string | undefined);
   },
+};
+
+/** `traceparent` (and a caller's `tracestate`) on the answer. */
+const RESPONSE_HEADER_SETTER = {
+  set: (ctx: Context, key: string, value: string) => ctx.set(key, value),
 };
 
 function endServerSpan(span: Span, ctx: Context): void {

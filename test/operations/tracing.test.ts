@@ -157,6 +157,21 @@ describe('tracing', function () {
     expect(storeCalls.some((call) => call.attributes['db.collection.name'] === 'clients')).to.equal(true);
   });
 
+  it('answers with the traceparent of its server span: the caller’s trace, or one of its own', async function () {
+    const caller = traceparent();
+    const answer = await server.request('/.well-known/openid-configuration', {
+      headers: { traceparent: caller.header },
+    });
+    const header = answer.headers.get('traceparent');
+    expect(header).to.match(new RegExp(`^00-${caller.traceId}-[0-9a-f]{16}-01$`));
+    const spans = await traceOf(caller.traceId);
+    const request = spans.find((span) => span.kind === SERVER_KIND)!;
+    expect(header!.split('-')[2], 'the server span').to.equal(request.spanId);
+    const own = await server.request('/.well-known/openid-configuration');
+    expect(own.headers.get('traceparent')).to.match(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
+    expect(own.headers.get('traceparent')!.split('-')[1]).to.not.equal(caller.traceId);
+  });
+
   it('puts no secret in any span: no client secret, credential, token, header or query', async function () {
     const caller = traceparent();
     const answer = await clientCredentials(
