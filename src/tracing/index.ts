@@ -20,6 +20,7 @@ import {
   SpanStatusCode,
   trace,
   type Attributes,
+  type Context as OtelContext,
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
@@ -44,6 +45,7 @@ import {
 } from '@opentelemetry/semantic-conventions';
 import type { Context, Next } from 'koa';
 import type { Config } from '../config/index.js';
+import { outboundTraceHeaders } from '../http/outbound.js';
 import type { Logger } from '../log/index.js';
 import { endpointLabel } from '../metrics/index.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint, PolicyEngine } from '../policy/index.js';
@@ -135,8 +137,19 @@ export class Tracing {
       const current = trace.setSpan(parent, span);
       // The answer names its trace and server span: whoever reports a problem with it can give them.
       this.propagator.inject(current, ctx, RESPONSE_HEADER_SETTER);
-      return this.contexts.with(current, next);
+      // The calls the request makes (upstream IdP, JWKS, metadata documents) carry its trace on.
+      const outbound = () => this.headersOf(this.contexts.active());
+      return this.contexts.with(current, () => outboundTraceHeaders.run(outbound, next));
     };
+  }
+
+  /** `traceparent` (and `tracestate`) of a context, as request headers. */
+  private headersOf(current: OtelContext): Record<string, string> {
+    const headers: Record<string, string> = {};
+    this.propagator.inject(current, headers, {
+      set: (carrier: Record<string, string>, key: string, value: string) => (carrier[key] = value),
+    });
+    return headers;
   }
 
   /** The engine, with a child span per decision (and per batch of decisions): point, outcome, engines. */
