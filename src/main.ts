@@ -14,10 +14,7 @@ async function main(): Promise<void> {
   try {
     config = loadConfig();
   } catch (error) {
-    if (error instanceof ConfigError) {
-      console.error(error.message);
-      process.exit(1);
-    }
+    if (error instanceof ConfigError) failedToStart(error);
     throw error;
   }
   if (cluster.isWorker) return runWorker(config);
@@ -89,8 +86,14 @@ function stopOnSignals(log: Logger, close: () => Promise<void>): void {
   process.once('SIGTERM', () => void stop('SIGTERM'));
 }
 
-main().catch((error: unknown) => {
-  // One line on stderr, whatever LOG_LEVEL says: the console may be routed into the log by now.
-  process.stderr.write(`Arbiter failed to start: ${error instanceof Error ? error.message : String(error)}\n`);
+/**
+ * One JSON line on stderr as every log line is (pino's, level fatal, the error with its type and
+ * stack), whatever LOG_LEVEL says (the configuration may be what failed), then exit 1.
+ */
+function failedToStart(error: unknown): never {
+  const err = error instanceof Error ? error : new Error(String(error));
+  createLogger('fatal', process.stderr).fatal({ err }, `Arbiter failed to start: ${err.message}`);
   process.exit(1);
-});
+}
+
+main().catch(failedToStart);

@@ -1,4 +1,4 @@
-import { accessSync, chmodSync, closeSync, constants, mkdirSync, openSync, statSync } from 'node:fs';
+import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
@@ -349,6 +349,7 @@ export class SqliteStore implements Store {
       const arbiterTables = source.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'sequences'");
       if (!arbiterTables.get()) throw new Error(`${backupFile} is not an Arbiter store`);
       mkdirSync(dirname(target), { recursive: true, mode: PRIVATE_DIRECTORY_MODE });
+      refuseWhileInUse(target);
       createPrivately(target);
       await source.backup(target);
     } finally {
@@ -373,6 +374,30 @@ export class SqliteStore implements Store {
     await this.group.close();
     await this.checkpointer?.stop();
     if (this.db.open) this.db.close();
+  }
+}
+
+/**
+ * A restore must not replace the pages under a running server: every connection to a WAL database
+ * holds a lock on it while open, so an exclusive lock taken at once (no busy wait) says nobody has
+ * it open. Released before the restore writes (the backup API opens the file itself).
+ */
+function refuseWhileInUse(file: string): void {
+  if (!existsSync(file)) return;
+  const probe = new Database(file, { fileMustExist: true });
+  try {
+    probe.pragma('busy_timeout = 0');
+    probe.pragma('locking_mode = EXCLUSIVE');
+    probe.exec('BEGIN EXCLUSIVE');
+    probe.exec('COMMIT');
+  } catch (error) {
+    if ((error as { code?: string }).code === 'SQLITE_BUSY' || (error as { code?: string }).code === 'SQLITE_LOCKED')
+      throw new Error(`${file} is in use by a running server or another process: stop it before restoring`, {
+        cause: error,
+      });
+    throw error;
+  } finally {
+    probe.close();
   }
 }
 

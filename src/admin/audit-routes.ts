@@ -7,6 +7,7 @@ import {
   type AuditCursor,
   type AuditEntry,
   type AuditLog,
+  type Outcome,
 } from '../audit/index.js';
 import { badRequest, notFound } from '../http/errors.js';
 
@@ -24,6 +25,7 @@ export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: 
         endpoint: single(ctx.query.endpoint),
         ...(allTenants(ctx) ? {} : { tenantId: tenantOf(ctx) }),
         clientId: single(ctx.query.clientId),
+        outcome: outcomeOf(single(ctx.query.outcome)),
         // The console's own page loads (entries marked consoleRead) left out on request; never a write.
         ...(flag(ctx, 'hideConsoleReads') ? { consoleRead: null } : {}),
       },
@@ -53,6 +55,16 @@ export async function auditEntryOf(
   if (!entry || !(allTenants(ctx) || entry.tenantId === tenantOf(ctx)))
     throw notFound(`no audit log entry ${JSON.stringify(ctx.params.id)} in this tenant`);
   return entry;
+}
+
+const OUTCOMES: readonly Outcome[] = ['allow', 'deny', 'error'];
+
+/** `outcome`: the entries the caller got allowed, refused (deny) or failed on (error); absent: all. */
+function outcomeOf(value: string | undefined): Outcome | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (!OUTCOMES.includes(value as Outcome))
+    throw badRequest(`outcome must be one of ${OUTCOMES.join(', ')}`, { field: 'outcome' });
+  return value as Outcome;
 }
 
 function allTenants(ctx: Context): boolean {

@@ -364,6 +364,12 @@ const OPERATIONS: AdminOperation[] = [
       { name: 'endpoint', in: 'query', description: 'only entries of this request path', schema: { type: 'string' } },
       { name: 'clientId', in: 'query', description: 'only entries of this client', schema: { type: 'string' } },
       {
+        name: 'outcome',
+        in: 'query',
+        description: 'only entries with this outcome: the call allowed, refused (deny) or failed (error)',
+        schema: { type: 'string', enum: ['allow', 'deny', 'error'] },
+      },
+      {
         name: 'hideConsoleReads',
         in: 'query',
         description:

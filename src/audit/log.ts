@@ -12,7 +12,7 @@ import {
 } from '../store/index.js';
 import { withoutNul } from './bounds.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
-import type { AuditEntry, AuditFields } from './entry.js';
+import type { AuditEntry, AuditFields, Outcome } from './entry.js';
 import { eachRecorded } from './recorded.js';
 import type { RecordedDecision, TrialInput } from '../policy/index.js';
 import {
@@ -48,7 +48,7 @@ export type { AuditEntry } from './entry.js';
 
 export interface AuditPageQuery {
   /** consoleRead null: the entries that are not the console's own reads. */
-  filter: { endpoint?: string; tenantId?: string | null; clientId?: string; consoleRead?: null };
+  filter: { endpoint?: string; tenantId?: string | null; clientId?: string; outcome?: Outcome; consoleRead?: null };
   page: number;
   size: number;
   sort: { field: string; direction: 'asc' | 'desc' };

@@ -159,6 +159,8 @@ export const SUBJECT_SCHEMA = object(['subjectId'], {
   identityProviderId: internalKey,
   name: string,
   email: string,
+  // What a sign-in stores from the upstream's email_verified: a GET of it is PUT back unchanged.
+  emailVerified: { type: 'boolean' },
   preferredUsername: string,
 });
 

@@ -5,8 +5,10 @@ import type { RequestState } from './state.js';
 /**
  * One line per answered request (ACCESS_LOG): method, path without its query (a query may carry
  * a code or a token), status, time taken and the tenant, with the request id every line of the
- * request carries. Written when the answer is finished or the connection closed, so a request
- * cut off by its caller has its line too. Null when there are no lines to write.
+ * request carries; and who called: the address (as src/http/forwarded.ts trusts it), the client_id
+ * once known (the audit's, else the client oidc-provider named) and the user agent, cut to a
+ * bound. Written when the answer is finished or the connection closed, so a request cut off by
+ * its caller has its line too. Null when there are no lines to write.
  */
 export function accessLogLine(log: Logger, enabled: boolean) {
   const access = log.child({ component: 'access' });
@@ -24,9 +26,28 @@ export function accessLogLine(log: Logger, enabled: boolean) {
           status: ctx.res.writableFinished ? ctx.status : 499,
           ms: Math.round(Number(process.hrtime.bigint() - started) / 1e4) / 100,
           ...(tenant ? { tenant } : {}),
+          ip: ctx.ip,
+          ...clientOf(ctx),
+          ...userAgentOf(ctx),
         },
         'request',
       );
     });
   };
+}
+
+/** A user agent is the caller's text: a long one must not make every line long. */
+const USER_AGENT_CHARACTERS = 256;
+
+function userAgentOf(ctx: ParameterizedContext<RequestState>): { userAgent?: string } {
+  const agent = ctx.get('user-agent');
+  return agent ? { userAgent: agent.slice(0, USER_AGENT_CHARACTERS) } : {};
+}
+
+/** The client the audit entry names (Arbiter's facts first, then oidc-provider's client), when there is one. */
+function clientOf(ctx: ParameterizedContext<RequestState>): { clientId?: string } {
+  const facts = (ctx.state as { audit?: { clientId?: string | null } }).audit;
+  const named = (ctx as unknown as { oidc?: { client?: { clientId?: string } } }).oidc?.client?.clientId;
+  const clientId = facts?.clientId ?? named;
+  return clientId ? { clientId } : {};
 }

@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { lookup as dnsLookup } from 'node:dns';
 import { once } from 'node:events';
 import { Agent as HttpAgent } from 'node:http';
@@ -21,6 +22,12 @@ export interface OutboundOptions {
   /** Of the decoded body; larger responses are abandoned while they stream in. */
   maxResponseBytes: number;
 }
+
+/**
+ * The trace context of the request being answered, as headers (`traceparent`, `tracestate`) for
+ * the calls it makes: set per request by src/tracing when tracing is on, read at each hop.
+ */
+export const outboundTraceHeaders = new AsyncLocalStorage<() => Record<string, string>>();
 
 export interface Outbound {
   /** WHATWG fetch semantics (also openid-client's `customFetch`), with the guard and limits. */
@@ -216,7 +223,7 @@ async function send(hop: Hop, signal: AbortSignal, options: OutboundOptions, age
   // nobody listens to. Here the listener lives exactly as long as the request.
   const stream = got.stream(url, {
     method: hop.method as 'GET',
-    headers: { 'user-agent': 'Arbiter', ...hop.headers },
+    headers: { 'user-agent': 'Arbiter', ...outboundTraceHeaders.getStore()?.(), ...hop.headers },
     ...(hop.body ? { body: hop.body } : {}),
     agent,
     dnsLookup: guardedLookup(url, options.allowInsecureLoopback),

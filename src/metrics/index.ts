@@ -136,6 +136,10 @@ export class Metrics {
     private readonly exposition?: () => Promise<string>,
   ) {
     collectDefaultMetrics({ register: this.registry, prefix: 'arbiter_' });
+    // prom-client's three `*_total` gauges break the exposition format's rule (only counters end in
+    // _total; `promtool check metrics` fails): their by-type gauges stay, and sum() over them is the total.
+    for (const name of ['handles', 'requests', 'resources'])
+      this.registry.removeSingleMetric(`arbiter_nodejs_active_${name}_total`);
     const registry = this.registry;
     new Gauge({
       name: 'arbiter_policy_revision_in_force',

@@ -285,7 +285,7 @@ export class RecordRepository<T extends StoredRecord = StoredRecord> {
     options: WriteOptions = {},
     rolledBackTo?: number,
   ): Promise<Written<T>> {
-    const fields = await this.validate(tenantId, body, existing);
+    const fields = await this.validate(tenantId, this.withoutEchoes(body, existing), existing);
     const generated = await this.hashSecret(fields);
     // An issued token and its use count survive a replace: only an operator's fields change.
     const kept = this.definition.issuedToken
@@ -328,6 +328,18 @@ export class RecordRepository<T extends StoredRecord = StoredRecord> {
   }
 
   /** What only the server writes (CollectionDefinition.serverKept) survives a replace as it was. */
+  /**
+   * A GET's answer is PUT back as it is: the fields the server keeps (id, times, serverKept) are
+   * dropped when they say what is stored; a changed one is still refused as unknown.
+   */
+  private withoutEchoes(body: unknown, existing: T): unknown {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+    const echoed = ['id', 'createdAt', 'updatedAt', ...(this.definition.serverKept ?? [])];
+    return Object.fromEntries(
+      Object.entries(body).filter(([field, value]) => !(echoed.includes(field) && value === existing[field])),
+    );
+  }
+
   private serverKept(existing: T): Record<string, unknown> {
     const kept = (this.definition.serverKept ?? []).filter((field) => existing[field] !== undefined);
     return Object.fromEntries(kept.map((field) => [field, existing[field]]));

@@ -2,7 +2,8 @@
  * OpenTelemetry traces, off unless an OTLP endpoint is configured (OTEL_EXPORTER_OTLP_ENDPOINT or
  * OTEL_EXPORTER_OTLP_TRACES_ENDPOINT): one server span per HTTP request, a child span per policy
  * decision and per store call, exported in batches as OTLP/HTTP JSON. An incoming W3C
- * `traceparent` is honoured: the server span continues the caller's trace, and its sampling flag.
+ * `traceparent` is honoured: the server span continues the caller's trace, and its sampling flag;
+ * every traced answer carries the server span's own `traceparent`.
  *
  * Nothing here touches OpenTelemetry's process-wide globals (tracer provider, context manager,
  * propagator): each server has its own provider and its own async context, so that several servers
@@ -19,6 +20,7 @@ import {
   SpanStatusCode,
   trace,
   type Attributes,
+  type Context as OtelContext,
   type Span,
   type Tracer,
 } from '@opentelemetry/api';
@@ -44,6 +46,7 @@ import {
 import type { Context, Next, ParameterizedContext } from 'koa';
 import type { Config } from '../config/index.js';
 import type { RequestState } from '../http/state.js';
+import { outboundTraceHeaders } from '../http/outbound.js';
 import type { Logger } from '../log/index.js';
 import { endpointLabel } from '../metrics/index.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint, PolicyEngine } from '../policy/index.js';
@@ -132,8 +135,22 @@ export class Tracing {
         parent,
       );
       ctx.res.once('close', () => endServerSpan(span, ctx));
-      return this.contexts.with(trace.setSpan(parent, span), next);
+      const current = trace.setSpan(parent, span);
+      // The answer names its trace and server span: whoever reports a problem with it can give them.
+      this.propagator.inject(current, ctx, RESPONSE_HEADER_SETTER);
+      // The calls the request makes (upstream IdP, JWKS, metadata documents) carry its trace on.
+      const outbound = () => this.headersOf(this.contexts.active());
+      return this.contexts.with(current, () => outboundTraceHeaders.run(outbound, next));
     };
+  }
+
+  /** `traceparent` (and `tracestate`) of a context, as request headers. */
+  private headersOf(current: OtelContext): Record<string, string> {
+    const headers: Record<string, string> = {};
+    this.propagator.inject(current, headers, {
+      set: (carrier: Record<string, string>, key: string, value: string) => (carrier[key] = value),
+    });
+    return headers;
   }
 
   /** The engine, with a child span per decision (and per batch of decisions): point, outcome, engines. */
@@ -217,6 +234,11 @@ const HEADER_GETTER = {
     const value = carrier[key.toLowerCase()];
     return Array.isArray(value) ? (value[0] as string) : (value as string | undefined);
   },
+};
+
+/** `traceparent` (and a caller's `tracestate`) on the answer. */
+const RESPONSE_HEADER_SETTER = {
+  set: (ctx: ParameterizedContext<RequestState>, key: string, value: string) => ctx.set(key, value),
 };
 
 function endServerSpan(span: Span, ctx: ParameterizedContext<RequestState>): void {

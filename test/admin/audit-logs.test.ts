@@ -182,6 +182,18 @@ describe('Audit log', function () {
     expect(noKey.outcome).to.equal('deny');
   });
 
+  it('filters by outcome (allow, deny, error), and refuses any other with 400', async function () {
+    const denied = await server.admin('GET', '/audit-logs?outcome=deny&endpoint=/token');
+    expect(denied.body.totalElements, 'the refused token request').to.equal(1);
+    expect(denied.body.content[0].outcome).to.equal('deny');
+    const allowed = await server.admin('GET', '/audit-logs?outcome=allow&endpoint=/admin/api/subjects');
+    expect(allowed.body.totalElements).to.equal(20);
+    expect((await server.admin('GET', '/audit-logs?outcome=allow&endpoint=/token')).body.totalElements).to.equal(0);
+    const wrong = await server.admin('GET', '/audit-logs?outcome=maybe');
+    expect(wrong.status).to.equal(400);
+    expect(wrong.body.error_description).to.match(/outcome must be one of allow, deny, error/);
+  });
+
   it('refuses a bad page, size or sort with 400', async function () {
     expect((await server.admin('GET', '/audit-logs?page=-1')).status).to.equal(400);
     expect((await server.admin('GET', '/audit-logs?size=0')).status).to.equal(400);

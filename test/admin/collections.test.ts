@@ -1,6 +1,6 @@
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
-import { clientRecords } from '../../src/catalog/index.js';
+import { clientRecords, subjectRecords } from '../../src/catalog/index.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 import { clientCredentials } from '../support/oauth.js';
 import { inProcess } from '../support/in-process.js';
@@ -387,6 +387,33 @@ describe('Admin API collections', function () {
       });
       expect((await clientCredentials(server, 'kept', secret, { scope: 'read' })).status).to.equal(401);
       expect((await clientCredentials(server, 'kept', 'new-secret', { scope: 'read' })).status).to.equal(200);
+    });
+  });
+
+  describe('a subject made by a sign-in', function () {
+    it('is PUT back unchanged as GET answers it, emailVerified included (issue 37.7)', async function () {
+      // As the sign-in stores it (src/oauth/interactions/subjects.ts): the upstream's claims, email_verified too.
+      const id = await server.store.nextSequence(subjectRecords.spec.name);
+      const now = new Date().toISOString();
+      await subjectRecords(server.store, DEFAULT_TENANT).insert({
+        id,
+        tenantId: null,
+        createdAt: now,
+        updatedAt: now,
+        subjectId: 'signed-in-sub',
+        name: 'Signed In',
+        email: 'signed@in.example',
+        emailVerified: true,
+      } as never);
+      const read = await server.admin('GET', `/subjects/${id}`);
+      expect(read.status).to.equal(200);
+      expect(read.body).to.include({ emailVerified: true });
+      const put = await server.admin('PUT', `/subjects/${id}`, read.body);
+      expect(put.status, JSON.stringify(put.body)).to.equal(200);
+      expect(put.body).to.include({ subjectId: 'signed-in-sub', emailVerified: true });
+      const bad = await server.admin('PUT', `/subjects/${id}`, { ...put.body, emailVerified: 'yes' });
+      expect(bad.status).to.equal(400);
+      expect(bad.body.field).to.equal('emailVerified');
     });
   });
 

@@ -3,7 +3,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
 import { axeViolations, launchChromium, loopbackContext, recordCspViolations } from '../support/browser.js';
-import { clientCredentials } from '../support/oauth.js';
+import { clientCredentials, confidentialClient, policyInForce } from '../support/oauth.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 import { definitionFor } from '../../src/catalog/index.js';
 
@@ -359,6 +359,54 @@ describe('Console for operators, in Chromium', function () {
         .getByText(/^GET \/admin\/api\/clients$/)
         .first()
         .waitFor();
+    });
+  });
+
+  describe('the audit log by outcome, in UTC', function () {
+    it('filters by outcome and shows 24-hour times labelled UTC', async function () {
+      expect((await server.admin('POST', '/clients', { clientType: 'sideways' })).status).to.equal(400);
+      const denied = (
+        await server.admin('GET', '/audit-logs?endpoint=/admin/api/clients&outcome=deny&hideConsoleReads=true')
+      ).body.totalElements as number;
+      expect(denied).to.be.at.least(1);
+      await openPage('Audit log');
+      await page.getByLabel('Endpoint').fill('/admin/api/clients');
+      await page.getByLabel('Outcome').selectOption({ label: 'Denied' });
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.getByText(`${denied} entries.`, { exact: true }).waitFor();
+      const outcomes = await page.locator('main tbody tr td:nth-child(4)').allTextContents();
+      expect(outcomes.length).to.be.at.least(1);
+      expect(outcomes.filter((outcome) => outcome !== 'deny')).to.deep.equal([]);
+      expect(await page.locator('main thead th').nth(1).textContent()).to.equal('Time (UTC)');
+      for (const time of await page.locator('main tbody tr td:nth-child(2)').allTextContents())
+        expect(time).to.match(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
+      await page.getByLabel('Outcome').selectOption({ label: 'Any' });
+    });
+  });
+
+  describe("revoking a client's tokens", function () {
+    it('revokes them on the second click of "Revoke tokens", and the client stays', async function () {
+      await policyInForce(server);
+      const secret = await confidentialClient(server, 'revoked-app', { scopes: ['read'] });
+      for (let round = 0; round < 2; round += 1)
+        expect((await clientCredentials(server, 'revoked-app', secret, { scope: 'read' })).status).to.equal(200);
+      await openPage('Clients');
+      const search = page.getByRole('search', { name: 'Search clients' });
+      await search.getByLabel('Search').fill('revoked-app');
+      await search.getByRole('button', { name: 'Search' }).click();
+      const revoke = page.getByRole('row', { name: /revoked-app/ }).getByRole('button', { name: /^Revoke tokens/ });
+      await revoke.click();
+      expect(await revoke.textContent()).to.equal('Confirm revoke tokens');
+      await revoke.click();
+      await page.getByText('Revoked 2 tokens, codes and grants of revoked-app.').waitFor();
+      expect((await server.admin('POST', '/clients/revoked-app/revoke-tokens')).body, 'none left').to.deep.equal({
+        revoked: 0,
+      });
+      expect((await server.admin('GET', '/clients/revoked-app')).status, 'the client stays').to.equal(200);
+      // The lists after this one count on the clients and the search they had.
+      expect((await server.admin('DELETE', '/clients/revoked-app')).status).to.equal(204);
+      await search.getByLabel('Search').fill('');
+      await search.getByRole('button', { name: 'Search' }).click();
     });
   });
 

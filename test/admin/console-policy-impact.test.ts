@@ -111,6 +111,22 @@ describe('Console: policy impact and shadow policy, in Chromium', function () {
     await page.getByRole('heading', { level: 2, name: 'Policy changes' }).waitFor();
   });
 
+  it('fits the policy page with its impact results at 390 px wide: nothing scrolls sideways', async function () {
+    const wide = page.viewportSize();
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await editTokenRule(WITHOUT_WRITE);
+      await page.getByRole('button', { name: 'Try against recent traffic' }).click();
+      await page.getByRole('heading', { name: 'Impact on recent traffic' }).waitFor();
+      await page.locator('table.changes tbody tr').first().waitFor();
+      expect(await page.evaluate('document.documentElement.scrollWidth')).to.be.at.most(390);
+      await page.screenshot({ path: join(ARTIFACTS, '02-impact-narrow.png'), fullPage: true });
+      await expectAccessible('impact results at 390 px');
+    } finally {
+      if (wide) await page.setViewportSize(wide);
+    }
+  });
+
   it('refuses a change that cannot decide with the engine’s message under the source, and applies nothing', async function () {
     await editTokenRule(`${PACK_TOKEN_RULE}\ndecision := {"allow": true}\n`);
     await page.getByRole('button', { name: 'Try against recent traffic' }).click();

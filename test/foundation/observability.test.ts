@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { Writable } from 'node:stream';
 import { clientCredentials, confidentialClient, policyInForce } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
 import { inTenant, readyServer, withServer, type TestServer } from '../support/server.js';
@@ -50,6 +51,12 @@ describe('observability', function () {
       /arbiter_policy_revision_in_force\{store="[0-9a-f]{12}",opa="[0-9a-f]{12}"\} 1/,
     );
     expect(after).to.contain('arbiter_process_cpu_seconds_total');
+  });
+
+  it('ends no gauge or histogram name in _total (promtool check metrics): only counters do', async function () {
+    const types = [...(await metrics()).matchAll(/^# TYPE (\S+) (\S+)$/gm)].map(([, name, type]) => ({ name, type }));
+    expect(types.length).to.be.above(10);
+    expect(types.filter(({ name, type }) => type !== 'counter' && name!.endsWith('_total'))).to.deep.equal([]);
   });
 
   it('labels made-up paths "other": no label per path a caller invents', async function () {
@@ -129,5 +136,41 @@ describe('observability: /metrics behind METRICS_TOKEN', function () {
       localAddress: from,
     });
     expect(right.status, 'the scraper is never locked out').to.equal(200);
+  });
+});
+
+/** ACCESS_LOG: one line per request, with who called (address, client, user agent). */
+describe('observability: access log lines', function () {
+  it('name the caller: its address, the authenticated client_id, and its user agent (bounded)', async function () {
+    const lines: Record<string, unknown>[] = [];
+    const logStream = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const server = await readyServer({ LOG_LEVEL: 'info', ACCESS_LOG: 'true' }, { logStream });
+    try {
+      await policyInForce(server);
+      const secret = await confidentialClient(server, 'logged', { scopes: ['read'] });
+      const agent = `probe/1.0 ${'x'.repeat(1000)}`;
+      expect(
+        (await clientCredentials(server, 'logged', secret, { scope: 'read' }, { 'User-Agent': agent })).status,
+      ).to.equal(200);
+      const access = () => lines.find((line) => line.component === 'access' && line.path === '/token');
+      const deadline = Date.now() + 10_000;
+      while (!access() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+      const line = access()!;
+      expect(line, 'an access line for /token').to.not.equal(undefined);
+      expect(line).to.include({ ip: '127.0.0.1', clientId: 'logged', status: 200 });
+      expect(line.userAgent)
+        .to.be.a('string')
+        .and.to.match(/^probe\/1\.0 x+/);
+      expect((line.userAgent as string).length, 'bounded').to.be.at.most(256);
+      const health = lines.find((candidate) => candidate.component === 'access' && candidate.path === '/healthz');
+      expect(health, 'no client on a request that named none').to.not.have.property('clientId');
+    } finally {
+      await server.close();
+    }
   });
 });

@@ -31,6 +31,13 @@ describe('Start-up and configuration', function () {
       expect(status, variable).to.equal(1);
       expect(stderr.split('\n'), variable).to.have.length(1);
       expect(stderr, variable).to.contain(variable);
+      const line = JSON.parse(stderr);
+      expect(line, `${variable}: a JSON log line, level fatal`).to.include({ level: 60 });
+      expect(line.msg).to.match(/^Arbiter failed to start: invalid configuration: /);
+      expect(line.err).to.include({
+        type: 'ConfigError',
+        message: line.msg.replace('Arbiter failed to start: ', ''),
+      });
     }
   });
 
@@ -88,6 +95,9 @@ describe('Start-up and configuration', function () {
     expect(status).to.equal(1);
     expect(stderr.split('\n')).to.have.length(1);
     expect(stderr).to.contain('STORE_URL').and.contain(missing).and.contain('not an existing directory');
+    const line = JSON.parse(stderr);
+    expect(line.level, 'a JSON log line, level fatal').to.equal(60);
+    expect(line.err.message).to.contain('not an existing directory');
     expect(existsSync(dirname(missing)), 'no directory was made').to.equal(false);
   });
 

@@ -106,6 +106,15 @@ describe('The arbiter command line, schema versions, backup and restore', functi
       const backup = arbiterWith(WITH_KEY, store('live.db'), 'backup', join(dir, 'copy.db'));
       expect(backup.status, backup.stderr).to.equal(0);
       expect(backup.json()).to.include({ schemaVersion: SCHEMA_VERSION, sealed: true });
+      // Issue 37.7: a restore onto the store a running server holds is refused, and changes nothing.
+      expect(
+        (await live.admin('POST', '/clients', { clientId: 'after-backup', clientType: 'public' })).status,
+      ).to.equal(201);
+      const onLive = arbiterWith(WITH_KEY, store('live.db'), 'restore', join(dir, 'copy.db'));
+      expect(onLive.status, onLive.stderr).to.equal(1);
+      expect(onLive.stderr).to.match(/is in use by a running server or another process: stop it/);
+      expect((await live.admin('GET', '/clients/after-backup')).status, 'the live data intact').to.equal(200);
+      expect(readdirScratch(), 'no scratch file left').to.deep.equal([]);
     } finally {
       await live.close();
     }

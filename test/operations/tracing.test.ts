@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { expect } from 'chai';
+import Koa from 'koa';
 import { ConfigError, loadConfig } from '../../src/config/index.js';
-import { isTraced } from '../../src/tracing/index.js';
+import { createOutbound } from '../../src/http/outbound.js';
+import { createLogger } from '../../src/log/index.js';
+import { isTraced, startTracing } from '../../src/tracing/index.js';
 import { basic, clientCredentials, confidentialClient, eventually, policyInForce } from '../support/oauth.js';
 import { readyServer, withServer, type TestServer } from '../support/server.js';
 
@@ -157,6 +161,21 @@ describe('tracing', function () {
     expect(storeCalls.some((call) => call.attributes['db.collection.name'] === 'clients')).to.equal(true);
   });
 
+  it('answers with the traceparent of its server span: the caller’s trace, or one of its own', async function () {
+    const caller = traceparent();
+    const answer = await server.request('/.well-known/openid-configuration', {
+      headers: { traceparent: caller.header },
+    });
+    const header = answer.headers.get('traceparent');
+    expect(header).to.match(new RegExp(`^00-${caller.traceId}-[0-9a-f]{16}-01$`));
+    const spans = await traceOf(caller.traceId);
+    const request = spans.find((span) => span.kind === SERVER_KIND)!;
+    expect(header!.split('-')[2], 'the server span').to.equal(request.spanId);
+    const own = await server.request('/.well-known/openid-configuration');
+    expect(own.headers.get('traceparent')).to.match(/^00-[0-9a-f]{32}-[0-9a-f]{16}-0[01]$/);
+    expect(own.headers.get('traceparent')!.split('-')[1]).to.not.equal(caller.traceId);
+  });
+
   it('puts no secret in any span: no client secret, credential, token, header or query', async function () {
     const caller = traceparent();
     const answer = await clientCredentials(
@@ -275,6 +294,55 @@ describe('tracing with a sample ratio', function () {
     await server.request('/.well-known/openid-configuration', { headers: { traceparent: caller.header } });
     await eventually(async () => receiver.of(caller.traceId).length > 0);
     expect(receiver.spans.filter((span) => span.attributes['arbiter.request_id'] === 'own-trace')).to.deep.equal([]);
+  });
+});
+
+describe('tracing across outbound calls', function () {
+  it('carries the request’s trace on its outbound calls (upstream IdP, JWKS, CIMD: one module), none outside a request', async function () {
+    const seen: (string | undefined)[] = [];
+    const listener = createServer((request, response) => {
+      seen.push(request.headers.traceparent as string | undefined);
+      response.setHeader('content-type', 'application/json');
+      response.end('{}');
+    });
+    listener.listen(0, '127.0.0.1');
+    await once(listener, 'listening');
+    const target = `http://127.0.0.1:${(listener.address() as AddressInfo).port}/jwks`;
+    const tracing = startTracing(
+      {
+        otlpTracesEndpoint: 'http://127.0.0.1:9/v1/traces',
+        serviceName: 'outbound-test',
+        tracingExportDelayMs: 60_000,
+        tracingSampleRatio: 1,
+      },
+      createLogger('silent'),
+    )!;
+    const outbound = createOutbound({ allowInsecureLoopback: true, timeoutMs: 5_000, maxResponseBytes: 10_000 });
+    const app = new Koa();
+    app.use(tracing.middleware([]));
+    app.use(async (ctx) => {
+      await outbound.getJson(target);
+      ctx.body = 'ok';
+    });
+    const http = app.listen(0, '127.0.0.1');
+    await once(http, 'listening');
+    try {
+      const caller = traceparent();
+      const answer = await fetch(`http://127.0.0.1:${(http.address() as AddressInfo).port}/sign-in`, {
+        headers: { traceparent: caller.header },
+      });
+      expect(answer.status).to.equal(200);
+      expect(seen[0]).to.match(new RegExp(`^00-${caller.traceId}-[0-9a-f]{16}-01$`));
+      expect(seen[0]!.split('-')[2], 'the server span is the parent').to.equal(
+        answer.headers.get('traceparent')!.split('-')[2],
+      );
+      await outbound.getJson(target);
+      expect(seen[1], 'no request, no trace').to.equal(undefined);
+    } finally {
+      http.close();
+      listener.close();
+      await tracing.close();
+    }
   });
 });
 

@@ -86,3 +86,9 @@ export function asCards(table: HTMLTableElement): HTMLTableElement {
   }
   return table;
 }
+
+/** A stored time as operators compare it with logs and other nodes: 24-hour, in UTC, "2026-11-27 17:52:30 UTC". */
+export function utcTime(iso: string): string {
+  const time = new Date(iso);
+  return Number.isNaN(time.getTime()) ? iso : `${time.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}

@@ -1,5 +1,5 @@
 import { api } from '../api.js';
-import { asCards, h, replace, say, statusLine, uniqueId } from '../dom.js';
+import { asCards, h, replace, say, statusLine, uniqueId, utcTime } from '../dom.js';
 import { explainReplay, type Replay } from '../explain.js';
 import { isSharedPart, joinShared } from '../../../../policy/contract/shared-part.js';
 import { openInPlayground } from './playground.js';
@@ -32,13 +32,26 @@ interface AuditPage {
 
 const PAGE_SIZE = 20;
 
-/** The audit log of the chosen tenant, newest first, filtered by endpoint and client, with "Why?" on decisions. */
+/** The audit log of the chosen tenant, newest first, filtered by endpoint, client and outcome, with "Why?" on decisions. */
 export function auditPage(main: HTMLElement): void {
   const status = statusLine();
   const results = h('div', { class: 'list-area' });
   const why = h('section', { class: 'why', 'aria-label': 'Why' });
   const endpoint = labelled('Endpoint', h('input', { type: 'text', name: 'endpoint', placeholder: '/token' }));
   const clientId = labelled('Client ID', h('input', { type: 'text', name: 'clientId' }));
+  const outcome = labelled(
+    'Outcome',
+    h(
+      'select',
+      { name: 'outcome' },
+      [
+        ['', 'Any'],
+        ['allow', 'Allowed'],
+        ['deny', 'Denied'],
+        ['error', 'Error'],
+      ].map(([value, text]) => h('option', { value }, text)),
+    ),
+  );
   // The console's own page loads are left out unless asked for: what operators did stays in view.
   const consoleReads = h('input', { type: 'checkbox', id: uniqueId('filter'), name: 'consoleReads' });
   let page = 0;
@@ -58,6 +71,7 @@ export function auditPage(main: HTMLElement): void {
     if (cursor) query.set('cursor', cursor);
     if (endpoint.input.value.trim()) query.set('endpoint', endpoint.input.value.trim());
     if (clientId.input.value.trim()) query.set('clientId', clientId.input.value.trim());
+    if (outcome.input.value) query.set('outcome', outcome.input.value);
     if (!consoleReads.checked) query.set('hideConsoleReads', 'true');
     try {
       const found = await api<AuditPage>('GET', `/audit-logs?${query}`);
@@ -89,7 +103,7 @@ export function auditPage(main: HTMLElement): void {
         h(
           'tr',
           {},
-          ['Id', 'Time', 'Request', 'Outcome', 'Status', 'Client', 'Subject', 'Decision'].map((name) =>
+          ['Id', 'Time (UTC)', 'Request', 'Outcome', 'Status', 'Client', 'Subject', 'Decision'].map((name) =>
             h('th', { scope: 'col' }, name),
           ),
         ),
@@ -108,7 +122,7 @@ export function auditPage(main: HTMLElement): void {
       'tr',
       { 'data-entry': entry.id },
       h('th', { scope: 'row' }, String(entry.id)),
-      h('td', {}, new Date(entry.createdAt).toLocaleString()),
+      h('td', {}, utcTime(entry.createdAt)),
       h('td', { class: 'wrap' }, `${entry.method} ${entry.endpoint}`),
       h('td', { class: `outcome ${entry.outcome}` }, entry.outcome),
       h('td', {}, statusOf(summary)),
@@ -178,6 +192,7 @@ export function auditPage(main: HTMLElement): void {
     { class: 'filters', role: 'search', 'aria-label': 'Filter the audit log' },
     endpoint.wrapper,
     clientId.wrapper,
+    outcome.wrapper,
     h(
       'div',
       { class: 'field field-boolean' },
@@ -215,7 +230,7 @@ function statusOf(summary: AuditEntry['requestSummary']): string {
   return `${Object.keys(summary.statuses ?? {}).join(', ')} ×${summary.count ?? 0} (aggregated)`;
 }
 
-function labelled(label: string, input: HTMLInputElement) {
+function labelled<T extends HTMLInputElement | HTMLSelectElement>(label: string, input: T) {
   input.id = uniqueId('filter');
   return { input, wrapper: h('div', { class: 'field' }, h('label', { for: input.id }, label), input) };
 }

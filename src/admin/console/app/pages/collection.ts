@@ -95,18 +95,39 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
               'History',
             )
           : null,
+        REVOKES_TOKENS.has(definition.path) ? revokeTokensButton(record) : null,
         remove,
       ),
     );
   }
 
+  /** POST /{clients|subjects}/{key}/revoke-tokens: every grant and token of the record, which stays. */
+  function revokeTokensButton(record: AdminRecord): HTMLButtonElement {
+    const key = keyOf(record);
+    const button = h(
+      'button',
+      { type: 'button', class: 'danger', 'aria-label': `Revoke tokens of ${key}` },
+      'Revoke tokens',
+    );
+    button.addEventListener('click', async () => {
+      if (!armed(button, 'Confirm revoke tokens')) return;
+      try {
+        const { revoked } = await api<{ revoked: number }>(
+          'POST',
+          `/${definition.path}/${encodeURIComponent(key)}/revoke-tokens`,
+        );
+        say(status, `Revoked ${revoked} tokens, codes and grants of ${key}.`, 'ok');
+        await load();
+      } catch (error) {
+        say(status, (error as Error).message, 'error');
+      }
+    });
+    return button;
+  }
+
   /** Two steps, in the page (no modal dialog): the first click asks, the second deletes. */
   async function confirmThenDelete(button: HTMLButtonElement, record: AdminRecord): Promise<void> {
-    if (button.dataset.armed !== 'true') {
-      button.dataset.armed = 'true';
-      button.textContent = 'Confirm delete';
-      return;
-    }
+    if (!armed(button, 'Confirm delete')) return;
     try {
       await api('DELETE', `/${definition.path}/${encodeURIComponent(keyOf(record))}`);
       say(status, `Deleted ${keyOf(record)}.`, 'ok');
@@ -228,6 +249,17 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
     formArea,
     list.element,
   );
+}
+
+/** The collections whose records have their tokens revoked on request (src/admin/token-revocation.ts). */
+const REVOKES_TOKENS = new Set(['clients', 'subjects']);
+
+/** A destructive button acts on its second click: the first arms it and says what the next one does. */
+function armed(button: HTMLButtonElement, confirmation: string): boolean {
+  if (button.dataset.armed === 'true') return true;
+  button.dataset.armed = 'true';
+  button.textContent = confirmation;
+  return false;
 }
 
 /** What a write of this collection needs (src/admin/roles.ts): the console offers "New" only to a key that has it. */

@@ -1,5 +1,5 @@
 import { ApiError, api } from '../api.js';
-import { h, replace, say, statusLine, uniqueId, type Child } from '../dom.js';
+import { asCards, h, replace, say, statusLine, uniqueId, utcTime, type Child } from '../dom.js';
 import { showServedRevision } from '../revision.js';
 
 interface PolicyRecord {
@@ -371,87 +371,91 @@ function impactView(impact: Impact): HTMLElement {
   );
 }
 
-/** Changed decisions, each with a link to its audit entry's explanation. */
+/** Changed decisions, each with a link to its audit entry's explanation; one card per row on a phone. */
 export function changesTable(caption: string, changed: ChangedDecision[]): HTMLElement {
   const shown = changed.slice(0, SHOWN_CHANGES);
-  return h(
-    'table',
-    { class: 'changes' },
+  return asCards(
     h(
-      'caption',
-      {},
-      changed.length > shown.length ? `${caption} (the newest ${shown.length} of ${changed.length})` : caption,
-    ),
-    h(
-      'thead',
-      {},
+      'table',
+      { class: 'changes' },
       h(
-        'tr',
+        'caption',
         {},
-        ['Entry', 'Time', 'Point', 'Client', 'Subject', 'Change', 'Before', 'After'].map((name) =>
-          h('th', { scope: 'col' }, name),
-        ),
+        changed.length > shown.length ? `${caption} (the newest ${shown.length} of ${changed.length})` : caption,
       ),
-    ),
-    h(
-      'tbody',
-      {},
-      shown.map((change) =>
+      h(
+        'thead',
+        {},
         h(
           'tr',
-          { 'data-entry': change.auditId, class: `kind-${change.kind}` },
-          h(
-            'th',
-            { scope: 'row' },
-            h(
-              'a',
-              { href: `#/why/${change.auditId}`, 'aria-label': `Why? Explanation of audit entry ${change.auditId}` },
-              `#${change.auditId}`,
-            ),
+          {},
+          ['Entry', 'Time (UTC)', 'Point', 'Client', 'Subject', 'Change', 'Before', 'After'].map((name) =>
+            h('th', { scope: 'col' }, name),
           ),
-          h('td', {}, new Date(change.time).toLocaleString()),
-          h('td', {}, change.point),
-          h('td', {}, change.clientId ?? ''),
-          h('td', {}, change.subject ?? ''),
-          h('td', { class: `change ${change.kind}` }, KIND_WORDS[change.kind] ?? change.kind),
-          h('td', {}, decisionWords(change.before)),
-          h('td', {}, decisionWords(change.after)),
         ),
       ),
-    ),
+      h(
+        'tbody',
+        {},
+        shown.map((change) =>
+          h(
+            'tr',
+            { 'data-entry': change.auditId, class: `kind-${change.kind}` },
+            h(
+              'th',
+              { scope: 'row' },
+              h(
+                'a',
+                { href: `#/why/${change.auditId}`, 'aria-label': `Why? Explanation of audit entry ${change.auditId}` },
+                `#${change.auditId}`,
+              ),
+            ),
+            h('td', {}, utcTime(change.time)),
+            h('td', {}, change.point),
+            h('td', {}, change.clientId ?? ''),
+            h('td', {}, change.subject ?? ''),
+            h('td', { class: `change ${change.kind}` }, KIND_WORDS[change.kind] ?? change.kind),
+            h('td', {}, decisionWords(change.before)),
+            h('td', {}, decisionWords(change.after)),
+          ),
+        ),
+      ),
+    ) as HTMLTableElement,
   );
 }
 
 function summaryTable(caption: string, table: Record<string, Counts>): HTMLElement | null {
   const rows = Object.entries(table).sort(([, a], [, b]) => (b.changed ?? 0) - (a.changed ?? 0));
   if (rows.length === 0) return null;
-  return h(
-    'table',
-    {},
-    h('caption', {}, caption),
+  return asCards(
     h(
-      'thead',
+      'table',
       {},
+      h('caption', {}, caption),
       h(
-        'tr',
+        'thead',
         {},
-        ['', 'Replayed', 'Changed', ...Object.values(KIND_WORDS)].map((name) => h('th', { scope: 'col' }, name)),
-      ),
-    ),
-    h(
-      'tbody',
-      {},
-      rows.map(([key, counts]) =>
         h(
           'tr',
           {},
-          h('th', { scope: 'row' }, key),
-          h('td', {}, String(counts.replayed ?? 0)),
-          h('td', {}, String(counts.changed ?? 0)),
-          Object.keys(KIND_WORDS).map((kind) => h('td', {}, String(counts[kind] ?? 0))),
+          ['', 'Replayed', 'Changed', ...Object.values(KIND_WORDS)].map((name) => h('th', { scope: 'col' }, name)),
         ),
       ),
-    ),
+      h(
+        'tbody',
+        {},
+        rows.map(([key, counts]) =>
+          h(
+            'tr',
+            {},
+            h('th', { scope: 'row' }, key),
+            h('td', {}, String(counts.replayed ?? 0)),
+            h('td', {}, String(counts.changed ?? 0)),
+            Object.keys(KIND_WORDS).map((kind) => h('td', {}, String(counts[kind] ?? 0))),
+          ),
+        ),
+      ),
+    ) as HTMLTableElement,
   );
 }
 

@@ -1,5 +1,5 @@
 import { api } from '../api.js';
-import { h, replace } from '../dom.js';
+import { h, replace, utcTime } from '../dom.js';
 import { explainReplay, type Replay } from '../explain.js';
 
 interface AuditEntry {
@@ -31,7 +31,7 @@ export function whyPage(main: HTMLElement, id: string): void {
         h(
           'p',
           {},
-          `${entry.method} ${entry.endpoint} at ${new Date(entry.createdAt).toLocaleString()}, client ${entry.clientId ?? '(none)'}, subject ${entry.subjectId ?? '(none)'}: ${entry.outcome}.`,
+          `${entry.method} ${entry.endpoint} at ${utcTime(entry.createdAt)}, client ${entry.clientId ?? '(none)'}, subject ${entry.subjectId ?? '(none)'}: ${entry.outcome}.`,
         ),
         explainReplay(replay),
         h('p', {}, h('a', { href: '#/policy-changes' }, 'Back to policy changes')),
