@@ -125,7 +125,7 @@ describe('unit: configuration from the environment (config/index loadConfig)', f
       ],
       ['an issuer with a query', { ISSUER: 'https://as.example.test?x=1' }, /ISSUER must be/],
       ['an issuer that is not http(s)', { ISSUER: 'ftp://as.example.test' }, /ISSUER must be/],
-      ['an unknown store', { STORE_URL: 'postgres://db' }, /STORE_URL must be sqlite:<file>/],
+      ['an unknown store', { STORE_URL: 'mysql://db' }, /STORE_URL must be sqlite:<file>/],
       ['an OPA URL that is not http(s)', { OPA_URL: 'opa:8181' }, /OPA_URL must be an http:\/\/ or https:\/\/ URL/],
       ['a short OPA token', { OPA_TOKEN: 'short' }, /OPA_TOKEN must NOT have fewer than 16 characters/],
       ['a short admin key', { SERVICE_ADMIN_API_KEY: 'short' }, /SERVICE_ADMIN_API_KEY must NOT have fewer than 16/],
