@@ -529,11 +529,13 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
     });
   }
 
-  async count(filter: Filter = {}, search?: TextSearch): Promise<number> {
+  /** With `atMost`, counting stops there (a page's capped count reads at most that many rows). */
+  async count(filter: Filter = {}, search?: TextSearch, atMost?: number): Promise<number> {
     return this.read(async () => {
       const { where, params } = this.where(filter, search);
+      const capped = atMost === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(atMost))}`;
       const { rows } = await this.store.query<{ n: string }>(
-        `SELECT count(*) AS n FROM ${this.table} WHERE ${where}`,
+        `SELECT count(*) AS n FROM (SELECT 1 FROM ${this.table} WHERE ${where}${capped}) AS matched`,
         params,
       );
       return Number(rows[0].n);

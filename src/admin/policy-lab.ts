@@ -320,11 +320,11 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
       ...range,
       limit: body.limit ?? DEFAULT_IMPACT_LIMIT,
     };
-    // The first call replays the latest decision of every (client, point) first; a resumed one goes on newest first.
-    const pages =
-      body.cursor === undefined
-        ? options.audit.stratifiedDecisions(query)
-        : options.audit.recordedDecisions(query, impactCursorOf(body.cursor));
+    // The latest decision of every (client, point) first, then the newest others; a resumed call goes on with the older others.
+    const pages = options.audit.stratifiedDecisions(
+      query,
+      body.cursor === undefined ? undefined : impactCursorOf(body.cursor),
+    );
     const result = await options.lab.impact(live, tried.snapshot, pages).catch(unprocessableAtLimit);
     ctx.body = {
       replayed: result.replayed,

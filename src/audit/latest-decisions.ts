@@ -3,10 +3,10 @@
  * window, so that a policy change is tried on every client's traffic, not only on the newest
  * entries (seconds of a busy server's traffic, where a weekly batch job never appears). An index
  * of the audit log: one small document per (tenant, client, point) naming its latest audit entry,
- * written as entries are written (AuditLog.onWritten) through ProcessShares, at most once a minute
- * per key, off the request's path, and expiring with the retention.
+ * written as entries are written (AuditLog.onWritten) through ProcessShares: the newest decision of
+ * each key is written at the next flush (at most once a second per key, whatever the traffic), off
+ * the request's path, and expires with the retention.
  */
-import { LRUCache } from 'lru-cache';
 import type { Logger } from '../log/index.js';
 import type { RecordedDecision } from '../policy/index.js';
 import {
@@ -33,16 +33,11 @@ interface LatestDecision extends StoredDoc {
 
 export const LATEST_DECISIONS_COLLECTION: CollectionSpec = { name: 'latest_decisions', indexes: ['createdAt'] };
 
-/** A key's document is rewritten at most this often: "latest" within a minute, at a write per key per minute. */
-const REWRITE_AFTER_MS = 60_000;
-/** Keys remembered as written recently; beyond, a key may be written again sooner (bounded memory). */
-const REMEMBERED_KEYS = 100_000;
 const DAY_MS = 24 * 3600_000;
 const PAST_BOUND_SLACK = 64;
 
 export class LatestDecisions {
   private readonly shares: ProcessShares<LatestDecision>;
-  private readonly written = new LRUCache<string, true>({ max: REMEMBERED_KEYS, ttl: REWRITE_AFTER_MS });
 
   constructor(
     store: Store,
@@ -58,8 +53,7 @@ export class LatestDecisions {
     for (const entry of stored) {
       for (const decision of decisionsOfEntry(entry)) {
         const id = JSON.stringify([decision.tenantId ?? null, decision.clientId ?? null, decision.point]);
-        if (this.written.has(id)) continue;
-        this.written.set(id, true);
+        // The newest decision of the key replaces what waits for the next write.
         this.shares.changedShare(id, () => ({
           id,
           tenantId: decision.tenantId ?? null,

@@ -291,29 +291,35 @@ export class AuditLog {
    * The query's decisions, stratified: first the latest decision of every (client, point) the
    * query covers (at most STRATIFIED_PAIRS, newest first), then the newest others, at most `limit`
    * in all: impact analysis's default replay, so that a chatty client cannot crowd a weekly job
-   * out. `stoppedAt` is where the newest-first part stopped, for a call that resumes there.
+   * out. `stoppedAt` is where the newest others stopped: a call resuming there (`resumeAt`) goes on
+   * with the older others, leaving out the latest decisions of the pairs again (taken first).
    */
-  stratifiedDecisions(query: RecordedDecisionQuery): AsyncIterable<RecordedDecision[]> & {
-    readonly stoppedAt: RecordedDecisionCursor | null;
-  } {
+  stratifiedDecisions(
+    query: RecordedDecisionQuery,
+    resumeAt?: RecordedDecisionCursor,
+  ): AsyncIterable<RecordedDecision[]> & { readonly stoppedAt: RecordedDecisionCursor | null } {
     const latest = this.latest;
-    const first = Math.min(query.limit, STRATIFIED_PAIRS);
+    const entries = this.entries;
     let rest: RecordedDecisionPages | null = null;
     return {
       get stoppedAt() {
         return rest?.stoppedAt ?? null;
       },
-      [Symbol.asyncIterator]: async function* (this: AuditLog) {
-        const firsts = await latest.decisions(first, query);
-        if (firsts.length) yield firsts;
+      async *[Symbol.asyncIterator]() {
+        const firsts = await latest.decisions(STRATIFIED_PAIRS, query);
         const taken = new Set(firsts.map(decisionKey));
-        rest = new RecordedDecisionPages(this.entries, { ...query, limit: query.limit - firsts.length });
-        if (query.limit - firsts.length <= 0) return;
-        for await (const page of rest) {
-          const others = page.filter((decision) => !taken.has(decisionKey(decision)));
-          if (others.length) yield others;
+        const excluded = (decision: RecordedDecision) => taken.has(decisionKey(decision));
+        if (resumeAt) {
+          rest = new RecordedDecisionPages(entries, query, resumeAt, excluded);
+          yield* rest;
+          return;
         }
-      }.bind(this),
+        const first = firsts.slice(0, query.limit);
+        if (first.length) yield first;
+        if (query.limit - first.length <= 0) return;
+        rest = new RecordedDecisionPages(entries, { ...query, limit: query.limit - first.length }, undefined, excluded);
+        yield* rest;
+      },
     };
   }
 
@@ -344,22 +350,24 @@ export class AuditLog {
   async recentPolicyInputs(perPoint: number): Promise<TrialInput[]> {
     if (perPoint <= 0) return [];
     const sample: TrialInput[] = [];
-    const seen = new Set<string>();
-    const take = (point: string, input: unknown, source: string): boolean => {
-      if (!isObject(input)) return false;
+    const keyOf = (point: string, input: Record<string, unknown>) => {
       const { time: _time, ...timeless } = input;
-      const key = `${point} ${JSON.stringify(timeless)}`;
-      if (seen.has(key)) return false;
-      seen.add(key);
-      sample.push({ point, input, source });
-      return true;
+      return `${point} ${JSON.stringify(timeless)}`;
     };
-    for (const decision of await this.latest.decisions(STRATIFIED_PAIRS))
-      take(
-        decision.point,
-        decision.input,
-        `the input recorded in audit entry ${decision.auditId} (the latest of client ${decision.clientId ?? '(none)'} at ${decision.point})`,
-      );
+    const stratified = new Set<string>();
+    for (const decision of await this.latest.decisions(STRATIFIED_PAIRS)) {
+      if (!isObject(decision.input)) continue;
+      const key = keyOf(decision.point, decision.input);
+      if (stratified.has(key)) continue;
+      stratified.add(key);
+      sample.push({
+        point: decision.point,
+        input: decision.input,
+        source: `the input recorded in audit entry ${decision.auditId} (the latest of client ${decision.clientId ?? '(none)'} at ${decision.point})`,
+      });
+    }
+    // The newest `perPoint` distinct inputs of each point, whether the latest of a pair already took them or not.
+    const newest = new Set<string>();
     const counts = new Map<string, number>();
     for (let skip = 0; skip < SAMPLE_SCAN_LIMIT; skip += SAMPLE_SCAN_STEP) {
       const entries = await this.entries.find(
@@ -371,9 +379,13 @@ export class AuditLog {
         const decisions = eachRecorded(entry.policyDecision) ?? [];
         inputs.forEach((input, index) => {
           const point = (decisions[index] as { point?: unknown } | undefined)?.point;
-          if (typeof point !== 'string' || (counts.get(point) ?? 0) >= perPoint) return;
-          if (take(point, input, `the input recorded in audit entry ${entry.id}`))
-            counts.set(point, (counts.get(point) ?? 0) + 1);
+          if (typeof point !== 'string' || (counts.get(point) ?? 0) >= perPoint || !isObject(input)) return;
+          const key = keyOf(point, input);
+          if (newest.has(key)) return;
+          newest.add(key);
+          counts.set(point, (counts.get(point) ?? 0) + 1);
+          if (!stratified.has(key))
+            sample.push({ point, input, source: `the input recorded in audit entry ${entry.id}` });
         });
       }
       if (entries.length < SAMPLE_SCAN_STEP) break;

@@ -75,6 +75,8 @@ export class RecordedDecisionPages implements AsyncIterable<RecordedDecision[]> 
     private readonly entries: TenantCollection<AuditEntry>,
     private readonly query: RecordedDecisionQuery,
     private readonly resumeAt?: RecordedDecisionCursor,
+    /** Decisions left out, and not counted (a stratified replay's, taken first: AuditLog.stratifiedDecisions). */
+    private readonly excluded: (decision: RecordedDecision) => boolean = () => false,
   ) {}
 
   async *[Symbol.asyncIterator](): AsyncGenerator<RecordedDecision[]> {
@@ -110,7 +112,7 @@ export class RecordedDecisionPages implements AsyncIterable<RecordedDecision[]> 
           continue;
         }
         const all = decisionsOfEntry(entry).filter(
-          (decision) => query.point === undefined || decision.point === query.point,
+          (decision) => (query.point === undefined || decision.point === query.point) && !this.excluded(decision),
         );
         const room = query.limit - found;
         const kept = all.slice(taken, taken + room);

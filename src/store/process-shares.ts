@@ -37,6 +37,8 @@ export class ProcessShares<T extends StoredDoc> {
   ) {
     this.timer = setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
     this.timer.unref();
+    // Declared now, at start: an embedded store makes the table at once, not at a first write that may meet a held lock.
+    this.collection();
   }
 
   /** This process's share `id` changed; `build` gives its document when it is next written. */

@@ -277,8 +277,9 @@ describe('OpenID Connect requests', () => {
         body: new URLSearchParams({ access_token: tokens.access_token }).toString(),
       });
 
-      expect(answer.status).to.equal(401);
-      expect(answer.headers.get('www-authenticate')).to.match(/^Bearer .*error="invalid_token"/);
+      // A malformed request (issue 39, point 6), not a bad token.
+      expect(answer.status).to.equal(400);
+      expect(answer.headers.get('www-authenticate')).to.match(/^Bearer .*error="invalid_request"/);
     });
   });
 });

@@ -207,7 +207,8 @@ describe('two nodes on one PostgreSQL store', function () {
       payload: string;
     }[];
     const data = JSON.parse(entries.find((entry) => entry.dataKey === 'oauth')!.payload);
-    data.multi_node_probe = Date.now();
+    // A field the pack's data schema knows (policies/oauth/data.schema.json), changed each time.
+    data.software_statements = { denylist: [`multi-node-probe-${Date.now()}`] };
     const saved = await a.admin('PUT', '/policy-data/by-key?dataKey=oauth', {
       dataKey: 'oauth',
       payload: JSON.stringify(data),

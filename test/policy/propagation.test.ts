@@ -25,7 +25,8 @@ describe('policy propagation by long polling', function () {
     for (let round = 0; round < 3; round += 1) {
       const started = Date.now();
       await updateOauthData(server, (data) => {
-        data.propagation_probe = { round, at: started };
+        // A field the pack's data schema knows (policies/oauth/data.schema.json), changed each round.
+        data.software_statements = { denylist: [`propagation-probe-${round}-${started}`] };
       });
       // Typically a few hundred milliseconds; the bound only has to be far below the 30 s poll.
       expect(Date.now() - started, `round ${round}`).to.be.below(10_000);

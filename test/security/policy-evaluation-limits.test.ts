@@ -27,7 +27,9 @@ function candidateCostlyFor(clientId: string, cost: string): string {
     '} else := client_credentials if {\n\tinput.request.grant_type == "client_credentials"\n\tnot costly\n',
   );
   expect(rule).not.to.equal(PACK_TOKEN_RULE);
-  return `${rule}\ncostly if {\n\tinput.client.client_id == "${clientId}"\n${cost}\n}\n`;
+  // Costly on the client's requests for "read" only: its latest request asks for "other", so that a
+  // write's stratified trial (the latest input of every client) does not run into it; a replay does.
+  return `${rule}\ncostly if {\n\tinput.client.client_id == "${clientId}"\n\tinput.request.scopes[_] == "read"\n${cost}\n}\n`;
 }
 
 /**
@@ -106,9 +108,15 @@ describe('Hostile: policy code that is costly to evaluate', function () {
     expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
   }
 
-  /** Recorded decisions of `clientId` first, then enough of another client that a write's trial (the recent inputs) does not see them. */
+  /**
+   * Recorded decisions of `clientId` first, then one of its own asking for "other" (the latest of
+   * its pair, which a write's stratified trial takes), then another client's (the newest input):
+   * the trial does not see the costly ones; a replay of the recorded decisions does.
+   */
   async function recordedThenHidden(clientId: string, count: number): Promise<void> {
     for (let n = 0; n < count; n += 1) await token(clientId);
+    const other = await clientCredentials(tenant, clientId, secrets[clientId], { scope: 'other' });
+    expect(other.status, JSON.stringify(other.body)).to.equal(200);
     await token('cheap');
   }
 
@@ -134,7 +142,12 @@ describe('Hostile: policy code that is costly to evaluate', function () {
     });
     tenant = inTenant(server, 'evaluation-limits');
     for (const clientId of ['slow', 'hog', 'cheap'])
-      secrets[clientId] = await confidentialClient(tenant, clientId, { scopes: ['read'] }, 'evaluation-limits');
+      secrets[clientId] = await confidentialClient(
+        tenant,
+        clientId,
+        { scopes: ['read', 'other'] },
+        'evaluation-limits',
+      );
   });
   after(async function () {
     await server?.close();
