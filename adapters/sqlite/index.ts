@@ -180,17 +180,13 @@ export class SqliteStore implements Store {
    */
   private createTable(spec: CollectionSpec): void {
     try {
-      // No wait for another connection's lock: this runs on the event loop, which must not stop for it.
-      this.db.pragma('busy_timeout = 0');
-      try {
-        sqliteCall(() => this.createTableNow(spec));
-      } finally {
-        this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
-      }
+      sqliteCall(() => this.createTableNow(spec));
       this.tablesToCreate.delete(spec.name);
     } catch (error) {
       this.tablesToCreate.add(spec.name);
       if (!isBusy(error)) throw error;
+      // SQLite's busy handler waited the whole lock wait already: the request's other writes need not again.
+      this.io.lockedFor(BUSY_TIMEOUT_MS);
       throw new StoreUnavailableError(
         `the store's database is locked by another connection, so the ${spec.name} table could not be created (${(error as Error).message}); nothing was written. Retry shortly.`,
       );

@@ -37,8 +37,13 @@ export class ProcessShares<T extends StoredDoc> {
   ) {
     this.timer = setInterval(() => void this.flush(), FLUSH_INTERVAL_MS);
     this.timer.unref();
-    // Declared now, at start: an embedded store makes the table at once, not at a first write that may meet a held lock.
-    this.collection();
+    // Declared now, at start: an embedded store makes the table before it serves, not at a first
+    // write that may meet another connection's lock (SQLite waits for it on the event loop).
+    try {
+      this.collection();
+    } catch {
+      // The store cannot make it now: it is made at the first write instead.
+    }
   }
 
   /** This process's share `id` changed; `build` gives its document when it is next written. */
