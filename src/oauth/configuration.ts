@@ -15,6 +15,7 @@ import { routes } from './routes.js';
 import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators } from './token/shaping.js';
 import { errorPages } from './error-pages.js';
 import { pushedAuthorizationRequests } from './par/index.js';
+import { backchannelLogout } from './end-session/backchannel.js';
 
 /**
  * The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. The
@@ -91,6 +92,7 @@ export const SLICES: ConfigurationSlice[] = [
   richAuthorizationRequests,
   outboundFetch,
   errorPages,
+  backchannelLogout,
 ];
 
 export function providerConfiguration(context: ProviderContext): Configuration {
