@@ -22,7 +22,7 @@ export {
   routes as oauthRoutes,
   UMA_CONFIGURATION_PATH,
 } from './routes.js';
-export { INTERACTION_PATH, UPSTREAM_CALLBACK_PATH } from './interactions/index.js';
+export { INTERACTION_PATH, UPSTREAM_CALLBACK_PATH, UPSTREAM_LOGOUT_PATH } from './interactions/index.js';
 export type { ArbiterContext, ArbiterMiddleware, OAuthRequestState, OAuthState } from './state.js';
 export {
   clientCallers,

@@ -8,10 +8,13 @@ import {
   authorizationRequest,
   passDevIdpForms,
   redeemCode,
+  startRegisteredDevIdp,
   withSignInServer,
+  type RegisteredDevIdp,
   type TestClient,
 } from '../support/dev-idp.js';
-import type { TestServer } from '../support/server.js';
+import { FORM } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
 
 const BACK_CHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
@@ -160,5 +163,93 @@ describe('Back-Channel Logout 1.0', function () {
     });
     expect(refused.status).to.equal(400);
     expect(JSON.stringify(refused.body)).to.contain('backchannelLogoutUri must not contain a fragment');
+  });
+});
+
+/**
+ * Back-Channel Logout 1.0 with Arbiter as the relying party of its upstream identity provider:
+ * a user's logout there (the provider posts Arbiter a logout token) ends their sessions here,
+ * and Arbiter's own clients are told in turn; a token that is not the provider's is refused.
+ */
+describe('Back-Channel Logout from the upstream identity provider', function () {
+  let server: TestServer;
+  let idp: RegisteredDevIdp;
+  let receiver: LogoutReceiver;
+  let rp: TestClient;
+
+  before(async function () {
+    server = await readyServer();
+    idp = await startRegisteredDevIdp(server, { backchannelLogout: true });
+    receiver = new LogoutReceiver();
+    rp = { clientId: 'upstream-bcl-rp', redirectUri: 'http://127.0.0.1:1/upstream-bcl/cb' };
+    const created = await server.admin('POST', '/clients', {
+      clientId: rp.clientId,
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: [rp.redirectUri],
+      scopes: ['openid', 'profile', 'offline_access'],
+      backchannelLogoutUri: await receiver.start(),
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+  });
+  after(async function () {
+    await receiver?.close();
+    await idp?.close();
+    await server?.close();
+  });
+
+  it("ends the user's sessions and tokens here when they log out at the upstream, and tells Arbiter's clients", async function () {
+    const request = await authorizationRequest(server, rp);
+    const agent = new FetchUserAgent();
+    const page = await agent.navigate(request.url, arrivingAt(rp.redirectUri));
+    const landed = await passDevIdpForms(agent, page, 'una', arrivingAt(rp.redirectUri));
+    const tokens = await redeemCode(server, rp, landed.url.searchParams.get('code')!, request.codeVerifier);
+    expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
+    const userinfo = () =>
+      server.request('/userinfo', { headers: { Authorization: `Bearer ${tokens.body.access_token}` } });
+    expect((await userinfo()).status, 'the access token works before').to.equal(200);
+
+    // The user logs out at the upstream provider, in the same browser.
+    const confirmation = await agent.navigate(`${idp.issuer}/session/end`);
+    expect(confirmation.status, confirmation.body).to.equal(200);
+    expect((await agent.submitForm(confirmation, { logout: 'yes' })).status).to.be.below(400);
+
+    const [token] = await receiver.received(1);
+    expect(decodeJwt(token)).to.include({ sub: 'una', aud: rp.clientId });
+    expect((await userinfo()).status, 'the access token is revoked').to.equal(401);
+  });
+
+  it('refuses a logout token that is not signed by the provider, a missing one, and one of an unknown issuer with 400 invalid_request', async function () {
+    const unsigned = (claims: Record<string, unknown>) =>
+      `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'logout+jwt' })).toString('base64url')}.${Buffer.from(
+        JSON.stringify(claims),
+      ).toString('base64url')}.`;
+    const now = Math.floor(Date.now() / 1000);
+    const claims = {
+      iss: idp.issuer,
+      aud: 'arbiter',
+      iat: now,
+      jti: 'j1',
+      sub: 'una',
+      events: { [BACK_CHANNEL_LOGOUT_EVENT]: {} },
+    };
+    for (const [body, described] of [
+      [{ logout_token: unsigned(claims) }, 'is not valid'],
+      [{}, 'logout_token is required'],
+      [
+        { logout_token: unsigned({ ...claims, iss: 'https://elsewhere.example' }) },
+        'not from an enabled identity provider',
+      ],
+    ] as const) {
+      const answer = await server.request('/idp/backchannel-logout', {
+        method: 'POST',
+        headers: FORM,
+        body: new URLSearchParams(body as Record<string, string>).toString(),
+      });
+      const error = (await answer.json()) as Record<string, string>;
+      expect(answer.status, JSON.stringify(error)).to.equal(400);
+      expect(error.error).to.equal('invalid_request');
+      expect(error.error_description).to.contain(described);
+    }
   });
 });
