@@ -16,6 +16,7 @@ import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators
 import { errorPages } from './error-pages.js';
 import { pushedAuthorizationRequests } from './par/index.js';
 import { backchannelLogout } from './end-session/backchannel.js';
+import { dpopNonces } from './shared/dpop-nonces.js';
 
 /**
  * The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. The
@@ -93,6 +94,7 @@ export const SLICES: ConfigurationSlice[] = [
   outboundFetch,
   errorPages,
   backchannelLogout,
+  dpopNonces,
 ];
 
 export function providerConfiguration(context: ProviderContext): Configuration {
