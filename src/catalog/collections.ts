@@ -192,6 +192,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
         'postLogoutRedirectUris',
         'backchannelLogoutUri',
         'backchannelLogoutSessionRequired',
+        'profile',
         'responseTypes',
         'requirePushedAuthorizationRequests',
         'jwksUri',

@@ -114,6 +114,8 @@ export const CLIENT_SCHEMA = object(['clientId', 'clientType'], {
   // OIDC Back-Channel Logout 1.0 §2.2: where logout tokens are posted when the user's session ends.
   backchannelLogoutUri: httpUri,
   backchannelLogoutSessionRequired: { type: 'boolean' },
+  // The FAPI 2.0 Security Profile (src/oauth/fapi): PAR, PKCE S256, DPoP, private_key_jwt, PS256 ID tokens.
+  profile: { enum: ['fapi2-security'] },
   clientName: string,
   clientUri: httpUri,
   logoUri: httpUri,

@@ -181,6 +181,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
     meaning:
       'comma-separated tenants whose DPoP proofs must carry a nonce of the server (RFC 9449 §8): `_default` for the default tenant, `*` for every tenant; none by default (see [standards.md](standards.md#dpop-nonces))',
   },
+  FAPI2_SECURITY_TENANTS: {
+    meaning:
+      'comma-separated tenants whose every client is held to the FAPI 2.0 Security Profile (PAR, PKCE S256, DPoP-bound tokens, private_key_jwt, 60-second codes, PS256 ID tokens): `_default`, a tenant id or `*`; a single client opts in with its record\'s `profile: "fapi2-security"` (see [standards.md](standards.md#fapi-20-security-profile))',
+  },
   TENANT_CACHE_MAX: {
     meaning:
       "at most this many tenants' oidc-provider instances (one per tenant and issuer form) and signing keys kept in memory (least recently used go first; each costs about 115 KB of heap)",

@@ -106,6 +106,8 @@ export interface Config {
   tenants: string[];
   /** Tenants whose DPoP proofs must carry a server nonce (RFC 9449 §8): `_default` for the default tenant, `*` for every tenant. */
   dpopNonceTenants: string[];
+  /** Tenants whose every client is held to the FAPI 2.0 Security Profile: `_default`, a tenant id, or `*`. */
+  fapi2SecurityTenants: string[];
   /** At most this many tenants' oidc-provider instances are kept in memory (least recently used go first). */
   tenantCacheMax: number;
   /** A tenant's oidc-provider instances no request used for this long are let go (its memory returns). */
@@ -208,6 +210,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   AUTH_FAILURE_WINDOW_SECONDS: 'authFailureWindowSeconds',
   TENANTS: 'tenants',
   DPOP_NONCE_TENANTS: 'dpopNonceTenants',
+  FAPI2_SECURITY_TENANTS: 'fapi2SecurityTenants',
   TENANT_CACHE_MAX: 'tenantCacheMax',
   TENANT_IDLE_SECONDS: 'tenantIdleSeconds',
   OUTBOUND_ALLOW_INSECURE_LOOPBACK: 'outboundAllowInsecureLoopback',
@@ -304,6 +307,10 @@ export const SCHEMA = {
     authFailureWindowSeconds: positive,
     tenants: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' } },
     dpopNonceTenants: {
+      type: 'array',
+      items: { type: 'string', pattern: '^(\\*|_default|[A-Za-z0-9][A-Za-z0-9._-]{0,63})$' },
+    },
+    fapi2SecurityTenants: {
       type: 'array',
       items: { type: 'string', pattern: '^(\\*|_default|[A-Za-z0-9][A-Za-z0-9._-]{0,63})$' },
     },
@@ -555,6 +562,7 @@ export const PATTERN_HINTS: Record<string, string> = {
   trustedProxies: 'an IP address or a CIDR range (10.0.0.0/8, ::1)',
   tenants: '1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit',
   dpopNonceTenants: 'a tenant id, `_default` or `*`',
+  fapi2SecurityTenants: 'a tenant id, `_default` or `*`',
   secretsKey: '32 random bytes in base64url (43 characters)',
   secretsKeyPrevious: '32 random bytes in base64url (43 characters)',
   otlpEndpoint:

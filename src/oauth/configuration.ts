@@ -17,6 +17,7 @@ import { errorPages } from './error-pages.js';
 import { pushedAuthorizationRequests } from './par/index.js';
 import { backchannelLogout } from './end-session/backchannel.js';
 import { dpopNonces } from './shared/dpop-nonces.js';
+import { fapi2Security, withPs256Keys } from './fapi/index.js';
 
 /**
  * The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. The
@@ -50,7 +51,7 @@ const protocol: ConfigurationSlice = ({ vocabulary }) => ({
  * tenants reached by path on one host never overwrite each other's (nor the shared issuer's).
  */
 const secrets: ConfigurationSlice = ({ secrets: { jwks, cookieKeys }, basePath }) => ({
-  jwks,
+  jwks: { keys: withPs256Keys(jwks.keys) },
   cookies: {
     keys: cookieKeys,
     ...(basePath ? { long: { path: basePath }, short: { path: basePath } } : {}),
@@ -95,6 +96,7 @@ export const SLICES: ConfigurationSlice[] = [
   errorPages,
   backchannelLogout,
   dpopNonces,
+  fapi2Security,
 ];
 
 export function providerConfiguration(context: ProviderContext): Configuration {

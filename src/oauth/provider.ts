@@ -11,6 +11,7 @@ import { installGrants } from './token/grants/index.js';
 import { outboundOptionsOf } from '../http/outbound.js';
 import { everyClientMayAskForEveryType } from './internals.js';
 import { reportBackchannelLogouts } from './end-session/backchannel.js';
+import { fapi2Tenant } from './fapi/index.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
 export function createTenantProvider(context: ProviderContext): Provider {
@@ -21,7 +22,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
     adapter: createOidcAdapter(
       store,
       tenant,
-      { Client: clientLookup(store, tenant, documents) },
+      { Client: clientLookup(store, tenant, documents, { fapi2Tenant: fapi2Tenant(config, tenant) }) },
       clientArtefactOwners(store, tenant),
       basePath,
     ),

@@ -21,6 +21,8 @@ export type OAuthState = {
   introspected?: Introspected;
   /** Token exchange with an actor: the issued token's `act` claim (token/shaping.ts). */
   exchangeAct?: Record<string, unknown>;
+  /** /authorize and /par: the client sent PKCE `plain`, which authorize/pkce-plain.ts turned into S256 (FAPI 2.0 refuses it). */
+  pkcePlain?: true;
   /** The UMA grant: what the requesting party token permits (token/shaping.ts). */
   umaPermissions?: RptPermission[];
 };

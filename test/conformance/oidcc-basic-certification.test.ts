@@ -125,7 +125,8 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
   // The suite runs it with dynamic registration only, asking for id_token_signed_response_alg none, and skips it
   // when discovery leaves none out. Arbiter signs every ID token with RS256 (the spec excludes none).
   it('oidcc-idtoken-unsigned (skipped by the suite: alg none is not offered)', async () => {
-    expect(discovery.id_token_signing_alg_values_supported).to.deep.equal(['RS256']);
+    // RS256 for every client, PS256 for FAPI 2.0 clients (src/oauth/fapi): never `none`.
+    expect(discovery.id_token_signing_alg_values_supported).to.deep.equal(['RS256', 'PS256']);
     const { tokens } = await codeFlow();
 
     expect(decodeProtectedHeader(tokens.id_token!).alg).to.equal('RS256');

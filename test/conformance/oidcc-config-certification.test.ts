@@ -50,7 +50,9 @@ describe('oidcc-config-certification-test-plan (discovery, static client)', () =
     expect(jwks.keys.length).to.be.greaterThan(0);
     expect(new Set(jwks.keys.map((key) => key.kid)).size).to.equal(jwks.keys.length);
     for (const key of jwks.keys) {
-      expect(key).to.include({ kty: 'RSA', use: 'sig', alg: 'RS256' });
+      expect(key).to.include({ kty: 'RSA', use: 'sig' });
+      // RS256, and each key again as PS256 for FAPI 2.0 clients (src/oauth/fapi).
+      expect(key.alg).to.be.oneOf(['RS256', 'PS256']);
       expect(key).to.include.keys('n', 'e', 'kid');
       expect(key).not.to.have.any.keys('d', 'p', 'q', 'dp', 'dq', 'qi');
     }

@@ -26,7 +26,7 @@ describe('Discovery and JWKS', function () {
       introspection_endpoint: `${issuer}/introspect`,
       response_types_supported: ['code'],
       subject_types_supported: ['public'],
-      id_token_signing_alg_values_supported: ['RS256'],
+      id_token_signing_alg_values_supported: ['RS256', 'PS256'],
     });
     expect(document.scopes_supported).to.deep.equal(['openid', 'profile', 'email']);
     expect(document.claims_supported).to.deep.equal(['sub', 'name', 'email', 'preferred_username', 'email_verified']);
@@ -89,8 +89,14 @@ describe('Discovery and JWKS', function () {
     expect(keys).to.have.length.at.least(1);
     for (const key of keys) {
       expect(key).to.have.keys('kty', 'use', 'alg', 'kid', 'n', 'e');
-      expect(key).to.include({ kty: 'RSA', use: 'sig', alg: 'RS256' });
+      expect(key).to.include({ kty: 'RSA', use: 'sig' });
     }
+    // Each RS256 key is published again for PS256 (FAPI 2.0 clients' ID tokens), under its own kid.
+    const rs256 = keys.filter((key: { alg: string }) => key.alg === 'RS256');
+    expect(rs256).to.have.length.at.least(1);
+    expect(keys.filter((key: { alg: string }) => key.alg === 'PS256').map((key: { n: string }) => key.n)).to.deep.equal(
+      rs256.map((key: { n: string }) => key.n),
+    );
   });
 
   it('keeps its signing keys across restarts (generated once, kept in the store)', async function () {

@@ -66,8 +66,11 @@ describe('Signing-key and sealing-key rotation', function () {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const jwks = async (tenant?: string) =>
-    (await (await server!.request('/.well-known/jwks.json', { tenant })).json()) as JSONWebKeySet;
+  /** The RS256 keys (each is published again for PS256 under its own kid, src/oauth/fapi). */
+  const jwks = async (tenant?: string) => {
+    const published = (await (await server!.request('/.well-known/jwks.json', { tenant })).json()) as JSONWebKeySet;
+    return { keys: published.keys.filter((key) => key.alg !== 'PS256') };
+  };
   const kids = async () => (await jwks()).keys.map((key) => key.kid);
 
   /** A whole sign-in through the dev IdP; the ID token of its code exchange. */

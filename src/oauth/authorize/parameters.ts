@@ -1,6 +1,7 @@
 import { errors } from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { RequestState } from '../../http/state.js';
+import type { OAuthState } from '../state.js';
 import type { PolicyEngine } from '../../policy/index.js';
 import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
 import type { ConfigurationSlice } from '../context.js';
@@ -34,6 +35,9 @@ async function checkAuthorizationRequest(
   policy: PolicyEngine,
 ): Promise<void> {
   if (ctx.oidc.route === PAR_ROUTE) assertRegisteredAuthMethod(ctx);
+  // FAPI 2.0 Security Profile §5.3.2.2: PKCE with S256 only.
+  if (ctx.oidc.isFapi('2.0') && (ctx.state as OAuthState).pkcePlain)
+    throw new errors.InvalidRequest('the FAPI 2.0 Security Profile allows PKCE with S256 only');
   // A pushed request was checked when it was pushed (RFC 9126 §2.1: as an authorization request is).
   if (ctx.oidc.route !== 'authorization' && ctx.oidc.route !== PAR_ROUTE) return;
   if (ctx.oidc.route === 'authorization' && ctx.oidc.entities.PushedAuthorizationRequest) return;

@@ -15,10 +15,14 @@ const VERIFIER = /^[A-Za-z0-9\-._~]{43,128}$/;
 export async function acceptPlainPkce(ctx: ArbiterContext, next: Next): Promise<void> {
   if (ctx.method === 'GET') {
     const replaced = withS256Challenge(ctx.query);
-    if (replaced) ctx.query = replaced;
+    if (replaced) {
+      ctx.query = replaced;
+      ctx.state.pkcePlain = true;
+    }
   } else if (ctx.method === 'POST' && ctx.state.body) {
     const replaced = withS256Challenge(ctx.state.body);
     if (replaced) {
+      ctx.state.pkcePlain = true;
       ctx.state.body = replaced;
       (ctx.request as unknown as { body: string }).body = stringify(replaced as ParsedUrlQueryInput);
     }

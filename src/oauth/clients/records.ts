@@ -1,8 +1,11 @@
-import Provider from 'oidc-provider';
 import { clientRecords, type ClientRecord } from '../../catalog/index.js';
 import { TurnReads, type Store, type TenantCollection } from '../../store/index.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 import { clientMetadata } from './metadata.js';
+import { rememberForRequest } from './seen-by-request.js';
+import { fapi2Metadata } from '../fapi/index.js';
+
+export { clientRecordSeenByRequest } from './seen-by-request.js';
 
 /** A client as kept in the catalog (src/catalog/schemas.ts), its type derived from the schema. */
 export type { ClientRecord };
@@ -33,27 +36,6 @@ export async function findClientRecord(store: Store, tenant: string, clientId: s
   );
 }
 
-/** The client records each request's client lookups saw (by request context, by clientId). */
-const recordsSeenByRequest = new WeakMap<object, Map<string, ClientRecord>>();
-
-/**
- * The enabled record of `clientId` that this request's client lookup found (oidc-provider's
- * client authentication, or any later lookup): what the request issues under. Undefined outside
- * a request of oidc-provider, or when no lookup of this request found that client enabled.
- */
-export function clientRecordSeenByRequest(clientId: string): ClientRecord | undefined {
-  const ctx = Provider.ctx;
-  return ctx ? recordsSeenByRequest.get(ctx)?.get(clientId) : undefined;
-}
-
-function rememberForRequest(record: ClientRecord): void {
-  const ctx = Provider.ctx;
-  if (!ctx || record.enabled === false) return;
-  let seen = recordsSeenByRequest.get(ctx);
-  if (!seen) recordsSeenByRequest.set(ctx, (seen = new Map()));
-  seen.set(record.clientId, record);
-}
-
 /**
  * Client ID metadata documents (./cimd): `resolve(clientId, stored)` → the client record to serve,
  * or undefined when the client_id names no usable document (the client does not exist).
@@ -68,7 +50,12 @@ export interface ClientDocuments {
  * client may ask for every RAR type policy data defines (the policy decides per client): its
  * metadata lists none, which the provider reads as unrestricted (internals.ts).
  */
-export function clientLookup(store: Store, tenant: string, documents?: ClientDocuments) {
+export function clientLookup(
+  store: Store,
+  tenant: string,
+  documents?: ClientDocuments,
+  { fapi2Tenant = false }: { fapi2Tenant?: boolean } = {},
+) {
   return async (clientId: string) => {
     const found = await findClientRecord(store, tenant, clientId);
     const record =
@@ -76,6 +63,10 @@ export function clientLookup(store: Store, tenant: string, documents?: ClientDoc
         ? await documents.resolve(clientId, found)
         : found;
     if (record) rememberForRequest(record);
-    return record ? clientMetadata(record) : undefined;
+    const metadata = record ? clientMetadata(record) : undefined;
+    if (!metadata || !(fapi2Tenant || record?.profile === 'fapi2-security')) return metadata;
+    // The FAPI 2.0 Security Profile (src/oauth/fapi): a client without keys cannot authenticate
+    // with private_key_jwt, the only method it allows, so it does not exist for the protocol.
+    return metadata.jwks || metadata.jwks_uri ? { ...metadata, ...fapi2Metadata() } : undefined;
   };
 }

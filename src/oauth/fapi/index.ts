@@ -1,0 +1,73 @@
+import type { JWK } from 'jose';
+import type { ClientMetadata, KoaContextWithOIDC } from 'oidc-provider';
+import type { Config } from '../../config/index.js';
+import type { ConfigurationSlice } from '../context.js';
+import { clientRecordSeenByRequest } from '../clients/seen-by-request.js';
+
+/** The profile a client record (`profile`) or a tenant (FAPI2_SECURITY_TENANTS) opts into. */
+export const FAPI2_SECURITY = 'fapi2-security';
+
+/** FAPI 2.0 Security Profile §5.3.2.1: authorization codes live at most this long (seconds). */
+const FAPI2_CODE_SECONDS = 60;
+/** §5.4.1: PS256, ES256 or EdDSA; the tenant's RSA keys sign PS256 too. */
+const FAPI2_ID_TOKEN_ALG = 'PS256';
+
+/** Whether the tenant's every client is held to the profile. */
+export function fapi2Tenant(config: Pick<Config, 'fapi2SecurityTenants'>, tenant: string): boolean {
+  return config.fapi2SecurityTenants.includes('*') || config.fapi2SecurityTenants.includes(tenant);
+}
+
+/**
+ * What oidc-provider is told of a client held to the FAPI 2.0 Security Profile, over what its
+ * record says: every authorization request pushed (§5.3.2.2: PAR), every access token
+ * sender-constrained with DPoP (§5.3.2.1), authentication with private_key_jwt only (§5.3.2.1;
+ * mTLS is not offered), ID tokens signed PS256 (§5.4.1). oidc-provider then refuses what breaks
+ * them with the spec's errors: an authorization request not pushed (`invalid_request`), a token
+ * request without a DPoP proof (`invalid_dpop_proof`), another authentication (`invalid_client`).
+ */
+export function fapi2Metadata(): Partial<ClientMetadata> {
+  return {
+    require_pushed_authorization_requests: true,
+    dpop_bound_access_tokens: true,
+    token_endpoint_auth_method: 'private_key_jwt',
+    id_token_signed_response_alg: FAPI2_ID_TOKEN_ALG,
+  };
+}
+
+/**
+ * oidc-provider's own FAPI 2.0 checks for the clients held to it (PKCE required; a client
+ * assertion's `aud` the issuer itself), their codes' lifetime, and PS256 among the ID token
+ * algorithms (RS256 stays every other client's).
+ */
+export const fapi2Security: ConfigurationSlice = ({ config, tenant }) => {
+  const everyClient = fapi2Tenant(config, tenant);
+  const heldToProfile = (clientId: string | undefined) =>
+    everyClient || (clientId !== undefined && clientRecordSeenByRequest(clientId)?.profile === FAPI2_SECURITY);
+  const codeSeconds = config.ttl.authorizationCodeSeconds;
+  return {
+    enabledJWA: { idTokenSigningAlgValues: ['RS256', FAPI2_ID_TOKEN_ALG] },
+    features: {
+      fapi: {
+        enabled: true,
+        profile: (_ctx: KoaContextWithOIDC, client?: { clientId: string }) =>
+          heldToProfile(client?.clientId) ? '2.0' : undefined,
+      },
+    },
+    ttl: {
+      AuthorizationCode: (_ctx: KoaContextWithOIDC, _code: unknown, client: { clientId: string }) =>
+        heldToProfile(client.clientId) ? Math.min(FAPI2_CODE_SECONDS, codeSeconds) : codeSeconds,
+    },
+  } as ReturnType<ConfigurationSlice>;
+};
+
+/**
+ * The tenant's signing keys as oidc-provider gets them: each RSA key also under PS256 (the same
+ * key, published a second time with its own `kid`), so that FAPI 2.0 clients' ID tokens are
+ * signed PS256; it follows its RS256 twin through rotation (its state and `key_ops`).
+ */
+export function withPs256Keys(keys: JWK[]): JWK[] {
+  const twins = keys
+    .filter((key) => key.kty === 'RSA' && key.alg === 'RS256')
+    .map((key) => ({ ...key, alg: FAPI2_ID_TOKEN_ALG, kid: `${key.kid}.${FAPI2_ID_TOKEN_ALG}` }));
+  return [...keys, ...twins];
+}
