@@ -9,7 +9,8 @@ import { providerConfiguration } from './configuration.js';
 import { providerIssuer, type ProviderContext } from './context.js';
 import { installGrants } from './token/grants/index.js';
 import { outboundOptionsOf } from '../http/outbound.js';
-import { everyClientMayAskForEveryType } from './internals.js';
+import { everyClientMayAskForEveryType, findJwtAccessTokensToo } from './internals.js';
+import { jwtAccessTokenLookup } from './token/jwt-access-tokens.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
 export function createTenantProvider(context: ProviderContext): Provider {
@@ -27,6 +28,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
   provider.proxy = true;
   compareHashedClientSecrets(provider, { store, sealer, tenant });
   everyClientMayAskForEveryType(provider);
+  findJwtAccessTokensToo(provider, jwtAccessTokenLookup(context));
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);
   installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config) });
