@@ -261,5 +261,32 @@ describe('JWT access tokens (RFC 9068)', function () {
       (error: Error) => error.name,
     );
     expect(withDefaultKeys, "the default tenant's keys").to.not.equal('verified');
+    // Another tenant knows nothing of it; its own tenant introspects and revokes it.
+    expect((await introspect(body.access_token)).body).to.deep.equal({ active: false });
+    const acmeRsSecret = await confidentialClient(server, 'jwt-rs', { scopes: ['introspection'] }, ACME);
+    const acmeCaller = await postForm(
+      server,
+      `/t/${ACME}/token`,
+      { grant_type: 'client_credentials', scope: 'introspection' },
+      { Authorization: basic('jwt-rs', acmeRsSecret) },
+    );
+    const introspectInAcme = async () =>
+      (
+        await postForm(
+          server,
+          `/t/${ACME}/introspect`,
+          { token: body.access_token },
+          { Authorization: `Bearer ${acmeCaller.body.access_token}` },
+        )
+      ).body;
+    expect(await introspectInAcme()).to.include({ active: true, iss: issuer });
+    const revoked = await postForm(
+      server,
+      `/t/${ACME}/revoke`,
+      { token: body.access_token },
+      { Authorization: basic('jwt-app', acmeSecret) },
+    );
+    expect(revoked.status, JSON.stringify(revoked.body)).to.equal(200);
+    expect(await introspectInAcme()).to.deep.equal({ active: false });
   });
 });
