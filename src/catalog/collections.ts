@@ -136,7 +136,10 @@ export const COLLECTIONS: CollectionDefinition[] = [
     path: 'resource-servers',
     store: 'resource_servers',
     searchFields: ['resourceIndicator', 'name'],
-    console: { columns: ['resourceIndicator', 'name', 'enabled'], advanced: ['capability', 'typeUris'] },
+    console: {
+      columns: ['resourceIndicator', 'name', 'enabled'],
+      advanced: ['capability', 'typeUris', 'accessTokenFormat'],
+    },
     pathKey: 'id',
     uniqueFields: ['resourceIndicator'],
     references: { clientId: 'clients' },

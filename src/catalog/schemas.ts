@@ -66,6 +66,11 @@ export const RESOURCE_SERVER_SCHEMA = object(['resourceIndicator'], {
   clientId: internalKey,
   enabled,
   typeUris: strings,
+  accessTokenFormat: {
+    enum: ['opaque', 'jwt'],
+    description:
+      "opaque (the default): tokens for this resource server are read through introspection; jwt: RFC 9068 JWT access tokens signed with the tenant's keys, verified by the resource server itself",
+  },
 });
 
 export const RESOURCE_TYPE_SCHEMA = object(['typeUri'], {

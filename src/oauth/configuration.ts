@@ -14,6 +14,7 @@ import { outboundFetch } from './outbound-fetch.js';
 import { routes } from './routes.js';
 import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators } from './token/shaping.js';
 import { errorPages } from './error-pages.js';
+import { jwtAccessTokens } from './token/jwt-access-tokens.js';
 import { pushedAuthorizationRequests } from './par/index.js';
 import { backchannelLogout } from './end-session/backchannel.js';
 import { dpopNonces } from './shared/dpop-nonces.js';
@@ -83,6 +84,8 @@ export const SLICES: ConfigurationSlice[] = [
   refreshTokens,
   decisionClaims,
   resourceIndicators,
+  // RFC 9068 JWT access tokens for the resource servers whose record asks for them.
+  jwtAccessTokens,
   authorizationParameters,
   pushedAuthorizationRequests,
   requestObjects,

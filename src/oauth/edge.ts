@@ -47,7 +47,7 @@ export function oauthSteps({ config, store, sealer, policy, providers, log }: OA
     par: parMiddleware({ store, providerFor, maxBodyBytes }),
     token: tokenMiddleware({ issuer, maxBodyBytes }),
     introspect: introspectMiddleware({ store, policy, issuer, providerFor, maxBodyBytes }),
-    revoke: revokeMiddleware({ issuer, maxBodyBytes }),
+    revoke: revokeMiddleware({ issuer, maxBodyBytes, providerFor }),
     userinfo: userinfoMiddleware(maxBodyBytes),
     register: registration.register,
     clientConfiguration: registration.clientConfiguration,

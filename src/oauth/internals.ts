@@ -133,3 +133,36 @@ export async function verifiedDpopProof(provider: Provider, ctx: KoaContextWithO
   if (proof) await checkDpopReplay(provider, ctx, proof, ctx.oidc.client!.clientId);
   return proof;
 }
+
+/**
+ * 6. JWT access tokens (RFC 9068) are found by their value as opaque ones are, wherever
+ * oidc-provider or Arbiter looks a token up: introspection, revocation, UserInfo and Bearer
+ * callers all call the models' static `find` (through helpers/token_find.js, findTokenByValue).
+ * oidc-provider stores no JWT access token and so finds none; Arbiter stores each under its
+ * `jti` (token/jwt-access-tokens.ts), and this provider's AccessToken and ClientCredentials
+ * classes look a JWT up there first. `lookup` answers undefined for any other value.
+ */
+export function findJwtAccessTokensToo(
+  provider: Provider,
+  lookup: (
+    model: typeof provider.AccessToken | typeof provider.ClientCredentials,
+    value: string,
+    options?: { ignoreExpiration?: boolean },
+  ) => Promise<object | undefined>,
+): void {
+  for (const model of [provider.AccessToken, provider.ClientCredentials]) {
+    const find = model.find.bind(model) as (
+      value: string,
+      options?: { ignoreExpiration?: boolean },
+    ) => Promise<unknown>;
+    Object.defineProperty(model, 'find', {
+      configurable: true,
+      value: async (value: unknown, options?: { ignoreExpiration?: boolean }) => {
+        const stored = typeof value === 'string' ? await lookup(model, value, options) : undefined;
+        return stored
+          ? new (model as unknown as new (payload: object) => unknown)(stored)
+          : find(value as string, options);
+      },
+    });
+  }
+}

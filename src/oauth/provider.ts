@@ -9,7 +9,8 @@ import { providerConfiguration } from './configuration.js';
 import { providerIssuer, type ProviderContext } from './context.js';
 import { installGrants } from './token/grants/index.js';
 import { outboundOptionsOf } from '../http/outbound.js';
-import { everyClientMayAskForEveryType } from './internals.js';
+import { everyClientMayAskForEveryType, findJwtAccessTokensToo } from './internals.js';
+import { jwtAccessTokenLookup } from './token/jwt-access-tokens.js';
 import { reportBackchannelLogouts } from './end-session/backchannel.js';
 import { fapi2Tenant } from './fapi/index.js';
 
@@ -30,6 +31,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
   provider.proxy = true;
   compareHashedClientSecrets(provider, { store, sealer, tenant });
   everyClientMayAskForEveryType(provider);
+  findJwtAccessTokensToo(provider, jwtAccessTokenLookup(context));
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);
   reportBackchannelLogouts(provider, log);

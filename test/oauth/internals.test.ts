@@ -6,6 +6,7 @@ import {
   builtInGrant,
   everyClientMayAskForEveryType,
   compareClientSecretsWith,
+  findJwtAccessTokensToo,
   findTokenByValue,
   knownScopes,
   recognizeScopes,
@@ -110,4 +111,23 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
       expect([...grant.parameters]).to.include(own);
     });
   }
+  it("finds JWT access tokens through the models' find, which oidc-provider's lookups call", async function () {
+    const own = new Provider('http://127.0.0.1:4', { features: { clientCredentials: { enabled: true } } });
+    const now = Math.floor(Date.now() / 1000);
+    findJwtAccessTokensToo(own, async (model, value) =>
+      value === 'probe.jwt.value' && model.name === 'ClientCredentials'
+        ? { jti: 'probe-jti', kind: 'ClientCredentials', clientId: 'probe', iat: now, exp: now + 60 }
+        : undefined,
+    );
+    const found = await findTokenByValue(own, 'probe.jwt.value', 'access_token');
+    expect(found).to.include({ kind: 'ClientCredentials', jti: 'probe-jti', clientId: 'probe' });
+    expect(await findTokenByValue(own, 'no-such-token')).to.equal(undefined);
+    const read = (file: string) =>
+      readFile(createRequire(import.meta.url).resolve(`oidc-provider/lib/${file}`), 'utf8');
+    // What token/jwt-access-tokens.ts relies on: a record marked format "jwt" is no opaque token, and
+    // /revoke and /introspect refuse a JWT before any lookup (so the JWT's jti stands in for it).
+    expect(await read('models/formats/opaque.js')).to.contain("('format' in stored) && stored.format !== 'opaque'");
+    expect(await read('shared/reject_structured_tokens.js')).to.contain('decodeProtectedHeader(params.token)');
+    expect(await read('models/formats/jwt.js')).to.contain('customizer(als.getStore(), token, structuredToken)');
+  });
 });

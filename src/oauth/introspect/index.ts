@@ -13,6 +13,7 @@ import type { ArbiterContext, ArbiterMiddleware, Introspected, TokenModel } from
 import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps } from './decide.js';
 import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
 import { isClientLive } from '../shared/owned-artefacts.js';
+import { standInForJwtAccessTokens } from '../token/jwt-access-tokens.js';
 import { requestIssuer, type Tenant } from '../../tenancy/index.js';
 
 /** A Bearer caller: a valid access token of this tenant with one of these scopes; any other is 401 invalid_token. */
@@ -37,6 +38,7 @@ export function introspectMiddleware(deps: IntrospectEndpointDeps): ArbiterMiddl
     formBody(deps.maxBodyBytes),
     requireClientCredential({ issuer: deps.issuer, publicClients: false, bearer: true }),
     guardClientCredentials,
+    standInForJwtAccessTokens(deps.providerFor),
     introspectionEndpoint(deps),
   ];
 }

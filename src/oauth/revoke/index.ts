@@ -1,4 +1,5 @@
 import type { Next } from 'koa';
+import type Provider from 'oidc-provider';
 import { errors, type KoaContextWithOIDC } from 'oidc-provider';
 import type { AuditFacts, AuditState } from '../../audit/index.js';
 import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
@@ -7,12 +8,15 @@ import { routes } from '../routes.js';
 import { guardClientCredentials, requireClientCredential } from '../shared/credential-guard.js';
 import { formBody } from '../shared/form-body.js';
 import type { ArbiterContext, ArbiterMiddleware, TokenModel } from '../state.js';
+import { standInForJwtAccessTokens } from '../token/jwt-access-tokens.js';
+import type { Tenant } from '../../tenancy/index.js';
 
 export const REVOKE_PATH = routes.revocation;
 
 export interface RevokeDeps {
   issuer: string;
   maxBodyBytes: number;
+  providerFor(tenant: Tenant): Provider;
 }
 
 /**
@@ -25,12 +29,13 @@ export interface RevokeDeps {
  * answers 200 with an empty body whether or not it found one (§2.2), and asks `revocationPolicy`
  * before it revokes.
  */
-export function revokeMiddleware({ issuer, maxBodyBytes }: RevokeDeps): ArbiterMiddleware[] {
+export function revokeMiddleware({ issuer, maxBodyBytes, providerFor }: RevokeDeps): ArbiterMiddleware[] {
   return [
     formBody(maxBodyBytes),
     requireClientCredential({ issuer, publicClients: true, bearer: false }),
     guardClientCredentials,
     auditUnknownToken,
+    standInForJwtAccessTokens(providerFor),
   ];
 }
 

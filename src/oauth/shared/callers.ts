@@ -9,6 +9,7 @@ import { clientsCollection } from '../clients/records.js';
 import { withTenantHint } from './tenant-hint.js';
 import { verifyClientSecret } from '../clients/secrets.js';
 import { findTokenByValue } from '../internals.js';
+import { looksLikeJwtAccessToken } from '../token/jwt-access-tokens.js';
 import type { Tenant } from '../../tenancy/index.js';
 import type { ClientCaller, ClientCallers, TokenCaller, TokenCallers, TokenRequirement } from '../../uma/index.js';
 
@@ -21,7 +22,7 @@ export type { ClientCaller, ClientCallers, TokenCaller, TokenCallers, TokenRequi
  * authentication is oidc-provider's (with the failure limit in front, credential-guard.ts).
  */
 
-/** An opaque token of ours is short; anything longer is not one, and not worth a lookup. */
+/** An opaque token of ours is short; anything longer is not one, and not worth a lookup (unless a JWT access token). */
 const MAX_TOKEN_LENGTH = 512;
 
 /**
@@ -30,7 +31,7 @@ const MAX_TOKEN_LENGTH = 512;
  * never pass. The one lookup behind Bearer callers, token-exchange subjects and upgraded RPTs.
  */
 export async function activeAccessToken(provider: Provider, value: string) {
-  if (value.length > MAX_TOKEN_LENGTH) return undefined;
+  if (value.length > MAX_TOKEN_LENGTH && !looksLikeJwtAccessToken(value)) return undefined;
   const token = await findTokenByValue(provider, value, 'access_token').catch(() => undefined);
   if (
     !token ||

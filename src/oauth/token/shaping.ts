@@ -2,6 +2,7 @@ import { CLIENT_AUTH_METHODS } from '../clients/auth-method.js';
 import { providerIssuer, type ConfigurationSlice } from '../context.js';
 import { decisionOf } from './grants/decision.js';
 import { defaultResourceForDetails } from '../shared/rar.js';
+import { accessTokenFormatOf, resourceServerFormat } from './jwt-access-tokens.js';
 
 /** Client authentication methods of the spec (CLIENT_AUTH_METHODS). */
 export const clientAuthentication: ConfigurationSlice = () => ({
@@ -66,7 +67,9 @@ export const resourceIndicators: ConfigurationSlice = (context) => ({
         const offered = decision
           ? (decision.scopes ?? [])
           : ((ctx.oidc.params?.scope as string | undefined)?.split(' ') ?? []);
-        return { scope: offered.join(' '), audience: resourceIndicator, accessTokenFormat: 'opaque' };
+        // Opaque, or RFC 9068 JWT where the resource server's record asks for it (jwt-access-tokens.ts).
+        const format = await accessTokenFormatOf(context.store, context.tenant, resourceIndicator);
+        return { scope: offered.join(' '), audience: resourceIndicator, ...resourceServerFormat(format) };
       },
     },
   },

@@ -1,5 +1,6 @@
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
+import { resourceServerFormat, type AccessTokenFormat } from '../jwt-access-tokens.js';
 
 export interface IssuedToken {
   value: string;
@@ -23,6 +24,8 @@ export interface TokenGrant {
   resource: string | null;
   /** The thumbprint of the DPoP key to bind the token to (RFC 9449 §6), already proven by the request. */
   jkt?: string | null;
+  /** What the resource's record asks for (accessTokenFormatOf); opaque when absent. */
+  format?: AccessTokenFormat;
 }
 
 export async function issueAccessToken(
@@ -30,11 +33,11 @@ export async function issueAccessToken(
   ctx: KoaContextWithOIDC,
   grant: TokenGrant,
 ): Promise<IssuedToken> {
-  const { gty, sub, scopes, resource, jkt } = grant;
+  const { gty, sub, scopes, resource, jkt, format = 'opaque' } = grant;
   const client = ctx.oidc.client!;
   const scope = scopes.join(' ') || undefined;
   const resourceServer = resource
-    ? new provider.ResourceServer(resource, { scope: scope ?? '', audience: resource, accessTokenFormat: 'opaque' })
+    ? new provider.ResourceServer(resource, { scope: scope ?? '', audience: resource, ...resourceServerFormat(format) })
     : undefined;
   if (sub) {
     const userGrant = new provider.Grant({ accountId: sub, clientId: client.clientId });

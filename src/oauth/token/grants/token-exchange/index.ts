@@ -7,6 +7,7 @@ import type { GateDeps } from '../gate.js';
 import type { GrantHandler } from '../handler.js';
 import { verifiedDpopProof } from '../../../internals.js';
 import { issueAccessToken } from '../issue.js';
+import { accessTokenFormatOf } from '../../jwt-access-tokens.js';
 import { assertKeyHeld } from '../sender-binding.js';
 import { resolveAccessToken } from './access-token.js';
 import { decideExchange } from './decision.js';
@@ -66,6 +67,9 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
         scopes,
         resource: outcome.input.request.resource,
         jkt: proof?.thumbprint ?? null,
+        format: outcome.input.request.resource
+          ? await accessTokenFormatOf(deps.store, deps.tenant, outcome.input.request.resource)
+          : 'opaque',
       });
       ctx.body = {
         access_token: issued.value,
