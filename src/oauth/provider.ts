@@ -9,7 +9,7 @@ import { providerConfiguration } from './configuration.js';
 import { providerIssuer, type ProviderContext } from './context.js';
 import { installGrants } from './token/grants/index.js';
 import { outboundOptionsOf } from '../http/outbound.js';
-import { everyClientMayAskForEveryType } from './internals.js';
+import { everyClientMayAskForEveryType, noNonceInRefreshedIdTokens } from './internals.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
 export function createTenantProvider(context: ProviderContext): Provider {
@@ -27,6 +27,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
   provider.proxy = true;
   compareHashedClientSecrets(provider, { store, sealer, tenant });
   everyClientMayAskForEveryType(provider);
+  noNonceInRefreshedIdTokens(provider);
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);
   installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config) });
