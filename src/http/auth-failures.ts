@@ -50,7 +50,7 @@ export function authFailureLimit(limits: AuthFailureLimits, counters: FailureCou
     try {
       await next();
     } finally {
-      if (ctx.status === 401 && presentsCredential(ctx)) await attempt.failed(ctx);
+      if (ctx.status === 401 && presentsCredential(ctx) && !attempt.verifiedRight) await attempt.failed(ctx);
     }
   };
 }
@@ -79,6 +79,17 @@ export async function guardCredential(ctx: Context, identity: string): Promise<v
 export function nameCredential(ctx: Context, identity: string): void {
   const attempt = ctx.state[ATTEMPT] as CredentialAttempt | undefined;
   if (attempt) attempt.identity = identity;
+}
+
+/**
+ * Called by the code that verified a credential as right before refusing the request for how it
+ * was presented (a client's right secret sent by another method than its registered one): the 401
+ * that follows is no guess and is not counted, so that a client library that retries with the
+ * other method (Go's x/oauth2 does) cannot lock its client out.
+ */
+export function credentialWasRight(ctx: Context): void {
+  const attempt = ctx.state[ATTEMPT] as CredentialAttempt | undefined;
+  if (attempt) attempt.verifiedRight = true;
 }
 
 /** The identity of a client's credentials: client ids are per tenant. */
@@ -202,6 +213,8 @@ const UNFAILED_MAX_ENTRIES = 10_000;
 /** One request's credential: whose it is (once the verifying code said so) and what a failure of it costs. */
 class CredentialAttempt {
   identity: string | null = null;
+  /** The credential was verified right, and the request refused for another reason (credentialWasRight). */
+  verifiedRight = false;
 
   constructor(
     private readonly ledger: FailureLedger,

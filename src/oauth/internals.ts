@@ -85,6 +85,26 @@ export function compareClientSecretsWith(
   };
 }
 
+/**
+ * 6. OIDC Core §12.2: an ID token issued on a refresh SHOULD NOT carry a `nonce`. oidc-provider's
+ * refresh handler issues it with the refresh token's nonce (the sign-in's), through
+ * `IdToken#set('nonce', …)`, with no option to leave it out; on this provider's own IdToken class,
+ * that one claim is not set during a refresh_token grant.
+ */
+export function noNonceInRefreshedIdTokens(provider: Provider): void {
+  const { prototype } = (provider as unknown as { IdToken: { prototype: IdTokenInternals } }).IdToken;
+  const set = prototype.set;
+  prototype.set = function (this: IdTokenInternals, key: string, value: unknown) {
+    if (key === 'nonce' && this.ctx?.oidc?.params?.grant_type === 'refresh_token') return;
+    set.call(this, key, value);
+  };
+}
+
+interface IdTokenInternals {
+  ctx?: KoaContextWithOIDC;
+  set(key: string, value: unknown): void;
+}
+
 /** The built-in grant a handler of Arbiter's wraps: oidc-provider's own checks (PKCE, single use, rotation, DPoP) and issuance. */
 export interface BuiltInGrant {
   grantType: string;

@@ -128,7 +128,7 @@ export interface TenantPath {
  * builds the URLs it publishes below the base itself (Koa's `ctx.mountPath`, which it reads).
  */
 export function tenantPathOf(path: string, header: string): TenantPath | null {
-  const match = TENANT_PATH.exec(path);
+  const match = TENANT_PATH.exec(belowTenantOfWellKnown(path));
   if (!match) return null;
   const [, id, rest = '/'] = match;
   if (!isTenantId(id))
@@ -137,6 +137,18 @@ export function tenantPathOf(path: string, header: string): TenantPath | null {
     );
   return { id: sameTenant(id, header), base: `${TENANT_PATH_PREFIX}${id}`, rest };
 }
+
+/**
+ * RFC 8414 §3.1 (and AuthZEN 1.0 §9.2, which follows it): the metadata of an issuer with a path
+ * is at `/.well-known/<document>` inserted before that path, so a client that knows the tenant's
+ * issuer `<ISSUER>/t/<tenant>` asks `/.well-known/<document>/t/<tenant>`. That request is the
+ * tenant's own `/t/<tenant>/.well-known/<document>`, and is answered as such.
+ */
+function belowTenantOfWellKnown(path: string): string {
+  const inserted = WELL_KNOWN_OF_TENANT.exec(path);
+  return inserted ? `${inserted[2]}${inserted[1]}` : path;
+}
+const WELL_KNOWN_OF_TENANT = /^(\/\.well-known\/[^/]+)(\/t\/[^/]*)$/;
 
 /** The tenant a path names, refused when X-Tenant-Id names another. */
 export function sameTenant(id: string, header: string): string {

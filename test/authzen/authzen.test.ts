@@ -395,6 +395,30 @@ describe('AuthZEN Authorization API', function () {
     });
   });
 
+  describe('PDP metadata of a path tenant', function () {
+    it('is at the path-inserted URI its identifier <ISSUER>/t/<tenant> derives (§9.2), whose endpoints answer for that tenant', async function () {
+      const tenant = 'pdp-paths';
+      const secret = await confidentialClient(server, 'paths-pep', { scopes: ['authzen'] }, tenant);
+      const pdp = `${server.config.issuer}/t/${tenant}`;
+      const derived = `${new URL(pdp).origin}/.well-known/authzen-configuration${new URL(pdp).pathname}`;
+      const { status, body } = await api(server, 'GET', new URL(derived).pathname, null);
+      expect(status).to.equal(200);
+      expect(body.policy_decision_point).to.equal(pdp);
+      expect(body).to.deep.equal(
+        (await api(server, 'GET', `/t/${tenant}/.well-known/authzen-configuration`, null)).body,
+      );
+      const answer = await ask(
+        new URL(body.access_evaluation_endpoint).pathname,
+        evaluationOf('alice', 'read', 'plan'),
+        {
+          Authorization: basic('paths-pep', secret),
+        },
+      );
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      expect(answer.body).to.have.property('decision');
+    });
+  });
+
   describe('delegations', function () {
     it("hands the delegations to the evaluation's subject on its resource to the policy", async function () {
       const rsSecret = await confidentialClient(server, 'rs', { scopes: ['uma_protection', 'delegation_management'] });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import { createRemoteJWKSet, decodeProtectedHeader, jwtVerify, type JWTPayload } from 'jose';
 import * as client from 'openid-client';
@@ -77,11 +78,20 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
     return { status: response.status, body: await response.json() };
   }
 
-  /** A successful code flow with `parameters`; the tokens, with the ID token's claims. */
+  /**
+   * A successful code flow with `parameters`; the tokens, with the ID token's claims. As every
+   * flow of the suite's modules: `expires_in`, when present, a positive number (ValidateExpiresIn),
+   * and a UserInfo call with the access token answering the ID token's `sub`.
+   */
   async function codeFlow(parameters: Record<string, string> = {}, agent = browser()) {
     const authorization = await agent.authorize(rp, parameters);
     const tokens = await redeem(rp, authorization);
-    return { authorization, tokens, idToken: tokens.claims()! };
+    const idToken = tokens.claims()!;
+    if (tokens.expires_in !== undefined) expect(tokens.expires_in).to.be.a('number').above(0);
+    const info = await userinfo({ headers: { Authorization: `Bearer ${tokens.access_token}` } });
+    expect(info.status, 'the flow ends with a UserInfo call').to.equal(200);
+    expect(info.body.sub).to.equal(idToken.sub);
+    return { authorization, tokens, idToken };
   }
 
   async function errorOf(authorization: Authorization): Promise<Record<string, string>> {
@@ -124,12 +134,13 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
 
   // The suite runs it with dynamic registration only, asking for id_token_signed_response_alg none, and skips it
   // when discovery leaves none out. Arbiter signs every ID token with RS256 (the spec excludes none).
-  it('oidcc-idtoken-unsigned (skipped by the suite: alg none is not offered)', async () => {
+  it('oidcc-idtoken-unsigned (skipped by the suite: alg none is not offered)', async function () {
     // RS256 for every client, PS256 for FAPI 2.0 clients (src/oauth/fapi): never `none`.
     expect(discovery.id_token_signing_alg_values_supported).to.deep.equal(['RS256', 'PS256']);
     const { tokens } = await codeFlow();
 
     expect(decodeProtectedHeader(tokens.id_token!).alg).to.equal('RS256');
+    this.skip();
   });
 
   it('oidcc-userinfo-get', async () => {
@@ -189,30 +200,33 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
     expect(claims).to.deep.equal({ sub: agent.login, email: `${agent.login}@example.test`, email_verified: true });
   });
 
-  it('oidcc-scope-address (skipped by the suite: address is not in scopes_supported)', async () => {
+  it('oidcc-scope-address (skipped by the suite: address is not in scopes_supported)', async function () {
     expect(discovery.scopes_supported).not.to.include('address');
     const { tokens } = await codeFlow({ scope: 'openid address' });
 
     expect(tokens.scope).to.equal('openid');
     const claims = await client.fetchUserInfo(rp.configuration, tokens.access_token, tokens.claims()!.sub);
     expect(claims).to.have.keys('sub');
+    this.skip();
   });
 
-  it('oidcc-scope-phone (skipped by the suite: phone is not in scopes_supported)', async () => {
+  it('oidcc-scope-phone (skipped by the suite: phone is not in scopes_supported)', async function () {
     expect(discovery.scopes_supported).not.to.include('phone');
     const { tokens } = await codeFlow({ scope: 'openid phone' });
 
     expect(tokens.scope).to.equal('openid');
     const claims = await client.fetchUserInfo(rp.configuration, tokens.access_token, tokens.claims()!.sub);
     expect(claims).to.have.keys('sub');
+    this.skip();
   });
 
-  it('oidcc-scope-all (skipped by the suite: address and phone are not offered; profile and email are released)', async () => {
+  it('oidcc-scope-all (skipped by the suite: address and phone are not offered; profile and email are released)', async function () {
     const { tokens } = await codeFlow({ scope: 'openid profile email address phone' });
 
     expect(tokens.scope?.split(' ').sort()).to.deep.equal(['email', 'openid', 'profile']);
     const claims = await client.fetchUserInfo(rp.configuration, tokens.access_token, tokens.claims()!.sub);
     expect(claims).to.have.keys('sub', 'name', 'preferred_username', 'email', 'email_verified');
+    this.skip();
   });
 
   // Formerly oidcc-ensure-other-scope-order-succeeds: the scope words reversed, the query in another order.
@@ -253,8 +267,11 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
     expect(second.idToken.sub).to.equal(first.idToken.sub);
   });
 
+  // The suite sends a state of 128 characters here, to see it come back whole with the error.
   it('oidcc-prompt-none-not-logged-in', async () => {
-    const authorization = await browser().authorize(rp, { prompt: 'none' });
+    const state = randomBytes(96).toString('base64url');
+    expect(state).to.have.length(128);
+    const authorization = await browser().authorize(rp, { prompt: 'none', state });
 
     expect(await errorOf(authorization)).to.include({ error: 'login_required', state: authorization.state });
     expect(authorization.upstreamRequests).to.deep.equal([]);
@@ -273,8 +290,8 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
   it('oidcc-max-age-1', async () => {
     const agent = browser();
     const first = await codeFlow({}, agent);
-    // The suite waits 2 s; here the clock is watched until one whole second has passed since the sign-in.
-    await secondsPassedSince(first.idToken.iat, 1);
+    // The suite waits 2 s: the clock is watched until two whole seconds have passed since the sign-in.
+    await secondsPassedSince(first.idToken.iat, 2);
 
     const authorization = await agent.authorize(rp, { max_age: '1' });
     const second = (await redeem(rp, authorization, { maxAge: 1 })).claims()!;
@@ -355,8 +372,7 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
 
     const second = await redeemAgain(code);
 
-    expect(second.status).to.equal(400);
-    expect(second.body.error).to.equal('invalid_grant');
+    expectTokenError(second, 'invalid_grant');
     expect(
       (await userinfo({ headers: { Authorization: `Bearer ${accessToken}` } })).status,
       'RFC 6749 §4.1.2',
@@ -410,20 +426,24 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
       nonce: client.randomNonce(),
     });
 
-  it('oidcc-request-uri-unsigned-supported-correctly-or-rejected-as-unsupported', async () => {
+  // The suite runs it with dynamic registration only (its request_uri is registered with the client).
+  it('oidcc-request-uri-unsigned-supported-correctly-or-rejected-as-unsupported (not applicable: a static client)', async function () {
     const authorization = await browser().authorizeExactly(
       rp,
       requestObjectQuery({ request_uri: 'https://rp.example/request.jwt' }),
     );
 
     expect(await errorOf(authorization)).to.include({ error: 'request_uri_not_supported' });
+    this.skip();
   });
 
-  it('oidcc-unsigned-request-object-supported-correctly-or-rejected-as-unsupported', async () => {
+  // The suite skips it when request_object_signing_alg_values_supported leaves none out; an unsigned object is refused.
+  it('oidcc-unsigned-request-object-supported-correctly-or-rejected-as-unsupported (skipped by the suite: none is not advertised)', async function () {
     const authorization = await browser().authorizeExactly(rp, requestObjectQuery({ request: requestObject() }));
 
     expect(discovery.request_object_signing_alg_values_supported).to.not.include('none');
     expect((await errorOf(authorization)).error).to.be.oneOf(['invalid_request_object', 'request_not_supported']);
+    this.skip();
   });
 
   it('oidcc-claims-essential', async () => {
@@ -441,7 +461,8 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
 
   // The query's redirect_uri is not registered, the object's is: the object's may be used, or an error page shown;
   // the query's is never redirected to, and no error is sent to the registered one instead.
-  it('oidcc-ensure-request-object-with-redirect-uri', async () => {
+  // The suite skips it when none is not advertised (its object is unsigned).
+  it('oidcc-ensure-request-object-with-redirect-uri (skipped by the suite: none is not advertised)', async function () {
     const authorization = await browser().authorizeExactly(
       rp,
       requestObjectQuery({ redirect_uri: `${CALLBACK}_invalid`, request: requestObject() }),
@@ -451,21 +472,30 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
     expect(authorization.page.url.origin).to.equal(server.config.issuer);
     expect(authorization.page.status).to.equal(400);
     expect(authorization.page.body).to.include('redirect_uri');
+    expect(discovery.request_object_signing_alg_values_supported).to.not.include('none');
+    this.skip();
   });
 
+  // As the suite: a second passes before the refresh, which names the scope of the sign-in; a
+  // refreshed ID token states the same authentication, is newer, and carries no nonce (OIDC Core §12.2).
   it('oidcc-refresh-token', async () => {
     const { tokens, idToken } = await codeFlow();
     const other = await conformanceClient(server, 'oidcc-basic-rp-second');
     expect(discovery.grant_types_supported).to.include('refresh_token');
     expect(tokens.refresh_token).to.match(/^[\x20-\x7e]+$/);
+    await secondsPassedSince(idToken.iat, 1);
 
-    const refreshed = await client.refreshTokenGrant(rp.configuration, tokens.refresh_token!);
+    const refreshed = await client.refreshTokenGrant(rp.configuration, tokens.refresh_token!, { scope: tokens.scope! });
     const stolen = await client.refreshTokenGrant(other.configuration, tokens.refresh_token!).catch((error) => error);
 
     expect(refreshed.access_token).to.be.a('string').and.not.equal(tokens.access_token);
+    if (refreshed.expires_in !== undefined) expect(refreshed.expires_in).to.be.a('number').above(0);
     const refreshedIdToken = refreshed.claims();
     if (refreshedIdToken) {
       expect(refreshedIdToken).to.include({ iss: idToken.iss, sub: idToken.sub, aud: rp.clientId });
+      expect(refreshedIdToken.iat, 'a new ID token').to.be.greaterThan(idToken.iat);
+      if (idToken.auth_time !== undefined) expect(refreshedIdToken.auth_time).to.equal(idToken.auth_time);
+      expect(refreshedIdToken).not.to.have.property('nonce');
     }
     expect((await userinfo({ headers: { Authorization: `Bearer ${refreshed.access_token}` } })).body.sub).to.equal(
       idToken.sub,
@@ -492,8 +522,7 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
 
     const second = await redeemAgain(first.code, first.rp);
 
-    expect(second.status).to.equal(400);
-    expect(second.body.error).to.equal('invalid_grant');
+    expectTokenError(second, 'invalid_grant');
     expect(
       (await userinfo({ headers: { Authorization: `Bearer ${first.accessToken}` } })).status,
       'the tokens issued from the code are revoked',
@@ -506,6 +535,18 @@ function expectSameAuthentication(second: JWTPayload, first: JWTPayload): void {
   expect(second.sub).to.equal(first.sub);
   if (first.auth_time !== undefined && second.auth_time !== undefined)
     expect(second.auth_time).to.equal(first.auth_time);
+}
+
+/**
+ * A token endpoint error as the suite checks it: 400 with `error`, a JSON answer, and an
+ * `error_description` (when present) of RFC 6749 §5.2's characters only (%x20-21 / %x23-5B / %x5D-7E).
+ */
+function expectTokenError(answer: { status: number; body: any; headers: Headers }, error: string): void {
+  expect(answer.status).to.equal(400);
+  expect(answer.headers.get('content-type')).to.match(/^application\/json\b/);
+  expect(answer.body.error).to.equal(error);
+  if (answer.body.error_description !== undefined)
+    expect(answer.body.error_description).to.match(/^[\x20\x21\x23-\x5b\x5d-\x7e]*$/);
 }
 
 /** An unsigned request object (alg none), as the suite sends it. */

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { updateOauthData } from '../support/oauth.js';
+import * as client from 'openid-client';
+import { confidentialClient, updateOauthData } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 const PATHS = [
@@ -74,6 +75,31 @@ describe('The discovery documents', function () {
         'Bearer',
       ]);
     }
+  });
+
+  it("are a path tenant's at the RFC 8414 §3.1 path-inserted URIs too, where oauth4webapi's oauth2 discovery looks", async function () {
+    const tenant = 'inserted-acme';
+    await confidentialClient(server, 'inserted-rp', { scopes: ['read'] }, tenant);
+    const issuer = `${server.config.issuer}/t/${tenant}`;
+    for (const path of PATHS) {
+      const below = await server.request(`/t/${tenant}${path}`);
+      const inserted = await server.request(`${path}/t/${tenant}`);
+      expect(inserted.status, `${path}/t/${tenant}`).to.equal(200);
+      const document = (await inserted.json()) as { issuer: string };
+      expect(document.issuer).to.equal(issuer);
+      expect(document).to.deep.equal(await below.json());
+    }
+    // openid-client's discovery with algorithm oauth2 is oauth4webapi's discoveryRequest: path insertion only.
+    const discovered = await client.discovery(new URL(issuer), 'inserted-rp', undefined, undefined, {
+      algorithm: 'oauth2',
+      execute: [client.allowInsecureRequests],
+    });
+    expect(discovered.serverMetadata().token_endpoint).to.equal(`${issuer}/token`);
+    expect((await server.request('/.well-known/oauth-authorization-server/t/nowhere')).status).to.equal(400);
+    expect(
+      (await server.request(`/.well-known/oauth-authorization-server/t/${tenant}`, { tenant: 'another' })).status,
+      'the path and X-Tenant-Id name different tenants',
+    ).to.equal(400);
   });
 
   it('list a RAR type policy data gains at once in every document, with no /token call in between', async function () {

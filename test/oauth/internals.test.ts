@@ -9,6 +9,7 @@ import {
   findJwtAccessTokensToo,
   findTokenByValue,
   knownScopes,
+  noNonceInRefreshedIdTokens,
   recognizeScopes,
   verifiedDpopProof,
 } from '../../src/oauth/internals.js';
@@ -97,6 +98,30 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
     expect(await verifiedDpopProof(dpopProvider, context())).to.equal(undefined);
     const error = await verifiedDpopProof(dpopProvider, context('not-a-jwt')).catch((caught: unknown) => caught);
     expect(error).to.have.property('error', 'invalid_dpop_proof');
+  });
+
+  it("sets no nonce on an ID token of a refresh_token grant, on a provider's own IdToken class only", async function () {
+    const other = new Provider('http://127.0.0.1:4', {});
+    noNonceInRefreshedIdTokens(other);
+    type Token = { extra: Record<string, unknown>; set(key: string, value: unknown): void };
+    const idToken = (Model: unknown, grantType: string): Token => {
+      const token = new (Model as new (claims: object, options: object) => Token)(
+        {},
+        { ctx: { oidc: { params: { grant_type: grantType } } }, client: {} },
+      );
+      token.set('nonce', 'n-0S6');
+      token.set('sid', 'session');
+      return token;
+    };
+    expect(idToken(other.IdToken, 'refresh_token').extra).to.deep.equal({ sid: 'session' });
+    expect(idToken(other.IdToken, 'authorization_code').extra).to.deep.equal({ nonce: 'n-0S6', sid: 'session' });
+    expect(idToken(provider.IdToken, 'refresh_token').extra.nonce, 'another provider keeps it').to.equal('n-0S6');
+    // What oidc-provider's refresh handler issues with (lib/helpers/grant_common.js): the nonce, through set().
+    const source = await readFile(
+      createRequire(import.meta.url).resolve('oidc-provider/lib/helpers/grant_common.js'),
+      'utf8',
+    );
+    expect(source).to.contain("token.set('nonce', source.nonce);");
   });
 
   for (const grantType of ['client_credentials', 'authorization_code', 'refresh_token'] as const) {

@@ -265,10 +265,12 @@ describe('Pushed authorization requests (RFC 9126)', function () {
       expect((await refusal({ code_challenge: '', code_challenge_method: '' }, 'par-spa')).body.error).to.equal(
         'invalid_request',
       );
-      // RFC 9126 §2.1: a pushed request cannot itself point at another.
-      expect((await refusal({ request_uri: 'urn:ietf:params:oauth:request_uri:abc' })).body.error).to.equal(
-        'request_uri_not_supported',
-      );
+      // RFC 9126 §2.1: a pushed request cannot itself point at another: invalid_request, said why.
+      for (const requestUri of ['urn:ietf:params:oauth:request_uri:abc', 'https://rp.example.test/request.jwt']) {
+        const { status, body } = await refusal({ request_uri: requestUri });
+        expect([status, body.error]).to.deep.equal([400, 'invalid_request']);
+        expect(body.error_description).to.match(/request_uri/);
+      }
     });
 
     it('refuses a JSON parameter nested too deep', async function () {

@@ -515,6 +515,28 @@ describe('dynamic client registration', function () {
         expect(read.body).to.include({ client_name: 'Rotated', registration_access_token: rotated });
       });
 
+      it('refuses an update that chooses another client_secret (RFC 7592 §2.2), and takes the current one back as it is', async function () {
+        const { registration_access_token: token, client_id: clientId, client_secret: secret } = registered;
+        const update = {
+          client_id: clientId,
+          redirect_uris: ['https://app.example.test/cb'],
+          grant_types: ['client_credentials'],
+        };
+        const chosen = await manage(server, 'PUT', clientId, token, {
+          ...update,
+          client_secret: 'one-the-client-chose-itself',
+        });
+        expect([chosen.status, chosen.body.error], JSON.stringify(chosen.body)).to.deep.equal([
+          400,
+          'invalid_client_metadata',
+        ]);
+        expect(chosen.body.error_description).to.match(/client_secret/);
+        expect((await tokenFor(clientId, secret)).status, 'the secret is unchanged').to.equal(200);
+        const same = await manage(server, 'PUT', clientId, token, { ...update, client_secret: secret });
+        expect(same.status, JSON.stringify(same.body)).to.equal(200);
+        expect((await tokenFor(clientId, secret)).status).to.equal(200);
+      });
+
       it('lets one of two concurrent updates with the same token win; the other is 401 invalid_token', async function () {
         const { registration_access_token: token, client_id: clientId } = registered;
         const update = (name: string) =>

@@ -221,6 +221,31 @@ describe('Grants with openid-client as the relying party', () => {
       );
     });
 
+    it('issues a refreshed ID token without the nonce of the sign-in (OIDC Core §12.2)', async () => {
+      const nonce = client.randomNonce();
+      const tokens = await codeGrant(spa, { nonce });
+      expect(tokens.claims()?.nonce).to.equal(nonce);
+
+      const refreshed = await client.refreshTokenGrant(spa, tokens.refresh_token!);
+      const claims = refreshed.claims();
+      expect(claims?.sub).to.equal(tokens.claims()?.sub);
+      expect(claims).not.to.have.property('nonce');
+    });
+
+    it('leaves scope out, never "scope": "", for a resource granted none of the scopes asked (RFC 6749 §3.3)', async () => {
+      const resource = 'https://untyped-api.example.test/';
+      const created = await server.admin('POST', '/resource-servers', { resourceIndicator: resource });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      const tokens = await codeGrant(spa, { resource });
+      expect(tokens.access_token).to.be.a('string');
+      expect(tokens.id_token, 'the sign-in still has its ID token').to.be.a('string');
+      expect(tokens).not.to.have.property('scope');
+
+      const refreshed = await client.refreshTokenGrant(spa, tokens.refresh_token!, { resource });
+      expect(refreshed.access_token).to.be.a('string');
+      expect(refreshed).not.to.have.property('scope');
+    });
+
     it('refuses an unknown refresh token with invalid_grant', async () => {
       expect(await errorOf(client.refreshTokenGrant(spa, 'not-a-refresh-token'))).to.equal('invalid_grant');
     });

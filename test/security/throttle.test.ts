@@ -116,6 +116,19 @@ describe('Throttling of authentication failures, and the caller address', functi
     expect((await token(secret, '127.0.0.62')).status, 'another caller').to.equal(200);
   });
 
+  it('refuses the right secret sent by another method than the registered one without counting it; a wrong one counts', async function () {
+    const secret = await confidentialClient(server, 'throttled-method', { scopes: ['read'] });
+    for (let attempt = 0; attempt < LIMIT + 2; attempt++) {
+      const posted = await tokenRequest('throttled-method', secret, '127.0.0.63', true);
+      expect([posted.status, posted.json().error]).to.deep.equal([401, 'invalid_client']);
+      expect(posted.json().error_description, 'it says how to authenticate').to.match(/client_secret_basic/);
+    }
+    expect((await tokenRequest('throttled-method', secret, '127.0.0.63')).status, 'not locked out').to.equal(200);
+    for (let attempt = 0; attempt < LIMIT; attempt++)
+      expect((await tokenRequest('throttled-method', 'not-the-secret', '127.0.0.64', true)).status).to.equal(401);
+    expect((await tokenRequest('throttled-method', secret, '127.0.0.64')).status, 'wrong secrets count').to.equal(429);
+  });
+
   it('counts wrong client secrets at /revoke as at /token, but not a revocation request without any credential', async function () {
     const secret = await confidentialClient(server, 'throttled-revoker', { scopes: ['read'] });
     const revoke = (credentials: string | null, from: string) =>

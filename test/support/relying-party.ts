@@ -129,7 +129,7 @@ export class Browser {
 }
 
 function requestParameters(parameters: Record<string, string>) {
-  const state = client.randomState();
+  const state = parameters.state ?? client.randomState();
   const nonce = parameters.nonce === '' ? undefined : (parameters.nonce ?? client.randomNonce());
   const query: Record<string, string> = {
     redirect_uri: CALLBACK,

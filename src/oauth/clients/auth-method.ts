@@ -1,5 +1,6 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
+import { credentialWasRight } from '../../http/auth-failures.js';
 
 /**
  * The client authentication methods of the spec, at every endpoint where oidc-provider authenticates
@@ -26,9 +27,12 @@ export function assertRegisteredAuthMethod(ctx: KoaContextWithOIDC): void {
       ? 'client_secret_post'
       : null;
   if (presented && presented !== registered) {
-    throw new errors.InvalidClientAuth(
-      `the client authenticated with ${presented}; it is registered for ${registered}`,
-    );
+    // oidc-provider has verified the secret: right, but sent the wrong way. Not a guess (no lockout count).
+    credentialWasRight(ctx);
+    const refusal = new errors.InvalidClientAuth(`the client authenticated with ${presented}`);
+    // oidc-provider's own description is a generic one; the client is told how it must authenticate.
+    refusal.error_description = `the client is registered for ${registered} and must authenticate with it, not with ${presented}`;
+    throw refusal;
   }
 }
 

@@ -62,6 +62,7 @@ export function parMiddleware({ store, providerFor, maxBodyBytes }: ParDeps): Ar
     formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
     requireClient,
     guardClientCredentials,
+    refuseRequestUri,
     readRequestObject(providerFor),
     requireRedirectUri,
     acceptPlainPkce,
@@ -84,5 +85,21 @@ async function requireClient(ctx: ArbiterContext, next: Next): Promise<void> {
     ctx.set('WWW-Authenticate', 'Basic realm="arbiter", charset="UTF-8"');
     throw new HttpError(401, 'invalid_client', 'client authentication is required at /par');
   }
+  await next();
+}
+
+/**
+ * RFC 9126 §2.1: a pushed request carries its parameters itself, never a `request_uri`. That is a
+ * malformed request (invalid_request), not the OpenID Connect `request_uri_not_supported`
+ * oidc-provider would answer without saying why.
+ */
+async function refuseRequestUri(ctx: ArbiterContext, next: Next): Promise<void> {
+  if (ctx.state.body?.request_uri !== undefined)
+    throw new HttpError(
+      400,
+      'invalid_request',
+      'request_uri must not be sent to /par (RFC 9126 §2.1): push the authorization request parameters themselves',
+      { field: 'request_uri' },
+    );
   await next();
 }

@@ -8,6 +8,7 @@ import type { PolicyEngine } from '../../policy/index.js';
 import type { Sealer, Store } from '../../store/index.js';
 import type { ClientRecord } from '../clients/records.js';
 import { clientRepository } from '../clients/repository.js';
+import { verifyClientSecret, type ClientSecretsOf } from '../clients/secrets.js';
 import { routes } from '../routes.js';
 import { decideRegistration } from './decision.js';
 import { InitialAccessTokens, type PresentedToken } from './initial-access-tokens.js';
@@ -122,6 +123,7 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
           'client_id must be the client_id of the registration client URI',
           { field: 'client_id' },
         );
+      await assertCurrentSecret({ store, sealer, tenant }, record, body.client_secret);
       const { metadata, grant, statement } = await register(ctx, body, record);
       const updated = await updateClient(store, sealer, record, metadata, grant, statement);
       if (!updated) throw invalidToken(ctx, 'the registration access token was rotated by another update');
@@ -130,6 +132,27 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
   };
 
   return { registerClient, manageClient };
+}
+
+/**
+ * RFC 7592 §2.2: an update may carry the client's secret, which must then be the current one; a
+ * client never chooses its own (the server generates every secret it hands out). A different one
+ * is refused rather than silently ignored, which would leave the client believing it changed it.
+ */
+async function assertCurrentSecret(secrets: ClientSecretsOf, record: ClientRecord, presented: unknown): Promise<void> {
+  if (presented === undefined || presented === null) return;
+  const stored = record.clientSecret;
+  const current =
+    typeof presented === 'string' &&
+    typeof stored === 'string' &&
+    (await verifyClientSecret(secrets, record.clientId, presented, stored));
+  if (!current)
+    throw new HttpError(
+      400,
+      'invalid_client_metadata',
+      'client_secret must be the current secret of this client, or be left out: a client cannot choose its secret (RFC 7592 §2.2)',
+      { field: 'client_secret' },
+    );
 }
 
 async function jsonObject(ctx: ArbiterContext, maxBodyBytes: number): Promise<Record<string, unknown>> {

@@ -24,6 +24,7 @@ export function registerGrantHandlers(provider: Provider, handlers: GrantHandler
     const answer = async (ctx: KoaContextWithOIDC) => {
       assertRegisteredAuthMethod(ctx);
       await handler.handle(ctx);
+      omitEmptyScope(ctx);
     };
     provider.registerGrantType(handler.grantType, answer, handler.parameters, [...(handler.repeatable ?? [])]);
   }
@@ -35,4 +36,17 @@ export function registerGrantHandlers(provider: Provider, handlers: GrantHandler
  */
 export function tokenParameters(ctx: KoaContextWithOIDC): Readonly<Record<string, string | undefined>> {
   return (ctx.oidc.params ?? {}) as Record<string, string | undefined>;
+}
+
+/**
+ * RFC 6749 §3.3 and §5.1: a `scope` holds at least one scope token. A token granted none (for a
+ * resource server the policy offers no scope of those asked, as a sign-in's `openid profile`
+ * asked of an API) has no scope to list: the member is left out rather than sent empty.
+ * oidc-provider sends it empty when the code or refresh token held scopes the token does not.
+ * Where nothing granted means the request cannot succeed (a refresh asking for scopes the policy
+ * grants none of), the grant has already refused it with invalid_scope (gate.ts).
+ */
+function omitEmptyScope(ctx: KoaContextWithOIDC): void {
+  const body = ctx.body as Record<string, unknown> | undefined;
+  if (typeof body === 'object' && body !== null && body.scope === '') delete body.scope;
 }
