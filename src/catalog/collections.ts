@@ -195,6 +195,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
         'jwksUri',
         'jwks',
         'requestObjectSigningAlg',
+        'introspectionSignedResponseAlg',
         'grantedResources',
         'clientUri',
         'logoUri',

@@ -6,6 +6,11 @@
  */
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
+import compose from 'koa-compose';
+import als from 'oidc-provider/lib/helpers/als.js';
+import * as JWT from 'oidc-provider/lib/helpers/jwt.js';
+import assembleParams from 'oidc-provider/lib/shared/assemble_params.js';
+import clientAuth, { getClientAuthParams } from 'oidc-provider/lib/shared/client_auth.js';
 import * as builtInGrants from 'oidc-provider/lib/actions/grants/index.js';
 import * as grantHelpers from 'oidc-provider/lib/helpers/grants.js';
 import { findToken } from 'oidc-provider/lib/helpers/token_find.js';
@@ -51,12 +56,28 @@ export function everyClientMayAskForEveryType(provider: Provider): void {
   });
 }
 
-/** 3. An access token, client-credentials token or refresh token by its value (for Bearer introspection callers). */
+/** 3. An access token, client-credentials token or refresh token by its value (the token introspected, and Bearer callers' own). */
 export const findTokenByValue = findToken as (
   provider: Provider,
   value: string,
   hint?: string,
 ) => ReturnType<typeof findToken>;
+
+/**
+ * 3. The `jti` of a JWT access token (RFC 9068, `typ: at+jwt`) this provider signed and that has
+ * not expired, the key oidc-provider stores the token's record under (its JWT format keeps the
+ * opaque record and hands out the signed JWT); undefined for any other value. oidc-provider's
+ * models find tokens by that key only, and its own introspection refuses JWTs outright.
+ */
+export async function jtiOfOwnAccessTokenJwt(provider: Provider, value: string): Promise<string | undefined> {
+  const keystore = (instance(provider) as unknown as { keystore: unknown }).keystore;
+  try {
+    const { header, payload } = await JWT.verify(value, keystore, { issuer: provider.issuer });
+    return header.typ === 'at+jwt' && typeof payload.jti === 'string' ? payload.jti : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
  * 3. How a presented client secret is compared with the stored one. Arbiter stores client
@@ -132,4 +153,68 @@ export async function verifiedDpopProof(provider: Provider, ctx: KoaContextWithO
   const proof = await validateDpop(provider, ctx);
   if (proof) await checkDpopReplay(provider, ctx, proof, ctx.oidc.client!.clientId);
   return proof;
+}
+
+/** The OIDC context of a request Arbiter answers itself, as oidc-provider's router makes it for `route`. */
+export type OwnRouteContext = KoaContextWithOIDC & { oidc: KoaContextWithOIDC['oidc'] & { body?: unknown } };
+
+/**
+ * 6. An endpoint Arbiter answers itself (/introspect: introspect/index.ts) with oidc-provider's own
+ * client authentication (every method it is configured with, assertion replay checks, the secret
+ * comparison above, WWW-Authenticate on a 401) and its token models. oidc-provider's router gives
+ * each of its routes an OIDC context and runs it in its request store (`als`); neither is public,
+ * so the context is made here as the router makes it, once per request, for `route` (a route name
+ * the provider has: its URL is the audience client assertions may name).
+ */
+export function ownRouteContext(provider: Provider, ctx: ArbiterOwnedContext, route: string): OwnRouteContext {
+  if (!ctx.oidc) {
+    ctx._matchedRouteName = route;
+    const oidc = new (provider as unknown as { OIDCContext: new (ctx: unknown) => unknown }).OIDCContext(ctx);
+    Object.defineProperty(ctx, 'oidc', { value: oidc, configurable: true });
+  }
+  return ctx as unknown as OwnRouteContext;
+}
+
+/** The fields of a Koa context that ownRouteContext fills. */
+export interface ArbiterOwnedContext {
+  oidc?: unknown;
+  _matchedRouteName?: string;
+}
+
+/**
+ * Authenticates the client of a request in an own route context (ownRouteContext), from `body`
+ * (the parsed form) and its headers, as oidc-provider does at its endpoints; `parameters` are the
+ * endpoint's own besides the client authentication ones (they become `ctx.oidc.params`). Throws
+ * oidc-provider's errors (invalid_client, invalid_request), answered by the caller.
+ */
+export async function authenticateClient(
+  ctx: OwnRouteContext,
+  body: Record<string, unknown>,
+  parameters: readonly string[],
+): Promise<NonNullable<KoaContextWithOIDC['oidc']['client']>> {
+  ctx.oidc.body = body;
+  const allowed = new Set([...parameters, ...getClientAuthParams(ctx)]);
+  const chain = compose([
+    (context: unknown, next: () => Promise<void>) => assembleParams(allowed, context, next),
+    ...clientAuth,
+  ] as never[]);
+  await als.run(ctx, () => chain(ctx, async () => {}));
+  return ctx.oidc.client!;
+}
+
+/**
+ * A JWT introspection response (RFC 9701 §5) for `client`, as oidc-provider signs one: `typ`
+ * token-introspection+jwt, `iss` the provider's issuer, `aud` the client, `iat`, and
+ * `token_introspection` the JSON answer; signed with the tenant's key for the client's
+ * `introspection_signed_response_alg` (oidc-provider's IdToken model, use "introspection").
+ */
+export async function signedIntrospection(
+  provider: Provider,
+  ctx: OwnRouteContext,
+  client: NonNullable<KoaContextWithOIDC['oidc']['client']>,
+  answer: Record<string, unknown>,
+): Promise<string> {
+  const token = new provider.IdToken({}, { ctx, client });
+  Object.assign(token.extra, { token_introspection: answer });
+  return als.run(ctx, () => token.issue({ use: 'introspection' } as never));
 }

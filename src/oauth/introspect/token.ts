@@ -1,0 +1,33 @@
+import type Provider from 'oidc-provider';
+import { findTokenByValue, jtiOfOwnAccessTokenJwt } from '../internals.js';
+import type { TokenModel } from '../state.js';
+
+/** Three base64url segments: a JWS compact serialization, the shape of a JWT access token (RFC 9068). */
+const JWS_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]+$/;
+
+/**
+ * The token a caller asks about, through oidc-provider's token models: an opaque access,
+ * client-credentials or refresh token by its value, a JWT access token (RFC 9068) this tenant
+ * signed by its `jti` (the key its record is stored under); undefined unless it is valid (not
+ * expired, not consumed) and its grant, when it has one, is still in force for the same client
+ * and subject (a grant revoked with its refresh token ends its access tokens too).
+ */
+export async function findIntrospectedToken(
+  provider: Provider,
+  value: string,
+  hint: string | undefined,
+): Promise<TokenModel | undefined> {
+  const key = JWS_SHAPE.test(value) ? await jtiOfOwnAccessTokenJwt(provider, value) : value;
+  if (!key) return undefined;
+  const token = (await findTokenByValue(provider, key, hint)) as TokenModel | undefined;
+  if (!token?.isValid) return undefined;
+  if (token.grantId && !(await grantInForce(provider, token))) return undefined;
+  return token;
+}
+
+async function grantInForce(provider: Provider, token: TokenModel): Promise<boolean> {
+  const grant = await provider.Grant.find(token.grantId as string, { ignoreExpiration: true });
+  return (
+    grant !== undefined && !grant.isExpired && grant.clientId === token.clientId && grant.accountId === token.accountId
+  );
+}
