@@ -100,10 +100,10 @@ const CLIENT_AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'
 export const REQUEST_OBJECT_SIGNING_ALGS = ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA'] as const;
 
 /**
- * The algorithms a JWT introspection response (RFC 9701) may be signed with: those the tenant's
- * RSA signing keys support (src/oauth/keys.ts).
+ * The algorithms a JWT introspection response (RFC 9701) may be signed with: that of the tenant's
+ * signing keys, each an RSA key for RS256 alone (its JWK names the algorithm: src/oauth/keys.ts).
  */
-export const INTROSPECTION_SIGNING_ALGS = ['RS256', 'PS256'] as const;
+export const INTROSPECTION_SIGNING_ALGS = ['RS256'] as const;
 
 export const CLIENT_SCHEMA = object(['clientId', 'clientType'], {
   clientId: { type: 'string', minLength: 1, maxLength: 2048 },

@@ -64,10 +64,10 @@ export const findTokenByValue = findToken as (
 ) => ReturnType<typeof findToken>;
 
 /**
- * 3. The `jti` of a JWT access token (RFC 9068, `typ: at+jwt`) this provider signed and that has
- * not expired, the key oidc-provider stores the token's record under (its JWT format keeps the
- * opaque record and hands out the signed JWT); undefined for any other value. oidc-provider's
- * models find tokens by that key only, and its own introspection refuses JWTs outright.
+ * 7. The `jti` of a JWT access token (RFC 9068, `typ: at+jwt`) this provider signed, for its
+ * issuer, not expired; undefined for any other value (a forged, foreign or expired JWT). The
+ * signature is checked with the provider's own keystore, as oidc-provider checks its JWTs: its
+ * models find a token by its key only, and its own introspection refuses JWTs outright.
  */
 export async function jtiOfOwnAccessTokenJwt(provider: Provider, value: string): Promise<string | undefined> {
   const keystore = (instance(provider) as unknown as { keystore: unknown }).keystore;

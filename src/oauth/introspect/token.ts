@@ -7,10 +7,12 @@ const JWS_SHAPE = /^[\w-]+\.[\w-]+\.[\w-]+$/;
 
 /**
  * The token a caller asks about, through oidc-provider's token models: an opaque access,
- * client-credentials or refresh token by its value, a JWT access token (RFC 9068) this tenant
- * signed by its `jti` (the key its record is stored under); undefined unless it is valid (not
- * expired, not consumed) and its grant, when it has one, is still in force for the same client
- * and subject (a grant revoked with its refresh token ends its access tokens too).
+ * client-credentials or refresh token by its value; a JWT access token (RFC 9068) this tenant
+ * signed by its verified `jti`, the key of the record kept for it (oidc-provider 9 keeps none of
+ * its own for a JWT: without a record under the jti, revocation could not reach it, so it is
+ * inactive). Undefined unless the token is valid (not expired, not consumed) and its grant, when
+ * it has one, is still in force for the same client and subject (a grant revoked with its
+ * refresh token ends its access tokens too).
  */
 export async function findIntrospectedToken(
   provider: Provider,
