@@ -203,18 +203,25 @@ export async function authenticateClient(
 }
 
 /**
- * A JWT introspection response (RFC 9701 §5) for `client`, as oidc-provider signs one: `typ`
- * token-introspection+jwt, `iss` the provider's issuer, `aud` the client, `iat`, and
+ * A JWT introspection response (RFC 9701 §5) for the client `clientId`, as oidc-provider signs
+ * one: `typ` token-introspection+jwt, `iss` the provider's issuer, `aud` the client, `iat`, and
  * `token_introspection` the JSON answer; signed with the tenant's key for the client's
  * `introspection_signed_response_alg` (oidc-provider's IdToken model, use "introspection").
+ * Undefined when the client no longer exists. The client is the authenticated one, or found in
+ * the request's store (a client ID metadata document's client is read through it).
  */
 export async function signedIntrospection(
   provider: Provider,
   ctx: OwnRouteContext,
-  client: NonNullable<KoaContextWithOIDC['oidc']['client']>,
+  clientId: string,
   answer: Record<string, unknown>,
-): Promise<string> {
-  const token = new provider.IdToken({}, { ctx, client });
-  Object.assign(token.extra, { token_introspection: answer });
-  return als.run(ctx, () => token.issue({ use: 'introspection' } as never));
+): Promise<string | undefined> {
+  return als.run(ctx, async () => {
+    const authenticated = ctx.oidc.client;
+    const client = authenticated?.clientId === clientId ? authenticated : await provider.Client.find(clientId);
+    if (!client) return undefined;
+    const token = new provider.IdToken({}, { ctx, client });
+    Object.assign(token.extra, { token_introspection: answer });
+    return token.issue({ use: 'introspection' });
+  });
 }

@@ -112,7 +112,8 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
       .then(() => undefined)
       .catch((caught: unknown) => caught);
     expect(refused).to.include({ error: 'invalid_client', statusCode: 401 });
-    const jwt = await signedIntrospection(own, ctx, client, { active: false });
+    const jwt = (await signedIntrospection(own, ctx, client.clientId, { active: false }))!;
+    expect(await signedIntrospection(own, ctx, 'no-such-client', {})).to.equal(undefined);
     const [header, payload] = jwt
       .split('.')
       .slice(0, 2)

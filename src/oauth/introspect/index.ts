@@ -131,9 +131,9 @@ async function respond(
     ctx.body = answer;
     return;
   }
-  const client = oidc.oidc.client ?? (await provider.Client.find(caller.clientId));
-  if (!client) throw new HttpError(401, 'invalid_client', 'the caller is no longer a client of this tenant');
-  ctx.body = await signedIntrospection(provider, oidc, client, answer);
+  const signed = await signedIntrospection(provider, oidc, caller.clientId, answer);
+  if (!signed) throw new HttpError(401, 'invalid_client', 'the caller is no longer a client of this tenant');
+  ctx.body = signed;
   ctx.type = `${INTROSPECTION_JWT_TYPE}; charset=utf-8`;
 }
 
