@@ -201,6 +201,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
         'jwksUri',
         'jwks',
         'requestObjectSigningAlg',
+        'introspectionSignedResponseAlg',
         'grantedResources',
         'clientUri',
         'logoUri',

@@ -104,6 +104,12 @@ const CLIENT_AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post'
 /** The algorithms a client's request objects may be signed with: asymmetric only, as secrets are BCrypt hashes. */
 export const REQUEST_OBJECT_SIGNING_ALGS = ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA'] as const;
 
+/**
+ * The algorithms a JWT introspection response (RFC 9701) may be signed with: that of the tenant's
+ * signing keys, each an RSA key for RS256 alone (its JWK names the algorithm: src/oauth/keys.ts).
+ */
+export const INTROSPECTION_SIGNING_ALGS = ['RS256'] as const;
+
 export const CLIENT_SCHEMA = object(['clientId', 'clientType'], {
   clientId: { type: 'string', minLength: 1, maxLength: 2048 },
   clientType: { enum: ['confidential', 'public'] },
@@ -132,6 +138,9 @@ export const CLIENT_SCHEMA = object(['clientId', 'clientType'], {
   // RFC 9101 §9 (OIDC Registration): the one algorithm its request objects are signed with, verified
   // with its jwks/jwksUri (without either, none can be verified).
   requestObjectSigningAlg: { enum: REQUEST_OBJECT_SIGNING_ALGS },
+  // RFC 9701 §6: how its JWT introspection responses are signed (asked for with Accept:
+  // application/token-introspection+jwt); not set: RS256.
+  introspectionSignedResponseAlg: { enum: INTROSPECTION_SIGNING_ALGS },
   softwareStatement: { type: 'object' },
   scopes: strings,
   registrationType: { enum: ['admin', 'dcr', 'cimd'] },

@@ -5,7 +5,7 @@ import { authorizationParameters } from './authorize/parameters.js';
 import { requestObjects } from './authorize/request-object.js';
 import { accounts } from './userinfo/accounts.js';
 import { claims, scopes } from './claims.js';
-import { introspectionPolicy } from './introspect/index.js';
+import { introspectionConfiguration } from './introspect/index.js';
 import { revocationPolicy } from './revoke/index.js';
 import { mergeSlices, type ConfigurationSlice, type ProviderContext } from './context.js';
 import { interactionsSlice } from './interactions/index.js';
@@ -92,7 +92,7 @@ export const SLICES: ConfigurationSlice[] = [
   policyConsent,
   interactionsSlice,
   accounts,
-  introspectionPolicy,
+  introspectionConfiguration,
   revocationPolicy,
   richAuthorizationRequests,
   outboundFetch,

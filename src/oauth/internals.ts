@@ -6,6 +6,10 @@
  */
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
+import compose from 'koa-compose';
+import als from 'oidc-provider/lib/helpers/als.js';
+import assembleParams from 'oidc-provider/lib/shared/assemble_params.js';
+import clientAuth, { getClientAuthParams } from 'oidc-provider/lib/shared/client_auth.js';
 import * as builtInGrants from 'oidc-provider/lib/actions/grants/index.js';
 import * as grantHelpers from 'oidc-provider/lib/helpers/grants.js';
 import { findToken } from 'oidc-provider/lib/helpers/token_find.js';
@@ -51,7 +55,7 @@ export function everyClientMayAskForEveryType(provider: Provider): void {
   });
 }
 
-/** 3. An access token, client-credentials token or refresh token by its value (for Bearer introspection callers). */
+/** 3. An access token, client-credentials token or refresh token by its value (the token introspected, and Bearer callers' own). */
 export const findTokenByValue = findToken as (
   provider: Provider,
   value: string,
@@ -155,7 +159,7 @@ export async function verifiedDpopProof(provider: Provider, ctx: KoaContextWithO
 }
 
 /**
- * 6. JWT access tokens (RFC 9068) are found by their value as opaque ones are, wherever
+ * 7. JWT access tokens (RFC 9068) are found by their value as opaque ones are, wherever
  * oidc-provider or Arbiter looks a token up: introspection, revocation, UserInfo and Bearer
  * callers all call the models' static `find` (through helpers/token_find.js, findTokenByValue).
  * oidc-provider stores no JWT access token and so finds none; Arbiter stores each under its
@@ -185,4 +189,75 @@ export function findJwtAccessTokensToo(
       },
     });
   }
+}
+
+/** The OIDC context of a request Arbiter answers itself, as oidc-provider's router makes it for `route`. */
+export type OwnRouteContext = KoaContextWithOIDC & { oidc: KoaContextWithOIDC['oidc'] & { body?: unknown } };
+
+/**
+ * 8. An endpoint Arbiter answers itself (/introspect: introspect/index.ts) with oidc-provider's own
+ * client authentication (every method it is configured with, assertion replay checks, the secret
+ * comparison above, WWW-Authenticate on a 401) and its token models. oidc-provider's router gives
+ * each of its routes an OIDC context and runs it in its request store (`als`); neither is public,
+ * so the context is made here as the router makes it, once per request, for `route` (a route name
+ * the provider has: its URL is the audience client assertions may name).
+ */
+export function ownRouteContext(provider: Provider, ctx: ArbiterOwnedContext, route: string): OwnRouteContext {
+  if (!ctx.oidc) {
+    ctx._matchedRouteName = route;
+    const oidc = new (provider as unknown as { OIDCContext: new (ctx: unknown) => unknown }).OIDCContext(ctx);
+    Object.defineProperty(ctx, 'oidc', { value: oidc, configurable: true });
+  }
+  return ctx as unknown as OwnRouteContext;
+}
+
+/** The fields of a Koa context that ownRouteContext fills. */
+export interface ArbiterOwnedContext {
+  oidc?: unknown;
+  _matchedRouteName?: string;
+}
+
+/**
+ * Authenticates the client of a request in an own route context (ownRouteContext), from `body`
+ * (the parsed form) and its headers, as oidc-provider does at its endpoints; `parameters` are the
+ * endpoint's own besides the client authentication ones (they become `ctx.oidc.params`). Throws
+ * oidc-provider's errors (invalid_client, invalid_request), answered by the caller.
+ */
+export async function authenticateClient(
+  ctx: OwnRouteContext,
+  body: Record<string, unknown>,
+  parameters: readonly string[],
+): Promise<NonNullable<KoaContextWithOIDC['oidc']['client']>> {
+  ctx.oidc.body = body;
+  const allowed = new Set([...parameters, ...getClientAuthParams(ctx)]);
+  const chain = compose([
+    (context: unknown, next: () => Promise<void>) => assembleParams(allowed, context, next),
+    ...clientAuth,
+  ] as never[]);
+  await als.run(ctx, () => chain(ctx, async () => {}));
+  return ctx.oidc.client!;
+}
+
+/**
+ * A JWT introspection response (RFC 9701 §5) for the client `clientId`, as oidc-provider signs
+ * one: `typ` token-introspection+jwt, `iss` the provider's issuer, `aud` the client, `iat`, and
+ * `token_introspection` the JSON answer; signed with the tenant's key for the client's
+ * `introspection_signed_response_alg` (oidc-provider's IdToken model, use "introspection").
+ * Undefined when the client no longer exists. The client is the authenticated one, or found in
+ * the request's store (a client ID metadata document's client is read through it).
+ */
+export async function signedIntrospection(
+  provider: Provider,
+  ctx: OwnRouteContext,
+  clientId: string,
+  answer: Record<string, unknown>,
+): Promise<string | undefined> {
+  return als.run(ctx, async () => {
+    const authenticated = ctx.oidc.client;
+    const client = authenticated?.clientId === clientId ? authenticated : await provider.Client.find(clientId);
+    if (!client) return undefined;
+    const token = new provider.IdToken({}, { ctx, client });
+    Object.assign(token.extra, { token_introspection: answer });
+    return token.issue({ use: 'introspection' });
+  });
 }

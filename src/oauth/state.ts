@@ -17,8 +17,6 @@ export type OAuthState = {
   requestObject?: Record<string, unknown> | null;
   /** What the policy said about this request, for oidc-provider's later hooks (token/grants/decision.ts). */
   policyDecision?: Decision;
-  /** /introspect: the token and the decision, for the response Arbiter builds after oidc-provider's. */
-  introspected?: Introspected;
   /** Token exchange with an actor: the issued token's `act` claim (token/shaping.ts). */
   exchangeAct?: Record<string, unknown>;
   /** /authorize and /par: the client sent PKCE `plain`, which authorize/pkce-plain.ts turned into S256 (FAPI 2.0 refuses it). */
@@ -33,14 +31,6 @@ export type OAuthRequestState = TenantState & AuditState & OAuthState;
 /** A token as oidc-provider's models expose it (its claims are untyped there). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type TokenModel = Record<string, any> & { kind: string; isValid: boolean };
-
-/** /introspect's token and decision, carried across oidc-provider to the response Arbiter builds (introspect/index.ts). */
-export interface Introspected {
-  token: TokenModel;
-  allowed: boolean;
-  resourceTypes: string[];
-  decision: Decision;
-}
 
 /** One permission of a requesting party token (UMA 2.0 Grant §3.3.5, shown at introspection). */
 export interface RptPermission {

@@ -68,7 +68,7 @@ describe('one route table: the steps a request runs', function () {
     expect(steps.length, steps.join(' → ')).to.be.within(1, MAX_STEPS);
   });
 
-  it(`runs at most ${MAX_STEPS} Arbiter steps for an introspection, Basic or Bearer caller`, async function () {
+  it(`runs at most ${MAX_STEPS} Arbiter steps for an introspection, Basic or Bearer caller, Arbiter's handler last`, async function () {
     const token = await clientToken(server, 'route-table-app', secret, { scope: 'introspection' });
     for (const [id, authorization] of [
       ['rt-introspect-basic', basic('route-table-app', secret)],
@@ -85,6 +85,8 @@ describe('one route table: the steps a request runs', function () {
       const steps = log.of(id);
       console.log(`      ${id}: ${steps.join(' → ')}`);
       expect(steps.length, `${id}: ${steps.join(' → ')}`).to.be.within(1, MAX_STEPS);
+      // Arbiter's introspection handler answers: oidc-provider's own introspection never runs after it.
+      expect(steps.at(-1), `${id}: ${steps.join(' → ')}`).to.equal('introspect');
     }
   });
 

@@ -1,5 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
 import { expect } from 'chai';
 import Provider from 'oidc-provider';
 import {
@@ -12,6 +14,9 @@ import {
   noNonceInRefreshedIdTokens,
   recognizeScopes,
   verifiedDpopProof,
+  authenticateClient,
+  ownRouteContext,
+  signedIntrospection,
 } from '../../src/oauth/internals.js';
 
 /**
@@ -57,6 +62,60 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
   it('finds tokens by value, and answers undefined for an unknown one', async function () {
     expect(findTokenByValue).to.be.a('function');
     expect(await findTokenByValue(provider, 'no-such-token')).to.equal(undefined);
+  });
+
+  it('keeps no record of a JWT access token (RFC 9068) of its own: Arbiter keeps one under its jti', async function () {
+    const api = 'https://jwt.probe.example/';
+    const jwtProvider = new Provider('http://127.0.0.1:4', {
+      clients: [{ client_id: 'probe', client_secret: 'stored', redirect_uris: ['https://probe.example/cb'] }],
+      features: {
+        resourceIndicators: {
+          enabled: true,
+          getResourceServerInfo: () => ({ scope: 'read', accessTokenFormat: 'jwt' }),
+        },
+      },
+    });
+    const client = await jwtProvider.Client.find('probe');
+    const token = new jwtProvider.AccessToken({
+      client,
+      accountId: 'alice',
+      scope: 'read',
+      resourceServer: new jwtProvider.ResourceServer(api, { scope: 'read', accessTokenFormat: 'jwt' }),
+    } as never);
+    const value = await token.save();
+    expect(value.split('.'), 'a JWT').to.have.length(3);
+    // oidc-provider 9 keeps no record of a JWT access token ("issued", never "saved"): a record kept under its jti is the issuer's to store.
+    expect(await findTokenByValue(jwtProvider, token.jti)).to.equal(undefined);
+  });
+
+  it('authenticates a client and signs a JWT introspection response in a context of its own (Arbiter-answered routes)', async function () {
+    const own = new Provider('http://127.0.0.1:5', {
+      clients: [{ client_id: 'probe', client_secret: 'stored', redirect_uris: ['https://probe.example/cb'] }],
+      features: { introspection: { enabled: true }, jwtIntrospection: { enabled: true } },
+    });
+    const request = (authorization: string) => {
+      const req = new IncomingMessage(new Socket());
+      Object.assign(req, { headers: { authorization }, method: 'POST', url: '/token/introspection' });
+      const ctx = own.createContext(req, new ServerResponse(req));
+      return ownRouteContext(own, ctx as never, 'introspection');
+    };
+    const ctx = request(`Basic ${Buffer.from('probe:stored').toString('base64')}`);
+    const client = await authenticateClient(ctx, { token: 'x' }, ['token']);
+    expect(client.clientId).to.equal('probe');
+    expect(ctx.oidc.params?.token).to.equal('x');
+    const refused = await authenticateClient(request(`Basic ${Buffer.from('probe:wrong').toString('base64')}`), {}, [])
+      .then(() => undefined)
+      .catch((caught: unknown) => caught);
+    expect(refused).to.include({ error: 'invalid_client', statusCode: 401 });
+    const jwt = (await signedIntrospection(own, ctx, client.clientId, { active: false }))!;
+    expect(await signedIntrospection(own, ctx, 'no-such-client', {})).to.equal(undefined);
+    const [header, payload] = jwt
+      .split('.')
+      .slice(0, 2)
+      .map((part) => JSON.parse(Buffer.from(part, 'base64url').toString()));
+    expect(header).to.include({ typ: 'token-introspection+jwt', alg: 'RS256' });
+    expect(payload).to.include({ aud: 'probe', iss: 'http://127.0.0.1:5' });
+    expect(payload.token_introspection).to.deep.equal({ active: false });
   });
 
   it('lets the client secret comparison be replaced on a provider of its own', async function () {

@@ -27,6 +27,7 @@ const REGISTERED_MEMBERS = [
   { field: 'requestObjectSigningAlg', member: 'request_object_signing_alg', provider: true },
   { field: 'backchannelLogoutUri', member: 'backchannel_logout_uri', provider: true },
   { field: 'backchannelLogoutSessionRequired', member: 'backchannel_logout_session_required', provider: true },
+  { field: 'introspectionSignedResponseAlg', member: 'introspection_signed_response_alg', provider: true },
 ] as const satisfies readonly { field: keyof ClientRecord; member: string; provider: boolean }[];
 
 /** The RFC 7591 name of each registered field of a client record. */

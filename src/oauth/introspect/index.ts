@@ -1,23 +1,30 @@
 import type { Next } from 'koa';
 import type Provider from 'oidc-provider';
+import { INTROSPECTION_SIGNING_ALGS } from '../../catalog/index.js';
 import { HttpError } from '../../http/errors.js';
-import type { DecisionOutcome } from '../../policy/index.js';
+import { requestIssuer, type Tenant } from '../../tenancy/index.js';
 import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
 import type { ConfigurationSlice } from '../context.js';
-import { findTokenByValue } from '../internals.js';
+import { authenticateClient, ownRouteContext, signedIntrospection, type OwnRouteContext } from '../internals.js';
 import { routes } from '../routes.js';
 import { tokenCallers, type TokenCallers, type TokenRequirement } from '../shared/callers.js';
 import { guardClientCredentials, requireClientCredential } from '../shared/credential-guard.js';
 import { formBody, formParameter } from '../shared/form-body.js';
-import type { ArbiterContext, ArbiterMiddleware, Introspected, TokenModel } from '../state.js';
-import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps } from './decide.js';
-import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
 import { isClientLive } from '../shared/owned-artefacts.js';
-import { standInForJwtAccessTokens } from '../token/jwt-access-tokens.js';
-import { requestIssuer, type Tenant } from '../../tenancy/index.js';
+import type { ArbiterContext, ArbiterMiddleware, TokenModel } from '../state.js';
+import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps } from './decide.js';
+import { answersWithJwt, INTROSPECTION_JWT_TYPE } from './jwt.js';
+import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
+import { findIntrospectedToken } from './token.js';
 
 /** A Bearer caller: a valid access token of this tenant with one of these scopes; any other is 401 invalid_token. */
 const BEARER_CALLER: TokenRequirement = { scope: ['introspection', 'uma_protection'], lackingScope: 'invalid_token' };
+
+/** oidc-provider's name of the route: client assertions may name its URL as their audience. */
+const ROUTE_NAME = 'introspection';
+
+/** The endpoint's own parameters (RFC 7662 §2.1, and Arbiter's `context`), besides client authentication's. */
+const PARAMETERS = ['token', 'token_type_hint', 'context'] as const;
 
 export const INTROSPECT_PATH = routes.introspection;
 
@@ -27,104 +34,132 @@ export type IntrospectEndpointDeps = IntrospectionDeps & {
 };
 
 /**
- * What Arbiter adds at /introspect, in order: the form read with the size limit, a request without
- * any credential refused with 401 invalid_client (a client_id alone is none: RFC 7662 §2.1 wants the
- * caller authorized, so public clients cannot introspect), a client that failed too often refused
- * before its credentials are verified, then Bearer callers and the `introspect` decision on every
- * call (introspectionEndpoint).
+ * /introspect, answered by Arbiter alone (oidc-provider's own introspection action never runs), as
+ * Fosite's introspection handler chain does: the form read with the size limit, a request without
+ * any credential refused with 401 invalid_client (a client_id alone is none: RFC 7662 §2.1 wants
+ * the caller authorized, so public clients cannot introspect), a client that failed too often
+ * refused before its credentials are verified, then `introspect`: the caller authenticated, the
+ * token found, the `introspect` decision asked on every call, and what it granted relayed.
  */
 export function introspectMiddleware(deps: IntrospectEndpointDeps): ArbiterMiddleware[] {
   return [
     formBody(deps.maxBodyBytes),
     requireClientCredential({ issuer: deps.issuer, publicClients: false, bearer: true }),
     guardClientCredentials,
-    standInForJwtAccessTokens(deps.providerFor),
     introspectionEndpoint(deps),
   ];
 }
 
 /**
- * POST /introspect. Client-authenticated callers (Basic, post, private_key_jwt) go through
- * oidc-provider, whose allowedPolicy hook asks the policy (see `introspectionPolicy`);
- * Bearer callers are authenticated here. Either way the response is built by Arbiter from
- * the token and the decision, so both paths answer alike.
+ * POST /introspect. The caller is a client authenticated by oidc-provider's own client
+ * authentication (Basic, post, private_key_jwt), or a resource server presenting an access token
+ * of its own (Bearer). Other methods go on to oidc-provider (its CORS preflight, its 404).
  */
 function introspectionEndpoint(deps: IntrospectEndpointDeps) {
   const callers = tokenCallers(deps.providerFor);
-  return async (ctx: ArbiterContext, next: Next): Promise<void> => {
+  return async function introspect(ctx: ArbiterContext, next: Next): Promise<void> {
     if (ctx.method !== 'POST') return next();
     assertContextParameter(ctx);
-    const tenant = ctx.state.tenant.name;
-    if (/^bearer /i.test(ctx.get('authorization'))) {
-      await introspectForBearer(ctx, deps, callers, tenant);
-    } else {
-      await next();
+    assertFormBody(ctx);
+    const provider = deps.providerFor(ctx.state.tenant);
+    const oidc = ownRouteContext(provider, ctx as never, ROUTE_NAME);
+    try {
+      const caller = await authenticateCaller(ctx, oidc, callers);
+      const answer = await introspection(ctx, deps, provider, caller, oidc);
+      await respond(ctx, provider, oidc, caller, answer);
+    } catch (error) {
+      if (!answeredLibraryError(ctx, error)) throw error;
     }
-    const { introspected } = ctx.state;
-    if (ctx.status !== 200 || !introspected) return;
-    if (!introspected.allowed) {
-      ctx.body = { ...INACTIVE };
-      return;
-    }
-    ctx.body = await introspectionBody(
-      deps.store,
-      tenant,
-      requestIssuer(deps.issuer, ctx.state.tenant),
-      introspected.token,
-      introspected.decision,
-      introspected.resourceTypes,
-    );
-    if (isSingleUse(introspected.token, introspected.decision)) await introspected.token.destroy();
   };
 }
 
-/** oidc-provider's hook for client-authenticated callers. */
-export const introspectionPolicy: ConfigurationSlice = ({ store, policy, tenant, config }) => ({
-  features: {
-    introspection: {
-      enabled: true,
-      async allowedPolicy(ctx, client, token) {
-        assertRegisteredAuthMethod(ctx);
-        // A token of a disabled or deleted client is inactive (RFC 7662 §2.2), whatever the policy says.
-        if (!token.clientId || !(await isClientLive(store, tenant, token.clientId))) return false;
-        const caller: Caller = { clientId: client.clientId, method: client.clientAuthMethod ?? 'unknown', scopes: [] };
-        // oidc-provider's hook hands its own context and token types: the same objects as Arbiter's.
-        const arbiterCtx = ctx as unknown as ArbiterContext;
-        const model = token as unknown as TokenModel;
-        return remember(
-          arbiterCtx,
-          model,
-          await decideIntrospection(arbiterCtx, { store, policy, issuer: config.issuer }, tenant, model, caller),
-        );
-      },
-    },
-  },
-});
-
-async function introspectForBearer(
-  ctx: ArbiterContext,
-  deps: IntrospectEndpointDeps,
-  callers: TokenCallers,
-  tenant: string,
-): Promise<void> {
-  const { clientId, scopes } = await callers(ctx, BEARER_CALLER);
-  const caller: Caller = { clientId, method: 'bearer', scopes };
-  const provider = deps.providerFor(ctx.state.tenant);
-  const value = formParameter(ctx, 'token');
-  if (!value) throw new HttpError(400, 'invalid_request', "missing required parameter 'token'");
-  ctx.status = 200;
-  ctx.body = { ...INACTIVE };
-  const token = (await findTokenByValue(provider, value, formParameter(ctx, 'token_type_hint'))) as
-    TokenModel | undefined;
-  if (!token?.isValid || !token.clientId || !(await isClientLive(deps.store, tenant, token.clientId))) return;
-  remember(ctx, token, await decideIntrospection(ctx, deps, tenant, token, caller));
+/** Who asks: a resource server by its access token (Bearer), or a client by its own credentials. */
+async function authenticateCaller(ctx: ArbiterContext, oidc: OwnRouteContext, callers: TokenCallers): Promise<Caller> {
+  if (/^bearer /i.test(ctx.get('authorization'))) {
+    const { clientId, scopes } = await callers(ctx, BEARER_CALLER);
+    return { clientId, method: 'bearer', scopes };
+  }
+  const client = await authenticateClient(oidc, ctx.state.body ?? {}, PARAMETERS);
+  assertRegisteredAuthMethod(oidc);
+  return { clientId: client.clientId, method: client.clientAuthMethod ?? 'unknown', scopes: [] };
 }
 
-function remember(ctx: ArbiterContext, token: TokenModel, outcome: DecisionOutcome): boolean {
-  const allowed = outcome.decision.allow && !outcome.engineError;
-  const resourceTypes = outcome.input.request.resource_types;
-  ctx.state.introspected = { token, allowed, decision: outcome.decision, resourceTypes } satisfies Introspected;
-  return allowed;
+/**
+ * The answer for an authenticated caller: inactive unless the token is found, valid, of a live
+ * client, and the `introspect` decision allows it; then the token's facts the decision grants.
+ * A token the decision marks single-use is deleted once answered.
+ */
+async function introspection(
+  ctx: ArbiterContext,
+  deps: IntrospectEndpointDeps,
+  provider: Provider,
+  caller: Caller,
+  oidc: OwnRouteContext,
+): Promise<Record<string, unknown>> {
+  const value = formParameter(ctx, 'token');
+  if (!value) throw new HttpError(400, 'invalid_request', "missing required parameter 'token'");
+  const tenant = ctx.state.tenant.name;
+  const token = await findIntrospectedToken(provider, value, formParameter(ctx, 'token_type_hint'));
+  // A token of a disabled or deleted client is inactive (RFC 7662 §2.2), whatever the policy says.
+  if (!token?.clientId || !(await isClientLive(deps.store, tenant, token.clientId))) return { ...INACTIVE };
+  oidc.oidc.entity(token.kind, token);
+  const outcome = await decideIntrospection(ctx, deps, tenant, token, caller);
+  if (!outcome.decision.allow || outcome.engineError) return { ...INACTIVE };
+  const issuer = requestIssuer(deps.issuer, ctx.state.tenant);
+  const body = await introspectionBody(
+    deps.store,
+    tenant,
+    issuer,
+    token,
+    outcome.decision,
+    outcome.input.request.resource_types,
+  );
+  if (isSingleUse(token, outcome.decision)) await (token as TokenModel).destroy();
+  return body;
+}
+
+/** JSON (RFC 7662 §2.2), or a signed JWT when the caller asks for one (RFC 9701 §4). */
+async function respond(
+  ctx: ArbiterContext,
+  provider: Provider,
+  oidc: OwnRouteContext,
+  caller: Caller,
+  answer: Record<string, unknown>,
+): Promise<void> {
+  ctx.status = 200;
+  if (!answersWithJwt(ctx)) {
+    ctx.body = answer;
+    return;
+  }
+  const signed = await signedIntrospection(provider, oidc, caller.clientId, answer);
+  if (!signed) throw new HttpError(401, 'invalid_client', 'the caller is no longer a client of this tenant');
+  ctx.body = signed;
+  ctx.type = `${INTROSPECTION_JWT_TYPE}; charset=utf-8`;
+}
+
+/**
+ * oidc-provider's errors from its client authentication (invalid_client, invalid_request), answered
+ * as its own error handler answers them; false for any other error, left to the route's `errors` step.
+ */
+function answeredLibraryError(ctx: ArbiterContext, error: unknown): boolean {
+  const fields = error as { expose?: unknown; statusCode?: unknown; message?: unknown; error_description?: unknown };
+  if (!(error instanceof Error) || fields.expose !== true || typeof fields.statusCode !== 'number') return false;
+  ctx.status = fields.statusCode;
+  ctx.body = {
+    error: error.message,
+    ...(typeof fields.error_description === 'string' ? { error_description: fields.error_description } : {}),
+  };
+  return true;
+}
+
+/** oidc-provider takes urlencoded bodies only at its endpoints (RFC 7662 §2.1): so does this one. */
+function assertFormBody(ctx: ArbiterContext): void {
+  if (ctx.get('content-type') && !ctx.is('application/x-www-form-urlencoded'))
+    throw new HttpError(
+      400,
+      'invalid_request',
+      `only application/x-www-form-urlencoded content-type bodies are supported on POST ${ctx.path}`,
+    );
 }
 
 function assertContextParameter(ctx: ArbiterContext): void {
@@ -135,3 +170,18 @@ function assertContextParameter(ctx: ArbiterContext): void {
     throw new HttpError(400, 'invalid_request', 'context must be a JSON object');
   }
 }
+
+/**
+ * oidc-provider's introspection stays configured but never answers: the route table sends every
+ * POST /introspect to `introspectionEndpoint`. Enabled, it names the endpoint in discovery and
+ * gives client assertions the endpoint's URL as an audience; its hook refuses everything, so that
+ * nothing could ever be introspected twice or past the policy. `jwtIntrospection` makes clients'
+ * `introspection_signed_response_alg` known and advertises the algorithms (RFC 9701 §6, §7).
+ */
+export const introspectionConfiguration: ConfigurationSlice = () => ({
+  features: {
+    introspection: { enabled: true, allowedPolicy: () => false },
+    jwtIntrospection: { enabled: true },
+  },
+  enabledJWA: { introspectionSigningAlgValues: [...INTROSPECTION_SIGNING_ALGS] },
+});

@@ -56,3 +56,33 @@ declare module 'oidc-provider/lib/helpers/validate_dpop.js' {
     ErrorClass?: unknown,
   ): Promise<void>;
 }
+
+declare module 'oidc-provider/lib/helpers/als.js' {
+  import type { AsyncLocalStorage } from 'node:async_hooks';
+  /** The request oidc-provider's helpers read as the current one (its router runs every route in it). */
+  const als: AsyncLocalStorage<unknown>;
+  export default als;
+}
+
+declare module 'oidc-provider/lib/shared/assemble_params.js' {
+  /** Sets `ctx.oidc.params` to the allowed parameters of `ctx.oidc.body` (POST) or the query. */
+  export default function assembleParams(allowList: Set<string>, ctx: unknown, next: () => Promise<void>): unknown;
+}
+
+declare module 'oidc-provider/lib/shared/client_auth.js' {
+  type Middleware = (ctx: unknown, next: () => Promise<void>) => Promise<unknown> | unknown;
+  /** oidc-provider's client authentication: duplicate credentials refused, WWW-Authenticate on 401, the client authenticated. */
+  const clientAuth: Middleware[];
+  export default clientAuth;
+  /** The form parameters the configured client authentication methods read (client_id, client_secret, client_assertion…). */
+  export function getClientAuthParams(ctx: unknown): Set<string>;
+}
+
+declare module 'oidc-provider/lib/helpers/jwt.js' {
+  /** Verifies a JWS with a key of `keystore` (its alg and kid), then its claims (exp unless ignored, iss when given). */
+  export function verify(
+    jwt: string,
+    keystore: unknown,
+    options?: { issuer?: string; ignoreExpiration?: boolean },
+  ): Promise<{ payload: Record<string, unknown>; header: Record<string, unknown> }>;
+}
