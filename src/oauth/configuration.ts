@@ -15,6 +15,7 @@ import { routes } from './routes.js';
 import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators } from './token/shaping.js';
 import { errorPages } from './error-pages.js';
 import { pushedAuthorizationRequests } from './par/index.js';
+import { deviceFlow } from './device/index.js';
 
 /**
  * The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. The
@@ -66,6 +67,7 @@ export function providerTtl(ttl: TtlConfig): Configuration['ttl'] {
     Session: ttl.sessionSeconds,
     Interaction: ttl.interactionSeconds,
     Grant: ttl.refreshTokenSeconds,
+    DeviceCode: ttl.deviceCodeSeconds,
   };
 }
 
@@ -82,6 +84,7 @@ export const SLICES: ConfigurationSlice[] = [
   resourceIndicators,
   authorizationParameters,
   pushedAuthorizationRequests,
+  deviceFlow,
   requestObjects,
   policyConsent,
   interactionsSlice,
