@@ -73,10 +73,16 @@ async function enterCode(agent: FetchUserAgent, started: DeviceAuthorization): P
   return agent.submitForm(input, { user_code: started.user_code });
 }
 
-/** The whole person's side: code, confirmation, sign-in at the dev IdP, back to our success page. */
-async function approve(started: DeviceAuthorization): Promise<Page> {
+/**
+ * The whole person's side: code (typed, or pre-filled by verification_uri_complete, whose page
+ * posts it on), confirmation, sign-in at the dev IdP, back to our success page.
+ */
+async function approve(started: DeviceAuthorization, { complete = false } = {}): Promise<Page> {
   const agent = new FetchUserAgent();
-  const confirmation = await enterCode(agent, started);
+  const confirmation = complete
+    ? await agent.submitForm(await agent.navigate(started.verification_uri_complete), {})
+    : await enterCode(agent, started);
+  expect(confirmation.body).to.contain('Allow this device?');
   const login = await agent.submitForm(confirmation, {});
   expect(login.body, 'the dev IdP login form').to.contain('name="login"');
   return passDevIdpForms(agent, login, 'alice', () => false);
@@ -139,9 +145,9 @@ describe('RFC 8628 device authorization grant', function () {
     expect(JSON.stringify(entry)).not.to.contain(started.device_code);
   });
 
-  it('issues what the token policy granted, with an ID token for the signed-in user', async function () {
+  it('issues what the token policy granted, with an ID token for the signed-in user (code given by verification_uri_complete)', async function () {
     const started = await deviceAuthorization(server, 'device-tv');
-    await approve(started);
+    expect((await approve(started, { complete: true })).body).to.contain('Device connected');
     const { status, body } = await poll(server, 'device-tv', started.device_code);
     expect(status, JSON.stringify(body)).to.equal(200);
     expect(body.token_type).to.equal('Bearer');
