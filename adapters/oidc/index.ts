@@ -77,6 +77,14 @@ export type ModelOverride = (id: string) => Promise<AdapterPayload | undefined>;
  */
 const DIGEST_REFERENCE = 'digest:';
 
+/**
+ * RFC 8628 §3.5: a device polling with an expired device code is told `expired_token`, and a user
+ * entering an expired user code that it expired, not that the code is unknown. oidc-provider tells
+ * them apart by the payload's `exp`, which it checks itself; so the store keeps a device code this
+ * long past its expiry instead of dropping it at once.
+ */
+const DEVICE_CODE_KEPT_EXPIRED_SECONDS = 600;
+
 /** How a user code is kept (its index and its payload field): its digest, as a reference. */
 function keptUserCode(userCode: string): string {
   return userCode.startsWith(DIGEST_REFERENCE) ? userCode : `${DIGEST_REFERENCE}${storageDigest(userCode)}`;
@@ -124,7 +132,8 @@ export function createOidcAdapter(
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
       await migrated();
-      const doc = storedDoc(this.model, this.key(id), payload, expiresIn ? Date.now() + expiresIn * 1000 : null);
+      const kept = expiresIn && this.model === 'DeviceCode' ? expiresIn + DEVICE_CODE_KEPT_EXPIRED_SECONDS : expiresIn;
+      const doc = storedDoc(this.model, this.key(id), payload, kept ? Date.now() + kept * 1000 : null);
       if (owners && doc.clientId) doc.issuedUnder = await owners.markOf(doc.clientId);
       await artefacts.upsert(doc);
     }
