@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import * as client from 'openid-client';
 import { FetchUserAgent, type Page } from '../support/browser.js';
 import { passDevIdpForms, startRegisteredDevIdp, withSignInServer, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { eventually, policyInForce, postForm } from '../support/oauth.js';
@@ -159,6 +160,19 @@ describe('RFC 8628 device authorization grant', function () {
     expect(body.scope.split(' ').sort()).to.deep.equal(['openid', 'profile']);
     const userinfo = await server.request('/userinfo', { headers: { Authorization: `Bearer ${body.access_token}` } });
     expect(userinfo.status).to.equal(200);
+  });
+
+  it('serves openid-client 6 (a real device client): initiate, the user approves, its polling gets the tokens', async function () {
+    const configuration = await client.discovery(new URL(server.config.issuer), 'device-tv', undefined, client.None(), {
+      execute: [client.allowInsecureRequests],
+    });
+    const started = await client.initiateDeviceAuthorization(configuration, { scope: 'openid profile' });
+    // openid-client waits `interval` seconds before each poll, so the user is done before it asks.
+    const polled = client.pollDeviceAuthorizationGrant(configuration, started);
+    await approve(started as unknown as DeviceAuthorization);
+    const tokens = await polled;
+    expect(tokens.access_token).to.be.a('string');
+    expect(tokens.claims()?.sub).to.be.a('string');
   });
 
   it('answers access_denied once the user refuses on the confirmation page', async function () {
