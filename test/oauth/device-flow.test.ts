@@ -36,7 +36,7 @@ async function registerDevice(server: TestServer, clientId: string, tenantId?: s
     clientType: 'public',
     tokenEndpointAuthMethod: 'none',
     grantTypes: [DEVICE_GRANT],
-    scopes: ['openid', 'profile'],
+    scopes: ['openid', 'profile', 'channels.read'],
     ...(tenantId ? { tenantId } : {}),
   });
   expect(created.status, JSON.stringify(created.body)).to.equal(201);
@@ -46,14 +46,9 @@ async function deviceAuthorization(
   server: TestServer,
   clientId: string,
   prefix = '',
-  headers: Record<string, string> = {},
+  scope = 'openid profile',
 ): Promise<DeviceAuthorization> {
-  const { status, body } = await postForm(
-    server,
-    `${prefix}/device/auth`,
-    { client_id: clientId, scope: 'openid profile' },
-    headers,
-  );
+  const { status, body } = await postForm(server, `${prefix}/device/auth`, { client_id: clientId, scope });
   expect(status, JSON.stringify(body)).to.equal(200);
   return body;
 }
@@ -150,14 +145,20 @@ describe('RFC 8628 device authorization grant', function () {
   });
 
   it('issues what the token policy granted, with an ID token for the signed-in user (code given by verification_uri_complete)', async function () {
-    const started = await deviceAuthorization(server, 'device-tv');
+    const started = await deviceAuthorization(
+      server,
+      'device-tv',
+      '',
+      'openid profile channels.read unregistered.scope',
+    );
     expect((await approve(started, { complete: true })).body).to.contain('Device connected');
     const { status, body } = await poll(server, 'device-tv', started.device_code);
     expect(status, JSON.stringify(body)).to.equal(200);
     expect(body.token_type).to.equal('Bearer');
     expect(body.access_token).to.be.a('string');
     expect(body.id_token).to.be.a('string');
-    expect(body.scope.split(' ').sort()).to.deep.equal(['openid', 'profile']);
+    // The client's own scope is granted; one it is not registered for is not.
+    expect(body.scope.split(' ').sort()).to.deep.equal(['channels.read', 'openid', 'profile']);
     const userinfo = await server.request('/userinfo', { headers: { Authorization: `Bearer ${body.access_token}` } });
     expect(userinfo.status).to.equal(200);
   });
