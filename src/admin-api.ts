@@ -3,10 +3,15 @@ import type { AuditLog } from './audit/index.js';
 import type { Config } from './config/index.js';
 import { dataEntryProblem, type PolicyEngine, type PolicyLab } from './policy/index.js';
 import type { Sealer, Store } from './store/index.js';
+import type { Logger } from './log/index.js';
+import { tellClientsOfLogout, type TenantProviders } from './oauth/index.js';
 
 /** What the Admin API is built with (src/routes.ts hands it the server's parts). */
 export interface AdminApiParts {
   config: Config;
+  /** The tenants' providers, whose clients a subject's revocation tells (back-channel logout). */
+  providers: TenantProviders;
+  log: Logger;
   store: Store;
   sealer: Sealer;
   policy: PolicyEngine;
@@ -15,7 +20,10 @@ export interface AdminApiParts {
 }
 
 /** The Admin API's router, with the checks that only the policy engine can make. */
-export function adminApi({ config, store, sealer, policy, lab, audit }: AdminApiParts, keys: AdminApiKeys) {
+export function adminApi(
+  { config, store, sealer, policy, lab, audit, providers, log }: AdminApiParts,
+  keys: AdminApiKeys,
+) {
   const recordedInputs = () => audit.recentPolicyInputs(config.policyCheckRecordedInputs);
   /** The check of one file on its own: its syntax and package (Rego, Cedar), a data entry's JSON and key. */
   const fileChecks: Record<string, (record: Record<string, unknown>) => Promise<string | null>> = {
@@ -76,6 +84,8 @@ export function adminApi({ config, store, sealer, policy, lab, audit }: AdminApi
         }),
     },
     historyVersions: config.policyHistoryVersions,
+    logoutNotices: (tenantId, subjectId) =>
+      tellClientsOfLogout((tenant) => providers.providerFor(tenant), store, tenantId, subjectId, log),
     tenants: config.tenants,
     decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
     // A proposed change is checked file by file, then as one bundle (the lab's), before its impact is replayed.

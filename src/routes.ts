@@ -35,6 +35,7 @@ import {
   tokenCallers,
   UMA_CONFIGURATION_PATH,
   UPSTREAM_CALLBACK_PATH,
+  UPSTREAM_LOGOUT_PATH,
   type TenantProviders,
 } from './oauth/index.js';
 import { BUNDLE_PATH, type PolicyEngine, type PolicyLab } from './policy/index.js';
@@ -197,6 +198,8 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   // Sign-in at the upstream identity provider.
   table.oauthBelow(INTERACTION_PATH, edge('sign-in', oidc(oauth.signIn)));
   table.oauth(UPSTREAM_CALLBACK_PATH, edge('upstream callback', oidc(oauth.signIn)));
+  // The upstream's logout tokens (Back-Channel Logout 1.0): its user's sessions here end too.
+  table.oauth(UPSTREAM_LOGOUT_PATH, edge('upstream logout', oidc(oauth.signIn, { uncached: true })));
   // Any other path is oidc-provider's (JWKS, the logout confirmation, …, and its 404).
   table.otherwise(edge('oidc-provider', oidc([])));
   return (path) => table.find(path);

@@ -34,6 +34,8 @@ interface OidcDoc extends StoredDoc {
   ownersIndexed?: true;
   /** The client's token epoch it was made under (ArtefactOwners); null: under none (its client could hold none). */
   issuedUnder?: string | null;
+  /** A session's issuer below ISSUER ('' or `/t/<tenant>`): whose logout tokens its clients expect (signedInSessions). */
+  issuerPath?: string;
 }
 
 /**
@@ -108,6 +110,7 @@ export function createOidcAdapter(
   tenant: string,
   overrides: Record<string, ModelOverride> = {},
   owners?: ArtefactOwners,
+  issuerPath = '',
 ) {
   const artefacts: TenantCollection<OidcDoc> = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
   const migrated = () => upgradeLegacyArtefacts(store, tenant, artefacts);
@@ -135,6 +138,7 @@ export function createOidcAdapter(
       const kept = expiresIn && this.model === 'DeviceCode' ? expiresIn + DEVICE_CODE_KEPT_EXPIRED_SECONDS : expiresIn;
       const doc = storedDoc(this.model, this.key(id), payload, kept ? Date.now() + kept * 1000 : null);
       if (owners && doc.clientId) doc.issuedUnder = await owners.markOf(doc.clientId);
+      if (this.model === 'Session') doc.issuerPath = issuerPath;
       await artefacts.upsert(doc);
     }
 
@@ -271,6 +275,34 @@ function storedDoc(
 function restoredPayload(doc: OidcDoc, value: string): AdapterPayload {
   return doc.hadJti ? { ...doc.payload, jti: value } : doc.payload;
 }
+
+/** A user's session at the OP: which clients it signed in to, under which session id each, and under which issuer. */
+export interface SignedInSession {
+  issuerPath: string;
+  /** By client id: the `sid` that client was given. */
+  sids: Record<string, string>;
+}
+
+/**
+ * The live sessions of a user (OIDC Back-Channel Logout: the clients to tell when they end),
+ * read before they are revoked. A session written before issuers were kept is the shared issuer's.
+ */
+export async function signedInSessions(store: Store, tenant: string, accountId: string): Promise<SignedInSession[]> {
+  const sessions = await store
+    .collection<OidcDoc>(OIDC_COLLECTION, tenant)
+    .find({ accountId, model: 'Session' }, { limit: MAX_SESSIONS_TOLD });
+  return sessions.map((doc) => ({
+    issuerPath: doc.issuerPath ?? '',
+    sids: Object.fromEntries(
+      Object.entries((doc.payload.authorizations ?? {}) as Record<string, { sid?: string }>)
+        .filter(([, authorization]) => typeof authorization.sid === 'string')
+        .map(([clientId, authorization]) => [clientId, authorization.sid!]),
+    ),
+  }));
+}
+
+/** At most this many of one user's sessions are told of a logout (each a browser it signed in from). */
+const MAX_SESSIONS_TOLD = 100;
 
 /** Whose artefacts to revoke: a client's (every user's), or a user's (at every client). */
 export type ArtefactOwner = { clientId: string } | { accountId: string };

@@ -17,7 +17,7 @@ import { answerPage, listPage, listSearch } from './paging.js';
 import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
 import { assertTenantReached } from './auth.js';
 import { tenantRoutes } from './tenant-routes.js';
-import { revokeAfterChange, tokenRevocationRoutes } from './token-revocation.js';
+import { revokeAfterChange, tokenRevocationRoutes, type LogoutNotifier } from './token-revocation.js';
 import { policyLabRoutes, POLICY_COLLECTIONS, type PolicyLabRouteOptions } from './policy-lab.js';
 import type { Store } from '../store/index.js';
 
@@ -47,6 +47,8 @@ export interface AdminOptions {
    * checks of one policy file (before the whole bundle's) and the recorded inputs every change is tried on.
    */
   policyLab?: Pick<PolicyLabRouteOptions, 'lab' | 'recordedInputs'> & { fileChecks: Record<string, RecordCheck> };
+  /** Back-channel logout: tells the clients of a subject's sessions, before its tokens are revoked (absent: nobody is told). */
+  logoutNotices?: LogoutNotifier;
 }
 
 /** Upsert-by-field operations of the spec: PUT /policy-rules/by-path?path=…, PUT /policy-data/by-key?dataKey=…. */
@@ -105,7 +107,7 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
       uncheckedRecords: recordsOf(() => undefined),
     });
   }
-  tokenRevocationRoutes(router, store, (ctx) => tenantOf(ctx));
+  tokenRevocationRoutes(router, store, (ctx) => tenantOf(ctx), options.logoutNotices);
   return router;
 }
 
@@ -175,7 +177,7 @@ function collectionRoutes(
     const tenantId = tenantOf(ctx, parsed);
     const existing = await records.get(tenantId, ctx.params.key);
     const replaced = await records.replace(tenantId, existing, parsed);
-    await revokeAfterChange(store, path, tenantId, existing, replaced);
+    await revokeAfterChange(store, path, tenantId, existing, replaced, options.logoutNotices);
     ctx.body = show(replaced);
   });
   router.delete(`/${path}/:key`, async (ctx) => {
@@ -183,7 +185,7 @@ function collectionRoutes(
     const existing = await records.get(tenantId, ctx.params.key);
     await records.remove(tenantId, existing);
     // After the record is gone, so that nothing can be issued for it once its tokens are swept.
-    await revokeAfterChange(store, path, tenantId, existing, null);
+    await revokeAfterChange(store, path, tenantId, existing, null, options.logoutNotices);
     ctx.status = 204;
   });
 }

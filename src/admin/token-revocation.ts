@@ -8,6 +8,7 @@ import {
   revokeDeletedClient,
   revokeIdentityProviderArtefacts,
   revokeSubjectArtefacts,
+  type LogoutNotices,
 } from '../oauth/index.js';
 import type { Store } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
@@ -19,6 +20,12 @@ import type { StoredRecord } from '../records/index.js';
  * shared store (src/oauth/shared/owned-artefacts.ts), before the call is answered: every node
  * refuses them from then on. And an operator can revoke them all without changing the record.
  */
+
+/**
+ * OIDC Back-Channel Logout: tells the clients of a subject's sessions (in the tenant, null: the
+ * default) that they ended, before the sessions are revoked (src/oauth/end-session/backchannel.ts).
+ */
+export type LogoutNotifier = (tenantId: string | null, subjectId: string) => Promise<LogoutNotices>;
 
 /** The collections whose changes revoke tokens (their Admin path). */
 type Revoking = 'clients' | 'subjects' | 'identity-providers';
@@ -35,6 +42,7 @@ export async function revokeAfterChange(
   tenantId: string | null,
   before: StoredRecord,
   after: StoredRecord | null,
+  logoutNotices?: LogoutNotifier,
 ): Promise<number> {
   const tenant = storeTenant(tenantId);
   switch (path as Revoking) {
@@ -42,9 +50,9 @@ export async function revokeAfterChange(
       if (after === null) return revokeDeletedClient(store, tenant, before.clientId as string);
       return takenAway(before, after) ? revokeClientArtefacts(store, tenant, before.clientId as string) : 0;
     case 'subjects':
-      return after === null || after.subjectId !== before.subjectId
-        ? revokeSubjectArtefacts(store, tenant, before.subjectId as string)
-        : 0;
+      if (after !== null && after.subjectId === before.subjectId) return 0;
+      await logoutNotices?.(tenantId, before.subjectId as string);
+      return revokeSubjectArtefacts(store, tenant, before.subjectId as string);
     case 'identity-providers':
       return takenAway(before, after) ? revokeIdentityProviderArtefacts(store, tenant, before.id) : 0;
     default:
@@ -62,7 +70,12 @@ function takenAway(before: StoredRecord, after: StoredRecord | null): boolean {
  * code and token of the client (for every user), or of the subject (at every client, its
  * sessions too), deleted; the record stays as it is. 200 `{"revoked": n}`, 404 for no record.
  */
-export function tokenRevocationRoutes(router: Router, store: Store, tenantOf: (ctx: Context) => string | null): void {
+export function tokenRevocationRoutes(
+  router: Router,
+  store: Store,
+  tenantOf: (ctx: Context) => string | null,
+  logoutNotices?: LogoutNotifier,
+): void {
   router.post('/clients/:key/revoke-tokens', async (ctx) => {
     const tenantId = tenantOf(ctx);
     const client = await clientRecords(store, storeTenant(tenantId)).findOne({ clientId: ctx.params.key });
@@ -76,7 +89,14 @@ export function tokenRevocationRoutes(router: Router, store: Store, tenantOf: (c
     const subject = /^\d{1,15}$/.test(key) ? await subjectRecords(store, storeTenant(tenantId)).get(Number(key)) : null;
     if (!subject) throw notFound(`no subjects record ${JSON.stringify(key)}${inTenant(tenantId)}`);
     auditFacts(ctx).subjectId = subject.subjectId as string;
-    ctx.body = { revoked: await revokeSubjectArtefacts(store, storeTenant(tenantId), subject.subjectId as string) };
+    const told = await logoutNotices?.(tenantId, subject.subjectId as string);
+    if (told)
+      auditFacts(ctx).result = {
+        logoutTokensDelivered: String(told.delivered),
+        logoutTokensFailed: String(told.failed),
+      };
+    const revoked = await revokeSubjectArtefacts(store, storeTenant(tenantId), subject.subjectId as string);
+    ctx.body = told ? { revoked, logoutTokens: told } : { revoked };
   });
 }
 

@@ -62,7 +62,7 @@ export interface CollectionDefinition {
    * validator, src/oauth/register/redirect-uri.ts): `redirect` as redirect URIs (each of a list),
    * `page` as a client's web pages (client_uri, logo_uri, …), `jwks` as its JWK Set's URI.
    */
-  registeredUris?: Record<string, 'redirect' | 'page' | 'jwks'>;
+  registeredUris?: Record<string, 'redirect' | 'page' | 'jwks' | 'notification'>;
   /**
    * The fields that decide where the kept secret `secret` is sent (an upstream IdP's issuer, whose
    * metadata names its token endpoint, and that endpoint): a replace that changes one must give the
@@ -190,6 +190,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
       ],
       advanced: [
         'postLogoutRedirectUris',
+        'backchannelLogoutUri',
+        'backchannelLogoutSessionRequired',
         'responseTypes',
         'requirePushedAuthorizationRequests',
         'jwksUri',
@@ -233,6 +235,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
       tosUri: 'page',
       policyUri: 'page',
       jwksUri: 'jwks',
+      backchannelLogoutUri: 'notification',
     },
     defaults: { enabled: true },
     schema: CLIENT_SCHEMA,

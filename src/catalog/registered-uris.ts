@@ -36,14 +36,16 @@ export function registrableRedirectUriProblem(uri: string): string | null {
 
 /**
  * Why `uri` cannot be registered as one of a client's web pages (`page`: client_uri, logo_uri,
- * tos_uri, policy_uri; http or https) or as its JWK Set (`jwks`: jwks_uri; https, no fragment), or null.
+ * tos_uri, policy_uri; http or https), as its JWK Set (`jwks`: jwks_uri; https, no fragment), or
+ * as where Arbiter posts to it (`notification`: backchannel_logout_uri; http or https, no fragment,
+ * OIDC Back-Channel Logout §2.2), or null. What Arbiter posts to goes through the outbound guard.
  */
-export function webUriProblem(uri: string, kind: 'page' | 'jwks'): string | null {
+export function webUriProblem(uri: string, kind: 'page' | 'jwks' | 'notification'): string | null {
   const parsed = isWrittenAsUri(uri) ? URL.parse(uri) : null;
   if (!parsed?.hostname) return 'must be an absolute URI';
   if (kind === 'jwks' && parsed.protocol !== 'https:') return 'must be an https URI';
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return 'must be an http or https URI';
-  if (kind === 'jwks' && uri.includes('#')) return 'must not contain a fragment';
+  if (kind !== 'page' && uri.includes('#')) return 'must not contain a fragment';
   return null;
 }
 

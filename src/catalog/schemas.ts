@@ -112,6 +112,9 @@ export const CLIENT_SCHEMA = object(['clientId', 'clientType'], {
   enabled,
   redirectUris: { type: 'array', items: uri, maxItems: 100 },
   postLogoutRedirectUris: { type: 'array', items: uri, maxItems: 100 },
+  // OIDC Back-Channel Logout 1.0 §2.2: where logout tokens are posted when the user's session ends.
+  backchannelLogoutUri: httpUri,
+  backchannelLogoutSessionRequired: { type: 'boolean' },
   clientName: string,
   clientUri: httpUri,
   logoUri: httpUri,

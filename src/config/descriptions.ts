@@ -181,6 +181,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
     meaning:
       'comma-separated tenant ids that exist without any Admin API object (see [multi-tenancy.md](multi-tenancy.md))',
   },
+  DPOP_NONCE_TENANTS: {
+    meaning:
+      'comma-separated tenants whose DPoP proofs must carry a nonce of the server (RFC 9449 §8): `_default` for the default tenant, `*` for every tenant; none by default (see [standards.md](standards.md#dpop-nonces))',
+  },
   TENANT_CACHE_MAX: {
     meaning:
       "at most this many tenants' oidc-provider instances (one per tenant and issuer form) and signing keys kept in memory (least recently used go first; each costs about 115 KB of heap)",

@@ -106,6 +106,8 @@ export interface Config {
   authFailureWindowSeconds: number;
   /** Tenant ids that exist without any Admin API object naming them. */
   tenants: string[];
+  /** Tenants whose DPoP proofs must carry a server nonce (RFC 9449 §8): `_default` for the default tenant, `*` for every tenant. */
+  dpopNonceTenants: string[];
   /** At most this many tenants' oidc-provider instances are kept in memory (least recently used go first). */
   tenantCacheMax: number;
   /** A tenant's oidc-provider instances no request used for this long are let go (its memory returns). */
@@ -208,6 +210,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   AUTH_FAILURE_LIMIT: 'authFailureLimit',
   AUTH_FAILURE_WINDOW_SECONDS: 'authFailureWindowSeconds',
   TENANTS: 'tenants',
+  DPOP_NONCE_TENANTS: 'dpopNonceTenants',
   TENANT_CACHE_MAX: 'tenantCacheMax',
   TENANT_IDLE_SECONDS: 'tenantIdleSeconds',
   OUTBOUND_ALLOW_INSECURE_LOOPBACK: 'outboundAllowInsecureLoopback',
@@ -303,6 +306,10 @@ export const SCHEMA = {
     authFailureLimit: positive,
     authFailureWindowSeconds: positive,
     tenants: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' } },
+    dpopNonceTenants: {
+      type: 'array',
+      items: { type: 'string', pattern: '^(\\*|_default|[A-Za-z0-9][A-Za-z0-9._-]{0,63})$' },
+    },
     tenantCacheMax: positive,
     tenantIdleSeconds: positive,
     outboundAllowInsecureLoopback: { type: ['boolean', 'null'] },
@@ -551,6 +558,7 @@ export const PATTERN_HINTS: Record<string, string> = {
   opaUrl: 'an http:// or https:// URL',
   trustedProxies: 'an IP address or a CIDR range (10.0.0.0/8, ::1)',
   tenants: '1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit',
+  dpopNonceTenants: 'a tenant id, `_default` or `*`',
   secretsKey: '32 random bytes in base64url (43 characters)',
   secretsKeyPrevious: '32 random bytes in base64url (43 characters)',
   otlpEndpoint:

@@ -7,6 +7,8 @@ export interface DevIdpOptions {
   redirectUris: string[];
   /** Issuer URL; defaults to http://localhost:<port>. */
   issuer?: string;
+  /** Where it posts logout tokens when a user logs out here (Arbiter's /idp/backchannel-logout); none: it posts none. */
+  backchannelLogoutUri?: string;
 }
 
 export const DEV_IDP_CLIENT = { clientId: 'arbiter', clientSecret: 'arbiter-dev-secret' };
@@ -25,13 +27,17 @@ export function createDevIdp(options: DevIdpOptions): Provider {
         redirect_uris: options.redirectUris,
         response_types: ['code'],
         grant_types: ['authorization_code'],
+        ...(options.backchannelLogoutUri ? { backchannel_logout_uri: options.backchannelLogoutUri } : {}),
       },
     ],
     // acr under openid: released whenever a sign-in has one (see stateRequestedAcr), without a fixed acrValues list.
     claims: { openid: ['sub', 'acr'], profile: ['name', 'preferred_username'], email: ['email', 'email_verified'] },
     scopes: ['openid', 'profile', 'email'],
-    features: { devInteractions: { enabled: true } },
+    features: { devInteractions: { enabled: true }, backchannelLogout: { enabled: true } },
     pkce: { required: () => true },
+    // It posts logout tokens to Arbiter on this machine, a loopback address that the dispatcher
+    // oidc-provider hands its fetch refuses: a development tool's fetch goes without it.
+    fetch: (url, init) => fetch(url, { ...init, dispatcher: undefined } as RequestInit),
     async findAccount(_ctx, sub) {
       return {
         accountId: sub,

@@ -16,6 +16,8 @@ import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators
 import { errorPages } from './error-pages.js';
 import { pushedAuthorizationRequests } from './par/index.js';
 import { deviceFlow } from './device/index.js';
+import { backchannelLogout } from './end-session/backchannel.js';
+import { dpopNonces } from './shared/dpop-nonces.js';
 
 /**
  * The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. The
@@ -94,6 +96,8 @@ export const SLICES: ConfigurationSlice[] = [
   richAuthorizationRequests,
   outboundFetch,
   errorPages,
+  backchannelLogout,
+  dpopNonces,
 ];
 
 export function providerConfiguration(context: ProviderContext): Configuration {

@@ -9,6 +9,7 @@ export {
   type ProviderSecrets,
 } from './keys.js';
 export { TenantProviders } from './providers.js';
+export { tellClientsOfLogout, type LogoutNotices } from './end-session/backchannel.js';
 export { createTenantProvider } from './provider.js';
 export { CLIENTS_COLLECTION, type ClientRecord } from './clients/records.js';
 export { clientMetadata } from './clients/metadata.js';
@@ -21,7 +22,7 @@ export {
   routes as oauthRoutes,
   UMA_CONFIGURATION_PATH,
 } from './routes.js';
-export { INTERACTION_PATH, UPSTREAM_CALLBACK_PATH } from './interactions/index.js';
+export { INTERACTION_PATH, UPSTREAM_CALLBACK_PATH, UPSTREAM_LOGOUT_PATH } from './interactions/index.js';
 export type { ArbiterContext, ArbiterMiddleware, OAuthRequestState, OAuthState } from './state.js';
 export {
   clientCallers,

@@ -10,10 +10,11 @@ import { providerIssuer, type ProviderContext } from './context.js';
 import { installGrants } from './token/grants/index.js';
 import { outboundOptionsOf } from '../http/outbound.js';
 import { everyClientMayAskForEveryType } from './internals.js';
+import { reportBackchannelLogouts } from './end-session/backchannel.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
 export function createTenantProvider(context: ProviderContext): Provider {
-  const { store, sealer, tenant, policy, config, log } = context;
+  const { store, sealer, tenant, policy, config, log, basePath } = context;
   const documents = createClientDocuments({ config, store, tenant, policy, log, sealer });
   const provider = new Provider(providerIssuer(context), {
     ...providerConfiguration(context),
@@ -22,6 +23,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
       tenant,
       { Client: clientLookup(store, tenant, documents) },
       clientArtefactOwners(store, tenant),
+      basePath,
     ),
   });
   provider.proxy = true;
@@ -29,6 +31,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
   everyClientMayAskForEveryType(provider);
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);
+  reportBackchannelLogouts(provider, log);
   installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config) });
   return provider;
 }

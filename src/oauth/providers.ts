@@ -107,6 +107,11 @@ export class TenantProviders {
     return this.entry(tenant).provider;
   }
 
+  /** The provider of a tenant outside its protocol requests (the Admin API's logout notices), made ready. */
+  async providerFor(tenant: Tenant): Promise<Provider> {
+    return (await this.ready(tenant)).provider;
+  }
+
   /** Hands the request to the provider of `ctx.state.tenant`. */
   middleware(): ArbiterMiddleware {
     return (ctx, next) => this.entry(ctx.state.tenant).middleware(ctx, next);

@@ -22,6 +22,8 @@ export interface RegistrationOptions {
   enabled?: boolean;
   /** The tenant's users sign in at its own issuer (`/t/<tenantId>`): the dev IdP redirects to the callback below it. */
   tenantPath?: boolean;
+  /** The dev IdP posts its logout tokens to Arbiter's /idp/backchannel-logout (Back-Channel Logout 1.0). */
+  backchannelLogout?: boolean;
 }
 
 /** Starts a development IdP that redirects to `server`'s callback and registers it through the Admin API. */
@@ -31,7 +33,11 @@ export async function startRegisteredDevIdp(
 ): Promise<RegisteredDevIdp> {
   const port = await freePort();
   const issuer = options.tenantPath ? `${server.config.issuer}/t/${options.tenantId}` : server.config.issuer;
-  const idp = await startDevIdp({ port, redirectUris: [`${issuer}/idp/callback`] });
+  const idp = await startDevIdp({
+    port,
+    redirectUris: [`${issuer}/idp/callback`],
+    ...(options.backchannelLogout ? { backchannelLogoutUri: `${issuer}/idp/backchannel-logout` } : {}),
+  });
   try {
     const idpIssuer = `http://localhost:${port}`;
     const record = await registerIdentityProvider(server, idpIssuer, options);

@@ -25,6 +25,8 @@ const REGISTERED_MEMBERS = [
   { field: 'softwareVersion', member: 'software_version', provider: false },
   { field: 'requirePushedAuthorizationRequests', member: 'require_pushed_authorization_requests', provider: true },
   { field: 'requestObjectSigningAlg', member: 'request_object_signing_alg', provider: true },
+  { field: 'backchannelLogoutUri', member: 'backchannel_logout_uri', provider: true },
+  { field: 'backchannelLogoutSessionRequired', member: 'backchannel_logout_session_required', provider: true },
 ] as const satisfies readonly { field: keyof ClientRecord; member: string; provider: boolean }[];
 
 /** The RFC 7591 name of each registered field of a client record. */

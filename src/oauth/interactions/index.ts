@@ -1,4 +1,5 @@
 export { interactionRoutes, UPSTREAM_CALLBACK_PATH, type InteractionDeps } from './router.js';
+export { UPSTREAM_LOGOUT_PATH } from './upstream-logout.js';
 export { auditSignInFailure } from './audit.js';
 export { INTERACTION_PATH, interactionsSlice } from './slice.js';
 export { grantConsent } from './consent.js';

@@ -19,6 +19,8 @@ import { rememberSubject } from './subjects.js';
 import { newChecks, UpstreamProviders } from './upstream.js';
 import { requestIssuer } from '../../tenancy/index.js';
 import { UpstreamLogins, type ClaimedLogin } from './upstream-logins.js';
+import { receiveUpstreamLogout, UPSTREAM_LOGOUT_PATH } from './upstream-logout.js';
+import { formBody } from '../shared/form-body.js';
 
 export interface InteractionDeps {
   config: Config;
@@ -58,6 +60,9 @@ export function interactionRoutes(deps: InteractionDeps): ArbiterMiddleware {
   router.get(`${INTERACTION_PATH}/:uid`, (ctx) => answerPrompt(ctx, deps, upstream));
   router.get(UPSTREAM_CALLBACK_PATH, (ctx) => receiveUpstreamResponse(ctx, deps, upstream));
   router.get(`${INTERACTION_PATH}/:uid/${UPSTREAM_DONE}`, (ctx) => completeSignIn(ctx, deps));
+  router.post(UPSTREAM_LOGOUT_PATH, formBody(deps.config.maxBodyBytes), (ctx) =>
+    receiveUpstreamLogout(ctx, deps, upstream),
+  );
   return router.routes() as ArbiterMiddleware;
 }
 

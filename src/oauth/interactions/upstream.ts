@@ -1,8 +1,14 @@
+import { decodeProtectedHeader, type JWTPayload } from 'jose';
 import * as client from 'openid-client';
+import { RemoteKeySets } from '../../http/remote-jwks.js';
 import { assertFetchableUrl, createOutbound, type Outbound, type OutboundOptions } from '../../http/outbound.js';
 import { SignInError, unavailable } from './errors.js';
 import type { IdentityProviderRecord } from './identity-providers.js';
 
+/** OIDC Back-Channel Logout 1.0 §2.4: the event a logout token names. */
+const BACK_CHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+/** A logout token older than this is refused (the spec leaves "recent" to the RP). */
+const LOGOUT_TOKEN_MAX_AGE = '5m';
 /** Discovery documents change rarely; re-reading them every few minutes picks up key and endpoint changes. */
 const DISCOVERY_CACHE_MS = 5 * 60_000;
 const DEFAULT_SCOPES = ['openid', 'profile', 'email'];
@@ -68,8 +74,11 @@ export class UpstreamProviders {
    */
   private readonly execute: ((configuration: client.Configuration) => void)[];
 
+  private readonly keySets: RemoteKeySets;
+
   constructor(private readonly options: UpstreamOptions) {
     this.outbound = createOutbound(options.outbound);
+    this.keySets = new RemoteKeySets(() => this.outbound);
     // ID tokens are verified against the upstream's JWKS, although they come straight from its
     // token endpoint: openid-client would otherwise take any signature from it at face value.
     this.execute = [
@@ -142,6 +151,34 @@ export class UpstreamProviders {
     } catch (error) {
       throw signInErrorFor(error);
     }
+  }
+
+  /**
+   * A logout token the upstream posted (OIDC Back-Channel Logout 1.0 §2.6), verified: signed with
+   * the upstream's keys, issued by it to Arbiter's client there, recent, an explicit logout event
+   * and no nonce; its claims, or a SignInError `invalid_request` naming what is wrong.
+   */
+  async logoutClaims(idp: IdentityProviderRecord, logoutToken: string): Promise<JWTPayload> {
+    const metadata = { ...(await this.metadata(idp)), ...endpointOverrides(idp) };
+    if (!metadata.jwks_uri) throw unavailable(`identity provider ${idp.idpId} publishes no jwks_uri`);
+    let claims: JWTPayload;
+    try {
+      const typ = decodeProtectedHeader(logoutToken).typ?.toLowerCase();
+      if (typ !== undefined && typ !== 'logout+jwt' && typ !== 'application/logout+jwt') throw new Error(`typ ${typ}`);
+      claims = await this.keySets.verify(logoutToken, metadata.jwks_uri, {
+        issuer: metadata.issuer,
+        audience: idp.clientId,
+        requiredClaims: ['iat', 'jti'],
+        maxTokenAge: LOGOUT_TOKEN_MAX_AGE,
+      });
+    } catch (error) {
+      throw new SignInError('invalid_request', `the logout token is not valid: ${(error as Error).message}`);
+    }
+    const events = claims.events as Record<string, unknown> | undefined;
+    if (typeof events?.[BACK_CHANNEL_LOGOUT_EVENT] !== 'object')
+      throw new SignInError('invalid_request', 'the logout token carries no back-channel logout event');
+    if ('nonce' in claims) throw new SignInError('invalid_request', 'a logout token must not carry a nonce');
+    return claims;
   }
 
   private async configuration(idp: IdentityProviderRecord): Promise<client.Configuration> {

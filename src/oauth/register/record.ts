@@ -37,6 +37,8 @@ const REGISTRATION_OWNED = [
   'jwks',
   'requirePushedAuthorizationRequests',
   'requestObjectSigningAlg',
+  'backchannelLogoutUri',
+  'backchannelLogoutSessionRequired',
   'softwareId',
   'softwareVersion',
   'softwareStatement',

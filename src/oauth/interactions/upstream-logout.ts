@@ -1,0 +1,82 @@
+import { decodeJwt } from 'jose';
+import { identityProviderRecords, subjectRecords } from '../../catalog/index.js';
+import { HttpError } from '../../http/errors.js';
+import { JwksUnavailableError } from '../../http/remote-jwks.js';
+import { tellClientsOfLogout } from '../end-session/backchannel.js';
+import { revokeSubjectArtefacts } from '../shared/owned-artefacts.js';
+import type { ArbiterContext } from '../state.js';
+import { SignInError } from './errors.js';
+import type { Logger } from '../../log/index.js';
+import type { Store } from '../../store/index.js';
+import type { TenantProviders } from '../providers.js';
+import type { UpstreamProviders } from './upstream.js';
+
+/**
+ * Where an upstream identity provider posts its logout tokens (OIDC Back-Channel Logout 1.0):
+ * register `{issuer}/idp/backchannel-logout` there as Arbiter's `backchannel_logout_uri` (for a
+ * tenant signed in at /t/<tenant>, below its own issuer), with `backchannel_logout_session_required`
+ * false, since Arbiter knows its users by the upstream `sub`.
+ */
+export const UPSTREAM_LOGOUT_PATH = '/idp/backchannel-logout';
+
+interface UpstreamLogoutDeps {
+  store: Store;
+  providers: TenantProviders;
+  log: Logger;
+}
+
+/**
+ * A verified logout token from one of the tenant's enabled identity providers ends its user's
+ * sessions here: the clients of those sessions are posted logout tokens of Arbiter's own
+ * (tellClientsOfLogout), then the user's grants, tokens and sessions are revoked, as an
+ * operator's revocation does. 200 when done (also for a user Arbiter does not know); 400 with
+ * `invalid_request` for a token that is not valid; 503 when the provider's keys cannot be read.
+ */
+export async function receiveUpstreamLogout(
+  ctx: ArbiterContext,
+  deps: UpstreamLogoutDeps,
+  upstream: UpstreamProviders,
+): Promise<void> {
+  const token = ctx.state.body?.logout_token;
+  if (typeof token !== 'string' || token === '') throw invalid('logout_token is required');
+  const tenant = ctx.state.tenant;
+  const idp = await issuingProvider(deps, tenant.name, token);
+  const claims = await upstream.logoutClaims(idp, token).catch(asHttpError);
+  if (typeof claims.sub !== 'string')
+    throw invalid('a logout token without sub cannot be honoured: Arbiter knows its users by the upstream sub');
+  const subject = await subjectRecords(deps.store, tenant.name).findOne({
+    subjectId: claims.sub,
+    identityProviderId: idp.id,
+  });
+  if (subject) {
+    const providerFor = (of: typeof tenant) => deps.providers.providerFor(of);
+    const told = await tellClientsOfLogout(providerFor, deps.store, tenant.id, subject.subjectId, deps.log);
+    const revoked = await revokeSubjectArtefacts(deps.store, tenant.name, subject.subjectId);
+    deps.log.info({ tenant: tenant.name, idp: idp.idpId, sub: claims.sub, revoked, ...told }, 'upstream logout');
+  }
+  ctx.set('Cache-Control', 'no-store');
+  ctx.status = 200;
+  ctx.body = '';
+}
+
+/** The tenant's enabled identity provider that issued the token, by its (unverified) `iss`; verified next. */
+async function issuingProvider(deps: UpstreamLogoutDeps, tenant: string, token: string) {
+  let issuer: unknown;
+  try {
+    issuer = decodeJwt(token).iss;
+  } catch {
+    throw invalid('logout_token is not a JWT');
+  }
+  const idp = typeof issuer === 'string' ? await identityProviderRecords(deps.store, tenant).findOne({ issuer }) : null;
+  if (!idp || idp.enabled === false) throw invalid('the logout token is not from an enabled identity provider');
+  return idp;
+}
+
+function asHttpError(error: unknown): never {
+  if (error instanceof SignInError && error.error === 'invalid_request') throw invalid(error.description);
+  if (error instanceof SignInError || error instanceof JwksUnavailableError)
+    throw new HttpError(503, 'temporarily_unavailable', (error as Error).message);
+  throw error;
+}
+
+const invalid = (description: string) => new HttpError(400, 'invalid_request', description);

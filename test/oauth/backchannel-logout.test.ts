@@ -1,0 +1,255 @@
+import { expect } from 'chai';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
+import { FetchUserAgent } from '../support/browser.js';
+import {
+  arrivingAt,
+  authorizationRequest,
+  passDevIdpForms,
+  redeemCode,
+  startRegisteredDevIdp,
+  withSignInServer,
+  type RegisteredDevIdp,
+  type TestClient,
+} from '../support/dev-idp.js';
+import { FORM } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
+
+const BACK_CHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
+
+/** An RP's back-channel logout endpoint: the logout tokens posted to it, and how many posts to refuse first. */
+class LogoutReceiver {
+  readonly tokens: string[] = [];
+  refuseNext = 0;
+  private readonly waiting: (() => void)[] = [];
+  private readonly server: Server = createServer((request, response) => {
+    let body = '';
+    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
+    request.on('end', () => {
+      if (this.refuseNext > 0) {
+        this.refuseNext -= 1;
+        response.writeHead(503).end();
+        return;
+      }
+      this.tokens.push(new URLSearchParams(body).get('logout_token') ?? '');
+      response.writeHead(200).end();
+      this.waiting.splice(0).forEach((wake) => wake());
+    });
+  });
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/backchannel-logout`;
+  }
+
+  /** Waits until `count` logout tokens arrived (the test's timeout bounds it). */
+  async received(count: number): Promise<string[]> {
+    while (this.tokens.length < count) await new Promise<void>((wake) => this.waiting.push(wake));
+    return this.tokens.slice(0, count);
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+/**
+ * OIDC Back-Channel Logout 1.0: a client registered with a `backchannel_logout_uri` is posted a
+ * logout token, signed with the tenant's keys, when the user's session ends at /session/end and
+ * when an operator revokes the subject's tokens; a refused post is tried again.
+ */
+describe('Back-Channel Logout 1.0', function () {
+  let server: TestServer;
+  let receiver: LogoutReceiver;
+  let rp: TestClient;
+  let logoutUri: string;
+  const unique = (name: string) => `${name}-${Math.random().toString(36).slice(2, 8)}`;
+
+  before(async function () {
+    ({ server } = await withSignInServer());
+    receiver = new LogoutReceiver();
+    logoutUri = await receiver.start();
+    rp = { clientId: unique('bcl-rp'), redirectUri: 'http://127.0.0.1:1/bcl/cb' };
+    const created = await server.admin('POST', '/clients', {
+      clientId: rp.clientId,
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: [rp.redirectUri],
+      scopes: ['openid', 'profile'],
+      backchannelLogoutUri: logoutUri,
+      backchannelLogoutSessionRequired: true,
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+  });
+  after(async function () {
+    await receiver?.close();
+  });
+
+  async function signedIn(login: string): Promise<{ agent: FetchUserAgent; idToken: string }> {
+    const request = await authorizationRequest(server, rp);
+    const agent = new FetchUserAgent();
+    const page = await agent.navigate(request.url, arrivingAt(rp.redirectUri));
+    const landed = await passDevIdpForms(agent, page, login, arrivingAt(rp.redirectUri));
+    const { status, body } = await redeemCode(server, rp, landed.url.searchParams.get('code')!, request.codeVerifier);
+    expect(status, JSON.stringify(body)).to.equal(200);
+    return { agent, idToken: body.id_token };
+  }
+
+  /** The logout token verified as the spec's §2.4 requires, with the issuer's published keys. */
+  async function verifiedLogoutToken(token: string, idToken: string): Promise<Record<string, unknown>> {
+    const metadata = (await (await server.request('/.well-known/openid-configuration')).json()) as { jwks_uri: string };
+    const jwks = createRemoteJWKSet(new URL(metadata.jwks_uri));
+    const { payload } = await jwtVerify(token, jwks, { issuer: server.config.issuer, audience: rp.clientId });
+    const session = decodeJwt(idToken);
+    expect(decodeProtectedHeader(token).typ).to.equal('logout+jwt');
+    expect(payload.sub).to.equal(session.sub);
+    expect(payload.sid, 'the session id the ID token carried').to.equal(session.sid).and.to.be.a('string');
+    expect(payload.events).to.deep.equal({ [BACK_CHANNEL_LOGOUT_EVENT]: {} });
+    expect(payload).not.to.have.property('nonce');
+    expect(payload.jti).to.be.a('string');
+    return payload;
+  }
+
+  it('advertises back-channel logout with sessions in discovery', async function () {
+    const metadata = (await (await server.request('/.well-known/openid-configuration')).json()) as Record<
+      string,
+      unknown
+    >;
+    expect(metadata).to.include({ backchannel_logout_supported: true, backchannel_logout_session_supported: true });
+  });
+
+  it('posts a signed logout token to the client when the user logs out at /session/end', async function () {
+    const before = receiver.tokens.length;
+    const { agent, idToken } = await signedIn(unique('bcl-ann'));
+    const confirmation = await agent.navigate(
+      `${server.config.issuer}/session/end?id_token_hint=${idToken}&client_id=${rp.clientId}`,
+    );
+    expect(confirmation.status, confirmation.body).to.equal(200);
+    const done = await agent.submitForm(confirmation, { logout: 'yes' });
+    expect(done.status).to.equal(200);
+    const [token] = (await receiver.received(before + 1)).slice(before);
+    await verifiedLogoutToken(token, idToken);
+  });
+
+  it("posts a logout token when an operator revokes the subject's tokens, again after a refused post, and audits it", async function () {
+    const login = unique('bcl-bob');
+    const { idToken } = await signedIn(login);
+    const subjects = (await server.admin('GET', '/subjects')).body as { id: number; subjectId: string }[];
+    const subject = subjects.find((each) => each.subjectId === login)!;
+    const before = receiver.tokens.length;
+    receiver.refuseNext = 1;
+
+    const revoked = await server.admin('POST', `/subjects/${subject.id}/revoke-tokens`);
+    expect(revoked.status, JSON.stringify(revoked.body)).to.equal(200);
+    expect(revoked.body.logoutTokens).to.deep.equal({ delivered: 1, failed: 0 });
+    const [token] = (await receiver.received(before + 1)).slice(before);
+    await verifiedLogoutToken(token, idToken);
+
+    const audit = await server.admin(
+      'GET',
+      `/audit-logs?endpoint=${encodeURIComponent(`/admin/api/subjects/${subject.id}/revoke-tokens`)}`,
+    );
+    expect(JSON.stringify(audit.body.content[0])).to.contain('logoutTokensDelivered');
+  });
+
+  it('refuses a back-channel logout URI with a fragment, as dynamic registration would', async function () {
+    const refused = await server.admin('POST', '/clients', {
+      clientId: unique('bcl-bad'),
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: [rp.redirectUri],
+      backchannelLogoutUri: `${logoutUri}#fragment`,
+    });
+    expect(refused.status).to.equal(400);
+    expect(JSON.stringify(refused.body)).to.contain('backchannelLogoutUri must not contain a fragment');
+  });
+});
+
+/**
+ * Back-Channel Logout 1.0 with Arbiter as the relying party of its upstream identity provider:
+ * a user's logout there (the provider posts Arbiter a logout token) ends their sessions here,
+ * and Arbiter's own clients are told in turn; a token that is not the provider's is refused.
+ */
+describe('Back-Channel Logout from the upstream identity provider', function () {
+  let server: TestServer;
+  let idp: RegisteredDevIdp;
+  let receiver: LogoutReceiver;
+  let rp: TestClient;
+
+  before(async function () {
+    server = await readyServer();
+    idp = await startRegisteredDevIdp(server, { backchannelLogout: true });
+    receiver = new LogoutReceiver();
+    rp = { clientId: 'upstream-bcl-rp', redirectUri: 'http://127.0.0.1:1/upstream-bcl/cb' };
+    const created = await server.admin('POST', '/clients', {
+      clientId: rp.clientId,
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: [rp.redirectUri],
+      scopes: ['openid', 'profile', 'offline_access'],
+      backchannelLogoutUri: await receiver.start(),
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+  });
+  after(async function () {
+    await receiver?.close();
+    await idp?.close();
+    await server?.close();
+  });
+
+  it("ends the user's sessions and tokens here when they log out at the upstream, and tells Arbiter's clients", async function () {
+    const request = await authorizationRequest(server, rp);
+    const agent = new FetchUserAgent();
+    const page = await agent.navigate(request.url, arrivingAt(rp.redirectUri));
+    const landed = await passDevIdpForms(agent, page, 'una', arrivingAt(rp.redirectUri));
+    const tokens = await redeemCode(server, rp, landed.url.searchParams.get('code')!, request.codeVerifier);
+    expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
+    const userinfo = () =>
+      server.request('/userinfo', { headers: { Authorization: `Bearer ${tokens.body.access_token}` } });
+    expect((await userinfo()).status, 'the access token works before').to.equal(200);
+
+    // The user logs out at the upstream provider, in the same browser.
+    const confirmation = await agent.navigate(`${idp.issuer}/session/end`);
+    expect(confirmation.status, confirmation.body).to.equal(200);
+    expect((await agent.submitForm(confirmation, { logout: 'yes' })).status).to.be.below(400);
+
+    const [token] = await receiver.received(1);
+    expect(decodeJwt(token)).to.include({ sub: 'una', aud: rp.clientId });
+    expect((await userinfo()).status, 'the access token is revoked').to.equal(401);
+  });
+
+  it('refuses a logout token that is not signed by the provider, a missing one, and one of an unknown issuer with 400 invalid_request', async function () {
+    const unsigned = (claims: Record<string, unknown>) =>
+      `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'logout+jwt' })).toString('base64url')}.${Buffer.from(
+        JSON.stringify(claims),
+      ).toString('base64url')}.`;
+    const now = Math.floor(Date.now() / 1000);
+    const claims = {
+      iss: idp.issuer,
+      aud: 'arbiter',
+      iat: now,
+      jti: 'j1',
+      sub: 'una',
+      events: { [BACK_CHANNEL_LOGOUT_EVENT]: {} },
+    };
+    for (const [body, described] of [
+      [{ logout_token: unsigned(claims) }, 'is not valid'],
+      [{}, 'logout_token is required'],
+      [
+        { logout_token: unsigned({ ...claims, iss: 'https://elsewhere.example' }) },
+        'not from an enabled identity provider',
+      ],
+    ] as const) {
+      const answer = await server.request('/idp/backchannel-logout', {
+        method: 'POST',
+        headers: FORM,
+        body: new URLSearchParams(body as Record<string, string>).toString(),
+      });
+      const error = (await answer.json()) as Record<string, string>;
+      expect(answer.status, JSON.stringify(error)).to.equal(400);
+      expect(error.error).to.equal('invalid_request');
+      expect(error.error_description).to.contain(described);
+    }
+  });
+});
