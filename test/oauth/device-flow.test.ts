@@ -260,6 +260,31 @@ describe('RFC 8628 device authorization grant', function () {
     }
   });
 
+  it('tells the user and the device when the upstream sign-in fails', async function () {
+    const tenant = 'device-broken';
+    // The identity provider is registered with a wrong client secret: its code cannot be redeemed.
+    const broken = await startRegisteredDevIdp(server, {
+      tenantId: tenant,
+      tenantPath: true,
+      idpId: 'device-broken-idp',
+      clientSecret: 'not-the-dev-idp-secret',
+    });
+    try {
+      await registerDevice(server, 'device-tv', tenant);
+      const prefix = `/t/${tenant}`;
+      const started = await deviceAuthorization(server, 'device-tv', prefix);
+      const page = await approve(started);
+      expect(page.body).to.contain('The sign-in did not complete');
+      const { status, body } = await poll(server, 'device-tv', started.device_code, prefix);
+      expect(status).to.equal(400);
+      expect(body.error).to.be.a('string').and.not.be.oneOf(['authorization_pending', 'slow_down', 'invalid_grant']);
+      const escaped = String(body.error_description).replace(/[&<>"'/]/g, (char) => `&#${char.charCodeAt(0)};`);
+      expect(page.body, 'the page says why, as the device is told').to.contain(escaped);
+    } finally {
+      await broken.close();
+    }
+  });
+
   describe('in a tenant', function () {
     let idp: RegisteredDevIdp;
 

@@ -33,16 +33,15 @@ const INPUT_MESSAGES: Record<string, string> = {
  * each form's CSRF token (`xsrf`, tied to its session cookie) and the user code; its sign-in
  * then runs through Arbiter's upstream sign-in as /authorize's does (interactions/).
  */
-export function userCodeInputSource(ctx: KoaContextWithOIDC, form: string, _out?: unknown, err?: Error): void {
+export function userCodeInputSource(ctx: KoaContextWithOIDC, form: string, out?: ErrorFields, err?: Error): void {
   if (err?.name === 'NotFoundError') rejectedUserCodes.add(ctx);
-  const message = err
-    ? (INPUT_MESSAGES[err.name] ?? 'This form has expired. Enter the code again.')
-    : 'Enter the code your device shows to let it act for you.';
+  const message = err ? inputMessage(ctx, err, out) : 'Enter the code your device shows to let it act for you.';
+  const refusedByUser = err?.name === 'AbortedError' && !err.cause;
   const entered = (err as { userCode?: string } | undefined)?.userCode ?? '';
   render(
     ctx,
     'Connect a device',
-    `<p${err && err.name !== 'AbortedError' ? ' class="error"' : ''}>${escapeHtml(message)}</p>
+    `<p${err && !refusedByUser ? ' class="error"' : ''}>${escapeHtml(message)}</p>
 <form method="post" action="${escapeHtml(ctx.oidc.urlFor('code_verification'))}">
 <input type="hidden" name="xsrf" value="${escapeHtml(xsrfOf(form))}">
 <label for="user_code">Code</label>
@@ -50,6 +49,24 @@ export function userCodeInputSource(ctx: KoaContextWithOIDC, form: string, _out?
 <button type="submit">Continue</button>
 </form>`,
   );
+}
+
+/**
+ * What the page says after `err`: the user code's fate; a sign-in that failed (the return from the
+ * upstream identity provider, whose error the device is also answered with); else the form itself
+ * was refused (its CSRF token).
+ */
+function inputMessage(ctx: KoaContextWithOIDC, err: Error, out?: ErrorFields): string {
+  // oidc-provider reports a sign-in refused upstream (access_denied) as an abort caused by it.
+  const signIn = ctx.oidc.route === 'device_resume' ? ((err.cause as ErrorFields | undefined) ?? out) : undefined;
+  if (signIn && (err.cause || !INPUT_MESSAGES[err.name]))
+    return `The sign-in did not complete (${signIn.error_description ?? signIn.error ?? 'an error'}). Your device has been told; start again on it.`;
+  return INPUT_MESSAGES[err.name] ?? 'This form has expired. Enter the code again.';
+}
+
+interface ErrorFields {
+  error?: string;
+  error_description?: string;
 }
 
 export function userCodeConfirmSource(
