@@ -175,6 +175,13 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   // RFC 9126: client authentication as at /token, then the checks /authorize makes of what is pushed.
   table.oauth(oauthRoutes.pushed_authorization_request, edge('/par', oidc(oauth.par, { uncached: true })));
   table.oauth(oauthRoutes.token, edge('/token', oidc(oauth.token, { uncached: true })));
+  // RFC 8628: device codes (clients authenticated as at /token), the user code page, and its sign-in's return.
+  table.oauth(
+    oauthRoutes.device_authorization,
+    edge('/device/auth', oidc(oauth.deviceAuthorization, { uncached: true })),
+  );
+  table.oauth(oauthRoutes.code_verification, edge('/device', oidc(oauth.deviceVerification, { uncached: true })));
+  table.oauthBelow(oauthRoutes.code_verification, edge('/device/:uid', oidc([], { uncached: true })));
   table.oauth(oauthRoutes.introspection, edge('/introspect', oidc(oauth.introspect, { uncached: true })));
   table.oauth(oauthRoutes.revocation, edge('/revoke', oidc(oauth.revoke, { uncached: true })));
   table.oauth(oauthRoutes.userinfo, edge('/userinfo', oidc(oauth.userinfo, { uncached: true })));

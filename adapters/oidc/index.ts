@@ -69,12 +69,28 @@ export const OIDC_COLLECTION = {
 export type ModelOverride = (id: string) => Promise<AdapterPayload | undefined>;
 
 /**
- * Models this adapter cannot serve without storing their values. oidc-provider saves the
- * DeviceCode it finds by user code (findByUserCode is not given the device code), so that
- * value would have to be kept. The device flow is not enabled in Arbiter; enabling it needs
- * a decision on how device codes are kept, not a silent plaintext copy.
+ * RFC 8628: oidc-provider finds a DeviceCode by its user code (findByUserCode is not given the
+ * device code), saves it again under its `jti`, and names it by that `jti` in the interaction
+ * that signs the user in. So a DeviceCode found by user code gets as `jti` a reference to its
+ * document, `digest:<digest of the device code>`, which `key` maps back to the same document:
+ * neither the device code nor the user code is ever stored, only their digests. A device code
+ * oidc-provider hands out is a nanoid, never holding a colon, and the token endpoint refuses any
+ * other (src/oauth/device/polling.ts), so a digest read from a copy of the store redeems nothing.
  */
-const UNSUPPORTED_MODELS = new Set(['DeviceCode']);
+const DIGEST_REFERENCE = 'digest:';
+
+/**
+ * RFC 8628 §3.5: a device polling with an expired device code is told `expired_token`, and a user
+ * entering an expired user code that it expired, not that the code is unknown. oidc-provider tells
+ * them apart by the payload's `exp`, which it checks itself; so the store keeps a device code this
+ * long past its expiry instead of dropping it at once.
+ */
+const DEVICE_CODE_KEPT_EXPIRED_SECONDS = 600;
+
+/** How a user code is kept (its index and its payload field): its digest, as a reference. */
+function keptUserCode(userCode: string): string {
+  return userCode.startsWith(DIGEST_REFERENCE) ? userCode : `${DIGEST_REFERENCE}${storageDigest(userCode)}`;
+}
 
 /** The key an artefact is stored under: the model and a digest of its value, never the value. */
 export function artefactKey(model: string, value: string): string {
@@ -109,20 +125,18 @@ export function createOidcAdapter(
       : undefined;
 
   return class StoreAdapter implements Adapter {
-    constructor(private readonly model: string) {
-      if (UNSUPPORTED_MODELS.has(model))
-        throw new Error(
-          `the store adapter does not support oidc-provider's ${model} model (it would have to store the value in clear)`,
-        );
-    }
+    constructor(private readonly model: string) {}
 
     private key(id: string): string {
+      if (this.model === 'DeviceCode' && id.startsWith(DIGEST_REFERENCE))
+        return keyOfDigest(this.model, id.slice(DIGEST_REFERENCE.length));
       return artefactKey(this.model, id);
     }
 
     async upsert(id: string, payload: AdapterPayload, expiresIn: number): Promise<void> {
       await migrated();
-      const doc = storedDoc(this.model, this.key(id), payload, expiresIn ? Date.now() + expiresIn * 1000 : null);
+      const kept = expiresIn && this.model === 'DeviceCode' ? expiresIn + DEVICE_CODE_KEPT_EXPIRED_SECONDS : expiresIn;
+      const doc = storedDoc(this.model, this.key(id), payload, kept ? Date.now() + kept * 1000 : null);
       if (owners && doc.clientId) doc.issuedUnder = await owners.markOf(doc.clientId);
       if (this.model === 'Session') doc.issuerPath = issuerPath;
       await artefacts.upsert(doc);
@@ -138,10 +152,12 @@ export function createOidcAdapter(
       return doc ? restoredPayload(doc, id) : undefined;
     }
 
-    /** The payload comes without `jti`: DeviceCode, the one model that would need it, is not supported. */
+    /** The DeviceCode with this user code, named by a reference to its document (see DIGEST_REFERENCE). */
     async findByUserCode(userCode: string): Promise<AdapterPayload | undefined> {
       await migrated();
-      return (await honoured(await artefacts.findOne({ model: this.model, userCode })))?.payload;
+      const doc = await honoured(await artefacts.findOne({ model: this.model, userCode: keptUserCode(userCode) }));
+      if (!doc) return undefined;
+      return { ...doc.payload, userCode, jti: `${DIGEST_REFERENCE}${doc.id.slice(this.model.length + 1)}` };
     }
 
     /**
@@ -247,7 +263,7 @@ function storedDoc(
     clientId: typeof kept.clientId === 'string' ? kept.clientId : null,
     accountId: typeof kept.accountId === 'string' ? kept.accountId : null,
     uid: kept.uid ?? null,
-    userCode: kept.userCode ?? null,
+    userCode: typeof kept.userCode === 'string' ? (kept.userCode = keptUserCode(kept.userCode)) : null,
     expiresAt,
     ...(consumedAt !== undefined && { consumedAt }),
     idDigest: 'sha256',

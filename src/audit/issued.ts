@@ -20,6 +20,7 @@ const CREDENTIAL_MODELS = [
   'registration_access_token',
   'pushed_authorization_request',
   'backchannel_authentication_request',
+  'device_code',
 ];
 
 interface Destroyable {

@@ -17,6 +17,8 @@ const PROTOCOL_PREFIXES = [
   '/introspect',
   '/revoke',
   '/register',
+  // RFC 8628: device codes (/device/auth), and the user code page a browser visits as it does /authorize.
+  '/device',
   '/userinfo',
   '/resource_registration',
   '/permission',

@@ -96,6 +96,7 @@ export const CLIENT_GRANT_TYPES = [
   'refresh_token',
   'client_credentials',
   'urn:ietf:params:oauth:grant-type:token-exchange',
+  'urn:ietf:params:oauth:grant-type:device_code',
 ] as const;
 
 /** How a client authenticates at /token (client_secret_jwt is not offered: secrets are stored hashed). */

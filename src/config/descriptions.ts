@@ -160,6 +160,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
   SESSION_TTL_SECONDS: { meaning: 'sign-in session lifetime (14 days)' },
   INTERACTION_TTL_SECONDS: { meaning: 'how long a sign-in at the upstream IdP may take' },
   UMA_TICKET_TTL_SECONDS: { meaning: "UMA permission ticket lifetime (the spec's 5 minutes)" },
+  DEVICE_CODE_TTL_SECONDS: {
+    meaning:
+      'RFC 8628 device code and user code lifetime (at most 1800), see [Device flow](standards.md#device-authorization-grant)',
+  },
   TRUSTED_PROXIES: {
     meaning: 'comma-separated IPs or CIDR ranges whose `X-Forwarded-*` headers are believed',
   },

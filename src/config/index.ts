@@ -16,6 +16,8 @@ export interface TtlConfig {
   interactionSeconds: number;
   /** UMA permission tickets (spec: 5 minutes). */
   permissionTicketSeconds: number;
+  /** RFC 8628 device codes (and their user codes): how long a device waits for its user. */
+  deviceCodeSeconds: number;
 }
 
 export interface Config {
@@ -204,6 +206,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   SESSION_TTL_SECONDS: 'ttl.sessionSeconds',
   INTERACTION_TTL_SECONDS: 'ttl.interactionSeconds',
   UMA_TICKET_TTL_SECONDS: 'ttl.permissionTicketSeconds',
+  DEVICE_CODE_TTL_SECONDS: 'ttl.deviceCodeSeconds',
   TRUSTED_PROXIES: 'trustedProxies',
   METRICS_TOKEN: 'metricsToken',
   AUTH_FAILURE_LIMIT: 'authFailureLimit',
@@ -347,6 +350,7 @@ export const SCHEMA = {
         sessionSeconds: positive,
         interactionSeconds: positive,
         permissionTicketSeconds: positive,
+        deviceCodeSeconds: { type: 'integer', minimum: 1, maximum: 1800 },
       },
     },
   },

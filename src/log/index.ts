@@ -36,6 +36,8 @@ export function createLogger(level = 'info', destination?: DestinationStream): L
         '*.code',
         '*.assertion',
         '*.client_assertion',
+        '*.device_code',
+        '*.user_code',
         'req.headers.authorization',
         'req.headers["x-admin-api-key"]',
         'req.headers.cookie',

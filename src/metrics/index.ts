@@ -321,6 +321,7 @@ const GRANT_TYPES = new Set([
   'client_credentials',
   'urn:ietf:params:oauth:grant-type:token-exchange',
   'urn:ietf:params:oauth:grant-type:uma-ticket',
+  'urn:ietf:params:oauth:grant-type:device_code',
 ]);
 
 /** A bundle revision as a label: its first 12 hex digits, as git shortens a commit. */

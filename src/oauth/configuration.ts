@@ -16,6 +16,7 @@ import { clientAuthentication, decisionClaims, refreshTokens, resourceIndicators
 import { errorPages } from './error-pages.js';
 import { jwtAccessTokens } from './token/jwt-access-tokens.js';
 import { pushedAuthorizationRequests } from './par/index.js';
+import { deviceFlow } from './device/index.js';
 import { backchannelLogout } from './end-session/backchannel.js';
 import { dpopNonces } from './shared/dpop-nonces.js';
 import { fapi2Security, withPs256Keys } from './fapi/index.js';
@@ -70,6 +71,7 @@ export function providerTtl(ttl: TtlConfig): Configuration['ttl'] {
     Session: ttl.sessionSeconds,
     Interaction: ttl.interactionSeconds,
     Grant: ttl.refreshTokenSeconds,
+    DeviceCode: ttl.deviceCodeSeconds,
   };
 }
 
@@ -88,6 +90,7 @@ export const SLICES: ConfigurationSlice[] = [
   jwtAccessTokens,
   authorizationParameters,
   pushedAuthorizationRequests,
+  deviceFlow,
   requestObjects,
   policyConsent,
   interactionsSlice,

@@ -6,6 +6,7 @@ import type { Sealer, Store } from '../store/index.js';
 import { assertKnownTenant, type Tenant, type TenantRegistry } from '../tenancy/index.js';
 import { authorizationResumptionMiddleware, authorizeMiddleware } from './authorize/index.js';
 import { discoveryExtras, umaConfigurationAsDiscovery } from './discovery.js';
+import { deviceAuthorizationMiddleware, deviceVerificationMiddleware } from './device/index.js';
 import { endSessionMiddleware } from './end-session/index.js';
 import { interactionRoutes } from './interactions/index.js';
 import { introspectMiddleware } from './introspect/index.js';
@@ -45,6 +46,12 @@ export function oauthSteps({ config, store, sealer, policy, providers, log }: OA
     authorize: authorizeMiddleware({ store, providerFor, maxBodyBytes }),
     authorizationResumption: authorizationResumptionMiddleware(),
     par: parMiddleware({ store, providerFor, maxBodyBytes }),
+    deviceAuthorization: deviceAuthorizationMiddleware({ issuer, store, providerFor, maxBodyBytes }),
+    deviceVerification: deviceVerificationMiddleware(
+      { limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds },
+      store,
+      providerFor,
+    ),
     token: tokenMiddleware({ issuer, maxBodyBytes }),
     introspect: introspectMiddleware({ store, policy, issuer, providerFor, maxBodyBytes }),
     revoke: revokeMiddleware({ issuer, maxBodyBytes, providerFor }),

@@ -32,8 +32,8 @@ export const errorPages: ConfigurationSlice = () => ({
   },
 });
 
-/** The page's only style, allowed by its hash: nothing else may load or run on it. */
-const PAGE_STYLE = [
+/** The page's only style, allowed by its hash: nothing else may load or run on it (the device pages build on it: device/pages.ts). */
+export const PAGE_STYLE = [
   'body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2937;background:#f3f4f6}',
   'main{box-sizing:border-box;max-width:38rem;margin:3rem auto;padding:2rem;background:#fff;border-radius:8px;',
   'box-shadow:0 1px 3px rgba(0,0,0,.12)}',
@@ -97,6 +97,6 @@ ${requestId ? '<p class="hint">The request id lets the operators of this server 
 </html>`;
 }
 
-function escapeHtml(text: string): string {
+export function escapeHtml(text: string): string {
   return text.replace(/[&<>"'/]/g, (char) => `&#${char.charCodeAt(0)};`);
 }

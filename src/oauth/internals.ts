@@ -117,12 +117,13 @@ export interface BuiltInGrant {
 }
 
 /**
- * 4. oidc-provider's client_credentials, authorization_code and refresh_token handlers, to run
- * after Arbiter's policy steps instead of re-implementing what they verify and issue.
+ * 4. oidc-provider's client_credentials, authorization_code, refresh_token and device_code
+ * (RFC 8628) handlers, to run after Arbiter's policy steps instead of re-implementing what they
+ * verify and issue.
  */
 export function builtInGrant(
   provider: Provider,
-  grantType: 'client_credentials' | 'authorization_code' | 'refresh_token',
+  grantType: 'client_credentials' | 'authorization_code' | 'refresh_token' | 'device_code',
 ): BuiltInGrant {
   const grant = builtInGrants[grantType];
   const helpers = Object.fromEntries(

@@ -16,6 +16,9 @@ export const routes = {
   end_session: '/session/end',
   revocation: '/revoke',
   pushed_authorization_request: '/par',
+  // RFC 8628 (device/): the device authorization endpoint, and the page where the user enters the code.
+  device_authorization: '/device/auth',
+  code_verification: '/device',
 } as const;
 
 /** Where oidc-provider publishes its discovery document (fixed by OpenID Connect Discovery). */

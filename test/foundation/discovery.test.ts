@@ -69,11 +69,11 @@ describe('Discovery and JWKS', function () {
         'refresh_token',
         'urn:ietf:params:oauth:grant-type:token-exchange',
         'urn:ietf:params:oauth:grant-type:uma-ticket',
+        'urn:ietf:params:oauth:grant-type:device_code',
       ])
-      .and.have.length(5);
+      .and.have.length(6);
     expect(document.grant_types_supported).not.to.include('implicit');
-    expect(document.grant_types_supported).not.to.include('urn:ietf:params:oauth:grant-type:device_code');
-    expect(document).not.to.have.property('device_authorization_endpoint');
+    expect(document.device_authorization_endpoint).to.equal(`${issuer}/device/auth`);
   });
 
   it('serves the same issuer to every tenant', async function () {

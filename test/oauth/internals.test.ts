@@ -214,4 +214,11 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
     expect(await read('shared/reject_structured_tokens.js')).to.contain('decodeProtectedHeader(params.token)');
     expect(await read('models/formats/jwt.js')).to.contain('customizer(als.getStore(), token, structuredToken)');
   });
+
+  it('exposes the built-in device code handler (RFC 8628) with its parameter', function () {
+    const grant = builtInGrant(provider, 'device_code');
+    expect(grant.grantType).to.equal('urn:ietf:params:oauth:grant-type:device_code');
+    expect(grant.handle).to.be.a('function');
+    expect([...grant.parameters]).to.include('device_code');
+  });
 });

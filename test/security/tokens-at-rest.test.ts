@@ -298,9 +298,24 @@ describe('The oidc-provider adapter at rest', function () {
     expect(JSON.stringify(docs)).not.to.contain('legacy-access-token-value');
   });
 
-  it('refuses the DeviceCode model, whose value it would have to keep', function () {
+  it('keeps neither a device code nor its user code, finds it by either, and saves it again by reference', async function () {
     const Adapter = createOidcAdapter(store, 'tenant-a');
-    expect(() => new Adapter('DeviceCode')).to.throw(/DeviceCode/);
+    const codes = new Adapter('DeviceCode');
+    const payload = { jti: 'dc-value-0123456789', kind: 'DeviceCode', userCode: 'BCDFGHJK', clientId: 'tv', exp: 1 };
+    await codes.upsert('dc-value-0123456789', payload, 60);
+
+    expect(JSON.stringify(await storedDocs()))
+      .not.to.contain('dc-value-0123456789')
+      .and.not.to.contain('BCDFGHJK');
+    const byUserCode = await codes.findByUserCode!('BCDFGHJK');
+    expect(byUserCode).to.include({ userCode: 'BCDFGHJK', clientId: 'tv' });
+    const reference = byUserCode!.jti!;
+    expect(reference).to.equal(`digest:${sha256('dc-value-0123456789')}`);
+    await codes.upsert(reference, { ...byUserCode!, accountId: 'alice' }, 60);
+    expect(await storedDocs()).to.have.length(1);
+    expect(JSON.stringify(await storedDocs())).not.to.contain('BCDFGHJK');
+    expect(await codes.find('dc-value-0123456789')).to.include({ jti: 'dc-value-0123456789', accountId: 'alice' });
+    expect(await codes.findByUserCode!('BCDFGHJX'), 'another user code').to.equal(undefined);
   });
 });
 

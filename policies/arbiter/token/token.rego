@@ -5,8 +5,8 @@ import data.arbiter.lib
 # METADATA
 # title: POST /token
 # description: |
-#   client_credentials, authorization_code and refresh_token (token exchange has its own
-#   point, arbiter.token_exchange).
+#   client_credentials, authorization_code, refresh_token and the RFC 8628 device code
+#   grant (token exchange has its own point, arbiter.token_exchange).
 # scope: document
 # entrypoint: true
 default decision := {
@@ -20,8 +20,12 @@ decision := lib.details_denial(unknown_details) if {
 } else := client_credentials if {
 	input.request.grant_type == "client_credentials"
 } else := user_grant if {
-	input.request.grant_type in {"authorization_code", "refresh_token"}
+	input.request.grant_type in user_grant_types
 }
+
+# The RFC 8628 device code grant is asked once the user has approved the device; request.scopes
+# then holds what the device asked for.
+user_grant_types := {"authorization_code", "refresh_token", "urn:ietf:params:oauth:grant-type:device_code"}
 
 requested := {scope | some scope in input.request.scopes}
 
@@ -43,7 +47,7 @@ client_credentials := lib.deny("unauthorized_client", "client_credentials is for
 
 machine_scopes := lib.scopes_granted(requested, allowed, allowed) - lib.user_only_scopes
 
-# request.scopes holds the scopes granted at /authorize (authorization_code) or asked for on refresh.
+# request.scopes holds the scopes granted at /authorize (authorization_code, device code) or asked for on refresh.
 user_grant := lib.deny("invalid_grant", "the grant carries no user") if {
 	not lib.is_user(object.get(input, "subject", null))
 } else := lib.allow_with(user_scopes, input.request, lib.resource_types)

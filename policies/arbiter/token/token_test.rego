@@ -97,6 +97,25 @@ test_authorization_code_needs_a_user if {
 	not d.allow
 }
 
+device_grant := "urn:ietf:params:oauth:grant-type:device_code"
+
+test_device_code_grants_oidc_and_registered_scopes if {
+	request_input := f.input_with(f.public_client, f.alice, {
+		"grant_type": device_grant,
+		"scopes": ["openid", "invoices.read", "other"],
+	})
+	d := token.decision with input as request_input
+	d.allow
+	d.scopes == ["invoices.read", "openid"]
+}
+
+test_device_code_needs_a_user if {
+	request_input := f.input_with(f.public_client, null, {"grant_type": device_grant, "scopes": ["openid"]})
+	d := token.decision with input as request_input
+	not d.allow
+	d.error == "invalid_grant"
+}
+
 test_password_grant_is_not_granted if {
 	d := token.decision with input as cc(f.confidential_client, {"grant_type": "password"})
 	d.error == "unsupported_grant_type"

@@ -21,6 +21,9 @@ const CREDENTIAL_PARAMETERS = new Set([
   'claim_token',
   'rpt',
   'pct',
+  // RFC 8628: the device code a device polls with, the user code a person enters.
+  'device_code',
+  'user_code',
 ]);
 
 export interface RequestInputParts {

@@ -9,7 +9,7 @@ import { REPEATABLE_PARAMETERS, resourceList } from '../../shared/resources.js';
 import { decisionOf, narrowedScopes, rememberDecision } from './decision.js';
 import { recognizeScopes, type BuiltInGrant } from '../../internals.js';
 import { tokenParameters, type GrantHandler } from './handler.js';
-import { tokenDecisionInput, type GrantSource } from './token-input.js';
+import { DEVICE_CODE_GRANT, tokenDecisionInput, type GrantSource, type SourceLookup } from './token-input.js';
 
 export interface GateDeps {
   store: Store;
@@ -27,30 +27,41 @@ const SHARED_PARAMETERS = ['resource', 'authorization_details', 'resource_types'
  * narrowed to what was granted; then oidc-provider's own handler for the grant (PKCE, single
  * use, rotation, DPoP binding, issuance); and the granted authorization details relayed.
  */
-export function policyGatedGrant(provider: Provider, builtIn: BuiltInGrant, deps: GateDeps): GrantHandler {
+export function policyGatedGrant(
+  provider: Provider,
+  builtIn: BuiltInGrant,
+  deps: GateDeps,
+  lookup?: SourceLookup,
+): GrantHandler {
   return {
     grantType: builtIn.grantType,
     parameters: [...new Set([...builtIn.parameters, ...SHARED_PARAMETERS])],
     // Several `resource`s reach the gate as a list, to be answered invalid_target (assertOneResource), not invalid_request.
     repeatable: REPEATABLE_PARAMETERS,
-    handle: policyGated(provider, builtIn.grantType, (ctx) => builtIn.handle(ctx), deps),
+    handle: policyGated(provider, builtIn.grantType, (ctx) => builtIn.handle(ctx), deps, lookup),
   };
 }
+
+const REDEEMED: Record<string, string> = {
+  authorization_code: 'authorization code',
+  refresh_token: 'refresh token',
+};
 
 function policyGated(
   provider: Provider,
   grantType: string,
   handler: (ctx: KoaContextWithOIDC) => Promise<void>,
   deps: GateDeps,
+  lookup: SourceLookup | undefined,
 ) {
   return async (ctx: KoaContextWithOIDC): Promise<void> => {
     assertRequiredParameters(ctx, grantType);
     assertOneResource(ctx, grantType);
-    const found = await grantSource(provider, ctx, grantType);
+    const found = lookup ? await lookup(ctx) : await grantSource(provider, ctx, grantType);
     if (grantType !== 'client_credentials' && !found)
       throw new errors.CustomOIDCProviderError(
         'invalid_grant',
-        `the ${grantType === 'authorization_code' ? 'authorization code' : 'refresh token'} is unknown or expired`,
+        `the ${REDEEMED[grantType] ?? 'grant'} is unknown or expired`,
       );
     const source = found && (await forNamedResource(provider, ctx, found));
     if (source) assertWithinSource(ctx, source);
@@ -68,6 +79,7 @@ function policyGated(
 const REQUIRED_PARAMETERS: Record<string, string[]> = {
   authorization_code: ['code', 'redirect_uri'],
   refresh_token: ['refresh_token'],
+  [DEVICE_CODE_GRANT]: ['device_code'],
 };
 
 function assertRequiredParameters(ctx: KoaContextWithOIDC, grantType: string): void {
@@ -176,6 +188,9 @@ function parsedDetails(value: string): unknown[] {
   );
 }
 
+/** Grants whose code carries the user's grant, its scopes issued as the grant holds them (no scope parameter). */
+const CARRIES_ITS_GRANT = new Set(['authorization_code', DEVICE_CODE_GRANT]);
+
 async function narrow(
   provider: Provider,
   ctx: KoaContextWithOIDC,
@@ -188,11 +203,11 @@ async function narrow(
   if (grantType === 'refresh_token' && granted.length === 0 && requested.length > 0)
     throw new errors.InvalidScope('the policy grants none of the requested scopes', requested.join(' '));
   recognizeScopes(provider, granted);
-  if (grantType !== 'authorization_code') {
+  if (!CARRIES_ITS_GRANT.has(grantType)) {
     ctx.oidc.params!.scope = granted.join(' ') || undefined;
     return;
   }
-  // A code carries the grant's scopes, not a scope parameter: narrow the grant itself.
+  // A code (or a device code) carries the grant's scopes, not a scope parameter: narrow the grant itself.
   if (!source?.grantId) return;
   const grant = await provider.Grant.find(source.grantId);
   if (!grant) return;

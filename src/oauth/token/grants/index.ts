@@ -1,4 +1,5 @@
 import type Provider from 'oidc-provider';
+import { deviceCodeAwaitingUser } from '../../device/polling.js';
 import { builtInGrant } from '../../internals.js';
 import { policyGatedGrant } from './gate.js';
 import { registerGrantHandlers } from './handler.js';
@@ -13,6 +14,12 @@ export function installGrants(provider: Provider, deps: TokenExchangeDeps): void
     policyGatedGrant(provider, builtInGrant(provider, 'client_credentials'), deps),
     policyGatedGrant(provider, builtInGrant(provider, 'authorization_code'), deps),
     policyGatedGrant(provider, builtInGrant(provider, 'refresh_token'), deps),
+    policyGatedGrant(
+      provider,
+      builtInGrant(provider, 'device_code'),
+      deps,
+      deviceCodeAwaitingUser(provider, deps.store),
+    ),
     tokenExchangeGrant(provider, deps),
     umaTicketGrant(provider, deps),
   ]);

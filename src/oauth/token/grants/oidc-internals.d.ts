@@ -10,6 +10,7 @@ declare module 'oidc-provider/lib/actions/grants/index.js' {
   export const authorization_code: BuiltInGrant;
   export const client_credentials: BuiltInGrant;
   export const refresh_token: BuiltInGrant;
+  export const device_code: BuiltInGrant;
 }
 
 declare module 'oidc-provider/lib/helpers/grants.js' {

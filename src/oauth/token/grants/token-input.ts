@@ -7,6 +7,9 @@ import { resolveResource } from '../../shared/resources.js';
 import { subjectInput } from '../../shared/subject-input.js';
 import { tokenParameters } from './handler.js';
 
+/** RFC 8628 §3.4: the device code grant. */
+export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
+
 /** The code or refresh token a grant is redeemed from: what was granted before. */
 export interface GrantSource {
   accountId?: string;
@@ -15,6 +18,13 @@ export interface GrantSource {
   resource?: string | string[];
   grantId?: string;
 }
+
+/**
+ * How a grant finds what it redeems when gate.ts's code or refresh token lookup does not fit: it
+ * answers the grant source, or throws the grant's own error before the policy is asked (a device
+ * code still waiting for its user: device/polling.ts).
+ */
+export type SourceLookup = (ctx: KoaContextWithOIDC) => Promise<GrantSource>;
 
 /** `input` of the `token` decision point for a request at /token. */
 export async function tokenDecisionInput(
@@ -49,11 +59,12 @@ export async function tokenDecisionInput(
 /**
  * What the request asks for: a refresh or client_credentials request may name scopes (a refresh
  * only fewer than it holds); a code exchange has no scope parameter of its own (RFC 6749 §4.1.3),
- * so it asks for exactly what the code carries, whatever the request says.
+ * nor does a device code's (RFC 8628 §3.4), so it asks for exactly what the code carries,
+ * whatever the request says.
  */
 function requestedScopes(params: Record<string, string | undefined>, source: GrantSource | undefined): string[] {
   const carried = source?.scope?.split(' ').filter(Boolean) ?? [];
-  if (params.grant_type === 'authorization_code') return carried;
+  if (params.grant_type === 'authorization_code' || params.grant_type === DEVICE_CODE_GRANT) return carried;
   return params.scope ? params.scope.split(' ').filter(Boolean) : carried;
 }
 

@@ -1,0 +1,26 @@
+import type { Next } from 'koa';
+import type { AuthFailureLimits } from '../../http/auth-failures.js';
+import type { Store } from '../../store/index.js';
+import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
+import { rejectedUserCodes, tooManyGuessesPage } from './pages.js';
+
+/**
+ * RFC 8628 §5.1: a user code is short (8 characters of 20: about 34 bits), so guessing one must
+ * be slow. Each unknown code entered at the verification page counts against the address in the
+ * store (every node and worker together), with the credential failure limit's numbers
+ * (AUTH_FAILURE_LIMIT per AUTH_FAILURE_WINDOW_SECONDS); past that the address gets a 429 page
+ * until its window ends, without any code looked up. Per address, not per tenant or code: a
+ * guesser cannot lock out the people entering their own codes elsewhere.
+ */
+export function userCodeGuessLimit({ limit, windowSeconds }: AuthFailureLimits, store: Store): ArbiterMiddleware {
+  const windowMs = windowSeconds * 1000;
+  return async function userCodeGuesses(ctx: ArbiterContext, next: Next): Promise<void> {
+    if (ctx.method !== 'POST') return next();
+    const key = `device-user-code-guesses ${ctx.ip}`;
+    const counted = (await store.readWindows([key])).get(key);
+    if (counted && counted.count >= limit)
+      return tooManyGuessesPage(ctx, Math.max(1, Math.ceil((counted.resetAt - Date.now()) / 1000)));
+    await next();
+    if (rejectedUserCodes.has(ctx)) await store.addToWindow(key, windowMs);
+  };
+}

@@ -1,0 +1,105 @@
+import compose from 'koa-compose';
+import type Provider from 'oidc-provider';
+import type { AuthFailureLimits } from '../../http/auth-failures.js';
+import type { Store } from '../../store/index.js';
+import type { Tenant } from '../../tenancy/index.js';
+import { recognizeRequestedScopes } from '../authorize/index.js';
+import type { ConfigurationSlice } from '../context.js';
+import { clientCredentials } from '../shared/credential-guard.js';
+import { formBody } from '../shared/form-body.js';
+import type { ArbiterMiddleware } from '../state.js';
+import { userCodeGuessLimit } from './guesses.js';
+import { DEVICE_CODE_GRANT } from '../token/grants/token-input.js';
+import { expiredFormPage, successSource, userCodeConfirmSource, userCodeInputSource } from './pages.js';
+import { POLL_INTERVAL_SECONDS } from './polling.js';
+
+/**
+ * RFC 8628 through oidc-provider's deviceFlow: a client registered for the device code grant
+ * (its `grant_types`) asks /device/auth for a device code and a user code; the user enters the
+ * code at /device (pages.ts), confirms the client and scopes, and signs in through the upstream
+ * identity provider as at /authorize (interactions/, the `authorize` decision as consent). The
+ * device polls /token, where the `token` decision grants the tokens (polling.ts, token/grants).
+ * User codes: 8 of 20 consonants (about 34 bits), `XXXX-XXXX`, guessed slowly (guesses.ts).
+ */
+export const deviceFlow: ConfigurationSlice = () => ({
+  features: {
+    deviceFlow: {
+      enabled: true,
+      charset: 'base-20',
+      mask: '****-****',
+      userCodeInputSource,
+      userCodeConfirmSource,
+      successSource,
+    },
+  },
+});
+
+export interface DeviceAuthorizationDeps {
+  issuer: string;
+  store: Store;
+  providerFor: (tenant: Tenant) => Provider;
+  maxBodyBytes: number;
+}
+
+/**
+ * What Arbiter adds at /device/auth (RFC 8628 §3.1) in front of oidc-provider: client
+ * authentication as at /token and /par (the form read with the size limit, a request naming no
+ * client refused, a client that failed too often refused before verification), the client's
+ * registered scopes made known as at /authorize; and the polling interval in the answer.
+ */
+export function deviceAuthorizationMiddleware({
+  issuer,
+  store,
+  providerFor,
+  maxBodyBytes,
+}: DeviceAuthorizationDeps): ArbiterMiddleware[] {
+  const steps = compose([
+    formBody(maxBodyBytes),
+    clientCredentials({ issuer, publicClients: true, bearer: false }, { formsOnly: true }),
+    recognizeRequestedScopes(store, providerFor),
+    asDeviceAuthorizationAnswer,
+  ]) as ArbiterMiddleware;
+  return [(ctx, next) => (ctx.method === 'POST' ? steps(ctx, next) : next())];
+}
+
+/** What oidc-provider answers a client not registered for the grant (lib/actions/authorization/client.js). */
+const NOT_REGISTERED = `${DEVICE_CODE_GRANT} is not allowed for this client`;
+
+/**
+ * RFC 8628 §3.2: the interval the device polls at, said outright (oidc-provider leaves it to the
+ * default); a client not registered for the grant is unauthorized_client (RFC 6749 §5.2), which
+ * oidc-provider calls invalid_request.
+ */
+const asDeviceAuthorizationAnswer: ArbiterMiddleware = async (ctx, next) => {
+  await next();
+  const body = ctx.body as Record<string, unknown> | undefined;
+  if (ctx.status === 200 && body && typeof body.device_code === 'string') body.interval = POLL_INTERVAL_SECONDS;
+  if (ctx.status === 400 && body?.error === 'invalid_request' && body.error_description === NOT_REGISTERED)
+    body.error = 'unauthorized_client';
+};
+
+/** What Arbiter adds at /device, the user code page: slow user code guessing, forms of a known browser session. */
+export function deviceVerificationMiddleware(
+  limits: AuthFailureLimits,
+  store: Store,
+  providerFor: (tenant: Tenant) => Provider,
+): ArbiterMiddleware[] {
+  return [userCodeGuessLimit(limits, store), formOfKnownSession(providerFor)];
+}
+
+/**
+ * The code page's forms carry a CSRF token kept in the browser's oidc-provider session, so a POST
+ * without a live session (no cookie: a cross-site form, or an expired one) can never pass: it is
+ * answered 400 here. oidc-provider itself would fail on it with a 500 (its error page touches a
+ * session it never stored, and persisting that one throws).
+ */
+function formOfKnownSession(providerFor: (tenant: Tenant) => Provider): ArbiterMiddleware {
+  return async (ctx, next) => {
+    if (ctx.method === 'POST') {
+      const provider = providerFor(ctx.state.tenant);
+      const id = ctx.cookies.get(provider.cookieName('session'));
+      if (!id || !(await provider.Session.find(id))) return expiredFormPage(ctx);
+    }
+    await next();
+  };
+}
