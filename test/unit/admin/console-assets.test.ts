@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { mkdtempSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,8 +26,7 @@ describe('unit: the console is served as built (admin/console/serve)', function 
     const app = new Koa();
     app.use(jsonErrors(createLogger('info', { write: (line: string) => void logLines.push(line) })));
     app.use(adminConsole(dir));
-    server = createServer(app.callback());
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => (server = app.listen(0, '127.0.0.1', resolve)));
     origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   });
 
