@@ -21,7 +21,8 @@ const STATIC_FILES = ['index.html', 'icon.svg'];
 
 /**
  * Writes the console into a fresh folder beside `outDir`, then puts it in place with two renames,
- * so that a server reading `outDir` (or a second build at once) never sees half a console.
+ * so that a server reading `outDir` (or a second build at once) never sees half a console (at
+ * most, for an instant, none: the server reads it again at its next request).
  */
 export async function buildConsole(outDir: string = CONSOLE_BUILD_DIR): Promise<void> {
   const staging = `${outDir}.${randomBytes(6).toString('hex')}`;
@@ -40,14 +41,27 @@ export async function buildConsole(outDir: string = CONSOLE_BUILD_DIR): Promise<
       logLevel: 'warning',
     });
     for (const name of STATIC_FILES) await copyFile(join(SOURCES, name), join(staging, name));
-    const previous = `${staging}.old`;
+    await swapIn(staging, outDir);
+  } finally {
+    await rm(staging, { recursive: true, force: true });
+  }
+}
+
+/** Puts `staging` at `outDir`; a build that finished meanwhile (another test run) is replaced in turn. */
+async function swapIn(staging: string, outDir: string): Promise<void> {
+  const previous = `${staging}.old`;
+  for (let attempt = 1; ; attempt += 1) {
     await rename(outDir, previous).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== 'ENOENT') throw error;
     });
-    await rename(staging, outDir);
     await rm(previous, { recursive: true, force: true });
-  } finally {
-    await rm(staging, { recursive: true, force: true });
+    try {
+      await rename(staging, outDir);
+      return;
+    } catch (error) {
+      const taken = ['ENOTEMPTY', 'EEXIST'].includes((error as NodeJS.ErrnoException).code ?? '');
+      if (!taken || attempt === 5) throw error;
+    }
   }
 }
 
