@@ -86,6 +86,15 @@ module.exports = {
       to: { path: '^src/(app|server|main)\\.ts$' },
     },
     {
+      name: 'no-build-tools-at-run-time',
+      comment:
+        'The server runs on its dependencies only: a devDependency (esbuild, tsx, typescript, …) is for the build and ' +
+        'the tests (`npm run build` bundles the console into dist/console/; the image prunes devDependencies).',
+      severity: 'error',
+      from: { path: '^(src|adapters)/' },
+      to: { dependencyTypes: ['npm-dev'], dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'cli-writes-through-the-repository',
       comment:
         'The command line writes records through src/records, as the Admin API does; it does not reach into the Admin API.',

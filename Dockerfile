@@ -17,9 +17,12 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
+COPY scripts ./scripts
 COPY src ./src
 COPY adapters ./adapters
-RUN node node_modules/typescript/bin/tsc -p tsconfig.build.json && touch dist/.built && npm prune --omit=dev
+# The build is `npm run build`'s (scripts/build.sh: the server into dist/, the console into
+# dist/console/), then the devDependencies it needed (typescript, tsx, esbuild) are dropped.
+RUN bash scripts/build.sh && npm prune --omit=dev
 
 FROM node:${NODE_VERSION}-bookworm-slim
 ENV NODE_ENV=production \
@@ -31,11 +34,10 @@ COPY --from=opa /out/opa /usr/local/bin/opa
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 # The compiled server reads these from the image as from a checkout (src/config/paths.ts): its
-# defaults, the default policy pack, and the console's sources, which it bundles at start.
+# defaults and the default policy pack. No sources: the console is served as built in dist/console/.
 COPY package.json ./
 COPY config ./config
 COPY policies ./policies
-COPY src ./src
 COPY scripts/arbiter.sh scripts/runtime.sh ./scripts/
 RUN mkdir -p /data && chown node:node /data
 USER node

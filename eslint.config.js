@@ -9,8 +9,18 @@ export default tseslint.config(
   ...tseslint.configs.recommended,
   {
     files: ['**/*.ts'],
-    languageOptions: { ecmaVersion: 2023, sourceType: 'module' },
+    languageOptions: {
+      ecmaVersion: 2023,
+      sourceType: 'module',
+      // Type information (each file's nearest tsconfig.json) for the promise rules below.
+      parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname },
+    },
     rules: {
+      // A promise nobody awaits loses its rejection (an unhandled rejection ends the process) and
+      // its ordering; one passed where a void callback is expected does too. Fire-and-forget is
+      // written `void promise` next to a comment saying why nothing waits for it.
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
       // `const { secret: _secret, ...rest } = record` is how a field is left out of a copy.
       '@typescript-eslint/no-unused-vars': [
         'error',

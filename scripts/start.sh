@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 source scripts/runtime.sh
-if [ ! -f dist/.built ] || [ -n "$(find src adapters package.json package-lock.json tsconfig.json tsconfig.build.json -newer dist/.built -print -quit)" ]; then
+if [ ! -f dist/.built ] || [ -n "$(find src adapters scripts/build.sh scripts/build-console.ts package.json package-lock.json tsconfig.json tsconfig.build.json -newer dist/.built -print -quit)" ]; then
   echo "start: building dist/" >&2
   bash scripts/build.sh
 fi

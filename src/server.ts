@@ -194,7 +194,9 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     workers: worker && (() => worker.report()),
     clock,
   });
-  handle = koa.callback();
+  const callback = koa.callback();
+  // Koa answers a failed request itself (ctx.onerror): the promise it returns never rejects.
+  handle = (request, response) => void callback(request, response);
   appReady(handle);
   const purge = setInterval(
     housekeeping(store, audit, config.auditRetentionDays, log),

@@ -143,7 +143,8 @@ export class MongoStore implements Store {
   private declare(specOrName: CollectionSpec | string): { spec: CollectionSpec; rows: Rows } {
     const { spec, grew } = this.declared.declare(normalizeSpec(specOrName));
     const rows = this.db.collection<Row>(physicalName(spec.name));
-    if (grew) this.startIndexing(spec, rows);
+    // Not awaited: the operations that need the indexes wait for them (indexed()), and a failure is forgotten there.
+    if (grew) void this.startIndexing(spec, rows);
     return { spec, rows };
   }
 

@@ -1,5 +1,7 @@
 import { createRequire } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import type { FileIdentity } from './files.js';
 
 /** How often the checkpointer copies what the WAL holds into the database file. */
 const CHECKPOINT_INTERVAL_MS = 200;
@@ -16,29 +18,21 @@ export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
 
 /**
  * Runs in the checkpointer's thread, as CommonJS (eval), so that the same text serves the sources
- * (tsx) and the build. It opens the database on a connection of its own and runs a PASSIVE
- * checkpoint every interval: it copies committed pages from the WAL into the database file and
- * syncs it, never waits for a lock and never blocks a reader or the writer; a checkpoint that
- * finds another one under way (a worker process's checkpointer) is skipped. Before each one it
- * checks that the files are still the ones opened and writable, as the store does before each
- * statement (see StoreFiles): touching a memory-mapped -shm that became immutable would be a
- * SIGBUS for the whole process. When they are not, it stops, and the store reports the loss.
+ * (tsx) and the build without a loader in the thread. It opens the database on a connection of
+ * its own and runs a PASSIVE checkpoint every interval: it copies committed pages from the WAL
+ * into the database file and syncs it, never waits for a lock and never blocks a reader or the
+ * writer; a checkpoint that finds another one under way (a worker process's checkpointer) is
+ * skipped. Before each one it checks that the files are still the ones opened and writable, with
+ * the store's own check (files.ts; from the sources Node loads it by stripping its types):
+ * touching a memory-mapped -shm that became immutable would be a SIGBUS for the whole process.
+ * When they are not, it stops, and the store reports the loss.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
-const { accessSync, statSync, constants } = require('node:fs');
 const Database = require(workerData.driver);
+const { changeOf, unwritableCode } = require(workerData.checks);
 const { file, files, intervalMs } = workerData;
-const usable = () =>
-  files.every(({ path, dev, ino }) => {
-    try {
-      const now = statSync(path);
-      accessSync(path, constants.R_OK | constants.W_OK);
-      return now.dev === dev && now.ino === ino;
-    } catch {
-      return false;
-    }
-  });
+const usable = () => files.every((each) => changeOf(each) === null && unwritableCode(each.path) === null);
 let db = null;
 let timer = null;
 const stop = () => {
@@ -64,12 +58,6 @@ if (usable()) {
 }
 `;
 
-export interface CheckpointedFile {
-  path: string;
-  dev: number;
-  ino: number;
-}
-
 /**
  * Moves SQLite's checkpoints off the event loop. With WAL, the connection that commits also
  * checkpoints once the WAL holds wal_autocheckpoint pages (1,000 by default): it copies those pages
@@ -81,11 +69,12 @@ export class Checkpointer {
   private readonly worker: Worker;
   private readonly exited: Promise<void>;
 
-  constructor(file: string, files: readonly CheckpointedFile[]) {
+  constructor(file: string, files: readonly FileIdentity[]) {
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
       workerData: {
         driver: createRequire(import.meta.url).resolve('better-sqlite3'),
+        checks: fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './files.ts' : './files.js', import.meta.url)),
         file,
         files,
         intervalMs: CHECKPOINT_INTERVAL_MS,

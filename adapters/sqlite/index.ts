@@ -1,4 +1,4 @@
-import { accessSync, chmodSync, closeSync, constants, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import Database from 'better-sqlite3';
@@ -32,6 +32,7 @@ import {
 } from '../shared/spec.js';
 import { WriteListeners } from '../shared/write-listeners.js';
 import { Checkpointer, WAL_SIZE_LIMIT_BYTES, WRITER_CHECKPOINT_PAGES } from './checkpointer.js';
+import { changeOf, identityOf, unwritableCode, type FileIdentity } from './files.js';
 import { BatchWriter } from '../../src/store/batches.js';
 import { EVENT_LOOP_PACE, inPacedSteps } from '../../src/store/paced.js';
 
@@ -613,13 +614,6 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 }
 
-/** Identity of one file, as the kernel knows it: a deleted or replaced file gets another. */
-interface FileIdentity {
-  path: string;
-  dev: number;
-  ino: number;
-}
-
 /**
  * The database file with its -wal and -shm companions, as they were when the store opened them.
  *
@@ -648,19 +642,20 @@ class StoreFiles {
   static record(database: string): StoreFiles {
     const files: FileIdentity[] = [];
     for (const path of [database, `${database}-wal`, `${database}-shm`]) {
-      const stats = statSync(path, { throwIfNoEntry: false });
+      const identity = identityOf(path);
       // No -wal/-shm when SQLite could not use WAL mode (e.g. a read-only directory): nothing to check then.
-      if (stats) files.push({ path, dev: stats.dev, ino: stats.ino });
+      if (identity) files.push(identity);
     }
     return new StoreFiles(files);
   }
 
   /** Throws StoreUnavailableError when a file is missing or is another file than the one opened. */
   assertSameFiles(): void {
-    for (const { path, dev, ino } of this.files) {
-      const now = statSync(path, { throwIfNoEntry: false });
-      if (now?.dev === dev && now.ino === ino) continue;
-      const what = now ? 'was replaced by another file' : 'is missing (deleted or moved away)';
+    for (const file of this.files) {
+      const change = changeOf(file);
+      if (!change) continue;
+      const what = change === 'replaced' ? 'was replaced by another file' : 'is missing (deleted or moved away)';
+      const { path } = file;
       throw new StoreUnavailableError(
         `the store's database file ${path} ${what} while Arbiter is running; nothing is written any more. ` +
           'Put the original back, or restart Arbiter to open the file now at that path (after a deletion: a new, empty store).',
@@ -671,16 +666,13 @@ class StoreFiles {
   /** Throws StoreUnavailableError when the -shm file (`all`: any of the files) cannot be written. */
   assertWritable(all: boolean): void {
     for (const { path } of all ? this.files : this.files.filter((file) => file.path.endsWith('-shm'))) {
-      try {
-        accessSync(path, constants.R_OK | constants.W_OK);
-      } catch (error) {
-        const code = (error as NodeJS.ErrnoException).code;
-        if (code === 'ENOENT') this.assertSameFiles();
-        throw new StoreUnavailableError(
-          `the store's database file ${path} cannot be written (${code ?? 'error'}: an immutable file, a read-only file system or missing permissions); ` +
-            'writes are refused until it is writable again.',
-        );
-      }
+      const code = unwritableCode(path);
+      if (code === null) continue;
+      if (code === 'ENOENT') this.assertSameFiles();
+      throw new StoreUnavailableError(
+        `the store's database file ${path} cannot be written (${code}: an immutable file, a read-only file system or missing permissions); ` +
+          'writes are refused until it is writable again.',
+      );
     }
   }
 }

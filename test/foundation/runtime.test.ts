@@ -13,7 +13,7 @@ describe('Runtime and build', function () {
     expect(major, `the suite runs on Node ${process.version}`).to.be.at.least(22);
   });
 
-  it('`npm start` serves from the compiled dist/ on a supported Node, without the unsupported-runtime warning', async function () {
+  it('`npm start` serves from the compiled dist/ (the console too) on a supported Node, without the unsupported-runtime warning', async function () {
     this.timeout(180_000);
     const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-start-'));
     const port = await freePort();
@@ -42,6 +42,8 @@ describe('Runtime and build', function () {
       const nodeVersion = execFileSync(readlinkSync(`/proc/${child.pid}/exe`), ['--version'], { encoding: 'utf8' });
       expect(Number(nodeVersion.replace(/^v/, '').split('.')[0]), nodeVersion).to.be.at.least(22);
       expect(output).to.contain('Arbiter is listening');
+      // The console as `npm run build` bundled it into dist/console/ (nothing is compiled at run time).
+      expect((await fetch(`http://127.0.0.1:${port}/admin/assets/console.js`)).status).to.equal(200);
       expect(output).not.to.contain('Unsupported runtime');
     } finally {
       child.kill('SIGTERM');

@@ -13,7 +13,7 @@ const scriptSetting = (script: string, name: string) =>
 
 /** The container image (Dockerfile): checked as text everywhere, built and started where a container engine runs. */
 describe('Container image', function () {
-  it('uses the Node.js and OPA versions the scripts install, copies only files that exist, and runs as a non-root user', function () {
+  it('uses the Node.js and OPA versions the scripts install, is built by scripts/build.sh, ships the build without the sources, copies only files that exist, and runs as a non-root user', function () {
     expect(argument('NODE_VERSION'), 'scripts/runtime.sh NODE_LTS_VERSION').to.equal(
       scriptSetting('runtime.sh', 'NODE_LTS_VERSION'),
     );
@@ -25,6 +25,15 @@ describe('Container image', function () {
     for (const source of copied) expect(existsSync(projectPath(source)), `COPY ${source}`).to.equal(true);
     const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));
     expect(finalStage).to.match(/^USER node$/m);
+    // Built by the build script, not by steps of its own; the image holds the build, not the sources.
+    expect(dockerfile).to.match(/^RUN bash scripts\/build\.sh( |$)/m);
+    expect(dockerfile.replace(/^#.*$/gm, ''), 'no step of scripts/build.sh repeated').to.not.match(
+      /\btsc\b|esbuild|build-console/,
+    );
+    expect(finalStage).to.match(/^COPY --from=build \/app\/dist \.\/dist$/m);
+    expect(finalStage, 'no sources in the image').to.not.match(
+      /^COPY (?:--from=build \/app\/)?(?:src|adapters|scripts)\/? /m,
+    );
     expect(finalStage).to.match(/^CMD \["node", "--enable-source-maps", "dist\/src\/main\.js"\]$/m);
     const ignored = readFileSync(projectPath('.dockerignore'), 'utf8').split('\n');
     expect(ignored, 'no local install, data or build enters the context').to.include.members([
@@ -68,6 +77,8 @@ describe('Container image', function () {
         60_000,
       );
       expect(execFileSync('docker', ['exec', container, 'id', '-u'], { encoding: 'utf8' }).trim()).to.not.equal('0');
+      // The console as built into dist/console/ (the image has no sources to build it from).
+      expect((await fetch(`http://127.0.0.1:${port}/admin/assets/console.js`)).status).to.equal(200);
     } finally {
       spawnSync('docker', ['rm', '-f', container], { stdio: 'ignore' });
       spawnSync('docker', ['rmi', tag], { stdio: 'ignore' });

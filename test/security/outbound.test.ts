@@ -648,7 +648,7 @@ class TestHttpServer {
     handler: (request: IncomingMessage, response: ServerResponse, body: string) => void,
   ): Promise<TestHttpServer> {
     let recorded!: TestHttpServer;
-    const server = createHttpServer(async (request, response) => {
+    const answer = async (request: IncomingMessage, response: ServerResponse) => {
       const body = request.method === 'GET' ? '' : await readBody(request);
       recorded.requests.push({
         method: request.method ?? '',
@@ -657,7 +657,9 @@ class TestHttpServer {
         body,
       });
       handler(request, response, body);
-    });
+    };
+    // The test's requests wait for the answer; a body that cannot be read fails them.
+    const server = createHttpServer((request, response) => void answer(request, response));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     recorded = new TestHttpServer(server, (server.address() as net.AddressInfo).port);
     return recorded;

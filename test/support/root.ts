@@ -1,8 +1,17 @@
+import { buildConsole } from '../../scripts/build-console.js';
 import { closeSharedFixtures } from './server.js';
 
-// Loaded first as a spec file (see .mocharc.json) so that this root-level hook closes the
-// servers and fixtures the test files share (withServer, sharedFixture). A mocha `--require`
-// plugin would load this module through CommonJS and see a different copy of that state.
+// Loaded first as a spec file (see .mocharc.json) so that these root-level hooks run once around
+// every test file. A mocha `--require` plugin would load this module through CommonJS and see a
+// different copy of the shared state.
+
+// The server serves the console `npm run build` wrote (dist/console/): built here from the
+// sources under test, so that a run of single test files never serves a missing or stale one.
+before(async function () {
+  await buildConsole();
+});
+
+// Closes the servers and fixtures the test files share (withServer, sharedFixture).
 after(async function () {
   await closeSharedFixtures();
 });

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Context, Next } from 'koa';
 import { notFound, unsupportedMethod } from '../../http/errors.js';
 import { isAdminPath } from '../../http/admin-path.js';
-import { buildConsole, type ConsoleAsset } from './build.js';
+import { CONSOLE_BUILD_DIR, readConsole, type ConsoleAsset } from './assets.js';
 
 type TaggedAsset = ConsoleAsset & { etag: string };
 
@@ -26,15 +26,15 @@ export const CONSOLE_CSP = [
 
 /**
  * The operators' web console: GET /admin (the page) and /admin/assets/<name> (its bundle,
- * stylesheet and icon). Assets are looked up by exact name in the built set, so no path ever
- * reaches the file system. The page holds no secret: the Admin API key is typed into it and
+ * stylesheet and icon), as `npm run build` wrote them into `dir`. Assets are looked up by exact
+ * name in the set read at the first request, so no request path ever reaches the file system. The page holds no secret: the Admin API key is typed into it and
  * sent by the browser as X-Admin-API-Key, so these routes need none.
  */
-export function adminConsole() {
+export function adminConsole(dir: string = CONSOLE_BUILD_DIR) {
   let built: Promise<Map<string, TaggedAsset>> | undefined;
-  // Built on first use, once per process; a failed build is retried by the next request.
+  // Read on first use, once per process; a failed read (no build yet) is retried by the next request.
   const assets = () =>
-    (built ??= withEtags(buildConsole()).catch((error: unknown) => {
+    (built ??= withEtags(readConsole(dir)).catch((error: unknown) => {
       built = undefined;
       throw error;
     }));

@@ -92,3 +92,11 @@ export function utcTime(iso: string): string {
   const time = new Date(iso);
   return Number.isNaN(time.getTime()) ? iso : `${time.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
 }
+
+/**
+ * An async event handler where the DOM takes a void one. The handlers show their own failures on
+ * the page; anything that still escapes one is reported as the browser reports an uncaught error.
+ */
+export function detached<E>(handler: (event: E) => Promise<unknown>): (event: E) => void {
+  return (event) => void handler(event).catch(reportError);
+}

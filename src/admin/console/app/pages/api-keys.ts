@@ -1,6 +1,6 @@
 import { ADMIN_ROLES } from '../../../roles.js';
 import { ApiError, api } from '../api.js';
-import { asCards, h, replace, say, statusLine } from '../dom.js';
+import { asCards, detached, h, replace, say, statusLine } from '../dom.js';
 import { pagedList } from '../paged-list.js';
 import { session } from '../session.js';
 
@@ -112,7 +112,7 @@ export function apiKeysPage(main: HTMLElement): void {
       formStatus,
       h('div', { class: 'buttons' }, h('button', { type: 'submit' }, 'Create key')),
     );
-    form.addEventListener('submit', async (event) => {
+    const create = async (event: SubmitEvent) => {
       event.preventDefault();
       say(formStatus, '');
       const body = {
@@ -139,7 +139,8 @@ export function apiKeysPage(main: HTMLElement): void {
         say(formStatus, `Not created: ${message}`, 'error');
         (error instanceof ApiError && error.field === 'role' ? role : name).focus();
       }
-    });
+    };
+    form.addEventListener('submit', detached(create));
     return form;
   }
 

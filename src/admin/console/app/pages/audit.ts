@@ -1,5 +1,5 @@
 import { api } from '../api.js';
-import { asCards, h, replace, say, statusLine, uniqueId, utcTime } from '../dom.js';
+import { asCards, detached, h, replace, say, statusLine, uniqueId, utcTime } from '../dom.js';
 import { explainReplay, type Replay } from '../explain.js';
 import { isSharedPart, joinShared } from '../../../../policy/contract/shared-part.js';
 import { openInPlayground } from './playground.js';
@@ -134,7 +134,7 @@ export function auditPage(main: HTMLElement): void {
         entry.policyDecision
           ? h(
               'button',
-              { type: 'button', 'aria-label': `Why? (entry ${entry.id})`, onclick: () => explain(entry) },
+              { type: 'button', 'aria-label': `Why? (entry ${entry.id})`, onclick: detached(() => explain(entry)) },
               'Why?',
             )
           : '',

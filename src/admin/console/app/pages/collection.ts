@@ -1,6 +1,6 @@
 import type { CollectionDefinition } from '../../../../catalog/collections.js';
 import { ApiError, api } from '../api.js';
-import { asCards, h, humanize, replace, say, statusLine, uniqueId } from '../dom.js';
+import { asCards, detached, h, humanize, replace, say, statusLine, uniqueId } from '../dom.js';
 import {
   bodyOf,
   clearFieldErrors,
@@ -73,7 +73,10 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
   function row(record: AdminRecord): HTMLElement {
     const key = keyOf(record);
     const remove = h('button', { type: 'button', class: 'danger', 'aria-label': `Delete ${key}` }, 'Delete');
-    remove.addEventListener('click', () => confirmThenDelete(remove, record));
+    remove.addEventListener(
+      'click',
+      detached(() => confirmThenDelete(remove, record)),
+    );
     return h(
       'tr',
       {},
@@ -109,7 +112,7 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
       { type: 'button', class: 'danger', 'aria-label': `Revoke tokens of ${key}` },
       'Revoke tokens',
     );
-    button.addEventListener('click', async () => {
+    const revoke = async () => {
       if (!armed(button, 'Confirm revoke tokens')) return;
       try {
         const { revoked } = await api<{ revoked: number }>(
@@ -121,7 +124,8 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
       } catch (error) {
         say(status, (error as Error).message, 'error');
       }
-    });
+    };
+    button.addEventListener('click', detached(revoke));
     return button;
   }
 
@@ -177,7 +181,7 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
         h('button', { type: 'submit' }, 'Save'),
         h(
           'button',
-          { type: 'button', onclick: () => check(made, formStatus) },
+          { type: 'button', onclick: detached(() => check(made, formStatus)) },
           definition.path === 'policy-rules' ? 'Check with the engine' : 'Check',
         ),
         h('button', { type: 'button', class: 'secondary', onclick: () => replace(formArea) }, 'Cancel'),

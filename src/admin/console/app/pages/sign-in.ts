@@ -1,5 +1,5 @@
 import { callerOfKey } from '../api.js';
-import { h, replace, say, statusLine } from '../dom.js';
+import { detached, h, replace, say, statusLine } from '../dom.js';
 import { session } from '../session.js';
 
 /** The Admin API key, checked with one harmless call before it is kept (in sessionStorage only). */
@@ -37,7 +37,7 @@ export function signInPage(root: HTMLElement, signedIn: () => void, notice?: str
       ' (where the server is set up for it: ADMIN_SIGN_IN_IDP).',
     ),
   );
-  form.addEventListener('submit', async (event) => {
+  const signIn = async (event: SubmitEvent) => {
     event.preventDefault();
     if (!key.value) return say(status, 'Enter the Admin API key.', 'error');
     session.signIn(key.value);
@@ -53,7 +53,8 @@ export function signInPage(root: HTMLElement, signedIn: () => void, notice?: str
     }
     session.signOut();
     key.focus();
-  });
+  };
+  form.addEventListener('submit', detached(signIn));
   replace(
     root,
     h('header', { class: 'banner' }, h('h1', {}, 'Arbiter console')),

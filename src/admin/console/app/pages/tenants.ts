@@ -1,5 +1,5 @@
 import { ApiError, api } from '../api.js';
-import { asCards, h, replace, say, statusLine } from '../dom.js';
+import { asCards, detached, h, replace, say, statusLine } from '../dom.js';
 import { pagedList } from '../paged-list.js';
 import { session } from '../session.js';
 
@@ -106,7 +106,7 @@ export function tenantsPage(
       formStatus,
       h('div', { class: 'buttons' }, h('button', { type: 'submit' }, 'Create tenant')),
     );
-    form.addEventListener('submit', async (event) => {
+    const create = async (event: SubmitEvent) => {
       event.preventDefault();
       say(formStatus, '');
       try {
@@ -122,7 +122,8 @@ export function tenantsPage(
         id.setAttribute('aria-invalid', 'true');
         id.focus();
       }
-    });
+    };
+    form.addEventListener('submit', detached(create));
     return form;
   }
 
