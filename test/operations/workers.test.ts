@@ -192,6 +192,33 @@ describe('WORKERS=2: one server as two worker processes', function () {
     }
   });
 
+  it('takes a rotated secret on both workers until its grace ends, then on neither: no cached check outlives it', async function () {
+    // A typed secret (BCrypt): each worker remembers its successful check (src/oauth/clients/secrets.ts).
+    const clientId = 'workers-rotated-svc';
+    const secret = await confidentialClient(server, clientId, { scopes: ['read'] });
+    const token = async (worker: WorkerConnection, presented: string) =>
+      (
+        await worker.request('/token', {
+          method: 'POST',
+          headers: { ...FORM, authorization: basic(clientId, presented) },
+          body: 'grant_type=client_credentials&scope=read',
+        })
+      ).status;
+    for (const worker of workers) expect(await token(worker, secret), `worker ${worker.id}`).to.equal(200);
+    const rotated = await server.admin('POST', `/clients/${clientId}/secret`, { graceSeconds: 2 });
+    expect(rotated.status, JSON.stringify(rotated.body)).to.equal(200);
+    const fresh = rotated.body.generatedClientSecret as string;
+    const until = Date.parse(rotated.body.previousSecretValidUntil);
+    for (const worker of workers) {
+      expect(await token(worker, secret), `the previous secret at worker ${worker.id}`).to.equal(200);
+      expect(await token(worker, fresh), `the new secret at worker ${worker.id}`).to.equal(200);
+    }
+    await eventually(async () => (await token(workers[0], secret)) === 401, 15_000, 100);
+    expect(Date.now(), 'not refused before the grace ends').to.be.at.least(until);
+    expect(await token(workers[1], secret), 'the other worker refuses it too').to.equal(401);
+    for (const worker of workers) expect(await token(worker, fresh), `worker ${worker.id}`).to.equal(200);
+  });
+
   it('replaces a killed worker within 5 s by its loaded standby, and keeps answering meanwhile', async function () {
     this.timeout(120_000);
     const [victim, survivor] = workers;
