@@ -47,6 +47,8 @@ async function runWorker(config: Config): Promise<void> {
   const log = createLogger(config.logLevel).child({ worker: link.id });
   consoleToLog(log);
   const { startServer } = await import('./server.js');
+  // A standby has loaded its code ahead of need (most of a start): it opens nothing until it takes a dead worker's place.
+  if (link.isStandby && (await link.standBy()) === 'stop') process.exit(0);
   const running = await startServer(config, log, { worker: link });
   let stopping = false;
   const stop = async () => {

@@ -18,6 +18,7 @@ import { API_KEY_INPUT_SCHEMA, API_KEY_SEARCH_FIELDS, BOOTSTRAP_KEY_NAME } from 
 import { TENANT_INPUT_SCHEMA, TENANT_SEARCH_FIELDS, TENANTS_SEGMENT } from './tenant-routes.js';
 import { MAX_LIST_LIMIT, MAX_SEARCH_LENGTH, TOTAL_COUNT_HEADER } from './paging.js';
 import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionFor } from './roles.js';
+import { ROTATED_SECRET_SCHEMA, SECRET_ROTATION_SCHEMA } from './client-secret.js';
 
 /**
  * The Admin API's OpenAPI 3.1 document, built from the data the router serves and validates
@@ -481,6 +482,32 @@ const OPERATIONS: AdminOperation[] = [
       'Revoke every grant, authorization code, token and session of the subject, at every client (the subject stays as it is); deleting the subject, or its identity provider, does the same',
   }),
   {
+    method: 'post',
+    path: '/clients/{clientId}/secret',
+    operationId: 'rotateClientSecret',
+    summary:
+      "Give a confidential client a new generated secret, shown once; the previous one stays valid for graceSeconds (0 or none: it stops at once), so that every replica can change over. A second rotation ends the first one's grace",
+    tag: 'clients',
+    parameters: [
+      {
+        name: 'clientId',
+        in: 'path',
+        required: true,
+        description: "the client's clientId",
+        schema: { type: 'string', minLength: 1 },
+      },
+      ...TENANT_PARAMETERS,
+    ],
+    body: { schema: schemaRef('SecretRotation'), example: { graceSeconds: 3600 } },
+    success: {
+      200: {
+        description: 'the new secret, in this answer only; the previous one is accepted until previousSecretValidUntil',
+        schema: schemaRef('RotatedSecret'),
+      },
+    },
+    errors: ['BadRequest', 'NotFound', 'Conflict'],
+  },
+  {
     method: 'get',
     path: '/openapi.json',
     operationId: 'getOpenApiDocument',
@@ -693,6 +720,8 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         AuditPage: AUDIT_PAGE_SCHEMA,
         Valid: VALID_SCHEMA,
         Revoked: REVOKED_SCHEMA,
+        SecretRotation: SECRET_ROTATION_SCHEMA,
+        RotatedSecret: ROTATED_SECRET_SCHEMA,
         Version: VERSION_SCHEMA,
         VersionDiff: VERSION_DIFF_SCHEMA,
         ...DECISION_SCHEMAS,

@@ -18,6 +18,7 @@ import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
 import { assertTenantReached } from './auth.js';
 import { tenantRoutes } from './tenant-routes.js';
 import { revokeAfterChange, tokenRevocationRoutes, type LogoutNotifier } from './token-revocation.js';
+import { clientSecretRoutes } from './client-secret.js';
 import { policyLabRoutes, POLICY_COLLECTIONS, type PolicyLabRouteOptions } from './policy-lab.js';
 import type { Store } from '../store/index.js';
 
@@ -108,6 +109,7 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
     });
   }
   tokenRevocationRoutes(router, store, (ctx) => tenantOf(ctx), options.logoutNotices);
+  clientSecretRoutes(router, store, options.sealer, options.maxBodyBytes, (ctx) => tenantOf(ctx));
   return router;
 }
 

@@ -225,7 +225,8 @@ export const COLLECTIONS: CollectionDefinition[] = [
     // The registration access token's digest is as much a credential's trace as the secret's hash.
     secretFields: ['clientSecret', 'registrationAccessTokenDigest'],
     // Moved on by each revocation of the client's tokens; a token made under an earlier one is dead.
-    serverKept: ['tokenEpoch'],
+    // A rotated secret's grace (POST /clients/{clientId}/secret) survives a replace; it ends by itself.
+    serverKept: ['tokenEpoch', 'secretGrace'],
     hashedSecret: {
       field: 'clientSecret',
       generate: 'generateClientSecret',

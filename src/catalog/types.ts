@@ -31,13 +31,26 @@ export type ClientRecord = Stored<
     tokenEpoch?: number;
     /** A client ID metadata document's record is a cache entry: the store hides it after this instant (epoch ms). */
     expiresAt?: number;
+    /** The secret a rotation replaced, still valid for a while; only the server writes it (src/oauth/clients/secrets.ts). */
+    secretGrace?: SecretGrace | null;
   },
   never,
   'generateClientSecret'
 >;
 
+/**
+ * A rotated client secret's grace: the `previous` secret (as kept: a keyed digest or a BCrypt
+ * hash, never in clear) stays valid until `until` (epoch ms), and only while the record's secret
+ * is still `successor`, the one the rotation made: any later change of the secret ends it.
+ */
+interface SecretGrace {
+  previous: string;
+  until: number;
+  successor: string;
+}
+
 /** The fields of a client a writer gives: what the store and the repository add left out. */
-export type ClientFields = Omit<ClientRecord, keyof Kept | 'tokenEpoch'>;
+export type ClientFields = Omit<ClientRecord, keyof Kept | 'tokenEpoch' | 'secretGrace'>;
 
 export type IdentityProviderRecord = Stored<typeof schemas.IDENTITY_PROVIDER_SCHEMA, object, 'idpId'>;
 export type ResourceServerRecord = Stored<typeof schemas.RESOURCE_SERVER_SCHEMA>;

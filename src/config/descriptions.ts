@@ -250,6 +250,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
       'server processes sharing the port under one primary (see [Workers](operations.md#workers)); `1` runs the single process of old. More than 1 with `sqlite::memory:` is refused (each process would have a store of its own)',
     unset: 'the cores available (`os.availableParallelism()`); 1 with `sqlite::memory:`',
   },
+  WORKER_STANDBY: {
+    meaning:
+      "with `WORKERS` above 1, one more worker process kept with its code loaded (it neither listens nor opens the store) to take a dead worker's place in about a second instead of a new worker's whole start (see [Workers](operations.md#workers)); it costs that process's memory (about 180 MB)",
+  },
   OTEL_EXPORTER_OTLP_ENDPOINT: {
     meaning:
       "an OpenTelemetry collector's OTLP/HTTP base URL (`http://collector:4318`); spans go to its `/v1/traces` (see [Tracing](operations.md#tracing))",

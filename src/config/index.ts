@@ -143,6 +143,8 @@ export interface Config {
    * of old. Default: the cores available (1 with `sqlite::memory:`, which each process would have alone).
    */
   workers: number;
+  /** With workers > 1: one more worker kept loaded (neither listening nor opening the store) to take a dead worker's place within a second or so. */
+  workerStandby: boolean;
   /** OTLP/HTTP collector base URL (traces go to its /v1/traces); null with no other endpoint: no tracing. */
   otlpEndpoint: string | null;
   /** Where spans are sent: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given, else otlpEndpoint + /v1/traces; null: tracing off. */
@@ -231,6 +233,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   HTTP_HEADERS_TIMEOUT_MS: 'httpHeadersTimeoutMs',
   HTTP_KEEP_ALIVE_TIMEOUT_MS: 'httpKeepAliveTimeoutMs',
   WORKERS: 'workers',
+  WORKER_STANDBY: 'workerStandby',
   // OpenTelemetry's own names (its SDK environment specification), so that a deployment's usual settings apply.
   OTEL_EXPORTER_OTLP_ENDPOINT: 'otlpEndpoint',
   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'otlpTracesEndpoint',
@@ -334,6 +337,7 @@ export const SCHEMA = {
     httpHeadersTimeoutMs: positive,
     httpKeepAliveTimeoutMs: positive,
     workers: { type: ['integer', 'null'], minimum: 1, maximum: 256 },
+    workerStandby: { type: 'boolean' },
     otlpEndpoint: { type: ['string', 'null'], pattern: '^https?://[^?#]+$' },
     otlpTracesEndpoint: { type: ['string', 'null'], pattern: '^https?://[^?#]+$' },
     serviceName: { type: 'string', minLength: 1, maxLength: 255 },

@@ -29,6 +29,11 @@ export async function readJsonBody(ctx: Context, limitBytes: number): Promise<un
   return parsed;
 }
 
+/** A JSON body that may be left out: none (no Content-Type, no length) reads as `{}`; one given is read as readJsonBody reads it. */
+export async function readOptionalJsonBody(ctx: Context, limitBytes: number): Promise<unknown> {
+  return ctx.get('content-type') === '' && !hasBody(ctx) ? {} : readJsonBody(ctx, limitBytes);
+}
+
 /** U+0000: what no text Arbiter keeps may hold (PostgreSQL refuses it in text and jsonb, SQLSTATE 22P05). */
 const NUL = '\u0000';
 

@@ -45,6 +45,8 @@ export {
   generatedSecretDigest,
   hashClientSecret,
   isKeptClientSecret,
+  MAX_SECRET_GRACE_SECONDS,
+  rotateClientSecret,
 } from './clients/secrets.js';
 export { clientRepository, clientSecretHashing } from './clients/repository.js';
 export { enabledIdentityProvider, SignInError, UpstreamProviders } from './interactions/index.js';

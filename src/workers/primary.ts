@@ -3,7 +3,11 @@
  * share the port and the store. The primary answers no request itself. It
  *
  * - starts the workers, and replaces one that dies (back-off: 250 ms, doubling up to 30 s,
- *   starting over once a worker has run 30 s), so that the others keep answering meanwhile;
+ *   starting over once a worker has run 30 s), so that the others keep answering meanwhile. A
+ *   worker's start is mostly loading its code (seconds on a busy machine, 7 s at a load of 15 on
+ *   two cores), so one more worker is kept loaded as a **standby**, which opens nothing and
+ *   does not listen: a dead worker's place goes to it, and it serves within a second or so;
+ *   the next standby is forked once it is up;
  * - runs the machine's one managed OPA, started once the first worker listens (OPA polls the
  *   bundle through the shared port, whichever worker answers), and tells every worker where it is;
  * - compiles each policy revision to Wasm once for all workers (Rego in process);
@@ -27,6 +31,7 @@ import {
 } from '../policy/index.js';
 import {
   isWorkerMessage,
+  STANDBY_ENV,
   type OpaLocation,
   type PrimaryMessage,
   type WorkerMessage,
@@ -42,6 +47,8 @@ const STOP_TIMEOUT_MS = 15_000;
 /** Revisions whose compilation is kept: the live one and the few before it (a rollback). */
 const COMPILED_REVISIONS_KEPT = 4;
 const REGISTRY_TIMEOUT_MS = 5_000;
+/** A standby that died (not by taking a place) is forked again after this long: never in a tight loop. */
+const STANDBY_RETRY_MS = 5_000;
 
 export interface RunningPrimary {
   /** The addresses the workers listen on (the first worker's description), for the start-up line. */
@@ -60,6 +67,14 @@ interface Slot {
   startedAt: number;
   crashes: number;
   restart: NodeJS.Timeout | null;
+  /** When its last worker died (epoch ms), until the replacement is up: the replacement's delay is logged. */
+  diedAt: number | null;
+}
+
+/** The loaded worker kept to take a dead worker's place: `loaded` once it said so (arbiter:standing-by). */
+interface Standby {
+  worker: Worker;
+  loaded: boolean;
 }
 
 /** Starts the workers and resolves once each has answered ready (rejects if one fails before any did). */
@@ -90,6 +105,10 @@ class Primary {
   private startFailed: (error: Error) => void = () => undefined;
   private allReady: () => void = () => undefined;
   private readonly log: Logger;
+  private standby: Standby | null = null;
+  private standbyRetry: NodeJS.Timeout | null = null;
+  /** Places whose worker died while the standby was still loading: it is further along than a new fork would be. */
+  private awaitingStandby: Slot[] = [];
 
   constructor(
     private readonly config: Config,
@@ -102,6 +121,7 @@ class Primary {
       startedAt: 0,
       crashes: 0,
       restart: null,
+      diedAt: null,
     }));
     configureOpaSandbox(config);
     this.compiler = localWasmCompiler(resolveOpaBinary(config.opaBin), 'live');
@@ -139,18 +159,81 @@ class Primary {
   }
 
   private fork(slot: Slot): void {
+    this.seat(slot, this.spawn(false));
+  }
+
+  private seat(slot: Slot, worker: Worker): void {
     slot.restart = null;
+    slot.worker = worker;
+    slot.startedAt = Date.now();
+  }
+
+  private spawn(standby: boolean): Worker {
     // The same generated secrets in every worker: the Admin key printed once, the bundle token OPA presents to any of them.
     const worker = cluster.fork({
       SERVICE_ADMIN_API_KEY: this.config.adminApiKey,
       POLICY_BUNDLE_TOKEN: this.config.policyBundleToken,
+      [STANDBY_ENV]: standby ? '1' : '0',
     });
-    slot.worker = worker;
-    slot.startedAt = Date.now();
     worker.on('message', (message: unknown) => {
       if (isWorkerMessage(message)) void this.receive(worker, message);
     });
-    worker.once('exit', (code, signal) => this.exited(slot, worker, code, signal));
+    worker.once('exit', (code, signal) => {
+      const slot = this.slots.find((each) => each.worker === worker);
+      if (slot) this.exited(slot, worker, code, signal);
+      else if (this.standby?.worker === worker) this.standbyExited(code, signal);
+    });
+    return worker;
+  }
+
+  /** Keeps one loaded worker in reserve, once every place is served (its loading would slow a start down). */
+  private forkStandby(): void {
+    if (!this.config.workerStandby || this.stopping || this.standby || this.standbyRetry) return;
+    if (this.up.size < this.config.workers) return;
+    this.standby = { worker: this.spawn(true), loaded: false };
+    this.broadcastWorkers();
+  }
+
+  private standbyExited(code: number | null, signal: string | null): void {
+    this.standby = null;
+    if (this.stopping) return;
+    this.broadcastWorkers();
+    for (const slot of this.awaitingStandby.splice(0)) this.fork(slot);
+    this.log.warn(
+      { reason: signal ? `signal ${signal}` : `code ${code}`, retryInMs: STANDBY_RETRY_MS },
+      'the standby worker stopped; another is forked',
+    );
+    this.standbyRetry = setTimeout(() => {
+      this.standbyRetry = null;
+      this.forkStandby();
+    }, STANDBY_RETRY_MS);
+  }
+
+  /**
+   * A dead worker's place: to the standby (it only has to open the store and listen), as soon as
+   * it has loaded its code; else to a new worker.
+   */
+  private replace(slot: Slot): void {
+    const standby = this.standby;
+    if (!standby?.worker.isConnected()) this.fork(slot);
+    else if (standby.loaded) this.promote(slot, standby.worker);
+    else this.awaitingStandby.push(slot);
+  }
+
+  private promote(slot: Slot, worker: Worker): void {
+    this.standby = null;
+    this.seat(slot, worker);
+    this.send(worker, { kind: 'arbiter:start' });
+  }
+
+  /** The standby has loaded its code: a place that waits for it gets it, any other waiting one a new worker. */
+  private standbyLoaded(worker: Worker): void {
+    if (this.standby?.worker !== worker) return;
+    this.standby.loaded = true;
+    const [first, ...others] = this.awaitingStandby.splice(0);
+    if (first) this.promote(first, worker);
+    for (const slot of others) this.fork(slot);
+    this.broadcastWorkers();
   }
 
   private async receive(worker: Worker, message: WorkerMessage): Promise<void> {
@@ -169,6 +252,9 @@ class Primary {
         return;
       case 'arbiter:registry':
         this.registryReplies.get(message.id)?.(message.metrics);
+        return;
+      case 'arbiter:standing-by':
+        this.standbyLoaded(worker);
         return;
     }
   }
@@ -215,7 +301,18 @@ class Primary {
     this.listening ??= listening;
     this.everReady = true;
     this.broadcastWorkers();
-    if (this.up.size === this.config.workers) this.allReady();
+    const slot = this.slots.find((each) => each.worker === worker);
+    if (slot?.diedAt) {
+      this.log.info(
+        { worker: worker.id, pid, msSinceDeath: Date.now() - slot.diedAt },
+        "a dead worker's replacement answers requests",
+      );
+      slot.diedAt = null;
+    }
+    if (this.up.size === this.config.workers) {
+      this.allReady();
+      this.forkStandby();
+    }
   }
 
   /** Each revision compiled once, however many workers ask (they all ask within the same second). */
@@ -284,6 +381,7 @@ class Primary {
       this.startFailed(new Error(`worker ${worker.id} exited with ${reason} before any worker was ready`));
       return;
     }
+    slot.diedAt ??= Date.now();
     if (Date.now() - slot.startedAt > STABLE_RUN_MS) slot.crashes = 0;
     const delay = Math.min(MAX_RESTART_DELAY_MS, FIRST_RESTART_DELAY_MS * 2 ** slot.crashes);
     slot.crashes += 1;
@@ -292,11 +390,12 @@ class Primary {
       { worker: worker.id, pid: worker.process.pid, reason, restartInMs: delay },
       'a worker stopped unexpectedly; the others answer until its replacement is up',
     );
-    slot.restart = setTimeout(() => this.fork(slot), delay);
+    slot.restart = setTimeout(() => this.replace(slot), delay);
   }
 
   private broadcastWorkers(): void {
-    this.broadcast({ kind: 'arbiter:workers', configured: this.config.workers, up: [...this.up.values()] });
+    const standby = !this.standby ? 'none' : this.standby.loaded ? 'ready' : 'loading';
+    this.broadcast({ kind: 'arbiter:workers', configured: this.config.workers, up: [...this.up.values()], standby });
   }
 
   private broadcast(message: PrimaryMessage): void {
@@ -312,6 +411,7 @@ class Primary {
     if (this.stopping) return;
     this.stopping = true;
     for (const slot of this.slots) if (slot.restart) clearTimeout(slot.restart);
+    if (this.standbyRetry) clearTimeout(this.standbyRetry);
     const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
     await Promise.all(workers.map((worker) => this.stopWorker(worker)));
     await this.opaStarting?.catch(() => null);

@@ -14,11 +14,15 @@ export interface WorkerStatus {
   since: string;
 }
 
+export type StandbyState = 'loading' | 'ready' | 'none';
+
 /** What /healthz says of the workers of this machine. */
 export interface WorkersReport {
   configured: number;
   /** The workers answering requests now. */
   up: WorkerStatus[];
+  /** The worker kept to take a dead one's place: loading its code, ready to start, or none (being forked again). */
+  standby: StandbyState;
   /** The worker that answered this request. */
   answeredBy: { id: number; pid: number };
 }
@@ -41,7 +45,9 @@ export type WorkerMessage =
   /** The metrics of every worker, summed (for GET /metrics). */
   | { kind: 'arbiter:metrics'; id: number }
   /** The answer to the primary's `arbiter:registry`: this worker's metrics as prom-client's JSON. */
-  | { kind: 'arbiter:registry'; id: number; metrics: unknown[] };
+  | { kind: 'arbiter:registry'; id: number; metrics: unknown[] }
+  /** A standby worker has loaded its code and waits for `arbiter:start` (it does not listen yet). */
+  | { kind: 'arbiter:standing-by' };
 
 /** Primary → worker. */
 export type PrimaryMessage =
@@ -51,13 +57,18 @@ export type PrimaryMessage =
    */
   | { kind: 'arbiter:opa'; opa: OpaLocation | null; error?: string }
   /** The workers that are up, after every change. */
-  | { kind: 'arbiter:workers'; configured: number; up: WorkerStatus[] }
+  | { kind: 'arbiter:workers'; configured: number; up: WorkerStatus[]; standby: StandbyState }
   | { kind: 'arbiter:compiled'; id: number; build: WasmBuild | { error: string } }
   | { kind: 'arbiter:metrics'; id: number; text: string | null; error?: string }
   /** Send your metrics (prom-client's JSON of your registry). */
   | { kind: 'arbiter:registry'; id: number }
   /** Stop: drain the requests in flight (their audit entries written), close, exit. */
-  | { kind: 'arbiter:stop' };
+  | { kind: 'arbiter:stop' }
+  /** To a standby worker: take the place of a worker that died (open the store, listen, serve). */
+  | { kind: 'arbiter:start' };
+
+/** Set in the environment of a worker forked as a standby (see src/workers/primary.ts). */
+export const STANDBY_ENV = 'ARBITER_WORKER_STANDBY';
 
 export function isWorkerMessage(message: unknown): message is WorkerMessage {
   return hasArbiterKind(message);

@@ -11,7 +11,7 @@ import {
   type PrimaryMessage,
   type WorkerMessage,
   type WorkersReport,
-  type WorkerStatus,
+  STANDBY_ENV,
 } from './protocol.js';
 
 /** A compilation takes a second or two; a worker waits this long before asking OPA instead. */
@@ -24,11 +24,12 @@ export class WorkerLink {
   private opa: OpaLocation | null = null;
   private opaKnown: Promise<void>;
   private opaArrived: (error?: string) => void = () => undefined;
-  private workers: { configured: number; up: WorkerStatus[] } = { configured: 1, up: [] };
+  private workers: Omit<WorkersReport, 'answeredBy'> = { configured: 1, up: [], standby: 'none' };
   private readonly waiting = new Map<number, (reply: Reply) => void>();
   private nextId = 1;
   private registry: (() => Promise<unknown[]>) | null = null;
   private readonly stopListeners: (() => void)[] = [];
+  private started: (() => void) | null = null;
 
   private constructor(readonly id: number) {
     this.opaKnown = new Promise((resolve, reject) => {
@@ -45,6 +46,23 @@ export class WorkerLink {
   static connect(): WorkerLink {
     if (!cluster.isWorker || !cluster.worker) throw new Error('not a worker process');
     return new WorkerLink(cluster.worker.id);
+  }
+
+  /** Whether the primary forked this worker as a standby (it must wait for `standBy` before it starts). */
+  get isStandby(): boolean {
+    return process.env[STANDBY_ENV] === '1';
+  }
+
+  /**
+   * A standby worker, its code loaded: tells the primary, then resolves 'start' once it is to
+   * take a dead worker's place, or 'stop' when the primary stops (or is gone) first.
+   */
+  standBy(): Promise<'start' | 'stop'> {
+    return new Promise((resolve) => {
+      this.started = () => resolve('start');
+      this.onStop(() => resolve('stop'));
+      this.send({ kind: 'arbiter:standing-by' });
+    });
   }
 
   /** Tells the primary where this worker listens; resolves once the machine's OPA is known (it starts it for the first worker). */
@@ -110,13 +128,17 @@ export class WorkerLink {
         this.opaArrived(message.error);
         return;
       case 'arbiter:workers':
-        this.workers = { configured: message.configured, up: message.up };
+        this.workers = { configured: message.configured, up: message.up, standby: message.standby };
         return;
       case 'arbiter:registry':
         void this.sendRegistry(message.id);
         return;
       case 'arbiter:stop':
         this.stopListeners.forEach((stop) => stop());
+        return;
+      case 'arbiter:start':
+        this.started?.();
+        this.started = null;
         return;
       default:
         this.waiting.get(message.id)?.(message);

@@ -182,6 +182,39 @@ describe('Console for operators, in Chromium', function () {
       generatedSecret = rotated;
     });
 
+    it("rotates the secret with a grace from the client's row: both secrets work until the grace ends", async function () {
+      const previous = generatedSecret;
+      await page
+        .getByRole('row', { name: /gen-app/ })
+        .getByRole('button', { name: /^Rotate secret/ })
+        .click();
+      await form().getByRole('heading', { name: 'Rotate the secret of gen-app' }).waitFor();
+      await expectAccessible('the rotation form');
+      const grace = form().getByLabel('Keep the previous secret valid for (seconds)');
+      await grace.fill('-5');
+      await form().getByRole('button', { name: 'Rotate' }).click();
+      await form()
+        .getByText(/^Not rotated: .*graceSeconds/)
+        .waitFor();
+      await grace.fill('600');
+      const [sent] = await bodiesSent('POST', /^\/admin\/api\/clients\/gen-app\/secret$/, async () => {
+        await form().getByRole('button', { name: 'Rotate' }).click();
+        await page.getByText(/^Rotated the secret of gen-app: the previous one is valid until/).waitFor();
+      });
+      expect(sent).to.deep.equal({ graceSeconds: 600 });
+      const rotated = (await page.getByRole('alert').locator('code').textContent()) ?? '';
+      expect(rotated)
+        .to.match(/^[A-Za-z0-9]{43}$/)
+        .and.not.equal(previous);
+      expect((await clientCredentials(server, 'gen-app', previous, { scope: 'read' })).status).to.equal(200);
+      expect((await clientCredentials(server, 'gen-app', rotated, { scope: 'read' })).status).to.equal(200);
+      // A rotation without grace ends the previous one's at once.
+      const again = await server.admin('POST', '/clients/gen-app/secret', { graceSeconds: 0 });
+      expect((await clientCredentials(server, 'gen-app', previous, { scope: 'read' })).status).to.equal(401);
+      expect((await clientCredentials(server, 'gen-app', rotated, { scope: 'read' })).status).to.equal(401);
+      generatedSecret = again.body.generatedClientSecret;
+    });
+
     it('offers no secret to a public client and sends none', async function () {
       await page.getByRole('button', { name: 'New client' }).click();
       await field('clientId').fill('spa-app');

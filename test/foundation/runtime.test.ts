@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +11,37 @@ describe('Runtime and build', function () {
   it('runs on a supported Node.js LTS (22 or later), whatever Node the machine has', function () {
     const major = Number(process.versions.node.split('.')[0]);
     expect(major, `the suite runs on Node ${process.version}`).to.be.at.least(22);
+  });
+
+  it("`npx arbiter` runs on the project's Node without npm's EBADENGINE warnings, whatever Node runs npm", function () {
+    this.timeout(120_000);
+    // The machine's own Node and npm first (Node 20 on these machines), not the one runtime.sh put on PATH.
+    const machinePath = (process.env.PATH ?? '')
+      .split(':')
+      .filter((dir) => !dir.includes('/.bin/node-'))
+      .join(':');
+    // A fresh npx cache: npx links this package into it on first use, and that is when npm checks `engines`.
+    const cache = mkdtempSync(join(tmpdir(), 'arbiter-npx-'));
+    try {
+      const run = spawnSync('npx', ['--yes', 'arbiter', 'schema-version'], {
+        env: {
+          PATH: machinePath,
+          HOME: process.env.HOME ?? '',
+          npm_config_cache: cache,
+          npm_config_offline: 'true',
+          npm_config_update_notifier: 'false',
+          STORE_URL: 'sqlite::memory:',
+        },
+        encoding: 'utf8',
+        timeout: 110_000,
+      });
+      const output = `${run.stdout}${run.stderr}`;
+      expect(output).not.to.contain('EBADENGINE');
+      expect(run.status, output).to.equal(0);
+      expect(output).to.match(/"release":\d+/);
+    } finally {
+      rmSync(cache, { recursive: true, force: true });
+    }
   });
 
   it('`npm start` serves from the compiled dist/ (the console too) on a supported Node, without the unsupported-runtime warning', async function () {

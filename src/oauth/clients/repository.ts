@@ -16,7 +16,15 @@ export function clientSecretHashing(sealer: Sealer): SecretHashing {
 const CLIENTS = definitionFor('clients')!;
 
 /** What the store and the repository add to a client's fields: never part of a body written through the repository. */
-export const STORE_FIELDS = ['id', 'tenantId', 'createdAt', 'updatedAt', 'tokenEpoch', 'expiresAt'] as const;
+export const STORE_FIELDS = [
+  'id',
+  'tenantId',
+  'createdAt',
+  'updatedAt',
+  'tokenEpoch',
+  'secretGrace',
+  'expiresAt',
+] as const;
 
 /**
  * The tenant's clients, through the one repository of records (src/records): the Admin API, the

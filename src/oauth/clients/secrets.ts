@@ -1,11 +1,13 @@
 import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
 import { hash, verify } from '@node-rs/bcrypt';
 import { LRUCache } from 'lru-cache';
-import type Provider from 'oidc-provider';
+import Provider from 'oidc-provider';
+import type { AuditState } from '../../audit/index.js';
+import { HttpError, badRequest, notFound } from '../../http/errors.js';
 import { isBcryptHash } from '../../http/validation.js';
 import type { Sealer, Store } from '../../store/index.js';
 import { compareClientSecretsWith } from '../internals.js';
-import { clientsCollection } from './records.js';
+import { clientRecordSeenByRequest, clientsCollection, findClientRecord, type ClientRecord } from './records.js';
 
 /** The BCrypt cost of the secrets Arbiter hashes itself (an operator's secret given in clear). */
 export const SECRET_HASH_COST = 10;
@@ -164,9 +166,114 @@ export async function verifyClientSecret(
   return true;
 }
 
-/** oidc-provider compares plain strings; Arbiter's clients hold hashes and digests (internals.ts, item 3). */
+/**
+ * The longest a rotated secret may stay valid beside its successor: 30 days, time enough to
+ * redeploy every replica of a client; a longer overlap is two long-lived secrets, not a rotation.
+ */
+export const MAX_SECRET_GRACE_SECONDS = 30 * 24 * 60 * 60;
+
+/** Which of its secrets a client presented: its current one, or the one a rotation replaced (in its grace). */
+export type SecretUsed = 'current' | 'previous';
+
+type SecretHolder = Pick<ClientRecord, 'clientId' | 'clientSecret' | 'secretGrace'>;
+
+/**
+ * The replaced secret a client may still present: only until its grace ends, and only while the
+ * record's secret is still the one that rotation made (a later rotation, or a secret typed in
+ * through the Admin API, ends it at once). Read from the record on every request, so no cached
+ * verification of it outlives the grace, on any worker or node.
+ */
+function graceSecret(record: SecretHolder, now = Date.now()): string | null {
+  const grace = record.secretGrace;
+  return grace && grace.until > now && grace.successor === record.clientSecret ? grace.previous : null;
+}
+
+/**
+ * Which of the client's secrets `presented` is: its current secret, else the previous one while
+ * its grace lasts; null for neither. The request's audit entry says which, when a grace is in
+ * force (`result.clientSecret`), so that an operator sees who still uses the old one.
+ */
+export async function clientSecretUsed(
+  secretsOf: ClientSecretsOf,
+  record: SecretHolder,
+  presented: string,
+  audit?: AuditState,
+): Promise<SecretUsed | null> {
+  const previous = graceSecret(record);
+  let used: SecretUsed | null = null;
+  if (
+    typeof record.clientSecret === 'string' &&
+    (await verifyClientSecret(secretsOf, record.clientId, presented, record.clientSecret))
+  )
+    used = 'current';
+  else if (previous && (await clientSecrets.verify(secretsOf.sealer, record.clientId, presented, previous)))
+    used = 'previous';
+  if (used && previous && audit?.audit) audit.audit.result = { ...audit.audit.result, clientSecret: used };
+  return used;
+}
+
+/**
+ * oidc-provider compares plain strings; Arbiter's clients hold hashes and digests (internals.ts,
+ * item 3). The record this request's client lookup found holds the grace secret, if any.
+ */
 export function compareHashedClientSecrets(provider: Provider, secretsOf: ClientSecretsOf): void {
-  compareClientSecretsWith(provider, (clientId, presented, stored) =>
-    verifyClientSecret(secretsOf, clientId, presented, stored),
+  compareClientSecretsWith(provider, async (clientId, presented, stored) => {
+    const record =
+      clientRecordSeenByRequest(clientId) ?? (await findClientRecord(secretsOf.store, secretsOf.tenant, clientId));
+    // The secret oidc-provider holds is the one compared: the record only adds its grace secret.
+    const holder = {
+      clientId,
+      clientSecret: stored,
+      secretGrace: record?.clientSecret === stored ? record.secretGrace : null,
+    };
+    const state = (Provider.ctx?.state ?? {}) as AuditState;
+    return (await clientSecretUsed(secretsOf, holder, presented, state)) !== null;
+  });
+}
+
+/** What a rotation answers: the new secret (shown this once) and until when the previous one is valid. */
+export interface RotatedSecret {
+  clientId: string;
+  secret: string;
+  previousValidUntil: Date | null;
+}
+
+/**
+ * A new generated secret for a confidential client; the previous one stays valid for
+ * `graceSeconds` (0: not at all), kept as it was stored (a digest or a hash, never in clear). A
+ * second rotation replaces the grace secret. Compare and set on the stored secret: of two
+ * rotations at once one wins, the other is a 409 (its secret was never valid).
+ */
+export async function rotateClientSecret(
+  { store, sealer, tenant }: ClientSecretsOf,
+  clientId: string,
+  graceSeconds: number,
+  inTenant: string,
+): Promise<RotatedSecret> {
+  const clients = clientsCollection(store, tenant);
+  const client = await clients.findOne({ clientId });
+  if (!client) throw notFound(`no clients record ${JSON.stringify(clientId)}${inTenant}`);
+  if (client.clientType !== 'confidential' || typeof client.clientSecret !== 'string')
+    throw badRequest(
+      `client ${JSON.stringify(clientId)} has no secret to rotate (it is not a confidential client with a secret)`,
+    );
+  const secret = generateClientSecret();
+  const successor = generatedSecretDigest(sealer, secret);
+  const until = graceSeconds > 0 ? Date.now() + graceSeconds * 1000 : null;
+  const rotated = await clients.update(
+    client.id,
+    {
+      clientSecret: successor,
+      secretGrace: until === null ? null : { previous: client.clientSecret, until, successor },
+      updatedAt: new Date().toISOString(),
+    },
+    { clientSecret: client.clientSecret },
   );
+  if (!rotated)
+    throw new HttpError(
+      409,
+      'conflict',
+      `the secret of ${JSON.stringify(clientId)} changed meanwhile: nothing was rotated; try again`,
+    );
+  return { clientId, secret, previousValidUntil: until === null ? null : new Date(until) };
 }

@@ -7,7 +7,7 @@ import { bearerToken, insufficientScope, invalidToken } from '../../http/bearer.
 import type { Sealer, Store } from '../../store/index.js';
 import { clientsCollection } from '../clients/records.js';
 import { withTenantHint } from './tenant-hint.js';
-import { verifyClientSecret } from '../clients/secrets.js';
+import { clientSecretUsed } from '../clients/secrets.js';
 import { findTokenByValue } from '../internals.js';
 import { looksLikeJwtAccessToken } from '../token/jwt-access-tokens.js';
 import type { Tenant } from '../../tenancy/index.js';
@@ -102,11 +102,11 @@ export function clientCallers(store: Store, sealer: Sealer): ClientCallers {
     if (clientId) await guardCredential(ctx, clientIdentity(ctx.state.tenant.name, clientId));
     const record =
       clientId && secret ? await clientsCollection(store, ctx.state.tenant.name).findOne({ clientId }) : null;
-    const stored = record?.enabled !== false && record?.clientType === 'confidential' ? record.clientSecret : null;
+    const usable = record?.enabled !== false && record?.clientType === 'confidential' ? record : null;
     if (
-      !stored ||
+      !usable?.clientSecret ||
       secret!.length > 256 ||
-      !(await verifyClientSecret({ store, sealer, tenant: ctx.state.tenant.name }, clientId!, secret!, stored))
+      !(await clientSecretUsed({ store, sealer, tenant: ctx.state.tenant.name }, usable, secret!, ctx.state))
     )
       throw invalidClient(ctx, withTenantHint(ctx, 'client authentication failed'));
     return { clientId: clientId!, method: 'client_secret_basic' };

@@ -99,6 +99,18 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
             )
           : null,
         REVOKES_TOKENS.has(definition.path) ? revokeTokensButton(record) : null,
+        definition.path === 'clients' && record.clientType === 'confidential'
+          ? h(
+              'button',
+              {
+                type: 'button',
+                class: 'secondary',
+                'aria-label': `Rotate secret of ${key}`,
+                onclick: () => openRotation(record),
+              },
+              'Rotate secret',
+            )
+          : null,
         remove,
       ),
     );
@@ -127,6 +139,82 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
     };
     button.addEventListener('click', detached(revoke));
     return button;
+  }
+
+  /**
+   * POST /clients/{clientId}/secret: a new secret, shown once; the previous one stays valid for
+   * the seconds given, so that every replica of the client can change over.
+   */
+  function openRotation(record: AdminRecord): void {
+    const key = keyOf(record);
+    const headingId = uniqueId('rotate-title');
+    const graceId = uniqueId('grace');
+    const formStatus = statusLine();
+    const grace = h('input', {
+      id: graceId,
+      name: 'graceSeconds',
+      type: 'number',
+      min: '0',
+      max: String(MAX_GRACE_SECONDS),
+      step: '1',
+      value: '3600',
+      inputmode: 'numeric',
+      'aria-describedby': `${graceId}-hint`,
+    }) as HTMLInputElement;
+    const form = h(
+      'form',
+      { novalidate: true, 'aria-labelledby': headingId, class: 'record-form' },
+      h('h3', { id: headingId, tabindex: -1 }, `Rotate the secret of ${key}`),
+      h(
+        'div',
+        { class: 'field' },
+        h('label', { for: graceId }, 'Keep the previous secret valid for (seconds)'),
+        grace,
+        h(
+          'p',
+          { id: `${graceId}-hint`, class: 'hint' },
+          'Time for every replica of the client to change over; 0 stops the previous secret at once (at most 30 days).',
+        ),
+      ),
+      formStatus,
+      h(
+        'div',
+        { class: 'buttons' },
+        h('button', { type: 'submit' }, 'Rotate'),
+        h('button', { type: 'button', class: 'secondary', onclick: () => replace(formArea) }, 'Cancel'),
+      ),
+    );
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      void rotate(key, grace, formStatus);
+    });
+    replace(formArea, form);
+    form.querySelector('h3')?.focus();
+  }
+
+  async function rotate(key: string, grace: HTMLInputElement, formStatus: HTMLElement): Promise<void> {
+    const graceSeconds = Number(grace.value === '' ? 0 : grace.value);
+    try {
+      const rotated = await api<AdminRecord & { previousSecretValidUntil: string | null }>(
+        'POST',
+        `/clients/${encodeURIComponent(key)}/secret`,
+        { graceSeconds },
+      );
+      const secret = shownOnce(definition, rotated, key);
+      replace(formArea, secret);
+      const until = rotated.previousSecretValidUntil;
+      say(
+        status,
+        until
+          ? `Rotated the secret of ${key}: the previous one is valid until ${new Date(until).toISOString()}.`
+          : `Rotated the secret of ${key}: the previous one no longer works.`,
+        'ok',
+      );
+      (secret?.querySelector('p') as HTMLElement | null)?.focus();
+    } catch (error) {
+      say(formStatus, `Not rotated: ${error instanceof ApiError ? error.message : (error as Error).message}`, 'error');
+      grace.focus();
+    }
   }
 
   /** Two steps, in the page (no modal dialog): the first click asks, the second deletes. */
@@ -254,6 +342,9 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
     list.element,
   );
 }
+
+/** The longest grace a rotated client secret may have (src/oauth/clients/secrets.ts: 30 days). */
+const MAX_GRACE_SECONDS = 30 * 24 * 60 * 60;
 
 /** The collections whose records have their tokens revoked on request (src/admin/token-revocation.ts). */
 const REVOKES_TOKENS = new Set(['clients', 'subjects']);
