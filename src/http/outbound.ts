@@ -100,6 +100,22 @@ export function outboundOptionsOf(config: {
   };
 }
 
+/** The outbound clients made so far, by their options: see `sharedOutbound`. */
+const sharedOutbounds = new Map<string, Outbound>();
+
+/**
+ * The outbound client for `options`, made once per process and shared by its callers: what each
+ * tenant's provider builds (its jwks_uri fetches, its client metadata documents) does not depend
+ * on the tenant, and a client holds no connection between requests (no keep-alive), so a thousand
+ * tenants need not hold a thousand pairs of agents.
+ */
+export function sharedOutbound(options: OutboundOptions): Outbound {
+  const key = JSON.stringify([options.allowInsecureLoopback, options.timeoutMs, options.maxResponseBytes]);
+  let outbound = sharedOutbounds.get(key);
+  if (!outbound) sharedOutbounds.set(key, (outbound = createOutbound(options)));
+  return outbound;
+}
+
 export function createOutbound(options: OutboundOptions): Outbound {
   // Own agents without keep-alive: every request opens a connection through the guarded
   // lookup, and no socket opened by unguarded code is ever reused.

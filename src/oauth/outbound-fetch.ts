@@ -1,4 +1,4 @@
-import { createOutbound, outboundOptionsOf } from '../http/outbound.js';
+import { outboundOptionsOf, sharedOutbound } from '../http/outbound.js';
 import type { ConfigurationSlice } from './context.js';
 
 /**
@@ -6,5 +6,5 @@ import type { ConfigurationSlice } from './context.js';
  * and signed requests) goes through Arbiter's one guarded outbound client (src/http/outbound.ts).
  */
 export const outboundFetch: ConfigurationSlice = ({ config }) => ({
-  fetch: createOutbound(outboundOptionsOf(config)).fetch as never,
+  fetch: sharedOutbound(outboundOptionsOf(config)).fetch as never,
 });

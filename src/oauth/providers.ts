@@ -20,9 +20,10 @@ interface MountedProvider {
  * ''), one reached at /t/<tenant> under its own (basePath `/t/<tenant>`): two instances over the
  * same records and keys. At most `maxTenants` instances, and `maxTenants` tenants' keys, are kept
  * (least recently used go first), and none that no request used for `idleMs`, so that the memory
- * of tenants gone quiet returns (about 120 KB of heap and 300 KB of RSS per instance, measured
- * with bench/curve.ts); an evicted tenant's provider is simply built again (a few ms of CPU),
- * since everything it needs lives in the store.
+ * of tenants gone quiet returns (about 100 KB of heap per instance, measured with
+ * bench/tenant-cost.ts; 1,000 built tenants: ~130 MB of RSS over one, bench/curve.ts); an
+ * evicted tenant's provider is simply built again (a few ms of CPU), since everything it needs
+ * lives in the store.
  *
  * A tenant's keys are read from the store once per revision (not per request), which is why a
  * request's provider is made ready by `prepare()` before any step asks for it: the steps ask

@@ -13,17 +13,22 @@ export interface Pace {
 export const EVENT_LOOP_PACE: Pace = { maxPerStep: 1000, stepBudgetMs: 5 };
 
 /**
- * A step never shrinks below this: on a loaded machine every step looks slow (the thread waits for
- * a core), and steps of a few rows, each followed by a pause, would make a large purge last hours.
+ * A step never shrinks below this many rows (or pages). Small on purpose: the pause after a step
+ * is as long as the step, so small steps cost a purge little of its pace (the rows' own cost
+ * dominates; on a machine at load 20+, 1M rows took ~17 minutes against ~12 with a floor of 250),
+ * while a step of 16 rows on a loaded machine holds the requests for milliseconds where one of
+ * 250 held them for up to half a second (bench/curve-store.ts).
  */
-const MIN_PER_STEP = 250;
+const MIN_PER_STEP = 16;
 
 /**
  * Runs `step(limit)` (which does at most `limit` rows and says how many it did) until a step does
- * fewer than its limit: nothing is left. Returns the sum. The limit shrinks while steps take longer
- * than the budget and grows back while they take less; between two steps the event loop gets at
- * least as long as the step took (a timer, so that pending I/O runs), so requests keep at least half
- * the time however much there is to delete, and a step never holds them beyond its budget for long.
+ * fewer than its limit: nothing is left. Returns the sum. After a step slower than the budget, the
+ * next one is sized from the rate just measured to fit the budget (not merely halved: on a loaded
+ * machine a step can take 100 times its budget); after one faster than half of it, the limit
+ * doubles back. Between two steps the event loop gets at least as long as the step took (a timer,
+ * so that pending I/O runs), so requests keep at least half the time however much there is to
+ * delete, and a step never holds them beyond its budget for long.
  */
 export async function inPacedSteps(step: (limit: number) => Promise<number>, pace: Pace): Promise<number> {
   let limit = pace.maxPerStep;
@@ -34,8 +39,14 @@ export async function inPacedSteps(step: (limit: number) => Promise<number>, pac
     const took = performance.now() - started;
     done += did;
     if (did < limit) return done;
-    if (took > pace.stepBudgetMs) limit = Math.max(MIN_PER_STEP, Math.floor(limit / 2));
-    else if (took < pace.stepBudgetMs / 2) limit = Math.min(pace.maxPerStep, limit * 2);
+    limit = nextLimit(limit, took, pace);
     await sleep(Math.max(1, Math.ceil(took)));
   }
+}
+
+/** The limit of the step after one of `limit` rows that took `took` ms. */
+function nextLimit(limit: number, took: number, pace: Pace): number {
+  if (took > pace.stepBudgetMs) return Math.max(MIN_PER_STEP, Math.floor((limit * pace.stepBudgetMs) / took));
+  if (took < pace.stepBudgetMs / 2) return Math.min(pace.maxPerStep, limit * 2);
+  return limit;
 }

@@ -1,6 +1,6 @@
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../../../config/index.js';
-import { createOutbound, outboundOptionsOf, type Outbound } from '../../../http/outbound.js';
+import { outboundOptionsOf, sharedOutbound, type Outbound } from '../../../http/outbound.js';
 import type { Logger } from '../../../log/index.js';
 import type { GrantedResource, PolicyEngine } from '../../../policy/index.js';
 import { HttpError } from '../../../http/errors.js';
@@ -55,20 +55,23 @@ export function createClientDocuments({
   sealer,
 }: ClientDocumentsOptions): ClientDocuments {
   const outboundOptions = outboundOptionsOf(config);
-  const secure = createOutbound(outboundOptions);
+  const secure = sharedOutbound(outboundOptions);
   // http://localhost and http://127.0.0.1 only, and only under the flag: the guard is relaxed for
   // those two hosts alone (redirects are refused, so a fetch cannot wander elsewhere).
   const insecureLocal = config.cimdAllowInsecureLocalhost
-    ? createOutbound({ ...outboundOptions, allowInsecureLoopback: true })
+    ? sharedOutbound({ ...outboundOptions, allowInsecureLoopback: true })
     : undefined;
-  const cache = new LRUCache<string, CacheEntry>({ max: CACHE_MAX });
+  // Made at the tenant's first document: an LRUCache sets aside room for all its entries when made
+  // (about 20 KB for 1,000), and most tenants never see a document client.
+  let documents: LRUCache<string, CacheEntry> | undefined;
+  const cache = () => (documents ??= new LRUCache<string, CacheEntry>({ max: CACHE_MAX }));
   const inFlight = new Map<string, Promise<ClientDocument | undefined>>();
   const clients = clientRepository(store, sealer);
   const tenantId = tenant === DEFAULT_TENANT ? null : tenant;
 
   /** The document for `clientId`, from the cache while fresh, else fetched (one fetch at a time per URL). */
   async function currentDocument(clientId: string): Promise<ClientDocument | undefined> {
-    const cached = cache.get(clientId);
+    const cached = documents?.get(clientId);
     if (cached && cached.expiresAt > Date.now()) return cached.document;
     let pending = inFlight.get(clientId);
     if (!pending) {
@@ -106,8 +109,8 @@ export function createClientDocuments({
 
   function remember(clientId: string, document: ClientDocument | undefined, ttlMs: number): ClientDocument | undefined {
     const ttl = document ? ttlMs : Math.min(ttlMs, NEGATIVE_TTL_MS);
-    if (ttl > 0) cache.set(clientId, { document, expiresAt: Date.now() + ttl });
-    else cache.delete(clientId);
+    if (ttl > 0) cache().set(clientId, { document, expiresAt: Date.now() + ttl });
+    else documents?.delete(clientId);
     return document;
   }
 
@@ -155,7 +158,7 @@ export function createClientDocuments({
     async resolve(clientId, existing) {
       if (!looksLikeDocumentUrl(clientId)) return undefined;
       if (existing && existing.registrationType !== 'cimd') return undefined;
-      const fresh = cache.get(clientId);
+      const fresh = documents?.get(clientId);
       const wasCached = fresh !== undefined && fresh.expiresAt > Date.now();
       const document = await currentDocument(clientId);
       if (!document) return undefined;

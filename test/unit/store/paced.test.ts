@@ -1,0 +1,44 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { expect } from 'chai';
+import { EVENT_LOOP_PACE, inPacedSteps } from '../../../src/store/index.js';
+
+/** A chore of `rows` rows costing `msPerRow` each (a timer: wall time, as a loaded machine's step), recording each step's limit. */
+function slowChore(rows: number, msPerRow: number) {
+  const limits: number[] = [];
+  let left = rows;
+  const step = async (limit: number) => {
+    limits.push(limit);
+    const did = Math.min(limit, left);
+    left -= did;
+    await sleep(did * msPerRow);
+    return did;
+  };
+  return { limits, step };
+}
+
+describe('paced steps (purges and vacuum on the event loop)', () => {
+  it('sizes the step after a slow one to the budget from the measured rate, not to half of it', async () => {
+    // 0.2 ms a row: the first step of 1,000 takes 200 ms, 40 times the budget.
+    const { limits, step } = slowChore(1_200, 0.2);
+    expect(await inPacedSteps(step, EVENT_LOOP_PACE)).to.equal(1_200);
+    expect(limits[0]).to.equal(EVENT_LOOP_PACE.maxPerStep);
+    // 5 ms at 0.2 ms a row is 25 rows; a slower timer on a loaded machine makes it smaller still, never above.
+    expect(limits[1], `limits ${limits.join(', ')}`).to.be.at.most(50);
+    expect(Math.min(...limits)).to.be.at.least(16);
+  });
+
+  it('grows the step back while steps take less than half the budget', async () => {
+    const limits: number[] = [];
+    let calls = 0;
+    const step = async (limit: number) => {
+      limits.push(limit);
+      calls += 1;
+      // Slow first (a loaded moment), then instant: the limit climbs back to its maximum.
+      if (calls === 1) await sleep(100);
+      return calls < 12 ? limit : 0;
+    };
+    await inPacedSteps(step, EVENT_LOOP_PACE);
+    expect(limits[1]).to.be.below(100);
+    expect(limits[limits.length - 1]).to.equal(EVENT_LOOP_PACE.maxPerStep);
+  });
+});
