@@ -97,6 +97,11 @@ export class CompactAuditEntries implements TenantCollection<AuditEntry> {
     return this.expand(await this.raw.find(filter, options));
   }
 
+  /** Entries as stored (not expanded): for a count that reads them. */
+  findStored(filter?: Filter, options?: FindOptions): Promise<AuditEntry[]> {
+    return this.raw.find(filter, options);
+  }
+
   count(filter?: Filter, search?: TextSearch, atMost?: number): Promise<number> {
     return this.raw.count(filter, search, atMost);
   }

@@ -55,6 +55,8 @@ export interface AuditPageQuery {
   sort: { field: string; direction: 'asc' | 'desc' };
   /** Where the page starts: the previous page's nextCursor (of the same filter and sort); else `page`. */
   cursor?: AuditCursor;
+  /** Only the entries created from `from` to `to` (ISO 8601 instants as toISOString writes them, both included); the page is then sorted by createdAt. */
+  range?: { from?: string; to?: string };
 }
 
 export interface AuditPage {
@@ -469,6 +471,7 @@ export class AuditLog {
     const filter: Filter = Object.fromEntries(
       Object.entries(query.filter).filter(([, value]) => value !== undefined),
     ) as Filter;
+    if (query.range) return this.pageInRange(filter, query, query.range);
     const start = query.cursor
       ? { startAt: query.cursor.at, skip: query.cursor.seen }
       : { skip: query.page * query.size };
@@ -477,18 +480,63 @@ export class AuditLog {
       this.entries.count(filter, undefined, AUDIT_COUNT_CAP + 1),
     ]);
     const content = found.slice(0, query.size);
-    const totalElements = Math.min(counted, AUDIT_COUNT_CAP);
-    return {
-      content,
-      totalElements,
-      totalPages: Math.ceil(totalElements / query.size),
-      number: query.page,
-      size: query.size,
-      totalElementsCapped: counted > AUDIT_COUNT_CAP,
-      nextCursor: found.length > query.size ? nextCursorOf(content, query) : null,
-    };
+    return pageOf(content, counted, query, found.length > query.size ? nextCursorOf(content, query) : null);
+  }
+
+  /**
+   * A page of the entries created within `range`, by keyset on createdAt (the sort's direction
+   * kept): it starts at the range's near end (or the cursor) and stops at its far end. Stores
+   * filter by equality only, so the count reads the range's entries (stored form), up to AUDIT_COUNT_CAP.
+   */
+  private async pageInRange(
+    filter: Filter,
+    query: AuditPageQuery,
+    range: { from?: string; to?: string },
+  ): Promise<AuditPage> {
+    const sort = { field: 'createdAt', direction: query.sort.direction };
+    const [near, far] = sort.direction === 'desc' ? [range.to, range.from] : [range.from, range.to];
+    const within = (entry: { createdAt: string }) =>
+      far === undefined || (sort.direction === 'desc' ? entry.createdAt >= far : entry.createdAt <= far);
+    const start = query.cursor
+      ? { startAt: query.cursor.at, skip: query.cursor.seen }
+      : { ...(near === undefined ? {} : { startAt: near }), skip: query.page * query.size };
+    const [found, counted] = await Promise.all([
+      this.entries.find(filter, { sort, ...start, limit: query.size + 1 }),
+      this.countWithin(filter, sort, near, within),
+    ]);
+    const inRange = takeWhile(found, within);
+    const content = inRange.slice(0, query.size);
+    const sorted = { ...query, sort };
+    return pageOf(content, counted, sorted, inRange.length > query.size ? nextCursorOf(content, sorted) : null);
+  }
+
+  private async countWithin(
+    filter: Filter,
+    sort: { field: string; direction: 'asc' | 'desc' },
+    near: string | undefined,
+    within: (entry: { createdAt: string }) => boolean,
+  ): Promise<number> {
+    let counted = 0;
+    let position: AuditCursor | null = near === undefined ? null : { at: near, seen: 0 };
+    while (counted <= AUDIT_COUNT_CAP) {
+      const step = await this.entries.findStored(filter, {
+        sort,
+        ...(position ? { startAt: position.at, skip: position.seen } : {}),
+        limit: RANGE_COUNT_STEP,
+      });
+      const kept = takeWhile(step, within);
+      counted += kept.length;
+      if (kept.length < RANGE_COUNT_STEP) break;
+      const at = kept[kept.length - 1].createdAt;
+      const seen = kept.filter((entry) => entry.createdAt === at).length;
+      position = { at, seen: (position?.at === at ? position.seen : 0) + seen };
+    }
+    return counted;
   }
 }
+
+/** Entries a time range's count reads at a time. */
+const RANGE_COUNT_STEP = 1_000;
 
 /** After the last entry of `content`: its sort value, past every entry of that value shown so far. */
 function nextCursorOf(content: AuditEntry[], query: AuditPageQuery): string | null {
@@ -503,6 +551,24 @@ function nextCursorOf(content: AuditEntry[], query: AuditPageQuery): string | nu
 /** The endpoint is one of `endpoints` or a path below one. */
 function underAny(endpoint: string, endpoints: readonly string[]): boolean {
   return endpoints.some((each) => endpoint === each || endpoint.startsWith(`${each}/`));
+}
+
+function pageOf(content: AuditEntry[], counted: number, query: AuditPageQuery, nextCursor: string | null): AuditPage {
+  const totalElements = Math.min(counted, AUDIT_COUNT_CAP);
+  return {
+    content,
+    totalElements,
+    totalPages: Math.ceil(totalElements / query.size),
+    number: query.page,
+    size: query.size,
+    totalElementsCapped: counted > AUDIT_COUNT_CAP,
+    nextCursor,
+  };
+}
+
+function takeWhile<T>(items: T[], keep: (item: T) => boolean): T[] {
+  const end = items.findIndex((item) => !keep(item));
+  return end === -1 ? items : items.slice(0, end);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -75,6 +75,69 @@ describe('Audit log sized for production', function () {
     });
   });
 
+  describe('GET /audit-logs?from=&to=', function () {
+    const TENANT = 'audit-size-range';
+    let server: TestServer;
+    before(async function () {
+      server = await withServer();
+      // 30 entries a minute apart from 09:00 UTC, in a tenant of their own.
+      await server.store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT).insertMany(
+        Array.from(
+          { length: 30 },
+          (_, n) =>
+            ({
+              id: 970_000_000 + n,
+              createdAt: new Date(Date.UTC(2026, 10, 27, 9, n)).toISOString(),
+              endpoint: '/token',
+              method: 'POST',
+              requestSummary: { status: n % 3 === 0 ? 400 : 200 },
+              outcome: n % 3 === 0 ? 'deny' : 'allow',
+              tenantId: TENANT,
+            }) as unknown as AuditEntry,
+        ),
+      );
+    });
+    const list = (query: string) => server.admin('GET', `/audit-logs?tenantId=${TENANT}&${query}`);
+
+    it('lists the entries of a time range, both ends included, newest first, a keyset page at a time', async function () {
+      const first = await list('from=2026-11-27T09:10:00Z&to=2026-11-27T09:19:00Z&size=4');
+      expect(first.status, JSON.stringify(first.body)).to.equal(200);
+      expect(first.body.totalElements).to.equal(10);
+      const seen = first.body.content.map((entry: AuditEntry) => entry.id);
+      let cursor = first.body.nextCursor;
+      while (cursor) {
+        const next = await list(`from=2026-11-27T09:10:00Z&to=2026-11-27T09:19:00Z&size=4&cursor=${cursor}`);
+        seen.push(...next.body.content.map((entry: AuditEntry) => entry.id));
+        cursor = next.body.nextCursor;
+      }
+      expect(seen).to.deep.equal(Array.from({ length: 10 }, (_, n) => 970_000_019 - n));
+      const oldestFirst = await list('from=2026-11-27T09:25:00Z&to=2026-11-27T12:00:00Z&sort=createdAt,asc');
+      expect(oldestFirst.body.content.map((entry: AuditEntry) => entry.id)).to.deep.equal(
+        Array.from({ length: 5 }, (_, n) => 970_000_025 + n),
+      );
+    });
+
+    it('combines a range with the outcome, and an offset is the instant it names', async function () {
+      const refused = await list('outcome=deny&from=2026-11-27T10:00:00%2B01:00&to=2026-11-27T09:08:00Z');
+      expect(refused.body.content.map((entry: AuditEntry) => entry.id)).to.deep.equal([
+        970_000_006, 970_000_003, 970_000_000,
+      ]);
+      expect(refused.body.totalElements).to.equal(3);
+    });
+
+    it('refuses a time without its zone, an impossible date and a from after its to, with 400 naming the field', async function () {
+      for (const [query, field] of [
+        ['from=2026-11-27T09:00', 'from'],
+        ['to=yesterday', 'to'],
+        ['from=2026-11-27T10:00Z&to=2026-11-27T09:00Z', 'from'],
+      ]) {
+        const { status, body } = await list(query);
+        expect(status, query).to.equal(400);
+        expect(JSON.stringify(body), query).to.include(field);
+      }
+    });
+  });
+
   describe('AUDIT_ALLOWED_COUNTED and AUDIT_ALLOWED_UNRECORDED', function () {
     let server: TestServer;
     let rsSecret: string;
