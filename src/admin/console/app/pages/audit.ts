@@ -53,14 +53,8 @@ export function auditPage(main: HTMLElement): void {
     ),
   );
   // Times as the table shows them: UTC, 24-hour ISO 8601 (a time typed without its zone is taken as UTC).
-  const from = labelled(
-    'From (UTC)',
-    h('input', { type: 'text', name: 'from', placeholder: '2026-11-27T09:00', inputmode: 'numeric' }),
-  );
-  const to = labelled(
-    'To (UTC)',
-    h('input', { type: 'text', name: 'to', placeholder: '2026-11-27T10:00', inputmode: 'numeric' }),
-  );
+  const from = labelled('From (UTC)', h('input', { type: 'text', name: 'from', placeholder: '2026-11-27T09:00' }));
+  const to = labelled('To (UTC)', h('input', { type: 'text', name: 'to', placeholder: '2026-11-27T10:00' }));
   // The console's own page loads are left out unless asked for: what operators did stays in view.
   const consoleReads = h('input', { type: 'checkbox', id: uniqueId('filter'), name: 'consoleReads' });
   let page = 0;
