@@ -8,7 +8,12 @@
 import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
 import { ADMIN_API_KEYS_COLLECTION } from './admin/api-keys.js';
 import { ADMIN_SESSIONS_COLLECTION } from './admin/sign-in.js';
-import { ACTIVITY_COLLECTION, AUDIT_LOG_COLLECTION, LATEST_DECISIONS_COLLECTION } from './audit/index.js';
+import {
+  ACTIVITY_COLLECTION,
+  AUDIT_LOG_COLLECTION,
+  AUDIT_SHAPES_COLLECTION,
+  LATEST_DECISIONS_COLLECTION,
+} from './audit/index.js';
 import { POLICY_HISTORY_COLLECTION } from './admin/index.js';
 import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
 import { POLICY_FAULTS_COLLECTION, SHADOW_COLLECTION } from './policy/index.js';
@@ -29,6 +34,7 @@ export function knownCollections(): CollectionSpec[] {
     AUDIT_LOG_COLLECTION,
     ACTIVITY_COLLECTION,
     LATEST_DECISIONS_COLLECTION,
+    AUDIT_SHAPES_COLLECTION,
     SHADOW_COLLECTION,
     POLICY_FAULTS_COLLECTION,
     UPSTREAM_LOGINS_COLLECTION,

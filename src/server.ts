@@ -166,6 +166,11 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       windowSeconds: config.auditAggregateWindowSeconds,
     },
     retentionDays: config.auditRetentionDays,
+    allowed: {
+      counted: config.auditAllowedCounted,
+      unrecorded: config.auditAllowedUnrecorded,
+      windowSeconds: config.auditAggregateWindowSeconds,
+    },
   });
   // Impact analysis and shadow policies; every recorded live decision is also the shadow's to evaluate.
   const lab = new PolicyLab({
@@ -198,10 +203,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   // Koa answers a failed request itself (ctx.onerror): the promise it returns never rejects.
   handle = (request, response) => void callback(request, response);
   appReady(handle);
-  const purge = setInterval(
-    housekeeping(store, audit, config.auditRetentionDays, log),
-    config.purgeIntervalSeconds * 1000,
-  );
+  const purge = setInterval(housekeeping(store, audit, config, log), config.purgeIntervalSeconds * 1000);
   purge.unref();
   return {
     url,
@@ -253,18 +255,28 @@ const DAY_MS = 86_400_000;
 
 /**
  * Each call purges the expired records, then the audit entries older than AUDIT_RETENTION_DAYS
- * (0 keeps them all). Both go in paced steps (src/store/paced.ts), so a large backlog may outlast
+ * (0 keeps them all), then the oldest beyond AUDIT_RETENTION_MAX_MB (0: no bound). All go in paced steps (src/store/paced.ts), so a large backlog may outlast
  * PURGE_INTERVAL_SECONDS: one run at a time, a call meanwhile does nothing.
  */
-function housekeeping(store: Store, audit: AuditLog, retentionDays: number, log: Logger): () => void {
+function housekeeping(
+  store: Store,
+  audit: AuditLog,
+  { auditRetentionDays: retentionDays, auditRetentionMaxMb: maxMb }: Config,
+  log: Logger,
+): () => void {
   let running = false;
   const run = async () => {
     await store.purgeExpired().catch((error: unknown) => log.warn({ err: error }, 'purge failed'));
-    if (retentionDays === 0) return;
-    await audit.purgeOlderThan(new Date(Date.now() - retentionDays * DAY_MS)).then(
-      (removed) => removed > 0 && log.info({ removed, retentionDays }, 'audit entries past their retention deleted'),
-      (error: unknown) => log.warn({ err: error }, 'audit retention purge failed'),
-    );
+    if (retentionDays > 0)
+      await audit.purgeOlderThan(new Date(Date.now() - retentionDays * DAY_MS)).then(
+        (removed) => removed > 0 && log.info({ removed, retentionDays }, 'audit entries past their retention deleted'),
+        (error: unknown) => log.warn({ err: error }, 'audit retention purge failed'),
+      );
+    if (maxMb > 0)
+      await audit.purgeBeyondSize(maxMb * 1024 * 1024).then(
+        (removed) => removed > 0 && log.info({ removed, maxMb }, 'oldest audit entries beyond the size bound deleted'),
+        (error: unknown) => log.warn({ err: error }, 'audit size purge failed'),
+      );
   };
   return () => {
     if (running) return;

@@ -33,6 +33,7 @@ export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: 
       size: integer(ctx.query.size, 'size', 20, 1, MAX_PAGE_SIZE),
       sort: sortOf(single(ctx.query.sort)),
       cursor: cursorOf(single(ctx.query.cursor)),
+      range: rangeOf(single(ctx.query.from), single(ctx.query.to)),
     });
   });
   // The console's overview: the decisions of the last hour (every worker and node), per minute, and the most denied.
@@ -105,6 +106,27 @@ function sortOf(value: string | undefined): { field: string; direction: 'asc' | 
     });
   }
   return { field, direction: direction.toLowerCase() as 'asc' | 'desc' };
+}
+
+/** An ISO 8601 date, or a date and time with its offset (Z or ±hh:mm): never a local time, whose zone would be the server's. */
+const INSTANT = /^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|[+-]\d{2}:\d{2}))?$/;
+
+/** `from` and `to`: the entries created in that range, both ends included (absent: unbounded on that side). */
+function rangeOf(from: string | undefined, to: string | undefined): { from?: string; to?: string } | undefined {
+  const instant = (value: string | undefined, name: string) => {
+    if (value === undefined || value === '') return undefined;
+    const time = INSTANT.test(value) ? Date.parse(value) : NaN;
+    if (Number.isNaN(time))
+      throw badRequest(`${name} must be an ISO 8601 date or date and time with its offset (2026-11-27T09:00:00Z)`, {
+        field: name,
+      });
+    return new Date(time).toISOString();
+  };
+  const range = { from: instant(from, 'from'), to: instant(to, 'to') };
+  if (range.from === undefined && range.to === undefined) return undefined;
+  if (range.from !== undefined && range.to !== undefined && range.from > range.to)
+    throw badRequest('from must not be after to', { field: 'from' });
+  return range;
 }
 
 /** A page's `cursor`: a previous page's nextCursor, as it was handed out (400 otherwise). */

@@ -371,6 +371,21 @@ const OPERATIONS: AdminOperation[] = [
         schema: { type: 'string', enum: ['allow', 'deny', 'error'] },
       },
       {
+        name: 'from',
+        in: 'query',
+        description:
+          'only entries created at or after this instant (ISO 8601: a date, or a date and time with Z or an offset); with from or to, the page is sorted by createdAt in the direction of sort',
+        schema: { type: 'string' },
+        example: '2026-11-27T09:00:00Z',
+      },
+      {
+        name: 'to',
+        in: 'query',
+        description: 'only entries created at or before this instant (as from)',
+        schema: { type: 'string' },
+        example: '2026-11-27T10:00:00Z',
+      },
+      {
         name: 'hideConsoleReads',
         in: 'query',
         description:

@@ -15,6 +15,7 @@ export {
 export { auditTrail, isAudited } from './middleware.js';
 export { ACTIVITY_COLLECTION } from './activity.js';
 export { LATEST_DECISIONS_COLLECTION } from './latest-decisions.js';
+export { AUDIT_SHAPES_COLLECTION } from './compact.js';
 export { withdrawableCredentials } from './issued.js';
 export { markAuthenticated, type AuditFacts, type AuditState } from './facts.js';
 export { recordDecision } from './decision.js';

@@ -8,7 +8,6 @@ import {
   type CollectionSpec,
   type Filter,
   type Store,
-  type TenantCollection,
 } from '../store/index.js';
 import { withoutNul } from './bounds.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
@@ -22,6 +21,8 @@ import {
 } from './recorded-decisions.js';
 import { RecentActivity } from './activity.js';
 import { LatestDecisions } from './latest-decisions.js';
+import { CompactAuditEntries } from './compact.js';
+import { AllowedCounts } from './allowed-counts.js';
 
 /**
  * Compound indexes end with the sort field, so that a page of the filters the console and the
@@ -54,6 +55,8 @@ export interface AuditPageQuery {
   sort: { field: string; direction: 'asc' | 'desc' };
   /** Where the page starts: the previous page's nextCursor (of the same filter and sort); else `page`. */
   cursor?: AuditCursor;
+  /** Only the entries created from `from` to `to` (ISO 8601 instants as toISOString writes them, both included); the page is then sorted by createdAt. */
+  range?: { from?: string; to?: string };
 }
 
 export interface AuditPage {
@@ -132,7 +135,25 @@ export interface AuditLogOptions {
   refusals?: RefusalBudgetLimits;
   /** AUDIT_RETENTION_DAYS: how long the latest decision of a (client, point) is remembered for trials (0: as long as 90). */
   retentionDays?: number;
+  /** How allowed protocol requests are recorded (AUDIT_ALLOWED_*); none: an entry each. */
+  allowed?: AllowedRecording;
 }
+
+export interface AllowedRecording {
+  /** Endpoints (with the paths below them) whose allowed requests are counted per window. */
+  counted: readonly string[];
+  /** Endpoints whose allowed requests get no entry. */
+  unrecorded: readonly string[];
+  windowSeconds: number;
+}
+
+/**
+ * What an entry costs on SQLite besides its JSON (its row and the eight index entries), measured
+ * by bench/audit-size.ts: the size bound (AUDIT_RETENTION_MAX_MB) counts it with the entries' own size.
+ */
+const ENTRY_OVERHEAD_BYTES = 300;
+/** The newest entries whose average size the size bound takes for every entry's. */
+const SIZE_SAMPLE = 200;
 
 /** Trials and the default replay of impact analysis take the latest decision of at most this many (client, point) pairs, newest first. */
 export const STRATIFIED_PAIRS = 2000;
@@ -167,9 +188,10 @@ function reasonOf(error: unknown): string {
  * order they were appended; append resolves once its entry is stored.
  */
 export class AuditLog {
-  private readonly entries: TenantCollection<AuditEntry>;
+  private readonly entries: CompactAuditEntries;
   private readonly writer: BatchWriter<Appended, AuditEntry>;
   private readonly refusals: RefusalBudget | null;
+  private readonly allowed: { counts: AllowedCounts | null; counted: readonly string[]; unrecorded: readonly string[] };
   private ids = { next: 1, last: 0 };
   /** Set by close: a retention purge under way stops at its next step. */
   private closed = false;
@@ -184,9 +206,14 @@ export class AuditLog {
     private readonly log?: Logger,
     options: AuditLogOptions = {},
   ) {
-    this.entries = store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT);
+    const retentionDays = options.retentionDays ?? DEFAULT_RETENTION_DAYS;
+    this.entries = new CompactAuditEntries(
+      store,
+      store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT),
+      retentionDays,
+    );
     this.activity = new RecentActivity(store, log);
-    this.latest = new LatestDecisions(store, this.entries, options.retentionDays || DEFAULT_RETENTION_DAYS, log);
+    this.latest = new LatestDecisions(store, this.entries, retentionDays || DEFAULT_RETENTION_DAYS, log);
     this.writer = new BatchWriter({
       write: (fields) => this.write(fields),
       maxItems: MAX_BATCH_ENTRIES,
@@ -195,6 +222,23 @@ export class AuditLog {
     this.refusals = options.refusals
       ? new RefusalBudget(options.refusals, (entry) => this.appendAggregate(entry))
       : null;
+    const { counted = [], unrecorded = [], windowSeconds = 60 } = options.allowed ?? {};
+    this.allowed = {
+      counts: counted.length ? new AllowedCounts(windowSeconds * 1000, (entry) => this.appendAggregate(entry)) : null,
+      counted,
+      unrecorded,
+    };
+  }
+
+  /**
+   * The entry of an allowed protocol request: appended, unless its endpoint is one of
+   * AUDIT_ALLOWED_UNRECORDED (nothing is written) or AUDIT_ALLOWED_COUNTED (counted, written in
+   * the window's aggregated entry; resolves at once).
+   */
+  async appendAllowed(entry: AuditFields): Promise<void> {
+    if (underAny(entry.endpoint, this.allowed.unrecorded)) return;
+    if (this.allowed.counts && underAny(entry.endpoint, this.allowed.counted)) return this.allowed.counts.count(entry);
+    await this.append(entry);
   }
 
   /** Resolves with the entry once the batch holding it is stored; rejects with an AuditWriteError when that batch failed, or once the log is closed. */
@@ -230,6 +274,26 @@ export class AuditLog {
     );
   }
 
+  /**
+   * Deletes the oldest entries until the log holds about `maxBytes` (AUDIT_RETENTION_MAX_MB), in
+   * the paced steps of purgeOlderThan; returns how many. An entry's size is the average of the
+   * newest SIZE_SAMPLE entries' stored JSON with ENTRY_OVERHEAD_BYTES: an estimate that holds
+   * while entries look alike, as a store has no cheap measure of one collection's bytes.
+   */
+  async purgeBeyondSize(maxBytes: number): Promise<number> {
+    const sample = await this.entries.storedSizes(SIZE_SAMPLE);
+    if (sample.length === 0) return 0;
+    const entryBytes = sample.reduce((sum, size) => sum + size, 0) / sample.length + ENTRY_OVERHEAD_BYTES;
+    const excess = (await this.entries.count()) - Math.floor(maxBytes / entryBytes);
+    if (excess <= 0) return 0;
+    // The oldest entry kept: every entry created before it goes.
+    const [kept] = await this.entries.find(
+      {},
+      { sort: { field: 'createdAt', direction: 'asc' }, skip: excess, limit: 1 },
+    );
+    return kept ? this.purgeOlderThan(new Date(kept.createdAt)) : 0;
+  }
+
   /** Writes the entries appended so far; resolves once they are stored (or their batch failed). */
   async flush(): Promise<void> {
     await this.writer.flush();
@@ -239,6 +303,7 @@ export class AuditLog {
   async close(): Promise<void> {
     this.closed = true;
     this.refusals?.close();
+    this.allowed.counts?.close();
     await this.writer.close();
     await this.activity.close();
     await this.latest.close();
@@ -406,6 +471,7 @@ export class AuditLog {
     const filter: Filter = Object.fromEntries(
       Object.entries(query.filter).filter(([, value]) => value !== undefined),
     ) as Filter;
+    if (query.range) return this.pageInRange(filter, query, query.range);
     const start = query.cursor
       ? { startAt: query.cursor.at, skip: query.cursor.seen }
       : { skip: query.page * query.size };
@@ -414,18 +480,63 @@ export class AuditLog {
       this.entries.count(filter, undefined, AUDIT_COUNT_CAP + 1),
     ]);
     const content = found.slice(0, query.size);
-    const totalElements = Math.min(counted, AUDIT_COUNT_CAP);
-    return {
-      content,
-      totalElements,
-      totalPages: Math.ceil(totalElements / query.size),
-      number: query.page,
-      size: query.size,
-      totalElementsCapped: counted > AUDIT_COUNT_CAP,
-      nextCursor: found.length > query.size ? nextCursorOf(content, query) : null,
-    };
+    return pageOf(content, counted, query, found.length > query.size ? nextCursorOf(content, query) : null);
+  }
+
+  /**
+   * A page of the entries created within `range`, by keyset on createdAt (the sort's direction
+   * kept): it starts at the range's near end (or the cursor) and stops at its far end. Stores
+   * filter by equality only, so the count reads the range's entries (stored form), up to AUDIT_COUNT_CAP.
+   */
+  private async pageInRange(
+    filter: Filter,
+    query: AuditPageQuery,
+    range: { from?: string; to?: string },
+  ): Promise<AuditPage> {
+    const sort = { field: 'createdAt', direction: query.sort.direction };
+    const [near, far] = sort.direction === 'desc' ? [range.to, range.from] : [range.from, range.to];
+    const within = (entry: { createdAt: string }) =>
+      far === undefined || (sort.direction === 'desc' ? entry.createdAt >= far : entry.createdAt <= far);
+    const start = query.cursor
+      ? { startAt: query.cursor.at, skip: query.cursor.seen }
+      : { ...(near === undefined ? {} : { startAt: near }), skip: query.page * query.size };
+    const [found, counted] = await Promise.all([
+      this.entries.find(filter, { sort, ...start, limit: query.size + 1 }),
+      this.countWithin(filter, sort, near, within),
+    ]);
+    const inRange = takeWhile(found, within);
+    const content = inRange.slice(0, query.size);
+    const sorted = { ...query, sort };
+    return pageOf(content, counted, sorted, inRange.length > query.size ? nextCursorOf(content, sorted) : null);
+  }
+
+  private async countWithin(
+    filter: Filter,
+    sort: { field: string; direction: 'asc' | 'desc' },
+    near: string | undefined,
+    within: (entry: { createdAt: string }) => boolean,
+  ): Promise<number> {
+    let counted = 0;
+    let position: AuditCursor | null = near === undefined ? null : { at: near, seen: 0 };
+    while (counted <= AUDIT_COUNT_CAP) {
+      const step = await this.entries.findStored(filter, {
+        sort,
+        ...(position ? { startAt: position.at, skip: position.seen } : {}),
+        limit: RANGE_COUNT_STEP,
+      });
+      const kept = takeWhile(step, within);
+      counted += kept.length;
+      if (kept.length < RANGE_COUNT_STEP) break;
+      const at = kept[kept.length - 1].createdAt;
+      const seen = kept.filter((entry) => entry.createdAt === at).length;
+      position = { at, seen: (position?.at === at ? position.seen : 0) + seen };
+    }
+    return counted;
   }
 }
+
+/** Entries a time range's count reads at a time. */
+const RANGE_COUNT_STEP = 1_000;
 
 /** After the last entry of `content`: its sort value, past every entry of that value shown so far. */
 function nextCursorOf(content: AuditEntry[], query: AuditPageQuery): string | null {
@@ -435,6 +546,29 @@ function nextCursorOf(content: AuditEntry[], query: AuditPageQuery): string | nu
   const onThisPage = content.filter((entry) => entry[field] === at).length;
   const before = query.cursor?.at === at ? query.cursor.seen : 0;
   return encodeAuditCursor({ at, seen: before + onThisPage });
+}
+
+/** The endpoint is one of `endpoints` or a path below one. */
+function underAny(endpoint: string, endpoints: readonly string[]): boolean {
+  return endpoints.some((each) => endpoint === each || endpoint.startsWith(`${each}/`));
+}
+
+function pageOf(content: AuditEntry[], counted: number, query: AuditPageQuery, nextCursor: string | null): AuditPage {
+  const totalElements = Math.min(counted, AUDIT_COUNT_CAP);
+  return {
+    content,
+    totalElements,
+    totalPages: Math.ceil(totalElements / query.size),
+    number: query.page,
+    size: query.size,
+    totalElementsCapped: counted > AUDIT_COUNT_CAP,
+    nextCursor,
+  };
+}
+
+function takeWhile<T>(items: T[], keep: (item: T) => boolean): T[] {
+  const end = items.findIndex((item) => !keep(item));
+  return end === -1 ? items : items.slice(0, end);
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

@@ -1,4 +1,5 @@
 import type { Next, ParameterizedContext } from 'koa';
+import { AUDITED_PROTOCOL_ENDPOINTS } from '../config/index.js';
 import { isAdminPath } from '../http/admin-path.js';
 import { basicCredentials } from '../http/basic.js';
 import type { RequestState } from '../http/state.js';
@@ -9,22 +10,6 @@ import type { AuditFacts, AuditState } from './facts.js';
 import { CONSOLE_HEADER } from './entry.js';
 import type { AuditFields, AuditLog, Outcome } from './log.js';
 import { bodyParams, summarizeRequest } from './summary.js';
-
-const PROTOCOL_PREFIXES = [
-  '/authorize',
-  '/par',
-  '/token',
-  '/introspect',
-  '/revoke',
-  '/register',
-  // RFC 8628: device codes (/device/auth), and the user code page a browser visits as it does /authorize.
-  '/device',
-  '/userinfo',
-  '/resource_registration',
-  '/permission',
-  '/delegation',
-  '/access/v1',
-];
 
 /**
  * What the audit log reads of a request: its own part of the state, the HTTP layer's and the
@@ -37,7 +22,7 @@ type Context = ParameterizedContext<
 /** Every Admin API call (refused ones and every spelling of its paths included) and every protocol request. */
 export function isAudited(path: string): boolean {
   if (isAdminPath(path)) return true;
-  return PROTOCOL_PREFIXES.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
+  return AUDITED_PROTOCOL_ENDPOINTS.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
 }
 
 /**
@@ -108,7 +93,11 @@ async function answerUnrecorded(ctx: Context, issued: Withdrawal[], error: unkno
 
 async function record(audit: AuditLog, ctx: Context, facts: AuditFacts): Promise<unknown> {
   const entry = entryFor(ctx, facts);
-  if (isAuthenticated(ctx, facts)) return audit.append(entry);
+  const authenticated = isAuthenticated(ctx, facts);
+  // An allowed protocol request is recorded as AUDIT_ALLOWED_COUNTED / AUDIT_ALLOWED_UNRECORDED say; refusals and Admin API calls always.
+  if (entry.outcome === 'allow' && !isAdminPath(ctx.path))
+    return audit.appendAllowed(authenticated ? entry : boundedEntry(entry));
+  if (authenticated) return audit.append(entry);
   const bounded = boundedEntry(entry);
   if (ctx.status >= 400 && ctx.status < 500) return audit.appendRefusal(bounded, ctx.state.tenantUnknown === true);
   return audit.append(bounded);

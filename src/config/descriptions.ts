@@ -232,7 +232,20 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
       'the same for all addresses together, per node and window: past it, refusals are counted per endpoint and status in one node-wide entry (see [Audit log](administration.md#audit-log))',
   },
   AUDIT_AGGREGATE_WINDOW_SECONDS: {
-    meaning: 'the window of `AUDIT_UNAUTHENTICATED_LIMIT` and `AUDIT_UNAUTHENTICATED_TOTAL_LIMIT`',
+    meaning:
+      'the window of `AUDIT_UNAUTHENTICATED_LIMIT`, `AUDIT_UNAUTHENTICATED_TOTAL_LIMIT` and `AUDIT_ALLOWED_COUNTED`',
+  },
+  AUDIT_ALLOWED_COUNTED: {
+    meaning:
+      'protocol endpoints (comma-separated, e.g. `/introspect`) whose allowed requests are counted per window in one aggregated entry per tenant, client and endpoint rather than an entry each; refusals and Admin API calls always get their own (see [Audit log size](operations.md#audit-log-size))',
+  },
+  AUDIT_ALLOWED_UNRECORDED: {
+    meaning:
+      'protocol endpoints whose allowed requests get no audit entry at all (their decisions are then not replayed); refusals and Admin API calls are always recorded',
+  },
+  AUDIT_RETENTION_MAX_MB: {
+    meaning:
+      'the audit log is kept under about this many MB: past it, the oldest entries are deleted by the same paced purge as `AUDIT_RETENTION_DAYS`; 0: no bound (see [Audit log size](operations.md#audit-log-size))',
   },
   HTTP_REQUEST_TIMEOUT_MS: {
     meaning:

@@ -133,6 +133,12 @@ export interface Config {
   /** The same for all such requests of this node together, per window: beyond it they are counted per endpoint and status, not per address. */
   auditUnauthenticatedTotalLimit: number;
   auditAggregateWindowSeconds: number;
+  /** Protocol endpoints whose allowed requests are counted per window (one aggregated entry per tenant, client and endpoint). */
+  auditAllowedCounted: string[];
+  /** Protocol endpoints whose allowed requests get no entry; refusals and Admin API calls always do. */
+  auditAllowedUnrecorded: string[];
+  /** The audit log is kept under about this many MB (the oldest entries deleted first); 0: no bound. */
+  auditRetentionMaxMb: number;
   /** A request (headers and body) must arrive within this time, its headers within the second; else 408 and the connection closes. */
   httpRequestTimeoutMs: number;
   httpHeadersTimeoutMs: number;
@@ -229,6 +235,9 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   AUDIT_UNAUTHENTICATED_LIMIT: 'auditUnauthenticatedLimit',
   AUDIT_UNAUTHENTICATED_TOTAL_LIMIT: 'auditUnauthenticatedTotalLimit',
   AUDIT_AGGREGATE_WINDOW_SECONDS: 'auditAggregateWindowSeconds',
+  AUDIT_ALLOWED_COUNTED: 'auditAllowedCounted',
+  AUDIT_ALLOWED_UNRECORDED: 'auditAllowedUnrecorded',
+  AUDIT_RETENTION_MAX_MB: 'auditRetentionMaxMb',
   HTTP_REQUEST_TIMEOUT_MS: 'httpRequestTimeoutMs',
   HTTP_HEADERS_TIMEOUT_MS: 'httpHeadersTimeoutMs',
   HTTP_KEEP_ALIVE_TIMEOUT_MS: 'httpKeepAliveTimeoutMs',
@@ -243,6 +252,23 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
 };
 
 const positive = { type: 'integer', minimum: 1 };
+
+/** The protocol endpoints the audit log records (with the paths below them); the Admin API's calls are recorded too, always. */
+export const AUDITED_PROTOCOL_ENDPOINTS = [
+  '/authorize',
+  '/par',
+  '/token',
+  '/introspect',
+  '/revoke',
+  '/register',
+  // RFC 8628: device codes (/device/auth), and the user code page a browser visits as it does /authorize.
+  '/device',
+  '/userinfo',
+  '/resource_registration',
+  '/permission',
+  '/delegation',
+  '/access/v1',
+];
 export const SCHEMA = {
   type: 'object',
   additionalProperties: false,
@@ -333,6 +359,9 @@ export const SCHEMA = {
     auditUnauthenticatedLimit: positive,
     auditUnauthenticatedTotalLimit: positive,
     auditAggregateWindowSeconds: positive,
+    auditAllowedCounted: { type: 'array', items: { enum: AUDITED_PROTOCOL_ENDPOINTS } },
+    auditAllowedUnrecorded: { type: 'array', items: { enum: AUDITED_PROTOCOL_ENDPOINTS } },
+    auditRetentionMaxMb: { type: 'integer', minimum: 0 },
     httpRequestTimeoutMs: positive,
     httpHeadersTimeoutMs: positive,
     httpKeepAliveTimeoutMs: positive,

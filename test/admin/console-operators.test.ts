@@ -415,6 +415,23 @@ describe('Console for operators, in Chromium', function () {
         expect(time).to.match(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC$/);
       await page.getByLabel('Outcome').selectOption({ label: 'Any' });
     });
+
+    it('filters by a time range typed in UTC', async function () {
+      await openPage('Audit log');
+      await page.getByLabel('Endpoint').fill('/admin/api/clients');
+      await page.getByLabel('From (UTC)').fill('2020-01-01 00:00');
+      await page.getByLabel('To (UTC)').fill('2020-01-02');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.getByText('No entries match.').waitFor();
+      const hourAgo = new Date(Date.now() - 3_600_000).toISOString().slice(0, 16).replace('T', ' ');
+      await page.getByLabel('From (UTC)').fill(hourAgo);
+      await page.getByLabel('To (UTC)').fill('');
+      await page.getByRole('button', { name: 'Filter' }).click();
+      await page.locator('main tbody tr').first().waitFor();
+      for (const time of await page.locator('main tbody tr td:nth-child(2)').allTextContents())
+        expect(time.slice(0, 16) >= hourAgo, time).to.equal(true);
+      await page.getByLabel('From (UTC)').fill('');
+    });
   });
 
   describe("revoking a client's tokens", function () {

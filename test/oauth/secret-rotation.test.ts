@@ -71,7 +71,7 @@ describe('Client secret rotation with grace', function () {
     expect(await accepted(server, clientId, old), 'the previous secret, in its grace').to.equal(true);
     expect(await accepted(server, clientId, fresh), 'the new secret').to.equal(true);
     // Asked until it is refused: it is accepted up to the end of the grace and refused from then on.
-    await eventually(async () => !(await accepted(server, clientId, old)), 20_000, 100);
+    await eventually(async () => !(await accepted(server, clientId, old)), 20_000, 300);
     const refusedAt = Date.now();
     expect(refusedAt, 'not refused before the grace ends').to.be.at.least(until);
     expect(refusedAt - until, 'refused soon after the grace ends').to.be.below(5_000);
@@ -96,7 +96,7 @@ describe('Client secret rotation with grace', function () {
     });
     expect(JSON.stringify(entry)).not.to.contain(fresh).and.not.to.contain(old);
     const used = async () =>
-      (await server.admin('GET', `/audit-logs?endpoint=%2Ftoken&clientId=${encodeURIComponent(clientId)}&limit=50`))
+      (await server.admin('GET', `/audit-logs?endpoint=%2Ftoken&clientId=${encodeURIComponent(clientId)}&size=100`))
         .body.content as { requestSummary: { status: number; result?: { clientSecret?: string } } }[];
     await eventually(async () =>
       (await used()).some((token) => token.requestSummary.result?.clientSecret === 'previous'),

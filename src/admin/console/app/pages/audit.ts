@@ -52,6 +52,9 @@ export function auditPage(main: HTMLElement): void {
       ].map(([value, text]) => h('option', { value }, text)),
     ),
   );
+  // Times as the table shows them: UTC, 24-hour ISO 8601 (a time typed without its zone is taken as UTC).
+  const from = labelled('From (UTC)', h('input', { type: 'text', name: 'from', placeholder: '2026-11-27T09:00' }));
+  const to = labelled('To (UTC)', h('input', { type: 'text', name: 'to', placeholder: '2026-11-27T10:00' }));
   // The console's own page loads are left out unless asked for: what operators did stays in view.
   const consoleReads = h('input', { type: 'checkbox', id: uniqueId('filter'), name: 'consoleReads' });
   let page = 0;
@@ -72,6 +75,11 @@ export function auditPage(main: HTMLElement): void {
     if (endpoint.input.value.trim()) query.set('endpoint', endpoint.input.value.trim());
     if (clientId.input.value.trim()) query.set('clientId', clientId.input.value.trim());
     if (outcome.input.value) query.set('outcome', outcome.input.value);
+    for (const [name, field] of [
+      ['from', from],
+      ['to', to],
+    ] as const)
+      if (field.input.value.trim()) query.set(name, asUtc(field.input.value.trim()));
     if (!consoleReads.checked) query.set('hideConsoleReads', 'true');
     try {
       const found = await api<AuditPage>('GET', `/audit-logs?${query}`);
@@ -193,6 +201,8 @@ export function auditPage(main: HTMLElement): void {
     endpoint.wrapper,
     clientId.wrapper,
     outcome.wrapper,
+    from.wrapper,
+    to.wrapper,
     h(
       'div',
       { class: 'field field-boolean' },
@@ -209,6 +219,12 @@ export function auditPage(main: HTMLElement): void {
   });
   replace(main, h('h2', { tabindex: -1 }, 'Audit log'), filters, status, results, why);
   void load();
+}
+
+/** A date and time typed without its zone ("2026-11-27 09:00") is UTC, as the table's times are; anything else goes as typed (the API says what it takes). */
+function asUtc(text: string): string {
+  const iso = text.replace(' ', 'T');
+  return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?$/.test(iso) ? `${iso}Z` : iso;
 }
 
 /** "10,000+" when the server stopped counting there. */
