@@ -1,6 +1,4 @@
 import { expect } from 'chai';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import { FetchUserAgent } from '../support/browser.js';
 import {
@@ -13,46 +11,11 @@ import {
   type RegisteredDevIdp,
   type TestClient,
 } from '../support/dev-idp.js';
+import { LogoutReceiver } from '../support/logout-receiver.js';
 import { FORM } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 const BACK_CHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
-
-/** An RP's back-channel logout endpoint: the logout tokens posted to it, and how many posts to refuse first. */
-class LogoutReceiver {
-  readonly tokens: string[] = [];
-  refuseNext = 0;
-  private readonly waiting: (() => void)[] = [];
-  private readonly server: Server = createServer((request, response) => {
-    let body = '';
-    request.on('data', (chunk: Buffer) => (body += chunk.toString()));
-    request.on('end', () => {
-      if (this.refuseNext > 0) {
-        this.refuseNext -= 1;
-        response.writeHead(503).end();
-        return;
-      }
-      this.tokens.push(new URLSearchParams(body).get('logout_token') ?? '');
-      response.writeHead(200).end();
-      this.waiting.splice(0).forEach((wake) => wake());
-    });
-  });
-
-  async start(): Promise<string> {
-    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/backchannel-logout`;
-  }
-
-  /** Waits until `count` logout tokens arrived (the test's timeout bounds it). */
-  async received(count: number): Promise<string[]> {
-    while (this.tokens.length < count) await new Promise<void>((wake) => this.waiting.push(wake));
-    return this.tokens.slice(0, count);
-  }
-
-  close(): Promise<void> {
-    return new Promise((resolve) => this.server.close(() => resolve()));
-  }
-}
 
 /**
  * OIDC Back-Channel Logout 1.0: a client registered with a `backchannel_logout_uri` is posted a
@@ -128,7 +91,7 @@ describe('Back-Channel Logout 1.0', function () {
     expect(confirmation.status, confirmation.body).to.equal(200);
     const done = await agent.submitForm(confirmation, { logout: 'yes' });
     expect(done.status).to.equal(200);
-    const [token] = (await receiver.received(before + 1)).slice(before);
+    const [token] = (await receiver.tokensReceived(before + 1)).slice(before);
     await verifiedLogoutToken(token, idToken);
   });
 
@@ -143,7 +106,7 @@ describe('Back-Channel Logout 1.0', function () {
     const revoked = await server.admin('POST', `/subjects/${subject.id}/revoke-tokens`);
     expect(revoked.status, JSON.stringify(revoked.body)).to.equal(200);
     expect(revoked.body.logoutTokens).to.deep.equal({ delivered: 1, failed: 0 });
-    const [token] = (await receiver.received(before + 1)).slice(before);
+    const [token] = (await receiver.tokensReceived(before + 1)).slice(before);
     await verifiedLogoutToken(token, idToken);
 
     const audit = await server.admin(
@@ -214,7 +177,7 @@ describe('Back-Channel Logout from the upstream identity provider', function () 
     expect(confirmation.status, confirmation.body).to.equal(200);
     expect((await agent.submitForm(confirmation, { logout: 'yes' })).status).to.be.below(400);
 
-    const [token] = await receiver.received(1);
+    const [token] = await receiver.tokensReceived(1);
     expect(decodeJwt(token)).to.include({ sub: 'una', aud: rp.clientId });
     expect((await userinfo()).status, 'the access token is revoked').to.equal(401);
   });

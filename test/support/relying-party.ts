@@ -24,6 +24,8 @@ export async function conformanceClient(
   server: TestServer,
   clientId: string,
   authMethod: 'client_secret_basic' | 'client_secret_post' = 'client_secret_basic',
+  /** More of the client record (a logout plan's post-logout and back-channel logout URIs). */
+  fields: Record<string, unknown> = {},
 ): Promise<ConformanceClient> {
   const secret = `${clientId}-secret-value`;
   const created = await server.admin('POST', '/clients', {
@@ -34,6 +36,7 @@ export async function conformanceClient(
     redirectUris: [CALLBACK],
     scopes: ['openid', 'profile', 'email'],
     grantTypes: ['authorization_code', 'refresh_token'],
+    ...fields,
   });
   if (created.status !== 201) throw new Error(`client ${clientId} not created: ${JSON.stringify(created.body)}`);
   const authentication =
