@@ -1,7 +1,7 @@
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { storageDigest } from '../../src/store/digest.js';
 import { TurnReads } from '../../src/store/turn-reads.js';
-import type { Store, StoredDoc, TenantCollection } from '../../src/store/types.js';
+import type { CollectionSpec, Store, StoredDoc, TenantCollection } from '../../src/store/types.js';
 
 /**
  * One stored oidc-provider artefact (token, code, session, interaction, …).
@@ -18,12 +18,13 @@ interface OidcDoc extends StoredDoc {
   id: string;
   model: string;
   payload: AdapterPayload;
-  grantId: string | null;
+  /** Each absent (or null, as written by earlier releases) when the artefact has none: it then costs nothing in its index. */
+  grantId?: string | null;
   /** The client and the user the artefact belongs to, top-level so that revocation finds them by index. */
-  clientId: string | null;
-  accountId: string | null;
-  uid: string | null;
-  userCode: string | null;
+  clientId?: string | null;
+  accountId?: string | null;
+  uid?: string | null;
+  userCode?: string | null;
   expiresAt: number | null;
   consumedAt?: number | null;
   /** How `id` was derived from the value; absent on artefacts written before values were hashed. */
@@ -60,9 +61,11 @@ export interface OwnedArtefact {
   payload: AdapterPayload;
 }
 
-export const OIDC_COLLECTION = {
+export const OIDC_COLLECTION: CollectionSpec = {
   name: 'oidc',
   indexes: ['grantId', 'uid', 'userCode', 'clientId', 'accountId'],
+  // A machine token has no grant, user, interaction or user code: it is in the clientId index only.
+  sparseIndexes: true,
 };
 
 /** Models that oidc-provider asks for which live in other collections (e.g. clients from the Admin API). */
@@ -255,15 +258,19 @@ function storedDoc(
   // Clients are read from Arbiter's client collection (an override), never from here: a client
   // saved by registration keeps no secret in this copy.
   if (model === 'Client') delete kept.client_secret;
+  const owners = {
+    grantId: kept.grantId,
+    clientId: typeof kept.clientId === 'string' ? kept.clientId : undefined,
+    accountId: typeof kept.accountId === 'string' ? kept.accountId : undefined,
+    uid: kept.uid,
+    userCode: typeof kept.userCode === 'string' ? (kept.userCode = keptUserCode(kept.userCode)) : undefined,
+  };
   return {
     id: key,
     model,
     payload: kept,
-    grantId: kept.grantId ?? null,
-    clientId: typeof kept.clientId === 'string' ? kept.clientId : null,
-    accountId: typeof kept.accountId === 'string' ? kept.accountId : null,
-    uid: kept.uid ?? null,
-    userCode: typeof kept.userCode === 'string' ? (kept.userCode = keptUserCode(kept.userCode)) : null,
+    // Only those it has: an absent field is a null to every filter, and is in no (sparse) index.
+    ...Object.fromEntries(Object.entries(owners).filter(([, value]) => value !== undefined && value !== null)),
     expiresAt,
     ...(consumedAt !== undefined && { consumedAt }),
     idDigest: 'sha256',

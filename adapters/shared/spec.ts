@@ -42,7 +42,12 @@ export class DeclaredSpecs {
   declare(next: CollectionSpec): { spec: CollectionSpec; grew: boolean } {
     const known = this.specs.get(next.name);
     if (!known) {
-      const spec = { name: next.name, uniqueKeys: [...(next.uniqueKeys ?? [])], indexes: [...(next.indexes ?? [])] };
+      const spec = {
+        name: next.name,
+        uniqueKeys: [...(next.uniqueKeys ?? [])],
+        indexes: [...(next.indexes ?? [])],
+        ...(next.sparseIndexes ? { sparseIndexes: true } : {}),
+      };
       this.specs.set(spec.name, spec);
       return { spec, grew: true };
     }
@@ -52,7 +57,10 @@ export class DeclaredSpecs {
     const addedIndexes = (next.indexes ?? []).filter((index) => !knownIndexes.has(keyId(indexFields(index))));
     known.uniqueKeys = [...(known.uniqueKeys ?? []), ...addedKeys];
     known.indexes = [...(known.indexes ?? []), ...addedIndexes];
-    return { spec: known, grew: addedKeys.length + addedIndexes.length > 0 };
+    // Sparse once any declaration says so (the component that owns the collection declares it).
+    const madeSparse = next.sparseIndexes === true && known.sparseIndexes !== true;
+    if (madeSparse) known.sparseIndexes = true;
+    return { spec: known, grew: addedKeys.length + addedIndexes.length > 0 || madeSparse };
   }
 }
 

@@ -202,16 +202,25 @@ export class SqliteStore implements Store {
     this.db.exec(
       `CREATE INDEX IF NOT EXISTS ${quoted(`${table}_expiry`)} ON ${quoted(table)} (expires_at) WHERE expires_at IS NOT NULL`,
     );
-    for (const index of spec.indexes ?? []) this.createIndex(table, 'ix', indexFields(index));
+    for (const index of spec.indexes ?? []) this.createIndex(table, 'ix', indexFields(index), spec.sparseIndexes);
     // Unique keys are checked in code (null values must not clash); the index keeps that check fast.
     for (const key of spec.uniqueKeys ?? []) this.createIndex(table, 'uq', key);
   }
 
-  private createIndex(table: string, kind: string, fields: string[]): void {
-    const name = quoted(`${table}_${kind}_${fields.join('_')}`);
-    this.db.exec(
-      `CREATE INDEX IF NOT EXISTS ${name} ON ${quoted(table)} (tenant, ${fields.map(jsonField).join(', ')})`,
-    );
+  /**
+   * A sparse index (CollectionSpec.sparseIndexes) is partial: rows without the field are not in it.
+   * It has a name of its own (`sx`), and the full index an earlier release made is dropped.
+   */
+  private createIndex(table: string, kind: string, fields: string[], sparse = false): void {
+    const named = (of: string) => quoted(`${table}_${of}_${fields.join('_')}`);
+    const columns = `(tenant, ${fields.map(jsonField).join(', ')})`;
+    if (!sparse) {
+      this.db.exec(`CREATE INDEX IF NOT EXISTS ${named(kind)} ON ${quoted(table)} ${columns}`);
+      return;
+    }
+    const present = fields.map((field) => `${jsonField(field)} IS NOT NULL`).join(' AND ');
+    this.db.exec(`CREATE INDEX IF NOT EXISTS ${named('sx')} ON ${quoted(table)} ${columns} WHERE ${present}`);
+    this.db.exec(`DROP INDEX IF EXISTS ${named(kind)}`);
   }
 
   async nextSequence(name: string, count = 1): Promise<number> {

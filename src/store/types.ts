@@ -36,6 +36,13 @@ export interface CollectionSpec {
    * on the last, read a page without sorting or counting what precedes it.
    */
   indexes?: (string | string[])[];
+  /**
+   * The indexed fields are absent from most documents (a token has no interaction uid, a machine
+   * token no user): a store may leave documents without the field out of its indexes (SQLite makes
+   * them partial), so that they cost nothing there. A filter by a value still uses them; one for
+   * `null` (absent) does not.
+   */
+  sparseIndexes?: boolean;
 }
 
 /** Equality filter on top-level fields; `null` matches absent or null. */

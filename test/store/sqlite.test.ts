@@ -196,3 +196,40 @@ describe('SQLite store: writers in several processes (WORKERS)', () => {
     }
   });
 });
+
+describe('SQLite store: sparse indexes hold only the rows that have the field', () => {
+  const dir = scratchDirectory('arbiter-sqlite-sparse-');
+  const indexesOf = (file: string, table: string) => {
+    const reader = new Database(file, { readonly: true });
+    try {
+      return reader
+        .prepare("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = ? AND sql IS NOT NULL")
+        .all(table) as { name: string; sql: string }[];
+    } finally {
+      reader.close();
+    }
+  };
+
+  it('makes them partial, drops the full index an earlier release made, and still finds by value and by absence', async () => {
+    const file = join(dir, 'sparse.db');
+    // An earlier release: the same collection with a full index on grantId.
+    const older = await openStore(`sqlite:${file}`);
+    await older.collection({ name: 'artefacts', indexes: ['grantId'] }).insert({ id: 'old', grantId: 'g1' });
+    await older.close();
+    expect(indexesOf(file, 'c_artefacts').map((index) => index.name)).to.include('c_artefacts_ix_grantId');
+
+    const store = await openStore(`sqlite:${file}`);
+    try {
+      const artefacts = store.collection({ name: 'artefacts', indexes: ['grantId'], sparseIndexes: true });
+      await artefacts.insert({ id: 'machine' });
+      const indexes = indexesOf(file, 'c_artefacts');
+      expect(indexes.map((index) => index.name)).not.to.include('c_artefacts_ix_grantId');
+      const sparse = indexes.find((index) => index.name === 'c_artefacts_sx_grantId');
+      expect(sparse?.sql).to.contain("WHERE json_extract(doc, '$.grantId') IS NOT NULL");
+      expect((await artefacts.find({ grantId: 'g1' })).map((doc) => doc.id)).to.deep.equal(['old']);
+      expect((await artefacts.find({ grantId: null })).map((doc) => doc.id)).to.deep.equal(['machine']);
+    } finally {
+      await store.close();
+    }
+  });
+});

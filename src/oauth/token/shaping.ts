@@ -37,7 +37,8 @@ export const decisionClaims: ConfigurationSlice = () => ({
     const claims: Record<string, unknown> = {};
     if (decision?.obligations) claims.obligations = decision.obligations;
     if (decision?.extensions) claims.extensions = decision.extensions;
-    if (decision?.authorization_details) claims.authorization_details = decision.authorization_details;
+    // None granted is kept as none (every token without RAR would otherwise store an empty list).
+    if (decision?.authorization_details?.length) claims.authorization_details = decision.authorization_details;
     if (decision?.jit_single_use) claims.jit_single_use = true;
     // Token exchange with an actor (src/oauth/token/grants/token-exchange): who acts for the subject.
     if (ctx.state.exchangeAct) claims.act = ctx.state.exchangeAct;
