@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import type { AuditFacts } from '../audit/index.js';
+import { auditFactsOf } from '../audit/index.js';
 import { readOptionalJsonBody } from '../http/body.js';
 import { assertValid } from '../http/validation.js';
 import { MAX_SECRET_GRACE_SECONDS, rotateClientSecret } from '../oauth/index.js';
@@ -60,7 +60,7 @@ export function clientSecretRoutes(
     assertValid<{ graceSeconds?: number }>(SECRET_ROTATION_SCHEMA, body);
     const graceSeconds = body.graceSeconds ?? 0;
     const tenantId = tenantOf(ctx);
-    const audit = auditFacts(ctx);
+    const audit = auditFactsOf(ctx.state);
     audit.clientId = ctx.params.key;
     const rotated = await rotateClientSecret(
       { store, sealer, tenant: storeTenant(tenantId) },
@@ -72,9 +72,4 @@ export function clientSecretRoutes(
     audit.result = { secret: 'rotated', graceSeconds: String(graceSeconds), previousSecretValidUntil };
     ctx.body = { clientId: rotated.clientId, generatedClientSecret: rotated.secret, previousSecretValidUntil };
   });
-}
-
-/** The audit entry's facts; a throwaway object when the call is not audited. */
-function auditFacts(ctx: Context): AuditFacts {
-  return (ctx.state.audit as AuditFacts | undefined) ?? {};
 }

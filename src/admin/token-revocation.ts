@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { Context } from 'koa';
-import type { AuditFacts } from '../audit/index.js';
+import { auditFactsOf } from '../audit/index.js';
 import { clientRecords, subjectRecords } from '../catalog/index.js';
 import { notFound } from '../http/errors.js';
 import {
@@ -80,7 +80,7 @@ export function tokenRevocationRoutes(
     const tenantId = tenantOf(ctx);
     const client = await clientRecords(store, storeTenant(tenantId)).findOne({ clientId: ctx.params.key });
     if (!client) throw notFound(`no clients record ${JSON.stringify(ctx.params.key)}${inTenant(tenantId)}`);
-    auditFacts(ctx).clientId = client.clientId as string;
+    auditFactsOf(ctx.state).clientId = client.clientId as string;
     ctx.body = { revoked: await revokeClientArtefacts(store, storeTenant(tenantId), client.clientId as string) };
   });
   router.post('/subjects/:key/revoke-tokens', async (ctx) => {
@@ -88,10 +88,10 @@ export function tokenRevocationRoutes(
     const key = ctx.params.key;
     const subject = /^\d{1,15}$/.test(key) ? await subjectRecords(store, storeTenant(tenantId)).get(Number(key)) : null;
     if (!subject) throw notFound(`no subjects record ${JSON.stringify(key)}${inTenant(tenantId)}`);
-    auditFacts(ctx).subjectId = subject.subjectId as string;
+    auditFactsOf(ctx.state).subjectId = subject.subjectId as string;
     const told = await logoutNotices?.(tenantId, subject.subjectId as string);
     if (told)
-      auditFacts(ctx).result = {
+      auditFactsOf(ctx.state).result = {
         logoutTokensDelivered: String(told.delivered),
         logoutTokensFailed: String(told.failed),
       };
@@ -102,9 +102,4 @@ export function tokenRevocationRoutes(
 
 function inTenant(tenantId: string | null): string {
   return tenantId ? ` in tenant ${tenantId}` : '';
-}
-
-/** The audit entry's facts (the client or subject the call was about); a throwaway object when the call is not audited. */
-function auditFacts(ctx: Context): AuditFacts {
-  return (ctx.state.audit as AuditFacts | undefined) ?? {};
 }

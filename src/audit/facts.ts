@@ -23,6 +23,11 @@ export interface AuditFacts {
 /** The audit log's part of `ctx.state`: the request's entry in the making, absent for requests that are not audited (auditTrail). */
 export type AuditState = { audit?: AuditFacts };
 
+/** The request's audit entry in the making; a throwaway object when the request is not audited. */
+export function auditFactsOf(state: AuditState): AuditFacts {
+  return state.audit ?? {};
+}
+
 /**
  * Tells the audit log that the request's caller is authenticated (an Admin API key, an access
  * token accepted): its entry is written in full, whatever the answer. Requests nobody

@@ -17,7 +17,7 @@ export { ACTIVITY_COLLECTION } from './activity.js';
 export { LATEST_DECISIONS_COLLECTION } from './latest-decisions.js';
 export { AUDIT_SHAPES_COLLECTION } from './compact.js';
 export { withdrawableCredentials } from './issued.js';
-export { markAuthenticated, type AuditFacts, type AuditState } from './facts.js';
+export { auditFactsOf, markAuthenticated, type AuditFacts, type AuditState } from './facts.js';
 export { recordDecision } from './decision.js';
 export { eachRecorded } from './recorded.js';
 export { decisionsOfEntry, type RecordedDecisionCursor, type RecordedDecisionQuery } from './recorded-decisions.js';

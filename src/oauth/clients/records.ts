@@ -3,7 +3,7 @@ import { TurnReads, type Store, type TenantCollection } from '../../store/index.
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 import { clientMetadata } from './metadata.js';
 import { rememberForRequest } from './seen-by-request.js';
-import { fapi2Metadata } from '../fapi/index.js';
+import { fapi2Metadata, heldToFapi2 } from '../fapi/index.js';
 
 export { clientRecordSeenByRequest } from './seen-by-request.js';
 
@@ -64,7 +64,7 @@ export function clientLookup(
         : found;
     if (record) rememberForRequest(record);
     const metadata = record ? clientMetadata(record) : undefined;
-    if (!metadata || !(fapi2Tenant || record?.profile === 'fapi2-security')) return metadata;
+    if (!metadata || !heldToFapi2(fapi2Tenant, record ?? undefined)) return metadata;
     // The FAPI 2.0 Security Profile (src/oauth/fapi): a client without keys cannot authenticate
     // with private_key_jwt, the only method it allows, so it does not exist for the protocol.
     return metadata.jwks || metadata.jwks_uri ? { ...metadata, ...fapi2Metadata() } : undefined;

@@ -1,12 +1,12 @@
 import type { EventEmitter } from 'node:events';
 import type Provider from 'oidc-provider';
-import type { Context } from 'koa';
 import { signedInSessions } from '../../../adapters/oidc/index.js';
-import type { AuditFacts } from '../../audit/index.js';
+import { auditFactsOf } from '../../audit/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Store } from '../../store/index.js';
 import { tenantOf, type Tenant } from '../../tenancy/index.js';
 import type { ConfigurationSlice } from '../context.js';
+import type { ArbiterContext } from '../state.js';
 
 /**
  * OIDC Back-Channel Logout 1.0: a client that registers `backchannel_logout_uri` is posted a
@@ -35,13 +35,16 @@ const RETRY_PAUSES_MS = [250, 1000];
 export function reportBackchannelLogouts(provider: Provider, log: Logger): void {
   // Provider is an EventEmitter; its typings name neither event.
   const events = provider as unknown as EventEmitter;
-  events.on('backchannel.success', (ctx: Context) => count(ctx, 'delivered'));
-  events.on('backchannel.error', (ctx: Context, error: Error, client: LogoutClient, accountId: string, sid: string) => {
-    count(ctx, 'retried');
-    void delivered(() => client.backchannelLogout(accountId, sid), RETRY_PAUSES_MS).then((ok) => {
-      if (!ok) log.warn({ clientId: client.clientId, reason: error.message }, 'back-channel logout not delivered');
-    });
-  });
+  events.on('backchannel.success', (ctx: ArbiterContext) => count(ctx, 'delivered'));
+  events.on(
+    'backchannel.error',
+    (ctx: ArbiterContext, error: Error, client: LogoutClient, accountId: string, sid: string) => {
+      count(ctx, 'retried');
+      void delivered(() => client.backchannelLogout(accountId, sid), RETRY_PAUSES_MS).then((ok) => {
+        if (!ok) log.warn({ clientId: client.clientId, reason: error.message }, 'back-channel logout not delivered');
+      });
+    },
+  );
 }
 
 /** The part of oidc-provider's Client a logout needs. */
@@ -51,10 +54,8 @@ interface LogoutClient {
   backchannelLogout(sub: string, sid: string): Promise<void>;
 }
 
-function count(ctx: Context, outcome: 'delivered' | 'retried'): void {
-  const facts = ctx.state?.audit as AuditFacts | undefined;
-  if (!facts) return;
-  const result = (facts.result ??= {});
+function count(ctx: ArbiterContext, outcome: 'delivered' | 'retried'): void {
+  const result = (auditFactsOf(ctx.state).result ??= {});
   const key = `backchannelLogout${outcome === 'delivered' ? 'Delivered' : 'Retried'}`;
   result[key] = String(Number(result[key] ?? 0) + 1);
 }

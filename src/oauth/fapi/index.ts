@@ -17,6 +17,11 @@ export function fapi2Tenant(config: Pick<Config, 'fapi2SecurityTenants'>, tenant
   return config.fapi2SecurityTenants.includes('*') || config.fapi2SecurityTenants.includes(tenant);
 }
 
+/** Whether a client is held to the profile: every client of a tenant held to it, or one whose record opts in. */
+export function heldToFapi2(tenantHeld: boolean, record: { profile?: string } | undefined): boolean {
+  return tenantHeld || record?.profile === FAPI2_SECURITY;
+}
+
 /**
  * What oidc-provider is told of a client held to the FAPI 2.0 Security Profile, over what its
  * record says: every authorization request pushed (§5.3.2.2: PAR), every access token
@@ -42,7 +47,7 @@ export function fapi2Metadata(): Partial<ClientMetadata> {
 export const fapi2Security: ConfigurationSlice = ({ config, tenant }) => {
   const everyClient = fapi2Tenant(config, tenant);
   const heldToProfile = (clientId: string | undefined) =>
-    everyClient || (clientId !== undefined && clientRecordSeenByRequest(clientId)?.profile === FAPI2_SECURITY);
+    heldToFapi2(everyClient, clientId === undefined ? undefined : clientRecordSeenByRequest(clientId));
   const codeSeconds = config.ttl.authorizationCodeSeconds;
   return {
     enabledJWA: { idTokenSigningAlgValues: ['RS256', FAPI2_ID_TOKEN_ALG] },
