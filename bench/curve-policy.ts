@@ -19,6 +19,7 @@ import os from 'node:os';
 import { basic, clientCredentials, confidentialClient, FORM, updateOauthData } from '../test/support/oauth.js';
 import { startTestServer, type TestServer } from '../test/support/server.js';
 import { LoadGenerator, type LoadResult } from './load.js';
+import { median } from './stats.js';
 
 const SECONDS = positive('BENCH_SECONDS', 5);
 const WARMUP_SECONDS = positive('BENCH_WARMUP_SECONDS', Math.min(2, SECONDS));
@@ -176,12 +177,6 @@ function table(rows: Row[]): string {
     );
   }
   return lines.join('\n');
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
 function positive(name: string, fallback: number): number {

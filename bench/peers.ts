@@ -27,7 +27,7 @@ import { basic, FORM } from '../test/support/oauth.js';
 import { startHydra, type HydraTarget } from './hydra.js';
 import { LoadGenerator, type LoadResult } from './load.js';
 import { benchClients, startArbiter, startBaselineTarget, type BenchClients, type Target } from './servers.js';
-import { writeResults } from './stats.js';
+import { median, writeResults } from './stats.js';
 
 const SECONDS = positive('BENCH_SECONDS', 4);
 const ROUNDS = positive('BENCH_ROUNDS', 5);
@@ -252,12 +252,6 @@ function table(rows: Row[]): string {
     );
   }
   return [...lines, '', ...verdicts].join('\n');
-}
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
 }
 
 function writeRun(startedAt: Date, totalSeconds: number, rows: Row[]): string {

@@ -38,3 +38,10 @@ export function writeResults(benchmark: string, startedAt: Date, figures: Record
   writeFileSync(file, `${JSON.stringify(document, null, 2)}\n`);
   return file;
 }
+
+/** The middle of `values` (the mean of the two middle ones for an even count). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
