@@ -182,15 +182,20 @@ async function throughput(side: CurveSide, load: LoadGenerator): Promise<Figures
   };
 }
 
-/** The steady load on each of `sides` until every side's `beside` is done; each side's figures over its window. */
+/**
+ * The steady load on each of `sides` until every side's `beside` is done; each side's figures
+ * over one window to that end, from the earliest start a side asks for (none of their purges
+ * missed), not before every load runs: the worst latency of a window grows with its length on a
+ * shared machine, so sides measured together are measured over the same one.
+ */
 async function latencyWindow(sides: CurveSide[]): Promise<Figures[]> {
   const loads = sides.map((side) => steadyLoad(side.job));
   const besides = await Promise.all(sides.map((side) => side.beside?.() ?? Promise.resolve({} as Beside)));
   const ended = performance.now();
   const calls = await Promise.all(loads.map((each) => each.stop()));
+  const asked = besides.flatMap((each) => (each.from === undefined ? [] : [each.from]));
+  const from = Math.max(asked.length ? Math.min(...asked) : 0, ...calls.map((each) => each.startedAt));
   return sides.map((side, index) => {
-    // A window that would start before its load did starts with the load.
-    const from = Math.max(besides[index].from ?? 0, calls[index].startedAt);
     const inWindow = (at: number) => at >= from;
     const figures: Figures = {
       ...worst(
