@@ -1,125 +1,367 @@
 /**
- * The cost curve: each dimension of scale (bench/curve-*.ts) small and large in one run, as two
- * Arbiter processes side by side (WORKERS=1, SQLite, seeded through the store code before they
- * start), measured in alternating rounds (small then large, then large then small, …) with the
- * same load. Prints, per dimension, each side's requests per second, p50 and p99, the large
- * side's ratio to the small one (the median of the per-round ratios) and each server's RSS
- * (the highest seen after a round, and its peak, VmHWM), with the machine's load (uptime).
+ * The cost curve (issue 36): each dimension of scale small and large in one run, as two Arbiter
+ * processes side by side (WORKERS=1, SQLite, seeded through the store code before either starts;
+ * the dimensions' files say how: bench/curve-policy.ts, curve-clients-tenants.ts, curve-store.ts),
+ * measured in alternating rounds (small then large, then large then small, …). Two kinds:
  *
- *   npx tsx bench/curve.ts
- *   CURVE_DIMENSIONS=clients,tenants CURVE_ROUNDS=3 BENCH_SECONDS=10 npx tsx bench/curve.ts
+ * - throughput (policy, clients, tenants): the same client_credentials load on each side in turn
+ *   (autocannon, BENCH_CONNECTIONS); the goal is on the large side's ratio to the small one, the
+ *   median of the per-round ratios; each server's RSS is read after each round;
+ * - latency (purge, audit): CURVE_CONNECTIONS steady /token callers beside what the side does (a
+ *   purge to wait out, audit pages to read); the goal is on the large side's worst latency.
+ *
+ * Prints one table (each figure of each side, the ratio, the goal) with the machine's load, and
+ * writes the run through writeResults. A benchmark, not a test: it exits 0 once every side
+ * answered its first request, whatever the figures.
+ *
+ *   npm run bench:curve
+ *   CURVE_DIMENSIONS=policy,clients CURVE_ROUNDS=3 BENCH_SECONDS=10 npm run bench:curve
  */
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { clientsAndTenants } from './curve-clients-tenants.js';
-import { LoadGenerator, type LoadJob, type LoadResult } from './load.js';
+import { policySize } from './curve-policy.js';
+import { purgeAndAudit } from './curve-store.js';
+import { LoadGenerator, type LoadJob } from './load.js';
+import { median, percentile, writeResults } from './stats.js';
 
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
-const ROUNDS = Number(process.env.CURVE_ROUNDS ?? 3);
-const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const SECONDS = positive('BENCH_SECONDS', 10);
+const ROUNDS = positive('CURVE_ROUNDS', 3);
+const CONNECTIONS = positive('BENCH_CONNECTIONS', 32);
+const WARMUP_SECONDS = positive('BENCH_WARMUP_SECONDS', 3);
+/** Concurrent callers of a latency dimension's steady load. */
+const STEADY_CONNECTIONS = positive('CURVE_CONNECTIONS', 4);
 
-/** One side of a dimension: a running server and the load that measures it. */
+export type Size = 'small' | 'large';
+
+/** The request a side is measured with (and its pool of bodies and paths, taken in turn). */
+type SideJob = Omit<LoadJob, 'connections' | 'warmupSeconds' | 'seconds'>;
+
+/** What a latency side does beside the steady load: when its window starts (default: with the load), and its own timings (ms). */
+export interface Beside {
+  from?: number;
+  timings?: Record<string, number[]>;
+}
+
+/** One side of a dimension: a seeded store, the server to start on it, and the request that measures it. */
 export interface CurveSide {
   label: string;
-  /** The server's process, whose memory is read. */
-  pid: number;
-  job: Omit<LoadJob, 'connections' | 'warmupSeconds' | 'seconds'>;
+  job: SideJob;
+  /** Latency dimensions: resolves when the window ends. */
+  beside?: () => Promise<Beside>;
+  /** Starts the server; answers its process id (whose memory is read). */
+  start(): Promise<number>;
   close(): Promise<void>;
 }
 
-/** One dimension of scale: what the goal is, and how each side is started. */
+/** A goal of the issue, on a figure: the ratio large/small at least, or the large side's value at most or below. */
+interface Goal {
+  figure: string;
+  of: 'ratio' | 'large';
+  atLeast?: number;
+  atMost?: number;
+  below?: number;
+}
+
 export interface CurveDimension {
   name: string;
-  /** The goal of large/small, e.g. 0.5. */
-  goal: number;
-  /** Warm-up of each measured run. */
-  warmupSeconds: number;
-  /** Send every pooled request once before the rounds (each tenant's providers built: the RSS is theirs). */
+  kind: 'throughput' | 'latency';
+  goals: Goal[];
+  /** Throughput: send every pooled request once before the rounds (each tenant's provider built: the RSS is theirs). */
   prime?: boolean;
-  start(size: 'small' | 'large'): Promise<CurveSide>;
+  /** Latency: both sides measured at once, in one round (a purge starts when it will, not when a round does). */
+  together?: boolean;
+  /** Seeds one side's store (its server not started yet). */
+  seed(size: Size): Promise<CurveSide>;
 }
 
-/** Every dimension, by name (the other curve files add theirs here). */
-const DIMENSIONS: CurveDimension[] = [...clientsAndTenants];
+const DIMENSIONS: CurveDimension[] = [policySize, ...clientsAndTenants, ...purgeAndAudit];
+
+/** One side's figures in one round, by name. */
+type Figures = Record<string, number>;
 
 interface Measured {
-  results: LoadResult[];
-  rss: number[];
-}
-
-/** kB from /proc/<pid>/status (VmRSS, VmHWM), as MB. */
-function memoryOf(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
-    .split('\n')
-    .find((each) => each.startsWith(`${field}:`));
-  return Math.round(Number(line?.split(/\s+/)[1] ?? NaN) / 1024);
-}
-
-const median = (values: (number | null)[]) =>
-  [...values].map((value) => value ?? NaN).sort((a, b) => a - b)[Math.floor(values.length / 2)];
-
-async function measure(dimension: CurveDimension, load: LoadGenerator): Promise<void> {
-  const sides = [await dimension.start('small'), await dimension.start('large')];
-  try {
-    // A pass sends all but `connections` of the pool (load-worker.ts); a pool of one is warmed by the warm-up.
-    if (dimension.prime)
-      for (const side of sides)
-        if ((side.job.bodies?.length ?? 0) > 4)
-          await load.run({ ...side.job, cycle: false, connections: 4, warmupSeconds: 0, seconds: 600 });
-    const measured: Measured[] = sides.map(() => ({ results: [], rss: [] }));
-    for (let round = 0; round < ROUNDS; round++) {
-      const order = round % 2 === 0 ? [0, 1] : [1, 0];
-      for (const index of order) {
-        const { measured: result } = await load.run({
-          ...sides[index].job,
-          connections: CONNECTIONS,
-          warmupSeconds: dimension.warmupSeconds,
-          seconds: SECONDS,
-        });
-        measured[index].results.push(result);
-        measured[index].rss.push(memoryOf(sides[index].pid, 'VmRSS'));
-      }
-    }
-    const ratios = measured[1].results.map((large, round) => large.rps / measured[0].results[round].rps);
-    const ratio = median(ratios);
-    for (const [index, side] of sides.entries()) {
-      const { results, rss } = measured[index];
-      console.log(
-        `${dimension.name.padEnd(9)} ${side.label.padEnd(40)} ${median(results.map((r) => r.rps))
-          .toFixed(0)
-          .padStart(6)} req/s  p50 ${median(results.map((r) => r.p50)).toFixed(1)} ms  p99 ${median(
-          results.map((r) => r.p99),
-        ).toFixed(1)} ms  non-2xx ${results.reduce((sum, r) => sum + r.non2xx + r.errors, 0)}  RSS ${Math.max(
-          ...rss,
-        )} MB (peak ${memoryOf(side.pid, 'VmHWM')} MB)${results.some((r) => r.non2xx) ? ` statuses ${JSON.stringify(results.map((r) => r.statuses))}` : ''}`,
-      );
-    }
-    console.log(
-      `${dimension.name.padEnd(9)} large/small ${ratio.toFixed(2)}x (rounds ${ratios.map((r) => r.toFixed(2)).join(', ')}; goal ≥ ${dimension.goal}x)  load ${os
-        .loadavg()
-        .map((l) => l.toFixed(2))
-        .join(' ')}`,
-    );
-  } finally {
-    for (const side of sides) await side.close();
-  }
+  dimension: CurveDimension;
+  labels: Record<Size, string>;
+  rounds: Record<Size, Figures[]>;
 }
 
 async function main(): Promise<void> {
-  const wanted = process.env.CURVE_DIMENSIONS?.split(',');
+  const startedAt = new Date();
+  const wanted = process.env.CURVE_DIMENSIONS?.split(',').map((name) => name.trim());
+  const unknown = wanted?.filter((name) => !DIMENSIONS.some((dimension) => dimension.name === name)) ?? [];
+  if (unknown.length)
+    throw new Error(`unknown CURVE_DIMENSIONS ${unknown.join(', ')} (${DIMENSIONS.map((d) => d.name).join(', ')})`);
   const dimensions = DIMENSIONS.filter((dimension) => !wanted || wanted.includes(dimension.name));
-  console.log(
-    `cost curve: ${ROUNDS} alternating rounds of ${SECONDS} s, ${CONNECTIONS} connections, ${os.cpus().length} CPUs, load ${os
-      .loadavg()
-      .map((l) => l.toFixed(2))
-      .join(' ')}`,
-  );
+  const settings = `${ROUNDS} alternating rounds; throughput: ${SECONDS} s after ${WARMUP_SECONDS} s of warm-up, ${CONNECTIONS} connections; latency: ${STEADY_CONNECTIONS} steady callers; ${os.cpus().length} CPUs, Node ${process.version}`;
+  console.log(`cost curve: ${settings}; load ${loadAverage()}`);
   const load = new LoadGenerator();
+  const measured: Measured[] = [];
   try {
-    for (const dimension of dimensions) await measure(dimension, load);
+    for (const dimension of dimensions) measured.push(await measureDimension(dimension, load));
   } finally {
     load.close();
   }
+  console.log(`\n${settings}; load at the end ${loadAverage()}\n`);
+  console.log(table(measured));
+  const file = writeResults('curve', startedAt, {
+    settings: { rounds: ROUNDS, seconds: SECONDS, warmupSeconds: WARMUP_SECONDS, connections: CONNECTIONS },
+    dimensions: measured.map(({ dimension, labels, rounds }) => ({
+      name: dimension.name,
+      labels,
+      rounds,
+      figures: summary({ dimension, labels, rounds }),
+    })),
+  });
+  console.log(`\nwritten to ${file}`);
+}
+
+/** Both sides seeded, then both started, then the rounds; the servers stopped whatever happens. */
+async function measureDimension(dimension: CurveDimension, load: LoadGenerator): Promise<Measured> {
+  const sides: CurveSide[] = [];
+  try {
+    for (const size of ['small', 'large'] as const) {
+      const seeding = Date.now();
+      sides.push(await dimension.seed(size));
+      progress(`${dimension.name}: seeded ${sides.at(-1)!.label} in ${((Date.now() - seeding) / 1000).toFixed(1)} s`);
+    }
+    // Started together (a purge comes a set time after its server starts); both awaited before a failure ends the run.
+    const started = await Promise.allSettled(sides.map((side) => side.start()));
+    const failed = started.find((each) => each.status === 'rejected');
+    if (failed) throw failed.reason;
+    const pids = started.map((each) => (each as PromiseFulfilledResult<number>).value);
+    for (const side of sides) await checkFirstAnswer(side);
+    if (dimension.prime) for (const side of sides) await prime(side, load);
+    const rounds: Record<Size, Figures[]> = { small: [], large: [] };
+    const sizes = ['small', 'large'] as const;
+    for (let round = 0; round < (dimension.together ? 1 : ROUNDS); round++) {
+      const order = round % 2 === 0 ? [0, 1] : [1, 0];
+      const turns = dimension.together ? [order] : order.map((index) => [index]);
+      for (const turn of turns) {
+        const figures =
+          dimension.kind === 'throughput'
+            ? [await throughput(sides[turn[0]], load)]
+            : await latencyWindow(turn.map((index) => sides[index]));
+        for (const [position, index] of turn.entries()) {
+          rounds[sizes[index]].push({ ...figures[position], ...memoryOf(pids[index]) });
+          progress(`${dimension.name} · ${sides[index].label} · round ${round + 1}: ${brief(figures[position])}`);
+        }
+      }
+    }
+    return { dimension, labels: { small: sides[0].label, large: sides[1].label }, rounds };
+  } finally {
+    for (const side of sides) await side.close().catch(() => undefined);
+  }
+}
+
+/** One request as the load sends it, answered 2xx: a side that refuses it would measure its refusals. */
+async function checkFirstAnswer(side: CurveSide): Promise<void> {
+  const answer = await send(side.job, 0);
+  if (answer.status < 200 || answer.status > 299) throw new Error(`${side.label}: answered ${answer.status}`);
+}
+
+/** Every pooled request once (a pass sends all but `connections` of the pool: load-worker.ts; a pool of one is warmed by the warm-up). */
+async function prime(side: CurveSide, load: LoadGenerator): Promise<void> {
+  if ((side.job.bodies?.length ?? 0) > 4)
+    await load.run({ ...side.job, cycle: false, connections: 4, warmupSeconds: 0, seconds: 600 });
+}
+
+async function throughput(side: CurveSide, load: LoadGenerator): Promise<Figures> {
+  const { measured } = await load.run({
+    ...side.job,
+    connections: CONNECTIONS,
+    warmupSeconds: WARMUP_SECONDS,
+    seconds: SECONDS,
+  });
+  if (measured.non2xx) progress(`${side.label}: statuses ${JSON.stringify(measured.statuses)}`);
+  return {
+    'req/s': measured.rps,
+    'p50 ms': measured.p50,
+    'p99 ms': measured.p99,
+    'non-2xx': measured.non2xx + measured.errors,
+  };
+}
+
+/**
+ * The steady load on each of `sides` until every side's `beside` is done; each side's figures
+ * over one window to that end, from the earliest start a side asks for (none of their purges
+ * missed), not before every load runs: the worst latency of a window grows with its length on a
+ * shared machine, so sides measured together are measured over the same one.
+ */
+async function latencyWindow(sides: CurveSide[]): Promise<Figures[]> {
+  const loads = sides.map((side) => steadyLoad(side.job));
+  const besides = await Promise.all(sides.map((side) => side.beside?.() ?? Promise.resolve({} as Beside)));
+  const ended = performance.now();
+  const calls = await Promise.all(loads.map((each) => each.stop()));
+  const asked = besides.flatMap((each) => (each.from === undefined ? [] : [each.from]));
+  const from = Math.max(asked.length ? Math.min(...asked) : 0, ...calls.map((each) => each.startedAt));
+  return sides.map((side, index) => {
+    const inWindow = (at: number) => at >= from;
+    const figures: Figures = {
+      ...worst(
+        new URL(side.job.url).pathname,
+        calls[index].latencies.filter((each) => inWindow(each.at)),
+      ),
+      'non-2xx': calls[index].failures.filter(inWindow).length,
+      'window s': (ended - from) / 1000,
+    };
+    for (const [name, timings] of Object.entries(besides[index].timings ?? {}))
+      Object.assign(figures, {
+        [`${name} max ms`]: highest(timings),
+        [`${name} p50 ms`]: percentile(ascending(timings), 50),
+      });
+    return figures;
+  });
+}
+
+/** STEADY_CONNECTIONS callers sending the job's requests one after the other, each answer's latency kept. */
+function steadyLoad(job: SideJob) {
+  const startedAt = performance.now();
+  /** When each request was sent (performance.now()) and how long its answer took, ms. */
+  const latencies: { at: number; ms: number }[] = [];
+  /** When each request that was not answered 2xx was sent. */
+  const failures: number[] = [];
+  const reasons = new Set<string>();
+  let running = true;
+  let sent = 0;
+  const caller = async () => {
+    while (running) {
+      const at = performance.now();
+      const answer = await send(job, sent++);
+      if (answer.status >= 200 && answer.status <= 299) {
+        latencies.push({ at, ms: performance.now() - at });
+        continue;
+      }
+      // Counted, and shown once per reason: the figures say how many, the run goes on.
+      failures.push(at);
+      if (!reasons.has(answer.body)) progress(`${job.url} answered ${answer.status}: ${answer.body.slice(0, 300)}`);
+      reasons.add(answer.body);
+    }
+  };
+  const callers = Promise.all(Array.from({ length: STEADY_CONNECTIONS }, caller));
+  return {
+    async stop() {
+      running = false;
+      await callers;
+      return { startedAt, latencies, failures };
+    },
+  };
+}
+
+/** The job's `index`-th request (its pools taken in turn); a failed connection is status 0. */
+async function send(job: SideJob, index: number): Promise<{ status: number; body: string }> {
+  const path = job.paths?.length ? job.paths[index % job.paths.length] : null;
+  const url = path ? new URL(path, job.url).href : job.url;
+  const body = job.bodies?.length ? job.bodies[index % job.bodies.length] : job.body;
+  try {
+    const answer = await fetch(url, { method: job.method, headers: job.headers, body });
+    return { status: answer.status, body: await answer.text() };
+  } catch (error) {
+    return { status: 0, body: String(error) };
+  }
+}
+
+function worst(name: string, latencies: { ms: number }[]): Figures {
+  const ordered = ascending(latencies.map((each) => each.ms));
+  return {
+    [`${name} max ms`]: ordered.at(-1) ?? NaN,
+    [`${name} p99 ms`]: percentile(ordered, 99),
+    [`${name} p50 ms`]: percentile(ordered, 50),
+  };
+}
+
+/** The server's resident memory now and at its peak (VmRSS, VmHWM in /proc/<pid>/status), MB. */
+function memoryOf(pid: number): Figures {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n');
+  const mb = (field: string) =>
+    Math.round(Number(status.find((line) => line.startsWith(`${field}:`))?.split(/\s+/)[1] ?? NaN) / 1024);
+  return { 'RSS MB': mb('VmRSS'), 'peak RSS MB': mb('VmHWM') };
+}
+
+interface FigureSummary {
+  figure: string;
+  small: number;
+  large: number;
+  /** The median of the per-round ratios large/small (null: a small side of 0). */
+  ratio: number | null;
+  roundRatios: (number | null)[];
+  goal: string | null;
+  met: boolean | null;
+}
+
+/**
+ * Each figure over the rounds: the worst of them for a maximum or a memory reading, the sum of
+ * failures, the median otherwise; the ratio is the median of the rounds' ratios.
+ */
+function summary({ dimension, rounds }: Measured): FigureSummary[] {
+  return Object.keys(rounds.small[0]).map((figure) => {
+    const over = (size: Size) => rounds[size].map((each) => each[figure]);
+    const combine = figure.includes('max') || figure.includes('RSS') ? highest : figure === 'non-2xx' ? sum : median;
+    const small = combine(over('small'));
+    const large = combine(over('large'));
+    const roundRatios = over('large').map((value, round) =>
+      over('small')[round] > 0 ? value / over('small')[round] : null,
+    );
+    const known = roundRatios.filter((each) => each !== null);
+    const ratio = known.length ? median(known) : null;
+    const goal = dimension.goals.find((each) => each.figure === figure);
+    return { figure, small, large, ratio, roundRatios, ...judged(goal, large, ratio) };
+  });
+}
+
+function judged(goal: Goal | undefined, large: number, ratio: number | null): Pick<FigureSummary, 'goal' | 'met'> {
+  if (!goal) return { goal: null, met: null };
+  const unit = goal.of === 'ratio' ? 'x' : ` ${goal.figure.split(' ').at(-1)}`;
+  const value = goal.of === 'ratio' ? ratio : large;
+  const [text, met] =
+    goal.atLeast !== undefined
+      ? [`≥ ${goal.atLeast}`, value !== null && value >= goal.atLeast]
+      : goal.atMost !== undefined
+        ? [`≤ ${goal.atMost}`, value !== null && value <= goal.atMost]
+        : [`< ${goal.below}`, value !== null && value < goal.below!];
+  return { goal: `${text}${unit}`, met };
+}
+
+/** One Markdown table: a block of rows per dimension, its sides named in its first row. */
+function table(measured: Measured[]): string {
+  const lines = [
+    '| dimension | figure | small | large | large/small (rounds) | goal |',
+    '| --- | --- | ---: | ---: | --- | --- |',
+  ];
+  for (const each of measured)
+    for (const [row, figure] of summary(each).entries()) {
+      const ratio =
+        figure.ratio === null
+          ? '–'
+          : `${figure.ratio.toFixed(2)}x (${figure.roundRatios.map((r) => r?.toFixed(2) ?? '–').join(' ')})`;
+      const goal = figure.goal ? `${figure.goal}: ${figure.met ? 'met' : '**missed**'}` : '';
+      const name = row === 0 ? `${each.dimension.name}: ${each.labels.small} → ${each.labels.large}` : '';
+      lines.push(
+        `| ${name} | ${figure.figure} | ${shown(figure.small)} | ${shown(figure.large)} | ${ratio} | ${goal} |`,
+      );
+    }
+  return lines.join('\n');
+}
+
+const shown = (value: number) => (Number.isInteger(value) ? String(value) : value.toFixed(1));
+const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+const highest = (values: number[]) => Math.max(...values);
+const brief = (figures: Figures) =>
+  Object.entries(figures)
+    .map(([name, value]) => `${name} ${shown(value)}`)
+    .join(', ');
+const ascending = (values: number[]) => [...values].sort((a, b) => a - b);
+const loadAverage = () =>
+  os
+    .loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+const progress = (line: string) => console.error(`  ${line}`);
+
+function positive(name: string, fallback: number): number {
+  const value = Number(process.env[name] ?? fallback);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number`);
+  return value;
 }
 
 main().then(
