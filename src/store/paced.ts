@@ -17,7 +17,7 @@ export const EVENT_LOOP_PACE: Pace = { maxPerStep: 1000, stepBudgetMs: 5 };
  * is as long as the step, so small steps cost a purge little of its pace (the rows' own cost
  * dominates; on a machine at load 20+, 1M rows took ~17 minutes against ~12 with a floor of 250),
  * while a step of 16 rows on a loaded machine holds the requests for milliseconds where one of
- * 250 held them for up to half a second (bench/curve-store.ts).
+ * 250 held them for up to half a second (bench/curve.ts, the purge dimension).
  */
 const MIN_PER_STEP = 16;
 
