@@ -6,6 +6,7 @@ import {
   authorizationRequest,
   passDevIdpForms,
   redeemCode,
+  registerIdentityProvider,
   registerPublicClient,
   startRegisteredDevIdp,
   type RegisteredDevIdp,
@@ -253,5 +254,100 @@ describe('SSF receiver: signals pushed by the upstream identity provider', funct
       // Disabling the provider revoked what its users held: this test's user signs in again.
       user = await signIn(user.login);
     });
+  });
+});
+
+/**
+ * The receiver of a tenant by path (`/t/<tenant>/idp/ssf-events`): the audience it expects by
+ * default is the tenant's own issuer, a push secret of another tenant's provider authenticates
+ * nothing there, and a transmitter whose keys cannot be fetched gets a 503 it may retry.
+ */
+describe('SSF receiver: a tenant by path', function () {
+  const PUSH_SECRET_HERE = 'ssf-tenant-push-secret-0123456789';
+  let server: TestServer;
+  let transmitter: SsfTransmitter;
+  let tenant: string;
+  let pushUrl: string;
+  let tenantIssuer: string;
+
+  before(async function () {
+    server = await withServer();
+    transmitter = await SsfTransmitter.start();
+    tenant = `ssf-${randomUUID().slice(0, 8)}`;
+    tenantIssuer = `${server.config.issuer}/t/${tenant}`;
+    pushUrl = `${server.url}/t/${tenant}/idp/ssf-events`;
+    // Its keys named outright: no discovery.
+    await registerIdentityProvider(server, 'https://idp.ssf-tenant.example', {
+      tenantId: tenant,
+      idpId: 'ssf-tenant-idp',
+      fields: {
+        ssfIssuer: transmitter.issuer,
+        ssfJwksUri: `${transmitter.issuer}/jwks`,
+        ssfPushSecret: PUSH_SECRET_HERE,
+      },
+    });
+  });
+  after(async function () {
+    await transmitter?.close();
+  });
+
+  const nobody = { format: 'iss_sub', iss: 'https://idp.ssf-tenant.example', sub: 'nobody-signed-in' };
+
+  it("expects the tenant's own issuer as the audience", async function () {
+    const accepted = await pushSet(
+      pushUrl,
+      await transmitter.set(tenantIssuer, `${CAEP_EVENT}session-revoked`, nobody),
+      PUSH_SECRET_HERE,
+    );
+    expect(accepted.status, await accepted.text()).to.equal(202);
+    const elsewhere = await pushSet(
+      pushUrl,
+      await transmitter.set(server.config.issuer, `${CAEP_EVENT}session-revoked`, nobody),
+      PUSH_SECRET_HERE,
+    );
+    expect(elsewhere.status).to.equal(400);
+    expect(await elsewhere.json()).to.have.property('err', 'invalid_audience');
+
+    const audit = await server.admin(
+      'GET',
+      `/audit-logs?tenantId=${tenant}&endpoint=${encodeURIComponent('/idp/ssf-events')}`,
+    );
+    const results = (audit.body.content as { requestSummary: { result?: Record<string, string> } }[]).map(
+      (entry) => entry.requestSummary.result,
+    );
+    expect(results).to.deep.include({
+      idp: 'ssf-tenant-idp',
+      jti: results.find((result) => result?.jti)?.jti,
+      events: 'session-revoked',
+      actions: 'ignored',
+      revoked: '0',
+    });
+  });
+
+  it("does not take another tenant's push secret", async function () {
+    const set = await transmitter.set(tenantIssuer, `${CAEP_EVENT}session-revoked`, nobody);
+    const answer = await pushSet(pushUrl, set, PUSH_SECRET);
+    expect(answer.status).to.equal(401);
+    expect(await answer.json()).to.have.property('err', 'authentication_failed');
+  });
+
+  it("answers 503 while the transmitter's keys cannot be fetched", async function () {
+    const closed = await SsfTransmitter.start();
+    await closed.close();
+    const secret = 'ssf-unreachable-push-secret-0123';
+    await registerIdentityProvider(server, 'https://idp.ssf-unreachable.example', {
+      tenantId: tenant,
+      idpId: 'ssf-unreachable-idp',
+      fields: { ssfIssuer: closed.issuer, ssfJwksUri: `${closed.issuer}/jwks`, ssfPushSecret: secret },
+    });
+    const answer = await pushSet(
+      pushUrl,
+      await transmitter.set(tenantIssuer, `${CAEP_EVENT}session-revoked`, nobody, { claims: { iss: closed.issuer } }),
+      secret,
+    );
+    const body = (await answer.json()) as Record<string, string>;
+    expect(answer.status, JSON.stringify(body)).to.equal(503);
+    expect(body.error).to.equal('temporarily_unavailable');
+    expect(answer.headers.get('retry-after')).to.be.a('string');
   });
 });
