@@ -324,6 +324,19 @@ describe('SSF receiver: a tenant by path', function () {
     });
   });
 
+  it("acknowledges the stream's verification event (SSF 1.0 §8.1.4), counted in /metrics", async function () {
+    const verification = await transmitter.set(
+      tenantIssuer,
+      'https://schemas.openid.net/secevent/ssf/event-type/verification',
+      { format: 'opaque', id: 'stream-1' },
+      { claims: { events: { 'https://schemas.openid.net/secevent/ssf/event-type/verification': { state: 'x' } } } },
+    );
+    const answer = await pushSet(pushUrl, verification, PUSH_SECRET_HERE);
+    expect(answer.status, await answer.text()).to.equal(202);
+    const metrics = await (await server.request('/metrics')).text();
+    expect(metrics).to.match(/arbiter_ssf_received_events_total\{event="verification",outcome="acknowledged"\} [1-9]/);
+  });
+
   it("does not take another tenant's push secret", async function () {
     const set = await transmitter.set(tenantIssuer, `${CAEP_EVENT}session-revoked`, nobody);
     const answer = await pushSet(pushUrl, set, PUSH_SECRET);

@@ -8,6 +8,7 @@ import type { TransmittingProvider } from './transmitters.js';
 
 const CAEP = 'https://schemas.openid.net/secevent/caep/event-type/';
 const RISC = 'https://schemas.openid.net/secevent/risc/event-type/';
+const SSF = 'https://schemas.openid.net/secevent/ssf/event-type/';
 
 /**
  * The events after which the user holds nothing here: their grants, codes, tokens and sessions at
@@ -22,7 +23,14 @@ const REVOKING = new Set([
   `${RISC}credential-compromise`,
   `${RISC}sessions-revoked`,
 ]);
-const ACKNOWLEDGED = new Set([`${RISC}account-enabled`, `${CAEP}credential-change`, `${CAEP}token-claims-change`]);
+/** Known events that change nothing here, the stream's own (SSF 1.0 §8.1.4: verification, stream-updated) among them. */
+const ACKNOWLEDGED = new Set([
+  `${RISC}account-enabled`,
+  `${CAEP}credential-change`,
+  `${CAEP}token-claims-change`,
+  `${SSF}verification`,
+  `${SSF}stream-updated`,
+]);
 
 /** What was done for one event: `revoked` (what its user held), `acknowledged` (nothing to do), `ignored` (unknown type or user). */
 export type EventAction = 'revoked' | 'acknowledged' | 'ignored';
