@@ -226,6 +226,9 @@ describe('SSF receiver: signals pushed by the upstream identity provider', funct
 
     it('a SET that is not one: wrong media type, typ, stale iat, no jti, a U+0000, not a JWT: invalid_request', async function () {
       const now = Math.floor(Date.now() / 1000);
+      const manyEvents = Object.fromEntries(
+        Array.from({ length: 9 }, (_, index) => [`${CAEP_EVENT}session-revoked-${index}`, {}]),
+      );
       const cases: [Promise<Awaited<ReturnType<typeof pushed>>>, string][] = [
         [pushed(await revocation(), PUSH_SECRET, { 'Content-Type': 'application/jwt' }), 'application/secevent+jwt'],
         [pushed(await revocation({ header: { typ: 'JWT' } })), 'typ'],
@@ -233,6 +236,7 @@ describe('SSF receiver: signals pushed by the upstream identity provider', funct
         [pushed(await revocation({ claims: { iat: now + 3600 } })), 'claims'],
         [pushed(await revocation({ claims: { jti: undefined } })), 'jti'],
         [pushed(await revocation({ claims: { txn: 'a\u0000b' } })), 'U+0000'],
+        [pushed(await revocation({ claims: { events: manyEvents } })), 'more than 8 events'],
         [pushed('not.a-jwt'), 'JWT'],
       ];
       for (const [answer, described] of cases) await expectRefused(await answer, 400, 'invalid_request', described);

@@ -10,6 +10,8 @@ export const SET_TYPE = 'secevent+jwt';
 const CLOCK_TOLERANCE_SECONDS = 60;
 /** A compact JWS: three base64url parts (an encrypted SET, five parts, is not taken). */
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+/** SSF 1.0 sends one event per SET; a few more are taken, no more, so that one push costs a bounded number of revocations. */
+const MAX_EVENTS = 8;
 
 /** RFC 8935 §2.4's error codes. */
 export type PushErrorCode =
@@ -116,6 +118,7 @@ async function signed(
 function eventsOf(payload: JWTPayload): SecurityEvent[] {
   const events = payload.events;
   if (!isObject(events) || Object.keys(events).length === 0) throw invalid('the SET has no events');
+  if (Object.keys(events).length > MAX_EVENTS) throw invalid(`the SET has more than ${MAX_EVENTS} events`);
   return Object.entries(events).map(([type, event]) => {
     if (!isObject(event)) throw invalid(`the event ${type} is not an object`);
     return { type, subject: event.subject ?? payload.sub_id };
