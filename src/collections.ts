@@ -24,6 +24,7 @@ import { dirname, resolve } from 'node:path';
 import { projectPath } from './config/index.js';
 import { openStore, restoreStore } from './store/open.js';
 import { SCHEMA_COLLECTION, SEALING_KEYS_COLLECTION, type CollectionSpec, type Store } from './store/index.js';
+import { SSF_RECEIVED_SETS_COLLECTION } from './signals/receiver/index.js';
 import { TENANTS_COLLECTION } from './tenancy/index.js';
 import { PERMISSION_TICKETS_COLLECTION, UMA_RESOURCES_COLLECTION } from './uma/index.js';
 
@@ -48,6 +49,7 @@ export function knownCollections(): CollectionSpec[] {
     POLICY_HISTORY_COLLECTION,
     ADMIN_API_KEYS_COLLECTION,
     ADMIN_SESSIONS_COLLECTION,
+    SSF_RECEIVED_SETS_COLLECTION,
   ];
 }
 

@@ -44,6 +44,7 @@ import type { ArbiterMiddleware } from './state.js';
 import type { ClockSkew, Sealer, Store } from './store/index.js';
 import { TenantRegistry } from './tenancy/index.js';
 import type { Tracing } from './tracing/index.js';
+import { SSF_RECEIVER_PATH, ssfReceiver } from './signals/receiver/index.js';
 import { umaRouter } from './uma/index.js';
 import type { WorkersReport } from './workers/protocol.js';
 
@@ -200,6 +201,11 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   table.oauth(UPSTREAM_CALLBACK_PATH, edge('upstream callback', oidc(oauth.signIn)));
   // The upstream's logout tokens (Back-Channel Logout 1.0): its user's sessions here end too.
   table.oauth(UPSTREAM_LOGOUT_PATH, edge('upstream logout', oidc(oauth.signIn, { uncached: true })));
+  // Security Event Tokens an identity provider's Shared Signals transmitter pushes (RFC 8935): its users' tokens revoked.
+  table.exact(
+    SSF_RECEIVER_PATH,
+    row('SSF receiver', 'public', [...answered, protocol({ uncached: true }), ssfReceiver(parts)], 'paths'),
+  );
   // Any other path is oidc-provider's (JWKS, the logout confirmation, …, and its 404).
   table.otherwise(edge('oidc-provider', oidc([])));
   return (path) => table.find(path);

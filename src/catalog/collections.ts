@@ -117,16 +117,30 @@ export const COLLECTIONS: CollectionDefinition[] = [
     console: {
       columns: ['name', 'issuer', 'enabled'],
       // Discovered from the issuer's metadata when left empty.
-      advanced: ['authorizationEndpoint', 'tokenEndpoint', 'userinfoEndpoint', 'jwksUri'],
+      advanced: [
+        'authorizationEndpoint',
+        'tokenEndpoint',
+        'userinfoEndpoint',
+        'jwksUri',
+        'ssfIssuer',
+        'ssfJwksUri',
+        'ssfAudience',
+        'ssfPushSecret',
+      ],
       hints: {
         idpId: 'Left empty, one is generated.',
         issuer: 'The endpoints below are discovered from its metadata when left empty.',
+        ssfIssuer:
+          'A Shared Signals transmitter that pushes session-revoked and account-disabled events for its users to {issuer}/idp/ssf-events.',
+        ssfJwksUri: "Left empty: the jwks_uri of the transmitter's /.well-known/ssf-configuration.",
+        ssfAudience: "The aud its events name; left empty: this tenant's issuer.",
+        ssfPushSecret: 'The bearer token the transmitter sends with each push.',
       },
     },
     pathKey: 'idpId',
     uniqueFields: ['idpId'],
-    secretFields: ['clientSecret'],
-    sealedFields: ['clientSecret'],
+    secretFields: ['clientSecret', 'ssfPushSecret'],
+    sealedFields: ['clientSecret', 'ssfPushSecret'],
     // openid-client sends the secret to the token endpoint, the issuer's metadata's unless tokenEndpoint overrides it.
     secretDestinations: { secret: 'clientSecret', fields: ['issuer', 'tokenEndpoint'] },
     defaults: { enabled: true },

@@ -56,6 +56,25 @@ export const IDENTITY_PROVIDER_SCHEMA = object(['issuer'], {
   tokenEndpoint: httpUri,
   userinfoEndpoint: httpUri,
   jwksUri: httpUri,
+  // A Shared Signals (SSF 1.0) transmitter of this provider's, trusted to push Security Event Tokens
+  // about its users (src/signals/receiver): their issuer, their keys, the audience they name, the push's bearer.
+  ssfIssuer: {
+    ...httpUri,
+    description:
+      "the issuer of the provider's Shared Signals transmitter (the iss of its SETs), which pushes them to {issuer}/idp/ssf-events",
+  },
+  ssfJwksUri: {
+    ...httpUri,
+    description: "the transmitter's keys; not set: the jwks_uri of its /.well-known/ssf-configuration",
+  },
+  ssfAudience: { ...nonEmpty, description: "the aud its SETs must name; not set: the tenant's issuer" },
+  ssfPushSecret: {
+    type: 'string',
+    minLength: 16,
+    maxLength: 4096,
+    description:
+      'the bearer token the transmitter sends with each push (Authorization: Bearer …), at least 16 characters; stored sealed, and no answer shows it',
+  },
 });
 
 export const RESOURCE_SERVER_SCHEMA = object(['resourceIndicator'], {

@@ -153,6 +153,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
       'one JSON line per answered request (at `info`), see [Logs](operations.md#probes-logs-and-policy-propagation)',
   },
   MAX_BODY_BYTES: { meaning: 'largest accepted JSON body (413 beyond)' },
+  SSF_RECEIVER_MAX_AGE_SECONDS: {
+    meaning:
+      "a Security Event Token an identity provider's transmitter pushes is refused when its `iat` is older than this (a transmitter's retries included); its `jti` is remembered as long, to refuse a replay (see [Receiving signals](signals.md#receiving-signals-from-an-identity-provider))",
+  },
   ACCESS_TOKEN_TTL_SECONDS: { meaning: 'access token lifetime' },
   AUTHORIZATION_CODE_TTL_SECONDS: { meaning: 'authorization code lifetime (at most 600)' },
   REFRESH_TOKEN_TTL_SECONDS: { meaning: 'refresh token lifetime (14 days)' },

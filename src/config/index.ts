@@ -95,6 +95,8 @@ export interface Config {
   /** One log line per answered request (src/http/access-log.ts). */
   accessLog: boolean;
   maxBodyBytes: number;
+  /** A Security Event Token pushed by an identity provider's transmitter is refused once its iat is older than this; its jti is kept as long. */
+  ssfReceiverMaxAgeSeconds: number;
   production: boolean;
   ttl: TtlConfig;
   /** Peers (IP addresses or CIDR ranges) whose X-Forwarded-* headers are believed; none by default. */
@@ -207,6 +209,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   LOG_LEVEL: 'logLevel',
   ACCESS_LOG: 'accessLog',
   MAX_BODY_BYTES: 'maxBodyBytes',
+  SSF_RECEIVER_MAX_AGE_SECONDS: 'ssfReceiverMaxAgeSeconds',
   ACCESS_TOKEN_TTL_SECONDS: 'ttl.accessTokenSeconds',
   AUTHORIZATION_CODE_TTL_SECONDS: 'ttl.authorizationCodeSeconds',
   REFRESH_TOKEN_TTL_SECONDS: 'ttl.refreshTokenSeconds',
@@ -268,6 +271,8 @@ export const AUDITED_PROTOCOL_ENDPOINTS = [
   '/permission',
   '/delegation',
   '/access/v1',
+  // Security Event Tokens an identity provider's Shared Signals transmitter pushes (src/signals/receiver).
+  '/idp/ssf-events',
 ];
 export const SCHEMA = {
   type: 'object',
@@ -333,6 +338,7 @@ export const SCHEMA = {
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     accessLog: { type: 'boolean' },
     maxBodyBytes: positive,
+    ssfReceiverMaxAgeSeconds: { type: 'integer', minimum: 60, maximum: 604800 },
     trustedProxies: { type: 'array', items: { type: 'string', pattern: '^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$' } },
     metricsToken: { type: ['string', 'null'], minLength: 16 },
     authFailureLimit: positive,

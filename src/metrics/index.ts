@@ -45,6 +45,7 @@ const ENDPOINTS = [
   '/.well-known',
   '/admin/api',
   '/interaction',
+  '/idp/ssf-events',
   '/introspect',
   '/delegation',
   '/permission',
@@ -105,6 +106,13 @@ export class Metrics {
     name: 'arbiter_throttled_requests_total',
     help: 'Requests answered 429 (the authentication failure limit, the audit budget) by endpoint',
     labelNames: ['endpoint'],
+    registers: [this.registry],
+  });
+
+  private readonly signalsReceived = new Counter({
+    name: 'arbiter_ssf_received_events_total',
+    help: "Security events pushed by identity providers' transmitters, by event (session-revoked, account-disabled, …, other; none: the push was refused) and outcome (revoked, acknowledged, ignored, or the RFC 8935 error)",
+    labelNames: ['event', 'outcome'],
     registers: [this.registry],
   });
 
@@ -270,6 +278,11 @@ export class Metrics {
   shadowEvaluation(point: string, kind: string | null): void {
     this.shadowEvaluated.inc({ point });
     if (kind) this.shadowDifferences.inc({ point, kind });
+  }
+
+  /** A pushed security event and what became of it (src/signals/receiver: both labels from fixed lists). */
+  signalReceived(event: string, outcome: string): void {
+    this.signalsReceived.inc({ event, outcome });
   }
 
   /** Live decisions dropped before the shadow evaluation (its queue was full). */

@@ -24,6 +24,8 @@ export interface RegistrationOptions {
   tenantPath?: boolean;
   /** The dev IdP posts its logout tokens to Arbiter's /idp/backchannel-logout (Back-Channel Logout 1.0). */
   backchannelLogout?: boolean;
+  /** More fields of the identity provider record (its Shared Signals transmitter, say). */
+  fields?: Record<string, unknown>;
 }
 
 /** Starts a development IdP that redirects to `server`'s callback and registers it through the Admin API. */
@@ -61,6 +63,7 @@ export async function registerIdentityProvider(
     ...(options.idpId ? { idpId: options.idpId } : {}),
     ...(options.enabled === undefined ? {} : { enabled: options.enabled }),
     ...(options.tenantId ? { tenantId: options.tenantId } : {}),
+    ...options.fields,
   });
   if (status !== 201) throw new Error(`identity provider registration failed: ${status} ${JSON.stringify(body)}`);
   return body;

@@ -1,0 +1,1 @@
+export { SSF_RECEIVED_SETS_COLLECTION, SSF_RECEIVER_PATH, ssfReceiver, type ReceiverDeps } from './push.js';
