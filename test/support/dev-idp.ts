@@ -22,8 +22,11 @@ export interface RegistrationOptions {
   enabled?: boolean;
   /** The tenant's users sign in at its own issuer (`/t/<tenantId>`): the dev IdP redirects to the callback below it. */
   tenantPath?: boolean;
-  /** The dev IdP posts its logout tokens to Arbiter's /idp/backchannel-logout (Back-Channel Logout 1.0). */
-  backchannelLogout?: boolean;
+  /**
+   * The dev IdP posts its logout tokens to Arbiter's /idp/backchannel-logout (Back-Channel Logout
+   * 1.0); `'sid-only'`: tokens that name the upstream session alone, without `sub`.
+   */
+  backchannelLogout?: boolean | 'sid-only';
 }
 
 /** Starts a development IdP that redirects to `server`'s callback and registers it through the Admin API. */
@@ -37,6 +40,7 @@ export async function startRegisteredDevIdp(
     port,
     redirectUris: [`${issuer}/idp/callback`],
     ...(options.backchannelLogout ? { backchannelLogoutUri: `${issuer}/idp/backchannel-logout` } : {}),
+    ...(options.backchannelLogout === 'sid-only' ? { logoutTokens: 'sid' as const } : {}),
   });
   try {
     const idpIssuer = `http://localhost:${port}`;
