@@ -1,3 +1,10 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import tls from 'node:tls';
 import { expect } from 'chai';
 import { decodeProtectedHeader, exportJWK, generateKeyPair, SignJWT, type JSONWebKeySet, type JWK } from 'jose';
 import * as client from 'openid-client';
@@ -18,6 +25,76 @@ import { readyServer, type TestServer } from '../support/server.js';
 import { verifyDiscovery } from './discovery-verification.js';
 
 type PrivateKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
+interface RpKey {
+  privateKey: PrivateKey;
+  kid: string;
+  jwk: JWK;
+}
+
+let keys = 0;
+
+/** An RS256 key of the relying party's, with a kid of its own. */
+async function rpKey(): Promise<RpKey> {
+  const { publicKey, privateKey } = await generateKeyPair('RS256');
+  const kid = `rp-key-${(keys += 1)}`;
+  return { privateKey, kid, jwk: { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' } };
+}
+
+/**
+ * Where the suite's relying party publishes its JWK Sets: https (a jwks_uri must be), on loopback,
+ * under a certificate made for the walk that this process trusts while the host runs (Arbiter's
+ * outbound fetch checks certificates against the process's default CAs).
+ */
+class JwksHost {
+  private readonly sets = new Map<string, { keys: JWK[] }>();
+  private constructor(
+    private readonly server: Server,
+    private readonly trustedBefore: string[],
+  ) {}
+
+  static async start(): Promise<JwksHost> {
+    const directory = mkdtempSync(join(tmpdir(), 'arbiter-jwks-host-'));
+    let key: Buffer, cert: Buffer;
+    try {
+      execFileSync(
+        'openssl',
+        [
+          ...['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost'],
+          ...['-addext', 'subjectAltName=DNS:localhost', '-keyout', join(directory, 'key.pem')],
+          ...['-out', join(directory, 'cert.pem')],
+        ],
+        { stdio: 'ignore' },
+      );
+      key = readFileSync(join(directory, 'key.pem'));
+      cert = readFileSync(join(directory, 'cert.pem'));
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+    const trustedBefore = tls.getCACertificates('default');
+    let host: JwksHost | undefined;
+    const server = createServer({ key, cert }, (request, response) => {
+      const set = host!.sets.get(new URL(request.url ?? '/', 'https://localhost').pathname);
+      response.writeHead(set ? 200 : 404, { 'content-type': 'application/json', 'cache-control': 'no-store' });
+      response.end(JSON.stringify(set ?? {}));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    tls.setDefaultCACertificates([...trustedBefore, cert.toString()]);
+    host = new JwksHost(server, trustedBefore);
+    return host;
+  }
+
+  /** Serves `keys` at `path` from now on; its URI. */
+  publish(path: string, keys: JWK[]): string {
+    this.sets.set(path, { keys });
+    return `https://localhost:${(this.server.address() as AddressInfo).port}${path}`;
+  }
+
+  async close(): Promise<void> {
+    tls.setDefaultCACertificates(this.trustedBefore);
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
 
 /**
  * The OpenID Foundation's `oidcc-dynamic-certification-test-plan` (response_type=code, discovery,
@@ -34,6 +111,7 @@ describe('oidcc-dynamic-certification-test-plan (code, private_key_jwt, dynamic 
   let server: TestServer;
   let idp: RegisteredDevIdp;
   let discovery: client.ServerMetadata;
+  let jwksHost: JwksHost;
   let people = 0;
 
   const browser = () => new Browser(idp, `oidcc-dynamic-person-${(people += 1)}`);
@@ -42,6 +120,7 @@ describe('oidcc-dynamic-certification-test-plan (code, private_key_jwt, dynamic 
     // Keys rotated by oidcc-server-rotate-keys are seen within a second.
     server = await readyServer({ SIGNING_KEY_REFRESH_SECONDS: '1' });
     idp = await startRegisteredDevIdp(server);
+    jwksHost = await JwksHost.start();
     await updateOauthData(server, (data) => {
       data.public_client_policy.enabled = true;
       data.public_client_policy.dcr.allowed_grant_types = ['authorization_code', 'refresh_token'];
@@ -55,6 +134,7 @@ describe('oidcc-dynamic-certification-test-plan (code, private_key_jwt, dynamic 
     await eventually(async () => (await register({ redirect_uris: [CALLBACK] })).status === 201);
   });
   after(async () => {
+    await jwksHost?.close();
     await idp?.close();
     await server?.close();
   });
@@ -66,34 +146,47 @@ describe('oidcc-dynamic-certification-test-plan (code, private_key_jwt, dynamic 
 
   /**
    * A client registered as the suite registers it (OIDCCCreateDynamicClientRegistrationRequest):
-   * its name, redirect URI, private_key_jwt with an RS256 public key in `jwks`, and `extra`;
-   * with openid-client configured to authenticate with the private key.
+   * its name, redirect URI, private_key_jwt with an RS256 public key (in `jwks`, or at a `jwks_uri`
+   * of the suite's), and `extra`; with openid-client configured to authenticate with the private
+   * key. `rotateKey` replaces the key at its jwks_uri, as a relying party rotating its keys does.
    */
-  async function dynamicClient(
-    extra: Record<string, unknown> = {},
-  ): Promise<ConformanceClient & { registered: any; key: PrivateKey; kid: string }> {
-    const { publicKey, privateKey } = await generateKeyPair('RS256');
-    const kid = `rp-key-${(people += 1)}`;
-    const jwk: JWK = { ...(await exportJWK(publicKey)), kid, alg: 'RS256', use: 'sig' };
+  async function dynamicClient(extra: Record<string, unknown> = {}, keysAt: 'jwks' | 'jwks_uri' = 'jwks') {
+    const jwksPath = `/rp-${(people += 1)}/jwks`;
+    const first = await rpKey();
+    const keys =
+      keysAt === 'jwks' ? { jwks: { keys: [first.jwk] } } : { jwks_uri: jwksHost.publish(jwksPath, [first.jwk]) };
     const answer = await register({
       client_name: 'oidcc-dynamic-rp',
       redirect_uris: [CALLBACK],
       grant_types: ['authorization_code', 'refresh_token'],
       scope: 'openid profile email',
       token_endpoint_auth_method: 'private_key_jwt',
-      jwks: { keys: [jwk] },
+      ...keys,
       ...extra,
     });
     expect(answer.status, JSON.stringify(answer.body)).to.equal(201);
     const clientId: string = answer.body.client_id;
-    const configuration = await client.discovery(
-      new URL(server.config.issuer),
+    const configured = (key: RpKey) =>
+      client.discovery(
+        new URL(server.config.issuer),
+        clientId,
+        undefined,
+        client.PrivateKeyJwt({ key: key.privateKey, kid: key.kid }),
+        { execute: [client.allowInsecureRequests, client.enableNonRepudiationChecks] },
+      );
+    return {
       clientId,
-      undefined,
-      client.PrivateKeyJwt({ key: privateKey, kid }),
-      { execute: [client.allowInsecureRequests, client.enableNonRepudiationChecks] },
-    );
-    return { clientId, secret: '', configuration, registered: answer.body, key: privateKey, kid };
+      secret: '',
+      configuration: await configured(first),
+      registered: answer.body,
+      key: first.privateKey,
+      kid: first.kid,
+      async rotateKey(): Promise<{ configuration: client.Configuration }> {
+        const next = await rpKey();
+        jwksHost.publish(jwksPath, [next.jwk]);
+        return { configuration: await configured(next) };
+      },
+    };
   }
 
   /**
@@ -102,7 +195,7 @@ describe('oidcc-dynamic-certification-test-plan (code, private_key_jwt, dynamic 
    * default: the token endpoint).
    */
   async function tokenRequest(
-    rp: Awaited<ReturnType<typeof dynamicClient>>,
+    rp: { clientId: string; kid: string; key: PrivateKey },
     parameters: Record<string, string>,
     audience = discovery.token_endpoint!,
   ): Promise<{ status: number; body: any }> {
@@ -271,16 +364,13 @@ describe('oidcc-dynamic-certification-test-plan (code, private_key_jwt, dynamic 
     });
   }
 
-  // A jwks_uri must be https (the suite serves it so); the test has no https server Arbiter's outbound fetch trusts.
-  it('oidcc-registration-jwks-uri (not walked: needs an https JWK Set)', async function () {
-    const answer = await register({
-      redirect_uris: [CALLBACK],
-      token_endpoint_auth_method: 'private_key_jwt',
-      jwks_uri: 'https://rp.example.test/jwks',
-    });
-    expect(answer.status, JSON.stringify(answer.body)).to.equal(201);
-    expect(answer.body.jwks_uri).to.equal('https://rp.example.test/jwks');
-    this.skip();
+  it('oidcc-registration-jwks-uri', async () => {
+    const rp = await dynamicClient({}, 'jwks_uri');
+    expect(rp.registered.jwks_uri).to.match(/^https:\/\/localhost:\d+\/rp-\d+\/jwks$/);
+
+    const { idToken } = await codeFlow(rp);
+
+    expect(idToken.aud).to.equal(rp.clientId);
   });
 
   it('oidcc-registration-sector-uri (skipped by the suite: pairwise subjects are not offered)', async function () {
@@ -319,8 +409,17 @@ describe('oidcc-dynamic-certification-test-plan (code, private_key_jwt, dynamic 
     for (const key of rotated.keys) expect(key).not.to.have.any.keys('d', 'p', 'q', 'dp', 'dq', 'qi');
   });
 
-  it('oidcc-refresh-token-rp-key-rotation (not walked: needs an https JWK Set)', async function () {
-    this.skip();
+  // The RP replaces its key at its jwks_uri (a new kid), then refreshes with an assertion signed by the new key.
+  it('oidcc-refresh-token-rp-key-rotation', async () => {
+    const rp = await dynamicClient({}, 'jwks_uri');
+    const { tokens, idToken } = await codeFlow(rp, { scope: 'openid offline_access' });
+    expect(tokens.refresh_token, 'a refresh token').to.be.a('string');
+
+    const rotated = await rp.rotateKey();
+    const refreshed = await client.refreshTokenGrant(rotated.configuration, tokens.refresh_token!);
+
+    expect(refreshed.access_token).to.be.a('string').and.not.equal(tokens.access_token);
+    expect((await userinfo(refreshed.access_token)).body.sub).to.equal(idToken.sub);
   });
 
   // Arbiter fetches no request_uri of a client's (only PAR's own URN is taken): request_uri_parameter_supported is false.
