@@ -278,4 +278,26 @@ describe('Back-Channel Logout from the upstream identity provider, by sid alone'
     const [token] = await receiver.tokensReceived(1);
     expect(decodeJwt(token)).to.include({ sub: 'vera', aud: rp.clientId });
   });
+
+  it('answers a session it never saw 200, ending nothing, and a token naming neither sub nor sid 400 invalid_request', async function () {
+    const xena = await signedIn('xena');
+    const post = async (claims: Record<string, unknown>) =>
+      server.request('/idp/backchannel-logout', {
+        method: 'POST',
+        headers: FORM,
+        body: new URLSearchParams({ logout_token: await idp.logoutToken(claims) }).toString(),
+      });
+    const event = { events: { [BACK_CHANNEL_LOGOUT_EVENT]: {} }, jti: `jti-${Date.now()}` };
+
+    expect((await post({ ...event, sid: 'a-session-arbiter-never-saw' })).status).to.equal(200);
+    expect(await xena.userinfo(), 'still signed in').to.equal(200);
+
+    const neither = await post({ ...event, jti: `${event.jti}-2` });
+    const error = (await neither.json()) as Record<string, string>;
+    expect(neither.status, JSON.stringify(error)).to.equal(400);
+    expect(error).to.include({
+      error: 'invalid_request',
+      error_description: 'a logout token must carry sub, sid or both',
+    });
+  });
 });

@@ -11,6 +11,8 @@ export interface RegisteredDevIdp {
   idpId: string;
   /** Internal id of the identity provider record. */
   id: number;
+  /** A logout token of the dev IdP's with exactly `claims` (and its signature, `iss`, `aud`, `iat`, `exp`), as it would post one. */
+  logoutToken(claims: Record<string, unknown>): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -45,7 +47,20 @@ export async function startRegisteredDevIdp(
   try {
     const idpIssuer = `http://localhost:${port}`;
     const record = await registerIdentityProvider(server, idpIssuer, options);
-    return { issuer: idpIssuer, host: `localhost:${port}`, idpId: record.idpId, id: record.id, close: idp.close };
+    const logoutToken = async (claims: Record<string, unknown>) => {
+      const arbiter = await idp.provider.Client.find(DEV_IDP_CLIENT.clientId);
+      const token = new idp.provider.IdToken({}, { client: arbiter });
+      for (const [name, value] of Object.entries(claims)) token.set(name, value);
+      return token.issue({ use: 'logout' });
+    };
+    return {
+      issuer: idpIssuer,
+      host: `localhost:${port}`,
+      idpId: record.idpId,
+      id: record.id,
+      logoutToken,
+      close: idp.close,
+    };
   } catch (error) {
     await idp.close();
     throw error;
