@@ -19,6 +19,7 @@ import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
 import { POLICY_FAULTS_COLLECTION, SHADOW_COLLECTION } from './policy/index.js';
 import { DELEGATIONS_COLLECTION } from './delegation/index.js';
 import { UPSTREAM_LOGINS_COLLECTION } from './oauth/interactions/upstream-logins.js';
+import { UPSTREAM_SESSIONS_COLLECTION } from './oauth/interactions/upstream-sessions.js';
 import { PROVIDER_SECRETS_COLLECTION } from './oauth/keys.js';
 import { dirname, resolve } from 'node:path';
 import { projectPath } from './config/index.js';
@@ -39,6 +40,7 @@ export function knownCollections(): CollectionSpec[] {
     SHADOW_COLLECTION,
     POLICY_FAULTS_COLLECTION,
     UPSTREAM_LOGINS_COLLECTION,
+    UPSTREAM_SESSIONS_COLLECTION,
     PROVIDER_SECRETS_COLLECTION,
     TENANTS_COLLECTION,
     SEALING_KEYS_COLLECTION,

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Server } from 'node:http';
 import Provider, { type Configuration } from 'oidc-provider';
 
@@ -9,6 +10,11 @@ export interface DevIdpOptions {
   issuer?: string;
   /** Where it posts logout tokens when a user logs out here (Arbiter's /idp/backchannel-logout); none: it posts none. */
   backchannelLogoutUri?: string;
+  /**
+   * What its logout tokens name: the user and the session (`sub` and `sid`, the default), or the
+   * session alone (`sid`, as OIDC Back-Channel Logout 1.0 §2.4 allows). Either way its ID tokens carry `sid`.
+   */
+  logoutTokens?: 'sub+sid' | 'sid';
 }
 
 export const DEV_IDP_CLIENT = { clientId: 'arbiter', clientSecret: 'arbiter-dev-secret' };
@@ -27,7 +33,9 @@ export function createDevIdp(options: DevIdpOptions): Provider {
         redirect_uris: options.redirectUris,
         response_types: ['code'],
         grant_types: ['authorization_code'],
-        ...(options.backchannelLogoutUri ? { backchannel_logout_uri: options.backchannelLogoutUri } : {}),
+        ...(options.backchannelLogoutUri
+          ? { backchannel_logout_uri: options.backchannelLogoutUri, backchannel_logout_session_required: true }
+          : {}),
       },
     ],
     // acr under openid: released whenever a sign-in has one (see stateRequestedAcr), without a fixed acrValues list.
@@ -55,12 +63,41 @@ export function createDevIdp(options: DevIdpOptions): Provider {
   };
   const provider = new Provider(issuer, configuration);
   provider.proxy = true;
+  if (options.logoutTokens === 'sid') sendSidOnlyLogoutTokens(provider);
   provider.use(async (ctx, next) => {
     const resumed = RESUME_PATH.exec(ctx.path);
     if (ctx.method === 'GET' && resumed) await stateRequestedAcr(provider, resumed[1]);
     await next();
   });
   return provider;
+}
+
+/** The part of oidc-provider's Client its back-channel logout uses (its typings leave the method out). */
+interface LogoutClient {
+  backchannelLogoutUri: string;
+  backchannelLogout(sub: string, sid: string): Promise<void>;
+}
+
+/**
+ * Makes the provider's logout tokens name the session only: oidc-provider always puts `sub` in
+ * them, so its delivery is replaced by one that issues the same token (signed, `typ: logout+jwt`,
+ * the event, a `jti`) without it.
+ */
+function sendSidOnlyLogoutTokens(provider: Provider): void {
+  const Client = provider.Client as unknown as { prototype: LogoutClient };
+  Client.prototype.backchannelLogout = async function (this: LogoutClient, _sub: string, sid: string) {
+    const logoutToken = new provider.IdToken({}, { client: this as unknown as InstanceType<typeof provider.Client> });
+    logoutToken.set('events', { 'http://schemas.openid.net/event/backchannel-logout': {} });
+    logoutToken.set('jti', randomUUID());
+    logoutToken.set('sid', sid);
+    const response = await fetch(this.backchannelLogoutUri, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ logout_token: await logoutToken.issue({ use: 'logout' }) }),
+    });
+    if (response.status !== 200 && response.status !== 204)
+      throw new Error(`expected 200 OK from ${this.backchannelLogoutUri}, got ${response.status}`);
+  };
 }
 
 /** Where oidc-provider resumes an authorization request once an interaction has a result. */

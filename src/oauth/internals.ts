@@ -15,6 +15,7 @@ import * as grantHelpers from 'oidc-provider/lib/helpers/grants.js';
 import { findToken } from 'oidc-provider/lib/helpers/token_find.js';
 import validateDpop, { checkDpopReplay } from 'oidc-provider/lib/helpers/validate_dpop.js';
 import instance from 'oidc-provider/lib/helpers/weak_cache.js';
+import KeyStore from 'oidc-provider/lib/helpers/keystore.js';
 
 /**
  * 1. Scopes outside policy data become known to oidc-provider where a request needs them: those
@@ -102,6 +103,42 @@ export function noNonceInRefreshedIdTokens(provider: Provider): void {
     if (key === 'nonce' && this.ctx?.oidc?.params?.grant_type === 'refresh_token') return;
     set.call(this, key, value);
   };
+}
+
+/** A client's JWK Set is fetched again for an unfamiliar kid at most this often (each fetch goes through the outbound guard). */
+const UNFAMILIAR_KID_REFETCH_INTERVAL_MS = 10_000;
+
+/**
+ * 9. OIDC Core §10.1.1: a verifier that sees an unfamiliar `kid` goes back to the client's
+ * `jwks_uri`, so that a relying party can rotate its keys. oidc-provider keeps a fetched set for
+ * at least 60 s whatever kid it is asked for (its ClientKeyStore's `freshUntil`), so an RP that
+ * rotated was refused `invalid_client` for up to a minute. A kid its set lacks makes the set
+ * stale (oidc-provider's verification then fetches it again and retries), at most once per
+ * UNFAMILIAR_KID_REFETCH_INTERVAL_MS per set. Once per process: the KeyStore class is shared.
+ */
+export function refetchClientKeysOnUnfamiliarKid(): void {
+  const prototype = KeyStore.prototype as KeyStore & { refetchesUnfamiliarKids?: true };
+  if (prototype.refetchesUnfamiliarKids) return;
+  const select = prototype.selectForVerify;
+  prototype.selectForVerify = function (this: ClientKeyStoreInternals, options) {
+    const keys = select.call(this, options);
+    const now = Date.now();
+    // A stale set (never fetched, or expired) is fetched anyway: only a fresh one is made stale.
+    if (keys.length === 0 && options.kid && this.jwksUri && this.fresh() && now >= (this.unfamiliarKidRefetchAt ?? 0)) {
+      this.unfamiliarKidRefetchAt = now + UNFAMILIAR_KID_REFETCH_INTERVAL_MS;
+      this.freshUntil = 0;
+    }
+    return keys;
+  };
+  prototype.refetchesUnfamiliarKids = true;
+}
+
+/** oidc-provider's ClientKeyStore, as far as the refetch reads it: the client's jwks_uri, and until when its set is fresh. */
+interface ClientKeyStoreInternals extends KeyStore {
+  jwksUri?: string;
+  freshUntil?: number;
+  fresh(): boolean;
+  unfamiliarKidRefetchAt?: number;
 }
 
 interface IdTokenInternals {

@@ -9,7 +9,12 @@ import { providerConfiguration } from './configuration.js';
 import { providerIssuer, type ProviderContext } from './context.js';
 import { installGrants } from './token/grants/index.js';
 import { outboundOptionsOf } from '../http/outbound.js';
-import { everyClientMayAskForEveryType, findJwtAccessTokensToo, noNonceInRefreshedIdTokens } from './internals.js';
+import {
+  everyClientMayAskForEveryType,
+  findJwtAccessTokensToo,
+  noNonceInRefreshedIdTokens,
+  refetchClientKeysOnUnfamiliarKid,
+} from './internals.js';
 import { jwtAccessTokenLookup } from './token/jwt-access-tokens.js';
 import { reportBackchannelLogouts } from './end-session/backchannel.js';
 import { fapi2Tenant } from './fapi/index.js';
@@ -33,6 +38,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
   everyClientMayAskForEveryType(provider);
   findJwtAccessTokensToo(provider, jwtAccessTokenLookup(context));
   noNonceInRefreshedIdTokens(provider);
+  refetchClientKeysOnUnfamiliarKid();
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);
   reportBackchannelLogouts(provider, log);

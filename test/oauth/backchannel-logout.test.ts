@@ -216,3 +216,88 @@ describe('Back-Channel Logout from the upstream identity provider', function () 
     }
   });
 });
+
+/**
+ * Back-Channel Logout 1.0 §2.4: an upstream logout token may name the upstream session (`sid`)
+ * and not the user. Arbiter remembers the upstream `sid` of each sign-in, so such a token ends the
+ * sessions of the user that upstream session signed in, as a token with `sub` does.
+ */
+describe('Back-Channel Logout from the upstream identity provider, by sid alone', function () {
+  let server: TestServer;
+  let idp: RegisteredDevIdp;
+  let receiver: LogoutReceiver;
+  let rp: TestClient;
+
+  before(async function () {
+    server = await readyServer();
+    idp = await startRegisteredDevIdp(server, { backchannelLogout: 'sid-only' });
+    receiver = new LogoutReceiver();
+    rp = { clientId: 'upstream-sid-rp', redirectUri: 'http://127.0.0.1:1/upstream-sid/cb' };
+    const created = await server.admin('POST', '/clients', {
+      clientId: rp.clientId,
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: [rp.redirectUri],
+      scopes: ['openid', 'profile', 'offline_access'],
+      backchannelLogoutUri: await receiver.start(),
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+  });
+  after(async function () {
+    await receiver?.close();
+    await idp?.close();
+    await server?.close();
+  });
+
+  /** A sign-in of `login` in a browser of its own: the browser, and a UserInfo call with its access token. */
+  async function signedIn(login: string) {
+    const request = await authorizationRequest(server, rp);
+    const agent = new FetchUserAgent();
+    const page = await agent.navigate(request.url, arrivingAt(rp.redirectUri));
+    const landed = await passDevIdpForms(agent, page, login, arrivingAt(rp.redirectUri));
+    const tokens = await redeemCode(server, rp, landed.url.searchParams.get('code')!, request.codeVerifier);
+    expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
+    const userinfo = async () =>
+      (await server.request('/userinfo', { headers: { Authorization: `Bearer ${tokens.body.access_token}` } })).status;
+    expect(await userinfo(), 'the access token works before').to.equal(200);
+    return { agent, userinfo };
+  }
+
+  it("ends the sessions of the user the upstream session signed in, and tells Arbiter's clients", async function () {
+    const vera = await signedIn('vera');
+    const walt = await signedIn('walt');
+
+    // Vera logs out at the upstream, which names her session there and not her.
+    const confirmation = await vera.agent.navigate(`${idp.issuer}/session/end`);
+    expect(confirmation.status, confirmation.body).to.equal(200);
+    expect((await vera.agent.submitForm(confirmation, { logout: 'yes' })).status).to.be.below(400);
+
+    // The upstream answers its logout once Arbiter answered the token.
+    expect(await vera.userinfo(), "vera's access token is revoked").to.equal(401);
+    expect(await walt.userinfo(), "another user's is not").to.equal(200);
+    const [token] = await receiver.tokensReceived(1);
+    expect(decodeJwt(token)).to.include({ sub: 'vera', aud: rp.clientId });
+  });
+
+  it('answers a session it never saw 200, ending nothing, and a token naming neither sub nor sid 400 invalid_request', async function () {
+    const xena = await signedIn('xena');
+    const post = async (claims: Record<string, unknown>) =>
+      server.request('/idp/backchannel-logout', {
+        method: 'POST',
+        headers: FORM,
+        body: new URLSearchParams({ logout_token: await idp.logoutToken(claims) }).toString(),
+      });
+    const event = { events: { [BACK_CHANNEL_LOGOUT_EVENT]: {} }, jti: `jti-${Date.now()}` };
+
+    expect((await post({ ...event, sid: 'a-session-arbiter-never-saw' })).status).to.equal(200);
+    expect(await xena.userinfo(), 'still signed in').to.equal(200);
+
+    const neither = await post({ ...event, jti: `${event.jti}-2` });
+    const error = (await neither.json()) as Record<string, string>;
+    expect(neither.status, JSON.stringify(error)).to.equal(400);
+    expect(error).to.include({
+      error: 'invalid_request',
+      error_description: 'a logout token must carry sub, sid or both',
+    });
+  });
+});

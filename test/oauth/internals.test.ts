@@ -12,6 +12,7 @@ import {
   findTokenByValue,
   knownScopes,
   noNonceInRefreshedIdTokens,
+  refetchClientKeysOnUnfamiliarKid,
   recognizeScopes,
   verifiedDpopProof,
   authenticateClient,
@@ -181,6 +182,35 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
       'utf8',
     );
     expect(source).to.contain("token.set('nonce', source.nonce);");
+  });
+
+  it("makes a client's fresh jwks_uri set stale for an unfamiliar kid, once per interval; verification then fetches it again", async function () {
+    refetchClientKeysOnUnfamiliarKid();
+    type KeyStore = {
+      jwksUri?: string;
+      freshUntil?: number;
+      fresh(): boolean;
+      selectForVerify(options: object): unknown[];
+    };
+    const Client = provider.Client as unknown as new (metadata: object) => { asymmetricKeyStore: KeyStore };
+    const keystore = new Client({
+      client_id: 'rotating-rp',
+      token_endpoint_auth_method: 'private_key_jwt',
+      jwks_uri: 'https://rp.example.test/jwks',
+      redirect_uris: ['https://rp.example.test/cb'],
+    }).asymmetricKeyStore;
+    expect(keystore.jwksUri).to.equal('https://rp.example.test/jwks');
+    keystore.freshUntil = Math.floor(Date.now() / 1000) + 60;
+    expect(keystore.fresh(), 'fetched a moment ago').to.equal(true);
+
+    expect(keystore.selectForVerify({ alg: 'RS256', kid: 'unfamiliar' })).to.deep.equal([]);
+    expect(keystore.fresh(), 'an unfamiliar kid').to.equal(false);
+    keystore.freshUntil = Math.floor(Date.now() / 1000) + 60;
+    keystore.selectForVerify({ alg: 'RS256', kid: 'another' });
+    expect(keystore.fresh(), 'not again within the interval').to.equal(true);
+    // What oidc-provider's verification does with a set that is not fresh (lib/helpers/jwt.js): fetch it, try again.
+    const source = await readFile(createRequire(import.meta.url).resolve('oidc-provider/lib/helpers/jwt.js'), 'utf8');
+    expect(source).to.match(/keystore\.fresh\(\)\) \{\s+throw err;\s+\}\s+await keystore\.refresh\(\);/);
   });
 
   for (const grantType of ['client_credentials', 'authorization_code', 'refresh_token'] as const) {

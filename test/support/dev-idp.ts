@@ -11,6 +11,8 @@ export interface RegisteredDevIdp {
   idpId: string;
   /** Internal id of the identity provider record. */
   id: number;
+  /** A logout token of the dev IdP's with exactly `claims` (and its signature, `iss`, `aud`, `iat`, `exp`), as it would post one. */
+  logoutToken(claims: Record<string, unknown>): Promise<string>;
   close(): Promise<void>;
 }
 
@@ -22,8 +24,11 @@ export interface RegistrationOptions {
   enabled?: boolean;
   /** The tenant's users sign in at its own issuer (`/t/<tenantId>`): the dev IdP redirects to the callback below it. */
   tenantPath?: boolean;
-  /** The dev IdP posts its logout tokens to Arbiter's /idp/backchannel-logout (Back-Channel Logout 1.0). */
-  backchannelLogout?: boolean;
+  /**
+   * The dev IdP posts its logout tokens to Arbiter's /idp/backchannel-logout (Back-Channel Logout
+   * 1.0); `'sid-only'`: tokens that name the upstream session alone, without `sub`.
+   */
+  backchannelLogout?: boolean | 'sid-only';
   /** More fields of the identity provider record (its Shared Signals transmitter, say). */
   fields?: Record<string, unknown>;
 }
@@ -39,11 +44,25 @@ export async function startRegisteredDevIdp(
     port,
     redirectUris: [`${issuer}/idp/callback`],
     ...(options.backchannelLogout ? { backchannelLogoutUri: `${issuer}/idp/backchannel-logout` } : {}),
+    ...(options.backchannelLogout === 'sid-only' ? { logoutTokens: 'sid' as const } : {}),
   });
   try {
     const idpIssuer = `http://localhost:${port}`;
     const record = await registerIdentityProvider(server, idpIssuer, options);
-    return { issuer: idpIssuer, host: `localhost:${port}`, idpId: record.idpId, id: record.id, close: idp.close };
+    const logoutToken = async (claims: Record<string, unknown>) => {
+      const arbiter = await idp.provider.Client.find(DEV_IDP_CLIENT.clientId);
+      const token = new idp.provider.IdToken({}, { client: arbiter });
+      for (const [name, value] of Object.entries(claims)) token.set(name, value);
+      return token.issue({ use: 'logout' });
+    };
+    return {
+      issuer: idpIssuer,
+      host: `localhost:${port}`,
+      idpId: record.idpId,
+      id: record.id,
+      logoutToken,
+      close: idp.close,
+    };
   } catch (error) {
     await idp.close();
     throw error;

@@ -72,11 +72,13 @@ export class Browser {
   constructor(
     private readonly idp: RegisteredDevIdp,
     public login = 'alice',
+    /** Sent with every authorization request of this user agent (a plan's `response_mode=form_post`). */
+    private readonly always: Record<string, string> = {},
   ) {}
 
   /** A GET authorization request of `rp` with state and nonce (`nonce: ''` leaves it out) and `parameters`. */
   async authorize(rp: ConformanceClient, parameters: Record<string, string> = {}): Promise<Authorization> {
-    const { state, nonce, query } = requestParameters(parameters);
+    const { state, nonce, query } = requestParameters({ ...this.always, ...parameters });
     const url = client.buildAuthorizationUrl(rp.configuration, query);
     return this.follow(state, nonce, () => this.agent.navigate(url, arrivingAtCallback));
   }
@@ -87,7 +89,7 @@ export class Browser {
    */
   async authorizeExactly(rp: ConformanceClient, query: Record<string, string>): Promise<Authorization> {
     const url = new URL(rp.configuration.serverMetadata().authorization_endpoint!);
-    for (const [name, value] of Object.entries(query)) url.searchParams.set(name, value);
+    for (const [name, value] of Object.entries({ ...this.always, ...query })) url.searchParams.set(name, value);
     return this.follow(query.state ?? '', query.nonce, () => this.agent.navigate(url, arrivingAtCallback));
   }
 
@@ -96,7 +98,7 @@ export class Browser {
    * §3.1.2.1). The user agent submits hidden fields as they are written: plain values only.
    */
   async authorizeByPost(rp: ConformanceClient, parameters: Record<string, string> = {}): Promise<Authorization> {
-    const { state, nonce, query } = requestParameters(parameters);
+    const { state, nonce, query } = requestParameters({ ...this.always, ...parameters });
     const endpoint = rp.configuration.serverMetadata().authorization_endpoint!;
     const form = {
       url: new URL(endpoint),
@@ -171,7 +173,9 @@ export function redeem(
 ): Promise<client.TokenEndpointResponse & client.TokenEndpointResponseHelpers> {
   if (!authorization.response)
     throw new Error(`no authorization response; stopped at ${authorization.page.url.href}: ${authorization.page.body}`);
-  return client.authorizationCodeGrant(rp.configuration, authorization.response, {
+  // A form post's body can be read once: openid-client reads a copy, responseParameters the original.
+  const { response } = authorization;
+  return client.authorizationCodeGrant(rp.configuration, response instanceof Request ? response.clone() : response, {
     expectedState: authorization.state,
     expectedNonce: authorization.nonce,
     idTokenExpected: true,

@@ -18,6 +18,7 @@ import { unmetRequirement, upstreamHints } from './requirements.js';
 import { rememberSubject } from './subjects.js';
 import { newChecks, UpstreamProviders } from './upstream.js';
 import { requestIssuer } from '../../tenancy/index.js';
+import { UpstreamSessions } from './upstream-sessions.js';
 import { UpstreamLogins, type ClaimedLogin } from './upstream-logins.js';
 import { receiveUpstreamLogout, UPSTREAM_LOGOUT_PATH } from './upstream-logout.js';
 import { formBody } from '../shared/form-body.js';
@@ -127,6 +128,13 @@ async function upstreamOutcome(
       idp,
       identity,
     );
+    if (identity.sid)
+      await new UpstreamSessions(store, ctx.state.tenant.name).remember(
+        idp.id,
+        identity.sid,
+        accountId,
+        deps.config.ttl.sessionSeconds,
+      );
     deps.log.info({ tenant: ctx.state.tenant.name, idp: idp.idpId, sub: accountId }, 'upstream sign-in completed');
     // The upstream sign-in also settles a requested select_account prompt. Its acr is the
     // session's, which oidc-provider puts in the ID token (src/oauth/claims.ts).

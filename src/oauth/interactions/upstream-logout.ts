@@ -1,4 +1,4 @@
-import { decodeJwt } from 'jose';
+import { decodeJwt, type JWTPayload } from 'jose';
 import { identityProviderRecords, subjectRecords } from '../../catalog/index.js';
 import { HttpError } from '../../http/errors.js';
 import { JwksUnavailableError } from '../../http/remote-jwks.js';
@@ -6,6 +6,7 @@ import { tellClientsOfLogout } from '../end-session/backchannel.js';
 import { revokeSubjectArtefacts } from '../shared/owned-artefacts.js';
 import type { ArbiterContext } from '../state.js';
 import { SignInError } from './errors.js';
+import { UpstreamSessions } from './upstream-sessions.js';
 import type { Logger } from '../../log/index.js';
 import type { Store } from '../../store/index.js';
 import type { TenantProviders } from '../providers.js';
@@ -14,8 +15,8 @@ import type { UpstreamProviders } from './upstream.js';
 /**
  * Where an upstream identity provider posts its logout tokens (OIDC Back-Channel Logout 1.0):
  * register `{issuer}/idp/backchannel-logout` there as Arbiter's `backchannel_logout_uri` (for a
- * tenant signed in at /t/<tenant>, below its own issuer), with `backchannel_logout_session_required`
- * false, since Arbiter knows its users by the upstream `sub`.
+ * tenant signed in at /t/<tenant>, below its own issuer). A token naming the upstream session by
+ * `sid` alone ends the sessions of the user that upstream session signed in.
  */
 export const UPSTREAM_LOGOUT_PATH = '/idp/backchannel-logout';
 
@@ -27,8 +28,8 @@ interface UpstreamLogoutDeps {
 
 /**
  * A verified logout token from one of the tenant's enabled identity providers ends its user's
- * sessions here: the clients of those sessions are posted logout tokens of Arbiter's own
- * (tellClientsOfLogout), then the user's grants, tokens and sessions are revoked, as an
+ * sessions here (the user its `sub` names, or whom its `sid`'s upstream session signed in): the
+ * clients of those sessions are posted logout tokens of Arbiter's own (tellClientsOfLogout), then the user's grants, tokens and sessions are revoked, as an
  * operator's revocation does. 200 when done (also for a user Arbiter does not know); 400 with
  * `invalid_request` for a token that is not valid; 503 when the provider's keys cannot be read.
  */
@@ -42,21 +43,37 @@ export async function receiveUpstreamLogout(
   const tenant = ctx.state.tenant;
   const idp = await issuingProvider(deps, tenant.name, token);
   const claims = await upstream.logoutClaims(idp, token).catch(asHttpError);
-  if (typeof claims.sub !== 'string')
-    throw invalid('a logout token without sub cannot be honoured: Arbiter knows its users by the upstream sub');
-  const subject = await subjectRecords(deps.store, tenant.name).findOne({
-    subjectId: claims.sub,
-    identityProviderId: idp.id,
-  });
+  const subjectId = await loggedOutSubject(deps, tenant.name, idp.id, claims);
+  const subject = subjectId
+    ? await subjectRecords(deps.store, tenant.name).findOne({ subjectId, identityProviderId: idp.id })
+    : null;
   if (subject) {
     const providerFor = (of: typeof tenant) => deps.providers.providerFor(of);
     const told = await tellClientsOfLogout(providerFor, deps.store, tenant.id, subject.subjectId, deps.log);
     const revoked = await revokeSubjectArtefacts(deps.store, tenant.name, subject.subjectId);
-    deps.log.info({ tenant: tenant.name, idp: idp.idpId, sub: claims.sub, revoked, ...told }, 'upstream logout');
+    deps.log.info({ tenant: tenant.name, idp: idp.idpId, sub: subjectId, revoked, ...told }, 'upstream logout');
   }
   ctx.set('Cache-Control', 'no-store');
   ctx.status = 200;
   ctx.body = '';
+}
+
+/**
+ * Whom the token logs out (§2.4: `sub`, `sid`, or both): its `sub`, or the user its upstream
+ * session `sid` signed in (UpstreamSessions; null when Arbiter saw no sign-in of that session).
+ * That upstream session is forgotten either way: it is over.
+ */
+async function loggedOutSubject(
+  deps: UpstreamLogoutDeps,
+  tenant: string,
+  identityProviderId: number,
+  claims: JWTPayload,
+): Promise<string | null> {
+  const { sub, sid } = claims;
+  if (typeof sub !== 'string' && typeof sid !== 'string') throw invalid('a logout token must carry sub, sid or both');
+  const signedIn =
+    typeof sid === 'string' ? await new UpstreamSessions(deps.store, tenant).end(identityProviderId, sid) : null;
+  return typeof sub === 'string' ? sub : signedIn;
 }
 
 /** The tenant's enabled identity provider that issued the token, by its (unverified) `iss`; verified next. */

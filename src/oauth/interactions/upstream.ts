@@ -57,6 +57,8 @@ export interface UpstreamIdentity {
   preferredUsername?: string;
   /** The upstream's Authentication Context Class Reference (ID token `acr`), which Arbiter's ID token repeats. */
   acr?: string;
+  /** The upstream session (ID token `sid`), which a logout token may name alone (upstream-sessions.ts). */
+  sid?: string;
 }
 
 export interface UpstreamOptions {
@@ -146,8 +148,8 @@ export class UpstreamProviders {
       const userinfo = configuration.serverMetadata().userinfo_endpoint
         ? await client.fetchUserInfo(configuration, tokens.access_token, idToken.sub)
         : {};
-      // The authentication itself (sub, acr) is what the ID token says; UserInfo adds the profile.
-      return { ...idToken, ...userinfo, sub: idToken.sub, acr: idToken.acr };
+      // The authentication itself (sub, acr, sid) is what the ID token says; UserInfo adds the profile.
+      return { ...idToken, ...userinfo, sub: idToken.sub, acr: idToken.acr, sid: idToken.sid };
     } catch (error) {
       throw signInErrorFor(error);
     }
@@ -277,6 +279,7 @@ function identityFrom(claims: Record<string, unknown>): UpstreamIdentity {
   if (typeof claims.email_verified === 'boolean') identity.emailVerified = claims.email_verified;
   if (typeof claims.preferred_username === 'string') identity.preferredUsername = claims.preferred_username;
   if (typeof claims.acr === 'string' && claims.acr !== '') identity.acr = claims.acr;
+  if (typeof claims.sid === 'string' && claims.sid !== '') identity.sid = claims.sid;
   return identity;
 }
 

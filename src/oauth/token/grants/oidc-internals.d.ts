@@ -87,3 +87,10 @@ declare module 'oidc-provider/lib/helpers/jwt.js' {
     options?: { issuer?: string; ignoreExpiration?: boolean },
   ): Promise<{ payload: Record<string, unknown>; header: Record<string, unknown> }>;
 }
+
+declare module 'oidc-provider/lib/helpers/keystore.js' {
+  /** The JWK store of a client's keys (and, beside it, its `jwks_uri` cache: ClientKeyStore in lib/models/client.js). */
+  export default class KeyStore {
+    selectForVerify(options: { alg?: string; kid?: string }): unknown[];
+  }
+}
