@@ -181,12 +181,16 @@ export function subjectMatches(certificate: X509Certificate, property: string, e
 
 /** `CN=client,O=Example\, Inc.` → its attributes, escaped commas kept within values. */
 function splitRfc4514(dn: string): string[] {
-  return dn.split(/(?<!\\),/).map((part) => part.replace(/\\(.)/g, '$1'));
+  return dn.split(/(?<!\\),/);
 }
 
-/** Attributes as `TYPE=value`, the type upper-cased and both sides trimmed, in one order. */
+/**
+ * Attributes as `TYPE=value`, escapes undone (Node writes `O=Example\, Inc.` as RFC 4514 does),
+ * the type upper-cased and both sides trimmed, in one order.
+ */
 function distinguishedName(attributes: string[]): string[] {
   return attributes
+    .map((escaped) => escaped.replace(/\\(.)/g, '$1'))
     .map((attribute) => {
       const equals = attribute.indexOf('=');
       return equals < 0
