@@ -18,7 +18,7 @@ import { TestPki, type IssuedCertificate } from '../support/certificates.js';
 import { passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { FORM } from '../support/oauth.js';
 import { clockReaches } from '../support/relying-party.js';
-import { readyServer, type TestServer } from '../support/server.js';
+import { readyServer, sharedFixture, type TestServer } from '../support/server.js';
 
 /**
  * The OpenID Foundation's `fapi2-security-profile-final-test-plan` (FAPI 2.0 Security Profile,
@@ -63,19 +63,22 @@ async function keyPair(alg: 'ES256' | 'PS256' | 'RS256' = 'ES256'): Promise<{ pr
   return { privateKey, jwk: { ...(await exportJWK(publicKey)), kid: randomUUID(), alg } };
 }
 
-describe('fapi2-security-profile-final-test-plan (plain_fapi, unsigned PAR, plain_response)', function () {
-  let pki: TestPki;
-  let server: TestServer;
-  let idp: RegisteredDevIdp;
-  let discovery: Record<string, any>;
-  let rp: Rp;
-  let rp2: Rp;
-  let people = 0;
-  const issuer = () => server.config.issuer;
+let pki: TestPki;
+let server: TestServer;
+let idp: RegisteredDevIdp;
+let discovery: Record<string, any>;
+let rp: Rp;
+let rp2: Rp;
+let people = 0;
+const issuer = () => server.config.issuer;
 
-  before(async function () {
+/**
+ * The walk's server, shared with the root-level hook below: the proxy's certificate header, and
+ * short codes for the expired-code module. Made once (sharedFixture), closed by the root hook.
+ */
+function prepare(): Promise<void> {
+  return sharedFixture('FAPI 2.0 walk server', async () => {
     pki = await TestPki.create();
-    // Its own server: the proxy's certificate header, and short codes for the expired-code module.
     server = await readyServer({
       MTLS_CERTIFICATE_HEADER: CERT_HEADER,
       TRUSTED_PROXIES: '127.0.0.1,::1',
@@ -86,243 +89,264 @@ describe('fapi2-security-profile-final-test-plan (plain_fapi, unsigned PAR, plai
     discovery = (await (await server.request('/.well-known/openid-configuration')).json()) as Record<string, any>;
     rp = await registerRp('fapi2-rp1', { auth: 'private_key_jwt', sender: 'dpop' });
     rp2 = await registerRp('fapi2-rp2', { auth: 'private_key_jwt', sender: 'dpop' });
-  });
-  after(async function () {
-    await idp?.close();
-    await server?.close();
-    pki?.close();
-  });
-
-  async function registerRp(name: string, variant: Variant): Promise<Rp> {
-    const clientId = `${name}-${variant.auth}-${variant.sender}-${randomUUID().slice(0, 6)}`;
-    const key = await keyPair();
-    const certificate = await pki.issue(clientId, `/CN=${clientId}`, { san: `DNS:${clientId}.example` });
-    const created = await server.admin('POST', '/clients', {
-      clientId,
-      clientType: 'confidential',
-      profile: 'fapi2-security',
-      redirectUris: [REDIRECT_URI, OTHER_REDIRECT_URI],
-      scopes: ['openid', 'profile', 'email'],
-      ...(variant.auth === 'mtls'
-        ? { tokenEndpointAuthMethod: 'tls_client_auth', tlsClientAuthSanDns: `${clientId}.example` }
-        : { tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [key.jwk] } }),
-      ...(variant.sender === 'mtls' ? { tlsClientCertificateBoundAccessTokens: true } : {}),
-    });
-    if (created.status !== 201) throw new Error(`client not created: ${JSON.stringify(created.body)}`);
-    return { clientId, key, certificate, ...variant };
-  }
-
-  /** RFC 7523 private_key_jwt, audience the issuer (FAPI 2.0 §5.3.2.1), or what `claims` change. */
-  function assertion(of: Rp, claims: JWTPayload = {}, key = of.key) {
-    const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({
-      iss: of.clientId,
-      sub: of.clientId,
-      aud: issuer(),
-      jti: randomUUID(),
-      iat: now,
-      nbf: now,
-      exp: now + 60,
-      ...claims,
-    })
-      .setProtectedHeader({ alg: key.jwk.alg!, kid: key.jwk.kid })
-      .sign(key.privateKey);
-  }
-
-  /** How `of` authenticates: the assertion in the form, or its certificate forwarded by the proxy. */
-  async function authentication(
-    of: Rp,
-    claims: JWTPayload = {},
-  ): Promise<{ form: Record<string, string>; headers: Record<string, string> }> {
-    return of.auth === 'mtls'
-      ? { form: { client_id: of.clientId }, headers: forwarded(of) }
-      : {
-          form: {
-            client_id: of.clientId,
-            client_assertion_type: ASSERTION_TYPE,
-            client_assertion: await assertion(of, claims),
-          },
-          headers: of.sender === 'mtls' ? forwarded(of) : {},
-        };
-  }
-
-  const forwarded = (of: Rp): Record<string, string> => ({ [CERT_HEADER]: encodeURIComponent(of.certificate.cert) });
-
-  /** RFC 9449 proof for `htm` `htu`, with the claims `change` makes. */
-  async function dpopProof(
-    key: { privateKey: CryptoKey; jwk: JWK },
-    htm: string,
-    htu: string,
-    change: JWTPayload = {},
-    accessToken?: string,
-  ) {
-    const { kid: _kid, alg, ...publicJwk } = key.jwk;
-    const ath = accessToken
-      ? Buffer.from(await crypto.subtle.digest('SHA-256', Buffer.from(accessToken))).toString('base64url')
-      : undefined;
-    return new SignJWT({
-      htm,
-      htu,
-      jti: randomUUID(),
-      iat: Math.floor(Date.now() / 1000),
-      ...(ath ? { ath } : {}),
-      ...change,
-    })
-      .setProtectedHeader({ typ: 'dpop+jwt', alg: alg!, jwk: publicJwk })
-      .sign(key.privateKey);
-  }
-
-  async function post(
-    path: string,
-    form: Record<string, string>,
-    headers: Record<string, string> = {},
-  ): Promise<Answer> {
-    const response = await server.request(path, {
-      method: 'POST',
-      headers: { ...FORM, ...headers },
-      body: new URLSearchParams(form).toString(),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
-  }
-
-  interface Pushed extends Answer {
-    codeVerifier: string;
-    state: string;
-    nonce?: string;
-    dpopKey: { privateKey: CryptoKey; jwk: JWK };
-  }
-
-  /** A pushed authorization request of `of` (PKCE S256, state, nonce for openid_connect), with `extra` over it. */
-  async function pushed(
-    of: Rp,
-    extra: Record<string, string | undefined> = {},
-    options: { dpopAtPar?: boolean; claims?: JWTPayload } = {},
-  ): Promise<Pushed> {
-    const codeVerifier = oauth.randomPKCECodeVerifier();
-    const state = randomBytes(16).toString('base64url');
-    const dpopKey = await keyPair();
-    const parameters: Record<string, string | undefined> = {
-      response_type: 'code',
-      redirect_uri: REDIRECT_URI,
-      scope: 'openid profile',
-      state,
-      nonce: randomBytes(16).toString('base64url'),
-      code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
-      code_challenge_method: 'S256',
-      ...extra,
+    return {
+      async close() {
+        await idp.close();
+        await server.close();
+        pki.close();
+      },
     };
-    const defined = Object.fromEntries(
-      Object.entries(parameters).filter((entry): entry is [string, string] => entry[1] !== undefined),
-    );
-    const { form, headers } = await authentication(of, options.claims);
-    const proof: Record<string, string> = options.dpopAtPar
-      ? { DPoP: await dpopProof(dpopKey, 'POST', discovery.pushed_authorization_request_endpoint) }
+  }).then(() => undefined);
+}
+
+async function registerRp(name: string, variant: Variant): Promise<Rp> {
+  const clientId = `${name}-${variant.auth}-${variant.sender}-${randomUUID().slice(0, 6)}`;
+  const key = await keyPair();
+  const certificate = await pki.issue(clientId, `/CN=${clientId}`, { san: `DNS:${clientId}.example` });
+  const created = await server.admin('POST', '/clients', {
+    clientId,
+    clientType: 'confidential',
+    profile: 'fapi2-security',
+    redirectUris: [REDIRECT_URI, OTHER_REDIRECT_URI],
+    scopes: ['openid', 'profile', 'email'],
+    ...(variant.auth === 'mtls'
+      ? { tokenEndpointAuthMethod: 'tls_client_auth', tlsClientAuthSanDns: `${clientId}.example` }
+      : { tokenEndpointAuthMethod: 'private_key_jwt', jwks: { keys: [key.jwk] } }),
+    ...(variant.sender === 'mtls' ? { tlsClientCertificateBoundAccessTokens: true } : {}),
+  });
+  if (created.status !== 201) throw new Error(`client not created: ${JSON.stringify(created.body)}`);
+  return { clientId, key, certificate, ...variant };
+}
+
+/** RFC 7523 private_key_jwt, audience the issuer (FAPI 2.0 §5.3.2.1), or what `claims` change. */
+function assertion(of: Rp, claims: JWTPayload = {}, key = of.key) {
+  const now = Math.floor(Date.now() / 1000);
+  return new SignJWT({
+    iss: of.clientId,
+    sub: of.clientId,
+    aud: issuer(),
+    jti: randomUUID(),
+    iat: now,
+    nbf: now,
+    exp: now + 60,
+    ...claims,
+  })
+    .setProtectedHeader({ alg: key.jwk.alg!, kid: key.jwk.kid })
+    .sign(key.privateKey);
+}
+
+/** How `of` authenticates: the assertion in the form, or its certificate forwarded by the proxy. */
+async function authentication(
+  of: Rp,
+  claims: JWTPayload = {},
+): Promise<{ form: Record<string, string>; headers: Record<string, string> }> {
+  return of.auth === 'mtls'
+    ? { form: { client_id: of.clientId }, headers: forwarded(of) }
+    : {
+        form: {
+          client_id: of.clientId,
+          client_assertion_type: ASSERTION_TYPE,
+          client_assertion: await assertion(of, claims),
+        },
+        headers: of.sender === 'mtls' ? forwarded(of) : {},
+      };
+}
+
+const forwarded = (of: Rp): Record<string, string> => ({ [CERT_HEADER]: encodeURIComponent(of.certificate.cert) });
+
+/** RFC 9449 proof for `htm` `htu`, with the claims `change` makes. */
+async function dpopProof(
+  key: { privateKey: CryptoKey; jwk: JWK },
+  htm: string,
+  htu: string,
+  change: JWTPayload = {},
+  accessToken?: string,
+) {
+  const { kid: _kid, alg, ...publicJwk } = key.jwk;
+  const ath = accessToken
+    ? Buffer.from(await crypto.subtle.digest('SHA-256', Buffer.from(accessToken))).toString('base64url')
+    : undefined;
+  return new SignJWT({
+    htm,
+    htu,
+    jti: randomUUID(),
+    iat: Math.floor(Date.now() / 1000),
+    ...(ath ? { ath } : {}),
+    ...change,
+  })
+    .setProtectedHeader({ typ: 'dpop+jwt', alg: alg!, jwk: publicJwk })
+    .sign(key.privateKey);
+}
+
+async function post(path: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<Answer> {
+  const response = await server.request(path, {
+    method: 'POST',
+    headers: { ...FORM, ...headers },
+    body: new URLSearchParams(form).toString(),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+}
+
+interface Pushed extends Answer {
+  codeVerifier: string;
+  state: string;
+  nonce?: string;
+  dpopKey: { privateKey: CryptoKey; jwk: JWK };
+}
+
+/** A pushed authorization request of `of` (PKCE S256, state, nonce for openid_connect), with `extra` over it. */
+async function pushed(
+  of: Rp,
+  extra: Record<string, string | undefined> = {},
+  options: { dpopAtPar?: boolean; claims?: JWTPayload } = {},
+): Promise<Pushed> {
+  const codeVerifier = oauth.randomPKCECodeVerifier();
+  const state = randomBytes(16).toString('base64url');
+  const dpopKey = await keyPair();
+  const parameters: Record<string, string | undefined> = {
+    response_type: 'code',
+    redirect_uri: REDIRECT_URI,
+    scope: 'openid profile',
+    state,
+    nonce: randomBytes(16).toString('base64url'),
+    code_challenge: await oauth.calculatePKCECodeChallenge(codeVerifier),
+    code_challenge_method: 'S256',
+    ...extra,
+  };
+  const defined = Object.fromEntries(
+    Object.entries(parameters).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
+  const { form, headers } = await authentication(of, options.claims);
+  const proof: Record<string, string> = options.dpopAtPar
+    ? { DPoP: await dpopProof(dpopKey, 'POST', discovery.pushed_authorization_request_endpoint) }
+    : {};
+  const answer = await post('/par', { ...defined, ...form }, { ...headers, ...proof });
+  return { ...answer, codeVerifier, state: defined.state, nonce: defined.nonce, dpopKey };
+}
+
+interface Landed {
+  url?: URL;
+  page: Page;
+  agent: FetchUserAgent;
+}
+
+/** The user agent at /authorize with `query` (client_id and request_uri), signed in at the dev IdP, until the redirect URI or an error page. */
+async function authorize(query: Record<string, string>, agent = new FetchUserAgent()): Promise<Landed> {
+  const url = `${discovery.authorization_endpoint}?${new URLSearchParams(query)}`;
+  const arriving = (at: URL) => at.href.startsWith(REDIRECT_URI) || at.href.startsWith(OTHER_REDIRECT_URI);
+  let page = await agent.navigate(url, arriving);
+  if (page.url.host === idp.host && page.body?.includes('<form'))
+    page = await passDevIdpForms(agent, page, `fapi2-person-${(people += 1)}`, arriving);
+  return { url: arriving(page.url) ? page.url : undefined, page, agent };
+}
+
+const viaPar = (of: Rp, par: Pushed) => ({ client_id: of.clientId, request_uri: par.body.request_uri });
+
+/** POST /token for `code` with the variant's authentication and sender constraint (a DPoP proof of `dpopKey`). */
+async function redeem(
+  of: Rp,
+  code: string,
+  par: Pushed,
+  change: { form?: Record<string, string | undefined>; dpop?: boolean; claims?: JWTPayload } = {},
+) {
+  const { form, headers } = await authentication(of, change.claims);
+  const proof: Record<string, string> =
+    of.sender === 'dpop' && change.dpop !== false
+      ? { DPoP: await dpopProof(par.dpopKey, 'POST', discovery.token_endpoint) }
       : {};
-    const answer = await post('/par', { ...defined, ...form }, { ...headers, ...proof });
-    return { ...answer, codeVerifier, state: defined.state, nonce: defined.nonce, dpopKey };
+  const fields = {
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: REDIRECT_URI,
+    code_verifier: par.codeVerifier,
+    ...form,
+    ...change.form,
+  };
+  const defined = Object.fromEntries(
+    Object.entries(fields).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
+  return post('/token', defined, { ...headers, ...proof });
+}
+
+/** PAR, sign-in and the code's redemption: what every module starts with. */
+async function flow(of: Rp, extra: Record<string, string | undefined> = {}) {
+  const par = await pushed(of, extra);
+  expect(par.status, JSON.stringify(par.body)).to.equal(201);
+  const landed = await authorize(viaPar(of, par));
+  expect(landed.url, landed.page.body).to.not.equal(undefined);
+  const response = landed.url!.searchParams;
+  const tokens = await redeem(of, response.get('code')!, par);
+  return { par, landed, response, tokens };
+}
+
+/** UserInfo as the protected resource the suite calls, with the token's sender constraint. */
+async function userinfo(
+  of: Rp,
+  accessToken: string,
+  par: Pushed,
+  change: { scheme?: string; proofKey?: Pushed['dpopKey']; proof?: JWTPayload; certificateOf?: Rp | null } = {},
+) {
+  const endpoint = discovery.userinfo_endpoint as string;
+  const headers: Record<string, string> = {};
+  if (of.sender === 'dpop') {
+    headers.Authorization = `${change.scheme ?? 'DPoP'} ${accessToken}`;
+    headers.DPoP = await dpopProof(change.proofKey ?? par.dpopKey, 'GET', endpoint, change.proof, accessToken);
+  } else {
+    headers.Authorization = `${change.scheme ?? 'Bearer'} ${accessToken}`;
+    const holder = change.certificateOf === undefined ? of : change.certificateOf;
+    if (holder) Object.assign(headers, forwarded(holder));
   }
+  const response = await server.request('/userinfo', { headers });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+}
 
-  interface Landed {
-    url?: URL;
-    page: Page;
-    agent: FetchUserAgent;
+/** What every successful flow of the suite checks: the response's `iss`, the token response, the ID token (openid_connect). */
+async function checkTokens(of: Rp, tokens: Answer, par: Pushed, response: URLSearchParams, openid = true) {
+  expect(response.get('iss'), 'RFC 9207').to.equal(issuer());
+  expect(response.get('state')).to.equal(par.state);
+  expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
+  expect(tokens.body.token_type).to.equal(of.sender === 'dpop' ? 'DPoP' : 'Bearer');
+  expect(tokens.body.expires_in).to.be.a('number').above(0);
+  expect(tokens.headers.get('cache-control')).to.contain('no-store');
+  if (!openid) {
+    expect(tokens.body).not.to.have.property('id_token');
+    return;
   }
+  expect(decodeProtectedHeader(tokens.body.id_token).alg).to.equal('PS256');
+  const { payload } = await jwtVerify(tokens.body.id_token, createRemoteJWKSet(new URL(discovery.jwks_uri)), {
+    issuer: issuer(),
+    audience: of.clientId,
+  });
+  if (par.nonce) expect(payload.nonce).to.equal(par.nonce);
+  else expect(payload).not.to.have.property('nonce');
+  expect(payload).not.to.have.property('s_hash');
+}
 
-  /** The user agent at /authorize with `query` (client_id and request_uri), signed in at the dev IdP, until the redirect URI or an error page. */
-  async function authorize(query: Record<string, string>, agent = new FetchUserAgent()): Promise<Landed> {
-    const url = `${discovery.authorization_endpoint}?${new URLSearchParams(query)}`;
-    const arriving = (at: URL) => at.href.startsWith(REDIRECT_URI) || at.href.startsWith(OTHER_REDIRECT_URI);
-    let page = await agent.navigate(url, arriving);
-    if (page.url.host === idp.host && page.body?.includes('<form'))
-      page = await passDevIdpForms(agent, page, `fapi2-person-${(people += 1)}`, arriving);
-    return { url: arriving(page.url) ? page.url : undefined, page, agent };
-  }
+const skipped = (context: Mocha.Context) => context.skip();
 
-  const viaPar = (of: Rp, par: Pushed) => ({ client_id: of.clientId, request_uri: par.body.request_uri });
+/**
+ * fapi2-security-profile-final-par-attempt-to-use-expired-request_uri uses a request_uri only once
+ * it has expired (60 seconds). It is pushed in this root-level hook, which mocha runs before the
+ * tests of every file: in the whole suite the minute passes while other files run, and only a run
+ * of this file alone waits it.
+ */
+let earlyPush: Promise<{ par: Pushed; pushedAt: number }>;
+before(function () {
+  earlyPush = (async () => {
+    await prepare();
+    const pushedAt = Date.now();
+    return { par: await pushed(rp), pushedAt };
+  })();
+  // Failures surface in the test that awaits it.
+  earlyPush.catch(() => undefined);
+});
 
-  /** POST /token for `code` with the variant's authentication and sender constraint (a DPoP proof of `dpopKey`). */
-  async function redeem(
-    of: Rp,
-    code: string,
-    par: Pushed,
-    change: { form?: Record<string, string | undefined>; dpop?: boolean; claims?: JWTPayload } = {},
-  ) {
-    const { form, headers } = await authentication(of, change.claims);
-    const proof: Record<string, string> =
-      of.sender === 'dpop' && change.dpop !== false
-        ? { DPoP: await dpopProof(par.dpopKey, 'POST', discovery.token_endpoint) }
-        : {};
-    const fields = {
-      grant_type: 'authorization_code',
-      code,
-      redirect_uri: REDIRECT_URI,
-      code_verifier: par.codeVerifier,
-      ...form,
-      ...change.form,
-    };
-    const defined = Object.fromEntries(
-      Object.entries(fields).filter((entry): entry is [string, string] => entry[1] !== undefined),
-    );
-    return post('/token', defined, { ...headers, ...proof });
-  }
-
-  /** PAR, sign-in and the code's redemption: what every module starts with. */
-  async function flow(of: Rp, extra: Record<string, string | undefined> = {}) {
-    const par = await pushed(of, extra);
-    expect(par.status, JSON.stringify(par.body)).to.equal(201);
-    const landed = await authorize(viaPar(of, par));
-    expect(landed.url, landed.page.body).to.not.equal(undefined);
-    const response = landed.url!.searchParams;
-    const tokens = await redeem(of, response.get('code')!, par);
-    return { par, landed, response, tokens };
-  }
-
-  /** UserInfo as the protected resource the suite calls, with the token's sender constraint. */
-  async function userinfo(
-    of: Rp,
-    accessToken: string,
-    par: Pushed,
-    change: { scheme?: string; proofKey?: Pushed['dpopKey']; proof?: JWTPayload; certificateOf?: Rp | null } = {},
-  ) {
-    const endpoint = discovery.userinfo_endpoint as string;
-    const headers: Record<string, string> = {};
-    if (of.sender === 'dpop') {
-      headers.Authorization = `${change.scheme ?? 'DPoP'} ${accessToken}`;
-      headers.DPoP = await dpopProof(change.proofKey ?? par.dpopKey, 'GET', endpoint, change.proof, accessToken);
-    } else {
-      headers.Authorization = `${change.scheme ?? 'Bearer'} ${accessToken}`;
-      const holder = change.certificateOf === undefined ? of : change.certificateOf;
-      if (holder) Object.assign(headers, forwarded(holder));
-    }
-    const response = await server.request('/userinfo', { headers });
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
-  }
-
-  /** What every successful flow of the suite checks: the response's `iss`, the token response, the ID token (openid_connect). */
-  async function checkTokens(of: Rp, tokens: Answer, par: Pushed, response: URLSearchParams, openid = true) {
-    expect(response.get('iss'), 'RFC 9207').to.equal(issuer());
-    expect(response.get('state')).to.equal(par.state);
-    expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
-    expect(tokens.body.token_type).to.equal(of.sender === 'dpop' ? 'DPoP' : 'Bearer');
-    expect(tokens.body.expires_in).to.be.a('number').above(0);
-    expect(tokens.headers.get('cache-control')).to.contain('no-store');
-    if (!openid) {
-      expect(tokens.body).not.to.have.property('id_token');
-      return;
-    }
-    expect(decodeProtectedHeader(tokens.body.id_token).alg).to.equal('PS256');
-    const { payload } = await jwtVerify(tokens.body.id_token, createRemoteJWKSet(new URL(discovery.jwks_uri)), {
-      issuer: issuer(),
-      audience: of.clientId,
-    });
-    if (par.nonce) expect(payload.nonce).to.equal(par.nonce);
-    else expect(payload).not.to.have.property('nonce');
-    expect(payload).not.to.have.property('s_hash');
-  }
-
-  const skipped = (context: Mocha.Context) => context.skip();
+describe('fapi2-security-profile-final-test-plan (plain_fapi, unsigned PAR, plain_response)', function () {
+  before(async function () {
+    await prepare();
+  });
 
   it('fapi2-security-profile-final-discovery-end-point-verification', async function () {
     expect(discovery.issuer).to.equal(issuer());
@@ -729,9 +753,10 @@ describe('fapi2-security-profile-final-test-plan (plain_fapi, unsigned PAR, plai
 
   it('fapi2-security-profile-final-par-attempt-to-use-expired-request_uri', async function () {
     this.timeout(120_000);
-    const par = await pushed(rp);
+    const { par, pushedAt } = await earlyPush;
+    expect(par.status, JSON.stringify(par.body)).to.equal(201);
     expect(par.body.expires_in).to.be.a('number').within(1, 600);
-    await clockReaches(Date.now() + (par.body.expires_in + 1) * 1000, (par.body.expires_in + 10) * 1000);
+    await clockReaches(pushedAt + (par.body.expires_in + 1) * 1000, (par.body.expires_in + 10) * 1000);
     const landed = await authorize(viaPar(rp, par));
     expect(landed.url?.searchParams.get('error') ?? landed.page.body).to.match(/invalid_request(_uri)?/);
   });
