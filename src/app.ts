@@ -21,7 +21,9 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   app.silent = true;
   // First, so that the request's span covers all of it; probes, OPA's bundle polls and scrapes make none.
   if (tracing) app.use(watched(tracing.middleware([...PROBE_PATHS, BUNDLE_PATH, METRICS_PATH])));
-  app.use(watched(requestFrame({ log, accessLog: config.accessLog, trustedProxies: config.trustedProxies })));
+  const { accessLog, trustedProxies, mtlsCertificateHeader } = config;
+  const proxyHeaders = mtlsCertificateHeader ? [mtlsCertificateHeader] : [];
+  app.use(watched(requestFrame({ log, accessLog, trustedProxies, proxyHeaders })));
   app.use(watched(root(routeTable(parts), config.adminPort !== null)));
   return app;
 }

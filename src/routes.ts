@@ -110,7 +110,7 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   const protectedApi = {
     store,
     policy,
-    callers: tokenCallers((tenant) => providers.provider(tenant)),
+    callers: tokenCallers((tenant) => providers.provider(tenant), config),
     parties: inputParties(store),
     issuer: config.issuer,
     maxBodyBytes: config.maxBodyBytes,

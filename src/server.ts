@@ -1,6 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { describeBound, markAdminListener, reachableOrigin } from './http/listeners.js';
+import { tlsServerOptions } from './http/tls.js';
 import { createApp } from './app.js';
 import { AuditLog, decisionsOfEntry } from './audit/index.js';
 import type { Config } from './config/index.js';
@@ -108,7 +110,13 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const app = new Promise<Handler>((resolve) => (appReady = resolve));
   let handle: Handler = (request, response) => starting(request, response, app);
   const inFlight = new InFlight();
-  const server = createServer(httpLimits(config), (request, response) => inFlight.track(request, response, handle));
+  const track = (request: IncomingMessage, response: ServerResponse) => inFlight.track(request, response, handle);
+  // TLS_CERT_FILE: the public listener speaks HTTPS itself and sees clients' certificates (RFC 8705).
+  const tls = tlsServerOptions(config);
+  const scheme = tls ? 'https' : 'http';
+  const server: Server = tls
+    ? createHttpsServer({ ...httpLimits(config), ...tls }, track)
+    : createServer(httpLimits(config), track);
   const adminServer =
     config.adminPort === null
       ? null
@@ -125,7 +133,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
         throw error;
       })
     : null;
-  const url = reachableOrigin(bound);
+  const url = reachableOrigin(bound, scheme);
   const adminUrl = adminBound ? reachableOrigin(adminBound) : null;
   let engine: PolicyEngine | undefined;
   const metrics = new Metrics(store, () => engine, worker && (() => worker.clusterMetrics()));
@@ -208,7 +216,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   return {
     url,
     adminUrl,
-    listening: { public: describeBound(bound), admin: adminBound ? describeBound(adminBound) : null },
+    listening: { public: describeBound(bound, scheme), admin: adminBound ? describeBound(adminBound) : null },
     server,
     store,
     /**

@@ -119,7 +119,15 @@ export const CLIENT_GRANT_TYPES = [
 ] as const;
 
 /** How a client authenticates at /token (client_secret_jwt is not offered: secrets are stored hashed). */
-const CLIENT_AUTH_METHODS = ['none', 'client_secret_basic', 'client_secret_post', 'private_key_jwt'] as const;
+const CLIENT_AUTH_METHODS = [
+  'none',
+  'client_secret_basic',
+  'client_secret_post',
+  'private_key_jwt',
+  // RFC 8705 §2: a client certificate, where mutual TLS is configured (src/oauth/mtls).
+  'tls_client_auth',
+  'self_signed_tls_client_auth',
+] as const;
 
 /** The algorithms a client's request objects may be signed with: asymmetric only, as secrets are BCrypt hashes. */
 export const REQUEST_OBJECT_SIGNING_ALGS = ['RS256', 'PS256', 'ES256', 'Ed25519', 'EdDSA'] as const;
@@ -145,7 +153,7 @@ export const CLIENT_SCHEMA = object(['clientId', 'clientType'], {
   // OIDC Back-Channel Logout 1.0 §2.2: where logout tokens are posted when the user's session ends.
   backchannelLogoutUri: httpUri,
   backchannelLogoutSessionRequired: { type: 'boolean' },
-  // The FAPI 2.0 Security Profile (src/oauth/fapi): PAR, PKCE S256, DPoP, private_key_jwt, PS256 ID tokens.
+  // The FAPI 2.0 Security Profile (src/oauth/fapi): PAR, PKCE S256, DPoP or mTLS, private_key_jwt or mTLS, PS256 ID tokens.
   profile: { enum: ['fapi2-security'] },
   clientName: string,
   clientUri: httpUri,
@@ -153,6 +161,14 @@ export const CLIENT_SCHEMA = object(['clientId', 'clientType'], {
   tokenEndpointAuthMethod: { enum: CLIENT_AUTH_METHODS },
   jwksUri: httpsUri,
   jwks: { type: 'object', required: ['keys'], properties: { keys: { type: 'array', items: { type: 'object' } } } },
+  // RFC 8705 §2.1.2: the one subject value (DN or SAN) of the certificate a tls_client_auth client presents.
+  tlsClientAuthSubjectDn: nonEmpty,
+  tlsClientAuthSanDns: nonEmpty,
+  tlsClientAuthSanUri: nonEmpty,
+  tlsClientAuthSanIp: nonEmpty,
+  tlsClientAuthSanEmail: nonEmpty,
+  // RFC 8705 §3.4: its access tokens are bound to the certificate it presented at /token.
+  tlsClientCertificateBoundAccessTokens: { type: 'boolean' },
   // RFC 9126 §6: this client may only send authorization requests pushed to /par.
   requirePushedAuthorizationRequests: { type: 'boolean' },
   // RFC 9101 §9 (OIDC Registration): the one algorithm its request objects are signed with, verified

@@ -171,6 +171,22 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
   TRUSTED_PROXIES: {
     meaning: 'comma-separated IPs or CIDR ranges whose `X-Forwarded-*` headers are believed',
   },
+  TLS_CERT_FILE: {
+    meaning:
+      'PEM certificate (with its chain) of the public listener, which then speaks HTTPS and asks every client for a certificate without requiring one (RFC 8705 mutual TLS, see [standards.md](standards.md#mutual-tls-rfc-8705)); needs `TLS_KEY_FILE` and `ADMIN_PORT`',
+    unset: 'plain HTTP (TLS terminated by a proxy)',
+  },
+  TLS_KEY_FILE: { meaning: 'PEM private key of `TLS_CERT_FILE`', unset: 'none' },
+  TLS_CLIENT_CA_FILE: {
+    meaning:
+      "PEM certificates of the CAs that issue clients' certificates: a certificate they issued authenticates a client registered for `tls_client_auth` whose subject DN or SAN it carries",
+    unset: '`tls_client_auth` not offered (`self_signed_tls_client_auth` still is)',
+  },
+  MTLS_CERTIFICATE_HEADER: {
+    meaning:
+      "the header in which a TLS-terminating proxy of `TRUSTED_PROXIES` forwards the client's certificate (PEM, URL-encoded PEM or base64 DER: nginx's `$ssl_client_escaped_cert`); removed from any other peer's requests",
+    unset: 'no forwarded certificate believed',
+  },
   METRICS_TOKEN: {
     meaning:
       '`GET /metrics` requires `Authorization: Bearer <METRICS_TOKEN>` (at least 16 characters); give Prometheus the same as its `bearer_token`',

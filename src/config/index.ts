@@ -101,6 +101,14 @@ export interface Config {
   ttl: TtlConfig;
   /** Peers (IP addresses or CIDR ranges) whose X-Forwarded-* headers are believed; none by default. */
   trustedProxies: string[];
+  /** PEM certificate (chain) of the public listener, which then speaks TLS; null: plain HTTP (a proxy terminates TLS). */
+  tlsCertFile: string | null;
+  /** PEM private key of tlsCertFile. */
+  tlsKeyFile: string | null;
+  /** PEM CA certificates that issue clients' certificates for RFC 8705 tls_client_auth; null: self_signed_tls_client_auth only. */
+  tlsClientCaFile: string | null;
+  /** The header in which a TLS-terminating proxy of TRUSTED_PROXIES forwards the client's certificate (RFC 8705); null: none believed. */
+  mtlsCertificateHeader: string | null;
   /** GET /metrics requires `Authorization: Bearer <metricsToken>` when set; null: open (a warning at start in production). */
   metricsToken: string | null;
   /** Authentication failures one address may make per window before it is answered 429. */
@@ -219,6 +227,10 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   UMA_TICKET_TTL_SECONDS: 'ttl.permissionTicketSeconds',
   DEVICE_CODE_TTL_SECONDS: 'ttl.deviceCodeSeconds',
   TRUSTED_PROXIES: 'trustedProxies',
+  TLS_CERT_FILE: 'tlsCertFile',
+  TLS_KEY_FILE: 'tlsKeyFile',
+  TLS_CLIENT_CA_FILE: 'tlsClientCaFile',
+  MTLS_CERTIFICATE_HEADER: 'mtlsCertificateHeader',
   METRICS_TOKEN: 'metricsToken',
   AUTH_FAILURE_LIMIT: 'authFailureLimit',
   AUTH_FAILURE_WINDOW_SECONDS: 'authFailureWindowSeconds',
@@ -340,6 +352,10 @@ export const SCHEMA = {
     maxBodyBytes: positive,
     ssfReceiverMaxAgeSeconds: { type: 'integer', minimum: 60, maximum: 604800 },
     trustedProxies: { type: 'array', items: { type: 'string', pattern: '^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$' } },
+    tlsCertFile: { type: ['string', 'null'], minLength: 1 },
+    tlsKeyFile: { type: ['string', 'null'], minLength: 1 },
+    tlsClientCaFile: { type: ['string', 'null'], minLength: 1 },
+    mtlsCertificateHeader: { type: ['string', 'null'], pattern: '^[A-Za-z0-9-]{1,64}$' },
     metricsToken: { type: ['string', 'null'], minLength: 16 },
     authFailureLimit: positive,
     authFailureWindowSeconds: positive,
@@ -433,6 +449,7 @@ export function loadConfig(
     throw new ConfigError('invalid configuration: HTTP_HEADERS_TIMEOUT_MS must be <= HTTP_REQUEST_TIMEOUT_MS');
   }
   checkListeners(raw);
+  checkTls(raw);
   const workers = workerCount(raw);
   if (!raw.adminApiKey && production) {
     throw new ConfigError('invalid configuration: SERVICE_ADMIN_API_KEY is required when NODE_ENV=production');
@@ -544,6 +561,26 @@ function checkListeners(raw: Record<string, unknown>): void {
 }
 
 /**
+ * TLS on the public listener needs its key, and the admin listener: the admin surface and the
+ * managed OPA's bundle polls stay on plain HTTP there. A client CA is for one of the two sources
+ * of client certificates (src/oauth/mtls).
+ */
+function checkTls(raw: Record<string, unknown>): void {
+  if (Boolean(raw.tlsCertFile) !== Boolean(raw.tlsKeyFile))
+    throw new ConfigError('invalid configuration: TLS_CERT_FILE and TLS_KEY_FILE go together');
+  if (raw.tlsCertFile && raw.adminPort === null)
+    throw new ConfigError(
+      'invalid configuration: TLS_CERT_FILE needs ADMIN_PORT (the Admin API and the policy bundle stay on plain HTTP there)',
+    );
+  if (raw.tlsClientCaFile && !raw.tlsCertFile && !raw.mtlsCertificateHeader)
+    throw new ConfigError(
+      'invalid configuration: TLS_CLIENT_CA_FILE needs TLS_CERT_FILE or MTLS_CERTIFICATE_HEADER (where client certificates come from)',
+    );
+  if (typeof raw.mtlsCertificateHeader === 'string')
+    raw.mtlsCertificateHeader = raw.mtlsCertificateHeader.toLowerCase();
+}
+
+/**
  * Settings that start but are unsafe where they are: each a line for the start-up log (`warn`).
  * A production issuer on plain http sends codes, tokens and cookies in clear and breaks the
  * issuer's https requirement (RFC 8414 §2, OAuth 2.1 §1.5).
@@ -603,6 +640,7 @@ export const PATTERN_HINTS: Record<string, string> = {
   storeUrl: 'sqlite:<file>, sqlite::memory:, postgres://… (postgresql://…) or mongodb://… (mongodb+srv://…)',
   opaUrl: 'an http:// or https:// URL',
   trustedProxies: 'an IP address or a CIDR range (10.0.0.0/8, ::1)',
+  mtlsCertificateHeader: 'a header name (letters, digits and "-")',
   tenants: '1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit',
   dpopNonceTenants: 'a tenant id, `_default` or `*`',
   fapi2SecurityTenants: 'a tenant id, `_default` or `*`',

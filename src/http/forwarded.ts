@@ -18,8 +18,10 @@ const FORWARDED_HEADERS = [
  * sees. With a trusted proxy, Koa (`proxy`, `maxIpsCount: 1`) takes the address that proxy appended.
  * IPv4-mapped IPv6 addresses are written as plain IPv4.
  */
-export function trustedCaller(trustedProxies: string[]) {
+export function trustedCaller(trustedProxies: string[], proxyHeaders: readonly string[] = []) {
   const trusted = trustedProxies.map(parseRange);
+  // Other headers only a trusted proxy may set (MTLS_CERTIFICATE_HEADER: the client certificate it saw).
+  const removed = [...FORWARDED_HEADERS, ...proxyHeaders.map((header) => header.toLowerCase())];
   // A connection's peer does not change: whether it is a trusted proxy, and its address's one spelling, are worked out once per socket.
   const peers = new WeakMap<Socket, Peer>();
   return (ctx: Context): void => {
@@ -35,7 +37,7 @@ export function trustedCaller(trustedProxies: string[]) {
     if (peer.trusted) {
       ctx.request.ip = canonicalAddress(ctx.ip);
     } else {
-      for (const header of FORWARDED_HEADERS) delete ctx.req.headers[header];
+      for (const header of removed) delete ctx.req.headers[header];
       // Without forwarded headers, Koa's ctx.ip is the peer's address.
       ctx.request.ip = peer.address;
     }

@@ -20,20 +20,23 @@ export function viaAdminListener(request: IncomingMessage): boolean {
   return adminRequests.has(request);
 }
 
-/** A bound address as a URL origin: `http://[::]:9000`, `http://127.0.0.1:9001`. */
-export function boundOrigin(address: AddressInfo): string {
-  return `http://${hostPart(address.address, address.family)}:${address.port}`;
+/** How a listener speaks: HTTPS when it terminates TLS itself (TLS_CERT_FILE, src/http/tls.ts). */
+export type Scheme = 'http' | 'https';
+
+/** A bound address as a URL origin: `http://[::]:9000`, `https://127.0.0.1:9001`. */
+export function boundOrigin(address: AddressInfo, scheme: Scheme = 'http'): string {
+  return `${scheme}://${hostPart(address.address, address.family)}:${address.port}`;
 }
 
 /**
  * Where a process on this host reaches a listener (the managed OPA, the tests): its own address,
  * or loopback for a listener on every interface (`::` on Linux also takes IPv4).
  */
-export function reachableOrigin(address: AddressInfo): string {
+export function reachableOrigin(address: AddressInfo, scheme: Scheme = 'http'): string {
   const unspecified = address.address === '0.0.0.0' || address.address === '::';
   return unspecified
-    ? `http://127.0.0.1:${address.port}`
-    : `http://${hostPart(address.address, address.family)}:${address.port}`;
+    ? `${scheme}://127.0.0.1:${address.port}`
+    : `${scheme}://${hostPart(address.address, address.family)}:${address.port}`;
 }
 
 function hostPart(host: string, family: string): string {
@@ -41,7 +44,7 @@ function hostPart(host: string, family: string): string {
 }
 
 /** `(every interface)` after an unspecified address, for the start-up line. */
-export function describeBound(address: AddressInfo): string {
+export function describeBound(address: AddressInfo, scheme: Scheme = 'http'): string {
   const unspecified = address.address === '0.0.0.0' || address.address === '::';
-  return `${boundOrigin(address)}${unspecified ? ' (every interface)' : ''}`;
+  return `${boundOrigin(address, scheme)}${unspecified ? ' (every interface)' : ''}`;
 }

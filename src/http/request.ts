@@ -14,6 +14,8 @@ export interface RequestFrameOptions {
   accessLog: boolean;
   /** TRUSTED_PROXIES: the peers whose forwarded headers are believed. */
   trustedProxies: string[];
+  /** Headers believed from those proxies alone besides the forwarded ones (MTLS_CERTIFICATE_HEADER). */
+  proxyHeaders?: readonly string[];
 }
 
 /**
@@ -22,9 +24,9 @@ export interface RequestFrameOptions {
  * headers believed from trusted proxies only), the headers every answer carries (security
  * headers; Retry-After on a 503 that named no time) and its access-log line.
  */
-export function requestFrame({ log, accessLog, trustedProxies }: RequestFrameOptions) {
+export function requestFrame({ log, accessLog, trustedProxies, proxyHeaders }: RequestFrameOptions) {
   const logLine = accessLogLine(log, accessLog);
-  const trust = trustedCaller(trustedProxies);
+  const trust = trustedCaller(trustedProxies, proxyHeaders);
   return async function request(ctx: ParameterizedContext<RequestState>, next: Next): Promise<void> {
     const requestId = assignRequestId(ctx);
     trust(ctx);

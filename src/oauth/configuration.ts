@@ -20,6 +20,7 @@ import { deviceFlow } from './device/index.js';
 import { backchannelLogout } from './end-session/backchannel.js';
 import { dpopNonces } from './shared/dpop-nonces.js';
 import { fapi2Security, withPs256Keys } from './fapi/index.js';
+import { mutualTls } from './mtls/index.js';
 
 /**
  * The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. The
@@ -83,6 +84,8 @@ export const SLICES: ConfigurationSlice[] = [
   secrets,
   lifetimes,
   clientAuthentication,
+  // RFC 8705 mutual TLS where configured: after clientAuthentication, whose methods it extends.
+  mutualTls,
   refreshTokens,
   decisionClaims,
   resourceIndicators,

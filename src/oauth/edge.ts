@@ -53,7 +53,7 @@ export function oauthSteps({ config, store, sealer, policy, providers, log }: OA
       providerFor,
     ),
     token: tokenMiddleware({ issuer, maxBodyBytes }),
-    introspect: introspectMiddleware({ store, policy, issuer, providerFor, maxBodyBytes }),
+    introspect: introspectMiddleware({ store, policy, issuer, providerFor, maxBodyBytes, mtls: config }),
     revoke: revokeMiddleware({ issuer, maxBodyBytes, providerFor }),
     userinfo: userinfoMiddleware(maxBodyBytes),
     register: registration.register,

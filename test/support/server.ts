@@ -63,7 +63,9 @@ export async function startTestServer(
     async waitUntilReady(timeoutMs = 30_000) {
       const deadline = Date.now() + timeoutMs;
       while (Date.now() < deadline) {
-        const response = await fetch(`${running.url}/healthz`).catch(() => undefined);
+        // A TLS listener's certificate is the test's own CA's, which fetch does not know: the probes answer on the admin listener too.
+        const origin = running.url.startsWith('https:') && running.adminUrl ? running.adminUrl : running.url;
+        const response = await fetch(`${origin}/healthz`).catch(() => undefined);
         if (response?.status === 200) return;
         // A short step: every test server waits here, and it is ready a few hundred ms after it listens.
         await new Promise((resolve) => setTimeout(resolve, 50));

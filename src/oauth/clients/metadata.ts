@@ -28,6 +28,16 @@ const REGISTERED_MEMBERS = [
   { field: 'backchannelLogoutUri', member: 'backchannel_logout_uri', provider: true },
   { field: 'backchannelLogoutSessionRequired', member: 'backchannel_logout_session_required', provider: true },
   { field: 'introspectionSignedResponseAlg', member: 'introspection_signed_response_alg', provider: true },
+  { field: 'tlsClientAuthSubjectDn', member: 'tls_client_auth_subject_dn', provider: true },
+  { field: 'tlsClientAuthSanDns', member: 'tls_client_auth_san_dns', provider: true },
+  { field: 'tlsClientAuthSanUri', member: 'tls_client_auth_san_uri', provider: true },
+  { field: 'tlsClientAuthSanIp', member: 'tls_client_auth_san_ip', provider: true },
+  { field: 'tlsClientAuthSanEmail', member: 'tls_client_auth_san_email', provider: true },
+  {
+    field: 'tlsClientCertificateBoundAccessTokens',
+    member: 'tls_client_certificate_bound_access_tokens',
+    provider: true,
+  },
 ] as const satisfies readonly { field: keyof ClientRecord; member: string; provider: boolean }[];
 
 /** The RFC 7591 name of each registered field of a client record. */

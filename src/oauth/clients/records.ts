@@ -65,8 +65,7 @@ export function clientLookup(
     if (record) rememberForRequest(record);
     const metadata = record ? clientMetadata(record) : undefined;
     if (!metadata || !heldToFapi2(fapi2Tenant, record ?? undefined)) return metadata;
-    // The FAPI 2.0 Security Profile (src/oauth/fapi): a client without keys cannot authenticate
-    // with private_key_jwt, the only method it allows, so it does not exist for the protocol.
-    return metadata.jwks || metadata.jwks_uri ? { ...metadata, ...fapi2Metadata() } : undefined;
+    // The FAPI 2.0 Security Profile (src/oauth/fapi): its methods and sender constraints.
+    return fapi2Metadata(metadata);
   };
 }

@@ -1,5 +1,5 @@
 import type { JWK } from 'jose';
-import type { ClientMetadata, KoaContextWithOIDC } from 'oidc-provider';
+import type { AdapterPayload, KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../../config/index.js';
 import type { ConfigurationSlice } from '../context.js';
 import { clientRecordSeenByRequest } from '../clients/seen-by-request.js';
@@ -22,19 +22,30 @@ export function heldToFapi2(tenantHeld: boolean, record: { profile?: string } | 
   return tenantHeld || record?.profile === FAPI2_SECURITY;
 }
 
+/** RFC 8705 §2: the client authentication methods by certificate, FAPI 2.0's alternative to private_key_jwt (§5.3.2.1). */
+const MTLS_AUTH_METHODS = new Set(['tls_client_auth', 'self_signed_tls_client_auth']);
+
 /**
  * What oidc-provider is told of a client held to the FAPI 2.0 Security Profile, over what its
  * record says: every authorization request pushed (§5.3.2.2: PAR), every access token
- * sender-constrained with DPoP (§5.3.2.1), authentication with private_key_jwt only (§5.3.2.1;
- * mTLS is not offered), ID tokens signed PS256 (§5.4.1). oidc-provider then refuses what breaks
- * them with the spec's errors: an authorization request not pushed (`invalid_request`), a token
- * request without a DPoP proof (`invalid_dpop_proof`), another authentication (`invalid_client`).
+ * sender-constrained (§5.3.2.1): bound to its certificate when the record asks for that (RFC 8705
+ * `tls_client_certificate_bound_access_tokens`), else to a DPoP key; authentication by mutual TLS
+ * when registered for it (RFC 8705 §2), else private_key_jwt; ID tokens signed PS256 (§5.4.1).
+ * oidc-provider then refuses what breaks them with the spec's errors: an authorization request
+ * not pushed (`invalid_request`), a token request without a DPoP proof (`invalid_dpop_proof`)
+ * or without the certificate (`invalid_grant`), another authentication (`invalid_client`).
+ * Undefined: a client that can authenticate neither way (no keys, no certificate) does not exist
+ * for the protocol.
  */
-export function fapi2Metadata(): Partial<ClientMetadata> {
+export function fapi2Metadata(metadata: AdapterPayload): AdapterPayload | undefined {
+  const byCertificate = MTLS_AUTH_METHODS.has(metadata.token_endpoint_auth_method ?? '');
+  if (!byCertificate && !metadata.jwks && !metadata.jwks_uri) return undefined;
+  const certificateBound = metadata.tls_client_certificate_bound_access_tokens === true;
   return {
+    ...metadata,
     require_pushed_authorization_requests: true,
-    dpop_bound_access_tokens: true,
-    token_endpoint_auth_method: 'private_key_jwt',
+    dpop_bound_access_tokens: !certificateBound,
+    token_endpoint_auth_method: byCertificate ? metadata.token_endpoint_auth_method : 'private_key_jwt',
     id_token_signed_response_alg: FAPI2_ID_TOKEN_ALG,
   };
 }

@@ -111,6 +111,7 @@ function tokenInput(token: TokenModel, typeUri: string | null, issuers: string[]
     exp: token.exp ?? null,
     iat: token.iat ?? null,
     cnf_jkt: token.jkt ?? null,
+    cnf_x5t_s256: typeof token['x5t#S256'] === 'string' ? token['x5t#S256'] : null,
   };
 }
 

@@ -8,6 +8,7 @@ import type { ConfigurationSlice } from '../context.js';
 import { authenticateClient, ownRouteContext, signedIntrospection, type OwnRouteContext } from '../internals.js';
 import { routes } from '../routes.js';
 import { tokenCallers, type TokenCallers, type TokenRequirement } from '../shared/callers.js';
+import type { MtlsSettings } from '../mtls/index.js';
 import { guardClientCredentials, requireClientCredential } from '../shared/credential-guard.js';
 import { formBody, formParameter } from '../shared/form-body.js';
 import { isClientLive } from '../shared/owned-artefacts.js';
@@ -31,6 +32,8 @@ export const INTROSPECT_PATH = routes.introspection;
 export type IntrospectEndpointDeps = IntrospectionDeps & {
   providerFor(tenant: Tenant): Provider;
   maxBodyBytes: number;
+  /** Where client certificates come from, for a Bearer caller's certificate-bound token (RFC 8705 §3). */
+  mtls: MtlsSettings;
 };
 
 /**
@@ -56,7 +59,7 @@ export function introspectMiddleware(deps: IntrospectEndpointDeps): ArbiterMiddl
  * of its own (Bearer). Other methods go on to oidc-provider (its CORS preflight, its 404).
  */
 function introspectionEndpoint(deps: IntrospectEndpointDeps) {
-  const callers = tokenCallers(deps.providerFor);
+  const callers = tokenCallers(deps.providerFor, deps.mtls);
   return async function introspect(ctx: ArbiterContext, next: Next): Promise<void> {
     if (ctx.method !== 'POST') return next();
     assertContextParameter(ctx);

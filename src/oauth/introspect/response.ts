@@ -39,12 +39,19 @@ export async function introspectionBody(
     authorization_details: nonEmpty(extra.authorization_details ?? token.rar),
     obligations: decision.obligations ?? extra.obligations,
     extensions: decision.extensions ?? extra.extensions,
-    cnf: token.jkt ? { jkt: token.jkt } : undefined,
+    cnf: confirmationOf(token),
     act: extra.act,
     // A requesting party token (UMA 2.0 Grant §3.3.5): its permissions still in force.
     permissions: nonEmpty(permissionsInForce(token as { extra?: unknown; exp?: unknown })),
   };
   return Object.fromEntries(Object.entries(body).filter(([, value]) => value !== undefined && value !== null));
+}
+
+/** RFC 7800 §3.1 `cnf`: the DPoP key (RFC 9449 §6.2) or the client certificate (RFC 8705 §3.2) a token is bound to. */
+function confirmationOf(token: TokenModel): Record<string, string> | undefined {
+  if (token.jkt) return { jkt: token.jkt };
+  const certificate = token['x5t#S256'];
+  return typeof certificate === 'string' ? { 'x5t#S256': certificate } : undefined;
 }
 
 /** A token the policy marks single-use (now or at issuance) is deleted after its first successful introspection. */

@@ -10,6 +10,7 @@ import { withTenantHint } from './tenant-hint.js';
 import { clientSecretUsed } from '../clients/secrets.js';
 import { findTokenByValue } from '../internals.js';
 import { looksLikeJwtAccessToken } from '../token/jwt-access-tokens.js';
+import { holdsBoundCertificate, type MtlsSettings } from '../mtls/index.js';
 import type { Tenant } from '../../tenancy/index.js';
 import type { ClientCaller, ClientCallers, TokenCaller, TokenCallers, TokenRequirement } from '../../uma/index.js';
 
@@ -47,10 +48,11 @@ export async function activeAccessToken(provider: Provider, value: string) {
  * The one way Arbiter's own APIs accept its access tokens: a valid access token of the
  * request's tenant (each tenant's provider knows only its own tokens), presented as Bearer,
  * not DPoP-bound (RFC 9449 §7.1: such a token is presented with its proof, never as Bearer),
+ * presented with its client certificate if bound to one (RFC 8705 §3),
  * carrying the API's scope. No token, or not an active one: 401 invalid_token with the RFC 6750
  * challenge; an active token without the scope or for another audience: see `lackingScope`.
  */
-export function tokenCallers(providerFor: (tenant: Tenant) => Provider): TokenCallers {
+export function tokenCallers(providerFor: (tenant: Tenant) => Provider, mtls: MtlsSettings): TokenCallers {
   return async (ctx, requirement) => {
     const value = bearerToken(ctx.get('authorization'));
     if (!value) throw invalidToken(ctx, 'a Bearer access token is required');
@@ -59,6 +61,9 @@ export function tokenCallers(providerFor: (tenant: Tenant) => Provider): TokenCa
     if (!token) throw invalidToken(ctx, 'the access token is not active');
     if (token.jkt)
       throw invalidToken(ctx, 'a DPoP-bound access token must be presented with its DPoP proof, not as a Bearer token');
+    // RFC 8705 §3: a token bound to a client certificate is presented over a connection with that certificate.
+    if (!holdsBoundCertificate(mtls, ctx.req, token))
+      throw invalidToken(ctx, 'the access token is bound to a client certificate this request did not present');
     markAuthenticated(ctx.state);
     const scopes: string[] = typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [];
     const audiences = [token.aud].flat().filter((aud): aud is string => typeof aud === 'string');

@@ -173,7 +173,8 @@ export const COMMON_INPUT_SCHEMA = record(common, optionalParties);
  * policies); audiences: every resource it was issued for (its `aud`, RFC 8707), this server's own
  * issuer left out (a token with authorization details and no resource is bound to it), [] when
  * none; Arbiter always gives it, the schema lets inputs written before it omit it. cnf_jkt: the
- * JWK thumbprint of a DPoP-bound token.
+ * JWK thumbprint of a DPoP-bound token; cnf_x5t_s256: the certificate thumbprint of a token bound
+ * to a client certificate (RFC 8705 §3), null for others.
  */
 export const INTROSPECTED_TOKEN_SCHEMA = record(
   {
@@ -188,7 +189,7 @@ export const INTROSPECTED_TOKEN_SCHEMA = record(
     exp: nullableInteger,
     iat: nullableInteger,
   },
-  { audiences: strings, cnf_jkt: nullableString },
+  { audiences: strings, cnf_jkt: nullableString, cnf_x5t_s256: nullableString },
 );
 
 /**

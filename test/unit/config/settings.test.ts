@@ -186,6 +186,26 @@ describe('unit: configuration from the environment (config/index loadConfig)', f
         /ADMIN_BIND_ADDRESS needs ADMIN_PORT/,
       ],
       ['an admin port equal to the port', { PORT: '9000', ADMIN_PORT: '9000' }, /ADMIN_PORT must differ from PORT/],
+      [
+        'a TLS certificate without its key',
+        { TLS_CERT_FILE: '/c.pem', ADMIN_PORT: '0' },
+        /TLS_CERT_FILE and TLS_KEY_FILE go together/,
+      ],
+      [
+        'TLS without an admin listener',
+        { TLS_CERT_FILE: '/c.pem', TLS_KEY_FILE: '/k.pem' },
+        /TLS_CERT_FILE needs ADMIN_PORT/,
+      ],
+      [
+        'a client CA without a source of certificates',
+        { TLS_CLIENT_CA_FILE: '/ca.pem' },
+        /TLS_CLIENT_CA_FILE needs TLS_CERT_FILE or MTLS_CERTIFICATE_HEADER/,
+      ],
+      [
+        'a certificate header that is no header name',
+        { MTLS_CERTIFICATE_HEADER: 'x cert' },
+        /MTLS_CERTIFICATE_HEADER must be a header name/,
+      ],
       ['several workers on an in-memory store', { WORKERS: '2' }, /WORKERS must be 1 with STORE_URL=sqlite::memory:/],
       ['0 workers', { WORKERS: '0' }, /WORKERS must be >= 1/],
       [

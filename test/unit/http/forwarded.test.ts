@@ -47,4 +47,14 @@ describe('unit: forwarded headers are believed only from trusted proxies (http/f
       expect('x-forwarded-for' in ctx.req.headers, `${peer} against ${proxies.join(',')}`).to.equal(trusted);
     }
   });
+
+  it("believes the proxy's client certificate header (MTLS_CERTIFICATE_HEADER) from a trusted proxy alone", async function () {
+    const headers = { 'x-ssl-client-cert': 'PEM', accept: 'application/json' };
+    const untrusted = contextFrom('198.51.100.7', headers);
+    trustedCaller(['10.0.0.0/8'], ['X-SSL-Client-Cert'])(untrusted);
+    expect(untrusted.req.headers).to.deep.equal({ accept: 'application/json' });
+    const trusted = contextFrom('10.1.2.3', headers);
+    trustedCaller(['10.0.0.0/8'], ['X-SSL-Client-Cert'])(trusted);
+    expect(trusted.req.headers).to.deep.equal(headers);
+  });
 });

@@ -1,0 +1,338 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { request as httpsRequest } from 'node:https';
+import { FetchUserAgent } from '../support/browser.js';
+import { TestPki, type IssuedCertificate } from '../support/certificates.js';
+import {
+  arrivingAt,
+  authorizationRequest,
+  passDevIdpForms,
+  redeemCode,
+  startRegisteredDevIdp,
+  type RegisteredDevIdp,
+} from '../support/dev-idp.js';
+import { basic, confidentialClient, FORM, postForm } from '../support/oauth.js';
+import { freePort, readyServer, type TestServer } from '../support/server.js';
+
+interface Answer {
+  status: number;
+  body: any;
+}
+
+/**
+ * RFC 8705 mutual TLS on Arbiter's own TLS listener (TLS_CERT_FILE): real TLS connections with
+ * client certificates made by a throwaway CA (openssl), tls_client_auth by subject DN,
+ * self_signed_tls_client_auth by a certificate in the client's JWKS, certificate-bound access
+ * tokens (`cnf.x5t#S256` at introspection, refused without their certificate).
+ */
+describe('RFC 8705 mutual TLS on the TLS listener', function () {
+  let pki: Awaited<ReturnType<typeof TestPki.create>>;
+  let server: TestServer;
+  let client: IssuedCertificate;
+  let other: IssuedCertificate;
+  let selfSigned: IssuedCertificate;
+  const dnClient = `mtls-dn-${randomUUID().slice(0, 8)}`;
+  const selfSignedClient = `mtls-self-${randomUUID().slice(0, 8)}`;
+
+  before(async function () {
+    pki = await TestPki.create();
+    client = await pki.issue('client', '/O=Arbiter Test/CN=mtls-client');
+    other = await pki.issue('other', '/O=Arbiter Test/CN=someone-else');
+    selfSigned = await pki.issue('self', '/CN=self-signed-client', { selfSigned: true });
+    const port = await freePort();
+    // Its own server: the public listener speaks TLS (with the admin surface on a plain listener of its own).
+    server = await readyServer({
+      PORT: String(port),
+      ISSUER: `https://127.0.0.1:${port}`,
+      ADMIN_PORT: '0',
+      TLS_CERT_FILE: pki.server.certFile,
+      TLS_KEY_FILE: pki.server.keyFile,
+      TLS_CLIENT_CA_FILE: pki.caFile,
+    });
+    await created(
+      server.admin('POST', '/clients', {
+        clientId: dnClient,
+        clientType: 'confidential',
+        tokenEndpointAuthMethod: 'tls_client_auth',
+        tlsClientAuthSubjectDn: 'CN=mtls-client,O=Arbiter Test',
+        tlsClientCertificateBoundAccessTokens: true,
+        scopes: ['introspection'],
+      }),
+    );
+    // The client introspects its own token, as the resource server it is registered as.
+    const record = (await server.admin('GET', `/clients/${dnClient}`)).body;
+    await created(
+      server.admin('POST', '/resource-servers', {
+        resourceIndicator: `https://${dnClient}.example/`,
+        clientId: record.id,
+      }),
+    );
+    const x5c = [selfSigned.cert.replace(/-----(BEGIN|END) CERTIFICATE-----|\s/g, '')];
+    const { X509Certificate } = await import('node:crypto');
+    const jwk = new X509Certificate(selfSigned.cert).publicKey.export({ format: 'jwk' });
+    await created(
+      server.admin('POST', '/clients', {
+        clientId: selfSignedClient,
+        clientType: 'confidential',
+        tokenEndpointAuthMethod: 'self_signed_tls_client_auth',
+        jwks: { keys: [{ ...jwk, x5c, use: 'sig' }] },
+        scopes: ['introspection'],
+      }),
+    );
+  });
+  after(async function () {
+    await server?.close();
+    pki?.close();
+  });
+
+  /** A form POSTed over TLS to the public listener, with a client certificate or none. */
+  function post(path: string, form: Record<string, string>, certificate?: IssuedCertificate, headers = {}) {
+    return tlsCall('POST', path, new URLSearchParams(form).toString(), certificate, { ...FORM, ...headers });
+  }
+
+  function tlsCall(
+    method: string,
+    path: string,
+    body: string | undefined,
+    certificate: IssuedCertificate | undefined,
+    headers: Record<string, string> = {},
+  ): Promise<Answer> {
+    return new Promise((resolve, reject) => {
+      const outgoing = httpsRequest(
+        `${server.url}${path}`,
+        {
+          method,
+          headers,
+          ca: pki.caPem(),
+          ...(certificate ? { cert: certificate.cert, key: certificate.key } : {}),
+          // A connection of its own per call, so that each call presents its own certificate.
+          agent: false,
+        },
+        (response) => {
+          const chunks: Buffer[] = [];
+          response.on('data', (chunk: Buffer) => chunks.push(chunk));
+          response.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            resolve({ status: response.statusCode ?? 0, body: text ? JSON.parse(text) : undefined });
+          });
+        },
+      );
+      outgoing.on('error', reject);
+      outgoing.end(body);
+    });
+  }
+
+  const tokenOf = (clientId: string, certificate?: IssuedCertificate) =>
+    post('/token', { grant_type: 'client_credentials', client_id: clientId, scope: 'introspection' }, certificate);
+
+  it('advertises both methods and certificate-bound tokens in discovery', async function () {
+    const { body } = await tlsCall('GET', '/.well-known/openid-configuration', undefined, undefined);
+    expect(body.token_endpoint_auth_methods_supported).to.include.members([
+      'tls_client_auth',
+      'self_signed_tls_client_auth',
+    ]);
+    expect(body.tls_client_certificate_bound_access_tokens).to.equal(true);
+    expect(body.issuer).to.equal(server.config.issuer);
+  });
+
+  it('authenticates a tls_client_auth client by the subject DN of a certificate its CA issued, and binds its token to it', async function () {
+    const issued = await tokenOf(dnClient, client);
+    expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
+    expect(issued.body.token_type).to.equal('Bearer');
+
+    const own = { Authorization: `Bearer ${issued.body.access_token}` };
+    const introspected = await post('/introspect', { token: issued.body.access_token }, client, own);
+    expect(introspected.status, JSON.stringify(introspected.body)).to.equal(200);
+    expect(introspected.body.active).to.equal(true);
+    expect(introspected.body.cnf).to.deep.equal({ 'x5t#S256': client.thumbprint });
+  });
+
+  it('refuses a tls_client_auth client without a certificate, with another subject, or with one no trusted CA issued', async function () {
+    for (const [certificate, why] of [
+      [undefined, 'no certificate'],
+      [other, 'another subject'],
+      [selfSigned, 'not issued by the CA'],
+    ] as const) {
+      const { status, body } = await tokenOf(dnClient, certificate);
+      expect(status, why).to.equal(401);
+      expect(body.error, why).to.equal('invalid_client');
+    }
+  });
+
+  it('refuses a certificate-bound token presented without its certificate or with another one', async function () {
+    const issued = await tokenOf(dnClient, client);
+    const own = { Authorization: `Bearer ${issued.body.access_token}` };
+    for (const [certificate, why] of [
+      [undefined, 'no certificate'],
+      [other, 'another certificate'],
+    ] as const) {
+      const { status, body } = await post('/introspect', { token: issued.body.access_token }, certificate, own);
+      expect(status, why).to.equal(401);
+      expect(body.error, why).to.equal('invalid_token');
+    }
+  });
+
+  it('authenticates a self_signed_tls_client_auth client by the certificate in its JWKS, and no other', async function () {
+    const issued = await tokenOf(selfSignedClient, selfSigned);
+    expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
+    const refused = await tokenOf(selfSignedClient, client);
+    expect(refused.status).to.equal(401);
+    expect(refused.body.error).to.equal('invalid_client');
+  });
+
+  it('keeps serving clients without certificates on the same listener', async function () {
+    const secret = await confidentialClient(server, `plain-${randomUUID().slice(0, 8)}`, { scopes: ['introspection'] });
+    const clientId = secret.replace(/-secret-value$/, '');
+    const { status, body } = await post(
+      '/token',
+      { grant_type: 'client_credentials', scope: 'introspection' },
+      undefined,
+      { Authorization: basic(clientId, secret) },
+    );
+    expect(status, JSON.stringify(body)).to.equal(200);
+    expect(body.token_type).to.equal('Bearer');
+  });
+});
+
+/**
+ * RFC 8705 behind a TLS-terminating proxy (MTLS_CERTIFICATE_HEADER from TRUSTED_PROXIES): the
+ * test is the proxy, forwarding certificates URL-encoded as nginx's `$ssl_client_escaped_cert`.
+ * A user's access token bound to the certificate at /token is refused at UserInfo without it.
+ */
+describe('RFC 8705 mutual TLS through a trusted proxy’s certificate header', function () {
+  const HEADER = 'x-ssl-client-cert';
+  const REDIRECT_URI = 'https://mtls-rp.example.test/cb';
+  let pki: TestPki;
+  let server: TestServer;
+  let idp: RegisteredDevIdp;
+  let client: IssuedCertificate;
+  let other: IssuedCertificate;
+
+  before(async function () {
+    pki = await TestPki.create();
+    client = await pki.issue('client', '/CN=rp.example', { san: 'DNS:rp.example' });
+    other = await pki.issue('other', '/CN=other.example', { san: 'DNS:other.example' });
+    // Its own server: a setting of its own (the proxy's header).
+    server = await readyServer({
+      MTLS_CERTIFICATE_HEADER: HEADER,
+      TRUSTED_PROXIES: '127.0.0.1,::1',
+      TLS_CLIENT_CA_FILE: pki.caFile,
+    });
+    idp = await startRegisteredDevIdp(server);
+  });
+  after(async function () {
+    await idp?.close();
+    await server?.close();
+    pki?.close();
+  });
+
+  const forwarded = (certificate: IssuedCertificate) => ({ [HEADER]: encodeURIComponent(certificate.cert) });
+
+  it('authenticates tls_client_auth by a SAN of the forwarded certificate', async function () {
+    const clientId = `mtls-san-${randomUUID().slice(0, 8)}`;
+    await created(
+      server.admin('POST', '/clients', {
+        clientId,
+        clientType: 'confidential',
+        tokenEndpointAuthMethod: 'tls_client_auth',
+        tlsClientAuthSanDns: 'rp.example',
+        scopes: ['introspection'],
+      }),
+    );
+    const form = { grant_type: 'client_credentials', client_id: clientId };
+    expect((await postForm(server, '/token', form, forwarded(client))).status).to.equal(200);
+    const refused = await postForm(server, '/token', form, forwarded(other));
+    expect(refused.status).to.equal(401);
+    expect(refused.body.error).to.equal('invalid_client');
+  });
+
+  it("binds a user's access token to the certificate at /token, and UserInfo refuses it without that certificate", async function () {
+    const rp = { clientId: `mtls-rp-${randomUUID().slice(0, 8)}`, redirectUri: REDIRECT_URI };
+    await created(
+      server.admin('POST', '/clients', {
+        clientId: rp.clientId,
+        clientType: 'public',
+        tokenEndpointAuthMethod: 'none',
+        redirectUris: [REDIRECT_URI],
+        scopes: ['openid', 'profile', 'email'],
+        tlsClientCertificateBoundAccessTokens: true,
+      }),
+    );
+    const request = await authorizationRequest(server, rp);
+    const agent = new FetchUserAgent();
+    const login = await agent.navigate(request.url, arrivingAt(REDIRECT_URI));
+    const landed = await passDevIdpForms(agent, login, `mtls-${randomUUID().slice(0, 6)}`, arrivingAt(REDIRECT_URI));
+    const code = landed.url.searchParams.get('code')!;
+
+    const unbound = await redeemCode(server, rp, code, request.codeVerifier);
+    expect(unbound.status, 'a code of a certificate-bound client needs the certificate').to.equal(400);
+    expect(unbound.body.error).to.equal('invalid_grant');
+    const tokens = await redeemCode(server, rp, code, request.codeVerifier, forwarded(client));
+    expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
+    const userinfo = (headers: Record<string, string>) =>
+      server.request('/userinfo', { headers: { Authorization: `Bearer ${tokens.body.access_token}`, ...headers } });
+    expect((await userinfo(forwarded(client))).status).to.equal(200);
+    for (const [headers, why] of [
+      [{}, 'no certificate'],
+      [forwarded(other), 'another certificate'],
+    ] as const) {
+      const answer = await userinfo(headers);
+      expect(answer.status, why).to.equal(401);
+      expect(answer.headers.get('www-authenticate'), why).to.contain('invalid_token');
+    }
+  });
+
+  it('holds a FAPI 2.0 client to mutual TLS as its authentication and its sender constraint, in place of private_key_jwt and DPoP', async function () {
+    const clientId = `fapi-mtls-${randomUUID().slice(0, 8)}`;
+    await created(
+      server.admin('POST', '/clients', {
+        clientId,
+        clientType: 'confidential',
+        profile: 'fapi2-security',
+        tokenEndpointAuthMethod: 'tls_client_auth',
+        tlsClientAuthSanDns: 'rp.example',
+        tlsClientCertificateBoundAccessTokens: true,
+        redirectUris: [REDIRECT_URI],
+        scopes: ['openid', 'profile'],
+      }),
+    );
+    const rp = { clientId, redirectUri: REDIRECT_URI };
+    const request = await authorizationRequest(server, rp, { scope: 'openid', nonce: 'fapi-mtls' });
+    const parameters = Object.fromEntries(new URL(request.url).searchParams);
+    const pushed = await postForm(server, '/par', parameters, forwarded(client));
+    expect(pushed.status, JSON.stringify(pushed.body)).to.equal(201);
+    const refused = await postForm(server, '/par', parameters, forwarded(other));
+    expect(refused.status).to.equal(401);
+
+    const agent = new FetchUserAgent();
+    const url = `${server.config.issuer}/authorize?${new URLSearchParams({ client_id: clientId, request_uri: pushed.body.request_uri })}`;
+    const login = await agent.navigate(url, arrivingAt(REDIRECT_URI));
+    const landed = await passDevIdpForms(agent, login, `fapi-${randomUUID().slice(0, 6)}`, arrivingAt(REDIRECT_URI));
+    expect(landed.url.searchParams.get('iss')).to.equal(server.config.issuer);
+    const code = landed.url.searchParams.get('code')!;
+    const redeem = (headers: Record<string, string>) =>
+      postForm(
+        server,
+        '/token',
+        {
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: REDIRECT_URI,
+          code_verifier: request.codeVerifier,
+          client_id: clientId,
+        },
+        headers,
+      );
+    expect((await redeem({})).status, 'no certificate').to.equal(401);
+    const tokens = await redeem(forwarded(client));
+    expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
+    expect(tokens.body.token_type).to.equal('Bearer');
+    const header = JSON.parse(Buffer.from(tokens.body.id_token.split('.')[0], 'base64url').toString('utf8'));
+    expect(header.alg).to.equal('PS256');
+  });
+});
+
+async function created(pending: Promise<{ status: number; body: unknown }>): Promise<void> {
+  const { status, body } = await pending;
+  if (status !== 201) throw new Error(`not created: ${status} ${JSON.stringify(body)}`);
+}
