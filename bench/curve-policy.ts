@@ -123,7 +123,7 @@ async function measureDimension(load: LoadGenerator, dimension: Dimension): Prom
         measured[size] = await run(size === 'small' ? small : large, requests[size]);
         const result = measured[size];
         console.error(
-          `  ${dimension.name} · ${dimension[size].label} · round ${round + 1}: ${result.rps.toFixed(0)} req/s, p99 ${result.p99} ms, ${result.errors + result.non2xx} errors (load ${os.loadavg()[0].toFixed(1)})`,
+          `  ${dimension.name} · ${dimension[size].label} · round ${round + 1}: ${result.rps.toFixed(0)} req/s, p99 ${result.p99} ms, ${result.errors + result.non2xx} errors (load ${os.loadavg()[0]!.toFixed(1)})`,
         );
       }
       rounds.push({ small: measured.small!, large: measured.large!, ratio: measured.large!.rps / measured.small!.rps });

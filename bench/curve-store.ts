@@ -220,10 +220,10 @@ function report(
   figures: Record<'small' | 'large', Figures[]>,
 ): void {
   console.log(`\n${dimension.name}: ${sizes.small} → ${sizes.large} ${dimension.unit} (${dimension.rounds} round(s))`);
-  for (const name of Object.keys(figures.small[0])) {
-    const small = figures.small.map((each) => each[name]);
-    const large = figures.large.map((each) => each[name]);
-    const ratios = sorted(small.map((value, round) => large[round] / Math.max(value, 0.001)));
+  for (const name of Object.keys(figures.small[0]!)) {
+    const small = figures.small.map((each) => each[name]!);
+    const large = figures.large.map((each) => each[name]!);
+    const ratios = sorted(small.map((value, round) => large[round]! / Math.max(value, 0.001)));
     console.log(
       `  ${name.padEnd(12)} small ${small.map(ms).join(' ')}  large ${large.map(ms).join(' ')}  ratio ${percentile(ratios, 50).toFixed(2)}x`,
     );
@@ -294,7 +294,7 @@ function steadyLoad(url: string) {
 function summarize(name: string, latencies: { ms: number }[]): Figures {
   const ordered = sorted(latencies.map((each) => each.ms));
   return {
-    [`${name} max`]: ordered[ordered.length - 1],
+    [`${name} max`]: percentile(ordered, 100),
     [`${name} p99`]: percentile(ordered, 99),
     [`${name} p50`]: percentile(ordered, 50),
   };

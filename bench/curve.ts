@@ -56,7 +56,7 @@ function memoryOf(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 }
 
 const median = (values: (number | null)[]) =>
-  [...values].map((value) => value ?? NaN).sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  [...values].map((value) => value ?? NaN).sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? NaN;
 
 async function measure(dimension: CurveDimension, load: LoadGenerator): Promise<void> {
   const sides = [await dimension.start('small'), await dimension.start('large')];
@@ -71,19 +71,19 @@ async function measure(dimension: CurveDimension, load: LoadGenerator): Promise<
       const order = round % 2 === 0 ? [0, 1] : [1, 0];
       for (const index of order) {
         const { measured: result } = await load.run({
-          ...sides[index].job,
+          ...sides[index]!.job,
           connections: CONNECTIONS,
           warmupSeconds: dimension.warmupSeconds,
           seconds: SECONDS,
         });
-        measured[index].results.push(result);
-        measured[index].rss.push(memoryOf(sides[index].pid, 'VmRSS'));
+        measured[index]!.results.push(result);
+        measured[index]!.rss.push(memoryOf(sides[index]!.pid, 'VmRSS'));
       }
     }
-    const ratios = measured[1].results.map((large, round) => large.rps / measured[0].results[round].rps);
+    const ratios = measured[1]!.results.map((large, round) => large.rps / measured[0]!.results[round]!.rps);
     const ratio = median(ratios);
     for (const [index, side] of sides.entries()) {
-      const { results, rss } = measured[index];
+      const { results, rss } = measured[index]!;
       console.log(
         `${dimension.name.padEnd(9)} ${side.label.padEnd(40)} ${median(results.map((r) => r.rps))
           .toFixed(0)
