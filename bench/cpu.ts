@@ -107,8 +107,9 @@ function processKey(info: ProcessInfo): string {
 
 /** The machine's busy and total ticks over all CPUs (the first line of /proc/stat). */
 function machineTicks(): { busy: number; total: number } {
-  const [, ...values] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
-  const [user, nice, system, idle, iowait, irq, softirq, steal] = values.map(Number);
+  const [, ...values] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+  // A kernel too old to count a column (steal) counts none of it.
+  const [user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0] = values.map(Number);
   const busy = user + nice + system + irq + softirq + steal;
   return { busy, total: busy + idle + iowait };
 }

@@ -74,7 +74,7 @@ async function main(): Promise<void> {
     const replay100k = await replay(server, LONG_HISTORY);
 
     console.log('live traffic: without a replay, with a 100,000-decision replay running, in turn…');
-    const machine = clients[0];
+    const machine = clients[0]!;
     const windows: { replay: boolean; load: LoadResult; replayed?: ReplayResult }[] = [];
     for (const withReplay of [false, true, false, true, false]) {
       if (!withReplay) {
@@ -137,13 +137,13 @@ async function record(server: TestServer, clients: Client[], count: number): Pro
   let next = 0;
   const worker = async () => {
     for (let index = next++; index < count; index = next++) {
-      const client = clients[index % clients.length];
+      const client = clients[index % clients.length]!;
       const response = await server.request('/token', {
         method: 'POST',
         headers: { ...FORM, Authorization: basic(client.id, client.secret) },
         body: new URLSearchParams({
           grant_type: 'client_credentials',
-          scope: SCOPES[index % SCOPES.length],
+          scope: SCOPES[index % SCOPES.length]!,
         }).toString(),
       });
       await response.arrayBuffer();

@@ -106,7 +106,7 @@ async function main(): Promise<void> {
     for (const scenario of SCENARIOS) {
       for (const peer of peers) await checkAnswer(peer, scenario);
       for (let round = 0; round < ROUNDS; round += 1) {
-        const order = peers.map((_, index) => peers[(index + round) % peers.length]);
+        const order = peers.map((_, index) => peers[(index + round) % peers.length]!);
         for (const peer of order) {
           const run = await load.run({
             ...peer.request(scenario),
@@ -221,12 +221,12 @@ function table(rows: Row[]): string {
       rows.filter((row) => row.scenario === scenario && row.kind === kind).sort((a, b) => a.round - b.round);
     /** The median over the rounds of `kind`'s req/s divided by `other`'s in the same round. */
     const ratio = (kind: Peer['kind'], other: Peer['kind']) =>
-      median(windows(kind).map((row, round) => row.result.rps / windows(other)[round].result.rps));
+      median(windows(kind).map((row, round) => row.result.rps / windows(other)[round]!.result.rps));
     for (const [index, kind] of (['baseline', 'arbiter1', 'arbiterN', 'hydra'] as const).entries()) {
       const own = windows(kind);
       const errors = own.reduce((sum, row) => sum + row.result.errors + row.result.non2xx, 0);
       lines.push(
-        `${(index === 0 ? scenario : '').padEnd(40)} ${own[0].server.padEnd(20)} ${median(
+        `${(index === 0 ? scenario : '').padEnd(40)} ${own[0]!.server.padEnd(20)} ${median(
           own.map((row) => row.result.rps),
         )
           .toFixed(0)

@@ -61,7 +61,7 @@ async function main(): Promise<void> {
     );
     console.log('CPU seconds during the measured window (per 1,000 requests):');
     for (const name of Object.keys(processes)) {
-      const used = after[name] - before[name];
+      const used = after[name]! - before[name]!;
       console.log(
         `  ${name.padEnd(28)} ${used.toFixed(2).padStart(7)} s  (${((used / result.requests) * 1000).toFixed(2)} s)`,
       );
@@ -138,9 +138,9 @@ function moduleOf(url: string, functionName: string): string {
   if (!url) return functionName.startsWith('(') ? functionName : '(native)';
   if (url.startsWith('node:')) return url;
   const dependency = /\/node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  if (dependency) return dependency[1];
+  if (dependency) return dependency[1]!;
   const local = /\/work\/main\/((?:src|adapters|test|bench)\/[^/]+)/.exec(url);
-  return local ? local[1] : shortUrl(url);
+  return local ? local[1]! : shortUrl(url);
 }
 
 main().catch((error: unknown) => {

@@ -214,7 +214,7 @@ function table(reports: ScenarioReport[]): string {
   ];
   const line = (cells: string[]) =>
     cells
-      .map((cell, i) => (i < 2 ? cell.padEnd(columns[i][1]) : cell.padStart(columns[i][1])))
+      .map((cell, i) => (i < 2 ? cell.padEnd(columns[i]![1]) : cell.padStart(columns[i]![1])))
       .join(' ')
       .trimEnd();
   const errors = (result: LoadResult) => String(result.errors + result.non2xx);

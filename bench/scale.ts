@@ -42,7 +42,7 @@ import { writeResults } from './stats.js';
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const STORES = (process.env.SCALE_STORES ?? 'postgresql:1,2,3;sqlite:1').split(';').map((entry) => {
-  const [engine, counts] = entry.split(':');
+  const [engine = '', counts] = entry.split(':');
   if (!['postgresql', 'sqlite', 'ferretdb'].includes(engine)) throw new Error(`SCALE_STORES: unknown engine ${engine}`);
   return { engine: engine as EngineName, counts: (counts ?? '1').split(',').map(Number) };
 });
@@ -111,7 +111,7 @@ async function main(): Promise<void> {
           // Each step on an empty store, with nodes started for it, so that the steps compare.
           const storeUrl = engine.freshUrl();
           while (nodes.length < count) nodes.push(await startNode(storeUrl, nodes[0]?.url));
-          const job = await prepare(nodes[0].url, scenario);
+          const job = await prepare(nodes[0]!.url, scenario);
           steps.push(await measure(load, nodes, engine, scenario, job));
           while (nodes.length) await stopNode(nodes.pop()!);
         }
@@ -138,7 +138,7 @@ async function startEngine(name: EngineName): Promise<Engine> {
     const postgres = await PostgresTestServer.start({ own: true });
     return {
       name,
-      description: `PostgreSQL ${postgres.sql('SHOW server_version')[0][0]} (direct, pool_size 10 per node)`,
+      description: `PostgreSQL ${postgres.sql('SHOW server_version')[0]![0]} (direct, pool_size 10 per node)`,
       freshUrl: () => postgres.url(),
       processIds: () => ({ postgresql: postgres.postmasterPid() ?? undefined }),
       sql: (statement) => postgres.sql(statement),
@@ -295,7 +295,7 @@ async function measure(
     cpuMsPerRequest[component] = (cpuMsPerRequest[component] ?? 0) + (cores * 1000) / Math.max(rps, 1);
   }
   for (const component of Object.keys(cpuMsPerRequest))
-    cpuMsPerRequest[component] = Math.round(cpuMsPerRequest[component] * 1000) / 1000;
+    cpuMsPerRequest[component] = Math.round(cpuMsPerRequest[component]! * 1000) / 1000;
   const step: Step = {
     engine: engine.name,
     scenario,
@@ -362,7 +362,7 @@ function statementsDuring(sql: (statement: string) => string[][], seconds: numbe
   const [[total]] = sql('SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements');
   const top = sql(
     "SELECT calls, round(total_exec_time), left(regexp_replace(query, '\\s+', ' ', 'g'), 140) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 4",
-  ).map(([calls, ms, query]) => ({ calls: Number(calls), ms: Number(ms), query }));
+  ).map(([calls, ms, query = '']) => ({ calls: Number(calls), ms: Number(ms), query }));
   return { executingMsPerSecond: Math.round(Number(total) / seconds), top };
 }
 

@@ -222,7 +222,7 @@ async function prepareTarget(
     const codes = await mintCodes(count);
     let next = 0;
     return inParallel(count, async () => {
-      const tokens = await tokenRequest(url, webAuthorization, codeExchange(codes[next++]), name);
+      const tokens = await tokenRequest(url, webAuthorization, codeExchange(codes[next++]!), name);
       if (typeof tokens.refresh_token !== 'string')
         throw new Error(`${name}: the code exchange issued no refresh token: ${JSON.stringify(tokens)}`);
       return tokens.refresh_token;

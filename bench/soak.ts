@@ -98,14 +98,14 @@ function slopePerMinute(seconds: number[], values: number[]): number {
   const n = seconds.length;
   const meanX = seconds.reduce((sum, x) => sum + x, 0) / n;
   const meanY = values.reduce((sum, y) => sum + y, 0) / n;
-  const covariance = seconds.reduce((sum, x, i) => sum + (x - meanX) * (values[i] - meanY), 0);
+  const covariance = seconds.reduce((sum, x, i) => sum + (x - meanX) * (values[i]! - meanY), 0);
   const variance = seconds.reduce((sum, x) => sum + (x - meanX) ** 2, 0);
   return variance === 0 ? 0 : (covariance / variance) * 60;
 }
 
 function report(startedAt: Date, samples: Sample[]): void {
   const measured = samples.slice(1);
-  const [start, middle, end] = [measured[0], measured[Math.floor(measured.length / 2)], measured.at(-1)!];
+  const [start, middle, end] = [measured[0]!, measured[Math.floor(measured.length / 2)]!, measured.at(-1)!];
   const secondHalf = measured.slice(Math.floor(measured.length / 2));
   const trend = (pick: (sample: Sample) => number) =>
     slopePerMinute(

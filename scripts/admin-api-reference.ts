@@ -62,7 +62,7 @@ export function adminApiReference(): string {
       lines.push(...operationLines(path, method, operation, components));
   }
   lines.push('## Schemas', '');
-  for (const [name, schema] of Object.entries(components.schemas)) lines.push(...schemaLines(name, schema));
+  for (const [name, schema] of Object.entries(components.schemas!)) lines.push(...schemaLines(name, schema));
   return `${lines.join('\n').replace(/\n+$/, '')}\n`;
 }
 
@@ -163,8 +163,10 @@ function typeOf(schema: Json | boolean | undefined): string {
 
 function resolve(value: Json, components: Record<string, Record<string, Json>>): Json {
   if (typeof value.$ref !== 'string') return value;
-  const [, , kind, name] = value.$ref.split('/');
-  return components[kind][name];
+  const [, , kind = '', name = ''] = value.$ref.split('/');
+  const resolved = components[kind]?.[name];
+  if (!resolved) throw new Error(`${value.$ref} names nothing in the document's components`);
+  return resolved;
 }
 
 /** A table cell: one line, no column break. */

@@ -58,7 +58,7 @@ export function configurationReference(): string {
       `src/config/descriptions.ts must describe exactly the settings of ENVIRONMENT: missing ${undescribed.join(', ') || 'none'}; unknown ${unknown.join(', ') || 'none'}`,
     );
   const rows = Object.entries(ENVIRONMENT).map(([variable, key]) => {
-    const description = SETTING_DESCRIPTIONS[variable];
+    const description = SETTING_DESCRIPTIONS[variable]!; // every setting is described: checked above
     const cells = [
       `\`${variable}\``,
       `\`${key}\``,
@@ -74,7 +74,9 @@ export function configurationReference(): string {
 function propertyOf(key: string): Property {
   const properties = SCHEMA.properties as Record<string, Property>;
   const ttl = SCHEMA.properties.ttl.properties as Record<string, Property>;
-  return key.startsWith('ttl.') ? ttl[key.slice(4)] : properties[key];
+  const property = key.startsWith('ttl.') ? ttl[key.slice(4)] : properties[key];
+  if (!property) throw new Error(`ENVIRONMENT names ${key}, which the configuration schema does not have`);
+  return property;
 }
 
 function valueAt(defaults: Record<string, unknown>, key: string): unknown {

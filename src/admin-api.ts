@@ -26,11 +26,11 @@ export function adminApi(
 ) {
   const recordedInputs = () => audit.recentPolicyInputs(config.policyCheckRecordedInputs);
   /** The check of one file on its own: its syntax and package (Rego, Cedar), a data entry's JSON and key. */
-  const fileChecks: Record<string, (record: Record<string, unknown>) => Promise<string | null>> = {
+  const fileChecks = {
     'policy-rules': (rule) =>
       policy.validateRule(rule.kind as 'rego' | 'cedar', rule.path as string, rule.content as string),
     'policy-data': async (data) => dataEntryProblem(data.dataKey as string, data.payload as string),
-  };
+  } satisfies Record<string, (record: Record<string, unknown>) => Promise<string | null>>;
   return adminRouter(store, {
     keys,
     sealer,

@@ -293,7 +293,7 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
         throw error;
       }
     };
-    await this.retryingExpiredClash(insertRest, () => this.clashingFields(docs[stored], true));
+    await this.retryingExpiredClash(insertRest, () => this.clashingFields(docs[stored]!, true)); // the clash is the first document not stored
     return [...docs];
   }
 
@@ -530,6 +530,7 @@ function wrapEach(
   const target = prototype as Record<string, (...args: unknown[]) => Promise<unknown>>;
   for (const name of methods) {
     const operation = target[name];
+    if (!operation) throw new Error(`${name} is no method of the prototype it should wrap`);
     target[name] = function (this: unknown, ...args: unknown[]) {
       return around(() => operation.apply(this, args), this);
     };

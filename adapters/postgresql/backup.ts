@@ -57,7 +57,8 @@ export async function writeBackup(client: pg.PoolClient, destination: string): P
         );
         for (const row of rows) await write({ table, ...row });
         if (rows.length < PAGE) break;
-        after = [rows[rows.length - 1].tenant, rows[rows.length - 1].id];
+        const last = rows.at(-1)!; // a full page
+        after = [last.tenant, last.id];
       }
     }
     await client.query('COMMIT');

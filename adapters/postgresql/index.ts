@@ -246,7 +246,7 @@ export class PostgresStore implements Store {
          ON CONFLICT (name) DO UPDATE SET value = sequences.value + excluded.value RETURNING value`,
         [name, count],
       );
-      return Number(rows[0].value);
+      return Number(rows[0]!.value);
     });
   }
 
@@ -262,7 +262,7 @@ export class PostgresStore implements Store {
          RETURNING count, reset_at`,
         [key, amount, now + windowMs, now],
       );
-      return { count: Number(rows[0].count), resetAt: Number(rows[0].reset_at) };
+      return { count: Number(rows[0]!.count), resetAt: Number(rows[0]!.reset_at) };
     });
   }
 
@@ -281,7 +281,7 @@ export class PostgresStore implements Store {
   async ping(): Promise<void> {
     await this.call(async () => {
       const { rows } = await this.query<{ standby: boolean }>('SELECT pg_is_in_recovery() AS standby');
-      if (rows[0].standby)
+      if (rows[0]!.standby)
         throw new StoreUnavailableError(
           'STORE_URL names a PostgreSQL standby, which cannot be written: name the primary (or a proxy that follows it)',
         );
@@ -294,7 +294,7 @@ export class PostgresStore implements Store {
       const { rows } = await this.query<{ now: number }>(
         'SELECT (extract(epoch FROM clock_timestamp()) * 1000)::float8 AS now',
       );
-      return Math.round(rows[0].now);
+      return Math.round(rows[0]!.now);
     });
   }
 
@@ -538,7 +538,7 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
         `SELECT count(*) AS n FROM (SELECT 1 FROM ${this.table} WHERE ${where}${capped}) AS matched`,
         params,
       );
-      return Number(rows[0].n);
+      return Number(rows[0]!.n);
     });
   }
 

@@ -552,7 +552,7 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
    */
   private write(docs: readonly T[], replace: boolean): Promise<void> {
     if (docs.length === 1 && !this.spec.uniqueKeys?.length)
-      return this.commitInGroup(() => this.writeRow(docs[0], replace));
+      return this.commitInGroup(() => this.writeRow(docs[0]!, replace));
     this.writeRows ??= this.db.transaction((rows: readonly T[], replaceRows: boolean) => {
       for (const doc of rows) this.writeRow(doc, replaceRows);
     });

@@ -215,11 +215,11 @@ export function apiKeyRoutes(router: Router, keys: AdminApiKeys, maxBodyBytes: n
   });
   router.get(`${base}/:id`, async (ctx) => {
     serverWide(ctx);
-    ctx.body = present(await keys.get(ctx.params.id));
+    ctx.body = present(await keys.get(ctx.params.id!));
   });
   router.delete(`${base}/:id`, async (ctx) => {
     serverWide(ctx);
-    await keys.revoke(ctx.params.id);
+    await keys.revoke(ctx.params.id!);
     ctx.status = 204;
   });
 }

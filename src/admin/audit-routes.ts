@@ -52,7 +52,7 @@ export async function auditEntryOf(
   audit: AuditLog,
   tenantOf: (ctx: Context) => string | null,
 ): Promise<AuditEntry> {
-  const entry = /^\d{1,15}$/.test(ctx.params.id) ? await audit.get(Number(ctx.params.id)) : null;
+  const entry = /^\d{1,15}$/.test(ctx.params.id!) ? await audit.get(Number(ctx.params.id)) : null;
   if (!entry || !(allTenants(ctx) || entry.tenantId === tenantOf(ctx)))
     throw notFound(`no audit log entry ${JSON.stringify(ctx.params.id)} in this tenant`);
   return entry;
@@ -99,7 +99,7 @@ function integer(
 
 function sortOf(value: string | undefined): { field: string; direction: 'asc' | 'desc' } {
   if (!value) return { field: 'id', direction: 'desc' };
-  const [field, direction = 'asc'] = value.split(',').map((part) => part.trim());
+  const [field = '', direction = 'asc'] = value.split(',').map((part) => part.trim());
   if (!SORTABLE_FIELDS.includes(field) || !['asc', 'desc'].includes(direction.toLowerCase())) {
     throw badRequest(`sort must be "<field>,asc|desc" with field one of ${SORTABLE_FIELDS.join(', ')}`, {
       field: 'sort',

@@ -104,7 +104,7 @@ const SHARED_BY_DEFAULT_SEGMENTS = new Set(['policy-rules', 'policy-data']);
 export function assertTenantConfinement(ctx: Context, route: string): void {
   const caller = ctx.state.adminKey as AdminKeyIdentity;
   if (!caller.tenants) return;
-  const [segment, second] = route.split('/').filter(Boolean);
+  const [segment = '', second] = route.split('/').filter(Boolean);
   const ownKey = segment === API_KEYS_SEGMENT && second === 'current';
   if ((SERVER_WIDE_SEGMENTS.has(segment) && !ownKey) || ctx.query.allTenants === 'true')
     throw confined(ctx, caller, 'a server-wide operation');

@@ -64,7 +64,7 @@ export function clientSecretRoutes(
     audit.clientId = ctx.params.key;
     const rotated = await rotateClientSecret(
       { store, sealer, tenant: storeTenant(tenantId) },
-      ctx.params.key,
+      ctx.params.key!,
       graceSeconds,
       tenantId ? ` in tenant ${tenantId}` : '',
     );

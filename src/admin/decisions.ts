@@ -84,12 +84,12 @@ export function decisionRoutes(router: Router, options: DecisionRouteOptions): v
       const now = await options.policy.explain(point, input);
       replays.push({ point, then, now, differences: differencesOf(then, now) });
     }
-    const single = replays.length === 1;
+    const single = replays.length === 1 ? replays[0] : undefined;
     ctx.body = {
       entryId: entry.id,
-      point: single ? replays[0].point : replays.map((replay) => replay.point),
-      then: single ? replays[0].then : replays.map((replay) => replay.then),
-      now: single ? replays[0].now : replays.map((replay) => replay.now),
+      point: single ? single.point : replays.map((replay) => replay.point),
+      then: single ? single.then : replays.map((replay) => replay.then),
+      now: single ? single.now : replays.map((replay) => replay.now),
       changed: replays.some((replay) => replay.differences.length > 0),
       differences: replays.flatMap((replay, index) =>
         replay.differences.map((difference) =>

@@ -28,11 +28,12 @@ export function historyRoutes(
   const { definition } = records;
   const { path } = definition;
   const textField = TEXT_FIELD[path];
+  if (textField === undefined) throw new Error(`collection ${path} keeps a history but names no text field`);
 
   /** The path's record id and its versions: a 404 when the record neither exists nor has any. */
   async function versionsOf(ctx: Context & { params: Record<string, string> }) {
     const tenantId = tenantOf(ctx);
-    const id = /^\d{1,15}$/.test(ctx.params.id) ? Number(ctx.params.id) : null;
+    const id = /^\d{1,15}$/.test(ctx.params.id!) ? Number(ctx.params.id) : null;
     const [current, versions] =
       id === null ? [null, []] : await Promise.all([records.find(tenantId, String(id)), history.list(tenantId, id)]);
     if (id === null || (!current && versions.length === 0))
@@ -53,12 +54,12 @@ export function historyRoutes(
   });
 
   router.get(`/${path}/:id/history/:number`, async (ctx) => {
-    const { version } = await versionAt(ctx, ctx.params.number);
+    const { version } = await versionAt(ctx, ctx.params.number!);
     ctx.body = { ...summary(version, textField), record: version.record && show(version.record) };
   });
 
   router.get(`/${path}/:id/history/:number/diff`, async (ctx) => {
-    const found = await versionAt(ctx, ctx.params.number);
+    const found = await versionAt(ctx, ctx.params.number!);
     const to = typeof ctx.query.to === 'string' && ctx.query.to !== '' ? ctx.query.to : null;
     const target = to === null ? null : found.versions.find((each) => String(each.number) === to);
     if (to !== null && !target)
@@ -75,7 +76,7 @@ export function historyRoutes(
   });
 
   router.post(`/${path}/:id/history/:number/rollback`, async (ctx) => {
-    const { tenantId, id, current, version } = await versionAt(ctx, ctx.params.number);
+    const { tenantId, id, current, version } = await versionAt(ctx, ctx.params.number!);
     if (!version.record)
       throw badRequest(`version ${version.number} of ${path} record ${id} is its deletion: DELETE the record instead`);
     const body = bodyOf(version.record, records);

@@ -62,8 +62,9 @@ function shortestEdits(a: string[], b: string[]): Edit[] | null {
     trace.push(frontier);
     frontier = frontier.slice();
     for (let k = -d; k <= d; k += 2) {
-      const down = k === -d || (k !== d && frontier[offset + k - 1] < frontier[offset + k + 1]);
-      let x = down ? frontier[offset + k + 1] : frontier[offset + k - 1] + 1;
+      // Diagonals -d-1…d+1 lie within the frontier: offset is one more than the largest d.
+      const down = k === -d || (k !== d && frontier[offset + k - 1]! < frontier[offset + k + 1]!);
+      let x = down ? frontier[offset + k + 1]! : frontier[offset + k - 1]! + 1;
       let y = x - k;
       while (x < a.length && y < b.length && a[x] === b[y]) {
         x += 1;
@@ -81,20 +82,20 @@ function backtrack(trace: Int32Array[], a: string[], b: string[], offset: number
   let x = a.length;
   let y = b.length;
   for (let d = trace.length - 1; d >= 0; d -= 1) {
-    const frontier = trace[d];
+    const frontier = trace[d]!;
     const k = x - y;
-    const down = k === -d || (k !== d && frontier[offset + k - 1] < frontier[offset + k + 1]);
+    const down = k === -d || (k !== d && frontier[offset + k - 1]! < frontier[offset + k + 1]!);
     const previousK = down ? k + 1 : k - 1;
-    const previousX = d === 0 ? 0 : frontier[offset + previousK];
+    const previousX = d === 0 ? 0 : frontier[offset + previousK]!;
     const previousY = previousX - previousK;
     while (x > previousX && y > previousY) {
-      edits.push({ kind: ' ', line: a[x - 1] });
+      edits.push({ kind: ' ', line: a[x - 1]! });
       x -= 1;
       y -= 1;
     }
     if (d === 0) break;
-    if (down) edits.push({ kind: '+', line: b[y - 1] });
-    else edits.push({ kind: '-', line: a[x - 1] });
+    if (down) edits.push({ kind: '+', line: b[y - 1]! });
+    else edits.push({ kind: '-', line: a[x - 1]! });
     x = previousX;
     y = previousY;
   }
@@ -107,9 +108,9 @@ function hunksOf(edits: Edit[]): string[] {
   const lines: string[] = [];
   let index = 0;
   while (index < changed.length) {
-    const start = Math.max(0, changed[index] - CONTEXT);
-    let end = changed[index];
-    while (index + 1 < changed.length && changed[index + 1] - end <= 2 * CONTEXT) end = changed[++index];
+    const start = Math.max(0, changed[index]! - CONTEXT);
+    let end = changed[index]!;
+    while (index + 1 < changed.length && changed[index + 1]! - end <= 2 * CONTEXT) end = changed[++index]!;
     end = Math.min(edits.length - 1, end + CONTEXT);
     index += 1;
     const before = edits.slice(0, start);

@@ -252,7 +252,7 @@ const API_KEY_OPERATIONS: AdminOperation[] = [
 ];
 
 const role = { enum: [...ADMIN_ROLES] };
-const keyName = (API_KEY_INPUT_SCHEMA.properties as Record<string, Schema>).name;
+const keyName = (API_KEY_INPUT_SCHEMA.properties as { name: Schema }).name;
 const API_KEY_SCHEMAS: Record<string, Schema> = {
   ApiKeyInput: API_KEY_INPUT_SCHEMA,
   ApiKey: object(
@@ -791,7 +791,9 @@ function collectionOperations(
   const name = schemaName(definition);
   const noun = nounOf(definition);
   const record = schemaRef(name);
-  const body = { schema: schemaRef(`${name}Input`), example: EXAMPLES[path] };
+  const example = EXAMPLES[path];
+  if (!example) throw new Error(`no example create body for collection ${path}`);
+  const body = { schema: schemaRef(`${name}Input`), example };
   const item = `/${path}/{${definition.pathKey}}`;
   const keyed = [
     {
@@ -1316,7 +1318,7 @@ function idParameter() {
 }
 
 function keySchema(definition: CollectionDefinition): Schema {
-  return definition.pathKey === 'id' ? { type: 'integer', minimum: 1 } : propertiesOf(definition)[definition.pathKey];
+  return definition.pathKey === 'id' ? { type: 'integer', minimum: 1 } : propertyOf(definition, definition.pathKey);
 }
 
 /** Unique fields an operator's body can collide on (an issued token's digest is random). */
@@ -1328,12 +1330,18 @@ function propertiesOf(definition: CollectionDefinition): Record<string, Schema> 
   return (definition.schema as { properties: Record<string, Schema> }).properties;
 }
 
+function propertyOf(definition: CollectionDefinition, name: string): Schema {
+  const schema = propertiesOf(definition)[name];
+  if (!schema) throw new Error(`collection ${definition.path} has no property ${name}`);
+  return schema;
+}
+
 function requiredOf(definition: CollectionDefinition): string[] {
   return (definition.schema as { required?: string[] }).required ?? [];
 }
 
 function tenantIdSchema(): Schema {
-  const { pattern } = propertiesOf(COLLECTIONS[0]).tenantId as { pattern: string };
+  const { pattern } = propertyOf(COLLECTIONS[0]!, 'tenantId') as { pattern: string };
   return { type: 'string', pattern };
 }
 

@@ -300,6 +300,13 @@ export interface PolicyLabRouteOptions {
 /** The field a refusal of the whole bundle names, as a write of that collection names it. */
 const CHECKED_FIELD: Record<PolicyCollection, string> = { 'policy-rules': 'content', 'policy-data': 'payload' };
 
+/** A policy collection's key (a rule's path, a data entry's dataKey): its one unique field. */
+function keyFieldOf(definition: CollectionDefinition): string {
+  const [field] = definition.uniqueFields;
+  if (field === undefined) throw new Error(`collection ${definition.path} has no unique field to key it`);
+  return field;
+}
+
 export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions): void {
   router.post('/policy-impact', async (ctx) => {
     const body = await readJsonBody(ctx, options.maxBodyBytes);
@@ -311,7 +318,8 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
     for (const [index, change] of body.changes.entries()) changes.push(await atIndex(index, () => resolved(change)));
     const tried = await options.lab.tryChanges(changes, options.recordedInputs);
     if ('problem' in tried)
-      throw badRequest(tried.problem, { field: CHECKED_FIELD[body.changes[body.changes.length - 1].collection] });
+      // The schema asks for at least one change; the bundle is refused as the last one left it.
+      throw badRequest(tried.problem, { field: CHECKED_FIELD[body.changes.at(-1)!.collection] });
     const { live } = await options.lab.layers();
     const query = {
       tenantId,
@@ -423,7 +431,7 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
   async function resolved(change: PolicyChangeBody): Promise<RecordChange> {
     const records = options.checkedRecords[change.collection];
     const { definition } = records;
-    const keyField = definition.uniqueFields[0];
+    const keyField = keyFieldOf(definition);
     const record = change.record;
     if (record?.tenantId !== undefined && record.tenantId !== null)
       throw badRequest(
@@ -514,7 +522,7 @@ async function promote(options: PolicyLabRouteOptions) {
   const changes: RecordChange[] = [];
   for (const each of shadows) {
     const records = options.uncheckedRecords[each.collection];
-    const keyField = records.definition.uniqueFields[0];
+    const keyField = keyFieldOf(records.definition);
     const current = await records.findByUniqueField(null, keyField, each.key);
     liveRecords.set(`${each.collection} ${each.key}`, current);
     const removal = each.collection === 'policy-rules' && each.record.enabled === false;
@@ -544,7 +552,7 @@ async function promote(options: PolicyLabRouteOptions) {
     if (stored) await records.remove(null, stored);
     promoted.push({
       collection: each.collection,
-      [records.definition.uniqueFields[0]]: each.key,
+      [keyFieldOf(records.definition)]: each.key,
       id: live?.id ?? null,
       action: removal ? 'deleted' : current ? 'replaced' : 'created',
     });

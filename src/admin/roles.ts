@@ -52,7 +52,7 @@ export function rolesWith(permission: AdminPermission): AdminRole[] {
  */
 export function permissionFor(method: string, route: string): AdminPermission {
   const segments = route.split('/').filter(Boolean);
-  const [collection] = segments;
+  const [collection = ''] = segments;
   const verb = method.toUpperCase();
   if (verb === 'GET' || verb === 'HEAD') return 'read';
   if (collection === API_KEYS_SEGMENT) return 'manage-keys';
@@ -63,8 +63,9 @@ export function permissionFor(method: string, route: string): AdminPermission {
 
 /** POST /policy-impact and POST /policy-{rules,data}/validate: the candidate policy is compiled and evaluated here. */
 function runsSubmittedPolicy(segments: string[]): boolean {
-  if (segments.length === 1) return segments[0] === POLICY_IMPACT_SEGMENT;
-  return segments.length === 2 && POLICY_SEGMENTS.includes(segments[0]) && segments[1] === 'validate';
+  const [first = '', second] = segments;
+  if (segments.length === 1) return first === POLICY_IMPACT_SEGMENT;
+  return segments.length === 2 && POLICY_SEGMENTS.includes(first) && second === 'validate';
 }
 
 /** POST /{collection}/validate, POST /decisions, POST /audit-logs/{id}/replay: checks and explanations of the policy in force, nothing written. */

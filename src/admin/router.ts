@@ -167,7 +167,7 @@ function collectionRoutes(
   historyRoutes(router, records, history, (ctx) => tenantOf(ctx), show);
 
   router.get(`/${path}/:key`, async (ctx) => {
-    ctx.body = show(await records.get(tenantOf(ctx), ctx.params.key));
+    ctx.body = show(await records.get(tenantOf(ctx), ctx.params.key!));
   });
   router.post(`/${path}`, async (ctx) => {
     const parsed = await body(ctx);
@@ -177,14 +177,14 @@ function collectionRoutes(
   router.put(`/${path}/:key`, async (ctx) => {
     const parsed = await body(ctx);
     const tenantId = tenantOf(ctx, parsed);
-    const existing = await records.get(tenantId, ctx.params.key);
+    const existing = await records.get(tenantId, ctx.params.key!);
     const replaced = await records.replace(tenantId, existing, parsed);
     await revokeAfterChange(store, path, tenantId, existing, replaced, options.logoutNotices);
     ctx.body = show(replaced);
   });
   router.delete(`/${path}/:key`, async (ctx) => {
     const tenantId = tenantOf(ctx);
-    const existing = await records.get(tenantId, ctx.params.key);
+    const existing = await records.get(tenantId, ctx.params.key!);
     await records.remove(tenantId, existing);
     // After the record is gone, so that nothing can be issued for it once its tokens are swept.
     await revokeAfterChange(store, path, tenantId, existing, null, options.logoutNotices);

@@ -78,14 +78,14 @@ export function tokenRevocationRoutes(
 ): void {
   router.post('/clients/:key/revoke-tokens', async (ctx) => {
     const tenantId = tenantOf(ctx);
-    const client = await clientRecords(store, storeTenant(tenantId)).findOne({ clientId: ctx.params.key });
+    const client = await clientRecords(store, storeTenant(tenantId)).findOne({ clientId: ctx.params.key! });
     if (!client) throw notFound(`no clients record ${JSON.stringify(ctx.params.key)}${inTenant(tenantId)}`);
     auditFactsOf(ctx.state).clientId = client.clientId as string;
     ctx.body = { revoked: await revokeClientArtefacts(store, storeTenant(tenantId), client.clientId as string) };
   });
   router.post('/subjects/:key/revoke-tokens', async (ctx) => {
     const tenantId = tenantOf(ctx);
-    const key = ctx.params.key;
+    const key = ctx.params.key!;
     const subject = /^\d{1,15}$/.test(key) ? await subjectRecords(store, storeTenant(tenantId)).get(Number(key)) : null;
     if (!subject) throw notFound(`no subjects record ${JSON.stringify(key)}${inTenant(tenantId)}`);
     auditFactsOf(ctx.state).subjectId = subject.subjectId as string;

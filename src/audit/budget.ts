@@ -193,8 +193,8 @@ function aggregatedEntry(
   tally: Tally,
   windowMs: number,
 ): AuditFields {
-  const [onlyEndpoint] = tally.endpoints.size === 1 ? tally.endpoints.keys() : ['*'];
-  const [onlyMethod] = tally.methods.size === 1 ? tally.methods : ['*'];
+  const [onlyEndpoint = '*'] = tally.endpoints.size === 1 ? tally.endpoints.keys() : [];
+  const [onlyMethod = '*'] = tally.methods.size === 1 ? tally.methods : [];
   const nodeWide = address === ANY_ADDRESS;
   return {
     endpoint: onlyEndpoint,

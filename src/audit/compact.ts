@@ -76,12 +76,13 @@ export class CompactAuditEntries implements TenantCollection<AuditEntry> {
   }
 
   async insert(doc: AuditEntry): Promise<AuditEntry> {
-    return (await this.insertMany([doc]))[0];
+    await this.insertMany([doc]);
+    return doc;
   }
 
   async get(id: string | number): Promise<AuditEntry | null> {
     const found = await this.raw.get(id);
-    return found && (await this.expand([found]))[0];
+    return found && (await this.expand([found]))[0]!; // one entry in, one out
   }
 
   async getMany(ids: readonly (string | number)[]): Promise<AuditEntry[]> {
@@ -90,7 +91,7 @@ export class CompactAuditEntries implements TenantCollection<AuditEntry> {
 
   async findOne(filter: Filter): Promise<AuditEntry | null> {
     const found = await this.raw.findOne(filter);
-    return found && (await this.expand([found]))[0];
+    return found && (await this.expand([found]))[0]!; // one entry in, one out
   }
 
   async find(filter?: Filter, options?: FindOptions): Promise<AuditEntry[]> {

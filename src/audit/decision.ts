@@ -8,8 +8,8 @@ import type { AuditState } from './facts.js';
  */
 export function recordDecision(state: AuditState, ...outcomes: DecisionOutcome[]): void {
   const { audit } = state;
-  if (!audit || outcomes.length === 0) return;
   const [first] = outcomes;
+  if (!audit || !first) return;
   const decisions = outcomes.map((outcome) => ({
     ...outcome.decision,
     point: outcome.point,

@@ -323,7 +323,7 @@ export class AuditLog {
     try {
       const ids = await this.takeIds(appended.length);
       stored = await this.entries.insertMany(
-        appended.map(({ fields, createdAt }, index) => ({ ...fields, id: ids[index], createdAt })),
+        appended.map(({ fields, createdAt }, index) => ({ ...fields, id: ids[index]!, createdAt })),
       );
     } catch (error) {
       throw new AuditWriteError(appended.length, error);
@@ -527,7 +527,7 @@ export class AuditLog {
       const kept = takeWhile(step, within);
       counted += kept.length;
       if (kept.length < RANGE_COUNT_STEP) break;
-      const at = kept[kept.length - 1].createdAt;
+      const at = kept.at(-1)!.createdAt; // a full step
       const seen = kept.filter((entry) => entry.createdAt === at).length;
       position = { at, seen: (position?.at === at ? position.seen : 0) + seen };
     }
@@ -541,8 +541,9 @@ const RANGE_COUNT_STEP = 1_000;
 /** After the last entry of `content`: its sort value, past every entry of that value shown so far. */
 function nextCursorOf(content: AuditEntry[], query: AuditPageQuery): string | null {
   const field = query.sort.field;
-  if (!CURSOR_FIELDS.includes(field)) return null;
-  const at = content[content.length - 1][field] as string | number;
+  const last = content.at(-1);
+  if (!last || !CURSOR_FIELDS.includes(field)) return null;
+  const at = last[field] as string | number;
   const onThisPage = content.filter((entry) => entry[field] === at).length;
   const before = query.cursor?.at === at ? query.cursor.seen : 0;
   return encodeAuditCursor({ at, seen: before + onThisPage });

@@ -205,11 +205,11 @@ async function batch(ctx: ApiContext, deps: AuthzenDeps, asker: Asker, body: Bat
     await Promise.all(valid.map((evaluation) => evaluationInput(asker, evaluation, delegationsOf))),
   );
   recordDecision(ctx.state, ...outcomes);
-  let next = 0;
+  let next = 0; // one outcome per valid evaluation, in order
   const answers = problems.map((problem): AuthzenDecision =>
     problem
       ? { decision: false, context: { error: { status: 400, message: problem } } }
-      : authzenDecision(outcomes[next++]),
+      : authzenDecision(outcomes[next++]!),
   );
   return cut(answers, body.options?.evaluations_semantic ?? 'execute_all');
 }
@@ -259,7 +259,7 @@ async function search(
   recordDecision(ctx.state, ...outcomes);
   enforceHttp.decided(...outcomes);
   const permitted = candidates
-    .filter((_, index) => outcomes[index].decision.allow)
+    .filter((_, index) => outcomes[index]!.decision.allow) // one outcome per candidate
     .map((candidate) => resultOf(kind, candidate));
   const { page, ...criteria } = body;
   const paged = pageOf(permitted, page, criteria);

@@ -10,7 +10,7 @@ const TENANT_PATH = /^\/([^/]+)(\/access\/v1\/.*)$/;
  * the route runs, so that metrics and audit entries show the API path.
  */
 export function authzenTenantPathOf(path: string, header: string): TenantPath | null {
-  const match = TENANT_PATH.exec(path);
-  if (!match || !isTenantId(match[1])) return null;
-  return { id: sameTenant(match[1], header), rest: match[2] };
+  const [, tenant, rest] = TENANT_PATH.exec(path) ?? [];
+  if (tenant === undefined || rest === undefined || !isTenantId(tenant)) return null;
+  return { id: sameTenant(tenant, header), rest };
 }

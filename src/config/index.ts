@@ -659,7 +659,7 @@ export const PATTERN_HINTS: Record<string, string> = {
 function configProblem(error: ErrorObject | undefined, raw: Record<string, unknown>): string {
   if (!error) return 'the configuration is invalid';
   const segments = error.instancePath.split('/').filter(Boolean);
-  const item = segments.length > 0 && /^\d+$/.test(segments[segments.length - 1]) ? Number(segments.pop()) : null;
+  const item = /^\d+$/.test(segments.at(-1) ?? '') ? Number(segments.pop()) : null;
   const key =
     segments.join('.') ||
     String('additionalProperty' in error.params ? error.params.additionalProperty : 'the configuration');

@@ -66,7 +66,7 @@ export function createDevIdp(options: DevIdpOptions): Provider {
   if (options.logoutTokens === 'sid') sendSidOnlyLogoutTokens(provider);
   provider.use(async (ctx, next) => {
     const resumed = RESUME_PATH.exec(ctx.path);
-    if (ctx.method === 'GET' && resumed) await stateRequestedAcr(provider, resumed[1]);
+    if (ctx.method === 'GET' && resumed) await stateRequestedAcr(provider, resumed[1]!);
     await next();
   });
   return provider;

@@ -12,7 +12,7 @@ const BASIC = /^Basic +([A-Za-z0-9+/]+=*) *$/i;
 export function basicCredentials(authorization: string): { id: string | null; secret: string | null } | undefined {
   const match = BASIC.exec(authorization);
   if (!match) return undefined;
-  const decoded = Buffer.from(match[1], 'base64').toString('utf8');
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
   const separator = decoded.indexOf(':');
   if (separator < 0) return { id: null, secret: null };
   return { id: formDecoded(decoded.slice(0, separator)), secret: formDecoded(decoded.slice(separator + 1)) };

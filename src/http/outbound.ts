@@ -190,7 +190,8 @@ function guardedLookup(url: URL, allowInsecureLoopback: boolean): LookupFunction
         return callback(refusal as Error, '');
       }
       if (lookupOptions.all) return callback(null, addresses);
-      callback(null, addresses[0].address, addresses[0].family);
+      const { address, family } = addresses[0]!; // at least one: checked above
+      callback(null, address, family);
     });
   };
 }
@@ -286,9 +287,10 @@ function toResponse(
   body: Buffer | null,
 ): Response {
   const headers = new Headers();
+  // Node's raw headers alternate name and value.
   for (let index = 0; index < head.rawHeaders.length; index += 2) {
-    const name = head.rawHeaders[index];
-    if (!DROPPED_RESPONSE_HEADERS.has(name.toLowerCase())) headers.append(name, head.rawHeaders[index + 1]);
+    const name = head.rawHeaders[index]!;
+    if (!DROPPED_RESPONSE_HEADERS.has(name.toLowerCase())) headers.append(name, head.rawHeaders[index + 1]!);
   }
   if (head.statusCode < 200 || head.statusCode > 599) throw new TypeError(`unexpected HTTP status ${head.statusCode}`);
   return new Response(body, { status: head.statusCode, statusText: head.statusMessage ?? '', headers });

@@ -152,14 +152,19 @@ export async function rotateSigningKey(
   const doc = (await secretsOf(store, tenant).get(CURRENT))!;
   const secrets = openSecrets(doc, sealer);
   const states = statesOf(secrets, doc.createdAt);
+  const stateOf = (key: JWK): KeyState => {
+    const state = states[key.kid as string];
+    if (!state) throw new Error(`signing key ${key.kid} has no rotation state`);
+    return state;
+  };
   const dropped = secrets.jwks.keys
     .filter((key) => {
-      const state = states[key.kid as string];
+      const state = stateOf(key);
       return state.state === 'retiring' && state.retireAfter !== undefined && Date.parse(state.retireAfter) <= +now;
     })
     .map((key) => key.kid as string);
   let keys = secrets.jwks.keys.filter((key) => !dropped.includes(key.kid as string));
-  const next = keys.find((key) => states[key.kid as string].state === 'next');
+  const next = keys.find((key) => stateOf(key).state === 'next');
   const since = now.toISOString();
   let action: RotationStep['action'];
   if (!next) {
@@ -170,8 +175,7 @@ export async function rotateSigningKey(
   } else {
     const retireAfter = new Date(+now + options.retireAfterSeconds * 1000).toISOString();
     for (const key of keys)
-      if (states[key.kid as string].state === 'active')
-        states[key.kid as string] = { state: 'retiring', since, retireAfter };
+      if (stateOf(key).state === 'active') states[key.kid as string] = { state: 'retiring', since, retireAfter };
     states[next.kid as string] = { state: 'active', since };
     const { key_ops: _published, ...promoted } = next;
     // The active key first: oidc-provider signs with the first key it may sign with.
@@ -181,7 +185,7 @@ export async function rotateSigningKey(
   const rotated: ProviderSecrets = {
     ...secrets,
     jwks: { keys },
-    keyStates: Object.fromEntries(keys.map((key) => [key.kid as string, states[key.kid as string]])),
+    keyStates: Object.fromEntries(keys.map((key) => [key.kid as string, stateOf(key)])),
   };
   await secretsOf(store, tenant).update(CURRENT, {
     sealed: sealer.seal(JSON.stringify(rotated)),
@@ -192,7 +196,7 @@ export async function rotateSigningKey(
   return {
     action,
     dropped,
-    keys: keys.map((key) => ({ kid: key.kid as string, ...pick(rotated.keyStates![key.kid as string]) })),
+    keys: keys.map((key) => ({ kid: key.kid as string, ...pick(stateOf(key)) })),
   };
 }
 

@@ -201,7 +201,8 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     try {
       const deadlineAt = Date.now() + this.parts.config.policyDecisionTimeoutMs;
       const snapshot = await this.snapshotOrFailure();
-      const [{ rego, cedar: cedarVerdict }] = await this.verdictsOf(snapshot, point, [input], deadlineAt);
+      const [verdict] = await this.verdictsOf(snapshot, point, [input], deadlineAt);
+      const { rego, cedar: cedarVerdict } = verdict!; // one input, one verdict
       const outcome = combine(point, input, rego, cedarVerdict);
       this.countFault(snapshot, point, rego, cedarVerdict);
       if (outcome.engineError)
@@ -224,7 +225,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
       return inputs.map((input, index) => {
         const problem = problems[index];
         if (problem) return this.failed(point, input, `invalid decision input for ${point}: ${problem}`);
-        const { rego, cedar: cedarVerdict } = verdicts[next];
+        const { rego, cedar: cedarVerdict } = verdicts[next]!; // one verdict per checked input, in order
         const outcome = combine(point, input, rego, cedarVerdict);
         this.countFault(snapshot, point, rego, cedarVerdict);
         next += 1;
@@ -373,7 +374,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   ): Promise<{ rego: RegoVerdict; cedar: CedarVerdict }[]> {
     if (!inputs.length) return [];
     if (snapshot instanceof Error) {
-      const cedar = this.cedarVerdict(snapshot, point, inputs[0]);
+      const cedar = this.cedarVerdict(snapshot, point, inputs[0]!);
       return (await this.opaVerdicts(point, inputs, deadlineAt)).map((rego) => ({ rego, cedar }));
     }
     const compiled = this.compiledFor(snapshot);
@@ -385,11 +386,12 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
       ? await fromOpa
       : await this.opaVerdicts(
           point,
-          left.map((index) => inputs[index]),
+          left.map((index) => inputs[index]!),
           deadlineAt,
         );
+    // One live verdict per input; OPA's, one per input it was asked about.
     return live.map(({ rego, cedar }, index) => ({
-      rego: bothSides(snapshot, rego ?? opa[fromOpa ? index : left.indexOf(index)]),
+      rego: bothSides(snapshot, rego ?? opa[fromOpa ? index : left.indexOf(index)]!),
       cedar,
     }));
   }
@@ -401,7 +403,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     const budget = this.parts.config.policyDecisionTimeoutMs;
     if (left <= 0) return inputs.map(() => overBudgetVerdict(point, budget, 'no time was left to ask OPA'));
     return inputs.length === 1
-      ? [await this.opa.evaluate(point, inputs[0], left)]
+      ? [await this.opa.evaluate(point, inputs[0]!, left)]
       : this.opa.evaluateAll(point, inputs, left);
   }
 

@@ -69,9 +69,9 @@ export function explanationOf(
 export function rulesThatSucceeded(trace: string[]): RuleHit[] {
   const hits = new Map<string, RuleHit>();
   for (const line of trace) {
-    const match = /^(\S+:\d+)\s+[| ]*Exit (data\.\S+)/.exec(line);
-    if (!match || match[1].startsWith('query:')) continue;
-    const hit = { rule: match[2], location: match[1] };
+    const [, location, rule] = /^(\S+:\d+)\s+[| ]*Exit (data\.\S+)/.exec(line) ?? [];
+    if (location === undefined || rule === undefined || location.startsWith('query:')) continue;
+    const hit = { rule, location };
     hits.set(`${hit.rule} ${hit.location}`, hit);
   }
   return [...hits.values()];

@@ -129,7 +129,8 @@ export class PolicyFaults {
       const failed = counted.reduce((sum, window) => sum + window.failed, 0);
       if (failed === 0) continue;
       const decisions = counted.reduce((sum, window) => sum + window.decisions, 0);
-      const last = counted.filter((window) => window.error !== null).sort((a, b) => b.at - a.at)[0];
+      // A window that counted a failure keeps its error (count): one at least is found.
+      const last = counted.filter((window) => window.error !== null).sort((a, b) => b.at - a.at)[0]!;
       faults.push({
         point,
         error: last.error!,

@@ -78,7 +78,7 @@ export class BatchWriter<T, R> {
   private async writeBatch(batch: Waiter<T, R>[]): Promise<void> {
     try {
       const results = await this.options.write(batch.map((waiter) => waiter.item));
-      batch.forEach((waiter, index) => waiter.resolve(results[index]));
+      batch.forEach((waiter, index) => waiter.resolve(results[index]!)); // one result per item, in order
     } catch (error) {
       this.options.onFailure(error, batch.length);
       for (const waiter of batch) waiter.reject(error);

@@ -92,7 +92,7 @@ async function readHeader(file: string): Promise<{ header: Buffer; salt: Buffer;
   if (format !== FORMAT || parts.length !== 3)
     throw new SealedFileError(`${file} is not a sealed Arbiter backup (or its first line was changed)`);
   const [salt, iv, check] = parts.map((part) => Buffer.from(part, 'base64url'));
-  return { header: head.subarray(0, end + 1), salt, iv, check };
+  return { header: head.subarray(0, end + 1), salt: salt!, iv: iv!, check: check! }; // three parts: checked above
 }
 
 /** Up to `length` bytes of `file` from `position`. */

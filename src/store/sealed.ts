@@ -22,7 +22,10 @@ const DIGEST_KEY_ID = 'keyed-digest';
  */
 export class Sealer {
   private constructor(
-    /** The first key seals; every key may open (a development key stays readable once a real one is set). */
+    /**
+     * The first key seals; every key may open (a development key stays readable once a real one is set).
+     * There is one at least: SERVICE_SECRETS_KEY, or else the store's development key.
+     */
     private readonly keys: Buffer[],
     /** False when the only key is the store's own development key. */
     readonly protective: boolean,
@@ -59,7 +62,7 @@ export class Sealer {
 
   seal(plain: string): string {
     const iv = randomBytes(12);
-    const cipher = createCipheriv('aes-256-gcm', this.keys[0], iv);
+    const cipher = createCipheriv('aes-256-gcm', this.keys[0]!, iv);
     const sealed = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
     return `${PREFIX}${[iv, cipher.getAuthTag(), sealed].map((part) => part.toString('base64url')).join('.')}`;
   }
@@ -102,16 +105,18 @@ export class Sealer {
       .slice(PREFIX.length)
       .split('.')
       .map((part) => Buffer.from(part, 'base64url'));
-    for (const key of this.keys) {
-      try {
-        const decipher = createDecipheriv('aes-256-gcm', key, iv);
-        decipher.setAuthTag(tag);
-        const plain = Buffer.concat([decipher.update(sealed), decipher.final()]).toString('utf8');
-        return { plain, current: key === this.keys[0] };
-      } catch {
-        // Sealed with another key: try the next.
+    // A value of fewer parts opens with no key.
+    if (iv && tag && sealed)
+      for (const key of this.keys) {
+        try {
+          const decipher = createDecipheriv('aes-256-gcm', key, iv);
+          decipher.setAuthTag(tag);
+          const plain = Buffer.concat([decipher.update(sealed), decipher.final()]).toString('utf8');
+          return { plain, current: key === this.keys[0] };
+        } catch {
+          // Sealed with another key: try the next.
+        }
       }
-    }
     throw new Error('a sealed secret cannot be opened with SERVICE_SECRETS_KEY (was it sealed with another key?)');
   }
 }

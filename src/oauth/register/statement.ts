@@ -83,7 +83,7 @@ function decodeStatement(statement: unknown): Record<string, unknown> {
     throw invalid('software_statement must be a signed JWT');
   }
   // The claims become policy input and part of the audit entry: as shallow as a JSON body must be.
-  if (nestingExceeds(Buffer.from(statement.split('.')[1], 'base64url').toString('utf8'), MAX_JSON_DEPTH)) {
+  if (nestingExceeds(Buffer.from(statement.split('.')[1]!, 'base64url').toString('utf8'), MAX_JSON_DEPTH)) {
     throw invalid(`the software_statement's claims nest deeper than ${MAX_JSON_DEPTH} levels`);
   }
   return claims;

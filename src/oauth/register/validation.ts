@@ -99,9 +99,9 @@ function checkAgainstCatalog(given: Record<string, unknown>): void {
   // The fields registration sets itself (the id, the type) as they will be: the schema requires them.
   const record = { ...recordFieldsOf(given as RegisteredMetadata), clientId: 'registering', clientType: 'public' };
   if (catalogClient(record)) return;
-  const error = catalogClient.errors![0];
+  const error = catalogClient.errors![0]!; // Ajv names at least one error when it refuses
   const [field, ...rest] = error.instancePath.split('/').filter(Boolean);
-  const member = memberOfField[field] ?? field;
+  const member = field === undefined ? field : (memberOfField[field] ?? field);
   const description = describe(error);
   if (member === 'redirect_uris') throw redirectError(description);
   throw new HttpError(400, 'invalid_client_metadata', `${[member, ...rest].join('.')} ${description}`, {

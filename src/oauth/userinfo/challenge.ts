@@ -60,7 +60,7 @@ function dpopChallenges(challenges: Challenge[]): string[] {
   return challenges
     .filter((challenge) => challenge.scheme.toLowerCase() === 'dpop')
     .map(({ params, text }) => {
-      if (DPOP_ERRORS.has(params.error)) return text;
+      if (params.error !== undefined && DPOP_ERRORS.has(params.error)) return text;
       const { realm, algs } = params;
       return formatChallenge('DPoP', {
         ...(realm ? { realm } : {}),
@@ -76,7 +76,7 @@ function challengesOf(header: string | string[]): Challenge[] {
     const scheme = /^\S+/.exec(text)?.[0] ?? '';
     const params: Record<string, string> = {};
     for (const [, name, value] of text.slice(scheme.length).matchAll(/([\w-]+)="((?:[^"\\]|\\.)*)"/g))
-      params[name] = value;
+      params[name!] = value!;
     return { scheme, params, text };
   });
 }

@@ -67,7 +67,7 @@ export function bundleRoots(snapshot: PolicySnapshot): string[] {
     const root = rule.kind === 'rego' ? packageRoot(rule.content) : null;
     if (root) roots.add(root);
   }
-  for (const entry of snapshot.data) roots.add(entry.dataKey.split('.')[0]);
+  for (const entry of snapshot.data) roots.add(entry.dataKey.split('.')[0]!);
   return [...roots].sort();
 }
 

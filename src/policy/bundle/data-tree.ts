@@ -75,7 +75,8 @@ function setAt(tree: JsonObject, segments: string[], value: unknown): void {
     if (!isObject(node[segment])) node[segment] = {};
     node = node[segment] as JsonObject;
   }
-  const last = segments[segments.length - 1];
+  const last = segments.at(-1);
+  if (last === undefined) throw new Error('a data key has at least one segment');
   const existing = node[last];
   node[last] = isObject(existing) && isObject(value) ? deepMerge(existing, value) : value;
 }

@@ -57,7 +57,7 @@ export class CedarDriver {
     if (set.policies.size === 0) return { kind: 'none' };
     try {
       const requests = cedarRequestsFor(point, input);
-      const { action } = requests[0];
+      const { action } = requests[0]!; // one request per resource indicator, at least one
       if (![...set.policies.values()].some((policy) => coversAction(policy.action, action, set.entities)))
         return { kind: 'none' };
       return allOf(requests.map((request) => authorize(set, request)));
@@ -157,7 +157,7 @@ function authorize(set: CompiledSet, request: CedarRequest): CedarVerdict {
  * or a deny of any stands for all; an allow of all merges their outputs and determining policies.
  */
 function allOf(verdicts: CedarVerdict[]): CedarVerdict {
-  if (verdicts.length === 1) return verdicts[0];
+  if (verdicts.length === 1) return verdicts[0]!;
   const refusing = verdicts.find(
     (verdict) => verdict.kind === 'failed' || (verdict.kind === 'decided' && !verdict.allow),
   );

@@ -19,5 +19,5 @@ export function formatCedarErrors(errors: DetailedError[], source?: string): str
 
 function lineAndColumn(source: string, offset: number): string {
   const before = source.slice(0, offset).split('\n');
-  return `${before.length}:${before[before.length - 1].length + 1}`;
+  return `${before.length}:${before.at(-1)!.length + 1}`;
 }

@@ -100,7 +100,7 @@ export class LiveDecisions {
         loadKeyOf(snapshot, compiled),
         payload,
         point,
-        offLoop.map((index) => inputs[index]),
+        offLoop.map((index) => inputs[index]!),
         deadlineAt,
       );
       this.settle(keys, compiled, point, offLoop, inputs, outcome, verdicts);
@@ -149,18 +149,20 @@ export class LiveDecisions {
     outcome: JobOutcome,
     verdicts: (LiveVerdicts | null)[],
   ): void {
+    // An item's index is its input's place in the job (indexes), each an index of inputs.
     for (const item of outcome.items) {
-      const input = inputs[indexes[item.index]];
+      const index = indexes[item.index]!;
+      const input = inputs[index]!;
       keys.set(costKey(point, input, JSON.stringify(input).length), { cheap: item.ms <= CHEAP_MS });
       if (item.stopped) compiled?.stopped(point, item.stopped);
-      verdicts[indexes[item.index]] = { rego: item.rego, cedar: item.cedar };
+      verdicts[index] = { rego: item.rego, cedar: item.cedar };
     }
     const { failure } = outcome;
     if (!failure) return;
     for (const index of indexes.slice(outcome.items.length)) {
       const culprit = failure.running && index === indexes[outcome.items.length];
       if (culprit) {
-        const input = inputs[index];
+        const input = inputs[index]!;
         keys.set(costKey(point, input, JSON.stringify(input).length), {
           pausedUntil: Date.now() + OVER_BUDGET_PAUSE_MS,
         });

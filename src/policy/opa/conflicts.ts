@@ -18,7 +18,7 @@ const CONFLICT = /eval_conflict_error: [^()]*\(([^():\s]+):(\d+)\)/g;
 export function withConflictingDefinitions(message: string, files: readonly RegoFile[]): string {
   const additions = new Set<string>();
   for (const [, file, row] of message.matchAll(CONFLICT)) {
-    const found = definitionsAt(files, file, Number(row));
+    const found = definitionsAt(files, file!, Number(row));
     if (found && found.places.length > 1) additions.add(`data.${found.rule} is defined at ${found.places.join(', ')}`);
   }
   return additions.size ? `${message}; ${[...additions].join('; ')}` : message;
@@ -47,7 +47,7 @@ function definitionsAt(
 /** The rule whose head is at `row` or above it (OPA may point at an `} else :=` line of the rule). */
 function ruleAt(lines: string[], row: number): string | null {
   for (let index = Math.min(row, lines.length) - 1; index >= 0; index -= 1) {
-    const name = /^(?:default\s+)?([A-Za-z_]\w*)/.exec(lines[index])?.[1];
+    const name = /^(?:default\s+)?([A-Za-z_]\w*)/.exec(lines[index]!)?.[1];
     if (name === 'package' || name === 'import') return null;
     if (name) return name;
   }

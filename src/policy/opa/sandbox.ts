@@ -103,7 +103,9 @@ export function cliEnvironment(memoryBytes = limits.memoryBytes): NodeJS.Process
 /** `args` with `--capabilities <file>` after the command, for the commands that compile Rego. */
 export function withCapabilities(args: string[], capabilitiesFile: string): string[] {
   const [command, ...rest] = args;
-  return COMMANDS_WITH_CAPABILITIES.has(command) ? [command, '--capabilities', capabilitiesFile, ...rest] : args;
+  return command !== undefined && COMMANDS_WITH_CAPABILITIES.has(command)
+    ? [command, '--capabilities', capabilitiesFile, ...rest]
+    : args;
 }
 
 /** How a message names a forbidden builtin (a rule's 400, the log line of a bundle not served). */

@@ -104,11 +104,12 @@ async function comparePoint(
     candidate.decideAll(point, inputs),
     baseline ? baseline.decideAll(point, inputs) : null,
   ]);
+  // decideAll answers one outcome per input, in order.
   return group.map((recorded, index) => {
-    const was = comparedDecision(
-      before ? { ...before[index].decision, engineError: before[index].engineError } : recorded.decision,
-    );
-    const is = comparedDecision({ ...after[index].decision, engineError: after[index].engineError });
+    const then = before?.[index];
+    const now = after[index]!;
+    const was = comparedDecision(then ? { ...then.decision, engineError: then.engineError } : recorded.decision);
+    const is = comparedDecision({ ...now.decision, engineError: now.engineError });
     return { recorded, before: was, after: is, kind: changeKindOf(was, is) };
   });
 }

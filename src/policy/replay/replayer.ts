@@ -100,7 +100,7 @@ export class PreparedPolicy {
       this.onLoadProblem(verdicts.loadProblem);
     }
     const rego = await this.regoVerdicts(point, inputs, verdicts.rego);
-    return inputs.map((input, index) => combine(point, input, rego[index], verdicts.cedar[index]));
+    return inputs.map((input, index) => combine(point, input, rego[index]!, verdicts.cedar[index]!));
   }
 
   /** The module's verdicts, with OPA's for those it could not make. */
@@ -114,9 +114,9 @@ export class PreparedPolicy {
     if (left.length) {
       const fromOpa = await this.fromOpa(
         point,
-        left.map((index) => inputs[index]),
+        left.map((index) => inputs[index]!),
       );
-      left.forEach((index, position) => (verdicts[index] = fromOpa[position]));
+      left.forEach((index, position) => (verdicts[index] = fromOpa[position]!));
     }
     return (verdicts as RegoVerdict[]).map((verdict) =>
       verdict.kind === 'failed' && verdict.policyFault

@@ -228,7 +228,7 @@ function referenceSelect(
   value: unknown,
   required: boolean,
 ): HTMLSelectElement {
-  const target = definitionOfStore(definition.references![name])!;
+  const target = definitionOfStore(definition.references![name]!)!; // a reference field (fieldKind)
   const select = h(
     'select',
     { id, 'data-loading': 'true' },
@@ -269,7 +269,8 @@ function swapForNumber(select: HTMLSelectElement, value: unknown): void {
 
 /** "documents-app — Documents App (#3)": the record's key, its name when it has one, its id. */
 function recordLabel(target: CollectionDefinition, record: Record<string, unknown>): string {
-  const key = target.pathKey === 'id' ? record[target.searchFields[0]] : record[target.pathKey];
+  const keyField = target.pathKey === 'id' ? target.searchFields[0] : target.pathKey;
+  const key = keyField === undefined ? undefined : record[keyField];
   const named = record.name ?? record.clientName;
   return [key, named && named !== key ? named : null].filter(Boolean).join(' — ') + ` (#${String(record.id)})`;
 }
@@ -354,7 +355,7 @@ function secretChoice(
       'Sent only as a BCrypt hash made in this browser; never shown again.',
     ),
   );
-  const chosen = () => radios.find((radio) => radio.checked)?.value ?? options[0][0];
+  const chosen = () => radios.find((radio) => radio.checked)?.value ?? options[0]![0];
   for (const radio of radios) radio.addEventListener('change', () => (typedArea.hidden = chosen() !== 'type'));
   const error = h('p', { class: 'field-error', id: `${id}-error`, hidden: true });
   const wrapper = h(
@@ -363,7 +364,7 @@ function secretChoice(
     h('legend', {}, humanize(name)),
     hint ? h('p', { class: 'hint' }, hint) : null,
     radios.map((radio, index) =>
-      h('div', { class: 'choice' }, radio, h('label', { for: radio.id }, options[index][1])),
+      h('div', { class: 'choice' }, radio, h('label', { for: radio.id }, options[index]![1])),
     ),
     typedArea,
     error,

@@ -14,8 +14,10 @@ import { signInPage } from './pages/sign-in.js';
 import { tenantsPage, type Tenant } from './pages/tenants.js';
 import { SESSION_SIGN_IN, session } from './session.js';
 
+type Page = { route: string; title: string; render: (main: HTMLElement) => void };
+
 /** The console's pages by hash route (#/clients …): navigation never puts anything secret in a URL. */
-const PAGES: { route: string; title: string; render: (main: HTMLElement) => void }[] = [
+const PAGES: [Page, ...Page[]] = [
   { route: 'overview', title: 'Overview', render: overviewPage },
   ...COLLECTIONS.map((definition) => ({
     route: definition.path,

@@ -20,7 +20,7 @@ export function freshnessMs(headers: Headers, now = Date.now()): number {
         .map((part) => part.trim())
         .filter(Boolean)
         .map((part) => {
-          const [name, ...value] = part.split('=');
+          const [name = '', ...value] = part.split('=');
           return [
             name.trim().toLowerCase(),
             value

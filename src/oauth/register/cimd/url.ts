@@ -32,7 +32,7 @@ export function documentUrl(clientId: string, allowInsecureLocalhost: boolean): 
     return { refused: 'the URL has characters a URL may not hold' };
   const match = /^([a-z]+):\/\/([^/?#]*)([^?#]*)/i.exec(clientId);
   if (!match) return { refused: 'not an absolute URL' };
-  const [, scheme, authority, path] = match;
+  const [, scheme = '', authority = '', path = ''] = match;
   if (authority.includes('@')) return { refused: 'the URL has credentials' };
   if (path === '' || path === '/') return { refused: 'the URL has no path' };
   const segments = path.split('/').map((segment) => segment.replace(/%2e/gi, '.'));

@@ -160,7 +160,7 @@ export function auditPage(main: HTMLElement): void {
       const [input] = isSharedPart(entry.policyInput) ? joinShared(entry.policyInput) : [entry.policyInput].flat();
       const tryIt = h(
         'button',
-        { type: 'button', class: 'secondary', onclick: () => openInPlayground(point, input) },
+        { type: 'button', class: 'secondary', onclick: () => openInPlayground(point!, input) },
         'Open this input in the playground',
       );
       replace(why, h('h3', { tabindex: -1 }, `Why? Entry ${id}`), explainReplay(replay), tryIt);

@@ -142,7 +142,7 @@ function refuse(ctx: KoaContextWithOIDC, answers: PermissionAnswer[], ticket: st
     return;
   }
   const needInfo = answers.find((answer) => answer.outcome.decision.error === 'need_info');
-  const { decision } = needInfo?.outcome ?? answers[0].outcome;
+  const { decision } = needInfo?.outcome ?? answers[0]!.outcome; // one answer per permission, and a ticket has some
   const error = decision.allow ? 'request_denied' : (decision.error ?? 'request_denied');
   ctx.status = error === 'need_info' || error === 'request_denied' ? 403 : 400;
   ctx.body = {
