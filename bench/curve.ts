@@ -140,15 +140,16 @@ async function measureDimension(dimension: CurveDimension, load: LoadGenerator):
       for (const turn of turns) {
         const figures =
           dimension.kind === 'throughput'
-            ? [await throughput(sides[turn[0]], load)]
-            : await latencyWindow(turn.map((index) => sides[index]));
+            ? [await throughput(sides[turn[0]!]!, load)]
+            : await latencyWindow(turn.map((index) => sides[index]!));
         for (const [position, index] of turn.entries()) {
-          rounds[sizes[index]].push({ ...figures[position], ...memoryOf(pids[index]) });
-          progress(`${dimension.name} · ${sides[index].label} · round ${round + 1}: ${brief(figures[position])}`);
+          const measured = figures[position]!;
+          rounds[sizes[index]!].push({ ...measured, ...memoryOf(pids[index]!) });
+          progress(`${dimension.name} · ${sides[index]!.label} · round ${round + 1}: ${brief(measured)}`);
         }
       }
     }
-    return { dimension, labels: { small: sides[0].label, large: sides[1].label }, rounds };
+    return { dimension, labels: { small: sides[0]!.label, large: sides[1]!.label }, rounds };
   } finally {
     for (const side of sides) await side.close().catch(() => undefined);
   }
@@ -197,15 +198,17 @@ async function latencyWindow(sides: CurveSide[]): Promise<Figures[]> {
   const from = Math.max(asked.length ? Math.min(...asked) : 0, ...calls.map((each) => each.startedAt));
   return sides.map((side, index) => {
     const inWindow = (at: number) => at >= from;
+    const call = calls[index]!;
+    const beside = besides[index]!;
     const figures: Figures = {
       ...worst(
         new URL(side.job.url).pathname,
-        calls[index].latencies.filter((each) => inWindow(each.at)),
+        call.latencies.filter((each) => inWindow(each.at)),
       ),
-      'non-2xx': calls[index].failures.filter(inWindow).length,
+      'non-2xx': call.failures.filter(inWindow).length,
       'window s': (ended - from) / 1000,
     };
-    for (const [name, timings] of Object.entries(besides[index].timings ?? {}))
+    for (const [name, timings] of Object.entries(beside.timings ?? {}))
       Object.assign(figures, {
         [`${name} max ms`]: highest(timings),
         [`${name} p50 ms`]: percentile(ascending(timings), 50),
@@ -294,14 +297,17 @@ interface FigureSummary {
  * failures, the median otherwise; the ratio is the median of the rounds' ratios.
  */
 function summary({ dimension, rounds }: Measured): FigureSummary[] {
-  return Object.keys(rounds.small[0]).map((figure) => {
-    const over = (size: Size) => rounds[size].map((each) => each[figure]);
+  return Object.keys(rounds.small[0] ?? {}).map((figure) => {
+    // Every round of a dimension reports the same figures (its kind's, and its side's own).
+    const over = (size: Size) => rounds[size].map((each) => each[figure] ?? 0);
     const combine = figure.includes('max') || figure.includes('RSS') ? highest : figure === 'non-2xx' ? sum : median;
     const small = combine(over('small'));
     const large = combine(over('large'));
-    const roundRatios = over('large').map((value, round) =>
-      over('small')[round] > 0 ? value / over('small')[round] : null,
-    );
+    const smallRounds = over('small');
+    const roundRatios = over('large').map((value, round) => {
+      const small = smallRounds[round] ?? 0;
+      return small > 0 ? value / small : null;
+    });
     const known = roundRatios.filter((each) => each !== null);
     const ratio = known.length ? median(known) : null;
     const goal = dimension.goals.find((each) => each.figure === figure);
