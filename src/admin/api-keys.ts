@@ -1,7 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type Router from '@koa/router';
-import type { Context } from 'koa';
-import type { AuditFacts } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError, badRequest, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
@@ -15,6 +13,7 @@ import {
 } from '../store/index.js';
 import { answerPage, listPage, listSearch } from './paging.js';
 import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionsOf, type AdminRole } from './roles.js';
+import { callerOf, type AdminContext, type AdminKeyIdentity } from './state.js';
 
 /**
  * Named Admin API keys, each with a role (src/admin/roles.ts), optionally an expiry (`expiresAt`:
@@ -28,15 +27,6 @@ import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionsOf, type AdminRole } from './
 export const ADMIN_API_KEYS_COLLECTION = { name: 'admin_api_keys', uniqueKeys: [['name'], ['keyDigest']] };
 
 /** Who made an Admin call, as audit entries and answers name it: never the key itself. */
-export interface AdminKeyIdentity {
-  /** The key's id; null for the bootstrap key (SERVICE_ADMIN_API_KEY). */
-  id: number | null;
-  name: string;
-  role: AdminRole;
-  /** The only tenants the key reaches (tenant ids; the default tenant is `_default`); absent: every tenant and the server. */
-  tenants?: string[];
-}
-
 export const BOOTSTRAP_KEY_NAME = 'bootstrap';
 
 /** What `q` searches in GET /api-keys. */
@@ -174,11 +164,6 @@ function present({ keyDigest: _digest, ...shown }: StoredKey): Record<string, un
   return shown;
 }
 
-/** The identity the Admin gate found for this call (src/admin/auth.ts). */
-export function callerOf(ctx: Context): AdminKeyIdentity {
-  return ctx.state.adminKey as AdminKeyIdentity;
-}
-
 /**
  * GET/POST /api-keys, GET /api-keys/current (the caller's own name, role and permissions: what
  * the console shows), GET and DELETE /api-keys/{id}. Keys are server-wide: their audit entries
@@ -186,8 +171,8 @@ export function callerOf(ctx: Context): AdminKeyIdentity {
  */
 export function apiKeyRoutes(router: Router, keys: AdminApiKeys, maxBodyBytes: number): void {
   const base = `/${API_KEYS_SEGMENT}`;
-  const serverWide = (ctx: Context) => {
-    if (ctx.state.audit) (ctx.state.audit as AuditFacts).tenantId = null;
+  const serverWide = (ctx: AdminContext) => {
+    if (ctx.state.audit) ctx.state.audit.tenantId = null;
   };
   router.get(base, async (ctx) => {
     serverWide(ctx);

@@ -1,5 +1,4 @@
 import type Router from '@koa/router';
-import type { Context } from 'koa';
 import {
   ACTIVITY_MINUTES,
   decodeAuditCursor,
@@ -10,6 +9,7 @@ import {
   type Outcome,
 } from '../audit/index.js';
 import { badRequest, notFound } from '../http/errors.js';
+import type { AdminContext } from './state.js';
 
 export const MAX_PAGE_SIZE = 1000;
 
@@ -18,7 +18,7 @@ export const MAX_PAGE_SIZE = 1000;
  * Admin collection, a call sees one tenant's entries: `tenantId` in the query, else X-Tenant-Id,
  * else the default tenant. `allTenants=true` is the operator's explicit way to see every tenant.
  */
-export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: Context) => string | null): void {
+export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: AdminContext) => string | null): void {
   router.get('/audit-logs', async (ctx) => {
     ctx.body = await audit.page({
       filter: {
@@ -48,9 +48,9 @@ export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: 
 
 /** The entry named by the path's `:id`, if the call may see it (its tenant, or allTenants=true); else a 404. */
 export async function auditEntryOf(
-  ctx: Context & { params: Record<string, string> },
+  ctx: AdminContext & { params: Record<string, string> },
   audit: AuditLog,
-  tenantOf: (ctx: Context) => string | null,
+  tenantOf: (ctx: AdminContext) => string | null,
 ): Promise<AuditEntry> {
   const entry = /^\d{1,15}$/.test(ctx.params.id!) ? await audit.get(Number(ctx.params.id)) : null;
   if (!entry || !(allTenants(ctx) || entry.tenantId === tenantOf(ctx)))
@@ -68,11 +68,11 @@ function outcomeOf(value: string | undefined): Outcome | undefined {
   return value as Outcome;
 }
 
-function allTenants(ctx: Context): boolean {
+function allTenants(ctx: AdminContext): boolean {
   return flag(ctx, 'allTenants');
 }
 
-function flag(ctx: Context, name: string): boolean {
+function flag(ctx: AdminContext, name: string): boolean {
   const value = single(ctx.query[name]);
   if (value === undefined || value === '' || value === 'false') return false;
   if (value === 'true') return true;

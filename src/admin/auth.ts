@@ -1,11 +1,12 @@
-import type { Context, Next } from 'koa';
-import { markAuthenticated, type AuditFacts } from '../audit/facts.js';
+import type { Next } from 'koa';
+import { markAuthenticated } from '../audit/index.js';
 import { guardCredential } from '../http/auth-failures.js';
 import { HttpError } from '../http/errors.js';
-import type { AdminApiKeys, AdminKeyIdentity } from './api-keys.js';
+import type { AdminApiKeys } from './api-keys.js';
 import { DEFAULT_TENANT } from '../store/index.js';
 import { CONSOLE_HEADER, SESSION_COOKIE, type AdminSessions } from './sign-in.js';
 import { API_KEYS_SEGMENT, permissionFor, roleMay, rolesWith } from './roles.js';
+import { callerOf, type AdminContext, type AdminKeyIdentity } from './state.js';
 
 /**
  * Whom failed Admin keys count against. A wrong key names no key (keys are looked up by their
@@ -18,7 +19,7 @@ const ADMIN_KEY_IDENTITY = 'admin-key';
  * key. The caller's identity goes to `ctx.state.adminKey` and into the call's audit entry.
  */
 export function requireAdminKey(keys: AdminApiKeys, sessions?: AdminSessions) {
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return async (ctx: AdminContext, next: Next): Promise<void> => {
     const presented = ctx.get('x-admin-api-key');
     if (presented) await guardCredential(ctx, ADMIN_KEY_IDENTITY);
     const session = !presented && sessions ? ctx.cookies.get(SESSION_COOKIE) : undefined;
@@ -37,7 +38,7 @@ export function requireAdminKey(keys: AdminApiKeys, sessions?: AdminSessions) {
     }
     ctx.state.adminKey = identity;
     markAuthenticated(ctx.state);
-    const audit = ctx.state.audit as AuditFacts | undefined;
+    const audit = ctx.state.audit;
     if (audit)
       audit.adminKey = {
         id: identity.id,
@@ -58,7 +59,7 @@ const ADMIN_SESSION_IDENTITY = 'admin-session';
  * cookie alone never writes (SameSite=Strict keeps it from other sites already; this holds even
  * where a browser does not honour that).
  */
-async function sessionIdentity(ctx: Context, sessions: AdminSessions, cookie: string) {
+async function sessionIdentity(ctx: AdminContext, sessions: AdminSessions, cookie: string) {
   await guardCredential(ctx, ADMIN_SESSION_IDENTITY);
   const identity = await sessions.identify(cookie);
   if (identity && !['GET', 'HEAD'].includes(ctx.method) && !ctx.get(CONSOLE_HEADER))
@@ -75,8 +76,8 @@ async function sessionIdentity(ctx: Context, sessions: AdminSessions, cookie: st
  * far) when the key's role lacks the permission of the operation at `route` (its router path under
  * /admin/api).
  */
-export function assertRoleMay(ctx: Context, route: string): void {
-  const caller = ctx.state.adminKey as AdminKeyIdentity;
+export function assertRoleMay(ctx: AdminContext, route: string): void {
+  const caller = callerOf(ctx);
   const needed = permissionFor(ctx.method, route);
   if (roleMay(caller.role, needed)) return;
   ctx.set('WWW-Authenticate', 'X-Admin-API-Key error="insufficient_scope"');
@@ -101,27 +102,27 @@ const SHARED_BY_DEFAULT_SEGMENTS = new Set(['policy-rules', 'policy-data']);
  * (`tenantId` in the query, else X-Tenant-Id, else the default tenant) is not among them. A
  * `tenantId` in a body is checked where the body is read (assertTenantReached).
  */
-export function assertTenantConfinement(ctx: Context, route: string): void {
-  const caller = ctx.state.adminKey as AdminKeyIdentity;
+export function assertTenantConfinement(ctx: AdminContext, route: string): void {
+  const caller = callerOf(ctx);
   if (!caller.tenants) return;
   const [segment = '', second] = route.split('/').filter(Boolean);
   const ownKey = segment === API_KEYS_SEGMENT && second === 'current';
   if ((SERVER_WIDE_SEGMENTS.has(segment) && !ownKey) || ctx.query.allTenants === 'true')
     throw confined(ctx, caller, 'a server-wide operation');
   const fromQuery = typeof ctx.query.tenantId === 'string' && ctx.query.tenantId !== '' ? ctx.query.tenantId : null;
-  const tenantId = fromQuery ?? (ctx.state.tenant as { id?: string } | undefined)?.id ?? null;
+  const tenantId = fromQuery ?? ctx.state.tenant?.id ?? null;
   if (tenantId === null && SHARED_BY_DEFAULT_SEGMENTS.has(segment)) throw confined(ctx, caller, 'the shared policy');
   assertTenantReached(ctx, tenantId);
 }
 
 /** 403 when the caller's key is confined to tenants and `tenantId` (null: the default tenant, or shared records) is not one of them. */
-export function assertTenantReached(ctx: Context, tenantId: string | null): void {
-  const caller = ctx.state.adminKey as AdminKeyIdentity | undefined;
+export function assertTenantReached(ctx: AdminContext, tenantId: string | null): void {
+  const caller = ctx.state.adminKey;
   if (!caller?.tenants || caller.tenants.includes(tenantId ?? DEFAULT_TENANT)) return;
   throw confined(ctx, caller, `tenant ${JSON.stringify(tenantId ?? DEFAULT_TENANT)}`);
 }
 
-function confined(ctx: Context, caller: AdminKeyIdentity, what: string): HttpError {
+function confined(ctx: AdminContext, caller: AdminKeyIdentity, what: string): HttpError {
   ctx.set('WWW-Authenticate', 'X-Admin-API-Key error="insufficient_scope"');
   return new HttpError(
     403,

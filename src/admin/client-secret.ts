@@ -1,11 +1,11 @@
 import type Router from '@koa/router';
-import type { Context } from 'koa';
 import { auditFactsOf } from '../audit/index.js';
 import { readOptionalJsonBody } from '../http/body.js';
 import { assertValid } from '../http/validation.js';
 import { MAX_SECRET_GRACE_SECONDS, rotateClientSecret } from '../oauth/index.js';
 import type { Sealer, Store } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
+import type { AdminContext } from './state.js';
 
 /** The body of POST /clients/{clientId}/secret (none at all: a rotation without grace). */
 export const SECRET_ROTATION_SCHEMA = {
@@ -53,7 +53,7 @@ export function clientSecretRoutes(
   store: Store,
   sealer: Sealer,
   maxBodyBytes: number,
-  tenantOf: (ctx: Context) => string | null,
+  tenantOf: (ctx: AdminContext) => string | null,
 ): void {
   router.post('/clients/:key/secret', async (ctx) => {
     const body = await readOptionalJsonBody(ctx, maxBodyBytes);

@@ -1,5 +1,4 @@
 import type Router from '@koa/router';
-import type { Context } from 'koa';
 import type { AuditEntry, AuditLog } from '../audit/index.js';
 import { eachRecorded, recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
@@ -15,12 +14,13 @@ import {
 } from '../policy/index.js';
 import { storeTenant } from '../tenancy/index.js';
 import { auditEntryOf } from './audit-routes.js';
+import type { AdminContext } from './state.js';
 
 export interface DecisionRouteOptions {
   policy: Pick<PolicyEngine, 'explain' | 'revisions'>;
   audit: AuditLog;
   maxBodyBytes: number;
-  tenantOf: (ctx: Context, body?: unknown) => string | null;
+  tenantOf: (ctx: AdminContext, body?: unknown) => string | null;
 }
 
 /** The body of POST /decisions (also the OpenAPI document's DecisionRequest). */
@@ -102,7 +102,7 @@ export function decisionRoutes(router: Router, options: DecisionRouteOptions): v
 }
 
 /** The playground's own audit entry holds what it evaluated, as a protocol request's does. */
-function record(ctx: Context, explanation: DecisionExplanation, input: DecisionInput): void {
+function record(ctx: AdminContext, explanation: DecisionExplanation, input: DecisionInput): void {
   const engines = { rego: explanation.engines.rego.verdict, cedar: explanation.engines.cedar.verdict };
   recordDecision(ctx.state, {
     point: explanation.point,

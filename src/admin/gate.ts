@@ -1,11 +1,12 @@
 import type Router from '@koa/router';
-import type { Context, Middleware, Next } from 'koa';
+import type { Middleware, Next } from 'koa';
 import { ADMIN_PREFIX, isAdminPath, isServedAdminSpelling } from '../http/admin-path.js';
 import { notFound } from '../http/errors.js';
 import { assertSingleValued } from '../http/parameters.js';
 import type { AdminApiKeys } from './api-keys.js';
 import type { AdminSessions } from './sign-in.js';
 import { assertRoleMay, assertTenantConfinement, requireAdminKey } from './auth.js';
+import type { AdminContext } from './state.js';
 
 /**
  * The one gate in front of the whole Admin API: the key first (for every spelling), then only the
@@ -17,7 +18,7 @@ export function adminGate(keys: AdminApiKeys, router: Router, sessions?: AdminSe
   const checkKey = requireAdminKey(keys, sessions);
   const routes = router.routes() as Middleware;
   const methods = router.allowedMethods({ throw: true }) as Middleware;
-  return async (ctx: Context, next: Next) => {
+  return async (ctx: AdminContext, next: Next) => {
     if (!isAdminPath(ctx.path)) return next();
     await checkKey(ctx, async () => {
       if (!isServedAdminSpelling(ctx.path)) throw noOperation(ctx);
@@ -35,11 +36,11 @@ export function adminGate(keys: AdminApiKeys, router: Router, sessions?: AdminSe
 }
 
 /** The path (under /admin/api, in the router's syntax) of the route that will answer, or null for none. */
-function routeOf(router: Router, ctx: Context): string | null {
+function routeOf(router: Router, ctx: AdminContext): string | null {
   const layer = router.match(ctx.path, ctx.method).pathAndMethod.find((each) => each.methods.length > 0);
   return layer ? String(layer.path).slice(ADMIN_PREFIX.length) : null;
 }
 
-function noOperation(ctx: Context) {
+function noOperation(ctx: AdminContext) {
   return notFound(`no Admin API operation ${ctx.method} ${ctx.path}`);
 }

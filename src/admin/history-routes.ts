@@ -1,9 +1,9 @@
 import type Router from '@koa/router';
-import type { Context } from 'koa';
 import { badRequest, notFound } from '../http/errors.js';
 import type { HistoryVersion, RecordHistory } from './history.js';
 import { unifiedDiff } from './line-diff.js';
 import type { RecordRepository, StoredRecord } from '../records/index.js';
+import type { AdminContext } from './state.js';
 
 /** The field a collection's diff shows line by line: a rule's source, a data entry's JSON. */
 const TEXT_FIELD: Record<string, string> = { 'policy-rules': 'content', 'policy-data': 'payload' };
@@ -20,7 +20,7 @@ export function historyRoutes(
   router: Router,
   records: RecordRepository,
   kept: RecordHistory | undefined,
-  tenantOf: (ctx: Context) => string | null,
+  tenantOf: (ctx: AdminContext) => string | null,
   show: (record: StoredRecord) => Record<string, unknown>,
 ): void {
   if (!kept) return;
@@ -31,7 +31,7 @@ export function historyRoutes(
   if (textField === undefined) throw new Error(`collection ${path} keeps a history but names no text field`);
 
   /** The path's record id and its versions: a 404 when the record neither exists nor has any. */
-  async function versionsOf(ctx: Context & { params: Record<string, string> }) {
+  async function versionsOf(ctx: AdminContext & { params: Record<string, string> }) {
     const tenantId = tenantOf(ctx);
     const id = /^\d{1,15}$/.test(ctx.params.id!) ? Number(ctx.params.id) : null;
     const [current, versions] =
@@ -41,7 +41,7 @@ export function historyRoutes(
     return { tenantId, id, current, versions };
   }
 
-  async function versionAt(ctx: Context & { params: Record<string, string> }, number: string) {
+  async function versionAt(ctx: AdminContext & { params: Record<string, string> }, number: string) {
     const found = await versionsOf(ctx);
     const version = found.versions.find((each) => String(each.number) === number);
     if (!version) throw notFound(`${path} record ${found.id} has no version ${JSON.stringify(number)}`);

@@ -1,6 +1,6 @@
-import type { Context } from 'koa';
 import { badRequest } from '../http/errors.js';
 import type { TextSearch } from '../store/index.js';
+import type { AdminContext } from './state.js';
 
 /** At most this many records a list answers (a page; the `Link` header names the next). */
 export const MAX_LIST_LIMIT = 1000;
@@ -12,7 +12,7 @@ export const MAX_SEARCH_LENGTH = 200;
 export const TOTAL_COUNT_HEADER = 'X-Total-Count';
 
 /** `offset` and `limit` of a list request: whole numbers, limit 1 to MAX_LIST_LIMIT (400 otherwise). */
-export function listPage(ctx: Context): { offset: number; limit: number } {
+export function listPage(ctx: AdminContext): { offset: number; limit: number } {
   const number = (name: string, fallback: number, min: number, max: number): number => {
     const raw = ctx.query[name];
     if (raw === undefined) return fallback;
@@ -29,7 +29,7 @@ export function listPage(ctx: Context): { offset: number; limit: number } {
  * fields), every character taken as itself; absent or empty: no search. At most
  * MAX_SEARCH_LENGTH characters, no control characters (400 otherwise).
  */
-export function listSearch(ctx: Context, fields: string[]): TextSearch | undefined {
+export function listSearch(ctx: AdminContext, fields: string[]): TextSearch | undefined {
   const raw = ctx.query.q;
   if (raw === undefined || raw === '') return undefined;
   // eslint-disable-next-line no-control-regex
@@ -44,7 +44,7 @@ export function listSearch(ctx: Context, fields: string[]): TextSearch | undefin
  * `total` how many match across all pages (X-Total-Count; null: not known, no header).
  */
 export function answerPage<T>(
-  ctx: Context,
+  ctx: AdminContext,
   page: { offset: number; limit: number },
   found: T[],
   total: number | null,
@@ -58,7 +58,7 @@ export function answerPage<T>(
   return found.slice(0, page.limit);
 }
 
-function nextPageQuery(ctx: Context, offset: number, limit: number): string {
+function nextPageQuery(ctx: AdminContext, offset: number, limit: number): string {
   const query = new URLSearchParams(ctx.querystring);
   query.set('offset', String(offset));
   query.set('limit', String(limit));

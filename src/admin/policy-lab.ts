@@ -8,7 +8,6 @@
  *   discarding it.
  */
 import type Router from '@koa/router';
-import type { Context } from 'koa';
 import type { AuditLog, RecordedDecisionCursor } from '../audit/index.js';
 import type { CollectionDefinition } from '../catalog/index.js';
 import { readJsonBody } from '../http/body.js';
@@ -24,6 +23,7 @@ import {
   type TrialInput,
 } from '../policy/index.js';
 import type { RecordRepository, StoredRecord } from '../records/index.js';
+import type { AdminContext } from './state.js';
 
 /** The collections a change may touch, by the name a change gives them. */
 export const POLICY_COLLECTIONS = { 'policy-rules': 'rules', 'policy-data': 'data' } as const;
@@ -288,7 +288,7 @@ export interface PolicyLabRouteOptions {
   lab: PolicyLab;
   audit: AuditLog;
   maxBodyBytes: number;
-  tenantOf: (ctx: Context) => string | null;
+  tenantOf: (ctx: AdminContext) => string | null;
   /** Per policy collection: its records checked as a write checks each file (parse check), not yet the whole bundle. */
   checkedRecords: Record<PolicyCollection, RecordRepository>;
   /** Per policy collection: its records written without the checks (a promotion checks the whole candidate first), history kept. */
@@ -413,7 +413,7 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
   });
 
   /** The body's candidateRevision, when given, is the one the shadows make now: else 409, and nothing is done. */
-  async function reviewedCandidate(ctx: Context): Promise<void> {
+  async function reviewedCandidate(ctx: AdminContext): Promise<void> {
     const body = hasBody(ctx) ? await readJsonBody(ctx, options.maxBodyBytes) : {};
     assertValid<{ candidateRevision?: string }>(SHADOW_ACTION_SCHEMA, body);
     if (body.candidateRevision === undefined) return;
@@ -621,19 +621,19 @@ function timeRange(filter: PolicyImpactBody['filter']): { from?: string; to?: st
 }
 
 /** A POST whose body may be left out (no Content-Type, nothing sent). */
-function hasBody(ctx: Context): boolean {
+function hasBody(ctx: AdminContext): boolean {
   return (
     ctx.get('content-type') !== '' || Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== ''
   );
 }
 
-function optionalQuery(ctx: Context, name: string): string | undefined {
+function optionalQuery(ctx: AdminContext, name: string): string | undefined {
   const value = ctx.query[name];
   if (Array.isArray(value)) throw badRequest(`${name} must be given once`, { field: name });
   return value === undefined || value === '' ? undefined : value;
 }
 
-function integerQuery(ctx: Context, name: string, fallback: number, min: number, max: number): number {
+function integerQuery(ctx: AdminContext, name: string, fallback: number, min: number, max: number): number {
   const text = optionalQuery(ctx, name);
   if (text === undefined) return fallback;
   if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max)

@@ -1,6 +1,5 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
-import type { AuditFacts, AuditLog } from '../audit/index.js';
+import type { AuditLog } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { badRequest } from '../http/errors.js';
 import { isTenantId } from '../tenancy/index.js';
@@ -21,6 +20,7 @@ import { revokeAfterChange, tokenRevocationRoutes, type LogoutNotifier } from '.
 import { clientSecretRoutes } from './client-secret.js';
 import { policyLabRoutes, POLICY_COLLECTIONS, type PolicyLabRouteOptions } from './policy-lab.js';
 import type { Store } from '../store/index.js';
+import type { AdminContext } from './state.js';
 
 export interface AdminOptions {
   /** The bootstrap key and the named keys (GET/POST /api-keys…). */
@@ -122,7 +122,12 @@ function collectionRoutes(
 ): void {
   const { path } = records.definition;
   const show = (record: StoredRecord) => ({ ...records.present(record), ...options.decorate?.[path]?.(record) });
-  const body = (ctx: Context) => readJsonBody(ctx, options.maxBodyBytes).then((parsed) => (ctx.state.body = parsed));
+  const body = async (ctx: AdminContext) => {
+    const parsed = await readJsonBody(ctx, options.maxBodyBytes);
+    // The audit entry reads an object body's fields; any other JSON is refused by the record's schema.
+    if (isObject(parsed)) ctx.state.body = parsed;
+    return parsed;
+  };
 
   router.get(`/${path}`, async (ctx) => {
     const page = listPage(ctx);
@@ -196,7 +201,7 @@ function collectionRoutes(
  * The tenant an Admin API call is about: `tenantId` in the body, else the `tenantId` query
  * parameter, else X-Tenant-Id; none of them means the default (shared) tenant.
  */
-function tenantOf(ctx: Context, body?: unknown): string | null {
+function tenantOf(ctx: AdminContext, body?: unknown): string | null {
   const fromBody = isObject(body) ? body.tenantId : undefined;
   const fromQuery =
     typeof ctx.query.tenantId === 'string' && ctx.query.tenantId !== '' ? ctx.query.tenantId : undefined;
@@ -205,18 +210,18 @@ function tenantOf(ctx: Context, body?: unknown): string | null {
     throw badRequest('tenantId must be 1 to 64 letters, digits, ".", "-" or "_"', { field: 'tenantId' });
   assertTenantReached(ctx, tenantId);
   // The audit entry names the tenant the write was aimed at, which may come from body or query.
-  if (ctx.state.audit) (ctx.state.audit as AuditFacts).tenantId = tenantId;
+  if (ctx.state.audit) ctx.state.audit.tenantId = tenantId;
   return tenantId;
 }
 
-function flag(ctx: Context, name: string): boolean {
+function flag(ctx: AdminContext, name: string): boolean {
   const value = ctx.query[name];
   if (value === undefined || value === '' || value === 'false') return false;
   if (value === 'true') return true;
   throw badRequest(`${name} must be true or false`, { field: name });
 }
 
-function requiredQuery(ctx: Context, name: string): string {
+function requiredQuery(ctx: AdminContext, name: string): string {
   const value = ctx.query[name];
   if (typeof value !== 'string' || value === '')
     throw badRequest(`query parameter ${name} is required`, { field: name });

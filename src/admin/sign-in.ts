@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Context, Next } from 'koa';
+import type { Next } from 'koa';
 import * as client from 'openid-client';
 import type { Config } from '../config/index.js';
 import { HttpError, notFound, unsupportedMethod } from '../http/errors.js';
@@ -7,8 +7,8 @@ import { outboundOptionsOf } from '../http/outbound.js';
 import type { Logger } from '../log/index.js';
 import { enabledIdentityProvider, SignInError, UpstreamProviders } from '../oauth/index.js';
 import { DEFAULT_TENANT, storageDigest, type Sealer, type Store, type StoredDoc } from '../store/index.js';
-import type { AdminKeyIdentity } from './api-keys.js';
 import { ADMIN_ROLES, type AdminRole } from './roles.js';
+import type { AdminContext, AdminKeyIdentity } from './state.js';
 
 /**
  * Operators sign in to the console as they do elsewhere: through an upstream OpenID Connect
@@ -104,7 +104,7 @@ export function adminSignIn(deps: SignInDeps) {
   const upstream = new UpstreamProviders({ outbound: outboundOptionsOf(deps.config) });
   const redirectUri = `${deps.config.issuer}${SIGN_IN_CALLBACK_PATH}`;
   const secure = deps.config.issuer.startsWith('https://');
-  return async (ctx: Context, next: Next): Promise<void> => {
+  return async (ctx: AdminContext, next: Next): Promise<void> => {
     if (![SIGN_IN_PATH, SIGN_IN_CALLBACK_PATH, SIGN_OUT_PATH].includes(ctx.path)) return next();
     if (ctx.path === SIGN_OUT_PATH) {
       if (ctx.method !== 'POST') throw unsupportedMethod();

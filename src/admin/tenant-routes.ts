@@ -1,6 +1,4 @@
 import type Router from '@koa/router';
-import type { Context } from 'koa';
-import type { AuditFacts } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError, notFound } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
@@ -15,6 +13,7 @@ import {
 } from '../store/index.js';
 import { TENANTS_COLLECTION, isTenantId, registerTenant } from '../tenancy/index.js';
 import { answerPage, listPage, listSearch } from './paging.js';
+import type { AdminContext } from './state.js';
 
 /** The Admin API's segment for the registry of tenants. */
 export const TENANTS_SEGMENT = 'tenants';
@@ -71,8 +70,8 @@ export function tenantRoutes(
     );
     await registered;
   };
-  const audited = (ctx: Context, tenantId: string | null) => {
-    if (ctx.state.audit) (ctx.state.audit as AuditFacts).tenantId = tenantId;
+  const audited = (ctx: AdminContext, tenantId: string | null) => {
+    if (ctx.state.audit) ctx.state.audit.tenantId = tenantId;
   };
   const present = ({ id, createdAt }: TenantDoc) => ({ id, createdAt, configured: configured.includes(id) });
 

@@ -1,5 +1,4 @@
 import type Router from '@koa/router';
-import type { Context } from 'koa';
 import { auditFactsOf } from '../audit/index.js';
 import { clientRecords, subjectRecords } from '../catalog/index.js';
 import { notFound } from '../http/errors.js';
@@ -13,6 +12,7 @@ import {
 import type { Store } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
 import type { StoredRecord } from '../records/index.js';
+import type { AdminContext } from './state.js';
 
 /**
  * Tokens die with their client and their user. An Admin change that takes a client, a subject
@@ -73,7 +73,7 @@ function takenAway(before: StoredRecord, after: StoredRecord | null): boolean {
 export function tokenRevocationRoutes(
   router: Router,
   store: Store,
-  tenantOf: (ctx: Context) => string | null,
+  tenantOf: (ctx: AdminContext) => string | null,
   logoutNotices?: LogoutNotifier,
 ): void {
   router.post('/clients/:key/revoke-tokens', async (ctx) => {

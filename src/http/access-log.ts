@@ -10,10 +10,13 @@ import type { RequestState } from './state.js';
  * bound. Written when the answer is finished or the connection closed, so a request cut off by
  * its caller has its line too. Null when there are no lines to write.
  */
+/** What a line reads of the layers above this one (the audit entry's client), declared here since http sits below them. */
+type LoggedState = RequestState & { audit?: { clientId?: string | null } };
+
 export function accessLogLine(log: Logger, enabled: boolean) {
   const access = log.child({ component: 'access' });
   if (!enabled) return null;
-  return (ctx: ParameterizedContext<RequestState>): void => {
+  return (ctx: ParameterizedContext<LoggedState>): void => {
     if (!access.isLevelEnabled('info')) return;
     const started = process.hrtime.bigint();
     ctx.res.once('close', () => {
@@ -39,14 +42,14 @@ export function accessLogLine(log: Logger, enabled: boolean) {
 /** A user agent is the caller's text: a long one must not make every line long. */
 const USER_AGENT_CHARACTERS = 256;
 
-function userAgentOf(ctx: ParameterizedContext<RequestState>): { userAgent?: string } {
+function userAgentOf(ctx: ParameterizedContext<LoggedState>): { userAgent?: string } {
   const agent = ctx.get('user-agent');
   return agent ? { userAgent: agent.slice(0, USER_AGENT_CHARACTERS) } : {};
 }
 
 /** The client the audit entry names (Arbiter's facts first, then oidc-provider's client), when there is one. */
-function clientOf(ctx: ParameterizedContext<RequestState>): { clientId?: string } {
-  const facts = (ctx.state as { audit?: { clientId?: string | null } }).audit;
+function clientOf(ctx: ParameterizedContext<LoggedState>): { clientId?: string } {
+  const facts = ctx.state.audit;
   const named = (ctx as unknown as { oidc?: { client?: { clientId?: string } } }).oidc?.client?.clientId;
   const clientId = facts?.clientId ?? named;
   return clientId ? { clientId } : {};

@@ -36,7 +36,8 @@ async function checkAuthorizationRequest(
 ): Promise<void> {
   if (ctx.oidc.route === PAR_ROUTE) assertRegisteredAuthMethod(ctx);
   // FAPI 2.0 Security Profile §5.3.2.2: PKCE with S256 only.
-  if (ctx.oidc.isFapi('2.0') && (ctx.state as OAuthState).pkcePlain)
+  const state: OAuthState = ctx.state;
+  if (ctx.oidc.isFapi('2.0') && state.pkcePlain)
     throw new errors.InvalidRequest('the FAPI 2.0 Security Profile allows PKCE with S256 only');
   // A pushed request was checked when it was pushed (RFC 9126 §2.1: as an authorization request is).
   if (ctx.oidc.route !== 'authorization' && ctx.oidc.route !== PAR_ROUTE) return;

@@ -41,7 +41,9 @@ function logoutPostAsGet(issuer: string) {
         'a logout request by POST is form-serialized (application/x-www-form-urlencoded)',
       );
     }
-    const query = new URLSearchParams(ctx.state.body as Record<string, string>).toString();
+    const query = new URLSearchParams(
+      Object.entries(ctx.state.body).map(([name, value]): [string, string] => [name, String(value)]),
+    ).toString();
     ctx.status = 303;
     ctx.redirect(query ? `${endpoint}?${query}` : endpoint);
   };
