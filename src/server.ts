@@ -20,6 +20,9 @@ import { MIGRATIONS } from './migrations.js';
 import { ClockSkew, migrate, Sealer, type Store } from './store/index.js';
 import { startTracing } from './tracing/index.js';
 import type { WorkerLink } from './workers/worker.js';
+import { outboundOptionsOf, sharedOutbound } from './http/outbound.js';
+import { Outbox } from './outbox/index.js';
+import { Transmitter } from './signals/index.js';
 
 export interface RunningServer {
   /** Where this host reaches the public listener (its address, or loopback for every interface; the real port). */
@@ -185,6 +188,26 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const clock = new ClockSkew(store, config.clockSkewLimitSeconds * 1000, log.child({ component: 'clock' }));
   clock.start(config.clockCheckIntervalSeconds * 1000);
   metrics.watchClock(clock);
+  // The durable outbox (src/outbox) and the Shared Signals transmitter that delivers through it.
+  const outbox = new Outbox(
+    store,
+    {
+      pollMs: config.outboxPollMs,
+      leaseMs: config.outboxLeaseSeconds * 1000,
+      backoffMs: 1000,
+      maxBackoffMs: config.outboxRetryMaxSeconds * 1000,
+      batch: 100,
+    },
+    log.child({ component: 'outbox' }),
+  );
+  const transmitter = new Transmitter({
+    store,
+    sealer,
+    outbox,
+    outbound: sharedOutbound(outboundOptionsOf(config)),
+    log: log.child({ component: 'signals' }),
+  });
+  metrics.watchOutbox(outbox);
   const koa = createApp({
     config,
     store,
@@ -198,11 +221,13 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     tracing,
     workers: worker && (() => worker.report()),
     clock,
+    signals: { transmitter, outbox },
   });
   const callback = koa.callback();
   // Koa answers a failed request itself (ctx.onerror): the promise it returns never rejects.
   handle = (request, response) => void callback(request, response);
   appReady(handle);
+  outbox.start();
   const purge = setInterval(housekeeping(store, audit, config, log), config.purgeIntervalSeconds * 1000);
   purge.unref();
   return {
@@ -224,6 +249,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       const closed = Promise.all(servers.map((each) => new Promise<void>((resolve) => each.close(() => resolve()))));
       for (const each of servers) each.closeIdleConnections();
       await inFlight.drained(SHUTDOWN_GRACE_MS);
+      await outbox.close();
       for (const each of servers) each.closeAllConnections();
       await closed;
       await audit.close();
