@@ -37,33 +37,61 @@ export function adminChangeSignals(store: Store, transmitter: Transmitter): (cha
   };
 }
 
+/** A CAEP event's members: when, who, and why in words (`reason_admin`, which the CAEP Interoperability Profile requires). */
+type Members = (reason: string, extra?: Fields) => Fields;
+
 async function eventsOf(store: Store, change: AdminChange): Promise<SignalEvent[]> {
   const { tenant } = change;
-  const at = { event_timestamp: Math.floor(Date.now() / 1000), initiating_entity: 'admin' };
-  const event = (type: string, party: EventParty, data: Fields = at): SignalEvent => ({ tenant, type, party, data });
-  const revoked = (party: EventParty) => event(EVENT_TYPES.sessionRevoked, party);
+  const members: Members = (reason, extra = {}) => ({
+    event_timestamp: Math.floor(Date.now() / 1000),
+    initiating_entity: 'admin',
+    reason_admin: { en: reason },
+    ...extra,
+  });
+  const event = (type: string, party: EventParty, data: Fields): SignalEvent => ({ tenant, type, party, data });
   switch (change.kind) {
     case 'client-secret':
-      return [credentialChange(event, { kind: 'client', clientId: change.clientId }, 'client_secret', at)];
+      return [
+        event(
+          EVENT_TYPES.credentialChange,
+          { kind: 'client', clientId: change.clientId },
+          members("the client's secret was rotated by an administrator", {
+            credential_type: 'client_secret',
+            change_type: 'update',
+          }),
+        ),
+      ];
     case 'revoke-tokens':
-      return 'clientId' in change
-        ? [revoked({ kind: 'client', clientId: change.clientId })]
-        : [revoked(user(change.subject))];
+      return [
+        event(
+          EVENT_TYPES.sessionRevoked,
+          'clientId' in change ? { kind: 'client', clientId: change.clientId } : user(change.subject),
+          members(`every token of the ${'clientId' in change ? 'client' : 'user'} was revoked by an administrator`),
+        ),
+      ];
     case 'record':
-      return recordEvents(store, change, event, at);
+      return recordEvents(store, change, event, members);
   }
 }
 
 async function recordEvents(
   store: Store,
   { path, tenant, before, after }: Extract<AdminChange, { kind: 'record' }>,
-  event: (type: string, party: EventParty, data?: Fields) => SignalEvent,
-  at: Fields,
+  event: (type: string, party: EventParty, data: Fields) => SignalEvent,
+  members: Members,
 ): Promise<SignalEvent[]> {
   const disabled = after !== null && after.enabled === false && before.enabled !== false;
   const enabled = after !== null && after.enabled !== false && before.enabled === false;
-  const accountEvents = (party: EventParty): SignalEvent[] => [
-    ...(after === null || disabled ? [event(EVENT_TYPES.sessionRevoked, party)] : []),
+  const accountEvents = (party: EventParty, what: string): SignalEvent[] => [
+    ...(after === null || disabled
+      ? [
+          event(
+            EVENT_TYPES.sessionRevoked,
+            party,
+            members(`the ${what} was ${after === null ? 'deleted' : 'disabled'} by an administrator`),
+          ),
+        ]
+      : []),
     ...(disabled ? [event(EVENT_TYPES.accountDisabled, party, {})] : []),
     ...(enabled ? [event(EVENT_TYPES.accountEnabled, party, {})] : []),
   ];
@@ -74,14 +102,22 @@ async function recordEvents(
         after !== null &&
         (JSON.stringify(after.jwks ?? null) !== JSON.stringify(before.jwks ?? null) ||
           (after.jwksUri ?? null) !== (before.jwksUri ?? null));
-      return [...accountEvents(party), ...(keysChanged ? [credentialChange(event, party, 'public_key_set', at)] : [])];
+      const keys = members("the client's key set was changed by an administrator", {
+        credential_type: 'public_key_set',
+        change_type: 'update',
+      });
+      return [
+        ...accountEvents(party, 'client'),
+        ...(keysChanged ? [event(EVENT_TYPES.credentialChange, party, keys)] : []),
+      ];
     }
     case 'subjects': {
       const renamed = after !== null && after.subjectId !== before.subjectId;
+      const rename = members("the user's subject identifier was changed by an administrator");
       return [
-        ...accountEvents(user(before)),
+        ...accountEvents(user(before), 'user'),
         // The old subjectId's tokens are revoked with the rename (src/admin/token-revocation.ts).
-        ...(renamed ? [event(EVENT_TYPES.sessionRevoked, user(before))] : []),
+        ...(renamed ? [event(EVENT_TYPES.sessionRevoked, user(before), rename)] : []),
       ];
     }
     case 'identity-providers': {
@@ -90,20 +126,14 @@ async function recordEvents(
         { identityProviderId: before.id as number },
         { limit: SUBJECTS_PER_PROVIDER_EVENT },
       );
-      return subjects.map((subject) => event(EVENT_TYPES.sessionRevoked, user(subject)));
+      const reason = members(
+        `the user's identity provider was ${after === null ? 'deleted' : 'disabled'} by an administrator`,
+      );
+      return subjects.map((subject) => event(EVENT_TYPES.sessionRevoked, user(subject), reason));
     }
     default:
       return [];
   }
-}
-
-function credentialChange(
-  event: (type: string, party: EventParty, data?: Fields) => SignalEvent,
-  party: EventParty,
-  credentialType: string,
-  at: Fields,
-): SignalEvent {
-  return event(EVENT_TYPES.credentialChange, party, { ...at, credential_type: credentialType, change_type: 'update' });
 }
 
 function user(subject: Fields): EventParty {

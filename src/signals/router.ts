@@ -43,6 +43,13 @@ export const SSF_PATHS = {
 } as const;
 const POLL_PATH = '/ssf/poll';
 
+/**
+ * A stream covers every subject of the tenant unless it says NONE (then only those added): the
+ * CAEP Interoperability Profile has receivers assume all subjects without adding any. Which
+ * receivers may have such streams is the `ssf` policy's to decide.
+ */
+const DEFAULT_SUBJECTS = 'ALL';
+
 /** Bounds: a receiver's streams, a stream's subjects, an unanswered poll's wait step. */
 const STREAMS_PER_RECEIVER = 10;
 const SUBJECTS_PER_STREAM = 1_000;
@@ -98,7 +105,7 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
       ...delivery(deps, body, iss, id),
       eventsRequested: body.events_requested ?? [],
       description: body.description ?? null,
-      defaultSubjects: body.default_subjects ?? 'NONE',
+      defaultSubjects: body.default_subjects ?? DEFAULT_SUBJECTS,
       status: 'enabled',
       reason: null,
       subjects: [],
@@ -142,7 +149,7 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
         ...(given ? delivery(deps, body, stream.iss, stream.id, stream) : {}),
         eventsRequested: body.events_requested ?? (operation === 'replace' ? [] : stream.eventsRequested),
         description: body.description ?? (operation === 'replace' ? null : stream.description),
-        defaultSubjects: body.default_subjects ?? (operation === 'replace' ? 'NONE' : stream.defaultSubjects),
+        defaultSubjects: body.default_subjects ?? (operation === 'replace' ? DEFAULT_SUBJECTS : stream.defaultSubjects),
         updatedAt: new Date().toISOString(),
       };
       await decide(ctx, deps, { operation, stream: changed, body });
@@ -253,7 +260,7 @@ function metadata(issuer: string): Record<string, unknown> {
     delivery_methods_supported: [PUSH, POLL],
     ...Object.fromEntries(Object.entries(SSF_PATHS).map(([field, path]) => [field, `${issuer}${path}`])),
     authorization_schemes: [{ spec_urn: 'urn:ietf:rfc:6749' }],
-    default_subjects: 'NONE',
+    default_subjects: DEFAULT_SUBJECTS,
   };
 }
 

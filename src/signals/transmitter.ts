@@ -91,8 +91,8 @@ export class Transmitter {
     identifiers: SubjectId[],
     events: PendingSet['events'],
   ): { topic: string; stream: string; payload: PendingSet } {
-    // The identifier the receiver added, when it added one of this party's; else the first.
-    const subId = identifiers.find((id) => stream.subjects.some((added) => sameSubject(added, id))) ?? identifiers[0];
+    // The identifier the receiver added (as it spelt it), when it added one of this party's; else the first.
+    const subId = stream.subjects.find((added) => identifiers.some((id) => sameSubject(added, id))) ?? identifiers[0];
     return {
       topic: SSF_TOPIC,
       stream: Transmitter.streamKey(tenant, stream.id),

@@ -107,6 +107,7 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     const stream = await call('POST', '/ssf/streams', {
       delivery: { method: PUSH, endpoint_url: pushUrl, authorization_header: 'Bearer receiver-secret' },
       events_requested: [SESSION_REVOKED, ACCOUNT_DISABLED, ACCOUNT_ENABLED],
+      default_subjects: 'NONE',
     });
     const streamId = stream.body.stream_id as string;
     const subject = { format: 'opaque', id: 'ssf-watched-app' };
@@ -137,17 +138,18 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     await call('DELETE', `/ssf/streams?stream_id=${streamId}`);
   });
 
-  it('sends nothing of a subject the stream does not cover; everything with default_subjects ALL', async function () {
+  it('sends nothing of a subject a default_subjects NONE stream was not given; everything to one that covers all (the default)', async function () {
     await confidentialClient(server, 'ssf-uncovered-app', {}, TENANT);
     const narrow = await call('POST', '/ssf/streams', {
       delivery: { method: POLL },
       events_requested: [SESSION_REVOKED],
+      default_subjects: 'NONE',
     });
     const wide = await call('POST', '/ssf/streams', {
       delivery: { method: POLL },
       events_requested: [SESSION_REVOKED],
-      default_subjects: 'ALL',
     });
+    expect(wide.body.default_subjects).to.equal('ALL');
     expect((await admin('POST', '/clients/ssf-uncovered-app/revoke-tokens')).status).to.equal(200);
     const verifier = new SetVerifier(`${issuer}/.well-known/jwks.json`, issuer, 'ssf-receiver');
     const widePolled = async () => pollSets(wide.body.delivery.endpoint_url, token, verifier);
