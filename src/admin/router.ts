@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { Context } from 'koa';
 import type { AuditFacts, AuditLog } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest, notFound } from '../http/errors.js';
 import { isTenantId, storeTenant } from '../tenancy/index.js';
 import { auditLogRoutes } from './audit-routes.js';
 import { decisionRoutes, type DecisionRouteOptions } from './decisions.js';
@@ -56,6 +56,24 @@ export interface AdminOptions {
    * and before it is answered, so that its events are in the outbox when the operator hears of it.
    */
   changed?: (change: AdminChange) => Promise<unknown>;
+  /** GET /outbox: the durable outbox's state (src/outbox), absent: not served. */
+  outbox?: OutboxView;
+}
+
+/** What GET /outbox shows of the outbox (src/outbox's Outbox). */
+export interface OutboxView {
+  state(): Promise<object>;
+  failing(limit?: number): Promise<
+    {
+      id: number;
+      topic: string;
+      stream: string;
+      createdAt: number;
+      attempts: number;
+      notBefore: number;
+      lastError?: string;
+    }[]
+  >;
 }
 
 /** Upsert-by-field operations of the spec: PUT /policy-rules/by-path?path=…, PUT /policy-data/by-key?dataKey=…. */
@@ -114,6 +132,23 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
       uncheckedRecords: recordsOf(() => undefined),
     });
   }
+  router.get('/outbox', async (ctx) => {
+    const { outbox } = options;
+    if (!outbox) throw notFound('this server delivers no outbox');
+    const [state, failing] = await Promise.all([outbox.state(), outbox.failing()]);
+    ctx.body = {
+      ...state,
+      failingEntries: failing.map((entry) => ({
+        id: entry.id,
+        topic: entry.topic,
+        stream: entry.stream,
+        createdAt: new Date(entry.createdAt).toISOString(),
+        attempts: entry.attempts,
+        nextAttemptAt: new Date(entry.notBefore).toISOString(),
+        lastError: entry.lastError ?? null,
+      })),
+    };
+  });
   tokenRevocationRoutes(router, store, (ctx) => tenantOf(ctx), options.logoutNotices, options.changed);
   clientSecretRoutes(router, store, options.sealer, options.maxBodyBytes, (ctx) => tenantOf(ctx), options.changed);
   return router;

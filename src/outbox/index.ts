@@ -167,6 +167,12 @@ export class Outbox {
     };
   }
 
+  /** The oldest pending entries that failed at least once (the Admin API's view), with why. */
+  async failing(limit = 20): Promise<OutboxEntry[]> {
+    const pending = await this.entries.find({}, { sort: { field: 'id', direction: 'asc' }, limit: READ_LIMIT });
+    return pending.filter((entry) => entry.attempts > 0).slice(0, limit);
+  }
+
   /** Pending entries of one stream, oldest first (the Admin API's view). */
   pendingOf(stream: string, limit = 100): Promise<OutboxEntry[]> {
     return this.entries.find({ stream }, { sort: { field: 'id', direction: 'asc' }, limit });

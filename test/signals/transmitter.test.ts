@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { clientWithToken, confidentialClient } from '../support/oauth.js';
+import { clientWithToken, confidentialClient, eventually } from '../support/oauth.js';
 import { withServer, type TestServer } from '../support/server.js';
 import { eventOf, pollSets, PushReceiver, SetVerifier } from '../support/ssf-receiver.js';
 
@@ -210,9 +210,32 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     await call('DELETE', `/ssf/streams?stream_id=${streamId}`);
   });
 
-  it('shows the outbox in /metrics', async function () {
-    const metrics = await (await server.request('/metrics')).text();
-    expect(metrics).to.match(/^arbiter_outbox_pending \d+/m);
-    expect(metrics).to.match(/^arbiter_outbox_lag_seconds [\d.]+/m);
+  it('shows the outbox in /metrics and GET /admin/api/outbox, a failing entry with why', async function () {
+    const down = new PushReceiver();
+    down.refuse = true;
+    const stream = await call('POST', '/ssf/streams', {
+      delivery: { method: PUSH, endpoint_url: await down.start() },
+      events_requested: [SESSION_REVOKED],
+    });
+    try {
+      expect((await call('POST', '/ssf/verify', { stream_id: stream.body.stream_id })).status).to.equal(204);
+      const key = `ssf:${TENANT}:${stream.body.stream_id}`;
+      let failing: any;
+      await eventually(async () => {
+        const { body } = await server.admin('GET', '/outbox');
+        failing = body.failingEntries.find((entry: any) => entry.stream === key);
+        return failing !== undefined;
+      });
+      expect(failing).to.include({ topic: 'ssf', lastError: 'the push receiver answered 503' });
+      expect(failing.attempts).to.be.at.least(1);
+      const metrics = await (await server.request('/metrics')).text();
+      expect(metrics).to.match(/^arbiter_outbox_pending [1-9]\d*/m);
+      expect(metrics).to.match(/^arbiter_outbox_failing [1-9]\d*/m);
+      expect(metrics).to.match(/^arbiter_outbox_lag_seconds [\d.]+/m);
+    } finally {
+      // A deleted stream's entries go with it.
+      await call('DELETE', `/ssf/streams?stream_id=${stream.body.stream_id}`);
+      await down.close();
+    }
   });
 });
