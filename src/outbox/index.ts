@@ -82,7 +82,8 @@ export class Outbox {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | null = null;
   private again = false;
-  private closed = false;
+  /** Until start(), and after close(): appends are stored, nothing is delivered. */
+  private closed = true;
   private delivered = 0;
   private failures = 0;
   private readonly holding = new Set<string>();
@@ -194,6 +195,11 @@ export class Outbox {
     if (this.closed) return;
     clearTimeout(this.timer);
     this.timer = setTimeout(() => {
+      // One round at a time: a round asked for meanwhile runs after it.
+      if (this.running) {
+        this.again = true;
+        return;
+      }
       this.running = this.round()
         .catch((error: unknown) => this.log.warn({ err: error }, 'outbox round failed; trying again'))
         .finally(() => {
@@ -245,42 +251,58 @@ export class Outbox {
   }
 
   /**
-   * The oldest entries first; per stream, the first entry not yet due or failing now holds the
-   * ones after it back (order per stream). Streams are independent of each other.
+   * The oldest entries first, a page at a time; per stream, the first entry not yet due or
+   * failing now holds the ones after it back (order per stream). Streams are independent: the
+   * pages go on past a held-back stream's entries (up to READ_LIMIT entries a round), so that one
+   * receiver that is down does not hold the others up.
    */
   private async deliver(topic: string, handler: OutboxHandler): Promise<void> {
-    const due = await this.entries.find(
-      { topic },
-      { sort: { field: 'id', direction: 'asc' }, limit: this.options.batch },
-    );
     const blocked = new Set<string>();
     const deadline = Date.now() + this.options.leaseMs / 2;
-    for (const entry of due) {
-      if (this.closed || Date.now() > deadline) return;
-      if (blocked.has(entry.stream)) continue;
-      if (entry.notBefore > Date.now()) {
-        blocked.add(entry.stream);
-        continue;
+    let attempted = 0;
+    let after = 0;
+    for (let scanned = 0; scanned < READ_LIMIT && attempted < this.options.batch;) {
+      const page = await this.entries.find(
+        { topic },
+        { sort: { field: 'id', direction: 'asc' }, startAt: after + 1, limit: this.options.batch },
+      );
+      for (const entry of page) {
+        if (this.closed || Date.now() > deadline) return;
+        if (blocked.has(entry.stream)) continue;
+        if (entry.notBefore > Date.now()) {
+          blocked.add(entry.stream);
+          continue;
+        }
+        attempted += 1;
+        if (!(await this.attempt(topic, entry, handler))) blocked.add(entry.stream);
       }
-      try {
-        await handler(entry);
-        await this.entries.delete(entry.id);
-        this.delivered += 1;
-      } catch (error) {
-        blocked.add(entry.stream);
-        this.failures += 1;
-        const attempts = entry.attempts + 1;
-        const backoff = Math.min(this.options.maxBackoffMs, this.options.backoffMs * 2 ** Math.min(attempts - 1, 20));
-        const reason = error instanceof Error ? error.message : String(error);
-        await this.entries.update(entry.id, {
-          attempts,
-          notBefore: Date.now() + backoff,
-          lastError: reason.slice(0, 300),
-        });
-        this.log.warn({ topic, stream: entry.stream, attempts, retryInMs: backoff, reason }, 'outbox delivery failed');
-        // Due again later: a round then, even if nothing else wakes this node.
-        this.scheduleRetry(backoff);
-      }
+      if (page.length < this.options.batch) return;
+      scanned += page.length;
+      after = page[page.length - 1].id;
+    }
+  }
+
+  /** Delivers one entry (then forgets it), or counts the failure and sets its next attempt; true when delivered. */
+  private async attempt(topic: string, entry: OutboxEntry, handler: OutboxHandler): Promise<boolean> {
+    try {
+      await handler(entry);
+      await this.entries.delete(entry.id);
+      this.delivered += 1;
+      return true;
+    } catch (error) {
+      this.failures += 1;
+      const attempts = entry.attempts + 1;
+      const backoff = Math.min(this.options.maxBackoffMs, this.options.backoffMs * 2 ** Math.min(attempts - 1, 20));
+      const reason = error instanceof Error ? error.message : String(error);
+      await this.entries.update(entry.id, {
+        attempts,
+        notBefore: Date.now() + backoff,
+        lastError: reason.slice(0, 300),
+      });
+      this.log.warn({ topic, stream: entry.stream, attempts, retryInMs: backoff, reason }, 'outbox delivery failed');
+      // Due again later: a round then, even if nothing else wakes this node.
+      this.scheduleRetry(backoff);
+      return false;
     }
   }
 
