@@ -29,26 +29,20 @@ const SUBJECTS_PER_PROVIDER_EVENT = 10_000;
  * Returns how many SETs were appended.
  */
 export function adminChangeSignals(store: Store, transmitter: Transmitter): (change: AdminChange) => Promise<number> {
-  return async (change) => {
-    const events = await eventsOf(store, change);
-    let appended = 0;
-    for (const event of events) appended += await transmitter.emit(event);
-    return appended;
-  };
+  return async (change) => transmitter.emit(change.tenant, await eventsOf(store, change));
 }
 
 /** A CAEP event's members: when, who, and why in words (`reason_admin`, which the CAEP Interoperability Profile requires). */
 type Members = (reason: string, extra?: Fields) => Fields;
 
 async function eventsOf(store: Store, change: AdminChange): Promise<SignalEvent[]> {
-  const { tenant } = change;
   const members: Members = (reason, extra = {}) => ({
     event_timestamp: Math.floor(Date.now() / 1000),
     initiating_entity: 'admin',
     reason_admin: { en: reason },
     ...extra,
   });
-  const event = (type: string, party: EventParty, data: Fields): SignalEvent => ({ tenant, type, party, data });
+  const event = (type: string, party: EventParty, data: Fields): SignalEvent => ({ type, party, data });
   switch (change.kind) {
     case 'client-secret':
       return [

@@ -33,7 +33,6 @@ const POLL_QUEUE_MAX = 10_000;
 export type EventParty = { kind: 'user'; sub: string; email?: string | null } | { kind: 'client'; clientId: string };
 
 export interface SignalEvent {
-  tenant: string;
   type: string;
   party: EventParty;
   /** The event's own members (CAEP `event_timestamp`, `initiating_entity`, …). */
@@ -59,14 +58,20 @@ export class Transmitter {
     deps.outbox.handle(SSF_TOPIC, (entry) => this.deliver(entry));
   }
 
-  /** Appends the event for every stream of its tenant that covers it; resolves once stored. Returns how many streams get it. */
-  async emit(event: SignalEvent): Promise<number> {
-    const streams = await ssfStreams(this.deps.store, event.tenant).find({}, { limit: 10_000 });
-    const entries = streams.flatMap((stream) => {
-      const identifiers = identifiersOf(event.party, stream.iss);
-      if (!covers(stream, event.type, identifiers)) return [];
-      return [this.entryFor(stream, event.tenant, identifiers, { [event.type]: event.data })];
-    });
+  /**
+   * Appends each event (all of one tenant) for every stream of the tenant that covers it, in
+   * their order, in one write; resolves once stored. Returns how many SETs that makes.
+   */
+  async emit(tenant: string, events: readonly SignalEvent[]): Promise<number> {
+    if (events.length === 0) return 0;
+    const streams = await ssfStreams(this.deps.store, tenant).find({}, { limit: 10_000 });
+    const entries = events.flatMap((event) =>
+      streams.flatMap((stream) => {
+        const identifiers = identifiersOf(event.party, stream.iss);
+        if (!covers(stream, event.type, identifiers)) return [];
+        return [this.entryFor(stream, tenant, identifiers, { [event.type]: event.data })];
+      }),
+    );
     await this.deps.outbox.append(entries);
     return entries.length;
   }

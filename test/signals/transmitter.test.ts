@@ -162,6 +162,34 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     for (const stream of [narrow, wide]) await call('DELETE', `/ssf/streams?stream_id=${stream.body.stream_id}`);
   });
 
+  it('sends session-revoked for each user of an identity provider that is disabled, as iss_sub', async function () {
+    const idp = await admin('POST', '/identity-providers', {
+      issuer: 'https://idp.ssf-transmitter.example',
+      idpId: 'ssf-corp',
+    });
+    expect(idp.status, JSON.stringify(idp.body)).to.equal(201);
+    for (const subjectId of ['ssf-idp-user-1', 'ssf-idp-user-2'])
+      expect((await admin('POST', '/subjects', { subjectId, identityProviderId: idp.body.id })).status).to.equal(201);
+    const stream = await call('POST', '/ssf/streams', {
+      delivery: { method: POLL },
+      events_requested: [SESSION_REVOKED],
+    });
+    const stored = (await admin('GET', '/identity-providers/ssf-corp')).body;
+    expect((await admin('PUT', '/identity-providers/ssf-corp', { ...stored, enabled: false })).status).to.equal(200);
+    const verifier = new SetVerifier(`${issuer}/.well-known/jwks.json`, issuer, 'ssf-receiver');
+    const subjects: unknown[] = [];
+    await eventually(async () => {
+      const polled = await pollSets(stream.body.delivery.endpoint_url, token, verifier);
+      subjects.splice(0, subjects.length, ...[...polled.sets.values()].map((set) => set.payload.sub_id));
+      return subjects.length >= 2;
+    });
+    expect(subjects).to.have.deep.members([
+      { format: 'iss_sub', iss: issuer, sub: 'ssf-idp-user-1' },
+      { format: 'iss_sub', iss: issuer, sub: 'ssf-idp-user-2' },
+    ]);
+    await call('DELETE', `/ssf/streams?stream_id=${stream.body.stream_id}`);
+  });
+
   it('polls in order (RFC 8936): maxEvents, moreAvailable, acknowledgements; credential-change on a secret rotation', async function () {
     await confidentialClient(server, 'ssf-rotated-app', {}, TENANT);
     const stream = await call('POST', '/ssf/streams', {
