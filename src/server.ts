@@ -22,7 +22,7 @@ import { startTracing } from './tracing/index.js';
 import type { WorkerLink } from './workers/worker.js';
 import { outboundOptionsOf, sharedOutbound } from './http/outbound.js';
 import { Outbox } from './outbox/index.js';
-import { Transmitter } from './signals/index.js';
+import { Transmitter, userLogout } from './signals/index.js';
 
 export interface RunningServer {
   /** Where this host reaches the public listener (its address, or loopback for every interface; the real port). */
@@ -144,9 +144,40 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     compileWasm: worker?.compileWasm,
   });
   const policy = (engine = metrics.observed(tracing ? tracing.observed(decider) : decider));
+  // The durable outbox (src/outbox) and the Shared Signals transmitter that delivers through it.
+  const outbox = new Outbox(
+    store,
+    {
+      pollMs: config.outboxPollMs,
+      leaseMs: config.outboxLeaseSeconds * 1000,
+      backoffMs: 1000,
+      maxBackoffMs: config.outboxRetryMaxSeconds * 1000,
+      batch: 100,
+    },
+    log.child({ component: 'outbox' }),
+  );
+  const transmitter = new Transmitter({
+    store,
+    sealer,
+    outbox,
+    outbound: sharedOutbound(outboundOptionsOf(config)),
+    log: log.child({ component: 'signals' }),
+  });
+  metrics.watchOutbox(outbox);
   const providers = new TenantProviders(
     (tenant, basePath, secrets, vocabulary) =>
-      createTenantProvider({ config, secrets, store, sealer, policy, vocabulary, log, tenant, basePath }),
+      createTenantProvider({
+        config,
+        secrets,
+        store,
+        sealer,
+        policy,
+        vocabulary,
+        log,
+        tenant,
+        basePath,
+        userLoggedOut: (loggedOutOf, sub) => transmitter.emit(loggedOutOf, [userLogout(sub)]),
+      }),
     storedTenantKeys(store, sealer),
     () => policy.vocabulary(),
     config.tenantCacheMax,
@@ -188,26 +219,6 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const clock = new ClockSkew(store, config.clockSkewLimitSeconds * 1000, log.child({ component: 'clock' }));
   clock.start(config.clockCheckIntervalSeconds * 1000);
   metrics.watchClock(clock);
-  // The durable outbox (src/outbox) and the Shared Signals transmitter that delivers through it.
-  const outbox = new Outbox(
-    store,
-    {
-      pollMs: config.outboxPollMs,
-      leaseMs: config.outboxLeaseSeconds * 1000,
-      backoffMs: 1000,
-      maxBackoffMs: config.outboxRetryMaxSeconds * 1000,
-      batch: 100,
-    },
-    log.child({ component: 'outbox' }),
-  );
-  const transmitter = new Transmitter({
-    store,
-    sealer,
-    outbox,
-    outbound: sharedOutbound(outboundOptionsOf(config)),
-    log: log.child({ component: 'signals' }),
-  });
-  metrics.watchOutbox(outbox);
   const koa = createApp({
     config,
     store,

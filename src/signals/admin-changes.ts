@@ -130,6 +130,19 @@ async function recordEvents(
   }
 }
 
+/** CAEP session-revoked for a user's own logout at /session/end (src/oauth/end-session). */
+export function userLogout(sub: string): SignalEvent {
+  return {
+    type: EVENT_TYPES.sessionRevoked,
+    party: { kind: 'user', sub },
+    data: {
+      event_timestamp: Math.floor(Date.now() / 1000),
+      initiating_entity: 'user',
+      reason_admin: { en: 'the user logged out' },
+    },
+  };
+}
+
 function user(subject: Fields): EventParty {
   return {
     kind: 'user',

@@ -7,4 +7,4 @@
 export { signalsRouter, SSF_CONFIGURATION_PATH, SSF_PATHS, type SignalsDeps } from './router.js';
 export { Transmitter, SSF_POLL_COLLECTION, SSF_TOPIC, type EventParty, type SignalEvent } from './transmitter.js';
 export { SSF_STREAMS_COLLECTION, EVENT_TYPES, EVENTS_SUPPORTED } from './streams.js';
-export { adminChangeSignals, type AdminChange } from './admin-changes.js';
+export { adminChangeSignals, userLogout, type AdminChange } from './admin-changes.js';
