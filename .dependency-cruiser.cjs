@@ -18,6 +18,7 @@ const LAYERS = [
   { name: 'policy', path: '^src/policy/' },
   { name: 'audit', path: '^src/(audit|metrics|tracing)/' },
   { name: 'protocol', path: '^src/(oauth|uma|delegation|authzen)/' },
+  { name: 'signals', path: '^src/(signals|outbox)/' },
   { name: 'admin', path: '^src/admin/' },
   {
     name: 'root',

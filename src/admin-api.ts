@@ -5,6 +5,8 @@ import { dataEntryProblem, type PolicyEngine, type PolicyLab } from './policy/in
 import type { Sealer, Store } from './store/index.js';
 import type { Logger } from './log/index.js';
 import { tellClientsOfLogout, type TenantProviders } from './oauth/index.js';
+import { adminChangeSignals, type Transmitter } from './signals/index.js';
+import type { Outbox } from './outbox/index.js';
 
 /** What the Admin API is built with (src/routes.ts hands it the server's parts). */
 export interface AdminApiParts {
@@ -17,11 +19,13 @@ export interface AdminApiParts {
   policy: PolicyEngine;
   lab: PolicyLab;
   audit: AuditLog;
+  /** The Shared Signals transmitter, told of the Admin changes that concern receivers. */
+  signals: { transmitter: Transmitter; outbox: Outbox };
 }
 
 /** The Admin API's router, with the checks that only the policy engine can make. */
 export function adminApi(
-  { config, store, sealer, policy, lab, audit, providers, log }: AdminApiParts,
+  { config, store, sealer, policy, lab, audit, providers, log, signals }: AdminApiParts,
   keys: AdminApiKeys,
 ) {
   const recordedInputs = () => audit.recentPolicyInputs(config.policyCheckRecordedInputs);
@@ -86,6 +90,8 @@ export function adminApi(
     historyVersions: config.policyHistoryVersions,
     logoutNotices: (tenantId, subjectId) =>
       tellClientsOfLogout((tenant) => providers.providerFor(tenant), store, tenantId, subjectId, log),
+    changed: adminChangeSignals(store, signals.transmitter),
+    outbox: signals.outbox,
     tenants: config.tenants,
     decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
     // A proposed change is checked file by file, then as one bundle (the lab's), before its impact is replayed.

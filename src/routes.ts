@@ -47,6 +47,8 @@ import type { Tracing } from './tracing/index.js';
 import { SSF_RECEIVER_PATH, ssfReceiver } from './signals/receiver/index.js';
 import { umaRouter } from './uma/index.js';
 import type { WorkersReport } from './workers/protocol.js';
+import type { Outbox } from './outbox/index.js';
+import { signalsRouter, type Transmitter } from './signals/index.js';
 
 export interface AppParts {
   config: Config;
@@ -67,6 +69,8 @@ export interface AppParts {
   tracing?: Tracing | null;
   /** This node's clock against the store server's, for /readyz (absent: not compared). */
   clock?: ClockSkew;
+  /** The Shared Signals transmitter and the durable outbox it delivers through (src/signals, src/outbox). */
+  signals: { transmitter: Transmitter; outbox: Outbox };
 }
 
 /** A route ready to run: its row and its steps composed. */
@@ -126,6 +130,14 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
     clients: clientCallers(store, parts.sealer),
     tenantExists: (tenant) => tenants.exists(tenant),
   });
+  const signals = signalsRouter({
+    ...protectedApi,
+    sealer: parts.sealer,
+    transmitter: parts.signals.transmitter,
+    outbox: parts.signals.outbox,
+    allowInsecureLoopback: config.outboundAllowInsecureLoopback,
+    pollWaitSeconds: config.ssfPollWaitSeconds,
+  });
   const adminKeys = new AdminApiKeys(store, config.adminApiKey);
   const adminSessions = new AdminSessions(store, config.adminSessionSeconds);
 
@@ -160,6 +172,7 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
     row('delegation API', 'public', [...answered, protocol(), delegation.routes], 'paths'),
   );
   table.where(authzen.serves, row('AuthZEN', 'public', [...answered, protocol(), authzen.routes], 'paths'));
+  table.where(signals.serves, row('Shared Signals', 'public', [...answered, protocol(), signals.routes], 'paths'));
 
   // The OAuth/OpenID Connect edge, one row per endpoint of the spec's routes table (oauth/routes.ts),
   // matched as oidc-provider's router matches paths (ASCII case-insensitive, one trailing slash ignored),

@@ -22,6 +22,9 @@ import { MIGRATIONS } from './migrations.js';
 import { ClockSkew, migrate, Sealer, type Store } from './store/index.js';
 import { startTracing } from './tracing/index.js';
 import type { WorkerLink } from './workers/worker.js';
+import { outboundOptionsOf, sharedOutbound } from './http/outbound.js';
+import { Outbox } from './outbox/index.js';
+import { Transmitter, userLogout } from './signals/index.js';
 
 export interface RunningServer {
   /** Where this host reaches the public listener (its address, or loopback for every interface; the real port). */
@@ -149,9 +152,40 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     compileWasm: worker?.compileWasm,
   });
   const policy = (engine = metrics.observed(tracing ? tracing.observed(decider) : decider));
+  // The durable outbox (src/outbox) and the Shared Signals transmitter that delivers through it.
+  const outbox = new Outbox(
+    store,
+    {
+      pollMs: config.outboxPollMs,
+      leaseMs: config.outboxLeaseSeconds * 1000,
+      backoffMs: 1000,
+      maxBackoffMs: config.outboxRetryMaxSeconds * 1000,
+      batch: 100,
+    },
+    log.child({ component: 'outbox' }),
+  );
+  const transmitter = new Transmitter({
+    store,
+    sealer,
+    outbox,
+    outbound: sharedOutbound(outboundOptionsOf(config)),
+    log: log.child({ component: 'signals' }),
+  });
+  metrics.watchOutbox(outbox);
   const providers = new TenantProviders(
     (tenant, basePath, secrets, vocabulary) =>
-      createTenantProvider({ config, secrets, store, sealer, policy, vocabulary, log, tenant, basePath }),
+      createTenantProvider({
+        config,
+        secrets,
+        store,
+        sealer,
+        policy,
+        vocabulary,
+        log,
+        tenant,
+        basePath,
+        userLoggedOut: (loggedOutOf, sub) => transmitter.emit(loggedOutOf, [userLogout(sub)]),
+      }),
     storedTenantKeys(store, sealer),
     () => policy.vocabulary(),
     config.tenantCacheMax,
@@ -206,11 +240,13 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     tracing,
     workers: worker && (() => worker.report()),
     clock,
+    signals: { transmitter, outbox },
   });
   const callback = koa.callback();
   // Koa answers a failed request itself (ctx.onerror): the promise it returns never rejects.
   handle = (request, response) => void callback(request, response);
   appReady(handle);
+  outbox.start();
   const purge = setInterval(housekeeping(store, audit, config, log), config.purgeIntervalSeconds * 1000);
   purge.unref();
   return {
@@ -232,6 +268,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       const closed = Promise.all(servers.map((each) => new Promise<void>((resolve) => each.close(() => resolve()))));
       for (const each of servers) each.closeIdleConnections();
       await inFlight.drained(SHUTDOWN_GRACE_MS);
+      await outbox.close();
       for (const each of servers) each.closeAllConnections();
       await closed;
       await audit.close();

@@ -3,6 +3,7 @@ import { auditFactsOf } from '../audit/index.js';
 import { readOptionalJsonBody } from '../http/body.js';
 import { assertValid } from '../http/validation.js';
 import { MAX_SECRET_GRACE_SECONDS, rotateClientSecret } from '../oauth/index.js';
+import type { AdminChange } from '../signals/index.js';
 import type { Sealer, Store } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
 import type { AdminContext } from './state.js';
@@ -54,6 +55,7 @@ export function clientSecretRoutes(
   sealer: Sealer,
   maxBodyBytes: number,
   tenantOf: (ctx: AdminContext) => string | null,
+  changed?: (change: AdminChange) => Promise<unknown>,
 ): void {
   router.post('/clients/:key/secret', async (ctx) => {
     const body = await readOptionalJsonBody(ctx, maxBodyBytes);
@@ -69,6 +71,7 @@ export function clientSecretRoutes(
       tenantId ? ` in tenant ${tenantId}` : '',
     );
     const previousSecretValidUntil = rotated.previousValidUntil?.toISOString() ?? null;
+    await changed?.({ kind: 'client-secret', tenant: storeTenant(tenantId), clientId: rotated.clientId });
     audit.result = { secret: 'rotated', graceSeconds: String(graceSeconds), previousSecretValidUntil };
     ctx.body = { clientId: rotated.clientId, generatedClientSecret: rotated.secret, previousSecretValidUntil };
   });

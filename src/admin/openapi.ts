@@ -524,6 +524,15 @@ const OPERATIONS: AdminOperation[] = [
   },
   {
     method: 'get',
+    path: '/outbox',
+    operationId: 'getOutbox',
+    summary:
+      'The durable outbox of Security Event Tokens (docs/signals.md): entries not yet delivered, the age of the oldest, those failing and why (the oldest 20), deliveries and failures counted by this node, whether this node holds the delivery lease',
+    tag: 'signals',
+    success: { 200: { description: "the outbox's state", schema: schemaRef('Outbox') } },
+  },
+  {
+    method: 'get',
     path: '/openapi.json',
     operationId: 'getOpenApiDocument',
     summary: 'This document',
@@ -735,6 +744,7 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         AuditPage: AUDIT_PAGE_SCHEMA,
         Valid: VALID_SCHEMA,
         Revoked: REVOKED_SCHEMA,
+        Outbox: OUTBOX_SCHEMA,
         SecretRotation: SECRET_ROTATION_SCHEMA,
         RotatedSecret: ROTATED_SECRET_SCHEMA,
         Version: VERSION_SCHEMA,
@@ -1157,6 +1167,28 @@ const VERSION_DIFF_SCHEMA = object({
 
 /** The answer of a `/validate` that finds nothing wrong. */
 const VALID_SCHEMA = object({ valid: { const: true } });
+
+/** GET /outbox (src/outbox). */
+const OUTBOX_SCHEMA = object({
+  pending: { type: 'integer', minimum: 0, description: 'entries not yet delivered' },
+  lagSeconds: { type: 'number', minimum: 0, description: 'age of the oldest entry not yet delivered (0: none)' },
+  failing: { type: 'integer', minimum: 0, description: 'pending entries whose delivery failed at least once' },
+  delivered: { type: 'integer', minimum: 0, description: 'entries this node delivered since it started' },
+  failures: { type: 'integer', minimum: 0, description: 'failed attempts of this node since it started' },
+  leader: { type: 'boolean', description: 'whether this node holds the delivery lease now' },
+  failingEntries: {
+    type: 'array',
+    items: object({
+      id: { type: 'integer' },
+      topic: { type: 'string', description: '`ssf` for Security Event Tokens' },
+      stream: { type: 'string', description: 'the ordering key: `ssf:<tenant>:<stream_id>`' },
+      createdAt: { type: 'string', format: 'date-time' },
+      attempts: { type: 'integer', minimum: 1 },
+      nextAttemptAt: { type: 'string', format: 'date-time' },
+      lastError: { type: ['string', 'null'], description: 'why the last attempt failed (never a secret)' },
+    }),
+  },
+});
 
 /** The answer of a revoke-tokens operation. */
 const REVOKED_SCHEMA = object({

@@ -1,8 +1,8 @@
 import Router from '@koa/router';
 import type { AuditLog } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
-import { badRequest } from '../http/errors.js';
-import { isTenantId } from '../tenancy/index.js';
+import { badRequest, notFound } from '../http/errors.js';
+import { isTenantId, storeTenant } from '../tenancy/index.js';
 import { auditLogRoutes } from './audit-routes.js';
 import { decisionRoutes, type DecisionRouteOptions } from './decisions.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
@@ -21,6 +21,7 @@ import { clientSecretRoutes } from './client-secret.js';
 import { policyLabRoutes, POLICY_COLLECTIONS, type PolicyLabRouteOptions } from './policy-lab.js';
 import type { Store } from '../store/index.js';
 import type { AdminContext } from './state.js';
+import type { AdminChange } from '../signals/index.js';
 
 export interface AdminOptions {
   /** The bootstrap key and the named keys (GET/POST /api-keys…). */
@@ -50,6 +51,29 @@ export interface AdminOptions {
   policyLab?: Pick<PolicyLabRouteOptions, 'lab' | 'recordedInputs'> & { fileChecks: Record<string, RecordCheck> };
   /** Back-channel logout: tells the clients of a subject's sessions, before its tokens are revoked (absent: nobody is told). */
   logoutNotices?: LogoutNotifier;
+  /**
+   * Told of each change that may concern Shared Signals receivers (src/signals), once it is stored
+   * and before it is answered, so that its events are in the outbox when the operator hears of it.
+   */
+  changed?: (change: AdminChange) => Promise<unknown>;
+  /** GET /outbox: the durable outbox's state (src/outbox), absent: not served. */
+  outbox?: OutboxView;
+}
+
+/** What GET /outbox shows of the outbox (src/outbox's Outbox). */
+export interface OutboxView {
+  state(): Promise<object>;
+  failing(limit?: number): Promise<
+    {
+      id: number;
+      topic: string;
+      stream: string;
+      createdAt: number;
+      attempts: number;
+      notBefore: number;
+      lastError?: string;
+    }[]
+  >;
 }
 
 /** Upsert-by-field operations of the spec: PUT /policy-rules/by-path?path=…, PUT /policy-data/by-key?dataKey=…. */
@@ -108,8 +132,25 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
       uncheckedRecords: recordsOf(() => undefined),
     });
   }
-  tokenRevocationRoutes(router, store, (ctx) => tenantOf(ctx), options.logoutNotices);
-  clientSecretRoutes(router, store, options.sealer, options.maxBodyBytes, (ctx) => tenantOf(ctx));
+  router.get('/outbox', async (ctx) => {
+    const { outbox } = options;
+    if (!outbox) throw notFound('this server delivers no outbox');
+    const [state, failing] = await Promise.all([outbox.state(), outbox.failing()]);
+    ctx.body = {
+      ...state,
+      failingEntries: failing.map((entry) => ({
+        id: entry.id,
+        topic: entry.topic,
+        stream: entry.stream,
+        createdAt: new Date(entry.createdAt).toISOString(),
+        attempts: entry.attempts,
+        nextAttemptAt: new Date(entry.notBefore).toISOString(),
+        lastError: entry.lastError ?? null,
+      })),
+    };
+  });
+  tokenRevocationRoutes(router, store, (ctx) => tenantOf(ctx), options.logoutNotices, options.changed);
+  clientSecretRoutes(router, store, options.sealer, options.maxBodyBytes, (ctx) => tenantOf(ctx), options.changed);
   return router;
 }
 
@@ -185,6 +226,7 @@ function collectionRoutes(
     const existing = await records.get(tenantId, ctx.params.key!);
     const replaced = await records.replace(tenantId, existing, parsed);
     await revokeAfterChange(store, path, tenantId, existing, replaced, options.logoutNotices);
+    await options.changed?.({ kind: 'record', path, tenant: storeTenant(tenantId), before: existing, after: replaced });
     ctx.body = show(replaced);
   });
   router.delete(`/${path}/:key`, async (ctx) => {
@@ -193,6 +235,7 @@ function collectionRoutes(
     await records.remove(tenantId, existing);
     // After the record is gone, so that nothing can be issued for it once its tokens are swept.
     await revokeAfterChange(store, path, tenantId, existing, null, options.logoutNotices);
+    await options.changed?.({ kind: 'record', path, tenant: storeTenant(tenantId), before: existing, after: null });
     ctx.status = 204;
   });
 }

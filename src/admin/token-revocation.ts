@@ -13,6 +13,7 @@ import type { Store } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
 import type { StoredRecord } from '../records/index.js';
 import type { AdminContext } from './state.js';
+import type { AdminChange } from '../signals/index.js';
 
 /**
  * Tokens die with their client and their user. An Admin change that takes a client, a subject
@@ -75,13 +76,16 @@ export function tokenRevocationRoutes(
   store: Store,
   tenantOf: (ctx: AdminContext) => string | null,
   logoutNotices?: LogoutNotifier,
+  changed?: (change: AdminChange) => Promise<unknown>,
 ): void {
   router.post('/clients/:key/revoke-tokens', async (ctx) => {
     const tenantId = tenantOf(ctx);
     const client = await clientRecords(store, storeTenant(tenantId)).findOne({ clientId: ctx.params.key! });
     if (!client) throw notFound(`no clients record ${JSON.stringify(ctx.params.key)}${inTenant(tenantId)}`);
     auditFactsOf(ctx.state).clientId = client.clientId as string;
-    ctx.body = { revoked: await revokeClientArtefacts(store, storeTenant(tenantId), client.clientId as string) };
+    const revoked = await revokeClientArtefacts(store, storeTenant(tenantId), client.clientId as string);
+    await changed?.({ kind: 'revoke-tokens', tenant: storeTenant(tenantId), clientId: client.clientId as string });
+    ctx.body = { revoked };
   });
   router.post('/subjects/:key/revoke-tokens', async (ctx) => {
     const tenantId = tenantOf(ctx);
@@ -96,6 +100,7 @@ export function tokenRevocationRoutes(
         logoutTokensFailed: String(told.failed),
       };
     const revoked = await revokeSubjectArtefacts(store, storeTenant(tenantId), subject.subjectId as string);
+    await changed?.({ kind: 'revoke-tokens', tenant: storeTenant(tenantId), subject });
     ctx.body = told ? { revoked, logoutTokens: told } : { revoked };
   });
 }

@@ -243,6 +243,22 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
     meaning:
       'how often a node purges expired tokens, codes, sessions and windows, then audit entries past their retention, in paced steps that never hold a request long (see [Purges](operations.md#purges-never-stall-requests))',
   },
+  OUTBOX_POLL_MS: {
+    meaning:
+      'how often a node looks for outbox entries to deliver (Security Event Tokens) and for the delivery lease when no change of its own woke it (see [Signals](signals.md#delivery-guarantees))',
+  },
+  OUTBOX_LEASE_SECONDS: {
+    meaning:
+      'how long the outbox delivery lease lasts unrenewed: one node delivers at a time, and a node that dies holds delivery up for at most this long (see [Signals](signals.md#delivery-guarantees))',
+  },
+  OUTBOX_RETRY_MAX_SECONDS: {
+    meaning:
+      'the longest back-off between two attempts to deliver an outbox entry; it doubles from one second (see [Signals](signals.md#delivery-guarantees))',
+  },
+  SSF_POLL_WAIT_SECONDS: {
+    meaning:
+      'the longest an RFC 8936 poll without `returnImmediately` is held open waiting for a Security Event Token (see [Signals](signals.md#poll-delivery))',
+  },
   AUDIT_UNAUTHENTICATED_LIMIT: {
     meaning:
       'refused requests of an unauthenticated address that get an audit entry each per window; the rest are counted in one aggregated entry (see [Audit log](administration.md#audit-log))',

@@ -138,6 +138,14 @@ export interface Config {
   auditRetentionDays: number;
   /** How often expired records (and audit entries past their retention) are purged, in paced steps. */
   purgeIntervalSeconds: number;
+  /** How often a node looks for outbox entries to deliver (SETs) and for the delivery lease, when no append woke it. */
+  outboxPollMs: number;
+  /** How long the delivery lease lasts unrenewed: the longest a dead node delays delivery. */
+  outboxLeaseSeconds: number;
+  /** The longest back-off between two attempts to deliver an entry (it doubles from one second). */
+  outboxRetryMaxSeconds: number;
+  /** The longest an RFC 8936 poll without returnImmediately waits for a SET. */
+  ssfPollWaitSeconds: number;
   /** Refused unauthenticated requests one address gets an audit entry each for, per window; the rest are counted in one entry. */
   auditUnauthenticatedLimit: number;
   /** The same for all such requests of this node together, per window: beyond it they are counted per endpoint and status, not per address. */
@@ -247,6 +255,10 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   SIGNING_KEY_REFRESH_SECONDS: 'signingKeyRefreshSeconds',
   AUDIT_RETENTION_DAYS: 'auditRetentionDays',
   PURGE_INTERVAL_SECONDS: 'purgeIntervalSeconds',
+  OUTBOX_POLL_MS: 'outboxPollMs',
+  OUTBOX_LEASE_SECONDS: 'outboxLeaseSeconds',
+  OUTBOX_RETRY_MAX_SECONDS: 'outboxRetryMaxSeconds',
+  SSF_POLL_WAIT_SECONDS: 'ssfPollWaitSeconds',
   AUDIT_UNAUTHENTICATED_LIMIT: 'auditUnauthenticatedLimit',
   AUDIT_UNAUTHENTICATED_TOTAL_LIMIT: 'auditUnauthenticatedTotalLimit',
   AUDIT_AGGREGATE_WINDOW_SECONDS: 'auditAggregateWindowSeconds',
@@ -378,6 +390,10 @@ export const SCHEMA = {
     signingKeyRefreshSeconds: positive,
     auditRetentionDays: { type: 'integer', minimum: 0 },
     purgeIntervalSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
+    outboxPollMs: { type: 'integer', minimum: 10, maximum: 60000 },
+    outboxLeaseSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
+    outboxRetryMaxSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
+    ssfPollWaitSeconds: { type: 'integer', minimum: 0, maximum: 60 },
     auditUnauthenticatedLimit: positive,
     auditUnauthenticatedTotalLimit: positive,
     auditAggregateWindowSeconds: positive,

@@ -207,6 +207,31 @@ export class Metrics {
     }
   }
 
+  /**
+   * arbiter_outbox_pending, arbiter_outbox_lag_seconds, arbiter_outbox_failing: the durable outbox's
+   * entries not yet delivered (src/outbox), the age of the oldest, those that failed at least once.
+   * Read from the store at each scrape: every node of a store shows the same figures.
+   */
+  watchOutbox(outbox: { state(): Promise<{ pending: number; lagSeconds: number; failing: number }> }): void {
+    const gauge = (name: string, help: string, field: 'pending' | 'lagSeconds' | 'failing') =>
+      new Gauge({
+        name,
+        help,
+        registers: [this.registry],
+        aggregator: 'max',
+        async collect() {
+          this.set((await outbox.state())[field]);
+        },
+      });
+    gauge('arbiter_outbox_pending', 'Outbox entries (Security Event Tokens) not yet delivered', 'pending');
+    gauge('arbiter_outbox_lag_seconds', 'Age of the oldest outbox entry not yet delivered (0: none)', 'lagSeconds');
+    gauge(
+      'arbiter_outbox_failing',
+      'Outbox entries whose delivery failed at least once and waits for a retry',
+      'failing',
+    );
+  }
+
   /** arbiter_clock_skew_seconds: this node's clock minus the store server's, as last measured (src/store/clock.ts). */
   watchClock(clock: ClockSkew): void {
     new Gauge({

@@ -23,6 +23,11 @@ export interface ProviderContext {
    * for the provider of the tenant's own issuer (ISSUER/t/<tenant>, reached by that path).
    */
   basePath: string;
+  /**
+   * A user logged out at /session/end (the store tenant, their subject id): what Arbiter tells
+   * Shared Signals receivers (src/signals), awaited before the logout is answered. Absent: no one.
+   */
+  userLoggedOut?: (tenant: string, sub: string) => Promise<unknown>;
 }
 
 /** The issuer of the provider a context builds: ISSUER, or the tenant's own below it. */

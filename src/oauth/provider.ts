@@ -17,6 +17,7 @@ import {
 } from './internals.js';
 import { jwtAccessTokenLookup } from './token/jwt-access-tokens.js';
 import { reportBackchannelLogouts } from './end-session/backchannel.js';
+import { signalLogouts } from './end-session/index.js';
 import { fapi2Tenant } from './fapi/index.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
@@ -42,6 +43,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);
   reportBackchannelLogouts(provider, log);
+  signalLogouts(provider, tenant, context.userLoggedOut);
   installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config) });
   return provider;
 }

@@ -1,4 +1,6 @@
+import type { EventEmitter } from 'node:events';
 import type { Next } from 'koa';
+import type Provider from 'oidc-provider';
 import { HttpError } from '../../http/errors.js';
 import { routes } from '../routes.js';
 import { formBody } from '../shared/form-body.js';
@@ -27,7 +29,33 @@ export function endSessionMiddleware({
   issuer: string;
   maxBodyBytes: number;
 }): ArbiterMiddleware[] {
-  return [formBody(maxBodyBytes), logoutPostAsGet(issuer)];
+  return [formBody(maxBodyBytes), logoutPostAsGet(issuer), logoutSignalled];
+}
+
+/** What each logout answered by oidc-provider still has to finish before its answer goes out (signalLogouts). */
+const pendingLogoutSignals = new WeakMap<object, Promise<unknown>>();
+
+/**
+ * A user's logout at /session/end told to `userLoggedOut` (ProviderContext): oidc-provider emits
+ * `end_session.success` once the session is ended, still holding its account; the step below
+ * waits for what was started, so the logout is answered once it is stored (or fails with it).
+ */
+export function signalLogouts(
+  provider: Provider,
+  tenant: string,
+  userLoggedOut: ((tenant: string, sub: string) => Promise<unknown>) | undefined,
+): void {
+  if (!userLoggedOut) return;
+  // Provider is an EventEmitter; its typings name no event.
+  (provider as unknown as EventEmitter).on('end_session.success', (ctx: ArbiterContext) => {
+    const sub = (ctx as { oidc?: { session?: { accountId?: unknown } } }).oidc?.session?.accountId;
+    if (typeof sub === 'string') pendingLogoutSignals.set(ctx, userLoggedOut(tenant, sub));
+  });
+}
+
+async function logoutSignalled(ctx: ArbiterContext, next: Next): Promise<void> {
+  await next();
+  await pendingLogoutSignals.get(ctx);
 }
 
 function logoutPostAsGet(issuer: string) {

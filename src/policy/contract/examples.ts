@@ -278,6 +278,31 @@ const delegation = {
   delegation: { operation: 'create', ...delegationBody, resource: holiday },
 };
 
+const ssfStreamBody = {
+  delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: 'https://billing.example/ssf/events' },
+  events_requested: ['https://schemas.openid.net/secevent/caep/event-type/session-revoked'],
+};
+const ssf = {
+  tenant: '_default',
+  client: party('billing-service'),
+  subject: null,
+  time: TIME,
+  request: request('/ssf/streams', 'POST', ssfStreamBody, null, []),
+  ssf: {
+    operation: 'create',
+    stream: {
+      stream_id: null,
+      owner_client_id: 'billing-service',
+      delivery_method: 'urn:ietf:rfc:8935',
+      endpoint_url: 'https://billing.example/ssf/events',
+      events_requested: ['https://schemas.openid.net/secevent/caep/event-type/session-revoked'],
+      default_subjects: 'NONE',
+      status: 'enabled',
+    },
+    subject: null,
+  },
+};
+
 /** An example shown in full. */
 function shown(
   name: string,
@@ -370,6 +395,7 @@ const accessEvaluationExample = shown('access_evaluation', 'access_evaluation', 
 const permissionExample = shown('uma_permission', 'uma_permission', permission, { allow: true, scopes: ['view'] });
 const rptExample = shown('uma_permission-rpt', 'uma_permission', rpt, { allow: true, scopes: ['view'] });
 const delegationExample = shown('delegation', 'delegation', delegation, { allow: true, scopes: ['view'] });
+const ssfExample = shown('ssf', 'ssf', ssf, { allow: true });
 
 export const POLICY_EXAMPLES: PolicyExample[] = [
   authorizeExample,
@@ -552,6 +578,17 @@ export const POLICY_EXAMPLES: PolicyExample[] = [
     delegationExample,
     { subject: party('bob') },
     { allow: false, error: 'access_denied', error_description: 'only the resource owner may delegate access to it' },
+  ),
+  ssfExample,
+  variant(
+    'ssf-public-client',
+    ssfExample,
+    { client: party('spa'), ssf: { ...ssf.ssf, stream: { ...ssf.ssf.stream, owner_client_id: 'spa' } } },
+    {
+      allow: false,
+      error: 'unauthorized_client',
+      error_description: 'a public client cannot own a Shared Signals stream',
+    },
   ),
 ];
 

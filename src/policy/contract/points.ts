@@ -8,6 +8,7 @@ export const DECISION_POINTS = [
   'access_evaluation',
   'uma_permission',
   'delegation',
+  'ssf',
 ] as const;
 
 export type DecisionPoint = (typeof DECISION_POINTS)[number];

@@ -277,6 +277,40 @@ export const DELEGATION_SCHEMA = record(
   { grantee_subject_id: nullableString, grantee_client_id: { type: ['string', 'integer', 'null'] } },
 );
 
+/**
+ * `ssf`: an operation of a receiver (the client) on a Shared Signals stream of this tenant's
+ * transmitter (src/signals). `stream` is the stream as it would be after the operation (for
+ * `create`, `update` and `replace`) or as it is (the others); `subject` the subject identifier
+ * added or removed (RFC 9493), else null.
+ */
+export const SSF_SCHEMA = record({
+  operation: {
+    enum: [
+      'create',
+      'read',
+      'update',
+      'replace',
+      'delete',
+      'status_read',
+      'status_update',
+      'subject_add',
+      'subject_remove',
+      'verify',
+      'poll',
+    ],
+  },
+  stream: record({
+    stream_id: nullableString,
+    owner_client_id: string,
+    delivery_method: string,
+    endpoint_url: nullableString,
+    events_requested: strings,
+    default_subjects: { enum: ['ALL', 'NONE'] },
+    status: { enum: ['enabled', 'paused', 'disabled'] },
+  }),
+  subject: { anyOf: [{ type: 'null' }, map] },
+});
+
 /** A point's input schema: the common fields and the point's own. */
 function pointInput<const Point extends DecisionPoint, const Fields extends Properties>(point: Point, fields: Fields) {
   return {
@@ -302,6 +336,7 @@ export const INPUT_SCHEMAS = {
   access_evaluation: pointInput('access_evaluation', { evaluation: EVALUATION_SCHEMA }),
   uma_permission: pointInput('uma_permission', { permission: PERMISSION_SCHEMA }),
   delegation: pointInput('delegation', { delegation: DELEGATION_SCHEMA }),
+  ssf: pointInput('ssf', { ssf: SSF_SCHEMA }),
 } as const satisfies Record<DecisionPoint, JSONSchema>;
 
 /** The JSON schema of a decision point's input. */

@@ -83,6 +83,9 @@ export type PermissionInput = Declared<FromSchema<typeof schemas.PERMISSION_SCHE
 /** `delegation`: the delegation operation. */
 export type DelegationInput = Declared<FromSchema<typeof schemas.DELEGATION_SCHEMA>>;
 
+/** `ssf`: a receiver's operation on a Shared Signals stream. */
+export type SsfInput = Declared<FromSchema<typeof schemas.SSF_SCHEMA>>;
+
 /** An active delegation (neither revoked nor expired) as decisions see it in `input.delegations`. */
 export type DelegationGrantInput = Declared<FromSchema<typeof schemas.DELEGATION_GRANT_SCHEMA>>;
 

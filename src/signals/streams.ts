@@ -1,0 +1,109 @@
+import type { Store, StoredDoc } from '../store/index.js';
+
+/** The delivery methods of SSF 1.0 §6.1: RFC 8935 push and RFC 8936 poll. */
+export const PUSH = 'urn:ietf:rfc:8935';
+export const POLL = 'urn:ietf:rfc:8936';
+
+/** The event types this transmitter emits (SSF 1.0, CAEP 1.0, RISC 1.0). */
+export const EVENT_TYPES = {
+  sessionRevoked: 'https://schemas.openid.net/secevent/caep/event-type/session-revoked',
+  credentialChange: 'https://schemas.openid.net/secevent/caep/event-type/credential-change',
+  accountDisabled: 'https://schemas.openid.net/secevent/risc/event-type/account-disabled',
+  accountEnabled: 'https://schemas.openid.net/secevent/risc/event-type/account-enabled',
+  verification: 'https://schemas.openid.net/secevent/ssf/event-type/verification',
+  streamUpdated: 'https://schemas.openid.net/secevent/ssf/event-type/stream-updated',
+} as const;
+
+/** What a receiver may ask for; verification and stream-updated go to every stream (SSF 1.0 §8.1.4, §8.1.5). */
+export const EVENTS_SUPPORTED: string[] = [
+  EVENT_TYPES.sessionRevoked,
+  EVENT_TYPES.credentialChange,
+  EVENT_TYPES.accountDisabled,
+  EVENT_TYPES.accountEnabled,
+];
+const ALWAYS_DELIVERED: string[] = [EVENT_TYPES.verification, EVENT_TYPES.streamUpdated];
+
+export type StreamStatus = 'enabled' | 'paused' | 'disabled';
+
+/**
+ * An RFC 9493 subject identifier as this transmitter uses it: `iss_sub` and `email` for users,
+ * `opaque` for clients (the `id` is the client_id: RFC 9493 has no client format, and a receiver
+ * that knows the client_id matches it as it is).
+ */
+export type SubjectId =
+  | { format: 'iss_sub'; iss: string; sub: string }
+  | { format: 'email'; email: string }
+  | { format: 'opaque'; id: string };
+
+export const SSF_STREAMS_COLLECTION = { name: 'ssf_streams', indexes: ['ownerClientId'] };
+
+export interface StreamRecord extends StoredDoc {
+  id: string;
+  ownerClientId: string;
+  /** The issuer the receiver created the stream under (its SETs' `iss`, and where their keys are). */
+  iss: string;
+  deliveryMethod: typeof PUSH | typeof POLL;
+  endpointUrl: string;
+  /** A push stream's Authorization header value, sealed (src/store/sealed.ts): never in clear. */
+  authorizationHeader: string | null;
+  eventsRequested: string[];
+  description: string | null;
+  /** `ALL`: every subject of the tenant; `NONE`: only the subjects added (SSF 1.0 §7.1 default_subjects). */
+  defaultSubjects: 'ALL' | 'NONE';
+  status: StreamStatus;
+  reason: string | null;
+  subjects: SubjectId[];
+  createdAt: string;
+  updatedAt: string;
+}
+
+export const ssfStreams = (store: Store, tenant: string) =>
+  store.collection<StreamRecord>(SSF_STREAMS_COLLECTION, tenant);
+
+/** The events a stream gets: what it asked for that this transmitter emits. */
+export function eventsDelivered(stream: Pick<StreamRecord, 'eventsRequested'>): string[] {
+  return stream.eventsRequested.filter((type) => EVENTS_SUPPORTED.includes(type));
+}
+
+/** Whether the stream is to get an event of `type` about `subjects` (any one of the identifiers of one party). */
+export function covers(stream: StreamRecord, type: string, subjects: readonly SubjectId[]): boolean {
+  if (stream.status === 'disabled') return false;
+  if (ALWAYS_DELIVERED.includes(type)) return true;
+  if (!eventsDelivered(stream).includes(type)) return false;
+  if (stream.defaultSubjects === 'ALL') return true;
+  return subjects.some((subject) => stream.subjects.some((added) => sameSubject(added, subject)));
+}
+
+export function sameSubject(a: SubjectId, b: SubjectId): boolean {
+  if (a.format !== b.format) return false;
+  switch (a.format) {
+    case 'iss_sub':
+      return a.iss === (b as typeof a).iss && a.sub === (b as typeof a).sub;
+    case 'email':
+      // RFC 9493 §3.2.2: the local part may be case sensitive; domains are not. Compared as given, but for the domain.
+      return emailKey(a.email) === emailKey((b as typeof a).email);
+    case 'opaque':
+      return a.id === (b as typeof a).id;
+  }
+}
+
+function emailKey(email: string): string {
+  const at = email.lastIndexOf('@');
+  return at < 0 ? email : `${email.slice(0, at)}@${email.slice(at + 1).toLowerCase()}`;
+}
+
+/** The stream configuration as SSF 1.0 §8.1.1 shows it to its receiver (never its Authorization header). */
+export function streamConfiguration(stream: StreamRecord, minVerificationInterval: number): Record<string, unknown> {
+  return {
+    stream_id: stream.id,
+    iss: stream.iss,
+    aud: stream.ownerClientId,
+    delivery: { method: stream.deliveryMethod, endpoint_url: stream.endpointUrl },
+    events_supported: EVENTS_SUPPORTED,
+    events_requested: stream.eventsRequested,
+    events_delivered: eventsDelivered(stream),
+    ...(stream.description === null ? {} : { description: stream.description }),
+    min_verification_interval: minVerificationInterval,
+    default_subjects: stream.defaultSubjects,
+  };
+}
