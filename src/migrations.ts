@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { policyRuleRecords } from './catalog/index.js';
-import { POLICY_PACK_DIR } from './policy/index.js';
+import { addMissingPackRule, POLICY_PACK_DIR } from './policy/index.js';
 import { DEFAULT_TENANT, type Migration, type Store } from './store/index.js';
 
 export const MIGRATIONS: readonly Migration[] = [
@@ -30,7 +30,15 @@ export const MIGRATIONS: readonly Migration[] = [
       'a SQLite file gives the space of purged records back (auto_vacuum=incremental): a file made by an older release is rewritten once (VACUUM: it takes as much free disk space again, and a while for a large file); nothing to do on MongoDB',
     run: async (store) => store.reclaimFreedSpace?.(),
   },
+  {
+    to: 4,
+    description:
+      "the Shared Signals decision point's default rule (arbiter/ssf/ssf.rego) is added to a store seeded by an older release, which has none (stream operations would fail closed); a store that has one keeps it",
+    run: async (store) => void (await addMissingPackRule(store, SSF_RULE)),
+  },
 ];
+
+const SSF_RULE = 'arbiter/ssf/ssf.rego';
 
 const INTROSPECT_RULE = 'arbiter/introspect/introspect.rego';
 /** The digest of that rule as the 0.1 pack seeded it. */

@@ -15,7 +15,7 @@ export { localWasmCompiler, type WasmBuild, type WasmCompiler } from './opa/wasm
 export { ManagedOpa } from './opa/process.js';
 export { resolveOpaBinary } from './opa/binary.js';
 export { configureOpaSandbox } from './opa/sandbox.js';
-export { seedDefaultPolicies, readPolicyPack, POLICY_PACK_DIR, type PolicyPack } from './seed.js';
+export { seedDefaultPolicies, readPolicyPack, addMissingPackRule, POLICY_PACK_DIR, type PolicyPack } from './seed.js';
 export { requestInput, withoutCredentials, type RequestInputParts } from './contract/request-input.js';
 export { inputSchema, RESULT_SCHEMA, checkInput, checkResult } from './contract/schemas.js';
 export { BUNDLE_PATH } from './bundle/route.js';

@@ -63,6 +63,32 @@ export async function seedDefaultPolicies(store: Store, log: Logger, dir = POLIC
   log.info({ rules: pack.rules.length, data: pack.data.length }, 'default policy pack seeded');
 }
 
+/**
+ * Adds the pack's rule at `path` to a store seeded by an older release that lacks it (a decision
+ * point new in this release): a store that was never seeded, or holds the rule already (as
+ * seeded or edited), is left as it is. True when it was added.
+ */
+export async function addMissingPackRule(store: Store, path: string, dir = POLICY_PACK_DIR): Promise<boolean> {
+  const rules = policyRuleRecords(store, DEFAULT_TENANT);
+  if ((await rules.count({ tenantId: null })) === 0) return false;
+  if (await rules.findOne({ path, tenantId: null, version: null, mode: null })) return false;
+  const content = await readFile(join(dir, path), 'utf8');
+  const now = new Date().toISOString();
+  await insertOnce(rules, {
+    kind: 'rego',
+    path,
+    content,
+    id: await store.nextSequence(POLICY_RULES.name),
+    enabled: true,
+    digest: `sha256:${createHash('sha256').update(content).digest('hex')}`,
+    version: null,
+    tenantId: null,
+    createdAt: now,
+    updatedAt: now,
+  });
+  return true;
+}
+
 /** Two nodes starting together may both seed: the loser's duplicates are simply skipped. */
 async function insertOnce<T extends StoredDoc>(collection: TenantCollection<T>, doc: T): Promise<void> {
   try {

@@ -61,3 +61,70 @@ describe('Upgrading a store seeded by 0.1: the default introspection rule', func
     }
   });
 });
+
+/**
+ * A decision point new in a release has no rule in a store seeded before it: schema step 4 adds
+ * the Shared Signals rule there, and only there.
+ */
+describe('Upgrading a store seeded before the ssf decision point', function () {
+  const SSF_RULE = 'arbiter/ssf/ssf.rego';
+  const SSF_CONTENT = readFileSync(join(POLICY_PACK_DIR, SSF_RULE), 'utf8');
+
+  async function storeAtVersion3(rules: { path: string; content: string }[]): Promise<Store> {
+    const store = await openArbiterStore('sqlite::memory:');
+    await migrate(
+      store,
+      MIGRATIONS.filter((step) => step.to <= 3),
+    );
+    for (const rule of rules)
+      await policyRuleRecords(store, DEFAULT_TENANT).insert({
+        id: await store.nextSequence(policyRuleRecords.spec.name),
+        kind: 'rego',
+        ...rule,
+        enabled: true,
+        version: null,
+        tenantId: null,
+      });
+    return store;
+  }
+
+  const ssfRule = async (store: Store) =>
+    policyRuleRecords(store, DEFAULT_TENANT).findOne({ path: SSF_RULE, tenantId: null, version: null, mode: null });
+
+  it('gets the pack rule when it was seeded without one', async function () {
+    const store = await storeAtVersion3([{ path: PATH, content: CURRENT }]);
+    try {
+      expect(await migrate(store, MIGRATIONS)).to.include({ from: 3 });
+      const added = await ssfRule(store);
+      expect(added?.content).to.equal(SSF_CONTENT);
+      expect(added?.enabled).to.equal(true);
+      expect(added?.id).to.be.a('number').and.not.equal(1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("keeps an operator's own rule at that path", async function () {
+    const own = 'package arbiter.ssf\n\ndefault decision := {"allow": false}\n';
+    const store = await storeAtVersion3([
+      { path: PATH, content: CURRENT },
+      { path: SSF_RULE, content: own },
+    ]);
+    try {
+      await migrate(store, MIGRATIONS);
+      expect((await ssfRule(store))?.content).to.equal(own);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('adds nothing to a store that was never seeded (the first start seeds the whole pack)', async function () {
+    const store = await storeAtVersion3([]);
+    try {
+      await migrate(store, MIGRATIONS);
+      expect(await ssfRule(store)).to.equal(null);
+    } finally {
+      await store.close();
+    }
+  });
+});
