@@ -242,7 +242,7 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
   it('oidcc-display-page', async () => {
     const { authorization } = await codeFlow({ display: 'page' });
 
-    expect(authorization.upstreamRequests[0].searchParams.get('display'), 'the sign-in page is the upstream').to.equal(
+    expect(authorization.upstreamRequests[0]!.searchParams.get('display'), 'the sign-in page is the upstream').to.equal(
       'page',
     );
   });
@@ -250,7 +250,7 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
   it('oidcc-display-popup', async () => {
     const { authorization } = await codeFlow({ display: 'popup' });
 
-    expect(authorization.upstreamRequests[0].searchParams.get('display')).to.equal('popup');
+    expect(authorization.upstreamRequests[0]!.searchParams.get('display')).to.equal('popup');
   });
 
   it('oidcc-prompt-login', async () => {
@@ -261,7 +261,7 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
     const second = await codeFlow({ prompt: 'login' }, agent);
 
     expect(second.authorization.loginFormShown, 'the upstream asked for the password again').to.equal(true);
-    expect(second.authorization.upstreamRequests[0].searchParams.get('prompt')).to.equal('login');
+    expect(second.authorization.upstreamRequests[0]!.searchParams.get('prompt')).to.equal('login');
     expect(second.idToken.auth_time).to.be.a('number');
     expect(second.idToken.auth_time).to.be.greaterThan(first.idToken.auth_time ?? first.idToken.iat);
     expect(second.idToken.sub).to.equal(first.idToken.sub);
@@ -297,7 +297,7 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
     const second = (await redeem(rp, authorization, { maxAge: 1 })).claims()!;
 
     expect(authorization.loginFormShown, 'a sign-in older than max_age goes upstream again').to.equal(true);
-    expect(Object.fromEntries(authorization.upstreamRequests[0].searchParams)).to.include({
+    expect(Object.fromEntries(authorization.upstreamRequests[0]!.searchParams)).to.include({
       prompt: 'login',
       max_age: '1',
     });
@@ -339,13 +339,13 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
 
     const { authorization } = await codeFlow({ login_hint: hint });
 
-    expect(authorization.upstreamRequests[0].searchParams.get('login_hint')).to.equal(hint);
+    expect(authorization.upstreamRequests[0]!.searchParams.get('login_hint')).to.equal(hint);
   });
 
   it('oidcc-ui-locales', async () => {
     const { authorization } = await codeFlow({ ui_locales: 'se' });
 
-    expect(authorization.upstreamRequests[0].searchParams.get('ui_locales')).to.equal('se');
+    expect(authorization.upstreamRequests[0]!.searchParams.get('ui_locales')).to.equal('se');
   });
 
   // Arbiter keeps one value per claim: claims_locales is accepted and not acted on.
@@ -361,7 +361,7 @@ describe('oidcc-basic-certification-test-plan (code, client_secret_basic, static
 
     const { authorization, idToken } = await codeFlow({ acr_values: '1 2' });
 
-    expect(authorization.upstreamRequests[0].searchParams.get('acr_values')).to.equal('1 2');
+    expect(authorization.upstreamRequests[0]!.searchParams.get('acr_values')).to.equal('1 2');
     expect(idToken.acr, "the upstream's acr").to.be.oneOf(['1', '2']);
   });
 
