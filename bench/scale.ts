@@ -359,7 +359,7 @@ function describeCpu(cpu: CpuUse): string {
 
 /** What pg_stat_statements counted since its reset: execution time per second and the costliest statements. */
 function statementsDuring(sql: (statement: string) => string[][], seconds: number) {
-  const [[total]] = sql('SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements');
+  const [total] = sql('SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements')[0]!; // an aggregate: one row
   const top = sql(
     "SELECT calls, round(total_exec_time), left(regexp_replace(query, '\\s+', ' ', 'g'), 140) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 4",
   ).map(([calls, ms, query = '']) => ({ calls: Number(calls), ms: Number(ms), query }));

@@ -278,7 +278,7 @@ export class Outbox {
       }
       if (page.length < this.options.batch) return;
       scanned += page.length;
-      after = page[page.length - 1].id;
+      after = page[page.length - 1]!.id;
     }
   }
 

@@ -93,7 +93,7 @@ export class Transmitter {
   private entryFor(
     stream: StreamRecord,
     tenant: string,
-    identifiers: SubjectId[],
+    identifiers: SubjectIds,
     events: PendingSet['events'],
   ): { topic: string; stream: string; payload: PendingSet } {
     // The identifier the receiver added (as it spelt it), when it added one of this party's; else the first.
@@ -161,10 +161,13 @@ export class Transmitter {
   }
 }
 
+/** A party's subject identifiers, never none: the preferred one first. */
+type SubjectIds = [SubjectId, ...SubjectId[]];
+
 /** A party's subject identifiers as a stream under `iss` knows them, the preferred one first. */
-export function identifiersOf(party: EventParty, iss: string): SubjectId[] {
+export function identifiersOf(party: EventParty, iss: string): SubjectIds {
   if (party.kind === 'client') return [{ format: 'opaque', id: party.clientId }];
-  const identifiers: SubjectId[] = [{ format: 'iss_sub', iss, sub: party.sub }];
+  const identifiers: SubjectIds = [{ format: 'iss_sub', iss, sub: party.sub }];
   if (party.email) identifiers.push({ format: 'email', email: party.email });
   return identifiers;
 }

@@ -17,7 +17,7 @@ describe('Admin API key', function () {
         ['GET', '/admin/api/clients'],
         ['POST', '/admin/api/subjects'],
         ['GET', '/admin/api/audit-logs'],
-      ]) {
+      ] as const) {
         const response = await server.request(path, {
           method,
           headers,

@@ -131,8 +131,8 @@ describe('Admin API collections', function () {
 
   before(async function () {
     server = inProcess(await withServer());
-    const client = await server.admin('POST', '/clients', SAMPLES[4].body(1000, {} as Refs));
-    const type = await server.admin('POST', '/resource-types', SAMPLES[2].body(1000, {} as Refs));
+    const client = await server.admin('POST', '/clients', SAMPLES[4]!.body(1000, {} as Refs));
+    const type = await server.admin('POST', '/resource-types', SAMPLES[2]!.body(1000, {} as Refs));
     const rs = await server.admin('POST', '/resource-servers', {
       resourceIndicator: 'https://refs.example.test/',
       clientId: client.body.id,

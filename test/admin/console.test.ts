@@ -109,7 +109,7 @@ describe("Operators' console at /admin, in Chromium", function () {
         ['/admin/assets/console.js', 'text/javascript; charset=utf-8'],
         ['/admin/assets/console.css', 'text/css; charset=utf-8'],
         ['/admin/assets/icon.svg', 'image/svg+xml'],
-      ]) {
+      ] as const) {
         const response = await server.request(path);
         expect(response.status, path).to.equal(200);
         expect(response.headers.get('content-type'), path).to.equal(type);

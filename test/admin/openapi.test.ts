@@ -276,7 +276,7 @@ describe('Admin API OpenAPI document', function () {
     function pathValue(path: string, name: string, operation: Json, unknown = false): string {
       const parameter = operation.parameters.find((each: Json) => each.name === name);
       if (unknown) return parameter.schema.type === 'integer' ? '999999999' : 'no-such-record';
-      const record = records[path.split('/')[1]];
+      const record = records[path.split('/')[1]!];
       if (record?.[name] !== undefined) return String(record[name]);
       if (record && parameter.example !== undefined) return String(parameter.example);
       throw new Error(`no record for the {${name}} of ${path}`);

@@ -222,7 +222,7 @@ async function pushed(
     ? { DPoP: await dpopProof(dpopKey, 'POST', discovery.pushed_authorization_request_endpoint) }
     : {};
   const answer = await post('/par', { ...defined, ...form }, { ...headers, ...proof });
-  return { ...answer, codeVerifier, state: defined.state, nonce: defined.nonce, dpopKey };
+  return { ...answer, codeVerifier, state: defined.state!, nonce: defined.nonce, dpopKey };
 }
 
 interface Landed {

@@ -282,7 +282,7 @@ function walkBasicPlan(responseMode: ResponseMode): void {
       const { authorization } = await codeFlow({ display: 'page' });
 
       expect(
-        authorization.upstreamRequests[0].searchParams.get('display'),
+        authorization.upstreamRequests[0]!.searchParams.get('display'),
         'the sign-in page is the upstream',
       ).to.equal('page');
     });
@@ -290,7 +290,7 @@ function walkBasicPlan(responseMode: ResponseMode): void {
     it('oidcc-display-popup', async () => {
       const { authorization } = await codeFlow({ display: 'popup' });
 
-      expect(authorization.upstreamRequests[0].searchParams.get('display')).to.equal('popup');
+      expect(authorization.upstreamRequests[0]!.searchParams.get('display')).to.equal('popup');
     });
 
     it('oidcc-prompt-login', async () => {
@@ -301,7 +301,7 @@ function walkBasicPlan(responseMode: ResponseMode): void {
       const second = await codeFlow({ prompt: 'login' }, agent);
 
       expect(second.authorization.loginFormShown, 'the upstream asked for the password again').to.equal(true);
-      expect(second.authorization.upstreamRequests[0].searchParams.get('prompt')).to.equal('login');
+      expect(second.authorization.upstreamRequests[0]!.searchParams.get('prompt')).to.equal('login');
       expect(second.idToken.auth_time).to.be.a('number');
       expect(second.idToken.auth_time).to.be.greaterThan(first.idToken.auth_time ?? first.idToken.iat);
       expect(second.idToken.sub).to.equal(first.idToken.sub);
@@ -337,7 +337,7 @@ function walkBasicPlan(responseMode: ResponseMode): void {
       const second = (await redeem(rp, authorization, { maxAge: 1 })).claims()!;
 
       expect(authorization.loginFormShown, 'a sign-in older than max_age goes upstream again').to.equal(true);
-      expect(Object.fromEntries(authorization.upstreamRequests[0].searchParams)).to.include({
+      expect(Object.fromEntries(authorization.upstreamRequests[0]!.searchParams)).to.include({
         prompt: 'login',
         max_age: '1',
       });
@@ -379,13 +379,13 @@ function walkBasicPlan(responseMode: ResponseMode): void {
 
       const { authorization } = await codeFlow({ login_hint: hint });
 
-      expect(authorization.upstreamRequests[0].searchParams.get('login_hint')).to.equal(hint);
+      expect(authorization.upstreamRequests[0]!.searchParams.get('login_hint')).to.equal(hint);
     });
 
     it('oidcc-ui-locales', async () => {
       const { authorization } = await codeFlow({ ui_locales: 'se' });
 
-      expect(authorization.upstreamRequests[0].searchParams.get('ui_locales')).to.equal('se');
+      expect(authorization.upstreamRequests[0]!.searchParams.get('ui_locales')).to.equal('se');
     });
 
     // Arbiter keeps one value per claim: claims_locales is accepted and not acted on.
@@ -401,7 +401,7 @@ function walkBasicPlan(responseMode: ResponseMode): void {
 
       const { authorization, idToken } = await codeFlow({ acr_values: '1 2' });
 
-      expect(authorization.upstreamRequests[0].searchParams.get('acr_values')).to.equal('1 2');
+      expect(authorization.upstreamRequests[0]!.searchParams.get('acr_values')).to.equal('1 2');
       expect(idToken.acr, "the upstream's acr").to.be.oneOf(['1', '2']);
     });
 

@@ -242,7 +242,7 @@ describe('oidcc-backchannel-rp-initiated-logout-certification-test-plan (discove
 
     // ExtractLogoutTokenFromBackchannelLogoutRequest, CheckForUnexpectedParametersInBackchannelLogoutRequest.
     await receiver.tokensReceived(before + 1);
-    const request = receiver.received[before];
+    const request = receiver.received[before]!;
     expect(request.contentType).to.contain('application/x-www-form-urlencoded');
     expect([...request.form.keys()]).to.deep.equal(['logout_token']);
     const logoutToken = request.form.get('logout_token')!;

@@ -48,7 +48,7 @@ describe('The README quick start', function () {
       expect(outputs, 'every command ran').to.have.length(block.length);
       block.forEach((step, index) => {
         if (step.shown === undefined) return;
-        const answered = outputs[index];
+        const answered = outputs[index]!;
         expect(
           shownAnswer(step.shown).test(answered),
           `${step.command}\nshould answer ${step.shown}\nanswered ${answered}`,
@@ -75,7 +75,7 @@ describe("docs/policy.md's worked example through the Admin API", function () {
     for (const clientId of ['billing-service', 'reports-service'])
       secrets[clientId] = await confidentialClient(server, clientId, { scopes: ['invoices.read', 'invoices.write'] });
     const scopesOf = async (clientId: string) =>
-      (await clientCredentials(server, clientId, secrets[clientId], { scope: 'invoices.read invoices.write' })).body
+      (await clientCredentials(server, clientId, secrets[clientId]!, { scope: 'invoices.read invoices.write' })).body
         .scope;
     expect(await scopesOf('billing-service')).to.equal('invoices.read invoices.write');
 
@@ -88,7 +88,7 @@ describe("docs/policy.md's worked example through the Admin API", function () {
     await policyInForce(server);
     expect(await scopesOf('billing-service')).to.equal('invoices.read');
     expect(await scopesOf('reports-service')).to.equal('invoices.read invoices.write');
-    const writeOnly = await clientCredentials(server, 'billing-service', secrets['billing-service'], {
+    const writeOnly = await clientCredentials(server, 'billing-service', secrets['billing-service']!, {
       scope: 'invoices.write',
     });
     expect(writeOnly.status).to.equal(400);
@@ -109,8 +109,8 @@ describe('The README and docs/', function () {
     const problems: string[] = [];
     for (const document of documents) {
       const text = readFileSync(projectPath(document), 'utf8');
-      const linked = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]);
-      const mentioned = [...text.matchAll(/`(\.\.\/[^`\s]+)`/g)].map((match) => match[1]);
+      const linked = [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((match) => match[1]!);
+      const mentioned = [...text.matchAll(/`(\.\.\/[^`\s]+)`/g)].map((match) => match[1]!);
       for (const target of [...linked, ...mentioned]) {
         if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
         const [path, anchor] = target.split('#');
@@ -132,7 +132,7 @@ function anchorsOf(markdown: string): Set<string> {
   // Lines in code blocks are no headings (a `# comment` of a shell block).
   const prose = markdown.replace(/^```[\s\S]*?^```/gm, '');
   for (const [, heading] of prose.matchAll(/^#{1,6} (.+)$/gm)) {
-    const slug = heading
+    const slug = heading!
       .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
       .trim()
       .toLowerCase()
@@ -142,7 +142,7 @@ function anchorsOf(markdown: string): Set<string> {
     seen.set(slug, count + 1);
     anchors.add(count === 0 ? slug : `${slug}-${count}`);
   }
-  for (const [, id] of prose.matchAll(/<a id="([^"]+)"/g)) anchors.add(id);
+  for (const [, id] of prose.matchAll(/<a id="([^"]+)"/g)) anchors.add(id!);
   return anchors;
 }
 
@@ -152,7 +152,7 @@ function quickStartBlocks(): Step[][] {
   const start = readme.indexOf('\n## Quick start\n');
   const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)]
-    .map((match) => match[1])
+    .map((match) => match[1]!)
     .filter((block) => block.includes('curl '))
     .map(stepsOf);
 }
@@ -162,11 +162,11 @@ function stepsOf(block: string): Step[] {
   const steps: Step[] = [];
   const lines = block.split('\n');
   for (let index = 0; index < lines.length; index++) {
-    let line = lines[index];
+    let line = lines[index]!;
     if (line.trim() === '' || line.startsWith('KEY=')) continue;
     if (line.startsWith('# ')) {
       const shown = line.slice(2);
-      if (/^[{[]/.test(shown) && steps.length > 0) steps[steps.length - 1].shown = shown;
+      if (/^[{[]/.test(shown) && steps.length > 0) steps[steps.length - 1]!.shown = shown;
       continue;
     }
     while (line.endsWith('\\')) line = `${line}\n${lines[++index]}`;

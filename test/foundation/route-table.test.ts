@@ -29,7 +29,7 @@ class StepLog {
   of(requestId: string): string[] {
     const found = this.requests.filter(({ ctx }) => ctx.get('x-request-id') === requestId);
     expect(found, `requests with X-Request-ID ${requestId}`).to.have.length(1);
-    return found[0].steps;
+    return found[0]!.steps;
   }
 
   /** What the requests since the last call ran: their number and every step of each. */
@@ -73,7 +73,7 @@ describe('one route table: the steps a request runs', function () {
     for (const [id, authorization] of [
       ['rt-introspect-basic', basic('route-table-app', secret)],
       ['rt-introspect-bearer', `Bearer ${token}`],
-    ]) {
+    ] as const) {
       const { status, body } = await postForm(
         server,
         '/introspect',

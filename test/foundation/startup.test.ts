@@ -26,7 +26,7 @@ describe('Start-up and configuration', function () {
       ['POLICY_POLL_MIN_SECONDS', '0'],
       ['STORE_URL', 'mysql://x'],
       ['SERVICE_SOFTWARE_STATEMENT_VERIFY', 'maybe'],
-    ]) {
+    ] as const) {
       const { status, stderr } = start({ [variable]: value });
       expect(status, variable).to.equal(1);
       expect(stderr.split('\n'), variable).to.have.length(1);
@@ -143,12 +143,12 @@ describe('Start-up and configuration', function () {
         .map((line) => JSON.parse(line) as { level: number; msg: string });
       const warnings = lines.filter((line) => line.msg.startsWith('ISSUER is http://'));
       expect(warnings, stdout).to.have.length(1);
-      expect(warnings[0].level, 'pino warn').to.equal(40);
-      expect(warnings[0].msg).to.contain('NODE_ENV=production').and.contain('https://');
+      expect(warnings[0]!.level, 'pino warn').to.equal(40);
+      expect(warnings[0]!.msg).to.contain('NODE_ENV=production').and.contain('https://');
       const metrics = lines.filter((line) => line.msg.startsWith('METRICS_TOKEN is not set'));
       expect(metrics, stdout).to.have.length(1);
-      expect(metrics[0].level, 'pino warn').to.equal(40);
-      expect(metrics[0].msg).to.contain('GET /metrics answers anyone');
+      expect(metrics[0]!.level, 'pino warn').to.equal(40);
+      expect(metrics[0]!.msg).to.contain('GET /metrics answers anyone');
       child.kill('SIGTERM');
       await once(child, 'exit');
     } finally {

@@ -91,7 +91,7 @@ describe('Back-Channel Logout 1.0', function () {
     expect(confirmation.status, confirmation.body).to.equal(200);
     const done = await agent.submitForm(confirmation, { logout: 'yes' });
     expect(done.status).to.equal(200);
-    const [token] = (await receiver.tokensReceived(before + 1)).slice(before);
+    const token = (await receiver.tokensReceived(before + 1)).slice(before)[0]!;
     await verifiedLogoutToken(token, idToken);
   });
 
@@ -106,7 +106,7 @@ describe('Back-Channel Logout 1.0', function () {
     const revoked = await server.admin('POST', `/subjects/${subject.id}/revoke-tokens`);
     expect(revoked.status, JSON.stringify(revoked.body)).to.equal(200);
     expect(revoked.body.logoutTokens).to.deep.equal({ delivered: 1, failed: 0 });
-    const [token] = (await receiver.tokensReceived(before + 1)).slice(before);
+    const token = (await receiver.tokensReceived(before + 1)).slice(before)[0]!;
     await verifiedLogoutToken(token, idToken);
 
     const audit = await server.admin(
@@ -177,7 +177,7 @@ describe('Back-Channel Logout from the upstream identity provider', function () 
     expect(confirmation.status, confirmation.body).to.equal(200);
     expect((await agent.submitForm(confirmation, { logout: 'yes' })).status).to.be.below(400);
 
-    const [token] = await receiver.tokensReceived(1);
+    const token = (await receiver.tokensReceived(1))[0]!;
     expect(decodeJwt(token)).to.include({ sub: 'una', aud: rp.clientId });
     expect((await userinfo()).status, 'the access token is revoked').to.equal(401);
   });
@@ -275,7 +275,7 @@ describe('Back-Channel Logout from the upstream identity provider, by sid alone'
     // The upstream answers its logout once Arbiter answered the token.
     expect(await vera.userinfo(), "vera's access token is revoked").to.equal(401);
     expect(await walt.userinfo(), "another user's is not").to.equal(200);
-    const [token] = await receiver.tokensReceived(1);
+    const token = (await receiver.tokensReceived(1))[0]!;
     expect(decodeJwt(token)).to.include({ sub: 'vera', aud: rp.clientId });
   });
 

@@ -65,7 +65,7 @@ describe('Answers that say what went wrong', function () {
       }
       // The same words for all of them: nothing tells which client exists in which tenant.
       expect(new Set(answers.map((answer) => answer.body.error_description)).size).to.equal(1);
-      expect(answers[0].body.error_description).not.to.contain(tenant);
+      expect(answers[0]!.body.error_description).not.to.contain(tenant);
 
       const named = await clientCredentials(
         server,
@@ -88,7 +88,7 @@ describe('Answers that say what went wrong', function () {
       );
       expect(wrongInTenant.status).to.equal(401);
       expect(wrongInTenant.body.error_description, 'a request that named its tenant gets no hint').to.equal(
-        withoutHint(answers[0]),
+        withoutHint(answers[0]!),
       );
     });
 

@@ -167,7 +167,7 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       ['/clients/js.json', 'javascript:alert(1)'],
       ['/clients/native.json', 'com.evil:/cb'],
       ['/clients/plain.json', 'http://evil.example/cb'],
-    ]) {
+    ] as const) {
       const clientId = documents.serve(path, { redirect_uris: [uri] });
       await refused(server, clientId, uri);
       expect(await server.store.collection('clients', '_default').findOne({ clientId }), uri).to.equal(null);

@@ -51,24 +51,24 @@ describe('DPoP nonces (RFC 9449 §8), per tenant', function () {
   }
 
   it('refuses a proof without a nonce with use_dpop_nonce and a DPoP-Nonce, then takes the proof with it', async function () {
-    const first = await token(strict, 'nonce-client', secrets.strict, await proof());
+    const first = await token(strict, 'nonce-client', secrets.strict!, await proof());
     expect(first.status, JSON.stringify(first.body)).to.equal(400);
     expect(first.body.error).to.equal('use_dpop_nonce');
     expect(first.nonce).to.be.a('string').and.not.equal('');
 
-    const second = await token(strict, 'nonce-client', secrets.strict, await proof(first.nonce!));
+    const second = await token(strict, 'nonce-client', secrets.strict!, await proof(first.nonce!));
     expect(second.status, JSON.stringify(second.body)).to.equal(200);
     expect(second.body.token_type).to.equal('DPoP');
   });
 
   it('refuses a nonce the server never gave', async function () {
-    const answer = await token(strict, 'nonce-client', secrets.strict, await proof('made-up-nonce'));
+    const answer = await token(strict, 'nonce-client', secrets.strict!, await proof('made-up-nonce'));
     expect(answer.status).to.equal(400);
     expect(answer.body.error).to.equal('use_dpop_nonce');
   });
 
   it('asks no nonce of the tenants it does not name', async function () {
-    const answer = await token(server, 'plain-client', secrets.plain, await proof());
+    const answer = await token(server, 'plain-client', secrets.plain!, await proof());
     expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
     expect(answer.body.token_type).to.equal('DPoP');
   });

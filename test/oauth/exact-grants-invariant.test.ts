@@ -230,7 +230,7 @@ function detailsWithin(actual: Detail[], allowed: Detail[], kind: string, what: 
 
 function idTokenClaims(idToken: unknown): Record<string, unknown> | null {
   if (typeof idToken !== 'string') return null;
-  return JSON.parse(Buffer.from(idToken.split('.')[1], 'base64url').toString('utf8')) as Record<string, unknown>;
+  return JSON.parse(Buffer.from(idToken.split('.')[1]!, 'base64url').toString('utf8')) as Record<string, unknown>;
 }
 
 /** Claims UserInfo (or an ID token) may show for `scopes`. */
@@ -293,7 +293,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
     for (const [path, content] of [
       ['arbiter/authorize/authorize.rego', AUTHORIZE_REGO],
       ['arbiter/token/token.rego', TOKEN_REGO],
-    ]) {
+    ] as const) {
       const saved = await server.admin('PUT', `/policy-rules/by-path?path=${encodeURIComponent(path)}`, {
         version: null,
         kind: 'rego',
@@ -566,7 +566,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
   function tampered(kind: Tamper, granted: Detail[]): Detail[] {
     if (kind === 'inflate' && granted.length)
       return granted.map((item) => ({ ...item, limit: Number(item.limit ?? 0) * 1000 + 1 }));
-    const missing = RAR_TYPES.find((type) => !granted.some((item) => item.type === type)) ?? RAR_TYPES[0];
+    const missing = RAR_TYPES.find((type) => !granted.some((item) => item.type === type)) ?? RAR_TYPES[0]!;
     return [...granted, { type: missing, actions: ['pay'], limit: 1_000_000 }];
   }
 
@@ -637,7 +637,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
     const sentDetails = step.tamper ? tampered(step.tamper, ceiling.details) : null;
     if (sentDetails) form.authorization_details = show(sentDetails);
     const decided = decide(
-      tokenSeed(SPA, 'authorization_code', form.resource_types),
+      tokenSeed(SPA, 'authorization_code', form.resource_types!),
       ceiling.scopes,
       sentDetails ?? ceiling.details,
     );
@@ -711,7 +711,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
       );
       const refreshed = await postForm(server, '/token', rform);
       const rDecided = decide(
-        tokenSeed(SPA, 'refresh_token', rform.resource_types),
+        tokenSeed(SPA, 'refresh_token', rform.resource_types!),
         requested,
         rDetails ?? heldDetails,
       );
@@ -767,7 +767,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
     if (step.scopes.length) form.scope = step.scopes.join(' ');
     if (step.resource) form.resource = step.resource;
     if (step.details.length) form.authorization_details = show(step.details);
-    const decided = decide(tokenSeed(M2M, 'client_credentials', form.resource_types), step.scopes, step.details);
+    const decided = decide(tokenSeed(M2M, 'client_credentials', form.resource_types!), step.scopes, step.details);
     trace.push(`#${n} POST /token ${show(form)}`);
     const response = await postForm(server, '/token', form, { Authorization: basic(M2M, m2mSecret) });
     trace.push(`#${n}   ${response.status} ${masked(response.body)}; decision (recomputed) ${show(decided)}`);

@@ -119,7 +119,7 @@ describe('OpenID Connect requests', () => {
       const interactive = await agent.authorize(rp, elsewhere);
 
       expect(await errorOf(silent)).to.include({ error: 'login_required', state: silent.state });
-      expect(interactive.upstreamRequests[0].searchParams.get('prompt'), 'a fresh sign-in upstream').to.equal('login');
+      expect(interactive.upstreamRequests[0]!.searchParams.get('prompt'), 'a fresh sign-in upstream').to.equal('login');
       expect(await errorOf(interactive)).to.include({ error: 'login_required', state: interactive.state });
     });
   });
@@ -141,7 +141,7 @@ describe('OpenID Connect requests', () => {
 
       const authorization = await agent.authorize(rp, { id_token_hint: other.tokens.id_token! });
 
-      expect(authorization.upstreamRequests[0].searchParams.get('prompt')).to.equal('login');
+      expect(authorization.upstreamRequests[0]!.searchParams.get('prompt')).to.equal('login');
       expect((await redeem(rp, authorization)).claims()!.sub).to.equal(other.idToken.sub);
     });
 
@@ -172,7 +172,7 @@ describe('OpenID Connect requests', () => {
     it('passes max_age upstream without a session, and asks for no fresh sign-in there', async () => {
       const authorization = await browser().authorize(rp, { max_age: '600' });
 
-      const upstream = authorization.upstreamRequests[0].searchParams;
+      const upstream = authorization.upstreamRequests[0]!.searchParams;
       expect(upstream.get('max_age')).to.equal('600');
       expect(upstream.has('prompt')).to.equal(false);
       expect((await redeem(rp, authorization, { maxAge: 600 })).claims()!.auth_time).to.be.a('number');
@@ -183,7 +183,7 @@ describe('OpenID Connect requests', () => {
     it("passes acr_values upstream and repeats the upstream's acr in the ID token", async () => {
       const authorization = await browser().authorize(rp, { acr_values: 'urn:example:loa:2 urn:example:loa:1' });
 
-      expect(authorization.upstreamRequests[0].searchParams.get('acr_values')).to.equal(
+      expect(authorization.upstreamRequests[0]!.searchParams.get('acr_values')).to.equal(
         'urn:example:loa:2 urn:example:loa:1',
       );
       expect((await redeem(rp, authorization)).claims()!.acr).to.equal('urn:example:loa:2');
@@ -202,7 +202,9 @@ describe('OpenID Connect requests', () => {
       const missed = await browser().authorize(rp, { acr_values: 'urn:example:loa:1', ...essential });
 
       expect((await redeem(rp, reached)).claims()!.acr).to.equal('urn:example:loa:3');
-      expect(missed.upstreamRequests[0].searchParams.get('acr_values')).to.equal('urn:example:loa:1 urn:example:loa:3');
+      expect(missed.upstreamRequests[0]!.searchParams.get('acr_values')).to.equal(
+        'urn:example:loa:1 urn:example:loa:3',
+      );
       expect(await errorOf(missed)).to.include({ error: 'unmet_authentication_requirements', state: missed.state });
     });
   });

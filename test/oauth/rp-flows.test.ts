@@ -176,7 +176,7 @@ describe('Grants with openid-client as the relying party', () => {
       expect(tokens.token_type.toLowerCase()).to.equal('bearer');
       expect(tokens.expires_in).to.be.a('number');
       expect(tokens.access_token, 'opaque, not a JWT').to.match(/^[A-Za-z0-9_-]+$/);
-      const header = JSON.parse(Buffer.from(tokens.id_token!.split('.')[0], 'base64url').toString());
+      const header = JSON.parse(Buffer.from(tokens.id_token!.split('.')[0]!, 'base64url').toString());
       expect(header.alg).to.equal('RS256');
       const idToken = decodeJwt(tokens.id_token!);
       expect(idToken).to.include({ iss: server.config.issuer, sub: 'alice', nonce: 'n-1' });

@@ -156,7 +156,11 @@ describe('Tokens die with their client and their user', function () {
         headers: { Authorization: `Bearer ${iat.body.token}` },
         json: { redirect_uris: [REDIRECT_URI], scope: 'openid profile email' },
       });
-      const client = (await registered.json()) as Record<string, string>;
+      const client = (await registered.json()) as {
+        client_id: string;
+        client_secret: string;
+        registration_access_token: string;
+      };
       expect(registered.status, JSON.stringify(client)).to.equal(201);
       const dcr: TestClient = { clientId: client.client_id, redirectUri: REDIRECT_URI, secret: client.client_secret };
       const tokens = await signIn(dcr, unique('ivy'));

@@ -44,17 +44,17 @@ function describeCompacted(
         expect(status).to.equal(200);
       }
       const raw = server.store.collection<StoredDoc>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT);
-      const stored = await Promise.all(requestIds.map(async (requestId) => (await raw.find({ requestId }))[0]));
+      const stored = await Promise.all(requestIds.map(async (requestId) => (await raw.find({ requestId }))[0]!));
       for (const entry of stored) {
         expect(entry, 'the policy input is not in the entry').not.to.have.property('policyInput');
         expect(entry.shape).to.be.a('string');
         expect(JSON.stringify(entry).length, 'the stored entry').to.be.below(400);
       }
-      expect(stored[0].shape, 'two alike requests share one shape').to.equal(stored[1].shape);
+      expect(stored[0]!.shape, 'two alike requests share one shape').to.equal(stored[1]!.shape);
       const shapes = server.store.collection<StoredDoc>(AUDIT_SHAPES_COLLECTION, DEFAULT_TENANT);
-      expect(await shapes.get(stored[0].shape as string)).to.not.equal(null);
+      expect(await shapes.get(stored[0]!.shape as string)).to.not.equal(null);
 
-      const [entry] = await listed(server, 'audit-size-b');
+      const entry = (await listed(server, 'audit-size-b'))[0]!;
       expect(entry.policyInput).to.deep.include({ tenant: DEFAULT_TENANT });
       expect((entry.policyInput as { client: { client_id: string } }).client.client_id).to.equal(CLIENT);
       const time = (entry.policyInput as { time: string }).time;
@@ -72,7 +72,7 @@ function describeCompacted(
     });
 
     it('an entry written whole before compaction still reads and replays', async function () {
-      const [recent] = await listed(server, 'audit-size-a');
+      const recent = (await listed(server, 'audit-size-a'))[0]!;
       const { id: _id, createdAt: _createdAt, ...fields } = recent;
       const old = { ...fields, id: 990_000_001, createdAt: new Date().toISOString(), requestId: 'audit-size-old' };
       await server.store.collection<AuditEntry>(AUDIT_LOG_COLLECTION, DEFAULT_TENANT).insert(old as AuditEntry);
@@ -156,7 +156,7 @@ describe('Audit log sized for production', function () {
         ['from=2026-11-27T09:00', 'from'],
         ['to=yesterday', 'to'],
         ['from=2026-11-27T10:00Z&to=2026-11-27T09:00Z', 'from'],
-      ]) {
+      ] as const) {
         const { status, body } = await list(query);
         expect(status, query).to.equal(400);
         expect(JSON.stringify(body), query).to.include(field);

@@ -369,8 +369,8 @@ function describeBurst(storeKind: 'sqlite' | 'mongodb'): void {
       for (const { requestId, endpoint, status } of answered) {
         const mine = found.get(requestId)!;
         expect(mine, requestId).to.have.length(1);
-        expect(mine[0].endpoint, requestId).to.equal(endpoint);
-        expect(mine[0].requestSummary.status, requestId).to.equal(status);
+        expect(mine[0]!.endpoint, requestId).to.equal(endpoint);
+        expect(mine[0]!.requestSummary.status, requestId).to.equal(status);
       }
       const ids = entries.map((entry) => entry.id);
       expect(new Set(ids).size, 'unique ids').to.equal(ids.length);

@@ -229,7 +229,7 @@ describe('The arbiter command line, schema versions, backup and restore', functi
     await planted.close();
     copyFileSync(join(dir, 'live.db'), join(dir, 'planted.db'));
     const changed = readFileSync(join(dir, 'copy.db'));
-    changed[Math.floor(changed.length / 2)] ^= 0x01;
+    changed[Math.floor(changed.length / 2)]! ^= 0x01;
     writeFileSync(join(dir, 'changed.db'), changed);
 
     for (const [file, env, why] of [

@@ -20,7 +20,7 @@ describe('Container image', function () {
     expect(argument('OPA_VERSION'), 'scripts/install-opa.sh OPA_VERSION').to.equal(
       scriptSetting('install-opa.sh', 'OPA_VERSION'),
     );
-    const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((match) => match[1].split(' '));
+    const copied = [...dockerfile.matchAll(/^COPY (?!--from)(.+) \S+$/gm)].flatMap((match) => match[1]!.split(' '));
     expect(copied).to.include.members(['package.json', 'config', 'policies', 'src']);
     for (const source of copied) expect(existsSync(projectPath(source)), `COPY ${source}`).to.equal(true);
     const finalStage = dockerfile.slice(dockerfile.lastIndexOf('\nFROM '));

@@ -98,7 +98,7 @@ describe('Signing-key and sealing-key rotation', function () {
     expect(await arbiter(env, 'rotate-signing-key')).to.include({ action: 'published-next' });
     await eventually(async () => (await kids()).length === 2);
     const [, next] = await kids();
-    expect((await jwks()).keys[1].key_ops, 'published, not signing').to.deep.equal(['verify']);
+    expect((await jwks()).keys[1]!.key_ops, 'published, not signing').to.deep.equal(['verify']);
     expect(kidOf(await idToken(spa)), 'the next key does not sign yet').to.equal(first);
 
     expect(await arbiter(env, 'rotate-signing-key')).to.include({ action: 'promoted-next' });
@@ -111,7 +111,7 @@ describe('Signing-key and sealing-key rotation', function () {
     expect(await kids()).to.include(first);
 
     // Once the retiring key's tokens have expired, the next rotation step drops it.
-    const store = await openArbiterStore(env.STORE_URL);
+    const store = await openArbiterStore(env.STORE_URL!);
     try {
       const later = new Date(Date.now() + 2 * 86_400_000);
       const step = await rotateSigningKey(store, await Sealer.open(store, null), { retireAfterSeconds: 0, now: later });

@@ -99,9 +99,9 @@ describe('two nodes on one PostgreSQL store', function () {
       expect(await activeOnB(issued.body.access_token)).to.equal(true);
       return issued.body.access_token as string;
     };
-    const [disabled, deleted, revoked] = await Promise.all(
+    const [disabled, deleted, revoked] = (await Promise.all(
       ['gone-disabled', 'gone-deleted', 'gone-revoked'].map(tokenOf),
-    );
+    )) as [string, string, string];
     const record = (await a.admin('GET', '/clients/gone-disabled')).body;
     const { id: _id, createdAt: _created, updatedAt: _updated, ...fields } = record;
     expect((await a.admin('PUT', '/clients/gone-disabled', { ...fields, enabled: false })).status).to.equal(200);

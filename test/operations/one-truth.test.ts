@@ -79,7 +79,7 @@ describe('One truth across workers and restarts: shadow differences and activity
     expect(shadow.status, JSON.stringify(shadow.body)).to.equal(201);
     const secret = await confidentialClient(server, 'one-truth-svc', { scopes: ['read', 'write'] });
     for (let index = 0; index < REQUESTS; index += 1) {
-      const answer = await workers[index % 2].request('/token', {
+      const answer = await workers[index % 2]!.request('/token', {
         method: 'POST',
         headers: { ...FORM, authorization: basic('one-truth-svc', secret) },
         body: 'grant_type=client_credentials&scope=read%20write',
@@ -87,16 +87,16 @@ describe('One truth across workers and restarts: shadow differences and activity
       expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
     }
     // Each worker evaluates its own half off the request path; once all are in, both must say so.
-    await eventually(async () => (await shadowView(workers[0])).evaluated >= REQUESTS, 60_000);
-    await eventually(async () => (await shadowView(workers[1])).narrower >= REQUESTS, 60_000);
-    const [first, second] = [await shadowView(workers[0]), await shadowView(workers[1])];
+    await eventually(async () => (await shadowView(workers[0]!)).evaluated >= REQUESTS, 60_000);
+    await eventually(async () => (await shadowView(workers[1]!)).narrower >= REQUESTS, 60_000);
+    const [first, second] = [await shadowView(workers[0]!), await shadowView(workers[1]!)];
     expect(first).to.deep.equal(second);
     expect(first.narrower).to.equal(REQUESTS);
     expect(first.differences).to.have.length(REQUESTS);
     expect(first.differences.every((difference) => difference.endsWith(' narrower'))).to.equal(true);
 
-    await eventually(async () => (await tokenActivity(workers[1])) >= REQUESTS, 30_000);
-    expect(await tokenActivity(workers[0])).to.equal(await tokenActivity(workers[1]));
+    await eventually(async () => (await tokenActivity(workers[1]!)) >= REQUESTS, 30_000);
+    expect(await tokenActivity(workers[0]!)).to.equal(await tokenActivity(workers[1]!));
   });
 
   it("reports one worker's failing decisions in every worker's /healthz", async function () {
@@ -120,14 +120,14 @@ describe('One truth across workers and restarts: shadow differences and activity
         })
       ).status;
     // Only worker 0 gets the failing traffic (once the rule is in force there, the answer is a 503).
-    await eventually(async () => (await failingOn(workers[0])) === 503, 30_000);
-    expect(await failingOn(workers[0])).to.equal(503);
+    await eventually(async () => (await failingOn(workers[0]!)) === 503, 30_000);
+    expect(await failingOn(workers[0]!)).to.equal(503);
     const tokenFault = async (worker: WorkerConnection) =>
       ((await worker.request('/healthz')).body.policyFaults ?? []).find(
         (fault: { point: string }) => fault.point === 'token',
       );
-    await eventually(async () => (await tokenFault(workers[1]))?.failed >= 2, 30_000);
-    const [first, second] = [await tokenFault(workers[0]), await tokenFault(workers[1])];
+    await eventually(async () => (await tokenFault(workers[1]!))?.failed >= 2, 30_000);
+    const [first, second] = [await tokenFault(workers[0]!), await tokenFault(workers[1]!)];
     expect(second.error).to.contain('eval_conflict_error');
     expect({ ...first, at: null }).to.deep.equal({ ...second, at: null });
     const removed = await server.admin('DELETE', `/policy-rules/${written.body.id}`);
@@ -136,8 +136,8 @@ describe('One truth across workers and restarts: shadow differences and activity
 
   it('keeps them across a restart of the whole server on the same store', async function () {
     this.timeout(120_000);
-    const before = await shadowView(workers[0]);
-    const activityBefore = await tokenActivity(workers[0]);
+    const before = await shadowView(workers[0]!);
+    const activityBefore = await tokenActivity(workers[0]!);
     for (const worker of workers) worker.close();
     await server.close();
     server = await startProcessServer(env);

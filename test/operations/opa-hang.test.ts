@@ -54,7 +54,7 @@ describe('A hung managed OPA', function () {
     expect((await token()).status).to.equal(200);
     const before = ours();
     expect(before, 'one managed OPA').to.have.length(1);
-    process.kill(before[0], 'SIGSTOP');
+    process.kill(before[0]!, 'SIGSTOP');
     try {
       let slowestProbeMs = 0;
       const deadline = Date.now() + 40_000;
@@ -72,7 +72,7 @@ describe('A hung managed OPA', function () {
       expect(slowestProbeMs, 'every /readyz answered within about a second').to.be.below(2000);
     } finally {
       try {
-        process.kill(before[0], 'SIGCONT');
+        process.kill(before[0]!, 'SIGCONT');
       } catch {
         // killed by the watchdog, as it should be
       }

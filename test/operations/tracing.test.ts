@@ -76,7 +76,7 @@ function spansOf(request: any): ReceivedSpan[] {
 function plain(attributes: OtlpAttribute[] = []): Record<string, unknown> {
   return Object.fromEntries(
     attributes.map(({ key, value }) => {
-      const [kind, given] = Object.entries(value)[0];
+      const [kind, given] = Object.entries(value)[0]!;
       return [key, kind === 'intValue' ? Number(given) : given];
     }),
   );
@@ -192,7 +192,7 @@ describe('tracing', function () {
     });
     expect(refused.status).to.be.within(300, 499);
     await traceOf(caller.traceId);
-    const [authorize] = (await traceOf(query.traceId)).filter((span) => span.kind === SERVER_KIND);
+    const authorize = (await traceOf(query.traceId)).filter((span) => span.kind === SERVER_KIND)[0]!;
     expect(authorize.attributes['url.path']).to.equal('/authorize');
     const everything = receiver.bodies.join('\n');
     for (const secretValue of [
@@ -215,7 +215,7 @@ describe('tracing', function () {
       { traceparent: caller.header },
     );
     expect(refused.status).to.equal(401);
-    const [request] = (await traceOf(caller.traceId)).filter((span) => span.kind === SERVER_KIND);
+    const request = (await traceOf(caller.traceId)).filter((span) => span.kind === SERVER_KIND)[0]!;
     expect(request.attributes['http.response.status_code']).to.equal(401);
     expect(request.status?.code ?? 0, 'a 4xx is not a server error').to.not.equal(ERROR_STATUS);
   });
@@ -254,7 +254,7 @@ describe('tracing', function () {
     const caller = traceparent();
     const path = `/made-up/${'a'.repeat(3000)}`;
     expect((await server.request(path, { headers: { traceparent: caller.header } })).status).to.equal(404);
-    const [request] = await traceOf(caller.traceId);
+    const request = (await traceOf(caller.traceId))[0]!;
     expect(request.name, 'an unknown endpoint is named by its method').to.equal('GET');
     expect(request.attributes['arbiter.endpoint']).to.equal('other');
     expect(request.attributes['url.path']).to.equal(path.slice(0, 1024));

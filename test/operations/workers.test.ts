@@ -19,13 +19,14 @@ import {
  */
 describe('WORKERS=2: one server as two worker processes', function () {
   let server: ProcessServer;
-  let workers: WorkerConnection[];
+  let workers: [WorkerConnection, WorkerConnection];
 
   before(async function () {
     this.timeout(120_000);
     // Its own server: it kills a worker. Info-level lines say what the primary compiled; a long keep-alive keeps connections with their worker.
     server = await startProcessServer({ LOG_LEVEL: 'info', ACCESS_LOG: 'false', HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000' });
-    workers = await connectionsToWorkers(server.url, 2);
+    const [first, second] = await connectionsToWorkers(server.url, 2);
+    workers = [first!, second!];
     // The standby loads its code once every worker is up: timed tests begin after it, not beside it.
     await eventually(async () => (await workers[0].request('/healthz')).body.workers.standby === 'ready', 90_000);
   });
@@ -52,7 +53,7 @@ describe('WORKERS=2: one server as two worker processes', function () {
       return []; // pgrep exits 1 when nothing matches
     }
   };
-  const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+  const parentOf = (pid: number) => Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
 
   it('answers from two worker processes of one primary, and /healthz lists both', async function () {
     const [a, b] = workers;
@@ -100,7 +101,7 @@ describe('WORKERS=2: one server as two worker processes', function () {
       }),
     );
     for (const [index, ms] of inForceAfter.entries())
-      expect(ms, `worker ${workers[index].id}: in force after ${ms} ms`).to.be.at.most(1500);
+      expect(ms, `worker ${workers[index]!.id}: in force after ${ms} ms`).to.be.at.most(1500);
 
     // Both workers decide the new revision in process, from the one compilation the primary made.
     const revision = await inForceEverywhere();
@@ -108,7 +109,7 @@ describe('WORKERS=2: one server as two worker processes', function () {
       (line) => line.msg === 'policy revision compiled to Wasm once for every worker' && line.revision === revision,
     );
     expect(compilations, 'compilations of the new revision').to.have.length(1);
-    expect(compilations[0].component).to.equal('primary');
+    expect(compilations[0]!.component).to.equal('primary');
   });
 
   /** Changes the default policy data entry `oauth` through the Admin API (any worker). */
@@ -265,7 +266,7 @@ describe('WORKERS=2: one server as two worker processes', function () {
       logLines().filter((line) => line.msg?.startsWith('a worker stopped unexpectedly')),
       'the death is logged',
     ).to.have.length(1);
-    const [replaced] = logLines().filter((line) => line.msg === "a dead worker's replacement answers requests");
+    const replaced = logLines().filter((line) => line.msg === "a dead worker's replacement answers requests")[0]!;
     expect(replaced.msSinceDeath, 'logged with its delay').to.be.a('number').and.below(5_000);
     // And the next standby is forked, for the next death.
     await eventually(async () => (await health(survivor)).workers.standby !== 'none', 10_000);
@@ -285,13 +286,14 @@ describe('WORKERS=2: one server as two worker processes', function () {
 
 describe('WORKERS=2: the auth-failure throttle counts across workers', function () {
   let server: ProcessServer;
-  let workers: WorkerConnection[];
+  let workers: [WorkerConnection, WorkerConnection];
 
   before(async function () {
     this.timeout(120_000);
     // Its own server: a low failure limit.
     server = await startProcessServer({ AUTH_FAILURE_LIMIT: '4', HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000' });
-    workers = await connectionsToWorkers(server.url, 2);
+    const [first, second] = await connectionsToWorkers(server.url, 2);
+    workers = [first!, second!];
   });
 
   after(async function () {

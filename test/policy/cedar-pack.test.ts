@@ -87,7 +87,7 @@ describe('the Cedar example pack', function () {
   });
 
   it('leaves no Cedar policy of docs/policy.md that Cedar cannot parse', function () {
-    const blocks = [...readDocs().matchAll(/```cedar\n([\s\S]*?)\n```\n/g)].map((match) => match[1]);
+    const blocks = [...readDocs().matchAll(/```cedar\n([\s\S]*?)\n```\n/g)].map((match) => match[1]!);
     expect(blocks.length).to.be.greaterThan(2);
     for (const text of blocks) {
       const parts = cedar.policySetTextToParts(text);

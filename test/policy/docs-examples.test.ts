@@ -167,7 +167,7 @@ function block(value: unknown, indent: string): string {
   for (const member of members) {
     const last = lines.length - 1;
     const joined = last >= 0 ? `${lines[last]}, ${member}` : '';
-    if (last >= 0 && !member.includes('\n') && !lines[last].includes('\n') && inner.length + joined.length <= WIDTH)
+    if (last >= 0 && !member.includes('\n') && !lines[last]!.includes('\n') && inner.length + joined.length <= WIDTH)
       lines[last] = joined;
     else lines.push(member);
   }

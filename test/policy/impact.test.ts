@@ -59,8 +59,8 @@ describe('Policy impact analysis and shadow policies', function () {
       ['writer', 'read write'],
       ['reader', 'read'],
       ['writer', 'write'],
-    ]) {
-      const answer = await clientCredentials(tenant, clientId, secrets[`${name} ${clientId}`], { scope }, headers);
+    ] as const) {
+      const answer = await clientCredentials(tenant, clientId, secrets[`${name} ${clientId}`]!, { scope }, headers);
       expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
     }
     // Every entry is written before its answer goes out: the traffic is all in the audit log now.
@@ -122,7 +122,7 @@ describe('Policy impact analysis and shadow policies', function () {
       const live = await clientCredentials(
         tenantA,
         'writer',
-        secrets['impact-a writer'],
+        secrets['impact-a writer']!,
         { scope: 'read write' },
         {
           'X-Tenant-Id': 'impact-a',
@@ -330,7 +330,7 @@ describe('Policy impact analysis and shadow policies', function () {
       const refused = await clientCredentials(
         tenantB,
         'reader',
-        secrets['impact-b reader'],
+        secrets['impact-b reader']!,
         { scope: 'write' },
         {
           'X-Tenant-Id': 'impact-b',
@@ -375,7 +375,7 @@ describe('Policy impact analysis and shadow policies', function () {
       const made = Array.from({ length: 700 }, (_, index) => ({
         ...SAMPLE_ENTRY,
         id: 800_000_000 + index,
-        createdAt: times[index < 300 ? 0 : index < 650 ? 1 : 2],
+        createdAt: times[index < 300 ? 0 : index < 650 ? 1 : 2]!,
         policyDecision: { allow: true, point: 'token' },
         policyInput: { index },
       }));
@@ -535,7 +535,7 @@ describe('Policy impact analysis and shadow policies', function () {
       const live = await clientCredentials(
         tenantA,
         'writer',
-        secrets['impact-a writer'],
+        secrets['impact-a writer']!,
         { scope: 'read write' },
         {
           'X-Tenant-Id': 'impact-a',

@@ -500,7 +500,7 @@ describe('Hostile input (property-based, fast-check)', function () {
     }
     const rotated = await postForm(server, '/token', {
       grant_type: 'refresh_token',
-      refresh_token: refreshTokens[0],
+      refresh_token: refreshTokens[0]!,
       client_id: spa.clientId,
     });
     if (rotated.status !== 200) throw new Error(`refresh failed: ${JSON.stringify(rotated.body)}`);
@@ -520,11 +520,11 @@ describe('Hostile input (property-based, fast-check)', function () {
     };
     const [app, rs, appInTenant] = confidential;
     accessTokens.push(
-      await cc(app.clientId, app.secret, { scope: 'read' }),
-      await cc(app.clientId, app.secret, { scope: 'read', resource: 'https://api.fuzz.test/' }),
-      await cc(appInTenant.clientId, appInTenant.secret, { scope: 'read' }, 'fuzz-t'),
+      await cc(app!.clientId, app!.secret, { scope: 'read' }),
+      await cc(app!.clientId, app!.secret, { scope: 'read', resource: 'https://api.fuzz.test/' }),
+      await cc(appInTenant!.clientId, appInTenant!.secret, { scope: 'read' }, 'fuzz-t'),
     );
-    const callerTokens = [await cc(rs.clientId, rs.secret, { scope: 'introspection' })];
+    const callerTokens = [await cc(rs!.clientId, rs!.secret, { scope: 'introspection' })];
 
     return {
       issuer,
@@ -840,7 +840,7 @@ describe('Hostile input (property-based, fast-check)', function () {
   it('POST /introspect', async function () {
     const caller = fc.oneof(
       { weight: 3, arbitrary: fc.constantFrom(...fx.callerTokens).map((token) => `Bearer ${token}`) },
-      { weight: 2, arbitrary: fc.constant(basic(fx.confidential[1].clientId, fx.confidential[1].secret)) },
+      { weight: 2, arbitrary: fc.constant(basic(fx.confidential[1]!.clientId, fx.confidential[1]!.secret)) },
       { weight: 3, arbitrary: authorizationHeader(fx) },
     );
     const context = fc.oneof(
@@ -887,7 +887,7 @@ describe('Hostile input (property-based, fast-check)', function () {
   /** The parameters of an authorization request, valid-looking or hostile. */
   function authorizeParameters(): fc.Arbitrary<Pairs> {
     const clientId = fc.oneof(
-      { weight: 6, arbitrary: fc.constantFrom(...fx.publicClients, fx.confidential[0].clientId) },
+      { weight: 6, arbitrary: fc.constantFrom(...fx.publicClients, fx.confidential[0]!.clientId) },
       {
         weight: 1,
         arbitrary: fc.constantFrom(
@@ -968,7 +968,7 @@ describe('Hostile input (property-based, fast-check)', function () {
                 ['code_challenge_method', 'S256'],
               ],
               [
-                ['client_id', fx.confidential[0].clientId],
+                ['client_id', fx.confidential[0]!.clientId],
                 ['redirect_uri', fx.redirectUris[1]],
               ],
             )
@@ -1365,7 +1365,7 @@ describe('Hostile input (property-based, fast-check)', function () {
 
   /** A valid-looking request to each endpoint family, for the families that vary one aspect of it. */
   function baseRequest(): fc.Arbitrary<Req> {
-    const [app] = fx.confidential;
+    const app = fx.confidential[0]!;
     const appBasic = basic(app.clientId, app.secret);
     return fc.constantFrom<Req>(
       {
@@ -1458,7 +1458,7 @@ describe('Hostile input (property-based, fast-check)', function () {
   });
 
   it('repeated parameters in query strings and forms are refused', async function () {
-    const [app] = fx.confidential;
+    const app = fx.confidential[0]!;
     const tokenForm = parameters(
       {
         grant_type: fc.constantFrom('client_credentials', 'authorization_code', 'refresh_token'),
@@ -1641,7 +1641,7 @@ describe('Hostile input (property-based, fast-check)', function () {
         '{"resourceServerId":1e400,"resourceTypeId":-0,"resourceIdentifier":"x"}',
       ),
     );
-    const [app] = fx.confidential;
+    const app = fx.confidential[0]!;
     await property(
       fc
         .record({
@@ -1688,7 +1688,7 @@ describe('Hostile input (property-based, fast-check)', function () {
     const requests = fc.oneof(
       form(
         '/token',
-        basic(app.clientId, app.secret),
+        basic(app!.clientId, app!.secret),
         fc.tuple(fc.constantFrom(...fx.rarTypes), deep).map(([type, value]): Pairs => [
           ['grant_type', 'client_credentials'],
           ['authorization_details', `[{"type":"${type}","deep":${value}}]`],
@@ -1704,7 +1704,7 @@ describe('Hostile input (property-based, fast-check)', function () {
       ),
       form(
         '/introspect',
-        basic(rs.clientId, rs.secret),
+        basic(rs!.clientId, rs!.secret),
         fc.tuple(fc.constantFrom(...fx.accessTokens), deep).map(([token, value]): Pairs => [
           ['token', token],
           ['context', `{"deep":${value}}`],
@@ -1794,7 +1794,7 @@ describe('Hostile input (property-based, fast-check)', function () {
       },
       { method: 'POST', path: '/userinfo', type: FORM, prefix: 'access_token=' },
     );
-    const [app] = fx.confidential;
+    const app = fx.confidential[0]!;
     await property(
       fc
         .record({ endpoint, extra: fc.constantFrom(1, 4096, 512 * 1024), chunked: fc.boolean() })

@@ -15,9 +15,10 @@ export interface Fixtures {
   confidential: { clientId: string; secret: string; tenant?: string }[];
   /** A client that authenticates with client_secret_post only. */
   postClient: { clientId: string; secret: string };
-  publicClients: string[];
+  publicClients: [string, ...string[]];
   jwtClient: string;
-  redirectUris: string[];
+  /** A public client's, then a confidential one's. */
+  redirectUris: [string, string, ...string[]];
   scopes: string[];
   resources: string[];
   typeUris: string[];
@@ -403,8 +404,11 @@ export function repeatSome(
     .map(([base, picks, adjacent]) => {
       const result: Pairs = [...base];
       for (const [index, extra, others] of picks) {
-        const [name, value] = base[index % base.length];
-        const copies: Pairs = Array.from({ length: extra }, (_, copy) => [name, copy === 0 ? value : others[copy - 1]]);
+        const [name, value] = base[index % base.length]!;
+        const copies: Pairs = Array.from({ length: extra }, (_, copy) => [
+          name,
+          copy === 0 ? value : others[copy - 1]!,
+        ]);
         if (adjacent) result.splice(result.findIndex(([taken]) => taken === name) + 1, 0, ...copies);
         else result.push(...copies);
       }
@@ -732,7 +736,7 @@ function validForSchema(schema: Schema, fx: Fixtures, field: string): fc.Arbitra
     else if (type === 'object') options.push(objectValue(schema, fx));
     else options.push(stringFor(schema, fx, field));
   }
-  return options.length === 1 ? options[0] : fc.oneof(...options);
+  return options.length === 1 ? options[0]! : fc.oneof(...options);
 }
 
 function objectValue(schema: Schema, fx: Fixtures): fc.Arbitrary<unknown> {

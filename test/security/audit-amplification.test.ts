@@ -172,15 +172,15 @@ describe('Audit amplification by callers nobody authenticated', function () {
       expect(admitted.filter(Boolean), 'full entries').to.have.length(3);
       budget.close();
       expect(written, 'one node-wide entry').to.have.length(1);
-      expect(written[0].ip).to.equal(null);
-      expect(written[0].requestSummary).to.deep.include({
+      expect(written[0]!.ip).to.equal(null);
+      expect(written[0]!.requestSummary).to.deep.include({
         kind: 'aggregated',
         count: 47,
         address: '*',
         endpoints: { '/authorize': 24, '/token': 23 },
         statuses: { 400: 24, 401: 23 },
       });
-      expect(written[0].requestSummary.addressSample).to.have.length(10);
+      expect(written[0]!.requestSummary.addressSample).to.have.length(10);
       expect(callerAddress('2001:db8:1:2:3:4:5:6')).to.equal(callerAddress('2001:db8:1:2:ffff::1'));
     });
   });
@@ -211,7 +211,7 @@ describe('Audit amplification by callers nobody authenticated', function () {
         );
         return aggregated.reduce((total, entry) => total + entry.requestSummary.count, 0) >= 25;
       }, 30_000);
-      const [first] = aggregated;
+      const first = aggregated[0]!;
       expect(first.endpoint).to.equal('/userinfo');
       expect(first.requestSummary).to.include({ kind: 'aggregated', address: '127.0.0.41' });
       expect(first.requestSummary.statuses).to.have.property('401');

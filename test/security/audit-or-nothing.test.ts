@@ -182,9 +182,9 @@ describe('(FerretDB over PostgreSQL)', function () {
     () => readyServer({ STORE_URL: mongo.uri(database) }),
     async () => {
       // FerretDB keeps a collection as a table of the database's schema: a trigger makes its inserts fail.
-      const [[schema, table]] = mongo.postgresqlQuery(
+      const [schema, table] = mongo.postgresqlQuery(
         `SELECT table_schema, table_name FROM information_schema.tables WHERE table_schema = '${database}' AND table_name LIKE '${physicalName(AUDIT_LOG_COLLECTION.name)}%'`,
-      );
+      )[0]!;
       mongo.postgresqlQuery(
         `CREATE OR REPLACE FUNCTION refuse_audit() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'refused'; END $$`,
       );

@@ -140,7 +140,7 @@ function crashSafetyOn(store: CrashStore) {
         expect(issued.status).to.equal(201);
         initialAccessTokens.push(((await issued.json()) as { token: string }).token);
       }
-      const [firstFolder] = opaFolders();
+      const firstFolder = opaFolders()[0]!;
       const firstOpa = Number(readFileSync(join(tempDir, firstFolder, 'opa.pid'), 'utf8'));
 
       const createdClients: string[] = [];
@@ -290,7 +290,7 @@ async function eachInLanes<T>(items: T[], check: (item: T) => Promise<void>, lan
   let next = 0;
   const lane = async () => {
     while (next < items.length) {
-      const item = items[next];
+      const item = items[next]!;
       next += 1;
       await check(item);
     }

@@ -57,7 +57,7 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
     server = await readyServer({ POLICY_DECISION_TIMEOUT_MS: String(BUDGET_MS), POLICY_CHECK_RECORDED_INPUTS: '0' });
     for (const id of ['costly-client', 'bystander'])
       secrets[id] = await confidentialClient(server, id, { scopes: ['read'] });
-    const first = await clientCredentials(server, 'bystander', secrets.bystander, { scope: 'read' });
+    const first = await clientCredentials(server, 'bystander', secrets.bystander!, { scope: 'read' });
     expect(first.status, JSON.stringify(first.body)).to.equal(200);
 
     await writeCostlyRule(server);
@@ -85,7 +85,7 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
   it("answers the costly client's /token 503 naming the point within the budget, serves the others, and /livez stays fast", async function () {
     const timed = async (clientId: string) => {
       const started = performance.now();
-      const answer = await clientCredentials(server, clientId, secrets[clientId], { scope: 'read' });
+      const answer = await clientCredentials(server, clientId, secrets[clientId]!, { scope: 'read' });
       return { ...answer, ms: performance.now() - started };
     };
     const work = async () => {
@@ -121,7 +121,7 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
   });
 
   it('fails the costly decision closed on later requests too, as the policy fault of its point in /healthz', async function () {
-    const answer = await clientCredentials(server, 'costly-client', secrets['costly-client'], { scope: 'read' });
+    const answer = await clientCredentials(server, 'costly-client', secrets['costly-client']!, { scope: 'read' });
     expect(answer.status).to.equal(503);
     const health = (await (await server.request('/healthz')).json()) as { policyFaults?: { point: string }[] };
     expect(JSON.stringify(health)).to.include('POLICY_DECISION_TIMEOUT_MS');

@@ -90,7 +90,7 @@ describe('Perimeter: repeated parameters', function () {
       ['/token', 'grant_type=client_credentials&grant_type=client_credentials'],
       ['/token', 'grant_type=authorization_code&code=a&code=b&client_id=some-public-app'],
       ['/introspect', 'token=a&token=b'],
-    ]) {
+    ] as const) {
       const response = await server.request(path, {
         method: 'POST',
         headers: { ...FORM, Authorization: basic('repeat-svc', secret) },

@@ -69,7 +69,7 @@ function expectLoopFree(probes: LivezProbe[], atLeast = 11): void {
 /** The figures reported: probes, the longest wait for the loop, and the raw latencies. */
 function described(probes: LivezProbe[]): string {
   const latencies = probes.map((probe) => probe.ms).sort((a, b) => a - b);
-  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))].toFixed(1);
+  const at = (q: number) => latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * q))]!.toFixed(1);
   return `${probes.length} probes, longest wait for the event loop ${Math.max(...loopDelays(probes)).toFixed(1)} ms; latency p50 ${at(0.5)} ms, p99 ${at(0.99)} ms, max ${at(1)} ms`;
 }
 
@@ -102,7 +102,7 @@ describe('Hostile: policy code that is costly to evaluate', function () {
   const probing = <T>(work: Promise<T>) => probingLivez(server, work, PAUSE_MS);
 
   async function token(clientId: string): Promise<void> {
-    const answer = await clientCredentials(tenant, clientId, secrets[clientId], { scope: 'read' });
+    const answer = await clientCredentials(tenant, clientId, secrets[clientId]!, { scope: 'read' });
     expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
   }
 
@@ -113,7 +113,7 @@ describe('Hostile: policy code that is costly to evaluate', function () {
    */
   async function recordedThenHidden(clientId: string, count: number): Promise<void> {
     for (let n = 0; n < count; n += 1) await token(clientId);
-    const other = await clientCredentials(tenant, clientId, secrets[clientId], { scope: 'other' });
+    const other = await clientCredentials(tenant, clientId, secrets[clientId]!, { scope: 'other' });
     expect(other.status, JSON.stringify(other.body)).to.equal(200);
     await token('cheap');
   }

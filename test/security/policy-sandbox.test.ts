@@ -49,7 +49,7 @@ function managedOpaPids(): number[] {
     .filter((entry) => /^\d+$/.test(entry))
     .filter((pid) => {
       try {
-        const parent = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+        const parent = Number(readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')[1]);
         const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
         return parent === process.pid && command.includes('run') && command.includes('--server');
       } catch {

@@ -99,9 +99,11 @@ describe('Revocation races: nothing outlives what it hangs on', function () {
       const spa = await registerPublicClient(server, REDIRECT_URI, { clientId: unique('web') });
       const login = unique('dan');
       const tokens = await signIn(spa, login);
-      const [subject] = (await server.admin('GET', `/subjects?q=${encodeURIComponent(login)}`)).body as {
-        id: number;
-      }[];
+      const subject = (
+        (await server.admin('GET', `/subjects?q=${encodeURIComponent(login)}`)).body as {
+          id: number;
+        }[]
+      )[0]!;
       // The access and refresh tokens as a request that looked the user up before the revocation
       // would write them after its sweep: taken from the store, put back once it has swept.
       const artefacts = server.store.collection(OIDC_COLLECTION, '_default');

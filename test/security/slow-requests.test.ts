@@ -21,7 +21,7 @@ function slowSender(server: TestServer, head: string, trickle: string): { socket
     let at = 0;
     const timer = setInterval(() => {
       if (socket.destroyed || at >= trickle.length) return clearInterval(timer);
-      socket.write(trickle[at++]);
+      socket.write(trickle[at++]!);
     }, 100);
     socket.once('close', () => clearInterval(timer));
   });

@@ -221,7 +221,7 @@ describe('Store loss', function () {
         error_description: "the store's database file /data/arbiter.db is missing",
       });
       expect(lines).to.have.length(1);
-      const entry = JSON.parse(lines[0]);
+      const entry = JSON.parse(lines[0]!);
       expect(entry).to.include({
         level: 50,
         msg: "store unavailable: the store's database file /data/arbiter.db is missing",

@@ -84,7 +84,7 @@ describe('Signing keys per tenant', function () {
   before(async function () {
     dir = mkdtempSync(join(tmpdir(), 'arbiter-tenant-keys-'));
     env = { STORE_URL: `sqlite:${join(dir, 'arbiter.db')}`, SIGNING_KEY_REFRESH_SECONDS: '1', TENANTS: ACME };
-    store = await openArbiterStore(env.STORE_URL);
+    store = await openArbiterStore(env.STORE_URL!);
     await storeOfAnEarlierRelease(store);
     server = await readyServer(env);
     other = await readyServer(env);

@@ -233,7 +233,7 @@ describe('The oidc-provider adapter at rest', function () {
       60,
     );
 
-    const [doc] = await storedDocs();
+    const doc = (await storedDocs())[0]!;
     expect(doc.id).to.equal(`RefreshToken:${sha256('rt-value-0123456789')}`);
     expect(JSON.stringify(doc)).not.to.contain('rt-value-0123456789');
     expect(await tokens.find('rt-value-0123456789')).to.deep.include({ jti: 'rt-value-0123456789', grantId: 'g1' });

@@ -780,7 +780,7 @@ describe('UMA protection API, delegation store and UMA grant under hostile input
           pathSegment(garbage),
           methods,
           async (which, segment, method) => {
-            const family = collections()[which];
+            const family = collections()[which]!;
             const req: Req = {
               method,
               path: `${family.base}/${segment}`,
@@ -807,7 +807,7 @@ describe('UMA protection API, delegation store and UMA grant under hostile input
       await fc.assert(
         fc.asyncProperty(
           fc.integer({ min: 0, max: 1 }).chain((which) => {
-            const family = collections()[which];
+            const family = collections()[which]!;
             // The attacker is the owner here, the victim is other-rs's record.
             return fc.tuple(
               fc.constant(which),
@@ -819,7 +819,7 @@ describe('UMA protection API, delegation store and UMA grant under hostile input
             );
           }),
           async ([which, segment, method]) => {
-            const family = collections()[which];
+            const family = collections()[which]!;
             const req: Req = {
               method,
               path: `${family.base}/${segment}`,
@@ -954,7 +954,7 @@ describe('UMA protection API, delegation store and UMA grant under hostile input
     it('answers 401 invalid_token with the Bearer challenge, on every endpoint', async function () {
       await fc.assert(
         fc.asyncProperty(fc.nat({ max: endpoints().length - 1 }), headerSets(), async (index, authorization) => {
-          const endpoint = endpoints()[index];
+          const endpoint = endpoints()[index]!;
           const req: Req = {
             method: endpoint.method,
             path: endpoint.path,

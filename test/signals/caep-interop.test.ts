@@ -87,7 +87,7 @@ describe('CAEP Interoperability Profile 1.0: transmitter requirements', function
   it('2.3.3 JWKS URI: jwks_uri provides the current signing key, the one SETs are signed with', async function () {
     const stream = await pollStream();
     await call('POST', metadata.verification_endpoint, { stream_id: stream.id });
-    const [set] = await stream.next(1);
+    const set = (await stream.next(1))[0]!;
     const keys = ((await (await fetch(metadata.jwks_uri)).json()) as { keys: JWK[] }).keys;
     expect(keys.map((key) => key.kid)).to.include(set.header.kid);
   });
@@ -102,7 +102,7 @@ describe('CAEP Interoperability Profile 1.0: transmitter requirements', function
     expect(
       (await call('POST', metadata.verification_endpoint, { stream_id: stream.id, state: 'interop' })).status,
     ).to.equal(204);
-    const [set] = await stream.next(1);
+    const set = (await stream.next(1))[0]!;
     expect(eventOf(set)).to.deep.equal({ type: VERIFICATION, data: { state: 'interop' } });
   });
 
@@ -137,7 +137,7 @@ describe('CAEP Interoperability Profile 1.0: transmitter requirements', function
     expect((await server.admin('POST', `/clients/caep-implicit-app/revoke-tokens?tenantId=${TENANT}`)).status).to.equal(
       200,
     );
-    const [set] = await stream.next(1);
+    const set = (await stream.next(1))[0]!;
     expect(set.payload.sub_id).to.deep.equal({ format: 'opaque', id: 'caep-implicit-app' });
   });
 
@@ -158,14 +158,18 @@ describe('CAEP Interoperability Profile 1.0: transmitter requirements', function
     expect(
       (await server.admin('POST', `/subjects/${subject.body.id}/revoke-tokens?tenantId=${TENANT}`)).status,
     ).to.equal(200);
-    expect((await all.next(1))[0].payload.sub_id).to.deep.equal({ format: 'iss_sub', iss: issuer, sub: 'caep-user-1' });
-    expect((await byEmail.next(1))[0].payload.sub_id).to.deep.equal({ format: 'email', email: 'Carol@example.com' });
+    expect((await all.next(1))[0]!.payload.sub_id).to.deep.equal({
+      format: 'iss_sub',
+      iss: issuer,
+      sub: 'caep-user-1',
+    });
+    expect((await byEmail.next(1))[0]!.payload.sub_id).to.deep.equal({ format: 'email', email: 'Carol@example.com' });
   });
 
   it('2.6 Event Signatures: RS256 with a key of at least 2048 bits', async function () {
     const stream = await pollStream();
     await call('POST', metadata.verification_endpoint, { stream_id: stream.id });
-    const [set] = await stream.next(1);
+    const set = (await stream.next(1))[0]!;
     expect(set.header.alg).to.equal('RS256');
     const keys = ((await (await fetch(metadata.jwks_uri)).json()) as { keys: JWK[] }).keys;
     const key = keys.find((each) => each.kid === set.header.kid)!;
@@ -197,7 +201,7 @@ describe('CAEP Interoperability Profile 1.0: transmitter requirements', function
   it('2.8 Security Event Token: the events claim holds exactly one event; typ secevent+jwt', async function () {
     const stream = await pollStream();
     await call('POST', metadata.verification_endpoint, { stream_id: stream.id });
-    const [set] = await stream.next(1);
+    const set = (await stream.next(1))[0]!;
     expect(Object.keys(set.payload.events)).to.have.length(1);
     expect(set.header.typ).to.equal('secevent+jwt');
   });
@@ -206,7 +210,7 @@ describe('CAEP Interoperability Profile 1.0: transmitter requirements', function
     await confidentialClient(server, 'caep-revoked-app', {}, TENANT);
     const stream = await pollStream({ events_requested: [SESSION_REVOKED] });
     await server.admin('POST', `/clients/caep-revoked-app/revoke-tokens?tenantId=${TENANT}`);
-    const { type, data } = eventOf((await stream.next(1))[0]);
+    const { type, data } = eventOf((await stream.next(1))[0]!);
     expect(type).to.equal(SESSION_REVOKED);
     expect(Object.values(data.reason_admin as Record<string, string>)[0]).to.be.a('string').and.not.empty;
     expect(data.event_timestamp).to.be.a('number');
@@ -216,7 +220,7 @@ describe('CAEP Interoperability Profile 1.0: transmitter requirements', function
     await confidentialClient(server, 'caep-rotated-app', {}, TENANT);
     const stream = await pollStream({ events_requested: [CREDENTIAL_CHANGE] });
     await server.admin('POST', `/clients/caep-rotated-app/secret?tenantId=${TENANT}`);
-    const { type, data } = eventOf((await stream.next(1))[0]);
+    const { type, data } = eventOf((await stream.next(1))[0]!);
     expect(type).to.equal(CREDENTIAL_CHANGE);
     expect(data).to.include({ change_type: 'update', credential_type: 'client_secret' });
     expect(Object.values(data.reason_admin as Record<string, string>)[0]).to.be.a('string').and.not.empty;

@@ -81,6 +81,6 @@ describe('Shared Signals outbox across a crash', function () {
     child = await startServerProcess({ port, dataDir, env });
     const sets = await receiver.setsReceived(2);
     expect(sets.map((set) => eventOf(set).type)).to.deep.equal([SESSION_REVOKED, ACCOUNT_DISABLED]);
-    expect(sets[0].payload.sub_id).to.deep.equal({ format: 'opaque', id: 'ssf-crash-app' });
+    expect(sets[0]!.payload.sub_id).to.deep.equal({ format: 'opaque', id: 'ssf-crash-app' });
   });
 });

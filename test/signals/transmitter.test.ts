@@ -121,7 +121,7 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
       expect(set.payload.sub_id).to.deep.equal(subject);
       expect(set.header.typ).to.equal('secevent+jwt');
     }
-    expect(eventOf(sets[0]).data).to.include({ initiating_entity: 'admin' });
+    expect(eventOf(sets[0]!).data).to.include({ initiating_entity: 'admin' });
     expect(receiver.requests.at(-1)).to.deep.equal({
       contentType: 'application/secevent+jwt',
       authorization: 'Bearer receiver-secret',
@@ -129,7 +129,7 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     const disabledApp = (await admin('GET', '/clients/ssf-watched-app')).body;
     const reenabled = await admin('PUT', '/clients/ssf-watched-app', { ...disabledApp, enabled: true });
     expect(reenabled.status, JSON.stringify(reenabled.body)).to.equal(200);
-    const [enabled] = (await receiver.setsReceived(before + 3)).slice(before + 2);
+    const enabled = (await receiver.setsReceived(before + 3)).slice(before + 2)[0]!;
     expect(eventOf(enabled).type).to.equal(ACCOUNT_ENABLED);
     // The Authorization header the receiver gave is a secret: it is not shown back.
     expect(JSON.stringify((await call('GET', `/ssf/streams?stream_id=${streamId}`)).body)).not.to.include(
@@ -155,7 +155,7 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     const widePolled = async () => pollSets(wide.body.delivery.endpoint_url, token, verifier);
     let sets = await widePolled();
     while (sets.sets.size === 0) sets = await widePolled();
-    const [set] = [...sets.sets.values()];
+    const set = [...sets.sets.values()][0]!;
     expect(eventOf(set).type).to.equal(SESSION_REVOKED);
     expect(set.payload.sub_id).to.deep.equal({ format: 'opaque', id: 'ssf-uncovered-app' });
     expect((await pollSets(narrow.body.delivery.endpoint_url, token, verifier)).sets.size).to.equal(0);
@@ -208,7 +208,7 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
       expect(eventOf(set).data).to.include({ credential_type: 'client_secret', change_type: 'update' });
     const acked = [...first.sets.keys()];
     const [firstIat, secondIat] = [...first.sets.values()].map((set) => set.payload.iat!);
-    expect(firstIat).to.be.at.most(secondIat);
+    expect(firstIat).to.be.at.most(secondIat!);
     const rest = await pollSets(endpoint, token, verifier, { ack: acked });
     expect([...rest.sets.keys()])
       .to.have.length(1)
@@ -232,7 +232,7 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     expect((await call('POST', '/ssf/verify', { stream_id: streamId, state: 'abc' })).status).to.equal(204);
     expect((await call('POST', '/ssf/verify', { stream_id: streamId })).status).to.equal(429);
     expect((await call('POST', '/ssf/status', { stream_id: streamId, status: 'enabled' })).status).to.equal(200);
-    const [verification] = (await receiver.setsReceived(before + 1)).slice(before);
+    const verification = (await receiver.setsReceived(before + 1)).slice(before)[0]!;
     expect(eventOf(verification)).to.deep.equal({ type: VERIFICATION, data: { state: 'abc' } });
     expect(verification.payload.sub_id).to.deep.equal({ format: 'opaque', id: streamId });
     await call('DELETE', `/ssf/streams?stream_id=${streamId}`);

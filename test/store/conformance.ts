@@ -172,7 +172,7 @@ export function describeStoreConformance(
         const codes = store.collection(CODES);
         await expectConflict(codes.insertMany([{ id: 'a', v: 1 }, { id: 'a', v: 2 }, { id: 'b' }]), ['id']);
         expect(await codes.find()).to.satisfy(
-          (found: StoredDoc[]) => found.length === 0 || (found.length === 1 && found[0].v === 1),
+          (found: StoredDoc[]) => found.length === 0 || (found.length === 1 && found[0]!.v === 1),
         );
         expect(await codes.get('b')).to.equal(null);
       });

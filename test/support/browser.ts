@@ -99,11 +99,11 @@ export class FetchUserAgent {
   ): Promise<Page> {
     const form = /<form[^>]*action="([^"]+)"[^>]*>([\s\S]*?)<\/form>/.exec(page.body ?? '');
     if (!form) throw new Error(`no form at ${page.url.href}`);
-    const hidden = [...form[2].matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map(
-      ([, name, value]): [string, string] => [name, value],
+    const hidden = [...form[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"/g)].map(
+      ([, name, value]): [string, string] => [name!, value!],
     );
     const body = new URLSearchParams([...hidden, ...Object.entries(fields)]);
-    const action = new URL(decodeEntities(form[1]), page.url);
+    const action = new URL(decodeEntities(form[1]!), page.url);
     return this.follow(
       action,
       { method: 'POST', body, headers: { 'content-type': 'application/x-www-form-urlencoded' } },
@@ -114,10 +114,10 @@ export class FetchUserAgent {
   /** The href of the first link whose text contains `text`. */
   static link(page: Page, text: string): URL {
     const link = [...(page.body ?? '').matchAll(/<a href="([^"]+)"[^>]*>([^<]*)<\/a>/g)].find(([, , label]) =>
-      label.includes(text),
+      label!.includes(text),
     );
     if (!link) throw new Error(`no link "${text}" at ${page.url.href}`);
-    return new URL(decodeEntities(link[1]), page.url);
+    return new URL(decodeEntities(link[1]!), page.url);
   }
 
   private async follow(url: URL, init: RequestInit, stopAt: (url: URL) => boolean): Promise<Page> {
@@ -154,19 +154,19 @@ export class FetchUserAgent {
   private remember(url: URL, setCookies: string[]): void {
     for (const header of setCookies) {
       const [pair, ...attributes] = header.split(';').map((part) => part.trim());
-      const separator = pair.indexOf('=');
+      const separator = pair!.indexOf('=');
       const cookie = {
         host: url.hostname,
         path: defaultPath(url),
-        name: pair.slice(0, separator),
-        value: pair.slice(separator + 1),
+        name: pair!.slice(0, separator),
+        value: pair!.slice(separator + 1),
       };
       let expired = false;
       for (const attribute of attributes) {
         const [key, value = ''] = attribute.split('=');
-        if (/^path$/i.test(key)) cookie.path = value;
-        if (/^max-age$/i.test(key)) expired ||= Number(value) <= 0;
-        if (/^expires$/i.test(key)) expired ||= Date.parse(value) <= Date.now();
+        if (/^path$/i.test(key!)) cookie.path = value;
+        if (/^max-age$/i.test(key!)) expired ||= Number(value) <= 0;
+        if (/^expires$/i.test(key!)) expired ||= Date.parse(value) <= Date.now();
       }
       this.cookies = this.cookies.filter(
         (kept) => !(kept.host === cookie.host && kept.path === cookie.path && kept.name === cookie.name),

@@ -27,7 +27,7 @@ export const tokenSeed = (clientId: string, grantType: string, marker: string): 
   `token|${clientId}|${grantType}|${marker}`;
 
 export function picked(seed: string, item: string): boolean {
-  return EVEN.has(sha256(`${seed}|${item}`)[0]);
+  return EVEN.has(sha256(`${seed}|${item}`)[0]!);
 }
 
 export interface Detail {

@@ -154,11 +154,11 @@ const autoSubmitted = (page: Page) => (page.body ?? '').includes('document.forms
 function responseAt(page: Page): URL | Request | undefined {
   if (page.url.href.startsWith(CALLBACK)) return page.url;
   const form = /<form method="post" action="([^"]+)">([\s\S]*?)<\/form>/.exec(page.body ?? '');
-  if (!form || !unescape(form[1]).startsWith(CALLBACK)) return undefined;
-  const fields = [...form[2].matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\s*\/?>/g)].map(
-    ([, name, value]): [string, string] => [unescape(name), unescape(value)],
+  if (!form || !unescape(form[1]!).startsWith(CALLBACK)) return undefined;
+  const fields = [...form[2]!.matchAll(/<input type="hidden" name="([^"]+)" value="([^"]*)"\s*\/?>/g)].map(
+    ([, name, value]): [string, string] => [unescape(name!), unescape(value!)],
   );
-  return new Request(unescape(form[1]), {
+  return new Request(unescape(form[1]!), {
     method: 'POST',
     headers: { 'content-type': 'application/x-www-form-urlencoded' },
     body: new URLSearchParams(fields).toString(),

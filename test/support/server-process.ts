@@ -182,11 +182,13 @@ export async function spreadOverWorkers(
   { count = 2, perWorker = 3 } = {},
 ): Promise<{ request: WorkerConnection['request']; pids: number[]; close(): void }> {
   const groups = await connectionsToEachWorker(url, count, perWorker);
-  const turns = Array.from({ length: perWorker }, (_, index) => groups.map((connections) => connections[index])).flat();
+  const turns = Array.from({ length: perWorker }, (_, index) =>
+    groups.map((connections) => connections[index]!),
+  ).flat();
   let next = 0;
   return {
-    request: (path, init) => turns[next++ % turns.length].request(path, init),
-    pids: groups.map((connections) => connections[0].pid),
+    request: (path, init) => turns[next++ % turns.length]!.request(path, init),
+    pids: groups.map((connections) => connections[0]!.pid),
     close: () => turns.forEach((connection) => connection.close()),
   };
 }

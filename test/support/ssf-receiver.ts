@@ -103,7 +103,7 @@ export class PushReceiver {
 
 /** The event of a SET (its one member of `events`): its type and members. */
 export function eventOf(set: VerifiedSet): { type: string; data: Record<string, unknown> } {
-  const [type, data] = Object.entries(set.payload.events)[0];
+  const [type, data] = Object.entries(set.payload.events)[0]!;
   return { type, data };
 }
 

@@ -14,16 +14,16 @@ function applied(before: string, diff: string): string {
     const hunk = /^@@ -(\d+)(?:,(\d+))? /.exec(line);
     if (hunk) {
       const start = Number(hunk[1]) - (hunk[2] === '0' ? 0 : 1);
-      while (next < start) result.push(source[next++]);
+      while (next < start) result.push(source[next++]!);
     } else if (line.startsWith(' ')) {
       expect(source[next], 'a kept line is the source line').to.equal(line.slice(1));
-      result.push(source[next++]);
+      result.push(source[next++]!);
     } else if (line.startsWith('-')) {
       expect(source[next], 'a removed line is the source line').to.equal(line.slice(1));
       next += 1;
     } else result.push(line.slice(1));
   }
-  while (next < source.length) result.push(source[next++]);
+  while (next < source.length) result.push(source[next++]!);
   return result.length ? `${result.join('\n')}\n` : '';
 }
 

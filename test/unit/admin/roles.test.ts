@@ -15,7 +15,7 @@ describe('unit: what each Admin API key role may call (admin/roles)', function (
       ['GET', '/policy-shadow/differences'],
       ['POST', '/audit-logs/:id/replay'],
       ['POST', '/audit-logs/{id}/replay'],
-    ])
+    ] as const)
       expect(permissionFor(method, route), `${method} ${route}`).to.equal('read');
   });
 
@@ -41,7 +41,7 @@ describe('unit: what each Admin API key role may call (admin/roles)', function (
       ['POST', '/api-keys', 'manage-keys'],
       ['DELETE', '/api-keys/:id', 'manage-keys'],
       ['POST', '/api-keys/validate', 'manage-keys'],
-    ])
+    ] as const)
       expect(permissionFor(method, route), `${method} ${route}`).to.equal(needed);
   });
 

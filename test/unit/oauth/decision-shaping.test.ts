@@ -55,14 +55,14 @@ describe('unit: UMA permission decisions (uma/decide)', function () {
     ]);
     expect(answers.map((each) => each.permission.resource_id)).to.deep.equal(['photo-album', 'unknown']);
     const [known, unknown] = policy.inputsAt('uma_permission');
-    expect(known.permission).to.deep.include({
+    expect(known!.permission).to.deep.include({
       operation: 'rpt',
       resource_id: 'photo-album',
       resource_scopes: ['view'],
     });
-    expect((known.permission as { resource: unknown }).resource).to.deep.equal(resourceInput(record));
-    expect((unknown.permission as { resource: unknown }).resource, 'an unknown id is told as null').to.equal(null);
-    expect(known.subject).to.deep.equal(question.subject);
+    expect((known!.permission as { resource: unknown }).resource).to.deep.equal(resourceInput(record));
+    expect((unknown!.permission as { resource: unknown }).resource, 'an unknown id is told as null').to.equal(null);
+    expect(known!.subject).to.deep.equal(question.subject);
   });
 
   it('adds the delegations on each resource when the question has them, and none otherwise', async function () {
@@ -83,7 +83,7 @@ describe('unit: UMA permission decisions (uma/decide)', function () {
     await decidePermissions(store(), policy, question, [{ resource_id: 'photo-album', resource_scopes: ['view'] }]);
     expect(delegated).to.deep.equal(['photo-album']);
     const [withDelegations, without] = policy.inputsAt('uma_permission');
-    expect(withDelegations.delegations).to.deep.equal([]);
+    expect(withDelegations!.delegations).to.deep.equal([]);
     expect(without).to.not.have.property('delegations');
   });
 

@@ -100,7 +100,7 @@ describe('unit: the policy-gated grants at /token (token/grants/gate)', function
       policy.answer('token', { allow: true, scopes: ['read'] });
       const { handler } = gate('client_credentials');
       await handler.handle(fakeOidcContext({ params: { grant_type: 'client_credentials', scope: 'read' } }));
-      const [input] = policy.inputsAt('token');
+      const input = policy.inputsAt('token')[0]!;
       expect(policy.asked).to.have.length(1);
       expect(input.tenant).to.equal(TENANT);
       expect(input.subject).to.equal(null);
@@ -120,14 +120,14 @@ describe('unit: the policy-gated grants at /token (token/grants/gate)', function
       policy.answer('token', { allow: true, scopes: ['read', 'write'] });
       const { handler, handled } = gate('client_credentials');
       await handler.handle(fakeOidcContext({ params: { grant_type: 'client_credentials' } }));
-      expect(handled[0].scope).to.equal('read write');
+      expect(handled[0]!.scope).to.equal('read write');
     });
 
     it('passes no scope on when the policy grants none of those asked (the token then carries none)', async function () {
       policy.answer('token', { allow: true, scopes: [] });
       const { handler, handled } = gate('client_credentials');
       await handler.handle(fakeOidcContext({ params: { grant_type: 'client_credentials', scope: 'write' } }));
-      expect(handled[0].scope).to.equal(undefined);
+      expect(handled[0]!.scope).to.equal(undefined);
     });
 
     it('makes oidc-provider recognize the granted scopes, so that it issues them', async function () {
@@ -207,7 +207,7 @@ describe('unit: the policy-gated grants at /token (token/grants/gate)', function
           params: { grant_type: 'client_credentials', scope: 'read', resource: 'https://api.example.test/' },
         }),
       );
-      const [input] = policy.inputsAt('token');
+      const input = policy.inputsAt('token')[0]!;
       expect(input.request.resource).to.equal('https://api.example.test/');
       expect(input.request.resolved_resource_type).to.equal('urn:example:api');
     });
@@ -223,7 +223,7 @@ describe('unit: the policy-gated grants at /token (token/grants/gate)', function
           },
         }),
       );
-      expect(policy.inputsAt('token')[0].request.resolved_resource_type).to.equal('urn:hinted');
+      expect(policy.inputsAt('token')[0]!.request.resolved_resource_type).to.equal('urn:hinted');
     });
 
     it('never shows the client secret to the policy', async function () {
@@ -359,7 +359,7 @@ describe('unit: the policy-gated grants at /token (token/grants/gate)', function
       await gate('refresh_token').handler.handle(
         fakeOidcContext({ params: { grant_type: 'refresh_token', refresh_token: refreshToken } }),
       );
-      const [input] = policy.inputsAt('token');
+      const input = policy.inputsAt('token')[0]!;
       expect(input.subject).to.deep.equal({ sub: 'alice', idp: null, claims: { email: 'alice@example.test' } });
       expect(input.request.scopes).to.deep.equal(['openid', 'read', 'write']);
       expect(input.request.resource, 'the resource the token carries').to.equal('https://api.example.test/');
@@ -387,8 +387,8 @@ describe('unit: the policy-gated grants at /token (token/grants/gate)', function
       await handler.handle(
         fakeOidcContext({ params: { grant_type: 'refresh_token', refresh_token: refreshToken, scope: 'read' } }),
       );
-      expect(policy.inputsAt('token')[0].request.scopes).to.deep.equal(['read']);
-      expect(handled[0].scope).to.equal('read');
+      expect(policy.inputsAt('token')[0]!.request.scopes).to.deep.equal(['read']);
+      expect(handled[0]!.scope).to.equal('read');
     });
 
     it('a refresh the policy grants none of the asked scopes for is invalid_scope (never "everything it holds")', async function () {
@@ -442,7 +442,7 @@ describe('unit: the policy-gated grants at /token (token/grants/gate)', function
           params: { grant_type: 'refresh_token', refresh_token: refreshToken, resource: 'https://other.example.test/' },
         }),
       );
-      const [input] = policy.inputsAt('token');
+      const input = policy.inputsAt('token')[0]!;
       expect(input.request.scopes).to.deep.equal(['openid', 'admin']);
       expect(input.request.resource).to.equal('https://other.example.test/');
     });
@@ -480,7 +480,7 @@ describe('unit: the policy-gated grants at /token (token/grants/gate)', function
           },
         }),
       );
-      expect(policy.inputsAt('token')[0].request.authorization_details).to.deep.equal([carried[1]]);
+      expect(policy.inputsAt('token')[0]!.request.authorization_details).to.deep.equal([carried[1]]);
     });
 
     it('a refresh without authorization_details is decided on those the token carries', async function () {
@@ -490,7 +490,7 @@ describe('unit: the policy-gated grants at /token (token/grants/gate)', function
       await gate('refresh_token').handler.handle(
         fakeOidcContext({ params: { grant_type: 'refresh_token', refresh_token: refreshToken } }),
       );
-      expect(policy.inputsAt('token')[0].request.authorization_details).to.deep.equal(carried);
+      expect(policy.inputsAt('token')[0]!.request.authorization_details).to.deep.equal(carried);
     });
 
     it('a code exchange asks for exactly the scopes the code carries, whatever the request says', async function () {
@@ -501,7 +501,7 @@ describe('unit: the policy-gated grants at /token (token/grants/gate)', function
           params: { grant_type: 'authorization_code', code, redirect_uri: 'https://rp.test/cb', scope: 'admin' },
         }),
       );
-      expect(policy.inputsAt('token')[0].request.scopes).to.deep.equal(['openid', 'profile']);
+      expect(policy.inputsAt('token')[0]!.request.scopes).to.deep.equal(['openid', 'profile']);
       expect(JSON.stringify(policy.inputsAt('token')[0]), 'the code is a credential').to.not.include(code);
     });
 

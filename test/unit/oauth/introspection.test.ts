@@ -159,7 +159,7 @@ describe('unit: the introspect decision (introspect/decide)', function () {
       method: 'client_secret_basic',
       scopes: [],
     });
-    return { outcome, input: policy.inputsAt('introspect')[0], ctx };
+    return { outcome, input: policy.inputsAt('introspect')[0]!, ctx };
   };
 
   it('tells the policy the token, its audiences, and the caller with the resource server it fronts', async function () {

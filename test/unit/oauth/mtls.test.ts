@@ -51,7 +51,7 @@ describe('unit: client certificates (oauth/mtls)', function () {
       ['URL-encoded PEM', encodeURIComponent(pem)],
       ['PEM with spaces', pem.replace(/\n/g, ' ')],
       ['base64 DER', der],
-    ]) {
+    ] as const) {
       expect(parseForwardedCertificate(value)?.fingerprint256, form).to.equal(certificate.fingerprint256);
     }
     expect(parseForwardedCertificate('not a certificate')).to.equal(null);

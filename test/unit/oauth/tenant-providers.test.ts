@@ -25,7 +25,7 @@ class StubKeys implements TenantKeys {
 
 /** A stand-in provider: the kid it was built with (koa-mount takes an object with `middleware`). */
 const stubProvider = (_tenant: string, _basePath: string, secrets: ProviderSecrets, built: PolicyVocabulary) =>
-  ({ kid: secrets.jwks.keys[0].kid, policyRevision: built.revision, middleware: [] }) as unknown as Provider;
+  ({ kid: secrets.jwks.keys[0]!.kid, policyRevision: built.revision, middleware: [] }) as unknown as Provider;
 const IDLE_MS = 60_000;
 const kidOf = (provider: Provider) => (provider as unknown as { kid: string }).kid;
 const policyRevisionOf = (provider: Provider) => (provider as unknown as { policyRevision: string }).policyRevision;

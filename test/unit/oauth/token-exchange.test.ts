@@ -173,7 +173,7 @@ describe('unit: the token_exchange decision (token-exchange/decision)', function
     policy.answer('token_exchange', { allow: true, scopes: ['read'] });
     const outcome = await decide({});
     expect(outcome.decision.allow).to.equal(true);
-    const [input] = policy.inputsAt('token_exchange');
+    const input = policy.inputsAt('token_exchange')[0]!;
     expect(input.client).to.include({ client_id: 'exchanger' });
     expect(input.subject).to.deep.equal({ sub: 'alice', idp: null, claims: {} });
     expect(input.subject_token).to.include({ client_id: 'other-client', sub: 'alice' });
@@ -186,7 +186,7 @@ describe('unit: the token_exchange decision (token-exchange/decision)', function
   it('asks for the scopes named when they are within the subject token', async function () {
     policy.answer('token_exchange', { allow: true });
     await decide({ scope: 'read' });
-    expect(policy.inputsAt('token_exchange')[0].request.scopes).to.deep.equal(['read']);
+    expect(policy.inputsAt('token_exchange')[0]!.request.scopes).to.deep.equal(['read']);
   });
 
   it("refuses scopes beyond an access token's own as invalid_grant naming them, before the policy", async function () {
@@ -201,15 +201,15 @@ describe('unit: the token_exchange decision (token-exchange/decision)', function
     await decide({}, subjectToken({ token_type: ID_TOKEN_TYPE, scopes: [] }));
     await decide({ scope: 'read' }, subjectToken({ token_type: ID_TOKEN_TYPE, scopes: [] }));
     const [none, named] = policy.inputsAt('token_exchange');
-    expect(none.request.scopes).to.deep.equal([]);
-    expect(named.request.scopes).to.deep.equal(['read']);
+    expect(none!.request.scopes).to.deep.equal([]);
+    expect(named!.request.scopes).to.deep.equal(['read']);
   });
 
   it('passes the actor token on to the decision', async function () {
     policy.answer('token_exchange', { allow: true });
     const actor = subjectToken({ sub: 'agent', client_id: 'agent-client' });
     await decide({}, subjectToken(), actor);
-    expect(policy.inputsAt('token_exchange')[0].actor_token).to.include({ sub: 'agent' });
+    expect(policy.inputsAt('token_exchange')[0]!.actor_token).to.include({ sub: 'agent' });
   });
 
   it("a deny is the policy's error", async function () {
@@ -226,7 +226,7 @@ describe('unit: the token_exchange decision (token-exchange/decision)', function
   it('takes an audience alone as the resource, resolved to its type', async function () {
     policy.answer('token_exchange', { allow: true });
     await decide({ audience: 'https://rs.example.test/' }, subjectToken({ resource: null }));
-    const { request } = policy.inputsAt('token_exchange')[0];
+    const { request } = policy.inputsAt('token_exchange')[0]!;
     expect(request.resource).to.equal('https://rs.example.test/');
     expect(request.resolved_resource_type).to.equal('urn:example:rs');
   });
@@ -261,7 +261,7 @@ describe('unit: the token_exchange decision (token-exchange/decision)', function
     policy.answer('token_exchange', { allow: true });
     policy.data.set('oauth', { resource_types: { 'urn:data:type': { scopes: ['read'] } } });
     await decide({ resource: 'urn:data:type' });
-    expect(policy.inputsAt('token_exchange')[0].request.resource).to.equal('urn:data:type');
+    expect(policy.inputsAt('token_exchange')[0]!.request.resource).to.equal('urn:data:type');
   });
 
   it('uses the resource_type hint for a resource registered without a type', async function () {
@@ -270,7 +270,7 @@ describe('unit: the token_exchange decision (token-exchange/decision)', function
       { resource: 'https://own.example.test/', resource_type: 'urn:hint' },
       subjectToken({ resource: 'https://own.example.test/' }),
     );
-    expect(policy.inputsAt('token_exchange')[0].request.resolved_resource_type).to.equal('urn:hint');
+    expect(policy.inputsAt('token_exchange')[0]!.request.resolved_resource_type).to.equal('urn:hint');
   });
 
   it('records the decision on the state', async function () {

@@ -37,7 +37,7 @@ describe('unit: the decision contract and its documented examples (policy/contra
   }
 
   it('keeps extra fields an input carries (the contract is open for forward compatibility)', function () {
-    const example = POLICY_EXAMPLES[0];
+    const example = POLICY_EXAMPLES[0]!;
     expect(checkInput(example.point, { ...exampleInput(example), future_field: { any: 1 } })).to.equal(null);
   });
 

@@ -75,7 +75,7 @@ describe('Decision threads', function () {
     expect(first.failure).to.equal(undefined);
     expect(first.items.map((item) => item.index)).to.deep.equal([0, 1]);
     const again = await threads.run('r1', payload(), 'token', [input('a')], Date.now() + 5000);
-    expect(again.items[0].cedar).to.deep.include({ reason: 'from a thread: r1' });
+    expect(again.items[0]!.cedar).to.deep.include({ reason: 'from a thread: r1' });
   });
 
   it('ends a job past its deadline with the inputs decided before it, and replaces the thread', async function () {
@@ -136,23 +136,23 @@ describe('Live decisions: on the event loop only while proven cheap', function (
   const fromThread = (verdicts: { cedar: { kind: string } }) => verdicts.cedar.kind === 'failed';
 
   it("measures a key's first decision in a thread, then decides it on the event loop", async function () {
-    expect(fromThread((await decide(input('a')))[0])).to.equal(true);
+    expect(fromThread((await decide(input('a')))[0]!)).to.equal(true);
     const [second] = await decide(input('a'));
     expect(second).to.deep.equal({ rego: null, cedar: { kind: 'none' } });
   });
 
   it(`keeps a key whose evaluation took more than ${CHEAP_MS} ms in the threads`, async function () {
     await decide(input('slow', { ms: CHEAP_MS + 1 }));
-    expect(fromThread((await decide(input('slow', { ms: CHEAP_MS + 1 })))[0])).to.equal(true);
+    expect(fromThread((await decide(input('slow', { ms: CHEAP_MS + 1 })))[0]!)).to.equal(true);
   });
 
   it('measures a larger input of the same client anew', async function () {
     await decide(input('a'));
-    expect(fromThread((await decide(input('a', { padding: 'x'.repeat(4096) })))[0])).to.equal(true);
+    expect(fromThread((await decide(input('a', { padding: 'x'.repeat(4096) })))[0]!)).to.equal(true);
   });
 
   it('fails a decision past the budget closed, naming the point and the limit, and the next ones at once', async function () {
-    const [overrun] = await decide(input('hog', { spin: true }));
+    const overrun = (await decide(input('hog', { spin: true })))[0]!;
     expect(overrun.rego).to.deep.include({
       kind: 'failed',
       policyFault: true,
@@ -162,18 +162,18 @@ describe('Live decisions: on the event loop only while proven cheap', function (
       `the token decision did not complete within POLICY_DECISION_TIMEOUT_MS (${BUDGET_MS} ms)`,
     );
     const started = Date.now();
-    const [paused] = await decide(input('hog', { spin: true }));
+    const paused = (await decide(input('hog', { spin: true })))[0]!;
     expect(Date.now() - started, 'refused without waiting').to.be.below(100);
     expect((paused.rego as { reason: string }).reason).to.contain('refused for a while');
   });
 
   it('keeps the verdicts a batch decided before its costly input, and fails the rest without blaming them', async function () {
     const verdicts = await decide(input('b1'), input('b-hog', { spin: true }), input('b3'));
-    expect(fromThread(verdicts[0])).to.equal(true);
-    expect(verdicts[1].rego).to.deep.include({ policyFault: true });
-    expect(verdicts[2].rego).to.not.have.property('policyFault');
-    expect((verdicts[2].rego as { reason: string }).reason).to.contain('another decision of its batch');
+    expect(fromThread(verdicts[0]!)).to.equal(true);
+    expect(verdicts[1]!.rego).to.deep.include({ policyFault: true });
+    expect(verdicts[2]!.rego).to.not.have.property('policyFault');
+    expect((verdicts[2]!.rego as { reason: string }).reason).to.contain('another decision of its batch');
     // b3 was not blamed: its next decision is measured in a thread, not refused.
-    expect(fromThread((await decide(input('b3')))[0])).to.equal(true);
+    expect(fromThread((await decide(input('b3')))[0]!)).to.equal(true);
   });
 });
