@@ -763,12 +763,13 @@ class GuardedIo {
     try {
       this.check();
       // Set anew each time: SQLite applies a busy_timeout PRAGMA when it is prepared, not when a prepared one runs again.
-      this.db.pragma('busy_timeout = 0');
+      // exec, not pragma(): pragma() makes a JS statement and compiles a row function for its result every time.
+      this.db.exec(NO_BUSY_WAIT);
       let result: R;
       try {
         result = sqliteCall(statement);
       } finally {
-        this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+        this.db.exec(BUSY_WAIT);
       }
       this.assertSameFiles();
       return result;
@@ -786,6 +787,8 @@ class GuardedIo {
 /** Runs better-sqlite3 code; an error saying the file is unusable becomes StoreUnavailableError. */
 /** How long a write waits for another process's write transaction; reads wait as long for a checkpoint or a recovery. */
 const BUSY_TIMEOUT_MS = 5000;
+const BUSY_WAIT = `PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`;
+const NO_BUSY_WAIT = 'PRAGMA busy_timeout = 0';
 
 /** SQLITE_BUSY and its extended codes: another connection holds the lock this statement needs. */
 function isBusy(error: unknown): boolean {
