@@ -74,6 +74,9 @@ class Statements {
 /** Embedded default store: one SQLite file (WAL), one table per collection, documents as JSON. */
 export class SqliteStore implements Store {
   private readonly declared = new DeclaredSpecs();
+  /** What declaredAs merged already: by spec object (weakly), and by name. */
+  private readonly declaredSpecs = new WeakMap<CollectionSpec, CollectionSpec>();
+  private readonly declaredNames = new Map<string, CollectionSpec>();
   /** Declared collections whose table is still to be created (see createTable). */
   private readonly tablesToCreate = new Set<string>();
   private readonly statements: Statements;
@@ -151,7 +154,7 @@ export class SqliteStore implements Store {
     specOrName: CollectionSpec | string,
     tenant = DEFAULT_TENANT,
   ): TenantCollection<T> {
-    const spec = this.declare(normalizeSpec(specOrName));
+    const spec = this.declaredAs(specOrName);
     return new SqliteCollection<T>(this.db, this.statements, this.io, spec, tenant, (write) =>
       this.commitInGroup(write),
     );
@@ -165,6 +168,20 @@ export class SqliteStore implements Store {
   private async commitInGroup(write: () => void): Promise<void> {
     const failure = await this.group.add(write);
     if (failure !== undefined) throw failure;
+  }
+
+  /**
+   * The collection's spec. The same spec object (or name) given again adds nothing: it is merged
+   * once, not on every call (a request asks for several collections, one with five indexes).
+   */
+  private declaredAs(specOrName: CollectionSpec | string): CollectionSpec {
+    const known =
+      typeof specOrName === 'string' ? this.declaredNames.get(specOrName) : this.declaredSpecs.get(specOrName);
+    if (known && !this.tablesToCreate.has(known.name)) return known;
+    const spec = this.declare(normalizeSpec(specOrName));
+    if (typeof specOrName === 'string') this.declaredNames.set(specOrName, spec);
+    else this.declaredSpecs.set(specOrName, spec);
+    return spec;
   }
 
   /** Creates the table and indexes on first use, and again when a later declaration adds keys or indexes. */
