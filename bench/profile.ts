@@ -10,7 +10,7 @@
  *   BENCH_PROFILE_DIR=/tmp/arbiter-profiles (default)
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Session, type Profiler } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { LoadGenerator } from './load.js';
@@ -21,6 +21,8 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
 const SCENARIO = process.env.BENCH_PROFILE_SCENARIO ?? 'client_credentials, client_secret_basic';
 const DIRECTORY = process.env.BENCH_PROFILE_DIR ?? '/tmp/arbiter-profiles';
+/** This checkout's URL, left out of the frames' file names. */
+const CHECKOUT = new URL('..', import.meta.url).href;
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString().trim()) || 100;
 
 async function main(): Promise<void> {
@@ -46,12 +48,14 @@ async function main(): Promise<void> {
 
     const processes = { 'this process (Arbiter)': process.pid, 'load generator': load.pid!, ...opaProcesses() };
     const before = cpuSeconds(processes);
+    const threadsBefore = threadCpuSeconds();
     await session.post('Profiler.setSamplingInterval', { interval: 500 });
     await session.post('Profiler.enable');
     await session.post('Profiler.start');
     const { measured: result } = await load.run({ ...job, warmupSeconds: 0, seconds: SECONDS });
     const { profile } = await session.post('Profiler.stop');
     const after = cpuSeconds(processes);
+    const threadsAfter = threadCpuSeconds();
 
     mkdirSync(DIRECTORY, { recursive: true });
     const file = join(DIRECTORY, `arbiter-${Date.now()}.cpuprofile`);
@@ -62,6 +66,13 @@ async function main(): Promise<void> {
     console.log('CPU seconds during the measured window (per 1,000 requests):');
     for (const name of Object.keys(processes)) {
       const used = after[name]! - before[name]!;
+      console.log(
+        `  ${name.padEnd(28)} ${used.toFixed(2).padStart(7)} s  (${((used / result.requests) * 1000).toFixed(2)} s)`,
+      );
+    }
+    console.log("this process's threads, by name (threads that ended during the window are not counted):");
+    for (const [name, seconds] of Object.entries(threadsAfter)) {
+      const used = seconds - (threadsBefore[name] ?? 0);
       console.log(
         `  ${name.padEnd(28)} ${used.toFixed(2).padStart(7)} s  (${((used / result.requests) * 1000).toFixed(2)} s)`,
       );
@@ -87,15 +98,32 @@ function opaProcesses(): Record<string, number> {
 
 /** User + system CPU seconds of each process, from /proc. */
 function cpuSeconds(processes: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(
-    Object.entries(processes).map(([name, pid]) => {
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
-        .replace(/^.*\) /, '')
-        .split(' ');
-      // After "(comm) ": state is field 3, utime 14 and stime 15 (1-based) → indices 11 and 12 here.
-      return [name, (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS];
-    }),
-  );
+  return Object.fromEntries(Object.entries(processes).map(([name, pid]) => [name, statSeconds(`/proc/${pid}/stat`)]));
+}
+
+/**
+ * This process's CPU seconds per thread name (MainThread; WorkerThread: the decision threads;
+ * libuv-worker: BCrypt and other pool work; V8Worker: mostly the garbage collector's helpers).
+ */
+function threadCpuSeconds(): Record<string, number> {
+  const byName: Record<string, number> = {};
+  for (const task of readdirSync('/proc/self/task')) {
+    try {
+      const name = readFileSync(`/proc/self/task/${task}/comm`, 'utf8').trim();
+      byName[name] = (byName[name] ?? 0) + statSeconds(`/proc/self/task/${task}/stat`);
+    } catch {
+      // The thread ended meanwhile.
+    }
+  }
+  return byName;
+}
+
+function statSeconds(file: string): number {
+  const fields = readFileSync(file, 'utf8')
+    .replace(/^.*\) /, '')
+    .split(' ');
+  // After "(comm) ": state is field 3, utime 14 and stime 15 (1-based) → indices 11 and 12 here.
+  return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS;
 }
 
 function summarize(profile: Profiler.Profile): void {
@@ -129,9 +157,9 @@ function summarize(profile: Profiler.Profile): void {
 
 function shortUrl(url: string): string {
   return url
+    .replace(CHECKOUT, '')
     .replace(/^file:\/\//, '')
-    .replace(/^.*\/node_modules\//, '~/')
-    .replace(/^.*\/work\/main\//, '');
+    .replace(/^.*\/node_modules\//, '~/');
 }
 
 function moduleOf(url: string, functionName: string): string {
@@ -139,7 +167,7 @@ function moduleOf(url: string, functionName: string): string {
   if (url.startsWith('node:')) return url;
   const dependency = /\/node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
   if (dependency) return dependency[1]!;
-  const local = /\/work\/main\/((?:src|adapters|test|bench)\/[^/]+)/.exec(url);
+  const local = /^((?:src|adapters|test|bench)\/[^/]+)/.exec(url.replace(CHECKOUT, ''));
   return local ? local[1]! : shortUrl(url);
 }
 

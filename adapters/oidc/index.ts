@@ -258,25 +258,23 @@ function storedDoc(
   // Clients are read from Arbiter's client collection (an override), never from here: a client
   // saved by registration keeps no secret in this copy.
   if (model === 'Client') delete kept.client_secret;
-  const owners = {
-    grantId: kept.grantId,
-    clientId: typeof kept.clientId === 'string' ? kept.clientId : undefined,
-    accountId: typeof kept.accountId === 'string' ? kept.accountId : undefined,
-    uid: kept.uid,
-    userCode: typeof kept.userCode === 'string' ? (kept.userCode = keptUserCode(kept.userCode)) : undefined,
-  };
-  return {
+  const doc: OidcDoc = {
     id: key,
     model,
     payload: kept,
-    // Only those it has: an absent field is a null to every filter, and is in no (sparse) index.
-    ...Object.fromEntries(Object.entries(owners).filter(([, value]) => value !== undefined && value !== null)),
     expiresAt,
-    ...(consumedAt !== undefined && { consumedAt }),
     idDigest: 'sha256',
     hadJti: jti !== undefined,
     ownersIndexed: true,
   };
+  if (consumedAt !== undefined) doc.consumedAt = consumedAt;
+  // Only the owners it has: an absent field is a null to every filter, and is in no (sparse) index.
+  if (kept.grantId != null) doc.grantId = kept.grantId;
+  if (typeof kept.clientId === 'string') doc.clientId = kept.clientId;
+  if (typeof kept.accountId === 'string') doc.accountId = kept.accountId;
+  if (kept.uid != null) doc.uid = kept.uid;
+  if (typeof kept.userCode === 'string') doc.userCode = kept.userCode = keptUserCode(kept.userCode);
+  return doc;
 }
 
 function restoredPayload(doc: OidcDoc, value: string): AdapterPayload {

@@ -74,6 +74,9 @@ class Statements {
 /** Embedded default store: one SQLite file (WAL), one table per collection, documents as JSON. */
 export class SqliteStore implements Store {
   private readonly declared = new DeclaredSpecs();
+  /** What declaredAs merged already: by spec object (weakly), and by name. */
+  private readonly declaredSpecs = new WeakMap<CollectionSpec, CollectionSpec>();
+  private readonly declaredNames = new Map<string, CollectionSpec>();
   /** Declared collections whose table is still to be created (see createTable). */
   private readonly tablesToCreate = new Set<string>();
   private readonly statements: Statements;
@@ -151,7 +154,7 @@ export class SqliteStore implements Store {
     specOrName: CollectionSpec | string,
     tenant = DEFAULT_TENANT,
   ): TenantCollection<T> {
-    const spec = this.declare(normalizeSpec(specOrName));
+    const spec = this.declaredAs(specOrName);
     return new SqliteCollection<T>(this.db, this.statements, this.io, spec, tenant, (write) =>
       this.commitInGroup(write),
     );
@@ -165,6 +168,20 @@ export class SqliteStore implements Store {
   private async commitInGroup(write: () => void): Promise<void> {
     const failure = await this.group.add(write);
     if (failure !== undefined) throw failure;
+  }
+
+  /**
+   * The collection's spec. The same spec object (or name) given again adds nothing: it is merged
+   * once, not on every call (a request asks for several collections, one with five indexes).
+   */
+  private declaredAs(specOrName: CollectionSpec | string): CollectionSpec {
+    const known =
+      typeof specOrName === 'string' ? this.declaredNames.get(specOrName) : this.declaredSpecs.get(specOrName);
+    if (known && !this.tablesToCreate.has(known.name)) return known;
+    const spec = this.declare(normalizeSpec(specOrName));
+    if (typeof specOrName === 'string') this.declaredNames.set(specOrName, spec);
+    else this.declaredSpecs.set(specOrName, spec);
+    return spec;
   }
 
   /** Creates the table and indexes on first use, and again when a later declaration adds keys or indexes. */
@@ -763,12 +780,13 @@ class GuardedIo {
     try {
       this.check();
       // Set anew each time: SQLite applies a busy_timeout PRAGMA when it is prepared, not when a prepared one runs again.
-      this.db.pragma('busy_timeout = 0');
+      // exec, not pragma(): pragma() makes a JS statement and compiles a row function for its result every time.
+      this.db.exec(NO_BUSY_WAIT);
       let result: R;
       try {
         result = sqliteCall(statement);
       } finally {
-        this.db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+        this.db.exec(BUSY_WAIT);
       }
       this.assertSameFiles();
       return result;
@@ -786,6 +804,8 @@ class GuardedIo {
 /** Runs better-sqlite3 code; an error saying the file is unusable becomes StoreUnavailableError. */
 /** How long a write waits for another process's write transaction; reads wait as long for a checkpoint or a recovery. */
 const BUSY_TIMEOUT_MS = 5000;
+const BUSY_WAIT = `PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`;
+const NO_BUSY_WAIT = 'PRAGMA busy_timeout = 0';
 
 /** SQLITE_BUSY and its extended codes: another connection holds the lock this statement needs. */
 function isBusy(error: unknown): boolean {

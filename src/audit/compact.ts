@@ -168,12 +168,33 @@ function compact(doc: AuditEntry): { entry: Compacted; shape: Shape } {
   const { requestSummary, policyInput, policyDecision, ip, userAgent, ...kept } = doc;
   const { input, inputTime } = withoutTime(policyInput, doc.createdAt);
   const content = { requestSummary, policyInput: input, policyDecision, ip, userAgent };
-  const id = createHash('sha256').update(JSON.stringify(content)).digest('base64url').slice(0, 22);
+  const id = digestOf(JSON.stringify(content));
   // Null fields are left out: a filter on null matches an absent field in every store.
-  const entry = Object.fromEntries(Object.entries(kept).filter(([, value]) => value !== null)) as Compacted;
+  const entry = {} as Compacted;
+  for (const field in kept) {
+    const value = kept[field as keyof typeof kept];
+    if (value !== null) (entry as Record<string, unknown>)[field] = value;
+  }
   entry.shape = id;
   if (inputTime !== undefined) entry.inputTime = inputTime;
   return { entry, shape: { id, ...content } };
+}
+
+/** The digests of the shapes this node last made, by their JSON: a caller's requests repeat one (at most ~4 MB). */
+const digests = new Map<string, string>();
+const KNOWN_DIGESTS = 1_000;
+const REMEMBERED_JSON_LENGTH = 4_096;
+
+/** A shape's id: the first 22 characters of the base64url SHA-256 of its JSON (hashed once per distinct shape here). */
+function digestOf(json: string): string {
+  let digest = digests.get(json);
+  if (digest === undefined) {
+    digest = createHash('sha256').update(json).digest('base64url').slice(0, 22);
+    if (json.length > REMEMBERED_JSON_LENGTH) return digest;
+    if (digests.size >= KNOWN_DIGESTS) digests.delete(digests.keys().next().value as string);
+    digests.set(json, digest);
+  }
+  return digest;
 }
 
 /** An input's `time` (an ISO 8601 instant) moves to the entry as an offset: the rest repeats. */

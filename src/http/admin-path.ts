@@ -43,8 +43,13 @@ export function isServedAdminSpelling(path: string): boolean {
   return segments.every((segment) => segment !== '' && !isDotSegment(safeDecode(segment)));
 }
 
+/** A path of letters, digits, "_", "-" and single slashes: nothing to decode and no dot segment, so it is its own canonical form. */
+const PLAIN_PATH = /^(?:\/[\w-]+)+$/;
+
 /** Percent-decoding (repeatedly, so that double encoding is undone too), single slashes, dot segments resolved. */
 function canonicalPath(path: string): string {
+  // Every request asks several times (the audit log, the Admin gate, the activity counts): most paths are plain.
+  if (PLAIN_PATH.test(path)) return path;
   let decoded = path;
   for (let round = 0; round < 3; round += 1) {
     const next = safeDecode(decoded);

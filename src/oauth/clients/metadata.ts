@@ -45,8 +45,20 @@ export const memberOfField: Readonly<Record<string, string>> = Object.fromEntrie
   REGISTERED_MEMBERS.map(({ field, member }) => [field, member]),
 );
 
-/** Every client lookup maps a record: the provider's share is picked once. */
-const PROVIDER_MEMBERS = REGISTERED_MEMBERS.filter((entry) => entry.provider);
+/**
+ * Every client lookup maps a record: the provider's share is picked once, without the members
+ * clientMetadata derives rather than copies.
+ */
+const DERIVED_MEMBERS = new Set([
+  'redirect_uris',
+  'response_types',
+  'grant_types',
+  'token_endpoint_auth_method',
+  'request_object_signing_alg',
+]);
+const COPIED_PROVIDER_MEMBERS = REGISTERED_MEMBERS.filter(
+  ({ member, provider }) => provider && !DERIVED_MEMBERS.has(member),
+);
 
 type RegisteredField = (typeof REGISTERED_MEMBERS)[number]['field'];
 
@@ -61,10 +73,9 @@ export function recordFieldsOf(metadata: RegisteredMetadata): Pick<ClientRecord,
   return withoutUndefined(Object.fromEntries(fields)) as Pick<ClientRecord, RegisteredField>;
 }
 
-/** The record's registered fields under their RFC 7591 names (those oidc-provider is given, with `forProvider`). */
-export function registeredMetadataOf(record: ClientRecord, forProvider = false): Record<string, unknown> {
-  const members = forProvider ? PROVIDER_MEMBERS : REGISTERED_MEMBERS;
-  return withoutUndefined(Object.fromEntries(members.map(({ field, member }) => [member, record[field]])));
+/** The record's registered fields under their RFC 7591 names. */
+export function registeredMetadataOf(record: ClientRecord): Record<string, unknown> {
+  return withoutUndefined(Object.fromEntries(REGISTERED_MEMBERS.map(({ field, member }) => [member, record[field]])));
 }
 
 /**
@@ -74,25 +85,31 @@ export function registeredMetadataOf(record: ClientRecord, forProvider = false):
  */
 const POLICY_DECIDED_GRANTS = [TOKEN_EXCHANGE, UMA_TICKET];
 
-/** oidc-provider client metadata for a client record; disabled clients do not exist for the protocol. */
+/**
+ * oidc-provider client metadata for a client record; disabled clients do not exist for the protocol.
+ * Built member by member (no spreads, entries or filters): every client lookup, so every /token, makes one.
+ */
 export function clientMetadata(record: ClientRecord): AdapterPayload | undefined {
   if (record.enabled === false) return undefined;
   const confidential = record.clientType === 'confidential';
   const grants = grantTypes(record);
-  return withoutUndefined({
-    ...registeredMetadataOf(record, true),
-    client_id: record.clientId,
-    redirect_uris: record.redirectUris ?? [],
-    post_logout_redirect_uris: record.postLogoutRedirectUris ?? [],
-    response_types: grants.includes('authorization_code') ? ['code'] : [],
-    grant_types: grants,
-    token_endpoint_auth_method: record.tokenEndpointAuthMethod ?? (confidential ? 'client_secret_basic' : 'none'),
-    // Without keys no request object of the client can be verified at all, and oidc-provider would
-    // refuse the whole client for a signing algorithm without keys: the algorithm is then moot.
-    request_object_signing_alg: record.jwks || record.jwksUri ? record.requestObjectSigningAlg : undefined,
-    // The BCrypt hash: oidc-provider compares presented secrets through our compareClientSecret.
-    client_secret: confidential ? (record.clientSecret ?? undefined) : undefined,
-  }) as AdapterPayload;
+  const metadata: Record<string, unknown> = {};
+  for (const { field, member } of COPIED_PROVIDER_MEMBERS)
+    if (record[field] !== undefined) metadata[member] = record[field];
+  metadata.client_id = record.clientId;
+  metadata.redirect_uris = record.redirectUris ?? [];
+  metadata.post_logout_redirect_uris = record.postLogoutRedirectUris ?? [];
+  metadata.response_types = grants.includes('authorization_code') ? ['code'] : [];
+  metadata.grant_types = grants;
+  metadata.token_endpoint_auth_method =
+    record.tokenEndpointAuthMethod ?? (confidential ? 'client_secret_basic' : 'none');
+  // Without keys no request object of the client can be verified at all, and oidc-provider would
+  // refuse the whole client for a signing algorithm without keys: the algorithm is then moot.
+  if ((record.jwks || record.jwksUri) && record.requestObjectSigningAlg !== undefined)
+    metadata.request_object_signing_alg = record.requestObjectSigningAlg;
+  // The BCrypt hash: oidc-provider compares presented secrets through our compareClientSecret.
+  if (confidential && record.clientSecret != null) metadata.client_secret = record.clientSecret;
+  return metadata as AdapterPayload;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { parse } from 'node:querystring';
 import type { Next } from 'koa';
 import type { ArbiterContext } from '../state.js';
-import { escapesNul, MAX_JSON_DEPTH, nestingExceeds, readText, refuseNul } from '../../http/body.js';
+import { escapesNul, hasEncodedNul, MAX_JSON_DEPTH, nestingExceeds, readText, refuseNul } from '../../http/body.js';
 import { HttpError } from '../../http/errors.js';
 import { assertSingleValued } from '../../http/parameters.js';
 
@@ -29,7 +29,8 @@ export function formBody(maxBodyBytes: number, repeatable: readonly string[] = [
       const raw = await readText(ctx, maxBodyBytes);
       assertSingleValued(raw, 'parameter', repeatable);
       const body = parse(raw);
-      refuseNul(body, 'the request body');
+      // Only a raw U+0000 or "%00" decodes to one: the walk that names the field runs only then.
+      if (hasEncodedNul(raw)) refuseNul(body, 'the request body');
       (ctx.request as unknown as { body: string }).body = raw;
       ctx.state.body = body;
       assertShallowJson(ctx.state.body);
