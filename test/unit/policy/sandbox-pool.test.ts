@@ -97,15 +97,16 @@ describe('unit: the policy sandbox’s worker threads (policy/sandbox/pool)', fu
   });
 
   it('gives a job that waited longer than three time limits up as busy', async function () {
-    make({ timeoutMs: 300, maxQueued: 10 });
+    make({ timeoutMs: 1000, maxQueued: 10 });
     await pool.run({});
-    // Each job takes 250 ms, within the limit: the fifth would wait 1,000 ms, more than three limits (900 ms).
+    // Each job takes 600 ms, well within the limit on a loaded machine too: the first three wait at
+    // most 1,200 ms, the seventh would wait 3,600 ms, more than three limits (3,000 ms).
     const answers = await Promise.all(
-      [0, 1, 2, 3, 4].map(() => pool.run({ spin: 250 }).catch((caught: unknown) => caught)),
+      [0, 1, 2, 3, 4, 5, 6].map(() => pool.run({ spin: 600 }).catch((caught: unknown) => caught)),
     );
     for (const answer of answers.slice(0, 3)) expect(answer).to.be.a('number');
-    expect(answers[4]).to.be.instanceOf(SandboxBusyError);
-    expect((answers[4] as Error).message).to.contain('no policy thread was free within 900 ms');
+    expect(answers[6]).to.be.instanceOf(SandboxBusyError);
+    expect((answers[6] as Error).message).to.contain('no policy thread was free within 3000 ms');
   });
 
   it('passes a job’s own error on as a job error, and replaces a thread that asks to be', async function () {
