@@ -8,7 +8,9 @@ import { AuditLog, decisionsOfEntry } from './audit/index.js';
 import type { Config } from './config/index.js';
 import type { Logger } from './log/index.js';
 import {
+  BACKCHANNEL_LOGOUT_TOPIC,
   createTenantProvider,
+  deliverKeptLogout,
   loadProviderSecrets,
   storedTenantKeys,
   TenantProviders,
@@ -185,11 +187,18 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
         tenant,
         basePath,
         userLoggedOut: (loggedOutOf, sub) => transmitter.emit(loggedOutOf, [userLogout(sub)]),
+        logoutRetries: outbox,
       }),
     storedTenantKeys(store, sealer),
     () => policy.vocabulary(),
     config.tenantCacheMax,
     { idleMs: config.tenantIdleSeconds * 1000 },
+  );
+  // Back-channel logout tokens not delivered at once: signed afresh and posted again from the outbox.
+  outbox.handle(
+    BACKCHANNEL_LOGOUT_TOPIC,
+    deliverKeptLogout((tenant) => providers.providerFor(tenant)),
+    { maxAgeMs: config.backchannelLogoutRetryMaxSeconds * 1000 },
   );
   // A tenant's signing keys rotated by `arbiter rotate-signing-key` (or seen by another node): its providers are built again with them.
   const stopWatchingKeys = watchSigningKeyRotations(

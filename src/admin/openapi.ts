@@ -527,7 +527,7 @@ const OPERATIONS: AdminOperation[] = [
     path: '/outbox',
     operationId: 'getOutbox',
     summary:
-      'The durable outbox of Security Event Tokens (docs/signals.md): entries not yet delivered, the age of the oldest, those failing and why (the oldest 20), deliveries and failures counted by this node, whether this node holds the delivery lease',
+      'The durable outbox of Security Event Tokens (docs/signals.md) and of back-channel logout tokens not delivered at once: entries not yet delivered, the age of the oldest, those failing and why (the oldest 20), deliveries and failures counted by this node, whether this node holds the delivery lease',
     tag: 'signals',
     success: { 200: { description: "the outbox's state", schema: schemaRef('Outbox') } },
   },
@@ -1175,13 +1175,22 @@ const OUTBOX_SCHEMA = object({
   failing: { type: 'integer', minimum: 0, description: 'pending entries whose delivery failed at least once' },
   delivered: { type: 'integer', minimum: 0, description: 'entries this node delivered since it started' },
   failures: { type: 'integer', minimum: 0, description: 'failed attempts of this node since it started' },
+  givenUp: {
+    type: 'integer',
+    minimum: 0,
+    description:
+      'entries this node gave up since it started, older than their topic allows (BACKCHANNEL_LOGOUT_RETRY_MAX_SECONDS)',
+  },
   leader: { type: 'boolean', description: 'whether this node holds the delivery lease now' },
   failingEntries: {
     type: 'array',
     items: object({
       id: { type: 'integer' },
-      topic: { type: 'string', description: '`ssf` for Security Event Tokens' },
-      stream: { type: 'string', description: 'the ordering key: `ssf:<tenant>:<stream_id>`' },
+      topic: { type: 'string', description: '`ssf` for Security Event Tokens, `backchannel-logout` for logout tokens' },
+      stream: {
+        type: 'string',
+        description: 'the ordering key: `ssf:<tenant>:<stream_id>`, `backchannel-logout:<tenant>:<client_id>`',
+      },
       createdAt: { type: 'string', format: 'date-time' },
       attempts: { type: 'integer', minimum: 1 },
       nextAttemptAt: { type: 'string', format: 'date-time' },

@@ -255,6 +255,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
     meaning:
       'the longest back-off between two attempts to deliver an outbox entry; it doubles from one second (see [Signals](signals.md#delivery-guarantees))',
   },
+  BACKCHANNEL_LOGOUT_RETRY_MAX_SECONDS: {
+    meaning:
+      'how long a back-channel logout token that could not be delivered at once is tried again, through the outbox, before it is given up (counted as `givenUp` in `GET /admin/api/outbox`); a fresh token is signed at each attempt (see [Standards](standards.md#back-channel-logout-retries))',
+  },
   SSF_POLL_WAIT_SECONDS: {
     meaning:
       'the longest an RFC 8936 poll without `returnImmediately` is held open waiting for a Security Event Token (see [Signals](signals.md#poll-delivery))',

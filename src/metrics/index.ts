@@ -212,23 +212,41 @@ export class Metrics {
    * entries not yet delivered (src/outbox), the age of the oldest, those that failed at least once.
    * Read from the store at each scrape: every node of a store shows the same figures.
    */
-  watchOutbox(outbox: { state(): Promise<{ pending: number; lagSeconds: number; failing: number }> }): void {
-    const gauge = (name: string, help: string, field: 'pending' | 'lagSeconds' | 'failing') =>
+  watchOutbox(outbox: {
+    state(): Promise<{ pending: number; lagSeconds: number; failing: number; givenUp: number }>;
+  }): void {
+    const gauge = (
+      name: string,
+      help: string,
+      field: 'pending' | 'lagSeconds' | 'failing' | 'givenUp',
+      // The store's figures are the same from every worker; what a process gave up is its own.
+      aggregator: 'max' | 'sum' = 'max',
+    ) =>
       new Gauge({
         name,
         help,
         registers: [this.registry],
-        aggregator: 'max',
+        aggregator,
         async collect() {
           this.set((await outbox.state())[field]);
         },
       });
-    gauge('arbiter_outbox_pending', 'Outbox entries (Security Event Tokens) not yet delivered', 'pending');
+    gauge(
+      'arbiter_outbox_pending',
+      'Outbox entries (Security Event Tokens, back-channel logout tokens) not yet delivered',
+      'pending',
+    );
     gauge('arbiter_outbox_lag_seconds', 'Age of the oldest outbox entry not yet delivered (0: none)', 'lagSeconds');
     gauge(
       'arbiter_outbox_failing',
       'Outbox entries whose delivery failed at least once and waits for a retry',
       'failing',
+    );
+    gauge(
+      'arbiter_outbox_given_up',
+      "Outbox entries this node dropped after their topic's maximum age (back-channel logouts), since it started",
+      'givenUp',
+      'sum',
     );
   }
 

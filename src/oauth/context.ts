@@ -28,6 +28,16 @@ export interface ProviderContext {
    * Shared Signals receivers (src/signals), awaited before the logout is answered. Absent: no one.
    */
   userLoggedOut?: (tenant: string, sub: string) => Promise<unknown>;
+  /** Where logout tokens not delivered at once are kept to be delivered later (the outbox). Absent: they are only logged. */
+  logoutRetries?: LogoutRetries;
+}
+
+/**
+ * Where logout tokens not delivered at once are kept to be delivered later: the durable outbox,
+ * wired by src/server.ts (src/oauth/end-session/backchannel.ts says what an entry holds).
+ */
+export interface LogoutRetries {
+  append(entries: readonly { topic: string; stream: string; payload: unknown }[]): Promise<void>;
 }
 
 /** The issuer of the provider a context builds: ISSUER, or the tenant's own below it. */

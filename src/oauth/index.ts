@@ -9,7 +9,12 @@ export {
   type ProviderSecrets,
 } from './keys.js';
 export { TenantProviders } from './providers.js';
-export { tellClientsOfLogout, type LogoutNotices } from './end-session/backchannel.js';
+export {
+  BACKCHANNEL_LOGOUT_TOPIC,
+  deliverKeptLogout,
+  tellClientsOfLogout,
+  type LogoutNotices,
+} from './end-session/backchannel.js';
 export { createTenantProvider } from './provider.js';
 export { CLIENTS_COLLECTION, type ClientRecord } from './clients/records.js';
 export { clientMetadata } from './clients/metadata.js';

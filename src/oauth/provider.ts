@@ -42,7 +42,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
   refetchClientKeysOnUnfamiliarKid();
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);
-  reportBackchannelLogouts(provider, log);
+  reportBackchannelLogouts(provider, log, context.logoutRetries, basePath);
   signalLogouts(provider, tenant, context.userLoggedOut);
   installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config) });
   return provider;

@@ -50,6 +50,15 @@ interface LeaseDoc extends StoredDoc {
 /** Delivers one entry; throws to have it tried again later. */
 export type OutboxHandler = (entry: OutboxEntry) => Promise<void>;
 
+/** How a topic's entries are delivered, beyond its handler. */
+export interface TopicOptions {
+  /**
+   * An entry older than this (ms since its append) is given up instead of tried again: counted
+   * (`givenUp`), logged, and dropped, so that it holds its stream up no longer. Absent: never.
+   */
+  maxAgeMs?: number;
+}
+
 export interface OutboxOptions {
   /** How often a node looks for work (and for the lease) when nothing woke it. */
   pollMs: number;
@@ -71,6 +80,8 @@ export interface OutboxState {
   failing: number;
   delivered: number;
   failures: number;
+  /** Entries this node dropped past their topic's `maxAgeMs` since it started. */
+  givenUp: number;
   /** Whether this process holds a lease now. */
   leader: boolean;
 }
@@ -78,7 +89,7 @@ export interface OutboxState {
 const READ_LIMIT = 10_000;
 
 export class Outbox {
-  private readonly handlers = new Map<string, OutboxHandler>();
+  private readonly handlers = new Map<string, { handler: OutboxHandler; options: TopicOptions }>();
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | null = null;
   private again = false;
@@ -86,6 +97,7 @@ export class Outbox {
   private closed = true;
   private delivered = 0;
   private failures = 0;
+  private givenUp = 0;
   private readonly holding = new Set<string>();
   /** This process's lease holder name: unique per start, so that a restarted process does not inherit a dead one's lease. */
   private readonly holder = `${PROCESS_ID}:${randomUUID()}`;
@@ -105,8 +117,8 @@ export class Outbox {
   }
 
   /** Who delivers `topic`'s entries (on every node: whichever holds the lease delivers). */
-  handle(topic: string, handler: OutboxHandler): void {
-    this.handlers.set(topic, handler);
+  handle(topic: string, handler: OutboxHandler, options: TopicOptions = {}): void {
+    this.handlers.set(topic, { handler, options });
   }
 
   /**
@@ -164,6 +176,7 @@ export class Outbox {
       failing: pending.filter((entry) => entry.attempts > 0).length,
       delivered: this.delivered,
       failures: this.failures,
+      givenUp: this.givenUp,
       leader: this.holding.size > 0,
     };
   }
@@ -214,9 +227,9 @@ export class Outbox {
 
   /** One pass over each topic this node holds the lease of. */
   private async round(): Promise<void> {
-    for (const [topic, handler] of this.handlers) {
+    for (const [topic, { handler, options }] of this.handlers) {
       if (this.closed) return;
-      if (await this.lease(topic)) await this.deliver(topic, handler);
+      if (await this.lease(topic)) await this.deliver(topic, handler, options);
     }
   }
 
@@ -256,7 +269,7 @@ export class Outbox {
    * pages go on past a held-back stream's entries (up to READ_LIMIT entries a round), so that one
    * receiver that is down does not hold the others up.
    */
-  private async deliver(topic: string, handler: OutboxHandler): Promise<void> {
+  private async deliver(topic: string, handler: OutboxHandler, options: TopicOptions): Promise<void> {
     const blocked = new Set<string>();
     const deadline = Date.now() + this.options.leaseMs / 2;
     let attempted = 0;
@@ -269,6 +282,10 @@ export class Outbox {
       for (const entry of page) {
         if (this.closed || Date.now() > deadline) return;
         if (blocked.has(entry.stream)) continue;
+        if (options.maxAgeMs !== undefined && Date.now() - entry.createdAt > options.maxAgeMs) {
+          await this.giveUp(topic, entry);
+          continue;
+        }
         if (entry.notBefore > Date.now()) {
           blocked.add(entry.stream);
           continue;
@@ -304,6 +321,16 @@ export class Outbox {
       this.scheduleRetry(backoff);
       return false;
     }
+  }
+
+  /** Drops an entry past its topic's maximum age (TopicOptions.maxAgeMs): it is delivered no more. */
+  private async giveUp(topic: string, entry: OutboxEntry): Promise<void> {
+    await this.entries.delete(entry.id);
+    this.givenUp += 1;
+    this.log.warn(
+      { topic, stream: entry.stream, attempts: entry.attempts, lastError: entry.lastError },
+      'outbox entry given up: older than its topic allows',
+    );
   }
 
   private scheduleRetry(delayMs: number): void {

@@ -5,7 +5,7 @@ import { auditFactsOf } from '../../audit/index.js';
 import type { Logger } from '../../log/index.js';
 import type { Store } from '../../store/index.js';
 import { tenantOf, type Tenant } from '../../tenancy/index.js';
-import type { ConfigurationSlice } from '../context.js';
+import type { ConfigurationSlice, LogoutRetries } from '../context.js';
 import type { ArbiterContext } from '../state.js';
 
 /**
@@ -13,37 +13,116 @@ import type { ArbiterContext } from '../state.js';
  * logout token (signed with the tenant's keys, under the issuer it signed the user in with) when
  * the user's session ends: at /session/end (oidc-provider posts them), and when an operator
  * revokes a subject's tokens or deletes the subject (tellClientsOfLogout). Every post goes
- * through the outbound guard (outbound-fetch.ts) with its timeout and address checks.
+ * through the outbound guard (outbound-fetch.ts) with its timeout and address checks. A post that
+ * fails is tried once in the request, then kept in the durable outbox (LogoutRetries) and tried
+ * again with its back-off, one stream per client, until it is delivered or too old
+ * (BACKCHANNEL_LOGOUT_RETRY_MAX_SECONDS).
  */
 export const backchannelLogout: ConfigurationSlice = () => ({
   features: { backchannelLogout: { enabled: true } },
 });
 
-/** How many logout tokens a change delivered, and how many could not be delivered after every attempt. */
+/** How many logout tokens a change delivered, and how many were not delivered at once (kept for later when `kept`). */
 export interface LogoutNotices {
   delivered: number;
   failed: number;
+  /** Of `failed`: how many are kept to be delivered later (LogoutRetries). */
+  kept: number;
 }
 
-/** Each delivery is tried this many times, after these pauses (RPs restart; a logout should not be lost to one). */
-const RETRY_PAUSES_MS = [250, 1000];
+/** The outbox topic of logout tokens not delivered at once. */
+export const BACKCHANNEL_LOGOUT_TOPIC = 'backchannel-logout';
+
+/**
+ * A logout token not delivered at once, as the outbox keeps it: whom to tell of which session,
+ * under which issuer. No token is kept: a fresh one (new `jti` and `iat`, same claims) is signed at
+ * each attempt with the keys then current, so that its `iat` is one the client accepts however
+ * late it arrives. Nothing in it is secret (a subject id, a session id, a client id).
+ */
+export interface UndeliveredLogout {
+  tenant: string;
+  tenantId: string | null;
+  /** '' or `/t/<tenant>`: the issuer the session was made under. */
+  issuerPath: string;
+  clientId: string;
+  sub: string;
+  sid: string;
+}
+
+/** One ordering key per client of a tenant: a client that is down holds no other client's logouts up. */
+function streamOf(logout: UndeliveredLogout): string {
+  return `${BACKCHANNEL_LOGOUT_TOPIC}:${logout.tenant}:${logout.clientId}`;
+}
+
+/** The retries of each provider's tenant (set by reportBackchannelLogouts): tellClientsOfLogout finds them with the provider. */
+const retriesOfProvider = new WeakMap<Provider, LogoutRetries>();
+
+/** What each /session/end still has to store before its answer goes out (logoutsKept). */
+const keeping = new WeakMap<object, Promise<unknown>[]>();
 
 /**
  * The deliveries oidc-provider makes at /session/end, counted in the request's audit entry; a
- * failed one is tried again (RETRY_PAUSES_MS) after the answer, and logged with its client.
+ * failed one is kept in `retries` (the outbox), stored before the logout is answered (logoutsKept),
+ * and logged with its client.
  */
-export function reportBackchannelLogouts(provider: Provider, log: Logger): void {
+export function reportBackchannelLogouts(
+  provider: Provider,
+  log: Logger,
+  retries: LogoutRetries | undefined,
+  basePath: string,
+): void {
+  if (retries) retriesOfProvider.set(provider, retries);
   // Provider is an EventEmitter; its typings name neither event.
   const events = provider as unknown as EventEmitter;
-  events.on('backchannel.success', (ctx: ArbiterContext) => count(ctx, 'delivered'));
+  events.on('backchannel.success', (ctx: ArbiterContext) => count(ctx, 'Delivered'));
   events.on(
     'backchannel.error',
     (ctx: ArbiterContext, error: Error, client: LogoutClient, accountId: string, sid: string) => {
-      count(ctx, 'retried');
-      void delivered(() => client.backchannelLogout(accountId, sid), RETRY_PAUSES_MS).then((ok) => {
-        if (!ok) log.warn({ clientId: client.clientId, reason: error.message }, 'back-channel logout not delivered');
-      });
+      count(ctx, 'Failed');
+      log.warn(
+        { clientId: client.clientId, reason: error.message, kept: Boolean(retries) },
+        'back-channel logout not delivered',
+      );
+      if (!retries) return;
+      const { name, id } = ctx.state.tenant;
+      const kept = keep(retries, [
+        { tenant: name, tenantId: id, issuerPath: basePath, clientId: client.clientId, sub: accountId, sid },
+      ]);
+      keeping.set(ctx, [...(keeping.get(ctx) ?? []), kept]);
     },
+  );
+}
+
+/** Resolves once the logout tokens /session/end could not deliver are stored for later (its answer waits for it). */
+export async function logoutsKept(ctx: object): Promise<void> {
+  await Promise.all(keeping.get(ctx) ?? []);
+}
+
+/**
+ * The outbox handler of BACKCHANNEL_LOGOUT_TOPIC: signs a fresh logout token for the kept logout
+ * and posts it (through the outbound guard); throws to be tried again. A client deleted meanwhile,
+ * or that no longer has a back-channel logout URI, is told nothing.
+ */
+export function deliverKeptLogout(
+  providerOf: (tenant: Tenant) => Promise<Provider>,
+): (entry: { payload: unknown }) => Promise<void> {
+  return async (entry) => {
+    const logout = entry.payload as UndeliveredLogout;
+    const provider = await providerOf({
+      name: logout.tenant,
+      id: logout.tenantId,
+      ...(logout.issuerPath ? { path: logout.issuerPath } : {}),
+    });
+    const client = (await provider.Client.find(logout.clientId)) as unknown as LogoutClient | undefined;
+    if (!client?.backchannelLogoutUri) return;
+    await client.backchannelLogout(logout.sub, logout.sid);
+  };
+}
+
+/** Appends `logouts` to the outbox, each to its client's stream. */
+function keep(retries: LogoutRetries, logouts: UndeliveredLogout[]): Promise<void> {
+  return retries.append(
+    logouts.map((logout) => ({ topic: BACKCHANNEL_LOGOUT_TOPIC, stream: streamOf(logout), payload: logout })),
   );
 }
 
@@ -54,16 +133,18 @@ interface LogoutClient {
   backchannelLogout(sub: string, sid: string): Promise<void>;
 }
 
-function count(ctx: ArbiterContext, outcome: 'delivered' | 'retried'): void {
+function count(ctx: ArbiterContext, outcome: 'Delivered' | 'Failed'): void {
   const result = (auditFactsOf(ctx.state).result ??= {});
-  const key = `backchannelLogout${outcome === 'delivered' ? 'Delivered' : 'Retried'}`;
+  const key = `backchannelLogout${outcome}`;
   result[key] = String(Number(result[key] ?? 0) + 1);
 }
 
 /**
  * Posts a logout token to every client of every session `accountId` has in the tenant
  * (`tenantId`, null: the default), each under the issuer the session was made under, before
- * those sessions are revoked; answers once every delivery succeeded or ran out of attempts.
+ * those sessions are revoked. Each is tried once (bounded by the outbound guard's timeout); one
+ * that fails is kept in the provider's LogoutRetries (the outbox) to be delivered later, stored
+ * before this resolves.
  */
 export async function tellClientsOfLogout(
   providerOf: (tenant: Tenant) => Promise<Provider>,
@@ -83,27 +164,22 @@ export async function tellClientsOfLogout(
       const provider = await providerOf({ ...tenant, ...(issuerPath ? { path: issuerPath } : {}) });
       const client = (await provider.Client.find(clientId)) as unknown as LogoutClient | undefined;
       if (!client?.backchannelLogoutUri) return null;
-      const ok = await delivered(() => client.backchannelLogout(accountId, sid), [0, ...RETRY_PAUSES_MS]);
-      if (!ok) log.warn({ clientId, tenant: tenant.name }, 'back-channel logout not delivered');
-      return ok;
+      const reason = await client.backchannelLogout(accountId, sid).then(
+        () => null,
+        (error: unknown) => (error instanceof Error ? error.message : String(error)),
+      );
+      if (reason === null) return 'delivered';
+      const retries = retriesOfProvider.get(provider);
+      log.warn({ clientId, tenant: tenant.name, reason, kept: Boolean(retries) }, 'back-channel logout not delivered');
+      if (!retries) return 'failed';
+      await keep(retries, [{ tenant: tenant.name, tenantId: tenant.id, issuerPath, clientId, sub: accountId, sid }]);
+      return 'kept';
     }),
   );
+  const kept = outcomes.filter((outcome) => outcome === 'kept').length;
   return {
-    delivered: outcomes.filter((ok) => ok === true).length,
-    failed: outcomes.filter((ok) => ok === false).length,
+    delivered: outcomes.filter((outcome) => outcome === 'delivered').length,
+    failed: outcomes.filter((outcome) => outcome === 'failed').length + kept,
+    kept,
   };
-}
-
-/** Tries `post` after each pause in turn until it succeeds: whether it did. */
-async function delivered(post: () => Promise<void>, pausesMs: number[]): Promise<boolean> {
-  for (const pause of pausesMs) {
-    if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
-    try {
-      await post();
-      return true;
-    } catch {
-      // The next attempt, if any: the outbound guard bounds each one in time.
-    }
-  }
-  return false;
 }

@@ -4,6 +4,7 @@ import type Provider from 'oidc-provider';
 import { HttpError } from '../../http/errors.js';
 import { routes } from '../routes.js';
 import { formBody } from '../shared/form-body.js';
+import { logoutsKept } from './backchannel.js';
 import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
 import { requestIssuer } from '../../tenancy/index.js';
 
@@ -55,7 +56,7 @@ export function signalLogouts(
 
 async function logoutSignalled(ctx: ArbiterContext, next: Next): Promise<void> {
   await next();
-  await pendingLogoutSignals.get(ctx);
+  await Promise.all([pendingLogoutSignals.get(ctx), logoutsKept(ctx)]);
 }
 
 function logoutPostAsGet(issuer: string) {
