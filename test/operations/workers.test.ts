@@ -24,7 +24,12 @@ describe('WORKERS=2: one server as two worker processes', function () {
   before(async function () {
     this.timeout(120_000);
     // Its own server: it kills a worker. Info-level lines say what the primary compiled; a long keep-alive keeps connections with their worker.
-    server = await startProcessServer({ LOG_LEVEL: 'info', ACCESS_LOG: 'false', HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000' });
+    server = await startProcessServer({
+      LOG_LEVEL: 'info',
+      ACCESS_LOG: 'false',
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000',
+      WORKER_STANDBY: 'true',
+    });
     workers = await connectionsToWorkers(server.url, 2);
     // The standby loads its code once every worker is up: timed tests begin after it, not beside it.
     await eventually(async () => (await workers[0].request('/healthz')).body.workers.standby === 'ready', 90_000);

@@ -47,7 +47,8 @@ export async function startServerProcess(options: {
       if (child.exitCode === null) child.kill('SIGKILL');
       throw new Error(`the server did not become ready: ${stderr.slice(-2000)}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // A short step: the server answers a few hundred ms after it listens, and every process server waits here.
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return child;
 }
@@ -73,13 +74,15 @@ export interface ProcessServer extends TestServer {
 
 /**
  * src/main.ts as processes of their own with the test environment (test/support/server.ts) and
- * `env` (WORKERS=2 by default): the way to test what only several worker processes do. Its store
+ * `env` (WORKERS=2 and no standby worker by default): the way to test what only several worker processes do. Its store
  * is in those processes: `store` and `server` are not available here.
  */
 export async function startProcessServer(env: Record<string, string> = {}): Promise<ProcessServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-process-'));
   const port = await freePort();
-  const fullEnv = { ...testEnvironment(port, dataDir), WORKERS: '2', ...env };
+  // No standby worker unless a test asks for one (workers.test.ts): it loads a third copy of the code
+  // beside the test, and what it is for (taking a dead worker's place) is that file's subject only.
+  const fullEnv = { ...testEnvironment(port, dataDir), WORKERS: '2', WORKER_STANDBY: 'false', ...env };
   let output = '';
   const child = await startServerProcess({
     port,
