@@ -11,7 +11,7 @@ import { ADMIN_KEY, adminVia, freePort, requestAt, sharedFixture, testEnvironmen
 /**
  * Starts `npm start`'s entry point as a process of its own (for measuring its memory, or
  * killing it) on a SQLite file in `dataDir` (or the store `env.STORE_URL` names), and resolves
- * once /healthz answers 200 with every worker up. One process (WORKERS=1) unless `env` says otherwise.
+ * once /healthz answers 200 with every worker up. One process (WORKERS=1) and no standby worker unless `env` says otherwise.
  */
 export async function startServerProcess(options: {
   port: number;
@@ -31,6 +31,9 @@ export async function startServerProcess(options: {
       SERVICE_ADMIN_API_KEY: ADMIN_KEY,
       LOG_LEVEL: 'silent',
       WORKERS: '1',
+      // No standby worker unless a test asks for one (workers.test.ts): with WORKERS above 1 it loads one more
+      // copy of the code beside the test, and what it is for (taking a dead worker's place) is that file's subject only.
+      WORKER_STANDBY: 'false',
       ...options.env,
     },
     stdio: ['ignore', options.onOutput ? 'pipe' : 'ignore', 'pipe'],
@@ -80,9 +83,7 @@ export interface ProcessServer extends TestServer {
 export async function startProcessServer(env: Record<string, string> = {}): Promise<ProcessServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-process-'));
   const port = await freePort();
-  // No standby worker unless a test asks for one (workers.test.ts): it loads a third copy of the code
-  // beside the test, and what it is for (taking a dead worker's place) is that file's subject only.
-  const fullEnv = { ...testEnvironment(port, dataDir), WORKERS: '2', WORKER_STANDBY: 'false', ...env };
+  const fullEnv = { ...testEnvironment(port, dataDir), WORKERS: '2', ...env };
   let output = '';
   const child = await startServerProcess({
     port,
