@@ -189,6 +189,8 @@ async function startMain(env: Record<string, string>): Promise<StartedMain> {
       STORE_URL: `sqlite:${join(dataDir, 'arbiter.db')}`,
       SERVICE_ADMIN_API_KEY: ADMIN_KEY,
       LOG_LEVEL: 'info',
+      // The start-up line is the subject, not the standby worker (a third copy of the code loading beside the test).
+      WORKER_STANDBY: 'false',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
   axeViolations,
-  launchChromium,
+  sharedChromium,
   loopbackContext,
   recordCspViolations,
   recordRequests,
@@ -27,7 +27,7 @@ describe('Console sign-in with named Admin API keys, on the admin port, in Chrom
   before(async function () {
     // Its own server: the console on an admin listener, and keys made and revoked by the journey.
     server = await readyServer({ ADMIN_PORT: '0' });
-    browser = await launchChromium();
+    browser = await sharedChromium();
     context = await loopbackContext(browser);
     requested = recordRequests(context);
     violations = await recordCspViolations(context);
@@ -36,7 +36,6 @@ describe('Console sign-in with named Admin API keys, on the admin port, in Chrom
 
   after(async function () {
     await context?.close();
-    await browser?.close();
     await server?.close();
   });
 

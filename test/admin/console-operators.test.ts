@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
-import { axeViolations, launchChromium, loopbackContext, recordCspViolations } from '../support/browser.js';
+import { axeViolations, sharedChromium, loopbackContext, recordCspViolations } from '../support/browser.js';
 import { clientCredentials, confidentialClient, policyInForce } from '../support/oauth.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 import { CLIENT_GRANT_TYPES, definitionFor } from '../../src/catalog/index.js';
@@ -32,7 +32,7 @@ describe('Console for operators, in Chromium', function () {
     mkdirSync(ARTIFACTS, { recursive: true });
     // Its own server: the lists' totals and the audit log are counted exactly.
     server = await readyServer();
-    browser = await launchChromium();
+    browser = await sharedChromium();
     context = await loopbackContext(browser);
     violations = await recordCspViolations(context);
     page = await context.newPage();
@@ -42,7 +42,6 @@ describe('Console for operators, in Chromium', function () {
 
   after(async function () {
     await context?.close();
-    await browser?.close();
     await server?.close();
   });
 

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { axeViolations, launchChromium, loopbackContext, recordCspViolations } from '../support/browser.js';
+import { axeViolations, sharedChromium, loopbackContext, recordCspViolations } from '../support/browser.js';
 import { clientCredentials, confidentialClient, eventually, policyInForce } from '../support/oauth.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 
@@ -38,7 +38,7 @@ describe('Console: policy impact and shadow policy, in Chromium', function () {
     secret = await confidentialClient(server, 'console-writer', { scopes: ['read', 'write'] });
     for (const scope of ['read write', 'read', 'read write', 'write'])
       expect((await writerToken(scope)).status).to.equal(200);
-    browser = await launchChromium();
+    browser = await sharedChromium();
     context = await loopbackContext(browser);
     violations = await recordCspViolations(context);
     page = await context.newPage();
@@ -50,7 +50,6 @@ describe('Console: policy impact and shadow policy, in Chromium', function () {
 
   after(async function () {
     await context?.close();
-    await browser?.close();
     await server?.close();
   });
 

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { axeViolations, launchChromium, loopbackContext, recordCspViolations } from '../support/browser.js';
+import { axeViolations, sharedChromium, loopbackContext, recordCspViolations } from '../support/browser.js';
 import { clientCredentials, confidentialClient, policyInForce } from '../support/oauth.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 
@@ -27,7 +27,7 @@ describe('Console: safe policy changes, in Chromium', function () {
     mkdirSync(ARTIFACTS, { recursive: true });
     // Its own server: the tests change the shared bundle and make /healthz degraded.
     server = await readyServer();
-    browser = await launchChromium();
+    browser = await sharedChromium();
     context = await loopbackContext(browser);
     violations = await recordCspViolations(context);
     page = await context.newPage();
@@ -39,7 +39,6 @@ describe('Console: safe policy changes, in Chromium', function () {
 
   after(async function () {
     await context?.close();
-    await browser?.close();
     await server?.close();
   });
 

@@ -56,6 +56,8 @@ describe('Runtime and build', function () {
         STORE_URL: `sqlite:${join(dataDir, 'arbiter.db')}`,
         SERVICE_ADMIN_API_KEY: ADMIN_KEY,
         LOG_LEVEL: 'info',
+        // What is served from dist/ is the subject, not the standby worker (one more process loading beside the test).
+        WORKER_STANDBY: 'false',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

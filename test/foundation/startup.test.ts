@@ -215,7 +215,7 @@ describe('Start-up and configuration', function () {
       let healthy = false;
       while (!healthy && Date.now() < deadline) {
         healthy = (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.status === 200;
-        if (!healthy) await new Promise((resolve) => setTimeout(resolve, 250));
+        if (!healthy) await new Promise((resolve) => setTimeout(resolve, 50));
       }
       expect(healthy, 'the server became ready').to.equal(true);
       const probe = await fetch(`http://127.0.0.1:${port}/livez`, { headers: { 'X-Request-ID': 'startup-probe-1' } });

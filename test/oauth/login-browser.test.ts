@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { decodeJwt } from 'jose';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchChromium, loopbackContext, RedirectRecorder } from '../support/browser.js';
+import { sharedChromium, loopbackContext, RedirectRecorder } from '../support/browser.js';
 import {
   authorizationRequest,
   redeemCode,
@@ -30,7 +30,7 @@ describe('Sign-in through an upstream identity provider, in Chromium', () => {
     ({ server, idp } = await withSignInServer());
     redirects = await RedirectRecorder.start();
     spa = await registerPublicClient(server, redirects.url);
-    browser = await launchChromium();
+    browser = await sharedChromium();
   });
 
   beforeEach(async () => {
@@ -42,7 +42,6 @@ describe('Sign-in through an upstream identity provider, in Chromium', () => {
   });
 
   after(async () => {
-    await browser?.close();
     await redirects?.close();
   });
 

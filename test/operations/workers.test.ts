@@ -24,7 +24,12 @@ describe('WORKERS=2: one server as two worker processes', function () {
   before(async function () {
     this.timeout(120_000);
     // Its own server: it kills a worker. Info-level lines say what the primary compiled; a long keep-alive keeps connections with their worker.
-    server = await startProcessServer({ LOG_LEVEL: 'info', ACCESS_LOG: 'false', HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000' });
+    server = await startProcessServer({
+      LOG_LEVEL: 'info',
+      ACCESS_LOG: 'false',
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000',
+      WORKER_STANDBY: 'true',
+    });
     const [first, second] = await connectionsToWorkers(server.url, 2);
     workers = [first!, second!];
     // The standby loads its code once every worker is up: timed tests begin after it, not beside it.

@@ -180,7 +180,8 @@ export async function eventually<T>(check: () => Promise<T>, timeoutMs = 10_000)
       return await check();
     } catch (error) {
       if (Date.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      // A short step: most checks pass within a few hundred ms (OPA long-polls the bundle).
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
 }

@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import { sharedFixture } from './server.js';
 
 /** Debian's Chromium, headless and quiet: no sandbox (containers), no background network. */
 const CHROMIUM_ARGS = [
@@ -13,8 +14,15 @@ const CHROMIUM_ARGS = [
   '--no-first-run',
 ];
 
-export function launchChromium(): Promise<Browser> {
-  return chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS });
+/**
+ * One Chromium for the whole run (a launch costs seconds), closed by the root hook: each file
+ * works in contexts of its own (loopbackContext: a fresh profile, its own cookies and storage) and
+ * closes them, never the browser.
+ */
+export function sharedChromium(): Promise<Browser> {
+  return sharedFixture('chromium', () =>
+    chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS }),
+  );
 }
 
 /** A fresh browser profile that only talks to loopback (oidc-provider's pages import web fonts). */

@@ -11,7 +11,7 @@ import { ADMIN_KEY, adminVia, freePort, requestAt, sharedFixture, testEnvironmen
 /**
  * Starts `npm start`'s entry point as a process of its own (for measuring its memory, or
  * killing it) on a SQLite file in `dataDir` (or the store `env.STORE_URL` names), and resolves
- * once /healthz answers 200 with every worker up. One process (WORKERS=1) unless `env` says otherwise.
+ * once /healthz answers 200 with every worker up. One process (WORKERS=1) and no standby worker unless `env` says otherwise.
  */
 export async function startServerProcess(options: {
   port: number;
@@ -31,6 +31,9 @@ export async function startServerProcess(options: {
       SERVICE_ADMIN_API_KEY: ADMIN_KEY,
       LOG_LEVEL: 'silent',
       WORKERS: '1',
+      // No standby worker unless a test asks for one (workers.test.ts): with WORKERS above 1 it loads one more
+      // copy of the code beside the test, and what it is for (taking a dead worker's place) is that file's subject only.
+      WORKER_STANDBY: 'false',
       ...options.env,
     },
     stdio: ['ignore', options.onOutput ? 'pipe' : 'ignore', 'pipe'],
@@ -47,7 +50,8 @@ export async function startServerProcess(options: {
       if (child.exitCode === null) child.kill('SIGKILL');
       throw new Error(`the server did not become ready: ${stderr.slice(-2000)}`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // A short step: the server answers a few hundred ms after it listens, and every process server waits here.
+    await new Promise((resolve) => setTimeout(resolve, 50));
   }
   return child;
 }
@@ -73,7 +77,7 @@ export interface ProcessServer extends TestServer {
 
 /**
  * src/main.ts as processes of their own with the test environment (test/support/server.ts) and
- * `env` (WORKERS=2 by default): the way to test what only several worker processes do. Its store
+ * `env` (WORKERS=2 and no standby worker by default): the way to test what only several worker processes do. Its store
  * is in those processes: `store` and `server` are not available here.
  */
 export async function startProcessServer(env: Record<string, string> = {}): Promise<ProcessServer> {
