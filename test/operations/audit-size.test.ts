@@ -2,7 +2,15 @@ import { expect } from 'chai';
 import { AUDIT_SHAPES_COLLECTION } from '../../src/audit/compact.js';
 import { AUDIT_LOG_COLLECTION, AuditLog, type AuditEntry } from '../../src/audit/log.js';
 import { DEFAULT_TENANT, type StoredDoc } from '../../src/store/index.js';
-import { basic, clientCredentials, clientToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
+import {
+  basic,
+  clientCredentials,
+  clientToken,
+  confidentialClient,
+  eventually,
+  policyInForce,
+  postForm,
+} from '../support/oauth.js';
 import { readyServer, withServer, type TestServer } from '../support/server.js';
 import { preferredBackend, sharedMongoTestServer } from '../store/mongo-server.js';
 import { sharedPostgresTestServer } from '../store/postgres-server.js';
@@ -32,6 +40,8 @@ function describeCompacted(
     });
 
     it('keep what repeats once per distinct value, and read (and replay) as whole entries', async function () {
+      // Both requests decided by the same engine (the in-process one, once its Wasm is built): alike.
+      await policyInForce(server, 60_000, { inProcess: true });
       const requestIds = ['audit-size-a', 'audit-size-b'];
       for (const requestId of requestIds) {
         const { status } = await clientCredentials(

@@ -115,17 +115,28 @@ export async function updateOauthData(server: TestServer, change: (data: any) =>
 
 /**
  * Waits until OPA has activated the bundle revision the store holds now (GET /healthz reports
- * both), so that a test sees the policy it just wrote rather than the one before.
+ * both), so that a test sees the policy it just wrote rather than the one before; with
+ * `inProcess`, until the in-process engine decides with it too (its Wasm is built in the
+ * background: until then OPA decides, and a decision's record says which engine took it).
  */
-export async function policyInForce(server: TestServer, timeoutMs = 20_000): Promise<void> {
+export async function policyInForce(
+  server: TestServer,
+  timeoutMs = 20_000,
+  { inProcess = false }: { inProcess?: boolean } = {},
+): Promise<void> {
   const revisions = async () =>
-    ((await (await server.request('/healthz')).json()) as { policyRevision?: { store: string; opa: string | null } })
-      .policyRevision;
+    (
+      (await (await server.request('/healthz')).json()) as {
+        policyRevision?: { store: string; opa: string | null; inProcess?: string | null };
+      }
+    ).policyRevision;
   // Revisions only move forward with writes: once OPA serves what the store holds, it has this write too.
   await eventually(
     async () => {
       const now = await revisions();
-      return now !== undefined && now.opa !== null && now.opa === now.store;
+      return (
+        now !== undefined && now.opa !== null && now.opa === now.store && (!inProcess || now.inProcess === now.store)
+      );
       // OPA long-polls the bundle: a write is in force within a few hundred ms, so ask often.
     },
     timeoutMs,
