@@ -255,6 +255,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
     meaning:
       'the longest back-off between two attempts to deliver an outbox entry; it doubles from one second (see [Signals](signals.md#delivery-guarantees))',
   },
+  SIGNALS_POLICY_RECHECK_MAX: {
+    meaning:
+      'the most live access tokens of a tenant decided again when the policy in force changes, to tell Shared Signals receivers of those now refused or narrower (0: none; see [Signals](signals.md#events-from-policy))',
+  },
   SSF_POLL_WAIT_SECONDS: {
     meaning:
       'the longest an RFC 8936 poll without `returnImmediately` is held open waiting for a Security Event Token (see [Signals](signals.md#poll-delivery))',

@@ -144,6 +144,8 @@ export interface Config {
   outboxLeaseSeconds: number;
   /** The longest back-off between two attempts to deliver an entry (it doubles from one second). */
   outboxRetryMaxSeconds: number;
+  /** The most live tokens decided again per policy change and tenant (events from policy, src/signals). */
+  signalsPolicyRecheckMax: number;
   /** The longest an RFC 8936 poll without returnImmediately waits for a SET. */
   ssfPollWaitSeconds: number;
   /** Refused unauthenticated requests one address gets an audit entry each for, per window; the rest are counted in one entry. */
@@ -258,6 +260,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   OUTBOX_POLL_MS: 'outboxPollMs',
   OUTBOX_LEASE_SECONDS: 'outboxLeaseSeconds',
   OUTBOX_RETRY_MAX_SECONDS: 'outboxRetryMaxSeconds',
+  SIGNALS_POLICY_RECHECK_MAX: 'signalsPolicyRecheckMax',
   SSF_POLL_WAIT_SECONDS: 'ssfPollWaitSeconds',
   AUDIT_UNAUTHENTICATED_LIMIT: 'auditUnauthenticatedLimit',
   AUDIT_UNAUTHENTICATED_TOTAL_LIMIT: 'auditUnauthenticatedTotalLimit',
@@ -393,6 +396,7 @@ export const SCHEMA = {
     outboxPollMs: { type: 'integer', minimum: 10, maximum: 60000 },
     outboxLeaseSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
     outboxRetryMaxSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
+    signalsPolicyRecheckMax: { type: 'integer', minimum: 0, maximum: 1000000 },
     ssfPollWaitSeconds: { type: 'integer', minimum: 0, maximum: 60 },
     auditUnauthenticatedLimit: positive,
     auditUnauthenticatedTotalLimit: positive,
