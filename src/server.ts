@@ -253,7 +253,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     tracing,
     workers: worker && (() => worker.report()),
     clock,
-    signals: { transmitter, outbox },
+    signals: { transmitter, outbox, policy: policySignals },
   });
   const callback = koa.callback();
   // Koa answers a failed request itself (ctx.onerror): the promise it returns never rejects.

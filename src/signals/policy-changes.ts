@@ -12,11 +12,11 @@
  */
 import type { Logger } from '../log/index.js';
 import type { Outbox } from '../outbox/index.js';
-import type { Compared, PolicyLab, RecordedDecision } from '../policy/index.js';
+import type { Compared, PolicyLab, PolicySnapshot, RecordedDecision } from '../policy/index.js';
 import { DEFAULT_TENANT, type Store, type StoredDoc } from '../store/index.js';
 import { TENANTS_COLLECTION } from '../tenancy/index.js';
-import { EVENT_TYPES, ssfStreams } from './streams.js';
-import type { EventParty, SignalEvent, Transmitter } from './transmitter.js';
+import { covers, EVENT_TYPES, ssfStreams } from './streams.js';
+import { identifiersOf, type EventParty, type SignalEvent, type Transmitter } from './transmitter.js';
 
 /** The outbox topic of rechecks (one ordering key: they run in the order the revisions moved). */
 export const SIGNALS_POLICY_TOPIC = 'ssf-policy';
@@ -122,6 +122,23 @@ export class PolicyChangeSignals {
       { revision: live.revision, sets: signalled, ms: Math.round(performance.now() - started) },
       'live tokens decided again by the policy in force',
     );
+  }
+
+  /**
+   * What applying `candidate` would signal for `tenant` (impact analysis): the live tokens it
+   * refuses or narrows, and the streams (receivers) that would be told. The same recheck, nothing emitted.
+   */
+  async preview(tenant: string, candidate: PolicySnapshot): Promise<{ liveTokens: number; receivers: number }> {
+    if (this.deps.recheckMax === 0) return { liveTokens: 0, receivers: 0 };
+    const streams = await ssfStreams(this.deps.store, tenant).find({}, { limit: 10_000 });
+    if (streams.length === 0) return { liveTokens: 0, receivers: 0 };
+    const changed = await this.deps.lab.redecide(candidate, this.liveTokenDecisions(tenant));
+    const events = eventsOf(changed);
+    const told = streams.filter((stream) =>
+      events.some((event) => covers(stream, event.type, identifiersOf(event.party, stream.iss))),
+    );
+    const liveTokens = changed.filter(({ kind }) => kind !== null && SIGNALLED[kind] !== undefined).length;
+    return { liveTokens, receivers: told.length };
   }
 
   private async tenantsWithStreams(): Promise<string[]> {

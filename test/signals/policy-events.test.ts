@@ -86,13 +86,20 @@ describe('Shared Signals: events from policy', function () {
     const rules = (await server.admin('GET', '/policy-rules')).body as any[];
     const introspectRule = rules.find((rule) => rule.path.endsWith('introspect.rego'));
     const { id, createdAt, updatedAt, tenantId, ...fields } = introspectRule;
-    const guarded = await server.admin('PUT', `/policy-rules/${id}`, {
-      ...fields,
-      content: introspectRule.content.replace(
-        'caller_entitled if {',
-        'caller_entitled if {\n\tnot input.token.client_id in data.arbiter.policy_events_hold.blocked_clients',
-      ),
+    const content = introspectRule.content.replace(
+      'caller_entitled if {',
+      'caller_entitled if {\n\tnot input.token.client_id in data.arbiter.policy_events_hold.blocked_clients',
+    );
+    // Before it is applied, impact analysis says what it would signal: policy-app's two live tokens, one stream.
+    const impact = await server.admin('POST', '/policy-impact', {
+      changes: [
+        { collection: 'policy-rules', op: 'replace', record: { kind: 'rego', path: introspectRule.path, content } },
+      ],
     });
+    expect(impact.status, JSON.stringify(impact.body)).to.equal(200);
+    expect(impact.body.signals).to.deep.equal({ liveTokens: 2, receivers: 1 });
+    expect(policySets()).to.have.length(0);
+    const guarded = await server.admin('PUT', `/policy-rules/${id}`, { ...fields, content });
     expect(guarded.status, JSON.stringify(guarded.body)).to.equal(200);
     await eventually(() => policySets().length > 0);
     const [set] = policySets();
