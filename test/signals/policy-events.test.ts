@@ -35,8 +35,8 @@ describe('Shared Signals: events from policy', function () {
       },
     });
     expect(created.status).to.equal(201);
-    for (const app of ['policy-app', 'policy-other-app'])
-      secrets[app] = await confidentialClient(server, app, { scopes: ['read'] });
+    for (const app of ['policy-app', 'policy-other-app', 'policy-narrow-app'])
+      secrets[app] = await confidentialClient(server, app, { scopes: ['read', 'write'] });
     ({ token: callerToken } = await clientWithToken(server, 'policy-rs', ['introspection']));
   });
   after(async function () {
@@ -45,8 +45,8 @@ describe('Shared Signals: events from policy', function () {
   });
 
   /** A live token of `app`, introspected once (allowed): its decision is recorded. */
-  async function liveToken(app: string): Promise<string> {
-    const issued = await clientCredentials(server, app, secrets[app]!, { scope: 'read' });
+  async function liveToken(app: string, scope = 'read'): Promise<string> {
+    const issued = await clientCredentials(server, app, secrets[app]!, { scope });
     expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
     const token = issued.body.access_token as string;
     expect((await introspect(token)).body.active).to.equal(true);
@@ -111,5 +111,26 @@ describe('Shared Signals: events from policy', function () {
     await eventually(async () => (await introspect(refused)).body.active === false);
     expect((await introspect(kept)).body.active).to.equal(true);
     expect(policySets()).to.have.length(1);
+  });
+
+  it('pushes a verified token-claims-change with the claims now granted for a live token the new revision narrows', async function () {
+    const narrowed = await liveToken('policy-narrow-app', 'read write');
+    const rule = ((await server.admin('GET', '/policy-rules')).body as any[]).find((each) =>
+      each.path.endsWith('introspect.rego'),
+    );
+    const { id, createdAt, updatedAt, tenantId, ...fields } = rule;
+    const content = rule.content.replace(
+      '{"allow": true, "scopes": input.token.scopes}',
+      '{"allow": true, "scopes": [scope | some scope in input.token.scopes; scope != "write"]}',
+    );
+    expect(content).not.to.equal(rule.content);
+    expect((await server.admin('PUT', `/policy-rules/${id}`, { ...fields, content })).status).to.equal(200);
+    const narrower = () => policySets().filter((set) => eventOf(set).type === TOKEN_CLAIMS_CHANGE);
+    await eventually(() => narrower().length > 0);
+    const [set] = narrower();
+    expect(set!.payload.sub_id).to.deep.equal({ format: 'opaque', id: 'policy-narrow-app' });
+    expect(eventOf(set!).data).to.deep.include({ initiating_entity: 'policy', claims: { scope: 'read' } });
+    // Live traffic agrees (once OPA has the new revision too).
+    await eventually(async () => (await introspect(narrowed)).body.scope === 'read');
   });
 });
