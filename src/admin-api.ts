@@ -5,7 +5,7 @@ import { dataEntryProblem, type PolicyEngine, type PolicyLab } from './policy/in
 import type { Sealer, Store } from './store/index.js';
 import type { Logger } from './log/index.js';
 import { tellClientsOfLogout, type TenantProviders } from './oauth/index.js';
-import { adminChangeSignals, type Transmitter } from './signals/index.js';
+import { adminChangeSignals, type PolicyChangeSignals, type Transmitter } from './signals/index.js';
 import type { Outbox } from './outbox/index.js';
 
 /** What the Admin API is built with (src/routes.ts hands it the server's parts). */
@@ -20,7 +20,7 @@ export interface AdminApiParts {
   lab: PolicyLab;
   audit: AuditLog;
   /** The Shared Signals transmitter, told of the Admin changes that concern receivers. */
-  signals: { transmitter: Transmitter; outbox: Outbox };
+  signals: { transmitter: Transmitter; outbox: Outbox; policy?: PolicyChangeSignals };
 }
 
 /** The Admin API's router, with the checks that only the policy engine can make. */
@@ -95,7 +95,12 @@ export function adminApi(
     tenants: config.tenants,
     decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
     // A proposed change is checked file by file, then as one bundle (the lab's), before its impact is replayed.
-    policyLab: { lab, fileChecks, recordedInputs },
+    policyLab: {
+      lab,
+      fileChecks,
+      recordedInputs,
+      signalPreview: signals.policy && ((tenant, candidate) => signals.policy!.preview(tenant, candidate)),
+    },
   });
 }
 

@@ -19,7 +19,7 @@ import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
 import { POLICY_FAULTS_COLLECTION, SHADOW_COLLECTION } from './policy/index.js';
 import { DELEGATIONS_COLLECTION } from './delegation/index.js';
 import { OUTBOX_COLLECTION, OUTBOX_LEASES_COLLECTION } from './outbox/index.js';
-import { SSF_POLL_COLLECTION, SSF_STREAMS_COLLECTION } from './signals/index.js';
+import { SSF_POLICY_RECHECKS_COLLECTION, SSF_POLL_COLLECTION, SSF_STREAMS_COLLECTION } from './signals/index.js';
 import { UPSTREAM_LOGINS_COLLECTION } from './oauth/interactions/upstream-logins.js';
 import { UPSTREAM_SESSIONS_COLLECTION } from './oauth/interactions/upstream-sessions.js';
 import { PROVIDER_SECRETS_COLLECTION } from './oauth/keys.js';
@@ -58,6 +58,7 @@ export function knownCollections(): CollectionSpec[] {
     OUTBOX_LEASES_COLLECTION,
     SSF_STREAMS_COLLECTION,
     SSF_POLL_COLLECTION,
+    SSF_POLICY_RECHECKS_COLLECTION,
   ];
 }
 

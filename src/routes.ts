@@ -48,7 +48,7 @@ import { SSF_RECEIVER_PATH, ssfReceiver } from './signals/receiver/index.js';
 import { umaRouter } from './uma/index.js';
 import type { WorkersReport } from './workers/protocol.js';
 import type { Outbox } from './outbox/index.js';
-import { signalsRouter, type Transmitter } from './signals/index.js';
+import { signalsRouter, type PolicyChangeSignals, type Transmitter } from './signals/index.js';
 
 export interface AppParts {
   config: Config;
@@ -70,7 +70,7 @@ export interface AppParts {
   /** This node's clock against the store server's, for /readyz (absent: not compared). */
   clock?: ClockSkew;
   /** The Shared Signals transmitter and the durable outbox it delivers through (src/signals, src/outbox). */
-  signals: { transmitter: Transmitter; outbox: Outbox };
+  signals: { transmitter: Transmitter; outbox: Outbox; policy?: PolicyChangeSignals };
 }
 
 /** A route ready to run: its row and its steps composed. */

@@ -26,7 +26,7 @@ import { startTracing } from './tracing/index.js';
 import type { WorkerLink } from './workers/worker.js';
 import { outboundOptionsOf, sharedOutbound } from './http/outbound.js';
 import { Outbox } from './outbox/index.js';
-import { Transmitter, userLogout } from './signals/index.js';
+import { PolicyChangeSignals, Transmitter, userLogout } from './signals/index.js';
 
 export interface RunningServer {
   /** Where this host reaches the public listener (its address, or loopback for every interface; the real port). */
@@ -233,6 +233,19 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     onShadowDropped: (count) => metrics.shadowDrop(count),
   });
   audit.onWritten((entries) => lab.shadow.observe(() => entries.flatMap(decisionsOfEntry)));
+  // Events from policy: the live tokens decided again once the revision in force moves on.
+  const policySignals = new PolicyChangeSignals({
+    store,
+    outbox,
+    transmitter,
+    lab,
+    decisions: (query) => audit.recordedDecisions({ ...query, point: 'introspect' }),
+    log: log.child({ component: 'signals' }),
+    configuredTenants: config.tenants,
+    recheckMax: config.signalsPolicyRecheckMax,
+    tokenLifetimeSeconds: config.ttl.accessTokenSeconds,
+    pollMs: config.outboxPollMs,
+  });
   const clock = new ClockSkew(store, config.clockSkewLimitSeconds * 1000, log.child({ component: 'clock' }));
   clock.start(config.clockCheckIntervalSeconds * 1000);
   metrics.watchClock(clock);
@@ -249,13 +262,14 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     tracing,
     workers: worker && (() => worker.report()),
     clock,
-    signals: { transmitter, outbox },
+    signals: { transmitter, outbox, policy: policySignals },
   });
   const callback = koa.callback();
   // Koa answers a failed request itself (ctx.onerror): the promise it returns never rejects.
   handle = (request, response) => void callback(request, response);
   appReady(handle);
   outbox.start();
+  policySignals.start();
   const purge = setInterval(housekeeping(store, audit, config, log), config.purgeIntervalSeconds * 1000);
   purge.unref();
   return {
@@ -277,6 +291,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       const closed = Promise.all(servers.map((each) => new Promise<void>((resolve) => each.close(() => resolve()))));
       for (const each of servers) each.closeIdleConnections();
       await inFlight.drained(SHUTDOWN_GRACE_MS);
+      await policySignals.close();
       await outbox.close();
       for (const each of servers) each.closeAllConnections();
       await closed;

@@ -19,10 +19,12 @@ import {
   NO_CLIENT,
   SandboxLimitError,
   type PolicyLab,
+  type PolicySnapshot,
   type RecordChange,
   type TrialInput,
 } from '../policy/index.js';
 import type { RecordRepository, StoredRecord } from '../records/index.js';
+import { storeTenant } from '../tenancy/index.js';
 import type { AdminContext } from './state.js';
 
 /** The collections a change may touch, by the name a change gives them. */
@@ -183,6 +185,13 @@ export const POLICY_LAB_SCHEMAS = {
         required: ['live', 'candidate'],
         properties: { live: { type: 'string' }, candidate: { type: 'string' } },
       },
+      signals: {
+        type: 'object',
+        required: ['liveTokens', 'receivers'],
+        description:
+          'what applying the change would signal (docs/signals.md#events-from-policy): live tokens of the tenant it refuses or narrows, and the Shared Signals streams told',
+        properties: { liveTokens: count, receivers: count },
+      },
       ms: { ...count, description: 'how long the check and the replay took' },
       nextCursor: {
         ...nullableString,
@@ -295,6 +304,8 @@ export interface PolicyLabRouteOptions {
   uncheckedRecords: Record<PolicyCollection, RecordRepository>;
   /** The inputs recently recorded that a change is tried on (as every write is). */
   recordedInputs: () => Promise<TrialInput[]>;
+  /** What applying the candidate would signal to Shared Signals receivers (src/signals), absent: not told. */
+  signalPreview?: (tenant: string, candidate: PolicySnapshot) => Promise<{ liveTokens: number; receivers: number }>;
 }
 
 /** The field a refusal of the whole bundle names, as a write of that collection names it. */
@@ -334,6 +345,7 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
       body.cursor === undefined ? undefined : impactCursorOf(body.cursor),
     );
     const result = await options.lab.impact(live, tried.snapshot, pages).catch(unprocessableAtLimit);
+    const signals = await options.signalPreview?.(storeTenant(tenantId), tried.snapshot);
     ctx.body = {
       replayed: result.replayed,
       changed: result.changed,
@@ -344,6 +356,7 @@ export function policyLabRoutes(router: Router, options: PolicyLabRouteOptions):
         points: Object.keys(result.summary.byPoint).length,
       },
       revisions: { live: live.revision, candidate: tried.snapshot.revision },
+      ...(signals ? { signals } : {}),
       ms: Math.round(performance.now() - started),
       nextCursor: pages.stoppedAt && Buffer.from(JSON.stringify(pages.stoppedAt)).toString('base64url'),
     };

@@ -48,7 +48,9 @@ export interface AdminOptions {
    * Impact analysis and shadow policies (POST /policy-impact, /policy-shadow…): the lab, the
    * checks of one policy file (before the whole bundle's) and the recorded inputs every change is tried on.
    */
-  policyLab?: Pick<PolicyLabRouteOptions, 'lab' | 'recordedInputs'> & { fileChecks: Record<string, RecordCheck> };
+  policyLab?: Pick<PolicyLabRouteOptions, 'lab' | 'recordedInputs' | 'signalPreview'> & {
+    fileChecks: Record<string, RecordCheck>;
+  };
   /** Back-channel logout: tells the clients of a subject's sessions, before its tokens are revoked (absent: nobody is told). */
   logoutNotices?: LogoutNotifier;
   /**

@@ -259,6 +259,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
     meaning:
       'how long a back-channel logout token that could not be delivered at once is tried again, through the outbox, before it is given up (counted as `givenUp` in `GET /admin/api/outbox`); a fresh token is signed at each attempt (see [Standards](standards.md#back-channel-logout-retries))',
   },
+  SIGNALS_POLICY_RECHECK_MAX: {
+    meaning:
+      'the most live access tokens of a tenant decided again when the policy in force changes, to tell Shared Signals receivers of those now refused or narrower (0: none; see [Signals](signals.md#events-from-policy))',
+  },
   SSF_POLL_WAIT_SECONDS: {
     meaning:
       'the longest an RFC 8936 poll without `returnImmediately` is held open waiting for a Security Event Token (see [Signals](signals.md#poll-delivery))',

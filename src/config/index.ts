@@ -146,6 +146,8 @@ export interface Config {
   outboxRetryMaxSeconds: number;
   /** How long a back-channel logout token not delivered at once is tried again (through the outbox) before it is given up. */
   backchannelLogoutRetryMaxSeconds: number;
+  /** The most live tokens decided again per policy change and tenant (events from policy, src/signals). */
+  signalsPolicyRecheckMax: number;
   /** The longest an RFC 8936 poll without returnImmediately waits for a SET. */
   ssfPollWaitSeconds: number;
   /** Refused unauthenticated requests one address gets an audit entry each for, per window; the rest are counted in one entry. */
@@ -261,6 +263,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   OUTBOX_LEASE_SECONDS: 'outboxLeaseSeconds',
   OUTBOX_RETRY_MAX_SECONDS: 'outboxRetryMaxSeconds',
   BACKCHANNEL_LOGOUT_RETRY_MAX_SECONDS: 'backchannelLogoutRetryMaxSeconds',
+  SIGNALS_POLICY_RECHECK_MAX: 'signalsPolicyRecheckMax',
   SSF_POLL_WAIT_SECONDS: 'ssfPollWaitSeconds',
   AUDIT_UNAUTHENTICATED_LIMIT: 'auditUnauthenticatedLimit',
   AUDIT_UNAUTHENTICATED_TOTAL_LIMIT: 'auditUnauthenticatedTotalLimit',
@@ -397,6 +400,7 @@ export const SCHEMA = {
     outboxLeaseSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
     outboxRetryMaxSeconds: { type: 'integer', minimum: 1, maximum: 86400 },
     backchannelLogoutRetryMaxSeconds: { type: 'integer', minimum: 1, maximum: 604800 },
+    signalsPolicyRecheckMax: { type: 'integer', minimum: 0, maximum: 1000000 },
     ssfPollWaitSeconds: { type: 'integer', minimum: 0, maximum: 60 },
     auditUnauthenticatedLimit: positive,
     auditUnauthenticatedTotalLimit: positive,

@@ -44,6 +44,7 @@ export {
   type ChangedDecision,
   type ImpactResult,
   type ChangeCounts,
+  type Compared,
 } from './replay/impact.js';
 export { POLICY_FAULTS_COLLECTION } from './faults.js';
 export { SHADOW_COLLECTION, type ShadowDifference, type ShadowStatus } from './replay/shadow.js';

@@ -8,3 +8,9 @@ export { signalsRouter, SSF_CONFIGURATION_PATH, SSF_PATHS, type SignalsDeps } fr
 export { Transmitter, SSF_POLL_COLLECTION, SSF_TOPIC, type EventParty, type SignalEvent } from './transmitter.js';
 export { SSF_STREAMS_COLLECTION, EVENT_TYPES, EVENTS_SUPPORTED } from './streams.js';
 export { adminChangeSignals, userLogout, type AdminChange } from './admin-changes.js';
+export {
+  PolicyChangeSignals,
+  SIGNALS_POLICY_TOPIC,
+  SSF_POLICY_RECHECKS_COLLECTION,
+  type IntrospectionDecisions,
+} from './policy-changes.js';

@@ -8,6 +8,7 @@ export const POLL = 'urn:ietf:rfc:8936';
 export const EVENT_TYPES = {
   sessionRevoked: 'https://schemas.openid.net/secevent/caep/event-type/session-revoked',
   credentialChange: 'https://schemas.openid.net/secevent/caep/event-type/credential-change',
+  tokenClaimsChange: 'https://schemas.openid.net/secevent/caep/event-type/token-claims-change',
   accountDisabled: 'https://schemas.openid.net/secevent/risc/event-type/account-disabled',
   accountEnabled: 'https://schemas.openid.net/secevent/risc/event-type/account-enabled',
   verification: 'https://schemas.openid.net/secevent/ssf/event-type/verification',
@@ -18,6 +19,7 @@ export const EVENT_TYPES = {
 export const EVENTS_SUPPORTED: string[] = [
   EVENT_TYPES.sessionRevoked,
   EVENT_TYPES.credentialChange,
+  EVENT_TYPES.tokenClaimsChange,
   EVENT_TYPES.accountDisabled,
   EVENT_TYPES.accountEnabled,
 ];

@@ -13,7 +13,7 @@ import { tryBundleWith, type RecordChange, type TriedBundle } from '../bundle/va
 import { resolveOpaBinary } from '../opa/binary.js';
 import { loadPolicyLayers, type BundledRecords } from '../records.js';
 import type { ChangeKind } from './compare.js';
-import { replayImpact, type ImpactResult, type RecordedDecision } from './impact.js';
+import { compareDecisions, replayImpact, type Compared, type ImpactResult, type RecordedDecision } from './impact.js';
 import { Pacer } from './pacer.js';
 import { PolicyReplayer } from './replayer.js';
 import { configurePolicySandbox } from '../sandbox/index.js';
@@ -98,6 +98,27 @@ export class PolicyLab {
       // The impact request itself is one of the requests in flight.
       const pacer = new Pacer(this.options.config.policyReplayShare, () => this.requestsInFlight() > 1);
       return replayImpact(pages, before, after, pacer);
+    });
+    this.replaying = run.catch(() => undefined);
+    return run;
+  }
+
+  /**
+   * The recorded decisions (pages) decided again by `current` (the policy in force) and compared
+   * with themselves as recorded: those whose outcome the policy now changes (events from policy,
+   * src/signals). Paced and one at a time on a node, as a replay is.
+   */
+  async redecide(current: PolicySnapshot, pages: AsyncIterable<RecordedDecision[]>): Promise<Compared[]> {
+    const run = this.replaying.then(async () => {
+      const policy = await this.replayer.prepare(current);
+      const pacer = new Pacer(this.options.config.policyReplayShare, () => this.requestsInFlight() > 0);
+      const changed: Compared[] = [];
+      for await (const page of pages) {
+        await pacer.step();
+        const { compared } = await compareDecisions(page, policy, null, pacer);
+        changed.push(...compared.filter((each) => each.kind !== null));
+      }
+      return changed;
     });
     this.replaying = run.catch(() => undefined);
     return run;

@@ -1,0 +1,233 @@
+/**
+ * Events from policy: once the revision in force moves on (a rule or data write, a shadow
+ * promoted, on any node), the live access tokens' last introspection decisions are decided again
+ * by the new revision, off the request path and paced as a replay is (POLICY_REPLAY_SHARE), and
+ * the streams that cover them are told: CAEP `session-revoked` for a token now refused,
+ * `token-claims-change` for one now granted less.
+ *
+ * Each node watches the revision; the one that sees it move appends a recheck to the outbox, so
+ * that one node at a time (the lease holder of SIGNALS_POLICY_TOPIC) runs it, durably: a recheck
+ * not finished when its node dies is run by the next holder. The revision last rechecked is kept
+ * in the store, so that the same move seen by several nodes is rechecked once.
+ */
+import type { Logger } from '../log/index.js';
+import type { Outbox } from '../outbox/index.js';
+import type { Compared, PolicyLab, PolicySnapshot, RecordedDecision } from '../policy/index.js';
+import { DEFAULT_TENANT, type Store, type StoredDoc } from '../store/index.js';
+import { TENANTS_COLLECTION } from '../tenancy/index.js';
+import { covers, EVENT_TYPES, ssfStreams } from './streams.js';
+import { identifiersOf, type EventParty, type SignalEvent, type Transmitter } from './transmitter.js';
+
+/** The outbox topic of rechecks (one ordering key: they run in the order the revisions moved). */
+export const SIGNALS_POLICY_TOPIC = 'ssf-policy';
+
+/** The revision last rechecked (one document, in the default tenant). */
+export const SSF_POLICY_RECHECKS_COLLECTION = { name: 'ssf_policy_rechecks' };
+const LAST_RECHECK = 'last';
+
+interface RecheckRecord extends StoredDoc {
+  id: string;
+  revision: string;
+  at: string;
+}
+
+/** The recorded decisions of one tenant's introspections since `from`, newest first, at most `limit`. */
+export type IntrospectionDecisions = (query: {
+  tenantId: string | null;
+  from: string;
+  limit: number;
+}) => AsyncIterable<RecordedDecision[]>;
+
+export interface PolicyChangeDeps {
+  store: Store;
+  outbox: Outbox;
+  transmitter: Transmitter;
+  lab: Pick<PolicyLab, 'layers' | 'redecide'>;
+  decisions: IntrospectionDecisions;
+  log: Logger;
+  /** Tenants named in configuration (TENANTS): they may have streams without any Admin record. */
+  configuredTenants: readonly string[];
+  /** SIGNALS_POLICY_RECHECK_MAX: the most live tokens decided again per change, per tenant. */
+  recheckMax: number;
+  /** The longest an access token lives (ACCESS_TOKEN_TTL_SECONDS): older introspections are of expired tokens. */
+  tokenLifetimeSeconds: number;
+  /** How often a node reads the revision in force. */
+  pollMs: number;
+}
+
+/** Decisions read per live token at most, on average: a token introspected by many callers is read once per call. */
+const DECISIONS_READ_PER_TOKEN = 10;
+
+/** Which ones of a recheck's changes are signalled, and as what. */
+const SIGNALLED: Partial<Record<NonNullable<Compared['kind']>, string>> = {
+  allow_to_deny: EVENT_TYPES.sessionRevoked,
+  narrower: EVENT_TYPES.tokenClaimsChange,
+};
+
+export class PolicyChangeSignals {
+  private seen: string | null = null;
+  private timer: NodeJS.Timeout | null = null;
+  private watching: Promise<void> = Promise.resolve();
+
+  constructor(private readonly deps: PolicyChangeDeps) {
+    deps.outbox.handle(SIGNALS_POLICY_TOPIC, () => this.recheck());
+  }
+
+  /** Starts watching the revision in force (the one at start is taken as seen). */
+  start(): void {
+    const tick = () => {
+      this.watching = this.watch()
+        .catch((error: unknown) => this.deps.log.warn({ err: error }, 'the policy revision could not be read'))
+        .finally(() => {
+          if (this.timer) this.timer = setTimeout(tick, this.deps.pollMs).unref();
+        });
+    };
+    this.timer = setTimeout(tick, 0).unref();
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    await this.watching;
+  }
+
+  private async watch(): Promise<void> {
+    const { revision } = (await this.deps.lab.layers()).live;
+    const previous = this.seen;
+    this.seen = revision;
+    if (previous === null || previous === revision) return;
+    await this.deps.outbox.append([
+      { topic: SIGNALS_POLICY_TOPIC, stream: SIGNALS_POLICY_TOPIC, payload: { revision } },
+    ]);
+  }
+
+  /**
+   * The outbox handler: the live tokens of every tenant with a stream decided again by the
+   * revision in force now (a later move's entry then finds it rechecked already). A failure is
+   * thrown: the outbox runs the recheck again with back-off.
+   */
+  private async recheck(): Promise<void> {
+    if (this.deps.recheckMax === 0) return;
+    const { live } = await this.deps.lab.layers();
+    const rechecks = this.deps.store.collection<RecheckRecord>(SSF_POLICY_RECHECKS_COLLECTION, DEFAULT_TENANT);
+    if ((await rechecks.get(LAST_RECHECK))?.revision === live.revision) return;
+    const started = performance.now();
+    let signalled = 0;
+    for (const tenant of await this.tenantsWithStreams()) {
+      const changed = await this.deps.lab.redecide(live, this.liveTokenDecisions(tenant));
+      signalled += await this.deps.transmitter.emit(tenant, eventsOf(changed));
+    }
+    await rechecks.upsert({ id: LAST_RECHECK, revision: live.revision, at: new Date().toISOString() });
+    this.deps.log.info(
+      { revision: live.revision, sets: signalled, ms: Math.round(performance.now() - started) },
+      'live tokens decided again by the policy in force',
+    );
+  }
+
+  /**
+   * What applying `candidate` would signal for `tenant` (impact analysis): the live tokens it
+   * refuses or narrows, and the streams (receivers) that would be told. The same recheck, nothing emitted.
+   */
+  async preview(tenant: string, candidate: PolicySnapshot): Promise<{ liveTokens: number; receivers: number }> {
+    if (this.deps.recheckMax === 0) return { liveTokens: 0, receivers: 0 };
+    const streams = await ssfStreams(this.deps.store, tenant).find({}, { limit: 10_000 });
+    if (streams.length === 0) return { liveTokens: 0, receivers: 0 };
+    const changed = await this.deps.lab.redecide(candidate, this.liveTokenDecisions(tenant));
+    const events = eventsOf(changed);
+    const told = streams.filter((stream) =>
+      events.some((event) => covers(stream, event.type, identifiersOf(event.party, stream.iss))),
+    );
+    const liveTokens = changed.filter(({ kind }) => kind !== null && SIGNALLED[kind] !== undefined).length;
+    return { liveTokens, receivers: told.length };
+  }
+
+  private async tenantsWithStreams(): Promise<string[]> {
+    const registered = await this.deps.store
+      .collection<StoredDoc>(TENANTS_COLLECTION, DEFAULT_TENANT)
+      .find({}, { limit: 100_000 });
+    const tenants = new Set([
+      DEFAULT_TENANT,
+      ...this.deps.configuredTenants,
+      ...registered.map((each) => String(each.id)),
+    ]);
+    const withStreams: string[] = [];
+    for (const tenant of tenants)
+      if ((await ssfStreams(this.deps.store, tenant).count({}, undefined, 1)) > 0) withStreams.push(tenant);
+    return withStreams;
+  }
+
+  /**
+   * The last recorded introspection of each access token still live (unexpired), allowed when
+   * recorded (a token refused then was refused before this change), at most `recheckMax` tokens.
+   */
+  private async *liveTokenDecisions(tenant: string): AsyncGenerator<RecordedDecision[]> {
+    const now = Math.floor(Date.now() / 1000);
+    const from = new Date((now - this.deps.tokenLifetimeSeconds) * 1000).toISOString();
+    const tenantId = tenant === DEFAULT_TENANT ? null : tenant;
+    const seenTokens = new Set<string>();
+    const limit = this.deps.recheckMax * DECISIONS_READ_PER_TOKEN;
+    for await (const page of this.deps.decisions({ tenantId, from, limit })) {
+      const kept: RecordedDecision[] = [];
+      for (const decision of page) {
+        const token = tokenOf(decision);
+        if (!token || seenTokens.has(token.key)) continue;
+        seenTokens.add(token.key);
+        if (token.live(now) && decision.decision.allow === true) kept.push(decision);
+        if (seenTokens.size >= this.deps.recheckMax) break;
+      }
+      if (kept.length) yield kept;
+      if (seenTokens.size >= this.deps.recheckMax) return;
+    }
+  }
+}
+
+interface TokenFacts {
+  active?: unknown;
+  token_type?: unknown;
+  client_id?: unknown;
+  sub?: unknown;
+  iat?: unknown;
+  exp?: unknown;
+  resource?: unknown;
+  cnf_jkt?: unknown;
+}
+
+/** The access token a recorded introspection was about: a key for it (no token value is recorded), and whether it is live. */
+function tokenOf(decision: RecordedDecision): { key: string; live: (now: number) => boolean } | null {
+  const token = (decision.input as { token?: TokenFacts } | null)?.token;
+  if (!token || token.token_type !== 'access_token' || typeof token.client_id !== 'string') return null;
+  const key = JSON.stringify([token.client_id, token.sub, token.iat, token.exp, token.resource, token.cnf_jkt]);
+  return { key, live: (now) => token.active === true && typeof token.exp === 'number' && token.exp > now };
+}
+
+/** The party a token is about: its user, or its client for a machine token. */
+function partyOf(decision: RecordedDecision): EventParty {
+  const token = (decision.input as { token: TokenFacts }).token;
+  return typeof token.sub === 'string' && token.sub !== ''
+    ? { kind: 'user', sub: token.sub }
+    : { kind: 'client', clientId: String(token.client_id) };
+}
+
+/** One event per party and type (a user's several tokens refused are one session revoked for a receiver). */
+function eventsOf(changed: readonly Compared[]): SignalEvent[] {
+  const events = new Map<string, SignalEvent>();
+  const event_timestamp = Math.floor(Date.now() / 1000);
+  for (const { recorded, after, kind } of changed) {
+    const type = kind === null ? undefined : SIGNALLED[kind];
+    if (!type) continue;
+    const party = partyOf(recorded);
+    const key = JSON.stringify([type, party]);
+    if (events.has(key)) continue;
+    const base = {
+      event_timestamp,
+      initiating_entity: 'policy',
+      reason_admin: { en: `a policy change ${type === EVENT_TYPES.sessionRevoked ? 'refuses' : 'narrows'} the token` },
+    };
+    const claims = {
+      ...(after.scopes ? { scope: after.scopes.join(' ') } : {}),
+      ...(after.authorization_details ? { authorization_details: after.authorization_details } : {}),
+    };
+    events.set(key, { type, party, data: type === EVENT_TYPES.tokenClaimsChange ? { ...base, claims } : base });
+  }
+  return [...events.values()];
+}
