@@ -16,7 +16,7 @@ import * as oauth from 'openid-client';
 import { FetchUserAgent, type Page } from '../support/browser.js';
 import { TestPki, type IssuedCertificate } from '../support/certificates.js';
 import { passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
-import { FORM } from '../support/oauth.js';
+import { FORM, postForm, type JsonResponse } from '../support/oauth.js';
 import { clockReaches } from '../support/relying-party.js';
 import { readyServer, sharedFixture, type TestServer } from '../support/server.js';
 
@@ -52,11 +52,7 @@ interface Rp extends Variant {
   certificate: IssuedCertificate;
 }
 
-interface Answer {
-  status: number;
-  body: any;
-  headers: Headers;
-}
+type Answer = JsonResponse;
 
 async function keyPair(alg: 'ES256' | 'PS256' | 'RS256' = 'ES256'): Promise<{ privateKey: CryptoKey; jwk: JWK }> {
   const { privateKey, publicKey } = await generateKeyPair(alg, { extractable: true });
@@ -178,14 +174,8 @@ async function dpopProof(
     .sign(key.privateKey);
 }
 
-async function post(path: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<Answer> {
-  const response = await server.request(path, {
-    method: 'POST',
-    headers: { ...FORM, ...headers },
-    body: new URLSearchParams(form).toString(),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+function post(path: string, form: Record<string, string>, headers: Record<string, string> = {}): Promise<Answer> {
+  return postForm(server, path, form, headers);
 }
 
 interface Pushed extends Answer {

@@ -1,11 +1,7 @@
 import { expect } from 'chai';
 import { createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
-import { FetchUserAgent } from '../support/browser.js';
 import {
-  arrivingAt,
-  authorizationRequest,
-  passDevIdpForms,
-  redeemCode,
+  signedIn as signedInAtDevIdp,
   startRegisteredDevIdp,
   type RegisteredDevIdp,
   type TestClient,
@@ -43,13 +39,8 @@ async function registeredRp(
 }
 
 async function signedIn(server: TestServer, rp: TestClient, login: string) {
-  const request = await authorizationRequest(server, rp);
-  const agent = new FetchUserAgent();
-  const page = await agent.navigate(request.url, arrivingAt(rp.redirectUri));
-  const landed = await passDevIdpForms(agent, page, login, arrivingAt(rp.redirectUri));
-  const { status, body } = await redeemCode(server, rp, landed.url.searchParams.get('code')!, request.codeVerifier);
-  expect(status, JSON.stringify(body)).to.equal(200);
-  return { agent, idToken: body.id_token as string };
+  const { agent, tokens } = await signedInAtDevIdp(server, rp, login);
+  return { agent, idToken: tokens.id_token as string };
 }
 
 async function revokeSubject(server: TestServer, login: string) {

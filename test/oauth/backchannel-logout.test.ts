@@ -9,6 +9,7 @@ import {
   startRegisteredDevIdp,
   withSignInServer,
   type RegisteredDevIdp,
+  signedIn as signedInAtDevIdp,
   type TestClient,
 } from '../support/dev-idp.js';
 import { LogoutReceiver } from '../support/logout-receiver.js';
@@ -50,13 +51,8 @@ describe('Back-Channel Logout 1.0', function () {
   });
 
   async function signedIn(login: string): Promise<{ agent: FetchUserAgent; idToken: string }> {
-    const request = await authorizationRequest(server, rp);
-    const agent = new FetchUserAgent();
-    const page = await agent.navigate(request.url, arrivingAt(rp.redirectUri));
-    const landed = await passDevIdpForms(agent, page, login, arrivingAt(rp.redirectUri));
-    const { status, body } = await redeemCode(server, rp, landed.url.searchParams.get('code')!, request.codeVerifier);
-    expect(status, JSON.stringify(body)).to.equal(200);
-    return { agent, idToken: body.id_token };
+    const { agent, tokens } = await signedInAtDevIdp(server, rp, login);
+    return { agent, idToken: tokens.id_token };
   }
 
   /** The logout token verified as the spec's §2.4 requires, with the issuer's published keys. */
@@ -131,6 +127,33 @@ describe('Back-Channel Logout 1.0', function () {
 });
 
 /**
+ * A server whose development IdP posts it logout tokens (`backchannelLogout`: naming the user, or
+ * `'sid-only'`), and a public client of Arbiter's (`<name>-rp`) with a logout receiver of its own.
+ */
+async function upstreamLogoutSetup(
+  backchannelLogout: true | 'sid-only',
+  name: string,
+): Promise<{ server: TestServer; idp: RegisteredDevIdp; receiver: LogoutReceiver; rp: TestClient }> {
+  const server = await readyServer();
+  const idp = await startRegisteredDevIdp(server, { backchannelLogout });
+  const receiver = new LogoutReceiver();
+  const rp = { clientId: `${name}-rp`, redirectUri: `http://127.0.0.1:1/${name}/cb` };
+  const created = await server.admin('POST', '/clients', {
+    clientId: rp.clientId,
+    clientType: 'public',
+    tokenEndpointAuthMethod: 'none',
+    redirectUris: [rp.redirectUri],
+    scopes: ['openid', 'profile', 'offline_access'],
+    backchannelLogoutUri: await receiver.start(),
+  });
+  if (created.status !== 201) {
+    await Promise.all([receiver.close(), idp.close(), server.close()]);
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+  }
+  return { server, idp, receiver, rp };
+}
+
+/**
  * Back-Channel Logout 1.0 with Arbiter as the relying party of its upstream identity provider:
  * a user's logout there (the provider posts Arbiter a logout token) ends their sessions here,
  * and Arbiter's own clients are told in turn; a token that is not the provider's is refused.
@@ -142,19 +165,7 @@ describe('Back-Channel Logout from the upstream identity provider', function () 
   let rp: TestClient;
 
   before(async function () {
-    server = await readyServer();
-    idp = await startRegisteredDevIdp(server, { backchannelLogout: true });
-    receiver = new LogoutReceiver();
-    rp = { clientId: 'upstream-bcl-rp', redirectUri: 'http://127.0.0.1:1/upstream-bcl/cb' };
-    const created = await server.admin('POST', '/clients', {
-      clientId: rp.clientId,
-      clientType: 'public',
-      tokenEndpointAuthMethod: 'none',
-      redirectUris: [rp.redirectUri],
-      scopes: ['openid', 'profile', 'offline_access'],
-      backchannelLogoutUri: await receiver.start(),
-    });
-    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    ({ server, idp, receiver, rp } = await upstreamLogoutSetup(true, 'upstream-bcl'));
   });
   after(async function () {
     await receiver?.close();
@@ -230,19 +241,7 @@ describe('Back-Channel Logout from the upstream identity provider, by sid alone'
   let rp: TestClient;
 
   before(async function () {
-    server = await readyServer();
-    idp = await startRegisteredDevIdp(server, { backchannelLogout: 'sid-only' });
-    receiver = new LogoutReceiver();
-    rp = { clientId: 'upstream-sid-rp', redirectUri: 'http://127.0.0.1:1/upstream-sid/cb' };
-    const created = await server.admin('POST', '/clients', {
-      clientId: rp.clientId,
-      clientType: 'public',
-      tokenEndpointAuthMethod: 'none',
-      redirectUris: [rp.redirectUri],
-      scopes: ['openid', 'profile', 'offline_access'],
-      backchannelLogoutUri: await receiver.start(),
-    });
-    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    ({ server, idp, receiver, rp } = await upstreamLogoutSetup('sid-only', 'upstream-sid'));
   });
   after(async function () {
     await receiver?.close();

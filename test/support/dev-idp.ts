@@ -200,6 +200,22 @@ export async function signInForTokens(
   login: string,
   extra: Record<string, string> = {},
 ): Promise<UserTokens> {
+  const { tokens } = await signedIn(server, testClient, login, extra);
+  if (typeof tokens.refresh_token !== 'string')
+    throw new Error(`the code was not redeemed for a refresh token: ${JSON.stringify(tokens)}`);
+  return { access: tokens.access_token, refresh: tokens.refresh_token };
+}
+
+/**
+ * A browser sign-in of `login` at the development IdP for `testClient`, its code redeemed: the
+ * user agent (its cookies are the user's sessions) and the token answer; throws unless it is a 200.
+ */
+export async function signedIn(
+  server: TestServer,
+  testClient: TestClient,
+  login: string,
+  extra: Record<string, string> = {},
+): Promise<{ agent: FetchUserAgent; tokens: Record<string, any> }> {
   const request = await authorizationRequest(server, testClient, extra);
   const agent = new FetchUserAgent();
   const loginPage = await agent.navigate(request.url, arrivingAt(testClient.redirectUri));
@@ -207,9 +223,8 @@ export async function signInForTokens(
   const code = arrived.searchParams.get('code');
   if (!code) throw new Error(`the sign-in ended without a code: ${arrived.href}`);
   const { status, body } = await redeemCode(server, testClient, code, request.codeVerifier);
-  if (status !== 200 || typeof body.refresh_token !== 'string')
-    throw new Error(`the code was not redeemed for a refresh token: ${status} ${JSON.stringify(body)}`);
-  return { access: body.access_token, refresh: body.refresh_token };
+  if (status !== 200) throw new Error(`the code was not redeemed: ${status} ${JSON.stringify(body)}`);
+  return { agent, tokens: body };
 }
 
 export interface SignInServer {
