@@ -189,13 +189,19 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
     ctx.body = statusOf(changed);
   });
 
-  router.post(SSF_PATHS.add_subject_endpoint, async (ctx) => {
-    const receiver = await receiverOf(ctx, deps, 'subject_add');
+  /** A subject add or remove, allowed by policy: the receiver's stream as it is, and the subject. */
+  const subjectChange = async (ctx: ApiContext, operation: 'subject_add' | 'subject_remove') => {
+    const receiver = await receiverOf(ctx, deps, operation);
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
     assertValid<SubjectRequest>(SUBJECT_REQUEST, body);
     const stream = await ownedStream(ctx, deps, receiver, body.stream_id);
     const subject = body.subject as SubjectId;
-    await decide(ctx, deps, { operation: 'subject_add', stream, subject, body });
+    await decide(ctx, deps, { operation, stream, subject, body });
+    return { stream, subject };
+  };
+
+  router.post(SSF_PATHS.add_subject_endpoint, async (ctx) => {
+    const { stream, subject } = await subjectChange(ctx, 'subject_add');
     if (!stream.subjects.some((added) => sameSubject(added, subject))) {
       if (stream.subjects.length >= SUBJECTS_PER_STREAM)
         throw badRequest(`a stream has at most ${SUBJECTS_PER_STREAM} subjects`, { field: 'subject' });
@@ -210,12 +216,7 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
   });
 
   router.post(SSF_PATHS.remove_subject_endpoint, async (ctx) => {
-    const receiver = await receiverOf(ctx, deps, 'subject_remove');
-    const body = await readJsonBody(ctx, deps.maxBodyBytes);
-    assertValid<SubjectRequest>(SUBJECT_REQUEST, body);
-    const stream = await ownedStream(ctx, deps, receiver, body.stream_id);
-    const subject = body.subject as SubjectId;
-    await decide(ctx, deps, { operation: 'subject_remove', stream, subject, body });
+    const { stream, subject } = await subjectChange(ctx, 'subject_remove');
     const kept = stream.subjects.filter((added) => !sameSubject(added, subject));
     if (kept.length === stream.subjects.length) throw notFound('the subject is not in the stream');
     await streams(ctx).update(stream.id, { subjects: kept });
