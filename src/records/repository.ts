@@ -327,7 +327,6 @@ export class RecordRepository<T extends StoredRecord = StoredRecord> {
     return Object.fromEntries(omitted.map((field) => [field, existing[field]]));
   }
 
-  /** What only the server writes (CollectionDefinition.serverKept) survives a replace as it was. */
   /**
    * A GET's answer is PUT back as it is: the fields the server keeps (id, times, serverKept) are
    * dropped when they say what is stored; a changed one is still refused as unknown.
@@ -340,6 +339,7 @@ export class RecordRepository<T extends StoredRecord = StoredRecord> {
     );
   }
 
+  /** What only the server writes (CollectionDefinition.serverKept) survives a replace as it was. */
   private serverKept(existing: T): Record<string, unknown> {
     const kept = (this.definition.serverKept ?? []).filter((field) => existing[field] !== undefined);
     return Object.fromEntries(kept.map((field) => [field, existing[field]]));
