@@ -44,6 +44,6 @@ export function createTenantProvider(context: ProviderContext): Provider {
   withdrawableCredentials(provider);
   reportBackchannelLogouts(provider, log, context.logoutRetries, basePath);
   signalLogouts(provider, tenant, context.userLoggedOut);
-  installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config) });
+  installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config), mtls: config });
   return provider;
 }
