@@ -48,6 +48,8 @@ describe('RFC 8705 mutual TLS on the TLS listener', function () {
       TLS_CERT_FILE: pki.server.certFile,
       TLS_KEY_FILE: pki.server.keyFile,
       TLS_CLIENT_CA_FILE: pki.caFile,
+      // RFC 8705 §5: the same listener by another name (the server's certificate names both).
+      MTLS_ENDPOINT_BASE_URL: `https://localhost:${port}`,
     });
     await created(
       server.admin('POST', '/clients', {
@@ -125,14 +127,33 @@ describe('RFC 8705 mutual TLS on the TLS listener', function () {
   const tokenOf = (clientId: string, certificate?: IssuedCertificate) =>
     post('/token', { grant_type: 'client_credentials', client_id: clientId, scope: 'introspection' }, certificate);
 
-  it('advertises both methods and certificate-bound tokens in discovery', async function () {
+  it('advertises both methods at every endpoint that authenticates clients, certificate-bound tokens and the mTLS aliases in discovery', async function () {
     const { body } = await tlsCall('GET', '/.well-known/openid-configuration', undefined, undefined);
-    expect(body.token_endpoint_auth_methods_supported).to.include.members([
-      'tls_client_auth',
-      'self_signed_tls_client_auth',
-    ]);
+    const mtlsMethods = ['tls_client_auth', 'self_signed_tls_client_auth'];
+    expect(body.token_endpoint_auth_methods_supported).to.include.members(mtlsMethods);
+    expect(body.revocation_endpoint_auth_methods_supported).to.deep.equal(body.token_endpoint_auth_methods_supported);
+    expect(body.introspection_endpoint_auth_methods_supported).to.include.members([...mtlsMethods, 'Bearer']);
+    expect(body.introspection_endpoint_auth_methods_supported).not.to.include('none');
     expect(body.tls_client_certificate_bound_access_tokens).to.equal(true);
     expect(body.issuer).to.equal(server.config.issuer);
+    const alias = server.config.issuer.replace('127.0.0.1', 'localhost');
+    expect(body.mtls_endpoint_aliases).to.deep.equal({
+      token_endpoint: `${alias}/token`,
+      revocation_endpoint: `${alias}/revoke`,
+      introspection_endpoint: `${alias}/introspect`,
+      userinfo_endpoint: `${alias}/userinfo`,
+      pushed_authorization_request_endpoint: `${alias}/par`,
+      device_authorization_endpoint: `${alias}/device/auth`,
+    });
+  });
+
+  it('authenticates a client by certificate at /revoke, as discovery says', async function () {
+    const issued = await tokenOf(dnClient, client);
+    const revoked = await post('/revoke', { token: issued.body.access_token, client_id: dnClient }, client);
+    expect(revoked.status, JSON.stringify(revoked.body)).to.equal(200);
+    const refused = await post('/revoke', { token: issued.body.access_token, client_id: dnClient }, other);
+    expect(refused.status).to.equal(401);
+    expect(refused.body.error).to.equal('invalid_client');
   });
 
   it('authenticates a tls_client_auth client by the subject DN of a certificate its CA issued, and binds its token to it', async function () {

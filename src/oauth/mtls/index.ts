@@ -123,12 +123,39 @@ export function holdsBoundCertificate(
 }
 
 /**
+ * RFC 8705 §5: the endpoints where a client authenticates or presents a certificate-bound token,
+ * each also under the mTLS alias base, which stands in for ISSUER (a path tenant's path kept).
+ */
+const ALIASED_ENDPOINTS = [
+  'token_endpoint',
+  'revocation_endpoint',
+  'introspection_endpoint',
+  'userinfo_endpoint',
+  'pushed_authorization_request_endpoint',
+  'device_authorization_endpoint',
+];
+
+/** `mtls_endpoint_aliases` of a discovery document whose endpoints are under `issuer` (MTLS_ENDPOINT_BASE_URL). */
+export function mtlsEndpointAliases(
+  document: Readonly<Record<string, unknown>>,
+  issuer: string,
+  aliasBase: string,
+): Record<string, string> {
+  const aliases: Record<string, string> = {};
+  for (const field of ALIASED_ENDPOINTS) {
+    const url = document[field];
+    if (typeof url === 'string' && url.startsWith(issuer)) aliases[field] = `${aliasBase}${url.slice(issuer.length)}`;
+  }
+  return aliases;
+}
+
+/**
  * oidc-provider's own RFC 8705 (features.mTLS) where mutual TLS is on: tls_client_auth (where a
  * client CA is configured) and self_signed_tls_client_auth at every endpoint that authenticates
  * clients, certificate-bound access tokens for clients registered for them (checked by
  * oidc-provider at UserInfo; introspection shows `cnf.x5t#S256`). One set of endpoints serves
- * both kinds of clients (no `mtls_endpoint_aliases`): the listener asks for a certificate and
- * requires none.
+ * both kinds of clients: the listener asks for a certificate and requires none; a host that
+ * requires one may be advertised as `mtls_endpoint_aliases` (MTLS_ENDPOINT_BASE_URL, discovery.ts).
  */
 export const mutualTls: ConfigurationSlice = ({ config }) => {
   if (!mtlsEnabled(config)) return {};
