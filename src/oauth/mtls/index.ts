@@ -122,6 +122,29 @@ export function holdsBoundCertificate(
   return presented !== null && certificateThumbprint(presented.certificate) === bound;
 }
 
+/** RFC 8705 §2's client authentication methods. */
+const MTLS_AUTH_METHODS: readonly string[] = ['tls_client_auth', 'self_signed_tls_client_auth'];
+
+/**
+ * The RFC 8705 methods offered: none without mutual TLS, `tls_client_auth` only where a CA of
+ * TLS_CLIENT_CA_FILE issues clients' certificates.
+ */
+export function mtlsAuthMethods(config: MtlsSettings): string[] {
+  if (!mtlsEnabled(config)) return [];
+  return clientCertificatesOf(config).issuing ? [...MTLS_AUTH_METHODS] : ['self_signed_tls_client_auth'];
+}
+
+/**
+ * Whether a client registered for `method` can authenticate on this server: every method but an
+ * RFC 8705 one this configuration does not offer. A client that cannot does not exist for the
+ * protocol (`invalid_client` at /token: RFC 6749 §5.2, an unsupported authentication method),
+ * and registration refuses the method (`invalid_client_metadata`: RFC 7591 §3.2.2).
+ */
+export function authMethodOffered(config: MtlsSettings): (method: string | undefined) => boolean {
+  const offered = new Set(mtlsAuthMethods(config));
+  return (method) => method === undefined || !MTLS_AUTH_METHODS.includes(method) || offered.has(method);
+}
+
 /**
  * RFC 8705 §5: the endpoints where a client authenticates or presents a certificate-bound token,
  * each also under the mTLS alias base, which stands in for ISSUER (a path tenant's path kept).
@@ -161,11 +184,8 @@ export const mutualTls: ConfigurationSlice = ({ config }) => {
   if (!mtlsEnabled(config)) return {};
   const certificates = clientCertificatesOf(config);
   const presented = (ctx: KoaContextWithOIDC) => certificates.presented(ctx.req);
-  const methods = certificates.issuing
-    ? ['tls_client_auth', 'self_signed_tls_client_auth']
-    : ['self_signed_tls_client_auth'];
   return {
-    clientAuthMethods: [...CLIENT_AUTH_METHODS, ...methods],
+    clientAuthMethods: [...CLIENT_AUTH_METHODS, ...mtlsAuthMethods(config)],
     features: {
       mTLS: {
         enabled: true,
