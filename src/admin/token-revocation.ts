@@ -98,6 +98,8 @@ export function tokenRevocationRoutes(
       auditFactsOf(ctx.state).result = {
         logoutTokensDelivered: String(told.delivered),
         logoutTokensFailed: String(told.failed),
+        // Of the failed: those the outbox delivers later (the rest are lost, and only logged).
+        logoutTokensKept: String(told.kept),
       };
     const revoked = await revokeSubjectArtefacts(store, storeTenant(tenantId), subject.subjectId as string);
     await changed?.({ kind: 'revoke-tokens', tenant: storeTenant(tenantId), subject });

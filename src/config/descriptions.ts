@@ -187,6 +187,12 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
       "the header in which a TLS-terminating proxy of `TRUSTED_PROXIES` forwards the client's certificate (PEM, URL-encoded PEM or base64 DER: nginx's `$ssl_client_escaped_cert`); removed from any other peer's requests",
     unset: 'no forwarded certificate believed',
   },
+  MTLS_ENDPOINT_BASE_URL: {
+    meaning:
+      "RFC 8705 §5 `mtls_endpoint_aliases`: the https base URL (a host whose TLS terminator requires client certificates, reaching this server) under which discovery also names `/token`, `/revoke`, `/introspect`, `/userinfo`, `/par` and `/device/auth` (a path tenant's path added); needs `TLS_CERT_FILE` or `MTLS_CERTIFICATE_HEADER`",
+    unset:
+      'no aliases advertised: mTLS clients use the ordinary endpoints, which ask for a certificate and require none',
+  },
   METRICS_TOKEN: {
     meaning:
       '`GET /metrics` requires `Authorization: Bearer <METRICS_TOKEN>` (at least 16 characters); give Prometheus the same as its `bearer_token`',

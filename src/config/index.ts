@@ -109,6 +109,8 @@ export interface Config {
   tlsClientCaFile: string | null;
   /** The header in which a TLS-terminating proxy of TRUSTED_PROXIES forwards the client's certificate (RFC 8705); null: none believed. */
   mtlsCertificateHeader: string | null;
+  /** RFC 8705 §5: where the endpoints are also served for mTLS clients (`mtls_endpoint_aliases`); null: none advertised. */
+  mtlsEndpointBaseUrl: string | null;
   /** GET /metrics requires `Authorization: Bearer <metricsToken>` when set; null: open (a warning at start in production). */
   metricsToken: string | null;
   /** Authentication failures one address may make per window before it is answered 429. */
@@ -243,6 +245,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   TLS_KEY_FILE: 'tlsKeyFile',
   TLS_CLIENT_CA_FILE: 'tlsClientCaFile',
   MTLS_CERTIFICATE_HEADER: 'mtlsCertificateHeader',
+  MTLS_ENDPOINT_BASE_URL: 'mtlsEndpointBaseUrl',
   METRICS_TOKEN: 'metricsToken',
   AUTH_FAILURE_LIMIT: 'authFailureLimit',
   AUTH_FAILURE_WINDOW_SECONDS: 'authFailureWindowSeconds',
@@ -374,6 +377,7 @@ export const SCHEMA = {
     tlsKeyFile: { type: ['string', 'null'], minLength: 1 },
     tlsClientCaFile: { type: ['string', 'null'], minLength: 1 },
     mtlsCertificateHeader: { type: ['string', 'null'], pattern: '^[A-Za-z0-9-]{1,64}$' },
+    mtlsEndpointBaseUrl: { type: ['string', 'null'], pattern: '^https://[^#?]+[^/#?]$' },
     metricsToken: { type: ['string', 'null'], minLength: 16 },
     authFailureLimit: positive,
     authFailureWindowSeconds: positive,
@@ -600,6 +604,10 @@ function checkTls(raw: Record<string, unknown>): void {
     throw new ConfigError(
       'invalid configuration: TLS_CLIENT_CA_FILE needs TLS_CERT_FILE or MTLS_CERTIFICATE_HEADER (where client certificates come from)',
     );
+  if (raw.mtlsEndpointBaseUrl && !raw.tlsCertFile && !raw.mtlsCertificateHeader)
+    throw new ConfigError(
+      'invalid configuration: MTLS_ENDPOINT_BASE_URL needs TLS_CERT_FILE or MTLS_CERTIFICATE_HEADER (where client certificates come from)',
+    );
   if (typeof raw.mtlsCertificateHeader === 'string')
     raw.mtlsCertificateHeader = raw.mtlsCertificateHeader.toLowerCase();
 }
@@ -665,6 +673,7 @@ export const PATTERN_HINTS: Record<string, string> = {
   opaUrl: 'an http:// or https:// URL',
   trustedProxies: 'an IP address or a CIDR range (10.0.0.0/8, ::1)',
   mtlsCertificateHeader: 'a header name (letters, digits and "-")',
+  mtlsEndpointBaseUrl: 'an https:// URL without a query, a fragment or a trailing slash',
   tenants: '1 to 64 letters, digits, ".", "-" or "_", starting with a letter or digit',
   dpopNonceTenants: 'a tenant id, `_default` or `*`',
   fapi2SecurityTenants: 'a tenant id, `_default` or `*`',

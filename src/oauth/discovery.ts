@@ -3,6 +3,7 @@ import type { ArbiterContext } from './state.js';
 import { claimsSupported, scopes } from './claims.js';
 import { advertisedFeatures, DISCOVERY_PATH } from './routes.js';
 import { requestIssuer } from '../tenancy/index.js';
+import { mtlsEndpointAliases } from './mtls/index.js';
 
 /**
  * Completes oidc-provider's discovery document with what only Arbiter knows: the fields of
@@ -17,7 +18,11 @@ import { requestIssuer } from '../tenancy/index.js';
  * /.well-known/uma2-configuration: UMA 2.0's metadata is RFC 8414 metadata plus the UMA
  * endpoints and uma_profiles_supported. They are equal field for field and cannot drift apart.
  */
-export function discoveryExtras(issuer: string, authorizationDetailsTypes: () => Promise<readonly string[]>) {
+export function discoveryExtras(
+  issuer: string,
+  authorizationDetailsTypes: () => Promise<readonly string[]>,
+  mtlsEndpointBaseUrl: string | null = null,
+) {
   return async (ctx: ArbiterContext, next: Next): Promise<void> => {
     await next();
     if (ctx.status !== 200 || typeof ctx.body !== 'object' || ctx.body === null) return;
@@ -28,8 +33,10 @@ export function discoveryExtras(issuer: string, authorizationDetailsTypes: () =>
     for (const feature of Object.values(advertisedFeatures)) {
       if (!feature.enabled) continue;
       for (const [field, path] of Object.entries(feature.endpoints ?? {})) document[field] = `${base}${path}`;
-      Object.assign(document, feature.metadata);
+      Object.assign(document, feature.metadata, feature.fromDocument?.(document));
     }
+    if (mtlsEndpointBaseUrl)
+      document.mtls_endpoint_aliases = mtlsEndpointAliases(document, issuer, mtlsEndpointBaseUrl);
     document.authorization_details_types_supported = await authorizationDetailsTypes();
     document.subject_types_supported = ['public'];
     document.scopes_supported = scopes;

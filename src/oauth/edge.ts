@@ -41,7 +41,7 @@ export function oauthSteps({ config, store, sealer, policy, providers, log }: OA
   const { issuer, maxBodyBytes } = config;
   const registration = registrationMiddleware({ config, store, sealer, policy });
   const signIn = [interactionRoutes({ config, store, sealer, providers, log })];
-  const discovery = discoveryExtras(issuer, authorizationDetailsTypes);
+  const discovery = discoveryExtras(issuer, authorizationDetailsTypes, config.mtlsEndpointBaseUrl);
   return {
     authorize: authorizeMiddleware({ store, providerFor, maxBodyBytes }),
     authorizationResumption: authorizationResumptionMiddleware(),

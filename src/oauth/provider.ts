@@ -19,6 +19,7 @@ import { jwtAccessTokenLookup } from './token/jwt-access-tokens.js';
 import { reportBackchannelLogouts } from './end-session/backchannel.js';
 import { signalLogouts } from './end-session/index.js';
 import { fapi2Tenant } from './fapi/index.js';
+import { authMethodOffered } from './mtls/index.js';
 
 /** Builds one tenant's oidc-provider: configuration slices, the store adapter, and Arbiter's extensions. */
 export function createTenantProvider(context: ProviderContext): Provider {
@@ -29,7 +30,12 @@ export function createTenantProvider(context: ProviderContext): Provider {
     adapter: createOidcAdapter(
       store,
       tenant,
-      { Client: clientLookup(store, tenant, documents, { fapi2Tenant: fapi2Tenant(config, tenant) }) },
+      {
+        Client: clientLookup(store, tenant, documents, {
+          fapi2Tenant: fapi2Tenant(config, tenant),
+          authMethodOffered: authMethodOffered(config),
+        }),
+      },
       clientArtefactOwners(store, tenant),
       basePath,
     ),
@@ -44,6 +50,6 @@ export function createTenantProvider(context: ProviderContext): Provider {
   withdrawableCredentials(provider);
   reportBackchannelLogouts(provider, log, context.logoutRetries, basePath);
   signalLogouts(provider, tenant, context.userLoggedOut);
-  installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config) });
+  installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config), mtls: config });
   return provider;
 }

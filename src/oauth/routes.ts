@@ -45,6 +45,8 @@ export interface AdvertisedFeature {
   endpoints?: Readonly<Record<string, string>>;
   /** Other discovery fields, published as they are. */
   metadata?: Readonly<Record<string, unknown>>;
+  /** Discovery fields that follow oidc-provider's own document (what it accepts depends on configuration). */
+  fromDocument?: (document: Readonly<Record<string, unknown>>) => Record<string, unknown>;
 }
 
 export type AdvertisedFeatureName =
@@ -106,24 +108,33 @@ export const advertisedFeatures: Readonly<Record<AdvertisedFeatureName, Advertis
   },
   /**
    * RFC 8414 §2: how a client authenticates at /revoke (oidc-provider publishes the endpoint, not
-   * the methods): as at /token, a public client by its client_id alone (RFC 7009 §2.1; revoke/).
+   * the methods): as at /token, a public client by its client_id alone (RFC 7009 §2.1; revoke/),
+   * and by certificate (RFC 8705 §2) where mutual TLS is on: oidc-provider accepts its one list
+   * of methods at every endpoint that authenticates clients.
    */
   revocationAuthentication: {
     enabled: true,
-    metadata: { revocation_endpoint_auth_methods_supported: [...CLIENT_AUTH_METHODS] },
+    fromDocument: (document) => ({ revocation_endpoint_auth_methods_supported: tokenEndpointAuthMethods(document) }),
   },
   /**
    * RFC 8414 §2: how a caller authenticates at /introspect (introspect/): the confidential methods
-   * of /token, or an access token (`Bearer`, a value of the access token types registry that
-   * RFC 8414 allows here). `none` is refused: RFC 7662 §2.1 requires the caller to be authorized.
+   * of /token (mutual TLS's among them where it is on), or an access token (`Bearer`, a value of
+   * the access token types registry that RFC 8414 allows here). `none` is refused: RFC 7662 §2.1
+   * requires the caller to be authorized.
    */
   introspectionAuthentication: {
     enabled: true,
-    metadata: {
+    fromDocument: (document) => ({
       introspection_endpoint_auth_methods_supported: [
-        ...CLIENT_AUTH_METHODS.filter((method) => method !== 'none'),
+        ...tokenEndpointAuthMethods(document).filter((method) => method !== 'none'),
         'Bearer',
       ],
-    },
+    }),
   },
 };
+
+/** The methods oidc-provider accepts (its `clientAuthMethods`, which it publishes for /token), else the spec's. */
+function tokenEndpointAuthMethods(document: Readonly<Record<string, unknown>>): string[] {
+  const methods = document.token_endpoint_auth_methods_supported;
+  return Array.isArray(methods) ? (methods as string[]) : [...CLIENT_AUTH_METHODS];
+}

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import * as openid from 'openid-client';
 import { randomUUID } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
 import { FetchUserAgent } from '../support/browser.js';
@@ -11,8 +12,8 @@ import {
   startRegisteredDevIdp,
   type RegisteredDevIdp,
 } from '../support/dev-idp.js';
-import { basic, confidentialClient, FORM, postForm } from '../support/oauth.js';
-import { freePort, readyServer, type TestServer } from '../support/server.js';
+import { basic, confidentialClient, eventually, FORM, postForm } from '../support/oauth.js';
+import { freePort, readyServer, withServer, type TestServer } from '../support/server.js';
 
 interface Answer {
   status: number;
@@ -48,6 +49,8 @@ describe('RFC 8705 mutual TLS on the TLS listener', function () {
       TLS_CERT_FILE: pki.server.certFile,
       TLS_KEY_FILE: pki.server.keyFile,
       TLS_CLIENT_CA_FILE: pki.caFile,
+      // RFC 8705 §5: the same listener by another name (the server's certificate names both).
+      MTLS_ENDPOINT_BASE_URL: `https://localhost:${port}`,
     });
     await created(
       server.admin('POST', '/clients', {
@@ -56,6 +59,7 @@ describe('RFC 8705 mutual TLS on the TLS listener', function () {
         tokenEndpointAuthMethod: 'tls_client_auth',
         tlsClientAuthSubjectDn: 'CN=mtls-client,O=Arbiter Test',
         tlsClientCertificateBoundAccessTokens: true,
+        grantTypes: ['client_credentials', 'urn:ietf:params:oauth:grant-type:device_code'],
         scopes: ['introspection'],
       }),
     );
@@ -125,14 +129,33 @@ describe('RFC 8705 mutual TLS on the TLS listener', function () {
   const tokenOf = (clientId: string, certificate?: IssuedCertificate) =>
     post('/token', { grant_type: 'client_credentials', client_id: clientId, scope: 'introspection' }, certificate);
 
-  it('advertises both methods and certificate-bound tokens in discovery', async function () {
+  it('advertises both methods at every endpoint that authenticates clients, certificate-bound tokens and the mTLS aliases in discovery', async function () {
     const { body } = await tlsCall('GET', '/.well-known/openid-configuration', undefined, undefined);
-    expect(body.token_endpoint_auth_methods_supported).to.include.members([
-      'tls_client_auth',
-      'self_signed_tls_client_auth',
-    ]);
+    const mtlsMethods = ['tls_client_auth', 'self_signed_tls_client_auth'];
+    expect(body.token_endpoint_auth_methods_supported).to.include.members(mtlsMethods);
+    expect(body.revocation_endpoint_auth_methods_supported).to.deep.equal(body.token_endpoint_auth_methods_supported);
+    expect(body.introspection_endpoint_auth_methods_supported).to.include.members([...mtlsMethods, 'Bearer']);
+    expect(body.introspection_endpoint_auth_methods_supported).not.to.include('none');
     expect(body.tls_client_certificate_bound_access_tokens).to.equal(true);
     expect(body.issuer).to.equal(server.config.issuer);
+    const alias = server.config.issuer.replace('127.0.0.1', 'localhost');
+    expect(body.mtls_endpoint_aliases).to.deep.equal({
+      token_endpoint: `${alias}/token`,
+      revocation_endpoint: `${alias}/revoke`,
+      introspection_endpoint: `${alias}/introspect`,
+      userinfo_endpoint: `${alias}/userinfo`,
+      pushed_authorization_request_endpoint: `${alias}/par`,
+      device_authorization_endpoint: `${alias}/device/auth`,
+    });
+  });
+
+  it('authenticates a client by certificate at /revoke, as discovery says', async function () {
+    const issued = await tokenOf(dnClient, client);
+    const revoked = await post('/revoke', { token: issued.body.access_token, client_id: dnClient }, client);
+    expect(revoked.status, JSON.stringify(revoked.body)).to.equal(200);
+    const refused = await post('/revoke', { token: issued.body.access_token, client_id: dnClient }, other);
+    expect(refused.status).to.equal(401);
+    expect(refused.body.error).to.equal('invalid_client');
   });
 
   it('authenticates a tls_client_auth client by the subject DN of a certificate its CA issued, and binds its token to it', async function () {
@@ -178,6 +201,183 @@ describe('RFC 8705 mutual TLS on the TLS listener', function () {
     const refused = await tokenOf(selfSignedClient, client);
     expect(refused.status).to.equal(401);
     expect(refused.body.error).to.equal('invalid_client');
+  });
+
+  /**
+   * A fetch over this test's TLS (its CA trusted), presenting `certificate`: what a real client is
+   * given as its customFetch to present a client certificate (RFC 8705). Each URL asked is noted,
+   * and the media type of each answer.
+   */
+  function tlsFetch(certificate: IssuedCertificate | undefined, asked: string[], answered: string[] = []) {
+    return (url: string, options: { method: string; headers: Record<string, string>; body?: unknown }) =>
+      new Promise<Response>((resolve, reject) => {
+        asked.push(url);
+        const outgoing = httpsRequest(
+          url,
+          {
+            method: options.method,
+            headers: options.headers,
+            ca: pki.caPem(),
+            ...(certificate ? { cert: certificate.cert, key: certificate.key } : {}),
+            agent: false,
+          },
+          (response) => {
+            const chunks: Buffer[] = [];
+            response.on('data', (chunk: Buffer) => chunks.push(chunk));
+            response.on('end', () => {
+              answered.push(response.headers['content-type'] ?? '');
+              const headers = new Headers();
+              for (const [name, value] of Object.entries(response.headers))
+                if (typeof value === 'string') headers.set(name, value);
+              resolve(new Response(Buffer.concat(chunks), { status: response.statusCode ?? 0, headers }));
+            });
+          },
+        );
+        outgoing.on('error', reject);
+        outgoing.end(options.body === undefined ? undefined : String(options.body));
+      });
+  }
+
+  it('serves oauth4webapi (as openid-client 6 drives it) as an mTLS client at the aliases: a bound token, JWT introspection, device authorization', async function () {
+    const asked: string[] = [];
+    const answered: string[] = [];
+    const alias = server.config.issuer.replace('127.0.0.1', 'localhost');
+    const configuration = await openid.discovery(
+      new URL(server.config.issuer),
+      dnClient,
+      { use_mtls_endpoint_aliases: true, introspection_signed_response_alg: 'RS256' },
+      openid.TlsClientAuth(),
+      { [openid.customFetch]: tlsFetch(client, asked) },
+    );
+    configuration[openid.customFetch] = tlsFetch(client, asked, answered);
+
+    const tokens = await openid.clientCredentialsGrant(configuration, { scope: 'introspection' });
+    expect(tokens.token_type.toLowerCase()).to.equal('bearer');
+    expect(asked.at(-1), 'the token request went to the alias').to.equal(`${alias}/token`);
+    // RFC 9701: a signed introspection response, which openid-client verifies against the issuer's keys.
+    const introspection = await openid.tokenIntrospection(configuration, tokens.access_token);
+    expect(asked.at(-1)).to.equal(`${alias}/introspect`);
+    expect(answered.at(-1)).to.match(/^application\/token-introspection\+jwt/);
+    expect(introspection).to.include({ active: true, client_id: dnClient });
+    expect(introspection.cnf).to.deep.equal({ 'x5t#S256': client.thumbprint });
+    const started = await openid.initiateDeviceAuthorization(configuration, { scope: 'introspection' });
+    expect(asked.at(-1)).to.equal(`${alias}/device/auth`);
+    expect(started.user_code).to.be.a('string');
+    const polled = await post(
+      '/token',
+      {
+        grant_type: 'urn:ietf:params:oauth:grant-type:device_code',
+        device_code: started.device_code,
+        client_id: dnClient,
+      },
+      client,
+    );
+    expect(polled.body.error, 'the device code is the client’s, waiting for its user').to.equal(
+      'authorization_pending',
+    );
+
+    // Without its certificate, the same client is refused at the alias as anywhere.
+    configuration[openid.customFetch] = tlsFetch(undefined, asked);
+    const refused = await openid
+      .clientCredentialsGrant(configuration, { scope: 'introspection' })
+      .catch((error) => error);
+    expect(refused).to.be.instanceOf(openid.ResponseBodyError);
+    expect(refused.error).to.equal('invalid_client');
+  });
+
+  describe('clients registered through /register (RFC 7591)', function () {
+    before(async function () {
+      // updateOauthData's wait asks the public listener, which speaks TLS here: the first test waits instead.
+      const entries = (await server.admin('GET', '/policy-data?bundledOnly=true')).body as any[];
+      const data = JSON.parse(entries.find((entry) => entry.dataKey === 'oauth').payload);
+      data.public_client_policy.enabled = true;
+      data.public_client_policy.dcr.allowed_grant_types = ['authorization_code', 'refresh_token', 'client_credentials'];
+      const saved = await server.admin('PUT', '/policy-data/by-key?dataKey=oauth', {
+        dataKey: 'oauth',
+        payload: JSON.stringify(data),
+      });
+      expect(saved.status, JSON.stringify(saved.body)).to.equal(200);
+    });
+
+    const register = async (metadata: Record<string, unknown>) =>
+      tlsCall(
+        'POST',
+        '/register',
+        JSON.stringify({
+          redirect_uris: ['https://mtls-dcr.example/cb'],
+          grant_types: ['client_credentials'],
+          ...metadata,
+        }),
+        undefined,
+        { 'Content-Type': 'application/json' },
+      );
+    /** A token of a registered client, for the scopes the registration granted it. */
+    const registeredToken = (clientId: string, certificate?: IssuedCertificate) =>
+      post('/token', { grant_type: 'client_credentials', client_id: clientId }, certificate);
+    /** The registered client's token is bound to `certificate`: its introspection, by a client that holds it, says so. */
+    const boundTo = async (token: string, certificate: IssuedCertificate) => {
+      const holder = await tokenOf(dnClient, client);
+      const introspected = await post('/introspect', { token }, client, {
+        Authorization: `Bearer ${holder.body.access_token}`,
+      });
+      expect(introspected.body.active, JSON.stringify(introspected.body)).to.equal(true);
+      expect(introspected.body.cnf).to.deep.equal({ 'x5t#S256': certificate.thumbprint });
+    };
+
+    it('registers a tls_client_auth client by subject DN: no secret, tokens bound to its certificate, refused without it or with another', async function () {
+      let registered: Answer = { status: 0, body: undefined };
+      await eventually(async () => {
+        registered = await register({
+          token_endpoint_auth_method: 'tls_client_auth',
+          tls_client_auth_subject_dn: 'CN=mtls-client,O=Arbiter Test',
+          tls_client_certificate_bound_access_tokens: true,
+        });
+        return registered.status === 201;
+      });
+      expect(registered.body).to.include({
+        token_endpoint_auth_method: 'tls_client_auth',
+        tls_client_auth_subject_dn: 'CN=mtls-client,O=Arbiter Test',
+        tls_client_certificate_bound_access_tokens: true,
+      });
+      expect(registered.body).not.to.have.property('client_secret');
+      const clientId = registered.body.client_id as string;
+      const issued = await registeredToken(clientId, client);
+      expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
+      await boundTo(issued.body.access_token, client);
+      for (const [certificate, why] of [
+        [undefined, 'no certificate'],
+        [other, 'another subject'],
+        [selfSigned, 'not issued by the CA'],
+      ] as const) {
+        const refused = await registeredToken(clientId, certificate);
+        expect(refused.status, why).to.equal(401);
+        expect(refused.body.error, why).to.equal('invalid_client');
+      }
+    });
+
+    it('registers a self_signed_tls_client_auth client by the certificate in its jwks, and no other', async function () {
+      const { X509Certificate } = await import('node:crypto');
+      const jwk = new X509Certificate(selfSigned.cert).publicKey.export({ format: 'jwk' });
+      const x5c = [selfSigned.cert.replace(/-----(BEGIN|END) CERTIFICATE-----|\s/g, '')];
+      const registered = await register({
+        token_endpoint_auth_method: 'self_signed_tls_client_auth',
+        jwks: { keys: [{ ...jwk, x5c, use: 'sig' }] },
+        tls_client_certificate_bound_access_tokens: true,
+      });
+      expect(registered.status, JSON.stringify(registered.body)).to.equal(201);
+      const clientId = registered.body.client_id as string;
+      const issued = await registeredToken(clientId, selfSigned);
+      expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
+      await boundTo(issued.body.access_token, selfSigned);
+      for (const [certificate, why] of [
+        [undefined, 'no certificate'],
+        [client, 'a certificate not in its jwks'],
+      ] as const) {
+        const refused = await registeredToken(clientId, certificate);
+        expect(refused.status, why).to.equal(401);
+        expect(refused.body.error, why).to.equal('invalid_client');
+      }
+    });
   });
 
   it('keeps serving clients without certificates on the same listener', async function () {
@@ -335,4 +535,56 @@ describe('RFC 8705 mutual TLS through a trusted proxy’s certificate header', f
 async function created(pending: Promise<{ status: number; body: unknown }>): Promise<void> {
   const { status, body } = await pending;
   if (status !== 201) throw new Error(`not created: ${status} ${JSON.stringify(body)}`);
+}
+
+/**
+ * A server without mutual TLS (neither TLS_CERT_FILE nor MTLS_CERTIFICATE_HEADER): a client
+ * registered for an RFC 8705 method cannot authenticate. /register refuses the method (RFC 7591
+ * §3.2.2); a record the Admin API holds anyway (made before mutual TLS was switched off) is
+ * answered as an unknown client at /token (RFC 6749 §5.2: 401 invalid_client).
+ */
+describe('RFC 8705 methods on a server without mutual TLS', function () {
+  let server: TestServer;
+
+  before(async function () {
+    server = await withServer();
+  });
+
+  it('refuses tls_client_auth and self_signed_tls_client_auth at /register with invalid_client_metadata', async function () {
+    for (const method of ['tls_client_auth', 'self_signed_tls_client_auth']) {
+      const { status, body } = await postJson(server, '/register', {
+        redirect_uris: ['https://no-mtls.example/cb'],
+        grant_types: ['client_credentials'],
+        token_endpoint_auth_method: method,
+        tls_client_auth_subject_dn: 'CN=client',
+      });
+      expect(status, method).to.equal(400);
+      expect(body.error, method).to.equal('invalid_client_metadata');
+      expect(body.error_description, method).to.match(/token_endpoint_auth_method .* is not offered/);
+    }
+  });
+
+  it('answers a tls_client_auth client of the Admin API with 401 invalid_client at /token', async function () {
+    const clientId = `no-mtls-${randomUUID().slice(0, 8)}`;
+    await created(
+      server.admin('POST', '/clients', {
+        clientId,
+        clientType: 'confidential',
+        tokenEndpointAuthMethod: 'tls_client_auth',
+        tlsClientAuthSubjectDn: 'CN=client',
+      }),
+    );
+    const { status, body } = await postForm(server, '/token', {
+      grant_type: 'client_credentials',
+      client_id: clientId,
+    });
+    expect(status, JSON.stringify(body)).to.equal(401);
+    expect(body.error).to.equal('invalid_client');
+  });
+});
+
+async function postJson(server: TestServer, path: string, json: unknown): Promise<Answer> {
+  const response = await server.request(path, { method: 'POST', json });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined };
 }

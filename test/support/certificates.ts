@@ -32,7 +32,8 @@ export class TestPki {
       ['req', '-x509', ...EC_KEY, '-keyout', pki.caKey, '-out', pki.caFile, '-subj', '/CN=Arbiter Test CA'],
       ['basicConstraints=critical,CA:TRUE', 'keyUsage=critical,keyCertSign'],
     );
-    await pki.write('server', '/CN=127.0.0.1', { san: 'IP:127.0.0.1' });
+    // Both names of the one listener: RFC 8705 §5 aliases are tested as `localhost` (test/oauth/mtls.test.ts).
+    await pki.write('server', '/CN=127.0.0.1', { san: 'IP:127.0.0.1,DNS:localhost' });
     return Object.assign(pki, {
       server: { certFile: join(pki.dir, 'server.pem'), keyFile: join(pki.dir, 'server.key') },
     });

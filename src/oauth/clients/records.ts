@@ -54,7 +54,10 @@ export function clientLookup(
   store: Store,
   tenant: string,
   documents?: ClientDocuments,
-  { fapi2Tenant = false }: { fapi2Tenant?: boolean } = {},
+  {
+    fapi2Tenant = false,
+    authMethodOffered = () => true,
+  }: { fapi2Tenant?: boolean; authMethodOffered?: (method: string | undefined) => boolean } = {},
 ) {
   return async (clientId: string) => {
     const found = await findClientRecord(store, tenant, clientId);
@@ -64,6 +67,8 @@ export function clientLookup(
         : found;
     if (record) rememberForRequest(record);
     const metadata = record ? clientMetadata(record) : undefined;
+    // A client registered for a method this server does not offer (mutual TLS off) cannot authenticate.
+    if (metadata && !authMethodOffered(metadata.token_endpoint_auth_method)) return undefined;
     if (!metadata || !heldToFapi2(fapi2Tenant, record ?? undefined)) return metadata;
     // The FAPI 2.0 Security Profile (src/oauth/fapi): its methods and sender constraints.
     return fapi2Metadata(metadata);

@@ -47,7 +47,7 @@ export type IntrospectEndpointDeps = IntrospectionDeps & {
 export function introspectMiddleware(deps: IntrospectEndpointDeps): ArbiterMiddleware[] {
   return [
     formBody(deps.maxBodyBytes),
-    requireClientCredential({ issuer: deps.issuer, publicClients: false, bearer: true }),
+    requireClientCredential({ issuer: deps.issuer, publicClients: false, bearer: true, mtls: deps.mtls }),
     guardClientCredentials,
     introspectionEndpoint(deps),
   ];

@@ -122,23 +122,70 @@ export function holdsBoundCertificate(
   return presented !== null && certificateThumbprint(presented.certificate) === bound;
 }
 
+/** RFC 8705 §2's client authentication methods. */
+const MTLS_AUTH_METHODS: readonly string[] = ['tls_client_auth', 'self_signed_tls_client_auth'];
+
+/**
+ * The RFC 8705 methods offered: none without mutual TLS, `tls_client_auth` only where a CA of
+ * TLS_CLIENT_CA_FILE issues clients' certificates.
+ */
+export function mtlsAuthMethods(config: MtlsSettings): string[] {
+  if (!mtlsEnabled(config)) return [];
+  return clientCertificatesOf(config).issuing ? [...MTLS_AUTH_METHODS] : ['self_signed_tls_client_auth'];
+}
+
+/**
+ * Whether a client registered for `method` can authenticate on this server: every method but an
+ * RFC 8705 one this configuration does not offer. A client that cannot does not exist for the
+ * protocol (`invalid_client` at /token: RFC 6749 §5.2, an unsupported authentication method),
+ * and registration refuses the method (`invalid_client_metadata`: RFC 7591 §3.2.2).
+ */
+export function authMethodOffered(config: MtlsSettings): (method: string | undefined) => boolean {
+  const offered = new Set(mtlsAuthMethods(config));
+  return (method) => method === undefined || !MTLS_AUTH_METHODS.includes(method) || offered.has(method);
+}
+
+/**
+ * RFC 8705 §5: the endpoints where a client authenticates or presents a certificate-bound token,
+ * each also under the mTLS alias base, which stands in for ISSUER (a path tenant's path kept).
+ */
+const ALIASED_ENDPOINTS = [
+  'token_endpoint',
+  'revocation_endpoint',
+  'introspection_endpoint',
+  'userinfo_endpoint',
+  'pushed_authorization_request_endpoint',
+  'device_authorization_endpoint',
+];
+
+/** `mtls_endpoint_aliases` of a discovery document whose endpoints are under `issuer` (MTLS_ENDPOINT_BASE_URL). */
+export function mtlsEndpointAliases(
+  document: Readonly<Record<string, unknown>>,
+  issuer: string,
+  aliasBase: string,
+): Record<string, string> {
+  const aliases: Record<string, string> = {};
+  for (const field of ALIASED_ENDPOINTS) {
+    const url = document[field];
+    if (typeof url === 'string' && url.startsWith(issuer)) aliases[field] = `${aliasBase}${url.slice(issuer.length)}`;
+  }
+  return aliases;
+}
+
 /**
  * oidc-provider's own RFC 8705 (features.mTLS) where mutual TLS is on: tls_client_auth (where a
  * client CA is configured) and self_signed_tls_client_auth at every endpoint that authenticates
  * clients, certificate-bound access tokens for clients registered for them (checked by
  * oidc-provider at UserInfo; introspection shows `cnf.x5t#S256`). One set of endpoints serves
- * both kinds of clients (no `mtls_endpoint_aliases`): the listener asks for a certificate and
- * requires none.
+ * both kinds of clients: the listener asks for a certificate and requires none; a host that
+ * requires one may be advertised as `mtls_endpoint_aliases` (MTLS_ENDPOINT_BASE_URL, discovery.ts).
  */
 export const mutualTls: ConfigurationSlice = ({ config }) => {
   if (!mtlsEnabled(config)) return {};
   const certificates = clientCertificatesOf(config);
   const presented = (ctx: KoaContextWithOIDC) => certificates.presented(ctx.req);
-  const methods = certificates.issuing
-    ? ['tls_client_auth', 'self_signed_tls_client_auth']
-    : ['self_signed_tls_client_auth'];
   return {
-    clientAuthMethods: [...CLIENT_AUTH_METHODS, ...methods],
+    clientAuthMethods: [...CLIENT_AUTH_METHODS, ...mtlsAuthMethods(config)],
     features: {
       mTLS: {
         enabled: true,

@@ -19,6 +19,7 @@ import { revokeDeletedClient } from '../shared/owned-artefacts.js';
 import { SoftwareStatements, type SoftwareStatement } from './statement.js';
 import { validateMetadata, type ValidatedMetadata } from './validation.js';
 import { requestIssuer } from '../../tenancy/index.js';
+import { authMethodOffered, type MtlsSettings } from '../mtls/index.js';
 
 export interface RegistrationDeps {
   config: Pick<
@@ -29,6 +30,7 @@ export interface RegistrationDeps {
     | 'outboundAllowInsecureLoopback'
     | 'outboundTimeoutMs'
     | 'outboundMaxResponseBytes'
+    | keyof MtlsSettings
   >;
   store: Store;
   sealer: Sealer;
@@ -52,6 +54,7 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
   );
 
   const initialAccessTokens = new InitialAccessTokens(store);
+  const offered = authMethodOffered(config);
 
   const register = async (
     ctx: ArbiterContext,
@@ -65,6 +68,13 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
       body.software_statement ?? (existing ? existing.softwareStatementJwt : undefined),
     );
     const metadata = withStatementSoftware(validateMetadata(body), statement?.read ?? null);
+    if (!offered(metadata.token_endpoint_auth_method))
+      throw new HttpError(
+        400,
+        'invalid_client_metadata',
+        `token_endpoint_auth_method ${metadata.token_endpoint_auth_method} is not offered by this server (mutual TLS is off, or no TLS_CLIENT_CA_FILE for tls_client_auth)`,
+        { field: 'token_endpoint_auth_method' },
+      );
     assertPublicSubjects(body);
     const grant = await decideRegistration(ctx, policy, body, metadata, statement?.read ?? null, initialAccessToken);
     return { metadata, grant, statement };

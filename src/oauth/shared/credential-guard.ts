@@ -6,6 +6,7 @@ import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
 import { HttpError } from '../../http/errors.js';
 import { formParameter } from './form-body.js';
 import { requestIssuer } from '../../tenancy/index.js';
+import { clientCertificatesOf, mtlsEnabled, type MtlsSettings } from '../mtls/index.js';
 
 /**
  * At the endpoints where oidc-provider authenticates clients (/token, /introspect, /revoke, /par):
@@ -51,6 +52,8 @@ export interface CredentialRequirement {
   publicClients: boolean;
   /** An access token is a credential here too (Authorization: Bearer, as at /introspect). */
   bearer: boolean;
+  /** Where client certificates come from: a client_id with a certificate is RFC 8705 authentication. */
+  mtls?: MtlsSettings;
 }
 
 /**
@@ -79,11 +82,19 @@ export function clientCredentials(requirement: CredentialRequirement, { formsOnl
   };
 }
 
-function assertCredentialPresented(ctx: ArbiterContext, { issuer, publicClients, bearer }: CredentialRequirement) {
-  if (ctx.method !== 'POST' || presentsCredential(ctx, publicClients)) return;
+function assertCredentialPresented(
+  ctx: ArbiterContext,
+  { issuer, publicClients, bearer, mtls }: CredentialRequirement,
+) {
+  if (ctx.method !== 'POST' || presentsCredential(ctx, publicClients || presentsCertificate(mtls, ctx.req))) return;
   const realm = requestIssuer(issuer, ctx.state.tenant);
   ctx.set('WWW-Authenticate', [`Basic realm="${realm}"`, ...(bearer ? [`Bearer realm="${realm}"`] : [])]);
   throw new HttpError(401, 'invalid_client', 'the request presents no client authentication (RFC 6749 §2.3)');
+}
+
+/** Whether the request came with a client certificate (RFC 8705 §2: with a client_id, a client authentication). */
+function presentsCertificate(mtls: MtlsSettings | undefined, request: ArbiterContext['req']): boolean {
+  return mtls !== undefined && mtlsEnabled(mtls) && clientCertificatesOf(mtls).presented(request) !== null;
 }
 
 function presentsCredential(ctx: ArbiterContext, clientIdCounts: boolean): boolean {

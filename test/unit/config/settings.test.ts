@@ -206,6 +206,16 @@ describe('unit: configuration from the environment (config/index loadConfig)', f
         { MTLS_CERTIFICATE_HEADER: 'x cert' },
         /MTLS_CERTIFICATE_HEADER must be a header name/,
       ],
+      [
+        'mTLS endpoint aliases without a source of certificates',
+        { MTLS_ENDPOINT_BASE_URL: 'https://mtls.example' },
+        /MTLS_ENDPOINT_BASE_URL needs TLS_CERT_FILE or MTLS_CERTIFICATE_HEADER/,
+      ],
+      [
+        'mTLS endpoint aliases over plain http',
+        { MTLS_ENDPOINT_BASE_URL: 'http://mtls.example', MTLS_CERTIFICATE_HEADER: 'x-cert' },
+        /MTLS_ENDPOINT_BASE_URL must be an https:\/\/ URL/,
+      ],
       ['several workers on an in-memory store', { WORKERS: '2' }, /WORKERS must be 1 with STORE_URL=sqlite::memory:/],
       ['0 workers', { WORKERS: '0' }, /WORKERS must be >= 1/],
       [

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { X509Certificate } from 'node:crypto';
-import { parseForwardedCertificate, subjectMatches } from '../../../src/oauth/mtls/index.js';
+import { mtlsEndpointAliases, parseForwardedCertificate, subjectMatches } from '../../../src/oauth/mtls/index.js';
 import { TestPki } from '../../support/certificates.js';
 
 /** RFC 8705 §2.1.2 subject values and the forms proxies forward certificates in (oauth/mtls), on openssl-made certificates. */
@@ -56,5 +56,19 @@ describe('unit: client certificates (oauth/mtls)', function () {
     }
     expect(parseForwardedCertificate('not a certificate')).to.equal(null);
     expect(parseForwardedCertificate('%E0%A4%A')).to.equal(null);
+  });
+
+  it("names a path tenant's endpoints under the alias base with the tenant's path, and only those that authenticate clients or take bound tokens", function () {
+    const issuer = 'https://as.example/auth';
+    const document = {
+      token_endpoint: `${issuer}/t/acme/token`,
+      userinfo_endpoint: `${issuer}/t/acme/userinfo`,
+      authorization_endpoint: `${issuer}/t/acme/authorize`,
+      jwks_uri: `${issuer}/t/acme/.well-known/jwks.json`,
+    };
+    expect(mtlsEndpointAliases(document, issuer, 'https://mtls.as.example/auth')).to.deep.equal({
+      token_endpoint: 'https://mtls.as.example/auth/t/acme/token',
+      userinfo_endpoint: 'https://mtls.as.example/auth/t/acme/userinfo',
+    });
   });
 });

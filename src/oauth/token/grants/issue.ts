@@ -1,6 +1,7 @@
 import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { resourceServerFormat, type AccessTokenFormat } from '../jwt-access-tokens.js';
+import type { IssuedBinding } from './sender-binding.js';
 
 export interface IssuedToken {
   value: string;
@@ -22,8 +23,8 @@ export interface TokenGrant {
   sub: string | null;
   scopes: string[];
   resource: string | null;
-  /** The thumbprint of the DPoP key to bind the token to (RFC 9449 §6), already proven by the request. */
-  jkt?: string | null;
+  /** The DPoP key (RFC 9449 §6) and client certificate (RFC 8705 §3) to bind the token to (issuedBinding). */
+  binding: IssuedBinding;
   /** What the resource's record asks for (accessTokenFormatOf); opaque when absent. */
   format?: AccessTokenFormat;
 }
@@ -33,7 +34,7 @@ export async function issueAccessToken(
   ctx: KoaContextWithOIDC,
   grant: TokenGrant,
 ): Promise<IssuedToken> {
-  const { gty, sub, scopes, resource, jkt, format = 'opaque' } = grant;
+  const { gty, sub, scopes, resource, binding, format = 'opaque' } = grant;
   const client = ctx.oidc.client!;
   const scope = scopes.join(' ') || undefined;
   const resourceServer = resource
@@ -52,14 +53,22 @@ export async function issueAccessToken(
       scope,
       ...(resourceServer ? { resourceServer } : {}),
     });
-    if (jkt) token.setThumbprint('jkt', jkt);
+    bind(token, binding);
     ctx.oidc.entity('AccessToken', token);
     const value = await token.save();
     return { value, tokenType: token.tokenType, expiresIn: token.expiration, scope: token.scope };
   }
   const token = new provider.ClientCredentials({ client, scope, ...(resourceServer ? { resourceServer } : {}) });
-  if (jkt) token.setThumbprint('jkt', jkt);
+  bind(token, binding);
   ctx.oidc.entity('ClientCredentials', token);
   const value = await token.save();
   return { value, tokenType: token.tokenType, expiresIn: token.expiration, scope: token.scope };
+}
+
+function bind(
+  token: InstanceType<Provider['AccessToken']> | InstanceType<Provider['ClientCredentials']>,
+  binding: IssuedBinding,
+): void {
+  if (binding.certificate) token.setThumbprint('x5t', binding.certificate);
+  if (binding.jkt) token.setThumbprint('jkt', binding.jkt);
 }

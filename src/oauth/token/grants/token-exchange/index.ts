@@ -5,10 +5,9 @@ import { createOutbound, type Outbound, type OutboundOptions } from '../../../..
 import { narrowedScopes } from '../decision.js';
 import type { GateDeps } from '../gate.js';
 import type { GrantHandler } from '../handler.js';
-import { verifiedDpopProof } from '../../../internals.js';
 import { issueAccessToken } from '../issue.js';
 import { accessTokenFormatOf } from '../../jwt-access-tokens.js';
-import { assertKeyHeld } from '../sender-binding.js';
+import { assertKeyHeld, heldKeys, issuedBinding, type SenderDeps } from '../sender-binding.js';
 import { resolveAccessToken } from './access-token.js';
 import { decideExchange } from './decision.js';
 import { IdTokenSubjects } from './id-token.js';
@@ -17,7 +16,7 @@ import type { ResolvedSubject } from './subject.js';
 
 export { TOKEN_EXCHANGE } from './parameters.js';
 
-export interface TokenExchangeDeps extends GateDeps {
+export interface TokenExchangeDeps extends GateDeps, SenderDeps {
   /** How the issuer JWKS of ID-token subjects is fetched (the OUTBOUND_* configuration). */
   outbound: OutboundOptions;
 }
@@ -27,7 +26,8 @@ export interface TokenExchangeDeps extends GateDeps {
  * or an ID token of a trusted external issuer, for a narrower access token. Parameters, then
  * the subject token (looked up, or verified against its issuer's JWKS) and its key binding,
  * then the `token_exchange` decision, then issuance (no refresh token, ever; bound to the DPoP
- * proof's key when the request carries one).
+ * proof's key when the request carries one, and to the client certificate for a client registered
+ * for certificate-bound tokens: sender-binding.ts).
  */
 export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps): GrantHandler {
   let outbound: Outbound | undefined;
@@ -43,22 +43,23 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
         );
       }
       const exchange = exchangeParameters(ctx);
-      const proof = await verifiedDpopProof(provider, ctx);
+      const held = await heldKeys(provider, ctx, deps);
       const resolve = (token: string, type: string, role: 'subject' | 'actor'): Promise<ResolvedSubject> =>
         type === ACCESS_TOKEN_TYPE
           ? resolveAccessToken(provider, deps.store, deps.tenant, token, role)
           : idTokens.resolve(token);
       const resolved = await resolve(exchange.subjectToken, exchange.subjectTokenType, 'subject');
-      assertKeyHeld(resolved.binding, proof, 'subject');
+      assertKeyHeld(resolved.binding, held, 'subject');
       const actor = exchange.actor ? await resolve(exchange.actor.token, exchange.actor.tokenType, 'actor') : null;
-      if (actor) assertKeyHeld(actor.binding, proof, 'actor');
+      if (actor) assertKeyHeld(actor.binding, held, 'actor');
       const outcome = await decideExchange(ctx, deps, exchange, resolved, actor);
       // RFC 8693 §4.1: a delegated token says who acts; a chain nests the earlier actors.
       if (actor) ctx.state.exchangeAct = actClaim(actor, resolved);
       const { decision } = outcome;
-      if (decision.obligations?.dpop_required === true && !proof) {
+      if (decision.obligations?.dpop_required === true && !held.proof) {
         throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
       }
+      const binding = issuedBinding(ctx, held);
       const scopes = narrowedScopes(outcome.input.request.scopes, decision);
       // A proof binds the new token to its key (RFC 9449 §5): a bound subject token stays bound.
       const issued = await issueAccessToken(provider, ctx, {
@@ -66,7 +67,7 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
         sub: resolved.subject?.sub ?? null,
         scopes,
         resource: outcome.input.request.resource,
-        jkt: proof?.thumbprint ?? null,
+        binding,
         format: outcome.input.request.resource
           ? await accessTokenFormatOf(deps.store, deps.tenant, outcome.input.request.resource)
           : 'opaque',

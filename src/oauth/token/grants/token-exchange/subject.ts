@@ -12,4 +12,4 @@ export interface ResolvedSubject {
 }
 
 /** An external ID token is bound to nothing Arbiter can check; it is verified by its signature alone. */
-export const UNBOUND: TokenBinding = { jkt: null, certificateBound: false };
+export const UNBOUND: TokenBinding = { jkt: null, x5t: null };

@@ -15,9 +15,8 @@ import { clientInput } from '../../../clients/input.js';
 import { refusalOf } from '../../../shared/enforce.js';
 import type { GateDeps } from '../gate.js';
 import { tokenParameters, type GrantHandler } from '../handler.js';
-import { verifiedDpopProof, type DpopProof } from '../../../internals.js';
 import { issueAccessToken } from '../issue.js';
-import { assertKeyHeld } from '../sender-binding.js';
+import { assertKeyHeld, heldKeys, issuedBinding, type HeldKeys, type SenderDeps } from '../sender-binding.js';
 import { resolveAccessToken } from '../token-exchange/access-token.js';
 import { ACCESS_TOKEN_CLAIMS, UMA_TICKET, UMA_TICKET_PARAMETERS } from './parameters.js';
 import type { RptPermission } from '../../../state.js';
@@ -34,7 +33,7 @@ export { UMA_TICKET } from './parameters.js';
  * what was granted, plus, when `rpt` upgrades one, its permissions still in force. A ticket is
  * redeemed once; a refusal (need_info, request_denied) leaves it usable.
  */
-export function umaTicketGrant(provider: Provider, deps: GateDeps): GrantHandler {
+export function umaTicketGrant(provider: Provider, deps: GateDeps & SenderDeps): GrantHandler {
   return {
     grantType: UMA_TICKET,
     parameters: UMA_TICKET_PARAMETERS,
@@ -48,9 +47,9 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps): GrantHandler
           'the permission ticket is unknown, expired or already redeemed',
         );
       const client = ctx.oidc.client!;
-      const proof = await verifiedDpopProof(provider, ctx);
-      const party = await requestingParty(provider, deps, params, client.clientId, proof);
-      const kept = params.rpt ? await upgradedPermissions(provider, params.rpt, client.clientId, proof) : [];
+      const held = await heldKeys(provider, ctx, deps);
+      const party = await requestingParty(provider, deps, params, client.clientId, held);
+      const kept = params.rpt ? await upgradedPermissions(provider, params.rpt, client.clientId, held) : [];
       const answers = await decidePermissions(
         deps.store,
         deps.policy,
@@ -75,6 +74,7 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps): GrantHandler
         .filter((answer) => grantedScopes(answer).length > 0)
         .map((answer) => ({ resource_id: answer.permission.resource_id, resource_scopes: grantedScopes(answer) }));
       if (granted.length === 0) return refuse(ctx, answers, params.ticket);
+      const binding = issuedBinding(ctx, held);
       if (!(await redeemTicket(deps.store, deps.tenant, ticket)))
         throw new errors.CustomOIDCProviderError(
           'invalid_grant',
@@ -86,7 +86,7 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps): GrantHandler
         sub: party?.sub ?? null,
         scopes: [],
         resource: null,
-        jkt: proof?.thumbprint ?? null,
+        binding,
       });
       ctx.body = {
         access_token: issued.value,
@@ -109,7 +109,7 @@ async function requestingParty(
   deps: GateDeps,
   params: Record<string, string | undefined>,
   clientId: string,
-  proof: DpopProof | undefined,
+  held: HeldKeys,
 ): Promise<SubjectInput | null> {
   if (!params.claim_token) {
     if (params.claim_token_format) throw new errors.InvalidRequest('claim_token_format was given without claim_token');
@@ -123,7 +123,7 @@ async function requestingParty(
   const resolved = await resolveAccessToken(provider, deps.store, deps.tenant, params.claim_token, 'claim');
   if (resolved.token.client_id !== clientId)
     throw new errors.CustomOIDCProviderError('invalid_grant', 'the claim token was not issued to this client');
-  assertKeyHeld(resolved.binding, proof, 'claim');
+  assertKeyHeld(resolved.binding, held, 'claim');
   if (!resolved.subject)
     throw new errors.CustomOIDCProviderError('invalid_grant', 'the claim token does not stand for a user');
   return resolved.subject;

@@ -1,9 +1,8 @@
 import type Provider from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import { activeAccessToken } from '../../../shared/callers.js';
-import type { DpopProof } from '../../../internals.js';
 import type { RptPermission } from '../../../state.js';
-import { assertKeyHeld, bindingOf } from '../sender-binding.js';
+import { assertKeyHeld, bindingOf, type HeldKeys } from '../sender-binding.js';
 
 /** The permissions an RPT carries (kept server-side in its `extra`). */
 export function permissionsOf(token: { extra?: unknown; exp?: unknown }): RptPermission[] {
@@ -25,13 +24,13 @@ export function permissionsInForce(
 /**
  * UMA 2.0 Grant §3.3.1 `rpt`: the client's current RPT, whose permissions in force the new one
  * keeps (each until its own end). Another client's token, or a token that is not an active RPT, is invalid_grant;
- * a DPoP-bound RPT needs a proof of its key.
+ * a bound RPT needs a proof of its key or its certificate.
  */
 export async function upgradedPermissions(
   provider: Provider,
   value: string,
   clientId: string,
-  proof: DpopProof | undefined,
+  held: HeldKeys,
 ): Promise<RptPermission[]> {
   const token = await activeAccessToken(provider, value);
   if (!token || token.clientId !== clientId || permissionsOf(token).length === 0) {
@@ -40,7 +39,7 @@ export async function upgradedPermissions(
       'rpt is not an active requesting party token of this client',
     );
   }
-  assertKeyHeld(bindingOf(token), proof, 'rpt');
+  assertKeyHeld(bindingOf(token), held, 'rpt');
   return permissionsInForce(token);
 }
 

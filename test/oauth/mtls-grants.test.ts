@@ -1,0 +1,156 @@
+import { expect } from 'chai';
+import { TestPki, type IssuedCertificate } from '../support/certificates.js';
+import { startRegisteredDevIdp, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
+import { basic, clientWithToken, confidentialClient, postForm } from '../support/oauth.js';
+import { readyServer, type TestServer } from '../support/server.js';
+import { ACCESS_TOKEN_FORMAT, api, UMA_GRANT, umaPublicClient, userToken } from '../uma/support.js';
+
+const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
+const HEADER = 'x-ssl-client-cert';
+const WEB_CALLBACK = 'http://127.0.0.1:1/mtls-web/cb';
+const SPA_CALLBACK = 'http://127.0.0.1:1/mtls-spa/cb';
+
+/**
+ * RFC 8705 §3 for Arbiter's own grants, token exchange (RFC 8693) and the UMA grant: a client
+ * registered for certificate-bound tokens gets tokens bound to the certificate it came with, as
+ * from client_credentials and authorization_code; a certificate-bound subject or claim token is
+ * honoured with that certificate alone; UserInfo and introspection then hold the new token to it.
+ * Certificates come from a trusted proxy's header (the test is the proxy).
+ */
+describe('RFC 8705 certificate-bound tokens from token exchange and the UMA grant', function () {
+  let pki: TestPki;
+  let server: TestServer;
+  let idp: RegisteredDevIdp;
+  let certificate: IssuedCertificate;
+  let other: IssuedCertificate;
+  let web: TestClient;
+  let rsToken: string;
+  let pat: string;
+  let photo: string;
+
+  before(async function () {
+    pki = await TestPki.create();
+    certificate = await pki.issue('web', '/CN=web.example', { san: 'DNS:web.example' });
+    other = await pki.issue('other', '/CN=other.example', { san: 'DNS:other.example' });
+    // Its own server: a setting of its own (the proxy's header).
+    server = await readyServer({
+      MTLS_CERTIFICATE_HEADER: HEADER,
+      TRUSTED_PROXIES: '127.0.0.1,::1',
+      TLS_CLIENT_CA_FILE: pki.caFile,
+    });
+    idp = await startRegisteredDevIdp(server);
+    // A client that authenticates with its secret and is registered for certificate-bound tokens.
+    const secret = await confidentialClient(server, 'mtls-web', {
+      redirectUris: [WEB_CALLBACK],
+      scopes: ['openid', 'profile'],
+      tlsClientCertificateBoundAccessTokens: true,
+    });
+    web = { clientId: 'mtls-web', redirectUri: WEB_CALLBACK, secret };
+    ({ token: rsToken } = await clientWithToken(server, 'mtls-rs', ['introspection']));
+    const spa = await umaPublicClient(server, 'mtls-spa', SPA_CALLBACK);
+    pat = await userToken(server, spa, 'alice', { resource: 'urn:as:introspect', scope: 'openid uma_protection' });
+    const resource = await api(server, 'POST', '/resource_registration/resource', pat, {
+      name: 'Beach',
+      resource_scopes: ['view'],
+    });
+    expect(resource.status, JSON.stringify(resource.body)).to.equal(201);
+    photo = resource.body._id;
+  });
+  after(async function () {
+    await idp?.close();
+    await server?.close();
+    pki?.close();
+  });
+
+  const forwarded = (presented?: IssuedCertificate): Record<string, string> =>
+    presented ? { [HEADER]: encodeURIComponent(presented.cert) } : {};
+  /** alice's token at mtls-web, bound to `certificate` (the code is redeemed with it). */
+  const aliceToken = () =>
+    userToken(server, web, 'alice', { scope: 'openid profile' }, async () => forwarded(certificate));
+  const atWeb = (form: Record<string, string>, presented?: IssuedCertificate) =>
+    postForm(server, '/token', form, { Authorization: basic(web.clientId, web.secret!), ...forwarded(presented) });
+  const introspect = (token: string) =>
+    postForm(server, '/introspect', { token }, { Authorization: `Bearer ${rsToken}` });
+  const userinfo = async (token: string, presented?: IssuedCertificate) =>
+    (await server.request('/userinfo', { headers: { Authorization: `Bearer ${token}`, ...forwarded(presented) } }))
+      .status;
+
+  describe('token exchange', function () {
+    const exchange = (subjectToken: string, presented?: IssuedCertificate) =>
+      atWeb(
+        {
+          grant_type: EXCHANGE,
+          subject_token: subjectToken,
+          subject_token_type: ACCESS_TOKEN,
+          scope: 'openid profile',
+        },
+        presented,
+      );
+
+    it('binds the exchanged token to the certificate, which UserInfo and introspection then hold it to', async function () {
+      const subjectToken = await aliceToken();
+      const { status, body } = await exchange(subjectToken, certificate);
+      expect(status, JSON.stringify(body)).to.equal(200);
+      expect(body.token_type).to.equal('Bearer');
+      const introspected = await introspect(body.access_token);
+      expect(introspected.body).to.include({ active: true, sub: 'alice', client_id: 'mtls-web' });
+      expect(introspected.body.cnf).to.deep.equal({ 'x5t#S256': certificate.thumbprint });
+      expect(await userinfo(body.access_token, certificate), 'with its certificate').to.equal(200);
+      expect(await userinfo(body.access_token), 'without a certificate').to.equal(401);
+      expect(await userinfo(body.access_token, other), 'with another certificate').to.equal(401);
+    });
+
+    it('refuses the exchange without the certificate, or with another one, with invalid_grant', async function () {
+      const subjectToken = await aliceToken();
+      for (const [presented, why, description] of [
+        [undefined, 'no certificate', /did not present/],
+        [other, 'another certificate', /not the one/],
+      ] as const) {
+        const { status, body } = await exchange(subjectToken, presented);
+        expect(status, why).to.equal(400);
+        expect(body.error, why).to.equal('invalid_grant');
+        expect(body.error_description, why).to.match(description);
+        expect(body, why).not.to.have.property('access_token');
+      }
+    });
+  });
+
+  describe('the UMA grant', function () {
+    const redeem = async (claimToken: string, presented?: IssuedCertificate) => {
+      const permission = await api(server, 'POST', '/permission', pat, {
+        resource_id: photo,
+        resource_scopes: ['view'],
+      });
+      return atWeb(
+        {
+          grant_type: UMA_GRANT,
+          ticket: permission.body.ticket,
+          claim_token: claimToken,
+          claim_token_format: ACCESS_TOKEN_FORMAT,
+        },
+        presented,
+      );
+    };
+
+    it('binds the RPT to the certificate the client came with', async function () {
+      const { status, body } = await redeem(await aliceToken(), certificate);
+      expect(status, JSON.stringify(body)).to.equal(200);
+      const introspected = await postForm(
+        server,
+        '/introspect',
+        { token: body.access_token },
+        { Authorization: `Bearer ${pat}` },
+      );
+      expect(introspected.body.active, JSON.stringify(introspected.body)).to.equal(true);
+      expect(introspected.body.cnf).to.deep.equal({ 'x5t#S256': certificate.thumbprint });
+    });
+
+    it('refuses a certificate-bound claim token without its certificate', async function () {
+      const { status, body } = await redeem(await aliceToken());
+      expect(status, JSON.stringify(body)).to.equal(400);
+      expect(body.error).to.equal('invalid_grant');
+      expect(body.error_description).to.match(/did not present/);
+    });
+  });
+});
