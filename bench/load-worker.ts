@@ -119,6 +119,7 @@ async function run(job: LoadJob): Promise<LoadRun> {
     measured: measured.result(exhausted ? Math.max(0.001, (last - from) / 1000) : job.seconds, exhausted),
     connectedSeconds: allAnsweredAt === Number.POSITIVE_INFINITY ? null : (allAnsweredAt - started) / 1000,
     overallRps: responses.length / Math.max(0.001, (last - started) / 1000),
+    responses: responses.length,
   };
 }
 

@@ -65,6 +65,8 @@ export interface LoadRun {
   connectedSeconds: number | null;
   /** Every response over the whole run, per second (warm-up and connection setup included). */
   overallRps: number;
+  /** Every response over the whole run (warm-up, window and drain). */
+  responses: number;
 }
 
 type Reply = { id: number; run?: LoadRun; error?: string };

@@ -88,8 +88,17 @@ interface Step {
   cpuMsPerRequest: Record<string, number>;
   /** Requests per second for each core the stack used (nodes, OPAs, store server, load generator). */
   rpsPerCore: number;
-  /** PostgreSQL's statements meanwhile (pg_stat_statements): execution time per second, and the costliest. */
-  postgresql?: { executingMsPerSecond: number; top: { calls: number; ms: number; query: string }[] };
+  /**
+   * PostgreSQL's statements meanwhile (pg_stat_statements, warm-up included): execution time per
+   * second, the costliest, and statements per response (every response of the run) with the most
+   * frequent of them: the cost a node adds to each request, which the machine's load barely changes.
+   */
+  postgresql?: {
+    executingMsPerSecond: number;
+    top: { calls: number; ms: number; query: string }[];
+    statementsPerRequest: number;
+    frequent: { perRequest: number; query: string }[];
+  };
   /** What the FerretDB proxy serialised meanwhile. */
   serialised?: { perSecond: number; exclusivePerSecond: number; averageWaitMs: number };
   bottleneck: string;
@@ -278,7 +287,8 @@ async function measure(
   );
   const cpu = meter.stop();
   const serialised = serialisedDuring(statsBefore, engine.proxyStats?.(), cpu.seconds);
-  const postgresql = engine.sql ? statementsDuring(engine.sql, cpu.seconds) : undefined;
+  const responses = runs.reduce((sum, run) => sum + run.responses, 0);
+  const postgresql = engine.sql ? statementsDuring(engine.sql, cpu.seconds, responses) : undefined;
   const perNode = runs.map(({ measured }: { measured: LoadResult }) => ({
     rps: Math.round(measured.rps),
     p50: measured.p50,
@@ -326,6 +336,8 @@ async function measure(
   if (postgresql) {
     console.log(`  PostgreSQL executed statements ${postgresql.executingMsPerSecond} ms per second; costliest:`);
     for (const { calls, ms, query } of postgresql.top) console.log(`    ${ms} ms in ${calls} calls: ${query}`);
+    console.log(`  PostgreSQL statements per request: ${postgresql.statementsPerRequest}; most frequent:`);
+    for (const { perRequest, query } of postgresql.frequent) console.log(`    ${perRequest} per request: ${query}`);
   }
   console.log(`  bottleneck: ${step.bottleneck}`);
   return step;
@@ -357,13 +369,29 @@ function describeCpu(cpu: CpuUse): string {
     .join(', ')}; machine ${cpu.machine.busy.toFixed(2)} busy`;
 }
 
-/** What pg_stat_statements counted since its reset: execution time per second and the costliest statements. */
-function statementsDuring(sql: (statement: string) => string[][], seconds: number) {
-  const [total] = sql('SELECT coalesce(sum(total_exec_time), 0) FROM pg_stat_statements')[0]!; // an aggregate: one row
+/**
+ * What pg_stat_statements counted since its reset: execution time per second, the costliest
+ * statements, and statements per response (of `responses`, every response since the reset).
+ */
+function statementsDuring(sql: (statement: string) => string[][], seconds: number, responses: number) {
+  const query = "left(regexp_replace(query, '\\s+', ' ', 'g'), 140)";
+  // Aggregates: one row.
+  const [time, calls] = sql(
+    'SELECT coalesce(sum(total_exec_time), 0), coalesce(sum(calls), 0) FROM pg_stat_statements',
+  )[0]!;
   const top = sql(
-    "SELECT calls, round(total_exec_time), left(regexp_replace(query, '\\s+', ' ', 'g'), 140) FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 4",
-  ).map(([calls, ms, query = '']) => ({ calls: Number(calls), ms: Number(ms), query }));
-  return { executingMsPerSecond: Math.round(Number(total) / seconds), top };
+    `SELECT calls, round(total_exec_time), ${query} FROM pg_stat_statements ORDER BY total_exec_time DESC LIMIT 4`,
+  ).map(([count, ms, text = '']) => ({ calls: Number(count), ms: Number(ms), query: text }));
+  const perRequest = (count: number) => Math.round((count / Math.max(responses, 1)) * 1000) / 1000;
+  const frequent = sql(`SELECT calls, ${query} FROM pg_stat_statements ORDER BY calls DESC LIMIT 10`).map(
+    ([count, text = '']) => ({ perRequest: perRequest(Number(count)), query: text }),
+  );
+  return {
+    executingMsPerSecond: Math.round(Number(time) / seconds),
+    top,
+    statementsPerRequest: perRequest(Number(calls)),
+    frequent,
+  };
 }
 
 /** The proxy's serialised writes between two readings of its totals, over `seconds`. */
@@ -401,7 +429,9 @@ function bottleneckOf(cpu: CpuUse, serialised: Step['serialised']): string {
 }
 
 function report(startedAt: Date, steps: Step[]): void {
-  console.log('\nsummary (req/s in all, p99 ms; CPU ms per request of the nodes, and of PostgreSQL where it runs):');
+  console.log(
+    '\nsummary (req/s in all, p99 ms; CPU ms per request of the nodes, and of PostgreSQL and its statements per request where it runs):',
+  );
   for (const scenario of SCENARIOS) {
     const sqlite = steps.find((step) => step.scenario === scenario && step.engine === 'sqlite' && step.nodes === 1);
     for (const step of steps.filter((each) => each.scenario === scenario)) {
@@ -409,7 +439,8 @@ function report(startedAt: Date, steps: Step[]): void {
         sqlite && step !== sqlite ? `, ${(step.rps / sqlite.rps).toFixed(2)}x one node on SQLite` : '';
       console.log(
         `  ${scenario} ${step.engine} ${step.nodes} node(s): ${step.rps} req/s p99 ${step.p99} ms; nodes ${step.cpuMsPerRequest['Arbiter nodes'] ?? 0} ms` +
-          `${step.cpuMsPerRequest.PostgreSQL !== undefined ? `, PostgreSQL ${step.cpuMsPerRequest.PostgreSQL} ms` : ''}${versusSqlite}`,
+          `${step.cpuMsPerRequest.PostgreSQL !== undefined ? `, PostgreSQL ${step.cpuMsPerRequest.PostgreSQL} ms` : ''}` +
+          `${step.postgresql ? `, ${step.postgresql.statementsPerRequest} statements` : ''}${versusSqlite}`,
       );
     }
   }

@@ -5,6 +5,7 @@ import { accessLogLine } from './access-log.js';
 import { RETRY_AFTER_SECONDS } from './errors.js';
 import { trustedCaller } from './forwarded.js';
 import { assignRequestId } from './request-id.js';
+import { asRequestBegunNow } from './request-start.js';
 import { securityHeaders } from './security-headers.js';
 import type { RequestState } from './state.js';
 
@@ -19,7 +20,8 @@ export interface RequestFrameOptions {
 }
 
 /**
- * The first step of every request (src/routes.ts), what it is before any route: its id (in
+ * The first step of every request (src/routes.ts), what it is before any route: when it began
+ * (requestBegunAt, for reads shared between requests), its id (in
  * X-Request-ID and every log line written while it is answered), its caller's address (forwarded
  * headers believed from trusted proxies only), the headers every answer carries (security
  * headers; Retry-After on a 503 that named no time) and its access-log line.
@@ -27,7 +29,11 @@ export interface RequestFrameOptions {
 export function requestFrame({ log, accessLog, trustedProxies, proxyHeaders }: RequestFrameOptions) {
   const logLine = accessLogLine(log, accessLog);
   const trust = trustedCaller(trustedProxies, proxyHeaders);
-  return async function request(ctx: ParameterizedContext<RequestState>, next: Next): Promise<void> {
+  return function request(ctx: ParameterizedContext<RequestState>, next: Next): Promise<void> {
+    return asRequestBegunNow(() => answer(ctx, next));
+  };
+
+  async function answer(ctx: ParameterizedContext<RequestState>, next: Next): Promise<void> {
     const requestId = assignRequestId(ctx);
     trust(ctx);
     logLine?.(ctx);
@@ -37,5 +43,5 @@ export function requestFrame({ log, accessLog, trustedProxies, proxyHeaders }: R
       // RFC 9110 §10.2.3: whoever answered the 503 (the JSON error handler, oidc-provider, a probe), the caller learns when to retry.
       if (ctx.status === 503 && !ctx.response.get('Retry-After')) ctx.set('Retry-After', RETRY_AFTER_SECONDS);
     }
-  };
+  }
 }

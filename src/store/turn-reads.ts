@@ -1,10 +1,19 @@
+import { requestBegunAt } from '../http/request-start.js';
 import type { Store } from './types.js';
 
+/** How long a read stays available to the requests that began before it: longer-running ones read again. */
+const SHARED_FOR_MS = 2000;
+/** Reads kept for the requests under way, per store and kind: the oldest go first beyond this. */
+const MAX_SHARED = 5000;
+
 /**
- * Reads shared by the requests one event-loop turn serves. Under load a turn carries many
- * requests of the same client (its record, the delegations it holds), each of which would read
- * the same rows again, microseconds apart; a store read costs a statement and the SQLite file
- * checks, or a round trip to MongoDB.
+ * Reads shared by the requests one event-loop turn serves, and by the requests under way that
+ * began before the read did. Under load a turn carries many requests of the same client (its
+ * record, the delegations it holds), each of which would read the same rows again, microseconds
+ * apart; a store read costs a statement and the SQLite file checks, or a round trip to MongoDB or
+ * PostgreSQL. A request makes its reads over several turns (each read is a wait), and on a node
+ * that serves few requests at a time (one of several nodes behind a balancer) a turn carries few
+ * of them: sharing by turn alone left each request most of its reads.
  *
  * A value is kept per store (several servers may share a process) until the turn ends or a write
  * through that store ends (Store.onWrite), whichever comes first. A writer is answered only after
@@ -16,6 +25,14 @@ import type { Store } from './types.js';
  * A read still under way is shared too, by the callers of the same turn that ask for its key
  * before it settles, as long as no write through the store has ended since it started: each of
  * them would have made a read at the same moment.
+ *
+ * Beyond the turn, a request (requestBegunAt) takes the latest read of the key, under way or done,
+ * if that read started after the request began and no write through this store has ended since:
+ * whatever was acknowledged before the request began, by this node or another (its caller had the
+ * answer before sending this request), was in the store when that read started, so the value is
+ * one the request could have read itself at a moment of its own life. A revocation answered
+ * before a request began is in force for it on every node. Such reads are kept SHARED_FOR_MS at
+ * most, MAX_SHARED of them per store and kind.
  */
 export class TurnReads<V> {
   private readonly kept = new WeakMap<Store, Map<string, V>>();
@@ -23,6 +40,8 @@ export class TurnReads<V> {
   private readonly loading = new WeakMap<Store, Map<string, { writes: number; value: Promise<V> }>>();
   /** Writes ended so far, per store: a read that saw this number change is not kept. */
   private readonly writes = new WeakMap<Store, number>();
+  /** The latest read of each key per store, for the requests that began before it (dropped at a write). */
+  private readonly latest = new WeakMap<Store, Map<string, { startedAt: number; value: Promise<V> }>>();
 
   /** `load`'s value for `key`, read at most once this turn; a value `keep` refuses is not kept (so is read again). */
   async read(store: Store, key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
@@ -32,8 +51,13 @@ export class TurnReads<V> {
     const reads = this.readsUnderWay(store);
     const underWay = reads.get(key);
     if (underWay?.writes === writesBefore) return underWay.value;
+    const begunAt = requestBegunAt();
+    const shared = this.latestRead(store, key);
+    if (begunAt !== undefined && shared && shared.startedAt >= begunAt) return shared.value;
+    const startedAt = performance.now();
     const loading = load();
     reads.set(key, { writes: writesBefore, value: loading });
+    this.share(store, key, startedAt, loading, keep);
     try {
       const value = await loading;
       if (keep(value) && this.writes.get(store) === writesBefore) this.valuesOfThisTurn(store).set(key, value);
@@ -41,6 +65,29 @@ export class TurnReads<V> {
     } finally {
       if (reads.get(key)?.value === loading) reads.delete(key);
     }
+  }
+
+  /** The latest read of `key` through `store` since the last write ended, if not too old. */
+  private latestRead(store: Store, key: string): { startedAt: number; value: Promise<V> } | undefined {
+    const read = this.latest.get(store)?.get(key);
+    return read && performance.now() - read.startedAt <= SHARED_FOR_MS ? read : undefined;
+  }
+
+  /** Offers a read to the requests under way that began before it; one that fails or that `keep` refuses is taken back. */
+  private share(store: Store, key: string, startedAt: number, value: Promise<V>, keep: (value: V) => boolean): void {
+    let reads = this.latest.get(store);
+    if (!reads) this.latest.set(store, (reads = new Map()));
+    reads.delete(key); // the newest last, so that the oldest are the first let go
+    reads.set(key, { startedAt, value });
+    for (const [oldest] of reads) {
+      if (reads.size <= MAX_SHARED) break;
+      reads.delete(oldest);
+    }
+    const takeBack = () => {
+      const offered = this.latest.get(store);
+      if (offered?.get(key)?.value === value) offered.delete(key);
+    };
+    value.then((settled) => keep(settled) || takeBack(), takeBack);
   }
 
   /** This turn's reads under way (a read that outlasts its turn is not joined by a later one). */
@@ -64,6 +111,7 @@ export class TurnReads<V> {
       this.writes.set(store, count);
       store.onWrite(() => {
         this.kept.delete(store);
+        this.latest.delete(store);
         this.writes.set(store, this.writes.get(store)! + 1);
       });
     }

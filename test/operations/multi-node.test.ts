@@ -12,7 +12,7 @@ import {
 import { basic, clientCredentials, confidentialClient, FORM, postForm } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
 import { readyServer, type TestServer } from '../support/server.js';
-import { sharedPostgresTestServer } from '../store/postgres-server.js';
+import { sharedPostgresTestServer, type PostgresTestServer } from '../store/postgres-server.js';
 
 /** AUTH_FAILURE_LIMIT of both nodes. */
 const FAILURE_LIMIT = 6;
@@ -29,10 +29,11 @@ describe('two nodes on one PostgreSQL store', function () {
   let a: TestServer;
   let b: TestServer;
   let idp: RegisteredDevIdp;
+  let postgres: PostgresTestServer;
 
   before(async function () {
     this.timeout(180_000); // initdb and PostgreSQL's first start
-    const postgres = await sharedPostgresTestServer();
+    postgres = await sharedPostgresTestServer();
     const storeUrl = postgres.url();
     // The failure limit is low enough to reach in a test; only the throttle test fails credentials (from addresses of its own).
     const env = { STORE_URL: storeUrl, AUTH_FAILURE_LIMIT: String(FAILURE_LIMIT), AUTH_FAILURE_WINDOW_SECONDS: '600' };
@@ -229,6 +230,23 @@ describe('two nodes on one PostgreSQL store', function () {
     );
     console.log(`      (in force on OPA after ${inForceAfter.join(' and ')} ms on A and B)`);
     expect(Math.max(...inForceAfter), `in force after ${inForceAfter.join(' and ')} ms on A and B`).to.be.below(1_500);
+  });
+
+  it("reads the policy records about once a second on each idle node, not at every 100 ms look of its OPA's held bundle poll", async function () {
+    if (!postgres.directory) this.skip(); // pg_stat_statements of the cluster of this run
+    const policyReads = () =>
+      Number(
+        postgres.sql(
+          `SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE '%FROM "c_policy_rules"%'`,
+        )[0]![0],
+      );
+    const before = policyReads();
+    const started = Date.now();
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    const seconds = (Date.now() - started) / 1000;
+    const perNodeAndSecond = (policyReads() - before) / 2 / seconds;
+    // Each node's OPA holds a bundle request that looks every 100 ms (10 reads a second before); a write is announced (NOTIFY).
+    expect(perNodeAndSecond, `${perNodeAndSecond.toFixed(1)} reads per node and second`).to.be.at.most(2.5);
   });
 
   /** What GET /healthz of `node` says of the policy revisions: the store's, and the one its OPA serves. */

@@ -4,6 +4,7 @@
  * fresh, empty store of its kind; every test gets its own store.
  */
 import { expect } from 'chai';
+import { asRequestBegunNow } from '../../src/http/request-start.js';
 import { TurnReads } from '../../src/store/turn-reads.js';
 import {
   ConflictError,
@@ -865,6 +866,37 @@ export function describeStoreConformance(
         expect(await grantH(), 'read after the write ended').to.deep.equal([{ id: 'seen-h', grantId: 'h' }]);
         await before;
       });
+
+      it('shares a read, in later turns too, with the requests that began before it started, not with one that began after', async () => {
+        const reads = new TurnReads<StoredDoc[]>();
+        const codes = store.collection(CODES);
+        let loads = 0;
+        const grantK = () => reads.read(store, 'grant k', async () => (loads++, codes.find({ grantId: 'k' })));
+        const gate = opened();
+        const early = asRequestBegunNow(async () => (await gate.promise, grantK()));
+        await nextTurn();
+        expect(await asRequestBegunNow(grantK)).to.deep.equal([]);
+        await nextTurn();
+        gate.open();
+        expect(await early, 'a request that began before the read').to.deep.equal([]);
+        expect(loads, 'shared').to.equal(1);
+        await nextTurn();
+        await asRequestBegunNow(grantK);
+        expect(loads, 'a request that began after the read reads again').to.equal(2);
+      });
+
+      it('shares no read that started before a write ended with a request, even one that began before it', async () => {
+        const reads = new TurnReads<StoredDoc[]>();
+        const codes = store.collection(CODES);
+        const grantL = () => reads.read(store, 'grant l', () => codes.find({ grantId: 'l' }));
+        const gate = opened();
+        const early = asRequestBegunNow(async () => (await gate.promise, grantL()));
+        await nextTurn();
+        expect(await asRequestBegunNow(grantL)).to.deep.equal([]);
+        await codes.insert({ id: 'seen-l', grantId: 'l' });
+        gate.open();
+        expect(await early, 'read after the write ended').to.deep.equal([{ id: 'seen-l', grantId: 'l' }]);
+      });
     });
 
     describe('ping', () => {
@@ -873,4 +905,13 @@ export function describeStoreConformance(
       });
     });
   });
+}
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+/** A promise opened by hand: `open()` resolves it. */
+function opened(): { promise: Promise<void>; open(): void } {
+  let open!: () => void;
+  const promise = new Promise<void>((resolve) => (open = resolve));
+  return { promise, open };
 }

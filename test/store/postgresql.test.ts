@@ -42,6 +42,24 @@ describe('PostgreSQL store', function () {
     }
   });
 
+  it('stores several rows with one statement and no transaction around it (insertMany: an audit batch)', async function () {
+    if (!server.directory) this.skip(); // pg_stat_statements of the cluster of this run
+    const store = await openStore(server.url());
+    try {
+      const codes = store.collection({ name: 'codes' });
+      await codes.insert({ id: 'first' }); // the table exists, the pool has a connection
+      server.sql('SELECT pg_stat_statements_reset()');
+      await codes.insertMany([{ id: 1 }, { id: 2 }, { id: 3 }]);
+      const statements = server.sql(
+        "SELECT split_part(query, ' ', 1), calls FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'",
+      );
+      expect(statements).to.deep.equal([['INSERT', '1']]);
+      expect(await codes.count()).to.equal(4);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("announces a policy write to another node's kept snapshot within 100 ms (LISTEN/NOTIFY), where its poll would wait a minute", async function () {
     const schema = server.freshSchema();
     const nodeA = await openArbiterStore(server.url(schema));

@@ -15,6 +15,12 @@ import { sandboxProblem } from './validate.js';
  * so that a change is in force on every node within a round trip; the re-reads by age stay as the
  * fallback (and are all there is on the other stores).
  */
+/**
+ * On a store that announces policy writes, how old a snapshot a held bundle request may be shown
+ * (an announced write drops it at once): the fallback poll, for a notification lost meanwhile.
+ */
+const ANNOUNCED_RECHECK_MS = 1000;
+
 export class PolicySnapshots {
   private latest: { snapshot: PolicySnapshot; loadedAt: number } | null = null;
   private loading: Promise<PolicySnapshot> | null = null;
@@ -52,6 +58,16 @@ export class PolicySnapshots {
     const waiters = this.waiters;
     this.waiters = [];
     for (const wake of waiters) wake();
+  }
+
+  /**
+   * The snapshot for a held long poll that looks again (every 100 ms): read afresh on a store that
+   * does not announce policy writes; on one that does (PostgreSQL), the kept one until a write is
+   * announced or it is ANNOUNCED_RECHECK_MS old, instead of two reads of the policy records every
+   * 100 ms on every node whatever happens.
+   */
+  rechecked(): Promise<PolicySnapshot> {
+    return this.current(this.store.watch ? ANNOUNCED_RECHECK_MS : 0);
   }
 
   /** The snapshot, re-read from the store when the cached one is older than `maxAgeMs` (0: always re-read). */
