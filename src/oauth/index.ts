@@ -54,4 +54,4 @@ export {
   rotateClientSecret,
 } from './clients/secrets.js';
 export { clientRepository, clientSecretHashing } from './clients/repository.js';
-export { enabledIdentityProvider, SignInError, UpstreamProviders } from './interactions/index.js';
+export { enabledIdentityProvider, SignInError, UpstreamProviders, UpstreamSessions } from './interactions/index.js';
