@@ -251,6 +251,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     recheckMax: config.signalsPolicyRecheckMax,
     tokenLifetimeSeconds: config.ttl.accessTokenSeconds,
     pollMs: config.outboxPollMs,
+    issuer: config.issuer,
   });
   const clock = new ClockSkew(store, config.clockSkewLimitSeconds * 1000, log.child({ component: 'clock' }));
   clock.start(config.clockCheckIntervalSeconds * 1000);

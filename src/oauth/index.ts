@@ -38,6 +38,7 @@ export {
   type TokenCallers,
 } from './shared/callers.js';
 export { inputParties } from './shared/parties.js';
+export { introspectionAsIssued, resourceOf } from './introspect/decide.js';
 export {
   isClientLive,
   revokeClientArtefacts,
