@@ -16,7 +16,7 @@ import {
   TenantProviders,
   watchSigningKeyRotations,
 } from './oauth/index.js';
-import { storeTenant } from './tenancy/index.js';
+import { storeTenant, TenantRegistry } from './tenancy/index.js';
 import { Metrics } from './metrics/index.js';
 import { BUNDLE_PATH, createPolicyEngine, PolicyLab, seedDefaultPolicies, type PolicyEngine } from './policy/index.js';
 import { openArbiterStore } from './collections.js';
@@ -155,6 +155,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   });
   const policy = (engine = metrics.observed(tracing ? tracing.observed(decider) : decider));
   // The durable outbox (src/outbox) and the Shared Signals transmitter that delivers through it.
+  const tenants = new TenantRegistry(store, config.tenants);
   const outbox = new Outbox(
     store,
     {
@@ -163,6 +164,8 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       backoffMs: 1000,
       maxBackoffMs: config.outboxRetryMaxSeconds * 1000,
       batch: 100,
+      // An entry of a tenant removed from TENANTS is given up at once, not retried until its maximum age.
+      tenantExists: (tenant) => tenants.exists(tenant),
     },
     log.child({ component: 'outbox' }),
   );
@@ -198,7 +201,10 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   outbox.handle(
     BACKCHANNEL_LOGOUT_TOPIC,
     deliverKeptLogout((tenant) => providers.providerFor(tenant)),
-    { maxAgeMs: config.backchannelLogoutRetryMaxSeconds * 1000 },
+    {
+      maxAgeMs: config.backchannelLogoutRetryMaxSeconds * 1000,
+      tenantOf: (payload) => (payload as { tenant?: string }).tenant,
+    },
   );
   // A tenant's signing keys rotated by `arbiter rotate-signing-key` (or seen by another node): its providers are built again with them.
   const stopWatchingKeys = watchSigningKeyRotations(
@@ -245,6 +251,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
     recheckMax: config.signalsPolicyRecheckMax,
     tokenLifetimeSeconds: config.ttl.accessTokenSeconds,
     pollMs: config.outboxPollMs,
+    issuer: config.issuer,
   });
   const clock = new ClockSkew(store, config.clockSkewLimitSeconds * 1000, log.child({ component: 'clock' }));
   clock.start(config.clockCheckIntervalSeconds * 1000);

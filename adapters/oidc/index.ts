@@ -310,6 +310,43 @@ export async function signedInSessions(store: Store, tenant: string, accountId: 
 const MAX_SESSIONS_TOLD = 100;
 
 /** Whose artefacts to revoke: a client's (every user's), or a user's (at every client). */
+/** The models of access tokens (user-bound, and client credentials' machine tokens). */
+const ACCESS_TOKEN_MODELS = ['AccessToken', 'ClientCredentials'];
+
+/**
+ * The tenant's live access tokens as stored (payloads without their value), a page at a time,
+ * at most `limit` in all: those not expired (`exp` ahead). A revoked token is not among them:
+ * revocation deletes it (revokeArtefacts, oidc-provider's destroy). Paged by key, so that a page
+ * costs the same however deep it is (events from policy, src/signals).
+ */
+export async function* liveAccessTokens(
+  store: Store,
+  tenant: string,
+  limit: number,
+  pageSize = 500,
+): AsyncGenerator<AdapterPayload[]> {
+  const artefacts = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
+  let left = limit;
+  for (const model of ACCESS_TOKEN_MODELS) {
+    let after: string | undefined;
+    while (left > 0) {
+      const page = await artefacts.find(
+        { model },
+        { sort: { field: 'id', direction: 'asc' }, ...(after ? { startAt: after, skip: 1 } : {}), limit: pageSize },
+      );
+      const now = Math.floor(Date.now() / 1000);
+      const live = page
+        .map((doc) => doc.payload)
+        .filter((payload) => typeof payload.exp === 'number' && payload.exp > now)
+        .slice(0, left);
+      left -= live.length;
+      if (live.length) yield live;
+      if (page.length < pageSize) break;
+      after = page[page.length - 1]!.id;
+    }
+  }
+}
+
 export type ArtefactOwner = { clientId: string } | { accountId: string };
 
 /**

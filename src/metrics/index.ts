@@ -214,6 +214,7 @@ export class Metrics {
    */
   watchOutbox(outbox: {
     state(): Promise<{ pending: number; lagSeconds: number; failing: number; givenUp: number }>;
+    observe(observer: (counted: { topic: string; outcome: string; reason?: string }) => void): void;
   }): void {
     const gauge = (
       name: string,
@@ -244,10 +245,31 @@ export class Metrics {
     );
     gauge(
       'arbiter_outbox_given_up',
-      "Outbox entries this node dropped after their topic's maximum age (back-channel logouts), since it started",
+      "Outbox entries this node gave up (past their topic's maximum age, or of a tenant that is gone), since it started",
       'givenUp',
       'sum',
     );
+    // Per topic: a recheck's outcomes are not mixed with SET or logout deliveries.
+    const counter = (name: string, help: string, labelNames: string[]) =>
+      new Counter({ name, help, labelNames, registers: [this.registry] });
+    const delivered = counter('arbiter_outbox_delivered_total', 'Outbox entries this node delivered, by topic', [
+      'topic',
+    ]);
+    const failures = counter(
+      'arbiter_outbox_failures_total',
+      'Failed outbox delivery attempts of this node, by topic',
+      ['topic'],
+    );
+    const givenUp = counter(
+      'arbiter_outbox_given_up_total',
+      'Outbox entries this node gave up, by topic and reason (max-age, tenant-gone)',
+      ['topic', 'reason'],
+    );
+    outbox.observe((counted) => {
+      if (counted.outcome === 'delivered') delivered.inc({ topic: counted.topic });
+      else if (counted.outcome === 'failed') failures.inc({ topic: counted.topic });
+      else givenUp.inc({ topic: counted.topic, reason: counted.reason ?? 'unknown' });
+    });
   }
 
   /** arbiter_clock_skew_seconds: this node's clock minus the store server's, as last measured (src/store/clock.ts). */

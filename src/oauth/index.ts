@@ -38,6 +38,7 @@ export {
   type TokenCallers,
 } from './shared/callers.js';
 export { inputParties } from './shared/parties.js';
+export { introspectionAsIssued, resourceOf } from './introspect/decide.js';
 export {
   isClientLive,
   revokeClientArtefacts,
@@ -54,4 +55,4 @@ export {
   rotateClientSecret,
 } from './clients/secrets.js';
 export { clientRepository, clientSecretHashing } from './clients/repository.js';
-export { enabledIdentityProvider, SignInError, UpstreamProviders } from './interactions/index.js';
+export { enabledIdentityProvider, SignInError, UpstreamProviders, UpstreamSessions } from './interactions/index.js';

@@ -54,10 +54,24 @@ export type OutboxHandler = (entry: OutboxEntry) => Promise<void>;
 export interface TopicOptions {
   /**
    * An entry older than this (ms since its append) is given up instead of tried again: counted
-   * (`givenUp`), logged, and dropped, so that it holds its stream up no longer. Absent: never.
+   * (`givenUp`, reason `max-age`), logged, and dropped, so that it holds its stream up no longer.
+   * Absent: never.
    */
   maxAgeMs?: number;
+  /**
+   * The tenant an entry is for, read from its payload: an entry of a tenant that no longer exists
+   * (OutboxOptions.tenantExists) is given up at once (reason `tenant-gone`), not tried until its
+   * maximum age. Absent: entries of this topic belong to no tenant.
+   */
+  tenantOf?: (payload: unknown) => string | undefined;
 }
+
+/** Why an entry was dropped undelivered: past its topic's maximum age, or its tenant is gone. */
+export type GiveUpReason = 'max-age' | 'tenant-gone';
+
+/** What happened to one entry's attempt, for per-topic counters (/metrics). */
+export type OutboxOutcome =
+  { topic: string; outcome: 'delivered' | 'failed' } | { topic: string; outcome: 'given_up'; reason: GiveUpReason };
 
 export interface OutboxOptions {
   /** How often a node looks for work (and for the lease) when nothing woke it. */
@@ -69,6 +83,13 @@ export interface OutboxOptions {
   maxBackoffMs: number;
   /** Entries read per round. */
   batch: number;
+  /**
+   * The most topics a node delivers at once (each topic has its own round and lease, so that a
+   * long policy recheck does not hold up SETs or logout tokens). Default 4.
+   */
+  concurrency?: number;
+  /** Whether a tenant still exists (TopicOptions.tenantOf); absent: every tenant does. */
+  tenantExists?: (tenant: string) => Promise<boolean>;
 }
 
 /** What /metrics and the Admin API show of an outbox. */
@@ -80,19 +101,29 @@ export interface OutboxState {
   failing: number;
   delivered: number;
   failures: number;
-  /** Entries this node dropped past their topic's `maxAgeMs` since it started. */
+  /** Entries this node gave up since it started (past their topic's `maxAgeMs`, or of a tenant that is gone). */
   givenUp: number;
-  /** Whether this process holds a lease now. */
+  /** Whether this process holds a lease (of any topic) now. */
   leader: boolean;
 }
 
 const READ_LIMIT = 10_000;
+const DEFAULT_CONCURRENCY = 4;
+
+/** One topic's delivery on this node: its handler, and its own round loop. */
+interface TopicRun {
+  handler: OutboxHandler;
+  options: TopicOptions;
+  timer?: NodeJS.Timeout;
+  running: Promise<void> | null;
+  /** A round was asked for while one ran: another follows at once. */
+  again: boolean;
+  /** The lease was found taken by another node while delivering: stop after the entry in hand. */
+  lost: boolean;
+}
 
 export class Outbox {
-  private readonly handlers = new Map<string, { handler: OutboxHandler; options: TopicOptions }>();
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | null = null;
-  private again = false;
+  private readonly topics = new Map<string, TopicRun>();
   /** Until start(), and after close(): appends are stored, nothing is delivered. */
   private closed = true;
   private delivered = 0;
@@ -101,6 +132,10 @@ export class Outbox {
   private readonly holding = new Set<string>();
   /** This process's lease holder name: unique per start, so that a restarted process does not inherit a dead one's lease. */
   private readonly holder = `${PROCESS_ID}:${randomUUID()}`;
+  /** Rounds running now, and rounds waiting for one of them to end (OutboxOptions.concurrency). */
+  private active = 0;
+  private readonly waiting: (() => void)[] = [];
+  private readonly observers: ((outcome: OutboxOutcome) => void)[] = [];
 
   constructor(
     private readonly store: Store,
@@ -116,14 +151,20 @@ export class Outbox {
     return this.store.collection<LeaseDoc>(OUTBOX_LEASES_COLLECTION, DEFAULT_TENANT);
   }
 
-  /** Who delivers `topic`'s entries (on every node: whichever holds the lease delivers). */
+  /** Who delivers `topic`'s entries (on every node: whichever holds the topic's lease delivers). */
   handle(topic: string, handler: OutboxHandler, options: TopicOptions = {}): void {
-    this.handlers.set(topic, { handler, options });
+    this.topics.set(topic, { handler, options, running: null, again: false, lost: false });
+    if (!this.closed) this.schedule(topic, 0);
+  }
+
+  /** Told of each attempt's outcome (per-topic counters in /metrics). */
+  observe(observer: (outcome: OutboxOutcome) => void): void {
+    this.observers.push(observer);
   }
 
   /**
-   * Appends entries, in their order, and wakes this node's delivery. Resolves once they are
-   * stored: answer the change that caused them after this.
+   * Appends entries, in their order, and wakes this node's delivery of their topics. Resolves once
+   * they are stored: answer the change that caused them after this.
    */
   async append(entries: readonly { topic: string; stream: string; payload: unknown }[]): Promise<void> {
     if (entries.length === 0) return;
@@ -138,20 +179,20 @@ export class Outbox {
         notBefore: now,
       })),
     );
-    this.wake();
+    for (const topic of new Set(entries.map((entry) => entry.topic))) this.wake(topic);
   }
 
-  /** Starts delivering: a round now, then every `pollMs` and whenever an append wakes it. */
+  /** Starts delivering: a round of each topic now, then every `pollMs` and whenever an append wakes it. */
   start(): void {
     this.closed = false;
-    this.schedule(0);
+    for (const topic of this.topics.keys()) this.schedule(topic, 0);
   }
 
-  /** Stops after the round in flight; the lease is left to expire (or released when held). */
+  /** Stops after the rounds in flight; the leases held are released. */
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.timer);
-    await this.running;
+    for (const run of this.topics.values()) clearTimeout(run.timer);
+    await Promise.all([...this.topics.values()].map((run) => run.running));
     await Promise.all(
       [...this.holding].map((topic) =>
         this.leases.update(topic, { until: 0 }, { holder: this.holder }).catch(() => null),
@@ -160,11 +201,15 @@ export class Outbox {
     this.holding.clear();
   }
 
-  /** A round as soon as possible (another one after the one in flight, if any). */
-  wake(): void {
+  /** A round of `topic` (of every topic when none is named) as soon as possible, or after the one in flight. */
+  wake(topic?: string): void {
     if (this.closed) return;
-    if (this.running) this.again = true;
-    else this.schedule(0);
+    for (const name of topic === undefined ? this.topics.keys() : [topic]) {
+      const run = this.topics.get(name);
+      if (!run) continue;
+      if (run.running) run.again = true;
+      else this.schedule(name, 0);
+    }
   }
 
   async state(): Promise<OutboxState> {
@@ -192,11 +237,12 @@ export class Outbox {
     return this.entries.find({ stream }, { sort: { field: 'id', direction: 'asc' }, limit });
   }
 
-  /** A stream's entries due now (its receiver is back: the back-off is over), and a round. */
+  /** A stream's entries due now (its receiver is back: the back-off is over), and a round of their topics. */
   async retryNow(stream: string): Promise<void> {
-    for (const entry of await this.pendingOf(stream, this.options.batch))
+    const entries = await this.pendingOf(stream, this.options.batch);
+    for (const entry of entries)
       if (entry.notBefore > Date.now()) await this.entries.update(entry.id, { notBefore: Date.now() });
-    this.wake();
+    for (const topic of new Set(entries.map((entry) => entry.topic))) this.wake(topic);
   }
 
   /** Drops a stream's pending entries (its stream was deleted). */
@@ -204,33 +250,64 @@ export class Outbox {
     return this.entries.deleteMany({ stream });
   }
 
-  private schedule(delayMs: number): void {
-    if (this.closed) return;
-    clearTimeout(this.timer);
-    this.timer = setTimeout(() => {
-      // One round at a time: a round asked for meanwhile runs after it.
-      if (this.running) {
-        this.again = true;
+  private schedule(topic: string, delayMs: number): void {
+    const run = this.topics.get(topic);
+    if (this.closed || !run) return;
+    clearTimeout(run.timer);
+    run.timer = setTimeout(() => {
+      // One round of a topic at a time: a round asked for meanwhile runs after it.
+      if (run.running) {
+        run.again = true;
         return;
       }
-      this.running = this.round()
-        .catch((error: unknown) => this.log.warn({ err: error }, 'outbox round failed; trying again'))
+      run.running = this.round(topic, run)
+        .catch((error: unknown) => this.log.warn({ err: error, topic }, 'outbox round failed; trying again'))
         .finally(() => {
-          this.running = null;
-          const next = this.again ? 0 : this.options.pollMs;
-          this.again = false;
-          this.schedule(next);
+          run.running = null;
+          const next = run.again ? 0 : this.options.pollMs;
+          run.again = false;
+          this.schedule(topic, next);
         });
     }, delayMs);
-    this.timer.unref();
+    run.timer.unref();
   }
 
-  /** One pass over each topic this node holds the lease of. */
-  private async round(): Promise<void> {
-    for (const [topic, { handler, options }] of this.handlers) {
-      if (this.closed) return;
-      if (await this.lease(topic)) await this.deliver(topic, handler, options);
+  /**
+   * One pass over `topic`, when this node holds (or takes) its lease: within a slot of the node's
+   * concurrency, and renewing the lease while it delivers, so that a handler that runs longer than
+   * the lease keeps it (no other node starts the same entry meanwhile).
+   */
+  private async round(topic: string, run: TopicRun): Promise<void> {
+    await this.slot();
+    try {
+      if (this.closed || !(await this.lease(topic))) return;
+      run.lost = false;
+      const renewal = setInterval(() => void this.renew(topic, run), Math.max(1, this.options.leaseMs / 3));
+      renewal.unref();
+      try {
+        await this.deliver(topic, run);
+      } finally {
+        clearInterval(renewal);
+      }
+    } finally {
+      this.release();
     }
+  }
+
+  /** Waits for one of the node's `concurrency` delivery slots. */
+  private async slot(): Promise<void> {
+    if (this.active < (this.options.concurrency ?? DEFAULT_CONCURRENCY)) {
+      this.active += 1;
+      return;
+    }
+    // The slot is handed over by release(): `active` stays counted for it.
+    await new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.active -= 1;
   }
 
   /**
@@ -264,13 +341,32 @@ export class Outbox {
   }
 
   /**
+   * Extends a lease this node holds while its round runs (only while still this node's: another
+   * node that took it after a lapse keeps it, and this round stops after the entry in hand).
+   */
+  private async renew(topic: string, run: TopicRun): Promise<void> {
+    const renewed = await this.leases
+      .update(topic, { until: Date.now() + this.options.leaseMs }, { holder: this.holder })
+      .catch((error: unknown) => {
+        this.log.warn({ err: error, topic }, 'outbox lease could not be renewed');
+        return undefined;
+      });
+    if (renewed !== null) return;
+    run.lost = true;
+    this.holding.delete(topic);
+    this.log.warn({ topic }, 'outbox lease taken by another node during a round; stopping it');
+  }
+
+  /**
    * The oldest entries first, a page at a time; per stream, the first entry not yet due or
    * failing now holds the ones after it back (order per stream). Streams are independent: the
    * pages go on past a held-back stream's entries (up to READ_LIMIT entries a round), so that one
    * receiver that is down does not hold the others up.
    */
-  private async deliver(topic: string, handler: OutboxHandler, options: TopicOptions): Promise<void> {
+  private async deliver(topic: string, run: TopicRun): Promise<void> {
+    const { handler, options } = run;
     const blocked = new Set<string>();
+    const tenantGone = this.tenantCheck();
     const deadline = Date.now() + this.options.leaseMs / 2;
     let attempted = 0;
     let after = 0;
@@ -280,10 +376,15 @@ export class Outbox {
         { sort: { field: 'id', direction: 'asc' }, startAt: after + 1, limit: this.options.batch },
       );
       for (const entry of page) {
-        if (this.closed || Date.now() > deadline) return;
+        if (this.closed || run.lost || Date.now() > deadline) return;
         if (blocked.has(entry.stream)) continue;
+        const tenant = options.tenantOf?.(entry.payload);
+        if (tenant !== undefined && (await tenantGone(tenant))) {
+          await this.giveUp(topic, entry, 'tenant-gone');
+          continue;
+        }
         if (options.maxAgeMs !== undefined && Date.now() - entry.createdAt > options.maxAgeMs) {
-          await this.giveUp(topic, entry);
+          await this.giveUp(topic, entry, 'max-age');
           continue;
         }
         if (entry.notBefore > Date.now()) {
@@ -305,9 +406,11 @@ export class Outbox {
       await handler(entry);
       await this.entries.delete(entry.id);
       this.delivered += 1;
+      this.count({ topic, outcome: 'delivered' });
       return true;
     } catch (error) {
       this.failures += 1;
+      this.count({ topic, outcome: 'failed' });
       const attempts = entry.attempts + 1;
       const backoff = Math.min(this.options.maxBackoffMs, this.options.backoffMs * 2 ** Math.min(attempts - 1, 20));
       const reason = error instanceof Error ? error.message : String(error);
@@ -318,23 +421,42 @@ export class Outbox {
       });
       this.log.warn({ topic, stream: entry.stream, attempts, retryInMs: backoff, reason }, 'outbox delivery failed');
       // Due again later: a round then, even if nothing else wakes this node.
-      this.scheduleRetry(backoff);
+      this.scheduleRetry(topic, backoff);
       return false;
     }
   }
 
-  /** Drops an entry past its topic's maximum age (TopicOptions.maxAgeMs): it is delivered no more. */
-  private async giveUp(topic: string, entry: OutboxEntry): Promise<void> {
+  /** Drops an entry that is delivered no more: past its topic's maximum age, or of a tenant that is gone. */
+  private async giveUp(topic: string, entry: OutboxEntry, reason: GiveUpReason): Promise<void> {
     await this.entries.delete(entry.id);
     this.givenUp += 1;
+    this.count({ topic, outcome: 'given_up', reason });
     this.log.warn(
-      { topic, stream: entry.stream, attempts: entry.attempts, lastError: entry.lastError },
-      'outbox entry given up: older than its topic allows',
+      { topic, stream: entry.stream, attempts: entry.attempts, lastError: entry.lastError, reason },
+      reason === 'max-age'
+        ? 'outbox entry given up: older than its topic allows'
+        : 'outbox entry given up: its tenant no longer exists',
     );
   }
 
-  private scheduleRetry(delayMs: number): void {
-    const retry = setTimeout(() => this.wake(), delayMs);
+  /** Whether a tenant is gone, asked once per tenant and round. */
+  private tenantCheck(): (tenant: string) => Promise<boolean> {
+    const known = new Map<string, Promise<boolean>>();
+    const exists = this.options.tenantExists;
+    return (tenant) => {
+      if (!exists) return Promise.resolve(false);
+      let gone = known.get(tenant);
+      if (!gone) known.set(tenant, (gone = exists(tenant).then((found) => !found)));
+      return gone;
+    };
+  }
+
+  private count(outcome: OutboxOutcome): void {
+    for (const observer of this.observers) observer(outcome);
+  }
+
+  private scheduleRetry(topic: string, delayMs: number): void {
+    const retry = setTimeout(() => this.wake(topic), delayMs);
     retry.unref();
   }
 }

@@ -10,7 +10,10 @@
  * not finished when its node dies is run by the next holder. The revision last rechecked is kept
  * in the store, so that the same move seen by several nodes is rechecked once.
  */
+import type { AdapterPayload } from 'oidc-provider';
+import { liveAccessTokens } from '../../adapters/oidc/index.js';
 import type { Logger } from '../log/index.js';
+import { introspectionAsIssued, resourceOf } from '../oauth/index.js';
 import type { Outbox } from '../outbox/index.js';
 import type { Compared, PolicyLab, PolicySnapshot, RecordedDecision } from '../policy/index.js';
 import { DEFAULT_TENANT, type Store, type StoredDoc } from '../store/index.js';
@@ -53,6 +56,8 @@ export interface PolicyChangeDeps {
   tokenLifetimeSeconds: number;
   /** How often a node reads the revision in force. */
   pollMs: number;
+  /** ISSUER: a token bound to the tenant's own issuer is meant for no resource server in particular. */
+  issuer: string;
 }
 
 /** Decisions read per live token at most, on average: a token introspected by many callers is read once per call. */
@@ -157,32 +162,90 @@ export class PolicyChangeSignals {
   }
 
   /**
-   * The last recorded introspection of each access token still live (unexpired), allowed when
-   * recorded (a token refused then was refused before this change), at most `recheckMax` tokens.
+   * Every live access token of the tenant (the store's token records: not expired, not revoked,
+   * at most `recheckMax`), each with the input to decide it by: its latest recorded
+   * introspection when there is one (the caller that asked last; skipped when that was refused:
+   * refused before this change), else the input as issued (introspectionAsIssued: as if the
+   * resource servers it was issued for asked), against what it was issued (allowed, its scopes).
    */
   private async *liveTokenDecisions(tenant: string): AsyncGenerator<RecordedDecision[]> {
+    const live = new Map<string, AdapterPayload>();
+    for await (const page of liveAccessTokens(this.deps.store, tenant, this.deps.recheckMax))
+      for (const payload of page) live.set(keyOfIssued(payload), payload);
+    if (live.size === 0) return;
+    const tenantId = tenant === DEFAULT_TENANT ? null : tenant;
     const now = Math.floor(Date.now() / 1000);
     const from = new Date((now - this.deps.tokenLifetimeSeconds) * 1000).toISOString();
-    const tenantId = tenant === DEFAULT_TENANT ? null : tenant;
-    const seenTokens = new Set<string>();
-    const limit = this.deps.recheckMax * DECISIONS_READ_PER_TOKEN;
+    const limit = live.size * DECISIONS_READ_PER_TOKEN;
     for await (const page of this.deps.decisions({ tenantId, from, limit })) {
       const kept: RecordedDecision[] = [];
       for (const decision of page) {
-        const token = tokenOf(decision);
-        if (!token || seenTokens.has(token.key)) continue;
-        seenTokens.add(token.key);
-        if (token.live(now) && decision.decision.allow === true) kept.push(decision);
-        if (seenTokens.size >= this.deps.recheckMax) break;
+        const key = keyOfRecorded(decision);
+        // Newest first: a token's first decision met is its latest; the older ones are passed over.
+        if (key === null || !live.delete(key)) continue;
+        if (decision.decision.allow === true) kept.push(decision);
       }
       if (kept.length) yield kept;
-      if (seenTokens.size >= this.deps.recheckMax) return;
+      if (live.size === 0) return;
     }
+    // Never introspected (or not within the decisions read): decided as issued.
+    const issued = [...live.values()];
+    for (let at = 0; at < issued.length; at += ISSUED_PAGE) {
+      const page = issued.slice(at, at + ISSUED_PAGE);
+      yield await Promise.all(page.map((payload) => this.asIssued(tenant, tenantId, payload)));
+    }
+  }
+
+  /** A never-introspected token as a recorded decision: the input as issued, allowed with its scopes. */
+  private async asIssued(tenant: string, tenantId: string | null, payload: AdapterPayload): Promise<RecordedDecision> {
+    const input = await introspectionAsIssued({ store: this.deps.store, issuer: this.deps.issuer }, tenant, payload);
+    const scopes = typeof payload.scope === 'string' ? payload.scope.split(' ').filter(Boolean) : [];
+    return {
+      auditId: 0,
+      time: new Date().toISOString(),
+      tenantId,
+      point: 'introspect',
+      clientId: typeof payload.clientId === 'string' ? payload.clientId : null,
+      subject: typeof payload.accountId === 'string' ? payload.accountId : null,
+      input,
+      decision: { point: 'introspect', allow: true, scopes },
+    };
   }
 }
 
+/** Tokens decided as issued per page (each input costs a few store reads). */
+const ISSUED_PAGE = 100;
+
+/** A token's key: what a recorded introspection says of it (no token value is recorded), from the stored token. */
+function keyOfIssued(payload: AdapterPayload): string {
+  const token = { ...payload, isValid: true } as Parameters<typeof resourceOf>[0];
+  return tokenKey(
+    payload.clientId ?? null,
+    payload.accountId ?? null,
+    payload.iat,
+    payload.exp,
+    resourceOf(token),
+    payload.jkt ?? null,
+  );
+}
+
+/** The same key from a recorded introspection of an access token; null for another token type. */
+function keyOfRecorded(decision: RecordedDecision): string | null {
+  const token = (decision.input as { token?: TokenFacts } | null)?.token;
+  if (!token || token.token_type !== 'access_token' || typeof token.client_id !== 'string') return null;
+  return tokenKey(
+    token.client_id,
+    token.sub ?? null,
+    token.iat,
+    token.exp,
+    token.resource ?? null,
+    token.cnf_jkt ?? null,
+  );
+}
+
+const tokenKey = (...facts: unknown[]) => JSON.stringify(facts);
+
 interface TokenFacts {
-  active?: unknown;
   token_type?: unknown;
   client_id?: unknown;
   sub?: unknown;
@@ -190,14 +253,6 @@ interface TokenFacts {
   exp?: unknown;
   resource?: unknown;
   cnf_jkt?: unknown;
-}
-
-/** The access token a recorded introspection was about: a key for it (no token value is recorded), and whether it is live. */
-function tokenOf(decision: RecordedDecision): { key: string; live: (now: number) => boolean } | null {
-  const token = (decision.input as { token?: TokenFacts } | null)?.token;
-  if (!token || token.token_type !== 'access_token' || typeof token.client_id !== 'string') return null;
-  const key = JSON.stringify([token.client_id, token.sub, token.iat, token.exp, token.resource, token.cnf_jkt]);
-  return { key, live: (now) => token.active === true && typeof token.exp === 'number' && token.exp > now };
 }
 
 /** The party a token is about: its user, or its client for a machine token. */

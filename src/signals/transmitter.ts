@@ -55,7 +55,9 @@ export interface TransmitterDeps {
  */
 export class Transmitter {
   constructor(private readonly deps: TransmitterDeps) {
-    deps.outbox.handle(SSF_TOPIC, (entry) => this.deliver(entry));
+    deps.outbox.handle(SSF_TOPIC, (entry) => this.deliver(entry), {
+      tenantOf: (payload) => (payload as PendingSet).tenant,
+    });
   }
 
   /**

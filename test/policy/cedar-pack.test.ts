@@ -163,6 +163,40 @@ describe('the Cedar example pack', function () {
       expect(decide('delegation', toClient)).to.deep.include({ allow: false, policies: ['delegate-to-users-only'] });
     });
 
+    it('decides the ssf point as the Rego pack does: a receiver its own streams, never a public client', function () {
+      expect(decide('ssf', inputOf('ssf'))).to.deep.include({
+        kind: 'decided',
+        allow: true,
+        policies: ['ssf-streams-by-their-owner'],
+      });
+      const others = decide(
+        'ssf',
+        inputOf('ssf', (input) => (input.ssf.stream.owner_client_id = 'another-receiver')),
+      );
+      expect(others).to.deep.include({ allow: false, policies: ['ssf-stream-of-another-receiver'] });
+      expect(others).to.have.nested.property('outputs.error', 'access_denied');
+      const publicOwner = decide('ssf', inputOf('ssf-public-client'));
+      expect(publicOwner).to.deep.include({ allow: false, policies: ['ssf-no-public-receivers'] });
+      expect(publicOwner).to.have.nested.property('outputs.error', 'unauthorized_client');
+    });
+
+    it('decides a delegation as the Rego pack does: by the owner, within the resource scopes', function () {
+      const refused = (change: (input: Record<string, any>) => void) =>
+        decide('delegation', inputOf('delegation', change));
+      expect(refused((input) => (input.subject = { sub: 'bob' }))).to.deep.include({
+        allow: false,
+        policies: ['delegation-by-the-resource-owner'],
+      });
+      expect(refused((input) => (input.delegation.scopes = ['view', 'delete']))).to.deep.include({
+        allow: false,
+        policies: ['delegated-scopes-among-the-resource'],
+      });
+      // Revoking stays the owner's (protocol code shows a delegation to its owner only), expired or not.
+      expect(
+        refused((input) => Object.assign(input.delegation, { operation: 'revoke', scopes: ['delete'] })),
+      ).to.deep.include({ allow: true });
+    });
+
     it('lets only the owner print a private photo', function () {
       const privatePhoto = (sub: string) =>
         inputOf('uma_permission', (input) => {

@@ -1,5 +1,12 @@
 import { expect } from 'chai';
-import { clientCredentials, clientWithToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
+import {
+  basic,
+  clientCredentials,
+  clientWithToken,
+  confidentialClient,
+  eventually,
+  postForm,
+} from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 import { eventOf, PushReceiver, SetVerifier } from '../support/ssf-receiver.js';
 
@@ -35,7 +42,7 @@ describe('Shared Signals: events from policy', function () {
       },
     });
     expect(created.status).to.equal(201);
-    for (const app of ['policy-app', 'policy-other-app', 'policy-narrow-app'])
+    for (const app of ['policy-app', 'policy-other-app', 'policy-narrow-app', 'policy-quiet-app', 'policy-revoked-app'])
       secrets[app] = await confidentialClient(server, app, { scopes: ['read', 'write'] });
     ({ token: callerToken } = await clientWithToken(server, 'policy-rs', ['introspection']));
   });
@@ -132,5 +139,37 @@ describe('Shared Signals: events from policy', function () {
     expect(eventOf(set!).data).to.deep.include({ initiating_entity: 'policy', claims: { scope: 'read' } });
     // Live traffic agrees (once OPA has the new revision too).
     await eventually(async () => (await introspect(narrowed)).body.scope === 'read');
+  });
+
+  it('covers a live token never introspected, and leaves out one revoked since its last introspection', async function () {
+    // Issued, never introspected: no recorded introspection names it.
+    const quiet = await clientCredentials(server, 'policy-quiet-app', secrets['policy-quiet-app']!, { scope: 'read' });
+    expect(quiet.status, JSON.stringify(quiet.body)).to.equal(200);
+    // Introspected (allowed, recorded), then revoked by its client (RFC 7009).
+    const revoked = await liveToken('policy-revoked-app');
+    const revocation = await postForm(
+      server,
+      '/revoke',
+      { token: revoked },
+      { Authorization: basic('policy-revoked-app', secrets['policy-revoked-app']!) },
+    );
+    expect(revocation.status).to.equal(200);
+    expect((await introspect(revoked)).body.active).to.equal(false);
+    const sentBefore = policySets().length;
+    // Both clients refused by the introspect rule of the test above (it reads the hold's list).
+    const hold = ((await server.admin('GET', '/policy-rules')).body as any[]).find((rule) => rule.path === HOLD_PATH);
+    const { id, createdAt, updatedAt, tenantId, ...fields } = hold;
+    const content = hold.content.replace('{"policy-app"}', '{"policy-app", "policy-quiet-app", "policy-revoked-app"}');
+    expect(content).not.to.equal(hold.content);
+    const before = await delivered();
+    expect((await server.admin('PUT', `/policy-rules/${id}`, { ...fields, content })).status).to.equal(200);
+    const about = (clientId: string) =>
+      policySets()
+        .slice(sentBefore)
+        .filter((set) => eventOf(set).type === SESSION_REVOKED && set.payload.sub_id?.id === clientId);
+    // Before: only tokens with a recorded introspection were decided again, the revoked one among them.
+    await eventually(() => about('policy-quiet-app').length > 0);
+    await outboxSettled(before, 1);
+    expect(about('policy-revoked-app'), 'a revoked token is not signalled').to.have.length(0);
   });
 });

@@ -46,6 +46,8 @@ describe('SSF receiver: signals pushed by the upstream identity provider', funct
     idp = await startRegisteredDevIdp(server, {
       idpId: unique('idp'),
       fields: { ssfIssuer: transmitter.issuer, ssfPushSecret: PUSH_SECRET },
+      // Its ID tokens then carry the upstream session's sid, which a session-revoked may name alone.
+      backchannelLogout: true,
     });
     spa = await registerPublicClient(server, REDIRECT_URI, { clientId: unique('spa') });
     rsSecret = await confidentialClient(server, RS, {
@@ -132,6 +134,28 @@ describe('SSF receiver: signals pushed by the upstream identity provider', funct
     });
     const metrics = await (await server.request('/metrics')).text();
     expect(metrics).to.match(/arbiter_ssf_received_events_total\{event="session-revoked",outcome="revoked"\} [1-9]/);
+  });
+
+  it('revokes what the user holds on a CAEP session-revoked naming only their upstream session (complex with session)', async function () {
+    const user = await signIn();
+    const bystander = await signIn();
+    const sid = await idp.upstreamSid(user.agent);
+    expect(sid, 'the upstream session has a sid').to.be.a('string');
+    await expectHolds(user, true);
+
+    const session = { format: 'complex', session: { format: 'opaque', id: sid } };
+    const set = await transmitter.set(server.config.issuer, `${CAEP_EVENT}session-revoked`, session);
+    const answer = await pushed(set);
+    expect(answer.status, JSON.stringify(answer.body)).to.equal(202);
+
+    // Before: a complex subject without `user` named nobody, and nothing was revoked.
+    await expectHolds(user, false);
+    expect(await sessionStands(user), 'the session has ended').to.equal(false);
+    await expectHolds(bystander, true);
+    // That upstream session is over: named again, it names nobody.
+    const again = await transmitter.set(server.config.issuer, `${CAEP_EVENT}session-revoked`, session);
+    expect((await pushed(again)).status).to.equal(202);
+    await expectHolds(bystander, true);
   });
 
   it('revokes on a RISC account-disabled naming the user by email in a complex subject, and acknowledges account-enabled', async function () {

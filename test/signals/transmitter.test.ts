@@ -260,6 +260,9 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
       expect(metrics).to.match(/^arbiter_outbox_pending [1-9]\d*/m);
       expect(metrics).to.match(/^arbiter_outbox_failing [1-9]\d*/m);
       expect(metrics).to.match(/^arbiter_outbox_lag_seconds [\d.]+/m);
+      // Counted per topic: SET deliveries apart from logout tokens and policy rechecks.
+      expect(metrics).to.match(/^arbiter_outbox_failures_total\{topic="ssf"\} [1-9]\d*/m);
+      expect(metrics).to.match(/^arbiter_outbox_delivered_total\{topic="ssf"\} [1-9]\d*/m);
     } finally {
       // A deleted stream's entries go with it.
       await call('DELETE', `/ssf/streams?stream_id=${stream.body.stream_id}`);

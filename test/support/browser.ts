@@ -152,6 +152,14 @@ export class FetchUserAgent {
     throw new Error('too many redirects');
   }
 
+  /** The value of the cookie `name` this agent would send to `url` (undefined: none). */
+  cookie(url: string | URL, name: string): string | undefined {
+    const at = new URL(url);
+    return this.cookies.find(
+      (cookie) => cookie.name === name && cookie.host === at.hostname && pathMatches(at.pathname, cookie.path),
+    )?.value;
+  }
+
   private cookieHeader(url: URL): string {
     return this.cookies
       .filter((cookie) => cookie.host === url.hostname && pathMatches(url.pathname, cookie.path))

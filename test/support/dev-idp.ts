@@ -13,6 +13,11 @@ export interface RegisteredDevIdp {
   id: number;
   /** A logout token of the dev IdP's with exactly `claims` (and its signature, `iss`, `aud`, `iat`, `exp`), as it would post one. */
   logoutToken(claims: Record<string, unknown>): Promise<string>;
+  /**
+   * The `sid` of the upstream session `agent` signed in with (what the dev IdP's ID tokens to
+   * Arbiter carry when it was started with backchannelLogout); undefined without one.
+   */
+  upstreamSid(agent: FetchUserAgent): Promise<string | undefined>;
   close(): Promise<void>;
 }
 
@@ -61,6 +66,11 @@ export async function startRegisteredDevIdp(
       idpId: record.idpId,
       id: record.id,
       logoutToken,
+      async upstreamSid(agent) {
+        const sessionId = agent.cookie(idpIssuer, '_session');
+        const session = sessionId ? await idp.provider.Session.find(sessionId) : undefined;
+        return session?.authorizations?.[DEV_IDP_CLIENT.clientId]?.sid;
+      },
       close: idp.close,
     };
   } catch (error) {

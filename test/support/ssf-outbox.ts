@@ -1,21 +1,29 @@
 import { expect } from 'chai';
 import { createLogger } from '../../src/log/index.js';
-import { Outbox, type OutboxEntry, type OutboxOptions } from '../../src/outbox/index.js';
+import { Outbox, type OutboxEntry, type OutboxOptions, type OutboxOutcome } from '../../src/outbox/index.js';
 import type { Store } from '../../src/store/index.js';
 
 const FAST: OutboxOptions = { pollMs: 50, leaseMs: 2_000, backoffMs: 20, maxBackoffMs: 100, batch: 100 };
 const log = createLogger('silent');
 
-/** Resolves once `done()` holds, looking every few milliseconds (the test's timeout bounds it). */
-async function until(done: () => boolean | Promise<boolean>): Promise<void> {
-  while (!(await done())) await new Promise((resolve) => setTimeout(resolve, 5));
+/** Resolves once `done()` holds, looking every few milliseconds (the test's timeout bounds it, or `withinMs`: then it throws). */
+async function until(done: () => boolean | Promise<boolean>, withinMs = Number.POSITIVE_INFINITY): Promise<void> {
+  const deadline = Date.now() + withinMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`not done within ${withinMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }
 
 /** The outbox's behaviour on a store; run on SQLite (test/unit/outbox) and PostgreSQL and MongoDB (test/store/outbox.test.ts). */
 export function describeOutbox(store: () => Store): void {
   let outboxes: Outbox[] = [];
-  const outbox = (topic: string, handler: (entry: OutboxEntry) => Promise<void>) => {
-    const made = new Outbox(store(), FAST, log);
+  const outbox = (
+    topic: string,
+    handler: (entry: OutboxEntry) => Promise<void>,
+    options: Partial<OutboxOptions> = {},
+  ) => {
+    const made = new Outbox(store(), { ...FAST, ...options }, log);
     made.handle(topic, handler);
     outboxes.push(made);
     return made;
@@ -90,5 +98,76 @@ export function describeOutbox(store: () => Store): void {
     await second.append([{ topic: 'lease', stream: 's', payload: 3 }]);
     await until(() => seen.length === 3);
     expect(seen[2]).to.equal('second:3');
+  });
+
+  it('runs topics independently: a long policy recheck does not hold up a SET delivery', async function () {
+    let recheckRunning = false;
+    let releaseRecheck = () => {};
+    const delivered: string[] = [];
+    const box = outbox(
+      'slow-recheck',
+      () =>
+        new Promise<void>((resolve) => {
+          recheckRunning = true;
+          releaseRecheck = resolve;
+        }),
+    );
+    box.handle('fast-sets', async (entry) => void delivered.push(entry.payload as string));
+    box.start();
+    await box.append([{ topic: 'slow-recheck', stream: 'policy', payload: null }]);
+    await until(() => recheckRunning);
+    try {
+      await box.append([{ topic: 'fast-sets', stream: 'receiver', payload: 'set' }]);
+      // Before: the topics ran one after the other on a node, and the SET waited for the recheck.
+      // Bounded, so that the recheck is released (finally) and the outbox closes when it fails.
+      await until(() => delivered.length === 1, 10_000);
+      expect(recheckRunning, 'the recheck still runs').to.equal(true);
+    } finally {
+      releaseRecheck();
+    }
+    await until(async () => (await box.pendingOf('policy')).length === 0);
+  });
+
+  it('renews the lease while a handler runs longer than it: no other node starts the same entry', async function () {
+    const leaseMs = 200;
+    const started: string[] = [];
+    const slowHandler = (node: string) => async (entry: OutboxEntry) => {
+      started.push(`${node}:${entry.payload as number}`);
+      // Longer than several leases (the other node looks every 50 ms meanwhile).
+      const until_ = Date.now() + 4 * leaseMs;
+      while (Date.now() < until_) await new Promise((resolve) => setTimeout(resolve, 5));
+    };
+    const first = outbox('long', slowHandler('first'), { leaseMs });
+    first.start();
+    await until(async () => (await first.state()).leader);
+    const second = outbox('long', slowHandler('second'), { leaseMs });
+    second.start();
+    await first.append([{ topic: 'long', stream: 'long-running', payload: 1 }]);
+    // Entries of other tests' streams may be pending still: this one's deletion is what is waited for.
+    await until(async () => (await first.pendingOf('long-running')).length === 0);
+    expect(started).to.deep.equal(['first:1']);
+  });
+
+  it('gives up an entry of a tenant that no longer exists at once, counted by topic with that reason', async function () {
+    const delivered: string[] = [];
+    const counted: OutboxOutcome[] = [];
+    const box = new Outbox(store(), { ...FAST, tenantExists: async (tenant) => tenant !== 'gone' }, log);
+    outboxes.push(box);
+    box.handle('tenanted', async (entry) => void delivered.push((entry.payload as { tenant: string }).tenant), {
+      // A day: without the tenant check, the gone tenant's entry would be tried all that time.
+      maxAgeMs: 86_400_000,
+      tenantOf: (payload) => (payload as { tenant: string }).tenant,
+    });
+    box.observe((outcome) => counted.push(outcome));
+    await box.append([
+      { topic: 'tenanted', stream: 'tenant-gone', payload: { tenant: 'gone' } },
+      { topic: 'tenanted', stream: 'tenant-here', payload: { tenant: 'here' } },
+    ]);
+    box.start();
+    await until(() => counted.length === 2);
+    expect(delivered).to.deep.equal(['here']);
+    expect(counted).to.deep.include({ topic: 'tenanted', outcome: 'given_up', reason: 'tenant-gone' });
+    expect(counted).to.deep.include({ topic: 'tenanted', outcome: 'delivered' });
+    expect((await box.state()).givenUp).to.equal(1);
   });
 }

@@ -7,3 +7,4 @@ export { UPSTREAM_IDP_PARAM } from './identity-providers.js';
 export { UpstreamProviders } from './upstream.js';
 export { enabledIdentityProvider } from './identity-providers.js';
 export { SignInError } from './errors.js';
+export { UpstreamSessions } from './upstream-sessions.js';

@@ -1,6 +1,7 @@
 import type { ArbiterContext, TokenModel } from '../state.js';
 import type Provider from 'oidc-provider';
 import type {
+  DecisionInput,
   DecisionOutcome,
   IntrospectedTokenInput,
   IntrospectionCallerInput,
@@ -39,12 +40,37 @@ export async function decideIntrospection(
   token: TokenModel,
   caller: Caller,
 ): Promise<DecisionOutcome> {
+  const input = await introspectionInput(deps, tenant, token, {
+    client: await clientInput(deps.store, tenant, caller.clientId, caller.method),
+    caller: await callerInput(deps.store, tenant, caller),
+    tokenTypeHint: formParameter(ctx, 'token_type_hint') ?? null,
+    context: parseContext(ctx),
+  });
+  const outcome = await deps.policy.decide('introspect', input);
+  rememberDecision(ctx as never, outcome);
+  return outcome;
+}
+
+/** Who asks about a token, as the `introspect` input names them, and what they sent with it. */
+interface IntrospectionAsker {
+  client: Awaited<ReturnType<typeof clientInput>>;
+  caller: IntrospectionCallerInput;
+  tokenTypeHint: string | null;
+  context: Record<string, unknown>;
+}
+
+/** The `introspect` input about one token for one asker (the one shape the live path and events from policy decide). */
+async function introspectionInput(
+  deps: Pick<IntrospectionDeps, 'store' | 'issuer'>,
+  tenant: string,
+  token: TokenModel,
+  asker: IntrospectionAsker,
+): Promise<DecisionInput> {
   const resource = resourceOf(token);
   const resolved = await resolveResource(deps.store, tenant, resource, null);
-  const context = parseContext(ctx);
-  const outcome = await deps.policy.decide('introspect', {
+  return {
     tenant,
-    client: await clientInput(deps.store, tenant, caller.clientId, caller.method),
+    client: asker.client,
     subject: token.accountId ? await subjectInput(deps.store, tenant, token.accountId) : null,
     delegations: await activeDelegations(deps.store, tenant, {
       sub: token.accountId ?? null,
@@ -52,7 +78,7 @@ export async function decideIntrospection(
     }),
     request: requestInput({
       endpoint: routes.introspection,
-      parameters: { token_type_hint: formParameter(ctx, 'token_type_hint') ?? null, context },
+      parameters: { token_type_hint: asker.tokenTypeHint, context: asker.context },
       scopes: [],
       resource,
       resolved_resource_type: resolved.typeUri,
@@ -60,12 +86,32 @@ export async function decideIntrospection(
       authorization_details: (token.extra?.authorization_details ?? token.rar ?? []) as never,
     }),
     token: tokenInput(token, resolved.typeUri, issuersOfTenant(deps.issuer, tenant)),
-    caller: await callerInput(deps.store, tenant, caller),
-    context,
+    caller: asker.caller,
+    context: asker.context,
     time: new Date().toISOString(),
+  } as DecisionInput;
+}
+
+/**
+ * The `introspect` input of an access token nobody has introspected yet (events from policy,
+ * src/signals): as if the resource servers it was issued for asked about it, entitled to
+ * (`introspection` scope, their resource indicators its audiences), under its own client's
+ * name; no caller context. Built from the token as stored: what was issued.
+ */
+export async function introspectionAsIssued(
+  deps: Pick<IntrospectionDeps, 'store' | 'issuer'>,
+  tenant: string,
+  stored: Record<string, unknown>,
+): Promise<DecisionInput> {
+  const token = { ...stored, isValid: true } as TokenModel;
+  const method = 'client_secret_basic';
+  const audiences = audiencesOf(token, issuersOfTenant(deps.issuer, tenant));
+  return introspectionInput(deps, tenant, token, {
+    client: await clientInput(deps.store, tenant, String(token.clientId), method),
+    caller: { method, scopes: ['introspection'], resource_server: null, resource_indicators: audiences },
+    tokenTypeHint: null,
+    context: {},
   });
-  rememberDecision(ctx as never, outcome);
-  return outcome;
 }
 
 /** The `context` parameter: a JSON object supplied by the resource server (checked by introspectionGuard). */

@@ -1,6 +1,11 @@
 import { subjectRecords, type SubjectRecord } from '../../catalog/index.js';
 import type { Logger } from '../../log/index.js';
-import { revokeSubjectArtefacts, tellClientsOfLogout, type TenantProviders } from '../../oauth/index.js';
+import {
+  revokeSubjectArtefacts,
+  tellClientsOfLogout,
+  UpstreamSessions,
+  type TenantProviders,
+} from '../../oauth/index.js';
 import type { Store } from '../../store/index.js';
 import type { Tenant } from '../../tenancy/index.js';
 import { isObject, type SecurityEvent } from './set.js';
@@ -79,7 +84,8 @@ export async function actOn(
 /**
  * The provider's users a subject identifier (RFC 9493) names: `iss_sub` of the provider's
  * issuer (or its transmitter's) and `opaque` by the upstream `sub` Arbiter keeps as their
- * subjectId, `email` by the email their sign-in stored, `complex` by its `user` member.
+ * subjectId, `email` by the email their sign-in stored, `complex` by its `user` member, or by its
+ * `session` member alone (CAEP's session-revoked about one upstream session): see sessionUser.
  * Another format, or a user who never signed in here, names nobody.
  */
 async function subjectsNamed(
@@ -102,9 +108,30 @@ async function subjectsNamed(
       return typeof subject.email === 'string'
         ? subjects.find({ ...ofProvider, email: subject.email }, { limit: 10 })
         : [];
-    case 'complex':
-      return nested ? [] : subjectsNamed(store, tenant, idp, subject.user, true);
+    case 'complex': {
+      if (nested) return [];
+      const signedIn = await sessionUser(store, tenant, idp, subject.session);
+      if (subject.user !== undefined) return subjectsNamed(store, tenant, idp, subject.user, true);
+      return signedIn === null ? [] : subjects.find({ ...ofProvider, subjectId: signedIn });
+    }
     default:
       return [];
   }
+}
+
+/**
+ * The user an upstream session (`{"format": "opaque", "id": <sid>}`, the `sid` of its ID tokens)
+ * signed in here, remembered at each sign-in (UpstreamSessions, as back-channel logout by `sid`
+ * uses), and forgotten now: that session is over. oidc-provider's sessions do not record which
+ * upstream session made them, so what is revoked is what that user holds here, every session
+ * (docs/signals.md). Null for another format or a session Arbiter never saw.
+ */
+async function sessionUser(
+  store: Store,
+  tenant: string,
+  idp: TransmittingProvider,
+  session: unknown,
+): Promise<string | null> {
+  if (!isObject(session) || session.format !== 'opaque' || typeof session.id !== 'string') return null;
+  return new UpstreamSessions(store, tenant).end(idp.id, session.id);
 }
