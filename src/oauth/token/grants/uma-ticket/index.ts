@@ -14,7 +14,8 @@ import {
 import { clientInput } from '../../../clients/input.js';
 import { refusalOf } from '../../../shared/enforce.js';
 import type { GateDeps } from '../gate.js';
-import { tokenParameters, type GrantHandler } from '../handler.js';
+import { oidcParams } from '../../../shared/oidc-params.js';
+import type { GrantHandler } from '../handler.js';
 import { verifiedDpopProof, type DpopProof } from '../../../internals.js';
 import { issueAccessToken } from '../issue.js';
 import { assertKeyHeld } from '../sender-binding.js';
@@ -39,7 +40,7 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps): GrantHandler
     grantType: UMA_TICKET,
     parameters: UMA_TICKET_PARAMETERS,
     async handle(ctx: KoaContextWithOIDC): Promise<void> {
-      const params = tokenParameters(ctx);
+      const params = oidcParams(ctx);
       if (!params.ticket) throw new errors.InvalidRequest("missing required parameter 'ticket'");
       const ticket = await findTicket(deps.store, deps.tenant, params.ticket);
       if (!ticket)
