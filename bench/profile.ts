@@ -8,6 +8,10 @@
  *   npx tsx bench/profile.ts                                   client_credentials, client_secret_basic
  *   BENCH_PROFILE_SCENARIO="introspect valid token, Basic caller" BENCH_SECONDS=10 npx tsx bench/profile.ts
  *   BENCH_PROFILE_DIR=/tmp/arbiter-profiles (default)
+ *   BENCH_PROFILE_TARGET=library npx tsx bench/profile.ts      the bare oidc-provider (baseline.ts) instead
+ *
+ * The profile is written; compare two of them per file of code (µs of self time per request) with
+ * `python3 bench/cpu-by-file.py <a.cpuprofile> <a requests> <b.cpuprofile> <b requests>`.
  */
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -15,10 +19,13 @@ import { Session, type Profiler } from 'node:inspector/promises';
 import { join } from 'node:path';
 import { LoadGenerator } from './load.js';
 import { scenarios } from './scenarios.js';
-import { benchClients, startArbiter } from './servers.js';
+import { loadConfig } from '../src/config/index.js';
+import { benchClients, startArbiter, startBaselineTarget } from './servers.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+/** `library`: the bare oidc-provider of bench:peers in this process, to see what Arbiter adds. */
+const TARGET = process.env.BENCH_PROFILE_TARGET === 'library' ? 'library' : 'arbiter';
 const SCENARIO = process.env.BENCH_PROFILE_SCENARIO ?? 'client_credentials, client_secret_basic';
 const DIRECTORY = process.env.BENCH_PROFILE_DIR ?? '/tmp/arbiter-profiles';
 /** This checkout's URL, left out of the frames' file names. */
@@ -30,7 +37,8 @@ async function main(): Promise<void> {
   const scenario = scenarios(clients).find((candidate) => candidate.name === SCENARIO);
   if (!scenario) throw new Error(`no scenario named "${SCENARIO}"`);
   const load = new LoadGenerator();
-  const arbiter = await startArbiter(clients);
+  const arbiter =
+    TARGET === 'library' ? await startBaselineTarget(clients, loadConfig({}).ttl) : await startArbiter(clients);
   const session = new Session();
   session.connect();
   try {
@@ -46,7 +54,7 @@ async function main(): Promise<void> {
     };
     await load.run({ ...job, warmupSeconds: 0, seconds: 2 });
 
-    const processes = { 'this process (Arbiter)': process.pid, 'load generator': load.pid!, ...opaProcesses() };
+    const processes = { [`this process (${TARGET})`]: process.pid, 'load generator': load.pid!, ...opaProcesses() };
     const before = cpuSeconds(processes);
     const threadsBefore = threadCpuSeconds();
     await session.post('Profiler.setSamplingInterval', { interval: 500 });
@@ -61,7 +69,7 @@ async function main(): Promise<void> {
     const file = join(DIRECTORY, `arbiter-${Date.now()}.cpuprofile`);
     writeFileSync(file, JSON.stringify(profile));
     console.log(
-      `\n${scenario.name}: ${result.rps.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.errors + result.non2xx} errors over ${result.seconds.toFixed(1)} s, ${CONNECTIONS} connections\n`,
+      `\n${scenario.name}: ${result.requests} requests, ${result.rps.toFixed(0)} req/s, p50 ${result.p50} ms, p99 ${result.p99} ms, ${result.errors + result.non2xx} errors over ${result.seconds.toFixed(1)} s, ${CONNECTIONS} connections\n`,
     );
     console.log('CPU seconds during the measured window (per 1,000 requests):');
     for (const name of Object.keys(processes)) {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Context, Next, ParameterizedContext } from 'koa';
 import { HttpError } from './errors.js';
 import type { RequestState } from './state.js';
@@ -255,7 +255,7 @@ function lockedFor(window: WindowCount | undefined, limit: number, counted: numb
 
 /** Identities are chosen by callers (any client id): a digest keeps each key short. */
 function keyOf(identity: string): string {
-  return createHash('sha256').update(identity).digest('base64url');
+  return hash('sha256', identity, 'base64url');
 }
 
 function tooManyFailures(ctx: Context, retryAfter: number, reason: string): HttpError {

@@ -12,6 +12,7 @@ import { outboundOptionsOf } from '../http/outbound.js';
 import {
   everyClientMayAskForEveryType,
   findJwtAccessTokensToo,
+  givenTokenParametersOnly,
   noNonceInRefreshedIdTokens,
   refetchClientKeysOnUnfamiliarKid,
 } from './internals.js';
@@ -45,6 +46,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
   everyClientMayAskForEveryType(provider);
   findJwtAccessTokensToo(provider, jwtAccessTokenLookup(context));
   noNonceInRefreshedIdTokens(provider);
+  givenTokenParametersOnly(provider);
   refetchClientKeysOnUnfamiliarKid();
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * How a secret value (a token, a code, an upstream `state`) is kept when it must be looked up
@@ -6,5 +6,5 @@ import { createHash } from 'node:crypto';
  * digest cannot be reversed, and a copy of the store hands out nothing usable.
  */
 export function storageDigest(value: string): string {
-  return createHash('sha256').update(value, 'utf8').digest('base64url');
+  return hash('sha256', value, 'base64url');
 }

@@ -10,6 +10,7 @@ import {
   compareClientSecretsWith,
   findJwtAccessTokensToo,
   findTokenByValue,
+  givenTokenParametersOnly,
   knownScopes,
   noNonceInRefreshedIdTokens,
   refetchClientKeysOnUnfamiliarKid,
@@ -117,6 +118,34 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
     expect(header).to.include({ typ: 'token-introspection+jwt', alg: 'RS256' });
     expect(payload).to.include({ aud: 'probe', iss: 'http://127.0.0.1:5' });
     expect(payload.token_introspection).to.deep.equal({ active: false });
+  });
+
+  it("keeps only the given parameters in /token's params, on a provider's own OIDCContext class; other routes keep every allowed one", async function () {
+    const clients = [{ client_id: 'probe', client_secret: 'stored', redirect_uris: ['https://probe.example/cb'] }];
+    const own = new Provider('http://127.0.0.1:6', { clients });
+    const other = new Provider('http://127.0.0.1:7', { clients });
+    givenTokenParametersOnly(own);
+    const paramsAt = async (target: Provider, route: string) => {
+      const req = new IncomingMessage(new Socket());
+      const authorization = `Basic ${Buffer.from('probe:stored').toString('base64')}`;
+      Object.assign(req, { headers: { authorization }, method: 'POST', url: '/token' });
+      const ctx = ownRouteContext(target, target.createContext(req, new ServerResponse(req)) as never, route);
+      const form = { grant_type: 'client_credentials', scope: 'read', unlisted: 'x' };
+      await authenticateClient(ctx, form, ['grant_type', 'scope', 'code', 'refresh_token', 'resource']);
+      return ctx.oidc.params as { toPlainObject(): object };
+    };
+    const atToken = await paramsAt(own, 'token');
+    expect(Object.keys(atToken)).to.have.members(['grant_type', 'scope']);
+    expect(atToken.toPlainObject(), "still oidc-provider's Params").to.deep.equal({
+      grant_type: 'client_credentials',
+      scope: 'read',
+    });
+    expect(Object.keys(await paramsAt(own, 'introspection')), 'another route').to.include('code');
+    expect(Object.keys(await paramsAt(other, 'token')), 'another provider').to.include('code');
+    // Why: /token assembles every registered grant's parameters, then walks and prunes them (lib/actions/token.js).
+    const source = await readFile(createRequire(import.meta.url).resolve('oidc-provider/lib/actions/token.js'), 'utf8');
+    expect(source).to.contain('...grantTypeParams.get(undefined),');
+    expect(source).to.contain('delete ctx.oidc.params[key];');
   });
 
   it('lets the client secret comparison be replaced on a provider of its own', async function () {

@@ -2,6 +2,7 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import { requestInput, type DecisionInput } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { clientInput } from '../clients/input.js';
+import { oidcParams } from '../shared/oidc-params.js';
 import { resolveResources, resourceList } from '../shared/resources.js';
 import { decisionScopes } from './claims-request.js';
 import { subjectInput } from '../shared/subject-input.js';
@@ -19,7 +20,7 @@ export async function authorizeDecisionInput(
   tenant: string,
   accountId: string,
 ): Promise<DecisionInput> {
-  const params = ctx.oidc.params as Record<string, unknown>;
+  const params = oidcParams(ctx);
   const requested = [...new Set(resourceList(params.resource))];
   const hint = typeof params.resource_type === 'string' ? params.resource_type : null;
   const resources = await resolveResources(store, tenant, requested, hint);

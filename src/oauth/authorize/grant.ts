@@ -4,6 +4,7 @@ import type { Decision, RequestInput } from '../../policy/index.js';
 import type { ConfigurationSlice } from '../context.js';
 import { claims as claimsByScope, claimsOf } from '../claims.js';
 import { enforce } from '../shared/enforce.js';
+import { oidcParams } from '../shared/oidc-params.js';
 import { narrowedScopes, rememberDecision } from '../token/grants/decision.js';
 import { scopeParameter } from './claims-request.js';
 import { authorizeDecisionInput } from './decision-input.js';
@@ -30,7 +31,7 @@ export const policyConsent: ConfigurationSlice = ({ store, policy, tenant }) => 
     enforce.oauth(outcome);
     const perResource = scopesPerResource(outcome.input.request, outcome.decision);
     const grant = new ctx.oidc.provider.Grant({ accountId, clientId: ctx.oidc.client!.clientId });
-    const asked = scopeParameter(ctx.oidc.params?.scope);
+    const asked = scopeParameter(oidcParams(ctx).scope);
     grantExactly(ctx, grant, asked, perResource, outcome.decision);
     grantRequestedClaims(ctx, grant, narrowedScopes(outcome.input.request.scopes, outcome.decision));
     await grant.save();

@@ -6,6 +6,7 @@ import type { PolicyEngine } from '../../policy/index.js';
 import { assertRegisteredAuthMethod } from '../clients/auth-method.js';
 import type { ConfigurationSlice } from '../context.js';
 import { MAX_RESOURCE_INDICATORS, resourceList } from '../shared/resources.js';
+import { oidcParams } from '../shared/oidc-params.js';
 
 /** oidc-provider's name of the /par route (RFC 9126). */
 const PAR_ROUTE = 'pushed_authorization_request';
@@ -49,7 +50,7 @@ async function checkAuthorizationRequest(
     throw new errors.InvalidRequest('resource_types must be a comma-separated list of type URIs');
   }
   // As oidc-provider assembled them, so that a pushed request or a request object is checked too.
-  checkResourceList(resourceList(ctx.oidc.params?.resource));
+  checkResourceList(resourceList(oidcParams(ctx).resource));
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import { credentialWasRight } from '../../http/auth-failures.js';
+import { oidcParams } from '../shared/oidc-params.js';
 
 /**
  * The client authentication methods of the spec, at every endpoint where oidc-provider authenticates
@@ -38,7 +39,5 @@ export function assertRegisteredAuthMethod(ctx: KoaContextWithOIDC): void {
 
 /** A client_secret in the form: /par's parameters (ctx.oidc.params) are the authorization request's alone, so the body too. */
 function secretInForm(ctx: KoaContextWithOIDC): boolean {
-  const params = ctx.oidc.params as Record<string, unknown> | undefined;
-  const body = ctx.oidc.body as Record<string, unknown> | undefined;
-  return params?.client_secret !== undefined || body?.client_secret !== undefined;
+  return oidcParams(ctx).client_secret !== undefined || ctx.oidc.body?.client_secret !== undefined;
 }

@@ -1,4 +1,4 @@
-import { createHmac, createSecretKey, randomBytes, timingSafeEqual } from 'node:crypto';
+import { hash as sha256Of, randomBytes, timingSafeEqual } from 'node:crypto';
 import { hash, verify } from '@node-rs/bcrypt';
 import { LRUCache } from 'lru-cache';
 import Provider from 'oidc-provider';
@@ -80,15 +80,19 @@ export function wasGenerated(secret: string, registrationType: string | undefine
  * check takes about 50 ms of CPU), which is right at rest and wrong on every request:
  *
  * - the check runs in libuv's thread pool (@node-rs/bcrypt), never on the event loop;
- * - a *successful* check is remembered for a short while, under an HMAC of the client id, the
+ * - a *successful* check is remembered for a short while, under a keyed SHA-256 of the client id, the
  *   stored hash and the presented secret with a key that lives only in this process's memory.
  *   Nothing in the cache can be turned back into a secret or used on another node; a changed
  *   secret (another stored hash) or a wrong one never matches an entry; a disabled or deleted
  *   client is refused by its lookup before its secret is compared. Failures are never cached.
  */
 export class SecretVerifier {
-  /** A KeyObject, not the bytes: Node prepares a Buffer key anew for every HMAC (about 10 µs on Node 24). */
-  private readonly key = createSecretKey(randomBytes(32));
+  /**
+   * The key of the cache's ids, which live only in this process's memory and are only compared
+   * with each other: a SHA-256 of the key and the fields (one call, about 1 µs) rather than an
+   * HMAC (an object and a key set-up each time: about 6 µs on Node 24).
+   */
+  private readonly key = randomBytes(32).toString('base64url');
   private readonly verified: LRUCache<string, true>;
   /** Checks under way: simultaneous requests with the same secret share one BCrypt run. */
   private readonly pending = new Map<string, Promise<boolean>>();
@@ -99,13 +103,7 @@ export class SecretVerifier {
 
   async verify(sealer: Sealer, clientId: string, presented: string, stored: string): Promise<boolean> {
     if (stored.startsWith(KEYED_DIGEST_PREFIX)) return sameDigest(generatedSecretDigest(sealer, presented), stored);
-    const id = createHmac('sha256', this.key)
-      .update(clientId)
-      .update('\0')
-      .update(stored)
-      .update('\0')
-      .update(presented)
-      .digest('base64url');
+    const id = sha256Of('sha256', `${this.key}\0${clientId}\0${stored}\0${presented}`, 'base64url');
     if (this.verified.has(id)) return true;
     let check = this.pending.get(id);
     if (!check) {

@@ -1,7 +1,7 @@
 import type Provider from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import { storageDigest, type Store } from '../../store/index.js';
-import { tokenParameters } from '../token/grants/handler.js';
+import { oidcParams } from '../shared/oidc-params.js';
 import type { GrantSource, SourceLookup } from '../token/grants/token-input.js';
 
 /** RFC 8628 §3.2: the polling interval a device keeps to when the response names none (5 seconds). */
@@ -20,7 +20,7 @@ const DEVICE_CODE = /^[A-Za-z0-9_-]{16,128}$/;
  */
 export function deviceCodeAwaitingUser(provider: Provider, store: Store): SourceLookup {
   return async (ctx) => {
-    const value = tokenParameters(ctx).device_code ?? '';
+    const value = oidcParams(ctx).device_code ?? '';
     const code = DEVICE_CODE.test(value)
       ? await provider.DeviceCode.find(value, { ignoreExpiration: true })
       : undefined;

@@ -2,6 +2,7 @@ import { CLIENT_AUTH_METHODS } from '../clients/auth-method.js';
 import { providerIssuer, type ConfigurationSlice } from '../context.js';
 import { decisionOf } from './grants/decision.js';
 import { defaultResourceForDetails } from '../shared/rar.js';
+import { oidcParams } from '../shared/oidc-params.js';
 import { accessTokenFormatOf, resourceServerFormat } from './jwt-access-tokens.js';
 
 /** Client authentication methods of the spec (CLIENT_AUTH_METHODS). */
@@ -65,9 +66,7 @@ export const resourceIndicators: ConfigurationSlice = (context) => ({
       useGrantedResource: async () => true,
       async getResourceServerInfo(ctx, resourceIndicator) {
         const decision = decisionOf(ctx);
-        const offered = decision
-          ? (decision.scopes ?? [])
-          : ((ctx.oidc.params?.scope as string | undefined)?.split(' ') ?? []);
+        const offered = decision ? (decision.scopes ?? []) : (oidcParams(ctx).scope?.split(' ') ?? []);
         // Opaque, or RFC 9068 JWT where the resource server's record asks for it (jwt-access-tokens.ts).
         const format = await accessTokenFormatOf(context.store, context.tenant, resourceIndicator);
         return { scope: offered.join(' '), audience: resourceIndicator, ...resourceServerFormat(format) };

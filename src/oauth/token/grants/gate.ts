@@ -8,7 +8,8 @@ import { enforce } from '../../shared/enforce.js';
 import { REPEATABLE_PARAMETERS, resourceList } from '../../shared/resources.js';
 import { decisionOf, narrowedScopes, rememberDecision } from './decision.js';
 import { recognizeScopes, type BuiltInGrant } from '../../internals.js';
-import { tokenParameters, type GrantHandler } from './handler.js';
+import { oidcParams } from '../../shared/oidc-params.js';
+import type { GrantHandler } from './handler.js';
 import { DEVICE_CODE_GRANT, tokenDecisionInput, type GrantSource, type SourceLookup } from './token-input.js';
 
 export interface GateDeps {
@@ -83,7 +84,7 @@ const REQUIRED_PARAMETERS: Record<string, string[]> = {
 };
 
 function assertRequiredParameters(ctx: KoaContextWithOIDC, grantType: string): void {
-  const params = tokenParameters(ctx);
+  const params = oidcParams(ctx);
   const missing = (REQUIRED_PARAMETERS[grantType] ?? []).find((name) => !params[name]);
   if (missing) throw new errors.InvalidRequest(`missing required parameter '${missing}'`);
 }
@@ -95,7 +96,7 @@ function assertRequiredParameters(ctx: KoaContextWithOIDC, grantType: string): v
  * here has one audience, which introspection reports), whatever the policy would grant.
  */
 function assertOneResource(ctx: KoaContextWithOIDC, grantType: string): void {
-  if (resourceList(ctx.oidc.params?.resource).length <= 1) return;
+  if (resourceList(oidcParams(ctx).resource).length <= 1) return;
   throw new errors.InvalidTarget(
     grantType === 'client_credentials'
       ? 'a client_credentials token is for one resource: ask for one token per resource'
@@ -117,7 +118,7 @@ async function forNamedResource(
 ): Promise<GrantSource> {
   const carried = resourceList(source.resource);
   if (carried.length <= 1) return source;
-  const named = (ctx.oidc.params as Record<string, unknown>).resource;
+  const named = oidcParams(ctx).resource;
   if (typeof named !== 'string')
     throw new errors.InvalidTarget(
       'this authorization covers several resources: name the one the token is for with the resource parameter',
@@ -136,7 +137,7 @@ async function grantSource(
   ctx: KoaContextWithOIDC,
   grantType: string,
 ): Promise<GrantSource | undefined> {
-  const params = tokenParameters(ctx);
+  const params = oidcParams(ctx);
   if (grantType === 'authorization_code' && params.code)
     return (await provider.AuthorizationCode.find(params.code)) as GrantSource | undefined;
   if (grantType === 'refresh_token' && params.refresh_token)
@@ -152,7 +153,7 @@ async function grantSource(
  * it (a refused refresh must not cost the client its refresh token).
  */
 function assertWithinSource(ctx: KoaContextWithOIDC, source: GrantSource): void {
-  const params = tokenParameters(ctx);
+  const params = oidcParams(ctx);
   if (params.grant_type === 'refresh_token' && params.scope) {
     const held = new Set((source.scope ?? '').split(' ').filter(Boolean));
     const beyond = params.scope.split(' ').filter((scope) => scope && !held.has(scope));

@@ -31,14 +31,6 @@ export function registerGrantHandlers(provider: Provider, handlers: GrantHandler
 }
 
 /**
- * The token request's parameters as oidc-provider read them (only those the grant declares, each
- * a string, or absent): the one place its untyped `ctx.oidc.params` is read as such.
- */
-export function tokenParameters(ctx: KoaContextWithOIDC): Readonly<Record<string, string | undefined>> {
-  return (ctx.oidc.params ?? {}) as Record<string, string | undefined>;
-}
-
-/**
  * RFC 6749 §3.3 and §5.1: a `scope` holds at least one scope token. A token granted none (for a
  * resource server the policy offers no scope of those asked, as a sign-in's `openid profile`
  * asked of an API) has no scope to list: the member is left out rather than sent empty.

@@ -5,7 +5,7 @@ import type { Store } from '../../../store/index.js';
 import { clientInput } from '../../clients/input.js';
 import { resolveResource } from '../../shared/resources.js';
 import { subjectInput } from '../../shared/subject-input.js';
-import { tokenParameters } from './handler.js';
+import { oidcParams } from '../../shared/oidc-params.js';
 
 /** RFC 8628 §3.4: the device code grant. */
 export const DEVICE_CODE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
@@ -33,7 +33,7 @@ export async function tokenDecisionInput(
   tenant: string,
   source: GrantSource | undefined,
 ): Promise<DecisionInput> {
-  const params = tokenParameters(ctx);
+  const params = oidcParams(ctx);
   const resource = params.resource ?? firstResource(source?.resource) ?? null;
   const resolved = await resolveResource(store, tenant, resource, params.resource_type ?? null);
   const client = ctx.oidc.client!;
@@ -62,7 +62,10 @@ export async function tokenDecisionInput(
  * nor does a device code's (RFC 8628 §3.4), so it asks for exactly what the code carries,
  * whatever the request says.
  */
-function requestedScopes(params: Record<string, string | undefined>, source: GrantSource | undefined): string[] {
+function requestedScopes(
+  params: Readonly<Record<string, string | undefined>>,
+  source: GrantSource | undefined,
+): string[] {
   const carried = source?.scope?.split(' ').filter(Boolean) ?? [];
   if (params.grant_type === 'authorization_code' || params.grant_type === DEVICE_CODE_GRANT) return carried;
   return params.scope ? params.scope.split(' ').filter(Boolean) : carried;

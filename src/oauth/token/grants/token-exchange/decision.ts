@@ -10,7 +10,7 @@ import { rememberDecision } from '../decision.js';
 import { ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE, type ExchangeParameters } from './parameters.js';
 import type { ResolvedSubject } from './subject.js';
 import { definedOnly } from '../token-input.js';
-import { tokenParameters } from '../handler.js';
+import { oidcParams } from '../../../shared/oidc-params.js';
 
 /**
  * The `token_exchange` decision: the request, the client, the subject the token stands for, the
@@ -24,7 +24,7 @@ export async function decideExchange(
   resolved: ResolvedSubject,
   actor: ResolvedSubject | null,
 ): Promise<DecisionOutcome> {
-  const params = tokenParameters(ctx);
+  const params = oidcParams(ctx);
   const held = resolved.token.scopes;
   // RFC 8693 §2.1 with the spec: an access token is exchanged for at most what it carries.
   if (resolved.token.token_type === ACCESS_TOKEN_TYPE) {

@@ -1,5 +1,6 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
+import { oidcParams } from '../../../shared/oidc-params.js';
 
 /** RFC 8693 §2.1: the grant type and the token type identifiers of §3. */
 export const TOKEN_EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
@@ -55,7 +56,7 @@ export interface ExchangeParameters {
 
 /** RFC 8693 §2.1–§2.2.2: what the request must carry, checked before anything is looked up. */
 export function exchangeParameters(ctx: KoaContextWithOIDC): ExchangeParameters {
-  const params = ctx.oidc.params as Record<string, unknown>;
+  const params = oidcParams(ctx);
   const subjectToken = single(params, 'subject_token');
   const subjectTokenType = single(params, 'subject_token_type');
   if (!subjectToken) throw new errors.InvalidRequest("missing required parameter 'subject_token'");

@@ -14,7 +14,8 @@ import {
 import { clientInput } from '../../../clients/input.js';
 import { refusalOf } from '../../../shared/enforce.js';
 import type { GateDeps } from '../gate.js';
-import { tokenParameters, type GrantHandler } from '../handler.js';
+import { oidcParams } from '../../../shared/oidc-params.js';
+import type { GrantHandler } from '../handler.js';
 import { issueAccessToken } from '../issue.js';
 import { assertKeyHeld, heldKeys, issuedBinding, type HeldKeys, type SenderDeps } from '../sender-binding.js';
 import { resolveAccessToken } from '../token-exchange/access-token.js';
@@ -38,7 +39,7 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps & SenderDeps):
     grantType: UMA_TICKET,
     parameters: UMA_TICKET_PARAMETERS,
     async handle(ctx: KoaContextWithOIDC): Promise<void> {
-      const params = tokenParameters(ctx);
+      const params = oidcParams(ctx);
       if (!params.ticket) throw new errors.InvalidRequest("missing required parameter 'ticket'");
       const ticket = await findTicket(deps.store, deps.tenant, params.ticket);
       if (!ticket)
