@@ -21,6 +21,7 @@ import { DEFAULT_TENANT } from '../src/store/index.js';
 import { basic, FORM } from '../test/support/oauth.js';
 import { startTestServer, type TestServer } from '../test/support/server.js';
 import { LoadGenerator, type LoadResult } from './load.js';
+import { receiverStream, tokenOf, type Client } from './signals-setup.js';
 import { writeResults } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
@@ -29,18 +30,14 @@ const TOKENS = Number(process.env.BENCH_TOKENS ?? 10_000);
 const CLIENTS = 20;
 const GOAL_RATIO = 0.8;
 
-interface Client {
-  id: string;
-  secret: string;
-}
-
 async function main(): Promise<void> {
   const startedAt = new Date();
   const server = await startTestServer({ OUTBOX_POLL_MS: '200' });
   const load = new LoadGenerator();
   try {
     await server.waitUntilReady();
-    await pollStream(server);
+    // A poll stream covering every subject: the SETs are queued for it, not pushed anywhere.
+    await receiverStream(server, 'bench-receiver', { method: 'urn:ietf:rfc:8936' });
     const clients = await makeClients(server);
     await introspectOnce(server, clients);
     await copyIntrospections(server, TOKENS);
@@ -96,27 +93,6 @@ async function main(): Promise<void> {
   }
 }
 
-/** A poll stream covering every subject: the SETs are queued for it, not pushed anywhere. */
-async function pollStream(server: TestServer): Promise<void> {
-  const secret = 'signals-bench-receiver-secret';
-  await server.admin('POST', '/clients', {
-    clientId: 'bench-receiver',
-    clientType: 'confidential',
-    clientSecret: bcrypt.hashSync(secret, 4),
-    scopes: ['ssf.manage'],
-  });
-  const token = await tokenOf(server, { id: 'bench-receiver', secret }, 'ssf.manage');
-  const created = await server.request('/ssf/streams', {
-    method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-    body: JSON.stringify({
-      delivery: { method: 'urn:ietf:rfc:8936' },
-      events_requested: ['https://schemas.openid.net/secevent/caep/event-type/session-revoked'],
-    }),
-  });
-  if (created.status !== 201) throw new Error(`stream not created: ${created.status}`);
-}
-
 async function makeClients(server: TestServer): Promise<Client[]> {
   const clients: Client[] = [];
   for (let index = 0; index < CLIENTS; index++) {
@@ -130,17 +106,6 @@ async function makeClients(server: TestServer): Promise<Client[]> {
     clients.push(client);
   }
   return clients;
-}
-
-async function tokenOf(server: TestServer, client: Client, scope: string): Promise<string> {
-  const response = await server.request('/token', {
-    method: 'POST',
-    headers: { ...FORM, Authorization: basic(client.id, client.secret) },
-    body: new URLSearchParams({ grant_type: 'client_credentials', scope }).toString(),
-  });
-  const body = (await response.json()) as { access_token?: string };
-  if (!body.access_token) throw new Error(`no token: ${response.status}`);
-  return body.access_token;
 }
 
 /** Each client introspects its own token once (allowed): a recorded introspection of a live token. */

@@ -5,7 +5,7 @@ import { dataEntryProblem, type PolicyEngine, type PolicyLab } from './policy/in
 import type { Sealer, Store } from './store/index.js';
 import type { Logger } from './log/index.js';
 import { tellClientsOfLogout, type TenantProviders } from './oauth/index.js';
-import { adminChangeSignals, type PolicyChangeSignals, type Transmitter } from './signals/index.js';
+import { adminChangeSignals, tenantSignalsView, type PolicyChangeSignals, type Transmitter } from './signals/index.js';
 import type { Outbox } from './outbox/index.js';
 
 /** What the Admin API is built with (src/routes.ts hands it the server's parts). */
@@ -92,6 +92,7 @@ export function adminApi(
       tellClientsOfLogout((tenant) => providers.providerFor(tenant), store, tenantId, subjectId, log),
     changed: adminChangeSignals(store, signals.transmitter),
     outbox: signals.outbox,
+    signalsView: (tenant) => tenantSignalsView(store, signals.outbox, tenant),
     tenants: config.tenants,
     decorate: { 'policy-data': (data: AdminRecord) => ({ inBundle: isBundled(data) }) },
     // A proposed change is checked file by file, then as one bundle (the lab's), before its impact is replayed.

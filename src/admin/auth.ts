@@ -90,9 +90,10 @@ export function assertRoleMay(ctx: AdminContext, route: string): void {
 
 /**
  * Operations that act on the server as a whole, never on one tenant: a key confined to tenants
- * gets none of them (its own GET /api-keys/current aside).
+ * gets none of them (its own GET /api-keys/current aside). The outbox is every tenant's (its
+ * failing entries name their tenants): a confined key reads its tenant's part at GET /signals/streams.
  */
-const SERVER_WIDE_SEGMENTS = new Set([API_KEYS_SEGMENT, 'tenants', 'policy-shadow', 'policy-impact']);
+const SERVER_WIDE_SEGMENTS = new Set([API_KEYS_SEGMENT, 'tenants', 'policy-shadow', 'policy-impact', 'outbox']);
 /** Records whose default (no tenant) is shared by every tenant: the bundle's policy. */
 const SHARED_BY_DEFAULT_SEGMENTS = new Set(['policy-rules', 'policy-data']);
 

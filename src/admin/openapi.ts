@@ -533,6 +533,16 @@ const OPERATIONS: AdminOperation[] = [
   },
   {
     method: 'get',
+    path: '/signals/streams',
+    operationId: 'getSignalStreams',
+    summary:
+      "The tenant's Shared Signals streams (docs/signals.md): each stream's receiver, delivery method, status and events requested, with what waits for it in the outbox (pending, retrying, the oldest's age, the last failure); and the tenant's outbox entries per topic. Read-only; a key confined to tenants reads its tenants' here (GET /outbox is server-wide)",
+    tag: 'signals',
+    parameters: TENANT_PARAMETERS,
+    success: { 200: { description: "the tenant's streams and outbox topics", schema: schemaRef('SignalStreams') } },
+  },
+  {
+    method: 'get',
     path: '/openapi.json',
     operationId: 'getOpenApiDocument',
     summary: 'This document',
@@ -745,6 +755,7 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         Valid: VALID_SCHEMA,
         Revoked: REVOKED_SCHEMA,
         Outbox: OUTBOX_SCHEMA,
+        SignalStreams: SIGNAL_STREAMS_SCHEMA,
         SecretRotation: SECRET_ROTATION_SCHEMA,
         RotatedSecret: ROTATED_SECRET_SCHEMA,
         Version: VERSION_SCHEMA,
@@ -1196,6 +1207,64 @@ const OUTBOX_SCHEMA = object({
       nextAttemptAt: { type: 'string', format: 'date-time' },
       lastError: { type: ['string', 'null'], description: 'why the last attempt failed (never a secret)' },
     }),
+  },
+});
+
+/** What waits in the outbox for one stream or topic (src/signals/delivery-view.ts). */
+const PENDING_DELIVERY_PROPERTIES = {
+  pending: { type: 'integer', minimum: 0, description: 'entries not yet delivered' },
+  retrying: { type: 'integer', minimum: 0, description: 'pending entries whose delivery failed at least once' },
+  oldestPendingSeconds: {
+    type: 'number',
+    minimum: 0,
+    description: 'age of the oldest entry not yet delivered (0: none)',
+  },
+  attempts: { type: 'integer', minimum: 0, description: "the oldest failing entry's failed attempts (0: none)" },
+  nextAttemptAt: { ...nullableString, format: 'date-time', description: "the oldest failing entry's next attempt" },
+  lastError: { ...nullableString, description: "why the oldest failing entry's last attempt failed (never a secret)" },
+};
+
+/** GET /signals/streams (src/signals/delivery-view.ts). */
+const SIGNAL_STREAMS_SCHEMA = object({
+  streams: {
+    type: 'array',
+    items: object({
+      streamId: string,
+      receiver: { type: 'string', description: "the receiver's client_id (the stream's owner and its SETs' aud)" },
+      deliveryMethod: {
+        enum: ['urn:ietf:rfc:8935', 'urn:ietf:rfc:8936'],
+        description: 'push (RFC 8935) or poll (RFC 8936)',
+      },
+      endpoint: {
+        ...nullableString,
+        description:
+          "a push stream's endpoint_url, origin and path only (a query may hold a credential); null for poll",
+      },
+      status: { enum: ['enabled', 'paused', 'disabled'] },
+      reason: nullableString,
+      eventsRequested: { type: 'array', items: string },
+      defaultSubjects: { enum: ['ALL', 'NONE'] },
+      subjects: { type: 'integer', minimum: 0, description: 'subject identifiers added to the stream' },
+      createdAt: dateTime,
+      delivery: object({
+        ...PENDING_DELIVERY_PROPERTIES,
+        awaitingAcknowledgement: {
+          type: ['integer', 'null'],
+          minimum: 0,
+          description: "a poll stream's SETs handed to its receiver's queue and not yet acknowledged; null for push",
+        },
+      }),
+    }),
+  },
+  topics: {
+    type: 'array',
+    description: "the tenant's outbox entries per topic (`ssf`, `backchannel-logout`); topics with none are left out",
+    items: object({ topic: string, ...PENDING_DELIVERY_PROPERTIES }),
+  },
+  complete: {
+    type: 'boolean',
+    description:
+      "false when the outbox held more entries than were read (the oldest 10,000 of every tenant's): the counts are of those",
   },
 });
 

@@ -21,7 +21,7 @@ import { clientSecretRoutes } from './client-secret.js';
 import { policyLabRoutes, POLICY_COLLECTIONS, type PolicyLabRouteOptions } from './policy-lab.js';
 import type { Store } from '../store/index.js';
 import type { AdminContext } from './state.js';
-import type { AdminChange } from '../signals/index.js';
+import type { AdminChange, TenantSignalsView } from '../signals/index.js';
 
 export interface AdminOptions {
   /** The bootstrap key and the named keys (GET/POST /api-keys…). */
@@ -60,6 +60,8 @@ export interface AdminOptions {
   changed?: (change: AdminChange) => Promise<unknown>;
   /** GET /outbox: the durable outbox's state (src/outbox), absent: not served. */
   outbox?: OutboxView;
+  /** GET /signals/streams: a tenant's Shared Signals streams and what waits for them (src/signals), absent: not served. */
+  signalsView?: (tenant: string) => Promise<TenantSignalsView>;
 }
 
 /** What GET /outbox shows of the outbox (src/outbox's Outbox). */
@@ -150,6 +152,11 @@ export function adminRouter(store: import('../store/index.js').Store, options: A
         lastError: entry.lastError ?? null,
       })),
     };
+  });
+  router.get('/signals/streams', async (ctx) => {
+    const { signalsView } = options;
+    if (!signalsView) throw notFound('this server transmits no Shared Signals');
+    ctx.body = await signalsView(storeTenant(tenantOf(ctx)));
   });
   tokenRevocationRoutes(router, store, (ctx) => tenantOf(ctx), options.logoutNotices, options.changed);
   clientSecretRoutes(router, store, options.sealer, options.maxBodyBytes, (ctx) => tenantOf(ctx), options.changed);

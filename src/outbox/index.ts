@@ -232,6 +232,15 @@ export class Outbox {
     return pending.filter((entry) => entry.attempts > 0).slice(0, limit);
   }
 
+  /**
+   * The oldest pending entries of every topic, at most READ_LIMIT (the Admin API's per-tenant
+   * view, src/signals/delivery-view.ts); `complete` when none was left unread.
+   */
+  async pending(): Promise<{ entries: OutboxEntry[]; complete: boolean }> {
+    const entries = await this.entries.find({}, { sort: { field: 'id', direction: 'asc' }, limit: READ_LIMIT + 1 });
+    return { entries: entries.slice(0, READ_LIMIT), complete: entries.length <= READ_LIMIT };
+  }
+
   /** Pending entries of one stream, oldest first (the Admin API's view). */
   pendingOf(stream: string, limit = 100): Promise<OutboxEntry[]> {
     return this.entries.find({ stream }, { sort: { field: 'id', direction: 'asc' }, limit });

@@ -14,3 +14,4 @@ export {
   SSF_POLICY_RECHECKS_COLLECTION,
   type IntrospectionDecisions,
 } from './policy-changes.js';
+export { tenantSignalsView, type TenantSignalsView } from './delivery-view.js';

@@ -8,6 +8,7 @@ import { auditPage } from './pages/audit.js';
 import { collectionPage } from './pages/collection.js';
 import { overviewPage } from './pages/overview.js';
 import { policyChangesPage } from './pages/policy-changes.js';
+import { signalsPage } from './pages/signals.js';
 import { whyPage } from './pages/why.js';
 import { playgroundPage } from './pages/playground.js';
 import { signInPage } from './pages/sign-in.js';
@@ -27,6 +28,7 @@ const PAGES: [Page, ...Page[]] = [
   { route: 'audit-logs', title: 'Audit log', render: auditPage },
   { route: 'playground', title: 'Decision playground', render: playgroundPage },
   { route: 'policy-changes', title: 'Policy changes', render: policyChangesPage },
+  { route: 'signals', title: 'Shared Signals', render: signalsPage },
   { route: 'api-keys', title: 'API keys', render: apiKeysPage },
   {
     route: 'tenants',

@@ -45,6 +45,8 @@ interface Impact {
   changed: ChangedDecision[];
   summary: { byPoint: Record<string, Counts>; byClient: Record<string, Counts> };
   revisions: { live: string; candidate: string };
+  /** What applying it would signal to Shared Signals receivers (absent: this server sends none from policy). */
+  signals?: { liveTokens: number; receivers: number };
   ms: number;
 }
 
@@ -366,8 +368,36 @@ function impactView(impact: Impact): HTMLElement {
       {},
       `${impact.replayed} decisions replayed${impact.skipped ? ` (${impact.skipped} recorded inputs no longer fit their point and were skipped)` : ''}; ${impact.changed.length} would change${words ? `: ${words}` : ''}.`,
     ),
+    impact.signals ? signalsLine(impact.signals) : null,
     impact.changed.length ? changesTable('Decisions this change would decide otherwise', impact.changed) : null,
     summaryTable('By client', impact.summary.byClient),
+  );
+}
+
+/**
+ * What applying the change tells Shared Signals receivers: the live tokens it would refuse or
+ * narrow (decided again at the introspection point, as the recheck after it is applied does) and
+ * the streams told; said plainly when no receiver would hear of it.
+ */
+function signalsLine(signals: { liveTokens: number; receivers: number }): HTMLElement {
+  const tokens = plural(signals.liveTokens, 'live token');
+  if (signals.receivers === 0)
+    return h(
+      'p',
+      { class: 'impact-signals' },
+      signals.liveTokens === 0
+        ? 'Shared Signals: applying it tells no receiver.'
+        : `Shared Signals: no receiver listens for these changes: ${tokens} would be refused or narrowed, and nobody is told.`,
+    );
+  return h(
+    'p',
+    { class: 'impact-signals' },
+    h(
+      'strong',
+      {},
+      `Applying it tells ${plural(signals.receivers, 'receiver stream')} about ${tokens} it refuses or narrows`,
+    ),
+    ' (CAEP session-revoked or token-claims-change, once it is in force).',
   );
 }
 
