@@ -109,6 +109,7 @@ describe('unit: TenantProviders, one provider per tenant with its own keys (oaut
 
   it('lets a tenant go once no request used it for the idle time, and builds it again when one comes', async function () {
     let built = 0;
+    providers.close();
     providers = new TenantProviders(
       (...args) => {
         built += 1;
@@ -132,6 +133,7 @@ describe('unit: TenantProviders, one provider per tenant with its own keys (oaut
 
   it("lets an idle tenant go on its sweep, and keeps no request's async context alive (timers armed by requests)", async function () {
     let built = 0;
+    providers.close();
     providers = new TenantProviders(
       (...args) => {
         built += 1;
