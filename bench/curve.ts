@@ -140,7 +140,7 @@ async function measureDimension(dimension: CurveDimension, load: LoadGenerator):
       for (const turn of turns) {
         const figures =
           dimension.kind === 'throughput'
-            ? [await throughput(sides[turn[0]!]!, load)]
+            ? [await throughput(sides[turn[0]!]!, pids[turn[0]!]!, load)]
             : await latencyWindow(turn.map((index) => sides[index]!));
         for (const [position, index] of turn.entries()) {
           const measured = figures[position]!;
@@ -167,8 +167,9 @@ async function prime(side: CurveSide, load: LoadGenerator): Promise<void> {
     await load.run({ ...side.job, cycle: false, connections: 4, warmupSeconds: 0, seconds: 600 });
 }
 
-async function throughput(side: CurveSide, load: LoadGenerator): Promise<Figures> {
-  const { measured } = await load.run({
+async function throughput(side: CurveSide, pid: number, load: LoadGenerator): Promise<Figures> {
+  const cpuBefore = cpuMsOf(pid);
+  const { warmup, measured } = await load.run({
     ...side.job,
     connections: CONNECTIONS,
     warmupSeconds: WARMUP_SECONDS,
@@ -180,8 +181,20 @@ async function throughput(side: CurveSide, load: LoadGenerator): Promise<Figures
     'p50 ms': measured.p50,
     'p99 ms': measured.p99,
     'non-2xx': measured.non2xx + measured.errors,
+    // The server's CPU per response over the whole run: what a request costs, much less swayed by
+    // the machine's other load than req/s (on a shared machine the ratio to read first).
+    'CPU ms/req': (cpuMsOf(pid) - cpuBefore) / (warmup.requests + measured.requests),
   };
 }
+
+/** CPU time the process used so far (user and system, every thread), ms (/proc/<pid>/stat). */
+function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  // utime and stime are the stat file's 14th and 15th fields (the 12th and 13th after the command).
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+/** USER_HZ: Linux reports CPU times in 1/100 s. */
+const CLOCK_TICKS = 100;
 
 /**
  * The steady load on each of `sides` until every side's `beside` is done; each side's figures

@@ -295,6 +295,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
       clearInterval(purge);
       clock.stop();
       stopWatchingKeys();
+      providers.close();
       const closed = Promise.all(servers.map((each) => new Promise<void>((resolve) => each.close(() => resolve()))));
       for (const each of servers) each.closeIdleConnections();
       await inFlight.drained(SHUTDOWN_GRACE_MS);

@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type Provider from 'oidc-provider';
 import type { LoadedSecrets, ProviderSecrets, TenantKeys } from '../../../src/oauth/keys.js';
 import { TenantProviders } from '../../../src/oauth/providers.js';
@@ -106,6 +109,7 @@ describe('unit: TenantProviders, one provider per tenant with its own keys (oaut
 
   it('lets a tenant go once no request used it for the idle time, and builds it again when one comes', async function () {
     let built = 0;
+    providers.close();
     providers = new TenantProviders(
       (...args) => {
         built += 1;
@@ -126,4 +130,47 @@ describe('unit: TenantProviders, one provider per tenant with its own keys (oaut
     expect(await request(tenantOf('acme'))).to.equal('acme-0');
     expect([built, keys.reads.get('acme')], 'idle: built again, its keys read again').to.deep.equal([2, 2]);
   });
+
+  it("lets an idle tenant go on its sweep, and keeps no request's async context alive (timers armed by requests)", async function () {
+    let built = 0;
+    providers.close();
+    providers = new TenantProviders(
+      (...args) => {
+        built += 1;
+        return stubProvider(...args);
+      },
+      keys,
+      async () => vocabulary,
+      2,
+      { idleMs: IDLE_MS, clock },
+    );
+    // What a request keeps in its async context (its state, its client, its tokens).
+    const context = new AsyncLocalStorage<object>();
+    const kept = await (async () => {
+      const state = { body: 'x'.repeat(1000) };
+      await context.run(state, () => request(tenantOf('acme')));
+      await context.run(state, () => request(tenantOf('acme')));
+      return new WeakRef(state);
+    })();
+    await new Promise((resolve) => setImmediate(resolve));
+    collectGarbage();
+    expect(kept.deref(), "the request's context, once it has ended").to.equal(undefined);
+
+    now += IDLE_MS + 1;
+    providers.sweep();
+    keys.revisions.set('acme', 1);
+    expect(await providers.refresh(), 'swept: nothing of acme held any more').to.deep.equal([]);
+    expect(await request(tenantOf('acme'))).to.equal('acme-1');
+    expect(built).to.equal(2);
+  });
+
+  afterEach(function () {
+    providers.close();
+  });
 });
+
+/** A full garbage collection (gc() made reachable at run time, for this test only). */
+function collectGarbage(): void {
+  setFlagsFromString('--expose-gc');
+  (runInNewContext('gc') as () => void)();
+}
