@@ -19,7 +19,8 @@ import type { Store } from '../../store/index.js';
 import { buildBundle, snapshotOf, type PolicySnapshot } from './build.js';
 import { dataSchemaProblem, packSchemas } from './data-schemas.js';
 import { contractExampleInputs, trialProblem, type TrialInput } from './trial.js';
-import { inScratchDirectory, opaMessage, runOpa } from '../opa/binary.js';
+import { inScratchDirectory, opaMessage, runOpa, type OpaLane } from '../opa/binary.js';
+import { ContentMemo, opaOutcomeKey } from '../opa/memo.js';
 import { POLICY_PACK_DIR } from '../seed.js';
 import { NOT_ALLOWED, policySandboxLimits } from '../opa/sandbox.js';
 import {
@@ -40,13 +41,33 @@ import {
  * takes no capabilities, would run it. Other compile errors are left for OPA to refuse.
  */
 export async function sandboxProblem(opaBinary: string, bundle: Buffer): Promise<string | null> {
-  return inScratchDirectory('arbiter-bundle-sandbox-', async (dir) => {
-    const file = join(dir, 'bundle.tar.gz');
-    await writeFile(file, bundle);
-    const checked = await runOpa(opaBinary, ['check', '--bundle', file], 'live');
-    const message = opaMessage(checked, file, dir);
-    return checked.exitCode !== 0 && message.includes(NOT_ALLOWED) ? message : null;
-  });
+  const checked = await bundleChecked(opaBinary, bundle, 'live');
+  return checked && checked.includes(NOT_ALLOWED) ? checked : null;
+}
+
+/**
+ * Bundles checked, by content (opa/memo.ts): a write's check of its candidate is the check the
+ * bundle route then makes before serving that revision, and test servers share their bundles.
+ */
+const bundleChecks = new ContentMemo<string | null>({
+  maxEntries: 64,
+  maxBytes: 1024 * 1024,
+  sizeOf: (message) => message?.length ?? 0,
+});
+
+/**
+ * `opa check --bundle` with the sandbox's capabilities: null when the bundle compiles, else OPA's
+ * message (without the scratch paths). Rejects when OPA could not run (busy, killed at a limit).
+ */
+function bundleChecked(opaBinary: string, bundle: Buffer, lane: OpaLane): Promise<string | null> {
+  return bundleChecks.get(opaOutcomeKey('opa check --bundle', opaBinary, bundle), () =>
+    inScratchDirectory('arbiter-bundle-check-', async (dir) => {
+      const file = join(dir, 'bundle.tar.gz');
+      await writeFile(file, bundle);
+      const checked = await runOpa(opaBinary, ['check', '--bundle', file], lane);
+      return checked.exitCode === 0 ? null : opaMessage(checked, file, dir);
+    }),
+  );
 }
 
 /** One record written (as it would be stored, with its path or data key), or deleted (null: the record `replacesId`). */
@@ -111,22 +132,41 @@ export async function tryBundleWith(
   const tooBig = bundleSizeProblem(next, layers.live);
   if (tooBig) return { problem: `the policy bundle would be too big with ${what}: ${tooBig}` };
   try {
-    const problem = await inScratchDirectory('arbiter-bundle-check-', async (dir) => {
-      const file = join(dir, 'bundle.tar.gz');
-      await writeFile(file, await buildBundle(snapshot));
-      const checked = await runOpa(opaBinary, ['check', '--bundle', file]);
-      if (checked.exitCode !== 0)
-        return `the policy bundle would not compile with ${what}: ${opaMessage(checked, file, dir)}`;
-      const inputs = [...contractExampleInputs(), ...((await options.recordedInputs?.()) ?? [])];
-      const failure = await trialProblem(opaBinary, file, dir, snapshot, inputs);
-      return failure && `the policy bundle could not decide with ${what}: ${failure}`;
-    });
-    return problem ? { problem } : { snapshot, touched };
+    const bundle = await buildBundle(snapshot);
+    const compileProblem = await bundleChecked(opaBinary, bundle, 'submitted');
+    if (compileProblem) return { problem: `the policy bundle would not compile with ${what}: ${compileProblem}` };
+    const inputs = [...contractExampleInputs(), ...((await options.recordedInputs?.()) ?? [])];
+    const failure = await triedOn(opaBinary, bundle, snapshot, inputs);
+    return failure ? { problem: `the policy bundle could not decide with ${what}: ${failure}` } : { snapshot, touched };
   } catch (error) {
     // A dependency that cannot answer now (the store, no policy sandbox thread free) is its 503, not the change's fault.
     if (isUnavailable(error)) throw error;
     return { problem: `the policy bundle could not be built with ${what}: ${(error as Error).message}` };
   }
+}
+
+/**
+ * Trials passed, by bundle and inputs (opa/memo.ts): the same candidate tried on the same
+ * inputs passes again. Only passes are kept: a refusal may be a slow run on a busy machine
+ * (POLICY_DECISION_TIMEOUT_MS), which a retry must be able to pass.
+ */
+const trialsPassed = new ContentMemo<string | null>({ maxEntries: 256, maxBytes: 1024 * 1024, sizeOf: () => 0 });
+
+/** trial.ts's trialProblem of the bundle (written to a scratch file), unless it passed the same trial before. */
+function triedOn(
+  opaBinary: string,
+  bundle: Buffer,
+  snapshot: PolicySnapshot,
+  inputs: TrialInput[],
+): Promise<string | null> {
+  const key = opaOutcomeKey('trial', opaBinary, bundle, JSON.stringify(inputs));
+  const run = () =>
+    inScratchDirectory('arbiter-bundle-trial-', async (dir) => {
+      const file = join(dir, 'bundle.tar.gz');
+      await writeFile(file, bundle);
+      return trialProblem(opaBinary, file, dir, snapshot, inputs);
+    });
+  return trialsPassed.get(key, run, (problem) => problem === null);
 }
 
 let packSchemasRead: ReturnType<typeof packSchemas> | undefined;

@@ -17,6 +17,7 @@ import type { PolicySnapshot } from '../bundle/build.js';
 import { DECISION_POINTS, type DecisionInput, type DecisionPoint } from '../contract/types.js';
 import { inScratchDirectory, opaMessage, runOpa, type OpaLane } from './binary.js';
 import { resultVerdict, type RegoVerdict } from './driver.js';
+import { ContentMemo, opaOutcomeKey } from './memo.js';
 
 /**
  * Builtins the SDK implements in JavaScript (sprintf-js, JavaScript regular expressions, a YAML
@@ -212,8 +213,24 @@ export async function loadCompiledRego(
   return new CompiledRego(snapshot.revision, policy, new Set(module.points), onStopped, module.wasm);
 }
 
+/**
+ * Modules built, by bundle (memo.ts): a revision is built once per process, whether the live
+ * engine, impact analysis or shadow evaluation asks. A default pack's module is about 200 KB.
+ */
+const wasmBuilds = new ContentMemo<WasmBuild>({
+  maxEntries: 16,
+  maxBytes: 64 * 1024 * 1024,
+  sizeOf: (build) => ('wasm' in build ? build.wasm.byteLength : build.problem.length),
+});
+
 /** `opa build -t wasm` of the bundle with one entrypoint per decision point it defines. */
-async function compileBundle(opaBinary: string, bundle: Buffer, lane: OpaLane): Promise<WasmBuild> {
+function compileBundle(opaBinary: string, bundle: Buffer, lane: OpaLane): Promise<WasmBuild> {
+  return wasmBuilds.get(opaOutcomeKey('opa build -t wasm', opaBinary, bundle), () =>
+    buildWasm(opaBinary, bundle, lane),
+  );
+}
+
+async function buildWasm(opaBinary: string, bundle: Buffer, lane: OpaLane): Promise<WasmBuild> {
   return inScratchDirectory('arbiter-wasm-', async (dir) => {
     const input = join(dir, 'bundle.tar.gz');
     const output = join(dir, 'wasm.tar.gz');
