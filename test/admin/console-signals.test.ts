@@ -48,6 +48,10 @@ describe('Console: Shared Signals delivery and what a policy change signals, in 
       { Authorization: `Bearer ${caller}` },
     );
     expect(answer.body.active).to.equal(true);
+    // The recheck and its preview read the decision from the audit log, written in batches.
+    await eventually(
+      async () => (await server.admin('GET', '/audit-logs?endpoint=/introspect')).body.content.length > 0,
+    );
     browser = await sharedChromium();
     context = await loopbackContext(browser);
     violations = await recordCspViolations(context);
