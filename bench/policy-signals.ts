@@ -7,8 +7,9 @@
  *   bash scripts/run.sh tsx bench/policy-signals.ts
  *   BENCH_SECONDS=10 BENCH_CONNECTIONS=64 bash scripts/run.sh tsx bench/policy-signals.ts
  *
- * The live tokens: one real introspection per client of CLIENTS, its audit entry copied (new ids,
- * each its own `iat`) to TOKENS recorded introspections of live tokens. The change: the pack's
+ * The live tokens: one real introspection per client of CLIENTS, its audit entry and its token's
+ * record copied (new ids, each pair its own `iat`) to TOKENS live tokens with a recorded
+ * introspection (the recheck starts from the token records: src/signals/policy-changes.ts). The change: the pack's
  * introspect rule refusing the bench clients' tokens, and back (each move rechecks every token).
  * Throughput (client_credentials, autocannon in a child: bench/load.ts) in five windows in turn:
  * without, with a recheck running, without, with, without; the ratio is of the means.
@@ -17,6 +18,7 @@
 import bcrypt from 'bcryptjs';
 import { CompactAuditEntries } from '../src/audit/compact.js';
 import { AUDIT_LOG_COLLECTION, type AuditEntry } from '../src/audit/index.js';
+import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
 import { DEFAULT_TENANT } from '../src/store/index.js';
 import { basic, FORM } from '../test/support/oauth.js';
 import { startTestServer, type TestServer } from '../test/support/server.js';
@@ -150,6 +152,24 @@ async function copyIntrospections(server: TestServer, total: number): Promise<vo
     copies.push({ ...original, id: 20_000_000 + index, policyInput: input });
   }
   for (let start = 0; start < copies.length; start += 1000) await entries.insertMany(copies.slice(start, start + 1000));
+  await copyTokenRecords(server, originals, copies);
+}
+
+/** Each copied introspection's token record: the original's, with the copy's `iat` (its own key, its value unknown). */
+async function copyTokenRecords(server: TestServer, originals: AuditEntry[], copies: AuditEntry[]): Promise<void> {
+  type TokenDoc = { id: string; payload: Record<string, unknown>; [field: string]: unknown };
+  const tokens = server.store.collection<TokenDoc>(OIDC_COLLECTION, DEFAULT_TENANT);
+  const records = await tokens.find({ model: 'ClientCredentials' }, { limit: 10_000 });
+  const recordOf = (entry: AuditEntry) => {
+    const token = (entry.policyInput as { token: { client_id: string; iat: number } }).token;
+    return { token, record: records.find((doc) => doc.payload.clientId === token.client_id) };
+  };
+  if (originals.some((entry) => !recordOf(entry).record)) throw new Error('a bench token has no record');
+  const copied = copies.map((copy, index) => {
+    const { token, record } = recordOf(copy);
+    return { ...record!, id: `ClientCredentials:bench-copy-${index}`, payload: { ...record!.payload, iat: token.iat } };
+  });
+  for (let start = 0; start < copied.length; start += 1000) await tokens.insertMany(copied.slice(start, start + 1000));
 }
 
 async function introspectRule(server: TestServer): Promise<any> {
