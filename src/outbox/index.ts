@@ -385,7 +385,8 @@ export class Outbox {
         { sort: { field: 'id', direction: 'asc' }, startAt: after + 1, limit: this.options.batch },
       );
       for (const entry of page) {
-        if (this.closed || run.lost || Date.now() > deadline) return;
+        if (this.closed || run.lost) return;
+        if (Date.now() > deadline) return this.continueAtOnce(run);
         if (blocked.has(entry.stream)) continue;
         const tenant = options.tenantOf?.(entry.payload);
         if (tenant !== undefined && (await tenantGone(tenant))) {
@@ -407,6 +408,16 @@ export class Outbox {
       scanned += page.length;
       after = page[page.length - 1]!.id;
     }
+    if (attempted >= this.options.batch) this.continueAtOnce(run);
+  }
+
+  /**
+   * A round that stopped with entries still to try (its batch or its time used up) is followed by
+   * the next one at once rather than after OUTBOX_POLL_MS: a burst drains at the handlers' pace
+   * (bench/signals-delivery.ts: 59-64 SETs/s waiting, 159 without the wait).
+   */
+  private continueAtOnce(run: TopicRun): void {
+    run.again = true;
   }
 
   /** Delivers one entry (then forgets it), or counts the failure and sets its next attempt; true when delivered. */

@@ -46,6 +46,16 @@ export function describeOutbox(store: () => Store): void {
     expect(seen, 'each delivered once').to.have.length(4);
   });
 
+  it('drains a burst larger than its batch without waiting the poll interval between batches', async function () {
+    const seen: number[] = [];
+    // A poll interval far beyond the bound below: only rounds run at once can meet it.
+    const box = outbox('burst', async (entry) => void seen.push(entry.payload as number), { pollMs: 60_000, batch: 3 });
+    await box.append(Array.from({ length: 10 }, (_, n) => ({ topic: 'burst', stream: `s${n}`, payload: n })));
+    box.start();
+    await until(() => seen.length === 10, 20_000);
+    expect([...seen].sort((a, b) => a - b)).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+  });
+
   it('retries a failing entry with back-off and holds the stream behind it, not the others', async function () {
     const seen: number[] = [];
     let refusals = 2;
