@@ -13,6 +13,7 @@ bash scripts/install-postgresql.sh
 bash scripts/install-faketime.sh
 echo "== runtime: Node $(node --version)"
 echo "== build (dist/)"
+# Also what the tests' CLI commands and server processes run (test/support/entry-point.ts): not tsx.
 bash scripts/build.sh
 echo "== typecheck"
 npx tsc --noEmit -p .

@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline';
 import { ConfigError, loadConfig } from '../../src/config/index.js';
 import { eventually } from '../support/oauth.js';
 import { ADMIN_KEY, freePort, withServer, type TestServer } from '../support/server.js';
+import { entryPoint } from '../support/entry-point.js';
 
 /**
  * ADMIN_PORT and BIND_ADDRESS: the Admin API, the console and /metrics leave the public listener
@@ -183,7 +184,7 @@ interface StartedMain {
 /** `npm start`'s entry point (src/main.ts) as a process of its own; resolves with its "listening" log line. */
 async function startMain(env: Record<string, string>): Promise<StartedMain> {
   const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-listener-'));
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, entryPoint('main'), {
     env: {
       PATH: process.env.PATH ?? '',
       STORE_URL: `sqlite:${join(dataDir, 'arbiter.db')}`,

@@ -8,10 +8,11 @@ import { expect } from 'chai';
 import { ConfigError, configWarnings, loadConfig } from '../../src/config/index.js';
 import { clientCredentials, confidentialClient, eventually } from '../support/oauth.js';
 import { freePort, withServer, startTestServer } from '../support/server.js';
+import { entryPoint } from '../support/entry-point.js';
 
-/** Runs `tsx src/main.ts` with the given environment and returns how it ended. */
+/** Runs the server's entry point (src/main.ts) with the given environment and returns how it ended. */
 function start(env: Record<string, string>) {
-  const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const result = spawnSync(process.execPath, entryPoint('main'), {
     env: { PATH: process.env.PATH ?? '', STORE_URL: 'sqlite::memory:', ...env },
     encoding: 'utf8',
     timeout: 20_000,
@@ -117,7 +118,7 @@ describe('Start-up and configuration', function () {
       .to.contain('METRICS_TOKEN')
       .and.contain('the admin listener');
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, entryPoint('main'), {
       env: {
         PATH: process.env.PATH ?? '',
         NODE_ENV: 'production',
@@ -204,7 +205,7 @@ describe('Start-up and configuration', function () {
   it('starts in development on sqlite::memory: with a generated Admin API key printed once, logs JSON only, and stops its OPA on SIGTERM', async function () {
     this.timeout(60_000);
     const port = await freePort();
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, entryPoint('main'), {
       env: { PATH: process.env.PATH ?? '', STORE_URL: 'sqlite::memory:', PORT: String(port), LOG_LEVEL: 'info' },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

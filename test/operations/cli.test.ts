@@ -22,6 +22,7 @@ import { DEFAULT_TENANT, SCHEMA_COLLECTION, schemaVersion, storageDigest } from 
 import { sharedPostgresTestServer } from '../store/postgres-server.js';
 import { clientCredentials } from '../support/oauth.js';
 import { readyServer, startTestServer } from '../support/server.js';
+import { entryPoint } from '../support/entry-point.js';
 
 /** `arbiter <command>` as an operator runs it, against a store that servers then use. */
 function arbiter(storeUrl: string, ...args: string[]) {
@@ -30,7 +31,7 @@ function arbiter(storeUrl: string, ...args: string[]) {
 
 /** `arbiter <command>` with more of the environment (SERVICE_SECRETS_KEY, …). */
 function arbiterWith(env: Record<string, string>, storeUrl: string, ...args: string[]) {
-  const run = spawnSync(process.execPath, ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), ...args], {
+  const run = spawnSync(process.execPath, [...entryPoint('cli/main'), ...args], {
     env: { PATH: process.env.PATH ?? '', STORE_URL: storeUrl, ...env },
     encoding: 'utf8',
   });

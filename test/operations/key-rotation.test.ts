@@ -6,7 +6,6 @@ import { join } from 'node:path';
 import { expect } from 'chai';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import { openArbiterStore } from '../../src/collections.js';
-import { projectPath } from '../../src/config/index.js';
 import { rotateSigningKey } from '../../src/oauth/index.js';
 import { Sealer } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
@@ -22,6 +21,7 @@ import {
 } from '../support/dev-idp.js';
 import { clientCredentials, eventually } from '../support/oauth.js';
 import { freePort, readyServer, type TestServer } from '../support/server.js';
+import { entryPoint } from '../support/entry-point.js';
 
 /**
  * `arbiter <command>` against the store the servers use. Not spawnSync: a server runs in this
@@ -32,7 +32,7 @@ async function arbiter(env: Record<string, string>, command: string) {
     (resolve) =>
       execFile(
         process.execPath,
-        ['--import', 'tsx', projectPath('src', 'cli', 'main.ts'), command],
+        [...entryPoint('cli/main'), command],
         { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' },
         (error, out, err) =>
           resolve({

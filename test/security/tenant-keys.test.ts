@@ -14,7 +14,6 @@ import {
   type JSONWebKeySet,
 } from 'jose';
 import { openArbiterStore } from '../../src/collections.js';
-import { projectPath } from '../../src/config/index.js';
 import { MIGRATIONS } from '../../src/migrations.js';
 import { PROVIDER_SECRETS_COLLECTION } from '../../src/oauth/keys.js';
 import { DEFAULT_TENANT, migrate, Sealer, type Store } from '../../src/store/index.js';
@@ -22,6 +21,7 @@ import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { eventually } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
+import { entryPoint } from '../support/entry-point.js';
 
 const ACME = 'keys-acme';
 const GLOBEX = 'keys-globex';
@@ -53,11 +53,11 @@ const common = (some: unknown[], others: unknown[]) => some.filter((each) => oth
  * process, and a blocked event loop would fire their keep-alive timers late, racing the next fetch.
  */
 function rotate(env: Record<string, string>, ...args: string[]) {
-  const command = [projectPath('src', 'cli', 'main.ts'), 'rotate-signing-key', ...args];
+  const command = [...entryPoint('cli/main'), 'rotate-signing-key', ...args];
   return new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', ...command],
+      command,
       { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' },
       (error, stdout, stderr) =>
         resolve({ status: error ? (typeof error.code === 'number' ? error.code : null) : 0, stdout, stderr }),

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.js';
 import { ADMIN_KEY, adminVia, freePort, requestAt, sharedFixture, testEnvironment, type TestServer } from './server.js';
+import { entryPoint } from './entry-point.js';
 
 /**
  * Starts `npm start`'s entry point as a process of its own (for measuring its memory, or
@@ -23,7 +24,7 @@ export async function startServerProcess(options: {
   started?: (url: string) => Promise<boolean>;
 }): Promise<ChildProcess> {
   const url = `http://127.0.0.1:${options.port}`;
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, entryPoint('main'), {
     env: {
       PATH: process.env.PATH ?? '',
       PORT: String(options.port),

@@ -1,0 +1,52 @@
+import { existsSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { projectPath } from '../../src/config/index.js';
+
+/** What the build compiles, and how (scripts/start.sh's list): dist/ older than any of them is stale. */
+const BUILD_INPUTS = [
+  'src',
+  'adapters',
+  'scripts/build.sh',
+  'scripts/build-console.ts',
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  'tsconfig.build.json',
+];
+
+let fresh: boolean | undefined;
+
+/** True when dist/ was built after every build input last changed (checked once per run). */
+function compiledIsFresh(): boolean {
+  fresh ??= distIsFresh();
+  return fresh;
+}
+
+/**
+ * node's arguments for the server (`main`) or the command line (`cli/main`) as a process of its
+ * own: the compiled dist/ when it is at least as new as every build input (`npm test` builds it
+ * before mocha: scripts/test.sh), as `npm start` and `npx arbiter` run it; else the sources through
+ * tsx. A process under tsx transforms the whole server as it loads: about twice the CPU of the
+ * compiled one, in each CLI command and each server process a test starts.
+ */
+export function entryPoint(entry: 'main' | 'cli/main'): string[] {
+  return compiledIsFresh()
+    ? ['--enable-source-maps', projectPath('dist', 'src', `${entry}.js`)]
+    : ['--import', 'tsx', projectPath('src', `${entry}.ts`)];
+}
+
+function distIsFresh(): boolean {
+  const built = projectPath('dist', '.built');
+  if (!existsSync(built)) return false;
+  const builtAt = statSync(built).mtimeMs;
+  return BUILD_INPUTS.every((input) => !newerThan(projectPath(input), builtAt));
+}
+
+/** True when `path`, or anything under it, was modified after `time`. */
+function newerThan(path: string, time: number): boolean {
+  if (!existsSync(path)) return false;
+  const stat = statSync(path);
+  if (stat.mtimeMs > time) return true;
+  if (!stat.isDirectory()) return false;
+  return readdirSync(path).some((name) => newerThan(join(path, name), time));
+}
