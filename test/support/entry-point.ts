@@ -17,7 +17,7 @@ const BUILD_INPUTS = [
 let fresh: boolean | undefined;
 
 /** True when dist/ was built after every build input last changed (checked once per run). */
-function compiledIsFresh(): boolean {
+export function compiledIsFresh(): boolean {
   fresh ??= distIsFresh();
   return fresh;
 }

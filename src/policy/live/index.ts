@@ -14,15 +14,14 @@
  * Until the first thread has started (a fraction of a second after the engine), a key not yet
  * measured has its Rego decided by OPA, with its own timeout; Cedar is then evaluated here.
  */
-import { createRequire } from 'node:module';
 import { performance } from 'node:perf_hooks';
-import { pathToFileURL } from 'node:url';
 import type { Logger } from '../../log/index.js';
 import type { PolicySnapshot } from '../bundle/build.js';
 import type { CedarDriver } from '../cedar/driver.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
 import type { RegoVerdict } from '../opa/driver.js';
 import type { CompiledRego } from '../opa/wasm.js';
+import { threadModule } from '../thread-module.js';
 import { DecisionThreads, type JobOutcome, type ThreadEntry } from './pool.js';
 import { evaluateBoth, type LiveVerdicts, type RevisionPayload } from './protocol.js';
 
@@ -227,11 +226,7 @@ function payloadOf(snapshot: PolicySnapshot, compiled: CompiledRego | null): Rev
   return compiled?.wasm ? { key, snapshot, wasm: compiled.wasm, points: [...compiled.points] } : { key, snapshot };
 }
 
-/** thread.ts beside this file under tsx (with tsx's loader in the thread), thread.js in the build. */
+/** thread.ts (or .js) beside this file: thread-module.ts. */
 function threadEntry(): ThreadEntry {
-  const fromSources = import.meta.url.endsWith('.ts');
-  return {
-    module: new URL(fromSources ? './thread.ts' : './thread.js', import.meta.url),
-    execArgv: fromSources ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href] : [],
-  };
+  return threadModule(import.meta.url, 'thread');
 }

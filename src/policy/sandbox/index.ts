@@ -10,13 +10,12 @@
  * One sandbox per process, shared by everything that evaluates submitted code; the server sets
  * its limits from the configuration (configurePolicySandbox).
  */
-import { createRequire } from 'node:module';
-import { pathToFileURL } from 'node:url';
 import type { Config } from '../../config/index.js';
 import type { PolicySnapshot } from '../bundle/build.js';
 import type { CedarTrialCase } from '../cedar/checks.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
 import type { DecideResult, SandboxJob, SandboxPolicy } from './jobs.js';
+import { threadModule } from '../thread-module.js';
 import { WorkerPool, type PoolEntry, type PoolLimits } from './pool.js';
 
 export { SandboxBusyError, SandboxJobError, SandboxLimitError } from './pool.js';
@@ -76,17 +75,9 @@ export class PolicySandbox {
   }
 }
 
-/**
- * The thread's module: worker.ts beside this file under tsx (the sources, with tsx's loader in
- * the thread), worker.js in the build.
- */
+/** The thread's module: worker.ts (or .js) beside this file (thread-module.ts). */
 function workerEntry(memoryMb: number): PoolEntry {
-  const fromSources = import.meta.url.endsWith('.ts');
-  return {
-    module: new URL(fromSources ? './worker.ts' : './worker.js', import.meta.url),
-    execArgv: fromSources ? ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href] : [],
-    workerData: { memoryMb },
-  };
+  return { ...threadModule(import.meta.url, 'worker'), workerData: { memoryMb } };
 }
 
 let shared: PolicySandbox | null = null;

@@ -1,0 +1,34 @@
+/**
+ * Which module a policy thread (a decision thread, a sandbox thread) loads: the file of that name
+ * beside the module starting it, `.js` in the build; under tsx (the sources), the `.ts` file with
+ * tsx's loader in the thread, unless compiled modules were chosen for threads (`runThreadsCompiled`).
+ */
+import { createRequire } from 'node:module';
+import { relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { projectPath } from '../config/index.js';
+
+/** The build's src/ folder for threads started from the sources, or null: threads load what their starter is. */
+let compiledSources: string | null = null;
+
+/**
+ * Threads started from the sources load the build's modules from `distSrc` (dist/src) instead:
+ * a thread under tsx transforms its whole module graph as it starts (about twice the CPU of the
+ * compiled one). The test support sets it when dist/ is as new as the sources (test/support/entry-point.ts), so that
+ * the threads of a test run's many servers load fast; a server never does.
+ */
+export function runThreadsCompiled(distSrc: string | null): void {
+  compiledSources = distSrc;
+}
+
+export function threadModule(starterUrl: string, name: string): { module: URL; execArgv: string[] } {
+  if (!starterUrl.endsWith('.ts')) return { module: new URL(`./${name}.js`, starterUrl), execArgv: [] };
+  if (compiledSources !== null) {
+    const inSources = relative(projectPath('src'), fileURLToPath(new URL(`./${name}.js`, starterUrl)));
+    return { module: pathToFileURL(`${compiledSources}/${inSources}`), execArgv: [] };
+  }
+  return {
+    module: new URL(`./${name}.ts`, starterUrl),
+    execArgv: ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href],
+  };
+}
