@@ -9,6 +9,7 @@ import {
   type ProcessServer,
   type WorkerConnection,
 } from '../support/server-process.js';
+import { entryPoint } from '../support/entry-point.js';
 
 /**
  * WORKERS=2 (src/workers): one server as a primary and two worker processes sharing the port,
@@ -230,7 +231,7 @@ describe('WORKERS=2: one server as two worker processes', function () {
     const [victim, survivor] = workers;
     // A start is mostly loading code: the standby has loaded it (it neither listens nor opens the store).
     await eventually(async () => (await health(survivor)).workers.standby === 'ready', 90_000);
-    const standbyPid = childrenOf(server.process.pid!, 'src/main.ts').find(
+    const standbyPid = childrenOf(server.process.pid!, entryPoint('main').at(-1)!).find(
       (pid) => pid !== victim.pid && pid !== survivor.pid,
     );
     const killedAt = Date.now();
