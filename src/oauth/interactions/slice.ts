@@ -16,7 +16,7 @@ export const interactionPath = (uid: string) => `${INTERACTION_PATH}/${uid}`;
 export const interactionsSlice: ConfigurationSlice = ({ basePath }) => ({
   interactions: {
     url: (_ctx, interaction) => `${basePath}${interactionPath(interaction.uid)}`,
-    policy: policyWithAccountSelection(),
+    policy: INTERACTION_POLICY,
   },
   // The object form merges with other slices' extraParams (src/oauth/context.ts).
   extraParams: { [UPSTREAM_IDP_PARAM]: null },
@@ -33,3 +33,10 @@ function policyWithAccountSelection() {
   policy.add(new interactionPolicy.Prompt({ name: 'select_account', requestable: true }), consentIndex);
   return policy;
 }
+
+/**
+ * Made once for every tenant's provider: it depends on no tenant, oidc-provider only reads it,
+ * and keeps it by reference (its configuration clones plain objects and arrays, not the prompts
+ * and checks inside), so each provider built no longer holds its own ~5 KB of prompts and checks.
+ */
+const INTERACTION_POLICY = policyWithAccountSelection();
