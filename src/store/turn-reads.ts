@@ -4,7 +4,7 @@ import type { Store } from './types.js';
 /** How long a read stays available to the requests that began before it: longer-running ones read again. */
 const SHARED_FOR_MS = 2000;
 /** Reads kept for the requests under way, per store and kind: the oldest go first beyond this. */
-const MAX_SHARED = 5000;
+const MAX_SHARED = 1000;
 
 /**
  * Reads shared by the requests one event-loop turn serves, and by the requests under way that
