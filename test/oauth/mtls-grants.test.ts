@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { TestPki, type IssuedCertificate } from '../support/certificates.js';
 import { startRegisteredDevIdp, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
-import { basic, clientWithToken, confidentialClient, postForm } from '../support/oauth.js';
+import { basic, clientWithToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 import { ACCESS_TOKEN_FORMAT, api, UMA_GRANT, umaPublicClient, userToken } from '../uma/support.js';
 
@@ -113,6 +113,38 @@ describe('RFC 8705 certificate-bound tokens from token exchange and the UMA gran
         expect(body.error_description, why).to.match(description);
         expect(body, why).not.to.have.property('access_token');
       }
+    });
+
+    it("shows the policy the subject token's certificate binding as input.subject_token.cnf_x5t_s256", async function () {
+      const rules = (await server.admin('GET', '/policy-rules')).body as any[];
+      const rule = rules.find((candidate) => candidate.path.endsWith('token_exchange/token_exchange.rego'));
+      const { id, createdAt: _created, updatedAt: _updated, tenantId: _tenant, ...original } = rule;
+      const confidential =
+        'decision := lib.deny("unauthorized_client", "token exchange requires a confidential client") if {';
+      expect(original.content).to.include(confidential);
+      // A rule that refuses to exchange certificate-bound tokens, naming the thumbprint it was shown.
+      const refusing = original.content.replace(
+        confidential,
+        [
+          'decision := lib.deny("invalid_grant", concat("", ["certificate-bound: ", input.subject_token.cnf_x5t_s256])) if {',
+          '\tis_string(input.subject_token.cnf_x5t_s256)',
+          `} else := ${confidential.slice('decision := '.length)}`,
+        ].join('\n'),
+      );
+      const replaced = await server.admin('PUT', `/policy-rules/${id}`, { ...original, content: refusing });
+      expect(replaced.status, JSON.stringify(replaced.body)).to.equal(200);
+      try {
+        const subjectToken = await aliceToken();
+        await eventually(async () => (await exchange(subjectToken, certificate)).status === 400);
+        const { body } = await exchange(subjectToken, certificate);
+        expect(body.error).to.equal('invalid_grant');
+        expect(body.error_description).to.equal(`certificate-bound: ${certificate.thumbprint}`);
+      } finally {
+        await server.admin('PUT', `/policy-rules/${id}`, original);
+      }
+      // The original rule back, the same exchange is allowed again.
+      const subjectToken = await aliceToken();
+      await eventually(async () => (await exchange(subjectToken, certificate)).status === 200);
     });
   });
 

@@ -355,6 +355,49 @@ describe('RFC 8705 mutual TLS on the TLS listener', function () {
       }
     });
 
+    it('lets a registered client change its mTLS metadata with its registration access token (RFC 7592 §2.2)', async function () {
+      let registered: Answer = { status: 0, body: undefined };
+      // Run alone, this test is the one that waits for the policy data to reach the engine.
+      await eventually(async () => {
+        registered = await register({
+          token_endpoint_auth_method: 'tls_client_auth',
+          tls_client_auth_subject_dn: 'CN=mtls-client,O=Arbiter Test',
+          tls_client_certificate_bound_access_tokens: true,
+        });
+        return registered.status === 201;
+      });
+      const { client_id: clientId, registration_access_token: accessToken } = registered.body;
+      // A full replacement (§2.2): the new subject, and tls_client_certificate_bound_access_tokens omitted, so off.
+      const updated = await tlsCall(
+        'PUT',
+        `/register/${clientId}`,
+        JSON.stringify({
+          client_id: clientId,
+          redirect_uris: ['https://mtls-dcr.example/cb'],
+          grant_types: ['client_credentials'],
+          token_endpoint_auth_method: 'tls_client_auth',
+          tls_client_auth_subject_dn: 'CN=someone-else,O=Arbiter Test',
+        }),
+        undefined,
+        { 'Content-Type': 'application/json', Authorization: `Bearer ${accessToken}` },
+      );
+      expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
+      expect(updated.body.tls_client_auth_subject_dn).to.equal('CN=someone-else,O=Arbiter Test');
+      expect(updated.body).not.to.have.property('tls_client_certificate_bound_access_tokens');
+      await eventually(async () => (await registeredToken(clientId, client)).status === 401);
+      const refused = await registeredToken(clientId, client);
+      expect(refused.body.error, 'the old subject').to.equal('invalid_client');
+      const issued = await registeredToken(clientId, other);
+      expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
+      // No longer certificate-bound: its introspection has no `cnf`.
+      const holder = await tokenOf(dnClient, client);
+      const introspected = await post('/introspect', { token: issued.body.access_token }, client, {
+        Authorization: `Bearer ${holder.body.access_token}`,
+      });
+      expect(introspected.body.active, JSON.stringify(introspected.body)).to.equal(true);
+      expect(introspected.body).not.to.have.property('cnf');
+    });
+
     it('registers a self_signed_tls_client_auth client by the certificate in its jwks, and no other', async function () {
       const { X509Certificate } = await import('node:crypto');
       const jwk = new X509Certificate(selfSigned.cert).publicKey.export({ format: 'jwk' });

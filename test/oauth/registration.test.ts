@@ -238,6 +238,17 @@ describe('dynamic client registration', function () {
         [{ ...metadata, client_uri: 'javascript:alert(1)' }, 'invalid_client_metadata', /client_uri/],
         [{ ...metadata, jwks: { keys: [{ kty: 'oct', k: 'c2VjcmV0' }] } }, 'invalid_client_metadata', /jwks/],
         [{ ...metadata, scope: 7 }, 'invalid_client_metadata', /scope/],
+        // RFC 8705's members on a server without mutual TLS: no certificate is ever seen here.
+        [
+          { ...metadata, tls_client_auth_subject_dn: 'CN=client' },
+          'invalid_client_metadata',
+          /tls_client_auth_subject_dn needs mutual TLS/,
+        ],
+        [
+          { ...metadata, tls_client_certificate_bound_access_tokens: true },
+          'invalid_client_metadata',
+          /tls_client_certificate_bound_access_tokens needs mutual TLS/,
+        ],
       ];
       for (const [body, error, description] of cases) {
         const answer = await register(body);

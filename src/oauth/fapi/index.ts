@@ -3,6 +3,7 @@ import type { AdapterPayload, KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../../config/index.js';
 import type { ConfigurationSlice } from '../context.js';
 import { clientRecordSeenByRequest } from '../clients/seen-by-request.js';
+import { MTLS_AUTH_METHODS } from '../mtls/index.js';
 
 /** The profile a client record (`profile`) or a tenant (FAPI2_SECURITY_TENANTS) opts into. */
 export const FAPI2_SECURITY = 'fapi2-security';
@@ -22,9 +23,6 @@ export function heldToFapi2(tenantHeld: boolean, record: { profile?: string } | 
   return tenantHeld || record?.profile === FAPI2_SECURITY;
 }
 
-/** RFC 8705 §2: the client authentication methods by certificate, FAPI 2.0's alternative to private_key_jwt (§5.3.2.1). */
-const MTLS_AUTH_METHODS = new Set(['tls_client_auth', 'self_signed_tls_client_auth']);
-
 /**
  * What oidc-provider is told of a client held to the FAPI 2.0 Security Profile, over what its
  * record says: every authorization request pushed (§5.3.2.2: PAR), every access token
@@ -38,7 +36,8 @@ const MTLS_AUTH_METHODS = new Set(['tls_client_auth', 'self_signed_tls_client_au
  * for the protocol.
  */
 export function fapi2Metadata(metadata: AdapterPayload): AdapterPayload | undefined {
-  const byCertificate = MTLS_AUTH_METHODS.has(metadata.token_endpoint_auth_method ?? '');
+  // RFC 8705 §2's methods: FAPI 2.0's alternative to private_key_jwt (§5.3.2.1).
+  const byCertificate = MTLS_AUTH_METHODS.includes(metadata.token_endpoint_auth_method ?? '');
   if (!byCertificate && !metadata.jwks && !metadata.jwks_uri) return undefined;
   const certificateBound = metadata.tls_client_certificate_bound_access_tokens === true;
   return {

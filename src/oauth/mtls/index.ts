@@ -123,7 +123,7 @@ export function holdsBoundCertificate(
 }
 
 /** RFC 8705 §2's client authentication methods. */
-const MTLS_AUTH_METHODS: readonly string[] = ['tls_client_auth', 'self_signed_tls_client_auth'];
+export const MTLS_AUTH_METHODS: readonly string[] = ['tls_client_auth', 'self_signed_tls_client_auth'];
 
 /**
  * The RFC 8705 methods offered: none without mutual TLS, `tls_client_auth` only where a CA of
@@ -143,6 +143,29 @@ export function mtlsAuthMethods(config: MtlsSettings): string[] {
 export function authMethodOffered(config: MtlsSettings): (method: string | undefined) => boolean {
   const offered = new Set(mtlsAuthMethods(config));
   return (method) => method === undefined || !MTLS_AUTH_METHODS.includes(method) || offered.has(method);
+}
+
+/** RFC 8705 §2.1.2 and §3.4's client metadata: what a client registers for mutual TLS. */
+const MTLS_MEMBERS = [
+  'tls_client_auth_subject_dn',
+  'tls_client_auth_san_dns',
+  'tls_client_auth_san_uri',
+  'tls_client_auth_san_ip',
+  'tls_client_auth_san_email',
+  'tls_client_certificate_bound_access_tokens',
+] as const;
+
+/**
+ * The first RFC 8705 member of registered metadata that this configuration cannot honour: any
+ * of them given (certificate-bound tokens asked for) while mutual TLS is off, where no client
+ * certificate is ever seen. Undefined when there is none.
+ */
+export function unofferedMtlsMember(
+  config: MtlsSettings,
+  metadata: Readonly<Partial<Record<(typeof MTLS_MEMBERS)[number], unknown>>>,
+): string | undefined {
+  if (mtlsEnabled(config)) return undefined;
+  return MTLS_MEMBERS.find((member) => metadata[member] !== undefined && metadata[member] !== false);
 }
 
 /**

@@ -19,7 +19,7 @@ import { revokeDeletedClient } from '../shared/owned-artefacts.js';
 import { SoftwareStatements, type SoftwareStatement } from './statement.js';
 import { validateMetadata, type ValidatedMetadata } from './validation.js';
 import { requestIssuer } from '../../tenancy/index.js';
-import { authMethodOffered, type MtlsSettings } from '../mtls/index.js';
+import { authMethodOffered, unofferedMtlsMember, type MtlsSettings } from '../mtls/index.js';
 
 export interface RegistrationDeps {
   config: Pick<
@@ -74,6 +74,16 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
         'invalid_client_metadata',
         `token_endpoint_auth_method ${metadata.token_endpoint_auth_method} is not offered by this server (mutual TLS is off, or no TLS_CLIENT_CA_FILE for tls_client_auth)`,
         { field: 'token_endpoint_auth_method' },
+      );
+    const mtlsMember = unofferedMtlsMember(config, metadata);
+    if (mtlsMember)
+      throw new HttpError(
+        400,
+        'invalid_client_metadata',
+        `${mtlsMember} needs mutual TLS, which is off on this server`,
+        {
+          field: mtlsMember,
+        },
       );
     assertPublicSubjects(body);
     const grant = await decideRegistration(ctx, policy, body, metadata, statement?.read ?? null, initialAccessToken);

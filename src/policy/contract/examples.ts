@@ -143,6 +143,8 @@ const tokenExchange = {
     scopes: ['openid', 'invoices.read'],
     resource: null,
     exp: 1795426335,
+    cnf_jkt: null,
+    cnf_x5t_s256: null,
   },
   actor_token: null,
 };

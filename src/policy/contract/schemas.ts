@@ -51,7 +51,9 @@ export const GRANTED_RESOURCE_SCHEMA = record({ type: string, scopes: strings })
  * server for access tokens, the external issuer for ID tokens. client_id: the client an access
  * token was issued to (null for ID tokens); scopes: empty for ID tokens. act: the token's own
  * `act` claim (RFC 8693 §4.1); may_act: who may act for its subject (§4.4); cnf_jkt: the DPoP
- * key thumbprint an access token is bound to (RFC 9449), which the request proved it holds.
+ * key thumbprint an access token is bound to (RFC 9449), which the request proved it holds;
+ * cnf_x5t_s256: the client certificate thumbprint it is bound to (RFC 8705 §3.1), the
+ * certificate the request came with.
  */
 export const EXCHANGED_TOKEN_SCHEMA = record(
   {
@@ -64,7 +66,12 @@ export const EXCHANGED_TOKEN_SCHEMA = record(
     resource: nullableString,
     exp: nullableInteger,
   },
-  { act: { type: ['object', 'null'] }, may_act: { type: ['object', 'null'] }, cnf_jkt: nullableString },
+  {
+    act: { type: ['object', 'null'] },
+    may_act: { type: ['object', 'null'] },
+    cnf_jkt: nullableString,
+    cnf_x5t_s256: nullableString,
+  },
 );
 
 /**

@@ -42,6 +42,7 @@ export async function resolveAccessToken(
       exp: typeof token.exp === 'number' ? token.exp : null,
       act: actOf(token.extra),
       cnf_jkt: binding.jkt,
+      cnf_x5t_s256: binding.x5t,
     },
     subject: accountId ? await subjectInput(store, tenant, accountId) : null,
     binding,
