@@ -1190,7 +1190,20 @@ const OUTBOX_SCHEMA = object({
     type: 'integer',
     minimum: 0,
     description:
-      'entries this node gave up since it started, older than their topic allows (BACKCHANNEL_LOGOUT_RETRY_MAX_SECONDS)',
+      'entries this node gave up since it started: older than their topic allows (`max-age`: BACKCHANNEL_LOGOUT_RETRY_MAX_SECONDS), or of a tenant that no longer exists (`tenant-gone`)',
+  },
+  topics: {
+    type: 'object',
+    description:
+      'the same counts of this node per topic (`ssf`, `backchannel-logout`; topics it has counted nothing of are left out), given up per reason',
+    additionalProperties: object({
+      delivered: { type: 'integer', minimum: 0, description: 'entries of the topic this node delivered' },
+      failures: { type: 'integer', minimum: 0, description: 'failed attempts of the topic on this node' },
+      givenUp: object({
+        'max-age': { type: 'integer', minimum: 0, description: 'given up: older than the topic allows' },
+        'tenant-gone': { type: 'integer', minimum: 0, description: 'given up: their tenant no longer exists' },
+      }),
+    }),
   },
   leader: { type: 'boolean', description: 'whether this node holds the delivery lease now' },
   failingEntries: {

@@ -103,8 +103,17 @@ export interface OutboxState {
   failures: number;
   /** Entries this node gave up since it started (past their topic's `maxAgeMs`, or of a tenant that is gone). */
   givenUp: number;
+  /** The same counts per topic (those this node has counted any of), given up per reason. */
+  topics: Record<string, TopicCounts>;
   /** Whether this process holds a lease (of any topic) now. */
   leader: boolean;
+}
+
+/** What this node counted of one topic's entries since it started. */
+export interface TopicCounts {
+  delivered: number;
+  failures: number;
+  givenUp: Record<GiveUpReason, number>;
 }
 
 const READ_LIMIT = 10_000;
@@ -129,6 +138,7 @@ export class Outbox {
   private delivered = 0;
   private failures = 0;
   private givenUp = 0;
+  private readonly counts = new Map<string, TopicCounts>();
   private readonly holding = new Set<string>();
   /** This process's lease holder name: unique per start, so that a restarted process does not inherit a dead one's lease. */
   private readonly holder = `${PROCESS_ID}:${randomUUID()}`;
@@ -222,6 +232,9 @@ export class Outbox {
       delivered: this.delivered,
       failures: this.failures,
       givenUp: this.givenUp,
+      topics: Object.fromEntries(
+        [...this.counts].map(([topic, counts]) => [topic, { ...counts, givenUp: { ...counts.givenUp } }]),
+      ),
       leader: this.holding.size > 0,
     };
   }
@@ -472,6 +485,14 @@ export class Outbox {
   }
 
   private count(outcome: OutboxOutcome): void {
+    let counts = this.counts.get(outcome.topic);
+    if (!counts) {
+      counts = { delivered: 0, failures: 0, givenUp: { 'max-age': 0, 'tenant-gone': 0 } };
+      this.counts.set(outcome.topic, counts);
+    }
+    if (outcome.outcome === 'given_up') counts.givenUp[outcome.reason] += 1;
+    else if (outcome.outcome === 'delivered') counts.delivered += 1;
+    else counts.failures += 1;
     for (const observer of this.observers) observer(outcome);
   }
 

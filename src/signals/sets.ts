@@ -1,5 +1,5 @@
-import { importJWK, SignJWT, type JWK } from 'jose';
-import { loadProviderSecrets } from '../oauth/index.js';
+import { importJWK, SignJWT, type CryptoKey, type JWK, type KeyObject } from 'jose';
+import { storedTenantKeys } from '../oauth/index.js';
 import type { Sealer, Store } from '../store/index.js';
 import type { SubjectId } from './streams.js';
 
@@ -32,13 +32,46 @@ export async function signedSet(store: Store, sealer: Sealer, pending: PendingSe
     .setAudience(pending.aud)
     .setIssuedAt(pending.iat)
     .setJti(pending.jti)
-    .sign(await importJWK(key.jwk, 'RS256'));
+    .sign(key.key);
 }
 
-async function signingKey(store: Store, sealer: Sealer, tenant: string): Promise<{ jwk: JWK; kid: string }> {
-  const { secrets } = await loadProviderSecrets(store, sealer, tenant);
+interface SigningKey {
+  /** The revision of the tenant's keys it was read at (a rotation moves it on). */
+  revision: number;
+  kid: string;
+  key: CryptoKey | KeyObject | Uint8Array;
+}
+
+/** Tenants whose imported signing key a store's node keeps (the least recently used goes first). */
+const SIGNING_KEYS_KEPT = 256;
+
+/**
+ * Each store's tenants' imported signing keys: unsealing the secrets and importing the private
+ * key cost ~0.4 ms of CPU, once per SET without them. Per store, as tests run several in a process.
+ */
+const signingKeys = new WeakMap<Store, Map<string, SigningKey>>();
+
+/**
+ * The tenant's signing key, imported again only when the revision of its keys (read without
+ * unsealing them) has moved on since: a rotation signs the next SET with the new key.
+ */
+async function signingKey(store: Store, sealer: Sealer, tenant: string): Promise<SigningKey> {
+  const keys = storedTenantKeys(store, sealer);
+  let kept = signingKeys.get(store);
+  if (!kept) signingKeys.set(store, (kept = new Map()));
+  const cached = kept.get(tenant);
+  if (cached && cached.revision === (await keys.revision(tenant))) {
+    kept.delete(tenant);
+    kept.set(tenant, cached);
+    return cached;
+  }
+  const { secrets, revision } = await keys.load(tenant);
   // As oidc-provider: the first key that may sign (a `next` or `retiring` key is published for verification only).
-  const jwk = secrets.jwks.keys.find((key) => !(key.key_ops?.length === 1 && key.key_ops[0] === 'verify'));
+  const jwk = secrets.jwks.keys.find((key: JWK) => !(key.key_ops?.length === 1 && key.key_ops[0] === 'verify'));
   if (!jwk?.kid) throw new Error(`tenant ${tenant} has no signing key`);
-  return { jwk, kid: jwk.kid };
+  const imported: SigningKey = { revision, kid: jwk.kid, key: await importJWK(jwk, 'RS256') };
+  kept.delete(tenant);
+  kept.set(tenant, imported);
+  if (kept.size > SIGNING_KEYS_KEPT) kept.delete(kept.keys().next().value as string);
+  return imported;
 }

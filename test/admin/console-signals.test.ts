@@ -164,6 +164,11 @@ describe('Console: Shared Signals delivery and what a policy change signals, in 
     const delivered = await streamRow((cells) => cells.Pending === '0');
     expect(delivered).to.include({ Retrying: '0', 'Oldest pending': '—', 'Last failure': '—' });
     expect(Number(await page.locator('#node-delivered').textContent())).to.be.above(deliveredBefore);
+    // This node's counts per topic: the SET's failed attempts and its delivery.
+    const nodeTopic = page.locator('table.node-topics tr[data-topic="ssf"]');
+    expect(Number(await nodeTopic.locator('td.failures').textContent())).to.be.above(0);
+    expect(Number(await nodeTopic.locator('td.delivered').textContent())).to.be.above(0);
+    expect(await nodeTopic.locator('td.given-up-tenant-gone').textContent()).to.equal('0');
     await page.getByText('Nothing waits: every event of this tenant has been delivered.').waitFor();
   });
 

@@ -62,6 +62,8 @@ describe('Admin API: the Shared Signals streams of a tenant and their delivery',
   };
 
   it("shows a push stream's SETs pending and retrying with why while its receiver is down, then delivered", async function () {
+    const ssfCounts = async () => ((await server.admin('GET', '/outbox')).body as Json).topics.ssf as Json | undefined;
+    const before = (await ssfCounts()) ?? { delivered: 0, failures: 0 };
     const { streamId, listener, receiverId, verify } = await streamOf(TENANT_A, PUSH, '?token=query-secret');
     expect((await verify()).status).to.equal(204);
     let stream: Json;
@@ -95,6 +97,11 @@ describe('Admin API: the Shared Signals streams of a tenant and their delivery',
       return stream.delivery.pending === 0;
     });
     expect(stream.delivery).to.include({ pending: 0, retrying: 0, lastError: null, nextAttemptAt: null });
+    // This node's counts per topic (GET /outbox): the SET's failed attempts and its delivery, given up per reason.
+    const after = (await ssfCounts())!;
+    expect(after.failures).to.be.above(before.failures);
+    expect(after.delivered).to.be.above(before.delivered);
+    expect(after.givenUp).to.have.all.keys('max-age', 'tenant-gone');
   });
 
   it("counts a poll stream's SETs its receiver has not acknowledged", async function () {

@@ -178,6 +178,11 @@ export function describeOutbox(store: () => Store): void {
     expect(delivered).to.deep.equal(['here']);
     expect(counted).to.deep.include({ topic: 'tenanted', outcome: 'given_up', reason: 'tenant-gone' });
     expect(counted).to.deep.include({ topic: 'tenanted', outcome: 'delivered' });
-    expect((await box.state()).givenUp).to.equal(1);
+    const state = await box.state();
+    expect(state.givenUp).to.equal(1);
+    // The Admin API's and the console's per-topic counts, given up per reason.
+    expect(state.topics).to.deep.equal({
+      tenanted: { delivered: 1, failures: 0, givenUp: { 'max-age': 0, 'tenant-gone': 1 } },
+    });
   });
 }

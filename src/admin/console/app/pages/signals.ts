@@ -38,6 +38,7 @@ interface Outbox {
   delivered: number;
   failures: number;
   givenUp: number;
+  topics: Record<string, { delivered: number; failures: number; givenUp: Record<string, number> }>;
   leader: boolean;
 }
 
@@ -215,13 +216,56 @@ function nodeView(outbox: Outbox): HTMLElement {
     ['Pending that failed at least once', String(outbox.failing), 'node-failing'],
     ['Delivered by this node since it started', String(outbox.delivered), 'node-delivered'],
     ['Failed attempts of this node', String(outbox.failures), 'node-failures'],
-    ['Given up by this node (older than their topic allows)', String(outbox.givenUp), 'node-given-up'],
+    ['Given up by this node (too old, or their tenant is gone)', String(outbox.givenUp), 'node-given-up'],
     ['This node delivers now (holds the lease)', outbox.leader ? 'yes' : 'no', 'node-leader'],
   ];
   return h(
-    'dl',
-    { class: 'revisions outbox-figures' },
-    rows.flatMap(([term, value, id]) => [h('dt', {}, term), h('dd', { id }, value)]),
+    'div',
+    {},
+    h(
+      'dl',
+      { class: 'revisions outbox-figures' },
+      rows.flatMap(([term, value, id]) => [h('dt', {}, term), h('dd', { id }, value)]),
+    ),
+    nodeTopicsView(outbox),
+  );
+}
+
+/** This node's counts per topic: which kind of delivery fails or is given up, and why. */
+function nodeTopicsView(outbox: Outbox): HTMLElement | null {
+  const topics = Object.entries(outbox.topics);
+  if (topics.length === 0) return null;
+  const columns = ['Topic', 'Delivered', 'Failed attempts', 'Given up: too old', 'Given up: tenant gone'];
+  return asCards(
+    h(
+      'table',
+      { class: 'node-topics' },
+      h('caption', {}, 'This node’s deliveries by topic, since it started'),
+      h(
+        'thead',
+        {},
+        h(
+          'tr',
+          {},
+          columns.map((name) => h('th', { scope: 'col' }, name)),
+        ),
+      ),
+      h(
+        'tbody',
+        {},
+        topics.map(([topic, counts]) =>
+          h(
+            'tr',
+            { 'data-topic': topic },
+            h('th', { scope: 'row' }, TOPIC_WORDS[topic] ?? topic),
+            h('td', { class: 'delivered' }, String(counts.delivered)),
+            h('td', { class: 'failures' }, String(counts.failures)),
+            h('td', { class: 'given-up-max-age' }, String(counts.givenUp['max-age'] ?? 0)),
+            h('td', { class: 'given-up-tenant-gone' }, String(counts.givenUp['tenant-gone'] ?? 0)),
+          ),
+        ),
+      ),
+    ) as HTMLTableElement,
   );
 }
 
