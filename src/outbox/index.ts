@@ -302,7 +302,7 @@ export class Outbox {
   private async round(topic: string, run: TopicRun): Promise<void> {
     await this.slot();
     try {
-      if (this.closed || !(await this.lease(topic))) return;
+      if (this.closed || !(await this.hasEntries(topic)) || !(await this.lease(topic))) return;
       run.lost = false;
       const renewal = setInterval(() => void this.renew(topic, run), Math.max(1, this.options.leaseMs / 3));
       renewal.unref();
@@ -314,6 +314,17 @@ export class Outbox {
     } finally {
       this.release();
     }
+  }
+
+  /**
+   * Whether `topic` holds any entry: an idle topic's round writes nothing (no lease taken or
+   * renewed), so that every node's idle poll of every topic costs a read, not a store write.
+   */
+  private async hasEntries(topic: string): Promise<boolean> {
+    const idle = (await this.entries.find({ topic }, { limit: 1 })).length === 0;
+    // Its lease, not renewed, lapses: whichever node next finds work takes it.
+    if (idle) this.holding.delete(topic);
+    return !idle;
   }
 
   /** Waits for one of the node's `concurrency` delivery slots. */

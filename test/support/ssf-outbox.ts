@@ -1,6 +1,13 @@
 import { expect } from 'chai';
 import { createLogger } from '../../src/log/index.js';
-import { Outbox, type OutboxEntry, type OutboxOptions, type OutboxOutcome } from '../../src/outbox/index.js';
+import {
+  Outbox,
+  OUTBOX_COLLECTION,
+  OUTBOX_LEASES_COLLECTION,
+  type OutboxEntry,
+  type OutboxOptions,
+  type OutboxOutcome,
+} from '../../src/outbox/index.js';
 import type { Store } from '../../src/store/index.js';
 
 const FAST: OutboxOptions = { pollMs: 50, leaseMs: 2_000, backoffMs: 20, maxBackoffMs: 100, batch: 100 };
@@ -56,6 +63,18 @@ export function describeOutbox(store: () => Store): void {
     expect([...seen].sort((a, b) => a - b)).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
   });
 
+  it('writes nothing to the store while a topic is idle: no lease taken or renewed', async function () {
+    const calls = { rounds: 0, leaseWrites: 0 };
+    const counted = countedStore(store(), calls);
+    const box = new Outbox(counted, { ...FAST }, log);
+    box.handle('idle', async () => {});
+    outboxes.push(box);
+    box.start();
+    // Each round of the idle topic reads the outbox for it; five rounds, then no write to its lease.
+    await until(() => calls.rounds >= 5);
+    expect(calls.leaseWrites).to.equal(0);
+  });
+
   it('retries a failing entry with back-off and holds the stream behind it, not the others', async function () {
     const seen: number[] = [];
     let refusals = 2;
@@ -98,16 +117,19 @@ export function describeOutbox(store: () => Store): void {
     const first = outbox('lease', async (entry) => void seen.push(`first:${entry.payload as number}`));
     const second = outbox('lease', async (entry) => void seen.push(`second:${entry.payload as number}`));
     first.start();
-    while (!(await first.state()).leader) await new Promise((resolve) => setTimeout(resolve, 5));
+    // A node takes a topic's lease when the topic has work (an idle topic writes nothing).
+    await first.append([{ topic: 'lease', stream: 's', payload: 0 }]);
+    // Its lease, taken for that entry, holds for leaseMs: the second node finds it held.
+    await until(() => seen.length === 1);
     second.start();
     await second.append([1, 2].map((n) => ({ topic: 'lease', stream: 's', payload: n })));
-    await until(() => seen.length === 2);
-    expect(seen).to.deep.equal(['first:1', 'first:2']);
+    await until(() => seen.length === 3);
+    expect(seen).to.deep.equal(['first:0', 'first:1', 'first:2']);
     expect((await second.state()).leader).to.equal(false);
     await first.close();
     await second.append([{ topic: 'lease', stream: 's', payload: 3 }]);
-    await until(() => seen.length === 3);
-    expect(seen[2]).to.equal('second:3');
+    await until(() => seen.length === 4);
+    expect(seen[3]).to.equal('second:3');
   });
 
   it('runs topics independently: a long policy recheck does not hold up a SET delivery', async function () {
@@ -149,10 +171,11 @@ export function describeOutbox(store: () => Store): void {
     };
     const first = outbox('long', slowHandler('first'), { leaseMs });
     first.start();
-    await until(async () => (await first.state()).leader);
+    await first.append([{ topic: 'long', stream: 'long-running', payload: 1 }]);
+    // The first node holds the lease and runs the handler; the second starts looking meanwhile.
+    await until(() => started.length === 1);
     const second = outbox('long', slowHandler('second'), { leaseMs });
     second.start();
-    await first.append([{ topic: 'long', stream: 'long-running', payload: 1 }]);
     // Entries of other tests' streams may be pending still: this one's deletion is what is waited for.
     await until(async () => (await first.pendingOf('long-running')).length === 0);
     expect(started).to.deep.equal(['first:1']);
@@ -184,5 +207,30 @@ export function describeOutbox(store: () => Store): void {
     expect(state.topics).to.deep.equal({
       tenanted: { delivered: 1, failures: 0, givenUp: { 'max-age': 0, 'tenant-gone': 1 } },
     });
+  });
+}
+
+/** The store, counting the outbox's reads of its entries (a round) and its writes of its leases. */
+function countedStore(store: Store, calls: { rounds: number; leaseWrites: number }): Store {
+  return new Proxy(store, {
+    get(target, property, receiver) {
+      if (property !== 'collection') return Reflect.get(target, property, receiver) as unknown;
+      return (...args: Parameters<Store['collection']>) => {
+        const collection = target.collection(...args);
+        const name = typeof args[0] === 'string' ? args[0] : args[0].name;
+        return new Proxy(collection, {
+          get(inner, member, innerReceiver) {
+            const value = Reflect.get(inner, member, innerReceiver) as unknown;
+            if (typeof value !== 'function') return value;
+            return (...callArgs: unknown[]) => {
+              if (name === OUTBOX_COLLECTION.name && member === 'find') calls.rounds += 1;
+              if (name === OUTBOX_LEASES_COLLECTION.name && (member === 'insert' || member === 'update'))
+                calls.leaseWrites += 1;
+              return (value as (...a: unknown[]) => unknown).apply(inner, callArgs);
+            };
+          },
+        });
+      };
+    },
   });
 }
