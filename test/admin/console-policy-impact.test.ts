@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { axeViolations, sharedChromium, loopbackContext, recordCspViolations } from '../support/browser.js';
+import type { BrowserContext, Page } from 'playwright-core';
+import { axeViolations, signedInConsole } from '../support/browser.js';
 import { clientCredentials, confidentialClient, eventually, policyInForce } from '../support/oauth.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 
@@ -23,7 +23,6 @@ const WITHOUT_WRITE = PACK_TOKEN_RULE.replace(
  */
 describe('Console: policy impact and shadow policy, in Chromium', function () {
   let server: TestServer;
-  let browser: Browser;
   let context: BrowserContext;
   let page: Page;
   let violations: string[];
@@ -38,14 +37,7 @@ describe('Console: policy impact and shadow policy, in Chromium', function () {
     secret = await confidentialClient(server, 'console-writer', { scopes: ['read', 'write'] });
     for (const scope of ['read write', 'read', 'read write', 'write'])
       expect((await writerToken(scope)).status).to.equal(200);
-    browser = await sharedChromium();
-    context = await loopbackContext(browser);
-    violations = await recordCspViolations(context);
-    page = await context.newPage();
-    await page.goto(`${server.url}/admin`);
-    await page.getByLabel('Admin API key').fill(ADMIN_KEY);
-    await page.keyboard.press('Enter');
-    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    ({ context, page, violations } = await signedInConsole(server.url, ADMIN_KEY));
   });
 
   after(async function () {

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { axeViolations, sharedChromium, loopbackContext, recordCspViolations } from '../support/browser.js';
+import type { BrowserContext, Page } from 'playwright-core';
+import { axeViolations, signedInConsole } from '../support/browser.js';
 import { clientCredentials, confidentialClient, policyInForce } from '../support/oauth.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 
@@ -18,7 +18,6 @@ const rego = (path: string, content: string) => ({ version: null, kind: 'rego', 
  */
 describe('Console: safe policy changes, in Chromium', function () {
   let server: TestServer;
-  let browser: Browser;
   let context: BrowserContext;
   let page: Page;
   let violations: string[];
@@ -27,14 +26,7 @@ describe('Console: safe policy changes, in Chromium', function () {
     mkdirSync(ARTIFACTS, { recursive: true });
     // Its own server: the tests change the shared bundle and make /healthz degraded.
     server = await readyServer();
-    browser = await sharedChromium();
-    context = await loopbackContext(browser);
-    violations = await recordCspViolations(context);
-    page = await context.newPage();
-    await page.goto(`${server.url}/admin`);
-    await page.getByLabel('Admin API key').fill(ADMIN_KEY);
-    await page.keyboard.press('Enter');
-    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    ({ context, page, violations } = await signedInConsole(server.url, ADMIN_KEY));
   });
 
   after(async function () {

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { axeViolations, loopbackContext, recordCspViolations, sharedChromium } from '../support/browser.js';
+import type { BrowserContext, Page } from 'playwright-core';
+import { axeViolations, signedInConsole } from '../support/browser.js';
 import { clientCredentials, clientWithToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 import { PushReceiver, SetVerifier } from '../support/ssf-receiver.js';
@@ -21,7 +21,6 @@ const RECEIVER = 'console-signals-receiver';
  */
 describe('Console: Shared Signals delivery and what a policy change signals, in Chromium', function () {
   let server: TestServer;
-  let browser: Browser;
   let context: BrowserContext;
   let page: Page;
   let violations: string[];
@@ -52,14 +51,7 @@ describe('Console: Shared Signals delivery and what a policy change signals, in 
     await eventually(
       async () => (await server.admin('GET', '/audit-logs?endpoint=/introspect')).body.content.length > 0,
     );
-    browser = await sharedChromium();
-    context = await loopbackContext(browser);
-    violations = await recordCspViolations(context);
-    page = await context.newPage();
-    await page.goto(`${server.url}/admin`);
-    await page.getByLabel('Admin API key').fill(ADMIN_KEY);
-    await page.keyboard.press('Enter');
-    await page.getByRole('navigation', { name: 'Main' }).waitFor();
+    ({ context, page, violations } = await signedInConsole(server.url, ADMIN_KEY));
   });
 
   after(async function () {

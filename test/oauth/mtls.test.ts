@@ -323,6 +323,21 @@ describe('RFC 8705 mutual TLS on the TLS listener', function () {
       expect(introspected.body.active, JSON.stringify(introspected.body)).to.equal(true);
       expect(introspected.body.cnf).to.deep.equal({ 'x5t#S256': certificate.thumbprint });
     };
+    /** The registered client gets a token bound to `holder`, and 401 invalid_client with each refused certificate. */
+    const boundThenRefused = async (
+      clientId: string,
+      holder: IssuedCertificate,
+      refusedWith: readonly (readonly [IssuedCertificate | undefined, string])[],
+    ) => {
+      const issued = await registeredToken(clientId, holder);
+      expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
+      await boundTo(issued.body.access_token, holder);
+      for (const [certificate, why] of refusedWith) {
+        const refused = await registeredToken(clientId, certificate);
+        expect(refused.status, why).to.equal(401);
+        expect(refused.body.error, why).to.equal('invalid_client');
+      }
+    };
 
     it('registers a tls_client_auth client by subject DN: no secret, tokens bound to its certificate, refused without it or with another', async function () {
       let registered: Answer = { status: 0, body: undefined };
@@ -341,18 +356,11 @@ describe('RFC 8705 mutual TLS on the TLS listener', function () {
       });
       expect(registered.body).not.to.have.property('client_secret');
       const clientId = registered.body.client_id as string;
-      const issued = await registeredToken(clientId, client);
-      expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
-      await boundTo(issued.body.access_token, client);
-      for (const [certificate, why] of [
+      await boundThenRefused(clientId, client, [
         [undefined, 'no certificate'],
         [other, 'another subject'],
         [selfSigned, 'not issued by the CA'],
-      ] as const) {
-        const refused = await registeredToken(clientId, certificate);
-        expect(refused.status, why).to.equal(401);
-        expect(refused.body.error, why).to.equal('invalid_client');
-      }
+      ]);
     });
 
     it('lets a registered client change its mTLS metadata with its registration access token (RFC 7592 §2.2)', async function () {
@@ -409,17 +417,10 @@ describe('RFC 8705 mutual TLS on the TLS listener', function () {
       });
       expect(registered.status, JSON.stringify(registered.body)).to.equal(201);
       const clientId = registered.body.client_id as string;
-      const issued = await registeredToken(clientId, selfSigned);
-      expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
-      await boundTo(issued.body.access_token, selfSigned);
-      for (const [certificate, why] of [
+      await boundThenRefused(clientId, selfSigned, [
         [undefined, 'no certificate'],
         [client, 'a certificate not in its jwks'],
-      ] as const) {
-        const refused = await registeredToken(clientId, certificate);
-        expect(refused.status, why).to.equal(401);
-        expect(refused.body.error, why).to.equal('invalid_client');
-      }
+      ]);
     });
   });
 

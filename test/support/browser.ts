@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chromium, type Browser, type BrowserContext } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page as BrowserPage } from 'playwright-core';
 import { sharedFixture } from './server.js';
 
 /** Debian's Chromium, headless and quiet: no sandbox (containers), no background network. */
@@ -23,6 +23,24 @@ export function sharedChromium(): Promise<Browser> {
   return sharedFixture('chromium', () =>
     chromium.launch({ executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium', args: CHROMIUM_ARGS }),
   );
+}
+
+/**
+ * The console of the server at `url` in a fresh loopback context of the run's Chromium, signed in
+ * with `key`, and the CSP violations its pages report (the caller closes the context).
+ */
+export async function signedInConsole(
+  url: string,
+  key: string,
+): Promise<{ context: BrowserContext; page: BrowserPage; violations: string[] }> {
+  const context = await loopbackContext(await sharedChromium());
+  const violations = await recordCspViolations(context);
+  const page = await context.newPage();
+  await page.goto(`${url}/admin`);
+  await page.getByLabel('Admin API key').fill(key);
+  await page.keyboard.press('Enter');
+  await page.getByRole('navigation', { name: 'Main' }).waitFor();
+  return { context, page, violations };
 }
 
 /** A fresh browser profile that only talks to loopback (oidc-provider's pages import web fonts). */
