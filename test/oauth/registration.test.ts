@@ -640,6 +640,28 @@ describe('dynamic client registration', function () {
         ).to.equal(401);
       });
 
+      it('drops on update every registered member the update leaves out (RFC 7592 §2.2), introspection_signed_response_alg too', async function () {
+        const signed = await register({
+          redirect_uris: ['https://app.example.test/cb'],
+          grant_types: ['client_credentials'],
+          introspection_signed_response_alg: 'RS256',
+          client_uri: 'https://app.example.test',
+        });
+        expect(signed.status, JSON.stringify(signed.body)).to.equal(201);
+        expect(signed.body).to.include({ introspection_signed_response_alg: 'RS256' });
+        const { registration_access_token: token, client_id: clientId } = signed.body;
+        const updated = await manage(server, 'PUT', clientId, token, {
+          client_id: clientId,
+          redirect_uris: ['https://app.example.test/cb'],
+          grant_types: ['client_credentials'],
+        });
+        expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
+        expect(updated.body).not.to.have.property('introspection_signed_response_alg');
+        expect(updated.body).not.to.have.property('client_uri');
+        const read = await manage(server, 'GET', clientId, updated.body.registration_access_token);
+        expect(read.body).not.to.have.property('introspection_signed_response_alg');
+      });
+
       it('re-asks the policy on update', async function () {
         await updateOauthData(server, (data) => {
           data.public_client_policy.enabled = false;

@@ -40,6 +40,9 @@ const REGISTERED_MEMBERS = [
   },
 ] as const satisfies readonly { field: keyof ClientRecord; member: string; provider: boolean }[];
 
+/** The record fields a registration's metadata sets (RFC 7591 members, in the catalog's names). */
+export const REGISTERED_FIELDS: readonly RegisteredField[] = REGISTERED_MEMBERS.map(({ field }) => field);
+
 /** The RFC 7591 name of each registered field of a client record. */
 export const memberOfField: Readonly<Record<string, string>> = Object.fromEntries(
   REGISTERED_MEMBERS.map(({ field, member }) => [field, member]),

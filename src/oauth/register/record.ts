@@ -3,7 +3,7 @@ import { definitionFor, type ClientFields } from '../../catalog/index.js';
 import { HttpError } from '../../http/errors.js';
 import type { Written } from '../../records/index.js';
 import { storageDigest, type Sealer, type Store } from '../../store/index.js';
-import { recordFieldsOf } from '../clients/metadata.js';
+import { recordFieldsOf, REGISTERED_FIELDS } from '../clients/metadata.js';
 import { clientsCollection, type ClientRecord } from '../clients/records.js';
 import { clientRepository, STORE_FIELDS } from '../clients/repository.js';
 import type { RegistrationGrant } from './decision.js';
@@ -23,33 +23,16 @@ const usesSecret = (method: string | undefined) => method === 'client_secret_bas
 const GENERATED_SECRET = definitionFor('clients')!.hashedSecret!.shownAs;
 
 /**
- * The registration's own fields, which an RFC 7592 update replaces; every other field of the
- * record (enabled, post-logout URIs: an operator's) is kept.
+ * The registration's own fields, which an RFC 7592 update replaces (one it leaves out goes): every
+ * RFC 7591 member a record keeps (clients/metadata.ts, so that a new member cannot be forgotten
+ * here) and the software statement. Every other field of the record (enabled, post-logout URIs:
+ * an operator's) is kept.
  */
-const REGISTRATION_OWNED = [
-  'clientName',
-  'clientUri',
-  'logoUri',
-  'tosUri',
-  'policyUri',
-  'contacts',
-  'jwksUri',
-  'jwks',
-  'requirePushedAuthorizationRequests',
-  'requestObjectSigningAlg',
-  'backchannelLogoutUri',
-  'backchannelLogoutSessionRequired',
-  'tlsClientAuthSubjectDn',
-  'tlsClientAuthSanDns',
-  'tlsClientAuthSanUri',
-  'tlsClientAuthSanIp',
-  'tlsClientAuthSanEmail',
-  'tlsClientCertificateBoundAccessTokens',
-  'softwareId',
-  'softwareVersion',
+const REGISTRATION_OWNED: readonly (keyof ClientFields)[] = [
+  ...REGISTERED_FIELDS,
   'softwareStatement',
   'softwareStatementJwt',
-] as const satisfies readonly (keyof ClientFields)[];
+];
 
 export function generateRegistrationAccessToken(): string {
   return randomBytes(32).toString('base64url');
