@@ -23,10 +23,13 @@ import { DEFAULT_TENANT } from '../src/store/index.js';
 import { basic, FORM } from '../test/support/oauth.js';
 import { startTestServer, type TestServer } from '../test/support/server.js';
 import { LoadGenerator, type LoadResult } from './load.js';
+import { clientCredentialsWindow } from './servers.js';
 import { writeResults } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+/** Each window of live traffic. */
+const WINDOW = { connections: CONNECTIONS, seconds: SECONDS };
 const RECORDED = 10_000;
 const LONG_HISTORY = 100_000;
 const IMPACT_CLIENTS = 20;
@@ -78,11 +81,11 @@ async function main(): Promise<void> {
     const windows: { replay: boolean; load: LoadResult; replayed?: ReplayResult }[] = [];
     for (const withReplay of [false, true, false, true, false]) {
       if (!withReplay) {
-        windows.push({ replay: false, load: await liveWindow(load, server, machine) });
+        windows.push({ replay: false, load: await clientCredentialsWindow(load, server.url, machine, WINDOW) });
         continue;
       }
       const running = replay(server, LONG_HISTORY);
-      const measured = await liveWindow(load, server, machine);
+      const measured = await clientCredentialsWindow(load, server.url, machine, WINDOW);
       windows.push({ replay: true, load: measured, replayed: await running });
     }
     const meanRps = (replaying: boolean) => {
@@ -195,19 +198,6 @@ async function replay(server: TestServer, limit: number): Promise<ReplayResult> 
     serverMs: ms,
     decisionsPerSecond: Math.round(replayed / wallSeconds),
   };
-}
-
-async function liveWindow(load: LoadGenerator, server: TestServer, client: Client): Promise<LoadResult> {
-  const run = await load.run({
-    url: `${server.url}/token`,
-    method: 'POST',
-    headers: { ...FORM, authorization: basic(client.id, client.secret) },
-    body: 'grant_type=client_credentials&scope=read',
-    connections: CONNECTIONS,
-    warmupSeconds: 2,
-    seconds: SECONDS,
-  });
-  return run.measured;
 }
 
 function report(results: any): void {

@@ -20,14 +20,17 @@ import { CompactAuditEntries } from '../src/audit/compact.js';
 import { AUDIT_LOG_COLLECTION, type AuditEntry } from '../src/audit/index.js';
 import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
 import { DEFAULT_TENANT } from '../src/store/index.js';
-import { basic, FORM } from '../test/support/oauth.js';
+import { FORM } from '../test/support/oauth.js';
 import { startTestServer, type TestServer } from '../test/support/server.js';
 import { LoadGenerator, type LoadResult } from './load.js';
+import { clientCredentialsWindow } from './servers.js';
 import { receiverStream, tokenOf, type Client } from './signals-setup.js';
 import { writeResults } from './stats.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 64);
+/** Each window of live traffic. */
+const WINDOW = { connections: CONNECTIONS, seconds: SECONDS };
 const TOKENS = Number(process.env.BENCH_TOKENS ?? 10_000);
 const CLIENTS = 20;
 const GOAL_RATIO = 0.8;
@@ -60,11 +63,11 @@ async function main(): Promise<void> {
     const windows: { recheck: boolean; load: LoadResult; recheckSeconds?: number }[] = [];
     for (const withRecheck of [false, true, false, true, false]) {
       if (!withRecheck) {
-        windows.push({ recheck: false, load: await liveWindow(load, server, machine) });
+        windows.push({ recheck: false, load: await clientCredentialsWindow(load, server.url, machine, WINDOW) });
         continue;
       }
       const running = toggle();
-      const measured = await liveWindow(load, server, machine);
+      const measured = await clientCredentialsWindow(load, server.url, machine, WINDOW);
       windows.push({ recheck: true, load: measured, recheckSeconds: (await running).seconds });
     }
     const mean = (recheck: boolean) => {
@@ -195,19 +198,6 @@ async function change(server: TestServer, rule: any, content: string): Promise<{
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return { seconds: Math.round((performance.now() - started) / 10) / 100 };
-}
-
-async function liveWindow(load: LoadGenerator, server: TestServer, client: Client): Promise<LoadResult> {
-  const run = await load.run({
-    url: `${server.url}/token`,
-    method: 'POST',
-    headers: { ...FORM, authorization: basic(client.id, client.secret) },
-    body: 'grant_type=client_credentials&scope=read',
-    connections: CONNECTIONS,
-    warmupSeconds: 2,
-    seconds: SECONDS,
-  });
-  return run.measured;
 }
 
 await main();

@@ -17,6 +17,7 @@ import { basic, FORM } from '../test/support/oauth.js';
 import { startTestServer } from '../test/support/server.js';
 import { startProcessServer } from '../test/support/server-process.js';
 import { startBaseline } from './baseline.js';
+import type { LoadGenerator, LoadResult } from './load.js';
 
 /** The production cost of the secrets Arbiter hashes itself (src/oauth/clients/secrets.ts). */
 export const BCRYPT_COST = 10;
@@ -295,4 +296,26 @@ async function inParallel<T>(count: number, task: () => Promise<T>): Promise<T[]
 
 async function closeAll(closers: (() => Promise<void>)[]): Promise<void> {
   for (const close of closers) await close().catch(() => undefined);
+}
+
+/**
+ * One window of live client_credentials traffic (client_secret_basic, scope read) at `url`: what
+ * the benches that change something beside it (a replay, a recheck) measure their cost against.
+ */
+export async function clientCredentialsWindow(
+  load: LoadGenerator,
+  url: string,
+  client: { id: string; secret: string },
+  { connections, seconds }: { connections: number; seconds: number },
+): Promise<LoadResult> {
+  const run = await load.run({
+    url: `${url}/token`,
+    method: 'POST',
+    headers: { ...FORM, authorization: basic(client.id, client.secret) },
+    body: 'grant_type=client_credentials&scope=read',
+    connections,
+    warmupSeconds: 2,
+    seconds,
+  });
+  return run.measured;
 }
