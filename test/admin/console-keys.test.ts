@@ -1,11 +1,12 @@
 import { expect } from 'chai';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
-  axeViolations,
   sharedChromium,
   loopbackContext,
   recordCspViolations,
   recordRequests,
+  expectNoAxeViolations,
+  openConsolePage,
 } from '../support/browser.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 
@@ -46,15 +47,9 @@ describe('Console sign-in with named Admin API keys, on the admin port, in Chrom
     await page.getByRole('navigation', { name: 'Main' }).waitFor();
   }
 
-  async function openPage(title: string): Promise<void> {
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: title, exact: true }).click();
-    await page.getByRole('heading', { level: 2, name: title }).waitFor();
-  }
+  const openPage = (title: string) => openConsolePage(page, title);
 
-  async function expectAccessible(what: string): Promise<void> {
-    const found = await axeViolations(page);
-    expect(found, `${what}: ${JSON.stringify(found, null, 2)}`).to.deep.equal([]);
-  }
+  const expectAccessible = (what: string) => expectNoAxeViolations(page, what);
 
   it('signs in with the bootstrap key and says so', async function () {
     await page.goto(`${server.adminUrl}/admin`);

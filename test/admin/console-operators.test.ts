@@ -2,7 +2,13 @@ import { expect } from 'chai';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Browser, BrowserContext, Page, Request } from 'playwright-core';
-import { axeViolations, sharedChromium, loopbackContext, recordCspViolations } from '../support/browser.js';
+import {
+  sharedChromium,
+  loopbackContext,
+  recordCspViolations,
+  expectNoAxeViolations,
+  openConsolePage,
+} from '../support/browser.js';
 import { clientCredentials, confidentialClient, policyInForce } from '../support/oauth.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 import { CLIENT_GRANT_TYPES, definitionFor } from '../../src/catalog/index.js';
@@ -57,15 +63,9 @@ describe('Console for operators, in Chromium', function () {
     await page.screenshot({ path: join(ARTIFACTS, `${String(shot).padStart(2, '0')}-${name}.png`), fullPage: true });
   }
 
-  async function openPage(title: string): Promise<void> {
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: title, exact: true }).click();
-    await page.getByRole('heading', { level: 2, name: title }).waitFor();
-  }
+  const openPage = (title: string) => openConsolePage(page, title);
 
-  async function expectAccessible(what: string): Promise<void> {
-    const found = await axeViolations(page);
-    expect(found, `${what}: ${JSON.stringify(found, null, 2)}`).to.deep.equal([]);
-  }
+  const expectAccessible = (what: string) => expectNoAxeViolations(page, what);
 
   const form = () => page.locator('form.record-form');
   const field = (name: string) => form().locator(`[name="${name}"]`);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { axeViolations, signedInConsole } from '../support/browser.js';
+import { signedInConsole, expectNoAxeViolations, openConsolePage } from '../support/browser.js';
 import { clientCredentials, confidentialClient, eventually, policyInForce } from '../support/oauth.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 
@@ -45,15 +45,9 @@ describe('Console: policy impact and shadow policy, in Chromium', function () {
     await server?.close();
   });
 
-  async function openPage(title: string): Promise<void> {
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: title, exact: true }).click();
-    await page.getByRole('heading', { level: 2, name: title }).waitFor();
-  }
+  const openPage = (title: string) => openConsolePage(page, title);
 
-  async function expectAccessible(what: string): Promise<void> {
-    const found = await axeViolations(page);
-    expect(found, `${what}: ${JSON.stringify(found, null, 2)}`).to.deep.equal([]);
-  }
+  const expectAccessible = (what: string) => expectNoAxeViolations(page, what);
 
   async function editTokenRule(content: string): Promise<void> {
     await openPage('Policy changes');

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { axeViolations, signedInConsole } from '../support/browser.js';
+import { signedInConsole, expectNoAxeViolations, openConsolePage } from '../support/browser.js';
 import { clientCredentials, confidentialClient, policyInForce } from '../support/oauth.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 
@@ -38,15 +38,9 @@ describe('Console: safe policy changes, in Chromium', function () {
   const field = (name: string) => form().locator(`[name="${name}"]`);
   const errorOf = (name: string) => form().locator(`.field:has([name="${name}"]) .field-error`);
 
-  async function openPage(title: string): Promise<void> {
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: title, exact: true }).click();
-    await page.getByRole('heading', { level: 2, name: title }).waitFor();
-  }
+  const openPage = (title: string) => openConsolePage(page, title);
 
-  async function expectAccessible(what: string): Promise<void> {
-    const found = await axeViolations(page);
-    expect(found, `${what}: ${JSON.stringify(found, null, 2)}`).to.deep.equal([]);
-  }
+  const expectAccessible = (what: string) => expectNoAxeViolations(page, what);
 
   it("shows OPA's evaluation error and the rule's file:line for a rule the bundle cannot decide with, and stores nothing", async function () {
     await openPage('Policy rules');

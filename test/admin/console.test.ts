@@ -6,11 +6,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import {
-  axeViolations,
   sharedChromium,
   loopbackContext,
   recordCspViolations,
   recordRequests,
+  expectNoAxeViolations,
+  openConsolePage,
 } from '../support/browser.js';
 import { clientCredentials } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
@@ -87,15 +88,9 @@ describe("Operators' console at /admin, in Chromium", function () {
     throw new Error(`Tab did not reach the element within ${limit} presses (last: ${JSON.stringify(await focused())})`);
   }
 
-  async function expectAccessible(what: string): Promise<void> {
-    const found = await axeViolations(page);
-    expect(found, `${what}: ${JSON.stringify(found, null, 2)}`).to.deep.equal([]);
-  }
+  const expectAccessible = (what: string) => expectNoAxeViolations(page, what);
 
-  async function openPage(title: string): Promise<void> {
-    await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: title, exact: true }).click();
-    await page.getByRole('heading', { level: 2, name: title }).waitFor();
-  }
+  const openPage = (title: string) => openConsolePage(page, title);
 
   const form = () => page.locator('form.record-form');
   const field = (name: string) => form().locator(`[name="${name}"]`);

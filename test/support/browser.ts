@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { expect } from 'chai';
 import type { AddressInfo } from 'node:net';
 import { chromium, type Browser, type BrowserContext, type Page as BrowserPage } from 'playwright-core';
 import { sharedFixture } from './server.js';
@@ -276,4 +277,16 @@ export async function axeViolations(
     'axe.run(document, { runOnly: { type: "tag", values: ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"] } }).then((result) => result.violations.map((violation) => ({ id: violation.id, impact: violation.impact, help: violation.help, targets: violation.nodes.map((node) => String(node.target)) })))',
   )) as AxeViolation[];
   return violations.filter((violation) => impacts.includes(violation.impact ?? ''));
+}
+
+/** Opens a page of the signed-in console by its link in the main navigation; resolves once its heading shows. */
+export async function openConsolePage(page: BrowserPage, title: string): Promise<void> {
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: title, exact: true }).click();
+  await page.getByRole('heading', { level: 2, name: title }).waitFor();
+}
+
+/** Fails with the list when axe finds a serious or critical violation on the page as it is now. */
+export async function expectNoAxeViolations(page: BrowserPage, what: string): Promise<void> {
+  const found = await axeViolations(page);
+  expect(found, `${what}: ${JSON.stringify(found, null, 2)}`).to.deep.equal([]);
 }
