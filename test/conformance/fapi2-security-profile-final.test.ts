@@ -627,8 +627,10 @@ describe('fapi2-security-profile-final-test-plan (plain_fapi, unsigned PAR, plai
   it(`fapi2-security-profile-final-ensure-token-endpoint-fails-with-expired-auth-code (codes shortened to ${CODE_SECONDS} s)`, async function () {
     const par = await pushed(rp);
     const landed = await authorize(viaPar(rp, par));
-    const issuedAt = Date.now();
-    await clockReaches(issuedAt + (CODE_SECONDS + 1) * 1000, (CODE_SECONDS + 5) * 1000);
+    // The code was made within the second of \`issuedAt\` or before, so it expires (exp = iat + TTL in
+    // whole seconds, expired once exp <= now's second) when the clock's second reaches that + the TTL.
+    const issuedAt = Math.floor(Date.now() / 1000);
+    await clockReaches((issuedAt + CODE_SECONDS) * 1000, (CODE_SECONDS + 5) * 1000);
     const tokens = await redeem(rp, landed.url!.searchParams.get('code')!, par);
     expect(tokens.status).to.equal(400);
     expect(tokens.body.error).to.equal('invalid_grant');
