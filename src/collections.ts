@@ -65,10 +65,13 @@ export function knownCollections(): CollectionSpec[] {
 /**
  * The store named by a STORE_URL (see openStore), with every collection above prepared. Of SQLite
  * directories only the default one, data/ in the project, is made when missing (the first start);
- * any other must exist.
+ * any other must exist. `sqliteLockWaitMs`: STORE_SQLITE_LOCK_WAIT_MS (see openStore).
  */
-export function openArbiterStore(url: string): Promise<Store> {
-  return openStore(url, knownCollections(), { createDirectory: isDefaultDataDirectory(url) });
+export function openArbiterStore(
+  url: string,
+  { sqliteLockWaitMs }: { sqliteLockWaitMs?: number } = {},
+): Promise<Store> {
+  return openStore(url, knownCollections(), { createDirectory: isDefaultDataDirectory(url), sqliteLockWaitMs });
 }
 
 function isDefaultDataDirectory(url: string): boolean {

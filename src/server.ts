@@ -63,7 +63,7 @@ export async function prepareStore(
   log: Logger,
   { warn = true, traced }: { warn?: boolean; traced?: (store: Store) => Store } = {},
 ) {
-  const opened = await openArbiterStore(config.storeUrl);
+  const opened = await openArbiterStore(config.storeUrl, { sqliteLockWaitMs: config.storeSqliteLockWaitMs });
   const store = traced ? traced(opened) : opened;
   try {
     const schema = await migrate(store, MIGRATIONS);

@@ -98,8 +98,9 @@ export class SqliteStore implements Store {
     private readonly db: Db,
     files: StoreFiles | null,
     private readonly checkpointer: Checkpointer | null,
+    lockWaitMs: number,
   ) {
-    this.io = new GuardedIo(db, files, () => this.writeListeners.tell());
+    this.io = new GuardedIo(db, files, () => this.writeListeners.tell(), lockWaitMs);
     this.statements = new Statements(db);
     const commitTogether = db.transaction((writes: (() => void)[]) => writes.map(ownFailureOf));
     this.group = new BatchWriter({
@@ -112,9 +113,13 @@ export class SqliteStore implements Store {
   /**
    * Opens (or creates) the database file at `location`. Its directory must exist unless
    * `createDirectory` says to make it: a mistyped or unmounted directory must stop the start, not
-   * silently begin a fresh, empty database beside the real one.
+   * silently begin a fresh, empty database beside the real one. `lockWaitMs`: how long a write
+   * waits for another connection's write lock (STORE_SQLITE_LOCK_WAIT_MS).
    */
-  static async open(location: string, { createDirectory = false } = {}): Promise<SqliteStore> {
+  static async open(
+    location: string,
+    { createDirectory = false, lockWaitMs = DEFAULT_LOCK_WAIT_MS } = {},
+  ): Promise<SqliteStore> {
     const file = location === ':memory:' || location === '' ? ':memory:' : location;
     if (file !== ':memory:') {
       openDirectory(dirname(resolve(file)), createDirectory);
@@ -125,7 +130,7 @@ export class SqliteStore implements Store {
       // Before the first table: a new file gives the pages of deleted rows back (see giveSpaceBack). No effect on an older file (see reclaimFreedSpace).
       db.pragma('auto_vacuum = INCREMENTAL');
       db.pragma('journal_mode = WAL');
-      db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+      db.pragma(`busy_timeout = ${lockWaitMs}`);
       db.pragma('synchronous = NORMAL');
       // Deleted and rewritten documents (a PKCE verifier set to null, …) are zeroed, not left in the page's free space.
       db.pragma('secure_delete = FAST');
@@ -135,15 +140,15 @@ export class SqliteStore implements Store {
       );
       // purgeExpired deletes ended windows in steps: each step finds them through this index.
       db.exec('CREATE INDEX IF NOT EXISTS window_counters_reset ON window_counters (reset_at)');
-      if (file === ':memory:') return new SqliteStore(db, null, null);
+      if (file === ':memory:') return new SqliteStore(db, null, null, lockWaitMs);
       // The -wal and -shm files exist from here on, as long as this connection is open. SQLite
       // creates them with the database file's mode; ones left by an older release may be wider.
       for (const path of [file, `${file}-wal`, `${file}-shm`]) keepPrivate(path);
       const files = StoreFiles.record(resolve(file));
-      if (!files.inWalMode) return new SqliteStore(db, files, null);
+      if (!files.inWalMode) return new SqliteStore(db, files, null, lockWaitMs);
       db.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
       db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
-      return new SqliteStore(db, files, new Checkpointer(resolve(file), files.identities));
+      return new SqliteStore(db, files, new Checkpointer(resolve(file), files.identities), lockWaitMs);
     } catch (error) {
       db.close();
       throw error;
@@ -204,7 +209,7 @@ export class SqliteStore implements Store {
       this.tablesToCreate.add(spec.name);
       if (!isBusy(error)) throw error;
       // SQLite's busy handler waited the whole lock wait already: the request's other writes need not again.
-      this.io.lockedFor(BUSY_TIMEOUT_MS);
+      this.io.lockedForTheWholeWait();
       throw new StoreUnavailableError(
         `the store's database is locked by another connection, so the ${spec.name} table could not be created (${(error as Error).message}); nothing was written. Retry shortly.`,
       );
@@ -722,7 +727,14 @@ class GuardedIo {
     private readonly files: StoreFiles | null,
     /** Told when a write has ended, committed or not (Store.onWrite). */
     private readonly afterWrite: () => void,
-  ) {}
+    /** How long a write waits for another connection's write lock. */
+    private readonly lockWaitMs: number,
+  ) {
+    this.busyWait = `PRAGMA busy_timeout = ${lockWaitMs}`;
+  }
+
+  /** The busy handler's wait, set again after each write (see writeNow). */
+  private readonly busyWait: string;
 
   /** Everything, as before a write. */
   check(): void {
@@ -747,9 +759,9 @@ class GuardedIo {
    * Several processes (WORKERS, or the command line) write one file, one transaction at a time.
    * SQLite's busy handler would wait for the write lock by sleeping, and a sleeping process
    * answers nothing meanwhile: instead a write that finds the lock taken gives the event loop
-   * back and tries again shortly (after 0, 1, 2, 4, then every 8 ms), for up to BUSY_TIMEOUT_MS
+   * back and tries again shortly (after 0, 1, 2, 4, then every 8 ms), for up to `lockWaitMs`
    * as the busy handler would. Reads never wait for a writer (WAL) and keep the busy handler.
-   * The wait is shared: writes that find the lock taken wait until BUSY_TIMEOUT_MS after the
+   * The wait is shared: writes that find the lock taken wait until `lockWaitMs` after the
    * first of them found it so, not each its own, so that a request making several writes (its
    * token, then its audit entry) is answered within that bound too.
    */
@@ -762,18 +774,18 @@ class GuardedIo {
       } catch (error) {
         if (!isBusy(error)) throw error;
         this.lockedSince ??= Date.now();
-        if (Date.now() >= this.lockedSince + BUSY_TIMEOUT_MS)
+        if (Date.now() >= this.lockedSince + this.lockWaitMs)
           throw new StoreUnavailableError(
-            `the store's database stayed locked by another connection for ${BUSY_TIMEOUT_MS / 1000} s (${(error as Error).message}); nothing was written. Retry shortly; if it lasts, look for a process holding a write transaction on the file.`,
+            `the store's database stayed locked by another connection for ${this.lockWaitMs / 1000} s (${(error as Error).message}); nothing was written. Retry shortly; if it lasts, look for a process holding a write transaction on the file.`,
           );
       }
       await sleep(attempt === 0 ? 0 : Math.min(2 ** (attempt - 1), 8));
     }
   }
 
-  /** Another statement already waited `ms` for the write lock in vain: writes until one gets it share that wait. */
-  lockedFor(ms: number): void {
-    this.lockedSince ??= Date.now() - ms;
+  /** Another statement already waited the whole lock wait in vain: writes until one gets it share that wait. */
+  lockedForTheWholeWait(): void {
+    this.lockedSince ??= Date.now() - this.lockWaitMs;
   }
 
   private writeNow<R>(statement: () => R): R {
@@ -786,7 +798,7 @@ class GuardedIo {
       try {
         result = sqliteCall(statement);
       } finally {
-        this.db.exec(BUSY_WAIT);
+        this.db.exec(this.busyWait);
       }
       this.assertSameFiles();
       return result;
@@ -802,9 +814,8 @@ class GuardedIo {
 }
 
 /** Runs better-sqlite3 code; an error saying the file is unusable becomes StoreUnavailableError. */
-/** How long a write waits for another process's write transaction; reads wait as long for a checkpoint or a recovery. */
-const BUSY_TIMEOUT_MS = 5000;
-const BUSY_WAIT = `PRAGMA busy_timeout = ${BUSY_TIMEOUT_MS}`;
+/** How long a write waits for another process's write transaction by default; reads wait as long for a checkpoint or a recovery. */
+const DEFAULT_LOCK_WAIT_MS = 5000;
 const NO_BUSY_WAIT = 'PRAGMA busy_timeout = 0';
 
 /** SQLITE_BUSY and its extended codes: another connection holds the lock this statement needs. */

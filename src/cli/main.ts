@@ -221,7 +221,7 @@ function scratchDirectoryFor(storeUrl: string): string {
 
 /** Opens the store (migrated first unless `migrated` is false), runs `work`, closes it. */
 async function withStore<T>(config: Config, work: (store: Store) => Promise<T>, migrated = true): Promise<T> {
-  const store = await openArbiterStore(config.storeUrl);
+  const store = await openArbiterStore(config.storeUrl, { sqliteLockWaitMs: config.storeSqliteLockWaitMs });
   try {
     if (migrated) await migrate(store, MIGRATIONS);
     return await work(store);

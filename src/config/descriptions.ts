@@ -46,11 +46,19 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
     meaning:
       "`sqlite:<file>`, `sqlite::memory:` or `mongodb://…`. A SQLite file's directory must exist (else the start stops, naming it), so that a mistyped or unmounted path never starts an empty store; only the default `data/` of the project is made on first start",
   },
+  STORE_SQLITE_LOCK_WAIT_MS: {
+    meaning:
+      "how long a write to a SQLite store waits for another connection's write lock (another worker, the command line), answering other requests meanwhile, before it is answered `503 temporarily_unavailable` ([Workers](operations.md#workers))",
+  },
   OPA_URL: { meaning: 'an external OPA', unset: 'a managed local OPA is run' },
   OPA_BIN: { meaning: 'the binary of the managed OPA', unset: '`.bin/opa`, then `opa` on PATH' },
   OPA_TOKEN: {
     meaning:
       '`Authorization: Bearer` token for an external OPA run with `--authentication=token`; the managed OPA (on 127.0.0.1) always requires a random token of its own',
+  },
+  OPA_HEALTH_CHECK_INTERVAL_MS: {
+    meaning:
+      "how often the managed OPA's health is asked (each answer within 1 s); after 3 answers missed in a row it counts as hung and is killed and restarted ([Failures](operations.md#failures-stopping-and-crashing))",
   },
   POLICY_POLL_MIN_SECONDS: {
     meaning:
@@ -146,6 +154,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
   SERVICE_SOFTWARE_STATEMENT_VERIFY: { meaning: 'verify software statement signatures at registration' },
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: {
     meaning: 'accept `http://localhost` client ID metadata URLs',
+  },
+  SERVICE_REGISTRATION_CIMD_NEGATIVE_CACHE_SECONDS: {
+    meaning:
+      'a client ID metadata document URL that named no usable document (unknown, unreachable, invalid) is refused this long without being fetched again, so that a bad client_id cannot make Arbiter fetch on every request (see [Client ID metadata documents](endpoints.md#client-id-metadata-documents))',
   },
   LOG_LEVEL: { meaning: 'pino level (`silent` to mute)' },
   ACCESS_LOG: {

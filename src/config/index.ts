@@ -30,12 +30,16 @@ export interface Config {
   adminBindAddress: string | null;
   issuer: string;
   storeUrl: string;
+  /** How long a write to a SQLite store waits for another connection's write lock before it is answered 503. */
+  storeSqliteLockWaitMs: number;
   /** External OPA; null means the server runs and manages a local OPA process. */
   opaUrl: string | null;
   /** Path of the opa binary for the managed process; null means `.bin/opa`, then PATH. */
   opaBin: string | null;
   /** Bearer token for an external OPA run with `--authentication=token`; the managed OPA gets a random one of its own. */
   opaToken: string | null;
+  /** How often the managed OPA's health is asked; after three answers missed in a row it is restarted. */
+  opaHealthCheckIntervalMs: number;
   policyPollMinSeconds: number;
   policyPollMaxSeconds: number;
   policyBundleToken: string;
@@ -91,6 +95,8 @@ export interface Config {
   adminSessionSeconds: number;
   softwareStatementVerify: boolean;
   cimdAllowInsecureLocalhost: boolean;
+  /** How long a client ID metadata document URL that named no usable document is refused without fetching it again. */
+  cimdNegativeCacheSeconds: number;
   logLevel: string;
   /** One log line per answered request (src/http/access-log.ts). */
   accessLog: boolean;
@@ -195,9 +201,11 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   ADMIN_BIND_ADDRESS: 'adminBindAddress',
   ISSUER: 'issuer',
   STORE_URL: 'storeUrl',
+  STORE_SQLITE_LOCK_WAIT_MS: 'storeSqliteLockWaitMs',
   OPA_URL: 'opaUrl',
   OPA_BIN: 'opaBin',
   OPA_TOKEN: 'opaToken',
+  OPA_HEALTH_CHECK_INTERVAL_MS: 'opaHealthCheckIntervalMs',
   POLICY_POLL_MIN_SECONDS: 'policyPollMinSeconds',
   POLICY_POLL_MAX_SECONDS: 'policyPollMaxSeconds',
   POLICY_BUNDLE_TOKEN: 'policyBundleToken',
@@ -228,6 +236,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   ADMIN_SESSION_SECONDS: 'adminSessionSeconds',
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
+  SERVICE_REGISTRATION_CIMD_NEGATIVE_CACHE_SECONDS: 'cimdNegativeCacheSeconds',
   LOG_LEVEL: 'logLevel',
   ACCESS_LOG: 'accessLog',
   MAX_BODY_BYTES: 'maxBodyBytes',
@@ -318,9 +327,11 @@ export const SCHEMA = {
     adminBindAddress: { type: ['string', 'null'], minLength: 1 },
     issuer: { type: ['string', 'null'], pattern: '^https?://[^#?]+[^/#?]$' },
     storeUrl: { type: 'string', pattern: '^(sqlite:|postgres(ql)?://|mongodb(\\+srv)?://)' },
+    storeSqliteLockWaitMs: { type: 'integer', minimum: 100, maximum: 60000 },
     opaUrl: { type: ['string', 'null'], pattern: '^https?://' },
     opaBin: { type: ['string', 'null'], minLength: 1 },
     opaToken: { type: ['string', 'null'], minLength: 16 },
+    opaHealthCheckIntervalMs: { type: 'integer', minimum: 200, maximum: 60000 },
     policyPollMinSeconds: positive,
     policyPollMaxSeconds: positive,
     policyBundleToken: { type: ['string', 'null'], minLength: 16 },
@@ -368,6 +379,7 @@ export const SCHEMA = {
     adminSessionSeconds: { type: 'integer', minimum: 60, maximum: 604800 },
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },
+    cimdNegativeCacheSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     accessLog: { type: 'boolean' },
     maxBodyBytes: positive,

@@ -126,6 +126,7 @@ export async function createPolicyEngine(options: PolicyEngineOptions): Promise<
           bundleToken: config.policyBundleToken,
           pollMinSeconds: config.policyPollMinSeconds,
           pollMaxSeconds: config.policyPollMaxSeconds,
+          healthCheckIntervalMs: config.opaHealthCheckIntervalMs,
           log: options.log.child({ component: 'opa' }),
         });
   await managed?.start();

@@ -14,14 +14,16 @@ import type { CollectionSpec, Store } from './types.js';
  * (`postgresql://…`) or `mongodb://…`. `collections` are prepared at once where the store can
  * (PostgreSQL creates their tables, MongoDB their indexes); any
  * other collection, and every one on SQLite, is prepared on first use. A SQLite file's directory
- * must exist unless `createDirectory`.
+ * must exist unless `createDirectory`; a SQLite write waits `sqliteLockWaitMs` for another
+ * connection's write lock (5 s by default).
  */
 export async function openStore(
   url: string,
   collections: readonly CollectionSpec[] = [],
-  options: { createDirectory?: boolean } = {},
+  { createDirectory, sqliteLockWaitMs }: { createDirectory?: boolean; sqliteLockWaitMs?: number } = {},
 ): Promise<Store> {
-  if (url.startsWith('sqlite:')) return SqliteStore.open(url.slice('sqlite:'.length), options);
+  if (url.startsWith('sqlite:'))
+    return SqliteStore.open(url.slice('sqlite:'.length), { createDirectory, lockWaitMs: sqliteLockWaitMs });
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) return PostgresStore.open(url, collections);
   if (url.startsWith('mongodb://') || url.startsWith('mongodb+srv://')) return MongoStore.open(url, collections);
   throw new Error(

@@ -273,6 +273,7 @@ class Primary {
         bundleToken: this.config.policyBundleToken,
         pollMinSeconds: this.config.policyPollMinSeconds,
         pollMaxSeconds: this.config.policyPollMaxSeconds,
+        healthCheckIntervalMs: this.config.opaHealthCheckIntervalMs,
         log: this.rootLog.child({ component: 'opa' }),
         onStarted: (opaUrl, pid) => {
           this.opaLocation = { url: opaUrl, token: opa.apiToken, pid };

@@ -81,8 +81,12 @@ describe('Client ID metadata documents: a URL as client_id', function () {
 
   before(async function () {
     documents = await DocumentServer.start();
-    // Its own server: the test changes the shared policy data.
-    server = await readyServer({ SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'true' });
+    // Its own server: the test changes the shared policy data. A refusal is remembered 3 s (10 by
+    // default): long beyond two requests in a row, short for the test that waits until it is forgotten.
+    server = await readyServer({
+      SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'true',
+      SERVICE_REGISTRATION_CIMD_NEGATIVE_CACHE_SECONDS: '3',
+    });
     idp = await startRegisteredDevIdp(server);
     await updateOauthData(server, (data) => {
       data.public_client_policy.cimd.granted_resources = GRANTED;

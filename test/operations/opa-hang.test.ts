@@ -24,8 +24,9 @@ function opaChildren(): number[] {
 
 /**
  * A hung OPA keeps its process and its port, so only asking it notices: the managed OPA's health
- * is checked every two seconds, and after three missed answers it is killed and restarted. Meanwhile
- * the in-process engine keeps deciding, and /readyz answers within a second every time.
+ * is checked every OPA_HEALTH_CHECK_INTERVAL_MS (2 s by default, 500 ms here so that the three
+ * missed answers take seconds), and after three missed answers it is killed and restarted.
+ * Meanwhile the in-process engine keeps deciding, and /readyz answers within a second every time.
  */
 describe('A hung managed OPA', function () {
   this.timeout(120_000);
@@ -36,7 +37,7 @@ describe('A hung managed OPA', function () {
 
   before(async function () {
     others = new Set(opaChildren());
-    server = await readyServer();
+    server = await readyServer({ OPA_HEALTH_CHECK_INTERVAL_MS: '500' });
   });
   after(async function () {
     await server?.close();

@@ -35,6 +35,7 @@ describe('policy engine with an external OPA (OPA_URL)', function () {
       bundleToken,
       pollMinSeconds: 1,
       pollMaxSeconds: 2,
+      healthCheckIntervalMs: 2_000,
       log,
       port,
       apiToken: OPA_TOKEN,

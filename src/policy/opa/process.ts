@@ -23,6 +23,8 @@ export interface ManagedOpaOptions {
   bundleToken: string;
   pollMinSeconds: number;
   pollMaxSeconds: number;
+  /** How often a running OPA's health is asked (OPA_HEALTH_CHECK_INTERVAL_MS). */
+  healthCheckIntervalMs: number;
   log: Logger;
   /** Fixed loopback port; default: a free one. */
   port?: number;
@@ -48,8 +50,7 @@ const CONFIG_DIR_PREFIX = 'arbiter-opa-';
 const OWNER_PID_FILE = 'owner.pid';
 const OPA_PID_FILE = 'opa.pid';
 const AUTHZ_POLICY_FILE = 'authz.rego';
-/** How often a running OPA's health is asked, and how long one answer may take. */
-const HEALTH_CHECK_INTERVAL_MS = 2_000;
+/** How long one answer to a health check may take. */
 const HEALTH_CHECK_TIMEOUT_MS = 1_000;
 /** Health checks missed in a row after which OPA counts as hung and is restarted. */
 const HUNG_AFTER_FAILURES = 3;
@@ -158,7 +159,7 @@ export class ManagedOpa {
   /**
    * A hung OPA (stopped, deadlocked, starved) keeps its port and its process, so nothing else
    * would notice: every decision it is asked waits for its timeout, forever. Its health is
-   * asked every HEALTH_CHECK_INTERVAL_MS; after HUNG_AFTER_FAILURES answers missed in a row it
+   * asked every `healthCheckIntervalMs`; after HUNG_AFTER_FAILURES answers missed in a row it
    * is killed, and the exit handler restarts it as after any crash.
    */
   private watch(child: ChildProcess): void {
@@ -175,10 +176,10 @@ export class ManagedOpa {
         child.kill('SIGKILL');
         return;
       }
-      this.healthTimer = setTimeout(() => void check(), HEALTH_CHECK_INTERVAL_MS);
+      this.healthTimer = setTimeout(() => void check(), this.options.healthCheckIntervalMs);
       this.healthTimer.unref();
     };
-    this.healthTimer = setTimeout(() => void check(), HEALTH_CHECK_INTERVAL_MS);
+    this.healthTimer = setTimeout(() => void check(), this.options.healthCheckIntervalMs);
     this.healthTimer.unref();
   }
 

@@ -128,6 +128,16 @@ describe('unit: configuration from the environment (config/index loadConfig)', f
       ['an unknown store', { STORE_URL: 'mysql://db' }, /STORE_URL must be sqlite:<file>/],
       ['an OPA URL that is not http(s)', { OPA_URL: 'opa:8181' }, /OPA_URL must be an http:\/\/ or https:\/\/ URL/],
       ['a short OPA token', { OPA_TOKEN: 'short' }, /OPA_TOKEN must NOT have fewer than 16 characters/],
+      [
+        'an OPA health check more often than every 200 ms',
+        { OPA_HEALTH_CHECK_INTERVAL_MS: '50' },
+        /OPA_HEALTH_CHECK_INTERVAL_MS must be >= 200/,
+      ],
+      [
+        'a CIMD negative cache of 0 s',
+        { SERVICE_REGISTRATION_CIMD_NEGATIVE_CACHE_SECONDS: '0' },
+        /SERVICE_REGISTRATION_CIMD_NEGATIVE_CACHE_SECONDS must be >= 1/,
+      ],
       ['a short admin key', { SERVICE_ADMIN_API_KEY: 'short' }, /SERVICE_ADMIN_API_KEY must NOT have fewer than 16/],
       ['a short metrics token', { METRICS_TOKEN: 'short' }, /METRICS_TOKEN must NOT have fewer than 16/],
       [

@@ -7,8 +7,6 @@
 export const DEFAULT_TTL_MS = 5 * 60_000;
 /** No document is trusted longer than this, whatever it says (redirect URIs must be able to change). */
 export const MAX_TTL_MS = 60 * 60_000;
-/** Unknown, unreachable or invalid documents are remembered this long, so that a bad client_id cannot make Arbiter fetch on every request. */
-export const NEGATIVE_TTL_MS = 10_000;
 
 /** Milliseconds the response may be reused (0: fetch again next time). */
 export function freshnessMs(headers: Headers, now = Date.now()): number {

@@ -7,7 +7,7 @@ import { HttpError } from '../../../http/errors.js';
 import { DEFAULT_TENANT, type Sealer, type Store } from '../../../store/index.js';
 import type { ClientDocuments, ClientRecord } from '../../clients/records.js';
 import { clientRepository, STORE_FIELDS } from '../../clients/repository.js';
-import { freshnessMs, NEGATIVE_TTL_MS } from './caching.js';
+import { freshnessMs } from './caching.js';
 import { InvalidDocumentError, parseClientDocument, type ClientDocument } from './document.js';
 import { documentUrl, looksLikeDocumentUrl } from './url.js';
 
@@ -68,6 +68,9 @@ export function createClientDocuments({
   const inFlight = new Map<string, Promise<ClientDocument | undefined>>();
   const clients = clientRepository(store, sealer);
   const tenantId = tenant === DEFAULT_TENANT ? null : tenant;
+  // Unknown, unreachable or invalid documents are remembered this long (the negative cache), so
+  // that a bad client_id cannot make Arbiter fetch on every request.
+  const refusalTtlMs = config.cimdNegativeCacheSeconds * 1000;
 
   /** The document for `clientId`, from the cache while fresh, else fetched (one fetch at a time per URL). */
   async function currentDocument(clientId: string): Promise<ClientDocument | undefined> {
@@ -85,7 +88,7 @@ export function createClientDocuments({
     const checked = documentUrl(clientId, config.cimdAllowInsecureLocalhost);
     if ('refused' in checked) {
       log.info({ tenant, clientId, reason: checked.refused }, 'client metadata document URL refused');
-      return remember(clientId, undefined, NEGATIVE_TTL_MS);
+      return remember(clientId, undefined, refusalTtlMs);
     }
     const outbound: Outbound = checked.insecureLocal && insecureLocal ? insecureLocal : secure;
     try {
@@ -103,12 +106,12 @@ export function createClientDocuments({
       return remember(clientId, parseClientDocument(body, clientId), freshnessMs(response.headers));
     } catch (error) {
       log.info({ tenant, clientId, reason: (error as Error).message }, 'client metadata document unusable');
-      return remember(clientId, undefined, NEGATIVE_TTL_MS);
+      return remember(clientId, undefined, refusalTtlMs);
     }
   }
 
   function remember(clientId: string, document: ClientDocument | undefined, ttlMs: number): ClientDocument | undefined {
-    const ttl = document ? ttlMs : Math.min(ttlMs, NEGATIVE_TTL_MS);
+    const ttl = document ? ttlMs : Math.min(ttlMs, refusalTtlMs);
     if (ttl > 0) cache().set(clientId, { document, expiresAt: Date.now() + ttl });
     else documents?.delete(clientId);
     return document;
@@ -179,7 +182,7 @@ export function createClientDocuments({
     } catch (error) {
       if (!(error instanceof HttpError && error.status === 400)) throw error;
       log.info({ tenant, clientId, reason: error.message }, 'client metadata document unusable');
-      remember(clientId, undefined, NEGATIVE_TTL_MS);
+      remember(clientId, undefined, refusalTtlMs);
       return undefined;
     }
   }
