@@ -60,6 +60,37 @@ describe('PostgreSQL store', function () {
     }
   });
 
+  it('joins the upserts of one table made meanwhile into one statement, each caller answered after it, a refused row alone', async function () {
+    if (!server.directory) this.skip(); // pg_stat_statements of the cluster of this run
+    const store = await openStore(server.url());
+    try {
+      const tokens = store.collection({ name: 'tokens', uniqueKeys: [['jti']] });
+      await tokens.upsert({ id: 'warm', jti: 'warm' }); // the table exists, the pool has a connection
+      server.sql('SELECT pg_stat_statements_reset()');
+      const upserts = Array.from({ length: 32 }, (_, index) => tokens.upsert({ id: `t${index}`, jti: `j${index}` }));
+      // Two upserts of one row at once: the later one stays, as one after the other.
+      upserts.push(tokens.upsert({ id: 't0', jti: 'j0', value: 'later' }));
+      await Promise.all(upserts);
+      const statements = server.sql(
+        "SELECT split_part(query, ' ', 1), calls FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'",
+      );
+      expect(statements).to.deep.equal([['INSERT', '1']]);
+      expect(await tokens.count()).to.equal(33);
+      expect(await tokens.get('t0')).to.deep.include({ value: 'later' });
+      // A row refused for its own sake (a unique key another row holds) fails alone; its batch is stored.
+      const outcomes = await Promise.allSettled([
+        tokens.upsert({ id: 'u1', jti: 'u1' }),
+        tokens.upsert({ id: 'clash', jti: 'j5' }),
+        tokens.upsert({ id: 'u2', jti: 'u2' }),
+      ]);
+      expect(outcomes.map((outcome) => outcome.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+      expect((outcomes[1] as PromiseRejectedResult).reason).to.have.property('name', 'ConflictError');
+      expect((await tokens.getMany(['u1', 'u2', 'clash'])).map((doc) => doc.id).sort()).to.deep.equal(['u1', 'u2']);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("announces a policy write to another node's kept snapshot within 100 ms (LISTEN/NOTIFY), where its poll would wait a minute", async function () {
     const schema = server.freshSchema();
     const nodeA = await openArbiterStore(server.url(schema));
