@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { PolicySnapshots } from '../../src/policy/bundle/snapshots.js';
 import { openArbiterStore } from '../../src/collections.js';
 import { openStore } from '../../src/store/open.js';
-import { isStoreUnavailable, type Store } from '../../src/store/types.js';
+import { clientsCollection, findClientRecord, type ClientRecord } from '../../src/oauth/clients/records.js';
+import { DEFAULT_TENANT, isStoreUnavailable, type Store } from '../../src/store/types.js';
 import { log, putData } from '../policy/support.js';
 import { describeStoreConformance } from './conformance.js';
 import { PostgresTestServer, sharedPostgresTestServer } from './postgres-server.js';
@@ -110,6 +111,44 @@ describe('PostgreSQL store', function () {
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       console.log(`      (B's kept snapshot replaced ${seenAfter} ms after A's write was answered)`);
+      expect(seenAfter).to.be.below(100);
+    } finally {
+      await nodeA.close();
+      await nodeB.close();
+    }
+  });
+
+  it("keeps a client's record between requests on each node, ended by a write to it at once on the writer's node and within 100 ms on the other", async function () {
+    if (!server.directory) this.skip(); // pg_stat_statements of the cluster of this run
+    const schema = server.freshSchema();
+    const nodeA = await openArbiterStore(server.url(schema));
+    const nodeB = await openArbiterStore(server.url(schema));
+    const clientReads = () =>
+      Number(
+        server.sql(
+          `SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE 'SELECT doc FROM "c_clients"%'`,
+        )[0]![0],
+      );
+    const enabledOn = async (node: Store) => (await findClientRecord(node, DEFAULT_TENANT, 'kept-client'))?.enabled;
+    try {
+      await listening(nodeA, nodeB);
+      const record = { id: 'kept', clientId: 'kept-client', enabled: true } as unknown as ClientRecord;
+      await clientsCollection(nodeA, DEFAULT_TENANT).insert(record);
+      server.sql('SELECT pg_stat_statements_reset()');
+      const started = Date.now();
+      for (let request = 0; request < 100; request += 1) {
+        await new Promise((resolve) => setImmediate(resolve)); // a later turn: no read of another is shared
+        expect([await enabledOn(nodeA), await enabledOn(nodeB)]).to.deep.equal([true, true]);
+      }
+      // One read per node, and one more each time a kept record has served its 100 ms.
+      expect(clientReads()).to.be.at.most(2 * (Math.ceil((Date.now() - started) / 100) + 1));
+      await clientsCollection(nodeA, DEFAULT_TENANT).update('kept', { enabled: false });
+      expect(await enabledOn(nodeA)).to.equal(false);
+      const answered = Date.now();
+      while ((await enabledOn(nodeB)) !== false && Date.now() - answered < 2000)
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      const seenAfter = Date.now() - answered;
+      console.log(`      (B's kept record ended ${seenAfter} ms after A's write was answered)`);
       expect(seenAfter).to.be.below(100);
     } finally {
       await nodeA.close();

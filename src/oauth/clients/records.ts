@@ -1,5 +1,5 @@
 import { clientRecords, type ClientRecord } from '../../catalog/index.js';
-import { TurnReads, type Store, type TenantCollection } from '../../store/index.js';
+import { TurnReads, WatchedReads, type Store, type TenantCollection } from '../../store/index.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 import { clientMetadata } from './metadata.js';
 import { rememberForRequest } from './seen-by-request.js';
@@ -28,13 +28,15 @@ const clientsReadThisTurn = new TurnReads<ClientRecord | null>();
  * record found is kept, so a client created meanwhile is found.
  */
 export async function findClientRecord(store: Store, tenant: string, clientId: string): Promise<ClientRecord | null> {
-  return clientsReadThisTurn.read(
-    store,
-    `${tenant}\u0000${clientId}`,
-    () => clientsCollection(store, tenant).findOne({ clientId }),
-    (record) => record !== null,
-  );
+  const key = `${tenant}\u0000${clientId}`;
+  const found = (record: ClientRecord | null) => record !== null;
+  const readThisTurn = () =>
+    clientsReadThisTurn.read(store, key, () => clientsCollection(store, tenant).findOne({ clientId }), found);
+  return clientsKeptByNode.read(store, key, readThisTurn, found) ?? readThisTurn();
 }
+
+/** And kept between requests where the store announces every node's writes to them (WatchedReads: PostgreSQL). */
+const clientsKeptByNode = new WatchedReads<ClientRecord | null>([CLIENTS_COLLECTION]);
 
 /**
  * Client ID metadata documents (./cimd): `resolve(clientId, stored)` → the client record to serve,
