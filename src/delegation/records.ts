@@ -1,7 +1,6 @@
 import type { DelegationGrantInput } from '../policy/index.js';
 import {
   TurnReads,
-  WatchedReads,
   type CollectionSpec,
   type Filter,
   type Store,
@@ -78,12 +77,10 @@ export async function activeDelegations(
 ): Promise<DelegationGrantInput[]> {
   const collection = delegations(store, tenant);
   const onResource: Filter = grantees.resourceId ? { resourceId: grantees.resourceId } : {};
-  const unrevokedTo = (grantee: Filter) => {
-    const key = JSON.stringify([tenant, grantee, onResource]);
-    const readThisTurn = () =>
-      delegationsReadThisTurn.read(store, key, () => collection.find({ ...grantee, revokedAt: null, ...onResource }));
-    return delegationsKeptByNode.read(store, key, readThisTurn, () => true) ?? readThisTurn();
-  };
+  const unrevokedTo = (grantee: Filter) =>
+    delegationsReadThisTurn.read(store, JSON.stringify([tenant, grantee, onResource]), () =>
+      collection.find({ ...grantee, revokedAt: null, ...onResource }),
+    );
   const [toSubject, toClient] = await Promise.all([
     grantees.sub ? unrevokedTo({ granteeType: 'subject', granteeSubjectId: grantees.sub }) : [],
     grantees.clientId ? unrevokedTo({ granteeType: 'client', granteeClientId: grantees.clientId }) : [],
@@ -92,9 +89,6 @@ export async function activeDelegations(
   const now = Date.now();
   return [...toSubject, ...toClient].filter((record) => statusOf(record, now) === 'active').map(delegationGrant);
 }
-
-/** And kept between requests where the store announces every node's writes to them (WatchedReads: PostgreSQL). */
-const delegationsKeptByNode = new WatchedReads<DelegationRecord[]>([DELEGATIONS_COLLECTION.name]);
 
 /** What a delegation hangs on besides its owner's will: its grantee or owning client, or its resource. */
 export type DelegationAnchor = { clientId: string } | { resourceId: string };
