@@ -86,21 +86,21 @@ export class UpsertBatches {
   }
 }
 
-/** The rows as one jsonb array of `[tenant, id, doc, expiresAt]`, the last upsert of each row only. */
+/** The rows as one jsonb array of `[tenant, id, doc, expiresAt]`, the last upsert of each row only, in key order. */
 function rowsJson(rows: readonly UpsertRow[]): string {
   const latest = new Map<string, UpsertRow>();
   for (const row of rows) {
-    const key = JSON.stringify([row.tenant, row.id]);
-    latest.delete(key); // in the order of the last upserts
-    latest.set(key, row);
+    latest.set(JSON.stringify([row.tenant, row.id]), row);
   }
-  const entries = [...latest.entries()].map(
-    ([key, row]) => `${key.slice(0, -1)},${row.json},${row.expiresAt === null ? 'null' : row.expiresAt}]`,
-  );
+  // In key order: two nodes' batches that share rows lock them in the same order, so never deadlock
+  // (the rows of one batch came concurrently: any order among them is one they could have had).
+  const entries = [...latest.entries()]
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([key, row]) => `${key.slice(0, -1)},${row.json},${row.expiresAt === null ? 'null' : row.expiresAt}]`);
   return `[${entries.join(',')}]`;
 }
 
-/** Rows in the array's order (insertion order is the tie-breaker of sorts). */
+/** Rows in the array's order (insertion order, `seq`, is the tie-breaker of sorts). */
 function upsertStatement(table: string): string {
   return `INSERT INTO ${table} (tenant, id, doc, expires_at)
     SELECT r->>0, r->>1, r->2, (r->>3)::bigint FROM jsonb_array_elements($1::jsonb) WITH ORDINALITY AS rows(r, n) ORDER BY n
