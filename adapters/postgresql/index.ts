@@ -29,6 +29,7 @@ import { WriteListeners } from '../shared/write-listeners.js';
 import { readBackup, writeBackup } from './backup.js';
 import { PostgresSignals } from './signals.js';
 import { type PostgresSettings, settingsOf } from './settings.js';
+import { UPSERTED, UpsertBatches, type UpsertRow } from './upserts.js';
 
 export { type PostgresSettings } from './settings.js';
 
@@ -74,6 +75,8 @@ export class PostgresStore implements Store {
   private closed = false;
   private readonly statementNames = new StatementNames();
   private readonly unresponsive = new Unresponsive(() => this.pool.query('SELECT 1'));
+  /** The upserts of each table made meanwhile, one statement per batch (upserts.ts). */
+  readonly upsertBatches = new UpsertBatches((text, values) => this.query(text, values), isConnectionFault);
 
   private constructor(
     readonly pool: pg.Pool,
@@ -393,6 +396,7 @@ export class PostgresStore implements Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await this.upsertBatches.close();
     await this.signals.close();
     await this.pool.end();
   }
@@ -482,17 +486,28 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
     if (!rowCount) throw new ConflictError(this.spec.name, ['id']);
   }
 
+  /**
+   * Joins the upserts of this table made meanwhile (UpsertBatches): one statement, committed before
+   * any of them is answered. A batch refused for one row's sake (a unique key) is tried row by row.
+   */
   upsert(doc: T): Promise<T> {
+    const row = { tenant: this.tenant, id: idKey(doc.id), json: jsonOf(doc), expiresAt: expiryOf(doc) };
     return this.write(async () => {
-      await this.retryingExpiredClash(() =>
-        this.store.query(
-          `INSERT INTO ${this.table} (tenant, id, doc, expires_at) VALUES ($1, $2, $3::jsonb, $4)
-           ON CONFLICT (tenant, id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at`,
-          [this.tenant, idKey(doc.id), jsonOf(doc), expiryOf(doc)],
-        ),
-      );
+      const outcome = await this.store.upsertBatches.add(this.spec.name, row, () => this.upsertAlone(row));
+      if (outcome !== UPSERTED) throw outcome.error;
       return doc;
     });
+  }
+
+  /** One row's upsert, as its own statement: when its batch failed for a reason that may be its own. */
+  private upsertAlone(row: UpsertRow): Promise<unknown> {
+    return this.retryingExpiredClash(() =>
+      this.store.query(
+        `INSERT INTO ${this.table} (tenant, id, doc, expires_at) VALUES ($1, $2, $3::jsonb, $4)
+         ON CONFLICT (tenant, id) DO UPDATE SET doc = excluded.doc, expires_at = excluded.expires_at`,
+        [row.tenant, row.id, row.json, row.expiresAt],
+      ),
+    );
   }
 
   async get(id: string | number): Promise<T | null> {

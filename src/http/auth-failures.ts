@@ -133,7 +133,9 @@ class FailureLedger {
   async identityLockedFor(identity: string, address: string): Promise<number | null> {
     const keys = this.keysOf(address, identity);
     if (this.unfailed.recently(keys.identityAtAddress)) return null;
-    const counts = await this.counters.readWindows([keys.identityAtAddress, keys.identity]);
+    const counts = await this.unfailed.shared(keys.identityAtAddress, () =>
+      this.counters.readWindows([keys.identityAtAddress, keys.identity]),
+    );
     const here = counts.get(keys.identityAtAddress);
     const everywhere = counts.get(keys.identity);
     if (!here?.count && !everywhere?.count) this.unfailed.remember(keys.identityAtAddress);
@@ -186,6 +188,24 @@ class FailureLedger {
  */
 class RecentlyUnfailed {
   private readonly readAt = new Map<string, number>();
+  /**
+   * Reads under way: the requests that check while one is out join it (under load, every request
+   * of the moment the last empty read lapsed read the counters again: 32 per node, once a second).
+   */
+  private readonly reading = new Map<string, Promise<Map<string, WindowCount>>>();
+
+  shared(key: string, read: () => Promise<Map<string, WindowCount>>): Promise<Map<string, WindowCount>> {
+    let counts = this.reading.get(key);
+    if (!counts) {
+      counts = read();
+      this.reading.set(key, counts);
+      const done = () => {
+        if (this.reading.get(key) === counts) this.reading.delete(key);
+      };
+      counts.then(done, done);
+    }
+    return counts;
+  }
 
   recently(key: string): boolean {
     const at = this.readAt.get(key);
@@ -203,6 +223,7 @@ class RecentlyUnfailed {
 
   forgetAll(): void {
     this.readAt.clear();
+    this.reading.clear();
   }
 }
 

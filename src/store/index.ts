@@ -2,6 +2,7 @@ export * from './types.js';
 export { storageDigest } from './digest.js';
 export { Sealer, SEALING_KEYS_COLLECTION } from './sealed.js';
 export { TurnReads } from './turn-reads.js';
+export { WatchedReads } from './watched-reads.js';
 export { migrate, schemaVersion, SchemaVersionError, SCHEMA_COLLECTION, type Migration } from './schema-version.js';
 export { ClockSkew } from './clock.js';
 export { PROCESS_ID, ProcessShares } from './process-shares.js';

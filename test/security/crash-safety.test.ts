@@ -10,6 +10,7 @@ import { eventually } from '../support/oauth.js';
 import { ADMIN_KEY, freePort } from '../support/server.js';
 import { startServerProcess } from '../support/server-process.js';
 import { MongoTestServer } from '../store/mongo-server.js';
+import { sharedPostgresTestServer } from '../store/postgres-server.js';
 
 /** A store the crashing server runs on: the environment that names it, for as long as the suite runs. */
 interface CrashStore {
@@ -33,10 +34,17 @@ function mongoWire(): CrashStore {
   };
 }
 
+/** PostgreSQL (a schema of its own): its upserts of one moment share a statement, answered only once it committed. */
+const postgresql: CrashStore = {
+  name: 'PostgreSQL',
+  start: async () => ({ STORE_URL: (await sharedPostgresTestServer()).url() }),
+  stop: async () => undefined,
+};
+
 /** One initial access token per worker of the burst, so that registrations do not race for one use counter. */
 const WORKERS = 8;
 
-for (const store of [sqlite, mongoWire()]) crashSafetyOn(store);
+for (const store of [sqlite, mongoWire(), postgresql]) crashSafetyOn(store);
 
 /**
  * SIGKILL in the middle of a burst of writes (Admin API creates, token issuance, dynamic

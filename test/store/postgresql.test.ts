@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { PolicySnapshots } from '../../src/policy/bundle/snapshots.js';
 import { openArbiterStore } from '../../src/collections.js';
 import { openStore } from '../../src/store/open.js';
-import { isStoreUnavailable, type Store } from '../../src/store/types.js';
+import { clientsCollection, findClientRecord, type ClientRecord } from '../../src/oauth/clients/records.js';
+import { DEFAULT_TENANT, isStoreUnavailable, type Store } from '../../src/store/types.js';
 import { log, putData } from '../policy/support.js';
 import { describeStoreConformance } from './conformance.js';
 import { PostgresTestServer, sharedPostgresTestServer } from './postgres-server.js';
@@ -60,6 +61,37 @@ describe('PostgreSQL store', function () {
     }
   });
 
+  it('joins the upserts of one table made meanwhile into one statement, each caller answered after it, a refused row alone', async function () {
+    if (!server.directory) this.skip(); // pg_stat_statements of the cluster of this run
+    const store = await openStore(server.url());
+    try {
+      const tokens = store.collection({ name: 'tokens', uniqueKeys: [['jti']] });
+      await tokens.upsert({ id: 'warm', jti: 'warm' }); // the table exists, the pool has a connection
+      server.sql('SELECT pg_stat_statements_reset()');
+      const upserts = Array.from({ length: 32 }, (_, index) => tokens.upsert({ id: `t${index}`, jti: `j${index}` }));
+      // Two upserts of one row at once: the later one stays, as one after the other.
+      upserts.push(tokens.upsert({ id: 't0', jti: 'j0', value: 'later' }));
+      await Promise.all(upserts);
+      const statements = server.sql(
+        "SELECT split_part(query, ' ', 1), calls FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat_statements%'",
+      );
+      expect(statements).to.deep.equal([['INSERT', '1']]);
+      expect(await tokens.count()).to.equal(33);
+      expect(await tokens.get('t0')).to.deep.include({ value: 'later' });
+      // A row refused for its own sake (a unique key another row holds) fails alone; its batch is stored.
+      const outcomes = await Promise.allSettled([
+        tokens.upsert({ id: 'u1', jti: 'u1' }),
+        tokens.upsert({ id: 'clash', jti: 'j5' }),
+        tokens.upsert({ id: 'u2', jti: 'u2' }),
+      ]);
+      expect(outcomes.map((outcome) => outcome.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+      expect((outcomes[1] as PromiseRejectedResult).reason).to.have.property('name', 'ConflictError');
+      expect((await tokens.getMany(['u1', 'u2', 'clash'])).map((doc) => doc.id).sort()).to.deep.equal(['u1', 'u2']);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("announces a policy write to another node's kept snapshot within 100 ms (LISTEN/NOTIFY), where its poll would wait a minute", async function () {
     const schema = server.freshSchema();
     const nodeA = await openArbiterStore(server.url(schema));
@@ -79,6 +111,44 @@ describe('PostgreSQL store', function () {
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
       console.log(`      (B's kept snapshot replaced ${seenAfter} ms after A's write was answered)`);
+      expect(seenAfter).to.be.below(100);
+    } finally {
+      await nodeA.close();
+      await nodeB.close();
+    }
+  });
+
+  it("keeps a client's record between requests on each node, ended by a write to it at once on the writer's node and within 100 ms on the other", async function () {
+    if (!server.directory) this.skip(); // pg_stat_statements of the cluster of this run
+    const schema = server.freshSchema();
+    const nodeA = await openArbiterStore(server.url(schema));
+    const nodeB = await openArbiterStore(server.url(schema));
+    const clientReads = () =>
+      Number(
+        server.sql(
+          `SELECT coalesce(sum(calls), 0) FROM pg_stat_statements WHERE query LIKE 'SELECT doc FROM "c_clients"%'`,
+        )[0]![0],
+      );
+    const enabledOn = async (node: Store) => (await findClientRecord(node, DEFAULT_TENANT, 'kept-client'))?.enabled;
+    try {
+      await listening(nodeA, nodeB);
+      const record = { id: 'kept', clientId: 'kept-client', enabled: true } as unknown as ClientRecord;
+      await clientsCollection(nodeA, DEFAULT_TENANT).insert(record);
+      server.sql('SELECT pg_stat_statements_reset()');
+      const started = Date.now();
+      for (let request = 0; request < 100; request += 1) {
+        await new Promise((resolve) => setImmediate(resolve)); // a later turn: no read of another is shared
+        expect([await enabledOn(nodeA), await enabledOn(nodeB)]).to.deep.equal([true, true]);
+      }
+      // One read per node, and one more each time a kept record has served its 100 ms.
+      expect(clientReads()).to.be.at.most(2 * (Math.ceil((Date.now() - started) / 100) + 1));
+      await clientsCollection(nodeA, DEFAULT_TENANT).update('kept', { enabled: false });
+      expect(await enabledOn(nodeA)).to.equal(false);
+      const answered = Date.now();
+      while ((await enabledOn(nodeB)) !== false && Date.now() - answered < 2000)
+        await new Promise((resolve) => setTimeout(resolve, 2));
+      const seenAfter = Date.now() - answered;
+      console.log(`      (B's kept record ended ${seenAfter} ms after A's write was answered)`);
       expect(seenAfter).to.be.below(100);
     } finally {
       await nodeA.close();

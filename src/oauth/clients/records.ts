@@ -1,5 +1,5 @@
 import { clientRecords, type ClientRecord } from '../../catalog/index.js';
-import { TurnReads, type Store, type TenantCollection } from '../../store/index.js';
+import { TurnReads, WatchedReads, type Store, type TenantCollection } from '../../store/index.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 import { clientMetadata } from './metadata.js';
 import { rememberForRequest } from './seen-by-request.js';
@@ -28,12 +28,34 @@ const clientsReadThisTurn = new TurnReads<ClientRecord | null>();
  * record found is kept, so a client created meanwhile is found.
  */
 export async function findClientRecord(store: Store, tenant: string, clientId: string): Promise<ClientRecord | null> {
+  const current = () => currentClientRecord(store, tenant, clientId);
+  return clientsKeptByNode.read(store, `${tenant}\u0000${clientId}`, current, isFound) ?? current();
+}
+
+/**
+ * And kept between requests where the store announces every node's writes to them (WatchedReads:
+ * PostgreSQL), for authenticating clients and deciding on their requests. A token issued on a
+ * record another node changed a moment before (within the announcement's round trip) is marked
+ * with that record's old epoch, so it dies at its first use (currentClientRecord).
+ */
+const clientsKeptByNode = new WatchedReads<ClientRecord | null>([CLIENTS_COLLECTION]);
+
+/**
+ * The client's record as the store has it now, shared only as TurnReads share it (never kept
+ * between requests): for whether a token's client still honours it, so that a client disabled,
+ * deleted or its tokens revoked through any node ends its tokens on every node at their next use.
+ */
+export function currentClientRecord(store: Store, tenant: string, clientId: string): Promise<ClientRecord | null> {
   return clientsReadThisTurn.read(
     store,
     `${tenant}\u0000${clientId}`,
     () => clientsCollection(store, tenant).findOne({ clientId }),
-    (record) => record !== null,
+    isFound,
   );
+}
+
+function isFound(record: ClientRecord | null): boolean {
+  return record !== null;
 }
 
 /**

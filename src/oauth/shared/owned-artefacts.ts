@@ -8,6 +8,7 @@ import { permissionsOf } from '../token/grants/uma-ticket/permissions.js';
 import {
   clientRecordSeenByRequest,
   clientsCollection,
+  currentClientRecord,
   findClientRecord,
   type ClientRecord,
 } from '../clients/records.js';
@@ -68,7 +69,9 @@ export async function revokeIdentityProviderArtefacts(
  * when it looked the client up (before issuing; else, outside oidc-provider's requests, as read
  * now): a revocation after that look-up moves the epoch on, and a client deleted and made again
  * under the same clientId is another record. It is honoured while its client is enabled with the
- * same mark. One read of the client record at use, shared by the lookups of the turn (TurnReads).
+ * same mark. One read of the client record at use, shared by the lookups of the turn (TurnReads),
+ * never a record kept between requests (currentClientRecord): a change through another node ends
+ * the tokens at once.
  */
 export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwners {
   return {
@@ -82,7 +85,7 @@ export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwne
   };
 
   async function issuedUnderCurrentEpoch(clientId: string, mark: string | null | undefined): Promise<boolean> {
-    const record = await findClientRecord(store, tenant, clientId);
+    const record = await currentClientRecord(store, tenant, clientId);
     // A client ID metadata document's expired record is made again on its next use (isClientLive).
     if (!record) return looksLikeDocumentUrl(clientId) && mark !== null;
     if (record.enabled === false) return false;
@@ -120,6 +123,6 @@ function markOf(record: ClientRecord): string {
  * revocation had swept the store.
  */
 export async function isClientLive(store: Store, tenant: string, clientId: string): Promise<boolean> {
-  const record = await findClientRecord(store, tenant, clientId);
+  const record = await currentClientRecord(store, tenant, clientId);
   return record ? record.enabled !== false : looksLikeDocumentUrl(clientId);
 }
