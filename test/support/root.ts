@@ -1,24 +1,69 @@
+import { createRequire } from 'node:module';
 import { buildConsole } from '../../scripts/build-console.js';
 import { runThreadsCompiled } from '../../src/policy/index.js';
 import { projectPath } from '../../src/config/index.js';
 import { compiledIsFresh } from './entry-point.js';
 import { closeSharedFixtures } from './server.js';
 
-// Loaded first as a spec file (see .mocharc.json) so that these root-level hooks run once around
-// every test file. A mocha `--require` plugin would load this module through CommonJS and see a
-// different copy of the shared state.
+// Mocha's root-hook plugin (`require` in .mocharc.json and test/mocharc-*.cjs): what runs once
+// around the test files of one process. Under `--parallel` (the first pass of `npm test`) each
+// worker is a process of its own that runs many files one after another, so the shared servers,
+// clusters and Chromium (sharedFixture) are per worker by construction, made on first use and
+// closed when the pool ends the worker, not after each file (mocha runs a plugin's `afterAll`
+// after every file in a worker). Node's require(esm) gives the plugin the same copy of
+// test/support as the test files.
 
 // The policy threads of every test server load the build's modules when dist/ is as new as the
 // sources (`npm test` builds it first): under tsx each thread transforms its modules as it starts.
 if (compiledIsFresh()) runThreadsCompiled(projectPath('dist', 'src'));
 
-// The server serves the console `npm run build` wrote (dist/console/): built here from the
-// sources under test, so that a run of single test files never serves a missing or stale one.
-before(async function () {
-  await buildConsole();
-});
+/** Mocha sets this in the environment of each `--parallel` worker it starts. */
+const inWorker = process.env.MOCHA_WORKER_ID !== undefined;
 
-// Closes the servers and fixtures the test files share (withServer, sharedFixture).
-after(async function () {
-  await closeSharedFixtures();
-});
+/** How long a worker's shared fixtures may take to close once the pool ends it. */
+const WORKER_CLOSE_MS = 60_000;
+
+/**
+ * The server serves the console `npm run build` wrote (dist/console/): built here from the
+ * sources under test, so that a run of single test files never serves a missing or stale one;
+ * skipped when dist/ is as new as the sources (`npm test` builds it before mocha).
+ */
+async function consoleOfTheSources(): Promise<void> {
+  if (!compiledIsFresh()) await buildConsole();
+}
+
+/**
+ * In a worker: closes its shared fixtures when the pool ends it. The pool sends SIGTERM after one
+ * second, which would leave the PostgreSQL clusters, FerretDB, OPA and Chromium of this worker
+ * running; it is ignored while they close, within WORKER_CLOSE_MS.
+ */
+function closeFixturesWhenTheWorkerEnds(): void {
+  const workerpool = createRequire(import.meta.url)('workerpool') as {
+    worker(methods: object, options: { onTerminate: () => Promise<void> }): void;
+  };
+  workerpool.worker(
+    {},
+    {
+      onTerminate: async () => {
+        process.on('SIGTERM', () => undefined);
+        const deadline = new Promise<void>((resolve) => setTimeout(resolve, WORKER_CLOSE_MS).unref());
+        await Promise.race([closeSharedFixtures(), deadline]);
+      },
+    },
+  );
+}
+
+if (inWorker) closeFixturesWhenTheWorkerEnds();
+
+export const mochaHooks = inWorker ? {} : { afterAll: closeSharedFixtures };
+
+/** Runs once in mocha's main process, before any worker starts: one console build, never two at once. */
+export const mochaGlobalSetup = consoleOfTheSources;
+
+// Loaded as a spec file instead (`mocha --no-config … test/support/root.ts <files…>`, as before
+// the plugin): mocha's globals exist while it loads its spec files, so the same hooks are
+// registered as root-level hooks. Loaded as the plugin first, this module is not evaluated again.
+if (typeof globalThis.before === 'function') {
+  before(consoleOfTheSources);
+  after(closeSharedFixtures);
+}
