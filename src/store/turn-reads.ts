@@ -5,6 +5,8 @@ import type { Store } from './types.js';
 const SHARED_FOR_MS = 2000;
 /** Reads kept for the requests under way, per store and kind: the oldest go first beyond this. */
 const MAX_SHARED = 1000;
+/** Reads kept while their collection is unchanged (Store.changesTo), per store and kind: the oldest go first beyond this. */
+const MAX_HELD = 2000;
 
 /**
  * Reads shared by the requests one event-loop turn serves, and by the requests under way that
@@ -33,6 +35,14 @@ const MAX_SHARED = 1000;
  * one the request could have read itself at a moment of its own life. A revocation answered
  * before a request began is in force for it on every node. Such reads are kept SHARED_FOR_MS at
  * most, MAX_SHARED of them per store and kind.
+ *
+ * Beyond both, when the reads are of one `collection` and the store can tell synchronously whether
+ * it changed (Store.changesTo: SQLite, whose processes share one file), a read is kept for as long
+ * as the collection is unchanged, MAX_HELD of them per store and kind: a request of each of 1,000
+ * tenants then reads nothing of its client and delegations, which no other request of its turn
+ * shares. A write ends them before its writer is answered, on this process at once and on another
+ * at its next question; a document the store lets expire by itself (a numeric `expiresAt`) is not
+ * kept, as its expiry writes nothing.
  */
 export class TurnReads<V> {
   private readonly kept = new WeakMap<Store, Map<string, V>>();
@@ -42,11 +52,19 @@ export class TurnReads<V> {
   private readonly writes = new WeakMap<Store, number>();
   /** The latest read of each key per store, for the requests that began before it (dropped at a write). */
   private readonly latest = new WeakMap<Store, Map<string, { startedAt: number; value: Promise<V> }>>();
+  /** Reads kept while `collection` is unchanged, per store: the count of its changes they were read at. */
+  private readonly held = new WeakMap<Store, Map<string, { changes: number; value: V }>>();
+
+  /** `collection`: the one collection the reads are of, whose reads may be kept while it is unchanged. */
+  constructor(private readonly collection?: string) {}
 
   /** `load`'s value for `key`, read at most once this turn; a value `keep` refuses is not kept (so is read again). */
   async read(store: Store, key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
     const values = this.kept.get(store);
     if (values?.has(key)) return values.get(key)!;
+    const changes = this.collection === undefined ? undefined : store.changesTo?.(this.collection);
+    const held = changes === undefined ? undefined : this.held.get(store)?.get(key);
+    if (held && held.changes === changes) return held.value;
     const writesBefore = this.writesThrough(store);
     const reads = this.readsUnderWay(store);
     const underWay = reads.get(key);
@@ -61,10 +79,21 @@ export class TurnReads<V> {
     try {
       const value = await loading;
       if (keep(value) && this.writes.get(store) === writesBefore) this.valuesOfThisTurn(store).set(key, value);
+      if (changes !== undefined && keep(value)) this.hold(store, key, changes, value);
       return value;
     } finally {
       if (reads.get(key)?.value === loading) reads.delete(key);
     }
+  }
+
+  /** Keeps a read while the collection is still as it was when the read started (and the value does not expire by itself). */
+  private hold(store: Store, key: string, changes: number, value: V): void {
+    if (expiresInStore(value) || store.changesTo!(this.collection!) !== changes) return;
+    let reads = this.held.get(store);
+    if (!reads) this.held.set(store, (reads = new Map()));
+    reads.delete(key);
+    reads.set(key, { changes, value });
+    if (reads.size > MAX_HELD) reads.delete(reads.keys().next().value!);
   }
 
   /** The latest read of `key` through `store` since the last write ended, if not too old. */
@@ -131,4 +160,12 @@ export class TurnReads<V> {
     }
     return values;
   }
+}
+
+/** A document (or one of a list) with a store expiry: the store stops answering it without a write. */
+function expiresInStore(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(expiresInStore);
+  return (
+    typeof value === 'object' && value !== null && typeof (value as { expiresAt?: unknown }).expiresAt === 'number'
+  );
 }

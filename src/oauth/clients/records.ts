@@ -20,8 +20,11 @@ export function clientsCollection(store: Store, tenant: string): TenantCollectio
   return clientRecords(store, tenant);
 }
 
-/** Client records read this turn (TurnReads): client authentication and the same request's policy input both need one. */
-const clientsReadThisTurn = new TurnReads<ClientRecord | null>();
+/**
+ * Client records read this turn (TurnReads): client authentication and the same request's policy
+ * input both need one; kept while no client changes where the store can tell (many tenants' requests share no turn).
+ */
+const clientsReadThisTurn = new TurnReads<ClientRecord | null>(CLIENTS_COLLECTION);
 
 /**
  * A client's record, read from the store at most once per event-loop turn (TurnReads). Only a
