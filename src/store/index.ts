@@ -5,5 +5,5 @@ export { TurnReads } from './turn-reads.js';
 export { migrate, schemaVersion, SchemaVersionError, SCHEMA_COLLECTION, type Migration } from './schema-version.js';
 export { ClockSkew } from './clock.js';
 export { PROCESS_ID, ProcessShares } from './process-shares.js';
-export { BatchWriter } from './batches.js';
+export { BatchWriter, windowsReadByTurn } from './batches.js';
 export { EVENT_LOOP_PACE, inPacedSteps } from './paced.js';
