@@ -144,7 +144,7 @@ async function measureDimension(dimension: CurveDimension, load: LoadGenerator):
             : await latencyWindow(turn.map((index) => sides[index]!));
         for (const [position, index] of turn.entries()) {
           const measured = figures[position]!;
-          rounds[sizes[index]!].push({ ...measured, ...memoryOf(pids[index]!) });
+          rounds[sizes[index]!].push({ ...measured, ...memoryOf(pids[index]!), ...(await heapOf(sides[index]!)) });
           progress(`${dimension.name} · ${sides[index]!.label} · round ${round + 1}: ${brief(measured)}`);
         }
       }
@@ -294,6 +294,28 @@ function memoryOf(pid: number): Figures {
   return { 'RSS MB': mb('VmRSS'), 'peak RSS MB': mb('VmHWM') };
 }
 
+/**
+ * The part of that memory that is the main thread's V8 heap (committed, and in use at that moment) and the memory its objects
+ * hold outside it (external, array buffers), from the server's /metrics: the rest of the RSS is the
+ * code, the threads (the decision threads' isolates and Wasm memories, the checkpointer's) and
+ * native allocations (SQLite's page cache, OpenSSL). Absent when /metrics does not answer.
+ */
+async function heapOf(side: CurveSide): Promise<Figures> {
+  const metrics = await fetch(new URL('/metrics', side.job.url))
+    .then((answer) => (answer.ok ? answer.text() : ''))
+    .catch(() => '');
+  const mb = (name: string) => {
+    const line = metrics.split('\n').find((each) => each.startsWith(`${name} `));
+    return line ? Math.round(Number(line.split(' ')[1]) / 1024 / 1024) : NaN;
+  };
+  const figures = {
+    'heap MB': mb('arbiter_nodejs_heap_size_total_bytes'),
+    'heap used MB': mb('arbiter_nodejs_heap_size_used_bytes'),
+    'external MB': mb('arbiter_nodejs_external_memory_bytes'),
+  };
+  return Number.isNaN(figures['heap MB']) ? {} : figures;
+}
+
 interface FigureSummary {
   figure: string;
   small: number;
@@ -313,7 +335,7 @@ function summary({ dimension, rounds }: Measured): FigureSummary[] {
   return Object.keys(rounds.small[0] ?? {}).map((figure) => {
     // Every round of a dimension reports the same figures (its kind's, and its side's own).
     const over = (size: Size) => rounds[size].map((each) => each[figure] ?? 0);
-    const combine = figure.includes('max') || figure.includes('RSS') ? highest : figure === 'non-2xx' ? sum : median;
+    const combine = figure.includes('max') || figure.endsWith(' MB') ? highest : figure === 'non-2xx' ? sum : median;
     const small = combine(over('small'));
     const large = combine(over('large'));
     const smallRounds = over('small');

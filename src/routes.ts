@@ -41,7 +41,7 @@ import {
 import { BUNDLE_PATH, type PolicyEngine, type PolicyLab } from './policy/index.js';
 import { health, PROBE_PATHS } from './probes.js';
 import type { ArbiterMiddleware } from './state.js';
-import type { ClockSkew, Sealer, Store } from './store/index.js';
+import { windowsReadByTurn, type ClockSkew, type Sealer, type Store } from './store/index.js';
 import { TenantRegistry } from './tenancy/index.js';
 import type { Tracing } from './tracing/index.js';
 import { SSF_RECEIVER_PATH, ssfReceiver } from './signals/receiver/index.js';
@@ -96,7 +96,7 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   const audited = auditTrail(audit, log);
   const failureLimit = authFailureLimit(
     { limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds },
-    store,
+    windowsReadByTurn(store),
   );
   const errors = jsonErrors(log, refuseNulInUrl);
   /** What an answer to a caller that may present a credential goes through; `audit` only where requests are audited. */

@@ -91,6 +91,13 @@ export class SqliteStore implements Store {
   private readonly group: BatchWriter<() => void, unknown>;
   private readonly io: GuardedIo;
   private readonly writeListeners = new WriteListeners();
+  /** Writes to each collection through this store object (changesTo), counted as they are made. */
+  private readonly changesHere = new Map<string, number>();
+  /** Each collection's count in collection_changes (every process's writes), as last read; and the data_version it was read at. */
+  private changesEverywhere = new Map<string, number>();
+  private changesReadAt: number | null = null;
+  /** Collections written in the group transaction under way: their row of collection_changes is counted up once, at its end. */
+  private readonly changedInGroup = new Set<string>();
   /** Set by close: a paced purge under way stops at its next step. */
   private closing = false;
 
@@ -102,7 +109,12 @@ export class SqliteStore implements Store {
   ) {
     this.io = new GuardedIo(db, files, () => this.writeListeners.tell(), lockWaitMs);
     this.statements = new Statements(db);
-    const commitTogether = db.transaction((writes: (() => void)[]) => writes.map(ownFailureOf));
+    const commitTogether = db.transaction((writes: (() => void)[]) => {
+      const failures = writes.map(ownFailureOf);
+      for (const collection of this.changedInGroup) this.countChange(collection);
+      this.changedInGroup.clear();
+      return failures;
+    });
     this.group = new BatchWriter({
       write: async (writes) => this.io.write(() => commitTogether.immediate(writes)),
       maxItems: GROUP_COMMIT_MAX_WRITES,
@@ -140,6 +152,8 @@ export class SqliteStore implements Store {
       );
       // purgeExpired deletes ended windows in steps: each step finds them through this index.
       db.exec('CREATE INDEX IF NOT EXISTS window_counters_reset ON window_counters (reset_at)');
+      // Writes per collection, counted in each write's transaction, for the other processes on the file (changesTo).
+      db.exec('CREATE TABLE IF NOT EXISTS collection_changes (name TEXT PRIMARY KEY, changes INTEGER NOT NULL)');
       if (file === ':memory:') return new SqliteStore(db, null, null, lockWaitMs);
       // The -wal and -shm files exist from here on, as long as this connection is open. SQLite
       // creates them with the database file's mode; ones left by an older release may be wider.
@@ -160,13 +174,50 @@ export class SqliteStore implements Store {
     tenant = DEFAULT_TENANT,
   ): TenantCollection<T> {
     const spec = this.declaredAs(specOrName);
-    return new SqliteCollection<T>(this.db, this.statements, this.io, spec, tenant, (write) =>
-      this.commitInGroup(write),
-    );
+    return new SqliteCollection<T>(this.db, this.statements, this.io, spec, tenant, {
+      commitInGroup: (write) => this.commitInGroup(write),
+      changed: (grouped) => this.changed(spec.name, grouped),
+    });
   }
 
   onWrite(listener: () => void): void {
     this.writeListeners.add(listener);
+  }
+
+  /**
+   * Every write to the collection by this process is counted as it is made (before its writer is
+   * answered), and in collection_changes in the write's own transaction; another process's
+   * commits change the file's data_version, and only then is collection_changes read again.
+   */
+  changesTo(collection: string): number {
+    const seen = this.io.read(() => this.statements.get('PRAGMA data_version').pluck().get() as number);
+    if (seen !== this.changesReadAt) {
+      const rows = this.io.read(
+        () =>
+          this.statements.get('SELECT name, changes FROM collection_changes').all() as {
+            name: string;
+            changes: number;
+          }[],
+      );
+      this.changesEverywhere = new Map(rows.map((row) => [row.name, row.changes]));
+      this.changesReadAt = seen;
+    }
+    return (this.changesHere.get(collection) ?? 0) + (this.changesEverywhere.get(collection) ?? 0);
+  }
+
+  /** A write to `collection` is being made, in a transaction under way (`grouped`: the group's, counted in the file at its end). */
+  private changed(collection: string, grouped: boolean): void {
+    this.changesHere.set(collection, (this.changesHere.get(collection) ?? 0) + 1);
+    if (grouped) this.changedInGroup.add(collection);
+    else this.countChange(collection);
+  }
+
+  private countChange(collection: string): void {
+    this.statements
+      .get(
+        'INSERT INTO collection_changes (name, changes) VALUES (?, 1) ON CONFLICT (name) DO UPDATE SET changes = changes + 1',
+      )
+      .run(collection);
   }
 
   /** Runs `write` (a savepoint of its own) in the next group transaction; rejects with its own failure. */
@@ -467,7 +518,12 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     private readonly io: GuardedIo,
     private readonly spec: CollectionSpec,
     readonly tenant: string,
-    private readonly commitInGroup: (write: () => void) => Promise<void>,
+    private readonly writes: {
+      /** Runs a write in the store's group transaction. */
+      commitInGroup: (write: () => void) => Promise<void>;
+      /** Counts a write being made to this collection (Store.changesTo), in the transaction under way. */
+      changed: (grouped: boolean) => void;
+    },
   ) {
     this.table = quoted(physicalName(spec.name));
   }
@@ -537,6 +593,7 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
       this.statements
         .get(`UPDATE ${this.table} SET doc = @doc, expires_at = @expiresAt WHERE tenant = @tenant AND id = @id`)
         .run({ doc: JSON.stringify(next), expiresAt: expiryOf(next), tenant: this.tenant, id: idKey(id) });
+      this.writes.changed(false);
       return next;
     });
     return this.io.write(() => apply.immediate());
@@ -544,17 +601,14 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
 
   /** Also removes an expired (already invisible) document, and then reports true. */
   async delete(id: string | number): Promise<boolean> {
-    return this.io.write(
-      () =>
-        this.statements.get(`DELETE FROM ${this.table} WHERE tenant = ? AND id = ?`).run(this.tenant, idKey(id))
-          .changes > 0,
-    );
+    const sql = `DELETE FROM ${this.table} WHERE tenant = @tenant AND id = @id`;
+    return (await this.deleting(sql, { tenant: this.tenant, id: idKey(id) })) > 0;
   }
 
   /** Also removes matching expired documents, and counts them. */
   async deleteMany(filter: Filter): Promise<number> {
     const { where, params } = this.where(filter, false);
-    return this.io.write(() => this.statements.get(`DELETE FROM ${this.table} WHERE ${where}`).run(params).changes);
+    return this.deleting(`DELETE FROM ${this.table} WHERE ${where}`, params);
   }
 
   /** Uses the collection's index on (tenant, field) when it declares one; json_type keeps other types out, as in MongoDB. */
@@ -563,7 +617,17 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     const matching = `tenant = @tenant AND ${jsonField(field)} < @bound AND json_type(doc, '${jsonPath(field)}') ${type}`;
     const capped = limit === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(limit))}`;
     const sql = `DELETE FROM ${this.table} WHERE rowid IN (SELECT rowid FROM ${this.table} WHERE ${matching}${capped})`;
-    return this.io.write(() => this.statements.get(sql).run({ tenant: this.tenant, bound }).changes);
+    return this.deleting(sql, { tenant: this.tenant, bound });
+  }
+
+  /** Runs a DELETE and counts it as a write to the collection (Store.changesTo) when it removed rows, in one transaction. */
+  private deleting(sql: string, params: Params): Promise<number> {
+    const apply = this.db.transaction((): number => {
+      const { changes } = this.statements.get(sql).run(params);
+      if (changes > 0) this.writes.changed(false);
+      return changes;
+    });
+    return this.io.write(() => apply.immediate());
   }
 
   /**
@@ -574,12 +638,12 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
    */
   private write(docs: readonly T[], replace: boolean): Promise<void> {
     if (docs.length === 1 && !this.spec.uniqueKeys?.length)
-      return this.commitInGroup(() => this.writeRow(docs[0]!, replace));
+      return this.writes.commitInGroup(() => this.writeRow(docs[0]!, replace));
     this.writeRows ??= this.db.transaction((rows: readonly T[], replaceRows: boolean) => {
       for (const doc of rows) this.writeRow(doc, replaceRows);
     });
     const writeRows = this.writeRows;
-    return this.commitInGroup(() => writeRows(docs, replace));
+    return this.writes.commitInGroup(() => writeRows(docs, replace));
   }
 
   /**
@@ -589,6 +653,7 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
    * still the conflict reported when both clash.
    */
   private writeRow(doc: T, replace: boolean): void {
+    this.writes.changed(true);
     const row = { tenant: this.tenant, id: idKey(doc.id), doc: JSON.stringify(doc), expiresAt: expiryOf(doc) };
     if (replace) {
       this.statements

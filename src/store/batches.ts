@@ -1,3 +1,5 @@
+import type { Store, WindowCount } from './types.js';
+
 /** What a batch writer is told: how to write a batch, and how many items one may hold. */
 export interface BatchOptions<T, R> {
   /** Writes the items in one go; resolves with one result per item, in their order. */
@@ -84,4 +86,31 @@ export class BatchWriter<T, R> {
       for (const waiter of batch) waiter.reject(error);
     }
   }
+}
+
+/** How many callers' keys one readWindows of windowsReadByTurn carries at most. */
+const WINDOW_READS_PER_BATCH = 256;
+
+/**
+ * The store's window counters, with the readWindows of one event-loop turn made as one: every
+ * request that presents a client's credentials reads that client's failure counters
+ * (src/http/auth-failures.ts), and the requests of one turn, of as many tenants, would each make a
+ * statement (or a round trip) of their own. Each caller is answered the counts of every key of its
+ * batch, its own among them, read once the turn's callers have asked: no older than a read of its own.
+ */
+export function windowsReadByTurn(
+  store: Pick<Store, 'addToWindow' | 'readWindows'>,
+): Pick<Store, 'addToWindow' | 'readWindows'> {
+  const reads = new BatchWriter<readonly string[], Map<string, WindowCount>>({
+    write: async (asked) => {
+      const counts = await store.readWindows([...new Set(asked.flat())]);
+      return asked.map(() => counts);
+    },
+    maxItems: WINDOW_READS_PER_BATCH,
+    onFailure: () => {},
+  });
+  return {
+    addToWindow: (key, windowMs, amount) => store.addToWindow(key, windowMs, amount),
+    readWindows: (keys) => reads.add(keys),
+  };
 }

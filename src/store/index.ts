@@ -1,10 +1,9 @@
 export * from './types.js';
 export { storageDigest } from './digest.js';
 export { Sealer, SEALING_KEYS_COLLECTION } from './sealed.js';
-export { TurnReads } from './turn-reads.js';
-export { WatchedReads } from './watched-reads.js';
+export { TurnReads, type HeldWhileUnchanged } from './turn-reads.js';
 export { migrate, schemaVersion, SchemaVersionError, SCHEMA_COLLECTION, type Migration } from './schema-version.js';
 export { ClockSkew } from './clock.js';
 export { PROCESS_ID, ProcessShares } from './process-shares.js';
-export { BatchWriter } from './batches.js';
+export { BatchWriter, windowsReadByTurn } from './batches.js';
 export { EVENT_LOOP_PACE, inPacedSteps } from './paced.js';

@@ -5,6 +5,22 @@ import type { Store } from './types.js';
 const SHARED_FOR_MS = 2000;
 /** Reads kept for the requests under way, per store and kind: the oldest go first beyond this. */
 const MAX_SHARED = 1000;
+/** Reads kept while their collection is unchanged (Store.changesTo), per store and kind: the oldest go first beyond this. */
+const MAX_HELD = 2000;
+/** How long a read held on a store that only announces other nodes' writes (Store.watch) serves: its staleness should an announcement be lost. */
+const ANNOUNCED_HOLD_MS = 100;
+
+/** Which reads a TurnReads keeps beyond the requests under way (see its comment). */
+export interface HeldWhileUnchanged {
+  /** The one collection the reads are of. */
+  collection: string;
+  /**
+   * Also on a store that announces every node's writes without being asked (Store.watch:
+   * PostgreSQL's LISTEN/NOTIFY), ANNOUNCED_HOLD_MS at most: only for reads whose staleness by an
+   * announcement's round trip decides nothing that must end at once on every node.
+   */
+  announced?: boolean;
+}
 
 /**
  * Reads shared by the requests one event-loop turn serves, and by the requests under way that
@@ -33,6 +49,17 @@ const MAX_SHARED = 1000;
  * one the request could have read itself at a moment of its own life. A revocation answered
  * before a request began is in force for it on every node. Such reads are kept SHARED_FOR_MS at
  * most, MAX_SHARED of them per store and kind.
+ *
+ * Beyond both, when the reads are of one `collection` and the store can tell synchronously whether
+ * it changed (Store.changesTo: SQLite, whose processes share one file), a read is kept for as long
+ * as the collection is unchanged, MAX_HELD of them per store and kind: a request of each of 1,000
+ * tenants then reads nothing of its client and delegations, which no other request of its turn
+ * shares. A write ends them before its writer is answered, on this process at once and on another
+ * at its next question; a document the store lets expire by itself (a numeric `expiresAt`) is not
+ * kept, as its expiry writes nothing. Where the store only announces writes (Store.watch), reads
+ * marked `announced` are held the same way, ended by the announcement of any node's write (this
+ * node's before its writer is answered, another's within a round trip) and ANNOUNCED_HOLD_MS at
+ * most, should an announcement be lost.
  */
 export class TurnReads<V> {
   private readonly kept = new WeakMap<Store, Map<string, V>>();
@@ -42,11 +69,21 @@ export class TurnReads<V> {
   private readonly writes = new WeakMap<Store, number>();
   /** The latest read of each key per store, for the requests that began before it (dropped at a write). */
   private readonly latest = new WeakMap<Store, Map<string, { startedAt: number; value: Promise<V> }>>();
+  /** Reads kept while the collection is unchanged, per store: the count of its changes they were read at, and until when they serve. */
+  private readonly held = new WeakMap<Store, Map<string, { changes: number; until: number; value: V }>>();
+  /** Announced writes to the collection per store (Store.watch), counted as they arrive. */
+  private readonly announcedChanges = new WeakMap<Store, { count: number }>();
+
+  /** Without `heldWhileUnchanged`, reads serve the requests under way only. */
+  constructor(private readonly heldWhileUnchanged?: HeldWhileUnchanged) {}
 
   /** `load`'s value for `key`, read at most once this turn; a value `keep` refuses is not kept (so is read again). */
   async read(store: Store, key: string, load: () => Promise<V>, keep: (value: V) => boolean = () => true): Promise<V> {
     const values = this.kept.get(store);
     if (values?.has(key)) return values.get(key)!;
+    const changes = this.changesOf(store);
+    const held = changes === undefined ? undefined : this.held.get(store)?.get(key);
+    if (held && held.changes === changes?.count && performance.now() < held.until) return held.value;
     const writesBefore = this.writesThrough(store);
     const reads = this.readsUnderWay(store);
     const underWay = reads.get(key);
@@ -61,10 +98,39 @@ export class TurnReads<V> {
     try {
       const value = await loading;
       if (keep(value) && this.writes.get(store) === writesBefore) this.valuesOfThisTurn(store).set(key, value);
+      if (changes !== undefined && keep(value)) this.hold(store, key, changes, value);
       return value;
     } finally {
       if (reads.get(key)?.value === loading) reads.delete(key);
     }
+  }
+
+  /** Keeps a read while the collection is still as it was when the read started (and the value does not expire by itself). */
+  private hold(store: Store, key: string, changes: { count: number; until: number }, value: V): void {
+    if (expiresInStore(value) || this.changesOf(store)?.count !== changes.count) return;
+    let reads = this.held.get(store);
+    if (!reads) this.held.set(store, (reads = new Map()));
+    reads.delete(key);
+    reads.set(key, { changes: changes.count, until: changes.until, value });
+    if (reads.size > MAX_HELD) reads.delete(reads.keys().next().value!);
+  }
+
+  /** The collection's count of changes as this node knows it, and until when a read started now may serve; undefined: reads are not held. */
+  private changesOf(store: Store): { count: number; until: number } | undefined {
+    const heldReads = this.heldWhileUnchanged;
+    if (!heldReads) return undefined;
+    if (store.changesTo) return { count: store.changesTo(heldReads.collection), until: Infinity };
+    if (!heldReads.announced || !store.watch) return undefined;
+    let announced = this.announcedChanges.get(store);
+    if (!announced) {
+      const counted = { count: 0 };
+      store.watch([heldReads.collection], () => {
+        counted.count += 1;
+        this.held.delete(store);
+      });
+      this.announcedChanges.set(store, (announced = counted));
+    }
+    return { count: announced.count, until: performance.now() + ANNOUNCED_HOLD_MS };
   }
 
   /** The latest read of `key` through `store` since the last write ended, if not too old. */
@@ -131,4 +197,12 @@ export class TurnReads<V> {
     }
     return values;
   }
+}
+
+/** A document (or one of a list) with a store expiry: the store stops answering it without a write. */
+function expiresInStore(value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(expiresInStore);
+  return (
+    typeof value === 'object' && value !== null && typeof (value as { expiresAt?: unknown }).expiresAt === 'number'
+  );
 }

@@ -171,6 +171,15 @@ export interface Store {
    */
   onWrite(listener: () => void): void;
   /**
+   * A number that changes with every write to `collection` this call can know of: made through
+   * this store object (counted before its writer is answered) or committed by another process on
+   * the same store before this call. What was read of the collection while it answered a number
+   * is still current while it answers the same one: TurnReads keeps such reads beyond a turn.
+   * Absent where the store cannot tell without a round trip (PostgreSQL, MongoDB): reads are
+   * shared within a turn there.
+   */
+  changesTo?(collection: string): number;
+  /**
    * Calls `listener` after each write to one of `collections`, by this node or, within a round
    * trip, by another node of the same store (PostgreSQL: LISTEN/NOTIFY): for what a node keeps
    * longer than a turn (the policy snapshot). Absent where the store cannot tell (then only polling

@@ -10,6 +10,7 @@ import {
   type WorkerConnection,
 } from '../support/server-process.js';
 import { entryPoint } from '../support/entry-point.js';
+import { ADMIN_KEY } from '../support/server.js';
 
 /**
  * WORKERS=2 (src/workers): one server as a primary and two worker processes sharing the port,
@@ -224,6 +225,29 @@ describe('WORKERS=2: one server as two worker processes', function () {
     expect(Date.now(), 'not refused before the grace ends').to.be.at.least(until);
     expect(await token(workers[1], secret), 'the other worker refuses it too').to.equal(401);
     for (const worker of workers) expect(await token(worker, fresh), `worker ${worker.id}`).to.equal(200);
+  });
+
+  it('refuses at once, at both workers, a client switched off through one: each keeps its record only while no client changed', async function () {
+    const clientId = 'workers-switched-off-svc';
+    const secret = await confidentialClient(server, clientId, { scopes: ['read'] });
+    const token = async (worker: WorkerConnection) =>
+      (
+        await worker.request('/token', {
+          method: 'POST',
+          headers: { ...FORM, authorization: basic(clientId, secret) },
+          body: 'grant_type=client_credentials&scope=read',
+        })
+      ).status;
+    // Asked twice, in separate turns: each worker holds the record from its first read (TurnReads).
+    for (const worker of [...workers, ...workers]) expect(await token(worker), `worker ${worker.id}`).to.equal(200);
+    const switchedOff = await workers[0].request(`/admin/api/clients/${clientId}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', 'x-admin-api-key': ADMIN_KEY },
+      body: JSON.stringify({ clientId, clientType: 'confidential', scopes: ['read'], enabled: false }),
+    });
+    expect(switchedOff.status, JSON.stringify(switchedOff.body)).to.equal(200);
+    expect(await token(workers[1]), 'the other worker, right after the answer').to.equal(401);
+    expect(await token(workers[0]), 'the worker that wrote it').to.equal(401);
   });
 
   it('replaces a killed worker within 5 s by its loaded standby, and keeps answering meanwhile', async function () {

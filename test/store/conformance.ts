@@ -899,6 +899,76 @@ export function describeStoreConformance(
       });
     });
 
+    describe('reads kept while their collection is unchanged (Store.changesTo, TurnReads of one collection)', () => {
+      beforeEach(function () {
+        // PostgreSQL and MongoDB cannot tell without a round trip: their reads are kept for a turn only.
+        if (!store.changesTo) this.skip();
+      });
+
+      it('keeps a read in later turns, and ends it with each kind of write before the writer is answered', async () => {
+        const reads = new TurnReads<StoredDoc[]>({ collection: CODES.name });
+        const codes = store.collection(CODES);
+        let loads = 0;
+        const grantM = () => reads.read(store, 'grant m', async () => (loads++, codes.find({ grantId: 'm' })));
+        await codes.insertMany([
+          { id: 'm1', grantId: 'm' },
+          { id: 'm2', grantId: 'x' },
+        ]);
+        const writes: [string, () => Promise<unknown>, string[]][] = [
+          ['insert', () => codes.insert({ id: 'm3', grantId: 'm' }), ['m1', 'm3']],
+          ['insertMany', () => codes.insertMany([{ id: 'm4', grantId: 'm' }]), ['m1', 'm3', 'm4']],
+          ['upsert', () => codes.upsert({ id: 'm4', grantId: 'y' }), ['m1', 'm3']],
+          ['update', () => codes.update('m2', { grantId: 'm' }), ['m1', 'm2', 'm3']],
+          ['delete', () => codes.delete('m3'), ['m1', 'm2']],
+          ['deleteMany', () => codes.deleteMany({ id: 'm2' }), ['m1']],
+          ['deleteBefore', () => codes.deleteBefore('grantId', 'n'), []],
+        ];
+        expect((await grantM()).map((doc) => doc.id)).to.deep.equal(['m1']);
+        for (const [kind, write, after] of writes) {
+          await nextTurn();
+          const before = loads;
+          await grantM();
+          expect(loads, `kept in a later turn, before ${kind}`).to.equal(before);
+          await write();
+          expect((await grantM()).map((doc) => doc.id).sort(), `read at once after ${kind}`).to.deep.equal(after);
+          expect(loads, `read again after ${kind}`).to.equal(before + 1);
+        }
+        // A write to another collection leaves the read kept.
+        await store.collection(USERS).insert({ id: 'other', email: 'other@example.test' });
+        await nextTurn();
+        const before = loads;
+        await grantM();
+        expect(loads, 'kept after a write elsewhere').to.equal(before);
+      });
+
+      it('keeps at most 2,000 reads per kind, the oldest let go first', async () => {
+        const reads = new TurnReads<StoredDoc | null>({ collection: CODES.name });
+        const codes = store.collection(CODES);
+        const loaded = new Set<string>();
+        const read = (id: string) => reads.read(store, id, async () => (loaded.add(id), codes.get(id)));
+        for (let index = 0; index <= 2000; index++) await read(`n${index}`);
+        await nextTurn();
+        loaded.clear();
+        await read('n2000');
+        await read('n1');
+        expect(loaded.has('n2000'), 'the newest kept').to.equal(false);
+        await read('n0');
+        expect(loaded.has('n0'), 'the oldest let go').to.equal(true);
+      });
+
+      it('keeps no document the store lets expire by itself (its expiry writes nothing)', async () => {
+        const reads = new TurnReads<StoredDoc | null>({ collection: CODES.name });
+        const codes = store.collection(CODES);
+        await codes.insert({ id: 'soon', grantId: 'e', expiresAt: Date.now() + 60_000 });
+        let loads = 0;
+        const soon = () => reads.read(store, 'soon', async () => (loads++, codes.get('soon')));
+        await soon();
+        await nextTurn();
+        await soon();
+        expect(loads, 'read in each turn').to.equal(2);
+      });
+    });
+
     describe('ping', () => {
       it('resolves while the store answers', async () => {
         await store.ping();

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { openStore } from '../../src/store/open.js';
-import { ConflictError } from '../../src/store/index.js';
+import { ConflictError, TurnReads, type StoredDoc } from '../../src/store/index.js';
 import { describeStoreConformance } from './conformance.js';
 import { MIGRATIONS } from '../../src/migrations.js';
 import { eventually } from '../support/oauth.js';
@@ -193,6 +193,34 @@ describe('SQLite store: writers in several processes (WORKERS)', () => {
     } finally {
       other.close();
       await store.close();
+    }
+  });
+});
+
+describe('SQLite store: reads kept while a collection is unchanged see the writes of other processes', () => {
+  const dir = scratchDirectory('arbiter-sqlite-changes-');
+
+  it('ends a kept read with a write another process committed, before any turn ends, and keeps it through writes elsewhere', async () => {
+    const file = join(dir, 'changes.db');
+    const [here, there] = [await openStore(`sqlite:${file}`), await openStore(`sqlite:${file}`)];
+    try {
+      const reads = new TurnReads<StoredDoc | null>({ collection: 'clients' });
+      let loads = 0;
+      const client = () => reads.read(here, 'c1', async () => (loads++, here.collection('clients', 't').get('c1')));
+      await there.collection('clients', 't').insert({ id: 'c1', enabled: true });
+      expect(await client()).to.include({ enabled: true });
+      // Another process's writes to other collections (its tokens) leave the read kept.
+      await there.collection('tokens', 't').insert({ id: 'k1' });
+      await new Promise((resolve) => setImmediate(resolve));
+      await client();
+      expect(loads, 'kept').to.equal(1);
+      // In the same turn as the other process's answer: the read is not kept past it.
+      await there.collection('clients', 't').update('c1', { enabled: false });
+      expect(await client(), 'read again at once').to.include({ enabled: false });
+      expect(loads).to.equal(2);
+    } finally {
+      await here.close();
+      await there.close();
     }
   });
 });

@@ -1,5 +1,5 @@
 import { clientRecords, type ClientRecord } from '../../catalog/index.js';
-import { TurnReads, WatchedReads, type Store, type TenantCollection } from '../../store/index.js';
+import { TurnReads, type Store, type TenantCollection } from '../../store/index.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 import { clientMetadata } from './metadata.js';
 import { rememberForRequest } from './seen-by-request.js';
@@ -20,8 +20,11 @@ export function clientsCollection(store: Store, tenant: string): TenantCollectio
   return clientRecords(store, tenant);
 }
 
-/** Client records read this turn (TurnReads): client authentication and the same request's policy input both need one. */
-const clientsReadThisTurn = new TurnReads<ClientRecord | null>();
+/**
+ * Client records read this turn (TurnReads): client authentication and the same request's policy
+ * input both need one; kept while no client changes where the store can tell (many tenants' requests share no turn).
+ */
+const clientsReadThisTurn = new TurnReads<ClientRecord | null>({ collection: CLIENTS_COLLECTION });
 
 /**
  * A client's record, read from the store at most once per event-loop turn (TurnReads). Only a
@@ -33,17 +36,18 @@ export async function findClientRecord(store: Store, tenant: string, clientId: s
 }
 
 /**
- * And kept between requests where the store announces every node's writes to them (WatchedReads:
- * PostgreSQL), for authenticating clients and deciding on their requests. A token issued on a
- * record another node changed a moment before (within the announcement's round trip) is marked
- * with that record's old epoch, so it dies at its first use (currentClientRecord).
+ * And kept between requests where the store only announces every node's writes to them
+ * (TurnReads `announced`: PostgreSQL), for authenticating clients and deciding on their requests.
+ * A token issued on a record another node changed a moment before (within the announcement's round
+ * trip) is marked with that record's old epoch, so it dies at its first use (currentClientRecord).
  */
-const clientsKeptByNode = new WatchedReads<ClientRecord | null>([CLIENTS_COLLECTION]);
+const clientsKeptByNode = new TurnReads<ClientRecord | null>({ collection: CLIENTS_COLLECTION, announced: true });
 
 /**
- * The client's record as the store has it now, shared only as TurnReads share it (never kept
- * between requests): for whether a token's client still honours it, so that a client disabled,
- * deleted or its tokens revoked through any node ends its tokens on every node at their next use.
+ * The client's record as the store has it now (shared within a turn, and kept longer only where the
+ * store tells synchronously that no client changed: SQLite): for whether a token's client still
+ * honours it, so that a client disabled, deleted or its tokens revoked through any node ends its
+ * tokens on every node at their next use.
  */
 export function currentClientRecord(store: Store, tenant: string, clientId: string): Promise<ClientRecord | null> {
   return clientsReadThisTurn.read(
