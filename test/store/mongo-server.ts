@@ -8,7 +8,6 @@
  */
 import { spawn, execFile, execFileSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +15,7 @@ import { promisify } from 'node:util';
 import { MongoClient } from 'mongodb';
 import { openArbiterStore as openStore } from '../../src/collections.js';
 import type { Store } from '../../src/store/types.js';
-import { sharedFixture } from '../support/server.js';
+import { freePort, sharedFixture } from '../support/server.js';
 
 const SCRIPTS = join(dirname(fileURLToPath(import.meta.url)), '../../scripts');
 const FERRETDB_SCRIPT = join(SCRIPTS, 'ferretdb.sh');
@@ -306,19 +305,6 @@ async function dropDatabases(uri: string, databases: string[]): Promise<void> {
   } finally {
     await client.close();
   }
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const address = probe.address();
-      probe.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
 }
 
 /** The same server URI with another database in its path, query options kept. */

@@ -196,14 +196,27 @@ export function adminVia(request: TestServer['request'], listener: 'public' | 'a
   };
 }
 
-/** A loopback port that is free now, so that the issuer URL can name it before the server starts. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/** Where freePort draws from: below the kernel's ephemeral range (ip_local_port_range, 32768–60999 here). */
+const TEST_PORTS = { from: 10_000, to: 32_767 };
+
+/**
+ * A loopback port that is free now, so that the issuer URL can name it before the server starts.
+ * Drawn at random below the ephemeral range, not asked of the kernel (port 0): between this probe
+ * and the server's listen, an outbound connection of a parallel test worker (to OPA, PostgreSQL, a
+ * server) may be given any free ephemeral port, this one included, and the listen would fail.
+ */
+export async function freePort(): Promise<number> {
+  for (let attempt = 0; ; attempt++) {
+    const port = TEST_PORTS.from + Math.floor(Math.random() * (TEST_PORTS.to - TEST_PORTS.from + 1));
+    if (await bindsNow(port)) return port;
+    if (attempt >= 100) throw new Error(`no free test port after ${attempt + 1} tries`);
+  }
+}
+
+function bindsNow(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const probe = createServer();
-    probe.once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => resolve(port));
-    });
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
   });
 }
