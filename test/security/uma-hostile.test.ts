@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { Agent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { Agent, maxHeaderSize, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { DELEGATION_REQUEST } from '../../src/delegation/schemas.js';
 import { MAX_JSON_DEPTH } from '../../src/http/body.js';
 import { MAX_TICKET_PERMISSIONS, RESOURCE_DESCRIPTION } from '../../src/uma/schemas.js';
@@ -964,6 +964,12 @@ describe('UMA protection API, delegation store and UMA grant under hostile input
           const answer = await send(server, req);
           tally('Authorization garbage', answer.status, answer.json?.error);
           const where = `${describeReq(req)} → ${answer.status} ${answer.text.slice(0, 300)}`;
+          // Two 12,000-character headers pass Node's header limit: its parser refuses them with a
+          // 431 (RFC 6585) before any of the server's code runs, which answers nothing else there.
+          if (authorization.reduce((bytes, [, value]) => bytes + value.length, 0) > maxHeaderSize) {
+            expect(answer.status, where).to.equal(431);
+            return;
+          }
           expectWellFormed(req, answer, API_CODES);
           expect(answer.status, where).to.equal(401);
           expect(answer.json.error, where).to.equal('invalid_token');
