@@ -491,8 +491,8 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
    * any of them is answered. A batch refused for one row's sake (a unique key) is tried row by row.
    */
   upsert(doc: T): Promise<T> {
-    const row = { tenant: this.tenant, id: idKey(doc.id), json: jsonOf(doc), expiresAt: expiryOf(doc) };
     return this.write(async () => {
+      const row = { tenant: this.tenant, id: idKey(doc.id), json: jsonOf(doc), expiresAt: expiryOf(doc) };
       const outcome = await this.store.upsertBatches.add(this.spec.name, row, () => this.upsertAlone(row));
       if (outcome !== UPSERTED) throw outcome.error;
       return doc;

@@ -92,6 +92,27 @@ describe('PostgreSQL store', function () {
     }
   });
 
+  it('refuses an upsert of a value holding U+0000 as a failed write (a rejection, not a throw), the others of its moment stored', async function () {
+    const store = await openStore(server.url(server.freshSchema()));
+    try {
+      const tokens = store.collection('tokens');
+      const refused = (() => {
+        try {
+          return tokens.upsert({ id: 'nul', note: 'a\u0000b' });
+        } catch (error) {
+          return Promise.resolve({ thrown: error });
+        }
+      })();
+      const outcomes = await Promise.allSettled([refused, tokens.upsert({ id: 'fine', note: 'ok' })]);
+      expect(outcomes[0]).to.have.property('status', 'rejected');
+      expect((outcomes[0] as PromiseRejectedResult).reason).to.be.instanceOf(TypeError);
+      expect(outcomes[1]).to.have.property('status', 'fulfilled');
+      expect((await tokens.getMany(['nul', 'fine'])).map((doc) => doc.id)).to.deep.equal(['fine']);
+    } finally {
+      await store.close();
+    }
+  });
+
   it("announces a policy write to another node's kept snapshot within 100 ms (LISTEN/NOTIFY), where its poll would wait a minute", async function () {
     const schema = server.freshSchema();
     const nodeA = await openArbiterStore(server.url(schema));
