@@ -12,7 +12,7 @@ import { resolveOpaBinary } from './opa/binary.js';
 import { configureOpaSandbox } from './opa/sandbox.js';
 import { OpaDriver, type RegoVerdict } from './opa/driver.js';
 import { InProcessRego, localWasmCompiler, type CompiledRego, type WasmCompiler } from './opa/wasm.js';
-import { ManagedOpa, OPA_BUNDLE_NAME } from './opa/process.js';
+import { ManagedOpa, managedOpaSettings, OPA_BUNDLE_NAME } from './opa/process.js';
 import { explanationOf, type DecisionExplanation } from './explain.js';
 import { checkInput } from './contract/schemas.js';
 import { PolicySnapshots } from './bundle/snapshots.js';
@@ -121,12 +121,8 @@ export async function createPolicyEngine(options: PolicyEngineOptions): Promise<
     config.opaUrl || shared
       ? null
       : new ManagedOpa({
-          binary: opaBinary,
+          ...managedOpaSettings(config),
           bundleUrl: options.bundleUrl ?? `http://127.0.0.1:${config.port}${BUNDLE_PATH}`,
-          bundleToken: config.policyBundleToken,
-          pollMinSeconds: config.policyPollMinSeconds,
-          pollMaxSeconds: config.policyPollMaxSeconds,
-          healthCheckIntervalMs: config.opaHealthCheckIntervalMs,
           log: options.log.child({ component: 'opa' }),
         });
   await managed?.start();

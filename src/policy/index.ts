@@ -12,7 +12,7 @@ export {
   type SharedOpa,
 } from './engine.js';
 export { localWasmCompiler, type WasmBuild, type WasmCompiler } from './opa/wasm.js';
-export { ManagedOpa } from './opa/process.js';
+export { ManagedOpa, managedOpaSettings } from './opa/process.js';
 export { resolveOpaBinary } from './opa/binary.js';
 export { configureOpaSandbox } from './opa/sandbox.js';
 export { seedDefaultPolicies, readPolicyPack, addMissingPackRule, POLICY_PACK_DIR, type PolicyPack } from './seed.js';

@@ -24,6 +24,7 @@ import {
   BUNDLE_PATH,
   localWasmCompiler,
   ManagedOpa,
+  managedOpaSettings,
   resolveOpaBinary,
   configureOpaSandbox,
   type WasmBuild,
@@ -268,12 +269,8 @@ class Primary {
     if (this.config.opaUrl) return { opa: null };
     this.opaStarting ??= (async () => {
       const opa = new ManagedOpa({
-        binary: resolveOpaBinary(this.config.opaBin),
+        ...managedOpaSettings(this.config),
         bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}`,
-        bundleToken: this.config.policyBundleToken,
-        pollMinSeconds: this.config.policyPollMinSeconds,
-        pollMaxSeconds: this.config.policyPollMaxSeconds,
-        healthCheckIntervalMs: this.config.opaHealthCheckIntervalMs,
         log: this.rootLog.child({ component: 'opa' }),
         onStarted: (opaUrl, pid) => {
           this.opaLocation = { url: opaUrl, token: opa.apiToken, pid };

@@ -11,7 +11,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
+import { resolveOpaBinary } from './binary.js';
 
 /** The name OPA knows Arbiter's bundle by (an external OPA must use the same, see docs/policy.md). */
 export const OPA_BUNDLE_NAME = 'arbiter';
@@ -46,6 +48,25 @@ const STOP_GRACE_MS = 3_000;
 const MAX_RESTART_DELAY_MS = 30_000;
 /** A process that ran this long is considered healthy again: the restart back-off starts over. */
 const STABLE_RUN_MS = 30_000;
+/**
+ * The managed OPA's options that come from the configuration: the same for a server's own OPA
+ * (policy/engine.ts) and the one a primary starts for its workers (workers/primary.ts).
+ */
+export function managedOpaSettings(
+  config: Pick<
+    Config,
+    'opaBin' | 'policyBundleToken' | 'policyPollMinSeconds' | 'policyPollMaxSeconds' | 'opaHealthCheckIntervalMs'
+  >,
+): Pick<ManagedOpaOptions, 'binary' | 'bundleToken' | 'pollMinSeconds' | 'pollMaxSeconds' | 'healthCheckIntervalMs'> {
+  return {
+    binary: resolveOpaBinary(config.opaBin),
+    bundleToken: config.policyBundleToken,
+    pollMinSeconds: config.policyPollMinSeconds,
+    pollMaxSeconds: config.policyPollMaxSeconds,
+    healthCheckIntervalMs: config.opaHealthCheckIntervalMs,
+  };
+}
+
 const CONFIG_DIR_PREFIX = 'arbiter-opa-';
 const OWNER_PID_FILE = 'owner.pid';
 const OPA_PID_FILE = 'opa.pid';
