@@ -108,42 +108,20 @@ describe('unit: TenantProviders, one provider per tenant with its own keys (oaut
   });
 
   it('lets a tenant go once no request used it for the idle time, and builds it again when one comes', async function () {
-    let built = 0;
-    providers.close();
-    providers = new TenantProviders(
-      (...args) => {
-        built += 1;
-        return stubProvider(...args);
-      },
-      keys,
-      async () => vocabulary,
-      2,
-      { idleMs: IDLE_MS, clock },
-    );
+    const builds = providersCountingBuilds();
     await request(tenantOf('acme'));
     now += IDLE_MS / 2;
     await request(tenantOf('acme'));
     now += IDLE_MS / 2 + 1;
     expect(await request(tenantOf('acme')), 'used within the idle time: kept').to.equal('acme-0');
-    expect([built, keys.reads.get('acme')]).to.deep.equal([1, 1]);
+    expect([builds.count, keys.reads.get('acme')]).to.deep.equal([1, 1]);
     now += IDLE_MS + 1;
     expect(await request(tenantOf('acme'))).to.equal('acme-0');
-    expect([built, keys.reads.get('acme')], 'idle: built again, its keys read again').to.deep.equal([2, 2]);
+    expect([builds.count, keys.reads.get('acme')], 'idle: built again, its keys read again').to.deep.equal([2, 2]);
   });
 
   it("lets an idle tenant go on its sweep, and keeps no request's async context alive (timers armed by requests)", async function () {
-    let built = 0;
-    providers.close();
-    providers = new TenantProviders(
-      (...args) => {
-        built += 1;
-        return stubProvider(...args);
-      },
-      keys,
-      async () => vocabulary,
-      2,
-      { idleMs: IDLE_MS, clock },
-    );
+    const builds = providersCountingBuilds();
     // What a request keeps in its async context (its state, its client, its tokens).
     const context = new AsyncLocalStorage<object>();
     const kept = await (async () => {
@@ -161,8 +139,25 @@ describe('unit: TenantProviders, one provider per tenant with its own keys (oaut
     keys.revisions.set('acme', 1);
     expect(await providers.refresh(), 'swept: nothing of acme held any more').to.deep.equal([]);
     expect(await request(tenantOf('acme'))).to.equal('acme-1');
-    expect(built).to.equal(2);
+    expect(builds.count).to.equal(2);
   });
+
+  /** Replaces the providers with ones that count their builds, idle after IDLE_MS. */
+  function providersCountingBuilds(): { count: number } {
+    const builds = { count: 0 };
+    providers.close();
+    providers = new TenantProviders(
+      (...args) => {
+        builds.count += 1;
+        return stubProvider(...args);
+      },
+      keys,
+      async () => vocabulary,
+      2,
+      { idleMs: IDLE_MS, clock },
+    );
+    return builds;
+  }
 
   afterEach(function () {
     providers.close();
