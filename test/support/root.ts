@@ -1,4 +1,6 @@
+import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { dirname } from 'node:path';
 import { buildConsole } from '../../scripts/build-console.js';
 import { runThreadsCompiled } from '../../src/policy/index.js';
 import { projectPath } from '../../src/config/index.js';
@@ -55,7 +57,42 @@ function closeFixturesWhenTheWorkerEnds(): void {
 
 if (inWorker) closeFixturesWhenTheWorkerEnds();
 
-export const mochaHooks = inWorker ? {} : { afterAll: closeSharedFixtures };
+/**
+ * TEST_CPU_LOG=<file>: one JSON line per test file with the CPU it used (this process's threads,
+ * and the child processes that ended meanwhile: OPA, server and CLI processes), for ranking
+ * where the suite's CPU goes (docs/development.md "Measuring a run"). A shared server's CPU
+ * counts to the files that run while it lives.
+ */
+function cpuPerFile(out: string): { beforeAll: Mocha.Func[]; afterAll: Mocha.Func[] } {
+  let started = { at: 0, cpu: 0 };
+  const sample = () => ({ at: Date.now(), cpu: ownAndEndedChildrenCpuMs() });
+  return {
+    beforeAll: [
+      () => {
+        started = sample();
+      },
+    ],
+    afterAll: [
+      function (this: Mocha.Context) {
+        const now = sample();
+        const file = this.test?.parent?.suites[0]?.file ?? '?';
+        mkdirSync(dirname(out), { recursive: true });
+        appendFileSync(out, `${JSON.stringify({ file, cpuMs: now.cpu - started.cpu, wallMs: now.at - started.at })}\n`);
+      },
+    ],
+  };
+}
+
+/** utime + stime + cutime + cstime of this process (/proc/self/stat), in ms. */
+function ownAndEndedChildrenCpuMs(): number {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index]), 0) * (1000 / 100);
+}
+
+const cpuLog = process.env.TEST_CPU_LOG ? cpuPerFile(process.env.TEST_CPU_LOG) : { beforeAll: [], afterAll: [] };
+
+export const mochaHooks = inWorker ? cpuLog : { ...cpuLog, afterAll: [...cpuLog.afterAll, closeSharedFixtures] };
 
 /** Runs once in mocha's main process, before any worker starts: one console build, never two at once. */
 export const mochaGlobalSetup = consoleOfTheSources;
