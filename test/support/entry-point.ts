@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectPath } from '../../src/config/index.js';
-import { SERVER_NODE_FLAGS } from '../../src/workers/node-flags.js';
+import { withServerNodeFlags } from '../../src/workers/node-flags.js';
 
 /** What the build compiles, and how (scripts/start.sh's list): dist/ older than any of them is stale. */
 const BUILD_INPUTS = [
@@ -30,9 +30,9 @@ export function compiledIsFresh(): boolean {
  * tsx. A process under tsx transforms the whole server as it loads: about twice the CPU of the
  * compiled one, in each CLI command and each server process a test starts.
  */
-export function entryPoint(entry: 'main' | 'cli/main'): string[] {
-  // A server with the Node.js options npm start gives it (src/workers/node-flags.ts).
-  const flags = entry === 'main' ? SERVER_NODE_FLAGS : [];
+export function entryPoint(entry: 'main' | 'cli/main', nodeOptions = ''): string[] {
+  // A server with the Node.js options npm start gives it (src/workers/node-flags.ts), less those its NODE_OPTIONS sets.
+  const flags = entry === 'main' ? withServerNodeFlags([], nodeOptions) : [];
   return compiledIsFresh()
     ? ['--enable-source-maps', ...flags, projectPath('dist', 'src', `${entry}.js`)]
     : [...flags, '--import', 'tsx', projectPath('src', `${entry}.ts`)];
