@@ -11,5 +11,5 @@ if [ ! -f dist/.built ] || [ -n "$(find src adapters scripts/build.sh scripts/bu
 fi
 # The server's Node.js options (src/workers/node-flags.ts says why), unless NODE_OPTIONS sets its own.
 flags=(--enable-source-maps)
-[[ "${NODE_OPTIONS:-}" == *max[-_]semi[-_]space[-_]size* ]] || flags+=(--max-semi-space-size=16)
+[[ "${NODE_OPTIONS:-}" == *max[-_]semi[-_]space[-_]size* ]] || flags+=(--max-semi-space-size=8)
 exec node "${flags[@]}" dist/src/main.js
