@@ -55,7 +55,7 @@ const RESTART_DELAY_MS = 1_000;
 const KEPT_THREADS = 1;
 
 /** A thread beyond the kept one is let go after this long without a job. */
-const IDLE_MS = 30_000;
+const IDLE_MS = 10_000;
 
 /**
  * A decision thread's young generation (MB; V8's default for a thread is sized for a whole
