@@ -44,4 +44,5 @@ USER node
 VOLUME /data
 EXPOSE 9000
 HEALTHCHECK --interval=10s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||9000)+'/livez').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-CMD ["node", "--enable-source-maps", "dist/src/main.js"]
+# --max-semi-space-size: the server's Node.js options (src/workers/node-flags.ts).
+CMD ["node", "--enable-source-maps", "--max-semi-space-size=8", "dist/src/main.js"]

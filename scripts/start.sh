@@ -9,4 +9,7 @@ if [ ! -f dist/.built ] || [ -n "$(find src adapters scripts/build.sh scripts/bu
   echo "start: building dist/" >&2
   bash scripts/build.sh
 fi
-exec node --enable-source-maps dist/src/main.js
+# The server's Node.js options (src/workers/node-flags.ts says why), unless NODE_OPTIONS sets its own.
+flags=(--enable-source-maps)
+[[ "${NODE_OPTIONS:-}" == *max[-_]semi[-_]space[-_]size* ]] || flags+=(--max-semi-space-size=8)
+exec node "${flags[@]}" dist/src/main.js

@@ -1,6 +1,7 @@
 import cluster from 'node:cluster';
 import { ConfigError, configWarnings, loadConfig, type Config } from './config/index.js';
 import { consoleToLog, createLogger, type Logger } from './log/index.js';
+import { applyHeapGrowth } from './workers/node-flags.js';
 
 const ADMIN_KEY_MESSAGE = 'Admin API key for this run (set SERVICE_ADMIN_API_KEY to choose one)';
 
@@ -17,6 +18,8 @@ async function main(): Promise<void> {
     if (error instanceof ConfigError) failedToStart(error);
     throw error;
   }
+  // Before the server allocates: how far its heap grows between full collections (every server process, WORKERS' too).
+  applyHeapGrowth(config.heapGrowthPercent);
   if (cluster.isWorker) return runWorker(config);
   const log = createLogger(config.logLevel);
   consoleToLog(log);

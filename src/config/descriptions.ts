@@ -329,6 +329,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
     meaning:
       "with `WORKERS` above 1, one more worker process kept with its code loaded (it neither listens nor opens the store) to take a dead worker's place in about a second instead of a new worker's whole start (see [Workers](operations.md#workers)); it costs that process's memory (about 180 MB)",
   },
+  HEAP_GROWTH_PERCENT: {
+    meaning:
+      "after each full garbage collection, each server process's JavaScript heap may grow to (1 + this/100) times what it kept before V8 collects again (V8's `--heap-growing-percent`, set when the process starts); not a limit. `0`: V8's own choice, up to 4 times on a machine with several GB of memory, which with 1,000 tenants let a process reach 900 MB of RSS (see [scaling.md](scaling.md#many-tenants))",
+  },
   OTEL_EXPORTER_OTLP_ENDPOINT: {
     meaning:
       "an OpenTelemetry collector's OTLP/HTTP base URL (`http://collector:4318`); spans go to its `/v1/traces` (see [Tracing](operations.md#tracing))",

@@ -38,6 +38,7 @@ import {
   type WorkerMessage,
   type WorkerStatus,
 } from './protocol.js';
+import { withServerNodeFlags } from './node-flags.js';
 
 const FIRST_RESTART_DELAY_MS = 250;
 const MAX_RESTART_DELAY_MS = 30_000;
@@ -138,7 +139,11 @@ class Primary {
   }
 
   async start(): Promise<RunningPrimary> {
-    cluster.setupPrimary({ serialization: 'advanced' });
+    // Each worker with the server's Node.js options (node-flags.ts), as this process was started by npm start or the image.
+    cluster.setupPrimary({
+      serialization: 'advanced',
+      execArgv: withServerNodeFlags(process.execArgv, process.env.NODE_OPTIONS),
+    });
     const started = new Promise<void>((resolve, reject) => {
       this.allReady = resolve;
       this.startFailed = reject;

@@ -66,4 +66,14 @@ describe('Tenant ids cannot grow memory', function () {
     expect([...statuses.keys()]).to.deep.equal([400]);
     expect(after - before, `RSS ${before.toFixed(0)} MB → ${after.toFixed(0)} MB`).to.be.below(MAX_GROWTH_MB);
   });
+
+  it('runs with a young generation of at most 16 MB (--max-semi-space-size=8, src/workers/node-flags.ts)', async function () {
+    // After the requests above: V8 grows the young generation under load, up to ~100 MB by default here.
+    const metrics = await (await fetch(`${url}/metrics`)).text();
+    const line = metrics
+      .split('\n')
+      .find((each) => each.startsWith('arbiter_nodejs_heap_space_size_total_bytes{space="new"}'));
+    const newSpaceMb = Number(line?.split(' ').at(-1)) / 1024 / 1024;
+    expect(newSpaceMb, line).to.be.at.most(17);
+  });
 });

@@ -1,6 +1,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { projectPath } from '../../src/config/index.js';
+import { withServerNodeFlags } from '../../src/workers/node-flags.js';
 
 /** What the build compiles, and how (scripts/start.sh's list): dist/ older than any of them is stale. */
 const BUILD_INPUTS = [
@@ -29,10 +30,12 @@ export function compiledIsFresh(): boolean {
  * tsx. A process under tsx transforms the whole server as it loads: about twice the CPU of the
  * compiled one, in each CLI command and each server process a test starts.
  */
-export function entryPoint(entry: 'main' | 'cli/main'): string[] {
+export function entryPoint(entry: 'main' | 'cli/main', nodeOptions = ''): string[] {
+  // A server with the Node.js options npm start gives it (src/workers/node-flags.ts), less those its NODE_OPTIONS sets.
+  const flags = entry === 'main' ? withServerNodeFlags([], nodeOptions) : [];
   return compiledIsFresh()
-    ? ['--enable-source-maps', projectPath('dist', 'src', `${entry}.js`)]
-    : ['--import', 'tsx', projectPath('src', `${entry}.ts`)];
+    ? ['--enable-source-maps', ...flags, projectPath('dist', 'src', `${entry}.js`)]
+    : [...flags, '--import', 'tsx', projectPath('src', `${entry}.ts`)];
 }
 
 function distIsFresh(): boolean {

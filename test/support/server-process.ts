@@ -24,7 +24,7 @@ export async function startServerProcess(options: {
   started?: (url: string) => Promise<boolean>;
 }): Promise<ChildProcess> {
   const url = `http://127.0.0.1:${options.port}`;
-  const child = spawn(process.execPath, entryPoint('main'), {
+  const child = spawn(process.execPath, entryPoint('main', options.env?.NODE_OPTIONS), {
     env: {
       PATH: process.env.PATH ?? '',
       PORT: String(options.port),

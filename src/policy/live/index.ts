@@ -203,7 +203,10 @@ export function overBudgetVerdict(
   };
 }
 
-/** Threads per process: one may be held by a costly decision up to the budget while the other serves the rest. */
+/**
+ * Threads per process at most: one may be held by a costly decision up to the budget while the
+ * other serves the rest (the second is started when the first is busy, and let go once idle).
+ */
 const DECISION_THREADS = 2;
 
 /** What a decision's cost is kept by: its point, tenant, client and the size class of its input (`length`: of its JSON). */

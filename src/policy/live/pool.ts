@@ -3,7 +3,10 @@
  * runs on an idle thread and must be done by its deadline; the thread answers input by input.
  * Past the deadline, waiting or running, the job ends: a running thread is terminated (a
  * synchronous Wasm loop cannot be interrupted any other way) and a fresh one started in its
- * place. Threads are started ahead of need, so that the first decisions do not wait for one.
+ * place. One thread is kept started ahead of need, so that the first decisions do not wait for
+ * one; the others (up to `size`) are started when a job finds every thread busy, and let go once
+ * idle for `idleMs`: decisions proven cheap run on the event loop, so a thread is mostly idle,
+ * and each costs about 35 MB of resident memory (its isolate, the revision's data and Wasm).
  */
 import { Worker } from 'node:worker_threads';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
@@ -48,9 +51,24 @@ const KEPT_REVISIONS = 2;
 /** After a thread failed to start, the next one is started after this long. */
 const RESTART_DELAY_MS = 1_000;
 
+/** Threads kept started while idle: the first decision of a key not yet measured does not wait for one to start. */
+const KEPT_THREADS = 1;
+
+/** A thread beyond the kept one is let go after this long without a job. */
+const IDLE_MS = 10_000;
+
+/**
+ * A decision thread's young generation (MB; V8's default for a thread is sized for a whole
+ * process): a thread allocates little besides the inputs and verdicts, and a smaller young
+ * generation only means more, shorter scavenges; its old generation is not limited.
+ */
+const THREAD_YOUNG_GENERATION_MB = 4;
+
 class Slot {
   ready = false;
   job: Job | null = null;
+  /** While idle beyond the kept threads: the timer that lets it go. */
+  idleTimer: NodeJS.Timeout | null = null;
   /** The revisions sent to this thread, oldest first. */
   readonly loaded: string[] = [];
 
@@ -77,11 +95,13 @@ export class DecisionThreads {
     private readonly entry: ThreadEntry,
     private readonly size: number,
     private readonly onThreadError: (error: Error) => void = () => {},
+    /** How long a thread beyond the kept one stays without a job (a test's shorter time). */
+    private readonly idleMs = IDLE_MS,
   ) {}
 
-  /** Starts the missing threads now. */
+  /** Starts the kept thread now, if it is missing. */
   warm(): void {
-    while (!this.closed && this.slots.length < this.size) this.start();
+    while (!this.closed && this.slots.length < Math.min(KEPT_THREADS, this.size)) this.start();
   }
 
   /** True once a thread has been ready to take jobs (a replacement starting meanwhile does not change that). */
@@ -121,7 +141,10 @@ export class DecisionThreads {
   }
 
   private start(): void {
-    const worker = new Worker(this.entry.module, { execArgv: this.entry.execArgv });
+    const worker = new Worker(this.entry.module, {
+      execArgv: this.entry.execArgv,
+      resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB },
+    });
     const slot = new Slot(worker);
     worker.on('message', (reply: ThreadReply) => this.replied(slot, reply));
     worker.on('error', (error) => this.gone(slot, error));
@@ -131,15 +154,21 @@ export class DecisionThreads {
     this.slots.push(slot);
   }
 
-  /** Gives waiting jobs, oldest first, to idle ready threads. */
+  /** Gives waiting jobs, oldest first, to idle ready threads; starts one more when every thread is busy. */
   private dispatch(): void {
     while (this.queue.length) {
       const slot = this.slots.find((candidate) => candidate.ready && !candidate.job);
-      if (!slot) return;
+      if (!slot) {
+        const starting = this.slots.some((candidate) => !candidate.ready);
+        if (!starting && !this.closed && this.slots.length < this.size) this.start();
+        return;
+      }
       const job = this.queue.shift()!;
       job.id = this.nextId++;
       job.slot = slot;
       slot.job = job;
+      if (slot.idleTimer) clearTimeout(slot.idleTimer);
+      slot.idleTimer = null;
       const message: ThreadJob = { id: job.id, revision: job.revision, point: job.point, inputs: job.inputs };
       if (!slot.holds(job.revision)) {
         message.load = job.payload();
@@ -214,6 +243,7 @@ export class DecisionThreads {
   private remove(slot: Slot): boolean {
     const at = this.slots.indexOf(slot);
     if (at < 0) return false;
+    if (slot.idleTimer) clearTimeout(slot.idleTimer);
     this.slots.splice(at, 1);
     return true;
   }
@@ -221,6 +251,17 @@ export class DecisionThreads {
   private release(slot: Slot): void {
     slot.job = null;
     this.dispatch();
+    if (!slot.job && this.slots.length > KEPT_THREADS) {
+      slot.idleTimer = setTimeout(() => this.letGo(slot), this.idleMs);
+      slot.idleTimer.unref();
+    }
+  }
+
+  /** An idle thread beyond the kept ones ends (its memory returns); the next busy moment starts one again. */
+  private letGo(slot: Slot): void {
+    slot.idleTimer = null;
+    if (slot.job || this.slots.length <= KEPT_THREADS || !this.remove(slot)) return;
+    void slot.worker.terminate();
   }
 
   private fail(job: Job, reason: string, overBudget: boolean): void {

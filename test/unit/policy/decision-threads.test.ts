@@ -9,7 +9,8 @@ import { createLogger } from '../../../src/log/index.js';
 /**
  * A stand-in for thread.ts that speaks its protocol: each input is answered with a Cedar failure
  * "from a thread" (so that a test tells it from an evaluation on the event loop), the revisions it
- * was sent, and the time the input names (`ms`); an input with `spin` never ends.
+ * was sent, and the time the input names (`ms`); an input with `spin` never ends, one with `busyMs`
+ * holds its thread that long.
  */
 const STUB_THREAD: ThreadEntry = {
   module: new URL(
@@ -20,6 +21,7 @@ const STUB_THREAD: ThreadEntry = {
         if (job.load) loaded.push(job.load.key);
         job.inputs.forEach((input, index) => {
           if (input.spin) for (;;);
+          if (input.busyMs) { const until = Date.now() + input.busyMs; while (Date.now() < until); }
           parentPort.postMessage({
             id: job.id, index, ms: input.ms ?? 0.1,
             rego: null, cedar: { kind: 'failed', reason: 'from a thread: ' + loaded.join(',') },
@@ -95,9 +97,34 @@ describe('Decision threads', function () {
       overBudget: true,
       running: true,
     });
-    expect(threads.threads, 'the thread is replaced').to.equal(2);
+    await until(() => threads.threads >= 1 && threads.started);
     const next = await threads.run('r1', payload(), 'token', [input('d')], Date.now() + 10_000);
     expect(next.failure).to.equal(undefined);
+  });
+
+  it('keeps one thread while idle, starts another when every thread is busy, and lets it go once idle', async function () {
+    const IDLE_MS = 300;
+    const pool = new DecisionThreads(STUB_THREAD, 2, undefined, IDLE_MS);
+    pool.warm();
+    try {
+      await until(() => pool.started);
+      expect(pool.threads, 'one thread kept ahead of need').to.equal(1);
+      await pool.run('r1', payload(), 'token', [input('a')], Date.now() + 5000);
+      expect(pool.threads, 'a job that finds a free thread starts none').to.equal(1);
+      const busy = pool.run('r1', payload(), 'token', [input('slow', { busyMs: 1500 })], Date.now() + 10_000);
+      const meanwhile = await pool.run('r1', payload(), 'token', [input('b')], Date.now() + 10_000);
+      expect(meanwhile.failure).to.equal(undefined);
+      expect(meanwhile.items[0]!.cedar, 'decided by a second thread while the first is busy').to.deep.include({
+        reason: 'from a thread: r1',
+      });
+      expect(pool.threads).to.equal(2);
+      expect((await busy).failure).to.equal(undefined);
+      await until(() => pool.threads === 1, 5000);
+      const after = await pool.run('r1', payload(), 'token', [input('c')], Date.now() + 5000);
+      expect(after.failure, 'the kept thread still decides').to.equal(undefined);
+    } finally {
+      await pool.close();
+    }
   });
 
   it('fails a job that waited past its deadline for a thread, without ending any', async function () {
