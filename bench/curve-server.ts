@@ -46,6 +46,8 @@ export async function seededServer(
     SERVICE_SECRETS_KEY: randomBytes(32).toString('base64url'),
     // CURVE_NODE_OPTIONS=--cpu-prof: profiles of the servers (written where they run, at their exit).
     ...(process.env.CURVE_NODE_OPTIONS ? { NODE_OPTIONS: process.env.CURVE_NODE_OPTIONS } : {}),
+    // CURVE_HEAP_GROWTH_PERCENT=0: the servers with V8's own old-generation growth (HEAP_GROWTH_PERCENT), to compare.
+    ...(process.env.CURVE_HEAP_GROWTH_PERCENT ? { HEAP_GROWTH_PERCENT: process.env.CURVE_HEAP_GROWTH_PERCENT } : {}),
     ...env,
   };
   try {
