@@ -40,6 +40,23 @@ const layerRules = LAYERS.slice(0, -1).map((layer, index) => ({
 module.exports = {
   forbidden: [
     {
+      name: 'decision-thread-stays-light',
+      comment:
+        'What a decision thread (src/policy/live/thread.ts) loads only loads and evaluates policy, and a thread may start under load: none of it may import the configuration, the OPA sidecar driver, the Wasm build, the OPA binary runner or an HTTP client (a thread paid about 350 ms of CPU at start for them).',
+      severity: 'error',
+      from: {
+        path: '^src/policy/(live/(thread|protocol)|opa/(compiled|verdict)|cedar/[^/]+|contract/[^/]+|bundle/data-tree)[.]ts$',
+      },
+      to: {
+        dependencyTypesNot: ['type-only'],
+        path: [
+          '^src/config/',
+          '^src/policy/opa/(driver|wasm|binary|memo|sandbox)[.]ts$',
+          'node_modules/(got|tar-stream)/',
+        ],
+      },
+    },
+    {
       name: 'no-circular',
       comment: 'An import circle: modules that cannot be read, loaded or tested one before the other.',
       severity: 'error',

@@ -369,21 +369,28 @@ export const RESULT_SCHEMA = {
   },
 } as const;
 
-const ajv = new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
-const inputValidators = new Map<DecisionPoint, ValidateFunction>(
-  DECISION_POINTS.map((point) => [point, ajv.compile(inputSchema(point))]),
-);
-const resultValidator = ajv.compile(RESULT_SCHEMA);
+// Each validator is compiled at its first use, not when this module loads: a decision thread
+// (src/policy/live/thread.ts) checks results and never inputs, and starts under load.
+let ajv: Ajv | undefined;
+const inputValidators = new Map<DecisionPoint, ValidateFunction>();
+let resultValidator: ValidateFunction | undefined;
+
+function compiled(schema: object): ValidateFunction {
+  ajv ??= new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
+  return ajv.compile(schema);
+}
 
 /** Null when the input fits its point's schema, else a short description of the first problem. */
 export function checkInput(point: DecisionPoint, input: unknown): string | null {
-  const validate = inputValidators.get(point);
-  if (!validate) return `unknown decision point ${JSON.stringify(point)}`;
+  if (!DECISION_POINTS.includes(point)) return `unknown decision point ${JSON.stringify(point)}`;
+  let validate = inputValidators.get(point);
+  if (!validate) inputValidators.set(point, (validate = compiled(inputSchema(point))));
   return validate(input) ? null : describe(validate.errors?.[0]);
 }
 
 /** Null when a policy result fits RESULT_SCHEMA, else a short description of the first problem. */
 export function checkResult(result: unknown): string | null {
+  resultValidator ??= compiled(RESULT_SCHEMA);
   return resultValidator(result) ? null : describe(resultValidator.errors?.[0]);
 }
 

@@ -6,8 +6,8 @@
 import type { PolicySnapshot } from '../bundle/build.js';
 import type { CedarDriver, CedarVerdict } from '../cedar/driver.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
-import type { RegoVerdict } from '../opa/driver.js';
-import type { CompiledRego } from '../opa/wasm.js';
+import type { RegoVerdict } from '../opa/verdict.js';
+import type { CompiledRego } from '../opa/compiled.js';
 
 /** One revision as a thread needs it: the snapshot (Cedar's rules and everyone's data) and the compiled Rego, if any. */
 export interface RevisionPayload {

@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { parentPort } from 'node:worker_threads';
 import { loadPolicy } from '@open-policy-agent/opa-wasm';
 import { CedarDriver } from '../cedar/driver.js';
-import { CompiledRego } from '../opa/wasm.js';
+import { CompiledRego } from '../opa/compiled.js';
 import { evaluateBoth, type ThreadJob, type ThreadReply, type RevisionPayload } from './protocol.js';
 
 interface LoadedRevision {

@@ -1,26 +1,11 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import { got, type Got } from 'got';
-import type { Decision, DecisionInput, DecisionPoint } from '../contract/types.js';
-import { checkResult } from '../contract/schemas.js';
+import type { DecisionInput, DecisionPoint } from '../contract/types.js';
 import { splitShared } from '../contract/shared-part.js';
+import { resultVerdict, type RegoVerdict } from './verdict.js';
 
-/** What OPA said about one decision: a decision, nothing (undefined), or a failure to answer. */
-export type RegoVerdict = (
-  | { kind: 'decided'; decision: Decision }
-  | { kind: 'undefined' }
-  /** `policyFault`: the policy itself could not decide (an evaluation error, a malformed decision), OPA being up. */
-  | {
-      kind: 'failed';
-      reason: string;
-      policyFault?: true;
-      /** What the caller is told instead of the generic "could not decide" (a decision past its time names the point and the limit). */
-      description?: string;
-    }
-) & {
-  /** Made by the bundle compiled to Wasm in this process rather than by the OPA sidecar. */
-  inProcess?: true;
-};
+export { resultVerdict, type RegoVerdict };
 
 /**
  * Asks OPA's data API for data.arbiter.<point>.decision. Connections are pooled and kept
@@ -283,18 +268,6 @@ export function locationOf(error: OpaError | undefined): string | null {
   if (typeof file !== 'string' || file === '') return null;
   const row = error?.location?.row;
   return `${file.replace(/^\/+/, '')}${typeof row === 'number' ? `:${row}` : ''}`;
-}
-
-/** A decision document OPA returned: decided, or failed when it does not fit the result schema. */
-export function resultVerdict(point: DecisionPoint, result: unknown): RegoVerdict {
-  const problem = checkResult(result);
-  if (problem)
-    return {
-      kind: 'failed',
-      reason: `malformed decision from data.arbiter.${point}.decision: ${problem}`,
-      policyFault: true,
-    };
-  return { kind: 'decided', decision: result as Decision };
 }
 
 function describeFailure(error: unknown): string {
