@@ -42,7 +42,7 @@ module.exports = {
     {
       name: 'decision-thread-stays-light',
       comment:
-        'What a decision thread (src/policy/live/thread.ts) loads only loads and evaluates policy, and a thread may start under load: none of it may import the configuration, the OPA sidecar driver, the Wasm build, the OPA binary runner or an HTTP client (a thread paid about 350 ms of CPU at start for them).',
+        'What a decision thread (src/policy/live/thread.ts) or a policy sandbox thread (src/policy/sandbox/worker.ts) loads only loads and evaluates policy, and a thread may start under load: none of it may import the configuration, the OPA sidecar driver, the Wasm build, the OPA binary runner or an HTTP client (a thread paid about 350 ms of CPU at start for them).',
       severity: 'error',
       from: {
         path: '^src/policy/(live/(thread|protocol)|opa/(compiled|verdict)|cedar/[^/]+|contract/[^/]+|bundle/data-tree)[.]ts$',

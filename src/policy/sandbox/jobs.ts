@@ -6,8 +6,8 @@ import type { PolicySnapshot } from '../bundle/build.js';
 import { cedarRuleProblem, cedarTrialProblem, type CedarTrialCase } from '../cedar/checks.js';
 import { CedarDriver, type CedarVerdict } from '../cedar/driver.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
-import type { RegoVerdict } from '../opa/driver.js';
-import { loadCompiledRego, type CompiledRego } from '../opa/wasm.js';
+import type { RegoVerdict } from '../opa/verdict.js';
+import { loadCompiledRego, type CompiledRego } from '../opa/compiled.js';
 
 /** One revision's policy as a thread loads it: the snapshot, and its compiled module (null: none, OPA decides its Rego). */
 export interface SandboxPolicy {
