@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { expect } from 'chai';
 import { projectPath } from '../../src/config/index.js';
+import { SERVER_NODE_FLAGS } from '../../src/workers/node-flags.js';
 import { eventually } from '../support/oauth.js';
 import { freePort } from '../support/server.js';
 
@@ -34,7 +35,9 @@ describe('Container image', function () {
     expect(finalStage, 'no sources in the image').to.not.match(
       /^COPY (?:--from=build \/app\/)?(?:src|adapters|scripts)\/? /m,
     );
-    expect(finalStage).to.match(/^CMD \["node", "--enable-source-maps", "dist\/src\/main\.js"\]$/m);
+    // The server's Node.js options (src/workers/node-flags.ts) between the source maps and the entry point.
+    const command = ['node', '--enable-source-maps', ...SERVER_NODE_FLAGS, 'dist/src/main.js'];
+    expect(finalStage).to.contain(`\nCMD ${JSON.stringify(command).replaceAll(',', ', ')}\n`);
     const ignored = readFileSync(projectPath('.dockerignore'), 'utf8').split('\n');
     expect(ignored, 'no local install, data or build enters the context').to.include.members([
       'node_modules',
