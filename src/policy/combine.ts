@@ -16,7 +16,7 @@ import {
   type EngineVerdict,
 } from './contract/types.js';
 import type { CedarOutputs, CedarVerdict } from './cedar/driver.js';
-import type { RegoVerdict } from './opa/driver.js';
+import type { RegoVerdict } from './opa/verdict.js';
 
 export function combine(
   point: DecisionPoint,

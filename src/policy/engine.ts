@@ -10,8 +10,10 @@ import type { DecisionInput, DecisionOutcome, DecisionPoint } from './contract/t
 import { valueAt } from './bundle/data-tree.js';
 import { resolveOpaBinary } from './opa/binary.js';
 import { configureOpaSandbox } from './opa/sandbox.js';
-import { OpaDriver, type RegoVerdict } from './opa/driver.js';
-import { InProcessRego, localWasmCompiler, type CompiledRego, type WasmCompiler } from './opa/wasm.js';
+import type { CompiledRego } from './opa/compiled.js';
+import { OpaDriver } from './opa/driver.js';
+import type { RegoVerdict } from './opa/verdict.js';
+import { InProcessRego, localWasmCompiler, type WasmCompiler } from './opa/wasm.js';
 import { ManagedOpa, managedOpaSettings, OPA_BUNDLE_NAME } from './opa/process.js';
 import { explanationOf, type DecisionExplanation } from './explain.js';
 import { checkInput } from './contract/schemas.js';

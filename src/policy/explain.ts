@@ -1,7 +1,7 @@
 import type { CedarVerdict } from './cedar/driver.js';
 import { combine } from './combine.js';
 import type { Decision, DecisionInput, DecisionPoint, EngineVerdict } from './contract/types.js';
-import type { RegoVerdict } from './opa/driver.js';
+import type { RegoVerdict } from './opa/verdict.js';
 
 /** A decision as the endpoints make it, with each engine's verdict and why (the Admin decision playground). */
 export interface DecisionExplanation {

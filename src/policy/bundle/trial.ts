@@ -14,7 +14,8 @@ import { DECISION_POINTS, type DecisionInput, type DecisionPoint } from '../cont
 import { checkInput } from '../contract/schemas.js';
 import { runOpa } from '../opa/binary.js';
 import { policySandboxLimits } from '../opa/sandbox.js';
-import { describeOpaErrors, resultVerdict, type RegoVerdict } from '../opa/driver.js';
+import { describeOpaErrors } from '../opa/driver.js';
+import { resultVerdict, type RegoVerdict } from '../opa/verdict.js';
 import { withConflictingDefinitions } from '../opa/conflicts.js';
 import { policySandbox, SandboxJobError, SandboxLimitError } from '../sandbox/index.js';
 import type { PolicySnapshot } from './build.js';

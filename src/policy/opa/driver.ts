@@ -5,8 +5,6 @@ import type { DecisionInput, DecisionPoint } from '../contract/types.js';
 import { splitShared } from '../contract/shared-part.js';
 import { resultVerdict, type RegoVerdict } from './verdict.js';
 
-export { resultVerdict, type RegoVerdict };
-
 /**
  * Asks OPA's data API for data.arbiter.<point>.decision. Connections are pooled and kept
  * alive, each decision has a hard timeout, and every failure becomes a `failed` verdict:

@@ -18,8 +18,6 @@ import { inScratchDirectory, opaMessage, runOpa, type OpaLane } from './binary.j
 import { CompiledRego, entrypointOf, loadCompiledRego } from './compiled.js';
 import { ContentMemo, opaOutcomeKey } from './memo.js';
 
-export { CompiledRego, loadCompiledRego };
-
 /**
  * One bundle revision compiled to Wasm: the module and the points it decides, or why it cannot be
  * (OPA's message). Plain data, so that it can cross from the process that compiled it to the

@@ -16,7 +16,7 @@ import { combine } from '../combine.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint } from '../contract/types.js';
 import { inScratchDirectory } from '../opa/binary.js';
 import { withConflictingDefinitions } from '../opa/conflicts.js';
-import type { RegoVerdict } from '../opa/driver.js';
+import type { RegoVerdict } from '../opa/verdict.js';
 import { localWasmCompiler, type WasmBuild } from '../opa/wasm.js';
 import { policySandbox, type SandboxPolicy } from '../sandbox/index.js';
 

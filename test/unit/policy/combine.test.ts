@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { combine, failClosed } from '../../../src/policy/combine.js';
 import type { CedarOutputs, CedarVerdict } from '../../../src/policy/cedar/driver.js';
-import type { RegoVerdict } from '../../../src/policy/opa/driver.js';
+import type { RegoVerdict } from '../../../src/policy/opa/verdict.js';
 import { ENGINE_FAILURE_ERROR, type DecisionInput } from '../../../src/policy/index.js';
 
 const INPUT = {
