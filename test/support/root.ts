@@ -1,4 +1,4 @@
-import { appendFileSync, mkdirSync, readFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { buildConsole } from '../../scripts/build-console.js';
@@ -65,7 +65,7 @@ if (inWorker) closeFixturesWhenTheWorkerEnds();
  */
 function cpuPerFile(out: string): { beforeAll: Mocha.Func[]; afterAll: Mocha.Func[] } {
   let started = { at: 0, cpu: 0 };
-  const sample = () => ({ at: Date.now(), cpu: ownAndEndedChildrenCpuMs() });
+  const sample = () => ({ at: Date.now(), cpu: cpuMsSoFar() });
   return {
     beforeAll: [
       () => {
@@ -77,18 +77,17 @@ function cpuPerFile(out: string): { beforeAll: Mocha.Func[]; afterAll: Mocha.Fun
         const now = sample();
         const file = this.test?.parent?.suites[0]?.file ?? '?';
         mkdirSync(dirname(out), { recursive: true });
-        appendFileSync(out, `${JSON.stringify({ file, cpuMs: now.cpu - started.cpu, wallMs: now.at - started.at })}\n`);
+        appendFileSync(
+          out,
+          `${JSON.stringify({ file, cpuMs: Math.round(now.cpu - started.cpu), wallMs: now.at - started.at })}\n`,
+        );
       },
     ],
   };
 }
 
-/** utime + stime + cutime + cstime of this process (/proc/self/stat), in ms. */
-function ownAndEndedChildrenCpuMs(): number {
-  const stat = readFileSync('/proc/self/stat', 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return [11, 12, 13, 14].reduce((sum, index) => sum + Number(fields[index]), 0) * (1000 / 100);
-}
+/** This process's CPU and that of the children it reaped, in ms: the timing reporter's measure. */
+const { cpuMsSoFar } = createRequire(import.meta.url)('./timing-reporter.cjs') as { cpuMsSoFar(): number };
 
 const cpuLog = process.env.TEST_CPU_LOG ? cpuPerFile(process.env.TEST_CPU_LOG) : { beforeAll: [], afterAll: [] };
 

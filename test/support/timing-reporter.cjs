@@ -65,3 +65,5 @@ class TimingReporter extends Mocha.reporters.Dot {
 }
 
 module.exports = TimingReporter;
+// The same measure for test/support/root.ts (TEST_CPU_LOG, per file of a parallel worker).
+module.exports.cpuMsSoFar = cpuMsSoFar;
