@@ -64,7 +64,7 @@ export interface Grantees {
 }
 
 /** Unrevoked delegations read this turn (TurnReads): every token request and introspection asks for its parties' ones. */
-const delegationsReadThisTurn = new TurnReads<DelegationRecord[]>({ collection: DELEGATIONS_COLLECTION.name });
+const delegationsReadThisTurn = new TurnReads<DelegationRecord[]>({ collections: [DELEGATIONS_COLLECTION.name] });
 
 /**
  * The active delegations (neither revoked nor expired) whose grantee is the subject or the

@@ -6,7 +6,7 @@ import {
   type PolicyDataRecord,
   type PolicyRuleRecord,
 } from '../catalog/index.js';
-import { DEFAULT_TENANT, type CollectionSpec, type Store } from '../store/index.js';
+import { DEFAULT_TENANT, TurnReads, type CollectionSpec, type Store } from '../store/index.js';
 
 /** A policy rule as the Admin API stores it (collection `policy_rules`), its type derived from the catalog's schema. */
 export type PolicyRuleDoc = PolicyRuleRecord;
@@ -53,7 +53,24 @@ export async function loadBundledRecords(store: Store): Promise<BundledRecords> 
  * their own names), both sorted. Shadow rules include disabled ones: they take their path out of
  * the candidate revision.
  */
-export async function loadPolicyLayers(store: Store): Promise<{ live: BundledRecords; shadow: BundledRecords }> {
+export interface PolicyLayers {
+  live: BundledRecords;
+  shadow: BundledRecords;
+}
+
+/**
+ * Read often (each held bundle poll looks every 100 ms, the signals' watch and the shadow's drain
+ * on their own clocks) and written rarely: a read is kept while neither collection changed, where
+ * the store can tell without reading them (Store.changesTo, SQLite), else for the turn (TurnReads).
+ * Shared: callers derive, never change, what they are given.
+ */
+const policyLayerReads = new TurnReads<PolicyLayers>({ collections: [POLICY_RULES.name, POLICY_DATA.name] });
+
+export function loadPolicyLayers(store: Store): Promise<PolicyLayers> {
+  return policyLayerReads.read(store, 'layers', () => readPolicyLayers(store));
+}
+
+async function readPolicyLayers(store: Store): Promise<PolicyLayers> {
   const [rules, data] = await Promise.all([
     policyRuleRecords(store, DEFAULT_TENANT).find({ tenantId: null }),
     policyDataRecords(store, DEFAULT_TENANT).find({ tenantId: null }),

@@ -12,8 +12,8 @@ const ANNOUNCED_HOLD_MS = 100;
 
 /** Which reads a TurnReads keeps beyond the requests under way (see its comment). */
 export interface HeldWhileUnchanged {
-  /** The one collection the reads are of. */
-  collection: string;
+  /** The collections the reads are of: a write to any of them ends every held read. */
+  collections: readonly string[];
   /**
    * Also on a store that announces every node's writes without being asked (Store.watch:
    * PostgreSQL's LISTEN/NOTIFY), ANNOUNCED_HOLD_MS at most: only for reads whose staleness by an
@@ -50,7 +50,7 @@ export interface HeldWhileUnchanged {
  * before a request began is in force for it on every node. Such reads are kept SHARED_FOR_MS at
  * most, MAX_SHARED of them per store and kind.
  *
- * Beyond both, when the reads are of one `collection` and the store can tell synchronously whether
+ * Beyond both, when the reads are of named `collections` and the store can tell synchronously whether
  * it changed (Store.changesTo: SQLite, whose processes share one file), a read is kept for as long
  * as the collection is unchanged, MAX_HELD of them per store and kind: a request of each of 1,000
  * tenants then reads nothing of its client and delegations, which no other request of its turn
@@ -71,7 +71,7 @@ export class TurnReads<V> {
   private readonly latest = new WeakMap<Store, Map<string, { startedAt: number; value: Promise<V> }>>();
   /** Reads kept while the collection is unchanged, per store: the count of its changes they were read at, and until when they serve. */
   private readonly held = new WeakMap<Store, Map<string, { changes: number; until: number; value: V }>>();
-  /** Announced writes to the collection per store (Store.watch), counted as they arrive. */
+  /** Announced writes to the collections per store (Store.watch), counted as they arrive. */
   private readonly announcedChanges = new WeakMap<Store, { count: number }>();
 
   /** Without `heldWhileUnchanged`, reads serve the requests under way only. */
@@ -119,12 +119,17 @@ export class TurnReads<V> {
   private changesOf(store: Store): { count: number; until: number } | undefined {
     const heldReads = this.heldWhileUnchanged;
     if (!heldReads) return undefined;
-    if (store.changesTo) return { count: store.changesTo(heldReads.collection), until: Infinity };
+    const { changesTo } = store;
+    if (changesTo) {
+      // Each collection's count only grows: their sum moves with a write to any of them.
+      const count = heldReads.collections.reduce((sum, collection) => sum + changesTo.call(store, collection), 0);
+      return { count, until: Infinity };
+    }
     if (!heldReads.announced || !store.watch) return undefined;
     let announced = this.announcedChanges.get(store);
     if (!announced) {
       const counted = { count: 0 };
-      store.watch([heldReads.collection], () => {
+      store.watch(heldReads.collections, () => {
         counted.count += 1;
         this.held.delete(store);
       });

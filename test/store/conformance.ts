@@ -906,7 +906,7 @@ export function describeStoreConformance(
       });
 
       it('keeps a read in later turns, and ends it with each kind of write before the writer is answered', async () => {
-        const reads = new TurnReads<StoredDoc[]>({ collection: CODES.name });
+        const reads = new TurnReads<StoredDoc[]>({ collections: [CODES.name] });
         const codes = store.collection(CODES);
         let loads = 0;
         const grantM = () => reads.read(store, 'grant m', async () => (loads++, codes.find({ grantId: 'm' })));
@@ -942,7 +942,7 @@ export function describeStoreConformance(
       });
 
       it('keeps at most 2,000 reads per kind, the oldest let go first', async () => {
-        const reads = new TurnReads<StoredDoc | null>({ collection: CODES.name });
+        const reads = new TurnReads<StoredDoc | null>({ collections: [CODES.name] });
         const codes = store.collection(CODES);
         const loaded = new Set<string>();
         const read = (id: string) => reads.read(store, id, async () => (loaded.add(id), codes.get(id)));
@@ -957,7 +957,7 @@ export function describeStoreConformance(
       });
 
       it('keeps no document the store lets expire by itself (its expiry writes nothing)', async () => {
-        const reads = new TurnReads<StoredDoc | null>({ collection: CODES.name });
+        const reads = new TurnReads<StoredDoc | null>({ collections: [CODES.name] });
         const codes = store.collection(CODES);
         await codes.insert({ id: 'soon', grantId: 'e', expiresAt: Date.now() + 60_000 });
         let loads = 0;

@@ -204,7 +204,7 @@ describe('SQLite store: reads kept while a collection is unchanged see the write
     const file = join(dir, 'changes.db');
     const [here, there] = [await openStore(`sqlite:${file}`), await openStore(`sqlite:${file}`)];
     try {
-      const reads = new TurnReads<StoredDoc | null>({ collection: 'clients' });
+      const reads = new TurnReads<StoredDoc | null>({ collections: ['clients'] });
       let loads = 0;
       const client = () => reads.read(here, 'c1', async () => (loads++, here.collection('clients', 't').get('c1')));
       await there.collection('clients', 't').insert({ id: 'c1', enabled: true });

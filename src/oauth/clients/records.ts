@@ -24,7 +24,7 @@ export function clientsCollection(store: Store, tenant: string): TenantCollectio
  * Client records read this turn (TurnReads): client authentication and the same request's policy
  * input both need one; kept while no client changes where the store can tell (many tenants' requests share no turn).
  */
-const clientsReadThisTurn = new TurnReads<ClientRecord | null>({ collection: CLIENTS_COLLECTION });
+const clientsReadThisTurn = new TurnReads<ClientRecord | null>({ collections: [CLIENTS_COLLECTION] });
 
 /**
  * A client's record, read from the store at most once per event-loop turn (TurnReads). Only a
@@ -41,7 +41,7 @@ export async function findClientRecord(store: Store, tenant: string, clientId: s
  * A token issued on a record another node changed a moment before (within the announcement's round
  * trip) is marked with that record's old epoch, so it dies at its first use (currentClientRecord).
  */
-const clientsKeptByNode = new TurnReads<ClientRecord | null>({ collection: CLIENTS_COLLECTION, announced: true });
+const clientsKeptByNode = new TurnReads<ClientRecord | null>({ collections: [CLIENTS_COLLECTION], announced: true });
 
 /**
  * The client's record as the store has it now (shared within a turn, and kept longer only where the

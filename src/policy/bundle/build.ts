@@ -28,7 +28,19 @@ export interface PolicySnapshot {
   skipped: string[];
 }
 
+/** Each read's snapshot, derived once: loadPolicyLayers hands out the same read while the records are unchanged. */
+const snapshotsOfReads = new WeakMap<BundledRecords, PolicySnapshot>();
+
 export function snapshotOf(records: BundledRecords): PolicySnapshot {
+  let snapshot = snapshotsOfReads.get(records);
+  if (!snapshot) {
+    snapshot = derivedSnapshot(records);
+    snapshotsOfReads.set(records, snapshot);
+  }
+  return snapshot;
+}
+
+function derivedSnapshot(records: BundledRecords): PolicySnapshot {
   const skipped: string[] = [];
   const rules = records.rules.filter((rule) =>
     keep(bundlePathProblem(rule.kind, rule.path), `rule ${rule.path}`, skipped),
