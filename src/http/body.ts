@@ -71,12 +71,13 @@ export function hasEncodedNul(text: string): boolean {
 }
 
 export function nulRefused(where: string, path: string[] = []): HttpError {
+  // A field of the empty name ("" as a JSON key) is still a field: it is named, as `""` in words.
+  if (path.length === 0) return badRequest(`${where} ${NUL_HELD}`);
   const field = path.join('.');
-  return badRequest(
-    `${field ? `${field} in ${where}` : where} contains U+0000 (a NUL character), which no parameter, field or name may hold`,
-    field ? { field } : {},
-  );
+  return badRequest(`${field || '""'} in ${where} ${NUL_HELD}`, { field });
 }
+
+const NUL_HELD = 'contains U+0000 (a NUL character), which no parameter, field or name may hold';
 
 /**
  * Reads the raw body as UTF-8 text, refusing more than `limitBytes` with a 413. A refused body
