@@ -3,6 +3,7 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { describeBound, markAdminListener, reachableOrigin } from './http/listeners.js';
 import { tlsServerOptions } from './http/tls.js';
+import { answerParserRefusals } from './http/parser-refusals.js';
 import { createApp } from './app.js';
 import { AuditLog, decisionsOfEntry } from './audit/index.js';
 import type { Config } from './config/index.js';
@@ -130,7 +131,10 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
           inFlight.track(request, response, handle);
         });
   const servers = adminServer ? [server, adminServer] : [server];
-  for (const each of servers) each.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
+  for (const each of servers) {
+    each.keepAliveTimeout = config.httpKeepAliveTimeoutMs;
+    answerParserRefusals(each, log.child({ component: 'http' }));
+  }
   const bound = await listen(server, config.port, config.bindAddress);
   const adminBound = adminServer
     ? await listen(adminServer, config.adminPort!, config.adminBindAddress).catch(async (error: unknown) => {

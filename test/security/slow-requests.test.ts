@@ -75,6 +75,9 @@ describe('Slow request bodies and headers', function () {
       `X-Slow: ${'s'.repeat(5000)}`,
     ).closed;
     expect(written).to.match(/^HTTP\/1\.1 408 /);
+    // Refused by Node's parser before any of Arbiter's code ran, and still answered as every refusal is.
+    expect(written).to.match(/\r\ncontent-type: application\/json\r\n/i);
+    expect(JSON.parse(written.slice(written.indexOf('\r\n\r\n') + 4))).to.include({ error: 'invalid_request' });
   });
 
   it('records the trickled request in the audit log with the status the caller got', async function () {
