@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
+import { threadRequirePath } from '../../src/config/index.js';
 import type { FileIdentity } from './files.js';
 
 /** How often the checkpointer copies what the WAL holds into the database file. */
@@ -23,7 +23,7 @@ export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
  * into the database file and syncs it, never waits for a lock and never blocks a reader or the
  * writer; a checkpoint that finds another one under way (a worker process's checkpointer) is
  * skipped. Before each one it checks that the files are still the ones opened and writable, with
- * the store's own check (files.ts; from the sources Node loads it by stripping its types):
+ * the store's own check (files.ts, as threadRequirePath finds it):
  * touching a memory-mapped -shm that became immutable would be a SIGBUS for the whole process.
  * When they are not, it stops, and the store reports the loss.
  */
@@ -74,7 +74,7 @@ export class Checkpointer {
       eval: true,
       workerData: {
         driver: createRequire(import.meta.url).resolve('better-sqlite3'),
-        checks: fileURLToPath(new URL(import.meta.url.endsWith('.ts') ? './files.ts' : './files.js', import.meta.url)),
+        checks: threadRequirePath(import.meta.url, 'files'),
         file,
         files,
         intervalMs: CHECKPOINT_INTERVAL_MS,

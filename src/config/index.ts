@@ -6,6 +6,7 @@ import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { projectPath } from './paths.js';
 
 export { PROJECT_ROOT, projectPath } from './paths.js';
+export { runThreadsCompiled, threadModule, threadRequirePath } from './thread-module.js';
 
 export interface TtlConfig {
   accessTokenSeconds: number;

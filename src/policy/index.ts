@@ -52,4 +52,3 @@ export type { RecordChange, TriedBundle } from './bundle/validate.js';
 export type { PolicySnapshot } from './bundle/build.js';
 export type { PolicyVocabulary } from './vocabulary.js';
 export { enforceHttp, httpRefusal, refusalOf, type DenyRules, type Refusal } from './refusal.js';
-export { runThreadsCompiled } from './thread-module.js';

@@ -2,8 +2,7 @@ import { appendFileSync, mkdirSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname } from 'node:path';
 import { buildConsole } from '../../scripts/build-console.js';
-import { runThreadsCompiled } from '../../src/policy/index.js';
-import { projectPath } from '../../src/config/index.js';
+import { projectPath, runThreadsCompiled } from '../../src/config/index.js';
 import { compiledIsFresh } from './entry-point.js';
 import { closeSharedFixtures } from './server.js';
 

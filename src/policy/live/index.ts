@@ -21,7 +21,7 @@ import type { CedarDriver } from '../cedar/driver.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
 import type { CompiledRego } from '../opa/compiled.js';
 import type { RegoVerdict } from '../opa/verdict.js';
-import { threadModule } from '../thread-module.js';
+import { threadModule } from '../../config/index.js';
 import { DecisionThreads, type JobOutcome, type ThreadEntry } from './pool.js';
 import { evaluateBoth, type LiveVerdicts, type RevisionPayload } from './protocol.js';
 

@@ -15,7 +15,7 @@ import type { PolicySnapshot } from '../bundle/build.js';
 import type { CedarTrialCase } from '../cedar/checks.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
 import type { DecideResult, SandboxJob, SandboxPolicy } from './jobs.js';
-import { threadModule } from '../thread-module.js';
+import { threadModule } from '../../config/index.js';
 import { WorkerPool, type PoolEntry, type PoolLimits } from './pool.js';
 
 export { SandboxBusyError, SandboxJobError, SandboxLimitError } from './pool.js';

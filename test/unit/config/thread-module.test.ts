@@ -1,0 +1,35 @@
+import { pathToFileURL } from 'node:url';
+import { expect } from 'chai';
+import { projectPath, runThreadsCompiled, threadModule, threadRequirePath } from '../../../src/config/index.js';
+
+/** The URL a module of the project has, in the sources or in the build. */
+const urlOf = (...segments: string[]) => pathToFileURL(projectPath(...segments)).href;
+
+describe('unit: which module a thread loads (config/thread-module.ts)', () => {
+  // The suite's own choice (test/support/root.ts) is given back after each test.
+  let suiteChoice: string | null = null;
+  beforeEach(() => {
+    suiteChoice = runThreadsCompiled(null);
+  });
+  afterEach(() => runThreadsCompiled(suiteChoice));
+
+  it('requires the build beside a built starter, the .ts source beside a source one', () => {
+    expect(threadRequirePath(urlOf('dist', 'adapters', 'sqlite', 'checkpointer.js'), 'files')).to.equal(
+      projectPath('dist', 'adapters', 'sqlite', 'files.js'),
+    );
+    expect(threadRequirePath(urlOf('adapters', 'sqlite', 'checkpointer.ts'), 'files')).to.equal(
+      projectPath('adapters', 'sqlite', 'files.ts'),
+    );
+  });
+
+  it("requires the build's copy from the sources once threads run compiled, outside src/ too (adapters/)", () => {
+    runThreadsCompiled(projectPath('dist', 'src'));
+    expect(threadRequirePath(urlOf('adapters', 'sqlite', 'checkpointer.ts'), 'files')).to.equal(
+      projectPath('dist', 'adapters', 'sqlite', 'files.js'),
+    );
+    expect(threadModule(urlOf('src', 'policy', 'live', 'index.ts'), 'thread')).to.deep.equal({
+      module: pathToFileURL(projectPath('dist', 'src', 'policy', 'live', 'thread.js')),
+      execArgv: [],
+    });
+  });
+});
