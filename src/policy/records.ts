@@ -62,9 +62,13 @@ export interface PolicyLayers {
  * Read often (each held bundle poll looks every 100 ms, the signals' watch and the shadow's drain
  * on their own clocks) and written rarely: a read is kept while neither collection changed, where
  * the store can tell without reading them (Store.changesTo, SQLite), else for the turn (TurnReads).
- * Shared: callers derive, never change, what they are given.
+ * Never handed to a request that began before it: a held poll must see another process's write at
+ * its next look. Shared: callers derive, never change, what they are given.
  */
-const policyLayerReads = new TurnReads<PolicyLayers>({ collections: [POLICY_RULES.name, POLICY_DATA.name] });
+const policyLayerReads = new TurnReads<PolicyLayers>({
+  collections: [POLICY_RULES.name, POLICY_DATA.name],
+  sharedWithEarlierRequests: false,
+});
 
 export function loadPolicyLayers(store: Store): Promise<PolicyLayers> {
   return policyLayerReads.read(store, 'layers', () => readPolicyLayers(store));

@@ -20,6 +20,13 @@ export interface HeldWhileUnchanged {
    * announcement's round trip decides nothing that must end at once on every node.
    */
   announced?: boolean;
+  /**
+   * False for reads a long-lived request makes again and again (a held bundle poll): a read is
+   * then not handed to the requests under way that began before it, since a poll that began a
+   * minute ago must still see at once a write another process made since; it is held while its
+   * collections are unchanged and shared within a turn only.
+   */
+  sharedWithEarlierRequests?: boolean;
 }
 
 /**
@@ -88,13 +95,14 @@ export class TurnReads<V> {
     const reads = this.readsUnderWay(store);
     const underWay = reads.get(key);
     if (underWay?.writes === writesBefore) return underWay.value;
+    const sharing = this.heldWhileUnchanged?.sharedWithEarlierRequests !== false;
     const begunAt = requestBegunAt();
-    const shared = this.latestRead(store, key);
+    const shared = sharing ? this.latestRead(store, key) : undefined;
     if (begunAt !== undefined && shared && shared.startedAt >= begunAt) return shared.value;
     const startedAt = performance.now();
     const loading = load();
     reads.set(key, { writes: writesBefore, value: loading });
-    this.share(store, key, startedAt, loading, keep);
+    if (sharing) this.share(store, key, startedAt, loading, keep);
     try {
       const value = await loading;
       if (keep(value) && this.writes.get(store) === writesBefore) this.valuesOfThisTurn(store).set(key, value);

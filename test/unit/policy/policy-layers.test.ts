@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { openArbiterStore as openStore } from '../../../src/collections.js';
+import { asRequestBegunNow } from '../../../src/http/request-start.js';
 import { snapshotOf } from '../../../src/policy/bundle/build.js';
 import { loadPolicyLayers } from '../../../src/policy/records.js';
 import type { Store } from '../../../src/store/index.js';
@@ -47,5 +48,22 @@ describe('unit: the policy records, read while unchanged (policy/records.ts, bun
     await putRule(here, { path: 'layers/a.rego', content: 'package layers.a\n\nx := 1\n' });
     const afterRule = await loadPolicyLayers(here);
     expect(afterRule.live.rules.find((rule) => rule.path === 'layers/a.rego')?.content).to.contain('x := 1');
+  });
+
+  it("shows a request that began before a read (a held bundle poll) another process's later write at its next read", async () => {
+    await asRequestBegunNow(async () => {
+      // A write elsewhere first, so that the read below is made after the request began.
+      await putData(there, 'earlier', { written: 'before the read' });
+      const before = await loadPolicyLayers(here);
+      expect(before.live.data.map((entry) => entry.dataKey)).to.include('earlier');
+      expect(before.live.data.map((entry) => entry.dataKey)).to.not.include('later');
+      await putData(there, 'later', { written: 'after the poll began' });
+      await nextTurn();
+      const next = await loadPolicyLayers(here);
+      expect(
+        next.live.data.map((entry) => entry.dataKey),
+        'not the read made before the write',
+      ).to.include('later');
+    });
   });
 });
