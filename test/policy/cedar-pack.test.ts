@@ -42,7 +42,7 @@ function inputOf(name: string, change: (input: Record<string, any>) => void = ()
 }
 
 function validate(policies: string) {
-  return cedar.validate({
+  return cedar().validate({
     schema: SCHEMA,
     policies: { staticPolicies: policies },
     validationSettings: { mode: 'strict' },
@@ -74,7 +74,7 @@ describe('the Cedar example pack', function () {
   it("has a schema that describes what the mapping gives Cedar at each point of the docs' examples", function () {
     for (const documented of POLICY_EXAMPLES.filter((candidate) => candidate.point !== 'access_evaluation')) {
       const request = cedarRequestFor(documented.point, exampleInput(documented) as DecisionInput);
-      const answer = cedar.isAuthorized({
+      const answer = cedar().isAuthorized({
         ...request,
         context: withoutFreeFormMaps(request.context),
         entities: request.entities,
@@ -90,7 +90,7 @@ describe('the Cedar example pack', function () {
     const blocks = [...readDocs().matchAll(/```cedar\n([\s\S]*?)\n```\n/g)].map((match) => match[1]!);
     expect(blocks.length).to.be.greaterThan(2);
     for (const text of blocks) {
-      const parts = cedar.policySetTextToParts(text);
+      const parts = cedar().policySetTextToParts(text);
       if (parts.type === 'failure') expect.fail(`${text}\n${formatCedarErrors(parts.errors, text)}`);
     }
   });

@@ -10,6 +10,7 @@
  * refer only inside itself, and it is bounded in size and depth.
  */
 import { readFileSync, readdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { LRUCache } from 'lru-cache';
@@ -22,9 +23,13 @@ export interface SchemaCarrier {
 }
 
 const ajv = new Ajv({ allErrors: false, strict: false });
-const isSecureSchema = ajv.compile(
-  JSON.parse(readFileSync(new URL(import.meta.resolve('ajv/dist/refs/json-schema-secure.json')), 'utf8')) as object,
-);
+let secureSchemaCheck: ValidateFunction | undefined;
+
+/** Ajv's secure meta-schema, compiled at the first author schema (not by every process that loads this module). */
+function isSecureSchema(schema: unknown): boolean {
+  secureSchemaCheck ??= ajv.compile(createRequire(import.meta.url)('ajv/dist/refs/json-schema-secure.json') as object);
+  return secureSchemaCheck(schema);
+}
 const MAX_SCHEMA_DEPTH = 32;
 const FORBIDDEN_KEYWORDS = new Set(['pattern', 'patternProperties', 'format', '$dynamicRef', '$recursiveRef']);
 
@@ -56,7 +61,7 @@ export function authorSchemaProblem(text: string): string | null {
   if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) return 'schema must be a JSON object';
   const unsafe = unsafeKeyword(schema, 0);
   if (unsafe) return `schema ${unsafe}`;
-  if (!isSecureSchema(schema)) return `schema is not safe to run: ${ajv.errorsText(isSecureSchema.errors)}`;
+  if (!isSecureSchema(schema)) return `schema is not safe to run: ${ajv.errorsText(secureSchemaCheck?.errors)}`;
   try {
     compiledAuthorSchema(text);
     return null;

@@ -18,10 +18,10 @@ export interface CedarTrialCase {
 
 /** Null when the rule is valid Cedar (static policies only), else the message of the Admin API's 400. */
 export function cedarRuleProblem(content: string): string | null {
-  const parts = cedar.policySetTextToParts(content);
+  const parts = cedar().policySetTextToParts(content);
   if (parts.type === 'failure') return `Cedar parse error: ${formatCedarErrors(parts.errors, content)}`;
   if (parts.policy_templates.length > 0) return 'Cedar templates are not supported: a rule holds static policies only';
-  const checked = cedar.checkParsePolicySet({ staticPolicies: content });
+  const checked = cedar().checkParsePolicySet({ staticPolicies: content });
   return checked.type === 'failure' ? `Cedar parse error: ${formatCedarErrors(checked.errors, content)}` : null;
 }
 

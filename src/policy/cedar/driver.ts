@@ -101,13 +101,13 @@ function compile(snapshot: PolicySnapshot): CompiledSet | Error {
   const policies = new Map<string, CompiledPolicy>();
   const texts: Record<string, string> = {};
   for (const rule of snapshot.rules.filter((candidate) => candidate.kind === 'cedar')) {
-    const parts = cedar.policySetTextToParts(rule.content);
+    const parts = cedar().policySetTextToParts(rule.content);
     if (parts.type === 'failure')
       return new Error(`Cedar rule ${rule.path} is invalid: ${formatCedarErrors(parts.errors, rule.content)}`);
     if (parts.policy_templates.length > 0)
       return new Error(`Cedar rule ${rule.path} is invalid: it holds a template, which no rule can link`);
     for (const [index, text] of parts.policies.entries()) {
-      const parsed = cedar.policyToJson(text);
+      const parsed = cedar().policyToJson(text);
       if (parsed.type === 'failure')
         return new Error(
           `Cedar rule ${rule.path} is invalid: policy #${index} cannot be converted: ${formatCedarErrors(parsed.errors, text)}`,
@@ -122,14 +122,14 @@ function compile(snapshot: PolicySnapshot): CompiledSet | Error {
   if (policies.size === 0) return { id, policies, entities: [] };
   const entities = dataEntities(snapshot);
   if (entities instanceof Error) return entities;
-  const prepared = cedar.preparsePolicySet(id, { staticPolicies: texts });
+  const prepared = cedar().preparsePolicySet(id, { staticPolicies: texts });
   if (prepared.type === 'failure')
     return new Error(`Cedar policy set is invalid: ${formatCedarErrors(prepared.errors)}`);
   return { id, policies, entities };
 }
 
 function authorize(set: CompiledSet, request: CedarRequest): CedarVerdict {
-  const answer = cedar.statefulIsAuthorized({
+  const answer = cedar().statefulIsAuthorized({
     principal: request.principal,
     action: request.action,
     resource: request.resource,
@@ -238,7 +238,7 @@ function dataEntities(snapshot: PolicySnapshot): EntityJson[] | Error {
     return new Error(
       `${problem}: not a Cedar entities JSON array (got ${entities === null ? 'null' : typeof entities})`,
     );
-  const checked = cedar.checkParseEntities({ entities: entities as EntityJson[] });
+  const checked = cedar().checkParseEntities({ entities: entities as EntityJson[] });
   if (checked.type === 'failure') return new Error(`${problem}: ${formatCedarErrors(checked.errors)}`);
   // Entities are looked up by uid (parents, merging with the request's); a second entry would silently drop the first.
   const seen = new Set<string>();

@@ -1,10 +1,18 @@
 import { createRequire } from 'node:module';
 import type { DetailedError } from '@cedar-policy/cedar-wasm/nodejs';
 
-/** The Cedar wasm bindings for Node (a CommonJS module, hence require). */
-export const cedar = createRequire(import.meta.url)(
-  '@cedar-policy/cedar-wasm/nodejs',
-) as typeof import('@cedar-policy/cedar-wasm/nodejs');
+type CedarBindings = typeof import('@cedar-policy/cedar-wasm/nodejs');
+let bindings: CedarBindings | undefined;
+
+/**
+ * The Cedar wasm bindings for Node (a CommonJS module, hence require), loaded at the first use:
+ * loading compiles a 4 MB Wasm module (about 20 ms of CPU and its code in memory), which a
+ * process or thread whose policy has no Cedar rule (the CLI, most servers' threads) never needs.
+ */
+export function cedar(): CedarBindings {
+  bindings ??= createRequire(import.meta.url)('@cedar-policy/cedar-wasm/nodejs') as CedarBindings;
+  return bindings;
+}
 
 /** Cedar's error text with its hint and, when the source is given, the line:column it points at. */
 export function formatCedarErrors(errors: DetailedError[], source?: string): string {
