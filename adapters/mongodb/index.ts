@@ -1,17 +1,5 @@
-import {
-  MongoBulkWriteError,
-  MongoClient,
-  MongoClientClosedError,
-  MongoNetworkError,
-  MongoNotConnectedError,
-  MongoServerError,
-  MongoServerSelectionError,
-  MongoTopologyClosedError,
-  type Collection,
-  type Db,
-  type Filter as MongoFilter,
-  type UpdateFilter,
-} from 'mongodb';
+import { createRequire } from 'node:module';
+import type { Collection, Db, MongoClient, Filter as MongoFilter, UpdateFilter } from 'mongodb';
 import {
   ConflictError,
   DEFAULT_TENANT,
@@ -40,6 +28,19 @@ import {
   uniqueKeyFields,
 } from '../shared/spec.js';
 import { WriteListeners } from '../shared/write-listeners.js';
+
+type MongoDriver = typeof import('mongodb');
+let driver: MongoDriver | undefined;
+
+/**
+ * The MongoDB driver (CommonJS, hence require), loaded when a MongoDB store is opened: loading it
+ * costs about 100 ms of CPU, which every process on SQLite or PostgreSQL (the CLI, a server, a
+ * test worker) would pay for nothing. Every use below comes after open().
+ */
+function mongodb(): MongoDriver {
+  driver ??= createRequire(import.meta.url)('mongodb') as MongoDriver;
+  return driver;
+}
 
 /**
  * How a store document is kept: one MongoDB document ("row") per tenant and id,
@@ -102,7 +103,7 @@ export class MongoStore implements Store {
    */
   static async open(url: string, known: readonly CollectionSpec[] = []): Promise<MongoStore> {
     // ignoreUndefined: an undefined field is left out, as JSON.stringify does in the SQLite store.
-    const client = new MongoClient(url, { ignoreUndefined: true, ...boundedTimeouts(url) });
+    const client = new (mongodb().MongoClient)(url, { ignoreUndefined: true, ...boundedTimeouts(url) });
     await client.connect();
     let store: MongoStore;
     try {
@@ -289,7 +290,7 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
       try {
         await this.rows.insertMany(rows.slice(stored), { ordered: true });
       } catch (error) {
-        if (error instanceof MongoBulkWriteError) stored += error.insertedCount;
+        if (error instanceof mongodb().MongoBulkWriteError) stored += error.insertedCount;
         throw error;
       }
     };
@@ -491,7 +492,7 @@ function translateConnectionLoss(prototype: object, methods: string[]): void {
         throw new StoreUnavailableError(
           `the MongoDB store cannot be reached (${(error as Error).name}: ${(error as Error).message}); the operation failed or its outcome is unknown.`,
         );
-      if (error instanceof MongoServerError)
+      if (error instanceof mongodb().MongoServerError)
         throw new StoreUnavailableError(
           `the MongoDB store could not do the operation (${error.codeName ?? error.code ?? error.name}: ${error.message}); it failed or its outcome is unknown.`,
         );
@@ -501,6 +502,13 @@ function translateConnectionLoss(prototype: object, methods: string[]): void {
 }
 
 function isConnectionLoss(error: unknown): boolean {
+  const {
+    MongoNetworkError,
+    MongoServerSelectionError,
+    MongoNotConnectedError,
+    MongoTopologyClosedError,
+    MongoClientClosedError,
+  } = mongodb();
   return [
     MongoNetworkError,
     MongoServerSelectionError,
@@ -591,7 +599,7 @@ async function createExpiryIndex(rows: Collection<Row> | Collection<CounterRow>,
   try {
     await rows.createIndex({ [field]: 1 }, { name: 'expiry_ttl', expireAfterSeconds: 0 });
   } catch (error) {
-    if (!(error instanceof MongoServerError && error.code === NOT_IMPLEMENTED)) throw error;
+    if (!(error instanceof mongodb().MongoServerError && error.code === NOT_IMPLEMENTED)) throw error;
     await rows.createIndex({ [field]: 1 }, { name: 'expiry' });
   }
 }
@@ -617,7 +625,7 @@ async function hasIndex(rows: Rows, name: string): Promise<boolean> {
   try {
     return (await rows.listIndexes().toArray()).some((index) => index.name === name);
   } catch (error) {
-    if (error instanceof MongoServerError && error.code === NAMESPACE_NOT_FOUND) return false;
+    if (error instanceof mongodb().MongoServerError && error.code === NAMESPACE_NOT_FOUND) return false;
     throw error;
   }
 }
@@ -782,7 +790,7 @@ async function deleteExpired(rows: Rows): Promise<number> {
  * (23505, unique_violation).
  */
 function isDuplicateKey(error: unknown): boolean {
-  if (!(error instanceof MongoServerError)) return false;
+  if (!(error instanceof mongodb().MongoServerError)) return false;
   return (
     error.code === DUPLICATE_KEY ||
     (error.code === INTERNAL_ERROR &&

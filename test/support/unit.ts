@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { clientRecords, resourceServerRecords, subjectRecords } from '../../src/catalog/index.js';
@@ -5,6 +6,7 @@ import type { Store } from '../../src/store/index.js';
 import { openStore } from '../../src/store/open.js';
 import type { AuditFacts } from '../../src/audit/index.js';
 import type { ArbiterState } from '../../src/state.js';
+import { projectPath } from '../../src/config/index.js';
 
 /**
  * What unit tests share: a real store in memory (SQLite, the store the server runs on by default),
@@ -120,4 +122,22 @@ export async function rejection(
     return error as { error: string; error_description?: string; status?: number; message: string };
   }
   throw new Error('expected a rejection, got a result');
+}
+
+/**
+ * Runs `body` as an ES module (through tsx, from the project root) in a fresh process, where
+ * `loaded(part)` says whether a CommonJS module whose path contains `part` was loaded so far, and
+ * returns what `body` prints last (JSON): for what this process may have loaded already.
+ */
+export function inFreshProcess<T>(body: string): T {
+  const script = `
+    import { createRequire } from 'node:module';
+    const loaded = (part) => Object.keys(createRequire(import.meta.url).cache).some((path) => path.includes(part));
+    ${body}
+  `;
+  const output = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: projectPath(),
+    encoding: 'utf8',
+  });
+  return JSON.parse(output.trim().split('\n').at(-1)!) as T;
 }
