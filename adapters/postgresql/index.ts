@@ -1,4 +1,5 @@
-import pg from 'pg';
+import type pg from 'pg';
+import { pgDriver } from './driver.js';
 import {
   ConflictError,
   DEFAULT_TENANT,
@@ -93,7 +94,7 @@ export class PostgresStore implements Store {
    */
   static async open(url: string, known: readonly CollectionSpec[] = []): Promise<PostgresStore> {
     const settings = settingsOf(url);
-    const pool = new pg.Pool({
+    const pool = new (pgDriver().Pool)({
       connectionString: settings.connectionString,
       max: settings.poolSize,
       connectionTimeoutMillis: settings.connectTimeoutMs,
@@ -772,7 +773,7 @@ function jsonOf(value: unknown): string {
 }
 
 function isUniqueViolation(error: unknown): boolean {
-  return error instanceof pg.DatabaseError && error.code === UNIQUE_VIOLATION;
+  return error instanceof pgDriver().DatabaseError && error.code === UNIQUE_VIOLATION;
 }
 
 /**
@@ -781,7 +782,8 @@ function isUniqueViolation(error: unknown): boolean {
  */
 function isConnectionFault(error: unknown): boolean {
   // 08P01 (protocol violation) is a statement this adapter got wrong, not a lost connection.
-  if (error instanceof pg.DatabaseError) return SERVER_UNAVAILABLE.test(error.code ?? '') && error.code !== '08P01';
+  if (error instanceof pgDriver().DatabaseError)
+    return SERVER_UNAVAILABLE.test(error.code ?? '') && error.code !== '08P01';
   if (!(error instanceof Error)) return false;
   const code = (error as NodeJS.ErrnoException).code;
   return (
@@ -823,6 +825,6 @@ class Unresponsive {
 
   /** A statement found the server unreachable or silent. */
   noticed(error: unknown): void {
-    if (!(error instanceof pg.DatabaseError)) this.since ??= Date.now();
+    if (!(error instanceof pgDriver().DatabaseError)) this.since ??= Date.now();
   }
 }

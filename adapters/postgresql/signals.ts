@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import pg from 'pg';
+import type pg from 'pg';
+import { pgDriver } from './driver.js';
 import type { PostgresSettings } from './settings.js';
 
 /** How long a lost LISTEN connection waits before it connects again (its watchers' polling covers the gap). */
@@ -67,7 +68,7 @@ export class PostgresSignals {
   /** A connection of its own (not the pool's), held for as long as the store is open. */
   private async listen(): Promise<void> {
     if (this.closed) return;
-    const client = new pg.Client({
+    const client = new (pgDriver().Client)({
       connectionString: this.settings.connectionString,
       connectionTimeoutMillis: this.settings.connectTimeoutMs,
       keepAlive: true,
