@@ -20,6 +20,8 @@ export interface HeldWhileUnchanged {
    * announcement's round trip decides nothing that must end at once on every node.
    */
   announced?: boolean;
+  /** How long such an announced hold lasts at most (default ANNOUNCED_HOLD_MS): its staleness should an announcement be lost. */
+  announcedHoldMs?: number;
   /**
    * False for reads a long-lived request makes again and again (a held bundle poll): a read is
    * then not handed to the requests under way that began before it, since a poll that began a
@@ -143,7 +145,7 @@ export class TurnReads<V> {
       });
       this.announcedChanges.set(store, (announced = counted));
     }
-    return { count: announced.count, until: performance.now() + ANNOUNCED_HOLD_MS };
+    return { count: announced.count, until: performance.now() + (heldReads.announcedHoldMs ?? ANNOUNCED_HOLD_MS) };
   }
 
   /** The latest read of `key` through `store` since the last write ended, if not too old. */

@@ -245,8 +245,10 @@ describe('two nodes on one PostgreSQL store', function () {
     await new Promise((resolve) => setTimeout(resolve, 2000));
     const seconds = (Date.now() - started) / 1000;
     const perNodeAndSecond = (policyReads() - before) / 2 / seconds;
-    // Each node's OPA holds a bundle request that looks every 100 ms (10 reads a second before); a write is announced (NOTIFY).
-    expect(perNodeAndSecond, `${perNodeAndSecond.toFixed(1)} reads per node and second`).to.be.at.most(2.5);
+    // Each node's OPA holds a bundle request that looks every 100 ms (10 reads a second before), and the
+    // signals' watch reads the revision every second (2 a second before they shared one held read); a
+    // write is announced (NOTIFY). About 1 a second, more by the window's edges.
+    expect(perNodeAndSecond, `${perNodeAndSecond.toFixed(1)} reads per node and second`).to.be.at.most(1.75);
   });
 
   /** What GET /healthz of `node` says of the policy revisions: the store's, and the one its OPA serves. */
