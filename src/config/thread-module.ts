@@ -25,11 +25,8 @@ export function runThreadsCompiled(distSrc: string | null): string | null {
 }
 
 export function threadModule(starterUrl: string, name: string): { module: URL; execArgv: string[] } {
-  if (!starterUrl.endsWith('.ts')) return { module: new URL(`./${name}.js`, starterUrl), execArgv: [] };
-  if (compiledSources !== null) {
-    const inSources = relative(projectPath('src'), fileURLToPath(new URL(`./${name}.js`, starterUrl)));
-    return { module: pathToFileURL(`${compiledSources}/${inSources}`), execArgv: [] };
-  }
+  if (!starterUrl.endsWith('.ts') || compiledSources !== null)
+    return { module: pathToFileURL(threadRequirePath(starterUrl, name)), execArgv: [] };
   return {
     module: new URL(`./${name}.ts`, starterUrl),
     execArgv: ['--import', pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href],

@@ -59,20 +59,20 @@ export interface PolicyLayers {
 }
 
 /**
+ * On a store that announces policy writes, how long a read may serve without one: the fallback
+ * should a notification be lost.
+ */
+const ANNOUNCED_POLICY_HOLD_MS = 1000;
+
+/**
  * Read often (each held bundle poll looks every 100 ms, the signals' watch and the shadow's drain
  * on their own clocks) and written rarely: a read is kept while neither collection changed, where
  * the store can tell without reading them (Store.changesTo, SQLite); where it announces writes
  * (Store.watch: PostgreSQL's NOTIFY), until a write of any node is announced, or a second at most
- * should an announcement be lost (as PolicySnapshots keeps its snapshot there); else for the turn
+ * should an announcement be lost; else for the turn
  * (TurnReads). Never handed to a request that began before it: a held poll must see another
  * process's write at its next look. Shared: callers derive, never change, what they are given.
  */
-/**
- * On a store that announces policy writes, how long a read may serve without one: the fallback
- * should a notification be lost (the bundle's held polls keep their snapshot as long).
- */
-export const ANNOUNCED_POLICY_HOLD_MS = 1000;
-
 const policyLayerReads = new TurnReads<PolicyLayers>({
   collections: [POLICY_RULES.name, POLICY_DATA.name],
   announced: true,

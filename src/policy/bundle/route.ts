@@ -16,8 +16,8 @@ const LONG_POLL_TYPE = 'application/vnd.openpolicyagent.bundles';
 const MAX_HOLD_SECONDS = 30;
 /**
  * How often a held request looks at the store: a change made on any node is seen within this
- * (at once where the store announces policy writes: PolicySnapshots.nextChange; there the look
- * reads the store only after an announcement, or once a second: PolicySnapshots.rechecked).
+ * (at once where the store announces policy writes: PolicySnapshots.nextChange). A look reads the
+ * store only after a write (loadPolicyLayers holds the records while they are unchanged).
  */
 const RECHECK_MS = 100;
 
@@ -95,7 +95,7 @@ async function heldUntilChanged(
   const deadline = Date.now() + wait * 1000;
   while (Date.now() < deadline && !ctx.req.socket.destroyed) {
     await snapshots.nextChange(RECHECK_MS);
-    const latest = await snapshots.rechecked();
+    const latest = await snapshots.current();
     if (latest.revision !== current.revision) return latest;
   }
   return current;

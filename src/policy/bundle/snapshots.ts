@@ -1,7 +1,7 @@
 import type { Logger } from '../../log/index.js';
 import type { Store } from '../../store/index.js';
 import { buildBundle, snapshotOf, type PolicySnapshot } from './build.js';
-import { ANNOUNCED_POLICY_HOLD_MS, loadBundledRecords, POLICY_DATA, POLICY_RULES } from '../records.js';
+import { loadBundledRecords, POLICY_DATA, POLICY_RULES } from '../records.js';
 import { OpaNotFoundError, resolveOpaBinary } from '../opa/binary.js';
 import { sandboxProblem } from './validate.js';
 
@@ -15,7 +15,6 @@ import { sandboxProblem } from './validate.js';
  * so that a change is in force on every node within a round trip; the re-reads by age stay as the
  * fallback (and are all there is on the other stores).
  */
-
 export class PolicySnapshots {
   private latest: { snapshot: PolicySnapshot; loadedAt: number } | null = null;
   private loading: Promise<PolicySnapshot> | null = null;
@@ -53,16 +52,6 @@ export class PolicySnapshots {
     const waiters = this.waiters;
     this.waiters = [];
     for (const wake of waiters) wake();
-  }
-
-  /**
-   * The snapshot for a held long poll that looks again (every 100 ms): read afresh on a store that
-   * does not announce policy writes; on one that does (PostgreSQL), the kept one until a write is
-   * announced or it is ANNOUNCED_POLICY_HOLD_MS old, instead of two reads of the policy records every
-   * 100 ms on every node whatever happens.
-   */
-  rechecked(): Promise<PolicySnapshot> {
-    return this.current(this.store.watch ? ANNOUNCED_POLICY_HOLD_MS : 0);
   }
 
   /** The snapshot, re-read from the store when the cached one is older than `maxAgeMs` (0: always re-read). */

@@ -382,9 +382,11 @@ function compiled(schema: object): ValidateFunction {
 
 /** Null when the input fits its point's schema, else a short description of the first problem. */
 export function checkInput(point: DecisionPoint, input: unknown): string | null {
-  if (!DECISION_POINTS.includes(point)) return `unknown decision point ${JSON.stringify(point)}`;
   let validate = inputValidators.get(point);
-  if (!validate) inputValidators.set(point, (validate = compiled(inputSchema(point))));
+  if (!validate) {
+    if (!DECISION_POINTS.includes(point)) return `unknown decision point ${JSON.stringify(point)}`;
+    inputValidators.set(point, (validate = compiled(inputSchema(point))));
+  }
   return validate(input) ? null : describe(validate.errors?.[0]);
 }
 
