@@ -65,4 +65,11 @@ async function swapIn(staging: string, outDir: string): Promise<void> {
   }
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) await buildConsole();
+// No top-level await: the test suite's root hook (test/support/root.ts) imports this module, and
+// mocha requires that hook; a top-level await would make it an ES module of its own, with copies
+// of test/support and src/ apart from those of the test files (test/unit/config/thread-module.test.ts).
+if (process.argv[1] === fileURLToPath(import.meta.url))
+  buildConsole().catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });

@@ -14,6 +14,13 @@ import { closeSharedFixtures } from './server.js';
 // after every file in a worker). Node's require(esm) gives the plugin the same copy of
 // test/support as the test files.
 
+// Mocha requires this plugin as it requires the test files, so both share one copy of each module.
+// Were anything in its graph not requirable (a top-level await), mocha would import it as an ES
+// module instead, with copies of its own: the threads' choice below and the shared fixtures it
+// closes would then be where no test file sees them (fixtures left running after the run).
+if (typeof module === 'undefined')
+  throw new Error('test/support/root.ts was loaded as an ES module, not required: see the comment above this line');
+
 // The policy threads of every test server load the build's modules when dist/ is as new as the
 // sources (`npm test` builds it first): under tsx each thread transforms its modules as it starts.
 if (compiledIsFresh()) runThreadsCompiled(projectPath('dist', 'src'));

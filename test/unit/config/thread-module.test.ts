@@ -1,6 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { expect } from 'chai';
 import { projectPath, runThreadsCompiled, threadModule, threadRequirePath } from '../../../src/config/index.js';
+import { compiledIsFresh } from '../../support/entry-point.js';
 
 /** The URL a module of the project has, in the sources or in the build. */
 const urlOf = (...segments: string[]) => pathToFileURL(projectPath(...segments)).href;
@@ -12,6 +13,13 @@ describe('unit: which module a thread loads (config/thread-module.ts)', () => {
     suiteChoice = runThreadsCompiled(null);
   });
   afterEach(() => runThreadsCompiled(suiteChoice));
+
+  // Made by the root hook (test/support/root.ts) in its copy of src/config: this test file sees
+  // it only if mocha loaded the hook and the test files as one module graph.
+  it("is the suite's choice in the test files' copy: the build's threads while dist/ is fresh", function () {
+    if (!compiledIsFresh()) this.skip();
+    expect(suiteChoice).to.equal(projectPath('dist', 'src'));
+  });
 
   it('requires the build beside a built starter, the .ts source beside a source one', () => {
     expect(threadRequirePath(urlOf('dist', 'adapters', 'sqlite', 'checkpointer.js'), 'files')).to.equal(
