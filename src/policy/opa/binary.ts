@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process';
 import { accessSync, constants } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { projectPath } from '../../config/index.js';
@@ -12,6 +11,8 @@ import {
   withCapabilities,
   type PolicySandboxLimits,
 } from './sandbox.js';
+import { OpaLauncher } from './launcher.js';
+import type { CompletedRun } from './run-to-completion.js';
 
 /** Where scripts/install-opa.sh puts the pinned OPA (GOBIN=<repo>/.bin). */
 export const PROJECT_OPA = projectPath('.bin', 'opa');
@@ -30,20 +31,12 @@ export function resolveOpaBinary(configured: string | null): string {
   }
 }
 
-export interface OpaRun {
-  exitCode: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** What a run writes to stdout beyond this is cut off and the run killed (it then fails). */
-const MAX_OUTPUT_BYTES = 4 * 1024 * 1024;
-/** How often a run's resident memory is read. */
-const MEMORY_CHECK_MS = 50;
+/** A run that completed, whatever its exit code: what it wrote to stdout and stderr. */
+export type OpaRun = CompletedRun;
 
 /**
- * No OPA run was free within the wait: a 503 for the caller to retry (an Unavailable, see
- * src/http/errors.ts, recognised by its shape).
+ * No OPA run was free within the wait, or the launcher was lost during the run: a 503 for the
+ * caller to retry (an Unavailable, see src/http/errors.ts, recognised by its shape).
  */
 export class OpaBusyError extends Error {
   readonly status = 503;
@@ -92,77 +85,25 @@ export async function runOpa(binary: string, args: string[], lane: OpaLane = 'su
   }
 }
 
-function runSandboxed(
+/** Every opa command of this process starts in the launcher (launcher.ts), off the event loop. */
+const launcher = new OpaLauncher();
+
+async function runSandboxed(
   binary: string,
   args: string[],
   limits: Pick<PolicySandboxLimits, 'timeoutMs' | 'memoryBytes'>,
 ): Promise<OpaRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(binary, args, { env: cliEnvironment(limits.memoryBytes), stdio: ['ignore', 'pipe', 'pipe'] });
-    const stdout = new OutputBuffer(() => child.kill('SIGKILL'));
-    const stderr = new OutputBuffer(() => child.kill('SIGKILL'));
-    child.stdout.on('data', (chunk: Buffer) => stdout.add(chunk));
-    child.stderr.on('data', (chunk: Buffer) => stderr.add(chunk));
-    let stoppedAt: string | null = null;
-    const stop = (limit: string) => {
-      stoppedAt ??= limit;
-      child.kill('SIGKILL');
-    };
-    const timer = setTimeout(
-      () => stop(`it ran longer than POLICY_OPA_TIMEOUT_MS (${limits.timeoutMs} ms)`),
-      limits.timeoutMs,
-    );
-    const watcher = setInterval(() => {
-      void residentBytes(child.pid).then((bytes) => {
-        if (bytes > limits.memoryBytes)
-          stop(`it used more than POLICY_OPA_MEMORY_MB (${Math.floor(limits.memoryBytes / 1024 / 1024)} MB)`);
-      });
-    }, MEMORY_CHECK_MS);
-    const done = () => {
-      clearTimeout(timer);
-      clearInterval(watcher);
-    };
-    child.once('error', (error: NodeJS.ErrnoException) => {
-      done();
-      reject(
-        new OpaNotFoundError(
-          `cannot run ${binary} (${error.code ?? error.message}); run scripts/install-opa.sh or set OPA_BIN`,
-        ),
-      );
-    });
-    child.once('close', (code) => {
-      done();
-      if (stoppedAt) reject(new OpaLimitError(`OPA was stopped: ${stoppedAt}`));
-      else resolve({ exitCode: code ?? 1, stdout: stdout.text(), stderr: stderr.text() });
-    });
-  });
-}
-
-/** A stream's output up to MAX_OUTPUT_BYTES; `overflow` is called once when it would be more. */
-class OutputBuffer {
-  private readonly chunks: Buffer[] = [];
-  private bytes = 0;
-  constructor(private readonly overflow: () => void) {}
-  add(chunk: Buffer): void {
-    if (this.bytes + chunk.length > MAX_OUTPUT_BYTES) {
-      if (this.bytes <= MAX_OUTPUT_BYTES) this.overflow();
-      this.bytes = MAX_OUTPUT_BYTES + 1;
-      return;
-    }
-    this.bytes += chunk.length;
-    this.chunks.push(chunk);
+  const outcome = await launcher.run(binary, args, cliEnvironment(limits.memoryBytes), limits);
+  switch (outcome.kind) {
+    case 'completed':
+      return outcome.run;
+    case 'stopped':
+      throw new OpaLimitError(`OPA was stopped: ${outcome.limit}`);
+    case 'not-started':
+      throw new OpaNotFoundError(`cannot run ${binary} (${outcome.reason}); run scripts/install-opa.sh or set OPA_BIN`);
+    case 'lost':
+      throw new OpaBusyError(`policy evaluation is unavailable, retry: ${outcome.reason}`);
   }
-  text(): string {
-    return Buffer.concat(this.chunks).toString('utf8');
-  }
-}
-
-/** The process's resident memory (VmRSS of /proc/<pid>/status); 0 where /proc cannot tell (GOMEMLIMIT still applies). */
-async function residentBytes(pid: number | undefined): Promise<number> {
-  if (!pid) return 0;
-  const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
-  const kilobytes = /^VmRSS:\s+(\d+) kB/m.exec(status)?.[1];
-  return kilobytes ? Number(kilobytes) * 1024 : 0;
 }
 
 /** A bare command name as found in the server's PATH (unchanged when it is not there, or is a path already). */
