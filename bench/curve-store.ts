@@ -12,8 +12,8 @@
  * Seeded through the store code in inserts of 1,000 (one transaction each on SQLite).
  */
 import Database from 'better-sqlite3';
-import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
-import { AUDIT_LOG_COLLECTION } from '../src/audit/log.js';
+import { OIDC_COLLECTION } from '../adapters/oidc/collection.js';
+import { AUDIT_LOG_COLLECTION } from '../src/audit/collections.js';
 import { clientsCollection } from '../src/oauth/clients/records.js';
 import { DEFAULT_TENANT, type Sealer, type Store, type StoredDoc, type TenantCollection } from '../src/store/index.js';
 import { ADMIN_KEY } from '../test/support/server.js';

@@ -18,7 +18,7 @@
 import bcrypt from 'bcryptjs';
 import { CompactAuditEntries } from '../src/audit/compact.js';
 import { AUDIT_LOG_COLLECTION, type AuditEntry } from '../src/audit/index.js';
-import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
+import { OIDC_COLLECTION } from '../adapters/oidc/collection.js';
 import { DEFAULT_TENANT } from '../src/store/index.js';
 import { FORM } from '../test/support/oauth.js';
 import { startTestServer, type TestServer } from '../test/support/server.js';

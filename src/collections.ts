@@ -2,24 +2,33 @@
  * Part of the composition root: every collection Arbiter declares, handed to openStore so that
  * a store can prepare them when it is opened (the MongoDB store creates their indexes, TTL
  * included). The shared records come from src/catalog; each other collection is declared by the
- * one component that reads and writes it, beside its code. A collection not listed here is
- * prepared on first use instead.
+ * one component that reads and writes it, in its folder's collections.ts (or a module that imports
+ * nothing heavy): the command line opens the store through this module, and must not load the
+ * server (oidc-provider, Koa, the policy engines) to learn the collections' names
+ * (test/unit/cli/light-commands.test.ts). A collection not listed here is prepared on first use instead.
  */
-import { OIDC_COLLECTION } from '../adapters/oidc/index.js';
-import { ADMIN_API_KEYS_COLLECTION } from './admin/api-keys.js';
-import { ADMIN_SESSIONS_COLLECTION } from './admin/sign-in.js';
+import { OIDC_COLLECTION } from '../adapters/oidc/collection.js';
+import {
+  ADMIN_API_KEYS_COLLECTION,
+  ADMIN_SESSIONS_COLLECTION,
+  POLICY_HISTORY_COLLECTION,
+} from './admin/collections.js';
 import {
   ACTIVITY_COLLECTION,
   AUDIT_LOG_COLLECTION,
   AUDIT_SHAPES_COLLECTION,
   LATEST_DECISIONS_COLLECTION,
-} from './audit/index.js';
-import { POLICY_HISTORY_COLLECTION } from './admin/index.js';
+} from './audit/collections.js';
 import { COLLECTIONS, storeSpecOf } from './catalog/index.js';
-import { POLICY_FAULTS_COLLECTION, SHADOW_COLLECTION } from './policy/index.js';
-import { DELEGATIONS_COLLECTION } from './delegation/index.js';
+import { POLICY_FAULTS_COLLECTION, SHADOW_COLLECTION } from './policy/collections.js';
+import { DELEGATIONS_COLLECTION } from './delegation/records.js';
 import { OUTBOX_COLLECTION, OUTBOX_LEASES_COLLECTION } from './outbox/index.js';
-import { SSF_POLICY_RECHECKS_COLLECTION, SSF_POLL_COLLECTION, SSF_STREAMS_COLLECTION } from './signals/index.js';
+import {
+  SSF_POLICY_RECHECKS_COLLECTION,
+  SSF_POLL_COLLECTION,
+  SSF_RECEIVED_SETS_COLLECTION,
+  SSF_STREAMS_COLLECTION,
+} from './signals/collections.js';
 import { UPSTREAM_LOGINS_COLLECTION } from './oauth/interactions/upstream-logins.js';
 import { UPSTREAM_SESSIONS_COLLECTION } from './oauth/interactions/upstream-sessions.js';
 import { PROVIDER_SECRETS_COLLECTION } from './oauth/keys.js';
@@ -27,9 +36,9 @@ import { dirname, resolve } from 'node:path';
 import { projectPath } from './config/index.js';
 import { openStore, restoreStore } from './store/open.js';
 import { SCHEMA_COLLECTION, SEALING_KEYS_COLLECTION, type CollectionSpec, type Store } from './store/index.js';
-import { SSF_RECEIVED_SETS_COLLECTION } from './signals/receiver/index.js';
 import { TENANTS_COLLECTION } from './tenancy/index.js';
-import { PERMISSION_TICKETS_COLLECTION, UMA_RESOURCES_COLLECTION } from './uma/index.js';
+import { PERMISSION_TICKETS_COLLECTION } from './uma/tickets.js';
+import { UMA_RESOURCES_COLLECTION } from './uma/resources.js';
 
 export function knownCollections(): CollectionSpec[] {
   return [

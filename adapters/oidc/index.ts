@@ -1,7 +1,8 @@
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { storageDigest } from '../../src/store/digest.js';
 import { TurnReads } from '../../src/store/turn-reads.js';
-import type { CollectionSpec, Store, StoredDoc, TenantCollection } from '../../src/store/types.js';
+import type { Store, StoredDoc, TenantCollection } from '../../src/store/types.js';
+import { OIDC_COLLECTION } from './collection.js';
 
 /**
  * One stored oidc-provider artefact (token, code, session, interaction, …).
@@ -60,13 +61,6 @@ export interface OwnedArtefact {
   mark: string | null | undefined;
   payload: AdapterPayload;
 }
-
-export const OIDC_COLLECTION: CollectionSpec = {
-  name: 'oidc',
-  indexes: ['grantId', 'uid', 'userCode', 'clientId', 'accountId'],
-  // A machine token has no grant, user, interaction or user code: it is in the clientId index only.
-  sparseIndexes: true,
-};
 
 /** Models that oidc-provider asks for which live in other collections (e.g. clients from the Admin API). */
 export type ModelOverride = (id: string) => Promise<AdapterPayload | undefined>;

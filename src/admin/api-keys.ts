@@ -14,17 +14,7 @@ import {
 import { answerPage, listPage, listSearch } from './paging.js';
 import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionsOf, type AdminRole } from './roles.js';
 import { callerOf, type AdminContext, type AdminKeyIdentity } from './state.js';
-
-/**
- * Named Admin API keys, each with a role (src/admin/roles.ts), optionally an expiry (`expiresAt`:
- * from then on the key is no key) and a list of tenants (`tenants`: the key reaches only those
- * tenants' records, and nothing server-wide; src/admin/gate.ts). A key is 32 random bytes, shown
- * once in the answer to its creation; the store keeps only its SHA-256 digest
- * (src/store/digest.ts), so a copy of the store holds no usable key. Revoking deletes the record:
- * the key stops working at once, on every node (each call looks its key up).
- * SERVICE_ADMIN_API_KEY is the bootstrap key: role admin, named `bootstrap`, never stored.
- */
-export const ADMIN_API_KEYS_COLLECTION = { name: 'admin_api_keys', uniqueKeys: [['name'], ['keyDigest']] };
+import { ADMIN_API_KEYS_COLLECTION } from './collections.js';
 
 /** Who made an Admin call, as audit entries and answers name it: never the key itself. */
 export const BOOTSTRAP_KEY_NAME = 'bootstrap';

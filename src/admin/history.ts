@@ -5,20 +5,13 @@
  * first change through the API (the seeded pack, a store from before history was kept) gets its
  * state then as version 1 (`baseline`) at that change.
  */
-import {
-  ConflictError,
-  type CollectionSpec,
-  type Store,
-  type StoredDoc,
-  type TenantCollection,
-} from '../store/index.js';
+import { ConflictError, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
 import { storeTenant } from '../tenancy/index.js';
 import type { StoredRecord } from '../records/index.js';
+import { POLICY_HISTORY_COLLECTION } from './collections.js';
 
 /** The collections whose records keep their versions (list, diff, roll back: history-routes.ts). */
 export const HISTORY_COLLECTIONS = ['policy-rules', 'policy-data'];
-
-export const POLICY_HISTORY_COLLECTION: CollectionSpec = { name: 'policy_history', indexes: ['recordId'] };
 
 export type HistoryAction = 'baseline' | 'create' | 'replace' | 'delete' | 'rollback';
 

@@ -9,6 +9,7 @@ import { enabledIdentityProvider, SignInError, UpstreamProviders } from '../oaut
 import { DEFAULT_TENANT, storageDigest, type Sealer, type Store, type StoredDoc } from '../store/index.js';
 import { ADMIN_ROLES, type AdminRole } from './roles.js';
 import type { AdminContext, AdminKeyIdentity } from './state.js';
+import { ADMIN_SESSIONS_COLLECTION } from './collections.js';
 
 /**
  * Operators sign in to the console as they do elsewhere: through an upstream OpenID Connect
@@ -27,8 +28,6 @@ export const SIGN_OUT_PATH = '/admin/sign-out';
 export const SESSION_COOKIE = 'arbiter_admin_session';
 /** Sent by the console with every call made with its session cookie (a write without it is refused). */
 export const CONSOLE_HEADER = 'x-arbiter-console';
-
-export const ADMIN_SESSIONS_COLLECTION = { name: 'admin_sessions' };
 
 /** A sign-in under way (its checks), or a session. Keyed by the digest of its state or cookie. */
 type SessionDoc = StoredDoc & { id: string; expiresAt: number } & (

@@ -7,9 +7,10 @@
  */
 import { isAdminPath } from '../http/admin-path.js';
 import type { Logger } from '../log/index.js';
-import { PROCESS_ID, ProcessShares, type CollectionSpec, type Store, type StoredDoc } from '../store/index.js';
+import { PROCESS_ID, ProcessShares, type Store, type StoredDoc } from '../store/index.js';
 import type { AuditEntry } from './entry.js';
 import { eachRecorded } from './recorded.js';
+import { ACTIVITY_COLLECTION } from './collections.js';
 
 /** One process's counts of one tenant's minute. */
 interface ActivityShare extends StoredDoc {
@@ -20,8 +21,6 @@ interface ActivityShare extends StoredDoc {
   clients: Record<string, { denials: number; decisions: number }>;
   expiresAt: number;
 }
-
-export const ACTIVITY_COLLECTION: CollectionSpec = { name: 'activity_shares', indexes: ['minute'] };
 
 export type ActivityOutcome = 'allow' | 'deny' | 'error';
 

@@ -1,22 +1,7 @@
 import { createHash } from 'node:crypto';
-import type {
-  CollectionSpec,
-  Filter,
-  FindOptions,
-  Store,
-  StoredDoc,
-  TenantCollection,
-  TextSearch,
-} from '../store/index.js';
+import type { Filter, FindOptions, Store, StoredDoc, TenantCollection, TextSearch } from '../store/index.js';
 import type { AuditEntry } from './entry.js';
-
-/**
- * The parts of an entry that repeat from request to request of one caller (what it asked, the
- * policy input but its time, the decision, its address and user agent), stored once per distinct
- * value under its digest: the entry keeps the digest (`shape`) and the input's time as an offset
- * from createdAt. A client_credentials entry fell from ~1,300 bytes of JSON to ~250 (bench/audit-size.ts).
- */
-export const AUDIT_SHAPES_COLLECTION: CollectionSpec = { name: 'audit_shapes' };
+import { AUDIT_SHAPES_COLLECTION } from './collections.js';
 
 type Shape = StoredDoc & {
   id: string;

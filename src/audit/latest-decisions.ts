@@ -9,15 +9,10 @@
  */
 import type { Logger } from '../log/index.js';
 import type { RecordedDecision } from '../policy/index.js';
-import {
-  ProcessShares,
-  type CollectionSpec,
-  type Store,
-  type StoredDoc,
-  type TenantCollection,
-} from '../store/index.js';
+import { ProcessShares, type Store, type StoredDoc, type TenantCollection } from '../store/index.js';
 import type { AuditEntry } from './entry.js';
 import { decisionsOfEntry } from './recorded-decisions.js';
+import { LATEST_DECISIONS_COLLECTION } from './collections.js';
 
 /** One (tenant, client, point) and its latest audit entry. */
 interface LatestDecision extends StoredDoc {
@@ -30,8 +25,6 @@ interface LatestDecision extends StoredDoc {
   createdAt: string;
   expiresAt: number;
 }
-
-export const LATEST_DECISIONS_COLLECTION: CollectionSpec = { name: 'latest_decisions', indexes: ['createdAt'] };
 
 const DAY_MS = 24 * 3600_000;
 const PAST_BOUND_SLACK = 64;

@@ -5,7 +5,6 @@ import {
   EVENT_LOOP_PACE,
   inPacedSteps,
   isStoreUnavailable,
-  type CollectionSpec,
   type Filter,
   type Store,
 } from '../store/index.js';
@@ -23,25 +22,7 @@ import { RecentActivity } from './activity.js';
 import { LatestDecisions } from './latest-decisions.js';
 import { CompactAuditEntries } from './compact.js';
 import { AllowedCounts } from './allowed-counts.js';
-
-/**
- * Compound indexes end with the sort field, so that a page of the filters the console and the
- * Admin API use (a tenant, then an endpoint or a client; newest first) is read straight off an
- * index, at any depth with a cursor: at a million entries a page otherwise sorted them all.
- */
-export const AUDIT_LOG_COLLECTION: CollectionSpec = {
-  name: 'audit_logs',
-  indexes: [
-    'createdAt',
-    'id',
-    ['tenantId', 'id'],
-    ['tenantId', 'endpoint', 'id'],
-    ['tenantId', 'clientId', 'id'],
-    ['endpoint', 'id'],
-    // Impact analysis reads a tenant's decisions newest first by createdAt (recorded-decisions.ts).
-    ['tenantId', 'createdAt'],
-  ],
-};
+import { AUDIT_LOG_COLLECTION } from './collections.js';
 
 export type { AuditFields, Outcome } from './entry.js';
 

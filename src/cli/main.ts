@@ -14,7 +14,6 @@ import { COLLECTIONS, storeSpecOf } from '../catalog/index.js';
 import { openArbiterStore, restoreArbiterStore } from '../collections.js';
 import { ConfigError, loadConfig, type Config } from '../config/index.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../migrations.js';
-import { clientRepository, hashClientSecret, resealProviderSecrets, rotateSigningKey } from '../oauth/index.js';
 import { DEFAULT_TENANT, migrate, schemaVersion, Sealer, SEALING_KEYS_COLLECTION, type Store } from '../store/index.js';
 import { openSealedFile, sealFile } from '../store/sealed-file.js';
 import { isTenantId, storeTenant, TENANTS_COLLECTION, TenantRegistry } from '../tenancy/index.js';
@@ -42,6 +41,13 @@ STORE_URL, CONFIG_FILE and SERVICE_SECRETS_KEY are read as the server reads them
 
 class UsageError extends Error {}
 
+/**
+ * The OAuth side (client records and secrets, signing keys), loaded by the commands that need it:
+ * it brings oidc-provider and most of the server, a third of a second that migrate,
+ * schema-version, backup and restore do without.
+ */
+const oauth = () => import('../oauth/index.js');
+
 type Command = (args: string[], config: Config) => Promise<Record<string, unknown>>;
 
 const COMMANDS: Record<string, Command> = {
@@ -68,7 +74,9 @@ async function rotateSigningKeyOf(args: string[], config: Config): Promise<Recor
   return withStore(config, async (store) => {
     if (tenant !== null && !(await new TenantRegistry(store, config.tenants).exists(tenant)))
       throw new Error(`no tenant ${tenant} on this store`);
-    const step = await rotateSigningKey(store, await sealerFor(store, config), {
+    const step = await (
+      await oauth()
+    ).rotateSigningKey(store, await sealerFor(store, config), {
       tenant: storeTenant(tenant),
       // Anything the old key signed (ID tokens, at most their lifetime) verifies until then.
       retireAfterSeconds: Math.max(config.ttl.idTokenSeconds, config.ttl.accessTokenSeconds) + CLOCK_SKEW_SECONDS,
@@ -95,6 +103,7 @@ async function resealEverything(store: Store, config: Config): Promise<Record<st
     DEFAULT_TENANT,
     ...(await store.collection(TENANTS_COLLECTION, DEFAULT_TENANT).find()).map((tenant) => String(tenant.id)),
   ];
+  const { resealProviderSecrets } = await oauth();
   const providerSecrets = await resealProviderSecrets(store, sealer);
   // Configured tenants (TENANTS) are in the registry only once the Admin API has read it: theirs too.
   let tenantKeys = 0;
@@ -123,7 +132,7 @@ async function resealEverything(store: Store, config: Config): Promise<Record<st
 async function hashSecret([given, ...rest]: string[]): Promise<Record<string, unknown>> {
   if (rest.length) throw new UsageError('hash-secret takes at most one secret');
   const secret = given ?? newSecret();
-  return { ...(given ? {} : { secret }), hash: await hashClientSecret(secret) };
+  return { ...(given ? {} : { secret }), hash: await (await oauth()).hashClientSecret(secret) };
 }
 
 async function createClient(args: string[], config: Config): Promise<Record<string, unknown>> {
@@ -143,7 +152,11 @@ async function createClient(args: string[], config: Config): Promise<Record<stri
     ...(values.scopes !== undefined ? { scopes: list(values.scopes) } : {}),
   };
   return withStore(config, async (store) => {
-    const created = await clientRepository(store, await sealerFor(store, config)).create(values.tenant ?? null, body);
+    const created = await (
+      await oauth()
+    )
+      .clientRepository(store, await sealerFor(store, config))
+      .create(values.tenant ?? null, body);
     // The repository shows a generated secret this once, beside the record's fields.
     const secret = (created as Record<string, unknown>).generatedClientSecret;
     return { clientId: created.clientId, clientSecret: secret, tenant: values.tenant ?? null, id: created.id };

@@ -11,8 +11,9 @@
  * of them report the same faults, whichever got the failing traffic.
  */
 import type { Logger } from '../log/index.js';
-import { PROCESS_ID, ProcessShares, type CollectionSpec, type Store, type StoredDoc } from '../store/index.js';
+import { PROCESS_ID, ProcessShares, type Store, type StoredDoc } from '../store/index.js';
 import type { DecisionPoint } from './contract/types.js';
+import { POLICY_FAULTS_COLLECTION } from './collections.js';
 
 /** One process's windows of every point. */
 interface FaultShare extends StoredDoc {
@@ -20,8 +21,6 @@ interface FaultShare extends StoredDoc {
   windows: (PointCounts & { point: DecisionPoint })[];
   expiresAt: number;
 }
-
-export const POLICY_FAULTS_COLLECTION: CollectionSpec = { name: 'policy_fault_shares' };
 
 /** What /healthz says about one failing decision point. */
 export interface PolicyFault {

@@ -5,13 +5,11 @@
  * (RFC 8936) as Security Event Tokens (RFC 8417) signed with the tenant's keys.
  */
 export { signalsRouter, SSF_CONFIGURATION_PATH, SSF_PATHS, type SignalsDeps } from './router.js';
-export { Transmitter, SSF_POLL_COLLECTION, SSF_TOPIC, type EventParty, type SignalEvent } from './transmitter.js';
-export { SSF_STREAMS_COLLECTION, EVENT_TYPES, EVENTS_SUPPORTED } from './streams.js';
+export { Transmitter, SSF_TOPIC, type EventParty, type SignalEvent } from './transmitter.js';
+export { SSF_POLL_COLLECTION } from './collections.js';
+export { EVENT_TYPES, EVENTS_SUPPORTED } from './streams.js';
+export { SSF_STREAMS_COLLECTION } from './collections.js';
 export { adminChangeSignals, userLogout, type AdminChange } from './admin-changes.js';
-export {
-  PolicyChangeSignals,
-  SIGNALS_POLICY_TOPIC,
-  SSF_POLICY_RECHECKS_COLLECTION,
-  type IntrospectionDecisions,
-} from './policy-changes.js';
+export { PolicyChangeSignals, SIGNALS_POLICY_TOPIC, type IntrospectionDecisions } from './policy-changes.js';
+export { SSF_POLICY_RECHECKS_COLLECTION } from './collections.js';
 export { tenantSignalsView, type TenantSignalsView } from './delivery-view.js';

@@ -20,12 +20,11 @@ import { DEFAULT_TENANT, type Store, type StoredDoc } from '../store/index.js';
 import { TENANTS_COLLECTION } from '../tenancy/index.js';
 import { covers, EVENT_TYPES, ssfStreams } from './streams.js';
 import { identifiersOf, type EventParty, type SignalEvent, type Transmitter } from './transmitter.js';
+import { SSF_POLICY_RECHECKS_COLLECTION } from './collections.js';
 
 /** The outbox topic of rechecks (one ordering key: they run in the order the revisions moved). */
 export const SIGNALS_POLICY_TOPIC = 'ssf-policy';
 
-/** The revision last rechecked (one document, in the default tenant). */
-export const SSF_POLICY_RECHECKS_COLLECTION = { name: 'ssf_policy_rechecks' };
 const LAST_RECHECK = 'last';
 
 interface RecheckRecord extends StoredDoc {

@@ -1,4 +1,5 @@
 import type { Store, StoredDoc } from '../store/index.js';
+import { SSF_STREAMS_COLLECTION } from './collections.js';
 
 /** The delivery methods of SSF 1.0 §6.1: RFC 8935 push and RFC 8936 poll. */
 export const PUSH = 'urn:ietf:rfc:8935';
@@ -36,8 +37,6 @@ export type SubjectId =
   | { format: 'iss_sub'; iss: string; sub: string }
   | { format: 'email'; email: string }
   | { format: 'opaque'; id: string };
-
-export const SSF_STREAMS_COLLECTION = { name: 'ssf_streams', indexes: ['ownerClientId'] };
 
 export interface StreamRecord extends StoredDoc {
   id: string;

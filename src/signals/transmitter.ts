@@ -5,12 +5,10 @@ import type { Outbox, OutboxEntry } from '../outbox/index.js';
 import type { Sealer, Store, StoredDoc } from '../store/index.js';
 import { signedSet, type PendingSet } from './sets.js';
 import { covers, PUSH, sameSubject, ssfStreams, type StreamRecord, type SubjectId } from './streams.js';
+import { SSF_POLL_COLLECTION } from './collections.js';
 
 /** The outbox topic of Security Event Tokens; each stream is one ordering key. */
 export const SSF_TOPIC = 'ssf';
-
-/** SETs of poll streams waiting for their receiver (RFC 8936): acknowledged ones are deleted. */
-export const SSF_POLL_COLLECTION = { name: 'ssf_poll', indexes: [['streamId', 'seq']] };
 
 export interface PolledSet extends StoredDoc {
   /** The SET's jti: what the receiver acknowledges. */

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createHash } from 'node:crypto';
-import { AUDIT_SHAPES_COLLECTION } from '../../src/audit/compact.js';
-import { AUDIT_LOG_COLLECTION } from '../../src/audit/log.js';
+import { AUDIT_SHAPES_COLLECTION } from '../../src/audit/collections.js';
+import { AUDIT_LOG_COLLECTION } from '../../src/audit/collections.js';
 import { rawRequest } from '../support/raw-http.js';
 import { ADMIN_KEY, inTenant, readyServer, withServer, type TestServer } from '../support/server.js';
 

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { readyServer, type TestServer } from '../support/server.js';
-import { AUDIT_LOG_COLLECTION, type AuditEntry } from '../../src/audit/log.js';
+import { type AuditEntry } from '../../src/audit/log.js';
+import { AUDIT_LOG_COLLECTION } from '../../src/audit/collections.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 
 describe('Audit log', function () {

@@ -16,7 +16,7 @@ import {
 import { clientCredentials } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
-import { AUDIT_LOG_COLLECTION } from '../../src/audit/log.js';
+import { AUDIT_LOG_COLLECTION } from '../../src/audit/collections.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 
 const ARTIFACTS = join('test-artifacts', 'console');

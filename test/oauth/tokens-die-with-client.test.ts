@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { createOidcAdapter, OIDC_COLLECTION, revokeArtefacts } from '../../adapters/oidc/index.js';
+import { createOidcAdapter, revokeArtefacts } from '../../adapters/oidc/index.js';
+import { OIDC_COLLECTION } from '../../adapters/oidc/collection.js';
 import { clientRecords } from '../../src/catalog/index.js';
 import {
   registerPublicClient,

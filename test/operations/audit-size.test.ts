@@ -1,6 +1,7 @@
 import { expect } from 'chai';
-import { AUDIT_SHAPES_COLLECTION } from '../../src/audit/compact.js';
-import { AUDIT_LOG_COLLECTION, AuditLog, type AuditEntry } from '../../src/audit/log.js';
+import { AUDIT_SHAPES_COLLECTION } from '../../src/audit/collections.js';
+import { AuditLog, type AuditEntry } from '../../src/audit/log.js';
+import { AUDIT_LOG_COLLECTION } from '../../src/audit/collections.js';
 import { DEFAULT_TENANT, type StoredDoc } from '../../src/store/index.js';
 import {
   basic,

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { readyServer, type TestServer } from '../support/server.js';
 import { loopDelays, probingLivez } from '../support/livez-probes.js';
-import { AUDIT_LOG_COLLECTION, AuditLog, type AuditEntry } from '../../src/audit/log.js';
+import { AuditLog, type AuditEntry } from '../../src/audit/log.js';
+import { AUDIT_LOG_COLLECTION } from '../../src/audit/collections.js';
 import { DEFAULT_TENANT, type StoredDoc, type TenantCollection } from '../../src/store/index.js';
 
 /** Generous: a step of a paced purge holds the loop for a few milliseconds; one DELETE of them all held it for seconds. */

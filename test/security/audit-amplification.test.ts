@@ -4,7 +4,8 @@ import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 import { eventually } from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
 import { MAX_AUDITED_STRING } from '../../src/audit/bounds.js';
-import { AUDIT_LOG_COLLECTION, AuditLog, type AuditEntry, type AuditFields } from '../../src/audit/log.js';
+import { AuditLog, type AuditEntry, type AuditFields } from '../../src/audit/log.js';
+import { AUDIT_LOG_COLLECTION } from '../../src/audit/collections.js';
 import { callerAddress, RefusalBudget } from '../../src/audit/budget.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 

@@ -13,8 +13,9 @@ import {
 } from '../support/dev-idp.js';
 import { sharedMongoTestServer, type MongoTestServer } from '../store/mongo-server.js';
 import { physicalName } from '../../adapters/shared/spec.js';
-import { OIDC_COLLECTION } from '../../adapters/oidc/index.js';
-import { AUDIT_LOG_COLLECTION, type AuditEntry } from '../../src/audit/log.js';
+import { OIDC_COLLECTION } from '../../adapters/oidc/collection.js';
+import { type AuditEntry } from '../../src/audit/log.js';
+import { AUDIT_LOG_COLLECTION } from '../../src/audit/collections.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 
 const CLIENT = 'audit-or-nothing';

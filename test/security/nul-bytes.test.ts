@@ -3,7 +3,8 @@ import { readyServer, withServer, type TestServer } from '../support/server.js';
 import { basic, confidentialClient, FORM } from '../support/oauth.js';
 import { preferredBackend, sharedMongoTestServer } from '../store/mongo-server.js';
 import { sharedPostgresTestServer } from '../store/postgres-server.js';
-import { AUDIT_LOG_COLLECTION, type AuditEntry } from '../../src/audit/log.js';
+import { type AuditEntry } from '../../src/audit/log.js';
+import { AUDIT_LOG_COLLECTION } from '../../src/audit/collections.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 
 const NUL = '\u0000';

@@ -1,7 +1,8 @@
 import bcrypt from 'bcryptjs';
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { artefactKey, OIDC_COLLECTION } from '../../adapters/oidc/index.js';
+import { artefactKey } from '../../adapters/oidc/index.js';
+import { OIDC_COLLECTION } from '../../adapters/oidc/collection.js';
 import {
   registerPublicClient,
   startRegisteredDevIdp,

@@ -9,7 +9,7 @@
  * worker's and node's shares, so that each answers the same, and a restart loses none of them.
  */
 import type { Logger } from '../../log/index.js';
-import { PROCESS_ID, ProcessShares, type CollectionSpec, type Store, type StoredDoc } from '../../store/index.js';
+import { PROCESS_ID, ProcessShares, type Store, type StoredDoc } from '../../store/index.js';
 import { snapshotOf, type PolicySnapshot } from '../bundle/build.js';
 import { loadPolicyLayers, POLICY_DATA, POLICY_RULES, withShadows } from '../records.js';
 import { CHANGE_KINDS, type ChangeKind } from './compare.js';
@@ -25,6 +25,7 @@ import {
 import type { Pacer } from './pacer.js';
 import type { PolicyReplayer } from './replayer.js';
 import { SandboxBusyError, SandboxLimitError } from '../sandbox/index.js';
+import { SHADOW_COLLECTION } from '../collections.js';
 
 export interface ShadowOptions {
   store: Store;
@@ -78,7 +79,6 @@ type ShareOf<K extends keyof ShareKinds> = ShareKinds[K] & {
 };
 type ShadowShare = StoredDoc & ShareOf<keyof ShareKinds>;
 
-export const SHADOW_COLLECTION: CollectionSpec = { name: 'shadow_shares', indexes: ['candidateRevision'] };
 /** A candidate's shares outlive it by this much unless it is promoted or discarded (which removes them). */
 const SHARE_DAYS_MS = 30 * 24 * 3600_000;
 

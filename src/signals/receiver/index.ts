@@ -1,1 +1,2 @@
-export { SSF_RECEIVED_SETS_COLLECTION, SSF_RECEIVER_PATH, ssfReceiver, type ReceiverDeps } from './push.js';
+export { SSF_RECEIVER_PATH, ssfReceiver, type ReceiverDeps } from './push.js';
+export { SSF_RECEIVED_SETS_COLLECTION } from '../collections.js';

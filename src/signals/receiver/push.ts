@@ -7,7 +7,7 @@ import { JwksUnavailableError } from '../../http/remote-jwks.js';
 import type { Logger } from '../../log/index.js';
 import type { Metrics } from '../../metrics/index.js';
 import type { ArbiterContext, ArbiterMiddleware, TenantProviders } from '../../oauth/index.js';
-import { ConflictError, storageDigest, type CollectionSpec, type Sealer, type Store } from '../../store/index.js';
+import { ConflictError, storageDigest, type Sealer, type Store } from '../../store/index.js';
 import { requestIssuer } from '../../tenancy/index.js';
 import { actOn, type EventOutcome } from './events.js';
 import { PushRefusal, verifiedSet } from './set.js';
@@ -17,6 +17,7 @@ import {
   TransmitterUnavailableError,
   type TransmittingProvider,
 } from './transmitters.js';
+import { SSF_RECEIVED_SETS_COLLECTION } from '../collections.js';
 
 /**
  * Where an identity provider's Shared Signals transmitter pushes its Security Event Tokens (RFC
@@ -28,13 +29,6 @@ export const SSF_RECEIVER_PATH = '/idp/ssf-events';
 const SET_MEDIA_TYPE = 'application/secevent+jwt';
 /** A SET is a few hundred bytes; one larger than this (or than MAX_BODY_BYTES) is refused unread. */
 const MAX_SET_BYTES = 64 * 1024;
-
-/**
- * The `jti`s of the SETs received, one document per transmitter and jti (its digest as id), kept
- * for SSF_RECEIVER_MAX_AGE_SECONDS, after which a SET of that age is refused anyway: the
- * collection holds at most what the transmitters pushed in that window.
- */
-export const SSF_RECEIVED_SETS_COLLECTION: CollectionSpec = { name: 'ssf_received_sets' };
 
 export interface ReceiverDeps {
   config: Config;

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { artefactKey, liveAccessTokens, OIDC_COLLECTION } from '../../../adapters/oidc/index.js';
+import { artefactKey, liveAccessTokens } from '../../../adapters/oidc/index.js';
+import { OIDC_COLLECTION } from '../../../adapters/oidc/collection.js';
 import { memoryStore, TENANT } from '../../support/unit.js';
 
 /** An artefact as the oidc adapter stores it: keyed `<model>:<digest>`, its model top-level too. */

@@ -1,0 +1,13 @@
+/**
+ * The collection of oidc-provider's records (the adapter, index.ts), in a module of its own with
+ * no import at run time: the composition root (src/collections.ts) prepares it, and the command
+ * line opens the store, without loading the adapter and oidc-provider.
+ */
+import type { CollectionSpec } from '../../src/store/types.js';
+
+export const OIDC_COLLECTION: CollectionSpec = {
+  name: 'oidc',
+  indexes: ['grantId', 'uid', 'userCode', 'clientId', 'accountId'],
+  // A machine token has no grant, user, interaction or user code: it is in the clientId index only.
+  sparseIndexes: true,
+};

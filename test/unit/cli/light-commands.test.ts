@@ -1,0 +1,28 @@
+import { expect } from 'chai';
+import { inFreshProcess } from '../../support/unit.js';
+
+describe('unit: the command line loads only what a command needs (src/cli, src/collections.ts)', function () {
+  this.timeout(30_000);
+
+  it('opens a store with every collection prepared without loading oidc-provider, Koa or a policy engine', function () {
+    const seen = inFreshProcess<Record<string, boolean>>(`
+      const { openArbiterStore } = await import('./src/collections.ts');
+      const store = await openArbiterStore('sqlite::memory:');
+      await store.close();
+      console.log(JSON.stringify({
+        'oidc-provider': loaded('node_modules/oidc-provider/'),
+        koa: loaded('node_modules/koa/'),
+        cedar: loaded('node_modules/@cedar-policy/'),
+        'src/oauth/provider': loaded('src/oauth/provider'),
+        'src/policy/engine': loaded('src/policy/engine'),
+      }));
+    `);
+    expect(seen).to.deep.equal({
+      'oidc-provider': false,
+      koa: false,
+      cedar: false,
+      'src/oauth/provider': false,
+      'src/policy/engine': false,
+    });
+  });
+});
