@@ -166,11 +166,16 @@ export class PolicyChangeSignals {
    * introspection when there is one (the caller that asked last; skipped when that was refused:
    * refused before this change), else the input as issued (introspectionAsIssued: as if the
    * resource servers it was issued for asked), against what it was issued (allowed, its scopes).
+   * No token value is recorded, so a token is known by its facts (keyOfIssued): tokens of one
+   * client issued in the same second share them, and a decision recorded for one stands for each.
    */
   private async *liveTokenDecisions(tenant: string): AsyncGenerator<RecordedDecision[]> {
-    const live = new Map<string, AdapterPayload>();
+    const live = new Map<string, AdapterPayload[]>();
     for await (const page of liveAccessTokens(this.deps.store, tenant, this.deps.recheckMax))
-      for (const payload of page) live.set(keyOfIssued(payload), payload);
+      for (const payload of page) {
+        const key = keyOfIssued(payload);
+        live.set(key, [...(live.get(key) ?? []), payload]);
+      }
     if (live.size === 0) return;
     const tenantId = tenant === DEFAULT_TENANT ? null : tenant;
     const now = Math.floor(Date.now() / 1000);
@@ -181,14 +186,16 @@ export class PolicyChangeSignals {
       for (const decision of page) {
         const key = keyOfRecorded(decision);
         // Newest first: a token's first decision met is its latest; the older ones are passed over.
-        if (key === null || !live.delete(key)) continue;
-        if (decision.decision.allow === true) kept.push(decision);
+        const tokens = key === null ? undefined : live.get(key);
+        if (key === null || !tokens) continue;
+        live.delete(key);
+        if (decision.decision.allow === true) for (const _token of tokens) kept.push(decision);
       }
       if (kept.length) yield kept;
       if (live.size === 0) return;
     }
     // Never introspected (or not within the decisions read): decided as issued.
-    const issued = [...live.values()];
+    const issued = [...live.values()].flat();
     for (let at = 0; at < issued.length; at += ISSUED_PAGE) {
       const page = issued.slice(at, at + ISSUED_PAGE);
       yield await Promise.all(page.map((payload) => this.asIssued(tenant, tenantId, payload)));

@@ -42,7 +42,14 @@ describe('Shared Signals: events from policy', function () {
       },
     });
     expect(created.status).to.equal(201);
-    for (const app of ['policy-app', 'policy-other-app', 'policy-narrow-app', 'policy-quiet-app', 'policy-revoked-app'])
+    for (const app of [
+      'policy-app',
+      'policy-other-app',
+      'policy-narrow-app',
+      'policy-quiet-app',
+      'policy-revoked-app',
+      'policy-twin-app',
+    ])
       secrets[app] = await confidentialClient(server, app, { scopes: ['read', 'write'] });
     ({ token: callerToken } = await clientWithToken(server, 'policy-rs', ['introspection']));
   });
@@ -171,5 +178,32 @@ describe('Shared Signals: events from policy', function () {
     await eventually(() => about('policy-quiet-app').length > 0);
     await outboxSettled(before, 1);
     expect(about('policy-revoked-app'), 'a revoked token is not signalled').to.have.length(0);
+  });
+  it('counts each of two live tokens of one client issued within the same second', async function () {
+    // No token value is recorded: both tokens have the same facts (client, iat, exp), one recorded decision.
+    const issued: number[] = [];
+    const issue = async () => {
+      const token = await liveToken('policy-twin-app');
+      issued.push((await introspect(token)).body.iat as number);
+    };
+    await issue();
+    await issue();
+    while (issued.at(-1) !== issued.at(-2) && issued.length < 20) await issue();
+    expect(issued.at(-1), 'two tokens issued within one second').to.equal(issued.at(-2));
+    const hold = ((await server.admin('GET', '/policy-rules')).body as any[]).find((rule) => rule.path === HOLD_PATH);
+    const content = hold.content.replace('{"policy-app"', '{"policy-twin-app", "policy-app"');
+    expect(content).not.to.equal(hold.content);
+    const liveTokensSignalled = async (rule: string) => {
+      const impact = await server.admin('POST', '/policy-impact', {
+        changes: [
+          { collection: 'policy-rules', op: 'replace', record: { kind: 'rego', path: HOLD_PATH, content: rule } },
+        ],
+      });
+      expect(impact.status, JSON.stringify(impact.body)).to.equal(200);
+      return impact.body.signals.liveTokens as number;
+    };
+    // Against their recorded decisions, the hold as it is counts the earlier tests' tokens; with
+    // policy-twin-app refused, each of its tokens issued here counts too.
+    expect(await liveTokensSignalled(content)).to.equal((await liveTokensSignalled(hold.content)) + issued.length);
   });
 });
