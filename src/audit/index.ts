@@ -11,11 +11,13 @@ export {
   type AuditPageQuery,
   type Outcome,
 } from './log.js';
-export { AUDIT_LOG_COLLECTION } from './collections.js';
+export {
+  AUDIT_LOG_COLLECTION,
+  ACTIVITY_COLLECTION,
+  LATEST_DECISIONS_COLLECTION,
+  AUDIT_SHAPES_COLLECTION,
+} from './collections.js';
 export { auditTrail, isAudited } from './middleware.js';
-export { ACTIVITY_COLLECTION } from './collections.js';
-export { LATEST_DECISIONS_COLLECTION } from './collections.js';
-export { AUDIT_SHAPES_COLLECTION } from './collections.js';
 export { withdrawableCredentials } from './issued.js';
 export { auditFactsOf, markAuthenticated, type AuditFacts, type AuditState } from './facts.js';
 export { recordDecision } from './decision.js';

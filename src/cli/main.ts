@@ -74,9 +74,8 @@ async function rotateSigningKeyOf(args: string[], config: Config): Promise<Recor
   return withStore(config, async (store) => {
     if (tenant !== null && !(await new TenantRegistry(store, config.tenants).exists(tenant)))
       throw new Error(`no tenant ${tenant} on this store`);
-    const step = await (
-      await oauth()
-    ).rotateSigningKey(store, await sealerFor(store, config), {
+    const { rotateSigningKey } = await oauth();
+    const step = await rotateSigningKey(store, await sealerFor(store, config), {
       tenant: storeTenant(tenant),
       // Anything the old key signed (ID tokens, at most their lifetime) verifies until then.
       retireAfterSeconds: Math.max(config.ttl.idTokenSeconds, config.ttl.accessTokenSeconds) + CLOCK_SKEW_SECONDS,
@@ -132,7 +131,8 @@ async function resealEverything(store: Store, config: Config): Promise<Record<st
 async function hashSecret([given, ...rest]: string[]): Promise<Record<string, unknown>> {
   if (rest.length) throw new UsageError('hash-secret takes at most one secret');
   const secret = given ?? newSecret();
-  return { ...(given ? {} : { secret }), hash: await (await oauth()).hashClientSecret(secret) };
+  const { hashClientSecret } = await oauth();
+  return { ...(given ? {} : { secret }), hash: await hashClientSecret(secret) };
 }
 
 async function createClient(args: string[], config: Config): Promise<Record<string, unknown>> {
@@ -152,11 +152,8 @@ async function createClient(args: string[], config: Config): Promise<Record<stri
     ...(values.scopes !== undefined ? { scopes: list(values.scopes) } : {}),
   };
   return withStore(config, async (store) => {
-    const created = await (
-      await oauth()
-    )
-      .clientRepository(store, await sealerFor(store, config))
-      .create(values.tenant ?? null, body);
+    const { clientRepository } = await oauth();
+    const created = await clientRepository(store, await sealerFor(store, config)).create(values.tenant ?? null, body);
     // The repository shows a generated secret this once, beside the record's fields.
     const secret = (created as Record<string, unknown>).generatedClientSecret;
     return { clientId: created.clientId, clientSecret: secret, tenant: values.tenant ?? null, id: created.id };

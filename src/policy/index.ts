@@ -46,9 +46,8 @@ export {
   type ChangeCounts,
   type Compared,
 } from './replay/impact.js';
-export { POLICY_FAULTS_COLLECTION } from './collections.js';
+export { POLICY_FAULTS_COLLECTION, SHADOW_COLLECTION } from './collections.js';
 export { type ShadowDifference, type ShadowStatus } from './replay/shadow.js';
-export { SHADOW_COLLECTION } from './collections.js';
 export type { RecordChange, TriedBundle } from './bundle/validate.js';
 export type { PolicySnapshot } from './bundle/build.js';
 export type { PolicyVocabulary } from './vocabulary.js';

@@ -174,7 +174,9 @@ export class PolicyChangeSignals {
     for await (const page of liveAccessTokens(this.deps.store, tenant, this.deps.recheckMax))
       for (const payload of page) {
         const key = keyOfIssued(payload);
-        live.set(key, [...(live.get(key) ?? []), payload]);
+        const same = live.get(key);
+        if (same) same.push(payload);
+        else live.set(key, [payload]);
       }
     if (live.size === 0) return;
     const tenantId = tenant === DEFAULT_TENANT ? null : tenant;
@@ -189,7 +191,7 @@ export class PolicyChangeSignals {
         const tokens = key === null ? undefined : live.get(key);
         if (key === null || !tokens) continue;
         live.delete(key);
-        if (decision.decision.allow === true) for (const _token of tokens) kept.push(decision);
+        if (decision.decision.allow === true) kept.push(...tokens.map(() => decision));
       }
       if (kept.length) yield kept;
       if (live.size === 0) return;

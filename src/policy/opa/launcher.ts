@@ -55,8 +55,7 @@ export class OpaLauncher {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     child.on('message', (message: { id: number; outcome: RunOutcome }) => this.settle(message.id, message.outcome));
-    // A failure to start or to signal ends in 'exit' too, which is where the runs are answered.
-    child.on('error', () => undefined);
+    child.on('error', (error) => this.lose(child, `the OPA launcher failed (${error.message})`));
     child.once('exit', (code, signal) => this.lose(child, `the OPA launcher exited (${signal ?? `code ${code}`})`));
     child.unref();
     child.channel?.unref();
