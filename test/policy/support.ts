@@ -4,7 +4,7 @@
  * Nothing here stands in for OPA or Cedar.
  */
 import type { Server } from 'node:http';
-import { createServer, type AddressInfo } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import Koa, { type Middleware } from 'koa';
 import { loadConfig, type Config } from '../../src/config/index.js';
 import { createLogger } from '../../src/log/index.js';
@@ -109,16 +109,8 @@ export async function startPolicyHarness(
   };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+/** One way to draw a test port for every test: the server's (it avoids ports fetch refuses). */
+export { freePort } from '../support/server.js';
 
 /** Writes a rule the way the Admin API does (upsert by path within its tenant). */
 export async function putRule(

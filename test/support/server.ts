@@ -208,9 +208,20 @@ const TEST_PORTS = { from: 10_000, to: 32_767 };
 export async function freePort(): Promise<number> {
   for (let attempt = 0; ; attempt++) {
     const port = TEST_PORTS.from + Math.floor(Math.random() * (TEST_PORTS.to - TEST_PORTS.from + 1));
-    if (await bindsNow(port)) return port;
+    if (fetchMayUse(port) && (await bindsNow(port))) return port;
     if (attempt >= 100) throw new Error(`no free test port after ${attempt + 1} tries`);
   }
+}
+
+/**
+ * The Fetch standard's "bad ports" that fall in TEST_PORTS: fetch (undici) and Chromium refuse to
+ * connect to them ("bad port"), so a server listening there cannot be tested. A CI run drew 10080.
+ */
+const PORTS_FETCH_REFUSES = new Set([10080]);
+
+/** Whether fetch and the browser connect to `port` (not one of the Fetch standard's bad ports). */
+export function fetchMayUse(port: number): boolean {
+  return !PORTS_FETCH_REFUSES.has(port);
 }
 
 function bindsNow(port: number): Promise<boolean> {
