@@ -4,6 +4,7 @@ import { dirname } from 'node:path';
 import { buildConsole } from '../../scripts/build-console.js';
 import { projectPath, runThreadsCompiled } from '../../src/config/index.js';
 import { compiledIsFresh } from './entry-point.js';
+import { scratchInMemory } from './scratch.js';
 import { closeSharedFixtures } from './server.js';
 
 // Mocha's root-hook plugin (`require` in .mocharc.json and test/mocharc-*.cjs): what runs once
@@ -24,6 +25,9 @@ if (typeof module === 'undefined')
 // The policy threads of every test server load the build's modules when dist/ is as new as the
 // sources (`npm test` builds it first): under tsx each thread transforms its modules as it starts.
 if (compiledIsFresh()) runThreadsCompiled(projectPath('dist', 'src'));
+
+// Before any worker starts: they, and everything the tests start, inherit TMPDIR (scratch.ts).
+scratchInMemory();
 
 /** Mocha sets this in the environment of each `--parallel` worker it starts. */
 const inWorker = process.env.MOCHA_WORKER_ID !== undefined;
