@@ -3,8 +3,15 @@ import { Worker } from 'node:worker_threads';
 import { threadRequirePath } from '../../src/config/index.js';
 import type { FileIdentity } from './files.js';
 
-/** How often the checkpointer copies what the WAL holds into the database file. */
+/** How often the checkpointer copies what the WAL holds into the database file while there are writes. */
 const CHECKPOINT_INTERVAL_MS = 200;
+
+/**
+ * The longest wait between two checkpoints of a store nobody writes: the wait doubles from
+ * CHECKPOINT_INTERVAL_MS at each checkpoint that found nothing new, up to this. The store's
+ * next write brings it back to CHECKPOINT_INTERVAL_MS at once (Checkpointer.written).
+ */
+const RESTING_INTERVAL_MS = 3200;
 
 /**
  * The WAL size, in pages, past which the writing connection checkpoints by itself (SQLite's
@@ -22,7 +29,10 @@ export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
  * its own and runs a PASSIVE checkpoint every interval: it copies committed pages from the WAL
  * into the database file and syncs it, never waits for a lock and never blocks a reader or the
  * writer; a checkpoint that finds another one under way (a worker process's checkpointer) is
- * skipped. Before each one it checks that the files are still the ones opened and writable, with
+ * skipped. While nothing is written it waits longer each time (RESTING_INTERVAL_MS at most) and
+ * says so ('resting'); the store's next write ('written') makes it checkpoint at once and return
+ * to the short interval, so that an idle store costs a wake-up every few seconds, not five a
+ * second, and a burst after a rest is not left to the writer's own checkpoints. Before each one it checks that the files are still the ones opened and writable, with
  * the store's own check (files.ts, as threadRequirePath finds it):
  * touching a memory-mapped -shm that became immutable would be a SIGBUS for the whole process.
  * When they are not, it stops, and the store reports the loss.
@@ -31,28 +41,55 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const Database = require(workerData.driver);
 const { changeOf, unwritableCode } = require(workerData.checks);
-const { file, files, intervalMs } = workerData;
+const { file, files, intervalMs, restingMs } = workerData;
 const usable = () => files.every((each) => changeOf(each) === null && unwritableCode(each.path) === null);
 let db = null;
 let timer = null;
+let stopped = false;
+let waitMs = intervalMs;
+let lastLog = -1;
+let checkpoints = 0;
 const stop = () => {
-  if (timer) clearInterval(timer);
-  timer = null;
+  stopped = true;
+  clearTimeout(timer);
   if (db?.open) db.close();
   parentPort.close();
 };
-parentPort.on('message', stop);
+const schedule = (ms) => {
+  clearTimeout(timer);
+  if (!stopped) timer = setTimeout(checkpoint, ms);
+};
+// Nothing new since the last one (every frame copied, as many as before): wait twice as long.
+const checkpoint = () => {
+  if (!usable()) return stop();
+  let idle = false;
+  try {
+    const [{ log, checkpointed }] = db.pragma('wal_checkpoint(PASSIVE)');
+    checkpoints += 1;
+    idle = log === checkpointed && log === lastLog;
+    lastLog = log;
+  } catch {
+    // SQLITE_BUSY (another checkpoint under way) or an error the store reports on its own statements.
+  }
+  const resting = idle && waitMs === intervalMs;
+  waitMs = idle ? Math.min(waitMs * 2, restingMs) : intervalMs;
+  if (resting) parentPort.postMessage('resting');
+  schedule(waitMs);
+};
+parentPort.on('message', (message) => {
+  if (message === 'written') {
+    waitMs = intervalMs;
+    schedule(0);
+  } else if (message === 'stats') {
+    parentPort.postMessage({ checkpoints, waitMs });
+  } else {
+    stop();
+  }
+});
 if (usable()) {
   db = new Database(file, { fileMustExist: true });
   db.pragma('busy_timeout = 0');
-  timer = setInterval(() => {
-    if (!usable()) return stop();
-    try {
-      db.pragma('wal_checkpoint(PASSIVE)');
-    } catch {
-      // SQLITE_BUSY (another checkpoint under way) or an error the store reports on its own statements.
-    }
-  }, intervalMs);
+  schedule(intervalMs);
 } else {
   stop();
 }
@@ -68,8 +105,15 @@ if (usable()) {
 export class Checkpointer {
   private readonly worker: Worker;
   private readonly exited: Promise<void>;
+  /** The thread said it waits longer: the next write tells it (once). */
+  private resting = false;
+  private statsWaiters: ((stats: CheckpointerStats) => void)[] = [];
 
-  constructor(file: string, files: readonly FileIdentity[]) {
+  constructor(
+    file: string,
+    files: readonly FileIdentity[],
+    { intervalMs = CHECKPOINT_INTERVAL_MS, restingMs = RESTING_INTERVAL_MS } = {},
+  ) {
     this.worker = new Worker(WORKER_SOURCE, {
       eval: true,
       workerData: {
@@ -77,15 +121,36 @@ export class Checkpointer {
         checks: threadRequirePath(import.meta.url, 'files'),
         file,
         files,
-        intervalMs: CHECKPOINT_INTERVAL_MS,
+        intervalMs,
+        restingMs,
       },
       // Nothing of the process's own options (a loader, an inspector) is needed in this thread.
       execArgv: [],
     });
     // Its own errors only mean checkpoints stop; the writer's safety net still bounds the WAL.
     this.worker.on('error', () => undefined);
+    this.worker.on('message', (message: 'resting' | CheckpointerStats) => {
+      if (message === 'resting') this.resting = true;
+      else for (const answer of this.statsWaiters.splice(0)) answer(message);
+    });
     this.exited = new Promise((resolve) => this.worker.once('exit', () => resolve()));
     this.worker.unref();
+  }
+
+  /** After each write of the store's connection: a resting thread checkpoints at once and keeps the short interval. */
+  written(): void {
+    if (!this.resting) return;
+    this.resting = false;
+    this.worker.postMessage('written');
+  }
+
+  /** How many checkpoints the thread ran, and how long it waits now (for tests); null once it has ended. */
+  stats(): Promise<CheckpointerStats | null> {
+    const answer = new Promise<CheckpointerStats>((resolve) => {
+      this.statsWaiters.push(resolve);
+      this.worker.postMessage('stats');
+    });
+    return Promise.race([answer, this.exited.then(() => null)]);
   }
 
   /** Stops the thread and closes its connection (before the store closes its own). */
@@ -95,4 +160,9 @@ export class Checkpointer {
     await this.exited;
     clearTimeout(forced);
   }
+}
+
+export interface CheckpointerStats {
+  checkpoints: number;
+  waitMs: number;
 }

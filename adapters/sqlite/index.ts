@@ -107,7 +107,15 @@ export class SqliteStore implements Store {
     private readonly checkpointer: Checkpointer | null,
     lockWaitMs: number,
   ) {
-    this.io = new GuardedIo(db, files, () => this.writeListeners.tell(), lockWaitMs);
+    this.io = new GuardedIo(
+      db,
+      files,
+      () => {
+        this.writeListeners.tell();
+        checkpointer?.written();
+      },
+      lockWaitMs,
+    );
     this.statements = new Statements(db);
     const commitTogether = db.transaction((writes: (() => void)[]) => {
       const failures = writes.map(ownFailureOf);

@@ -55,3 +55,51 @@ describe('unit: the SQLite files check (adapters/sqlite/files)', function () {
     }
   });
 });
+
+describe('unit: the SQLite checkpointer thread (adapters/sqlite/checkpointer)', function () {
+  let dir: string;
+  let db: Database.Database;
+  let checkpointer: Checkpointer;
+  let file: string;
+
+  beforeEach(function () {
+    dir = mkdtempSync(join(tmpdir(), 'arbiter-checkpointer-'));
+    file = join(dir, 'store.db');
+    db = new Database(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma('wal_autocheckpoint = 0');
+    db.exec('CREATE TABLE t (x)');
+    const files = [file, `${file}-wal`, `${file}-shm`].map((path) => identityOf(path) as FileIdentity);
+    // The store's intervals (200 ms, resting up to 3.2 s) scaled down by 4.
+    checkpointer = new Checkpointer(file, files, { intervalMs: 50, restingMs: 800 });
+  });
+
+  afterEach(async function () {
+    await checkpointer.stop();
+    db.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('waits longer and longer while nothing is written: a few checkpoints of an idle store, not one each interval', async function () {
+    await eventually(async () => (await checkpointer.stats())?.waitMs === 800, 20_000, 50);
+    const before = (await checkpointer.stats())!.checkpoints;
+    // 20 intervals: 20 checkpoints before the rest existed.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const after = (await checkpointer.stats())!;
+    expect(after.checkpoints - before, 'checkpoints of an idle store in 1 s').to.be.at.most(2);
+    expect(after.waitMs).to.equal(800);
+  });
+
+  it('checkpoints at once after a write that ends its rest, and keeps the short interval while writes go on', async function () {
+    await eventually(async () => (await checkpointer.stats())?.waitMs === 800, 20_000, 50);
+    // Just after a checkpoint of the rest: the next one would be 800 ms away.
+    const resting = (await checkpointer.stats())!.checkpoints;
+    await eventually(async () => (await checkpointer.stats())!.checkpoints > resting, 10_000, 10);
+    const before = statSync(file).size;
+    db.exec('INSERT INTO t VALUES (randomblob(100000))');
+    checkpointer.written();
+    await eventually(() => statSync(file).size > before, 500, 10);
+    db.exec('INSERT INTO t VALUES (randomblob(100000))');
+    expect((await checkpointer.stats())!.waitMs, 'the short interval while writes go on').to.be.below(800);
+  });
+});
