@@ -64,7 +64,7 @@ export function describeOutbox(store: () => Store): void {
   });
 
   it('writes nothing to the store while a topic is idle: no lease taken or renewed', async function () {
-    const calls = { rounds: 0, leaseWrites: 0 };
+    const calls = { rounds: 0, leaseWrites: 0, reads: [] as string[] };
     const counted = countedStore(store(), calls);
     const box = new Outbox(counted, { ...FAST }, log);
     box.handle('idle', async () => {});
@@ -73,6 +73,17 @@ export function describeOutbox(store: () => Store): void {
     // Each round of the idle topic reads the outbox for it; five rounds, then no write to its lease.
     await until(() => calls.rounds >= 5);
     expect(calls.leaseWrites).to.equal(0);
+  });
+
+  it("asks whether a topic holds an entry with a count that stops at one, whatever the topic's backlog", async function () {
+    // The first entry in order would have the store sort every entry of the topic at each round.
+    const calls = { rounds: 0, leaseWrites: 0, reads: [] as string[] };
+    const box = new Outbox(countedStore(store(), calls), { ...FAST }, log);
+    box.handle('checked', async () => {});
+    outboxes.push(box);
+    box.start();
+    await until(() => calls.rounds >= 3);
+    expect([...new Set(calls.reads)]).to.deep.equal(['count at most 1']);
   });
 
   it('retries a failing entry with back-off and holds the stream behind it, not the others', async function () {
@@ -211,7 +222,7 @@ export function describeOutbox(store: () => Store): void {
 }
 
 /** The store, counting the outbox's reads of its entries (a round) and its writes of its leases. */
-function countedStore(store: Store, calls: { rounds: number; leaseWrites: number }): Store {
+function countedStore(store: Store, calls: { rounds: number; leaseWrites: number; reads: string[] }): Store {
   return new Proxy(store, {
     get(target, property, receiver) {
       if (property !== 'collection') return Reflect.get(target, property, receiver) as unknown;
@@ -223,7 +234,10 @@ function countedStore(store: Store, calls: { rounds: number; leaseWrites: number
             const value = Reflect.get(inner, member, innerReceiver) as unknown;
             if (typeof value !== 'function') return value;
             return (...callArgs: unknown[]) => {
-              if (name === OUTBOX_COLLECTION.name && member === 'find') calls.rounds += 1;
+              if (name === OUTBOX_COLLECTION.name && (member === 'find' || member === 'count')) {
+                calls.rounds += 1;
+                calls.reads.push(member === 'count' ? `count at most ${String(callArgs[2])}` : 'find');
+              }
               if (name === OUTBOX_LEASES_COLLECTION.name && (member === 'insert' || member === 'update'))
                 calls.leaseWrites += 1;
               return (value as (...a: unknown[]) => unknown).apply(inner, callArgs);
