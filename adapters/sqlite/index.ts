@@ -91,6 +91,9 @@ export class SqliteStore implements Store {
   private readonly group: BatchWriter<() => void, unknown>;
   private readonly io: GuardedIo;
   private readonly writeListeners = new WriteListeners();
+  private readonly writeToListeners: { collections: readonly string[]; listener: () => void }[] = [];
+  /** Collections written since the write listeners were last told (onWriteTo). */
+  private readonly writtenSinceTold = new Set<string>();
   /** Writes to each collection through this store object (changesTo), counted as they are made. */
   private readonly changesHere = new Map<string, number>();
   /** Each collection's count in collection_changes (every process's writes), as last read; and the data_version it was read at. */
@@ -112,6 +115,7 @@ export class SqliteStore implements Store {
       files,
       () => {
         this.writeListeners.tell();
+        this.tellWritesTo();
         checkpointer?.written();
       },
       lockWaitMs,
@@ -192,6 +196,19 @@ export class SqliteStore implements Store {
     this.writeListeners.add(listener);
   }
 
+  onWriteTo(collections: readonly string[], listener: () => void): void {
+    this.writeToListeners.push({ collections, listener });
+  }
+
+  /** After a write has ended: the listeners of the collections written since the last time. */
+  private tellWritesTo(): void {
+    if (this.writtenSinceTold.size === 0) return;
+    const written = [...this.writtenSinceTold];
+    this.writtenSinceTold.clear();
+    for (const { collections, listener } of this.writeToListeners)
+      if (collections.some((collection) => written.includes(collection))) listener();
+  }
+
   /**
    * Every write to the collection by this process is counted as it is made (before its writer is
    * answered), and in collection_changes in the write's own transaction; another process's
@@ -216,6 +233,7 @@ export class SqliteStore implements Store {
   /** A write to `collection` is being made, in a transaction under way (`grouped`: the group's, counted in the file at its end). */
   private changed(collection: string, grouped: boolean): void {
     this.changesHere.set(collection, (this.changesHere.get(collection) ?? 0) + 1);
+    if (this.writeToListeners.length > 0) this.writtenSinceTold.add(collection);
     if (grouped) this.changedInGroup.add(collection);
     else this.countChange(collection);
   }

@@ -171,6 +171,13 @@ export interface Store {
    */
   onWrite(listener: () => void): void;
   /**
+   * Calls `listener` once a write through this store object to one of `collections` has ended,
+   * before its writer is answered; other processes' writes are not told (changesTo sees them).
+   * For what is held until a write, where the store has no `watch` (SQLite: a policy change made
+   * on this process reaches OPA's held bundle request at once, not at its next look).
+   */
+  onWriteTo?(collections: readonly string[], listener: () => void): void;
+  /**
    * A number that changes with every write to `collection` this call can know of: made through
    * this store object (counted before its writer is answered) or committed by another process on
    * the same store before this call. What was read of the collection while it answered a number

@@ -217,7 +217,7 @@ describe('two nodes on one PostgreSQL store', function () {
     expect(saved.status, JSON.stringify(saved.body)).to.equal(200);
     const acknowledged = Date.now();
     const storeRevision = (await revisionsOf(a)).store;
-    // Both OPAs long poll the bundle; each node sees the store's new revision within 100 ms.
+    // Both OPAs long poll the bundle; each node is told of the write within a round trip (NOTIFY).
     const inForceAfter = await Promise.all(
       [a, b].map(async (node) => {
         while (Date.now() - acknowledged < 10_000) {

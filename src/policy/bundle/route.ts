@@ -15,11 +15,13 @@ const LONG_POLL_TYPE = 'application/vnd.openpolicyagent.bundles';
 /** A held request is answered after at most this long (and a second before OPA's own timeout). */
 const MAX_HOLD_SECONDS = 30;
 /**
- * How often a held request looks at the store: a change made on any node is seen within this
- * (at once where the store announces policy writes: PolicySnapshots.nextChange). A look reads the
- * store only after a write (loadPolicyLayers holds the records while they are unchanged).
+ * How often a held request looks at the store: a change made by another process or node is seen
+ * within this; at once where the store announces policy writes (PostgreSQL), and for this
+ * process's own writes on SQLite (PolicySnapshots.nextChange). A look reads the store only after
+ * a write (loadPolicyLayers holds the records while they are unchanged). Each look is a wake-up of
+ * an idle server: at 100 ms they were most of what it did while nobody called.
  */
-const RECHECK_MS = 100;
+const RECHECK_MS = 250;
 
 /**
  * GET /policy/bundle.tar.gz for OPA's bundle plugin: bearer-protected (behind the failure limiter,

@@ -12,8 +12,9 @@ import { sandboxProblem } from './validate.js';
  *
  * On a store that announces writes to every node (Store.watch: PostgreSQL's LISTEN/NOTIFY), a
  * write to the policy records drops the kept snapshot at once and wakes the bundle's long polls,
- * so that a change is in force on every node within a round trip; the re-reads by age stay as the
- * fallback (and are all there is on the other stores).
+ * so that a change is in force on every node within a round trip; on SQLite the writes of this
+ * process do so (Store.onWriteTo), and other processes' are seen by the long polls' looks. The
+ * re-reads by age stay as the fallback (and are all there is on MongoDB).
  */
 export class PolicySnapshots {
   private latest: { snapshot: PolicySnapshot; loadedAt: number } | null = null;
@@ -28,7 +29,10 @@ export class PolicySnapshots {
     private readonly log: Logger,
     private readonly opaBinary = resolveOpaBinary(null),
   ) {
-    store.watch?.([POLICY_RULES.name, POLICY_DATA.name], () => this.policyWritten());
+    const policyCollections = [POLICY_RULES.name, POLICY_DATA.name];
+    // Another node's writes: announced where the store can (watch), else seen by the held requests' looks.
+    if (store.watch) store.watch(policyCollections, () => this.policyWritten());
+    else store.onWriteTo?.(policyCollections, () => this.policyWritten());
   }
 
   /** Resolves at the next announced policy write, or after `ms` (the caller polls then). */
