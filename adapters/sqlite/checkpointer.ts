@@ -32,10 +32,11 @@ export const WAL_SIZE_LIMIT_BYTES = 64 * 1024 * 1024;
  * skipped. While nothing is written it waits longer each time (RESTING_INTERVAL_MS at most) and
  * says so ('resting'); the store's next write ('written') makes it checkpoint at once and return
  * to the short interval, so that an idle store costs a wake-up every few seconds, not five a
- * second, and a burst after a rest is not left to the writer's own checkpoints. Before each one it checks that the files are still the ones opened and writable, with
- * the store's own check (files.ts, as threadRequirePath finds it):
- * touching a memory-mapped -shm that became immutable would be a SIGBUS for the whole process.
- * When they are not, it stops, and the store reports the loss.
+ * second, and a burst after a rest is not left to the writer's own checkpoints. Before each
+ * checkpoint it checks that the files are still the ones opened and writable, with the store's
+ * own check (files.ts, as threadRequirePath finds it): touching a memory-mapped -shm that became
+ * immutable would be a SIGBUS for the whole process. When they are not, it stops, and the store
+ * reports the loss.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -59,13 +60,13 @@ const schedule = (ms) => {
   clearTimeout(timer);
   if (!stopped) timer = setTimeout(checkpoint, ms);
 };
-// Nothing new since the last one (every frame copied, as many as before): wait twice as long.
 const checkpoint = () => {
   if (!usable()) return stop();
   let idle = false;
   try {
     const [{ log, checkpointed }] = db.pragma('wal_checkpoint(PASSIVE)');
     checkpoints += 1;
+    // Nothing new since the last one (every frame copied, as many as before): wait twice as long.
     idle = log === checkpointed && log === lastLog;
     lastLog = log;
   } catch {
