@@ -1,4 +1,4 @@
-import { chmodSync, mkdirSync, readdirSync, rmSync, statfsSync, statSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, rmSync, statfsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** Where the suite's scratch goes when the machine has it: a file system in memory (tmpfs). */
@@ -65,16 +65,8 @@ function removeEndedRuns(): void {
     const path = join(MEMORY_SCRATCH, name);
     const owner = Number(name.slice(PREFIX.length));
     const quietFor = Date.now() - (statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? Date.now());
-    if (Number.isInteger(owner) && !isAlive(owner) && quietFor > LEFT_ALONE_MS)
+    // /proc/<pid> exists while the process does (this only runs where /dev/shm is a tmpfs: Linux).
+    if (Number.isInteger(owner) && !existsSync(`/proc/${owner}`) && quietFor > LEFT_ALONE_MS)
       rmSync(path, { recursive: true, force: true });
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
