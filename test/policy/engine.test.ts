@@ -347,22 +347,30 @@ when { resource has classification && resource.classification == "public" };
     });
 
     it('denies while the managed OPA is down and recovers after it is restarted', async function () {
-      const pid = harness.engine.managedOpaPid as number;
-      process.kill(pid, 'SIGKILL');
-      // Asked again and again from the kill on: OPA is restarted after a back-off of at least half
-      // a second, so a decision in that window must fail closed (a fixed wait could miss it on a
-      // loaded machine, where the restart may already be done).
-      const deadline = Date.now() + 10_000;
-      let outage = await decide('authorize', authorizeInput('openid'));
-      while (outage.decision.allow && Date.now() < deadline)
-        outage = await decide('authorize', authorizeInput('openid'));
-      expect(outage.decision).to.include({ allow: false, error: ENGINE_FAILURE_ERROR });
-      expect(outage.engineError).to.match(/OPA/);
-      await eventually(async () => expect(await harness.engine.isReady()).to.equal(true), 20_000);
-      expect(harness.engine.managedOpaPid).to.not.equal(pid);
-      const recovered = await decide('authorize', authorizeInput('openid'));
-      expect(recovered.engineError).to.equal(undefined);
-      expect(recovered.decision).to.include({ allow: true });
+      // Rego decided by OPA alone: with in-process Rego (the default beside a managed OPA) the
+      // revision's Wasm, once compiled, decides without OPA, and a kill after that denied nothing
+      // (this test failed so whenever the compilation had ended before the kill).
+      const opaOnly = await startPolicyHarness({ POLICY_REGO_IN_PROCESS: 'false' });
+      try {
+        const decideByOpa = () => opaOnly.engine.decide('authorize', authorizeInput('openid'));
+        const pid = opaOnly.engine.managedOpaPid as number;
+        process.kill(pid, 'SIGKILL');
+        // Asked again and again from the kill on: OPA is restarted after a back-off of at least half
+        // a second, so a decision in that window must fail closed (a fixed wait could miss it on a
+        // loaded machine, where the restart may already be done).
+        const deadline = Date.now() + 10_000;
+        let outage = await decideByOpa();
+        while (outage.decision.allow && Date.now() < deadline) outage = await decideByOpa();
+        expect(outage.decision).to.include({ allow: false, error: ENGINE_FAILURE_ERROR });
+        expect(outage.engineError).to.match(/OPA/);
+        await eventually(async () => expect(await opaOnly.engine.isReady()).to.equal(true), 20_000);
+        expect(opaOnly.engine.managedOpaPid).to.not.equal(pid);
+        const recovered = await decideByOpa();
+        expect(recovered.engineError).to.equal(undefined);
+        expect(recovered.decision).to.include({ allow: true });
+      } finally {
+        await opaOnly.close();
+      }
     });
   });
 });
