@@ -203,10 +203,11 @@ export class SqliteStore implements Store {
   /** After a write has ended: the listeners of the collections written since the last time. */
   private tellWritesTo(): void {
     if (this.writtenSinceTold.size === 0) return;
-    const written = [...this.writtenSinceTold];
+    const told = this.writeToListeners.filter(({ collections }) =>
+      collections.some((collection) => this.writtenSinceTold.has(collection)),
+    );
     this.writtenSinceTold.clear();
-    for (const { collections, listener } of this.writeToListeners)
-      if (collections.some((collection) => written.includes(collection))) listener();
+    for (const { listener } of told) listener();
   }
 
   /**

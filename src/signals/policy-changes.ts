@@ -189,8 +189,8 @@ export class PolicyChangeSignals {
         const key = keyOfRecorded(decision);
         // Newest first: a token's first decision met is its latest; the older ones are passed over.
         const tokens = key === null ? undefined : live.get(key);
-        if (key === null || !tokens) continue;
-        live.delete(key);
+        if (!tokens) continue;
+        live.delete(key!);
         if (decision.decision.allow === true) kept.push(...tokens.map(() => decision));
       }
       if (kept.length) yield kept;

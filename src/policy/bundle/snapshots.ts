@@ -30,7 +30,8 @@ export class PolicySnapshots {
     private readonly opaBinary = resolveOpaBinary(null),
   ) {
     const policyCollections = [POLICY_RULES.name, POLICY_DATA.name];
-    // Another node's writes: announced where the store can (watch), else seen by the held requests' looks.
+    // Every node's writes where the store announces them (watch); else this process's own, and the
+    // held requests' looks see other processes'.
     if (store.watch) store.watch(policyCollections, () => this.policyWritten());
     else store.onWriteTo?.(policyCollections, () => this.policyWritten());
   }
