@@ -89,7 +89,14 @@ function cpuPerFile(out: string): { beforeAll: Mocha.Func[]; afterAll: Mocha.Fun
         mkdirSync(dirname(out), { recursive: true });
         appendFileSync(
           out,
-          `${JSON.stringify({ file, cpuMs: Math.round(now.cpu - started.cpu), wallMs: now.at - started.at })}\n`,
+          `${JSON.stringify({
+            file,
+            cpuMs: Math.round(now.cpu - started.cpu),
+            wallMs: now.at - started.at,
+            // Which worker ran it and when it began: the pass's timeline (which worker ends last, and why).
+            worker: process.pid,
+            startedAt: started.at,
+          })}\n`,
         );
       },
     ],

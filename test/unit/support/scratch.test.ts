@@ -1,6 +1,8 @@
 import { expect } from 'chai';
+import { lstatSync, readlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { GIVEN_TMPDIR, isTmpfs, memoryScratchUsable } from '../../support/scratch.js';
+import { join } from 'node:path';
+import { GIVEN_TMPDIR, isTmpfs, memoryScratchUsable, tsxCacheName } from '../../support/scratch.js';
 
 describe('Test scratch', function () {
   it('puts what the tests write (stores, clusters, OPA folders) in memory where the machine has a roomy tmpfs', function () {
@@ -15,5 +17,12 @@ describe('Test scratch', function () {
     } else {
       expect(tmpdir()).to.equal('/tmp');
     }
+  });
+
+  it("gives the run's processes the tsx cache of the machine's temporary directory, which the serial pass reads", function () {
+    if (!/^\/dev\/shm\/arbiter-suite-\d+$/.test(tmpdir())) this.skip(); // no scratch in memory: tsx's cache is where it always is
+    const link = join(tmpdir(), tsxCacheName());
+    expect(lstatSync(link).isSymbolicLink(), `${link} is a link`).to.equal(true);
+    expect(readlinkSync(link)).to.equal(join('/tmp', tsxCacheName()));
   });
 });
