@@ -17,7 +17,8 @@ export { resolveOpaBinary } from './opa/binary.js';
 export { configureOpaSandbox } from './opa/sandbox.js';
 export { seedDefaultPolicies, readPolicyPack, addMissingPackRule, POLICY_PACK_DIR, type PolicyPack } from './seed.js';
 export { requestInput, withoutCredentials, type RequestInputParts } from './contract/request-input.js';
-export { inputSchema, RESULT_SCHEMA, checkInput, checkResult } from './contract/schemas.js';
+export { inputSchema, RESULT_SCHEMA, checkInput } from './contract/schemas.js';
+export { checkResult } from './contract/result-check.js';
 export { BUNDLE_PATH } from './bundle/route.js';
 export { dataEntryProblem, DATA_KEY_PATTERN } from './bundle/data-tree.js';
 export {

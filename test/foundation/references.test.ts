@@ -2,17 +2,20 @@ import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import { ADMIN_API_REFERENCE, adminApiReference } from '../../scripts/admin-api-reference.js';
 import { CONFIGURATION_REFERENCE, configurationReference } from '../../scripts/config-reference.js';
+import { GENERATED_RESULT_VALIDATOR, resultValidatorSource } from '../../scripts/result-validator.js';
 import { ENVIRONMENT, projectPath } from '../../src/config/index.js';
 
 /**
- * The references in docs/ that scripts write from the code (the configuration schema, the Admin
- * API's OpenAPI document) are committed as the scripts write them today: a setting or an
- * operation added, changed or removed without running the script fails here, naming it.
+ * The files that scripts write from the code (the references in docs/ from the configuration
+ * schema and the Admin API's OpenAPI document; the decision result's validator from its schema)
+ * are committed as the scripts write them today: a setting, an operation or a schema added,
+ * changed or removed without running the script fails here, naming it.
  */
-describe('The generated references in docs/', function () {
+describe('The generated references in docs/, and the generated code', function () {
   const references = [
     { file: CONFIGURATION_REFERENCE, render: configurationReference, command: 'npm run docs:config' },
     { file: ADMIN_API_REFERENCE, render: adminApiReference, command: 'npm run docs:admin-api' },
+    { file: GENERATED_RESULT_VALIDATOR, render: resultValidatorSource, command: 'npm run generate:result-validator' },
   ];
   for (const { file, render, command } of references)
     it(`${file} is what \`${command}\` writes from the code`, function () {

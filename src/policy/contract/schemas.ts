@@ -6,9 +6,10 @@
  * protocol bug shows up as a clear fail-closed error instead of a silently different decision,
  * and a malformed policy output is never relayed.
  */
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { Ajv, type ValidateFunction } from 'ajv';
 import type { JSONSchema } from 'json-schema-to-ts';
 import { DECISION_POINTS, type DecisionPoint } from './points.js';
+import { describeProblem } from './result-check.js';
 
 const ISO_INSTANT = '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}(\\.\\d+)?(Z|[+-]\\d{2}:\\d{2})$';
 
@@ -369,11 +370,11 @@ export const RESULT_SCHEMA = {
   },
 } as const;
 
-// Each validator is compiled at its first use, not when this module loads: a decision thread
-// (src/policy/live/thread.ts) checks results and never inputs, and starts under load.
+// Each validator is compiled at its first use, not when this module loads. Results are checked
+// by result-check.ts, with RESULT_SCHEMA compiled ahead of time: a decision thread checks results,
+// never inputs, and does not load this module.
 let ajv: Ajv | undefined;
 const inputValidators = new Map<DecisionPoint, ValidateFunction>();
-let resultValidator: ValidateFunction | undefined;
 
 function compiled(schema: object): ValidateFunction {
   ajv ??= new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
@@ -387,19 +388,5 @@ export function checkInput(point: DecisionPoint, input: unknown): string | null 
     if (!DECISION_POINTS.includes(point)) return `unknown decision point ${JSON.stringify(point)}`;
     inputValidators.set(point, (validate = compiled(inputSchema(point))));
   }
-  return validate(input) ? null : describe(validate.errors?.[0]);
-}
-
-/** Null when a policy result fits RESULT_SCHEMA, else a short description of the first problem. */
-export function checkResult(result: unknown): string | null {
-  resultValidator ??= compiled(RESULT_SCHEMA);
-  return resultValidator(result) ? null : describe(resultValidator.errors?.[0]);
-}
-
-function describe(error: ErrorObject | undefined): string {
-  if (!error) return 'invalid';
-  const where = error.instancePath || '(root)';
-  const missing =
-    error.keyword === 'required' ? ` (${(error.params as { missingProperty: string }).missingProperty})` : '';
-  return `${where} ${error.message ?? 'is invalid'}${missing}`;
+  return validate(input) ? null : describeProblem(validate.errors?.[0]);
 }

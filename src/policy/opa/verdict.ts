@@ -3,7 +3,7 @@
  * compiled to Wasm, compiled.ts). A module of its own so that a decision thread, which evaluates
  * and never calls OPA, loads neither the HTTP client nor the sidecar's driver.
  */
-import { checkResult } from '../contract/schemas.js';
+import { checkResult } from '../contract/result-check.js';
 import type { Decision, DecisionPoint } from '../contract/types.js';
 
 /** What OPA said about one decision: a decision, nothing (undefined), or a failure to answer. */
