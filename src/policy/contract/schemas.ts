@@ -376,8 +376,11 @@ export const RESULT_SCHEMA = {
 let ajv: Ajv | undefined;
 const inputValidators = new Map<DecisionPoint, ValidateFunction>();
 
+/** How the contract's schemas are compiled: the input schemas here, RESULT_SCHEMA by scripts/result-validator.ts. */
+export const VALIDATOR_OPTIONS = { allErrors: false, strict: true, allowUnionTypes: true } as const;
+
 function compiled(schema: object): ValidateFunction {
-  ajv ??= new Ajv({ allErrors: false, strict: true, allowUnionTypes: true });
+  ajv ??= new Ajv(VALIDATOR_OPTIONS);
   return ajv.compile(schema);
 }
 
