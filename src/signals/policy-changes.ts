@@ -187,10 +187,11 @@ export class PolicyChangeSignals {
       const kept: RecordedDecision[] = [];
       for (const decision of page) {
         const key = keyOfRecorded(decision);
+        if (key === null) continue;
         // Newest first: a token's first decision met is its latest; the older ones are passed over.
-        const tokens = key === null ? undefined : live.get(key);
+        const tokens = live.get(key);
         if (!tokens) continue;
-        live.delete(key!);
+        live.delete(key);
         if (decision.decision.allow === true) kept.push(...tokens.map(() => decision));
       }
       if (kept.length) yield kept;
