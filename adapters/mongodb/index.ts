@@ -27,6 +27,7 @@ import {
   physicalName,
   uniqueKeyFields,
 } from '../shared/spec.js';
+import { isSystemError } from '../shared/system-errors.js';
 import { WriteListeners } from '../shared/write-listeners.js';
 
 type MongoDriver = typeof import('mongodb');
@@ -478,27 +479,33 @@ function boundedTimeouts(url: string): Partial<typeof STORE_TIMEOUTS_MS> {
 /**
  * Lost connections surface as StoreUnavailableError (503), like a lost SQLite file: the driver
  * gave up reaching a server (selection timed out, network error or timeout, client or topology
- * closed). So does an error the server answered that the method did not turn into its own
- * (a duplicate key becomes ConflictError inside it): the server could not do the operation
- * (FerretDB whose PostgreSQL is down answers InternalError), which is no fault of the caller's.
- * Applied to every public method of the store and its collections.
+ * closed), or the socket itself failed (a system error the driver let through unwrapped). So does
+ * an error the server answered that the method did not turn into its own (a duplicate key becomes
+ * ConflictError inside it): the server could not do the operation (FerretDB whose PostgreSQL is
+ * down answers InternalError), which is no fault of the caller's. Applied to every public method
+ * of the store and its collections.
  */
 function translateConnectionLoss(prototype: object, methods: string[]): void {
   wrapEach(prototype, methods, async (operation) => {
     try {
       return await operation();
     } catch (error) {
-      if (isConnectionLoss(error))
-        throw new StoreUnavailableError(
-          `the MongoDB store cannot be reached (${(error as Error).name}: ${(error as Error).message}); the operation failed or its outcome is unknown.`,
-        );
-      if (error instanceof mongodb().MongoServerError)
-        throw new StoreUnavailableError(
-          `the MongoDB store could not do the operation (${error.codeName ?? error.code ?? error.name}: ${error.message}); it failed or its outcome is unknown.`,
-        );
-      throw error;
+      throw storeErrorOf(error);
     }
   });
+}
+
+/** What a store method rejects with for an error of the driver: StoreUnavailableError for a lost connection or a server's failure, else the error itself. */
+export function storeErrorOf(error: unknown): unknown {
+  if (isConnectionLoss(error))
+    return new StoreUnavailableError(
+      `the MongoDB store cannot be reached (${(error as Error).name}: ${(error as Error).message}); the operation failed or its outcome is unknown.`,
+    );
+  if (error instanceof mongodb().MongoServerError)
+    return new StoreUnavailableError(
+      `the MongoDB store could not do the operation (${error.codeName ?? error.code ?? error.name}: ${error.message}); it failed or its outcome is unknown.`,
+    );
+  return error;
 }
 
 function isConnectionLoss(error: unknown): boolean {
@@ -509,13 +516,16 @@ function isConnectionLoss(error: unknown): boolean {
     MongoTopologyClosedError,
     MongoClientClosedError,
   } = mongodb();
-  return [
-    MongoNetworkError,
-    MongoServerSelectionError,
-    MongoNotConnectedError,
-    MongoTopologyClosedError,
-    MongoClientClosedError,
-  ].some((type) => error instanceof type);
+  return (
+    isSystemError(error) ||
+    [
+      MongoNetworkError,
+      MongoServerSelectionError,
+      MongoNotConnectedError,
+      MongoTopologyClosedError,
+      MongoClientClosedError,
+    ].some((type) => error instanceof type)
+  );
 }
 
 /** Each collection write, however it ends, is told to the store's write listeners before its caller is answered. */

@@ -26,6 +26,7 @@ import {
   PHYSICAL_PREFIX,
   physicalName,
 } from '../shared/spec.js';
+import { isSystemError } from '../shared/system-errors.js';
 import { WriteListeners } from '../shared/write-listeners.js';
 import { readBackup, writeBackup } from './backup.js';
 import { PostgresSignals } from './signals.js';
@@ -785,11 +786,7 @@ function isConnectionFault(error: unknown): boolean {
   if (error instanceof pgDriver().DatabaseError)
     return SERVER_UNAVAILABLE.test(error.code ?? '') && error.code !== '08P01';
   if (!(error instanceof Error)) return false;
-  const code = (error as NodeJS.ErrnoException).code;
-  return (
-    (typeof code === 'string' && /^E[A-Z]+$/.test(code)) ||
-    /timeout|terminated|Connection|connect|closed|ended/i.test(error.message)
-  );
+  return isSystemError(error) || /timeout|terminated|Connection|connect|closed|ended/i.test(error.message);
 }
 
 /**
