@@ -318,9 +318,10 @@ const skipped = (context: Mocha.Context) => context.skip();
 
 /**
  * fapi2-security-profile-final-par-attempt-to-use-expired-request_uri uses a request_uri only once
- * it has expired (60 seconds). It is pushed in this root-level hook, which mocha runs before the
- * tests of every file: in the whole suite the minute passes while other files run, and only a run
- * of this file alone waits it.
+ * it has expired (60 seconds). It is pushed in this root-level hook, before the walk's other
+ * modules, so that the minute runs while they do. They take a few seconds, so the file still waits
+ * most of it: a parallel pass's worker runs one file at a time, and only a mocha that is not
+ * `--parallel` runs a file's root-level hooks before the first test of every file.
  */
 let earlyPush: Promise<{ par: Pushed; pushedAt: number }>;
 before(function () {

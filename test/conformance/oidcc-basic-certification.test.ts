@@ -52,8 +52,9 @@ function walkBasicPlan(responseMode: ResponseMode): void {
   const plan = PLANS[responseMode];
   /**
    * oidcc-codereuse-30seconds presents a code again 30 seconds after its first use. The first use is
-   * made in this root-level hook, which mocha runs before the tests of every file: in the whole
-   * suite the 30 seconds pass while other files run, and only a run of this file alone waits.
+   * made in this root-level hook, before the plan's other modules, so that the 30 seconds run while
+   * they do; the file waits what is left (a parallel pass's worker runs one file at a time, and
+   * only a mocha that is not `--parallel` runs a file's root-level hooks before every file's tests).
    */
   let earlyRedemption: Promise<{ rp: ConformanceClient; code: string; accessToken: string; redeemedAt: number }>;
   before(function () {
