@@ -1,0 +1,88 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { expect } from 'chai';
+import { projectPath } from '../../src/config/index.js';
+import { inScratchDirectory, removeScratchOfEndedProcesses } from '../../src/policy/opa/binary.js';
+import { freePort } from '../support/server.js';
+import { startServerProcess } from '../support/server-process.js';
+
+/** A pid that has just ended (a process started and waited for). */
+function endedPid(): number {
+  return Number(spawnSync(process.execPath, ['-e', 'console.log(process.pid)'], { encoding: 'utf8' }).stdout.trim());
+}
+
+/**
+ * What a process leaves of a check it was killed in the middle of: its candidate bundle in a scratch
+ * directory (src/policy/opa/binary.ts), which holds policy code and data, or a replay's recorded inputs.
+ */
+describe('Scratch directories of a process killed in the middle of a check (policy/opa/binary)', function () {
+  this.timeout(60_000);
+  let temporary: string;
+  let given: string | undefined;
+
+  beforeEach(function () {
+    given = process.env.TMPDIR;
+    temporary = mkdtempSync(join(tmpdir(), 'arbiter-scratch-test-'));
+    process.env.TMPDIR = temporary;
+  });
+  afterEach(function () {
+    if (given === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = given;
+    rmSync(temporary, { recursive: true, force: true });
+  });
+
+  it('are removed once their process is gone, with what it was checking; those of live processes stay', async function () {
+    // A process that writes a bundle in its scratch directory and is killed before it ends.
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `const { inScratchDirectory } = await import('./src/policy/opa/binary.ts');
+         await inScratchDirectory('arbiter-bundle-check-', async (dir) => {
+           (await import('node:fs')).writeFileSync(dir + '/bundle.tar.gz', 'policy code and data');
+           console.log('written');
+           await new Promise(() => undefined);
+         });`,
+      ],
+      { cwd: projectPath(), env: { ...process.env, TMPDIR: temporary }, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    await once(child.stdout!, 'data');
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+    const left = join(temporary, `arbiter-scratch-${child.pid}`);
+    expect(readdirSync(left)).to.have.length(1);
+
+    let ownChecked = false;
+    await inScratchDirectory('arbiter-bundle-check-', async () => {
+      expect(await removeScratchOfEndedProcesses()).to.deep.equal([child.pid]);
+      expect(existsSync(left), 'the killed process left it').to.equal(false);
+      expect(
+        readdirSync(join(temporary, `arbiter-scratch-${process.pid}`)),
+        'this live process keeps its own',
+      ).to.have.length(1);
+      ownChecked = true;
+    });
+    expect(ownChecked).to.equal(true);
+  });
+
+  it('are removed when a server starts on the machine', async function () {
+    const pid = endedPid();
+    const left = join(temporary, `arbiter-scratch-${pid}`, 'arbiter-replay-x');
+    mkdirSync(left, { recursive: true });
+    writeFileSync(join(left, 'inputs.json'), '[{"subject":"recorded"}]');
+    const dataDir = mkdtempSync(join(temporary, 'data-'));
+    const server = await startServerProcess({ port: await freePort(), dataDir, env: { TMPDIR: temporary } });
+    try {
+      expect(existsSync(join(temporary, `arbiter-scratch-${pid}`))).to.equal(false);
+    } finally {
+      server.kill('SIGTERM');
+      await once(server, 'exit');
+    }
+  });
+});
