@@ -8,7 +8,7 @@ import { CedarDriver, type CedarVerdict } from './cedar/driver.js';
 import { combine, failClosed } from './combine.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint } from './contract/types.js';
 import { valueAt } from './bundle/data-tree.js';
-import { resolveOpaBinary } from './opa/binary.js';
+import { removeScratchOfEndedProcesses, resolveOpaBinary } from './opa/binary.js';
 import { configureOpaSandbox } from './opa/sandbox.js';
 import type { CompiledRego } from './opa/compiled.js';
 import { OpaDriver } from './opa/driver.js';
@@ -117,6 +117,10 @@ export async function createPolicyEngine(options: PolicyEngineOptions): Promise<
   const { config } = options;
   const log = options.log.child({ component: 'policy' });
   configureOpaSandbox(config);
+  // In every mode (managed, shared or external OPA): each runs checks and Wasm builds in scratch folders.
+  const scratchOf = await removeScratchOfEndedProcesses();
+  if (scratchOf.length > 0)
+    log.info({ ownerPids: scratchOf }, 'removed the scratch folders of processes that died in the middle of a check');
   const opaBinary = resolveOpaBinary(config.opaBin);
   const shared = config.opaUrl ? null : (options.sharedOpa ?? null);
   const managed =

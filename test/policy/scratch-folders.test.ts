@@ -69,18 +69,37 @@ describe('Scratch directories of a process killed in the middle of a check (poli
     expect(ownChecked).to.equal(true);
   });
 
-  it('are removed when a server starts on the machine', async function () {
-    const pid = endedPid();
-    const left = join(temporary, `arbiter-scratch-${pid}`, 'arbiter-replay-x');
-    mkdirSync(left, { recursive: true });
-    writeFileSync(join(left, 'inputs.json'), '[{"subject":"recorded"}]');
+  /** A server process started with `env`, once /livez answers (its policy engine has started), then stopped. */
+  async function startAndStop(env: Record<string, string>): Promise<void> {
     const dataDir = mkdtempSync(join(temporary, 'data-'));
-    const server = await startServerProcess({ port: await freePort(), dataDir, env: { TMPDIR: temporary } });
-    try {
-      expect(existsSync(join(temporary, `arbiter-scratch-${pid}`))).to.equal(false);
-    } finally {
-      server.kill('SIGTERM');
-      await once(server, 'exit');
-    }
+    const server = await startServerProcess({
+      port: await freePort(),
+      dataDir,
+      env: { TMPDIR: temporary, ...env },
+      started: async (url) => (await fetch(`${url}/livez`).catch(() => null))?.status === 200,
+    });
+    server.kill('SIGTERM');
+    await once(server, 'exit');
+  }
+
+  /** A scratch folder left by a process that has ended, with a replay's recorded inputs in it. */
+  function leftByAnEndedProcess(): string {
+    const folder = join(temporary, `arbiter-scratch-${endedPid()}`);
+    mkdirSync(join(folder, 'arbiter-replay-x'), { recursive: true });
+    writeFileSync(join(folder, 'arbiter-replay-x', 'inputs.json'), '[{"subject":"recorded"}]');
+    return folder;
+  }
+
+  it('are removed when a server starts on the machine', async function () {
+    const folder = leftByAnEndedProcess();
+    await startAndStop({});
+    expect(existsSync(folder)).to.equal(false);
+  });
+
+  it('are removed when a server with an external OPA (OPA_URL) starts: it checks rules and builds Wasm in scratch folders too', async function () {
+    const folder = leftByAnEndedProcess();
+    // Nothing listens there: the server starts all the same (its decisions fail closed until OPA answers).
+    await startAndStop({ OPA_URL: `http://127.0.0.1:${await freePort()}/` });
+    expect(existsSync(folder)).to.equal(false);
   });
 });

@@ -13,7 +13,7 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
-import { isAlive, removeScratchOfEndedProcesses, resolveOpaBinary } from './binary.js';
+import { isAlive, resolveOpaBinary } from './binary.js';
 
 /** The name OPA knows Arbiter's bundle by (an external OPA must use the same, see docs/policy.md). */
 export const OPA_BUNDLE_NAME = 'arbiter';
@@ -374,16 +374,13 @@ function parseLogLine(line: string): unknown {
 
 /**
  * A server killed outright (SIGKILL, the OOM killer) cannot stop its OPA: the OPA keeps running
- * and its config folder stays, and so does its scratch folder, with the rule, bundle or replay it
- * was checking (binary.ts). The next start of a server on this machine finds them by the
+ * and its config folder stays (its scratch folder too: binary.ts's removeScratchOfEndedProcesses,
+ * at the policy engine's start). The next start of a server on this machine finds them by the
  * folders' owner pid: a folder whose owner is dead has its OPA killed (only if that pid is still
  * an OPA run with this very folder's config) and is removed. Folders of live servers (other
  * servers on the machine, or this process's own) are left alone.
  */
 export async function cleanUpAfterCrashedOwners(log: Logger): Promise<void> {
-  const scratchOf = await removeScratchOfEndedProcesses();
-  if (scratchOf.length > 0)
-    log.info({ ownerPids: scratchOf }, 'removed the scratch folders of servers that died in the middle of a check');
   const entries = await readdir(tmpdir()).catch(() => [] as string[]);
   for (const entry of entries.filter((name) => name.startsWith(CONFIG_DIR_PREFIX))) {
     const dir = join(tmpdir(), entry);
