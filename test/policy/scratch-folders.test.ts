@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { expect } from 'chai';
 import { projectPath } from '../../src/config/index.js';
-import { inScratchDirectory, removeScratchOfEndedProcesses } from '../../src/policy/opa/binary.js';
+import { inScratchDirectory, removeScratchOfEndedProcesses } from '../../src/policy/opa/scratch.js';
 import { freePort } from '../support/server.js';
 import { startServerProcess } from '../support/server-process.js';
 
@@ -18,7 +18,7 @@ function endedPid(): number {
  * What a process leaves of a check it was killed in the middle of: its candidate bundle in a scratch
  * directory (src/policy/opa/binary.ts), which holds policy code and data, or a replay's recorded inputs.
  */
-describe('Scratch directories of a process killed in the middle of a check (policy/opa/binary)', function () {
+describe('Scratch directories of a process killed in the middle of a check (policy/opa/scratch)', function () {
   this.timeout(60_000);
   let temporary: string;
   let given: string | undefined;
@@ -43,7 +43,7 @@ describe('Scratch directories of a process killed in the middle of a check (poli
         'tsx',
         '--input-type=module',
         '-e',
-        `const { inScratchDirectory } = await import('./src/policy/opa/binary.ts');
+        `const { inScratchDirectory } = await import('./src/policy/opa/scratch.ts');
          await inScratchDirectory('arbiter-bundle-check-', async (dir) => {
            (await import('node:fs')).writeFileSync(dir + '/bundle.tar.gz', 'policy code and data');
            console.log('written');
@@ -67,6 +67,34 @@ describe('Scratch directories of a process killed in the middle of a check (poli
       ownChecked = true;
     });
     expect(ownChecked).to.equal(true);
+  });
+
+  it('hold the capabilities file of a process, which a later start removes once the process is killed', async function () {
+    // The file every opa command of the process checks rules with, written once and kept while it runs.
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `const { capabilitiesFileOf } = await import('./src/policy/opa/sandbox.ts');
+         const { resolveOpaBinary } = await import('./src/policy/opa/binary.ts');
+         console.log(await capabilitiesFileOf(resolveOpaBinary(null)));
+         setInterval(() => undefined, 60_000);`,
+      ],
+      { cwd: projectPath(), env: { ...process.env, TMPDIR: temporary }, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const [written] = (await once(child.stdout!, 'data')) as [Buffer];
+    const file = written.toString().trim();
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+    const left = join(temporary, `arbiter-scratch-${child.pid}`);
+    expect(file.startsWith(`${left}/arbiter-capabilities-`), file).to.equal(true);
+    expect(existsSync(file)).to.equal(true);
+
+    expect(await removeScratchOfEndedProcesses()).to.deep.equal([child.pid]);
+    expect(readdirSync(temporary).filter((name) => name.startsWith('arbiter-'))).to.deep.equal([]);
   });
 
   /** A server process started with `env`, once /livez answers (its policy engine has started), then stopped. */

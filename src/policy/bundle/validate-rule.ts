@@ -5,7 +5,8 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DECISION_ROOT, bundlePathProblem } from './build.js';
-import { inScratchDirectory, OpaBusyError, opaMessage, runOpa } from '../opa/binary.js';
+import { OpaBusyError, opaMessage, runOpa } from '../opa/binary.js';
+import { inScratchDirectory } from '../opa/scratch.js';
 import { policySandboxLimits } from '../opa/sandbox.js';
 import { policySandbox, SandboxJobError, SandboxLimitError } from '../sandbox/index.js';
 

@@ -1,6 +1,4 @@
 import { accessSync, constants } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { projectPath } from '../../config/index.js';
 import {
@@ -167,54 +165,6 @@ class RunSlots {
 export type OpaLane = 'submitted' | 'live';
 
 const opaSlots: Record<OpaLane, RunSlots> = { submitted: new RunSlots(), live: new RunSlots() };
-
-/**
- * The folder of this process's scratch directories in the temporary directory, named after its
- * pid: what a process killed in the middle of its work (SIGKILL, the OOM killer) leaves there is
- * found by that name and removed at a later start (removeScratchOfEndedProcesses).
- */
-const SCRATCH_FOLDER_PREFIX = 'arbiter-scratch-';
-
-/**
- * Runs `work` in a fresh scratch directory for the files an opa command reads and writes (a
- * candidate rule or bundle, a replay's recorded inputs); the directory is removed afterwards,
- * whatever happens, or by a later start when this process is killed meanwhile.
- */
-export async function inScratchDirectory<T>(prefix: string, work: (dir: string) => Promise<T>): Promise<T> {
-  const folder = join(tmpdir(), `${SCRATCH_FOLDER_PREFIX}${process.pid}`);
-  await mkdir(folder, { recursive: true, mode: 0o700 });
-  const dir = await mkdtemp(join(folder, prefix));
-  try {
-    return await work(dir);
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
-
-/**
- * Removes the scratch folders of processes that are no longer running, with whatever they were
- * killed in the middle of; those of live processes (other servers on the machine, this one) stay.
- * Returns the pids whose folders were removed.
- */
-export async function removeScratchOfEndedProcesses(): Promise<number[]> {
-  const entries = await readdir(tmpdir()).catch(() => [] as string[]);
-  const ended = entries
-    .filter((name) => name.startsWith(SCRATCH_FOLDER_PREFIX))
-    .map((name) => Number(name.slice(SCRATCH_FOLDER_PREFIX.length)))
-    .filter((pid) => Number.isInteger(pid) && pid > 0 && !isAlive(pid));
-  for (const pid of ended) await rm(join(tmpdir(), `${SCRATCH_FOLDER_PREFIX}${pid}`), { recursive: true, force: true });
-  return ended;
-}
-
-/** Whether a process with this pid runs (EPERM: it does, as another user). */
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * What a failed opa command said, without the scratch paths (`<path>/`, in the order given) in

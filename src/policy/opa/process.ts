@@ -13,7 +13,8 @@ import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Config } from '../../config/index.js';
 import type { Logger } from '../../log/index.js';
-import { isAlive, resolveOpaBinary } from './binary.js';
+import { resolveOpaBinary } from './binary.js';
+import { isAlive } from './scratch.js';
 
 /** The name OPA knows Arbiter's bundle by (an external OPA must use the same, see docs/policy.md). */
 export const OPA_BUNDLE_NAME = 'arbiter';
@@ -374,7 +375,7 @@ function parseLogLine(line: string): unknown {
 
 /**
  * A server killed outright (SIGKILL, the OOM killer) cannot stop its OPA: the OPA keeps running
- * and its config folder stays (its scratch folder too: binary.ts's removeScratchOfEndedProcesses,
+ * and its config folder stays (its scratch folder too: scratch.ts's removeScratchOfEndedProcesses,
  * at the policy engine's start). The next start of a server on this machine finds them by the
  * folders' owner pid: a folder whose owner is dead has its OPA killed (only if that pid is still
  * an OPA run with this very folder's config) and is removed. Folders of live servers (other

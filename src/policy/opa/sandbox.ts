@@ -9,11 +9,10 @@
  * size of a rule and of the bundle).
  */
 import { execFile } from 'node:child_process';
-import { rmSync } from 'node:fs';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../../config/index.js';
+import { processScratchDirectory } from './scratch.js';
 
 /**
  * Builtins left out of every Arbiter policy, and why (the 400 of a rule that uses one says it).
@@ -124,7 +123,8 @@ const capabilitiesFiles = new Map<string, Promise<string>>();
 /**
  * The capabilities file of this OPA binary: `opa capabilities --current` without the forbidden
  * builtins, and no host allowed to the network builtins should one remain. Written once per
- * process and binary, into a folder removed when the process exits.
+ * process and binary, into this process's scratch folder (scratch.ts): removed when it exits, or
+ * by a later start when it is killed.
  */
 export function capabilitiesFileOf(binary: string): Promise<string> {
   let file = capabilitiesFiles.get(binary);
@@ -138,8 +138,7 @@ export function capabilitiesFileOf(binary: string): Promise<string> {
 }
 
 async function writeCapabilitiesFile(binary: string): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'arbiter-capabilities-'));
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  const dir = await processScratchDirectory('arbiter-capabilities-');
   const file = join(dir, 'capabilities.json');
   await writeFile(file, restrictedCapabilities(await currentCapabilities(binary)), { mode: 0o600 });
   return file;

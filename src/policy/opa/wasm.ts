@@ -14,7 +14,8 @@ import { extract } from 'tar-stream';
 import type { Logger } from '../../log/index.js';
 import type { PolicySnapshot } from '../bundle/build.js';
 import { DECISION_POINTS, type DecisionPoint } from '../contract/types.js';
-import { inScratchDirectory, opaMessage, runOpa, type OpaLane } from './binary.js';
+import { opaMessage, runOpa, type OpaLane } from './binary.js';
+import { inScratchDirectory } from './scratch.js';
 import { CompiledRego, entrypointOf, loadCompiledRego } from './compiled.js';
 import { ContentMemo, opaOutcomeKey } from './memo.js';
 

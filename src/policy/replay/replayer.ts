@@ -14,7 +14,7 @@ import { buildBundle, type PolicySnapshot } from '../bundle/build.js';
 import { opaVerdicts } from '../bundle/trial.js';
 import { combine } from '../combine.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint } from '../contract/types.js';
-import { inScratchDirectory } from '../opa/binary.js';
+import { inScratchDirectory } from '../opa/scratch.js';
 import { withConflictingDefinitions } from '../opa/conflicts.js';
 import type { RegoVerdict } from '../opa/verdict.js';
 import { localWasmCompiler, type WasmBuild } from '../opa/wasm.js';
