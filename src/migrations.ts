@@ -8,7 +8,8 @@ import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { policyRuleRecords } from './catalog/index.js';
-import { addMissingPackRule, POLICY_PACK_DIR } from './policy/index.js';
+// seed.js, not policy/index.js: the command line's store commands load this module, and the index loads the whole policy engine.
+import { addMissingPackRule, POLICY_PACK_DIR } from './policy/seed.js';
 import { DEFAULT_TENANT, type Migration, type Store } from './store/index.js';
 
 export const MIGRATIONS: readonly Migration[] = [

@@ -126,13 +126,19 @@ export async function rejection(
 
 /**
  * Runs `body` as an ES module (through tsx, from the project root) in a fresh process, where
- * `loaded(part)` says whether a CommonJS module whose path contains `part` was loaded so far, and
- * returns what `body` prints last (JSON): for what this process may have loaded already.
+ * `loaded(part)` says whether a module (ES or CommonJS, a source file or a package's) whose URL
+ * contains `part` was loaded so far, and returns what `body` prints last (JSON): for what this
+ * process may have loaded already. Loads are seen through a module hook and require's cache: the
+ * cache only holds CommonJS modules (an ES module such as oidc-provider, got or any source file
+ * never shows there), and a require that tsx serves passes no hook.
  */
 export function inFreshProcess<T>(body: string): T {
   const script = `
-    import { createRequire } from 'node:module';
-    const loaded = (part) => Object.keys(createRequire(import.meta.url).cache).some((path) => path.includes(part));
+    import { createRequire, registerHooks } from 'node:module';
+    const urls = new Set();
+    registerHooks({ load: (url, context, next) => (urls.add(url), next(url, context)) });
+    const required = createRequire(import.meta.url).cache;
+    const loaded = (part) => [...urls, ...Object.keys(required)].some((url) => url.includes(part));
     ${body}
   `;
   const output = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {

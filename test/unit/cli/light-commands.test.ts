@@ -25,4 +25,32 @@ describe('unit: the command line loads only what a command needs (src/cli, src/c
       'src/policy/engine': false,
     });
   });
+
+  it('brings a store to its schema version (migrate, schema-version, backup, restore) without the policy engine or the OAuth side', function () {
+    const seen = inFreshProcess<Record<string, boolean>>(`
+      const { MIGRATIONS } = await import('./src/migrations.ts');
+      const { openArbiterStore } = await import('./src/collections.ts');
+      const { migrate } = await import('./src/store/index.ts');
+      const store = await openArbiterStore('sqlite::memory:');
+      await migrate(store, MIGRATIONS);
+      await store.close();
+      console.log(JSON.stringify({
+        'oidc-provider': loaded('node_modules/oidc-provider/'),
+        got: loaded('node_modules/got/'),
+        'opa-wasm': loaded('node_modules/@open-policy-agent/'),
+        'src/oauth/index': loaded('src/oauth/index'),
+        'src/policy/engine': loaded('src/policy/engine'),
+        'the policy pack reader': loaded('src/policy/seed'),
+      }));
+    `);
+    expect(seen).to.deep.equal({
+      'oidc-provider': false,
+      got: false,
+      'opa-wasm': false,
+      'src/oauth/index': false,
+      'src/policy/engine': false,
+      // What the migrations do need: the proof that this process saw the modules it loaded.
+      'the policy pack reader': true,
+    });
+  });
 });
