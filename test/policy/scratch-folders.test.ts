@@ -1,10 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { expect } from 'chai';
 import { projectPath } from '../../src/config/index.js';
+import { resolveOpaBinary, runOpa } from '../../src/policy/opa/binary.js';
+import { capabilitiesFileOf } from '../../src/policy/opa/sandbox.js';
 import { inScratchDirectory, removeScratchOfEndedProcesses } from '../../src/policy/opa/scratch.js';
 import { freePort } from '../support/server.js';
 import { startServerProcess } from '../support/server-process.js';
@@ -95,6 +97,22 @@ describe('Scratch directories of a process killed in the middle of a check (poli
 
     expect(await removeScratchOfEndedProcesses()).to.deep.equal([child.pid]);
     expect(readdirSync(temporary).filter((name) => name.startsWith('arbiter-'))).to.deep.equal([]);
+  });
+
+  it('give a process its capabilities file again when it was removed from under it (a temporary-file cleaner)', async function () {
+    const opa = resolveOpaBinary(null);
+    const first = await capabilitiesFileOf(opa);
+    rmSync(dirname(first), { recursive: true, force: true });
+    const again = await capabilitiesFileOf(opa);
+    expect(existsSync(again), again).to.equal(true);
+    expect(JSON.parse(readFileSync(again, 'utf8')))
+      .to.have.property('builtins')
+      .that.is.an('array').that.is.not.empty;
+    // And the check of a rule, which reads it, works (it would stop at the missing file otherwise).
+    const rule = join(temporary, 'rule.rego');
+    writeFileSync(rule, 'package arbiter.check\n\nallow := true\n');
+    const run = await runOpa(opa, ['check', rule]);
+    expect(run.exitCode, run.stderr).to.equal(0);
   });
 
   /** A server process started with `env`, once /livez answers (its policy engine has started), then stopped. */

@@ -9,6 +9,7 @@
  * size of a rule and of the bundle).
  */
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Config } from '../../config/index.js';
@@ -126,14 +127,19 @@ const capabilitiesFiles = new Map<string, Promise<string>>();
  * process and binary, into this process's scratch folder (scratch.ts): removed when it exits, or
  * by a later start when it is killed.
  */
-export function capabilitiesFileOf(binary: string): Promise<string> {
-  let file = capabilitiesFiles.get(binary);
-  if (!file) {
-    file = writeCapabilitiesFile(binary);
-    // A failure (OPA not installed yet) is not kept: the next run tries again.
-    file.catch(() => capabilitiesFiles.delete(binary));
-    capabilitiesFiles.set(binary, file);
+export async function capabilitiesFileOf(binary: string): Promise<string> {
+  const kept = capabilitiesFiles.get(binary);
+  if (kept) {
+    const file = await kept.catch(() => null);
+    // Written again when it is gone: removed from under this process (a temporary-file cleaner, or a
+    // server in another PID namespace sharing the temporary directory that took this pid for a dead one).
+    if (file !== null && existsSync(file)) return file;
+    if (capabilitiesFiles.get(binary) !== kept) return capabilitiesFileOf(binary);
   }
+  const file = writeCapabilitiesFile(binary);
+  // A failure (OPA not installed yet) is not kept: the next run tries again.
+  file.catch(() => capabilitiesFiles.delete(binary));
+  capabilitiesFiles.set(binary, file);
   return file;
 }
 
