@@ -230,7 +230,12 @@ export const POLICY_RULE_SCHEMA = object(['kind', 'path', 'content'], {
 });
 
 export const POLICY_DATA_SCHEMA = object(['dataKey', 'payload'], {
-  dataKey: { type: 'string', pattern: '^[A-Za-z_][A-Za-z0-9_]*(\\.[A-Za-z_][A-Za-z0-9_]*)*$', maxLength: 256 },
+  // Identifiers separated by dots, none of them __proto__ (policy/bundle/data-tree.ts says why).
+  dataKey: {
+    type: 'string',
+    pattern: '^(?!__proto__(\\.|$))[A-Za-z_][A-Za-z0-9_]*(\\.(?!__proto__(\\.|$))[A-Za-z_][A-Za-z0-9_]*)*$',
+    maxLength: 256,
+  },
   payload: { type: 'string', minLength: 1, maxLength: 1048576 },
   // A JSON Schema (as JSON text) that data.<dataKey> must match once merged (policy/bundle/data-schemas.ts).
   schema: { type: ['string', 'null'], maxLength: 65536 },

@@ -135,6 +135,22 @@ describe('Admin API policy operations', function () {
       expect(await dataAt('too.deep')).to.deep.equal([]);
     });
 
+    it('refuses a data key with __proto__ as a part (400, field dataKey): merging it wrote into every object of the server', async function () {
+      for (const dataKey of ['__proto__.polluted', 'oauth.__proto__.polluted', '__proto__']) {
+        const payload = JSON.stringify({ admin: true });
+        const upserted = await server.admin('PUT', `/policy-data/by-key?dataKey=${dataKey}`, { dataKey, payload });
+        expect(upserted.status, `${dataKey}: ${JSON.stringify(upserted.body)}`).to.equal(400);
+        expect(upserted.body.field).to.equal('dataKey');
+        const posted = await server.admin('POST', '/policy-data', { dataKey, payload, version: null });
+        expect(posted.status, `${dataKey}: ${JSON.stringify(posted.body)}`).to.equal(400);
+        expect(posted.body.field).to.equal('dataKey');
+        expect(await dataAt(dataKey)).to.deep.equal([]);
+      }
+      // The server runs in this process: its objects are this test's.
+      expect(({} as Record<string, unknown>).polluted).to.equal(undefined);
+      expect(({} as Record<string, unknown>).admin).to.equal(undefined);
+    });
+
     it('accepts writes that keep the bundle whole (a helper package, Cedar rules ride along)', async function () {
       const helper = await server.admin('POST', '/policy-rules', {
         version: null,

@@ -23,6 +23,8 @@ export function dataEntryProblem(dataKey: string, payload: string): string | nul
     return 'dataKey must be identifiers separated by dots (e.g. oauth.resource_types)';
   if (dataKey === 'system' || dataKey.startsWith('system.'))
     return 'dataKey must not be under "system" (reserved by OPA)';
+  if (dataKey.split('.').includes(PROTOTYPE_KEY))
+    return `dataKey must not have ${PROTOTYPE_KEY} as a part (JavaScript's name for the prototype of an object)`;
   if (nestingExceeds(payload, MAX_DATA_DEPTH))
     return `payload nests arrays and objects deeper than ${MAX_DATA_DEPTH} levels`;
   try {
@@ -32,6 +34,12 @@ export function dataEntryProblem(dataKey: string, payload: string): string | nul
     return `payload is not valid JSON: ${(error as Error).message}`;
   }
 }
+
+/**
+ * Refused as a part of a data key: merging the entries would walk into the prototype every object
+ * of the process shares, and write there (prototype pollution) instead of into the data.
+ */
+const PROTOTYPE_KEY = '__proto__';
 
 /** Deeper data serves no policy, and breaks what handles it (serialising the bundle recurses). */
 const MAX_DATA_DEPTH = 64;
@@ -72,21 +80,21 @@ export function dataFiles(entries: DataEntry[]): Map<string, unknown> {
 function setAt(tree: JsonObject, segments: string[], value: unknown): void {
   let node = tree;
   for (const segment of segments.slice(0, -1)) {
-    if (!isObject(node[segment])) node[segment] = {};
-    node = node[segment] as JsonObject;
+    if (!isObject(ownValue(node, segment))) put(node, segment, {});
+    node = ownValue(node, segment) as JsonObject;
   }
   const last = segments.at(-1);
   if (last === undefined) throw new Error('a data key has at least one segment');
-  const existing = node[last];
-  node[last] = isObject(existing) && isObject(value) ? deepMerge(existing, value) : value;
+  const existing = ownValue(node, last);
+  put(node, last, isObject(existing) && isObject(value) ? deepMerge(existing, value) : value);
 }
 
 /** `overrides` wins wherever both have a non-object value. */
 function deepMerge(base: JsonObject, overrides: JsonObject): JsonObject {
   const merged: JsonObject = { ...base };
   for (const [key, value] of Object.entries(overrides)) {
-    const existing = merged[key];
-    merged[key] = isObject(existing) && isObject(value) ? deepMerge(existing, value) : value;
+    const existing = ownValue(merged, key);
+    put(merged, key, isObject(existing) && isObject(value) ? deepMerge(existing, value) : value);
   }
   return merged;
 }
@@ -97,12 +105,28 @@ function withoutBranches(value: unknown, branches: string[][]): unknown {
   for (const [key, child] of Object.entries(value)) {
     const below = branches.filter((branch) => branch[0] === key);
     if (below.some((branch) => branch.length === 1)) continue;
-    kept[key] = withoutBranches(
-      child,
-      below.map((branch) => branch.slice(1)),
+    put(
+      kept,
+      key,
+      withoutBranches(
+        child,
+        below.map((branch) => branch.slice(1)),
+      ),
     );
   }
   return kept;
+}
+
+/**
+ * A key of the data as the data's own, as JSON.parse makes it: a payload may hold any key,
+ * `__proto__` too, and `object[key]` would read or set the object's prototype for that one.
+ */
+function ownValue(node: JsonObject, key: string): unknown {
+  return Object.hasOwn(node, key) ? node[key] : undefined;
+}
+
+function put(node: JsonObject, key: string, value: unknown): void {
+  Object.defineProperty(node, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 function depth(dataKey: string): number {

@@ -12,6 +12,29 @@ describe('unit: policy data entries as one data document and as bundle files (po
     expect(dataEntryProblem('oauth', '{"a":')).to.match(/^payload is not valid JSON/);
     expect(dataEntryProblem('deep', `${'['.repeat(65)}${']'.repeat(65)}`)).to.match(/deeper than 64 levels/);
     expect(dataEntryProblem('deep', `${'['.repeat(64)}${']'.repeat(64)}`)).to.equal(null);
+    expect(dataEntryProblem('__proto__.polluted', '1')).to.match(/must not have __proto__ as a part/);
+    expect(dataEntryProblem('oauth.__proto__', '{}')).to.match(/must not have __proto__ as a part/);
+    expect(dataEntryProblem('oauth.__proto__x', '{}')).to.equal(null);
+  });
+
+  it('never writes into the prototype every object shares, whatever the keys (prototype pollution)', function () {
+    // A stored entry the Admin API refuses now (an older release took it): the merge keeps it as data.
+    const merged = mergeData([{ dataKey: '__proto__.polluted', value: 'yes' }]);
+    expect(({} as Record<string, unknown>).polluted).to.equal(undefined);
+    expect(Object.getPrototypeOf(merged)).to.equal(Object.prototype);
+  });
+
+  it('keeps a __proto__ key of a payload as data when entries merge, as JSON.parse does, not as a prototype', function () {
+    const entries = [
+      { dataKey: 'shapes', value: { inner: { x: 0 } } },
+      { dataKey: 'shapes.inner', value: JSON.parse('{"__proto__": {"polluted": true}}') as unknown },
+    ];
+    const merged = mergeData(entries);
+    expect(JSON.stringify(merged)).to.equal('{"shapes":{"inner":{"x":0,"__proto__":{"polluted":true}}}}');
+    expect(Object.getPrototypeOf(valueAt(merged, 'shapes.inner'))).to.equal(Object.prototype);
+    expect(JSON.stringify(Object.fromEntries(dataFiles(entries)))).to.equal(
+      '{"shapes/data.json":{},"shapes/inner/data.json":{"x":0,"__proto__":{"polluted":true}}}',
+    );
   });
 
   it('merges nested entries object by object, a deeper key winning where both give a value that is not an object', function () {
