@@ -155,6 +155,28 @@ describe('Policy impact analysis and shadow policies', function () {
       expect(answer.body.summary.byClient.writer.changed).to.equal(0);
     });
 
+    it('counts a client named __proto__ under its name, and nowhere else (not in the prototype every object shares)', async function () {
+      const tenant = inTenant(server, 'impact-proto');
+      const secret = await confidentialClient(tenant, '__proto__', { scopes: ['read', 'write'] }, 'impact-proto');
+      const token = await clientCredentials(
+        tenant,
+        '__proto__',
+        secret,
+        { scope: 'read write' },
+        {
+          'X-Tenant-Id': 'impact-proto',
+        },
+      );
+      expect(token.status, JSON.stringify(token.body)).to.equal(200);
+      const answer = await impact(tenant, { changes: [dropWrite] });
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      expect(Object.keys(answer.body.summary.byClient)).to.deep.equal(['__proto__']);
+      expect(answer.body.summary.byClient.__proto__).to.include({ replayed: 1, changed: 1, narrower: 1 });
+      // The server runs in this process: its objects are this test's.
+      expect(({} as Record<string, unknown>).replayed).to.equal(undefined);
+      expect(({} as Record<string, unknown>).changed).to.equal(undefined);
+    });
+
     it("never replays or shows another tenant's decisions", async function () {
       const [a, b] = await Promise.all([
         impact(tenantA, { changes: [dropWrite] }),

@@ -121,8 +121,8 @@ export class ImpactTally {
   private replayed = 0;
   private skipped = 0;
   private readonly changed: ChangedDecision[] = [];
-  private readonly byPoint: Record<string, ChangeCounts> = {};
-  private readonly byClient: Record<string, ChangeCounts> = {};
+  private readonly byPoint = countsTable();
+  private readonly byClient = countsTable();
 
   add({ compared, skipped }: { compared: Compared[]; skipped: RecordedDecision[] }): void {
     this.skipped += skipped.length;
@@ -177,6 +177,15 @@ export function emptyCounts(): ChangeCounts {
     changed: 0,
     ...(Object.fromEntries(CHANGE_KINDS.map((kind) => [kind, 0])) as Record<ChangeKind, number>),
   };
+}
+
+/**
+ * A table of counts by point or by client id, without a prototype: a client id is whatever an
+ * operator named it, `__proto__` too, which in a plain object would name the prototype every
+ * object shares, and the counts would be added there.
+ */
+export function countsTable(): Record<string, ChangeCounts> {
+  return Object.create(null) as Record<string, ChangeCounts>;
 }
 
 function countsOf(table: Record<string, ChangeCounts>, key: string): ChangeCounts {

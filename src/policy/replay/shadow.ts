@@ -15,6 +15,7 @@ import { loadPolicyLayers, POLICY_DATA, POLICY_RULES, withShadows } from '../rec
 import { CHANGE_KINDS, type ChangeKind } from './compare.js';
 import {
   changedDecision,
+  countsTable,
   compareDecisions,
   ImpactTally,
   type ChangeCounts,
@@ -173,7 +174,7 @@ export class ShadowPolicy {
   async summary(tenantId: string | null): Promise<{ evaluated: number; summary: ImpactResult['summary'] }> {
     const revision = this.status.candidateRevision;
     const shares = revision === null ? [] : await this.sharesOf('tally', { candidateRevision: revision, tenantId });
-    const summary: ImpactResult['summary'] = { byPoint: {}, byClient: {} };
+    const summary: ImpactResult['summary'] = { byPoint: countsTable(), byClient: countsTable() };
     let evaluated = 0;
     for (const share of shares) {
       evaluated += share.replayed;
