@@ -148,6 +148,36 @@ forbid (principal in Arbiter::Group::"suspended", action == Arbiter::Action::"to
     }
   });
 
+  it('applies a forbid whatever its @id, __proto__ too (it was left out of the policy set Cedar got)', async function () {
+    await setEntities([]);
+    await tokenOnceStatusIs(200);
+    const path = 'arbiter/proto.cedar';
+    // Its id was a key of a plain object: __proto__ set the object's prototype, and Cedar never got the forbid.
+    const rule = await server.admin('PUT', `/policy-rules/by-path?path=${path}`, {
+      version: null,
+      kind: 'cedar',
+      path,
+      content: `
+@id("__proto__")
+@error("access_denied")
+@error_description("forbidden by the rule named __proto__")
+forbid (principal, action == Arbiter::Action::"token", resource);
+`,
+    });
+    expect(rule.status, JSON.stringify(rule.body)).to.be.oneOf([200, 201]);
+    try {
+      const denied = await tokenOnceStatusIs(400);
+      expect(denied.body).to.include({
+        error: 'access_denied',
+        error_description: 'forbidden by the rule named __proto__',
+      });
+      expect((await lastTokenAudit()).policyDecision.engines.cedarPolicies).to.deep.equal(['__proto__']);
+    } finally {
+      expect((await server.admin('DELETE', `/policy-rules/${rule.body.id}`)).status).to.equal(204);
+    }
+    await tokenOnceStatusIs(200);
+  });
+
   it('decides again as soon as the entity data is readable', async function () {
     await setEntities([]);
     await tokenOnceStatusIs(200);

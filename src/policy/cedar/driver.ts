@@ -99,7 +99,9 @@ function compileOrError(snapshot: PolicySnapshot): CompiledSet | Error {
  */
 function compile(snapshot: PolicySnapshot): CompiledSet | Error {
   const policies = new Map<string, CompiledPolicy>();
-  const texts: Record<string, string> = {};
+  // Pairs made into Cedar's policy set at the end (Object.fromEntries): an id is the author's @id,
+  // and one named __proto__ assigned to a plain object would set its prototype, its policy left out.
+  const texts: [string, string][] = [];
   for (const rule of snapshot.rules.filter((candidate) => candidate.kind === 'cedar')) {
     const parts = cedar().policySetTextToParts(rule.content);
     if (parts.type === 'failure')
@@ -114,7 +116,7 @@ function compile(snapshot: PolicySnapshot): CompiledSet | Error {
         );
       const id = uniqueId(parsed.json.annotations?.id ?? `${rule.path}#${index}`, policies);
       policies.set(id, { annotations: parsed.json.annotations ?? {}, action: parsed.json.action, text });
-      texts[id] = text;
+      texts.push([id, text]);
     }
   }
   const id = `arbiter-${snapshot.revision}`;
@@ -122,7 +124,7 @@ function compile(snapshot: PolicySnapshot): CompiledSet | Error {
   if (policies.size === 0) return { id, policies, entities: [] };
   const entities = dataEntities(snapshot);
   if (entities instanceof Error) return entities;
-  const prepared = cedar().preparsePolicySet(id, { staticPolicies: texts });
+  const prepared = cedar().preparsePolicySet(id, { staticPolicies: Object.fromEntries(texts) });
   if (prepared.type === 'failure')
     return new Error(`Cedar policy set is invalid: ${formatCedarErrors(prepared.errors)}`);
   return { id, policies, entities };
@@ -168,22 +170,24 @@ function allOf(verdicts: CedarVerdict[]): CedarVerdict {
     allow: true,
     policies: [...new Set(decided.flatMap((verdict) => verdict.policies))],
     outputs: {
-      obligations: Object.assign({}, ...decided.map((verdict) => verdict.outputs.obligations)),
-      extensions: Object.assign({}, ...decided.map((verdict) => verdict.outputs.extensions)),
+      obligations: Object.fromEntries(decided.flatMap((verdict) => Object.entries(verdict.outputs.obligations))),
+      extensions: Object.fromEntries(decided.flatMap((verdict) => Object.entries(verdict.outputs.extensions))),
     },
     evaluationErrors: decided.flatMap((verdict) => verdict.evaluationErrors),
   };
 }
 
 function outputsOf(allowed: boolean, determining: CompiledPolicy[]): CedarOutputs {
-  const outputs: CedarOutputs = { obligations: {}, extensions: {} };
-  for (const { annotations } of determining) {
-    for (const [name, value] of Object.entries(annotations)) {
-      if (name.startsWith('obligation_'))
-        outputs.obligations[name.slice('obligation_'.length)] = annotationValue(value);
-      if (name.startsWith('extension_')) outputs.extensions[name.slice('extension_'.length)] = annotationValue(value);
-    }
-  }
+  const annotated = (prefix: string) =>
+    Object.fromEntries(
+      determining.flatMap(({ annotations }) =>
+        Object.entries(annotations)
+          .filter(([name]) => name.startsWith(prefix))
+          .map(([name, value]) => [name.slice(prefix.length), annotationValue(value)]),
+      ),
+    );
+  // Object.fromEntries, not assignments: an author's name is a key even when it is __proto__.
+  const outputs: CedarOutputs = { obligations: annotated('obligation_'), extensions: annotated('extension_') };
   if (!allowed) {
     const explained = determining.find((policy) => policy.annotations.error);
     outputs.error = explained?.annotations.error ?? 'access_denied';
