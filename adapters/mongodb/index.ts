@@ -18,6 +18,7 @@ import {
   activeSearch,
   PHYSICAL_PREFIX,
   assertFieldName,
+  assertFilterValues,
   expiryOf,
   idKey,
   indexFields,
@@ -752,6 +753,7 @@ function changeOf(
 
 /** Equality on document fields; MongoDB's `{ field: null }` already matches absent or null. */
 function docFilter(filter: Filter): MongoFilter<Row> {
+  assertFilterValues(filter);
   return Object.fromEntries(
     Object.entries(filter).map(([field, value]) => [docPath(field), isUnset(value) ? null : value]),
   );

@@ -19,6 +19,7 @@ import {
   activeSearch,
   asciiLower,
   assertFieldName,
+  assertFilterValues,
   expiryOf,
   idKey,
   normalizeSpec,
@@ -701,6 +702,7 @@ function notExpired(at: number): string {
  * `1`, `"1"` is not `1`), as MongoDB and the SQLite store do; `null` matches a JSON null or no field.
  */
 function fieldCondition(field: string, value: Filter[string] | undefined, params: Params): string {
+  assertFilterValues({ [field]: value ?? null });
   if (value === null || value === undefined)
     return `(${docField(field)} IS NULL OR ${docField(field)} = 'null'::jsonb)`;
   return `${docField(field)} = $${params.push(JSON.stringify(value))}::jsonb`;

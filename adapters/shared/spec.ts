@@ -93,6 +93,21 @@ export function isUnset(value: unknown): boolean {
   return value === null || value === undefined;
 }
 
+/**
+ * Throws unless every value of `filter` is what Filter says it is: a string, a number, a boolean or
+ * null (absent). A value that arrived as an object from a request body a caller forgot to check
+ * would otherwise be a MongoDB operator (`{"$ne": null}` matches every document), or bound by
+ * another store in its own way: each adapter refuses it the same way instead.
+ */
+export function assertFilterValues(filter: Filter): void {
+  for (const [field, value] of Object.entries(filter)) {
+    if (isUnset(value) || ['string', 'number', 'boolean'].includes(typeof value)) continue;
+    throw new TypeError(
+      `a store filter compares ${field} with a string, a number, a boolean or null, not ${Array.isArray(value) ? 'an array' : typeof value}`,
+    );
+  }
+}
+
 /** True when `doc` satisfies an equality filter; `null` matches absent or null. */
 export function matchesFilter(doc: StoredDoc, filter: Filter): boolean {
   return Object.entries(filter).every(([field, value]) =>

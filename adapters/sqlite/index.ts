@@ -21,6 +21,7 @@ import {
   asciiLower,
   PHYSICAL_PREFIX,
   assertFieldName,
+  assertFilterValues,
   expiryOf,
   idKey,
   indexFields,
@@ -611,6 +612,7 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 
   async update(id: string | number, fields: Partial<T>, onlyIf?: Filter): Promise<T | null> {
+    if (onlyIf) assertFilterValues(onlyIf);
     // IMMEDIATE takes the write lock before reading, so the onlyIf check and the write are one atomic step.
     const apply = this.db.transaction((): T | null => {
       const current = this.getSync(id);
@@ -728,6 +730,7 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
       clauses.push(NOT_EXPIRED);
       params.now = Date.now();
     }
+    assertFilterValues(filter);
     Object.entries(filter).forEach(([field, value], index) => {
       clauses.push(fieldCondition(field, value, `f${index}`, params));
     });

@@ -378,6 +378,29 @@ export function describeStoreConformance(
         expect(ids(await store.collection('items').find())).to.deep.equal([1, 2, 3, 4]);
       });
 
+      it('refuses a filter value that is not a string, number, boolean or null, reading, deleting and changing nothing (no MongoDB operator slips in)', async () => {
+        const items = store.collection('items');
+        for (const value of [{ $ne: null }, { $gt: '' }, ['a', 'b']] as unknown as string[]) {
+          const calls = [
+            () => items.find({ kind: value }),
+            () => items.findOne({ kind: value }),
+            () => items.count({ kind: value }),
+            () => items.deleteMany({ kind: value }),
+            () => items.update(1, { note: 'changed' }, { kind: value }),
+          ];
+          for (const call of calls) {
+            const error = await call().then(
+              () => null,
+              (thrown: unknown) => thrown,
+            );
+            expect(error, `${JSON.stringify(value)}: ${String(error)}`).to.be.instanceOf(TypeError);
+            expect((error as Error).message).to.match(/compares kind with a string, a number, a boolean or null/);
+          }
+        }
+        expect(ids(await items.find())).to.deep.equal([1, 2, 3, 4]);
+        expect((await items.get(1))?.note).to.equal(null);
+      });
+
       it('filters on strings, numbers and both booleans', async () => {
         const items = store.collection('items');
         expect(ids(await items.find({ kind: 'a' }))).to.deep.equal([1, 3]);
