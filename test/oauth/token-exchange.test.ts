@@ -209,6 +209,9 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       ['urn:ietf:params:oauth:token-type:jwt', /opaque/],
       ['urn:ietf:params:oauth:token-type:saml2', /not a token type this server issues/],
       ['urn:example:custom', /not a token type this server issues/],
+      // Names every object has: the description once quoted Object's own function for them.
+      ['constructor', /not a token type this server issues \(supported/],
+      ['__proto__', /not a token type this server issues \(supported/],
     ];
     for (const [type, why] of refusedTypes) {
       it(`refuses requested_token_type ${type} with invalid_request instead of an access token labelled as one`, async function () {

@@ -36,11 +36,11 @@ export type SubjectTokenType = typeof ACCESS_TOKEN_TYPE | typeof ID_TOKEN_TYPE;
  * tokens are opaque (not a JWT), ID tokens come from a sign-in, and an exchange never yields a
  * refresh token. Labelling an access token as one of these would mislead the client.
  */
-const NOT_ISSUED: Record<string, string> = {
-  'urn:ietf:params:oauth:token-type:id_token': 'ID tokens are issued only at sign-in',
-  'urn:ietf:params:oauth:token-type:jwt': 'access tokens of this server are opaque, not JWTs',
-  'urn:ietf:params:oauth:token-type:refresh_token': 'a token exchange never issues a refresh token',
-};
+const NOT_ISSUED = new Map<string, string>([
+  ['urn:ietf:params:oauth:token-type:id_token', 'ID tokens are issued only at sign-in'],
+  ['urn:ietf:params:oauth:token-type:jwt', 'access tokens of this server are opaque, not JWTs'],
+  ['urn:ietf:params:oauth:token-type:refresh_token', 'a token exchange never issues a refresh token'],
+]);
 
 export interface ExchangeParameters {
   subjectToken: string;
@@ -86,7 +86,8 @@ export function exchangeParameters(ctx: KoaContextWithOIDC): ExchangeParameters 
  */
 function requestedTokenType(value: string | undefined): typeof ACCESS_TOKEN_TYPE {
   if (!value || value === ACCESS_TOKEN_TYPE) return ACCESS_TOKEN_TYPE;
-  const why = NOT_ISSUED[value] ?? 'it is not a token type this server issues';
+  // A Map: a client's value (constructor, __proto__) is never a property every object has.
+  const why = NOT_ISSUED.get(value) ?? 'it is not a token type this server issues';
   throw new errors.InvalidRequest(
     `requested_token_type ${value.slice(0, 100)} is not supported: ${why} (supported: ${ACCESS_TOKEN_TYPE})`,
   );
