@@ -191,6 +191,34 @@ describe('Hostile: policy code that is costly to evaluate', function () {
     expect(ms).to.be.lessThan(TIMEOUT_MS * 2 + 10_000);
   });
 
+  it("checks policy data against its author's schema off the event loop: a schema costly to run is stopped at the time limit with a 400 naming it, nothing stored", async function () {
+    // Ajv's secure meta-schema passes it, yet checking n objects unique takes time growing with n² (seconds for 30,000).
+    const schema = JSON.stringify({ type: 'array', uniqueItems: true, maxItems: 1_000_000 });
+    const payload = JSON.stringify(Array.from({ length: 30_000 }, (_, index) => ({ a: index })));
+    const { result, ms, probes } = await probing(
+      server.admin('PUT', '/policy-data/by-key?dataKey=unique_things', { dataKey: 'unique_things', payload, schema }),
+    );
+    console.log(
+      `      /livez while data was checked against a costly schema: ${described(probes)}; the call took ${Math.round(ms)} ms`,
+    );
+    expectLoopFree(probes);
+    expect(result.status, JSON.stringify(result.body)).to.equal(400);
+    expect(result.body.error_description)
+      .to.contain('could not be checked against its schemas')
+      .and.contain(`POLICY_SANDBOX_TIMEOUT_MS=${TIMEOUT_MS}`);
+    expect(ms).to.be.lessThan(TIMEOUT_MS + 10_000);
+    const stored = (await server.admin('GET', '/policy-data?q=unique_things')).body as unknown[];
+    expect(stored).to.deep.equal([]);
+    // A schema as cheap as it should be still checks, in the same sandbox.
+    const cheap = await server.admin('PUT', '/policy-data/by-key?dataKey=unique_things', {
+      dataKey: 'unique_things',
+      payload: JSON.stringify([1, 2, 2]),
+      schema,
+    });
+    expect(cheap.status, JSON.stringify(cheap.body)).to.equal(400);
+    expect(cheap.body.error_description).to.match(/must NOT have duplicate items/);
+  });
+
   it('stops a candidate that allocates without bound at the memory limit with a 422 naming it, and keeps serving', async function () {
     await recordedThenHidden('hog', 1);
     const { result, probes } = await probing(impactOf('hog', UNBOUNDED));

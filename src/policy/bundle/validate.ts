@@ -17,7 +17,8 @@ import { join } from 'node:path';
 import { isUnavailable } from '../../http/errors.js';
 import type { Store } from '../../store/index.js';
 import { buildBundle, snapshotOf, type PolicySnapshot } from './build.js';
-import { dataSchemaProblem, packSchemas } from './data-schemas.js';
+import type { SchemaCarrier } from './data-schemas.js';
+import { policySandbox, SandboxJobError, SandboxLimitError } from '../sandbox/index.js';
 import { contractExampleInputs, trialProblem, type TrialInput } from './trial.js';
 import { opaMessage, runOpa, type OpaLane } from '../opa/binary.js';
 import { inScratchDirectory } from '../opa/scratch.js';
@@ -128,7 +129,7 @@ export async function tryBundleWith(
   if (!touched) return { snapshot, touched };
   const what =
     described.length === 1 ? `this change${described[0]}` : `these changes (${described.map(bare).join(', ')})`;
-  const mismatch = dataSchemaProblem(snapshot.mergedData, next.data, packDataSchemas());
+  const mismatch = await dataSchemasProblem(snapshot.mergedData, next.data);
   if (mismatch) return { problem: `${mismatch} (with ${what})` };
   const tooBig = bundleSizeProblem(next, layers.live);
   if (tooBig) return { problem: `the policy bundle would be too big with ${what}: ${tooBig}` };
@@ -170,11 +171,23 @@ function triedOn(
   return trialsPassed.get(key, run, (problem) => problem === null);
 }
 
-let packSchemasRead: ReturnType<typeof packSchemas> | undefined;
-
-/** The default pack's data schemas (policies/<key>/data.schema.json), read on first use. */
-function packDataSchemas(): ReturnType<typeof packSchemas> {
-  return (packSchemasRead ??= packSchemas(POLICY_PACK_DIR));
+/**
+ * The merged data against the default pack's schemas (policies/<key>/data.schema.json) and the
+ * entries' own, in the policy sandbox: an author's schema may take Ajv any time on the data, so a
+ * limit it reaches is the change's problem, told as such; a sandbox with no thread free is a 503
+ * (thrown).
+ */
+async function dataSchemasProblem(
+  mergedData: Record<string, unknown>,
+  entries: SchemaCarrier[],
+): Promise<string | null> {
+  try {
+    return await policySandbox().dataSchemaProblem(mergedData, entries, POLICY_PACK_DIR);
+  } catch (error) {
+    if (error instanceof SandboxLimitError || error instanceof SandboxJobError)
+      return `the policy data could not be checked against its schemas: ${error.message}`;
+    throw error;
+  }
 }
 
 /**

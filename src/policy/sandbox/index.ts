@@ -13,6 +13,7 @@
 import type { Config } from '../../config/index.js';
 import type { PolicySnapshot } from '../bundle/build.js';
 import type { CedarTrialCase } from '../cedar/checks.js';
+import type { SchemaCarrier } from '../bundle/data-schemas.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
 import type { DecideResult, SandboxJob, SandboxPolicy } from './jobs.js';
 import { threadModule } from '../../config/index.js';
@@ -47,6 +48,15 @@ export class PolicySandbox {
   /** Null when Cedar decides every case of the candidate without failing, else what failed on which input. */
   cedarTrialProblem(snapshot: PolicySnapshot, cases: CedarTrialCase[]): Promise<string | null> {
     return this.run({ kind: 'cedar-trial', snapshot, cases });
+  }
+
+  /** Null when the merged data matches the pack's schemas (in `packDir`) and the entries' own, else the first mismatch. */
+  dataSchemaProblem(
+    mergedData: Record<string, unknown>,
+    entries: SchemaCarrier[],
+    packDir: string,
+  ): Promise<string | null> {
+    return this.run({ kind: 'data-schemas', mergedData, entries, packDir });
   }
 
   /**

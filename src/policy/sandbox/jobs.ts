@@ -3,11 +3,13 @@
  * as plain data that crosses between threads, and the thread's side of each.
  */
 import type { PolicySnapshot } from '../bundle/build.js';
+import type { SchemaCarrier } from '../bundle/data-schemas.js';
 import { cedarRuleProblem, cedarTrialProblem, type CedarTrialCase } from '../cedar/checks.js';
 import { CedarDriver, type CedarVerdict } from '../cedar/driver.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
 import type { RegoVerdict } from '../opa/verdict.js';
 import { loadCompiledRego, type CompiledRego } from '../opa/compiled.js';
+import type { ValidateFunction } from 'ajv';
 
 /** One revision's policy as a thread loads it: the snapshot, and its compiled module (null: none, OPA decides its Rego). */
 export interface SandboxPolicy {
@@ -17,6 +19,8 @@ export interface SandboxPolicy {
 
 export type SandboxJob =
   | { kind: 'cedar-rule'; content: string }
+  /** The merged data against the pack's schemas (read from `packDir`) and the entries' own: data-schemas.ts. */
+  | { kind: 'data-schemas'; mergedData: Record<string, unknown>; entries: SchemaCarrier[]; packDir: string }
   | { kind: 'cedar-trial'; snapshot: PolicySnapshot; cases: CedarTrialCase[] }
   /** `policy` is sent only when the thread answered that it does not hold the revision. */
   | { kind: 'decide'; revision: string; point: DecisionPoint; inputs: DecisionInput[]; policy?: SandboxPolicy };
@@ -54,6 +58,7 @@ export class SandboxJobs {
   async run(job: SandboxJob): Promise<unknown> {
     if (job.kind === 'cedar-rule') return cedarRuleProblem(job.content);
     if (job.kind === 'cedar-trial') return cedarTrialProblem(job.snapshot, job.cases);
+    if (job.kind === 'data-schemas') return dataSchemasProblem(job);
     return this.decide(job);
   }
 
@@ -94,4 +99,20 @@ export class SandboxJobs {
     while (this.loaded.size > KEPT_REVISIONS) this.loaded.delete(this.loaded.keys().next().value!);
     return problem;
   }
+}
+
+/** The pack's compiled schemas by pack folder, in this thread (compiled functions cannot be sent to it). */
+const packSchemasByDir = new Map<string, Map<string, ValidateFunction>>();
+
+/**
+ * An author's schema is run here, not on the event loop: Ajv's time on one value is unbounded even
+ * for a schema its secure meta-schema passes (uniqueItems over many objects grows with their
+ * number squared; an anyOf of two references to itself doubles at each level of the data).
+ * Loaded at the first such job: a thread that only parses Cedar never compiles Ajv's schemas.
+ */
+async function dataSchemasProblem(job: Extract<SandboxJob, { kind: 'data-schemas' }>): Promise<string | null> {
+  const { dataSchemaProblem, packSchemas } = await import('../bundle/data-schemas.js');
+  let pack = packSchemasByDir.get(job.packDir);
+  if (!pack) packSchemasByDir.set(job.packDir, (pack = packSchemas(job.packDir)));
+  return dataSchemaProblem(job.mergedData, job.entries, pack);
 }
