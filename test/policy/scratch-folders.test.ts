@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -36,25 +36,27 @@ describe('Scratch directories of a process killed in the middle of a check (poli
     rmSync(temporary, { recursive: true, force: true });
   });
 
+  /** A process running `module` (an ES module, from the project, under tsx, with this TMPDIR) once it printed its first line. */
+  async function processThatPrints(module: string): Promise<{ child: ChildProcess; printed: string }> {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', module], {
+      cwd: projectPath(),
+      env: { ...process.env, TMPDIR: temporary },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const [printed] = (await once(child.stdout!, 'data')) as [Buffer];
+    return { child, printed: printed.toString().trim() };
+  }
+
   it('are removed once their process is gone, with what it was checking; those of live processes stay', async function () {
     // A process that writes a bundle in its scratch directory and is killed before it ends.
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--input-type=module',
-        '-e',
-        `const { inScratchDirectory } = await import('./src/policy/opa/scratch.ts');
-         await inScratchDirectory('arbiter-bundle-check-', async (dir) => {
-           (await import('node:fs')).writeFileSync(dir + '/bundle.tar.gz', 'policy code and data');
-           console.log('written');
-           await new Promise(() => undefined);
-         });`,
-      ],
-      { cwd: projectPath(), env: { ...process.env, TMPDIR: temporary }, stdio: ['ignore', 'pipe', 'inherit'] },
+    const { child } = await processThatPrints(
+      `const { inScratchDirectory } = await import('./src/policy/opa/scratch.ts');
+       await inScratchDirectory('arbiter-bundle-check-', async (dir) => {
+         (await import('node:fs')).writeFileSync(dir + '/bundle.tar.gz', 'policy code and data');
+         console.log('written');
+         await new Promise(() => undefined);
+       });`,
     );
-    await once(child.stdout!, 'data');
     child.kill('SIGKILL');
     await once(child, 'exit');
     const left = join(temporary, `arbiter-scratch-${child.pid}`);
@@ -73,22 +75,12 @@ describe('Scratch directories of a process killed in the middle of a check (poli
 
   it('hold the capabilities file of a process, which a later start removes once the process is killed', async function () {
     // The file every opa command of the process checks rules with, written once and kept while it runs.
-    const child = spawn(
-      process.execPath,
-      [
-        '--import',
-        'tsx',
-        '--input-type=module',
-        '-e',
-        `const { capabilitiesFileOf } = await import('./src/policy/opa/sandbox.ts');
-         const { resolveOpaBinary } = await import('./src/policy/opa/binary.ts');
-         console.log(await capabilitiesFileOf(resolveOpaBinary(null)));
-         setInterval(() => undefined, 60_000);`,
-      ],
-      { cwd: projectPath(), env: { ...process.env, TMPDIR: temporary }, stdio: ['ignore', 'pipe', 'inherit'] },
+    const { child, printed: file } = await processThatPrints(
+      `const { capabilitiesFileOf } = await import('./src/policy/opa/sandbox.ts');
+       const { resolveOpaBinary } = await import('./src/policy/opa/binary.ts');
+       console.log(await capabilitiesFileOf(resolveOpaBinary(null)));
+       setInterval(() => undefined, 60_000);`,
     );
-    const [written] = (await once(child.stdout!, 'data')) as [Buffer];
-    const file = written.toString().trim();
     child.kill('SIGKILL');
     await once(child, 'exit');
     const left = join(temporary, `arbiter-scratch-${child.pid}`);
