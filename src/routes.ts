@@ -161,7 +161,12 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   // The Admin API: every spelling of its paths behind the key or a console session (adminGate), audited.
   table.everySpelling(
     isAdminPath,
-    row('Admin API', 'admin', [...answered, adminGate(adminKeys, adminApi(parts, adminKeys), adminSessions)], 'header'),
+    row(
+      'Admin API',
+      'admin',
+      [...answered, adminGate(adminKeys, adminApi(parts, adminKeys), adminSessions, config.adminSignInIdp)],
+      'header',
+    ),
   );
   // The operators' console (/admin, /admin/assets/*): a static page that asks for the key itself.
   table.everySpelling(isAdminSurfacePath, row('console', 'admin', [metered, errors, adminConsole()]));

@@ -89,6 +89,34 @@ export function assertRoleMay(ctx: AdminContext, route: string): void {
 }
 
 /**
+ * 403 for a change of the identity provider the console signs operators in with (ADMIN_SIGN_IN_IDP,
+ * a record of the default tenant) by a caller without the admin role's `manage-keys`: whoever sets
+ * its issuer or endpoints decides who signs in, and ADMIN_SIGN_IN_GRANTS may give them any role, so
+ * an operator (or a key confined to the default tenant) could otherwise make itself an admin.
+ */
+export function assertSignInIdpKept(ctx: AdminContext, route: string, signInIdp: string | null): void {
+  if (signInIdp === null || ['GET', 'HEAD'].includes(ctx.method)) return;
+  const [segment, key] = ctx.path
+    .slice(ctx.path.indexOf(ADMIN_API_SEGMENT) + ADMIN_API_SEGMENT.length)
+    .split('/')
+    .filter(Boolean);
+  if (segment !== SIGN_IN_IDP_SEGMENT || !route.includes(':') || decodeURIComponent(key ?? '') !== signInIdp) return;
+  const tenantId = (typeof ctx.query.tenantId === 'string' && ctx.query.tenantId) || ctx.state.tenant?.id || null;
+  if (tenantId !== null && tenantId !== DEFAULT_TENANT) return;
+  const caller = callerOf(ctx);
+  if (roleMay(caller.role, 'manage-keys')) return;
+  ctx.set('WWW-Authenticate', 'X-Admin-API-Key error="insufficient_scope"');
+  throw new HttpError(
+    403,
+    'insufficient_scope',
+    `the identity provider ${JSON.stringify(signInIdp)} signs operators in to the console (ADMIN_SIGN_IN_IDP): ${ctx.method} ${ctx.path} needs the role ${rolesWith('manage-keys').join(' or ')}`,
+  );
+}
+
+const SIGN_IN_IDP_SEGMENT = 'identity-providers';
+const ADMIN_API_SEGMENT = '/admin/api/';
+
+/**
  * Operations that act on the server as a whole, never on one tenant: a key confined to tenants
  * gets none of them (its own GET /api-keys/current aside). The outbox is every tenant's (its
  * failing entries name their tenants): a confined key reads its tenant's part at GET /signals/streams.
