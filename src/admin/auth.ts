@@ -96,13 +96,11 @@ export function assertRoleMay(ctx: AdminContext, route: string): void {
  */
 export function assertSignInIdpKept(ctx: AdminContext, route: string, signInIdp: string | null): void {
   if (signInIdp === null || ['GET', 'HEAD'].includes(ctx.method)) return;
-  const [segment, key] = ctx.path
-    .slice(ctx.path.indexOf(ADMIN_API_SEGMENT) + ADMIN_API_SEGMENT.length)
-    .split('/')
-    .filter(Boolean);
-  if (segment !== SIGN_IN_IDP_SEGMENT || !route.includes(':') || decodeURIComponent(key ?? '') !== signInIdp) return;
-  const tenantId = (typeof ctx.query.tenantId === 'string' && ctx.query.tenantId) || ctx.state.tenant?.id || null;
-  if (tenantId !== null && tenantId !== DEFAULT_TENANT) return;
+  // The route of one record (`/identity-providers/:idpId`), whose key is the path's last segment.
+  const [segment, key] = route.split('/').filter(Boolean);
+  if (segment !== SIGN_IN_IDP_SEGMENT || key === undefined || !key.startsWith(':')) return;
+  if (decodeURIComponent(ctx.path.slice(ctx.path.lastIndexOf('/') + 1)) !== signInIdp) return;
+  if ((callTenantOf(ctx) ?? DEFAULT_TENANT) !== DEFAULT_TENANT) return;
   const caller = callerOf(ctx);
   if (roleMay(caller.role, 'manage-keys')) return;
   ctx.set('WWW-Authenticate', 'X-Admin-API-Key error="insufficient_scope"');
@@ -114,7 +112,12 @@ export function assertSignInIdpKept(ctx: AdminContext, route: string, signInIdp:
 }
 
 const SIGN_IN_IDP_SEGMENT = 'identity-providers';
-const ADMIN_API_SEGMENT = '/admin/api/';
+
+/** The tenant a call names before its body is read: `tenantId` in the query, else X-Tenant-Id; null: the default. */
+function callTenantOf(ctx: AdminContext): string | null {
+  const fromQuery = typeof ctx.query.tenantId === 'string' && ctx.query.tenantId !== '' ? ctx.query.tenantId : null;
+  return fromQuery ?? ctx.state.tenant?.id ?? null;
+}
 
 /**
  * Operations that act on the server as a whole, never on one tenant: a key confined to tenants
@@ -138,8 +141,7 @@ export function assertTenantConfinement(ctx: AdminContext, route: string): void 
   const ownKey = segment === API_KEYS_SEGMENT && second === 'current';
   if ((SERVER_WIDE_SEGMENTS.has(segment) && !ownKey) || ctx.query.allTenants === 'true')
     throw confined(ctx, caller, 'a server-wide operation');
-  const fromQuery = typeof ctx.query.tenantId === 'string' && ctx.query.tenantId !== '' ? ctx.query.tenantId : null;
-  const tenantId = fromQuery ?? ctx.state.tenant?.id ?? null;
+  const tenantId = callTenantOf(ctx);
   if (tenantId === null && SHARED_BY_DEFAULT_SEGMENTS.has(segment)) throw confined(ctx, caller, 'the shared policy');
   assertTenantReached(ctx, tenantId);
 }
