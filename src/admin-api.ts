@@ -42,6 +42,7 @@ export function adminApi(
     audit,
     policy,
     issuer: config.issuer,
+    signInIdp: config.adminSignInIdp,
     // Each file on its own first (its syntax, its package), then the bundle it would make as a whole:
     // compiled, and tried on the contract's examples and the inputs recently recorded in the audit log.
     checks: {

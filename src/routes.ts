@@ -161,12 +161,7 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   // The Admin API: every spelling of its paths behind the key or a console session (adminGate), audited.
   table.everySpelling(
     isAdminPath,
-    row(
-      'Admin API',
-      'admin',
-      [...answered, adminGate(adminKeys, adminApi(parts, adminKeys), adminSessions, config.adminSignInIdp)],
-      'header',
-    ),
+    row('Admin API', 'admin', [...answered, adminGate(adminKeys, adminApi(parts, adminKeys), adminSessions)], 'header'),
   );
   // The operators' console (/admin, /admin/assets/*): a static page that asks for the key itself.
   table.everySpelling(isAdminSurfacePath, row('console', 'admin', [metered, errors, adminConsole()]));

@@ -89,29 +89,31 @@ export function assertRoleMay(ctx: AdminContext, route: string): void {
 }
 
 /**
- * 403 for a change of the identity provider the console signs operators in with (ADMIN_SIGN_IN_IDP,
- * a record of the default tenant) by a caller without the admin role's `manage-keys`: whoever sets
- * its issuer or endpoints decides who signs in, and ADMIN_SIGN_IN_GRANTS may give them any role, so
- * an operator (or a key confined to the default tenant) could otherwise make itself an admin.
+ * 403 for a write (create, replace, delete) of the identity provider the console signs operators
+ * in with (ADMIN_SIGN_IN_IDP, a record of the default tenant) by a caller without the admin role's
+ * `manage-keys`, or by a key confined to tenants: whoever sets its issuer or endpoints decides who
+ * signs in, and ADMIN_SIGN_IN_GRANTS may give them any role, so an operator (or an admin key
+ * confined to the default tenant) could otherwise make itself an unconfined admin. Called where the
+ * body is read, so that a create is seen too, with the tenant the write is aimed at (body, query or
+ * header).
  */
-export function assertSignInIdpKept(ctx: AdminContext, route: string, signInIdp: string | null): void {
-  if (signInIdp === null || ['GET', 'HEAD'].includes(ctx.method)) return;
-  // The route of one record (`/identity-providers/:idpId`), whose key is the path's last segment.
-  const [segment, key] = route.split('/').filter(Boolean);
-  if (segment !== SIGN_IN_IDP_SEGMENT || key === undefined || !key.startsWith(':')) return;
-  if (decodeURIComponent(ctx.path.slice(ctx.path.lastIndexOf('/') + 1)) !== signInIdp) return;
-  if ((callTenantOf(ctx) ?? DEFAULT_TENANT) !== DEFAULT_TENANT) return;
+export function assertSignInIdpKept(
+  ctx: AdminContext,
+  signInIdp: string | null,
+  write: { collection: string; tenantId: string | null; key: unknown },
+): void {
+  if (signInIdp === null || write.collection !== 'identity-providers' || write.key !== signInIdp) return;
+  if ((write.tenantId ?? DEFAULT_TENANT) !== DEFAULT_TENANT) return;
+  // Who may make API keys (server-wide, so never a key confined to tenants) may decide who signs in.
   const caller = callerOf(ctx);
-  if (roleMay(caller.role, 'manage-keys')) return;
+  if (roleMay(caller.role, 'manage-keys') && !caller.tenants) return;
   ctx.set('WWW-Authenticate', 'X-Admin-API-Key error="insufficient_scope"');
   throw new HttpError(
     403,
     'insufficient_scope',
-    `the identity provider ${JSON.stringify(signInIdp)} signs operators in to the console (ADMIN_SIGN_IN_IDP): ${ctx.method} ${ctx.path} needs the role ${rolesWith('manage-keys').join(' or ')}`,
+    `the identity provider ${JSON.stringify(signInIdp)} signs operators in to the console (ADMIN_SIGN_IN_IDP): ${ctx.method} ${ctx.path} needs the role ${rolesWith('manage-keys').join(' or ')}, on a key not confined to tenants`,
   );
 }
-
-const SIGN_IN_IDP_SEGMENT = 'identity-providers';
 
 /** The tenant a call names before its body is read: `tenantId` in the query, else X-Tenant-Id; null: the default. */
 function callTenantOf(ctx: AdminContext): string | null {

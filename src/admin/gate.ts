@@ -5,7 +5,7 @@ import { notFound } from '../http/errors.js';
 import { assertSingleValued } from '../http/parameters.js';
 import type { AdminApiKeys } from './api-keys.js';
 import type { AdminSessions } from './sign-in.js';
-import { assertRoleMay, assertSignInIdpKept, assertTenantConfinement, requireAdminKey } from './auth.js';
+import { assertRoleMay, assertTenantConfinement, requireAdminKey } from './auth.js';
 import type { AdminContext } from './state.js';
 
 /**
@@ -14,13 +14,7 @@ import type { AdminContext } from './state.js';
  * key's role against the operation the router would run, and a key confined to tenants against the
  * call's tenant (403); a path or method the router does not serve is its 404 or 405, whatever the role.
  */
-export function adminGate(
-  keys: AdminApiKeys,
-  router: Router,
-  sessions?: AdminSessions,
-  /** ADMIN_SIGN_IN_IDP: its record is changed by the admin role only (assertSignInIdpKept). */
-  signInIdp: string | null = null,
-): Middleware {
+export function adminGate(keys: AdminApiKeys, router: Router, sessions?: AdminSessions): Middleware {
   const checkKey = requireAdminKey(keys, sessions);
   const routes = router.routes() as Middleware;
   const methods = router.allowedMethods({ throw: true }) as Middleware;
@@ -32,7 +26,6 @@ export function adminGate(
       const route = routeOf(router, ctx);
       if (route !== null) assertRoleMay(ctx, route);
       if (route !== null) assertTenantConfinement(ctx, route);
-      if (route !== null) assertSignInIdpKept(ctx, route, signInIdp);
       await routes(ctx, () =>
         methods(ctx, async () => {
           throw noOperation(ctx);

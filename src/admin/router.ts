@@ -14,7 +14,7 @@ import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
 import { historyRoutes } from './history-routes.js';
 import { answerPage, listPage, listSearch } from './paging.js';
 import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
-import { assertTenantReached } from './auth.js';
+import { assertSignInIdpKept, assertTenantReached } from './auth.js';
 import { tenantRoutes } from './tenant-routes.js';
 import { revokeAfterChange, tokenRevocationRoutes, type LogoutNotifier } from './token-revocation.js';
 import { clientSecretRoutes } from './client-secret.js';
@@ -62,6 +62,8 @@ export interface AdminOptions {
   outbox?: OutboxView;
   /** GET /signals/streams: a tenant's Shared Signals streams and what waits for them (src/signals), absent: not served. */
   signalsView?: (tenant: string) => Promise<TenantSignalsView>;
+  /** ADMIN_SIGN_IN_IDP: the identity provider record only the admin role writes (assertSignInIdpKept). */
+  signInIdp?: string | null;
 }
 
 /** What GET /outbox shows of the outbox (src/outbox's Outbox). */
@@ -178,6 +180,9 @@ function collectionRoutes(
     if (isObject(parsed)) ctx.state.body = parsed;
     return parsed;
   };
+  /** A create, replace or delete of the record `key` in `tenantId`: refused for ADMIN_SIGN_IN_IDP's unless by an admin. */
+  const assertWritable = (ctx: AdminContext, tenantId: string | null, key: unknown) =>
+    assertSignInIdpKept(ctx, options.signInIdp ?? null, { collection: path, tenantId, key });
 
   router.get(`/${path}`, async (ctx) => {
     const page = listPage(ctx);
@@ -226,12 +231,15 @@ function collectionRoutes(
   });
   router.post(`/${path}`, async (ctx) => {
     const parsed = await body(ctx);
+    const tenantId = tenantOf(ctx, parsed);
+    assertWritable(ctx, tenantId, isObject(parsed) ? parsed[records.definition.pathKey] : undefined);
     ctx.status = 201;
-    ctx.body = show(await records.create(tenantOf(ctx, parsed), parsed));
+    ctx.body = show(await records.create(tenantId, parsed));
   });
   router.put(`/${path}/:key`, async (ctx) => {
     const parsed = await body(ctx);
     const tenantId = tenantOf(ctx, parsed);
+    assertWritable(ctx, tenantId, ctx.params.key);
     const existing = await records.get(tenantId, ctx.params.key!);
     const replaced = await records.replace(tenantId, existing, parsed);
     await revokeAfterChange(store, path, tenantId, existing, replaced, options.logoutNotices);
@@ -240,6 +248,7 @@ function collectionRoutes(
   });
   router.delete(`/${path}/:key`, async (ctx) => {
     const tenantId = tenantOf(ctx);
+    assertWritable(ctx, tenantId, ctx.params.key);
     const existing = await records.get(tenantId, ctx.params.key!);
     await records.remove(tenantId, existing);
     // After the record is gone, so that nothing can be issued for it once its tokens are swept.

@@ -28,10 +28,10 @@ describe('The console sign-in identity provider is changed by the admin role onl
     await server?.close();
   });
 
-  const asOperator = async (method: string, path: string, json?: unknown) => {
+  const asOperator = async (method: string, path: string, json?: unknown, key = operatorKey) => {
     const response = await server.request(`/admin/api${path}`, {
       method,
-      headers: { 'X-Admin-API-Key': operatorKey, ...(json ? { 'content-type': 'application/json' } : {}) },
+      headers: { 'X-Admin-API-Key': key, ...(json ? { 'content-type': 'application/json' } : {}) },
       body: json ? JSON.stringify(json) : undefined,
     });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
@@ -48,6 +48,21 @@ describe('The console sign-in identity provider is changed by the admin role onl
     expect(changed.body.error).to.equal('insufficient_scope');
     expect(changed.body.error_description).to.contain('ADMIN_SIGN_IN_IDP');
     expect((await asOperator('DELETE', '/identity-providers/operators')).status).to.equal(403);
+    // An admin key confined to the default tenant may not make itself an unconfined admin either.
+    const confined = await server.admin('POST', '/api-keys', {
+      name: 'confined-admin',
+      role: 'admin',
+      tenants: ['_default'],
+    });
+    expect(confined.status, JSON.stringify(confined.body)).to.equal(201);
+    const byConfined = await asOperator(
+      'PUT',
+      '/identity-providers/operators',
+      { idpId: 'operators', issuer: 'https://attacker.example.test', clientSecret: 'attacker-secret' },
+      confined.body.key as string,
+    );
+    expect(byConfined.status, JSON.stringify(byConfined.body)).to.equal(403);
+    expect(byConfined.body.error_description).to.contain('not confined to tenants');
     const kept = await server.admin('GET', '/identity-providers/operators');
     expect(kept.body.issuer).to.equal('https://operators.example.test');
   });
@@ -65,5 +80,24 @@ describe('The console sign-in identity provider is changed by the admin role onl
       clientSecret: 'new-upstream-secret',
     });
     expect(byAdmin.status, JSON.stringify(byAdmin.body)).to.equal(200);
+  });
+
+  it('refuses an operator the creation of that record when it is absent (403), and lets it make one of that name in another tenant', async function () {
+    expect((await server.admin('DELETE', '/identity-providers/operators')).status).to.equal(204);
+    const attacker = { idpId: 'operators', issuer: 'https://attacker.example.test', clientSecret: 'attacker-secret' };
+    const created = await asOperator('POST', '/identity-providers', attacker);
+    expect(created.status, JSON.stringify(created.body)).to.equal(403);
+    expect(created.body.error).to.equal('insufficient_scope');
+    expect(created.body.error_description).to.contain('ADMIN_SIGN_IN_IDP');
+    expect((await server.admin('GET', '/identity-providers/operators')).status).to.equal(404);
+    // In another tenant the name is an ordinary identity provider's.
+    const elsewhere = await asOperator('POST', '/identity-providers', { ...attacker, tenantId: 'partners-tenant' });
+    expect(elsewhere.status, JSON.stringify(elsewhere.body)).to.equal(201);
+    const byAdmin = await server.admin('POST', '/identity-providers', {
+      idpId: 'operators',
+      issuer: 'https://operators.example.test',
+      clientSecret: 'upstream-secret',
+    });
+    expect(byAdmin.status, JSON.stringify(byAdmin.body)).to.equal(201);
   });
 });
