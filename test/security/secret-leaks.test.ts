@@ -274,9 +274,10 @@ describe('Secrets never leak into logs, audit entries or the store', function ()
     expect(redeemed.status, JSON.stringify(redeemed.body)).to.equal(200);
     const userToken = secret('access token (code grant)', redeemed.body.access_token);
     const refreshToken = secret('refresh token', redeemed.body.refresh_token);
-    secret('ID token', redeemed.body.id_token);
+    const idToken = secret('ID token', redeemed.body.id_token);
 
-    const second = await authorizationRequest(server, spa);
+    // A silent re-authentication names the session's ID token (id_token_hint): the authorize decision's input must not keep it.
+    const second = await authorizationRequest(server, spa, { id_token_hint: idToken });
     secret('second code_verifier', second.codeVerifier);
     const again = await agent.navigate(second.url, arrivingAt(REDIRECT));
     const secondCode = secret(

@@ -24,6 +24,16 @@ const CREDENTIAL_PARAMETERS = new Set([
   // RFC 8628: the device code a device polls with, the user code a person enters.
   'device_code',
   'user_code',
+  // Tokens named at /authorize and elsewhere: an ID token (a silent re-authentication's hint, or
+  // sent as a parameter), CIBA's login hint token, an access token sent as a form parameter, a
+  // back-channel logout token, and a signed request object (which may carry any of them; its
+  // parameters are the request's parameters already).
+  'id_token_hint',
+  'id_token',
+  'login_hint_token',
+  'access_token',
+  'logout_token',
+  'request',
 ]);
 
 export interface RequestInputParts {

@@ -33,6 +33,14 @@ describe('unit: the request part of a decision input (grants/token-input, policy
       'claim_token',
       'rpt',
       'pct',
+      'device_code',
+      'user_code',
+      'id_token_hint',
+      'id_token',
+      'login_hint_token',
+      'access_token',
+      'logout_token',
+      'request',
     ];
     const given = Object.fromEntries(
       [...credentials, 'grant_type', 'scope', 'client_id'].map((name) => [name, `${name}-value`]),
