@@ -63,6 +63,8 @@ export interface CollectionDefinition {
    * `page` as a client's web pages (client_uri, logo_uri, …), `jwks` as its JWK Set's URI.
    */
   registeredUris?: Record<string, 'redirect' | 'page' | 'jwks' | 'notification'>;
+  /** Fields holding a client's JWK Set (`{ keys: [...] }`): public keys only, as dynamic registration takes them (publicKeySetProblem). */
+  publicKeySets?: string[];
   /**
    * The fields that decide where the kept secret `secret` is sent (an upstream IdP's issuer, whose
    * metadata names its token endpoint, and that endpoint): a replace that changes one must give the
@@ -263,6 +265,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
       jwksUri: 'jwks',
       backchannelLogoutUri: 'notification',
     },
+    publicKeySets: ['jwks'],
     defaults: { enabled: true },
     schema: CLIENT_SCHEMA,
   },

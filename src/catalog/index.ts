@@ -32,3 +32,4 @@ export type {
   SubjectRecord,
 } from './types.js';
 export { redirectUriProblem, registrableRedirectUriProblem, webUriProblem } from './registered-uris.js';
+export { publicKeySetProblem } from './public-keys.js';

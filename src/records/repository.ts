@@ -14,6 +14,7 @@ import { registerTenant, storeTenant } from '../tenancy/index.js';
 import {
   definitionOfStore,
   presentedForm,
+  publicKeySetProblem,
   registrableRedirectUriProblem,
   storedForm,
   storeSpecOf,
@@ -379,6 +380,7 @@ export class RecordRepository<T extends StoredRecord = StoredRecord> {
     this.keepMode(withDefaults, existing);
     this.assertSecretRequest(withDefaults);
     this.assertRegistrableUris(withDefaults);
+    this.assertPublicKeySets(withDefaults);
     this.assertSecretFollowsDestination(withDefaults, existing);
     this.fillGeneratedKey(withDefaults, existing);
     await this.assertReferences(tenantId, withDefaults);
@@ -403,6 +405,15 @@ export class RecordRepository<T extends StoredRecord = StoredRecord> {
         const problem = kind === 'redirect' ? registrableRedirectUriProblem(uri) : webUriProblem(uri, kind);
         if (problem) throw badRequest(`${field} ${problem} (as dynamic registration requires)`, { field });
       }
+    }
+  }
+
+  /** A client's JWK Set as dynamic registration takes it: a private key must not be stored (and shown back) as metadata. */
+  private assertPublicKeySets(fields: Record<string, unknown>): void {
+    for (const field of this.definition.publicKeySets ?? []) {
+      const keys = (fields[field] as { keys?: unknown } | undefined)?.keys;
+      const problem = Array.isArray(keys) ? publicKeySetProblem(keys) : null;
+      if (problem) throw badRequest(`${field} ${problem} (as dynamic registration requires)`, { field });
     }
   }
 

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
@@ -163,6 +163,26 @@ describe('Admin API validation: secrets follow their destination, client URIs as
       const page = await operator('POST', '/clients', client({ clientUri: 'javascript:alert(1)' }));
       expect(page.status, JSON.stringify(page.body)).to.equal(400);
       expect(page.body.field).to.equal('clientUri');
+    });
+
+    it('refuses a private or symmetric key in a client’s JWK Set (it would be kept and shown back), as registration does', async function () {
+      const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+      const privateJwk = { ...privateKey.export({ format: 'jwk' }), kid: 'signing' };
+      for (const key of [privateJwk, { kty: 'oct', k: 'c2hhcmVkLXNlY3JldA', kid: 'shared' }]) {
+        const answer = await operator('POST', '/clients', client({ clientId: 'private-jwks', jwks: { keys: [key] } }));
+        expect(answer.status, JSON.stringify(answer.body)).to.equal(400);
+        expect(answer.body.field).to.equal('jwks');
+        expect(answer.body.error_description).to.match(/^jwks must hold public keys only/);
+      }
+      expect((await operator('GET', '/clients/private-jwks')).status).to.equal(404);
+      const publicJwk = { ...publicKey.export({ format: 'jwk' }), kid: 'signing' };
+      const taken = await operator('POST', '/clients', client({ jwks: { keys: [publicJwk] } }));
+      expect(taken.status, JSON.stringify(taken.body)).to.equal(201);
+      const replaced = await operator('PUT', `/clients/${taken.body.clientId}`, {
+        ...client({ clientId: taken.body.clientId }),
+        jwks: { keys: [privateJwk] },
+      });
+      expect(replaced.status, JSON.stringify(replaced.body)).to.equal(400);
     });
 
     it('takes what registration takes: https anywhere, http on the loopback interface', async function () {

@@ -1,6 +1,11 @@
-import { createPublicKey } from 'node:crypto';
 import type { ErrorObject, ValidateFunction } from 'ajv';
-import { definitionFor, registrableRedirectUriProblem, webUriProblem, type ClientRecord } from '../../catalog/index.js';
+import {
+  definitionFor,
+  publicKeySetProblem,
+  registrableRedirectUriProblem,
+  webUriProblem,
+  type ClientRecord,
+} from '../../catalog/index.js';
 import { HttpError } from '../../http/errors.js';
 import { ajv } from '../../http/validation.js';
 import { memberOfField, recordFieldsOf, type RegisteredMetadata } from '../clients/metadata.js';
@@ -18,11 +23,8 @@ export type ValidatedMetadata = RegisteredMetadata &
   };
 
 const MAX_URIS = 100;
-const MAX_KEYS = 20;
 /** RFC 6749 scope-token characters. */
 const SCOPE = /^[\x21\x23-\x5B\x5D-\x7E]+( [\x21\x23-\x5B\x5D-\x7E]+)*$/;
-/** JWK members that only a private or symmetric key has. */
-const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 /** What a format of the catalog's schema means, in a registration error (`software_id must be a UUID`). */
 const FORMAT_WORDS: Record<string, string> = { uuid: 'a UUID', email: 'e-mail addresses', uri: 'absolute URIs' };
 
@@ -165,22 +167,8 @@ function hasKeys(metadata: ValidatedMetadata): boolean {
   return Boolean(metadata.jwks_uri || metadata.jwks?.keys?.length);
 }
 
-/** An inline JWK Set of public keys that Node can use (a key it cannot import would make the client unusable). */
+/** An inline JWK Set of public keys that Node can use (the catalog's one check). */
 function checkPublicKeys(keys: Record<string, unknown>[]): void {
-  if (keys.length > MAX_KEYS) throw metadataError('jwks', `must not hold more than ${MAX_KEYS} keys`);
-  for (const key of keys) {
-    if (typeof key.kty !== 'string') throw metadataError('jwks', 'keys must be JWK objects');
-    if (PRIVATE_MEMBERS.some((member) => member in key))
-      throw metadataError('jwks', 'must hold public keys only (no private or symmetric key members)');
-    for (const member of ['kid', 'alg', 'use'] as const) {
-      const memberValue = key[member];
-      if (memberValue !== undefined && (typeof memberValue !== 'string' || memberValue.length > 256))
-        throw metadataError('jwks', `key member ${member} must be a string`);
-    }
-    try {
-      createPublicKey({ key: key as never, format: 'jwk' });
-    } catch {
-      throw metadataError('jwks', 'holds a key that is not a valid public JWK');
-    }
-  }
+  const problem = publicKeySetProblem(keys);
+  if (problem) throw metadataError('jwks', problem);
 }
