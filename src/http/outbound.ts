@@ -120,9 +120,32 @@ export function createOutbound(options: OutboundOptions): Outbound {
   // Own agents without keep-alive: every request opens a connection through the guarded
   // lookup, and no socket opened by unguarded code is ever reused.
   const agent: Agents = { http: new HttpAgent({ keepAlive: false }), https: new HttpsAgent({ keepAlive: false }) };
-  const fetch = (input: string | URL | Request, init?: RequestInit) =>
-    guardedFetch(new Request(input, init), options, agent);
+  // async: a refused destination is a rejected promise, as fetch's own network errors are.
+  const fetch = async (input: string | URL | Request, init?: RequestInit) =>
+    guardedFetch(requestOf(input, init, options), options, agent);
   return { fetch, getJson: (url) => getJson(fetch, url) };
+}
+
+/**
+ * A URL as a log line or an operator's screen may show it: its origin and path. User information,
+ * query and fragment may carry a credential (`?token=…`) and are left out; '' when not a URL.
+ */
+export function shownUrl(url: string): string {
+  const parsed = URL.parse(url);
+  return parsed ? `${parsed.origin}${parsed.pathname}` : '';
+}
+
+/**
+ * fetch's Request, from a destination checked first: fetch's own refusal of a URL (one with
+ * credentials, for one) quotes it whole, and the message is logged and kept as a delivery's error.
+ */
+function requestOf(input: string | URL | Request, init: RequestInit | undefined, options: OutboundOptions): Request {
+  if (!(input instanceof Request)) assertFetchableUrl(input, options.allowInsecureLoopback);
+  try {
+    return new Request(input, init);
+  } catch (error) {
+    throw new OutboundRefusedError(`the request cannot be made (${error instanceof Error ? error.name : 'error'})`);
+  }
 }
 
 /**
@@ -132,6 +155,9 @@ export function createOutbound(options: OutboundOptions): Outbound {
  */
 export function assertFetchableUrl(input: string | URL, allowInsecureLoopback: boolean): URL {
   const url = parseUrl(input);
+  // fetch refuses them too; a credential belongs in a header, never in a URL that is logged.
+  if (url.username || url.password)
+    throw new OutboundRefusedError('a URL with credentials (user:password@) is not fetched');
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && allowInsecureLoopback)) {
     throw new OutboundRefusedError(
       `the ${url.protocol} scheme is not allowed (${allowInsecureLoopback ? 'https, or http to loopback' : 'https only'})`,

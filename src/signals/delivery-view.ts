@@ -1,3 +1,4 @@
+import { shownUrl } from '../http/outbound.js';
 import type { Outbox, OutboxEntry } from '../outbox/index.js';
 import type { Store } from '../store/index.js';
 import { PUSH, ssfStreams, type StreamRecord } from './streams.js';
@@ -74,7 +75,7 @@ export async function tenantSignalsView(store: Store, outbox: Outbox, tenant: st
       streamId: stream.id,
       receiver: stream.ownerClientId,
       deliveryMethod: stream.deliveryMethod,
-      endpoint: stream.deliveryMethod === PUSH ? withoutCredentials(stream.endpointUrl) : null,
+      endpoint: stream.deliveryMethod === PUSH ? shownUrl(stream.endpointUrl) : null,
       status: stream.status,
       reason: stream.reason,
       eventsRequested: stream.eventsRequested,
@@ -118,14 +119,4 @@ function groupBy<T>(items: readonly T[], key: (item: T) => string): Map<string, 
     else groups.set(key(item), [item]);
   }
   return groups;
-}
-
-/** The URL's origin and path: user information, query and fragment may carry a credential and are not shown. */
-function withoutCredentials(url: string): string {
-  try {
-    const parsed = new URL(url);
-    return `${parsed.origin}${parsed.pathname}`;
-  } catch {
-    return '';
-  }
 }

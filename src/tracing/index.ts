@@ -46,7 +46,7 @@ import {
 import type { Context, Next, ParameterizedContext } from 'koa';
 import type { Config } from '../config/index.js';
 import type { RequestState } from '../http/state.js';
-import { outboundTraceHeaders } from '../http/outbound.js';
+import { outboundTraceHeaders, shownUrl } from '../http/outbound.js';
 import type { Logger } from '../log/index.js';
 import { endpointLabel } from '../metrics/index.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint, PolicyEngine } from '../policy/index.js';
@@ -82,7 +82,12 @@ export function startTracing(
     },
   );
   log.info(
-    { endpoint: config.otlpTracesEndpoint, serviceName: config.serviceName, sampleRatio: config.tracingSampleRatio },
+    // Origin and path: credentials in the URL (user:password@) are the collector's, never the log's.
+    {
+      endpoint: shownUrl(config.otlpTracesEndpoint),
+      serviceName: config.serviceName,
+      sampleRatio: config.tracingSampleRatio,
+    },
     'tracing: spans exported by OTLP/HTTP',
   );
   return tracing;

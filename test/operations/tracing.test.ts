@@ -406,6 +406,17 @@ describe('tracing settings', function () {
     ).to.equal('https://traces.example/custom');
   });
 
+  it('logs the endpoint without the credentials a collector may take in its URL', async function () {
+    const lines: string[] = [];
+    const log = createLogger('info', { write: (line: string) => void lines.push(line) });
+    const config = loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-user:otel-password@127.0.0.1:9' });
+    const tracing = startTracing(config, log);
+    await tracing?.close();
+    const announced = lines.find((line) => line.includes('spans exported by OTLP/HTTP'));
+    expect(announced, lines.join('')).to.contain('"endpoint":"http://127.0.0.1:9/v1/traces"');
+    expect(lines.join('')).not.to.contain('otel-password');
+  });
+
   it('refuses an endpoint that is no http(s) URL, naming the variable', function () {
     expect(() => loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4317' })).to.throw(
       ConfigError,

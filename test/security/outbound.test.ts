@@ -14,6 +14,7 @@ import {
   createOutbound,
   OutboundLimitError,
   OutboundRefusedError,
+  shownUrl,
 } from '../../src/http/outbound.js';
 import { FetchUserAgent } from '../support/browser.js';
 import {
@@ -196,6 +197,24 @@ describe('Outbound requests: the SSRF guard', function () {
       }
       expect(recorder.connections).to.equal(0);
     });
+
+    itStaysLocal(
+      'refuses a URL with credentials, and says so without quoting them (the reason is logged)',
+      async () => {
+        const url = `http://user:url-password@127.0.0.1:${target.port}/echo?token=url-token`;
+        const refused = await dev()
+          .fetch(url, { method: 'POST', body: 'set' })
+          .then(
+            () => null,
+            (error: unknown) => error,
+          );
+        expect(refused).to.be.instanceOf(OutboundRefusedError);
+        expect((refused as Error).message).to.match(/credentials/);
+        expect((refused as Error).message).not.to.match(/url-password|url-token/);
+        expect(() => assertFetchableUrl(url, true)).to.throw(OutboundRefusedError, /credentials/);
+        expect(shownUrl(url)).to.equal(`http://127.0.0.1:${target.port}/echo`);
+      },
+    );
 
     itStaysLocal('assertFetchableUrl: scheme and IP literals, without DNS', () => {
       expect(assertFetchableUrl('https://idp.example.test/x', false).href).to.equal('https://idp.example.test/x');

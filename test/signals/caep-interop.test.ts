@@ -119,6 +119,13 @@ describe('CAEP Interoperability Profile 1.0: transmitter requirements', function
       method: 'urn:ietf:rfc:8935',
       endpoint_url: 'http://127.0.0.1:9/events',
     });
+    // Credentials belong in authorization_header: one in the URL would be refused by every push, and logged with it.
+    const withCredentials = await call('POST', metadata.configuration_endpoint, {
+      delivery: { method: 'urn:ietf:rfc:8935', endpoint_url: 'http://user:url-password@127.0.0.1:9/events' },
+    });
+    expect(withCredentials.status, JSON.stringify(withCredentials.body)).to.equal(400);
+    expect(withCredentials.body.error_description).to.match(/credentials/);
+    expect(JSON.stringify(withCredentials.body)).not.to.contain('url-password');
     const poll = await pollStream();
     expect(poll.configuration.delivery.method).to.equal('urn:ietf:rfc:8936');
     await call('DELETE', `${metadata.configuration_endpoint}?stream_id=${push.body.stream_id}`);
