@@ -159,6 +159,14 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
     meaning:
       'a client ID metadata document URL that named no usable document (unknown, unreachable, invalid) is refused this long without being fetched again, so that a bad client_id cannot make Arbiter fetch on every request (see [Client ID metadata documents](endpoints.md#client-id-metadata-documents))',
   },
+  SERVICE_REGISTRATION_CIMD_MAX_DOCUMENT_BYTES: {
+    meaning:
+      'the largest client ID metadata document fetched; a larger one names no usable client (the draft suggests 5 KB; some clients publish more), so that no one can make Arbiter keep large records by naming documents (see [Client ID metadata documents](endpoints.md#client-id-metadata-documents))',
+  },
+  SERVICE_REGISTRATION_CIMD_MAX_CLIENTS: {
+    meaning:
+      'the most client ID metadata document clients a tenant keeps at once (each lasts 24 hours after its last use); a new document client beyond is refused (`invalid_client`, logged) until some expire, so that naming new document URLs cannot fill the store',
+  },
   LOG_LEVEL: { meaning: 'pino level (`silent` to mute)' },
   ACCESS_LOG: {
     meaning:

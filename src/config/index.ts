@@ -98,6 +98,10 @@ export interface Config {
   cimdAllowInsecureLocalhost: boolean;
   /** How long a client ID metadata document URL that named no usable document is refused without fetching it again. */
   cimdNegativeCacheSeconds: number;
+  /** The largest client ID metadata document fetched (bytes); a larger one names no usable client. */
+  cimdMaxDocumentBytes: number;
+  /** The most client ID metadata document clients a tenant keeps at once; a new one beyond is refused. */
+  cimdMaxClients: number;
   logLevel: string;
   /** One log line per answered request (src/http/access-log.ts). */
   accessLog: boolean;
@@ -243,6 +247,8 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   SERVICE_SOFTWARE_STATEMENT_VERIFY: 'softwareStatementVerify',
   SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'cimdAllowInsecureLocalhost',
   SERVICE_REGISTRATION_CIMD_NEGATIVE_CACHE_SECONDS: 'cimdNegativeCacheSeconds',
+  SERVICE_REGISTRATION_CIMD_MAX_DOCUMENT_BYTES: 'cimdMaxDocumentBytes',
+  SERVICE_REGISTRATION_CIMD_MAX_CLIENTS: 'cimdMaxClients',
   LOG_LEVEL: 'logLevel',
   ACCESS_LOG: 'accessLog',
   MAX_BODY_BYTES: 'maxBodyBytes',
@@ -387,6 +393,8 @@ export const SCHEMA = {
     softwareStatementVerify: { type: 'boolean' },
     cimdAllowInsecureLocalhost: { type: 'boolean' },
     cimdNegativeCacheSeconds: { type: 'integer', minimum: 1, maximum: 3600 },
+    cimdMaxDocumentBytes: { type: 'integer', minimum: 1024, maximum: 1048576 },
+    cimdMaxClients: { type: 'integer', minimum: 1, maximum: 1000000 },
     logLevel: { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] },
     accessLog: { type: 'boolean' },
     maxBodyBytes: positive,

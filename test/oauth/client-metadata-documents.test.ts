@@ -418,4 +418,46 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       expect(documents.count(path)).to.equal(2);
     });
   });
+
+  describe('bounded: anyone can name a document, so what one makes Arbiter keep has a limit', function () {
+    let bounded: TestServer;
+    const documentClients = async () =>
+      bounded.store.collection('clients', '_default').count({ registrationType: 'cimd' });
+
+    before(async function () {
+      bounded = await readyServer({
+        SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'true',
+        SERVICE_REGISTRATION_CIMD_MAX_DOCUMENT_BYTES: '1024',
+        SERVICE_REGISTRATION_CIMD_MAX_CLIENTS: '2',
+      });
+    });
+    after(async function () {
+      await bounded?.close();
+    });
+
+    it('refuses a document larger than SERVICE_REGISTRATION_CIMD_MAX_DOCUMENT_BYTES, storing nothing', async function () {
+      const long = (n: number) => `https://app.example/${'x'.repeat(200)}/${n}`;
+      const large = documents.serve('/limits/large.json', {
+        redirect_uris: [REDIRECT_URI, ...Array.from({ length: 10 }, (_, n) => long(n))],
+      });
+      expect((await refused(bounded, large)).error).to.equal('invalid_client');
+      expect(await documentClients()).to.equal(0);
+    });
+
+    it('keeps at most SERVICE_REGISTRATION_CIMD_MAX_CLIENTS document clients, refusing a new one beyond while the kept ones work', async function () {
+      const goesToSignIn = async (clientId: string) => {
+        const response = await bounded.request(`/authorize?${authorizationQuery(clientId, REDIRECT_URI)}`);
+        await response.body?.cancel();
+        return (
+          response.status >= 300 && response.status < 400 && !response.headers.get('location')?.startsWith(REDIRECT_URI)
+        );
+      };
+      const [first, second, third] = [1, 2, 3].map((n) => documents.serve(`/limits/client-${n}.json`));
+      expect(await goesToSignIn(first!)).to.equal(true);
+      expect(await goesToSignIn(second!)).to.equal(true);
+      expect((await refused(bounded, third!)).error).to.equal('invalid_client');
+      expect(await documentClients()).to.equal(2);
+      expect(await goesToSignIn(first!), 'a kept client still signs in').to.equal(true);
+    });
+  });
 });

@@ -54,7 +54,12 @@ export function createClientDocuments({
   log,
   sealer,
 }: ClientDocumentsOptions): ClientDocuments {
-  const outboundOptions = outboundOptionsOf(config);
+  // A document is small: its size bounds what a record made from it keeps (and the cache holds).
+  const general = outboundOptionsOf(config);
+  const outboundOptions = {
+    ...general,
+    maxResponseBytes: Math.min(general.maxResponseBytes, config.cimdMaxDocumentBytes),
+  };
   const secure = sharedOutbound(outboundOptions);
   // http://localhost and http://127.0.0.1 only, and only under the flag: the guard is relaxed for
   // those two hosts alone (redirects are refused, so a fetch cannot wander elsewhere).
@@ -135,6 +140,7 @@ export function createClientDocuments({
     };
     const expiresAt = Date.now() + CIMD_RECORD_TTL_MS;
     if (!existing) {
+      await assertRoomForAnother();
       try {
         const body = withoutUndefined({ ...fields, clientId: document.clientId, tenantId });
         return (await clients.createRecord(tenantId, body, { expiresAt })).record;
@@ -155,6 +161,23 @@ export function createClientDocuments({
     const renewed = typeof existing.expiresAt === 'number' ? { expiresAt } : {};
     const body = withoutUndefined({ ...kept, ...fields, tenantId });
     return (await clients.replaceRecord(tenantId, existing, body, renewed)).record;
+  }
+
+  /**
+   * Anyone can name a new document URL without authenticating, and each becomes a record for a
+   * day: past SERVICE_REGISTRATION_CIMD_MAX_CLIENTS live ones in the tenant, a new one is refused
+   * (a 400 to storedUnlessRefused, so the URL is remembered as unusable) until some expire.
+   */
+  async function assertRoomForAnother(): Promise<void> {
+    const held = await clients
+      .collection(tenantId)
+      .count({ registrationType: 'cimd' }, undefined, config.cimdMaxClients);
+    if (held < config.cimdMaxClients) return;
+    log.warn(
+      { tenant, held, limit: config.cimdMaxClients },
+      'client metadata document clients at their limit (SERVICE_REGISTRATION_CIMD_MAX_CLIENTS): a new one is refused until some expire',
+    );
+    throw new HttpError(400, 'invalid_client', `this server holds as many document clients as it may (${held})`);
   }
 
   return {
