@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
-import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK } from 'jose';
+import { CompactSign, exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type CryptoKey, type JWK } from 'jose';
 import * as client from 'openid-client';
 import { FetchUserAgent, type Page } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, withSignInServer } from '../support/dev-idp.js';
@@ -350,6 +350,16 @@ describe('Request objects (RFC 9101)', function () {
       expect(await pushedRefusal(await signed(nested.parameters, rsa.privateKey))).to.equal(
         'invalid_authorization_details',
       );
+      // Nested far deeper than the parameter check's depth: refused before anything recurses into it (never a 500).
+      const levels = 100_000;
+      const { parameters: flat } = await requestParameters('jar-web');
+      const now = Math.floor(Date.now() / 1000);
+      const payload = JSON.stringify({ ...flat, iss: 'jar-web', aud: server.config.issuer, iat: now, exp: now + 300 });
+      const deepText = `${payload.slice(0, -1)},"claims":${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}}`;
+      const deepest = await new CompactSign(new TextEncoder().encode(deepText))
+        .setProtectedHeader({ alg: 'RS256', kid: 'jar-rsa', typ: 'oauth-authz-req+jwt' })
+        .sign(rsa.privateKey);
+      expect(await pushedRefusal(deepest)).to.equal('invalid_request_object');
       const noRedirect = await requestParameters('jar-web', { redirect_uri: undefined });
       expect(await pushedRefusal(await signed(noRedirect.parameters, rsa.privateKey))).to.equal('invalid_request');
     });

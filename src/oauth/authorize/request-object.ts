@@ -3,6 +3,8 @@ import type { Next } from 'koa';
 import type Provider from 'oidc-provider';
 import type { ConfigurationSlice } from '../context.js';
 import { REQUEST_OBJECT_SIGNING_ALGS } from '../../catalog/index.js';
+import { MAX_JSON_DEPTH, nestingExceeds } from '../../http/body.js';
+import { HttpError } from '../../http/errors.js';
 import { assertShallowJson } from '../shared/form-body.js';
 import type { ArbiterContext } from '../state.js';
 import type { Tenant } from '../../tenancy/index.js';
@@ -59,6 +61,7 @@ async function pushedParameters(provider: Provider, requestUri: string): Promise
 
 /** A request object's claims as authorization request parameters, the way oidc-provider reads them (process_request_object.js). */
 function parametersOf(jwt: string): Record<string, unknown> | null {
+  assertShallowPayload(jwt);
   let payload: Record<string, unknown>;
   try {
     payload = decodeJwt(jwt);
@@ -66,6 +69,27 @@ function parametersOf(jwt: string): Record<string, unknown> | null {
     return null;
   }
   return Object.fromEntries(Object.entries(payload).map(([name, value]) => [name, asParameter(name, value)]));
+}
+
+/**
+ * Far beyond what a parameter may nest (MAX_JSON_DEPTH, checked on the parameters with the error
+ * each names): this bound only keeps the payload from being parsed and re-serialized at all.
+ */
+const MAX_PAYLOAD_DEPTH = 8 * MAX_JSON_DEPTH;
+
+/**
+ * 400 for a request object nested beyond MAX_PAYLOAD_DEPTH, read as text before anything parses or
+ * re-serializes it: JSON.stringify of a claims value nested a hundred thousand levels overflows the stack.
+ */
+function assertShallowPayload(jwt: string): void {
+  const encoded = jwt.split('.')[1];
+  if (encoded === undefined) return;
+  if (nestingExceeds(Buffer.from(encoded, 'base64url').toString('utf8'), MAX_PAYLOAD_DEPTH))
+    throw new HttpError(
+      400,
+      'invalid_request_object',
+      `the request object nests arrays and objects deeper than ${MAX_PAYLOAD_DEPTH} levels`,
+    );
 }
 
 function asParameter(name: string, value: unknown): unknown {
