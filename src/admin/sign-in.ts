@@ -6,7 +6,15 @@ import { HttpError, notFound, unsupportedMethod } from '../http/errors.js';
 import { outboundOptionsOf } from '../http/outbound.js';
 import type { Logger } from '../log/index.js';
 import { enabledIdentityProvider, SignInError, UpstreamProviders } from '../oauth/index.js';
-import { DEFAULT_TENANT, storageDigest, type Sealer, type Store, type StoredDoc } from '../store/index.js';
+import {
+  DEFAULT_TENANT,
+  openedWith,
+  sealedFor,
+  storageDigest,
+  type Sealer,
+  type Store,
+  type StoredDoc,
+} from '../store/index.js';
 import { ADMIN_ROLES, type AdminRole } from './roles.js';
 import type { AdminContext, AdminKeyIdentity } from './state.js';
 import { ADMIN_SESSIONS_COLLECTION } from './collections.js';
@@ -31,7 +39,10 @@ export const CONSOLE_HEADER = 'x-arbiter-console';
 
 /** A sign-in under way (its checks), or a session. Keyed by the digest of its state or cookie. */
 type SessionDoc = StoredDoc & { id: string; expiresAt: number } & (
-    | { kind: 'pending'; nonce: string; codeVerifier: string }
+    | {
+        kind: 'pending';
+        /** The nonce and PKCE verifier, sealed for the holder of the state (sealedFor). */ checks: string;
+      }
     | { kind: 'session'; name: string; role: AdminRole; tenants?: string[] }
   );
 
@@ -59,8 +70,7 @@ export class AdminSessions {
     await this.collection().insert({
       id: storageDigest(checks.state),
       kind: 'pending',
-      nonce: checks.nonce,
-      codeVerifier: checks.codeVerifier,
+      checks: sealedFor(checks.state, JSON.stringify({ nonce: checks.nonce, codeVerifier: checks.codeVerifier })),
       expiresAt: Date.now() + PENDING_MS,
     });
   }
@@ -70,7 +80,8 @@ export class AdminSessions {
     const id = storageDigest(state);
     const found = await this.collection().get(id);
     if (!found || found.kind !== 'pending' || !(await this.collection().delete(id))) return null;
-    return found.expiresAt > Date.now() ? { nonce: found.nonce, codeVerifier: found.codeVerifier } : null;
+    const opened = found.expiresAt > Date.now() ? openedWith(state, found.checks) : null;
+    return opened === null ? null : (JSON.parse(opened) as { nonce: string; codeVerifier: string });
   }
 
   /** A new session for this operator; answers the cookie's value. */

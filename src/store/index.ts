@@ -1,5 +1,5 @@
 export * from './types.js';
-export { storageDigest } from './digest.js';
+export { openedWith, sealedFor, storageDigest } from './digest.js';
 export { Sealer, SEALING_KEYS_COLLECTION } from './sealed.js';
 export { TurnReads, type HeldWhileUnchanged } from './turn-reads.js';
 export { migrate, schemaVersion, SchemaVersionError, SCHEMA_COLLECTION, type Migration } from './schema-version.js';

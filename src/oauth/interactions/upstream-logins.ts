@@ -1,5 +1,12 @@
 import type { InteractionResults } from 'oidc-provider';
-import { storageDigest, type Store, type StoredDoc, type TenantCollection } from '../../store/index.js';
+import {
+  openedWith,
+  sealedFor,
+  storageDigest,
+  type Store,
+  type StoredDoc,
+  type TenantCollection,
+} from '../../store/index.js';
 import type { UpstreamChecks } from './upstream.js';
 
 /** An upstream round trip may include typing a password; after this the state is refused. */
@@ -21,8 +28,8 @@ interface UpstreamLogin extends StoredDoc {
   /** Internal id of the identity provider record. */
   identityProviderId: number;
   status: 'pending' | 'exchanging' | 'finished';
-  nonce: string | null;
-  codeVerifier: string | null;
+  /** The nonce and PKCE verifier, sealed for the holder of `state` (sealedFor): a copy of the store opens neither. */
+  checks: string | null;
   outcome: InteractionResults | null;
   expiresAt: number;
   createdAt: string;
@@ -50,8 +57,7 @@ export class UpstreamLogins {
       uid,
       identityProviderId,
       status: 'pending',
-      nonce: checks.nonce,
-      codeVerifier: checks.codeVerifier,
+      checks: sealedFor(checks.state, JSON.stringify({ nonce: checks.nonce, codeVerifier: checks.codeVerifier })),
       outcome: null,
       expiresAt: Date.now() + UPSTREAM_LOGIN_TTL_MS,
       createdAt: new Date().toISOString(),
@@ -61,17 +67,15 @@ export class UpstreamLogins {
   /** The pending sign-in of this state, exactly once: a replayed or unknown state gives null. */
   async claim(state: string): Promise<ClaimedLogin | null> {
     const claimed = await this.logins.update(storageDigest(state), { status: 'exchanging' }, { status: 'pending' });
-    if (!claimed?.nonce || !claimed.codeVerifier) return null;
-    return {
-      uid: claimed.uid,
-      identityProviderId: claimed.identityProviderId,
-      checks: { state, nonce: claimed.nonce, codeVerifier: claimed.codeVerifier },
-    };
+    const opened = claimed?.checks ? openedWith(state, claimed.checks) : null;
+    if (!claimed || opened === null) return null;
+    const { nonce, codeVerifier } = JSON.parse(opened) as { nonce: string; codeVerifier: string };
+    return { uid: claimed.uid, identityProviderId: claimed.identityProviderId, checks: { state, nonce, codeVerifier } };
   }
 
   /** Records how the upstream part ended; the verifier and nonce are no longer needed. */
   async finish(state: string, outcome: InteractionResults): Promise<void> {
-    await this.logins.update(storageDigest(state), { status: 'finished', outcome, nonce: null, codeVerifier: null });
+    await this.logins.update(storageDigest(state), { status: 'finished', outcome, checks: null });
   }
 
   /** The outcome for interaction `uid`, handed out once. */

@@ -1,0 +1,53 @@
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import { AdminSessions } from '../../../src/admin/sign-in.js';
+import { UpstreamLogins } from '../../../src/oauth/interactions/upstream-logins.js';
+import { openedWith, sealedFor } from '../../../src/store/index.js';
+import { memoryStore, TENANT } from '../../support/unit.js';
+
+/**
+ * A sign-in under way (at an upstream provider for a user, or for the console) keeps its nonce and
+ * PKCE verifier until the callback: sealed for the holder of its state, which the store keeps only
+ * as a digest, so that a copy of the store (even with SERVICE_SECRETS_KEY) holds neither in clear.
+ */
+describe('Sign-ins under way keep their nonce and verifier sealed for the holder of the state (store/digest.ts)', function () {
+  const store = memoryStore();
+  const random = () => randomBytes(32).toString('base64url');
+  const rawRows = async (collection: string) => JSON.stringify(await store().collection(collection, TENANT).find({}));
+
+  it('opens with the secret it was sealed for only, and not once altered', function () {
+    const secret = random();
+    const sealed = sealedFor(secret, 'the value');
+    expect(sealed).not.to.contain('the value');
+    expect(openedWith(secret, sealed)).to.equal('the value');
+    expect(openedWith(random(), sealed)).to.equal(null);
+    const altered = Buffer.from(sealed, 'base64url');
+    altered[altered.length - 1]! ^= 1;
+    expect(openedWith(secret, altered.toString('base64url'))).to.equal(null);
+    expect(openedWith(secret, 'short')).to.equal(null);
+  });
+
+  it('an upstream sign-in: the stored record holds neither; the callback with the state gets both, once', async function () {
+    const logins = new UpstreamLogins(store(), TENANT);
+    const checks = { state: random(), nonce: `nonce-${random()}`, codeVerifier: `verifier-${random()}` };
+    await logins.begin('interaction-1', 7, checks);
+    const stored = await rawRows('upstream_logins');
+    for (const value of [checks.state, checks.nonce, checks.codeVerifier]) expect(stored).not.to.contain(value);
+    expect(await logins.claim(random()), 'another state').to.equal(null);
+    expect(await logins.claim(checks.state)).to.deep.equal({ uid: 'interaction-1', identityProviderId: 7, checks });
+    expect(await logins.claim(checks.state), 'a second time').to.equal(null);
+  });
+
+  it('a console sign-in: the stored record holds neither; the callback with the state gets both, once', async function () {
+    const sessions = new AdminSessions(store(), 3600);
+    const checks = { state: random(), nonce: `nonce-${random()}`, codeVerifier: `verifier-${random()}` };
+    await sessions.begin(checks);
+    const stored = await rawRows('admin_sessions');
+    for (const value of [checks.state, checks.nonce, checks.codeVerifier]) expect(stored).not.to.contain(value);
+    expect(await sessions.finish(checks.state)).to.deep.equal({
+      nonce: checks.nonce,
+      codeVerifier: checks.codeVerifier,
+    });
+    expect(await sessions.finish(checks.state), 'a second time').to.equal(null);
+  });
+});
