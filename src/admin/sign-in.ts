@@ -34,6 +34,8 @@ export const SIGN_IN_PATH = '/admin/sign-in';
 export const SIGN_IN_CALLBACK_PATH = '/admin/sign-in/callback';
 export const SIGN_OUT_PATH = '/admin/sign-out';
 export const SESSION_COOKIE = 'arbiter_admin_session';
+/** Set by /admin/sign-in for its callback only: which browser began the sign-in. */
+const SIGN_IN_COOKIE = 'arbiter_admin_sign_in';
 /** Sent by the console with every call made with its session cookie (a write without it is refused). */
 export const CONSOLE_HEADER = 'x-arbiter-console';
 
@@ -41,7 +43,10 @@ export const CONSOLE_HEADER = 'x-arbiter-console';
 type SessionDoc = StoredDoc & { id: string; expiresAt: number } & (
     | {
         kind: 'pending';
-        /** The nonce and PKCE verifier, sealed for the holder of the state (sealedFor). */ checks: string;
+        /** The nonce and PKCE verifier, sealed for the holder of the state (sealedFor). */
+        checks: string;
+        /** The digest of the browser's sign-in cookie: the callback must come from the browser that began. */
+        browser: string;
       }
     | { kind: 'session'; name: string; role: AdminRole; tenants?: string[] }
   );
@@ -66,20 +71,28 @@ export class AdminSessions {
     return { id: null, name: found.name, role: found.role, ...(found.tenants ? { tenants: found.tenants } : {}) };
   }
 
-  async begin(checks: { state: string; nonce: string; codeVerifier: string }): Promise<void> {
+  /** Remembers a sign-in begun by the browser holding `browser` (the sign-in cookie's value). */
+  async begin(checks: { state: string; nonce: string; codeVerifier: string }, browser: string): Promise<void> {
     await this.collection().insert({
       id: storageDigest(checks.state),
       kind: 'pending',
+      browser: storageDigest(browser),
       checks: sealedFor(checks.state, JSON.stringify({ nonce: checks.nonce, codeVerifier: checks.codeVerifier })),
       expiresAt: Date.now() + PENDING_MS,
     });
   }
 
-  /** The checks of the sign-in `state` began, once: a replayed or unknown state is null. */
-  async finish(state: string): Promise<{ nonce: string; codeVerifier: string } | null> {
+  /**
+   * The checks of the sign-in `state` began, once, for the browser that began it: a replayed or
+   * unknown state, or one brought by another browser (login CSRF: an attacker's own sign-in
+   * finished in an operator's browser), is null.
+   */
+  async finish(state: string, browser: string | undefined): Promise<{ nonce: string; codeVerifier: string } | null> {
     const id = storageDigest(state);
     const found = await this.collection().get(id);
-    if (!found || found.kind !== 'pending' || !(await this.collection().delete(id))) return null;
+    if (!found || found.kind !== 'pending' || browser === undefined || found.browser !== storageDigest(browser))
+      return null;
+    if (!(await this.collection().delete(id))) return null;
     const opened = found.expiresAt > Date.now() ? openedWith(state, found.checks) : null;
     return opened === null ? null : (JSON.parse(opened) as { nonce: string; codeVerifier: string });
   }
@@ -114,10 +127,14 @@ export function adminSignIn(deps: SignInDeps) {
   const upstream = new UpstreamProviders({ outbound: outboundOptionsOf(deps.config) });
   const redirectUri = `${deps.config.issuer}${SIGN_IN_CALLBACK_PATH}`;
   const secure = deps.config.issuer.startsWith('https://');
+  const signInCookie = { path: SIGN_IN_CALLBACK_PATH, httpOnly: true, sameSite: 'lax', secure } as const;
   return async (ctx: AdminContext, next: Next): Promise<void> => {
     if (![SIGN_IN_PATH, SIGN_IN_CALLBACK_PATH, SIGN_OUT_PATH].includes(ctx.path)) return next();
     if (ctx.path === SIGN_OUT_PATH) {
       if (ctx.method !== 'POST') throw unsupportedMethod();
+      // As every write of a console session: another site can post a form here, never send this header.
+      if (!ctx.get(CONSOLE_HEADER))
+        throw new HttpError(403, 'access_denied', `a sign-out must carry ${CONSOLE_HEADER}, as the console sends it`);
       const cookie = ctx.cookies.get(SESSION_COOKIE);
       if (cookie) await deps.sessions.close(cookie);
       ctx.cookies.set(SESSION_COOKIE, '', { path: '/admin', httpOnly: true, sameSite: 'strict', secure, maxAge: 0 });
@@ -140,14 +157,22 @@ export function adminSignIn(deps: SignInDeps) {
         nonce: client.randomNonce(),
         codeVerifier: client.randomPKCECodeVerifier(),
       };
-      await deps.sessions.begin(checks);
+      // Ties the sign-in to this browser: Lax, as the identity provider's redirect back is a cross-site navigation.
+      const browser = randomBytes(32).toString('base64url');
+      ctx.cookies.set(SIGN_IN_COOKIE, browser, { ...signInCookie, maxAge: PENDING_MS });
+      await deps.sessions.begin(checks, browser);
       ctx.redirect((await upstream.authorizationUrl(idp, redirectUri, checks, { prompt: [] })).href);
       return;
     }
     const state = typeof ctx.query.state === 'string' ? ctx.query.state : '';
-    const checks = state ? await deps.sessions.finish(state) : null;
+    const checks = state ? await deps.sessions.finish(state, ctx.cookies.get(SIGN_IN_COOKIE)) : null;
+    ctx.cookies.set(SIGN_IN_COOKIE, '', { ...signInCookie, maxAge: 0 });
     if (!checks)
-      throw new HttpError(400, 'invalid_request', 'this sign-in is unknown, finished or expired; sign in again');
+      throw new HttpError(
+        400,
+        'invalid_request',
+        'this sign-in is unknown, finished, expired or was begun in another browser; sign in again',
+      );
     const claims = await upstream
       .claims(idp, new URL(ctx.originalUrl, deps.config.issuer), { state, ...checks })
       .catch((error: unknown) => {

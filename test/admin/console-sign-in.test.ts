@@ -90,7 +90,14 @@ describe('Console sign-in through an upstream OpenID provider', function () {
     expect(entries.some((entry: any) => entry.requestSummary?.adminKey?.name === 'operators:alice')).to.equal(true);
 
     // Signing out ends the session on the server, not only in the browser.
-    const out = await fetch(`${server.url}/admin/sign-out`, { method: 'POST', headers: { cookie } });
+    // A form another site posts cannot sign the operator out: the console's header is needed here too.
+    const forgedOut = await fetch(`${server.url}/admin/sign-out`, { method: 'POST', headers: { cookie } });
+    expect(forgedOut.status).to.equal(403);
+    expect((await fetch(`${server.url}/admin/api/api-keys/current`, { headers: { cookie } })).status).to.equal(200);
+    const out = await fetch(`${server.url}/admin/sign-out`, {
+      method: 'POST',
+      headers: { cookie, 'x-arbiter-console': '1' },
+    });
     expect(out.status).to.equal(204);
     expect((await fetch(`${server.url}/admin/api/api-keys/current`, { headers: { cookie } })).status).to.equal(401);
   });
@@ -109,6 +116,27 @@ describe('Console sign-in through an upstream OpenID provider', function () {
     expect(refused.status).to.equal(403);
     expect(refused.body).to.contain('gives them no role');
     expect(cookieOf(stranger)).to.equal('');
+  });
+
+  it("refuses an attacker's own sign-in finished in an operator's browser (login CSRF), which keeps its session", async function () {
+    const { agent: alice } = await signIn('alice');
+    const aliceCookie = cookieOf(alice);
+    // Bob signs himself in, and stops where the identity provider sends him back with his code.
+    const bob = new FetchUserAgent();
+    const atCallback = (url: URL) => url.pathname === '/admin/sign-in/callback';
+    const loginPage = await bob.navigate(`${server.url}/admin/sign-in`, atCallback);
+    const stopped = await passDevIdpForms(bob, loginPage, 'bob', atCallback);
+    expect(stopped.url.pathname).to.equal('/admin/sign-in/callback');
+    // A page of Bob's sends Alice's browser there.
+    const forced = await alice.navigate(stopped.url, atConsole);
+    expect(forced.status).to.equal(400);
+    expect(forced.body).to.contain('begun in another browser');
+    expect(cookieOf(alice), 'her session cookie is still hers').to.equal(aliceCookie);
+    const current = await fetch(`${server.url}/admin/api/api-keys/current`, { headers: { cookie: cookieOf(alice) } });
+    expect(await current.json()).to.include({ name: 'operators:alice' });
+    // Bob's own browser still finishes his sign-in.
+    const finished = await bob.navigate(stopped.url, atConsole);
+    expect(finished.url.pathname).to.equal('/admin');
   });
 
   it('refuses a callback it did not start, or one replayed', async function () {

@@ -38,16 +38,19 @@ describe('Sign-ins under way keep their nonce and verifier sealed for the holder
     expect(await logins.claim(checks.state), 'a second time').to.equal(null);
   });
 
-  it('a console sign-in: the stored record holds neither; the callback with the state gets both, once', async function () {
+  it('a console sign-in: the stored record holds neither; the callback with the state, from the browser that began, gets both, once', async function () {
     const sessions = new AdminSessions(store(), 3600);
     const checks = { state: random(), nonce: `nonce-${random()}`, codeVerifier: `verifier-${random()}` };
-    await sessions.begin(checks);
+    const browser = random();
+    await sessions.begin(checks, browser);
     const stored = await rawRows('admin_sessions');
     for (const value of [checks.state, checks.nonce, checks.codeVerifier]) expect(stored).not.to.contain(value);
-    expect(await sessions.finish(checks.state)).to.deep.equal({
+    expect(await sessions.finish(checks.state, random()), 'in another browser (login CSRF)').to.equal(null);
+    expect(await sessions.finish(checks.state, undefined), 'without the sign-in cookie').to.equal(null);
+    expect(await sessions.finish(checks.state, browser)).to.deep.equal({
       nonce: checks.nonce,
       codeVerifier: checks.codeVerifier,
     });
-    expect(await sessions.finish(checks.state), 'a second time').to.equal(null);
+    expect(await sessions.finish(checks.state, browser), 'a second time').to.equal(null);
   });
 });

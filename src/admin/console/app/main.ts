@@ -56,8 +56,9 @@ function start(): void {
   }
   if (session.key()) {
     showCurrentPage();
-    // A tab signed in before the console asked whose key it holds: ask now, for the banner and the pages.
-    if (!session.caller())
+    // A tab signed in before the console asked whose key it holds: ask now, for the banner and the
+    // pages. A session cookie is asked about at every load: the browser may hold another one by now.
+    if (!session.caller() || session.key() === SESSION_SIGN_IN)
       void callerOfKey().then((caller) => caller && (session.rememberCaller(caller), showCurrentPage()));
   } else signInPage(root, showCurrentPage);
 }

@@ -22,11 +22,19 @@ export interface Caller {
 
 export const session = {
   key: (): string | null => sessionStorage.getItem(KEY),
-  signIn: (key: string) => sessionStorage.setItem(KEY, key),
+  signIn: (key: string) => {
+    // A new sign-in may be someone else's: whose it is, the API says again.
+    sessionStorage.removeItem(CALLER);
+    sessionStorage.setItem(KEY, key);
+  },
   signOut: () => {
     // A session signed in through the identity provider ends on the server too.
     if (sessionStorage.getItem(KEY) === SESSION_SIGN_IN)
-      void fetch('/admin/sign-out', { method: 'POST', cache: 'no-store' }).catch(() => undefined);
+      void fetch('/admin/sign-out', {
+        method: 'POST',
+        cache: 'no-store',
+        headers: { 'X-Arbiter-Console': '1' },
+      }).catch(() => undefined);
     sessionStorage.removeItem(KEY);
     sessionStorage.removeItem(CALLER);
   },
