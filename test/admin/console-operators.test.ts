@@ -445,9 +445,12 @@ describe('Console for operators, in Chromium', function () {
       const search = page.getByRole('search', { name: 'Search clients' });
       await search.getByLabel('Search').fill('revoked-app');
       await search.getByRole('button', { name: 'Search' }).click();
-      const revoke = page.getByRole('row', { name: /revoked-app/ }).getByRole('button', { name: /^Revoke tokens/ });
-      await revoke.click();
-      expect(await revoke.textContent()).to.equal('Confirm revoke tokens');
+      // The searched list has replaced the whole one (whose rows, revoked-app's too, a re-render would reset).
+      await page.getByRole('row', { name: /gen-app/ }).waitFor({ state: 'detached' });
+      const row = page.getByRole('row', { name: /revoked-app/ });
+      await row.getByRole('button', { name: /^Revoke tokens/ }).click();
+      const revoke = row.getByRole('button', { name: /^Revoke tokens/ }).filter({ hasText: 'Confirm revoke tokens' });
+      await revoke.waitFor();
       await revoke.click();
       await page.getByText('Revoked 2 tokens, codes and grants of revoked-app.').waitFor();
       expect((await server.admin('POST', '/clients/revoked-app/revoke-tokens')).body, 'none left').to.deep.equal({
