@@ -76,6 +76,8 @@ export function createClientDocuments({
   // Unknown, unreachable or invalid documents are remembered this long (the negative cache), so
   // that a bad client_id cannot make Arbiter fetch on every request.
   const refusalTtlMs = config.cimdNegativeCacheSeconds * 1000;
+  /** Until when the tenant is known to hold SERVICE_REGISTRATION_CIMD_MAX_CLIENTS document clients. */
+  let fullUntil = 0;
 
   /** The document for `clientId`, from the cache while fresh, else fetched (one fetch at a time per URL). */
   async function currentDocument(clientId: string): Promise<ClientDocument | undefined> {
@@ -169,15 +171,21 @@ export function createClientDocuments({
    * (a 400 to storedUnlessRefused, so the URL is remembered as unusable) until some expire.
    */
   async function assertRoomForAnother(): Promise<void> {
+    const full = () =>
+      new HttpError(400, 'invalid_client', 'this server holds as many document clients as it may; try again later');
+    // Full a moment ago: neither counted again (a count reads every client record) nor logged again
+    // for each new URL tried.
+    if (Date.now() < fullUntil) throw full();
     const held = await clients
       .collection(tenantId)
       .count({ registrationType: 'cimd' }, undefined, config.cimdMaxClients);
     if (held < config.cimdMaxClients) return;
+    fullUntil = Date.now() + refusalTtlMs;
     log.warn(
       { tenant, held, limit: config.cimdMaxClients },
       'client metadata document clients at their limit (SERVICE_REGISTRATION_CIMD_MAX_CLIENTS): a new one is refused until some expire',
     );
-    throw new HttpError(400, 'invalid_client', `this server holds as many document clients as it may (${held})`);
+    throw full();
   }
 
   return {
