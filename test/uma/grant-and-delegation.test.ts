@@ -211,6 +211,15 @@ describe('UMA grant and the delegation store', function () {
       });
       expect(foreign.status).to.equal(400);
       expect(foreign.body.error).to.equal('invalid_grant');
+      // Nor is the owner's RPT of the same client carol's to upgrade: her token would carry alice's permissions.
+      const owners = await asParty(await ticketFor({ resource_id: photo, resource_scopes: ['view'] }), aliceClaims);
+      expect(owners.status, JSON.stringify(owners.body)).to.equal(200);
+      const mixed = await asParty(await ticketFor({ resource_id: album, resource_scopes: ['view'] }), carolClaims, {
+        rpt: owners.body.access_token,
+      });
+      expect(mixed.status, JSON.stringify(mixed.body)).to.equal(400);
+      expect(mixed.body.error).to.equal('invalid_grant');
+      expect(mixed.body.error_description).to.contain('another requesting party');
     });
 
     it('refuses malformed grant requests with invalid_request', async function () {

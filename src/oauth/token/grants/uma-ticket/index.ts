@@ -50,7 +50,9 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps & SenderDeps):
       const client = ctx.oidc.client!;
       const held = await heldKeys(provider, ctx, deps);
       const party = await requestingParty(provider, deps, params, client.clientId, held);
-      const kept = params.rpt ? await upgradedPermissions(provider, params.rpt, client.clientId, held) : [];
+      const kept = params.rpt
+        ? await upgradedPermissions(provider, params.rpt, client.clientId, party?.sub ?? null, held)
+        : [];
       const answers = await decidePermissions(
         deps.store,
         deps.policy,

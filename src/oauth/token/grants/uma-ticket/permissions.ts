@@ -23,13 +23,16 @@ export function permissionsInForce(
 
 /**
  * UMA 2.0 Grant §3.3.1 `rpt`: the client's current RPT, whose permissions in force the new one
- * keeps (each until its own end). Another client's token, or a token that is not an active RPT, is invalid_grant;
- * a bound RPT needs a proof of its key or its certificate.
+ * keeps (each until its own end). Another client's token, a token that is not an active RPT, or
+ * one of another requesting party (`party`: the new RPT's subject, null for the client alone) is
+ * invalid_grant: one party's permissions never ride in another's token. A bound RPT needs a proof
+ * of its key or its certificate.
  */
 export async function upgradedPermissions(
   provider: Provider,
   value: string,
   clientId: string,
+  party: string | null,
   held: HeldKeys,
 ): Promise<RptPermission[]> {
   const token = await activeAccessToken(provider, value);
@@ -39,6 +42,8 @@ export async function upgradedPermissions(
       'rpt is not an active requesting party token of this client',
     );
   }
+  if ((token.accountId ?? null) !== party)
+    throw new errors.CustomOIDCProviderError('invalid_grant', 'rpt was issued to another requesting party');
   assertKeyHeld(bindingOf(token), held, 'rpt');
   return permissionsInForce(token);
 }
