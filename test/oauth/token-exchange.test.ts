@@ -183,6 +183,20 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(body.error_description).to.match(/exceeds the subject token's scopes/);
     });
 
+    it('refuses authorization details the subject token does not carry (RFC 9396 §7) with invalid_authorization_details', async function () {
+      const subjectToken = await frontendToken('invoices.read');
+      const { status, body } = await asFrontend({
+        subject_token: subjectToken,
+        subject_token_type: ACCESS_TOKEN,
+        scope: 'invoices.read',
+        resource: API,
+        authorization_details: JSON.stringify([{ type: INVOICES, actions: ['pay'], amount: '1000000' }]),
+      });
+      expect(status, JSON.stringify(body)).to.equal(400);
+      expect(body.error).to.equal('invalid_authorization_details');
+      expect(body.error_description).to.contain('the subject token');
+    });
+
     it('refuses an unknown token, and a token of another tenant, with invalid_grant', async function () {
       const unknown = await exchange({ subject_token: 'not-a-token-of-ours', subject_token_type: ACCESS_TOKEN });
       expect(unknown.status).to.equal(400);

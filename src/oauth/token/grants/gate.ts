@@ -164,16 +164,20 @@ function assertWithinSource(ctx: KoaContextWithOIDC, source: GrantSource): void 
     if (!resourceList(source.resource).includes(params.resource))
       throw new errors.InvalidTarget('the resource was not granted to this code or refresh token');
   }
-  if (params.authorization_details !== undefined) {
-    const requested = parsedDetails(params.authorization_details);
-    const carried = (source.rar ?? []) as unknown[];
-    if (!requested.every((detail) => carried.some((granted) => isDeepStrictEqual(detail, granted)))) {
-      throw new errors.CustomOIDCProviderError(
-        'invalid_authorization_details',
-        'authorization_details must be among those granted to this code or refresh token',
-      );
-    }
-  }
+  if (params.authorization_details !== undefined)
+    assertDetailsWithin(params.authorization_details, (source.rar ?? []) as unknown[], 'this code or refresh token');
+}
+
+/**
+ * RFC 9396 §6.2, §7: a token asked for from another (a refresh, an exchange) carries no
+ * authorization detail the other does not: each requested one must be one `carried` holds.
+ */
+export function assertDetailsWithin(requested: string, carried: readonly unknown[], source: string): void {
+  if (parsedDetails(requested).every((detail) => carried.some((granted) => isDeepStrictEqual(detail, granted)))) return;
+  throw new errors.CustomOIDCProviderError(
+    'invalid_authorization_details',
+    `authorization_details must be among those granted to ${source}`,
+  );
 }
 
 function parsedDetails(value: string): unknown[] {

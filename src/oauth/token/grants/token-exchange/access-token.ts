@@ -46,6 +46,10 @@ export async function resolveAccessToken(
     },
     subject: accountId ? await subjectInput(store, tenant, accountId) : null,
     binding,
+    // Where introspection reads them: the decision's (extra), else oidc-provider's own.
+    authorizationDetails: ((token.extra as { authorization_details?: unknown[] } | undefined)?.authorization_details ??
+      (token as { rar?: unknown[] }).rar ??
+      []) as unknown[],
   };
 }
 

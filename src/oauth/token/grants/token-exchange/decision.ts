@@ -4,7 +4,7 @@ import { activeDelegations } from '../../../../delegation/index.js';
 import { requestInput, type DecisionOutcome, type PointInputs } from '../../../../policy/index.js';
 import { clientInput } from '../../../clients/input.js';
 import { resolveResource, type ResolvedResource } from '../../../shared/resources.js';
-import type { GateDeps } from '../gate.js';
+import { assertDetailsWithin, type GateDeps } from '../gate.js';
 import { enforce } from '../../../shared/enforce.js';
 import { rememberDecision } from '../decision.js';
 import { ACCESS_TOKEN_TYPE, TOKEN_EXCHANGE, type ExchangeParameters } from './parameters.js';
@@ -34,6 +34,9 @@ export async function decideExchange(
         'invalid_grant',
         `requested scope exceeds the subject token's scopes: ${beyond.join(' ').slice(0, 200)}`,
       );
+    // And at most the authorization details it carries (RFC 9396 §7): never new ones, never larger.
+    if (params.authorization_details !== undefined)
+      assertDetailsWithin(params.authorization_details, resolved.authorizationDetails ?? [], 'the subject token');
   }
   const { resource, registered } = await exchangeTarget(deps, params.resource ?? null, exchange.audience);
   await assertKnownTarget(deps, resource, registered, resolved);

@@ -9,6 +9,8 @@ export interface ResolvedSubject {
   subject: SubjectInput | null;
   /** The key the token is bound to, which the request must prove it holds (sender-binding.ts). */
   binding: TokenBinding;
+  /** The RFC 9396 authorization details an access token of this server carries (none for an ID token). */
+  authorizationDetails?: readonly unknown[];
 }
 
 /** An external ID token is bound to nothing Arbiter can check; it is verified by its signature alone. */
