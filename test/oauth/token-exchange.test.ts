@@ -156,6 +156,17 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(issued.body.obligations).to.deep.equal({ log_access: true });
     });
 
+    it("keeps the subject token's resource when the exchange names none: never a token without an audience", async function () {
+      const subjectToken = await clientToken(server, 'frontend', frontendSecret, {
+        scope: 'invoices.read',
+        resource: API,
+      });
+      expect((await introspect(subjectToken)).body).to.include({ active: true, resource: API });
+      const { status, body } = await asFrontend({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      expect((await introspect(body.access_token)).body).to.include({ active: true, resource: API });
+    });
+
     it('asks for what the subject token holds when no scope is given, and issues an access token when asked for one', async function () {
       for (const requested of [{}, { requested_token_type: ACCESS_TOKEN }] as Record<string, string>[]) {
         const subjectToken = await frontendToken('invoices.read');

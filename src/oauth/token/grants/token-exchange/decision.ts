@@ -38,7 +38,12 @@ export async function decideExchange(
     if (params.authorization_details !== undefined)
       assertDetailsWithin(params.authorization_details, resolved.authorizationDetails ?? [], 'the subject token');
   }
-  const { resource, registered } = await exchangeTarget(deps, params.resource ?? null, exchange.audience);
+  const { resource, registered } = await exchangeTarget(
+    deps,
+    params.resource ?? null,
+    exchange.audience,
+    resolved.token.resource,
+  );
   await assertKnownTarget(deps, resource, registered, resolved);
   const resolvedResource = { ...registered, typeUri: registered.typeUri ?? params.resource_type ?? null };
   const client = ctx.oidc.client!;
@@ -75,13 +80,16 @@ export async function decideExchange(
  * must then be one this server knows, as a resource must); with a resource, the audience must
  * name the same target: the resource itself or its resource type. Anything else is a target
  * the token cannot serve: invalid_target (§2.2.2), never a token that ignores the audience.
+ * Neither named: the subject token's own resource (`kept`), so that an exchange never turns a
+ * token for one resource server into one without an audience, which every one of them may read.
  */
 async function exchangeTarget(
   deps: GateDeps,
   resource: string | null,
   audience: string | null,
+  kept: string | null,
 ): Promise<{ resource: string | null; registered: ResolvedResource }> {
-  const target = resource ?? audience;
+  const target = resource ?? audience ?? kept;
   const registered = await resolveResource(deps.store, deps.tenant, target, null);
   const sameTarget = (name: string) =>
     name === resource || name === registered.typeUri || Boolean(registered.server?.typeUris?.includes(name));
