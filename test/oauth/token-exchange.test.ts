@@ -167,6 +167,21 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect((await introspect(body.access_token)).body).to.include({ active: true, resource: API });
     });
 
+    it('never issues a token that outlives its subject token, exchanged again and again', async function () {
+      let subjectToken = await frontendToken('invoices.read');
+      const { exp: subjectEnd, iat } = (await introspect(subjectToken)).body as { exp: number; iat: number };
+      // A second later, a token of the usual lifetime would end after the subject token.
+      await eventually(async () => Math.floor(Date.now() / 1000) > iat, 5_000);
+      for (let round = 0; round < 2; round += 1) {
+        const { status, body } = await asFrontend({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN });
+        expect(status, JSON.stringify(body)).to.equal(200);
+        const issued = (await introspect(body.access_token)).body;
+        expect(issued.active).to.equal(true);
+        expect(issued.exp, `round ${round}`).to.be.at.most(subjectEnd);
+        subjectToken = body.access_token;
+      }
+    });
+
     it('asks for what the subject token holds when no scope is given, and issues an access token when asked for one', async function () {
       for (const requested of [{}, { requested_token_type: ACCESS_TOKEN }] as Record<string, string>[]) {
         const subjectToken = await frontendToken('invoices.read');

@@ -27,6 +27,8 @@ export interface TokenGrant {
   binding: IssuedBinding;
   /** What the resource's record asks for (accessTokenFormatOf); opaque when absent. */
   format?: AccessTokenFormat;
+  /** The latest end (epoch seconds) the token may have: an exchanged token never outlives its subject token. */
+  notAfter?: number | null;
 }
 
 export async function issueAccessToken(
@@ -34,7 +36,7 @@ export async function issueAccessToken(
   ctx: KoaContextWithOIDC,
   grant: TokenGrant,
 ): Promise<IssuedToken> {
-  const { gty, sub, scopes, resource, binding, format = 'opaque' } = grant;
+  const { gty, sub, scopes, resource, binding, format = 'opaque', notAfter = null } = grant;
   const client = ctx.oidc.client!;
   const scope = scopes.join(' ') || undefined;
   const resourceServer = resource
@@ -45,20 +47,29 @@ export async function issueAccessToken(
     if (scope) userGrant.addOIDCScope(scope);
     if (resource && scope) userGrant.addResourceScope(resource, scope);
     const grantId = await userGrant.save();
-    const token = new provider.AccessToken({
-      accountId: sub,
-      client,
-      grantId,
-      gty,
-      scope,
-      ...(resourceServer ? { resourceServer } : {}),
-    });
+    const token = endingBy(
+      notAfter,
+      (expiresIn) =>
+        new provider.AccessToken({
+          accountId: sub,
+          client,
+          grantId,
+          gty,
+          scope,
+          ...(resourceServer ? { resourceServer } : {}),
+          ...expiresIn,
+        }),
+    );
     bind(token, binding);
     ctx.oidc.entity('AccessToken', token);
     const value = await token.save();
     return { value, tokenType: token.tokenType, expiresIn: token.expiration, scope: token.scope };
   }
-  const token = new provider.ClientCredentials({ client, scope, ...(resourceServer ? { resourceServer } : {}) });
+  const token = endingBy(
+    notAfter,
+    (expiresIn) =>
+      new provider.ClientCredentials({ client, scope, ...(resourceServer ? { resourceServer } : {}), ...expiresIn }),
+  );
   bind(token, binding);
   ctx.oidc.entity('ClientCredentials', token);
   const value = await token.save();
@@ -71,4 +82,19 @@ function bind(
 ): void {
   if (binding.certificate) token.setThumbprint('x5t', binding.certificate);
   if (binding.jkt) token.setThumbprint('jkt', binding.jkt);
+}
+
+/**
+ * The token `make` builds, with its usual lifetime (the TTL configured), or one that ends by
+ * `notAfter` (epoch seconds) when that comes first: never less than a second. `expiresIn` is the
+ * token constructor's own option.
+ */
+function endingBy<T extends { expiration: number }>(
+  notAfter: number | null,
+  make: (expiresIn: { expiresIn?: number }) => T,
+): T {
+  const usual = make({});
+  if (notAfter === null) return usual;
+  const left = Math.max(1, notAfter - Math.floor(Date.now() / 1000));
+  return left < usual.expiration ? make({ expiresIn: left }) : usual;
 }

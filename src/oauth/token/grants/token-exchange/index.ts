@@ -68,6 +68,8 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
         scopes,
         resource: outcome.input.request.resource,
         binding,
+        // RFC 8693 §2.1 with the spec: never more than the subject token, its lifetime included.
+        notAfter: resolved.token.token_type === ACCESS_TOKEN_TYPE ? resolved.token.exp : null,
         format: outcome.input.request.resource
           ? await accessTokenFormatOf(deps.store, deps.tenant, outcome.input.request.resource)
           : 'opaque',
