@@ -1,6 +1,7 @@
 /** The delegation store: owners delegate UMA resource scopes; decisions see the active delegations. */
 export { delegationRouter, DELEGATION_PATH, type DelegationDeps } from './router.js';
 export {
+  activeDelegationIds,
   activeDelegations,
   activeDelegationsOn,
   DELEGATIONS_COLLECTION,

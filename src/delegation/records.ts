@@ -90,6 +90,14 @@ export async function activeDelegations(
   return [...toSubject, ...toClient].filter((record) => statusOf(record, now) === 'active').map(delegationGrant);
 }
 
+/** Which of the delegations `ids` are active now (neither revoked nor expired): one read. */
+export async function activeDelegationIds(store: Store, tenant: string, ids: readonly string[]): Promise<Set<string>> {
+  if (ids.length === 0) return new Set();
+  const now = Date.now();
+  const found = await delegations(store, tenant).getMany(ids);
+  return new Set(found.filter((record) => statusOf(record, now) === 'active').map((record) => record.id));
+}
+
 /** What a delegation hangs on besides its owner's will: its grantee or owning client, or its resource. */
 export type DelegationAnchor = { clientId: string } | { resourceId: string };
 

@@ -38,6 +38,11 @@ export interface RptPermission {
   resource_scopes: string[];
   /** When this permission ends; absent: with the token. */
   exp?: number;
+  /**
+   * The delegations it rests on (the party does not own the resource): it lasts while one of them
+   * is active (owned-artefacts.ts). Kept server-side, never shown at introspection.
+   */
+  delegation_ids?: string[];
 }
 
 /** The context of the OAuth edge's steps (the whole server's is src/state.ts's, which adds nothing they read). */

@@ -146,6 +146,7 @@ describe('UMA grant and the delegation store', function () {
       expect(
         shown.body.permissions.map((permission: any) => [permission.resource_id, permission.resource_scopes]),
       ).to.deep.equal([[photo, ['view']]]);
+      expect(shown.body.permissions[0], 'what it rests on stays on the server').not.to.have.property('delegation_ids');
       const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1&sort=id,desc')).body.content;
       expect(entry.policyInput.delegations.map((grant: any) => grant.delegation_id)).to.deep.equal([
         created.body.delegation_id,
@@ -161,6 +162,8 @@ describe('UMA grant and the delegation store', function () {
       const revoked = await asParty(await ticketFor({ resource_id: photo, resource_scopes: ['view'] }), bobClaims);
       expect(revoked.status).to.equal(403);
       expect(revoked.body.error).to.equal('request_denied');
+      // The RPT issued under the delegation ends with it, not an hour later.
+      expect((await introspect(allowed.body.access_token)).body).to.deep.equal({ active: false });
     });
 
     it('grants a multi-permission ticket per resource, and upgrades an RPT (rpt) keeping its permissions', async function () {

@@ -1,7 +1,7 @@
 import type { AdapterPayload } from 'oidc-provider';
 import { revokeArtefacts, type ArtefactOwners } from '../../../adapters/oidc/index.js';
 import { subjectRecords } from '../../catalog/index.js';
-import { revokeDelegationsOf } from '../../delegation/index.js';
+import { activeDelegationIds, revokeDelegationsOf } from '../../delegation/index.js';
 import type { Store } from '../../store/index.js';
 import { deleteTicketsOf, umaResources } from '../../uma/index.js';
 import { permissionsOf } from '../token/grants/uma-ticket/permissions.js';
@@ -94,12 +94,21 @@ export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwne
   }
 
   /**
-   * A requesting party token hangs on the UMA resources it permits: once one is deleted, the token
-   * is not found (the client asks for a new one for what remains). One read, for RPTs only.
+   * A requesting party token hangs on the UMA resources it permits, and on the delegations a
+   * permission rests on: once a resource is deleted, or every delegation of a permission is revoked
+   * or expired, the token is not found (the client asks for a new one for what remains). A read
+   * each, for RPTs only.
    */
   async function permittedResourcesRemain(payload: AdapterPayload): Promise<boolean> {
-    const ids = [...new Set(permissionsOf(payload).map((permission) => permission.resource_id))];
-    return ids.length === 0 || (await umaResources(store, tenant).getMany(ids)).length === ids.length;
+    const permissions = permissionsOf(payload);
+    const ids = [...new Set(permissions.map((permission) => permission.resource_id))];
+    if (ids.length > 0 && (await umaResources(store, tenant).getMany(ids)).length !== ids.length) return false;
+    const delegated = permissions.filter((permission) => permission.delegation_ids?.length);
+    if (delegated.length === 0) return true;
+    const active = await activeDelegationIds(store, tenant, [
+      ...new Set(delegated.flatMap((permission) => permission.delegation_ids!)),
+    ]);
+    return delegated.every((permission) => permission.delegation_ids!.some((id) => active.has(id)));
   }
 }
 

@@ -3,7 +3,7 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import { recordDecision } from '../../../../audit/index.js';
 import { activeDelegations } from '../../../../delegation/index.js';
-import { requestInput, type SubjectInput } from '../../../../policy/index.js';
+import { requestInput, type PointInputs, type SubjectInput } from '../../../../policy/index.js';
 import {
   decidePermissions,
   findTicket,
@@ -75,7 +75,11 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps & SenderDeps):
       recordDecision(ctx.state, ...answers.map((answer) => answer.outcome));
       const granted: RptPermission[] = answers
         .filter((answer) => grantedScopes(answer).length > 0)
-        .map((answer) => ({ resource_id: answer.permission.resource_id, resource_scopes: grantedScopes(answer) }));
+        .map((answer) => ({
+          resource_id: answer.permission.resource_id,
+          resource_scopes: grantedScopes(answer),
+          ...restingOn(answer, party?.sub ?? null, client.clientId),
+        }));
       if (granted.length === 0) return refuse(ctx, answers, params.ticket);
       const binding = issuedBinding(ctx, held);
       if (!(await redeemTicket(deps.store, deps.tenant, ticket)))
@@ -99,6 +103,18 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps & SenderDeps):
       };
     },
   };
+}
+
+/**
+ * The delegations a granted permission rests on, when the party (or the client alone) does not
+ * own the resource: the RPT's permission then ends when the last of them is revoked or expires.
+ */
+function restingOn(answer: PermissionAnswer, sub: string | null, clientId: string): { delegation_ids?: string[] } {
+  const { delegations = [], permission } = answer.outcome.input as PointInputs['uma_permission'];
+  const owner = permission.resource?.owner;
+  const owns =
+    owner !== undefined && (sub !== null ? owner.sub === sub : owner.sub === null && owner.client_id === clientId);
+  return owns || delegations.length === 0 ? {} : { delegation_ids: delegations.map((each) => each.delegation_id) };
 }
 
 /**

@@ -17,7 +17,7 @@ export function permissionsInForce(
 ): RptPermission[] {
   const tokenExp = typeof token.exp === 'number' ? token.exp : undefined;
   return permissionsOf(token)
-    .map((permission) => ({ ...permission, exp: permission.exp ?? tokenExp }))
+    .map(({ delegation_ids: _kept, ...permission }) => ({ ...permission, exp: permission.exp ?? tokenExp }))
     .filter((permission) => permission.exp === undefined || permission.exp > now) as RptPermission[];
 }
 
