@@ -7,7 +7,7 @@ import type {
   SubjectInput,
 } from '../policy/index.js';
 import type { Store } from '../store/index.js';
-import { findResource, resourceInput } from './resources.js';
+import { findResource, ownedResource, resourceInput, type ResourceOwner } from './resources.js';
 import type { RequestedPermission } from './tickets.js';
 
 /** Who asks about UMA permissions, and at which step (docs/policy.md, uma_permission). */
@@ -19,6 +19,12 @@ export interface PermissionQuestion {
   request: RequestInput;
   /** At `rpt`: the active delegations to the requesting party or client on one resource. */
   delegations?: (resourceId: string) => Promise<DelegationGrantInput[]>;
+  /**
+   * At `ticket`: the resource server (the PAT's owner) asking. It names only the resources it
+   * registered: another's, even of the same user, is unknown to it (no resource in the input), as
+   * its resource registration endpoint answers 404 for it (UMA 2.0 Federated Authorization §4.3).
+   */
+  registeredBy?: ResourceOwner;
 }
 
 export interface PermissionAnswer {
@@ -39,7 +45,9 @@ export async function decidePermissions(
   return Promise.all(
     permissions.map(async (permission) => {
       const [resource, delegations] = await Promise.all([
-        findResource(store, question.tenant, permission.resource_id),
+        question.registeredBy
+          ? ownedResource(store, question.tenant, question.registeredBy, permission.resource_id)
+          : findResource(store, question.tenant, permission.resource_id),
         question.delegations?.(permission.resource_id),
       ]);
       const outcome = await policy.decide('uma_permission', {

@@ -34,6 +34,7 @@ export function permissionRoutes(
       {
         operation: 'ticket',
         tenant,
+        registeredBy: owner,
         client: await deps.parties.client(tenant, owner.clientId, 'bearer'),
         subject: owner.sub ? await deps.parties.subject(tenant, owner.sub) : null,
         request: requestInput({

@@ -243,6 +243,22 @@ describe('UMA protection API: resource registration and permission tickets', fun
       expect(foreign.body.error_description).to.equal(unknown.body.error_description);
     });
 
+    it("refuses a user's resource registered by another resource server, even with her PAT there (invalid_resource_id)", async function () {
+      const album = (await register(alicePat, { name: 'Album', type: PHOTO_TYPE, resource_scopes: ['view'] })).body._id;
+      const elsewhere = await umaPublicClient(server, 'albums-app', 'http://127.0.0.1:1/albums/cb');
+      const alicePatElsewhere = await userToken(server, elsewhere, 'alice', { ...PAT, scope: 'openid uma_protection' });
+      expect((await api(server, 'GET', `${RESOURCES}/${album}`, alicePatElsewhere)).status).to.equal(404);
+      const ticket = await api(server, 'POST', '/permission', alicePatElsewhere, {
+        resource_id: album,
+        resource_scopes: ['view'],
+      });
+      expect(ticket.status, JSON.stringify(ticket.body)).to.equal(400);
+      expect(ticket.body.error).to.equal('invalid_resource_id');
+      expect(
+        (await api(server, 'POST', '/permission', alicePat, { resource_id: album, resource_scopes: ['view'] })).status,
+      ).to.equal(201);
+    });
+
     it('refuses a scope the resource was not registered with (invalid_scope), also within an array', async function () {
       const single = await api(server, 'POST', '/permission', rsPat, {
         resource_id: photo,
