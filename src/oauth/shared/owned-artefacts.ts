@@ -80,7 +80,7 @@ export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwne
       return record && record.enabled !== false ? markOf(record) : null;
     },
     async honours({ clientId, mark, payload }) {
-      return (await issuedUnderCurrentEpoch(clientId, mark)) && (await permittedResourcesRemain(payload));
+      return (await issuedUnderCurrentEpoch(clientId, mark)) && (await permissionsStillRest(payload));
     },
   };
 
@@ -99,7 +99,7 @@ export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwne
    * or expired, the token is not found (the client asks for a new one for what remains). A read
    * each, for RPTs only.
    */
-  async function permittedResourcesRemain(payload: AdapterPayload): Promise<boolean> {
+  async function permissionsStillRest(payload: AdapterPayload): Promise<boolean> {
     const permissions = permissionsOf(payload);
     const ids = [...new Set(permissions.map((permission) => permission.resource_id))];
     if (ids.length > 0 && (await umaResources(store, tenant).getMany(ids)).length !== ids.length) return false;
