@@ -1,20 +1,18 @@
 import { randomBytes } from 'node:crypto';
 import type { Next } from 'koa';
-import * as client from 'openid-client';
 import type { Config } from '../config/index.js';
 import { HttpError, notFound, unsupportedMethod } from '../http/errors.js';
 import { outboundOptionsOf } from '../http/outbound.js';
 import type { Logger } from '../log/index.js';
-import { enabledIdentityProvider, SignInError, UpstreamProviders } from '../oauth/index.js';
 import {
-  DEFAULT_TENANT,
-  openedWith,
-  sealedFor,
-  storageDigest,
-  type Sealer,
-  type Store,
-  type StoredDoc,
-} from '../store/index.js';
+  enabledIdentityProvider,
+  newChecks,
+  openedChecks,
+  sealedChecks,
+  SignInError,
+  UpstreamProviders,
+} from '../oauth/index.js';
+import { DEFAULT_TENANT, storageDigest, type Sealer, type Store, type StoredDoc } from '../store/index.js';
 import { ADMIN_ROLES, type AdminRole } from './roles.js';
 import type { AdminContext, AdminKeyIdentity } from './state.js';
 import { ADMIN_SESSIONS_COLLECTION } from './collections.js';
@@ -43,7 +41,7 @@ export const CONSOLE_HEADER = 'x-arbiter-console';
 type SessionDoc = StoredDoc & { id: string; expiresAt: number } & (
     | {
         kind: 'pending';
-        /** The nonce and PKCE verifier, sealed for the holder of the state (sealedFor). */
+        /** The nonce and PKCE verifier, sealed for the holder of the state (sealedChecks). */
         checks: string;
         /** The digest of the browser's sign-in cookie: the callback must come from the browser that began. */
         browser: string;
@@ -77,7 +75,7 @@ export class AdminSessions {
       id: storageDigest(checks.state),
       kind: 'pending',
       browser: storageDigest(browser),
-      checks: sealedFor(checks.state, JSON.stringify({ nonce: checks.nonce, codeVerifier: checks.codeVerifier })),
+      checks: sealedChecks(checks),
       expiresAt: Date.now() + PENDING_MS,
     });
   }
@@ -93,8 +91,8 @@ export class AdminSessions {
     if (!found || found.kind !== 'pending' || browser === undefined || found.browser !== storageDigest(browser))
       return null;
     if (!(await this.collection().delete(id))) return null;
-    const opened = found.expiresAt > Date.now() ? openedWith(state, found.checks) : null;
-    return opened === null ? null : (JSON.parse(opened) as { nonce: string; codeVerifier: string });
+    const checks = found.expiresAt > Date.now() ? openedChecks(state, found.checks) : null;
+    return checks && { nonce: checks.nonce, codeVerifier: checks.codeVerifier };
   }
 
   /** A new session for this operator; answers the cookie's value. */
@@ -152,11 +150,7 @@ export function adminSignIn(deps: SignInDeps) {
         `ADMIN_SIGN_IN_IDP names no enabled identity provider of the default tenant (${idpId})`,
       );
     if (ctx.path === SIGN_IN_PATH) {
-      const checks = {
-        state: client.randomState(),
-        nonce: client.randomNonce(),
-        codeVerifier: client.randomPKCECodeVerifier(),
-      };
+      const checks = newChecks();
       // Ties the sign-in to this browser: Lax, as the identity provider's redirect back is a cross-site navigation.
       const browser = randomBytes(32).toString('base64url');
       ctx.cookies.set(SIGN_IN_COOKIE, browser, { ...signInCookie, maxAge: PENDING_MS });

@@ -55,4 +55,12 @@ export {
   rotateClientSecret,
 } from './clients/secrets.js';
 export { clientRepository, clientSecretHashing } from './clients/repository.js';
-export { enabledIdentityProvider, SignInError, UpstreamProviders, UpstreamSessions } from './interactions/index.js';
+export {
+  enabledIdentityProvider,
+  newChecks,
+  openedChecks,
+  sealedChecks,
+  SignInError,
+  UpstreamProviders,
+  UpstreamSessions,
+} from './interactions/index.js';

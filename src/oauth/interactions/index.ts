@@ -4,7 +4,7 @@ export { auditSignInFailure } from './audit.js';
 export { INTERACTION_PATH, interactionsSlice } from './slice.js';
 export { grantConsent } from './consent.js';
 export { UPSTREAM_IDP_PARAM } from './identity-providers.js';
-export { UpstreamProviders } from './upstream.js';
+export { newChecks, openedChecks, sealedChecks, UpstreamProviders } from './upstream.js';
 export { enabledIdentityProvider } from './identity-providers.js';
 export { SignInError } from './errors.js';
 export { UpstreamSessions } from './upstream-sessions.js';

@@ -1,13 +1,6 @@
 import type { InteractionResults } from 'oidc-provider';
-import {
-  openedWith,
-  sealedFor,
-  storageDigest,
-  type Store,
-  type StoredDoc,
-  type TenantCollection,
-} from '../../store/index.js';
-import type { UpstreamChecks } from './upstream.js';
+import { storageDigest, type Store, type StoredDoc, type TenantCollection } from '../../store/index.js';
+import { openedChecks, sealedChecks, type UpstreamChecks } from './upstream.js';
 
 /** An upstream round trip may include typing a password; after this the state is refused. */
 const UPSTREAM_LOGIN_TTL_MS = 10 * 60_000;
@@ -28,7 +21,7 @@ interface UpstreamLogin extends StoredDoc {
   /** Internal id of the identity provider record. */
   identityProviderId: number;
   status: 'pending' | 'exchanging' | 'finished';
-  /** The nonce and PKCE verifier, sealed for the holder of `state` (sealedFor): a copy of the store opens neither. */
+  /** The nonce and PKCE verifier, sealed for the holder of `state` (sealedChecks): a copy of the store opens neither. */
   checks: string | null;
   outcome: InteractionResults | null;
   expiresAt: number;
@@ -57,7 +50,7 @@ export class UpstreamLogins {
       uid,
       identityProviderId,
       status: 'pending',
-      checks: sealedFor(checks.state, JSON.stringify({ nonce: checks.nonce, codeVerifier: checks.codeVerifier })),
+      checks: sealedChecks(checks),
       outcome: null,
       expiresAt: Date.now() + UPSTREAM_LOGIN_TTL_MS,
       createdAt: new Date().toISOString(),
@@ -67,10 +60,9 @@ export class UpstreamLogins {
   /** The pending sign-in of this state, exactly once: a replayed or unknown state gives null. */
   async claim(state: string): Promise<ClaimedLogin | null> {
     const claimed = await this.logins.update(storageDigest(state), { status: 'exchanging' }, { status: 'pending' });
-    const opened = claimed?.checks ? openedWith(state, claimed.checks) : null;
-    if (!claimed || opened === null) return null;
-    const { nonce, codeVerifier } = JSON.parse(opened) as { nonce: string; codeVerifier: string };
-    return { uid: claimed.uid, identityProviderId: claimed.identityProviderId, checks: { state, nonce, codeVerifier } };
+    const checks = claimed?.checks ? openedChecks(state, claimed.checks) : null;
+    if (!claimed || checks === null) return null;
+    return { uid: claimed.uid, identityProviderId: claimed.identityProviderId, checks };
   }
 
   /** Records how the upstream part ended; the verifier and nonce are no longer needed. */

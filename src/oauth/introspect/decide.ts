@@ -14,6 +14,7 @@ import { clientInput } from '../clients/input.js';
 import { findClientRecord } from '../clients/records.js';
 import { formParameter } from '../shared/form-body.js';
 import { rememberDecision } from '../token/grants/decision.js';
+import { carriedDetails } from '../shared/rar.js';
 import { resolveResource, resourceServersOfClient } from '../shared/resources.js';
 import { subjectInput } from '../shared/subject-input.js';
 import { routes } from '../routes.js';
@@ -83,7 +84,7 @@ async function introspectionInput(
       resource,
       resolved_resource_type: resolved.typeUri,
       resource_types: resolved.typeUri ? [resolved.typeUri] : [],
-      authorization_details: (token.extra?.authorization_details ?? token.rar ?? []) as never,
+      authorization_details: carriedDetails(token) as never,
     }),
     token: tokenInput(token, resolved.typeUri, issuersOfTenant(deps.issuer, tenant)),
     caller: asker.caller,
@@ -153,7 +154,7 @@ function tokenInput(token: TokenModel, typeUri: string | null, issuers: string[]
     resource: resourceOf(token),
     audiences: audiencesOf(token, issuers),
     resource_types: typeUri ? [typeUri] : [],
-    authorization_details: (token.extra?.authorization_details ?? token.rar ?? []) as unknown[],
+    authorization_details: carriedDetails(token),
     exp: token.exp ?? null,
     iat: token.iat ?? null,
     cnf_jkt: token.jkt ?? null,

@@ -2,6 +2,7 @@ import { subjectRecords } from '../../catalog/index.js';
 import type { Decision } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { permissionsInForce } from '../token/grants/uma-ticket/permissions.js';
+import { carriedDetails } from '../shared/rar.js';
 import type { TokenModel } from '../state.js';
 import { resourceOf } from './decide.js';
 
@@ -36,7 +37,7 @@ export async function introspectionBody(
     aud: audienceOf(token),
     resource: resourceOf(token) ?? undefined,
     resource_types: resourceTypes.length ? resourceTypes : undefined,
-    authorization_details: nonEmpty(extra.authorization_details ?? token.rar),
+    authorization_details: nonEmpty(carriedDetails(token)),
     obligations: decision.obligations ?? extra.obligations,
     extensions: decision.extensions ?? extra.extensions,
     cnf: confirmationOf(token),

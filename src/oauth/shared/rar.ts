@@ -31,6 +31,16 @@ export const richAuthorizationRequests: ConfigurationSlice = ({ vocabulary }) =>
 type Carrier = { rar?: unknown[] };
 
 /**
+ * The authorization details an issued token carries: those its decision granted, kept in its
+ * `extra` (token/shaping.ts), else oidc-provider's own `rar`. What introspection shows and what a
+ * token exchange may ask for at most.
+ */
+export function carriedDetails(token: object): unknown[] {
+  const { extra, rar } = token as { extra?: { authorization_details?: unknown[] }; rar?: unknown };
+  return extra?.authorization_details ?? (Array.isArray(rar) ? rar : []);
+}
+
+/**
  * A request with authorization_details and no resource indicator (the spec makes them
  * exclusive) gets this server as its audience: oidc-provider binds RAR tokens to a resource.
  * A token request that names none of the several resources of its code or refresh token

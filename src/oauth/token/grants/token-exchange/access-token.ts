@@ -2,6 +2,7 @@ import type Provider from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import type { Store } from '../../../../store/index.js';
 import { activeAccessToken } from '../../../shared/callers.js';
+import { carriedDetails } from '../../../shared/rar.js';
 import { subjectInput } from '../../../shared/subject-input.js';
 import { bindingOf } from '../sender-binding.js';
 import { ACCESS_TOKEN_TYPE } from './parameters.js';
@@ -46,10 +47,7 @@ export async function resolveAccessToken(
     },
     subject: accountId ? await subjectInput(store, tenant, accountId) : null,
     binding,
-    // Where introspection reads them: the decision's (extra), else oidc-provider's own.
-    authorizationDetails: ((token.extra as { authorization_details?: unknown[] } | undefined)?.authorization_details ??
-      (token as { rar?: unknown[] }).rar ??
-      []) as unknown[],
+    authorizationDetails: carriedDetails(token),
   };
 }
 
