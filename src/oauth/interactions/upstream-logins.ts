@@ -1,6 +1,7 @@
 import type { InteractionResults } from 'oidc-provider';
 import { storageDigest, type Store, type StoredDoc, type TenantCollection } from '../../store/index.js';
-import { openedChecks, sealedChecks, type UpstreamChecks } from './upstream.js';
+import { openedChecks, sealedChecks } from './sealed-checks.js';
+import type { UpstreamChecks } from './upstream.js';
 
 /** An upstream round trip may include typing a password; after this the state is refused. */
 const UPSTREAM_LOGIN_TTL_MS = 10 * 60_000;

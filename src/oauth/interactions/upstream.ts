@@ -2,7 +2,6 @@ import { decodeProtectedHeader, type JWTPayload } from 'jose';
 import * as client from 'openid-client';
 import { RemoteKeySets } from '../../http/remote-jwks.js';
 import { assertFetchableUrl, createOutbound, type Outbound, type OutboundOptions } from '../../http/outbound.js';
-import { openedWith, sealedFor } from '../../store/index.js';
 import { SignInError, unavailable } from './errors.js';
 import type { IdentityProviderRecord } from './identity-providers.js';
 
@@ -33,22 +32,6 @@ export interface UpstreamChecks {
 /** Fresh, unguessable checks for one upstream round trip. */
 export function newChecks(): UpstreamChecks {
   return { state: client.randomState(), nonce: client.randomNonce(), codeVerifier: client.randomPKCECodeVerifier() };
-}
-
-/**
- * What a sign-in under way stores of its checks until the callback: the nonce and PKCE verifier,
- * sealed for the holder of its state (sealedFor), which the store keeps only as a digest.
- */
-export function sealedChecks(checks: UpstreamChecks): string {
-  return sealedFor(checks.state, JSON.stringify({ nonce: checks.nonce, codeVerifier: checks.codeVerifier }));
-}
-
-/** The checks `sealedChecks` stored, opened with the callback's state; null when that state does not open them. */
-export function openedChecks(state: string, sealed: string): UpstreamChecks | null {
-  const opened = openedWith(state, sealed);
-  if (opened === null) return null;
-  const { nonce, codeVerifier } = JSON.parse(opened) as { nonce: string; codeVerifier: string };
-  return { state, nonce, codeVerifier };
 }
 
 /**
