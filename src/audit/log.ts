@@ -11,9 +11,9 @@ import {
 import { withoutNul } from './bounds.js';
 import { RefusalBudget, type RefusalBudgetLimits } from './budget.js';
 import type { AuditEntry, AuditFields, Outcome } from './entry.js';
-import { eachRecorded } from './recorded.js';
 import type { RecordedDecision, TrialInput } from '../policy/index.js';
 import {
+  decisionsOfEntry,
   RecordedDecisionPages,
   type RecordedDecisionCursor,
   type RecordedDecisionQuery,
@@ -420,19 +420,14 @@ export class AuditLog {
         {},
         { sort: { field: 'createdAt', direction: 'desc' }, skip, limit: SAMPLE_SCAN_STEP },
       );
-      for (const entry of entries) {
-        const inputs = eachRecorded(entry.policyInput) ?? [];
-        const decisions = eachRecorded(entry.policyDecision) ?? [];
-        inputs.forEach((input, index) => {
-          const point = (decisions[index] as { point?: unknown } | undefined)?.point;
-          if (typeof point !== 'string' || (counts.get(point) ?? 0) >= perPoint || !isObject(input)) return;
-          const key = keyOf(point, input);
-          if (newest.has(key)) return;
-          newest.add(key);
-          counts.set(point, (counts.get(point) ?? 0) + 1);
-          if (!stratified.has(key))
-            sample.push({ point, input, source: `the input recorded in audit entry ${entry.id}` });
-        });
+      // Traffic only: the playground's decisions (asked at the Admin API, even by a read-only key) are left out.
+      for (const { point, input, auditId } of entries.flatMap(decisionsOfEntry)) {
+        if ((counts.get(point) ?? 0) >= perPoint || !isObject(input)) continue;
+        const key = keyOf(point, input);
+        if (newest.has(key)) continue;
+        newest.add(key);
+        counts.set(point, (counts.get(point) ?? 0) + 1);
+        if (!stratified.has(key)) sample.push({ point, input, source: `the input recorded in audit entry ${auditId}` });
       }
       if (entries.length < SAMPLE_SCAN_STEP) break;
     }

@@ -100,6 +100,30 @@ describe('Safe policy changes', function () {
       expect(await rulesAt('arbiter/recorded.rego')).to.deep.equal([]);
     });
 
+    it('tries no input of the decision playground: what a read-only key evaluates is not traffic and blocks no change', async function () {
+      const secret = await confidentialClient(server, 'traffic-app', { scopes: ['read'] });
+      expect((await clientCredentials(server, 'traffic-app', secret, { scope: 'read' })).status).to.equal(200);
+      const recorded = (await server.admin('GET', '/audit-logs?endpoint=/token&clientId=traffic-app&size=1')).body
+        .content[0];
+      const reader = await server.admin('POST', '/api-keys', { name: 'safe-reader', role: 'read-only' });
+      expect(reader.status, JSON.stringify(reader.body)).to.equal(201);
+      const input = { ...recorded.policyInput, client: { ...recorded.policyInput.client, client_id: 'only-asked' } };
+      const asked = await server.request('/admin/api/decisions', {
+        method: 'POST',
+        key: reader.body.key,
+        json: { point: 'token', input },
+      });
+      expect(asked.status, await asked.clone().text()).to.equal(200);
+
+      const created = await server.admin(
+        'POST',
+        '/policy-rules',
+        rego('arbiter/asked.rego', conflictFor('only-asked')),
+      );
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      expect((await server.admin('DELETE', `/policy-rules/${created.body.id}`)).status).to.equal(204);
+    });
+
     it('refuses a data change under which a rule cannot decide, naming the rule', async function () {
       const flags = (frozen: boolean) => ({
         dataKey: 'safe_flags',
