@@ -115,6 +115,21 @@ export function assertSignInIdpKept(
   );
 }
 
+/**
+ * A write that names a tenant not made yet makes it (src/records registers it), which is what
+ * POST /tenants does: it needs that call's permission, `operate`. A policy author writes policy
+ * of the tenants that exist.
+ */
+export function assertMayMakeTenant(ctx: AdminContext, tenantId: string): void {
+  if (roleMay(callerOf(ctx).role, 'operate')) return;
+  ctx.set('WWW-Authenticate', 'X-Admin-API-Key error="insufficient_scope"');
+  throw new HttpError(
+    403,
+    'insufficient_scope',
+    `tenant ${JSON.stringify(tenantId)} does not exist: a write that makes it (as POST /tenants does) needs the role ${rolesWith('operate').join(' or ')}`,
+  );
+}
+
 /** The tenant a call names before its body is read: `tenantId` in the query, else X-Tenant-Id; null: the default. */
 function callTenantOf(ctx: AdminContext): string | null {
   const fromQuery = typeof ctx.query.tenantId === 'string' && ctx.query.tenantId !== '' ? ctx.query.tenantId : null;

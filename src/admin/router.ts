@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import type { AuditLog } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { badRequest, notFound } from '../http/errors.js';
-import { isTenantId, storeTenant } from '../tenancy/index.js';
+import { isNewTenant, isTenantId, storeTenant } from '../tenancy/index.js';
 import { auditLogRoutes } from './audit-routes.js';
 import { decisionRoutes, type DecisionRouteOptions } from './decisions.js';
 import { ADMIN_PREFIX } from '../http/admin-path.js';
@@ -14,7 +14,7 @@ import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
 import { historyRoutes } from './history-routes.js';
 import { answerPage, listPage, listSearch } from './paging.js';
 import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
-import { assertSignInIdpKept, assertTenantReached } from './auth.js';
+import { assertMayMakeTenant, assertSignInIdpKept, assertTenantReached } from './auth.js';
 import { tenantRoutes } from './tenant-routes.js';
 import { revokeAfterChange, tokenRevocationRoutes, type LogoutNotifier } from './token-revocation.js';
 import { clientSecretRoutes } from './client-secret.js';
@@ -183,6 +183,11 @@ function collectionRoutes(
   /** A create, replace or delete of the record `key` in `tenantId`: refused for ADMIN_SIGN_IN_IDP's unless by an admin. */
   const assertWritable = (ctx: AdminContext, tenantId: string | null, key: unknown) =>
     assertSignInIdpKept(ctx, options.signInIdp ?? null, { collection: path, tenantId, key });
+  /** A create in a tenant that does not exist yet makes it: refused to a role that may not make tenants. */
+  const assertCreatable = async (ctx: AdminContext, tenantId: string | null, key: unknown) => {
+    assertWritable(ctx, tenantId, key);
+    if (await isNewTenant(store, tenantId)) assertMayMakeTenant(ctx, tenantId!);
+  };
 
   router.get(`/${path}`, async (ctx) => {
     const page = listPage(ctx);
@@ -210,6 +215,7 @@ function collectionRoutes(
       const tenantId = tenantOf(ctx, fields);
       const mode = isObject(fields) ? fields.mode : undefined;
       const existing = await records.findByUniqueField(tenantId, upsert.field, key, mode);
+      if (!existing) await assertCreatable(ctx, tenantId, key);
       ctx.status = existing ? 200 : 201;
       ctx.body = show(
         existing ? await records.replace(tenantId, existing, fields) : await records.create(tenantId, fields),
@@ -232,7 +238,7 @@ function collectionRoutes(
   router.post(`/${path}`, async (ctx) => {
     const parsed = await body(ctx);
     const tenantId = tenantOf(ctx, parsed);
-    assertWritable(ctx, tenantId, isObject(parsed) ? parsed[records.definition.pathKey] : undefined);
+    await assertCreatable(ctx, tenantId, isObject(parsed) ? parsed[records.definition.pathKey] : undefined);
     ctx.status = 201;
     ctx.body = show(await records.create(tenantId, parsed));
   });

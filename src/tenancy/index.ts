@@ -87,12 +87,18 @@ export class TenantRegistry {
   }
 }
 
+/** Whether a write naming `tenantId` would make a new tenant (the default one always exists). */
+export async function isNewTenant(store: Store, tenantId: string | null): Promise<boolean> {
+  if (!tenantId || tenantId === DEFAULT_TENANT) return false;
+  return (await store.collection<StoredDoc>(TENANTS_COLLECTION, DEFAULT_TENANT).get(tenantId)) === null;
+}
+
 /** Records that a tenant exists (idempotent); called by the Admin API before it writes a tenant's first object. */
 export async function registerTenant(store: Store, tenantId: string | null): Promise<void> {
-  if (!tenantId) return;
-  const tenants = store.collection<StoredDoc>(TENANTS_COLLECTION, DEFAULT_TENANT);
-  if (await tenants.get(tenantId)) return;
-  await tenants.upsert({ id: tenantId, createdAt: new Date().toISOString() });
+  if (!(await isNewTenant(store, tenantId))) return;
+  await store
+    .collection<StoredDoc>(TENANTS_COLLECTION, DEFAULT_TENANT)
+    .upsert({ id: tenantId!, createdAt: new Date().toISOString() });
 }
 
 /** Refuses a request for a tenant that does not exist, before anything is built or cached for it. */

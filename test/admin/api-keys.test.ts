@@ -284,6 +284,41 @@ describe('Named Admin API keys and their roles', function () {
       expect((await call(keys['read-only'].key, 'POST', '/no-such-collection')).status).to.equal(404);
     });
 
+    it('lets only the roles that may make tenants make one by writing a record that names it', async function () {
+      const exists = async (id: string) => (await server.admin('GET', `/tenants/${id}`)).status;
+      const rule = (tenantId: string) => ({
+        tenantId,
+        kind: 'rego',
+        path: 'arbiter/made-by-write.rego',
+        content: 'package arbiter.made_by_write\n\nx := 1\n',
+      });
+      const data = (tenantId: string) => ({ tenantId, dataKey: 'made_by_write', payload: '{}' });
+      const fresh = `made-${unique()}`;
+      const author = keys['policy-author'].key;
+      for (const [method, path, body] of [
+        ['POST', '/policy-rules', rule(fresh)],
+        ['POST', '/policy-data', data(fresh)],
+        ['PUT', '/policy-data/by-key?dataKey=made_by_write', data(fresh)],
+      ] as const) {
+        const refused = await call(author, method, path, body);
+        expect(refused.status, `${method} ${path} ${JSON.stringify(refused.body)}`).to.equal(403);
+        expect(refused.body.error_description).to.contain(`tenant "${fresh}" does not exist`).and.contain('operator');
+      }
+      expect(await exists(fresh)).to.equal(404);
+
+      expect((await call(keys.operator.key, 'POST', '/tenants', { id: fresh })).status).to.equal(201);
+      const written = await call(author, 'POST', '/policy-data', data(fresh));
+      expect(written.status, JSON.stringify(written.body)).to.equal(201);
+      const byOperator = `made-${unique()}`;
+      const made = await call(keys.operator.key, 'POST', '/clients', {
+        tenantId: byOperator,
+        clientId: `made-${unique()}`,
+        clientType: 'public',
+      });
+      expect(made.status, JSON.stringify(made.body)).to.equal(201);
+      expect(await exists(byOperator)).to.equal(200);
+    });
+
     it('lets a named admin key make and revoke keys, and names it as their creator', async function () {
       const made = await call(keys.admin.key, 'POST', '/api-keys', {
         name: named(`made by admin ${unique()}`),
