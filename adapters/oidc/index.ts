@@ -341,6 +341,13 @@ export async function* liveAccessTokens(
   }
 }
 
+/** Whether every artefact named (by artefactKey) is still stored and unexpired: none was revoked. */
+export async function artefactsRemain(store: Store, tenant: string, ids: readonly string[]): Promise<boolean> {
+  if (ids.length === 0) return true;
+  const unique = [...new Set(ids)];
+  return (await store.collection<OidcDoc>(OIDC_COLLECTION, tenant).getMany(unique)).length === unique.length;
+}
+
 export type ArtefactOwner = { clientId: string } | { accountId: string };
 
 /**

@@ -19,6 +19,8 @@ export type OAuthState = {
   policyDecision?: Decision;
   /** Token exchange with an actor: the issued token's `act` claim (token/shaping.ts). */
   exchangeAct?: Record<string, unknown>;
+  /** Token exchange of an access token: the stored tokens the issued one lives by (EXCHANGED_FROM). */
+  exchangedFrom?: string[];
   /** /authorize and /par: the client sent PKCE `plain`, which authorize/pkce-plain.ts turned into S256 (FAPI 2.0 refuses it). */
   pkcePlain?: true;
   /** The UMA grant: what the requesting party token permits (token/shaping.ts). */
@@ -27,6 +29,14 @@ export type OAuthState = {
 
 /** What the OAuth edge's steps read and write: the layers below it (a tenant, the audit entry, the request's own) and its own part. */
 export type OAuthRequestState = TenantState & AuditState & OAuthState;
+
+/**
+ * The `extra` member an exchanged token keeps server-side (token/shaping.ts): the store ids of its
+ * subject token and of the tokens that one was exchanged from, in turn. It is found only while all
+ * of them are (owned-artefacts.ts): revoking a token, its grant, client or user ends every token
+ * exchanged from it. Never in a JWT access token, never shown at introspection.
+ */
+export const EXCHANGED_FROM = 'exchanged_from';
 
 /** A token as oidc-provider's models expose it (its claims are untyped there). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

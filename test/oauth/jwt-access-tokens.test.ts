@@ -235,6 +235,7 @@ describe('JWT access tokens (RFC 9068)', function () {
     expect(status, JSON.stringify(body)).to.equal(200);
     const { payload } = await verify(body.access_token);
     expect(payload).to.include({ aud: LEDGER, client_id: 'jwt-app', scope: 'ledger.read' });
+    expect(payload, 'the tokens it lives by are kept server-side').not.to.have.property('exchanged_from');
   });
 
   it("signs a path tenant's JWTs with its own keys under its own issuer", async function () {

@@ -3,7 +3,12 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 
 type KeyLike = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 import { createServer, type Server } from 'node:http';
-import { registerPublicClient, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
+import {
+  registerPublicClient,
+  signInForTokens,
+  startRegisteredDevIdp,
+  type RegisteredDevIdp,
+} from '../support/dev-idp.js';
 import { basic, clientToken, confidentialClient, eventually, postForm, updateOauthData } from '../support/oauth.js';
 import { freePort, readyServer, type TestServer } from '../support/server.js';
 import { userToken } from '../uma/support.js';
@@ -178,6 +183,54 @@ describe('POST /token: token exchange (RFC 8693)', function () {
         const issued = (await introspect(body.access_token)).body;
         expect(issued.active).to.equal(true);
         expect(issued.exp, `round ${round}`).to.be.at.most(subjectEnd);
+        subjectToken = body.access_token;
+      }
+    });
+
+    it('ends every token exchanged from a token once that token, or its grant, is revoked', async function () {
+      const billing = { clientId: 'billing', redirectUri: REDIRECT_URI, secret: exchangerSecret };
+      const revoke = (token: string) =>
+        postForm(server, '/revoke', { token }, { Authorization: basic('billing', exchangerSecret) });
+      const exchanged = async (subjectToken: string) => {
+        const { status, body } = await exchange(exchangeOf(subjectToken));
+        expect(status, JSON.stringify(body)).to.equal(200);
+        return body.access_token as string;
+      };
+      const active = async (token: string) => (await introspect(token)).body.active;
+      const exchangeOf = (subjectToken: string) => ({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN });
+
+      // The grant: alice's refresh token revoked (RFC 7009 §2.1) takes her access token and every exchange of it.
+      const signedIn = await signInForTokens(server, billing, 'alice', { scope: 'openid profile email' });
+      const once = await exchanged(signedIn.access);
+      const twice = await exchanged(once);
+      expect([await active(once), await active(twice)]).to.deep.equal([true, true]);
+      expect((await revoke(signedIn.refresh)).status).to.equal(200);
+      expect(await active(signedIn.access)).to.equal(false);
+      expect([await active(once), await active(twice)], 'exchanged once, then twice').to.deep.equal([false, false]);
+      const userinfo = await server.request('/userinfo', { headers: { Authorization: `Bearer ${once}` } });
+      expect(userinfo.status).to.equal(401);
+
+      // A client's own token (no grant) revoked: what was exchanged from it ends, and nothing else.
+      const revokeOwn = (token: string) =>
+        postForm(server, '/revoke', { token }, { Authorization: basic('frontend', frontendSecret) });
+      const [first, second] = [await frontendToken('invoices.read'), await frontendToken('invoices.read')];
+      const [fromFirst, fromSecond] = [await asFrontend(exchangeOf(first)), await asFrontend(exchangeOf(second))];
+      expect((await revokeOwn(first)).status).to.equal(200);
+      expect(await active(fromFirst.body.access_token)).to.equal(false);
+      expect(await active(fromSecond.body.access_token)).to.equal(true);
+    });
+
+    it('bounds a chain of exchanges: eight in turn, then invalid_grant', async function () {
+      let subjectToken = await frontendToken('invoices.read');
+      for (let round = 1; round <= 9; round += 1) {
+        const { status, body } = await asFrontend({ subject_token: subjectToken, subject_token_type: ACCESS_TOKEN });
+        if (round === 9) {
+          expect(status, JSON.stringify(body)).to.equal(400);
+          expect(body.error).to.equal('invalid_grant');
+          expect(body.error_description).to.contain('exchanged from 8 tokens in turn');
+          return;
+        }
+        expect(status, `exchange ${round}: ${JSON.stringify(body)}`).to.equal(200);
         subjectToken = body.access_token;
       }
     });

@@ -1,5 +1,5 @@
 import type { AdapterPayload } from 'oidc-provider';
-import { revokeArtefacts, type ArtefactOwners } from '../../../adapters/oidc/index.js';
+import { artefactsRemain, revokeArtefacts, type ArtefactOwners } from '../../../adapters/oidc/index.js';
 import { subjectRecords } from '../../catalog/index.js';
 import { activeDelegationIds, revokeDelegationsOf } from '../../delegation/index.js';
 import type { Store } from '../../store/index.js';
@@ -13,6 +13,7 @@ import {
   type ClientRecord,
 } from '../clients/records.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
+import { EXCHANGED_FROM } from '../state.js';
 
 /**
  * Tokens die with their client and their user. Every grant, code and token oidc-provider keeps
@@ -80,7 +81,11 @@ export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwne
       return record && record.enabled !== false ? markOf(record) : null;
     },
     async honours({ clientId, mark, payload }) {
-      return (await issuedUnderCurrentEpoch(clientId, mark)) && (await permissionsStillRest(payload));
+      return (
+        (await issuedUnderCurrentEpoch(clientId, mark)) &&
+        (await permissionsStillRest(payload)) &&
+        (await exchangedFromRemain(payload))
+      );
     },
   };
 
@@ -109,6 +114,13 @@ export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwne
       ...new Set(delegated.flatMap((permission) => permission.delegation_ids!)),
     ]);
     return delegated.every((permission) => permission.delegation_ids!.some((id) => active.has(id)));
+  }
+
+  /** An exchanged token lives while the tokens it was exchanged from are stored: a read, for exchanged tokens only. */
+  async function exchangedFromRemain(payload: AdapterPayload): Promise<boolean> {
+    const ids = (payload.extra as Record<string, unknown> | undefined)?.[EXCHANGED_FROM];
+    if (!Array.isArray(ids) || ids.length === 0) return true;
+    return artefactsRemain(store, tenant, ids as string[]);
   }
 }
 

@@ -6,6 +6,8 @@ import { carriedDetails } from '../../../shared/rar.js';
 import { subjectInput } from '../../../shared/subject-input.js';
 import { bindingOf } from '../sender-binding.js';
 import { ACCESS_TOKEN_TYPE } from './parameters.js';
+import { artefactKey } from '../../../../../adapters/oidc/index.js';
+import { EXCHANGED_FROM } from '../../../state.js';
 import type { ResolvedSubject } from './subject.js';
 
 const notActive = (role: string) =>
@@ -28,6 +30,12 @@ export async function resolveAccessToken(
 ): Promise<ResolvedSubject> {
   const token = await activeAccessToken(provider, value);
   if (!token) throw notActive(role);
+  const exchangedFrom = exchangedFromOf(token.extra);
+  if (exchangedFrom.length >= MAX_EXCHANGES)
+    throw new errors.CustomOIDCProviderError(
+      'invalid_grant',
+      `the ${role} token was exchanged from ${exchangedFrom.length} tokens in turn, the most a token may be`,
+    );
   const accountId = typeof token.accountId === 'string' ? token.accountId : null;
   const aud = Array.isArray(token.aud) ? token.aud[0] : token.aud;
   const binding = bindingOf(token);
@@ -48,7 +56,17 @@ export async function resolveAccessToken(
     subject: accountId ? await subjectInput(store, tenant, accountId) : null,
     binding,
     authorizationDetails: carriedDetails(token),
+    restsOn: [...exchangedFrom, artefactKey(token.kind, token.jti)],
   };
+}
+
+/** How long a chain of exchanges may grow: each use of its last token reads every token of it. */
+const MAX_EXCHANGES = 8;
+
+/** The tokens an exchanged token was exchanged from, in turn (EXCHANGED_FROM). */
+function exchangedFromOf(extra: unknown): string[] {
+  const ids = (extra as Record<string, unknown> | undefined)?.[EXCHANGED_FROM];
+  return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
 }
 
 /** The `act` claim an exchanged token keeps with it (see issue.ts), for chains of actors. */

@@ -55,6 +55,8 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
       const outcome = await decideExchange(ctx, deps, exchange, resolved, actor);
       // RFC 8693 §4.1: a delegated token says who acts; a chain nests the earlier actors.
       if (actor) ctx.state.exchangeAct = actClaim(actor, resolved);
+      // Never beyond the subject token: it ends when that token, or one it was exchanged from, is revoked.
+      if (resolved.restsOn) ctx.state.exchangedFrom = resolved.restsOn;
       const { decision } = outcome;
       if (decision.obligations?.dpop_required === true && !held.proof) {
         throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');

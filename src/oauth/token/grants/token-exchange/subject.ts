@@ -11,6 +11,8 @@ export interface ResolvedSubject {
   binding: TokenBinding;
   /** The RFC 9396 authorization details an access token of this server carries (none for an ID token). */
   authorizationDetails?: readonly unknown[];
+  /** An access token of this server: its store id, after those of the tokens it was exchanged from (EXCHANGED_FROM). */
+  restsOn?: string[];
 }
 
 /** An external ID token is bound to nothing Arbiter can check; it is verified by its signature alone. */
