@@ -274,6 +274,45 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     expect(body.scope.split(' ').sort()).to.deep.equal(['email', 'openid']);
   });
 
+  it("another client presenting a code is told only that it is unknown: no decision, the code's grant unchanged", async function () {
+    const created = await server.admin('POST', '/clients', {
+      clientId: 'exact-other-spa',
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: [REDIRECT_URI],
+      scopes: ['openid'],
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const { code, verifier } = await authorize(new FetchUserAgent(), { scope: 'openid email read' });
+    const decisions = async () =>
+      (await server.admin('GET', '/audit-logs?endpoint=/token&clientId=exact-other-spa&size=1')).body.totalElements;
+    const unknown = await postForm(server, '/token', {
+      grant_type: 'authorization_code',
+      code: 'an-unknown-code-of-nobody-0123456789abcdefghij',
+      redirect_uri: REDIRECT_URI,
+      client_id: 'exact-other-spa',
+      code_verifier: verifier,
+      resource: API,
+    });
+    for (const resource of [{}, { resource: API }, { resource: 'https://elsewhere.example.test/' }]) {
+      const foreign = await redeem(code, verifier, { client_id: 'exact-other-spa', ...resource });
+      expect(foreign.status).to.equal(400);
+      expect(foreign.body, JSON.stringify(resource)).to.deep.equal(unknown.body);
+    }
+    const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&clientId=exact-other-spa&size=1')).body
+      .content;
+    expect(entry.policyDecision, 'no decision was asked for another client').to.equal(null);
+    expect(await decisions()).to.be.greaterThan(0);
+
+    const { status, body } = await redeem(code, verifier);
+    expect(status, JSON.stringify(body)).to.equal(200);
+    expect(body.scope.split(' ').sort(), "the owner gets all of its code's scopes").to.deep.equal([
+      'email',
+      'openid',
+      'read',
+    ]);
+  });
+
   it('introspection shows the scopes issued, narrowed but never widened by the introspect decision', async function () {
     const { token: caller } = await clientWithToken(server, 'widening-rs', ['introspection']);
     const { code, verifier } = await authorize(new FetchUserAgent(), { scope: 'openid email' });

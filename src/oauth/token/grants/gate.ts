@@ -64,6 +64,7 @@ function policyGated(
         'invalid_grant',
         `the ${REDEEMED[grantType] ?? 'grant'} is unknown or expired`,
       );
+    assertOwnSource(ctx, grantType, found);
     const source = found && (await forNamedResource(provider, ctx, found));
     if (source) assertWithinSource(ctx, source);
     const outcome = await deps.policy.decide('token', await tokenDecisionInput(ctx, deps.store, deps.tenant, source));
@@ -129,6 +130,19 @@ async function forNamedResource(
   );
   const held = (source.scope ?? '').split(' ').filter((scope) => forResource.has(scope));
   return { ...source, scope: held.join(' ') };
+}
+
+/**
+ * A code or refresh token of another client is refused before anything reads it (RFC 6749 §4.1.3,
+ * §6): no decision is asked, no grant narrowed, and the answer is the one an unknown value gets,
+ * so that a leaked code cannot be spoiled, nor its resources learnt, by a client it was not issued to.
+ */
+function assertOwnSource(ctx: KoaContextWithOIDC, grantType: string, source: GrantSource | undefined): void {
+  if (!source?.clientId || source.clientId === ctx.oidc.client!.clientId) return;
+  throw new errors.CustomOIDCProviderError(
+    'invalid_grant',
+    `the ${REDEEMED[grantType] ?? 'grant'} is unknown or expired`,
+  );
 }
 
 /** The code or refresh token being redeemed, looked up without consuming it (the handler validates it, a used one included). */

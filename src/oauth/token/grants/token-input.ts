@@ -17,6 +17,8 @@ export interface GrantSource {
   rar?: unknown[];
   resource?: string | string[];
   grantId?: string;
+  /** The client it was issued to. */
+  clientId?: string;
 }
 
 /**
