@@ -284,8 +284,6 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     });
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
     const { code, verifier } = await authorize(new FetchUserAgent(), { scope: 'openid email read' });
-    const decisions = async () =>
-      (await server.admin('GET', '/audit-logs?endpoint=/token&clientId=exact-other-spa&size=1')).body.totalElements;
     const unknown = await postForm(server, '/token', {
       grant_type: 'authorization_code',
       code: 'an-unknown-code-of-nobody-0123456789abcdefghij',
@@ -294,7 +292,10 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
       code_verifier: verifier,
       resource: API,
     });
-    for (const resource of [{}, { resource: API }, { resource: 'https://elsewhere.example.test/' }]) {
+    for (const resource of [{}, { resource: API }, { resource: 'https://elsewhere.example.test/' }] as Record<
+      string,
+      string
+    >[]) {
       const foreign = await redeem(code, verifier, { client_id: 'exact-other-spa', ...resource });
       expect(foreign.status).to.equal(400);
       expect(foreign.body, JSON.stringify(resource)).to.deep.equal(unknown.body);
@@ -302,7 +303,6 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&clientId=exact-other-spa&size=1')).body
       .content;
     expect(entry.policyDecision, 'no decision was asked for another client').to.equal(null);
-    expect(await decisions()).to.be.greaterThan(0);
 
     const { status, body } = await redeem(code, verifier);
     expect(status, JSON.stringify(body)).to.equal(200);
