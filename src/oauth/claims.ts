@@ -23,6 +23,38 @@ export function scopesCarrying(claim: string): string[] {
     .map(([scope]) => scope);
 }
 
+/**
+ * Every claim name of the `userinfo` and `id_token` members of a `claims` request (OIDC Core
+ * §5.5): the parameter as sent (JSON text) or as a code or refresh token keeps it (parsed); [] for
+ * an absent or unreadable one (oidc-provider refuses that).
+ */
+export function claimsNamed(claims: unknown): string[] {
+  const parsed = typeof claims === 'string' ? parsedJson(claims) : claims;
+  if (typeof parsed !== 'object' || parsed === null) return [];
+  return [
+    ...new Set(
+      ['userinfo', 'id_token'].flatMap((member) => {
+        const requested = (parsed as Record<string, unknown>)[member];
+        return typeof requested === 'object' && requested !== null ? Object.keys(requested) : [];
+      }),
+    ),
+  ];
+}
+
+function parsedJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Claims about the authentication rather than the person, which oidc-provider releases when asked
+ * for without a grant (its consent prompt skips them too): rejecting one would drop it.
+ */
+export const AUTHENTICATION_CLAIMS = new Set(['sub', 'sid', 'auth_time', 'acr', 'amr', 'iss']);
+
 /** Every claim the scopes carry. */
 export function claimsOf(scopes: Iterable<string>): Set<string> {
   const carried = new Set<string>();

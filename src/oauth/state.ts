@@ -19,6 +19,8 @@ export type OAuthState = {
   policyDecision?: Decision;
   /** Token exchange with an actor: the issued token's `act` claim (token/shaping.ts). */
   exchangeAct?: Record<string, unknown>;
+  /** A code or refresh token whose authorization named claims: the granted scopes that carry them (CLAIM_SCOPES). */
+  claimScopes?: string[];
   /** Token exchange of an access token: the stored tokens the issued one lives by (EXCHANGED_FROM). */
   exchangedFrom?: string[];
   /** /authorize and /par: the client sent PKCE `plain`, which authorize/pkce-plain.ts turned into S256 (FAPI 2.0 refuses it). */
@@ -37,6 +39,15 @@ export type OAuthRequestState = TenantState & AuditState & OAuthState;
  * exchanged from it. Never in a JWT access token, never shown at introspection.
  */
 export const EXCHANGED_FROM = 'exchanged_from';
+
+/**
+ * The `extra` member of an access token issued for a code or refresh token whose authorization's
+ * `claims` request (OIDC Core §5.5) named claims: the scopes the token decision granted that carry
+ * them. The token releases a named claim (ID token, UserInfo) only under its own scopes or these
+ * (userinfo/accounts.ts), so a decision that no longer grants a scope withholds its claims from
+ * then on, while tokens issued before keep what they were issued with. Never in a JWT access token.
+ */
+export const CLAIM_SCOPES = 'claim_scopes';
 
 /** A token as oidc-provider's models expose it (its claims are untyped there). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any

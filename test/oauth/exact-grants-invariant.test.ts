@@ -479,7 +479,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
         'ID token without a granted openid',
         () => `${label}: id_token ${show(idClaims)}, decision ${show(decided.scopes)}`,
       );
-      const allowed = withGranted(claimsFor(decided.scopes));
+      const allowed = withGranted(claimsFor(decided.scopes.filter((scope) => requested.includes(scope))));
       const extra = Object.keys(idClaims).filter((claim) => !PROTOCOL_CLAIMS.has(claim) && !allowed.has(claim));
       check(
         extra.length === 0,
@@ -598,6 +598,12 @@ describe('Exact grants, property-based: every token carries what the policy gran
     const decisionScopes = parameters.claims ? [...new Set([...asked, ...Object.keys(OIDC_CLAIMS)])] : asked;
     const granted = decide(authorizeSeed(step.state), decisionScopes, askedDetails);
     const claimsGranted = parameters.claims ? claimsFor(granted.scopes) : new Set<string>();
+    // Every token decision of the code asks for the scopes of its claims again (token-input.ts);
+    // a token releases them only under those its own decision granted (userinfo/accounts.ts).
+    const claimScopes = parameters.claims ? Object.keys(OIDC_CLAIMS) : [];
+    const withClaims = (scopes: string[]) => [...new Set([...scopes, ...claimScopes])];
+    const claimsUnder = (decidedScopes: string[]) =>
+      new Set([...claimsGranted].filter((claim) => claimsFor(decidedScopes).has(claim)));
     trace.push(`#${n} GET /authorize ${show(parameters)}; decision (recomputed) ${show(granted)}`);
     // Nothing granted and no authorization_details asked for: oidc-provider refuses the request.
     const refused = !granted.scopes.some((scope) => asked.includes(scope)) && askedDetails.length === 0;
@@ -638,7 +644,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
     if (sentDetails) form.authorization_details = show(sentDetails);
     const decided = decide(
       tokenSeed(SPA, 'authorization_code', form.resource_types!),
-      ceiling.scopes,
+      withClaims(ceiling.scopes),
       sentDetails ?? ceiling.details,
     );
     trace.push(`#${n} POST /token ${show({ ...form, code: '…', code_verifier: '…' })}`);
@@ -663,10 +669,10 @@ describe('Exact grants, property-based: every token carries what the policy gran
         clientId: SPA,
         sub: login,
         nonce: parameters.nonce,
-        claimsGranted,
+        claimsGranted: claimsUnder(decided.scopes),
       }),
     ];
-    if (step.audit) await auditedDecisionIs('/token', ceiling.scopes, decided, `#${n} code exchange`);
+    if (step.audit) await auditedDecisionIs('/token', withClaims(ceiling.scopes), decided, `#${n} code exchange`);
 
     let refreshToken: string | undefined = response.body.refresh_token;
     for (const [r, refresh] of step.refreshes.entries()) {
@@ -712,7 +718,7 @@ describe('Exact grants, property-based: every token carries what the policy gran
       const refreshed = await postForm(server, '/token', rform);
       const rDecided = decide(
         tokenSeed(SPA, 'refresh_token', rform.resource_types!),
-        requested,
+        withClaims(requested),
         rDetails ?? heldDetails,
       );
       trace.push(`#${n}.${r}   ${refreshed.status} ${masked(refreshed.body)}; decision (recomputed) ${show(rDecided)}`);
@@ -750,10 +756,10 @@ describe('Exact grants, property-based: every token carries what the policy gran
           ceiling,
           clientId: SPA,
           sub: login,
-          claimsGranted,
+          claimsGranted: claimsUnder(rDecided.scopes),
         }),
       );
-      if (step.audit) await auditedDecisionIs('/token', requested, rDecided, `#${n}.${r} refresh`);
+      if (step.audit) await auditedDecisionIs('/token', withClaims(requested), rDecided, `#${n}.${r} refresh`);
       refreshToken = refreshed.body.refresh_token ?? refreshToken;
     }
     return snapshots;

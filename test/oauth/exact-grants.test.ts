@@ -165,6 +165,67 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     }
   });
 
+  it('a claim the claims parameter named is withdrawn at the refresh once the policy no longer grants its scope', async function () {
+    const created = await server.admin('POST', '/clients', {
+      clientId: 'exact-claims-refresh',
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: [REDIRECT_URI],
+      scopes: ['openid', 'profile', 'email'],
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const claims = { userinfo: { name: null, email: null }, id_token: { name: null, email: null } };
+    const { code, verifier } = await authorize(new FetchUserAgent(), {
+      client_id: 'exact-claims-refresh',
+      scope: 'openid',
+      claims: JSON.stringify(claims),
+    });
+    const redeemed = await redeem(code, verifier, { client_id: 'exact-claims-refresh' });
+    expect(redeemed.status, JSON.stringify(redeemed.body)).to.equal(200);
+    const refresh = async (refreshToken: string) => {
+      const answer = await postForm(server, '/token', {
+        grant_type: 'refresh_token',
+        refresh_token: refreshToken,
+        client_id: 'exact-claims-refresh',
+      });
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+      return answer.body;
+    };
+    const released = { sub: 'erin', name: 'Erin', email: 'erin@example.test' };
+    const kept = await refresh(redeemed.body.refresh_token);
+    expect(decodeJwt(kept.id_token), 'a refresh the policy still grants keeps them').to.include({
+      name: 'Erin',
+      email: 'erin@example.test',
+    });
+    expect(await userinfo(kept.access_token)).to.deep.equal(released);
+
+    await updateOauthData(server, (data) => {
+      data.clients = { ...data.clients, 'exact-claims-refresh': { withheld_scopes: ['email', 'profile'] } };
+    });
+    try {
+      const withheld = await refresh(kept.refresh_token);
+      expect(withheld.scope).to.equal('openid');
+      const idToken = decodeJwt(withheld.id_token);
+      expect(idToken).not.to.have.property('email');
+      expect(idToken).not.to.have.property('name');
+      expect(await userinfo(withheld.access_token)).to.deep.equal({ sub: 'erin' });
+      expect(await userinfo(kept.access_token), 'a token issued before keeps what it was issued').to.deep.equal(
+        released,
+      );
+      const [entry] = (await server.admin('GET', '/audit-logs?endpoint=/token&clientId=exact-claims-refresh&size=1'))
+        .body.content;
+      expect(entry.policyInput.request.scopes, 'the scopes of the claims asked for again').to.have.members([
+        'openid',
+        'profile',
+        'email',
+      ]);
+    } finally {
+      await updateOauthData(server, (data) => {
+        delete data.clients['exact-claims-refresh'];
+      });
+    }
+  });
+
   it('RFC 9396 end to end: authorization_details alone → code → token with the granted details → introspection shows them', async function () {
     const details = [{ type: PAYMENT, instructedAmount: { currency: 'EUR', amount: '12.00' } }];
     const { code, verifier } = await authorize(new FetchUserAgent(), {

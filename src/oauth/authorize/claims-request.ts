@@ -1,4 +1,4 @@
-import { scopesCarrying } from '../claims.js';
+import { claimsNamed, scopesCarrying } from '../claims.js';
 
 /**
  * The `claims` authorization request parameter (OIDC Core §5.5) before the `authorize` decision.
@@ -27,22 +27,4 @@ export function decisionScopes(params: Record<string, unknown>): string[] | unde
   const named = claimsNamed(params.claims);
   if (named.length === 0) return undefined;
   return [...new Set([...scopeParameter(params.scope), ...named.flatMap(scopesCarrying)])];
-}
-
-/** Every claim name of the `userinfo` and `id_token` members; [] for an absent or unreadable parameter (oidc-provider refuses that). */
-export function claimsNamed(claims: unknown): string[] {
-  if (typeof claims !== 'string') return [];
-  try {
-    const parsed = JSON.parse(claims) as Record<string, unknown>;
-    return [
-      ...new Set(
-        ['userinfo', 'id_token'].flatMap((member) => {
-          const requested = parsed?.[member];
-          return typeof requested === 'object' && requested !== null ? Object.keys(requested) : [];
-        }),
-      ),
-    ];
-  } catch {
-    return [];
-  }
 }

@@ -2,7 +2,7 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import type { Decision, RequestInput } from '../../policy/index.js';
 import type { ConfigurationSlice } from '../context.js';
-import { claims as claimsByScope, claimsOf } from '../claims.js';
+import { AUTHENTICATION_CLAIMS, claims as claimsByScope, claimsOf } from '../claims.js';
 import { enforce } from '../shared/enforce.js';
 import { oidcParams } from '../shared/oidc-params.js';
 import { narrowedScopes, rememberDecision } from '../token/grants/decision.js';
@@ -87,12 +87,6 @@ function grantExactly(
   }
   for (const detail of decision.authorization_details ?? []) grant.addRar(detail as AuthorizationDetail);
 }
-
-/**
- * Claims about the authentication rather than the person, which oidc-provider releases when asked
- * for without a grant (its consent prompt skips them too): rejecting one would drop it.
- */
-const AUTHENTICATION_CLAIMS = new Set(['sub', 'sid', 'auth_time', 'acr', 'amr', 'iss']);
 
 /**
  * The claims the `claims` parameter names (OIDC Core §5.5; those oidc-provider knows): granted

@@ -1,4 +1,7 @@
-import type { Account, AccountClaims, ClaimsParameterMember } from 'oidc-provider';
+import type { Account, AccountClaims, ClaimsParameterMember, KoaContextWithOIDC } from 'oidc-provider';
+import { claimsOf } from '../claims.js';
+import { CLAIM_SCOPES } from '../state.js';
+import { decisionOf } from '../token/grants/decision.js';
 import { subjectRecords } from '../../catalog/index.js';
 import type { Store, TenantCollection } from '../../store/index.js';
 import type { ConfigurationSlice } from '../context.js';
@@ -18,17 +21,36 @@ export function subjectsCollection(store: Store, tenant: string): TenantCollecti
  * account, so its tokens stop working at UserInfo.
  */
 export const accounts: ConfigurationSlice = ({ store, tenant }) => ({
-  async findAccount(_ctx, sub) {
+  async findAccount(ctx, sub, token) {
     const subject = await subjectsCollection(store, tenant).findOne({ subjectId: sub });
-    return subject ? accountOf(subject) : undefined;
+    return subject ? accountOf(subject, releasingScopes(ctx, token)) : undefined;
   },
 });
 
 /**
- * Every claim Arbiter knows; oidc-provider releases only those of the granted scopes and of the
- * granted `claims` request (src/oauth/claims.ts, authorize/grant.ts).
+ * The scopes whose claims a use of the account may release, when the request's own decision (or
+ * the access token's) bounds them: at UserInfo, the access token's scopes and those it was issued
+ * with for its `claims` request (CLAIM_SCOPES; none kept: the grant's bound alone, as for tokens
+ * issued before); elsewhere (the ID token at /token), what the request's decision granted, which
+ * a code's or refresh token's scope no longer granted does not widen.
  */
-function accountOf(subject: SubjectRecord): Account {
+function releasingScopes(ctx: KoaContextWithOIDC, token: unknown): readonly string[] | undefined {
+  const kind = (token as { kind?: unknown } | undefined)?.kind;
+  if (kind === 'AccessToken' || kind === 'ClientCredentials') {
+    const { extra, scope } = token as { extra?: Record<string, unknown>; scope?: unknown };
+    const kept = extra?.[CLAIM_SCOPES];
+    if (!Array.isArray(kept)) return undefined;
+    return [...(typeof scope === 'string' ? scope.split(' ') : []), ...(kept as string[])];
+  }
+  return decisionOf(ctx)?.scopes;
+}
+
+/**
+ * Every claim Arbiter knows; oidc-provider releases only those of the granted scopes and of the
+ * granted `claims` request (src/oauth/claims.ts, authorize/grant.ts); and, where the decision
+ * bounds them (`releasing`), only those of the scopes it granted.
+ */
+function accountOf(subject: SubjectRecord, releasing: readonly string[] | undefined): Account {
   const claims: AccountClaims = {
     sub: subject.subjectId,
     name: subject.name,
@@ -38,12 +60,16 @@ function accountOf(subject: SubjectRecord): Account {
   };
   return {
     accountId: subject.subjectId,
-    claims: (_use, _scope, requested) =>
-      Object.fromEntries(
+    claims: (_use, _scope, requested) => {
+      const releasable = releasing && claimsOf(releasing);
+      return Object.fromEntries(
         Object.entries(claims).filter(
-          ([name, value]) => value !== undefined && (name === 'sub' || hasRequestedValue(value, requested?.[name])),
+          ([name, value]) =>
+            value !== undefined &&
+            (name === 'sub' || ((!releasable || releasable.has(name)) && hasRequestedValue(value, requested?.[name]))),
         ),
-      ) as AccountClaims,
+      ) as AccountClaims;
+    },
   };
 }
 

@@ -1,12 +1,13 @@
 import { expect } from 'chai';
-import { claimsNamed, decisionScopes } from '../../../src/oauth/authorize/claims-request.js';
-import { claimsOf, scopesCarrying } from '../../../src/oauth/claims.js';
+import { decisionScopes } from '../../../src/oauth/authorize/claims-request.js';
+import { claimsNamed, claimsOf, scopesCarrying } from '../../../src/oauth/claims.js';
 
 describe('unit: the claims parameter before the authorize decision (authorize/claims-request, claims)', function () {
   it('names the claims of both members, once each', function () {
     const claims = JSON.stringify({ userinfo: { name: null, email: { essential: true } }, id_token: { email: null } });
 
     expect(claimsNamed(claims)).to.deep.equal(['name', 'email']);
+    expect(claimsNamed(JSON.parse(claims)), 'as a code or refresh token keeps it').to.deep.equal(['name', 'email']);
   });
 
   it('names nothing for an absent, unreadable or oddly shaped parameter (oidc-provider refuses those)', function () {

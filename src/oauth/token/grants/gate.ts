@@ -10,7 +10,14 @@ import { decisionOf, narrowedScopes, rememberDecision } from './decision.js';
 import { recognizeScopes, type BuiltInGrant } from '../../internals.js';
 import { oidcParams } from '../../shared/oidc-params.js';
 import type { GrantHandler } from './handler.js';
-import { DEVICE_CODE_GRANT, tokenDecisionInput, type GrantSource, type SourceLookup } from './token-input.js';
+import {
+  claimScopesOf,
+  DEVICE_CODE_GRANT,
+  scopesAsked,
+  tokenDecisionInput,
+  type GrantSource,
+  type SourceLookup,
+} from './token-input.js';
 
 export interface GateDeps {
   store: Store;
@@ -210,6 +217,13 @@ function parsedDetails(value: string): unknown[] {
 /** Grants whose code carries the user's grant, its scopes issued as the grant holds them (no scope parameter). */
 const CARRIES_ITS_GRANT = new Set(['authorization_code', DEVICE_CODE_GRANT]);
 
+/**
+ * What the decision granted, applied: a refresh or client_credentials request's scope parameter
+ * narrowed to it; a code's grant narrowed to it (a code carries the grant's scopes, not a scope
+ * parameter); and, for a code or refresh token whose authorization named claims, the granted
+ * scopes that carry them kept with the token issued, under which alone it releases them
+ * (CLAIM_SCOPES, userinfo/accounts.ts), as at /authorize (authorize/grant.ts).
+ */
 async function narrow(
   provider: Provider,
   ctx: KoaContextWithOIDC,
@@ -218,19 +232,24 @@ async function narrow(
   requested: string[],
 ): Promise<void> {
   const granted = narrowedScopes(requested, decisionOf(ctx)!);
+  // The scopes of the request itself: not those only its claims put before the policy (token-input.ts).
+  const asked = scopesAsked(oidcParams(ctx), source);
+  const claimScopes = claimScopesOf(source);
+  if (claimScopes.length) ctx.state.claimScopes = granted.filter((scope) => claimScopes.includes(scope));
+  const grantedAsked = granted.filter((scope) => asked.includes(scope) || !claimScopes.includes(scope));
   // oidc-provider reads "no scope" on a refresh as "all the refresh token holds": granting nothing is refusing.
-  if (grantType === 'refresh_token' && granted.length === 0 && requested.length > 0)
-    throw new errors.InvalidScope('the policy grants none of the requested scopes', requested.join(' '));
-  recognizeScopes(provider, granted);
+  if (grantType === 'refresh_token' && grantedAsked.length === 0 && asked.length > 0)
+    throw new errors.InvalidScope('the policy grants none of the requested scopes', asked.join(' '));
+  recognizeScopes(provider, grantedAsked);
   if (!CARRIES_ITS_GRANT.has(grantType)) {
-    ctx.oidc.params!.scope = granted.join(' ') || undefined;
+    ctx.oidc.params!.scope = grantedAsked.join(' ') || undefined;
     return;
   }
   // A code (or a device code) carries the grant's scopes, not a scope parameter: narrow the grant itself.
   if (!source?.grantId) return;
   const grant = await provider.Grant.find(source.grantId);
   if (!grant) return;
-  const refused = (grant.getOIDCScope() ?? '').split(' ').filter((scope) => scope && !granted.includes(scope));
+  const refused = (grant.getOIDCScope() ?? '').split(' ').filter((scope) => scope && !grantedAsked.includes(scope));
   if (refused.length === 0) return;
   grant.rejectOIDCScope(refused.join(' '));
   await grant.save();

@@ -2,6 +2,7 @@ import type { KoaContextWithOIDC } from 'oidc-provider';
 import { activeDelegations } from '../../../delegation/index.js';
 import { requestInput, type DecisionInput } from '../../../policy/index.js';
 import type { Store } from '../../../store/index.js';
+import { claimsNamed, scopesCarrying } from '../../claims.js';
 import { clientInput } from '../../clients/input.js';
 import { resolveResource } from '../../shared/resources.js';
 import { subjectInput } from '../../shared/subject-input.js';
@@ -19,6 +20,8 @@ export interface GrantSource {
   grantId?: string;
   /** The client it was issued to. */
   clientId?: string;
+  /** The `claims` request of the authorization (OIDC Core §5.5), as the code or refresh token keeps it. */
+  claims?: unknown;
 }
 
 /**
@@ -39,7 +42,7 @@ export async function tokenDecisionInput(
   const resource = params.resource ?? firstResource(source?.resource) ?? null;
   const resolved = await resolveResource(store, tenant, resource, params.resource_type ?? null);
   const client = ctx.oidc.client!;
-  const requested = requestedScopes(params, source);
+  const requested = [...new Set([...scopesAsked(params, source), ...claimScopesOf(source)])];
   return {
     tenant,
     client: await clientInput(store, tenant, client.clientId, client.clientAuthMethod),
@@ -64,13 +67,22 @@ export async function tokenDecisionInput(
  * nor does a device code's (RFC 8628 §3.4), so it asks for exactly what the code carries,
  * whatever the request says.
  */
-function requestedScopes(
+export function scopesAsked(
   params: Readonly<Record<string, string | undefined>>,
   source: GrantSource | undefined,
 ): string[] {
   const carried = source?.scope?.split(' ').filter(Boolean) ?? [];
   if (params.grant_type === 'authorization_code' || params.grant_type === DEVICE_CODE_GRANT) return carried;
   return params.scope ? params.scope.split(' ').filter(Boolean) : carried;
+}
+
+/**
+ * The scopes carrying a claim the authorization's `claims` request names: asked for again at every
+ * redemption, as at /authorize (authorize/claims-request.ts), so that the policy decides on the
+ * claims each time; those it no longer grants are withdrawn from the grant (gate.ts).
+ */
+export function claimScopesOf(source: GrantSource | undefined): string[] {
+  return [...new Set(claimsNamed(source?.claims).flatMap(scopesCarrying))];
 }
 
 function firstResource(resource: string | string[] | undefined): string | undefined {
