@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
 import {
   ACTIVITY_MINUTES,
+  AUDIT_COUNT_CAP,
   decodeAuditCursor,
   SORTABLE_FIELDS,
   type AuditCursor,
@@ -20,6 +21,10 @@ export const MAX_PAGE_SIZE = 1000;
  */
 export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: AdminContext) => string | null): void {
   router.get('/audit-logs', async (ctx) => {
+    const size = integer(ctx.query.size, 'size', 20, 1, MAX_PAGE_SIZE);
+    const cursor = cursorOf(single(ctx.query.cursor));
+    const page = integer(ctx.query.page, 'page', 0, 0, Number.MAX_SAFE_INTEGER);
+    if (!cursor) assertNumberedPage(page, size);
     ctx.body = await audit.page({
       filter: {
         endpoint: single(ctx.query.endpoint),
@@ -29,10 +34,10 @@ export function auditLogRoutes(router: Router, audit: AuditLog, tenantOf: (ctx: 
         // The console's own page loads (entries marked consoleRead) left out on request; never a write.
         ...(flag(ctx, 'hideConsoleReads') ? { consoleRead: null } : {}),
       },
-      page: integer(ctx.query.page, 'page', 0, 0, Number.MAX_SAFE_INTEGER),
-      size: integer(ctx.query.size, 'size', 20, 1, MAX_PAGE_SIZE),
+      page,
+      size,
       sort: sortOf(single(ctx.query.sort)),
-      cursor: cursorOf(single(ctx.query.cursor)),
+      cursor,
       range: rangeOf(single(ctx.query.from), single(ctx.query.to)),
     });
   });
@@ -95,6 +100,18 @@ function integer(
   if (!/^\d+$/.test(text) || Number(text) < min || Number(text) > max)
     throw badRequest(`${name} must be an integer from ${min} to ${max}`, { field: name });
   return Number(text);
+}
+
+/**
+ * A page by number skips the entries before it one by one, so numbers reach as far as the count
+ * does (AUDIT_COUNT_CAP); beyond, `nextCursor` goes on at the same cost at any depth.
+ */
+function assertNumberedPage(page: number, size: number): void {
+  if ((page + 1) * size <= AUDIT_COUNT_CAP) return;
+  throw badRequest(
+    `(page + 1) × size must be at most ${AUDIT_COUNT_CAP}: page numbers reach the first ${AUDIT_COUNT_CAP} entries; beyond them, follow nextCursor (the cursor parameter)`,
+    { field: 'page' },
+  );
 }
 
 function sortOf(value: string | undefined): { field: string; direction: 'asc' | 'desc' } {

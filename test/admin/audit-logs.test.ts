@@ -200,5 +200,30 @@ describe('Audit log', function () {
     expect((await server.admin('GET', '/audit-logs?size=0')).status).to.equal(400);
     expect((await server.admin('GET', '/audit-logs?sort=password,asc')).status).to.equal(400);
     expect((await server.admin('GET', '/audit-logs?sort=id,sideways')).status).to.equal(400);
+    for (const field of ['subjectId', 'endpoint', 'clientId', 'method', 'outcome', 'tenantId']) {
+      const unindexed = await server.admin('GET', `/audit-logs?sort=${field},asc`);
+      expect(unindexed.status, field).to.equal(400);
+      expect(unindexed.body).to.include({ field: 'sort' });
+    }
+  });
+
+  it('numbers pages within the first 10,000 entries, and goes deeper by cursor only', async function () {
+    expect((await server.admin('GET', '/audit-logs?page=499&size=20')).status).to.equal(200);
+    for (const [page, size] of [
+      [500, 20],
+      [10, 1000],
+      [9007199254740991, 1000],
+    ]) {
+      const deep = await server.admin('GET', `/audit-logs?page=${page}&size=${size}`);
+      expect(deep.status, `page ${page} of ${size}`).to.equal(400);
+      expect(deep.body).to.include({ error: 'invalid_request', field: 'page' });
+      expect(deep.body.error_description).to.contain('10000').and.contain('cursor');
+    }
+    const first = await server.admin('GET', '/audit-logs?size=1');
+    const next = await server.admin(
+      'GET',
+      `/audit-logs?page=20000&size=1&cursor=${encodeURIComponent(first.body.nextCursor)}`,
+    );
+    expect(next.status, 'a cursor goes on whatever the page number says').to.equal(200);
   });
 });
