@@ -6,7 +6,7 @@ import {
   type JWTPayload,
   type JWTVerifyOptions,
 } from 'jose';
-import type { Outbound } from './outbound.js';
+import { shownUrl, type Outbound } from './outbound.js';
 
 /** Keys are re-read this often, and at most this often when a token names a key not (yet) known. */
 const JWKS_TTL_MS = 5 * 60_000;
@@ -15,10 +15,14 @@ const JWKS_CACHE_MAX = 100;
 
 type KeySet = ReturnType<typeof createLocalJWKSet>;
 
-/** The JWKS at a URL could not be fetched or read: the issuer cannot be verified. */
+/**
+ * The JWKS at a URL could not be fetched or read: the issuer cannot be verified. Its message may be
+ * answered to the caller who sent the token, so it shows the URL without its query (shownUrl): an
+ * operator's URL may carry a credential there.
+ */
 export class JwksUnavailableError extends Error {
   constructor(readonly jwksUri: string) {
-    super(`the JWKS at ${jwksUri} could not be fetched`);
+    super(`the JWKS at ${shownUrl(jwksUri)} could not be fetched`);
     this.name = 'JwksUnavailableError';
   }
 }

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
-import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
+import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, UnsecuredJWT } from 'jose';
+import { DEV_IDP_CLIENT, startDevIdp } from '../../src/dev-idp/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import {
   arrivingAt,
@@ -14,7 +15,7 @@ import {
 } from '../support/dev-idp.js';
 import { LogoutReceiver } from '../support/logout-receiver.js';
 import { FORM } from '../support/oauth.js';
-import { readyServer, type TestServer } from '../support/server.js';
+import { freePort, readyServer, type TestServer } from '../support/server.js';
 
 const BACK_CHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 
@@ -228,6 +229,45 @@ describe('Back-Channel Logout from the upstream identity provider', function () 
       expect(error.error).to.equal('invalid_request');
       expect(error.error_description).to.contain(described);
     }
+  });
+});
+
+describe('Back-Channel Logout from an upstream identity provider whose keys cannot be had', function () {
+  let server: TestServer;
+  let idp: Awaited<ReturnType<typeof startDevIdp>>;
+  let issuer: string;
+
+  before(async function () {
+    server = await readyServer();
+    const port = await freePort();
+    idp = await startDevIdp({ port, redirectUris: [`${server.config.issuer}/idp/callback`] });
+    issuer = `http://localhost:${port}`;
+    const created = await server.admin('POST', '/identity-providers', {
+      issuer,
+      name: 'keys out of reach',
+      clientId: DEV_IDP_CLIENT.clientId,
+      clientSecret: DEV_IDP_CLIENT.clientSecret,
+      // A closed port, and a credential in the query that nobody but the operator may read.
+      jwksUri: `http://127.0.0.1:${await freePort()}/keys?access_token=operator-secret-0123`,
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+  });
+  after(async function () {
+    await idp?.close();
+    await server?.close();
+  });
+
+  it('answers 503 temporarily_unavailable, showing the key URL without its query', async function () {
+    const token = new UnsecuredJWT({ iss: issuer, aud: DEV_IDP_CLIENT.clientId, events: {} }).encode();
+    const answer = await server.request('/idp/backchannel-logout', {
+      method: 'POST',
+      headers: FORM,
+      body: new URLSearchParams({ logout_token: token }).toString(),
+    });
+    const text = await answer.text();
+    expect(answer.status, text).to.equal(503);
+    expect(JSON.parse(text)).to.include({ error: 'temporarily_unavailable' });
+    expect(text).to.contain('/keys could not be fetched').and.not.contain('operator-secret');
   });
 });
 

@@ -1,6 +1,6 @@
 import { decodeProtectedHeader, type JWTPayload } from 'jose';
 import * as client from 'openid-client';
-import { RemoteKeySets } from '../../http/remote-jwks.js';
+import { JwksUnavailableError, RemoteKeySets } from '../../http/remote-jwks.js';
 import { assertFetchableUrl, createOutbound, type Outbound, type OutboundOptions } from '../../http/outbound.js';
 import { SignInError, unavailable } from './errors.js';
 import type { IdentityProviderRecord } from './identity-providers.js';
@@ -174,6 +174,8 @@ export class UpstreamProviders {
         maxTokenAge: LOGOUT_TOKEN_MAX_AGE,
       });
     } catch (error) {
+      // Keys that cannot be had say nothing of the token: the answer is a 503 (upstream-logout.ts), not a refusal.
+      if (error instanceof JwksUnavailableError) throw error;
       throw new SignInError('invalid_request', `the logout token is not valid: ${(error as Error).message}`);
     }
     const events = claims.events as Record<string, unknown> | undefined;
