@@ -662,7 +662,7 @@ describe('dynamic client registration', function () {
         expect(read.body).not.to.have.property('introspection_signed_response_alg');
       });
 
-      it('re-asks the policy on update', async function () {
+      it('re-asks the policy on update, which needs no open registration (the client is registered)', async function () {
         await updateOauthData(server, (data) => {
           data.public_client_policy.enabled = false;
         });
@@ -670,9 +670,19 @@ describe('dynamic client registration', function () {
           const refused = await manage(server, 'PUT', other.client_id, other.registration_access_token, {
             client_id: other.client_id,
             ...metadata,
+            grant_types: ['authorization_code', 'urn:ietf:params:oauth:grant-type:device_code'],
           });
           expect(refused.status).to.equal(400);
           expect(refused.body.error).to.equal('invalid_client_metadata');
+          expect(refused.body.error_description).to.equal(
+            'grant types not allowed: urn:ietf:params:oauth:grant-type:device_code',
+          );
+          const kept = await manage(server, 'PUT', other.client_id, other.registration_access_token, {
+            client_id: other.client_id,
+            ...metadata,
+          });
+          expect(kept.status, JSON.stringify(kept.body)).to.equal(200);
+          other.registration_access_token = kept.body.registration_access_token;
         } finally {
           await updateOauthData(server, (data) => {
             data.public_client_policy.enabled = true;
@@ -835,6 +845,25 @@ describe('dynamic client registration with initial access tokens', function () {
     expect(without.body.error).to.equal('invalid_token');
     expect(without.headers.get('www-authenticate')).to.contain('Bearer');
     const { token } = await issue({ uses: 1 });
-    expect((await registerWith(token)).status).to.equal(201);
+    const registered = await registerWith(token);
+    expect(registered.status).to.equal(201);
+
+    // RFC 7592: the client updates itself with its registration access token, no initial access token.
+    const update = async (accessToken: string) => {
+      const response = await fetch(registered.body.registration_client_uri, {
+        method: 'PUT',
+        headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${accessToken}` },
+        body: JSON.stringify({ ...metadata, client_id: registered.body.client_id, client_name: 'Renamed' }),
+      });
+      return { status: response.status, body: (await response.json()) as any };
+    };
+    const updated = await update(registered.body.registration_access_token);
+    expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
+    expect(updated.body.client_name).to.equal('Renamed');
+    await updateOauthData(server, (data) => {
+      data.public_client_policy.enabled = false;
+    });
+    const closed = await update(updated.body.registration_access_token);
+    expect(closed.status, `with open registration off: ${JSON.stringify(closed.body)}`).to.equal(200);
   });
 });

@@ -9,7 +9,9 @@ import data.arbiter.lib
 #   registration must present an initial access token (issued through the Admin API). Without a
 #   software statement: open registration, allowed when public_client_policy.enabled is true or an
 #   initial access token was presented. With one: the statement's issuer must be trusted and its
-#   software_id not on the denylist; the statement decides the entitlements.
+#   software_id not on the denylist; the statement decides the entitlements. An update of a
+#   registered client (RFC 7592 PUT, authenticated by its registration access token) needs neither
+#   an initial access token nor open registration; the rest is decided again.
 # scope: document
 # entrypoint: true
 default decision := {
@@ -21,11 +23,15 @@ default decision := {
 decision := lib.deny("invalid_token", "an initial access token is required to register") if {
 	object.get(lib.public_client_policy, ["dcr", "require_initial_access_token"], false) == true
 	not has_initial_access_token
+	not is_update
 } else := open_registration if {
 	is_null(input.registration.software_statement)
 } else := statement_registration
 
 has_initial_access_token if is_object(input.registration.initial_access_token)
+
+# RFC 7592 §2.2: the client's own registration access token authenticated the request.
+is_update if input.request.method == "PUT"
 
 requested_scopes := {scope |
 	some scope in split(object.get(input.registration.metadata, "scope", ""), " ")
@@ -38,6 +44,7 @@ open_registration := lib.deny(
 ) if {
 	not lib.public_client_policy.enabled == true
 	not has_initial_access_token
+	not is_update
 } else := lib.deny(
 	"invalid_client_metadata",
 	concat("", ["grant types not allowed: ", concat(", ", sort(disallowed_grant_types))]),

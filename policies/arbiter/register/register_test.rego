@@ -104,6 +104,27 @@ test_initial_access_token_permits_registration_while_open_registration_is_off if
 	d.allow
 }
 
+# RFC 7592: an update is authenticated by the client's registration access token.
+update_of(asked) := object.union(asked, {"request": {"method": "PUT", "endpoint": "/register/a-client"}})
+
+test_an_update_needs_no_initial_access_token if {
+	d := register.decision with input as update_of(iat_registration(null))
+		with data.oauth.public_client_policy as required_iat
+	d.allow
+}
+
+test_an_update_needs_no_open_registration if {
+	d := register.decision with input as update_of(registration(null, ["authorization_code"]))
+	d.allow
+}
+
+test_an_update_is_decided_again if {
+	asked := update_of(registration(null, ["client_credentials"]))
+	d := register.decision with input as asked with data.oauth.public_client_policy as open_policy
+	not d.allow
+	contains(d.error_description, "client_credentials")
+}
+
 test_an_unverified_statement_of_a_trusted_issuer_is_refused if {
 	issuers := {"https://issuer.example": {"jwks_uri": "https://issuer.example/jwks"}}
 	unverified := {"verified": false, "claims": {"iss": "https://issuer.example", "software_id": "app"}}
