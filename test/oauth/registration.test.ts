@@ -690,6 +690,28 @@ describe('dynamic client registration', function () {
         }
       });
 
+      it('lets a client an operator disabled read its registration, not change or delete it (403)', async function () {
+        const made = (await register({ ...metadata, client_name: 'Switched off' })).body;
+        const fields = (await server.admin('GET', `/clients/${made.client_id}`)).body;
+        for (const readOnly of ['id', 'createdAt', 'updatedAt', 'tenantId']) delete fields[readOnly];
+        expect(
+          (await server.admin('PUT', `/clients/${made.client_id}`, { ...fields, enabled: false })).status,
+        ).to.equal(200);
+        const token = made.registration_access_token;
+        expect((await manage(server, 'GET', made.client_id, token)).status).to.equal(200);
+        const changed = await manage(server, 'PUT', made.client_id, token, {
+          client_id: made.client_id,
+          ...metadata,
+          redirect_uris: ['https://attacker.example.test/cb'],
+        });
+        expect(changed.status, JSON.stringify(changed.body)).to.equal(403);
+        expect(changed.body.error_description).to.contain('disabled');
+        expect((await manage(server, 'DELETE', made.client_id, token)).status).to.equal(403);
+        expect((await server.admin('GET', `/clients/${made.client_id}`)).body.redirectUris).to.deep.equal(
+          metadata.redirect_uris,
+        );
+      });
+
       it('deletes a registration: 204, then the client is gone for /token and for its token', async function () {
         const { registration_access_token: token, client_secret: secret, client_id: clientId } = registered;
         expect((await tokenFor(clientId, secret)).status).to.equal(200);

@@ -122,6 +122,9 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
     // The answers carry the registration access token (and maybe a new secret): never cached (RFC 6749 §5.1).
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Pragma', 'no-cache');
+    // RFC 7592 §2.2, §2.3: a client the operator disabled may read its registration, not change or delete it.
+    if (ctx.method !== 'GET' && record.enabled === false)
+      throw new HttpError(403, 'access_denied', 'the client is disabled: its registration may be read, not changed');
     if (ctx.method === 'GET') {
       // RFC 7592 §3: the read answer carries registration_access_token. Only its digest is
       // stored, so the answer is the token the request presented: still valid, not rotated
