@@ -91,6 +91,17 @@ describe('dynamic client registration', function () {
       });
     });
 
+    it('reads at most 64 KiB of a registration request before anyone is authenticated (413)', async function () {
+      const padded = (bytes: number) => JSON.stringify({ ...metadata, client_name: 'x'.repeat(bytes) });
+      const large = await register(undefined, padded(64 * 1024));
+      expect(large.status).to.equal(413);
+      expect(large.body).to.include({
+        error: 'invalid_request',
+        error_description: 'the request body exceeds 65536 bytes',
+      });
+      expect((await register(undefined, padded(60 * 1024))).status, 'below the bound: decided as usual').to.equal(400);
+    });
+
     it('answers malformed bodies and statements with a clear 400', async function () {
       expect((await register(undefined, '{"redirect_uris":')).status).to.equal(400);
       const notObject = await register(['https://app.example.test/cb']);

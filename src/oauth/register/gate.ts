@@ -178,8 +178,15 @@ async function assertCurrentSecret(secrets: ClientSecretsOf, record: ClientRecor
     );
 }
 
+/**
+ * The largest registration request read (or MAX_BODY_BYTES when smaller): client metadata with an
+ * inline `jwks` and a software statement fit in a few kilobytes, and the body is read and parsed
+ * before anyone is authenticated or any policy is asked.
+ */
+export const REGISTRATION_MAX_BODY_BYTES = 64 * 1024;
+
 async function jsonObject(ctx: ArbiterContext, maxBodyBytes: number): Promise<Record<string, unknown>> {
-  const body = await readJsonBody(ctx, maxBodyBytes);
+  const body = await readJsonBody(ctx, Math.min(maxBodyBytes, REGISTRATION_MAX_BODY_BYTES));
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new HttpError(400, 'invalid_client_metadata', 'the registration request must be a JSON object');
   }
