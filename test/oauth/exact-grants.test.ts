@@ -23,14 +23,7 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     server = await readyServer();
     idp = await startRegisteredDevIdp(server);
     // A client allowed read but not write: the default authorize policy drops write.
-    const created = await server.admin('POST', '/clients', {
-      clientId: 'exact-spa',
-      clientType: 'public',
-      tokenEndpointAuthMethod: 'none',
-      redirectUris: [REDIRECT_URI],
-      scopes: ['openid', 'profile', 'email', 'read'],
-    });
-    expect(created.status).to.equal(201);
+    await publicClient('exact-spa', ['openid', 'profile', 'email', 'read']);
     await updateOauthData(server, (data) => {
       data.rar_only_types = { [PAYMENT]: {} };
     });
@@ -39,6 +32,18 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
     await idp?.close();
     await server?.close();
   });
+
+  /** A public client of the test's redirect URI, allowed `scopes`. */
+  async function publicClient(clientId: string, scopes: string[]): Promise<void> {
+    const created = await server.admin('POST', '/clients', {
+      clientId,
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: [REDIRECT_URI],
+      scopes,
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+  }
 
   /** Signs in (or reuses the agent's session) and returns the code and its PKCE verifier. */
   async function authorize(
@@ -117,14 +122,7 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
   });
 
   it('a claim the claims parameter names is released only under a scope the policy granted', async function () {
-    const created = await server.admin('POST', '/clients', {
-      clientId: 'exact-claims-spa',
-      clientType: 'public',
-      tokenEndpointAuthMethod: 'none',
-      redirectUris: [REDIRECT_URI],
-      scopes: ['openid', 'email'],
-    });
-    expect(created.status).to.equal(201);
+    await publicClient('exact-claims-spa', ['openid', 'email']);
     let before: unknown;
     // profile is then no scope this client may have: the default authorize policy refuses it.
     await updateOauthData(server, (data) => {
@@ -166,14 +164,7 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
   });
 
   it('a claim the claims parameter named is withdrawn at the refresh once the policy no longer grants its scope', async function () {
-    const created = await server.admin('POST', '/clients', {
-      clientId: 'exact-claims-refresh',
-      clientType: 'public',
-      tokenEndpointAuthMethod: 'none',
-      redirectUris: [REDIRECT_URI],
-      scopes: ['openid', 'profile', 'email'],
-    });
-    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    await publicClient('exact-claims-refresh', ['openid', 'profile', 'email']);
     const claims = { userinfo: { name: null, email: null }, id_token: { name: null, email: null } };
     const { code, verifier } = await authorize(new FetchUserAgent(), {
       client_id: 'exact-claims-refresh',
@@ -336,14 +327,7 @@ describe('Exact grants: the client gets what the policy granted, never more', fu
   });
 
   it("another client presenting a code is told only that it is unknown: no decision, the code's grant unchanged", async function () {
-    const created = await server.admin('POST', '/clients', {
-      clientId: 'exact-other-spa',
-      clientType: 'public',
-      tokenEndpointAuthMethod: 'none',
-      redirectUris: [REDIRECT_URI],
-      scopes: ['openid'],
-    });
-    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    await publicClient('exact-other-spa', ['openid']);
     const { code, verifier } = await authorize(new FetchUserAgent(), { scope: 'openid email read' });
     const unknown = await postForm(server, '/token', {
       grant_type: 'authorization_code',
