@@ -23,7 +23,8 @@ export function createApp(parts: AppParts): Koa<ArbiterState> {
   if (tracing) app.use(watched(tracing.middleware([...PROBE_PATHS, BUNDLE_PATH, METRICS_PATH])));
   const { accessLog, trustedProxies, mtlsCertificateHeader } = config;
   const proxyHeaders = mtlsCertificateHeader ? [mtlsCertificateHeader] : [];
-  app.use(watched(requestFrame({ log, accessLog, trustedProxies, proxyHeaders })));
+  const httpsIssuer = new URL(config.issuer).protocol === 'https:';
+  app.use(watched(requestFrame({ log, accessLog, trustedProxies, proxyHeaders, httpsIssuer })));
   app.use(watched(root(routeTable(parts), config.adminPort !== null)));
   return app;
 }

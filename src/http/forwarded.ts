@@ -17,8 +17,12 @@ const FORWARDED_HEADERS = [
  * audit log or counted by the authentication-failure limit, nor the scheme or host oidc-provider
  * sees. With a trusted proxy, Koa (`proxy`, `maxIpsCount: 1`) takes the address that proxy appended.
  * IPv4-mapped IPv6 addresses are written as plain IPv4.
+ *
+ * With an https issuer (`httpsIssuer`), a request that no trusted proxy said otherwise of is taken
+ * as https: the browser spoke TLS to whatever terminates it before this listener, so the cookies
+ * Arbiter and oidc-provider set are Secure and the URLs they build are https, TRUSTED_PROXIES or not.
  */
-export function trustedCaller(trustedProxies: string[], proxyHeaders: readonly string[] = []) {
+export function trustedCaller(trustedProxies: string[], proxyHeaders: readonly string[] = [], httpsIssuer = false) {
   const trusted = trustedProxies.map(parseRange);
   // Other headers only a trusted proxy may set (MTLS_CERTIFICATE_HEADER: the client certificate it saw).
   const removed = [...FORWARDED_HEADERS, ...proxyHeaders.map((header) => header.toLowerCase())];
@@ -41,6 +45,9 @@ export function trustedCaller(trustedProxies: string[], proxyHeaders: readonly s
       // Without forwarded headers, Koa's ctx.ip is the peer's address.
       ctx.request.ip = peer.address;
     }
+    // Koa (proxy: true) and oidc-provider read the scheme there.
+    if (httpsIssuer && ctx.req.headers['x-forwarded-proto'] === undefined)
+      ctx.req.headers['x-forwarded-proto'] = 'https';
   };
 }
 

@@ -17,6 +17,8 @@ export interface RequestFrameOptions {
   trustedProxies: string[];
   /** Headers believed from those proxies alone besides the forwarded ones (MTLS_CERTIFICATE_HEADER). */
   proxyHeaders?: readonly string[];
+  /** ISSUER is https: requests are taken as https unless a trusted proxy says otherwise (trustedCaller). */
+  httpsIssuer?: boolean;
 }
 
 /**
@@ -26,9 +28,9 @@ export interface RequestFrameOptions {
  * headers believed from trusted proxies only), the headers every answer carries (security
  * headers; Retry-After on a 503 that named no time) and its access-log line.
  */
-export function requestFrame({ log, accessLog, trustedProxies, proxyHeaders }: RequestFrameOptions) {
+export function requestFrame({ log, accessLog, trustedProxies, proxyHeaders, httpsIssuer }: RequestFrameOptions) {
   const logLine = accessLogLine(log, accessLog);
-  const trust = trustedCaller(trustedProxies, proxyHeaders);
+  const trust = trustedCaller(trustedProxies, proxyHeaders, httpsIssuer);
   return function request(ctx: ParameterizedContext<RequestState>, next: Next): Promise<void> {
     return asRequestBegunNow(() => answer(ctx, next));
   };

@@ -48,6 +48,21 @@ describe('unit: forwarded headers are believed only from trusted proxies (http/f
     }
   });
 
+  it('takes a request as https under an https issuer unless a trusted proxy says otherwise', async function () {
+    const untrusted = contextFrom('198.51.100.7', { 'x-forwarded-proto': 'http' });
+    trustedCaller(['10.0.0.0/8'], [], true)(untrusted);
+    expect(untrusted.req.headers).to.deep.equal({ 'x-forwarded-proto': 'https' });
+    const saysHttp = contextFrom('10.1.2.3', { 'x-forwarded-proto': 'http' });
+    trustedCaller(['10.0.0.0/8'], [], true)(saysHttp);
+    expect(saysHttp.req.headers).to.deep.equal({ 'x-forwarded-proto': 'http' });
+    const saysNothing = contextFrom('10.1.2.3', {});
+    trustedCaller(['10.0.0.0/8'], [], true)(saysNothing);
+    expect(saysNothing.req.headers).to.deep.equal({ 'x-forwarded-proto': 'https' });
+    const httpIssuer = contextFrom('198.51.100.7', {});
+    trustedCaller(['10.0.0.0/8'])(httpIssuer);
+    expect(httpIssuer.req.headers).to.deep.equal({});
+  });
+
   it("believes the proxy's client certificate header (MTLS_CERTIFICATE_HEADER) from a trusted proxy alone", async function () {
     const headers = { 'x-ssl-client-cert': 'PEM', accept: 'application/json' };
     const untrusted = contextFrom('198.51.100.7', headers);
