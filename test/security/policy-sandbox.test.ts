@@ -146,6 +146,33 @@ describe('Policy code runs sandboxed (issue 33: items 1 and 4)', function () {
     expectNoSecret(answer.body);
   });
 
+  it('(g) refuses a schema annotation referring outside the rule (a file of the host), in any spelling, before OPA reads it', async function () {
+    const annotated = (schema: string) =>
+      rego(
+        'arbiter/sandbox_probe/schema.rego',
+        `package arbiter.sandbox_probe\n\n# METADATA\n# schemas:\n${schema}\nx := input.foo\n`,
+      );
+    for (const schema of [
+      '#   - input: {"$ref": "file:///etc/passwd"}',
+      '#   - input: {"\\u0024ref": "file:///proc/self/environ"}',
+      '#   - input:\n#       $ref: file:///etc/hostname',
+      '#   - input: {"$ref": "http://169.254.169.254/latest"}',
+      '#   - input: {"$id": "file:///etc/", "$ref": "#/x"}',
+    ]) {
+      for (const path of ['/policy-rules/validate', '/policy-rules']) {
+        const answer = await server.admin('POST', path, annotated(schema));
+        expect(answer.status, `${path} ${schema}: ${JSON.stringify(answer.body)}`).to.equal(400);
+        expect(answer.body.error_description).to.include('a schema annotation may refer only within itself');
+        expect(answer.body.error_description).not.to.match(/invalid character|no such file|root:/);
+      }
+    }
+    const local = annotated(
+      '#   - input: {"type": "object", "properties": {"foo": {"$ref": "#/definitions/s"}}, "definitions": {"s": {"type": "string"}}}',
+    );
+    const checked = await server.admin('POST', '/policy-rules/validate', local);
+    expect(checked.status, `a reference within the schema: ${JSON.stringify(checked.body)}`).to.equal(200);
+  });
+
   it("gives the managed OPA none of the server's environment: only the bundle token its config needs", function () {
     const pids = managedOpaPids();
     expect(pids).to.not.be.empty;

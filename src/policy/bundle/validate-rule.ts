@@ -81,15 +81,44 @@ async function validateRego(
         await mkdir(dirname(file), { recursive: true });
         await writeFile(file, rule.content);
       }
-      const checked = await runOpa(opaBinary, ['check', dir]);
-      if (checked.exitCode !== 0) return `Rego error: ${opaMessage(checked, dir)}`;
+      // Parsed first: a schema annotation that refers outside itself is read by the compile that checks it.
       const parsed = await runOpa(opaBinary, ['parse', '--format', 'json', join(dir, path)]);
-      return packageProblem(parsed.stdout);
+      if (parsed.exitCode !== 0) return `Rego error: ${opaMessage(parsed, dir)}`;
+      const problem = schemaReferenceProblem(parsed.stdout) ?? packageProblem(parsed.stdout);
+      if (problem) return problem;
+      const checked = await runOpa(opaBinary, ['check', dir]);
+      return checked.exitCode === 0 ? null : `Rego error: ${opaMessage(checked, dir)}`;
     });
   } catch (error) {
     if (error instanceof OpaBusyError) throw error;
     return `the rule could not be checked: ${(error as Error).message}`;
   }
+}
+
+/**
+ * A rule's `schemas` annotations (METADATA) may define a schema inline, referring only within it
+ * (`$ref` "#…"): OPA's compile reads any other reference, a `file://` one included (the capabilities'
+ * `allow_net` governs only the network), and its error quotes what it read. Found in OPA's own parse
+ * of the rule, so that no spelling (YAML escapes, block or flow style) slips past. `$id` would
+ * change what a local reference resolves against, so it is refused too.
+ */
+function schemaReferenceProblem(parseOutput: string): string | null {
+  const outside = (value: unknown): string | null => {
+    if (Array.isArray(value)) return value.map(outside).find((found) => found !== null) ?? null;
+    if (typeof value !== 'object' || value === null) return null;
+    for (const [key, member] of Object.entries(value)) {
+      if (key === '$id') return '$id';
+      if (key === '$ref' && !(typeof member === 'string' && member.startsWith('#'))) return '$ref';
+      const found = outside(member);
+      if (found) return found;
+    }
+    return null;
+  };
+  // The whole tree: annotations are listed per module and per rule; no other member is named "$ref" or "$id".
+  const found = outside(JSON.parse(parseOutput));
+  return found
+    ? `a schema annotation may refer only within itself ("$ref": "#…"; no ${found === '$id' ? '"$id"' : 'other "$ref"'}): the rule reaches nothing outside the policy`
+    : null;
 }
 
 function packageLine(content: string): string | null {
