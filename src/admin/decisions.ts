@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { AuditEntry, AuditLog } from '../audit/index.js';
 import { eachRecorded, recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest, HttpError } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
 import {
   checkInput,
@@ -38,6 +38,41 @@ export const PLAYGROUND_BODY = {
   },
 };
 
+/**
+ * The playground's input is read up to this size (or MAX_BODY_BYTES when smaller): an input is a
+ * few kilobytes, and OPA's full trace of a decision grows with it (a 700 KB input made the
+ * managed OPA, which decides protocol traffic too, hold a gigabyte).
+ */
+const PLAYGROUND_MAX_BODY_BYTES = 32 * 1024;
+
+/** Explanations (playground, replay) waiting or under way in a process, beyond which a call is a 503. */
+const EXPLANATIONS_AT_MOST = 4;
+
+/**
+ * Runs what it is given one at a time, in order, with at most `atMost` waiting or running: a
+ * further call is refused with a 503 at once. OPA's traces are explained one by one, so that no
+ * number of callers makes OPA hold several at once.
+ */
+export function oneAtATime(atMost: number) {
+  let tail: Promise<void> = Promise.resolve();
+  let queued = 0;
+  return async <T>(run: () => Promise<T>): Promise<T> => {
+    if (queued >= atMost)
+      throw new HttpError(503, 'temporarily_unavailable', 'other explanations are under way: try again shortly');
+    queued += 1;
+    const previous = tail;
+    let release!: () => void;
+    tail = new Promise<void>((resolve) => (release = resolve));
+    try {
+      await previous;
+      return await run();
+    } finally {
+      queued -= 1;
+      release();
+    }
+  };
+}
+
 /** The decision fields a replay compares, then the engines' verdicts. */
 const COMPARED_FIELDS = [
   'allow',
@@ -57,8 +92,9 @@ const COMPARED_FIELDS = [
  * shows what changed. Neither issues nor stores anything but its own audit entry.
  */
 export function decisionRoutes(router: Router, options: DecisionRouteOptions): void {
+  const explaining = oneAtATime(EXPLANATIONS_AT_MOST);
   router.post('/decisions', async (ctx) => {
-    const body = await readJsonBody(ctx, options.maxBodyBytes);
+    const body = await readJsonBody(ctx, Math.min(options.maxBodyBytes, PLAYGROUND_MAX_BODY_BYTES));
     assertValid<{ point: DecisionPoint; input: Record<string, unknown>; tenantId?: string | null }>(
       PLAYGROUND_BODY,
       body,
@@ -69,7 +105,7 @@ export function decisionRoutes(router: Router, options: DecisionRouteOptions): v
       throw badRequest(`input.tenant must be the tenant of the request (${tenant})`, { field: 'input.tenant' });
     const problem = checkInput(body.point, input);
     if (problem) throw badRequest(`input is not a valid ${body.point} input: ${problem}`, { field: 'input' });
-    const explanation = await options.policy.explain(body.point, input as DecisionInput);
+    const explanation = await explaining(() => options.policy.explain(body.point, input as DecisionInput));
     record(ctx, explanation, input as DecisionInput);
     ctx.body = { ...explanation, policyRevision: await options.policy.revisions() };
   });
@@ -79,11 +115,14 @@ export function decisionRoutes(router: Router, options: DecisionRouteOptions): v
     const asked = decisionsOf(entry);
     // One after the other: an entry of an AuthZEN batch holds up to a hundred decisions, and
     // traced evaluations are slow; the operator's replay must not crowd out OPA's protocol traffic.
-    const replays = [];
-    for (const { point, input, then } of asked) {
-      const now = await options.policy.explain(point, input);
-      replays.push({ point, then, now, differences: differencesOf(then, now) });
-    }
+    const replays = await explaining(async () => {
+      const done = [];
+      for (const { point, input, then } of asked) {
+        const now = await options.policy.explain(point, input);
+        done.push({ point, then, now, differences: differencesOf(then, now) });
+      }
+      return done;
+    });
     const single = replays.length === 1 ? replays[0] : undefined;
     ctx.body = {
       entryId: entry.id,

@@ -93,6 +93,13 @@ describe('Admin API decision playground and replay', function () {
       });
     }
 
+    it('reads at most 32 KiB of input (413): a trace grows with its input, in the OPA that decides traffic', async function () {
+      const input = { ...allowedEntry.policyInput, padding: 'x'.repeat(32 * 1024) };
+      const large = await server.admin('POST', '/decisions', { point: 'token', input });
+      expect(large.status).to.equal(413);
+      expect(large.body.error_description).to.equal('the request body exceeds 32768 bytes');
+    });
+
     it('answers 400 for a body that is not JSON, and 401 without the key', async function () {
       const garbage = await server.request('/admin/api/decisions', {
         method: 'POST',
