@@ -50,14 +50,17 @@ const protocol: ConfigurationSlice = ({ vocabulary }) => ({
 
 /**
  * Keys shared by every node: signing keys and cookie keys come from the store. The provider of a
- * tenant's own issuer (/t/<tenant>) keeps its cookies below that path, so that the sessions of
- * tenants reached by path on one host never overwrite each other's (nor the shared issuer's).
+ * tenant's own issuer (/t/<tenant>) keeps its session cookie below that path, so that the sessions
+ * of tenants reached by path on one host never overwrite each other's (nor the shared issuer's).
+ * The interaction cookies keep oidc-provider's own paths (one interaction's URL each, below the
+ * tenant's path already): given the tenant's path, two sign-ins under way in one browser shared
+ * one cookie, and the first to finish failed.
  */
 const secrets: ConfigurationSlice = ({ secrets: { jwks, cookieKeys }, basePath }) => ({
   jwks: { keys: withPs256Keys(jwks.keys) },
   cookies: {
     keys: cookieKeys,
-    ...(basePath ? { long: { path: basePath }, short: { path: basePath } } : {}),
+    ...(basePath ? { long: { path: basePath } } : {}),
   },
 });
 

@@ -162,6 +162,31 @@ describe('Tenants as paths: /t/<tenant> with its own issuer', function () {
     expect(elsewhere.searchParams.get('error'), 'a new browser has no session').to.equal('login_required');
   });
 
+  it('lets two sign-ins under way in one browser each finish: each interaction has a cookie of its own', async function () {
+    const agent = new FetchUserAgent();
+    const start = async () => {
+      const query = new URLSearchParams({
+        response_type: 'code',
+        client_id: 'paths-rp',
+        redirect_uri: REDIRECT_URI,
+        scope: 'openid',
+        state: 'st',
+        code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
+        code_challenge_method: 'S256',
+      });
+      return agent.navigate(`${issuerOf(ACME)}/authorize?${query}`, arrivingAt(REDIRECT_URI));
+    };
+    const first = await start();
+    const second = await start();
+    for (const [name, page] of [
+      ['the first, finished after the second began', first],
+      ['the second', second],
+    ] as const) {
+      const landed = await passDevIdpForms(agent, page, 'alice', arrivingAt(REDIRECT_URI));
+      expect(landed.url.searchParams.get('code'), `${name}: ${landed.url.href} ${landed.body ?? ''}`).to.be.a('string');
+    }
+  });
+
   it("answers an access token active at its own tenant's introspection, inactive at another's", async function () {
     const issued = await postForm(
       server,
