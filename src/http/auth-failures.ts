@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import type { Context, Next, ParameterizedContext } from 'koa';
 import { HttpError } from './errors.js';
+import { limitedAddress } from './forwarded.js';
 import type { RequestState } from './state.js';
 
 export interface AuthFailureLimits {
@@ -45,7 +46,7 @@ const ATTEMPT = 'credentialAttempt';
 export function authFailureLimit(limits: AuthFailureLimits, counters: FailureCounters) {
   const ledger = new FailureLedger(limits, counters);
   return async function failureLimit(ctx: Context, next: Next): Promise<void> {
-    const attempt = new CredentialAttempt(ledger, ctx.ip);
+    const attempt = new CredentialAttempt(ledger, limitedAddress(ctx.ip));
     ctx.state[ATTEMPT] = attempt;
     try {
       await next();

@@ -56,6 +56,19 @@ interface Peer {
   address: string;
 }
 
+/**
+ * What a per-address limit counts (the failure limit, the device user-code guesses): an IPv4
+ * address as it is, an IPv6 one by its /64, the prefix a single subscriber is given and may fill
+ * with addresses at will (RFC 6177).
+ */
+export function limitedAddress(ip: string): string {
+  if (!ipaddr.IPv6.isValid(ip) || ipaddr.IPv4.isValid(ip)) return ip;
+  const address = ipaddr.process(ip);
+  if (address.kind() !== 'ipv6') return address.toString();
+  const parts = (address as ipaddr.IPv6).parts.slice(0, 4);
+  return `${parts.map((part) => part.toString(16)).join(':')}::/64`;
+}
+
 /** One spelling per address for the audit log and the failure limit: ::ffff:127.0.0.1 is 127.0.0.1. */
 function canonicalAddress(address: string): string {
   return ipaddr.isValid(address) ? ipaddr.process(address).toString() : address;

@@ -250,6 +250,15 @@ describe('Throttling of authentication failures, and the caller address', functi
     for (const entry of spoofers) expect(entry.ip).to.equal('127.0.0.16');
   });
 
+  it('counts the addresses of one IPv6 /64 together, which its holder may fill at will', async function () {
+    const fromPrefix = (host: number) =>
+      adminCall(server, '127.0.0.50', 'wrong-key-0123456789', { 'X-Forwarded-For': `2001:db8:5:6::${host}` });
+    for (let host = 1; host <= LIMIT; host++) expect((await fromPrefix(host)).status, `::${host}`).to.equal(401);
+    expect((await fromPrefix(LIMIT + 1)).status, 'another address of the same /64').to.equal(429);
+    const elsewhere = await adminCall(server, '127.0.0.50', ADMIN_KEY, { 'X-Forwarded-For': '2001:db8:5:7::1' });
+    expect(elsewhere.status, 'the next /64').to.equal(200);
+  });
+
   it('takes the address a configured proxy forwarded', async function () {
     await adminCall(server, '127.0.0.50', ADMIN_KEY, {
       'X-Forwarded-For': '198.51.100.7',

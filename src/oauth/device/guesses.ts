@@ -1,5 +1,6 @@
 import type { Next } from 'koa';
 import type { AuthFailureLimits } from '../../http/auth-failures.js';
+import { limitedAddress } from '../../http/forwarded.js';
 import type { Store } from '../../store/index.js';
 import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
 import { rejectedUserCodes, tooManyGuessesPage } from './pages.js';
@@ -16,7 +17,7 @@ export function userCodeGuessLimit({ limit, windowSeconds }: AuthFailureLimits, 
   const windowMs = windowSeconds * 1000;
   return async function userCodeGuesses(ctx: ArbiterContext, next: Next): Promise<void> {
     if (ctx.method !== 'POST') return next();
-    const key = `device-user-code-guesses ${ctx.ip}`;
+    const key = `device-user-code-guesses ${limitedAddress(ctx.ip)}`;
     const counted = (await store.readWindows([key])).get(key);
     if (counted && counted.count >= limit)
       return tooManyGuessesPage(ctx, Math.max(1, Math.ceil((counted.resetAt - Date.now()) / 1000)));

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Context } from 'koa';
-import { trustedCaller } from '../../../src/http/forwarded.js';
+import { limitedAddress, trustedCaller } from '../../../src/http/forwarded.js';
 
 /** The little of a Koa context the middleware reads: the socket's peer, the headers, and Koa's own idea of the address. */
 function contextFrom(remoteAddress: string, headers: Record<string, string>, koaIp = remoteAddress) {
@@ -71,5 +71,20 @@ describe('unit: forwarded headers are believed only from trusted proxies (http/f
     const trusted = contextFrom('10.1.2.3', headers);
     trustedCaller(['10.0.0.0/8'], ['X-SSL-Client-Cert'])(trusted);
     expect(trusted.req.headers).to.deep.equal(headers);
+  });
+
+  it('counts an IPv4 address as it is and an IPv6 one by its /64, however it is spelled', function () {
+    expect(limitedAddress('198.51.100.7')).to.equal('198.51.100.7');
+    const prefix = '2001:db8:1:2::/64';
+    for (const address of [
+      '2001:db8:1:2::1',
+      '2001:db8:1:2::10',
+      '2001:DB8:1:2:ffff:ffff:ffff:ffff',
+      '2001:0db8:0001:0002::9',
+    ])
+      expect(limitedAddress(address), address).to.equal(prefix);
+    expect(limitedAddress('2001:db8:1:3::1')).to.equal('2001:db8:1:3::/64');
+    expect(limitedAddress('::1')).to.equal('0:0:0:0::/64');
+    expect(limitedAddress('not an address')).to.equal('not an address');
   });
 });
