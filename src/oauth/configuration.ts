@@ -18,6 +18,7 @@ import { jwtAccessTokens } from './token/jwt-access-tokens.js';
 import { pushedAuthorizationRequests } from './par/index.js';
 import { deviceFlow } from './device/index.js';
 import { backchannelLogout } from './end-session/backchannel.js';
+import { logoutPages } from './end-session/pages.js';
 import { dpopNonces } from './shared/dpop-nonces.js';
 import { fapi2Security, withPs256Keys } from './fapi/index.js';
 import { mutualTls } from './mtls/index.js';
@@ -107,6 +108,7 @@ export const SLICES: ConfigurationSlice[] = [
   outboundFetch,
   errorPages,
   backchannelLogout,
+  logoutPages,
   dpopNonces,
   fapi2Security,
 ];

@@ -32,7 +32,7 @@ export const errorPages: ConfigurationSlice = () => ({
   },
 });
 
-/** The page's only style, allowed by its hash: nothing else may load or run on it (the device pages build on it: device/pages.ts). */
+/** The page's only style, allowed by its hash: nothing else may load or run on it (the form pages build on it: form-pages.ts). */
 export const PAGE_STYLE = [
   'body{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#1f2937;background:#f3f4f6}',
   'main{box-sizing:border-box;max-width:38rem;margin:3rem auto;padding:2rem;background:#fff;border-radius:8px;',

@@ -86,6 +86,27 @@ describe('RP-Initiated Logout at /session/end', function () {
     expect((await silentSignIn(agent)).get('error'), 'signed out after').to.equal('login_required');
   });
 
+  it("shows Arbiter's own logout pages: nothing loaded from elsewhere, the client named", async function () {
+    const { agent, idToken } = await signedInBrowser();
+    const confirmation = await postLogout(agent, { id_token_hint: idToken, client_id: spa.clientId });
+    expect(confirmation.body)
+      .to.contain(`Do you want to sign out of ${spa.clientId}?`)
+      .and.contain('id="op.logoutForm"')
+      .and.not.contain('googleapis');
+    const done = await agent.submitForm(confirmation, { logout: 'yes' });
+    expect(done.status).to.equal(200);
+    expect(done.body).to.contain('You are signed out').and.not.contain('googleapis');
+  });
+
+  it('lets the page that posts a logout on its own (no session) run its script and nothing else', async function () {
+    const response = await server.request(`/session/end?client_id=${spa.clientId}`);
+    const policy = response.headers.get('content-security-policy') ?? '';
+    expect(policy)
+      .to.contain("default-src 'none'")
+      .and.match(/script-src 'self' 'sha256-[A-Za-z0-9+/=]+'/);
+    expect(await response.text()).to.contain('<script>');
+  });
+
   it('still answers the GET logout request', async function () {
     const response = await server.request(`/session/end?client_id=${spa.clientId}`);
     expect(response.status).to.equal(200);

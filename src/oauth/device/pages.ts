@@ -1,22 +1,7 @@
-import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { escapeHtml, PAGE_STYLE } from '../error-pages.js';
-
-/** The error page's style, with a code field and buttons: the device pages look like Arbiter's other pages. */
-const DEVICE_STYLE = [
-  PAGE_STYLE,
-  'form{margin:1.25rem 0 0}label{display:block;font-weight:600;margin-bottom:.35rem}',
-  'input[name=user_code]{box-sizing:border-box;width:100%;padding:.6rem .75rem;font:1.4rem ui-monospace,Menlo,monospace;',
-  'letter-spacing:.15em;text-transform:uppercase;border:1px solid #9ca3af;border-radius:6px}',
-  'button{margin:.75rem .5rem 0 0;padding:.55rem 1.1rem;font:inherit;font-weight:600;border-radius:6px;',
-  'border:1px solid #3730a3;background:#3730a3;color:#fff;cursor:pointer}',
-  'button.secondary{background:#fff;color:#3730a3}',
-  '.error{color:#b91c1c;font-weight:600}.code{font-size:1.3rem}',
-].join('');
-const STYLE_HASH = `'sha256-${createHash('sha256').update(DEVICE_STYLE).digest('base64')}'`;
-/** The pages load nothing and run nothing; their forms post to this server only; never framed. */
-const DEVICE_CSP = `default-src 'none'; style-src ${STYLE_HASH}; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`;
+import { escapeHtml } from '../error-pages.js';
+import { renderFormPage } from '../form-pages.js';
 
 /** The message over the code field, by what oidc-provider's verification step says about the last code entered. */
 const INPUT_MESSAGES: Record<string, string> = {
@@ -38,7 +23,7 @@ export function userCodeInputSource(ctx: KoaContextWithOIDC, form: string, out?:
   const message = err ? inputMessage(ctx, err, out) : 'Enter the code your device shows to let it act for you.';
   const refusedByUser = err?.name === 'AbortedError' && !err.cause;
   const entered = (err as { userCode?: string } | undefined)?.userCode ?? '';
-  render(
+  renderFormPage(
     ctx,
     'Connect a device',
     `<p${err && !refusedByUser ? ' class="error"' : ''}>${escapeHtml(message)}</p>
@@ -82,7 +67,7 @@ export function userCodeConfirmSource(
   const action = escapeHtml(ctx.oidc.urlFor('code_verification'));
   const hidden = `<input type="hidden" name="xsrf" value="${escapeHtml(xsrfOf(form))}">
 <input type="hidden" name="user_code" value="${escapeHtml(userCode)}">`;
-  render(
+  renderFormPage(
     ctx,
     'Allow this device?',
     `<p>A device asks to act for you. Allow it only if it shows this code and you started this on it.</p>
@@ -107,14 +92,14 @@ ${hidden}
 }
 
 export function successSource(ctx: KoaContextWithOIDC): void {
-  render(ctx, 'Device connected', '<p>You are signed in on your device. You can close this page.</p>');
+  renderFormPage(ctx, 'Device connected', '<p>You are signed in on your device. You can close this page.</p>');
 }
 
 /** RFC 8628 §5.1: an address that entered too many unknown codes waits (guesses.ts). */
 export function tooManyGuessesPage(ctx: Context, retryAfterSeconds: number): void {
   ctx.status = 429;
   ctx.set('Retry-After', String(retryAfterSeconds));
-  render(
+  renderFormPage(
     ctx,
     'Too many codes tried',
     `<p class="error">Too many codes entered here were not valid. Wait ${retryAfterSeconds} seconds, then enter the code your device shows.</p>`,
@@ -124,7 +109,7 @@ export function tooManyGuessesPage(ctx: Context, retryAfterSeconds: number): voi
 /** A code page form that no live browser session of ours sent (its CSRF token cannot be checked): start again. */
 export function expiredFormPage(ctx: Context): void {
   ctx.status = 400;
-  render(
+  renderFormPage(
     ctx,
     'Connect a device',
     `<p class="error">This form has expired.</p><p><a href="${escapeHtml(ctx.path)}">Open the page again</a> and enter the code your device shows.</p>`,
@@ -137,26 +122,4 @@ export const rejectedUserCodes = new WeakSet<object>();
 /** The CSRF token oidc-provider put in the form it made (the pages make their own forms around it). */
 function xsrfOf(form: string): string {
   return /name="xsrf" value="([^"]*)"/.exec(form)?.[1] ?? '';
-}
-
-function render(ctx: Context, title: string, content: string): void {
-  ctx.set('Content-Security-Policy', DEVICE_CSP);
-  ctx.type = 'html';
-  ctx.body = `<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="robots" content="noindex">
-<title>Arbiter: ${escapeHtml(title)}</title>
-<style>${DEVICE_STYLE}</style>
-</head>
-<body>
-<main>
-<p class="brand">Arbiter</p>
-<h1>${escapeHtml(title)}</h1>
-${content}
-</main>
-</body>
-</html>`;
 }
