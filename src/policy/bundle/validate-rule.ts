@@ -82,12 +82,14 @@ async function validateRego(
         await writeFile(file, rule.content);
       }
       // Parsed first: a schema annotation that refers outside itself is read by the compile that checks it.
+      // (A rule that does not parse is told as `opa check` tells it: it stops at the parse, before any schema.)
       const parsed = await runOpa(opaBinary, ['parse', '--format', 'json', join(dir, path)]);
-      if (parsed.exitCode !== 0) return `Rego error: ${opaMessage(parsed, dir)}`;
-      const problem = schemaReferenceProblem(parsed.stdout) ?? packageProblem(parsed.stdout);
+      const problem =
+        parsed.exitCode === 0 ? (schemaReferenceProblem(parsed.stdout) ?? packageProblem(parsed.stdout)) : null;
       if (problem) return problem;
       const checked = await runOpa(opaBinary, ['check', dir]);
-      return checked.exitCode === 0 ? null : `Rego error: ${opaMessage(checked, dir)}`;
+      if (checked.exitCode !== 0) return `Rego error: ${opaMessage(checked, dir)}`;
+      return parsed.exitCode === 0 ? null : `Rego error: ${opaMessage(parsed, dir)}`;
     });
   } catch (error) {
     if (error instanceof OpaBusyError) throw error;
