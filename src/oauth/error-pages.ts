@@ -46,9 +46,14 @@ export const PAGE_STYLE = [
   '@media (max-width:40rem){main{margin:0;border-radius:0;box-shadow:none;padding:1.25rem}',
   'dl{grid-template-columns:1fr}dt{margin-top:.5rem}}',
 ].join('');
-const STYLE_HASH = `'sha256-${createHash('sha256').update(PAGE_STYLE).digest('base64')}'`;
-/** The page loads nothing, runs nothing, posts nowhere and is never framed. */
-const PAGE_CSP = `default-src 'none'; style-src ${STYLE_HASH}; base-uri 'none'; form-action 'none'; frame-ancestors 'none'`;
+/** The policy of one of Arbiter's pages: it loads nothing, runs nothing and is never framed; `style` is allowed by its hash, forms post to `formAction`. */
+export function pagePolicy(style: string, formAction: "'none'" | "'self'"): string {
+  const styleHash = `'sha256-${createHash('sha256').update(style).digest('base64')}'`;
+  return `default-src 'none'; style-src ${styleHash}; base-uri 'none'; form-action ${formAction}; frame-ancestors 'none'`;
+}
+
+/** The error page posts nowhere. */
+const PAGE_CSP = pagePolicy(PAGE_STYLE, "'none'");
 
 /**
  * The page a browser sees: Arbiter's own, with the error, its description and the request id

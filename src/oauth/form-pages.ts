@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import type { Context } from 'koa';
-import { escapeHtml, PAGE_STYLE } from './error-pages.js';
+import { escapeHtml, PAGE_STYLE, pagePolicy } from './error-pages.js';
 
 /** The error page's style, with a code field and buttons: the device and logout pages look like Arbiter's other pages. */
 const FORM_PAGE_STYLE = [
@@ -13,9 +12,8 @@ const FORM_PAGE_STYLE = [
   'button.secondary{background:#fff;color:#3730a3}',
   '.error{color:#b91c1c;font-weight:600}.code{font-size:1.3rem}',
 ].join('');
-const STYLE_HASH = `'sha256-${createHash('sha256').update(FORM_PAGE_STYLE).digest('base64')}'`;
-/** The pages load nothing and run nothing; their forms post to this server only; never framed. */
-const FORM_PAGE_CSP = `default-src 'none'; style-src ${STYLE_HASH}; base-uri 'none'; form-action 'self'; frame-ancestors 'none'`;
+/** Their forms post to this server only. */
+const FORM_PAGE_CSP = pagePolicy(FORM_PAGE_STYLE, "'self'");
 
 /**
  * One of Arbiter's pages with a form a person fills in (the device pages, the logout confirmation):

@@ -57,8 +57,8 @@ describe('Tenants as paths: /t/<tenant> with its own issuer', function () {
     await idpOfGlobex?.close();
   });
 
-  /** An authorization request of paths-rp at the tenant's own authorization endpoint, walked by `agent` to the redirect_uri. */
-  async function authorize(agent: FetchUserAgent, tenant: string, extra: Record<string, string> = {}): Promise<URL> {
+  /** An authorization request of paths-rp at the tenant's own authorization endpoint. */
+  async function authorizationUrl(tenant: string, extra: Record<string, string> = {}): Promise<string> {
     const query = new URLSearchParams({
       response_type: 'code',
       client_id: 'paths-rp',
@@ -69,7 +69,12 @@ describe('Tenants as paths: /t/<tenant> with its own issuer', function () {
       code_challenge_method: 'S256',
       ...extra,
     });
-    const page = await agent.navigate(`${issuerOf(tenant)}/authorize?${query}`, arrivingAt(REDIRECT_URI));
+    return `${issuerOf(tenant)}/authorize?${query}`;
+  }
+
+  /** That request walked by `agent` to the redirect_uri. */
+  async function authorize(agent: FetchUserAgent, tenant: string, extra: Record<string, string> = {}): Promise<URL> {
+    const page = await agent.navigate(await authorizationUrl(tenant, extra), arrivingAt(REDIRECT_URI));
     if (page.status === undefined) return page.url;
     return (await passDevIdpForms(agent, page, 'alice', arrivingAt(REDIRECT_URI))).url;
   }
@@ -164,18 +169,7 @@ describe('Tenants as paths: /t/<tenant> with its own issuer', function () {
 
   it('lets two sign-ins under way in one browser each finish: each interaction has a cookie of its own', async function () {
     const agent = new FetchUserAgent();
-    const start = async () => {
-      const query = new URLSearchParams({
-        response_type: 'code',
-        client_id: 'paths-rp',
-        redirect_uri: REDIRECT_URI,
-        scope: 'openid',
-        state: 'st',
-        code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
-        code_challenge_method: 'S256',
-      });
-      return agent.navigate(`${issuerOf(ACME)}/authorize?${query}`, arrivingAt(REDIRECT_URI));
-    };
+    const start = async () => agent.navigate(await authorizationUrl(ACME), arrivingAt(REDIRECT_URI));
     const first = await start();
     const second = await start();
     for (const [name, page] of [
