@@ -235,7 +235,14 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
       throw new HttpError(429, 'too_many_requests', 'verification was requested within min_verification_interval');
     }
     await streams(ctx).update(stream.id, { verifiedAt: Date.now() });
-    await deps.transmitter.verify(ctx.state.tenant.name, stream, body.state);
+    if (!(await deps.transmitter.verify(ctx.state.tenant.name, stream, body.state))) {
+      ctx.set('Retry-After', String(MIN_VERIFICATION_INTERVAL_SECONDS));
+      throw new HttpError(
+        429,
+        'too_many_requests',
+        'the stream has SETs waiting to be delivered: verify once they are (is the stream paused, or its receiver down?)',
+      );
+    }
     ctx.status = 204;
   });
 

@@ -37,6 +37,15 @@ export interface SignalEvent {
   data: Record<string, unknown>;
 }
 
+/**
+ * A SET not delivered within a day is given up (the outbox's `max-age`): a receiver paused or
+ * unreachable that long has lost track anyway, and its SETs must not pile up without end.
+ */
+const SET_MAX_AGE_MS = 24 * 3600_000;
+
+/** Verification events are refused while this many of a stream's SETs wait undelivered. */
+const VERIFY_PENDING_MAX = 10;
+
 export interface TransmitterDeps {
   store: Store;
   sealer: Sealer;
@@ -55,6 +64,7 @@ export class Transmitter {
   constructor(private readonly deps: TransmitterDeps) {
     deps.outbox.handle(SSF_TOPIC, (entry) => this.deliver(entry), {
       tenantOf: (payload) => (payload as PendingSet).tenant,
+      maxAgeMs: SET_MAX_AGE_MS,
     });
   }
 
@@ -76,13 +86,20 @@ export class Transmitter {
     return entries.length;
   }
 
-  /** SSF 1.0 §8.1.4: a verification event on one stream, about the stream itself. */
-  async verify(tenant: string, stream: StreamRecord, state: string | undefined): Promise<void> {
+  /**
+   * SSF 1.0 §8.1.4: a verification event on one stream, about the stream itself; false, and none
+   * appended, while VERIFY_PENDING_MAX of the stream's SETs wait (a paused or unreachable receiver
+   * asking again and again would otherwise fill the outbox every stream shares).
+   */
+  async verify(tenant: string, stream: StreamRecord, state: string | undefined): Promise<boolean> {
+    const key = Transmitter.streamKey(tenant, stream.id);
+    if ((await this.deps.outbox.pendingOf(key, VERIFY_PENDING_MAX)).length >= VERIFY_PENDING_MAX) return false;
     await this.deps.outbox.append([
       this.entryFor(stream, tenant, [{ format: 'opaque', id: stream.id }], {
         'https://schemas.openid.net/secevent/ssf/event-type/verification': state === undefined ? {} : { state },
       }),
     ]);
+    return true;
   }
 
   /** The outbox key of a stream's SETs. */
@@ -139,7 +156,13 @@ export class Transmitter {
       accept: 'application/json',
     };
     if (stream.authorizationHeader) headers.authorization = this.deps.sealer.unseal(stream.authorizationHeader);
-    const response = await this.deps.outbound.fetch(stream.endpointUrl, { method: 'POST', headers, body: set });
+    // RFC 8935 needs no redirect: one hop, within OUTBOUND_TIMEOUT_MS, so that a slow receiver holds the topic's lane no longer.
+    const response = await this.deps.outbound.fetch(stream.endpointUrl, {
+      method: 'POST',
+      headers,
+      body: set,
+      redirect: 'error',
+    });
     const text = await response.text().catch(() => '');
     if (response.ok) return;
     if (response.status === 400) {

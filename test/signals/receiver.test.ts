@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { SSF_RECEIVED_SETS_COLLECTION } from '../../src/signals/receiver/index.js';
 import { randomUUID } from 'node:crypto';
 import { FetchUserAgent } from '../support/browser.js';
 import {
@@ -233,6 +234,21 @@ describe('SSF receiver: signals pushed by the upstream identity provider', funct
       const again = await signIn(other.login);
       await expectRefused(await pushed(set), 400, 'invalid_request', 'already received');
       await expectHolds(again, true);
+    });
+
+    it('remembers a jti as long as its SET could be accepted, an iat ahead of the clock included', async function () {
+      const iat = Math.floor(Date.now() / 1000) + 50;
+      const jti = `ahead-${Date.now()}`;
+      // Another user's: a SET accepted revokes what its user holds.
+      const other = await signIn();
+      const set = await transmitter.set(server.config.issuer, `${CAEP_EVENT}session-revoked`, issSub(other.login), {
+        claims: { iat, jti },
+      });
+      expect((await pushed(set)).status).to.equal(202);
+      const kept = await server.store.collection(SSF_RECEIVED_SETS_COLLECTION, '_default').find({});
+      const latest = Math.max(...kept.map((doc) => Number(doc.expiresAt)));
+      // Accepted until iat + the maximum age + the clock tolerance (60 s) on either side.
+      expect(latest).to.be.at.least((iat + server.config.ssfReceiverMaxAgeSeconds + 120) * 1000);
     });
 
     it('a body over 64 KiB: 413 invalid_request', async function () {

@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { OUTBOX_COLLECTION } from '../../src/outbox/index.js';
 import { clientWithToken, confidentialClient, eventually } from '../support/oauth.js';
 import { withServer, type TestServer } from '../support/server.js';
 import { eventOf, pollSets, PushReceiver, SetVerifier } from '../support/ssf-receiver.js';
@@ -236,6 +239,69 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     expect(eventOf(verification)).to.deep.equal({ type: VERIFICATION, data: { state: 'abc' } });
     expect(verification.payload.sub_id).to.deep.equal({ format: 'opaque', id: streamId });
     await call('DELETE', `/ssf/streams?stream_id=${streamId}`);
+  });
+
+  it('refuses a verification while the stream has SETs waiting, so that asking again and again fills no outbox', async function () {
+    const stream = await call('POST', '/ssf/streams', {
+      delivery: { method: PUSH, endpoint_url: pushUrl },
+      events_requested: [SESSION_REVOKED],
+    });
+    const streamId = stream.body.stream_id as string;
+    expect((await call('POST', '/ssf/status', { stream_id: streamId, status: 'paused' })).status).to.equal(200);
+    // Ten SETs held for the paused stream, as its tenant's events would leave them.
+    const entries = server.store.collection(OUTBOX_COLLECTION, '_default');
+    const key = `ssf:${TENANT}:${streamId}`;
+    const held = Array.from({ length: 10 }, (_, index) => ({
+      id: 900_000_000 + index,
+      topic: 'ssf',
+      stream: key,
+      payload: {},
+      createdAt: Date.now(),
+      attempts: 0,
+      notBefore: Date.now() + 3600_000,
+    }));
+    await entries.insertMany(held);
+    try {
+      const refused = await call('POST', '/ssf/verify', { stream_id: streamId });
+      expect(refused.status, JSON.stringify(refused.body)).to.equal(429);
+      expect(refused.body.error_description).to.contain('SETs waiting');
+    } finally {
+      await call('DELETE', `/ssf/streams?stream_id=${streamId}`);
+    }
+    expect(await entries.getMany(held.map((entry) => entry.id)), 'gone with the stream').to.deep.equal([]);
+  });
+
+  it('follows no redirect of a push endpoint: the attempt fails, the place redirected to is never reached', async function () {
+    let reached = 0;
+    const elsewhere = createServer((_request, response) => {
+      reached += 1;
+      response.writeHead(202).end();
+    });
+    const redirecting = createServer((_request, response) => {
+      const { port } = elsewhere.address() as AddressInfo;
+      response.writeHead(307, { location: `http://127.0.0.1:${port}/ssf` }).end();
+    });
+    for (const listener of [elsewhere, redirecting])
+      await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
+    const stream = await call('POST', '/ssf/streams', {
+      delivery: { method: PUSH, endpoint_url: `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}/ssf` },
+      events_requested: [SESSION_REVOKED],
+    });
+    try {
+      expect((await call('POST', '/ssf/verify', { stream_id: stream.body.stream_id })).status).to.equal(204);
+      const key = `ssf:${TENANT}:${stream.body.stream_id}`;
+      let failing: any;
+      await eventually(async () => {
+        const { body } = await server.admin('GET', '/outbox');
+        failing = body.failingEntries.find((entry: any) => entry.stream === key);
+        return failing !== undefined;
+      });
+      expect(failing.lastError).to.contain('answered with a redirect');
+      expect(reached).to.equal(0);
+    } finally {
+      await call('DELETE', `/ssf/streams?stream_id=${stream.body.stream_id}`);
+      for (const listener of [elsewhere, redirecting]) listener.close();
+    }
   });
 
   it('shows the outbox in /metrics and GET /admin/api/outbox, a failing entry with why', async function () {

@@ -10,7 +10,7 @@ import type { ArbiterContext, ArbiterMiddleware, TenantProviders } from '../../o
 import { ConflictError, storageDigest, type Sealer, type Store } from '../../store/index.js';
 import { requestIssuer } from '../../tenancy/index.js';
 import { actOn, type EventOutcome } from './events.js';
-import { PushRefusal, verifiedSet } from './set.js';
+import { PushRefusal, verifiedSet, type VerifiedSet } from './set.js';
 import {
   pushingProvider,
   TransmitterKeys,
@@ -103,7 +103,7 @@ async function receive(
   const idp = pushed.idp;
   const audience = idp.ssfAudience ?? requestIssuer(deps.config.issuer, tenant);
   const set = await verifiedSet(token, idp, audience, keys, deps.config.ssfReceiverMaxAgeSeconds);
-  await rememberJti(deps, tenant.name, idp, set.jti);
+  await rememberJti(deps, tenant.name, idp, set);
   const outcomes: EventOutcome[] = [];
   for (const event of set.events) outcomes.push(await actOn(deps, tenant, idp, event));
   const subjects = [...new Set(outcomes.flatMap((outcome) => outcome.subjects))];
@@ -119,12 +119,18 @@ async function receive(
 }
 
 /** A jti this transmitter already pushed is refused: a SET is acted on once. */
-async function rememberJti(deps: ReceiverDeps, tenant: string, idp: TransmittingProvider, jti: string): Promise<void> {
+async function rememberJti(
+  deps: ReceiverDeps,
+  tenant: string,
+  idp: TransmittingProvider,
+  set: Pick<VerifiedSet, 'jti' | 'acceptedUntil'>,
+): Promise<void> {
   const received = deps.store.collection(SSF_RECEIVED_SETS_COLLECTION, tenant);
   try {
     await received.insert({
-      id: storageDigest(`${idp.id} ${jti}`),
-      expiresAt: Date.now() + deps.config.ssfReceiverMaxAgeSeconds * 1000,
+      id: storageDigest(`${idp.id} ${set.jti}`),
+      // As long as the SET itself could be accepted, and never less than the maximum age from now.
+      expiresAt: Math.max(set.acceptedUntil, Date.now() + deps.config.ssfReceiverMaxAgeSeconds * 1000),
     });
   } catch (error) {
     if (error instanceof ConflictError)

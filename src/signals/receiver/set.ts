@@ -41,6 +41,11 @@ export interface SecurityEvent {
 export interface VerifiedSet {
   jti: string;
   events: SecurityEvent[];
+  /**
+   * Until when (epoch ms) the SET could be accepted: its `iat` plus the maximum age, and the clock
+   * tolerance on either side. Its `jti` is remembered as long, so it is never acted on twice.
+   */
+  acceptedUntil: number;
 }
 
 /**
@@ -78,7 +83,8 @@ export async function verifiedSet(
     throw new PushRefusal(400, 'invalid_audience', `the SET's aud does not name ${audience}`);
   const payload = await signed(token, idp, audience, keys, maxAgeSeconds);
   if (typeof payload.jti !== 'string' || payload.jti === '') throw invalid('the SET has no jti');
-  return { jti: payload.jti, events: eventsOf(payload) };
+  const acceptedUntil = ((payload.iat ?? 0) + maxAgeSeconds + 2 * CLOCK_TOLERANCE_SECONDS) * 1000;
+  return { jti: payload.jti, events: eventsOf(payload), acceptedUntil };
 }
 
 async function signed(
