@@ -1,7 +1,7 @@
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { storageDigest } from '../../src/store/digest.js';
 import { TurnReads } from '../../src/store/turn-reads.js';
-import type { Store, StoredDoc, TenantCollection } from '../../src/store/types.js';
+import { ConflictError, type Store, type StoredDoc, type TenantCollection } from '../../src/store/types.js';
 import { OIDC_COLLECTION } from './collection.js';
 
 /**
@@ -338,6 +338,29 @@ export async function* liveAccessTokens(
       if (page.length < pageSize) break;
       after = page[page.length - 1]!.id;
     }
+  }
+}
+
+/**
+ * Stores an artefact unless one of that model and value is stored and unexpired already, as one
+ * atomic insert: true when this call stored it. What oidc-provider's ReplayDetection needs (it
+ * looks up, then saves, so that requests at once all passed), for every node on the store.
+ */
+export async function insertArtefactOnce(
+  store: Store,
+  tenant: string,
+  model: string,
+  value: string,
+  payload: AdapterPayload,
+  expiresAt: number,
+): Promise<boolean> {
+  const artefacts = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
+  try {
+    await artefacts.insert(storedDoc(model, artefactKey(model, value), payload, expiresAt));
+    return true;
+  } catch (error) {
+    if (error instanceof ConflictError) return false;
+    throw error;
   }
 }
 

@@ -4,8 +4,9 @@
  * oidc-provider 9. Each use is checked by test/oauth/internals.test.ts, which fails loudly when
  * an upgrade moves or changes one of them (docs/oidc-provider-internals.md lists them and why).
  */
+import { createHash } from 'node:crypto';
 import type Provider from 'oidc-provider';
-import type { KoaContextWithOIDC } from 'oidc-provider';
+import type { AdapterPayload, KoaContextWithOIDC } from 'oidc-provider';
 import compose from 'koa-compose';
 import als from 'oidc-provider/lib/helpers/als.js';
 import assembleParams from 'oidc-provider/lib/shared/assemble_params.js';
@@ -210,6 +211,35 @@ export function builtInGrant(
     handle: (ctx) => grant.handler(provider, helpers, ctx),
   };
 }
+
+/**
+ * 11. oidc-provider's replay check of DPoP proofs and client assertions (`ReplayDetection.unique`)
+ * looks the jti up, then saves it: requests sent at once all passed (RFC 9449 §11.1 wants one).
+ * It is replaced by one atomic insert (`insertOnce`: false when the jti is stored already), kept a
+ * window longer than oidc-provider keeps it, since a proof whose `iat` is ahead of the clock (it
+ * accepts five minutes either way) stays acceptable until `iat` plus that window.
+ */
+export function atomicReplayDetection(
+  provider: Provider,
+  insertOnce: (id: string, payload: AdapterPayload, expiresAt: number) => Promise<boolean>,
+): void {
+  const model = provider.ReplayDetection as unknown as {
+    unique: (iss: string, jti: string, exp: number) => Promise<boolean>;
+  };
+  model.unique = (iss, jti, exp) => {
+    const id = createHash('sha256').update(`${iss}${jti}`).digest('base64url');
+    const now = Math.floor(Date.now() / 1000);
+    const keptUntil = exp + REPLAY_WINDOW_SECONDS;
+    return insertOnce(
+      id,
+      { iss, kind: 'ReplayDetection', iat: now, exp: keptUntil } as AdapterPayload,
+      keptUntil * 1000,
+    );
+  };
+}
+
+/** How far oidc-provider lets a DPoP proof's `iat` be from its clock (its CHALLENGE_OK_WINDOW). */
+const REPLAY_WINDOW_SECONDS = 300;
 
 /** A verified DPoP proof of the current request (RFC 9449 §4.3): its key's thumbprint. */
 export interface DpopProof {

@@ -1,5 +1,5 @@
 import Provider from 'oidc-provider';
-import { createOidcAdapter } from '../../adapters/oidc/index.js';
+import { createOidcAdapter, insertArtefactOnce } from '../../adapters/oidc/index.js';
 import { withdrawableCredentials } from '../audit/index.js';
 import { createClientDocuments } from './register/cimd/index.js';
 import { clientLookup } from './clients/records.js';
@@ -10,6 +10,7 @@ import { providerIssuer, type ProviderContext } from './context.js';
 import { installGrants } from './token/grants/index.js';
 import { outboundOptionsOf } from '../http/outbound.js';
 import {
+  atomicReplayDetection,
   everyClientMayAskForEveryType,
   findJwtAccessTokensToo,
   givenTokenParametersOnly,
@@ -46,6 +47,9 @@ export function createTenantProvider(context: ProviderContext): Provider {
   everyClientMayAskForEveryType(provider);
   findJwtAccessTokensToo(provider, jwtAccessTokenLookup(context));
   noNonceInRefreshedIdTokens(provider);
+  atomicReplayDetection(provider, (id, payload, expiresAt) =>
+    insertArtefactOnce(store, tenant, 'ReplayDetection', id, payload, expiresAt),
+  );
   givenTokenParametersOnly(provider);
   refetchClientKeysOnUnfamiliarKid();
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).

@@ -72,4 +72,18 @@ describe('DPoP nonces (RFC 9449 §8), per tenant', function () {
     expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
     expect(answer.body.token_type).to.equal('DPoP');
   });
+
+  it('takes one proof once, also from requests sent at once (RFC 9449 §11.1)', async function () {
+    const once = await proof();
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, () => token(server, 'plain-client', secrets.plain!, once)),
+    );
+    const statuses = answers.map((answer) => answer.status);
+    expect(
+      statuses.filter((status) => status === 200),
+      JSON.stringify(statuses),
+    ).to.have.length(1);
+    for (const refused of answers.filter((answer) => answer.status !== 200))
+      expect(refused.body.error_description).to.contain('Replay detected');
+  });
 });

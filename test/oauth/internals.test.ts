@@ -5,6 +5,7 @@ import { Socket } from 'node:net';
 import { expect } from 'chai';
 import Provider from 'oidc-provider';
 import {
+  atomicReplayDetection,
   builtInGrant,
   everyClientMayAskForEveryType,
   compareClientSecretsWith,
@@ -167,6 +168,31 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
       redirect_uris: ['https://probe.example/cb'],
     }) as { compareClientSecret(value: string): Promise<boolean> };
     expect(await untouched.compareClientSecret('stored'), 'another provider keeps its own comparison').to.equal(true);
+  });
+
+  it('checks replays through the static ReplayDetection.unique of a provider of its own, which atomicReplayDetection replaces', async function () {
+    const other = new Provider('http://127.0.0.1:3', {});
+    const stored = new Map<string, number>();
+    atomicReplayDetection(other, async (id, _payload, expiresAt) => {
+      if (stored.has(id)) return false;
+      stored.set(id, expiresAt);
+      return true;
+    });
+    const unique = (other.ReplayDetection as unknown as { unique: (...args: unknown[]) => Promise<boolean> }).unique;
+    const exp = Math.floor(Date.now() / 1000) + 60;
+    expect(await unique('client', 'jti-1', exp)).to.equal(true);
+    expect(await unique('client', 'jti-1', exp)).to.equal(false);
+    expect(await unique('other-client', 'jti-1', exp)).to.equal(true);
+    expect(Math.min(...stored.values()), 'kept a window past the exp oidc-provider gives').to.equal((exp + 300) * 1000);
+    expect(
+      (provider.ReplayDetection as unknown as { unique: unknown }).unique,
+      'another provider keeps its own check',
+    ).not.to.equal(unique);
+    const source = await readFile(
+      createRequire(import.meta.url).resolve('oidc-provider/lib/helpers/validate_dpop.js'),
+      'utf8',
+    );
+    expect(source, 'the DPoP replay check still calls it').to.contain('provider.ReplayDetection.unique(');
   });
 
   it("verifies a request's DPoP proof with oidc-provider's own helper (undefined without one, invalid_dpop_proof for a bad one)", async function () {
