@@ -527,6 +527,24 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(issued.body).to.include({ active: true, sub: 'carol', client_id: 'billing' });
     });
 
+    it("accepts an ID token issued to an audience trusted_issuers lists for its issuer (the client's id there)", async function () {
+      await updateOauthData(server, (data) => {
+        data.trusted_issuers[issuer].audiences = ['billing-at-the-idp'];
+      });
+      try {
+        const { status, body } = await exchange({
+          subject_token: await idToken({ ...validIdClaims(), aud: 'billing-at-the-idp' }),
+          subject_token_type: ID_TOKEN,
+          scope: 'invoices.read',
+        });
+        expect(status, JSON.stringify(body)).to.equal(200);
+      } finally {
+        await updateOauthData(server, (data) => {
+          delete data.trusted_issuers[issuer].audiences;
+        });
+      }
+    });
+
     const failures: Array<[string, () => Promise<string>, RegExp]> = [
       ['missing iss', () => idToken({ ...validIdClaims(), iss: undefined }), /missing the iss claim/],
       ['missing sub', () => idToken({ ...validIdClaims(), sub: undefined }), /missing the sub claim/],
@@ -552,6 +570,30 @@ describe('POST /token: token exchange (RFC 8693)', function () {
         /^untrusted_token_issuer/,
       ],
       ['a malformed token', async () => 'not.a.jwt', /not a signed JWT/],
+      [
+        "another client's audience",
+        () => idToken({ ...validIdClaims(), aud: 'some-other-rp' }),
+        /not issued to this client/,
+      ],
+      ['no audience', () => idToken({ ...validIdClaims(), aud: undefined }), /not issued to this client/],
+      [
+        "an authorized party that is another client's",
+        () => idToken({ ...validIdClaims(), aud: ['billing', 'some-other-rp'], azp: 'some-other-rp' }),
+        /not issued to this client/,
+      ],
+      [
+        "the issuer's access token (typ at+jwt)",
+        () =>
+          new SignJWT({ ...validIdClaims(), aud: 'billing' })
+            .setProtectedHeader({ alg: 'RS256', kid: 'idp-key', typ: 'at+jwt' })
+            .sign(signingKey),
+        /not an ID token/,
+      ],
+      [
+        "the issuer's logout token (events)",
+        () => idToken({ ...validIdClaims(), events: { 'http://schemas.openid.net/event/backchannel-logout': {} } }),
+        /not an ID token/,
+      ],
     ];
     for (const [what, token, description] of failures) {
       it(`refuses an ID token with ${what} (invalid_grant)`, async function () {

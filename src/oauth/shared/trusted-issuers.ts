@@ -4,6 +4,8 @@ import type { PolicyEngine } from '../../policy/index.js';
 export interface TrustedIssuer {
   jwks_uri?: unknown;
   uses?: unknown;
+  /** For ID tokens of token exchange: the audiences (this server's clients' ids at that issuer) accepted besides the client asking. */
+  audiences?: unknown;
 }
 
 /** How a trusted issuer's JWTs may be signed: asymmetric only (its JWKS holds public keys; `none` and HMAC never pass). */

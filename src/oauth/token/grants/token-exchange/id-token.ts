@@ -15,6 +15,9 @@ export const ID_TOKEN_ERRORS = {
   expired: 'the subject token has expired (exp is in the past)',
   signature: 'the subject token signature verification failed',
   unverifiable: "unable to verify the subject token's issuer: its JWKS is unreachable",
+  notIdToken: 'the subject token is not an ID token (its typ, or an events claim, says it is another JWT)',
+  otherAudience:
+    'the subject token was not issued to this client: its aud (and azp) must name the client, or an audience trusted_issuers lists for its issuer',
 } as const;
 
 const invalidGrant = (description: string) => new errors.CustomOIDCProviderError('invalid_grant', description);
@@ -51,7 +54,8 @@ export class IdTokenSubjects {
     this.keySets = new RemoteKeySets(outbound);
   }
 
-  async resolve(value: string): Promise<ResolvedSubject> {
+  /** `clientId`: the client asking, which the ID token must have been issued to. */
+  async resolve(value: string, clientId: string): Promise<ResolvedSubject> {
     const claims = decoded(value);
     const iss = nonEmptyString(claims.iss);
     if (!iss) throw invalidGrant(ID_TOKEN_ERRORS.missingIss);
@@ -63,6 +67,7 @@ export class IdTokenSubjects {
     if (typeof claims.exp === 'number' && claims.exp * 1000 <= Date.now()) throw invalidGrant(ID_TOKEN_ERRORS.expired);
     if (typeof issuer.jwks_uri !== 'string') throw invalidGrant(ID_TOKEN_ERRORS.unverifiable);
     const verified = await this.verify(value, iss, issuer.jwks_uri);
+    assertIdTokenOf(value, verified, [clientId, ...listedAudiences(issuer)]);
     return subjectOf(verified, iss, sub, true);
   }
 
@@ -81,6 +86,30 @@ export class IdTokenSubjects {
       throw verificationError(error);
     }
   }
+}
+
+/**
+ * OIDC Core §2: an ID token is issued to the relying party its `aud` names (and `azp`, when
+ * present); any party the issuer gave a token to could otherwise trade it here for one of its
+ * own. Other JWTs of a trusted issuer (an access token, `typ: at+jwt`; a logout token or SET,
+ * with `events`) are no ID tokens. `audiences`: the client asking, and those the operator lists
+ * for the issuer (`trusted_issuers[iss].audiences`: its client ids at that issuer).
+ */
+function assertIdTokenOf(value: string, claims: JWTPayload, audiences: string[]): void {
+  const typ = decodeProtectedHeader(value).typ;
+  if ((typ !== undefined && typ.toLowerCase() !== 'jwt') || claims.events !== undefined)
+    throw invalidGrant(ID_TOKEN_ERRORS.notIdToken);
+  const aud = Array.isArray(claims.aud) ? claims.aud : claims.aud === undefined ? [] : [claims.aud];
+  const azp = claims.azp;
+  if (!aud.some((each) => audiences.includes(each)) || (azp !== undefined && !audiences.includes(String(azp))))
+    throw invalidGrant(ID_TOKEN_ERRORS.otherAudience);
+}
+
+/** `trusted_issuers[iss].audiences`: the strings it lists, else none. */
+function listedAudiences(issuer: TrustedIssuer): string[] {
+  return Array.isArray(issuer.audiences)
+    ? issuer.audiences.filter((each): each is string => typeof each === 'string')
+    : [];
 }
 
 function decoded(value: string): JWTPayload {

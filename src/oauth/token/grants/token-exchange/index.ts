@@ -47,7 +47,7 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
       const resolve = (token: string, type: string, role: 'subject' | 'actor'): Promise<ResolvedSubject> =>
         type === ACCESS_TOKEN_TYPE
           ? resolveAccessToken(provider, deps.store, deps.tenant, token, role)
-          : idTokens.resolve(token);
+          : idTokens.resolve(token, client.clientId);
       const resolved = await resolve(exchange.subjectToken, exchange.subjectTokenType, 'subject');
       assertKeyHeld(resolved.binding, held, 'subject');
       const actor = exchange.actor ? await resolve(exchange.actor.token, exchange.actor.tokenType, 'actor') : null;
