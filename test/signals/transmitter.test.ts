@@ -36,6 +36,17 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     const text = await response.text();
     return { status: response.status, body: text ? JSON.parse(text) : undefined };
   };
+  /** The outbox's failing entry of a stream, once there is one (GET /admin/api/outbox). */
+  const failingEntryOf = async (streamId: string) => {
+    const key = `ssf:${TENANT}:${streamId}`;
+    let failing: any;
+    await eventually(async () => {
+      const { body } = await server.admin('GET', '/outbox');
+      failing = body.failingEntries.find((entry: any) => entry.stream === key);
+      return failing !== undefined;
+    });
+    return failing;
+  };
   const admin = (method: string, path: string, json?: unknown) =>
     server.admin(method, `${path}${path.includes('?') ? '&' : '?'}tenantId=${TENANT}`, json);
 
@@ -289,13 +300,7 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     });
     try {
       expect((await call('POST', '/ssf/verify', { stream_id: stream.body.stream_id })).status).to.equal(204);
-      const key = `ssf:${TENANT}:${stream.body.stream_id}`;
-      let failing: any;
-      await eventually(async () => {
-        const { body } = await server.admin('GET', '/outbox');
-        failing = body.failingEntries.find((entry: any) => entry.stream === key);
-        return failing !== undefined;
-      });
+      const failing = await failingEntryOf(stream.body.stream_id);
       expect(failing.lastError).to.contain('answered with a redirect');
       expect(reached).to.equal(0);
     } finally {
@@ -313,13 +318,7 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     });
     try {
       expect((await call('POST', '/ssf/verify', { stream_id: stream.body.stream_id })).status).to.equal(204);
-      const key = `ssf:${TENANT}:${stream.body.stream_id}`;
-      let failing: any;
-      await eventually(async () => {
-        const { body } = await server.admin('GET', '/outbox');
-        failing = body.failingEntries.find((entry: any) => entry.stream === key);
-        return failing !== undefined;
-      });
+      const failing = await failingEntryOf(stream.body.stream_id);
       expect(failing).to.include({ topic: 'ssf', lastError: 'the push receiver answered 503' });
       expect(failing.attempts).to.be.at.least(1);
       const metrics = await (await server.request('/metrics')).text();
