@@ -5,6 +5,7 @@ import { activeDelegationIds, revokeDelegationsOf } from '../../delegation/index
 import type { Store } from '../../store/index.js';
 import { deleteTicketsOf, umaResources } from '../../uma/index.js';
 import { permissionsOf } from '../token/grants/uma-ticket/permissions.js';
+import { exchangedFromOf } from '../token/grants/token-exchange/access-token.js';
 import {
   clientRecordSeenByRequest,
   clientsCollection,
@@ -13,7 +14,6 @@ import {
   type ClientRecord,
 } from '../clients/records.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
-import { EXCHANGED_FROM } from '../state.js';
 
 /**
  * Tokens die with their client and their user. Every grant, code and token oidc-provider keeps
@@ -117,10 +117,8 @@ export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwne
   }
 
   /** An exchanged token lives while the tokens it was exchanged from are stored: a read, for exchanged tokens only. */
-  async function exchangedFromRemain(payload: AdapterPayload): Promise<boolean> {
-    const ids = (payload.extra as Record<string, unknown> | undefined)?.[EXCHANGED_FROM];
-    if (!Array.isArray(ids) || ids.length === 0) return true;
-    return artefactsRemain(store, tenant, ids as string[]);
+  function exchangedFromRemain(payload: AdapterPayload): Promise<boolean> {
+    return artefactsRemain(store, tenant, exchangedFromOf(payload.extra));
   }
 }
 

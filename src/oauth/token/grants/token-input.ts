@@ -79,7 +79,7 @@ export function scopesAsked(
 /**
  * The scopes carrying a claim the authorization's `claims` request names: asked for again at every
  * redemption, as at /authorize (authorize/claims-request.ts), so that the policy decides on the
- * claims each time; those it no longer grants are withdrawn from the grant (gate.ts).
+ * claims each time; the token issued releases them only under those it grants (gate.ts, CLAIM_SCOPES).
  */
 export function claimScopesOf(source: GrantSource | undefined): string[] {
   return [...new Set(claimsNamed(source?.claims).flatMap(scopesCarrying))];

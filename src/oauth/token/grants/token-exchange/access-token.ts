@@ -63,8 +63,8 @@ export async function resolveAccessToken(
 /** How long a chain of exchanges may grow: each use of its last token reads every token of it. */
 const MAX_EXCHANGES = 8;
 
-/** The tokens an exchanged token was exchanged from, in turn (EXCHANGED_FROM). */
-function exchangedFromOf(extra: unknown): string[] {
+/** The tokens an exchanged token was exchanged from, in turn (EXCHANGED_FROM); none for any other token. */
+export function exchangedFromOf(extra: unknown): string[] {
   const ids = (extra as Record<string, unknown> | undefined)?.[EXCHANGED_FROM];
   return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
 }
