@@ -129,6 +129,24 @@ interface TopicRun {
   again: boolean;
   /** The lease was found taken by another node while delivering: stop after the entry in hand. */
   lost: boolean;
+  /**
+   * The streams known to hold entries of the topic, in the order their heads are tried: found by
+   * this node's appends and by the scan; a stream found empty is dropped. Each round moves the
+   * streams it served to the end, so that no stream's backlog always goes first.
+   */
+  streams: Set<string>;
+  /** Where the scan for streams goes on at the next round: the last entry id it read (0: from the oldest). */
+  scannedTo: number;
+}
+
+/** What one round of a topic has used of its batch and time, across the streams it serves. */
+interface DeliveryRound {
+  attempted: number;
+  /** A stream's full page was done: it may hold more, due now. */
+  pageDone: boolean;
+  deadline: number;
+  /** Whether a tenant is gone, asked once per tenant and round. */
+  tenantGone: (tenant: string) => Promise<boolean>;
 }
 
 export class Outbox {
@@ -163,7 +181,15 @@ export class Outbox {
 
   /** Who delivers `topic`'s entries (on every node: whichever holds the topic's lease delivers). */
   handle(topic: string, handler: OutboxHandler, options: TopicOptions = {}): void {
-    this.topics.set(topic, { handler, options, running: null, again: false, lost: false });
+    this.topics.set(topic, {
+      handler,
+      options,
+      running: null,
+      again: false,
+      lost: false,
+      streams: new Set(),
+      scannedTo: 0,
+    });
     if (!this.closed) this.schedule(topic, 0);
   }
 
@@ -189,6 +215,7 @@ export class Outbox {
         notBefore: now,
       })),
     );
+    for (const entry of entries) this.topics.get(entry.topic)?.streams.add(entry.stream);
     for (const topic of new Set(entries.map((entry) => entry.topic))) this.wake(topic);
   }
 
@@ -264,6 +291,7 @@ export class Outbox {
     const entries = await this.pendingOf(stream, this.options.batch);
     for (const entry of entries)
       if (entry.notBefore > Date.now()) await this.entries.update(entry.id, { notBefore: Date.now() });
+    for (const entry of entries) this.topics.get(entry.topic)?.streams.add(entry.stream);
     for (const topic of new Set(entries.map((entry) => entry.topic))) this.wake(topic);
   }
 
@@ -393,48 +421,82 @@ export class Outbox {
   }
 
   /**
-   * The oldest entries first, a page at a time; per stream, the first entry not yet due or
-   * failing now holds the ones after it back (order per stream). Streams are independent: the
-   * pages go on past a held-back stream's entries (up to READ_LIMIT entries a round), so that one
-   * receiver that is down does not hold the others up.
+   * Each stream's entries in order, from its head (the `(stream, id)` index): the first entry not
+   * yet due or failing now holds the ones after it back (order per stream). Streams are
+   * independent: a stream that holds back any number of entries costs the round one read, so that
+   * one receiver that is down holds no other stream up, however long its backlog. The streams come
+   * from this node's appends and from a scan of the topic's entries that goes on, round after
+   * round, where the last one stopped (READ_LIMIT entries a round): entries other nodes appended,
+   * and those left by a node that stopped, are found within a few rounds whatever the backlog ahead.
    */
   private async deliver(topic: string, run: TopicRun): Promise<void> {
-    const { handler, options } = run;
-    const blocked = new Set<string>();
-    const tenantGone = this.tenantCheck();
-    const deadline = Date.now() + this.options.leaseMs / 2;
-    let attempted = 0;
-    let after = 0;
-    for (let scanned = 0; scanned < READ_LIMIT && attempted < this.options.batch;) {
+    await this.scanForStreams(topic, run);
+    const round: DeliveryRound = {
+      attempted: 0,
+      pageDone: false,
+      deadline: Date.now() + this.options.leaseMs / 2,
+      tenantGone: this.tenantCheck(),
+    };
+    for (const stream of [...run.streams]) {
+      if (this.closed || run.lost) return;
+      if (Date.now() > round.deadline || round.attempted >= this.options.batch) return this.continueAtOnce(run);
+      const holdsMore = await this.deliverStream(topic, stream, run, round);
+      run.streams.delete(stream);
+      if (holdsMore) run.streams.add(stream);
+    }
+    if (round.attempted >= this.options.batch || round.pageDone) this.continueAtOnce(run);
+  }
+
+  /** Reads up to READ_LIMIT of the topic's entries from where the last round's scan stopped, noting their streams. */
+  private async scanForStreams(topic: string, run: TopicRun): Promise<void> {
+    for (let scanned = 0; scanned < READ_LIMIT;) {
       const page = await this.entries.find(
         { topic },
-        { sort: { field: 'id', direction: 'asc' }, startAt: after + 1, limit: this.options.batch },
+        { sort: { field: 'id', direction: 'asc' }, startAt: run.scannedTo + 1, limit: this.options.batch },
       );
-      for (const entry of page) {
-        if (this.closed || run.lost) return;
-        if (Date.now() > deadline) return this.continueAtOnce(run);
-        if (blocked.has(entry.stream)) continue;
-        const tenant = options.tenantOf?.(entry.payload);
-        if (tenant !== undefined && (await tenantGone(tenant))) {
-          await this.giveUp(topic, entry, 'tenant-gone');
-          continue;
-        }
-        if (options.maxAgeMs !== undefined && Date.now() - entry.createdAt > options.maxAgeMs) {
-          await this.giveUp(topic, entry, 'max-age');
-          continue;
-        }
-        if (entry.notBefore > Date.now()) {
-          blocked.add(entry.stream);
-          continue;
-        }
-        attempted += 1;
-        if (!(await this.attempt(topic, entry, handler))) blocked.add(entry.stream);
+      for (const entry of page) run.streams.add(entry.stream);
+      if (page.length < this.options.batch) {
+        // The newest entry read: the next round starts again from the oldest.
+        run.scannedTo = 0;
+        return;
       }
-      if (page.length < this.options.batch) return;
       scanned += page.length;
-      after = page[page.length - 1]!.id;
+      run.scannedTo = page[page.length - 1]!.id;
     }
-    if (attempted >= this.options.batch) this.continueAtOnce(run);
+  }
+
+  /**
+   * Delivers one stream's due entries, oldest first, until one is not yet due or fails (or the
+   * round's batch or time is used); false when the stream holds no entry of the topic any more.
+   * Stream keys are their topic's own (`ssf:<tenant>:<id>`, …): the read is by stream alone, so
+   * that the store takes the `(stream, id)` index, and an entry of another topic is left to it.
+   */
+  private async deliverStream(topic: string, stream: string, run: TopicRun, round: DeliveryRound): Promise<boolean> {
+    const { handler, options } = run;
+    const page = await this.entries.find(
+      { stream },
+      { sort: { field: 'id', direction: 'asc' }, limit: this.options.batch },
+    );
+    const ours = page.filter((entry) => entry.topic === topic);
+    for (const entry of ours) {
+      if (this.closed || run.lost || Date.now() > round.deadline || round.attempted >= this.options.batch) return true;
+      const tenant = options.tenantOf?.(entry.payload);
+      if (tenant !== undefined && (await round.tenantGone(tenant))) {
+        await this.giveUp(topic, entry, 'tenant-gone');
+        continue;
+      }
+      if (options.maxAgeMs !== undefined && Date.now() - entry.createdAt > options.maxAgeMs) {
+        await this.giveUp(topic, entry, 'max-age');
+        continue;
+      }
+      if (entry.notBefore > Date.now()) return true;
+      round.attempted += 1;
+      if (!(await this.attempt(topic, entry, handler))) return true;
+    }
+    if (page.length < this.options.batch) return false;
+    // A full page done (delivered or given up) may have more behind it: the next round at once.
+    round.pageDone = true;
+    return true;
   }
 
   /**
