@@ -137,6 +137,8 @@ interface TopicRun {
   streams: Set<string>;
   /** Where the scan for streams goes on at the next round: the last entry id it read (0: from the oldest). */
   scannedTo: number;
+  /** When the scan last started from the oldest entry (epoch ms). */
+  scanFromOldestAt: number;
 }
 
 /** What one round of a topic has used of its batch and time, across the streams it serves. */
@@ -189,6 +191,7 @@ export class Outbox {
       lost: false,
       streams: new Set(),
       scannedTo: 0,
+      scanFromOldestAt: 0,
     });
     if (!this.closed) this.schedule(topic, 0);
   }
@@ -447,21 +450,27 @@ export class Outbox {
     if (round.attempted >= this.options.batch || round.pageDone) this.continueAtOnce(run);
   }
 
-  /** Reads up to READ_LIMIT of the topic's entries from where the last round's scan stopped, noting their streams. */
+  /**
+   * Reads up to READ_LIMIT of the topic's entries from where the last round's scan stopped, noting
+   * their streams. Past the newest, the next round reads only newer ones, except that the scan
+   * starts again from the oldest once per OUTBOX_POLL_MS: an entry another node appended may
+   * become visible after a newer one (its id was drawn first), and a burst drained in rounds that
+   * follow at once must not read its whole backlog again at every round.
+   */
   private async scanForStreams(topic: string, run: TopicRun): Promise<void> {
+    if (run.scannedTo === 0) run.scanFromOldestAt = Date.now();
     for (let scanned = 0; scanned < READ_LIMIT;) {
       const page = await this.entries.find(
         { topic },
         { sort: { field: 'id', direction: 'asc' }, startAt: run.scannedTo + 1, limit: this.options.batch },
       );
       for (const entry of page) run.streams.add(entry.stream);
+      if (page.length > 0) run.scannedTo = page[page.length - 1]!.id;
       if (page.length < this.options.batch) {
-        // The newest entry read: the next round starts again from the oldest.
-        run.scannedTo = 0;
+        if (Date.now() - run.scanFromOldestAt >= this.options.pollMs) run.scannedTo = 0;
         return;
       }
       scanned += page.length;
-      run.scannedTo = page[page.length - 1]!.id;
     }
   }
 
