@@ -81,7 +81,10 @@ export interface OutboxOptions {
   /** The first retry's delay; each next one doubles, up to `maxBackoffMs`. */
   backoffMs: number;
   maxBackoffMs: number;
-  /** Entries read per round. */
+  /**
+   * Entries attempted per round (about: the streams delivered at once may each start one more), and
+   * entries read per page.
+   */
   batch: number;
   /**
    * The most topics a node delivers at once (each topic has its own round and lease, so that a
@@ -117,6 +120,8 @@ export interface TopicCounts {
 }
 
 const READ_LIMIT = 10_000;
+/** Streams a round delivers at once (each one entry after another). */
+const STREAMS_AT_ONCE = 16;
 const DEFAULT_CONCURRENCY = 4;
 
 /** One topic's delivery on this node: its handler, and its own round loop. */
@@ -431,6 +436,8 @@ export class Outbox {
    * from this node's appends and from a scan of the topic's entries that goes on, round after
    * round, where the last one stopped (READ_LIMIT entries a round): entries other nodes appended,
    * and those left by a node that stopped, are found within a few rounds whatever the backlog ahead.
+   * Up to STREAMS_AT_ONCE streams are delivered at once, each in order: a receiver that answers
+   * slowly (up to OUTBOUND_TIMEOUT_MS an attempt) holds its own stream up, not the others of the round.
    */
   private async deliver(topic: string, run: TopicRun): Promise<void> {
     await this.scanForStreams(topic, run);
@@ -440,14 +447,24 @@ export class Outbox {
       deadline: Date.now() + this.options.leaseMs / 2,
       tenantGone: this.tenantCheck(),
     };
-    for (const stream of [...run.streams]) {
-      if (this.closed || run.lost) return;
-      if (Date.now() > round.deadline || round.attempted >= this.options.batch) return this.continueAtOnce(run);
-      const holdsMore = await this.deliverStream(topic, stream, run, round);
-      run.streams.delete(stream);
-      if (holdsMore) run.streams.add(stream);
-    }
-    if (round.attempted >= this.options.batch || round.pageDone) this.continueAtOnce(run);
+    const streams = [...run.streams];
+    let next = 0;
+    let cutShort = false;
+    const lane = async () => {
+      while (next < streams.length) {
+        if (this.closed || run.lost || Date.now() > round.deadline || round.attempted >= this.options.batch) {
+          cutShort = true;
+          return;
+        }
+        const stream = streams[next++]!;
+        const holdsMore = await this.deliverStream(topic, stream, run, round);
+        run.streams.delete(stream);
+        if (holdsMore) run.streams.add(stream);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(STREAMS_AT_ONCE, streams.length) }, lane));
+    if (this.closed || run.lost) return;
+    if (cutShort || round.attempted >= this.options.batch || round.pageDone) this.continueAtOnce(run);
   }
 
   /**

@@ -139,6 +139,26 @@ export function describeOutbox(store: () => Store): void {
     expect(seen).to.deep.equal(['alive']);
   });
 
+  it("delivers other streams while one stream's receiver is slow to answer", async function () {
+    const seen: string[] = [];
+    let answerSlowly: () => void = () => {};
+    const slowAnswer = new Promise<void>((resolve) => (answerSlowly = resolve));
+    const box = outbox('slow', async (entry) => {
+      if (entry.stream === 'slow:receiver') await slowAnswer;
+      seen.push(entry.stream);
+    });
+    await box.append([{ topic: 'slow', stream: 'slow:receiver', payload: 0 }]);
+    await box.append([{ topic: 'slow', stream: 'slow:other', payload: 1 }]);
+    box.start();
+    try {
+      await until(() => seen.includes('slow:other'), 5_000);
+      expect(seen).to.deep.equal(['slow:other']);
+    } finally {
+      answerSlowly();
+    }
+    await until(() => seen.length === 2);
+  });
+
   it('is delivered by one node at a time: the lease holder; the other takes over once the lease is given up', async function () {
     const seen: string[] = [];
     const first = outbox('lease', async (entry) => void seen.push(`first:${entry.payload as number}`));
