@@ -83,6 +83,7 @@ const READS: Operation[] = ['read', 'status_read', 'poll'];
 export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
   const router = new Router<ApiState>({ sensitive: true, strict: true });
   const streams = (ctx: ApiContext) => ssfStreams(deps.store, ctx.state.tenant.name);
+  const heldPolls = new HeldPolls();
 
   router.get(SSF_CONFIGURATION_PATH, (ctx) => {
     ctx.body = metadata(requestIssuer(deps.issuer, ctx.state.tenant));
@@ -253,7 +254,7 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
     assertValid<PollRequest>(POLL_REQUEST, body);
     await decide(ctx, deps, { operation: 'poll', stream, body });
-    ctx.body = await poll(ctx, deps, stream, body);
+    ctx.body = await poll(ctx, deps, stream, body, heldPolls);
   });
 
   return routedApi(router);
@@ -386,18 +387,61 @@ function shownBody(body: unknown): Record<string, unknown> {
 }
 
 /**
+ * The streams whose poll this process holds open: one at a time per stream, so that a receiver
+ * cannot have the store read every 200 ms by as many held polls as it opens (a receiver has at
+ * most STREAMS_PER_RECEIVER streams).
+ */
+class HeldPolls {
+  private readonly held = new Set<string>();
+
+  /** Takes the stream's one place (the function gives it back), or null while another poll of it is held. */
+  take(tenant: string, streamId: string): (() => void) | null {
+    const key = JSON.stringify([tenant, streamId]);
+    if (this.held.has(key)) return null;
+    this.held.add(key);
+    return () => this.held.delete(key);
+  }
+}
+
+/**
  * RFC 8936 §2.4: acknowledge (and forget) what the receiver names, then answer up to `maxEvents`
  * SETs in the order of their changes. Without `returnImmediately`, an empty answer waits (for
- * at most SSF_POLL_WAIT_SECONDS) until a SET is queued.
+ * at most SSF_POLL_WAIT_SECONDS) until a SET is queued, one such poll per stream at a time, and no
+ * longer than its receiver stays connected.
  */
-async function poll(ctx: ApiContext, deps: SignalsDeps, stream: StreamRecord, body: PollRequest) {
+async function poll(ctx: ApiContext, deps: SignalsDeps, stream: StreamRecord, body: PollRequest, heldPolls: HeldPolls) {
   const polled = ssfPolled(deps.store, ctx.state.tenant.name);
   for (const jti of [...(body.ack ?? []), ...Object.keys(body.setErrs ?? {})]) {
     const held = await polled.get(jti);
     if (held?.streamId === stream.id) await polled.delete(jti);
   }
   const maxEvents = body.maxEvents ?? 100;
-  const deadline = Date.now() + (body.returnImmediately === false ? deps.pollWaitSeconds * 1000 : 0);
+  const waitMs = body.returnImmediately === false && maxEvents > 0 ? deps.pollWaitSeconds * 1000 : 0;
+  if (waitMs === 0) return sendSets(polled, stream, maxEvents, Date.now(), ctx);
+  const release = heldPolls.take(ctx.state.tenant.name, stream.id);
+  if (!release) {
+    ctx.set('Retry-After', '1');
+    throw new HttpError(
+      429,
+      'too_many_requests',
+      'another poll of this stream is held open: poll with one request at a time, or with returnImmediately',
+    );
+  }
+  try {
+    return await sendSets(polled, stream, maxEvents, Date.now() + waitMs, ctx);
+  } finally {
+    release();
+  }
+}
+
+/** Up to `maxEvents` of the stream's queued SETs, oldest first; none queued, looks again until `deadline`. */
+async function sendSets(
+  polled: ReturnType<typeof ssfPolled>,
+  stream: StreamRecord,
+  maxEvents: number,
+  deadline: number,
+  ctx: ApiContext,
+) {
   for (;;) {
     const found =
       maxEvents === 0
@@ -406,7 +450,7 @@ async function poll(ctx: ApiContext, deps: SignalsDeps, stream: StreamRecord, bo
             { streamId: stream.id },
             { sort: { field: 'seq', direction: 'asc' }, limit: maxEvents + 1 },
           );
-    if (found.length > 0 || Date.now() >= deadline || maxEvents === 0) {
+    if (found.length > 0 || Date.now() >= deadline || maxEvents === 0 || ctx.req.socket.destroyed) {
       const answered = found.slice(0, maxEvents);
       return {
         sets: Object.fromEntries(answered.map((held) => [held.id, held.set])),

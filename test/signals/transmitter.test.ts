@@ -233,6 +233,38 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     await call('DELETE', `/ssf/streams?stream_id=${stream.body.stream_id}`);
   });
 
+  it('holds one poll of a stream open at a time (RFC 8936 returnImmediately false): another is refused 429 meanwhile', async function () {
+    await confidentialClient(server, 'ssf-held-app', {}, TENANT);
+    const stream = await call('POST', '/ssf/streams', {
+      delivery: { method: POLL },
+      events_requested: [CREDENTIAL_CHANGE],
+      default_subjects: 'ALL',
+    });
+    const endpoint = stream.body.delivery.endpoint_url as string;
+    const verifier = new SetVerifier(`${issuer}/.well-known/jwks.json`, issuer, 'ssf-receiver');
+    const held = pollSets(endpoint, token, verifier, { returnImmediately: false });
+    // Until the first is held, a second may be held instead: it is then cut off after a second
+    // (its receiver gone, the server lets its place go) and asked again.
+    let second: Response | undefined;
+    await eventually(async () => {
+      second = await fetch(endpoint, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ returnImmediately: false }),
+        signal: AbortSignal.timeout(1_000),
+      }).catch(() => undefined);
+      return second?.status === 429;
+    });
+    expect(second!.headers.get('retry-after')).to.equal('1');
+    expect(((await second!.json()) as { error: string }).error).to.equal('too_many_requests');
+    // The held poll answers the SET queued meanwhile.
+    expect((await admin('POST', '/clients/ssf-held-app/secret')).status).to.equal(200);
+    const answered = await held;
+    expect(answered.status).to.equal(200);
+    expect(answered.sets.size).to.equal(1);
+    await call('DELETE', `/ssf/streams?stream_id=${stream.body.stream_id}`);
+  });
+
   it('holds the SETs of a paused stream and delivers them once it is enabled again; verification events on request', async function () {
     const stream = await call('POST', '/ssf/streams', {
       delivery: { method: PUSH, endpoint_url: pushUrl },
