@@ -223,8 +223,18 @@ export class Outbox {
         notBefore: now,
       })),
     );
-    for (const entry of entries) this.topics.get(entry.topic)?.streams.add(entry.stream);
+    this.noteStreams(entries);
     for (const topic of new Set(entries.map((entry) => entry.topic))) this.wake(topic);
+  }
+
+  /**
+   * Streams this node delivers (it holds their topic's lease) that hold entries now: its next round
+   * tries them without waiting for its scan. Another node's are found by that node's scan, so that
+   * a node that delivers nothing keeps no list of streams.
+   */
+  private noteStreams(entries: readonly { topic: string; stream: string }[]): void {
+    for (const entry of entries)
+      if (this.holding.has(entry.topic)) this.topics.get(entry.topic)?.streams.add(entry.stream);
   }
 
   /** Starts delivering: a round of each topic now, then every `pollMs` and whenever an append wakes it. */
@@ -299,7 +309,7 @@ export class Outbox {
     const entries = await this.pendingOf(stream, this.options.batch);
     for (const entry of entries)
       if (entry.notBefore > Date.now()) await this.entries.update(entry.id, { notBefore: Date.now() });
-    for (const entry of entries) this.topics.get(entry.topic)?.streams.add(entry.stream);
+    this.noteStreams(entries);
     for (const topic of new Set(entries.map((entry) => entry.topic))) this.wake(topic);
   }
 
@@ -338,7 +348,13 @@ export class Outbox {
   private async round(topic: string, run: TopicRun): Promise<void> {
     await this.slot();
     try {
-      if (this.closed || !(await this.hasEntries(topic)) || !(await this.lease(topic))) return;
+      if (this.closed || !(await this.hasEntries(topic))) return;
+      if (!(await this.lease(topic))) {
+        // Another node delivers: what this one knew of the topic's streams is its no more.
+        run.streams.clear();
+        run.scannedTo = 0;
+        return;
+      }
       run.lost = false;
       const renewal = setInterval(() => void this.renew(topic, run), Math.max(1, this.options.leaseMs / 3));
       renewal.unref();
