@@ -11,7 +11,10 @@ export interface AuditFacts {
   tenantId?: string | null;
   /** The Admin API key that made the call, by id (null: the bootstrap key), name and role; never the key. */
   adminKey?: { id: number | null; name: string; role: string; tenants?: string[] };
-  /** The caller presented a credential that was accepted (see markAuthenticated). */
+  /**
+   * The caller presented a credential that was accepted (true: markAuthenticated), or asked a
+   * decision without one (false: markUnauthenticated); absent, the audit log judges by itself.
+   */
   authenticated?: boolean;
   /**
    * What an endpoint that asks no decision did, kept in the entry's requestSummary as `result`
@@ -35,4 +38,14 @@ export function auditFactsOf(state: AuditState): AuditFacts {
  */
 export function markAuthenticated(state: AuditState): void {
   if (state.audit) state.audit.authenticated = true;
+}
+
+/**
+ * Tells the audit log that the request asks a decision for a caller who presented no credential
+ * (an open registration): its entry is bounded, and its refusals count against the caller's
+ * address (AUDIT_UNAUTHENTICATED_LIMIT), as those of a request that asks none. A later
+ * markAuthenticated (the registration succeeded) still has it written in full.
+ */
+export function markUnauthenticated(state: AuditState): void {
+  if (state.audit && state.audit.authenticated === undefined) state.audit.authenticated = false;
 }

@@ -118,9 +118,13 @@ interface OidcFacts {
   entities?: { Client?: { clientAuthMethod?: string }; AccessToken?: unknown; RegistrationAccessToken?: unknown };
 }
 
-/** A decision was asked for, or a credential was accepted: by Arbiter (markAuthenticated) or by oidc-provider. */
+/**
+ * As the request said (markAuthenticated, markUnauthenticated); else a decision was asked for, or
+ * a credential was accepted by oidc-provider.
+ */
 function isAuthenticated(ctx: Context, facts: AuditFacts): boolean {
-  if (facts.authenticated || facts.policyInput !== undefined || facts.policyDecision !== undefined) return true;
+  if (facts.authenticated !== undefined) return facts.authenticated;
+  if (facts.policyInput !== undefined || facts.policyDecision !== undefined) return true;
   if (ctx.status === 401) return false;
   const oidc = (ctx as unknown as { oidc?: OidcFacts }).oidc;
   const entities = oidc?.entities ?? {};

@@ -517,6 +517,26 @@ describe('dynamic client registration', function () {
         expect(JSON.stringify(stored)).not.to.contain(registered.registration_access_token);
       });
 
+      it('records neither the registration access token of a read answer sent back in an update nor members registration does not read', async function () {
+        const { client_id: clientId, registration_access_token: token } = registered;
+        const read = await manage(server, 'GET', clientId, token);
+        // Sent back whole (a common read-modify-write), with a member nobody reads; the policy refuses the grant.
+        const update = {
+          ...read.body,
+          grant_types: ['urn:ietf:params:oauth:grant-type:device_code'],
+          junk: 'j'.repeat(20_000),
+        };
+        const refused = await manage(server, 'PUT', clientId, token, update);
+        expect(refused.status).to.equal(400);
+        expect((await manage(server, 'GET', clientId, token)).status, 'a refused update keeps the token').to.equal(200);
+        const entries = (await server.admin('GET', `/audit-logs?endpoint=/register/${clientId}&size=50`)).body.content;
+        expect(entries.filter((entry: any) => entry.policyInput)).to.have.length.above(0);
+        for (const entry of entries) {
+          expect(JSON.stringify(entry), 'the live registration access token').not.to.contain(token);
+          expect(JSON.stringify(entry), 'a member registration does not read').not.to.contain('jjjjjjjj');
+        }
+      });
+
       it('rotates the registration access token on update: the answer carries a new one, the old one stops working, a refused update keeps it', async function () {
         const { registration_access_token: old, client_id: clientId } = registered;
         const update = { client_id: clientId, redirect_uris: ['https://app.example.test/cb'], client_name: 'Rotated' };

@@ -108,6 +108,28 @@ describe('Audit amplification by callers nobody authenticated', function () {
       }
     });
 
+    it('counts refused open registrations against the address, whatever members they carry: no more rows than the budget, none with the padding', async function () {
+      const body = JSON.stringify({
+        redirect_uris: ['https://app.example.test/cb'],
+        token_endpoint_auth_method: 'none',
+        padding: 'p'.repeat(20_000),
+      });
+      const statuses = await flood(100, 10, () =>
+        rawRequest(server.url, {
+          method: 'POST',
+          path: '/register',
+          localAddress: '127.0.0.41',
+          headers: { 'Content-Type': 'application/json' },
+          body,
+        }),
+      );
+      expect(statuses, 'registration is closed').to.deep.equal({ 400: 100 });
+      const rows = (await allEntries(server)).filter((entry) => entry.ip === '127.0.0.41');
+      expect(rows, 'one entry each for the budget, the rest counted').to.have.length(LIMIT);
+      for (const row of rows)
+        expect(JSON.stringify(row), 'the padding is no member registration reads').not.to.contain('ppppp');
+    });
+
     it('writes no row per request for a flood of tenant ids that do not exist', async function () {
       const addresses = ['127.0.0.31', '127.0.0.32', '127.0.0.33', '127.0.0.34'];
       const statuses = await flood(1000, 20, (n) =>

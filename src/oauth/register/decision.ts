@@ -6,7 +6,7 @@ import { rememberDecision } from '../token/grants/decision.js';
 import type { PresentedToken } from './initial-access-tokens.js';
 import { invalidToken } from '../../http/bearer.js';
 import type { SoftwareStatement } from './statement.js';
-import type { ValidatedMetadata } from './validation.js';
+import { givenMembers, type ValidatedMetadata } from './validation.js';
 
 /** What an allowing `register` decision gives the client. */
 export interface RegistrationGrant {
@@ -28,7 +28,9 @@ export async function decideRegistration(
   statement: SoftwareStatement | null,
   initialAccessToken: PresentedToken | null = null,
 ): Promise<RegistrationGrant> {
-  const { software_statement: _statement, ...parameters } = body;
+  // Only the members registration reads: a read answer sent back whole (registration_access_token
+  // included) or members of any size nobody reads are not recorded with the decision.
+  const { software_statement: _statement, ...parameters } = givenMembers(body);
   const input: DecisionInput = {
     tenant: ctx.state.tenant.name,
     client: null,

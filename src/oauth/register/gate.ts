@@ -12,7 +12,7 @@ import { verifyClientSecret, type ClientSecretsOf } from '../clients/secrets.js'
 import { routes } from '../routes.js';
 import { decideRegistration } from './decision.js';
 import { InitialAccessTokens, type PresentedToken } from './initial-access-tokens.js';
-import { markAuthenticated } from '../../audit/facts.js';
+import { markAuthenticated, markUnauthenticated } from '../../audit/facts.js';
 import { clientForToken, createClient, updateClient } from './record.js';
 import { clientInformation } from './response.js';
 import { revokeDeletedClient } from '../shared/owned-artefacts.js';
@@ -94,6 +94,8 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
   const registerClient = async (ctx: ArbiterContext): Promise<void> => {
     if (ctx.method !== 'POST') throw methodNotAllowed(ctx, 'POST');
     const initialAccessToken = await initialAccessTokens.presented(ctx);
+    // Open registration: a decision for a caller with no credential, audited as such.
+    if (!initialAccessToken) markUnauthenticated(ctx.state);
     const body = await jsonObject(ctx, config.maxBodyBytes);
     const { metadata, grant, statement } = await register(ctx, body, undefined, initialAccessToken);
     if (initialAccessToken) await initialAccessTokens.consume(ctx, initialAccessToken);

@@ -53,8 +53,12 @@ export function validateMetadata(body: Record<string, unknown>): ValidatedMetada
   return scope === undefined ? metadata : { ...metadata, scope };
 }
 
-/** The members Arbiter registers (and `scope`); null means "not given" (RFC 7591 §2), any other member is ignored. */
-function givenMembers(body: Record<string, unknown>): Record<string, unknown> {
+/**
+ * The members Arbiter registers (and `scope`); null means "not given" (RFC 7591 §2), any other
+ * member is ignored, and is not what the `register` decision is asked about either (its
+ * `input.request.parameters`): a member nobody reads is no one's to record.
+ */
+export function givenMembers(body: Record<string, unknown>): Record<string, unknown> {
   const names = [...Object.values(memberOfField), 'scope'];
   return Object.fromEntries(
     names

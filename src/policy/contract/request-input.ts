@@ -16,6 +16,8 @@ const CREDENTIAL_PARAMETERS = new Set([
   'assertion',
   'password',
   'software_statement',
+  // RFC 7592: a client's read answer, sent back in an update, carries its registration access token.
+  'registration_access_token',
   // The UMA grant: a permission ticket, a claim token (an access token), an RPT, a PCT.
   'ticket',
   'claim_token',
