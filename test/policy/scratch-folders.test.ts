@@ -1,6 +1,17 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { expect } from 'chai';
@@ -71,6 +82,29 @@ describe('Scratch directories of a process killed in the middle of a check (poli
       ownChecked = true;
     });
     expect(ownChecked).to.equal(true);
+  });
+
+  it("are a process's own: a folder of its name that another user made first (a shared /tmp), or a link, is not used", async function () {
+    const named = join(temporary, `arbiter-scratch-${process.pid}`);
+    mkdirSync(named, { mode: 0o777 });
+    chmodSync(named, 0o777);
+    const opa = resolveOpaBinary(null);
+    for (const made of [
+      await inScratchDirectory('arbiter-bundle-check-', async (dir) => dir),
+      await capabilitiesFileOf(opa),
+    ]) {
+      expect(made.startsWith(`${named}/`), made).to.equal(false);
+      const parent = statSync(dirname(made));
+      expect(parent.mode & 0o077, `${dirname(made)} is private`).to.equal(0);
+      expect(parent.uid).to.equal(process.getuid!());
+    }
+    rmSync(named, { recursive: true, force: true });
+    const elsewhere = mkdtempSync(join(temporary, 'elsewhere-'));
+    symlinkSync(elsewhere, named);
+    expect(await inScratchDirectory('arbiter-bundle-check-', async (dir) => dir)).not.to.match(
+      new RegExp(`^${named}/`),
+    );
+    expect(readdirSync(elsewhere)).to.deep.equal([]);
   });
 
   it('hold the capabilities file of a process, which a later start removes once the process is killed', async function () {

@@ -5,7 +5,7 @@
  * the OOM killer) leaves is found by that name and removed at a later start.
  */
 import { rmSync } from 'node:fs';
-import { mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -16,9 +16,30 @@ function scratchFolderOf(pid: number): string {
 }
 
 async function freshDirectory(prefix: string): Promise<string> {
-  const folder = scratchFolderOf(process.pid);
-  await mkdir(folder, { recursive: true, mode: 0o700 });
-  return mkdtemp(join(folder, prefix));
+  return mkdtemp(join(await ownFolder(), prefix));
+}
+
+/**
+ * The process's folder, `arbiter-scratch-<pid>`, when it is its own: a directory (not a link)
+ * that this user owns and nobody else may enter. In a temporary directory other users share
+ * (/tmp), one of them may have made that name first, to swap the capabilities file that confines
+ * policy code, or read the bundles checked there: then the process takes a folder of its own
+ * under a name nobody can guess, `arbiter-scratch-<pid>-XXXXXX`.
+ */
+async function ownFolder(): Promise<string> {
+  const named = scratchFolderOf(process.pid);
+  await mkdir(named, { recursive: true, mode: 0o700 });
+  if (await isPrivateDirectory(named)) return named;
+  const existing = (await readdir(tmpdir())).find(
+    (name) => name.startsWith(`${SCRATCH_FOLDER_PREFIX}${process.pid}-`) && name.length > named.length,
+  );
+  if (existing && (await isPrivateDirectory(join(tmpdir(), existing)))) return join(tmpdir(), existing);
+  return mkdtemp(`${named}-`);
+}
+
+async function isPrivateDirectory(path: string): Promise<boolean> {
+  const found = await lstat(path);
+  return found.isDirectory() && found.uid === process.getuid?.() && (found.mode & 0o077) === 0;
 }
 
 /**
@@ -52,12 +73,16 @@ export async function processScratchDirectory(prefix: string): Promise<string> {
  */
 export async function removeScratchOfEndedProcesses(): Promise<number[]> {
   const entries = await readdir(tmpdir()).catch(() => [] as string[]);
-  const ended = entries
-    .filter((name) => name.startsWith(SCRATCH_FOLDER_PREFIX))
-    .map((name) => Number(name.slice(SCRATCH_FOLDER_PREFIX.length)))
-    .filter((pid) => Number.isInteger(pid) && pid > 0 && !isAlive(pid));
-  for (const pid of ended) await rm(scratchFolderOf(pid), { recursive: true, force: true });
-  return ended;
+  const ended = new Set<number>();
+  for (const name of entries.filter((entry) => entry.startsWith(SCRATCH_FOLDER_PREFIX))) {
+    // `arbiter-scratch-<pid>`, or `arbiter-scratch-<pid>-XXXXXX` (ownFolder).
+    const pid = Number(/^(\d+)(?:-[^-]+)?$/.exec(name.slice(SCRATCH_FOLDER_PREFIX.length))?.[1]);
+    if (!Number.isInteger(pid) || pid <= 0 || isAlive(pid)) continue;
+    // Another user's folder (a shared /tmp) is theirs to remove.
+    await rm(join(tmpdir(), name), { recursive: true, force: true }).catch(() => undefined);
+    ended.add(pid);
+  }
+  return [...ended];
 }
 
 /** Whether a process with this pid runs (EPERM: it does, as another user). */
