@@ -34,7 +34,7 @@ import { UPSTREAM_SESSIONS_COLLECTION } from './oauth/interactions/upstream-sess
 import { PROVIDER_SECRETS_COLLECTION } from './oauth/keys.js';
 import { dirname, resolve } from 'node:path';
 import { projectPath } from './config/index.js';
-import { openStore, restoreStore } from './store/open.js';
+import { documentInBackup, openStore, restoreStore } from './store/open.js';
 import { SCHEMA_COLLECTION, SEALING_KEYS_COLLECTION, type CollectionSpec, type Store } from './store/index.js';
 import { TENANTS_COLLECTION } from './tenancy/index.js';
 import { PERMISSION_TICKETS_COLLECTION } from './uma/tickets.js';
@@ -90,3 +90,5 @@ function isDefaultDataDirectory(url: string): boolean {
 
 /** A backup file's contents in place of the SQLite store a STORE_URL names (`arbiter restore`). */
 export { restoreStore as restoreArbiterStore };
+/** One document of such a backup file, read before a restore replaces anything. */
+export { documentInBackup };

@@ -2,7 +2,7 @@ import { createReadStream, createWriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { once } from 'node:events';
 import type pg from 'pg';
-import { PHYSICAL_PREFIX, assertFieldName } from '../shared/spec.js';
+import { PHYSICAL_PREFIX, assertFieldName, physicalName } from '../shared/spec.js';
 
 /**
  * A backup of a PostgreSQL store as a file of JSON lines: a header, then one line per row of every
@@ -148,4 +148,29 @@ async function collectionTables(client: pg.PoolClient): Promise<string[]> {
     [PHYSICAL_PREFIX],
   );
   return rows.map((row) => row.name);
+}
+
+/** One document of a backup file (writeBackup's output), read without restoring anything; null when absent. */
+export async function documentInBackup(
+  backupFile: string,
+  collection: string,
+  tenant: string,
+  id: string,
+): Promise<unknown> {
+  const table = physicalName(collection);
+  const lines = createInterface({ input: createReadStream(backupFile, 'utf8'), crlfDelay: Infinity });
+  let header: Header | null = null;
+  for await (const text of lines) {
+    if (!text) continue;
+    if (!header) {
+      header = parseHeader(text, backupFile);
+      continue;
+    }
+    const line = JSON.parse(text) as Line;
+    if ('table' in line && line.table === table && line.tenant === tenant && line.id === id) {
+      lines.close();
+      return line.doc;
+    }
+  }
+  return null;
 }

@@ -29,7 +29,7 @@ import {
 } from '../shared/spec.js';
 import { isSystemError } from '../shared/system-errors.js';
 import { WriteListeners } from '../shared/write-listeners.js';
-import { readBackup, writeBackup } from './backup.js';
+import { documentInBackup, readBackup, writeBackup } from './backup.js';
 import { PostgresSignals } from './signals.js';
 import { type PostgresSettings, settingsOf } from './settings.js';
 import { UPSERTED, UpsertBatches, type UpsertRow } from './upserts.js';
@@ -372,6 +372,11 @@ export class PostgresStore implements Store {
    * Replaces every Arbiter table of the schema STORE_URL names with a backup's rows, in one
    * transaction. Every node must be stopped first: a running one would go on with what it had read.
    */
+  /** One document of a backup file, read without restoring anything; null when absent. */
+  static documentInBackup(backupFile: string, collection: string, tenant: string, id: string): Promise<unknown> {
+    return documentInBackup(backupFile, collection, tenant, id);
+  }
+
   static async restore(url: string, backupFile: string): Promise<void> {
     const store = await PostgresStore.open(url);
     try {

@@ -468,6 +468,20 @@ export class SqliteStore implements Store {
     }
   }
 
+  /** One document of a backup file (`backup`'s output), read without changing it; null when absent. */
+  static documentInBackup(backupFile: string, collection: string, tenant: string, id: string): unknown {
+    const source = new Database(backupFile, { readonly: true, fileMustExist: true });
+    try {
+      const table = physicalName(collection);
+      if (!source.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?").get(table)) return null;
+      const row = source.prepare(`SELECT doc FROM ${quoted(table)} WHERE tenant = ? AND id = ?`).get(tenant, id) as
+        { doc: string } | undefined;
+      return row ? (JSON.parse(row.doc) as unknown) : null;
+    } finally {
+      source.close();
+    }
+  }
+
   /**
    * An online backup into `destination` (SQLite's backup API through better-sqlite3): a consistent
    * copy of the file while the server keeps answering, the WAL's committed pages included. The

@@ -11,10 +11,20 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { COLLECTIONS, storeSpecOf } from '../catalog/index.js';
-import { openArbiterStore, restoreArbiterStore } from '../collections.js';
+import { documentInBackup, openArbiterStore, restoreArbiterStore } from '../collections.js';
 import { ConfigError, loadConfig, type Config } from '../config/index.js';
 import { MIGRATIONS, SCHEMA_VERSION } from '../migrations.js';
-import { DEFAULT_TENANT, migrate, schemaVersion, Sealer, SEALING_KEYS_COLLECTION, type Store } from '../store/index.js';
+import {
+  DEFAULT_TENANT,
+  migrate,
+  SCHEMA_VERSION_DOCUMENT,
+  SchemaVersionError,
+  schemaVersion,
+  Sealer,
+  SEALING_KEYS_COLLECTION,
+  versionOf,
+  type Store,
+} from '../store/index.js';
 import { openSealedFile, sealFile } from '../store/sealed-file.js';
 import { isTenantId, storeTenant, TENANTS_COLLECTION, TenantRegistry } from '../tenancy/index.js';
 
@@ -202,9 +212,15 @@ async function restore([file, ...rest]: string[], config: Config): Promise<Recor
   const from = resolve(file);
   const target = await withScratchFile(scratchDirectoryFor(config.storeUrl), async (plain) => {
     await openSealedFile(from, plain, keys);
+    // One of a newer release is refused before the store is touched: this release could not serve it.
+    const version = versionOf(await documentInBackup(config.storeUrl, plain, SCHEMA_VERSION_DOCUMENT));
+    if (version > SCHEMA_VERSION)
+      throw new SchemaVersionError(
+        `the backup holds schema version ${version}, newer than this Arbiter's ${SCHEMA_VERSION}: restore it with the release that wrote it (the store is unchanged)`,
+      );
     return restoreArbiterStore(config.storeUrl, plain);
   });
-  // A backup of an older release is brought up to date; one of a newer release is refused here.
+  // A backup of an older release is brought up to date.
   const schema = await withStore(config, (store) => migrate(store, MIGRATIONS));
   return { restored: target, from, schema };
 }

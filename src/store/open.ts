@@ -50,3 +50,17 @@ export async function restoreStore(url: string, backupFile: string): Promise<str
   await SqliteStore.restore(backupFile, target);
   return target;
 }
+
+/**
+ * One document of a backup file for the store a STORE_URL names, read without restoring anything
+ * (a restore checks what it would bring before it replaces the store); null when absent.
+ */
+export async function documentInBackup(
+  url: string,
+  backupFile: string,
+  at: { collection: string; tenant: string; id: string },
+): Promise<unknown> {
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://'))
+    return PostgresStore.documentInBackup(backupFile, at.collection, at.tenant, at.id);
+  return SqliteStore.documentInBackup(backupFile, at.collection, at.tenant, at.id);
+}

@@ -19,10 +19,18 @@ export interface Migration {
 
 export class SchemaVersionError extends Error {}
 
+/** Where the version document lives, for a reader of a backup file (`arbiter restore`). */
+export const SCHEMA_VERSION_DOCUMENT = { collection: SCHEMA_COLLECTION.name, tenant: DEFAULT_TENANT, id: VERSION_ID };
+
+/** The version a schema document (null: none) says; 0 for a store written before versions existed. */
+export function versionOf(doc: unknown): number {
+  const version = (doc as Partial<VersionDoc> | null)?.version;
+  return typeof version === 'number' ? version : 0;
+}
+
 /** The store's schema version; 0 for a store written before versions existed (or a new one). */
 export async function schemaVersion(store: Store): Promise<number> {
-  const doc = await store.collection<VersionDoc>(SCHEMA_COLLECTION, DEFAULT_TENANT).get(VERSION_ID);
-  return doc?.version ?? 0;
+  return versionOf(await store.collection<VersionDoc>(SCHEMA_COLLECTION, DEFAULT_TENANT).get(VERSION_ID));
 }
 
 /**

@@ -23,6 +23,7 @@ import { sharedPostgresTestServer } from '../store/postgres-server.js';
 import { clientCredentials } from '../support/oauth.js';
 import { readyServer, startTestServer } from '../support/server.js';
 import { entryPoint } from '../support/entry-point.js';
+import { openSealedFile, sealFile } from '../../src/store/sealed-file.js';
 
 /** `arbiter <command>` as an operator runs it, against a store that servers then use. */
 function arbiter(storeUrl: string, ...args: string[]) {
@@ -150,6 +151,19 @@ describe('The arbiter command line, schema versions, backup and restore', functi
     }
     // The target already holds a client of its own: a restore replaces the whole store.
     expect(arbiter(target, 'create-client', 'replaced-svc').status).to.equal(0);
+    // The same backup as a newer release would have written it is refused, the target untouched.
+    await openSealedFile(join(dir, 'copy.pg'), join(dir, 'copy-plain.pg'), [SECRETS_KEY]);
+    const newer = readFileSync(join(dir, 'copy-plain.pg'), 'utf8').replace(
+      /("id":"version","doc":\{[^}]*"version":)\d+/,
+      `$1${SCHEMA_VERSION + 1}`,
+    );
+    expect(newer).to.contain(`"version":${SCHEMA_VERSION + 1}`);
+    writeFileSync(join(dir, 'newer-plain.pg'), newer);
+    await sealFile(join(dir, 'newer-plain.pg'), join(dir, 'newer.pg'), SECRETS_KEY);
+    const refused = arbiterWith(WITH_KEY, target, 'restore', join(dir, 'newer.pg'));
+    expect(refused.status, refused.stderr).to.equal(1);
+    expect(refused.stderr).to.match(/newer than this Arbiter's .*the store is unchanged/);
+    expect(arbiter(target, 'schema-version').json()).to.include({ store: SCHEMA_VERSION });
     const restored = arbiterWith(WITH_KEY, target, 'restore', join(dir, 'copy.pg'));
     expect(restored.status, restored.stderr).to.equal(0);
     const server = await readyServer({ STORE_URL: target });
@@ -232,6 +246,12 @@ describe('The arbiter command line, schema versions, backup and restore', functi
     const changed = readFileSync(join(dir, 'copy.db'));
     changed[Math.floor(changed.length / 2)]! ^= 0x01;
     writeFileSync(join(dir, 'changed.db'), changed);
+    // A genuine backup of a newer release (rolled back since): this release cannot serve its store.
+    copyFileSync(join(dir, 'live.db'), join(dir, 'newer-plain.db'));
+    const newer = await openArbiterStore(store('newer-plain.db'));
+    await newer.collection(SCHEMA_COLLECTION, DEFAULT_TENANT).update('version', { version: SCHEMA_VERSION + 1 });
+    await newer.close();
+    await sealFile(join(dir, 'newer-plain.db'), join(dir, 'newer.db'), SECRETS_KEY);
 
     for (const [file, env, why] of [
       ['planted.db', WITH_KEY, /is not a sealed Arbiter backup/],
@@ -242,6 +262,11 @@ describe('The arbiter command line, schema versions, backup and restore', functi
         /sealed with another SERVICE_SECRETS_KEY/,
       ],
       ['copy.db', {}, /SERVICE_SECRETS_KEY is not set/],
+      [
+        'newer.db',
+        WITH_KEY,
+        /the backup holds schema version \d+, newer than this Arbiter's \d+.*the store is unchanged/,
+      ],
     ] as const) {
       const refused = arbiterWith(env, store('target.db'), 'restore', join(dir, file));
       expect(refused.status, `${file}: ${refused.stderr}`).to.equal(1);
