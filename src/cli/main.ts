@@ -30,8 +30,9 @@ import { isTenantId, storeTenant, TENANTS_COLLECTION, TenantRegistry } from '../
 
 const USAGE = `usage: arbiter <command> [options]
 
-  hash-secret [secret]             the BCrypt hash the Admin API takes as clientSecret (of a new
-                                   random secret when none is given; both are printed)
+  hash-secret [-]                  the BCrypt hash the Admin API takes as clientSecret: of the
+                                   secret on standard input with -, else of a new random secret
+                                   (both are printed)
   create-client <client-id> [--scopes a,b] [--grant-types client_credentials,…] [--tenant t]
                                    a confidential client (client_secret_basic) with a generated
                                    secret, printed once; the same checks as POST /admin/api/clients
@@ -138,11 +139,27 @@ async function resealEverything(store: Store, config: Config): Promise<Record<st
   return { providerSecrets, tenantKeys, sealedFields: fields, tenants: tenants.length, developmentKeyDeleted };
 }
 
+/**
+ * A secret is read from standard input (`hash-secret -`), never taken as an argument: a command
+ * line is readable by every local user (ps, /proc/<pid>/cmdline) while the command runs.
+ */
 async function hashSecret([given, ...rest]: string[]): Promise<Record<string, unknown>> {
-  if (rest.length) throw new UsageError('hash-secret takes at most one secret');
-  const secret = given ?? newSecret();
+  if (rest.length || (given !== undefined && given !== '-'))
+    throw new UsageError(
+      'hash-secret takes its secret on standard input (hash-secret -), not as an argument: every local user can read a command line',
+    );
+  const secret = given === '-' ? await secretFromStandardInput() : newSecret();
   const { hashClientSecret } = await oauth();
   return { ...(given ? {} : { secret }), hash: await hashClientSecret(secret) };
+}
+
+/** The first line of standard input, without its line end; an empty one is refused. */
+async function secretFromStandardInput(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  const secret = Buffer.concat(chunks).toString('utf8').split(/\r?\n/)[0] ?? '';
+  if (secret === '') throw new UsageError('hash-secret -: standard input holds no secret');
+  return secret;
 }
 
 async function createClient(args: string[], config: Config): Promise<Record<string, unknown>> {

@@ -23,6 +23,7 @@ import { sharedPostgresTestServer } from '../store/postgres-server.js';
 import { clientCredentials } from '../support/oauth.js';
 import { readyServer, startTestServer } from '../support/server.js';
 import { entryPoint } from '../support/entry-point.js';
+import { verify as bcryptVerify } from '@node-rs/bcrypt';
 import { openSealedFile, sealFile } from '../../src/store/sealed-file.js';
 
 /** `arbiter <command>` as an operator runs it, against a store that servers then use. */
@@ -32,9 +33,15 @@ function arbiter(storeUrl: string, ...args: string[]) {
 
 /** `arbiter <command>` with more of the environment (SERVICE_SECRETS_KEY, …). */
 function arbiterWith(env: Record<string, string>, storeUrl: string, ...args: string[]) {
+  return arbiterWithInput('', env, storeUrl, ...args);
+}
+
+/** `arbiter <command>` given `input` on its standard input. */
+function arbiterWithInput(input: string, env: Record<string, string>, storeUrl: string, ...args: string[]) {
   const run = spawnSync(process.execPath, [...entryPoint('cli/main'), ...args], {
     env: { PATH: process.env.PATH ?? '', STORE_URL: storeUrl, ...env },
     encoding: 'utf8',
+    input,
   });
   return {
     status: run.status,
@@ -90,11 +97,18 @@ describe('The arbiter command line, schema versions, backup and restore', functi
     expect(arbiter(store('a.db'), 'backup').status).to.equal(2);
   });
 
-  it('hashes a secret the Admin API takes', function () {
-    const run = arbiter(store('a.db'), 'hash-secret', 'correct horse');
+  it('hashes a secret the Admin API takes, given on standard input, never as an argument (every local user reads a command line)', async function () {
+    const run = arbiterWithInput('correct horse\n', {}, store('a.db'), 'hash-secret', '-');
     expect(run.status, run.stderr).to.equal(0);
     expect(run.json().hash).to.match(/^\$2[aby]\$10\$/);
+    expect(
+      await bcryptVerify('correct horse', run.json().hash as string),
+      'the hash of the line, not its line end',
+    ).to.equal(true);
     expect(run.json(), 'a given secret is not echoed').to.not.have.property('secret');
+    const refused = arbiter(store('a.db'), 'hash-secret', 'correct horse');
+    expect(refused.status).to.equal(2);
+    expect(refused.stderr).to.match(/standard input/);
     expect(arbiter(store('a.db'), 'hash-secret').json())
       .to.have.property('secret')
       .that.is.a('string');
