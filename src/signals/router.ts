@@ -8,7 +8,7 @@ import { routedApi, type RoutedApi } from '../http/router.js';
 import { assertValid } from '../http/validation.js';
 import type { Outbox } from '../outbox/index.js';
 import { enforceHttp, requestInput, type InputParties, type PolicyEngine, type SsfInput } from '../policy/index.js';
-import type { Sealer, Store } from '../store/index.js';
+import type { Sealer, Store, TenantCollection } from '../store/index.js';
 import { requestIssuer } from '../tenancy/index.js';
 import type { ApiContext, ApiState, TokenCallers } from '../uma/index.js';
 import {
@@ -154,8 +154,11 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
         updatedAt: new Date().toISOString(),
       };
       await decide(ctx, deps, { operation, stream: changed, body });
-      await streams(ctx).upsert(changed);
-      ctx.body = streamConfiguration(changed, MIN_VERIFICATION_INTERVAL_SECONDS);
+      const { id: _id, ...fields } = changed;
+      ctx.body = streamConfiguration(
+        await changeStream(streams(ctx), stream, fields),
+        MIN_VERIFICATION_INTERVAL_SECONDS,
+      );
     });
   }
 
@@ -183,7 +186,7 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
     const stream = await ownedStream(ctx, deps, receiver, body.stream_id);
     const changed = { ...stream, status: body.status, reason: body.reason ?? null };
     await decide(ctx, deps, { operation: 'status_update', stream: changed, body });
-    await streams(ctx).update(stream.id, { status: changed.status, reason: changed.reason });
+    await changeStream(streams(ctx), stream, { status: changed.status, reason: changed.reason });
     // Enabled again: what waited while it was paused goes now, not after its back-off.
     if (changed.status === 'enabled' && stream.status !== 'enabled')
       await deps.outbox.retryNow(Transmitter.streamKey(ctx.state.tenant.name, stream.id));
@@ -203,24 +206,23 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
 
   router.post(SSF_PATHS.add_subject_endpoint, async (ctx) => {
     const { stream, subject } = await subjectChange(ctx, 'subject_add');
-    if (!stream.subjects.some((added) => sameSubject(added, subject))) {
-      if (stream.subjects.length >= SUBJECTS_PER_STREAM)
+    await changeSubjects(streams(ctx), stream, (subjects) => {
+      if (subjects.some((added) => sameSubject(added, subject))) return null;
+      if (subjects.length >= SUBJECTS_PER_STREAM)
         throw badRequest(`a stream has at most ${SUBJECTS_PER_STREAM} subjects`, { field: 'subject' });
-      await streams(ctx).update(
-        stream.id,
-        { subjects: [...stream.subjects, subject] },
-        { updatedAt: stream.updatedAt },
-      );
-    }
+      return [...subjects, subject];
+    });
     ctx.status = 200;
     ctx.body = {};
   });
 
   router.post(SSF_PATHS.remove_subject_endpoint, async (ctx) => {
     const { stream, subject } = await subjectChange(ctx, 'subject_remove');
-    const kept = stream.subjects.filter((added) => !sameSubject(added, subject));
-    if (kept.length === stream.subjects.length) throw notFound('the subject is not in the stream');
-    await streams(ctx).update(stream.id, { subjects: kept });
+    await changeSubjects(streams(ctx), stream, (subjects) => {
+      const kept = subjects.filter((added) => !sameSubject(added, subject));
+      if (kept.length === subjects.length) throw notFound('the subject is not in the stream');
+      return kept;
+    });
     ctx.status = 204;
   });
 
@@ -235,7 +237,13 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
       ctx.set('Retry-After', String(MIN_VERIFICATION_INTERVAL_SECONDS));
       throw new HttpError(429, 'too_many_requests', 'verification was requested within min_verification_interval');
     }
-    await streams(ctx).update(stream.id, { verifiedAt: Date.now() });
+    // Only over the time read: of two requests at once, one verifies, the other is within the interval.
+    if (
+      !(await streams(ctx).update(stream.id, { verifiedAt: Date.now() }, { verifiedAt: stream.verifiedAt ?? null }))
+    ) {
+      ctx.set('Retry-After', String(MIN_VERIFICATION_INTERVAL_SECONDS));
+      throw new HttpError(429, 'too_many_requests', 'verification was requested within min_verification_interval');
+    }
     if (!(await deps.transmitter.verify(ctx.state.tenant.name, stream, body.state))) {
       ctx.set('Retry-After', String(MIN_VERIFICATION_INTERVAL_SECONDS));
       throw new HttpError(
@@ -460,6 +468,54 @@ async function sendSets(
     // A bounded wait for the next SET: polls the store, so that a SET queued by any node is seen.
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+}
+
+/** How often a subject change is made again over a stream another request changed meanwhile. */
+const SUBJECT_CHANGE_ATTEMPTS = 20;
+
+/**
+ * Writes `fields` over the stream as it was read (its revision), moving the revision on: a change
+ * made from a stream another request has changed since is refused (409), never written over that
+ * change (a status, a subject, a delivery lost without a word).
+ */
+async function changeStream(
+  streams: TenantCollection<StreamRecord>,
+  stream: StreamRecord,
+  fields: Partial<StreamRecord>,
+): Promise<StreamRecord> {
+  const changed = await streams.update(
+    stream.id,
+    { ...fields, revision: (stream.revision ?? 0) + 1, updatedAt: new Date().toISOString() },
+    { revision: stream.revision ?? null },
+  );
+  if (!changed)
+    throw new HttpError(409, 'conflict', 'the stream changed meanwhile: read it again, then make the change');
+  return changed;
+}
+
+/**
+ * A subject added or removed: `change` of the stream's subjects as they are now (null: nothing to
+ * change), made again over the stream as another request left it (adds at once are all kept).
+ */
+async function changeSubjects(
+  streams: TenantCollection<StreamRecord>,
+  read: StreamRecord,
+  change: (subjects: SubjectId[]) => SubjectId[] | null,
+): Promise<void> {
+  let stream: StreamRecord | null = read;
+  for (let attempt = 0; attempt < SUBJECT_CHANGE_ATTEMPTS && stream; attempt += 1) {
+    const subjects = change(stream.subjects);
+    if (!subjects) return;
+    try {
+      await changeStream(streams, stream, { subjects });
+      return;
+    } catch (error) {
+      if (!(error instanceof HttpError) || error.status !== 409) throw error;
+    }
+    stream = await streams.get(read.id);
+  }
+  if (!stream) throw notFound('no stream with this stream_id is the caller’s');
+  throw new HttpError(409, 'conflict', 'the stream kept changing meanwhile: make the change again');
 }
 
 export { EVENTS_SUPPORTED };

@@ -56,6 +56,13 @@ export interface StreamRecord extends StoredDoc {
   subjects: SubjectId[];
   createdAt: string;
   updatedAt: string;
+  /**
+   * Moves on at every change (absent on a stream no change has written since it was made): a change
+   * is written only over the stream it was made from (changeStream), never over a concurrent one.
+   */
+  revision?: number;
+  /** When verification was last requested (epoch ms), for min_verification_interval. */
+  verifiedAt?: number;
 }
 
 export const ssfStreams = (store: Store, tenant: string) =>

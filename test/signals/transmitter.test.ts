@@ -2,8 +2,10 @@ import { expect } from 'chai';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { OUTBOX_COLLECTION } from '../../src/outbox/index.js';
+import { ssfStreams } from '../../src/signals/streams.js';
 import { clientWithToken, confidentialClient, eventually } from '../support/oauth.js';
-import { withServer, type TestServer } from '../support/server.js';
+import { readyServer, withServer, type TestServer } from '../support/server.js';
+import { sharedPostgresTestServer } from '../store/postgres-server.js';
 import { eventOf, pollSets, PushReceiver, SetVerifier } from '../support/ssf-receiver.js';
 
 /**
@@ -365,5 +367,58 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
       await call('DELETE', `/ssf/streams?stream_id=${stream.body.stream_id}`);
       await down.close();
     }
+  });
+});
+
+/** Stream changes from requests made at once, on a store whose reads and writes really interleave. */
+describe('Shared Signals transmitter: stream changes at once (PostgreSQL)', function () {
+  this.timeout(120_000);
+  let server: TestServer;
+  let token: string;
+  const call = async (method: string, path: string, json?: unknown) => {
+    const response = await server.request(`/t/${TENANT}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}` },
+      ...(json === undefined ? {} : { json }),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined };
+  };
+  before(async function () {
+    // Its own server: SQLite answers each request's reads and writes at once, so requests never interleave there.
+    server = await readyServer({ STORE_URL: (await sharedPostgresTestServer()).url() });
+    ({ token } = await clientWithToken(server, 'ssf-receiver', ['ssf.manage'], {}, TENANT));
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  it('keeps every subject of adds made at once, and refuses a stream change made over a concurrent one (409)', async function () {
+    const stream = await call('POST', '/ssf/streams', {
+      delivery: { method: POLL },
+      events_requested: [SESSION_REVOKED],
+      default_subjects: 'NONE',
+    });
+    const streamId = stream.body.stream_id as string;
+    const subjects = Array.from({ length: 8 }, (_, n) => ({ format: 'opaque', id: `ssf-concurrent-${n}` }));
+    const added = await Promise.all(
+      subjects.map((subject) => call('POST', '/ssf/subjects/add', { stream_id: streamId, subject })),
+    );
+    expect(added.map((answer) => answer.status)).to.deep.equal(subjects.map(() => 200));
+    // Before, each add wrote the subjects it had read plus its own: all answered 200, most were lost.
+    const stored = await ssfStreams(server.store, TENANT).get(streamId);
+    expect(stored!.subjects).to.have.deep.members(subjects);
+    // A status change and a configuration change at once: each is either made over the other or refused.
+    const [paused, patched] = await Promise.all([
+      call('POST', '/ssf/status', { stream_id: streamId, status: 'paused' }),
+      call('PATCH', '/ssf/streams', { stream_id: streamId, description: 'changed at once' }),
+    ]);
+    const after = (await ssfStreams(server.store, TENANT).get(streamId))!;
+    if (paused.status === 200) expect(after.status, 'the pause is kept').to.equal('paused');
+    else expect(paused.status).to.equal(409);
+    if (patched.status === 200) expect(after.description).to.equal('changed at once');
+    else expect(patched.status).to.equal(409);
+    expect(after.subjects, 'no change took the subjects back').to.have.deep.members(subjects);
+    await call('DELETE', `/ssf/streams?stream_id=${streamId}`);
   });
 });
