@@ -206,17 +206,22 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     await call('DELETE', `/ssf/streams?stream_id=${stream.body.stream_id}`);
   });
 
-  it('polls in order (RFC 8936): maxEvents, moreAvailable, acknowledgements; credential-change on a secret rotation', async function () {
-    await confidentialClient(server, 'ssf-rotated-app', {}, TENANT);
+  /** A client `clientId` of the tenant, and a poll stream of every subject's credential changes, with a verifier of its SETs. */
+  const credentialChangesPolled = async (clientId: string) => {
+    await confidentialClient(server, clientId, {}, TENANT);
     const stream = await call('POST', '/ssf/streams', {
       delivery: { method: POLL },
       events_requested: [CREDENTIAL_CHANGE],
       default_subjects: 'ALL',
     });
-    const endpoint = stream.body.delivery.endpoint_url as string;
+    const verifier = new SetVerifier(`${issuer}/.well-known/jwks.json`, issuer, 'ssf-receiver');
+    return { stream, endpoint: stream.body.delivery.endpoint_url as string, verifier };
+  };
+
+  it('polls in order (RFC 8936): maxEvents, moreAvailable, acknowledgements; credential-change on a secret rotation', async function () {
+    const { stream, endpoint, verifier } = await credentialChangesPolled('ssf-rotated-app');
     for (let rotation = 0; rotation < 3; rotation += 1)
       expect((await admin('POST', '/clients/ssf-rotated-app/secret')).status).to.equal(200);
-    const verifier = new SetVerifier(`${issuer}/.well-known/jwks.json`, issuer, 'ssf-receiver');
     let first = await pollSets(endpoint, token, verifier, { maxEvents: 2 });
     while (!first.moreAvailable) first = await pollSets(endpoint, token, verifier, { maxEvents: 2 });
     expect(first.sets.size).to.equal(2);
@@ -236,14 +241,7 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
   });
 
   it('holds one poll of a stream open at a time (RFC 8936 returnImmediately false): another is refused 429 meanwhile', async function () {
-    await confidentialClient(server, 'ssf-held-app', {}, TENANT);
-    const stream = await call('POST', '/ssf/streams', {
-      delivery: { method: POLL },
-      events_requested: [CREDENTIAL_CHANGE],
-      default_subjects: 'ALL',
-    });
-    const endpoint = stream.body.delivery.endpoint_url as string;
-    const verifier = new SetVerifier(`${issuer}/.well-known/jwks.json`, issuer, 'ssf-receiver');
+    const { stream, endpoint, verifier } = await credentialChangesPolled('ssf-held-app');
     const held = pollSets(endpoint, token, verifier, { returnImmediately: false });
     // Until the first is held, a second may be held instead: it is then cut off after a second
     // (its receiver gone, the server lets its place go) and asked again.
