@@ -335,10 +335,13 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     return bundleProblemWith(this.parts.opaBinary, this.parts.store, change);
   }
 
-  /** Checked together with the other bundled Rego rules, so that imports of shared helpers resolve. */
+  /**
+   * Checked together with the other bundled Rego rules, so that imports of shared helpers resolve
+   * (the one of the candidate's package is left out by validateRule: the candidate stands in for it).
+   */
   async validateRule(kind: RuleKind, path: string, content: string): Promise<string | null> {
     const { rules } = await loadBundledRecords(this.parts.store);
-    const companions = rules.filter((rule) => rule.kind === 'rego' && rule.path !== path);
+    const companions = rules.filter((rule) => rule.kind === 'rego');
     return validateRule(this.parts.opaBinary, kind, path, content, companions);
   }
 

@@ -226,6 +226,24 @@ describe('Admin API decision playground and replay', function () {
       expect(stored.map((rule) => rule.path)).not.to.include('arbiter/draft.rego');
     });
 
+    it("checks a tenant's rule at a shared rule's path beside the shared policy, and tells only its own errors", async function () {
+      const at = (content: string) =>
+        server.admin(
+          'POST',
+          '/policy-rules/validate',
+          { tenantId: 'validate-tenant', kind: 'rego', path: 'arbiter/lib/lib.rego', content },
+          { 'X-Tenant-Id': 'validate-tenant' },
+        );
+      // Before, the shared arbiter/lib/lib.rego left the check for it, and OPA's errors quoted the shared rules.
+      const fine = await at('package arbiter.tenantonly\n\nx := 1\n');
+      expect(fine.status, JSON.stringify(fine.body)).to.equal(200);
+      expect(fine.body).to.deep.equal({ valid: true });
+      const broken = await at('package arbiter.tenantonly\n\nx := data.arbiter.lib.nothing_such(1)\n');
+      expect(broken.status).to.equal(400);
+      expect(broken.body.error_description).to.match(/^Rego error: .*arbiter\/lib\/lib\.rego:3/);
+      expect(broken.body.error_description).not.to.match(/authorize\.rego|companions|candidate|arbiter-rule-/);
+    });
+
     it('checks an edit of an existing rule as the replace it becomes (no clash with itself)', async function () {
       const edit = await server.admin('POST', '/policy-rules/validate', {
         version: null,

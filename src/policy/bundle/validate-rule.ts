@@ -5,7 +5,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { DECISION_ROOT, bundlePathProblem } from './build.js';
-import { OpaBusyError, opaMessage, runOpa } from '../opa/binary.js';
+import { OpaBusyError, opaMessage, runOpa, type OpaRun } from '../opa/binary.js';
 import { inScratchDirectory } from '../opa/scratch.js';
 import { policySandboxLimits } from '../opa/sandbox.js';
 import { policySandbox, SandboxJobError, SandboxLimitError } from '../sandbox/index.js';
@@ -76,20 +76,28 @@ async function validateRego(
     return await inScratchDirectory('arbiter-rule-', async (dir) => {
       const candidatePackage = packageLine(content);
       const others = companions.filter((rule) => packageLine(rule.content) !== candidatePackage);
-      for (const rule of [...others, { path, content }]) {
-        const file = join(dir, rule.path);
+      // Two trees, so that a companion at the candidate's own path (a shared rule beside a tenant's
+      // rule of another package at that path) is compiled with it rather than overwritten by it.
+      const [candidateTree, companionTree] = [join(dir, 'candidate'), join(dir, 'companions')];
+      const files = [
+        ...others.map((rule) => ({ tree: companionTree, ...rule })),
+        { tree: candidateTree, path, content },
+      ];
+      for (const rule of files) {
+        const file = join(rule.tree, rule.path);
         await mkdir(dirname(file), { recursive: true });
         await writeFile(file, rule.content);
       }
+      const shown = (run: OpaRun) => opaMessage(run, candidateTree, companionTree, dir);
       // Parsed first: a schema annotation that refers outside itself is read by the compile that checks it.
       // (A rule that does not parse is told as `opa check` tells it: it stops at the parse, before any schema.)
-      const parsed = await runOpa(opaBinary, ['parse', '--format', 'json', join(dir, path)]);
+      const parsed = await runOpa(opaBinary, ['parse', '--format', 'json', join(candidateTree, path)]);
       const problem =
         parsed.exitCode === 0 ? (schemaReferenceProblem(parsed.stdout) ?? packageProblem(parsed.stdout)) : null;
       if (problem) return problem;
       const checked = await runOpa(opaBinary, ['check', dir]);
-      if (checked.exitCode !== 0) return `Rego error: ${opaMessage(checked, dir)}`;
-      return parsed.exitCode === 0 ? null : `Rego error: ${opaMessage(parsed, dir)}`;
+      if (checked.exitCode !== 0) return `Rego error: ${shown(checked)}`;
+      return parsed.exitCode === 0 ? null : `Rego error: ${shown(parsed)}`;
     });
   } catch (error) {
     if (error instanceof OpaBusyError) throw error;

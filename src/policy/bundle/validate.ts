@@ -220,9 +220,12 @@ function applyChange(
     ? ({ ...change.record, tenantId: change.tenantId } as PolicyRuleDoc & PolicyDataDoc)
     : null;
   const joining = candidate !== null && joins(candidate);
+  // Only a shared record takes a shared one's place by its path or data key: a tenant's record at
+  // that path is not bundled, and leaves the shared policy as it is.
   const leaves = (existing: { id: number; path?: string; dataKey?: string }) =>
     existing.id === change.replacesId ||
     (candidate !== null &&
+      change.tenantId === null &&
       (change.collection === 'rules' ? existing.path === candidate.path : existing.dataKey === candidate.dataKey));
   const pool: { id: number; path?: string; dataKey?: string }[] =
     change.collection === 'rules' ? records.rules : records.data;
