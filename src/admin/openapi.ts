@@ -16,7 +16,13 @@ import { ADMIN_PREFIX } from '../http/admin-path.js';
 import { HISTORY_COLLECTIONS } from './history.js';
 import { API_KEY_INPUT_SCHEMA, API_KEY_SEARCH_FIELDS, BOOTSTRAP_KEY_NAME } from './api-keys.js';
 import { TENANT_INPUT_SCHEMA, TENANT_SEARCH_FIELDS, TENANTS_SEGMENT } from './tenant-routes.js';
-import { MAX_LIST_LIMIT, MAX_SEARCH_LENGTH, TOTAL_COUNT_HEADER } from './paging.js';
+import {
+  LIST_COUNT_CAP,
+  MAX_LIST_LIMIT,
+  MAX_SEARCH_LENGTH,
+  TOTAL_COUNT_CAPPED_HEADER,
+  TOTAL_COUNT_HEADER,
+} from './paging.js';
 import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionFor } from './roles.js';
 import { ROTATED_SECRET_SCHEMA, SECRET_ROTATION_SCHEMA } from './client-secret.js';
 
@@ -165,8 +171,12 @@ function listParameters(searchFields: string[]): object[] {
 /** The headers of a list's answer. */
 const LIST_HEADERS = {
   [TOTAL_COUNT_HEADER]: {
-    description: 'how many records match (`q` included) across all pages',
-    schema: { type: 'integer', minimum: 0 },
+    description: `how many records match (\`q\` included) across all pages, counted up to ${LIST_COUNT_CAP}`,
+    schema: { type: 'integer', minimum: 0, maximum: LIST_COUNT_CAP },
+  },
+  [TOTAL_COUNT_CAPPED_HEADER]: {
+    description: `\`true\` when more than ${LIST_COUNT_CAP} records match: X-Total-Count is then a lower bound (Link rel="next" still pages on)`,
+    schema: { type: 'string', enum: ['true'] },
   },
   Link: {
     description:
@@ -712,7 +722,7 @@ export function adminOpenApi(options: OpenApiOptions): Record<string, unknown> {
         'and promotes or discards shadow policy; admin may call everything, keys included. ' +
         'A call is about one tenant: `tenantId` in the body, else the `tenantId` query parameter, else X-Tenant-Id; none of them ' +
         `means the default (shared) tenant. Admin API keys and the registry of tenants are server-wide (/${API_KEYS_SEGMENT} and /${TENANTS_SEGMENT} take no tenant). ` +
-        'Every list is paged (offset, limit; Link rel="next"), answers its total in X-Total-Count and takes q, a case-insensitive substring of its key and name fields.',
+        `Every list is paged (offset, limit; Link rel="next"), answers its total in X-Total-Count (counted up to ${LIST_COUNT_CAP}; X-Total-Count-Capped: true beyond) and takes q, a case-insensitive substring of its key and name fields.`,
     },
     servers: [{ url: `${options.issuer}${ADMIN_PREFIX}` }],
     security: [{ adminApiKey: [] }],

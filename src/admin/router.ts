@@ -12,7 +12,7 @@ import { RecordRepository, type RecordCheck, type RemovalCheck, type StoredRecor
 import { clientSecretHashing } from '../oauth/index.js';
 import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
 import { historyRoutes } from './history-routes.js';
-import { answerPage, listPage, listSearch } from './paging.js';
+import { answerPage, LIST_COUNT_AT_MOST, listPage, listSearch } from './paging.js';
 import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
 import { assertMayMakeTenant, assertSignInIdpKept, assertTenantReached } from './auth.js';
 import { tenantRoutes } from './tenant-routes.js';
@@ -198,7 +198,7 @@ function collectionRoutes(
     const [found, total] = await Promise.all([
       // One more than the page, to know whether a next page exists.
       records.list(tenantId, { offset: page.offset, limit: page.limit + 1 }, search),
-      bundledOnly ? null : records.count(tenantId, search),
+      bundledOnly ? null : records.count(tenantId, search, LIST_COUNT_AT_MOST),
     ]);
     const listed = answerPage(ctx, page, found, total).map(show);
     ctx.body = bundledOnly ? listed.filter((record) => record.inBundle) : listed;

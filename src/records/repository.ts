@@ -131,9 +131,9 @@ export class RecordRepository<T extends StoredRecord = StoredRecord> {
     );
   }
 
-  /** How many records the tenant has (that `search` finds, when given). */
-  count(tenantId: string | null, search?: TextSearch): Promise<number> {
-    return this.collection(tenantId).count({}, search);
+  /** How many records the tenant has (that `search` finds, when given), counting no further than `atMost`. */
+  count(tenantId: string | null, search?: TextSearch, atMost?: number): Promise<number> {
+    return this.collection(tenantId).count({}, search, atMost);
   }
 
   async find(tenantId: string | null, key: string): Promise<T | null> {

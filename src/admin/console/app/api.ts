@@ -38,6 +38,8 @@ export async function callerOfKey(): Promise<Caller | null> {
 export interface ListPage<T> {
   items: T[];
   total: number;
+  /** More match than `total` says: the server counts up to 10,000 (X-Total-Count-Capped). */
+  capped: boolean;
   hasNext: boolean;
 }
 
@@ -46,7 +48,8 @@ export async function apiList<T>(path: string, query: Record<string, string>): P
   const { parsed, response } = await send('GET', `${path}?${new URLSearchParams(query)}`, undefined, onUnauthorized);
   const items = parsed as T[];
   const total = Number(response.headers.get('X-Total-Count') ?? items.length);
-  return { items, total, hasNext: /rel="next"/.test(response.headers.get('Link') ?? '') };
+  const capped = response.headers.get('X-Total-Count-Capped') === 'true';
+  return { items, total, capped, hasNext: /rel="next"/.test(response.headers.get('Link') ?? '') };
 }
 
 async function call<T>(method: string, path: string, body: unknown, unauthorized: () => void): Promise<T> {

@@ -23,8 +23,11 @@ export interface PagedList {
   element: HTMLElement;
   /** Reads the current page again (after a write); steps back when the page became empty. */
   reload(): Promise<void>;
-  /** Shows the last page of the whole list, where a record just created is (lists go by ascending id). */
-  showLast(): Promise<void>;
+  /**
+   * Shows the last page of the whole list, where a record just created is (lists go by ascending
+   * id); past the count's cap (10,000), where the last page is not known, the record of `key`.
+   */
+  showLast(key?: string): Promise<void>;
   /** Searches for `text`, as if typed in the search box. */
   searchFor(text: string): Promise<void>;
 }
@@ -86,7 +89,7 @@ export function pagedList<T>(options: PagedListOptions<T>): PagedList {
     const first = offset + 1;
     const last = offset + page.items.length;
     const matching = search ? ` matching “${search}”` : '';
-    const caption = `${capitalized(options.noun)}${matching}: ${first}–${last} of ${page.total}`;
+    const caption = `${capitalized(options.noun)}${matching}: ${first}–${last} of ${page.total}${page.capped ? '+' : ''}`;
     // A narrow screen scrolls the table, never the page; the region can be scrolled from the keyboard.
     const scroller = h('div', { class: 'table-scroll', tabindex: 0, role: 'region', 'aria-label': caption });
     scroller.append(options.table(page.items, caption));
@@ -101,7 +104,7 @@ export function pagedList<T>(options: PagedListOptions<T>): PagedList {
       'nav',
       { class: 'pager', 'aria-label': `Pages of ${options.noun}` },
       h('button', { type: 'button', disabled: offset === 0, onclick: () => turn(-1) }, 'Previous page'),
-      h('span', {}, `Page ${current} of ${pages}`),
+      h('span', {}, `Page ${current} of ${pages}${page.capped ? '+' : ''}`),
       h('button', { type: 'button', disabled: !page.hasNext, onclick: () => turn(1) }, 'Next page'),
     );
   }
@@ -111,11 +114,13 @@ export function pagedList<T>(options: PagedListOptions<T>): PagedList {
     void load();
   }
 
-  async function showLast(): Promise<void> {
+  async function showLast(key?: string): Promise<void> {
     search = '';
     input.value = '';
     try {
-      const { total } = await apiList<T>(options.path, { limit: '1' });
+      const { total, capped } = await apiList<T>(options.path, { limit: '1' });
+      // Past the count's cap the last page is not known: the record just made is found by its key.
+      if (capped && key) return await searchFor(key);
       offset = Math.max(0, Math.floor((total - 1) / PAGE_SIZE) * PAGE_SIZE);
     } catch {
       offset = 0;

@@ -318,7 +318,7 @@ export function collectionPage(main: HTMLElement, definition: CollectionDefiniti
       replace(formArea, secret);
       say(status, `Saved ${keyOf(saved)}.`, 'ok');
       // A new record is last (lists go by id): its page is shown; an edited one stays where it is.
-      await (record ? load() : list.showLast());
+      await (record ? load() : list.showLast(keyOf(saved)));
       // The secret is said first: focus goes to it, so that it is not missed.
       (secret?.querySelector('p') as HTMLElement | null)?.focus();
       if (POLICY_COLLECTIONS.has(definition.path)) await showServedRevision(status);
