@@ -348,7 +348,12 @@ export function definitionFor(path: string): CollectionDefinition | undefined {
 export function storeSpecOf(definition: CollectionDefinition): CollectionSpec {
   const unique = [...definition.uniqueFields, ...(definition.shadow ? [definition.shadow.storedAs] : [])];
   const references = Object.keys(definition.references ?? {}).filter((field) => !unique.includes(field));
-  return { name: definition.store, uniqueKeys: unique.map((field) => [field]), indexes: [...unique, ...references] };
+  return {
+    name: definition.store,
+    uniqueKeys: unique.map((field) => [field]),
+    // `id` first: every list of the Admin API goes by ascending id, a page at a time.
+    indexes: ['id', ...unique, ...references],
+  };
 }
 
 /** A record as stored: a shadow's unique field moved to where shadows keep it (see `CollectionDefinition.shadow`). */

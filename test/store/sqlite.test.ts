@@ -8,6 +8,7 @@ import { ConflictError, TurnReads, type StoredDoc } from '../../src/store/index.
 import { describeStoreConformance } from './conformance.js';
 import { MIGRATIONS } from '../../src/migrations.js';
 import { eventually } from '../support/oauth.js';
+import { COLLECTIONS, storeSpecOf } from '../../src/catalog/index.js';
 
 describeStoreConformance('sqlite in memory', () => openStore('sqlite::memory:'));
 
@@ -256,6 +257,39 @@ describe('SQLite store: sparse indexes hold only the rows that have the field', 
       expect(sparse?.sql).to.contain("WHERE json_extract(doc, '$.grantId') IS NOT NULL");
       expect((await artefacts.find({ grantId: 'g1' })).map((doc) => doc.id)).to.deep.equal(['old']);
       expect((await artefacts.find({ grantId: null })).map((doc) => doc.id)).to.deep.equal(['machine']);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('SQLite store: the Admin API lists of the catalog collections', () => {
+  // A list page goes by ascending id: sorted in full at every page, a collection of 300,000
+  // subjects held SQLite's thread 134 ms for 20 of them (6 ms from the index).
+  it('reads a page by ascending id from an index, not by sorting the collection', async () => {
+    const store = await openStore('sqlite::memory:');
+    try {
+      const internals = store as unknown as {
+        db: Database.Database;
+        statements: { get(sql: string): unknown };
+      };
+      const seen: string[] = [];
+      const get = internals.statements.get.bind(internals.statements);
+      internals.statements.get = (sql: string) => {
+        seen.push(sql);
+        return get(sql);
+      };
+      for (const definition of COLLECTIONS) {
+        const records = store.collection(storeSpecOf(definition), 'lists');
+        await records.insert({ id: 1 });
+        seen.length = 0;
+        await records.find({}, { sort: { field: 'id', direction: 'asc' }, skip: 0, limit: 21 });
+        const query = seen.find((sql) => sql.startsWith('SELECT doc FROM'))!;
+        const plan = internals.db.prepare(`EXPLAIN QUERY PLAN ${query}`).all({ tenant: 'lists', now: Date.now() }) as {
+          detail: string;
+        }[];
+        expect(plan.map((step) => step.detail).join('; '), definition.path).not.to.contain('TEMP B-TREE');
+      }
     } finally {
       await store.close();
     }
