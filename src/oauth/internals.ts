@@ -131,6 +131,35 @@ export function givenTokenParametersOnly(provider: Provider): void {
   });
 }
 
+/**
+ * 12. The audiences a client assertion (private_key_jwt, client_secret_jwt) may name. oidc-provider
+ * accepts its issuer and the URLs of /token and of the endpoint called as the request's Host
+ * spells them (OIDCContext.clientJwtAuthExpectedAudience, urlFor): a caller chose the host, so an
+ * assertion made out to another server's /token (a hostile server a client with the same key
+ * authenticates to: a metadata-document client's URL is its id everywhere) was taken here when
+ * replayed with that server's name in Host. On this provider's own OIDCContext class, those URLs
+ * are on `origins` (the issuer's, and the mTLS alias base's) whatever the request's Host.
+ */
+export function assertionAudiencesAt(provider: Provider, origins: readonly string[]): void {
+  const prototype = provider.OIDCContext.prototype as unknown as {
+    clientJwtAuthExpectedAudience(this: AudienceContext): Set<string>;
+  };
+  prototype.clientJwtAuthExpectedAudience = function (this: AudienceContext) {
+    const paths = [this.urlFor('token'), this.urlFor(this.route)].map((url) => {
+      const { pathname, search } = new URL(url);
+      return `${pathname}${search}`;
+    });
+    return new Set([this.issuer, ...origins.flatMap((origin) => paths.map((path) => `${origin}${path}`))]);
+  };
+}
+
+/** What clientJwtAuthExpectedAudience reads of its OIDC context. */
+interface AudienceContext {
+  issuer: string;
+  route: string;
+  urlFor(name: string): string;
+}
+
 /** `params` (an oidc-provider Params) with only its defined properties, added to a fresh object of its class (Object.keys: no pair per key). */
 function givenOnly(params: object): object {
   const given = Object.create(Object.getPrototypeOf(params) as object | null) as Record<string, unknown>;

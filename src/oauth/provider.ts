@@ -10,6 +10,7 @@ import { providerIssuer, type ProviderContext } from './context.js';
 import { installGrants } from './token/grants/index.js';
 import { outboundOptionsOf } from '../http/outbound.js';
 import {
+  assertionAudiencesAt,
   atomicReplayDetection,
   everyClientMayAskForEveryType,
   findJwtAccessTokensToo,
@@ -51,6 +52,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
     insertArtefactOnce(store, tenant, 'ReplayDetection', id, payload, expiresAt),
   );
   givenTokenParametersOnly(provider);
+  assertionAudiencesAt(provider, assertionOrigins(config));
   refetchClientKeysOnUnfamiliarKid();
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);
@@ -58,4 +60,14 @@ export function createTenantProvider(context: ProviderContext): Provider {
   signalLogouts(provider, tenant, context.userLoggedOut);
   installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config), mtls: config });
   return provider;
+}
+
+/**
+ * Where a client assertion's audience may be: the issuer's origin, and the mTLS alias base's when
+ * one is configured (the endpoints a certificate-bound client calls), never a Host a request names.
+ */
+function assertionOrigins(config: ProviderContext['config']): string[] {
+  const origins = [new URL(config.issuer).origin];
+  if (config.mtlsEndpointBaseUrl) origins.push(new URL(config.mtlsEndpointBaseUrl).origin);
+  return origins;
 }

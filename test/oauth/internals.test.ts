@@ -12,6 +12,7 @@ import {
   findJwtAccessTokensToo,
   findTokenByValue,
   givenTokenParametersOnly,
+  assertionAudiencesAt,
   knownScopes,
   noNonceInRefreshedIdTokens,
   refetchClientKeysOnUnfamiliarKid,
@@ -147,6 +148,27 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
     const source = await readFile(createRequire(import.meta.url).resolve('oidc-provider/lib/actions/token.js'), 'utf8');
     expect(source).to.contain('...grantTypeParams.get(undefined),');
     expect(source).to.contain('delete ctx.oidc.params[key];');
+  });
+
+  it("takes a client assertion's audiences from OIDCContext.clientJwtAuthExpectedAudience, which assertionAudiencesAt replaces on a provider of its own", async function () {
+    const own = new Provider('http://127.0.0.1:8');
+    const other = new Provider('http://127.0.0.1:9');
+    assertionAudiencesAt(own, ['https://auth.example.com']);
+    const audiencesAt = (target: Provider) => {
+      const req = new IncomingMessage(new Socket());
+      Object.assign(req, { headers: { host: 'other-as.example' }, method: 'POST', url: '/token' });
+      const ctx = ownRouteContext(target, target.createContext(req, new ServerResponse(req)) as never, 'token');
+      return [
+        ...(ctx.oidc as unknown as { clientJwtAuthExpectedAudience(): Set<string> }).clientJwtAuthExpectedAudience(),
+      ];
+    };
+    expect(audiencesAt(own)).to.have.members(['http://127.0.0.1:8', 'https://auth.example.com/token']);
+    expect(audiencesAt(other), 'another provider: the Host header').to.include('http://other-as.example/token');
+    const source = await readFile(
+      createRequire(import.meta.url).resolve('oidc-provider/lib/shared/jwt_client_auth.js'),
+      'utf8',
+    );
+    expect(source).to.contain('ctx.oidc.clientJwtAuthExpectedAudience()');
   });
 
   it('lets the client secret comparison be replaced on a provider of its own', async function () {

@@ -3,6 +3,7 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { randomUUID } from 'node:crypto';
 import { basic, confidentialClient, postForm } from '../support/oauth.js';
 import { inProcess } from '../support/in-process.js';
+import { rawRequest } from '../support/raw-http.js';
 import { withServer, type TestServer } from '../support/server.js';
 
 describe('POST /token', function () {
@@ -158,6 +159,43 @@ describe('POST /token', function () {
       const replayed = await postForm(server, '/token', form);
       expect(replayed.status).to.equal(401);
       expect(replayed.body.error).to.equal('invalid_client');
+    });
+
+    it("takes a client assertion made out to this server's token endpoint, never to a host the request's Host header names", async function () {
+      const { publicKey, privateKey } = await generateKeyPair('ES256');
+      const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
+      await server.admin('POST', '/clients', {
+        clientId: 'jwt-aud-svc',
+        clientType: 'confidential',
+        tokenEndpointAuthMethod: 'private_key_jwt',
+        jwks: { keys: [jwk] },
+        scopes: ['read'],
+      });
+      const withAudience = async (aud: string, host?: string) => {
+        const assertion = await new SignJWT({})
+          .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+          .setIssuer('jwt-aud-svc')
+          .setSubject('jwt-aud-svc')
+          .setAudience(aud)
+          .setJti(randomUUID())
+          .setIssuedAt()
+          .setExpirationTime('1m')
+          .sign(privateKey);
+        const body = new URLSearchParams({
+          grant_type: 'client_credentials',
+          client_id: 'jwt-aud-svc',
+          client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+          client_assertion: assertion,
+        }).toString();
+        const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
+        if (host) headers.host = host;
+        return rawRequest(server.url, { method: 'POST', path: '/token', headers, body });
+      };
+      expect((await withAudience(`${server.config.issuer}/token`)).status, 'its token endpoint').to.equal(200);
+      // Another server's assertion, replayed here with that server's name in Host (200 before).
+      const replayed = await withAudience('http://other-as.example/token', 'other-as.example');
+      expect(replayed.status, replayed.text).to.equal(401);
+      expect(replayed.json()).to.include({ error: 'invalid_client' });
     });
 
     it('refuses public clients (client_credentials is for confidential clients)', async function () {
