@@ -20,6 +20,9 @@ export function adminGate(keys: AdminApiKeys, router: Router, sessions?: AdminSe
   const methods = router.allowedMethods({ throw: true }) as Middleware;
   return async (ctx: AdminContext, next: Next) => {
     if (!isAdminPath(ctx.path)) return next();
+    // Answers carry keys, secrets, tokens and personal data (a new client's secret, an initial
+    // access token, a subject's profile): no cache keeps any of them.
+    ctx.set('Cache-Control', 'no-store');
     await checkKey(ctx, async () => {
       if (!isServedAdminSpelling(ctx.path)) throw noOperation(ctx);
       assertSingleValued(ctx.querystring, 'query parameter');

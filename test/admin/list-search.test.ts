@@ -84,6 +84,21 @@ describe('Admin API lists: total and search', function () {
     expect(few.headers.get('x-total-count-capped')).to.equal(null);
   });
 
+  it('answers with Cache-Control: no-store, secrets shown once included (an initial access token, a new client secret)', async function () {
+    const token = await server.request('/admin/api/initial-access-tokens', {
+      method: 'POST',
+      admin: true,
+      json: { name: `no-store ${tenant}`, uses: 1 },
+    });
+    expect(token.status).to.equal(201);
+    expect(token.headers.get('cache-control')).to.equal('no-store');
+    const secret = await server.request('/admin/api/clients/payroll-batch/secret', { method: 'POST', admin: true });
+    expect(secret.status).to.equal(200);
+    expect(secret.headers.get('cache-control')).to.equal('no-store');
+    const listed = await server.request('/admin/api/clients', { admin: true });
+    expect(listed.headers.get('cache-control')).to.equal('no-store');
+  });
+
   it('finds records by a substring of their key or name, without case', async function () {
     expect((await list('q=PAYROLL')).ids).to.deep.equal(['payroll-web', 'payroll-batch']);
     expect((await list('q=nightly')).ids).to.deep.equal(['payroll-batch']);
