@@ -1,5 +1,6 @@
 import type { Next, ParameterizedContext } from 'koa';
 import type { Logger } from '../log/index.js';
+import { isAdminPath } from './admin-path.js';
 import type { RequestState } from './state.js';
 
 /** An error whose status and OAuth-style code are meant for the caller. */
@@ -27,6 +28,9 @@ export const unsupportedMethod = () =>
  * src/store/types.ts, which sits above this module): `reason` says what happened and what to do.
  * Recognised by shape, so that one from a second copy of its module is recognised too.
  */
+/** What a caller of a protocol endpoint is told of a store failure (the reason goes to the log). */
+export const STORE_UNAVAILABLE_FOR_CALLERS = 'the store is unavailable: retry later';
+
 export interface Unavailable {
   readonly status: 503;
   readonly error: 'temporarily_unavailable';
@@ -64,7 +68,7 @@ export function jsonErrors(log: Logger, check: (ctx: ParameterizedContext<Reques
       check(ctx);
       await next();
     } catch (error) {
-      const { status, body } = describe(error);
+      const { status, body } = describe(error, isAdminPath(ctx.path));
       if (isUnavailable(error) && error.retryAfterSeconds !== undefined)
         ctx.set('Retry-After', String(error.retryAfterSeconds));
       if (isUnavailable(error))
@@ -81,12 +85,17 @@ export function jsonErrors(log: Logger, check: (ctx: ParameterizedContext<Reques
   };
 }
 
-function describe(error: unknown): { status: number; body: Record<string, unknown> } {
+/**
+ * The answer to an error. A dependency's failure says why to the Admin API's operators; a store's
+ * reason may name its file, host or driver, so a protocol caller gets a fixed description of it.
+ */
+function describe(error: unknown, forOperators: boolean): { status: number; body: Record<string, unknown> } {
   if (error instanceof HttpError) {
     return { status: error.status, body: { error: error.code, error_description: error.message, ...error.details } };
   }
   if (isUnavailable(error)) {
-    return { status: 503, body: { error: 'temporarily_unavailable', error_description: error.reason } };
+    const description = error.dependency === 'store' && !forOperators ? STORE_UNAVAILABLE_FOR_CALLERS : error.reason;
+    return { status: 503, body: { error: 'temporarily_unavailable', error_description: description } };
   }
   const status = (error as { status?: number; expose?: boolean })?.status;
   if (typeof status === 'number' && status >= 400 && status < 500) {

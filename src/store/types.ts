@@ -1,4 +1,4 @@
-import type { Unavailable } from '../http/errors.js';
+import { STORE_UNAVAILABLE_FOR_CALLERS, type Unavailable } from '../http/errors.js';
 
 /**
  * The one small storage interface every Arbiter component uses.
@@ -243,16 +243,19 @@ export class StoreUnavailableError extends Error implements Unavailable {
   readonly error = 'temporarily_unavailable';
   readonly dependency = 'store';
 
-  /** @param reason what happened and what to do, for the caller and the log */
+  /**
+   * @param reason what happened and what to do, for the log and the Admin API's operators: it may
+   * name the database file, host or driver, which protocol callers are not told (error_description)
+   */
   constructor(readonly reason: string) {
     super('temporarily_unavailable');
     this.name = 'StoreUnavailableError';
     this.stack = `${this.name}: ${reason}`;
   }
 
-  /** What oidc-provider puts in its error response. */
+  /** What oidc-provider puts in its error response, to any caller of a protocol endpoint. */
   get error_description(): string {
-    return this.reason;
+    return STORE_UNAVAILABLE_FOR_CALLERS;
   }
 }
 

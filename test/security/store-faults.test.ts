@@ -3,6 +3,7 @@ import Database from 'better-sqlite3';
 import { createServer, Socket, type Server } from 'node:net';
 import { openArbiterStore as openStore } from '../../src/collections.js';
 import { StoreUnavailableError } from '../../src/store/index.js';
+import { STORE_UNAVAILABLE_FOR_CALLERS } from '../../src/http/errors.js';
 import { MongoTestServer } from '../store/mongo-server.js';
 import { PostgresTestServer } from '../store/postgres-server.js';
 import { clientCredentials, confidentialClient } from '../support/oauth.js';
@@ -52,7 +53,7 @@ describe('Store faults: bounded answers and readiness that writes', function () 
         const tokenMs = performance.now() - started;
         expect(answer.status, `/token while locked: ${JSON.stringify(answer.body)}`).to.equal(503);
         expect(answer.body.error).to.equal('temporarily_unavailable');
-        expect(answer.body.error_description).to.match(/locked by another connection/);
+        expect(answer.body.error_description).to.equal(STORE_UNAVAILABLE_FOR_CALLERS);
         expect(answer.headers.get('retry-after')).to.match(/^[1-9][0-9]*$/);
         expect(tokenMs, '/token answers within the lock wait (and some slack)').to.be.below(8000);
       } finally {

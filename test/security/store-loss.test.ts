@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Context } from 'koa';
 import { pino } from 'pino';
-import { jsonErrors } from '../../src/http/errors.js';
+import { jsonErrors, STORE_UNAVAILABLE_FOR_CALLERS } from '../../src/http/errors.js';
 import { openArbiterStore as openStore } from '../../src/collections.js';
 import { StoreUnavailableError, type Store } from '../../src/store/index.js';
 import { MongoTestServer } from '../store/mongo-server.js';
@@ -62,10 +62,12 @@ describe('Store loss', function () {
       expect(created.body.error).to.equal('temporarily_unavailable');
       expect(created.body.error_description).to.match(reason);
 
+      // A protocol caller is told the store is unavailable, not where its file is (the log says).
       const token = await clientCredentials();
       expect(token.status, `/token: ${JSON.stringify(token.body)}`).to.equal(503);
       expect(token.body.error).to.equal('temporarily_unavailable');
-      expect(token.body.error_description).to.match(reason);
+      expect(token.body.error_description).to.equal(STORE_UNAVAILABLE_FOR_CALLERS);
+      expect(JSON.stringify(token.body)).not.to.contain(file);
     }
 
     it('answers 503 once the database file is deleted, and still when another SQLite file takes its place', async function () {
