@@ -128,31 +128,39 @@ describe('POST /token', function () {
       expect(headers.get('pragma')).to.equal('no-cache');
     });
 
-    it('accepts private_key_jwt (RFC 7523)', async function () {
+    /** A private_key_jwt client `clientId` with a key of its own; `assertionFor(aud)` signs a fresh client assertion with it. */
+    const keyClient = async (clientId: string) => {
       const { publicKey, privateKey } = await generateKeyPair('ES256');
       const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
       await server.admin('POST', '/clients', {
-        clientId: 'jwt-svc',
+        clientId,
         clientType: 'confidential',
         tokenEndpointAuthMethod: 'private_key_jwt',
         jwks: { keys: [jwk] },
         scopes: ['read'],
       });
-      const assertion = await new SignJWT({})
-        .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
-        .setIssuer('jwt-svc')
-        .setSubject('jwt-svc')
-        .setAudience(server.config.issuer)
-        .setJti(randomUUID())
-        .setIssuedAt()
-        .setExpirationTime('1m')
-        .sign(privateKey);
-      const form = {
-        grant_type: 'client_credentials',
-        client_id: 'jwt-svc',
-        client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
-        client_assertion: assertion,
+      const assertionFor = (aud: string) =>
+        new SignJWT({})
+          .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+          .setIssuer(clientId)
+          .setSubject(clientId)
+          .setAudience(aud)
+          .setJti(randomUUID())
+          .setIssuedAt()
+          .setExpirationTime('1m')
+          .sign(privateKey);
+      return {
+        form: async (aud: string) => ({
+          grant_type: 'client_credentials',
+          client_id: clientId,
+          client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+          client_assertion: await assertionFor(aud),
+        }),
       };
+    };
+
+    it('accepts private_key_jwt (RFC 7523)', async function () {
+      const form = await (await keyClient('jwt-svc')).form(server.config.issuer);
       const first = await postForm(server, '/token', form);
       expect(first.status, JSON.stringify(first.body)).to.equal(200);
       expect(first.body.scope).to.equal('read');
@@ -162,33 +170,11 @@ describe('POST /token', function () {
     });
 
     it("takes a client assertion made out to this server's token endpoint, never to a host the request's Host header names", async function () {
-      const { publicKey, privateKey } = await generateKeyPair('ES256');
-      const jwk = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
-      await server.admin('POST', '/clients', {
-        clientId: 'jwt-aud-svc',
-        clientType: 'confidential',
-        tokenEndpointAuthMethod: 'private_key_jwt',
-        jwks: { keys: [jwk] },
-        scopes: ['read'],
-      });
+      const client = await keyClient('jwt-aud-svc');
       const withAudience = async (aud: string, host?: string) => {
-        const assertion = await new SignJWT({})
-          .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
-          .setIssuer('jwt-aud-svc')
-          .setSubject('jwt-aud-svc')
-          .setAudience(aud)
-          .setJti(randomUUID())
-          .setIssuedAt()
-          .setExpirationTime('1m')
-          .sign(privateKey);
-        const body = new URLSearchParams({
-          grant_type: 'client_credentials',
-          client_id: 'jwt-aud-svc',
-          client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
-          client_assertion: assertion,
-        }).toString();
         const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded' };
         if (host) headers.host = host;
+        const body = new URLSearchParams(await client.form(aud)).toString();
         return rawRequest(server.url, { method: 'POST', path: '/token', headers, body });
       };
       expect((await withAudience(`${server.config.issuer}/token`)).status, 'its token endpoint').to.equal(200);
