@@ -81,23 +81,19 @@ export async function readBackup(
   backupFile: string,
   createTable: (table: string) => string,
 ): Promise<void> {
-  let header: Header | null = null;
   const created = new Set<string>();
+  let emptied = false;
+  const emptyStore = async () => {
+    for (const table of await collectionTables(client)) await client.query(`DROP TABLE "${table}"`);
+    await client.query('DELETE FROM sequences');
+    await client.query('DELETE FROM window_counters');
+    emptied = true;
+  };
   await client.query('BEGIN');
   try {
     await client.query("SELECT pg_advisory_xact_lock(hashtext('arbiter store ddl'))");
-    // Made just before the loop reads it: lines read before `for await` starts would be lost.
-    const lines = createInterface({ input: createReadStream(backupFile, 'utf8'), crlfDelay: Infinity });
-    for await (const text of lines) {
-      if (!text) continue;
-      if (!header) {
-        header = parseHeader(text, backupFile);
-        for (const table of await collectionTables(client)) await client.query(`DROP TABLE "${table}"`);
-        await client.query('DELETE FROM sequences');
-        await client.query('DELETE FROM window_counters');
-        continue;
-      }
-      const line = JSON.parse(text) as Line;
+    for await (const line of backupLines(backupFile)) {
+      if (!emptied) await emptyStore();
       if ('sequence' in line)
         await client.query('INSERT INTO sequences (name, value) VALUES ($1, $2)', [line.sequence, line.value]);
       else if ('counter' in line)
@@ -121,7 +117,8 @@ export async function readBackup(
         ]);
       }
     }
-    if (!header) throw new Error(`${backupFile} is empty: not an Arbiter PostgreSQL backup`);
+    // A backup of an empty store: a header and no line.
+    if (!emptied) await emptyStore();
     await client.query('COMMIT');
   } catch (error) {
     await client.query('ROLLBACK').catch(() => undefined);
@@ -158,19 +155,23 @@ export async function documentInBackup(
   id: string,
 ): Promise<unknown> {
   const table = physicalName(collection);
+  for await (const line of backupLines(backupFile))
+    if ('table' in line && line.table === table && line.tenant === tenant && line.id === id) return line.doc;
+  return null;
+}
+
+/**
+ * The lines of a backup file after its header, parsed: a file whose first line is not a backup's
+ * header, or that holds none, throws before any line is given.
+ */
+async function* backupLines(backupFile: string): AsyncGenerator<Line> {
+  // Made as the loop starts reading it: lines read before `for await` starts would be lost.
   const lines = createInterface({ input: createReadStream(backupFile, 'utf8'), crlfDelay: Infinity });
   let header: Header | null = null;
   for await (const text of lines) {
     if (!text) continue;
-    if (!header) {
-      header = parseHeader(text, backupFile);
-      continue;
-    }
-    const line = JSON.parse(text) as Line;
-    if ('table' in line && line.table === table && line.tenant === tenant && line.id === id) {
-      lines.close();
-      return line.doc;
-    }
+    if (header) yield JSON.parse(text) as Line;
+    else header = parseHeader(text, backupFile);
   }
-  return null;
+  if (!header) throw new Error(`${backupFile} is empty: not an Arbiter PostgreSQL backup`);
 }
