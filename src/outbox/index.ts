@@ -468,7 +468,7 @@ export class Outbox {
     let cutShort = false;
     const lane = async () => {
       while (next < streams.length) {
-        if (this.closed || run.lost || Date.now() > round.deadline || round.attempted >= this.options.batch) {
+        if (this.roundOver(run, round)) {
           cutShort = true;
           return;
         }
@@ -481,6 +481,11 @@ export class Outbox {
     await Promise.all(Array.from({ length: Math.min(STREAMS_AT_ONCE, streams.length) }, lane));
     if (this.closed || run.lost) return;
     if (cutShort || round.attempted >= this.options.batch || round.pageDone) this.continueAtOnce(run);
+  }
+
+  /** Whether the round is to stop: the outbox closes, the lease was lost, or its time or batch is used up. */
+  private roundOver(run: TopicRun, round: DeliveryRound): boolean {
+    return this.closed || run.lost || Date.now() > round.deadline || round.attempted >= this.options.batch;
   }
 
   /**
@@ -521,7 +526,7 @@ export class Outbox {
     );
     const ours = page.filter((entry) => entry.topic === topic);
     for (const entry of ours) {
-      if (this.closed || run.lost || Date.now() > round.deadline || round.attempted >= this.options.batch) return true;
+      if (this.roundOver(run, round)) return true;
       const tenant = options.tenantOf?.(entry.payload);
       if (tenant !== undefined && (await round.tenantGone(tenant))) {
         await this.giveUp(topic, entry, 'tenant-gone');

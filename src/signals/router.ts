@@ -145,18 +145,16 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
       if (typeof body.stream_id !== 'string') throw badRequest('stream_id is required', { field: 'stream_id' });
       const stream = await ownedStream(ctx, deps, receiver, body.stream_id);
       const given = operation === 'replace' || body.delivery !== undefined;
-      const changed: StreamRecord = {
-        ...stream,
+      // Only the configuration is written: a status, subjects or verification time changed meanwhile stay.
+      const configuration: Partial<StreamRecord> = {
         ...(given ? delivery(deps, body, stream.iss, stream.id, stream) : {}),
         eventsRequested: body.events_requested ?? (operation === 'replace' ? [] : stream.eventsRequested),
         description: body.description ?? (operation === 'replace' ? null : stream.description),
         defaultSubjects: body.default_subjects ?? (operation === 'replace' ? DEFAULT_SUBJECTS : stream.defaultSubjects),
-        updatedAt: new Date().toISOString(),
       };
-      await decide(ctx, deps, { operation, stream: changed, body });
-      const { id: _id, ...fields } = changed;
+      await decide(ctx, deps, { operation, stream: { ...stream, ...configuration }, body });
       ctx.body = streamConfiguration(
-        await changeStream(streams(ctx), stream, fields),
+        await changeStream(streams(ctx), stream, configuration),
         MIN_VERIFICATION_INTERVAL_SECONDS,
       );
     });
@@ -233,25 +231,17 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
     const stream = await ownedStream(ctx, deps, receiver, body.stream_id);
     await decide(ctx, deps, { operation: 'verify', stream, body });
     const last = typeof stream.verifiedAt === 'number' ? stream.verifiedAt : 0;
-    if (Date.now() - last < MIN_VERIFICATION_INTERVAL_SECONDS * 1000) {
-      ctx.set('Retry-After', String(MIN_VERIFICATION_INTERVAL_SECONDS));
-      throw new HttpError(429, 'too_many_requests', 'verification was requested within min_verification_interval');
-    }
-    // Only over the time read: of two requests at once, one verifies, the other is within the interval.
-    if (
-      !(await streams(ctx).update(stream.id, { verifiedAt: Date.now() }, { verifiedAt: stream.verifiedAt ?? null }))
-    ) {
-      ctx.set('Retry-After', String(MIN_VERIFICATION_INTERVAL_SECONDS));
-      throw new HttpError(429, 'too_many_requests', 'verification was requested within min_verification_interval');
-    }
-    if (!(await deps.transmitter.verify(ctx.state.tenant.name, stream, body.state))) {
-      ctx.set('Retry-After', String(MIN_VERIFICATION_INTERVAL_SECONDS));
-      throw new HttpError(
-        429,
-        'too_many_requests',
+    // Written only over the time read: of two requests at once, one verifies, the other is within the interval.
+    const intervalPassed =
+      Date.now() - last >= MIN_VERIFICATION_INTERVAL_SECONDS * 1000 &&
+      (await streams(ctx).update(stream.id, { verifiedAt: Date.now() }, { verifiedAt: stream.verifiedAt ?? null })) !==
+        null;
+    if (!intervalPassed) throw tooSoon(ctx, 'verification was requested within min_verification_interval');
+    if (!(await deps.transmitter.verify(ctx.state.tenant.name, stream, body.state)))
+      throw tooSoon(
+        ctx,
         'the stream has SETs waiting to be delivered: verify once they are (is the stream paused, or its receiver down?)',
       );
-    }
     ctx.status = 204;
   });
 
@@ -483,14 +473,29 @@ async function changeStream(
   stream: StreamRecord,
   fields: Partial<StreamRecord>,
 ): Promise<StreamRecord> {
-  const changed = await streams.update(
+  const changed = await writtenOver(streams, stream, fields);
+  if (!changed)
+    throw new HttpError(409, 'conflict', 'the stream changed meanwhile: read it again, then make the change');
+  return changed;
+}
+
+/** `fields` written over the stream if it is still at the revision read (the revision moved on); null when it is not. */
+function writtenOver(
+  streams: TenantCollection<StreamRecord>,
+  stream: StreamRecord,
+  fields: Partial<StreamRecord>,
+): Promise<StreamRecord | null> {
+  return streams.update(
     stream.id,
     { ...fields, revision: (stream.revision ?? 0) + 1, updatedAt: new Date().toISOString() },
     { revision: stream.revision ?? null },
   );
-  if (!changed)
-    throw new HttpError(409, 'conflict', 'the stream changed meanwhile: read it again, then make the change');
-  return changed;
+}
+
+/** A 429 for a verification asked too soon, with the interval to wait as Retry-After. */
+function tooSoon(ctx: ApiContext, description: string): HttpError {
+  ctx.set('Retry-After', String(MIN_VERIFICATION_INTERVAL_SECONDS));
+  return new HttpError(429, 'too_many_requests', description);
 }
 
 /**
@@ -505,13 +510,7 @@ async function changeSubjects(
   let stream: StreamRecord | null = read;
   for (let attempt = 0; attempt < SUBJECT_CHANGE_ATTEMPTS && stream; attempt += 1) {
     const subjects = change(stream.subjects);
-    if (!subjects) return;
-    try {
-      await changeStream(streams, stream, { subjects });
-      return;
-    } catch (error) {
-      if (!(error instanceof HttpError) || error.status !== 409) throw error;
-    }
+    if (!subjects || (await writtenOver(streams, stream, { subjects }))) return;
     stream = await streams.get(read.id);
   }
   if (!stream) throw notFound('no stream with this stream_id is the caller’s');
