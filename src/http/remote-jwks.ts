@@ -7,11 +7,18 @@ import {
   type JWTVerifyOptions,
 } from 'jose';
 import { shownUrl, type Outbound } from './outbound.js';
+import { RemoteDocuments } from './remote-documents.js';
 
 /** Keys are re-read this often, and at most this often when a token names a key not (yet) known. */
 const JWKS_TTL_MS = 5 * 60_000;
 const JWKS_REFRESH_MIN_MS = 30_000;
 const JWKS_CACHE_MAX = 100;
+/**
+ * A failed fetch is remembered this long: until then the URL's tokens are refused at once rather
+ * than each waiting on (and each opening) a fetch of keys that are not there. Anyone can send an
+ * upstream logout token, so without it every such request would make one more outbound request.
+ */
+const JWKS_FAILURE_BACKOFF_MS = 10_000;
 
 type KeySet = ReturnType<typeof createLocalJWKSet>;
 
@@ -29,11 +36,16 @@ export class JwksUnavailableError extends Error {
 
 /**
  * JWTs verified against a remote issuer's JWKS (software statements, ID tokens of token
- * exchange): fetched only through the outbound guard, cached, and fetched again once when a
- * token names an unknown key (a key rotation), at most every 30 seconds per URL.
+ * exchange, upstream ID and logout tokens): fetched only through the outbound guard, one fetch
+ * at a time per URL, cached, and fetched again once when a token names an unknown key (a key
+ * rotation), at most every 30 seconds per URL. A failed fetch is cached too, for 10 seconds.
  */
 export class RemoteKeySets {
-  private readonly cache = new Map<string, { fetchedAt: number; keys: KeySet }>();
+  private readonly keySets = new RemoteDocuments<KeySet>({
+    ttlMs: JWKS_TTL_MS,
+    failureBackoffMs: JWKS_FAILURE_BACKOFF_MS,
+    maxEntries: JWKS_CACHE_MAX,
+  });
 
   constructor(private readonly outbound: () => Outbound) {}
 
@@ -48,22 +60,15 @@ export class RemoteKeySets {
   }
 
   private mayRefresh(jwksUri: string): boolean {
-    const cached = this.cache.get(jwksUri);
-    return !cached || Date.now() - cached.fetchedAt > JWKS_REFRESH_MIN_MS;
+    return Date.now() - this.keySets.fetchedAt(jwksUri) > JWKS_REFRESH_MIN_MS && !this.keySets.backingOff(jwksUri);
   }
 
-  private async keySet(jwksUri: string, refresh: boolean): Promise<KeySet> {
-    const cached = this.cache.get(jwksUri);
-    if (cached && !refresh && Date.now() - cached.fetchedAt < JWKS_TTL_MS) return cached.keys;
-    let keys: KeySet;
-    try {
-      keys = createLocalJWKSet((await this.outbound().getJson(jwksUri)) as JSONWebKeySet);
-    } catch {
-      throw new JwksUnavailableError(jwksUri);
-    }
-    if (this.cache.size >= JWKS_CACHE_MAX) this.cache.delete(this.cache.keys().next().value as string);
-    this.cache.delete(jwksUri);
-    this.cache.set(jwksUri, { fetchedAt: Date.now(), keys });
-    return keys;
+  private keySet(jwksUri: string, refresh: boolean): Promise<KeySet> {
+    return this.keySets.get(
+      jwksUri,
+      async () => createLocalJWKSet((await this.outbound().getJson(jwksUri)) as JSONWebKeySet),
+      () => new JwksUnavailableError(jwksUri),
+      refresh,
+    );
   }
 }

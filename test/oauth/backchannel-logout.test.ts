@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, UnsecuredJWT } from 'jose';
 import { DEV_IDP_CLIENT, startDevIdp } from '../../src/dev-idp/index.js';
 import { FetchUserAgent } from '../support/browser.js';
@@ -269,7 +271,57 @@ describe('Back-Channel Logout from an upstream identity provider whose keys cann
     expect(JSON.parse(text)).to.include({ error: 'temporarily_unavailable' });
     expect(text).to.contain('/keys could not be fetched').and.not.contain('operator-secret');
   });
+
+  // Anyone may post a logout token: each must not make one more request to an upstream that fails.
+  for (const failing of ['/.well-known/openid-configuration', '/keys'] as const) {
+    it(`asks an upstream whose ${failing} fails once for many tokens at once, and not again for 10 seconds`, async function () {
+      const upstream = await failingUpstream(failing);
+      try {
+        const created = await server.admin('POST', '/identity-providers', {
+          issuer: upstream.issuer,
+          name: `${failing} fails`,
+          clientId: DEV_IDP_CLIENT.clientId,
+          clientSecret: DEV_IDP_CLIENT.clientSecret,
+        });
+        expect(created.status, JSON.stringify(created.body)).to.equal(201);
+        const logOut = async () => {
+          const token = new UnsecuredJWT({ iss: upstream.issuer, aud: DEV_IDP_CLIENT.clientId, events: {} }).encode();
+          const body = new URLSearchParams({ logout_token: token }).toString();
+          return (await server.request('/idp/backchannel-logout', { method: 'POST', headers: FORM, body })).status;
+        };
+        expect(await Promise.all(Array.from({ length: 10 }, logOut))).to.deep.equal(Array(10).fill(503));
+        expect(await logOut()).to.equal(503);
+        expect(upstream.failed).to.deep.equal([failing]);
+      } finally {
+        await upstream.close();
+      }
+    });
+  }
 });
+
+/** An upstream on loopback whose discovery document names `/keys`, and whose `failing` path answers 500 (each recorded). */
+async function failingUpstream(failing: string) {
+  const failed: string[] = [];
+  const upstream = createServer((request, response) => {
+    if (request.url === failing) {
+      failed.push(request.url);
+      response.writeHead(500).end();
+    } else if (request.url === '/.well-known/openid-configuration') {
+      response.setHeader('content-type', 'application/json');
+      response.end(
+        JSON.stringify({
+          issuer,
+          authorization_endpoint: `${issuer}/auth`,
+          jwks_uri: `${issuer}/keys`,
+          response_types_supported: ['code'],
+        }),
+      );
+    } else response.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
+  const issuer = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+  return { issuer, failed, close: () => new Promise((resolve) => upstream.close(resolve)) };
+}
 
 /**
  * Back-Channel Logout 1.0 §2.4: an upstream logout token may name the upstream session (`sid`)

@@ -1,5 +1,6 @@
 import { decodeProtectedHeader, type JWTPayload } from 'jose';
 import * as client from 'openid-client';
+import { RemoteDocuments } from '../../http/remote-documents.js';
 import { JwksUnavailableError, RemoteKeySets } from '../../http/remote-jwks.js';
 import { assertFetchableUrl, createOutbound, type Outbound, type OutboundOptions } from '../../http/outbound.js';
 import { SignInError, unavailable } from './errors.js';
@@ -11,6 +12,10 @@ const BACK_CHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-l
 const LOGOUT_TOKEN_MAX_AGE = '5m';
 /** Discovery documents change rarely; re-reading them every few minutes picks up key and endpoint changes. */
 const DISCOVERY_CACHE_MS = 5 * 60_000;
+/** After a failed discovery, sign-ins and logout tokens of that issuer are refused at once for this long. */
+const DISCOVERY_FAILURE_BACKOFF_MS = 10_000;
+/** Issuers whose documents are kept (one per upstream identity provider of every tenant). */
+const DISCOVERY_CACHE_MAX = 1000;
 const DEFAULT_SCOPES = ['openid', 'profile', 'email'];
 /** Upstream authorization errors a client can act on; anything else says "the upstream refused" as access_denied. */
 const RELAYED_ERRORS = new Set([
@@ -68,7 +73,11 @@ export interface UpstreamOptions {
 
 /** Arbiter as an OpenID Connect relying party of its tenants' upstream identity providers (openid-client). */
 export class UpstreamProviders {
-  private readonly discovered = new Map<string, { metadata: client.ServerMetadata; expiresAt: number }>();
+  private readonly discovered = new RemoteDocuments<client.ServerMetadata>({
+    ttlMs: DISCOVERY_CACHE_MS,
+    failureBackoffMs: DISCOVERY_FAILURE_BACKOFF_MS,
+    maxEntries: DISCOVERY_CACHE_MAX,
+  });
   private readonly outbound: Outbound;
   /**
    * openid-client's own https-only check is lifted exactly when the outbound policy allows
@@ -201,21 +210,19 @@ export class UpstreamProviders {
     return configuration;
   }
 
-  private async metadata(idp: IdentityProviderRecord): Promise<client.ServerMetadata> {
-    const cached = this.discovered.get(idp.issuer);
-    if (cached && cached.expiresAt > Date.now()) return cached.metadata;
-    try {
-      const discovered = await client.discovery(new URL(idp.issuer), idp.clientId ?? '', undefined, undefined, {
-        [client.customFetch]: this.outbound.fetch,
-        execute: this.execute,
-        timeout: this.timeoutSeconds,
-      });
-      const metadata = discovered.serverMetadata();
-      this.discovered.set(idp.issuer, { metadata, expiresAt: Date.now() + DISCOVERY_CACHE_MS });
-      return metadata;
-    } catch (error) {
-      throw unavailable(`identity provider ${idp.idpId} could not be discovered at its issuer`, error);
-    }
+  private metadata(idp: IdentityProviderRecord): Promise<client.ServerMetadata> {
+    return this.discovered.get(
+      idp.issuer,
+      async () =>
+        (
+          await client.discovery(new URL(idp.issuer), idp.clientId ?? '', undefined, undefined, {
+            [client.customFetch]: this.outbound.fetch,
+            execute: this.execute,
+            timeout: this.timeoutSeconds,
+          })
+        ).serverMetadata(),
+      (cause) => unavailable(`identity provider ${idp.idpId} could not be discovered at its issuer`, cause),
+    );
   }
 
   /**

@@ -1,6 +1,7 @@
 import { identityProviderRecords, type IdentityProviderRecord } from '../../catalog/index.js';
 import { bearerMatches } from '../../http/bearer.js';
 import type { Outbound } from '../../http/outbound.js';
+import { RemoteDocuments } from '../../http/remote-documents.js';
 import { RemoteKeySets } from '../../http/remote-jwks.js';
 import type { Sealer, Store } from '../../store/index.js';
 import type { JWTPayload, JWTVerifyOptions } from 'jose';
@@ -10,6 +11,8 @@ const MAX_IDENTITY_PROVIDERS = 500;
 /** A transmitter's discovered configuration is read again after this long. */
 const CONFIGURATION_TTL_MS = 5 * 60_000;
 const CONFIGURATION_CACHE_MAX = 100;
+/** After a failed read of a transmitter's configuration, its pushes are refused at once for this long. */
+const CONFIGURATION_FAILURE_BACKOFF_MS = 10_000;
 
 /** An identity provider record that names a transmitter: its issuer is set. */
 export type TransmittingProvider = IdentityProviderRecord & { ssfIssuer: string };
@@ -57,7 +60,11 @@ export class TransmitterUnavailableError extends Error {
  */
 export class TransmitterKeys {
   private readonly keySets: RemoteKeySets;
-  private readonly configurations = new Map<string, { jwksUri: string; readAt: number }>();
+  private readonly configurations = new RemoteDocuments<string>({
+    ttlMs: CONFIGURATION_TTL_MS,
+    failureBackoffMs: CONFIGURATION_FAILURE_BACKOFF_MS,
+    maxEntries: CONFIGURATION_CACHE_MAX,
+  });
 
   constructor(private readonly outbound: () => Outbound) {
     this.keySets = new RemoteKeySets(outbound);
@@ -71,21 +78,17 @@ export class TransmitterKeys {
   private async jwksUriOf(idp: TransmittingProvider): Promise<string> {
     if (idp.ssfJwksUri) return idp.ssfJwksUri;
     const url = ssfConfigurationUrl(idp.ssfIssuer);
-    const cached = this.configurations.get(url);
-    if (cached && Date.now() - cached.readAt < CONFIGURATION_TTL_MS) return cached.jwksUri;
-    let configuration: { issuer?: unknown; jwks_uri?: unknown };
-    try {
-      configuration = (await this.outbound().getJson(url)) as typeof configuration;
-    } catch {
-      throw new TransmitterUnavailableError(url);
-    }
-    // SSF 1.0 §7.2.1: the configuration's issuer is the one it was asked for, or it is not this transmitter's.
-    if (configuration?.issuer !== idp.ssfIssuer || typeof configuration.jwks_uri !== 'string')
-      throw new TransmitterUnavailableError(url);
-    if (this.configurations.size >= CONFIGURATION_CACHE_MAX)
-      this.configurations.delete(this.configurations.keys().next().value as string);
-    this.configurations.set(url, { jwksUri: configuration.jwks_uri, readAt: Date.now() });
-    return configuration.jwks_uri;
+    return this.configurations.get(
+      url,
+      async () => {
+        const configuration = (await this.outbound().getJson(url)) as { issuer?: unknown; jwks_uri?: unknown };
+        // SSF 1.0 §7.2.1: the configuration's issuer is the one it was asked for, or it is not this transmitter's.
+        if (configuration?.issuer !== idp.ssfIssuer || typeof configuration.jwks_uri !== 'string')
+          throw new TransmitterUnavailableError(url);
+        return configuration.jwks_uri;
+      },
+      () => new TransmitterUnavailableError(url),
+    );
   }
 }
 
