@@ -539,7 +539,12 @@ describe('dynamic client registration', function () {
 
       it('rotates the registration access token on update: the answer carries a new one, the old one stops working, a refused update keeps it', async function () {
         const { registration_access_token: old, client_id: clientId } = registered;
-        const update = { client_id: clientId, redirect_uris: ['https://app.example.test/cb'], client_name: 'Rotated' };
+        const update = {
+          client_id: clientId,
+          redirect_uris: ['https://app.example.test/cb'],
+          grant_types: ['client_credentials'],
+          client_name: 'Rotated',
+        };
         const refused = await manage(server, 'PUT', clientId, old, { ...update, redirect_uris: ['http://x.example/'] });
         expect(refused.status).to.equal(400);
         expect((await manage(server, 'GET', clientId, old)).status, 'a refused update rotates nothing').to.equal(200);
@@ -585,6 +590,7 @@ describe('dynamic client registration', function () {
           manage(server, 'PUT', clientId, token, {
             client_id: clientId,
             redirect_uris: ['https://app.example.test/cb'],
+            grant_types: ['client_credentials'],
             client_name: name,
           });
         const answers = await Promise.all([update('First'), update('Second')]);
@@ -719,6 +725,27 @@ describe('dynamic client registration', function () {
             data.public_client_policy.enabled = true;
           });
         }
+      });
+
+      it('never widens on update what an operator narrowed: scopes and grant types stay within the client as it stands', async function () {
+        const asked = { ...metadata, scope: 'openid email', grant_types: ['authorization_code', 'refresh_token'] };
+        const made = (await register({ ...asked, client_name: 'Narrowed' })).body;
+        expect(made.scope).to.equal('email openid');
+        const fields = (await server.admin('GET', `/clients/${made.client_id}`)).body;
+        for (const readOnly of ['id', 'createdAt', 'updatedAt', 'tenantId']) delete fields[readOnly];
+        const narrowed = { ...fields, scopes: ['openid'], grantTypes: ['authorization_code'] };
+        expect((await server.admin('PUT', `/clients/${made.client_id}`, narrowed)).status).to.equal(200);
+
+        const updated = await manage(server, 'PUT', made.client_id, made.registration_access_token, {
+          client_id: made.client_id,
+          ...asked,
+          client_name: 'Narrowed still',
+        });
+        expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
+        expect(updated.body).to.include({ client_name: 'Narrowed still', scope: 'openid' });
+        expect(updated.body.grant_types).to.deep.equal(['authorization_code']);
+        const kept = (await server.admin('GET', `/clients/${made.client_id}`)).body;
+        expect(kept).to.deep.include({ scopes: ['openid'], grantTypes: ['authorization_code'] });
       });
 
       it('lets a client an operator disabled read its registration, not change or delete it (403)', async function () {

@@ -11,7 +11,8 @@ import data.arbiter.lib
 #   initial access token was presented. With one: the statement's issuer must be trusted and its
 #   software_id not on the denylist; the statement decides the entitlements. An update of a
 #   registered client (RFC 7592 PUT, authenticated by its registration access token) needs neither
-#   an initial access token nor open registration; the rest is decided again.
+#   an initial access token nor open registration; the rest is decided again, never widening the
+#   client as it stands (input.client).
 # scope: document
 # entrypoint: true
 default decision := {
@@ -33,6 +34,30 @@ has_initial_access_token if is_object(input.registration.initial_access_token)
 # RFC 7592 §2.2: the client's own registration access token authenticated the request.
 is_update if input.request.method == "PUT"
 
+# An update never widens the client as it stands (input.client): its scopes, grant types and
+# entitlements stay within those it has, so what an operator narrowed through the Admin API
+# stays narrowed. Widening a registered client is the operator's to do.
+within_client(granted) := granted if not is_update
+
+within_client(granted) := object.union(granted, {
+	"scopes": sort({scope | some scope in granted.scopes} & {scope | some scope in current.scopes}),
+	"extensions": object.union(granted.extensions, {
+		"grant_types": [grant | some grant in granted.extensions.grant_types; grant in current.grant_types],
+		"granted_resources": [{"type": resource.type, "scopes": sort(scopes)} |
+			some resource in object.get(granted.extensions, "granted_resources", [])
+			some held in current.granted_resources
+			held.type == resource.type
+			scopes := {scope | some scope in resource.scopes} & {scope | some scope in held.scopes}
+		],
+	}),
+}) if is_update
+
+# The client being updated; one without a field (an Admin API client has no grant types of its
+# own until set) keeps nothing of it.
+current := object.union({"scopes": [], "grant_types": [], "granted_resources": []}, input.client) if {
+	is_object(input.client)
+} else := {"scopes": [], "grant_types": [], "granted_resources": []}
+
 requested_scopes := {scope |
 	some scope in split(object.get(input.registration.metadata, "scope", ""), " ")
 	scope != ""
@@ -50,11 +75,11 @@ open_registration := lib.deny(
 	concat("", ["grant types not allowed: ", concat(", ", sort(disallowed_grant_types))]),
 ) if {
 	count(disallowed_grant_types) > 0
-} else := {
+} else := within_client({
 	"allow": true,
 	"scopes": sort(requested_scopes & lib.oidc_scopes),
 	"extensions": {"grant_types": input.registration.grant_types},
-}
+})
 
 allowed_grant_types := {grant | some grant in object.get(lib.public_client_policy, ["dcr", "allowed_grant_types"], [])}
 
@@ -76,11 +101,11 @@ statement_registration := lib.deny("invalid_software_statement", concat("", [
 	not input.registration.software_statement.verified == true
 } else := lib.deny("unapproved_software_statement", "this software is not approved") if {
 	claims.software_id in denylist
-} else := {
+} else := within_client({
 	"allow": true,
 	"scopes": sort({scope | some resource in granted_resources; some scope in resource.scopes}),
 	"extensions": {"grant_types": statement_grant_types, "granted_resources": granted_resources},
-}
+})
 
 # Entitlements from the statement, limited to known resource types and their scope ceilings.
 granted_resources := [{"type": resource.type, "scopes": sort(scopes)} |

@@ -125,6 +125,40 @@ test_an_update_is_decided_again if {
 	contains(d.error_description, "client_credentials")
 }
 
+# The client as it stands, after an operator narrowed it to `openid` and the code flow.
+narrowed := {
+	"client_id": "a-client",
+	"scopes": ["openid"],
+	"grant_types": ["authorization_code"],
+	"granted_resources": [{"type": "urn:as:introspect", "scopes": []}],
+}
+
+test_an_update_never_widens_the_client_as_it_stands if {
+	asked := object.union(
+		update_of(registration(null, ["authorization_code", "refresh_token"])),
+		{"client": narrowed},
+	)
+	d := register.decision with input as asked with data.oauth.public_client_policy as open_policy
+	d.allow
+	d.scopes == ["openid"]
+	d.extensions.grant_types == ["authorization_code"]
+}
+
+test_an_update_never_widens_the_entitlements_of_a_statement if {
+	claims := {
+		"iss": "https://issuer.example",
+		"software_id": "good-app",
+		"grant_types": ["client_credentials"],
+		"granted_resources": [{"type": "urn:as:introspect", "scopes": ["uma_protection"]}],
+	}
+	client := object.union(narrowed, {"grant_types": ["client_credentials"]})
+	asked := object.union(update_of(registration(statement(claims), ["client_credentials"])), {"client": client})
+	d := register.decision with input as asked with data.oauth.trusted_issuers as trusted
+	d.allow
+	d.scopes == []
+	d.extensions.granted_resources == [{"type": "urn:as:introspect", "scopes": []}]
+}
+
 test_an_unverified_statement_of_a_trusted_issuer_is_refused if {
 	issuers := {"https://issuer.example": {"jwks_uri": "https://issuer.example/jwks"}}
 	unverified := {"verified": false, "claims": {"iss": "https://issuer.example", "software_id": "app"}}

@@ -15,7 +15,11 @@ export async function clientInput(
   authenticatedWith: string | null = null,
 ): Promise<ClientInput | null> {
   const record = await findClientRecord(store, tenant, clientId);
-  if (!record) return null;
+  return record ? clientInputOf(record, authenticatedWith) : null;
+}
+
+/** `input.client` for a client record at hand. */
+export function clientInputOf(record: ClientRecord, authenticatedWith: string | null): ClientInput {
   return {
     client_id: record.clientId,
     client_type: record.clientType,

@@ -1,6 +1,12 @@
 import type { ArbiterContext } from '../state.js';
 import { HttpError } from '../../http/errors.js';
-import { requestInput, type DecisionInput, type GrantedResource, type PolicyEngine } from '../../policy/index.js';
+import {
+  requestInput,
+  type ClientInput,
+  type DecisionInput,
+  type GrantedResource,
+  type PolicyEngine,
+} from '../../policy/index.js';
 import { enforce } from '../shared/enforce.js';
 import { rememberDecision } from '../token/grants/decision.js';
 import type { PresentedToken } from './initial-access-tokens.js';
@@ -15,6 +21,9 @@ export interface RegistrationGrant {
   grantedResources: GrantedResource[];
 }
 
+/** Who registers: the client as it stands for an update (RFC 7592), else an initial access token if one was presented. */
+export type Registrant = { client: ClientInput } | { initialAccessToken: PresentedToken | null };
+
 /**
  * Asks the `register` decision point (docs/policy.md) about validated metadata. A deny is a
  * 400 with the policy's code (invalid_client_metadata, invalid_software_statement,
@@ -26,14 +35,14 @@ export async function decideRegistration(
   body: Record<string, unknown>,
   metadata: ValidatedMetadata,
   statement: SoftwareStatement | null,
-  initialAccessToken: PresentedToken | null = null,
+  registrant: Registrant,
 ): Promise<RegistrationGrant> {
   // Only the members registration reads: a read answer sent back whole (registration_access_token
   // included) or members of any size nobody reads are not recorded with the decision.
   const { software_statement: _statement, ...parameters } = givenMembers(body);
   const input: DecisionInput = {
     tenant: ctx.state.tenant.name,
-    client: null,
+    client: 'client' in registrant ? registrant.client : null,
     subject: null,
     request: requestInput({ endpoint: ctx.path, method: ctx.method, parameters }),
     registration: {
@@ -42,7 +51,7 @@ export async function decideRegistration(
       token_endpoint_auth_method: metadata.token_endpoint_auth_method,
       client_type: metadata.token_endpoint_auth_method === 'none' ? 'public' : 'confidential',
       software_statement: statement,
-      initial_access_token: initialAccessToken,
+      initial_access_token: 'initialAccessToken' in registrant ? registrant.initialAccessToken : null,
     },
     time: new Date().toISOString(),
   };

@@ -7,6 +7,7 @@ import { createOutbound, outboundOptionsOf } from '../../http/outbound.js';
 import type { PolicyEngine } from '../../policy/index.js';
 import type { Sealer, Store } from '../../store/index.js';
 import type { ClientRecord } from '../clients/records.js';
+import { clientInputOf } from '../clients/input.js';
 import { clientRepository } from '../clients/repository.js';
 import { verifyClientSecret, type ClientSecretsOf } from '../clients/secrets.js';
 import { routes } from '../routes.js';
@@ -86,7 +87,9 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
         },
       );
     assertPublicSubjects(body);
-    const grant = await decideRegistration(ctx, policy, body, metadata, statement?.read ?? null, initialAccessToken);
+    // An update is decided knowing the client as it stands (the default pack never widens it).
+    const registrant = existing ? { client: clientInputOf(existing, 'bearer') } : { initialAccessToken };
+    const grant = await decideRegistration(ctx, policy, body, metadata, statement?.read ?? null, registrant);
     return { metadata, grant, statement };
   };
 
