@@ -364,6 +364,15 @@ export async function insertArtefactOnce(
   }
 }
 
+/**
+ * Deletes a stored artefact of `model` and `value`: true when this call deleted it. Of requests at
+ * once, on any node, exactly one gets true: what a single-use token needs (oidc-provider's
+ * `destroy` says nothing of whether there was anything left to destroy).
+ */
+export function takeArtefact(store: Store, tenant: string, model: string, value: string): Promise<boolean> {
+  return store.collection<OidcDoc>(OIDC_COLLECTION, tenant).delete(artefactKey(model, value));
+}
+
 /** Whether every artefact named (by artefactKey) is still stored and unexpired: none was revoked. */
 export async function artefactsRemain(store: Store, tenant: string, ids: readonly string[]): Promise<boolean> {
   if (ids.length === 0) return true;

@@ -9,7 +9,15 @@ import {
   startRegisteredDevIdp,
   type RegisteredDevIdp,
 } from '../support/dev-idp.js';
-import { basic, clientCredentials, confidentialClient, FORM, postForm } from '../support/oauth.js';
+import {
+  basic,
+  clientCredentials,
+  confidentialClient,
+  eventually,
+  FORM,
+  postForm,
+  updateOauthData,
+} from '../support/oauth.js';
 import { rawRequest } from '../support/raw-http.js';
 import { readyServer, type TestServer } from '../support/server.js';
 import { sharedPostgresTestServer, type PostgresTestServer } from '../store/postgres-server.js';
@@ -86,6 +94,38 @@ describe('two nodes on one PostgreSQL store', function () {
       { Authorization: `Bearer ${caller.body.access_token}` },
     );
     expect(shown.body).to.include({ active: true, client_id: 'shared-client', scope: 'read' });
+  });
+
+  it('introspects a jit_single_use token as active once when A and B are asked at once, round after round', async function () {
+    const secret = await confidentialClient(a, 'single-use-client', { scopes: ['read'] });
+    const rsSecret = await confidentialClient(a, 'single-use-rs', { scopes: ['introspection'] });
+    const resource = 'https://tickets.multi-node.example.test/';
+    const rs = (await a.admin('GET', '/clients/single-use-rs')).body;
+    const made = await a.admin('POST', '/resource-servers', {
+      resourceIndicator: resource,
+      typeUris: ['urn:example:single-use-tickets'],
+      clientId: rs.id,
+    });
+    expect(made.status, JSON.stringify(made.body)).to.equal(201);
+    await updateOauthData(a, (data) => {
+      data.resource_types['urn:example:single-use-tickets'] = { scopes: ['read'], jit_single_use: true };
+    });
+    const issue = (node: TestServer) =>
+      clientCredentials(node, 'single-use-client', secret, { scope: 'read', resource });
+    await eventually(async () => (await issue(a)).status === 200 && (await issue(b)).status === 200);
+    const caller = (await clientCredentials(a, 'single-use-rs', rsSecret, { scope: 'introspection' })).body
+      .access_token;
+    for (let round = 1; round <= RACE_ROUNDS; round += 1) {
+      const token = (await issue(a)).body.access_token as string;
+      const answers = await Promise.all(
+        [a, b, a, b].map((node) => postForm(node, '/introspect', { token }, { Authorization: `Bearer ${caller}` })),
+      );
+      expect(answers.map(({ status }) => status)).to.deep.equal([200, 200, 200, 200]);
+      expect(
+        answers.filter(({ body }) => body.active === true),
+        `round ${round}`,
+      ).to.have.length(1);
+    }
   });
 
   it('refuses on B, at once, the tokens of a client disabled, deleted or revoked through A', async function () {

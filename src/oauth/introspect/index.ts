@@ -11,8 +11,9 @@ import { tokenCallers, type TokenCallers, type TokenRequirement } from '../share
 import type { MtlsSettings } from '../mtls/index.js';
 import { guardClientCredentials, requireClientCredential } from '../shared/credential-guard.js';
 import { formBody, formParameter } from '../shared/form-body.js';
+import { takeArtefact } from '../../../adapters/oidc/index.js';
 import { isClientLive } from '../shared/owned-artefacts.js';
-import type { ArbiterContext, ArbiterMiddleware, TokenModel } from '../state.js';
+import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
 import { decideIntrospection, parseContext, type Caller, type IntrospectionDeps } from './decide.js';
 import { answersWithJwt, INTROSPECTION_JWT_TYPE } from './jwt.js';
 import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
@@ -117,7 +118,9 @@ async function introspection(
     outcome.decision,
     outcome.input.request.resource_types,
   );
-  if (isSingleUse(token, outcome.decision)) await (token as TokenModel).destroy();
+  // Single use: of the requests that got this far at once (on any node), only the one that took it is answered active.
+  if (isSingleUse(token, outcome.decision) && !(await takeArtefact(deps.store, tenant, token.kind, token.jti)))
+    return { ...INACTIVE };
   return body;
 }
 
