@@ -38,9 +38,10 @@ const USAGE = `usage: arbiter <command> [options]
                                    secret, printed once; the same checks as POST /admin/api/clients
   migrate                          brings the store to this release's schema version (${SCHEMA_VERSION})
   schema-version                   the store's schema version and this release's
-  rotate-signing-key [--tenant t]  one step of signing-key rotation of a tenant (default: the default
-                                   tenant): publish a next key, or (when one is published) make it
-                                   the signing key and retire the old one
+  rotate-signing-key [--tenant t] [--promote]
+                                   one step of signing-key rotation of a tenant (default: the default
+                                   tenant): publish a next key; with --promote, once relying parties
+                                   have fetched it, make it the signing key and retire the old one
   rotate-secrets-key               seals every stored secret again with SERVICE_SECRETS_KEY (the old
                                    key in SERVICE_SECRETS_KEY_PREVIOUS), then forgets the old keys
   backup <file>                    an online backup of a SQLite or PostgreSQL store into <file> (the
@@ -78,8 +79,12 @@ const CLOCK_SKEW_SECONDS = 60;
 
 /** One rotation step of one tenant's signing keys (each tenant has its own; --tenant names it, else the default tenant). */
 async function rotateSigningKeyOf(args: string[], config: Config): Promise<Record<string, unknown>> {
-  const { positionals, values } = parseArgs({ args, allowPositionals: true, options: { tenant: { type: 'string' } } });
-  if (positionals.length) throw new UsageError('rotate-signing-key takes no arguments but --tenant');
+  const { positionals, values } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: { tenant: { type: 'string' }, promote: { type: 'boolean' } },
+  });
+  if (positionals.length) throw new UsageError('rotate-signing-key takes no arguments but --tenant and --promote');
   const tenant = values.tenant ?? null;
   if (tenant !== null && !isTenantId(tenant)) throw new UsageError(`--tenant ${tenant} is no tenant id`);
   return withStore(config, async (store) => {
@@ -88,6 +93,7 @@ async function rotateSigningKeyOf(args: string[], config: Config): Promise<Recor
     const { rotateSigningKey } = await oauth();
     const step = await rotateSigningKey(store, await sealerFor(store, config), {
       tenant: storeTenant(tenant),
+      promote: values.promote === true,
       // Anything the old key signed (ID tokens, at most their lifetime) verifies until then.
       retireAfterSeconds: Math.max(config.ttl.idTokenSeconds, config.ttl.accessTokenSeconds) + CLOCK_SKEW_SECONDS,
     });

@@ -121,30 +121,35 @@ async function newSigningKey(): Promise<JWK> {
 
 /** What one rotation step did, for the operator. */
 export type RotationStep = {
-  action: 'published-next' | 'promoted-next';
+  /** `next-waiting`: a next key is published already (promote it with `promote`); `no-next-key`: there is none to promote. */
+  action: 'published-next' | 'promoted-next' | 'next-waiting' | 'no-next-key';
   keys: { kid: string; state: KeyState['state']; retireAfter?: string }[];
   dropped: string[];
 };
 
 /**
  * One step of signing-key rotation with overlap, of one tenant's keys (`arbiter rotate-signing-key
- * [--tenant t]`; run it twice, the second time once relying parties have had time to fetch the
- * JWKS, a day say):
+ * [--tenant t] [--promote]`):
  *
- * 1. without a next key: a new key is published as the next one (in the JWKS, `key_ops: ["verify"]`,
- *    not yet signing), so that relying parties that cache the JWKS know it before it is used;
- * 2. with one: the next key becomes the active one (it signs from now on) and the active one
- *    retires: still published, so that the tokens it signed verify, until `retireAfterSeconds`
- *    (the longest lifetime of anything signed) has passed.
+ * 1. without `promote`: a new key is published as the next one (in the JWKS, `key_ops: ["verify"]`,
+ *    not yet signing), so that relying parties that cache the JWKS know it before it is used; with
+ *    a next key published already, nothing changes (`next-waiting`);
+ * 2. with `promote`, once relying parties have had time to fetch the JWKS (a day, say): the next
+ *    key becomes the active one (it signs from now on) and the active one retires: still
+ *    published, so that the tokens it signed verify, until `retireAfterSeconds` (the longest
+ *    lifetime of anything signed) has passed. Without a next key, nothing changes (`no-next-key`).
  *
- * Either step first drops the retiring keys whose time has passed. The secrets' revision moves
+ * Promoting is asked for by name, so that running the command again (by mistake, or from every
+ * node's schedule at once) never makes a key sign moments after it was published. Either step
+ * first drops the retiring keys whose time has passed. The keys are written over the revision
+ * they were read at: of two steps at once, one is made and the other refused. The revision moves
  * on, and every node rebuilds that tenant's providers with the new keys at its next look
  * (watchSigningKeyRotations). A tenant without keys yet gets them first.
  */
 export async function rotateSigningKey(
   store: Store,
   sealer: Sealer,
-  options: { retireAfterSeconds: number; now?: Date; tenant?: string },
+  options: { retireAfterSeconds: number; now?: Date; tenant?: string; promote?: boolean },
 ): Promise<RotationStep> {
   const now = options.now ?? new Date();
   const tenant = options.tenant ?? DEFAULT_TENANT;
@@ -167,11 +172,13 @@ export async function rotateSigningKey(
   const next = keys.find((key) => stateOf(key).state === 'next');
   const since = now.toISOString();
   let action: RotationStep['action'];
-  if (!next) {
+  if (!next && !options.promote) {
     const added = await newSigningKey();
     keys = [...keys, { ...added, key_ops: ['verify'] }];
     states[added.kid as string] = { state: 'next', since };
     action = 'published-next';
+  } else if (!next || !options.promote) {
+    action = next ? 'next-waiting' : 'no-next-key';
   } else {
     const retireAfter = new Date(+now + options.retireAfterSeconds * 1000).toISOString();
     for (const key of keys)
@@ -187,17 +194,21 @@ export async function rotateSigningKey(
     jwks: { keys },
     keyStates: Object.fromEntries(keys.map((key) => [key.kid as string, stateOf(key)])),
   };
-  await secretsOf(store, tenant).update(CURRENT, {
-    sealed: sealer.seal(JSON.stringify(rotated)),
-    revision: (doc.revision ?? 0) + 1,
-  });
+  const step = { action, dropped, keys: keys.map((key) => ({ kid: key.kid as string, ...pick(stateOf(key)) })) };
+  // Nothing to write: neither a key published or promoted, nor one dropped.
+  if ((action === 'next-waiting' || action === 'no-next-key') && dropped.length === 0) return step;
+  const written = await secretsOf(store, tenant).update(
+    CURRENT,
+    { sealed: sealer.seal(JSON.stringify(rotated)), revision: (doc.revision ?? 0) + 1 },
+    { revision: doc.revision ?? null },
+  );
+  if (!written)
+    throw new Error(
+      `the keys of tenant ${tenant} changed while this step was made (another rotation at once): nothing was changed, run it again`,
+    );
   // After the tenant's document: a node that sees the new stamp reads the new revision.
   await rotationsOf(store).upsert({ id: ROTATIONS, stamp: randomUUID(), tenant, at: since });
-  return {
-    action,
-    dropped,
-    keys: keys.map((key) => ({ kid: key.kid as string, ...pick(stateOf(key)) })),
-  };
+  return step;
 }
 
 function pick({ state, retireAfter }: KeyState) {

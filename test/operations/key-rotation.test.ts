@@ -27,12 +27,12 @@ import { entryPoint } from '../support/entry-point.js';
  * `arbiter <command>` against the store the servers use. Not spawnSync: a server runs in this
  * process, and a blocked event loop would fire its keep-alive timers late, racing the next fetch.
  */
-async function arbiter(env: Record<string, string>, command: string) {
+async function arbiter(env: Record<string, string>, ...command: string[]) {
   const { status, stdout, stderr } = await new Promise<{ status: number | null; stdout: string; stderr: string }>(
     (resolve) =>
       execFile(
         process.execPath,
-        [...entryPoint('cli/main'), command],
+        [...entryPoint('cli/main'), ...command],
         { env: { PATH: process.env.PATH ?? '', ...env }, encoding: 'utf8' },
         (error, out, err) =>
           resolve({
@@ -87,6 +87,26 @@ describe('Signing-key and sealing-key rotation', function () {
   }
   const kidOf = (token: string) => decodeProtectedHeader(token).kid;
 
+  it('makes one of two rotation steps at once, refusing the other: no key published is lost', async function () {
+    const store = await openArbiterStore(env.STORE_URL!);
+    try {
+      const sealer = await Sealer.open(store, null);
+      const steps = await Promise.allSettled(
+        [1, 2, 3].map(() => rotateSigningKey(store, sealer, { retireAfterSeconds: 3600 })),
+      );
+      const made = steps.filter((step) => step.status === 'fulfilled').map((step) => step.value);
+      const published = made.filter((step) => step.action === 'published-next');
+      expect(published, JSON.stringify(steps)).to.have.length(1);
+      for (const step of steps.filter((each) => each.status === 'rejected'))
+        expect(String(step.reason)).to.contain('another rotation at once');
+      const final = await rotateSigningKey(store, sealer, { retireAfterSeconds: 3600 });
+      expect(final.action).to.equal('next-waiting');
+      expect(final.keys).to.deep.equal(published[0]!.keys);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('publishes the next key before it signs, then signs with it while the old one still verifies, until it retires', async function () {
     server = await readyServer(env);
     idp = await startRegisteredDevIdp(server);
@@ -101,7 +121,10 @@ describe('Signing-key and sealing-key rotation', function () {
     expect((await jwks()).keys[1]!.key_ops, 'published, not signing').to.deep.equal(['verify']);
     expect(kidOf(await idToken(spa)), 'the next key does not sign yet').to.equal(first);
 
-    expect(await arbiter(env, 'rotate-signing-key')).to.include({ action: 'promoted-next' });
+    // Run again by mistake (or by every node's schedule at once), the step publishes nothing more and promotes nothing.
+    expect(await arbiter(env, 'rotate-signing-key')).to.include({ action: 'next-waiting' });
+    expect(await kids()).to.deep.equal([first, next]);
+    expect(await arbiter(env, 'rotate-signing-key', '--promote')).to.include({ action: 'promoted-next' });
     await eventually(async () => (await kids())[0] === next);
     const after = await idToken(spa);
     expect(kidOf(after), 'the promoted key signs').to.equal(next);
@@ -114,7 +137,12 @@ describe('Signing-key and sealing-key rotation', function () {
     const store = await openArbiterStore(env.STORE_URL!);
     try {
       const later = new Date(Date.now() + 2 * 86_400_000);
-      const step = await rotateSigningKey(store, await Sealer.open(store, null), { retireAfterSeconds: 0, now: later });
+      const step = await rotateSigningKey(store, await Sealer.open(store, null), {
+        retireAfterSeconds: 0,
+        now: later,
+        promote: true,
+      });
+      expect(step.action).to.equal('no-next-key');
       expect(step.dropped).to.deep.equal([first]);
     } finally {
       await store.close();

@@ -36,7 +36,7 @@ describe('signed SETs (src/signals/sets.ts)', function () {
     // Published as next (verification only: still the old key signs), then promoted.
     await rotateSigningKey(store(), sealer, { retireAfterSeconds: 3600, tenant: TENANT });
     expect(decodeProtectedHeader(await signedSet(store(), sealer, pending('set-3'))).kid).to.equal(before);
-    await rotateSigningKey(store(), sealer, { retireAfterSeconds: 3600, tenant: TENANT });
+    await rotateSigningKey(store(), sealer, { retireAfterSeconds: 3600, tenant: TENANT, promote: true });
 
     const after = await signedSet(store(), sealer, pending('set-4'));
     const { protectedHeader, payload } = await jwtVerify(after, await publishedJwks(store(), sealer), {
