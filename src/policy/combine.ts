@@ -3,7 +3,9 @@
  * decision document is defined; Cedar: some policy's action scope covers the action).
  * - Either engine failing → fail closed (deny, engineError), whatever the other said.
  * - Both apply → allow only if both allow (a deny from either wins); output claims come from
- *   Rego, plus obligations/extensions annotated on the determining Cedar permits.
+ *   Rego, plus the obligations/extensions annotated on the determining Cedar permits that Rego
+ *   left unset: a Cedar permit only adds, so it never undoes what Rego withheld or required
+ *   (`issue_refresh_token: false`, `dpop_required: true`).
  * - One applies → its decision.
  * - Neither → no decision: fail closed with engineError.
  */
@@ -80,10 +82,11 @@ function cedarDecision(allow: boolean, outputs: CedarOutputs): Decision {
   return withCedarOutputs({ allow: true }, outputs);
 }
 
+/** The Cedar permits' obligations and extensions added to a decision: those it sets already stay as they are. */
 function withCedarOutputs(decision: Decision, outputs: CedarOutputs): Decision {
   const merged: Decision = { ...decision };
-  if (Object.keys(outputs.obligations).length) merged.obligations = { ...decision.obligations, ...outputs.obligations };
-  if (Object.keys(outputs.extensions).length) merged.extensions = { ...decision.extensions, ...outputs.extensions };
+  if (Object.keys(outputs.obligations).length) merged.obligations = { ...outputs.obligations, ...decision.obligations };
+  if (Object.keys(outputs.extensions).length) merged.extensions = { ...outputs.extensions, ...decision.extensions };
   return merged;
 }
 

@@ -83,6 +83,21 @@ describe('unit: combining the Rego and Cedar verdicts (policy/combine)', functio
     expect(outcome.engines?.cedarPolicies).to.deep.equal(['permit-eu']);
   });
 
+  it('never lets a Cedar permit undo what Rego withheld or required: where both set an output, Rego’s stays', function () {
+    const outcome = combine(
+      'token',
+      INPUT,
+      regoAllows({ obligations: { dpop_required: true }, extensions: { issue_refresh_token: false } }),
+      cedar(true, { obligations: { dpop_required: false }, extensions: { issue_refresh_token: true, tier: 'gold' } }),
+    );
+    expect(outcome.decision).to.deep.equal({
+      allow: true,
+      scopes: ['read'],
+      obligations: { dpop_required: true },
+      extensions: { issue_refresh_token: false, tier: 'gold' },
+    });
+  });
+
   it('fails closed when neither engine has a decision, naming the decision point', function () {
     const outcome = combine('register', INPUT, regoUndefined, cedarNone);
     expect(outcome.decision).to.include({ allow: false, error: ENGINE_FAILURE_ERROR });
