@@ -155,5 +155,30 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
       // Nothing stored: the client is still served.
       expect((await clientCredentials(target, 'costly-client', secret, { scope: 'read' })).status).to.equal(200);
     });
+
+    it('refuses a Cedar policy set that takes longer than the budget to compile and decide, which a live thread does within its first decision', async function () {
+      const target = await readyServer({ POLICY_DECISION_TIMEOUT_MS: '150' });
+      try {
+        const secret = await confidentialClient(target, 'cedar-client', { scopes: ['read'] });
+        // Many small policies, each cheap: about 250 KB of them takes Cedar some hundreds of ms to compile.
+        const policies: string[] = [];
+        for (let index = 0; policies.join('').length < 240_000; index += 1)
+          policies.push(
+            `@id("p${index}")\nforbid (principal, action == Arbiter::Action::"ssf", resource) when { context has client && context.client.client_id == "c${index}" };\n`,
+          );
+        const rule = await target.admin('POST', '/policy-rules', {
+          kind: 'cedar',
+          path: 'arbiter/cedar/many.cedar',
+          content: policies.join(''),
+        });
+        expect(rule.status, JSON.stringify(rule.body).slice(0, 300)).to.equal(400);
+        expect(rule.body.error_description).to.match(
+          /Cedar took \d+ ms to compile the policy set and decide \w+ on .+, longer than a decision may take \(POLICY_DECISION_TIMEOUT_MS, 150 ms\)/,
+        );
+        expect((await clientCredentials(target, 'cedar-client', secret, { scope: 'read' })).status).to.equal(200);
+      } finally {
+        await target.close();
+      }
+    });
   });
 });

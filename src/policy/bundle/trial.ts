@@ -227,7 +227,7 @@ async function evaluate(
 async function cedarProblem(snapshot: PolicySnapshot, cases: TrialCase[]): Promise<string | null> {
   if (!snapshot.rules.some((rule) => rule.kind === 'cedar')) return null;
   try {
-    return await policySandbox().cedarTrialProblem(snapshot, cases);
+    return await policySandbox().cedarTrialProblem(snapshot, cases, policySandboxLimits().decisionBudgetMs);
   } catch (error) {
     if (error instanceof SandboxLimitError || error instanceof SandboxJobError)
       return `Cedar could not be tried: ${error.message}`;

@@ -4,6 +4,7 @@
  * submitted text, which can be large and slow, so they run in the policy sandbox's threads
  * (src/policy/sandbox), never on the event loop.
  */
+import { performance } from 'node:perf_hooks';
 import type { PolicySnapshot } from '../bundle/build.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
 import { CedarDriver } from './driver.js';
@@ -25,12 +26,21 @@ export function cedarRuleProblem(content: string): string | null {
   return checked.type === 'failure' ? `Cedar parse error: ${formatCedarErrors(checked.errors, content)}` : null;
 }
 
-/** Cedar on the candidate's rules and data: a policy set or entity list it cannot use fails every decision. */
-export function cedarTrialProblem(snapshot: PolicySnapshot, cases: CedarTrialCase[]): string | null {
+/**
+ * Cedar on the candidate's rules and data: a policy set or entity list it cannot use fails every
+ * decision, and so does one Cedar cannot use within a decision's time (`budgetMs`,
+ * POLICY_DECISION_TIMEOUT_MS). A live decision thread compiles the set within the first decision
+ * it makes of a revision, so the first case is timed with the compile, as live.
+ */
+export function cedarTrialProblem(snapshot: PolicySnapshot, cases: CedarTrialCase[], budgetMs: number): string | null {
   const driver = new CedarDriver();
-  for (const item of cases) {
+  for (const [index, item] of cases.entries()) {
+    const started = performance.now();
     const verdict = driver.evaluate(snapshot, item.point, item.input);
+    const ms = performance.now() - started;
     if (verdict.kind === 'failed') return `Cedar cannot decide ${item.point} on ${item.source}: ${verdict.reason}`;
+    if (ms > budgetMs)
+      return `Cedar took ${Math.round(ms)} ms to ${index === 0 ? 'compile the policy set and ' : ''}decide ${item.point} on ${item.source}, longer than a decision may take (POLICY_DECISION_TIMEOUT_MS, ${budgetMs} ms): every request like it would fail closed`;
   }
   return null;
 }

@@ -45,9 +45,9 @@ export class PolicySandbox {
     return this.run({ kind: 'cedar-rule', content });
   }
 
-  /** Null when Cedar decides every case of the candidate without failing, else what failed on which input. */
-  cedarTrialProblem(snapshot: PolicySnapshot, cases: CedarTrialCase[]): Promise<string | null> {
-    return this.run({ kind: 'cedar-trial', snapshot, cases });
+  /** Null when Cedar decides every case of the candidate without failing, each within `budgetMs`, else what failed on which input. */
+  cedarTrialProblem(snapshot: PolicySnapshot, cases: CedarTrialCase[], budgetMs: number): Promise<string | null> {
+    return this.run({ kind: 'cedar-trial', snapshot, cases, budgetMs });
   }
 
   /** Null when the merged data matches the pack's schemas (in `packDir`) and the entries' own, else the first mismatch. */

@@ -21,7 +21,7 @@ export type SandboxJob =
   | { kind: 'cedar-rule'; content: string }
   /** The merged data against the pack's schemas (read from `packDir`) and the entries' own: data-schemas.ts. */
   | { kind: 'data-schemas'; mergedData: Record<string, unknown>; entries: SchemaCarrier[]; packDir: string }
-  | { kind: 'cedar-trial'; snapshot: PolicySnapshot; cases: CedarTrialCase[] }
+  | { kind: 'cedar-trial'; snapshot: PolicySnapshot; cases: CedarTrialCase[]; budgetMs: number }
   /** `policy` is sent only when the thread answered that it does not hold the revision. */
   | { kind: 'decide'; revision: string; point: DecisionPoint; inputs: DecisionInput[]; policy?: SandboxPolicy };
 
@@ -57,7 +57,7 @@ export class SandboxJobs {
 
   async run(job: SandboxJob): Promise<unknown> {
     if (job.kind === 'cedar-rule') return cedarRuleProblem(job.content);
-    if (job.kind === 'cedar-trial') return cedarTrialProblem(job.snapshot, job.cases);
+    if (job.kind === 'cedar-trial') return cedarTrialProblem(job.snapshot, job.cases, job.budgetMs);
     if (job.kind === 'data-schemas') return dataSchemasProblem(job);
     return this.decide(job);
   }
