@@ -26,6 +26,7 @@ import { PolicyFaults, type PolicyFault } from './faults.js';
 import { loadBundledRecords } from './records.js';
 import { withConflictingDefinitions } from './opa/conflicts.js';
 import { LiveDecisions, overBudgetVerdict } from './live/index.js';
+import { policySandbox } from './sandbox/index.js';
 import { PolicyVocabularies, type PolicyVocabulary } from './vocabulary.js';
 
 export interface PolicyEngine {
@@ -245,16 +246,33 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
   async explain(point: DecisionPoint, input: DecisionInput): Promise<DecisionExplanation> {
     const problem = checkInput(point, input);
     const invalid = { kind: 'failed', reason: `invalid decision input for ${point}: ${problem}` } as const;
-    if (problem) return explanationOf(point, input, { verdict: invalid, trace: [] }, invalid, () => []);
-    const [rego, cedarVerdict] = await Promise.all([
+    if (problem) return explanationOf(point, input, { verdict: invalid, trace: [] }, { verdict: invalid, texts: [] });
+    const [rego, cedar] = await Promise.all([
       this.opa.explain(point, input),
-      this.snapshotOrFailure().then((snapshot) => this.cedarVerdict(snapshot, point, input)),
+      this.snapshotOrFailure().then((snapshot) => this.explainedCedar(snapshot, point, input)),
     ]);
     const snapshot = this.parts.snapshots.lastKnown();
     if (snapshot) rego.verdict = bothSides(snapshot, rego.verdict);
-    return explanationOf(point, input, rego, cedarVerdict, (ids) =>
-      snapshot ? this.cedar.policyTexts(snapshot, ids) : [],
-    );
+    return explanationOf(point, input, rego, cedar);
+  }
+
+  /**
+   * Cedar's part of an explained decision, in the policy sandbox: anyone who may read decisions
+   * can ask for one, and a large policy set takes long to compile and decide, which must not hold
+   * the event loop. A sandbox over its limit or busy is a failed verdict (the decision fails closed).
+   */
+  private async explainedCedar(
+    snapshot: PolicySnapshot | Error,
+    point: DecisionPoint,
+    input: DecisionInput,
+  ): Promise<{ verdict: CedarVerdict; texts: { id: string; text: string }[] }> {
+    if (snapshot instanceof Error || !snapshot.rules.some((rule) => rule.kind === 'cedar'))
+      return { verdict: this.cedarVerdict(snapshot, point, input), texts: [] };
+    try {
+      return await policySandbox().explainCedar(snapshot, point, input);
+    } catch (error) {
+      return { verdict: { kind: 'failed', reason: `Cedar could not decide: ${(error as Error).message}` }, texts: [] };
+    }
   }
 
   async isReady(): Promise<boolean> {

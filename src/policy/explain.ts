@@ -27,11 +27,10 @@ export function explanationOf(
   point: DecisionPoint,
   input: DecisionInput,
   rego: { verdict: RegoVerdict; trace: string[] },
-  cedarVerdict: CedarVerdict,
-  cedarTexts: (ids: string[]) => { id: string; text: string }[],
+  cedar: { verdict: CedarVerdict; texts: { id: string; text: string }[] },
 ): DecisionExplanation {
+  const { verdict: cedarVerdict } = cedar;
   const outcome = combine(point, input, rego.verdict, cedarVerdict);
-  const cedarPolicies = cedarVerdict.kind === 'decided' ? cedarVerdict.policies : [];
   return {
     point,
     decision: outcome.decision,
@@ -54,7 +53,7 @@ export function explanationOf(
           : cedarVerdict.kind === 'none'
             ? { reason: 'no Cedar policy covers this action' }
             : {}),
-        policies: cedarTexts(cedarPolicies),
+        policies: cedar.texts,
         errors: cedarVerdict.kind === 'decided' ? cedarVerdict.evaluationErrors : [],
       },
     },

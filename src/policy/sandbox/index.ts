@@ -1,6 +1,7 @@
 /**
  * The policy sandbox: policy code an operator submits (a rule to validate, a candidate's trial,
- * impact analysis and shadow evaluation) is parsed and evaluated in worker threads, never on the
+ * impact analysis and shadow evaluation, the Cedar part of an explained decision) is parsed and
+ * evaluated in worker threads, never on the
  * event loop, so that a costly rule or candidate cannot stall the requests this process answers.
  * Each job has a time limit (POLICY_SANDBOX_TIMEOUT_MS: past it the thread is ended and replaced),
  * a memory limit (POLICY_SANDBOX_MEMORY_MB: the thread's heap, and each OPA module's Wasm memory),
@@ -15,7 +16,7 @@ import type { PolicySnapshot } from '../bundle/build.js';
 import type { CedarTrialCase } from '../cedar/checks.js';
 import type { SchemaCarrier } from '../bundle/data-schemas.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
-import type { DecideResult, SandboxJob, SandboxPolicy } from './jobs.js';
+import type { CedarExplanation, DecideResult, SandboxJob, SandboxPolicy } from './jobs.js';
 import { threadModule } from '../../config/index.js';
 import { WorkerPool, type PoolEntry, type PoolLimits } from './pool.js';
 
@@ -73,6 +74,21 @@ export class PolicySandbox {
     if (!('unknown' in first)) return first;
     const again = await this.run<DecideResult>({ kind: 'decide', revision, point, inputs, policy: await policy() });
     if ('unknown' in again) throw new Error(`the policy thread could not load revision ${revision}`);
+    return again;
+  }
+
+  /**
+   * Cedar's verdict on `input` under the snapshot and the text of its determining policies, for
+   * explaining a decision: here, bounded like every sandbox job, since compiling and evaluating a
+   * large policy set can take long (the snapshot is loaded in the thread once, without Rego).
+   */
+  async explainCedar(snapshot: PolicySnapshot, point: DecisionPoint, input: DecisionInput): Promise<CedarExplanation> {
+    const revision = `cedar:${snapshot.revision}`;
+    const job = { kind: 'cedar-explain', revision, point, input } as const;
+    const first = await this.run<CedarExplanation | { unknown: true }>(job);
+    if (!('unknown' in first)) return first;
+    const again = await this.run<CedarExplanation | { unknown: true }>({ ...job, policy: { snapshot, module: null } });
+    if ('unknown' in again) throw new Error(`the policy thread could not load revision ${snapshot.revision}`);
     return again;
   }
 

@@ -23,11 +23,16 @@ export type SandboxJob =
   | { kind: 'data-schemas'; mergedData: Record<string, unknown>; entries: SchemaCarrier[]; packDir: string }
   | { kind: 'cedar-trial'; snapshot: PolicySnapshot; cases: CedarTrialCase[]; budgetMs: number }
   /** `policy` is sent only when the thread answered that it does not hold the revision. */
-  | { kind: 'decide'; revision: string; point: DecisionPoint; inputs: DecisionInput[]; policy?: SandboxPolicy };
+  | { kind: 'decide'; revision: string; point: DecisionPoint; inputs: DecisionInput[]; policy?: SandboxPolicy }
+  /** Cedar's verdict on one input and the text of its determining policies (the decision playground), likewise. */
+  | { kind: 'cedar-explain'; revision: string; point: DecisionPoint; input: DecisionInput; policy?: SandboxPolicy };
 
 /** The verdicts of `decide` (Rego null: the module cannot decide it, OPA must), or `unknown`: send the policy. */
 export type DecideResult =
   { unknown: true } | { rego: (RegoVerdict | null)[]; cedar: CedarVerdict[]; loadProblem?: string };
+
+/** What `cedar-explain` answers, or `unknown`: send the policy. */
+export type CedarExplanation = { verdict: CedarVerdict; texts: { id: string; text: string }[] };
 
 /** An evaluation stopped because it needed more memory than it may have. */
 export class OutOfMemory extends Error {}
@@ -59,17 +64,13 @@ export class SandboxJobs {
     if (job.kind === 'cedar-rule') return cedarRuleProblem(job.content);
     if (job.kind === 'cedar-trial') return cedarTrialProblem(job.snapshot, job.cases, job.budgetMs);
     if (job.kind === 'data-schemas') return dataSchemasProblem(job);
+    if (job.kind === 'cedar-explain') return this.explainCedar(job);
     return this.decide(job);
   }
 
   private async decide(job: Extract<SandboxJob, { kind: 'decide' }>): Promise<DecideResult> {
-    let loadProblem: string | undefined;
-    if (job.policy) loadProblem = await this.load(job.revision, job.policy);
-    const policy = this.loaded.get(job.revision);
+    const { policy, loadProblem } = await this.revisionOf(job);
     if (!policy) return { unknown: true };
-    // Most recently used last, so that the oldest goes first.
-    this.loaded.delete(job.revision);
-    this.loaded.set(job.revision, policy);
     const rego = job.inputs.map((input) => {
       this.lastStop = null;
       const verdict = policy.compiled?.evaluate(job.point, input) ?? null;
@@ -79,6 +80,30 @@ export class SandboxJobs {
     });
     const cedar = job.inputs.map((input) => policy.cedar.evaluate(policy.snapshot, job.point, input));
     return { rego, cedar, ...(loadProblem ? { loadProblem } : {}) };
+  }
+
+  private async explainCedar(
+    job: Extract<SandboxJob, { kind: 'cedar-explain' }>,
+  ): Promise<CedarExplanation | { unknown: true }> {
+    const { policy } = await this.revisionOf(job);
+    if (!policy) return { unknown: true };
+    const verdict = policy.cedar.evaluate(policy.snapshot, job.point, job.input);
+    const texts = verdict.kind === 'decided' ? policy.cedar.policyTexts(policy.snapshot, verdict.policies) : [];
+    return { verdict, texts };
+  }
+
+  /** The job's revision, loaded first when the job brings it; undefined when the thread does not hold it. */
+  private async revisionOf(job: {
+    revision: string;
+    policy?: SandboxPolicy;
+  }): Promise<{ policy?: Loaded; loadProblem?: string }> {
+    const loadProblem = job.policy ? await this.load(job.revision, job.policy) : undefined;
+    const policy = this.loaded.get(job.revision);
+    if (!policy) return {};
+    // Most recently used last, so that the oldest goes first.
+    this.loaded.delete(job.revision);
+    this.loaded.set(job.revision, policy);
+    return { policy, ...(loadProblem ? { loadProblem } : {}) };
   }
 
   private async load(revision: string, policy: SandboxPolicy): Promise<string | undefined> {
