@@ -1,7 +1,7 @@
 /** The Cedar driver on its own (real cedar-wasm): mapping, entities from data, applicability, outputs. */
 import { expect } from 'chai';
 import { snapshotOf } from '../../src/policy/bundle/build.js';
-import { CedarDriver } from '../../src/policy/cedar/driver.js';
+import { CedarDriver, MAX_CEDAR_ENTITIES, MAX_CEDAR_HIERARCHY_DEPTH } from '../../src/policy/cedar/driver.js';
 import type { DecisionInput, PolicyDataDoc, PolicyRuleDoc } from '../../src/policy/index.js';
 import { authorizeInput, evaluationInput, clientCredentialsInput } from './inputs.js';
 import { confidentialClient, publicClient } from './support.js';
@@ -121,6 +121,36 @@ describe('Cedar driver', function () {
         .to.have.property('reason')
         .that.matches(/^Cedar entities in policy data cedar\.entities cannot be converted/);
     }
+  });
+
+  it('fails every decision closed on entity data past its bounds: more entities, or a longer chain of parents', function () {
+    const rules = ['permit (principal, action, resource);'];
+    const chain = (length: number) =>
+      Array.from({ length }, (_, index) => ({
+        uid: { type: 'Group', id: `g${index}` },
+        attrs: {},
+        parents: index ? [{ type: 'Group', id: `g${index - 1}` }] : [],
+      }));
+    const verdictWith = (data: unknown) =>
+      driver.evaluate(
+        snapshot(rules, { 'cedar.entities': data }),
+        'access_evaluation',
+        evaluationInput('alice', 'read', doc),
+      );
+    // g32 has 32 ancestors: the bound.
+    expect(verdictWith(chain(MAX_CEDAR_HIERARCHY_DEPTH + 1))).to.have.property('kind', 'decided');
+    expect(verdictWith(chain(MAX_CEDAR_HIERARCHY_DEPTH + 2)))
+      .to.have.property('reason')
+      .that.contains(`has a chain of parents longer than ${MAX_CEDAR_HIERARCHY_DEPTH}`);
+    const many = Array.from({ length: MAX_CEDAR_ENTITIES + 1 }, (_, index) => ({
+      uid: { type: 'Group', id: `m${index}` },
+      attrs: {},
+      parents: [],
+    }));
+    expect(verdictWith(many.slice(1))).to.have.property('kind', 'decided');
+    expect(verdictWith(many))
+      .to.have.property('reason')
+      .that.contains(`${MAX_CEDAR_ENTITIES + 1} entities, more than ${MAX_CEDAR_ENTITIES}`);
   });
 
   describe('several resource indicators (RFC 8707)', function () {
