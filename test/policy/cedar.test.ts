@@ -123,6 +123,23 @@ describe('Cedar driver', function () {
     }
   });
 
+  it('fails a decision closed when a forbid it would have applied cannot be evaluated, rather than skipping it as Cedar does', function () {
+    const rules = [
+      '@id("all") permit (principal, action, resource);',
+      '@id("no-contractors") forbid (principal, action, resource) when { principal.department == "contractors" };',
+    ];
+    // alice has no department: Cedar's evaluation of the forbid errors, and Cedar alone would allow.
+    const verdict = driver.evaluate(snapshot(rules), 'access_evaluation', evaluationInput('alice', 'read', doc));
+    expect(verdict).to.have.property('kind', 'failed');
+    expect(verdict).to.have.property('reason').that.contains('the forbid policy no-contractors');
+    // A guarded forbid evaluates: the permit decides.
+    const guarded = [rules[0]!, rules[1]!.replace('when { ', 'when { principal has department && ')];
+    expect(driver.evaluate(snapshot(guarded), 'access_evaluation', evaluationInput('alice', 'read', doc))).to.include({
+      kind: 'decided',
+      allow: true,
+    });
+  });
+
   it('fails every decision closed on entity data past its bounds: more entities, or a longer chain of parents', function () {
     const rules = ['permit (principal, action, resource);'];
     const chain = (length: number) =>

@@ -44,6 +44,7 @@ export interface CedarOutputs {
 }
 
 interface CompiledPolicy {
+  effect: 'permit' | 'forbid';
   annotations: Annotations;
   action: ActionConstraint;
   /** The policy's source, shown by the Admin decision playground. */
@@ -124,7 +125,12 @@ function compile(snapshot: PolicySnapshot): CompiledSet | Error {
           `Cedar rule ${rule.path} is invalid: policy #${index} cannot be converted: ${formatCedarErrors(parsed.errors, text)}`,
         );
       const id = uniqueId(parsed.json.annotations?.id ?? `${rule.path}#${index}`, policies);
-      policies.set(id, { annotations: parsed.json.annotations ?? {}, action: parsed.json.action, text });
+      policies.set(id, {
+        effect: parsed.json.effect,
+        annotations: parsed.json.annotations ?? {},
+        action: parsed.json.action,
+        text,
+      });
       texts.push([id, text]);
     }
   }
@@ -151,6 +157,14 @@ function authorize(set: CompiledSet, request: CedarRequest): CedarVerdict {
   if (answer.type === 'failure')
     return { kind: 'failed', reason: `Cedar evaluation failed: ${formatCedarErrors(answer.errors)}` };
   const { decision, diagnostics } = answer.response;
+  // Cedar skips a policy whose condition errors (an attribute it lacks, say): a forbid skipped so
+  // would let through what it was written to refuse, so its error fails the decision closed.
+  const failedForbid = diagnostics.errors.find((error) => set.policies.get(error.policyId)?.effect === 'forbid');
+  if (failedForbid && decision === 'allow')
+    return {
+      kind: 'failed',
+      reason: `Cedar could not evaluate the forbid policy ${failedForbid.policyId}: ${failedForbid.error.message}`,
+    };
   const determining = diagnostics.reason
     .map((id) => set.policies.get(id))
     .filter((policy): policy is CompiledPolicy => policy !== undefined);
