@@ -76,6 +76,11 @@ export class CedarDriver {
     }
   }
 
+  /** Whether the set of `revision` is compiled here already (its next decisions compile nothing). */
+  holds(revision: string): boolean {
+    return this.compiled?.revision === revision;
+  }
+
   /** The source of the named policies of the snapshot's set, for explaining a decision. */
   policyTexts(snapshot: PolicySnapshot, ids: string[]): { id: string; text: string }[] {
     const set = this.compiledFor(snapshot);
