@@ -16,7 +16,7 @@ import { OpaDriver } from './opa/driver.js';
 import type { RegoVerdict } from './opa/verdict.js';
 import { InProcessRego, localWasmCompiler, type WasmCompiler } from './opa/wasm.js';
 import { ManagedOpa, managedOpaSettings, OPA_BUNDLE_NAME } from './opa/process.js';
-import { explanationOf, type DecisionExplanation } from './explain.js';
+import { explanationOf, type CedarExplanation, type DecisionExplanation } from './explain.js';
 import { checkInput } from './contract/schemas.js';
 import { PolicySnapshots } from './bundle/snapshots.js';
 import { validateRule, type RuleKind } from './bundle/validate-rule.js';
@@ -265,7 +265,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     snapshot: PolicySnapshot | Error,
     point: DecisionPoint,
     input: DecisionInput,
-  ): Promise<{ verdict: CedarVerdict; texts: { id: string; text: string }[] }> {
+  ): Promise<CedarExplanation> {
     if (snapshot instanceof Error || !snapshot.rules.some((rule) => rule.kind === 'cedar'))
       return { verdict: this.cedarVerdict(snapshot, point, input), texts: [] };
     try {

@@ -23,11 +23,17 @@ export interface RuleHit {
 /** OPA's trace can be long; the playground shows its start, the rules list is taken from all of it. */
 const MAX_TRACE_LINES = 1000;
 
+/** Cedar's verdict on an explained input, and the text of the policies that determined it. */
+export interface CedarExplanation {
+  verdict: CedarVerdict;
+  texts: { id: string; text: string }[];
+}
+
 export function explanationOf(
   point: DecisionPoint,
   input: DecisionInput,
   rego: { verdict: RegoVerdict; trace: string[] },
-  cedar: { verdict: CedarVerdict; texts: { id: string; text: string }[] },
+  cedar: CedarExplanation,
 ): DecisionExplanation {
   const { verdict: cedarVerdict } = cedar;
   const outcome = combine(point, input, rego.verdict, cedarVerdict);

@@ -16,7 +16,8 @@ import type { PolicySnapshot } from '../bundle/build.js';
 import type { CedarTrialCase } from '../cedar/checks.js';
 import type { SchemaCarrier } from '../bundle/data-schemas.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
-import type { CedarExplanation, DecideResult, SandboxJob, SandboxPolicy } from './jobs.js';
+import type { CedarExplanation } from '../explain.js';
+import type { DecideResult, SandboxJob, SandboxPolicy } from './jobs.js';
 import { threadModule } from '../../config/index.js';
 import { WorkerPool, type PoolEntry, type PoolLimits } from './pool.js';
 

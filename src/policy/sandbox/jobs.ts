@@ -8,6 +8,7 @@ import { cedarRuleProblem, cedarTrialProblem, type CedarTrialCase } from '../ced
 import { CedarDriver, type CedarVerdict } from '../cedar/driver.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
 import type { RegoVerdict } from '../opa/verdict.js';
+import type { CedarExplanation } from '../explain.js';
 import { loadCompiledRego, type CompiledRego } from '../opa/compiled.js';
 import type { ValidateFunction } from 'ajv';
 
@@ -30,9 +31,6 @@ export type SandboxJob =
 /** The verdicts of `decide` (Rego null: the module cannot decide it, OPA must), or `unknown`: send the policy. */
 export type DecideResult =
   { unknown: true } | { rego: (RegoVerdict | null)[]; cedar: CedarVerdict[]; loadProblem?: string };
-
-/** What `cedar-explain` answers, or `unknown`: send the policy. */
-export type CedarExplanation = { verdict: CedarVerdict; texts: { id: string; text: string }[] };
 
 /** An evaluation stopped because it needed more memory than it may have. */
 export class OutOfMemory extends Error {}
