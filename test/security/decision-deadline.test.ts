@@ -161,11 +161,7 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
       const target = await readyServer({ POLICY_DECISION_TIMEOUT_MS: '150' });
       try {
         const secret = await confidentialClient(target, 'cedar-client', { scopes: ['read'] });
-        const rule = await target.admin('POST', '/policy-rules', {
-          kind: 'cedar',
-          path: 'arbiter/cedar/many.cedar',
-          content: manyCedarPolicies(),
-        });
+        const rule = await writeManyCedarPolicies(target);
         expect(rule.status, JSON.stringify(rule.body).slice(0, 300)).to.equal(400);
         expect(rule.body.error_description).to.match(
           /Cedar took \d+ ms to compile the policy set and decide \w+ on .+, longer than a decision may take \(POLICY_DECISION_TIMEOUT_MS, 150 ms\)/,
@@ -181,11 +177,7 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
     const target = await readyServer();
     try {
       const secret = await confidentialClient(target, 'cedar-client', { scopes: ['read'] });
-      const rule = await target.admin('POST', '/policy-rules', {
-        kind: 'cedar',
-        path: 'arbiter/cedar/many.cedar',
-        content: manyCedarPolicies(),
-      });
+      const rule = await writeManyCedarPolicies(target);
       expect(rule.status, JSON.stringify(rule.body).slice(0, 300)).to.equal(201);
       await policyInForce(target);
       // A key's first decisions are measured in a thread; once cheap, the next ones would run on the event loop.
@@ -208,11 +200,7 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
   it('explains a decision (the Admin API playground) under a large Cedar set off the event loop: /livez stays fast', async function () {
     const target = await readyServer();
     try {
-      const rule = await target.admin('POST', '/policy-rules', {
-        kind: 'cedar',
-        path: 'arbiter/cedar/many.cedar',
-        content: manyCedarPolicies(),
-      });
+      const rule = await writeManyCedarPolicies(target);
       expect(rule.status, JSON.stringify(rule.body).slice(0, 300)).to.equal(201);
       const example = contractExampleInputs().find((each) => each.point === 'token')!;
       // The first explanation of the revision compiles its Cedar set: some hundreds of ms.
@@ -230,6 +218,15 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
     }
   });
 });
+
+/** Writes manyCedarPolicies() as a shared rule: the Admin API's answer. */
+function writeManyCedarPolicies(target: TestServer) {
+  return target.admin('POST', '/policy-rules', {
+    kind: 'cedar',
+    path: 'arbiter/cedar/many.cedar',
+    content: manyCedarPolicies(),
+  });
+}
 
 /** Many small Cedar policies, each cheap: about 240 KB of them takes Cedar some hundreds of ms to compile. */
 function manyCedarPolicies(): string {
