@@ -75,6 +75,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
     meaning:
       "the time a decision may take, OPA's or in process: past it, a deny (fail closed, `503 temporarily_unavailable` naming the point and the limit); a decision not yet proven cheap is evaluated in a decision thread that is ended at the limit ([policy.md](policy.md#rego-in-process)); a policy write whose trial decides one of its inputs slower than this (as OPA times it) is refused with a 400 naming the input",
   },
+  POLICY_DECISION_MEMORY_MB: {
+    meaning:
+      'the memory of a decision thread: its JavaScript heap, and the Wasm memory of the compiled Rego module it evaluates; a decision that needs more fails closed (`503`), rather than growing the process',
+  },
   POLICY_REGO_IN_PROCESS: {
     meaning:
       "evaluate Rego in the server's process from the bundle compiled to WebAssembly by OPA; OPA answers whatever that cannot decide exactly as OPA would ([policy.md](policy.md#rego-in-process))",

@@ -45,6 +45,8 @@ export interface Config {
   policyPollMaxSeconds: number;
   policyBundleToken: string;
   policyDecisionTimeoutMs: number;
+  /** The memory of a decision thread (MB): its JavaScript heap, and the Wasm memory of the compiled Rego module it loads. */
+  policyDecisionMemoryMb: number;
   /** Rego decisions evaluated in this process from the bundle compiled to Wasm (OPA answers what it cannot); default: with the managed OPA only. */
   policyRegoInProcess: boolean;
   /** /healthz is degraded once OPA has served an older revision than the store's for this long (it refused a bundle, or cannot reach it). */
@@ -220,6 +222,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   POLICY_POLL_MAX_SECONDS: 'policyPollMaxSeconds',
   POLICY_BUNDLE_TOKEN: 'policyBundleToken',
   POLICY_DECISION_TIMEOUT_MS: 'policyDecisionTimeoutMs',
+  POLICY_DECISION_MEMORY_MB: 'policyDecisionMemoryMb',
   POLICY_REGO_IN_PROCESS: 'policyRegoInProcess',
   POLICY_LAG_BOUND_SECONDS: 'policyLagBoundSeconds',
   POLICY_FAULT_WINDOW_SECONDS: 'policyFaultWindowSeconds',
@@ -349,6 +352,7 @@ export const SCHEMA = {
     policyPollMaxSeconds: positive,
     policyBundleToken: { type: ['string', 'null'], minLength: 16 },
     policyDecisionTimeoutMs: positive,
+    policyDecisionMemoryMb: { type: 'integer', minimum: 64, maximum: 4096 },
     policyRegoInProcess: { type: ['boolean', 'null'] },
     policyLagBoundSeconds: positive,
     policyFaultWindowSeconds: positive,

@@ -187,6 +187,7 @@ class ArbiterPolicyEngine implements RunningPolicyEngine {
     this.faults = new PolicyFaults(parts.config.policyFaultWindowSeconds * 1000, parts.store, parts.log);
     this.live = new LiveDecisions({
       budgetMs: parts.config.policyDecisionTimeoutMs,
+      memoryMb: parts.config.policyDecisionMemoryMb,
       cedar: this.cedar,
       log: parts.log,
     });

@@ -197,6 +197,49 @@ duplicated_items := {"never" | count([1 | some a in items; some b in items; a < 
     }
   });
 
+  it('keeps a live decision that allocates without bound within POLICY_DECISION_MEMORY_MB: it fails closed, the process does not grow', async function () {
+    const target = await readyServer({ POLICY_DECISION_MEMORY_MB: '64' });
+    try {
+      const secret = await confidentialClient(target, 'hungry-client', { scopes: ['read'] });
+      const { body } = await target.admin('GET', '/policy-rules?path=arbiter/token/token.rego');
+      const current = (Array.isArray(body) ? body : body.items).find(
+        (rule: { path: string }) => rule.path === 'arbiter/token/token.rego',
+      ) as { content: string };
+      const original = 'withheld := lib.withheld_scopes(input.client, lib.clients)';
+      // A list of tens of millions of numbers for one client (gigabytes), built only on its request.
+      const hungry = current.content.replace(original, `${original} | hungry`).concat(`
+default hungry := set()
+
+hungry := {"never" | count([x | some x in numbers.range(1, size)]) < 0} if {
+	size := data.hungry_sizes[input.client.client_id]
+}
+`);
+      const rule = await target.admin('PUT', '/policy-rules/by-path?path=arbiter/token/token.rego', {
+        kind: 'rego',
+        path: 'arbiter/token/token.rego',
+        content: hungry,
+      });
+      expect(rule.status, JSON.stringify(rule.body).slice(0, 300)).to.equal(200);
+      const data = await target.admin('PUT', '/policy-data/by-key?dataKey=hungry_sizes', {
+        dataKey: 'hungry_sizes',
+        payload: JSON.stringify({ 'hungry-client': 30_000_000 }),
+      });
+      expect(data.status, JSON.stringify(data.body)).to.equal(201);
+      await policyInForce(target);
+      const before = process.memoryUsage().rss;
+      let peak = before;
+      const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().rss)), 20);
+      const answer = await clientCredentials(target, 'hungry-client', secret, { scope: 'read' }).finally(() =>
+        clearInterval(sampler),
+      );
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(503);
+      // Unbounded, the one decision grew this process by about a gigabyte before its deadline.
+      expect((peak - before) / 2 ** 20, 'MB the process grew by').to.be.below(400);
+    } finally {
+      await target.close();
+    }
+  });
+
   it('explains a decision (the Admin API playground) under a large Cedar set off the event loop: /livez stays fast', async function () {
     const target = await readyServer();
     try {

@@ -53,6 +53,8 @@ export interface LiveDecisionsOptions {
   cedar: CedarDriver;
   log: Logger;
   threads?: number;
+  /** POLICY_DECISION_MEMORY_MB: a decision thread's heap and Wasm memory. */
+  memoryMb?: number;
   /** How a thread is started; default thread.ts (or .js) beside this file. */
   entry?: ThreadEntry;
 }
@@ -62,8 +64,10 @@ export class LiveDecisions {
   private costs = { revision: '', keys: new Map<string, Cost>() };
 
   constructor(private readonly options: LiveDecisionsOptions) {
-    this.threads = new DecisionThreads(options.entry ?? threadEntry(), options.threads ?? DECISION_THREADS, (error) =>
-      options.log.error({ err: error }, 'a policy decision thread failed'),
+    this.threads = new DecisionThreads(
+      options.entry ?? { ...threadEntry(), ...(options.memoryMb ? { memoryMb: options.memoryMb } : {}) },
+      options.threads ?? DECISION_THREADS,
+      (error) => options.log.error({ err: error }, 'a policy decision thread failed'),
     );
     this.threads.warm();
   }

@@ -29,6 +29,8 @@ export interface JobOutcome {
 export interface ThreadEntry {
   module: URL;
   execArgv: string[];
+  /** The thread's memory (POLICY_DECISION_MEMORY_MB): its heap, and what its Wasm may grow to (thread.ts). */
+  memoryMb?: number;
 }
 
 interface Job {
@@ -143,7 +145,11 @@ export class DecisionThreads {
   private start(): void {
     const worker = new Worker(this.entry.module, {
       execArgv: this.entry.execArgv,
-      resourceLimits: { maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB },
+      resourceLimits: {
+        maxYoungGenerationSizeMb: THREAD_YOUNG_GENERATION_MB,
+        ...(this.entry.memoryMb ? { maxOldGenerationSizeMb: this.entry.memoryMb } : {}),
+      },
+      workerData: { memoryMb: this.entry.memoryMb ?? null },
     });
     const slot = new Slot(worker);
     worker.on('message', (reply: ThreadReply) => this.replied(slot, reply));

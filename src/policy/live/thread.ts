@@ -6,7 +6,7 @@
  * so that an input that overruns the budget is told apart from the ones decided before it.
  */
 import { performance } from 'node:perf_hooks';
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import { loadPolicy } from '@open-policy-agent/opa-wasm';
 import { CedarDriver } from '../cedar/driver.js';
 import { CompiledRego } from '../opa/compiled.js';
@@ -20,6 +20,10 @@ interface LoadedRevision {
 }
 
 const port = parentPort!;
+/** POLICY_DECISION_MEMORY_MB (null: unbounded, as a test's thread may be): the most Wasm memory a module may grow to. */
+const memoryMb = (workerData as { memoryMb?: number | null } | null)?.memoryMb ?? null;
+/** OPA's Wasm runtime aborts so when its memory cannot grow (the module's maximum is reached). */
+const WASM_OUT_OF_MEMORY = /malloc|out of memory|memory access out of bounds/i;
 const cedar = new CedarDriver();
 const revisions = new Map<string, LoadedRevision>();
 
@@ -45,13 +49,21 @@ async function run(job: ThreadJob): Promise<void> {
       input,
     );
     const ms = performance.now() - started;
+    // Out of memory is this input's fault, not the module's: it fails closed, and is not handed to
+    // OPA, where the same evaluation would grow without bound.
+    const outOfMemory = revision.stopped !== null && WASM_OUT_OF_MEMORY.test(revision.stopped);
     port.postMessage({
       id: job.id,
       index,
-      rego,
+      rego: outOfMemory
+        ? {
+            kind: 'failed',
+            reason: `the ${job.point} decision needed more memory than POLICY_DECISION_MEMORY_MB (${memoryMb} MB)`,
+          }
+        : rego,
       cedar: cedarVerdict,
       ms,
-      ...(revision.stopped ? { stopped: revision.stopped } : {}),
+      ...(revision.stopped && !outOfMemory ? { stopped: revision.stopped } : {}),
     } satisfies ThreadReply);
   }
 }
@@ -60,7 +72,7 @@ async function run(job: ThreadJob): Promise<void> {
 async function load(payload: RevisionPayload): Promise<void> {
   const loaded: LoadedRevision = { rego: null, payload, stopped: null };
   if (payload.wasm) {
-    const policy = await loadPolicy(payload.wasm);
+    const policy = await loadPolicy(payload.wasm, memoryMb ? { initial: 5, maximum: memoryMb * 16 } : undefined); // 64 KiB pages
     policy.setData(payload.snapshot.mergedData);
     loaded.rego = new CompiledRego(payload.snapshot.revision, policy, new Set(payload.points), (_point, reason) => {
       loaded.stopped = reason;
