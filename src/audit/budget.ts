@@ -18,6 +18,8 @@ export interface RefusalBudgetLimits {
 /** What an aggregated entry keeps of the requests it counts, each list bounded. */
 interface Tally {
   count: number;
+  /** Some request counted was refused (a 4xx, an authorization error); else all were allowed. */
+  refused: boolean;
   endpoints: Map<string, number>;
   methods: Set<string>;
   statuses: Map<number, number>;
@@ -52,8 +54,9 @@ const OTHER_ENDPOINTS = '(other)';
 const ANY_ADDRESS = '*';
 
 /**
- * How refused requests of callers nobody authenticated (4xx, no credential accepted, no policy
- * decision) reach the audit log: the first `perWindow` of an address each get their entry; after
+ * How requests of callers nobody authenticated (no credential accepted, no policy decision),
+ * refused (a 4xx, an authorization error) or allowed (a browser's first GET /authorize), reach
+ * the audit log: the first `perWindow` of an address each get their entry; after
  * that, and for every request naming a tenant that does not exist, they are counted in memory and
  * written as one aggregated entry per address (and tenant) per window, whose requestSummary is
  * `{ kind: 'aggregated', count, address, window, endpoints, statuses }`. So a flood from one
@@ -162,6 +165,7 @@ function tallyOf(tallies: Tallies, tenantId: string | null): Tally {
   if (!tally) {
     tally = {
       count: 0,
+      refused: false,
       endpoints: new Map(),
       methods: new Set(),
       statuses: new Map(),
@@ -175,6 +179,7 @@ function tallyOf(tallies: Tallies, tenantId: string | null): Tally {
 
 function count(tally: Tally, entry: AuditFields, unknownTenant: boolean, address: string): void {
   tally.count += 1;
+  if (entry.outcome !== 'allow') tally.refused = true;
   const endpoint =
     tally.endpoints.has(entry.endpoint) || tally.endpoints.size < MAX_ENDPOINTS ? entry.endpoint : OTHER_ENDPOINTS;
   tally.endpoints.set(endpoint, (tally.endpoints.get(endpoint) ?? 0) + 1);
@@ -211,7 +216,8 @@ function aggregatedEntry(
     },
     policyInput: null,
     policyDecision: null,
-    outcome: 'deny',
+    // Refusals, unless every request it counts was allowed (a browser's first GET /authorize).
+    outcome: tally.refused ? 'deny' : 'allow',
     tenantId,
     clientId: null,
     subjectId: null,

@@ -224,6 +224,17 @@ export class AuditLog {
   }
 
   /**
+   * An allowed protocol request of a caller nobody authenticated, which asked no decision (a
+   * browser's first GET /authorize, sent on to sign in): as appendAllowed says, within the budget
+   * of such callers' refusals, so that nobody can write the log an entry per request at will.
+   */
+  async appendAllowedUnauthenticated(entry: AuditFields): Promise<void> {
+    if (underAny(entry.endpoint, this.allowed.unrecorded)) return;
+    if (this.allowed.counts && underAny(entry.endpoint, this.allowed.counted)) return this.allowed.counts.count(entry);
+    await this.appendRefusal(entry, false);
+  }
+
+  /**
    * The entry of a request refused (4xx) to a caller nobody authenticated: appended while its
    * address is within its budget, else only counted (resolves at once), to be written in the
    * address's aggregated entry at the end of the window. A request naming a tenant that does not

@@ -41,8 +41,10 @@ export function isAudited(path: string): boolean {
  *
  * Every decision and every authenticated caller's request is recorded in full. A caller nobody
  * authenticated cannot make the log grow at will: its strings are cut (boundedEntry), and its
- * refused requests (4xx) beyond a per-address budget, or naming a tenant that does not exist,
- * are counted into one aggregated entry per address and window (AuditLog.appendRefusal).
+ * requests beyond a per-address budget, refused (a 4xx, or an authorization error sent to the
+ * redirect_uri) or allowed without a decision (a browser's first GET /authorize), or naming a
+ * tenant that does not exist, are counted into one aggregated entry per address and window
+ * (AuditLog.appendRefusal, appendAllowedUnauthenticated).
  */
 export function auditTrail(audit: AuditLog, log: Logger) {
   return async function audited(ctx: Context, next: Next): Promise<void> {
@@ -93,13 +95,14 @@ async function answerUnrecorded(ctx: Context, issued: Withdrawal[], error: unkno
 
 async function record(audit: AuditLog, ctx: Context, facts: AuditFacts): Promise<unknown> {
   const entry = entryFor(ctx, facts);
-  const authenticated = isAuthenticated(ctx, facts);
+  const protocolAllowed = entry.outcome === 'allow' && !isAdminPath(ctx.path);
   // An allowed protocol request is recorded as AUDIT_ALLOWED_COUNTED / AUDIT_ALLOWED_UNRECORDED say; refusals and Admin API calls always.
-  if (entry.outcome === 'allow' && !isAdminPath(ctx.path))
-    return audit.appendAllowed(authenticated ? entry : boundedEntry(entry));
-  if (authenticated) return audit.append(entry);
+  if (isAuthenticated(ctx, facts)) return protocolAllowed ? audit.appendAllowed(entry) : audit.append(entry);
   const bounded = boundedEntry(entry);
-  if (ctx.status >= 400 && ctx.status < 500) return audit.appendRefusal(bounded, ctx.state.tenantUnknown === true);
+  // Nobody authenticated (a browser's GET /authorize, a refusal): within the per-address and node budgets.
+  if (protocolAllowed) return audit.appendAllowedUnauthenticated(bounded);
+  const refused = (ctx.status >= 400 && ctx.status < 500) || (entry.outcome === 'deny' && ctx.status < 500);
+  if (refused) return audit.appendRefusal(bounded, ctx.state.tenantUnknown === true);
   return audit.append(bounded);
 }
 

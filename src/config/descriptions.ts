@@ -299,7 +299,7 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
   },
   AUDIT_UNAUTHENTICATED_LIMIT: {
     meaning:
-      'refused requests of an unauthenticated address that get an audit entry each per window; the rest are counted in one aggregated entry (see [Audit log](administration.md#audit-log))',
+      'requests of an unauthenticated address (refused, or allowed without a decision: a first GET /authorize) that get an audit entry each per window; the rest are counted in one aggregated entry (see [Audit log](administration.md#audit-log))',
   },
   AUDIT_UNAUTHENTICATED_TOTAL_LIMIT: {
     meaning:

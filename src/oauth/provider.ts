@@ -1,6 +1,6 @@
 import Provider from 'oidc-provider';
 import { createOidcAdapter, insertArtefactOnce } from '../../adapters/oidc/index.js';
-import { withdrawableCredentials } from '../audit/index.js';
+import { auditedAuthorizationErrors, withdrawableCredentials } from '../audit/index.js';
 import { createClientDocuments } from './register/cimd/index.js';
 import { clientLookup } from './clients/records.js';
 import { clientArtefactOwners } from './shared/owned-artefacts.js';
@@ -56,6 +56,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
   refetchClientKeysOnUnfamiliarKid();
   // A request whose audit entry cannot be written deletes the credentials it stored (auditTrail).
   withdrawableCredentials(provider);
+  auditedAuthorizationErrors(provider);
   reportBackchannelLogouts(provider, log, context.logoutRetries, basePath);
   signalLogouts(provider, tenant, context.userLoggedOut);
   installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config), mtls: config });

@@ -2,6 +2,7 @@ import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { ADMIN_KEY, readyServer, type TestServer } from '../support/server.js';
 import { eventually } from '../support/oauth.js';
+import { registerPublicClient } from '../support/dev-idp.js';
 import { rawRequest } from '../support/raw-http.js';
 import { MAX_AUDITED_STRING } from '../../src/audit/bounds.js';
 import { AuditLog, type AuditEntry, type AuditFields } from '../../src/audit/log.js';
@@ -105,6 +106,28 @@ describe('Audit amplification by callers nobody authenticated', function () {
         expect(row.clientId!.length).to.be.at.most(MAX_AUDITED_STRING + 1);
         expect(row.endpoint).to.equal('/authorize');
         expect(JSON.stringify(row).length, 'a bounded row').to.be.below(4096);
+      }
+    });
+
+    it("counts a public client's GET /authorize against the address, sent to sign in or sent an error: no more rows than the budget, the errors as refusals", async function () {
+      const { clientId, redirectUri } = await registerPublicClient(server, 'https://app.example.test/cb');
+      const authorize = (extra: string) =>
+        `/authorize?response_type=code&client_id=${clientId}&redirect_uri=${encodeURIComponent(redirectUri)}` +
+        `&scope=openid&code_challenge=${'c'.repeat(43)}&code_challenge_method=S256&state=s${extra}`;
+      // Sent on to sign in (no decision yet) from one address; sent login_required at the redirect_uri from another.
+      const cases = [
+        { address: '127.0.0.51', path: authorize(''), outcome: 'allow' },
+        { address: '127.0.0.52', path: authorize('&prompt=none'), outcome: 'deny' },
+      ];
+      for (const { address, path } of cases)
+        expect(await flood(60, 10, () => rawRequest(server.url, { path, localAddress: address }))).to.deep.equal({
+          302: 60,
+        });
+      const entries = await allEntries(server);
+      for (const { address, outcome } of cases) {
+        const rows = entries.filter((entry) => entry.ip === address);
+        expect(rows, `${address}: one entry each for the budget, the rest counted`).to.have.length(LIMIT);
+        expect(new Set(rows.map((row) => (row as { outcome?: string }).outcome))).to.deep.equal(new Set([outcome]));
       }
     });
 
