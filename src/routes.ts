@@ -195,7 +195,10 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
     edge('/device/auth', oidc(oauth.deviceAuthorization, { uncached: true })),
   );
   table.oauth(oauthRoutes.code_verification, edge('/device', oidc(oauth.deviceVerification, { uncached: true })));
-  table.oauthBelow(oauthRoutes.code_verification, edge('/device/:uid', oidc([], { uncached: true })));
+  table.oauthBelow(
+    oauthRoutes.code_verification,
+    edge('/device/:uid', oidc(oauth.deviceResumption, { uncached: true })),
+  );
   table.oauth(oauthRoutes.introspection, edge('/introspect', oidc(oauth.introspect, { uncached: true })));
   table.oauth(oauthRoutes.revocation, edge('/revoke', oidc(oauth.revoke, { uncached: true })));
   table.oauth(oauthRoutes.userinfo, edge('/userinfo', oidc(oauth.userinfo, { uncached: true })));

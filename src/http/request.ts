@@ -40,10 +40,29 @@ export function requestFrame({ log, accessLog, trustedProxies, proxyHeaders, htt
     trust(ctx);
     logLine?.(ctx);
     try {
-      await securityHeaders(ctx, () => withLogFields({ requestId }, next));
+      await securityHeaders(ctx, () => (validHost(ctx.host) ? withLogFields({ requestId }, next) : refuseHost(ctx)));
     } finally {
       // RFC 9110 §10.2.3: whoever answered the 503 (the JSON error handler, oidc-provider, a probe), the caller learns when to retry.
       if (ctx.status === 503 && !ctx.response.get('Retry-After')) ctx.set('Retry-After', RETRY_AFTER_SECONDS);
     }
   }
+}
+
+/**
+ * Whether the request's host (its Host header, or a trusted proxy's X-Forwarded-Host) can be one:
+ * oidc-provider builds its URLs from it (new URL), so `[::1`, `a b` or `x:99999` would fail every
+ * page and discovery with a 500. No host at all (HTTP/1.0) is left to the routes.
+ */
+function validHost(host: string): boolean {
+  if (host === '') return true;
+  try {
+    return new URL(`http://${host}`).host !== '';
+  } catch {
+    return false;
+  }
+}
+
+async function refuseHost(ctx: ParameterizedContext<RequestState>): Promise<void> {
+  ctx.status = 400;
+  ctx.body = { error: 'invalid_request', error_description: 'the Host header is not a valid host' };
 }

@@ -6,7 +6,11 @@ import type { Sealer, Store } from '../store/index.js';
 import { assertKnownTenant, type Tenant, type TenantRegistry } from '../tenancy/index.js';
 import { authorizationResumptionMiddleware, authorizeMiddleware } from './authorize/index.js';
 import { discoveryExtras, umaConfigurationAsDiscovery } from './discovery.js';
-import { deviceAuthorizationMiddleware, deviceVerificationMiddleware } from './device/index.js';
+import {
+  deviceAuthorizationMiddleware,
+  deviceResumptionMiddleware,
+  deviceVerificationMiddleware,
+} from './device/index.js';
 import { endSessionMiddleware } from './end-session/index.js';
 import { interactionRoutes } from './interactions/index.js';
 import { introspectMiddleware } from './introspect/index.js';
@@ -47,6 +51,7 @@ export function oauthSteps({ config, store, sealer, policy, providers, log }: OA
     authorizationResumption: authorizationResumptionMiddleware(),
     par: parMiddleware({ store, providerFor, maxBodyBytes }),
     deviceAuthorization: deviceAuthorizationMiddleware({ issuer, store, providerFor, maxBodyBytes }),
+    deviceResumption: deviceResumptionMiddleware(providerFor),
     deviceVerification: deviceVerificationMiddleware(
       { limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds },
       store,

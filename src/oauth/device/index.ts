@@ -7,7 +7,8 @@ import { recognizeRequestedScopes } from '../authorize/index.js';
 import type { ConfigurationSlice } from '../context.js';
 import { clientCredentials } from '../shared/credential-guard.js';
 import { formBody } from '../shared/form-body.js';
-import type { ArbiterMiddleware } from '../state.js';
+import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
+import { HttpError } from '../../http/errors.js';
 import { userCodeGuessLimit } from './guesses.js';
 import { DEVICE_CODE_GRANT } from '../token/grants/token-input.js';
 import { expiredFormPage, successSource, userCodeConfirmSource, userCodeInputSource } from './pages.js';
@@ -59,7 +60,15 @@ export function deviceAuthorizationMiddleware({
     recognizeRequestedScopes(store, providerFor),
     asDeviceAuthorizationAnswer,
   ]) as ArbiterMiddleware;
-  return [(ctx, next) => (ctx.method === 'POST' ? steps(ctx, next) : next())];
+  return [
+    (ctx, next) => {
+      if (ctx.method === 'POST') return steps(ctx, next);
+      // CORS preflights are oidc-provider's; anything else would reach its device sign-in's return (/device/:uid).
+      if (ctx.method === 'OPTIONS') return next();
+      ctx.set('Allow', 'POST');
+      throw new HttpError(405, 'method_not_allowed', 'use POST');
+    },
+  ];
 }
 
 /** What oidc-provider answers a client not registered for the grant (lib/actions/authorization/client.js). */
@@ -84,21 +93,32 @@ export function deviceVerificationMiddleware(
   store: Store,
   providerFor: (tenant: Tenant) => Provider,
 ): ArbiterMiddleware[] {
-  return [userCodeGuessLimit(limits, store), formOfKnownSession(providerFor)];
+  return [userCodeGuessLimit(limits, store), ofKnownSession(providerFor, ['POST'], (ctx) => ctx.path)];
+}
+
+/** What Arbiter adds at /device/:uid, where a device sign-in returns: a browser session it knows. */
+export function deviceResumptionMiddleware(providerFor: (tenant: Tenant) => Provider): ArbiterMiddleware[] {
+  return [ofKnownSession(providerFor, ['GET', 'HEAD'], (ctx) => ctx.path.replace(/\/[^/]*\/?$/, ''))];
 }
 
 /**
- * The code page's forms carry a CSRF token kept in the browser's oidc-provider session, so a POST
- * without a live session (no cookie: a cross-site form, or an expired one) can never pass: it is
- * answered 400 here. oidc-provider itself would fail on it with a 500 (its error page touches a
- * session it never stored, and persisting that one throws).
+ * The code page's forms carry a CSRF token kept in the browser's oidc-provider session, and a
+ * device sign-in returns (/device/:uid) to that session, so such a request without a live
+ * session (no cookie, one nobody stored: a cross-site form, an expired one, a stray GET) can
+ * never pass: it is answered 400 here, with a link to the code page. oidc-provider itself would
+ * fail on it with a 500 (its error page touches a session it never stored, and persisting that
+ * one throws).
  */
-function formOfKnownSession(providerFor: (tenant: Tenant) => Provider): ArbiterMiddleware {
+function ofKnownSession(
+  providerFor: (tenant: Tenant) => Provider,
+  methods: readonly string[],
+  codePage: (ctx: ArbiterContext) => string,
+): ArbiterMiddleware {
   return async (ctx, next) => {
-    if (ctx.method === 'POST') {
+    if (methods.includes(ctx.method)) {
       const provider = providerFor(ctx.state.tenant);
       const id = ctx.cookies.get(provider.cookieName('session'));
-      if (!id || !(await provider.Session.find(id))) return expiredFormPage(ctx);
+      if (!id || !(await provider.Session.find(id))) return expiredFormPage(ctx, codePage(ctx));
     }
     await next();
   };

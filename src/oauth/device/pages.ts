@@ -107,12 +107,12 @@ export function tooManyGuessesPage(ctx: Context, retryAfterSeconds: number): voi
 }
 
 /** A code page form that no live browser session of ours sent (its CSRF token cannot be checked): start again. */
-export function expiredFormPage(ctx: Context): void {
+export function expiredFormPage(ctx: Context, codePage: string = ctx.path): void {
   ctx.status = 400;
   renderFormPage(
     ctx,
     'Connect a device',
-    `<p class="error">This form has expired.</p><p><a href="${escapeHtml(ctx.path)}">Open the page again</a> and enter the code your device shows.</p>`,
+    `<p class="error">This form has expired.</p><p><a href="${escapeHtml(codePage)}">Open the page again</a> and enter the code your device shows.</p>`,
   );
 }
 
