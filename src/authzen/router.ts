@@ -32,6 +32,7 @@ import {
   EVALUATIONS,
   SEARCHES,
   type Entity,
+  MAX_EXPANDED_EVALUATION_BYTES,
   type Evaluation,
   type SearchKind,
   type Semantic,
@@ -169,6 +170,28 @@ function evaluationOf(body: Evaluation): Evaluation {
   };
 }
 
+/** The batch's evaluations, the defaults taken, within MAX_EXPANDED_EVALUATION_BYTES (each shared value measured once). */
+function assertExpandedSize(merged: Partial<Evaluation>[]): void {
+  const sizes = new Map<unknown, number>();
+  const sizeOf = (value: unknown) => {
+    if (value === undefined) return 0;
+    let size = sizes.get(value);
+    if (size === undefined) sizes.set(value, (size = JSON.stringify(value).length));
+    return size;
+  };
+  let total = 0;
+  for (const evaluation of merged) {
+    total +=
+      sizeOf(evaluation.subject) + sizeOf(evaluation.action) + sizeOf(evaluation.resource) + sizeOf(evaluation.context);
+    if (total > MAX_EXPANDED_EVALUATION_BYTES)
+      throw new HttpError(
+        413,
+        'invalid_request',
+        `the evaluations, each with the defaults it takes, are more than ${MAX_EXPANDED_EVALUATION_BYTES} bytes: send a large context in fewer evaluations`,
+      );
+  }
+}
+
 function single(ctx: ApiContext, outcome: DecisionOutcome): AuthzenDecision {
   recordDecision(ctx.state, outcome);
   enforceHttp.decided(outcome);
@@ -193,6 +216,7 @@ async function batch(ctx: ApiContext, deps: AuthzenDeps, asker: Asker, body: Bat
     resource: item.resource ?? body.resource,
     context: item.context ?? body.context,
   }));
+  assertExpandedSize(merged);
   const problems = merged.map((evaluation) =>
     problemOf(Object.fromEntries(Object.entries(evaluation).filter(([, value]) => value !== undefined))),
   );

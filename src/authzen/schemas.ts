@@ -26,6 +26,13 @@ export const EVALUATION = {
 export const SEMANTICS = ['execute_all', 'deny_on_first_deny', 'permit_on_first_permit'] as const;
 export type Semantic = (typeof SEMANTICS)[number];
 
+/**
+ * At most this many bytes of evaluations in one batch once each item has taken the top-level
+ * defaults: each evaluation is a decision input of its own (serialized, evaluated, audited), so a
+ * large shared `context` times 1,000 items would be hundreds of MB of work from a 1 MB body.
+ */
+export const MAX_EXPANDED_EVALUATION_BYTES = 4 * 1024 * 1024;
+
 /** At most this many evaluations in one batch. */
 export const MAX_EVALUATIONS = 1000;
 

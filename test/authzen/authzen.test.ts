@@ -246,6 +246,22 @@ describe('AuthZEN Authorization API', function () {
       }
     });
 
+    it('refuses a batch whose evaluations, each with the defaults it takes, are more than 4 MiB (413), and decides one within it', async function () {
+      // A 700 KB shared context: in 1,000 evaluations 700 MB of decision inputs (seconds of the event loop).
+      const context = { big: Array.from({ length: 100_000 }, (_, index) => index) };
+      const batchOf = (count: number) => ({
+        ...evaluationOf('bob', 'edit', 'plan'),
+        context,
+        evaluations: Array.from({ length: count }, () => ({})),
+      });
+      const refused = await ask(EVALUATIONS, batchOf(1000));
+      expect(refused.status, JSON.stringify(refused.body).slice(0, 200)).to.equal(413);
+      expect(refused.body.error_description).to.contain('more than 4194304 bytes');
+      const decided = await ask(EVALUATIONS, batchOf(5));
+      expect(decided.status, JSON.stringify(decided.body).slice(0, 200)).to.equal(200);
+      expect(decided.body.evaluations).to.have.length(5);
+    });
+
     it('behaves like the single endpoint without evaluations', async function () {
       const { status, body } = await ask(EVALUATIONS, evaluationOf('bob', 'edit', 'plan'));
       expect(status).to.equal(200);

@@ -17,20 +17,36 @@ export function splitShared(objects: readonly object[]): SharedPart {
   const inputs = objects as readonly Fields[];
   const [first, ...rest] = inputs;
   if (!first) return { common: {}, items: [] };
-  const shared = Object.keys(first).filter((key) => {
-    let text: string | undefined;
-    // The inputs of one request mostly hold the very same objects (one client, one request): compared by identity first.
-    return rest.every(
-      (input) =>
-        key in input &&
-        (input[key] === first[key] || JSON.stringify(input[key]) === (text ??= JSON.stringify(first[key]))),
-    );
-  });
+  const shared = Object.keys(first).filter((key) =>
+    rest.every((input) => key in input && sameJson(input[key], first[key])),
+  );
   const common = Object.fromEntries(shared.map((key) => [key, first[key]]));
   const items = inputs.map((input) =>
     Object.fromEntries(Object.entries(input).filter(([key]) => !shared.includes(key))),
   );
   return { common, items };
+}
+
+/**
+ * Whether two JSON values are equal. The inputs of one request mostly hold the very same objects
+ * (one client, one request, an AuthZEN batch's default context): compared by identity at every
+ * level, so that values differing in one small member are told apart without reading the large
+ * shared ones (serialized whole, a 700 KB context in 1,000 evaluations took seconds).
+ */
+function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    return a.every((value, index) => sameJson(value, b[index]));
+  }
+  const left = Object.entries(a).filter(([, value]) => value !== undefined);
+  const right = b as Fields;
+  const rightKeys = Object.keys(right).filter((key) => right[key] !== undefined);
+  return (
+    left.length === rightKeys.length &&
+    left.every(([key, value]) => Object.hasOwn(right, key) && sameJson(value, right[key]))
+  );
 }
 
 /** The inputs again, each as it was given. */

@@ -15,6 +15,16 @@ describe('unit: the part many inputs share, written once (policy/shared-part)', 
     });
   });
 
+  it('tells apart values that differ deep inside, however large the part they share', function () {
+    const context = { big: Array.from({ length: 1000 }, (_, index) => index) };
+    const evaluation = (id: string, extra: object = {}) => ({ resource: { type: 'doc', id }, context, ...extra });
+    const inputs = [{ evaluation: evaluation('1') }, { evaluation: evaluation('1') }, { evaluation: evaluation('2') }];
+    expect(splitShared(inputs).common).to.deep.equal({});
+    const same = [{ evaluation: evaluation('1') }, { evaluation: { ...evaluation('1'), context: { ...context } } }];
+    expect(splitShared(same).common).to.have.property('evaluation');
+    expect(splitShared([{ a: [1, 2] }, { a: [1, 2, 3] }, { a: { 0: 1, 1: 2 } }]).common).to.deep.equal({});
+  });
+
   it('shares nothing a single input lacks, and splits no inputs into nothing', function () {
     expect(splitShared([{ a: 1, b: 2 }, { a: 1 }])).to.deep.equal({ common: { a: 1 }, items: [{ b: 2 }, {}] });
     expect(splitShared([])).to.deep.equal({ common: {}, items: [] });
