@@ -203,11 +203,14 @@ describe('Pushed authorization requests (RFC 9126)', function () {
       expect(tokens.status, JSON.stringify(tokens.body)).to.equal(200);
     });
 
-    it('refuses an oversized body with 413 before reading it whole', async function () {
-      const { parameters } = await requestParameters({ state: 'x'.repeat(server.config.maxBodyBytes + 1) });
+    it('refuses a body over 64 KiB with 413 before reading it whole: a pushed request is stored whole until it expires', async function () {
+      const { parameters } = await requestParameters({ state: 'x'.repeat(64 * 1024) });
       const { status, body } = await push({ ...parameters, client_id: 'par-web' });
       expect(status).to.equal(413);
       expect(body.error).to.equal('invalid_request');
+      // Just under it, pushed.
+      const { parameters: under } = await requestParameters({ state: 'x'.repeat(60 * 1024) });
+      expect((await push({ ...under, client_id: 'par-web' })).status).to.equal(201);
     });
 
     it('answers other methods than POST without pushing anything', async function () {

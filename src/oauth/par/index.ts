@@ -57,9 +57,16 @@ export interface ParDeps {
  * registered scopes. The parameter checks of parameters.ts run at /par too.
  * Only a POST pushes anything: any other method goes straight to oidc-provider (a 404).
  */
+/**
+ * The largest pushed request read. It is stored whole until it expires, for a public client named
+ * by its client_id alone: at MAX_BODY_BYTES (1 MiB), 25 pushes a second kept 2 GB in the store. An
+ * authorization request, RAR details and a request object included, is a few KB.
+ */
+const PAR_MAX_BODY_BYTES = 64 * 1024;
+
 export function parMiddleware({ store, providerFor, maxBodyBytes }: ParDeps): ArbiterMiddleware[] {
   const steps = compose([
-    formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
+    formBody(Math.min(maxBodyBytes, PAR_MAX_BODY_BYTES), REPEATABLE_PARAMETERS),
     requireClient,
     guardClientCredentials,
     refuseRequestUri,
