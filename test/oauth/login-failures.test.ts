@@ -144,6 +144,18 @@ describe('Sign-in: choosing the upstream provider, and failures', () => {
       expect(JSON.parse(replay.body!).error_description).to.match(/unknown, expired or already completed/);
     });
 
+    it('keeps one pending upstream sign-in per interaction, however often its page is loaded', async () => {
+      const agent = new FetchUserAgent();
+      const request = await authorizationRequest(server, spa);
+      const interaction = await agent.navigate(request.url, (url) => url.pathname.startsWith('/interaction/'));
+      // Each load sends the browser upstream again, with a state of its own.
+      for (let load = 0; load < 5; load += 1)
+        expect((await agent.navigate(interaction.url, atAnyIdp)).url.host).to.equal(primary.host);
+      const uid = interaction.url.pathname.split('/')[2]!;
+      const logins = await server.store.collection('upstream_logins', '_default').find({ uid });
+      expect(logins.map((login) => (login as { status?: string }).status)).to.deep.equal(['pending']);
+    });
+
     it('an interaction page without its cookie is a 400', async () => {
       const { page } = await throughDevIdp({}, (url) => url.pathname.endsWith('/upstream-done'));
 

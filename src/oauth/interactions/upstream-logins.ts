@@ -44,8 +44,13 @@ export class UpstreamLogins {
     this.logins = store.collection<UpstreamLogin>(UPSTREAM_LOGINS_COLLECTION, tenant);
   }
 
-  /** Remembers a sign-in for interaction `uid` that was sent upstream with these checks. */
+  /**
+   * Remembers a sign-in for interaction `uid` that was sent upstream with these checks, in place
+   * of one still pending for it: its page loaded again sends the browser upstream again, and the
+   * earlier state can no longer complete (nor be stored once per load, 10 minutes each).
+   */
   async begin(uid: string, identityProviderId: number, checks: UpstreamChecks): Promise<void> {
+    await this.logins.deleteMany({ uid, status: 'pending' });
     await this.logins.insert({
       id: storageDigest(checks.state),
       uid,
