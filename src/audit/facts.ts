@@ -49,3 +49,27 @@ export function markAuthenticated(state: AuditState): void {
 export function markUnauthenticated(state: AuditState): void {
   if (state.audit && state.audit.authenticated === undefined) state.audit.authenticated = false;
 }
+
+/** The request of one of oidc-provider's events, as far as the audit log reads it. */
+type EventContext = { state?: AuditState & { errorCode?: string } };
+
+/** Authorization errors that say the server failed, rather than that the request was refused. */
+const AUTHORIZATION_FAULTS = new Set(['server_error', 'temporarily_unavailable']);
+
+/**
+ * oidc-provider sends an authorization request's error to the client's redirect_uri (a 302 or a
+ * form post), which the audit log alone would read as a request allowed: each is noted in the
+ * request's entry instead, as `deny` (or `error` for a fault), so that a caller nobody
+ * authenticated is counted against its budget for it like for any refusal.
+ */
+export function auditedAuthorizationErrors(provider: {
+  on(event: string, listener: (ctx: EventContext, error: { error?: string }) => void): unknown;
+}): void {
+  const noted = (ctx: EventContext, error: { error?: string }, fault: boolean) => {
+    if (!ctx.state?.audit || ctx.state.audit.outcome) return;
+    ctx.state.audit.outcome = fault || AUTHORIZATION_FAULTS.has(error.error ?? '') ? 'error' : 'deny';
+    if (error.error) ctx.state.errorCode ??= error.error;
+  };
+  provider.on('authorization.error', (ctx, error) => noted(ctx, error, false));
+  provider.on('server_error', (ctx, error) => noted(ctx, error, true));
+}

@@ -18,8 +18,14 @@ export {
   AUDIT_SHAPES_COLLECTION,
 } from './collections.js';
 export { auditTrail, isAudited } from './middleware.js';
-export { auditedAuthorizationErrors, withdrawableCredentials } from './issued.js';
-export { auditFactsOf, markAuthenticated, type AuditFacts, type AuditState } from './facts.js';
+export { withdrawableCredentials } from './issued.js';
+export {
+  auditedAuthorizationErrors,
+  auditFactsOf,
+  markAuthenticated,
+  type AuditFacts,
+  type AuditState,
+} from './facts.js';
 export { recordDecision } from './decision.js';
 export { eachRecorded } from './recorded.js';
 export { decisionsOfEntry, type RecordedDecisionCursor, type RecordedDecisionQuery } from './recorded-decisions.js';

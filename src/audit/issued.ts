@@ -1,5 +1,4 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import type { AuditState } from './facts.js';
 
 /** Undoes one thing a request issued: deletes a token or code from the store. */
 export type Withdrawal = () => Promise<unknown>;
@@ -40,30 +39,6 @@ export function withdrawableCredentials(provider: {
 }): void {
   for (const model of CREDENTIAL_MODELS)
     provider.on(`${model}.saved`, (artefact) => issuedInRequest.getStore()?.push(() => artefact.destroy()));
-}
-
-/** Authorization errors that say the server failed, rather than that the request was refused. */
-const AUTHORIZATION_FAULTS = new Set(['server_error', 'temporarily_unavailable']);
-
-/**
- * oidc-provider sends an authorization request's error to the client's redirect_uri (a 302 or a
- * form post), which the audit log alone would read as a request allowed: each is noted in the
- * request's entry instead, as `deny` (or `error` for a fault), so that a caller nobody
- * authenticated is counted against its budget for it like for any refusal.
- */
-export function auditedAuthorizationErrors(provider: {
-  on(
-    event: string,
-    listener: (ctx: { state?: AuditState & { errorCode?: string } }, error: { error?: string }) => void,
-  ): unknown;
-}): void {
-  const noted = (ctx: { state?: AuditState & { errorCode?: string } }, error: { error?: string }, fault: boolean) => {
-    if (!ctx.state?.audit || ctx.state.audit.outcome) return;
-    ctx.state.audit.outcome = fault || AUTHORIZATION_FAULTS.has(error.error ?? '') ? 'error' : 'deny';
-    if (error.error) ctx.state.errorCode ??= error.error;
-  };
-  provider.on('authorization.error', (ctx, error) => noted(ctx, error, false));
-  provider.on('server_error', (ctx, error) => noted(ctx, error, true));
 }
 
 /** Withdraws everything in `issued`; resolves with how many withdrawals failed, and the first reason. */
