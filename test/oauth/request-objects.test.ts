@@ -350,8 +350,8 @@ describe('Request objects (RFC 9101)', function () {
       expect(await pushedRefusal(await signed(nested.parameters, rsa.privateKey))).to.equal(
         'invalid_authorization_details',
       );
-      // Nested far deeper than the parameter check's depth: refused before anything recurses into it (never a 500).
-      const levels = 100_000;
+      // Nested far deeper than the parameter check's depth, within /par's 64 KiB: refused before anything recurses into it (never a 500).
+      const levels = 5_000;
       const { parameters: flat } = await requestParameters('jar-web');
       const now = Math.floor(Date.now() / 1000);
       const payload = JSON.stringify({ ...flat, iss: 'jar-web', aud: server.config.issuer, iat: now, exp: now + 300 });
