@@ -153,12 +153,12 @@ class FailureLedger {
     this.unfailed.forgetAll();
     const add = (key: string) => this.counters.addToWindow(key, this.windowMs);
     try {
+      const [byAddress, ...byIdentity] = await Promise.all([
+        add(keys.address),
+        ...(identity === null ? [] : [add(keys.identityAtAddress), add(keys.identity)]),
+      ]);
       // Each count includes this failure: what it was before decides.
-      const addressLocked = lockedFor(await add(keys.address), this.limit, 1);
-      // An address refused already is refused whatever it names: its made-up identities are not stored too.
-      if (addressLocked !== null || identity === null) return addressLocked;
-      const [here, everywhere] = await Promise.all([add(keys.identityAtAddress), add(keys.identity)]);
-      return this.lockedFor(here, everywhere, 1);
+      return lockedFor(byAddress, this.limit, 1) ?? this.lockedFor(byIdentity[0], byIdentity[1], 1);
     } catch {
       return null;
     }
