@@ -49,6 +49,16 @@ describe('Throttling of authentication failures, and the caller address', functi
     });
   }
 
+  it('still counts the guesses of an address refused already against the credential they name: its right secret is refused too', async function () {
+    // The address is over its limit through other identities' failures first.
+    for (let attempt = 0; attempt <= LIMIT; attempt++) await tokenRequest(`made-up-${attempt}`, 'secret', '127.0.0.79');
+    const secret = await confidentialClient(server, 'guessed-from-refused', { scopes: ['read'] });
+    for (let attempt = 0; attempt < LIMIT; attempt++)
+      expect((await tokenRequest('guessed-from-refused', 'a wrong guess', '127.0.0.79')).status).to.equal(429);
+    // Were the guesses not counted for the client, its right secret would be 200 here: 429 against 200 would tell them apart.
+    expect((await tokenRequest('guessed-from-refused', secret, '127.0.0.79')).status).to.equal(429);
+  });
+
   it('answers 429 with Retry-After after the configured number of wrong Admin keys, for that address only', async function () {
     for (let attempt = 0; attempt < LIMIT; attempt++)
       expect((await adminCall(server, '127.0.0.11', 'wrong-key-0123456789')).status).to.equal(401);
