@@ -101,7 +101,7 @@ async function record(audit: AuditLog, ctx: Context, facts: AuditFacts): Promise
   const bounded = boundedEntry(entry);
   // Nobody authenticated (a browser's GET /authorize, a refusal): within the per-address and node budgets.
   if (protocolAllowed) return audit.appendAllowedUnauthenticated(bounded);
-  const refused = (ctx.status >= 400 && ctx.status < 500) || (entry.outcome === 'deny' && ctx.status < 500);
+  const refused = ctx.status < 500 && (ctx.status >= 400 || entry.outcome === 'deny');
   if (refused) return audit.appendRefusal(bounded, ctx.state.tenantUnknown === true);
   return audit.append(bounded);
 }

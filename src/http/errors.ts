@@ -19,6 +19,12 @@ export class HttpError extends Error {
 export const badRequest = (description: string, details?: Record<string, unknown>) =>
   new HttpError(400, 'invalid_request', description, details);
 export const notFound = (description = 'not found') => new HttpError(404, 'not_found', description);
+/** A method a protocol endpoint does not take: 405 `method_not_allowed` with the Allow header naming those it does. */
+export function methodNotAllowed(ctx: { set(field: string, value: string): void }, allowed: string): HttpError {
+  ctx.set('Allow', allowed);
+  return new HttpError(405, 'method_not_allowed', `use ${allowed}`);
+}
+
 /** A method an API path does not offer (UMA 2.0 Federated Authorization §3.3 names the code). */
 export const unsupportedMethod = () =>
   new HttpError(405, 'unsupported_method_type', 'the endpoint does not support this HTTP method');

@@ -8,7 +8,7 @@ import type { ConfigurationSlice } from '../context.js';
 import { clientCredentials } from '../shared/credential-guard.js';
 import { formBody } from '../shared/form-body.js';
 import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
-import { HttpError } from '../../http/errors.js';
+import { methodNotAllowed } from '../../http/errors.js';
 import { userCodeGuessLimit } from './guesses.js';
 import { DEVICE_CODE_GRANT } from '../token/grants/token-input.js';
 import { expiredFormPage, successSource, userCodeConfirmSource, userCodeInputSource } from './pages.js';
@@ -65,8 +65,7 @@ export function deviceAuthorizationMiddleware({
       if (ctx.method === 'POST') return steps(ctx, next);
       // CORS preflights are oidc-provider's; anything else would reach its device sign-in's return (/device/:uid).
       if (ctx.method === 'OPTIONS') return next();
-      ctx.set('Allow', 'POST');
-      throw new HttpError(405, 'method_not_allowed', 'use POST');
+      throw methodNotAllowed(ctx, 'POST');
     },
   ];
 }

@@ -1,7 +1,7 @@
 import type { ArbiterContext } from '../state.js';
 import type { Config } from '../../config/index.js';
 import { bearerToken, invalidToken } from '../../http/bearer.js';
-import { HttpError } from '../../http/errors.js';
+import { HttpError, methodNotAllowed } from '../../http/errors.js';
 import { readJsonBody } from '../../http/body.js';
 import { createOutbound, outboundOptionsOf } from '../../http/outbound.js';
 import type { PolicyEngine } from '../../policy/index.js';
@@ -247,11 +247,6 @@ function assertPublicSubjects(metadata: Record<string, unknown>): void {
   if (metadata.subject_type !== undefined && metadata.subject_type !== null && metadata.subject_type !== 'public') {
     throw new HttpError(400, 'invalid_client_metadata', "subject_type must be 'public'", { field: 'subject_type' });
   }
-}
-
-function methodNotAllowed(ctx: ArbiterContext, allowed: string): HttpError {
-  ctx.set('Allow', allowed);
-  return new HttpError(405, 'method_not_allowed', `use ${allowed}`);
 }
 
 function decodeSegment(segment: string): string | undefined {

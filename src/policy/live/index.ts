@@ -62,6 +62,8 @@ export interface LiveDecisionsOptions {
 export class LiveDecisions {
   private readonly threads: DecisionThreads;
   private costs = { revision: '', keys: new Map<string, Cost>() };
+  /** Whether the event loop may compile the Cedar set of `revision` (cedarFitsLoop), worked out once per revision. */
+  private cedarSize = { revision: '', small: true };
 
   constructor(private readonly options: LiveDecisionsOptions) {
     this.threads = new DecisionThreads(
@@ -120,10 +122,12 @@ export class LiveDecisions {
 
   /** Whether the event loop may evaluate the revision's Cedar: compiled there already, or small enough to be. */
   private cedarFitsLoop(snapshot: PolicySnapshot): boolean {
-    if (this.options.cedar.holds(snapshot.revision)) return true;
-    let bytes = 0;
-    for (const rule of snapshot.rules) if (rule.kind === 'cedar') bytes += rule.content.length;
-    return bytes <= CEDAR_LOOP_COMPILE_MAX_BYTES;
+    if (this.cedarSize.revision !== snapshot.revision) {
+      let bytes = 0;
+      for (const rule of snapshot.rules) if (rule.kind === 'cedar') bytes += rule.content.length;
+      this.cedarSize = { revision: snapshot.revision, small: bytes <= CEDAR_LOOP_COMPILE_MAX_BYTES };
+    }
+    return this.cedarSize.small || this.options.cedar.holds(snapshot.revision);
   }
 
   /** True once a decision thread has started: before, in-process Rego is left to OPA (the engine's choice). */

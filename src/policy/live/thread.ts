@@ -9,7 +9,7 @@ import { performance } from 'node:perf_hooks';
 import { parentPort, workerData } from 'node:worker_threads';
 import { loadPolicy } from '@open-policy-agent/opa-wasm';
 import { CedarDriver } from '../cedar/driver.js';
-import { CompiledRego } from '../opa/compiled.js';
+import { CompiledRego, outOfWasmMemory, wasmMemoryOf } from '../opa/compiled.js';
 import { evaluateBoth, type ThreadJob, type ThreadReply, type RevisionPayload } from './protocol.js';
 
 interface LoadedRevision {
@@ -22,8 +22,6 @@ interface LoadedRevision {
 const port = parentPort!;
 /** POLICY_DECISION_MEMORY_MB (null: unbounded, as a test's thread may be): the most Wasm memory a module may grow to. */
 const memoryMb = (workerData as { memoryMb?: number | null } | null)?.memoryMb ?? null;
-/** OPA's Wasm runtime aborts so when its memory cannot grow (the module's maximum is reached). */
-const WASM_OUT_OF_MEMORY = /malloc|out of memory|memory access out of bounds/i;
 const cedar = new CedarDriver();
 const revisions = new Map<string, LoadedRevision>();
 
@@ -51,7 +49,7 @@ async function run(job: ThreadJob): Promise<void> {
     const ms = performance.now() - started;
     // Out of memory is this input's fault, not the module's: it fails closed, and is not handed to
     // OPA, where the same evaluation would grow without bound.
-    const outOfMemory = revision.stopped !== null && WASM_OUT_OF_MEMORY.test(revision.stopped);
+    const outOfMemory = outOfWasmMemory(revision.stopped);
     port.postMessage({
       id: job.id,
       index,
@@ -72,7 +70,7 @@ async function run(job: ThreadJob): Promise<void> {
 async function load(payload: RevisionPayload): Promise<void> {
   const loaded: LoadedRevision = { rego: null, payload, stopped: null };
   if (payload.wasm) {
-    const policy = await loadPolicy(payload.wasm, memoryMb ? { initial: 5, maximum: memoryMb * 16 } : undefined); // 64 KiB pages
+    const policy = await loadPolicy(payload.wasm, memoryMb ? wasmMemoryOf(memoryMb) : undefined);
     policy.setData(payload.snapshot.mergedData);
     loaded.rego = new CompiledRego(payload.snapshot.revision, policy, new Set(payload.points), (_point, reason) => {
       loaded.stopped = reason;

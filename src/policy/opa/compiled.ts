@@ -26,6 +26,19 @@ const JAVASCRIPT_BUILTINS = new Set([
 
 const UTF8 = new TextEncoder();
 
+/** OPA's Wasm runtime stops an evaluation so when its memory cannot grow (the module's maximum is reached). */
+const WASM_OUT_OF_MEMORY = /malloc|out of memory|memory access out of bounds/i;
+
+/** Whether an evaluation stopped for `reason` (CompiledRego's onStopped) because it ran out of Wasm memory. */
+export function outOfWasmMemory(reason: string | null): reason is string {
+  return reason !== null && WASM_OUT_OF_MEMORY.test(reason);
+}
+
+/** The Wasm memory of a module that may grow to `memoryMb` (in 64 KiB pages), for loadPolicy. */
+export function wasmMemoryOf(memoryMb: number): { initial: number; maximum: number } {
+  return { initial: 5, maximum: memoryMb * 16 };
+}
+
 /** One bundle revision's decisions, compiled. */
 export class CompiledRego {
   constructor(

@@ -9,7 +9,7 @@ import { CedarDriver, type CedarVerdict } from '../cedar/driver.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
 import type { RegoVerdict } from '../opa/verdict.js';
 import type { CedarExplanation } from '../explain.js';
-import { loadCompiledRego, type CompiledRego } from '../opa/compiled.js';
+import { loadCompiledRego, outOfWasmMemory, wasmMemoryOf, type CompiledRego } from '../opa/compiled.js';
 import type { ValidateFunction } from 'ajv';
 
 /** One revision's policy as a thread loads it: the snapshot, and its compiled module (null: none, OPA decides its Rego). */
@@ -37,9 +37,6 @@ export class OutOfMemory extends Error {}
 
 /** Revisions a thread keeps loaded: the live one, a proposed change or two, the shadow's (as the replayer keeps). */
 const KEPT_REVISIONS = 4;
-
-/** OPA's Wasm runtime aborts so when its memory cannot grow (the module's maximum is reached). */
-const WASM_OUT_OF_MEMORY = /malloc|out of memory|memory access out of bounds/i;
 
 interface Loaded {
   snapshot: PolicySnapshot;
@@ -73,7 +70,7 @@ export class SandboxJobs {
       this.lastStop = null;
       const verdict = policy.compiled?.evaluate(job.point, input) ?? null;
       // Not left to OPA: an evaluation that outgrew its memory here would grow without bound there.
-      if (this.lastStop !== null && WASM_OUT_OF_MEMORY.test(this.lastStop)) throw new OutOfMemory(this.lastStop);
+      if (outOfWasmMemory(this.lastStop)) throw new OutOfMemory(this.lastStop);
       return verdict;
     });
     const cedar = job.inputs.map((input) => policy.cedar.evaluate(policy.snapshot, job.point, input));
@@ -108,12 +105,11 @@ export class SandboxJobs {
     let problem: string | undefined;
     let compiled: CompiledRego | null = null;
     if (policy.module) {
-      const pages = this.memoryMb * 16; // 64 KiB pages
       const made = await loadCompiledRego(
         policy.snapshot,
         policy.module,
         (_point, reason) => (this.lastStop = reason),
-        { initial: 5, maximum: pages },
+        wasmMemoryOf(this.memoryMb),
       );
       if ('problem' in made) problem = made.problem;
       else compiled = made;
