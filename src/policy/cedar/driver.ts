@@ -29,6 +29,19 @@ export const CEDAR_ENTITIES_DATA_KEY = 'cedar.entities';
  * these bounds a decision costs about 130 ms at most.
  */
 export const MAX_CEDAR_ENTITIES = 10_000;
+
+/**
+ * About how much Cedar compiles for the snapshot: its rules' text and, when there is one, the
+ * entity data it reads with them (JSON). Compiling takes about 1.7 ms per KB of rules, and
+ * reading 10,000 entities some hundreds of ms.
+ */
+export function cedarCompileBytes(snapshot: PolicySnapshot): number {
+  let bytes = 0;
+  for (const rule of snapshot.rules) if (rule.kind === 'cedar') bytes += rule.content.length;
+  if (bytes === 0) return 0;
+  const entities = valueAt(snapshot.mergedData, CEDAR_ENTITIES_DATA_KEY);
+  return bytes + (entities === undefined ? 0 : JSON.stringify(entities).length);
+}
 export const MAX_CEDAR_HIERARCHY_DEPTH = 32;
 
 export type CedarVerdict =

@@ -17,7 +17,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from '../../log/index.js';
 import type { PolicySnapshot } from '../bundle/build.js';
-import type { CedarDriver } from '../cedar/driver.js';
+import { cedarCompileBytes, type CedarDriver } from '../cedar/driver.js';
 import type { DecisionInput, DecisionPoint } from '../contract/types.js';
 import type { CompiledRego } from '../opa/compiled.js';
 import type { RegoVerdict } from '../opa/verdict.js';
@@ -29,9 +29,10 @@ import { evaluateBoth, type LiveVerdicts, type RevisionPayload } from './protoco
 export const CHEAP_MS = 2;
 
 /**
- * The event loop compiles a revision's Cedar set when it first decides there (about 1.7 ms per KB
- * of Cedar, unmeasured by the keys' timing): only a set this small is; a larger one is decided in
- * the threads only, each of which compiles it within its first decision of the revision.
+ * The event loop compiles a revision's Cedar set when it first decides there, unmeasured by the
+ * keys' timing: only a set this small (its rules and entity data, cedarCompileBytes) is; a larger
+ * one is decided in the threads only, each of which compiles it within its first decision of the
+ * revision.
  */
 const CEDAR_LOOP_COMPILE_MAX_BYTES = 16 * 1024;
 
@@ -122,11 +123,11 @@ export class LiveDecisions {
 
   /** Whether the event loop may evaluate the revision's Cedar: compiled there already, or small enough to be. */
   private cedarFitsLoop(snapshot: PolicySnapshot): boolean {
-    if (this.cedarSize.revision !== snapshot.revision) {
-      let bytes = 0;
-      for (const rule of snapshot.rules) if (rule.kind === 'cedar') bytes += rule.content.length;
-      this.cedarSize = { revision: snapshot.revision, small: bytes <= CEDAR_LOOP_COMPILE_MAX_BYTES };
-    }
+    if (this.cedarSize.revision !== snapshot.revision)
+      this.cedarSize = {
+        revision: snapshot.revision,
+        small: cedarCompileBytes(snapshot) <= CEDAR_LOOP_COMPILE_MAX_BYTES,
+      };
     return this.cedarSize.small || this.options.cedar.holds(snapshot.revision);
   }
 
