@@ -33,9 +33,20 @@ if [[ $# -gt 0 ]]; then
 fi
 # Two passes (docs/development.md "How the suite runs"): the files that may share the machine in
 # parallel workers, then those of test/serial-files.json alone. Both run; either failing fails.
+# Each pass's output is kept too: a CI log may show only its end, so the failures of both are
+# printed again last.
 status=0
+logs=$(mktemp -d)
 echo "== mocha: parallel pass (TEST_JOBS=${TEST_JOBS:-3} workers)"
-npx mocha --config test/mocharc-parallel.cjs || status=$?
+npx mocha --config test/mocharc-parallel.cjs 2>&1 | tee "$logs/parallel.txt" || status=$?
 echo "== mocha: serial pass (test/serial-files.json)"
-npx mocha --config test/mocharc-serial.cjs || status=$?
+npx mocha --config test/mocharc-serial.cjs 2>&1 | tee "$logs/serial.txt" || status=$?
+if [[ $status -ne 0 ]]; then
+  for pass in parallel serial; do
+    echo "== mocha: what failed in the $pass pass"
+    # From mocha's "N failing" to the end of the pass: each failure with its message and stack.
+    sed -n '/[0-9] failing/,$p' "$logs/$pass.txt"
+  done
+fi
+rm -rf "$logs"
 exit "$status"
