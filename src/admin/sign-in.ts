@@ -4,15 +4,16 @@ import type { Config } from '../config/index.js';
 import { HttpError, notFound, unsupportedMethod } from '../http/errors.js';
 import { outboundOptionsOf } from '../http/outbound.js';
 import type { Logger } from '../log/index.js';
+import { enabledIdentityProvider, newChecks, SignInError, UpstreamProviders } from '../oauth/index.js';
 import {
-  enabledIdentityProvider,
-  newChecks,
-  openedChecks,
-  sealedChecks,
-  SignInError,
-  UpstreamProviders,
-} from '../oauth/index.js';
-import { DEFAULT_TENANT, storageDigest, type Sealer, type Store, type StoredDoc } from '../store/index.js';
+  DEFAULT_TENANT,
+  openedWith,
+  sealedFor,
+  storageDigest,
+  type Sealer,
+  type Store,
+  type StoredDoc,
+} from '../store/index.js';
 import { ADMIN_ROLES, type AdminRole } from './roles.js';
 import type { AdminContext, AdminKeyIdentity } from './state.js';
 import { ADMIN_SESSIONS_COLLECTION } from './collections.js';
@@ -22,7 +23,9 @@ import { ADMIN_SESSIONS_COLLECTION } from './collections.js';
  * provider (ADMIN_SIGN_IN_IDP, an identity provider of the default tenant), code flow with state,
  * nonce and PKCE S256, the ID token verified by openid-client. Their role and tenants come from a
  * claim (ADMIN_SIGN_IN_CLAIM) mapped by ADMIN_SIGN_IN_GRANTS; an operator the mapping gives
- * nothing is refused. The sign-in makes a session: 32 random bytes in an HttpOnly, SameSite=Strict
+ * nothing is refused. A sign-in under way is stored nowhere: its nonce and PKCE verifier travel
+ * in a cookie for the callback only, sealed for the holder of its state (anyone may load
+ * /admin/sign-in, and nothing they do there grows the store). The sign-in makes a session: 32 random bytes in an HttpOnly, SameSite=Strict
  * cookie scoped to /admin, its SHA-256 digest in the store (every node knows it; a copy of the
  * store holds no usable session), ending after ADMIN_SESSION_SECONDS or at sign-out. The Admin
  * API takes the cookie where no X-Admin-API-Key is sent (auth.ts), writes only with the console's
@@ -32,22 +35,23 @@ export const SIGN_IN_PATH = '/admin/sign-in';
 export const SIGN_IN_CALLBACK_PATH = '/admin/sign-in/callback';
 export const SIGN_OUT_PATH = '/admin/sign-out';
 export const SESSION_COOKIE = 'arbiter_admin_session';
-/** Set by /admin/sign-in for its callback only: which browser began the sign-in. */
+/** Set by /admin/sign-in for its callback only: the sign-in's checks, sealed for its state (pendingCookie). */
 const SIGN_IN_COOKIE = 'arbiter_admin_sign_in';
 /** Sent by the console with every call made with its session cookie (a write without it is refused). */
 export const CONSOLE_HEADER = 'x-arbiter-console';
 
-/** A sign-in under way (its checks), or a session. Keyed by the digest of its state or cookie. */
-type SessionDoc = StoredDoc & { id: string; expiresAt: number } & (
-    | {
-        kind: 'pending';
-        /** The nonce and PKCE verifier, sealed for the holder of the state (sealedChecks). */
-        checks: string;
-        /** The digest of the browser's sign-in cookie: the callback must come from the browser that began. */
-        browser: string;
-      }
-    | { kind: 'session'; name: string; role: AdminRole; tenants?: string[] }
-  );
+/**
+ * A session, keyed by the digest of its cookie. (Rows of `kind: 'pending'`, sign-ins under way
+ * stored by earlier versions, are no session and expire with the purge.)
+ */
+type SessionDoc = StoredDoc & {
+  id: string;
+  expiresAt: number;
+  kind: 'session';
+  name: string;
+  role: AdminRole;
+  tenants?: string[];
+};
 
 /** How long a sign-in may take at the upstream provider. */
 const PENDING_MS = 10 * 60_000;
@@ -67,32 +71,6 @@ export class AdminSessions {
     const found = await this.collection().get(storageDigest(cookie));
     if (!found || found.kind !== 'session' || found.expiresAt <= Date.now()) return null;
     return { id: null, name: found.name, role: found.role, ...(found.tenants ? { tenants: found.tenants } : {}) };
-  }
-
-  /** Remembers a sign-in begun by the browser holding `browser` (the sign-in cookie's value). */
-  async begin(checks: { state: string; nonce: string; codeVerifier: string }, browser: string): Promise<void> {
-    await this.collection().insert({
-      id: storageDigest(checks.state),
-      kind: 'pending',
-      browser: storageDigest(browser),
-      checks: sealedChecks(checks),
-      expiresAt: Date.now() + PENDING_MS,
-    });
-  }
-
-  /**
-   * The checks of the sign-in `state` began, once, for the browser that began it: a replayed or
-   * unknown state, or one brought by another browser (login CSRF: an attacker's own sign-in
-   * finished in an operator's browser), is null.
-   */
-  async finish(state: string, browser: string | undefined): Promise<{ nonce: string; codeVerifier: string } | null> {
-    const id = storageDigest(state);
-    const found = await this.collection().get(id);
-    if (!found || found.kind !== 'pending' || browser === undefined || found.browser !== storageDigest(browser))
-      return null;
-    if (!(await this.collection().delete(id))) return null;
-    const checks = found.expiresAt > Date.now() ? openedChecks(state, found.checks) : null;
-    return checks && { nonce: checks.nonce, codeVerifier: checks.codeVerifier };
   }
 
   /** A new session for this operator; answers the cookie's value. */
@@ -152,14 +130,12 @@ export function adminSignIn(deps: SignInDeps) {
     if (ctx.path === SIGN_IN_PATH) {
       const checks = newChecks();
       // Ties the sign-in to this browser: Lax, as the identity provider's redirect back is a cross-site navigation.
-      const browser = randomBytes(32).toString('base64url');
-      ctx.cookies.set(SIGN_IN_COOKIE, browser, { ...signInCookie, maxAge: PENDING_MS });
-      await deps.sessions.begin(checks, browser);
+      ctx.cookies.set(SIGN_IN_COOKIE, pendingCookie(checks), { ...signInCookie, maxAge: PENDING_MS });
       ctx.redirect((await upstream.authorizationUrl(idp, redirectUri, checks, { prompt: [] })).href);
       return;
     }
     const state = typeof ctx.query.state === 'string' ? ctx.query.state : '';
-    const checks = state ? await deps.sessions.finish(state, ctx.cookies.get(SIGN_IN_COOKIE)) : null;
+    const checks = state ? checksOf(state, ctx.cookies.get(SIGN_IN_COOKIE)) : null;
     ctx.cookies.set(SIGN_IN_COOKIE, '', { ...signInCookie, maxAge: 0 });
     if (!checks)
       throw new HttpError(
@@ -190,6 +166,29 @@ export function adminSignIn(deps: SignInDeps) {
     ctx.status = 303;
     ctx.redirect('/admin?signed-in=session');
   };
+}
+
+/** The sign-in cookie: the checks of a sign-in begun, sealed for the holder of its state, with their end. */
+export function pendingCookie(checks: { state: string; nonce: string; codeVerifier: string }): string {
+  const { nonce, codeVerifier } = checks;
+  return sealedFor(checks.state, JSON.stringify({ nonce, codeVerifier, expiresAt: Date.now() + PENDING_MS }));
+}
+
+/**
+ * The checks of the sign-in `state` began in this browser: none where its cookie is missing,
+ * expired or was sealed for another state (login CSRF: an attacker's own sign-in finished in an
+ * operator's browser brings his state, never his cookie). A callback replayed with a kept cookie
+ * brings a code the identity provider has redeemed already.
+ */
+export function checksOf(state: string, cookie: string | undefined): { nonce: string; codeVerifier: string } | null {
+  const opened = cookie === undefined ? null : openedWith(state, cookie);
+  if (opened === null) return null;
+  const { nonce, codeVerifier, expiresAt } = JSON.parse(opened) as {
+    nonce: string;
+    codeVerifier: string;
+    expiresAt: number;
+  };
+  return expiresAt > Date.now() ? { nonce, codeVerifier } : null;
 }
 
 /** The grant of the first value of the operator's claim that has one. */

@@ -58,8 +58,6 @@ export { clientRepository, clientSecretHashing } from './clients/repository.js';
 export {
   enabledIdentityProvider,
   newChecks,
-  openedChecks,
-  sealedChecks,
   SignInError,
   UpstreamProviders,
   UpstreamSessions,

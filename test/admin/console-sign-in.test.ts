@@ -1,5 +1,7 @@
 import { expect } from 'chai';
+import { ADMIN_SESSIONS_COLLECTION } from '../../src/admin/index.js';
 import { startDevIdp } from '../../src/dev-idp/index.js';
+import { DEFAULT_TENANT } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { passDevIdpForms, registerIdentityProvider } from '../support/dev-idp.js';
 import { freePort, readyServer, type TestServer } from '../support/server.js';
@@ -137,6 +139,19 @@ describe('Console sign-in through an upstream OpenID provider', function () {
     // Bob's own browser still finishes his sign-in.
     const finished = await bob.navigate(stopped.url, atConsole);
     expect(finished.url.pathname).to.equal('/admin');
+    // Once: the callback took his sign-in cookie.
+    expect((await bob.navigate(stopped.url, atConsole)).status).to.equal(400);
+  });
+
+  it('stores nothing for a sign-in begun: anyone may load /admin/sign-in', async function () {
+    const sessions = server.store.collection(ADMIN_SESSIONS_COLLECTION, DEFAULT_TENANT);
+    const before = (await sessions.find({})).length;
+    for (let load = 0; load < 20; load += 1) {
+      const begun = await fetch(`${server.url}/admin/sign-in`, { redirect: 'manual' });
+      expect(begun.status).to.equal(302);
+      expect(begun.headers.get('set-cookie')).to.match(/^arbiter_admin_sign_in=/);
+    }
+    expect((await sessions.find({})).length).to.equal(before);
   });
 
   it('refuses a callback it did not start, or one replayed', async function () {
