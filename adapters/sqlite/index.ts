@@ -33,6 +33,7 @@ import {
 } from '../shared/spec.js';
 import { WriteListeners } from '../shared/write-listeners.js';
 import { Checkpointer, WAL_SIZE_LIMIT_BYTES, WRITER_CHECKPOINT_PAGES } from './checkpointer.js';
+import { ScanThread } from './scans.js';
 import { changeOf, identityOf, unwritableCode, type FileIdentity } from './files.js';
 import { BatchWriter } from '../../src/store/batches.js';
 import { EVENT_LOOP_PACE, inPacedSteps } from '../../src/store/paced.js';
@@ -110,6 +111,8 @@ export class SqliteStore implements Store {
     files: StoreFiles | null,
     private readonly checkpointer: Checkpointer | null,
     lockWaitMs: number,
+    /** Where searches read, off the event loop (a file in WAL mode; none: on the store's connection). */
+    private readonly threads: { scans?: ScanThread } = {},
   ) {
     this.io = new GuardedIo(
       db,
@@ -175,7 +178,9 @@ export class SqliteStore implements Store {
       if (!files.inWalMode) return new SqliteStore(db, files, null, lockWaitMs);
       db.pragma(`wal_autocheckpoint = ${WRITER_CHECKPOINT_PAGES}`);
       db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT_BYTES}`);
-      return new SqliteStore(db, files, new Checkpointer(resolve(file), files.identities), lockWaitMs);
+      return new SqliteStore(db, files, new Checkpointer(resolve(file), files.identities), lockWaitMs, {
+        scans: new ScanThread(resolve(file), lockWaitMs, sqliteFailure),
+      });
     } catch (error) {
       db.close();
       throw error;
@@ -187,10 +192,18 @@ export class SqliteStore implements Store {
     tenant = DEFAULT_TENANT,
   ): TenantCollection<T> {
     const spec = this.declaredAs(specOrName);
-    return new SqliteCollection<T>(this.db, this.statements, this.io, spec, tenant, {
-      commitInGroup: (write) => this.commitInGroup(write),
-      changed: (grouped) => this.changed(spec.name, grouped),
-    });
+    return new SqliteCollection<T>(
+      this.db,
+      this.statements,
+      this.io,
+      spec,
+      tenant,
+      {
+        commitInGroup: (write) => this.commitInGroup(write),
+        changed: (grouped) => this.changed(spec.name, grouped),
+      },
+      this.threads.scans ?? null,
+    );
   }
 
   onWrite(listener: () => void): void {
@@ -498,6 +511,7 @@ export class SqliteStore implements Store {
     this.closing = true;
     await this.group.close();
     await this.checkpointer?.stop();
+    await this.threads.scans?.stop();
     if (this.db.open) this.db.close();
   }
 }
@@ -566,6 +580,8 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
       /** Counts a write being made to this collection (Store.changesTo), in the transaction under way. */
       changed: (grouped: boolean) => void;
     },
+    /** Where a search reads (ScanThread), or null: on the store's connection. */
+    private readonly scans: ScanThread | null,
   ) {
     this.table = quoted(physicalName(spec.name));
   }
@@ -614,7 +630,10 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     const { where, params } = this.where(filter, true, options.search);
     const bound = startAtCondition(options, params);
     const sql = `SELECT doc FROM ${this.table} WHERE ${where}${bound} ${orderBy(options)} LIMIT ${limit ?? -1} OFFSET ${skip}`;
-    const rows = this.io.read(() => this.statements.get(sql).all(params) as { doc: string }[]);
+    const scans = this.scansOf(options.search);
+    const rows = scans
+      ? await this.scanned(() => scans.all<{ doc: string }>(sql, params))
+      : this.io.read(() => this.statements.get(sql).all(params) as { doc: string }[]);
     return rows.map((row) => JSON.parse(row.doc) as T);
   }
 
@@ -622,7 +641,20 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
     const { where, params } = this.where(filter, true, search);
     const matching = `SELECT 1 FROM ${this.table} WHERE ${where}`;
     const sql = `SELECT COUNT(*) AS n FROM (${matching}${atMost === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(atMost))}`})`;
+    const scans = this.scansOf(search);
+    if (scans) return (await this.scanned(() => scans.get<{ n: number }>(sql, params))).n;
     return this.io.read(() => (this.statements.get(sql).get(params) as { n: number }).n);
+  }
+
+  /** A search reads every record of the tenant: it runs in the scan thread, where there is one. */
+  private scansOf(search: TextSearch | undefined): ScanThread | null {
+    return activeSearch(search) ? this.scans : null;
+  }
+
+  /** A read in the scan thread, after the checks every read of the store's file makes (GuardedIo.read). */
+  private scanned<R>(read: () => Promise<R>): Promise<R> {
+    this.io.read(() => undefined);
+    return read();
   }
 
   async update(id: string | number, fields: Partial<T>, onlyIf?: Filter): Promise<T | null> {
@@ -936,13 +968,17 @@ function sqliteCall<R>(statement: () => R): R {
   try {
     return statement();
   } catch (error) {
-    if (error instanceof Database.SqliteError && UNUSABLE_FILE.test(error.code)) {
-      throw new StoreUnavailableError(
-        `the store's database cannot be used (${error.code}: ${error.message}); nothing was written. Check the file and the disk, then restart Arbiter.`,
-      );
-    }
+    if (error instanceof Database.SqliteError) throw sqliteFailure(error.code, error.message, error);
     throw error;
   }
+}
+
+/** What the store throws for a SQLite error: a file it cannot use is a StoreUnavailableError (a 503). */
+function sqliteFailure(code: string, message: string, error: Error = new Error(message)): Error {
+  if (!UNUSABLE_FILE.test(code)) return error;
+  return new StoreUnavailableError(
+    `the store's database cannot be used (${code}: ${message}); nothing was written. Check the file and the disk, then restart Arbiter.`,
+  );
 }
 
 /**
