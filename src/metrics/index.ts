@@ -67,6 +67,17 @@ export function endpointLabel(path: string): string {
 
 const SECONDS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
 
+/** What the outbox's gauges show, read from the store at a scrape. */
+interface OutboxFigures {
+  pending: number;
+  lagSeconds: number;
+  failing: number;
+  givenUp: number;
+}
+
+/** The gauges of one scrape share one read of the store (they are collected one after another). */
+const SCRAPE_READ_REUSE_MS = 1000;
+
 export class Metrics {
   readonly registry = new Registry();
   private readonly requests = new Histogram({
@@ -213,23 +224,32 @@ export class Metrics {
    * Read from the store at each scrape: every node of a store shows the same figures.
    */
   watchOutbox(outbox: {
-    state(): Promise<{ pending: number; lagSeconds: number; failing: number; givenUp: number }>;
+    state(): Promise<OutboxFigures>;
     observe(observer: (counted: { topic: string; outcome: string; reason?: string }) => void): void;
   }): void {
+    // One read of the store per scrape for the four gauges. A store that cannot answer shows as -1
+    // (as arbiter_store_ping_seconds does) and never fails the scrape: the other series are what an
+    // operator needs most then.
+    let reading: { at: number; state: Promise<OutboxFigures | null> } | null = null;
+    const state = (): Promise<OutboxFigures | null> => {
+      if (!reading || Date.now() - reading.at > SCRAPE_READ_REUSE_MS)
+        reading = { at: Date.now(), state: outbox.state().catch(() => null) };
+      return reading.state;
+    };
     const gauge = (
       name: string,
       help: string,
-      field: 'pending' | 'lagSeconds' | 'failing' | 'givenUp',
+      field: keyof OutboxFigures,
       // The store's figures are the same from every worker; what a process gave up is its own.
       aggregator: 'max' | 'sum' = 'max',
     ) =>
       new Gauge({
         name,
-        help,
+        help: `${help} (-1: the store did not answer)`,
         registers: [this.registry],
         aggregator,
         async collect() {
-          this.set((await outbox.state())[field]);
+          this.set((await state())?.[field] ?? -1);
         },
       });
     gauge(

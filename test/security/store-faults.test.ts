@@ -6,7 +6,7 @@ import { StoreUnavailableError } from '../../src/store/index.js';
 import { STORE_UNAVAILABLE_FOR_CALLERS } from '../../src/http/errors.js';
 import { MongoTestServer } from '../store/mongo-server.js';
 import { PostgresTestServer } from '../store/postgres-server.js';
-import { clientCredentials, confidentialClient } from '../support/oauth.js';
+import { clientCredentials, clientToken, confidentialClient } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 /**
@@ -106,8 +106,14 @@ describe('Store faults: bounded answers and readiness that writes', function () 
 
     const token = () => clientCredentials(server, 'frozen-postgres', secret, { scope: 'read' });
 
-    it('answers /token 503 with Retry-After within 5 s, /readyz 503, and serves again once thawed; /metrics shows the pool', async function () {
+    it('answers /token and a Bearer API 503 with Retry-After within 5 s, /readyz 503, and serves again once thawed; /metrics shows the pool', async function () {
       expect((await token()).status, 'a token before the freeze').to.equal(200);
+      const ssfSecret = await confidentialClient(server, 'frozen-ssf', { scopes: ['ssf.read'] });
+      const ssfToken = await clientToken(server, 'frozen-ssf', ssfSecret, { scope: 'ssf.read' });
+      expect(
+        (await server.request('/ssf/streams', { headers: { Authorization: `Bearer ${ssfToken}` } })).status,
+        'a Bearer API before the freeze',
+      ).to.equal(200);
       const metrics = await (await server.request('/metrics')).text();
       expect(metrics).to.match(/^arbiter_store_pool_connections\{state="open"\} [1-9]/m);
       expect(metrics).to.match(/^arbiter_store_pool_connections\{state="max"\} 10$/m);
@@ -125,6 +131,16 @@ describe('Store faults: bounded answers and readiness that writes', function () 
         expect(tokenMs, '/token answers within 5 s').to.be.below(5000);
         const ready = await server.request('/readyz');
         expect(ready.status, '/readyz while frozen').to.equal(503);
+        // An active token presented to Arbiter's own APIs: the store's fault, not the token's (a 401 would end it).
+        const streams = await server.request('/ssf/streams', { headers: { Authorization: `Bearer ${ssfToken}` } });
+        expect(streams.status, `/ssf/streams while frozen: ${await streams.text()}`).to.equal(503);
+        expect(streams.headers.get('retry-after')).to.match(/^[1-9][0-9]*$/);
+        // What an operator needs most now: /metrics answers, and says the store does not.
+        const scrape = await server.request('/metrics');
+        const scraped = await scrape.text();
+        expect(scrape.status, `/metrics while frozen: ${scraped.slice(0, 200)}`).to.equal(200);
+        expect(scraped).to.match(/^arbiter_store_ping_seconds -1$/m);
+        expect(scraped).to.match(/^arbiter_outbox_pending -1$/m);
       } finally {
         for (const pid of frozen) process.kill(pid, 'SIGCONT');
       }

@@ -4,6 +4,7 @@ import { markAuthenticated } from '../../audit/index.js';
 import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
 import { basicCredentials, invalidClient } from '../../http/basic.js';
 import { bearerToken, insufficientScope, invalidToken } from '../../http/bearer.js';
+import { isUnavailable } from '../../http/errors.js';
 import type { Sealer, Store } from '../../store/index.js';
 import { clientsCollection } from '../clients/records.js';
 import { withTenantHint } from './tenant-hint.js';
@@ -33,7 +34,12 @@ const MAX_TOKEN_LENGTH = 512;
  */
 export async function activeAccessToken(provider: Provider, value: string) {
   if (value.length > MAX_TOKEN_LENGTH && !looksLikeJwtAccessToken(value)) return undefined;
-  const token = await findTokenByValue(provider, value, 'access_token').catch(() => undefined);
+  // A value that is no token of ours fails its lookup: not active. A store that cannot answer is a
+  // 503, never a 401 that would make the caller throw an active token away.
+  const token = await findTokenByValue(provider, value, 'access_token').catch((error: unknown) => {
+    if (isUnavailable(error)) throw error;
+    return undefined;
+  });
   if (
     !token ||
     (token.kind !== 'AccessToken' && token.kind !== 'ClientCredentials') ||
