@@ -1,4 +1,4 @@
-import { HttpError } from '../http/errors.js';
+import { HttpError, type Unavailable } from '../http/errors.js';
 import type { DecisionOutcome } from './contract/types.js';
 
 /** A refusal as the caller sees it: a status, and an OAuth-style error code and description. */
@@ -34,21 +34,42 @@ export function refusalOf(outcome: DecisionOutcome, rules: DenyRules = {}): Refu
   };
 }
 
-/** A refusal for Arbiter's own APIs: an HttpError, answered as `{error, error_description}` by jsonErrors. */
-export function httpRefusal({ status, error, error_description: description }: Refusal): HttpError {
-  return new HttpError(status, error, description);
+/**
+ * The refusal of `outcome` as the error Arbiter's own APIs throw (undefined for an allow), answered
+ * as `{error, error_description}` by jsonErrors. An engine failure is Unavailable (the policy
+ * engine is the dependency): a 503 logged with its reason, not as an unexpected error.
+ */
+export function httpRefusal(outcome: DecisionOutcome, rules?: DenyRules): HttpError | undefined {
+  const refusal = refusalOf(outcome, rules);
+  if (!refusal) return undefined;
+  if (outcome.engineError !== undefined) return new PolicyUnavailableError(refusal, outcome.engineError);
+  return new HttpError(refusal.status, refusal.error, refusal.error_description);
+}
+
+class PolicyUnavailableError extends HttpError implements Unavailable {
+  declare readonly status: 503;
+  readonly error = 'temporarily_unavailable';
+  readonly dependency = 'policy engine';
+
+  constructor(
+    refusal: Refusal,
+    readonly reason: string,
+  ) {
+    super(503, refusal.error, refusal.error_description);
+    this.name = 'PolicyUnavailableError';
+  }
 }
 
 /** Enforces a decision in Arbiter's own APIs: returns on an allow, throws the refusal otherwise (an engine failure: 503). */
 export const enforceHttp = {
   /** Arbiter's own APIs (UMA, delegation, registration). */
   http(outcome: DecisionOutcome, rules?: DenyRules): void {
-    const refusal = refusalOf(outcome, rules);
-    if (refusal) throw httpRefusal(refusal);
+    const refusal = httpRefusal(outcome, rules);
+    if (refusal) throw refusal;
   },
   /** Where a deny is itself the answer (AuthZEN): only an engine failure is thrown, as in `http`. */
   decided(...outcomes: DecisionOutcome[]): void {
     const failed = outcomes.find((outcome) => outcome.engineError);
-    if (failed) throw httpRefusal(refusalOf(failed)!);
+    if (failed) throw httpRefusal(failed)!;
   },
 };

@@ -3,7 +3,7 @@ import { recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { HttpError } from '../http/errors.js';
 import { assertValid } from '../http/validation.js';
-import { httpRefusal, refusalOf, requestInput, type DenyRules } from '../policy/index.js';
+import { httpRefusal, requestInput, type DenyRules } from '../policy/index.js';
 import { decidePermissions, grantedScopes, type PermissionAnswer } from './decide.js';
 import type { ResourceOwner } from './resources.js';
 import type { ApiContext, ApiState, UmaDeps } from './deps.js';
@@ -65,8 +65,8 @@ const UMA_DENIALS: DenyRules = {
 
 /** The refusal of a permission the policy denied (an engine failure: 503), or allowed with none of the requested scopes. */
 function permissionDenial({ outcome }: PermissionAnswer): HttpError {
-  const refusal = refusalOf(outcome, UMA_DENIALS);
-  return refusal
-    ? httpRefusal(refusal)
-    : new HttpError(400, 'invalid_scope', 'the policy grants none of the requested scopes');
+  return (
+    httpRefusal(outcome, UMA_DENIALS) ??
+    new HttpError(400, 'invalid_scope', 'the policy grants none of the requested scopes')
+  );
 }

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { readdirSync, readFileSync } from 'node:fs';
-import { basic, confidentialClient, postForm } from '../support/oauth.js';
+import { basic, clientToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 /** The pids of this process's children running `opa run --server` (the managed OPA of an in-process test server). */
@@ -78,5 +78,59 @@ describe('A hung managed OPA', function () {
         // killed by the watchdog, as it should be
       }
     }
+  });
+});
+
+/**
+ * With Rego decided by OPA alone (POLICY_REGO_IN_PROCESS=false), a hung OPA decides nothing: each
+ * point answers 503 within POLICY_DECISION_TIMEOUT_MS, introspection too (found 2026-11-29: it
+ * answered `active: false`, which a resource server takes for a dead token), logged as the policy
+ * engine being unavailable, never as an unexpected error.
+ */
+describe('A hung OPA that decides alone', function () {
+  this.timeout(120_000);
+  let server: TestServer;
+  let others: Set<number>;
+  const logLines: string[] = [];
+  const ours = () => opaChildren().filter((pid) => !others.has(pid));
+
+  before(async function () {
+    others = new Set(opaChildren());
+    server = await readyServer(
+      { POLICY_REGO_IN_PROCESS: 'false', POLICY_DECISION_TIMEOUT_MS: '1000', LOG_LEVEL: 'warn' },
+      { logStream: { write: (line: string) => void logLines.push(line) } },
+    );
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  it('answers introspection and registration 503 temporarily_unavailable, and introspects the token active again once OPA answers', async function () {
+    const appSecret = await confidentialClient(server, 'hang-app', { scopes: ['read'] });
+    const rsSecret = await confidentialClient(server, 'hang-rs', { scopes: ['introspection'] });
+    const token = await clientToken(server, 'hang-app', appSecret, { scope: 'read' });
+    const caller = await clientToken(server, 'hang-rs', rsSecret, { scope: 'introspection' });
+    const introspect = () => postForm(server, '/introspect', { token }, { Authorization: `Bearer ${caller}` });
+    expect((await introspect()).body).to.include({ active: true });
+    const [opa] = ours();
+    process.kill(opa!, 'SIGSTOP');
+    try {
+      const during = await introspect();
+      expect(during.status, JSON.stringify(during.body)).to.equal(503);
+      expect(during.body.error).to.equal('temporarily_unavailable');
+      expect(during.headers.get('retry-after')).to.match(/^[1-9][0-9]*$/);
+      const registered = await server.request('/register', {
+        method: 'POST',
+        json: { redirect_uris: ['https://app.example.test/cb'], token_endpoint_auth_method: 'none' },
+      });
+      expect(registered.status, await registered.text()).to.equal(503);
+    } finally {
+      process.kill(opa!, 'SIGCONT');
+    }
+    await eventually(async () => (await introspect()).body.active === true);
+    const logged = logLines.map((line) => JSON.parse(line) as { msg: string });
+    expect(logged.map((line) => line.msg)).to.include.members(['policy decision failed closed']);
+    expect(logged.filter((line) => line.msg === 'unhandled error')).to.deep.equal([]);
+    expect(logged.some((line) => line.msg.startsWith('policy engine unavailable: '))).to.equal(true);
   });
 });

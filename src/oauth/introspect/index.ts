@@ -10,6 +10,7 @@ import { routes } from '../routes.js';
 import { tokenCallers, type TokenCallers, type TokenRequirement } from '../shared/callers.js';
 import type { MtlsSettings } from '../mtls/index.js';
 import { guardClientCredentials, requireClientCredential } from '../shared/credential-guard.js';
+import { httpRefusal } from '../shared/enforce.js';
 import { formBody, formParameter } from '../shared/form-body.js';
 import { takeArtefact } from '../../../adapters/oidc/index.js';
 import { isClientLive } from '../shared/owned-artefacts.js';
@@ -108,7 +109,10 @@ async function introspection(
   if (!token?.clientId || !(await isClientLive(deps.store, tenant, token.clientId))) return { ...INACTIVE };
   oidc.oidc.entity(token.kind, token);
   const outcome = await decideIntrospection(ctx, deps, tenant, token, caller);
-  if (!outcome.decision.allow || outcome.engineError) return { ...INACTIVE };
+  // An engine that could not decide is a 503, as at every other point: `active: false` would tell
+  // the resource server the token is dead (revoked, expired) when nobody decided anything.
+  if (outcome.engineError) throw httpRefusal(outcome)!;
+  if (!outcome.decision.allow) return { ...INACTIVE };
   const issuer = requestIssuer(deps.issuer, ctx.state.tenant);
   const body = await introspectionBody(
     deps.store,

@@ -4,7 +4,7 @@ import { errors } from 'oidc-provider';
 import { enforce, httpRefusal, oauthRefusal, refusalOf } from '../../../src/oauth/shared/enforce.js';
 import { narrowedScopes } from '../../../src/oauth/token/grants/decision.js';
 import { failClosed } from '../../../src/policy/combine.js';
-import { HttpError } from '../../../src/http/errors.js';
+import { HttpError, isUnavailable } from '../../../src/http/errors.js';
 import type { Decision, DecisionInput, DecisionOutcome } from '../../../src/policy/index.js';
 
 const INPUT = { tenant: '_default', client: null, subject: null, request: {}, time: '' } as unknown as DecisionInput;
@@ -86,9 +86,21 @@ describe('unit: the one refusal mapping (shared/enforce)', function () {
 
   describe('how a refusal is thrown', function () {
     it("httpRefusal is an HttpError with the refusal's status, code and description", function () {
-      const error = httpRefusal({ status: 403, error: 'forbidden', error_description: 'no' });
+      const error = httpRefusal(outcome({ allow: false, error: 'forbidden', error_description: 'no' }), {
+        statusOf: () => 403,
+      });
       expect(error).to.be.instanceOf(HttpError);
       expect(error).to.include({ status: 403, code: 'forbidden', message: 'no' });
+      expect(isUnavailable(error)).to.equal(false);
+      expect(httpRefusal(outcome({ allow: true }))).to.equal(undefined);
+    });
+
+    it('httpRefusal of an engine failure is Unavailable: a 503 logged with its reason, not as an unexpected error', function () {
+      const error = httpRefusal(failClosed('token', INPUT, 'OPA did not answer in time'));
+      expect(error).to.be.instanceOf(HttpError);
+      expect(error).to.include({ status: 503, code: 'temporarily_unavailable' });
+      expect(isUnavailable(error)).to.equal(true);
+      expect(error).to.include({ dependency: 'policy engine', reason: 'OPA did not answer in time' });
     });
 
     it("oauthRefusal is oidc-provider's own error class, with the code and description", function () {
