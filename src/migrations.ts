@@ -23,7 +23,7 @@ export const MIGRATIONS: readonly Migration[] = [
     to: 2,
     description:
       "the default pack's introspection rule refuses a resource server the tokens of other resources (RFC 7662 §4): a stored arbiter/introspect/introspect.rego still as the 0.1 pack seeded it is replaced with this release's; an edited one is left as it is",
-    run: (store) => replaceUneditedPackRule(store, INTROSPECT_RULE, INTROSPECT_RULE_0_1_DIGEST),
+    run: (store) => replaceUneditedPackRule(store, INTROSPECT_RULE, [INTROSPECT_RULE_0_1_DIGEST]),
   },
   {
     to: 3,
@@ -37,6 +37,12 @@ export const MIGRATIONS: readonly Migration[] = [
       "the Shared Signals decision point's default rule (arbiter/ssf/ssf.rego) is added to a store seeded by an older release, which has none (stream operations would fail closed); a store that has one keeps it",
     run: async (store) => void (await addMissingPackRule(store, SSF_RULE)),
   },
+  {
+    to: 5,
+    description:
+      "the default pack's token exchange rule passes on, when only a delegation lets a client exchange another client's token of its user, no more than the scopes that delegation grants: a stored arbiter/token_exchange/token_exchange.rego still as an older pack seeded it is replaced with this release's; an edited one is left as it is",
+    run: (store) => replaceUneditedPackRule(store, TOKEN_EXCHANGE_RULE, TOKEN_EXCHANGE_RULE_SEEDED_DIGESTS),
+  },
 ];
 
 const SSF_RULE = 'arbiter/ssf/ssf.rego';
@@ -45,15 +51,27 @@ const INTROSPECT_RULE = 'arbiter/introspect/introspect.rego';
 /** The digest of that rule as the 0.1 pack seeded it. */
 const INTROSPECT_RULE_0_1_DIGEST = 'sha256:a5c84bfcee8440693efd886efb8ce3d9cf704b626a47355c08284be623a2a2b9';
 
+const TOKEN_EXCHANGE_RULE = 'arbiter/token_exchange/token_exchange.rego';
+/** The digests of that rule as each earlier pack seeded it (every version in the project's history). */
+const TOKEN_EXCHANGE_RULE_SEEDED_DIGESTS = [
+  '13f951c867c280b649f0c5d949b9dc567df647e76e7e8d55e13d823a2d6f68fa',
+  '6f26b784e97570c9e3f7b279bf64640187a2e0f607ae1f1e6bbbd6bd7292821c',
+  '79ee678927b1b299ff650849e7fb1e60e26cf8ee70666b5f2ec0afd18bd3550b',
+  '8eccce8b5fa55f184b111aa89ddf76cfcf9f2ac95ea243282f8117b11c3dd4e6',
+  'bf5e68536b3767b012e2a08a5f2d4418400a3f77463fbd356f1561f4b191ae67',
+  'cd4ba2a67842b58ee4ef0cca823fda556194b99e02006ea640b5f15f82e3be24',
+  'f6a9ab0f54c55308abaf91c0b5a134a3f41b1a22edaff5000ad98af05c0067f5',
+].map((hex) => `sha256:${hex}`);
+
 /**
  * A fix to the default pack reaches a store seeded by an older release only through a step: the
  * pack is read at the first start alone. The shared rule at `path` is replaced by the pack's
- * file when it is still exactly as seeded (its content has `seededDigest`): an operator's edit wins.
+ * file when it is still exactly as seeded (its content has one of `seededDigests`): an operator's edit wins.
  */
-async function replaceUneditedPackRule(store: Store, path: string, seededDigest: string): Promise<void> {
+async function replaceUneditedPackRule(store: Store, path: string, seededDigests: readonly string[]): Promise<void> {
   const rules = policyRuleRecords(store, DEFAULT_TENANT);
   const stored = await rules.findOne({ path, tenantId: null, version: null, mode: null });
-  if (!stored || digestOf(stored.content) !== seededDigest) return;
+  if (!stored || !seededDigests.includes(digestOf(stored.content))) return;
   const content = await readFile(join(POLICY_PACK_DIR, path), 'utf8');
   await rules.upsert({ ...stored, content, digest: digestOf(content), updatedAt: new Date().toISOString() });
 }

@@ -373,11 +373,16 @@ export function takeArtefact(store: Store, tenant: string, model: string, value:
   return store.collection<OidcDoc>(OIDC_COLLECTION, tenant).delete(artefactKey(model, value));
 }
 
-/** Whether every artefact named (by artefactKey) is still stored and unexpired: none was revoked. */
-export async function artefactsRemain(store: Store, tenant: string, ids: readonly string[]): Promise<boolean> {
-  if (ids.length === 0) return true;
+/** The payloads of the artefacts named (by artefactKey), or null unless every one is still stored and unexpired: none was revoked. */
+export async function remainingArtefacts(
+  store: Store,
+  tenant: string,
+  ids: readonly string[],
+): Promise<AdapterPayload[] | null> {
+  if (ids.length === 0) return [];
   const unique = [...new Set(ids)];
-  return (await store.collection<OidcDoc>(OIDC_COLLECTION, tenant).getMany(unique)).length === unique.length;
+  const found = await store.collection<OidcDoc>(OIDC_COLLECTION, tenant).getMany(unique);
+  return found.length === unique.length ? found.map((doc) => doc.payload) : null;
 }
 
 export type ArtefactOwner = { clientId: string } | { accountId: string };

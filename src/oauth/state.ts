@@ -23,6 +23,8 @@ export type OAuthState = {
   claimScopes?: string[];
   /** Token exchange of an access token: the stored tokens the issued one lives by (EXCHANGED_FROM). */
   exchangedFrom?: string[];
+  /** Token exchange of another client's token that its user delegated to this client: the delegations it rests on (DELEGATION_IDS). */
+  exchangeDelegations?: string[];
   /** /authorize and /par: the client sent PKCE `plain`, which authorize/pkce-plain.ts turned into S256 (FAPI 2.0 refuses it). */
   pkcePlain?: true;
   /** The UMA grant: what the requesting party token permits (token/shaping.ts). */
@@ -39,6 +41,14 @@ export type OAuthRequestState = TenantState & AuditState & OAuthState;
  * exchanged from it. Never in a JWT access token, never shown at introspection.
  */
 export const EXCHANGED_FROM = 'exchanged_from';
+
+/**
+ * The `extra` member of a token exchanged from another client's token because its user delegated
+ * to the exchanging client (/delegation): the ids of those delegations. The token is found only
+ * while one of them is active (owned-artefacts.ts), as a requesting party token's delegated
+ * permission is; so is every token exchanged from it in turn. Never in a JWT, never shown.
+ */
+export const DELEGATION_IDS = 'delegation_ids';
 
 /**
  * The `extra` member of an access token issued for a code or refresh token whose authorization's

@@ -128,3 +128,46 @@ describe('Upgrading a store seeded before the ssf decision point', function () {
     }
   });
 });
+
+/**
+ * Schema step 5: the token exchange rule that bounds an exchange resting on a delegation by the
+ * scopes it delegates (found 2026-11-29) replaces an earlier pack's rule where nobody edited it.
+ */
+describe('Upgrading a store seeded before delegations bounded token exchange', function () {
+  const RULE = 'arbiter/token_exchange/token_exchange.rego';
+  const BEFORE = readFileSync(
+    join(dirname(fileURLToPath(import.meta.url)), 'fixtures/token-exchange-before-delegation-scopes.rego'),
+    'utf8',
+  );
+  const NOW = readFileSync(join(POLICY_PACK_DIR, RULE), 'utf8');
+
+  async function migratedFromVersion4(content: string): Promise<string | undefined> {
+    const store = await openArbiterStore('sqlite::memory:');
+    try {
+      await migrate(
+        store,
+        MIGRATIONS.filter((step) => step.to <= 4),
+      );
+      await policyRuleRecords(store, DEFAULT_TENANT).insert({
+        id: 1,
+        kind: 'rego',
+        path: RULE,
+        content,
+        enabled: true,
+        version: null,
+        tenantId: null,
+      });
+      expect(await migrate(store, MIGRATIONS)).to.include({ from: 4 });
+      return (await policyRuleRecords(store, DEFAULT_TENANT).get(1))?.content;
+    } finally {
+      await store.close();
+    }
+  }
+
+  it('is replaced with the current pack when still as an earlier pack seeded it, and left alone when edited', async function () {
+    expect(NOW).not.to.equal(BEFORE);
+    expect(await migratedFromVersion4(BEFORE)).to.equal(NOW);
+    const edited = `${BEFORE}\n# an operator's note\n`;
+    expect(await migratedFromVersion4(edited)).to.equal(edited);
+  });
+});

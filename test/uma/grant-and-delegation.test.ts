@@ -426,6 +426,69 @@ describe('UMA grant and the delegation store', function () {
     });
   });
 
+  /**
+   * The default pack lets a client exchange (RFC 8693) another client's token of a user who
+   * delegated to it. Found 2026-11-29: the exchanged token carried every scope of the user's
+   * token, and outlived the delegation by its whole lifetime.
+   */
+  describe('token exchange on a delegation', function () {
+    const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
+    const ALBUM_CALLBACK = 'http://127.0.0.1:1/album/cb';
+
+    it('carries only what the delegation grants, and ends with it, as do the tokens exchanged from it', async function () {
+      const albumSecret = await confidentialClient(server, 'album-app', {
+        scopes: ['openid', 'view', 'print'],
+        redirectUris: [ALBUM_CALLBACK],
+      });
+      const aliceAlbum = await userToken(
+        server,
+        { clientId: 'album-app', redirectUri: ALBUM_CALLBACK, secret: albumSecret },
+        'alice',
+        { scope: 'openid view print' },
+      );
+      const printerSecret = await confidentialClient(server, 'printer-service', { scopes: ['view', 'print'] });
+      const exchange = (subjectToken: string) =>
+        postForm(
+          server,
+          '/token',
+          {
+            grant_type: EXCHANGE,
+            subject_token: subjectToken,
+            subject_token_type: ACCESS_TOKEN_FORMAT,
+          },
+          { Authorization: basic('printer-service', printerSecret) },
+        );
+      expect((await exchange(aliceAlbum)).body.error_description).to.contain('issued to another client');
+
+      const created = await delegate(aliceDelegations, {
+        grantee_type: 'client',
+        grantee_client_id: 'printer-service',
+        resource_id: photo,
+        scopes: ['print'],
+        expires_at: inAnHour(),
+      });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      const exchanged = await exchange(aliceAlbum);
+      expect(exchanged.status, JSON.stringify(exchanged.body)).to.equal(200);
+      expect(exchanged.body.scope, 'what alice delegated, not all her token holds').to.equal('print');
+      // printer-service exchanges its own token again: that one rests on the delegation too.
+      const again = await exchange(exchanged.body.access_token);
+      expect(again.status, JSON.stringify(again.body)).to.equal(200);
+      for (const token of [exchanged.body.access_token, again.body.access_token]) {
+        const shown = (await introspect(token)).body;
+        expect(shown).to.include({ active: true, sub: 'alice', client_id: 'printer-service', scope: 'print' });
+        expect(shown, 'what it rests on stays on the server').not.to.have.property('delegation_ids');
+      }
+
+      expect(
+        (await api(server, 'DELETE', `/delegation/${created.body.delegation_id}`, aliceDelegations)).status,
+      ).to.equal(204);
+      for (const token of [exchanged.body.access_token, again.body.access_token])
+        expect((await introspect(token)).body).to.deep.equal({ active: false });
+      expect((await introspect(aliceAlbum)).body, "alice's own token is hers").to.include({ active: true });
+    });
+  });
+
   describe('discovery', function () {
     it('publishes /.well-known/uma2-configuration and the UMA fields in OpenID discovery', async function () {
       for (const path of ['/.well-known/uma2-configuration', '/.well-known/openid-configuration']) {

@@ -118,8 +118,28 @@ wanted := requested if {
 	input.subject_token.token_type == access_token_type
 } else := {scope | some scope in input.client.scopes} | lib.entitled_scopes(input.client, target)
 
-# What policy data withholds from the client (oauth.clients) is not passed on either.
-kept := granted - lib.withheld_scopes(input.client, lib.clients)
+# What policy data withholds from the client (oauth.clients) is not passed on either, nor, when
+# only a delegation makes the token exchangeable, what no delegation of its user to the client grants.
+kept := within_delegations(granted - lib.withheld_scopes(input.client, lib.clients))
+
+within_delegations(scopes) := scopes & delegated_scopes if {
+	rests_on_delegations
+} else := scopes
+
+# Another client's access token, whose may_act does not name this client: exchangeable by delegation alone.
+rests_on_delegations if {
+	input.subject_token.token_type == access_token_type
+	input.subject_token.client_id != input.client.client_id
+	not may_act_names_client
+}
+
+may_act_names_client if input.subject_token.may_act.client_id == input.client.client_id
+
+delegated_scopes := {scope |
+	some grant in object.get(input, "delegations", [])
+	delegation_of_subject_to_client(grant)
+	some scope in grant.scopes
+}
 
 # RFC 8693 §4.4: a subject token's may_act names who may act for its subject (by sub or client_id).
 actor_identities := {identity |
@@ -139,8 +159,12 @@ subject_token_exchangeable if input.subject_token.client_id == input.client.clie
 subject_token_exchangeable if input.subject_token.may_act.client_id == input.client.client_id
 
 subject_token_exchangeable if {
-	is_string(input.subject_token.sub)
 	some grant in object.get(input, "delegations", [])
+	delegation_of_subject_to_client(grant)
+}
+
+delegation_of_subject_to_client(grant) if {
+	is_string(input.subject_token.sub)
 	grant.grantee_client_id == input.client.client_id
 	grant.owner.sub == input.subject_token.sub
 }

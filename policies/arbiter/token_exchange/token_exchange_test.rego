@@ -125,7 +125,7 @@ another_clients_token := object.union(access_token, {"client_id": "spa"})
 
 delegation_from(owner, grantee) := {
 	"delegation_id": "d1", "grantee_type": "client", "grantee_subject_id": null, "grantee_client_id": grantee,
-	"resource_id": "r1", "scopes": ["read"], "expires_at": null, "owner": {"sub": owner, "client_id": null},
+	"resource_id": "r1", "scopes": ["invoices.read"], "expires_at": null, "owner": {"sub": owner, "client_id": null},
 }
 
 test_another_clients_token_is_refused if {
@@ -152,6 +152,27 @@ test_another_clients_token_of_a_user_who_delegated_to_the_client_is_exchanged if
 	delegated := exchange_delegated_by(delegation_from("alice", "billing-service"))
 	d := token_exchange.decision with input as delegated
 	d.allow
+}
+
+# A delegation grants what it names: the exchange that rests on it carries no more (found 2026-11-29:
+# a delegation of one scope let the client exchange every scope of the user's token).
+test_an_exchange_that_rests_on_a_delegation_carries_only_what_it_delegates if {
+	held := object.union(another_clients_token, {"scopes": ["invoices.read", "profile"]})
+	asked := object.union(
+		exchange(f.confidential_client, held, {"scopes": []}),
+		{"delegations": [delegation_from("alice", "billing-service")]},
+	)
+	d := token_exchange.decision with input as asked
+	d.allow
+	d.scopes == ["invoices.read"]
+}
+
+test_an_exchange_that_rests_on_a_delegation_of_other_scopes_is_refused if {
+	d := token_exchange.decision with input as exchange_delegated_by(object.union(
+		delegation_from("alice", "billing-service"),
+		{"scopes": ["view"]},
+	))
+	not d.allow
 }
 
 test_a_delegation_from_another_user_does_not_count if {

@@ -1,11 +1,11 @@
 import type { AdapterPayload } from 'oidc-provider';
-import { artefactsRemain, revokeArtefacts, type ArtefactOwners } from '../../../adapters/oidc/index.js';
+import { remainingArtefacts, revokeArtefacts, type ArtefactOwners } from '../../../adapters/oidc/index.js';
 import { subjectRecords } from '../../catalog/index.js';
 import { activeDelegationIds, revokeDelegationsOf } from '../../delegation/index.js';
 import type { Store } from '../../store/index.js';
 import { deleteTicketsOf, umaResources } from '../../uma/index.js';
 import { permissionsOf } from '../token/grants/uma-ticket/permissions.js';
-import { exchangedFromOf } from '../token/grants/token-exchange/access-token.js';
+import { delegationIdsOf, exchangedFromOf } from '../token/grants/token-exchange/access-token.js';
 import {
   clientRecordSeenByRequest,
   clientsCollection,
@@ -116,9 +116,18 @@ export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwne
     return delegated.every((permission) => permission.delegation_ids!.some((id) => active.has(id)));
   }
 
-  /** An exchanged token lives while the tokens it was exchanged from are stored: a read, for exchanged tokens only. */
-  function exchangedFromRemain(payload: AdapterPayload): Promise<boolean> {
-    return artefactsRemain(store, tenant, exchangedFromOf(payload.extra));
+  /**
+   * An exchanged token lives while the tokens it was exchanged from are stored (a read, for
+   * exchanged tokens only), and, of each exchange in that chain that rested on delegations
+   * (DELEGATION_IDS), while one of them is active.
+   */
+  async function exchangedFromRemain(payload: AdapterPayload): Promise<boolean> {
+    const chain = await remainingArtefacts(store, tenant, exchangedFromOf(payload.extra));
+    if (chain === null) return false;
+    const restingOn = [payload, ...chain].map((each) => delegationIdsOf(each.extra)).filter((ids) => ids.length);
+    if (restingOn.length === 0) return true;
+    const active = await activeDelegationIds(store, tenant, [...new Set(restingOn.flat())]);
+    return restingOn.every((ids) => ids.some((id) => active.has(id)));
   }
 }
 

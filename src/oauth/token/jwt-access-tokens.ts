@@ -10,7 +10,7 @@ import { resourceServerRecords } from '../../catalog/index.js';
 import { TurnReads, type Store } from '../../store/index.js';
 import { providerIssuer, type ConfigurationSlice, type ProviderContext } from '../context.js';
 import { formParameter } from '../shared/form-body.js';
-import { CLAIM_SCOPES, EXCHANGED_FROM, type ArbiterContext } from '../state.js';
+import { CLAIM_SCOPES, DELEGATION_IDS, EXCHANGED_FROM, type ArbiterContext } from '../state.js';
 
 /**
  * RFC 9068 JWT access tokens, for the resource servers whose record asks for them
@@ -57,6 +57,7 @@ export const jwtAccessTokens: ConfigurationSlice = () => ({
         Object.assign(jwt.payload, authenticationClaims(ctx));
         // Server-side only: the stored record keeps it (keepForLookup reads the token, not the JWT).
         delete jwt.payload[EXCHANGED_FROM];
+        delete jwt.payload[DELEGATION_IDS];
         delete jwt.payload[CLAIM_SCOPES];
         await keepForLookup(token, jwt.payload);
       },

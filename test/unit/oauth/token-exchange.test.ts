@@ -7,6 +7,7 @@ import {
   TOKEN_EXCHANGE_PARAMETERS,
 } from '../../../src/oauth/token/grants/token-exchange/parameters.js';
 import { decideExchange } from '../../../src/oauth/token/grants/token-exchange/decision.js';
+import { DELEGATIONS_COLLECTION } from '../../../src/delegation/index.js';
 import { UNBOUND, type ResolvedSubject } from '../../../src/oauth/token/grants/token-exchange/subject.js';
 import { StubPolicyEngine } from '../../support/stub-policy.js';
 import { fakeOidcContext, memoryStore, rejection, saveClient, saveResourceServer, TENANT } from '../../support/unit.js';
@@ -161,13 +162,48 @@ describe('unit: the token_exchange decision (token-exchange/decision)', function
     subject: { sub: 'alice', idp: null, claims: {} },
     binding: UNBOUND,
   });
-  const decide = (params: Record<string, unknown>, resolved = subjectToken(), actor: ResolvedSubject | null = null) => {
+  const exchangeOf = (
+    params: Record<string, unknown>,
+    resolved = subjectToken(),
+    actor: ResolvedSubject | null = null,
+  ) => {
     const ctx = fakeOidcContext({
       params: { grant_type: TOKEN_EXCHANGE, ...SUBJECT, ...params },
       client: { clientId: 'exchanger', clientAuthMethod: 'client_secret_basic' },
     });
     return decideExchange(ctx, { store: store(), policy, tenant: TENANT }, exchangeParameters(ctx), resolved, actor);
   };
+  const decide = (params: Record<string, unknown>, resolved = subjectToken(), actor: ResolvedSubject | null = null) =>
+    exchangeOf(params, resolved, actor).then(({ outcome }) => outcome);
+
+  it("ties the exchange of another client's token to the delegations of its user to the client, and no other exchange", async function () {
+    const delegation = (id: string, ownerSub: string, granteeClientId: string) => ({
+      id,
+      ownerSub,
+      ownerClientId: 'other-client',
+      granteeType: 'client' as const,
+      granteeSubjectId: null,
+      granteeClientId,
+      resourceId: 'r1',
+      scopes: ['read'],
+      validUntil: null,
+      createdAt: new Date().toISOString(),
+      revokedAt: null,
+    });
+    await store()
+      .collection(DELEGATIONS_COLLECTION, TENANT)
+      .insertMany([
+        delegation('d-alice', 'alice', 'exchanger'),
+        delegation('d-bob', 'bob', 'exchanger'),
+        delegation('d-elsewhere', 'alice', 'another-client'),
+      ]);
+    policy.answer('token_exchange', { allow: true, scopes: ['read'] });
+    expect((await exchangeOf({})).delegations).to.deep.equal(['d-alice']);
+    const own = subjectToken({ client_id: 'exchanger' });
+    expect((await exchangeOf({}, own)).delegations, 'its own token').to.deep.equal([]);
+    const named = subjectToken({ may_act: { client_id: 'exchanger' } });
+    expect((await exchangeOf({}, named)).delegations, 'may_act names it').to.deep.equal([]);
+  });
 
   it("asks token_exchange with the client, the subject, the subject token and no actor, for the token's own scopes and resource", async function () {
     policy.answer('token_exchange', { allow: true, scopes: ['read'] });

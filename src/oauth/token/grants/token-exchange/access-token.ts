@@ -7,7 +7,7 @@ import { subjectInput } from '../../../shared/subject-input.js';
 import { bindingOf } from '../sender-binding.js';
 import { ACCESS_TOKEN_TYPE } from './parameters.js';
 import { artefactKey } from '../../../../../adapters/oidc/index.js';
-import { EXCHANGED_FROM } from '../../../state.js';
+import { DELEGATION_IDS, EXCHANGED_FROM } from '../../../state.js';
 import type { ResolvedSubject } from './subject.js';
 
 const notActive = (role: string) =>
@@ -66,6 +66,12 @@ const MAX_EXCHANGES = 8;
 /** The tokens an exchanged token was exchanged from, in turn (EXCHANGED_FROM); none for any other token. */
 export function exchangedFromOf(extra: unknown): string[] {
   const ids = (extra as Record<string, unknown> | undefined)?.[EXCHANGED_FROM];
+  return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
+}
+
+/** The delegations an exchanged token rests on (DELEGATION_IDS); none for any other token. */
+export function delegationIdsOf(extra: unknown): string[] {
+  const ids = (extra as Record<string, unknown> | undefined)?.[DELEGATION_IDS];
   return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
 }
 

@@ -15,7 +15,7 @@ import { oidcParams } from '../../../shared/oidc-params.js';
 /**
  * The `token_exchange` decision: the request, the client, the subject the token stands for, the
  * validated subject token and, for delegation, the validated actor token. Remembered (audit, and the hooks that keep obligations with the
- * issued token); a deny is the policy's error.
+ * issued token); a deny is the policy's error. Also the delegations an allowed exchange rests on.
  */
 export async function decideExchange(
   ctx: KoaContextWithOIDC,
@@ -23,7 +23,7 @@ export async function decideExchange(
   exchange: ExchangeParameters,
   resolved: ResolvedSubject,
   actor: ResolvedSubject | null,
-): Promise<DecisionOutcome> {
+): Promise<{ outcome: DecisionOutcome; delegations: string[] }> {
   const params = oidcParams(ctx);
   const held = resolved.token.scopes;
   // RFC 8693 §2.1 with the spec: an access token is exchanged for at most what it carries.
@@ -71,7 +71,23 @@ export async function decideExchange(
   const outcome = await deps.policy.decide('token_exchange', input);
   rememberDecision(ctx, outcome);
   enforce.oauth(outcome);
-  return outcome;
+  return { outcome, delegations: delegationsRestedOn(input, client.clientId) };
+}
+
+/**
+ * The delegations an allowed exchange rests on: another client's access token of a user, whose
+ * `may_act` does not name this client, is exchangeable only because that user delegated to this
+ * client (the default pack's `subject_token_exchangeable`). The token issued then lasts while
+ * one of them is active, as a requesting party token's delegated permission does. Counted
+ * generously: a policy that allowed the exchange for another reason only ties it to them.
+ */
+function delegationsRestedOn(input: PointInputs['token_exchange'], clientId: string): string[] {
+  const token = input.subject_token;
+  if (token.token_type !== ACCESS_TOKEN_TYPE || token.client_id === clientId || token.sub === null) return [];
+  if ((token.may_act as { client_id?: unknown } | null | undefined)?.client_id === clientId) return [];
+  return (input.delegations ?? [])
+    .filter((grant) => grant.grantee_client_id === clientId && grant.owner.sub === token.sub)
+    .map((grant) => grant.delegation_id);
 }
 
 /**

@@ -52,11 +52,13 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
       assertKeyHeld(resolved.binding, held, 'subject');
       const actor = exchange.actor ? await resolve(exchange.actor.token, exchange.actor.tokenType, 'actor') : null;
       if (actor) assertKeyHeld(actor.binding, held, 'actor');
-      const outcome = await decideExchange(ctx, deps, exchange, resolved, actor);
+      const { outcome, delegations } = await decideExchange(ctx, deps, exchange, resolved, actor);
       // RFC 8693 §4.1: a delegated token says who acts; a chain nests the earlier actors.
       if (actor) ctx.state.exchangeAct = actClaim(actor, resolved);
       // Never beyond the subject token: it ends when that token, or one it was exchanged from, is revoked.
       if (resolved.restsOn) ctx.state.exchangedFrom = resolved.restsOn;
+      // Another client's token, its user's delegation to this client the reason: it ends with them.
+      if (delegations.length) ctx.state.exchangeDelegations = delegations;
       const { decision } = outcome;
       if (decision.obligations?.dpop_required === true && !held.proof) {
         throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
