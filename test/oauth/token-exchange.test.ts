@@ -454,6 +454,28 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(entry.policyInput.actor_token).to.include({ client_id: 'billing', active: true });
     });
 
+    it('ends a delegated token with its actor token, and lives no longer than it (found 2026-11-29: it outlived it)', async function () {
+      const actorToken = await clientToken(server, 'billing', exchangerSecret, { scope: 'invoices.read' });
+      const { status, body } = await exchange({
+        subject_token: await userAccessToken(),
+        subject_token_type: ACCESS_TOKEN,
+        scope: 'profile',
+        actor_token: actorToken,
+        actor_token_type: ACCESS_TOKEN,
+      });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      const actorExp = (await introspect(actorToken)).body.exp;
+      expect((await introspect(body.access_token)).body.exp).to.be.at.most(actorExp);
+      const revoked = await postForm(
+        server,
+        '/revoke',
+        { token: actorToken },
+        { Authorization: basic('billing', exchangerSecret) },
+      );
+      expect(revoked.status).to.equal(200);
+      expect((await introspect(body.access_token)).body).to.deep.equal({ active: false });
+    });
+
     it('nests the earlier actor when a delegated token is exchanged again', async function () {
       const delegated = (
         await exchange({

@@ -55,8 +55,10 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
       const { outcome, delegations } = await decideExchange(ctx, deps, exchange, resolved, actor);
       // RFC 8693 §4.1: a delegated token says who acts; a chain nests the earlier actors.
       if (actor) ctx.state.exchangeAct = actClaim(actor, resolved);
-      // Never beyond the subject token: it ends when that token, or one it was exchanged from, is revoked.
-      if (resolved.restsOn) ctx.state.exchangedFrom = resolved.restsOn;
+      // Never beyond the subject token, nor the actor's: it ends when either, or one they were
+      // exchanged from, is revoked (the actor's user deleted, say).
+      const restsOn = [...new Set([...(resolved.restsOn ?? []), ...(actor?.restsOn ?? [])])];
+      if (restsOn.length) ctx.state.exchangedFrom = restsOn;
       // Another client's token, its user's delegation to this client the reason: it ends with them.
       if (delegations.length) ctx.state.exchangeDelegations = delegations;
       const { decision } = outcome;
@@ -72,8 +74,8 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
         scopes,
         resource: outcome.input.request.resource,
         binding,
-        // RFC 8693 §2.1 with the spec: never more than the subject token, its lifetime included.
-        notAfter: resolved.token.token_type === ACCESS_TOKEN_TYPE ? resolved.token.exp : null,
+        // RFC 8693 §2.1 with the spec: never more than the subject token, its lifetime included, nor the actor's.
+        notAfter: earliestExpiry([resolved, actor]),
         format: outcome.input.request.resource
           ? await accessTokenFormatOf(deps.store, deps.tenant, outcome.input.request.resource)
           : 'opaque',
@@ -88,6 +90,14 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
       };
     },
   };
+}
+
+/** The earliest expiry of the access tokens of this server among these (an ID token's is not Arbiter's to keep), or null. */
+function earliestExpiry(tokens: (ResolvedSubject | null)[]): number | null {
+  const expiries = tokens.flatMap((each) =>
+    each?.token.token_type === ACCESS_TOKEN_TYPE && typeof each.token.exp === 'number' ? [each.token.exp] : [],
+  );
+  return expiries.length ? Math.min(...expiries) : null;
 }
 
 /** The `act` claim of the issued token: the actor (its user, else its client), with the subject token's own `act` nested. */
