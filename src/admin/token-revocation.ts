@@ -5,6 +5,7 @@ import { notFound } from '../http/errors.js';
 import {
   revokeClientArtefacts,
   revokeDeletedClient,
+  revokeDeletedSubject,
   revokeIdentityProviderArtefacts,
   revokeSubjectArtefacts,
   type LogoutNotices,
@@ -53,7 +54,7 @@ export async function revokeAfterChange(
     case 'subjects':
       if (after !== null && after.subjectId === before.subjectId) return 0;
       await logoutNotices?.(tenantId, before.subjectId as string);
-      return revokeSubjectArtefacts(store, tenant, before.subjectId as string);
+      return revokeDeletedSubject(store, tenant, before.subjectId as string);
     case 'identity-providers':
       return takenAway(before, after) ? revokeIdentityProviderArtefacts(store, tenant, before.id) : 0;
     default:

@@ -98,23 +98,26 @@ export async function activeDelegationIds(store: Store, tenant: string, ids: rea
   return new Set(found.filter((record) => statusOf(record, now) === 'active').map((record) => record.id));
 }
 
-/** What a delegation hangs on besides its owner's will: its grantee or owning client, or its resource. */
-export type DelegationAnchor = { clientId: string } | { resourceId: string };
+/** What a delegation hangs on besides its owner's will: its grantee or owning client or user, or its resource. */
+export type DelegationAnchor = { clientId: string } | { subjectId: string } | { resourceId: string };
 
 /**
- * Revokes (as its owner would: `revokedAt` now) every unrevoked delegation that hangs on a client
- * or a UMA resource that was deleted: to that client, of that client (owned by it, no user), or on
- * that resource. A client made again under the same clientId inherits none. Returns how many.
+ * Revokes (as its owner would: `revokedAt` now) every unrevoked delegation that hangs on a client,
+ * a user or a UMA resource that was deleted: to that client or user, of that client (owned by it,
+ * no user) or user, or on that resource. A client or user made again under the same id inherits
+ * none. Returns how many.
  */
 export async function revokeDelegationsOf(store: Store, tenant: string, anchor: DelegationAnchor): Promise<number> {
   const collection = delegations(store, tenant);
   const hanging: Filter[] =
     'resourceId' in anchor
       ? [{ resourceId: anchor.resourceId }]
-      : [
-          { granteeType: 'client', granteeClientId: anchor.clientId },
-          { ownerSub: null, ownerClientId: anchor.clientId },
-        ];
+      : 'subjectId' in anchor
+        ? [{ granteeType: 'subject', granteeSubjectId: anchor.subjectId }, { ownerSub: anchor.subjectId }]
+        : [
+            { granteeType: 'client', granteeClientId: anchor.clientId },
+            { ownerSub: null, ownerClientId: anchor.clientId },
+          ];
   const revokedAt = new Date().toISOString();
   let revoked = 0;
   for (const filter of hanging) {

@@ -43,6 +43,7 @@ export {
   isClientLive,
   revokeClientArtefacts,
   revokeDeletedClient,
+  revokeDeletedSubject,
   revokeIdentityProviderArtefacts,
   revokeSubjectArtefacts,
 } from './shared/owned-artefacts.js';

@@ -176,6 +176,20 @@ describe('SSF receiver: signals pushed by the upstream identity provider', funct
     await expectHolds(await signIn(user.login), true);
   });
 
+  // RISC 1.0 §2.2, §2.6: the account deleted, or its identifier given to someone else (found 2026-11-29: ignored).
+  for (const event of ['account-purged', 'identifier-recycled'])
+    it(`revokes what the user holds on a RISC ${event}`, async function () {
+      const user = await signIn();
+      const answer = await pushed(
+        await transmitter.set(server.config.issuer, `${RISC_EVENT}${event}`, issSub(user.login)),
+      );
+      expect(answer.status, JSON.stringify(answer.body)).to.equal(202);
+      await expectHolds(user, false);
+      const audit = await server.admin('GET', `/audit-logs?endpoint=${encodeURIComponent('/idp/ssf-events')}`);
+      const entry = (audit.body.content as Record<string, any>[]).find((each) => each.subjectId === user.login);
+      expect(entry?.requestSummary.result).to.include({ events: event, actions: 'revoked' });
+    });
+
   it('revokes on a RISC credential-compromise naming the user by an opaque subject', async function () {
     const user = await signIn();
     const set = await transmitter.set(server.config.issuer, `${RISC_EVENT}credential-compromise`, {

@@ -395,6 +395,28 @@ describe('UMA grant and the delegation store', function () {
       expect((await api(server, 'GET', '/delegation', null)).status).to.equal(401);
     });
 
+    it('revokes the delegations to a subject an operator deletes: whoever signs in again under its id inherits none', async function () {
+      const viewer = { clientId: 'viewer-app', redirectUri: VIEWER_CALLBACK, secret: viewerSecret };
+      await userToken(server, viewer, 'frank', { scope: 'openid' });
+      const created = await delegate(aliceDelegations, {
+        grantee_type: 'subject',
+        grantee_subject_id: 'frank',
+        resource_id: album,
+        scopes: ['view'],
+      });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      const frank = ((await server.admin('GET', '/subjects?q=frank')).body as { id: number; subjectId: string }[]).find(
+        (subject) => subject.subjectId === 'frank',
+      )!;
+      expect((await server.admin('DELETE', `/subjects/${frank.id}`)).status).to.equal(204);
+      expect(
+        (await api(server, 'GET', `/delegation/${created.body.delegation_id}`, aliceDelegations)).body.status,
+      ).to.equal('revoked');
+      const again = await userToken(server, viewer, 'frank', { scope: 'openid profile' });
+      const asked = await asParty(await ticketFor({ resource_id: album, resource_scopes: ['view'] }), again);
+      expect(asked.status, JSON.stringify(asked.body)).to.equal(403);
+    });
+
     it('stops handing an expired delegation to the policy', async function () {
       const soon = new Date(Date.now() + 1500).toISOString();
       const created = await delegate(aliceDelegations, {

@@ -47,6 +47,17 @@ export async function revokeDeletedClient(store: Store, tenant: string, clientId
   return revoked;
 }
 
+/**
+ * A subject deleted or renamed (Admin API), or whose account its provider purged or gave to
+ * someone else (Shared Signals): its artefacts, and the delegations to it or of it (as their
+ * owner) revoked, so that a user signed in again under the same subjectId inherits none of them.
+ */
+export async function revokeDeletedSubject(store: Store, tenant: string, subjectId: string): Promise<number> {
+  const revoked = await revokeSubjectArtefacts(store, tenant, subjectId);
+  await revokeDelegationsOf(store, tenant, { subjectId });
+  return revoked;
+}
+
 /** A subject deleted, or whose tokens an operator revokes: its grants, codes, tokens and sessions at every client. */
 export function revokeSubjectArtefacts(store: Store, tenant: string, subjectId: string): Promise<number> {
   return revokeArtefacts(store, tenant, { accountId: subjectId });

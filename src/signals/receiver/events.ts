@@ -1,6 +1,7 @@
 import { subjectRecords, type SubjectRecord } from '../../catalog/index.js';
 import type { Logger } from '../../log/index.js';
 import {
+  revokeDeletedSubject,
   revokeSubjectArtefacts,
   tellClientsOfLogout,
   UpstreamSessions,
@@ -28,6 +29,13 @@ const REVOKING = new Set([
   `${RISC}credential-compromise`,
   `${RISC}sessions-revoked`,
 ]);
+/**
+ * The events after which the user is gone for good (RISC 1.0 §2.2, §2.6): the account deleted, or
+ * its identifier given to someone else. What they hold is revoked as above, and the delegations to
+ * them or of them too, as when an operator deletes a subject: whoever signs in next under that
+ * identifier is another person and inherits nothing.
+ */
+const ENDING = new Set([`${RISC}account-purged`, `${RISC}identifier-recycled`]);
 /** Known events that change nothing here, the stream's own (SSF 1.0 §8.1.4: verification, stream-updated) among them. */
 const ACKNOWLEDGED = new Set([
   `${RISC}account-enabled`,
@@ -62,15 +70,17 @@ export async function actOn(
   idp: TransmittingProvider,
   event: SecurityEvent,
 ): Promise<EventOutcome> {
-  const known = REVOKING.has(event.type) || ACKNOWLEDGED.has(event.type);
+  const ends = ENDING.has(event.type);
+  const revokes = ends || REVOKING.has(event.type);
+  const known = revokes || ACKNOWLEDGED.has(event.type);
   const name = known ? event.type.slice(event.type.lastIndexOf('/') + 1) : 'other';
-  if (!REVOKING.has(event.type)) return { name, action: known ? 'acknowledged' : 'ignored', subjects: [], revoked: 0 };
+  if (!revokes) return { name, action: known ? 'acknowledged' : 'ignored', subjects: [], revoked: 0 };
   const subjects = await subjectsNamed(deps.store, tenant.name, idp, event.subject);
   let revoked = 0;
   for (const subject of subjects) {
     const providerFor = (of: Tenant) => deps.providers.providerFor(of);
     const told = await tellClientsOfLogout(providerFor, deps.store, tenant.id, subject.subjectId, deps.log);
-    revoked += await revokeSubjectArtefacts(deps.store, tenant.name, subject.subjectId);
+    revoked += await (ends ? revokeDeletedSubject : revokeSubjectArtefacts)(deps.store, tenant.name, subject.subjectId);
     deps.log.info({ tenant: tenant.name, idp: idp.idpId, event: name, revoked, ...told }, 'SSF event acted on');
   }
   return {
