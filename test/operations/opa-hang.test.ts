@@ -58,12 +58,14 @@ describe('A hung managed OPA', function () {
     process.kill(before[0]!, 'SIGSTOP');
     try {
       let slowestProbeMs = 0;
+      const notReady: number[] = [];
       const deadline = Date.now() + 40_000;
       for (;;) {
         const started = performance.now();
         const probe = await server.request('/readyz');
         await probe.body?.cancel();
         slowestProbeMs = Math.max(slowestProbeMs, performance.now() - started);
+        if (probe.status !== 200) notReady.push(probe.status);
         expect((await token()).status, 'the in-process engine decides meanwhile').to.equal(200);
         const now = ours();
         if (now.length === 1 && now[0] !== before[0] && probe.status === 200) break;
@@ -71,6 +73,8 @@ describe('A hung managed OPA', function () {
         await new Promise((resolve) => setTimeout(resolve, 250));
       }
       expect(slowestProbeMs, 'every /readyz answered within about a second').to.be.below(2000);
+      // Found 2026-11-29: it said 503 "not ready" while the in-process engine served every decision.
+      expect(notReady, '/readyz says ready while the node serves').to.deep.equal([]);
     } finally {
       try {
         process.kill(before[0]!, 'SIGCONT');

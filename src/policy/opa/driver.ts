@@ -215,6 +215,7 @@ export class OpaDriver {
     try {
       const response = await this.client.get(`${this.baseUrl()}/v1/data/system/bundles/${bundle}/manifest/revision`, {
         responseType: 'json',
+        timeout: { request: Math.min(this.timeoutMs, REVISION_READ_TIMEOUT_MS) },
       });
       const revision = (response.body as { result?: unknown } | undefined)?.result;
       return response.statusCode === 200 && typeof revision === 'string' ? revision : null;
@@ -228,6 +229,13 @@ export class OpaDriver {
     this.agents.https.destroy();
   }
 }
+
+/**
+ * How long the revision OPA serves is waited for: /readyz answers within a second, and a hung OPA
+ * must not take the store's and the in-process engine's revisions down with it (the node serves
+ * from those meanwhile).
+ */
+const REVISION_READ_TIMEOUT_MS = 400;
 
 /** OPA's non-200 answer as a failed verdict: with the evaluation errors it lists, a fault of the policy. */
 function refusalOf(response: { statusCode: number; body: unknown }): RegoVerdict {
