@@ -1,5 +1,5 @@
 import Provider from 'oidc-provider';
-import { createOidcAdapter, insertArtefactOnce } from '../../adapters/oidc/index.js';
+import { createOidcAdapter, insertArtefactOnce, revokeSessionGrants } from '../../adapters/oidc/index.js';
 import { auditedAuthorizationErrors, withdrawableCredentials } from '../audit/index.js';
 import { createClientDocuments } from './register/cimd/index.js';
 import { clientLookup } from './clients/records.js';
@@ -20,7 +20,7 @@ import {
 } from './internals.js';
 import { jwtAccessTokenLookup } from './token/jwt-access-tokens.js';
 import { reportBackchannelLogouts } from './end-session/backchannel.js';
-import { signalLogouts } from './end-session/index.js';
+import { atLogout } from './end-session/index.js';
 import { fapi2Tenant } from './fapi/index.js';
 import { authMethodOffered } from './mtls/index.js';
 
@@ -58,7 +58,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
   withdrawableCredentials(provider);
   auditedAuthorizationErrors(provider);
   reportBackchannelLogouts(provider, log, context.logoutRetries, basePath);
-  signalLogouts(provider, tenant, context.userLoggedOut);
+  atLogout(provider, tenant, (session) => revokeSessionGrants(store, tenant, session), context.userLoggedOut);
   installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config), mtls: config });
   return provider;
 }

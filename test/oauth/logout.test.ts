@@ -9,7 +9,7 @@ import {
   withSignInServer,
   type TestClient,
 } from '../support/dev-idp.js';
-import { FORM } from '../support/oauth.js';
+import { FORM, postForm } from '../support/oauth.js';
 import type { TestServer } from '../support/server.js';
 
 /**
@@ -26,15 +26,15 @@ describe('RP-Initiated Logout at /session/end', function () {
     spa = await registerPublicClient(server, 'http://127.0.0.1:1/logout/cb', { clientId: 'logout-spa' });
   });
 
-  /** A browser in which alice signed in through the SPA, and the ID token the SPA got. */
-  async function signedInBrowser(): Promise<{ agent: FetchUserAgent; idToken: string }> {
+  /** A browser in which alice signed in through the SPA, and the tokens the SPA got. */
+  async function signedInBrowser(): Promise<{ agent: FetchUserAgent; idToken: string; refreshToken: string }> {
     const request = await authorizationRequest(server, spa);
     const agent = new FetchUserAgent();
     const login = await agent.navigate(request.url, arrivingAt(spa.redirectUri));
     const landed = await passDevIdpForms(agent, login, 'alice', arrivingAt(spa.redirectUri));
     const { status, body } = await redeemCode(server, spa, landed.url.searchParams.get('code')!, request.codeVerifier);
     expect(status, JSON.stringify(body)).to.equal(200);
-    return { agent, idToken: body.id_token };
+    return { agent, idToken: body.id_token, refreshToken: body.refresh_token };
   }
 
   /** Where a prompt=none authorization request in this browser ends: a code while the session lasts, login_required after. */
@@ -84,6 +84,30 @@ describe('RP-Initiated Logout at /session/end', function () {
     expect(done.status).to.equal(200);
 
     expect((await silentSignIn(agent)).get('error'), 'signed out after').to.equal('login_required');
+  });
+
+  // OIDC Back-Channel Logout 1.0 §2.7. Found 2026-11-29: a logout revoked nothing (oidc-provider revokes
+  // only the grant the session names last, and each authorization here has a grant of its own).
+  it("revokes what the session issued (each authorization's grant), not the same user's other sessions", async function () {
+    const { agent, idToken, refreshToken } = await signedInBrowser();
+    // A second authorization in the same session: a grant of its own.
+    const silent = await authorizationRequest(server, spa, { prompt: 'none' });
+    const code = (await agent.navigate(silent.url, arrivingAt(spa.redirectUri))).url.searchParams.get('code')!;
+    const second = (await redeemCode(server, spa, code, silent.codeVerifier)).body;
+    const elsewhere = await signedInBrowser();
+    const refreshed = (token: string) =>
+      postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: token, client_id: spa.clientId });
+    const userinfo = async (token: string) =>
+      (await server.request('/userinfo', { headers: { Authorization: `Bearer ${token}` } })).status;
+    expect(await userinfo(second.access_token)).to.equal(200);
+
+    const confirmation = await postLogout(agent, { id_token_hint: idToken, client_id: spa.clientId });
+    expect((await agent.submitForm(confirmation, { logout: 'yes' })).status).to.equal(200);
+
+    for (const token of [refreshToken, second.refresh_token])
+      expect((await refreshed(token)).body.error, 'a refresh token of the session').to.equal('invalid_grant');
+    expect(await userinfo(second.access_token), 'an access token of the session').to.equal(401);
+    expect((await refreshed(elsewhere.refreshToken)).status, 'alice in another browser').to.equal(200);
   });
 
   it("shows Arbiter's own logout pages: nothing loaded from elsewhere, the client named", async function () {

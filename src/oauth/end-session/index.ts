@@ -33,30 +33,48 @@ export function endSessionMiddleware({
   return [formBody(maxBodyBytes), logoutPostAsGet(issuer), logoutSignalled];
 }
 
-/** What each logout answered by oidc-provider still has to finish before its answer goes out (signalLogouts). */
-const pendingLogoutSignals = new WeakMap<object, Promise<unknown>>();
+/** What each logout answered by oidc-provider still has to finish before its answer goes out (atLogout). */
+const pendingAtLogout = new WeakMap<object, Promise<unknown>[]>();
 
 /**
- * A user's logout at /session/end told to `userLoggedOut` (ProviderContext): oidc-provider emits
+ * What a user's logout at /session/end does besides ending the session: oidc-provider emits
  * `end_session.success` once the session is ended, still holding its account; the step below
  * waits for what was started, so the logout is answered once it is stored (or fails with it).
+ * - What the session issued is revoked (revokeSessionGrants), at every client for a logout of the
+ *   whole session, at the one client otherwise: oidc-provider revokes only the grant the session
+ *   names last for each client, and here each authorization has a grant of its own.
+ * - The logout is told to `userLoggedOut` (ProviderContext: the Shared Signals transmitter).
  */
-export function signalLogouts(
+export function atLogout(
   provider: Provider,
   tenant: string,
+  revoke: (session: { accountId: string; uid: string; clientId?: string }) => Promise<unknown>,
   userLoggedOut: ((tenant: string, sub: string) => Promise<unknown>) | undefined,
 ): void {
-  if (!userLoggedOut) return;
   // Provider is an EventEmitter; its typings name no event.
   (provider as unknown as EventEmitter).on('end_session.success', (ctx: ArbiterContext) => {
-    const sub = (ctx as { oidc?: { session?: { accountId?: unknown } } }).oidc?.session?.accountId;
-    if (typeof sub === 'string') pendingLogoutSignals.set(ctx, userLoggedOut(tenant, sub));
+    const oidc = (ctx as { oidc?: EndedSession }).oidc;
+    const accountId = oidc?.session?.accountId;
+    const uid = oidc?.session?.uid;
+    if (typeof accountId !== 'string' || typeof uid !== 'string') return;
+    const clientId = oidc?.params?.logout ? undefined : oidc?.entities?.Client?.clientId;
+    pendingAtLogout.set(ctx, [
+      revoke({ accountId, uid, ...(clientId ? { clientId } : {}) }),
+      ...(userLoggedOut ? [userLoggedOut(tenant, accountId)] : []),
+    ]);
   });
+}
+
+/** What `end_session.success` leaves in ctx.oidc: the ended session, the logout's parameters, the client it named. */
+interface EndedSession {
+  session?: { accountId?: unknown; uid?: unknown };
+  params?: { logout?: unknown };
+  entities?: { Client?: { clientId?: string } };
 }
 
 async function logoutSignalled(ctx: ArbiterContext, next: Next): Promise<void> {
   await next();
-  await Promise.all([pendingLogoutSignals.get(ctx), logoutsKept(ctx)]);
+  await Promise.all([...(pendingAtLogout.get(ctx) ?? []), logoutsKept(ctx)]);
 }
 
 function logoutPostAsGet(issuer: string) {
