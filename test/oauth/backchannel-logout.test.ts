@@ -373,6 +373,29 @@ describe('Back-Channel Logout from the upstream identity provider, by sid alone'
     expect(decodeJwt(token)).to.include({ sub: 'vera', aud: rp.clientId });
   });
 
+  // Back-Channel Logout 1.0 §2.6: a jti is acted on once. Found 2026-11-29: a copy of a logout token
+  // logged its user out again (every sign-in after it) for as long as the token was recent.
+  it('acts on a logout token once: posted again, it is 400 invalid_request and ends nothing', async function () {
+    await signedIn('yuri');
+    const token = await idp.logoutToken({
+      events: { [BACK_CHANNEL_LOGOUT_EVENT]: {} },
+      jti: `once-${Date.now()}`,
+      sub: 'yuri',
+    });
+    const post = () =>
+      server.request('/idp/backchannel-logout', {
+        method: 'POST',
+        headers: FORM,
+        body: new URLSearchParams({ logout_token: token }).toString(),
+      });
+    expect((await post()).status).to.equal(200);
+    const again = await signedIn('yuri');
+    const replayed = await post();
+    expect(replayed.status).to.equal(400);
+    expect(await replayed.json()).to.include({ error: 'invalid_request' });
+    expect(await again.userinfo(), 'the sign-in after it stands').to.equal(200);
+  });
+
   it('answers a session it never saw 200, ending nothing, and a token naming neither sub nor sid 400 invalid_request', async function () {
     const xena = await signedIn('xena');
     const post = async (claims: Record<string, unknown>) =>

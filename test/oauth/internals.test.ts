@@ -205,6 +205,9 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
     expect(await unique('client', 'jti-1', exp)).to.equal(true);
     expect(await unique('client', 'jti-1', exp)).to.equal(false);
     expect(await unique('other-client', 'jti-1', exp)).to.equal(true);
+    // Found 2026-11-29: the two were joined without a separator, so client "ab" with jti "c" was "a" with "bc".
+    expect(await unique('ab', 'c', exp)).to.equal(true);
+    expect(await unique('a', 'bc', exp), 'another client and jti, however they join').to.equal(true);
     expect(Math.min(...stored.values()), 'kept a window past the exp oidc-provider gives').to.equal((exp + 300) * 1000);
     expect(
       (provider.ReplayDetection as unknown as { unique: unknown }).unique,

@@ -139,22 +139,22 @@ describe('POST /token', function () {
         jwks: { keys: [jwk] },
         scopes: ['read'],
       });
-      const assertionFor = (aud: string) =>
+      const assertionFor = (aud: string, times: { iat?: number; exp?: number } = {}) =>
         new SignJWT({})
           .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
           .setIssuer(clientId)
           .setSubject(clientId)
           .setAudience(aud)
           .setJti(randomUUID())
-          .setIssuedAt()
-          .setExpirationTime('1m')
+          .setIssuedAt(times.iat)
+          .setExpirationTime(times.exp ?? '1m')
           .sign(privateKey);
       return {
-        form: async (aud: string) => ({
+        form: async (aud: string, times: { iat?: number; exp?: number } = {}) => ({
           grant_type: 'client_credentials',
           client_id: clientId,
           client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
-          client_assertion: await assertionFor(aud),
+          client_assertion: await assertionFor(aud, times),
         }),
       };
     };
@@ -167,6 +167,24 @@ describe('POST /token', function () {
       const replayed = await postForm(server, '/token', form);
       expect(replayed.status).to.equal(401);
       expect(replayed.body.error).to.equal('invalid_client');
+    });
+
+    // RFC 7523 §3. Found 2026-11-29: an assertion valid for 1,000 years, or issued a year ahead, was taken.
+    it('refuses a client assertion whose exp is more than an hour ahead, or whose iat is in the future', async function () {
+      const client = await keyClient('jwt-times-svc');
+      const now = Math.floor(Date.now() / 1000);
+      const token = async (times: { iat?: number; exp?: number }) =>
+        postForm(server, '/token', await client.form(server.config.issuer, times));
+      for (const times of [
+        { exp: now + 3700 },
+        { exp: now + 1000 * 365 * 86_400 },
+        { iat: now + 3600, exp: now + 3660 },
+      ]) {
+        const refused = await token(times);
+        expect(refused.status, JSON.stringify(times)).to.equal(401);
+        expect(refused.body.error).to.equal('invalid_client');
+      }
+      expect((await token({ exp: now + 3000 })).status, 'within the hour').to.equal(200);
     });
 
     it("takes a client assertion made out to this server's token endpoint, never to a host the request's Host header names", async function () {

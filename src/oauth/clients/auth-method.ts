@@ -10,6 +10,33 @@ import { oidcParams } from '../shared/oidc-params.js';
  */
 export const CLIENT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post', 'private_key_jwt', 'none'] as const;
 
+/** The longest a client assertion (RFC 7523, private_key_jwt) may be valid ahead: its `exp` at most this far from now. */
+export const MAX_CLIENT_ASSERTION_LIFETIME_SECONDS = 3600;
+
+/** The clock skew allowed to a client assertion's `iat` (oidc-provider's own clockTolerance is 15 s). */
+const ASSERTION_CLOCK_TOLERANCE_SECONDS = 15;
+
+/**
+ * RFC 7523 §3 (4, 6): the server may refuse an assertion whose `exp` is unreasonably far ahead, or
+ * whose `iat` is in the future. Without a bound, a leaked assertion could be redeemed once at any
+ * time, and each one kept its replay record for as long (found 2026-11-29: `exp` 1,000 years ahead
+ * was accepted). oidc-provider's own check (FAPI 2.0: `aud` is the issuer) is kept.
+ */
+export async function assertClientAssertionClaims(
+  ctx: KoaContextWithOIDC,
+  claims: Record<string, unknown>,
+): Promise<void> {
+  if (ctx.oidc.isFapi('2.0') && claims.aud !== ctx.oidc.issuer)
+    throw new errors.InvalidClientAuth('audience (aud) must equal the issuer identifier url');
+  const now = Math.floor(Date.now() / 1000);
+  if (typeof claims.exp === 'number' && claims.exp > now + MAX_CLIENT_ASSERTION_LIFETIME_SECONDS)
+    throw new errors.InvalidClientAuth(
+      `the client assertion's exp is more than ${MAX_CLIENT_ASSERTION_LIFETIME_SECONDS} seconds ahead`,
+    );
+  if (typeof claims.iat === 'number' && claims.iat > now + ASSERTION_CLOCK_TOLERANCE_SECONDS)
+    throw new errors.InvalidClientAuth("the client assertion's iat is in the future");
+}
+
 /** The two secret-presenting methods, which oidc-provider accepts for each other (RFC 7591 §2 registers one). */
 const SECRET_METHODS = new Set(['client_secret_basic', 'client_secret_post']);
 

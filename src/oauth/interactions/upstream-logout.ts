@@ -10,7 +10,13 @@ import { UpstreamSessions } from './upstream-sessions.js';
 import type { Logger } from '../../log/index.js';
 import type { Store } from '../../store/index.js';
 import type { TenantProviders } from '../providers.js';
-import type { UpstreamProviders } from './upstream.js';
+import {
+  LOGOUT_TOKEN_CLOCK_TOLERANCE_SECONDS,
+  LOGOUT_TOKEN_MAX_AGE_SECONDS,
+  type UpstreamProviders,
+} from './upstream.js';
+import { insertArtefactOnce } from '../../../adapters/oidc/index.js';
+import type { AdapterPayload } from 'oidc-provider';
 
 /**
  * Where an upstream identity provider posts its logout tokens (OIDC Back-Channel Logout 1.0):
@@ -43,6 +49,8 @@ export async function receiveUpstreamLogout(
   const tenant = ctx.state.tenant;
   const idp = await issuingProvider(deps, tenant.name, token);
   const claims = await upstream.logoutClaims(idp, token).catch(asHttpError);
+  if (!(await firstReceipt(deps.store, tenant.name, idp.id, claims)))
+    throw invalid('a logout token with this jti was already received');
   const subjectId = await loggedOutSubject(deps, tenant.name, idp.id, claims);
   const subject = subjectId
     ? await subjectRecords(deps.store, tenant.name).findOne({ subjectId, identityProviderId: idp.id })
@@ -56,6 +64,23 @@ export async function receiveUpstreamLogout(
   ctx.set('Cache-Control', 'no-store');
   ctx.status = 200;
   ctx.body = '';
+}
+
+/**
+ * OIDC Back-Channel Logout 1.0 §2.6, step 7: a logout token is acted on once. Its `jti` is kept,
+ * per provider, for as long as the token could be accepted, with one atomic insert (every node
+ * on the store sees it): true for the first receipt only.
+ */
+function firstReceipt(store: Store, tenant: string, identityProviderId: number, claims: JWTPayload): Promise<boolean> {
+  const keptUntil = (claims.iat as number) + LOGOUT_TOKEN_MAX_AGE_SECONDS + 2 * LOGOUT_TOKEN_CLOCK_TOLERANCE_SECONDS;
+  return insertArtefactOnce(
+    store,
+    tenant,
+    'ReplayDetection',
+    JSON.stringify(['upstream logout token', identityProviderId, claims.jti]),
+    { kind: 'ReplayDetection', exp: keptUntil } as AdapterPayload,
+    keptUntil * 1000,
+  );
 }
 
 /**

@@ -9,7 +9,9 @@ import type { IdentityProviderRecord } from './identity-providers.js';
 /** OIDC Back-Channel Logout 1.0 §2.4: the event a logout token names. */
 const BACK_CHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
 /** A logout token older than this is refused (the spec leaves "recent" to the RP). */
-const LOGOUT_TOKEN_MAX_AGE = '5m';
+export const LOGOUT_TOKEN_MAX_AGE_SECONDS = 300;
+/** How far an upstream's clock may be ahead of ours (a logout token `iat` in the future). */
+export const LOGOUT_TOKEN_CLOCK_TOLERANCE_SECONDS = 30;
 /** Discovery documents change rarely; re-reading them every few minutes picks up key and endpoint changes. */
 const DISCOVERY_CACHE_MS = 5 * 60_000;
 /** After a failed discovery, sign-ins and logout tokens of that issuer are refused at once for this long. */
@@ -180,7 +182,8 @@ export class UpstreamProviders {
         issuer: metadata.issuer,
         audience: idp.clientId,
         requiredClaims: ['iat', 'jti'],
-        maxTokenAge: LOGOUT_TOKEN_MAX_AGE,
+        maxTokenAge: LOGOUT_TOKEN_MAX_AGE_SECONDS,
+        clockTolerance: LOGOUT_TOKEN_CLOCK_TOLERANCE_SECONDS,
       });
     } catch (error) {
       // Keys that cannot be had say nothing of the token: the answer is a 503 (upstream-logout.ts), not a refusal.

@@ -1,4 +1,4 @@
-import { CLIENT_AUTH_METHODS } from '../clients/auth-method.js';
+import { assertClientAssertionClaims, CLIENT_AUTH_METHODS } from '../clients/auth-method.js';
 import { providerIssuer, type ConfigurationSlice } from '../context.js';
 import { decisionOf } from './grants/decision.js';
 import { defaultResourceForDetails } from '../shared/rar.js';
@@ -6,9 +6,10 @@ import { oidcParams } from '../shared/oidc-params.js';
 import { CLAIM_SCOPES, DELEGATION_IDS, EXCHANGED_FROM } from '../state.js';
 import { accessTokenFormatOf, resourceServerFormat } from './jwt-access-tokens.js';
 
-/** Client authentication methods of the spec (CLIENT_AUTH_METHODS). */
+/** Client authentication methods of the spec (CLIENT_AUTH_METHODS), and the bounds of a client assertion's times. */
 export const clientAuthentication: ConfigurationSlice = () => ({
   clientAuthMethods: [...CLIENT_AUTH_METHODS],
+  assertJwtClientAuthClaimsAndHeader: assertClientAssertionClaims,
 });
 
 /**
@@ -18,7 +19,8 @@ export const clientAuthentication: ConfigurationSlice = () => ({
  */
 export const refreshTokens: ConfigurationSlice = () => ({
   // A token lives its own lifetime: a later sign-in in the same browser (which gets a grant of its
-  // own) or the end of the browser session does not take back what was issued before.
+  // own) or a browser session that expires does not take back what was issued before (a logout
+  // does: end-session/index.ts).
   expiresWithSession: async () => false,
   async issueRefreshToken(ctx, client) {
     return client.grantTypeAllowed('refresh_token') && decisionOf(ctx)?.extensions?.issue_refresh_token !== false;
