@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { SSF_RECEIVED_SETS_COLLECTION } from '../../src/signals/receiver/index.js';
 import { randomUUID } from 'node:crypto';
+import { StoreUnavailableError } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import {
   arrivingAt,
@@ -189,6 +190,38 @@ describe('SSF receiver: signals pushed by the upstream identity provider', funct
       const entry = (audit.body.content as Record<string, any>[]).find((each) => each.subjectId === user.login);
       expect(entry?.requestSummary.result).to.include({ events: event, actions: 'revoked' });
     });
+
+  // Found 2026-11-29: the jti was kept before the SET was acted on, so the transmitter's retry after a
+  // store failure was refused as a repeat (400, which RFC 8935 makes final) and the revocation was lost.
+  it('acts on a SET that failed for a store fault when the transmitter pushes it again', async function () {
+    const user = await signIn();
+    const set = await transmitter.set(server.config.issuer, `${RISC_EVENT}credential-compromise`, issSub(user.login));
+    const store = server.store;
+    const collection = store.collection.bind(store);
+    let faults = 1;
+    store.collection = ((spec: Parameters<typeof collection>[0], tenant?: string) => {
+      const opened = collection(spec, tenant);
+      const name = typeof spec === 'string' ? spec : spec.name;
+      if (name !== 'subjects' || faults === 0) return opened;
+      return Object.assign(Object.create(opened) as typeof opened, {
+        find: async () => {
+          faults -= 1;
+          throw new StoreUnavailableError('a fault injected by the test');
+        },
+      });
+    }) as typeof store.collection;
+    try {
+      const failed = await pushed(set);
+      expect(failed.status, JSON.stringify(failed.body)).to.equal(503);
+    } finally {
+      store.collection = collection;
+    }
+    await expectHolds(user, true);
+    const retried = await pushed(set);
+    expect(retried.status, JSON.stringify(retried.body)).to.equal(202);
+    await expectHolds(user, false);
+    expect((await pushed(set)).status, 'acted on once').to.equal(400);
+  });
 
   it('revokes on a RISC credential-compromise naming the user by an opaque subject', async function () {
     const user = await signIn();

@@ -103,9 +103,15 @@ async function receive(
   const idp = pushed.idp;
   const audience = idp.ssfAudience ?? requestIssuer(deps.config.issuer, tenant);
   const set = await verifiedSet(token, idp, audience, keys, deps.config.ssfReceiverMaxAgeSeconds);
-  await rememberJti(deps, tenant.name, idp, set);
+  const received = await rememberJti(deps, tenant.name, idp, set);
   const outcomes: EventOutcome[] = [];
-  for (const event of set.events) outcomes.push(await actOn(deps, tenant, idp, event));
+  try {
+    for (const event of set.events) outcomes.push(await actOn(deps, tenant, idp, event));
+  } catch (error) {
+    // Not acted on (the store failed meanwhile: a 503): the transmitter's retry must not be refused as a repeat.
+    await received.forget().catch(() => undefined);
+    throw error;
+  }
   const subjects = [...new Set(outcomes.flatMap((outcome) => outcome.subjects))];
   facts.subjectId = subjects[0] ?? null;
   facts.result = {
@@ -118,17 +124,18 @@ async function receive(
   return outcomes;
 }
 
-/** A jti this transmitter already pushed is refused: a SET is acted on once. */
+/** A jti this transmitter already pushed is refused: a SET is acted on once. `forget` undoes it, for a SET not acted on. */
 async function rememberJti(
   deps: ReceiverDeps,
   tenant: string,
   idp: TransmittingProvider,
   set: Pick<VerifiedSet, 'jti' | 'acceptedUntil'>,
-): Promise<void> {
+): Promise<{ forget(): Promise<unknown> }> {
   const received = deps.store.collection(SSF_RECEIVED_SETS_COLLECTION, tenant);
+  const id = storageDigest(`${idp.id} ${set.jti}`);
   try {
     await received.insert({
-      id: storageDigest(`${idp.id} ${set.jti}`),
+      id,
       // As long as the SET itself could be accepted, and never less than the maximum age from now.
       expiresAt: Math.max(set.acceptedUntil, Date.now() + deps.config.ssfReceiverMaxAgeSeconds * 1000),
     });
@@ -137,6 +144,7 @@ async function rememberJti(
       throw new PushRefusal(400, 'invalid_request', 'a SET with this jti was already received');
     throw error;
   }
+  return { forget: () => received.delete(id) };
 }
 
 /** What the caller is told, RFC 8935's way; null for a fault of Arbiter's own (a 500, or the store's 503). */
