@@ -227,6 +227,11 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
       'failed credentials one address (or one credential at one address) may present per window, counted in the store for every node together',
   },
   AUTH_FAILURE_WINDOW_SECONDS: { meaning: 'the window of `AUTH_FAILURE_LIMIT`' },
+  SIGN_INS_PER_ADDRESS: {
+    meaning:
+      'sign-ins one address (an IPv6 /64) may begin at `/authorize` per window, in each process: each stores its interaction until it ends or expires, so that one address cannot fill the store; past it `429 too_many_requests` with `Retry-After` (see [Endpoints](endpoints.md#get-authorize))',
+  },
+  SIGN_INS_WINDOW_SECONDS: { meaning: 'the window of `SIGN_INS_PER_ADDRESS`' },
   TENANTS: {
     meaning:
       'comma-separated tenant ids that exist without any Admin API object (see [multi-tenancy.md](multi-tenancy.md))',

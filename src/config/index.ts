@@ -129,6 +129,9 @@ export interface Config {
   /** Authentication failures one address may make per window before it is answered 429. */
   authFailureLimit: number;
   authFailureWindowSeconds: number;
+  /** Sign-ins (interactions) one address may begin at /authorize per window, in each process. */
+  signInsPerAddress: number;
+  signInsWindowSeconds: number;
   /** Tenant ids that exist without any Admin API object naming them. */
   tenants: string[];
   /** Tenants whose DPoP proofs must carry a server nonce (RFC 9449 §8): `_default` for the default tenant, `*` for every tenant. */
@@ -273,6 +276,8 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   METRICS_TOKEN: 'metricsToken',
   AUTH_FAILURE_LIMIT: 'authFailureLimit',
   AUTH_FAILURE_WINDOW_SECONDS: 'authFailureWindowSeconds',
+  SIGN_INS_PER_ADDRESS: 'signInsPerAddress',
+  SIGN_INS_WINDOW_SECONDS: 'signInsWindowSeconds',
   TENANTS: 'tenants',
   DPOP_NONCE_TENANTS: 'dpopNonceTenants',
   FAPI2_SECURITY_TENANTS: 'fapi2SecurityTenants',
@@ -412,6 +417,8 @@ export const SCHEMA = {
     metricsToken: { type: ['string', 'null'], minLength: 16 },
     authFailureLimit: positive,
     authFailureWindowSeconds: positive,
+    signInsPerAddress: positive,
+    signInsWindowSeconds: positive,
     tenants: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' } },
     dpopNonceTenants: {
       type: 'array',

@@ -47,7 +47,12 @@ export function oauthSteps({ config, store, sealer, policy, providers, log }: OA
   const signIn = [interactionRoutes({ config, store, sealer, providers, log })];
   const discovery = discoveryExtras(issuer, authorizationDetailsTypes, config.mtlsEndpointBaseUrl);
   return {
-    authorize: authorizeMiddleware({ store, providerFor, maxBodyBytes }),
+    authorize: authorizeMiddleware({
+      store,
+      providerFor,
+      maxBodyBytes,
+      signIns: { perAddress: config.signInsPerAddress, windowSeconds: config.signInsWindowSeconds },
+    }),
     authorizationResumption: authorizationResumptionMiddleware(),
     par: parMiddleware({ store, providerFor, maxBodyBytes }),
     deviceAuthorization: deviceAuthorizationMiddleware({ issuer, store, providerFor, maxBodyBytes }),

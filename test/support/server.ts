@@ -91,6 +91,8 @@ export function testEnvironment(port: number, dataDir: string): Record<string, s
     // Likewise their refused requests each get an audit entry (tests look for them); the budget is tested on servers of its own.
     AUDIT_UNAUTHENTICATED_LIMIT: '1000000',
     AUDIT_UNAUTHENTICATED_TOTAL_LIMIT: '1000000',
+    // And their browsers' sign-ins: the budget is tested on a server of its own (sign-in-budget.test.ts).
+    SIGN_INS_PER_ADDRESS: '1000000',
   };
 }
 

@@ -1,3 +1,4 @@
+import { signInBudget, type SignInLimits } from './sign-in-budget.js';
 import type { ArbiterMiddleware } from '../state.js';
 import type Provider from 'oidc-provider';
 import type { Store } from '../../store/index.js';
@@ -26,6 +27,7 @@ export interface AuthorizeDeps {
   store: Store;
   providerFor: (tenant: Tenant) => Provider;
   maxBodyBytes: number;
+  signIns: SignInLimits;
 }
 
 /**
@@ -37,8 +39,10 @@ export interface AuthorizeDeps {
  * itself is the `loadExistingGrant` hook (grant.ts), and the extra parameter checks are
  * oidc-provider `extraParams` (parameters.ts).
  */
-export function authorizeMiddleware({ store, providerFor, maxBodyBytes }: AuthorizeDeps): ArbiterMiddleware[] {
+export function authorizeMiddleware({ store, providerFor, maxBodyBytes, signIns }: AuthorizeDeps): ArbiterMiddleware[] {
   return [
+    // First: an address past its sign-ins is refused before anything is read or stored.
+    signInBudget(signIns),
     // A POST's form may repeat `resource` as the query does (RFC 8707); it is sent on as a GET.
     formBody(maxBodyBytes, REPEATABLE_PARAMETERS),
     authorizationPostAsGet,
