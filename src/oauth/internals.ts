@@ -256,7 +256,9 @@ export function atomicReplayDetection(
     unique: (iss: string, jti: string, exp: number) => Promise<boolean>;
   };
   model.unique = (iss, jti, exp) => {
-    const id = createHash('sha256').update(JSON.stringify([iss, jti])).digest('base64url');
+    const id = createHash('sha256')
+      .update(JSON.stringify([iss, jti]))
+      .digest('base64url');
     const now = Math.floor(Date.now() / 1000);
     const keptUntil = exp + REPLAY_WINDOW_SECONDS;
     return insertOnce(
