@@ -1,12 +1,13 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { lookup as dnsLookup } from 'node:dns';
 import { once } from 'node:events';
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
+import type { LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import got, { type Agents } from 'got';
 import ipaddr from 'ipaddr.js';
+import { LookupLimiter } from './dns-lookups.js';
 
 /**
  * The one way Arbiter fetches a URL that an operator or a client supplied (upstream IdP
@@ -200,14 +201,18 @@ function addressRefusal(
   return undefined;
 }
 
+/** Every outbound lookup of this process, a few at a time (dns-lookups.ts). */
+const lookups = new LookupLimiter();
+
 /**
  * A DNS lookup that refuses the connection when any resolved address is refused: a name
  * that resolves partly into private space is not trusted with the rest (and DNS rebinding
  * cannot swap the address after the check, since the checked address is the one connected to).
+ * It waits at most the request's time for its turn (LookupLimiter).
  */
-function guardedLookup(url: URL, allowInsecureLoopback: boolean): LookupFunction {
+function guardedLookup(url: URL, allowInsecureLoopback: boolean, timeoutMs: number): LookupFunction {
   return (hostname, lookupOptions, callback) => {
-    dnsLookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
+    const answered = (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => {
       if (error) return callback(error, '');
       try {
         if (!addresses.length) throw new OutboundRefusedError(`${url.host} resolves to no address`);
@@ -218,7 +223,11 @@ function guardedLookup(url: URL, allowInsecureLoopback: boolean): LookupFunction
       if (lookupOptions.all) return callback(null, addresses);
       const { address, family } = addresses[0]!; // at least one: checked above
       callback(null, address, family);
-    });
+    };
+    lookups.resolve(hostname, { ...lookupOptions, all: true }, timeoutMs).then(
+      (addresses) => answered(null, addresses),
+      (error: NodeJS.ErrnoException) => answered(error, []),
+    );
   };
 }
 
@@ -269,7 +278,7 @@ async function send(hop: Hop, signal: AbortSignal, options: OutboundOptions, age
     headers: { 'user-agent': 'Arbiter', ...outboundTraceHeaders.getStore()?.(), ...hop.headers },
     ...(hop.body ? { body: hop.body } : {}),
     agent,
-    dnsLookup: guardedLookup(url, options.allowInsecureLoopback),
+    dnsLookup: guardedLookup(url, options.allowInsecureLoopback, options.timeoutMs),
     followRedirect: false,
     throwHttpErrors: false,
     retry: { limit: 0 },
