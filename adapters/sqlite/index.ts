@@ -5,6 +5,7 @@ import Database from 'better-sqlite3';
 import {
   ConflictError,
   DEFAULT_TENANT,
+  isStoreUnavailable,
   StoreUnavailableError,
   type CollectionSpec,
   type Filter,
@@ -299,6 +300,7 @@ export class SqliteStore implements Store {
       this.tablesToCreate.delete(spec.name);
     } catch (error) {
       this.tablesToCreate.add(spec.name);
+      this.io.noteFailure(error);
       if (!isBusy(error)) throw error;
       // SQLite's busy handler waited the whole lock wait already: the request's other writes need not again.
       this.io.lockedForTheWholeWait();
@@ -384,6 +386,7 @@ export class SqliteStore implements Store {
   /** Rejects with StoreUnavailableError when the database file is gone, replaced or unwritable (see GuardedIo). */
   async ping(): Promise<void> {
     this.io.check();
+    this.io.assertNoRecentWriteFailure();
     this.io.read(() => this.db.prepare('SELECT 1').get());
   }
 
@@ -860,6 +863,8 @@ class StoreFiles {
 class GuardedIo {
   private identityCheckedAt = Number.NEGATIVE_INFINITY;
   private shmCheckedThisTurn = false;
+  /** The last write that failed because the file could not be used (assertNoRecentWriteFailure). */
+  private lastWriteFailure: { at: number; reason: string } | null = null;
   /** When a write first found the write lock taken, since the last write that got it (see write). */
   private lockedSince: number | null = null;
 
@@ -893,7 +898,12 @@ class GuardedIo {
         setImmediate(() => (this.shmCheckedThisTurn = false));
       }
     }
-    return sqliteCall(statement);
+    try {
+      return sqliteCall(statement);
+    } catch (error) {
+      this.noteFailure(error);
+      throw error;
+    }
   }
 
   /**
@@ -913,6 +923,7 @@ class GuardedIo {
         this.lockedSince = null;
         return result;
       } catch (error) {
+        this.noteFailure(error);
         if (!isBusy(error)) throw error;
         this.lockedSince ??= Date.now();
         if (Date.now() >= this.lockedSince + this.lockWaitMs)
@@ -922,6 +933,24 @@ class GuardedIo {
       }
       await sleep(attempt === 0 ? 0 : Math.min(2 ** (attempt - 1), 8));
     }
+  }
+
+  /**
+   * Throws while a write failed on the file (full, unwritable, replaced) within the last
+   * WRITE_FAILURE_MEMORY_MS: a small write, such as the readiness probe's, can still find room a
+   * larger one does not (found 2026-11-29: the disk full, /readyz said the store was up while
+   * every token was refused). Sustained failures keep it failing; once writes stop failing,
+   * it passes again.
+   */
+  /** A statement failed: a file that could not be used keeps the ping failing for a while (assertNoRecentWriteFailure). */
+  noteFailure(error: unknown): void {
+    if (isStoreUnavailable(error)) this.lastWriteFailure = { at: Date.now(), reason: error.reason };
+  }
+
+  assertNoRecentWriteFailure(): void {
+    const failure = this.lastWriteFailure;
+    if (failure && Date.now() - failure.at < WRITE_FAILURE_MEMORY_MS)
+      throw new StoreUnavailableError(`a write failed ${Date.now() - failure.at} ms ago: ${failure.reason}`);
   }
 
   /** Another statement already waited the whole lock wait in vain: writes until one gets it share that wait. */
@@ -955,6 +984,9 @@ class GuardedIo {
 }
 
 /** Runs better-sqlite3 code; an error saying the file is unusable becomes StoreUnavailableError. */
+/** How long a write that failed on the file keeps the store's ping failing (GuardedIo.assertNoRecentWriteFailure). */
+const WRITE_FAILURE_MEMORY_MS = 5000;
+
 /** How long a write waits for another process's write transaction by default; reads wait as long for a checkpoint or a recovery. */
 const DEFAULT_LOCK_WAIT_MS = 5000;
 const NO_BUSY_WAIT = 'PRAGMA busy_timeout = 0';

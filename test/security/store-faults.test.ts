@@ -6,7 +6,7 @@ import { StoreUnavailableError } from '../../src/store/index.js';
 import { STORE_UNAVAILABLE_FOR_CALLERS } from '../../src/http/errors.js';
 import { MongoTestServer } from '../store/mongo-server.js';
 import { PostgresTestServer } from '../store/postgres-server.js';
-import { clientCredentials, clientToken, confidentialClient } from '../support/oauth.js';
+import { clientCredentials, clientToken, confidentialClient, eventually } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 /**
@@ -63,6 +63,29 @@ describe('Store faults: bounded answers and readiness that writes', function () 
       expect((await token()).status, 'a token once the lock is released').to.equal(200);
       expect((await server.request('/readyz')).status, '/readyz once released').to.equal(200);
     });
+  });
+
+  // Found 2026-11-29: with the disk full, /readyz said the store was up (its small write still found room)
+  // while every token was refused, so a load balancer kept sending this node requests.
+  it('says /readyz 503 while writes fail for a full file, and ready again once they do not', async function () {
+    const full = await readyServer(LOCK_WAIT);
+    // SQLite's own page limit on the server's connection: its writes fail SQLITE_FULL, as on a full disk.
+    const db = (full.store as unknown as { db: Database.Database }).db;
+    try {
+      const secret = await confidentialClient(full, 'full-disk', { scopes: ['read'] });
+      const token = () => clientCredentials(full, 'full-disk', secret, { scope: 'read' });
+      db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true }) as number}`);
+      const refused = await token();
+      expect(refused.status, JSON.stringify(refused.body)).to.equal(503);
+      const ready = await full.request('/readyz');
+      expect(ready.status, '/readyz while writes fail').to.equal(503);
+      expect(await ready.json()).to.include({ store: 'down' });
+      db.pragma('max_page_count = 1073741823');
+      expect((await token()).status, 'a token once there is room').to.equal(200);
+      await eventually(async () => (await full.request('/readyz')).status === 200, 10_000);
+    } finally {
+      await full.close();
+    }
   });
 
   it('recovers by itself from a lock held during its first requests (a table made on first use), never a 500', async function () {
