@@ -58,6 +58,27 @@ export function isUnavailable(error: unknown): error is Error & Unavailable {
   );
 }
 
+/**
+ * A dependency that cannot answer, as an HttpError (its description is what the caller is told):
+ * answered 503 with its code and description, logged once with its reason (which may say more
+ * than the caller is told), never as an unexpected error with a stack.
+ */
+export class DependencyUnavailableError extends HttpError implements Unavailable {
+  declare readonly status: 503;
+  readonly error = 'temporarily_unavailable';
+
+  constructor(
+    readonly dependency: string,
+    description: string,
+    readonly reason: string = description,
+    readonly retryAfterSeconds?: number,
+    code = 'temporarily_unavailable',
+  ) {
+    super(503, code, description);
+    this.name = 'DependencyUnavailableError';
+  }
+}
+
 /** How long a caller is asked to wait after a 503 that named no time of its own (requestFrame). */
 export const RETRY_AFTER_SECONDS = '1';
 

@@ -18,7 +18,8 @@ const JWKS_CACHE_MAX = 100;
  * than each waiting on (and each opening) a fetch of keys that are not there. Anyone can send an
  * upstream logout token, so without it every such request would make one more outbound request.
  */
-const JWKS_FAILURE_BACKOFF_MS = 10_000;
+export const JWKS_FAILURE_BACKOFF_SECONDS = 10;
+const JWKS_FAILURE_BACKOFF_MS = JWKS_FAILURE_BACKOFF_SECONDS * 1000;
 
 type KeySet = ReturnType<typeof createLocalJWKSet>;
 
@@ -28,9 +29,18 @@ type KeySet = ReturnType<typeof createLocalJWKSet>;
  * operator's URL may carry a credential there.
  */
 export class JwksUnavailableError extends Error {
-  constructor(readonly jwksUri: string) {
-    super(`the JWKS at ${shownUrl(jwksUri)} could not be fetched`);
+  constructor(
+    readonly jwksUri: string,
+    cause?: unknown,
+  ) {
+    super(`the JWKS at ${shownUrl(jwksUri)} could not be fetched`, cause === undefined ? {} : { cause });
     this.name = 'JwksUnavailableError';
+  }
+
+  /** Why, for the log: the fetch's own failure (a timeout, a refused destination), else that fetching backs off. */
+  get reason(): string {
+    const cause = this.cause instanceof Error ? this.cause.message : 'a fetch failed moments ago; not tried again yet';
+    return `${this.message}: ${cause}`;
   }
 }
 
@@ -67,7 +77,7 @@ export class RemoteKeySets {
     return this.keySets.get(
       jwksUri,
       async () => createLocalJWKSet((await this.outbound().getJson(jwksUri)) as JSONWebKeySet),
-      () => new JwksUnavailableError(jwksUri),
+      (cause) => new JwksUnavailableError(jwksUri, cause),
       refresh,
     );
   }

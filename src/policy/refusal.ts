@@ -1,4 +1,4 @@
-import { HttpError, type Unavailable } from '../http/errors.js';
+import { DependencyUnavailableError, HttpError } from '../http/errors.js';
 import type { DecisionOutcome } from './contract/types.js';
 
 /** A refusal as the caller sees it: a status, and an OAuth-style error code and description. */
@@ -42,22 +42,15 @@ export function refusalOf(outcome: DecisionOutcome, rules: DenyRules = {}): Refu
 export function httpRefusal(outcome: DecisionOutcome, rules?: DenyRules): HttpError | undefined {
   const refusal = refusalOf(outcome, rules);
   if (!refusal) return undefined;
-  if (outcome.engineError !== undefined) return new PolicyUnavailableError(refusal, outcome.engineError);
+  if (outcome.engineError !== undefined)
+    return new DependencyUnavailableError(
+      'policy engine',
+      refusal.error_description,
+      outcome.engineError,
+      undefined,
+      refusal.error,
+    );
   return new HttpError(refusal.status, refusal.error, refusal.error_description);
-}
-
-class PolicyUnavailableError extends HttpError implements Unavailable {
-  declare readonly status: 503;
-  readonly error = 'temporarily_unavailable';
-  readonly dependency = 'policy engine';
-
-  constructor(
-    refusal: Refusal,
-    readonly reason: string,
-  ) {
-    super(503, refusal.error, refusal.error_description);
-    this.name = 'PolicyUnavailableError';
-  }
 }
 
 /** Enforces a decision in Arbiter's own APIs: returns on an allow, throws the refusal otherwise (an engine failure: 503). */

@@ -239,8 +239,13 @@ describe('Back-Channel Logout from an upstream identity provider whose keys cann
   let idp: Awaited<ReturnType<typeof startDevIdp>>;
   let issuer: string;
 
+  const logLines: string[] = [];
+
   before(async function () {
-    server = await readyServer();
+    server = await readyServer(
+      { LOG_LEVEL: 'warn' },
+      { logStream: { write: (line: string) => void logLines.push(line) } },
+    );
     const port = await freePort();
     idp = await startDevIdp({ port, redirectUris: [`${server.config.issuer}/idp/callback`] });
     issuer = `http://localhost:${port}`;
@@ -270,6 +275,14 @@ describe('Back-Channel Logout from an upstream identity provider whose keys cann
     expect(answer.status, text).to.equal(503);
     expect(JSON.parse(text)).to.include({ error: 'temporarily_unavailable' });
     expect(text).to.contain('/keys could not be fetched').and.not.contain('operator-secret');
+    // When to try again: when the keys are fetched again. Logged once, with why, not as an unexpected error.
+    expect(answer.headers.get('retry-after')).to.equal('10');
+    const logged = logLines.map((line) => JSON.parse(line) as { msg: string });
+    expect(logged.filter((line) => line.msg === 'unhandled error')).to.deep.equal([]);
+    const reason = logged.find((line) => line.msg.startsWith('identity provider unavailable: '));
+    expect(reason?.msg)
+      .to.match(/\/keys could not be fetched: .+/)
+      .and.not.contain('operator-secret');
   });
 
   // Anyone may post a logout token: each must not make one more request to an upstream that fails.

@@ -1,7 +1,7 @@
 import { decodeJwt, type JWTPayload } from 'jose';
 import { identityProviderRecords, subjectRecords } from '../../catalog/index.js';
-import { HttpError } from '../../http/errors.js';
-import { JwksUnavailableError } from '../../http/remote-jwks.js';
+import { DependencyUnavailableError, HttpError } from '../../http/errors.js';
+import { JWKS_FAILURE_BACKOFF_SECONDS, JwksUnavailableError } from '../../http/remote-jwks.js';
 import { tellClientsOfLogout } from '../end-session/backchannel.js';
 import { revokeSubjectArtefacts } from '../shared/owned-artefacts.js';
 import type { ArbiterContext } from '../state.js';
@@ -116,8 +116,15 @@ async function issuingProvider(deps: UpstreamLogoutDeps, tenant: string, token: 
 
 function asHttpError(error: unknown): never {
   if (error instanceof SignInError && error.error === 'invalid_request') throw invalid(error.description);
-  if (error instanceof SignInError || error instanceof JwksUnavailableError)
-    throw new HttpError(503, 'temporarily_unavailable', (error as Error).message);
+  // The keys cannot be had now: fetching them again backs off that long.
+  if (error instanceof JwksUnavailableError)
+    throw new DependencyUnavailableError(
+      'identity provider',
+      error.message,
+      error.reason,
+      JWKS_FAILURE_BACKOFF_SECONDS,
+    );
+  if (error instanceof SignInError) throw new DependencyUnavailableError('identity provider', error.message);
   throw error;
 }
 
