@@ -19,6 +19,8 @@ interface Served {
 class DocumentServer {
   readonly documents = new Map<string, Served>();
   readonly fetches = new Map<string, number>();
+  /** Paths answered 503, as by a host that is down behind its proxy. */
+  readonly down = new Set<string>();
   private constructor(
     private readonly server: Server,
     readonly base: string,
@@ -30,6 +32,10 @@ class DocumentServer {
       const path = new URL(request.url ?? '/', 'http://x').pathname;
       self!.fetches.set(path, (self!.fetches.get(path) ?? 0) + 1);
       const served = self!.documents.get(path);
+      if (self!.down.has(path)) {
+        response.writeHead(503).end();
+        return;
+      }
       if (!served) {
         response.writeHead(404).end();
         return;
@@ -389,6 +395,30 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       const record = (await server.admin('GET', `/clients/${encodeURIComponent(clientId)}`)).body;
       expect(record.redirectUris).to.deep.equal([moved]);
       expect(record.clientName).to.equal('Renamed App');
+    });
+
+    // Found 2026-11-29: a stored client got 401 invalid_client while its document's host was down.
+    it("goes on with a stored client while its document's host cannot answer; a client never stored is still refused", async function () {
+      const path = '/clients/host-down.json';
+      const clientId = documents.serve(path, {}, { 'cache-control': 'no-store' });
+      const { code, verifier } = await signIn(clientId);
+      documents.down.add(path);
+      try {
+        const { status, body } = await postForm(server, '/token', {
+          grant_type: 'authorization_code',
+          code,
+          redirect_uri: REDIRECT_URI,
+          client_id: clientId,
+          code_verifier: verifier,
+        });
+        expect(status, JSON.stringify(body)).to.equal(200);
+        expect(documents.count(path), 'it was asked').to.be.at.least(2);
+        const never = documents.serve('/clients/never-stored.json');
+        documents.down.add('/clients/never-stored.json');
+        expect((await refused(server, never)).error).to.equal('invalid_client');
+      } finally {
+        documents.down.clear();
+      }
     });
 
     it('Expires in the past: not cached', async function () {

@@ -1,6 +1,12 @@
 import { LRUCache } from 'lru-cache';
 import type { Config } from '../../../config/index.js';
-import { outboundOptionsOf, sharedOutbound, type Outbound } from '../../../http/outbound.js';
+import {
+  OutboundLimitError,
+  OutboundRefusedError,
+  outboundOptionsOf,
+  sharedOutbound,
+  type Outbound,
+} from '../../../http/outbound.js';
 import type { Logger } from '../../../log/index.js';
 import type { GrantedResource, PolicyEngine } from '../../../policy/index.js';
 import { HttpError } from '../../../http/errors.js';
@@ -43,6 +49,8 @@ export const CIMD_RECORD_TTL_MS = 24 * 3_600_000;
 interface CacheEntry {
   /** Undefined: the client_id names no usable document (negative entry). */
   document?: ClientDocument;
+  /** Of a negative entry: the document's host could not answer (not an invalid document). */
+  unreachable?: boolean;
   expiresAt: number;
 }
 
@@ -103,6 +111,8 @@ export function createClientDocuments({
         headers: { accept: 'application/json' },
         redirect: 'error',
       });
+      if (response.status >= 500)
+        throw new UnreachableDocumentError(`${checked.url.origin} answered ${response.status}`);
       if (!response.ok) throw new InvalidDocumentError(`${checked.url.origin} answered ${response.status}`);
       let body: unknown;
       try {
@@ -113,15 +123,27 @@ export function createClientDocuments({
       return remember(clientId, parseClientDocument(body, clientId), freshnessMs(response.headers));
     } catch (error) {
       log.info({ tenant, clientId, reason: (error as Error).message }, 'client metadata document unusable');
-      return remember(clientId, undefined, refusalTtlMs);
+      return remember(clientId, undefined, refusalTtlMs, isUnreachable(error));
     }
   }
 
-  function remember(clientId: string, document: ClientDocument | undefined, ttlMs: number): ClientDocument | undefined {
+  function remember(
+    clientId: string,
+    document: ClientDocument | undefined,
+    ttlMs: number,
+    unreachable = false,
+  ): ClientDocument | undefined {
     const ttl = document ? ttlMs : Math.min(ttlMs, refusalTtlMs);
-    if (ttl > 0) cache().set(clientId, { document, expiresAt: Date.now() + ttl });
+    if (ttl > 0)
+      cache().set(clientId, { document, expiresAt: Date.now() + ttl, ...(unreachable ? { unreachable } : {}) });
     else documents?.delete(clientId);
     return document;
+  }
+
+  /** The document's host could not answer when it was last asked, within the negative cache's time. */
+  function hostUnreachable(clientId: string): boolean {
+    const cached = documents?.get(clientId);
+    return cached?.unreachable === true && cached.expiresAt > Date.now();
   }
 
   /**
@@ -195,7 +217,12 @@ export function createClientDocuments({
       const fresh = documents?.get(clientId);
       const wasCached = fresh !== undefined && fresh.expiresAt > Date.now();
       const document = await currentDocument(clientId);
-      if (!document) return undefined;
+      // A host that cannot answer now (down, timing out) says nothing against a client stored from
+      // its document before: it goes on as stored until its record expires. One never stored is refused.
+      if (!document)
+        return existing && hostUnreachable(clientId) && !recordExpired(existing) && existing.enabled !== false
+          ? existing
+          : undefined;
       // Served from the cache, the stored record already matches it (unless it was deleted since).
       const record = wasCached && existing ? existing : await storedUnlessRefused(clientId, document, existing);
       return record?.enabled === false ? undefined : record;
@@ -233,6 +260,22 @@ async function grantedResources(policy: PolicyEngine): Promise<GrantedResource[]
         entry.scopes.every((scope: unknown) => typeof scope === 'string'),
     )
     .map((entry) => ({ type: entry.type, scopes: [...entry.scopes] }));
+}
+
+/**
+ * A fetch that failed for want of an answer (a network error, a timeout, a 5xx), not because the
+ * document or its URL is unusable (a refused destination, a limit passed, a 4xx, not a document).
+ */
+function isUnreachable(error: unknown): boolean {
+  if (error instanceof UnreachableDocumentError) return true;
+  if (error instanceof InvalidDocumentError || error instanceof HttpError) return false;
+  return !(error instanceof OutboundRefusedError || error instanceof OutboundLimitError);
+}
+
+class UnreachableDocumentError extends Error {}
+
+function recordExpired(record: ClientRecord): boolean {
+  return typeof record.expiresAt === 'number' && record.expiresAt <= Date.now();
 }
 
 /** A record in use is renewed once half its lifetime has passed (one write a half-day, not one a request). */
