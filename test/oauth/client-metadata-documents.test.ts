@@ -137,6 +137,16 @@ describe('Client ID metadata documents: a URL as client_id', function () {
     return { code, verifier };
   }
 
+  /** The token request of a document client for its code (PKCE, as a public client). */
+  const redeem = (clientId: string, code: string, verifier: string, redirectUri = REDIRECT_URI) =>
+    postForm(server, '/token', {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: redirectUri,
+      client_id: clientId,
+      code_verifier: verifier,
+    });
+
   /** The first answer of /authorize to a request that must be refused: never a 500, never a redirect to the client. */
   async function refused(
     target: TestServer,
@@ -159,13 +169,7 @@ describe('Client ID metadata documents: a URL as client_id', function () {
   it('signs in with a metadata document URL as client_id and redeems the code as a public client with PKCE', async function () {
     const clientId = documents.serve('/clients/app.json');
     const { code, verifier } = await signIn(clientId);
-    const { status, body } = await postForm(server, '/token', {
-      grant_type: 'authorization_code',
-      code,
-      redirect_uri: REDIRECT_URI,
-      client_id: clientId,
-      code_verifier: verifier,
-    });
+    const { status, body } = await redeem(clientId, code, verifier, REDIRECT_URI);
     expect(status, JSON.stringify(body)).to.equal(200);
     expect(body).to.include.keys('access_token', 'id_token', 'refresh_token');
     expect(body.scope.split(' ')).to.include('openid');
@@ -326,13 +330,7 @@ describe('Client ID metadata documents: a URL as client_id', function () {
     });
 
     it('refuses an unknown URL client at the token endpoint with 401 invalid_client', async function () {
-      const { status, body } = await postForm(server, '/token', {
-        grant_type: 'authorization_code',
-        code: 'x',
-        redirect_uri: REDIRECT_URI,
-        client_id: `${documents.base}/clients/missing-too.json`,
-        code_verifier: 'x'.repeat(43),
-      });
+      const { status, body } = await redeem(`${documents.base}/clients/missing-too.json`, 'x', 'x'.repeat(43));
       expect(status).to.equal(401);
       expect(body.error).to.equal('invalid_client');
     });
@@ -356,13 +354,7 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       const agent = new FetchUserAgent();
       const first = await signIn(clientId, REDIRECT_URI, agent);
       await signIn(clientId, REDIRECT_URI, agent);
-      const { status } = await postForm(server, '/token', {
-        grant_type: 'authorization_code',
-        code: first.code,
-        redirect_uri: REDIRECT_URI,
-        client_id: clientId,
-        code_verifier: first.verifier,
-      });
+      const { status } = await redeem(clientId, first.code, first.verifier);
       expect(status).to.equal(200);
       expect(documents.count('/clients/cached.json')).to.equal(1);
     });
@@ -381,13 +373,7 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       const moved = 'http://127.0.0.1:1/cimd/moved';
       documents.serve(path, { redirect_uris: [moved], client_name: 'Renamed App' }, { 'cache-control': 'no-store' });
       const { code, verifier } = await signIn(clientId, moved, agent);
-      const { status } = await postForm(server, '/token', {
-        grant_type: 'authorization_code',
-        code,
-        redirect_uri: moved,
-        client_id: clientId,
-        code_verifier: verifier,
-      });
+      const { status } = await redeem(clientId, code, verifier, moved);
       expect(status).to.equal(200);
       expect((await refused(server, clientId, REDIRECT_URI)).error, 'the old URI is gone').to.equal(
         'invalid_redirect_uri',
@@ -404,13 +390,7 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       const { code, verifier } = await signIn(clientId);
       documents.down.add(path);
       try {
-        const { status, body } = await postForm(server, '/token', {
-          grant_type: 'authorization_code',
-          code,
-          redirect_uri: REDIRECT_URI,
-          client_id: clientId,
-          code_verifier: verifier,
-        });
+        const { status, body } = await redeem(clientId, code, verifier, REDIRECT_URI);
         expect(status, JSON.stringify(body)).to.equal(200);
         expect(documents.count(path), 'it was asked').to.be.at.least(2);
         const never = documents.serve('/clients/never-stored.json');
