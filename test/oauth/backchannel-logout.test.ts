@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { StoreUnavailableError } from '../../src/store/index.js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, UnsecuredJWT } from 'jose';
@@ -407,6 +408,43 @@ describe('Back-Channel Logout from the upstream identity provider, by sid alone'
     expect(replayed.status).to.equal(400);
     expect(await replayed.json()).to.include({ error: 'invalid_request' });
     expect(await again.userinfo(), 'the sign-in after it stands').to.equal(200);
+  });
+
+  it('acts on a logout token that failed for a store fault when the upstream posts it again', async function () {
+    const zoe = await signedIn('zoe');
+    const token = await idp.logoutToken({
+      events: { [BACK_CHANNEL_LOGOUT_EVENT]: {} },
+      jti: `fault-${Date.now()}`,
+      sub: 'zoe',
+    });
+    const post = () =>
+      server.request('/idp/backchannel-logout', {
+        method: 'POST',
+        headers: FORM,
+        body: new URLSearchParams({ logout_token: token }).toString(),
+      });
+    const store = server.store;
+    const collection = store.collection.bind(store);
+    let faults = 1;
+    store.collection = ((spec: Parameters<typeof collection>[0], tenant?: string) => {
+      const opened = collection(spec, tenant);
+      const name = typeof spec === 'string' ? spec : spec.name;
+      if (name !== 'subjects' || faults === 0) return opened;
+      return Object.assign(Object.create(opened) as typeof opened, {
+        find: async () => {
+          faults -= 1;
+          throw new StoreUnavailableError('a fault injected by the test');
+        },
+      });
+    }) as typeof store.collection;
+    try {
+      expect((await post()).status).to.equal(503);
+    } finally {
+      store.collection = collection;
+    }
+    expect(await zoe.userinfo(), 'nothing was done').to.equal(200);
+    expect((await post()).status, 'the retry').to.equal(200);
+    expect(await zoe.userinfo()).to.equal(401);
   });
 
   it('answers a session it never saw 200, ending nothing, and a token naming neither sub nor sid 400 invalid_request', async function () {

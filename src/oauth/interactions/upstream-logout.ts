@@ -15,7 +15,7 @@ import {
   LOGOUT_TOKEN_MAX_AGE_SECONDS,
   type UpstreamProviders,
 } from './upstream.js';
-import { insertArtefactOnce } from '../../../adapters/oidc/index.js';
+import { insertArtefactOnce, takeArtefact } from '../../../adapters/oidc/index.js';
 import type { AdapterPayload } from 'oidc-provider';
 
 /**
@@ -49,17 +49,15 @@ export async function receiveUpstreamLogout(
   const tenant = ctx.state.tenant;
   const idp = await issuingProvider(deps, tenant.name, token);
   const claims = await upstream.logoutClaims(idp, token).catch(asHttpError);
-  if (!(await firstReceipt(deps.store, tenant.name, idp.id, claims)))
+  const receipt = JSON.stringify(['upstream logout token', idp.id, claims.jti]);
+  if (!(await firstReceipt(deps.store, tenant.name, receipt, claims)))
     throw invalid('a logout token with this jti was already received');
-  const subjectId = await loggedOutSubject(deps, tenant.name, idp.id, claims);
-  const subject = subjectId
-    ? await subjectRecords(deps.store, tenant.name).findOne({ subjectId, identityProviderId: idp.id })
-    : null;
-  if (subject) {
-    const providerFor = (of: typeof tenant) => deps.providers.providerFor(of);
-    const told = await tellClientsOfLogout(providerFor, deps.store, tenant.id, subject.subjectId, deps.log);
-    const revoked = await revokeSubjectArtefacts(deps.store, tenant.name, subject.subjectId);
-    deps.log.info({ tenant: tenant.name, idp: idp.idpId, sub: subjectId, revoked, ...told }, 'upstream logout');
+  try {
+    await logOut(deps, tenant, idp, claims);
+  } catch (error) {
+    // Not acted on (the store failed meanwhile: a 503): the upstream's retry must not be refused as a repeat.
+    await takeArtefact(deps.store, tenant.name, 'ReplayDetection', receipt).catch(() => undefined);
+    throw error;
   }
   ctx.set('Cache-Control', 'no-store');
   ctx.status = 200;
@@ -71,16 +69,34 @@ export async function receiveUpstreamLogout(
  * per provider, for as long as the token could be accepted, with one atomic insert (every node
  * on the store sees it): true for the first receipt only.
  */
-function firstReceipt(store: Store, tenant: string, identityProviderId: number, claims: JWTPayload): Promise<boolean> {
+function firstReceipt(store: Store, tenant: string, receipt: string, claims: JWTPayload): Promise<boolean> {
   const keptUntil = (claims.iat as number) + LOGOUT_TOKEN_MAX_AGE_SECONDS + 2 * LOGOUT_TOKEN_CLOCK_TOLERANCE_SECONDS;
   return insertArtefactOnce(
     store,
     tenant,
     'ReplayDetection',
-    JSON.stringify(['upstream logout token', identityProviderId, claims.jti]),
+    receipt,
     { kind: 'ReplayDetection', exp: keptUntil } as AdapterPayload,
     keptUntil * 1000,
   );
+}
+
+/** The user the token logs out: the clients of their sessions told (tellClientsOfLogout), then what they hold revoked. */
+async function logOut(
+  deps: UpstreamLogoutDeps,
+  tenant: ArbiterContext['state']['tenant'],
+  idp: { id: number; idpId: string },
+  claims: JWTPayload,
+): Promise<void> {
+  const subjectId = await loggedOutSubject(deps, tenant.name, idp.id, claims);
+  const subject = subjectId
+    ? await subjectRecords(deps.store, tenant.name).findOne({ subjectId, identityProviderId: idp.id })
+    : null;
+  if (!subject) return;
+  const providerFor = (of: typeof tenant) => deps.providers.providerFor(of);
+  const told = await tellClientsOfLogout(providerFor, deps.store, tenant.id, subject.subjectId, deps.log);
+  const revoked = await revokeSubjectArtefacts(deps.store, tenant.name, subject.subjectId);
+  deps.log.info({ tenant: tenant.name, idp: idp.idpId, sub: subjectId, revoked, ...told }, 'upstream logout');
 }
 
 /**
