@@ -942,9 +942,14 @@ class GuardedIo {
    * every token was refused). Sustained failures keep it failing; once writes stop failing,
    * it passes again.
    */
-  /** A statement failed: a file that could not be used keeps the ping failing for a while (assertNoRecentWriteFailure). */
+  /**
+   * A statement failed: SQLite's own "the file cannot be used" (full, an I/O error) keeps the ping
+   * failing for a while (assertNoRecentWriteFailure). The file checks' failures (missing,
+   * replaced, unwritable) are not remembered: the ping makes those checks itself, each time.
+   */
   noteFailure(error: unknown): void {
-    if (isStoreUnavailable(error)) this.lastWriteFailure = { at: Date.now(), reason: error.reason };
+    if (isStoreUnavailable(error) && 'sqliteCode' in error)
+      this.lastWriteFailure = { at: Date.now(), reason: error.reason };
   }
 
   assertNoRecentWriteFailure(): void {
@@ -1008,8 +1013,11 @@ function sqliteCall<R>(statement: () => R): R {
 /** What the store throws for a SQLite error: a file it cannot use is a StoreUnavailableError (a 503). */
 function sqliteFailure(code: string, message: string, error: Error = new Error(message)): Error {
   if (!UNUSABLE_FILE.test(code)) return error;
-  return new StoreUnavailableError(
-    `the store's database cannot be used (${code}: ${message}); nothing was written. Check the file and the disk, then restart Arbiter.`,
+  return Object.assign(
+    new StoreUnavailableError(
+      `the store's database cannot be used (${code}: ${message}); nothing was written. Check the file and the disk, then restart Arbiter.`,
+    ),
+    { sqliteCode: code },
   );
 }
 
