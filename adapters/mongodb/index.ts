@@ -29,6 +29,7 @@ import {
   uniqueKeyFields,
 } from '../shared/spec.js';
 import { isSystemError } from '../shared/system-errors.js';
+import { Unresponsive } from '../shared/unresponsive.js';
 import { WriteListeners } from '../shared/write-listeners.js';
 
 type MongoDriver = typeof import('mongodb');
@@ -93,6 +94,9 @@ export class MongoStore implements Store {
   private readonly writeListeners = new WriteListeners();
   private countersReady: Promise<Collection<CounterRow>> | undefined;
 
+  /** Shared with its collections: after a lost connection, calls fail at once until a ping answers. */
+  private readonly unresponsive = new Unresponsive('MongoDB', () => this.db.command({ ping: 1 }));
+
   private constructor(
     private readonly client: MongoClient,
     private readonly db: Db,
@@ -135,6 +139,7 @@ export class MongoStore implements Store {
       tenant,
       () => this.indexed(spec, rows),
       () => this.writeListeners.tell(),
+      this.unresponsive,
     );
   }
 
@@ -270,6 +275,8 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
     private readonly indexed: () => Promise<void>,
     /** Told when a write has ended, stored or not (Store.onWrite); see tellWritesEnded. */
     readonly wrote: () => void,
+    /** The store's (translateConnectionLoss). */
+    readonly unresponsive: Unresponsive,
   ) {}
 
   async insert(doc: T): Promise<T> {
@@ -487,10 +494,13 @@ function boundedTimeouts(url: string): Partial<typeof STORE_TIMEOUTS_MS> {
  * of the store and its collections.
  */
 function translateConnectionLoss(prototype: object, methods: string[]): void {
-  wrapEach(prototype, methods, async (operation) => {
+  wrapEach(prototype, methods, async (operation, self) => {
+    const { unresponsive } = self as { unresponsive: Unresponsive };
+    unresponsive.check();
     try {
       return await operation();
     } catch (error) {
+      if (isConnectionLoss(error)) unresponsive.noticed();
       throw storeErrorOf(error);
     }
   });

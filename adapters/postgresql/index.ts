@@ -28,6 +28,7 @@ import {
   physicalName,
 } from '../shared/spec.js';
 import { isSystemError } from '../shared/system-errors.js';
+import { Unresponsive } from '../shared/unresponsive.js';
 import { WriteListeners } from '../shared/write-listeners.js';
 import { documentInBackup, readBackup, writeBackup } from './backup.js';
 import { PostgresSignals } from './signals.js';
@@ -77,7 +78,7 @@ export class PostgresStore implements Store {
   private readonly tablesReady = new Map<string, Promise<void>>();
   private closed = false;
   private readonly statementNames = new StatementNames();
-  private readonly unresponsive = new Unresponsive(() => this.pool.query('SELECT 1'));
+  private readonly unresponsive = new Unresponsive('PostgreSQL', () => this.pool.query('SELECT 1'));
   /** The upserts of each table made meanwhile, one statement per batch (upserts.ts). */
   readonly upsertBatches = new UpsertBatches((text, values) => this.query(text, values), isConnectionFault);
 
@@ -336,7 +337,8 @@ export class PostgresStore implements Store {
       return await work();
     } catch (error) {
       if (!isConnectionFault(error)) throw error;
-      this.unresponsive.noticed(error);
+      // A fault the server answered (DatabaseError) says it is there.
+      if (!(error instanceof pgDriver().DatabaseError)) this.unresponsive.noticed();
       throw new StoreUnavailableError(
         `the PostgreSQL store cannot be reached or did not answer in time (${(error as Error).message}); the operation failed or its outcome is unknown.`,
       );
@@ -794,41 +796,4 @@ function isConnectionFault(error: unknown): boolean {
     return SERVER_UNAVAILABLE.test(error.code ?? '') && error.code !== '08P01';
   if (!(error instanceof Error)) return false;
   return isSystemError(error) || /timeout|terminated|Connection|connect|closed|ended/i.test(error.message);
-}
-
-/**
- * Once a statement found PostgreSQL unreachable or silent (a timeout, a broken connection), the
- * store's other statements would each wait out their own timeout on the pool's other connections,
- * and a request making several would take several timeouts. So until one probe (SELECT 1) answers,
- * statements fail at once with StoreUnavailableError: a request is answered 503 within about one
- * statement timeout however many statements it makes. The probe runs at most one at a time, when a
- * statement finds the store unresponsive.
- */
-class Unresponsive {
-  private since: number | null = null;
-  private probing = false;
-
-  constructor(private readonly probe: () => Promise<unknown>) {}
-
-  /** Throws while the store is known unresponsive (and starts a probe if none is under way). */
-  check(): void {
-    if (this.since === null) return;
-    if (!this.probing) {
-      this.probing = true;
-      this.probe()
-        .then(
-          () => (this.since = null),
-          () => undefined,
-        )
-        .finally(() => (this.probing = false));
-    }
-    throw new StoreUnavailableError(
-      `the PostgreSQL store has not answered since ${new Date(this.since).toISOString()}; nothing was done. Retry shortly.`,
-    );
-  }
-
-  /** A statement found the server unreachable or silent. */
-  noticed(error: unknown): void {
-    if (!(error instanceof pgDriver().DatabaseError)) this.since ??= Date.now();
-  }
 }

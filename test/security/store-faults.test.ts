@@ -209,8 +209,31 @@ describe('Store faults: bounded answers and readiness that writes', function () 
         const waitedMs = performance.now() - started;
         expect(error).to.be.instanceOf(StoreUnavailableError);
         expect(waitedMs, 'the driver gave up within its bounded timeouts').to.be.below(12_000);
+        // A request makes several calls: once one found the store gone, the next fail at once, not
+        // each after its own timeouts (found 2026-11-29: 10 to 15 s before a request's 503).
+        const next = performance.now();
+        const again = await store
+          .collection('things')
+          .get('before')
+          .then(
+            () => undefined,
+            (rejection: unknown) => rejection,
+          );
+        expect(again).to.be.instanceOf(StoreUnavailableError);
+        expect(performance.now() - next, 'at once').to.be.below(1000);
         proxy.thaw();
-        await store.collection('things').insert({ id: 'after' });
+        // Asked again a moment later, it answers.
+        await eventually(
+          () =>
+            store
+              .collection('things')
+              .upsert({ id: 'after' })
+              .then(
+                () => true,
+                () => false,
+              ),
+          10_000,
+        );
         expect(await store.collection('things').get('after')).to.include({ id: 'after' });
       } finally {
         proxy.thaw();
