@@ -40,6 +40,24 @@ describe('revokeSessionGrants (adapters/oidc)', function () {
     expect(await left()).to.deep.equal(['elsewhere', 'offline']);
   });
 
+  it('finds the session however many artefacts the user holds (found 2026-11-29: one read of 10,000 missed it)', async function () {
+    const artefacts = store().collection(OIDC_COLLECTION, TENANT);
+    const others = Array.from({ length: 10_050 }, (_, index) =>
+      artefact(`a-${String(index).padStart(5, '0')}`, {
+        grantId: `other-${index}`,
+        clientId: 'spa',
+        sessionUid: 'older',
+        scope: 'openid',
+      }),
+    );
+    for (let from = 0; from < others.length; from += 1000) await artefacts.insertMany(others.slice(from, from + 1000));
+    await artefacts.insert(
+      artefact('z-last', { grantId: 'g-last', clientId: 'spa', sessionUid: 's9', scope: 'openid' }),
+    );
+    expect(await revokeSessionGrants(store(), TENANT, { accountId: 'alice', uid: 's9' })).to.equal(1);
+    expect(await artefacts.get('z-last')).to.equal(null);
+  });
+
   it('at one client when the logout names one', async function () {
     expect(await revokeSessionGrants(store(), TENANT, { accountId: 'alice', uid: 's1', clientId: 'app' })).to.equal(1);
     expect(await left()).to.deep.equal(['elsewhere', 'offline', 'spa-1', 'spa-1b']);
