@@ -7,7 +7,7 @@
  * server (oidc-provider, Koa, the policy engines) to learn the collections' names
  * (test/unit/cli/light-commands.test.ts). A collection not listed here is prepared on first use instead.
  */
-import { OIDC_COLLECTION } from '../adapters/oidc/collection.js';
+import { OIDC_COLLECTION, OIDC_UPGRADES_COLLECTION } from '../adapters/oidc/collection.js';
 import {
   ADMIN_API_KEYS_COLLECTION,
   ADMIN_SESSIONS_COLLECTION,
@@ -44,6 +44,7 @@ export function knownCollections(): CollectionSpec[] {
   return [
     ...COLLECTIONS.map(storeSpecOf),
     OIDC_COLLECTION,
+    OIDC_UPGRADES_COLLECTION,
     AUDIT_LOG_COLLECTION,
     ACTIVITY_COLLECTION,
     LATEST_DECISIONS_COLLECTION,

@@ -5,6 +5,9 @@
  */
 import type { CollectionSpec } from '../../src/store/types.js';
 
+/** Per tenant, one row once no artefact of an earlier release is left (upgradeLegacyArtefacts in index.ts). */
+export const OIDC_UPGRADES_COLLECTION: CollectionSpec = { name: 'oidc_upgrades' };
+
 export const OIDC_COLLECTION: CollectionSpec = {
   name: 'oidc',
   indexes: ['grantId', 'uid', 'userCode', 'clientId', 'accountId'],
