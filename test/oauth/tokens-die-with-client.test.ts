@@ -151,6 +151,23 @@ describe('Tokens die with their client and their user', function () {
       await expectDead(tokens, spa);
     });
 
+    it('a refresh token is inactive once its client may no longer refresh (found 2026-11-29: still active)', async function () {
+      const tokens = await signIn(spa, unique('ben'));
+      await expectAlive(tokens);
+      const record = (await server.admin('GET', `/clients/${spa.clientId}`)).body;
+      const narrowed = await server.admin(
+        'PUT',
+        `/clients/${spa.clientId}`,
+        withoutServerFields(record, { grantTypes: ['authorization_code'] }),
+      );
+      expect(narrowed.status, JSON.stringify(narrowed.body)).to.equal(200);
+      expect(await introspectBothWays(tokens.refresh), 'the refresh token').to.deep.equal([false, false]);
+      expect((await refresh(tokens, spa)).status).to.equal(400);
+      expect(await introspectBothWays(tokens.access), 'the access token still serves').to.deep.equal([true, true]);
+      const restored = await server.admin('PUT', `/clients/${spa.clientId}`, withoutServerFields(record, {}));
+      expect(restored.status, JSON.stringify(restored.body)).to.equal(200);
+    });
+
     it('die with their client when it is deleted through RFC 7592 with its registration access token', async function () {
       const iat = await server.admin('POST', '/initial-access-tokens', { name: 'tokens-die', uses: 1 });
       const registered = await server.request('/register', {

@@ -106,7 +106,7 @@ async function introspection(
   const tenant = ctx.state.tenant.name;
   const token = await findIntrospectedToken(provider, value, formParameter(ctx, 'token_type_hint'));
   // A token of a disabled or deleted client is inactive (RFC 7662 §2.2), whatever the policy says.
-  if (!token?.clientId || !(await isClientLive(deps.store, tenant, token.clientId))) return { ...INACTIVE };
+  if (!token?.clientId || !(await isClientLive(deps.store, tenant, token.clientId, token.kind))) return { ...INACTIVE };
   oidc.oidc.entity(token.kind, token);
   const outcome = await decideIntrospection(ctx, deps, tenant, token, caller);
   // An engine that could not decide is a 503, as at every other point: `active: false` would tell

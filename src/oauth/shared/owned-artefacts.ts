@@ -13,6 +13,7 @@ import {
   findClientRecord,
   type ClientRecord,
 } from '../clients/records.js';
+import { clientMetadata } from '../clients/metadata.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 
 /**
@@ -159,9 +160,13 @@ function markOf(record: ClientRecord): string {
  * client ID metadata document whose cached record has expired is still a client (its record
  * is made again on its next use); one an operator deleted had its tokens deleted with it.
  * This catches a token written while its client was being disabled or deleted, after the
- * revocation had swept the store.
+ * revocation had swept the store. A refresh token (`kind`) is honoured only while its client
+ * keeps the refresh_token grant: once an operator took it away, no refresh succeeds, and
+ * introspection must not call the token active (found 2026-11-29).
  */
-export async function isClientLive(store: Store, tenant: string, clientId: string): Promise<boolean> {
+export async function isClientLive(store: Store, tenant: string, clientId: string, kind?: string): Promise<boolean> {
   const record = await currentClientRecord(store, tenant, clientId);
-  return record ? record.enabled !== false : looksLikeDocumentUrl(clientId);
+  if (!record) return looksLikeDocumentUrl(clientId);
+  if (record.enabled === false) return false;
+  return kind !== 'RefreshToken' || (clientMetadata(record)?.grant_types as string[]).includes('refresh_token');
 }
