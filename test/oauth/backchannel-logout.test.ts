@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { StoreUnavailableError } from '../../src/store/index.js';
+import { withOneFailedFind } from '../support/store-fault.js';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createRemoteJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify, UnsecuredJWT } from 'jose';
@@ -387,6 +387,14 @@ describe('Back-Channel Logout from the upstream identity provider, by sid alone'
     expect(decodeJwt(token)).to.include({ sub: 'vera', aud: rp.clientId });
   });
 
+  /** What the upstream posts: `token`, a logout token of its own. */
+  const postLogoutToken = (token: string) =>
+    server.request('/idp/backchannel-logout', {
+      method: 'POST',
+      headers: FORM,
+      body: new URLSearchParams({ logout_token: token }).toString(),
+    });
+
   // Back-Channel Logout 1.0 §2.6: a jti is acted on once. Found 2026-11-29: a copy of a logout token
   // logged its user out again (every sign-in after it) for as long as the token was recent.
   it('acts on a logout token once: posted again, it is 400 invalid_request and ends nothing', async function () {
@@ -396,12 +404,7 @@ describe('Back-Channel Logout from the upstream identity provider, by sid alone'
       jti: `once-${Date.now()}`,
       sub: 'yuri',
     });
-    const post = () =>
-      server.request('/idp/backchannel-logout', {
-        method: 'POST',
-        headers: FORM,
-        body: new URLSearchParams({ logout_token: token }).toString(),
-      });
+    const post = () => postLogoutToken(token);
     expect((await post()).status).to.equal(200);
     const again = await signedIn('yuri');
     const replayed = await post();
@@ -417,31 +420,9 @@ describe('Back-Channel Logout from the upstream identity provider, by sid alone'
       jti: `fault-${Date.now()}`,
       sub: 'zoe',
     });
-    const post = () =>
-      server.request('/idp/backchannel-logout', {
-        method: 'POST',
-        headers: FORM,
-        body: new URLSearchParams({ logout_token: token }).toString(),
-      });
-    const store = server.store;
-    const collection = store.collection.bind(store);
-    let faults = 1;
-    store.collection = ((spec: Parameters<typeof collection>[0], tenant?: string) => {
-      const opened = collection(spec, tenant);
-      const name = typeof spec === 'string' ? spec : spec.name;
-      if (name !== 'subjects' || faults === 0) return opened;
-      return Object.assign(Object.create(opened) as typeof opened, {
-        find: async () => {
-          faults -= 1;
-          throw new StoreUnavailableError('a fault injected by the test');
-        },
-      });
-    }) as typeof store.collection;
-    try {
-      expect((await post()).status).to.equal(503);
-    } finally {
-      store.collection = collection;
-    }
+    const post = () => postLogoutToken(token);
+    const failed = await withOneFailedFind(server.store, 'subjects', post);
+    expect(failed.status).to.equal(503);
     expect(await zoe.userinfo(), 'nothing was done').to.equal(200);
     expect((await post()).status, 'the retry').to.equal(200);
     expect(await zoe.userinfo()).to.equal(401);
@@ -449,12 +430,7 @@ describe('Back-Channel Logout from the upstream identity provider, by sid alone'
 
   it('answers a session it never saw 200, ending nothing, and a token naming neither sub nor sid 400 invalid_request', async function () {
     const xena = await signedIn('xena');
-    const post = async (claims: Record<string, unknown>) =>
-      server.request('/idp/backchannel-logout', {
-        method: 'POST',
-        headers: FORM,
-        body: new URLSearchParams({ logout_token: await idp.logoutToken(claims) }).toString(),
-      });
+    const post = async (claims: Record<string, unknown>) => postLogoutToken(await idp.logoutToken(claims));
     const event = { events: { [BACK_CHANNEL_LOGOUT_EVENT]: {} }, jti: `jti-${Date.now()}` };
 
     expect((await post({ ...event, sid: 'a-session-arbiter-never-saw' })).status).to.equal(200);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { SSF_RECEIVED_SETS_COLLECTION } from '../../src/signals/receiver/index.js';
 import { randomUUID } from 'node:crypto';
-import { StoreUnavailableError } from '../../src/store/index.js';
+import { withOneFailedFind } from '../support/store-fault.js';
 import { FetchUserAgent } from '../support/browser.js';
 import {
   arrivingAt,
@@ -196,26 +196,8 @@ describe('SSF receiver: signals pushed by the upstream identity provider', funct
   it('acts on a SET that failed for a store fault when the transmitter pushes it again', async function () {
     const user = await signIn();
     const set = await transmitter.set(server.config.issuer, `${RISC_EVENT}credential-compromise`, issSub(user.login));
-    const store = server.store;
-    const collection = store.collection.bind(store);
-    let faults = 1;
-    store.collection = ((spec: Parameters<typeof collection>[0], tenant?: string) => {
-      const opened = collection(spec, tenant);
-      const name = typeof spec === 'string' ? spec : spec.name;
-      if (name !== 'subjects' || faults === 0) return opened;
-      return Object.assign(Object.create(opened) as typeof opened, {
-        find: async () => {
-          faults -= 1;
-          throw new StoreUnavailableError('a fault injected by the test');
-        },
-      });
-    }) as typeof store.collection;
-    try {
-      const failed = await pushed(set);
-      expect(failed.status, JSON.stringify(failed.body)).to.equal(503);
-    } finally {
-      store.collection = collection;
-    }
+    const failed = await withOneFailedFind(server.store, 'subjects', () => pushed(set));
+    expect(failed.status, JSON.stringify(failed.body)).to.equal(503);
     await expectHolds(user, true);
     const retried = await pushed(set);
     expect(retried.status, JSON.stringify(retried.body)).to.equal(202);
