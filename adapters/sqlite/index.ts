@@ -386,7 +386,7 @@ export class SqliteStore implements Store {
   /** Rejects with StoreUnavailableError when the database file is gone, replaced or unwritable (see GuardedIo). */
   async ping(): Promise<void> {
     this.io.check();
-    this.io.assertNoRecentWriteFailure();
+    this.io.assertNoRecentFileFailure();
     this.io.read(() => this.db.prepare('SELECT 1').get());
   }
 
@@ -863,8 +863,8 @@ class StoreFiles {
 class GuardedIo {
   private identityCheckedAt = Number.NEGATIVE_INFINITY;
   private shmCheckedThisTurn = false;
-  /** The last write that failed because the file could not be used (assertNoRecentWriteFailure). */
-  private lastWriteFailure: { at: number; reason: string } | null = null;
+  /** The last statement that failed because SQLite could not use the file (assertNoRecentFileFailure). */
+  private lastFileFailure: { at: number; reason: string } | null = null;
   /** When a write first found the write lock taken, since the last write that got it (see write). */
   private lockedSince: number | null = null;
 
@@ -936,26 +936,27 @@ class GuardedIo {
   }
 
   /**
-   * Throws while a write failed on the file (full, unwritable, replaced) within the last
-   * WRITE_FAILURE_MEMORY_MS: a small write, such as the readiness probe's, can still find room a
-   * larger one does not (found 2026-11-29: the disk full, /readyz said the store was up while
-   * every token was refused). Sustained failures keep it failing; once writes stop failing,
-   * it passes again.
-   */
-  /**
    * A statement failed: SQLite's own "the file cannot be used" (full, an I/O error) keeps the ping
-   * failing for a while (assertNoRecentWriteFailure). The file checks' failures (missing,
+   * failing for a while (assertNoRecentFileFailure). The file checks' failures (missing,
    * replaced, unwritable) are not remembered: the ping makes those checks itself, each time.
    */
   noteFailure(error: unknown): void {
     if (isStoreUnavailable(error) && 'sqliteCode' in error)
-      this.lastWriteFailure = { at: Date.now(), reason: error.reason };
+      this.lastFileFailure = { at: Date.now(), reason: error.reason };
   }
 
-  assertNoRecentWriteFailure(): void {
-    const failure = this.lastWriteFailure;
-    if (failure && Date.now() - failure.at < WRITE_FAILURE_MEMORY_MS)
-      throw new StoreUnavailableError(`a write failed ${Date.now() - failure.at} ms ago: ${failure.reason}`);
+  /**
+   * Throws while a statement failed on the file within the last FILE_FAILURE_MEMORY_MS: a small
+   * write, such as the readiness probe's, can still find room a larger one does not (found
+   * 2026-11-29: the disk full, /readyz said the store was up while every token was refused).
+   * Sustained failures keep it failing; once statements stop failing, it passes again.
+   */
+  assertNoRecentFileFailure(): void {
+    const failure = this.lastFileFailure;
+    if (failure && Date.now() - failure.at < FILE_FAILURE_MEMORY_MS)
+      throw new StoreUnavailableError(
+        `a statement failed on the file ${Date.now() - failure.at} ms ago: ${failure.reason}`,
+      );
   }
 
   /** Another statement already waited the whole lock wait in vain: writes until one gets it share that wait. */
@@ -988,9 +989,8 @@ class GuardedIo {
   }
 }
 
-/** Runs better-sqlite3 code; an error saying the file is unusable becomes StoreUnavailableError. */
-/** How long a write that failed on the file keeps the store's ping failing (GuardedIo.assertNoRecentWriteFailure). */
-const WRITE_FAILURE_MEMORY_MS = 5000;
+/** How long a statement that failed on the file keeps the store's ping failing (GuardedIo.assertNoRecentFileFailure). */
+const FILE_FAILURE_MEMORY_MS = 5000;
 
 /** How long a write waits for another process's write transaction by default; reads wait as long for a checkpoint or a recovery. */
 const DEFAULT_LOCK_WAIT_MS = 5000;
@@ -1001,6 +1001,7 @@ function isBusy(error: unknown): boolean {
   return error instanceof Database.SqliteError && error.code.startsWith('SQLITE_BUSY');
 }
 
+/** Runs better-sqlite3 code; an error saying the file is unusable becomes StoreUnavailableError. */
 function sqliteCall<R>(statement: () => R): R {
   try {
     return statement();
