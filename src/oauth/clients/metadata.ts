@@ -119,7 +119,7 @@ export function clientMetadata(record: ClientRecord): AdapterPayload | undefined
  * Registered grant types when the record lists them (dynamic registration), else: redirect-based
  * grants need a redirect URI; client_credentials needs a secret or a key.
  */
-function grantTypes(record: ClientRecord): string[] {
+export function grantTypes(record: ClientRecord): string[] {
   if (Array.isArray(record.grantTypes)) {
     const redirects = Boolean(record.redirectUris?.length);
     const confidential = record.clientType === 'confidential';

@@ -13,7 +13,7 @@ import {
   findClientRecord,
   type ClientRecord,
 } from '../clients/records.js';
-import { clientMetadata } from '../clients/metadata.js';
+import { grantTypes } from '../clients/metadata.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 
 /**
@@ -168,5 +168,5 @@ export async function isClientLive(store: Store, tenant: string, clientId: strin
   const record = await currentClientRecord(store, tenant, clientId);
   if (!record) return looksLikeDocumentUrl(clientId);
   if (record.enabled === false) return false;
-  return kind !== 'RefreshToken' || (clientMetadata(record)?.grant_types as string[]).includes('refresh_token');
+  return kind !== 'RefreshToken' || grantTypes(record).includes('refresh_token');
 }

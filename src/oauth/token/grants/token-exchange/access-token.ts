@@ -65,13 +65,17 @@ const MAX_EXCHANGES = 8;
 
 /** The tokens an exchanged token was exchanged from, in turn (EXCHANGED_FROM); none for any other token. */
 export function exchangedFromOf(extra: unknown): string[] {
-  const ids = (extra as Record<string, unknown> | undefined)?.[EXCHANGED_FROM];
-  return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
+  return idsAt(extra, EXCHANGED_FROM);
 }
 
 /** The delegations an exchanged token rests on (DELEGATION_IDS); none for any other token. */
 export function delegationIdsOf(extra: unknown): string[] {
-  const ids = (extra as Record<string, unknown> | undefined)?.[DELEGATION_IDS];
+  return idsAt(extra, DELEGATION_IDS);
+}
+
+/** The ids a token's `extra` keeps under `member`, server-side. */
+function idsAt(extra: unknown, member: string): string[] {
+  const ids = (extra as Record<string, unknown> | undefined)?.[member];
   return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
 }
 
