@@ -76,6 +76,7 @@ async function introspectionInput(
     delegations: await activeDelegations(deps.store, tenant, {
       sub: token.accountId ?? null,
       clientId: token.clientId ?? null,
+      clientGrantsBy: token.accountId ?? null,
     }),
     request: requestInput({
       endpoint: routes.introspection,

@@ -47,7 +47,11 @@ export async function tokenDecisionInput(
     tenant,
     client: await clientInput(store, tenant, client.clientId, client.clientAuthMethod),
     subject: source?.accountId ? await subjectInput(store, tenant, source.accountId) : null,
-    delegations: await activeDelegations(store, tenant, { sub: source?.accountId ?? null, clientId: client.clientId }),
+    delegations: await activeDelegations(store, tenant, {
+      sub: source?.accountId ?? null,
+      clientId: client.clientId,
+      clientGrantsBy: source?.accountId ?? null,
+    }),
     request: requestInput({
       endpoint: ctx.path,
       method: ctx.method,

@@ -51,9 +51,12 @@ export async function decideExchange(
     tenant: deps.tenant,
     client: await clientInput(deps.store, deps.tenant, client.clientId, client.clientAuthMethod),
     subject: resolved.subject,
-    // Delegations to this client: its subject may have delegated to it (the default pack lets a
-    // client exchange another client's token of a user only then, or when may_act names it).
-    delegations: await activeDelegations(deps.store, deps.tenant, { clientId: client.clientId }),
+    // The subject token's user's delegations to this client (the default pack lets a client
+    // exchange another client's token of a user only then, or when may_act names it).
+    delegations: await activeDelegations(deps.store, deps.tenant, {
+      clientId: client.clientId,
+      clientGrantsBy: resolved.token.sub ?? null,
+    }),
     request: requestInput({
       endpoint: ctx.path,
       method: ctx.method,
