@@ -380,15 +380,19 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 
   /** Also removes matching expired documents, and counts them, like the SQLite store. */
-  async deleteMany(filter: Filter): Promise<number> {
+  async deleteMany(filter: Filter, limit?: number): Promise<number> {
     await this.indexed();
-    return (await this.rows.deleteMany({ tenant: this.tenant, ...docFilter(filter) })).deletedCount;
+    return this.deleting({ tenant: this.tenant, ...docFilter(filter) }, limit);
   }
 
   /** MongoDB compares within one type only (a string bound never matches a number), as the SQLite store does. */
   async deleteBefore(field: string, bound: string | number, limit?: number): Promise<number> {
     await this.indexed();
-    const matching: MongoFilter<Row> = { tenant: this.tenant, [docPath(field)]: { $lt: bound } };
+    return this.deleting({ tenant: this.tenant, [docPath(field)]: { $lt: bound } }, limit);
+  }
+
+  /** Deletes the rows `matching`, at most `limit` of them when it is given. */
+  private async deleting(matching: MongoFilter<Row>, limit: number | undefined): Promise<number> {
     if (limit === undefined) return (await this.rows.deleteMany(matching)).deletedCount;
     // deleteMany takes no limit: the ids of one step first, then those rows.
     const step = await this.rows

@@ -612,16 +612,21 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 
   /** Also removes matching expired documents, and counts them, like the other stores. */
-  deleteMany(filter: Filter): Promise<number> {
+  deleteMany(filter: Filter, limit?: number): Promise<number> {
     return this.write(async () => {
       const params: Params = [this.tenant];
       const conditions = Object.entries(filter).map(([field, value]) => fieldCondition(field, value, params));
-      const { rowCount } = await this.store.query(
-        `DELETE FROM ${this.table} WHERE tenant = $1${conditions.map((condition) => ` AND ${condition}`).join('')}`,
-        params,
-      );
+      const matching = `tenant = $1${conditions.map((condition) => ` AND ${condition}`).join('')}`;
+      const { rowCount } = await this.store.query(this.deleting(matching, limit), params);
       return rowCount ?? 0;
     });
+  }
+
+  /** The DELETE of the rows `matching`, at most `limit` of them when it is given. */
+  private deleting(matching: string, limit: number | undefined): string {
+    if (limit === undefined) return `DELETE FROM ${this.table} WHERE ${matching}`;
+    const step = Math.max(0, Math.floor(limit));
+    return `DELETE FROM ${this.table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${this.table} WHERE ${matching} LIMIT ${step}))`;
   }
 
   /** jsonb compares within one type only here (the type is checked), as the other stores do; served by an index on (tenant, field). */
@@ -630,11 +635,7 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
       const type = typeof bound === 'number' ? 'number' : 'string';
       const matching = `tenant = $1 AND ${docField(field)} < $2::jsonb AND jsonb_typeof(${docField(field)}) = '${type}'`;
       const params: Params = [this.tenant, JSON.stringify(bound)];
-      const sql =
-        limit === undefined
-          ? `DELETE FROM ${this.table} WHERE ${matching}`
-          : `DELETE FROM ${this.table} WHERE ctid = ANY(ARRAY(SELECT ctid FROM ${this.table} WHERE ${matching} LIMIT ${Math.max(0, Math.floor(limit))}))`;
-      const { rowCount } = await this.store.query(sql, params);
+      const { rowCount } = await this.store.query(this.deleting(matching, limit), params);
       return rowCount ?? 0;
     });
   }

@@ -684,17 +684,18 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 
   /** Also removes matching expired documents, and counts them. */
-  async deleteMany(filter: Filter): Promise<number> {
+  async deleteMany(filter: Filter, limit?: number): Promise<number> {
     const { where, params } = this.where(filter, false);
-    return this.deleting(`DELETE FROM ${this.table} WHERE ${where}`, params);
+    if (limit === undefined) return this.deleting(`DELETE FROM ${this.table} WHERE ${where}`, params);
+    const step = `SELECT rowid FROM ${this.table} WHERE ${where}${limitClause(limit)}`;
+    return this.deleting(`DELETE FROM ${this.table} WHERE rowid IN (${step})`, params);
   }
 
   /** Uses the collection's index on (tenant, field) when it declares one; json_type keeps other types out, as in MongoDB. */
   async deleteBefore(field: string, bound: string | number, limit?: number): Promise<number> {
     const type = typeof bound === 'number' ? "IN ('integer', 'real')" : "= 'text'";
     const matching = `tenant = @tenant AND ${jsonField(field)} < @bound AND json_type(doc, '${jsonPath(field)}') ${type}`;
-    const capped = limit === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(limit))}`;
-    const sql = `DELETE FROM ${this.table} WHERE rowid IN (SELECT rowid FROM ${this.table} WHERE ${matching}${capped})`;
+    const sql = `DELETE FROM ${this.table} WHERE rowid IN (SELECT rowid FROM ${this.table} WHERE ${matching}${limitClause(limit)})`;
     return this.deleting(sql, { tenant: this.tenant, bound });
   }
 
@@ -1065,6 +1066,11 @@ function orderBy(options: FindOptions): string {
 }
 
 /** Table and index names are validated identifiers; quoting keeps them from clashing with SQL keywords. */
+/** `LIMIT n` of a step of deletion, or nothing without a limit. */
+function limitClause(limit: number | undefined): string {
+  return limit === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(limit))}`;
+}
+
 function quoted(identifier: string): string {
   return `"${identifier}"`;
 }

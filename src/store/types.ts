@@ -118,8 +118,12 @@ export interface TenantCollection<T extends StoredDoc = StoredDoc> {
   update(id: string | number, fields: Partial<T>, onlyIf?: Filter): Promise<T | null>;
   /** Returns true when a document was deleted. */
   delete(id: string | number): Promise<boolean>;
-  /** Deletes every document matching the filter; returns how many. */
-  deleteMany(filter: Filter): Promise<number>;
+  /**
+   * Deletes every document matching the filter; returns how many. With `limit`, at most that many,
+   * so that deleting what grows with stored data (a client's or a user's tokens) goes in steps
+   * (inPacedSteps) rather than one statement that holds the event loop (SQLite) for its length.
+   */
+  deleteMany(filter: Filter, limit?: number): Promise<number>;
   /**
    * Deletes documents whose `field` is less than `bound`, compared as the two stores order values of
    * one type (a string field with a string bound: ISO 8601 times by instant; a number with a number);

@@ -1,7 +1,10 @@
 import { expect } from 'chai';
+import { createHash, randomBytes } from 'node:crypto';
+import { OIDC_COLLECTION } from '../../adapters/oidc/collection.js';
 import { DELEGATIONS_COLLECTION } from '../../src/delegation/index.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 import { LOOP_HELD_BOUND_MS, loopDelays, probingLivez } from '../support/livez-probes.js';
+import { clientToken, clientWithToken, confidentialClient, postForm } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 /**
@@ -14,7 +17,7 @@ describe('Revocations of many records never hold the event loop (SQLite)', funct
   let server: TestServer;
 
   before(async function () {
-    // Its own server: 5,000 delegations.
+    // Its own server: 5,000 delegations, 50,000 tokens.
     server = await readyServer();
   });
   after(async function () {
@@ -47,5 +50,39 @@ describe('Revocations of many records never hold the event loop (SQLite)', funct
     expect(probes.every((probe) => probe.status === 200)).to.equal(true);
     expect(Math.max(...loopDelays(probes))).to.be.below(LOOP_HELD_BOUND_MS);
     expect(await delegations.count({ revokedAt: null })).to.equal(0);
+  });
+
+  /** Found 2026-11-29: one DELETE of a client's 100,000 tokens held every request 438 ms. */
+  it("revokes a client's 50,000 tokens, answering /livez meanwhile, and keeps what it is issued after", async function () {
+    const secret = await confidentialClient(server, 'busy-service');
+    const artefacts = server.store.collection<Record<string, any>>(OIDC_COLLECTION, DEFAULT_TENANT);
+    await clientToken(server, 'busy-service', secret);
+    const [issued] = await artefacts.find({ clientId: 'busy-service' });
+    const COUNT = 50_000;
+    for (let from = 0; from < COUNT; from += 2_000)
+      await artefacts.insertMany(
+        Array.from({ length: 2_000 }, () => ({
+          ...issued,
+          id: `ClientCredentials:${createHash('sha256').update(randomBytes(16)).digest('base64url')}`,
+        })),
+      );
+    const { result, probes } = await probingLivez(
+      server,
+      server.admin('POST', '/clients/busy-service/revoke-tokens'),
+      5,
+    );
+    expect(result.status, JSON.stringify(result.body)).to.equal(200);
+    expect(result.body.revoked).to.equal(COUNT + 1);
+    expect(probes.every((probe) => probe.status === 200)).to.equal(true);
+    expect(Math.max(...loopDelays(probes))).to.be.below(LOOP_HELD_BOUND_MS);
+    expect(await artefacts.count({ clientId: 'busy-service' })).to.equal(0);
+
+    const after = await clientToken(server, 'busy-service', secret);
+    await server.admin('POST', '/clients/busy-service/revoke-tokens');
+    const again = await clientToken(server, 'busy-service', secret);
+    const { token: resourceServer } = await clientWithToken(server, 'busy-resource-server', ['introspection']);
+    const shown = async (token: string) =>
+      (await postForm(server, '/introspect', { token }, { Authorization: `Bearer ${resourceServer}` })).body.active;
+    expect([await shown(after), await shown(again)]).to.deep.equal([false, true]);
   });
 });

@@ -666,6 +666,19 @@ export function describeStoreConformance(
         expect(await codes.deleteMany({ grantId: 'g1' })).to.equal(0);
       });
 
+      it('deleteMany with a limit removes at most that many of the matching, in its tenant, so a large sweep goes in steps', async () => {
+        const codes = store.collection(CODES);
+        await codes.insertMany(Array.from({ length: 5 }, (_, n) => ({ id: `s${n}`, grantId: 'g1', kind: null })));
+        await codes.insert({ id: 'other', grantId: 'g2' });
+        await store.collection(CODES, 'acme').insert({ id: 's9', grantId: 'g1' });
+        expect(await codes.deleteMany({ grantId: 'g1', kind: null }, 2)).to.equal(2);
+        expect(await codes.deleteMany({ grantId: 'g1' }, 2)).to.equal(2);
+        expect(await codes.deleteMany({ grantId: 'g1' }, 2)).to.equal(1);
+        expect(await codes.deleteMany({ grantId: 'g1' }, 2)).to.equal(0);
+        expect((await codes.find()).map((doc) => doc.id)).to.deep.equal(['other']);
+        expect(await store.collection(CODES, 'acme').count(), 'another tenant').to.equal(1);
+      });
+
       it('deleteBefore removes the documents whose field is below the bound, in its tenant, of that type only', async () => {
         const logs = store.collection({ name: 'logs', indexes: ['createdAt'] });
         await logs.insert({ id: 1, createdAt: '2026-01-01T00:00:00.000Z' });
