@@ -2,7 +2,7 @@ import type { AdapterPayload } from 'oidc-provider';
 import { remainingArtefacts, revokeArtefacts, type ArtefactOwners } from '../../../adapters/oidc/index.js';
 import { subjectRecords } from '../../catalog/index.js';
 import { activeDelegationIds, revokeDelegationsOf } from '../../delegation/index.js';
-import type { Store } from '../../store/index.js';
+import { EVENT_LOOP_PACE, inPacedSteps, type Store } from '../../store/index.js';
 import { deleteTicketsOf, umaResources } from '../../uma/index.js';
 import { permissionsOf } from '../token/grants/uma-ticket/permissions.js';
 import { delegationIdsOf, exchangedFromOf } from '../token/grants/token-exchange/access-token.js';
@@ -67,15 +67,29 @@ export function revokeSubjectArtefacts(store: Store, tenant: string, subjectId: 
   return revokeArtefacts(store, tenant, { accountId: subjectId });
 }
 
-/** An identity provider disabled or deleted: the artefacts of every subject it signed in (the subjects stay). */
+/**
+ * An identity provider disabled or deleted: the artefacts of every subject it signed in (the
+ * subjects stay). Its subjects are read a page at a time, in paced steps (src/store/paced.ts): an
+ * identity provider may have signed in 100,000 users, and on SQLite a revocation each, awaited
+ * one after another, never gave the event loop back (found 2026-11-29: 5,000 held it 140 ms).
+ */
 export async function revokeIdentityProviderArtefacts(
   store: Store,
   tenant: string,
   identityProviderId: number,
 ): Promise<number> {
-  const subjects = await subjectRecords(store, tenant).find({ identityProviderId });
+  const subjects = subjectRecords(store, tenant);
   let revoked = 0;
-  for (const subject of subjects) revoked += await revokeSubjectArtefacts(store, tenant, subject.subjectId);
+  let last: number | undefined;
+  await inPacedSteps(async (limit) => {
+    const page = await subjects.find(
+      { identityProviderId },
+      { sort: { field: 'id', direction: 'asc' }, limit, ...(last === undefined ? {} : { startAt: last, skip: 1 }) },
+    );
+    for (const subject of page) revoked += await revokeSubjectArtefacts(store, tenant, subject.subjectId);
+    last = page.at(-1)?.id;
+    return page.length;
+  }, EVENT_LOOP_PACE);
   return revoked;
 }
 
