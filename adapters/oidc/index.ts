@@ -1,3 +1,4 @@
+import { decodeJwt } from 'jose';
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { storageDigest } from '../../src/store/digest.js';
 import { EVENT_LOOP_PACE, inPacedSteps } from '../../src/store/paced.js';
@@ -242,6 +243,22 @@ class TokenLookups {
 }
 
 /** The document for an artefact: keyed by digest, its payload without anything that holds a bearer value. */
+/**
+ * The client of a pushed request (RFC 9126), which oidc-provider keeps only inside its request
+ * object: issued (`iss`) as the client that pushed it, signed or not (pushed_authorization_requests.js,
+ * process_request_object.js). Kept top-level so that it dies with its client as its tokens do
+ * (found 2026-11-29: a request_uri pushed before a client was disabled was still good once it was
+ * enabled again).
+ */
+function pushedBy(payload: AdapterPayload): string | undefined {
+  try {
+    const { iss } = decodeJwt(String(payload.request));
+    return typeof iss === 'string' ? iss : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function storedDoc(
   model: string,
   key: string,
@@ -271,7 +288,8 @@ function storedDoc(
   if (consumedAt !== undefined) doc.consumedAt = consumedAt;
   // Only the owners it has: an absent field is a null to every filter, and is in no (sparse) index.
   if (kept.grantId != null) doc.grantId = kept.grantId;
-  if (typeof kept.clientId === 'string') doc.clientId = kept.clientId;
+  const clientId = model === 'PushedAuthorizationRequest' ? pushedBy(kept) : kept.clientId;
+  if (typeof clientId === 'string') doc.clientId = clientId;
   if (typeof kept.accountId === 'string') doc.accountId = kept.accountId;
   if (kept.uid != null) doc.uid = kept.uid;
   if (typeof kept.userCode === 'string') doc.userCode = kept.userCode = keptUserCode(kept.userCode);

@@ -317,6 +317,28 @@ describe('Pushed authorization requests (RFC 9126)', function () {
       expect(own.url.searchParams.get('code')).to.be.a('string');
     });
 
+    it('dies with its client: disabled and enabled again, the client cannot use what it pushed before', async function () {
+      const secret = await confidentialClient(server, 'par-paused', { redirectUris: [REDIRECT], scopes: ['openid'] });
+      const { parameters } = await requestParameters({ scope: 'openid' });
+      const asPaused = { Authorization: basic('par-paused', secret) };
+      const before = await pushed({ ...parameters, client_id: 'par-paused' }, asPaused);
+      const {
+        id: _id,
+        createdAt: _created,
+        updatedAt: _updated,
+        ...record
+      } = (await server.admin('GET', '/clients/par-paused')).body;
+      for (const enabled of [false, true])
+        expect((await server.admin('PUT', '/clients/par-paused', { ...record, enabled })).status).to.equal(200);
+      expect(await refusedAuthorization({ client_id: 'par-paused', request_uri: before })).to.equal(
+        'invalid_request_uri',
+      );
+      const after = await pushed({ ...parameters, client_id: 'par-paused' }, asPaused);
+      expect((await signIn({ client_id: 'par-paused', request_uri: after })).url.searchParams.get('code')).to.be.a(
+        'string',
+      );
+    });
+
     it('is unknown in another tenant, even to a client of the same client_id', async function () {
       const { parameters } = await requestParameters();
       const requestUri = await pushed({ ...parameters, client_id: 'par-web' });
