@@ -18,8 +18,6 @@ import {
   authzenDecision,
   delegationsOnResource,
   delegationsPerPair,
-  delegationsPerSubject,
-  delegationsToSubject,
   evaluationInput,
   requestOfEvaluation,
   type Asker,
@@ -220,7 +218,7 @@ async function batch(ctx: ApiContext, deps: AuthzenDeps, asker: Asker, body: Bat
   const problems = merged.map((evaluation) =>
     problemOf(Object.fromEntries(Object.entries(evaluation).filter(([, value]) => value !== undefined))),
   );
-  const delegationsOf = delegationsPerSubject(deps.store, asker.tenant);
+  const delegationsOf = delegationsPerPair(deps.store, asker.tenant);
   const valid = merged
     .filter((_, index) => !problems[index])
     .map((evaluation) => evaluationOf(evaluation as Evaluation));
@@ -312,7 +310,8 @@ function resultOf(kind: SearchKind, candidate: Candidate): Record<string, string
 }
 
 function searchDelegations(store: Store, tenant: string, kind: SearchKind, body: SearchRequest): DelegationsOf {
-  if (kind === 'subject') return delegationsOnResource(store, tenant, body.resource.id!);
-  if (kind === 'resource') return delegationsToSubject(store, tenant, body.subject.id!);
-  return delegationsPerPair(store, tenant);
+  // A resource search reads per candidate too: all delegations to a subject are as many as anyone made.
+  return kind === 'subject'
+    ? delegationsOnResource(store, tenant, body.resource.id!)
+    : delegationsPerPair(store, tenant);
 }

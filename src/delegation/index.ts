@@ -3,6 +3,7 @@ export { delegationRouter, DELEGATION_PATH, type DelegationDeps } from './router
 export {
   activeDelegationIds,
   activeDelegations,
+  delegationsToClientBy,
   activeDelegationsOn,
   DELEGATIONS_COLLECTION,
   revokeDelegationsOf,

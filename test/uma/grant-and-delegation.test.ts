@@ -519,10 +519,11 @@ describe('UMA grant and the delegation store', function () {
     });
 
     /**
-     * Found 2026-11-29: every delegation to the client reached each of its decisions, whoever
-     * made it; a client 10,000 users had delegated to carried 2.2 MB into each /token.
+     * Found 2026-11-29: every delegation to the client and to the user reached each decision
+     * about a token, whoever made it: a client 10,000 users had delegated to carried 2.2 MB into
+     * each /token, and 2,000 large delegations to a user made by another made hers 503.
      */
-    it("gives a decision what the token's user delegated to the client, never what other users did", async function () {
+    it("gives a decision what the token's user delegated to the client, never what others delegated to either", async function () {
       const scannerSecret = await confidentialClient(server, 'scanner-service', { scopes: ['view', 'print'] });
       const albumSecret = await confidentialClient(server, 'scan-album-app', {
         scopes: ['openid', 'view', 'print'],
@@ -553,6 +554,15 @@ describe('UMA grant and the delegation store', function () {
       };
       const byAlice = await toScanner(aliceDelegations, photo);
       await toScanner(bobDelegations, bobsPhoto);
+      // Anyone may delegate to alice herself: that is hers on bob's resource (UMA), not her tokens' business.
+      const toAlice = await delegate(bobDelegations, {
+        grantee_type: 'subject',
+        grantee_subject_id: 'alice',
+        resource_id: bobsPhoto,
+        scopes: ['print'],
+        expires_at: inAnHour(),
+      });
+      expect(toAlice.status, JSON.stringify(toAlice.body)).to.equal(201);
       const delegationsGiven = async (endpoint: string): Promise<string[]> => {
         const [entry] = (await server.admin('GET', `/audit-logs?endpoint=${endpoint}&size=1&sort=id,desc`)).body
           .content;

@@ -7,7 +7,7 @@ import type {
   IntrospectionCallerInput,
   PolicyEngine,
 } from '../../policy/index.js';
-import { activeDelegations } from '../../delegation/index.js';
+import { delegationsToClientBy } from '../../delegation/index.js';
 import { requestInput } from '../../policy/index.js';
 import type { Store } from '../../store/index.js';
 import { clientInput } from '../clients/input.js';
@@ -73,11 +73,7 @@ async function introspectionInput(
     tenant,
     client: asker.client,
     subject: token.accountId ? await subjectInput(deps.store, tenant, token.accountId) : null,
-    delegations: await activeDelegations(deps.store, tenant, {
-      sub: token.accountId ?? null,
-      clientId: token.clientId ?? null,
-      clientGrantsBy: token.accountId ?? null,
-    }),
+    delegations: token.clientId ? await delegationsToClientBy(deps.store, tenant, token.accountId, token.clientId) : [],
     request: requestInput({
       endpoint: routes.introspection,
       parameters: { token_type_hint: asker.tokenTypeHint, context: asker.context },

@@ -1,5 +1,5 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
-import { activeDelegations } from '../../../delegation/index.js';
+import { delegationsToClientBy } from '../../../delegation/index.js';
 import { requestInput, type DecisionInput } from '../../../policy/index.js';
 import type { Store } from '../../../store/index.js';
 import { claimsNamed, scopesCarrying } from '../../claims.js';
@@ -47,11 +47,7 @@ export async function tokenDecisionInput(
     tenant,
     client: await clientInput(store, tenant, client.clientId, client.clientAuthMethod),
     subject: source?.accountId ? await subjectInput(store, tenant, source.accountId) : null,
-    delegations: await activeDelegations(store, tenant, {
-      sub: source?.accountId ?? null,
-      clientId: client.clientId,
-      clientGrantsBy: source?.accountId ?? null,
-    }),
+    delegations: await delegationsToClientBy(store, tenant, source?.accountId, client.clientId),
     request: requestInput({
       endpoint: ctx.path,
       method: ctx.method,

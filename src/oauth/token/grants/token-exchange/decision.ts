@@ -1,6 +1,6 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
-import { activeDelegations } from '../../../../delegation/index.js';
+import { delegationsToClientBy } from '../../../../delegation/index.js';
 import { requestInput, type DecisionOutcome, type PointInputs } from '../../../../policy/index.js';
 import { clientInput } from '../../../clients/input.js';
 import { resolveResource, type ResolvedResource } from '../../../shared/resources.js';
@@ -53,10 +53,7 @@ export async function decideExchange(
     subject: resolved.subject,
     // The subject token's user's delegations to this client (the default pack lets a client
     // exchange another client's token of a user only then, or when may_act names it).
-    delegations: await activeDelegations(deps.store, deps.tenant, {
-      clientId: client.clientId,
-      clientGrantsBy: resolved.token.sub ?? null,
-    }),
+    delegations: await delegationsToClientBy(deps.store, deps.tenant, resolved.token.sub, client.clientId),
     request: requestInput({
       endpoint: ctx.path,
       method: ctx.method,
