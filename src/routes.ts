@@ -122,9 +122,10 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   const uma = umaRouter({
     ...protectedApi,
     ticketSeconds: config.ttl.permissionTicketSeconds,
+    resourcesPerOwner: config.umaResourcesPerOwner,
     resourceDeleted: (tenant, resourceId) => revokeDelegationsOf(store, tenant, { resourceId }),
   });
-  const delegation = delegationRouter(protectedApi);
+  const delegation = delegationRouter({ ...protectedApi, delegationsPerOwner: config.delegationsPerOwner });
   const authzen = authzenRouter({
     ...protectedApi,
     clients: clientCallers(store, parts.sealer),

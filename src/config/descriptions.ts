@@ -181,6 +181,14 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
     meaning:
       "a Security Event Token an identity provider's transmitter pushes is refused when its `iat` is older than this (a transmitter's retries included); its `jti` is remembered as long, to refuse a replay (see [Receiving signals](signals.md#receiving-signals-from-an-identity-provider))",
   },
+  DELEGATIONS_PER_OWNER: {
+    meaning:
+      'the most delegations one owner (a user, or a client without one) keeps; revoked and expired ones count until they are deleted, 7 days after; one more is refused with 409 (see [UMA](uma.md))',
+  },
+  UMA_RESOURCES_PER_OWNER: {
+    meaning:
+      'the most UMA resources one owner (a user, or a client without one) registers; one more is refused with 409 (see [UMA](uma.md))',
+  },
   ACCESS_TOKEN_TTL_SECONDS: { meaning: 'access token lifetime' },
   AUTHORIZATION_CODE_TTL_SECONDS: { meaning: 'authorization code lifetime (at most 600)' },
   REFRESH_TOKEN_TTL_SECONDS: { meaning: 'refresh token lifetime (14 days)' },

@@ -110,6 +110,10 @@ export interface Config {
   maxBodyBytes: number;
   /** A Security Event Token pushed by an identity provider's transmitter is refused once its iat is older than this; its jti is kept as long. */
   ssfReceiverMaxAgeSeconds: number;
+  /** The most delegations one owner (a user, or a client without one) keeps, revoked and expired ones until they are deleted. */
+  delegationsPerOwner: number;
+  /** The most UMA resources one owner (a user, or a client without one) registers. */
+  umaResourcesPerOwner: number;
   production: boolean;
   ttl: TtlConfig;
   /** Peers (IP addresses or CIDR ranges) whose X-Forwarded-* headers are believed; none by default. */
@@ -259,6 +263,8 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   ACCESS_LOG: 'accessLog',
   MAX_BODY_BYTES: 'maxBodyBytes',
   SSF_RECEIVER_MAX_AGE_SECONDS: 'ssfReceiverMaxAgeSeconds',
+  DELEGATIONS_PER_OWNER: 'delegationsPerOwner',
+  UMA_RESOURCES_PER_OWNER: 'umaResourcesPerOwner',
   ACCESS_TOKEN_TTL_SECONDS: 'ttl.accessTokenSeconds',
   AUTHORIZATION_CODE_TTL_SECONDS: 'ttl.authorizationCodeSeconds',
   REFRESH_TOKEN_TTL_SECONDS: 'ttl.refreshTokenSeconds',
@@ -408,6 +414,8 @@ export const SCHEMA = {
     accessLog: { type: 'boolean' },
     maxBodyBytes: positive,
     ssfReceiverMaxAgeSeconds: { type: 'integer', minimum: 60, maximum: 604800 },
+    delegationsPerOwner: { type: 'integer', minimum: 1, maximum: 1000000 },
+    umaResourcesPerOwner: { type: 'integer', minimum: 1, maximum: 10000000 },
     trustedProxies: { type: 'array', items: { type: 'string', pattern: '^[0-9A-Fa-f:.]+(/[0-9]{1,3})?$' } },
     tlsCertFile: { type: ['string', 'null'], minLength: 1 },
     tlsKeyFile: { type: ['string', 'null'], minLength: 1 },

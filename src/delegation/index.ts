@@ -5,6 +5,7 @@ export {
   activeDelegations,
   delegationsToClientBy,
   activeDelegationsOn,
+  DELEGATION_KEPT_MS,
   DELEGATIONS_COLLECTION,
   revokeDelegationsOf,
   type Grantees,

@@ -12,6 +12,8 @@ import {
 
 /** A delegation as stored (spec: delegation record). `validUntil` is the API's expires_at. */
 export interface DelegationRecord extends StoredDoc {
+  /** When the store deletes it (keptUntil): a while after it was revoked or expired, never while active. */
+  expiresAt?: number;
   id: string;
   ownerSub: string | null;
   ownerClientId: string;
@@ -20,7 +22,7 @@ export interface DelegationRecord extends StoredDoc {
   granteeClientId: string | null;
   resourceId: string;
   scopes: string[];
-  /** ISO 8601, or null: until revoked. (Not the store's `expiresAt`: an expired delegation is still listed.) */
+  /** ISO 8601, or null: until revoked. (Not the store's `expiresAt`: an expired delegation is still listed a while.) */
   validUntil: string | null;
   createdAt: string;
   revokedAt: string | null;
@@ -60,6 +62,19 @@ export function isOwner(record: DelegationRecord, owner: DelegationOwner): boole
   return owner.sub
     ? record.ownerSub === owner.sub
     : record.ownerSub === null && record.ownerClientId === owner.clientId;
+}
+
+/**
+ * How long a revoked or expired delegation is still listed (status `revoked`, `expired`) before
+ * the store deletes it: an owner could otherwise make and revoke delegations for ever, each
+ * stored for good, past DELEGATIONS_PER_OWNER, which counts them until then.
+ */
+export const DELEGATION_KEPT_MS = 7 * 24 * 3600 * 1000;
+
+/** The store's `expiresAt` of a delegation: DELEGATION_KEPT_MS after it was revoked or expired; none while it may stay active. */
+export function keptUntil(record: Pick<DelegationRecord, 'revokedAt' | 'validUntil'>): number | undefined {
+  const ends = [record.revokedAt, record.validUntil].filter((instant): instant is string => instant !== null);
+  return ends.length ? Math.min(...ends.map((instant) => Date.parse(instant))) + DELEGATION_KEPT_MS : undefined;
 }
 
 export function statusOf(record: DelegationRecord, now = Date.now()): 'active' | 'revoked' | 'expired' {
@@ -162,8 +177,10 @@ export async function revokeDelegationsOf(store: Store, tenant: string, anchor: 
   for (const filter of hanging)
     await inPacedSteps(async (limit) => {
       const batch = await collection.find({ ...filter, revokedAt: null }, { limit });
-      for (const record of batch)
-        if (await collection.update(record.id, { revokedAt }, { revokedAt: null })) revoked += 1;
+      for (const record of batch) {
+        const ended = { revokedAt, expiresAt: keptUntil({ ...record, revokedAt }) };
+        if (await collection.update(record.id, ended, { revokedAt: null })) revoked += 1;
+      }
       return batch.length;
     }, EVENT_LOOP_PACE);
   return revoked;

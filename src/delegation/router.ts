@@ -8,9 +8,11 @@ import { assertValid } from '../http/validation.js';
 import { enforceHttp, requestInput, type DelegationInput, type DenyRules } from '../policy/index.js';
 import { findResource, resourceInput, type ApiContext, type ApiState, type UmaDeps } from '../uma/index.js';
 import {
+  DELEGATION_KEPT_MS,
   delegationGrant,
   delegations,
   isOwner,
+  keptUntil,
   ownedBy,
   presentDelegation,
   type DelegationOwner,
@@ -22,7 +24,10 @@ import { requestIssuer } from '../tenancy/index.js';
 export const DELEGATION_PATH = '/delegation';
 
 /** What the UMA protection API is given, less the ticket lifetime. */
-export type DelegationDeps = Omit<UmaDeps, 'ticketSeconds' | 'resourceDeleted'>;
+export interface DelegationDeps extends Omit<UmaDeps, 'ticketSeconds' | 'resourceDeleted' | 'resourcesPerOwner'> {
+  /** DELEGATIONS_PER_OWNER. */
+  delegationsPerOwner: number;
+}
 
 /**
  * The delegation store (spec: Delegation): a resource owner gives a user or a client some of a
@@ -53,7 +58,10 @@ export function delegationRouter(deps: DelegationDeps): RoutedApi<ApiState> {
       throw new HttpError(400, 'invalid_scope', 'the policy allows none of the requested scopes to be delegated', {
         field: 'scopes',
       });
+    await assertRoomFor(deps, tenant, owner);
+    const validity = { revokedAt: null, validUntil: request.expires_at };
     const record = await delegations(deps.store, tenant).insert({
+      ...withKeptUntil(validity),
       id: randomUUID(),
       ownerSub: owner.sub,
       ownerClientId: owner.clientId,
@@ -62,9 +70,7 @@ export function delegationRouter(deps: DelegationDeps): RoutedApi<ApiState> {
       granteeClientId: request.grantee_client_id,
       resourceId: request.resource_id,
       scopes: granted,
-      validUntil: request.expires_at,
       createdAt: new Date().toISOString(),
-      revokedAt: null,
     });
     ctx.status = 201;
     ctx.set('Location', `${requestIssuer(deps.issuer, ctx.state.tenant)}${DELEGATION_PATH}/${record.id}`);
@@ -93,7 +99,10 @@ export function delegationRouter(deps: DelegationDeps): RoutedApi<ApiState> {
     const expiresAt = instant(body.expires_at);
     await decide(ctx, deps, owner, 'update', { ...requestOf(record), expires_at: expiresAt });
     ctx.body = presentDelegation(
-      (await delegations(deps.store, ctx.state.tenant.name).update(record.id, { validUntil: expiresAt }))!,
+      (await delegations(deps.store, ctx.state.tenant.name).update(
+        record.id,
+        withKeptUntil({ revokedAt: null, validUntil: expiresAt }),
+      ))!,
     );
   });
 
@@ -102,16 +111,39 @@ export function delegationRouter(deps: DelegationDeps): RoutedApi<ApiState> {
     const record = await owned(ctx, owner);
     if (!record.revokedAt) {
       await decide(ctx, deps, owner, 'revoke', requestOf(record));
-      await delegations(deps.store, ctx.state.tenant.name).update(
-        record.id,
-        { revokedAt: new Date().toISOString() },
-        { revokedAt: null },
-      );
+      const ended = withKeptUntil({ revokedAt: new Date().toISOString(), validUntil: record.validUntil });
+      await delegations(deps.store, ctx.state.tenant.name).update(record.id, ended, { revokedAt: null });
     }
     ctx.status = 204;
   });
 
   return routedApi(router);
+}
+
+const DAY_MS = 24 * 3600 * 1000;
+
+/** A delegation's `revokedAt` and `validUntil` with the store's `expiresAt` they give (keptUntil). */
+function withKeptUntil(validity: Pick<DelegationRecord, 'revokedAt' | 'validUntil'>): Partial<DelegationRecord> & {
+  revokedAt: string | null;
+  validUntil: string | null;
+} {
+  const expiresAt = keptUntil(validity);
+  return expiresAt === undefined ? validity : { ...validity, expiresAt };
+}
+
+/**
+ * One more delegation of this owner stays within DELEGATIONS_PER_OWNER, else 409: each is a
+ * stored row, and one caller could otherwise store them without end (found 2026-11-29: nothing
+ * bounded them). Revoked and expired ones count until they are deleted (DELEGATION_KEPT_MS).
+ */
+async function assertRoomFor(deps: DelegationDeps, tenant: string, owner: DelegationOwner): Promise<void> {
+  const held = await delegations(deps.store, tenant).count(ownedBy(owner), undefined, deps.delegationsPerOwner);
+  if (held >= deps.delegationsPerOwner)
+    throw new HttpError(
+      409,
+      'conflict',
+      `an owner keeps at most ${deps.delegationsPerOwner} delegations, revoked and expired ones for ${DELEGATION_KEPT_MS / DAY_MS} days after`,
+    );
 }
 
 type NormalizedRequest = Omit<DelegationInput, 'operation' | 'resource'> & {

@@ -15,6 +15,8 @@ export interface UmaDeps {
   maxBodyBytes: number;
   /** Lifetime of a permission ticket (spec: 5 minutes). */
   ticketSeconds: number;
+  /** UMA_RESOURCES_PER_OWNER. */
+  resourcesPerOwner: number;
   /** A resource was deleted: what was given of it goes too (the delegations of src/delegation). */
   resourceDeleted: (tenant: string, resourceId: string) => Promise<unknown>;
 }

@@ -19,6 +19,43 @@ import { requestIssuer } from '../tenancy/index.js';
 
 export const RESOURCE_REGISTRATION_PATH = '/resource_registration/resource';
 
+/** Resources read a page at a time for a list: each may be 30 KB (a description and 100 scopes of 256 characters). */
+const LIST_PAGE = 200;
+
+/**
+ * One more resource of this owner stays within UMA_RESOURCES_PER_OWNER, else 409: one resource
+ * server could otherwise register them without end (found 2026-11-29: nothing bounded them).
+ */
+async function assertRoomFor(deps: UmaDeps, tenant: string, owner: ResourceOwner): Promise<void> {
+  const held = await umaResources(deps.store, tenant).count(ownerFilter(owner), undefined, deps.resourcesPerOwner);
+  if (held >= deps.resourcesPerOwner)
+    throw new HttpError(409, 'conflict', `an owner registers at most ${deps.resourcesPerOwner} resources`);
+}
+
+/**
+ * The ids of the owner's resources, oldest first (UMA Federated Authorization §3.4.5), read a page
+ * at a time by keyset with the event loop given back between pages, so that neither the loop nor
+ * memory holds every record at once (found 2026-11-29: one list of 20,000 large ones held the loop
+ * 1.3 s and 1.2 GB).
+ */
+async function resourceIdsOf(store: Store, tenant: string, owner: ResourceOwner): Promise<string[]> {
+  const ids: string[] = [];
+  let cursor: { at: string; seen: number } | undefined;
+  for (;;) {
+    const page = await umaResources(store, tenant).find(ownerFilter(owner), {
+      sort: { field: 'createdAt', direction: 'asc' },
+      limit: LIST_PAGE,
+      ...(cursor ? { startAt: cursor.at, skip: cursor.seen } : {}),
+    });
+    ids.push(...page.map((record) => record.id));
+    if (page.length < LIST_PAGE) return ids;
+    const last = page.at(-1)!.createdAt;
+    const atLast = page.filter((record) => record.createdAt === last).length;
+    cursor = { at: last, seen: cursor?.at === last ? cursor.seen + atLast : atLast };
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+}
+
 /**
  * UMA 2.0 Federated Authorization §3: a resource server registers, lists, reads, replaces and
  * deletes the resources it protects for their owner (the caller of its PAT). Another owner's
@@ -45,6 +82,7 @@ export function resourceRegistrationRoutes(
   router.post(RESOURCE_REGISTRATION_PATH, async (ctx) => {
     const owner = await ownerOf(ctx);
     const body = await description(ctx);
+    await assertRoomFor(deps, ctx.state.tenant.name, owner);
     const record = await umaResources(store, ctx.state.tenant.name).insert({
       id: randomUUID(),
       ...fieldsOf(body),
@@ -58,11 +96,7 @@ export function resourceRegistrationRoutes(
   });
 
   router.get(RESOURCE_REGISTRATION_PATH, async (ctx) => {
-    const owner = await ownerOf(ctx);
-    const records = await umaResources(store, ctx.state.tenant.name).find(ownerFilter(owner), {
-      sort: { field: 'createdAt', direction: 'asc' },
-    });
-    ctx.body = records.map((record) => record.id);
+    ctx.body = await resourceIdsOf(store, ctx.state.tenant.name, await ownerOf(ctx));
   });
 
   router.get(`${RESOURCE_REGISTRATION_PATH}/:resourceId`, async (ctx) => {

@@ -22,7 +22,8 @@ export interface UmaResourceRecord extends StoredDoc {
 
 export const UMA_RESOURCES_COLLECTION: CollectionSpec = {
   name: 'uma_resources',
-  indexes: ['ownerSub', 'ownerClientId'],
+  // An owner's resources by keyset, oldest first (the registration list).
+  indexes: [['ownerSub', 'ownerClientId', 'createdAt'], 'ownerClientId'],
 };
 
 export function umaResources(store: Store, tenant: string): TenantCollection<UmaResourceRecord> {
