@@ -174,6 +174,15 @@ describe('Live decisions: on the event loop only while proven cheap', function (
     expect(fromThread((await decide(input('slow', { ms: CHEAP_MS + 1 })))[0]!)).to.equal(true);
   });
 
+  it('forgets the least recently used key once it remembers as many as it may, not every key', async function () {
+    await live.close();
+    live = new LiveDecisions({ budgetMs: BUDGET_MS, cedar: new CedarDriver(), log, entry: STUB_THREAD, maxKeys: 3 });
+    await until(() => (live as unknown as { threads: DecisionThreads }).threads.started);
+    for (const client of ['a', 'b', 'c', 'b', 'd']) await decide(input(client));
+    expect(fromThread((await decide(input('b')))[0]!), 'b: used lately, still known').to.equal(false);
+    expect(fromThread((await decide(input('a')))[0]!), 'a: the least recently used, forgotten').to.equal(true);
+  });
+
   it('measures a larger input of the same client anew', async function () {
     await decide(input('a'));
     expect(fromThread((await decide(input('a', { padding: 'x'.repeat(4096) })))[0]!)).to.equal(true);
