@@ -41,7 +41,7 @@ export class TenantProviders {
   /** By tenant and issuer; each with the store tenant, the revision of the keys and the policy revision it was built with. */
   private readonly mounted: LRUCache<
     string,
-    MountedProvider & { tenant: string; revision: number; policyRevision: string }
+    MountedProvider & { tenant: string; revision: number; vocabularyDigest: string }
   >;
   /** By store tenant: its keys being read or read, with their revision. */
   private readonly keys: LRUCache<string, Promise<LoadedSecrets>>;
@@ -146,15 +146,15 @@ export class TenantProviders {
     const key = keyOf(tenant);
     const vocabulary = await this.vocabulary();
     const cached = this.mounted.get(key);
-    if (cached?.policyRevision === vocabulary.revision) return cached;
+    if (cached?.vocabularyDigest === vocabulary.digest) return cached;
     const reading = this.keysOf(tenant.name);
     const { secrets, revision } = await reading;
     const builtMeanwhile = this.mounted.get(key);
-    if (builtMeanwhile?.policyRevision === vocabulary.revision) return builtMeanwhile;
+    if (builtMeanwhile?.vocabularyDigest === vocabulary.digest) return builtMeanwhile;
     const provider = this.create(tenant.name, tenant.path ?? '', secrets, vocabulary);
     // A v9 Provider is itself the Koa application to mount.
     const middleware = mount(provider as unknown as Koa) as Middleware;
-    const entry = { provider, middleware, tenant: tenant.name, revision, policyRevision: vocabulary.revision };
+    const entry = { provider, middleware, tenant: tenant.name, revision, vocabularyDigest: vocabulary.digest };
     // Keys rotated while they were read: this request uses them, the next one builds again.
     if (this.keys.get(tenant.name) === reading) this.mounted.set(key, entry);
     return entry;

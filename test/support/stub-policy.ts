@@ -117,7 +117,7 @@ export class StubPolicyEngine implements PolicyEngine {
   }
 
   async vocabulary(): Promise<PolicyVocabulary> {
-    return { revision: 'stub', authorizationDetailsTypes: [], scopes: [] };
+    return { revision: 'stub', digest: 'stub', authorizationDetailsTypes: [], scopes: [] };
   }
 
   async close(): Promise<void> {}

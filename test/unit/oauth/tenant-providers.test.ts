@@ -34,7 +34,7 @@ const kidOf = (provider: Provider) => (provider as unknown as { kid: string }).k
 const policyRevisionOf = (provider: Provider) => (provider as unknown as { policyRevision: string }).policyRevision;
 
 /** The policy vocabulary the providers are built with: its revision moves on when a test says so. */
-let vocabulary: PolicyVocabulary = { revision: 'r1', authorizationDetailsTypes: [], scopes: [] };
+let vocabulary: PolicyVocabulary = { revision: 'r1', digest: 'd1', authorizationDetailsTypes: [], scopes: [] };
 
 describe('unit: TenantProviders, one provider per tenant with its own keys (oauth/providers)', function () {
   let keys: StubKeys;
@@ -44,7 +44,7 @@ describe('unit: TenantProviders, one provider per tenant with its own keys (oaut
   const clock = { now: () => now };
 
   beforeEach(function () {
-    vocabulary = { revision: 'r1', authorizationDetailsTypes: [], scopes: [] };
+    vocabulary = { revision: 'r1', digest: 'd1', authorizationDetailsTypes: [], scopes: [] };
     keys = new StubKeys();
     providers = new TenantProviders(stubProvider, keys, async () => vocabulary, 2, { idleMs: IDLE_MS, clock });
   });
@@ -86,7 +86,19 @@ describe('unit: TenantProviders, one provider per tenant with its own keys (oaut
     expect(() => providers.provider(tenantOf('acme')), 'a request never prepared').to.throw(/before prepare/);
   });
 
-  it('builds a provider again when the policy revision moves on; a request under way keeps the one it has', async function () {
+  it('keeps the providers when the policy revision moves on but what it says for them does not', async function () {
+    const acme = tenantOf('acme');
+    let first: Provider | undefined;
+    await providers.prepare()({ state: { tenant: acme } } as unknown as ArbiterContext, async () => {
+      first = providers.provider(acme);
+    });
+    vocabulary = { ...vocabulary, revision: 'r2' };
+    await providers.prepare()({ state: { tenant: acme } } as unknown as ArbiterContext, async () => {
+      expect(providers.provider(acme), 'not built again').to.equal(first);
+    });
+  });
+
+  it('builds a provider again when the policy vocabulary changes; a request under way keeps the one it has', async function () {
     const acme = tenantOf('acme');
     const built: Provider[] = [];
     const prepared = async (tenant: Tenant) => {
@@ -99,7 +111,7 @@ describe('unit: TenantProviders, one provider per tenant with its own keys (oaut
     };
     await providers.prepare()({ state: { tenant: acme } } as unknown as ArbiterContext, async () => {
       expect(policyRevisionOf(providers.provider(acme))).to.equal('r1');
-      vocabulary = { revision: 'r2', authorizationDetailsTypes: ['urn:new'], scopes: [] };
+      vocabulary = { revision: 'r2', digest: 'd2', authorizationDetailsTypes: ['urn:new'], scopes: [] };
       expect(policyRevisionOf(await prepared(tenantOf('acme'))), 'the next request').to.equal('r2');
       expect(policyRevisionOf(providers.provider(acme)), 'the request under way').to.equal('r1');
     });
