@@ -125,14 +125,16 @@ export async function tryBundleWith(
     described.push(applied.description);
   }
   const next = options.layer === 'live' ? sorted(records) : withShadows(layers.live, records);
-  const snapshot = snapshotOf(next);
-  if (!touched) return { snapshot, touched };
+  if (!touched) return { snapshot: snapshotOf(next), touched };
   const what =
     described.length === 1 ? `this change${described[0]}` : `these changes (${described.map(bare).join(', ')})`;
-  const mismatch = await dataSchemasProblem(snapshot.mergedData, next.data);
-  if (mismatch) return { problem: `${mismatch} (with ${what})` };
+  // Before the snapshot: deriving it parses, merges and hashes every record on the event loop, in
+  // proportion to their size (found 2026-11-29: a write refused as too big held the loop up to 0.5 s).
   const tooBig = bundleSizeProblem(next, layers.live);
   if (tooBig) return { problem: `the policy bundle would be too big with ${what}: ${tooBig}` };
+  const snapshot = snapshotOf(next);
+  const mismatch = await dataSchemasProblem(snapshot.mergedData, next.data);
+  if (mismatch) return { problem: `${mismatch} (with ${what})` };
   try {
     const bundle = await buildBundle(snapshot);
     const compileProblem = await bundleChecked(opaBinary, bundle, 'submitted');

@@ -18,7 +18,7 @@ const STUB_THREAD: ThreadEntry = {
       import { parentPort } from 'node:worker_threads';
       const loaded = [];
       parentPort.on('message', (job) => {
-        if (job.load) loaded.push(job.load.key);
+        if (job.load) loaded.push(job.load.key + (job.load.snapshot.data.length ? ' with its data entries' : ''));
         job.inputs.forEach((input, index) => {
           if (input.spin) for (;;);
           if (input.busyMs) { const until = Date.now() + input.busyMs; while (Date.now() < until); }
@@ -181,6 +181,17 @@ describe('Live decisions: on the event loop only while proven cheap', function (
     for (const client of ['a', 'b', 'c', 'b', 'd']) await decide(input(client));
     expect(fromThread((await decide(input('b')))[0]!), 'b: used lately, still known').to.equal(false);
     expect(fromThread((await decide(input('a')))[0]!), 'a: the least recently used, forgotten').to.equal(true);
+  });
+
+  it('sends a thread the merged data and the rules of a revision, not its data entries again', async function () {
+    const withData = {
+      ...SNAPSHOT,
+      revision: 'r-data',
+      data: [{ dataKey: 'big', value: 'x'.repeat(1024) }],
+      mergedData: { big: 'x'.repeat(1024) },
+    } as unknown as PolicySnapshot;
+    const [verdicts] = await live.evaluate(withData, null, 'token', [input('data')], Date.now() + BUDGET_MS);
+    expect(verdicts!.cedar).to.deep.include({ reason: 'from a thread: r-data' });
   });
 
   it('measures a larger input of the same client anew', async function () {
