@@ -91,7 +91,12 @@ export interface Grantees {
 }
 
 /** Unrevoked delegations read this turn (TurnReads): every token request and introspection asks for its parties' ones. */
-const delegationsReadThisTurn = new TurnReads<DelegationRecord[]>({ collections: [DELEGATIONS_COLLECTION.name] });
+const delegationsReadThisTurn = new TurnReads<DelegationRecord[]>({
+  collections: [DELEGATIONS_COLLECTION.name],
+  // A delegation may name 100 scopes of 256 characters: a list is weighed by them.
+  weigh: (records: DelegationRecord[]) =>
+    records.reduce((sum, record) => sum + 300 + record.scopes.reduce((length, scope) => length + scope.length, 0), 0),
+});
 
 /**
  * The active delegations (neither revoked nor expired) whose grantee is the subject or the

@@ -7,6 +7,12 @@ const SHARED_FOR_MS = 2000;
 const MAX_SHARED = 1000;
 /** Reads kept while their collection is unchanged (Store.changesTo), per store and kind: the oldest go first beyond this. */
 const MAX_HELD = 2000;
+/**
+ * Their bytes (as HeldWhileUnchanged.weigh counts them) per store and kind: the oldest go first
+ * beyond this, and a read of more than a sixteenth of it is not held (found 2026-11-29: lists of
+ * large delegations held by the thousand kept 2.8 MB each, growing with what callers chose to ask).
+ */
+const MAX_HELD_BYTES = 32 * 1024 * 1024;
 /** How long a read held on a store that only announces other nodes' writes (Store.watch) serves: its staleness should an announcement be lost. */
 const ANNOUNCED_HOLD_MS = 100;
 
@@ -22,6 +28,10 @@ export interface HeldWhileUnchanged {
   announced?: boolean;
   /** How long such an announced hold lasts at most (default ANNOUNCED_HOLD_MS): its staleness should an announcement be lost. */
   announcedHoldMs?: number;
+  /** About how many bytes a value holds, for reads whose size callers choose (MAX_HELD_BYTES); without it, none. */
+  weigh?: (value: never) => number;
+  /** MAX_HELD_BYTES, for a test. */
+  maxHeldBytes?: number;
   /**
    * False for reads a long-lived request makes again and again (a held bundle poll): a read is
    * then not handed to the requests under way that began before it, since a poll that began a
@@ -79,7 +89,12 @@ export class TurnReads<V> {
   /** The latest read of each key per store, for the requests that began before it (dropped at a write). */
   private readonly latest = new WeakMap<Store, Map<string, { startedAt: number; value: Promise<V> }>>();
   /** Reads kept while the collection is unchanged, per store: the count of its changes they were read at, and until when they serve. */
-  private readonly held = new WeakMap<Store, Map<string, { changes: number; until: number; value: V }>>();
+  private readonly held = new WeakMap<
+    Store,
+    Map<string, { changes: number; until: number; value: V; bytes: number }>
+  >();
+  /** The bytes of the reads held, per store. */
+  private readonly heldBytes = new WeakMap<Store, number>();
   /** Announced writes to the collections per store (Store.watch), counted as they arrive. */
   private readonly announcedChanges = new WeakMap<Store, { count: number }>();
 
@@ -118,11 +133,26 @@ export class TurnReads<V> {
   /** Keeps a read while the collection is still as it was when the read started (and the value does not expire by itself). */
   private hold(store: Store, key: string, changes: { count: number; until: number }, value: V): void {
     if (expiresInStore(value) || this.changesOf(store)?.count !== changes.count) return;
+    const weigh = this.heldWhileUnchanged?.weigh as ((value: V) => number) | undefined;
+    const bytes = weigh?.(value) ?? 0;
+    const maxBytes = this.heldWhileUnchanged?.maxHeldBytes ?? MAX_HELD_BYTES;
+    if (bytes > maxBytes / 16) return;
     let reads = this.held.get(store);
     if (!reads) this.held.set(store, (reads = new Map()));
+    this.letGo(store, reads, key);
+    reads.set(key, { changes: changes.count, until: changes.until, value, bytes });
+    this.heldBytes.set(store, (this.heldBytes.get(store) ?? 0) + bytes);
+    for (const [oldest] of reads) {
+      if (reads.size <= MAX_HELD && this.heldBytes.get(store)! <= maxBytes) break;
+      this.letGo(store, reads, oldest);
+    }
+  }
+
+  private letGo(store: Store, reads: Map<string, { bytes: number }>, key: string): void {
+    const read = reads.get(key);
+    if (!read) return;
     reads.delete(key);
-    reads.set(key, { changes: changes.count, until: changes.until, value });
-    if (reads.size > MAX_HELD) reads.delete(reads.keys().next().value!);
+    this.heldBytes.set(store, this.heldBytes.get(store)! - read.bytes);
   }
 
   /** The collection's count of changes as this node knows it, and until when a read started now may serve; undefined: reads are not held. */
@@ -142,6 +172,7 @@ export class TurnReads<V> {
       store.watch(heldReads.collections, () => {
         counted.count += 1;
         this.held.delete(store);
+        this.heldBytes.delete(store);
       });
       this.announcedChanges.set(store, (announced = counted));
     }

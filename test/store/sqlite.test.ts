@@ -226,6 +226,38 @@ describe('SQLite store: reads kept while a collection is unchanged see the write
   });
 });
 
+describe('SQLite store: reads kept while a collection is unchanged are bounded in bytes', () => {
+  const dir = scratchDirectory('arbiter-sqlite-held-');
+
+  // Found 2026-11-29: lists of large delegations, held by the thousand, kept 2.8 MB each.
+  it('holds no read heavier than a sixteenth of the budget, and lets the oldest go beyond the budget', async () => {
+    const store = await openStore(`sqlite:${join(dir, 'held.db')}`);
+    try {
+      const reads = new TurnReads<string>({
+        collections: ['lists'],
+        weigh: (value: string) => value.length,
+        maxHeldBytes: 1600,
+      });
+      const loads = new Map<string, number>();
+      const read = (key: string, bytes: number) =>
+        reads.read(store, key, async () => (loads.set(key, (loads.get(key) ?? 0) + 1), 'x'.repeat(bytes)));
+      const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+      await store.collection('lists', 't').insert({ id: 'l1' });
+      for (const key of ['small', 'heavy']) await read(key, key === 'small' ? 50 : 101);
+      await nextTurn();
+      for (const key of ['small', 'heavy']) await read(key, key === 'small' ? 50 : 101);
+      expect(Object.fromEntries(loads), 'the heavy one read again').to.deep.equal({ small: 1, heavy: 2 });
+      for (let index = 0; index < 32; index++) await read(`k${index}`, 50);
+      await nextTurn();
+      await read('small', 50);
+      await read('k31', 50);
+      expect([loads.get('small'), loads.get('k31')], 'the oldest let go, the newest kept').to.deep.equal([2, 1]);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('SQLite store: sparse indexes hold only the rows that have the field', () => {
   const dir = scratchDirectory('arbiter-sqlite-sparse-');
   const indexesOf = (file: string, table: string) => {
