@@ -11,7 +11,7 @@ import {
   deviceResumptionMiddleware,
   deviceVerificationMiddleware,
 } from './device/index.js';
-import { endSessionMiddleware } from './end-session/index.js';
+import { endSessionConfirmation, endSessionMiddleware } from './end-session/index.js';
 import { interactionRoutes } from './interactions/index.js';
 import { introspectMiddleware } from './introspect/index.js';
 import { parMiddleware } from './par/index.js';
@@ -69,6 +69,7 @@ export function oauthSteps({ config, store, sealer, policy, providers, log }: OA
     register: registration.register,
     clientConfiguration: registration.clientConfiguration,
     endSession: endSessionMiddleware({ issuer, maxBodyBytes }),
+    endSessionConfirmation,
     discovery: [discovery],
     umaConfiguration: [umaConfigurationAsDiscovery, discovery],
     signIn,

@@ -11,6 +11,8 @@ import {
 } from '../support/dev-idp.js';
 import { FORM, postForm } from '../support/oauth.js';
 import type { TestServer } from '../support/server.js';
+import { withOneFailedFind } from '../support/store-fault.js';
+import { OIDC_COLLECTION } from '../../adapters/oidc/collection.js';
 
 /**
  * RP-Initiated Logout 1.0 §2: the OP accepts the logout request by GET and by POST. A POST is
@@ -108,6 +110,19 @@ describe('RP-Initiated Logout at /session/end', function () {
       expect((await refreshed(token)).body.error, 'a refresh token of the session').to.equal('invalid_grant');
     expect(await userinfo(second.access_token), 'an access token of the session').to.equal(401);
     expect((await refreshed(elsewhere.refreshToken)).status, 'alice in another browser').to.equal(200);
+  });
+
+  // Found 2026-11-29: the confirmation was answered before its revocation ended, and a store fault
+  // meanwhile was an unhandled rejection that ended the process.
+  it('answers the confirmation once what it revokes is stored: a store fault meanwhile is a 503, and the server goes on', async function () {
+    const { agent, idToken } = await signedInBrowser();
+    const confirmation = await postLogout(agent, { id_token_hint: idToken, client_id: spa.clientId });
+    const failed = await withOneFailedFind(server.store, OIDC_COLLECTION.name, () =>
+      agent.submitForm(confirmation, { logout: 'yes' }),
+    );
+    expect(failed.status, failed.body).to.equal(503);
+    expect((await server.request('/livez')).status).to.equal(200);
+    expect((await signedInBrowser()).refreshToken, 'the next sign-in').to.be.a('string');
   });
 
   it("shows Arbiter's own logout pages: nothing loaded from elsewhere, the client named", async function () {

@@ -33,6 +33,15 @@ export function endSessionMiddleware({
   return [formBody(maxBodyBytes), logoutPostAsGet(issuer), logoutSignalled];
 }
 
+/**
+ * The user's confirmation (`POST /session/end/confirm`, oidc-provider's form): where the session
+ * ends and `end_session.success` is emitted, so where the logout waits for what it started.
+ * Found 2026-11-29: only /session/end waited, which never ends a session itself; the confirmation
+ * was answered before its tokens were revoked (seconds for a user with many), and a store fault
+ * meanwhile was an unhandled rejection that ended the process.
+ */
+export const endSessionConfirmation: ArbiterMiddleware[] = [logoutSignalled];
+
 /** What each logout answered by oidc-provider still has to finish before its answer goes out (atLogout). */
 const pendingAtLogout = new WeakMap<object, Promise<unknown>[]>();
 
@@ -58,10 +67,13 @@ export function atLogout(
     const uid = oidc?.session?.uid;
     if (typeof accountId !== 'string' || typeof uid !== 'string') return;
     const clientId = oidc?.params?.logout ? undefined : oidc?.entities?.Client?.clientId;
-    pendingAtLogout.set(ctx, [
+    const pending = [
       revoke({ accountId, uid, ...(clientId ? { clientId } : {}) }),
       ...(userLoggedOut ? [userLoggedOut(tenant, accountId)] : []),
-    ]);
+    ];
+    // Awaited by logoutSignalled, which answers a failure; never a rejection left unhandled should a route not wait.
+    for (const work of pending) work.catch(() => undefined);
+    pendingAtLogout.set(ctx, pending);
   });
 }
 
