@@ -399,7 +399,8 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
       .find(matching, { projection: { _id: 1 }, limit: Math.max(0, Math.floor(limit)) })
       .toArray();
     if (step.length === 0) return 0;
-    return (await this.rows.deleteMany({ _id: { $in: step.map((row) => row._id) } })).deletedCount;
+    // The filter again: a row that no longer matches since it was found stays.
+    return (await this.rows.deleteMany({ ...matching, _id: { $in: step.map((row) => row._id) } })).deletedCount;
   }
 
   private rowId(id: string | number): string {

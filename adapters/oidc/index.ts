@@ -462,33 +462,18 @@ export type ArtefactOwner = { clientId: string } | { accountId: string };
  * Deletes every artefact of a client or of a user in one tenant: grants, authorization codes,
  * access, refresh and client-credentials tokens, pushed requests, and (of a user) sessions. The
  * store is shared by every node and each of them reads these artefacts from it on every use, so
- * they stop working everywhere as soon as this resolves. With `issuedUnder`, only a client's
- * artefacts issued under those marks (ArtefactOwners), or under none. Returns how many were deleted.
+ * they stop working everywhere as soon as this resolves. Returns how many were deleted.
  *
  * In paced steps (src/store/paced.ts): a client or a user may hold 100,000 tokens, and on SQLite
  * one DELETE of them all held every request of the process for its length (found 2026-11-29:
- * 438 ms). An owner of fewer than a step's rows (1,000) is one DELETE, as before.
+ * 438 ms). A step may delete fewer than it found (another request deleted some meanwhile), so the
+ * sweep ends only at a step that deleted none.
  */
-export async function revokeArtefacts(
-  store: Store,
-  tenant: string,
-  owner: ArtefactOwner,
-  issuedUnder?: string,
-): Promise<number> {
+export async function revokeArtefacts(store: Store, tenant: string, owner: ArtefactOwner): Promise<number> {
   const artefacts = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
   await upgradeLegacyArtefacts(store, tenant, artefacts);
   const owned: Filter = 'clientId' in owner ? { clientId: owner.clientId } : { accountId: owner.accountId };
-  const sweeps: Filter[] =
-    issuedUnder === undefined
-      ? [owned]
-      : [
-          { ...owned, issuedUnder },
-          { ...owned, issuedUnder: null },
-        ];
-  let revoked = 0;
-  for (const sweep of sweeps)
-    revoked += await inPacedSteps((limit) => artefacts.deleteMany(sweep, limit), EVENT_LOOP_PACE);
-  return revoked;
+  return inPacedSteps((limit) => artefacts.deleteMany(owned, limit), EVENT_LOOP_PACE, { untilNone: true });
 }
 
 const LEGACY_BATCH = 200;

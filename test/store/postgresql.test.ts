@@ -6,6 +6,7 @@ import { clientsCollection, findClientRecord, type ClientRecord } from '../../sr
 import { DEFAULT_TENANT, isStoreUnavailable, type Store } from '../../src/store/types.js';
 import { log, putData } from '../policy/support.js';
 import { describeStoreConformance } from './conformance.js';
+import { eventually } from '../support/oauth.js';
 import { PostgresTestServer, sharedPostgresTestServer } from './postgres-server.js';
 
 describe('PostgreSQL store', function () {
@@ -18,6 +19,32 @@ describe('PostgreSQL store', function () {
 
   // A schema of its own per test, with only the collections the test declares.
   describeStoreConformance('postgresql', () => openStore(server.url()));
+
+  // Found 2026-11-29: a step named its rows by ctid, which a row another transaction updates
+  // meanwhile leaves: the step deleted fewer than it found, and a paced sweep of a user's tokens
+  // took that for the end, leaving most of them.
+  it('deletes every row a limited deleteMany found, also one another transaction updated meanwhile', async function () {
+    const store = await openStore(server.url());
+    const other = await (store as unknown as { pool: import('pg').Pool }).pool.connect();
+    try {
+      const rows = store.collection('sweeps', 't');
+      await rows.insertMany(Array.from({ length: 30 }, (_, index) => ({ id: `r${index}`, owner: 'alice' })));
+      await other.query('BEGIN');
+      await other.query(`UPDATE c_sweeps SET doc = doc || '{"touched": 1}'::jsonb WHERE tenant = 't' AND id = 'r5'`);
+      const step = rows.deleteMany({ owner: 'alice' }, 20);
+      // The step waits for the row lock of the update, which then commits.
+      await eventually(
+        async () => Number((await other.query('SELECT count(*) AS n FROM pg_locks WHERE NOT granted')).rows[0].n) > 0,
+        20_000,
+      );
+      await other.query('COMMIT');
+      expect(await step).to.equal(20);
+      expect(await rows.deleteMany({ owner: 'alice' }, 20)).to.equal(10);
+    } finally {
+      other.release();
+      await store.close();
+    }
+  });
 
   it('creates the tables of every known collection when it is opened, with typed columns and unique indexes per tenant', async function () {
     if (!server.directory) this.skip(); // psql needs the cluster of this run

@@ -26,17 +26,16 @@ import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 /**
  * A client disabled, deleted, or whose tokens an operator revokes: its token epoch moved on (so
  * that nothing issued before, even if written after the sweep, is honoured again: ArtefactOwners),
- * then its artefacts deleted, whoever the user: of a client still on record, those issued under the
- * epoch just ended (or under none, or before artefacts were marked), so that a token an enabled
- * client is issued while the sweep runs (paced: seconds for 100,000) stays. Called after the
- * record was disabled or deleted.
+ * then every artefact of it deleted, whoever the user. Called after the record was disabled or
+ * deleted, so that no request can issue under the new epoch before it is enabled again. (All of
+ * them, not those of the epoch just ended: a client ID metadata document's record made again
+ * starts its epochs over, so an older mark may come round again.)
  */
 export async function revokeClientArtefacts(store: Store, tenant: string, clientId: string): Promise<number> {
   const clients = clientsCollection(store, tenant);
   const record = await clients.findOne({ clientId });
-  if (!record) return revokeArtefacts(store, tenant, { clientId });
-  await clients.update(record.id, { tokenEpoch: epochOf(record) + 1 });
-  return revokeArtefacts(store, tenant, { clientId }, markOf(record));
+  if (record) await clients.update(record.id, { tokenEpoch: epochOf(record) + 1 });
+  return revokeArtefacts(store, tenant, { clientId });
 }
 
 /**
