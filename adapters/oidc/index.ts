@@ -242,7 +242,6 @@ class TokenLookups {
   }
 }
 
-/** The document for an artefact: keyed by digest, its payload without anything that holds a bearer value. */
 /**
  * The client of a pushed request (RFC 9126), which oidc-provider keeps only inside its request
  * object: issued (`iss`) as the client that pushed it, signed or not (pushed_authorization_requests.js,
@@ -259,6 +258,7 @@ function pushedBy(payload: AdapterPayload): string | undefined {
   }
 }
 
+/** The document for an artefact: keyed by digest, its payload without anything that holds a bearer value. */
 function storedDoc(
   model: string,
   key: string,

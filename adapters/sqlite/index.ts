@@ -1065,11 +1065,12 @@ function orderBy(options: FindOptions): string {
   return `ORDER BY ${jsonField(options.sort.field)} ${direction}, rowid ${direction}`;
 }
 
-/** Table and index names are validated identifiers; quoting keeps them from clashing with SQL keywords. */
 /** `LIMIT n` of a step of deletion, or nothing without a limit. */
 function limitClause(limit: number | undefined): string {
   return limit === undefined ? '' : ` LIMIT ${Math.max(0, Math.floor(limit))}`;
 }
+
+/** Table and index names are validated identifiers; quoting keeps them from clashing with SQL keywords. */
 
 function quoted(identifier: string): string {
   return `"${identifier}"`;

@@ -16,6 +16,7 @@ import type { Store } from '../store/index.js';
 import { candidatesFor, type Candidate } from './candidates.js';
 import {
   authzenDecision,
+  delegationsForResourceSearch,
   delegationsOnResource,
   delegationsPerPair,
   evaluationInput,
@@ -310,8 +311,7 @@ function resultOf(kind: SearchKind, candidate: Candidate): Record<string, string
 }
 
 function searchDelegations(store: Store, tenant: string, kind: SearchKind, body: SearchRequest): DelegationsOf {
-  // A resource search reads per candidate too: all delegations to a subject are as many as anyone made.
-  return kind === 'subject'
-    ? delegationsOnResource(store, tenant, body.resource.id!)
-    : delegationsPerPair(store, tenant);
+  if (kind === 'subject') return delegationsOnResource(store, tenant, body.resource.id!);
+  if (kind === 'resource') return delegationsForResourceSearch(store, tenant, body.subject.id!);
+  return delegationsPerPair(store, tenant);
 }

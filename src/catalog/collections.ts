@@ -348,7 +348,9 @@ export function definitionFor(path: string): CollectionDefinition | undefined {
 /**
  * How a shared collection is declared to the store: unique keys within a tenant, each indexed, an
  * index on each reference, which hot paths look records up by (the resource server of an
- * introspecting client) and deletions follow, and one on each lookup field.
+ * introspecting client) and deletions follow, then by id, so that the records of one referenced
+ * record are also read a page at a time (an identity provider's users, when it is disabled), and
+ * one on each lookup field.
  */
 export function storeSpecOf(definition: CollectionDefinition): CollectionSpec {
   const unique = [...definition.uniqueFields, ...(definition.shadow ? [definition.shadow.storedAs] : [])];
@@ -357,7 +359,7 @@ export function storeSpecOf(definition: CollectionDefinition): CollectionSpec {
     name: definition.store,
     uniqueKeys: unique.map((field) => [field]),
     // `id` first: every list of the Admin API goes by ascending id, a page at a time.
-    indexes: ['id', ...unique, ...references, ...(definition.lookupFields ?? [])],
+    indexes: ['id', ...unique, ...references.map((field) => [field, 'id']), ...(definition.lookupFields ?? [])],
   };
 }
 

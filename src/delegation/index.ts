@@ -4,6 +4,7 @@ export {
   activeDelegationIds,
   activeDelegations,
   delegationsToClientBy,
+  delegationsToSubjectUpTo,
   activeDelegationsOn,
   DELEGATION_KEPT_MS,
   DELEGATIONS_COLLECTION,

@@ -12,8 +12,8 @@ import {
 
 /** A delegation as stored (spec: delegation record). `validUntil` is the API's expires_at. */
 export interface DelegationRecord extends StoredDoc {
-  /** When the store deletes it (keptUntil): a while after it was revoked or expired, never while active. */
-  expiresAt?: number;
+  /** When the store deletes it (keptUntil): a while after it was revoked or expired; null or absent while it may stay active. */
+  expiresAt?: number | null;
   id: string;
   ownerSub: string | null;
   ownerClientId: string;
@@ -135,6 +135,25 @@ export async function delegationsToClientBy(
 ): Promise<DelegationGrantInput[]> {
   if (!user) return [];
   return activeOf(store, tenant, { granteeType: 'client', granteeClientId: clientId, ownerSub: user });
+}
+
+/**
+ * Every active delegation to a user, or null when there are more than `atMost`: anyone may
+ * delegate to a user, so a caller that would read them all reads them otherwise past a bound.
+ */
+export async function delegationsToSubjectUpTo(
+  store: Store,
+  tenant: string,
+  sub: string,
+  atMost: number,
+): Promise<DelegationGrantInput[] | null> {
+  const found = await delegations(store, tenant).find(
+    { granteeType: 'subject', granteeSubjectId: sub, revokedAt: null },
+    { limit: atMost + 1 },
+  );
+  if (found.length > atMost) return null;
+  const now = Date.now();
+  return found.filter((record) => statusOf(record, now) === 'active').map(delegationGrant);
 }
 
 /** The active delegations matching `filter`, read once a turn. */

@@ -98,12 +98,14 @@ export function delegationRouter(deps: DelegationDeps): RoutedApi<ApiState> {
     assertOnlyExpiryChanges(record, body);
     const expiresAt = instant(body.expires_at);
     await decide(ctx, deps, owner, 'update', { ...requestOf(record), expires_at: expiresAt });
-    ctx.body = presentDelegation(
-      (await delegations(deps.store, ctx.state.tenant.name).update(
-        record.id,
-        withKeptUntil({ revokedAt: null, validUntil: expiresAt }),
-      ))!,
+    // Only while unrevoked: a revocation between the read above and this write stands.
+    const updated = await delegations(deps.store, ctx.state.tenant.name).update(
+      record.id,
+      { validUntil: expiresAt, expiresAt: keptUntil({ revokedAt: null, validUntil: expiresAt }) ?? null },
+      { revokedAt: null },
     );
+    if (!updated) throw badRequest('a revoked delegation cannot be changed');
+    ctx.body = presentDelegation(updated);
   });
 
   router.delete(`${DELEGATION_PATH}/:delegationId`, async (ctx) => {

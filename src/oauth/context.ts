@@ -13,7 +13,7 @@ export interface ProviderContext {
   /** Opens what is sealed in the store and makes the keyed digests of generated client secrets. */
   sealer: Sealer;
   policy: PolicyEngine;
-  /** What policy data defines for the protocol (RAR types), as of the revision this provider is built for. */
+  /** What policy data defines for the protocol (RAR types, scopes) this provider is built with (PolicyVocabulary.digest). */
   vocabulary: PolicyVocabulary;
   log: Logger;
   /** The store tenant this provider serves. */

@@ -74,11 +74,11 @@ export interface HeldWhileUnchanged {
  * as the collection is unchanged, MAX_HELD of them per store and kind: a request of each of 1,000
  * tenants then reads nothing of its client and delegations, which no other request of its turn
  * shares. A write ends them before its writer is answered, on this process at once and on another
- * at its next question; a document the store lets expire by itself (a numeric `expiresAt`) is not
- * kept, as its expiry writes nothing. Where the store only announces writes (Store.watch), reads
- * marked `announced` are held the same way, ended by the announcement of any node's write (this
- * node's before its writer is answered, another's within a round trip) and ANNOUNCED_HOLD_MS at
- * most, should an announcement be lost.
+ * at its next question; a document the store lets expire by itself (a numeric `expiresAt`) is kept
+ * until then at most, as its expiry writes nothing. Where the store only announces writes
+ * (Store.watch), reads marked `announced` are held the same way, ended by the announcement of
+ * any node's write (this node's before its writer is answered, another's within a round trip) and
+ * ANNOUNCED_HOLD_MS at most, should an announcement be lost.
  */
 export class TurnReads<V> {
   private readonly kept = new WeakMap<Store, Map<string, V>>();
@@ -132,7 +132,12 @@ export class TurnReads<V> {
 
   /** Keeps a read while the collection is still as it was when the read started (and the value does not expire by itself). */
   private hold(store: Store, key: string, changes: { count: number; until: number }, value: V): void {
-    if (expiresInStore(value) || this.changesOf(store)?.count !== changes.count) return;
+    if (this.changesOf(store)?.count !== changes.count) return;
+    // Until its first document expires at the latest: the store stops answering it without a write.
+    const expiry = earliestExpiry(value);
+    const until =
+      expiry === undefined ? changes.until : Math.min(changes.until, performance.now() + expiry - Date.now());
+    if (until <= performance.now()) return;
     const weigh = this.heldWhileUnchanged?.weigh as ((value: V) => number) | undefined;
     const bytes = weigh?.(value) ?? 0;
     const maxBytes = this.heldWhileUnchanged?.maxHeldBytes ?? MAX_HELD_BYTES;
@@ -140,7 +145,7 @@ export class TurnReads<V> {
     let reads = this.held.get(store);
     if (!reads) this.held.set(store, (reads = new Map()));
     this.letGo(store, reads, key);
-    reads.set(key, { changes: changes.count, until: changes.until, value, bytes });
+    reads.set(key, { changes: changes.count, until, value, bytes });
     this.heldBytes.set(store, (this.heldBytes.get(store) ?? 0) + bytes);
     for (const [oldest] of reads) {
       if (reads.size <= MAX_HELD && this.heldBytes.get(store)! <= maxBytes) break;
@@ -245,10 +250,10 @@ export class TurnReads<V> {
   }
 }
 
-/** A document (or one of a list) with a store expiry: the store stops answering it without a write. */
-function expiresInStore(value: unknown): boolean {
-  if (Array.isArray(value)) return value.some(expiresInStore);
-  return (
-    typeof value === 'object' && value !== null && typeof (value as { expiresAt?: unknown }).expiresAt === 'number'
-  );
+/** When the first document of a value (one, or a list) expires in the store (epoch ms), if any does. */
+function earliestExpiry(value: unknown): number | undefined {
+  const expiries = (Array.isArray(value) ? value : [value])
+    .map((doc) => (typeof doc === 'object' && doc !== null ? (doc as { expiresAt?: unknown }).expiresAt : undefined))
+    .filter((expiresAt): expiresAt is number => typeof expiresAt === 'number');
+  return expiries.length ? Math.min(...expiries) : undefined;
 }

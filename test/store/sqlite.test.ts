@@ -258,6 +258,32 @@ describe('SQLite store: reads kept while a collection is unchanged are bounded i
   });
 });
 
+describe('SQLite store: a read of documents the store expires by itself is held until they expire', () => {
+  const dir = scratchDirectory('arbiter-sqlite-expiring-');
+
+  // Found 2026-11-29: such a read was never held, so a delegation list with one time-limited delegation was read at every decision.
+  it('serves the held read until its first document expires, then reads again', async () => {
+    const store = await openStore(`sqlite:${join(dir, 'expiring.db')}`);
+    try {
+      const reads = new TurnReads<StoredDoc[]>({ collections: ['grants'] });
+      const grants = store.collection('grants', 't');
+      let loads = 0;
+      const read = () => reads.read(store, 'k', async () => (loads++, grants.find()));
+      const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+      await grants.insert({ id: 'open' });
+      await grants.insert({ id: 'soon', expiresAt: Date.now() + 400 });
+      await read();
+      await nextTurn();
+      expect((await read()).map((doc) => doc.id)).to.deep.equal(['open', 'soon']);
+      expect(loads, 'held while unexpired').to.equal(1);
+      await eventually(async () => (await nextTurn(), (await read()).length === 1), 5_000);
+      expect(loads, 'read again once it expired').to.be.above(1);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
 describe('SQLite store: sparse indexes hold only the rows that have the field', () => {
   const dir = scratchDirectory('arbiter-sqlite-sparse-');
   const indexesOf = (file: string, table: string) => {
@@ -322,6 +348,39 @@ describe('SQLite store: the Admin API lists of the catalog collections', () => {
         }[];
         expect(plan.map((step) => step.detail).join('; '), definition.path).not.to.contain('TEMP B-TREE');
       }
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe('SQLite store: the records of one referenced record, a page at a time', () => {
+  // Found 2026-11-29: an identity provider's users, read by ascending id, were found by walking
+  // the id index over every subject of the tenant.
+  it('reads a page of the subjects of one identity provider by ascending id from an index of both', async () => {
+    const store = await openStore('sqlite::memory:');
+    try {
+      const internals = store as unknown as { db: Database.Database; statements: { get(sql: string): unknown } };
+      const seen: string[] = [];
+      const get = internals.statements.get.bind(internals.statements);
+      internals.statements.get = (sql: string) => {
+        seen.push(sql);
+        return get(sql);
+      };
+      const subjects = store.collection(storeSpecOf(COLLECTIONS.find((c) => c.path === 'subjects')!), 'refs');
+      await subjects.insert({ id: 1, subjectId: 'a', identityProviderId: 7 });
+      seen.length = 0;
+      await subjects.find(
+        { identityProviderId: 7 },
+        { sort: { field: 'id', direction: 'asc' }, startAt: 1, skip: 1, limit: 100 },
+      );
+      const query = seen.find((sql) => sql.startsWith('SELECT doc FROM'))!;
+      const plan = internals.db
+        .prepare(`EXPLAIN QUERY PLAN ${query}`)
+        .all({ tenant: 'refs', now: Date.now(), f0: 7, startAt: 1 }) as { detail: string }[];
+      const detail = plan.map((step) => step.detail).join('; ');
+      expect(detail).to.match(/USING INDEX \S*identityProviderId_id/);
+      expect(detail).not.to.contain('TEMP B-TREE');
     } finally {
       await store.close();
     }

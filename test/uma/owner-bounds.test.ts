@@ -110,5 +110,17 @@ describe('What one owner keeps: UMA resources and delegations', function () {
     expect((await delegate('still-too-many')).status, 'a revoked one counts until it is deleted').to.equal(409);
     const active = await server.store.collection(DELEGATIONS_COLLECTION, DEFAULT_TENANT).get(made[1]!);
     expect(active).to.include({ revokedAt: null }).and.not.to.have.property('expiresAt');
+
+    // A delegation given an end is deleted a while after it; given none again, it is kept until revoked.
+    const path = `/delegation/${made[1]}`;
+    const inAnHour = new Date(Date.now() + 3_600_000).toISOString();
+    expect((await api(server, 'PUT', path, delegating, { expires_at: inAnHour })).status).to.equal(200);
+    const dated = await server.store.collection(DELEGATIONS_COLLECTION, DEFAULT_TENANT).get(made[1]!);
+    expect(dated?.expiresAt).to.equal(Date.parse(inAnHour) + DELEGATION_KEPT_MS);
+    const open = await api(server, 'PUT', path, delegating, { expires_at: null });
+    expect(open.status, JSON.stringify(open.body)).to.equal(200);
+    expect(open.body).to.include({ expires_at: null, status: 'active' });
+    const undated = await server.store.collection(DELEGATIONS_COLLECTION, DEFAULT_TENANT).get(made[1]!);
+    expect(undated?.expiresAt ?? null, 'the store keeps it').to.equal(null);
   });
 });

@@ -165,8 +165,7 @@ const common = {
 
 /**
  * Absent and null mean the same to a policy: no user (client_credentials). `delegations` are the
- * active delegations whose grantee is the request's subject or client (docs/policy.md says at
- * which points they are given).
+ * active delegations that concern the request (docs/policy.md says which, at which points).
  */
 const optionalParties = {
   subject: { oneOf: [{ type: 'null' }, SUBJECT_SCHEMA] },
