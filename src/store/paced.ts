@@ -44,8 +44,10 @@ export async function inPacedSteps(
     const took = performance.now() - started;
     done += did;
     if (untilNone ? did === 0 : did < limit) return done;
+    const full = did >= limit;
     limit = nextLimit(limit, took, pace);
-    await sleep(Math.max(1, Math.ceil(took)));
+    // After a step that found fewer than its limit (untilNone's last look), a turn is enough.
+    await (full ? sleep(Math.max(1, Math.ceil(took))) : new Promise((resolve) => setImmediate(resolve)));
   }
 }
 
