@@ -237,7 +237,7 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
   AUTH_FAILURE_WINDOW_SECONDS: { meaning: 'the window of `AUTH_FAILURE_LIMIT`' },
   SIGN_INS_PER_ADDRESS: {
     meaning:
-      'sign-ins one address (an IPv6 /64) may begin at `/authorize` per window, in each process: each stores its interaction until it ends or expires, so that one address cannot fill the store; past it `429 too_many_requests` with `Retry-After` (see [Endpoints](endpoints.md#get-authorize))',
+      'sign-ins one address (an IPv6 /64) may begin at `/authorize` per window, in each process: each stores its interaction until it ends or expires, so that one address cannot fill the store; past it `429 too_many_requests` with `Retry-After` (see [Endpoints](endpoints.md#get-authorize)). As many device codes (`/device/auth`) and pushed requests of public clients (`/par`), each counted on its own',
   },
   SIGN_INS_WINDOW_SECONDS: { meaning: 'the window of `SIGN_INS_PER_ADDRESS`' },
   TENANTS: {

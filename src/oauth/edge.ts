@@ -46,16 +46,13 @@ export function oauthSteps({ config, store, sealer, policy, providers, log }: OA
   const registration = registrationMiddleware({ config, store, sealer, policy });
   const signIn = [interactionRoutes({ config, store, sealer, providers, log })];
   const discovery = discoveryExtras(issuer, authorizationDetailsTypes, config.mtlsEndpointBaseUrl);
+  // Each of /authorize's sign-ins, /device/auth and public clients' /par counts its own.
+  const perAddress = { perAddress: config.signInsPerAddress, windowSeconds: config.signInsWindowSeconds };
   return {
-    authorize: authorizeMiddleware({
-      store,
-      providerFor,
-      maxBodyBytes,
-      signIns: { perAddress: config.signInsPerAddress, windowSeconds: config.signInsWindowSeconds },
-    }),
+    authorize: authorizeMiddleware({ store, providerFor, maxBodyBytes, signIns: perAddress }),
     authorizationResumption: authorizationResumptionMiddleware(),
-    par: parMiddleware({ store, providerFor, maxBodyBytes }),
-    deviceAuthorization: deviceAuthorizationMiddleware({ issuer, store, providerFor, maxBodyBytes }),
+    par: parMiddleware({ store, providerFor, maxBodyBytes, perAddress }),
+    deviceAuthorization: deviceAuthorizationMiddleware({ issuer, store, providerFor, maxBodyBytes, perAddress }),
     deviceResumption: deviceResumptionMiddleware(providerFor),
     deviceVerification: deviceVerificationMiddleware(
       { limit: config.authFailureLimit, windowSeconds: config.authFailureWindowSeconds },

@@ -1,12 +1,14 @@
 import { expect } from 'chai';
 import { authorizationRequest, registerPublicClient, type TestClient } from '../support/dev-idp.js';
+import { postForm } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 /**
  * Each sign-in begun at /authorize stores an interaction until it ends or expires, for anyone who
  * knows a public client's client_id: one address could fill the store (found 2026-11-29). An
  * address begins at most SIGN_INS_PER_ADDRESS sign-ins per window; requests that begin none are
- * not counted.
+ * not counted. So it asks for at most as many device codes, and pushes as many requests for public
+ * clients, each counted on its own.
  */
 describe('Sign-ins one address may begin (SIGN_INS_PER_ADDRESS)', function () {
   let server: TestServer;
@@ -45,5 +47,29 @@ describe('Sign-ins one address may begin (SIGN_INS_PER_ADDRESS)', function () {
     expect(refused.status).to.equal(429);
     expect(Number(refused.headers.get('retry-after'))).to.be.within(1, 600);
     expect(await interactions(), 'nothing stored for the refused request').to.equal(stored);
+  });
+
+  // Found 2026-11-29: both stored a row per anonymous request, without bound (500 device codes a
+  // second; 248 pushed requests a second of 80 KB each).
+  it('counts the device codes and the pushed requests of public clients one address asks for, each on its own', async function () {
+    const device = await server.admin('POST', '/clients', {
+      clientId: 'budget-tv',
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      grantTypes: ['urn:ietf:params:oauth:grant-type:device_code'],
+      scopes: ['openid'],
+    });
+    expect(device.status, JSON.stringify(device.body)).to.equal(201);
+    const deviceCode = () => postForm(server, '/device/auth', { client_id: 'budget-tv', scope: 'openid' });
+    const pushed = async () => {
+      const request = new URL((await authorizationRequest(server, spa)).url);
+      return postForm(server, '/par', Object.fromEntries(request.searchParams));
+    };
+    for (const ask of [deviceCode, pushed]) {
+      for (let attempt = 0; attempt < 3; attempt += 1) expect((await ask()).status).to.be.oneOf([200, 201]);
+      const refused = await ask();
+      expect(refused.status, JSON.stringify(refused.body)).to.equal(429);
+      expect(refused.body.error).to.equal('too_many_requests');
+    }
   });
 });

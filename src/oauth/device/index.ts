@@ -2,6 +2,7 @@ import compose from 'koa-compose';
 import type Provider from 'oidc-provider';
 import type { AuthFailureLimits } from '../../http/auth-failures.js';
 import type { Store } from '../../store/index.js';
+import { addressBudget, type AddressLimits } from '../shared/address-budget.js';
 import type { Tenant } from '../../tenancy/index.js';
 import { recognizeRequestedScopes } from '../authorize/index.js';
 import type { ConfigurationSlice } from '../context.js';
@@ -40,6 +41,8 @@ export interface DeviceAuthorizationDeps {
   store: Store;
   providerFor: (tenant: Tenant) => Provider;
   maxBodyBytes: number;
+  /** SIGN_INS_PER_ADDRESS: the device codes one address may ask for. */
+  perAddress: AddressLimits;
 }
 
 /**
@@ -53,8 +56,12 @@ export function deviceAuthorizationMiddleware({
   store,
   providerFor,
   maxBodyBytes,
+  perAddress,
 }: DeviceAuthorizationDeps): ArbiterMiddleware[] {
   const steps = compose([
+    // Each device code is stored 20 minutes, for anyone who names a public client (found
+    // 2026-11-29: 500 a second from one address).
+    addressBudget(perAddress, 'device authorization requests', (ctx) => ctx.status === 200),
     formBody(maxBodyBytes),
     clientCredentials({ issuer, publicClients: true, bearer: false }, { formsOnly: true }),
     recognizeRequestedScopes(store, providerFor),
