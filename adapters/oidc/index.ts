@@ -309,13 +309,27 @@ export interface SignedInSession {
 
 /**
  * The live sessions of a user (OIDC Back-Channel Logout: the clients to tell when they end),
- * read before they are revoked. A session written before issuers were kept is the shared issuer's.
+ * read before they are revoked, a page at a time by key (sessions' keys all begin `Session:`),
+ * MAX_SESSIONS_TOLD at most. A session written before issuers were kept is the shared issuer's.
  */
 export async function signedInSessions(store: Store, tenant: string, accountId: string): Promise<SignedInSession[]> {
-  const sessions = await store
-    .collection<OidcDoc>(OIDC_COLLECTION, tenant)
-    .find({ accountId, model: 'Session' }, { limit: MAX_SESSIONS_TOLD });
-  return sessions.map((doc) => ({
+  const artefacts = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
+  const sessions: OidcDoc[] = [];
+  for (;;) {
+    const after = sessions.at(-1)?.id;
+    const page = await artefacts.find(
+      { accountId, model: 'Session' },
+      {
+        sort: { field: 'id', direction: 'asc' },
+        startAt: after ?? 'Session:',
+        skip: after ? 1 : 0,
+        limit: SESSIONS_PAGE,
+      },
+    );
+    sessions.push(...page);
+    if (page.length < SESSIONS_PAGE || sessions.length >= MAX_SESSIONS_TOLD) break;
+  }
+  return sessions.slice(0, MAX_SESSIONS_TOLD).map((doc) => ({
     issuerPath: doc.issuerPath ?? '',
     sids: Object.fromEntries(
       Object.entries((doc.payload.authorizations ?? {}) as Record<string, { sid?: string }>)
@@ -386,8 +400,13 @@ function scopesOf(payload: AdapterPayload): string[] {
   return typeof scope === 'string' ? scope.split(' ') : [];
 }
 
-/** At most this many of one user's sessions are told of a logout (each a browser it signed in from). */
-const MAX_SESSIONS_TOLD = 100;
+/**
+ * At most this many of one user's sessions are told of a logout (each a browser it signed in
+ * from; found 2026-11-29: at 100, the clients of a user's 101st session were not told).
+ */
+const MAX_SESSIONS_TOLD = 10_000;
+/** A user's sessions read at a time. */
+const SESSIONS_PAGE = 200;
 
 /** Whose artefacts to revoke: a client's (every user's), or a user's (at every client). */
 /** The models of access tokens (user-bound, and client credentials' machine tokens). */

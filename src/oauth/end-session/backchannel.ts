@@ -139,6 +139,23 @@ function count(ctx: ArbiterContext, outcome: 'Delivered' | 'Failed'): void {
   result[key] = String(Number(result[key] ?? 0) + 1);
 }
 
+/** Logout tokens posted at once: a user of many sessions (each a browser) has a delivery for each client of each. */
+const DELIVERIES_AT_ONCE = 8;
+
+/** Runs the tasks, at most `atOnce` of them at a time; their results in order. */
+async function inTurnsOf<T>(atOnce: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
+  const results: T[] = [];
+  let next = 0;
+  const worker = async () => {
+    while (next < tasks.length) {
+      const index = next++;
+      results[index] = await tasks[index]!();
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(atOnce, tasks.length) }, worker));
+  return results;
+}
+
 /**
  * Posts a logout token to every client of every session `accountId` has in the tenant
  * (`tenantId`, null: the default), each under the issuer the session was made under, before
@@ -159,8 +176,9 @@ export async function tellClientsOfLogout(
   for (const { issuerPath, sids } of sessions)
     for (const [clientId, sid] of Object.entries(sids))
       deliveries.set(`${issuerPath} ${clientId} ${sid}`, { issuerPath, clientId, sid });
-  const outcomes = await Promise.all(
-    [...deliveries.values()].map(async ({ issuerPath, clientId, sid }) => {
+  const outcomes = await inTurnsOf(
+    DELIVERIES_AT_ONCE,
+    [...deliveries.values()].map(({ issuerPath, clientId, sid }) => async () => {
       const provider = await providerOf({ ...tenant, ...(issuerPath ? { path: issuerPath } : {}) });
       const client = (await provider.Client.find(clientId)) as unknown as LogoutClient | undefined;
       if (!client?.backchannelLogoutUri) return null;
