@@ -378,14 +378,20 @@ export async function revokeSessionGrants(
     await new Promise((resolve) => setImmediate(resolve));
   }
   let revoked = 0;
-  for (const grantId of grants) if (!offline.has(grantId)) revoked += await revokeGrant(artefacts, grantId);
+  for (const grantId of grants) {
+    if (offline.has(grantId)) continue;
+    revoked += await revokeGrant(artefacts, grantId);
+    // And the grant (found 2026-11-29: a logout left it for its 14 days).
+    if (await artefacts.delete(artefactKey('Grant', grantId))) revoked += 1;
+  }
   return revoked;
 }
 
 /**
- * Every artefact of a grant, in paced steps (src/store/paced.ts): a grant whose refresh token a
- * client rotated in a loop holds one consumed token per rotation (found 2026-11-29: one DELETE of
- * 100,000 held the event loop 534 ms).
+ * Every artefact of a grant (its codes and tokens), in paced steps (src/store/paced.ts): a grant
+ * whose refresh token a client rotated in a loop holds one consumed token per rotation (found
+ * 2026-11-29: one DELETE of 100,000 held the event loop 534 ms). The grant itself is stored under
+ * its own id: oidc-provider destroys it as its revokeGrantPolicy says.
  */
 function revokeGrant(artefacts: TenantCollection<OidcDoc>, grantId: string): Promise<number> {
   return inPacedSteps((limit) => artefacts.deleteMany({ grantId }, limit), EVENT_LOOP_PACE, { untilNone: true });

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { revokeSessionGrants } from '../../../adapters/oidc/index.js';
+import { artefactKey, revokeSessionGrants } from '../../../adapters/oidc/index.js';
 import { OIDC_COLLECTION } from '../../../adapters/oidc/collection.js';
 import { memoryStore, TENANT } from '../../support/unit.js';
 
@@ -56,6 +56,14 @@ describe('revokeSessionGrants (adapters/oidc)', function () {
     );
     expect(await revokeSessionGrants(store(), TENANT, { accountId: 'alice', uid: 's9' })).to.equal(1);
     expect(await artefacts.get('z-last')).to.equal(null);
+  });
+
+  it("deletes the grant's own record too, kept under its own id", async function () {
+    const artefacts = store().collection(OIDC_COLLECTION, TENANT);
+    const grant = artefactKey('Grant', 'g1');
+    await artefacts.insert({ id: grant, model: 'Grant', accountId: 'alice', clientId: 'spa', payload: {} });
+    expect(await revokeSessionGrants(store(), TENANT, { accountId: 'alice', uid: 's1' })).to.equal(4);
+    expect(await artefacts.get(grant)).to.equal(null);
   });
 
   it('at one client when the logout names one', async function () {
