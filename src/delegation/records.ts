@@ -77,6 +77,28 @@ export function keptUntil(record: Pick<DelegationRecord, 'revokedAt' | 'validUnt
   return ends.length ? Math.min(...ends.map((instant) => Date.parse(instant))) + DELEGATION_KEPT_MS : undefined;
 }
 
+/**
+ * Gives the owner's delegations that were revoked or expired before delegations had a deletion
+ * time (keptUntil) theirs, at most `atMost` read: else they would count toward
+ * DELEGATIONS_PER_OWNER for ever. One revoked more than DELEGATION_KEPT_MS ago is then deleted by
+ * the store. Returns how many were dated.
+ */
+export async function dateEndedDelegations(
+  store: Store,
+  tenant: string,
+  owner: DelegationOwner,
+  atMost: number,
+): Promise<number> {
+  const collection = delegations(store, tenant);
+  const undated = await collection.find({ ...ownedBy(owner), expiresAt: null }, { limit: atMost });
+  let dated = 0;
+  for (const record of undated) {
+    const expiresAt = keptUntil(record);
+    if (expiresAt !== undefined && (await collection.update(record.id, { expiresAt }))) dated += 1;
+  }
+  return dated;
+}
+
 export function statusOf(record: DelegationRecord, now = Date.now()): 'active' | 'revoked' | 'expired' {
   if (record.revokedAt) return 'revoked';
   return record.validUntil && Date.parse(record.validUntil) <= now ? 'expired' : 'active';

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import Router from '@koa/router';
+import { LRUCache } from 'lru-cache';
 import { recordDecision } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { badRequest, HttpError, notFound } from '../http/errors.js';
@@ -9,6 +10,7 @@ import { enforceHttp, requestInput, type DelegationInput, type DenyRules } from 
 import { findResource, resourceInput, type ApiContext, type ApiState, type UmaDeps } from '../uma/index.js';
 import {
   DELEGATION_KEPT_MS,
+  dateEndedDelegations,
   delegationGrant,
   delegations,
   isOwner,
@@ -139,13 +141,28 @@ function withKeptUntil(validity: Pick<DelegationRecord, 'revokedAt' | 'validUnti
  * bounded them). Revoked and expired ones count until they are deleted (DELEGATION_KEPT_MS).
  */
 async function assertRoomFor(deps: DelegationDeps, tenant: string, owner: DelegationOwner): Promise<void> {
-  const held = await delegations(deps.store, tenant).count(ownedBy(owner), undefined, deps.delegationsPerOwner);
-  if (held >= deps.delegationsPerOwner)
+  const cap = deps.delegationsPerOwner;
+  const count = () => delegations(deps.store, tenant).count(ownedBy(owner), undefined, cap);
+  let held = await count();
+  if (held >= cap && firstTimeAtCap(tenant, owner) && (await dateEndedDelegations(deps.store, tenant, owner, cap)) > 0)
+    held = await count();
+  if (held >= cap)
     throw new HttpError(
       409,
       'conflict',
       `an owner keeps at most ${deps.delegationsPerOwner} delegations, revoked and expired ones for ${DELEGATION_KEPT_MS / DAY_MS} days after`,
     );
+}
+
+/** Owners whose ended delegations were dated in this process (dateEndedDelegations), the least recent forgotten first. */
+const datedOwners = new LRUCache<string, true>({ max: 10_000 });
+
+/** Whether this owner reaches its bound for the first time in this process: a pass of dateEndedDelegations is then worth its read. */
+function firstTimeAtCap(tenant: string, owner: DelegationOwner): boolean {
+  const key = JSON.stringify([tenant, owner.sub, owner.sub ? null : owner.clientId]);
+  if (datedOwners.has(key)) return false;
+  datedOwners.set(key, true);
+  return true;
 }
 
 type NormalizedRequest = Omit<DelegationInput, 'operation' | 'resource'> & {

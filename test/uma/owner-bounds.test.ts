@@ -80,6 +80,44 @@ describe('What one owner keeps: UMA resources and delegations', function () {
     ]);
   });
 
+  it('does not count the delegations an owner revoked before delegations were deleted, once that is long ago', async function () {
+    const scopes = ['uma_protection', 'delegation_management'];
+    const secret = await confidentialClient(server, 'legacy-rs', { scopes });
+    const legacyPat = await clientToken(server, 'legacy-rs', secret, {
+      resource: 'urn:as:introspect',
+      scope: 'uma_protection',
+    });
+    const legacyDelegating = await clientToken(server, 'legacy-rs', secret, {
+      resource: 'urn:as:delegation',
+      scope: 'delegation_management',
+    });
+    const resource = (await register(legacyPat, 'legacy')).body._id as string;
+    const monthAgo = new Date(Date.now() - 30 * 24 * 3_600_000).toISOString();
+    // As an earlier release stored them: revoked, and no deletion time.
+    await server.store.collection(DELEGATIONS_COLLECTION, DEFAULT_TENANT).insertMany(
+      Array.from({ length: DELEGATIONS_PER_OWNER }, (_, index) => ({
+        id: `legacy-${index}`,
+        ownerSub: null,
+        ownerClientId: 'legacy-rs',
+        granteeType: 'subject',
+        granteeSubjectId: `old-friend-${index}`,
+        granteeClientId: null,
+        resourceId: resource,
+        scopes: ['read'],
+        validUntil: null,
+        createdAt: monthAgo,
+        revokedAt: monthAgo,
+      })),
+    );
+    const created = await api(server, 'POST', '/delegation', legacyDelegating, {
+      grantee_type: 'subject',
+      grantee_subject_id: 'new-friend',
+      resource_id: resource,
+      scopes: ['read'],
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+  });
+
   it('keeps at most DELEGATIONS_PER_OWNER delegations for an owner (409 past it); a revoked one is deleted a while after', async function () {
     const own = (await api(server, 'GET', RESOURCES, pat)).body[0] as string;
     const delegate = (grantee: string) =>
