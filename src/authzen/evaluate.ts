@@ -52,19 +52,29 @@ const SUBJECT_READ_MAX = 500;
  * per candidate, by subject and resource, however many others delegated to the subject.
  */
 export function delegationsForResourceSearch(store: Store, tenant: string, subjectId: string): DelegationsOf {
-  const few = delegationsToSubjectUpTo(store, tenant, subjectId, SUBJECT_READ_MAX);
+  const few = once(() => delegationsToSubjectUpTo(store, tenant, subjectId, SUBJECT_READ_MAX));
   const perPair = delegationsPerPair(store, tenant);
   return async (subject, resourceId) => {
-    const all = await few;
+    const all = await few();
     return all ? all.filter((grant) => grant.resource_id === resourceId) : perPair(subject, resourceId);
   };
 }
 
 /** One query for a search over subjects of one resource. */
 export function delegationsOnResource(store: Store, tenant: string, resourceId: string): DelegationsOf {
-  const all = activeDelegationsOn(store, tenant, resourceId);
+  const all = once(() => activeDelegationsOn(store, tenant, resourceId));
   return async (subjectId) =>
-    (await all).filter((grant) => grant.grantee_type === 'subject' && grant.grantee_subject_id === subjectId);
+    (await all()).filter((grant) => grant.grantee_type === 'subject' && grant.grantee_subject_id === subjectId);
+}
+
+/**
+ * A read made at the first call, shared by the next: not before, so that a search with no
+ * candidate makes none, and none fails unawaited (found 2026-11-29: a store fault then was an
+ * unhandled rejection, which ends the process).
+ */
+function once<T>(read: () => Promise<T>): () => Promise<T> {
+  let reading: Promise<T> | undefined;
+  return () => (reading ??= read());
 }
 
 /** `input` of the `access_evaluation` point for one evaluation (docs/policy.md). */
