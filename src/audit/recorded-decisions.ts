@@ -134,6 +134,10 @@ export class RecordedDecisionPages implements AsyncIterable<RecordedDecision[]> 
         this.stoppedAt = null;
         return;
       }
+      // A page whose entries the filter kept none of yields nothing to a paced consumer, and the
+      // store's reads may settle at once (SQLite): the loop is given back between pages (found
+      // 2026-11-29: a point no entry held walked 1,000,000 entries in one 3.8 s hold).
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
