@@ -745,9 +745,13 @@ function searchCondition(search: TextSearch, params: Params): string {
 function orderBy(options: FindOptions): string {
   if (!options.sort) return 'ORDER BY seq';
   const direction = options.sort.direction === 'desc' ? 'DESC' : 'ASC';
-  // Absent values first going up, as SQLite and MongoDB sort them.
-  const nulls = direction === 'ASC' ? 'NULLS FIRST' : 'NULLS LAST';
-  return `ORDER BY ${docField(options.sort.field)} ${direction} ${nulls}, seq ${direction}`;
+  // Absent values first going up, as SQLite and MongoDB sort them; a bound (startAt) leaves none out.
+  const nulls = options.startAt !== undefined ? '' : direction === 'ASC' ? ' NULLS FIRST' : ' NULLS LAST';
+  // `id` is unique: no tie to break. So an index of (…, id) gives a bounded page in its own order,
+  // where the order of its nulls and `seq` made each page sort every row matched (found
+  // 2026-11-29: a logout's pages over a user's 100,000 artefacts took 4.9 s).
+  const ties = options.sort.field === 'id' ? '' : `, seq ${direction}`;
+  return `ORDER BY ${docField(options.sort.field)} ${direction}${nulls}${ties}`;
 }
 
 /** A validated field of the document, as jsonb (what the expression indexes are made on). */
