@@ -2,6 +2,7 @@ import { decodeJwt } from 'jose';
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { storageDigest } from '../../src/store/digest.js';
 import { EVENT_LOOP_PACE, inPacedSteps } from '../../src/store/paced.js';
+import { pageAfter } from '../../src/store/paged.js';
 import { TurnReads } from '../../src/store/turn-reads.js';
 import {
   ConflictError,
@@ -316,15 +317,12 @@ export async function signedInSessions(store: Store, tenant: string, accountId: 
   const artefacts = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
   const sessions: OidcDoc[] = [];
   for (;;) {
-    const after = sessions.at(-1)?.id;
-    const page = await artefacts.find(
+    const page = await pageAfter(
+      artefacts,
       { accountId, model: 'Session' },
-      {
-        sort: { field: 'id', direction: 'asc' },
-        startAt: after ?? 'Session:',
-        skip: after ? 1 : 0,
-        limit: SESSIONS_PAGE,
-      },
+      sessions.at(-1)?.id,
+      'Session:',
+      SESSIONS_PAGE,
     );
     sessions.push(...page);
     if (page.length < SESSIONS_PAGE || sessions.length >= MAX_SESSIONS_TOLD) break;
@@ -356,18 +354,11 @@ export async function revokeSessionGrants(
   const grants = new Set<string>();
   // Every artefact of the user, a page at a time by key from the index of both (found 2026-11-29:
   // one read of at most 10,000 missed the session's grant of a user holding more), the event loop
-  // free between pages. `startAt` on the first page too: it names the id the index needs present.
+  // free between pages. A bound on the first page too: it names the id the index needs present.
+  const owned = { accountId: session.accountId, ...(session.clientId ? { clientId: session.clientId } : {}) };
   let after: string | undefined;
   for (;;) {
-    const page = await artefacts.find(
-      { accountId: session.accountId, ...(session.clientId ? { clientId: session.clientId } : {}) },
-      {
-        sort: { field: 'id', direction: 'asc' },
-        startAt: after ?? '',
-        ...(after ? { skip: 1 } : {}),
-        limit: LOGOUT_PAGE,
-      },
-    );
+    const page = await pageAfter(artefacts, owned, after, '', LOGOUT_PAGE);
     for (const doc of page) {
       if (!doc.grantId) continue;
       if (scopesOf(doc.payload).includes('offline_access')) offline.add(doc.grantId);
@@ -435,10 +426,7 @@ export async function* liveAccessTokens(
   for (const model of ACCESS_TOKEN_MODELS) {
     let after: string | undefined;
     while (left > 0) {
-      const page = await artefacts.find(
-        { model },
-        { sort: { field: 'id', direction: 'asc' }, ...(after ? { startAt: after, skip: 1 } : {}), limit: pageSize },
-      );
+      const page = await pageAfter(artefacts, { model }, after, '', pageSize);
       const now = Math.floor(Date.now() / 1000);
       const live = page
         .map((doc) => doc.payload)

@@ -2,7 +2,7 @@ import type { AdapterPayload } from 'oidc-provider';
 import { remainingArtefacts, revokeArtefacts, type ArtefactOwners } from '../../../adapters/oidc/index.js';
 import { subjectRecords } from '../../catalog/index.js';
 import { activeDelegationIds, revokeDelegationsOf } from '../../delegation/index.js';
-import { EVENT_LOOP_PACE, inPacedSteps, type Store } from '../../store/index.js';
+import { EVENT_LOOP_PACE, inPacedSteps, pageAfter, type Store } from '../../store/index.js';
 import { deleteTicketsOf, umaResources } from '../../uma/index.js';
 import { permissionsOf } from '../token/grants/uma-ticket/permissions.js';
 import { delegationIdsOf, exchangedFromOf } from '../token/grants/token-exchange/access-token.js';
@@ -81,10 +81,7 @@ export async function revokeIdentityProviderArtefacts(
   let revoked = 0;
   let last: number | undefined;
   await inPacedSteps(async (limit) => {
-    const page = await subjects.find(
-      { identityProviderId },
-      { sort: { field: 'id', direction: 'asc' }, limit, ...(last === undefined ? {} : { startAt: last, skip: 1 }) },
-    );
+    const page = await pageAfter(subjects, { identityProviderId }, last, 0, limit);
     for (const subject of page) revoked += await revokeSubjectArtefacts(store, tenant, subject.subjectId);
     last = page.at(-1)?.id;
     return page.length;
