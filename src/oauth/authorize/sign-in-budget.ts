@@ -13,7 +13,7 @@ export type SignInLimits = AddressLimits;
  * Requests that begin none (a code at once, an error to the redirect URI) are not counted.
  */
 export function signInBudget(limits: SignInLimits): ArbiterMiddleware {
-  return addressBudget(limits, 'sign-ins', beganSignIn);
+  return addressBudget(limits, 'sign-ins', { made: beganSignIn });
 }
 
 /** The answer sends the browser to an interaction (its sign-in page): oidc-provider stored one. */

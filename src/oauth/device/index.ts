@@ -2,7 +2,7 @@ import compose from 'koa-compose';
 import type Provider from 'oidc-provider';
 import type { AuthFailureLimits } from '../../http/auth-failures.js';
 import type { Store } from '../../store/index.js';
-import { addressBudget, type AddressLimits } from '../shared/address-budget.js';
+import { addressBudget, presentsClientCredential, type AddressLimits } from '../shared/address-budget.js';
 import type { Tenant } from '../../tenancy/index.js';
 import { recognizeRequestedScopes } from '../authorize/index.js';
 import type { ConfigurationSlice } from '../context.js';
@@ -59,10 +59,13 @@ export function deviceAuthorizationMiddleware({
   perAddress,
 }: DeviceAuthorizationDeps): ArbiterMiddleware[] {
   const steps = compose([
-    // Each device code is stored 20 minutes, for anyone who names a public client (found
-    // 2026-11-29: 500 a second from one address).
-    addressBudget(perAddress, 'device authorization requests', (ctx) => ctx.status === 200),
     formBody(maxBodyBytes),
+    // Each device code is stored 20 minutes, for anyone who names a public client (found
+    // 2026-11-29: 500 a second from one address). An authenticated client's are its own business.
+    addressBudget(perAddress, 'device authorization requests for public clients', {
+      applies: (ctx) => !presentsClientCredential(ctx),
+      made: (ctx) => ctx.status === 200,
+    }),
     clientCredentials({ issuer, publicClients: true, bearer: false }, { formsOnly: true }),
     recognizeRequestedScopes(store, providerFor),
     asDeviceAuthorizationAnswer,

@@ -16,7 +16,7 @@ import { guardClientCredentials } from '../shared/credential-guard.js';
 import { formBody, formParameter } from '../shared/form-body.js';
 import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
 import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
-import { addressBudget, type AddressLimits } from '../shared/address-budget.js';
+import { addressBudget, presentsClientCredential, type AddressLimits } from '../shared/address-budget.js';
 import type { Tenant } from '../../tenancy/index.js';
 
 export const PAR_PATH = routes.pushed_authorization_request;
@@ -74,10 +74,13 @@ function pushedForPublicClient(ctx: ArbiterContext): boolean {
 
 export function parMiddleware({ store, providerFor, maxBodyBytes, perAddress }: ParDeps): ArbiterMiddleware[] {
   const steps = compose([
+    formBody(Math.min(maxBodyBytes, PAR_MAX_BODY_BYTES), REPEATABLE_PARAMETERS),
     // A public client is named by its client_id alone: anyone may push for it (found 2026-11-29:
     // 248 pushes a second of 80 KB each kept 1.2 GB in the store from one address).
-    addressBudget(perAddress, 'pushed requests for public clients', pushedForPublicClient),
-    formBody(Math.min(maxBodyBytes, PAR_MAX_BODY_BYTES), REPEATABLE_PARAMETERS),
+    addressBudget(perAddress, 'pushed requests for public clients', {
+      applies: (ctx) => !presentsClientCredential(ctx),
+      made: pushedForPublicClient,
+    }),
     requireClient,
     guardClientCredentials,
     refuseRequestUri,
