@@ -142,14 +142,21 @@ function count(ctx: ArbiterContext, outcome: 'Delivered' | 'Failed'): void {
 /** Logout tokens posted at once: a user of many sessions (each a browser) has a delivery for each client of each. */
 const DELIVERIES_AT_ONCE = 8;
 
-/** Runs the tasks, at most `atOnce` of them at a time; their results in order. */
-async function inTurnsOf<T>(atOnce: number, tasks: (() => Promise<T>)[]): Promise<T[]> {
+/**
+ * How long a change tells clients itself: deliveries not begun by then are kept for the outbox at
+ * once, since the caller revokes the user's tokens only after (found 2026-11-29: 8 at a time, each
+ * up to the outbound timeout, 10,000 sessions would have held a revocation for over an hour).
+ */
+const TELLING_MS = 10_000;
+
+/** Runs the tasks, at most `atOnce` of them at a time, each told whether it begins past `deadline`; their results in order. */
+async function inTurnsOf<T>(atOnce: number, deadline: number, tasks: ((late: boolean) => Promise<T>)[]): Promise<T[]> {
   const results: T[] = [];
   let next = 0;
   const worker = async () => {
     while (next < tasks.length) {
       const index = next++;
-      results[index] = await tasks[index]!();
+      results[index] = await tasks[index]!(Date.now() > deadline);
     }
   };
   await Promise.all(Array.from({ length: Math.min(atOnce, tasks.length) }, worker));
@@ -169,6 +176,7 @@ export async function tellClientsOfLogout(
   tenantId: string | null,
   accountId: string,
   log: Logger,
+  tellingMs = TELLING_MS,
 ): Promise<LogoutNotices> {
   const tenant = tenantOf(tenantId);
   const sessions = await signedInSessions(store, tenant.name, accountId);
@@ -178,19 +186,26 @@ export async function tellClientsOfLogout(
       deliveries.set(`${issuerPath} ${clientId} ${sid}`, { issuerPath, clientId, sid });
   const outcomes = await inTurnsOf(
     DELIVERIES_AT_ONCE,
-    [...deliveries.values()].map(({ issuerPath, clientId, sid }) => async () => {
+    Date.now() + tellingMs,
+    [...deliveries.values()].map(({ issuerPath, clientId, sid }) => async (late) => {
       const provider = await providerOf({ ...tenant, ...(issuerPath ? { path: issuerPath } : {}) });
       const client = (await provider.Client.find(clientId)) as unknown as LogoutClient | undefined;
       if (!client?.backchannelLogoutUri) return null;
+      const retries = retriesOfProvider.get(provider);
+      const undelivered = { tenant: tenant.name, tenantId: tenant.id, issuerPath, clientId, sub: accountId, sid };
+      if (late) {
+        if (!retries) return 'failed';
+        await keep(retries, [undelivered]);
+        return 'kept';
+      }
       const reason = await client.backchannelLogout(accountId, sid).then(
         () => null,
         (error: unknown) => (error instanceof Error ? error.message : String(error)),
       );
       if (reason === null) return 'delivered';
-      const retries = retriesOfProvider.get(provider);
       log.warn({ clientId, tenant: tenant.name, reason, kept: Boolean(retries) }, 'back-channel logout not delivered');
       if (!retries) return 'failed';
-      await keep(retries, [{ tenant: tenant.name, tenantId: tenant.id, issuerPath, clientId, sub: accountId, sid }]);
+      await keep(retries, [undelivered]);
       return 'kept';
     }),
   );
