@@ -208,7 +208,7 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   // RP-Initiated Logout by POST as well as GET.
   table.oauth(oauthRoutes.end_session, edge('/session/end', oidc(oauth.endSession)));
   // The user's confirmation, where the session ends: answered once what the logout revokes is stored.
-  table.oauthBelow(oauthRoutes.end_session, edge('/session/end/confirm', oidc(oauth.endSessionConfirmation)));
+  table.oauthBelow(oauthRoutes.end_session, edge('/session/end/:step', oidc(oauth.endSessionConfirmation)));
   // What only Arbiter knows (its RAR types, its routers) added to oidc-provider's discovery document,
   // which is also the RFC 8414 metadata: one document at both paths (discovery.ts).
   table.oauth(DISCOVERY_PATH, edge('discovery', oidc(oauth.discovery)));

@@ -121,6 +121,9 @@ describe('RP-Initiated Logout at /session/end', function () {
       agent.submitForm(confirmation, { logout: 'yes' }),
     );
     expect(failed.status, failed.body).to.equal(503);
+    expect(failed.body, 'said as it is: the session ended, its tokens were not revoked').to.contain(
+      'the session has ended, but what it issued could not be revoked now',
+    );
     expect((await server.request('/livez')).status).to.equal(200);
     expect((await signedInBrowser()).refreshToken, 'the next sign-in').to.be.a('string');
   });

@@ -1,7 +1,7 @@
 import type { EventEmitter } from 'node:events';
 import type { Next } from 'koa';
 import type Provider from 'oidc-provider';
-import { HttpError } from '../../http/errors.js';
+import { DependencyUnavailableError, HttpError, isUnavailable } from '../../http/errors.js';
 import { routes } from '../routes.js';
 import { formBody } from '../shared/form-body.js';
 import { logoutsKept } from './backchannel.js';
@@ -86,7 +86,17 @@ interface EndedSession {
 
 async function logoutSignalled(ctx: ArbiterContext, next: Next): Promise<void> {
   await next();
-  await Promise.all([...(pendingAtLogout.get(ctx) ?? []), logoutsKept(ctx)]);
+  try {
+    await Promise.all([...(pendingAtLogout.get(ctx) ?? []), logoutsKept(ctx)]);
+  } catch (error) {
+    if (!isUnavailable(error)) throw error;
+    // oidc-provider ended the session before it said so: a retry finds none to end. Said as it is.
+    throw new DependencyUnavailableError(
+      'store',
+      'the session has ended, but what it issued could not be revoked now: its tokens stay valid until they expire or an operator revokes them',
+      `a logout's revocation failed: ${(error as Error).message}`,
+    );
+  }
 }
 
 function logoutPostAsGet(issuer: string) {
