@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { openStore } from '../../src/store/open.js';
-import { ConflictError, TurnReads, type StoredDoc } from '../../src/store/index.js';
+import { ConflictError, TurnReads, type Store, type StoredDoc } from '../../src/store/index.js';
 import { describeStoreConformance } from './conformance.js';
 import { AUDIT_LOG_COLLECTION } from '../../src/audit/collections.js';
 import { MIGRATIONS } from '../../src/migrations.js';
@@ -322,32 +322,47 @@ describe('SQLite store: sparse indexes hold only the rows that have the field', 
   });
 });
 
+/**
+ * How SQLite reads what `read` asks of `store` (EXPLAIN QUERY PLAN of its SELECT, with `params`
+ * bound as the store binds them: tenant, now, the filter's f0, f1…, startAt): its steps, joined.
+ */
+async function queryPlanOf(
+  store: Store,
+  read: () => Promise<unknown>,
+  params: Record<string, unknown>,
+): Promise<string> {
+  const internals = store as unknown as { db: Database.Database; statements: { get(sql: string): unknown } };
+  const seen: string[] = [];
+  const get = internals.statements.get.bind(internals.statements);
+  internals.statements.get = (sql: string) => {
+    seen.push(sql);
+    return get(sql);
+  };
+  try {
+    await read();
+  } finally {
+    internals.statements.get = get;
+  }
+  const query = seen.find((sql) => sql.startsWith('SELECT doc FROM'))!;
+  const plan = internals.db.prepare(`EXPLAIN QUERY PLAN ${query}`).all({ now: Date.now(), ...params });
+  return (plan as { detail: string }[]).map((step) => step.detail).join('; ');
+}
+
 describe('SQLite store: the Admin API lists of the catalog collections', () => {
   // A list page goes by ascending id: sorted in full at every page, a collection of 300,000
   // subjects held SQLite's thread 134 ms for 20 of them (6 ms from the index).
   it('reads a page by ascending id from an index, not by sorting the collection', async () => {
     const store = await openStore('sqlite::memory:');
     try {
-      const internals = store as unknown as {
-        db: Database.Database;
-        statements: { get(sql: string): unknown };
-      };
-      const seen: string[] = [];
-      const get = internals.statements.get.bind(internals.statements);
-      internals.statements.get = (sql: string) => {
-        seen.push(sql);
-        return get(sql);
-      };
       for (const definition of COLLECTIONS) {
         const records = store.collection(storeSpecOf(definition), 'lists');
         await records.insert({ id: 1 });
-        seen.length = 0;
-        await records.find({}, { sort: { field: 'id', direction: 'asc' }, skip: 0, limit: 21 });
-        const query = seen.find((sql) => sql.startsWith('SELECT doc FROM'))!;
-        const plan = internals.db.prepare(`EXPLAIN QUERY PLAN ${query}`).all({ tenant: 'lists', now: Date.now() }) as {
-          detail: string;
-        }[];
-        expect(plan.map((step) => step.detail).join('; '), definition.path).not.to.contain('TEMP B-TREE');
+        const plan = await queryPlanOf(
+          store,
+          () => records.find({}, { sort: { field: 'id', direction: 'asc' }, skip: 0, limit: 21 }),
+          { tenant: 'lists' },
+        );
+        expect(plan, definition.path).not.to.contain('TEMP B-TREE');
       }
     } finally {
       await store.close();
@@ -361,27 +376,16 @@ describe('SQLite store: the records of one referenced record, a page at a time',
   it('reads a page of the subjects of one identity provider by ascending id from an index of both', async () => {
     const store = await openStore('sqlite::memory:');
     try {
-      const internals = store as unknown as { db: Database.Database; statements: { get(sql: string): unknown } };
-      const seen: string[] = [];
-      const get = internals.statements.get.bind(internals.statements);
-      internals.statements.get = (sql: string) => {
-        seen.push(sql);
-        return get(sql);
-      };
       const subjects = store.collection(storeSpecOf(COLLECTIONS.find((c) => c.path === 'subjects')!), 'refs');
       await subjects.insert({ id: 1, subjectId: 'a', identityProviderId: 7 });
-      seen.length = 0;
-      await subjects.find(
-        { identityProviderId: 7 },
-        { sort: { field: 'id', direction: 'asc' }, startAt: 1, skip: 1, limit: 100 },
+      const plan = await queryPlanOf(
+        store,
+        () =>
+          subjects.find({ identityProviderId: 7 }, { sort: { field: 'id', direction: 'asc' }, startAt: 1, limit: 100 }),
+        { tenant: 'refs', f0: 7, startAt: 1 },
       );
-      const query = seen.find((sql) => sql.startsWith('SELECT doc FROM'))!;
-      const plan = internals.db
-        .prepare(`EXPLAIN QUERY PLAN ${query}`)
-        .all({ tenant: 'refs', now: Date.now(), f0: 7, startAt: 1 }) as { detail: string }[];
-      const detail = plan.map((step) => step.detail).join('; ');
-      expect(detail).to.match(/USING INDEX \S*identityProviderId_id/);
-      expect(detail).not.to.contain('TEMP B-TREE');
+      expect(plan).to.match(/USING INDEX \S*identityProviderId_id/);
+      expect(plan).not.to.contain('TEMP B-TREE');
     } finally {
       await store.close();
     }
@@ -394,13 +398,6 @@ describe('SQLite store: the audit log filtered as the console filters it', () =>
   it("reads a page of one outcome, and a client's decisions by time, from an index of those fields", async () => {
     const store = await openStore('sqlite::memory:');
     try {
-      const internals = store as unknown as { db: Database.Database; statements: { get(sql: string): unknown } };
-      const seen: string[] = [];
-      const get = internals.statements.get.bind(internals.statements);
-      internals.statements.get = (sql: string) => {
-        seen.push(sql);
-        return get(sql);
-      };
       const log = store.collection(AUDIT_LOG_COLLECTION, 'audit');
       await log.insert({
         id: 1,
@@ -409,26 +406,19 @@ describe('SQLite store: the audit log filtered as the console filters it', () =>
         clientId: 'c',
         createdAt: '2026-11-29T00:00:00.000Z',
       });
-      const planOf = async (read: () => Promise<unknown>, params: Record<string, unknown>) => {
-        seen.length = 0;
-        await read();
-        const query = seen.find((sql) => sql.startsWith('SELECT doc FROM'))!;
-        const plan = internals.db
-          .prepare(`EXPLAIN QUERY PLAN ${query}`)
-          .all({ tenant: 'audit', now: Date.now(), ...params });
-        return (plan as { detail: string }[]).map((step) => step.detail).join('; ');
-      };
-      const byOutcome = await planOf(
+      const byOutcome = await queryPlanOf(
+        store,
         () => log.find({ tenantId: 't', outcome: 'error' }, { sort: { field: 'id', direction: 'desc' }, limit: 21 }),
-        { f0: 't', f1: 'error' },
+        { tenant: 'audit', f0: 't', f1: 'error' },
       );
       expect(byOutcome)
         .to.match(/USING INDEX \S*outcome/)
         .and.not.to.contain('TEMP B-TREE');
-      const byClient = await planOf(
+      const byClient = await queryPlanOf(
+        store,
         () =>
           log.find({ tenantId: 't', clientId: 'c' }, { sort: { field: 'createdAt', direction: 'desc' }, limit: 250 }),
-        { f0: 't', f1: 'c' },
+        { tenant: 'audit', f0: 't', f1: 'c' },
       );
       expect(byClient)
         .to.match(/USING INDEX \S*clientId_createdAt/)
@@ -445,13 +435,6 @@ describe('SQLite store: the lookups of a request path in the catalog collections
   it('finds a record by each lookup field (a resource by its identifier) from an index of that field', async () => {
     const store = await openStore('sqlite::memory:');
     try {
-      const internals = store as unknown as { db: Database.Database; statements: { get(sql: string): unknown } };
-      const seen: string[] = [];
-      const get = internals.statements.get.bind(internals.statements);
-      internals.statements.get = (sql: string) => {
-        seen.push(sql);
-        return get(sql);
-      };
       const lookups = COLLECTIONS.flatMap((definition) =>
         (definition.lookupFields ?? []).map((field) => ({ definition, field })),
       );
@@ -460,15 +443,13 @@ describe('SQLite store: the lookups of a request path in the catalog collections
       );
       for (const { definition, field } of lookups) {
         const records = store.collection(storeSpecOf(definition), 'lookups');
-        await records.insert({ id: 1, [field]: 'https://api.example.test/a' });
-        seen.length = 0;
-        await records.findOne({ [field]: 'https://api.example.test/a' });
-        const query = seen.find((sql) => sql.startsWith('SELECT doc FROM'))!;
-        const params = { tenant: 'lookups', now: Date.now(), f0: 'https://api.example.test/a' };
-        const plan = internals.db.prepare(`EXPLAIN QUERY PLAN ${query}`).all(params) as { detail: string }[];
-        expect(plan.map((step) => step.detail).join('; '), `${definition.path}.${field}`).to.match(
-          new RegExp(`USING INDEX \\S*${field}`),
-        );
+        const value = 'https://api.example.test/a';
+        await records.insert({ id: 1, [field]: value });
+        const plan = await queryPlanOf(store, () => records.findOne({ [field]: value }), {
+          tenant: 'lookups',
+          f0: value,
+        });
+        expect(plan, `${definition.path}.${field}`).to.match(new RegExp(`USING INDEX \\S*${field}`));
       }
     } finally {
       await store.close();
