@@ -24,12 +24,12 @@ const MIN_PER_STEP = 16;
 /**
  * Runs `step(limit)` (which does at most `limit` rows and says how many it did) until a step does
  * fewer than its limit: nothing is left (with `untilNone`, until a step does none: for a step that
- * may do fewer than it found, rows another request took meanwhile). Returns the sum. After a step slower than the budget, the
- * next one is sized from the rate just measured to fit the budget (not merely halved: on a loaded
- * machine a step can take 100 times its budget); after one faster than half of it, the limit
- * doubles back. Between two steps the event loop gets at least as long as the step took (a timer,
- * so that pending I/O runs), so requests keep at least half the time however much there is to
- * delete, and a step never holds them beyond its budget for long.
+ * may do fewer than it found, rows another request took meanwhile). Returns the sum. After a step
+ * slower than the budget, the next one is sized from the rate just measured to fit the budget (not
+ * merely halved: on a loaded machine a step can take 100 times its budget); after one faster than
+ * half of it, the limit doubles back. Between two full steps the event loop gets at least as long
+ * as the step took (a timer, so that pending I/O runs), so requests keep at least half the time
+ * however much there is to delete, and a step never holds them beyond its budget for long.
  */
 export async function inPacedSteps(
   step: (limit: number) => Promise<number>,
