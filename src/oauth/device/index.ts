@@ -2,11 +2,11 @@ import compose from 'koa-compose';
 import type Provider from 'oidc-provider';
 import type { AuthFailureLimits } from '../../http/auth-failures.js';
 import type { Store } from '../../store/index.js';
-import { addressBudget, presentsClientCredential, type AddressLimits } from '../shared/address-budget.js';
+import { addressBudget, type AddressLimits } from '../shared/address-budget.js';
 import type { Tenant } from '../../tenancy/index.js';
 import { recognizeRequestedScopes } from '../authorize/index.js';
 import type { ConfigurationSlice } from '../context.js';
-import { clientCredentials } from '../shared/credential-guard.js';
+import { clientCredentials, presentsCredential } from '../shared/credential-guard.js';
 import { formBody } from '../shared/form-body.js';
 import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
 import { methodNotAllowed } from '../../http/errors.js';
@@ -63,7 +63,8 @@ export function deviceAuthorizationMiddleware({
     // Each device code is stored 20 minutes, for anyone who names a public client (found
     // 2026-11-29: 500 a second from one address). An authenticated client's are its own business.
     addressBudget(perAddress, 'device authorization requests for public clients', {
-      applies: (ctx) => !presentsClientCredential(ctx),
+      // A wrong credential stores nothing (invalid_client): only a public client's request is counted.
+      applies: (ctx) => !presentsCredential(ctx, false),
       made: (ctx) => ctx.status === 200,
     }),
     clientCredentials({ issuer, publicClients: true, bearer: false }, { formsOnly: true }),

@@ -12,11 +12,11 @@ import {
 } from '../authorize/index.js';
 import type { ConfigurationSlice } from '../context.js';
 import { routes } from '../routes.js';
-import { guardClientCredentials } from '../shared/credential-guard.js';
+import { guardClientCredentials, presentsCredential } from '../shared/credential-guard.js';
 import { formBody, formParameter } from '../shared/form-body.js';
 import { REPEATABLE_PARAMETERS } from '../shared/resources.js';
 import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
-import { addressBudget, presentsClientCredential, type AddressLimits } from '../shared/address-budget.js';
+import { addressBudget, type AddressLimits } from '../shared/address-budget.js';
 import type { Tenant } from '../../tenancy/index.js';
 
 export const PAR_PATH = routes.pushed_authorization_request;
@@ -78,7 +78,8 @@ export function parMiddleware({ store, providerFor, maxBodyBytes, perAddress }: 
     // A public client is named by its client_id alone: anyone may push for it (found 2026-11-29:
     // 248 pushes a second of 80 KB each kept 1.2 GB in the store from one address).
     addressBudget(perAddress, 'pushed requests for public clients', {
-      applies: (ctx) => !presentsClientCredential(ctx),
+      // A wrong credential stores nothing (invalid_client): only a public client's request is counted.
+      applies: (ctx) => !presentsCredential(ctx, false),
       made: pushedForPublicClient,
     }),
     requireClient,

@@ -58,13 +58,3 @@ export function addressBudget(
     }
   };
 }
-
-/**
- * The request authenticates its client with a credential (RFC 6749 §2.3: Basic, a secret or an
- * assertion in the form): not a public client's, which anyone may name. A wrong credential stores
- * nothing (oidc-provider answers invalid_client).
- */
-export function presentsClientCredential(ctx: ArbiterContext): boolean {
-  const body = ctx.state.body ?? {};
-  return Boolean(ctx.get('authorization')) || body.client_secret !== undefined || body.client_assertion !== undefined;
-}

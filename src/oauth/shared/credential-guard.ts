@@ -97,7 +97,11 @@ function presentsCertificate(mtls: MtlsSettings | undefined, request: ArbiterCon
   return mtls !== undefined && mtlsEnabled(mtls) && clientCertificatesOf(mtls).presented(request) !== null;
 }
 
-function presentsCredential(ctx: ArbiterContext, clientIdCounts: boolean): boolean {
+/**
+ * The request presents a client credential (RFC 6749 §2.3: Basic, a secret or an assertion in the
+ * form), or, when `clientIdCounts`, at least a client_id (a public client's whole authentication).
+ */
+export function presentsCredential(ctx: ArbiterContext, clientIdCounts: boolean): boolean {
   return Boolean(
     ctx.get('authorization') ||
     formParameter(ctx, 'client_secret') ||
