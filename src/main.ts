@@ -57,8 +57,10 @@ async function runWorker(config: Config): Promise<void> {
   const stop = async () => {
     if (stopping) return;
     stopping = true;
-    await running.close();
-    process.exit(0);
+    await running.close().then(
+      () => process.exit(0),
+      (error: unknown) => exitAfterFailedClose(log, error),
+    );
   };
   link.onStop(() => void stop());
   // Ctrl-C reaches every process of the terminal's group: each worker drains as the primary asks it to.
@@ -81,11 +83,19 @@ function announce(config: Config, log: Logger, listening: { public: string; admi
   }
 }
 
+/** A stop whose closing failed (the store, tracing): said, and exit 1, not an unhandled rejection. */
+function exitAfterFailedClose(log: Logger, error: unknown): never {
+  log.error({ err: error }, 'stopping failed: not everything was closed');
+  process.exit(1);
+}
+
 function stopOnSignals(log: Logger, close: () => Promise<void>): void {
   const stop = async (signal: string) => {
     log.info({ signal }, 'stopping');
-    await close();
-    process.exit(0);
+    await close().then(
+      () => process.exit(0),
+      (error: unknown) => exitAfterFailedClose(log, error),
+    );
   };
   process.once('SIGINT', () => void stop('SIGINT'));
   process.once('SIGTERM', () => void stop('SIGTERM'));

@@ -80,10 +80,12 @@ export class ProcessShares<T extends StoredDoc> {
   }
 
   private async write(batch: [string | number, () => T][]): Promise<void> {
-    const collection = this.collection();
     for (const [id, build] of batch) {
       try {
-        await collection.upsert(build());
+        // Inside the try: a store that cannot make the table now (another connection's lock)
+        // throws here, and the timer's flush awaits nothing (found 2026-11-29: an unhandled
+        // rejection, which ends the process, and the batch lost).
+        await this.collection().upsert(build());
         this.failing = false;
       } catch (error) {
         // Kept for the next flush, unless a newer state of the share is waiting already.

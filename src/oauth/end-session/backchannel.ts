@@ -88,6 +88,8 @@ export function reportBackchannelLogouts(
       const kept = keep(retries, [
         { tenant: name, tenantId: id, issuerPath: basePath, clientId: client.clientId, sub: accountId, sid },
       ]);
+      // Awaited by logoutsKept; never a rejection left unhandled should that step not run.
+      kept.catch(() => undefined);
       keeping.set(ctx, [...(keeping.get(ctx) ?? []), kept]);
     },
   );

@@ -290,7 +290,11 @@ export class ManagedOpa {
     } catch (error) {
       // Another process may have taken the port meanwhile; the next attempt uses a fresh one.
       this.options.log.error({ err: error }, 'managed OPA restart failed');
-      this.port = await freePort();
+      // Awaited by no one (a timer's): a port that cannot be had is logged, not an unhandled rejection.
+      this.port = await freePort().catch((portError: unknown) => {
+        this.options.log.error({ err: portError }, 'managed OPA: no free port for its restart');
+        return this.port;
+      });
     }
   }
 
