@@ -2,7 +2,7 @@ import { decodeJwt } from 'jose';
 import { errors, type Adapter, type AdapterPayload } from 'oidc-provider';
 import { storageDigest } from '../../src/store/digest.js';
 import { EVENT_LOOP_PACE, inPacedSteps } from '../../src/store/paced.js';
-import { pageAfter } from '../../src/store/paged.js';
+import { pagesByKey } from '../../src/store/paged.js';
 import { TurnReads } from '../../src/store/turn-reads.js';
 import {
   ConflictError,
@@ -316,16 +316,9 @@ export interface SignedInSession {
 export async function signedInSessions(store: Store, tenant: string, accountId: string): Promise<SignedInSession[]> {
   const artefacts = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
   const sessions: OidcDoc[] = [];
-  for (;;) {
-    const page = await pageAfter(
-      artefacts,
-      { accountId, model: 'Session' },
-      sessions.at(-1)?.id,
-      'Session:',
-      SESSIONS_PAGE,
-    );
+  for await (const page of pagesByKey(artefacts, { accountId, model: 'Session' }, 'Session:', SESSIONS_PAGE)) {
     sessions.push(...page);
-    if (page.length < SESSIONS_PAGE || sessions.length >= MAX_SESSIONS_TOLD) break;
+    if (sessions.length >= MAX_SESSIONS_TOLD) break;
   }
   return sessions.slice(0, MAX_SESSIONS_TOLD).map((doc) => ({
     issuerPath: doc.issuerPath ?? '',
@@ -356,16 +349,12 @@ export async function revokeSessionGrants(
   // one read of at most 10,000 missed the session's grant of a user holding more), the event loop
   // free between pages. A bound on the first page too: it names the id the index needs present.
   const owned = { accountId: session.accountId, ...(session.clientId ? { clientId: session.clientId } : {}) };
-  let after: string | undefined;
-  for (;;) {
-    const page = await pageAfter(artefacts, owned, after, '', LOGOUT_PAGE);
+  for await (const page of pagesByKey(artefacts, owned, '', LOGOUT_PAGE)) {
     for (const doc of page) {
       if (!doc.grantId) continue;
       if (scopesOf(doc.payload).includes('offline_access')) offline.add(doc.grantId);
       if (doc.payload.sessionUid === session.uid) grants.add(doc.grantId);
     }
-    if (page.length < LOGOUT_PAGE) break;
-    after = page[page.length - 1]!.id;
     await new Promise((resolve) => setImmediate(resolve));
   }
   let revoked = 0;
@@ -405,7 +394,6 @@ const MAX_SESSIONS_TOLD = 10_000;
 /** A user's sessions read at a time. */
 const SESSIONS_PAGE = 200;
 
-/** Whose artefacts to revoke: a client's (every user's), or a user's (at every client). */
 /** The models of access tokens (user-bound, and client credentials' machine tokens). */
 const ACCESS_TOKEN_MODELS = ['AccessToken', 'ClientCredentials'];
 
@@ -424,9 +412,8 @@ export async function* liveAccessTokens(
   const artefacts = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
   let left = limit;
   for (const model of ACCESS_TOKEN_MODELS) {
-    let after: string | undefined;
-    while (left > 0) {
-      const page = await pageAfter(artefacts, { model }, after, '', pageSize);
+    if (left <= 0) return;
+    for await (const page of pagesByKey(artefacts, { model }, '', pageSize)) {
       const now = Math.floor(Date.now() / 1000);
       const live = page
         .map((doc) => doc.payload)
@@ -434,8 +421,7 @@ export async function* liveAccessTokens(
         .slice(0, left);
       left -= live.length;
       if (live.length) yield live;
-      if (page.length < pageSize) break;
-      after = page[page.length - 1]!.id;
+      if (left <= 0) return;
     }
   }
 }
@@ -484,6 +470,7 @@ export async function remainingArtefacts(
   return found.length === unique.length ? found.map((doc) => doc.payload) : null;
 }
 
+/** Whose artefacts to revoke: a client's (every user's), or a user's (at every client). */
 export type ArtefactOwner = { clientId: string } | { accountId: string };
 
 /**

@@ -173,9 +173,7 @@ export async function delegationsToSubjectUpTo(
     { granteeType: 'subject', granteeSubjectId: sub, revokedAt: null },
     { limit: atMost + 1 },
   );
-  if (found.length > atMost) return null;
-  const now = Date.now();
-  return found.filter((record) => statusOf(record, now) === 'active').map(delegationGrant);
+  return found.length > atMost ? null : activeGrants(found);
 }
 
 /** The active delegations matching `filter`, read once a turn. */
@@ -183,9 +181,13 @@ async function activeOf(store: Store, tenant: string, filter: Filter): Promise<D
   const unrevoked = await delegationsReadThisTurn.read(store, JSON.stringify([tenant, filter]), () =>
     delegations(store, tenant).find({ ...filter, revokedAt: null }),
   );
-  // Expiry is judged now, not when the records were read.
+  return activeGrants(unrevoked);
+}
+
+/** The records still active now (expiry is judged now, not when they were read), as decisions see them. */
+function activeGrants(records: readonly DelegationRecord[]): DelegationGrantInput[] {
   const now = Date.now();
-  return unrevoked.filter((record) => statusOf(record, now) === 'active').map(delegationGrant);
+  return records.filter((record) => statusOf(record, now) === 'active').map(delegationGrant);
 }
 
 /** Which of the delegations `ids` are active now (neither revoked nor expired): one read. */
@@ -238,10 +240,7 @@ export async function activeDelegationsOn(
   tenant: string,
   resourceId: string,
 ): Promise<DelegationGrantInput[]> {
-  const now = Date.now();
-  return (await delegations(store, tenant).find({ resourceId, revokedAt: null }))
-    .filter((record) => statusOf(record, now) === 'active')
-    .map(delegationGrant);
+  return activeGrants(await delegations(store, tenant).find({ resourceId, revokedAt: null }));
 }
 
 /** A delegation as decisions see it (input.delegations). */

@@ -15,4 +15,4 @@ export { ClockSkew } from './clock.js';
 export { PROCESS_ID, ProcessShares } from './process-shares.js';
 export { BatchWriter, windowsReadByTurn } from './batches.js';
 export { EVENT_LOOP_PACE, inPacedSteps } from './paced.js';
-export { pageAfter } from './paged.js';
+export { pageAfter, pagesByKey } from './paged.js';

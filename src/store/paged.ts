@@ -21,3 +21,19 @@ export async function pageAfter<T extends StoredDoc>(
   });
   return page.filter((doc) => doc.id !== after).slice(0, limit);
 }
+
+/** Every page of `filter`'s documents by ascending id (pageAfter), `limit` at a time, none empty. */
+export async function* pagesByKey<T extends StoredDoc>(
+  collection: TenantCollection<T>,
+  filter: Filter,
+  floor: string | number,
+  limit: number,
+): AsyncGenerator<T[]> {
+  let after: T['id'] | undefined;
+  for (;;) {
+    const page = await pageAfter(collection, filter, after, floor, limit);
+    if (page.length) yield page;
+    if (page.length < limit) return;
+    after = page.at(-1)!.id;
+  }
+}
