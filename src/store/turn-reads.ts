@@ -130,7 +130,7 @@ export class TurnReads<V> {
     }
   }
 
-  /** Keeps a read while the collection is still as it was when the read started (and the value does not expire by itself). */
+  /** Keeps a read while the collection is still as it was when the read started, and its documents have not expired. */
   private hold(store: Store, key: string, changes: { count: number; until: number }, value: V): void {
     if (this.changesOf(store)?.count !== changes.count) return;
     // Until its first document expires at the latest: the store stops answering it without a write.

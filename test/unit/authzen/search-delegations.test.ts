@@ -23,7 +23,8 @@ describe('The delegations of an AuthZEN search', function () {
     try {
       delegationsForResourceSearch(failing, 't', 'alice');
       delegationsOnResource(failing, 't', 'plan');
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      // A rejection left unhandled is reported once the microtasks of its turn are done.
+      await new Promise((resolve) => setImmediate(resolve));
     } finally {
       process.off('unhandledRejection', listener);
     }
