@@ -11,7 +11,7 @@ import {
   deviceResumptionMiddleware,
   deviceVerificationMiddleware,
 } from './device/index.js';
-import { endSessionConfirmation, endSessionMiddleware } from './end-session/index.js';
+import { endSessionConfirmationMiddleware, endSessionMiddleware } from './end-session/index.js';
 import { interactionRoutes } from './interactions/index.js';
 import { introspectMiddleware } from './introspect/index.js';
 import { parMiddleware } from './par/index.js';
@@ -66,7 +66,7 @@ export function oauthSteps({ config, store, sealer, policy, providers, log }: OA
     register: registration.register,
     clientConfiguration: registration.clientConfiguration,
     endSession: endSessionMiddleware({ issuer, maxBodyBytes }),
-    endSessionConfirmation,
+    endSessionConfirmation: endSessionConfirmationMiddleware({ store, providerFor, maxBodyBytes }),
     discovery: [discovery],
     umaConfiguration: [umaConfigurationAsDiscovery, discovery],
     signIn,
@@ -111,10 +111,4 @@ export function protocolRequest(
     await next();
     addTenantHint(ctx);
   };
-}
-
-/** A path as oidc-provider's router compares it (lib/helpers/router.js): ASCII letters folded, one trailing slash dropped. */
-export function asMatched(path: string): string {
-  const folded = path.replace(/[a-z]+/g, (letters) => letters.toUpperCase());
-  return folded.length > 1 && folded.endsWith('/') ? folded.slice(0, -1) : folded;
 }

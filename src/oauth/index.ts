@@ -18,10 +18,11 @@ export {
 export { createTenantProvider } from './provider.js';
 export { CLIENTS_COLLECTION, type ClientRecord } from './clients/records.js';
 export { clientMetadata } from './clients/metadata.js';
-export { asMatched, oauthSteps, protocolRequest, type OAuthEdgeDeps, type ProtocolFraming } from './edge.js';
+export { oauthSteps, protocolRequest, type OAuthEdgeDeps, type ProtocolFraming } from './edge.js';
 export { REPEATABLE_PARAMETERS } from './shared/resources.js';
 export {
   advertisedFeatures,
+  asMatched,
   DISCOVERY_PATH,
   OAUTH_SERVER_METADATA_PATH,
   routes as oauthRoutes,

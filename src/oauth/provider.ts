@@ -1,5 +1,5 @@
 import Provider from 'oidc-provider';
-import { createOidcAdapter, insertArtefactOnce, revokeSessionGrants } from '../../adapters/oidc/index.js';
+import { createOidcAdapter, insertArtefactOnce } from '../../adapters/oidc/index.js';
 import { auditedAuthorizationErrors, withdrawableCredentials } from '../audit/index.js';
 import { createClientDocuments } from './register/cimd/index.js';
 import { clientLookup } from './clients/records.js';
@@ -58,7 +58,7 @@ export function createTenantProvider(context: ProviderContext): Provider {
   withdrawableCredentials(provider);
   auditedAuthorizationErrors(provider);
   reportBackchannelLogouts(provider, log, context.logoutRetries, basePath);
-  atLogout(provider, tenant, (session) => revokeSessionGrants(store, tenant, session), context.userLoggedOut);
+  atLogout(provider, { store, tenant }, context.userLoggedOut);
   installGrants(provider, { store, policy, tenant, outbound: outboundOptionsOf(config), mtls: config });
   return provider;
 }

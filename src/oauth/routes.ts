@@ -21,6 +21,12 @@ export const routes = {
   code_verification: '/device',
 } as const;
 
+/** A path as oidc-provider's router compares it (lib/helpers/router.js): ASCII letters folded, one trailing slash dropped. */
+export function asMatched(path: string): string {
+  const folded = path.replace(/[a-z]+/g, (letters) => letters.toUpperCase());
+  return folded.length > 1 && folded.endsWith('/') ? folded.slice(0, -1) : folded;
+}
+
 /** Where oidc-provider publishes its discovery document (fixed by OpenID Connect Discovery). */
 export const DISCOVERY_PATH = '/.well-known/openid-configuration';
 

@@ -113,19 +113,66 @@ describe('RP-Initiated Logout at /session/end', function () {
   });
 
   // Found 2026-11-29: the confirmation was answered before its revocation ended, and a store fault
-  // meanwhile was an unhandled rejection that ended the process.
-  it('answers the confirmation once what it revokes is stored: a store fault meanwhile is a 503, and the server goes on', async function () {
-    const { agent, idToken } = await signedInBrowser();
+  // meanwhile was an unhandled rejection that ended the process. Then: the revocation ran only once
+  // oidc-provider had ended the session, so a fault left the session ended and its tokens valid.
+  it('revokes before the session ends: a store fault is a 503 with the session and its tokens still there, and signing out again ends both', async function () {
+    const { agent, idToken, refreshToken } = await signedInBrowser();
     const confirmation = await postLogout(agent, { id_token_hint: idToken, client_id: spa.clientId });
     const failed = await withOneFailedFind(server.store, OIDC_COLLECTION.name, () =>
       agent.submitForm(confirmation, { logout: 'yes' }),
     );
     expect(failed.status, failed.body).to.equal(503);
-    expect(failed.body, 'said as it is: the session ended, its tokens were not revoked').to.contain(
-      'the session has ended, but what it issued could not be revoked now',
-    );
+    expect(failed.body, 'said as it is').to.contain('so it has not ended: sign out again');
     expect((await server.request('/livez')).status).to.equal(200);
-    expect((await signedInBrowser()).refreshToken, 'the next sign-in').to.be.a('string');
+    expect((await silentSignIn(agent)).get('code'), 'still signed in').to.be.a('string');
+
+    const retried = await agent.submitForm(
+      await postLogout(agent, { id_token_hint: idToken, client_id: spa.clientId }),
+      {
+        logout: 'yes',
+      },
+    );
+    expect(retried.status, retried.body).to.equal(200);
+    expect((await silentSignIn(agent)).get('error'), 'signed out').to.equal('login_required');
+    const refreshed = await postForm(server, '/token', {
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: spa.clientId,
+    });
+    expect(refreshed.body.error, 'its refresh token').to.equal('invalid_grant');
+  });
+
+  it("revokes nothing for a confirmation without the logout form's secret (oidc-provider refuses it)", async function () {
+    const { agent, refreshToken } = await signedInBrowser();
+    await agent.navigate(new URL(`${server.config.issuer}/session/end?client_id=${spa.clientId}`));
+    const forged: Page = {
+      url: new URL('http://127.0.0.1:1/elsewhere'),
+      status: 200,
+      body: `<form id="op.logoutForm" method="post" action="${server.config.issuer}/session/end/confirm"><input type="hidden" name="xsrf" value="guessed"/></form>`,
+    };
+    expect((await agent.submitForm(forged, { logout: 'yes' })).status).to.equal(400);
+    const refreshed = await postForm(server, '/token', {
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: spa.clientId,
+    });
+    expect(refreshed.status, JSON.stringify(refreshed.body)).to.equal(200);
+  });
+
+  // Found 2026-11-29: the answer "No" to a logout that named no client revoked the session's tokens.
+  it('keeps the session and its tokens when the user answers "No, stay signed in"', async function () {
+    const { agent, refreshToken } = await signedInBrowser();
+    const confirmation = await agent.navigate(new URL(`${server.config.issuer}/session/end`));
+    expect(confirmation.body).to.contain('No, stay signed in');
+    expect((await agent.submitForm(confirmation, {})).status).to.equal(200);
+
+    expect((await silentSignIn(agent)).get('code'), 'still signed in').to.be.a('string');
+    const refreshed = await postForm(server, '/token', {
+      grant_type: 'refresh_token',
+      refresh_token: refreshToken,
+      client_id: spa.clientId,
+    });
+    expect(refreshed.status, JSON.stringify(refreshed.body)).to.equal(200);
   });
 
   it("shows Arbiter's own logout pages: nothing loaded from elsewhere, the client named", async function () {
@@ -136,7 +183,7 @@ describe('RP-Initiated Logout at /session/end', function () {
       .and.contain('id="op.logoutForm"')
       .and.not.contain('googleapis');
     const done = await agent.submitForm(confirmation, { logout: 'yes' });
-    expect(done.status).to.equal(200);
+    expect(done.status, done.body).to.equal(200);
     expect(done.body).to.contain('You are signed out').and.not.contain('googleapis');
   });
 

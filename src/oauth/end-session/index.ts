@@ -1,14 +1,19 @@
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { EventEmitter } from 'node:events';
 import type { Next } from 'koa';
 import type Provider from 'oidc-provider';
 import { DependencyUnavailableError, HttpError, isUnavailable } from '../../http/errors.js';
-import { routes } from '../routes.js';
-import { formBody } from '../shared/form-body.js';
+import { asMatched, routes } from '../routes.js';
+import { formBody, formParameter } from '../shared/form-body.js';
 import { logoutsKept } from './backchannel.js';
 import type { ArbiterContext, ArbiterMiddleware } from '../state.js';
-import { requestIssuer } from '../../tenancy/index.js';
+import { requestIssuer, type Tenant } from '../../tenancy/index.js';
+import type { Store } from '../../store/index.js';
+import { revokeSessionGrants } from '../../../adapters/oidc/index.js';
 
 export const END_SESSION_PATH = routes.end_session;
+/** Where oidc-provider's logout form posts the user's answer, as its router matches paths. */
+const CONFIRMATION_PATH = asMatched(`${END_SESSION_PATH}/confirm`);
 
 /**
  * What Arbiter adds at the logout endpoint: RP-Initiated Logout 1.0 §2 requires the OP to accept
@@ -39,8 +44,77 @@ export function endSessionMiddleware({
  * Found 2026-11-29: only /session/end waited, which never ends a session itself; the confirmation
  * was answered before its tokens were revoked (seconds for a user with many), and a store fault
  * meanwhile was an unhandled rejection that ended the process.
+ * Found 2026-11-29: the revocation ran only once oidc-provider had ended the session, so a store
+ * fault left the session ended and its tokens valid, and a retry found no session to end. What
+ * the session issued is now revoked first (revokedBeforeEnding), and once more after it ended.
  */
-export const endSessionConfirmation: ArbiterMiddleware[] = [logoutSignalled];
+export function endSessionConfirmationMiddleware({
+  store,
+  providerFor,
+  maxBodyBytes,
+}: {
+  store: Store;
+  providerFor: (tenant: Tenant) => Provider;
+  maxBodyBytes: number;
+}): ArbiterMiddleware[] {
+  return [formBody(maxBodyBytes), revokedBeforeEnding(store, providerFor), logoutSignalled];
+}
+
+/**
+ * Whose tokens a confirmed logout ends: the whole session's when the user chose to sign out
+ * (`logout`), else the one client's that the logout named (oidc-provider ends only that client's
+ * part of the session), else nobody's ("No, stay signed in" to a logout that named no client).
+ */
+function sessionEnding(
+  session: { accountId?: unknown; uid?: unknown },
+  wholeSession: boolean,
+  clientId: unknown,
+): { accountId: string; uid: string; clientId?: string } | undefined {
+  const { accountId, uid } = session;
+  if (typeof accountId !== 'string' || typeof uid !== 'string') return undefined;
+  if (wholeSession) return { accountId, uid };
+  return typeof clientId === 'string' ? { accountId, uid, clientId } : undefined;
+}
+
+/**
+ * Before oidc-provider ends the session its cookie names, what that session issued is revoked,
+ * for a confirmation oidc-provider will accept (its form's xsrf secret, kept in the session). A
+ * store fault is then a 503 with the session still there: the user signs out again once the
+ * store answers. The sweep after it ended (atLogout) catches what was issued in between.
+ */
+function revokedBeforeEnding(store: Store, providerFor: (tenant: Tenant) => Provider): ArbiterMiddleware {
+  return async (ctx, next) => {
+    if (ctx.method !== 'POST' || asMatched(ctx.path) !== CONFIRMATION_PATH) return next();
+    const provider = providerFor(ctx.state.tenant);
+    const id = ctx.cookies.get(provider.cookieName('session'));
+    const session = id ? await provider.Session.find(id) : undefined;
+    const state = session?.state as { secret?: unknown; clientId?: unknown } | undefined;
+    const ending =
+      session && state && sameSecret(state.secret, formParameter(ctx, 'xsrf'))
+        ? sessionEnding(session, formParameter(ctx, 'logout') !== undefined, state.clientId)
+        : undefined;
+    if (ending) {
+      try {
+        await revokeSessionGrants(store, ctx.state.tenant.name, ending);
+      } catch (error) {
+        if (!isUnavailable(error)) throw error;
+        throw new DependencyUnavailableError(
+          'store',
+          'what the session issued could not be revoked now, so it has not ended: sign out again in a moment',
+          `a logout's revocation failed before the session ended: ${(error as Error).message}`,
+        );
+      }
+    }
+    await next();
+  };
+}
+
+/** The logout form's xsrf value is the session's secret (compared as digests: in constant time, whatever their lengths). */
+function sameSecret(kept: unknown, presented: string | undefined): boolean {
+  if (typeof kept !== 'string' || presented === undefined) return false;
+  const digest = (value: string) => createHash('sha256').update(value).digest();
+  return timingSafeEqual(digest(kept), digest(presented));
+}
 
 /** What each logout answered by oidc-provider still has to finish before its answer goes out (atLogout). */
 const pendingAtLogout = new WeakMap<object, Promise<unknown>[]>();
@@ -56,20 +130,18 @@ const pendingAtLogout = new WeakMap<object, Promise<unknown>[]>();
  */
 export function atLogout(
   provider: Provider,
-  tenant: string,
-  revoke: (session: { accountId: string; uid: string; clientId?: string }) => Promise<unknown>,
+  { store, tenant }: { store: Store; tenant: string },
   userLoggedOut: ((tenant: string, sub: string) => Promise<unknown>) | undefined,
 ): void {
   // Provider is an EventEmitter; its typings name no event.
   (provider as unknown as EventEmitter).on('end_session.success', (ctx: ArbiterContext) => {
     const oidc = (ctx as { oidc?: EndedSession }).oidc;
-    const accountId = oidc?.session?.accountId;
-    const uid = oidc?.session?.uid;
-    if (typeof accountId !== 'string' || typeof uid !== 'string') return;
-    const clientId = oidc?.params?.logout ? undefined : oidc?.entities?.Client?.clientId;
+    // Found 2026-11-29: "No, stay signed in" to a logout naming no client revoked the whole session's tokens.
+    const ending = sessionEnding(oidc?.session ?? {}, Boolean(oidc?.params?.logout), oidc?.entities?.Client?.clientId);
+    if (!ending) return;
     const pending = [
-      revoke({ accountId, uid, ...(clientId ? { clientId } : {}) }),
-      ...(userLoggedOut ? [userLoggedOut(tenant, accountId)] : []),
+      revokeSessionGrants(store, tenant, ending),
+      ...(userLoggedOut ? [userLoggedOut(tenant, ending.accountId)] : []),
     ];
     // Awaited by logoutSignalled, which answers a failure; never a rejection left unhandled should a route not wait.
     for (const work of pending) work.catch(() => undefined);
@@ -90,10 +162,11 @@ async function logoutSignalled(ctx: ArbiterContext, next: Next): Promise<void> {
     await Promise.all([...(pendingAtLogout.get(ctx) ?? []), logoutsKept(ctx)]);
   } catch (error) {
     if (!isUnavailable(error)) throw error;
-    // oidc-provider ended the session before it said so: a retry finds none to end. Said as it is.
+    // What was issued between the revocation before oidc-provider ended the session and this one:
+    // a retry finds no session to end. Said as it is.
     throw new DependencyUnavailableError(
       'store',
-      'the session has ended, but what it issued could not be revoked now: its tokens stay valid until they expire or an operator revokes them',
+      'the session has ended, but what was issued while it ended could not be revoked now: those tokens stay valid until they expire or an operator revokes them',
       `a logout's revocation failed: ${(error as Error).message}`,
     );
   }
