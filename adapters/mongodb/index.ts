@@ -380,9 +380,10 @@ class MongoCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 
   /** Also removes matching expired documents, and counts them, like the SQLite store. */
-  async deleteMany(filter: Filter, limit?: number): Promise<number> {
+  async deleteMany(filter: Filter, limit?: number, except?: Filter): Promise<number> {
     await this.indexed();
-    return this.deleting({ tenant: this.tenant, ...docFilter(filter) }, limit);
+    const kept = except ? { $nor: [docFilter(except)] } : {};
+    return this.deleting({ tenant: this.tenant, ...docFilter(filter), ...kept } as MongoFilter<Row>, limit);
   }
 
   /** MongoDB compares within one type only (a string bound never matches a number), as the SQLite store does. */

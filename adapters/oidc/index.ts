@@ -470,8 +470,11 @@ export async function remainingArtefacts(
   return found.length === unique.length ? found.map((doc) => doc.payload) : null;
 }
 
-/** Whose artefacts to revoke: a client's (every user's), or a user's (at every client). */
-export type ArtefactOwner = { clientId: string } | { accountId: string };
+/**
+ * Whose artefacts to revoke: a client's (every user's), or a user's (at every client). A client's
+ * artefacts issued under `keepMark` (its new token epoch, ArtefactOwners) stay.
+ */
+export type ArtefactOwner = { clientId: string; keepMark?: string } | { accountId: string };
 
 /**
  * Deletes every artefact of a client or of a user in one tenant: grants, authorization codes,
@@ -482,13 +485,16 @@ export type ArtefactOwner = { clientId: string } | { accountId: string };
  * In paced steps (src/store/paced.ts): a client or a user may hold 100,000 tokens, and on SQLite
  * one DELETE of them all held every request of the process for its length (found 2026-11-29:
  * 438 ms). A step may delete fewer than it found (another request deleted some meanwhile), so the
- * sweep ends only at a step that deleted none.
+ * sweep ends only at a step that deleted none. What an enabled client is issued meanwhile carries
+ * its new epoch and stays (found 2026-11-29: the sweep deleted those too, and a client asking
+ * without pause kept it going as long as it asked).
  */
 export async function revokeArtefacts(store: Store, tenant: string, owner: ArtefactOwner): Promise<number> {
   const artefacts = store.collection<OidcDoc>(OIDC_COLLECTION, tenant);
   await upgradeLegacyArtefacts(store, tenant, artefacts);
   const owned: Filter = 'clientId' in owner ? { clientId: owner.clientId } : { accountId: owner.accountId };
-  return inPacedSteps((limit) => artefacts.deleteMany(owned, limit), EVENT_LOOP_PACE, { untilNone: true });
+  const kept = 'clientId' in owner && owner.keepMark ? { issuedUnder: owner.keepMark } : undefined;
+  return inPacedSteps((limit) => artefacts.deleteMany(owned, limit, kept), EVENT_LOOP_PACE, { untilNone: true });
 }
 
 const LEGACY_BATCH = 200;

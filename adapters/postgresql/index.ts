@@ -612,10 +612,16 @@ class PostgresCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 
   /** Also removes matching expired documents, and counts them, like the other stores. */
-  deleteMany(filter: Filter, limit?: number): Promise<number> {
+  deleteMany(filter: Filter, limit?: number, except?: Filter): Promise<number> {
     return this.write(async () => {
       const params: Params = [this.tenant];
       const conditions = Object.entries(filter).map(([field, value]) => fieldCondition(field, value, params));
+      // IS NOT TRUE: a field the exception names but the row lacks (NULL) does not keep it.
+      if (except) {
+        assertFilterValues(except);
+        const kept = Object.entries(except).map(([field, value]) => `(${fieldCondition(field, value, params)})`);
+        conditions.push(`(${kept.join(' AND ')}) IS NOT TRUE`);
+      }
       const matching = `tenant = $1${conditions.map((condition) => ` AND ${condition}`).join('')}`;
       const { rowCount } = await this.store.query(this.deleting(matching, limit), params);
       return rowCount ?? 0;

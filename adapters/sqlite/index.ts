@@ -684,8 +684,11 @@ class SqliteCollection<T extends StoredDoc> implements TenantCollection<T> {
   }
 
   /** Also removes matching expired documents, and counts them. */
-  async deleteMany(filter: Filter, limit?: number): Promise<number> {
-    const { where, params } = this.where(filter, false);
+  async deleteMany(filter: Filter, limit?: number, except?: Filter): Promise<number> {
+    const matching = this.where(filter, false);
+    const { params } = matching;
+    // IS NOT 1: a field the exception names but the document lacks (NULL) does not keep it.
+    const where = except ? `${matching.where} AND (${exceptionCondition(except, params)}) IS NOT 1` : matching.where;
     if (limit === undefined) return this.deleting(`DELETE FROM ${this.table} WHERE ${where}`, params);
     const step = `SELECT rowid FROM ${this.table} WHERE ${where}${limitClause(limit)}`;
     return this.deleting(`DELETE FROM ${this.table} WHERE rowid IN (${step})`, params);
@@ -1028,6 +1031,14 @@ function sqliteFailure(code: string, message: string, error: Error = new Error(m
  * booleans and numbers also check the JSON type: `true` must not match `1`
  * (it does not in MongoDB, nor in matchesFilter).
  */
+/** DeleteMany's `except`: every field of it equal (its parameters named apart from the filter's). */
+function exceptionCondition(except: Filter, params: Params): string {
+  assertFilterValues(except);
+  return Object.entries(except)
+    .map(([field, value], index) => `(${fieldCondition(field, value, `except${index}`, params)})`)
+    .join(' AND ');
+}
+
 function fieldCondition(field: string, value: Filter[string] | undefined, param: string, params: Params): string {
   const path = jsonPath(field);
   if (isUnset(value)) return `${jsonField(field)} IS NULL`;

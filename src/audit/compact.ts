@@ -96,8 +96,8 @@ export class CompactAuditEntries implements TenantCollection<AuditEntry> {
     return this.raw.deleteBefore(field, bound, limit);
   }
 
-  deleteMany(filter: Filter, limit?: number): Promise<number> {
-    return this.raw.deleteMany(filter, limit);
+  deleteMany(filter: Filter, limit?: number, except?: Filter): Promise<number> {
+    return this.raw.deleteMany(filter, limit, except);
   }
 
   delete(id: string | number): Promise<boolean> {

@@ -122,8 +122,11 @@ export interface TenantCollection<T extends StoredDoc = StoredDoc> {
    * Deletes every document matching the filter; returns how many. With `limit`, at most that many,
    * so that deleting what grows with stored data (a client's or a user's tokens) goes in steps
    * (inPacedSteps) rather than one statement that holds the event loop (SQLite) for its length.
+   * With `except`, a matching document that also matches `except` (every field of it equal) stays:
+   * a sweep that runs until a step deletes none ends while what it keeps is still being written
+   * (a client's tokens issued under its new epoch, while the old ones are swept).
    */
-  deleteMany(filter: Filter, limit?: number): Promise<number>;
+  deleteMany(filter: Filter, limit?: number, except?: Filter): Promise<number>;
   /**
    * Deletes documents whose `field` is less than `bound`, compared as the two stores order values of
    * one type (a string field with a string bound: ISO 8601 times by instant; a number with a number);

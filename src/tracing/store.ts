@@ -108,8 +108,8 @@ class TracedCollection<T extends StoredDoc> implements TenantCollection<T> {
   delete(id: string | number) {
     return this.call('delete', () => this.inner.delete(id));
   }
-  deleteMany(filter: Filter, limit?: number) {
-    return this.call('deleteMany', () => this.inner.deleteMany(filter, limit));
+  deleteMany(filter: Filter, limit?: number, except?: Filter) {
+    return this.call('deleteMany', () => this.inner.deleteMany(filter, limit, except));
   }
   deleteBefore(field: string, bound: string | number, limit?: number) {
     return this.call('deleteBefore', () => this.inner.deleteBefore(field, bound, limit));

@@ -121,6 +121,40 @@ describe('Tokens die with their client and their user', function () {
       expect(audit.body.content[0]).to.include({ method: 'POST', clientId, outcome: 'allow' });
     });
 
+    // Found 2026-11-29: the sweep deleted what the client was issued while it ran, and one asking
+    // without pause kept it going as long as it asked.
+    it("keep what the client is issued while an operator's revocation sweeps, and the sweep ends", async function () {
+      const clientId = unique('busy');
+      const secret = await confidentialClient(server, clientId, { scopes: ['read'] });
+      const before = await serviceToken(clientId, secret);
+      const duringSweep: string[] = [];
+      const { store } = server;
+      const collection = store.collection.bind(store);
+      // Before each step of the sweep, the client is issued a token (a client asking without pause).
+      store.collection = ((spec: Parameters<typeof collection>[0], tenant?: string) => {
+        const opened = collection(spec, tenant);
+        if ((typeof spec === 'string' ? spec : spec.name) !== OIDC_COLLECTION.name) return opened;
+        return Object.assign(Object.create(opened) as typeof opened, {
+          deleteMany: async (...args: Parameters<typeof opened.deleteMany>) => {
+            if (args[0].clientId === clientId && duringSweep.length < 20)
+              duringSweep.push(await serviceToken(clientId, secret));
+            return opened.deleteMany(...args);
+          },
+        });
+      }) as typeof store.collection;
+      try {
+        const revoked = await server.admin('POST', `/clients/${clientId}/revoke-tokens`);
+        expect(revoked.status, JSON.stringify(revoked.body)).to.equal(200);
+        expect(revoked.body).to.deep.equal({ revoked: 1 });
+      } finally {
+        store.collection = collection;
+      }
+      expect(duringSweep.length, 'the sweep ended at its second step').to.equal(2);
+      expect(await introspectBothWays(before)).to.deep.equal([false, false]);
+      for (const token of duringSweep)
+        expect(await introspectBothWays(token), 'issued meanwhile').to.deep.equal([true, true]);
+    });
+
     it('are inactive when the client was disabled without the Admin API (a token written after the sweep)', async function () {
       const clientId = unique('raced');
       const secret = await confidentialClient(server, clientId, { scopes: ['read'] });

@@ -679,6 +679,24 @@ export function describeStoreConformance(
         expect(await store.collection(CODES, 'acme').count(), 'another tenant').to.equal(1);
       });
 
+      it('deleteMany with an exception keeps the matching documents that also match it, and deletes those lacking its field', async () => {
+        const codes = store.collection(CODES);
+        await codes.insertMany([
+          { id: 'old-1', clientId: 'c', mark: 'e1' },
+          { id: 'old-2', clientId: 'c', mark: 'e1', kind: 'x' },
+          { id: 'unmarked', clientId: 'c' },
+          { id: 'null-marked', clientId: 'c', mark: null },
+          { id: 'new', clientId: 'c', mark: 'e2' },
+          { id: 'new-x', clientId: 'c', mark: 'e2', kind: 'x' },
+          { id: 'other', clientId: 'd', mark: 'e1' },
+        ]);
+        expect(await codes.deleteMany({ clientId: 'c' }, 1, { mark: 'e2' })).to.equal(1);
+        expect(await codes.deleteMany({ clientId: 'c' }, 10, { mark: 'e2' })).to.equal(3);
+        expect(await codes.deleteMany({ clientId: 'c' }, 10, { mark: 'e2' })).to.equal(0);
+        expect(await codes.deleteMany({ clientId: 'c' }, undefined, { mark: 'e2', kind: 'x' })).to.equal(1);
+        expect((await codes.find()).map((doc) => doc.id).sort()).to.deep.equal(['new-x', 'other']);
+      });
+
       it('deleteBefore removes the documents whose field is below the bound, in its tenant, of that type only', async () => {
         const logs = store.collection({ name: 'logs', indexes: ['createdAt'] });
         await logs.insert({ id: 1, createdAt: '2026-01-01T00:00:00.000Z' });

@@ -26,16 +26,22 @@ import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 /**
  * A client disabled, deleted, or whose tokens an operator revokes: its token epoch moved on (so
  * that nothing issued before, even if written after the sweep, is honoured again: ArtefactOwners),
- * then every artefact of it deleted, whoever the user. Called after the record was disabled or
- * deleted, so that no request can issue under the new epoch before it is enabled again. (All of
- * them, not those of the epoch just ended: a client ID metadata document's record made again
- * starts its epochs over, so an older mark may come round again.)
+ * then every artefact of it deleted, whoever the user, except those issued under the new epoch
+ * (an operator's revocation leaves the client enabled). Called after the record was disabled or
+ * deleted, so that no request can issue under the new epoch before it is enabled again. (All
+ * others, not those of the epoch just ended, and for a client ID metadata document all of them:
+ * its record made again starts its epochs over, so an older mark may come round again.)
  */
 export async function revokeClientArtefacts(store: Store, tenant: string, clientId: string): Promise<number> {
   const clients = clientsCollection(store, tenant);
   const record = await clients.findOne({ clientId });
-  if (record) await clients.update(record.id, { tokenEpoch: epochOf(record) + 1 });
-  return revokeArtefacts(store, tenant, { clientId });
+  if (!record) return revokeArtefacts(store, tenant, { clientId });
+  const moved = { ...record, tokenEpoch: epochOf(record) + 1 };
+  await clients.update(record.id, { tokenEpoch: moved.tokenEpoch });
+  // What the client is issued from now on (once enabled) carries the new epoch's mark: not swept.
+  // Not for a client ID metadata document, whose marks may come round again (its record made anew).
+  const keepMark = record.registrationType === 'cimd' ? undefined : markOf(moved);
+  return revokeArtefacts(store, tenant, { clientId, ...(keepMark ? { keepMark } : {}) });
 }
 
 /**
