@@ -70,12 +70,19 @@ export const API_KEY_INPUT_SCHEMA = {
 
 export class AdminApiKeys {
   private readonly bootstrapDigest: Buffer;
+  private readonly bootstrapLooksGenerated: boolean;
 
   constructor(
     private readonly store: Store,
     bootstrapKey: string,
   ) {
     this.bootstrapDigest = sha256(bootstrapKey);
+    this.bootstrapLooksGenerated = bootstrapKey.startsWith(KEY_PREFIX);
+  }
+
+  /** Whether a presented value may be the bootstrap key: it is not shaped as a generated key, or the bootstrap key is too. */
+  mayBeBootstrap(presented: string): boolean {
+    return !presented.startsWith(KEY_PREFIX) || this.bootstrapLooksGenerated;
   }
 
   private collection(): TenantCollection<StoredKey> {

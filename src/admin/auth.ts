@@ -1,6 +1,6 @@
 import type { Next } from 'koa';
 import { markAuthenticated } from '../audit/index.js';
-import { guardCredential } from '../http/auth-failures.js';
+import { guardCredential, nameCredential } from '../http/auth-failures.js';
 import { HttpError } from '../http/errors.js';
 import type { AdminApiKeys } from './api-keys.js';
 import { DEFAULT_TENANT } from '../store/index.js';
@@ -10,9 +10,14 @@ import { callerOf, type AdminContext, type AdminKeyIdentity } from './state.js';
 
 /**
  * Whom failed Admin keys count against. A wrong key names no key (keys are looked up by their
- * digest), so every Admin key shares this identity in the failure limiter, as the one key did.
+ * digest), so they share an identity in the failure limiter. A value that may be the bootstrap
+ * key (SERVICE_ADMIN_API_KEY, chosen by an operator: 16 characters at least) is refused for
+ * everyone, unverified, once such values failed too often from all addresses together. A value
+ * shaped as a key Arbiter generated (256 random bits, never guessed) is always verified: found
+ * 2026-11-29, wrong keys from ten addresses locked out every tenant's keys, not only the bootstrap key.
  */
 const ADMIN_KEY_IDENTITY = 'admin-key';
+const GENERATED_KEY_IDENTITY = 'admin-key generated';
 
 /**
  * Guards the Admin API with X-Admin-API-Key: the bootstrap key (SERVICE_ADMIN_API_KEY) or a named
@@ -21,7 +26,8 @@ const ADMIN_KEY_IDENTITY = 'admin-key';
 export function requireAdminKey(keys: AdminApiKeys, sessions?: AdminSessions) {
   return async (ctx: AdminContext, next: Next): Promise<void> => {
     const presented = ctx.get('x-admin-api-key');
-    if (presented) await guardCredential(ctx, ADMIN_KEY_IDENTITY);
+    if (presented && keys.mayBeBootstrap(presented)) await guardCredential(ctx, ADMIN_KEY_IDENTITY);
+    else if (presented) nameCredential(ctx, GENERATED_KEY_IDENTITY);
     const session = !presented && sessions ? ctx.cookies.get(SESSION_COOKIE) : undefined;
     const identity = presented
       ? await keys.identify(presented)

@@ -447,7 +447,7 @@ describe('Wrong Admin keys and the failure limiter, with named keys', function (
   const from = (address: string, key: string) =>
     rawRequest(server.url, { path: '/admin/api/clients', localAddress: address, headers: { 'X-Admin-API-Key': key } });
 
-  it('counts a revoked or unknown key as a wrong one, and refuses every key from that address once it failed too often', async function () {
+  it('counts a revoked or unknown key as a wrong one, and answers 429 to the wrong keys of an address that failed too often', async function () {
     const made = await server.admin('POST', '/api-keys', { name: 'limited', role: 'operator' });
     const revoked = await server.admin('POST', '/api-keys', { name: 'revoked', role: 'operator' });
     await server.admin('DELETE', `/api-keys/${revoked.body.id}`);
@@ -457,10 +457,8 @@ describe('Wrong Admin keys and the failure limiter, with named keys', function (
     const blocked = await from('127.0.0.21', revoked.body.key);
     expect(blocked.status).to.equal(429);
     expect(blocked.json().error).to.equal('too_many_requests');
-    expect(
-      (await from('127.0.0.21', made.body.key)).status,
-      'even a right key waits, as with the bootstrap key',
-    ).to.equal(429);
+    // A generated key (256 random bits) cannot be guessed: it is always checked (test/security/throttle.test.ts).
+    expect((await from('127.0.0.21', made.body.key)).status, 'a right generated key').to.equal(200);
     expect((await from('127.0.0.22', made.body.key)).status, 'another caller').to.equal(200);
   });
 });

@@ -345,3 +345,46 @@ describe('Throttling of authentication failures shared by servers on one store',
     expect((await token(b, secret, '127.0.2.3')).status, 'from another address').to.equal(200);
   });
 });
+
+/**
+ * Wrong Admin keys name no key, so they are counted together. Found 2026-11-29: once they had
+ * failed IDENTITY_WIDE_FACTOR × the limit from all addresses, every key of every tenant was
+ * refused unverified. Only the bootstrap key, which an operator chose, is locked so now; a key
+ * Arbiter generated cannot be guessed and is always verified.
+ */
+describe('Throttling of wrong Admin keys spread over many addresses', function () {
+  let server: TestServer;
+  before(async function () {
+    // Its own server: the bootstrap key ends up locked out for the window.
+    server = await readyServer({ AUTH_FAILURE_LIMIT: String(LIMIT), AUTH_FAILURE_WINDOW_SECONDS: '600' });
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  it("locks out the bootstrap key alone: a tenant's generated key keeps working, whatever the wrong keys look like", async function () {
+    await server.admin('POST', '/tenants', { id: 'spread-acme' });
+    const made = await server.admin('POST', '/api-keys', {
+      name: 'spread-ops',
+      role: 'operator',
+      tenants: ['spread-acme'],
+    });
+    expect(made.status, JSON.stringify(made.body)).to.equal(201);
+    const tenantKey = made.body.key as string;
+    const spread = async (wrongKey: (address: number) => string, subnet: number) => {
+      for (let address = 0; address < IDENTITY_WIDE_FACTOR; address++)
+        for (let attempt = 0; attempt < LIMIT; attempt++)
+          expect((await adminCall(server, `127.0.${subnet}.${address + 1}`, wrongKey(address))).status).to.equal(401);
+    };
+    const fresh = '127.0.9.200';
+    await spread((address) => `wrong-key-0123456789-${address}`, 7);
+    expect(
+      (await adminCall(server, fresh, tenantKey, { 'X-Tenant-Id': 'spread-acme' })).status,
+      'the tenant key',
+    ).to.equal(200);
+    expect((await adminCall(server, fresh, ADMIN_KEY)).status, 'the bootstrap key, unverified').to.equal(429);
+
+    await spread((address) => `arbiter_admin_${'x'.repeat(40)}${address}`, 8);
+    expect((await adminCall(server, fresh, tenantKey, { 'X-Tenant-Id': 'spread-acme' })).status, 'still').to.equal(200);
+  });
+});
