@@ -2,7 +2,7 @@
 import { DEV_IDP_CLIENT, startDevIdp } from '../src/dev-idp/index.js';
 
 const port = Number(process.env.PORT ?? 9100);
-const redirectUris = (process.env.DEV_IDP_REDIRECT_URIS ?? 'http://localhost:9000/idp/callback')
+const redirectUris = (process.env.DEV_IDP_REDIRECT_URIS ?? 'http://localhost:9000/idp/callback/dev')
   .split(',')
   .map((uri) => uri.trim());
 

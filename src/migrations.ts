@@ -7,10 +7,11 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { policyRuleRecords } from './catalog/index.js';
+import { identityProviderRecords, policyRuleRecords } from './catalog/index.js';
 // seed.js, not policy/index.js: the command line's store commands load this module, and the index loads the whole policy engine.
 import { addMissingPackRule, POLICY_PACK_DIR } from './policy/seed.js';
-import { DEFAULT_TENANT, type Migration, type Store } from './store/index.js';
+import { DEFAULT_TENANT, pagesByKey, type Migration, type Store } from './store/index.js';
+import { TENANTS_COLLECTION } from './tenancy/index.js';
 
 export const MIGRATIONS: readonly Migration[] = [
   {
@@ -43,7 +44,25 @@ export const MIGRATIONS: readonly Migration[] = [
       "the default pack's token exchange rule passes on, when only a delegation lets a client exchange another client's token of its user, no more than the scopes that delegation grants: a stored arbiter/token_exchange/token_exchange.rego still as an older pack seeded it is replaced with this release's; an edited one is left as it is",
     run: (store) => replaceUneditedPackRule(store, TOKEN_EXCHANGE_RULE, TOKEN_EXCHANGE_RULE_SEEDED_DIGESTS),
   },
+  {
+    to: 6,
+    description:
+      "each upstream identity provider now sends the browser back to a callback of its own, {issuer}/idp/callback/{idpId}, so that one provider cannot mix its responses up with another's: the providers registered before keep the shared {issuer}/idp/callback (sharedCallback: true), which is what their upstream knows, until an operator registers the new one there and sets sharedCallback to false",
+    run: keepSharedCallbacks,
+  },
 ];
+
+/** Every tenant's identity providers without `sharedCallback` get it (true): their upstream knows only the shared callback. */
+async function keepSharedCallbacks(store: Store): Promise<void> {
+  const tenants = store.collection(TENANTS_COLLECTION, DEFAULT_TENANT);
+  const names = [DEFAULT_TENANT];
+  for await (const page of pagesByKey(tenants, {}, '', 500)) names.push(...page.map((tenant) => String(tenant.id)));
+  for (const tenant of names) {
+    const providers = identityProviderRecords(store, tenant);
+    for (const provider of await providers.find({ sharedCallback: null }))
+      await providers.update(provider.id, { sharedCallback: true });
+  }
+}
 
 const SSF_RULE = 'arbiter/ssf/ssf.rego';
 

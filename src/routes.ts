@@ -218,6 +218,7 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   // Sign-in at the upstream identity provider.
   table.oauthBelow(INTERACTION_PATH, edge('sign-in', oidc(oauth.signIn)));
   table.oauth(UPSTREAM_CALLBACK_PATH, edge('upstream callback', oidc(oauth.signIn)));
+  table.oauthBelow(UPSTREAM_CALLBACK_PATH, edge('upstream callback', oidc(oauth.signIn)));
   // The upstream's logout tokens (Back-Channel Logout 1.0): its user's sessions here end too.
   table.oauth(UPSTREAM_LOGOUT_PATH, edge('upstream logout', oidc(oauth.signIn, { uncached: true })));
   // Security Event Tokens an identity provider's Shared Signals transmitter pushes (RFC 8935): its users' tokens revoked.

@@ -122,6 +122,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
       columns: ['name', 'issuer', 'enabled'],
       // Discovered from the issuer's metadata when left empty.
       advanced: [
+        'sharedCallback',
         'authorizationEndpoint',
         'tokenEndpoint',
         'userinfoEndpoint',
@@ -132,7 +133,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
         'ssfPushSecret',
       ],
       hints: {
-        idpId: 'Left empty, one is generated.',
+        idpId: 'Left empty, one is generated. Register {issuer}/idp/callback/{idpId} at the provider.',
         issuer: 'The endpoints below are discovered from its metadata when left empty.',
         ssfIssuer:
           'A Shared Signals transmitter that pushes session-revoked and account-disabled events for its users to {issuer}/idp/ssf-events.',

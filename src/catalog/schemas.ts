@@ -46,9 +46,15 @@ function object<const Required extends readonly string[], const Properties exten
 
 export const IDENTITY_PROVIDER_SCHEMA = object(['issuer'], {
   issuer: httpUri,
-  idpId: { type: 'string', pattern: '^[A-Za-z0-9._~-]{1,128}$' },
+  // Not dots alone: it names the provider's own callback path, {issuer}/idp/callback/{idpId}.
+  idpId: { type: 'string', pattern: '^(?!\\.+$)[A-Za-z0-9._~-]{1,128}$' },
   name: string,
   enabled,
+  sharedCallback: {
+    type: 'boolean',
+    description:
+      "true: the provider sends the browser back to the callback every provider of the tenant shares, {issuer}/idp/callback (providers registered with an older release are set so on upgrade); another provider of the tenant could then mix its responses up with this one's (RFC 9700 §4.4). Absent or false: to its own, {issuer}/idp/callback/{idpId}",
+  },
   clientId: nonEmpty,
   clientSecret: nonEmpty,
   scopes: strings,

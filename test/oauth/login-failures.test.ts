@@ -32,7 +32,11 @@ describe('Sign-in: choosing the upstream provider, and failures', () => {
     primary = await startRegisteredDevIdp(server, { idpId: 'primary' });
     secondary = await startRegisteredDevIdp(server, { idpId: 'secondary' });
     // The primary IdP once more, with a secret it does not know: its code exchange fails.
-    await registerIdentityProvider(server, primary.issuer, { idpId: 'wrong-secret', clientSecret: 'not-the-secret' });
+    await registerIdentityProvider(server, primary.issuer, {
+      idpId: 'wrong-secret',
+      clientSecret: 'not-the-secret',
+      fields: { sharedCallback: true },
+    });
     spa = await registerPublicClient(server, REDIRECT_URI);
   });
 
@@ -134,7 +138,7 @@ describe('Sign-in: choosing the upstream provider, and failures', () => {
     });
 
     it('a replayed callback is refused with a 400 after the first one signed the user in', async () => {
-      const { page: callback, agent } = await throughDevIdp({}, (url) => url.pathname === '/idp/callback');
+      const { page: callback, agent } = await throughDevIdp({}, (url) => url.pathname.startsWith('/idp/callback'));
 
       const first = await agent.navigate(callback.url, atClient);
       const replay = await agent.navigate(callback.url, atClient);

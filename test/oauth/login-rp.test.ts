@@ -149,7 +149,7 @@ describe('Sign-in with openid-client as the relying party', () => {
     expect(query).to.include({
       client_id: 'arbiter',
       response_type: 'code',
-      redirect_uri: `${server.config.issuer}/idp/callback`,
+      redirect_uri: `${server.config.issuer}/idp/callback/${idp.idpId}`,
       scope: 'openid profile email',
       code_challenge_method: 'S256',
       prompt: 'login',

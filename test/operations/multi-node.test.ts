@@ -206,7 +206,7 @@ describe('two nodes on one PostgreSQL store', function () {
 
     expect(pathsVisitedOn(a, agent)).to.deep.equal(['/authorize', '/interaction/:uid']);
     expect(pathsVisitedOn(b, agent)).to.deep.equal([
-      '/idp/callback',
+      '/idp/callback/:idp',
       '/interaction/:uid/upstream-done',
       '/authorize/:uid',
     ]);
@@ -303,7 +303,11 @@ describe('two nodes on one PostgreSQL store', function () {
     const host = new URL(node.url).host;
     return agent.visited
       .filter((url) => url.host === host)
-      .map((url) => url.pathname.replace(/^\/(interaction|authorize)\/[^/]+/, '/$1/:uid'));
+      .map((url) =>
+        url.pathname
+          .replace(/^\/(interaction|authorize)\/[^/]+/, '/$1/:uid')
+          .replace(/^\/idp\/callback\/[^/]+$/, '/idp/callback/:idp'),
+      );
   }
 
   /** The same URL on `node` (both nodes have one issuer; a balancer picks the node). */

@@ -53,7 +53,8 @@ describe('upstream identity provider faults', function () {
   /** Registers `issuer` as an identity provider of its own and runs a sign-in through it, up to the client. */
   async function signInThrough(issuer: string) {
     const idpId = `faulty-${randomBytes(4).toString('hex')}`;
-    await registerIdentityProvider(server, issuer, { idpId });
+    // It sends every answer to the shared callback it was started with.
+    await registerIdentityProvider(server, issuer, { idpId, fields: { sharedCallback: true } });
     const request = await authorizationRequest(server, spa, { upstream_idp: idpId });
     const started = Date.now();
     const page = await new FetchUserAgent().navigate(request.url, atClient);

@@ -45,15 +45,18 @@ export async function startRegisteredDevIdp(
 ): Promise<RegisteredDevIdp> {
   const port = await freePort();
   const issuer = options.tenantPath ? `${server.config.issuer}/t/${options.tenantId}` : server.config.issuer;
+  // Its own callback below /idp/callback, named by the record's idpId, chosen here so that the dev IdP can register it.
+  const idpId = options.idpId ?? `dev-${Math.random().toString(36).slice(2, 10)}`;
+  // And the shared one, for another record of it that keeps that (sharedCallback).
   const idp = await startDevIdp({
     port,
-    redirectUris: [`${issuer}/idp/callback`],
+    redirectUris: [`${issuer}/idp/callback/${idpId}`, `${issuer}/idp/callback`],
     ...(options.backchannelLogout ? { backchannelLogoutUri: `${issuer}/idp/backchannel-logout` } : {}),
     ...(options.backchannelLogout === 'sid-only' ? { logoutTokens: 'sid' as const } : {}),
   });
   try {
     const idpIssuer = `http://localhost:${port}`;
-    const record = await registerIdentityProvider(server, idpIssuer, options);
+    const record = await registerIdentityProvider(server, idpIssuer, { ...options, idpId });
     const logoutToken = async (claims: Record<string, unknown>) => {
       const arbiter = await idp.provider.Client.find(DEV_IDP_CLIENT.clientId);
       const token = new idp.provider.IdToken({}, { client: arbiter });

@@ -33,8 +33,10 @@ export interface InteractionDeps {
 }
 
 /**
- * The upstream providers redirect here; register `{issuer}/idp/callback` with each of them (for a
- * tenant signed in at /t/<tenant>, `{issuer}/t/<tenant>/idp/callback`: its own issuer's).
+ * The upstream providers redirect here, each to its own path below it: register
+ * `{issuer}/idp/callback/{idpId}` with each of them (for a tenant signed in at /t/<tenant>,
+ * `{issuer}/t/<tenant>/idp/callback/{idpId}`: its own issuer's). A provider whose record says
+ * `sharedCallback` uses this path itself, as every provider did before.
  */
 export const UPSTREAM_CALLBACK_PATH = '/idp/callback';
 const UPSTREAM_DONE = 'upstream-done';
@@ -60,6 +62,7 @@ export function interactionRoutes(deps: InteractionDeps): ArbiterMiddleware {
   router.use(uncached);
   router.get(`${INTERACTION_PATH}/:uid`, (ctx) => answerPrompt(ctx, deps, upstream));
   router.get(UPSTREAM_CALLBACK_PATH, (ctx) => receiveUpstreamResponse(ctx, deps, upstream));
+  router.get(`${UPSTREAM_CALLBACK_PATH}/:idp`, (ctx) => receiveUpstreamResponse(ctx, deps, upstream));
   router.get(`${INTERACTION_PATH}/:uid/${UPSTREAM_DONE}`, (ctx) => completeSignIn(ctx, deps));
   router.post(UPSTREAM_LOGOUT_PATH, formBody(deps.config.maxBodyBytes), (ctx) =>
     receiveUpstreamLogout(ctx, deps, upstream),
@@ -90,8 +93,9 @@ async function sendUpstream(
   const { params, uid } = interaction;
   const idp = await chooseIdentityProvider(deps.store, deps.sealer, ctx.state.tenant.name, params[UPSTREAM_IDP_PARAM]);
   const checks = newChecks();
-  const destination = await upstream.authorizationUrl(idp, callbackOf(ctx, deps), checks, upstreamHints(interaction));
-  await new UpstreamLogins(deps.store, ctx.state.tenant.name).begin(uid, idp.id, checks);
+  const redirectUri = callbackOf(ctx, deps, idp.sharedCallback ? undefined : idp.idpId);
+  const destination = await upstream.authorizationUrl(idp, redirectUri, checks, upstreamHints(interaction));
+  await new UpstreamLogins(deps.store, ctx.state.tenant.name).begin(uid, idp.id, redirectUri, checks);
   return destination;
 }
 
@@ -106,7 +110,19 @@ async function receiveUpstreamResponse(
   const login = await logins.claim(state);
   if (!login)
     throw badRequest('this sign-in is unknown, expired or already completed; start again from the application');
-  await logins.finish(state, await upstreamOutcome(ctx, deps, upstream, login));
+  // Found 2026-11-29: every provider came back to one callback, so a provider of the tenant could
+  // send the browser on to another with the state of a sign-in begun at itself, and have that
+  // one's code (and the PKCE verifier) redeemed at its own token endpoint (mix-up, RFC 9700 §4.4).
+  const arrivedAt = callbackOf(ctx, deps, ctx.params.idp);
+  const outcome =
+    arrivedAt === (login.redirectUri ?? callbackOf(ctx, deps))
+      ? await upstreamOutcome(ctx, deps, upstream, login, arrivedAt)
+      : signInFailure(
+          ctx,
+          new SignInError('access_denied', "the identity provider's response came back to another provider's callback"),
+          deps.log,
+        );
+  await logins.finish(state, outcome);
   ctx.redirect(`${interactionPath(login.uid)}/${UPSTREAM_DONE}`);
 }
 
@@ -116,12 +132,13 @@ async function upstreamOutcome(
   deps: InteractionDeps,
   upstream: UpstreamProviders,
   login: ClaimedLogin,
+  redirectUri: string,
 ): Promise<InteractionResults> {
   const { store } = deps;
   try {
     const idp = await identityProviderById(store, deps.sealer, ctx.state.tenant.name, login.identityProviderId);
     // openid-client takes the redirect_uri for the code exchange from this URL.
-    const callbackUrl = new URL(`${callbackOf(ctx, deps)}?${ctx.querystring}`);
+    const callbackUrl = new URL(`${redirectUri}?${ctx.querystring}`);
     const identity = await upstream.identity(idp, callbackUrl, login.checks);
     const accountId = await rememberSubject(
       { store, tenant: ctx.state.tenant.name, tenantId: ctx.state.tenant.id },
@@ -153,9 +170,13 @@ async function completeSignIn(ctx: ArbiterContext, deps: InteractionDeps): Promi
   await finish(ctx, interaction, unmet ? signInFailure(ctx, unmet, deps.log) : outcome);
 }
 
-/** Where the upstream sends the browser back: below the issuer the sign-in runs under (the tenant's own at /t/<tenant>). */
-function callbackOf(ctx: ArbiterContext, { config }: InteractionDeps): string {
-  return `${requestIssuer(config.issuer, ctx.state.tenant)}${UPSTREAM_CALLBACK_PATH}`;
+/**
+ * Where the upstream sends the browser back: below the issuer the sign-in runs under (the tenant's
+ * own at /t/<tenant>), the provider's own path (`idpId`) or the shared one.
+ */
+function callbackOf(ctx: ArbiterContext, { config }: InteractionDeps, idpId?: string): string {
+  const shared = `${requestIssuer(config.issuer, ctx.state.tenant)}${UPSTREAM_CALLBACK_PATH}`;
+  return idpId === undefined ? shared : `${shared}/${encodeURIComponent(idpId)}`;
 }
 
 /** The tenant's provider and the browser's interaction with it. */

@@ -21,6 +21,8 @@ interface UpstreamLogin extends StoredDoc {
   uid: string;
   /** Internal id of the identity provider record. */
   identityProviderId: number;
+  /** The redirect_uri sent upstream: the response must come back there (absent: begun by an older release, the shared one). */
+  redirectUri?: string;
   status: 'pending' | 'exchanging' | 'finished';
   /** The nonce and PKCE verifier, sealed for the holder of `state` (sealedChecks): a copy of the store opens neither. */
   checks: string | null;
@@ -32,6 +34,7 @@ interface UpstreamLogin extends StoredDoc {
 export interface ClaimedLogin {
   uid: string;
   identityProviderId: number;
+  redirectUri?: string;
   checks: UpstreamChecks;
 }
 
@@ -49,12 +52,13 @@ export class UpstreamLogins {
    * of one still pending for it: its page loaded again sends the browser upstream again, and the
    * earlier state can no longer complete (nor be stored once per load, 10 minutes each).
    */
-  async begin(uid: string, identityProviderId: number, checks: UpstreamChecks): Promise<void> {
+  async begin(uid: string, identityProviderId: number, redirectUri: string, checks: UpstreamChecks): Promise<void> {
     await this.logins.deleteMany({ uid, status: 'pending' });
     await this.logins.insert({
       id: storageDigest(checks.state),
       uid,
       identityProviderId,
+      redirectUri,
       status: 'pending',
       checks: sealedChecks(checks),
       outcome: null,
@@ -68,7 +72,8 @@ export class UpstreamLogins {
     const claimed = await this.logins.update(storageDigest(state), { status: 'exchanging' }, { status: 'pending' });
     const checks = claimed?.checks ? openedChecks(state, claimed.checks) : null;
     if (!claimed || checks === null) return null;
-    return { uid: claimed.uid, identityProviderId: claimed.identityProviderId, checks };
+    const { uid, identityProviderId, redirectUri } = claimed;
+    return { uid, identityProviderId, ...(redirectUri ? { redirectUri } : {}), checks };
   }
 
   /** Records how the upstream part ended; the verifier and nonce are no longer needed. */

@@ -30,11 +30,16 @@ describe('Sign-ins under way keep their nonce and verifier sealed for the holder
   it('an upstream sign-in: the stored record holds neither; the callback with the state gets both, once', async function () {
     const logins = new UpstreamLogins(store(), TENANT);
     const checks = { state: random(), nonce: `nonce-${random()}`, codeVerifier: `verifier-${random()}` };
-    await logins.begin('interaction-1', 7, checks);
+    await logins.begin('interaction-1', 7, 'https://as.example/idp/callback/corp', checks);
     const stored = await rawRows('upstream_logins');
     for (const value of [checks.state, checks.nonce, checks.codeVerifier]) expect(stored).not.to.contain(value);
     expect(await logins.claim(random()), 'another state').to.equal(null);
-    expect(await logins.claim(checks.state)).to.deep.equal({ uid: 'interaction-1', identityProviderId: 7, checks });
+    expect(await logins.claim(checks.state)).to.deep.equal({
+      uid: 'interaction-1',
+      identityProviderId: 7,
+      redirectUri: 'https://as.example/idp/callback/corp',
+      checks,
+    });
     expect(await logins.claim(checks.state), 'a second time').to.equal(null);
   });
 
