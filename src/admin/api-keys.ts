@@ -193,7 +193,7 @@ export function apiKeyRoutes(router: Router, keys: AdminApiKeys, maxBodyBytes: n
   router.get(`${base}/current`, (ctx) => {
     serverWide(ctx);
     const caller = callerOf(ctx);
-    ctx.body = { ...caller, bootstrap: caller.id === null, permissions: permissionsOf(caller.role) };
+    ctx.body = { ...caller, bootstrap: caller.id === null && !caller.session, permissions: permissionsOf(caller.role) };
   });
   router.get(`${base}/:id`, async (ctx) => {
     serverWide(ctx);

@@ -1,12 +1,11 @@
 import type { Next } from 'koa';
-import { markAuthenticated } from '../audit/index.js';
 import { guardCredential, nameCredential } from '../http/auth-failures.js';
 import { HttpError } from '../http/errors.js';
 import type { AdminApiKeys } from './api-keys.js';
 import { DEFAULT_TENANT } from '../store/index.js';
 import { CONSOLE_HEADER, SESSION_COOKIE, type AdminSessions } from './sign-in.js';
 import { API_KEYS_SEGMENT, permissionFor, roleMay, rolesWith } from './roles.js';
-import { callerOf, type AdminContext, type AdminKeyIdentity } from './state.js';
+import { callerOf, recordCaller, type AdminContext, type AdminKeyIdentity } from './state.js';
 
 /**
  * Whom failed Admin keys count against. A wrong key names no key (keys are looked up by their
@@ -43,15 +42,7 @@ export function requireAdminKey(keys: AdminApiKeys, sessions?: AdminSessions) {
       );
     }
     ctx.state.adminKey = identity;
-    markAuthenticated(ctx.state);
-    const audit = ctx.state.audit;
-    if (audit)
-      audit.adminKey = {
-        id: identity.id,
-        name: identity.name,
-        role: identity.role,
-        ...(identity.tenants ? { tenants: identity.tenants } : {}),
-      };
+    recordCaller(ctx, identity);
     await next();
   };
 }

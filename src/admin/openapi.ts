@@ -286,17 +286,28 @@ const API_KEY_SCHEMAS: Record<string, Schema> = {
       }),
     ],
   },
-  ApiKeyCaller: object({
-    id: { type: ['integer', 'null'], description: `null for ${BOOTSTRAP_KEY_NAME} (SERVICE_ADMIN_API_KEY)` },
-    name: string,
-    role,
-    bootstrap: { type: 'boolean' },
-    permissions: {
-      type: 'array',
-      items: { enum: ['read', 'operate', 'author-policy', 'manage-keys'] },
-      description: 'what the role allows (see the info description)',
+  ApiKeyCaller: object(
+    {
+      id: {
+        type: ['integer', 'null'],
+        description: `null for ${BOOTSTRAP_KEY_NAME} (SERVICE_ADMIN_API_KEY) and for a console session`,
+      },
+      name: string,
+      role,
+      bootstrap: { type: 'boolean' },
+      permissions: {
+        type: 'array',
+        items: { enum: ['read', 'operate', 'author-policy', 'manage-keys'] },
+        description: 'what the role allows (see the info description)',
+      },
     },
-  }),
+    {
+      session: {
+        const: true,
+        description: "present for an operator's console session (named <idpId>:<sub>), not a key",
+      },
+    },
+  ),
 };
 
 const TENANTS = `/${TENANTS_SEGMENT}`;
@@ -1325,7 +1336,8 @@ const AUDIT_ENTRY_FIELDS: Record<keyof AuditFields | 'id' | 'createdAt', Schema>
     type: 'object',
     description:
       'how credentials were presented, parameter names, non-secret values, status and error code; never a secret. ' +
-      'An Admin API call names its key: adminKey {id (null: the bootstrap key), name, role}. ' +
+      'An Admin API call names its key: adminKey {id (null: the bootstrap key), name, role}, or the console session of an operator: {id: null, name: "<idpId>:<sub>", role, session: true}; ' +
+      'a console sign-in (/admin/sign-in/callback) and sign-out name the operator the same way, a sign-in refused for want of a role names them in result.operator. ' +
       'An aggregated entry (refused requests of an unauthenticated address beyond its budget) is {kind: "aggregated", count, address, window: {start, end}, endpoints, statuses}',
   },
   policyInput: {

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import type { AuditLog } from '../audit/index.js';
+import { auditFactsOf, type AuditLog } from '../audit/index.js';
 import { readJsonBody } from '../http/body.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { isNewTenant, isTenantId, storeTenant } from '../tenancy/index.js';
@@ -204,6 +204,12 @@ function collectionRoutes(
     ctx.body = bundledOnly ? listed.filter((record) => record.inBundle) : listed;
   });
 
+  /** A client's record read or written: its audit entry names the client (clientId filters find it). */
+  const named = (ctx: AdminContext, record: StoredRecord): StoredRecord => {
+    if (path === 'clients' && typeof record.clientId === 'string') auditFactsOf(ctx.state).clientId = record.clientId;
+    return record;
+  };
+
   const upsert = UPSERT_BY[path];
   if (upsert) {
     router.put(`/${path}/${upsert.route}`, async (ctx) => {
@@ -218,7 +224,10 @@ function collectionRoutes(
       if (!existing) await assertCreatable(ctx, tenantId, key);
       ctx.status = existing ? 200 : 201;
       ctx.body = show(
-        existing ? await records.replace(tenantId, existing, fields) : await records.create(tenantId, fields),
+        named(
+          ctx,
+          existing ? await records.replace(tenantId, existing, fields) : await records.create(tenantId, fields),
+        ),
       );
     });
   }
@@ -233,20 +242,20 @@ function collectionRoutes(
   historyRoutes(router, records, history, (ctx) => tenantOf(ctx), show);
 
   router.get(`/${path}/:key`, async (ctx) => {
-    ctx.body = show(await records.get(tenantOf(ctx), ctx.params.key!));
+    ctx.body = show(named(ctx, await records.get(tenantOf(ctx), ctx.params.key!)));
   });
   router.post(`/${path}`, async (ctx) => {
     const parsed = await body(ctx);
     const tenantId = tenantOf(ctx, parsed);
     await assertCreatable(ctx, tenantId, isObject(parsed) ? parsed[records.definition.pathKey] : undefined);
     ctx.status = 201;
-    ctx.body = show(await records.create(tenantId, parsed));
+    ctx.body = show(named(ctx, await records.create(tenantId, parsed)));
   });
   router.put(`/${path}/:key`, async (ctx) => {
     const parsed = await body(ctx);
     const tenantId = tenantOf(ctx, parsed);
     assertWritable(ctx, tenantId, ctx.params.key);
-    const existing = await records.get(tenantId, ctx.params.key!);
+    const existing = named(ctx, await records.get(tenantId, ctx.params.key!));
     const replaced = await records.replace(tenantId, existing, parsed);
     await revokeAfterChange(store, path, tenantId, existing, replaced, options.logoutNotices);
     await options.changed?.({ kind: 'record', path, tenant: storeTenant(tenantId), before: existing, after: replaced });
@@ -255,7 +264,7 @@ function collectionRoutes(
   router.delete(`/${path}/:key`, async (ctx) => {
     const tenantId = tenantOf(ctx);
     assertWritable(ctx, tenantId, ctx.params.key);
-    const existing = await records.get(tenantId, ctx.params.key!);
+    const existing = named(ctx, await records.get(tenantId, ctx.params.key!));
     await records.remove(tenantId, existing);
     // After the record is gone, so that nothing can be issued for it once its tokens are swept.
     await revokeAfterChange(store, path, tenantId, existing, null, options.logoutNotices);

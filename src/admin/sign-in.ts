@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Next } from 'koa';
 import type { Config } from '../config/index.js';
+import { SIGN_IN_CALLBACK_PATH, SIGN_IN_PATH, SIGN_OUT_PATH } from '../http/admin-path.js';
 import { HttpError, notFound, unsupportedMethod } from '../http/errors.js';
 import { outboundOptionsOf } from '../http/outbound.js';
 import type { Logger } from '../log/index.js';
@@ -14,8 +15,9 @@ import {
   type Store,
   type StoredDoc,
 } from '../store/index.js';
+import { auditFactsOf, markAuthenticated } from '../audit/index.js';
 import { ADMIN_ROLES, type AdminRole } from './roles.js';
-import type { AdminContext, AdminKeyIdentity } from './state.js';
+import { recordCaller, type AdminContext, type AdminKeyIdentity } from './state.js';
 import { ADMIN_SESSIONS_COLLECTION } from './collections.js';
 
 /**
@@ -31,9 +33,7 @@ import { ADMIN_SESSIONS_COLLECTION } from './collections.js';
  * API takes the cookie where no X-Admin-API-Key is sent (auth.ts), writes only with the console's
  * own header, which no other site can make a browser send.
  */
-export const SIGN_IN_PATH = '/admin/sign-in';
-export const SIGN_IN_CALLBACK_PATH = '/admin/sign-in/callback';
-export const SIGN_OUT_PATH = '/admin/sign-out';
+export { SIGN_IN_PATH, SIGN_IN_CALLBACK_PATH, SIGN_OUT_PATH };
 export const SESSION_COOKIE = 'arbiter_admin_session';
 /** Set by /admin/sign-in for its callback only: the sign-in's checks, sealed for its state (pendingCookie). */
 const SIGN_IN_COOKIE = 'arbiter_admin_sign_in';
@@ -70,7 +70,8 @@ export class AdminSessions {
   async identify(cookie: string): Promise<AdminKeyIdentity | null> {
     const found = await this.collection().get(storageDigest(cookie));
     if (!found || found.kind !== 'session' || found.expiresAt <= Date.now()) return null;
-    return { id: null, name: found.name, role: found.role, ...(found.tenants ? { tenants: found.tenants } : {}) };
+    const { name, role, tenants } = found;
+    return { id: null, session: true, name, role, ...(tenants ? { tenants } : {}) };
   }
 
   /** A new session for this operator; answers the cookie's value. */
@@ -112,6 +113,9 @@ export function adminSignIn(deps: SignInDeps) {
       if (!ctx.get(CONSOLE_HEADER))
         throw new HttpError(403, 'access_denied', `a sign-out must carry ${CONSOLE_HEADER}, as the console sends it`);
       const cookie = ctx.cookies.get(SESSION_COOKIE);
+      // The audit entry names whose session ended (sign-outs without one are counted per address).
+      const operator = cookie ? await deps.sessions.identify(cookie) : null;
+      if (operator) recordCaller(ctx, operator);
       if (cookie) await deps.sessions.close(cookie);
       ctx.cookies.set(SESSION_COOKIE, '', { path: '/admin', httpOnly: true, sameSite: 'strict', secure, maxAge: 0 });
       ctx.status = 204;
@@ -152,10 +156,14 @@ export function adminSignIn(deps: SignInDeps) {
     const grant = grantFor(claims[deps.config.adminSignInClaim], deps.config.adminSignInGrants);
     const name = `${idpId}:${claims.sub}`;
     if (!grant) {
+      // Signed in at the identity provider, so named in full in the audit entry of the refusal.
+      markAuthenticated(ctx.state);
+      auditFactsOf(ctx.state).result = { operator: name };
       deps.log.warn({ operator: name }, 'console sign-in refused: no ADMIN_SIGN_IN_GRANTS entry for the operator');
       throw new HttpError(403, 'access_denied', `${name} signed in, but ADMIN_SIGN_IN_GRANTS gives them no role`);
     }
     const cookie = await deps.sessions.open({ name, ...grant });
+    recordCaller(ctx, { id: null, session: true, name, ...grant });
     ctx.cookies.set(SESSION_COOKIE, cookie, {
       path: '/admin',
       httpOnly: true,

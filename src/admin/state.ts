@@ -1,5 +1,5 @@
 import type { ParameterizedContext } from 'koa';
-import type { AuditState } from '../audit/index.js';
+import { markAuthenticated, type AuditState } from '../audit/index.js';
 import type { Tenant, TenantState } from '../tenancy/index.js';
 import type { AdminRole } from './roles.js';
 
@@ -23,6 +23,8 @@ export interface AdminKeyIdentity {
   role: AdminRole;
   /** The only tenants the key reaches (tenant ids; the default tenant is `_default`); absent: every tenant and the server. */
   tenants?: string[];
+  /** A console session (sign-in.ts), not a key: its id is null as the bootstrap key's is, and it is not that key. */
+  session?: true;
 }
 
 /** The identity the Admin gate found for this call (src/admin/auth.ts). */
@@ -30,4 +32,18 @@ export function callerOf(ctx: AdminContext): AdminKeyIdentity {
   const caller = ctx.state.adminKey;
   if (!caller) throw new Error('an Admin API route ran without the Admin gate');
   return caller;
+}
+
+/** The audit entry names who made the call: a key by id and name, a console session by its operator (never a secret). */
+export function recordCaller(ctx: AdminContext, identity: AdminKeyIdentity): void {
+  markAuthenticated(ctx.state);
+  const audit = ctx.state.audit;
+  if (audit)
+    audit.adminKey = {
+      id: identity.id,
+      name: identity.name,
+      role: identity.role,
+      ...(identity.tenants ? { tenants: identity.tenants } : {}),
+      ...(identity.session ? { session: true } : {}),
+    };
 }

@@ -9,8 +9,11 @@ export interface AuditFacts {
   subjectId?: string | null;
   /** When the tenant is not the request's X-Tenant-Id (Admin API writes name theirs in body or query). */
   tenantId?: string | null;
-  /** The Admin API key that made the call, by id (null: the bootstrap key), name and role; never the key. */
-  adminKey?: { id: number | null; name: string; role: string; tenants?: string[] };
+  /**
+   * The Admin API key that made the call, by id (null: the bootstrap key), name and role; never the
+   * key. `session`: an operator's console session (sign-in.ts), named after the operator, id null.
+   */
+  adminKey?: { id: number | null; name: string; role: string; tenants?: string[]; session?: true };
   /**
    * The caller presented a credential that was accepted (true: markAuthenticated), or asked a
    * decision without one (false: markUnauthenticated); absent, the audit log judges by itself.

@@ -1,6 +1,6 @@
 import type { Next, ParameterizedContext } from 'koa';
 import { AUDITED_PROTOCOL_ENDPOINTS } from '../config/index.js';
-import { isAdminPath } from '../http/admin-path.js';
+import { isAdminPath, SIGN_IN_CALLBACK_PATH, SIGN_IN_PATH, SIGN_OUT_PATH } from '../http/admin-path.js';
 import { basicCredentials } from '../http/basic.js';
 import type { RequestState } from '../http/state.js';
 import type { Logger } from '../log/index.js';
@@ -19,9 +19,12 @@ type Context = ParameterizedContext<
   RequestState & AuditState & { tenant?: { id: string | null }; tenantUnknown?: boolean }
 >;
 
-/** Every Admin API call (refused ones and every spelling of its paths included) and every protocol request. */
+/** The console's sign-ins (made, refused) and sign-outs: sessions of the Admin API, as its keys are. */
+const CONSOLE_SESSION_PATHS = [SIGN_IN_PATH, SIGN_IN_CALLBACK_PATH, SIGN_OUT_PATH];
+
+/** Every Admin API call (refused ones and every spelling of its paths included), console sign-in and every protocol request. */
 export function isAudited(path: string): boolean {
-  if (isAdminPath(path)) return true;
+  if (isAdminPath(path) || CONSOLE_SESSION_PATHS.includes(path)) return true;
   return AUDITED_PROTOCOL_ENDPOINTS.some((prefix) => path === prefix || path.startsWith(`${prefix}/`));
 }
 
@@ -192,6 +195,9 @@ function outcomeOf(status: number): Outcome {
 }
 
 function clientIdOf(ctx: Context): string | null {
+  // An Admin call names its client itself (facts.clientId), never as the caller spells a parameter
+  // (found 2026-11-29: DELETE /admin/api/clients/victim?client_id=decoy was filed under decoy).
+  if (isAdminPath(ctx.path)) return null;
   const oidcClient = (ctx as unknown as { oidc?: { client?: { clientId?: string } } }).oidc?.client?.clientId;
   return oidcClient ?? stringParam(ctx, 'client_id') ?? basicUsername(ctx.get('authorization'));
 }

@@ -6,6 +6,11 @@
 
 export const ADMIN_PREFIX = '/admin/api';
 
+/** The console's sign-in through an identity provider, its callback, and sign-out (src/admin/sign-in.ts). */
+export const SIGN_IN_PATH = '/admin/sign-in';
+export const SIGN_IN_CALLBACK_PATH = '/admin/sign-in/callback';
+export const SIGN_OUT_PATH = '/admin/sign-out';
+
 /**
  * True for every spelling of a path that names the Admin surface: letter case, doubled or
  * trailing slashes, percent-encoded characters and dot segments are undone before comparing,

@@ -226,4 +226,21 @@ describe('Audit log', function () {
     );
     expect(next.status, 'a cursor goes on whatever the page number says').to.equal(200);
   });
+
+  // Found 2026-11-29: an Admin call's entry took the client_id the caller put in the query or body.
+  it('files an Admin write of a client under that client, whatever client_id the caller adds', async function () {
+    const made = await server.admin('POST', '/clients?client_id=decoy', {
+      clientId: 'audited-victim',
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: ['https://app.example/cb'],
+      scopes: ['openid'],
+      client_id: undefined,
+    });
+    expect(made.status, JSON.stringify(made.body)).to.equal(201);
+    expect((await server.admin('DELETE', '/clients/audited-victim?client_id=decoy')).status).to.equal(204);
+    const filed = await server.admin('GET', '/audit-logs?clientId=audited-victim&sort=id,asc');
+    expect(filed.body.content.map((entry: any) => entry.method)).to.deep.equal(['POST', 'DELETE']);
+    expect((await server.admin('GET', '/audit-logs?clientId=decoy')).body.totalElements).to.equal(0);
+  });
 });

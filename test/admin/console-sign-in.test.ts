@@ -64,7 +64,13 @@ describe('Console sign-in through an upstream OpenID provider', function () {
 
     const current = await fetch(`${server.url}/admin/api/api-keys/current`, { headers: { cookie } });
     expect(current.status).to.equal(200);
-    expect(await current.json()).to.include({ name: 'operators:alice', role: 'admin' });
+    // A session, not the bootstrap key (found 2026-11-29: both were id null, and a session was called the bootstrap key).
+    expect(await current.json()).to.include({
+      name: 'operators:alice',
+      role: 'admin',
+      session: true,
+      bootstrap: false,
+    });
 
     // A write needs the console's header besides the cookie: no other site can make a browser send it.
     const body = JSON.stringify({ clientId: 'sso-made', clientType: 'public', grantTypes: ['authorization_code'] });
@@ -87,9 +93,12 @@ describe('Console sign-in through an upstream OpenID provider', function () {
     });
     expect(made.status, await made.clone().text()).to.equal(201);
 
-    // The audit names the operator.
-    const entries = (await server.admin('GET', '/audit-logs?endpoint=%2Fadmin%2Fapi%2Fclients&size=20')).body.content;
-    expect(entries.some((entry: any) => entry.requestSummary?.adminKey?.name === 'operators:alice')).to.equal(true);
+    // The audit names the operator, and the client written (found 2026-11-29: only a client_id parameter did).
+    const entries = (await server.admin('GET', '/audit-logs?clientId=sso-made&size=20')).body.content;
+    expect(entries.map((entry: any) => [entry.endpoint, entry.requestSummary?.adminKey])).to.deep.include([
+      '/admin/api/clients',
+      { id: null, name: 'operators:alice', role: 'admin', session: true },
+    ]);
 
     // Signing out ends the session on the server, not only in the browser.
     // A form another site posts cannot sign the operator out: the console's header is needed here too.
@@ -102,6 +111,16 @@ describe('Console sign-in through an upstream OpenID provider', function () {
     });
     expect(out.status).to.equal(204);
     expect((await fetch(`${server.url}/admin/api/api-keys/current`, { headers: { cookie } })).status).to.equal(401);
+
+    // Found 2026-11-29: neither the sign-in nor the sign-out was in the audit log.
+    for (const endpoint of ['/admin/sign-in/callback', '/admin/sign-out']) {
+      const audited = (await server.admin('GET', `/audit-logs?endpoint=${encodeURIComponent(endpoint)}&size=20`)).body
+        .content as any[];
+      expect(
+        audited.map((entry) => entry.requestSummary?.adminKey?.name),
+        endpoint,
+      ).to.include('operators:alice');
+    }
   });
 
   it('confines an operator to the tenants the mapping gives, and refuses one it gives nothing', async function () {
@@ -118,6 +137,13 @@ describe('Console sign-in through an upstream OpenID provider', function () {
     expect(refused.status).to.equal(403);
     expect(refused.body).to.contain('gives them no role');
     expect(cookieOf(stranger)).to.equal('');
+    const audited = (
+      await server.admin('GET', `/audit-logs?endpoint=${encodeURIComponent('/admin/sign-in/callback')}&size=50`)
+    ).body.content as any[];
+    expect(
+      audited.find((entry) => entry.requestSummary?.result?.operator === 'operators:mallory'),
+      'the refused sign-in, naming who',
+    ).to.include({ outcome: 'deny' });
   });
 
   it("refuses an attacker's own sign-in finished in an operator's browser (login CSRF), which keeps its session", async function () {
