@@ -88,12 +88,19 @@ async function answerUnrecorded(ctx: Context, issued: Withdrawal[], error: unkno
   ctx.set('Cache-Control', 'no-store');
   // A 503 already says what is unavailable (the store, usually the reason the entry failed too).
   if (ctx.status === 503) return;
-  ctx.body = {
-    error: 'temporarily_unavailable',
-    error_description: 'the audit log could not record this request, so it was not carried out; retry later',
-  };
+  ctx.body = { error: 'temporarily_unavailable', error_description: unrecordedDescription(ctx) };
   ctx.status = 503;
   ctx.state.errorCode = 'temporarily_unavailable';
+}
+
+/**
+ * What the 503 of an unrecorded request says happened. Only credentials are withdrawn: an Admin
+ * write stays made (found 2026-11-29: it was said "not carried out", and a retry met a conflict).
+ */
+function unrecordedDescription(ctx: Context): string {
+  if (isAdminPath(ctx.path) && !['GET', 'HEAD'].includes(ctx.method))
+    return 'the audit log could not record this request, but what it changed is stored: look before you retry';
+  return 'the audit log could not record this request, so what it issued was withdrawn and not sent; retry later';
 }
 
 async function record(audit: AuditLog, ctx: Context, facts: AuditFacts): Promise<unknown> {

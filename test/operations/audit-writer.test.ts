@@ -96,6 +96,7 @@ describe('batched audit writer', function () {
         expect(token.body.error).to.equal('temporarily_unavailable');
         expect(token.headers.get('retry-after')).to.match(/^\d+$/);
         expect(token.body).to.not.have.property('access_token');
+        expect(token.body.error_description).to.contain('withdrawn and not sent');
         const refused = await clientCredentials(
           server,
           'unaudited-client',
@@ -112,6 +113,7 @@ describe('batched audit writer', function () {
           { 'X-Request-ID': 'unaudited-create' },
         );
         expect(created.status, JSON.stringify(created.body)).to.equal(503);
+        expect(created.body.error_description, 'said as it is').to.contain('what it changed is stored');
         const concurrent = await Promise.all(
           Array.from({ length: 20 }, (_, n) => server.request(`/admin/api/subjects/unaudited-${n}`, { admin: true })),
         );
