@@ -11,7 +11,7 @@ import {
   type TenantCollection,
   type TextSearch,
 } from '../store/index.js';
-import { answerPage, LIST_COUNT_AT_MOST, listPage, listSearch } from './paging.js';
+import { answerPage, LIST_COUNT_AT_MOST, listPage, listSearch, pageAndTotal } from './paging.js';
 import { ADMIN_ROLES, API_KEYS_SEGMENT, permissionsOf, type AdminRole } from './roles.js';
 import { callerOf, type AdminContext, type AdminKeyIdentity } from './state.js';
 import { ADMIN_API_KEYS_COLLECTION } from './collections.js';
@@ -175,10 +175,11 @@ export function apiKeyRoutes(router: Router, keys: AdminApiKeys, maxBodyBytes: n
     serverWide(ctx);
     const page = listPage(ctx);
     const search = listSearch(ctx, API_KEY_SEARCH_FIELDS);
-    const [found, total] = await Promise.all([
-      keys.list({ offset: page.offset, limit: page.limit + 1 }, search),
-      keys.count(search, LIST_COUNT_AT_MOST),
-    ]);
+    const { found, total } = await pageAndTotal(
+      page,
+      (limit) => keys.list({ offset: page.offset, limit }, search),
+      () => keys.count(search, LIST_COUNT_AT_MOST),
+    );
     ctx.body = answerPage(ctx, page, found, total).map(present);
   });
   router.post(base, async (ctx) => {

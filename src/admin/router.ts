@@ -12,7 +12,7 @@ import { RecordRepository, type RecordCheck, type RemovalCheck, type StoredRecor
 import { clientSecretHashing } from '../oauth/index.js';
 import { HISTORY_COLLECTIONS, RecordHistory } from './history.js';
 import { historyRoutes } from './history-routes.js';
-import { answerPage, LIST_COUNT_AT_MOST, listPage, listSearch } from './paging.js';
+import { answerPage, LIST_COUNT_AT_MOST, listPage, listSearch, pageAndTotal } from './paging.js';
 import { apiKeyRoutes, type AdminApiKeys } from './api-keys.js';
 import { assertMayMakeTenant, assertSignInIdpKept, assertTenantReached } from './auth.js';
 import { tenantRoutes } from './tenant-routes.js';
@@ -195,12 +195,13 @@ function collectionRoutes(
     const tenantId = tenantOf(ctx);
     // bundledOnly filters the page after it is read, so no total is known for it.
     const bundledOnly = path === 'policy-data' && flag(ctx, 'bundledOnly');
-    const [found, total] = await Promise.all([
-      // One more than the page, to know whether a next page exists.
-      records.list(tenantId, { offset: page.offset, limit: page.limit + 1 }, search),
-      bundledOnly ? null : records.count(tenantId, search, LIST_COUNT_AT_MOST),
-    ]);
-    const listed = answerPage(ctx, page, found, total).map(show);
+    const { found, total } = await pageAndTotal(
+      page,
+      (limit) => records.list(tenantId, { offset: page.offset, limit }, search),
+      // No total is answered with bundledOnly: nothing to count.
+      () => (bundledOnly ? Promise.resolve(0) : records.count(tenantId, search, LIST_COUNT_AT_MOST)),
+    );
+    const listed = answerPage(ctx, page, found, bundledOnly ? null : total).map(show);
     ctx.body = bundledOnly ? listed.filter((record) => record.inBundle) : listed;
   });
 

@@ -12,7 +12,7 @@ import {
   type TenantCollection,
 } from '../store/index.js';
 import { TENANTS_COLLECTION, isTenantId, registerTenant } from '../tenancy/index.js';
-import { answerPage, LIST_COUNT_AT_MOST, listPage, listSearch } from './paging.js';
+import { answerPage, LIST_COUNT_AT_MOST, listPage, listSearch, pageAndTotal } from './paging.js';
 import type { AdminContext } from './state.js';
 
 /** The Admin API's segment for the registry of tenants. */
@@ -80,10 +80,11 @@ export function tenantRoutes(
     await withConfigured();
     const page = listPage(ctx);
     const search = listSearch(ctx, TENANT_SEARCH_FIELDS);
-    const [found, total] = await Promise.all([
-      tenants().find({}, { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit: page.limit + 1, search }),
-      tenants().count({}, search, LIST_COUNT_AT_MOST),
-    ]);
+    const { found, total } = await pageAndTotal(
+      page,
+      (limit) => tenants().find({}, { sort: { field: 'id', direction: 'asc' }, skip: page.offset, limit, search }),
+      () => tenants().count({}, search, LIST_COUNT_AT_MOST),
+    );
     ctx.body = answerPage(ctx, page, found, total).map(present);
   });
 
