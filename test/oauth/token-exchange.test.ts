@@ -567,6 +567,19 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       }
     });
 
+    // Found 2026-11-29: a trusted issuer's ID token naming a local user's sub made a token of that user.
+    it('refuses an ID token whose sub is a local user who signs in through another identity provider', async function () {
+      expect(await userAccessToken(), 'alice signs in through the dev IdP').to.be.a('string');
+      const { status, body } = await exchange({
+        subject_token: await idToken({ ...validIdClaims(), sub: 'alice' }),
+        subject_token_type: ID_TOKEN,
+        scope: 'invoices.read',
+      });
+      expect(status, JSON.stringify(body)).to.equal(400);
+      expect(body).to.include({ error: 'invalid_grant' });
+      expect(body.error_description).to.contain('signs in through another identity provider');
+    });
+
     const failures: Array<[string, () => Promise<string>, RegExp]> = [
       ['missing iss', () => idToken({ ...validIdClaims(), iss: undefined }), /missing the iss claim/],
       ['missing sub', () => idToken({ ...validIdClaims(), sub: undefined }), /missing the sub claim/],

@@ -18,6 +18,8 @@ export const ID_TOKEN_ERRORS = {
   notIdToken: 'the subject token is not an ID token (its typ, or an events claim, says it is another JWT)',
   otherAudience:
     'the subject token was not issued to this client: its aud (and azp) must name the client, or an audience trusted_issuers lists for its issuer',
+  otherProvider:
+    "the subject token's sub is a user here who signs in through another identity provider: its issuer does not speak for them",
 } as const;
 
 const invalidGrant = (description: string) => new errors.CustomOIDCProviderError('invalid_grant', description);
@@ -54,8 +56,16 @@ export class IdTokenSubjects {
     this.keySets = new RemoteKeySets(outbound);
   }
 
-  /** `clientId`: the client asking, which the ID token must have been issued to. */
-  async resolve(value: string, clientId: string): Promise<ResolvedSubject> {
+  /**
+   * `clientId`: the client asking, which the ID token must have been issued to. `issuerOfUser`:
+   * the issuer of the identity provider a local user of that `sub` signs in through, null for one
+   * bound to none, undefined for no such user.
+   */
+  async resolve(
+    value: string,
+    clientId: string,
+    issuerOfUser: (sub: string) => Promise<string | null | undefined>,
+  ): Promise<ResolvedSubject> {
     const claims = decoded(value);
     const iss = nonEmptyString(claims.iss);
     if (!iss) throw invalidGrant(ID_TOKEN_ERRORS.missingIss);
@@ -68,6 +78,11 @@ export class IdTokenSubjects {
     if (typeof issuer.jwks_uri !== 'string') throw invalidGrant(ID_TOKEN_ERRORS.unverifiable);
     const verified = await this.verify(value, iss, issuer.jwks_uri);
     assertIdTokenOf(value, verified, [clientId, ...listedAudiences(issuer)]);
+    // The token would stand for the local user of that sub: only their own provider may say who
+    // they are, as at sign-in (rememberSubject). Found 2026-11-29: any trusted issuer could
+    // name a local user's sub, and the token was theirs (UserInfo, delegations, UMA ownership).
+    const local = await issuerOfUser(sub);
+    if (local !== undefined && local !== iss) throw invalidGrant(ID_TOKEN_ERRORS.otherProvider);
     return subjectOf(verified, iss, sub, true);
   }
 
