@@ -50,6 +50,12 @@ export const MIGRATIONS: readonly Migration[] = [
       "each upstream identity provider now sends the browser back to a callback of its own, {issuer}/idp/callback/{idpId}, so that one provider cannot mix its responses up with another's: the providers registered before keep the shared {issuer}/idp/callback (sharedCallback: true), which is what their upstream knows, until an operator registers the new one there and sets sharedCallback to false",
     run: keepSharedCallbacks,
   },
+  {
+    to: 7,
+    description:
+      "the default pack's token exchange rule refuses authorization_details on an exchange that rests on a delegation (a delegation grants scopes on a resource, never the user's authorization details): a stored arbiter/token_exchange/token_exchange.rego still as an earlier pack seeded it is replaced with this release's; an edited one is left as it is",
+    run: (store) => replaceUneditedPackRule(store, TOKEN_EXCHANGE_RULE, TOKEN_EXCHANGE_RULE_SEEDED_BEFORE_7),
+  },
 ];
 
 /** Every tenant's identity providers without `sharedCallback` get it (true): their upstream knows only the shared callback. */
@@ -81,6 +87,11 @@ const TOKEN_EXCHANGE_RULE_SEEDED_DIGESTS = [
   'cd4ba2a67842b58ee4ef0cca823fda556194b99e02006ea640b5f15f82e3be24',
   'f6a9ab0f54c55308abaf91c0b5a134a3f41b1a22edaff5000ad98af05c0067f5',
 ].map((hex) => `sha256:${hex}`);
+/** Those, and the rule as schema step 5 left it. */
+const TOKEN_EXCHANGE_RULE_SEEDED_BEFORE_7 = [
+  ...TOKEN_EXCHANGE_RULE_SEEDED_DIGESTS,
+  'sha256:b65a2983d10a664de513ce57c3f286427f81a980d4ddac23ff21629d6e902e4e',
+];
 
 /**
  * A fix to the default pack reaches a store seeded by an older release only through a step: the

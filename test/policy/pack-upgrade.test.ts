@@ -171,3 +171,46 @@ describe('Upgrading a store seeded before delegations bounded token exchange', f
     expect(await migratedFromVersion4(edited)).to.equal(edited);
   });
 });
+
+/**
+ * Schema step 7: the token exchange rule that refuses authorization_details on an exchange resting
+ * on a delegation (found 2026-11-29) replaces the rule step 5 left where nobody edited it.
+ */
+describe('Upgrading a store whose token exchange rule passed authorization details on a delegation', function () {
+  const RULE = 'arbiter/token_exchange/token_exchange.rego';
+  const BEFORE = readFileSync(
+    join(dirname(fileURLToPath(import.meta.url)), 'fixtures/token-exchange-before-delegation-details.rego'),
+    'utf8',
+  );
+  const NOW = readFileSync(join(POLICY_PACK_DIR, RULE), 'utf8');
+
+  async function migratedFromVersion6(content: string): Promise<string | undefined> {
+    const store = await openArbiterStore('sqlite::memory:');
+    try {
+      await migrate(
+        store,
+        MIGRATIONS.filter((step) => step.to <= 6),
+      );
+      await policyRuleRecords(store, DEFAULT_TENANT).insert({
+        id: 1,
+        kind: 'rego',
+        path: RULE,
+        content,
+        enabled: true,
+        version: null,
+        tenantId: null,
+      });
+      expect(await migrate(store, MIGRATIONS)).to.include({ from: 6 });
+      return (await policyRuleRecords(store, DEFAULT_TENANT).get(1))?.content;
+    } finally {
+      await store.close();
+    }
+  }
+
+  it('is replaced with the current pack when still as step 5 left it, and left alone when edited', async function () {
+    expect(NOW).not.to.equal(BEFORE);
+    expect(await migratedFromVersion6(BEFORE)).to.equal(NOW);
+    const edited = `${BEFORE}\n# an operator's note\n`;
+    expect(await migratedFromVersion6(edited)).to.equal(edited);
+  });
+});

@@ -20,6 +20,13 @@ decision := lib.deny("unauthorized_client", "token exchange requires a confident
 	token_refusal
 } else := actor_refusal if {
 	actor_refusal
+} else := lib.deny("invalid_grant", concat("", [
+	"a delegation grants scopes on a resource, never authorization_details: ",
+	"another client's token exchanged on its user's delegation carries none",
+])) if {
+	# Found 2026-11-29: the requested details were passed on whatever the delegation granted.
+	rests_on_delegations
+	count(input.request.authorization_details) > 0
 } else := lib.deny("invalid_grant", "requested scope exceeds the subject token's scopes") if {
 	input.subject_token.token_type == access_token_type
 	count(requested - subject_scopes) > 0

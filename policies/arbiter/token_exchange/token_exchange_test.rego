@@ -175,6 +175,20 @@ test_an_exchange_that_rests_on_a_delegation_of_other_scopes_is_refused if {
 	not d.allow
 }
 
+# A delegation grants scopes on a resource, never authorization details (found 2026-11-29: a
+# user's payment details were passed on to a client she had delegated a photo to).
+test_an_exchange_that_rests_on_a_delegation_carries_no_authorization_details if {
+	payment := [{"type": "payment_initiation", "instructedAmount": {"currency": "EUR", "amount": "5000"}}]
+	asked := object.union(
+		exchange(f.confidential_client, another_clients_token, {"scopes": [], "authorization_details": payment}),
+		{"delegations": [delegation_from("alice", "billing-service")]},
+	)
+	d := token_exchange.decision with input as asked
+	not d.allow
+	d.error == "invalid_grant"
+	contains(d.error_description, "never authorization_details")
+}
+
 test_a_delegation_from_another_user_does_not_count if {
 	delegated := exchange_delegated_by(delegation_from("bob", "billing-service"))
 	d := token_exchange.decision with input as delegated
