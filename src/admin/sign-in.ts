@@ -15,7 +15,7 @@ import {
   type Store,
   type StoredDoc,
 } from '../store/index.js';
-import { auditFactsOf, markAuthenticated } from '../audit/index.js';
+import { auditFactsOf, markAuthenticated, withdrawableIfUnaudited } from '../audit/index.js';
 import { ADMIN_ROLES, type AdminRole } from './roles.js';
 import { recordCaller, type AdminContext, type AdminKeyIdentity } from './state.js';
 import { ADMIN_SESSIONS_COLLECTION } from './collections.js';
@@ -163,6 +163,8 @@ export function adminSignIn(deps: SignInDeps) {
       throw new HttpError(403, 'access_denied', `${name} signed in, but ADMIN_SIGN_IN_GRANTS gives them no role`);
     }
     const cookie = await deps.sessions.open({ name, ...grant });
+    // No session without its audit entry (found 2026-11-29: a sign-in answered 503 still worked).
+    withdrawableIfUnaudited(() => deps.sessions.close(cookie));
     recordCaller(ctx, { id: null, session: true, name, ...grant });
     ctx.cookies.set(SESSION_COOKIE, cookie, {
       path: '/admin',

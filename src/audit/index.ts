@@ -18,7 +18,7 @@ export {
   AUDIT_SHAPES_COLLECTION,
 } from './collections.js';
 export { auditTrail, isAudited } from './middleware.js';
-export { withdrawableCredentials } from './issued.js';
+export { withdrawableCredentials, withdrawableIfUnaudited } from './issued.js';
 export {
   auditedAuthorizationErrors,
   auditFactsOf,

@@ -11,6 +11,14 @@ export function collectingIssued<T>(issued: Withdrawal[], answer: () => Promise<
   return issuedInRequest.run(issued, answer);
 }
 
+/**
+ * Tells the audit trail how to withdraw a credential this request stored itself (a console
+ * session), should its audit entry not be written.
+ */
+export function withdrawableIfUnaudited(withdrawal: Withdrawal): void {
+  issuedInRequest.getStore()?.push(withdrawal);
+}
+
 /** oidc-provider's stored artefacts that are credentials or lead to one (its event names). */
 const CREDENTIAL_MODELS = [
   'access_token',

@@ -84,6 +84,8 @@ async function answerUnrecorded(ctx: Context, issued: Withdrawal[], error: unkno
       `${withdrawn.failed} credentials of an unaudited request not deleted (their values were never sent)`,
     );
   ctx.remove('Location');
+  // Nor a cookie: a console session it opened is withdrawn (and its sign-out cookie needs no clearing to be dead).
+  ctx.remove('Set-Cookie');
   if (!ctx.response.get('Retry-After')) ctx.set('Retry-After', String(UNRECORDED_RETRY_AFTER_SECONDS));
   ctx.set('Cache-Control', 'no-store');
   // A 503 already says what is unavailable (the store, usually the reason the entry failed too).
@@ -100,6 +102,7 @@ async function answerUnrecorded(ctx: Context, issued: Withdrawal[], error: unkno
 function unrecordedDescription(ctx: Context): string {
   if (isAdminPath(ctx.path) && !['GET', 'HEAD'].includes(ctx.method))
     return 'the audit log could not record this request, but what it changed is stored: look before you retry';
+  if (ctx.path === SIGN_OUT_PATH) return 'the session has ended, but the audit log could not record it';
   return 'the audit log could not record this request, so what it issued was withdrawn and not sent; retry later';
 }
 

@@ -1,3 +1,4 @@
+import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { ADMIN_SESSIONS_COLLECTION } from '../../src/admin/index.js';
 import { startDevIdp } from '../../src/dev-idp/index.js';
@@ -144,6 +145,27 @@ describe('Console sign-in through an upstream OpenID provider', function () {
       audited.find((entry) => entry.requestSummary?.result?.operator === 'operators:mallory'),
       'the refused sign-in, naming who',
     ).to.include({ outcome: 'deny' });
+  });
+
+  // Found 2026-11-29: a sign-in whose audit entry could not be stored was answered 503, with a session that worked.
+  it('opens no session when the audit log cannot record the sign-in', async function () {
+    const agent = new FetchUserAgent();
+    const loginPage = await agent.navigate(`${server.url}/admin/sign-in`, atConsole);
+    const db = new Database(server.config.storeUrl.slice('sqlite:'.length));
+    try {
+      db.pragma('busy_timeout = 5000');
+      db.exec(`CREATE TRIGGER refuse_audit BEFORE INSERT ON c_audit_logs BEGIN SELECT RAISE(ABORT, 'refused'); END`);
+      const back = await passDevIdpForms(agent, loginPage, 'alice', atConsole);
+      expect(back.status, back.body).to.equal(503);
+    } finally {
+      db.exec('DROP TRIGGER IF EXISTS refuse_audit');
+      db.close();
+    }
+    expect(cookieOf(agent), 'no cookie').to.equal('');
+    const sessions = await server.store.collection(ADMIN_SESSIONS_COLLECTION, DEFAULT_TENANT).count();
+    const signedIn = await signIn('alice');
+    expect(signedIn.back.url.pathname, 'a sign-in once the log takes entries').to.equal('/admin');
+    expect(await server.store.collection(ADMIN_SESSIONS_COLLECTION, DEFAULT_TENANT).count()).to.equal(sessions + 1);
   });
 
   it("refuses an attacker's own sign-in finished in an operator's browser (login CSRF), which keeps its session", async function () {

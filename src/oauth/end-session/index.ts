@@ -91,7 +91,8 @@ function revokedBeforeEnding(store: Store, providerFor: (tenant: Tenant) => Prov
     const state = session?.state as { secret?: unknown; clientId?: unknown } | undefined;
     const ending =
       session && state && sameSecret(state.secret, formParameter(ctx, 'xsrf'))
-        ? sessionEnding(session, formParameter(ctx, 'logout') !== undefined, state.clientId)
+        ? // An empty `logout` is none, as oidc-provider reads it ("No, stay signed in").
+          sessionEnding(session, Boolean(formParameter(ctx, 'logout')), state.clientId)
         : undefined;
     if (ending) {
       try {
