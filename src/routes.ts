@@ -102,7 +102,9 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   /** What an answer to a caller that may present a credential goes through; `audit` only where requests are audited. */
   const answered = [metered, audited, failureLimit, errors];
   const unaudited = [metered, failureLimit, errors];
-  const protocol = (framing?: Parameters<typeof protocolRequest>[2]) => protocolRequest(tenants, providers, framing);
+  const origins = [config.issuer, ...(config.mtlsEndpointBaseUrl ? [config.mtlsEndpointBaseUrl] : [])];
+  const protocol = (framing?: Parameters<typeof protocolRequest>[3]) =>
+    protocolRequest(tenants, providers, origins, framing);
 
   const oauth = oauthSteps(parts);
   const oidc = (steps: ArbiterMiddleware[], framing: { uncached?: true; repeatable?: readonly string[] } = {}) => [

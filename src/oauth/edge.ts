@@ -18,6 +18,7 @@ import { parMiddleware } from './par/index.js';
 import type { TenantProviders } from './providers.js';
 import { registrationMiddleware } from './register/index.js';
 import { revokeMiddleware } from './revoke/index.js';
+import { proofsForOrigins } from './shared/dpop-origin.js';
 import { assertShallowJson } from './shared/form-body.js';
 import { addTenantHint } from './shared/tenant-hint.js';
 import type { ArbiterContext, ArbiterMiddleware } from './state.js';
@@ -86,7 +87,8 @@ export interface ProtocolFraming {
 
 /**
  * The first step of every protocol route (the OAuth edge and Arbiter's protected APIs): the
- * request's tenant exists, and its provider is ready (its keys read once per rotation) for every
+ * request's tenant exists, a DPoP proof it carries is for one of `origins` (this server's: ISSUER's
+ * and the mTLS alias base's; proofsForOrigins), and its provider is ready (its keys read once per rotation) for every
  * step below that asks for it; the query is single-valued (and shallow, at oidc-provider's
  * endpoints); answers of uncached endpoints carry no-store, set first so that errors thrown
  * below carry it too.
@@ -94,11 +96,14 @@ export interface ProtocolFraming {
 export function protocolRequest(
   tenants: TenantRegistry,
   providers: TenantProviders,
+  origins: readonly string[],
   { uncached = false, repeatable = [], oidc = false }: ProtocolFraming = {},
 ): ArbiterMiddleware {
   const prepare = providers.prepare();
+  const assertProofForUs = proofsForOrigins(origins);
   return async function protocol(ctx: ArbiterContext, next) {
     await assertKnownTenant(tenants, ctx.state);
+    assertProofForUs(ctx);
     // The tenant's oidc-provider made ready here, once, for every step below (its middleware has nothing to call next).
     await prepare(ctx, async () => {});
     assertSingleValued(ctx.querystring, 'query parameter', repeatable);

@@ -10,6 +10,7 @@ import {
   postForm,
   updateOauthData,
 } from '../support/oauth.js';
+import { rawRequest } from '../support/raw-http.js';
 import { readyServer, type TestServer } from '../support/server.js';
 
 const API = 'https://documents.example.test/';
@@ -244,6 +245,32 @@ describe('POST /introspect and DPoP', function () {
       const replay = await token({}, { DPoP: once });
       expect(replay.status).to.equal(400);
       expect(replay.body.error).to.equal('invalid_dpop_proof');
+    });
+
+    // Found 2026-11-29: a proof made for another server was taken when replayed here with that server's name in Host.
+    it("refuses a proof made for another server, whatever the request's Host says", async function () {
+      const { publicKey, privateKey } = await generateKeyPair('ES256');
+      const jwk = await exportJWK(publicKey);
+      const elsewhere = 'http://rs.elsewhere.example';
+      const sent = (htu: string, host: string) =>
+        proof(privateKey, jwk, { htu }).then((dpop) =>
+          rawRequest(server.url, {
+            method: 'POST',
+            path: '/token',
+            headers: {
+              Host: host,
+              DPoP: dpop,
+              Authorization: basic('app', appSecret),
+              'Content-Type': 'application/x-www-form-urlencoded',
+            },
+            body: 'grant_type=client_credentials&scope=read',
+          }),
+        );
+      const replayed = await sent(`${elsewhere}/token`, new URL(elsewhere).host);
+      expect(replayed.status, replayed.text).to.equal(400);
+      expect(replayed.json()).to.include({ error: 'invalid_dpop_proof' });
+      const ours = await sent(`${server.config.issuer}/token`, new URL(server.config.issuer).host);
+      expect(ours.status, ours.text).to.equal(200);
     });
 
     it('refuses a request without a proof when the policy obliges DPoP for the resource', async function () {
