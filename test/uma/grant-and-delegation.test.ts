@@ -1,6 +1,14 @@
 import { expect } from 'chai';
 import { withSignInServer } from '../support/dev-idp.js';
-import { basic, clientToken, clientWithToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
+import {
+  basic,
+  clientToken,
+  clientWithToken,
+  confidentialClient,
+  eventually,
+  postForm,
+  updateOauthData,
+} from '../support/oauth.js';
 import type { TestServer } from '../support/server.js';
 import { ACCESS_TOKEN_FORMAT, api, PHOTO_TYPE, UMA_GRANT, umaPublicClient, userToken } from './support.js';
 
@@ -464,6 +472,22 @@ describe('UMA grant and the delegation store', function () {
   describe('token exchange on a delegation', function () {
     const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
     const ALBUM_CALLBACK = 'http://127.0.0.1:1/album/cb';
+    /** The resource server of alice's photos: the client that registered them (photos-app) serves them there. */
+    const PHOTOS_API = 'https://photos.example.test/';
+    const PHOTOS_API_TYPE = 'urn:example:photos-api';
+
+    before(async function () {
+      await updateOauthData(server, (data) => {
+        data.resource_types[PHOTOS_API_TYPE] = { scopes: ['view', 'print', 'read'] };
+      });
+      const photosClient = (await server.admin('GET', '/clients/photos-app')).body;
+      const made = await server.admin('POST', '/resource-servers', {
+        resourceIndicator: PHOTOS_API,
+        clientId: photosClient.id,
+        typeUris: [PHOTOS_API_TYPE],
+      });
+      expect(made.status, JSON.stringify(made.body)).to.equal(201);
+    });
 
     it('carries only what the delegation grants, and ends with it, as do the tokens exchanged from it', async function () {
       const albumSecret = await confidentialClient(server, 'album-app', {
@@ -477,7 +501,7 @@ describe('UMA grant and the delegation store', function () {
         { scope: 'openid view print' },
       );
       const printerSecret = await confidentialClient(server, 'printer-service', { scopes: ['view', 'print'] });
-      const exchange = (subjectToken: string) =>
+      const exchange = (subjectToken: string, target: Record<string, string> = { resource: PHOTOS_API }) =>
         postForm(
           server,
           '/token',
@@ -485,6 +509,7 @@ describe('UMA grant and the delegation store', function () {
             grant_type: EXCHANGE,
             subject_token: subjectToken,
             subject_token_type: ACCESS_TOKEN_FORMAT,
+            ...target,
           },
           { Authorization: basic('printer-service', printerSecret) },
         );
@@ -501,6 +526,20 @@ describe('UMA grant and the delegation store', function () {
       const exchanged = await exchange(aliceAlbum);
       expect(exchanged.status, JSON.stringify(exchanged.body)).to.equal(200);
       expect(exchanged.body.scope, 'what alice delegated, not all her token holds').to.equal('print');
+      // Found 2026-11-29: a delegation on a photo let the grantee exchange her tokens for any resource
+      // server, or for none (a token every resource server reads), with the delegated scope names.
+      expect((await exchange(aliceAlbum, {})).body.error_description, 'no target').to.contain(
+        'issued to another client',
+      );
+      const elsewhere = await server.admin('POST', '/resource-servers', {
+        resourceIndicator: 'https://bank.example.test/',
+        typeUris: [PHOTOS_API_TYPE],
+      });
+      expect(elsewhere.status, JSON.stringify(elsewhere.body)).to.equal(201);
+      expect(
+        (await exchange(aliceAlbum, { resource: 'https://bank.example.test/' })).body.error_description,
+        'another resource server, with the same scope names',
+      ).to.contain('issued to another client');
       // printer-service exchanges its own token again: that one rests on the delegation too.
       const again = await exchange(exchanged.body.access_token);
       expect(again.status, JSON.stringify(again.body)).to.equal(200);
@@ -572,7 +611,12 @@ describe('UMA grant and the delegation store', function () {
       const exchanged = await postForm(
         server,
         '/token',
-        { grant_type: EXCHANGE, subject_token: aliceAlbum, subject_token_type: ACCESS_TOKEN_FORMAT },
+        {
+          grant_type: EXCHANGE,
+          subject_token: aliceAlbum,
+          subject_token_type: ACCESS_TOKEN_FORMAT,
+          resource: PHOTOS_API,
+        },
         { Authorization: basic('scanner-service', scannerSecret) },
       );
       expect(exchanged.status, JSON.stringify(exchanged.body)).to.equal(200);

@@ -7,7 +7,9 @@ import {
   TOKEN_EXCHANGE_PARAMETERS,
 } from '../../../src/oauth/token/grants/token-exchange/parameters.js';
 import { decideExchange } from '../../../src/oauth/token/grants/token-exchange/decision.js';
+import { clientRecords } from '../../../src/catalog/index.js';
 import { DELEGATIONS_COLLECTION } from '../../../src/delegation/index.js';
+import { umaResources } from '../../../src/uma/index.js';
 import { UNBOUND, type ResolvedSubject } from '../../../src/oauth/token/grants/token-exchange/subject.js';
 import { StubPolicyEngine } from '../../support/stub-policy.js';
 import { fakeOidcContext, memoryStore, rejection, saveClient, saveResourceServer, TENANT } from '../../support/unit.js';
@@ -141,7 +143,25 @@ describe('unit: the token_exchange decision (token-exchange/decision)', function
   let policy: StubPolicyEngine;
   before(async function () {
     await saveClient(store(), 'exchanger', { scopes: ['read', 'write'] });
-    await saveResourceServer(store(), 'https://rs.example.test/', { typeUris: ['urn:example:rs'] });
+    // The resource server authenticates as rs-client, which registered the UMA resource r1 there.
+    await saveClient(store(), 'rs-client');
+    const rsClient = (await clientRecords(store(), TENANT).findOne({ clientId: 'rs-client' }))!;
+    await saveResourceServer(store(), 'https://rs.example.test/', {
+      typeUris: ['urn:example:rs'],
+      clientId: rsClient.id,
+    });
+    const resource = (id: string, ownerClientId: string) => ({
+      id,
+      name: null,
+      type: null,
+      resourceScopes: ['read'],
+      description: null,
+      iconUri: null,
+      ownerSub: 'alice',
+      ownerClientId,
+      createdAt: new Date().toISOString(),
+    });
+    await umaResources(store(), TENANT).insertMany([resource('r1', 'rs-client'), resource('r2', 'elsewhere-rs')]);
   });
   beforeEach(function () {
     policy = new StubPolicyEngine();
@@ -177,14 +197,14 @@ describe('unit: the token_exchange decision (token-exchange/decision)', function
     exchangeOf(params, resolved, actor).then(({ outcome }) => outcome);
 
   it("ties the exchange of another client's token to the delegations of its user to the client, and no other exchange", async function () {
-    const delegation = (id: string, ownerSub: string, granteeClientId: string) => ({
+    const delegation = (id: string, ownerSub: string, granteeClientId: string, resourceId = 'r1') => ({
       id,
       ownerSub,
       ownerClientId: 'other-client',
       granteeType: 'client' as const,
       granteeSubjectId: null,
       granteeClientId,
-      resourceId: 'r1',
+      resourceId,
       scopes: ['read'],
       validUntil: null,
       createdAt: new Date().toISOString(),
@@ -196,9 +216,15 @@ describe('unit: the token_exchange decision (token-exchange/decision)', function
         delegation('d-alice', 'alice', 'exchanger'),
         delegation('d-bob', 'bob', 'exchanger'),
         delegation('d-elsewhere', 'alice', 'another-client'),
+        // Found 2026-11-29: a delegation on a resource of another resource server counted too.
+        delegation('d-other-server', 'alice', 'exchanger', 'r2'),
       ]);
     policy.answer('token_exchange', { allow: true, scopes: ['read'] });
     expect((await exchangeOf({})).delegations).to.deep.equal(['d-alice']);
+    expect(
+      policy.inputsAt('token_exchange')[0]!.delegations!.map((grant) => grant.delegation_id),
+      'given to the policy: those on resources of the target',
+    ).to.deep.equal(['d-alice']);
     const own = subjectToken({ client_id: 'exchanger' });
     expect((await exchangeOf({}, own)).delegations, 'its own token').to.deep.equal([]);
     const named = subjectToken({ may_act: { client_id: 'exchanger' } });

@@ -1,7 +1,14 @@
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
+import { clientRecords } from '../../../../catalog/index.js';
 import { delegationsToClientBy } from '../../../../delegation/index.js';
-import { requestInput, type DecisionOutcome, type PointInputs } from '../../../../policy/index.js';
+import {
+  requestInput,
+  type DecisionOutcome,
+  type DelegationGrantInput,
+  type PointInputs,
+} from '../../../../policy/index.js';
+import { umaResources } from '../../../../uma/index.js';
 import { clientInput } from '../../../clients/input.js';
 import { resolveResource, type ResolvedResource } from '../../../shared/resources.js';
 import { assertDetailsWithin, type GateDeps } from '../gate.js';
@@ -51,9 +58,13 @@ export async function decideExchange(
     tenant: deps.tenant,
     client: await clientInput(deps.store, deps.tenant, client.clientId, client.clientAuthMethod),
     subject: resolved.subject,
-    // The subject token's user's delegations to this client (the default pack lets a client
-    // exchange another client's token of a user only then, or when may_act names it).
-    delegations: await delegationsToClientBy(deps.store, deps.tenant, resolved.token.sub, client.clientId),
+    // The subject token's user's delegations to this client on resources of the target (the default
+    // pack lets a client exchange another client's token of a user only then, or when may_act names it).
+    delegations: await delegationsAt(
+      deps,
+      registered.server,
+      await delegationsToClientBy(deps.store, deps.tenant, resolved.token.sub, client.clientId),
+    ),
     request: requestInput({
       endpoint: ctx.path,
       method: ctx.method,
@@ -72,6 +83,28 @@ export async function decideExchange(
   rememberDecision(ctx, outcome);
   enforce.oauth(outcome);
   return { outcome, delegations: delegationsRestedOn(input, client.clientId) };
+}
+
+/**
+ * Of these delegations, those on UMA resources that `target`, the resource server the exchange is
+ * for, serves: registered by the client the resource server record names. A delegation gives
+ * access to a resource at its resource server, not its scope names at any other: found
+ * 2026-11-29, a user's delegation of `read` on a photo let the grantee exchange her bank token for
+ * a bank token with `read`. None for a target that names no client (or no target).
+ */
+async function delegationsAt(
+  deps: GateDeps,
+  target: ResolvedResource['server'],
+  grants: DelegationGrantInput[],
+): Promise<DelegationGrantInput[]> {
+  if (grants.length === 0 || target?.clientId == null) return [];
+  const server = await clientRecords(deps.store, deps.tenant).get(target.clientId);
+  if (!server) return [];
+  const resources = await umaResources(deps.store, deps.tenant).getMany([
+    ...new Set(grants.map((grant) => grant.resource_id)),
+  ]);
+  const served = new Set(resources.filter((each) => each.ownerClientId === server.clientId).map((each) => each.id));
+  return grants.filter((grant) => served.has(grant.resource_id));
 }
 
 /**
