@@ -580,6 +580,23 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(body.error_description).to.contain('signs in through another identity provider');
     });
 
+    it("accepts an ID token of a local user's own provider, its issuer spelled as sign-in compares it (trailing slash)", async function () {
+      const provider = await server.admin('POST', '/identity-providers', {
+        issuer: `${issuer}/`,
+        idpId: 'external-spelled',
+        clientId: 'billing-at-the-idp',
+      });
+      expect(provider.status, JSON.stringify(provider.body)).to.equal(201);
+      const erin = await server.admin('POST', '/subjects', { subjectId: 'erin', identityProviderId: provider.body.id });
+      expect(erin.status, JSON.stringify(erin.body)).to.equal(201);
+      const { status, body } = await exchange({
+        subject_token: await idToken({ ...validIdClaims(), sub: 'erin' }),
+        subject_token_type: ID_TOKEN,
+        scope: 'invoices.read',
+      });
+      expect(status, JSON.stringify(body)).to.equal(200);
+    });
+
     const failures: Array<[string, () => Promise<string>, RegExp]> = [
       ['missing iss', () => idToken({ ...validIdClaims(), iss: undefined }), /missing the iss claim/],
       ['missing sub', () => idToken({ ...validIdClaims(), sub: undefined }), /missing the sub claim/],

@@ -82,7 +82,8 @@ export class IdTokenSubjects {
     // they are, as at sign-in (rememberSubject). Found 2026-11-29: any trusted issuer could
     // name a local user's sub, and the token was theirs (UserInfo, delegations, UMA ownership).
     const local = await issuerOfUser(sub);
-    if (local !== undefined && local !== iss) throw invalidGrant(ID_TOKEN_ERRORS.otherProvider);
+    if (local !== undefined && (local === null || !sameIssuer(local, iss)))
+      throw invalidGrant(ID_TOKEN_ERRORS.otherProvider);
     return subjectOf(verified, iss, sub, true);
   }
 
@@ -144,6 +145,12 @@ function verificationError(error: unknown): Error {
   if (error instanceof joseErrors.JWTClaimValidationFailed)
     return invalidGrant(`the subject token's ${error.claim} claim is invalid or missing`);
   return invalidGrant(ID_TOKEN_ERRORS.signature);
+}
+
+/** Two issuer identifiers as sign-in compares them (discovery, oauth4webapi): as URLs, so `https://idp.example/` is `https://idp.example`. */
+function sameIssuer(a: string, b: string): boolean {
+  const href = (issuer: string) => URL.parse(issuer)?.href ?? issuer;
+  return href(a) === href(b);
 }
 
 function nonEmptyString(value: unknown): string | undefined {
