@@ -188,6 +188,29 @@ describe('dynamic client registration', function () {
       });
     });
 
+    // Found 2026-11-29: any JWT of a trusted issuer (a user's ID token) passed as a statement.
+    it('refuses a JWT of the issuer that names no software as invalid_software_statement', async function () {
+      const idTokenLike = await statementOf({ sub: 'alice', aud: 'some-client', nonce: 'n-1' });
+      const { status, body } = await register({ ...metadata, software_statement: idTokenLike });
+      expect(status, JSON.stringify(body)).to.equal(400);
+      expect(body).to.include({ error: 'invalid_software_statement' });
+      expect(body.error_description).to.contain('names no software');
+    });
+
+    // RFC 7591 §2.3; found 2026-11-29: the request's software_id was stored over the signed one.
+    it("registers the statement's software_id and software_version over the request's", async function () {
+      const signed = '1b2c3d4e-5f60-4718-9a0b-1c2d3e4f5a6b';
+      const { status, body } = await register({
+        ...metadata,
+        software_id: '22222222-2222-4222-8222-222222222222',
+        software_version: '9.9',
+        software_statement: await statementOf({ software_id: signed, software_version: '1.0' }),
+      });
+      expect(status, JSON.stringify(body)).to.equal(201);
+      expect(body).to.include({ software_id: signed, software_version: '1.0' });
+      expect(await stored(body.client_id)).to.include({ softwareId: signed });
+    });
+
     it('refuses a denylisted software_id as unapproved_software_statement', async function () {
       const { status, body } = await register({
         ...metadata,

@@ -210,21 +210,18 @@ async function readStatement(
   return { jwt: jwt as string, read };
 }
 
-/** Without software_id / software_version of its own, a request registers the statement's (when well-formed). */
+/**
+ * RFC 7591 §2.3: a value the statement holds takes precedence over the request's (found
+ * 2026-11-29: a request's software_id was stored over the signed one, and every later decision,
+ * list and audit entry saw it). The statement's software_id is kept when it is a UUID (the
+ * registration's own form); otherwise the registration has none.
+ */
 function withStatementSoftware(metadata: ValidatedMetadata, statement: SoftwareStatement | null): ValidatedMetadata {
   const claims = statement?.claims ?? {};
-  if (
-    metadata.software_id === undefined &&
-    typeof claims.software_id === 'string' &&
-    UUID_SOFTWARE_ID.test(claims.software_id)
-  )
-    metadata.software_id = claims.software_id.toLowerCase();
-  if (
-    metadata.software_version === undefined &&
-    typeof claims.software_version === 'string' &&
-    claims.software_version.length <= 2048
-  )
-    metadata.software_version = claims.software_version;
+  if (typeof claims.software_id === 'string')
+    metadata.software_id = UUID_SOFTWARE_ID.test(claims.software_id) ? claims.software_id.toLowerCase() : undefined;
+  if (typeof claims.software_version === 'string')
+    metadata.software_version = claims.software_version.length <= 2048 ? claims.software_version : undefined;
   return metadata;
 }
 

@@ -43,6 +43,12 @@ export class SoftwareStatements {
     const issuer = claims.iss;
     if (typeof issuer !== 'string' || issuer === '') throw invalid('the software statement has no issuer (iss)');
     await this.verifySignature(statement as string, issuer, jwksUriOf(trusted.get(issuer), issuer));
+    // A statement describes software (RFC 7591 §2.3). Found 2026-11-29: any JWT the issuer signs
+    // passed, so a user holding an ID token of an issuer trusted for statements registered clients.
+    if (typeof claims.software_id !== 'string' || claims.software_id === '')
+      throw invalid(
+        'the software statement names no software (software_id): another JWT of its issuer is no statement',
+      );
     return { verified: true, claims };
   }
 
