@@ -240,6 +240,11 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
       'sign-ins one address (an IPv6 /64) may begin at `/authorize` per window, in each process: each stores its interaction until it ends or expires, so that one address cannot fill the store; past it `429 too_many_requests` with `Retry-After` (see [Endpoints](endpoints.md#get-authorize)). As many device codes (`/device/auth`) and pushed requests of public clients (`/par`), each counted on its own',
   },
   SIGN_INS_WINDOW_SECONDS: { meaning: 'the window of `SIGN_INS_PER_ADDRESS`' },
+  OPEN_REGISTRATIONS_PER_ADDRESS: {
+    meaning:
+      'clients one address (an IPv6 /64) may register at `/register` without an initial access token per window, in each process, when open registration is on: each is kept for good, so that one address cannot fill the store; past it `429 too_many_requests` with `Retry-After` (see [Endpoints](endpoints.md#post-register))',
+  },
+  OPEN_REGISTRATIONS_WINDOW_SECONDS: { meaning: 'the window of `OPEN_REGISTRATIONS_PER_ADDRESS`' },
   TENANTS: {
     meaning:
       'comma-separated tenant ids that exist without any Admin API object (see [multi-tenancy.md](multi-tenancy.md))',

@@ -136,6 +136,9 @@ export interface Config {
   /** Sign-ins (interactions) one address may begin at /authorize per window, in each process. */
   signInsPerAddress: number;
   signInsWindowSeconds: number;
+  /** Clients one address may register at /register without an initial access token per window, in each process. */
+  openRegistrationsPerAddress: number;
+  openRegistrationsWindowSeconds: number;
   /** Tenant ids that exist without any Admin API object naming them. */
   tenants: string[];
   /** Tenants whose DPoP proofs must carry a server nonce (RFC 9449 §8): `_default` for the default tenant, `*` for every tenant. */
@@ -284,6 +287,8 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   AUTH_FAILURE_WINDOW_SECONDS: 'authFailureWindowSeconds',
   SIGN_INS_PER_ADDRESS: 'signInsPerAddress',
   SIGN_INS_WINDOW_SECONDS: 'signInsWindowSeconds',
+  OPEN_REGISTRATIONS_PER_ADDRESS: 'openRegistrationsPerAddress',
+  OPEN_REGISTRATIONS_WINDOW_SECONDS: 'openRegistrationsWindowSeconds',
   TENANTS: 'tenants',
   DPOP_NONCE_TENANTS: 'dpopNonceTenants',
   FAPI2_SECURITY_TENANTS: 'fapi2SecurityTenants',
@@ -427,6 +432,8 @@ export const SCHEMA = {
     authFailureWindowSeconds: positive,
     signInsPerAddress: positive,
     signInsWindowSeconds: positive,
+    openRegistrationsPerAddress: positive,
+    openRegistrationsWindowSeconds: positive,
     tenants: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' } },
     dpopNonceTenants: {
       type: 'array',

@@ -970,3 +970,33 @@ describe('dynamic client registration with initial access tokens', function () {
     expect(closed.status, `with open registration off: ${JSON.stringify(closed.body)}`).to.equal(200);
   });
 });
+
+/**
+ * A client registered without an initial access token is kept for good. Found 2026-11-29: with
+ * open registration on, one address registered 300 in a second, without end.
+ */
+describe('open registration, counted per address', function () {
+  let server: TestServer;
+  const metadata = { redirect_uris: ['https://app.example.test/cb'], token_endpoint_auth_method: 'none' };
+
+  before(async function () {
+    // Its own server: a budget of 3.
+    server = await readyServer({ OPEN_REGISTRATIONS_PER_ADDRESS: '3', OPEN_REGISTRATIONS_WINDOW_SECONDS: '600' });
+    await updateOauthData(server, (data) => {
+      data.public_client_policy.enabled = true;
+    });
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  it('answers 429 with Retry-After past the budget; a refused registration costs none of it', async function () {
+    await eventually(async () => (await registerAt(server, metadata)).status === 201);
+    expect((await registerAt(server, { ...metadata, redirect_uris: ['not a uri'] })).status).to.equal(400);
+    for (let made = 1; made < 3; made += 1) expect((await registerAt(server, metadata)).status).to.equal(201);
+    const refused = await registerAt(server, metadata);
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(429);
+    expect(refused.body).to.include({ error: 'too_many_requests' });
+    expect(refused.headers.get('retry-after')).to.match(/^\d+$/);
+  });
+});

@@ -93,6 +93,8 @@ export function testEnvironment(port: number, dataDir: string): Record<string, s
     AUDIT_UNAUTHENTICATED_TOTAL_LIMIT: '1000000',
     // And their browsers' sign-ins: the budget is tested on a server of its own (sign-in-budget.test.ts).
     SIGN_INS_PER_ADDRESS: '1000000',
+    // And their open registrations: the budget is tested on a server of its own (registration.test.ts).
+    OPEN_REGISTRATIONS_PER_ADDRESS: '1000000',
   };
 }
 

@@ -28,6 +28,8 @@ export interface RegistrationDeps {
     | 'issuer'
     | 'maxBodyBytes'
     | 'softwareStatementVerify'
+    | 'openRegistrationsPerAddress'
+    | 'openRegistrationsWindowSeconds'
     | 'outboundAllowInsecureLoopback'
     | 'outboundTimeoutMs'
     | 'outboundMaxResponseBytes'

@@ -1,5 +1,6 @@
 import type { ArbiterMiddleware } from '../state.js';
 import { routes } from '../routes.js';
+import { addressBudget } from '../shared/address-budget.js';
 import { registrationHandlers, type RegistrationDeps } from './gate.js';
 
 export const REGISTER_PATH = routes.registration;
@@ -14,5 +15,16 @@ export function registrationMiddleware(deps: RegistrationDeps): {
   clientConfiguration: ArbiterMiddleware[];
 } {
   const { registerClient, manageClient } = registrationHandlers(deps);
-  return { register: [registerClient], clientConfiguration: [manageClient] };
+  const { openRegistrationsPerAddress: perAddress, openRegistrationsWindowSeconds: windowSeconds } = deps.config;
+  // A client registered without an initial access token is kept for good: found 2026-11-29, with
+  // open registration on, one address registered 300 in a second, each of 4 KB, without end.
+  const anonymous = addressBudget(
+    { perAddress, windowSeconds },
+    'client registrations without an initial access token',
+    {
+      applies: (ctx) => ctx.method === 'POST' && !ctx.get('authorization'),
+      made: (ctx) => ctx.status === 201,
+    },
+  );
+  return { register: [anonymous, registerClient], clientConfiguration: [manageClient] };
 }
