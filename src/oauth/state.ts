@@ -25,6 +25,8 @@ export type OAuthState = {
   exchangedFrom?: string[];
   /** Token exchange of another client's token that its user delegated to this client: the delegations it rests on (DELEGATION_IDS). */
   exchangeDelegations?: string[];
+  /** Token exchange of an external ID token (or of a token exchanged from one): its issuer (SUBJECT_ISSUER). */
+  subjectIssuer?: string;
   /** /authorize and /par: the client sent PKCE `plain`, which authorize/pkce-plain.ts turned into S256 (FAPI 2.0 refuses it). */
   pkcePlain?: true;
   /** The UMA grant: what the requesting party token permits (token/shaping.ts). */
@@ -49,6 +51,15 @@ export const EXCHANGED_FROM = 'exchanged_from';
  * permission is; so is every token exchanged from it in turn. Never in a JWT, never shown.
  */
 export const DELEGATION_IDS = 'delegation_ids';
+
+/**
+ * The `extra` member of a token exchanged from an external issuer's ID token (and of every token
+ * exchanged from it in turn): that issuer. The token is found only while the issuer may speak for
+ * its user (owned-artefacts.ts, subject-issuer.ts): found 2026-11-29, a token exchanged for a `sub`
+ * no user had yet stood for whoever signed in with that `sub` later, through another provider.
+ * Never in a JWT, never shown.
+ */
+export const SUBJECT_ISSUER = 'subject_issuer';
 
 /**
  * The `extra` member of an access token issued for a code or refresh token whose authorization's

@@ -580,6 +580,20 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(body.error_description).to.contain('signs in through another identity provider');
     });
 
+    // Found 2026-11-29: a token exchanged for a sub no user had yet stood for whoever signed in with it later.
+    it('ends a token exchanged for a sub no user had, once a user of that sub signs in through another provider', async function () {
+      const { status, body } = await exchange({
+        subject_token: await idToken({ ...validIdClaims(), sub: 'dave' }),
+        subject_token_type: ID_TOKEN,
+        scope: 'invoices.read',
+      });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      expect((await introspect(body.access_token)).body).to.include({ active: true, sub: 'dave' });
+      const dave = await server.admin('POST', '/subjects', { subjectId: 'dave', identityProviderId: idp.id });
+      expect(dave.status, JSON.stringify(dave.body)).to.equal(201);
+      expect((await introspect(body.access_token)).body).to.deep.equal({ active: false });
+    });
+
     it("accepts an ID token of a local user's own provider, its issuer spelled as sign-in compares it (trailing slash)", async function () {
       const provider = await server.admin('POST', '/identity-providers', {
         issuer: `${issuer}/`,

@@ -15,6 +15,8 @@ import {
 } from '../clients/records.js';
 import { grantTypes } from '../clients/metadata.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
+import { SUBJECT_ISSUER } from '../state.js';
+import { speaksFor } from './subject-issuer.js';
 
 /**
  * Tokens die with their client and their user. Every grant, code and token oidc-provider keeps
@@ -115,7 +117,8 @@ export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwne
       return (
         (await issuedUnderCurrentEpoch(clientId, mark)) &&
         (await permissionsStillRest(payload)) &&
-        (await exchangedFromRemain(payload))
+        (await exchangedFromRemain(payload)) &&
+        (await issuerStillSpeaksFor(payload))
       );
     },
   };
@@ -145,6 +148,16 @@ export function clientArtefactOwners(store: Store, tenant: string): ArtefactOwne
       ...new Set(delegated.flatMap((permission) => permission.delegation_ids!)),
     ]);
     return delegated.every((permission) => permission.delegation_ids!.some((id) => active.has(id)));
+  }
+
+  /**
+   * A token exchanged from an external issuer's ID token lives while that issuer may speak for its
+   * user: not once a user of that `sub` signs in through another provider (a read, for such tokens only).
+   */
+  async function issuerStillSpeaksFor(payload: AdapterPayload): Promise<boolean> {
+    const issuer = (payload.extra as Record<string, unknown> | undefined)?.[SUBJECT_ISSUER];
+    if (typeof issuer !== 'string' || typeof payload.accountId !== 'string') return true;
+    return speaksFor(store, tenant, issuer, payload.accountId);
   }
 
   /**

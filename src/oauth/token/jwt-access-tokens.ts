@@ -10,7 +10,7 @@ import { resourceServerRecords } from '../../catalog/index.js';
 import { TurnReads, type Store } from '../../store/index.js';
 import { providerIssuer, type ConfigurationSlice, type ProviderContext } from '../context.js';
 import { formParameter } from '../shared/form-body.js';
-import { CLAIM_SCOPES, DELEGATION_IDS, EXCHANGED_FROM, type ArbiterContext } from '../state.js';
+import { CLAIM_SCOPES, DELEGATION_IDS, EXCHANGED_FROM, SUBJECT_ISSUER, type ArbiterContext } from '../state.js';
 
 /**
  * RFC 9068 JWT access tokens, for the resource servers whose record asks for them
@@ -59,6 +59,7 @@ export const jwtAccessTokens: ConfigurationSlice = () => ({
         delete jwt.payload[EXCHANGED_FROM];
         delete jwt.payload[DELEGATION_IDS];
         delete jwt.payload[CLAIM_SCOPES];
+        delete jwt.payload[SUBJECT_ISSUER];
         await keepForLookup(token, jwt.payload);
       },
     },

@@ -3,7 +3,7 @@ import { providerIssuer, type ConfigurationSlice } from '../context.js';
 import { decisionOf } from './grants/decision.js';
 import { defaultResourceForDetails } from '../shared/rar.js';
 import { oidcParams } from '../shared/oidc-params.js';
-import { CLAIM_SCOPES, DELEGATION_IDS, EXCHANGED_FROM } from '../state.js';
+import { CLAIM_SCOPES, DELEGATION_IDS, EXCHANGED_FROM, SUBJECT_ISSUER } from '../state.js';
 import { accessTokenFormatOf, resourceServerFormat } from './jwt-access-tokens.js';
 
 /** Client authentication methods of the spec (CLIENT_AUTH_METHODS), and the bounds of a client assertion's times. */
@@ -48,6 +48,7 @@ export const decisionClaims: ConfigurationSlice = () => ({
     if (ctx.state.exchangeAct) claims.act = ctx.state.exchangeAct;
     if (ctx.state.exchangedFrom) claims[EXCHANGED_FROM] = ctx.state.exchangedFrom;
     if (ctx.state.exchangeDelegations) claims[DELEGATION_IDS] = ctx.state.exchangeDelegations;
+    if (ctx.state.subjectIssuer) claims[SUBJECT_ISSUER] = ctx.state.subjectIssuer;
     if (ctx.state.claimScopes) claims[CLAIM_SCOPES] = ctx.state.claimScopes;
     // The UMA grant (src/oauth/token/grants/uma-ticket): what a requesting party token permits.
     if (ctx.state.umaPermissions) claims.permissions = ctx.state.umaPermissions;

@@ -7,7 +7,7 @@ import { subjectInput } from '../../../shared/subject-input.js';
 import { bindingOf } from '../sender-binding.js';
 import { ACCESS_TOKEN_TYPE } from './parameters.js';
 import { artefactKey } from '../../../../../adapters/oidc/index.js';
-import { DELEGATION_IDS, EXCHANGED_FROM } from '../../../state.js';
+import { DELEGATION_IDS, EXCHANGED_FROM, SUBJECT_ISSUER } from '../../../state.js';
 import type { ResolvedSubject } from './subject.js';
 
 const notActive = (role: string) =>
@@ -57,6 +57,7 @@ export async function resolveAccessToken(
     binding,
     authorizationDetails: carriedDetails(token),
     restsOn: [...exchangedFrom, artefactKey(token.kind, token.jti)],
+    ...(typeof token.extra?.[SUBJECT_ISSUER] === 'string' ? { subjectIssuer: token.extra[SUBJECT_ISSUER] } : {}),
   };
 }
 

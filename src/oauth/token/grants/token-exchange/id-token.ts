@@ -57,14 +57,13 @@ export class IdTokenSubjects {
   }
 
   /**
-   * `clientId`: the client asking, which the ID token must have been issued to. `issuerOfUser`:
-   * the issuer of the identity provider a local user of that `sub` signs in through, null for one
-   * bound to none, undefined for no such user.
+   * `clientId`: the client asking, which the ID token must have been issued to. `speaksFor`: whether
+   * an issuer may speak for the tenant's user of a `sub` (subject-issuer.ts).
    */
   async resolve(
     value: string,
     clientId: string,
-    issuerOfUser: (sub: string) => Promise<string | null | undefined>,
+    speaksFor: (issuer: string, sub: string) => Promise<boolean>,
   ): Promise<ResolvedSubject> {
     const claims = decoded(value);
     const iss = nonEmptyString(claims.iss);
@@ -81,10 +80,9 @@ export class IdTokenSubjects {
     // The token would stand for the local user of that sub: only their own provider may say who
     // they are, as at sign-in (rememberSubject). Found 2026-11-29: any trusted issuer could
     // name a local user's sub, and the token was theirs (UserInfo, delegations, UMA ownership).
-    const local = await issuerOfUser(sub);
-    if (local !== undefined && (local === null || !sameIssuer(local, iss)))
-      throw invalidGrant(ID_TOKEN_ERRORS.otherProvider);
-    return subjectOf(verified, iss, sub, true);
+    // The issued token keeps the issuer (SUBJECT_ISSUER) for a user who signs in later.
+    if (!(await speaksFor(iss, sub))) throw invalidGrant(ID_TOKEN_ERRORS.otherProvider);
+    return { ...subjectOf(verified, iss, sub, true), subjectIssuer: iss };
   }
 
   private async trustedIssuer(iss: string): Promise<TrustedIssuer | undefined> {
@@ -145,12 +143,6 @@ function verificationError(error: unknown): Error {
   if (error instanceof joseErrors.JWTClaimValidationFailed)
     return invalidGrant(`the subject token's ${error.claim} claim is invalid or missing`);
   return invalidGrant(ID_TOKEN_ERRORS.signature);
-}
-
-/** Two issuer identifiers as sign-in compares them (discovery, oauth4webapi): as URLs, so `https://idp.example/` is `https://idp.example`. */
-function sameIssuer(a: string, b: string): boolean {
-  const href = (issuer: string) => URL.parse(issuer)?.href ?? issuer;
-  return href(a) === href(b);
 }
 
 function nonEmptyString(value: unknown): string | undefined {

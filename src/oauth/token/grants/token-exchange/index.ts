@@ -2,7 +2,7 @@ import type Provider from 'oidc-provider';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import { errors } from 'oidc-provider';
 import { createOutbound, type Outbound, type OutboundOptions } from '../../../../http/outbound.js';
-import { identityProviderRecords, subjectRecords } from '../../../../catalog/index.js';
+import { speaksFor } from '../../../shared/subject-issuer.js';
 import { narrowedScopes } from '../decision.js';
 import type { GateDeps } from '../gate.js';
 import type { GrantHandler } from '../handler.js';
@@ -48,7 +48,7 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
       const resolve = (token: string, type: string, role: 'subject' | 'actor'): Promise<ResolvedSubject> =>
         type === ACCESS_TOKEN_TYPE
           ? resolveAccessToken(provider, deps.store, deps.tenant, token, role)
-          : idTokens.resolve(token, client.clientId, (sub) => issuerOfUser(deps, sub));
+          : idTokens.resolve(token, client.clientId, (issuer, sub) => speaksFor(deps.store, deps.tenant, issuer, sub));
       const resolved = await resolve(exchange.subjectToken, exchange.subjectTokenType, 'subject');
       assertKeyHeld(resolved.binding, held, 'subject');
       const actor = exchange.actor ? await resolve(exchange.actor.token, exchange.actor.tokenType, 'actor') : null;
@@ -62,6 +62,8 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
       if (restsOn.length) ctx.state.exchangedFrom = restsOn;
       // Another client's token, its user's delegation to this client the reason: it ends with them.
       if (delegations.length) ctx.state.exchangeDelegations = delegations;
+      // An external issuer's word on who the user is: the token lives while it still speaks for them.
+      if (resolved.subjectIssuer) ctx.state.subjectIssuer = resolved.subjectIssuer;
       const { decision } = outcome;
       if (decision.obligations?.dpop_required === true && !held.proof) {
         throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
@@ -91,17 +93,6 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
       };
     },
   };
-}
-
-/**
- * The issuer of the identity provider the tenant's user `sub` signs in through: null when the user
- * is bound to none (made through the Admin API, never signed in), undefined when there is no such user.
- */
-async function issuerOfUser(deps: GateDeps, sub: string): Promise<string | null | undefined> {
-  const user = await subjectRecords(deps.store, deps.tenant).findOne({ subjectId: sub });
-  if (!user) return undefined;
-  if (user.identityProviderId == null) return null;
-  return (await identityProviderRecords(deps.store, deps.tenant).get(user.identityProviderId))?.issuer ?? null;
 }
 
 /** The earliest expiry of the access tokens of this server among these (an ID token's is not Arbiter's to keep), or null. */

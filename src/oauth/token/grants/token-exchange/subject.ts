@@ -13,6 +13,8 @@ export interface ResolvedSubject {
   authorizationDetails?: readonly unknown[];
   /** An access token of this server: its store id, after those of the tokens it was exchanged from (EXCHANGED_FROM). */
   restsOn?: string[];
+  /** The external issuer whose ID token said who the user is, at the start of the chain (SUBJECT_ISSUER). */
+  subjectIssuer?: string;
 }
 
 /** An external ID token is bound to nothing Arbiter can check; it is verified by its signature alone. */
