@@ -211,6 +211,23 @@ describe('dynamic client registration', function () {
       expect(await stored(body.client_id)).to.include({ softwareId: signed });
     });
 
+    it('updates (RFC 7592) a client whose statement, stored by an earlier release, names no software', async function () {
+      const made = await register({
+        ...metadata,
+        software_statement: await statementOf({ software_id: '3c4d5e6f-7a8b-4c9d-8e0f-1a2b3c4d5e6f' }),
+      });
+      expect(made.status, JSON.stringify(made.body)).to.equal(201);
+      const clients = server.store.collection('clients', '_default');
+      const record = (await clients.findOne({ clientId: made.body.client_id }))!;
+      await clients.upsert({ ...record, softwareStatementJwt: await statementOf({ client_name: 'Older' }) });
+      const updated = await manage(server, 'PUT', made.body.client_id, made.body.registration_access_token, {
+        ...metadata,
+        client_id: made.body.client_id,
+        client_name: 'Updated',
+      });
+      expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
+    });
+
     it('refuses a denylisted software_id as unapproved_software_statement', async function () {
       const { status, body } = await register({
         ...metadata,

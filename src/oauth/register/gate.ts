@@ -66,9 +66,12 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
     initialAccessToken: PresentedToken | null = null,
   ) => {
     assertTenant(ctx, body);
+    // A statement presented now must name its software; one an earlier release stored is read as it was.
+    const presented = body.software_statement !== undefined && body.software_statement !== null;
     const statement = await readStatement(
       statements,
-      body.software_statement ?? (existing ? existing.softwareStatementJwt : undefined),
+      presented ? body.software_statement : existing ? existing.softwareStatementJwt : undefined,
+      presented,
     );
     const metadata = withStatementSoftware(validateMetadata(body), statement?.read ?? null);
     if (!offered(metadata.token_endpoint_auth_method))
@@ -206,9 +209,10 @@ async function jsonObject(ctx: ArbiterContext, maxBodyBytes: number): Promise<Re
 async function readStatement(
   statements: SoftwareStatements,
   jwt: unknown,
+  presented: boolean,
 ): Promise<{ jwt: string; read: SoftwareStatement } | null> {
   if (jwt === undefined || jwt === null) return null;
-  const read = await statements.read(jwt);
+  const read = await statements.read(jwt, presented);
   return { jwt: jwt as string, read };
 }
 
@@ -216,14 +220,22 @@ async function readStatement(
  * RFC 7591 §2.3: a value the statement holds takes precedence over the request's (found
  * 2026-11-29: a request's software_id was stored over the signed one, and every later decision,
  * list and audit entry saw it). The statement's software_id is kept when it is a UUID (the
- * registration's own form); otherwise the registration has none.
+ * registration's own form); otherwise the registration has none. A verified statement's only.
  */
 function withStatementSoftware(metadata: ValidatedMetadata, statement: SoftwareStatement | null): ValidatedMetadata {
   const claims = statement?.claims ?? {};
-  if (typeof claims.software_id === 'string')
-    metadata.software_id = UUID_SOFTWARE_ID.test(claims.software_id) ? claims.software_id.toLowerCase() : undefined;
-  if (typeof claims.software_version === 'string')
-    metadata.software_version = claims.software_version.length <= 2048 ? claims.software_version : undefined;
+  // An unverified statement's claims are the caller's word, as the request's are: they only fill a gap.
+  const wins = statement?.verified === true;
+  const softwareId = typeof claims.software_id === 'string' ? claims.software_id : undefined;
+  if (softwareId !== undefined && (wins || metadata.software_id === undefined))
+    metadata.software_id = UUID_SOFTWARE_ID.test(softwareId)
+      ? softwareId.toLowerCase()
+      : wins
+        ? undefined
+        : metadata.software_id;
+  const version = typeof claims.software_version === 'string' ? claims.software_version : undefined;
+  if (version !== undefined && (wins || metadata.software_version === undefined))
+    metadata.software_version = version.length <= 2048 ? version : wins ? undefined : metadata.software_version;
   return metadata;
 }
 

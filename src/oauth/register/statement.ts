@@ -33,7 +33,8 @@ export class SoftwareStatements {
     this.keySets = new RemoteKeySets(() => outbound);
   }
 
-  async read(statement: unknown): Promise<SoftwareStatement> {
+  /** `presented`: sent with this request (one stored by an earlier release is read as it was then). */
+  async read(statement: unknown, presented = true): Promise<SoftwareStatement> {
     const claims = decodeStatement(statement);
     // RFC 7591 §2.3: wherever an issuer is trusted for statements, every statement is verified,
     // whatever SERVICE_SOFTWARE_STATEMENT_VERIFY says: unverified claims must never reach a policy
@@ -45,7 +46,7 @@ export class SoftwareStatements {
     await this.verifySignature(statement as string, issuer, jwksUriOf(trusted.get(issuer), issuer));
     // A statement describes software (RFC 7591 §2.3). Found 2026-11-29: any JWT the issuer signs
     // passed, so a user holding an ID token of an issuer trusted for statements registered clients.
-    if (typeof claims.software_id !== 'string' || claims.software_id === '')
+    if (presented && (typeof claims.software_id !== 'string' || claims.software_id === ''))
       throw invalid(
         'the software statement names no software (software_id): another JWT of its issuer is no statement',
       );
