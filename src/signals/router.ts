@@ -21,7 +21,9 @@ import {
 } from './schemas.js';
 import type { PollRequest, StreamRequest, SubjectRequest } from './schemas.js';
 import {
+  enabledClientRecordId,
   EVENTS_SUPPORTED,
+  ownedByLiveClient,
   POLL,
   PUSH,
   sameSubject,
@@ -99,9 +101,11 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
     const iss = requestIssuer(deps.issuer, ctx.state.tenant);
     const now = new Date().toISOString();
     const id = randomUUID();
+    const ownerRecordId = await enabledClientRecordId(deps.store, ctx.state.tenant.name, receiver);
     const stream: StreamRecord = {
       id,
       ownerClientId: receiver,
+      ...(ownerRecordId === null ? {} : { ownerRecordId }),
       iss,
       ...delivery(deps, body, iss, id),
       eventsRequested: body.events_requested ?? [],
@@ -128,7 +132,12 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
       ctx.body = streamConfiguration(stream, MIN_VERIFICATION_INTERVAL_SECONDS);
       return;
     }
-    const all = await streams(ctx).find({ ownerClientId: receiver }, { limit: STREAMS_PER_RECEIVER });
+    const owned = await streams(ctx).find({ ownerClientId: receiver }, { limit: STREAMS_PER_RECEIVER });
+    const owners = new Map<string, Promise<number | null>>();
+    const live = await Promise.all(
+      owned.map((each) => ownedByLiveClient(deps.store, ctx.state.tenant.name, each, owners)),
+    );
+    const all = owned.filter((_, index) => live[index]);
     for (const stream of all) await decide(ctx, deps, { operation: 'read', stream });
     ctx.body = all.map((stream) => streamConfiguration(stream, MIN_VERIFICATION_INTERVAL_SECONDS));
   });
@@ -280,7 +289,13 @@ async function receiverOf(ctx: ApiContext, deps: SignalsDeps, operation: Operati
 /** The caller's stream; another receiver's is as unknown as one that does not exist. */
 async function ownedStream(ctx: ApiContext, deps: SignalsDeps, receiver: string, streamId: string) {
   const stream = await ssfStreams(deps.store, ctx.state.tenant.name).get(streamId);
-  if (!stream || stream.ownerClientId !== receiver) throw notFound('no stream with this stream_id is the caller’s');
+  // A stream of an earlier client under the same client_id is not this one's (ownedByLiveClient).
+  if (
+    !stream ||
+    stream.ownerClientId !== receiver ||
+    !(await ownedByLiveClient(deps.store, ctx.state.tenant.name, stream))
+  )
+    throw notFound('no stream with this stream_id is the caller’s');
   return stream;
 }
 

@@ -1,3 +1,4 @@
+import { clientRecords } from '../catalog/index.js';
 import type { Store, StoredDoc } from '../store/index.js';
 import { SSF_STREAMS_COLLECTION } from './collections.js';
 
@@ -41,6 +42,8 @@ export type SubjectId =
 export interface StreamRecord extends StoredDoc {
   id: string;
   ownerClientId: string;
+  /** The owner's client record (absent on streams made before it was kept): a client made again under its client_id is another. */
+  ownerRecordId?: number;
   /** The issuer the receiver created the stream under (its SETs' `iss`, and where their keys are). */
   iss: string;
   deliveryMethod: typeof PUSH | typeof POLL;
@@ -114,4 +117,27 @@ export function streamConfiguration(stream: StreamRecord, minVerificationInterva
     min_verification_interval: minVerificationInterval,
     default_subjects: stream.defaultSubjects,
   };
+}
+
+/** The enabled client record of `clientId` in the tenant, or null (gone, or disabled). */
+export async function enabledClientRecordId(store: Store, tenant: string, clientId: string): Promise<number | null> {
+  const record = await clientRecords(store, tenant).findOne({ clientId });
+  return record && record.enabled !== false ? record.id : null;
+}
+
+/**
+ * Whether a stream still belongs to its owner: the client that made it, still enabled. Found
+ * 2026-11-29: a client disabled or deleted kept getting the tenant's events, and a client made
+ * again under its client_id took its stream over. `owners` keeps what was read for one pass.
+ */
+export async function ownedByLiveClient(
+  store: Store,
+  tenant: string,
+  stream: Pick<StreamRecord, 'ownerClientId' | 'ownerRecordId'>,
+  owners = new Map<string, Promise<number | null>>(),
+): Promise<boolean> {
+  let owner = owners.get(stream.ownerClientId);
+  if (!owner) owners.set(stream.ownerClientId, (owner = enabledClientRecordId(store, tenant, stream.ownerClientId)));
+  const recordId = await owner;
+  return recordId !== null && (stream.ownerRecordId === undefined || stream.ownerRecordId === recordId);
 }

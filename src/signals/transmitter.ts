@@ -4,7 +4,15 @@ import type { Logger } from '../log/index.js';
 import type { Outbox, OutboxEntry } from '../outbox/index.js';
 import type { Sealer, Store, StoredDoc } from '../store/index.js';
 import { signedSet, type PendingSet } from './sets.js';
-import { covers, PUSH, sameSubject, ssfStreams, type StreamRecord, type SubjectId } from './streams.js';
+import {
+  covers,
+  ownedByLiveClient,
+  PUSH,
+  sameSubject,
+  ssfStreams,
+  type StreamRecord,
+  type SubjectId,
+} from './streams.js';
 import { SSF_POLL_COLLECTION } from './collections.js';
 
 /** The outbox topic of Security Event Tokens; each stream is one ordering key. */
@@ -74,7 +82,10 @@ export class Transmitter {
    */
   async emit(tenant: string, events: readonly SignalEvent[]): Promise<number> {
     if (events.length === 0) return 0;
-    const streams = await ssfStreams(this.deps.store, tenant).find({}, { limit: 10_000 });
+    const all = await ssfStreams(this.deps.store, tenant).find({}, { limit: 10_000 });
+    const owners = new Map<string, Promise<number | null>>();
+    const live = await Promise.all(all.map((stream) => ownedByLiveClient(this.deps.store, tenant, stream, owners)));
+    const streams = all.filter((_, index) => live[index]);
     const entries = events.flatMap((event) =>
       streams.flatMap((stream) => {
         const identifiers = identifiersOf(event.party, stream.iss);
@@ -132,13 +143,15 @@ export class Transmitter {
   }
 
   /**
-   * The stream as it is now decides: gone or disabled, the SET is dropped (SSF 1.0 §8.1.2: a
-   * disabled stream's events are not held); paused, it waits (thrown: tried again later).
+   * The stream as it is now decides: gone or disabled, or its owner no longer a live client, the SET
+   * is dropped (SSF 1.0 §8.1.2: a disabled stream's events are not held); paused, it waits (thrown:
+   * tried again later).
    */
   private async deliver(entry: OutboxEntry): Promise<void> {
     const pending = entry.payload as PendingSet;
     const stream = await ssfStreams(this.deps.store, pending.tenant).get(pending.streamId);
     if (!stream || stream.status === 'disabled') return;
+    if (!(await ownedByLiveClient(this.deps.store, pending.tenant, stream))) return;
     if (stream.status === 'paused') throw new Error('the stream is paused');
     const set = await signedSet(this.deps.store, this.deps.sealer, pending);
     if (stream.deliveryMethod === PUSH) await this.push(stream, set, pending.jti);

@@ -178,6 +178,47 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     for (const stream of [narrow, wide]) await call('DELETE', `/ssf/streams?stream_id=${stream.body.stream_id}`);
   });
 
+  // Found 2026-11-29: a client disabled or deleted kept getting the tenant's SETs, and a client made
+  // again under its client_id took its stream over.
+  it('sends nothing to a stream whose client is disabled, and a client made again under its client_id gets no earlier stream', async function () {
+    const { token: goneToken } = await clientWithToken(server, 'ssf-gone', ['ssf.manage'], {}, TENANT);
+    const gone = await call(
+      'POST',
+      '/ssf/streams',
+      { delivery: { method: POLL }, events_requested: [SESSION_REVOKED] },
+      goneToken,
+    );
+    const live = await call('POST', '/ssf/streams', {
+      delivery: { method: POLL },
+      events_requested: [SESSION_REVOKED],
+    });
+    const record = (await admin('GET', '/clients/ssf-gone')).body;
+    const { id: _id, createdAt: _c, updatedAt: _u, tenantId: _t, ...fields } = record;
+    expect((await admin('PUT', '/clients/ssf-gone', { ...fields, enabled: false })).status).to.equal(200);
+    await confidentialClient(server, 'ssf-gone-victim', {}, TENANT);
+    expect((await admin('POST', '/clients/ssf-gone-victim/revoke-tokens')).status).to.equal(200);
+    const verifier = new SetVerifier(`${issuer}/.well-known/jwks.json`, issuer, 'ssf-receiver');
+    await eventually(async () =>
+      [...(await pollSets(live.body.delivery.endpoint_url, token, verifier)).sets.values()].some(
+        (set) => (set.payload.sub_id as { id?: string }).id === 'ssf-gone-victim',
+      ),
+    );
+    // Appended in one write with the live stream's, had it been: pending in the outbox, or queued for its poller.
+    const key = `ssf:${TENANT}:${gone.body.stream_id}`;
+    expect(await server.store.collection(OUTBOX_COLLECTION, '_default').count({ stream: key }), 'pending').to.equal(0);
+    expect(
+      await server.store.collection('ssf_poll', TENANT).count({ streamId: gone.body.stream_id }),
+      'queued',
+    ).to.equal(0);
+
+    expect((await admin('DELETE', '/clients/ssf-gone')).status).to.equal(204);
+    const { token: againToken } = await clientWithToken(server, 'ssf-gone', ['ssf.manage'], {}, TENANT);
+    expect((await call('GET', '/ssf/streams', undefined, againToken)).body).to.deep.equal([]);
+    const earlier = await call('GET', `/ssf/streams?stream_id=${gone.body.stream_id}`, undefined, againToken);
+    expect(earlier.status).to.equal(404);
+    await call('DELETE', `/ssf/streams?stream_id=${live.body.stream_id}`);
+  });
+
   it('sends session-revoked for each user of an identity provider that is disabled, as iss_sub', async function () {
     const idp = await admin('POST', '/identity-providers', {
       issuer: 'https://idp.ssf-transmitter.example',
