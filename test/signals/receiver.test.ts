@@ -306,6 +306,11 @@ describe('SSF receiver: signals pushed by the upstream identity provider', funct
         [pushed(await revocation({ claims: { jti: undefined } })), 'jti'],
         [pushed(await revocation({ claims: { txn: 'a\u0000b' } })), 'U+0000'],
         [pushed(await revocation({ claims: { events: manyEvents } })), 'more than 8 events'],
+        // Found 2026-11-29: 22,000 nested arrays overflowed the stack, and the engine's message was the answer.
+        [
+          pushed(await revocation({ claims: { deep: JSON.parse(`${'['.repeat(100)}${']'.repeat(100)}`) } })),
+          'nest deeper',
+        ],
         [pushed('not.a-jwt'), 'JWT'],
       ];
       for (const [answer, described] of cases) await expectRefused(await answer, 400, 'invalid_request', described);

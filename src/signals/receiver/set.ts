@@ -1,5 +1,5 @@
 import { decodeJwt, decodeProtectedHeader, errors as joseErrors, type JWTPayload } from 'jose';
-import { refuseNul } from '../../http/body.js';
+import { MAX_JSON_DEPTH, nestingExceeds, refuseNul } from '../../http/body.js';
 import { HttpError } from '../../http/errors.js';
 import { JwksUnavailableError } from '../../http/remote-jwks.js';
 import { TransmitterUnavailableError, type TransmitterKeys, type TransmittingProvider } from './transmitters.js';
@@ -71,10 +71,14 @@ export async function verifiedSet(
     if (error instanceof PushRefusal) throw error;
     throw invalid('the body is not a JWT');
   }
+  // Found 2026-11-29: 22,000 nested arrays overflowed the stack of the walk below, and the
+  // engine's own message reached the caller. As shallow as a JSON body must be.
+  if (nestingExceeds(Buffer.from(token.split('.')[1]!, 'base64url').toString('utf8'), MAX_JSON_DEPTH))
+    throw invalid(`the SET's claims nest deeper than ${MAX_JSON_DEPTH} levels`);
   try {
     refuseNul(claims, 'the SET');
   } catch (error) {
-    throw invalid((error as HttpError).message);
+    throw invalid(error instanceof HttpError ? error.message : 'the SET could not be read');
   }
   if (claims.iss !== idp.ssfIssuer)
     throw new PushRefusal(400, 'invalid_issuer', "the SET's iss is not the transmitter's");
