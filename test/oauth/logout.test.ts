@@ -45,6 +45,10 @@ describe('RP-Initiated Logout at /session/end', function () {
     return (await agent.navigate(request.url, arrivingAt(spa.redirectUri))).url.searchParams;
   }
 
+  /** The SPA refreshes with `token`: 200 while what the session issued stands, invalid_grant once revoked. */
+  const refreshed = (token: string) =>
+    postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: token, client_id: spa.clientId });
+
   /** The browser submits an RP's logout form (POST, form serialization) to the OP. */
   function postLogout(agent: FetchUserAgent, parameters: Record<string, string>): Promise<Page> {
     const hidden = Object.entries(parameters)
@@ -97,8 +101,6 @@ describe('RP-Initiated Logout at /session/end', function () {
     const code = (await agent.navigate(silent.url, arrivingAt(spa.redirectUri))).url.searchParams.get('code')!;
     const second = (await redeemCode(server, spa, code, silent.codeVerifier)).body;
     const elsewhere = await signedInBrowser();
-    const refreshed = (token: string) =>
-      postForm(server, '/token', { grant_type: 'refresh_token', refresh_token: token, client_id: spa.clientId });
     const userinfo = async (token: string) =>
       (await server.request('/userinfo', { headers: { Authorization: `Bearer ${token}` } })).status;
     expect(await userinfo(second.access_token)).to.equal(200);
@@ -134,12 +136,8 @@ describe('RP-Initiated Logout at /session/end', function () {
     );
     expect(retried.status, retried.body).to.equal(200);
     expect((await silentSignIn(agent)).get('error'), 'signed out').to.equal('login_required');
-    const refreshed = await postForm(server, '/token', {
-      grant_type: 'refresh_token',
-      refresh_token: refreshToken,
-      client_id: spa.clientId,
-    });
-    expect(refreshed.body.error, 'its refresh token').to.equal('invalid_grant');
+    const after = await refreshed(refreshToken);
+    expect(after.body.error, 'its refresh token').to.equal('invalid_grant');
   });
 
   it("revokes nothing for a confirmation without the logout form's secret (oidc-provider refuses it)", async function () {
@@ -151,12 +149,8 @@ describe('RP-Initiated Logout at /session/end', function () {
       body: `<form id="op.logoutForm" method="post" action="${server.config.issuer}/session/end/confirm"><input type="hidden" name="xsrf" value="guessed"/></form>`,
     };
     expect((await agent.submitForm(forged, { logout: 'yes' })).status).to.equal(400);
-    const refreshed = await postForm(server, '/token', {
-      grant_type: 'refresh_token',
-      refresh_token: refreshToken,
-      client_id: spa.clientId,
-    });
-    expect(refreshed.status, JSON.stringify(refreshed.body)).to.equal(200);
+    const after = await refreshed(refreshToken);
+    expect(after.status, JSON.stringify(after.body)).to.equal(200);
   });
 
   // Found 2026-11-29: the answer "No" to a logout that named no client revoked the session's tokens
@@ -169,12 +163,8 @@ describe('RP-Initiated Logout at /session/end', function () {
       expect((await agent.submitForm(confirmation, answer)).status).to.equal(200);
 
       expect((await silentSignIn(agent)).get('code'), `still signed in: ${JSON.stringify(answer)}`).to.be.a('string');
-      const refreshed = await postForm(server, '/token', {
-        grant_type: 'refresh_token',
-        refresh_token: refreshToken,
-        client_id: spa.clientId,
-      });
-      expect(refreshed.status, JSON.stringify(refreshed.body)).to.equal(200);
+      const after = await refreshed(refreshToken);
+      expect(after.status, JSON.stringify(after.body)).to.equal(200);
     }
   });
 

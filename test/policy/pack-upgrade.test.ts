@@ -129,46 +129,46 @@ describe('Upgrading a store seeded before the ssf decision point', function () {
   });
 });
 
+const TOKEN_EXCHANGE_RULE = 'arbiter/token_exchange/token_exchange.rego';
+const TOKEN_EXCHANGE_NOW = readFileSync(join(POLICY_PACK_DIR, TOKEN_EXCHANGE_RULE), 'utf8');
+const fixture = (name: string) =>
+  readFileSync(join(dirname(fileURLToPath(import.meta.url)), `fixtures/${name}`), 'utf8');
+
+/** The token exchange rule stored as `content` in a store at schema version `from`, once migrated to this release's. */
+async function tokenExchangeRuleMigratedFrom(from: number, content: string): Promise<string | undefined> {
+  const store = await openArbiterStore('sqlite::memory:');
+  try {
+    await migrate(
+      store,
+      MIGRATIONS.filter((step) => step.to <= from),
+    );
+    await policyRuleRecords(store, DEFAULT_TENANT).insert({
+      id: 1,
+      kind: 'rego',
+      path: TOKEN_EXCHANGE_RULE,
+      content,
+      enabled: true,
+      version: null,
+      tenantId: null,
+    });
+    expect(await migrate(store, MIGRATIONS)).to.include({ from });
+    return (await policyRuleRecords(store, DEFAULT_TENANT).get(1))?.content;
+  } finally {
+    await store.close();
+  }
+}
+
 /**
  * Schema step 5: the token exchange rule that bounds an exchange resting on a delegation by the
  * scopes it delegates (found 2026-11-29) replaces an earlier pack's rule where nobody edited it.
  */
 describe('Upgrading a store seeded before delegations bounded token exchange', function () {
-  const RULE = 'arbiter/token_exchange/token_exchange.rego';
-  const BEFORE = readFileSync(
-    join(dirname(fileURLToPath(import.meta.url)), 'fixtures/token-exchange-before-delegation-scopes.rego'),
-    'utf8',
-  );
-  const NOW = readFileSync(join(POLICY_PACK_DIR, RULE), 'utf8');
-
-  async function migratedFromVersion4(content: string): Promise<string | undefined> {
-    const store = await openArbiterStore('sqlite::memory:');
-    try {
-      await migrate(
-        store,
-        MIGRATIONS.filter((step) => step.to <= 4),
-      );
-      await policyRuleRecords(store, DEFAULT_TENANT).insert({
-        id: 1,
-        kind: 'rego',
-        path: RULE,
-        content,
-        enabled: true,
-        version: null,
-        tenantId: null,
-      });
-      expect(await migrate(store, MIGRATIONS)).to.include({ from: 4 });
-      return (await policyRuleRecords(store, DEFAULT_TENANT).get(1))?.content;
-    } finally {
-      await store.close();
-    }
-  }
-
   it('is replaced with the current pack when still as an earlier pack seeded it, and left alone when edited', async function () {
-    expect(NOW).not.to.equal(BEFORE);
-    expect(await migratedFromVersion4(BEFORE)).to.equal(NOW);
-    const edited = `${BEFORE}\n# an operator's note\n`;
-    expect(await migratedFromVersion4(edited)).to.equal(edited);
+    const before = fixture('token-exchange-before-delegation-scopes.rego');
+    expect(TOKEN_EXCHANGE_NOW).not.to.equal(before);
+    expect(await tokenExchangeRuleMigratedFrom(4, before)).to.equal(TOKEN_EXCHANGE_NOW);
+    const edited = `${before}\n# an operator's note\n`;
+    expect(await tokenExchangeRuleMigratedFrom(4, edited)).to.equal(edited);
   });
 });
 
@@ -177,40 +177,11 @@ describe('Upgrading a store seeded before delegations bounded token exchange', f
  * on a delegation (found 2026-11-29) replaces the rule step 5 left where nobody edited it.
  */
 describe('Upgrading a store whose token exchange rule passed authorization details on a delegation', function () {
-  const RULE = 'arbiter/token_exchange/token_exchange.rego';
-  const BEFORE = readFileSync(
-    join(dirname(fileURLToPath(import.meta.url)), 'fixtures/token-exchange-before-delegation-details.rego'),
-    'utf8',
-  );
-  const NOW = readFileSync(join(POLICY_PACK_DIR, RULE), 'utf8');
-
-  async function migratedFromVersion6(content: string): Promise<string | undefined> {
-    const store = await openArbiterStore('sqlite::memory:');
-    try {
-      await migrate(
-        store,
-        MIGRATIONS.filter((step) => step.to <= 6),
-      );
-      await policyRuleRecords(store, DEFAULT_TENANT).insert({
-        id: 1,
-        kind: 'rego',
-        path: RULE,
-        content,
-        enabled: true,
-        version: null,
-        tenantId: null,
-      });
-      expect(await migrate(store, MIGRATIONS)).to.include({ from: 6 });
-      return (await policyRuleRecords(store, DEFAULT_TENANT).get(1))?.content;
-    } finally {
-      await store.close();
-    }
-  }
-
   it('is replaced with the current pack when still as step 5 left it, and left alone when edited', async function () {
-    expect(NOW).not.to.equal(BEFORE);
-    expect(await migratedFromVersion6(BEFORE)).to.equal(NOW);
-    const edited = `${BEFORE}\n# an operator's note\n`;
-    expect(await migratedFromVersion6(edited)).to.equal(edited);
+    const before = fixture('token-exchange-before-delegation-details.rego');
+    expect(TOKEN_EXCHANGE_NOW).not.to.equal(before);
+    expect(await tokenExchangeRuleMigratedFrom(6, before)).to.equal(TOKEN_EXCHANGE_NOW);
+    const edited = `${before}\n# an operator's note\n`;
+    expect(await tokenExchangeRuleMigratedFrom(6, edited)).to.equal(edited);
   });
 });
