@@ -18,6 +18,7 @@ export {
 export { createTenantProvider } from './provider.js';
 export { CLIENTS_COLLECTION, type ClientRecord } from './clients/records.js';
 export { clientMetadata } from './clients/metadata.js';
+export { looksLikeDocumentUrl } from './register/cimd/url.js';
 export { oauthSteps, protocolRequest, type OAuthEdgeDeps, type ProtocolFraming } from './edge.js';
 export { REPEATABLE_PARAMETERS } from './shared/resources.js';
 export {

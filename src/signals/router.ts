@@ -21,9 +21,11 @@ import {
 } from './schemas.js';
 import type { PollRequest, StreamRequest, SubjectRequest } from './schemas.js';
 import {
-  enabledClientRecordId,
   EVENTS_SUPPORTED,
+  madeByEarlierClient,
   ownedByLiveClient,
+  streamOwner,
+  type StreamOwner,
   POLL,
   PUSH,
   sameSubject,
@@ -54,6 +56,8 @@ const DEFAULT_SUBJECTS = 'ALL';
 
 /** Bounds: a receiver's streams, a stream's subjects, an unanswered poll's wait step. */
 const STREAMS_PER_RECEIVER = 10;
+/** Streams of one client_id read to count its own: its own (at most STREAMS_PER_RECEIVER) and those earlier clients under it left. */
+const ORPHANS_READ_AT_MOST = 1000;
 const SUBJECTS_PER_STREAM = 1_000;
 /** SSF 1.0 §8.1.4: the least time between two verification requests of one stream. */
 export const MIN_VERIFICATION_INTERVAL_SECONDS = 5;
@@ -85,6 +89,17 @@ const READS: Operation[] = ['read', 'status_read', 'poll'];
 export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
   const router = new Router<ApiState>({ sensitive: true, strict: true });
   const streams = (ctx: ApiContext) => ssfStreams(deps.store, ctx.state.tenant.name);
+  /**
+   * How many streams the receiver holds. Those an earlier client under its client_id made are
+   * deleted first: nothing else would (the client's deletion is not Signals' to see), and they
+   * would fill its STREAMS_PER_RECEIVER for good (found 2026-11-29).
+   */
+  const ownStreams = async (ctx: ApiContext, owner: StreamOwner, receiver: string): Promise<number> => {
+    const all = await streams(ctx).find({ ownerClientId: receiver }, { limit: ORPHANS_READ_AT_MOST });
+    const earlier = all.filter((stream) => madeByEarlierClient(stream, owner));
+    for (const stream of earlier) await streams(ctx).delete(stream.id);
+    return all.length - earlier.length;
+  };
   const heldPolls = new HeldPolls();
 
   router.get(SSF_CONFIGURATION_PATH, (ctx) => {
@@ -95,17 +110,17 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
     const receiver = await receiverOf(ctx, deps, 'create');
     const body = await readJsonBody(ctx, deps.maxBodyBytes);
     assertValid<StreamRequest>(STREAM_REQUEST, body);
-    const owned = await streams(ctx).count({ ownerClientId: receiver }, undefined, STREAMS_PER_RECEIVER);
+    const owner = await streamOwner(deps.store, ctx.state.tenant.name, receiver);
+    const owned = await ownStreams(ctx, owner, receiver);
     if (owned >= STREAMS_PER_RECEIVER)
       throw new HttpError(409, 'conflict', `a receiver has at most ${STREAMS_PER_RECEIVER} streams`);
     const iss = requestIssuer(deps.issuer, ctx.state.tenant);
     const now = new Date().toISOString();
     const id = randomUUID();
-    const ownerRecordId = await enabledClientRecordId(deps.store, ctx.state.tenant.name, receiver);
     const stream: StreamRecord = {
       id,
       ownerClientId: receiver,
-      ...(ownerRecordId === null ? {} : { ownerRecordId }),
+      ...(owner.recordId === undefined ? {} : { ownerRecordId: owner.recordId }),
       iss,
       ...delivery(deps, body, iss, id),
       eventsRequested: body.events_requested ?? [],
@@ -133,7 +148,7 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
       return;
     }
     const owned = await streams(ctx).find({ ownerClientId: receiver }, { limit: STREAMS_PER_RECEIVER });
-    const owners = new Map<string, Promise<number | null>>();
+    const owners = new Map<string, Promise<StreamOwner>>();
     const live = await Promise.all(
       owned.map((each) => ownedByLiveClient(deps.store, ctx.state.tenant.name, each, owners)),
     );

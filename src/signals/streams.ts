@@ -1,4 +1,5 @@
 import { clientRecords } from '../catalog/index.js';
+import { looksLikeDocumentUrl } from '../oauth/index.js';
 import type { Store, StoredDoc } from '../store/index.js';
 import { SSF_STREAMS_COLLECTION } from './collections.js';
 
@@ -119,10 +120,27 @@ export function streamConfiguration(stream: StreamRecord, minVerificationInterva
   };
 }
 
-/** The enabled client record of `clientId` in the tenant, or null (gone, or disabled). */
-export async function enabledClientRecordId(store: Store, tenant: string, clientId: string): Promise<number | null> {
+/**
+ * What the tenant's client `clientId` is now, as a stream's owner: `live` while it is an enabled
+ * client, with the record a stream it makes is pinned to (`recordId`). A client ID metadata
+ * document is pinned to no record: its record is made anew after a day unused, and its expired
+ * record is made again on its next use, so it stays live meanwhile (as its tokens do).
+ */
+export interface StreamOwner {
+  live: boolean;
+  recordId?: number;
+}
+
+export async function streamOwner(store: Store, tenant: string, clientId: string): Promise<StreamOwner> {
   const record = await clientRecords(store, tenant).findOne({ clientId });
-  return record && record.enabled !== false ? record.id : null;
+  if (!record) return { live: looksLikeDocumentUrl(clientId) };
+  if (record.enabled === false) return { live: false };
+  return record.registrationType === 'cimd' ? { live: true } : { live: true, recordId: record.id };
+}
+
+/** A stream of `clientId` made by an earlier client record under that client_id (one deleted and made again). */
+export function madeByEarlierClient(stream: Pick<StreamRecord, 'ownerRecordId'>, owner: StreamOwner): boolean {
+  return stream.ownerRecordId !== undefined && owner.recordId !== undefined && stream.ownerRecordId !== owner.recordId;
 }
 
 /**
@@ -134,10 +152,10 @@ export async function ownedByLiveClient(
   store: Store,
   tenant: string,
   stream: Pick<StreamRecord, 'ownerClientId' | 'ownerRecordId'>,
-  owners = new Map<string, Promise<number | null>>(),
+  owners = new Map<string, Promise<StreamOwner>>(),
 ): Promise<boolean> {
   let owner = owners.get(stream.ownerClientId);
-  if (!owner) owners.set(stream.ownerClientId, (owner = enabledClientRecordId(store, tenant, stream.ownerClientId)));
-  const recordId = await owner;
-  return recordId !== null && (stream.ownerRecordId === undefined || stream.ownerRecordId === recordId);
+  if (!owner) owners.set(stream.ownerClientId, (owner = streamOwner(store, tenant, stream.ownerClientId)));
+  const now = await owner;
+  return now.live && !madeByEarlierClient(stream, now);
 }

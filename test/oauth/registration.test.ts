@@ -220,12 +220,20 @@ describe('dynamic client registration', function () {
       const clients = server.store.collection('clients', '_default');
       const record = (await clients.findOne({ clientId: made.body.client_id }))!;
       await clients.upsert({ ...record, softwareStatementJwt: await statementOf({ client_name: 'Older' }) });
+      const older = await manage(server, 'GET', made.body.client_id, made.body.registration_access_token);
       const updated = await manage(server, 'PUT', made.body.client_id, made.body.registration_access_token, {
         ...metadata,
         client_id: made.body.client_id,
         client_name: 'Updated',
       });
       expect(updated.status, JSON.stringify(updated.body)).to.equal(200);
+      // RFC 7592 §2.2: an update sends back every field the read answered, the stored statement too.
+      const echoed = await manage(server, 'PUT', made.body.client_id, updated.body.registration_access_token, {
+        ...metadata,
+        client_id: made.body.client_id,
+        software_statement: older.body.software_statement,
+      });
+      expect(echoed.status, JSON.stringify(echoed.body)).to.equal(200);
     });
 
     it('refuses a denylisted software_id as unapproved_software_statement', async function () {

@@ -211,11 +211,24 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
       'queued',
     ).to.equal(0);
 
+    // It held as many streams as a receiver may: the client made again under its client_id gets its own.
+    for (let made = 1; made < 10; made += 1)
+      await ssfStreams(server.store, TENANT).insert({
+        ...(await ssfStreams(server.store, TENANT).get(gone.body.stream_id))!,
+        id: `ssf-gone-${made}`,
+      });
     expect((await admin('DELETE', '/clients/ssf-gone')).status).to.equal(204);
     const { token: againToken } = await clientWithToken(server, 'ssf-gone', ['ssf.manage'], {}, TENANT);
     expect((await call('GET', '/ssf/streams', undefined, againToken)).body).to.deep.equal([]);
     const earlier = await call('GET', `/ssf/streams?stream_id=${gone.body.stream_id}`, undefined, againToken);
     expect(earlier.status).to.equal(404);
+    const own = await call(
+      'POST',
+      '/ssf/streams',
+      { delivery: { method: POLL }, events_requested: [SESSION_REVOKED] },
+      againToken,
+    );
+    expect(own.status, JSON.stringify(own.body)).to.equal(201);
     await call('DELETE', `/ssf/streams?stream_id=${live.body.stream_id}`);
   });
 

@@ -66,11 +66,13 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
     initialAccessToken: PresentedToken | null = null,
   ) => {
     assertTenant(ctx, body);
-    // A statement presented now must name its software; one an earlier release stored is read as it was.
-    const presented = body.software_statement !== undefined && body.software_statement !== null;
+    // A statement presented now must name its software; one an earlier release stored is read as
+    // it was, also when an update sends it back (RFC 7592 §2.2: every field the read answered).
+    const sent = body.software_statement !== undefined && body.software_statement !== null;
+    const presented = sent && body.software_statement !== existing?.softwareStatementJwt;
     const statement = await readStatement(
       statements,
-      presented ? body.software_statement : existing ? existing.softwareStatementJwt : undefined,
+      sent ? body.software_statement : existing ? existing.softwareStatementJwt : undefined,
       presented,
     );
     const metadata = withStatementSoftware(validateMetadata(body), statement?.read ?? null);
