@@ -97,8 +97,14 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
   const ownStreams = async (ctx: ApiContext, owner: StreamOwner, receiver: string): Promise<number> => {
     const all = await streams(ctx).find({ ownerClientId: receiver }, { limit: ORPHANS_READ_AT_MOST });
     const earlier = all.filter((stream) => madeByEarlierClient(stream, owner));
-    for (const stream of earlier) await streams(ctx).delete(stream.id);
+    for (const stream of earlier) await deleteStream(ctx, stream.id);
     return all.length - earlier.length;
+  };
+  /** A stream gone with what waits for it: its SETs in the outbox and in its poll queue. */
+  const deleteStream = async (ctx: ApiContext, streamId: string): Promise<void> => {
+    await streams(ctx).delete(streamId);
+    await deps.outbox.discard(Transmitter.streamKey(ctx.state.tenant.name, streamId));
+    await ssfPolled(deps.store, ctx.state.tenant.name).deleteMany({ streamId });
   };
   const heldPolls = new HeldPolls();
 
@@ -188,9 +194,7 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
     const receiver = await receiverOf(ctx, deps, 'delete');
     const stream = await ownedStream(ctx, deps, receiver, requiredStreamId(ctx.query.stream_id));
     await decide(ctx, deps, { operation: 'delete', stream });
-    await streams(ctx).delete(stream.id);
-    await deps.outbox.discard(Transmitter.streamKey(ctx.state.tenant.name, stream.id));
-    await ssfPolled(deps.store, ctx.state.tenant.name).deleteMany({ streamId: stream.id });
+    await deleteStream(ctx, stream.id);
     ctx.status = 204;
   });
 
