@@ -325,6 +325,21 @@ describe('AuthZEN Authorization API', function () {
       await policyInForce(server);
     });
 
+    // Found 2026-11-29: a search copied its context into every candidate's decision input, unbounded
+    // (a 589 KB context over 300 candidates held the event loop 1.7 s); a batch had the bound.
+    it("refuses a search whose context, once in each candidate's evaluation, is more than 4 MiB (413)", async function () {
+      for (let n = 1; n <= 6; n += 1) await server.admin('POST', '/subjects', { subjectId: `wide-${n}` });
+      const context = { big: Array.from({ length: 120_000 }, (_, index) => index) };
+      const refused = await ask('/access/v1/search/subject', {
+        subject: { type: 'user' },
+        action: { name: 'read' },
+        resource: { type: 'document', id: 'plan' },
+        context,
+      });
+      expect(refused.status, JSON.stringify(refused.body).slice(0, 200)).to.equal(413);
+      expect(refused.body.error_description).to.contain('one per candidate');
+    });
+
     it('finds the documents alice may read, and the actions bob may take on the plan', async function () {
       const resources = await ask('/access/v1/search/resource', {
         subject: { type: 'user', id: 'alice' },
