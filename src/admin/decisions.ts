@@ -14,7 +14,7 @@ import {
 } from '../policy/index.js';
 import { storeTenant } from '../tenancy/index.js';
 import { auditEntryOf } from './audit-routes.js';
-import type { AdminContext } from './state.js';
+import { callerOf, type AdminContext } from './state.js';
 
 export interface DecisionRouteOptions {
   policy: Pick<PolicyEngine, 'explain' | 'revisions'>;
@@ -107,7 +107,7 @@ export function decisionRoutes(router: Router, options: DecisionRouteOptions): v
     if (problem) throw badRequest(`input is not a valid ${body.point} input: ${problem}`, { field: 'input' });
     const explanation = await explaining(() => options.policy.explain(body.point, input as DecisionInput));
     record(ctx, explanation, input as DecisionInput);
-    ctx.body = { ...explanation, policyRevision: await options.policy.revisions() };
+    ctx.body = { ...shownTo(ctx, explanation), policyRevision: await options.policy.revisions() };
   });
 
   router.post('/audit-logs/:id/replay', async (ctx) => {
@@ -118,7 +118,7 @@ export function decisionRoutes(router: Router, options: DecisionRouteOptions): v
     const replays = await explaining(async () => {
       const done = [];
       for (const { point, input, then } of asked) {
-        const now = await options.policy.explain(point, input);
+        const now = shownTo(ctx, await options.policy.explain(point, input));
         done.push({ point, then, now, differences: differencesOf(then, now) });
       }
       return done;
@@ -138,6 +138,24 @@ export function decisionRoutes(router: Router, options: DecisionRouteOptions): v
       policyRevision: await options.policy.revisions(),
     };
   });
+}
+
+/**
+ * What a key confined to tenants may not read through GET /policy-rules (the shared policy), it
+ * does not read here either: OPA's trace (the rules' bodies) and the Cedar policies' text are
+ * left out; the rules hit, their locations and the policies' ids stay. Found 2026-11-29: a
+ * confined read-only key read the text of any shared policy its made-up input made apply.
+ */
+function shownTo(ctx: AdminContext, explanation: DecisionExplanation): DecisionExplanation {
+  if (!callerOf(ctx).tenants) return explanation;
+  const { rego, cedar } = explanation.engines;
+  return {
+    ...explanation,
+    engines: {
+      rego: { ...rego, trace: [] },
+      cedar: { ...cedar, policies: cedar.policies.map(({ id }) => ({ id, text: '' })) },
+    },
+  };
 }
 
 /** The playground's own audit entry holds what it evaluated, as a protocol request's does. */

@@ -54,6 +54,29 @@ describe('Admin API decision playground and replay', function () {
       expect(response.body.policyRevision).to.have.keys('store', 'opa', 'inProcess');
     });
 
+    // Found 2026-11-29: a confined key read here the shared rules' bodies and policies' text that GET /policy-rules refuses it.
+    it('shows a key confined to tenants the verdicts and the rules hit, never the source of the policy', async function () {
+      const made = await server.admin('POST', '/api-keys', {
+        name: `playground-confined-${Date.now()}`,
+        role: 'read-only',
+        tenants: ['_default'],
+      });
+      expect(made.status, JSON.stringify(made.body)).to.equal(201);
+      const response = await server.request('/admin/api/decisions', {
+        method: 'POST',
+        key: made.body.key,
+        json: { point: 'token', input: allowedEntry.policyInput },
+      });
+      const body = (await response.json()) as any;
+      expect(response.status, JSON.stringify(body).slice(0, 300)).to.equal(200);
+      expect(body.decision).to.include({ allow: true });
+      expect(body.engines.rego.rules.map((hit: { rule: string }) => hit.rule)).to.include(
+        'data.arbiter.token.decision',
+      );
+      expect(body.engines.rego.trace, 'the rules bodies').to.deep.equal([]);
+      for (const policy of body.engines.cedar.policies) expect(policy.text, policy.id).to.equal('');
+    });
+
     it('records its own audit entry with the decision and its point, and issues nothing', async function () {
       const before = (await server.admin('GET', '/audit-logs?endpoint=/token&size=1')).body.totalElements;
       await server.admin('POST', '/decisions', { point: 'token', input: allowedEntry.policyInput });
