@@ -47,15 +47,18 @@ export function adminApi(
     // compiled, and tried on the contract's examples and the inputs recently recorded in the audit log.
     checks: {
       'policy-rules': async (rule, { tenantId, existing }) =>
-        (await fileChecks['policy-rules'](rule)) ??
-        policy.bundleProblemWith({
-          collection: 'rules',
-          record: rule,
+        toldTo(
           tenantId,
-          replacesId: existing?.id,
-          recordedInputs,
-          shadow: rule.mode === 'shadow',
-        }),
+          (await fileChecks['policy-rules'](rule)) ??
+            (await policy.bundleProblemWith({
+              collection: 'rules',
+              record: rule,
+              tenantId,
+              replacesId: existing?.id,
+              recordedInputs,
+              shadow: rule.mode === 'shadow',
+            })),
+        ),
       'policy-data': async (data, { tenantId, existing }) =>
         (await fileChecks['policy-data'](data)) ??
         policy.bundleProblemWith({
@@ -108,4 +111,19 @@ export function adminApi(
 
 function isBundled(record: { tenantId?: unknown; version?: unknown; mode?: unknown }): boolean {
   return !record.tenantId && !record.version && record.mode !== 'shadow';
+}
+
+/**
+ * A tenant's rule is checked beside the shared rules (so that it may use their helpers), and OPA's
+ * detail lines under each error describe them: the names, keys and types of the shared rules' data
+ * (found 2026-11-29: a key confined to a tenant read the keys of a shared rule's object, which GET
+ * /policy-rules refuses it). A tenant rule's problem keeps the error lines, which name the
+ * candidate's own code; the shared policy's author sees everything.
+ */
+function toldTo(tenantId: string | null, problem: string | null): string | null {
+  if (tenantId === null || problem === null) return problem;
+  return problem
+    .split('\n')
+    .filter((line) => !/^\s/.test(line))
+    .join('\n');
 }
