@@ -1,7 +1,7 @@
 import type { DelegationGrantInput } from '../policy/index.js';
 import {
-  EVENT_LOOP_PACE,
   inPacedSteps,
+  ROW_BY_ROW_PACE,
   TurnReads,
   type CollectionSpec,
   type Filter,
@@ -230,7 +230,7 @@ export async function revokeDelegationsOf(store: Store, tenant: string, anchor: 
         if (await collection.update(record.id, ended, { revokedAt: null })) revoked += 1;
       }
       return batch.length;
-    }, EVENT_LOOP_PACE);
+    }, ROW_BY_ROW_PACE);
   return revoked;
 }
 

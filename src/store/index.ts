@@ -14,5 +14,5 @@ export {
 export { ClockSkew } from './clock.js';
 export { PROCESS_ID, ProcessShares } from './process-shares.js';
 export { BatchWriter, windowsReadByTurn } from './batches.js';
-export { EVENT_LOOP_PACE, inPacedSteps } from './paced.js';
+export { EVENT_LOOP_PACE, inPacedSteps, ROW_BY_ROW_PACE } from './paced.js';
 export { pageAfter, pagesByKey } from './paged.js';
