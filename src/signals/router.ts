@@ -25,6 +25,7 @@ import {
   madeByEarlierClient,
   ownedByLiveClient,
   streamOwner,
+  streamsOfLiveOwners,
   type StreamOwner,
   POLL,
   PUSH,
@@ -154,11 +155,7 @@ export function signalsRouter(deps: SignalsDeps): RoutedApi<ApiState> {
       return;
     }
     const owned = await streams(ctx).find({ ownerClientId: receiver }, { limit: STREAMS_PER_RECEIVER });
-    const owners = new Map<string, Promise<StreamOwner>>();
-    const live = await Promise.all(
-      owned.map((each) => ownedByLiveClient(deps.store, ctx.state.tenant.name, each, owners)),
-    );
-    const all = owned.filter((_, index) => live[index]);
+    const all = await streamsOfLiveOwners(deps.store, ctx.state.tenant.name, owned);
     for (const stream of all) await decide(ctx, deps, { operation: 'read', stream });
     ctx.body = all.map((stream) => streamConfiguration(stream, MIN_VERIFICATION_INTERVAL_SECONDS));
   });

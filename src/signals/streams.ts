@@ -159,3 +159,14 @@ export async function ownedByLiveClient(
   const now = await owner;
   return now.live && !madeByEarlierClient(stream, now);
 }
+
+/** Of these streams, those still owned by their live client (ownedByLiveClient), each owner read once. */
+export async function streamsOfLiveOwners<T extends Pick<StreamRecord, 'ownerClientId' | 'ownerRecordId'>>(
+  store: Store,
+  tenant: string,
+  streams: readonly T[],
+): Promise<T[]> {
+  const owners = new Map<string, Promise<StreamOwner>>();
+  const live = await Promise.all(streams.map((stream) => ownedByLiveClient(store, tenant, stream, owners)));
+  return streams.filter((_, index) => live[index]);
+}

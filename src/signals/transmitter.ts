@@ -10,7 +10,7 @@ import {
   PUSH,
   sameSubject,
   ssfStreams,
-  type StreamOwner,
+  streamsOfLiveOwners,
   type StreamRecord,
   type SubjectId,
 } from './streams.js';
@@ -84,9 +84,7 @@ export class Transmitter {
   async emit(tenant: string, events: readonly SignalEvent[]): Promise<number> {
     if (events.length === 0) return 0;
     const all = await ssfStreams(this.deps.store, tenant).find({}, { limit: 10_000 });
-    const owners = new Map<string, Promise<StreamOwner>>();
-    const live = await Promise.all(all.map((stream) => ownedByLiveClient(this.deps.store, tenant, stream, owners)));
-    const streams = all.filter((_, index) => live[index]);
+    const streams = await streamsOfLiveOwners(this.deps.store, tenant, all);
     const entries = events.flatMap((event) =>
       streams.flatMap((stream) => {
         const identifiers = identifiersOf(event.party, stream.iss);
