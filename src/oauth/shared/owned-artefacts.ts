@@ -2,7 +2,7 @@ import type { AdapterPayload } from 'oidc-provider';
 import { remainingArtefacts, revokeArtefacts, type ArtefactOwners } from '../../../adapters/oidc/index.js';
 import { subjectRecords } from '../../catalog/index.js';
 import { activeDelegationIds, revokeDelegationsOf } from '../../delegation/index.js';
-import { EVENT_LOOP_PACE, inPacedSteps, pageAfter, type Store } from '../../store/index.js';
+import { inPacedSteps, pageAfter, ROW_BY_ROW_PACE, type Store } from '../../store/index.js';
 import { deleteTicketsOf, umaResources } from '../../uma/index.js';
 import { permissionsOf } from '../token/grants/uma-ticket/permissions.js';
 import { delegationIdsOf, exchangedFromOf } from '../token/grants/token-exchange/access-token.js';
@@ -88,12 +88,13 @@ export async function revokeIdentityProviderArtefacts(
   const subjects = subjectRecords(store, tenant);
   let revoked = 0;
   let last: number | undefined;
+  // A revocation per subject, one after another: row by row (ROW_BY_ROW_PACE), as delegation updates are.
   await inPacedSteps(async (limit) => {
     const page = await pageAfter(subjects, { identityProviderId }, last, 0, limit);
     for (const subject of page) revoked += await revokeSubjectArtefacts(store, tenant, subject.subjectId);
     last = page.at(-1)?.id;
     return page.length;
-  }, EVENT_LOOP_PACE);
+  }, ROW_BY_ROW_PACE);
   return revoked;
 }
 
