@@ -181,6 +181,8 @@ class Primary {
       POLICY_BUNDLE_TOKEN: this.config.policyBundleToken,
       [STANDBY_ENV]: standby ? '1' : '0',
     });
+    // Any other failure of its channel or process: said, never an unhandled 'error' that stops the primary.
+    worker.on('error', (error: Error) => this.log.warn({ worker: worker.id, err: error }, 'a worker process failed'));
     worker.on('message', (message: unknown) => {
       if (isWorkerMessage(message)) void this.receive(worker, message);
     });
@@ -405,8 +407,17 @@ class Primary {
     for (const worker of Object.values(cluster.workers ?? {})) if (worker) this.send(worker, message);
   }
 
+  /**
+   * A message to a worker whose channel fails as it goes (it exits, or was killed) is lost, and
+   * its exit handled as any: with no callback, Node would raise the failure as an 'error' event
+   * of the worker, which nothing listens to, and that stops the primary (exit code 1).
+   */
   private send(worker: Worker, message: PrimaryMessage): void {
-    if (worker.isConnected()) worker.send(message);
+    if (!worker.isConnected()) return;
+    worker.send(message, undefined, (error: Error | null) => {
+      if (error)
+        this.log.debug({ worker: worker.id, kind: message.kind, err: error }, 'a message to a worker was lost');
+    });
   }
 
   /** Every worker drains and exits (killed if it takes too long), then OPA stops. */

@@ -167,7 +167,12 @@ export class WorkerLink {
     });
   }
 
+  /**
+   * A message the channel fails to carry (the primary is gone) is lost: a request waiting for its
+   * answer times out. With no callback, Node would raise the failure as an 'error' event of the
+   * process, which would stop this worker in the middle of its drain.
+   */
   private send(message: WorkerMessage): void {
-    if (process.connected) process.send?.(message);
+    if (process.connected) process.send?.(message, undefined, undefined, () => undefined);
   }
 }

@@ -186,8 +186,17 @@ describe('batched audit writer', function () {
       rmSync(dataDir, { recursive: true, force: true });
     });
 
-    const start = (workers = '1') =>
-      startServerProcess({ port, dataDir, env: { AUTH_FAILURE_LIMIT: '1000000', WORKERS: workers } });
+    // What the server logged at warn and above: why it stopped as it did, when it did not exit cleanly.
+    let output = '';
+    const start = (workers = '1') => {
+      output = '';
+      return startServerProcess({
+        port,
+        dataDir,
+        env: { AUTH_FAILURE_LIMIT: '1000000', WORKERS: workers, LOG_LEVEL: 'warn' },
+        onOutput: (chunk) => (output += chunk),
+      });
+    };
     const admin = (method: string, path: string, body?: unknown, requestId?: string) =>
       fetch(`${url}/admin/api${path}`, {
         method,
@@ -260,7 +269,7 @@ describe('batched audit writer', function () {
         running.kill('SIGTERM');
         const [code, signal] = await exit;
         await Promise.all(workers);
-        expect({ code, signal }, 'a clean exit').to.deep.equal({ code: 0, signal: null });
+        expect({ code, signal }, `a clean exit: ${output.slice(-3000)}`).to.deep.equal({ code: 0, signal: null });
         expect(unexpected).to.deep.equal([]);
 
         child = await start();
