@@ -114,7 +114,7 @@ export async function startServer(config: Config, log: Logger, options: ServerOp
   const { store, sealer } = prepared;
   let appReady: (handler: Handler) => void = () => undefined;
   const app = new Promise<Handler>((resolve) => (appReady = resolve));
-  let handle: Handler = (request, response) => starting(request, response, app);
+  let handle: Handler = (request, response) => starting(request, response, app, worker !== undefined);
   const inFlight = new InFlight();
   const track = (request: IncomingMessage, response: ServerResponse) => inFlight.track(request, response, handle);
   // TLS_CERT_FILE: the public listener speaks HTTPS itself and sees clients' certificates (RFC 8705).
@@ -402,14 +402,36 @@ class InFlight {
 }
 
 /**
+ * How long a request a worker was handed before its app is built waits for it: a worker's start
+ * after it listens takes about a second, several on a loaded machine.
+ */
+const STARTING_WAIT_MS = 10_000;
+
+/**
  * Answers requests that arrive before the app is built: 503, but for OPA's first bundle poll,
  * which waits for the app instead (OPA starts before it, and would log a failed bundle load).
+ * A worker's requests wait too, up to STARTING_WAIT_MS: the primary hands a worker connections
+ * once it listens, and a connection it handed to this one cannot go to another that is up (found
+ * 2026-11-29: a standby taking a dead worker's place answered new connections 503 meanwhile).
  */
-function starting(request: IncomingMessage, response: ServerResponse, app: Promise<Handler>): void {
+function starting(request: IncomingMessage, response: ServerResponse, app: Promise<Handler>, wait: boolean): void {
   if (request.url?.startsWith(BUNDLE_PATH)) {
     void app.then((handle) => handle(request, response));
     return;
   }
+  if (!wait) return answerStarting(response);
+  let timer: NodeJS.Timeout | undefined;
+  void Promise.race([
+    app,
+    new Promise<null>((resolve) => (timer = setTimeout(() => resolve(null), STARTING_WAIT_MS))),
+  ]).then((handle) => {
+    clearTimeout(timer);
+    if (handle) handle(request, response);
+    else answerStarting(response);
+  });
+}
+
+function answerStarting(response: ServerResponse): void {
   response.writeHead(503, { 'content-type': 'application/json', 'retry-after': '1' });
   response.end(JSON.stringify({ error: 'temporarily_unavailable', error_description: 'the server is starting' }));
 }
