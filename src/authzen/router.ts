@@ -139,7 +139,7 @@ function metadata(pdp: string): Record<string, unknown> {
 async function askerOf(ctx: ApiContext, deps: AuthzenDeps): Promise<Asker> {
   const tenant = ctx.state.tenant.name;
   const basic = await deps.clients(ctx);
-  const caller = basic ?? (await deps.callers(ctx, { scope: 'authzen' }));
+  const caller = basic ?? (await deps.callers(ctx, { scope: 'authzen', audience: AUTHZEN_TYPE }));
   const client = await deps.parties.client(tenant, caller.clientId, basic ? basic.method : 'bearer');
   if (!client) throw new HttpError(401, 'invalid_client', 'the client of this token no longer exists');
   if (basic && !entitled(client))

@@ -39,7 +39,7 @@ export interface DelegationDeps extends Omit<UmaDeps, 'ticketSeconds' | 'resourc
 export function delegationRouter(deps: DelegationDeps): RoutedApi<ApiState> {
   const router = new Router<ApiState>({ sensitive: true, strict: true });
   const ownerOf = async (ctx: ApiContext): Promise<DelegationOwner> => {
-    const caller = await deps.callers(ctx, { scope: 'delegation_management' });
+    const caller = await deps.callers(ctx, { scope: 'delegation_management', audience: 'urn:as:delegation' });
     return { sub: caller.sub, clientId: caller.clientId };
   };
   const owned = async (ctx: ApiContext, owner: DelegationOwner): Promise<DelegationRecord> => {

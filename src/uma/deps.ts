@@ -40,8 +40,15 @@ export interface TokenCaller {
 export interface TokenRequirement {
   /** The scope the API needs; where several are listed, any one of them will do. */
   scope: string | readonly string[];
-  /** The resource indicator the token must have been issued for, when the API asks for one. */
+  /**
+   * The API's own resource indicator (urn:as:…). A token issued for a resource server must have
+   * been issued for this API or for this server (its issuer): one issued for another resource
+   * server is refused, which could otherwise call the API with a token handed to it (RFC 8707 §2).
+   * A token issued for no resource server is taken, unless `audienceRequired`.
+   */
   audience?: string;
+  /** The token must have been issued for `audience` (UMA's protection API token: spec, Authentication rule 3). */
+  audienceRequired?: boolean;
   /**
    * A token without the scope (or for another audience) is 403 insufficient_scope (RFC 6750
    * §3.1); `invalid_token` makes it a 401 like an inactive one, as /introspect answers.

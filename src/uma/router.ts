@@ -6,7 +6,7 @@ import { resourceRegistrationRoutes } from './registration.js';
 import type { ResourceOwner } from './resources.js';
 
 /** Spec, Authentication rule 3: a protection API token carries uma_protection and was issued for urn:as:introspect. */
-export const PROTECTION = { scope: 'uma_protection', audience: 'urn:as:introspect' } as const;
+export const PROTECTION = { scope: 'uma_protection', audience: 'urn:as:introspect', audienceRequired: true } as const;
 
 /** The UMA protection API: resource registration and permission tickets, both behind a PAT. */
 export function umaRouter(deps: UmaDeps): RoutedApi<ApiState> {

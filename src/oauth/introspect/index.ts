@@ -20,8 +20,16 @@ import { answersWithJwt, INTROSPECTION_JWT_TYPE } from './jwt.js';
 import { INACTIVE, introspectionBody, isSingleUse } from './response.js';
 import { findIntrospectedToken } from './token.js';
 
-/** A Bearer caller: a valid access token of this tenant with one of these scopes; any other is 401 invalid_token. */
-const BEARER_CALLER: TokenRequirement = { scope: ['introspection', 'uma_protection'], lackingScope: 'invalid_token' };
+/**
+ * A Bearer caller: a valid access token of this tenant with one of these scopes, issued for
+ * introspection's resource indicator (as UMA's protection tokens are), this server or none; any
+ * other is 401 invalid_token.
+ */
+const BEARER_CALLER: TokenRequirement = {
+  scope: ['introspection', 'uma_protection'],
+  audience: 'urn:as:introspect',
+  lackingScope: 'invalid_token',
+};
 
 /** oidc-provider's name of the route: client assertions may name its URL as their audience. */
 const ROUTE_NAME = 'introspection';

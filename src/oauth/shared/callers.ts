@@ -72,14 +72,9 @@ export function tokenCallers(providerFor: (tenant: Tenant) => Provider, mtls: Mt
       throw invalidToken(ctx, 'the access token is bound to a client certificate this request did not present');
     markAuthenticated(ctx.state);
     const scopes: string[] = typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [];
-    const audiences = [token.aud].flat().filter((aud): aud is string => typeof aud === 'string');
     const accepted = [requirement.scope].flat();
-    if (
-      !scopes.some((scope) => accepted.includes(scope)) ||
-      (requirement.audience && !audiences.includes(requirement.audience))
-    ) {
+    if (!scopes.some((scope) => accepted.includes(scope)) || !issuedForThisApi(token.aud, provider.issuer, requirement))
       throw lackingScope(ctx, accepted, requirement);
-    }
     return {
       clientId: token.clientId as string,
       sub: typeof token.accountId === 'string' ? token.accountId : null,
@@ -88,12 +83,26 @@ export function tokenCallers(providerFor: (tenant: Tenant) => Provider, mtls: Mt
   };
 }
 
+/**
+ * Whether a token's audience lets it call the API: issued for the API's resource indicator or for
+ * this server (its issuer; an authorization_details token is), or, unless the API requires its
+ * own, for no resource server at all. Never one issued for another resource server, which holds
+ * it and could otherwise call the API as the client, or as the user (RFC 8707 §2, RFC 9068 §4).
+ */
+function issuedForThisApi(aud: unknown, issuer: string, { audience, audienceRequired }: TokenRequirement): boolean {
+  const audiences = [aud].flat().filter((value): value is string => typeof value === 'string');
+  if (audienceRequired) return audience !== undefined && audiences.includes(audience);
+  return audiences.every((value) => value === audience || value === issuer);
+}
+
 function lackingScope(
   ctx: ArbiterContext,
   accepted: string[],
-  { audience, lackingScope: answer }: TokenRequirement,
+  { audience, audienceRequired, lackingScope: answer }: TokenRequirement,
 ): Error {
-  const target = audience ? ` issued for resource ${audience}` : '';
+  const target = audienceRequired
+    ? ` issued for resource ${audience}`
+    : ` issued for ${audience ? `resource ${audience}, ` : ''}this server or no resource server`;
   const description = `this API requires an access token with scope ${accepted.join(' or ')}${target}`;
   return answer === 'invalid_token'
     ? invalidToken(ctx, description)
