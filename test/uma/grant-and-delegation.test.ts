@@ -543,6 +543,28 @@ describe('UMA grant and the delegation store', function () {
       // printer-service exchanges its own token again: that one rests on the delegation too.
       const again = await exchange(exchanged.body.access_token);
       expect(again.status, JSON.stringify(again.body)).to.equal(200);
+      // Found 2026-11-29: exchanged again, its token counted as printer-service's own, for any target.
+      const elsewhereAgain = await exchange(exchanged.body.access_token, { resource: 'https://bank.example.test/' });
+      expect(elsewhereAgain.status, JSON.stringify(elsewhereAgain.body)).to.equal(400);
+      expect(elsewhereAgain.body.error_description).to.contain('delegat');
+      // Found 2026-11-29: as a claim token it made printer-service alice, the owner of every resource of hers.
+      const ticket = (
+        await api(server, 'POST', '/permission', alicePat, [{ resource_id: album, resource_scopes: ['view', 'edit'] }])
+      ).body.ticket as string;
+      const asAlice = await postForm(
+        server,
+        '/token',
+        {
+          grant_type: UMA_GRANT,
+          ticket,
+          claim_token: exchanged.body.access_token,
+          claim_token_format: ACCESS_TOKEN_FORMAT,
+        },
+        { Authorization: basic('printer-service', printerSecret) },
+      );
+      expect(asAlice.status, JSON.stringify(asAlice.body)).to.equal(400);
+      expect(asAlice.body).to.include({ error: 'invalid_grant' });
+      expect(asAlice.body.error_description).to.contain('delegation');
       for (const token of [exchanged.body.access_token, again.body.access_token]) {
         const shown = (await introspect(token)).body;
         expect(shown).to.include({ active: true, sub: 'alice', client_id: 'printer-service', scope: 'print' });

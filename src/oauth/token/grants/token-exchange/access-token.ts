@@ -39,6 +39,7 @@ export async function resolveAccessToken(
   const accountId = typeof token.accountId === 'string' ? token.accountId : null;
   const aud = Array.isArray(token.aud) ? token.aud[0] : token.aud;
   const binding = bindingOf(token);
+  const delegations = delegationIdsOf(token.extra);
   return {
     token: {
       token_type: ACCESS_TOKEN_TYPE,
@@ -58,6 +59,7 @@ export async function resolveAccessToken(
     authorizationDetails: carriedDetails(token),
     restsOn: [...exchangedFrom, artefactKey(token.kind, token.jti)],
     ...(typeof token.extra?.[SUBJECT_ISSUER] === 'string' ? { subjectIssuer: token.extra[SUBJECT_ISSUER] } : {}),
+    ...(delegations.length ? { delegations } : {}),
   };
 }
 

@@ -79,10 +79,34 @@ export async function decideExchange(
     actor_token: actor?.token ?? null,
     time: new Date().toISOString(),
   };
+  const carried = delegationsCarried(input, resolved, client.clientId);
   const outcome = await deps.policy.decide('token_exchange', input);
   rememberDecision(ctx, outcome);
   enforce.oauth(outcome);
-  return { outcome, delegations: delegationsRestedOn(input, client.clientId) };
+  return { outcome, delegations: [...new Set([...delegationsRestedOn(input, client.clientId), ...carried])] };
+}
+
+/**
+ * A token this client was issued on its user's delegations, exchanged again: it still stands for
+ * what they delegate, so the exchange is for a resource server of the delegated resources (as the
+ * first one was), and the token issued rests on those of them that still hold there. Found
+ * 2026-11-29: the policy saw the client's own token, and let it be exchanged for any target.
+ */
+function delegationsCarried(
+  input: PointInputs['token_exchange'],
+  resolved: ResolvedSubject,
+  clientId: string,
+): string[] {
+  if (!resolved.delegations || resolved.token.client_id !== clientId) return [];
+  const carried = (input.delegations ?? [])
+    .map((grant) => grant.delegation_id)
+    .filter((id) => resolved.delegations!.includes(id));
+  if (carried.length === 0)
+    throw new errors.CustomOIDCProviderError(
+      'invalid_target',
+      'the subject token was issued on a delegation: it is exchanged only for the resource server of the delegated resources, while a delegation lasts',
+    );
+  return carried;
 }
 
 /**

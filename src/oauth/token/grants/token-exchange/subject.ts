@@ -15,6 +15,11 @@ export interface ResolvedSubject {
   restsOn?: string[];
   /** The external issuer whose ID token said who the user is, at the start of the chain (SUBJECT_ISSUER). */
   subjectIssuer?: string;
+  /**
+   * An access token issued on its user's delegations to its client (DELEGATION_IDS): it stands for
+   * what they delegate, not for the user, as a claim token, nor when it is exchanged again.
+   */
+  delegations?: string[];
 }
 
 /** An external ID token is bound to nothing Arbiter can check; it is verified by its signature alone. */

@@ -143,6 +143,13 @@ async function requestingParty(
   if (resolved.token.client_id !== clientId)
     throw new errors.CustomOIDCProviderError('invalid_grant', 'the claim token was not issued to this client');
   assertKeyHeld(resolved.binding, held, 'claim');
+  // Issued on the user's delegations to this client: it stands for what they delegate, and the
+  // user would be the owner of every resource of theirs (found 2026-11-29: an RPT for all of them).
+  if (resolved.delegations)
+    throw new errors.CustomOIDCProviderError(
+      'invalid_grant',
+      "the claim token was issued on a delegation to this client: it does not stand for the delegation's owner",
+    );
   if (!resolved.subject)
     throw new errors.CustomOIDCProviderError('invalid_grant', 'the claim token does not stand for a user');
   return resolved.subject;
