@@ -92,6 +92,8 @@ class Primary {
   private opaStarting: Promise<OpaLocation | null> | null = null;
   private opaLocation: OpaLocation | null = null;
   private stopping = false;
+  /** The stop under way: a second signal (SIGINT after SIGTERM) waits for the same one, not exits before the workers drained. */
+  private closing: Promise<void> | null = null;
   private everReady = false;
   private listening: RunningPrimary['listening'] | null = null;
   private readonly compiler: WasmCompiler;
@@ -184,7 +186,13 @@ class Primary {
     // Any other failure of its channel or process: said, never an unhandled 'error' that stops the primary.
     worker.on('error', (error: Error) => this.log.warn({ worker: worker.id, err: error }, 'a worker process failed'));
     worker.on('message', (message: unknown) => {
-      if (isWorkerMessage(message)) void this.receive(worker, message);
+      if (isWorkerMessage(message))
+        this.receive(worker, message).catch((error: unknown) =>
+          this.log.error(
+            { worker: worker.id, kind: message.kind, err: error },
+            "a worker's message could not be handled",
+          ),
+        );
     });
     worker.once('exit', (code, signal) => {
       const slot = this.slots.find((each) => each.worker === worker);
@@ -421,8 +429,12 @@ class Primary {
   }
 
   /** Every worker drains and exits (killed if it takes too long), then OPA stops. */
-  private async close(): Promise<void> {
-    if (this.stopping) return;
+  private close(): Promise<void> {
+    this.closing ??= this.stopEverything();
+    return this.closing;
+  }
+
+  private async stopEverything(): Promise<void> {
     this.stopping = true;
     for (const slot of this.slots) if (slot.restart) clearTimeout(slot.restart);
     if (this.standbyRetry) clearTimeout(this.standbyRetry);
