@@ -141,7 +141,11 @@ export class ManagedOpa {
     if (this.healthTimer) clearTimeout(this.healthTimer);
     process.off('exit', this.killOnExit);
     await this.terminate();
-    if (this.configDir) await rm(this.configDir, { recursive: true, force: true });
+    // A leftover folder is not worth a failed stop (exit code 1): the next start cleans up after it.
+    if (this.configDir)
+      await rm(this.configDir, { recursive: true, force: true, maxRetries: 3 }).catch((error: unknown) =>
+        this.options.log.warn({ err: error, dir: this.configDir }, "the managed OPA's folder could not be removed"),
+      );
     this.configDir = null;
   }
 
