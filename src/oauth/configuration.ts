@@ -22,6 +22,7 @@ import { logoutPages } from './end-session/pages.js';
 import { dpopNonces } from './shared/dpop-nonces.js';
 import { fapi2Security, withPs256Keys } from './fapi/index.js';
 import { mutualTls } from './mtls/index.js';
+import { DEFAULT_TENANT } from '../store/index.js';
 
 /**
  * The protocol surface the spec allows: code flow only, RS256, the spec's paths and scopes. The
@@ -55,15 +56,37 @@ const protocol: ConfigurationSlice = ({ vocabulary }) => ({
  * of tenants reached by path on one host never overwrite each other's (nor the shared issuer's).
  * The interaction cookies keep oidc-provider's own paths (one interaction's URL each, below the
  * tenant's path already): given the tenant's path, two sign-ins under way in one browser shared
- * one cookie, and the first to finish failed.
+ * one cookie, and the first to finish failed. Every provider but the default tenant's names its
+ * cookies after itself (tenantCookieNames).
  */
-const secrets: ConfigurationSlice = ({ secrets: { jwks, cookieKeys }, basePath }) => ({
+const secrets: ConfigurationSlice = ({ secrets: { jwks, cookieKeys }, basePath, tenant }) => ({
   jwks: { keys: withPs256Keys(jwks.keys) },
   cookies: {
     keys: cookieKeys,
     ...(basePath ? { long: { path: basePath } } : {}),
+    ...tenantCookieNames(tenant, basePath),
   },
 });
+
+/**
+ * The cookie names of a tenant's provider: oidc-provider's own for the default tenant's (sessions
+ * signed in before stay), `<name>~<tenant>` for a tenant named by X-Tenant-Id and
+ * `<name>~t~<tenant>` for one reached by path (`~` is in no tenant id). A cookie at `/` goes with
+ * every request below it: under one name, a provider that could not check another's signature
+ * deleted it (found 2026-11-29: one visit to /t/<tenant>/authorize signed the browser out of the
+ * default tenant), and the tenants named by X-Tenant-Id, all at `/`, overwrote each other's session.
+ */
+export function tenantCookieNames(tenant: string, basePath: string): { names?: Record<string, string> } {
+  if (tenant === DEFAULT_TENANT && !basePath) return {};
+  const suffix = basePath ? `~t~${tenant}` : `~${tenant}`;
+  return {
+    names: {
+      session: `_session${suffix}`,
+      interaction: `_interaction${suffix}`,
+      resume: `_interaction_resume${suffix}`,
+    },
+  };
+}
 
 /** oidc-provider's lifetimes from configuration (README documents the defaults); the bench's baseline takes the same. */
 export function providerTtl(ttl: TtlConfig): Configuration['ttl'] {
