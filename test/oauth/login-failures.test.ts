@@ -145,7 +145,7 @@ describe('Sign-in: choosing the upstream provider, and failures', () => {
 
       expect(first.url.searchParams.get('code')).to.be.a('string');
       expect(replay.status).to.equal(400);
-      expect(JSON.parse(replay.body!).error_description).to.match(/unknown, expired or already completed/);
+      expect(JSON.parse(replay.body!).error_description).to.match(/unknown, expired, already completed/);
     });
 
     it('keeps one pending upstream sign-in per interaction, however often its page is loaded', async () => {

@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { randomBytes } from 'node:crypto';
 import type { Next } from 'koa';
 import type { ArbiterContext, ArbiterMiddleware, OAuthRequestState } from '../state.js';
 import type Provider from 'oidc-provider';
@@ -7,7 +8,7 @@ import type { Config } from '../../config/index.js';
 import { badRequest } from '../../http/errors.js';
 import { outboundOptionsOf } from '../../http/outbound.js';
 import type { Logger } from '../../log/index.js';
-import type { Sealer, Store } from '../../store/index.js';
+import { storageDigest, type Sealer, type Store } from '../../store/index.js';
 import type { TenantProviders } from '../providers.js';
 import { grantConsent } from './consent.js';
 import { SignInError } from './errors.js';
@@ -95,8 +96,38 @@ async function sendUpstream(
   const checks = newChecks();
   const redirectUri = callbackOf(ctx, deps, idp.sharedCallback ? undefined : idp.idpId);
   const destination = await upstream.authorizationUrl(idp, redirectUri, checks, upstreamHints(interaction));
-  await new UpstreamLogins(deps.store, ctx.state.tenant.name).begin(uid, idp.id, redirectUri, checks);
+  const browser = randomBytes(32).toString('base64url');
+  await new UpstreamLogins(deps.store, ctx.state.tenant.name).begin(uid, idp.id, redirectUri, checks, browser);
+  ctx.cookies.set(browserCookieName(checks.state), browser, browserCookie(ctx, deps, UPSTREAM_LOGIN_COOKIE_MS));
   return destination;
+}
+
+/** As long as an upstream login is kept (upstream-logins.ts). */
+const UPSTREAM_LOGIN_COOKIE_MS = 10 * 60_000;
+
+/**
+ * The browser binding of an upstream sign-in: a random value in a cookie only the callback path
+ * sees, its digest kept with the login, so that the callback redeems the code only for the
+ * browser that was sent upstream. Found 2026-11-29: the state alone bound it, so an attacker who
+ * began a sign-in and had a victim open its upstream URL (a genuine link of the identity
+ * provider) got the victim's sign-in finished in the attacker's interaction: the victim's account
+ * at the client, and a session as the victim (session swapping, RFC 9700 §4.7). One cookie per
+ * sign-in (named after its state's digest), so that sign-ins in two tabs each finish.
+ */
+function browserCookieName(state: string): string {
+  return `_upstream~${storageDigest(state).slice(0, 16)}`;
+}
+
+function browserCookie(ctx: ArbiterContext, deps: InteractionDeps, maxAge: number) {
+  return {
+    path: new URL(callbackOf(ctx, deps)).pathname,
+    httpOnly: true,
+    // Sent on the identity provider's top-level redirect back here.
+    sameSite: 'lax',
+    secure: deps.config.issuer.startsWith('https://'),
+    maxAge,
+    overwrite: true,
+  } as const;
 }
 
 async function receiveUpstreamResponse(
@@ -107,9 +138,13 @@ async function receiveUpstreamResponse(
   const { state } = ctx.query;
   if (typeof state !== 'string' || state === '') throw badRequest("the identity provider's response carries no state");
   const logins = new UpstreamLogins(deps.store, ctx.state.tenant.name);
-  const login = await logins.claim(state);
+  const cookie = browserCookieName(state);
+  const login = await logins.claim(state, ctx.cookies.get(cookie));
+  ctx.cookies.set(cookie, '', browserCookie(ctx, deps, 0));
   if (!login)
-    throw badRequest('this sign-in is unknown, expired or already completed; start again from the application');
+    throw badRequest(
+      'this sign-in is unknown, expired, already completed or was begun in another browser; start again from the application',
+    );
   // Found 2026-11-29: every provider came back to one callback, so a provider of the tenant could
   // send the browser on to another with the state of a sign-in begun at itself, and have that
   // one's code (and the PKCE verifier) redeemed at its own token endpoint (mix-up, RFC 9700 §4.4).

@@ -23,6 +23,8 @@ interface UpstreamLogin extends StoredDoc {
   identityProviderId: number;
   /** The redirect_uri sent upstream: the response must come back there (absent: begun by an older release, the shared one). */
   redirectUri?: string;
+  /** The digest of the browser binding: the callback is taken only from the browser that was sent upstream (see router.ts). */
+  browserDigest?: string;
   status: 'pending' | 'exchanging' | 'finished';
   /** The nonce and PKCE verifier, sealed for the holder of `state` (sealedChecks): a copy of the store opens neither. */
   checks: string | null;
@@ -52,13 +54,20 @@ export class UpstreamLogins {
    * of one still pending for it: its page loaded again sends the browser upstream again, and the
    * earlier state can no longer complete (nor be stored once per load, 10 minutes each).
    */
-  async begin(uid: string, identityProviderId: number, redirectUri: string, checks: UpstreamChecks): Promise<void> {
+  async begin(
+    uid: string,
+    identityProviderId: number,
+    redirectUri: string,
+    checks: UpstreamChecks,
+    browser: string,
+  ): Promise<void> {
     await this.logins.deleteMany({ uid, status: 'pending' });
     await this.logins.insert({
       id: storageDigest(checks.state),
       uid,
       identityProviderId,
       redirectUri,
+      browserDigest: storageDigest(browser),
       status: 'pending',
       checks: sealedChecks(checks),
       outcome: null,
@@ -67,9 +76,18 @@ export class UpstreamLogins {
     });
   }
 
-  /** The pending sign-in of this state, exactly once: a replayed or unknown state gives null. */
-  async claim(state: string): Promise<ClaimedLogin | null> {
-    const claimed = await this.logins.update(storageDigest(state), { status: 'exchanging' }, { status: 'pending' });
+  /**
+   * The pending sign-in of this state, exactly once, when `browser` is the binding of the browser
+   * it was begun in: a replayed or unknown state, or one brought by another browser, gives null
+   * (and the sign-in stays pending for its own browser).
+   */
+  async claim(state: string, browser: string | undefined): Promise<ClaimedLogin | null> {
+    if (!browser) return null;
+    const claimed = await this.logins.update(
+      storageDigest(state),
+      { status: 'exchanging' },
+      { status: 'pending', browserDigest: storageDigest(browser) },
+    );
     const checks = claimed?.checks ? openedChecks(state, claimed.checks) : null;
     if (!claimed || checks === null) return null;
     const { uid, identityProviderId, redirectUri } = claimed;

@@ -30,17 +30,21 @@ describe('Sign-ins under way keep their nonce and verifier sealed for the holder
   it('an upstream sign-in: the stored record holds neither; the callback with the state gets both, once', async function () {
     const logins = new UpstreamLogins(store(), TENANT);
     const checks = { state: random(), nonce: `nonce-${random()}`, codeVerifier: `verifier-${random()}` };
-    await logins.begin('interaction-1', 7, 'https://as.example/idp/callback/corp', checks);
+    const browser = random();
+    await logins.begin('interaction-1', 7, 'https://as.example/idp/callback/corp', checks, browser);
     const stored = await rawRows('upstream_logins');
-    for (const value of [checks.state, checks.nonce, checks.codeVerifier]) expect(stored).not.to.contain(value);
-    expect(await logins.claim(random()), 'another state').to.equal(null);
-    expect(await logins.claim(checks.state)).to.deep.equal({
+    for (const value of [checks.state, checks.nonce, checks.codeVerifier, browser])
+      expect(stored).not.to.contain(value);
+    expect(await logins.claim(random(), browser), 'another state').to.equal(null);
+    expect(await logins.claim(checks.state, random()), 'another browser').to.equal(null);
+    expect(await logins.claim(checks.state, undefined), 'no browser binding').to.equal(null);
+    expect(await logins.claim(checks.state, browser)).to.deep.equal({
       uid: 'interaction-1',
       identityProviderId: 7,
       redirectUri: 'https://as.example/idp/callback/corp',
       checks,
     });
-    expect(await logins.claim(checks.state), 'a second time').to.equal(null);
+    expect(await logins.claim(checks.state, browser), 'a second time').to.equal(null);
   });
 
   it('a console sign-in: nothing is stored; its cookie holds neither in clear and opens with the state only, until it expires', async function () {
