@@ -31,6 +31,12 @@ export async function chooseIdentityProvider(
   return unsealed(first, sealer);
 }
 
+/** How many providers of the tenant are enabled (a tenant has a few). */
+export async function enabledIdentityProviderCount(store: Store, tenant: string): Promise<number> {
+  const all = await identityProviderRecords(store, tenant).find({});
+  return all.filter((record) => record.enabled !== false).length;
+}
+
 /** The enabled provider `idpId` of the tenant, its secret opened; null when there is none. */
 export async function enabledIdentityProvider(
   store: Store,

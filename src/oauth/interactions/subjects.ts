@@ -2,7 +2,7 @@ import { ConflictError, type Store } from '../../store/index.js';
 import { SUBJECTS_COLLECTION, subjectsCollection } from '../userinfo/accounts.js';
 import type { SubjectRecord } from '../shared/subject-input.js';
 import { SignInError } from './errors.js';
-import type { IdentityProviderRecord } from './identity-providers.js';
+import { enabledIdentityProviderCount, type IdentityProviderRecord } from './identity-providers.js';
 import type { UpstreamIdentity } from './upstream.js';
 
 export interface SubjectScope {
@@ -21,7 +21,10 @@ export interface SubjectScope {
  * subjectId is unique per tenant, not per provider. A subject already bound to another
  * provider is refused rather than taken over, since two providers may issue the same sub
  * for different people; a subject created through the Admin API without a provider is
- * bound to the first provider that signs it in.
+ * bound to the provider that signs it in, while the tenant has only that one. With several,
+ * it is refused until an operator names its provider: found 2026-11-29, any user could pick
+ * the provider (upstream_idp), so whoever was that sub at another provider took the
+ * subject (its delegations, UMA resources, roles) and locked its person out.
  */
 export async function rememberSubject(
   scope: SubjectScope,
@@ -31,6 +34,11 @@ export async function rememberSubject(
   const subjects = subjectsCollection(scope.store, scope.tenant);
   const existing = await subjects.findOne({ subjectId: identity.sub });
   if (existing) {
+    if (existing.identityProviderId == null && (await enabledIdentityProviderCount(scope.store, scope.tenant)) > 1)
+      throw new SignInError(
+        'access_denied',
+        'this account was made without an identity provider and the tenant has several: an operator names its provider first',
+      );
     await subjects.upsert(refreshed(existing, idp, identity));
     return identity.sub;
   }
