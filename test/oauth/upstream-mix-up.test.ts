@@ -102,14 +102,28 @@ describe('Upstream identity providers: each its own callback (mix-up)', function
         (await server.admin('POST', '/identity-providers', { idpId, issuer, clientId: `arbiter-at-${idpId}` })).status,
       ).to.equal(201);
 
-    for (target of registered) {
+    const viaEvil = async () => {
       const request = await authorizationRequest(server, rp, { upstream_idp: 'evil' });
       const agent = new FetchUserAgent();
       const landed = await agent.navigate(request.url, arrivingAt(rp.redirectUri));
       expect(agent.visited.map((url) => url.href).filter((href) => href.startsWith(target))).to.have.length(1);
       expect(landed.url.searchParams.get('error'), target).to.equal('access_denied');
       expect(tokenRequests, target).to.deep.equal([]);
-    }
+      return landed.url.searchParams.get('error_description');
+    };
+    for (target of registered) await viaEvil();
+    // Found 2026-11-29: with the other provider kept on the shared callback, the honest one's code
+    // came back there, the callback of the sign-in begun at the other, and was redeemed at its token
+    // endpoint with the PKCE verifier. Without `iss`, a tenant of several providers cannot tell.
+    const kept = await server.admin('PUT', '/identity-providers/evil', {
+      idpId: 'evil',
+      issuer: evil,
+      clientId: 'arbiter-at-evil',
+      sharedCallback: true,
+    });
+    expect(kept.status, JSON.stringify(kept.body)).to.equal(200);
+    target = registered[0]!;
+    expect(await viaEvil()).to.contain('iss');
   });
 
   it('completes a sign-in at its own callback, and one at the shared callback for a provider that keeps it', async function () {

@@ -225,7 +225,7 @@ class FaultyIdp {
     const [, fault, ...rest] = url.pathname.split('/') as [string, Fault, ...string[]];
     const endpoint = rest.join('/');
     if (endpoint === '.well-known/openid-configuration') return this.discovery(fault, response);
-    if (endpoint === 'authorize') return this.authorize(url, response);
+    if (endpoint === 'authorize') return this.authorize(fault, url, response);
     if (endpoint === 'token') return this.token(fault, await bodyOf(request), response);
     if (endpoint === 'jwks') return json(response, 200, { keys: [this.keys.publicJwk] });
     json(response, 404, { error: 'not_found' });
@@ -247,14 +247,19 @@ class FaultyIdp {
     });
   }
 
-  /** Signs everybody in at once: back to Arbiter with a code, remembering the nonce for the id_token. */
-  private authorize(url: URL, response: ServerResponse): void {
+  /**
+   * Signs everybody in at once: back to Arbiter with a code and its `iss` (RFC 9207: at the shared
+   * callback of a tenant of several providers, Arbiter takes no response without it), remembering
+   * the nonce for the id_token.
+   */
+  private authorize(fault: Fault, url: URL, response: ServerResponse): void {
     const code = randomBytes(16).toString('base64url');
     this.issuedSecrets.push(code);
     this.nonces.set(code, url.searchParams.get('nonce') ?? '');
     const back = new URL(this.callback);
     back.searchParams.set('code', code);
     back.searchParams.set('state', url.searchParams.get('state') ?? '');
+    back.searchParams.set('iss', this.issuer(fault));
     response.writeHead(302, { location: back.href }).end();
   }
 

@@ -13,7 +13,12 @@ import type { TenantProviders } from '../providers.js';
 import { grantConsent } from './consent.js';
 import { SignInError } from './errors.js';
 import { finishInteraction, interactionOf, type Interaction } from './interaction.js';
-import { chooseIdentityProvider, identityProviderById, UPSTREAM_IDP_PARAM } from './identity-providers.js';
+import {
+  chooseIdentityProvider,
+  enabledIdentityProviderCount,
+  identityProviderById,
+  UPSTREAM_IDP_PARAM,
+} from './identity-providers.js';
 import { INTERACTION_PATH, interactionPath } from './slice.js';
 import { unmetRequirement, upstreamHints } from './requirements.js';
 import { rememberSubject } from './subjects.js';
@@ -149,16 +154,29 @@ async function receiveUpstreamResponse(
   // send the browser on to another with the state of a sign-in begun at itself, and have that
   // one's code (and the PKCE verifier) redeemed at its own token endpoint (mix-up, RFC 9700 §4.4).
   const arrivedAt = callbackOf(ctx, deps, ctx.params.idp);
-  const outcome =
-    arrivedAt === (login.redirectUri ?? callbackOf(ctx, deps))
-      ? await upstreamOutcome(ctx, deps, upstream, login, arrivedAt)
-      : signInFailure(
-          ctx,
-          new SignInError('access_denied', "the identity provider's response came back to another provider's callback"),
-          deps.log,
-        );
+  const mixUp =
+    arrivedAt !== (login.redirectUri ?? callbackOf(ctx, deps))
+      ? "the identity provider's response came back to another provider's callback"
+      : await unattributable(ctx, deps, arrivedAt);
+  const outcome = mixUp
+    ? signInFailure(ctx, new SignInError('access_denied', mixUp), deps.log)
+    : await upstreamOutcome(ctx, deps, upstream, login, arrivedAt);
   await logins.finish(state, outcome);
   ctx.redirect(`${interactionPath(login.uid)}/${UPSTREAM_DONE}`);
+}
+
+/**
+ * Why a response at the shared callback cannot be told to come from the provider it claims:
+ * with several providers in the tenant and no `iss` (RFC 9207, which openid-client checks when
+ * given), another provider of the tenant kept on the shared callback could have sent the browser
+ * on to an honest one, whose code (and the PKCE verifier) would be redeemed at its own token
+ * endpoint (found 2026-11-29: the per-provider callbacks protect a provider only while no other
+ * of its tenant keeps the shared one). Null when it can.
+ */
+async function unattributable(ctx: ArbiterContext, deps: InteractionDeps, arrivedAt: string): Promise<string | null> {
+  if (arrivedAt !== callbackOf(ctx, deps) || typeof ctx.query.iss === 'string') return null;
+  if ((await enabledIdentityProviderCount(deps.store, ctx.state.tenant.name)) < 2) return null;
+  return "the identity provider's response at the shared callback does not say who sent it (iss, RFC 9207), and the tenant has several providers: give this one its own callback (sharedCallback: false)";
 }
 
 /** The interaction result this upstream response leads to: the signed-in subject, or an authorization error. */
