@@ -23,7 +23,9 @@ describe("each tenant's provider keeps its own cookies", function () {
   before(async function () {
     server = await withServer();
     idps.push(await startRegisteredDevIdp(server, { idpId: 'session-cookies-default-idp' }));
-    idps.push(await startRegisteredDevIdp(server, { tenantId: ACME, tenantPath: true, idpId: 'session-cookies-acme-idp' }));
+    idps.push(
+      await startRegisteredDevIdp(server, { tenantId: ACME, tenantPath: true, idpId: 'session-cookies-acme-idp' }),
+    );
     for (const tenantId of [undefined, ACME]) {
       const created = await server.admin('POST', '/clients', {
         clientId: 'session-cookies-rp',
