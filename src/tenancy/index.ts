@@ -58,6 +58,14 @@ export function requestIssuer(issuer: string, tenant: Tenant): string {
   return tenant.path ? `${issuer}${tenant.path}` : issuer;
 }
 
+/**
+ * Both issuers a tenant's tokens are issued under: the shared one (X-Tenant-Id) and, for a named
+ * tenant, its own (ISSUER/t/<tenant>); one tenant, the same records under each.
+ */
+export function issuersOfTenant(issuer: string, tenant: Tenant): string[] {
+  return tenant.id ? [issuer, `${issuer}${TENANT_PATH_PREFIX}${tenant.id}`] : [issuer];
+}
+
 /** The store tenant of a record's tenantId. */
 export function storeTenant(tenantId: string | null | undefined): string {
   return tenantId || DEFAULT_TENANT;

@@ -9,7 +9,8 @@ import type {
 } from '../../policy/index.js';
 import { delegationsToClientBy } from '../../delegation/index.js';
 import { requestInput } from '../../policy/index.js';
-import type { Store } from '../../store/index.js';
+import { DEFAULT_TENANT, type Store } from '../../store/index.js';
+import { issuersOfTenant, tenantOf } from '../../tenancy/index.js';
 import { clientInput } from '../clients/input.js';
 import { findClientRecord } from '../clients/records.js';
 import { formParameter } from '../shared/form-body.js';
@@ -83,7 +84,11 @@ async function introspectionInput(
       resource_types: resolved.typeUri ? [resolved.typeUri] : [],
       authorization_details: carriedDetails(token) as never,
     }),
-    token: tokenInput(token, resolved.typeUri, issuersOfTenant(deps.issuer, tenant)),
+    token: tokenInput(
+      token,
+      resolved.typeUri,
+      issuersOfTenant(deps.issuer, tenantOf(tenant === DEFAULT_TENANT ? null : tenant)),
+    ),
     caller: asker.caller,
     context: asker.context,
     time: new Date().toISOString(),
@@ -103,7 +108,10 @@ export async function introspectionAsIssued(
 ): Promise<DecisionInput> {
   const token = { ...stored, isValid: true } as TokenModel;
   const method = 'client_secret_basic';
-  const audiences = audiencesOf(token, issuersOfTenant(deps.issuer, tenant));
+  const audiences = audiencesOf(
+    token,
+    issuersOfTenant(deps.issuer, tenantOf(tenant === DEFAULT_TENANT ? null : tenant)),
+  );
   return introspectionInput(deps, tenant, token, {
     client: await clientInput(deps.store, tenant, String(token.clientId), method),
     caller: { method, scopes: ['introspection'], resource_server: null, resource_indicators: audiences },
@@ -122,11 +130,6 @@ export function resourceOf(token: TokenModel): string | null {
   const aud = token.aud ?? token.resource;
   if (Array.isArray(aud)) return aud[0] ?? null;
   return typeof aud === 'string' ? aud : null;
-}
-
-/** The issuers a token of this tenant may be bound to: the shared one (X-Tenant-Id) and the tenant's own (by path). */
-function issuersOfTenant(issuer: string, tenant: string): string[] {
-  return [issuer, `${issuer}/t/${tenant}`];
 }
 
 /**

@@ -12,7 +12,7 @@ import { clientSecretUsed } from '../clients/secrets.js';
 import { findTokenByValue } from '../internals.js';
 import { looksLikeJwtAccessToken } from '../token/jwt-access-tokens.js';
 import { holdsBoundCertificate, type MtlsSettings } from '../mtls/index.js';
-import type { Tenant } from '../../tenancy/index.js';
+import { issuersOfTenant, type Tenant } from '../../tenancy/index.js';
 import type { ClientCaller, ClientCallers, TokenCaller, TokenCallers, TokenRequirement } from '../../uma/index.js';
 
 export type { ClientCaller, ClientCallers, TokenCaller, TokenCallers, TokenRequirement };
@@ -73,7 +73,8 @@ export function tokenCallers(providerFor: (tenant: Tenant) => Provider, mtls: Mt
     markAuthenticated(ctx.state);
     const scopes: string[] = typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [];
     const accepted = [requirement.scope].flat();
-    if (!scopes.some((scope) => accepted.includes(scope)) || !issuedForThisApi(token.aud, provider.issuer, requirement))
+    const issuers = issuersOfTenant(sharedIssuerOf(provider.issuer, ctx.state.tenant), ctx.state.tenant);
+    if (!scopes.some((scope) => accepted.includes(scope)) || !issuedForThisApi(token.aud, issuers, requirement))
       throw lackingScope(ctx, accepted, requirement);
     return {
       clientId: token.clientId as string,
@@ -89,10 +90,15 @@ export function tokenCallers(providerFor: (tenant: Tenant) => Provider, mtls: Mt
  * own, for no resource server at all. Never one issued for another resource server, which holds
  * it and could otherwise call the API as the client, or as the user (RFC 8707 §2, RFC 9068 §4).
  */
-function issuedForThisApi(aud: unknown, issuer: string, { audience, audienceRequired }: TokenRequirement): boolean {
+function issuedForThisApi(aud: unknown, issuers: string[], { audience, audienceRequired }: TokenRequirement): boolean {
   const audiences = [aud].flat().filter((value): value is string => typeof value === 'string');
   if (audienceRequired) return audience !== undefined && audiences.includes(audience);
-  return audiences.every((value) => value === audience || value === issuer);
+  return audiences.every((value) => value === audience || issuers.includes(value));
+}
+
+/** The shared issuer, from the issuer of the provider that answers (the tenant's own, when reached by its path). */
+function sharedIssuerOf(issuer: string, tenant: Tenant): string {
+  return tenant.path && issuer.endsWith(tenant.path) ? issuer.slice(0, -tenant.path.length) : issuer;
 }
 
 function lackingScope(
