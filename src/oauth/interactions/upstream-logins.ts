@@ -82,12 +82,17 @@ export class UpstreamLogins {
    * (and the sign-in stays pending for its own browser).
    */
   async claim(state: string, browser: string | undefined): Promise<ClaimedLogin | null> {
-    if (!browser) return null;
-    const claimed = await this.logins.update(
-      storageDigest(state),
-      { status: 'exchanging' },
-      { status: 'pending', browserDigest: storageDigest(browser) },
-    );
+    const id = storageDigest(state);
+    const claimed =
+      (browser
+        ? await this.logins.update(
+            id,
+            { status: 'exchanging' },
+            { status: 'pending', browserDigest: storageDigest(browser) },
+          )
+        : null) ??
+      // Begun by the release before the binding, for ten minutes at most after an upgrade: as it was then.
+      (await this.logins.update(id, { status: 'exchanging' }, { status: 'pending', browserDigest: null }));
     const checks = claimed?.checks ? openedChecks(state, claimed.checks) : null;
     if (!claimed || checks === null) return null;
     const { uid, identityProviderId, redirectUri } = claimed;

@@ -45,6 +45,15 @@ describe('Sign-ins under way keep their nonce and verifier sealed for the holder
       checks,
     });
     expect(await logins.claim(checks.state, browser), 'a second time').to.equal(null);
+    // One begun by the release before the binding (no digest), in the ten minutes after an upgrade: claimed as then.
+    const legacy = { state: random(), nonce: `nonce-${random()}`, codeVerifier: `verifier-${random()}` };
+    await logins.begin('interaction-2', 7, 'https://as.example/idp/callback/corp', legacy, random());
+    const rows = store().collection<any>('upstream_logins', TENANT);
+    const { browserDigest: _dropped, ...older } = (await rows.find({ uid: 'interaction-2' }))[0];
+    await rows.upsert(older);
+    expect(await logins.claim(legacy.state, undefined), "an older release's login").to.include({
+      uid: 'interaction-2',
+    });
   });
 
   it('a console sign-in: nothing is stored; its cookie holds neither in clear and opens with the state only, until it expires', async function () {
