@@ -51,11 +51,13 @@ describe("each tenant's provider keeps its own cookies", function () {
       state: 'st',
       code_challenge: await client.calculatePKCECodeChallenge(client.randomPKCECodeVerifier()),
       code_challenge_method: 'S256',
+      // The shared server's default tenant has other files' providers too: this file's, by name.
+      upstream_idp: base.includes('/t/') ? 'session-cookies-acme-idp' : 'session-cookies-default-idp',
       ...extra,
     });
     const page = await agent.navigate(`${base}/authorize?${query}`, arrivingAt(REDIRECT_URI));
     if (page.status === undefined) return page.url;
-    return (await passDevIdpForms(agent, page, 'alice', arrivingAt(REDIRECT_URI))).url;
+    return (await passDevIdpForms(agent, page, 'session-cookies-alice', arrivingAt(REDIRECT_URI))).url;
   }
 
   it("names them after the tenant and how it is reached, but the default tenant's", function () {
