@@ -91,9 +91,12 @@ class Primary {
   private opa: ManagedOpa | null = null;
   private opaStarting: Promise<OpaLocation | null> | null = null;
   private opaLocation: OpaLocation | null = null;
-  private stopping = false;
   /** The stop under way: a second signal (SIGINT after SIGTERM) waits for the same one, not exits before the workers drained. */
   private closing: Promise<void> | null = null;
+
+  private get stopping(): boolean {
+    return this.closing !== null;
+  }
   private everReady = false;
   private listening: RunningPrimary['listening'] | null = null;
   private readonly compiler: WasmCompiler;
@@ -435,7 +438,6 @@ class Primary {
   }
 
   private async stopEverything(): Promise<void> {
-    this.stopping = true;
     for (const slot of this.slots) if (slot.restart) clearTimeout(slot.restart);
     if (this.standbyRetry) clearTimeout(this.standbyRetry);
     const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
