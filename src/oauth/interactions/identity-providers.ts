@@ -19,22 +19,25 @@ export async function chooseIdentityProvider(
   tenant: string,
   requested: unknown,
 ): Promise<IdentityProviderRecord> {
-  const providers = identityProviderRecords(store, tenant);
   if (typeof requested === 'string' && requested !== '') {
     const named = await enabledIdentityProvider(store, sealer, tenant, requested);
     if (!named) throw new SignInError('invalid_request', `${UPSTREAM_IDP_PARAM} names no enabled identity provider`);
     return named;
   }
-  const all = await providers.find({}, { sort: { field: 'id', direction: 'asc' } });
-  const first = all.find((record) => record.enabled !== false);
+  const [first] = await enabledIdentityProviders(store, tenant);
   if (!first) throw unavailable('no upstream identity provider is configured');
   return unsealed(first, sealer);
 }
 
+/** The tenant's enabled providers, oldest first (a tenant has a few); their secrets still sealed. */
+async function enabledIdentityProviders(store: Store, tenant: string): Promise<IdentityProviderRecord[]> {
+  const all = await identityProviderRecords(store, tenant).find({}, { sort: { field: 'id', direction: 'asc' } });
+  return all.filter((record) => record.enabled !== false);
+}
+
 /** How many providers of the tenant are enabled (a tenant has a few). */
 export async function enabledIdentityProviderCount(store: Store, tenant: string): Promise<number> {
-  const all = await identityProviderRecords(store, tenant).find({});
-  return all.filter((record) => record.enabled !== false).length;
+  return (await enabledIdentityProviders(store, tenant)).length;
 }
 
 /** The enabled provider `idpId` of the tenant, its secret opened; null when there is none. */
