@@ -1,7 +1,13 @@
 import { expect } from 'chai';
 import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
-import { arrivingAt, passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
+import {
+  arrivingAt,
+  passDevIdpForms,
+  registerPublicClient,
+  startRegisteredDevIdp,
+  type RegisteredDevIdp,
+} from '../support/dev-idp.js';
 import { withServer, type TestServer } from '../support/server.js';
 import { tenantCookieNames } from '../../src/oauth/configuration.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
@@ -26,17 +32,11 @@ describe("each tenant's provider keeps its own cookies", function () {
     idps.push(
       await startRegisteredDevIdp(server, { tenantId: ACME, tenantPath: true, idpId: 'session-cookies-acme-idp' }),
     );
-    for (const tenantId of [undefined, ACME]) {
-      const created = await server.admin('POST', '/clients', {
+    for (const tenantId of [undefined, ACME])
+      await registerPublicClient(server, REDIRECT_URI, {
         clientId: 'session-cookies-rp',
-        clientType: 'public',
-        tokenEndpointAuthMethod: 'none',
-        redirectUris: [REDIRECT_URI],
-        scopes: ['openid'],
         ...(tenantId ? { tenantId } : {}),
       });
-      expect(created.status, JSON.stringify(created.body)).to.equal(201);
-    }
   });
   after(async function () {
     for (const idp of idps) await idp.close();
