@@ -56,6 +56,12 @@ export const MIGRATIONS: readonly Migration[] = [
       "the default pack's token exchange rule refuses authorization_details on an exchange that rests on a delegation (a delegation grants scopes on a resource, never the user's authorization details): a stored arbiter/token_exchange/token_exchange.rego still as an earlier pack seeded it is replaced with this release's; an edited one is left as it is",
     run: (store) => replaceUneditedPackRule(store, TOKEN_EXCHANGE_RULE, TOKEN_EXCHANGE_RULE_SEEDED_BEFORE_7),
   },
+  {
+    to: 8,
+    description:
+      "the default pack's token exchange rule lets a client's own token carry, to the resource it is exchanged for, only the scopes the client may hold there (its registered scopes and its entitlements for that resource's type), no longer its entitlements for another type: a stored arbiter/token_exchange/token_exchange.rego still as an earlier pack seeded it is replaced with this release's; an edited one is left as it is",
+    run: (store) => replaceUneditedPackRule(store, TOKEN_EXCHANGE_RULE, TOKEN_EXCHANGE_RULE_SEEDED_BEFORE_8),
+  },
 ];
 
 /** Every tenant's identity providers without `sharedCallback` get it (true): their upstream knows only the shared callback. */
@@ -91,6 +97,11 @@ const TOKEN_EXCHANGE_RULE_SEEDED_DIGESTS = [
 const TOKEN_EXCHANGE_RULE_SEEDED_BEFORE_7 = [
   ...TOKEN_EXCHANGE_RULE_SEEDED_DIGESTS,
   'sha256:b65a2983d10a664de513ce57c3f286427f81a980d4ddac23ff21629d6e902e4e',
+];
+/** Those, and the rule as schema step 7 left it. */
+const TOKEN_EXCHANGE_RULE_SEEDED_BEFORE_8 = [
+  ...TOKEN_EXCHANGE_RULE_SEEDED_BEFORE_7,
+  'sha256:0b0d079f395b29b006e97225ec38fb28df5d651edab6817775ca238b146dc731',
 ];
 
 /**

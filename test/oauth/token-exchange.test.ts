@@ -369,6 +369,49 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       }
     });
 
+    it("carries a client's own token to another resource type with only what the client may hold there, not its entitlements for the first (found 2026-11-30)", async function () {
+      const LEDGER = 'urn:example:ledger';
+      const LEDGER_API = 'https://ledger.example.test/';
+      await confidentialClient(server, 'ledger-rs', { scopes: [] });
+      const ledgerServer = (await server.admin('GET', '/clients/ledger-rs')).body;
+      await server.admin('POST', '/resource-servers', {
+        resourceIndicator: LEDGER_API,
+        clientId: ledgerServer.id,
+        typeUris: [LEDGER],
+      });
+      // The ledger's type shares a scope name with the invoices API's.
+      await updateOauthData(server, (data) => {
+        data.resource_types[LEDGER] = { scopes: ['invoices.read', 'invoices.write', 'ledger.read'] };
+      });
+      // Entitled to invoices.write for the invoices API alone.
+      const secret = await confidentialClient(server, 'invoices-entitled', {
+        scopes: ['invoices.read'],
+        grantedResources: [{ type: INVOICES, scopes: ['invoices.write'] }],
+      });
+      const forInvoices = await clientToken(server, 'invoices-entitled', secret, {
+        resource: API,
+        scope: 'invoices.read invoices.write',
+      });
+      expect((await introspect(forInvoices)).body).to.include({ scope: 'invoices.read invoices.write' });
+      const reaim = (form: Record<string, string>) =>
+        exchange(
+          { subject_token: forInvoices, subject_token_type: ACCESS_TOKEN, ...form },
+          'invoices-entitled',
+          secret,
+        );
+
+      const atLedger = await reaim({ resource: LEDGER_API });
+      expect(atLedger.status, JSON.stringify(atLedger.body)).to.equal(200);
+      expect(atLedger.body.scope).to.equal('invoices.read');
+      const writeAtLedger = await reaim({ resource: LEDGER_API, scope: 'invoices.write' });
+      expect(writeAtLedger.status, JSON.stringify(writeAtLedger.body)).to.equal(400);
+      expect(writeAtLedger.body.error).to.equal('invalid_scope');
+      // At the type it is entitled for, the token keeps both.
+      const atInvoices = await reaim({ resource: API });
+      expect(atInvoices.status, JSON.stringify(atInvoices.body)).to.equal(200);
+      expect(atInvoices.body.scope).to.equal('invoices.read invoices.write');
+    });
+
     it("never passes openid on from a client's own token (no user)", async function () {
       const secret = await confidentialClient(server, 'oidc-service', { scopes: ['openid', 'invoices.read'] });
       const own = await clientToken(server, 'oidc-service', secret, {});

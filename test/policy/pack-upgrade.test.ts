@@ -185,3 +185,17 @@ describe('Upgrading a store whose token exchange rule passed authorization detai
     expect(await tokenExchangeRuleMigratedFrom(6, edited)).to.equal(edited);
   });
 });
+
+/**
+ * Schema step 8: the token exchange rule that keeps a client's own token within what the client may
+ * hold for the target (found 2026-11-30) replaces the rule step 7 left where nobody edited it.
+ */
+describe("Upgrading a store whose token exchange rule carried a client's entitlements to another resource type", function () {
+  it('is replaced with the current pack when still as step 7 left it, and left alone when edited', async function () {
+    const before = fixture('token-exchange-before-own-token-ceiling.rego');
+    expect(TOKEN_EXCHANGE_NOW).not.to.equal(before);
+    expect(await tokenExchangeRuleMigratedFrom(7, before)).to.equal(TOKEN_EXCHANGE_NOW);
+    const edited = `${before}\n# an operator's note\n`;
+    expect(await tokenExchangeRuleMigratedFrom(7, edited)).to.equal(edited);
+  });
+});

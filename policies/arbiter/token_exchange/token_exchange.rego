@@ -89,8 +89,18 @@ target := lib.target_type(input.request, lib.resource_types)
 
 subject_scopes := {scope | some scope in input.subject_token.scopes}
 
-# The subject token's scopes that were asked for (all of them when none was).
-passed_on := lib.scopes_granted(requested, subject_scopes, subject_scopes)
+# The subject token's scopes the exchange may carry on. The client's own token: only those the
+# client may hold for the target (its registered scopes and entitlements for the target's type,
+# OpenID Connect's, what its user delegated to it there). Found 2026-11-30: re-aimed at another
+# resource server, it kept every scope, entitlements for the first resource's type included, when
+# the target's type had no ceiling or shared a scope name. Another client's token (may_act, a
+# delegation) carries its own scopes, a delegation narrowing them in `kept`.
+carried := subject_scopes & ((lib.oidc_scopes | allowed) | delegated_scopes) if {
+	input.subject_token.client_id == input.client.client_id
+} else := subject_scopes
+
+# The carried scopes that were asked for (all of them when none was).
+passed_on := lib.scopes_granted(requested, carried, carried)
 
 # An access token passes on (a subset of) its own scopes; an external ID token carries none,
 # so the client's own allowance applies. A token that stands for no user never gets `openid`.
@@ -118,10 +128,10 @@ target_unservable if {
 }
 
 # What the exchange would carry before the target's ceiling: what was asked for, else what the
-# subject access token holds, else (an ID token) what the client may have for the target.
+# subject access token may carry (`carried`), else (an ID token) what the client may have for the target.
 wanted := requested if {
 	count(requested) > 0
-} else := subject_scopes if {
+} else := carried if {
 	input.subject_token.token_type == access_token_type
 } else := {scope | some scope in input.client.scopes} | lib.entitled_scopes(input.client, target)
 

@@ -267,3 +267,58 @@ test_withheld_scopes_are_not_passed_on if {
 	d := token_exchange.decision with input as asked with data.oauth.clients as clients
 	d.scopes == ["invoices.read"]
 }
+
+# billing-service, entitled to invoices.write for the invoices API alone, re-aims its own token.
+entitled_for_invoices := object.union(f.confidential_client, {
+	"scopes": ["invoices.read"],
+	"granted_resources": [{"type": "https://invoices.example/", "scopes": ["invoices.write"]}],
+})
+
+invoices_and_ledger := object.union(
+	invoices_api,
+	{"https://ledger.example/": {"scopes": ["invoices.write", "ledger.read"]}},
+)
+
+# No scope asked for: the protocol code asks for what the token holds.
+reaimed_at(resource) := exchange(
+	entitled_for_invoices,
+	object.union(access_token, {"scopes": ["invoices.read", "invoices.write"], "resource": "https://invoices.example/"}),
+	{"resource": resource, "scopes": ["invoices.read", "invoices.write"]},
+)
+
+# Found 2026-11-30: the token kept invoices.write for a target the client holds no entitlement
+# for, whose type shares the scope name or has no ceiling.
+test_an_own_token_carries_no_entitlement_of_another_type if {
+	d := token_exchange.decision with input as reaimed_at("https://ledger.example/")
+		with data.oauth.resource_types as invoices_and_ledger
+	not d.allow
+	d.error == "invalid_scope"
+}
+
+test_an_own_token_carries_only_its_registered_scopes_to_another_type if {
+	ledger := {"https://ledger.example/": {"scopes": ["invoices.read", "invoices.write", "ledger.read"]}}
+	d := token_exchange.decision with input as reaimed_at("https://ledger.example/")
+		with data.oauth.resource_types as object.union(invoices_api, ledger)
+	d.allow
+	d.scopes == ["invoices.read"]
+}
+
+test_an_own_token_keeps_its_entitlements_for_their_own_type if {
+	d := token_exchange.decision with input as reaimed_at("https://invoices.example/")
+		with data.oauth.resource_types as invoices_api
+	d.allow
+	d.scopes == ["invoices.read", "invoices.write"]
+}
+
+# A token the client was issued on its user's delegation (scopes it holds by no registration) is
+# exchanged again at the delegated resource's server with them.
+test_an_own_token_keeps_what_its_user_delegated_to_the_client if {
+	delegated_view := object.union(delegation_from("alice", "billing-service"), {"scopes": ["view"]})
+	asked := object.union(
+		exchange(f.confidential_client, object.union(access_token, {"scopes": ["view"]}), {"scopes": []}),
+		{"delegations": [delegated_view]},
+	)
+	d := token_exchange.decision with input as asked
+	d.allow
+	d.scopes == ["view"]
+}
