@@ -216,7 +216,7 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
   },
   MTLS_CERTIFICATE_HEADER: {
     meaning:
-      "the header in which a TLS-terminating proxy of `TRUSTED_PROXIES` forwards the client's certificate (PEM, URL-encoded PEM or base64 DER: nginx's `$ssl_client_escaped_cert`); removed from any other peer's requests",
+      "the header in which a TLS-terminating proxy of `TRUSTED_PROXIES` forwards the client's certificate (PEM, URL-encoded PEM or base64 DER: nginx's `$ssl_client_escaped_cert`); removed from any other peer's requests. A trusted proxy's request comes with that certificate (or none), never with the one the proxy presents on its own connection",
     unset: 'no forwarded certificate believed',
   },
   MTLS_ENDPOINT_BASE_URL: {

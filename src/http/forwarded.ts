@@ -1,3 +1,4 @@
+import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Context } from 'koa';
 import ipaddr from 'ipaddr.js';
@@ -22,6 +23,17 @@ const FORWARDED_HEADERS = [
  * as https: the browser spoke TLS to whatever terminates it before this listener, so the cookies
  * Arbiter and oidc-provider set are Secure and the URLs they build are https, TRUSTED_PROXIES or not.
  */
+/**
+ * Requests whose peer is a trusted proxy. What that proxy says of the client (its certificate in
+ * MTLS_CERTIFICATE_HEADER) is believed, never the proxy's own TLS certificate (src/oauth/mtls).
+ */
+const throughTrustedProxy = new WeakSet<IncomingMessage>();
+
+/** Whether the request's peer is one of TRUSTED_PROXIES (as trustedCaller found it). */
+export function cameThroughTrustedProxy(request: IncomingMessage): boolean {
+  return throughTrustedProxy.has(request);
+}
+
 export function trustedCaller(trustedProxies: string[], proxyHeaders: readonly string[] = [], httpsIssuer = false) {
   const trusted = trustedProxies.map(parseRange);
   // Other headers only a trusted proxy may set (MTLS_CERTIFICATE_HEADER: the client certificate it saw).
@@ -39,6 +51,7 @@ export function trustedCaller(trustedProxies: string[], proxyHeaders: readonly s
       if (socket.remoteAddress) peers.set(socket, peer);
     }
     if (peer.trusted) {
+      throughTrustedProxy.add(ctx.req);
       ctx.request.ip = canonicalAddress(ctx.ip);
     } else {
       for (const header of removed) delete ctx.req.headers[header];

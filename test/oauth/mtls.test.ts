@@ -20,6 +20,41 @@ interface Answer {
   body: any;
 }
 
+/** A request over TLS to `server`'s public listener, with a client certificate or none. */
+function tlsRequest(
+  server: TestServer,
+  pki: TestPki,
+  method: string,
+  path: string,
+  body: string | undefined,
+  certificate: IssuedCertificate | undefined,
+  headers: Record<string, string> = {},
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const outgoing = httpsRequest(
+      `${server.url}${path}`,
+      {
+        method,
+        headers,
+        ca: pki.caPem(),
+        ...(certificate ? { cert: certificate.cert, key: certificate.key } : {}),
+        // A connection of its own per call, so that each call presents its own certificate.
+        agent: false,
+      },
+      (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          resolve({ status: response.statusCode ?? 0, body: text ? JSON.parse(text) : undefined });
+        });
+      },
+    );
+    outgoing.on('error', reject);
+    outgoing.end(body);
+  });
+}
+
 /**
  * RFC 8705 mutual TLS on Arbiter's own TLS listener (TLS_CERT_FILE): real TLS connections with
  * client certificates made by a throwaway CA (openssl), tls_client_auth by subject DN,
@@ -101,29 +136,7 @@ describe('RFC 8705 mutual TLS on the TLS listener', function () {
     certificate: IssuedCertificate | undefined,
     headers: Record<string, string> = {},
   ): Promise<Answer> {
-    return new Promise((resolve, reject) => {
-      const outgoing = httpsRequest(
-        `${server.url}${path}`,
-        {
-          method,
-          headers,
-          ca: pki.caPem(),
-          ...(certificate ? { cert: certificate.cert, key: certificate.key } : {}),
-          // A connection of its own per call, so that each call presents its own certificate.
-          agent: false,
-        },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            resolve({ status: response.statusCode ?? 0, body: text ? JSON.parse(text) : undefined });
-          });
-        },
-      );
-      outgoing.on('error', reject);
-      outgoing.end(body);
-    });
+    return tlsRequest(server, pki, method, path, body, certificate, headers);
   }
 
   const tokenOf = (clientId: string, certificate?: IssuedCertificate) =>
@@ -580,6 +593,82 @@ async function created(pending: Promise<{ status: number; body: unknown }>): Pro
   const { status, body } = await pending;
   if (status !== 201) throw new Error(`not created: ${status} ${JSON.stringify(body)}`);
 }
+
+/**
+ * A trusted proxy that re-encrypts to Arbiter's TLS listener and presents a certificate of its own
+ * there (nginx `proxy_ssl_certificate`, a service mesh), forwarding the client's in the header.
+ * Found 2026-11-30: the connection's certificate won, so every token was bound to the proxy's, and
+ * anyone behind the proxy could use a stolen one; the client's own certificate was refused.
+ */
+describe('RFC 8705 through a trusted proxy that presents a certificate of its own to the TLS listener', function () {
+  const HEADER = 'x-ssl-client-cert';
+  let pki: Awaited<ReturnType<typeof TestPki.create>>;
+  let server: TestServer;
+  let proxy: IssuedCertificate;
+  let client: IssuedCertificate;
+  let attacker: IssuedCertificate;
+  let secret: string;
+  const clientId = `mtls-behind-proxy-${randomUUID().slice(0, 8)}`;
+
+  before(async function () {
+    pki = await TestPki.create();
+    proxy = await pki.issue('proxy', '/CN=edge-proxy');
+    client = await pki.issue('client', '/CN=client-behind-proxy');
+    attacker = await pki.issue('attacker', '/CN=attacker');
+    const port = await freePort();
+    // Its own server: a TLS listener whose every local peer is a trusted proxy.
+    server = await readyServer({
+      PORT: String(port),
+      ISSUER: `https://127.0.0.1:${port}`,
+      ADMIN_PORT: '0',
+      TLS_CERT_FILE: pki.server.certFile,
+      TLS_KEY_FILE: pki.server.keyFile,
+      TLS_CLIENT_CA_FILE: pki.caFile,
+      MTLS_CERTIFICATE_HEADER: HEADER,
+      TRUSTED_PROXIES: '127.0.0.1,::1',
+    });
+    secret = await confidentialClient(server, clientId, {
+      scopes: ['introspection'],
+      tlsClientCertificateBoundAccessTokens: true,
+    });
+  });
+  after(async function () {
+    await server?.close();
+    pki?.close();
+  });
+
+  /** A form POSTed by the proxy: over its own TLS connection (its certificate), with `forwarded` in the header. */
+  const throughProxy = (
+    path: string,
+    form: Record<string, string>,
+    forwarded: IssuedCertificate | null,
+    authorization: string,
+  ) =>
+    tlsRequest(server, pki, 'POST', path, new URLSearchParams(form).toString(), proxy, {
+      ...FORM,
+      Authorization: authorization,
+      ...(forwarded ? { [HEADER]: encodeURIComponent(forwarded.cert) } : {}),
+    });
+
+  it("binds the token to the forwarded certificate, never the proxy's, and refuses it with another certificate or none", async function () {
+    const issued = await throughProxy(
+      '/token',
+      { grant_type: 'client_credentials', scope: 'introspection' },
+      client,
+      basic(clientId, secret),
+    );
+    expect(issued.status, JSON.stringify(issued.body)).to.equal(200);
+    const token = issued.body.access_token;
+    const introspected = await throughProxy('/introspect', { token }, client, `Bearer ${token}`);
+    expect(introspected.status, JSON.stringify(introspected.body)).to.equal(200);
+    expect(introspected.body.cnf).to.deep.equal({ 'x5t#S256': client.thumbprint });
+    for (const forwarded of [attacker, null]) {
+      const stolen = await throughProxy('/introspect', { token }, forwarded, `Bearer ${token}`);
+      expect(stolen.status, forwarded ? 'another certificate' : 'none forwarded').to.equal(401);
+      expect(stolen.body).not.to.have.property('active');
+    }
+  });
+});
 
 /**
  * A server without mutual TLS (neither TLS_CERT_FILE nor MTLS_CERTIFICATE_HEADER): a client

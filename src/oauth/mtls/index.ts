@@ -4,6 +4,7 @@ import type { TLSSocket } from 'node:tls';
 import ipaddr from 'ipaddr.js';
 import type { KoaContextWithOIDC } from 'oidc-provider';
 import type { Config } from '../../config/index.js';
+import { cameThroughTrustedProxy } from '../../http/forwarded.js';
 import { clientCaCertificates } from '../../http/tls.js';
 import { CLIENT_AUTH_METHODS } from '../clients/auth-method.js';
 import type { ConfigurationSlice } from '../context.js';
@@ -25,9 +26,12 @@ export function mtlsEnabled(config: MtlsSettings): boolean {
 }
 
 /**
- * Where a request's client certificate comes from: the TLS connection itself, else the header a
- * trusted proxy set (src/http/forwarded.ts removes it from every other peer's requests before
- * this reads it). Read once per request.
+ * Where a request's client certificate comes from: from a trusted proxy with MTLS_CERTIFICATE_HEADER
+ * set, that header alone (src/http/forwarded.ts removes it from every other peer's requests before
+ * this reads it); else the TLS connection itself. Read once per request. Found 2026-11-30: the
+ * connection's certificate came first, so a proxy that re-encrypts to Arbiter with a certificate
+ * of its own (nginx `proxy_ssl_certificate`, a service mesh) had every token bound to, and every
+ * tls_client_auth checked against, the proxy's certificate, which anyone behind it presents.
  */
 export class ClientCertificates {
   private readonly seen = new WeakMap<IncomingMessage, PresentedCertificate | null>();
@@ -45,7 +49,10 @@ export class ClientCertificates {
   presented(request: IncomingMessage): PresentedCertificate | null {
     let presented = this.seen.get(request);
     if (presented === undefined) {
-      presented = this.fromConnection(request) ?? this.fromProxy(request);
+      presented =
+        this.settings.mtlsCertificateHeader && cameThroughTrustedProxy(request)
+          ? this.fromProxy(request)
+          : this.fromConnection(request);
       this.seen.set(request, presented);
     }
     return presented;
