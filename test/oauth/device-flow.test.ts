@@ -3,7 +3,7 @@ import * as client from 'openid-client';
 import { FetchUserAgent, type Page } from '../support/browser.js';
 import { passDevIdpForms, startRegisteredDevIdp, withSignInServer, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { eventually, policyInForce, postForm } from '../support/oauth.js';
-import { withServer, type TestServer } from '../support/server.js';
+import { readyServer, withServer, type TestServer } from '../support/server.js';
 
 const DEVICE_GRANT = 'urn:ietf:params:oauth:grant-type:device_code';
 const TENANT = 'device-acme';
@@ -356,5 +356,28 @@ describe('RFC 8628 device codes: expiry and user code guessing', function () {
     expect(page.status).to.equal(429);
     expect(answered).to.be.at.most(3);
     expect(page.body).to.contain('Too many codes tried');
+  });
+});
+
+describe('RFC 8628 user code guesses sent at once', function () {
+  let server: TestServer;
+
+  before(async function () {
+    // Its own server: an address of its own count, and a low failure limit.
+    server = await readyServer({ AUTH_FAILURE_LIMIT: '3' });
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  it('looks up no more codes than the limit, however many guesses arrive together (found 2026-11-30: one more)', async function () {
+    const agent = new FetchUserAgent();
+    const page = await agent.navigate(`${server.config.issuer}/device`);
+    const letters = 'BCDFGHJKLMNPQRSTVWXZ';
+    const guesses = Array.from({ length: 40 }, (_, at) => `BBBB-B${letters[Math.floor(at / 20)]}${letters[at % 20]}B`);
+    const pages = await Promise.all(guesses.map((user_code) => agent.submitForm(page, { user_code })));
+    const lookedUp = pages.filter((each) => each.status === 200 && each.body!.includes('That code is not valid'));
+    expect(lookedUp.length).to.equal(3);
+    expect(pages.filter((each) => each.status === 429)).to.have.length(37);
   });
 });

@@ -18,10 +18,12 @@ export function userCodeGuessLimit({ limit, windowSeconds }: AuthFailureLimits, 
   return async function userCodeGuesses(ctx: ArbiterContext, next: Next): Promise<void> {
     if (ctx.method !== 'POST') return next();
     const key = `device-user-code-guesses ${limitedAddress(ctx.ip)}`;
-    const counted = (await store.readWindows([key])).get(key);
-    if (counted && counted.count >= limit)
+    // Counted before the code is looked up, given back when it was no wrong code: counted after,
+    // guesses sent at once all passed the check before any counted (found 2026-11-30).
+    const counted = await store.addToWindow(key, windowMs);
+    if (counted.count > limit)
       return tooManyGuessesPage(ctx, Math.max(1, Math.ceil((counted.resetAt - Date.now()) / 1000)));
     await next();
-    if (rejectedUserCodes.has(ctx)) await store.addToWindow(key, windowMs);
+    if (!rejectedUserCodes.has(ctx)) await store.addToWindow(key, windowMs, -1);
   };
 }
