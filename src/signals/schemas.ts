@@ -9,7 +9,9 @@ const DELIVERY = {
   properties: {
     method: { enum: ['urn:ietf:rfc:8935', 'urn:ietf:rfc:8936'] },
     endpoint_url: uri,
-    authorization_header: { type: 'string', minLength: 1, maxLength: 4096 },
+    // A header value every push can send (RFC 9110 §5.5: visible ASCII, spaces and tabs; no CR or
+    // LF): another was accepted, and then every delivery failed until its SETs were dropped.
+    authorization_header: { type: 'string', minLength: 1, maxLength: 4096, pattern: '^[\\x20-\\x7E\\t]+$' },
   },
 } as const;
 

@@ -113,6 +113,14 @@ describe('Shared Signals transmitter (SSF 1.0, CAEP, RISC)', function () {
     const ftp = await call('POST', '/ssf/streams', { delivery: { method: PUSH, endpoint_url: 'ftp://x.example/' } });
     expect(ftp.status).to.equal(400);
     expect((await call('POST', '/ssf/streams', { delivery: { method: 'urn:x' } })).status).to.equal(400);
+    // An authorization header no push could send (found 2026-11-30: accepted, then every delivery failed).
+    for (const header of ['Bearer x\r\nX-Injected: yes', 'Bearer é€']) {
+      const unsendable = await call('POST', '/ssf/streams', {
+        delivery: { method: PUSH, endpoint_url: pushUrl, authorization_header: header },
+      });
+      expect(unsendable.status, JSON.stringify(header)).to.equal(400);
+      expect(unsendable.body.error).to.equal('invalid_request');
+    }
     expect((await call('POST', '/ssf/subjects/add', { stream_id: 'nope', subject: { format: 'x' } })).status).to.equal(
       400,
     );
