@@ -592,6 +592,29 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(issued.body).to.include({ active: true, sub: 'carol', client_id: 'billing' });
     });
 
+    it('accepts an ID token issued to an audience trusted_issuers maps to the client asking, and refuses it to another client (found 2026-11-30)', async function () {
+      await updateOauthData(server, (data) => {
+        data.trusted_issuers[issuer].audiences = { 'billing-at-the-idp': ['billing'] };
+      });
+      try {
+        const form = async () => ({
+          subject_token: await idToken({ ...validIdClaims(), aud: 'billing-at-the-idp' }),
+          subject_token_type: ID_TOKEN,
+          scope: 'invoices.read',
+        });
+        const own = await exchange(await form());
+        expect(own.status, JSON.stringify(own.body)).to.equal(200);
+        const another = await asFrontend(await form());
+        expect(another.status, JSON.stringify(another.body)).to.equal(400);
+        expect(another.body.error).to.equal('invalid_grant');
+        expect(another.body).not.to.have.property('access_token');
+      } finally {
+        await updateOauthData(server, (data) => {
+          delete data.trusted_issuers[issuer].audiences;
+        });
+      }
+    });
+
     it("accepts an ID token issued to an audience trusted_issuers lists for its issuer (the client's id there)", async function () {
       await updateOauthData(server, (data) => {
         data.trusted_issuers[issuer].audiences = ['billing-at-the-idp'];

@@ -4,7 +4,10 @@ import type { PolicyEngine } from '../../policy/index.js';
 export interface TrustedIssuer {
   jwks_uri?: unknown;
   uses?: unknown;
-  /** For ID tokens of token exchange: the audiences (this server's clients' ids at that issuer) accepted besides the client asking. */
+  /**
+   * For ID tokens of token exchange: the audiences (this server's clients' ids at that issuer)
+   * accepted besides the client asking; an object of them to the clients here that may use each.
+   */
   audiences?: unknown;
 }
 

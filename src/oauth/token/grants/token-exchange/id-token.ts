@@ -76,7 +76,7 @@ export class IdTokenSubjects {
     if (typeof claims.exp === 'number' && claims.exp * 1000 <= Date.now()) throw invalidGrant(ID_TOKEN_ERRORS.expired);
     if (typeof issuer.jwks_uri !== 'string') throw invalidGrant(ID_TOKEN_ERRORS.unverifiable);
     const verified = await this.verify(value, iss, issuer.jwks_uri);
-    assertIdTokenOf(value, verified, [clientId, ...listedAudiences(issuer)]);
+    assertIdTokenOf(value, verified, [clientId, ...listedAudiences(issuer, clientId)]);
     // The token would stand for the local user of that sub: only their own provider may say who
     // they are, as at sign-in (rememberSubject). Found 2026-11-29: any trusted issuer could
     // name a local user's sub, and the token was theirs (UserInfo, delegations, UMA ownership).
@@ -119,11 +119,20 @@ function assertIdTokenOf(value: string, claims: JWTPayload, audiences: string[])
     throw invalidGrant(ID_TOKEN_ERRORS.otherAudience);
 }
 
-/** `trusted_issuers[iss].audiences`: the strings it lists, else none. */
-function listedAudiences(issuer: TrustedIssuer): string[] {
-  return Array.isArray(issuer.audiences)
-    ? issuer.audiences.filter((each): each is string => typeof each === 'string')
-    : [];
+/**
+ * The audiences besides its own id that an ID token exchanged by `clientId` may name,
+ * `trusted_issuers[iss].audiences`: an object maps each id this server's clients have at the
+ * issuer to the clients here that may exchange its ID tokens; an array (the earlier form) lists
+ * ids any client of the tenant may. Found 2026-11-30: only the array existed, so every
+ * confidential client of a tenant could exchange an ID token issued to another client's id there.
+ */
+function listedAudiences(issuer: TrustedIssuer, clientId: string): string[] {
+  const listed = issuer.audiences;
+  if (Array.isArray(listed)) return listed.filter((each): each is string => typeof each === 'string');
+  if (!listed || typeof listed !== 'object') return [];
+  return Object.entries(listed)
+    .filter(([, clients]) => Array.isArray(clients) && clients.includes(clientId))
+    .map(([audience]) => audience);
 }
 
 function decoded(value: string): JWTPayload {
