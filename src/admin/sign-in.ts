@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Next } from 'koa';
 import type { Config } from '../config/index.js';
+import { secureCookie } from '../http/cookies.js';
 import { SIGN_IN_CALLBACK_PATH, SIGN_IN_PATH, SIGN_OUT_PATH } from '../http/admin-path.js';
 import { HttpError, notFound, unsupportedMethod } from '../http/errors.js';
 import { outboundOptionsOf } from '../http/outbound.js';
@@ -103,10 +104,10 @@ export interface SignInDeps {
 export function adminSignIn(deps: SignInDeps) {
   const upstream = new UpstreamProviders({ outbound: outboundOptionsOf(deps.config) });
   const redirectUri = `${deps.config.issuer}${SIGN_IN_CALLBACK_PATH}`;
-  const secure = deps.config.issuer.startsWith('https://');
-  const signInCookie = { path: SIGN_IN_CALLBACK_PATH, httpOnly: true, sameSite: 'lax', secure } as const;
   return async (ctx: AdminContext, next: Next): Promise<void> => {
     if (![SIGN_IN_PATH, SIGN_IN_CALLBACK_PATH, SIGN_OUT_PATH].includes(ctx.path)) return next();
+    const secure = secureCookie(ctx, deps.config.issuer);
+    const signInCookie = { path: SIGN_IN_CALLBACK_PATH, httpOnly: true, sameSite: 'lax', secure } as const;
     if (ctx.path === SIGN_OUT_PATH) {
       if (ctx.method !== 'POST') throw unsupportedMethod();
       // As every write of a console session: another site can post a form here, never send this header.

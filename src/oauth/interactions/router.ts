@@ -5,6 +5,7 @@ import type { ArbiterContext, ArbiterMiddleware, OAuthRequestState } from '../st
 import type Provider from 'oidc-provider';
 import type { InteractionResults } from 'oidc-provider';
 import type { Config } from '../../config/index.js';
+import { secureCookie } from '../../http/cookies.js';
 import { badRequest } from '../../http/errors.js';
 import { outboundOptionsOf } from '../../http/outbound.js';
 import type { Logger } from '../../log/index.js';
@@ -129,7 +130,7 @@ function browserCookie(ctx: ArbiterContext, deps: InteractionDeps, maxAge: numbe
     httpOnly: true,
     // Sent on the identity provider's top-level redirect back here.
     sameSite: 'lax',
-    secure: deps.config.issuer.startsWith('https://'),
+    secure: secureCookie(ctx, deps.config.issuer),
     maxAge,
     overwrite: true,
   } as const;
