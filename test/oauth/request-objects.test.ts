@@ -235,6 +235,27 @@ describe('Request objects (RFC 9101)', function () {
       );
     });
 
+    it('holding a parameter that is no string, number, boolean or array of strings, signed or not (found 2026-11-30: a 500)', async function () {
+      // Refused as the request object is read, before oidc-provider: a JSON answer, as for one nested too deep.
+      const readRefusal = async (request: string) => {
+        const response = await server.request(`/authorize?${new URLSearchParams({ client_id: 'jar-web', request })}`, {
+          redirect: 'manual',
+        });
+        expect(response.status).to.equal(400);
+        return ((await response.json()) as { error: string }).error;
+      };
+      const { parameters } = await requestParameters('jar-web');
+      const unsigned = new UnsecuredJWT({ ...parameters, state: { toString: 'x' } })
+        .setIssuer('jar-web')
+        .setAudience(server.config.issuer)
+        .encode();
+      expect(await readRefusal(unsigned)).to.equal('invalid_request_object');
+      for (const resource of [[['https://a.example.test/']], [{ toString: 'x' }]]) {
+        const request = await signed({ ...parameters, resource }, rsa.privateKey);
+        expect(await readRefusal(request), JSON.stringify(resource)).to.equal('invalid_request_object');
+      }
+    });
+
     it('holding request or request_uri itself', async function () {
       const { parameters } = await requestParameters('jar-web', { request_uri: 'urn:ietf:params:oauth:request_uri:x' });
       expect(await refused(await signed(parameters, rsa.privateKey))).to.equal('invalid_request_object');
@@ -339,6 +360,11 @@ describe('Request objects (RFC 9101)', function () {
       expect(await pushedRefusal(await signed(parameters, stranger.privateKey))).to.equal('invalid_request_object');
       const otherClient = await signed({ ...parameters, client_id: 'jar-pkjwt' }, rsa.privateKey);
       expect(await pushedRefusal(otherClient)).to.equal('invalid_request_object');
+      const withObject = new UnsecuredJWT({ ...parameters, nonce: { toString: 'x' } })
+        .setIssuer('jar-web')
+        .setAudience(server.config.issuer)
+        .encode();
+      expect(await pushedRefusal(withObject)).to.equal('invalid_request_object');
     });
 
     it("applies /authorize's checks to the request object's parameters", async function () {

@@ -92,9 +92,22 @@ function assertShallowPayload(jwt: string): void {
     );
 }
 
+/**
+ * A claim as a parameter: a string; a number, boolean or null as text (as oidc-provider reads
+ * them); an array of strings (`resource`, `aud`); `claims` and `authorization_details` as JSON.
+ * Anything else is refused before oidc-provider's `String(value)`. Found 2026-11-30: an object
+ * whose `toString` is no function threw there, and an array of arrays failed later: a 500 for
+ * anyone, as the request object is read before its signature is checked.
+ */
 function asParameter(name: string, value: unknown): unknown {
   if (typeof value === 'string') return value;
   if ((name === 'claims' || name === 'authorization_details') && typeof value === 'object' && value !== null)
     return JSON.stringify(value);
-  return Array.isArray(value) ? value : String(value);
+  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return value;
+  if (value === null || typeof value === 'number' || typeof value === 'boolean') return String(value);
+  throw new HttpError(
+    400,
+    'invalid_request_object',
+    `the request object's ${JSON.stringify(name.slice(0, 64))} is neither a string, a number, a boolean nor an array of strings`,
+  );
 }
