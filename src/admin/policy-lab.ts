@@ -8,7 +8,7 @@
  *   discarding it.
  */
 import type Router from '@koa/router';
-import type { AuditLog, RecordedDecisionCursor } from '../audit/index.js';
+import { withinSkipBound, type AuditLog, type RecordedDecisionCursor } from '../audit/index.js';
 import type { CollectionDefinition } from '../catalog/index.js';
 import { readJsonBody } from '../http/body.js';
 import { badRequest, HttpError, notFound } from '../http/errors.js';
@@ -603,7 +603,6 @@ function liveFields(definition: CollectionDefinition, record: Record<string, unk
   );
 }
 
-/** The filter's time range as createdAt compares: ISO 8601 in UTC; `from` must come before `to`. */
 /** A cursor a previous answer gave (base64url of the position's JSON); 400 otherwise. */
 function impactCursorOf(text: string): RecordedDecisionCursor {
   let value: unknown;
@@ -616,8 +615,8 @@ function impactCursorOf(text: string): RecordedDecisionCursor {
   if (
     typeof at !== 'string' ||
     Number.isNaN(Date.parse(at)) ||
-    !Number.isSafeInteger(seen) ||
-    seen! < 0 ||
+    // As the audit log's cursors: `seen` entries are skipped one by one (decodeAuditCursor).
+    !withinSkipBound(seen) ||
     !Number.isSafeInteger(taken) ||
     taken! < 0
   )
@@ -625,6 +624,7 @@ function impactCursorOf(text: string): RecordedDecisionCursor {
   return { at, seen: seen!, taken: taken! };
 }
 
+/** The filter's time range as createdAt compares: ISO 8601 in UTC; `from` must come before `to`. */
 function timeRange(filter: PolicyImpactBody['filter']): { from?: string; to?: string } {
   const from = filter?.from === undefined ? undefined : new Date(filter.from).toISOString();
   const to = filter?.to === undefined ? undefined : new Date(filter.to).toISOString();

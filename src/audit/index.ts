@@ -5,6 +5,7 @@ export {
   SORTABLE_FIELDS,
   AUDIT_COUNT_CAP,
   decodeAuditCursor,
+  withinSkipBound,
   type AuditEntry,
   type AuditCursor,
   type AuditPage,

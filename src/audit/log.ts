@@ -70,18 +70,27 @@ export function encodeAuditCursor(cursor: AuditCursor): string {
   return Buffer.from(JSON.stringify([cursor.at, cursor.seen])).toString('base64url');
 }
 
-/** The cursor `text` names, or null when it is not one encodeAuditCursor made. */
+/**
+ * The cursor `text` names, or null when it is not one encodeAuditCursor made. `seen` becomes the
+ * entries a store skips one by one, so it is bounded as numbered pages are (AUDIT_COUNT_CAP): no
+ * page of one sort value holds more. Found 2026-11-30: a forged cursor with a huge `seen` had
+ * SQLite step through the whole log on its one thread, for any read-only key.
+ */
 export function decodeAuditCursor(text: string): AuditCursor | null {
   try {
     const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
     if (!Array.isArray(value) || value.length !== 2) return null;
     const [at, seen] = value as unknown[];
-    if (!(typeof at === 'string' || Number.isSafeInteger(at)) || !Number.isSafeInteger(seen) || (seen as number) < 0)
-      return null;
+    if (!(typeof at === 'string' || Number.isSafeInteger(at)) || !withinSkipBound(seen)) return null;
     return { at: at as string | number, seen: seen as number };
   } catch {
     return null;
   }
+}
+
+/** Whether `seen`, a cursor's count of entries already shown at its sort value, is one a store may skip. */
+export function withinSkipBound(seen: unknown): seen is number {
+  return Number.isSafeInteger(seen) && (seen as number) >= 0 && (seen as number) <= AUDIT_COUNT_CAP;
 }
 
 /**

@@ -89,7 +89,10 @@ describe('Audit log', function () {
   });
 
   it('refuses a cursor it did not give with 400', async function () {
-    for (const cursor of ['nonsense', Buffer.from('{"a":1}').toString('base64url'), 'x'.repeat(300)]) {
+    // The last: entries to skip one by one beyond what any page holds (found 2026-11-30: a forged
+    // one had SQLite step through the whole log, stalling the server).
+    const skipsTooMany = Buffer.from(JSON.stringify([9_000_000, 10_001])).toString('base64url');
+    for (const cursor of ['nonsense', Buffer.from('{"a":1}').toString('base64url'), 'x'.repeat(300), skipsTooMany]) {
       const { status, body } = await server.admin('GET', `/audit-logs?cursor=${cursor}`);
       expect(status, cursor).to.equal(400);
       expect(body.error).to.equal('invalid_request');

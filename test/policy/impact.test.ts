@@ -472,6 +472,10 @@ describe('Policy impact analysis and shadow policies', function () {
       expect([...ids(first), ...ids(rest)].sort()).to.deep.equal([...ids(all)].sort());
       const refused = await impact(tenantA, { changes: [dropWrite], cursor: 'not-a-cursor' });
       expect(refused.status).to.equal(400);
+      // Entries to skip one by one beyond what any page holds (found 2026-11-30).
+      const forged = JSON.parse(Buffer.from(first.body.nextCursor, 'base64url').toString('utf8'));
+      const skipsTooMany = Buffer.from(JSON.stringify({ ...forged, seen: 10_001 })).toString('base64url');
+      expect((await impact(tenantA, { changes: [dropWrite], cursor: skipsTooMany })).status).to.equal(400);
     });
   });
 
