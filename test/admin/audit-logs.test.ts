@@ -231,6 +231,21 @@ describe('Audit log', function () {
   });
 
   // Found 2026-11-29: an Admin call's entry took the client_id the caller put in the query or body.
+  it("keeps at most 100 parameter names of any caller's request (found 2026-11-30: a read-only key's 40,000 made a 640 KB entry)", async function () {
+    const made = await server.admin('POST', '/api-keys', { name: 'audit-reader', role: 'read-only' });
+    const body = Object.fromEntries(Array.from({ length: 5000 }, (_, at) => [`field-${at}`, 0]));
+    const refused = await server.request('/admin/api/clients/validate', {
+      method: 'POST',
+      key: made.body.key,
+      json: body,
+    });
+    expect(refused.status).to.be.within(400, 499);
+    const { body: page } = await server.admin('GET', '/audit-logs?endpoint=/admin/api/clients/validate&size=1');
+    const names: string[] = page.content[0].requestSummary.parameterNames;
+    expect(names).to.have.length(101);
+    expect(names.at(-1)).to.equal('… 4900 more');
+  });
+
   it('files an Admin write of a client under that client, whatever client_id the caller adds', async function () {
     const made = await server.admin('POST', '/clients?client_id=decoy', {
       clientId: 'audited-victim',
