@@ -46,8 +46,9 @@ export const API_KEY_INPUT_SCHEMA = {
   properties: {
     name: {
       type: 'string',
-      pattern: '^[A-Za-z0-9][A-Za-z0-9._@ -]{0,63}$',
-      description: `1–64 letters, digits, ".", "_", "@", "-" or spaces, unique; "${BOOTSTRAP_KEY_NAME}" is SERVICE_ADMIN_API_KEY's`,
+      // No space at either end: "bootstrap " would read as the bootstrap key in the console and the audit log.
+      pattern: '^[A-Za-z0-9](?:[A-Za-z0-9._@ -]{0,62}[A-Za-z0-9._@-])?$',
+      description: `1–64 letters, digits, ".", "_", "@", "-" or spaces (none at either end), unique; "${BOOTSTRAP_KEY_NAME}" is SERVICE_ADMIN_API_KEY's`,
     },
     role: { enum: [...ADMIN_ROLES] },
     description: { type: 'string', maxLength: 1024 },
