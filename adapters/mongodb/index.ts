@@ -518,11 +518,28 @@ export function storeErrorOf(error: unknown): unknown {
     return new StoreUnavailableError(
       `the MongoDB store cannot be reached (${(error as Error).name}: ${(error as Error).message}); the operation failed or its outcome is unknown.`,
     );
+  if (isTimedOutWaiting(error))
+    return new StoreUnavailableError(
+      `the MongoDB store did not answer in time (${(error as Error).name}: ${(error as Error).message}); the operation failed or its outcome is unknown.`,
+    );
   if (error instanceof mongodb().MongoServerError)
     return new StoreUnavailableError(
       `the MongoDB store could not do the operation (${error.codeName ?? error.code ?? error.name}: ${error.message}); it failed or its outcome is unknown.`,
     );
   return error;
+}
+
+/**
+ * The driver gave up waiting: for a connection of a full pool (its MongoWaitQueueTimeoutError,
+ * not exported: known by name), or for an operation with `timeoutMS` in STORE_URL. A 503 like any
+ * store that cannot answer; found 2026-11-30, it was passed on as it was, a 500. Not a lost
+ * connection: a pool may be full of slow work on a live server, which a probe would not clear.
+ */
+function isTimedOutWaiting(error: unknown): boolean {
+  return (
+    error instanceof mongodb().MongoOperationTimeoutError ||
+    (error instanceof Error && error.name === 'MongoWaitQueueTimeoutError')
+  );
 }
 
 function isConnectionLoss(error: unknown): boolean {

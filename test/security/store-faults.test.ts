@@ -191,6 +191,33 @@ describe('Store faults: bounded answers and readiness that writes', function () 
       await mongo.stop();
     });
 
+    it('rejects an operation that waited for a connection of a full pool with StoreUnavailableError (found 2026-11-30: a 500)', async function () {
+      const direct = new URL(mongo.uri(mongo.freshDatabase()));
+      direct.port = String(proxy.port);
+      direct.searchParams.set('maxPoolSize', '1');
+      direct.searchParams.set('waitQueueTimeoutMS', '500');
+      const store = await openStore(direct.toString());
+      try {
+        await store.collection('things').insert({ id: 'before' });
+        proxy.freeze();
+        const outcome = (operation: Promise<unknown>) =>
+          operation.then(
+            () => undefined,
+            (rejection: unknown) => rejection,
+          );
+        // The pool's one connection is held by the first, frozen; the second waits for it.
+        const holding = outcome(store.collection('things').insert({ id: 'holding' }));
+        const waiting = await outcome(store.collection('things').get('before'));
+        expect(waiting).to.be.instanceOf(StoreUnavailableError);
+        expect((waiting as StoreUnavailableError).reason).to.contain('did not answer in time');
+        proxy.thaw();
+        await holding;
+      } finally {
+        proxy.thaw();
+        await store.close();
+      }
+    });
+
     it('rejects with StoreUnavailableError within the default timeouts, and answers again once thawed', async function () {
       const direct = new URL(mongo.uri(mongo.freshDatabase()));
       direct.port = String(proxy.port);
