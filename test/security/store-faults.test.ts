@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import Database from 'better-sqlite3';
+import pg from 'pg';
 import { createServer, Socket, type Server } from 'node:net';
 import { openArbiterStore as openStore } from '../../src/collections.js';
 import { StoreUnavailableError } from '../../src/store/index.js';
@@ -117,9 +118,12 @@ describe('Store faults: bounded answers and readiness that writes', function () 
     let server: TestServer;
     let secret: string;
 
+    let schema: string;
+
     before(async function () {
       postgres = await PostgresTestServer.start({ own: true });
-      server = await readyServer({ STORE_URL: postgres.url() });
+      schema = postgres.freshSchema();
+      server = await readyServer({ STORE_URL: postgres.url(schema) });
       secret = await confidentialClient(server, 'frozen-postgres', { scopes: ['read'] });
     });
     after(async function () {
@@ -173,6 +177,40 @@ describe('Store faults: bounded answers and readiness that writes', function () 
         after = await token();
       }
       expect(after.status, `/token once thawed: ${JSON.stringify(after.body)}`).to.equal(200);
+    });
+
+    it('answers a request 503 within one statement timeout while another session holds a lock on every table (found 2026-11-30: one per statement)', async function () {
+      expect((await token()).status, 'a token before the lock').to.equal(200);
+      const locker = new pg.Client({ connectionString: postgres.url(schema).replace(/[?&]schema=[^&]*/, '') });
+      await locker.connect();
+      try {
+        const { rows } = await locker.query<{ tablename: string }>(
+          'SELECT tablename FROM pg_tables WHERE schemaname = $1',
+          [schema],
+        );
+        await locker.query('BEGIN');
+        await locker.query(
+          `LOCK TABLE ${rows.map(({ tablename }) => `"${schema}"."${tablename}"`).join(', ')} IN ACCESS EXCLUSIVE MODE`,
+        );
+        for (const [what, call] of [
+          ['/token', token],
+          [
+            'an Admin write',
+            () => server.admin('POST', '/clients', { clientId: `locked-${Date.now()}`, clientType: 'public' }),
+          ],
+        ] as const) {
+          const started = performance.now();
+          const answer = await call();
+          const tookMs = performance.now() - started;
+          expect(answer.status, what).to.equal(503);
+          // statement_timeout_ms is 2,500 by default: two statements' worth was 5 s.
+          expect(tookMs, `${what} within one statement timeout`).to.be.below(4000);
+        }
+      } finally {
+        await locker.query('ROLLBACK').catch(() => undefined);
+        await locker.end();
+      }
+      await eventually(async () => (await token()).status === 200, 10_000);
     });
   });
 
