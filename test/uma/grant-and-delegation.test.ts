@@ -235,6 +235,44 @@ describe('UMA grant and the delegation store', function () {
       expect(mixed.body.error_description).to.contain('another requesting party');
     });
 
+    it('ends an upgraded RPT once a delegation a kept permission rests on is revoked (found 2026-11-30: it lasted)', async function () {
+      // A party of its own: no delegation of another test stands in for the one revoked.
+      const viewer = { clientId: 'viewer-app', redirectUri: VIEWER_CALLBACK, secret: viewerSecret };
+      const erinClaims = await userToken(server, viewer, 'erin', { scope: 'openid profile' });
+      const onAlbum = await delegate(aliceDelegations, {
+        grantee_type: 'subject',
+        grantee_subject_id: 'erin',
+        resource_id: album,
+        scopes: ['view'],
+        expires_at: inAnHour(),
+      });
+      const onPhoto = await delegate(aliceDelegations, {
+        grantee_type: 'subject',
+        grantee_subject_id: 'erin',
+        resource_id: photo,
+        scopes: ['print'],
+        expires_at: inAnHour(),
+      });
+      expect([onAlbum.status, onPhoto.status]).to.deep.equal([201, 201]);
+      const first = await asParty(await ticketFor({ resource_id: album, resource_scopes: ['view'] }), erinClaims);
+      expect(first.status, JSON.stringify(first.body)).to.equal(200);
+      const upgraded = await asParty(await ticketFor({ resource_id: photo, resource_scopes: ['print'] }), erinClaims, {
+        rpt: first.body.access_token,
+      });
+      expect(upgraded.status, JSON.stringify(upgraded.body)).to.equal(200);
+      const shown = await introspect(upgraded.body.access_token);
+      expect(shown.body.permissions.map((permission: any) => permission.resource_id).sort()).to.deep.equal(
+        [album, photo].sort(),
+      );
+      expect(shown.body.permissions[0], 'what it rests on stays on the server').not.to.have.property('delegation_ids');
+      expect(
+        (await api(server, 'DELETE', `/delegation/${onAlbum.body.delegation_id}`, aliceDelegations)).status,
+      ).to.equal(204);
+      expect((await introspect(first.body.access_token)).body).to.deep.equal({ active: false });
+      expect((await introspect(upgraded.body.access_token)).body).to.deep.equal({ active: false });
+      await api(server, 'DELETE', `/delegation/${onPhoto.body.delegation_id}`, aliceDelegations);
+    });
+
     it('refuses malformed grant requests with invalid_request', async function () {
       const ticket = await ticketFor({ resource_id: photo, resource_scopes: ['view'] });
       for (const form of [

@@ -10,15 +10,25 @@ export function permissionsOf(token: { extra?: unknown; exp?: unknown }): RptPer
   return Array.isArray(permissions) ? (permissions as RptPermission[]) : [];
 }
 
-/** The permissions still in force, each with its end, for the introspection response. */
+/** The permissions still in force, each with its end, for the introspection response (what they rest on stays on the server). */
 export function permissionsInForce(
   token: { extra?: unknown; exp?: unknown },
   now = Math.floor(Date.now() / 1000),
 ): RptPermission[] {
+  return stillInForce(token, now).map(({ delegation_ids: _kept, ...permission }) => permission as RptPermission);
+}
+
+/**
+ * The permissions still in force, each with its end and the delegations it rests on: what an
+ * upgraded RPT keeps. Found 2026-11-30: an upgrade kept them without their delegations, so a
+ * permission lasted in the new RPT after its delegation was revoked (owned-artefacts.ts ends an
+ * RPT with the delegations its permissions rest on).
+ */
+function stillInForce(token: { extra?: unknown; exp?: unknown }, now: number): RptPermission[] {
   const tokenExp = typeof token.exp === 'number' ? token.exp : undefined;
   return permissionsOf(token)
-    .map(({ delegation_ids: _kept, ...permission }) => ({ ...permission, exp: permission.exp ?? tokenExp }))
-    .filter((permission) => permission.exp === undefined || permission.exp > now) as RptPermission[];
+    .map((permission) => ({ ...permission, exp: permission.exp ?? tokenExp }))
+    .filter((permission) => permission.exp === undefined || permission.exp > now);
 }
 
 /**
@@ -45,7 +55,7 @@ export async function upgradedPermissions(
   if ((token.accountId ?? null) !== party)
     throw new errors.CustomOIDCProviderError('invalid_grant', 'rpt was issued to another requesting party');
   assertKeyHeld(bindingOf(token), held, 'rpt');
-  return permissionsInForce(token);
+  return stillInForce(token, Math.floor(Date.now() / 1000));
 }
 
 /** The new permissions, plus the upgraded RPT's on other resources (a resource granted anew takes the new grant). */
