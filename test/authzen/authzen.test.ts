@@ -561,6 +561,18 @@ describe('AuthZEN Authorization API', function () {
       expect(first.engines).to.include({ rego: 'none', cedar: 'allow' });
     });
 
+    it('decides subjects and resources whose types Cedar reserves as any other (found 2026-11-30: 503)', async function () {
+      for (const type of ['if', 'true', 'in', 'has', 'like', '__cedar', '__cedar::ipaddr', 'ok::then']) {
+        const { status, body } = await ask(EVALUATION, {
+          subject: { type, id: 'alice' },
+          action: { name: 'read' },
+          resource: { type, id: 'plan' },
+        });
+        expect(status, `${type}: ${JSON.stringify(body)}`).to.equal(200);
+        expect(body.decision, type).to.equal(false);
+      }
+    });
+
     it('searches alike', async function () {
       const subjects = await ask('/access/v1/search/subject', {
         subject: { type: 'user' },

@@ -90,13 +90,22 @@ function authzenParty(party: { type: string; id: string; properties?: Record<str
   return { uid: { type: cedarTypeName(party.type), id: party.id }, attrs: party.properties ?? {} };
 }
 
-/** AuthZEN types are free text; Cedar entity types are `::`-separated identifiers. Other characters become "_". */
+/**
+ * AuthZEN types are free text; Cedar entity types are `::`-separated identifiers. Other characters
+ * become "_", and a segment that is a word Cedar reserves gets a "_" in front. Found 2026-11-30: a
+ * type `if` or `__cedar` made Cedar refuse the request, which the engine took for its own failure:
+ * any AuthZEN caller had a 503 and an error logged at will.
+ */
 export function cedarTypeName(type: string): string {
   return type
     .split('::')
     .map((segment) => segment.replace(/[^A-Za-z0-9_]/g, '_').replace(/^(?=[0-9]|$)/, '_'))
+    .map((segment) => (CEDAR_RESERVED.has(segment) || segment.startsWith('__cedar') ? `_${segment}` : segment))
     .join('::');
 }
+
+/** Words Cedar does not take as identifiers (its grammar's reserved words; `__cedar` is reserved as a prefix). */
+const CEDAR_RESERVED = new Set(['true', 'false', 'if', 'then', 'else', 'in', 'is', 'like', 'has']);
 
 /**
  * JSON → Cedar values. Cedar has no null and no fractions, so nulls and non-integers are left
