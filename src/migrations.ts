@@ -62,6 +62,12 @@ export const MIGRATIONS: readonly Migration[] = [
       "the default pack's token exchange rule lets a client's own token carry, to the resource it is exchanged for, only the scopes the client may hold there (its registered scopes and its entitlements for that resource's type), no longer its entitlements for another type: a stored arbiter/token_exchange/token_exchange.rego still as an earlier pack seeded it is replaced with this release's; an edited one is left as it is",
     run: (store) => replaceUneditedPackRule(store, TOKEN_EXCHANGE_RULE, TOKEN_EXCHANGE_RULE_SEEDED_BEFORE_8),
   },
+  {
+    to: 9,
+    description:
+      "the default pack's registration rule finds a software statement's software_id in the denylist in any letter case (a UUID in capitals got past an entry in small letters): a stored arbiter/register/register.rego still as an earlier pack seeded it is replaced with this release's; an edited one is left as it is",
+    run: (store) => replaceUneditedPackRule(store, REGISTER_RULE, REGISTER_RULE_SEEDED_DIGESTS),
+  },
 ];
 
 /** Every tenant's identity providers without `sharedCallback` get it (true): their upstream knows only the shared callback. */
@@ -103,6 +109,19 @@ const TOKEN_EXCHANGE_RULE_SEEDED_BEFORE_8 = [
   ...TOKEN_EXCHANGE_RULE_SEEDED_BEFORE_7,
   'sha256:0b0d079f395b29b006e97225ec38fb28df5d651edab6817775ca238b146dc731',
 ];
+
+const REGISTER_RULE = 'arbiter/register/register.rego';
+/** The digests of that rule as each earlier pack seeded it (every version in the project's history). */
+const REGISTER_RULE_SEEDED_DIGESTS = [
+  '340376e811747031b761e5201bbc7a87ba6db54bdb16f894ef73baf6780882bd',
+  '44376b42d72e137a5509c1d9a0ad17d482be500344db33240add2bb036cb258e',
+  '8423c860c330af64ec533a9277bb691c453b7e04ad51da53426691216dfb3aef',
+  '9214d06d75e4131c862b2c6faa37777b8d8201c2b8e22f59d4cbaff92bdbb965',
+  'a40b4d2fe9ef341be5d913599109c333c0da014daee878553a330c302b4a2af7',
+  'c7c7772314c93c109d91e46226f450d5a0c3a9b792d4329f31b59a967b83b9ca',
+  'd231af4a26a7a3d0411ff96e4456a5a4597c0780d476924f3f57b55b755cbcf3',
+  'fbf7af1cb2500a76f9b60687a8df270f3bdf5e6b5ca490a41ac802f3e1b60618',
+].map((hex) => `sha256:${hex}`);
 
 /**
  * A fix to the default pack reaches a store seeded by an older release only through a step: the

@@ -237,12 +237,15 @@ describe('dynamic client registration', function () {
     });
 
     it('refuses a denylisted software_id as unapproved_software_statement', async function () {
-      const { status, body } = await register({
-        ...metadata,
-        software_statement: await statementOf({ software_id: DENIED_SOFTWARE }),
-      });
-      expect(status).to.equal(400);
-      expect(body.error).to.equal('unapproved_software_statement');
+      // In any letter case (found 2026-11-30: in capitals it was registered, and stored in small letters).
+      for (const softwareId of [DENIED_SOFTWARE, DENIED_SOFTWARE.toUpperCase()]) {
+        const { status, body } = await register({
+          ...metadata,
+          software_statement: await statementOf({ software_id: softwareId }),
+        });
+        expect(status, softwareId).to.equal(400);
+        expect(body.error).to.equal('unapproved_software_statement');
+      }
     });
 
     it('refuses garbage as invalid_software_statement', async function () {

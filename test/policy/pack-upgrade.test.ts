@@ -135,7 +135,12 @@ const fixture = (name: string) =>
   readFileSync(join(dirname(fileURLToPath(import.meta.url)), `fixtures/${name}`), 'utf8');
 
 /** The token exchange rule stored as `content` in a store at schema version `from`, once migrated to this release's. */
-async function tokenExchangeRuleMigratedFrom(from: number, content: string): Promise<string | undefined> {
+function tokenExchangeRuleMigratedFrom(from: number, content: string): Promise<string | undefined> {
+  return packRuleMigratedFrom(TOKEN_EXCHANGE_RULE, from, content);
+}
+
+/** The shared rule at `path` stored as `content` in a store at schema version `from`, once migrated to this release's. */
+async function packRuleMigratedFrom(path: string, from: number, content: string): Promise<string | undefined> {
   const store = await openArbiterStore('sqlite::memory:');
   try {
     await migrate(
@@ -145,7 +150,7 @@ async function tokenExchangeRuleMigratedFrom(from: number, content: string): Pro
     await policyRuleRecords(store, DEFAULT_TENANT).insert({
       id: 1,
       kind: 'rego',
-      path: TOKEN_EXCHANGE_RULE,
+      path,
       content,
       enabled: true,
       version: null,
@@ -197,5 +202,22 @@ describe("Upgrading a store whose token exchange rule carried a client's entitle
     expect(await tokenExchangeRuleMigratedFrom(7, before)).to.equal(TOKEN_EXCHANGE_NOW);
     const edited = `${before}\n# an operator's note\n`;
     expect(await tokenExchangeRuleMigratedFrom(7, edited)).to.equal(edited);
+  });
+});
+
+/**
+ * Schema step 9: the registration rule that finds a software_id in the denylist in any letter case
+ * (found 2026-11-30) replaces an earlier pack's rule where nobody edited it.
+ */
+describe("Upgrading a store whose registration rule compared the denylist's software_ids letter for letter", function () {
+  const REGISTER_RULE = 'arbiter/register/register.rego';
+  const now = readFileSync(join(POLICY_PACK_DIR, REGISTER_RULE), 'utf8');
+
+  it('is replaced with the current pack when still as an earlier pack seeded it, and left alone when edited', async function () {
+    const before = fixture('register-before-denylist-case.rego');
+    expect(now).not.to.equal(before);
+    expect(await packRuleMigratedFrom(REGISTER_RULE, 8, before)).to.equal(now);
+    const edited = `${before}\n# an operator's note\n`;
+    expect(await packRuleMigratedFrom(REGISTER_RULE, 8, edited)).to.equal(edited);
   });
 });

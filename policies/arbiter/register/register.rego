@@ -91,6 +91,15 @@ statement_issuer_trusted if lib.trusted_issuer(claims.iss, "software_statement",
 
 denylist := object.get(lib.oauth, ["software_statements", "denylist"], [])
 
+# A software_id of the denylist, in any letter case (found 2026-11-30: a UUID in capitals got past
+# an entry in small letters, and the server then stored it in small letters).
+denied_software(id) if id in denylist
+
+denied_software(id) if {
+	is_string(id)
+	lower(id) in {lower(entry) | some entry in denylist; is_string(entry)}
+}
+
 statement_registration := lib.deny("invalid_software_statement", concat("", [
 	"the software statement's issuer is not trusted: ",
 	lib.shown(object.get(claims, "iss", null)),
@@ -100,7 +109,7 @@ statement_registration := lib.deny("invalid_software_statement", concat("", [
 	# RFC 7591 §2.3: a statement is a signed JWS; unverified claims never confer entitlements.
 	not input.registration.software_statement.verified == true
 } else := lib.deny("unapproved_software_statement", "this software is not approved") if {
-	claims.software_id in denylist
+	denied_software(claims.software_id)
 } else := within_client({
 	"allow": true,
 	"scopes": sort({scope | some resource in granted_resources; some scope in resource.scopes}),

@@ -53,6 +53,19 @@ test_denylisted_software_is_unapproved if {
 	d.error == "unapproved_software_statement"
 }
 
+test_denylisted_software_is_unapproved_in_any_letter_case if {
+	upper := {"iss": "https://issuer.example", "software_id": "0D6C3F5E-2B1A-4C8D-9E7F-112233445566"}
+	d := register.decision with input as registration(statement(upper), ["authorization_code"])
+		with data.oauth.trusted_issuers as trusted
+		with data.oauth.software_statements.denylist as ["0d6c3f5e-2b1a-4c8d-9e7f-112233445566"]
+	d.error == "unapproved_software_statement"
+	lower := {"iss": "https://issuer.example", "software_id": "0d6c3f5e-2b1a-4c8d-9e7f-112233445566"}
+	e := register.decision with input as registration(statement(lower), ["authorization_code"])
+		with data.oauth.trusted_issuers as trusted
+		with data.oauth.software_statements.denylist as ["0D6C3F5E-2B1A-4C8D-9E7F-112233445566"]
+	e.error == "unapproved_software_statement"
+}
+
 test_statement_entitlements_are_kept_within_known_types if {
 	claims := {
 		"iss": "https://issuer.example",
