@@ -4,6 +4,12 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 const MAX_URI_LENGTH = 2048;
 /** What an absolute URI may contain as written (RFC 3986 characters, no whitespace or controls). */
 const URI_CHARS = /^[A-Za-z][A-Za-z0-9+.-]*:[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]+$/;
+/**
+ * A URI that names its host as written (`scheme://host…`). The URL parser reads `https:///cb` and
+ * `https:cb` as the host `cb`; found 2026-11-30, such a redirect URI was registered as written,
+ * and a browser would have taken the code to `https://cb/`.
+ */
+const WRITTEN_AUTHORITY = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]/;
 
 /**
  * Why a redirect URI a caller registers is unacceptable under OAuth 2.1 §2.3.1 and RFC 9700
@@ -31,7 +37,7 @@ export function registrableRedirectUriProblem(uri: string): string | null {
   if (uri.includes('#')) return 'must not contain a fragment';
   const parsed = URL.parse(uri);
   if (!parsed) return 'must be absolute URIs';
-  return redirectUriProblem(parsed) ?? (parsed.hostname ? null : 'must name a host');
+  return redirectUriProblem(parsed) ?? (parsed.hostname && WRITTEN_AUTHORITY.test(uri) ? null : 'must name a host');
 }
 
 /**
@@ -42,7 +48,7 @@ export function registrableRedirectUriProblem(uri: string): string | null {
  */
 export function webUriProblem(uri: string, kind: 'page' | 'jwks' | 'notification'): string | null {
   const parsed = isWrittenAsUri(uri) ? URL.parse(uri) : null;
-  if (!parsed?.hostname) return 'must be an absolute URI';
+  if (!parsed?.hostname || !WRITTEN_AUTHORITY.test(uri)) return 'must be an absolute URI';
   if (kind === 'jwks' && parsed.protocol !== 'https:') return 'must be an https URI';
   if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return 'must be an http or https URI';
   if (kind !== 'page' && uri.includes('#')) return 'must not contain a fragment';

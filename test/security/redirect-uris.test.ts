@@ -26,6 +26,9 @@ describe('registration refuses redirect URIs OAuth 2.1 forbids', function () {
     ['https://user:pw@a.example/cb', /credentials/],
     ['https://*.evil.example/cb', /wildcard/],
     ['http://127.0.0.1.evil.example/cb', /https/],
+    // Found 2026-11-30: the URL parser reads these as the host "cb", and they were registered as written.
+    ['https:///cb', /must name a host/],
+    ['https:cb', /must name a host/],
   ] as const) {
     it(`refuses ${uri} with invalid_redirect_uri`, async function () {
       const body = await register(uri);
