@@ -13,17 +13,6 @@ const FORWARDED_HEADERS = [
 ];
 
 /**
- * Forwarded headers are believed only from configured proxies: from any other peer they are
- * removed before anything reads them, so that a caller cannot choose the address written to the
- * audit log or counted by the authentication-failure limit, nor the scheme or host oidc-provider
- * sees. With a trusted proxy, Koa (`proxy`, `maxIpsCount: 1`) takes the address that proxy appended.
- * IPv4-mapped IPv6 addresses are written as plain IPv4.
- *
- * With an https issuer (`httpsIssuer`), a request that no trusted proxy said otherwise of is taken
- * as https: the browser spoke TLS to whatever terminates it before this listener, so the cookies
- * Arbiter and oidc-provider set are Secure and the URLs they build are https, TRUSTED_PROXIES or not.
- */
-/**
  * Requests whose peer is a trusted proxy. What that proxy says of the client (its certificate in
  * MTLS_CERTIFICATE_HEADER) is believed, never the proxy's own TLS certificate (src/oauth/mtls).
  */
@@ -34,6 +23,17 @@ export function cameThroughTrustedProxy(request: IncomingMessage): boolean {
   return throughTrustedProxy.has(request);
 }
 
+/**
+ * Forwarded headers are believed only from configured proxies: from any other peer they are
+ * removed before anything reads them, so that a caller cannot choose the address written to the
+ * audit log or counted by the authentication-failure limit, nor the scheme or host oidc-provider
+ * sees. With a trusted proxy, Koa (`proxy`, `maxIpsCount: 1`) takes the address that proxy appended.
+ * IPv4-mapped IPv6 addresses are written as plain IPv4.
+ *
+ * With an https issuer (`httpsIssuer`), a request that no trusted proxy said otherwise of is taken
+ * as https: the browser spoke TLS to whatever terminates it before this listener, so the cookies
+ * Arbiter and oidc-provider set are Secure and the URLs they build are https, TRUSTED_PROXIES or not.
+ */
 export function trustedCaller(trustedProxies: string[], proxyHeaders: readonly string[] = [], httpsIssuer = false) {
   const trusted = trustedProxies.map(parseRange);
   // Other headers only a trusted proxy may set (MTLS_CERTIFICATE_HEADER: the client certificate it saw).
