@@ -23,7 +23,11 @@ export function userCodeGuessLimit({ limit, windowSeconds }: AuthFailureLimits, 
     const counted = await store.addToWindow(key, windowMs);
     if (counted.count > limit)
       return tooManyGuessesPage(ctx, Math.max(1, Math.ceil((counted.resetAt - Date.now()) / 1000)));
-    await next();
-    if (!rejectedUserCodes.has(ctx)) await store.addToWindow(key, windowMs, -1);
+    try {
+      await next();
+    } finally {
+      // A request that failed otherwise (the store, say) was no wrong code either; giving back must not hide why it failed.
+      if (!rejectedUserCodes.has(ctx)) await store.addToWindow(key, windowMs, -1).catch(() => undefined);
+    }
   };
 }
