@@ -9,6 +9,9 @@ import {
 import { ConflictError, DEFAULT_TENANT, type Store, type StoredDoc } from './types.js';
 
 const PREFIX = 'sealed:v1:';
+/** AES-GCM's nonce and authentication tag, as seal() writes them. */
+const IV_BYTES = 12;
+const TAG_BYTES = 16;
 const KEY_BYTES = 32;
 const SEALING_KEYS_COLLECTION = { name: 'sealing_keys' };
 const DEVELOPMENT_KEY_ID = 'development';
@@ -61,7 +64,7 @@ export class Sealer {
   }
 
   seal(plain: string): string {
-    const iv = randomBytes(12);
+    const iv = randomBytes(IV_BYTES);
     const cipher = createCipheriv('aes-256-gcm', this.keys[0]!, iv);
     const sealed = Buffer.concat([cipher.update(plain, 'utf8'), cipher.final()]);
     return `${PREFIX}${[iv, cipher.getAuthTag(), sealed].map((part) => part.toString('base64url')).join('.')}`;
@@ -105,11 +108,13 @@ export class Sealer {
       .slice(PREFIX.length)
       .split('.')
       .map((part) => Buffer.from(part, 'base64url'));
-    // A value of fewer parts opens with no key.
-    if (iv && tag && sealed)
+    // A value of fewer parts opens with no key, nor one with a nonce or tag of another length than
+    // seal() writes: found 2026-11-30, a tag cut to 4 bytes was taken (GCM checks what it is given),
+    // leaving 32 bits between a forger with write access to the store and a sealed value.
+    if (iv?.length === IV_BYTES && tag?.length === TAG_BYTES && sealed)
       for (const key of this.keys) {
         try {
-          const decipher = createDecipheriv('aes-256-gcm', key, iv);
+          const decipher = createDecipheriv('aes-256-gcm', key, iv, { authTagLength: TAG_BYTES });
           decipher.setAuthTag(tag);
           const plain = Buffer.concat([decipher.update(sealed), decipher.final()]).toString('utf8');
           return { plain, current: key === this.keys[0] };
