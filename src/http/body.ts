@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import { HttpError, badRequest } from './errors.js';
+import { HttpError, badRequest, shownName } from './errors.js';
 
 /**
  * The deepest nesting of arrays and objects accepted in a JSON body or a JSON-valued parameter.
@@ -73,7 +73,8 @@ export function hasEncodedNul(text: string): boolean {
 export function nulRefused(where: string, path: string[] = []): HttpError {
   // A field of the empty name ("" as a JSON key) is still a field: it is named, as `""` in words.
   if (path.length === 0) return badRequest(`${where} ${NUL_HELD}`);
-  const field = path.join('.');
+  // Cut: found 2026-11-30, a 60,000-character name was echoed whole, twice, in the answer.
+  const field = shownName(path.join('.'));
   return badRequest(`${field || '""'} in ${where} ${NUL_HELD}`, { field });
 }
 

@@ -18,6 +18,11 @@ export class HttpError extends Error {
 
 export const badRequest = (description: string, details?: Record<string, unknown>) =>
   new HttpError(400, 'invalid_request', description, details);
+
+/** A name the caller chose, as an answer names it back: cut to 64 characters (a refusal never echoes a whole body). */
+export function shownName(name: string): string {
+  return name.length > 64 ? `${name.slice(0, 64)}…` : name;
+}
 export const notFound = (description = 'not found') => new HttpError(404, 'not_found', description);
 /** A method a protocol endpoint does not take: 405 `method_not_allowed` with the Allow header naming those it does. */
 export function methodNotAllowed(ctx: { set(field: string, value: string): void }, allowed: string): HttpError {

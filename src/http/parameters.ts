@@ -1,7 +1,7 @@
 import type { Context } from 'koa';
 import { basicCredentials } from './basic.js';
 import { hasEncodedNul, nulRefused, refuseNul } from './body.js';
-import { HttpError } from './errors.js';
+import { HttpError, shownName } from './errors.js';
 
 /**
  * Arbiter's protocol and Admin parameters are single-valued: a name given twice is refused up
@@ -14,7 +14,7 @@ export function assertSingleValued(raw: string, what = 'parameter', repeatable: 
   const seen = new Set<string>();
   for (const name of new URLSearchParams(raw).keys()) {
     if (seen.has(name) && !repeatable.includes(name)) {
-      const shown = name.length > 64 ? `${name.slice(0, 64)}…` : name;
+      const shown = shownName(name);
       throw new HttpError(400, 'invalid_request', `${what} '${shown}' was given more than once`, { parameter: shown });
     }
     seen.add(name);

@@ -117,3 +117,18 @@ describeNulRefusal('PostgreSQL', async () => {
   const server = await readyServer({ STORE_URL: postgres.url() });
   return { server, stop: () => server.close() };
 });
+
+describe('U+0000 in a long field name', function () {
+  it('names the field cut short, never echoing the whole name (found 2026-11-30: 120 KB for a 60,000-character name)', async function () {
+    const server = await withServer();
+    const response = await server.request('/token', {
+      method: 'POST',
+      headers: FORM,
+      body: `grant_type=client_credentials&${'K'.repeat(60_000)}%00=1`,
+    });
+    const text = await response.text();
+    expect(response.status).to.equal(400);
+    expect(text.length, text.slice(0, 200)).to.be.below(1000);
+    expect(JSON.parse(text).error_description).to.match(/^K{64}… in .*U\+0000/);
+  });
+});
