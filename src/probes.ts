@@ -38,6 +38,13 @@ export function health(
 ) {
   let behindSince: number | null = null;
   return async function probe(ctx: Context): Promise<void> {
+    // Found 2026-11-30: any method was answered 200, after the store write a readiness check makes.
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
+      ctx.set('Allow', 'GET, HEAD');
+      ctx.status = 405;
+      ctx.body = { error: 'method_not_allowed', error_description: 'use GET or HEAD' };
+      return;
+    }
     if (ctx.path === LIVENESS_PATH) {
       ctx.body = { status: 'alive' };
       return;

@@ -268,6 +268,15 @@ describe('Start-up and configuration', function () {
       expect(response.status, path).to.equal(200);
       expect(await response.json(), path).to.include({ status: 'ok', store: 'up', policy: 'ready' });
     }
+    // GET and HEAD only (found 2026-11-30: any method was answered 200, after a readiness check's store write).
+    expect((await server.request('/readyz', { method: 'HEAD' })).status).to.equal(200);
+    for (const path of ['/livez', '/readyz', '/healthz'])
+      for (const method of ['POST', 'PUT', 'DELETE', 'OPTIONS']) {
+        const response = await server.request(path, { method });
+        expect(response.status, `${method} ${path}`).to.equal(405);
+        expect(response.headers.get('allow')).to.equal('GET, HEAD');
+        await response.body?.cancel();
+      }
   });
 
   it('answers unknown paths with a JSON 404, never a stack trace', async function () {
