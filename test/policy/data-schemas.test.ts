@@ -84,6 +84,11 @@ describe('Policy data schemas', function () {
     const outside = await writeData('acme_names', 'aaa', { schema: remote });
     expect(outside.status).to.equal(400);
     expect(outside.body.error_description).to.contain('refers outside itself');
+
+    // Found 2026-11-30: answered with the schema compiler's own TypeError ("id.replace is not a function").
+    const numbered = await writeData('acme_names', 'aaa', { schema: JSON.stringify({ $id: 5 }) });
+    expect(numbered.status).to.equal(400);
+    expect(numbered.body.error_description).to.contain('gives "$id" a value that is no string');
   });
 
   it('refuses a data change in impact analysis with the same 400', async function () {

@@ -107,6 +107,9 @@ function compiledAuthorSchema(text: string): ValidateFunction {
   return validate;
 }
 
+/** Keywords whose value JSON Schema makes a string (a URI or a name). */
+const REFERENCE_KEYWORDS = new Set(['$id', '$ref', '$anchor', '$dynamicRef', '$dynamicAnchor', '$schema']);
+
 function unsafeKeyword(node: unknown, depth: number): string | null {
   if (depth > MAX_SCHEMA_DEPTH) return `nests deeper than ${MAX_SCHEMA_DEPTH} levels`;
   if (Array.isArray(node)) {
@@ -120,6 +123,8 @@ function unsafeKeyword(node: unknown, depth: number): string | null {
   for (const [key, value] of Object.entries(node)) {
     if (FORBIDDEN_KEYWORDS.has(key))
       return `uses "${key}", which data schemas may not (no regular expressions or formats)`;
+    // Found 2026-11-30: a `$id` of another type reached Ajv, which answered with its own TypeError.
+    if (REFERENCE_KEYWORDS.has(key) && typeof value !== 'string') return `gives "${key}" a value that is no string`;
     if ((key === '$ref' || key === '$id') && typeof value === 'string' && !value.startsWith('#'))
       return `refers outside itself ("${key}": "${value}")`;
     const found = unsafeKeyword(value, depth + 1);
