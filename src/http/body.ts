@@ -86,6 +86,7 @@ const NUL_HELD = 'contains U+0000 (a NUL character), which no parameter, field o
  * on a connection whose previous body the server did not read to the end.
  */
 export async function readText(ctx: Context, limitBytes: number): Promise<string> {
+  refuseEncodedBody(ctx);
   const declared = Number(ctx.get('content-length') || 0);
   if (declared > limitBytes) throw tooLarge(ctx, limitBytes);
   const chunks: Buffer[] = [];
@@ -139,6 +140,24 @@ export function nestingExceeds(text: string, max: number): boolean {
 
 function hasBody(ctx: Context): boolean {
   return Number(ctx.get('content-length') || 0) > 0 || ctx.get('transfer-encoding') !== '';
+}
+
+/**
+ * A body sent compressed (Content-Encoding other than identity) is refused with 415, the encoding
+ * Arbiter takes named (RFC 9110 §15.5.16): none is decompressed, so none can unpack into more than
+ * the limit. Found 2026-11-30: such a body was read as its compressed bytes, and refused as a form
+ * or JSON it was not, the bytes quoted back. Left unread, so the connection closes.
+ */
+function refuseEncodedBody(ctx: Context): void {
+  const encoding = ctx.get('content-encoding').trim().toLowerCase();
+  if (encoding === '' || encoding === 'identity') return;
+  ctx.set('Accept-Encoding', 'identity');
+  ctx.set('Connection', 'close');
+  throw new HttpError(
+    415,
+    'invalid_request',
+    `the request body is sent with Content-Encoding ${shownName(encoding)}: send it uncompressed`,
+  );
 }
 
 function tooLarge(ctx: Context, limitBytes: number): HttpError {

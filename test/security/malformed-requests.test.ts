@@ -28,6 +28,23 @@ describe('Malformed requests answered 4xx, never 500', function () {
     expect((await rawRequest(server.url, { path: paths[0]!, headers: { Host: 'localhost:1' } })).status).to.equal(200);
   });
 
+  it('refuses a compressed request body with 415, naming the encoding it takes (found 2026-11-30: read as its raw bytes)', async function () {
+    const { gzipSync } = await import('node:zlib');
+    for (const [path, type, body] of [
+      ['/token', 'application/x-www-form-urlencoded', 'grant_type=client_credentials'],
+      ['/register', 'application/json', '{"redirect_uris":["https://app.example/cb"]}'],
+    ] as const) {
+      const response = await server.request(path, {
+        method: 'POST',
+        headers: { 'Content-Type': type, 'Content-Encoding': 'gzip' },
+        body: gzipSync(body),
+      });
+      expect(response.status, path).to.equal(415);
+      expect(response.headers.get('accept-encoding')).to.equal('identity');
+      expect(((await response.json()) as { error: string }).error).to.equal('invalid_request');
+    }
+  });
+
   it('answers anything but POST at /device/auth 405, and a device sign-in return without a known session 400', async function () {
     for (const path of ['/device/auth', '/device/auth/'])
       for (const method of ['GET', 'HEAD', 'PUT']) {
