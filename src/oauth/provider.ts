@@ -9,6 +9,7 @@ import { providerConfiguration } from './configuration.js';
 import { providerIssuer, type ProviderContext } from './context.js';
 import { installGrants } from './token/grants/index.js';
 import { outboundOptionsOf } from '../http/outbound.js';
+import { DEFAULT_TENANT } from '../store/index.js';
 import {
   assertionAudiencesAt,
   atomicReplayDetection,
@@ -48,8 +49,12 @@ export function createTenantProvider(context: ProviderContext): Provider {
   everyClientMayAskForEveryType(provider);
   findJwtAccessTokensToo(provider, jwtAccessTokenLookup(context));
   noNonceInRefreshedIdTokens(provider);
+  // Every tenant named by X-Tenant-Id is served under the one shared issuer (basePath ''), so a
+  // client assertion or DPoP proof made out to it is good in each of them: its jti is kept once
+  // for them all. Found 2026-11-30: kept per tenant, one assertion was taken once in each.
+  const replayScope = basePath === '' ? DEFAULT_TENANT : tenant;
   atomicReplayDetection(provider, (id, payload, expiresAt) =>
-    insertArtefactOnce(store, tenant, 'ReplayDetection', id, payload, expiresAt),
+    insertArtefactOnce(store, replayScope, 'ReplayDetection', id, payload, expiresAt),
   );
   givenTokenParametersOnly(provider);
   assertionAudiencesAt(provider, assertionOrigins(config));
