@@ -62,8 +62,6 @@ const ASCII_LOWER = ASCII_UPPER.toLowerCase();
 
 /** How much longer than statement_timeout the client awaits a statement. */
 const SERVER_CANCEL_MARGIN_MS = 500;
-/** SQLSTATE query_canceled: what the server answers for a statement past statement_timeout. */
-const STATEMENT_TIMED_OUT = '57014';
 
 /**
  * Scale-out store on PostgreSQL (`pg` and its pool). One table `c_<name>` per store collection:
@@ -344,11 +342,9 @@ export class PostgresStore implements Store {
       return await work();
     } catch (error) {
       if (!isConnectionFault(error)) throw error;
-      // A fault the server answered (DatabaseError) says it is there, unless it cancelled the statement
-      // for its time: then the request's next statements would each wait as long (found 2026-11-30:
-      // two timeouts for a request while another session held a lock); a probe clears it at once.
-      if (!(error instanceof pgDriver().DatabaseError) || (error as { code?: string }).code === STATEMENT_TIMED_OUT)
-        this.unresponsive.noticed();
+      // A fault the server answered (DatabaseError) says it is there: its statement timeout (a lock
+      // held elsewhere, a slow query) is that statement's, not every caller's of this node.
+      if (!(error instanceof pgDriver().DatabaseError)) this.unresponsive.noticed();
       throw new StoreUnavailableError(
         `the PostgreSQL store cannot be reached or did not answer in time (${(error as Error).message}); the operation failed or its outcome is unknown.`,
       );
