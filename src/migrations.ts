@@ -59,7 +59,7 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     to: 8,
     description:
-      "the default pack's token exchange rule lets a client's own token carry, to the resource it is exchanged for, only the scopes the client may hold there (its registered scopes and its entitlements for that resource's type), no longer its entitlements for another type: a stored arbiter/token_exchange/token_exchange.rego still as an earlier pack seeded it is replaced with this release's; an edited one is left as it is",
+      "the default pack's token exchange rule no longer lets a client's own token carry, to the resource it is exchanged for, the scopes its entitlements for another resource type gave it, unless the client may hold them there too: a stored arbiter/token_exchange/token_exchange.rego still as an earlier pack seeded it is replaced with this release's; an edited one is left as it is",
     run: (store) => replaceUneditedPackRule(store, TOKEN_EXCHANGE_RULE, TOKEN_EXCHANGE_RULE_SEEDED_BEFORE_8),
   },
   {

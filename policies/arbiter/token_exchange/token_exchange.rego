@@ -89,15 +89,23 @@ target := lib.target_type(input.request, lib.resource_types)
 
 subject_scopes := {scope | some scope in input.subject_token.scopes}
 
-# The subject token's scopes the exchange may carry on. The client's own token: only those the
-# client may hold for the target (its registered scopes and entitlements for the target's type,
-# OpenID Connect's, what its user delegated to it there). Found 2026-11-30: re-aimed at another
-# resource server, it kept every scope, entitlements for the first resource's type included, when
-# the target's type had no ceiling or shared a scope name. Another client's token (may_act, a
-# delegation) carries its own scopes, a delegation narrowing them in `kept`.
-carried := subject_scopes & ((lib.oidc_scopes | allowed) | delegated_scopes) if {
+# The subject token's scopes the exchange may carry on. The client's own token leaves out what its
+# entitlements for another resource type gave it, unless the client may hold that scope at the
+# target too (registered, entitled for the target's type, OpenID Connect's, delegated to it there).
+# Found 2026-11-30: re-aimed at another resource server whose type shares a scope name, it kept
+# them. Scopes it holds otherwise (a token exchanged on may_act, say) pass; a delegation narrows
+# another client's token in `kept`.
+carried := subject_scopes - (other_types_entitlements - holdable) if {
 	input.subject_token.client_id == input.client.client_id
 } else := subject_scopes
+
+other_types_entitlements := {scope |
+	some granted in object.get(input.client, "granted_resources", [])
+	granted.type != target
+	some scope in granted.scopes
+}
+
+holdable := (lib.oidc_scopes | allowed) | delegated_scopes
 
 # The carried scopes that were asked for (all of them when none was).
 passed_on := lib.scopes_granted(requested, carried, carried)

@@ -322,3 +322,12 @@ test_an_own_token_keeps_what_its_user_delegated_to_the_client if {
 	d.allow
 	d.scopes == ["view"]
 }
+
+# A scope the client holds by no entitlement of another type (its token was exchanged from another
+# client's on may_act, say) is passed on in a chain of exchanges.
+test_an_own_token_keeps_what_it_holds_by_no_entitlement if {
+	held := object.union(access_token, {"scopes": ["mail.read"]})
+	d := token_exchange.decision with input as exchange(f.confidential_client, held, {"scopes": ["mail.read"]})
+	d.allow
+	d.scopes == ["mail.read"]
+}
