@@ -4,7 +4,7 @@ import type Provider from 'oidc-provider';
 import type { ConfigurationSlice } from '../context.js';
 import { REQUEST_OBJECT_SIGNING_ALGS } from '../../catalog/index.js';
 import { MAX_JSON_DEPTH, nestingExceeds } from '../../http/body.js';
-import { HttpError } from '../../http/errors.js';
+import { HttpError, shownName } from '../../http/errors.js';
 import { assertShallowJson } from '../shared/form-body.js';
 import type { ArbiterContext } from '../state.js';
 import type { Tenant } from '../../tenancy/index.js';
@@ -93,21 +93,30 @@ function assertShallowPayload(jwt: string): void {
 }
 
 /**
- * A claim as a parameter: a string; a number, boolean or null as text (as oidc-provider reads
- * them); an array of strings (`resource`, `aud`); `claims` and `authorization_details` as JSON.
- * Anything else is refused before oidc-provider's `String(value)`. Found 2026-11-30: an object
- * whose `toString` is no function threw there, and an array of arrays failed later: a 500 for
- * anyone, as the request object is read before its signature is checked.
+ * A claim as a parameter, the way oidc-provider reads one: a string as it is, `claims` and
+ * `authorization_details` as JSON, an array as it is, anything else as `String(value)`. What that
+ * would fail on is refused first. Found 2026-11-30: an object whose `toString` is no function made
+ * `String(value)` throw, and an array of arrays in `resource` failed later: a 500 for anyone, as
+ * the request object is read before its signature is checked. Other claims (an extension's object,
+ * say) pass as oidc-provider takes them.
  */
 function asParameter(name: string, value: unknown): unknown {
   if (typeof value === 'string') return value;
   if ((name === 'claims' || name === 'authorization_details') && typeof value === 'object' && value !== null)
     return JSON.stringify(value);
-  if (Array.isArray(value) && value.every((item) => typeof item === 'string')) return value;
-  if (value === null || typeof value === 'number' || typeof value === 'boolean') return String(value);
-  throw new HttpError(
+  if (Array.isArray(value)) {
+    // RFC 8707: resource indicators are URIs.
+    if (name === 'resource' && !value.every((item) => typeof item === 'string')) throw unreadable(name);
+    return value;
+  }
+  if (value !== null && typeof value === 'object' && Object.hasOwn(value, 'toString')) throw unreadable(name);
+  return String(value);
+}
+
+function unreadable(name: string): HttpError {
+  return new HttpError(
     400,
     'invalid_request_object',
-    `the request object's ${JSON.stringify(name.slice(0, 64))} is neither a string, a number, a boolean nor an array of strings`,
+    `the request object's ${JSON.stringify(shownName(name))} cannot be read as a parameter`,
   );
 }
