@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormats from 'ajv-formats';
-import { badRequest } from './errors.js';
+import { badRequest, shownName } from './errors.js';
 
 const BCRYPT = /^\$2[aby]\$\d{2}\$[./A-Za-z0-9]{53}$/;
 /** BCrypt reads at most 72 bytes of a secret: a longer one would be cut without a word. */
@@ -33,9 +33,12 @@ export function assertValid<T>(schema: object, body: unknown, what = 'the reques
 
 function describeError(error: ErrorObject | undefined, what: string): [string, { field?: string }] {
   if (!error) return [`${what} is invalid`, {}];
-  const path = error.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  // Names the caller chose (a path, an unknown field) are cut: a refusal never echoes a whole body.
+  const path = shownName(error.instancePath.replace(/^\//, '').replace(/\//g, '.'));
   if (error.keyword === 'additionalProperties') {
-    const field = [path, (error.params as { additionalProperty: string }).additionalProperty].filter(Boolean).join('.');
+    const field = shownName(
+      [path, (error.params as { additionalProperty: string }).additionalProperty].filter(Boolean).join('.'),
+    );
     return [`${field} is not a known field`, { field }];
   }
   if (error.keyword === 'required') {
