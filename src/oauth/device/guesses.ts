@@ -26,8 +26,10 @@ export function userCodeGuessLimit({ limit, windowSeconds }: AuthFailureLimits, 
     try {
       await next();
     } finally {
-      // A request that failed otherwise (the store, say) was no wrong code either; giving back must not hide why it failed.
-      if (!rejectedUserCodes.has(ctx)) await store.addToWindow(key, windowMs, -1).catch(() => undefined);
+      // A request that failed otherwise (the store, say) was no wrong code either; giving back must not hide
+      // why it failed. Within the window it was counted in only: in a new one it would start below zero.
+      if (!rejectedUserCodes.has(ctx) && Date.now() < counted.resetAt)
+        await store.addToWindow(key, windowMs, -1).catch(() => undefined);
     }
   };
 }
