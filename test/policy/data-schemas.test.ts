@@ -89,6 +89,10 @@ describe('Policy data schemas', function () {
     const numbered = await writeData('acme_names', 'aaa', { schema: JSON.stringify({ $id: 5 }) });
     expect(numbered.status).to.equal(400);
     expect(numbered.body.error_description).to.contain('gives "$id" a value that is no string');
+    // A property that happens to be named so is a property.
+    const named = JSON.stringify({ type: 'object', properties: { $id: { type: 'string' } } });
+    const property = await writeData('acme_ids', { $id: 'x' }, { schema: named });
+    expect(property.status, JSON.stringify(property.body)).to.be.oneOf([200, 201]);
   });
 
   it('refuses a data change in impact analysis with the same 400', async function () {

@@ -124,7 +124,9 @@ function unsafeKeyword(node: unknown, depth: number): string | null {
     if (FORBIDDEN_KEYWORDS.has(key))
       return `uses "${key}", which data schemas may not (no regular expressions or formats)`;
     // Found 2026-11-30: a `$id` of another type reached Ajv, which answered with its own TypeError.
-    if (REFERENCE_KEYWORDS.has(key) && typeof value !== 'string') return `gives "${key}" a value that is no string`;
+    // A schema's value under that name (a property named "$id", say) is left to the walk below.
+    if (REFERENCE_KEYWORDS.has(key) && (value === null || typeof value !== 'object') && typeof value !== 'string')
+      return `gives "${key}" a value that is no string`;
     if ((key === '$ref' || key === '$id') && typeof value === 'string' && !value.startsWith('#'))
       return `refers outside itself ("${key}": "${value}")`;
     const found = unsafeKeyword(value, depth + 1);
