@@ -131,4 +131,17 @@ describe('U+0000 in a long field name', function () {
     expect(text.length, text.slice(0, 200)).to.be.below(1000);
     expect(JSON.parse(text).error_description).to.match(/^K{64}… in .*U\+0000/);
   });
+
+  it('names an unknown field of a JSON body cut short too', async function () {
+    const server = await withServer();
+    const response = await server.request('/admin/api/clients', {
+      method: 'POST',
+      admin: true,
+      json: { clientId: 'long-field-name', clientType: 'public', ['F'.repeat(60_000)]: 1 },
+    });
+    const text = await response.text();
+    expect(response.status).to.equal(400);
+    expect(text.length, text.slice(0, 200)).to.be.below(1000);
+    expect(JSON.parse(text).error_description).to.match(/^F{64}… is not a known field/);
+  });
 });
