@@ -116,7 +116,7 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
   const protectedApi = {
     store,
     policy,
-    callers: tokenCallers((tenant) => providers.provider(tenant), config),
+    callers: tokenCallers((tenant) => providers.provider(tenant), config, config.issuer),
     parties: inputParties(store),
     issuer: config.issuer,
     maxBodyBytes: config.maxBodyBytes,

@@ -69,7 +69,7 @@ export function introspectMiddleware(deps: IntrospectEndpointDeps): ArbiterMiddl
  * of its own (Bearer). Other methods go on to oidc-provider (its CORS preflight, its 404).
  */
 function introspectionEndpoint(deps: IntrospectEndpointDeps) {
-  const callers = tokenCallers(deps.providerFor, deps.mtls);
+  const callers = tokenCallers(deps.providerFor, deps.mtls, deps.issuer);
   return async function introspect(ctx: ArbiterContext, next: Next): Promise<void> {
     if (ctx.method !== 'POST') return next();
     assertContextParameter(ctx);

@@ -58,7 +58,12 @@ export async function activeAccessToken(provider: Provider, value: string) {
  * carrying the API's scope. No token, or not an active one: 401 invalid_token with the RFC 6750
  * challenge; an active token without the scope or for another audience: see `lackingScope`.
  */
-export function tokenCallers(providerFor: (tenant: Tenant) => Provider, mtls: MtlsSettings): TokenCallers {
+export function tokenCallers(
+  providerFor: (tenant: Tenant) => Provider,
+  mtls: MtlsSettings,
+  /** ISSUER: with the tenant's own (/t/<tenant>), the issuers an API's token may name (issuedForThisApi). */
+  issuer: string,
+): TokenCallers {
   return async (ctx, requirement) => {
     const value = bearerToken(ctx.get('authorization'));
     if (!value) throw invalidToken(ctx, 'a Bearer access token is required');
@@ -73,7 +78,7 @@ export function tokenCallers(providerFor: (tenant: Tenant) => Provider, mtls: Mt
     markAuthenticated(ctx.state);
     const scopes: string[] = typeof token.scope === 'string' ? token.scope.split(' ').filter(Boolean) : [];
     const accepted = [requirement.scope].flat();
-    const issuers = issuersOfTenant(sharedIssuerOf(provider.issuer, ctx.state.tenant), ctx.state.tenant);
+    const issuers = issuersOfTenant(issuer, ctx.state.tenant);
     if (!scopes.some((scope) => accepted.includes(scope)) || !issuedForThisApi(token.aud, issuers, requirement))
       throw lackingScope(ctx, accepted, requirement);
     return {
@@ -94,11 +99,6 @@ function issuedForThisApi(aud: unknown, issuers: string[], { audience, audienceR
   const audiences = [aud].flat().filter((value): value is string => typeof value === 'string');
   if (audienceRequired) return audience !== undefined && audiences.includes(audience);
   return audiences.every((value) => value === audience || issuers.includes(value));
-}
-
-/** The shared issuer, from the issuer of the provider that answers (the tenant's own, when reached by its path). */
-function sharedIssuerOf(issuer: string, tenant: Tenant): string {
-  return tenant.path && issuer.endsWith(tenant.path) ? issuer.slice(0, -tenant.path.length) : issuer;
 }
 
 function lackingScope(
