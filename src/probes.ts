@@ -1,4 +1,5 @@
 import type { Context } from 'koa';
+import { methodNotAllowed } from './http/errors.js';
 import type { PolicyEngine, PolicyFault } from './policy/index.js';
 import type { ClockSkew, Store } from './store/index.js';
 import type { WorkersReport } from './workers/protocol.js';
@@ -39,10 +40,11 @@ export function health(
   let behindSince: number | null = null;
   return async function probe(ctx: Context): Promise<void> {
     // Found 2026-11-30: any method was answered 200, after the store write a readiness check makes.
+    // Answered here: the probes' route has no error handler (probes.ts answers everything itself).
     if (ctx.method !== 'GET' && ctx.method !== 'HEAD') {
-      ctx.set('Allow', 'GET, HEAD');
-      ctx.status = 405;
-      ctx.body = { error: 'method_not_allowed', error_description: 'use GET or HEAD' };
+      const refusal = methodNotAllowed(ctx, 'GET, HEAD');
+      ctx.status = refusal.status;
+      ctx.body = { error: refusal.code, error_description: refusal.message };
       return;
     }
     if (ctx.path === LIVENESS_PATH) {
