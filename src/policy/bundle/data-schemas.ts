@@ -96,7 +96,18 @@ export function dataSchemaProblem(
   return null;
 }
 
-const compiledSchemas = new LRUCache<string, ValidateFunction>({ max: 256 });
+// Ajv keeps every schema it compiled (by the parsed object, so the same text parsed again is one
+// more), so a schema leaving this cache leaves Ajv too: else each new schema an author tries
+// stays in the sandbox for good.
+const compiledSchemas = new LRUCache<string, ValidateFunction>({
+  max: 256,
+  dispose: (validate) => ajv.removeSchema(validate.schema as object),
+});
+
+/** How many schemas this module's Ajv holds compiled, read from Ajv's own cache: for the test that bounds it. */
+export function heldSchemaCount(): number {
+  return (ajv as unknown as { _cache: Map<unknown, unknown> })._cache.size;
+}
 
 function compiledAuthorSchema(text: string): ValidateFunction {
   let validate = compiledSchemas.get(text);
