@@ -1,5 +1,5 @@
 import type { Next } from 'koa';
-import { guardCredential, nameCredential } from '../http/auth-failures.js';
+import { credentialWasRight, guardCredential, nameCredential } from '../http/auth-failures.js';
 import { HttpError } from '../http/errors.js';
 import type { AdminApiKeys } from './api-keys.js';
 import { DEFAULT_TENANT } from '../store/index.js';
@@ -41,6 +41,7 @@ export function requireAdminKey(keys: AdminApiKeys, sessions?: AdminSessions) {
         presented ? 'the X-Admin-API-Key is not valid' : 'the X-Admin-API-Key header is required',
       );
     }
+    credentialWasRight(ctx);
     ctx.state.adminKey = identity;
     recordCaller(ctx, identity);
     await next();

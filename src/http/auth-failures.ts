@@ -45,13 +45,19 @@ const ATTEMPT = 'credentialAttempt';
  */
 export function authFailureLimit(limits: AuthFailureLimits, counters: FailureCounters) {
   const ledger = new FailureLedger(limits, counters);
+  const verifications = new VerificationsUnderWay();
   return async function failureLimit(ctx: Context, next: Next): Promise<void> {
-    const attempt = new CredentialAttempt(ledger, limitedAddress(ctx.ip));
+    const attempt = new CredentialAttempt(ledger, limitedAddress(ctx.ip), verifications);
     ctx.state[ATTEMPT] = attempt;
     try {
       await next();
     } finally {
-      if (ctx.status === 401 && presentsCredential(ctx) && !attempt.verifiedRight) await attempt.failed(ctx);
+      try {
+        if (ctx.status === 401 && presentsCredential(ctx) && !attempt.verifiedRight) await attempt.failed(ctx);
+      } finally {
+        // Once its failure is counted, so that the next verification of the credential sees it.
+        attempt.verificationOver();
+      }
     }
   };
 }
@@ -66,8 +72,7 @@ export async function guardCredential(ctx: Context, identity: string): Promise<v
   const attempt = ctx.state[ATTEMPT] as CredentialAttempt | undefined;
   if (!attempt) return;
   attempt.identity = identity;
-  const lockedFor = await attempt.identityLockedFor();
-  if (lockedFor !== null) throw tooManyFailures(ctx, lockedFor, 'too many failed authentications with this credential');
+  await attempt.waitForVerification(ctx);
 }
 
 /**
@@ -83,14 +88,17 @@ export function nameCredential(ctx: Context, identity: string): void {
 }
 
 /**
- * Called by the code that verified a credential as right before refusing the request for how it
- * was presented (a client's right secret sent by another method than its registered one): the 401
- * that follows is no guess and is not counted, so that a client library that retries with the
- * other method (Go's x/oauth2 does) cannot lock its client out.
+ * Called by the code that verifies a credential, as soon as it found it right: the verification it
+ * waited for (guardCredential) is over, so the next request of that credential may be verified,
+ * and a 401 that follows is no guess and is not counted. A client's right secret refused for how it
+ * was presented (another method than its registered one) is such a 401, so a client library that
+ * retries with the other method (Go's x/oauth2 does) cannot lock its client out.
  */
 export function credentialWasRight(ctx: Context): void {
   const attempt = ctx.state[ATTEMPT] as CredentialAttempt | undefined;
-  if (attempt) attempt.verifiedRight = true;
+  if (!attempt) return;
+  attempt.verifiedRight = true;
+  attempt.verificationOver();
 }
 
 /** The identity of a client's credentials: client ids are per tenant. */
@@ -131,16 +139,30 @@ class FailureLedger {
     this.windowMs = windowSeconds * 1000;
   }
 
-  async identityLockedFor(identity: string, address: string): Promise<number | null> {
+  /**
+   * Whether the identity is refused at the address (the seconds it stays refused), else how many
+   * more failures it may have before it is: as many of its verifications may be under way at once.
+   */
+  async identityStanding(identity: string, address: string): Promise<IdentityStanding> {
     const keys = this.keysOf(address, identity);
-    if (this.unfailed.recently(keys.identityAtAddress)) return null;
+    const unlocked = { lockedFor: null, failuresLeft: this.limit };
+    if (this.unfailed.recently(keys.identityAtAddress)) return unlocked;
     const counts = await this.unfailed.shared(keys.identityAtAddress, () =>
       this.counters.readWindows([keys.identityAtAddress, keys.identity]),
     );
     const here = counts.get(keys.identityAtAddress);
     const everywhere = counts.get(keys.identity);
-    if (!here?.count && !everywhere?.count) this.unfailed.remember(keys.identityAtAddress);
-    return this.lockedFor(here, everywhere, 0);
+    if (!here?.count && !everywhere?.count) {
+      this.unfailed.remember(keys.identityAtAddress);
+      return unlocked;
+    }
+    const lockedFor = this.lockedFor(here, everywhere, 0);
+    if (lockedFor !== null) return { lockedFor, failuresLeft: 0 };
+    const failuresLeft = Math.min(
+      this.limit - (here?.count ?? 0),
+      this.limit * IDENTITY_WIDE_FACTOR - (everywhere?.count ?? 0),
+    );
+    return { lockedFor: null, failuresLeft };
   }
 
   /**
@@ -232,20 +254,109 @@ class RecentlyUnfailed {
 const UNFAILED_REUSE_MS = 1000;
 const UNFAILED_MAX_ENTRIES = 10_000;
 
+interface IdentityStanding {
+  lockedFor: number | null;
+  failuresLeft: number;
+}
+
+/**
+ * The credentials of each identity being verified in this process now: at most as many as the
+ * identity may still fail (found 2026-11-30: the counts were read before and written after the
+ * verification, so every guess of a burst sent at once was verified: 40 at once against a limit of
+ * 5 were 40 guesses). The others wait their turn, then read the counts again. A right credential
+ * ends its verification as soon as it is found right (credentialWasRight), so a client's own burst
+ * waits about one verification; a wrong one ends it once its failure is counted.
+ */
+class VerificationsUnderWay {
+  private readonly byIdentity = new Map<string, { underWay: number; waiting: (() => void)[] }>();
+
+  underWay(identity: string): number {
+    return this.byIdentity.get(identity)?.underWay ?? 0;
+  }
+
+  begin(identity: string): void {
+    this.entry(identity).underWay += 1;
+  }
+
+  end(identity: string): void {
+    const entry = this.byIdentity.get(identity);
+    if (!entry) return;
+    entry.underWay -= 1;
+    this.wakeNext(identity);
+  }
+
+  /** Resolves when a verification of the identity ends; null when too many wait already. */
+  turn(identity: string): Promise<void> | null {
+    const entry = this.entry(identity);
+    if (entry.waiting.length >= MAX_WAITING_VERIFICATIONS) return null;
+    return new Promise((resolve) => entry.waiting.push(resolve));
+  }
+
+  /** The next waiting request reads the counts again (each in turn, however its turn ends). */
+  wakeNext(identity: string): void {
+    const entry = this.byIdentity.get(identity);
+    if (!entry) return;
+    entry.waiting.shift()?.();
+    if (entry.underWay <= 0 && entry.waiting.length === 0) this.byIdentity.delete(identity);
+  }
+
+  private entry(identity: string) {
+    let entry = this.byIdentity.get(identity);
+    if (!entry) this.byIdentity.set(identity, (entry = { underWay: 0, waiting: [] }));
+    return entry;
+  }
+}
+
+/** Requests of one identity that may wait for a verification in one process; past it, 429 at once. */
+const MAX_WAITING_VERIFICATIONS = 1000;
+
 /** One request's credential: whose it is (once the verifying code said so) and what a failure of it costs. */
 class CredentialAttempt {
   identity: string | null = null;
   /** The credential was verified right, and the request refused for another reason (credentialWasRight). */
   verifiedRight = false;
+  /** The identity whose verification this request counts as under way, until it is over. */
+  private verifying: string | null = null;
 
   constructor(
     private readonly ledger: FailureLedger,
     private readonly address: string,
+    private readonly verifications: VerificationsUnderWay,
   ) {}
 
-  /** Seconds the identity stays refused, or null when it may be verified (or is not named). */
-  async identityLockedFor(): Promise<number | null> {
-    return this.identity === null ? null : this.ledger.identityLockedFor(this.identity, this.address);
+  /**
+   * Returns when the identity's credential may be verified: it is not refused, and fewer of its
+   * verifications are under way here than it may still fail. Throws 429 when it is refused.
+   */
+  async waitForVerification(ctx: Context): Promise<void> {
+    const identity = this.identity!;
+    let waited = false;
+    try {
+      for (;;) {
+        const { lockedFor, failuresLeft } = await this.ledger.identityStanding(identity, this.address);
+        if (lockedFor !== null)
+          throw tooManyFailures(ctx, lockedFor, 'too many failed authentications with this credential');
+        if (this.verifications.underWay(identity) < failuresLeft) {
+          this.verifications.begin(identity);
+          this.verifying = identity;
+          return;
+        }
+        const turn = this.verifications.turn(identity);
+        if (!turn) throw tooManyFailures(ctx, 1, 'too many authentications with this credential at once');
+        waited = true;
+        await turn;
+      }
+    } finally {
+      // A woken request that did not begin passes its turn on.
+      if (waited && this.verifying === null) this.verifications.wakeNext(identity);
+    }
+  }
+
+  /** Its verification is over (found right, or its failure counted): the next may begin. */
+  verificationOver(): void {
+    if (this.verifying === null) return;
+    this.verifications.end(this.verifying);
+    this.verifying = null;
   }
 
   /** A presented credential was refused (401): counted; answered 429 when its address or identity had already failed too often. */

@@ -208,6 +208,28 @@ describe('Throttling of authentication failures, and the caller address', functi
     ).to.equal(200);
   });
 
+  // Found 2026-11-30: the counts were read before the verification and written after it, so all
+  // the guesses of a burst sent at once were verified (40 of 40 against a limit of 5).
+  it('verifies no more guesses of a burst sent at once than the limit; the others are refused unverified', async function () {
+    await confidentialClient(server, 'burst-svc', { scopes: ['read'] });
+    const answers = await Promise.all(
+      Array.from({ length: 40 }, (_, guess) => tokenRequest('burst-svc', `wrong guess ${guess}`, '127.0.0.31')),
+    );
+    const unverified = answers.filter(
+      (answer) => answer.status === 429 && /with this credential/.test(answer.text),
+    ).length;
+    expect(answers.every((answer) => [401, 429].includes(answer.status))).to.equal(true);
+    expect(40 - unverified, 'guesses verified').to.equal(LIMIT);
+  });
+
+  it("verifies a client's own burst of right secrets one limit at a time: every request is answered 200", async function () {
+    const secret = await confidentialClient(server, 'busy-svc', { scopes: ['read'] });
+    const answers = await Promise.all(
+      Array.from({ length: 6 * LIMIT }, () => tokenRequest('busy-svc', secret, '127.0.0.32')),
+    );
+    expect(answers.map((answer) => answer.status)).to.deep.equal(Array(6 * LIMIT).fill(200));
+  });
+
   it(`locks out a client everywhere after ${IDENTITY_WIDE_FACTOR} × the limit of guesses spread over many addresses`, async function () {
     const secret = await confidentialClient(server, 'spread-svc', { scopes: ['read'] });
     for (let address = 0; address < IDENTITY_WIDE_FACTOR; address++) {

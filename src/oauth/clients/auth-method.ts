@@ -44,9 +44,12 @@ const SECRET_METHODS = new Set(['client_secret_basic', 'client_secret_post']);
  * RFC 7591 §2 `token_endpoint_auth_method` is the one way a client authenticates. oidc-provider
  * takes a secret in the Authorization header and in the form as equivalent, whichever the client
  * registered, so a client_secret_basic client could use client_secret_post while the policy input
- * and the audit entry said basic. Called once oidc-provider has authenticated the client.
+ * and the audit entry said basic. Called once oidc-provider has authenticated the client, which
+ * tells the failure limiter that its credential was right (whatever the method: an assertion or a
+ * certificate too), so that the next request of the client may be verified.
  */
 export function assertRegisteredAuthMethod(ctx: KoaContextWithOIDC): void {
+  if (ctx.oidc.client) credentialWasRight(ctx);
   const registered = ctx.oidc.client?.clientAuthMethod;
   if (!registered || !SECRET_METHODS.has(registered)) return;
   const presented = /^basic /i.test(ctx.get('authorization'))
@@ -55,8 +58,7 @@ export function assertRegisteredAuthMethod(ctx: KoaContextWithOIDC): void {
       ? 'client_secret_post'
       : null;
   if (presented && presented !== registered) {
-    // oidc-provider has verified the secret: right, but sent the wrong way. Not a guess (no lockout count).
-    credentialWasRight(ctx);
+    // oidc-provider has verified the secret: right, but sent the wrong way. Not a guess (no lockout count, above).
     const refusal = new errors.InvalidClientAuth(`the client authenticated with ${presented}`);
     // oidc-provider's own description is a generic one; the client is told how it must authenticate.
     refusal.error_description = `the client is registered for ${registered} and must authenticate with it, not with ${presented}`;

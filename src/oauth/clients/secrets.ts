@@ -3,6 +3,7 @@ import { hash, verify } from '@node-rs/bcrypt';
 import { LRUCache } from 'lru-cache';
 import Provider from 'oidc-provider';
 import type { AuditState } from '../../audit/index.js';
+import { credentialWasRight } from '../../http/auth-failures.js';
 import { HttpError, badRequest, notFound } from '../../http/errors.js';
 import { isBcryptHash } from '../../http/validation.js';
 import type { Sealer, Store } from '../../store/index.js';
@@ -224,8 +225,11 @@ export function compareHashedClientSecrets(provider: Provider, secretsOf: Client
       clientSecret: stored,
       secretGrace: record?.clientSecret === stored ? record.secretGrace : null,
     };
-    const state = (Provider.ctx?.state ?? {}) as AuditState;
-    return (await clientSecretUsed(secretsOf, holder, presented, state)) !== null;
+    const ctx = Provider.ctx;
+    const right = (await clientSecretUsed(secretsOf, holder, presented, (ctx?.state ?? {}) as AuditState)) !== null;
+    // At once: the client's next request waits for this verification to end (http/auth-failures.ts).
+    if (right && ctx) credentialWasRight(ctx);
+    return right;
   });
 }
 

@@ -1,7 +1,7 @@
 import type { ArbiterContext } from '../state.js';
 import type Provider from 'oidc-provider';
 import { markAuthenticated } from '../../audit/index.js';
-import { clientIdentity, guardCredential } from '../../http/auth-failures.js';
+import { clientIdentity, credentialWasRight, guardCredential } from '../../http/auth-failures.js';
 import { basicCredentials, invalidClient } from '../../http/basic.js';
 import { bearerToken, insufficientScope, invalidToken } from '../../http/bearer.js';
 import { isUnavailable } from '../../http/errors.js';
@@ -135,6 +135,7 @@ export function clientCallers(store: Store, sealer: Sealer): ClientCallers {
       !(await clientSecretUsed({ store, sealer, tenant: ctx.state.tenant.name }, usable, secret!, ctx.state))
     )
       throw invalidClient(ctx, withTenantHint(ctx, 'client authentication failed'));
+    credentialWasRight(ctx);
     return { clientId: clientId!, method: 'client_secret_basic' };
   };
 }
