@@ -6,6 +6,8 @@ import { DEFAULT_TENANT } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { passDevIdpForms, registerIdentityProvider } from '../support/dev-idp.js';
 import { freePort, readyServer, type TestServer } from '../support/server.js';
+import { rawRequest } from '../support/raw-http.js';
+import { IDENTITY_WIDE_FACTOR } from '../../src/http/auth-failures.js';
 
 /**
  * Operators sign in as they do elsewhere (issue 37, point 5): the console signs in through an
@@ -14,6 +16,8 @@ import { freePort, readyServer, type TestServer } from '../support/server.js';
  * every call it makes is audited under the operator's name. A real oidc-provider (the dev IdP)
  * plays the operators' identity provider.
  */
+const FAILURE_LIMIT = 2;
+
 describe('Console sign-in through an upstream OpenID provider', function () {
   let server: TestServer;
   let idp: { close(): Promise<void> };
@@ -34,6 +38,8 @@ describe('Console sign-in through an upstream OpenID provider', function () {
         alice: { role: 'admin' },
         bob: { role: 'read-only', tenants: ['acme'] },
       }),
+      // Small, for the lockout test below (AUTH_FAILURE_LIMIT × 10 failures lock an identity everywhere).
+      AUTH_FAILURE_LIMIT: String(FAILURE_LIMIT),
     });
     await registerIdentityProvider(server, `http://localhost:${idpPort}`, { idpId: 'operators' });
   });
@@ -122,6 +128,28 @@ describe('Console sign-in through an upstream OpenID provider', function () {
         endpoint,
       ).to.include('operators:alice');
     }
+  });
+
+  // Found 2026-11-30: every session cookie counted against one identity, so wrong cookies (sent
+  // with any Authorization header) from 10 addresses locked every signed-in operator out.
+  it('keeps signed-in operators in however many wrong session cookies come from however many addresses', async function () {
+    const { agent } = await signIn('alice');
+    const cookie = cookieOf(agent);
+    for (let address = 0; address < IDENTITY_WIDE_FACTOR + 1; address++)
+      for (let attempt = 0; attempt <= FAILURE_LIMIT; attempt++) {
+        const junk = await rawRequest(server.url, {
+          path: '/admin/api/clients',
+          localAddress: `127.0.3.${address + 1}`,
+          headers: { Cookie: `arbiter_admin_session=junk-${address}-${attempt}`, Authorization: 'x' },
+        });
+        expect(junk.status).to.be.oneOf([401, 429]);
+      }
+    const current = await rawRequest(server.url, {
+      path: '/admin/api/api-keys/current',
+      localAddress: '127.0.3.100',
+      headers: { Cookie: cookie },
+    });
+    expect(current.status, current.text).to.equal(200);
   });
 
   it('confines an operator to the tenants the mapping gives, and refuses one it gives nothing', async function () {
