@@ -18,7 +18,12 @@ export {
   type CollectionDefinition,
   type RecordAccessor,
 } from './collections.js';
-export { CLIENT_GRANT_TYPES, INTROSPECTION_SIGNING_ALGS, REQUEST_OBJECT_SIGNING_ALGS } from './schemas.js';
+export {
+  CLIENT_GRANT_TYPES,
+  INTROSPECTION_SIGNING_ALGS,
+  MAX_CLIENT_ID_LENGTH,
+  REQUEST_OBJECT_SIGNING_ALGS,
+} from './schemas.js';
 export type {
   ClientFields,
   ClientRecord,

@@ -144,8 +144,11 @@ export const REQUEST_OBJECT_SIGNING_ALGS = ['RS256', 'PS256', 'ES256', 'Ed25519'
  */
 export const INTROSPECTION_SIGNING_ALGS = ['RS256'] as const;
 
+/** The longest client_id a client may have: a longer one names no client (nothing is looked up for it). */
+export const MAX_CLIENT_ID_LENGTH = 2048;
+
 export const CLIENT_SCHEMA = object(['clientId', 'clientType'], {
-  clientId: { type: 'string', minLength: 1, maxLength: 2048 },
+  clientId: { type: 'string', minLength: 1, maxLength: MAX_CLIENT_ID_LENGTH },
   clientType: { enum: ['confidential', 'public'] },
   clientSecret,
   generateClientSecret: {

@@ -434,15 +434,39 @@ describe('Client ID metadata documents: a URL as client_id', function () {
     const documentClients = async () =>
       bounded.store.collection('clients', '_default').count({ registrationType: 'cimd' });
 
+    const logLines: string[] = [];
+
     before(async function () {
-      bounded = await readyServer({
-        SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'true',
-        SERVICE_REGISTRATION_CIMD_MAX_DOCUMENT_BYTES: '1024',
-        SERVICE_REGISTRATION_CIMD_MAX_CLIENTS: '2',
-      });
+      bounded = await readyServer(
+        {
+          SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST: 'true',
+          SERVICE_REGISTRATION_CIMD_MAX_DOCUMENT_BYTES: '1024',
+          SERVICE_REGISTRATION_CIMD_MAX_CLIENTS: '2',
+          LOG_LEVEL: 'info',
+        },
+        { logStream: { write: (line: string) => void logLines.push(line) } },
+      );
     });
     after(async function () {
       await bounded?.close();
+    });
+
+    // Found 2026-11-30: such a client_id was looked up, kept whole in the documents' negative cache
+    // and logged whole (a 1 MB log line and 1 MB held per request, for anyone).
+    it('refuses a client_id URL longer than any client may have as an unknown client, logging no more than a line', async function () {
+      const huge = (length: number) => `https://app.example/${'a'.repeat(length)}`;
+      logLines.length = 0;
+      const token = await bounded.request('/token', {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: 'client_credentials', client_id: huge(200_000) }).toString(),
+      });
+      expect(token.status).to.equal(401);
+      expect((await token.json()).error).to.equal('invalid_client');
+      // A GET /authorize is bounded by the request line (16 KB).
+      expect((await refused(bounded, huge(12_000))).error).to.equal('invalid_client');
+      const longest = Math.max(0, ...logLines.map((line) => line.length));
+      expect(longest, 'the longest log line').to.be.below(8192);
     });
 
     it('refuses a document larger than SERVICE_REGISTRATION_CIMD_MAX_DOCUMENT_BYTES, storing nothing', async function () {

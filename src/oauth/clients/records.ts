@@ -1,4 +1,4 @@
-import { clientRecords, type ClientRecord } from '../../catalog/index.js';
+import { clientRecords, MAX_CLIENT_ID_LENGTH, type ClientRecord } from '../../catalog/index.js';
 import { TurnReads, type Store, type TenantCollection } from '../../store/index.js';
 import { looksLikeDocumentUrl } from '../register/cimd/url.js';
 import { clientMetadata } from './metadata.js';
@@ -86,6 +86,9 @@ export function clientLookup(
   }: { fapi2Tenant?: boolean; authMethodOffered?: (method: string | undefined) => boolean } = {},
 ) {
   return async (clientId: string) => {
+    // Found 2026-11-30: a 1 MB client_id URL was looked up, kept in the documents' negative cache
+    // and logged whole, for any caller of /token or /authorize.
+    if (clientId.length > MAX_CLIENT_ID_LENGTH) return undefined;
     const found = await findClientRecord(store, tenant, clientId);
     const record =
       documents && looksLikeDocumentUrl(clientId) && (!found || found.registrationType === 'cimd')

@@ -2,9 +2,8 @@
  * Rule 1 of the client ID metadata document rules: which client_id values name a metadata
  * document, and which of those are acceptable URLs at all.
  */
+import { MAX_CLIENT_ID_LENGTH } from '../../../catalog/index.js';
 
-/** Same limit as an Admin API clientId. */
-const MAX_CLIENT_ID_LENGTH = 2048;
 /** The only hosts plain http:// may name, and only with SERVICE_REGISTRATION_CIMD_ALLOW_INSECURE_LOCALHOST. */
 const INSECURE_LOCAL_HOSTS = new Set(['localhost', '127.0.0.1']);
 
