@@ -462,7 +462,7 @@ describe('Client ID metadata documents: a URL as client_id', function () {
         body: new URLSearchParams({ grant_type: 'client_credentials', client_id: huge(200_000) }).toString(),
       });
       expect(token.status).to.equal(401);
-      expect((await token.json()).error).to.equal('invalid_client');
+      expect(((await token.json()) as { error: string }).error).to.equal('invalid_client');
       // A GET /authorize is bounded by the request line (16 KB).
       expect((await refused(bounded, huge(12_000))).error).to.equal('invalid_client');
       const longest = Math.max(0, ...logLines.map((line) => line.length));
