@@ -7,7 +7,7 @@ import { isIP, type LookupFunction } from 'node:net';
 import type { Readable } from 'node:stream';
 import got, { type Agents } from 'got';
 import ipaddr from 'ipaddr.js';
-import { LookupLimiter } from './dns-lookups.js';
+import { LookupLimiter, type LookupLane } from './dns-lookups.js';
 
 /**
  * The one way Arbiter fetches a URL that an operator or a client supplied (upstream IdP
@@ -22,6 +22,8 @@ export interface OutboundOptions {
   timeoutMs: number;
   /** Of the decoded body; larger responses are abandoned while they stream in. */
   maxResponseBytes: number;
+  /** Whose word the URLs are on: a caller's names get a share of the DNS lookups only (dns-lookups.ts). Operator's by default. */
+  namesFrom?: LookupLane;
 }
 
 /**
@@ -111,7 +113,12 @@ const sharedOutbounds = new Map<string, Outbound>();
  * tenants need not hold a thousand pairs of agents.
  */
 export function sharedOutbound(options: OutboundOptions): Outbound {
-  const key = JSON.stringify([options.allowInsecureLoopback, options.timeoutMs, options.maxResponseBytes]);
+  const key = JSON.stringify([
+    options.allowInsecureLoopback,
+    options.timeoutMs,
+    options.maxResponseBytes,
+    options.namesFrom ?? 'operator',
+  ]);
   let outbound = sharedOutbounds.get(key);
   if (!outbound) sharedOutbounds.set(key, (outbound = createOutbound(options)));
   return outbound;
@@ -210,7 +217,10 @@ const lookups = new LookupLimiter();
  * cannot swap the address after the check, since the checked address is the one connected to).
  * It waits at most the request's time for its turn (LookupLimiter).
  */
-function guardedLookup(url: URL, allowInsecureLoopback: boolean, timeoutMs: number): LookupFunction {
+function guardedLookup(
+  url: URL,
+  { allowInsecureLoopback, timeoutMs, namesFrom = 'operator' }: OutboundOptions,
+): LookupFunction {
   return (hostname, lookupOptions, callback) => {
     const answered = (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => {
       if (error) return callback(error, '');
@@ -224,7 +234,7 @@ function guardedLookup(url: URL, allowInsecureLoopback: boolean, timeoutMs: numb
       const { address, family } = addresses[0]!; // at least one: checked above
       callback(null, address, family);
     };
-    lookups.resolve(hostname, { ...lookupOptions, all: true }, timeoutMs).then(
+    lookups.resolve(hostname, { ...lookupOptions, all: true }, timeoutMs, namesFrom).then(
       (addresses) => answered(null, addresses),
       (error: NodeJS.ErrnoException) => answered(error, []),
     );
@@ -278,7 +288,7 @@ async function send(hop: Hop, signal: AbortSignal, options: OutboundOptions, age
     headers: { 'user-agent': 'Arbiter', ...outboundTraceHeaders.getStore()?.(), ...hop.headers },
     ...(hop.body ? { body: hop.body } : {}),
     agent,
-    dnsLookup: guardedLookup(url, options.allowInsecureLoopback, options.timeoutMs),
+    dnsLookup: guardedLookup(url, options),
     followRedirect: false,
     throwHttpErrors: false,
     retry: { limit: 0 },

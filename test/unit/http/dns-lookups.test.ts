@@ -1,6 +1,12 @@
 import { expect } from 'chai';
 import type { LookupAddress } from 'node:dns';
-import { LookupBusyError, LookupLimiter, MAX_LOOKUPS_AT_ONCE, type LookupAll } from '../../../src/http/dns-lookups.js';
+import {
+  CALLER_LOOKUPS_WAITING,
+  LookupBusyError,
+  LookupLimiter,
+  MAX_LOOKUPS_AT_ONCE,
+  type LookupAll,
+} from '../../../src/http/dns-lookups.js';
 
 /**
  * Outbound DNS lookups hold one of libuv's four pool threads each for as long as the resolver
@@ -66,5 +72,39 @@ describe('unit: outbound DNS lookups a few at a time (http/dns-lookups)', functi
     void limiter.resolve('nowhere.example', {}, 1000).catch(() => undefined);
     expect(resolver.asked.filter((host) => host === 'nowhere.example')).to.have.length(2);
     resolver.answer('nowhere.example');
+  });
+
+  // Found 2026-11-30: one anonymous /authorize a second naming a fresh host whose DNS never answers
+  // (a client ID metadata document) kept every turn taken: an upstream sign-in's lookup waited its
+  // whole time and failed.
+  it("keeps a turn for an operator's names however many names callers give whose DNS never answers", async function () {
+    const resolver = heldResolver();
+    const limiter = new LookupLimiter(resolver.lookup);
+    const callers = Array.from({ length: 40 }, (_, n) =>
+      limiter.resolve(`r${n}.slow.example`, {}, 60_000, 'caller').catch((error: unknown) => error),
+    );
+    expect(resolver.running(), 'callers hold one turn').to.equal(1);
+    const operator = limiter.resolve('idp.example', {}, 60_000, 'operator');
+    expect(resolver.asked).to.include('idp.example');
+    resolver.answer('idp.example');
+    expect(await operator).to.deep.equal([{ address: '192.0.2.1', family: 4 }]);
+    // Beyond the callers' waiting room, a caller's name fails at once, without a lookup.
+    const settled = await Promise.race([
+      Promise.all(callers.slice(1 + CALLER_LOOKUPS_WAITING)),
+      new Promise((resolve) => setTimeout(() => resolve('still waiting'), 1000)),
+    ]);
+    expect(settled)
+      .to.be.an('array')
+      .with.length(40 - 1 - CALLER_LOOKUPS_WAITING);
+    for (const refusal of settled as unknown[]) expect(refusal).to.be.instanceOf(LookupBusyError);
+    expect(resolver.asked.filter((host) => host.endsWith('.slow.example'))).to.have.length(1);
+    // The waiting ones go one at a time as the caller's turn ends.
+    resolver.answer('r0.slow.example', Object.assign(new Error('timeout'), { code: 'EAI_AGAIN' }));
+    expect(resolver.asked.filter((host) => host.endsWith('.slow.example'))).to.deep.equal([
+      'r0.slow.example',
+      'r1.slow.example',
+    ]);
+    for (let n = 1; n <= CALLER_LOOKUPS_WAITING; n++) resolver.answer(`r${n}.slow.example`);
+    await Promise.all(callers);
   });
 });

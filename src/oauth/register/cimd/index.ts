@@ -67,6 +67,8 @@ export function createClientDocuments({
   const outboundOptions = {
     ...general,
     maxResponseBytes: Math.min(general.maxResponseBytes, config.cimdMaxDocumentBytes),
+    // Anyone may name a document's host: it gets a caller's share of the DNS lookups.
+    namesFrom: 'caller' as const,
   };
   const secure = sharedOutbound(outboundOptions);
   // http://localhost and http://127.0.0.1 only, and only under the flag: the guard is relaxed for
