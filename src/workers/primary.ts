@@ -39,6 +39,7 @@ import {
   type WorkerStatus,
 } from './protocol.js';
 import { withServerNodeFlags } from './node-flags.js';
+import { MachineOpa } from './machine-opa.js';
 
 const FIRST_RESTART_DELAY_MS = 250;
 const MAX_RESTART_DELAY_MS = 30_000;
@@ -88,9 +89,8 @@ export async function runPrimary(config: Config, log: Logger): Promise<RunningPr
 class Primary {
   private readonly slots: Slot[];
   private readonly up = new Map<number, WorkerStatus>();
-  private opa: ManagedOpa | null = null;
-  private opaStarting: Promise<OpaLocation | null> | null = null;
-  private opaLocation: OpaLocation | null = null;
+  /** The machine's OPA (none with OPA_URL), made for the first worker that listens. */
+  private opa: MachineOpa | null = null;
   /** The stop under way: a second signal (SIGINT after SIGTERM) waits for the same one, not exits before the workers drained. */
   private closing: Promise<void> | null = null;
 
@@ -160,11 +160,11 @@ class Primary {
       await this.close();
       throw error;
     }
-    this.log.info({ workers: this.config.workers, opa: this.opaLocation?.url }, 'every worker is up');
+    this.log.info({ workers: this.config.workers, opa: this.opa?.url }, 'every worker is up');
     return {
       listening: this.listening!,
       workersUp: () => [...this.up.values()],
-      opaPid: () => this.opaLocation?.pid,
+      opaPid: () => this.opa?.pid,
       close: () => this.close(),
     };
   }
@@ -285,30 +285,20 @@ class Primary {
    */
   private async startOpa(url: string, adminUrl: string | null): Promise<{ opa: OpaLocation | null; error?: string }> {
     if (this.config.opaUrl) return { opa: null };
-    this.opaStarting ??= (async () => {
-      const opa = new ManagedOpa({
-        ...managedOpaSettings(this.config),
-        bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}`,
-        log: this.rootLog.child({ component: 'opa' }),
-        onStarted: (opaUrl, pid) => {
-          this.opaLocation = { url: opaUrl, token: opa.apiToken, pid };
-          // A restarted OPA may listen on another port: every worker follows it.
-          if (this.opa) this.broadcast({ kind: 'arbiter:opa', opa: this.opaLocation });
-        },
-      });
-      try {
-        await opa.start();
-      } catch (error) {
-        this.startFailed(error as Error);
-        throw error;
-      }
-      this.opa = opa;
-      return this.opaLocation;
-    })();
-    return this.opaStarting.then(
-      (opa) => ({ opa }),
-      (error: unknown) => ({ opa: null, error: `the managed OPA could not be started: ${(error as Error).message}` }),
+    this.opa ??= new MachineOpa(
+      (onStarted) =>
+        new ManagedOpa({
+          ...managedOpaSettings(this.config),
+          bundleUrl: `${adminUrl ?? url}${BUNDLE_PATH}`,
+          log: this.rootLog.child({ component: 'opa' }),
+          onStarted,
+        }),
+      // A restarted OPA may listen on another port: every worker follows it.
+      (location) => this.broadcast({ kind: 'arbiter:opa', opa: location }),
     );
+    const answer = await this.opa.whereFor();
+    if (answer.error) this.startFailed(new Error(answer.error));
+    return answer;
   }
 
   private workerReady(worker: Worker, listening: RunningPrimary['listening']): void {
@@ -442,7 +432,6 @@ class Primary {
     if (this.standbyRetry) clearTimeout(this.standbyRetry);
     const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
     await Promise.all(workers.map((worker) => this.stopWorker(worker)));
-    await this.opaStarting?.catch(() => null);
     await this.opa?.stop();
   }
 
