@@ -144,11 +144,16 @@ export const REQUEST_OBJECT_SIGNING_ALGS = ['RS256', 'PS256', 'ES256', 'Ed25519'
  */
 export const INTROSPECTION_SIGNING_ALGS = ['RS256'] as const;
 
+/** A key that names a record in an Admin API path: `.` and `..` would be read as dot segments. */
+const NOT_DOTS_ALONE = '^(?!\\.+$)';
+
 /** The longest client_id a client may have: a longer one names no client (nothing is looked up for it). */
 export const MAX_CLIENT_ID_LENGTH = 2048;
 
 export const CLIENT_SCHEMA = object(['clientId', 'clientType'], {
-  clientId: { type: 'string', minLength: 1, maxLength: MAX_CLIENT_ID_LENGTH },
+  // Not dots alone, as idpId: a path /admin/api/clients/.. names no client (dot segments), so such
+  // a client could be neither changed, disabled, revoked nor deleted (found 2026-11-30).
+  clientId: { type: 'string', minLength: 1, maxLength: MAX_CLIENT_ID_LENGTH, pattern: NOT_DOTS_ALONE },
   clientType: { enum: ['confidential', 'public'] },
   clientSecret,
   generateClientSecret: {
@@ -219,7 +224,7 @@ export const INITIAL_ACCESS_TOKEN_SCHEMA = object([], {
 });
 
 export const SUBJECT_SCHEMA = object(['subjectId'], {
-  subjectId: nonEmpty,
+  subjectId: { ...nonEmpty, pattern: NOT_DOTS_ALONE },
   identityProviderId: internalKey,
   name: string,
   email: string,
