@@ -50,39 +50,61 @@ type SessionDoc = StoredDoc & {
   expiresAt: number;
   kind: 'session';
   name: string;
-  role: AdminRole;
-  tenants?: string[];
+  /** The identity provider the operator signed in at (ADMIN_SIGN_IN_IDP then). */
+  idpId?: string;
+  /** The value of ADMIN_SIGN_IN_CLAIM whose ADMIN_SIGN_IN_GRANTS entry gave the role. */
+  grantedBy?: string;
 };
+
+/** The operator a session is opened for. */
+interface SignedInOperator {
+  name: string;
+  idpId: string;
+  grantedBy: string;
+}
 
 /** How long a sign-in may take at the upstream provider. */
 const PENDING_MS = 10 * 60_000;
 
+/**
+ * The console's sessions. A session stands while what opened it still would: found 2026-11-30, a
+ * session outlived its operator's removal from ADMIN_SIGN_IN_GRANTS, the identity provider's
+ * disabling and console sign-in being turned off, for up to ADMIN_SESSION_SECONDS (7 days at
+ * most), and nothing could end it. Each use now checks that ADMIN_SIGN_IN_IDP still names the
+ * provider it was opened at, that the provider is enabled, and takes the role and tenants the
+ * grants give the operator's claim value now.
+ */
 export class AdminSessions {
   constructor(
     private readonly store: Store,
-    private readonly sessionSeconds: number,
+    private readonly sealer: Sealer,
+    private readonly config: Pick<Config, 'adminSessionSeconds' | 'adminSignInIdp' | 'adminSignInGrants'>,
   ) {}
 
   private collection() {
     return this.store.collection<SessionDoc>(ADMIN_SESSIONS_COLLECTION, DEFAULT_TENANT);
   }
 
-  /** The identity of a session cookie's value, or null when it is none (expired, signed out, made up). */
+  /** The identity of a session cookie's value, or null when it is none (expired, signed out, made up, no longer granted). */
   async identify(cookie: string): Promise<AdminKeyIdentity | null> {
     const found = await this.collection().get(storageDigest(cookie));
     if (!found || found.kind !== 'session' || found.expiresAt <= Date.now()) return null;
-    const { name, role, tenants } = found;
-    return { id: null, session: true, name, role, ...(tenants ? { tenants } : {}) };
+    // Sessions of earlier versions name neither: their operators sign in again.
+    if (!found.idpId || found.idpId !== this.config.adminSignInIdp || found.grantedBy === undefined) return null;
+    const grant = grantFor(found.grantedBy, this.config.adminSignInGrants);
+    if (!grant) return null;
+    if (!(await enabledIdentityProvider(this.store, this.sealer, DEFAULT_TENANT, found.idpId))) return null;
+    return { id: null, session: true, name: found.name, ...grant };
   }
 
   /** A new session for this operator; answers the cookie's value. */
-  async open(operator: { name: string; role: AdminRole; tenants?: string[] }): Promise<string> {
+  async open(operator: SignedInOperator): Promise<string> {
     const cookie = randomBytes(32).toString('base64url');
     await this.collection().insert({
       id: storageDigest(cookie),
       kind: 'session',
       ...operator,
-      expiresAt: Date.now() + this.sessionSeconds * 1000,
+      expiresAt: Date.now() + this.config.adminSessionSeconds * 1000,
     });
     return cookie;
   }
@@ -154,16 +176,17 @@ export function adminSignIn(deps: SignInDeps) {
         if (error instanceof SignInError) throw new HttpError(403, error.error, error.message);
         throw error;
       });
-    const grant = grantFor(claims[deps.config.adminSignInClaim], deps.config.adminSignInGrants);
+    const grantedBy = grantingValue(claims[deps.config.adminSignInClaim], deps.config.adminSignInGrants);
+    const grant = grantedBy === null ? null : grantFor(grantedBy, deps.config.adminSignInGrants);
     const name = `${idpId}:${claims.sub}`;
-    if (!grant) {
+    if (grantedBy === null || !grant) {
       // Signed in at the identity provider, so named in full in the audit entry of the refusal.
       markAuthenticated(ctx.state);
       auditFactsOf(ctx.state).result = { operator: name };
       deps.log.warn({ operator: name }, 'console sign-in refused: no ADMIN_SIGN_IN_GRANTS entry for the operator');
       throw new HttpError(403, 'access_denied', `${name} signed in, but ADMIN_SIGN_IN_GRANTS gives them no role`);
     }
-    const cookie = await deps.sessions.open({ name, ...grant });
+    const cookie = await deps.sessions.open({ name, idpId, grantedBy });
     // No session without its audit entry (found 2026-11-29: a sign-in answered 503 still worked).
     withdrawableIfUnaudited(() => deps.sessions.close(cookie));
     recordCaller(ctx, { id: null, session: true, name, ...grant });
@@ -202,13 +225,16 @@ export function checksOf(state: string, cookie: string | undefined): { nonce: st
   return expiresAt > Date.now() ? { nonce, codeVerifier } : null;
 }
 
-/** The grant of the first value of the operator's claim that has one. */
-function grantFor(claim: unknown, grants: Config['adminSignInGrants']): { role: AdminRole; tenants?: string[] } | null {
+/** The first value of the operator's claim that ADMIN_SIGN_IN_GRANTS gives a role, or null. */
+function grantingValue(claim: unknown, grants: Config['adminSignInGrants']): string | null {
   const values = typeof claim === 'string' ? [claim] : Array.isArray(claim) ? claim : [];
-  for (const value of values) {
-    const grant = typeof value === 'string' && Object.hasOwn(grants, value) ? grants[value] : undefined;
-    if (grant && ADMIN_ROLES.includes(grant.role))
-      return { role: grant.role, ...(grant.tenants ? { tenants: grant.tenants } : {}) };
-  }
+  for (const value of values) if (typeof value === 'string' && grantFor(value, grants)) return value;
   return null;
+}
+
+/** The role (and tenants) ADMIN_SIGN_IN_GRANTS gives one claim value, or null. */
+function grantFor(value: string, grants: Config['adminSignInGrants']): { role: AdminRole; tenants?: string[] } | null {
+  const grant = Object.hasOwn(grants, value) ? grants[value] : undefined;
+  if (!grant || !ADMIN_ROLES.includes(grant.role)) return null;
+  return { role: grant.role, ...(grant.tenants ? { tenants: grant.tenants } : {}) };
 }

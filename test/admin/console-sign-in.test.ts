@@ -1,7 +1,10 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { expect } from 'chai';
 import { ADMIN_SESSIONS_COLLECTION } from '../../src/admin/index.js';
-import { startDevIdp } from '../../src/dev-idp/index.js';
+import { DEV_IDP_CLIENT, startDevIdp } from '../../src/dev-idp/index.js';
 import { DEFAULT_TENANT } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import { passDevIdpForms, registerIdentityProvider } from '../support/dev-idp.js';
@@ -150,6 +153,78 @@ describe('Console sign-in through an upstream OpenID provider', function () {
       headers: { Cookie: cookie },
     });
     expect(current.status, current.text).to.equal(200);
+  });
+
+  // Found 2026-11-30: a session outlived the identity provider's disabling (and the operator's
+  // removal from the grants, and console sign-in being turned off) until its own end, up to 7 days.
+  it("ends an operator's session while the identity provider they signed in at is disabled", async function () {
+    const { agent } = await signIn('alice');
+    const cookie = cookieOf(agent);
+    const current = () => fetch(`${server.url}/admin/api/api-keys/current`, { headers: { cookie } });
+    expect((await current()).status).to.equal(200);
+    const setEnabled = async (enabled: boolean) => {
+      const changed = await server.admin('PUT', '/identity-providers/operators', {
+        idpId: 'operators',
+        issuer: `http://localhost:${idpPort}`,
+        clientId: DEV_IDP_CLIENT.clientId,
+        enabled,
+      });
+      expect(changed.status, JSON.stringify(changed.body)).to.equal(200);
+    };
+    await setEnabled(false);
+    try {
+      expect((await current()).status, 'the provider disabled').to.equal(401);
+    } finally {
+      await setEnabled(true);
+    }
+  });
+
+  it('takes the role the grants give an operator when the session is used, not when it was opened', async function () {
+    const grants = { alice: { role: 'admin' }, bob: { role: 'read-only' } };
+    const port = await freePort();
+    const issuer = `http://127.0.0.1:${port}`;
+    const idpPort = await freePort();
+    const ownIdp = await startDevIdp({ port: idpPort, redirectUris: [`${issuer}/admin/sign-in/callback`] });
+    const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-session-grants-'));
+    const settings = {
+      PORT: String(port),
+      ISSUER: issuer,
+      STORE_URL: `sqlite:${join(dataDir, 'arbiter.db')}`,
+      ADMIN_SIGN_IN_IDP: 'operators',
+      ADMIN_SIGN_IN_CLAIM: 'preferred_username',
+      ADMIN_SIGN_IN_GRANTS: JSON.stringify(grants),
+    };
+    let first: TestServer | undefined = await readyServer(settings);
+    try {
+      await registerIdentityProvider(first, `http://localhost:${idpPort}`, { idpId: 'operators' });
+      const agent = new FetchUserAgent();
+      const atOwnConsole = (url: URL) => url.host === new URL(issuer).host && url.pathname === '/admin';
+      const loginPage = await agent.navigate(`${issuer}/admin/sign-in`, atOwnConsole);
+      await passDevIdpForms(agent, loginPage, 'bob', atOwnConsole);
+      const cookie = (agent as unknown as { cookieHeader(url: URL): string }).cookieHeader(
+        new URL(`${issuer}/admin/api`),
+      );
+      const current = async (target: TestServer) =>
+        await (await fetch(`${target.url}/admin/api/api-keys/current`, { headers: { cookie } })).json();
+      expect(await current(first)).to.include({ role: 'read-only', name: 'operators:bob' });
+      // The same store, restarted with grants that give bob nothing: his session ends.
+      await first.close();
+      first = undefined;
+      const restarted = await readyServer({
+        ...settings,
+        ADMIN_SIGN_IN_GRANTS: JSON.stringify({ alice: grants.alice }),
+      });
+      try {
+        const refused = await fetch(`${restarted.url}/admin/api/api-keys/current`, { headers: { cookie } });
+        expect(refused.status).to.equal(401);
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await first?.close();
+      await ownIdp.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('confines an operator to the tenants the mapping gives, and refuses one it gives nothing', async function () {
