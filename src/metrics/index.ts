@@ -8,7 +8,7 @@ import type { Context, Next, ParameterizedContext } from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { nameCredential } from '../http/auth-failures.js';
 import { bearerMatches, invalidToken } from '../http/bearer.js';
-import { HttpError, unsupportedMethod } from '../http/errors.js';
+import { DependencyUnavailableError, HttpError, unsupportedMethod } from '../http/errors.js';
 import type { RequestState } from '../http/state.js';
 import type { AuditState } from '../audit/index.js';
 import type { DecisionInput, DecisionOutcome, DecisionPoint, PolicyEngine } from '../policy/index.js';
@@ -21,6 +21,8 @@ export const METRICS_PATH = '/metrics';
 
 /** Whom wrong METRICS_TOKENs count against in the failure limiter. */
 const METRICS_TOKEN_IDENTITY = 'metrics-token';
+/** When a scraper refused for want of the workers' metrics is asked to try again. */
+const METRICS_RETRY_AFTER_SECONDS = 5;
 
 /** RFC 6750 §3: a challenge without an error code when no token came, invalid_token for a wrong one. */
 function metricsTokenRequired(ctx: Context): HttpError {
@@ -323,9 +325,28 @@ export class Metrics {
         nameCredential(ctx, METRICS_TOKEN_IDENTITY);
         if (!bearerMatches(ctx.get('authorization'), token)) throw metricsTokenRequired(ctx);
       }
+      ctx.body = await this.text();
       ctx.type = this.registry.contentType;
-      ctx.body = await (this.exposition?.() ?? this.registry.metrics());
     };
+  }
+
+  /**
+   * The exposition text. A primary that cannot gather its workers' metrics (busy or blocked past
+   * the worker's wait) is a dependency that cannot answer: 503 with the reason logged, not a 500
+   * (found 2026-11-30).
+   */
+  private async text(): Promise<string> {
+    if (!this.exposition) return this.registry.metrics();
+    try {
+      return await this.exposition();
+    } catch (error) {
+      throw new DependencyUnavailableError(
+        'primary',
+        "the workers' metrics cannot be gathered now: retry later",
+        (error as Error).message,
+        METRICS_RETRY_AFTER_SECONDS,
+      );
+    }
   }
 
   /** Times every request (GET /metrics too) and counts the business events. */
