@@ -212,6 +212,52 @@ describe('JWT access tokens (RFC 9068)', function () {
     expect((await introspect(refreshed.body.access_token)).body).to.deep.equal({ active: false });
   });
 
+  // Found 2026-11-30: a refresh answered a new refresh token whatever the decision said, so a
+  // policy that began to withhold them (or withheld them for another resource) never took effect.
+  it('refuses a refresh the policy answers with extensions.issue_refresh_token false, using nothing up', async function () {
+    const testClient = { clientId: 'jwt-withheld-spa', redirectUri: REDIRECT_URI };
+    const created = await server.admin('POST', '/clients', {
+      clientId: testClient.clientId,
+      clientType: 'public',
+      tokenEndpointAuthMethod: 'none',
+      redirectUris: [REDIRECT_URI],
+      scopes: ['openid', 'ledger.read'],
+    });
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const request = await authorizationRequest(server, testClient, { scope: 'openid ledger.read', resource: OPAQUE });
+    const agent = new FetchUserAgent();
+    const loginPage = await agent.navigate(request.url, arrivingAt(REDIRECT_URI));
+    const code = (await passDevIdpForms(agent, loginPage, 'alice', arrivingAt(REDIRECT_URI))).url.searchParams.get(
+      'code',
+    );
+    const redeemed = await redeemCode(server, testClient, code!, request.codeVerifier);
+    expect(redeemed.body.refresh_token, JSON.stringify(redeemed.body)).to.be.a('string');
+    const refresh = () =>
+      postForm(server, '/token', {
+        grant_type: 'refresh_token',
+        refresh_token: redeemed.body.refresh_token,
+        client_id: testClient.clientId,
+      });
+    const withheld = (value: boolean | undefined) =>
+      updateOauthData(server, (data) => {
+        const extensions = { ...data.resource_types[TYPE].extensions };
+        if (value === undefined) delete extensions.issue_refresh_token;
+        else extensions.issue_refresh_token = value;
+        data.resource_types[TYPE].extensions = extensions;
+      });
+    await withheld(false);
+    try {
+      const refused = await refresh();
+      expect(refused.status, JSON.stringify(refused.body)).to.equal(400);
+      expect(refused.body.error).to.equal('invalid_grant');
+    } finally {
+      await withheld(undefined);
+    }
+    // The refresh token was not used up by the refusal.
+    const refreshed = await refresh();
+    expect(refreshed.status, JSON.stringify(refreshed.body)).to.equal(200);
+  });
+
   function expectUserToken(payload: JWTPayload, clientId: string): void {
     expect(payload).to.include({ aud: LEDGER, client_id: clientId, scope: 'ledger.read' });
     expect(payload.sub).to.be.a('string').and.not.equal(clientId);

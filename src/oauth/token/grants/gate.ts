@@ -77,11 +77,24 @@ function policyGated(
     const outcome = await deps.policy.decide('token', await tokenDecisionInput(ctx, deps.store, deps.tenant, source));
     rememberDecision(ctx, outcome);
     enforce.oauth(outcome);
+    refuseWithheldRefresh(ctx, grantType);
     requireDpopWhenObliged(ctx);
     await narrow(provider, ctx, grantType, source, outcome.input.request.scopes);
     await handler(ctx).catch(asDpopError);
     relayAuthorizationDetails(ctx);
   };
+}
+
+/**
+ * `extensions.issue_refresh_token: false` withholds refresh tokens, so a refresh it answers is
+ * refused before the refresh token is used (nothing rotated or consumed; for another resource it
+ * covers, the same refresh token still works). oidc-provider consults the hook only for a first
+ * refresh token (shaping.ts): found 2026-11-30, a refresh answered a new one anyway, so a policy
+ * that withheld refresh tokens for a resource, or began to, never ended those already issued.
+ */
+function refuseWithheldRefresh(ctx: KoaContextWithOIDC, grantType: string): void {
+  if (grantType === 'refresh_token' && decisionOf(ctx)?.extensions?.issue_refresh_token === false)
+    throw new errors.InvalidGrant('the policy issues no refresh token for this client or resource: authorize again');
 }
 
 /** RFC 6749 §4.1.3, §6: what each grant cannot do without is invalid_request, before anything is looked up. */
