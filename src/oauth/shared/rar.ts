@@ -18,10 +18,9 @@ export const richAuthorizationRequests: ConfigurationSlice = ({ vocabulary }) =>
       richAuthorizationRequests: {
         enabled: true,
         types: Object.fromEntries(vocabulary.authorizationDetailsTypes.map((type) => [type, ANY_STRUCTURE])),
-        authorizationDetailsForGrantSource: (ctx: KoaContextWithOIDC, source: Carrier) =>
-          decisionOf(ctx)?.authorization_details ?? source.rar ?? [],
+        authorizationDetailsForGrantSource: (ctx: KoaContextWithOIDC, source: Carrier) => grantedDetails(ctx, source),
         authorizationDetailsForAccessToken: (ctx: KoaContextWithOIDC, _token: unknown, source?: Carrier) =>
-          decisionOf(ctx)?.authorization_details ?? source?.rar ?? [],
+          grantedDetails(ctx, source),
         authorizationDetailsForIntrospection: (_ctx: KoaContextWithOIDC, token: Carrier) => token.rar ?? [],
       },
     },
@@ -29,6 +28,17 @@ export const richAuthorizationRequests: ConfigurationSlice = ({ vocabulary }) =>
 
 /** A code, grant or token: whatever carries authorization details. */
 type Carrier = { rar?: unknown[] };
+
+/**
+ * The details a decision granted: none where it names none, as a decision that names no scopes
+ * grants none (found 2026-11-30: a token decision without `authorization_details`, as every
+ * decision Cedar makes alone, got the code's or refresh token's details). Without a decision,
+ * what the source carries.
+ */
+function grantedDetails(ctx: KoaContextWithOIDC, source: Carrier | undefined): unknown[] {
+  const decision = decisionOf(ctx);
+  return decision ? (decision.authorization_details ?? []) : (source?.rar ?? []);
+}
 
 /**
  * The authorization details an issued token carries: those its decision granted, kept in its
