@@ -59,6 +59,7 @@ class UsageError extends Error {}
  * schema-version, backup and restore do without.
  */
 const oauth = () => import('../oauth/index.js');
+const signals = () => import('../signals/index.js');
 
 type Command = (args: string[], config: Config) => Promise<Record<string, unknown>>;
 
@@ -122,12 +123,13 @@ async function resealEverything(store: Store, config: Config): Promise<Record<st
   const { resealProviderSecrets } = await oauth();
   const providerSecrets = await resealProviderSecrets(store, sealer);
   // Configured tenants (TENANTS) are in the registry only once the Admin API has read it: theirs too.
+  const everyTenant = [...new Set([...tenants, ...config.tenants])];
   let tenantKeys = 0;
-  for (const tenant of new Set([...tenants, ...config.tenants]))
+  for (const tenant of everyTenant)
     if (tenant !== DEFAULT_TENANT && (await resealProviderSecrets(store, sealer, tenant))) tenantKeys += 1;
   let fields = 0;
   for (const definition of COLLECTIONS.filter((each) => each.sealedFields?.length)) {
-    for (const tenant of tenants) {
+    for (const tenant of everyTenant) {
       const records = store.collection(storeSpecOf(definition), tenant);
       for (const record of await records.find()) {
         const resealed = Object.fromEntries(
@@ -141,8 +143,18 @@ async function resealEverything(store: Store, config: Config): Promise<Record<st
       }
     }
   }
+  const { resealStreamCredentials } = await signals();
+  let streamCredentials = 0;
+  for (const tenant of everyTenant) streamCredentials += await resealStreamCredentials(store, sealer, tenant);
   const developmentKeyDeleted = await store.collection(SEALING_KEYS_COLLECTION, DEFAULT_TENANT).delete('development');
-  return { providerSecrets, tenantKeys, sealedFields: fields, tenants: tenants.length, developmentKeyDeleted };
+  return {
+    providerSecrets,
+    tenantKeys,
+    sealedFields: fields,
+    streamCredentials,
+    tenants: tenants.length,
+    developmentKeyDeleted,
+  };
 }
 
 /**

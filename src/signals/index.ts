@@ -7,7 +7,7 @@
 export { signalsRouter, SSF_CONFIGURATION_PATH, SSF_PATHS, type SignalsDeps } from './router.js';
 export { Transmitter, SSF_TOPIC, type EventParty, type SignalEvent } from './transmitter.js';
 export { SSF_POLL_COLLECTION, SSF_STREAMS_COLLECTION, SSF_POLICY_RECHECKS_COLLECTION } from './collections.js';
-export { EVENT_TYPES, EVENTS_SUPPORTED } from './streams.js';
+export { EVENT_TYPES, EVENTS_SUPPORTED, resealStreamCredentials } from './streams.js';
 export { adminChangeSignals, userLogout, type AdminChange } from './admin-changes.js';
 export { PolicyChangeSignals, SIGNALS_POLICY_TOPIC, type IntrospectionDecisions } from './policy-changes.js';
 export { tenantSignalsView, type TenantSignalsView } from './delivery-view.js';

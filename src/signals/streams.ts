@@ -1,6 +1,6 @@
 import { clientRecords } from '../catalog/index.js';
 import { looksLikeDocumentUrl } from '../oauth/index.js';
-import type { Store, StoredDoc } from '../store/index.js';
+import type { Sealer, Store, StoredDoc } from '../store/index.js';
 import { SSF_STREAMS_COLLECTION } from './collections.js';
 
 /** The delivery methods of SSF 1.0 §6.1: RFC 8935 push and RFC 8936 poll. */
@@ -73,6 +73,23 @@ export const ssfStreams = (store: Store, tenant: string) =>
   store.collection<StreamRecord>(SSF_STREAMS_COLLECTION, tenant);
 
 /** The events a stream gets: what it asked for that this transmitter emits. */
+/**
+ * Seals every push stream's receiver credential (`authorization_header`) of the tenant again with
+ * the sealer's current key (arbiter rotate-secrets-key); answers how many. Found 2026-11-30: the
+ * rotation left them under the old key, which then still opened them in any copy of the store,
+ * and every push failed once the old key was dropped.
+ */
+export async function resealStreamCredentials(store: Store, sealer: Sealer, tenant: string): Promise<number> {
+  const streams = ssfStreams(store, tenant);
+  let resealed = 0;
+  for (const stream of await streams.find()) {
+    if (typeof stream.authorizationHeader !== 'string') continue;
+    await streams.update(stream.id, { authorizationHeader: sealer.reseal(stream.authorizationHeader) });
+    resealed += 1;
+  }
+  return resealed;
+}
+
 export function eventsDelivered(stream: Pick<StreamRecord, 'eventsRequested'>): string[] {
   return stream.eventsRequested.filter((type) => EVENTS_SUPPORTED.includes(type));
 }

@@ -7,7 +7,8 @@ import { expect } from 'chai';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import { openArbiterStore } from '../../src/collections.js';
 import { rotateSigningKey } from '../../src/oauth/index.js';
-import { Sealer } from '../../src/store/index.js';
+import { ssfStreams } from '../../src/signals/streams.js';
+import { DEFAULT_TENANT, Sealer } from '../../src/store/index.js';
 import { FetchUserAgent } from '../support/browser.js';
 import {
   arrivingAt,
@@ -19,7 +20,7 @@ import {
   type RegisteredDevIdp,
   type TestClient,
 } from '../support/dev-idp.js';
-import { clientCredentials, eventually } from '../support/oauth.js';
+import { clientCredentials, clientWithToken, eventually } from '../support/oauth.js';
 import { freePort, readyServer, type TestServer } from '../support/server.js';
 import { entryPoint } from '../support/entry-point.js';
 
@@ -172,6 +173,21 @@ describe('Signing-key and sealing-key rotation', function () {
     });
     expect(generated.status, JSON.stringify(generated.body)).to.equal(201);
     const generatedSecret = generated.body.generatedClientSecret as string;
+    // A push stream's receiver credential is sealed too (found 2026-11-30: the rotation left it under the old key).
+    const { token: receiverToken } = await clientWithToken(server, 'keys-receiver', ['ssf.manage']);
+    const stream = await server.request('/ssf/streams', {
+      method: 'POST',
+      headers: { authorization: `Bearer ${receiverToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        delivery: {
+          method: 'urn:ietf:rfc:8935',
+          endpoint_url: 'http://127.0.0.1:1/keys/ssf',
+          authorization_header: 'Bearer receiver-credential',
+        },
+      }),
+    });
+    expect(stream.status, await stream.clone().text()).to.equal(201);
+    const streamId = ((await stream.json()) as { stream_id: string }).stream_id;
     await server.close();
     server = undefined;
 
@@ -179,7 +195,7 @@ describe('Signing-key and sealing-key rotation', function () {
       { ...env, SERVICE_SECRETS_KEY: newKey, SERVICE_SECRETS_KEY_PREVIOUS: oldKey },
       'rotate-secrets-key',
     );
-    expect(resealed).to.include({ providerSecrets: true, tenantKeys: 1, sealedFields: 1 });
+    expect(resealed).to.include({ providerSecrets: true, tenantKeys: 1, sealedFields: 1, streamCredentials: 1 });
 
     // Only the new key from now on: the signing keys open (the same JWKS), and so does the
     // upstream client secret, which the sign-in's code exchange at the dev IdP needs.
@@ -189,6 +205,11 @@ describe('Signing-key and sealing-key rotation', function () {
     expect(await jwks('keys-tenant')).to.deep.equal(tenantJwks);
     expect((await clientCredentials(server, 'keys-svc', generatedSecret)).status, 'its digest still checks').to.equal(
       200,
+    );
+    const kept = await ssfStreams(server.store, DEFAULT_TENANT).get(streamId);
+    const newKeyAlone = await Sealer.open(server.store, newKey);
+    expect(newKeyAlone.unseal(kept!.authorizationHeader!), 'the new key alone opens it').to.equal(
+      'Bearer receiver-credential',
     );
     await server.close();
     server = undefined;
