@@ -600,11 +600,23 @@ function readConfigFile(file: string): Record<string, unknown> {
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw new ConfigError(`invalid configuration: CONFIG_FILE ${file} is not JSON (${(error as Error).message})`);
+    throw new ConfigError(`invalid configuration: CONFIG_FILE ${file} is not JSON${whereJsonFailed(text, error)}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
     throw new ConfigError(`invalid configuration: CONFIG_FILE ${file} must hold a JSON object`);
   return parsed as Record<string, unknown>;
+}
+
+/**
+ * Where JSON.parse stopped, as a line and column, never its message: V8 quotes the text around the
+ * fault, and a configuration's text holds secrets (found 2026-11-30: `"adminApiKey": s3cr3t-adm`
+ * was printed in the fatal start-up line).
+ */
+function whereJsonFailed(text: string, error: unknown): string {
+  const position = /position (\d+)/.exec((error as Error).message)?.[1];
+  if (position === undefined) return '';
+  const before = text.slice(0, Number(position)).split('\n');
+  return ` (at line ${before.length}, column ${before.at(-1)!.length + 1})`;
 }
 
 /** Puts the file's values over the defaults; `ttl` key by key, so a file may name one lifetime. */
@@ -712,7 +724,7 @@ function parseValue(variable: string, value: string, type: string | undefined): 
     try {
       return JSON.parse(value) as unknown;
     } catch (error) {
-      throw new ConfigError(`invalid configuration: ${variable} must be a JSON object (${(error as Error).message})`);
+      throw new ConfigError(`invalid configuration: ${variable} must be a JSON object${whereJsonFailed(value, error)}`);
     }
   }
   if (type === 'boolean') {

@@ -37,6 +37,32 @@ describe('CONFIG_FILE', function () {
     expect(config.ttl).to.include({ sessionSeconds: 3600, interactionSeconds: 120 });
   });
 
+  // Found 2026-11-30: the parser's message quotes the text around the fault, which printed the
+  // start of a secret in the fatal start-up line.
+  it('says where a file that is not JSON goes wrong without quoting any of it', function () {
+    const CONFIG_FILE = file(
+      'secret.json',
+      '{\n  "storeUrl": "sqlite::memory:",\n  "adminApiKey": s3cr3t-admin-key-0123456789\n}',
+    );
+    const refusal = (() => {
+      try {
+        loadConfig({ CONFIG_FILE });
+      } catch (error) {
+        return error as Error;
+      }
+      return null;
+    })();
+    expect(refusal).to.be.instanceOf(ConfigError);
+    expect(refusal!.message).to.not.match(/s3cr3t|3cr|admin-key/);
+    expect(refusal!.message).to.match(/is not JSON$/);
+    // Where the parser gives a position, the line and column are told.
+    const missingComma = file('comma.json', '{"adminApiKey": "s3cr3t-admin-key-0123456789"\n "port": 9100}');
+    expect(() => loadConfig({ CONFIG_FILE: missingComma }))
+      .to.throw(ConfigError, /is not JSON \(at line 2, column 2\)$/)
+      .with.property('message')
+      .that.does.not.match(/s3cr3t/);
+  });
+
   it('refuses a missing file, a file that is not JSON or not an object, and a value its schema refuses', function () {
     expect(() => loadConfig({ CONFIG_FILE: join(dir, 'missing.json') })).to.throw(ConfigError, /cannot be read/);
     expect(() => loadConfig({ CONFIG_FILE: file('b.json', '{port: 1') })).to.throw(ConfigError, /is not JSON/);
