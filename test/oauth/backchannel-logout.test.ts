@@ -17,7 +17,7 @@ import {
   type TestClient,
 } from '../support/dev-idp.js';
 import { LogoutReceiver } from '../support/logout-receiver.js';
-import { FORM } from '../support/oauth.js';
+import { eventually, FORM } from '../support/oauth.js';
 import { freePort, readyServer, type TestServer } from '../support/server.js';
 
 const BACK_CHANNEL_LOGOUT_EVENT = 'http://schemas.openid.net/event/backchannel-logout';
@@ -117,6 +117,47 @@ describe('Back-Channel Logout 1.0', function () {
     const entry = JSON.stringify(audit.body.content[0]);
     for (const count of ['"logoutTokensDelivered":"0"', '"logoutTokensFailed":"1"', '"logoutTokensKept":"1"'])
       expect(entry).to.contain(count);
+  });
+
+  // Found 2026-11-30: oidc-provider's message quotes the whole URI, query included, and it was
+  // logged and kept as the outbox entry's lastError, which GET /admin/api/outbox shows.
+  it('shows a failing back-channel logout URI without its query (a credential) in the outbox', async function () {
+    const failing = createServer((request, response) => {
+      request.resume();
+      response.writeHead(500).end();
+    });
+    await new Promise<void>((resolve) => failing.listen(0, '127.0.0.1', resolve));
+    try {
+      const key = `bcl-key-${Math.random().toString(36).slice(2)}`;
+      const keyed: TestClient = { clientId: unique('bcl-keyed'), redirectUri: 'http://127.0.0.1:1/bcl/keyed' };
+      const created = await server.admin('POST', '/clients', {
+        clientId: keyed.clientId,
+        clientType: 'public',
+        tokenEndpointAuthMethod: 'none',
+        redirectUris: [keyed.redirectUri],
+        scopes: ['openid'],
+        backchannelLogoutUri: `http://127.0.0.1:${(failing.address() as AddressInfo).port}/bcl?key=${key}`,
+      });
+      expect(created.status, JSON.stringify(created.body)).to.equal(201);
+      const login = unique('bcl-keyed-user');
+      await signedInAtDevIdp(server, keyed, login);
+      const subjects = (await server.admin('GET', '/subjects')).body as { id: number; subjectId: string }[];
+      const subject = subjects.find((each) => each.subjectId === login)!;
+      expect((await server.admin('POST', `/subjects/${subject.id}/revoke-tokens`)).body.logoutTokens).to.include({
+        kept: 1,
+      });
+      let entry: any;
+      await eventually(async () => {
+        const { body } = await server.admin('GET', '/outbox');
+        entry = body.failingEntries.find((each: any) => String(each.stream).endsWith(`:${keyed.clientId}`));
+        return typeof entry?.lastError === 'string';
+      }, 20_000);
+      expect(entry.lastError).to.match(/\/bcl\b/);
+      expect(JSON.stringify(entry)).not.to.contain(key);
+    } finally {
+      failing.closeAllConnections();
+      await new Promise((resolve) => failing.close(resolve));
+    }
   });
 
   it('refuses a back-channel logout URI with a fragment, as dynamic registration would', async function () {

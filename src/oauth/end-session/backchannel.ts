@@ -2,6 +2,7 @@ import type { EventEmitter } from 'node:events';
 import type Provider from 'oidc-provider';
 import { signedInSessions } from '../../../adapters/oidc/index.js';
 import { auditFactsOf } from '../../audit/index.js';
+import { shownUrl } from '../../http/outbound.js';
 import type { Logger } from '../../log/index.js';
 import type { Store } from '../../store/index.js';
 import { tenantOf, type Tenant } from '../../tenancy/index.js';
@@ -80,7 +81,7 @@ export function reportBackchannelLogouts(
     (ctx: ArbiterContext, error: Error, client: LogoutClient, accountId: string, sid: string) => {
       count(ctx, 'Failed');
       log.warn(
-        { clientId: client.clientId, reason: error.message, kept: Boolean(retries) },
+        { clientId: client.clientId, reason: whyNotDelivered(client, error), kept: Boolean(retries) },
         'back-channel logout not delivered',
       );
       if (!retries) return;
@@ -117,8 +118,21 @@ export function deliverKeptLogout(
     });
     const client = (await provider.Client.find(logout.clientId)) as unknown as LogoutClient | undefined;
     if (!client?.backchannelLogoutUri) return;
-    await client.backchannelLogout(logout.sub, logout.sid);
+    await client.backchannelLogout(logout.sub, logout.sid).catch((error: unknown) => {
+      throw new Error(whyNotDelivered(client, error));
+    });
   };
+}
+
+/**
+ * Why a logout was not delivered, as the log and the outbox's `lastError` say it: oidc-provider's
+ * message quotes the client's whole back-channel logout URI, whose query may hold a credential
+ * (found 2026-11-30), so the URI is shown as its origin and path, as SSF push URLs are.
+ */
+function whyNotDelivered(client: LogoutClient, error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const uri = client.backchannelLogoutUri;
+  return uri ? message.replaceAll(uri, shownUrl(uri)) : message;
 }
 
 /** Appends `logouts` to the outbox, each to its client's stream. */
@@ -202,7 +216,7 @@ export async function tellClientsOfLogout(
       }
       const reason = await client.backchannelLogout(accountId, sid).then(
         () => null,
-        (error: unknown) => (error instanceof Error ? error.message : String(error)),
+        (error: unknown) => whyNotDelivered(client, error),
       );
       if (reason === null) return 'delivered';
       log.warn({ clientId, tenant: tenant.name, reason, kept: Boolean(retries) }, 'back-channel logout not delivered');
