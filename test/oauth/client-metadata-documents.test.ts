@@ -1,11 +1,12 @@
 import { expect } from 'chai';
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as client from 'openid-client';
 import { FetchUserAgent } from '../support/browser.js';
 import { arrivingAt, passDevIdpForms, startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
 import { eventually, postForm, updateOauthData } from '../support/oauth.js';
 import { readyServer, withServer, type TestServer } from '../support/server.js';
+import { MAX_DOCUMENT_FETCHES_AT_ONCE } from '../../src/oauth/register/cimd/index.js';
 
 const REDIRECT_URI = 'http://127.0.0.1:1/cimd/callback';
 const GRANTED = [{ type: 'urn:as:introspect', scopes: ['introspection'] }];
@@ -467,6 +468,45 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       expect((await refused(bounded, huge(12_000))).error).to.equal('invalid_client');
       const longest = Math.max(0, ...logLines.map((line) => line.length));
       expect(longest, 'the longest log line').to.be.below(8192);
+    });
+
+    // Found 2026-11-30: nothing bounded the fetches under way, so a slow host held as many
+    // connections out as callers named documents on it.
+    it(`fetches at most ${MAX_DOCUMENT_FETCHES_AT_ONCE} documents at once; a new one beyond is 503 at once`, async function () {
+      const held: ServerResponse[] = [];
+      const slow = createServer((request, response) => {
+        request.resume();
+        held.push(response);
+      });
+      await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+      const base = `http://127.0.0.1:${(slow.address() as AddressInfo).port}`;
+      try {
+        const count = MAX_DOCUMENT_FETCHES_AT_ONCE + 8;
+        const answers = Array.from({ length: count }, (_, n) =>
+          bounded
+            .request(`/authorize?${authorizationQuery(`${base}/held/${n}.json`, REDIRECT_URI)}`, {
+              headers: { accept: 'application/json' },
+            })
+            .then(async (response) => ({ status: response.status, text: await response.text() })),
+        );
+        await eventually(async () => held.length >= MAX_DOCUMENT_FETCHES_AT_ONCE);
+        const refusedAtOnce = await Promise.race([
+          Promise.all(answers.slice(-1)),
+          new Promise((resolve) => setTimeout(() => resolve('still waiting'), 3000)),
+        ]);
+        expect(held.length, 'fetches under way').to.equal(MAX_DOCUMENT_FETCHES_AT_ONCE);
+        for (const response of held) response.writeHead(404).end();
+        const statuses = (await Promise.all(answers)).map((answer) => answer.status);
+        expect(
+          statuses.filter((status) => status === 503),
+          statuses.join(' '),
+        ).to.have.length(8);
+        expect(refusedAtOnce).to.be.an('array');
+      } finally {
+        for (const response of held) if (!response.writableEnded) response.writeHead(404).end();
+        slow.closeAllConnections();
+        await new Promise((resolve) => slow.close(resolve));
+      }
     });
 
     it('refuses a document larger than SERVICE_REGISTRATION_CIMD_MAX_DOCUMENT_BYTES, storing nothing', async function () {

@@ -9,7 +9,7 @@ import {
 } from '../../../http/outbound.js';
 import type { Logger } from '../../../log/index.js';
 import type { GrantedResource, PolicyEngine } from '../../../policy/index.js';
-import { HttpError } from '../../../http/errors.js';
+import { HttpError, type Unavailable } from '../../../http/errors.js';
 import { DEFAULT_TENANT, type Sealer, type Store } from '../../../store/index.js';
 import type { ClientDocuments, ClientRecord } from '../../clients/records.js';
 import { clientRepository, STORE_FIELDS } from '../../clients/repository.js';
@@ -38,6 +38,18 @@ export interface ClientDocumentsOptions {
 
 /** Documents (or refusals) remembered per tenant; the least recently used go first. */
 const CACHE_MAX = 1000;
+
+/**
+ * Documents fetched at once in this process, all tenants together. Anyone may name a document
+ * URL, and each one not cached is a connection out that a slow host can hold for the whole
+ * outbound timeout (found 2026-11-30: nothing bounded them, so a caller's request rate became as
+ * many sockets held open, to any public address it chose). Past it, a new document is 503
+ * temporarily_unavailable at once, remembering nothing; clients fetched before go on.
+ */
+export const MAX_DOCUMENT_FETCHES_AT_ONCE = 32;
+let fetchesUnderWay = 0;
+/** Said once each time the fetches reach their bound (a flood would otherwise log a line per refused request). */
+let fullSaid = false;
 
 /**
  * How long a CIMD client record outlives its last use. Anyone can name a document URL without
@@ -95,7 +107,21 @@ export function createClientDocuments({
     if (cached && cached.expiresAt > Date.now()) return cached.document;
     let pending = inFlight.get(clientId);
     if (!pending) {
-      pending = fetchDocument(clientId).finally(() => inFlight.delete(clientId));
+      if (fetchesUnderWay >= MAX_DOCUMENT_FETCHES_AT_ONCE) {
+        if (!fullSaid)
+          log.warn(
+            { tenant, underWay: fetchesUnderWay },
+            'client metadata documents: as many fetches under way as allowed; new documents are refused with 503 until some end',
+          );
+        fullSaid = true;
+        throw fetchesFull();
+      }
+      fetchesUnderWay += 1;
+      pending = fetchDocument(clientId).finally(() => {
+        fetchesUnderWay -= 1;
+        if (fetchesUnderWay < MAX_DOCUMENT_FETCHES_AT_ONCE / 2) fullSaid = false;
+        inFlight.delete(clientId);
+      });
       inFlight.set(clientId, pending);
     }
     return pending;
@@ -218,13 +244,18 @@ export function createClientDocuments({
       if (existing && existing.registrationType !== 'cimd') return undefined;
       const fresh = documents?.get(clientId);
       const wasCached = fresh !== undefined && fresh.expiresAt > Date.now();
-      const document = await currentDocument(clientId);
+      const keptUsable = existing !== null && !recordExpired(existing) && existing.enabled !== false;
+      let document: ClientDocument | undefined;
+      try {
+        document = await currentDocument(clientId);
+      } catch (error) {
+        // No fetch could start now: a client stored from its document before goes on as stored.
+        if (error instanceof DocumentFetchesFullError && keptUsable) return existing;
+        throw error;
+      }
       // A host that cannot answer now (down, timing out) says nothing against a client stored from
       // its document before: it goes on as stored until its record expires. One never stored is refused.
-      if (!document)
-        return existing && hostUnreachable(clientId) && !recordExpired(existing) && existing.enabled !== false
-          ? existing
-          : undefined;
+      if (!document) return keptUsable && hostUnreachable(clientId) ? existing : undefined;
       // Served from the cache, the stored record already matches it (unless it was deleted since).
       const record = wasCached && existing ? existing : await storedUnlessRefused(clientId, document, existing);
       return record?.enabled === false ? undefined : record;
@@ -275,6 +306,31 @@ function isUnreachable(error: unknown): boolean {
 }
 
 class UnreachableDocumentError extends Error {}
+
+/**
+ * No document fetch can start now. Thrown in oidc-provider's client lookup, whose error handler
+ * takes the message for the code and reads statusCode, expose and error_description (as it does
+ * of the store's StoreUnavailableError): a 503 temporarily_unavailable, never a 500.
+ */
+class DocumentFetchesFullError extends Error implements Unavailable {
+  readonly status = 503;
+  readonly statusCode = 503;
+  readonly expose = true;
+  readonly error = 'temporarily_unavailable';
+  readonly dependency = 'client metadata documents';
+  readonly reason = `${MAX_DOCUMENT_FETCHES_AT_ONCE} document fetches were under way in this process`;
+  readonly retryAfterSeconds = 1;
+  readonly error_description = 'too many client metadata documents are being fetched now: retry later';
+
+  constructor() {
+    super('temporarily_unavailable');
+    this.name = 'DocumentFetchesFullError';
+  }
+}
+
+function fetchesFull(): DocumentFetchesFullError {
+  return new DocumentFetchesFullError();
+}
 
 function recordExpired(record: ClientRecord): boolean {
   return typeof record.expiresAt === 'number' && record.expiresAt <= Date.now();
