@@ -183,7 +183,7 @@ export class Tracing {
 
   /** The store STORE_URL names, with a child span per call (`find clients`: operation, collection, tenant, database). */
   traced(store: Store, storeUrl: string): Store {
-    const system = storeUrl.startsWith('sqlite:') ? 'sqlite' : 'mongodb';
+    const system = storeSystem(storeUrl);
     return tracedStore(store, (name, attributes, work) =>
       this.inSpan(name, { 'db.system.name': system, ...attributes }, work),
     );
@@ -321,4 +321,13 @@ function warnOnFailure(exporter: SpanExporter, log: Logger): SpanExporter {
     shutdown: () => exporter.shutdown(),
     forceFlush: () => exporter.forceFlush?.() ?? Promise.resolve(),
   };
+}
+
+/**
+ * OpenTelemetry's `db.system.name` of the store STORE_URL names (found 2026-11-30: PostgreSQL was
+ * called mongodb).
+ */
+export function storeSystem(storeUrl: string): 'sqlite' | 'postgresql' | 'mongodb' {
+  if (storeUrl.startsWith('sqlite:')) return 'sqlite';
+  return /^postgres(ql)?:/.test(storeUrl) ? 'postgresql' : 'mongodb';
 }

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { SqliteStore } from '../../../adapters/sqlite/index.js';
+import { storeSystem } from '../../../src/tracing/index.js';
 import { tracedStore, type InSpan } from '../../../src/tracing/store.js';
 
 describe('unit: the traced store passes every argument through (tracing/store)', function () {
@@ -22,5 +23,16 @@ describe('unit: the traced store passes every argument through (tracing/store)',
     } finally {
       await inner.close();
     }
+  });
+});
+
+describe('unit: the store a span names (tracing)', function () {
+  // Found 2026-11-30: every store but SQLite was called mongodb, PostgreSQL too.
+  it('names each store STORE_URL may name by its OpenTelemetry db.system.name', function () {
+    expect(storeSystem('sqlite::memory:')).to.equal('sqlite');
+    expect(storeSystem('postgres://arbiter@db/arbiter')).to.equal('postgresql');
+    expect(storeSystem('postgresql://arbiter@db/arbiter')).to.equal('postgresql');
+    expect(storeSystem('mongodb://db/arbiter')).to.equal('mongodb');
+    expect(storeSystem('mongodb+srv://cluster.example/arbiter')).to.equal('mongodb');
   });
 });
