@@ -36,6 +36,8 @@ const JSON_TEXT_FIELDS: Record<string, string[]> = { 'policy-data': ['payload'] 
 
 /** At most this many records a reference's choice lists; beyond, the field takes an id. */
 const REFERENCE_CHOICES = 1000;
+/** The longest secret BCrypt reads (the Admin API's own bound on a clear secret, http/validation.ts). */
+const MAX_SECRET_BYTES = 72;
 
 /** A field of a record form: where it and its error show, and what it puts in the request body. */
 export interface Field {
@@ -376,6 +378,9 @@ function secretChoice(
         return { [secret.generate]: true };
       case 'type':
         if (typed.value === '') throw new Error('is empty: type one, or choose another option');
+        // As the Admin API refuses a clear one: BCrypt reads 72 bytes, and would cut a longer secret without a word.
+        if (new TextEncoder().encode(typed.value).length > MAX_SECRET_BYTES)
+          throw new Error(`is longer than ${MAX_SECRET_BYTES} bytes, which BCrypt cannot hold: type a shorter one`);
         // The Admin API would hash a clear secret itself; hashed here, the clear secret never leaves the browser.
         return { [name]: await bcrypt.hash(typed.value, 10) };
       default:
