@@ -245,6 +245,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
       'clients one address (an IPv6 /64) may register at `/register` without an initial access token per window, in each process, when open registration is on: each is kept for good, so that one address cannot fill the store; past it `429 too_many_requests` with `Retry-After` (see [Endpoints](endpoints.md#post-register))',
   },
   OPEN_REGISTRATIONS_WINDOW_SECONDS: { meaning: 'the window of `OPEN_REGISTRATIONS_PER_ADDRESS`' },
+  OPEN_REGISTRATIONS_MAX_CLIENTS: {
+    meaning:
+      'clients registered at `/register` one tenant may hold before a registration without an initial access token is refused (registered clients never expire, and many addresses could otherwise fill the store): past it such a registration is `403 access_denied` until some are deleted, while registrations with an initial access token go on (see [Endpoints](endpoints.md#post-register))',
+  },
   TENANTS: {
     meaning:
       'comma-separated tenant ids that exist without any Admin API object (see [multi-tenancy.md](multi-tenancy.md))',

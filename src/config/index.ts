@@ -139,6 +139,8 @@ export interface Config {
   /** Clients one address may register at /register without an initial access token per window, in each process. */
   openRegistrationsPerAddress: number;
   openRegistrationsWindowSeconds: number;
+  /** Clients registered without an initial access token a tenant may hold; past it, open registration is refused. */
+  openRegistrationsMaxClients: number;
   /** Tenant ids that exist without any Admin API object naming them. */
   tenants: string[];
   /** Tenants whose DPoP proofs must carry a server nonce (RFC 9449 §8): `_default` for the default tenant, `*` for every tenant. */
@@ -289,6 +291,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   SIGN_INS_WINDOW_SECONDS: 'signInsWindowSeconds',
   OPEN_REGISTRATIONS_PER_ADDRESS: 'openRegistrationsPerAddress',
   OPEN_REGISTRATIONS_WINDOW_SECONDS: 'openRegistrationsWindowSeconds',
+  OPEN_REGISTRATIONS_MAX_CLIENTS: 'openRegistrationsMaxClients',
   TENANTS: 'tenants',
   DPOP_NONCE_TENANTS: 'dpopNonceTenants',
   FAPI2_SECURITY_TENANTS: 'fapi2SecurityTenants',
@@ -434,6 +437,7 @@ export const SCHEMA = {
     signInsWindowSeconds: positive,
     openRegistrationsPerAddress: positive,
     openRegistrationsWindowSeconds: positive,
+    openRegistrationsMaxClients: positive,
     tenants: { type: 'array', items: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' } },
     dpopNonceTenants: {
       type: 'array',

@@ -1028,3 +1028,36 @@ describe('open registration, counted per address', function () {
     expect(refused.headers.get('retry-after')).to.match(/^\d+$/);
   });
 });
+
+/** Found 2026-11-30: the per-address budget alone let many addresses fill a tenant with clients kept for good. */
+describe('open registration, bounded per tenant (OPEN_REGISTRATIONS_MAX_CLIENTS)', function () {
+  let server: TestServer;
+  const metadata = { redirect_uris: ['https://app.example.test/cb'], token_endpoint_auth_method: 'none' };
+
+  before(async function () {
+    // Its own server: a bound of 2.
+    server = await readyServer({ OPEN_REGISTRATIONS_MAX_CLIENTS: '2' });
+    await updateOauthData(server, (data) => {
+      data.public_client_policy.enabled = true;
+    });
+  });
+  after(async function () {
+    await server?.close();
+  });
+
+  it('refuses an open registration once the tenant holds that many registered clients; one with an initial access token goes on', async function () {
+    await eventually(async () => (await registerAt(server, metadata)).status === 201);
+    expect((await registerAt(server, metadata)).status).to.equal(201);
+    const refused = await registerAt(server, metadata);
+    expect(refused.status, JSON.stringify(refused.body)).to.equal(403);
+    expect(refused.body).to.include({ error: 'access_denied' });
+    const { token } = (await server.admin('POST', '/initial-access-tokens', { name: 'partner', uses: 1 })).body;
+    const withToken = await server.request('/register', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${token}` },
+      body: JSON.stringify(metadata),
+    });
+    expect(withToken.status, await withToken.clone().text()).to.equal(201);
+    expect(await server.store.collection('clients', '_default').count({ registrationType: 'dcr' })).to.equal(3);
+  });
+});

@@ -30,6 +30,7 @@ export interface RegistrationDeps {
     | 'softwareStatementVerify'
     | 'openRegistrationsPerAddress'
     | 'openRegistrationsWindowSeconds'
+    | 'openRegistrationsMaxClients'
     | 'outboundAllowInsecureLoopback'
     | 'outboundTimeoutMs'
     | 'outboundMaxResponseBytes'
@@ -100,12 +101,33 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
     return { metadata, grant, statement };
   };
 
+  /**
+   * OPEN_REGISTRATIONS_MAX_CLIENTS: registered clients never expire, and the per-address budget
+   * alone lets many addresses fill the store (found 2026-11-30), so open registration stops once
+   * the tenant holds that many registered clients; one with an initial access token goes on.
+   */
+  const assertRoomForOpenRegistration = async (ctx: ArbiterContext): Promise<void> => {
+    const limit = config.openRegistrationsMaxClients;
+    const held = await clientRepository(store, sealer)
+      .collection(ctx.state.tenant.id)
+      .count({ registrationType: 'dcr' }, undefined, limit);
+    if (held >= limit)
+      throw new HttpError(
+        403,
+        'access_denied',
+        'this server holds as many registered clients as open registration may make: register with an initial access token',
+      );
+  };
+
   /** POST /register (RFC 7591). */
   const registerClient = async (ctx: ArbiterContext): Promise<void> => {
     if (ctx.method !== 'POST') throw methodNotAllowed(ctx, 'POST');
     const initialAccessToken = await initialAccessTokens.presented(ctx);
     // Open registration: a decision for a caller with no credential, audited as such.
-    if (!initialAccessToken) markUnauthenticated(ctx.state);
+    if (!initialAccessToken) {
+      markUnauthenticated(ctx.state);
+      await assertRoomForOpenRegistration(ctx);
+    }
     const body = await jsonObject(ctx, config.maxBodyBytes);
     const { metadata, grant, statement } = await register(ctx, body, undefined, initialAccessToken);
     if (initialAccessToken) await initialAccessTokens.consume(ctx, initialAccessToken);
