@@ -285,11 +285,25 @@ class VerificationsUnderWay {
     this.wakeNext(identity);
   }
 
-  /** Resolves when a verification of the identity ends; null when too many wait already. */
-  turn(identity: string): Promise<void> | null {
+  /**
+   * Resolves true when a verification of the identity ends, false when none did within `waitMs`
+   * (the waiter leaves the line, so no wake is spent on it); null when too many wait already.
+   */
+  turn(identity: string, waitMs: number): Promise<boolean> | null {
     const entry = this.entry(identity);
     if (entry.waiting.length >= MAX_WAITING_VERIFICATIONS) return null;
-    return new Promise((resolve) => entry.waiting.push(resolve));
+    return new Promise((resolve) => {
+      const woken = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      const timer = setTimeout(() => {
+        const index = entry.waiting.indexOf(woken);
+        if (index >= 0) entry.waiting.splice(index, 1);
+        resolve(false);
+      }, waitMs);
+      entry.waiting.push(woken);
+    });
   }
 
   /** The next waiting request reads the counts again (each in turn, however its turn ends). */
@@ -309,6 +323,8 @@ class VerificationsUnderWay {
 
 /** Requests of one identity that may wait for a verification in one process; past it, 429 at once. */
 const MAX_WAITING_VERIFICATIONS = 1000;
+/** The longest a request waits for its turn: then 429 (a verification under way ends with its request, which is bounded too). */
+const VERIFICATION_WAIT_MS = 10_000;
 
 /** One request's credential: whose it is (once the verifying code said so) and what a failure of it costs. */
 class CredentialAttempt {
@@ -330,6 +346,9 @@ class CredentialAttempt {
    */
   async waitForVerification(ctx: Context): Promise<void> {
     const identity = this.identity!;
+    // Asked again in the same request: its turn holds for the same identity, and ends for another.
+    if (this.verifying === identity) return;
+    this.verificationOver();
     let waited = false;
     try {
       for (;;) {
@@ -341,10 +360,10 @@ class CredentialAttempt {
           this.verifying = identity;
           return;
         }
-        const turn = this.verifications.turn(identity);
-        if (!turn) throw tooManyFailures(ctx, 1, 'too many authentications with this credential at once');
+        const turn = this.verifications.turn(identity, VERIFICATION_WAIT_MS);
         waited = true;
-        await turn;
+        if (!turn || !(await turn))
+          throw tooManyFailures(ctx, 1, 'too many authentications with this credential at once');
       }
     } finally {
       // A woken request that did not begin passes its turn on.

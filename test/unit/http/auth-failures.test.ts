@@ -125,4 +125,26 @@ describe('auth-failure throttle: guesses sent at once', function () {
     expect(await Promise.all(requests)).to.deep.equal(Array(20).fill(200));
     expect(most).to.equal(2);
   });
+
+  it('does not keep a request that names its credential twice waiting for its own turn', async function () {
+    const limit = authFailureLimit({ limit: 1, windowSeconds: 60 }, slowCounters(1));
+    const ctx = presentingFrom('10.0.0.11');
+    const started = Date.now();
+    await limit(ctx, async () => {
+      await guardCredential(ctx, 'client t1 twice');
+      await guardCredential(ctx, 'client t1 twice');
+      credentialWasRight(ctx);
+      ctx.status = 200;
+    });
+    expect(ctx.status).to.equal(200);
+    expect(Date.now() - started).to.be.below(1000);
+    // And its turn ended once: the next request of the credential is verified at once.
+    const next = presentingFrom('10.0.0.11');
+    await limit(next, async () => {
+      await guardCredential(next, 'client t1 twice');
+      next.status = 200;
+    });
+    expect(next.status).to.equal(200);
+    expect(Date.now() - started).to.be.below(1000);
+  });
 });
