@@ -18,8 +18,9 @@ export type LookupAll = (
 export const MAX_LOOKUPS_AT_ONCE = 2;
 
 /**
- * Whose word a name is on: an operator's (an upstream IdP, a trusted issuer, an SSF receiver) or a
- * caller's (a client ID metadata document URL or a client's jwks_uri, which anyone may name).
+ * Whose word a name is on: a caller's (a client ID metadata document URL, which anyone may name)
+ * or, for every other name, an operator's or a registered client's (an upstream IdP, a trusted
+ * issuer, an SSF receiver, a client's jwks_uri).
  * Found 2026-11-30: one anonymous /authorize a second, each naming a fresh host whose DNS never
  * answers, kept both turns taken, and every upstream sign-in, JWKS fetch and SSF push of every
  * tenant failed after waiting its whole time. Callers' names may hold at most
