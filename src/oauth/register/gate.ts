@@ -41,6 +41,10 @@ export interface RegistrationDeps {
   policy: PolicyEngine;
 }
 
+/** How long a tenant found at OPEN_REGISTRATIONS_MAX_CLIENTS is taken as full without counting again. */
+const FULL_REMEMBERED_MS = 10_000;
+const FULL_TENANTS_REMEMBERED = 1000;
+
 const UUID_SOFTWARE_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
@@ -106,17 +110,25 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
    * alone lets many addresses fill the store (found 2026-11-30), so open registration stops once
    * the tenant holds that many registered clients; one with an initial access token goes on.
    */
+  const fullUntil = new Map<string, number>();
   const assertRoomForOpenRegistration = async (ctx: ArbiterContext): Promise<void> => {
-    const limit = config.openRegistrationsMaxClients;
-    const held = await clientRepository(store, sealer)
-      .collection(ctx.state.tenant.id)
-      .count({ registrationType: 'dcr' }, undefined, limit);
-    if (held >= limit)
-      throw new HttpError(
+    const full = () =>
+      new HttpError(
         403,
         'access_denied',
         'this server holds as many registered clients as open registration may make: register with an initial access token',
       );
+    const tenant = ctx.state.tenant.name;
+    // Full a moment ago: not counted again (a count reads up to the bound's records) for each attempt.
+    if ((fullUntil.get(tenant) ?? 0) > Date.now()) throw full();
+    const limit = config.openRegistrationsMaxClients;
+    const held = await clientRepository(store, sealer)
+      .collection(ctx.state.tenant.id)
+      .count({ registrationType: 'dcr' }, undefined, limit);
+    if (held < limit) return void fullUntil.delete(tenant);
+    if (fullUntil.size >= FULL_TENANTS_REMEMBERED) fullUntil.clear();
+    fullUntil.set(tenant, Date.now() + FULL_REMEMBERED_MS);
+    throw full();
   };
 
   /** POST /register (RFC 7591). */
@@ -124,12 +136,11 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
     if (ctx.method !== 'POST') throw methodNotAllowed(ctx, 'POST');
     const initialAccessToken = await initialAccessTokens.presented(ctx);
     // Open registration: a decision for a caller with no credential, audited as such.
-    if (!initialAccessToken) {
-      markUnauthenticated(ctx.state);
-      await assertRoomForOpenRegistration(ctx);
-    }
+    if (!initialAccessToken) markUnauthenticated(ctx.state);
     const body = await jsonObject(ctx, config.maxBodyBytes);
     const { metadata, grant, statement } = await register(ctx, body, undefined, initialAccessToken);
+    // Counted once the policy allowed it (open registration is off by default): a refusal costs no count.
+    if (!initialAccessToken) await assertRoomForOpenRegistration(ctx);
     if (initialAccessToken) await initialAccessTokens.consume(ctx, initialAccessToken);
     const { record, issued } = await createClient(store, sealer, ctx.state.tenant.id, metadata, grant, statement);
     if (ctx.state.audit) Object.assign(ctx.state.audit, { clientId: record.clientId });
