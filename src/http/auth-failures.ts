@@ -289,9 +289,9 @@ class VerificationsUnderWay {
    * Resolves true when a verification of the identity ends, false when none did within `waitMs`
    * (the waiter leaves the line, so no wake is spent on it); null when too many wait already.
    */
-  turn(identity: string, waitMs: number): Promise<boolean> | null {
+  turn(identity: string, waitMs: number, again: boolean): Promise<boolean> | null {
     const entry = this.entry(identity);
-    if (entry.waiting.length >= MAX_WAITING_VERIFICATIONS) return null;
+    if (!again && entry.waiting.length >= MAX_WAITING_VERIFICATIONS) return null;
     return new Promise((resolve) => {
       const woken = () => {
         clearTimeout(timer);
@@ -302,7 +302,9 @@ class VerificationsUnderWay {
         if (index >= 0) entry.waiting.splice(index, 1);
         resolve(false);
       }, waitMs);
-      entry.waiting.push(woken);
+      // Woken before and overtaken: first in the line again, not last.
+      if (again) entry.waiting.unshift(woken);
+      else entry.waiting.push(woken);
     });
   }
 
@@ -360,13 +362,13 @@ class CredentialAttempt {
           this.verifying = identity;
           return;
         }
-        const turn = this.verifications.turn(identity, VERIFICATION_WAIT_MS);
-        waited = true;
+        const turn = this.verifications.turn(identity, VERIFICATION_WAIT_MS, waited);
         if (!turn || !(await turn))
           throw tooManyFailures(ctx, 1, 'too many authentications with this credential at once');
+        waited = true;
       }
     } finally {
-      // A woken request that did not begin passes its turn on.
+      // A woken request that did not begin passes its wake on.
       if (waited && this.verifying === null) this.verifications.wakeNext(identity);
     }
   }
