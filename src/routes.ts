@@ -142,7 +142,7 @@ export function routeTable(parts: AppParts): (path: string) => CompiledRoute {
     pollWaitSeconds: config.ssfPollWaitSeconds,
   });
   const adminKeys = new AdminApiKeys(store, config.adminApiKey);
-  const adminSessions = new AdminSessions(store, parts.sealer, config);
+  const adminSessions = new AdminSessions(store, config);
 
   const table = new PathTable();
   // Probes answer before anything else: they present no credential, and are never audited.

@@ -6,7 +6,13 @@ import { SIGN_IN_CALLBACK_PATH, SIGN_IN_PATH, SIGN_OUT_PATH } from '../http/admi
 import { HttpError, notFound, unsupportedMethod } from '../http/errors.js';
 import { outboundOptionsOf } from '../http/outbound.js';
 import type { Logger } from '../log/index.js';
-import { enabledIdentityProvider, newChecks, SignInError, UpstreamProviders } from '../oauth/index.js';
+import {
+  enabledIdentityProvider,
+  identityProviderEnabled,
+  newChecks,
+  SignInError,
+  UpstreamProviders,
+} from '../oauth/index.js';
 import {
   DEFAULT_TENANT,
   openedWith,
@@ -77,7 +83,6 @@ const PENDING_MS = 10 * 60_000;
 export class AdminSessions {
   constructor(
     private readonly store: Store,
-    private readonly sealer: Sealer,
     private readonly config: Pick<Config, 'adminSessionSeconds' | 'adminSignInIdp' | 'adminSignInGrants'>,
   ) {}
 
@@ -93,7 +98,7 @@ export class AdminSessions {
     if (!found.idpId || found.idpId !== this.config.adminSignInIdp || found.grantedBy === undefined) return null;
     const grant = grantFor(found.grantedBy, this.config.adminSignInGrants);
     if (!grant) return null;
-    if (!(await enabledIdentityProvider(this.store, this.sealer, DEFAULT_TENANT, found.idpId))) return null;
+    if (!(await identityProviderEnabled(this.store, DEFAULT_TENANT, found.idpId))) return null;
     return { id: null, session: true, name: found.name, ...grant };
   }
 

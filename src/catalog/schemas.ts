@@ -224,7 +224,7 @@ export const INITIAL_ACCESS_TOKEN_SCHEMA = object([], {
 });
 
 export const SUBJECT_SCHEMA = object(['subjectId'], {
-  subjectId: { ...nonEmpty, pattern: NOT_DOTS_ALONE },
+  subjectId: nonEmpty,
   identityProviderId: internalKey,
   name: string,
   email: string,

@@ -60,6 +60,7 @@ export {
 export { clientRepository, clientSecretHashing } from './clients/repository.js';
 export {
   enabledIdentityProvider,
+  identityProviderEnabled,
   newChecks,
   SignInError,
   UpstreamProviders,

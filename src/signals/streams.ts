@@ -72,7 +72,6 @@ export interface StreamRecord extends StoredDoc {
 export const ssfStreams = (store: Store, tenant: string) =>
   store.collection<StreamRecord>(SSF_STREAMS_COLLECTION, tenant);
 
-/** The events a stream gets: what it asked for that this transmitter emits. */
 /**
  * Seals every push stream's receiver credential (`authorization_header`) of the tenant again with
  * the sealer's current key (arbiter rotate-secrets-key); answers how many. Found 2026-11-30: the
@@ -90,6 +89,7 @@ export async function resealStreamCredentials(store: Store, sealer: Sealer, tena
   return resealed;
 }
 
+/** The events a stream gets: what it asked for that this transmitter emits. */
 export function eventsDelivered(stream: Pick<StreamRecord, 'eventsRequested'>): string[] {
   return stream.eventsRequested.filter((type) => EVENTS_SUPPORTED.includes(type));
 }

@@ -171,17 +171,18 @@ describe('JWT access tokens (RFC 9068)', function () {
     expect(payload.cnf).to.deep.equal({ jkt: await calculateJwkThumbprint(jwk) });
   });
 
-  it("issues JWTs for a user's code and refresh token, with the user's sub and auth_time", async function () {
-    const testClient = { clientId: 'jwt-spa', redirectUri: REDIRECT_URI };
+  /** A new public client, alice's sign-in for `resource`, and its code redeemed. */
+  async function redeemedSignIn(clientId: string, resource: string) {
+    const testClient = { clientId, redirectUri: REDIRECT_URI };
     const created = await server.admin('POST', '/clients', {
-      clientId: testClient.clientId,
+      clientId,
       clientType: 'public',
       tokenEndpointAuthMethod: 'none',
       redirectUris: [REDIRECT_URI],
       scopes: ['openid', 'ledger.read'],
     });
     expect(created.status, JSON.stringify(created.body)).to.equal(201);
-    const request = await authorizationRequest(server, testClient, { scope: 'openid ledger.read', resource: LEDGER });
+    const request = await authorizationRequest(server, testClient, { scope: 'openid ledger.read', resource });
     const agent = new FetchUserAgent();
     const loginPage = await agent.navigate(request.url, arrivingAt(REDIRECT_URI));
     const arrived = (await passDevIdpForms(agent, loginPage, 'alice', arrivingAt(REDIRECT_URI))).url;
@@ -189,6 +190,11 @@ describe('JWT access tokens (RFC 9068)', function () {
     expect(code, arrived.href).to.be.a('string');
     const redeemed = await redeemCode(server, testClient, code!, request.codeVerifier);
     expect(redeemed.status, JSON.stringify(redeemed.body)).to.equal(200);
+    return { testClient, redeemed };
+  }
+
+  it("issues JWTs for a user's code and refresh token, with the user's sub and auth_time", async function () {
+    const { testClient, redeemed } = await redeemedSignIn('jwt-spa', LEDGER);
     const first = (await verify(redeemed.body.access_token)).payload;
     expectUserToken(first, testClient.clientId);
 
@@ -215,22 +221,7 @@ describe('JWT access tokens (RFC 9068)', function () {
   // Found 2026-11-30: a refresh answered a new refresh token whatever the decision said, so a
   // policy that began to withhold them (or withheld them for another resource) never took effect.
   it('refuses a refresh the policy answers with extensions.issue_refresh_token false, using nothing up', async function () {
-    const testClient = { clientId: 'jwt-withheld-spa', redirectUri: REDIRECT_URI };
-    const created = await server.admin('POST', '/clients', {
-      clientId: testClient.clientId,
-      clientType: 'public',
-      tokenEndpointAuthMethod: 'none',
-      redirectUris: [REDIRECT_URI],
-      scopes: ['openid', 'ledger.read'],
-    });
-    expect(created.status, JSON.stringify(created.body)).to.equal(201);
-    const request = await authorizationRequest(server, testClient, { scope: 'openid ledger.read', resource: OPAQUE });
-    const agent = new FetchUserAgent();
-    const loginPage = await agent.navigate(request.url, arrivingAt(REDIRECT_URI));
-    const code = (await passDevIdpForms(agent, loginPage, 'alice', arrivingAt(REDIRECT_URI))).url.searchParams.get(
-      'code',
-    );
-    const redeemed = await redeemCode(server, testClient, code!, request.codeVerifier);
+    const { testClient, redeemed } = await redeemedSignIn('jwt-withheld-spa', OPAQUE);
     expect(redeemed.body.refresh_token, JSON.stringify(redeemed.body)).to.be.a('string');
     const refresh = () =>
       postForm(server, '/token', {

@@ -40,6 +40,12 @@ export async function enabledIdentityProviderCount(store: Store, tenant: string)
   return (await enabledIdentityProviders(store, tenant)).length;
 }
 
+/** Whether the tenant has the provider `idpId`, enabled (its secret left sealed). */
+export async function identityProviderEnabled(store: Store, tenant: string, idpId: string): Promise<boolean> {
+  const named = await identityProviderRecords(store, tenant).findOne({ idpId });
+  return named !== null && named.enabled !== false;
+}
+
 /** The enabled provider `idpId` of the tenant, its secret opened; null when there is none. */
 export async function enabledIdentityProvider(
   store: Store,

@@ -5,6 +5,6 @@ export { INTERACTION_PATH, interactionsSlice } from './slice.js';
 export { grantConsent } from './consent.js';
 export { UPSTREAM_IDP_PARAM } from './identity-providers.js';
 export { newChecks, UpstreamProviders } from './upstream.js';
-export { enabledIdentityProvider } from './identity-providers.js';
+export { enabledIdentityProvider, identityProviderEnabled } from './identity-providers.js';
 export { SignInError } from './errors.js';
 export { UpstreamSessions } from './upstream-sessions.js';

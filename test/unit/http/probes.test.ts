@@ -40,7 +40,7 @@ describe('unit: the readiness and health probes (probes.ts)', function () {
     await Promise.all(probes.map((ctx) => probe(ctx)));
     expect(probes.map((ctx) => ctx.status)).to.deep.equal(Array(50).fill(200));
     expect(asked).to.deep.equal({ writes: 1, opa: 1 });
-    // A probe after the round has ended makes a round of its own: what it says is never older than it.
+    // A probe that comes after a round ended makes a round of its own.
     const after = probeAt('/readyz');
     await probe(after);
     expect(after.status).to.equal(200);
