@@ -84,6 +84,36 @@ export class DependencyUnavailableError extends HttpError implements Unavailable
   }
 }
 
+/**
+ * A dependency that cannot answer, shaped like oidc-provider's own errors (`message` is the OAuth
+ * error code, `error_description` the text, `statusCode` and `expose` set), so that the endpoints
+ * oidc-provider answers itself (/token, /userinfo, a client lookup) also say 503
+ * temporarily_unavailable rather than 500 server_error. The stack is a single line: the reason is
+ * the whole story, and logs stay readable.
+ */
+export class UnavailableToProvider extends Error implements Unavailable {
+  readonly status = 503;
+  readonly statusCode = 503;
+  readonly expose = true;
+  readonly error = 'temporarily_unavailable';
+
+  /**
+   * @param reason what happened and what to do, for the log and the Admin API's operators
+   * @param error_description what a caller of a protocol endpoint is told
+   */
+  constructor(
+    readonly dependency: string,
+    readonly reason: string,
+    readonly error_description: string,
+    readonly retryAfterSeconds?: number,
+  ) {
+    super('temporarily_unavailable');
+    // The subclass's name (StoreUnavailableError, …), which recognisers of a second module copy compare.
+    this.name = new.target.name;
+    this.stack = `${this.name}: ${reason}`;
+  }
+}
+
 /** How long a caller is asked to wait after a 503 that named no time of its own (requestFrame). */
 export const RETRY_AFTER_SECONDS = '1';
 

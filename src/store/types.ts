@@ -1,4 +1,4 @@
-import { STORE_UNAVAILABLE_FOR_CALLERS, type Unavailable } from '../http/errors.js';
+import { STORE_UNAVAILABLE_FOR_CALLERS, UnavailableToProvider } from '../http/errors.js';
 
 /**
  * The one small storage interface every Arbiter component uses.
@@ -236,33 +236,15 @@ export class ConflictError extends Error {
  * missing or was replaced, the disk refuses writes, the file is corrupt, or the database
  * server cannot be reached. A write that threw it was not acknowledged: with SQLite it was not
  * stored; with MongoDB a lost connection can leave its outcome unknown. Callers answer 503
- * `temporarily_unavailable`.
- *
- * Shaped like oidc-provider's own errors (`message` is the OAuth error code, `error_description`
- * the text, `statusCode` and `expose` set), so that the endpoints oidc-provider answers itself
- * (/token, /userinfo, …) also say 503 temporarily_unavailable rather than 500 server_error.
- * The stack is a single line: the reason is the whole story, and logs stay readable.
+ * `temporarily_unavailable`, at the endpoints oidc-provider answers itself too.
  */
-export class StoreUnavailableError extends Error implements Unavailable {
-  readonly status = 503;
-  readonly statusCode = 503;
-  readonly expose = true;
-  readonly error = 'temporarily_unavailable';
-  readonly dependency = 'store';
-
+export class StoreUnavailableError extends UnavailableToProvider {
   /**
    * @param reason what happened and what to do, for the log and the Admin API's operators: it may
    * name the database file, host or driver, which protocol callers are not told (error_description)
    */
-  constructor(readonly reason: string) {
-    super('temporarily_unavailable');
-    this.name = 'StoreUnavailableError';
-    this.stack = `${this.name}: ${reason}`;
-  }
-
-  /** What oidc-provider puts in its error response, to any caller of a protocol endpoint. */
-  get error_description(): string {
-    return STORE_UNAVAILABLE_FOR_CALLERS;
+  constructor(reason: string) {
+    super('store', reason, STORE_UNAVAILABLE_FOR_CALLERS);
   }
 }
 

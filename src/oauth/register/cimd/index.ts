@@ -9,7 +9,7 @@ import {
 } from '../../../http/outbound.js';
 import type { Logger } from '../../../log/index.js';
 import type { GrantedResource, PolicyEngine } from '../../../policy/index.js';
-import { HttpError, type Unavailable } from '../../../http/errors.js';
+import { HttpError, UnavailableToProvider } from '../../../http/errors.js';
 import { DEFAULT_TENANT, type Sealer, type Store } from '../../../store/index.js';
 import type { ClientDocuments, ClientRecord } from '../../clients/records.js';
 import { clientRepository, STORE_FIELDS } from '../../clients/repository.js';
@@ -114,7 +114,7 @@ export function createClientDocuments({
             'client metadata documents: as many fetches under way as allowed; new documents are refused with 503 until some end',
           );
         fullSaid = true;
-        throw fetchesFull();
+        throw new DocumentFetchesFullError();
       }
       fetchesUnderWay += 1;
       pending = fetchDocument(clientId).finally(() => {
@@ -307,29 +307,16 @@ function isUnreachable(error: unknown): boolean {
 
 class UnreachableDocumentError extends Error {}
 
-/**
- * No document fetch can start now. Thrown in oidc-provider's client lookup, whose error handler
- * takes the message for the code and reads statusCode, expose and error_description (as it does
- * of the store's StoreUnavailableError): a 503 temporarily_unavailable, never a 500.
- */
-class DocumentFetchesFullError extends Error implements Unavailable {
-  readonly status = 503;
-  readonly statusCode = 503;
-  readonly expose = true;
-  readonly error = 'temporarily_unavailable';
-  readonly dependency = 'client metadata documents';
-  readonly reason = `${MAX_DOCUMENT_FETCHES_AT_ONCE} document fetches were under way in this process`;
-  readonly retryAfterSeconds = 1;
-  readonly error_description = 'too many client metadata documents are being fetched now: retry later';
-
+/** No document fetch can start now: thrown in oidc-provider's client lookup, so shaped for its error handler. */
+class DocumentFetchesFullError extends UnavailableToProvider {
   constructor() {
-    super('temporarily_unavailable');
-    this.name = 'DocumentFetchesFullError';
+    super(
+      'client metadata documents',
+      `${MAX_DOCUMENT_FETCHES_AT_ONCE} document fetches were under way in this process`,
+      'too many client metadata documents are being fetched now: retry later',
+      1,
+    );
   }
-}
-
-function fetchesFull(): DocumentFetchesFullError {
-  return new DocumentFetchesFullError();
 }
 
 function recordExpired(record: ClientRecord): boolean {
