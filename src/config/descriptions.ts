@@ -363,6 +363,10 @@ export const SETTING_DESCRIPTIONS: Readonly<Record<string, SettingDescription>> 
     meaning:
       "with `WORKERS` above 1, one more worker process kept with its code loaded (it neither listens nor opens the store) to take a dead worker's place in about a second instead of a new worker's whole start (see [Workers](operations.md#workers)); it costs that process's memory (about 180 MB)",
   },
+  WORKER_HEARTBEAT_TIMEOUT_MS: {
+    meaning:
+      'with `WORKERS` above 1, each worker tells the primary every second that its event loop runs; one silent this long (hung: a blocked loop, a stopped process) is killed and replaced as a dead one is, so that the connections the primary hands it are not left waiting (see [Workers](operations.md#workers))',
+  },
   HEAP_GROWTH_PERCENT: {
     meaning:
       "after each full garbage collection, each server process's JavaScript heap may grow to (1 + this/100) times what it kept before V8 collects again (V8's `--heap-growing-percent`, set when the process starts); not a limit. `0`: V8's own choice, up to 4 times on a machine with several GB of memory, which with 1,000 tenants let a process reach 900 MB of RSS (see [scaling.md](scaling.md#many-tenants))",

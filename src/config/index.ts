@@ -200,6 +200,7 @@ export interface Config {
   workers: number;
   /** With workers > 1: one more worker kept loaded (neither listening nor opening the store) to take a dead worker's place within a second or so. */
   workerStandby: boolean;
+  workerHeartbeatTimeoutMs: number;
   /**
    * After each full garbage collection, V8 lets the server's old generation grow to (1 + this/100)
    * times what it kept before collecting again; 0: V8's own heuristics (up to 4 times). See src/workers/node-flags.ts.
@@ -322,6 +323,7 @@ export const ENVIRONMENT: Readonly<Record<string, string>> = {
   HTTP_KEEP_ALIVE_TIMEOUT_MS: 'httpKeepAliveTimeoutMs',
   WORKERS: 'workers',
   WORKER_STANDBY: 'workerStandby',
+  WORKER_HEARTBEAT_TIMEOUT_MS: 'workerHeartbeatTimeoutMs',
   HEAP_GROWTH_PERCENT: 'heapGrowthPercent',
   // OpenTelemetry's own names (its SDK environment specification), so that a deployment's usual settings apply.
   OTEL_EXPORTER_OTLP_ENDPOINT: 'otlpEndpoint',
@@ -474,6 +476,7 @@ export const SCHEMA = {
     httpKeepAliveTimeoutMs: positive,
     workers: { type: ['integer', 'null'], minimum: 1, maximum: 256 },
     workerStandby: { type: 'boolean' },
+    workerHeartbeatTimeoutMs: { type: 'integer', minimum: 2000, maximum: 600000 },
     heapGrowthPercent: { type: 'integer', minimum: 0, maximum: 300 },
     otlpEndpoint: { type: ['string', 'null'], pattern: '^https?://[^?#]+$' },
     otlpTracesEndpoint: { type: ['string', 'null'], pattern: '^https?://[^?#]+$' },

@@ -8,6 +8,8 @@
  *   two cores), so one more worker is kept loaded as a **standby**, which opens nothing and
  *   does not listen: a dead worker's place goes to it, and it serves within a second or so;
  *   the next standby is forked once it is up;
+ * - kills a worker whose event loop falls silent (no `arbiter:alive` for WORKER_HEARTBEAT_TIMEOUT_MS),
+ *   and replaces it as a dead one;
  * - runs the machine's one managed OPA, started once the first worker listens (OPA polls the
  *   bundle through the shared port, whichever worker answers), and tells every worker where it is;
  * - compiles each policy revision to Wasm once for all workers (Rego in process);
@@ -31,6 +33,7 @@ import {
   type WasmCompiler,
 } from '../policy/index.js';
 import {
+  HEARTBEAT_INTERVAL_MS,
   isWorkerMessage,
   STANDBY_ENV,
   type OpaLocation,
@@ -116,6 +119,9 @@ class Primary {
   private standbyRetry: NodeJS.Timeout | null = null;
   /** Places whose worker died while the standby was still loading: it is further along than a new fork would be. */
   private awaitingStandby: Slot[] = [];
+  /** When each ready or standing-by worker last said `arbiter:alive`. */
+  private readonly lastHeard = new Map<Worker, number>();
+  private liveness: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly config: Config,
@@ -154,6 +160,7 @@ class Primary {
       this.startFailed = reject;
     });
     this.slots.forEach((slot) => this.fork(slot));
+    this.watchLiveness();
     try {
       await started;
     } catch (error) {
@@ -198,6 +205,7 @@ class Primary {
         );
     });
     worker.once('exit', (code, signal) => {
+      this.lastHeard.delete(worker);
       const slot = this.slots.find((each) => each.worker === worker);
       if (slot) this.exited(slot, worker, code, signal);
       else if (this.standby?.worker === worker) this.standbyExited(code, signal);
@@ -275,7 +283,36 @@ class Primary {
       case 'arbiter:standing-by':
         this.standbyLoaded(worker);
         return;
+      case 'arbiter:alive':
+        this.lastHeard.set(worker, Date.now());
+        return;
     }
+  }
+
+  /**
+   * A worker whose event loop stopped (blocked, or its process stopped) keeps its share of the
+   * port: node:cluster goes on handing it connections, which wait for ever, and it still counts as
+   * up. One silent for WORKER_HEARTBEAT_TIMEOUT_MS is killed, and replaced as a dead worker is.
+   */
+  private watchLiveness(): void {
+    let checkedAt = Date.now();
+    this.liveness = setInterval(() => {
+      const now = Date.now();
+      // This process was the one held up: the beats it has not read yet are no silence of the workers'.
+      if (now - checkedAt > 2 * HEARTBEAT_INTERVAL_MS)
+        for (const worker of this.lastHeard.keys()) this.lastHeard.set(worker, now);
+      checkedAt = now;
+      if (this.stopping) return;
+      for (const [worker, heardAt] of this.lastHeard) {
+        if (now - heardAt <= this.config.workerHeartbeatTimeoutMs) continue;
+        this.lastHeard.delete(worker);
+        this.log.error(
+          { worker: worker.id, pid: worker.process.pid, silentMs: now - heardAt },
+          'a worker stopped answering its heartbeat; killed, to be replaced as a dead one is',
+        );
+        worker.process.kill('SIGKILL');
+      }
+    }, HEARTBEAT_INTERVAL_MS).unref();
   }
 
   /**
@@ -429,6 +466,7 @@ class Primary {
 
   private async stopEverything(): Promise<void> {
     for (const slot of this.slots) if (slot.restart) clearTimeout(slot.restart);
+    if (this.liveness) clearInterval(this.liveness);
     if (this.standbyRetry) clearTimeout(this.standbyRetry);
     const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
     await Promise.all(workers.map((worker) => this.stopWorker(worker)));

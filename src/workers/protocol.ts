@@ -47,7 +47,9 @@ export type WorkerMessage =
   /** The answer to the primary's `arbiter:registry`: this worker's metrics as prom-client's JSON. */
   | { kind: 'arbiter:registry'; id: number; metrics: unknown[] }
   /** A standby worker has loaded its code and waits for `arbiter:start` (it does not listen yet). */
-  | { kind: 'arbiter:standing-by' };
+  | { kind: 'arbiter:standing-by' }
+  /** Every HEARTBEAT_INTERVAL_MS once ready or standing by: this worker's event loop runs. */
+  | { kind: 'arbiter:alive' };
 
 /** Primary → worker. */
 export type PrimaryMessage =
@@ -66,6 +68,9 @@ export type PrimaryMessage =
   | { kind: 'arbiter:stop' }
   /** To a standby worker: take the place of a worker that died (open the store, listen, serve). */
   | { kind: 'arbiter:start' };
+
+/** How often a ready or standing-by worker says `arbiter:alive` (WORKER_HEARTBEAT_TIMEOUT_MS is the silence the primary allows). */
+export const HEARTBEAT_INTERVAL_MS = 1_000;
 
 /** Set in the environment of a worker forked as a standby (see src/workers/primary.ts). */
 export const STANDBY_ENV = 'ARBITER_WORKER_STANDBY';

@@ -6,6 +6,7 @@
 import cluster from 'node:cluster';
 import type { SharedOpa, WasmBuild, WasmCompiler } from '../policy/index.js';
 import {
+  HEARTBEAT_INTERVAL_MS,
   isPrimaryMessage,
   type OpaLocation,
   type PrimaryMessage,
@@ -30,6 +31,7 @@ export class WorkerLink {
   private registry: (() => Promise<unknown[]>) | null = null;
   private readonly stopListeners: (() => void)[] = [];
   private started: (() => void) | null = null;
+  private heartbeat: NodeJS.Timeout | null = null;
 
   private constructor(readonly id: number) {
     this.opaKnown = new Promise((resolve, reject) => {
@@ -62,6 +64,7 @@ export class WorkerLink {
       this.started = () => resolve('start');
       this.onStop(() => resolve('stop'));
       this.send({ kind: 'arbiter:standing-by' });
+      this.beat();
     });
   }
 
@@ -74,6 +77,17 @@ export class WorkerLink {
   /** startServer has finished: the primary counts this worker as up. */
   ready(listening: { public: string; admin: string | null }): void {
     this.send({ kind: 'arbiter:ready', listening });
+    this.beat();
+  }
+
+  /**
+   * Says `arbiter:alive` every second from now on, from the event loop: a worker whose loop stops
+   * (blocked, or the process stopped) falls silent, and the primary replaces it. Not before its
+   * code is loaded: loading blocks the loop for seconds on a busy machine.
+   */
+  private beat(): void {
+    this.heartbeat ??= setInterval(() => this.send({ kind: 'arbiter:alive' }), HEARTBEAT_INTERVAL_MS).unref();
+    this.send({ kind: 'arbiter:alive' });
   }
 
   /** The machine's managed OPA (null when OPA_URL names an external one, which every worker uses directly). */

@@ -31,6 +31,8 @@ describe('WORKERS=2: one server as two worker processes', function () {
       ACCESS_LOG: 'false',
       HTTP_KEEP_ALIVE_TIMEOUT_MS: '120000',
       WORKER_STANDBY: 'true',
+      // The least allowed: a stopped worker is found within seconds (the test of the heartbeat).
+      WORKER_HEARTBEAT_TIMEOUT_MS: '2000',
     });
     const [first, second] = await connectionsToWorkers(server.url, 2);
     workers = [first!, second!];
@@ -312,6 +314,44 @@ describe('WORKERS=2: one server as two worker processes', function () {
     // And the next standby is forked, for the next death.
     await eventually(async () => (await health(survivor)).workers.standby !== 'none', 10_000);
   });
+
+  it('kills and replaces a worker whose event loop stopped (SIGSTOP), which it would otherwise count as up for ever', async function () {
+    this.timeout(60_000);
+    const [, survivor] = workers;
+    await eventually(async () => (await health(survivor)).workers.up.length === 2, 30_000);
+    const hung = ((await health(survivor)).workers.up as { pid: number }[]).find((up) => up.pid !== survivor.pid)!;
+    const stoppedAt = Date.now();
+    process.kill(hung.pid, 'SIGSTOP');
+    try {
+      // Was: listed as up, and handed its share of new connections, as long as it stayed stopped.
+      await eventually(
+        async () => {
+          const up = (await health(survivor)).workers.up as { pid: number }[];
+          return up.length === 2 && !up.some((worker) => worker.pid === hung.pid);
+        },
+        20_000,
+        50,
+      );
+    } finally {
+      // Whatever happened: a stopped process is never left behind.
+      if (isAlive(hung.pid)) process.kill(hung.pid, 'SIGKILL');
+    }
+    const silent = logLines().filter((line) => line.msg?.startsWith('a worker stopped answering its heartbeat'));
+    expect(silent, 'the kill is logged').to.have.length(1);
+    expect(silent[0]!.pid).to.equal(hung.pid);
+    expect(silent[0]!.silentMs, 'after WORKER_HEARTBEAT_TIMEOUT_MS of silence').to.be.within(2_000, 4_000);
+    expect(Date.now() - stoppedAt, 'from the stop to the replacement up').to.be.below(10_000);
+    expect(await onNewConnection('/livez'), 'a new connection is answered').to.equal(200);
+  });
+
+  const isAlive = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]![0] !== 'Z';
+    } catch {
+      return false;
+    }
+  };
 
   /** GET on a connection of its own (so at any worker the primary picks); its status, or 0 when no answer came within 5 s. */
   const onNewConnection = (path: string) =>
