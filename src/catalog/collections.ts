@@ -230,6 +230,7 @@ export const COLLECTIONS: CollectionDefinition[] = [
         'tlsClientAuthSanIp',
         'tlsClientAuthSanEmail',
         'tlsClientCertificateBoundAccessTokens',
+        'dpopBoundAccessTokens',
         'grantedResources',
         'clientUri',
         'logoUri',

@@ -183,6 +183,8 @@ export const CLIENT_SCHEMA = object(['clientId', 'clientType'], {
   tlsClientAuthSanEmail: nonEmpty,
   // RFC 8705 §3.4: its access tokens are bound to the certificate it presented at /token.
   tlsClientCertificateBoundAccessTokens: { type: 'boolean' },
+  // RFC 9449 §5.2: it always uses DPoP; a token request without a proof is refused, so it never gets a Bearer token.
+  dpopBoundAccessTokens: { type: 'boolean' },
   // RFC 9126 §6: this client may only send authorization requests pushed to /par.
   requirePushedAuthorizationRequests: { type: 'boolean' },
   // RFC 9101 §9 (OIDC Registration): the one algorithm its request objects are signed with, verified

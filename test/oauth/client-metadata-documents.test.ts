@@ -176,6 +176,19 @@ describe('Client ID metadata documents: a URL as client_id', function () {
     expect(body.scope.split(' ')).to.include('openid');
   });
 
+  it('holds a document client that says dpop_bound_access_tokens to DPoP at /token (RFC 9449 §5.2), and refuses a non-boolean', async function () {
+    const clientId = documents.serve('/clients/dpop-bound.json', { dpop_bound_access_tokens: true });
+    const { code, verifier } = await signIn(clientId);
+    const shown = (await server.admin('GET', `/clients/${encodeURIComponent(clientId)}`)).body;
+    expect(shown.dpopBoundAccessTokens).to.equal(true);
+    // Was: a Bearer access token and an unbound refresh token.
+    const { status, body } = await redeem(clientId, code, verifier);
+    expect(status, JSON.stringify(body)).to.equal(400);
+    expect(body).to.include({ error: 'invalid_dpop_proof', error_description: 'DPoP proof JWT not provided' });
+    const vague = documents.serve('/clients/dpop-vague.json', { dpop_bound_access_tokens: 'yes' });
+    expect((await refused(server, vague)).error).to.equal('invalid_client');
+  });
+
   // Issue 27, item 5: unauthenticated document URLs left permanent records, refused documents included.
   it('stores no client for a document whose redirect URIs /authorize would refuse', async function () {
     for (const [path, uri] of [

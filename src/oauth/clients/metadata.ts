@@ -38,6 +38,7 @@ const REGISTERED_MEMBERS = [
     member: 'tls_client_certificate_bound_access_tokens',
     provider: true,
   },
+  { field: 'dpopBoundAccessTokens', member: 'dpop_bound_access_tokens', provider: true },
 ] as const satisfies readonly { field: keyof ClientRecord; member: string; provider: boolean }[];
 
 /** The record fields a registration's metadata sets (RFC 7591 members, in the catalog's names). */

@@ -3,6 +3,8 @@ import { definitionFor, registrableRedirectUriProblem, schemaTakes, webUriProble
 /**
  * Rules 2 and 3 (the document side): what a fetched client ID metadata document must say to
  * describe a public client. Only the fields Arbiter keeps are read; anything else is ignored.
+ * `dpop_bound_access_tokens`, which binds the client, must be a boolean when given (display
+ * fields that do not fit are only dropped).
  */
 export interface ClientDocument {
   clientId: string;
@@ -10,6 +12,8 @@ export interface ClientDocument {
   clientName?: string;
   clientUri?: string;
   logoUri?: string;
+  /** RFC 9449 §5.2: the client always uses DPoP (a token request without a proof is refused). */
+  dpopBoundAccessTokens?: true;
 }
 
 export class InvalidDocumentError extends Error {
@@ -41,9 +45,13 @@ export function parseClientDocument(body: unknown, clientId: string): ClientDocu
     const problem = typeof uri === 'string' ? registrableRedirectUriProblem(uri) : 'must be absolute URIs';
     if (problem) throw new InvalidDocumentError(`redirect_uris ${problem}`);
   }
+  const dpopBound = document.dpop_bound_access_tokens;
+  if (dpopBound !== undefined && typeof dpopBound !== 'boolean')
+    throw new InvalidDocumentError('dpop_bound_access_tokens must be a boolean');
   return {
     clientId,
     redirectUris: redirectUris as string[],
+    ...(dpopBound ? { dpopBoundAccessTokens: true as const } : {}),
     clientName: displayField('clientName', document.client_name),
     clientUri: displayField('clientUri', document.client_uri),
     logoUri: displayField('logoUri', document.logo_uri),

@@ -184,6 +184,7 @@ export function createClientDocuments({
       clientName: document.clientName,
       clientUri: document.clientUri,
       logoUri: document.logoUri,
+      dpopBoundAccessTokens: document.dpopBoundAccessTokens,
       clientType: 'public' as const,
       tokenEndpointAuthMethod: 'none' as const,
       registrationType: 'cimd' as const,
@@ -208,7 +209,8 @@ export function createClientDocuments({
     // A full replacement, so that a field the document dropped is dropped here too; what an
     // operator set (enabled, scopes) and the record's identity are kept.
     const kept: Record<string, unknown> = { ...existing };
-    for (const key of [...STORE_FIELDS, 'clientName', 'clientUri', 'logoUri']) delete kept[key];
+    for (const key of [...STORE_FIELDS, 'clientName', 'clientUri', 'logoUri', 'dpopBoundAccessTokens'])
+      delete kept[key];
     // A record an operator replaced through the Admin API lost its expiry: it is theirs, kept for good.
     const renewed = typeof existing.expiresAt === 'number' ? { expiresAt } : {};
     const body = withoutUndefined({ ...kept, ...fields, tenantId });
