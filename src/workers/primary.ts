@@ -177,24 +177,49 @@ class Primary {
   }
 
   private fork(slot: Slot): void {
-    this.seat(slot, this.spawn(false));
+    const worker = this.spawn(false);
+    this.seat(slot, worker ?? null);
+    if (!worker) this.exited(slot, null, 'it could not be started');
   }
 
-  private seat(slot: Slot, worker: Worker): void {
+  private seat(slot: Slot, worker: Worker | null): void {
     slot.restart = null;
     slot.worker = worker;
     slot.startedAt = Date.now();
   }
 
-  private spawn(standby: boolean): Worker {
-    // The same generated secrets in every worker: the Admin key printed once, the bundle token OPA presents to any of them.
-    const worker = cluster.fork({
-      SERVICE_ADMIN_API_KEY: this.config.adminApiKey,
-      POLICY_BUNDLE_TOKEN: this.config.policyBundleToken,
-      [STANDBY_ENV]: standby ? '1' : '0',
+  /**
+   * A new worker process, or null when it cannot be forked at all (a spawn error Node throws). One
+   * whose process never starts (ENOENT, EAGAIN, EMFILE: Node reports them as an 'error' event, and
+   * no 'exit' ever follows) is handled as a worker that exited, so that its place is filled again.
+   */
+  private spawn(standby: boolean): Worker | null {
+    let worker: Worker;
+    try {
+      // The same generated secrets in every worker: the Admin key printed once, the bundle token OPA presents to any of them.
+      worker = cluster.fork({
+        SERVICE_ADMIN_API_KEY: this.config.adminApiKey,
+        POLICY_BUNDLE_TOKEN: this.config.policyBundleToken,
+        [STANDBY_ENV]: standby ? '1' : '0',
+      });
+    } catch (error) {
+      this.log.error({ err: error }, 'a worker process could not be forked');
+      return null;
+    }
+    let ended = false;
+    const end = (reason: string) => {
+      if (ended) return;
+      ended = true;
+      this.lastHeard.delete(worker);
+      const slot = this.slots.find((each) => each.worker === worker);
+      if (slot) this.exited(slot, worker, reason);
+      else if (this.standby?.worker === worker) this.standbyExited(reason);
+    };
+    worker.on('error', (error: Error) => {
+      // Any other failure of its channel or process: said, never an unhandled 'error' that stops the primary.
+      this.log.warn({ worker: worker.id, err: error }, 'a worker process failed');
+      if (worker.process.pid === undefined) end(`it could not be started: ${error.message}`);
     });
-    // Any other failure of its channel or process: said, never an unhandled 'error' that stops the primary.
-    worker.on('error', (error: Error) => this.log.warn({ worker: worker.id, err: error }, 'a worker process failed'));
     worker.on('message', (message: unknown) => {
       if (isWorkerMessage(message))
         this.receive(worker, message).catch((error: unknown) =>
@@ -204,12 +229,7 @@ class Primary {
           ),
         );
     });
-    worker.once('exit', (code, signal) => {
-      this.lastHeard.delete(worker);
-      const slot = this.slots.find((each) => each.worker === worker);
-      if (slot) this.exited(slot, worker, code, signal);
-      else if (this.standby?.worker === worker) this.standbyExited(code, signal);
-    });
+    worker.once('exit', (code, signal) => end(signal ? `signal ${signal}` : `code ${code}`));
     return worker;
   }
 
@@ -217,19 +237,18 @@ class Primary {
   private forkStandby(): void {
     if (!this.config.workerStandby || this.stopping || this.standby || this.standbyRetry) return;
     if (this.up.size < this.config.workers) return;
-    this.standby = { worker: this.spawn(true), loaded: false };
+    const worker = this.spawn(true);
+    if (!worker) return this.standbyExited('it could not be started');
+    this.standby = { worker, loaded: false };
     this.broadcastWorkers();
   }
 
-  private standbyExited(code: number | null, signal: string | null): void {
+  private standbyExited(reason: string): void {
     this.standby = null;
     if (this.stopping) return;
     this.broadcastWorkers();
     for (const slot of this.awaitingStandby.splice(0)) this.fork(slot);
-    this.log.warn(
-      { reason: signal ? `signal ${signal}` : `code ${code}`, retryInMs: STANDBY_RETRY_MS },
-      'the standby worker stopped; another is forked',
-    );
+    this.log.warn({ reason, retryInMs: STANDBY_RETRY_MS }, 'the standby worker stopped; another is forked');
     this.standbyRetry = setTimeout(() => {
       this.standbyRetry = null;
       this.forkStandby();
@@ -414,14 +433,16 @@ class Primary {
     });
   }
 
-  private exited(slot: Slot, worker: Worker, code: number | null, signal: string | null): void {
-    this.up.delete(worker.id);
+  /** `worker` null: none could be forked for the place. */
+  private exited(slot: Slot, worker: Worker | null, reason: string): void {
+    if (worker) this.up.delete(worker.id);
     if (slot.worker === worker) slot.worker = null;
     this.broadcastWorkers();
     if (this.stopping) return;
-    const reason = signal ? `signal ${signal}` : `code ${code}`;
     if (!this.everReady) {
-      this.startFailed(new Error(`worker ${worker.id} exited with ${reason} before any worker was ready`));
+      this.startFailed(
+        new Error(`worker ${worker?.id ?? '(not forked)'} ended before any worker was ready: ${reason}`),
+      );
       return;
     }
     slot.diedAt ??= Date.now();
@@ -430,7 +451,7 @@ class Primary {
     slot.crashes += 1;
     this.restarts.inc();
     this.log.error(
-      { worker: worker.id, pid: worker.process.pid, reason, restartInMs: delay },
+      { worker: worker?.id, pid: worker?.process.pid, reason, restartInMs: delay },
       'a worker stopped unexpectedly; the others answer until its replacement is up',
     );
     slot.restart = setTimeout(() => this.replace(slot), delay);
@@ -468,7 +489,10 @@ class Primary {
     for (const slot of this.slots) if (slot.restart) clearTimeout(slot.restart);
     if (this.liveness) clearInterval(this.liveness);
     if (this.standbyRetry) clearTimeout(this.standbyRetry);
-    const workers = Object.values(cluster.workers ?? {}).filter((worker) => worker !== undefined);
+    // Not one whose process never started: it will send no 'exit' to wait for.
+    const workers = Object.values(cluster.workers ?? {}).filter(
+      (worker): worker is Worker => worker?.process.pid !== undefined,
+    );
     await Promise.all(workers.map((worker) => this.stopWorker(worker)));
     await this.opa?.stop();
   }

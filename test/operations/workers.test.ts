@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { get as httpGet } from 'node:http';
 import { expect } from 'chai';
 import { basic, confidentialClient, eventually, FORM } from '../support/oauth.js';
@@ -413,5 +415,64 @@ describe('WORKERS=2: the auth-failure throttle counts across workers', function 
     await eventually(async () => (await token(succeeding, secret)).status === 429, 5000);
     expect(Date.now() - lockedAt, 'seen by the other worker within about a second').to.be.below(3000);
     expect((await token(failing, secret)).status, 'and by the worker that counted the failures at once').to.equal(429);
+  });
+});
+
+describe('WORKERS=2: a place whose new worker cannot be started', function () {
+  let server: ProcessServer;
+  let binDir: string;
+  let node: string;
+
+  before(async function () {
+    this.timeout(120_000);
+    // Its own node binary, removed while the server runs (as `npm ci` can remove the one under
+    // node_modules/): a worker then cannot be started, which Node says with an 'error' and no 'exit'.
+    binDir = mkdtempSync(join(tmpdir(), 'arbiter-node-'));
+    node = join(binDir, 'node');
+    copyFileSync(process.execPath, node);
+    chmodSync(node, 0o755);
+    server = await startProcessServer(
+      { LOG_LEVEL: 'info', ACCESS_LOG: 'false', WORKER_STANDBY: 'false' },
+      { execPath: node },
+    );
+  });
+  after(async function () {
+    await server?.close();
+    rmSync(binDir, { recursive: true, force: true });
+  });
+
+  const upPids = async () => {
+    const answer = await fetch(`${server.url}/healthz`, { headers: { connection: 'close' } });
+    return (((await answer.json()) as any).workers.up as { pid: number }[]).map((worker) => worker.pid);
+  };
+  const logLines = () =>
+    server
+      .output()
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as Record<string, any>);
+
+  it('says so, keeps answering with the other, and tries again with back-off until one starts', async function () {
+    this.timeout(60_000);
+    const [victim, survivor] = await upPids();
+    rmSync(node);
+    process.kill(victim!, 'SIGKILL');
+    await eventually(
+      async () => logLines().some((line) => /could not be started: spawn .* ENOENT/.test(line.reason ?? '')),
+      20_000,
+      50,
+    );
+    expect(await upPids(), 'the truth: one worker up').to.deep.equal([survivor]);
+    expect(server.process.exitCode, 'the primary runs on').to.equal(null);
+    copyFileSync(process.execPath, node);
+    chmodSync(node, 0o755);
+    // Was: the place kept the worker that never started, and was never filled again.
+    await eventually(async () => (await upPids()).length === 2, 30_000, 100);
+    const failed = logLines().filter((line) => /could not be started/.test(line.reason ?? ''));
+    expect(failed[0]!.msg).to.equal('a worker stopped unexpectedly; the others answer until its replacement is up');
+    expect(
+      failed.map((line) => line.restartInMs),
+      'tried again with back-off',
+    ).to.satisfy((delays: number[]) => delays.every((delay, index) => index === 0 || delay > delays[index - 1]!));
   });
 });

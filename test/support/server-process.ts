@@ -22,9 +22,11 @@ export async function startServerProcess(options: {
   onOutput?: (chunk: string) => void;
   /** When the server counts as started; default: /healthz 200 with every worker up. */
   started?: (url: string) => Promise<boolean>;
+  /** The node binary to run (and the primary's workers to fork): default this one's. */
+  execPath?: string;
 }): Promise<ChildProcess> {
   const url = `http://127.0.0.1:${options.port}`;
-  const child = spawn(process.execPath, entryPoint('main', options.env?.NODE_OPTIONS), {
+  const child = spawn(options.execPath ?? process.execPath, entryPoint('main', options.env?.NODE_OPTIONS), {
     env: {
       PATH: process.env.PATH ?? '',
       PORT: String(options.port),
@@ -81,7 +83,10 @@ export interface ProcessServer extends TestServer {
  * `env` (WORKERS=2 and no standby worker by default): the way to test what only several worker processes do. Its store
  * is in those processes: `store` and `server` are not available here.
  */
-export async function startProcessServer(env: Record<string, string> = {}): Promise<ProcessServer> {
+export async function startProcessServer(
+  env: Record<string, string> = {},
+  options: { execPath?: string } = {},
+): Promise<ProcessServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'arbiter-process-'));
   const port = await freePort();
   const fullEnv = { ...testEnvironment(port, dataDir), WORKERS: '2', ...env };
@@ -91,6 +96,7 @@ export async function startProcessServer(env: Record<string, string> = {}): Prom
     dataDir,
     env: fullEnv,
     onOutput: (chunk) => (output += chunk),
+    ...options,
   }).catch((error: unknown) => {
     rmSync(dataDir, { recursive: true, force: true });
     throw error;
