@@ -6,7 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import type Provider from 'oidc-provider';
-import type { AdapterPayload, KoaContextWithOIDC } from 'oidc-provider';
+import { errors, type AdapterPayload, type KoaContextWithOIDC } from 'oidc-provider';
 import compose from 'koa-compose';
 import als from 'oidc-provider/lib/helpers/als.js';
 import assembleParams from 'oidc-provider/lib/shared/assemble_params.js';
@@ -289,6 +289,38 @@ export interface DpopProof {
 export async function verifiedDpopProof(provider: Provider, ctx: KoaContextWithOIDC): Promise<DpopProof | undefined> {
   const proof = await validateDpop(provider, ctx);
   if (proof) await checkDpopReplay(provider, ctx, proof, ctx.oidc.client!.clientId);
+  return proof;
+}
+
+/**
+ * 9. The DPoP proof that comes with a DPoP-bound access token at one of Arbiter's own APIs (RFC
+ * 9449 §7.1: UMA, delegation, AuthZEN, Shared Signals, Bearer callers at /introspect), verified
+ * as oidc-provider verifies one at UserInfo (signature, typ, alg, iat or the tenant's nonce, htm,
+ * htu, `ath` of `accessToken`) and checked against replay for the token's client. `url` is the
+ * URL the request names (its origin is pinned to this server's first: shared/dpop-origin.ts).
+ * oidc-provider's helper reads the request through a context of its own routes; an API of
+ * Arbiter's is none, so it is given one that names `url` as its route's. Throws oidc-provider's
+ * InvalidDpopProof or UseDpopNonce (with the DPoP-Nonce header set); undefined without a proof.
+ */
+export async function verifiedResourceProof(
+  provider: Provider,
+  ctx: { method: string; get(field: string): string; set(field: string, value: string): void },
+  request: { accessToken: string; clientId: string; url: string },
+): Promise<DpopProof | undefined> {
+  const route = 'arbiter-api';
+  const proofContext = {
+    method: ctx.method,
+    get: (field: string) => ctx.get(field),
+    set: (field: string, value: string) => ctx.set(field, value),
+    // Koa's ctx.assert, which the replay check uses.
+    assert: (value: unknown, error: Error) => {
+      if (!value) throw error;
+    },
+    oidc: { provider, route, urlFor: (name: string) => (name === route ? request.url : provider.issuer) },
+  } as unknown as KoaContextWithOIDC;
+  const proof = await validateDpop(provider, proofContext, request.accessToken);
+  // A replayed proof is a bad proof here (401 at a resource), not the token endpoint's invalid_grant.
+  if (proof) await checkDpopReplay(provider, proofContext, proof, request.clientId, errors.InvalidDpopProof);
   return proof;
 }
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
-import { confidentialClient, FORM } from '../support/oauth.js';
+import { basic, confidentialClient, FORM } from '../support/oauth.js';
 import { inTenant, readyServer, type TestServer } from '../support/server.js';
 
 /**
@@ -85,5 +85,62 @@ describe('DPoP nonces (RFC 9449 §8), per tenant', function () {
     ).to.have.length(1);
     for (const refused of answers.filter((answer) => answer.status !== 200))
       expect(refused.body.error_description).to.contain('Replay detected');
+  });
+
+  it("asks a nonce of the proof that comes with a bound token at Arbiter's own APIs too (UMA protection API)", async function () {
+    const secret = await confidentialClient(strict, 'nonce-rs', { scopes: ['uma_protection'] }, 'nonces');
+    const resources = `${server.config.issuer}/resource_registration/resource`;
+    const proofFor = (htm: string, htu: string, nonce?: string, accessToken?: string) =>
+      new SignJWT({
+        htm,
+        htu,
+        jti: randomUUID(),
+        iat: Math.floor(Date.now() / 1000),
+        ...(nonce ? { nonce } : {}),
+        ...(accessToken ? { ath: createHash('sha256').update(accessToken).digest('base64url') } : {}),
+      })
+        .setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk: key.jwk })
+        .sign(key.privateKey);
+    const first = await strict.request('/token', {
+      method: 'POST',
+      headers: {
+        ...FORM,
+        DPoP: await proofFor('POST', `${server.config.issuer}/token`),
+        Authorization: basic('nonce-rs', secret),
+      },
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        scope: 'uma_protection',
+        resource: 'urn:as:introspect',
+      }).toString(),
+    });
+    const nonce = first.headers.get('dpop-nonce')!;
+    const issued = await strict.request('/token', {
+      method: 'POST',
+      headers: {
+        ...FORM,
+        DPoP: await proofFor('POST', `${server.config.issuer}/token`, nonce),
+        Authorization: basic('nonce-rs', secret),
+      },
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        scope: 'uma_protection',
+        resource: 'urn:as:introspect',
+      }).toString(),
+    });
+    const pat = ((await issued.json()) as any).access_token as string;
+    expect(issued.status).to.equal(200);
+
+    const without = await strict.request('/resource_registration/resource', {
+      headers: { Authorization: `DPoP ${pat}`, DPoP: await proofFor('GET', resources, undefined, pat) },
+    });
+    expect(without.status).to.equal(401);
+    expect(without.headers.get('www-authenticate')).to.match(/DPoP error="use_dpop_nonce"/);
+    const given = without.headers.get('dpop-nonce');
+    expect(given).to.be.a('string').and.not.equal('');
+    const withNonce = await strict.request('/resource_registration/resource', {
+      headers: { Authorization: `DPoP ${pat}`, DPoP: await proofFor('GET', resources, given!, pat) },
+    });
+    expect(withNonce.status, await withNonce.clone().text()).to.equal(200);
   });
 });

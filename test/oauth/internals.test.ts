@@ -1,9 +1,11 @@
+import { createHash, randomUUID } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { expect } from 'chai';
 import Provider from 'oidc-provider';
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT } from 'jose';
 import {
   atomicReplayDetection,
   builtInGrant,
@@ -18,6 +20,7 @@ import {
   refetchClientKeysOnUnfamiliarKid,
   recognizeScopes,
   verifiedDpopProof,
+  verifiedResourceProof,
   authenticateClient,
   ownRouteContext,
   signedIntrospection,
@@ -238,6 +241,40 @@ describe('oidc-provider internals used by Arbiter (upgrade guard)', function () 
     expect(await verifiedDpopProof(dpopProvider, context())).to.equal(undefined);
     const error = await verifiedDpopProof(dpopProvider, context('not-a-jwt')).catch((caught: unknown) => caught);
     expect(error).to.have.property('error', 'invalid_dpop_proof');
+  });
+
+  it("verifies the DPoP proof of a request to one of Arbiter's APIs with the same helper, its URL and the token's ath, replay counted", async function () {
+    const dpopProvider = new Provider('http://127.0.0.1:4', { features: { dPoP: { enabled: true } } });
+    const pair = await generateKeyPair('ES256');
+    const jwk = await exportJWK(pair.publicKey);
+    const url = 'http://127.0.0.1:4/resource_registration/resource';
+    const ath = createHash('sha256').update('the-token').digest('base64url');
+    const proof = await new SignJWT({
+      htm: 'GET',
+      htu: url,
+      jti: randomUUID(),
+      iat: Math.floor(Date.now() / 1000),
+      ath,
+    })
+      .setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk })
+      .sign(pair.privateKey);
+    const request = (dpop?: string) => ({
+      method: 'GET',
+      get: (field: string) => (field.toLowerCase() === 'dpop' ? (dpop ?? '') : ''),
+      set: () => undefined,
+    });
+    const presented = { accessToken: 'the-token', clientId: 'probe', url };
+    expect(await verifiedResourceProof(dpopProvider, request(), presented)).to.equal(undefined);
+    const verified = await verifiedResourceProof(dpopProvider, request(proof), presented);
+    expect(verified?.thumbprint).to.equal(await calculateJwkThumbprint(jwk));
+    const replayed = await verifiedResourceProof(dpopProvider, request(proof), presented).catch(
+      (caught: unknown) => caught,
+    );
+    expect(replayed).to.have.property('error', 'invalid_dpop_proof');
+    const elsewhere = await verifiedResourceProof(dpopProvider, request(proof), { ...presented, url: `${url}x` }).catch(
+      (caught: unknown) => caught,
+    );
+    expect(elsewhere).to.have.property('error', 'invalid_dpop_proof');
   });
 
   it("sets no nonce on an ID token of a refresh_token grant, on a provider's own IdToken class only", async function () {

@@ -86,9 +86,9 @@ function introspectionEndpoint(deps: IntrospectEndpointDeps) {
   };
 }
 
-/** Who asks: a resource server by its access token (Bearer), or a client by its own credentials. */
+/** Who asks: a resource server by its access token (Bearer, or DPoP when bound), or a client by its own credentials. */
 async function authenticateCaller(ctx: ArbiterContext, oidc: OwnRouteContext, callers: TokenCallers): Promise<Caller> {
-  if (/^bearer /i.test(ctx.get('authorization'))) {
+  if (/^(bearer|dpop) /i.test(ctx.get('authorization'))) {
     const { clientId, scopes } = await callers(ctx, BEARER_CALLER);
     return { clientId, method: 'bearer', scopes };
   }

@@ -3,13 +3,13 @@ import type Provider from 'oidc-provider';
 import { markAuthenticated } from '../../audit/index.js';
 import { clientIdentity, credentialWasRight, guardCredential } from '../../http/auth-failures.js';
 import { basicCredentials, invalidClient } from '../../http/basic.js';
-import { bearerToken, insufficientScope, invalidToken } from '../../http/bearer.js';
+import { insufficientScope, invalidDpop, invalidToken, presentedAccessToken } from '../../http/bearer.js';
 import { isUnavailable } from '../../http/errors.js';
 import type { Sealer, Store } from '../../store/index.js';
 import { clientsCollection } from '../clients/records.js';
 import { withTenantHint } from './tenant-hint.js';
 import { clientSecretUsed } from '../clients/secrets.js';
-import { findTokenByValue } from '../internals.js';
+import { findTokenByValue, verifiedResourceProof } from '../internals.js';
 import { looksLikeJwtAccessToken } from '../token/jwt-access-tokens.js';
 import { holdsBoundCertificate, type MtlsSettings } from '../mtls/index.js';
 import { issuersOfTenant, type Tenant } from '../../tenancy/index.js';
@@ -52,8 +52,8 @@ export async function activeAccessToken(provider: Provider, value: string) {
 
 /**
  * The one way Arbiter's own APIs accept its access tokens: a valid access token of the
- * request's tenant (each tenant's provider knows only its own tokens), presented as Bearer,
- * not DPoP-bound (RFC 9449 §7.1: such a token is presented with its proof, never as Bearer),
+ * request's tenant (each tenant's provider knows only its own tokens), presented as Bearer, or
+ * as DPoP with a proof of its key when DPoP-bound (RFC 9449 §7.1; never as Bearer then),
  * presented with its client certificate if bound to one (RFC 8705 §3),
  * carrying the API's scope. No token, or not an active one: 401 invalid_token with the RFC 6750
  * challenge; an active token without the scope or for another audience: see `lackingScope`.
@@ -65,13 +65,12 @@ export function tokenCallers(
   issuer: string,
 ): TokenCallers {
   return async (ctx, requirement) => {
-    const value = bearerToken(ctx.get('authorization'));
-    if (!value) throw invalidToken(ctx, 'a Bearer access token is required');
+    const presented = presentedAccessToken(ctx.get('authorization'));
+    if (!presented) throw invalidToken(ctx, 'a Bearer or DPoP access token is required');
     const provider = providerFor(ctx.state.tenant);
-    const token = await activeAccessToken(provider, value);
+    const token = await activeAccessToken(provider, presented.value);
     if (!token) throw invalidToken(ctx, 'the access token is not active');
-    if (token.jkt)
-      throw invalidToken(ctx, 'a DPoP-bound access token must be presented with its DPoP proof, not as a Bearer token');
+    await assertPresentedAsBound(provider, ctx, token, presented);
     // RFC 8705 §3: a token bound to a client certificate is presented over a connection with that certificate.
     if (!holdsBoundCertificate(mtls, ctx.req, token))
       throw invalidToken(ctx, 'the access token is bound to a client certificate this request did not present');
@@ -87,6 +86,42 @@ export function tokenCallers(
       scopes,
     };
   };
+}
+
+/**
+ * RFC 9449 §7: a DPoP-bound token is presented with the DPoP scheme and a proof of its key made
+ * for this request (its method and URL, the token's `ath`), never as a Bearer token; a token that
+ * is not DPoP-bound is no DPoP one either.
+ */
+async function assertPresentedAsBound(
+  provider: Provider,
+  ctx: ArbiterContext,
+  token: { jkt?: string; clientId?: string },
+  presented: { scheme: 'Bearer' | 'DPoP'; value: string },
+): Promise<void> {
+  if (presented.scheme === 'Bearer') {
+    if (token.jkt)
+      throw invalidToken(ctx, 'a DPoP-bound access token must be presented with its DPoP proof, not as a Bearer token');
+    return;
+  }
+  if (!token.jkt)
+    throw invalidDpop(ctx, 'invalid_token', 'the access token is not DPoP-bound: present it as a Bearer token');
+  // As oidc-provider names its own endpoints' URLs (its origin was pinned to this server's: dpop-origin.ts).
+  const url = new URL(ctx.href);
+  url.search = '';
+  const proof = await verifiedResourceProof(provider, ctx, {
+    accessToken: presented.value,
+    clientId: token.clientId ?? '',
+    url: url.href,
+  }).catch((error: unknown) => {
+    const refused = error as { error?: string; error_description?: string };
+    if (refused.error === 'invalid_dpop_proof' || refused.error === 'use_dpop_nonce')
+      throw invalidDpop(ctx, refused.error, refused.error_description ?? 'the DPoP proof is not valid');
+    throw error;
+  });
+  if (!proof) throw invalidDpop(ctx, 'invalid_dpop_proof', 'a DPoP-bound access token needs a DPoP proof');
+  if (proof.thumbprint !== token.jkt)
+    throw invalidDpop(ctx, 'invalid_dpop_proof', "the DPoP proof's key is not the key the access token is bound to");
 }
 
 /**
