@@ -543,6 +543,28 @@ describe('POST /token: token exchange (RFC 8693)', function () {
       expect(issued.body.act).to.deep.equal({ ...billingActs, act: billingActs });
     });
 
+    it('keeps the actor when a delegated token is exchanged again without an actor token: it never becomes a plain token of its user (found 2026-11-30)', async function () {
+      const delegated = (
+        await exchange({
+          subject_token: await userAccessToken(),
+          subject_token_type: ACCESS_TOKEN,
+          scope: 'profile',
+          actor_token: await billingToken(),
+          actor_token_type: ACCESS_TOKEN,
+        })
+      ).body.access_token;
+      const { status, body } = await exchange({
+        subject_token: delegated,
+        subject_token_type: ACCESS_TOKEN,
+        scope: 'profile',
+      });
+      expect(status, JSON.stringify(body)).to.equal(200);
+      const issued = await introspect(body.access_token);
+      expect(issued.body.sub).to.equal('alice');
+      // Was: no act at all, so a resource server saw alice herself.
+      expect(issued.body.act).to.deep.equal({ sub: 'billing', client_id: 'billing', iss: server.config.issuer });
+    });
+
     it("honours the subject token's may_act: the named party may act, another may not", async function () {
       const allowed = await exchange({
         subject_token: await idToken({ ...validIdClaims(), may_act: { sub: 'billing' } }),

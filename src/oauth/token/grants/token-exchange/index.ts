@@ -54,8 +54,10 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
       const actor = exchange.actor ? await resolve(exchange.actor.token, exchange.actor.tokenType, 'actor') : null;
       if (actor) assertKeyHeld(actor.binding, held, 'actor');
       const { outcome, delegations } = await decideExchange(ctx, deps, exchange, resolved, actor);
-      // RFC 8693 §4.1: a delegated token says who acts; a chain nests the earlier actors.
-      if (actor) ctx.state.exchangeAct = actClaim(actor, resolved);
+      // RFC 8693 §4.1: a delegated token says who acts; a chain nests the earlier actors. Exchanged
+      // again without an actor, it keeps its actor: it never becomes a plain token of its user.
+      const act = actor ? actClaim(actor, resolved) : actOf(resolved);
+      if (act) ctx.state.exchangeAct = act;
       // Never beyond the subject token, nor the actor's: it ends when either, or one they were
       // exchanged from, is revoked (the actor's user deleted, say).
       const restsOn = [...new Set([...(resolved.restsOn ?? []), ...(actor?.restsOn ?? [])])];
@@ -103,6 +105,12 @@ function earliestExpiry(tokens: (ResolvedSubject | null)[]): number | null {
   return expiries.length ? Math.min(...expiries) : null;
 }
 
+/** The subject token's own `act` (a delegated token's), if it has one. */
+function actOf(subject: ResolvedSubject): Record<string, unknown> | undefined {
+  const { act } = subject.token;
+  return typeof act === 'object' && act !== null && !Array.isArray(act) ? (act as Record<string, unknown>) : undefined;
+}
+
 /** The `act` claim of the issued token: the actor (its user, else its client), with the subject token's own `act` nested. */
 function actClaim(actor: ResolvedSubject, subject: ResolvedSubject): Record<string, unknown> {
   const { sub, client_id: clientId, iss } = actor.token;
@@ -110,6 +118,6 @@ function actClaim(actor: ResolvedSubject, subject: ResolvedSubject): Record<stri
     sub: sub ?? clientId,
     ...(clientId ? { client_id: clientId } : {}),
     ...(iss ? { iss } : {}),
-    ...(subject.token.act ? { act: subject.token.act } : {}),
+    ...(actOf(subject) ? { act: actOf(subject) } : {}),
   };
 }
