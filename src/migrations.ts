@@ -68,6 +68,12 @@ export const MIGRATIONS: readonly Migration[] = [
       "the default pack's registration rule finds a software statement's software_id in the denylist in any letter case (a UUID in capitals got past an entry in small letters): a stored arbiter/register/register.rego still as an earlier pack seeded it is replaced with this release's; an edited one is left as it is",
     run: (store) => replaceUneditedPackRule(store, REGISTER_RULE, REGISTER_RULE_SEEDED_DIGESTS),
   },
+  {
+    to: 10,
+    description:
+      "the default pack's helpers take the resource type a resource indicator names (urn:as:introspect, a type of policy data) before the type resolved for the request, which may be the caller's resource_type hint: a hint no longer drops the named type's scope ceiling and obligations (dpop_required, issue_refresh_token) at /token, refresh and token exchange. A stored arbiter/lib/lib.rego still as an earlier pack seeded it is replaced with this release's; an edited one is left as it is",
+    run: (store) => replaceUneditedPackRule(store, LIB_RULE, LIB_RULE_SEEDED_DIGESTS),
+  },
 ];
 
 /** Every tenant's identity providers without `sharedCallback` get it (true): their upstream knows only the shared callback. */
@@ -121,6 +127,16 @@ const REGISTER_RULE_SEEDED_DIGESTS = [
   'c7c7772314c93c109d91e46226f450d5a0c3a9b792d4329f31b59a967b83b9ca',
   'd231af4a26a7a3d0411ff96e4456a5a4597c0780d476924f3f57b55b755cbcf3',
   'fbf7af1cb2500a76f9b60687a8df270f3bdf5e6b5ca490a41ac802f3e1b60618',
+].map((hex) => `sha256:${hex}`);
+
+const LIB_RULE = 'arbiter/lib/lib.rego';
+/** The digests of that rule as each earlier pack seeded it (every version in the project's history at this path). */
+const LIB_RULE_SEEDED_DIGESTS = [
+  '40b4185eedb6bdd97cd745b0fb402799cc7033f5a931f055a1a60951ab788661',
+  '514c4de05820c5e6baaa2f914d4612234183a1b39cbe88f08786bca9c3a6af72',
+  '632ba2bdffafda084b671b1431bf9811a0cc6584c2b9ca565ca094838fc7c79e',
+  '700a1b140b850337dd4d91d28f1820e4b8359bfc391d774deb92d91eea214dda',
+  '9e8effb7b676a0e5ec7a097ca1bc9015f35a68df4aaa062b2e5ac75d340c848b',
 ].map((hex) => `sha256:${hex}`);
 
 /**

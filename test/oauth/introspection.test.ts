@@ -293,6 +293,21 @@ describe('POST /introspect and DPoP', function () {
       expect(withProof.status, JSON.stringify(withProof.body)).to.equal(200);
       expect(withProof.body.token_type).to.equal('DPoP');
     });
+
+    it("keeps the obligation of the type a resource names whatever resource_type the caller adds (found 2026-11-30: 'urn:nope' dropped it)", async function () {
+      const type = 'urn:example:hinted-vault';
+      await updateOauthData(server, (data) => {
+        data.resource_types[type] = { scopes: ['read'], obligations: { dpop_required: true } };
+      });
+      await eventually(
+        async () => (await token({ scope: 'read', resource: type })).body.error === 'invalid_dpop_proof',
+      );
+      for (const hint of ['urn:nope', 'urn:as:introspect']) {
+        const hinted = await token({ scope: 'read', resource: type, resource_type: hint });
+        expect(hinted.status, `${hint}: ${JSON.stringify(hinted.body)}`).to.equal(400);
+        expect(hinted.body.error).to.equal('invalid_dpop_proof');
+      }
+    });
   });
 });
 

@@ -221,3 +221,20 @@ describe("Upgrading a store whose registration rule compared the denylist's soft
     expect(await packRuleMigratedFrom(REGISTER_RULE, 8, edited)).to.equal(edited);
   });
 });
+
+/**
+ * Schema step 10: the helpers that take the type a resource names before a caller's resource_type
+ * hint (found 2026-11-30) replace an earlier pack's where nobody edited them.
+ */
+describe("Upgrading a store whose helpers let a caller's resource_type hint replace the type a resource names", function () {
+  const LIB_RULE = 'arbiter/lib/lib.rego';
+  const now = readFileSync(join(POLICY_PACK_DIR, LIB_RULE), 'utf8');
+
+  it('is replaced with the current pack when still as an earlier pack seeded it, and left alone when edited', async function () {
+    const before = fixture('lib-before-resource-type-hint.rego');
+    expect(now).not.to.equal(before);
+    expect(await packRuleMigratedFrom(LIB_RULE, 9, before)).to.equal(now);
+    const edited = `${before}\n# an operator's note\n`;
+    expect(await packRuleMigratedFrom(LIB_RULE, 9, edited)).to.equal(edited);
+  });
+});

@@ -86,16 +86,18 @@ trusted_issuer(iss, use, issuers) if {
 
 # --- scopes -------------------------------------------------------------------------------
 
-# The resource type a request targets: the one the server resolved the resource indicator to,
-# or a resource indicator that names a type of `types` itself (urn:as:introspect); else null.
+# The resource type a request targets: a resource indicator that names a type of `types` itself
+# (urn:as:introspect), else the one the server resolved the resource indicator to; else null. The
+# resolved type may be the caller's `resource_type` hint: it never replaces the type a resource
+# names, whose scope ceiling and obligations would otherwise be the caller's to drop (found 2026-11-30).
 default target_type(_, _) := null
 
-target_type(request, types) := type if {
-	type := request.resolved_resource_type
-	is_string(type)
-} else := resource if {
+target_type(request, types) := resource if {
 	resource := request.resource
 	types[resource]
+} else := type if {
+	type := request.resolved_resource_type
+	is_string(type)
 }
 
 # Scopes the client's software statement (or CIMD policy) entitles it to for resource type `type`.

@@ -9,9 +9,18 @@ types := {
 	"urn:payments": {"obligations": {"step_up": true}, "jit_single_use": true},
 }
 
-test_target_type_prefers_the_resolved_type if {
-	both := f.request({"resolved_resource_type": "urn:payments", "resource": "urn:as:introspect"})
-	lib.target_type(both, types) == "urn:payments"
+test_target_type_is_the_resolved_type_of_a_resource_that_names_none if {
+	resolved := f.request({"resolved_resource_type": "urn:payments", "resource": "https://pay.example"})
+	lib.target_type(resolved, types) == "urn:payments"
+}
+
+# A caller's resource_type hint (the resolved type of a resource nobody registered) never replaces
+# the type the resource names, nor drops its ceiling and obligations by naming a type of none.
+test_target_type_of_a_resource_that_names_one_is_that_type_whatever_was_resolved if {
+	hinted := f.request({"resolved_resource_type": "urn:nope", "resource": "urn:payments"})
+	lib.target_type(hinted, types) == "urn:payments"
+	other := f.request({"resolved_resource_type": "urn:payments", "resource": "urn:as:introspect"})
+	lib.target_type(other, types) == "urn:as:introspect"
 }
 
 test_target_type_of_a_resource_that_names_a_type if {
