@@ -601,6 +601,19 @@ describe('POST /token: token exchange (RFC 8693)', function () {
   });
 
   describe('an ID token of an external issuer as subject token', function () {
+    it('refuses authorization details on an ID token, which carries none: no user approved any (found 2026-11-30: any were echoed)', async function () {
+      const { status, body } = await exchange({
+        subject_token: await idToken(validIdClaims()),
+        subject_token_type: ID_TOKEN,
+        scope: 'invoices.read',
+        resource: API,
+        authorization_details: JSON.stringify([{ type: INVOICES, actions: ['pay'], amount: '999999' }]),
+      });
+      expect(status, JSON.stringify(body)).to.equal(400);
+      expect(body.error).to.equal('invalid_authorization_details');
+      expect(body.error_description).to.contain('ID token');
+    });
+
     it("accepts an ID token of a trusted issuer verified against its JWKS: the subject is its sub, the scopes the client's", async function () {
       const { status, body } = await exchange({
         subject_token: await idToken(validIdClaims()),

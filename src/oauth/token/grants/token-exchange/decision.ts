@@ -41,10 +41,16 @@ export async function decideExchange(
         'invalid_grant',
         `requested scope exceeds the subject token's scopes: ${beyond.join(' ').slice(0, 200)}`,
       );
-    // And at most the authorization details it carries (RFC 9396 §7): never new ones, never larger.
-    if (params.authorization_details !== undefined)
-      assertDetailsWithin(params.authorization_details, resolved.authorizationDetails ?? [], 'the subject token');
   }
+  // At most the authorization details the subject token carries (RFC 9396 §7): never new ones,
+  // never larger. An ID token carries none: no user approved any for this client, so the details
+  // would be the client's own words (found 2026-11-30: a policy that echoed them minted them).
+  if (params.authorization_details !== undefined)
+    assertDetailsWithin(
+      params.authorization_details,
+      resolved.authorizationDetails ?? [],
+      resolved.token.token_type === ACCESS_TOKEN_TYPE ? 'the subject token' : 'an ID token subject (it carries none)',
+    );
   const { resource, registered } = await exchangeTarget(
     deps,
     params.resource ?? null,
