@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
+import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { TestPki, type IssuedCertificate } from '../support/certificates.js';
 import { startRegisteredDevIdp, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
 import { basic, clientWithToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
@@ -176,6 +178,41 @@ describe('RFC 8705 certificate-bound tokens from token exchange and the UMA gran
       );
       expect(introspected.body.active, JSON.stringify(introspected.body)).to.equal(true);
       expect(introspected.body.cnf).to.deep.equal({ 'x5t#S256': certificate.thumbprint });
+    });
+
+    it('refuses a DPoP proof beside the certificate before it redeems the ticket, which then still works (found 2026-11-30: it was spent)', async function () {
+      const permission = await api(server, 'POST', '/permission', pat, {
+        resource_id: photo,
+        resource_scopes: ['view'],
+      });
+      const claimToken = await aliceToken();
+      const form = {
+        grant_type: UMA_GRANT,
+        ticket: permission.body.ticket,
+        claim_token: claimToken,
+        claim_token_format: ACCESS_TOKEN_FORMAT,
+      };
+      const pair = await generateKeyPair('ES256');
+      const proof = await new SignJWT({
+        htm: 'POST',
+        htu: `${server.config.issuer}/token`,
+        jti: randomUUID(),
+        iat: Math.floor(Date.now() / 1000),
+      })
+        .setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk: await exportJWK(pair.publicKey) })
+        .sign(pair.privateKey);
+      const both = await postForm(server, '/token', form, {
+        Authorization: basic(web.clientId, web.secret!),
+        ...forwarded(certificate),
+        DPoP: proof,
+      });
+      expect(both.status, JSON.stringify(both.body)).to.equal(400);
+      expect(both.body).to.include({
+        error: 'invalid_request',
+        error_description: 'multiple proof-of-possession mechanisms are not allowed',
+      });
+      const { status, body } = await atWeb(form, certificate);
+      expect(status, JSON.stringify(body)).to.equal(200);
     });
 
     it('refuses a certificate-bound claim token without its certificate', async function () {

@@ -74,6 +74,10 @@ export function issuedBinding(ctx: KoaContextWithOIDC, held: HeldKeys): IssuedBi
   if (client.dpopBoundAccessTokens && !held.proof) throw invalidGrant('DPoP proof JWT not provided');
   if (client.tlsClientCertificateBoundAccessTokens && !held.certificate)
     throw invalidGrant('mutual TLS client certificate not provided');
+  // oidc-provider's own refusal of a token bound both ways, said here before the grant writes
+  // anything (a Grant row, a redeemed permission ticket) rather than when the token is bound.
+  if (client.tlsClientCertificateBoundAccessTokens && held.proof)
+    throw new errors.InvalidRequest('multiple proof-of-possession mechanisms are not allowed');
   return {
     jkt: held.proof?.thumbprint ?? null,
     certificate: client.tlsClientCertificateBoundAccessTokens ? (held.certificate ?? null) : null,
