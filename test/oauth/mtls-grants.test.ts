@@ -117,6 +117,39 @@ describe('RFC 8705 certificate-bound tokens from token exchange and the UMA gran
       }
     });
 
+    it('keeps a certificate-bound subject token bound through the exchange, whatever the client is registered for now (found 2026-11-30)', async function () {
+      const secret = await confidentialClient(server, 'mtls-was-bound', {
+        scopes: ['profile'],
+        tlsClientCertificateBoundAccessTokens: true,
+      });
+      const asClient = (form: Record<string, string>) =>
+        postForm(server, '/token', form, { Authorization: basic('mtls-was-bound', secret), ...forwarded(certificate) });
+      const bound = await asClient({ grant_type: 'client_credentials', scope: 'profile' });
+      expect(bound.status, JSON.stringify(bound.body)).to.equal(200);
+      expect((await introspect(bound.body.access_token)).body.cnf).to.deep.equal({
+        'x5t#S256': certificate.thumbprint,
+      });
+      // An operator no longer asks certificate-bound tokens of the client: its bound ones stay bound.
+      const record = (await server.admin('GET', '/clients/mtls-was-bound')).body;
+      const { id: _id, createdAt: _created, updatedAt: _updated, ...fields } = record;
+      const replaced = await server.admin('PUT', '/clients/mtls-was-bound', {
+        ...fields,
+        tlsClientCertificateBoundAccessTokens: false,
+      });
+      expect(replaced.status, JSON.stringify(replaced.body)).to.equal(200);
+      const exchanged = await asClient({
+        grant_type: EXCHANGE,
+        subject_token: bound.body.access_token,
+        subject_token_type: ACCESS_TOKEN,
+        scope: 'profile',
+      });
+      expect(exchanged.status, JSON.stringify(exchanged.body)).to.equal(200);
+      // Was: a Bearer token, usable without the certificate.
+      expect((await introspect(exchanged.body.access_token)).body.cnf).to.deep.equal({
+        'x5t#S256': certificate.thumbprint,
+      });
+    });
+
     it("shows the policy the subject token's certificate binding as input.subject_token.cnf_x5t_s256", async function () {
       const rules = (await server.admin('GET', '/policy-rules')).body as any[];
       const rule = rules.find((candidate) => candidate.path.endsWith('token_exchange/token_exchange.rego'));

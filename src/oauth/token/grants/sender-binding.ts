@@ -67,9 +67,15 @@ export function assertKeyHeld(binding: TokenBinding, held: HeldKeys, role: strin
  * §5); the client certificate when the client is registered for certificate-bound tokens (RFC
  * 8705 §3, `tls_client_certificate_bound_access_tokens`, as FAPI 2.0 clients bound by certificate
  * are), which must then have come with the request; and a client registered for DPoP-bound
- * tokens (`dpop_bound_access_tokens`, FAPI 2.0's default) gets none without a proof.
+ * tokens (`dpop_bound_access_tokens`, FAPI 2.0's default) gets none without a proof. A token
+ * made from a certificate-bound one is bound to that certificate too, unless a proof binds it.
  */
-export function issuedBinding(ctx: KoaContextWithOIDC, held: HeldKeys): IssuedBinding {
+export function issuedBinding(
+  ctx: KoaContextWithOIDC,
+  held: HeldKeys,
+  /** The bindings of the tokens it is made from (a token exchange's subject and actor). */
+  madeFrom: readonly TokenBinding[] = [],
+): IssuedBinding {
   const client = ctx.oidc.client!;
   if (client.dpopBoundAccessTokens && !held.proof) throw invalidGrant('DPoP proof JWT not provided');
   if (client.tlsClientCertificateBoundAccessTokens && !held.certificate)
@@ -78,9 +84,13 @@ export function issuedBinding(ctx: KoaContextWithOIDC, held: HeldKeys): IssuedBi
   // anything (a Grant row, a redeemed permission ticket) rather than when the token is bound.
   if (client.tlsClientCertificateBoundAccessTokens && held.proof)
     throw new errors.InvalidRequest('multiple proof-of-possession mechanisms are not allowed');
+  // A token made from a certificate-bound one (its certificate presented: assertKeyHeld) stays
+  // bound to it unless a proof binds it to a key: never a Bearer token, whatever the client is
+  // registered for (found 2026-11-30: a client no longer registered for bound tokens got one).
+  const fromBound = madeFrom.some((binding) => binding.x5t !== null) && !held.proof;
   return {
     jkt: held.proof?.thumbprint ?? null,
-    certificate: client.tlsClientCertificateBoundAccessTokens ? (held.certificate ?? null) : null,
+    certificate: client.tlsClientCertificateBoundAccessTokens || fromBound ? (held.certificate ?? null) : null,
   };
 }
 

@@ -70,7 +70,7 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
       if (decision.obligations?.dpop_required === true && !held.proof) {
         throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
       }
-      const binding = issuedBinding(ctx, held);
+      const binding = issuedBinding(ctx, held, [resolved.binding, ...(actor ? [actor.binding] : [])]);
       const scopes = narrowedScopes(outcome.input.request.scopes, decision);
       // A proof binds the new token to its key (RFC 9449 §5): a bound subject token stays bound.
       const issued = await issueAccessToken(provider, ctx, {
