@@ -78,7 +78,11 @@ const secrets: ConfigurationSlice = ({ secrets: { jwks, cookieKeys }, basePath, 
  */
 export function tenantCookieNames(tenant: string, basePath: string): { names?: Record<string, string> } {
   if (tenant === DEFAULT_TENANT && !basePath) return {};
-  const suffix = basePath ? `~t~${tenant}` : `~${tenant}`;
+  // A cookie's signature travels as `<name>.sig` (the cookies module): a tenant named `acme.sig`
+  // would own tenant acme's signature cookie, and signing in at one signed the browser out of the
+  // other. Such a tenant's names end in `~`, which no tenant id holds (found 2026-11-30).
+  const id = tenant.endsWith('.sig') ? `${tenant}~` : tenant;
+  const suffix = basePath ? `~t~${id}` : `~${id}`;
   return {
     names: {
       session: `_session${suffix}`,

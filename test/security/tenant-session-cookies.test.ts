@@ -70,6 +70,16 @@ describe("each tenant's provider keeps its own cookies", function () {
     expect(sessions).to.deep.equal(['_session', '_session~acme', '_session~t~acme', '_session~beta']);
   });
 
+  it("gives no tenant a cookie that is another's signature cookie (<name>.sig): found 2026-11-30, tenant 'acme.sig' had one", function () {
+    const every = (tenant: string) =>
+      ['', `/t/${tenant}`].flatMap((basePath) => Object.values(tenantCookieNames(tenant, basePath).names ?? {}));
+    const tenants = ['acme', 'acme.sig', 'acme.sig.sig', 'a.b'];
+    const names = tenants.flatMap(every);
+    const signatures = names.map((name) => `${name}.sig`);
+    expect(names.filter((name) => signatures.includes(name))).to.deep.equal([]);
+    expect(new Set(names).size, 'each name once').to.equal(names.length);
+  });
+
   it('a default-tenant session survives a visit to /t/<tenant>/authorize', async function () {
     const agent = new FetchUserAgent();
     const root = server.config.issuer;
