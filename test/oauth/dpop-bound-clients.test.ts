@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import { DpopKey } from '../support/dpop.js';
 import { clientCredentials, confidentialClient } from '../support/oauth.js';
 import { withServer, type TestServer } from '../support/server.js';
 
@@ -13,23 +12,14 @@ import { withServer, type TestServer } from '../support/server.js';
  */
 describe('Clients registered for DPoP-bound access tokens (RFC 9449 §5.2)', function () {
   let server: TestServer;
-  let key: { privateKey: CryptoKey; jwk: JWK };
+  let key: DpopKey;
 
   before(async function () {
     server = await withServer();
-    const pair = await generateKeyPair('ES256');
-    key = { privateKey: pair.privateKey, jwk: await exportJWK(pair.publicKey) };
+    key = await DpopKey.generate();
   });
 
-  const proof = () =>
-    new SignJWT({
-      htm: 'POST',
-      htu: `${server.config.issuer}/token`,
-      jti: randomUUID(),
-      iat: Math.floor(Date.now() / 1000),
-    })
-      .setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk: key.jwk })
-      .sign(key.privateKey);
+  const proof = () => key.proof('POST', `${server.config.issuer}/token`);
 
   it('refuses a token request of an Admin API client without a DPoP proof, and binds its token to the proof given', async function () {
     const secret = await confidentialClient(server, 'dpop-bound-admin-client', {

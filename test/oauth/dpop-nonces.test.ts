@@ -1,6 +1,7 @@
 import { expect } from 'chai';
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
+import { DpopKey } from '../support/dpop.js';
 import { basic, confidentialClient, FORM } from '../support/oauth.js';
 import { inTenant, readyServer, type TestServer } from '../support/server.js';
 
@@ -89,58 +90,39 @@ describe('DPoP nonces (RFC 9449 §8), per tenant', function () {
 
   it("asks a nonce of the proof that comes with a bound token at Arbiter's own APIs too (UMA protection API)", async function () {
     const secret = await confidentialClient(strict, 'nonce-rs', { scopes: ['uma_protection'] }, 'nonces');
+    const bound = await DpopKey.generate();
     const resources = `${server.config.issuer}/resource_registration/resource`;
-    const proofFor = (htm: string, htu: string, nonce?: string, accessToken?: string) =>
-      new SignJWT({
-        htm,
-        htu,
-        jti: randomUUID(),
-        iat: Math.floor(Date.now() / 1000),
-        ...(nonce ? { nonce } : {}),
-        ...(accessToken ? { ath: createHash('sha256').update(accessToken).digest('base64url') } : {}),
-      })
-        .setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk: key.jwk })
-        .sign(key.privateKey);
-    const first = await strict.request('/token', {
-      method: 'POST',
-      headers: {
-        ...FORM,
-        DPoP: await proofFor('POST', `${server.config.issuer}/token`),
-        Authorization: basic('nonce-rs', secret),
-      },
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        scope: 'uma_protection',
-        resource: 'urn:as:introspect',
-      }).toString(),
-    });
-    const nonce = first.headers.get('dpop-nonce')!;
-    const issued = await strict.request('/token', {
-      method: 'POST',
-      headers: {
-        ...FORM,
-        DPoP: await proofFor('POST', `${server.config.issuer}/token`, nonce),
-        Authorization: basic('nonce-rs', secret),
-      },
-      body: new URLSearchParams({
-        grant_type: 'client_credentials',
-        scope: 'uma_protection',
-        resource: 'urn:as:introspect',
-      }).toString(),
-    });
-    const pat = ((await issued.json()) as any).access_token as string;
+    const patRequest = async (nonce?: string) =>
+      strict.request('/token', {
+        method: 'POST',
+        headers: {
+          ...FORM,
+          DPoP: await bound.proof('POST', `${server.config.issuer}/token`, { nonce }),
+          Authorization: basic('nonce-rs', secret),
+        },
+        body: new URLSearchParams({
+          grant_type: 'client_credentials',
+          scope: 'uma_protection',
+          resource: 'urn:as:introspect',
+        }).toString(),
+      });
+    const issued = await patRequest((await patRequest()).headers.get('dpop-nonce')!);
     expect(issued.status).to.equal(200);
+    const pat = ((await issued.json()) as any).access_token as string;
 
-    const without = await strict.request('/resource_registration/resource', {
-      headers: { Authorization: `DPoP ${pat}`, DPoP: await proofFor('GET', resources, undefined, pat) },
-    });
+    const listed = async (nonce?: string) =>
+      strict.request('/resource_registration/resource', {
+        headers: {
+          Authorization: `DPoP ${pat}`,
+          DPoP: await bound.proof('GET', resources, { accessToken: pat, nonce }),
+        },
+      });
+    const without = await listed();
     expect(without.status).to.equal(401);
     expect(without.headers.get('www-authenticate')).to.match(/DPoP error="use_dpop_nonce"/);
     const given = without.headers.get('dpop-nonce');
     expect(given).to.be.a('string').and.not.equal('');
-    const withNonce = await strict.request('/resource_registration/resource', {
-      headers: { Authorization: `DPoP ${pat}`, DPoP: await proofFor('GET', resources, given!, pat) },
-    });
+    const withNonce = await listed(given!);
     expect(withNonce.status, await withNonce.clone().text()).to.equal(200);
   });
 });

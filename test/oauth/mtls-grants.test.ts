@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { TestPki, type IssuedCertificate } from '../support/certificates.js';
 import { startRegisteredDevIdp, type RegisteredDevIdp, type TestClient } from '../support/dev-idp.js';
+import { DpopKey } from '../support/dpop.js';
 import { basic, clientWithToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 import { ACCESS_TOKEN_FORMAT, api, UMA_GRANT, umaPublicClient, userToken } from '../uma/support.js';
@@ -225,15 +224,7 @@ describe('RFC 8705 certificate-bound tokens from token exchange and the UMA gran
         claim_token: claimToken,
         claim_token_format: ACCESS_TOKEN_FORMAT,
       };
-      const pair = await generateKeyPair('ES256');
-      const proof = await new SignJWT({
-        htm: 'POST',
-        htu: `${server.config.issuer}/token`,
-        jti: randomUUID(),
-        iat: Math.floor(Date.now() / 1000),
-      })
-        .setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk: await exportJWK(pair.publicKey) })
-        .sign(pair.privateKey);
+      const proof = await (await DpopKey.generate()).proof('POST', `${server.config.issuer}/token`);
       const both = await postForm(server, '/token', form, {
         Authorization: basic(web.clientId, web.secret!),
         ...forwarded(certificate),

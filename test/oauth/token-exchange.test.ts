@@ -480,6 +480,17 @@ describe('POST /token: token exchange (RFC 8693)', function () {
 
   describe('actors: delegation (RFC 8693 §4.1, §4.4)', function () {
     const billingToken = () => clientToken(server, 'billing', exchangerSecret, { scope: 'invoices.read' });
+    /** alice's token with billing acting for her (an act claim). */
+    const delegatedToken = async () =>
+      (
+        await exchange({
+          subject_token: await userAccessToken(),
+          subject_token_type: ACCESS_TOKEN,
+          scope: 'profile',
+          actor_token: await billingToken(),
+          actor_token_type: ACCESS_TOKEN,
+        })
+      ).body.access_token as string;
 
     it('issues a token that says who acts for the subject (act), shown at introspection', async function () {
       const { status, body } = await exchange({
@@ -520,15 +531,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
     });
 
     it('nests the earlier actor when a delegated token is exchanged again', async function () {
-      const delegated = (
-        await exchange({
-          subject_token: await userAccessToken(),
-          subject_token_type: ACCESS_TOKEN,
-          scope: 'profile',
-          actor_token: await billingToken(),
-          actor_token_type: ACCESS_TOKEN,
-        })
-      ).body.access_token;
+      const delegated = await delegatedToken();
       const { status, body } = await exchange({
         subject_token: delegated,
         subject_token_type: ACCESS_TOKEN,
@@ -544,15 +547,7 @@ describe('POST /token: token exchange (RFC 8693)', function () {
     });
 
     it('keeps the actor when a delegated token is exchanged again without an actor token: it never becomes a plain token of its user (found 2026-11-30)', async function () {
-      const delegated = (
-        await exchange({
-          subject_token: await userAccessToken(),
-          subject_token_type: ACCESS_TOKEN,
-          scope: 'profile',
-          actor_token: await billingToken(),
-          actor_token_type: ACCESS_TOKEN,
-        })
-      ).body.access_token;
+      const delegated = await delegatedToken();
       const { status, body } = await exchange({
         subject_token: delegated,
         subject_token_type: ACCESS_TOKEN,

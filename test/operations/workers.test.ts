@@ -48,12 +48,7 @@ describe('WORKERS=2: one server as two worker processes', function () {
   });
 
   const health = async (worker: WorkerConnection) => (await worker.request('/healthz')).body;
-  const logLines = () =>
-    server
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as Record<string, any>);
+  const logLines = () => jsonLines(server);
   const childrenOf = (pid: number, pattern: string) => {
     try {
       return execFileSync('pgrep', ['-P', String(pid), '-f', pattern], { encoding: 'utf8' })
@@ -445,12 +440,7 @@ describe('WORKERS=2: a place whose new worker cannot be started', function () {
     const answer = await fetch(`${server.url}/healthz`, { headers: { connection: 'close' } });
     return (((await answer.json()) as any).workers.up as { pid: number }[]).map((worker) => worker.pid);
   };
-  const logLines = () =>
-    server
-      .output()
-      .split('\n')
-      .filter((line) => line.startsWith('{'))
-      .map((line) => JSON.parse(line) as Record<string, any>);
+  const logLines = () => jsonLines(server);
 
   it('says so, keeps answering with the other, and tries again with back-off until one starts', async function () {
     this.timeout(60_000);
@@ -476,3 +466,12 @@ describe('WORKERS=2: a place whose new worker cannot be started', function () {
     ).to.satisfy((delays: number[]) => delays.every((delay, index) => index === 0 || delay > delays[index - 1]!));
   });
 });
+
+/** The JSON log lines a process server wrote so far. */
+function jsonLines(server: ProcessServer): Record<string, any>[] {
+  return server
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as Record<string, any>);
+}

@@ -1,7 +1,6 @@
-import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
 import { withSignInServer, type TestClient } from '../support/dev-idp.js';
+import { DpopKey } from '../support/dpop.js';
 import { basic, clientToken, confidentialClient, postForm } from '../support/oauth.js';
 import type { TestServer } from '../support/server.js';
 import { ACCESS_TOKEN_FORMAT, api, UMA_GRANT, umaPublicClient, userToken } from '../uma/support.js';
@@ -10,27 +9,6 @@ const EXCHANGE = 'urn:ietf:params:oauth:grant-type:token-exchange';
 const ACCESS_TOKEN = 'urn:ietf:params:oauth:token-type:access_token';
 const WEB_CALLBACK = 'http://127.0.0.1:1/web/cb';
 const SPA_CALLBACK = 'http://127.0.0.1:1/spa/cb';
-
-type PrivateKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
-
-/** A DPoP key pair, and proofs of it for a request (RFC 9449 §4.2). */
-class DpopKey {
-  private constructor(
-    private readonly privateKey: PrivateKey,
-    private readonly jwk: JWK,
-  ) {}
-
-  static async generate(): Promise<DpopKey> {
-    const pair = await generateKeyPair('ES256');
-    return new DpopKey(pair.privateKey, await exportJWK(pair.publicKey));
-  }
-
-  async proof(htu: string, htm = 'POST'): Promise<string> {
-    return new SignJWT({ htm, htu, jti: randomUUID(), iat: Math.floor(Date.now() / 1000) })
-      .setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk: this.jwk })
-      .sign(this.privateKey);
-  }
-}
 
 /**
  * Issue 27, items 1, 3 and 10: a sender-constrained (DPoP-bound) token is never usable without
@@ -68,7 +46,7 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
       holder,
       'alice',
       { scope: 'openid profile', ...extra },
-      async (): Promise<Record<string, string>> => (key ? { DPoP: await key.proof(tokenUrl) } : {}),
+      async (): Promise<Record<string, string>> => (key ? { DPoP: await key.proof('POST', tokenUrl) } : {}),
     );
   const exchange = (
     clientId: string,
@@ -109,7 +87,7 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
         'laundering-web',
         webSecret,
         { subject_token: bound, scope: 'profile' },
-        { DPoP: await otherKey.proof(tokenUrl) },
+        { DPoP: await otherKey.proof('POST', tokenUrl) },
       );
       expect(wrongKey.status, JSON.stringify(wrongKey.body)).to.equal(400);
       expect(wrongKey.body.error_description).to.match(/not the key/);
@@ -121,7 +99,7 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
         'laundering-web',
         webSecret,
         { subject_token: bound, scope: 'profile' },
-        { DPoP: await aliceKey.proof(tokenUrl) },
+        { DPoP: await aliceKey.proof('POST', tokenUrl) },
       );
       expect(status, JSON.stringify(body)).to.equal(200);
       expect(body.token_type).to.equal('DPoP');
@@ -210,7 +188,7 @@ describe('bound tokens are not laundered through token exchange or the UMA grant
       const bare = await redeem(bound);
       expect(bare.status, JSON.stringify(bare.body)).to.equal(400);
       expect(bare.body.error_description).to.match(/DPoP-bound/);
-      const proven = await redeem(bound, { DPoP: await aliceKey.proof(tokenUrl) });
+      const proven = await redeem(bound, { DPoP: await aliceKey.proof('POST', tokenUrl) });
       expect(proven.status, JSON.stringify(proven.body)).to.equal(200);
       expect(proven.body.token_type).to.equal('DPoP');
     });

@@ -1,7 +1,6 @@
-import { createHash, randomUUID } from 'node:crypto';
 import { expect } from 'chai';
-import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK } from 'jose';
 import { clientCredentials, confidentialClient, postForm } from '../support/oauth.js';
+import { DpopKey } from '../support/dpop.js';
 import { withServer, type TestServer } from '../support/server.js';
 
 const RESOURCES = '/resource_registration/resource';
@@ -51,7 +50,7 @@ describe("DPoP-bound access tokens at Arbiter's own APIs (RFC 9449 §7.1)", func
     const pat = await boundToken(PAT);
     const answer = await listResources({
       Authorization: `DPoP ${pat}`,
-      DPoP: await key.proof('GET', url(RESOURCES), pat),
+      DPoP: await key.proof('GET', url(RESOURCES), { accessToken: pat }),
     });
     expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
     expect(answer.body).to.be.an('array');
@@ -62,13 +61,13 @@ describe("DPoP-bound access tokens at Arbiter's own APIs (RFC 9449 §7.1)", func
     const refusals: [string, Record<string, string>, RegExp][] = [
       [
         'as Bearer',
-        { Authorization: `Bearer ${pat}`, DPoP: await key.proof('GET', url(RESOURCES), pat) },
+        { Authorization: `Bearer ${pat}`, DPoP: await key.proof('GET', url(RESOURCES), { accessToken: pat }) },
         /Bearer error="invalid_token"/,
       ],
       ['without a proof', { Authorization: `DPoP ${pat}` }, /DPoP error="invalid_dpop_proof"/],
       [
         'a proof of another key',
-        { Authorization: `DPoP ${pat}`, DPoP: await other.proof('GET', url(RESOURCES), pat) },
+        { Authorization: `DPoP ${pat}`, DPoP: await other.proof('GET', url(RESOURCES), { accessToken: pat }) },
         /DPoP error="invalid_dpop_proof"/,
       ],
       [
@@ -78,17 +77,20 @@ describe("DPoP-bound access tokens at Arbiter's own APIs (RFC 9449 §7.1)", func
       ],
       [
         'a proof for another method',
-        { Authorization: `DPoP ${pat}`, DPoP: await key.proof('POST', url(RESOURCES), pat) },
+        { Authorization: `DPoP ${pat}`, DPoP: await key.proof('POST', url(RESOURCES), { accessToken: pat }) },
         /DPoP error="invalid_dpop_proof"/,
       ],
       [
         'a proof for another URL',
-        { Authorization: `DPoP ${pat}`, DPoP: await key.proof('GET', url('/userinfo'), pat) },
+        { Authorization: `DPoP ${pat}`, DPoP: await key.proof('GET', url('/userinfo'), { accessToken: pat }) },
         /DPoP error="invalid_dpop_proof"/,
       ],
       [
         'a proof for another token',
-        { Authorization: `DPoP ${pat}`, DPoP: await key.proof('GET', url(RESOURCES), 'another-token') },
+        {
+          Authorization: `DPoP ${pat}`,
+          DPoP: await key.proof('GET', url(RESOURCES), { accessToken: 'another-token' }),
+        },
         /DPoP error="invalid_dpop_proof"/,
       ],
     ];
@@ -97,7 +99,7 @@ describe("DPoP-bound access tokens at Arbiter's own APIs (RFC 9449 §7.1)", func
       expect(answer.status, `${what}: ${JSON.stringify(answer.body)}`).to.equal(401);
       expect(answer.challenge, what).to.match(challenge);
     }
-    const once = await key.proof('GET', url(RESOURCES), pat);
+    const once = await key.proof('GET', url(RESOURCES), { accessToken: pat });
     expect((await listResources({ Authorization: `DPoP ${pat}`, DPoP: once })).status).to.equal(200);
     const replayed = await listResources({ Authorization: `DPoP ${pat}`, DPoP: once });
     expect(replayed.status, 'the same proof again').to.equal(401);
@@ -109,7 +111,7 @@ describe("DPoP-bound access tokens at Arbiter's own APIs (RFC 9449 §7.1)", func
     const pat = bearer.body.access_token as string;
     const answer = await listResources({
       Authorization: `DPoP ${pat}`,
-      DPoP: await key.proof('GET', url(RESOURCES), pat),
+      DPoP: await key.proof('GET', url(RESOURCES), { accessToken: pat }),
     });
     expect(answer.status).to.equal(401);
     expect(answer.body.error).to.equal('invalid_token');
@@ -122,7 +124,7 @@ describe("DPoP-bound access tokens at Arbiter's own APIs (RFC 9449 §7.1)", func
       server,
       '/introspect',
       { token: introspected },
-      { Authorization: `DPoP ${caller}`, DPoP: await key.proof('POST', url('/introspect'), caller) },
+      { Authorization: `DPoP ${caller}`, DPoP: await key.proof('POST', url('/introspect'), { accessToken: caller }) },
     );
     expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
     expect(answer.body).to.include({ active: true, token_type: 'DPoP' });
@@ -130,23 +132,3 @@ describe("DPoP-bound access tokens at Arbiter's own APIs (RFC 9449 §7.1)", func
     expect(bare.status).to.equal(401);
   });
 });
-
-/** A DPoP key pair, and proofs of it (RFC 9449 §4.2), with `ath` when a token is given. */
-class DpopKey {
-  private constructor(
-    private readonly privateKey: CryptoKey,
-    private readonly jwk: JWK,
-  ) {}
-
-  static async generate(): Promise<DpopKey> {
-    const pair = await generateKeyPair('ES256');
-    return new DpopKey(pair.privateKey, await exportJWK(pair.publicKey));
-  }
-
-  proof(htm: string, htu: string, accessToken?: string): Promise<string> {
-    const ath = accessToken ? createHash('sha256').update(accessToken).digest('base64url') : undefined;
-    return new SignJWT({ htm, htu, jti: randomUUID(), iat: Math.floor(Date.now() / 1000), ...(ath ? { ath } : {}) })
-      .setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk: this.jwk })
-      .sign(this.privateKey);
-  }
-}
