@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
+import { once } from 'node:events';
 import { expect } from 'chai';
 import { exportJWK, generateKeyPair, SignJWT, UnsecuredJWT, type JWK } from 'jose';
 import * as client from 'openid-client';
@@ -544,6 +545,74 @@ describe('dynamic client registration', function () {
       });
 
       const tokenFor = (clientId: string, secret: string) => clientCredentials(server, clientId, secret);
+
+      /**
+       * PUT /register/{id} with `body`, all but its last byte sent at once: `meanwhile` runs while the
+       * server waits for the rest (its sender chooses how long), then the last byte goes.
+       */
+      async function heldUpdate(body: unknown, meanwhile: () => Promise<void>): Promise<{ status: number; body: any }> {
+        const text = JSON.stringify(body);
+        const url = new URL(`${server.url}/register/${encodeURIComponent(registered.client_id)}`);
+        const socket = connect(Number(url.port), url.hostname);
+        await once(socket, 'connect');
+        let answer = '';
+        socket.on('data', (chunk: Buffer) => (answer += chunk));
+        const ended = once(socket, 'close');
+        socket.write(
+          `PUT ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nConnection: close\r\n` +
+            `Authorization: Bearer ${registered.registration_access_token}\r\n` +
+            `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(text)}\r\n\r\n${text.slice(0, -1)}`,
+        );
+        await meanwhile();
+        socket.write(text.slice(-1));
+        await ended;
+        const [head, ...rest] = answer.split('\r\n\r\n');
+        const json = rest.join('\r\n\r\n');
+        return {
+          status: Number(head!.split(' ')[1]),
+          body: JSON.parse(json.slice(json.indexOf('{'), json.lastIndexOf('}') + 1)),
+        };
+      }
+
+      it("never undoes what an operator did while an update's body was on its way: a disable, a secret rotation (found 2026-11-30)", async function () {
+        const update = {
+          client_id: registered.client_id,
+          redirect_uris: ['https://app.example.test/cb'],
+          grant_types: ['client_credentials'],
+          client_name: 'Managed again',
+        };
+        let rotated = '';
+        const afterRotation = await heldUpdate(update, async () => {
+          const answer = await server.admin('POST', `/clients/${encodeURIComponent(registered.client_id)}/secret`);
+          expect(answer.status, JSON.stringify(answer.body)).to.equal(200);
+          rotated = answer.body.generatedClientSecret;
+        });
+        expect(afterRotation.status, JSON.stringify(afterRotation.body)).to.equal(200);
+        // Was: the secret read before the rotation written back, and the operator's new one gone.
+        expect(
+          (await tokenFor(registered.client_id, registered.client_secret)).status,
+          'the secret rotated away',
+        ).to.equal(401);
+        expect((await tokenFor(registered.client_id, rotated)).status, 'the rotated secret').to.equal(200);
+
+        registered.registration_access_token = afterRotation.body.registration_access_token;
+        const afterDisable = await heldUpdate({ ...update, client_name: 'Enabled again?' }, async () => {
+          const path = `/clients/${encodeURIComponent(registered.client_id)}`;
+          const {
+            id: _id,
+            createdAt: _created,
+            updatedAt: _updated,
+            ...fields
+          } = (await server.admin('GET', path)).body;
+          const disabled = await server.admin('PUT', path, { ...fields, enabled: false });
+          expect(disabled.status, JSON.stringify(disabled.body)).to.equal(200);
+        });
+        // Was: 200, and the client enabled again by its own request.
+        expect(afterDisable.status, JSON.stringify(afterDisable.body)).to.equal(403);
+        expect(afterDisable.body.error).to.equal('access_denied');
+        const shown = (await server.admin('GET', `/clients/${encodeURIComponent(registered.client_id)}`)).body;
+        expect(shown).to.include({ enabled: false, clientName: 'Managed again' });
+      });
 
       it('reads the registration with its token (RFC 7592 §3: registration_access_token included, not rotated), and no secret', async function () {
         for (let read = 0; read < 2; read++) {

@@ -14,7 +14,7 @@ import { routes } from '../routes.js';
 import { decideRegistration } from './decision.js';
 import { InitialAccessTokens, type PresentedToken } from './initial-access-tokens.js';
 import { markAuthenticated, markUnauthenticated } from '../../audit/facts.js';
-import { clientForToken, createClient, updateClient } from './record.js';
+import { clientForToken, createClient, disabledRegistration, updateClient } from './record.js';
 import { clientInformation } from './response.js';
 import { revokeDeletedClient } from '../shared/owned-artefacts.js';
 import { SoftwareStatements, type SoftwareStatement } from './statement.js';
@@ -168,8 +168,7 @@ export function registrationHandlers({ config, store, sealer, policy }: Registra
     ctx.set('Cache-Control', 'no-store');
     ctx.set('Pragma', 'no-cache');
     // RFC 7592 §2.2, §2.3: a client the operator disabled may read its registration, not change or delete it.
-    if (ctx.method !== 'GET' && record.enabled === false)
-      throw new HttpError(403, 'access_denied', 'the client is disabled: its registration may be read, not changed');
+    if (ctx.method !== 'GET' && record.enabled === false) throw disabledRegistration();
     if (ctx.method === 'GET') {
       // RFC 7592 §3: the read answer carries registration_access_token. Only its digest is
       // stored, so the answer is the token the request presented: still valid, not rotated

@@ -102,6 +102,11 @@ export async function createClient(
   return { record: written.record, issued: issuedOf(written, registrationAccessToken) };
 }
 
+/** RFC 7592 §2.2: a client the operator disabled may read its registration, not change it. */
+export function disabledRegistration(): HttpError {
+  return new HttpError(403, 'access_denied', 'the client is disabled: its registration may be read, not changed');
+}
+
 /**
  * Replaces the registration's fields (RFC 7592 update). The secret is kept while the client
  * keeps the same secret-based method; a change to another secret-based method issues a new
@@ -132,23 +137,29 @@ export async function updateClient(
       { registrationAccessTokenDigest: existing.registrationAccessTokenDigest as string },
     );
   if (!claimed) return null;
+  // The record as it is now, not as it was read before the request's body came (its sender times
+  // that): what an operator did meanwhile stands. Found 2026-11-30: a PUT whose body was held
+  // while the client was disabled, its secret rotated or its tokens revoked wrote the read record
+  // back, enabled, with its old secret and token epoch.
+  const current = claimed as ClientRecord;
+  if (current.enabled === false) throw disabledRegistration();
   const keepsSecret =
     usesSecret(fields.tokenEndpointAuthMethod) &&
-    existing.tokenEndpointAuthMethod === fields.tokenEndpointAuthMethod &&
-    typeof existing.clientSecret === 'string';
-  const kept: Record<string, unknown> = { ...existing };
+    current.tokenEndpointAuthMethod === fields.tokenEndpointAuthMethod &&
+    typeof current.clientSecret === 'string';
+  const kept: Record<string, unknown> = { ...current };
   for (const field of [...STORE_FIELDS, ...REGISTRATION_OWNED, 'clientSecret']) delete kept[field];
   const written = await throughRepository(() =>
     clients.replaceRecord(
-      existing.tenantId,
-      existing,
+      current.tenantId,
+      current,
       {
         ...kept,
         ...fields,
-        ...(keepsSecret ? { clientSecret: existing.clientSecret } : {}),
+        ...(keepsSecret ? { clientSecret: current.clientSecret } : {}),
         ...(usesSecret(fields.tokenEndpointAuthMethod) && !keepsSecret ? { generateClientSecret: true } : {}),
         registrationAccessTokenDigest,
-        tenantId: existing.tenantId,
+        tenantId: current.tenantId,
       },
       // Every secret the client keeps is given: one left out (a move to `none`) goes.
       { keepOmittedSecrets: false },
