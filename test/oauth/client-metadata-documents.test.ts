@@ -20,6 +20,8 @@ interface Served {
 class DocumentServer {
   readonly documents = new Map<string, Served>();
   readonly fetches = new Map<string, number>();
+  /** Paths whose answer waits for the promise: a host as slow as its owner likes. */
+  readonly holds = new Map<string, Promise<void>>();
   /** Paths answered 503, as by a host that is down behind its proxy. */
   readonly down = new Set<string>();
   private constructor(
@@ -29,9 +31,10 @@ class DocumentServer {
 
   static async start(): Promise<DocumentServer> {
     let self: DocumentServer | undefined;
-    const server = createServer((request, response) => {
+    const server = createServer(async (request, response) => {
       const path = new URL(request.url ?? '/', 'http://x').pathname;
       self!.fetches.set(path, (self!.fetches.get(path) ?? 0) + 1);
+      await self!.holds.get(path);
       const served = self!.documents.get(path);
       if (self!.down.has(path)) {
         response.writeHead(503).end();
@@ -395,6 +398,31 @@ describe('Client ID metadata documents: a URL as client_id', function () {
       const record = (await server.admin('GET', `/clients/${encodeURIComponent(clientId)}`)).body;
       expect(record.redirectUris).to.deep.equal([moved]);
       expect(record.clientName).to.equal('Renamed App');
+    });
+
+    it("never undoes an operator's disable made while the document was on its way (found 2026-11-30: the record read before the fetch was written back)", async function () {
+      const path = '/clients/slow.json';
+      const clientId = documents.serve(path, {}, { 'cache-control': 'no-store' });
+      await signIn(clientId);
+      documents.serve(path, { client_name: 'Slow App, renamed' }, { 'cache-control': 'no-store' });
+      let release = () => {};
+      documents.holds.set(path, new Promise<void>((resolve) => (release = resolve)));
+      const fetchesBefore = documents.count(path);
+      const asked = server.request(`/authorize?${authorizationQuery(clientId, REDIRECT_URI)}`, {
+        headers: { accept: 'application/json' },
+        redirect: 'manual',
+      });
+      await eventually(async () => documents.count(path) > fetchesBefore, 10_000, 20);
+      const record = `/clients/${encodeURIComponent(clientId)}`;
+      const { id: _id, createdAt: _created, updatedAt: _updated, ...fields } = (await server.admin('GET', record)).body;
+      const disabled = await server.admin('PUT', record, { ...fields, enabled: false });
+      expect(disabled.status, JSON.stringify(disabled.body)).to.equal(200);
+      release();
+      documents.holds.delete(path);
+      const answer = await asked;
+      expect(answer.status, 'a disabled client names no client').to.equal(400);
+      // Was: enabled again by the document's fetch.
+      expect((await server.admin('GET', record)).body).to.include({ enabled: false, clientName: 'Slow App, renamed' });
     });
 
     // Found 2026-11-29: a stored client got 401 invalid_client while its document's host was down.

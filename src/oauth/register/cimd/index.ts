@@ -205,16 +205,20 @@ export function createClientDocuments({
         return stored(document, winner);
       }
     }
-    if (unchanged(existing, fields) && !expiresSoon(existing)) return existing;
+    // The record as it is now, not as it was before the fetch, which the document's host timed:
+    // what an operator did meanwhile (disabled the client, say) stands (found 2026-11-30).
+    const current = await clients.collection(tenantId).get(existing.id);
+    if (!current) return stored(document, null);
+    if (unchanged(current, fields) && !expiresSoon(current)) return current;
     // A full replacement, so that a field the document dropped is dropped here too; what an
     // operator set (enabled, scopes) and the record's identity are kept.
-    const kept: Record<string, unknown> = { ...existing };
+    const kept: Record<string, unknown> = { ...current };
     for (const key of [...STORE_FIELDS, 'clientName', 'clientUri', 'logoUri', 'dpopBoundAccessTokens'])
       delete kept[key];
     // A record an operator replaced through the Admin API lost its expiry: it is theirs, kept for good.
-    const renewed = typeof existing.expiresAt === 'number' ? { expiresAt } : {};
+    const renewed = typeof current.expiresAt === 'number' ? { expiresAt } : {};
     const body = withoutUndefined({ ...kept, ...fields, tenantId });
-    return (await clients.replaceRecord(tenantId, existing, body, renewed)).record;
+    return (await clients.replaceRecord(tenantId, current, body, renewed)).record;
   }
 
   /**
