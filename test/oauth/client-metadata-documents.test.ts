@@ -31,10 +31,7 @@ class DocumentServer {
 
   static async start(): Promise<DocumentServer> {
     let self: DocumentServer | undefined;
-    const server = createServer(async (request, response) => {
-      const path = new URL(request.url ?? '/', 'http://x').pathname;
-      self!.fetches.set(path, (self!.fetches.get(path) ?? 0) + 1);
-      await self!.holds.get(path);
+    const answer = (path: string, response: ServerResponse) => {
       const served = self!.documents.get(path);
       if (self!.down.has(path)) {
         response.writeHead(503).end();
@@ -47,6 +44,11 @@ class DocumentServer {
       response
         .writeHead(200, { 'content-type': 'application/json', ...served.headers })
         .end(JSON.stringify(served.body));
+    };
+    const server = createServer((request, response) => {
+      const path = new URL(request.url ?? '/', 'http://x').pathname;
+      self!.fetches.set(path, (self!.fetches.get(path) ?? 0) + 1);
+      void (self!.holds.get(path) ?? Promise.resolve()).then(() => answer(path, response));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     self = new DocumentServer(server, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
