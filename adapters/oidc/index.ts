@@ -195,7 +195,16 @@ export function createOidcAdapter(
               { consumedAt: null },
             )
           : null;
-      if (!won) throw new errors.InvalidGrant('the code or refresh token was already used');
+      if (!won) {
+        // RFC 9700 §4.14.2, RFC 6749 §4.1.2: a second use revokes what the first one produced.
+        // oidc-provider does so when it reads the artefact used already; one used by a request
+        // running at that moment is found used here instead (found 2026-11-30: its grant stayed).
+        if (current?.grantId && REUSE_REVOKES_GRANT.has(this.model)) {
+          await revokeGrant(artefacts, current.grantId);
+          await artefacts.delete(artefactKey('Grant', current.grantId));
+        }
+        throw new errors.InvalidGrant('the code or refresh token was already used');
+      }
     }
 
     async destroy(id: string): Promise<void> {
@@ -376,6 +385,9 @@ export async function revokeSessionGrants(
 function revokeGrant(artefacts: TenantCollection<OidcDoc>, grantId: string): Promise<number> {
   return inPacedSteps((limit) => artefacts.deleteMany({ grantId }, limit), EVENT_LOOP_PACE, { untilNone: true });
 }
+
+/** The single-use artefacts whose second use ends their grant (a pushed request's does not: it has none). */
+const REUSE_REVOKES_GRANT = new Set(['AuthorizationCode', 'RefreshToken', 'DeviceCode']);
 
 /** The artefacts of one user read at a time at a logout. */
 const LOGOUT_PAGE = 1000;

@@ -86,8 +86,22 @@ function describeSingleUse(
         ).to.have.length(1);
         for (const refused of answers.filter((answer) => answer.status !== 200))
           expect(refused.body.error).to.equal('invalid_grant');
+        // A second use ends the grant (RFC 6749 §4.1.2), raced or not: the winner's tokens go with it.
+        await expectGrantEnded(answers.find((answer) => answer.status === 200)!.body, `round ${round}`);
       }
     });
+
+    /** The grant of `issued` was revoked: its refresh token is refused (found 2026-11-30: a raced reuse left it). */
+    async function expectGrantEnded(issued: { refresh_token?: string }, when: string): Promise<void> {
+      expect(issued.refresh_token, when).to.be.a('string');
+      const refreshed = await postToken({
+        grant_type: 'refresh_token',
+        refresh_token: issued.refresh_token!,
+        client_id: spa.clientId,
+      });
+      expect(refreshed.status, `${when}: ${JSON.stringify(refreshed.body)}`).to.equal(400);
+      expect(refreshed.body.error).to.equal('invalid_grant');
+    }
 
     it("rotates a public client's refresh token once when five refreshes race with it", async function () {
       const { code, codeVerifier } = await freshCode();
@@ -108,6 +122,7 @@ function describeSingleUse(
       ).to.have.length(1);
       for (const refused of answers.filter((answer) => answer.status !== 200))
         expect(refused.body.error).to.equal('invalid_grant');
+      await expectGrantEnded(answers.find((answer) => answer.status === 200)!.body, 'the refresh race');
     });
   });
 }

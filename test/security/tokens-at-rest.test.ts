@@ -246,6 +246,31 @@ describe('The oidc-provider adapter at rest', function () {
     expect(await tokens.find('rt-value-0123456789')).to.equal(undefined);
   });
 
+  it('ends the grant of a code or refresh token found used already at consume (a request that raced the first use)', async function () {
+    const Adapter = createOidcAdapter(store, 'tenant-a');
+    const [grants, refreshTokens, accessTokens] = ['Grant', 'RefreshToken', 'AccessToken'].map(
+      (model) => new Adapter(model),
+    );
+    await grants!.upsert('g2', { jti: 'g2', kind: 'Grant', exp: 1 }, 60);
+    await refreshTokens!.upsert(
+      'rt-raced-0123456789',
+      { jti: 'rt-raced-0123456789', kind: 'RefreshToken', grantId: 'g2', exp: 1 },
+      60,
+    );
+    await accessTokens!.upsert(
+      'at-winner-0123456789',
+      { jti: 'at-winner-0123456789', kind: 'AccessToken', grantId: 'g2', exp: 1 },
+      60,
+    );
+    await refreshTokens!.consume('rt-raced-0123456789');
+    expect(await accessTokens!.find('at-winner-0123456789'), 'the first use ends nothing').to.not.equal(undefined);
+    const second = await refreshTokens!.consume('rt-raced-0123456789').catch((error: unknown) => error);
+    expect(second).to.have.property('error', 'invalid_grant');
+    // Was: refused, and the grant, with what the first use issued, left alive (RFC 6749 §4.1.2, RFC 9700 §4.14.2).
+    expect(await grants!.find('g2'), 'the grant').to.equal(undefined);
+    expect(await accessTokens!.find('at-winner-0123456789'), "the first use's token").to.equal(undefined);
+  });
+
   it('finds a session by uid without its id, and keeps the session id out of interactions', async function () {
     const Adapter = createOidcAdapter(store, 'tenant-a');
     await new Adapter('Session').upsert(
