@@ -145,6 +145,7 @@ export function createOidcAdapter(
       const doc = storedDoc(this.model, this.key(id), payload, kept ? Date.now() + kept * 1000 : null);
       if (owners && doc.clientId) doc.issuedUnder = await owners.markOf(doc.clientId);
       if (this.model === 'Session') doc.issuerPath = issuerPath;
+      if (this.model === 'DeviceCode' && (await deviceCodeSettled(artefacts, doc.id))) return;
       await artefacts.upsert(doc);
     }
 
@@ -384,6 +385,18 @@ export async function revokeSessionGrants(
  */
 function revokeGrant(artefacts: TenantCollection<OidcDoc>, grantId: string): Promise<number> {
   return inPacedSteps((limit) => artefacts.deleteMany({ grantId }, limit), EVENT_LOOP_PACE, { untilNone: true });
+}
+
+/**
+ * A device code's user answered (approved or denied) or its device redeemed it: oidc-provider
+ * saves the copy it read when the user's page was answered, and a second approval of the same user
+ * code read before the first (two browsers, two tabs) would write its copy over the first: another
+ * account, and no longer consumed, so that the device could redeem it again (found 2026-11-30). The
+ * first answer stands: a later save of such a code changes nothing.
+ */
+async function deviceCodeSettled(artefacts: TenantCollection<OidcDoc>, key: string): Promise<boolean> {
+  const stored = await artefacts.get(key);
+  return Boolean(stored && (stored.consumedAt || stored.payload.accountId || stored.payload.error));
 }
 
 /** The single-use artefacts whose second use ends their grant (a pushed request's does not: it has none). */

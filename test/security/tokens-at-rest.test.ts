@@ -324,6 +324,22 @@ describe('The oidc-provider adapter at rest', function () {
     expect(JSON.stringify(docs)).not.to.contain('legacy-access-token-value');
   });
 
+  it("keeps a device code's first answer: a copy read before it and saved after changes nothing (two approvals at once)", async function () {
+    const Adapter = createOidcAdapter(store, 'tenant-a');
+    const codes = new Adapter('DeviceCode');
+    const pending = { jti: 'dc-raced-0123456789', kind: 'DeviceCode', userCode: 'BCDFGHJL', clientId: 'tv', exp: 1 };
+    await codes.upsert('dc-raced-0123456789', pending, 60);
+    const readByBob = await codes.findByUserCode!('BCDFGHJL');
+    await codes.upsert(readByBob!.jti!, { ...readByBob!, accountId: 'alice' }, 60);
+    await codes.consume('dc-raced-0123456789');
+    // Bob's page, answered after alice's approval and the device's redemption, saves what it read.
+    await codes.upsert(readByBob!.jti!, { ...readByBob!, accountId: 'bob' }, 60);
+    const stored = await codes.find('dc-raced-0123456789');
+    // Was: accountId bob and no longer consumed, so that the device could redeem it a second time.
+    expect(stored).to.include({ accountId: 'alice' });
+    expect(stored?.consumed).to.be.a('number');
+  });
+
   it('keeps neither a device code nor its user code, finds it by either, and saves it again by reference', async function () {
     const Adapter = createOidcAdapter(store, 'tenant-a');
     const codes = new Adapter('DeviceCode');
