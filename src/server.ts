@@ -71,6 +71,7 @@ export async function prepareStore(
     if (schema.from !== schema.to) log.info(schema, 'store schema migrated');
     const sealer = await Sealer.open(store, config.secretsKey, config.secretsKeyPrevious);
     if (warn) startupWarnings(config, sealer, log);
+    if (warn) for (const caveat of opened.caveats ?? []) log.warn(caveat);
     await Promise.all(
       [null, ...config.tenants].map((tenant) => loadProviderSecrets(store, sealer, storeTenant(tenant))),
     );

@@ -89,6 +89,8 @@ const NOT_IMPLEMENTED = 238;
  * its first use.
  */
 export class MongoStore implements Store {
+  /** Store.caveats: set by open once the server has said what it is. */
+  caveats: readonly string[] = [];
   private readonly declared = new DeclaredSpecs();
   private readonly indexesReady = new Map<string, Promise<void>>();
   private readonly writeListeners = new WriteListeners();
@@ -114,6 +116,7 @@ export class MongoStore implements Store {
     let store: MongoStore;
     try {
       store = new MongoStore(client, client.db(), await RowKeys.of(client.db()));
+      store.caveats = await caveatsOf(client);
       await Promise.all(
         known.map((specOrName) => {
           const { spec, rows } = store.declare(specOrName);
@@ -841,4 +844,18 @@ function isDuplicateKey(error: unknown): boolean {
     (error.code === INTERNAL_ERROR &&
       (error.message.includes('UNIQUE constraint failed') || error.message.includes('(SQLSTATE 23505)')))
   );
+}
+
+/**
+ * FerretDB answers `buildInfo` with its own version beside the MongoDB one it speaks for. Its 1.x
+ * releases run a conditional update, a findAndModify and a delete by filter as a read and then a
+ * separate write (docs/scaling.md, test/store/ferretdb-atomicity.test.ts): what the store relies
+ * on for single use does not hold on it unless something in front of it serialises those writes.
+ */
+async function caveatsOf(client: MongoClient): Promise<string[]> {
+  const info = await client.db('admin').command({ buildInfo: 1 });
+  if (typeof info.ferretdbVersion !== 'string') return [];
+  return [
+    `the MongoDB-wire store is FerretDB ${info.ferretdbVersion}, which does not apply conditional updates atomically: a code, refresh token or other single-use record can be used twice by requests at the same moment unless a proxy in front of it serialises those writes (as the tests' does); use PostgreSQL for several processes (docs/scaling.md)`,
+  ];
 }

@@ -173,6 +173,11 @@ export interface Store {
    */
   reclaimFreedSpace?(): Promise<void>;
   /**
+   * What an operator must know of the server behind this store, said once at start (a warning):
+   * FerretDB on the MongoDB wire, whose conditional writes are not atomic. Absent when there is none.
+   */
+  readonly caveats?: readonly string[];
+  /**
    * Calls `listener` each time a write through this store object has ended (committed or failed),
    * before the writer is answered: what was read before may be stale from then on (TurnReads).
    */
