@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { startRegisteredDevIdp, type RegisteredDevIdp } from '../support/dev-idp.js';
+import { DpopKey } from '../support/dpop.js';
 import { basic, clientToken, confidentialClient, eventually, postForm } from '../support/oauth.js';
 import { readyServer, type TestServer } from '../support/server.js';
 import { api, PHOTO_TYPE, UMA_GRANT, umaPublicClient, userToken } from './support.js';
@@ -311,6 +312,45 @@ describe('UMA protection API: resource registration and permission tickets', fun
       expect(shown.body.permissions).to.deep.equal([
         { resource_id: resource, resource_scopes: ['view'], exp: shown.body.exp },
       ]);
+    });
+
+    it("holds the UMA grant to a permission decision's dpop_required obligation, before the ticket is spent (found 2026-11-30)", async function () {
+      const rules = (await server.admin('GET', '/policy-rules')).body as any[];
+      const rule = rules.find((candidate) => candidate.path.endsWith('uma_permission/uma_permission.rego'));
+      const { id, createdAt: _created, updatedAt: _updated, tenantId: _tenant, ...original } = rule;
+      const owners = '} else := {"allow": true, "scopes": sort(requested & resource_scopes)} if {';
+      expect(original.content).to.include(owners);
+      const obliging = original.content.replace(
+        owners,
+        '} else := {"allow": true, "scopes": sort(requested & resource_scopes), "obligations": {"dpop_required": true}} if {',
+      );
+      const replaced = await server.admin('PUT', `/policy-rules/${id}`, { ...original, content: obliging });
+      expect(replaced.status, JSON.stringify(replaced.body)).to.equal(200);
+      try {
+        const resource = (await register(rsPat, { name: 'Vault', resource_scopes: ['view'] })).body._id;
+        const ticketFor = async () =>
+          (await api(server, 'POST', '/permission', rsPat, { resource_id: resource, resource_scopes: ['view'] })).body
+            .ticket as string;
+        const redeem = async (ticket: string, headers: Record<string, string> = {}) =>
+          postForm(
+            server,
+            '/token',
+            { grant_type: UMA_GRANT, ticket },
+            { Authorization: basic('photos-rs', rsSecret), ...headers },
+          );
+        await eventually(async () => (await redeem(await ticketFor())).body.error === 'invalid_dpop_proof');
+        const ticket = await ticketFor();
+        // Was: a Bearer RPT, the obligation never looked at.
+        const bare = await redeem(ticket);
+        expect(bare.status, JSON.stringify(bare.body)).to.equal(400);
+        expect(bare.body.error).to.equal('invalid_dpop_proof');
+        const key = await DpopKey.generate();
+        const proven = await redeem(ticket, { DPoP: await key.proof('POST', `${server.config.issuer}/token`) });
+        expect(proven.status, JSON.stringify(proven.body)).to.equal(200);
+        expect(proven.body.token_type).to.equal('DPoP');
+      } finally {
+        await server.admin('PUT', `/policy-rules/${id}`, original);
+      }
     });
 
     it('requires a PAT', async function () {

@@ -81,6 +81,9 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps & SenderDeps):
           ...restingOn(answer, party?.sub ?? null, client.clientId),
         }));
       if (granted.length === 0) return refuse(ctx, answers, params.ticket);
+      // An obligation of any permission granted holds the whole RPT, as at the other grants (gate.ts).
+      if (answers.some((answer) => answer.outcome.decision.obligations?.dpop_required === true) && !held.proof)
+        throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
       const binding = issuedBinding(ctx, held);
       if (!(await redeemTicket(deps.store, deps.tenant, ticket)))
         throw new errors.CustomOIDCProviderError(
