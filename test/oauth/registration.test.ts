@@ -612,6 +612,9 @@ describe('dynamic client registration', function () {
         expect(afterDisable.body.error).to.equal('access_denied');
         const shown = (await server.admin('GET', `/clients/${encodeURIComponent(registered.client_id)}`)).body;
         expect(shown).to.include({ enabled: false, clientName: 'Managed again' });
+        // And the token it came with is still its own: a disabled client may read its registration.
+        const read = await manage(server, 'GET', registered.client_id, registered.registration_access_token);
+        expect(read.status, JSON.stringify(read.body)).to.equal(200);
       });
 
       it('reads the registration with its token (RFC 7592 §3: registration_access_token included, not rotated), and no secret', async function () {

@@ -84,12 +84,12 @@ describe('A stop asked for while the server starts', function () {
   });
 });
 
-/** How `child` ended, within 10 s (a start held by the store lasts a minute). */
+/** How `child` ended, within 10 s (a start held by the store lasts a minute); 'close': its output read to the end. */
 async function exited(child: ChildProcess): Promise<{ code: number | null; signal: string | null }> {
   const timer = new Promise<never>((_, reject) =>
     setTimeout(() => reject(new Error('the process did not exit within 10 s of the signal')), 10_000).unref(),
   );
-  const [code, signal] = (await Promise.race([once(child, 'exit'), timer])) as [number | null, string | null];
+  const [code, signal] = (await Promise.race([once(child, 'close'), timer])) as [number | null, string | null];
   return { code, signal };
 }
 

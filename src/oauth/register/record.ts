@@ -142,7 +142,17 @@ export async function updateClient(
   // while the client was disabled, its secret rotated or its tokens revoked wrote the read record
   // back, enabled, with its old secret and token epoch.
   const current = claimed as ClientRecord;
-  if (current.enabled === false) throw disabledRegistration();
+  if (current.enabled === false) {
+    // The token it came with stays its own: a disabled client may still read its registration.
+    await clients
+      .collection(existing.tenantId)
+      .update(
+        existing.id,
+        { registrationAccessTokenDigest: existing.registrationAccessTokenDigest },
+        { registrationAccessTokenDigest },
+      );
+    throw disabledRegistration();
+  }
   const keepsSecret =
     usesSecret(fields.tokenEndpointAuthMethod) &&
     current.tokenEndpointAuthMethod === fields.tokenEndpointAuthMethod &&

@@ -82,7 +82,8 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps & SenderDeps):
         }));
       if (granted.length === 0) return refuse(ctx, answers, params.ticket);
       // An obligation of any permission granted holds the whole RPT, as at the other grants (gate.ts).
-      if (answers.some((answer) => answer.outcome.decision.obligations?.dpop_required === true) && !held.proof)
+      const obliged = answers.filter((answer) => grantedScopes(answer).length > 0);
+      if (obliged.some((answer) => answer.outcome.decision.obligations?.dpop_required === true) && !held.proof)
         throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
       const binding = issuedBinding(ctx, held);
       if (!(await redeemTicket(deps.store, deps.tenant, ticket)))
