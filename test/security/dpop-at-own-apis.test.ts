@@ -115,6 +115,8 @@ describe("DPoP-bound access tokens at Arbiter's own APIs (RFC 9449 §7.1)", func
     });
     expect(answer.status).to.equal(401);
     expect(answer.body.error).to.equal('invalid_token');
+    // The challenge of the scheme the token is to come with (uma-hostile.test.ts asks the same of any such header).
+    expect(answer.challenge).to.match(/^Bearer error="invalid_token"/);
   });
 
   it('takes a bound token of a resource server at /introspect with its proof', async function () {

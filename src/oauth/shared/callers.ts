@@ -104,8 +104,8 @@ async function assertPresentedAsBound(
       throw invalidToken(ctx, 'a DPoP-bound access token must be presented with its DPoP proof, not as a Bearer token');
     return;
   }
-  if (!token.jkt)
-    throw invalidDpop(ctx, 'invalid_token', 'the access token is not DPoP-bound: present it as a Bearer token');
+  // The challenge of the scheme this token is to come with: Bearer.
+  if (!token.jkt) throw invalidToken(ctx, 'the access token is not DPoP-bound: present it as a Bearer token');
   // As oidc-provider names its own endpoints' URLs (its origin was pinned to this server's: dpop-origin.ts).
   const url = new URL(ctx.href);
   url.search = '';
