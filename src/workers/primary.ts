@@ -121,8 +121,6 @@ class Primary {
   private awaitingStandby: Slot[] = [];
   /** When each ready or standing-by worker last said `arbiter:alive`. */
   private readonly lastHeard = new Map<Worker, number>();
-  /** The workers killed for their silence, until they exit. */
-  private readonly silenced = new WeakSet<Worker>();
   private liveness: NodeJS.Timeout | null = null;
 
   constructor(
@@ -305,8 +303,8 @@ class Primary {
         this.standbyLoaded(worker);
         return;
       case 'arbiter:alive':
-        // A beat read after its worker was killed for silence (or ended) does not watch it again.
-        if (!this.silenced.has(worker) && !worker.isDead()) this.lastHeard.set(worker, Date.now());
+        // A beat read after its worker was killed (for its silence, or at a stop) or ended does not watch it again.
+        if (!worker.process.killed && !worker.isDead()) this.lastHeard.set(worker, Date.now());
         return;
     }
   }
@@ -328,7 +326,6 @@ class Primary {
       for (const [worker, heardAt] of this.lastHeard) {
         if (now - heardAt <= this.config.workerHeartbeatTimeoutMs) continue;
         this.lastHeard.delete(worker);
-        this.silenced.add(worker);
         this.log.error(
           { worker: worker.id, pid: worker.process.pid, silentMs: now - heardAt },
           'a worker stopped answering its heartbeat; killed, to be replaced as a dead one is',

@@ -94,6 +94,18 @@ export function issuedBinding(
   };
 }
 
+/**
+ * A decision's `obligations.dpop_required` (RFC 9449) refuses a request of Arbiter's own grants
+ * that carries no proof, before the grant writes anything (the built-in grants: gate.ts).
+ */
+export function assertProofWhereObliged(
+  decisions: readonly { obligations?: { dpop_required?: unknown } }[],
+  held: HeldKeys,
+): void {
+  if (!held.proof && decisions.some((decision) => decision.obligations?.dpop_required === true))
+    throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
+}
+
 /** The DPoP key thumbprint and the client certificate an issued token is bound to. */
 export interface IssuedBinding {
   jkt: string | null;

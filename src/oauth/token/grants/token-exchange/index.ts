@@ -8,7 +8,7 @@ import type { GateDeps } from '../gate.js';
 import type { GrantHandler } from '../handler.js';
 import { issueAccessToken } from '../issue.js';
 import { accessTokenFormatOf } from '../../jwt-access-tokens.js';
-import { assertKeyHeld, heldKeys, issuedBinding, type SenderDeps } from '../sender-binding.js';
+import { assertKeyHeld, assertProofWhereObliged, heldKeys, issuedBinding, type SenderDeps } from '../sender-binding.js';
 import { resolveAccessToken } from './access-token.js';
 import { decideExchange } from './decision.js';
 import { IdTokenSubjects } from './id-token.js';
@@ -67,9 +67,7 @@ export function tokenExchangeGrant(provider: Provider, deps: TokenExchangeDeps):
       // An external issuer's word on who the user is: the token lives while it still speaks for them.
       if (resolved.subjectIssuer) ctx.state.subjectIssuer = resolved.subjectIssuer;
       const { decision } = outcome;
-      if (decision.obligations?.dpop_required === true && !held.proof) {
-        throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
-      }
+      assertProofWhereObliged([decision], held);
       const binding = issuedBinding(ctx, held, [resolved.binding, ...(actor ? [actor.binding] : [])]);
       const scopes = narrowedScopes(outcome.input.request.scopes, decision);
       // A proof binds the new token to its key (RFC 9449 §5): a bound subject token stays bound.
@@ -114,10 +112,11 @@ function actOf(subject: ResolvedSubject): Record<string, unknown> | undefined {
 /** The `act` claim of the issued token: the actor (its user, else its client), with the subject token's own `act` nested. */
 function actClaim(actor: ResolvedSubject, subject: ResolvedSubject): Record<string, unknown> {
   const { sub, client_id: clientId, iss } = actor.token;
+  const earlier = actOf(subject);
   return {
     sub: sub ?? clientId,
     ...(clientId ? { client_id: clientId } : {}),
     ...(iss ? { iss } : {}),
-    ...(actOf(subject) ? { act: actOf(subject) } : {}),
+    ...(earlier ? { act: earlier } : {}),
   };
 }

@@ -17,7 +17,14 @@ import type { GateDeps } from '../gate.js';
 import { oidcParams } from '../../../shared/oidc-params.js';
 import type { GrantHandler } from '../handler.js';
 import { issueAccessToken } from '../issue.js';
-import { assertKeyHeld, heldKeys, issuedBinding, type HeldKeys, type SenderDeps } from '../sender-binding.js';
+import {
+  assertKeyHeld,
+  assertProofWhereObliged,
+  heldKeys,
+  issuedBinding,
+  type HeldKeys,
+  type SenderDeps,
+} from '../sender-binding.js';
 import { resolveAccessToken } from '../token-exchange/access-token.js';
 import { ACCESS_TOKEN_CLAIMS, UMA_TICKET, UMA_TICKET_PARAMETERS } from './parameters.js';
 import type { RptPermission } from '../../../state.js';
@@ -73,18 +80,18 @@ export function umaTicketGrant(provider: Provider, deps: GateDeps & SenderDeps):
         ticket.permissions,
       );
       recordDecision(ctx.state, ...answers.map((answer) => answer.outcome));
-      const granted: RptPermission[] = answers
-        .filter((answer) => grantedScopes(answer).length > 0)
-        .map((answer) => ({
-          resource_id: answer.permission.resource_id,
-          resource_scopes: grantedScopes(answer),
-          ...restingOn(answer, party?.sub ?? null, client.clientId),
-        }));
+      const grantedAnswers = answers.filter((answer) => grantedScopes(answer).length > 0);
+      const granted: RptPermission[] = grantedAnswers.map((answer) => ({
+        resource_id: answer.permission.resource_id,
+        resource_scopes: grantedScopes(answer),
+        ...restingOn(answer, party?.sub ?? null, client.clientId),
+      }));
       if (granted.length === 0) return refuse(ctx, answers, params.ticket);
-      // An obligation of any permission granted holds the whole RPT, as at the other grants (gate.ts).
-      const obliged = answers.filter((answer) => grantedScopes(answer).length > 0);
-      if (obliged.some((answer) => answer.outcome.decision.obligations?.dpop_required === true) && !held.proof)
-        throw new errors.InvalidDpopProof('a DPoP proof is required for this client or resource');
+      // An obligation of any permission granted holds the whole RPT.
+      assertProofWhereObliged(
+        grantedAnswers.map((answer) => answer.outcome.decision),
+        held,
+      );
       const binding = issuedBinding(ctx, held);
       if (!(await redeemTicket(deps.store, deps.tenant, ticket)))
         throw new errors.CustomOIDCProviderError(
